@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs exactly the Debian 12 packages Berth needs to build, test and run.
+# Idempotent: packages already present are skipped, so a second run costs a
+# dpkg query and nothing else.
+set -euo pipefail
+
+packages=(
+  # toolchain
+  build-essential cmake ninja-build ccache pkg-config git
+  clang-format clang-tidy
+  # agent stream (gRPC + protobuf)
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  # state, formats, CLI, logging, HTTP
+  libsqlite3-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev
+  libspdlog-dev libfmt-dev libcpp-httplib-dev libssl-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # process tools used by the integration tests
+  procps
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

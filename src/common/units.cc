@@ -1,0 +1,134 @@
+#include "common/units.h"
+
+#include <array>
+#include <charconv>
+#include <ctime>
+#include <limits>
+
+#include <fmt/format.h>
+
+namespace berth {
+namespace {
+
+bool MulOverflows(std::uint64_t a, std::uint64_t b) {
+  return b != 0 && a > std::numeric_limits<std::uint64_t>::max() / b;
+}
+
+}  // namespace
+
+Result<std::uint64_t> ParseBytes(std::string_view text) {
+  if (text.empty()) return Fail(Code::kInvalidArgument, "empty size; write e.g. 80Gi or 512Mi");
+  std::uint64_t value = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr == text.data()) {
+    return Fail(Code::kInvalidArgument,
+                fmt::format("'{}' is not a size; write an integer with an optional unit "
+                            "Ki, Mi, Gi, Ti (1024-based) or K, M, G, T (1000-based)",
+                            text));
+  }
+  std::string_view suffix(ptr, static_cast<std::size_t>(end - ptr));
+  struct Unit {
+    std::string_view name;
+    std::uint64_t factor;
+  };
+  static constexpr std::array<Unit, 9> kUnits{{{"", 1},
+                                               {"Ki", 1ULL << 10},
+                                               {"Mi", 1ULL << 20},
+                                               {"Gi", 1ULL << 30},
+                                               {"Ti", 1ULL << 40},
+                                               {"K", 1000ULL},
+                                               {"M", 1000ULL * 1000},
+                                               {"G", 1000ULL * 1000 * 1000},
+                                               {"T", 1000ULL * 1000 * 1000 * 1000}}};
+  for (const auto& unit : kUnits) {
+    if (suffix == unit.name) {
+      if (MulOverflows(value, unit.factor)) {
+        return Fail(Code::kInvalidArgument, fmt::format("size '{}' is too large", text));
+      }
+      return value * unit.factor;
+    }
+  }
+  return Fail(Code::kInvalidArgument,
+              fmt::format("unknown size unit '{}' in '{}'; use Ki, Mi, Gi, Ti, K, M, G or T",
+                          suffix, text));
+}
+
+Result<std::int64_t> ParseDurationMs(std::string_view text) {
+  if (text.empty()) return Fail(Code::kInvalidArgument, "empty duration; write e.g. 12h or 90m");
+  std::int64_t total = 0;
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    std::int64_t value = 0;
+    auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), value);
+    if (ec != std::errc() || ptr == rest.data() || value < 0) {
+      return Fail(Code::kInvalidArgument,
+                  fmt::format("'{}' is not a duration; write e.g. 12h, 90m, 30s or 1h30m", text));
+    }
+    rest.remove_prefix(static_cast<std::size_t>(ptr - rest.data()));
+    std::int64_t factor = 0;
+    if (rest.starts_with("ms")) {
+      factor = 1;
+      rest.remove_prefix(2);
+    } else if (rest.starts_with("s")) {
+      factor = 1000;
+      rest.remove_prefix(1);
+    } else if (rest.starts_with("m")) {
+      factor = 60'000;
+      rest.remove_prefix(1);
+    } else if (rest.starts_with("h")) {
+      factor = 3'600'000;
+      rest.remove_prefix(1);
+    } else if (rest.starts_with("d")) {
+      factor = 86'400'000;
+      rest.remove_prefix(1);
+    } else {
+      return Fail(Code::kInvalidArgument,
+                  fmt::format("duration '{}' needs a unit after each number: ms, s, m, h or d",
+                              text));
+    }
+    if (value > std::numeric_limits<std::int64_t>::max() / factor - total) {
+      return Fail(Code::kInvalidArgument, fmt::format("duration '{}' is too long", text));
+    }
+    total += value * factor;
+  }
+  return total;
+}
+
+std::string FormatBytes(std::uint64_t bytes) {
+  static constexpr std::array<std::string_view, 5> kNames{"", "Ki", "Mi", "Gi", "Ti"};
+  std::size_t unit = 0;
+  while (unit + 1 < kNames.size() && bytes != 0 && bytes % 1024 == 0) {
+    bytes /= 1024;
+    ++unit;
+  }
+  return fmt::format("{}{}", bytes, kNames[unit]);
+}
+
+std::string FormatDurationMs(std::int64_t ms) {
+  if (ms == 0) return "0s";
+  if (ms % 1000 != 0) return fmt::format("{}ms", ms);
+  std::int64_t s = ms / 1000;
+  std::string out;
+  if (s >= 3600) {
+    out += fmt::format("{}h", s / 3600);
+    s %= 3600;
+  }
+  if (s >= 60) {
+    out += fmt::format("{}m", s / 60);
+    s %= 60;
+  }
+  if (s > 0) out += fmt::format("{}s", s);
+  return out;
+}
+
+std::string FormatTimeMs(std::int64_t unix_ms) {
+  std::time_t secs = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  std::array<char, 32> buf{};
+  std::strftime(buf.data(), buf.size(), "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:03}Z", buf.data(), unix_ms % 1000);
+}
+
+}  // namespace berth

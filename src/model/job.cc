@@ -1,0 +1,363 @@
+#include "model/job.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "common/units.h"
+
+namespace berth::model {
+namespace {
+
+constexpr std::array<std::string_view, 11> kTopFields{
+    "name",     "tenant",    "queue",    "command",  "args",       "env",
+    "working_dir", "replicas", "resources", "priority", "max_runtime"};
+constexpr std::array<std::string_view, 5> kResourceFields{"gpus", "gpu_model", "gpu_memory",
+                                                          "cpu", "memory"};
+
+std::string JoinNames(auto const& names) {
+  std::string out;
+  for (auto const& n : names) {
+    if (!out.empty()) out += ", ";
+    out += n;
+  }
+  return out;
+}
+
+// DNS-label-like: what can safely appear in paths, env values and tables.
+bool ValidName(std::string_view s) {
+  if (s.empty()) return false;
+  auto ok_edge = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  auto ok_mid = [&](char c) { return ok_edge(c) || c == '-' || c == '_' || c == '.'; };
+  return ok_edge(s.front()) && ok_edge(s.back()) && std::all_of(s.begin(), s.end(), ok_mid);
+}
+
+bool ValidEnvKey(std::string_view s) {
+  if (s.empty() || (s[0] >= '0' && s[0] <= '9')) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+Status CheckKnownFields(const YAML::Node& map, auto const& allowed, std::string_view prefix) {
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    if (!it->first.IsScalar()) {
+      return InvalidField(std::string(prefix), "field names must be plain strings");
+    }
+    auto key = it->first.Scalar();
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      return InvalidField(fmt::format("{}{}", prefix, key),
+                          fmt::format("unknown field '{}{}'; allowed fields are: {}", prefix, key,
+                                      JoinNames(allowed)));
+    }
+  }
+  return Ok();
+}
+
+Result<std::string> ScalarString(const YAML::Node& node, const std::string& field) {
+  if (!node.IsScalar()) return InvalidField(field, "must be a string");
+  return node.Scalar();
+}
+
+Result<std::int64_t> ScalarInt(const YAML::Node& node, const std::string& field) {
+  if (!node.IsScalar()) return InvalidField(field, "must be an integer");
+  const auto& s = node.Scalar();
+  std::int64_t v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || ptr != s.data() + s.size()) {
+    return InvalidField(field, fmt::format("'{}' is not an integer", s));
+  }
+  return v;
+}
+
+// CPU in cores: "16", "0.5", or millicores "500m".
+Result<std::uint32_t> ParseCpu(const YAML::Node& node) {
+  const std::string field = "resources.cpu";
+  auto text = ScalarString(node, field);
+  if (!text) return std::unexpected(text.error());
+  std::string_view s = *text;
+  auto bad = [&] {
+    return InvalidField(field, fmt::format("'{}' is not a CPU amount; write cores (16, 0.5) or "
+                                           "millicores (500m), at most 4096 cores",
+                                           s));
+  };
+  std::uint64_t millis = 0;
+  if (s.ends_with("m")) {
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size() - 1, millis);
+    if (ec != std::errc() || p != s.data() + s.size() - 1) return bad();
+  } else {
+    auto dot = s.find('.');
+    std::string_view whole = s.substr(0, dot);
+    std::uint64_t cores = 0;
+    auto [p, ec] = std::from_chars(whole.data(), whole.data() + whole.size(), cores);
+    if (ec != std::errc() || p != whole.data() + whole.size() || whole.empty()) return bad();
+    millis = cores * 1000;
+    if (dot != std::string_view::npos) {
+      std::string_view frac = s.substr(dot + 1);
+      if (frac.empty() || frac.size() > 3) return bad();
+      std::uint64_t f = 0;
+      auto [fp, fec] = std::from_chars(frac.data(), frac.data() + frac.size(), f);
+      if (fec != std::errc() || fp != frac.data() + frac.size()) return bad();
+      for (std::size_t i = frac.size(); i < 3; ++i) f *= 10;
+      millis += f;
+    }
+  }
+  if (millis > 4096ULL * 1000) return bad();
+  return static_cast<std::uint32_t>(millis);
+}
+
+Result<std::vector<std::string>> StringList(const YAML::Node& node, const std::string& field) {
+  if (!node.IsSequence()) {
+    return InvalidField(field, "must be a list of strings, e.g. [\"python3\", \"train.py\"]");
+  }
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    if (!node[i].IsScalar()) {
+      return InvalidField(fmt::format("{}[{}]", field, i), "must be a string");
+    }
+    out.push_back(node[i].Scalar());
+  }
+  return out;
+}
+
+Status ParseResources(const YAML::Node& node, Resources& r) {
+  if (!node.IsMap()) return InvalidField("resources", "must be a mapping, e.g. {gpus: 1}");
+  BERTH_RETURN_IF_ERROR(CheckKnownFields(node, kResourceFields, "resources."));
+  if (auto n = node["gpus"]) {
+    auto v = ScalarInt(n, "resources.gpus");
+    if (!v) return std::unexpected(v.error());
+    if (*v < 0 || *v > kMaxGpusPerReplica) {
+      return InvalidField("resources.gpus",
+                          fmt::format("{} GPUs per replica is not allowed; use 0 to {}", *v,
+                                      kMaxGpusPerReplica));
+    }
+    r.gpus = static_cast<std::uint32_t>(*v);
+  }
+  if (auto n = node["gpu_model"]) {
+    auto v = ScalarString(n, "resources.gpu_model");
+    if (!v) return std::unexpected(v.error());
+    if (v->empty() || v->size() > 64) {
+      return InvalidField("resources.gpu_model", "must be a model name such as H100-80GB");
+    }
+    r.gpu_model = *v;
+  }
+  if (auto n = node["gpu_memory"]) {
+    auto v = ScalarString(n, "resources.gpu_memory");
+    if (!v) return std::unexpected(v.error());
+    auto bytes = ParseBytes(*v);
+    if (!bytes) return InvalidField("resources.gpu_memory", bytes.error().message);
+    r.gpu_memory_bytes = *bytes;
+  }
+  if (auto n = node["cpu"]) {
+    auto v = ParseCpu(n);
+    if (!v) return std::unexpected(v.error());
+    r.cpu_millis = *v;
+  }
+  if (auto n = node["memory"]) {
+    auto v = ScalarString(n, "resources.memory");
+    if (!v) return std::unexpected(v.error());
+    auto bytes = ParseBytes(*v);
+    if (!bytes) return InvalidField("resources.memory", bytes.error().message);
+    r.memory_bytes = *bytes;
+  }
+  if ((r.gpu_model.size() > 0 || r.gpu_memory_bytes > 0) && r.gpus == 0) {
+    return InvalidField("resources.gpus",
+                        "gpu_model and gpu_memory need at least one GPU; set resources.gpus");
+  }
+  return Ok();
+}
+
+Status ParseInto(const YAML::Node& root, JobSpec& spec) {
+  if (!root.IsMap()) {
+    return InvalidField("", "a job spec must be a YAML mapping with at least name and command");
+  }
+  BERTH_RETURN_IF_ERROR(CheckKnownFields(root, kTopFields, ""));
+
+  auto name = root["name"];
+  if (!name) return InvalidField("name", "is required: a short name for the job, e.g. resnet50");
+  auto name_s = ScalarString(name, "name");
+  if (!name_s) return std::unexpected(name_s.error());
+  if (name_s->size() > kMaxNameLength) {
+    return InvalidField("name", fmt::format("is {} characters long; at most {} are allowed",
+                                            name_s->size(), kMaxNameLength));
+  }
+  if (!ValidName(*name_s)) {
+    return InvalidField("name",
+                        "must use lower-case letters, digits, '-', '_' or '.', and start and end "
+                        "with a letter or digit");
+  }
+  spec.name = *name_s;
+
+  for (auto [key, target] : {std::pair{"tenant", &spec.tenant}, std::pair{"queue", &spec.queue}}) {
+    if (auto n = root[key]) {
+      auto v = ScalarString(n, key);
+      if (!v) return std::unexpected(v.error());
+      if (v->size() > kMaxNameLength || !ValidName(*v)) {
+        return InvalidField(key, fmt::format("'{}' is not a valid {} name (lower-case letters, "
+                                             "digits, '-', '_', '.'; at most {} characters)",
+                                             *v, key, kMaxNameLength));
+      }
+      *target = *v;
+    }
+  }
+
+  auto command = root["command"];
+  if (!command) {
+    return InvalidField("command", "is required: the program and its arguments as a list, "
+                                   "e.g. [\"python3\", \"train.py\"]");
+  }
+  auto cmd = StringList(command, "command");
+  if (!cmd) return std::unexpected(cmd.error());
+  if (cmd->empty() || (*cmd)[0].empty()) {
+    return InvalidField("command", "must name a program to run");
+  }
+  spec.command = std::move(*cmd);
+  if (auto n = root["args"]) {
+    auto args = StringList(n, "args");
+    if (!args) return std::unexpected(args.error());
+    spec.command.insert(spec.command.end(), args->begin(), args->end());
+  }
+  if (spec.command.size() > kMaxCommandArgs) {
+    return InvalidField("command", fmt::format("has {} arguments; at most {} are allowed",
+                                               spec.command.size(), kMaxCommandArgs));
+  }
+
+  if (auto n = root["env"]) {
+    if (!n.IsMap()) return InvalidField("env", "must be a mapping of NAME: value");
+    if (n.size() > kMaxEnvEntries) {
+      return InvalidField("env", fmt::format("at most {} variables are allowed", kMaxEnvEntries));
+    }
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      auto key = it->first.as<std::string>();
+      std::string field = "env." + key;
+      if (!ValidEnvKey(key)) {
+        return InvalidField(field, "variable names use letters, digits and '_' and do not start "
+                                   "with a digit");
+      }
+      if (key.starts_with("BERTH_") || key == "CUDA_VISIBLE_DEVICES" ||
+          key == "NVIDIA_VISIBLE_DEVICES") {
+        return InvalidField(field, "is set by Berth for every job and cannot be overridden");
+      }
+      if (!it->second.IsScalar()) return InvalidField(field, "must be a string value");
+      spec.env[key] = it->second.Scalar();
+    }
+  }
+
+  if (auto n = root["working_dir"]) {
+    auto v = ScalarString(n, "working_dir");
+    if (!v) return std::unexpected(v.error());
+    if (!v->starts_with("/")) {
+      return InvalidField("working_dir", "must be an absolute path");
+    }
+    spec.working_dir = *v;
+  }
+
+  if (auto n = root["replicas"]) {
+    auto v = ScalarInt(n, "replicas");
+    if (!v) return std::unexpected(v.error());
+    if (*v < 1 || *v > kMaxReplicas) {
+      return InvalidField("replicas",
+                          fmt::format("{} is not allowed; use 1 to {}", *v, kMaxReplicas));
+    }
+    spec.replicas = static_cast<std::uint32_t>(*v);
+  }
+
+  if (auto n = root["resources"]) BERTH_RETURN_IF_ERROR(ParseResources(n, spec.resources));
+
+  if (auto n = root["priority"]) {
+    auto v = ScalarString(n, "priority");
+    if (!v) return std::unexpected(v.error());
+    auto p = ParsePriority(*v);
+    if (!p) {
+      return InvalidField("priority", fmt::format("'{}' is not a priority; use low, normal, high "
+                                                  "or critical",
+                                                  *v));
+    }
+    spec.priority = *p;
+  }
+
+  if (auto n = root["max_runtime"]) {
+    auto v = ScalarString(n, "max_runtime");
+    if (!v) return std::unexpected(v.error());
+    auto ms = ParseDurationMs(*v);
+    if (!ms) return InvalidField("max_runtime", ms.error().message);
+    if (*ms <= 0) return InvalidField("max_runtime", "must be longer than zero; omit it for none");
+    spec.max_runtime_ms = *ms;
+  }
+  return Ok();
+}
+
+}  // namespace
+
+Result<JobSpec> ParseJobSpec(std::string_view text) {
+  if (text.size() > kMaxSpecBytes) {
+    return InvalidField("", fmt::format("spec is {} bytes; at most {} are allowed", text.size(),
+                                        kMaxSpecBytes));
+  }
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    return InvalidField("", fmt::format("not a valid YAML document: line {}, column {}: {}",
+                                        e.mark.line + 1, e.mark.column + 1, e.msg));
+  }
+  JobSpec spec;
+  try {
+    BERTH_RETURN_IF_ERROR(ParseInto(root, spec));
+  } catch (const YAML::Exception& e) {
+    return InvalidField("", fmt::format("could not read the spec: {}", e.what()));
+  }
+  return spec;
+}
+
+std::string_view PriorityName(Priority p) {
+  switch (p) {
+    case Priority::kLow: return "low";
+    case Priority::kNormal: return "normal";
+    case Priority::kHigh: return "high";
+    case Priority::kCritical: return "critical";
+  }
+  return "normal";
+}
+
+std::optional<Priority> ParsePriority(std::string_view name) {
+  for (auto p : {Priority::kLow, Priority::kNormal, Priority::kHigh, Priority::kCritical}) {
+    if (PriorityName(p) == name) return p;
+  }
+  return std::nullopt;
+}
+
+std::string_view JobStateName(JobState s) {
+  switch (s) {
+    case JobState::kPending: return "Pending";
+    case JobState::kScheduled: return "Scheduled";
+    case JobState::kRunning: return "Running";
+    case JobState::kSucceeded: return "Succeeded";
+    case JobState::kFailed: return "Failed";
+    case JobState::kCancelled: return "Cancelled";
+  }
+  return "Pending";
+}
+
+std::optional<JobState> ParseJobState(std::string_view name) {
+  for (auto s : {JobState::kPending, JobState::kScheduled, JobState::kRunning,
+                 JobState::kSucceeded, JobState::kFailed, JobState::kCancelled}) {
+    if (JobStateName(s) == name) return s;
+  }
+  return std::nullopt;
+}
+
+std::string_view RunStateName(RunState s) {
+  switch (s) {
+    case RunState::kStarting: return "Starting";
+    case RunState::kRunning: return "Running";
+    case RunState::kExited: return "Exited";
+  }
+  return "Starting";
+}
+
+}  // namespace berth::model

@@ -1,0 +1,67 @@
+// The job: what a user submits (JobSpec, parsed and validated from YAML or
+// JSON), and the lifecycle states the control plane moves it through.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace berth::model {
+
+// Per-replica resources. Quantities are exact integers.
+struct Resources {
+  std::uint32_t gpus = 0;
+  std::string gpu_model;                // empty: any model
+  std::uint64_t gpu_memory_bytes = 0;   // minimum memory per GPU; 0: any
+  std::uint32_t cpu_millis = 0;         // 1000 = one CPU
+  std::uint64_t memory_bytes = 0;
+};
+
+enum class Priority { kLow, kNormal, kHigh, kCritical };
+
+struct JobSpec {
+  std::string name;
+  std::string tenant = "default";
+  std::string queue = "default";
+  std::vector<std::string> command;     // argv; command[0] is looked up in PATH
+  std::map<std::string, std::string> env;
+  std::string working_dir;              // empty: the agent's run directory
+  std::uint32_t replicas = 1;
+  Resources resources;
+  Priority priority = Priority::kNormal;
+  std::int64_t max_runtime_ms = 0;      // 0: unlimited
+};
+
+// Limits users see in validation errors; documented in docs/jobs.md.
+inline constexpr std::size_t kMaxNameLength = 63;
+inline constexpr std::uint32_t kMaxReplicas = 1024;
+inline constexpr std::uint32_t kMaxGpusPerReplica = 64;
+inline constexpr std::size_t kMaxCommandArgs = 4096;
+inline constexpr std::size_t kMaxEnvEntries = 1024;
+inline constexpr std::size_t kMaxSpecBytes = 1 << 20;
+
+// Parses a YAML (or JSON, which is YAML) job spec and validates every field.
+// Unknown fields are errors. The error's `field` names the offending field.
+Result<JobSpec> ParseJobSpec(std::string_view text);
+
+std::string_view PriorityName(Priority p);
+std::optional<Priority> ParsePriority(std::string_view name);
+
+enum class JobState { kPending, kScheduled, kRunning, kSucceeded, kFailed, kCancelled };
+
+std::string_view JobStateName(JobState s);
+std::optional<JobState> ParseJobState(std::string_view name);
+inline bool IsTerminal(JobState s) {
+  return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled;
+}
+
+// State of one replica's current run on an agent.
+enum class RunState { kStarting, kRunning, kExited };
+std::string_view RunStateName(RunState s);
+
+}  // namespace berth::model

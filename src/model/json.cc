@@ -1,0 +1,133 @@
+#include "model/json.h"
+
+namespace berth::model {
+
+using nlohmann::json;
+
+json ToJson(const JobSpec& s) {
+  return json{{"name", s.name},
+              {"tenant", s.tenant},
+              {"queue", s.queue},
+              {"command", s.command},
+              {"env", s.env},
+              {"working_dir", s.working_dir},
+              {"replicas", s.replicas},
+              {"resources",
+               {{"gpus", s.resources.gpus},
+                {"gpu_model", s.resources.gpu_model},
+                {"gpu_memory_bytes", s.resources.gpu_memory_bytes},
+                {"cpu_millis", s.resources.cpu_millis},
+                {"memory_bytes", s.resources.memory_bytes}}},
+              {"priority", PriorityName(s.priority)},
+              {"max_runtime_ms", s.max_runtime_ms}};
+}
+
+JobSpec JobSpecFromJson(const json& j) {
+  JobSpec s;
+  s.name = j.value("name", "");
+  s.tenant = j.value("tenant", "default");
+  s.queue = j.value("queue", "default");
+  s.command = j.value("command", std::vector<std::string>{});
+  s.env = j.value("env", std::map<std::string, std::string>{});
+  s.working_dir = j.value("working_dir", "");
+  s.replicas = j.value("replicas", 1U);
+  if (auto r = j.find("resources"); r != j.end()) {
+    s.resources.gpus = r->value("gpus", 0U);
+    s.resources.gpu_model = r->value("gpu_model", "");
+    s.resources.gpu_memory_bytes = r->value("gpu_memory_bytes", std::uint64_t{0});
+    s.resources.cpu_millis = r->value("cpu_millis", 0U);
+    s.resources.memory_bytes = r->value("memory_bytes", std::uint64_t{0});
+  }
+  s.priority = ParsePriority(j.value("priority", "normal")).value_or(Priority::kNormal);
+  s.max_runtime_ms = j.value("max_runtime_ms", std::int64_t{0});
+  return s;
+}
+
+json ToJson(const NodeInfo& n) {
+  json gpus = json::array();
+  for (const auto& g : n.gpus) {
+    json peers = json::array();
+    for (const auto& p : g.nvlink_peers) peers.push_back({{"index", p.index}, {"links", p.links}});
+    gpus.push_back({{"index", g.index},
+                    {"uuid", g.uuid},
+                    {"model", g.model},
+                    {"memory_bytes", g.memory_bytes},
+                    {"health", HealthName(g.health)},
+                    {"health_detail", g.health_detail},
+                    {"numa_node", g.numa_node},
+                    {"pci_bus_id", g.pci_bus_id},
+                    {"nvlink_island", g.nvlink_island},
+                    {"nvlink_peers", peers}});
+  }
+  json taints = json::array();
+  for (const auto& t : n.taints) {
+    taints.push_back({{"key", t.key}, {"value", t.value}, {"effect", t.effect}});
+  }
+  return json{{"name", n.name},
+              {"hostname", n.hostname},
+              {"labels", n.labels},
+              {"taints", taints},
+              {"cpus", n.cpus},
+              {"memory_bytes", n.memory_bytes},
+              {"driver_version", n.driver_version},
+              {"cuda_version", n.cuda_version},
+              {"gpu_provider", n.gpu_provider},
+              {"agent_version", n.agent_version},
+              {"gpus", gpus}};
+}
+
+NodeInfo NodeInfoFromJson(const json& j) {
+  NodeInfo n;
+  n.name = j.value("name", "");
+  n.hostname = j.value("hostname", "");
+  n.labels = j.value("labels", std::map<std::string, std::string>{});
+  for (const auto& t : j.value("taints", json::array())) {
+    n.taints.push_back({t.value("key", ""), t.value("value", ""), t.value("effect", "NoSchedule")});
+  }
+  n.cpus = j.value("cpus", 0U);
+  n.memory_bytes = j.value("memory_bytes", std::uint64_t{0});
+  n.driver_version = j.value("driver_version", "");
+  n.cuda_version = j.value("cuda_version", "");
+  n.gpu_provider = j.value("gpu_provider", "");
+  n.agent_version = j.value("agent_version", "");
+  for (const auto& g : j.value("gpus", json::array())) {
+    Gpu gpu;
+    gpu.index = g.value("index", 0U);
+    gpu.uuid = g.value("uuid", "");
+    gpu.model = g.value("model", "");
+    gpu.memory_bytes = g.value("memory_bytes", std::uint64_t{0});
+    gpu.health = g.value("health", "healthy") == "healthy" ? Health::kHealthy : Health::kUnhealthy;
+    gpu.health_detail = g.value("health_detail", "");
+    gpu.numa_node = g.value("numa_node", -1);
+    gpu.pci_bus_id = g.value("pci_bus_id", "");
+    gpu.nvlink_island = g.value("nvlink_island", 0U);
+    for (const auto& p : g.value("nvlink_peers", json::array())) {
+      gpu.nvlink_peers.push_back({p.value("index", 0U), p.value("links", 0U)});
+    }
+    n.gpus.push_back(std::move(gpu));
+  }
+  return n;
+}
+
+json ToJson(const Reason& r) {
+  json counts = json::object();
+  for (const auto& [k, v] : r.counts) counts[k] = v;
+  return json{{"code", ReasonCodeName(r.code)},
+              {"counts", counts},
+              {"detail", r.detail},
+              {"message", RenderReason(r)}};
+}
+
+Reason ReasonFromJson(const json& j) {
+  Reason r;
+  auto code = j.value("code", "None");
+  for (int c = 0; c <= static_cast<int>(ReasonCode::kRunLost); ++c) {
+    if (ReasonCodeName(static_cast<ReasonCode>(c)) == code) r.code = static_cast<ReasonCode>(c);
+  }
+  const json counts = j.value("counts", json::object());  // items() must not outlive it
+  for (const auto& [k, v] : counts.items()) r.counts[k] = v.get<std::int64_t>();
+  r.detail = j.value("detail", "");
+  return r;
+}
+
+}  // namespace berth::model

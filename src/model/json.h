@@ -1,0 +1,23 @@
+// JSON forms of the model's value types: used by the store (columns holding
+// documents) and the REST API (responses). One mapping, so what is stored is
+// what is served.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "model/job.h"
+#include "model/node.h"
+#include "model/reason.h"
+
+namespace berth::model {
+
+nlohmann::json ToJson(const JobSpec& spec);
+JobSpec JobSpecFromJson(const nlohmann::json& j);
+
+nlohmann::json ToJson(const NodeInfo& node);
+NodeInfo NodeInfoFromJson(const nlohmann::json& j);
+
+nlohmann::json ToJson(const Reason& reason);  // {code, counts, detail, message}
+Reason ReasonFromJson(const nlohmann::json& j);
+
+}  // namespace berth::model

@@ -1,0 +1,263 @@
+#include "server/api.h"
+
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "model/job.h"
+#include "server/openapi.h"
+#include "server/render.h"
+
+namespace berth::server {
+namespace {
+
+using nlohmann::json;
+
+void Reply(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(body.dump(), "application/json");
+}
+
+void ReplyError(httplib::Response& res, const Error& e) {
+  Reply(res, HttpStatus(e.code), ErrorJson(e));
+}
+
+Result<std::int64_t> PathId(const httplib::Request& req) {
+  const std::string& s = req.matches[1];
+  std::int64_t id = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), id);
+  if (ec != std::errc() || p != s.data() + s.size() || id <= 0) {
+    return InvalidField("id", fmt::format("'{}' is not a job id; job ids are positive integers", s));
+  }
+  return id;
+}
+
+std::vector<std::string> SplitCommas(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    auto end = s.find(',', start);
+    if (end == std::string::npos) end = s.size();
+    if (end > start) out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+void Api::Register(httplib::Server& http) {
+  http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    Reply(res, 200, json{{"status", "ok"}});
+  });
+  http.Get("/v1/openapi.json", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(std::string(OpenApiDocument()), "application/json");
+  });
+  http.Post("/v1/jobs", [this](const auto& req, auto& res) { SubmitJob(req, res); });
+  http.Get("/v1/jobs", [this](const auto& req, auto& res) { ListJobs(req, res); });
+  http.Get(R"(/v1/jobs/([^/]+))", [this](const auto& req, auto& res) { GetJob(req, res); });
+  http.Post(R"(/v1/jobs/([^/]+)/cancel)",
+            [this](const auto& req, auto& res) { CancelJob(req, res); });
+  http.Get(R"(/v1/jobs/([^/]+)/logs)", [this](const auto& req, auto& res) { Logs(req, res); });
+  http.Get("/v1/nodes", [this](const auto& req, auto& res) { ListNodes(req, res); });
+  http.Get("/v1/gpus", [this](const auto& req, auto& res) { ListGpus(req, res); });
+  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 404) {
+      ReplyError(res, Error{Code::kNotFound,
+                            fmt::format("no such endpoint: {} {}; see /v1/openapi.json", req.method,
+                                        req.path),
+                            {}});
+    } else if (res.status == 413) {
+      res.set_content(
+          ErrorJson(Error{Code::kInvalidArgument, "request body too large (limit 1 MiB)", {}}).dump(),
+          "application/json");
+    }
+  });
+  http.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "unexpected error";
+        try {
+          std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        spdlog::error("API handler failed: {}", what);
+        ReplyError(res, Error{Code::kInternal, "internal error; see berthd's log", {}});
+      });
+}
+
+void Api::SubmitJob(const httplib::Request& req, httplib::Response& res) {
+  auto spec = model::ParseJobSpec(req.body);
+  if (!spec) return ReplyError(res, spec.error());
+  auto id = controller_.Submit(*spec);
+  if (!id) return ReplyError(res, id.error());
+  auto job = store_.GetJob(*id);
+  if (!job) return ReplyError(res, job.error());
+  res.set_header("Location", fmt::format("/v1/jobs/{}", *id));
+  Reply(res, 201, JobJson(*job, true));
+}
+
+void Api::ListJobs(const httplib::Request& req, httplib::Response& res) {
+  store::JobFilter filter;
+  if (req.has_param("state")) {
+    for (const auto& s : SplitCommas(req.get_param_value("state"))) {
+      auto state = model::ParseJobState(s);
+      if (!state) {
+        return ReplyError(res, Error{Code::kInvalidArgument,
+                                     fmt::format("unknown state '{}'; use Pending, Scheduled, "
+                                                 "Running, Succeeded, Failed or Cancelled",
+                                                 s),
+                                     "state"});
+      }
+      filter.states.push_back(*state);
+    }
+  }
+  filter.tenant = req.get_param_value("tenant");
+  filter.queue = req.get_param_value("queue");
+  if (req.has_param("limit")) {
+    const auto& s = req.get_param_value("limit");
+    std::size_t limit = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), limit);
+    if (ec != std::errc() || p != s.data() + s.size() || limit == 0 || limit > 10000) {
+      return ReplyError(res, Error{Code::kInvalidArgument, "limit must be 1 to 10000", "limit"});
+    }
+    filter.limit = limit;
+  }
+  auto jobs = store_.ListJobs(filter);
+  if (!jobs) return ReplyError(res, jobs.error());
+  json list = json::array();
+  for (const auto& j : *jobs) list.push_back(JobJson(j, false));
+  Reply(res, 200, json{{"jobs", list}});
+}
+
+void Api::GetJob(const httplib::Request& req, httplib::Response& res) {
+  auto id = PathId(req);
+  if (!id) return ReplyError(res, id.error());
+  auto job = store_.GetJob(*id);
+  if (!job) return ReplyError(res, job.error());
+  Reply(res, 200, JobJson(*job, true));
+}
+
+void Api::CancelJob(const httplib::Request& req, httplib::Response& res) {
+  auto id = PathId(req);
+  if (!id) return ReplyError(res, id.error());
+  std::string by = req.has_header("X-Berth-User") ? req.get_header_value("X-Berth-User") : "";
+  if (by.empty()) by = fmt::format("API client {}", req.remote_addr);
+  auto job = controller_.Cancel(*id, by);
+  if (!job) return ReplyError(res, job.error());
+  Reply(res, 200, JobJson(*job, true));
+}
+
+void Api::Logs(const httplib::Request& req, httplib::Response& res) {
+  auto id = PathId(req);
+  if (!id) return ReplyError(res, id.error());
+  auto job = store_.GetJob(*id);
+  if (!job) return ReplyError(res, job.error());
+  std::optional<std::uint32_t> replica;
+  if (req.has_param("replica")) {
+    const auto& s = req.get_param_value("replica");
+    std::uint32_t r = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), r);
+    if (ec != std::errc() || p != s.data() + s.size() || r >= job->spec.replicas) {
+      return ReplyError(res, Error{Code::kInvalidArgument,
+                                   fmt::format("replica must be 0 to {}", job->spec.replicas - 1),
+                                   "replica"});
+    }
+    replica = r;
+  }
+  bool follow = req.get_param_value("follow") == "true" || req.get_param_value("follow") == "1";
+
+  // The set of runs to show is re-read while following: a job that is still
+  // Pending gets its runs once it is placed.
+  struct Cursor {
+    std::string run_id;
+    std::uint32_t replica;
+    std::uint32_t attempt;
+    std::uint64_t offset = 0;
+  };
+  auto state = std::make_shared<std::vector<Cursor>>();
+  auto last_header = std::make_shared<std::string>();
+  std::int64_t job_id = *id;
+  auto refresh = [this, job_id, replica, state]() -> std::optional<bool> {
+    auto j = store_.GetJob(job_id);
+    if (!j) return std::nullopt;
+    for (const auto& r : j->runs) {
+      if (replica && r.replica != *replica) continue;
+      bool known = std::any_of(state->begin(), state->end(),
+                               [&](const Cursor& c) { return c.run_id == r.run_id; });
+      if (!known) state->push_back({r.run_id, r.replica, r.attempt, 0});
+    }
+    return model::IsTerminal(j->state);
+  };
+  auto drain = [this, job_id, state, last_header](httplib::DataSink& sink) -> bool {
+    bool many = state->size() > 1;
+    for (auto& c : *state) {
+      std::ifstream in(controller_.LogPath(job_id, c.run_id), std::ios::binary);
+      if (!in) continue;
+      in.seekg(static_cast<std::streamoff>(c.offset));
+      std::string buf(64 * 1024, '\0');
+      for (;;) {
+        in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+        auto n = static_cast<std::size_t>(in.gcount());
+        if (n == 0) break;
+        if (many && *last_header != c.run_id) {
+          auto header = fmt::format("==> replica {} (attempt {}) <==\n", c.replica, c.attempt);
+          if (!sink.write(header.data(), header.size())) return false;
+          *last_header = c.run_id;
+        }
+        if (!sink.write(buf.data(), n)) return false;
+        c.offset += n;
+      }
+    }
+    return true;
+  };
+
+  res.set_chunked_content_provider(
+      "text/plain; charset=utf-8",
+      [refresh, drain, follow](std::size_t, httplib::DataSink& sink) {
+        for (;;) {
+          auto terminal = refresh();
+          if (!terminal) {
+            sink.done();
+            return true;
+          }
+          if (!drain(sink)) return false;
+          if (!follow || *terminal) {
+            // A terminal job's logs are complete: agents ship every byte
+            // before they report the exit that settles the job.
+            if (follow && !drain(sink)) return false;
+            sink.done();
+            return true;
+          }
+          if (!sink.is_writable()) return false;
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+      });
+}
+
+void Api::ListNodes(const httplib::Request&, httplib::Response& res) {
+  auto nodes = controller_.Nodes();
+  if (!nodes) return ReplyError(res, nodes.error());
+  auto active = store_.ActiveRuns();
+  if (!active) return ReplyError(res, active.error());
+  json list = json::array();
+  for (const auto& n : *nodes) list.push_back(NodeJson(n, *active));
+  Reply(res, 200, json{{"nodes", list}});
+}
+
+void Api::ListGpus(const httplib::Request&, httplib::Response& res) {
+  auto nodes = controller_.Nodes();
+  if (!nodes) return ReplyError(res, nodes.error());
+  auto holders = store_.ListJobs(
+      store::JobFilter{{model::JobState::kScheduled, model::JobState::kRunning}, {}, {}, 100000});
+  if (!holders) return ReplyError(res, holders.error());
+  Reply(res, 200, json{{"gpus", GpusJson(*nodes, *holders)}});
+}
+
+}  // namespace berth::server

@@ -1,0 +1,35 @@
+// The REST/JSON API: routes, request parsing and status codes. Handlers are
+// thin: they parse, call the Controller or the Store, and render.
+#pragma once
+
+#include <httplib.h>
+
+#include "common/clock.h"
+#include "server/controller.h"
+#include "store/store.h"
+
+namespace berth::server {
+
+class Api {
+ public:
+  Api(Controller& controller, store::Store& store, const Clock& clock)
+      : controller_(controller), store_(store), clock_(clock) {}
+
+  // Installs every route on `http`.
+  void Register(httplib::Server& http);
+
+ private:
+  void SubmitJob(const httplib::Request& req, httplib::Response& res);
+  void ListJobs(const httplib::Request& req, httplib::Response& res);
+  void GetJob(const httplib::Request& req, httplib::Response& res);
+  void CancelJob(const httplib::Request& req, httplib::Response& res);
+  void Logs(const httplib::Request& req, httplib::Response& res);
+  void ListNodes(const httplib::Request& req, httplib::Response& res);
+  void ListGpus(const httplib::Request& req, httplib::Response& res);
+
+  Controller& controller_;
+  store::Store& store_;
+  const Clock& clock_;
+};
+
+}  // namespace berth::server

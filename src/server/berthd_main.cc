@@ -1,0 +1,213 @@
+// berthd: the Berth control plane. The composition root: every part is
+// constructed and wired here and nowhere else.
+#include <grpcpp/grpcpp.h>
+#include <httplib.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "agent/agent.h"
+#include "agent/nvml_provider.h"
+#include "agent/sim_provider.h"
+#include "common/clock.h"
+#include "common/units.h"
+#include "sched/fifo_scheduler.h"
+#include "server/agent_service.h"
+#include "server/api.h"
+#include "server/controller.h"
+#include "store/sqlite_store.h"
+
+namespace {
+
+using berth::Result;
+
+std::filesystem::path DefaultDataDir() {
+  if (::geteuid() == 0) return "/var/lib/berth";
+  const char* home = std::getenv("HOME");  // NOLINT(concurrency-mt-unsafe): before threads start
+  return std::filesystem::path(home != nullptr ? home : ".") / ".local/share/berth";
+}
+
+Result<std::pair<std::string, int>> SplitHostPort(const std::string& flag, const std::string& s) {
+  auto colon = s.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return berth::InvalidField(flag, fmt::format("'{}' is not HOST:PORT, e.g. 127.0.0.1:7460", s));
+  }
+  int port = 0;
+  try {
+    port = std::stoi(s.substr(colon + 1));
+  } catch (const std::exception&) {
+    port = -1;
+  }
+  if (port < 0 || port > 65535) {
+    return berth::InvalidField(flag, fmt::format("'{}' has no valid port (0-65535)", s));
+  }
+  return std::pair{s.substr(0, colon), port};
+}
+
+std::filesystem::path SiblingBinary(const char* name) {
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::path(name) : self.parent_path() / name;
+}
+
+int Fatal(const std::string& message) {
+  spdlog::critical("{}", message);
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"berthd: the Berth control plane.\n\n"
+               "Serves the REST API (with its OpenAPI document at /v1/openapi.json), accepts\n"
+               "berth-agent streams, keeps state in SQLite under --data-dir and schedules jobs."};
+  bool all_in_one = false;
+  std::string data_dir = DefaultDataDir().string();
+  std::string listen = "127.0.0.1:7460";
+  std::string agent_listen = "127.0.0.1:7461";
+  std::string simulate;
+  std::string lease = "10s";
+  std::string heartbeat = "1s";
+  std::string grace = "10s";
+  std::string shim = SiblingBinary("berth-shim").string();
+  std::string log_level = "info";
+  app.add_flag("--all-in-one", all_in_one,
+               "Also run an agent for this host inside berthd: NVML GPUs where the driver has "
+               "any, else --simulate FILE, else the default simulated node (8x H100-80GB)");
+  app.add_option("--data-dir", data_dir,
+                 "Directory for the state database, job logs and embedded agents' run state")
+      ->capture_default_str();
+  app.add_option("--listen", listen, "HOST:PORT of the REST API (loopback by default)")
+      ->capture_default_str();
+  app.add_option("--agent-listen", agent_listen, "HOST:PORT where berth-agents connect (gRPC)")
+      ->capture_default_str();
+  app.add_option("--simulate", simulate,
+                 "Cluster YAML file describing a simulated GPU inventory (docs/inventory.md); "
+                 "with --all-in-one, one embedded agent runs per node in the file");
+  app.add_option("--lease", lease, "A node is NotReady this long after its last heartbeat")
+      ->capture_default_str();
+  app.add_option("--heartbeat", heartbeat, "How often agents heartbeat")->capture_default_str();
+  app.add_option("--stop-grace", grace, "SIGTERM to SIGKILL grace for cancel and max runtime")
+      ->capture_default_str();
+  app.add_option("--shim", shim, "Path to berth-shim, the per-job supervisor")
+      ->capture_default_str();
+  app.add_option("--log-level", log_level, "trace, debug, info, warn or error")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  spdlog::set_level(spdlog::level::from_str(log_level));
+  berth::SystemClock clock;
+
+  auto listen_hp = SplitHostPort("--listen", listen);
+  if (!listen_hp) return Fatal(listen_hp.error().message);
+  auto lease_ms = berth::ParseDurationMs(lease);
+  auto heartbeat_ms = berth::ParseDurationMs(heartbeat);
+  auto grace_ms = berth::ParseDurationMs(grace);
+  if (!lease_ms || !heartbeat_ms || !grace_ms || *heartbeat_ms <= 0 || *lease_ms <= *heartbeat_ms) {
+    return Fatal("--lease, --heartbeat and --stop-grace take durations such as 10s, and the lease "
+                 "must be longer than the heartbeat");
+  }
+
+  // Simulated inventory (validated before anything is started).
+  std::vector<berth::model::NodeInfo> sim_nodes;
+  if (!simulate.empty()) {
+    auto nodes = berth::agent::LoadSimulatedCluster(simulate);
+    if (!nodes) return Fatal(fmt::format("--simulate {}: {}", simulate, nodes.error().message));
+    sim_nodes = std::move(*nodes);
+  }
+
+  auto store = berth::store::SqliteStore::Open(data_dir, clock.NowMs());
+  if (!store) return Fatal(store.error().message);
+  berth::sched::FifoScheduler scheduler;
+  berth::server::ControllerOptions options;
+  options.log_dir = std::filesystem::path(data_dir) / "logs";
+  options.lease_ms = *lease_ms;
+  options.heartbeat_interval_ms = *heartbeat_ms;
+  options.stop_grace_ms = *grace_ms;
+  berth::server::Controller controller(**store, scheduler, clock, options);
+
+  berth::server::AgentService agent_service(controller);
+  grpc::ServerBuilder builder;
+  int agent_port = 0;
+  builder.AddListeningPort(agent_listen, grpc::InsecureServerCredentials(), &agent_port);
+  builder.RegisterService(&agent_service);
+  std::unique_ptr<grpc::Server> grpc_server = builder.BuildAndStart();
+  if (!grpc_server || agent_port == 0) {
+    return Fatal(fmt::format("cannot listen for agents on {} (--agent-listen)", agent_listen));
+  }
+  if (auto st = controller.Start(); !st) return Fatal(st.error().message);
+
+  // All-in-one: agents for this host, in process, over an in-process channel.
+  std::vector<std::unique_ptr<berth::agent::Agent>> agents;
+  if (all_in_one) {
+    std::vector<std::pair<berth::model::NodeInfo, std::unique_ptr<berth::agent::GpuProvider>>> plan;
+    if (!sim_nodes.empty()) {
+      for (auto& n : sim_nodes) {
+        plan.emplace_back(n, std::make_unique<berth::agent::SimulatedProvider>(n));
+      }
+    } else {
+      auto nvml = std::make_unique<berth::agent::NvmlProvider>();
+      auto found = nvml->Discover();
+      if (found && !found->gpus.empty()) {
+        spdlog::info("NVML reports {} GPUs; running on them", found->gpus.size());
+        plan.emplace_back(berth::agent::LocalHostNode(), std::move(nvml));
+      } else {
+        auto node = berth::agent::DefaultSimulatedNode();
+        spdlog::info("no NVIDIA GPUs here; using the default simulated node {} (8x H100-80GB)",
+                     node.name);
+        plan.emplace_back(node, std::make_unique<berth::agent::SimulatedProvider>(node));
+      }
+    }
+    for (auto& [node, provider] : plan) {
+      berth::agent::AgentOptions ao;
+      ao.data_dir = std::filesystem::path(data_dir) / "agents" / node.name;
+      ao.shim_path = shim;
+      auto channel = grpc_server->InProcessChannel(grpc::ChannelArguments());
+      agents.push_back(std::make_unique<berth::agent::Agent>(ao, node, std::move(provider),
+                                                             channel, clock));
+      agents.back()->Start();
+    }
+  }
+
+  httplib::Server http;
+  http.set_payload_max_length(berth::model::kMaxSpecBytes);
+  berth::server::Api api(controller, **store, clock);
+  api.Register(http);
+  if (!http.bind_to_port(listen_hp->first, listen_hp->second)) {
+    return Fatal(fmt::format("cannot listen on {} (--listen)", listen));
+  }
+
+  // Signals are taken by a dedicated thread, so shutdown runs in normal code.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    spdlog::info("signal {}: shutting down (running jobs keep running)", sig);
+    http.stop();
+  });
+
+  spdlog::info("berthd serving the API on http://{} and agents on {}; state in {}", listen,
+               agent_listen, data_dir);
+  http.listen_after_bind();
+
+  for (auto& a : agents) a->Stop();
+  controller.Stop();
+  grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  if (waiter.joinable()) {
+    pthread_kill(waiter.native_handle(), SIGTERM);
+    waiter.join();
+  }
+  return 0;
+}

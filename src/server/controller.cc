@@ -1,0 +1,490 @@
+#include "server/controller.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace berth::server {
+namespace {
+
+model::NodeInfo FromProto(const berth::v1::NodeInfo& p) {
+  model::NodeInfo n;
+  n.name = p.name();
+  n.hostname = p.hostname();
+  n.labels = {p.labels().begin(), p.labels().end()};
+  for (const auto& t : p.taints()) n.taints.push_back({t.key(), t.value(), t.effect()});
+  n.cpus = p.cpus();
+  n.memory_bytes = p.memory_bytes();
+  n.driver_version = p.driver_version();
+  n.cuda_version = p.cuda_version();
+  n.gpu_provider = p.gpu_provider();
+  n.agent_version = p.agent_version();
+  for (const auto& g : p.gpus()) {
+    model::Gpu gpu;
+    gpu.index = g.index();
+    gpu.uuid = g.uuid();
+    gpu.model = g.model();
+    gpu.memory_bytes = g.memory_bytes();
+    gpu.health = g.health() == "unhealthy" ? model::Health::kUnhealthy : model::Health::kHealthy;
+    gpu.health_detail = g.health_detail();
+    gpu.numa_node = g.numa_node();
+    gpu.pci_bus_id = g.pci_bus_id();
+    gpu.nvlink_island = g.nvlink_island();
+    for (const auto& peer : g.nvlink_peers()) gpu.nvlink_peers.push_back({peer.index(), peer.links()});
+    n.gpus.push_back(std::move(gpu));
+  }
+  std::sort(n.gpus.begin(), n.gpus.end(),
+            [](const model::Gpu& a, const model::Gpu& b) { return a.index < b.index; });
+  return n;
+}
+
+store::RunExit ExitFromProto(const berth::v1::RunExited& m) {
+  store::RunExit e;
+  e.run_id = m.run_id();
+  e.exit_code = m.exit_code();
+  e.signal = m.signal();
+  if (m.started_at_ms() != 0) e.started_at_ms = m.started_at_ms();
+  e.ended_at_ms = m.ended_at_ms();
+  e.stopped_for = m.stopped_for();
+  e.start_error = m.start_error();
+  return e;
+}
+
+berth::v1::ServerMessage AckOf(const std::string& run_id) {
+  berth::v1::ServerMessage msg;
+  msg.mutable_ack_exit()->set_run_id(run_id);
+  return msg;
+}
+
+}  // namespace
+
+Controller::Controller(store::Store& store, const sched::Scheduler& scheduler, const Clock& clock,
+                       ControllerOptions options)
+    : store_(store), scheduler_(scheduler), clock_(clock), options_(std::move(options)) {}
+
+Controller::~Controller() { Stop(); }
+
+Status Controller::Start() {
+  auto nodes = store_.ListNodes();
+  if (!nodes) return std::unexpected(nodes.error());
+  TimeMs now = clock_.NowMs();
+  {
+    std::lock_guard lock(mu_);
+    // After a restart every known node gets a full lease to reconnect before
+    // it is declared NotReady; its stored state stands until then.
+    for (const auto& n : *nodes) {
+      live_[n.info.name] = LiveNode{nullptr, now, n.state == model::NodeState::kReady, {}, {}};
+    }
+  }
+  thread_ = std::thread([this] { Loop(); });
+  return Ok();
+}
+
+void Controller::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Controller::Wake() {
+  {
+    std::lock_guard lock(mu_);
+    wake_ = true;
+  }
+  cv_.notify_all();
+}
+
+void Controller::Loop() {
+  for (;;) {
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, std::chrono::milliseconds(options_.tick_ms),
+                   [this] { return wake_ || stopping_; });
+      if (stopping_) return;
+      wake_ = false;
+    }
+    if (auto st = RunPass(); !st) spdlog::error("control pass failed: {}", st.error().message);
+  }
+}
+
+Status Controller::CheckLeases(TimeMs now) {
+  std::vector<std::string> lapsed;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [name, live] : live_) {
+      if (live.ready && now - live.last_heartbeat_ms > options_.lease_ms) {
+        live.ready = false;
+        lapsed.push_back(name);
+      }
+    }
+  }
+  for (const auto& name : lapsed) {
+    spdlog::warn("node {} lease lapsed: NotReady", name);
+    BERTH_RETURN_IF_ERROR(store_.SetNodeState(name, model::NodeState::kNotReady, now));
+  }
+  return Ok();
+}
+
+Result<model::JobSpec> Controller::SpecOf(std::int64_t job_id) {
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = spec_cache_.find(job_id); it != spec_cache_.end()) return it->second;
+  }
+  auto job = store_.GetJob(job_id);
+  if (!job) return std::unexpected(job.error());
+  std::lock_guard lock(mu_);
+  spec_cache_[job_id] = job->spec;
+  return job->spec;
+}
+
+Status Controller::RunPass() {
+  std::lock_guard pass(pass_mu_);
+  TimeMs now = clock_.NowMs();
+  BERTH_RETURN_IF_ERROR(CheckLeases(now));
+
+  auto nodes = store_.ListNodes();
+  if (!nodes) return std::unexpected(nodes.error());
+  auto active = store_.ActiveRuns();
+  if (!active) return std::unexpected(active.error());
+  auto pending = store_.PendingJobs();
+  if (!pending) return std::unexpected(pending.error());
+
+  if (!pending->empty()) {
+    sched::Snapshot snap;
+    snap.now_ms = now;
+    std::map<std::string, std::size_t> index;
+    {
+      std::lock_guard lock(mu_);
+      for (const auto& n : *nodes) {
+        sched::NodeView v;
+        v.name = n.info.name;
+        auto it = live_.find(n.info.name);
+        v.ready = it != live_.end() && it->second.ready;
+        v.labels = n.info.labels;
+        v.taints = n.info.taints;
+        v.cpu_millis_free = std::uint64_t{n.info.cpus} * 1000;
+        v.memory_bytes_free = n.info.memory_bytes;
+        for (const auto& g : n.info.gpus) {
+          v.gpus.push_back({g.index, g.uuid, g.model, g.memory_bytes,
+                            g.health == model::Health::kHealthy, true});
+        }
+        index[v.name] = snap.nodes.size();
+        snap.nodes.push_back(std::move(v));
+      }
+    }
+    for (const auto& run : *active) {
+      auto it = index.find(run.node);
+      if (it == index.end()) continue;
+      auto& node = snap.nodes[it->second];
+      for (auto idx : run.gpu_indices) {
+        for (auto& g : node.gpus) {
+          if (g.index == idx) g.free = false;
+        }
+      }
+      auto spec = SpecOf(run.job_id);
+      if (!spec) return std::unexpected(spec.error());
+      node.cpu_millis_free -= std::min<std::uint64_t>(node.cpu_millis_free, spec->resources.cpu_millis);
+      node.memory_bytes_free -=
+          std::min<std::uint64_t>(node.memory_bytes_free, spec->resources.memory_bytes);
+    }
+    for (const auto& job : *pending) {
+      snap.pending.push_back({job.id, job.spec.tenant, job.spec.queue, job.spec.priority,
+                              job.submitted_at_ms, job.spec.replicas, job.spec.resources});
+    }
+    sched::Plan plan = scheduler_.Schedule(snap);
+    BERTH_RETURN_IF_ERROR(store_.ApplyPlan(plan, *nodes, now));
+    if (!plan.placements.empty()) {
+      active = store_.ActiveRuns();
+      if (!active) return std::unexpected(active.error());
+    }
+  }
+  return Dispatch(*active);
+}
+
+berth::v1::StartRun Controller::StartOrder(const store::RunRecord& run,
+                                           const model::JobSpec& spec) const {
+  berth::v1::StartRun o;
+  o.set_run_id(run.run_id);
+  o.set_job_id(run.job_id);
+  o.set_replica(run.replica);
+  o.set_attempt(run.attempt);
+  for (const auto& arg : spec.command) o.add_command(arg);
+  auto& env = *o.mutable_env();
+  for (const auto& [k, v] : spec.env) env[k] = v;
+  env["BERTH_JOB_ID"] = std::to_string(run.job_id);
+  env["BERTH_JOB_NAME"] = spec.name;
+  env["BERTH_TENANT"] = spec.tenant;
+  env["BERTH_QUEUE"] = spec.queue;
+  env["BERTH_REPLICA"] = std::to_string(run.replica);
+  env["BERTH_REPLICAS"] = std::to_string(spec.replicas);
+  o.set_working_dir(spec.working_dir);
+  for (auto idx : run.gpu_indices) o.add_gpu_indices(idx);
+  for (const auto& u : run.gpu_uuids) o.add_gpu_uuids(u);
+  o.set_max_runtime_ms(spec.max_runtime_ms);
+  o.set_grace_ms(options_.stop_grace_ms);
+  return o;
+}
+
+Status Controller::Dispatch(const std::vector<store::RunRecord>& active) {
+  struct Order {
+    std::shared_ptr<AgentSession> session;
+    berth::v1::ServerMessage msg;
+  };
+  std::vector<Order> orders;
+  for (const auto& run : active) {
+    std::shared_ptr<AgentSession> session;
+    bool send_start = false;
+    bool send_stop = false;
+    {
+      std::lock_guard lock(mu_);
+      auto it = live_.find(run.node);
+      if (it == live_.end() || it->second.session == nullptr) continue;
+      session = it->second.session;
+      if (run.stop_requested) {
+        send_stop = it->second.stop_sent.insert(run.run_id).second;
+      } else if (run.state == model::RunState::kStarting) {
+        send_start = it->second.start_sent.insert(run.run_id).second;
+      }
+    }
+    berth::v1::ServerMessage msg;
+    if (send_start) {
+      auto spec = SpecOf(run.job_id);
+      if (!spec) return std::unexpected(spec.error());
+      *msg.mutable_start_run() = StartOrder(run, *spec);
+    } else if (send_stop) {
+      auto* stop = msg.mutable_stop_run();
+      stop->set_run_id(run.run_id);
+      stop->set_reason(run.stopped_for.empty() ? "cancelled" : run.stopped_for);
+      stop->set_grace_ms(options_.stop_grace_ms);
+    } else {
+      continue;
+    }
+    orders.push_back({std::move(session), std::move(msg)});
+  }
+  for (auto& o : orders) {
+    if (!o.session->Send(o.msg)) {
+      spdlog::warn("agent {} stream closed; order will be re-sent on reconnect", o.session->node());
+    }
+  }
+  return Ok();
+}
+
+Result<std::int64_t> Controller::Submit(const model::JobSpec& spec) {
+  auto exists = store_.QueueExists(spec.tenant, spec.queue);
+  if (!exists) return std::unexpected(exists.error());
+  if (!*exists) {
+    return InvalidField("queue", fmt::format("queue {}/{} does not exist; this install has the "
+                                             "queue default/default",
+                                             spec.tenant, spec.queue));
+  }
+  if (!spec.resources.gpu_model.empty()) {
+    auto nodes = store_.ListNodes();
+    if (!nodes) return std::unexpected(nodes.error());
+    std::set<std::string> models;
+    for (const auto& n : *nodes) {
+      for (const auto& g : n.info.gpus) models.insert(g.model);
+    }
+    if (!nodes->empty() && !models.contains(spec.resources.gpu_model)) {
+      std::string known;
+      for (const auto& m : models) known += (known.empty() ? "" : ", ") + m;
+      return InvalidField("resources.gpu_model",
+                          fmt::format("no node has a GPU of model '{}'; models in this cluster: {}",
+                                      spec.resources.gpu_model, known.empty() ? "none" : known));
+    }
+  }
+  auto id = store_.CreateJob(spec, clock_.NowMs());
+  if (!id) return std::unexpected(id.error());
+  Wake();
+  return *id;
+}
+
+Result<store::JobRecord> Controller::Cancel(std::int64_t job_id, const std::string& by) {
+  auto job = store_.CancelJob(job_id, by, clock_.NowMs());
+  if (job) Wake();
+  return job;
+}
+
+Result<std::vector<NodeStatus>> Controller::Nodes() {
+  auto nodes = store_.ListNodes();
+  if (!nodes) return std::unexpected(nodes.error());
+  std::vector<NodeStatus> out;
+  std::lock_guard lock(mu_);
+  for (auto& n : *nodes) {
+    NodeStatus s{std::move(n), false, 0};
+    if (auto it = live_.find(s.record.info.name); it != live_.end()) {
+      s.connected = it->second.session != nullptr;
+      s.last_heartbeat_ms = it->second.last_heartbeat_ms;
+      s.record.state = it->second.ready ? model::NodeState::kReady : model::NodeState::kNotReady;
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::filesystem::path Controller::LogPath(std::int64_t job_id, const std::string& run_id) const {
+  return options_.log_dir / std::to_string(job_id) / (run_id + ".log");
+}
+
+Status Controller::OnRegister(const berth::v1::Register& reg,
+                              const std::shared_ptr<AgentSession>& session) {
+  TimeMs now = clock_.NowMs();
+  model::NodeInfo info = FromProto(reg.node());
+  if (info.name.empty()) return InvalidField("node.name", "an agent must name its node");
+  BERTH_RETURN_IF_ERROR(store_.UpsertNode(info, now));
+  spdlog::info("node {} registered: {} GPUs ({}), {} runs reported", info.name, info.gpus.size(),
+               info.gpu_provider, reg.runs_size());
+
+  // Reconcile what the agent reports against what the store says.
+  std::set<std::string> reported;
+  std::vector<berth::v1::ServerMessage> replies;
+  for (const auto& r : reg.runs()) {
+    reported.insert(r.run_id());
+    auto run = store_.GetRun(r.run_id());
+    if (!run) return std::unexpected(run.error());
+    if (r.phase() == berth::v1::RunStatus::EXITED) {
+      if (*run) {
+        if ((*run)->state == model::RunState::kStarting && r.exit().started_at_ms() != 0) {
+          BERTH_RETURN_IF_ERROR(
+              store_.MarkRunStarted(r.run_id(), r.pid(), r.exit().started_at_ms(), now));
+        }
+        auto job = store_.MarkRunExited(ExitFromProto(r.exit()), now);
+        if (!job) return std::unexpected(job.error());
+      }
+      replies.push_back(AckOf(r.run_id()));
+      continue;
+    }
+    // Running on the agent.
+    if (!*run || (*run)->state == model::RunState::kExited) {
+      // Berth does not know this process (or already settled it): stop it.
+      berth::v1::ServerMessage stop;
+      stop.mutable_stop_run()->set_run_id(r.run_id());
+      stop.mutable_stop_run()->set_reason("unknown to berthd");
+      stop.mutable_stop_run()->set_grace_ms(options_.stop_grace_ms);
+      replies.push_back(std::move(stop));
+      continue;
+    }
+    if ((*run)->state == model::RunState::kStarting) {
+      BERTH_RETURN_IF_ERROR(store_.MarkRunStarted(r.run_id(), r.pid(), r.started_at_ms(), now));
+    }
+  }
+  // Runs the store believes are running here that the agent no longer knows.
+  auto active = store_.ActiveRuns();
+  if (!active) return std::unexpected(active.error());
+  for (const auto& run : *active) {
+    if (run.node != info.name || reported.contains(run.run_id)) continue;
+    if (run.state != model::RunState::kRunning) continue;  // Starting: re-sent below
+    store::RunExit lost;
+    lost.run_id = run.run_id;
+    lost.exit_code = -1;
+    lost.ended_at_ms = now;
+    lost.stopped_for = "lost";
+    lost.start_error = fmt::format("the agent on {} no longer knows this run", info.name);
+    auto job = store_.MarkRunExited(lost, now);
+    if (!job) return std::unexpected(job.error());
+  }
+
+  berth::v1::ServerMessage hello;
+  hello.mutable_registered()->set_node_name(info.name);
+  hello.mutable_registered()->set_lease_ms(options_.lease_ms);
+  hello.mutable_registered()->set_heartbeat_interval_ms(options_.heartbeat_interval_ms);
+  session->Send(hello);
+  for (const auto& m : replies) session->Send(m);
+
+  {
+    std::lock_guard lock(mu_);
+    auto& live = live_[info.name];
+    live.session = session;
+    live.last_heartbeat_ms = now;
+    live.ready = true;
+    live.start_sent.clear();
+    live.stop_sent.clear();
+  }
+  Wake();
+  return Ok();
+}
+
+void Controller::OnHeartbeat(const std::string& node) {
+  TimeMs now = clock_.NowMs();
+  bool back = false;
+  {
+    std::lock_guard lock(mu_);
+    auto it = live_.find(node);
+    if (it == live_.end()) return;
+    it->second.last_heartbeat_ms = now;
+    if (!it->second.ready) {
+      it->second.ready = true;
+      back = true;
+    }
+  }
+  if (back) {
+    spdlog::info("node {} heartbeats again: Ready", node);
+    if (auto st = store_.SetNodeState(node, model::NodeState::kReady, now); !st) {
+      spdlog::error("recording node {} Ready failed: {}", node, st.error().message);
+    }
+    Wake();
+  }
+}
+
+void Controller::OnDisconnect(const std::shared_ptr<AgentSession>& session) {
+  std::lock_guard lock(mu_);
+  auto it = live_.find(session->node());
+  // The lease, not the stream, decides readiness: a short network blip must
+  // not fail a node. Only forget the session if it is still the current one.
+  if (it != live_.end() && it->second.session == session) it->second.session = nullptr;
+}
+
+Status Controller::OnRunStarted(const std::string& node, const berth::v1::RunStarted& msg) {
+  (void)node;
+  auto st = store_.MarkRunStarted(msg.run_id(), msg.pid(), msg.started_at_ms(), clock_.NowMs());
+  if (!st && st.error().code == Code::kNotFound) {
+    spdlog::warn("agent {} started unknown run {}", node, msg.run_id());
+    return Ok();
+  }
+  return st;
+}
+
+Status Controller::OnRunExited(const std::string& node, const berth::v1::RunExited& msg) {
+  auto job = store_.MarkRunExited(ExitFromProto(msg), clock_.NowMs());
+  if (!job && job.error().code != Code::kNotFound) return std::unexpected(job.error());
+  std::shared_ptr<AgentSession> session;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = live_.find(node); it != live_.end()) session = it->second.session;
+  }
+  // The exit is durable: the agent may now forget the run.
+  if (session) session->Send(AckOf(msg.run_id()));
+  Wake();
+  return Ok();
+}
+
+Status Controller::OnLogChunk(const std::string& node, const berth::v1::LogChunk& msg) {
+  auto run = store_.GetRun(msg.run_id());
+  if (!run) return std::unexpected(run.error());
+  if (!*run) {
+    spdlog::warn("agent {} sent logs for unknown run {}", node, msg.run_id());
+    return Ok();
+  }
+  auto path = LogPath((*run)->job_id, msg.run_id());
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0640);
+  if (fd < 0) return Fail(Code::kInternal, fmt::format("cannot open log {}", path.string()));
+  const auto& data = msg.data();
+  auto written = ::pwrite(fd, data.data(), data.size(), static_cast<off_t>(msg.offset()));
+  ::close(fd);
+  if (written != static_cast<ssize_t>(data.size())) {
+    return Fail(Code::kInternal, fmt::format("short write to log {}", path.string()));
+  }
+  return Ok();
+}
+
+}  // namespace berth::server

@@ -1,0 +1,102 @@
+// The control loop: the one writer of scheduling state. Each pass it checks
+// node leases, builds a snapshot, asks the scheduler for a plan, applies the
+// plan in one store transaction, and sends start and stop orders to agents.
+// The agent stream and the REST API call in here; nothing else writes jobs.
+#pragma once
+
+#include <condition_variable>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "sched/scheduler.h"
+#include "server/agent_session.h"
+#include "store/store.h"
+
+namespace berth::server {
+
+struct ControllerOptions {
+  std::filesystem::path log_dir;        // <data-dir>/logs
+  TimeMs lease_ms = 10'000;             // a node is NotReady this long after its last heartbeat
+  TimeMs heartbeat_interval_ms = 1'000; // told to agents at registration
+  TimeMs tick_ms = 200;                 // a pass runs at least this often
+  TimeMs stop_grace_ms = 10'000;        // SIGTERM -> SIGKILL for cancel and gang stops
+};
+
+// A node as the API shows it: stored inventory plus live lease state.
+struct NodeStatus {
+  store::NodeRecord record;
+  bool connected = false;
+  TimeMs last_heartbeat_ms = 0;
+};
+
+class Controller {
+ public:
+  Controller(store::Store& store, const sched::Scheduler& scheduler, const Clock& clock,
+             ControllerOptions options);
+  ~Controller();
+  Controller(const Controller&) = delete;
+  Controller& operator=(const Controller&) = delete;
+
+  // Loads nodes from the store (each gets a fresh lease) and starts the loop.
+  Status Start();
+  void Stop();
+  void Wake();
+
+  // --- REST API side ---
+  [[nodiscard]] Result<std::int64_t> Submit(const model::JobSpec& spec);
+  [[nodiscard]] Result<store::JobRecord> Cancel(std::int64_t job_id, const std::string& by);
+  [[nodiscard]] Result<std::vector<NodeStatus>> Nodes();
+  std::filesystem::path LogPath(std::int64_t job_id, const std::string& run_id) const;
+
+  // --- agent stream side (called from the stream's reader thread) ---
+  [[nodiscard]] Status OnRegister(const berth::v1::Register& reg,
+                                  const std::shared_ptr<AgentSession>& session);
+  void OnHeartbeat(const std::string& node);
+  void OnDisconnect(const std::shared_ptr<AgentSession>& session);
+  [[nodiscard]] Status OnRunStarted(const std::string& node, const berth::v1::RunStarted& msg);
+  [[nodiscard]] Status OnRunExited(const std::string& node, const berth::v1::RunExited& msg);
+  [[nodiscard]] Status OnLogChunk(const std::string& node, const berth::v1::LogChunk& msg);
+
+  // Runs one pass now, on the caller's thread (tests use it with a ManualClock).
+  Status RunPass();
+
+ private:
+  struct LiveNode {
+    std::shared_ptr<AgentSession> session;
+    TimeMs last_heartbeat_ms = 0;
+    bool ready = false;
+    std::set<std::string> start_sent;  // orders sent on the current session
+    std::set<std::string> stop_sent;
+  };
+
+  void Loop();
+  Status CheckLeases(TimeMs now);
+  Status Dispatch(const std::vector<store::RunRecord>& active);
+  Result<model::JobSpec> SpecOf(std::int64_t job_id);
+  berth::v1::StartRun StartOrder(const store::RunRecord& run, const model::JobSpec& spec) const;
+
+  store::Store& store_;
+  const sched::Scheduler& scheduler_;
+  const Clock& clock_;
+  ControllerOptions options_;
+
+  std::mutex pass_mu_;  // one pass at a time
+
+  std::mutex mu_;  // guards everything below
+  std::condition_variable cv_;
+  bool wake_ = false;
+  bool stopping_ = false;
+  std::map<std::string, LiveNode> live_;
+  std::map<std::int64_t, model::JobSpec> spec_cache_;  // specs never change
+  std::thread thread_;
+};
+
+}  // namespace berth::server

@@ -1,0 +1,134 @@
+#include "server/render.h"
+
+#include <set>
+
+#include "model/json.h"
+
+namespace berth::server {
+
+using nlohmann::json;
+
+namespace {
+
+template <typename T>
+json Opt(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+}  // namespace
+
+json JobJson(const store::JobRecord& job, bool with_timeline) {
+  json placement = json::array();
+  std::uint32_t attempt = 0;
+  for (const auto& r : job.runs) attempt = std::max(attempt, r.attempt);
+  for (const auto& r : job.runs) {
+    if (r.attempt != attempt) continue;
+    placement.push_back({{"replica", r.replica},
+                         {"attempt", r.attempt},
+                         {"run_id", r.run_id},
+                         {"node", r.node},
+                         {"gpus", r.gpu_indices},
+                         {"gpu_uuids", r.gpu_uuids},
+                         {"state", model::RunStateName(r.state)},
+                         {"pid", r.pid == 0 ? json(nullptr) : json(r.pid)},
+                         {"exit_code", Opt(r.exit_code)},
+                         {"signal", Opt(r.signal)},
+                         {"stopped_for", r.stopped_for},
+                         {"start_error", r.start_error},
+                         {"started_at_ms", Opt(r.started_at_ms)},
+                         {"finished_at_ms", Opt(r.finished_at_ms)}});
+  }
+  json out{{"id", job.id},
+           {"name", job.spec.name},
+           {"tenant", job.spec.tenant},
+           {"queue", job.spec.queue},
+           {"state", model::JobStateName(job.state)},
+           {"reason", model::ToJson(job.reason)},
+           {"submitted_at_ms", job.submitted_at_ms},
+           {"started_at_ms", Opt(job.started_at_ms)},
+           {"finished_at_ms", Opt(job.finished_at_ms)},
+           {"exit_code", Opt(job.exit_code)},
+           {"signal", Opt(job.signal)},
+           {"cancel_requested", job.cancel_requested},
+           {"spec", model::ToJson(job.spec)},
+           {"placement", placement}};
+  if (with_timeline) {
+    json timeline = json::array();
+    for (const auto& e : job.timeline) {
+      timeline.push_back({{"time_ms", e.time_ms},
+                          {"state", model::JobStateName(e.state)},
+                          {"event", e.event},
+                          {"message", e.message}});
+    }
+    out["timeline"] = timeline;
+  }
+  return out;
+}
+
+json NodeJson(const NodeStatus& n, const std::vector<store::RunRecord>& active) {
+  const auto& info = n.record.info;
+  std::set<std::uint32_t> held;
+  for (const auto& r : active) {
+    if (r.node == info.name) held.insert(r.gpu_indices.begin(), r.gpu_indices.end());
+  }
+  std::set<std::string> models;
+  std::size_t free = 0;
+  for (const auto& g : info.gpus) {
+    models.insert(g.model);
+    if (!held.contains(g.index) && g.health == model::Health::kHealthy) ++free;
+  }
+  json j = model::ToJson(info);
+  j.erase("gpus");
+  j["state"] = model::NodeStateName(n.record.state);
+  j["state_changed_ms"] = n.record.state_changed_ms;
+  j["connected"] = n.connected;
+  j["last_heartbeat_ms"] = n.last_heartbeat_ms;
+  j["gpus_total"] = info.gpus.size();
+  j["gpus_free"] = free;
+  j["models"] = models;
+  return j;
+}
+
+json GpusJson(const std::vector<NodeStatus>& nodes, const std::vector<store::JobRecord>& holders) {
+  json out = json::array();
+  for (const auto& n : nodes) {
+    for (const auto& g : n.record.info.gpus) {
+      json holder = nullptr;
+      for (const auto& job : holders) {
+        for (const auto& r : job.runs) {
+          if (r.state == model::RunState::kExited || r.node != n.record.info.name) continue;
+          if (std::find(r.gpu_indices.begin(), r.gpu_indices.end(), g.index) ==
+              r.gpu_indices.end()) {
+            continue;
+          }
+          holder = {{"id", job.id},
+                    {"name", job.spec.name},
+                    {"tenant", job.spec.tenant},
+                    {"queue", job.spec.queue},
+                    {"replica", r.replica},
+                    {"run_id", r.run_id}};
+        }
+      }
+      out.push_back({{"node", n.record.info.name},
+                     {"node_state", model::NodeStateName(n.record.state)},
+                     {"index", g.index},
+                     {"uuid", g.uuid},
+                     {"model", g.model},
+                     {"memory_bytes", g.memory_bytes},
+                     {"health", model::HealthName(g.health)},
+                     {"health_detail", g.health_detail},
+                     {"nvlink_island", g.nvlink_island},
+                     {"numa_node", g.numa_node},
+                     {"job", holder}});
+    }
+  }
+  return out;
+}
+
+json ErrorJson(const Error& e) {
+  json err{{"code", CodeName(e.code)}, {"message", e.message}};
+  if (!e.field.empty()) err["field"] = e.field;
+  return json{{"error", err}};
+}
+
+}  // namespace berth::server

@@ -1,0 +1,116 @@
+#include "store/sqlite_db.h"
+
+#include <fmt/format.h>
+
+namespace berth::store {
+namespace {
+
+std::unexpected<Error> SqlError(sqlite3* db, std::string_view what) {
+  return Fail(Code::kInternal, fmt::format("store: {}: {}", what, sqlite3_errmsg(db)));
+}
+
+}  // namespace
+
+Statement& Statement::Bind(int i, std::int64_t v) {
+  sqlite3_bind_int64(stmt_, i, v);
+  return *this;
+}
+
+Statement& Statement::Bind(int i, std::string_view v) {
+  sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  return *this;
+}
+
+Statement& Statement::Bind(int i, std::optional<std::int64_t> v) {
+  if (v) return Bind(i, *v);
+  return BindNull(i);
+}
+
+Statement& Statement::BindNull(int i) {
+  sqlite3_bind_null(stmt_, i);
+  return *this;
+}
+
+Result<bool> Statement::Step() {
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  return SqlError(db_, "step");
+}
+
+Status Statement::Run() {
+  for (;;) {
+    auto row = Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) return Ok();
+  }
+}
+
+std::optional<std::int64_t> Statement::OptInt(int col) const {
+  if (sqlite3_column_type(stmt_, col) == SQLITE_NULL) return std::nullopt;
+  return sqlite3_column_int64(stmt_, col);
+}
+
+std::string Statement::Text(int col) const {
+  const auto* p = sqlite3_column_text(stmt_, col);
+  if (p == nullptr) return {};
+  return {reinterpret_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col))};
+}
+
+Result<Database> Database::Open(const std::string& path) {
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &raw,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                           nullptr);
+  Database db(raw);
+  if (rc != SQLITE_OK) {
+    return Fail(Code::kUnavailable,
+                fmt::format("cannot open state database {}: {}", path,
+                            raw != nullptr ? sqlite3_errmsg(raw) : "out of memory"));
+  }
+  sqlite3_busy_timeout(raw, 5000);
+  BERTH_RETURN_IF_ERROR(db.Exec("PRAGMA journal_mode=WAL"));
+  BERTH_RETURN_IF_ERROR(db.Exec("PRAGMA synchronous=FULL"));
+  BERTH_RETURN_IF_ERROR(db.Exec("PRAGMA foreign_keys=ON"));
+  return db;
+}
+
+Database::~Database() { sqlite3_close_v2(db_); }
+
+Status Database::Exec(std::string_view sql) {
+  char* err = nullptr;
+  std::string text(sql);
+  if (sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err != nullptr ? err : "unknown error";
+    sqlite3_free(err);
+    return Fail(Code::kInternal, fmt::format("store: {}", msg));
+  }
+  return Ok();
+}
+
+Result<Statement> Database::Prepare(std::string_view sql) {
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr) !=
+      SQLITE_OK) {
+    return SqlError(db_, "prepare");
+  }
+  return Statement(db_, stmt);
+}
+
+Transaction::~Transaction() {
+  if (open_) (void)db_.Exec("ROLLBACK");
+}
+
+Status Transaction::Begin() {
+  BERTH_RETURN_IF_ERROR(db_.Exec("BEGIN IMMEDIATE"));
+  open_ = true;
+  return Ok();
+}
+
+Status Transaction::Commit() {
+  BERTH_RETURN_IF_ERROR(db_.Exec("COMMIT"));
+  open_ = false;
+  return Ok();
+}
+
+}  // namespace berth::store

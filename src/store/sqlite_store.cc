@@ -1,0 +1,651 @@
+#include "store/sqlite_store.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "model/json.h"
+
+namespace berth::store {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kSchemaVersion = 1;
+
+constexpr std::string_view kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS tenants(name TEXT PRIMARY KEY, created_ms INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS queues(
+  tenant TEXT NOT NULL REFERENCES tenants(name), name TEXT NOT NULL,
+  created_ms INTEGER NOT NULL, PRIMARY KEY(tenant, name));
+CREATE TABLE IF NOT EXISTS jobs(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL, tenant TEXT NOT NULL, queue TEXT NOT NULL,
+  spec TEXT NOT NULL, state TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '{}',
+  submitted_ms INTEGER NOT NULL, started_ms INTEGER, finished_ms INTEGER,
+  exit_code INTEGER, signal INTEGER,
+  cancel_requested INTEGER NOT NULL DEFAULT 0, cancelled_by TEXT NOT NULL DEFAULT '',
+  attempts INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state, submitted_ms);
+CREATE TABLE IF NOT EXISTS runs(
+  run_id TEXT PRIMARY KEY, job_id INTEGER NOT NULL REFERENCES jobs(id),
+  replica INTEGER NOT NULL, attempt INTEGER NOT NULL, node TEXT NOT NULL,
+  gpu_indices TEXT NOT NULL, gpu_uuids TEXT NOT NULL, state TEXT NOT NULL,
+  pid INTEGER NOT NULL DEFAULT 0, started_ms INTEGER, finished_ms INTEGER,
+  exit_code INTEGER, signal INTEGER, stopped_for TEXT NOT NULL DEFAULT '',
+  start_error TEXT NOT NULL DEFAULT '', stop_requested INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX IF NOT EXISTS runs_by_job ON runs(job_id);
+CREATE INDEX IF NOT EXISTS runs_by_state ON runs(state);
+CREATE TABLE IF NOT EXISTS job_events(
+  id INTEGER PRIMARY KEY AUTOINCREMENT, job_id INTEGER NOT NULL REFERENCES jobs(id),
+  time_ms INTEGER NOT NULL, state TEXT NOT NULL, event TEXT NOT NULL, message TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS events_by_job ON job_events(job_id, id);
+CREATE TABLE IF NOT EXISTS nodes(
+  name TEXT PRIMARY KEY, info TEXT NOT NULL, state TEXT NOT NULL,
+  registered_ms INTEGER NOT NULL, state_changed_ms INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS node_events(
+  id INTEGER PRIMARY KEY AUTOINCREMENT, node TEXT NOT NULL, time_ms INTEGER NOT NULL,
+  event TEXT NOT NULL, message TEXT NOT NULL);
+)sql";
+
+constexpr std::string_view kRunColumns =
+    "run_id, job_id, replica, attempt, node, gpu_indices, gpu_uuids, state, pid, started_ms, "
+    "finished_ms, exit_code, signal, stopped_for, start_error, stop_requested";
+
+constexpr std::string_view kJobColumns =
+    "id, spec, state, reason, submitted_ms, started_ms, finished_ms, exit_code, signal, "
+    "cancel_requested";
+
+model::RunState RunStateFrom(std::string_view s) {
+  if (s == "Running") return model::RunState::kRunning;
+  if (s == "Exited") return model::RunState::kExited;
+  return model::RunState::kStarting;
+}
+
+std::optional<std::int32_t> OptInt32(std::optional<std::int64_t> v) {
+  if (!v) return std::nullopt;
+  return static_cast<std::int32_t>(*v);
+}
+
+RunRecord ReadRun(const Statement& st) {
+  RunRecord r;
+  r.run_id = st.Text(0);
+  r.job_id = st.Int(1);
+  r.replica = static_cast<std::uint32_t>(st.Int(2));
+  r.attempt = static_cast<std::uint32_t>(st.Int(3));
+  r.node = st.Text(4);
+  r.gpu_indices = json::parse(st.Text(5)).get<std::vector<std::uint32_t>>();
+  r.gpu_uuids = json::parse(st.Text(6)).get<std::vector<std::string>>();
+  r.state = RunStateFrom(st.Text(7));
+  r.pid = st.Int(8);
+  r.started_at_ms = st.OptInt(9);
+  r.finished_at_ms = st.OptInt(10);
+  r.exit_code = OptInt32(st.OptInt(11));
+  r.signal = OptInt32(st.OptInt(12));
+  r.stopped_for = st.Text(13);
+  r.start_error = st.Text(14);
+  r.stop_requested = st.Int(15) != 0;
+  return r;
+}
+
+JobRecord ReadJob(const Statement& st) {
+  JobRecord j;
+  j.id = st.Int(0);
+  j.spec = model::JobSpecFromJson(json::parse(st.Text(1)));
+  j.state = model::ParseJobState(st.Text(2)).value_or(model::JobState::kPending);
+  j.reason = model::ReasonFromJson(json::parse(st.Text(3)));
+  j.submitted_at_ms = st.Int(4);
+  j.started_at_ms = st.OptInt(5);
+  j.finished_at_ms = st.OptInt(6);
+  j.exit_code = OptInt32(st.OptInt(7));
+  j.signal = OptInt32(st.OptInt(8));
+  j.cancel_requested = st.Int(9) != 0;
+  return j;
+}
+
+std::string ReasonText(const model::Reason& r) {
+  auto j = model::ToJson(r);
+  j.erase("message");  // rendered at read time, in the reader's language
+  return j.dump();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::filesystem::path& data_dir,
+                                                       TimeMs now) {
+  std::error_code ec;
+  std::filesystem::create_directories(data_dir, ec);
+  if (ec) {
+    return Fail(Code::kUnavailable,
+                fmt::format("cannot create data directory {}: {}", data_dir.string(), ec.message()));
+  }
+  auto db = Database::Open((data_dir / "berth.db").string());
+  if (!db) return std::unexpected(db.error());
+  std::unique_ptr<SqliteStore> store(new SqliteStore(std::move(*db)));
+  BERTH_RETURN_IF_ERROR(store->Migrate(now));
+  return store;
+}
+
+Status SqliteStore::Migrate(TimeMs now) {
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
+  BERTH_RETURN_IF_ERROR(db_.Exec(kSchema));
+  auto version = db_.Prepare("SELECT value FROM meta WHERE key='schema_version'");
+  if (!version) return std::unexpected(version.error());
+  auto row = version->Step();
+  if (!row) return std::unexpected(row.error());
+  if (*row && std::stoi(version->Text(0)) > kSchemaVersion) {
+    return Fail(Code::kFailedPrecondition,
+                fmt::format("the state database has schema version {} but this berthd knows "
+                            "only up to {}; run a newer berthd",
+                            version->Text(0), kSchemaVersion));
+  }
+  auto set = db_.Prepare("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)");
+  if (!set) return std::unexpected(set.error());
+  BERTH_RETURN_IF_ERROR(set->Bind(1, std::to_string(kSchemaVersion)).Run());
+  // A fresh install has a default tenant with a default queue, so the first
+  // job needs no set-up.
+  auto tenant = db_.Prepare("INSERT OR IGNORE INTO tenants(name, created_ms) VALUES('default', ?)");
+  if (!tenant) return std::unexpected(tenant.error());
+  BERTH_RETURN_IF_ERROR(tenant->Bind(1, now).Run());
+  auto queue = db_.Prepare(
+      "INSERT OR IGNORE INTO queues(tenant, name, created_ms) VALUES('default', 'default', ?)");
+  if (!queue) return std::unexpected(queue.error());
+  BERTH_RETURN_IF_ERROR(queue->Bind(1, now).Run());
+  return tx.Commit();
+}
+
+Result<bool> SqliteStore::QueueExists(const std::string& tenant, const std::string& queue) {
+  std::lock_guard lock(mu_);
+  auto st = db_.Prepare("SELECT 1 FROM queues WHERE tenant=? AND name=?");
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, tenant).Bind(2, queue);
+  return st->Step();
+}
+
+Status SqliteStore::AddEvent(std::int64_t job_id, TimeMs t, model::JobState state,
+                             std::string_view event, std::string_view message) {
+  auto st = db_.Prepare(
+      "INSERT INTO job_events(job_id, time_ms, state, event, message) VALUES(?,?,?,?,?)");
+  if (!st) return std::unexpected(st.error());
+  return st->Bind(1, job_id)
+      .Bind(2, t)
+      .Bind(3, model::JobStateName(state))
+      .Bind(4, event)
+      .Bind(5, message)
+      .Run();
+}
+
+Status SqliteStore::SetJobState(std::int64_t job_id, model::JobState state,
+                                const model::Reason& reason) {
+  auto st = db_.Prepare("UPDATE jobs SET state=?, reason=? WHERE id=?");
+  if (!st) return std::unexpected(st.error());
+  return st->Bind(1, model::JobStateName(state)).Bind(2, ReasonText(reason)).Bind(3, job_id).Run();
+}
+
+Result<std::int64_t> SqliteStore::CreateJob(const model::JobSpec& spec, TimeMs now) {
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
+  auto st = db_.Prepare(
+      "INSERT INTO jobs(name, tenant, queue, spec, state, reason, submitted_ms) "
+      "VALUES(?,?,?,?,?,?,?)");
+  if (!st) return std::unexpected(st.error());
+  BERTH_RETURN_IF_ERROR(st->Bind(1, spec.name)
+                            .Bind(2, spec.tenant)
+                            .Bind(3, spec.queue)
+                            .Bind(4, model::ToJson(spec).dump())
+                            .Bind(5, model::JobStateName(model::JobState::kPending))
+                            .Bind(6, ReasonText({model::ReasonCode::kQueued, {}, {}}))
+                            .Bind(7, now)
+                            .Run());
+  std::int64_t id = db_.LastInsertId();
+  BERTH_RETURN_IF_ERROR(AddEvent(id, now, model::JobState::kPending, "Submitted",
+                                 fmt::format("submitted to queue {}/{}", spec.tenant, spec.queue)));
+  BERTH_RETURN_IF_ERROR(tx.Commit());
+  return id;
+}
+
+Result<std::vector<RunRecord>> SqliteStore::LoadRuns(std::string_view where, std::int64_t arg) {
+  auto st = db_.Prepare(fmt::format("SELECT {} FROM runs WHERE {} ORDER BY job_id, attempt, replica",
+                                    kRunColumns, where));
+  if (!st) return std::unexpected(st.error());
+  if (where.find('?') != std::string_view::npos) st->Bind(1, arg);
+  std::vector<RunRecord> out;
+  for (;;) {
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    out.push_back(ReadRun(*st));
+  }
+  return out;
+}
+
+Result<std::optional<JobRecord>> SqliteStore::LoadJob(std::int64_t id, bool with_timeline) {
+  auto st = db_.Prepare(fmt::format("SELECT {} FROM jobs WHERE id=?", kJobColumns));
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, id);
+  auto row = st->Step();
+  if (!row) return std::unexpected(row.error());
+  if (!*row) return std::optional<JobRecord>{};
+  JobRecord job = ReadJob(*st);
+  auto runs = LoadRuns("job_id=?", id);
+  if (!runs) return std::unexpected(runs.error());
+  job.runs = std::move(*runs);
+  if (with_timeline) {
+    auto ev = db_.Prepare(
+        "SELECT time_ms, state, event, message FROM job_events WHERE job_id=? ORDER BY id");
+    if (!ev) return std::unexpected(ev.error());
+    ev->Bind(1, id);
+    for (;;) {
+      auto r = ev->Step();
+      if (!r) return std::unexpected(r.error());
+      if (!*r) break;
+      job.timeline.push_back(
+          {ev->Int(0), model::ParseJobState(ev->Text(1)).value_or(model::JobState::kPending),
+           ev->Text(2), ev->Text(3)});
+    }
+  }
+  return std::optional<JobRecord>(std::move(job));
+}
+
+Result<JobRecord> SqliteStore::GetJob(std::int64_t id) {
+  std::lock_guard lock(mu_);
+  auto job = LoadJob(id, /*with_timeline=*/true);
+  if (!job) return std::unexpected(job.error());
+  if (!*job) return Fail(Code::kNotFound, fmt::format("job {} not found", id));
+  return std::move(**job);
+}
+
+Result<std::vector<JobRecord>> SqliteStore::ListJobs(const JobFilter& filter) {
+  std::lock_guard lock(mu_);
+  std::string sql = fmt::format("SELECT {} FROM jobs WHERE 1=1", kJobColumns);
+  std::vector<std::string> binds;
+  if (!filter.states.empty()) {
+    sql += " AND state IN (";
+    for (std::size_t i = 0; i < filter.states.size(); ++i) {
+      sql += i == 0 ? "?" : ",?";
+      binds.emplace_back(model::JobStateName(filter.states[i]));
+    }
+    sql += ")";
+  }
+  if (!filter.tenant.empty()) {
+    sql += " AND tenant=?";
+    binds.push_back(filter.tenant);
+  }
+  if (!filter.queue.empty()) {
+    sql += " AND queue=?";
+    binds.push_back(filter.queue);
+  }
+  sql += fmt::format(" ORDER BY id DESC LIMIT {}", filter.limit);
+  auto st = db_.Prepare(sql);
+  if (!st) return std::unexpected(st.error());
+  for (std::size_t i = 0; i < binds.size(); ++i) st->Bind(static_cast<int>(i + 1), binds[i]);
+  std::vector<JobRecord> out;
+  for (;;) {
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    out.push_back(ReadJob(*st));
+  }
+  for (auto& job : out) {
+    auto runs = LoadRuns("job_id=?", job.id);
+    if (!runs) return std::unexpected(runs.error());
+    job.runs = std::move(*runs);
+  }
+  return out;
+}
+
+Result<std::vector<JobRecord>> SqliteStore::PendingJobs() {
+  std::lock_guard lock(mu_);
+  auto st = db_.Prepare(fmt::format(
+      "SELECT {} FROM jobs WHERE state='Pending' ORDER BY submitted_ms, id", kJobColumns));
+  if (!st) return std::unexpected(st.error());
+  std::vector<JobRecord> out;
+  for (;;) {
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    out.push_back(ReadJob(*st));
+  }
+  return out;
+}
+
+Result<std::vector<RunRecord>> SqliteStore::ActiveRuns() {
+  std::lock_guard lock(mu_);
+  return LoadRuns("state IN ('Starting','Running')", 0);
+}
+
+Result<JobRecord> SqliteStore::CancelJob(std::int64_t id, const std::string& by, TimeMs now) {
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
+  auto job = LoadJob(id, false);
+  if (!job) return std::unexpected(job.error());
+  if (!*job) return Fail(Code::kNotFound, fmt::format("job {} not found", id));
+  JobRecord& j = **job;
+  if (model::IsTerminal(j.state)) {
+    return Fail(Code::kFailedPrecondition,
+                fmt::format("job {} already finished ({}); nothing to cancel", id,
+                            model::JobStateName(j.state)));
+  }
+  auto mark = db_.Prepare("UPDATE jobs SET cancel_requested=1, cancelled_by=? WHERE id=?");
+  if (!mark) return std::unexpected(mark.error());
+  BERTH_RETURN_IF_ERROR(mark->Bind(1, by).Bind(2, id).Run());
+  if (j.state == model::JobState::kPending) {
+    auto fin = db_.Prepare("UPDATE jobs SET finished_ms=? WHERE id=?");
+    if (!fin) return std::unexpected(fin.error());
+    BERTH_RETURN_IF_ERROR(fin->Bind(1, now).Bind(2, id).Run());
+    BERTH_RETURN_IF_ERROR(
+        SetJobState(id, model::JobState::kCancelled, {model::ReasonCode::kCancelled, {}, by}));
+    BERTH_RETURN_IF_ERROR(AddEvent(id, now, model::JobState::kCancelled, "Cancelled",
+                                   fmt::format("cancelled by {} before it started", by)));
+  } else {
+    auto stop = db_.Prepare(
+        "UPDATE runs SET stop_requested=1, stopped_for='cancelled' "
+        "WHERE job_id=? AND state IN ('Starting','Running')");
+    if (!stop) return std::unexpected(stop.error());
+    BERTH_RETURN_IF_ERROR(stop->Bind(1, id).Run());
+    BERTH_RETURN_IF_ERROR(AddEvent(id, now, j.state, "CancelRequested",
+                                   fmt::format("cancel requested by {}; stopping replicas", by)));
+  }
+  BERTH_RETURN_IF_ERROR(tx.Commit());
+  auto after = LoadJob(id, true);
+  if (!after) return std::unexpected(after.error());
+  return std::move(**after);
+}
+
+Status SqliteStore::ApplyPlan(const sched::Plan& plan, const std::vector<NodeRecord>& nodes,
+                              TimeMs now) {
+  std::map<std::string, const model::NodeInfo*> by_name;
+  for (const auto& n : nodes) by_name[n.info.name] = &n.info;
+
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
+  for (const auto& p : plan.placements) {
+    auto job = LoadJob(p.job_id, false);
+    if (!job) return std::unexpected(job.error());
+    // Cancelled between the snapshot and now: the placement is dropped.
+    if (!*job || (*job)->state != model::JobState::kPending || (*job)->cancel_requested) continue;
+    auto attempt_st = db_.Prepare("UPDATE jobs SET attempts=attempts+1 WHERE id=? RETURNING attempts");
+    if (!attempt_st) return std::unexpected(attempt_st.error());
+    attempt_st->Bind(1, p.job_id);
+    auto row = attempt_st->Step();
+    if (!row) return std::unexpected(row.error());
+    auto attempt = attempt_st->Int(0);
+    BERTH_RETURN_IF_ERROR(attempt_st->Run());
+    std::string where;
+    for (const auto& r : p.replicas) {
+      std::vector<std::string> uuids;
+      if (auto it = by_name.find(r.node); it != by_name.end()) {
+        for (auto idx : r.gpu_indices) {
+          for (const auto& g : it->second->gpus) {
+            if (g.index == idx) uuids.push_back(g.uuid);
+          }
+        }
+      }
+      auto ins = db_.Prepare(fmt::format(
+          "INSERT INTO runs(run_id, job_id, replica, attempt, node, gpu_indices, gpu_uuids, "
+          "state) VALUES(?,?,?,?,?,?,?,'Starting')"));
+      if (!ins) return std::unexpected(ins.error());
+      BERTH_RETURN_IF_ERROR(ins->Bind(1, fmt::format("{}.{}.{}", p.job_id, r.replica, attempt))
+                                .Bind(2, p.job_id)
+                                .Bind(3, std::int64_t{r.replica})
+                                .Bind(4, attempt)
+                                .Bind(5, r.node)
+                                .Bind(6, json(r.gpu_indices).dump())
+                                .Bind(7, json(uuids).dump())
+                                .Run());
+      where += fmt::format("{}replica {} on {} GPUs [{}]", where.empty() ? "" : "; ", r.replica,
+                           r.node, fmt::join(r.gpu_indices, ","));
+    }
+    BERTH_RETURN_IF_ERROR(
+        SetJobState(p.job_id, model::JobState::kScheduled, {model::ReasonCode::kScheduled, {}, {}}));
+    BERTH_RETURN_IF_ERROR(AddEvent(p.job_id, now, model::JobState::kScheduled, "Scheduled", where));
+  }
+  for (const auto& d : plan.pending) {
+    auto st = db_.Prepare("UPDATE jobs SET reason=? WHERE id=? AND state='Pending' AND reason<>?");
+    if (!st) return std::unexpected(st.error());
+    auto text = ReasonText(d.reason);
+    BERTH_RETURN_IF_ERROR(st->Bind(1, text).Bind(2, d.job_id).Bind(3, text).Run());
+  }
+  return tx.Commit();
+}
+
+Status SqliteStore::MarkRunStarted(const std::string& run_id, std::int64_t pid, TimeMs started_at,
+                                   TimeMs now) {
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
+  auto st = db_.Prepare(fmt::format("SELECT {} FROM runs WHERE run_id=?", kRunColumns));
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, run_id);
+  auto row = st->Step();
+  if (!row) return std::unexpected(row.error());
+  if (!*row) return Fail(Code::kNotFound, fmt::format("run {} not found", run_id));
+  RunRecord run = ReadRun(*st);
+  if (run.state != model::RunState::kStarting) return tx.Commit();  // already known
+  auto up = db_.Prepare("UPDATE runs SET state='Running', pid=?, started_ms=? WHERE run_id=?");
+  if (!up) return std::unexpected(up.error());
+  BERTH_RETURN_IF_ERROR(up->Bind(1, pid).Bind(2, started_at).Bind(3, run_id).Run());
+  auto job = LoadJob(run.job_id, false);
+  if (!job) return std::unexpected(job.error());
+  if (*job && (*job)->state == model::JobState::kScheduled) {
+    auto js = db_.Prepare("UPDATE jobs SET started_ms=? WHERE id=?");
+    if (!js) return std::unexpected(js.error());
+    BERTH_RETURN_IF_ERROR(js->Bind(1, started_at).Bind(2, run.job_id).Run());
+    BERTH_RETURN_IF_ERROR(
+        SetJobState(run.job_id, model::JobState::kRunning, {model::ReasonCode::kRunning, {}, {}}));
+  }
+  BERTH_RETURN_IF_ERROR(AddEvent(run.job_id, started_at, model::JobState::kRunning, "Started",
+                                 fmt::format("replica {} started on {} (pid {})", run.replica,
+                                             run.node, pid)));
+  (void)now;
+  return tx.Commit();
+}
+
+// Decides the job's terminal state once every run of its attempt has exited.
+Status SqliteStore::SettleJob(const JobRecord& job, TimeMs now) {
+  std::uint32_t attempt = 0;
+  for (const auto& r : job.runs) attempt = std::max(attempt, r.attempt);
+  const RunRecord* failed = nullptr;
+  const RunRecord* max_runtime = nullptr;
+  const RunRecord* start_error = nullptr;
+  const RunRecord* lost = nullptr;
+  for (const auto& r : job.runs) {
+    if (r.attempt != attempt) continue;
+    if (r.state != model::RunState::kExited) return Ok();  // still running
+    if (r.stopped_for == "max_runtime" && max_runtime == nullptr) max_runtime = &r;
+    if (r.stopped_for == "lost" && lost == nullptr) lost = &r;
+    if (!r.start_error.empty() && r.stopped_for != "lost" && start_error == nullptr) {
+      start_error = &r;
+    }
+    bool bad = r.exit_code.value_or(0) != 0 || r.signal.value_or(0) != 0;
+    // Replicas Berth stopped because a peer failed are not the cause.
+    if (bad && r.stopped_for.empty() && failed == nullptr) failed = &r;
+  }
+  model::JobState state = model::JobState::kSucceeded;
+  model::Reason reason{model::ReasonCode::kSucceeded, {}, {}};
+  std::string message = "all replicas exited 0";
+  if (job.cancel_requested) {
+    auto st = db_.Prepare("SELECT cancelled_by FROM jobs WHERE id=?");
+    if (!st) return std::unexpected(st.error());
+    st->Bind(1, job.id);
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    state = model::JobState::kCancelled;
+    reason = {model::ReasonCode::kCancelled, {}, st->Text(0)};
+  } else if (max_runtime != nullptr) {
+    state = model::JobState::kFailed;
+    reason = {model::ReasonCode::kMaxRuntimeExceeded,
+              {{"max_runtime_s", job.spec.max_runtime_ms / 1000}, {"replica", max_runtime->replica}},
+              {}};
+  } else if (lost != nullptr) {
+    state = model::JobState::kFailed;
+    reason = {model::ReasonCode::kRunLost, {{"replica", lost->replica}}, lost->start_error};
+  } else if (start_error != nullptr) {
+    state = model::JobState::kFailed;
+    reason = {model::ReasonCode::kFailedToStart, {{"replica", start_error->replica}},
+              start_error->start_error};
+  } else if (failed != nullptr) {
+    state = model::JobState::kFailed;
+    reason = {model::ReasonCode::kFailedExitCode,
+              {{"replica", failed->replica},
+               {"exit_code", failed->exit_code.value_or(0)},
+               {"signal", failed->signal.value_or(0)}},
+              {}};
+  }
+  message = model::RenderReason(reason);
+  const RunRecord* cause = failed != nullptr ? failed : start_error;
+  auto st = db_.Prepare("UPDATE jobs SET finished_ms=?, exit_code=?, signal=? WHERE id=?");
+  if (!st) return std::unexpected(st.error());
+  std::optional<std::int64_t> code = 0;
+  std::optional<std::int64_t> sig = 0;
+  if (cause != nullptr) {
+    code = cause->exit_code;
+    sig = cause->signal;
+  } else if (max_runtime != nullptr) {
+    code = max_runtime->exit_code;
+    sig = max_runtime->signal;
+  }
+  BERTH_RETURN_IF_ERROR(st->Bind(1, now).Bind(2, code).Bind(3, sig).Bind(4, job.id).Run());
+  BERTH_RETURN_IF_ERROR(SetJobState(job.id, state, reason));
+  return AddEvent(job.id, now, state, std::string(model::JobStateName(state)), message);
+}
+
+Result<JobRecord> SqliteStore::MarkRunExited(const RunExit& exit, TimeMs now) {
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
+  auto st = db_.Prepare(fmt::format("SELECT {} FROM runs WHERE run_id=?", kRunColumns));
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, exit.run_id);
+  auto row = st->Step();
+  if (!row) return std::unexpected(row.error());
+  if (!*row) return Fail(Code::kNotFound, fmt::format("run {} not found", exit.run_id));
+  RunRecord run = ReadRun(*st);
+  if (run.state != model::RunState::kExited) {
+    // Berth's own stop reason wins over the agent's echo (a gang stop
+    // arrives at the agent as a plain stop).
+    std::string stopped_for = !run.stopped_for.empty() ? run.stopped_for : exit.stopped_for;
+    if (exit.stopped_for == "max_runtime") stopped_for = "max_runtime";
+    auto up = db_.Prepare(
+        "UPDATE runs SET state='Exited', exit_code=?, signal=?, finished_ms=?, "
+        "started_ms=COALESCE(started_ms, ?), stopped_for=?, start_error=? WHERE run_id=?");
+    if (!up) return std::unexpected(up.error());
+    BERTH_RETURN_IF_ERROR(up->Bind(1, std::int64_t{exit.exit_code})
+                              .Bind(2, std::int64_t{exit.signal})
+                              .Bind(3, exit.ended_at_ms)
+                              .Bind(4, exit.started_at_ms)
+                              .Bind(5, stopped_for)
+                              .Bind(6, exit.start_error)
+                              .Bind(7, exit.run_id)
+                              .Run());
+    std::string how = !exit.start_error.empty()
+                          ? fmt::format("could not start: {}", exit.start_error)
+                      : exit.signal != 0 ? fmt::format("was killed by signal {}", exit.signal)
+                                         : fmt::format("exited with code {}", exit.exit_code);
+    if (!stopped_for.empty()) how += fmt::format(" (stopped: {})", stopped_for);
+    auto job = LoadJob(run.job_id, false);
+    if (!job) return std::unexpected(job.error());
+    BERTH_RETURN_IF_ERROR(AddEvent(run.job_id, exit.ended_at_ms, (*job)->state, "Exited",
+                                   fmt::format("replica {} on {} {}", run.replica, run.node, how)));
+    bool failed = exit.exit_code != 0 || exit.signal != 0 || !exit.start_error.empty();
+    if (failed && (stopped_for.empty() || stopped_for == "lost")) {
+      // A gang lives and dies together: stop the replicas still running.
+      auto gang = db_.Prepare(
+          "UPDATE runs SET stop_requested=1, stopped_for='gang' "
+          "WHERE job_id=? AND state IN ('Starting','Running') AND stop_requested=0");
+      if (!gang) return std::unexpected(gang.error());
+      BERTH_RETURN_IF_ERROR(gang->Bind(1, run.job_id).Run());
+    }
+    auto updated = LoadJob(run.job_id, false);
+    if (!updated) return std::unexpected(updated.error());
+    BERTH_RETURN_IF_ERROR(SettleJob(**updated, now));
+  }
+  BERTH_RETURN_IF_ERROR(tx.Commit());
+  auto after = LoadJob(run.job_id, false);
+  if (!after) return std::unexpected(after.error());
+  return std::move(**after);
+}
+
+Status SqliteStore::RequestStop(std::int64_t job_id, const std::string& why, TimeMs now) {
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
+  auto st = db_.Prepare(
+      "UPDATE runs SET stop_requested=1, stopped_for=? "
+      "WHERE job_id=? AND state IN ('Starting','Running') AND stop_requested=0");
+  if (!st) return std::unexpected(st.error());
+  BERTH_RETURN_IF_ERROR(st->Bind(1, why).Bind(2, job_id).Run());
+  (void)now;
+  return tx.Commit();
+}
+
+Result<std::optional<RunRecord>> SqliteStore::GetRun(const std::string& run_id) {
+  std::lock_guard lock(mu_);
+  auto st = db_.Prepare(fmt::format("SELECT {} FROM runs WHERE run_id=?", kRunColumns));
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, run_id);
+  auto row = st->Step();
+  if (!row) return std::unexpected(row.error());
+  if (!*row) return std::optional<RunRecord>{};
+  return std::optional<RunRecord>(ReadRun(*st));
+}
+
+Status SqliteStore::UpsertNode(const model::NodeInfo& info, TimeMs now) {
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
+  auto st = db_.Prepare(
+      "INSERT INTO nodes(name, info, state, registered_ms, state_changed_ms) "
+      "VALUES(?1, ?2, 'Ready', ?3, ?3) ON CONFLICT(name) DO UPDATE SET info=?2, "
+      "state_changed_ms=CASE WHEN state='Ready' THEN state_changed_ms ELSE ?3 END, state='Ready'");
+  if (!st) return std::unexpected(st.error());
+  BERTH_RETURN_IF_ERROR(st->Bind(1, info.name).Bind(2, model::ToJson(info).dump()).Bind(3, now).Run());
+  auto ev = db_.Prepare("INSERT INTO node_events(node, time_ms, event, message) VALUES(?,?,?,?)");
+  if (!ev) return std::unexpected(ev.error());
+  BERTH_RETURN_IF_ERROR(ev->Bind(1, info.name)
+                            .Bind(2, now)
+                            .Bind(3, "Registered")
+                            .Bind(4, fmt::format("{} GPUs via {}", info.gpus.size(), info.gpu_provider))
+                            .Run());
+  return tx.Commit();
+}
+
+Status SqliteStore::SetNodeState(const std::string& name, model::NodeState state, TimeMs now) {
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
+  auto st = db_.Prepare("UPDATE nodes SET state=?, state_changed_ms=? WHERE name=? AND state<>?");
+  if (!st) return std::unexpected(st.error());
+  auto s = model::NodeStateName(state);
+  BERTH_RETURN_IF_ERROR(st->Bind(1, s).Bind(2, now).Bind(3, name).Bind(4, s).Run());
+  auto ev = db_.Prepare("INSERT INTO node_events(node, time_ms, event, message) VALUES(?,?,?,?)");
+  if (!ev) return std::unexpected(ev.error());
+  BERTH_RETURN_IF_ERROR(ev->Bind(1, name).Bind(2, now).Bind(3, s).Bind(4, "").Run());
+  return tx.Commit();
+}
+
+Result<std::vector<NodeRecord>> SqliteStore::ListNodes() {
+  std::lock_guard lock(mu_);
+  auto st = db_.Prepare("SELECT info, state, state_changed_ms FROM nodes ORDER BY name");
+  if (!st) return std::unexpected(st.error());
+  std::vector<NodeRecord> out;
+  for (;;) {
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    out.push_back({model::NodeInfoFromJson(json::parse(st->Text(0))),
+                   st->Text(1) == "Ready" ? model::NodeState::kReady : model::NodeState::kNotReady,
+                   st->Int(2)});
+  }
+  return out;
+}
+
+}  // namespace berth::store

@@ -1,0 +1,124 @@
+#include <gtest/gtest.h>
+
+#include "model/job.h"
+#include "model/json.h"
+
+namespace berth::model {
+namespace {
+
+constexpr const char* kExample = R"(
+name: resnet50
+tenant: vision
+queue: training
+command: ["python3", "train.py", "--epochs", "90"]
+env: {NCCL_DEBUG: WARN}
+replicas: 2
+resources: {gpus: 4, gpu_model: H100-80GB, gpu_memory: 80Gi, cpu: 16, memory: 128Gi}
+priority: normal
+max_runtime: 12h
+)";
+
+TEST(JobSpec, ParsesTheDocumentedExample) {
+  auto spec = ParseJobSpec(kExample);
+  ASSERT_TRUE(spec.has_value()) << spec.error().message;
+  EXPECT_EQ(spec->name, "resnet50");
+  EXPECT_EQ(spec->tenant, "vision");
+  EXPECT_EQ(spec->command.size(), 4U);
+  EXPECT_EQ(spec->env.at("NCCL_DEBUG"), "WARN");
+  EXPECT_EQ(spec->replicas, 2U);
+  EXPECT_EQ(spec->resources.gpus, 4U);
+  EXPECT_EQ(spec->resources.gpu_memory_bytes, 80ULL << 30);
+  EXPECT_EQ(spec->resources.cpu_millis, 16000U);
+  EXPECT_EQ(spec->resources.memory_bytes, 128ULL << 30);
+  EXPECT_EQ(spec->max_runtime_ms, 12LL * 3600 * 1000);
+}
+
+TEST(JobSpec, DefaultsNeedNoSetUp) {
+  auto spec = ParseJobSpec("name: hello\ncommand: [echo, hi]\n");
+  ASSERT_TRUE(spec.has_value());
+  EXPECT_EQ(spec->tenant, "default");
+  EXPECT_EQ(spec->queue, "default");
+  EXPECT_EQ(spec->replicas, 1U);
+  EXPECT_EQ(spec->resources.gpus, 0U);
+  EXPECT_EQ(spec->priority, Priority::kNormal);
+}
+
+TEST(JobSpec, ArgsAreAppendedToCommand) {
+  auto spec = ParseJobSpec("name: a\ncommand: [python3]\nargs: [train.py, '--lr', '0.1']\n");
+  ASSERT_TRUE(spec.has_value());
+  EXPECT_EQ(spec->command, (std::vector<std::string>{"python3", "train.py", "--lr", "0.1"}));
+}
+
+TEST(JobSpec, JsonIsAcceptedToo) {
+  auto spec = ParseJobSpec(R"({"name": "j", "command": ["true"], "resources": {"gpus": 2}})");
+  ASSERT_TRUE(spec.has_value()) << spec.error().message;
+  EXPECT_EQ(spec->resources.gpus, 2U);
+}
+
+TEST(JobSpec, CpuAcceptsFractionsAndMillicores) {
+  auto a = ParseJobSpec("name: a\ncommand: [x]\nresources: {cpu: 0.5}\n");
+  auto b = ParseJobSpec("name: a\ncommand: [x]\nresources: {cpu: 250m}\n");
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->resources.cpu_millis, 500U);
+  EXPECT_EQ(b->resources.cpu_millis, 250U);
+}
+
+struct BadCase {
+  const char* yaml;
+  const char* field;
+  const char* hint;  // a word the message must contain
+};
+
+class JobSpecRejects : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(JobSpecRejects, NamesTheFieldAndTheFix) {
+  auto spec = ParseJobSpec(GetParam().yaml);
+  ASSERT_FALSE(spec.has_value());
+  EXPECT_EQ(spec.error().code, Code::kInvalidArgument);
+  EXPECT_EQ(spec.error().field, GetParam().field);
+  EXPECT_NE(spec.error().message.find(GetParam().hint), std::string::npos)
+      << spec.error().message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    BadInput, JobSpecRejects,
+    ::testing::Values(
+        BadCase{"name: a\ncommand: [x]\ngpus: 2\n", "gpus", "allowed fields"},
+        BadCase{"name: a\ncommand: [x]\nresources: {gpu: 2}\n", "resources.gpu", "allowed"},
+        BadCase{"name: a\ncommand: [x]\nresources: {gpus: -1}\n", "resources.gpus", "0 to 64"},
+        BadCase{"name: a\ncommand: [x]\nresources: {gpus: 65}\n", "resources.gpus", "0 to 64"},
+        BadCase{"name: a\ncommand: [x]\nresources: {gpus: two}\n", "resources.gpus", "integer"},
+        BadCase{"name: [a\ncommand: x", "", "YAML"},
+        BadCase{"name: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\ncommand: [x]\n",
+                "name", "at most 63"},
+        BadCase{"name: Bad_Name!\ncommand: [x]\n", "name", "lower-case"},
+        BadCase{"command: [x]\n", "name", "required"},
+        BadCase{"name: a\n", "command", "required"},
+        BadCase{"name: a\ncommand: python3 train.py\n", "command", "list"},
+        BadCase{"name: a\ncommand: []\n", "command", "program"},
+        BadCase{"name: a\ncommand: [x]\nreplicas: 0\n", "replicas", "1 to 1024"},
+        BadCase{"name: a\ncommand: [x]\nresources: {gpus: 1, gpu_memory: 80GB}\n",
+                "resources.gpu_memory", "Gi"},
+        BadCase{"name: a\ncommand: [x]\nmax_runtime: 12\n", "max_runtime", "unit"},
+        BadCase{"name: a\ncommand: [x]\npriority: urgent\n", "priority", "critical"},
+        BadCase{"name: a\ncommand: [x]\nenv: {BERTH_JOB_ID: '1'}\n", "env.BERTH_JOB_ID",
+                "set by Berth"},
+        BadCase{"name: a\ncommand: [x]\nworking_dir: rel/path\n", "working_dir", "absolute"},
+        BadCase{"name: a\ncommand: [x]\nresources: {gpu_model: H100-80GB}\n", "resources.gpus",
+                "at least one GPU"},
+        BadCase{"- just\n- a list\n", "", "mapping"}));
+
+TEST(JobSpec, RoundTripsThroughJson) {
+  auto spec = ParseJobSpec(kExample);
+  ASSERT_TRUE(spec.has_value());
+  JobSpec back = JobSpecFromJson(ToJson(*spec));
+  EXPECT_EQ(back.name, spec->name);
+  EXPECT_EQ(back.command, spec->command);
+  EXPECT_EQ(back.env, spec->env);
+  EXPECT_EQ(back.resources.gpu_memory_bytes, spec->resources.gpu_memory_bytes);
+  EXPECT_EQ(back.max_runtime_ms, spec->max_runtime_ms);
+  EXPECT_EQ(back.priority, spec->priority);
+}
+
+}  // namespace
+}  // namespace berth::model
