@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Builds Berth and starts the all-in-one platform: berthd with an embedded
+# agent for this host (NVML GPUs where there are any, else a simulated node
+# with eight 80 GB GPUs) and state in ./.berth unless BERTH_DATA_DIR is set.
+# Extra arguments go to berthd, e.g. --simulate deploy/examples/cluster.yaml.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/install-deps.sh
+cmake --preset release >/dev/null
+cmake --build --preset release -j "$(nproc)" --target berthd berth berth-shim berth-agent
+
+data_dir="${BERTH_DATA_DIR:-$PWD/.berth}"
+echo "berthd: API on http://127.0.0.1:7460, state in ${data_dir}"
+echo "try:    build/release/bin/berth nodes"
+exec build/release/bin/berthd --all-in-one --data-dir "${data_dir}" "$@"
