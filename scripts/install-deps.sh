@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   # toolchain
   build-essential cmake ninja-build ccache pkg-config git
-  clang-format clang-tidy
+  clang-format clang-tidy-16
   # agent stream (gRPC + protobuf)
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   # state, formats, CLI, logging, HTTP

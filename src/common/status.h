@@ -12,11 +12,11 @@ namespace berth {
 
 enum class Code {
   kOk = 0,
-  kInvalidArgument,    // the caller sent something malformed; `field` names it
+  kInvalidArgument,  // the caller sent something malformed; `field` names it
   kNotFound,
   kAlreadyExists,
-  kFailedPrecondition, // valid request, wrong state (e.g. cancel a finished job)
-  kUnavailable,        // try again later (agent offline, store busy)
+  kFailedPrecondition,  // valid request, wrong state (e.g. cancel a finished job)
+  kUnavailable,         // try again later (agent offline, store busy)
   kResourceExhausted,
   kInternal,
 };
@@ -43,7 +43,9 @@ inline std::unexpected<Error> InvalidField(std::string field, std::string messag
   return Fail(Code::kInvalidArgument, std::move(message), std::move(field));
 }
 
-inline Status Ok() { return {}; }
+inline Status Ok() {
+  return {};
+}
 
 }  // namespace berth
 

@@ -1,11 +1,11 @@
 #include "common/units.h"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <charconv>
 #include <ctime>
 #include <limits>
-
-#include <fmt/format.h>
 
 namespace berth {
 namespace {
@@ -83,9 +83,9 @@ Result<std::int64_t> ParseDurationMs(std::string_view text) {
       factor = 86'400'000;
       rest.remove_prefix(1);
     } else {
-      return Fail(Code::kInvalidArgument,
-                  fmt::format("duration '{}' needs a unit after each number: ms, s, m, h or d",
-                              text));
+      return Fail(
+          Code::kInvalidArgument,
+          fmt::format("duration '{}' needs a unit after each number: ms, s, m, h or d", text));
     }
     if (value > std::numeric_limits<std::int64_t>::max() / factor - total) {
       return Fail(Code::kInvalidArgument, fmt::format("duration '{}' is too long", text));

@@ -1,12 +1,11 @@
 #include "model/job.h"
 
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <array>
 #include <charconv>
-
-#include <fmt/format.h>
 
 #include "common/units.h"
 
@@ -14,10 +13,10 @@ namespace berth::model {
 namespace {
 
 constexpr std::array<std::string_view, 11> kTopFields{
-    "name",     "tenant",    "queue",    "command",  "args",       "env",
+    "name",        "tenant",   "queue",     "command",  "args",       "env",
     "working_dir", "replicas", "resources", "priority", "max_runtime"};
-constexpr std::array<std::string_view, 5> kResourceFields{"gpus", "gpu_model", "gpu_memory",
-                                                          "cpu", "memory"};
+constexpr std::array<std::string_view, 5> kResourceFields{"gpus", "gpu_model", "gpu_memory", "cpu",
+                                                          "memory"};
 
 std::string JoinNames(auto const& names) {
   std::string out;
@@ -131,9 +130,9 @@ Status ParseResources(const YAML::Node& node, Resources& r) {
     auto v = ScalarInt(n, "resources.gpus");
     if (!v) return std::unexpected(v.error());
     if (*v < 0 || *v > kMaxGpusPerReplica) {
-      return InvalidField("resources.gpus",
-                          fmt::format("{} GPUs per replica is not allowed; use 0 to {}", *v,
-                                      kMaxGpusPerReplica));
+      return InvalidField(
+          "resources.gpus",
+          fmt::format("{} GPUs per replica is not allowed; use 0 to {}", *v, kMaxGpusPerReplica));
     }
     r.gpus = static_cast<std::uint32_t>(*v);
   }
@@ -164,7 +163,7 @@ Status ParseResources(const YAML::Node& node, Resources& r) {
     if (!bytes) return InvalidField("resources.memory", bytes.error().message);
     r.memory_bytes = *bytes;
   }
-  if ((r.gpu_model.size() > 0 || r.gpu_memory_bytes > 0) && r.gpus == 0) {
+  if ((!r.gpu_model.empty() || r.gpu_memory_bytes > 0) && r.gpus == 0) {
     return InvalidField("resources.gpus",
                         "gpu_model and gpu_memory need at least one GPU; set resources.gpus");
   }
@@ -207,8 +206,9 @@ Status ParseInto(const YAML::Node& root, JobSpec& spec) {
 
   auto command = root["command"];
   if (!command) {
-    return InvalidField("command", "is required: the program and its arguments as a list, "
-                                   "e.g. [\"python3\", \"train.py\"]");
+    return InvalidField("command",
+                        "is required: the program and its arguments as a list, "
+                        "e.g. [\"python3\", \"train.py\"]");
   }
   auto cmd = StringList(command, "command");
   if (!cmd) return std::unexpected(cmd.error());
@@ -235,8 +235,9 @@ Status ParseInto(const YAML::Node& root, JobSpec& spec) {
       auto key = it->first.as<std::string>();
       std::string field = "env." + key;
       if (!ValidEnvKey(key)) {
-        return InvalidField(field, "variable names use letters, digits and '_' and do not start "
-                                   "with a digit");
+        return InvalidField(field,
+                            "variable names use letters, digits and '_' and do not start "
+                            "with a digit");
       }
       if (key.starts_with("BERTH_") || key == "CUDA_VISIBLE_DEVICES" ||
           key == "NVIDIA_VISIBLE_DEVICES") {
@@ -295,8 +296,8 @@ Status ParseInto(const YAML::Node& root, JobSpec& spec) {
 
 Result<JobSpec> ParseJobSpec(std::string_view text) {
   if (text.size() > kMaxSpecBytes) {
-    return InvalidField("", fmt::format("spec is {} bytes; at most {} are allowed", text.size(),
-                                        kMaxSpecBytes));
+    return InvalidField(
+        "", fmt::format("spec is {} bytes; at most {} are allowed", text.size(), kMaxSpecBytes));
   }
   YAML::Node root;
   try {
@@ -316,10 +317,14 @@ Result<JobSpec> ParseJobSpec(std::string_view text) {
 
 std::string_view PriorityName(Priority p) {
   switch (p) {
-    case Priority::kLow: return "low";
-    case Priority::kNormal: return "normal";
-    case Priority::kHigh: return "high";
-    case Priority::kCritical: return "critical";
+    case Priority::kLow:
+      return "low";
+    case Priority::kNormal:
+      return "normal";
+    case Priority::kHigh:
+      return "high";
+    case Priority::kCritical:
+      return "critical";
   }
   return "normal";
 }
@@ -333,19 +338,25 @@ std::optional<Priority> ParsePriority(std::string_view name) {
 
 std::string_view JobStateName(JobState s) {
   switch (s) {
-    case JobState::kPending: return "Pending";
-    case JobState::kScheduled: return "Scheduled";
-    case JobState::kRunning: return "Running";
-    case JobState::kSucceeded: return "Succeeded";
-    case JobState::kFailed: return "Failed";
-    case JobState::kCancelled: return "Cancelled";
+    case JobState::kPending:
+      return "Pending";
+    case JobState::kScheduled:
+      return "Scheduled";
+    case JobState::kRunning:
+      return "Running";
+    case JobState::kSucceeded:
+      return "Succeeded";
+    case JobState::kFailed:
+      return "Failed";
+    case JobState::kCancelled:
+      return "Cancelled";
   }
   return "Pending";
 }
 
 std::optional<JobState> ParseJobState(std::string_view name) {
-  for (auto s : {JobState::kPending, JobState::kScheduled, JobState::kRunning,
-                 JobState::kSucceeded, JobState::kFailed, JobState::kCancelled}) {
+  for (auto s : {JobState::kPending, JobState::kScheduled, JobState::kRunning, JobState::kSucceeded,
+                 JobState::kFailed, JobState::kCancelled}) {
     if (JobStateName(s) == name) return s;
   }
   return std::nullopt;
@@ -353,9 +364,12 @@ std::optional<JobState> ParseJobState(std::string_view name) {
 
 std::string_view RunStateName(RunState s) {
   switch (s) {
-    case RunState::kStarting: return "Starting";
-    case RunState::kRunning: return "Running";
-    case RunState::kExited: return "Exited";
+    case RunState::kStarting:
+      return "Starting";
+    case RunState::kRunning:
+      return "Running";
+    case RunState::kExited:
+      return "Exited";
   }
   return "Starting";
 }

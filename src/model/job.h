@@ -16,9 +16,9 @@ namespace berth::model {
 // Per-replica resources. Quantities are exact integers.
 struct Resources {
   std::uint32_t gpus = 0;
-  std::string gpu_model;                // empty: any model
-  std::uint64_t gpu_memory_bytes = 0;   // minimum memory per GPU; 0: any
-  std::uint32_t cpu_millis = 0;         // 1000 = one CPU
+  std::string gpu_model;               // empty: any model
+  std::uint64_t gpu_memory_bytes = 0;  // minimum memory per GPU; 0: any
+  std::uint32_t cpu_millis = 0;        // 1000 = one CPU
   std::uint64_t memory_bytes = 0;
 };
 
@@ -28,13 +28,13 @@ struct JobSpec {
   std::string name;
   std::string tenant = "default";
   std::string queue = "default";
-  std::vector<std::string> command;     // argv; command[0] is looked up in PATH
+  std::vector<std::string> command;  // argv; command[0] is looked up in PATH
   std::map<std::string, std::string> env;
-  std::string working_dir;              // empty: the agent's run directory
+  std::string working_dir;  // empty: the agent's run directory
   std::uint32_t replicas = 1;
   Resources resources;
   Priority priority = Priority::kNormal;
-  std::int64_t max_runtime_ms = 0;      // 0: unlimited
+  std::int64_t max_runtime_ms = 0;  // 0: unlimited
 };
 
 // Limits users see in validation errors; documented in docs/jobs.md.

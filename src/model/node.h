@@ -17,13 +17,13 @@ struct NvlinkPeer {
 };
 
 struct Gpu {
-  std::uint32_t index = 0;       // node-local index, what CUDA_VISIBLE_DEVICES names
-  std::string uuid;              // globally unique ("GPU-..." from NVML, "SIM-..." simulated)
-  std::string model;             // normalised model name, e.g. "H100-80GB"
+  std::uint32_t index = 0;  // node-local index, what CUDA_VISIBLE_DEVICES names
+  std::string uuid;         // globally unique ("GPU-..." from NVML, "SIM-..." simulated)
+  std::string model;        // normalised model name, e.g. "H100-80GB"
   std::uint64_t memory_bytes = 0;
   Health health = Health::kHealthy;
-  std::string health_detail;     // e.g. "Xid 79" when unhealthy
-  std::int32_t numa_node = -1;   // -1 when unknown
+  std::string health_detail;    // e.g. "Xid 79" when unhealthy
+  std::int32_t numa_node = -1;  // -1 when unknown
   std::string pci_bus_id;
   std::uint32_t nvlink_island = 0;  // GPUs with the same island id share NVLink
   std::vector<NvlinkPeer> nvlink_peers;
@@ -36,15 +36,15 @@ struct Taint {
 };
 
 struct NodeInfo {
-  std::string name;       // unique within the cluster
+  std::string name;  // unique within the cluster
   std::string hostname;
   std::map<std::string, std::string> labels;
   std::vector<Taint> taints;
   std::uint32_t cpus = 0;
   std::uint64_t memory_bytes = 0;
-  std::string driver_version;   // empty without an NVIDIA driver
+  std::string driver_version;  // empty without an NVIDIA driver
   std::string cuda_version;
-  std::string gpu_provider;     // "nvml" | "simulated"
+  std::string gpu_provider;  // "nvml" | "simulated"
   std::vector<Gpu> gpus;
   std::string agent_version;
 };

@@ -12,18 +12,18 @@ namespace berth::model {
 
 enum class ReasonCode {
   kNone,
-  kQueued,             // not looked at yet: submitted after the last cycle
-  kNoNodes,            // the cluster has no nodes registered
-  kBehindInQueue,      // FIFO: an earlier job in the same queue is waiting
-  kNoNodeFits,         // every node was rejected; counts say why, per cause
-  kScheduled,          // placed; waiting for the agents to start it
+  kQueued,         // not looked at yet: submitted after the last cycle
+  kNoNodes,        // the cluster has no nodes registered
+  kBehindInQueue,  // FIFO: an earlier job in the same queue is waiting
+  kNoNodeFits,     // every node was rejected; counts say why, per cause
+  kScheduled,      // placed; waiting for the agents to start it
   kRunning,
   kSucceeded,
-  kFailedExitCode,     // a replica exited non-zero or by a signal
-  kFailedToStart,      // command not found, bad working directory
+  kFailedExitCode,  // a replica exited non-zero or by a signal
+  kFailedToStart,   // command not found, bad working directory
   kMaxRuntimeExceeded,
   kCancelled,
-  kRunLost,            // the agent no longer knows the run (its state was lost)
+  kRunLost,  // the agent no longer knows the run (its state was lost)
 };
 
 std::string_view ReasonCodeName(ReasonCode code);

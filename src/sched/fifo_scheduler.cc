@@ -53,8 +53,7 @@ std::vector<std::uint32_t> Take(NodeView& node, const model::Resources& r) {
 // Tries to place every replica of `job` on `nodes` (first fit). On success
 // `nodes` holds the allocation; on failure it is left untouched and the
 // reason says why the first unplaceable replica did not fit.
-bool PlaceGang(const PendingJob& job, std::vector<NodeView>& nodes, Placement& out,
-               Reason& why) {
+bool PlaceGang(const PendingJob& job, std::vector<NodeView>& nodes, Placement& out, Reason& why) {
   std::vector<NodeView> trial = nodes;
   out = Placement{job.id, {}};
   for (std::uint32_t replica = 0; replica < job.replicas; ++replica) {

@@ -28,7 +28,7 @@ struct NodeView {
   bool ready = false;
   std::map<std::string, std::string> labels;
   std::vector<model::Taint> taints;
-  std::vector<GpuView> gpus;       // sorted by index
+  std::vector<GpuView> gpus;  // sorted by index
   std::uint64_t cpu_millis_free = 0;
   std::uint64_t memory_bytes_free = 0;
 };
@@ -45,8 +45,8 @@ struct PendingJob {
 
 struct Snapshot {
   TimeMs now_ms = 0;
-  std::vector<NodeView> nodes;       // sorted by name
-  std::vector<PendingJob> pending;   // any order; the scheduler orders them
+  std::vector<NodeView> nodes;      // sorted by name
+  std::vector<PendingJob> pending;  // any order; the scheduler orders them
 };
 
 }  // namespace berth::sched

@@ -56,7 +56,8 @@ grpc::Status AgentService::Connect(grpc::ServerContext* context, Stream* stream)
     Status st = Ok();
     controller_.OnHeartbeat(node);  // any message proves the agent is alive
     switch (msg.msg_case()) {
-      case berth::v1::AgentMessage::kHeartbeat: break;
+      case berth::v1::AgentMessage::kHeartbeat:
+        break;
       case berth::v1::AgentMessage::kRunStarted:
         st = controller_.OnRunStarted(node, msg.run_started());
         break;

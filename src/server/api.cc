@@ -1,12 +1,11 @@
 #include "server/api.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <charconv>
 #include <fstream>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "model/job.h"
 #include "server/openapi.h"
@@ -31,7 +30,8 @@ Result<std::int64_t> PathId(const httplib::Request& req) {
   std::int64_t id = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), id);
   if (ec != std::errc() || p != s.data() + s.size() || id <= 0) {
-    return InvalidField("id", fmt::format("'{}' is not a job id; job ids are positive integers", s));
+    return InvalidField("id",
+                        fmt::format("'{}' is not a job id; job ids are positive integers", s));
   }
   return id;
 }
@@ -74,7 +74,8 @@ void Api::Register(httplib::Server& http) {
                             {}});
     } else if (res.status == 413) {
       res.set_content(
-          ErrorJson(Error{Code::kInvalidArgument, "request body too large (limit 1 MiB)", {}}).dump(),
+          ErrorJson(Error{Code::kInvalidArgument, "request body too large (limit 1 MiB)", {}})
+              .dump(),
           "application/json");
     }
   });
@@ -165,9 +166,9 @@ void Api::Logs(const httplib::Request& req, httplib::Response& res) {
     std::uint32_t r = 0;
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), r);
     if (ec != std::errc() || p != s.data() + s.size() || r >= job->spec.replicas) {
-      return ReplyError(res, Error{Code::kInvalidArgument,
-                                   fmt::format("replica must be 0 to {}", job->spec.replicas - 1),
-                                   "replica"});
+      return ReplyError(
+          res, Error{Code::kInvalidArgument,
+                     fmt::format("replica must be 0 to {}", job->spec.replicas - 1), "replica"});
     }
     replica = r;
   }
@@ -218,27 +219,26 @@ void Api::Logs(const httplib::Request& req, httplib::Response& res) {
     return true;
   };
 
-  res.set_chunked_content_provider(
-      "text/plain; charset=utf-8",
-      [refresh, drain, follow](std::size_t, httplib::DataSink& sink) {
-        for (;;) {
-          auto terminal = refresh();
-          if (!terminal) {
-            sink.done();
-            return true;
-          }
-          if (!drain(sink)) return false;
-          if (!follow || *terminal) {
-            // A terminal job's logs are complete: agents ship every byte
-            // before they report the exit that settles the job.
-            if (follow && !drain(sink)) return false;
-            sink.done();
-            return true;
-          }
-          if (!sink.is_writable()) return false;
-          std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        }
-      });
+  res.set_chunked_content_provider("text/plain; charset=utf-8",
+                                   [refresh, drain, follow](std::size_t, httplib::DataSink& sink) {
+                                     for (;;) {
+                                       auto terminal = refresh();
+                                       if (!terminal) {
+                                         sink.done();
+                                         return true;
+                                       }
+                                       if (!drain(sink)) return false;
+                                       if (!follow || *terminal) {
+                                         // A terminal job's logs are complete: agents ship every
+                                         // byte before they report the exit that settles the job.
+                                         if (follow && !drain(sink)) return false;
+                                         sink.done();
+                                         return true;
+                                       }
+                                       if (!sink.is_writable()) return false;
+                                       std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                                     }
+                                   });
 }
 
 void Api::ListNodes(const httplib::Request&, httplib::Response& res) {

@@ -1,5 +1,6 @@
 // berthd: the Berth control plane. The composition root: every part is
 // constructed and wired here and nowhere else.
+#include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
 #include <httplib.h>
 #include <signal.h>
@@ -12,10 +13,10 @@
 #include <memory>
 #include <thread>
 
-#include <fmt/format.h>
-
 #include "agent/agent.h"
+#include "agent/host.h"
 #include "agent/nvml_provider.h"
+#include "agent/sim_cluster.h"
 #include "agent/sim_provider.h"
 #include "common/clock.h"
 #include "common/units.h"
@@ -66,9 +67,10 @@ int Fatal(const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"berthd: the Berth control plane.\n\n"
-               "Serves the REST API (with its OpenAPI document at /v1/openapi.json), accepts\n"
-               "berth-agent streams, keeps state in SQLite under --data-dir and schedules jobs."};
+  CLI::App app{
+      "berthd: the Berth control plane.\n\n"
+      "Serves the REST API (with its OpenAPI document at /v1/openapi.json), accepts\n"
+      "berth-agent streams, keeps state in SQLite under --data-dir and schedules jobs."};
   bool all_in_one = false;
   std::string data_dir = DefaultDataDir().string();
   std::string listen = "127.0.0.1:7460";
@@ -112,8 +114,9 @@ int main(int argc, char** argv) {
   auto heartbeat_ms = berth::ParseDurationMs(heartbeat);
   auto grace_ms = berth::ParseDurationMs(grace);
   if (!lease_ms || !heartbeat_ms || !grace_ms || *heartbeat_ms <= 0 || *lease_ms <= *heartbeat_ms) {
-    return Fatal("--lease, --heartbeat and --stop-grace take durations such as 10s, and the lease "
-                 "must be longer than the heartbeat");
+    return Fatal(
+        "--lease, --heartbeat and --stop-grace take durations such as 10s, and the lease "
+        "must be longer than the heartbeat");
   }
 
   // Simulated inventory (validated before anything is started).
@@ -139,8 +142,8 @@ int main(int argc, char** argv) {
   int agent_port = 0;
   builder.AddListeningPort(agent_listen, grpc::InsecureServerCredentials(), &agent_port);
   builder.RegisterService(&agent_service);
-  std::unique_ptr<grpc::Server> grpc_server = builder.BuildAndStart();
-  if (!grpc_server || agent_port == 0) {
+  std::unique_ptr<grpc::Server> agent_server = builder.BuildAndStart();
+  if (!agent_server || agent_port == 0) {
     return Fatal(fmt::format("cannot listen for agents on {} (--agent-listen)", agent_listen));
   }
   if (auto st = controller.Start(); !st) return Fatal(st.error().message);
@@ -170,9 +173,9 @@ int main(int argc, char** argv) {
       berth::agent::AgentOptions ao;
       ao.data_dir = std::filesystem::path(data_dir) / "agents" / node.name;
       ao.shim_path = shim;
-      auto channel = grpc_server->InProcessChannel(grpc::ChannelArguments());
-      agents.push_back(std::make_unique<berth::agent::Agent>(ao, node, std::move(provider),
-                                                             channel, clock));
+      auto channel = agent_server->InProcessChannel(grpc::ChannelArguments());
+      agents.push_back(
+          std::make_unique<berth::agent::Agent>(ao, node, std::move(provider), channel, clock));
       agents.back()->Start();
     }
   }
@@ -204,7 +207,7 @@ int main(int argc, char** argv) {
 
   for (auto& a : agents) a->Stop();
   controller.Stop();
-  grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  agent_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   if (waiter.joinable()) {
     pthread_kill(waiter.native_handle(), SIGTERM);
     waiter.join();

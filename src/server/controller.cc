@@ -1,14 +1,12 @@
 #include "server/controller.h"
 
 #include <fcntl.h>
-#include <unistd.h>
-
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <set>
-
-#include <fmt/format.h>
 
 namespace berth::server {
 namespace {
@@ -36,7 +34,8 @@ model::NodeInfo FromProto(const berth::v1::NodeInfo& p) {
     gpu.numa_node = g.numa_node();
     gpu.pci_bus_id = g.pci_bus_id();
     gpu.nvlink_island = g.nvlink_island();
-    for (const auto& peer : g.nvlink_peers()) gpu.nvlink_peers.push_back({peer.index(), peer.links()});
+    for (const auto& peer : g.nvlink_peers())
+      gpu.nvlink_peers.push_back({peer.index(), peer.links()});
     n.gpus.push_back(std::move(gpu));
   }
   std::sort(n.gpus.begin(), n.gpus.end(),
@@ -68,7 +67,9 @@ Controller::Controller(store::Store& store, const sched::Scheduler& scheduler, c
                        ControllerOptions options)
     : store_(store), scheduler_(scheduler), clock_(clock), options_(std::move(options)) {}
 
-Controller::~Controller() { Stop(); }
+Controller::~Controller() {
+  Stop();
+}
 
 Status Controller::Start() {
   auto nodes = store_.ListNodes();
@@ -192,7 +193,8 @@ Status Controller::RunPass() {
       }
       auto spec = SpecOf(run.job_id);
       if (!spec) return std::unexpected(spec.error());
-      node.cpu_millis_free -= std::min<std::uint64_t>(node.cpu_millis_free, spec->resources.cpu_millis);
+      node.cpu_millis_free -=
+          std::min<std::uint64_t>(node.cpu_millis_free, spec->resources.cpu_millis);
       node.memory_bytes_free -=
           std::min<std::uint64_t>(node.memory_bytes_free, spec->resources.memory_bytes);
     }

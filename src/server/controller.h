@@ -23,11 +23,11 @@
 namespace berth::server {
 
 struct ControllerOptions {
-  std::filesystem::path log_dir;        // <data-dir>/logs
-  TimeMs lease_ms = 10'000;             // a node is NotReady this long after its last heartbeat
-  TimeMs heartbeat_interval_ms = 1'000; // told to agents at registration
-  TimeMs tick_ms = 200;                 // a pass runs at least this often
-  TimeMs stop_grace_ms = 10'000;        // SIGTERM -> SIGKILL for cancel and gang stops
+  std::filesystem::path log_dir;         // <data-dir>/logs
+  TimeMs lease_ms = 10'000;              // a node is NotReady this long after its last heartbeat
+  TimeMs heartbeat_interval_ms = 1'000;  // told to agents at registration
+  TimeMs tick_ms = 200;                  // a pass runs at least this often
+  TimeMs stop_grace_ms = 10'000;         // SIGTERM -> SIGKILL for cancel and gang stops
 };
 
 // A node as the API shows it: stored inventory plus live lease state.

@@ -54,14 +54,15 @@ std::optional<std::int64_t> Statement::OptInt(int col) const {
 std::string Statement::Text(int col) const {
   const auto* p = sqlite3_column_text(stmt_, col);
   if (p == nullptr) return {};
-  return {reinterpret_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col))};
+  return {reinterpret_cast<const char*>(p),
+          static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col))};
 }
 
 Result<Database> Database::Open(const std::string& path) {
   sqlite3* raw = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &raw,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                           nullptr);
+  int rc =
+      sqlite3_open_v2(path.c_str(), &raw,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
   Database db(raw);
   if (rc != SQLITE_OK) {
     return Fail(Code::kUnavailable,
@@ -75,7 +76,9 @@ Result<Database> Database::Open(const std::string& path) {
   return db;
 }
 
-Database::~Database() { sqlite3_close_v2(db_); }
+Database::~Database() {
+  sqlite3_close_v2(db_);
+}
 
 Status Database::Exec(std::string_view sql) {
   char* err = nullptr;

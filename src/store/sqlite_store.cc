@@ -119,8 +119,8 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::filesystem::pa
   std::error_code ec;
   std::filesystem::create_directories(data_dir, ec);
   if (ec) {
-    return Fail(Code::kUnavailable,
-                fmt::format("cannot create data directory {}: {}", data_dir.string(), ec.message()));
+    return Fail(Code::kUnavailable, fmt::format("cannot create data directory {}: {}",
+                                                data_dir.string(), ec.message()));
   }
   auto db = Database::Open((data_dir / "berth.db").string());
   if (!db) return std::unexpected(db.error());
@@ -211,8 +211,8 @@ Result<std::int64_t> SqliteStore::CreateJob(const model::JobSpec& spec, TimeMs n
 }
 
 Result<std::vector<RunRecord>> SqliteStore::LoadRuns(std::string_view where, std::int64_t arg) {
-  auto st = db_.Prepare(fmt::format("SELECT {} FROM runs WHERE {} ORDER BY job_id, attempt, replica",
-                                    kRunColumns, where));
+  auto st = db_.Prepare(fmt::format(
+      "SELECT {} FROM runs WHERE {} ORDER BY job_id, attempt, replica", kRunColumns, where));
   if (!st) return std::unexpected(st.error());
   if (where.find('?') != std::string_view::npos) st->Bind(1, arg);
   std::vector<RunRecord> out;
@@ -245,9 +245,9 @@ Result<std::optional<JobRecord>> SqliteStore::LoadJob(std::int64_t id, bool with
       auto r = ev->Step();
       if (!r) return std::unexpected(r.error());
       if (!*r) break;
-      job.timeline.push_back(
-          {ev->Int(0), model::ParseJobState(ev->Text(1)).value_or(model::JobState::kPending),
-           ev->Text(2), ev->Text(3)});
+      job.timeline.push_back({ev->Int(0),
+                              model::ParseJobState(ev->Text(1)).value_or(model::JobState::kPending),
+                              ev->Text(2), ev->Text(3)});
     }
   }
   return std::optional<JobRecord>(std::move(job));
@@ -372,7 +372,8 @@ Status SqliteStore::ApplyPlan(const sched::Plan& plan, const std::vector<NodeRec
     if (!job) return std::unexpected(job.error());
     // Cancelled between the snapshot and now: the placement is dropped.
     if (!*job || (*job)->state != model::JobState::kPending || (*job)->cancel_requested) continue;
-    auto attempt_st = db_.Prepare("UPDATE jobs SET attempts=attempts+1 WHERE id=? RETURNING attempts");
+    auto attempt_st =
+        db_.Prepare("UPDATE jobs SET attempts=attempts+1 WHERE id=? RETURNING attempts");
     if (!attempt_st) return std::unexpected(attempt_st.error());
     attempt_st->Bind(1, p.job_id);
     auto row = attempt_st->Step();
@@ -404,8 +405,8 @@ Status SqliteStore::ApplyPlan(const sched::Plan& plan, const std::vector<NodeRec
       where += fmt::format("{}replica {} on {} GPUs [{}]", where.empty() ? "" : "; ", r.replica,
                            r.node, fmt::join(r.gpu_indices, ","));
     }
-    BERTH_RETURN_IF_ERROR(
-        SetJobState(p.job_id, model::JobState::kScheduled, {model::ReasonCode::kScheduled, {}, {}}));
+    BERTH_RETURN_IF_ERROR(SetJobState(p.job_id, model::JobState::kScheduled,
+                                      {model::ReasonCode::kScheduled, {}, {}}));
     BERTH_RETURN_IF_ERROR(AddEvent(p.job_id, now, model::JobState::kScheduled, "Scheduled", where));
   }
   for (const auto& d : plan.pending) {
@@ -442,9 +443,9 @@ Status SqliteStore::MarkRunStarted(const std::string& run_id, std::int64_t pid, 
     BERTH_RETURN_IF_ERROR(
         SetJobState(run.job_id, model::JobState::kRunning, {model::ReasonCode::kRunning, {}, {}}));
   }
-  BERTH_RETURN_IF_ERROR(AddEvent(run.job_id, started_at, model::JobState::kRunning, "Started",
-                                 fmt::format("replica {} started on {} (pid {})", run.replica,
-                                             run.node, pid)));
+  BERTH_RETURN_IF_ERROR(
+      AddEvent(run.job_id, started_at, model::JobState::kRunning, "Started",
+               fmt::format("replica {} started on {} (pid {})", run.replica, run.node, pid)));
   (void)now;
   return tx.Commit();
 }
@@ -482,15 +483,17 @@ Status SqliteStore::SettleJob(const JobRecord& job, TimeMs now) {
     reason = {model::ReasonCode::kCancelled, {}, st->Text(0)};
   } else if (max_runtime != nullptr) {
     state = model::JobState::kFailed;
-    reason = {model::ReasonCode::kMaxRuntimeExceeded,
-              {{"max_runtime_s", job.spec.max_runtime_ms / 1000}, {"replica", max_runtime->replica}},
-              {}};
+    reason = {
+        model::ReasonCode::kMaxRuntimeExceeded,
+        {{"max_runtime_s", job.spec.max_runtime_ms / 1000}, {"replica", max_runtime->replica}},
+        {}};
   } else if (lost != nullptr) {
     state = model::JobState::kFailed;
     reason = {model::ReasonCode::kRunLost, {{"replica", lost->replica}}, lost->start_error};
   } else if (start_error != nullptr) {
     state = model::JobState::kFailed;
-    reason = {model::ReasonCode::kFailedToStart, {{"replica", start_error->replica}},
+    reason = {model::ReasonCode::kFailedToStart,
+              {{"replica", start_error->replica}},
               start_error->start_error};
   } else if (failed != nullptr) {
     state = model::JobState::kFailed;
@@ -607,14 +610,16 @@ Status SqliteStore::UpsertNode(const model::NodeInfo& info, TimeMs now) {
       "VALUES(?1, ?2, 'Ready', ?3, ?3) ON CONFLICT(name) DO UPDATE SET info=?2, "
       "state_changed_ms=CASE WHEN state='Ready' THEN state_changed_ms ELSE ?3 END, state='Ready'");
   if (!st) return std::unexpected(st.error());
-  BERTH_RETURN_IF_ERROR(st->Bind(1, info.name).Bind(2, model::ToJson(info).dump()).Bind(3, now).Run());
+  BERTH_RETURN_IF_ERROR(
+      st->Bind(1, info.name).Bind(2, model::ToJson(info).dump()).Bind(3, now).Run());
   auto ev = db_.Prepare("INSERT INTO node_events(node, time_ms, event, message) VALUES(?,?,?,?)");
   if (!ev) return std::unexpected(ev.error());
-  BERTH_RETURN_IF_ERROR(ev->Bind(1, info.name)
-                            .Bind(2, now)
-                            .Bind(3, "Registered")
-                            .Bind(4, fmt::format("{} GPUs via {}", info.gpus.size(), info.gpu_provider))
-                            .Run());
+  BERTH_RETURN_IF_ERROR(
+      ev->Bind(1, info.name)
+          .Bind(2, now)
+          .Bind(3, "Registered")
+          .Bind(4, fmt::format("{} GPUs via {}", info.gpus.size(), info.gpu_provider))
+          .Run());
   return tx.Commit();
 }
 

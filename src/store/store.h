@@ -19,7 +19,7 @@
 namespace berth::store {
 
 struct RunRecord {
-  std::string run_id;          // "<job>.<replica>.<attempt>", never reused
+  std::string run_id;  // "<job>.<replica>.<attempt>", never reused
   std::int64_t job_id = 0;
   std::uint32_t replica = 0;
   std::uint32_t attempt = 0;
@@ -32,15 +32,15 @@ struct RunRecord {
   std::optional<TimeMs> finished_at_ms;
   std::optional<std::int32_t> exit_code;
   std::optional<std::int32_t> signal;
-  std::string stopped_for;     // "", "cancelled", "max_runtime", "gang"
+  std::string stopped_for;  // "", "cancelled", "max_runtime", "gang"
   std::string start_error;
-  bool stop_requested = false; // berthd wants this run stopped
+  bool stop_requested = false;  // berthd wants this run stopped
 };
 
 struct JobEvent {
   TimeMs time_ms = 0;
   model::JobState state = model::JobState::kPending;
-  std::string event;    // Submitted, Scheduled, Started, Exited, CancelRequested, ...
+  std::string event;  // Submitted, Scheduled, Started, Exited, CancelRequested, ...
   std::string message;
 };
 
@@ -55,8 +55,8 @@ struct JobRecord {
   std::optional<std::int32_t> exit_code;
   std::optional<std::int32_t> signal;
   bool cancel_requested = false;
-  std::vector<RunRecord> runs;      // filled by GetJob and ListJobs
-  std::vector<JobEvent> timeline;   // filled by GetJob only
+  std::vector<RunRecord> runs;     // filled by GetJob and ListJobs
+  std::vector<JobEvent> timeline;  // filled by GetJob only
 };
 
 struct JobFilter {

@@ -76,8 +76,7 @@ TEST_P(JobSpecRejects, NamesTheFieldAndTheFix) {
   ASSERT_FALSE(spec.has_value());
   EXPECT_EQ(spec.error().code, Code::kInvalidArgument);
   EXPECT_EQ(spec.error().field, GetParam().field);
-  EXPECT_NE(spec.error().message.find(GetParam().hint), std::string::npos)
-      << spec.error().message;
+  EXPECT_NE(spec.error().message.find(GetParam().hint), std::string::npos) << spec.error().message;
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -89,11 +88,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"name: a\ncommand: [x]\nresources: {gpus: 65}\n", "resources.gpus", "0 to 64"},
         BadCase{"name: a\ncommand: [x]\nresources: {gpus: two}\n", "resources.gpus", "integer"},
         BadCase{"name: [a\ncommand: x", "", "YAML"},
-        BadCase{"name: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\ncommand: [x]\n",
+        BadCase{"name: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\ncommand: "
+                "[x]\n",
                 "name", "at most 63"},
         BadCase{"name: Bad_Name!\ncommand: [x]\n", "name", "lower-case"},
-        BadCase{"command: [x]\n", "name", "required"},
-        BadCase{"name: a\n", "command", "required"},
+        BadCase{"command: [x]\n", "name", "required"}, BadCase{"name: a\n", "command", "required"},
         BadCase{"name: a\ncommand: python3 train.py\n", "command", "list"},
         BadCase{"name: a\ncommand: []\n", "command", "program"},
         BadCase{"name: a\ncommand: [x]\nreplicas: 0\n", "replicas", "1 to 1024"},

@@ -115,7 +115,9 @@ TEST(FifoScheduler, UnhealthyGpusAreNotUsed) {
   Snapshot s;
   s.nodes = {Node("a", 2)};
   s.nodes[0].gpus[0].healthy = false;
-  s.pending = {Job(1, 1, 2), };
+  s.pending = {
+      Job(1, 1, 2),
+  };
   Plan plan = FifoScheduler().Schedule(s);
   EXPECT_TRUE(plan.placements.empty());
   s.pending = {Job(1, 1, 1)};
