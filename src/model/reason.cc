@@ -60,19 +60,25 @@ std::string RenderReason(const Reason& r) {
                          Count(r, "position"));
     case ReasonCode::kNoNodeFits: {
       std::string causes;
-      static constexpr std::array<std::pair<std::string_view, std::string_view>, 7> kCauses{{
+      static constexpr std::array<std::pair<std::string_view, std::string_view>, 6> kCauses{{
           {kCauseNotReady, "not ready"},
           {kCauseGpuModel, "no GPU of the requested model"},
           {kCauseGpuMemory, "GPUs with too little memory"},
           {kCauseTooFewGpus, "too few free GPUs"},
           {kCauseCpu, "too little free CPU"},
           {kCauseMemory, "too little free memory"},
-          {kCauseGang, "room for only part of the gang"},
       }};
       for (auto [key, text] : kCauses) {
         if (auto n = Count(r, key); n > 0) {
           causes += fmt::format("{}{} {}", causes.empty() ? "" : ", ", n, text);
         }
+      }
+      if (auto placed = Count(r, kCauseGang); placed > 0) {
+        return fmt::format(
+            "the gang does not fit: only {} of {} replicas needing {} GPU(s) each have room; "
+            "for the next one, {} of {} nodes were rejected: {}",
+            placed, Count(r, "replicas"), Count(r, "gpus_per_replica"), Count(r, "nodes"),
+            Count(r, "nodes"), causes);
       }
       return fmt::format("0/{} nodes can take a replica needing {} GPU(s): {}", Count(r, "nodes"),
                          Count(r, "gpus_per_replica"), causes);

@@ -35,6 +35,7 @@ inline constexpr std::string_view kCauseGpuMemory = "gpu_memory_too_small";
 inline constexpr std::string_view kCauseTooFewGpus = "too_few_free_gpus";
 inline constexpr std::string_view kCauseCpu = "too_little_free_cpu";
 inline constexpr std::string_view kCauseMemory = "too_little_free_memory";
+// For kNoNodeFits of a gang: how many replicas had room before one did not.
 inline constexpr std::string_view kCauseGang = "gang_does_not_fit";
 
 struct Reason {

@@ -71,7 +71,7 @@ bool PlaceGang(const PendingJob& job, std::vector<NodeView>& nodes, Placement& o
     if (!placed) {
       // A later replica failing where the first fitted means the gang as a
       // whole is too big for what is free, not that no node fits one replica.
-      if (replica > 0) miss.counts[std::string(model::kCauseGang)] = job.replicas;
+      if (replica > 0) miss.counts[std::string(model::kCauseGang)] = replica;
       miss.counts["nodes"] = static_cast<std::int64_t>(nodes.size());
       miss.counts["gpus_per_replica"] = job.resources.gpus;
       miss.counts["replicas"] = job.replicas;

@@ -50,7 +50,9 @@ TEST(FifoScheduler, GangIsAllOrNothing) {
   EXPECT_TRUE(plan.placements.empty());
   ASSERT_EQ(plan.pending.size(), 1U);
   EXPECT_EQ(plan.pending[0].reason.code, model::ReasonCode::kNoNodeFits);
-  EXPECT_EQ(plan.pending[0].reason.counts.at(std::string(model::kCauseGang)), 2);
+  EXPECT_EQ(plan.pending[0].reason.counts.at(std::string(model::kCauseGang)), 1);
+  EXPECT_NE(model::RenderReason(plan.pending[0].reason).find("only 1 of 2 replicas"),
+            std::string::npos);
 }
 
 TEST(FifoScheduler, HeadOfQueueBlocksLaterJobsWithAReason) {

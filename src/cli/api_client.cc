@@ -1,0 +1,207 @@
+#include "cli/api_client.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <chrono>
+
+#include "cli/api_error.h"
+#include "cli/connect_probe.h"
+#include "cli/version.h"
+
+namespace berth::cli {
+namespace {
+
+using nlohmann::json;
+
+constexpr auto kConnectTimeout = std::chrono::seconds(5);
+// Ordinary requests answer from berthd's memory and store; 30 s only trips on
+// a hung server. Follow streams use kStreamTimeout instead.
+constexpr auto kRequestTimeout = std::chrono::seconds(30);
+constexpr auto kStreamTimeout = std::chrono::hours(24 * 365);
+// An error answer is one JSON object; do not buffer a runaway body.
+constexpr std::size_t kMaxErrorBody = std::size_t{64} * 1024;
+
+constexpr std::string_view kServerHint = "is berthd running? set --server or BERTH_SERVER";
+
+Error UrlError(std::string_view text, std::string_view why) {
+  return Error{Code::kInvalidArgument, fmt::format("invalid server URL '{}': {}", text, why), ""};
+}
+
+bool IsSuccess(int status) {
+  return status >= 200 && status < 300;
+}
+
+httplib::Headers RequestHeaders(std::string_view accept) {
+  return {{"Accept", std::string(accept)}, {"User-Agent", fmt::format("berth/{}", Version())}};
+}
+
+Error TransportError(const ServerUrl& url, httplib::Error err) {
+  if (err == httplib::Error::Connection) {
+    // httplib keeps the operating system's reason to itself; ask again.
+    std::string why = ProbeConnectFailure(url.host, url.port).value_or(httplib::to_string(err));
+    return Error{Code::kUnavailable,
+                 fmt::format("cannot reach berthd at {}: {} ({})", url.text, why, kServerHint), ""};
+  }
+  if (err == httplib::Error::ConnectionTimeout) {
+    return Error{
+        Code::kUnavailable,
+        fmt::format("cannot reach berthd at {}: Connection timed out ({})", url.text, kServerHint),
+        ""};
+  }
+  return Error{Code::kUnavailable,
+               fmt::format("request to berthd at {} failed: {}", url.text, httplib::to_string(err)),
+               ""};
+}
+
+Result<json> DecodeJson(int status, const std::string& body) {
+  if (!IsSuccess(status)) return std::unexpected(ParseApiError(status, body));
+  auto doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) {
+    return Fail(Code::kInternal,
+                fmt::format("berthd answered HTTP {} with a body that is not JSON", status));
+  }
+  return doc;
+}
+
+}  // namespace
+
+Result<ServerUrl> ParseServerUrl(std::string_view text) {
+  ServerUrl url;
+  url.text = std::string(text);
+  std::string_view rest = text;
+  if (auto sep = rest.find("://"); sep != std::string_view::npos) {
+    url.scheme = std::string(rest.substr(0, sep));
+    std::transform(url.scheme.begin(), url.scheme.end(), url.scheme.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    rest.remove_prefix(sep + 3);
+  } else {
+    url.scheme = "http";
+  }
+  if (url.scheme != "http" && url.scheme != "https") {
+    return std::unexpected(UrlError(text, "the scheme must be http or https"));
+  }
+  std::size_t slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  std::string_view path = slash == std::string_view::npos ? "" : rest.substr(slash);
+  while (path.ends_with('/')) path.remove_suffix(1);
+  url.base_path = std::string(path);
+
+  std::string_view port_text;
+  if (authority.starts_with('[')) {
+    std::size_t close = authority.find(']');
+    if (close == std::string_view::npos) return std::unexpected(UrlError(text, "unclosed '['"));
+    url.host = std::string(authority.substr(1, close - 1));
+    std::string_view after = authority.substr(close + 1);
+    if (!after.empty() && !after.starts_with(':')) {
+      return std::unexpected(UrlError(text, "expected ':' after ']'"));
+    }
+    port_text = after.empty() ? "" : after.substr(1);
+  } else {
+    std::size_t colon = authority.find(':');
+    if (colon != std::string_view::npos &&
+        authority.find(':', colon + 1) != std::string_view::npos) {
+      return std::unexpected(UrlError(text, "write an IPv6 address as [addr]:port"));
+    }
+    url.host = std::string(authority.substr(0, colon));
+    port_text = colon == std::string_view::npos ? "" : authority.substr(colon + 1);
+  }
+  if (url.host.empty()) return std::unexpected(UrlError(text, "no host"));
+  if (port_text.empty()) {
+    url.port = url.scheme == "https" ? 443 : kDefaultPort;
+  } else {
+    auto [ptr, ec] =
+        std::from_chars(port_text.data(), port_text.data() + port_text.size(), url.port);
+    if (ec != std::errc() || ptr != port_text.data() + port_text.size() || url.port < 1 ||
+        url.port > 65535) {
+      return std::unexpected(UrlError(text, "the port must be a number from 1 to 65535"));
+    }
+  }
+  return url;
+}
+
+std::string QueryString(const std::vector<std::pair<std::string, std::string>>& params) {
+  auto encode = [](std::string_view value) {
+    std::string out;
+    for (unsigned char c : value) {
+      if (std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.' || c == '~') {
+        out += static_cast<char>(c);
+      } else {
+        out += fmt::format("%{:02X}", c);
+      }
+    }
+    return out;
+  };
+  std::string out;
+  for (const auto& [key, value] : params) {
+    if (value.empty()) continue;
+    out += out.empty() ? '?' : '&';
+    out += encode(key) + "=" + encode(value);
+  }
+  return out;
+}
+
+ApiClient::ApiClient(ServerUrl url) : url_(std::move(url)) {
+  std::string host = url_.host.find(':') != std::string::npos ? "[" + url_.host + "]" : url_.host;
+  http_ =
+      std::make_unique<httplib::Client>(fmt::format("{}://{}:{}", url_.scheme, host, url_.port));
+  http_->set_connection_timeout(kConnectTimeout);
+  http_->set_read_timeout(kRequestTimeout);
+  http_->set_write_timeout(kRequestTimeout);
+}
+
+ApiClient::~ApiClient() = default;
+ApiClient::ApiClient(ApiClient&&) noexcept = default;
+ApiClient& ApiClient::operator=(ApiClient&&) noexcept = default;
+
+Result<json> ApiClient::Get(const std::string& path) {
+  auto res = http_->Get(url_.base_path + path, RequestHeaders("application/json"));
+  if (!res) return std::unexpected(TransportError(url_, res.error()));
+  return DecodeJson(res->status, res->body);
+}
+
+Result<json> ApiClient::Post(const std::string& path, const std::string& body,
+                             const std::string& content_type) {
+  auto res =
+      http_->Post(url_.base_path + path, RequestHeaders("application/json"), body, content_type);
+  if (!res) return std::unexpected(TransportError(url_, res.error()));
+  return DecodeJson(res->status, res->body);
+}
+
+Status ApiClient::Stream(const std::string& path, const Sink& sink, bool long_lived) {
+  http_->set_read_timeout(long_lived ? kStreamTimeout : kRequestTimeout);
+  int status = 0;
+  std::string error_body;
+  bool sink_stopped = false;
+  auto res = http_->Get(
+      url_.base_path + path, RequestHeaders("text/plain"),
+      [&](const httplib::Response& response) {
+        status = response.status;
+        return true;
+      },
+      [&](const char* data, std::size_t len) {
+        if (!IsSuccess(status)) {
+          // Keep reading so the error body is whole, but only up to a bound.
+          error_body.append(
+              data, std::min(len, kMaxErrorBody - std::min(kMaxErrorBody, error_body.size())));
+          return true;
+        }
+        if (!sink(std::string_view(data, len))) {
+          sink_stopped = true;
+          return false;
+        }
+        return true;
+      });
+  http_->set_read_timeout(kRequestTimeout);
+  if (!res) {
+    if (sink_stopped) return Ok();
+    return std::unexpected(TransportError(url_, res.error()));
+  }
+  if (!IsSuccess(res->status)) return std::unexpected(ParseApiError(res->status, error_body));
+  return Ok();
+}
+
+}  // namespace berth::cli

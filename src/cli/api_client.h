@@ -1,0 +1,65 @@
+// The CLI's HTTP client for berthd's REST API. It turns every way a request
+// can fail (bad URL, unreachable server, HTTP error, non-JSON answer) into an
+// Error value with a message fit to print on one line.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+
+namespace httplib {
+class Client;
+}
+
+namespace berth::cli {
+
+// Where berthd listens: "http://host:port[/prefix]". A missing scheme means
+// http; a missing port means 7460 (berthd's default); a path is a prefix put
+// before every /v1 path (for berthd behind a reverse proxy).
+struct ServerUrl {
+  std::string scheme;
+  std::string host;  // without IPv6 brackets
+  int port = 0;
+  std::string base_path;  // "" or "/prefix", never a trailing '/'
+  std::string text;       // as the user wrote it, for messages
+};
+
+inline constexpr int kDefaultPort = 7460;
+
+Result<ServerUrl> ParseServerUrl(std::string_view text);
+
+// "?state=Pending%2CRunning&queue=gpu"; pairs with an empty value are left
+// out, and so is the '?' when nothing is left.
+std::string QueryString(const std::vector<std::pair<std::string, std::string>>& params);
+
+class ApiClient {
+ public:
+  explicit ApiClient(ServerUrl url);
+  ~ApiClient();
+  ApiClient(ApiClient&&) noexcept;
+  ApiClient& operator=(ApiClient&&) noexcept;
+
+  Result<nlohmann::json> Get(const std::string& path);
+  Result<nlohmann::json> Post(const std::string& path, const std::string& body,
+                              const std::string& content_type);
+
+  // Receives a text body piece by piece as it arrives; `sink` returns false
+  // to stop early (stdout closed). For long-lived streams (logs --follow)
+  // the read timeout is lifted: the server may stay quiet for hours.
+  using Sink = std::function<bool(std::string_view)>;
+  Status Stream(const std::string& path, const Sink& sink, bool long_lived);
+
+  const ServerUrl& url() const { return url_; }
+
+ private:
+  ServerUrl url_;
+  std::unique_ptr<httplib::Client> http_;
+};
+
+}  // namespace berth::cli

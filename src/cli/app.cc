@@ -1,0 +1,177 @@
+#include "cli/app.h"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include "cli/api_error.h"
+#include "cli/commands.h"
+#include "cli/table.h"
+#include "cli/version.h"
+
+namespace berth::cli {
+namespace {
+
+// A command runs against a client, except `version`, which needs no server.
+using Action = std::function<Status(ApiClient&, const Output&)>;
+
+int PrintError(const Environment& env, int code, std::string_view message) {
+  env.err << "berth: " << OneLine(message) << '\n';
+  return code;
+}
+
+int ExitCodeFor(const Error& error) {
+  return error.code == Code::kUnavailable ? kExitUnavailable : kExitError;
+}
+
+Result<std::string> ReadSpec(const std::string& path, std::istream& in) {
+  std::ostringstream text;
+  if (path == "-") {
+    text << in.rdbuf();
+    if (in.bad()) return berth::Fail(Code::kInvalidArgument, "cannot read the job spec from stdin");
+  } else {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+      return berth::Fail(Code::kInvalidArgument,
+                         fmt::format("cannot read job spec '{}': it is a directory", path));
+    }
+    std::ifstream file(path, std::ios::binary);
+    if (!file) {
+      char buf[128];
+      return berth::Fail(Code::kInvalidArgument, fmt::format("cannot read job spec '{}': {}", path,
+                                                             strerror_r(errno, buf, sizeof(buf))));
+    }
+    text << file.rdbuf();
+  }
+  std::string spec = std::move(text).str();
+  if (spec.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return berth::Fail(Code::kInvalidArgument,
+                       fmt::format("job spec '{}' is empty", path == "-" ? "<stdin>" : path));
+  }
+  return spec;
+}
+
+// Options every job command takes a positional job ID with.
+CLI::Option* AddJobId(CLI::App* cmd, std::uint64_t& id) {
+  return cmd->add_option("ID", id, "job id")->required();
+}
+
+}  // namespace
+
+int RunCli(const std::vector<std::string>& args, const Environment& env) {
+  CLI::App app{"berth: the command-line client of the Berth GPU cluster scheduler.", "berth"};
+  // Global flags may follow the command: `berth jobs -o json`.
+  app.fallthrough();
+  app.require_subcommand(1);
+  std::string server_flag;
+  std::string output_flag = "table";
+  app.add_option("--server", server_flag,
+                 fmt::format("berthd URL (default: $BERTH_SERVER, else {})", kDefaultServer));
+  app.add_option("-o,--output", output_flag, "output format: table or json")
+      ->check(CLI::IsMember({"table", "json"}));
+  app.set_version_flag("--version", fmt::format("berth {}", Version()));
+  // Subcommands inherit the footer, so `berth jobs --help` names the globals too.
+  app.footer(
+      "Global options go before or after the command: --server URL, -o/--output table|json.\n"
+      "Exit codes: 0 ok, 1 request failed, 2 usage error, 3 berthd unreachable or unavailable.");
+
+  std::map<const CLI::App*, Action> actions;
+  std::map<const CLI::App*, std::function<int()>> checks;  // usage checks after parsing
+  const CLI::App* version_cmd = nullptr;
+
+  std::string spec_path;
+  auto* submit = app.add_subcommand("submit", "submit a job spec (YAML or JSON)");
+  submit->add_option("FILE", spec_path, "job spec file; - reads stdin")->required();
+  std::string spec;
+  checks[submit] = [&] {
+    auto read = ReadSpec(spec_path, env.in);
+    if (!read) return PrintError(env, kExitError, FormatError(read.error()));
+    spec = std::move(*read);
+    return kExitOk;
+  };
+  actions[submit] = [&](ApiClient& api, const Output& out) { return SubmitJob(api, spec, out); };
+
+  JobFilter filter;
+  std::string states_flag;
+  auto* jobs = app.add_subcommand("jobs", "list jobs, newest first");
+  jobs->add_option("--state", states_flag,
+                   "only jobs in these states, comma-separated (e.g. Pending,Running)");
+  jobs->add_option("--queue", filter.queue, "only jobs in this queue");
+  jobs->add_option("--tenant", filter.tenant, "only jobs of this tenant");
+  checks[jobs] = [&] {
+    auto states = NormalizeStates(states_flag);
+    if (!states) return PrintError(env, kExitUsage, FormatError(states.error()));
+    filter.states = *states;
+    return kExitOk;
+  };
+  actions[jobs] = [&](ApiClient& api, const Output& out) { return ListJobs(api, filter, out); };
+
+  std::uint64_t job_id = 0;
+  auto* job = app.add_subcommand("job", "show one job: spec, state, placement and timeline");
+  AddJobId(job, job_id);
+  actions[job] = [&](ApiClient& api, const Output& out) { return ShowJob(api, job_id, out); };
+
+  auto* cancel = app.add_subcommand("cancel", "cancel a job");
+  AddJobId(cancel, job_id);
+  actions[cancel] = [&](ApiClient& api, const Output& out) { return CancelJob(api, job_id, out); };
+
+  int replica = 0;
+  bool follow = false;
+  auto* logs = app.add_subcommand("logs", "print a job's output");
+  AddJobId(logs, job_id);
+  auto* replica_opt = logs->add_option("--replica", replica, "only this replica (default: all)")
+                          ->check(CLI::NonNegativeNumber);
+  logs->add_flag("-f,--follow", follow, "keep printing until the job ends");
+  actions[logs] = [&](ApiClient& api, const Output& out) {
+    std::optional<int> only = replica_opt->count() > 0 ? std::optional<int>(replica) : std::nullopt;
+    return StreamLogs(api, job_id, only, follow, out.out);
+  };
+
+  auto* nodes = app.add_subcommand("nodes", "list nodes and their GPUs");
+  actions[nodes] = [&](ApiClient& api, const Output& out) { return ListNodes(api, out); };
+
+  auto* gpus = app.add_subcommand("gpus", "list every GPU and the job holding it");
+  actions[gpus] = [&](ApiClient& api, const Output& out) { return ListGpus(api, out); };
+
+  version_cmd = app.add_subcommand("version", "print the CLI's version");
+
+  std::vector<const char*> argv;
+  argv.reserve(args.size());
+  for (const auto& arg : args) argv.push_back(arg.c_str());
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::ParseError& e) {
+    // --help and --version arrive as "errors" with exit code 0.
+    if (e.get_exit_code() == 0) return app.exit(e, env.out, env.err);
+    return PrintError(env, kExitUsage, fmt::format("{} (see berth --help)", e.what()));
+  }
+
+  const CLI::App* chosen = app.get_subcommands().front();
+  Output output{env.out, output_flag == "json" ? OutputFormat::kJson : OutputFormat::kTable,
+                env.clock};
+  if (chosen == version_cmd) {
+    PrintVersion(output);
+    return kExitOk;
+  }
+  if (auto check = checks.find(chosen); check != checks.end()) {
+    if (int code = check->second(); code != kExitOk) return code;
+  }
+
+  std::string server = !server_flag.empty() ? server_flag : env.server.value_or(kDefaultServer);
+  auto url = ParseServerUrl(server);
+  if (!url) return PrintError(env, kExitUsage, FormatError(url.error()));
+  ApiClient api(std::move(*url));
+  if (auto status = actions.at(chosen)(api, output); !status) {
+    return PrintError(env, ExitCodeFor(status.error()), FormatError(status.error()));
+  }
+  return kExitOk;
+}
+
+}  // namespace berth::cli

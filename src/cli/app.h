@@ -1,0 +1,36 @@
+// The `berth` command line: parses arguments, picks the server, runs one
+// command and maps its outcome to an exit code and a one-line error. main()
+// only hands over the process's streams and environment, so tests can run
+// the whole CLI in-process.
+#pragma once
+
+#include <istream>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+
+namespace berth::cli {
+
+// Exit codes, documented in docs/cli.md.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitError = 1;        // berthd refused or failed the request
+inline constexpr int kExitUsage = 2;        // bad command line
+inline constexpr int kExitUnavailable = 3;  // berthd unreachable or answered 503
+
+inline constexpr const char* kDefaultServer = "http://127.0.0.1:7460";
+
+struct Environment {
+  std::istream& in;  // `berth submit -`
+  std::ostream& out;
+  std::ostream& err;
+  std::optional<std::string> server;  // $BERTH_SERVER
+  const Clock& clock;
+};
+
+// `args` is the full argv, program name first.
+int RunCli(const std::vector<std::string>& args, const Environment& env);
+
+}  // namespace berth::cli

@@ -1,0 +1,162 @@
+#include "cli/commands.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <nlohmann/json.hpp>
+
+#include "cli/json_view.h"
+#include "cli/render.h"
+#include "cli/version.h"
+
+namespace berth::cli {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::array<std::string_view, 6> kStates{"Pending",   "Scheduled", "Running",
+                                                  "Succeeded", "Failed",    "Cancelled"};
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void PrintJson(const Output& output, const json& doc) {
+  output.out << doc.dump(2) << '\n';
+}
+
+std::string JobPath(std::uint64_t id) {
+  return fmt::format("/v1/jobs/{}", id);
+}
+
+}  // namespace
+
+Result<std::string> NormalizeStates(std::string_view states) {
+  std::string out;
+  while (!states.empty()) {
+    std::size_t comma = states.find(',');
+    std::string_view name = states.substr(0, comma);
+    states.remove_prefix(comma == std::string_view::npos ? states.size() : comma + 1);
+    if (name.empty()) continue;
+    auto it = std::find_if(kStates.begin(), kStates.end(),
+                           [&](std::string_view known) { return EqualsIgnoreCase(known, name); });
+    if (it == kStates.end()) {
+      return InvalidField("--state", fmt::format("unknown state '{}'; use one or more of {}", name,
+                                                 fmt::join(kStates, ", ")));
+    }
+    if (!out.empty()) out += ',';
+    out += *it;
+  }
+  return out;
+}
+
+Status SubmitJob(ApiClient& api, const std::string& spec, const Output& output) {
+  auto job = api.Post("/v1/jobs", spec, "application/yaml");
+  if (!job) return std::unexpected(job.error());
+  if (output.format == OutputFormat::kJson) {
+    PrintJson(output, *job);
+  } else {
+    output.out << fmt::format("job {} submitted ({})\n", IntText(*job, "id"), Text(*job, "name"));
+  }
+  return Ok();
+}
+
+Status ListJobs(ApiClient& api, const JobFilter& filter, const Output& output) {
+  auto jobs = api.Get(
+      "/v1/jobs" +
+      QueryString({{"state", filter.states}, {"queue", filter.queue}, {"tenant", filter.tenant}}));
+  if (!jobs) return std::unexpected(jobs.error());
+  if (output.format == OutputFormat::kJson) {
+    PrintJson(output, *jobs);
+  } else {
+    output.out << RenderJobs(*jobs, output.clock.NowMs());
+  }
+  return Ok();
+}
+
+Status ShowJob(ApiClient& api, std::uint64_t id, const Output& output) {
+  auto job = api.Get(JobPath(id));
+  if (!job) return std::unexpected(job.error());
+  if (output.format == OutputFormat::kJson) {
+    PrintJson(output, *job);
+  } else {
+    output.out << RenderJob(*job, output.clock.NowMs());
+  }
+  return Ok();
+}
+
+Status CancelJob(ApiClient& api, std::uint64_t id, const Output& output) {
+  auto job = api.Post(JobPath(id) + "/cancel", "", "application/json");
+  if (!job) return std::unexpected(job.error());
+  if (output.format == OutputFormat::kJson) {
+    PrintJson(output, *job);
+    return Ok();
+  }
+  // Cancelling a running job takes a grace period; berthd answers at once
+  // with the state it has, which is terminal only if nothing was running.
+  std::string state = Text(*job, "state");
+  if (state == "Cancelled") {
+    output.out << fmt::format("job {} cancelled\n", id);
+  } else if (state == "Succeeded" || state == "Failed") {
+    output.out << fmt::format("job {} already {}\n", id, state);
+  } else {
+    output.out << fmt::format("job {} cancelling\n", id);
+  }
+  return Ok();
+}
+
+Status StreamLogs(ApiClient& api, std::uint64_t id, std::optional<int> replica, bool follow,
+                  std::ostream& out) {
+  std::string path = JobPath(id) + "/logs" +
+                     QueryString({{"replica", replica ? std::to_string(*replica) : ""},
+                                  {"follow", follow ? "true" : "false"}});
+  return api.Stream(
+      path,
+      [&](std::string_view chunk) {
+        out.write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+        out.flush();
+        return out.good();
+      },
+      follow);
+}
+
+Status ListNodes(ApiClient& api, const Output& output) {
+  auto nodes = api.Get("/v1/nodes");
+  if (!nodes) return std::unexpected(nodes.error());
+  if (output.format == OutputFormat::kJson) {
+    PrintJson(output, *nodes);
+  } else {
+    output.out << RenderNodes(*nodes, output.clock.NowMs());
+  }
+  return Ok();
+}
+
+Status ListGpus(ApiClient& api, const Output& output) {
+  auto gpus = api.Get("/v1/gpus");
+  if (!gpus) return std::unexpected(gpus.error());
+  if (output.format == OutputFormat::kJson) {
+    PrintJson(output, *gpus);
+  } else {
+    output.out << RenderGpus(*gpus);
+  }
+  return Ok();
+}
+
+void PrintVersion(const Output& output) {
+  if (output.format == OutputFormat::kJson) {
+    PrintJson(output, json{{"version", Version()}});
+  } else {
+    output.out << fmt::format("berth {}\n", Version());
+  }
+}
+
+}  // namespace berth::cli

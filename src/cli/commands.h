@@ -1,0 +1,48 @@
+// One function per `berth` command: call the API, print the answer. Parsing
+// of the command line lives in app.cc; these take already-checked values so
+// they can be driven directly.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include "cli/api_client.h"
+#include "common/clock.h"
+#include "common/status.h"
+
+namespace berth::cli {
+
+enum class OutputFormat { kTable, kJson };
+
+// Where and how a command prints. The clock gives "now" for ages.
+struct Output {
+  std::ostream& out;
+  OutputFormat format = OutputFormat::kTable;
+  const Clock& clock;
+};
+
+struct JobFilter {
+  std::string states;  // canonical, comma-separated ("Pending,Running") or empty
+  std::string queue;
+  std::string tenant;
+};
+
+// "pending,RUNNING" -> "Pending,Running"; unknown names are an error that
+// lists the valid ones, so a typo does not silently match nothing.
+Result<std::string> NormalizeStates(std::string_view states);
+
+// `spec` is the YAML or JSON text of a job spec, sent as is.
+Status SubmitJob(ApiClient& api, const std::string& spec, const Output& output);
+Status ListJobs(ApiClient& api, const JobFilter& filter, const Output& output);
+Status ShowJob(ApiClient& api, std::uint64_t id, const Output& output);
+Status CancelJob(ApiClient& api, std::uint64_t id, const Output& output);
+// Log text goes to `out` as it arrives; there is no JSON form of logs.
+Status StreamLogs(ApiClient& api, std::uint64_t id, std::optional<int> replica, bool follow,
+                  std::ostream& out);
+Status ListNodes(ApiClient& api, const Output& output);
+Status ListGpus(ApiClient& api, const Output& output);
+void PrintVersion(const Output& output);
+
+}  // namespace berth::cli

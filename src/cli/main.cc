@@ -1,0 +1,20 @@
+// The berth CLI executable: everything but the process boundary is in
+// berth_cli (see app.h).
+#include <cstdlib>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/app.h"
+#include "common/clock.h"
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  std::optional<std::string> server;
+  // Read once at startup, before any thread exists.
+  const char* value = std::getenv("BERTH_SERVER");  // NOLINT(concurrency-mt-unsafe)
+  if (value != nullptr && *value != '\0') server = value;
+  berth::SystemClock clock;
+  return berth::cli::RunCli(args, {std::cin, std::cout, std::cerr, server, clock});
+}

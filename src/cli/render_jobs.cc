@@ -1,0 +1,47 @@
+// RenderJobs and JobGpus; the single-job view lives in render_job.cc.
+#include <nlohmann/json.hpp>
+
+#include "cli/format.h"
+#include "cli/json_view.h"
+#include "cli/render.h"
+#include "cli/table.h"
+
+namespace berth::cli {
+namespace {
+
+using nlohmann::json;
+
+// Wide enough for "1/8 nodes have 4 free H100-80GB" style summaries; the full
+// text is in `berth job ID`.
+constexpr std::size_t kReasonWidth = 60;
+
+// Top-level copies win, the spec is the fallback: berthd may send either.
+std::string JobText(const json& job, std::string_view key) {
+  std::string value = Text(job, key);
+  return value != "-" ? value : Text(job, "spec." + std::string(key));
+}
+
+}  // namespace
+
+std::string JobGpus(const json& job) {
+  auto gpus = Int(job, "spec.resources.gpus");
+  if (!gpus) return "-";
+  return std::to_string(Int(job, "spec.replicas").value_or(1)) + "x" + std::to_string(*gpus);
+}
+
+std::string RenderJobs(const json& response, std::int64_t now_ms) {
+  const json& jobs = response.is_array() ? response : Array(response, "jobs");
+  if (jobs.empty()) return "No jobs found.\n";
+  Table table({"ID", "NAME", "TENANT", "QUEUE", "STATE", "GPUS", "AGE", "REASON"});
+  for (const auto& job : jobs) {
+    std::string reason = Text(job, "reason.message");
+    if (reason == "-") reason = Text(job, "reason.code");
+    table.AddRow({IntText(job, "id"), JobText(job, "name"), JobText(job, "tenant"),
+                  JobText(job, "queue"), Text(job, "state"), JobGpus(job),
+                  AgeSince(now_ms, Int(job, "submitted_at_ms")),
+                  Truncate(OneLine(reason), kReasonWidth)});
+  }
+  return table.Render();
+}
+
+}  // namespace berth::cli

@@ -1,0 +1,277 @@
+// The whole CLI, in-process, against a loopback httplib server that answers
+// with canned berthd responses: argument parsing, the real HTTP client path,
+// output and exit codes together.
+#include "cli/app.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "common/clock.h"
+
+namespace berth::cli {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::int64_t kNow = 1'764'444'744'000;
+
+const char* kJob = R"({"id": 12, "name": "resnet50", "tenant": "default", "queue": "default",
+  "state": "Pending", "submitted_at_ms": 1764444444000,
+  "spec": {"replicas": 2, "resources": {"gpus": 4}}})";
+
+struct CliRun {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+// An ostream buffer that reports when a given text has been flushed, so a
+// test can tell streamed output from output that came all at once.
+class WatchingBuf : public std::stringbuf {
+ public:
+  explicit WatchingBuf(std::string wanted) : wanted_(std::move(wanted)) {}
+  std::future<void> Seen() { return seen_.get_future(); }
+
+ protected:
+  int sync() override {
+    if (!signalled_ && str().find(wanted_) != std::string::npos) {
+      signalled_ = true;
+      seen_.set_value();
+    }
+    return 0;
+  }
+
+ private:
+  std::string wanted_;
+  bool signalled_ = false;
+  std::promise<void> seen_;
+};
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    ASSERT_GT(port_, 0);
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+
+  void TearDown() override {
+    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    server_.stop();
+    thread_.join();
+  }
+
+  std::string Url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+  CliRun Cli(std::vector<std::string> args, const std::string& stdin_text = "",
+             std::ostream* out_override = nullptr) {
+    args.insert(args.begin(), "berth");
+    std::istringstream in(stdin_text);
+    std::ostringstream out;
+    std::ostringstream err;
+    ManualClock clock(kNow);
+    CliRun run;
+    run.code = RunCli(args, {in, out_override ? *out_override : out, err, Url(), clock});
+    run.out = out.str();
+    run.err = err.str();
+    return run;
+  }
+
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+TEST_F(CliTest, SubmitSendsTheFileBytesAsYaml) {
+  std::string body;
+  std::string content_type;
+  server_.Post("/v1/jobs", [&](const httplib::Request& req, httplib::Response& res) {
+    body = req.body;
+    content_type = req.get_header_value("Content-Type");
+    res.status = 201;
+    res.set_content(kJob, "application/json");
+  });
+  CliRun run = Cli({"submit", "-"}, "name: resnet50\ncommand: [python3, train.py]\n");
+  EXPECT_EQ(run.code, kExitOk) << run.err;
+  EXPECT_EQ(run.out, "job 12 submitted (resnet50)\n");
+  EXPECT_EQ(body, "name: resnet50\ncommand: [python3, train.py]\n");
+  EXPECT_EQ(content_type, "application/yaml");
+
+  run = Cli({"submit", "-", "-o", "json"}, "name: x\n");
+  EXPECT_EQ(run.code, kExitOk) << run.err;
+  EXPECT_EQ(json::parse(run.out), json::parse(kJob));
+}
+
+TEST_F(CliTest, ApiErrorIsOneLineWithFieldAndExitsOne) {
+  server_.Post("/v1/jobs", [](const httplib::Request&, httplib::Response& res) {
+    res.status = 400;
+    res.set_content(R"({"error":{"code":"InvalidArgument","field":"resources.gpus",)"
+                    R"("message":"must be between 0 and 64"}})",
+                    "application/json");
+  });
+  CliRun run = Cli({"submit", "-"}, "resources: {gpus: 65}\n");
+  EXPECT_EQ(run.code, kExitError);
+  EXPECT_EQ(run.out, "");
+  EXPECT_EQ(run.err, "berth: resources.gpus: must be between 0 and 64\n");
+}
+
+TEST_F(CliTest, JobsSendsNormalisedFiltersAndGlobalFlagsWorkAfterTheCommand) {
+  std::string state;
+  std::string queue;
+  bool has_tenant = true;
+  server_.Get("/v1/jobs", [&](const httplib::Request& req, httplib::Response& res) {
+    state = req.get_param_value("state");
+    queue = req.get_param_value("queue");
+    has_tenant = req.has_param("tenant");
+    res.set_content(std::string(R"({"jobs":[)") + kJob + "]}", "application/json");
+  });
+  CliRun run = Cli({"jobs", "--state", "pending,running", "--queue", "default", "-o", "json"});
+  EXPECT_EQ(run.code, kExitOk) << run.err;
+  EXPECT_EQ(state, "Pending,Running");
+  EXPECT_EQ(queue, "default");
+  EXPECT_FALSE(has_tenant);
+  EXPECT_EQ(json::parse(run.out)["jobs"][0]["id"], 12);
+
+  run = Cli({"-o", "table", "jobs"});
+  EXPECT_EQ(run.code, kExitOk) << run.err;
+  EXPECT_NE(run.out.find("12   resnet50   default   default   Pending   2x4    5m"),
+            std::string::npos)
+      << run.out;
+}
+
+TEST_F(CliTest, NotFoundJobAndCancel) {
+  server_.Get("/v1/jobs/99", [](const httplib::Request&, httplib::Response& res) {
+    res.status = 404;
+    res.set_content(R"({"error":{"code":"NotFound","message":"job 99 not found"}})",
+                    "application/json");
+  });
+  server_.Post("/v1/jobs/12/cancel", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"id":12,"state":"Running"})", "application/json");
+  });
+  CliRun run = Cli({"job", "99"});
+  EXPECT_EQ(run.code, kExitError);
+  EXPECT_EQ(run.err, "berth: job 99 not found\n");
+
+  run = Cli({"cancel", "12"});
+  EXPECT_EQ(run.code, kExitOk) << run.err;
+  EXPECT_EQ(run.out, "job 12 cancelling\n");
+}
+
+TEST_F(CliTest, LogsFollowPrintsChunksAsTheyArrive) {
+  WatchingBuf buf("first\n");
+  std::future<void> seen = buf.Seen();
+  std::string replica;
+  std::string follow;
+  server_.Get("/v1/jobs/12/logs", [&](const httplib::Request& req, httplib::Response& res) {
+    replica = req.get_param_value("replica");
+    follow = req.get_param_value("follow");
+    res.set_chunked_content_provider("text/plain", [&](std::size_t, httplib::DataSink& sink) {
+      sink.write("first\n", 6);
+      // The second chunk waits until the client has printed the first.
+      bool printed = seen.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+      std::string second = printed ? "second\n" : "not streamed\n";
+      sink.write(second.data(), second.size());
+      sink.done();
+      return true;
+    });
+  });
+  std::ostream out(&buf);
+  CliRun run = Cli({"logs", "12", "--replica", "1", "-f"}, "", &out);
+  EXPECT_EQ(run.code, kExitOk) << run.err;
+  EXPECT_EQ(buf.str(), "first\nsecond\n");
+  EXPECT_EQ(replica, "1");
+  EXPECT_EQ(follow, "true");
+}
+
+TEST_F(CliTest, LogsErrorBodyBecomesTheMessage) {
+  server_.Get("/v1/jobs/7/logs", [](const httplib::Request&, httplib::Response& res) {
+    res.status = 404;
+    res.set_content(R"({"error":{"code":"NotFound","message":"job 7 not found"}})",
+                    "application/json");
+  });
+  CliRun run = Cli({"logs", "7"});
+  EXPECT_EQ(run.code, kExitError);
+  EXPECT_EQ(run.out, "");
+  EXPECT_EQ(run.err, "berth: job 7 not found\n");
+}
+
+TEST_F(CliTest, GpusTableAndNonJsonAnswer) {
+  server_.Get("/v1/gpus", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"gpus":[{"node":"gpu-a1","index":0,"model":"H100-80GB",)"
+                    R"("memory_bytes":85899345920,"health":"Healthy",)"
+                    R"("job":{"id":12,"name":"resnet50","replica":0}}]})",
+                    "application/json");
+  });
+  server_.Get("/v1/nodes", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("<html>oops</html>", "text/html");
+  });
+  CliRun run = Cli({"gpus"});
+  EXPECT_EQ(run.code, kExitOk) << run.err;
+  EXPECT_NE(run.out.find("gpu-a1   0       H100-80GB   80Gi     Healthy   12 resnet50/r0\n"),
+            std::string::npos)
+      << run.out;
+
+  run = Cli({"nodes"});
+  EXPECT_EQ(run.code, kExitError);
+  EXPECT_EQ(run.err, "berth: berthd answered HTTP 200 with a body that is not JSON\n");
+}
+
+TEST_F(CliTest, UsageErrorsExitTwoWithOneLine) {
+  for (const auto& args : std::vector<std::vector<std::string>>{{},
+                                                                {"jobs", "--state", "bogus"},
+                                                                {"job", "abc"},
+                                                                {"jobs", "-o", "yaml"},
+                                                                {"--server", "ftp://x", "nodes"}}) {
+    CliRun run = Cli(args);
+    EXPECT_EQ(run.code, kExitUsage) << ::testing::PrintToString(args);
+    EXPECT_TRUE(run.err.starts_with("berth: ")) << run.err;
+    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+  }
+}
+
+TEST_F(CliTest, UnreadableSpecFile) {
+  CliRun run = Cli({"submit", "/nonexistent/job.yaml"});
+  EXPECT_EQ(run.code, kExitError);
+  EXPECT_EQ(run.err,
+            "berth: cannot read job spec '/nonexistent/job.yaml': No such file or directory\n");
+}
+
+TEST_F(CliTest, VersionNeedsNoServer) {
+  CliRun run = Cli({"--server", "http://127.0.0.1:1", "version"});
+  EXPECT_EQ(run.code, kExitOk);
+  EXPECT_TRUE(run.out.starts_with("berth ")) << run.out;
+}
+
+// Finds a loopback port nothing listens on: bind, read the port, close.
+int UnusedPort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+TEST_F(CliTest, UnreachableServerSaysWhyAndExitsThree) {
+  std::string url = "http://127.0.0.1:" + std::to_string(UnusedPort());
+  CliRun run = Cli({"--server", url, "jobs"});
+  EXPECT_EQ(run.code, kExitUnavailable);
+  EXPECT_EQ(run.err, "berth: cannot reach berthd at " + url +
+                         ": Connection refused (is berthd running? set --server or "
+                         "BERTH_SERVER)\n");
+}
+
+}  // namespace
+}  // namespace berth::cli

@@ -1,0 +1,154 @@
+// The human views: exact text for the common cases, and no crash (only "-")
+// when berthd leaves keys out or sends null.
+#include "cli/render.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace berth::cli {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::int64_t kNow = 1'764'444'744'000;  // 5 minutes after kSubmitted
+constexpr std::int64_t kSubmitted = 1'764'444'444'000;
+
+json PendingJob() {
+  return json::parse(R"({
+    "id": 12, "name": "resnet50", "tenant": "default", "queue": "default", "state": "Pending",
+    "reason": {"code": "NoNodeFits", "message": "no node has 4 free H100-80GB GPUs"},
+    "submitted_at_ms": 1764444444000, "started_at_ms": null, "finished_at_ms": null,
+    "exit_code": null, "signal": null,
+    "spec": {"name": "resnet50", "command": ["python3", "train.py"], "replicas": 2,
+             "resources": {"gpus": 4, "gpu_model": "H100-80GB", "gpu_memory_bytes": 85899345920,
+                           "cpu_millis": 16000, "memory_bytes": 137438953472},
+             "priority": "normal", "max_runtime_ms": 43200000},
+    "placement": [],
+    "timeline": [{"time_ms": 1764444444000, "state": "Pending", "event": "Submitted",
+                  "message": "submitted by CLI"}]})");
+}
+
+TEST(RenderJobs, OneRowPerJob) {
+  json response = {{"jobs", json::array({PendingJob()})}};
+  EXPECT_EQ(RenderJobs(response, kNow),
+            "ID   NAME       TENANT    QUEUE     STATE     GPUS   AGE   REASON\n"
+            "12   resnet50   default   default   Pending   2x4    5m    "
+            "no node has 4 free H100-80GB GPUs\n");
+}
+
+TEST(RenderJobs, LongReasonsAreTruncated) {
+  json job = PendingJob();
+  job["reason"]["message"] = std::string(200, 'r');
+  std::string text = RenderJobs({{"jobs", {job}}}, kNow);
+  EXPECT_NE(text.find(std::string(57, 'r') + "...\n"), std::string::npos);
+  EXPECT_EQ(text.find(std::string(58, 'r')), std::string::npos);
+}
+
+TEST(RenderJobs, MissingKeysRenderAsDash) {
+  json response = {{"jobs", {{{"id", 3}, {"state", "Running"}, {"spec", nullptr}}}}};
+  EXPECT_EQ(RenderJobs(response, kNow),
+            "ID   NAME   TENANT   QUEUE   STATE     GPUS   AGE   REASON\n"
+            "3    -      -        -       Running   -      -     -\n");
+}
+
+TEST(RenderJobs, EmptyListSaysSo) {
+  EXPECT_EQ(RenderJobs({{"jobs", json::array()}}, kNow), "No jobs found.\n");
+  EXPECT_EQ(RenderJobs(json::object(), kNow), "No jobs found.\n");
+}
+
+TEST(JobGpus, ReplicasTimesGpus) {
+  EXPECT_EQ(JobGpus(PendingJob()), "2x4");
+  EXPECT_EQ(JobGpus({{"spec", {{"resources", {{"gpus", 1}}}}}}), "1x1");
+  EXPECT_EQ(JobGpus(json::object()), "-");
+}
+
+TEST(GpuHolder, JobIdNameAndReplica) {
+  EXPECT_EQ(GpuHolder({{"job", {{"id", 12}, {"name", "resnet50"}, {"replica", 0}}}}),
+            "12 resnet50/r0");
+  EXPECT_EQ(GpuHolder({{"job", nullptr}}), "-");
+  EXPECT_EQ(GpuHolder(json::object()), "-");
+  EXPECT_EQ(GpuHolder({{"job", "another tenant"}}), "another tenant");
+  EXPECT_EQ(GpuHolder({{"job", {{"tenant", "team-b"}}}}), "team-b");
+  EXPECT_EQ(GpuHolder({{"job", json::object()}}), "(held)");
+}
+
+TEST(RenderGpus, FreeAndHeldGpus) {
+  json response = json::parse(R"({"gpus": [
+    {"node": "gpu-a1", "index": 0, "model": "H100-80GB", "memory_bytes": 85899345920,
+     "health": "Healthy", "health_detail": "", "job": {"id": 12, "name": "resnet50", "replica": 0}},
+    {"node": "gpu-a1", "index": 1, "model": "H100-80GB", "memory_bytes": 85899345920,
+     "health": "Unhealthy", "health_detail": "XID 79", "job": null}]})");
+  EXPECT_EQ(RenderGpus(response),
+            "NODE     INDEX   MODEL       MEMORY   HEALTH               JOB\n"
+            "gpu-a1   0       H100-80GB   80Gi     Healthy              12 resnet50/r0\n"
+            "gpu-a1   1       H100-80GB   80Gi     Unhealthy (XID 79)   -\n");
+}
+
+TEST(RenderNodes, FreeOverTotalAndHeartbeatAge) {
+  json response = json::parse(R"({"nodes": [
+    {"name": "gpu-a1", "state": "Ready", "cpus": 128, "memory_bytes": 2063731998720,
+     "gpu_provider": "nvml", "gpus_total": 8, "gpus_free": 6, "models": ["H100-80GB"],
+     "last_heartbeat_ms": 1764444741000},
+    {"name": "gpu-b1", "state": "NotReady", "models": []}]})");
+  EXPECT_EQ(RenderNodes(response, kNow),
+            "NAME     STATE      GPUS(FREE/TOTAL)   MODELS      CPUS   MEMORY   PROVIDER   "
+            "HEARTBEAT\n"
+            "gpu-a1   Ready      6/8                H100-80GB   128    1.9Ti    nvml       3s\n"
+            "gpu-b1   NotReady   -/-                -           -      -        -          -\n");
+}
+
+TEST(RenderJob, PendingJobShowsSpecReasonAndTimeline) {
+  std::string text = RenderJob(PendingJob(), kNow);
+  EXPECT_NE(text.find("Job:          12 (resnet50)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("Tenant/Queue: default/default\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("State:        Pending (NoNodeFits: no node has 4 free H100-80GB GPUs)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("Command:      python3 train.py\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("Resources:    gpus=4 model=H100-80GB gpu_memory>=80Gi cpu=16 "
+                      "memory=128Gi (per replica)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("Max runtime:  12h\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("Submitted:    2025-11-29T19:27:24.000Z (5m ago)\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("Started:      -\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("Placement:    none\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("TIME                       STATE     EVENT       MESSAGE\n"
+                      "2025-11-29T19:27:24.000Z   Pending   Submitted   submitted by CLI\n"),
+            std::string::npos)
+      << text;
+}
+
+TEST(RenderJob, PlacementRowsShowGpusPidAndExit) {
+  json job = PendingJob();
+  job["state"] = "Failed";
+  job["reason"] = nullptr;
+  job["signal"] = 9;
+  job["placement"] = json::parse(R"([
+    {"replica": 0, "node": "gpu-a1", "gpus": [0, 1], "state": "Succeeded", "pid": 1234,
+     "exit_code": 0, "signal": null},
+    {"replica": 1, "node": "gpu-a2", "gpus": [4, 5], "state": "Failed", "pid": 99,
+     "exit_code": null, "signal": 9}])");
+  std::string text = RenderJob(job, kNow);
+  EXPECT_NE(text.find("State:        Failed\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("Exit:         SIGKILL\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("REPLICA   NODE     GPUS   STATE       PID    EXIT\n"
+                      "0         gpu-a1   0,1    Succeeded   1234   0\n"
+                      "1         gpu-a2   4,5    Failed      99     SIGKILL\n"),
+            std::string::npos)
+      << text;
+}
+
+TEST(RenderJob, NearlyEmptyObjectStillRenders) {
+  std::string text = RenderJob({{"id", 5}}, kNow);
+  EXPECT_NE(text.find("Job:          5 (-)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("Resources:    -\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("Timeline:     none\n"), std::string::npos) << text;
+  EXPECT_NO_THROW(RenderJob(json("not an object"), kNow));
+  EXPECT_NO_THROW(RenderJob({{"spec", "weird"}, {"placement", {1, 2}}, {"timeline", 3}}, kNow));
+}
+
+}  // namespace
+}  // namespace berth::cli
