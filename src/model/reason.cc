@@ -60,8 +60,9 @@ std::string RenderReason(const Reason& r) {
                          Count(r, "position"));
     case ReasonCode::kNoNodeFits: {
       std::string causes;
-      static constexpr std::array<std::pair<std::string_view, std::string_view>, 6> kCauses{{
+      static constexpr std::array<std::pair<std::string_view, std::string_view>, 7> kCauses{{
           {kCauseNotReady, "not ready"},
+          {kCauseTaint, "a NoSchedule taint the job does not tolerate"},
           {kCauseGpuModel, "no GPU of the requested model"},
           {kCauseGpuMemory, "GPUs with too little memory"},
           {kCauseTooFewGpus, "too few free GPUs"},

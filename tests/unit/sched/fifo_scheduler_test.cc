@@ -113,6 +113,19 @@ TEST(FifoScheduler, SameInputSamePlan) {
   }
 }
 
+TEST(FifoScheduler, NoScheduleTaintKeepsJobsOff) {
+  Snapshot s;
+  s.nodes = {Node("a", 8), Node("b", 8)};
+  s.nodes[0].taints.push_back({"dedicated", "inference", "NoSchedule"});
+  s.nodes[1].taints.push_back({"spot", "", "PreferNoSchedule"});
+  s.pending = {Job(1, 1, 1), Job(2, 1, 8)};
+  Plan plan = FifoScheduler().Schedule(s);
+  ASSERT_EQ(plan.placements.size(), 1U);
+  EXPECT_EQ(plan.placements[0].replicas[0].node, "b");
+  ASSERT_EQ(plan.pending.size(), 1U);
+  EXPECT_EQ(plan.pending[0].reason.counts.at(std::string(model::kCauseTaint)), 1);
+}
+
 TEST(FifoScheduler, UnhealthyGpusAreNotUsed) {
   Snapshot s;
   s.nodes = {Node("a", 2)};
