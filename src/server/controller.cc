@@ -348,10 +348,19 @@ Status Controller::OnRegister(const berth::v1::Register& reg,
   // Reconcile what the agent reports against what the store says.
   std::set<std::string> reported;
   std::vector<berth::v1::ServerMessage> replies;
+  berth::v1::ServerMessage hello;
+  auto* registered = hello.mutable_registered();
   for (const auto& r : reg.runs()) {
     reported.insert(r.run_id());
     auto run = store_.GetRun(r.run_id());
     if (!run) return std::unexpected(run.error());
+    std::uint64_t have = 0;
+    if (*run) {
+      std::error_code ec;
+      auto size = std::filesystem::file_size(LogPath((*run)->job_id, r.run_id()), ec);
+      if (!ec) have = size;
+    }
+    (*registered->mutable_log_offsets())[r.run_id()] = have;
     if (r.phase() == berth::v1::RunStatus::EXITED) {
       if (*run) {
         if ((*run)->state == model::RunState::kStarting && r.exit().started_at_ms() != 0) {
@@ -374,7 +383,8 @@ Status Controller::OnRegister(const berth::v1::Register& reg,
       replies.push_back(std::move(stop));
       continue;
     }
-    if ((*run)->state == model::RunState::kStarting) {
+    // pid 0: accepted by the agent but not started yet; RunStarted follows.
+    if ((*run)->state == model::RunState::kStarting && r.pid() != 0) {
       BERTH_RETURN_IF_ERROR(store_.MarkRunStarted(r.run_id(), r.pid(), r.started_at_ms(), now));
     }
   }
@@ -394,10 +404,9 @@ Status Controller::OnRegister(const berth::v1::Register& reg,
     if (!job) return std::unexpected(job.error());
   }
 
-  berth::v1::ServerMessage hello;
-  hello.mutable_registered()->set_node_name(info.name);
-  hello.mutable_registered()->set_lease_ms(options_.lease_ms);
-  hello.mutable_registered()->set_heartbeat_interval_ms(options_.heartbeat_interval_ms);
+  registered->set_node_name(info.name);
+  registered->set_lease_ms(options_.lease_ms);
+  registered->set_heartbeat_interval_ms(options_.heartbeat_interval_ms);
   session->Send(hello);
   for (const auto& m : replies) session->Send(m);
 

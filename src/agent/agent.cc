@@ -1,0 +1,302 @@
+#include "agent/agent.h"
+
+#include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "agent/node_proto.h"
+
+namespace berth::agent {
+namespace {
+
+void FillExit(const std::string& run_id, const RunExit& e, v1::RunExited* out) {
+  out->set_run_id(run_id);
+  out->set_exit_code(e.exit_code);
+  out->set_signal(e.signal);
+  out->set_started_at_ms(e.started_at_ms);
+  out->set_ended_at_ms(e.ended_at_ms);
+  out->set_stopped_for(e.stopped_for);
+  out->set_start_error(e.start_error);
+}
+
+void FillStatus(const RunState& s, v1::RunStatus* out) {
+  out->set_run_id(s.run_id);
+  out->set_pid(s.pid);
+  out->set_started_at_ms(s.started_at_ms);
+  if (s.phase == RunPhase::kExited && s.exit) {
+    out->set_phase(v1::RunStatus::EXITED);
+    FillExit(s.run_id, *s.exit, out->mutable_exit());
+  } else {
+    // Starting runs are RUNNING with pid 0: accepted, so berthd must not
+    // place them elsewhere; their RunStarted follows.
+    out->set_phase(v1::RunStatus::RUNNING);
+  }
+}
+
+StartOrder OrderFromProto(const v1::StartRun& m) {
+  StartOrder o;
+  o.run_id = m.run_id();
+  o.job_id = m.job_id();
+  o.replica = m.replica();
+  o.attempt = m.attempt();
+  o.command.assign(m.command().begin(), m.command().end());
+  for (const auto& [k, v] : m.env()) o.env[k] = v;
+  o.working_dir = m.working_dir();
+  o.gpu_indices.assign(m.gpu_indices().begin(), m.gpu_indices().end());
+  o.gpu_uuids.assign(m.gpu_uuids().begin(), m.gpu_uuids().end());
+  o.max_runtime_ms = m.max_runtime_ms();
+  o.grace_ms = m.grace_ms();
+  return o;
+}
+
+}  // namespace
+
+Agent::Agent(AgentOptions options, model::NodeInfo base, std::unique_ptr<GpuProvider> provider,
+             std::shared_ptr<grpc::Channel> channel, const Clock& clock)
+    : options_(std::move(options)),
+      base_(std::move(base)),
+      provider_(std::move(provider)),
+      stub_(v1::AgentService::NewStub(std::move(channel))),
+      clock_(clock),
+      runner_(
+          [this] {
+            RunnerOptions r;
+            r.data_dir = options_.data_dir;
+            r.shim_path = options_.shim_path;
+            r.node_name = base_.name;
+            return r;
+          }(),
+          clock) {}
+
+Agent::~Agent() {
+  Stop();
+}
+
+void Agent::Start() {
+  std::lock_guard lock(mu_);
+  if (worker_.joinable() || stopping_) return;
+  worker_ = std::thread([this] { WorkerLoop(); });
+}
+
+void Agent::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    if (context_ != nullptr) context_->TryCancel();
+  }
+  cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+model::NodeInfo Agent::Describe() {
+  model::NodeInfo node = base_;
+  auto found = provider_->Discover();
+  if (found) {
+    last_discovery_ = *found;
+  } else {
+    spdlog::warn("GPU discovery failed ({}); reporting the last known GPUs", found.error().message);
+  }
+  if (last_discovery_) {
+    node.gpus = last_discovery_->gpus;
+    node.driver_version = last_discovery_->driver_version;
+    node.cuda_version = last_discovery_->cuda_version;
+  }
+  node.gpu_provider = provider_->Name();
+  node.agent_version = std::string(kAgentVersion);
+  return node;
+}
+
+bool Agent::WaitSupervising(std::int64_t ms) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  for (;;) {
+    runner_.Supervise();
+    std::unique_lock lock(mu_);
+    auto step =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.poll_interval_ms);
+    cv_.wait_until(lock, std::min(until, step), [this] { return stopping_; });
+    if (stopping_) return false;
+    if (std::chrono::steady_clock::now() >= until) return true;
+  }
+}
+
+void Agent::WorkerLoop() {
+  if (auto runs = runner_.Scan(); !runs) {
+    spdlog::error("cannot read run directories: {}", runs.error().message);
+  } else if (!runs->empty()) {
+    spdlog::info("found {} run(s) from before this agent started", runs->size());
+  }
+  int failures = 0;
+  for (;;) {
+    bool registered = RunConnection();
+    failures = registered ? 0 : std::min(failures + 1, 5);
+    std::int64_t backoff = options_.reconnect_backoff_ms << std::max(failures - 1, 0);
+    if (!WaitSupervising(backoff)) return;
+  }
+}
+
+bool Agent::Send(Stream* stream, const v1::AgentMessage& msg) {
+  std::lock_guard lock(write_mu_);
+  return stream->Write(msg);
+}
+
+void Agent::ReaderLoop(Stream* stream) {
+  v1::ServerMessage msg;
+  while (stream->Read(&msg)) {
+    std::lock_guard lock(mu_);
+    inbox_.push_back(std::move(msg));
+    msg.Clear();
+    cv_.notify_all();
+  }
+  std::lock_guard lock(mu_);
+  stream_broken_ = true;
+  cv_.notify_all();
+}
+
+bool Agent::RunConnection() {
+  grpc::ClientContext context;
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return false;
+    context_ = &context;
+    stream_broken_ = false;
+    inbox_.clear();
+  }
+  std::unique_ptr<Stream> stream = stub_->Connect(&context);
+
+  v1::AgentMessage hello;
+  auto* reg = hello.mutable_register_();
+  ToProto(Describe(), reg->mutable_node());
+  for (const RunState& s : runner_.ReportAll()) FillStatus(s, reg->add_runs());
+  bool ok = Send(stream.get(), hello);
+  std::thread reader;
+  if (ok) reader = std::thread([this, s = stream.get()] { ReaderLoop(s); });
+
+  bool registered = false;
+  std::int64_t heartbeat_ms = 1000;
+  TimeMs next_heartbeat = 0;
+  while (ok) {
+    std::deque<v1::ServerMessage> inbox;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, std::chrono::milliseconds(options_.poll_interval_ms),
+                   [this] { return stopping_ || stream_broken_ || !inbox_.empty(); });
+      inbox.swap(inbox_);
+      if (stopping_ || (stream_broken_ && inbox.empty())) break;
+    }
+    for (const auto& msg : inbox) {
+      if (msg.has_registered()) {
+        const auto& r = msg.registered();
+        heartbeat_ms = r.heartbeat_interval_ms() > 0 ? r.heartbeat_interval_ms()
+                       : r.lease_ms() > 0            ? r.lease_ms() / 3
+                                                     : 1000;
+        heartbeat_ms = std::max<std::int64_t>(heartbeat_ms, 10);
+        if (!registered) {
+          spdlog::info("registered with berthd as {} (lease {} ms, heartbeat every {} ms)",
+                       r.node_name().empty() ? base_.name : r.node_name(), r.lease_ms(),
+                       heartbeat_ms);
+        }
+        for (const auto& [run_id, offset] : r.log_offsets()) runner_.SetLogOffset(run_id, offset);
+        registered = true;
+        next_heartbeat = 0;
+      } else {
+        Handle(stream.get(), msg);
+      }
+    }
+    if (!registered) {
+      runner_.Supervise();
+      continue;
+    }
+    for (auto& ev : runner_.Poll()) {
+      v1::AgentMessage out;
+      switch (ev.kind) {
+        case RunEvent::Kind::kStarted: {
+          auto* m = out.mutable_run_started();
+          m->set_run_id(ev.state.run_id);
+          m->set_pid(ev.state.pid);
+          m->set_started_at_ms(ev.state.started_at_ms);
+          spdlog::info("run {} started, pid {}", ev.state.run_id, ev.state.pid);
+          break;
+        }
+        case RunEvent::Kind::kLog: {
+          auto* m = out.mutable_log_chunk();
+          m->set_run_id(ev.state.run_id);
+          m->set_offset(ev.offset);
+          m->set_data(std::move(ev.data));
+          break;
+        }
+        case RunEvent::Kind::kExited: {
+          FillExit(ev.state.run_id, *ev.state.exit, out.mutable_run_exited());
+          spdlog::info("run {} exited: code {} signal {}{}", ev.state.run_id,
+                       ev.state.exit->exit_code, ev.state.exit->signal,
+                       ev.state.exit->start_error.empty() ? "" : ": " + ev.state.exit->start_error);
+          break;
+        }
+      }
+      if (!(ok = Send(stream.get(), out))) break;
+    }
+    if (ok && clock_.NowMs() >= next_heartbeat) {
+      v1::AgentMessage hb;
+      hb.mutable_heartbeat()->set_sent_at_ms(clock_.NowMs());
+      ok = Send(stream.get(), hb);
+      next_heartbeat = clock_.NowMs() + heartbeat_ms;
+    }
+  }
+
+  context.TryCancel();
+  if (reader.joinable()) reader.join();
+  grpc::Status status = stream->Finish();
+  bool stopping = false;
+  {
+    std::lock_guard lock(mu_);
+    context_ = nullptr;
+    stopping = stopping_;
+  }
+  if (!stopping) {
+    // Loud once per outage, quiet while berthd stays away.
+    auto level = registered || !quiet_retries_ ? spdlog::level::warn : spdlog::level::debug;
+    spdlog::log(level, "stream to berthd closed ({}); reconnecting",
+                status.error_message().empty() ? "no detail" : status.error_message());
+    quiet_retries_ = !registered;
+  }
+  return registered;
+}
+
+void Agent::Handle(Stream* stream, const v1::ServerMessage& msg) {
+  if (msg.has_start_run()) {
+    const auto& m = msg.start_run();
+    auto state = runner_.Start(OrderFromProto(m));
+    if (!state) {
+      // Nothing was recorded, so nothing can be retried: tell berthd now.
+      spdlog::error("cannot start run {}: {}", m.run_id(), state.error().message);
+      v1::AgentMessage out;
+      RunExit e;
+      e.exit_code = 126;
+      e.start_error = state.error().message;
+      e.started_at_ms = e.ended_at_ms = clock_.NowMs();
+      FillExit(m.run_id(), e, out.mutable_run_exited());
+      Send(stream, out);
+    }
+  } else if (msg.has_stop_run()) {
+    const auto& m = msg.stop_run();
+    std::string reason = m.reason().empty() ? "cancelled" : m.reason();
+    if (auto st = runner_.Stop(m.run_id(), reason, m.grace_ms()); !st) {
+      spdlog::warn("cannot stop run {}: {}", m.run_id(), st.error().message);
+    }
+  } else if (msg.has_ack_exit()) {
+    if (auto st = runner_.Ack(msg.ack_exit().run_id()); !st) {
+      spdlog::warn("cannot forget run {}: {}", msg.ack_exit().run_id(), st.error().message);
+    }
+  }
+}
+
+std::shared_ptr<grpc::Channel> MakeAgentChannel(const std::string& target) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+}
+
+}  // namespace berth::agent

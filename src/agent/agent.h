@@ -1,0 +1,94 @@
+// The node agent: one long-lived stream to berthd (agent.proto) over which it
+// registers this node's inventory and runs, heartbeats under a lease, takes
+// start/stop orders and reports starts, logs and exits. Embeddable: berthd's
+// all-in-one mode runs agents in-process; berth-agent is a thin main around it.
+//
+// Threads: a worker owns the Runner and does all writes to the stream; a
+// reader per connection only moves server messages into the worker's inbox.
+// Jobs are supervised by berth-shim processes, so stopping or killing the
+// agent never stops a job.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "agent/gpu_provider.h"
+#include "agent/runner.h"
+#include "berth/v1/agent.grpc.pb.h"
+#include "common/clock.h"
+#include "model/node.h"
+
+namespace berth::agent {
+
+inline constexpr std::string_view kAgentVersion = "0.1.0";
+
+struct AgentOptions {
+  std::filesystem::path data_dir;
+  std::filesystem::path shim_path;
+  std::int64_t poll_interval_ms = 100;
+  std::int64_t reconnect_backoff_ms = 500;  // doubles per failure, up to 16x
+};
+
+class Agent {
+ public:
+  // `base` describes the host (name, hostname, labels, taints, cpus, memory);
+  // GPUs and driver versions come from `provider` at each registration.
+  Agent(AgentOptions options, model::NodeInfo base, std::unique_ptr<GpuProvider> provider,
+        std::shared_ptr<grpc::Channel> channel, const Clock& clock);
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+  ~Agent();  // Stop()
+
+  // Spawns the worker and returns at once. Connects, and reconnects forever
+  // with backoff while berthd is down.
+  void Start();
+  // Closes the stream and joins the threads. Running jobs are not touched:
+  // they outlive the agent, and the next agent reattaches to them.
+  void Stop();
+
+ private:
+  using Stream = grpc::ClientReaderWriter<v1::AgentMessage, v1::ServerMessage>;
+
+  void WorkerLoop();
+  // One connection, from Register until the stream breaks or Stop().
+  // Returns whether berthd accepted the registration.
+  bool RunConnection();
+  void ReaderLoop(Stream* stream);
+  bool Send(Stream* stream, const v1::AgentMessage& msg);
+  void Handle(Stream* stream, const v1::ServerMessage& msg);
+  // Supervises runs (stops, max runtime) while waiting; false once stopping.
+  bool WaitSupervising(std::int64_t ms);
+  model::NodeInfo Describe();
+
+  AgentOptions options_;
+  model::NodeInfo base_;
+  std::unique_ptr<GpuProvider> provider_;
+  std::unique_ptr<v1::AgentService::Stub> stub_;
+  const Clock& clock_;
+  Runner runner_;  // worker thread only
+  std::optional<Discovery> last_discovery_;
+  bool quiet_retries_ = false;  // a failed attempt was logged already
+
+  std::mutex mu_;  // guards the members below
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  grpc::ClientContext* context_ = nullptr;  // the live stream's, for TryCancel
+  std::deque<v1::ServerMessage> inbox_;
+  bool stream_broken_ = false;
+
+  std::mutex write_mu_;  // gRPC allows one writer at a time
+  std::thread worker_;
+};
+
+// An insecure channel to berthd with reconnect backoff capped at 2 s, so an
+// agent notices a restarted berthd quickly.
+std::shared_ptr<grpc::Channel> MakeAgentChannel(const std::string& target);
+
+}  // namespace berth::agent

@@ -1,0 +1,165 @@
+// berth-agent: the node agent as a standalone process. Wires flags, the GPU
+// provider (NVML, or a simulated node from a cluster file), the channel to
+// berthd and the Agent together, then waits for SIGTERM/SIGINT.
+#include <signal.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <filesystem>
+
+#include "agent/agent.h"
+#include "agent/host.h"
+#include "agent/nvml_provider.h"
+#include "agent/sim_cluster.h"
+#include "agent/sim_provider.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace berth;
+
+std::string DefaultDataDir() {
+  if (::geteuid() == 0) return "/var/lib/berth-agent";
+  const char* home = std::getenv("HOME");
+  return std::string(home ? home : "/tmp") + "/.local/share/berth-agent";
+}
+
+fs::path DefaultShim() {
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path("berth-shim") : self.parent_path() / "berth-shim";
+}
+
+// "k=v" -> (k, v).
+bool SplitLabel(const std::string& text, std::string& key, std::string& value) {
+  auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) return false;
+  key = text.substr(0, eq);
+  value = text.substr(eq + 1);
+  return true;
+}
+
+// "k=v:Effect" or "k:Effect" -> Taint.
+bool ParseTaint(const std::string& text, model::Taint& taint) {
+  auto colon = text.rfind(':');
+  if (colon == std::string::npos) return false;
+  taint.effect = text.substr(colon + 1);
+  if (taint.effect != "NoSchedule" && taint.effect != "PreferNoSchedule") return false;
+  std::string kv = text.substr(0, colon);
+  auto eq = kv.find('=');
+  taint.key = kv.substr(0, eq);
+  taint.value = eq == std::string::npos ? "" : kv.substr(eq + 1);
+  return !taint.key.empty();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"berth-agent: runs Berth jobs on this node and reports its GPUs to berthd"};
+  std::string server = "127.0.0.1:7461";
+  if (const char* env = std::getenv("BERTH_AGENT_SERVER")) server = env;
+  std::string data_dir = DefaultDataDir();
+  std::string node_name;
+  std::vector<std::string> labels;
+  std::vector<std::string> taints;
+  std::string simulate;
+  std::string simulate_node;
+  std::string shim = DefaultShim().string();
+  app.add_option("--server", server, "berthd agent endpoint HOST:PORT (env BERTH_AGENT_SERVER)")
+      ->capture_default_str();
+  app.add_option("--data-dir", data_dir,
+                 "where run directories live; jobs are recovered from here after a restart")
+      ->capture_default_str();
+  app.add_option("--node-name", node_name, "node name reported to berthd (default: hostname)");
+  app.add_option("--label", labels, "node label k=v (repeatable)");
+  app.add_option("--taint", taints, "node taint k=v:NoSchedule|PreferNoSchedule (repeatable)");
+  app.add_option("--simulate", simulate,
+                 "simulated cluster YAML (docs/inventory.md): report its GPUs instead of NVML's")
+      ->check(CLI::ExistingFile);
+  app.add_option("--simulate-node", simulate_node,
+                 "which node of the --simulate file this agent is (optional if it has one)");
+  app.add_option("--shim", shim, "berth-shim executable")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  spdlog::set_default_logger(spdlog::stderr_color_mt("berth-agent"));
+
+  model::NodeInfo base = agent::LocalHostNode();
+  std::unique_ptr<agent::GpuProvider> provider;
+  if (!simulate.empty()) {
+    auto nodes = agent::LoadSimulatedCluster(simulate);
+    if (!nodes) {
+      spdlog::critical("{}", nodes.error().message);
+      return 2;
+    }
+    auto node = agent::SelectSimulatedNode(*nodes, simulate_node);
+    if (!node) {
+      spdlog::critical("{}", node.error().message);
+      return 2;
+    }
+    base = *node;
+    provider = std::make_unique<agent::SimulatedProvider>(std::move(*node));
+  } else {
+    if (!simulate_node.empty()) {
+      spdlog::critical("--simulate-node needs --simulate FILE");
+      return 2;
+    }
+    auto nvml = std::make_unique<agent::NvmlProvider>();
+    if (!nvml->available()) {
+      spdlog::warn("NVML unavailable ({}); running as a node without GPUs",
+                   nvml->unavailable_reason());
+    }
+    provider = std::move(nvml);
+  }
+  if (!node_name.empty()) base.name = node_name;
+  for (const auto& text : labels) {
+    std::string k, v;
+    if (!SplitLabel(text, k, v)) {
+      spdlog::critical("--label '{}': write key=value", text);
+      return 2;
+    }
+    base.labels[k] = v;
+  }
+  for (const auto& text : taints) {
+    model::Taint t;
+    if (!ParseTaint(text, t)) {
+      spdlog::critical("--taint '{}': write key=value:NoSchedule or key=value:PreferNoSchedule",
+                       text);
+      return 2;
+    }
+    base.taints.push_back(t);
+  }
+
+  // Block the stop signals before any thread exists, so every thread
+  // inherits the mask and only sigwait below sees them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  std::error_code ec;
+  fs::create_directories(data_dir, ec);
+  if (ec) {
+    spdlog::critical("cannot create --data-dir {}: {}", data_dir, ec.message());
+    return 2;
+  }
+  spdlog::info("berth-agent {} node {} ({} GPU provider), berthd at {}, data in {}",
+               agent::kAgentVersion, base.name, provider->Name(), server, data_dir);
+
+  berth::SystemClock clock;
+  agent::AgentOptions options;
+  options.data_dir = data_dir;
+  options.shim_path = shim;
+  agent::Agent agent(options, std::move(base), std::move(provider), agent::MakeAgentChannel(server),
+                     clock);
+  agent.Start();
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  spdlog::info("signal {}: stopping; running jobs keep running", sig);
+  agent.Stop();
+  return 0;
+}

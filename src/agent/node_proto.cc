@@ -1,0 +1,70 @@
+#include "agent/node_proto.h"
+
+namespace berth::agent {
+
+void ToProto(const model::NodeInfo& node, v1::NodeInfo* out) {
+  out->set_name(node.name);
+  out->set_hostname(node.hostname);
+  for (const auto& [k, v] : node.labels) (*out->mutable_labels())[k] = v;
+  for (const auto& t : node.taints) {
+    auto* taint = out->add_taints();
+    taint->set_key(t.key);
+    taint->set_value(t.value);
+    taint->set_effect(t.effect);
+  }
+  out->set_cpus(node.cpus);
+  out->set_memory_bytes(node.memory_bytes);
+  out->set_driver_version(node.driver_version);
+  out->set_cuda_version(node.cuda_version);
+  out->set_gpu_provider(node.gpu_provider);
+  out->set_agent_version(node.agent_version);
+  for (const auto& g : node.gpus) {
+    auto* gpu = out->add_gpus();
+    gpu->set_index(g.index);
+    gpu->set_uuid(g.uuid);
+    gpu->set_model(g.model);
+    gpu->set_memory_bytes(g.memory_bytes);
+    gpu->set_health(model::HealthName(g.health));
+    gpu->set_health_detail(g.health_detail);
+    gpu->set_numa_node(g.numa_node);
+    gpu->set_pci_bus_id(g.pci_bus_id);
+    gpu->set_nvlink_island(g.nvlink_island);
+    for (const auto& p : g.nvlink_peers) {
+      auto* peer = gpu->add_nvlink_peers();
+      peer->set_index(p.index);
+      peer->set_links(p.links);
+    }
+  }
+}
+
+model::NodeInfo FromProto(const v1::NodeInfo& in) {
+  model::NodeInfo node;
+  node.name = in.name();
+  node.hostname = in.hostname();
+  for (const auto& [k, v] : in.labels()) node.labels[k] = v;
+  for (const auto& t : in.taints()) node.taints.push_back({t.key(), t.value(), t.effect()});
+  node.cpus = in.cpus();
+  node.memory_bytes = in.memory_bytes();
+  node.driver_version = in.driver_version();
+  node.cuda_version = in.cuda_version();
+  node.gpu_provider = in.gpu_provider();
+  node.agent_version = in.agent_version();
+  for (const auto& g : in.gpus()) {
+    model::Gpu gpu;
+    gpu.index = g.index();
+    gpu.uuid = g.uuid();
+    gpu.model = g.model();
+    gpu.memory_bytes = g.memory_bytes();
+    // Anything but an explicit "healthy" is not safe to schedule on.
+    gpu.health = g.health() == "healthy" ? model::Health::kHealthy : model::Health::kUnhealthy;
+    gpu.health_detail = g.health_detail();
+    gpu.numa_node = g.numa_node();
+    gpu.pci_bus_id = g.pci_bus_id();
+    gpu.nvlink_island = g.nvlink_island();
+    for (const auto& p : g.nvlink_peers()) gpu.nvlink_peers.push_back({p.index(), p.links()});
+    node.gpus.push_back(std::move(gpu));
+  }
+  return node;
+}
+
+}  // namespace berth::agent

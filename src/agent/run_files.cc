@@ -1,0 +1,129 @@
+#include "agent/run_files.h"
+
+#include <nlohmann/json.hpp>
+
+namespace berth::agent {
+namespace {
+
+using nlohmann::json;
+
+// nlohmann reports type mismatches by exception; they stop here.
+template <typename T, typename Fn>
+Result<T> ParseWith(std::string_view text, std::string_view what, Fn&& fn) {
+  try {
+    json j = json::parse(text);
+    if (!j.is_object()) return Fail(Code::kInternal, std::string(what) + ": not a JSON object");
+    return fn(j);
+  } catch (const json::exception& e) {
+    return Fail(Code::kInternal, std::string(what) + ": " + e.what());
+  }
+}
+
+// Proto strings are UTF-8 already; `replace` only guards against a throw.
+std::string Dump(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace
+
+std::string ToJson(const ShimSpec& spec) {
+  return Dump(json{{"command", spec.command},
+                   {"env", spec.env},
+                   {"working_dir", spec.working_dir},
+                   {"log_path", spec.log_path}});
+}
+
+std::string ToJson(const PidRecord& rec) {
+  return Dump(json{{"shim_pid", rec.shim_pid},
+                   {"pid", rec.pid},
+                   {"pgid", rec.pgid},
+                   {"started_at_ms", rec.started_at_ms}});
+}
+
+std::string ToJson(const ExitRecord& rec) {
+  return Dump(json{{"exit_code", rec.exit_code},
+                   {"signal", rec.signal},
+                   {"started_at_ms", rec.started_at_ms},
+                   {"ended_at_ms", rec.ended_at_ms},
+                   {"start_error", rec.start_error}});
+}
+
+std::string ToJson(const OrderRecord& rec) {
+  return Dump(json{{"run_id", rec.run_id},
+                   {"job_id", rec.job_id},
+                   {"replica", rec.replica},
+                   {"attempt", rec.attempt},
+                   {"gpu_indices", rec.gpu_indices},
+                   {"gpu_uuids", rec.gpu_uuids},
+                   {"max_runtime_ms", rec.max_runtime_ms},
+                   {"grace_ms", rec.grace_ms},
+                   {"created_at_ms", rec.created_at_ms}});
+}
+
+std::string ToJson(const StopRecord& rec) {
+  return Dump(json{{"reason", rec.reason},
+                   {"requested_at_ms", rec.requested_at_ms},
+                   {"grace_ms", rec.grace_ms}});
+}
+
+Result<ShimSpec> ParseShimSpec(std::string_view text) {
+  return ParseWith<ShimSpec>(text, "spec.json", [](const json& j) -> Result<ShimSpec> {
+    ShimSpec s;
+    j.at("command").get_to(s.command);
+    if (j.contains("env")) j.at("env").get_to(s.env);
+    s.working_dir = j.value("working_dir", "");
+    j.at("log_path").get_to(s.log_path);
+    return s;
+  });
+}
+
+Result<PidRecord> ParsePidRecord(std::string_view text) {
+  return ParseWith<PidRecord>(text, "pid.json", [](const json& j) -> Result<PidRecord> {
+    PidRecord r;
+    j.at("shim_pid").get_to(r.shim_pid);
+    j.at("pid").get_to(r.pid);
+    j.at("pgid").get_to(r.pgid);
+    j.at("started_at_ms").get_to(r.started_at_ms);
+    return r;
+  });
+}
+
+Result<ExitRecord> ParseExitRecord(std::string_view text) {
+  return ParseWith<ExitRecord>(text, "exit.json", [](const json& j) -> Result<ExitRecord> {
+    ExitRecord r;
+    j.at("exit_code").get_to(r.exit_code);
+    j.at("signal").get_to(r.signal);
+    j.at("started_at_ms").get_to(r.started_at_ms);
+    j.at("ended_at_ms").get_to(r.ended_at_ms);
+    r.start_error = j.value("start_error", "");
+    return r;
+  });
+}
+
+Result<OrderRecord> ParseOrderRecord(std::string_view text) {
+  return ParseWith<OrderRecord>(text, "order.json", [](const json& j) -> Result<OrderRecord> {
+    OrderRecord r;
+    j.at("run_id").get_to(r.run_id);
+    r.job_id = j.value("job_id", std::int64_t{0});
+    r.replica = j.value("replica", std::uint32_t{0});
+    r.attempt = j.value("attempt", std::uint32_t{0});
+    if (j.contains("gpu_indices")) j.at("gpu_indices").get_to(r.gpu_indices);
+    if (j.contains("gpu_uuids")) j.at("gpu_uuids").get_to(r.gpu_uuids);
+    r.max_runtime_ms = j.value("max_runtime_ms", std::int64_t{0});
+    r.grace_ms = j.value("grace_ms", std::int64_t{0});
+    r.created_at_ms = j.value("created_at_ms", std::int64_t{0});
+    return r;
+  });
+}
+
+Result<StopRecord> ParseStopRecord(std::string_view text) {
+  return ParseWith<StopRecord>(text, "stop.json", [](const json& j) -> Result<StopRecord> {
+    StopRecord r;
+    j.at("reason").get_to(r.reason);
+    j.at("requested_at_ms").get_to(r.requested_at_ms);
+    r.grace_ms = j.value("grace_ms", std::int64_t{0});
+    return r;
+  });
+}
+
+}  // namespace berth::agent

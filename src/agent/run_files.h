@@ -1,0 +1,90 @@
+// The files of one run directory (<data_dir>/runs/<run_id>/) and their JSON
+// forms. The directory is the only channel between the runner and berth-shim,
+// and the only memory that survives an agent restart, so each record here is
+// written whole (see atomic_file.h) and read back tolerantly.
+//
+//   spec.json   runner -> shim   what to exec (argv, full env, cwd, log path)
+//   order.json  runner           the StartRun fields the runner enforces later
+//   shim.lock   shim             flock held for the shim's life: its liveness
+//   pid.json    shim -> runner   written before the job may exec
+//   exit.json   shim -> runner   the job's true end (or the runner's verdict
+//                                when the shim itself was lost)
+//   stop.json   runner           a requested stop: reason, time, grace
+//   output.log  job              combined stdout and stderr, append-only
+//   shim.log    shim             the shim's own stderr, for diagnosis
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace berth::agent {
+
+inline constexpr std::string_view kSpecFile = "spec.json";
+inline constexpr std::string_view kOrderFile = "order.json";
+inline constexpr std::string_view kShimLockFile = "shim.lock";
+inline constexpr std::string_view kPidFile = "pid.json";
+inline constexpr std::string_view kExitFile = "exit.json";
+inline constexpr std::string_view kStopFile = "stop.json";
+inline constexpr std::string_view kLogFile = "output.log";
+inline constexpr std::string_view kShimLogFile = "shim.log";
+
+struct ShimSpec {
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;  // the job's complete environment
+  std::string working_dir;
+  std::string log_path;
+};
+
+struct PidRecord {
+  std::int64_t shim_pid = 0;
+  std::int64_t pid = 0;
+  std::int64_t pgid = 0;
+  std::int64_t started_at_ms = 0;
+};
+
+struct ExitRecord {
+  std::int32_t exit_code = 0;  // meaningful when signal == 0
+  std::int32_t signal = 0;
+  std::int64_t started_at_ms = 0;
+  std::int64_t ended_at_ms = 0;
+  std::string start_error;  // non-empty: the job never ran
+};
+
+// What the runner must remember about a StartRun after a restart.
+struct OrderRecord {
+  std::string run_id;
+  std::int64_t job_id = 0;
+  std::uint32_t replica = 0;
+  std::uint32_t attempt = 0;
+  std::vector<std::uint32_t> gpu_indices;
+  std::vector<std::string> gpu_uuids;
+  std::int64_t max_runtime_ms = 0;  // 0: unlimited
+  std::int64_t grace_ms = 0;
+  std::int64_t created_at_ms = 0;
+};
+
+struct StopRecord {
+  std::string reason;
+  std::int64_t requested_at_ms = 0;
+  std::int64_t grace_ms = 0;
+};
+
+std::string ToJson(const ShimSpec& spec);
+std::string ToJson(const PidRecord& rec);
+std::string ToJson(const ExitRecord& rec);
+std::string ToJson(const OrderRecord& rec);
+std::string ToJson(const StopRecord& rec);
+
+// Parsers never throw; a malformed or truncated file is an error value.
+Result<ShimSpec> ParseShimSpec(std::string_view json);
+Result<PidRecord> ParsePidRecord(std::string_view json);
+Result<ExitRecord> ParseExitRecord(std::string_view json);
+Result<OrderRecord> ParseOrderRecord(std::string_view json);
+Result<StopRecord> ParseStopRecord(std::string_view json);
+
+}  // namespace berth::agent

@@ -1,0 +1,448 @@
+#include "agent/runner.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
+
+#include "agent/atomic_file.h"
+
+extern char** environ;
+
+namespace berth::agent {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Join(const auto& items) {
+  std::string out;
+  for (const auto& item : items) {
+    if (!out.empty()) out += ',';
+    if constexpr (std::is_arithmetic_v<std::decay_t<decltype(item)>>) {
+      out += std::to_string(item);
+    } else {
+      out += item;
+    }
+  }
+  return out;
+}
+
+template <typename T, typename Parse>
+std::optional<T> ReadRecord(const fs::path& file, Parse parse) {
+  auto text = ReadWholeFile(file.string());
+  if (!text) return std::nullopt;
+  auto rec = parse(*text);
+  if (!rec) return std::nullopt;  // torn or foreign: treat as not written yet
+  return *rec;
+}
+
+std::string In(const fs::path& dir, std::string_view name) {
+  return (dir / name).string();
+}
+
+}  // namespace
+
+Status ValidateRunId(std::string_view id) {
+  bool ok = !id.empty() && id.size() <= 128 && id.front() != '.';
+  for (char c : id) {
+    ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.');
+  }
+  if (!ok) {
+    return InvalidField("run_id",
+                        "run_id must be 1..128 of letters, digits, '.', '-', '_' "
+                        "and must not start with '.'");
+  }
+  return Ok();
+}
+
+Runner::Runner(RunnerOptions options, const Clock& clock)
+    : options_(std::move(options)), clock_(clock) {}
+
+Runner::~Runner() = default;
+
+fs::path Runner::RunDir(std::string_view run_id) const {
+  return options_.data_dir / "runs" / std::string(run_id);
+}
+
+Runner::Run Runner::Load(const std::string& run_id) const {
+  Run run;
+  run.id = run_id;
+  run.dir = RunDir(run_id);
+  if (auto order = ReadRecord<OrderRecord>(In(run.dir, kOrderFile), ParseOrderRecord)) {
+    run.order = *order;
+  }
+  run.order.run_id = run_id;
+  run.pid = ReadRecord<PidRecord>(In(run.dir, kPidFile), ParsePidRecord);
+  run.exit = ReadRecord<ExitRecord>(In(run.dir, kExitFile), ParseExitRecord);
+  run.stop = ReadRecord<StopRecord>(In(run.dir, kStopFile), ParseStopRecord);
+  return run;
+}
+
+Result<std::vector<RunState>> Runner::Scan() {
+  fs::path root = options_.data_dir / "runs";
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  if (ec) return Fail(Code::kInternal, "cannot create " + root.string() + ": " + ec.message());
+  std::vector<RunState> out;
+  for (const auto& entry : fs::directory_iterator(root, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.starts_with(".tmp-")) {
+      // A Start() that died before its rename: the run was never accepted.
+      fs::remove_all(entry.path(), ec);
+      continue;
+    }
+    if (!entry.is_directory(ec) || !ValidateRunId(name) || runs_.contains(name)) continue;
+    Run run = Load(name);
+    if (!run.exit && !run.pid) {
+      // Accepted but not started: its shim never ran, or died before the
+      // gate. Holding the lock, no other shim can be past its own checks, so
+      // starting one more cannot run the job twice.
+      if (int fd = LockIfShimGone(run); fd >= 0) {
+        run.pid = ReadRecord<PidRecord>(In(run.dir, kPidFile), ParsePidRecord);
+        run.exit = ReadRecord<ExitRecord>(In(run.dir, kExitFile), ParseExitRecord);
+        if (!run.pid && !run.exit) SpawnShim(run);
+        ::close(fd);
+      }
+    }
+    auto [it, inserted] = runs_.emplace(name, std::move(run));
+    out.push_back(StateOf(it->second));
+  }
+  if (ec) return Fail(Code::kInternal, "cannot list " + root.string() + ": " + ec.message());
+  return out;
+}
+
+Result<RunState> Runner::Start(const StartOrder& order) {
+  BERTH_RETURN_IF_ERROR(ValidateRunId(order.run_id));
+  if (auto it = runs_.find(order.run_id); it != runs_.end()) {
+    it->second.started_reported = false;
+    it->second.exit_reported = false;
+    Refresh(it->second);
+    return StateOf(it->second);
+  }
+  fs::path dir = RunDir(order.run_id);
+  std::error_code ec;
+  if (fs::exists(dir, ec)) {  // on disk but not scanned: adopt, never restart
+    auto [it, inserted] = runs_.emplace(order.run_id, Load(order.run_id));
+    return StateOf(it->second);
+  }
+  fs::path root = options_.data_dir / "runs";
+  fs::create_directories(root, ec);
+  if (ec) return Fail(Code::kInternal, "cannot create " + root.string() + ": " + ec.message());
+
+  std::map<std::string, std::string> env;
+  for (const auto& name : options_.inherited_env) {
+    if (const char* value = std::getenv(name.c_str())) env[name] = value;
+  }
+  for (const auto& [k, v] : order.env) env[k] = v;
+  std::string gpus = Join(order.gpu_indices);
+  env["CUDA_VISIBLE_DEVICES"] = gpus;
+  // "void" is the NVIDIA container runtime's word for "no GPUs at all";
+  // an empty value would mean "all GPUs" to some of its versions.
+  env["NVIDIA_VISIBLE_DEVICES"] = gpus.empty() ? "void" : gpus;
+  env["BERTH_GPU_UUIDS"] = Join(order.gpu_uuids);
+  env["BERTH_NODE"] = options_.node_name;
+  env["BERTH_RUN_ID"] = order.run_id;
+  env["BERTH_ATTEMPT"] = std::to_string(order.attempt);
+
+  ShimSpec spec;
+  spec.command = order.command;
+  spec.env = std::move(env);
+  spec.working_dir = order.working_dir.empty() ? dir.string() : order.working_dir;
+  spec.log_path = In(dir, kLogFile);
+
+  OrderRecord rec;
+  rec.run_id = order.run_id;
+  rec.job_id = order.job_id;
+  rec.replica = order.replica;
+  rec.attempt = order.attempt;
+  rec.gpu_indices = order.gpu_indices;
+  rec.gpu_uuids = order.gpu_uuids;
+  rec.max_runtime_ms = order.max_runtime_ms;
+  rec.grace_ms = order.grace_ms;
+  rec.created_at_ms = clock_.NowMs();
+
+  // Build the directory under a temporary name and rename it into place: a
+  // run directory is either complete or absent, whatever instant we die at.
+  fs::path tmp = root / (".tmp-" + order.run_id);
+  fs::remove_all(tmp, ec);
+  fs::create_directory(tmp, ec);
+  if (ec) return Fail(Code::kInternal, "cannot create " + tmp.string() + ": " + ec.message());
+  int err = WriteFileAtomic(In(tmp, kSpecFile), ToJson(spec));
+  if (err == 0) err = WriteFileAtomic(In(tmp, kOrderFile), ToJson(rec));
+  if (err == 0 && ::rename(tmp.c_str(), dir.c_str()) != 0) err = errno;
+  if (err == 0) err = SyncDirectory(root.string());
+  if (err != 0) {
+    fs::remove_all(tmp, ec);
+    return Fail(Code::kInternal,
+                "cannot write run directory " + dir.string() + ": " + std::strerror(err));
+  }
+
+  Run run;
+  run.id = order.run_id;
+  run.dir = dir;
+  run.order = rec;
+  SpawnShim(run);
+  auto [it, inserted] = runs_.emplace(order.run_id, std::move(run));
+  return StateOf(it->second);
+}
+
+void Runner::SpawnShim(Run& run) {
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&files, 1, "/dev/null", O_WRONLY, 0);
+  std::string shim_log = In(run.dir, kShimLogFile);
+  posix_spawn_file_actions_addopen(&files, 2, shim_log.c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                   0644);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  // Own session from birth, and none of the agent's blocked signals (the
+  // agent blocks SIGTERM/SIGINT to sigwait for them) or handlers.
+  sigset_t none;
+  sigemptyset(&none);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  for (int sig : {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGPIPE, SIGCHLD, SIGUSR1, SIGUSR2}) {
+    sigaddset(&defaults, sig);
+  }
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  std::string shim = options_.shim_path.string();
+  std::string dir = run.dir.string();
+  char* argv[] = {shim.data(), dir.data(), nullptr};
+  pid_t pid = 0;
+  int rc = ::posix_spawn(&pid, shim.c_str(), &files, &attr, argv, environ);
+  posix_spawnattr_destroy(&attr);
+  posix_spawn_file_actions_destroy(&files);
+  if (rc != 0) {
+    WriteExitVerdict(run, "cannot start berth-shim '" + shim + "': " + std::strerror(rc), 126);
+    return;
+  }
+  run.shim_pid = pid;
+}
+
+int Runner::LockIfShimGone(Run& run) {
+  int fd = ::open(In(run.dir, kShimLockFile).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return -1;
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {  // a shim holds it: alive
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+void Runner::SignalGroup(const Run& run, int sig) {
+  // The job leads its own process group (the shim is outside it), so the
+  // group signal reaches the job and its children, never the shim.
+  if (run.pid && run.pid->pgid > 1) ::kill(-static_cast<pid_t>(run.pid->pgid), sig);
+}
+
+void Runner::WriteExitVerdict(Run& run, std::string start_error, std::int32_t exit_code) {
+  ExitRecord rec;
+  rec.exit_code = exit_code;
+  rec.started_at_ms = run.pid ? run.pid->started_at_ms : 0;
+  rec.ended_at_ms = clock_.NowMs();
+  rec.start_error = std::move(start_error);
+  // Kept in memory even if the disk refuses it: the next agent then decides
+  // again, the same way.
+  WriteFileAtomic(In(run.dir, kExitFile), ToJson(rec));
+  run.exit = rec;
+}
+
+void Runner::Refresh(Run& run) {
+  if (run.shim_pid > 0) {
+    int status = 0;
+    pid_t r = ::waitpid(static_cast<pid_t>(run.shim_pid), &status, WNOHANG);
+    if (r == run.shim_pid || (r < 0 && errno == ECHILD)) run.shim_pid = 0;
+  }
+  if (!run.pid) run.pid = ReadRecord<PidRecord>(In(run.dir, kPidFile), ParsePidRecord);
+  if (!run.exit) run.exit = ReadRecord<ExitRecord>(In(run.dir, kExitFile), ParseExitRecord);
+}
+
+Status Runner::Stop(std::string_view run_id, std::string_view reason, std::int64_t grace_ms) {
+  auto it = runs_.find(run_id);
+  if (it == runs_.end()) return Fail(Code::kNotFound, "no run " + std::string(run_id));
+  Run& run = it->second;
+  Refresh(run);
+  if (run.exit || run.stop) return Ok();
+  StopRecord rec{std::string(reason), clock_.NowMs(), std::max<std::int64_t>(grace_ms, 0)};
+  if (int err = WriteFileAtomic(In(run.dir, kStopFile), ToJson(rec)); err != 0) {
+    return Fail(Code::kInternal, "cannot record stop of " + run.id + ": " + std::strerror(err));
+  }
+  run.stop = rec;
+  if (run.pid) {
+    SignalGroup(run, SIGTERM);
+    run.term_sent = true;
+  }
+  return Ok();
+}
+
+Status Runner::Ack(std::string_view run_id) {
+  BERTH_RETURN_IF_ERROR(ValidateRunId(run_id));
+  auto it = runs_.find(run_id);
+  if (it == runs_.end()) return Ok();
+  Refresh(it->second);
+  if (!it->second.exit) {
+    return Fail(Code::kFailedPrecondition, "run " + it->second.id + " has not exited");
+  }
+  std::error_code ec;
+  fs::remove_all(it->second.dir, ec);
+  if (ec)
+    return Fail(Code::kInternal, "cannot remove " + it->second.dir.string() + ": " + ec.message());
+  runs_.erase(it);
+  return Ok();
+}
+
+bool Runner::LogDrained(const Run& run) const {
+  struct stat st {};
+  if (::stat(In(run.dir, kLogFile).c_str(), &st) != 0) return true;
+  return static_cast<std::uint64_t>(st.st_size) <= run.log_offset;
+}
+
+void Runner::SuperviseRun(Run& run, TimeMs now) {
+  Refresh(run);
+  if (run.exit) return;
+  const auto& order = run.order;
+  if (run.pid && !run.stop && order.max_runtime_ms > 0 &&
+      now >= run.pid->started_at_ms + order.max_runtime_ms) {
+    (void)Stop(run.id, "max_runtime", order.grace_ms);
+  }
+  if (run.stop && run.pid) {
+    if (!run.term_sent) {
+      SignalGroup(run, SIGTERM);
+      run.term_sent = true;
+    }
+    if (!run.kill_sent && now >= run.stop->requested_at_ms + run.stop->grace_ms) {
+      SignalGroup(run, SIGKILL);
+      run.kill_sent = true;
+    }
+  }
+  if (run.shim_pid != 0) return;  // our own child, not yet reaped: alive
+  int fd = LockIfShimGone(run);
+  if (fd < 0) return;
+  // No shim, and none can start while we hold its lock: whatever is on disk
+  // now is final.
+  Refresh(run);
+  if (!run.exit && run.pid) {
+    // The job may still run, unsupervised; its end could never be reported,
+    // so end it now.
+    SignalGroup(run, SIGKILL);
+    WriteExitVerdict(run, "berth-shim lost; exit status unknown", -1);
+  } else if (!run.exit) {
+    WriteExitVerdict(run, "berth-shim lost before starting the job", -1);
+  }
+  ::close(fd);
+}
+
+void Runner::Supervise() {
+  const TimeMs now = clock_.NowMs();
+  for (auto& [id, run] : runs_) SuperviseRun(run, now);
+}
+
+std::vector<RunEvent> Runner::Poll(std::size_t max_log_chunks) {
+  std::vector<RunEvent> events;
+  const TimeMs now = clock_.NowMs();
+  for (auto& [id, run] : runs_) {
+    SuperviseRun(run, now);
+
+    if (!run.started_reported && (run.pid || run.exit)) {
+      run.started_reported = true;
+      if (run.pid) events.push_back({RunEvent::Kind::kStarted, StateOf(run), 0, {}});
+    }
+
+    // The exit is loaded before the log is read, so once the read reaches
+    // the end after an exit, every byte of the job is in what we handed out.
+    bool at_end = true;
+    int fd = ::open(In(run.dir, kLogFile).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      for (std::size_t i = 0; i < max_log_chunks; ++i) {
+        std::string buf(kMaxLogChunkBytes, '\0');
+        ssize_t n = ::pread(fd, buf.data(), buf.size(), static_cast<off_t>(run.log_offset));
+        if (n <= 0) break;
+        buf.resize(static_cast<std::size_t>(n));
+        events.push_back({RunEvent::Kind::kLog, {}, run.log_offset, std::move(buf)});
+        events.back().state.run_id = id;
+        run.log_offset += static_cast<std::uint64_t>(n);
+      }
+      struct stat st {};
+      at_end = ::fstat(fd, &st) != 0 || static_cast<std::uint64_t>(st.st_size) <= run.log_offset;
+      ::close(fd);
+    }
+    if (run.exit && at_end && !run.exit_reported) {
+      run.exit_reported = true;
+      events.push_back({RunEvent::Kind::kExited, StateOf(run), 0, {}});
+    }
+  }
+  return events;
+}
+
+std::vector<RunState> Runner::ReportAll() {
+  std::vector<RunState> out;
+  for (auto& [id, run] : runs_) {
+    Refresh(run);
+    RunState state = StateOf(run);
+    if (run.exit) {
+      // Its Exited must follow the rest of its log, and only berthd knows how
+      // much of the log it holds (Registered.log_offsets): until the log has
+      // caught up, the run is still running as far as berthd is told.
+      state.phase = RunPhase::kRunning;
+      state.exit.reset();
+    }
+    // The exit goes out as its own Exited once the log is drained.
+    run.exit_reported = false;
+    run.started_reported = run.pid.has_value() || run.exit.has_value();
+    out.push_back(std::move(state));
+  }
+  return out;
+}
+
+void Runner::SetLogOffset(std::string_view run_id, std::uint64_t offset) {
+  auto it = runs_.find(run_id);
+  if (it == runs_.end()) return;
+  struct stat st {};
+  auto log = it->second.dir / "output.log";
+  std::uint64_t size =
+      ::stat(log.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : std::uint64_t{0};
+  it->second.log_offset = std::min(offset, size);
+}
+
+std::optional<RunState> Runner::Get(std::string_view run_id) const {
+  auto it = runs_.find(run_id);
+  if (it == runs_.end()) return std::nullopt;
+  return StateOf(it->second);
+}
+
+RunState Runner::StateOf(const Run& run) const {
+  RunState s;
+  s.run_id = run.id;
+  if (run.pid) {
+    s.phase = RunPhase::kRunning;
+    s.pid = run.pid->pid;
+    s.started_at_ms = run.pid->started_at_ms;
+  }
+  if (run.exit) {
+    s.phase = RunPhase::kExited;
+    RunExit e;
+    e.exit_code = run.exit->exit_code;
+    e.signal = run.exit->signal;
+    e.started_at_ms = run.exit->started_at_ms;
+    e.ended_at_ms = run.exit->ended_at_ms;
+    e.start_error = run.exit->start_error;
+    e.stopped_for = run.stop ? run.stop->reason : "";
+    if (!run.pid) s.started_at_ms = e.started_at_ms;
+    s.exit = std::move(e);
+  }
+  return s;
+}
+
+}  // namespace berth::agent

@@ -1,0 +1,178 @@
+// The runner turns start/stop orders into supervised processes and reports
+// what happened to them. It owns <data_dir>/runs/<run_id>/ (files described
+// in run_files.h) and keeps no state that matters only in memory: an agent
+// killed at any instant and started again rebuilds everything with Scan(),
+// reattaches to jobs still running under their berth-shim, and never starts a
+// run twice.
+//
+// Not thread-safe: the agent calls it from one worker thread.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agent/run_files.h"
+#include "common/clock.h"
+#include "common/status.h"
+
+namespace berth::agent {
+
+inline constexpr std::size_t kMaxLogChunkBytes = 64 * 1024;
+
+struct RunnerOptions {
+  std::filesystem::path data_dir;   // runs live in data_dir/runs
+  std::filesystem::path shim_path;  // the berth-shim executable
+  std::string node_name;            // BERTH_NODE for jobs
+  // Environment variables the job inherits from the agent, before the order's
+  // own env and the variables the agent sets.
+  std::vector<std::string> inherited_env{"PATH",   "HOME", "USER",   "LOGNAME", "LANG",
+                                         "LC_ALL", "TZ",   "TMPDIR", "SHELL"};
+};
+
+// A StartRun order, independent of the wire format.
+struct StartOrder {
+  std::string run_id;
+  std::int64_t job_id = 0;
+  std::uint32_t replica = 0;
+  std::uint32_t attempt = 0;
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;
+  std::string working_dir;  // empty: the run directory
+  std::vector<std::uint32_t> gpu_indices;
+  std::vector<std::string> gpu_uuids;
+  std::int64_t max_runtime_ms = 0;  // 0: unlimited
+  std::int64_t grace_ms = 0;        // SIGTERM -> SIGKILL
+};
+
+struct RunExit {
+  std::int32_t exit_code = 0;
+  std::int32_t signal = 0;
+  std::int64_t started_at_ms = 0;
+  std::int64_t ended_at_ms = 0;
+  std::string stopped_for;  // "", "cancelled", "max_runtime", ...
+  std::string start_error;
+};
+
+enum class RunPhase {
+  kStarting,  // accepted; the shim has not recorded the job's pid yet
+  kRunning,
+  kExited,
+};
+
+struct RunState {
+  std::string run_id;
+  RunPhase phase = RunPhase::kStarting;
+  std::int64_t pid = 0;
+  std::int64_t started_at_ms = 0;
+  std::optional<RunExit> exit;  // set when phase == kExited
+};
+
+// What Poll() found, in the order it must be reported: a run's Started comes
+// before its log bytes, and all of its log bytes before its Exited.
+struct RunEvent {
+  enum class Kind { kStarted, kLog, kExited };
+  Kind kind = Kind::kStarted;
+  RunState state;            // run_id always; the rest for kStarted, kExited
+  std::uint64_t offset = 0;  // kLog
+  std::string data;          // kLog, at most kMaxLogChunkBytes
+};
+
+class Runner {
+ public:
+  Runner(RunnerOptions options, const Clock& clock);
+  Runner(const Runner&) = delete;
+  Runner& operator=(const Runner&) = delete;
+  // Does not touch running jobs: they outlive the runner by design.
+  ~Runner();
+
+  // Rebuilds state from the run directories (call once, at start). Runs whose
+  // shim is alive stay running; exits already on disk are kept for reporting;
+  // a run accepted but never started gets its shim (again). Returns every run.
+  Result<std::vector<RunState>> Scan();
+
+  // Idempotent: a known run_id is not started again; its state is returned and
+  // its Started/Exited will be reported again by Poll(). Errors only for an
+  // invalid run_id or an unwritable data dir; a job that cannot start is a run
+  // that exits with start_error.
+  Result<RunState> Start(const StartOrder& order);
+
+  // Records the stop durably, then SIGTERMs the job's process group; Poll()
+  // sends SIGKILL once grace_ms has passed (also after an agent restart).
+  // The first stop of a run wins; stopping an exited run does nothing.
+  Status Stop(std::string_view run_id, std::string_view reason, std::int64_t grace_ms);
+
+  // berthd has recorded the exit durably: forget the run and delete its
+  // directory. Unknown runs are fine (acks may repeat).
+  Status Ack(std::string_view run_id);
+
+  // Reaps shims, enforces stops and max runtime (SIGKILL after grace), and
+  // turns a lost shim into a recorded exit. Reports nothing, so the agent
+  // keeps calling it while berthd is unreachable.
+  void Supervise();
+
+  // Supervise(), then what there is to report: starts, new log bytes (up to
+  // max_log_chunks chunks per run per call) and exits. Each Started/Exited
+  // is returned once, unless Start() of the same run_id or ReportAll() asks
+  // for it again.
+  std::vector<RunEvent> Poll(std::size_t max_log_chunks = 16);
+
+  // The state of every unacknowledged run, for a (re)registration. Runs that
+  // exited but whose log has not been read to the end yet are shown as
+  // running: their Exited follows the remaining log bytes. Starts count as
+  // reported; every exit is returned by the next Poll() again, so a
+  // reconnection always re-sends RunExited until Ack().
+  std::vector<RunState> ReportAll();
+
+  // Resumes shipping `run_id`'s log from `offset` (what berthd holds),
+  // clamped to the log's size. Unknown runs are ignored.
+  void SetLogOffset(std::string_view run_id, std::uint64_t offset);
+
+  // The current state of one run; nullopt if unknown.
+  std::optional<RunState> Get(std::string_view run_id) const;
+
+  // The run directory of `run_id` (whether or not it exists).
+  std::filesystem::path RunDir(std::string_view run_id) const;
+
+ private:
+  // One run as the runner tracks it. The durable truth is the directory;
+  // the flags below only decide what still needs reporting.
+  struct Run {
+    std::string id;
+    std::filesystem::path dir;
+    OrderRecord order;
+    std::int64_t shim_pid = 0;  // our own child, while not yet reaped
+    std::optional<PidRecord> pid;
+    std::optional<ExitRecord> exit;
+    std::optional<StopRecord> stop;
+    bool term_sent = false;
+    bool kill_sent = false;
+    std::uint64_t log_offset = 0;  // bytes of output.log handed out so far
+    bool started_reported = false;
+    bool exit_reported = false;
+  };
+
+  void Refresh(Run& run);
+  void SuperviseRun(Run& run, TimeMs now);
+  int LockIfShimGone(Run& run);
+  void SpawnShim(Run& run);
+  bool LogDrained(const Run& run) const;
+  void SignalGroup(const Run& run, int sig);
+  void WriteExitVerdict(Run& run, std::string start_error, std::int32_t exit_code);
+  RunState StateOf(const Run& run) const;
+  Run Load(const std::string& run_id) const;
+
+  RunnerOptions options_;
+  const Clock& clock_;
+  std::map<std::string, Run, std::less<>> runs_;
+};
+
+// Checks a run id is safe as a directory name: 1..128 of [A-Za-z0-9._-], not
+// starting with '.'.
+Status ValidateRunId(std::string_view run_id);
+
+}  // namespace berth::agent

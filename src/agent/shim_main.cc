@@ -1,0 +1,289 @@
+// berth-shim: the one process that watches one job, like containerd-shim or
+// conmon. The agent (or berthd) may crash and restart at any time; the shim
+// does not, so the job keeps running and its true exit status is recorded in
+// RUN_DIR/exit.json for whichever agent comes next. Single-threaded on
+// purpose: it forks, and only a single-threaded process may allocate freely
+// between fork and exec.
+//
+// Protocol (see run_files.h for the files):
+//   1. take RUN_DIR/shim.lock for life; if pid.json or exit.json already
+//      exists, an earlier shim owns this run: leave quietly.
+//   2. fork the job; the child makes itself a process group and waits on a
+//      gate pipe. The parent writes pid.json durably, then opens the gate, so
+//      no job ever runs without a pid.json, and a shim that dies before the
+//      gate opens leaves no job behind (the child reads EOF and exits).
+//   3. a CLOEXEC pipe reports a failed chdir/exec (errno) to the parent.
+//   4. waitpid, kill what is left of the job's process group, write exit.json.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "agent/atomic_file.h"
+#include "agent/run_files.h"
+
+namespace {
+
+using berth::agent::ExitRecord;
+using berth::agent::PidRecord;
+
+enum Stage : int { kStageChdir = 1, kStageExec = 2 };
+
+struct ChildReport {
+  int stage = 0;
+  int err = 0;
+};
+
+std::string g_dir;
+
+std::string PathIn(std::string_view name) {
+  return g_dir + "/" + std::string(name);
+}
+
+std::int64_t WallMs() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+}
+
+void Say(const std::string& msg) {
+  std::fprintf(stderr, "berth-shim: %s\n", msg.c_str());
+}
+
+bool Exists(std::string_view name) {
+  struct stat st {};
+  return ::stat(PathIn(name).c_str(), &st) == 0;
+}
+
+int WriteExit(const ExitRecord& rec) {
+  int err =
+      berth::agent::WriteFileAtomic(PathIn(berth::agent::kExitFile), berth::agent::ToJson(rec));
+  if (err != 0) Say("cannot write exit.json: " + std::string(std::strerror(err)));
+  return err == 0 ? 0 : 1;
+}
+
+// The job never ran: say why in its log (best effort) and in exit.json.
+int StartFailed(int log_fd, const std::string& why, int exit_code) {
+  if (log_fd >= 0) {
+    std::string line = "berth: " + why + "\n";
+    [[maybe_unused]] ssize_t n = ::write(log_fd, line.data(), line.size());
+  }
+  Say(why);
+  ExitRecord rec;
+  rec.exit_code = exit_code;
+  rec.started_at_ms = WallMs();
+  rec.ended_at_ms = rec.started_at_ms;
+  rec.start_error = why;
+  return WriteExit(rec);
+}
+
+// Where to look for argv[0]: the job's own PATH, as execvpe would if it used
+// the target environment rather than the caller's.
+std::vector<std::string> Candidates(const berth::agent::ShimSpec& spec) {
+  const std::string& cmd = spec.command.front();
+  if (cmd.find('/') != std::string::npos) return {cmd};
+  auto it = spec.env.find("PATH");
+  std::string path = it != spec.env.end() ? it->second : "/usr/local/bin:/usr/bin:/bin";
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (;;) {
+    std::size_t colon = path.find(':', start);
+    std::string dir = path.substr(start, colon == std::string::npos ? colon : colon - start);
+    out.push_back((dir.empty() ? "." : dir) + "/" + cmd);
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  return out;
+}
+
+void ReportAndExit(int fd, int stage, int err, int code) {
+  ChildReport rep{stage, err};
+  [[maybe_unused]] ssize_t n = ::write(fd, &rep, sizeof rep);
+  ::_exit(code);
+}
+
+[[noreturn]] void RunChild(const berth::agent::ShimSpec& spec, int lock_fd, int log_fd, int gate_rd,
+                           int report_wr) {
+  ::close(lock_fd);
+  ::setpgid(0, 0);
+  // Dispositions set to ignore survive exec: give the job a clean slate.
+  for (int sig : {SIGHUP, SIGINT, SIGPIPE, SIGTERM, SIGCHLD}) ::signal(sig, SIG_DFL);
+  sigset_t none;
+  ::sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+
+  int null_fd = ::open("/dev/null", O_RDONLY);
+  if (null_fd >= 0 && null_fd != 0) {
+    ::dup2(null_fd, 0);
+    ::close(null_fd);
+  }
+  ::dup2(log_fd, 1);
+  ::dup2(log_fd, 2);
+
+  char go = 0;
+  ssize_t got;
+  do {
+    got = ::read(gate_rd, &go, 1);
+  } while (got < 0 && errno == EINTR);
+  if (got != 1) ::_exit(125);  // the shim died before recording us: never run
+
+  if (!spec.working_dir.empty() && ::chdir(spec.working_dir.c_str()) != 0) {
+    ReportAndExit(report_wr, kStageChdir, errno, 126);
+  }
+
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : spec.env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = spec.command;
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  bool saw_eacces = false;
+  for (const std::string& cand : Candidates(spec)) {
+    ::execve(cand.c_str(), argv.data(), envp.data());
+    int err = errno;
+    if (err == ENOEXEC) {
+      // A script without #!: run it with sh, as execvp does.
+      std::vector<std::string> sh_args{"/bin/sh", cand};
+      sh_args.insert(sh_args.end(), args.begin() + 1, args.end());
+      std::vector<char*> sh_argv;
+      for (auto& a : sh_args) sh_argv.push_back(a.data());
+      sh_argv.push_back(nullptr);
+      ::execve("/bin/sh", sh_argv.data(), envp.data());
+      err = errno;
+    }
+    // Like execvp: a missing candidate means try the next PATH entry; an
+    // unreadable one is remembered; anything else ends the search.
+    if (err == EACCES) {
+      saw_eacces = true;
+    } else if (err != ENOENT && err != ENOTDIR && err != ESTALE && err != ENODEV) {
+      ReportAndExit(report_wr, kStageExec, err, 126);
+    }
+  }
+  ReportAndExit(report_wr, kStageExec, saw_eacces ? EACCES : ENOENT, 127);
+  ::_exit(127);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: berth-shim RUN_DIR\n");
+    return 2;
+  }
+  g_dir = argv[1];
+  // Own session: no terminal or agent process-group signal reaches us.
+  ::setsid();
+  for (int sig : {SIGHUP, SIGINT, SIGPIPE}) ::signal(sig, SIG_IGN);
+  ::close_range(3, ~0U, 0);  // nothing the agent held open leaks into the job
+
+  int lock_fd =
+      ::open(PathIn(berth::agent::kShimLockFile).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd < 0) {
+    Say("cannot open shim.lock: " + std::string(std::strerror(errno)));
+    return 1;
+  }
+  while (::flock(lock_fd, LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      Say("cannot lock shim.lock: " + std::string(std::strerror(errno)));
+      return 1;
+    }
+  }
+  if (Exists(berth::agent::kExitFile) || Exists(berth::agent::kPidFile)) {
+    Say("run already owned by an earlier shim; leaving");
+    return 0;
+  }
+
+  auto text = berth::agent::ReadWholeFile(PathIn(berth::agent::kSpecFile));
+  if (!text) return StartFailed(-1, "cannot read spec.json", 126);
+  auto spec = berth::agent::ParseShimSpec(*text);
+  if (!spec) return StartFailed(-1, "bad spec.json: " + spec.error().message, 126);
+
+  int log_fd = ::open(spec->log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log_fd < 0) {
+    return StartFailed(-1, "cannot open log '" + spec->log_path + "': " + std::strerror(errno),
+                       126);
+  }
+  if (spec->command.empty() || spec->command.front().empty()) {
+    return StartFailed(log_fd, "cannot start job: empty command", 127);
+  }
+
+  int gate[2];
+  int report[2];
+  if (::pipe2(gate, O_CLOEXEC) != 0 || ::pipe2(report, O_CLOEXEC) != 0) {
+    return StartFailed(log_fd, std::string("cannot create pipes: ") + std::strerror(errno), 126);
+  }
+  pid_t pid = ::fork();
+  if (pid < 0) return StartFailed(log_fd, std::string("fork: ") + std::strerror(errno), 126);
+  if (pid == 0) {
+    ::close(gate[1]);
+    ::close(report[0]);
+    RunChild(*spec, lock_fd, log_fd, gate[0], report[1]);
+  }
+  ::close(gate[0]);
+  ::close(report[1]);
+  ::setpgid(pid, pid);  // also in the parent, so the group exists before pid.json says so
+
+  PidRecord rec;
+  rec.shim_pid = ::getpid();
+  rec.pid = pid;
+  rec.pgid = pid;
+  rec.started_at_ms = WallMs();
+  if (int err =
+          berth::agent::WriteFileAtomic(PathIn(berth::agent::kPidFile), berth::agent::ToJson(rec));
+      err != 0) {
+    ::close(gate[1]);  // the child reads EOF and exits without running the job
+    ::waitpid(pid, nullptr, 0);
+    return StartFailed(log_fd, std::string("cannot write pid.json: ") + std::strerror(err), 126);
+  }
+  char go = 1;
+  [[maybe_unused]] ssize_t wrote = ::write(gate[1], &go, 1);
+  ::close(gate[1]);
+
+  ChildReport rep;
+  ssize_t got;
+  do {
+    got = ::read(report[0], &rep, sizeof rep);
+  } while (got < 0 && errno == EINTR);
+  ::close(report[0]);
+
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  ExitRecord out;
+  out.started_at_ms = rec.started_at_ms;
+  out.ended_at_ms = WallMs();
+  if (got == static_cast<ssize_t>(sizeof rep)) {
+    std::string why = rep.stage == kStageChdir
+                          ? "cannot change to working directory '" + spec->working_dir + "': "
+                          : "cannot start '" + spec->command.front() + "': ";
+    why += std::strerror(rep.err);
+    std::string line = "berth: " + why + "\n";
+    [[maybe_unused]] ssize_t n = ::write(log_fd, line.data(), line.size());
+    out.exit_code = rep.stage == kStageExec && rep.err == ENOENT ? 127 : 126;
+    out.start_error = why;
+    return WriteExit(out);
+  }
+  // The run ends with its main process: whatever it left in its group would
+  // otherwise hold GPUs the scheduler believes are free.
+  ::kill(-pid, SIGKILL);
+  if (WIFSIGNALED(status)) {
+    out.signal = WTERMSIG(status);
+    out.exit_code = 128 + out.signal;
+  } else {
+    out.exit_code = WEXITSTATUS(status);
+  }
+  return WriteExit(out);
+}

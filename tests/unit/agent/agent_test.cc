@@ -1,0 +1,256 @@
+// The agent against a fake berthd on an in-process gRPC channel (no network):
+// registration, orders, the order of reports, re-registration after a lost
+// stream, and jobs that outlive the agent.
+#include "agent/agent.h"
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include "agent/sim_cluster.h"
+#include "agent/sim_provider.h"
+#include "test_util.h"
+
+namespace berth::agent {
+namespace {
+
+using testing::TempDir;
+
+class FakeBerthd final : public v1::AgentService::Service {
+ public:
+  grpc::Status Connect(
+      grpc::ServerContext* ctx,
+      grpc::ServerReaderWriter<v1::ServerMessage, v1::AgentMessage>* stream) override {
+    {
+      std::lock_guard lock(mu_);
+      stream_ = stream;
+      ctx_ = ctx;
+    }
+    v1::AgentMessage msg;
+    while (stream->Read(&msg)) {
+      std::lock_guard lock(mu_);
+      if (msg.has_register_()) {
+        ++registrations_;
+        v1::ServerMessage reply;
+        reply.mutable_registered()->set_node_name(msg.register_().node().name());
+        reply.mutable_registered()->set_lease_ms(3000);
+        reply.mutable_registered()->set_heartbeat_interval_ms(50);
+        stream->Write(reply);
+      }
+      received_.push_back(msg);
+      cv_.notify_all();
+    }
+    std::lock_guard lock(mu_);
+    stream_ = nullptr;
+    ctx_ = nullptr;
+    return grpc::Status::OK;
+  }
+
+  void Send(const v1::ServerMessage& msg) {
+    std::lock_guard lock(mu_);
+    ASSERT_NE(stream_, nullptr);
+    stream_->Write(msg);
+  }
+
+  void Drop() {
+    std::lock_guard lock(mu_);
+    if (ctx_) ctx_->TryCancel();
+  }
+
+  // Waits until `pred(received)` holds; returns false after 4 s.
+  template <typename Pred>
+  bool Await(Pred pred) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(4), [&] { return pred(received_); });
+  }
+
+  std::vector<v1::AgentMessage> Received() {
+    std::lock_guard lock(mu_);
+    return received_;
+  }
+  int registrations() {
+    std::lock_guard lock(mu_);
+    return registrations_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  grpc::ServerReaderWriter<v1::ServerMessage, v1::AgentMessage>* stream_ = nullptr;
+  grpc::ServerContext* ctx_ = nullptr;
+  std::vector<v1::AgentMessage> received_;
+  int registrations_ = 0;
+};
+
+bool HasExit(const std::vector<v1::AgentMessage>& msgs, const std::string& run_id) {
+  return std::any_of(msgs.begin(), msgs.end(), [&](const v1::AgentMessage& m) {
+    return m.has_run_exited() && m.run_exited().run_id() == run_id;
+  });
+}
+
+class AgentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    grpc::ServerBuilder builder;
+    builder.RegisterService(&berthd_);
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+  }
+  void TearDown() override {
+    agent_.reset();
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  }
+
+  void StartAgent() {
+    model::NodeInfo base;
+    base.name = "node-a";
+    base.hostname = "node-a.example";
+    base.labels = {{"pool", "test"}};
+    base.cpus = 4;
+    base.memory_bytes = 16ULL << 30;
+    model::NodeInfo sim = base;
+    sim.driver_version = "sim";
+    sim.cuda_version = "12.4";
+    sim.gpus = SimulatedGpus("node-a", "H100-80GB", 80ULL << 30, 2, {{0, 1}});
+    AgentOptions options;
+    options.data_dir = dir_.path();
+    options.shim_path = BERTH_SHIM_PATH;
+    options.poll_interval_ms = 10;
+    options.reconnect_backoff_ms = 20;
+    agent_ = std::make_unique<Agent>(options, base, std::make_unique<SimulatedProvider>(sim),
+                                     server_->InProcessChannel(grpc::ChannelArguments()), clock_);
+    agent_->Start();
+  }
+
+  void StartRun(const std::string& id, std::vector<std::string> command) {
+    v1::ServerMessage msg;
+    auto* m = msg.mutable_start_run();
+    m->set_run_id(id);
+    for (auto& c : command) m->add_command(c);
+    m->add_gpu_indices(1);
+    m->add_gpu_uuids("SIM-node-a-1");
+    m->set_grace_ms(2000);
+    berthd_.Send(msg);
+  }
+
+  TempDir dir_;
+  SystemClock clock_;
+  FakeBerthd berthd_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<Agent> agent_;
+};
+
+TEST_F(AgentTest, RegistersInventoryThenReportsStartLogAndExitInOrder) {
+  StartAgent();
+  ASSERT_TRUE(berthd_.Await([](const auto& m) { return !m.empty(); }));
+  const v1::AgentMessage first = berthd_.Received().front();
+  ASSERT_TRUE(first.has_register_());
+  const auto& node = first.register_().node();
+  EXPECT_EQ(node.name(), "node-a");
+  EXPECT_EQ(node.hostname(), "node-a.example");
+  EXPECT_EQ(node.labels().at("pool"), "test");
+  EXPECT_EQ(node.gpu_provider(), "simulated");
+  EXPECT_EQ(node.agent_version(), "0.1.0");
+  EXPECT_EQ(node.driver_version(), "sim");
+  ASSERT_EQ(node.gpus_size(), 2);
+  EXPECT_EQ(node.gpus(1).uuid(), "SIM-node-a-1");
+  EXPECT_EQ(node.gpus(1).health(), "healthy");
+  EXPECT_EQ(first.register_().runs_size(), 0);
+
+  StartRun("r1", {"sh", "-c", "echo \"hi $CUDA_VISIBLE_DEVICES\""});
+  ASSERT_TRUE(berthd_.Await([](const auto& m) { return HasExit(m, "r1"); }));
+  std::vector<std::string> order;
+  std::string log;
+  for (const auto& m : berthd_.Received()) {
+    if (m.has_run_started() && m.run_started().run_id() == "r1") order.push_back("started");
+    if (m.has_log_chunk() && m.log_chunk().run_id() == "r1") {
+      order.push_back("log");
+      EXPECT_EQ(m.log_chunk().offset(), log.size());
+      log += m.log_chunk().data();
+    }
+    if (m.has_run_exited() && m.run_exited().run_id() == "r1") {
+      order.push_back("exited");
+      EXPECT_EQ(m.run_exited().exit_code(), 0);
+      EXPECT_GT(m.run_exited().ended_at_ms(), 0);
+    }
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"started", "log", "exited"}));
+  EXPECT_EQ(log, "hi 1\n");
+  ASSERT_TRUE(berthd_.Await([](const auto& msgs) {
+    return std::any_of(msgs.begin(), msgs.end(), [](const auto& m) { return m.has_heartbeat(); });
+  }));
+
+  v1::ServerMessage ack;
+  ack.mutable_ack_exit()->set_run_id("r1");
+  berthd_.Send(ack);
+  EXPECT_TRUE(testing::WaitFor([&] { return !std::filesystem::exists(dir_.path() / "runs/r1"); }));
+}
+
+TEST_F(AgentTest, UnacknowledgedExitIsReportedAgainAfterReconnecting) {
+  StartAgent();
+  ASSERT_TRUE(berthd_.Await([](const auto& m) { return !m.empty(); }));
+  StartRun("r2", {"sh", "-c", "exit 3"});
+  ASSERT_TRUE(berthd_.Await([](const auto& m) { return HasExit(m, "r2"); }));
+  berthd_.Drop();
+  ASSERT_TRUE(testing::WaitFor([&] { return berthd_.registrations() >= 2; }));
+  v1::Register again;
+  for (const auto& m : berthd_.Received()) {
+    if (m.has_register_()) again = m.register_();
+  }
+  ASSERT_EQ(again.runs_size(), 1);
+  EXPECT_EQ(again.runs(0).run_id(), "r2");
+  // Registration shows it running: its exit follows its log, from the
+  // offset berthd names in Registered ...
+  EXPECT_EQ(again.runs(0).phase(), v1::RunStatus::RUNNING);
+  // ... as a RunExited message on the new stream, until acknowledged.
+  ASSERT_TRUE(berthd_.Await([](const auto& msgs) {
+    int exits = 0;
+    for (const auto& m : msgs) exits += m.has_run_exited() && m.run_exited().run_id() == "r2";
+    return exits >= 2;
+  }));
+  v1::ServerMessage ack;
+  ack.mutable_ack_exit()->set_run_id("r2");
+  berthd_.Send(ack);
+  EXPECT_TRUE(testing::WaitFor([&] { return !std::filesystem::exists(dir_.path() / "runs/r2"); }));
+}
+
+TEST_F(AgentTest, JobsOutliveTheAgentAndTheNextAgentReattaches) {
+  StartAgent();
+  ASSERT_TRUE(berthd_.Await([](const auto& m) { return !m.empty(); }));
+  StartRun("r3", {"sleep", "30"});
+  std::int64_t pid = 0;
+  ASSERT_TRUE(berthd_.Await([&](const auto& msgs) {
+    for (const auto& m : msgs) {
+      if (m.has_run_started() && m.run_started().run_id() == "r3") pid = m.run_started().pid();
+    }
+    return pid > 0;
+  }));
+  agent_->Stop();
+  agent_.reset();
+  EXPECT_EQ(::kill(static_cast<pid_t>(pid), 0), 0) << "stopping the agent killed its job";
+
+  StartAgent();
+  ASSERT_TRUE(testing::WaitFor([&] { return berthd_.registrations() >= 2; }));
+  v1::Register again;
+  for (const auto& m : berthd_.Received()) {
+    if (m.has_register_()) again = m.register_();
+  }
+  ASSERT_EQ(again.runs_size(), 1);
+  EXPECT_EQ(again.runs(0).phase(), v1::RunStatus::RUNNING);
+  EXPECT_EQ(again.runs(0).pid(), pid);
+
+  v1::ServerMessage stop;
+  stop.mutable_stop_run()->set_run_id("r3");
+  stop.mutable_stop_run()->set_reason("cancelled");
+  stop.mutable_stop_run()->set_grace_ms(1000);
+  berthd_.Send(stop);
+  ASSERT_TRUE(berthd_.Await([](const auto& m) { return HasExit(m, "r3"); }));
+  for (const auto& m : berthd_.Received()) {
+    if (!m.has_run_exited()) continue;
+    EXPECT_EQ(m.run_exited().signal(), SIGTERM);
+    EXPECT_EQ(m.run_exited().stopped_for(), "cancelled");
+  }
+}
+
+}  // namespace
+}  // namespace berth::agent

@@ -1,0 +1,353 @@
+#include "agent/runner.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include "agent/atomic_file.h"
+#include "test_util.h"
+
+namespace berth::agent {
+namespace {
+
+using testing::TempDir;
+using testing::WaitFor;
+
+// Gone, or a zombie nobody has reaped yet (init in a container may be slow).
+bool ProcessGone(std::int64_t pid) {
+  if (::kill(static_cast<pid_t>(pid), 0) != 0) return true;
+  std::string stat = testing::Slurp("/proc/" + std::to_string(pid) + "/stat");
+  auto paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
+}
+
+// Everything one run reported, gathered from Poll() events.
+struct Seen {
+  std::vector<RunEvent::Kind> kinds;
+  std::string log;
+  std::optional<RunState> started;
+  std::optional<RunState> exited;
+};
+
+class RunnerTest : public ::testing::Test {
+ protected:
+  RunnerOptions Options() {
+    RunnerOptions o;
+    o.data_dir = dir_.path();
+    o.shim_path = BERTH_SHIM_PATH;
+    o.node_name = "node-1";
+    return o;
+  }
+
+  static StartOrder Order(std::string id, std::vector<std::string> command) {
+    StartOrder o;
+    o.run_id = std::move(id);
+    o.job_id = 7;
+    o.attempt = 2;
+    o.command = std::move(command);
+    o.grace_ms = 5000;
+    return o;
+  }
+
+  void Drain(Runner& runner) {
+    for (auto& ev : runner.Poll()) {
+      Seen& s = seen_[ev.state.run_id];
+      s.kinds.push_back(ev.kind);
+      if (ev.kind == RunEvent::Kind::kLog) {
+        EXPECT_EQ(ev.offset, s.log.size()) << "log bytes out of order";
+        s.log += ev.data;
+      } else if (ev.kind == RunEvent::Kind::kStarted) {
+        s.started = ev.state;
+      } else {
+        s.exited = ev.state;
+      }
+    }
+  }
+
+  // Polls until `run_id` has reported its exit (or the deadline passes).
+  bool PollUntilExited(Runner& runner, const std::string& run_id) {
+    return WaitFor([&] {
+      Drain(runner);
+      return seen_[run_id].exited.has_value();
+    });
+  }
+  bool PollUntilLogHas(Runner& runner, const std::string& run_id, const std::string& text) {
+    return WaitFor([&] {
+      Drain(runner);
+      return seen_[run_id].log.find(text) != std::string::npos;
+    });
+  }
+
+  TempDir dir_;
+  SystemClock system_clock_;
+  std::map<std::string, Seen> seen_;
+};
+
+TEST_F(RunnerTest, ReportsStartThenLogThenExitAndSetsTheJobEnvironment) {
+  Runner runner(Options(), system_clock_);
+  StartOrder order = Order("r1", {"sh", "-c",
+                                  "echo \"$CUDA_VISIBLE_DEVICES|$NVIDIA_VISIBLE_DEVICES|"
+                                  "$BERTH_GPU_UUIDS|$BERTH_NODE|$BERTH_RUN_ID|$BERTH_ATTEMPT|"
+                                  "$BERTH_JOB_ID|$(pwd)\"; exit 4"});
+  order.gpu_indices = {2, 5};
+  order.gpu_uuids = {"GPU-a", "GPU-b"};
+  order.env = {{"BERTH_JOB_ID", "7"}, {"CUDA_VISIBLE_DEVICES", "overridden by the agent"}};
+  auto state = runner.Start(order);
+  ASSERT_TRUE(state.has_value()) << state.error().message;
+  ASSERT_TRUE(PollUntilExited(runner, "r1"));
+  const Seen& s = seen_["r1"];
+  ASSERT_EQ(s.kinds.size(), 3u);
+  EXPECT_EQ(s.kinds[0], RunEvent::Kind::kStarted);
+  EXPECT_EQ(s.kinds[1], RunEvent::Kind::kLog);
+  EXPECT_EQ(s.kinds[2], RunEvent::Kind::kExited);
+  EXPECT_EQ(s.log, "2,5|2,5|GPU-a,GPU-b|node-1|r1|2|7|" + runner.RunDir("r1").string() + "\n");
+  EXPECT_GT(s.started->pid, 0);
+  EXPECT_EQ(s.exited->phase, RunPhase::kExited);
+  EXPECT_EQ(s.exited->exit->exit_code, 4);
+  EXPECT_EQ(s.exited->exit->stopped_for, "");
+  // Reported once.
+  Drain(runner);
+  EXPECT_EQ(seen_["r1"].kinds.size(), 3u);
+}
+
+TEST_F(RunnerTest, NoGpusMeansEmptyCudaDevicesAndVoidNvidiaDevices) {
+  Runner runner(Options(), system_clock_);
+  ASSERT_TRUE(runner
+                  .Start(Order("r1", {"sh", "-c",
+                                      "echo \"[${CUDA_VISIBLE_DEVICES-unset}]"
+                                      "[$NVIDIA_VISIBLE_DEVICES]\""}))
+                  .has_value());
+  ASSERT_TRUE(PollUntilExited(runner, "r1"));
+  EXPECT_EQ(seen_["r1"].log, "[][void]\n");
+}
+
+TEST_F(RunnerTest, RestartedRunnerReattachesAndNeverStartsTwice) {
+  auto a = std::make_unique<Runner>(Options(), system_clock_);
+  ASSERT_TRUE(a->Start(Order("r1", {"sh", "-c", "echo started; sleep 1"})).has_value());
+  ASSERT_TRUE(WaitFor([&] {
+    Drain(*a);
+    return seen_["r1"].started.has_value();
+  }));
+  std::int64_t pid = seen_["r1"].started->pid;
+  a.reset();  // the "agent" dies; the job does not
+
+  Runner b(Options(), system_clock_);
+  auto runs = b.Scan();
+  ASSERT_TRUE(runs.has_value()) << runs.error().message;
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ((*runs)[0].run_id, "r1");
+  EXPECT_EQ((*runs)[0].phase, RunPhase::kRunning);
+  EXPECT_EQ((*runs)[0].pid, pid);
+  EXPECT_EQ(::kill(static_cast<pid_t>(pid), 0), 0);
+
+  // berthd re-sends the order: same run, no new process.
+  auto again = b.Start(Order("r1", {"sh", "-c", "echo started; sleep 1"}));
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->pid, pid);
+
+  seen_.clear();
+  ASSERT_TRUE(PollUntilExited(b, "r1"));
+  const Seen& s = seen_["r1"];
+  EXPECT_EQ(s.exited->exit->exit_code, 0);
+  EXPECT_EQ(s.exited->exit->signal, 0);
+  EXPECT_EQ(s.exited->pid, pid);
+  EXPECT_EQ(s.log, "started\n");  // B ships the whole log, which says one start
+
+  // After an exit, Start of the same id still runs nothing.
+  auto after = b.Start(Order("r1", {"sh", "-c", "echo started; sleep 1"}));
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ(after->phase, RunPhase::kExited);
+  Drain(b);
+  EXPECT_EQ(testing::Slurp(b.RunDir("r1") / "output.log"), "started\n");
+}
+
+TEST_F(RunnerTest, ExitOnDiskIsReportedAfterRestartAndAckDeletesTheRun) {
+  {
+    Runner a(Options(), system_clock_);
+    ASSERT_TRUE(a.Start(Order("r1", {"sh", "-c", "echo bye; exit 5"})).has_value());
+    ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(a.RunDir("r1") / "exit.json"); }));
+  }
+  Runner b(Options(), system_clock_);
+  ASSERT_TRUE(b.Scan().has_value());
+  // Its log has not been shipped by this runner: registration shows it
+  // running, and the exit follows the log.
+  auto report = b.ReportAll();
+  ASSERT_EQ(report.size(), 1u);
+  EXPECT_EQ(report[0].phase, RunPhase::kRunning);
+  ASSERT_TRUE(PollUntilExited(b, "r1"));
+  EXPECT_EQ(seen_["r1"].log, "bye\n");
+  EXPECT_EQ(seen_["r1"].exited->exit->exit_code, 5);
+  EXPECT_EQ(seen_["r1"].kinds.front(), RunEvent::Kind::kLog);  // start already reported
+  // A reconnection: registration still shows it running until berthd says
+  // how much log it holds. Holding all of it, only the exit is sent again.
+  report = b.ReportAll();
+  ASSERT_EQ(report.size(), 1u);
+  EXPECT_EQ(report[0].phase, RunPhase::kRunning);
+  b.SetLogOffset("r1", 4);
+  seen_.clear();
+  Drain(b);
+  EXPECT_EQ(seen_["r1"].kinds, std::vector<RunEvent::Kind>{RunEvent::Kind::kExited});
+  // Another reconnection where berthd lost the tail: the tail goes again,
+  // then the exit.
+  (void)b.ReportAll();
+  b.SetLogOffset("r1", 2);
+  seen_.clear();
+  seen_["r1"].log = "by";  // what berthd holds
+  Drain(b);
+  EXPECT_EQ(seen_["r1"].log, "bye\n");
+  EXPECT_EQ(seen_["r1"].kinds,
+            (std::vector<RunEvent::Kind>{RunEvent::Kind::kLog, RunEvent::Kind::kExited}));
+
+  ASSERT_TRUE(b.Ack("r1").has_value());
+  EXPECT_FALSE(std::filesystem::exists(b.RunDir("r1")));
+  EXPECT_FALSE(b.Get("r1").has_value());
+  EXPECT_TRUE(b.Ack("r1").has_value());  // acks may repeat
+}
+
+TEST_F(RunnerTest, AckOfARunningRunIsRefused) {
+  Runner runner(Options(), system_clock_);
+  ASSERT_TRUE(runner.Start(Order("r1", {"sleep", "5"})).has_value());
+  auto ack = runner.Ack("r1");
+  ASSERT_FALSE(ack.has_value());
+  EXPECT_EQ(ack.error().code, Code::kFailedPrecondition);
+  ASSERT_TRUE(runner.Stop("r1", "cancelled", 0).has_value());
+  ASSERT_TRUE(PollUntilExited(runner, "r1"));
+}
+
+TEST_F(RunnerTest, StopSendsTermToTheGroupAndJobMayExitCleanly) {
+  Runner runner(Options(), system_clock_);
+  ASSERT_TRUE(runner
+                  .Start(Order("r1", {"sh", "-c",
+                                      "trap 'echo got-term; exit 0' TERM; echo ready; "
+                                      "while :; do sleep 0.05; done"}))
+                  .has_value());
+  ASSERT_TRUE(PollUntilLogHas(runner, "r1", "ready"));
+  ASSERT_TRUE(runner.Stop("r1", "cancelled", 10'000).has_value());
+  ASSERT_TRUE(std::filesystem::exists(runner.RunDir("r1") / "stop.json"));
+  ASSERT_TRUE(PollUntilExited(runner, "r1"));
+  const auto& exit = *seen_["r1"].exited->exit;
+  EXPECT_EQ(exit.exit_code, 0);
+  EXPECT_EQ(exit.signal, 0);
+  EXPECT_EQ(exit.stopped_for, "cancelled");
+  EXPECT_NE(seen_["r1"].log.find("got-term"), std::string::npos);
+}
+
+TEST_F(RunnerTest, JobIgnoringTermIsKilledOnlyAfterGrace) {
+  ManualClock clock(SystemClock().NowMs());
+  Runner runner(Options(), clock);
+  ASSERT_TRUE(runner
+                  .Start(Order("r1", {"sh", "-c",
+                                      "trap '' TERM; echo ready; "
+                                      "while :; do sleep 0.05; done"}))
+                  .has_value());
+  ASSERT_TRUE(PollUntilLogHas(runner, "r1", "ready"));
+  ASSERT_TRUE(runner.Stop("r1", "cancelled", 5'000).has_value());
+  clock.Advance(4'000);
+  EXPECT_FALSE(WaitFor(
+      [&] {
+        Drain(runner);
+        return seen_["r1"].exited.has_value();
+      },
+      std::chrono::milliseconds(300)))
+      << "killed before its grace ran out";
+  clock.Advance(1'001);
+  ASSERT_TRUE(PollUntilExited(runner, "r1"));
+  EXPECT_EQ(seen_["r1"].exited->exit->signal, SIGKILL);
+  EXPECT_EQ(seen_["r1"].exited->exit->stopped_for, "cancelled");
+}
+
+TEST_F(RunnerTest, GraceDeadlineSurvivesARestart) {
+  ManualClock clock(SystemClock().NowMs());
+  auto a = std::make_unique<Runner>(Options(), clock);
+  ASSERT_TRUE(
+      a->Start(Order("r1", {"sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.05; done"}))
+          .has_value());
+  ASSERT_TRUE(PollUntilLogHas(*a, "r1", "ready"));
+  ASSERT_TRUE(a->Stop("r1", "cancelled", 5'000).has_value());
+  a.reset();
+  Runner b(Options(), clock);
+  ASSERT_TRUE(b.Scan().has_value());
+  clock.Advance(5'001);
+  seen_.clear();
+  ASSERT_TRUE(PollUntilExited(b, "r1"));
+  EXPECT_EQ(seen_["r1"].exited->exit->signal, SIGKILL);
+  EXPECT_EQ(seen_["r1"].exited->exit->stopped_for, "cancelled");
+}
+
+TEST_F(RunnerTest, MaxRuntimeIsEnforced) {
+  ManualClock clock(SystemClock().NowMs());
+  Runner runner(Options(), clock);
+  StartOrder order = Order("r1", {"sleep", "30"});
+  order.max_runtime_ms = 60'000;
+  order.grace_ms = 1'000;
+  ASSERT_TRUE(runner.Start(order).has_value());
+  ASSERT_TRUE(WaitFor([&] {
+    Drain(runner);
+    return seen_["r1"].started.has_value();
+  }));
+  Drain(runner);
+  EXPECT_FALSE(seen_["r1"].exited.has_value());
+  clock.Advance(61'000);
+  ASSERT_TRUE(PollUntilExited(runner, "r1"));
+  EXPECT_EQ(seen_["r1"].exited->exit->signal, SIGTERM);
+  EXPECT_EQ(seen_["r1"].exited->exit->stopped_for, "max_runtime");
+}
+
+TEST_F(RunnerTest, LostShimIsReportedAndItsJobEnded) {
+  Runner runner(Options(), system_clock_);
+  ASSERT_TRUE(runner.Start(Order("r1", {"sleep", "30"})).has_value());
+  ASSERT_TRUE(WaitFor([&] {
+    Drain(runner);
+    return seen_["r1"].started.has_value();
+  }));
+  auto pid = ParsePidRecord(ReadWholeFile((runner.RunDir("r1") / "pid.json").string()).value());
+  ASSERT_TRUE(pid.has_value());
+  ASSERT_EQ(::kill(static_cast<pid_t>(pid->shim_pid), SIGKILL), 0);
+  ASSERT_TRUE(PollUntilExited(runner, "r1"));
+  const auto& exit = *seen_["r1"].exited->exit;
+  EXPECT_EQ(exit.exit_code, -1);
+  EXPECT_EQ(exit.start_error, "berth-shim lost; exit status unknown");
+  // The orphaned job was ended rather than left running unaccounted for.
+  EXPECT_TRUE(WaitFor([&] { return ProcessGone(pid->pid); }));
+}
+
+TEST_F(RunnerTest, CommandNotFoundExitsWithStartError) {
+  Runner runner(Options(), system_clock_);
+  ASSERT_TRUE(runner.Start(Order("r1", {"berth-no-such-command"})).has_value());
+  ASSERT_TRUE(PollUntilExited(runner, "r1"));
+  const auto& exit = *seen_["r1"].exited->exit;
+  EXPECT_EQ(exit.exit_code, 127);
+  EXPECT_NE(exit.start_error.find("No such file or directory"), std::string::npos);
+}
+
+TEST_F(RunnerTest, MissingShimIsAStartErrorNotAHang) {
+  RunnerOptions o = Options();
+  o.shim_path = dir_.path() / "no-such-shim";
+  Runner runner(o, system_clock_);
+  ASSERT_TRUE(runner.Start(Order("r1", {"true"})).has_value());
+  ASSERT_TRUE(PollUntilExited(runner, "r1"));
+  EXPECT_EQ(seen_["r1"].exited->exit->exit_code, 126);
+  EXPECT_NE(seen_["r1"].exited->exit->start_error.find("cannot start berth-shim"),
+            std::string::npos);
+}
+
+TEST_F(RunnerTest, RejectsRunIdsThatAreNotPlainNames) {
+  Runner runner(Options(), system_clock_);
+  for (const char* bad : {"", "../etc", ".hidden", "a/b"}) {
+    auto r = runner.Start(Order(bad, {"true"}));
+    ASSERT_FALSE(r.has_value()) << bad;
+    EXPECT_EQ(r.error().field, "run_id");
+  }
+}
+
+TEST_F(RunnerTest, LogsLargerThanAChunkArriveWholeAndInOrder) {
+  Runner runner(Options(), system_clock_);
+  // 200,000 bytes: more than three 64 KiB chunks.
+  ASSERT_TRUE(
+      runner.Start(Order("r1", {"sh", "-c", "head -c 200000 /dev/zero | tr '\\0' x"})).has_value());
+  ASSERT_TRUE(PollUntilExited(runner, "r1"));
+  EXPECT_EQ(seen_["r1"].log, std::string(200000, 'x'));
+  EXPECT_EQ(seen_["r1"].kinds.back(), RunEvent::Kind::kExited);
+}
+
+}  // namespace
+}  // namespace berth::agent
