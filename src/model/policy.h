@@ -1,0 +1,94 @@
+// The scheduling policy: pools, priority classes, tenants' hierarchical
+// queues and their quotas. Policy is data: versioned YAML that platform
+// admins apply, diff and roll back, and that every scheduling decision
+// records by version. Parsed and validated here; no I/O.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace berth::model {
+
+// What a quota counts. GPUs may be counted by model ("gpus/H100-80GB") or
+// over any model ("gpus"). Fractional GPUs count in milli-GPUs.
+enum class ResourceKind { kGpus, kGpuMemory, kCpu, kMemory };
+
+struct ResourceKey {
+  ResourceKind kind = ResourceKind::kGpus;
+  std::string gpu_model;  // only for kGpus; empty: any model
+  auto operator<=>(const ResourceKey&) const = default;
+};
+
+// "gpus", "gpus/H100-80GB", "gpu_memory", "cpu", "memory".
+std::string ResourceKeyName(const ResourceKey& key);
+std::optional<ResourceKey> ParseResourceKey(std::string_view name);
+
+// Amounts are exact integers in the unit of the resource: milli-GPUs for
+// kGpus (1000 = one whole GPU), bytes for kGpuMemory and kMemory, millicores
+// for kCpu.
+struct Quota {
+  std::int64_t guaranteed = 0;
+  // How far above `guaranteed` the queue may borrow idle capacity; nullopt:
+  // no limit beyond the cluster itself.
+  std::optional<std::int64_t> borrow_limit;
+  // Share of idle capacity relative to other borrowers (weighted fairness).
+  std::int64_t weight = 1;
+  // Part of `guaranteed` never lent to other queues, even while idle.
+  std::int64_t lending_limit = 0;
+};
+
+// What happens to a submission that would take the queue over its quota.
+enum class OverQuota { kBorrow, kWait, kReject };
+
+struct QueuePolicy {
+  std::string path;     // "vision/training": tenant first, then nested names
+  std::string tenant;   // first element of path
+  std::string parent;   // "" for a tenant's top-level queue
+  std::string kind = "training";   // training | inference | interactive
+  std::vector<std::string> pools;  // empty: every pool
+  std::map<ResourceKey, Quota> quota;
+  OverQuota over_quota = OverQuota::kBorrow;
+  // Jobs in this queue may be preempted unless they say otherwise.
+  bool preemptible_by_default = true;
+};
+
+struct Pool {
+  std::string name;
+  std::map<std::string, std::string> selector;  // node labels, all must match
+};
+
+struct PriorityClass {
+  std::string name;
+  std::int32_t value = 0;  // higher runs first and may preempt lower
+  bool preemptible = true;
+};
+
+struct Policy {
+  std::int64_t version = 0;  // assigned by the store when applied
+  std::vector<Pool> pools;
+  std::vector<PriorityClass> priority_classes;  // defaults: low, normal, high, critical
+  std::vector<QueuePolicy> queues;              // parents before children
+  std::int64_t usage_half_life_ms = 3'600'000;  // decay of historical usage
+  std::int64_t min_runtime_ms = 0;              // a job is not reclaimed before this
+
+  const QueuePolicy* FindQueue(std::string_view path) const;
+};
+
+// The policy of a fresh install: tenant "default" with queue "default", no
+// quota limits, the four default priority classes, one pool of every node.
+Policy DefaultPolicy();
+
+// Parses and validates a policy document. Unknown fields, duplicate names,
+// children guaranteeing more than their parent, unknown pools or priority
+// classes are errors naming the field path.
+Result<Policy> ParsePolicy(std::string_view yaml);
+std::string PolicyToYaml(const Policy& policy);
+
+}  // namespace berth::model
