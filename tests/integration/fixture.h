@@ -1,0 +1,49 @@
+// The GoogleTest side of the harness: a fixture that owns the test's temp
+// dir, keeps it (and prints the daemons' logs) when the test failed, and
+// small builders for job specs and CLI calls.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "integration/harness.h"
+
+namespace berth::it {
+
+// A job spec as JSON (which is YAML). `extra` is merged in at the top level.
+std::string JobSpecJson(const std::string& name, const std::vector<std::string>& command,
+                        int gpus = 0, const nlohmann::json& extra = nlohmann::json::object());
+
+// A shell command, as a job's argv.
+inline std::vector<std::string> Sh(const std::string& script) {
+  return {"sh", "-c", script};
+}
+
+// Owns the test's temp dir and the daemons it starts. When the test failed,
+// TearDown keeps the dir, saves the stacks of daemons still running (they may
+// be stuck) and prints the tails of their logs.
+class IntegrationTest : public ::testing::Test {
+ protected:
+  void TearDown() override;
+
+  // A berthd (not yet started) that lives until the end of the test.
+  Berthd& NewBerthd(BerthdOptions options);
+  // A started berth-agent for `berthd` (see StartAgent); lives until the end
+  // of the test unless killed.
+  Process& NewAgent(const Berthd& berthd, const std::filesystem::path& data_dir,
+                    const std::filesystem::path& simulate, const std::string& log_name);
+
+  // Runs the real `berth` CLI against `berthd`.
+  CommandResult Cli(const Berthd& berthd, const std::vector<std::string>& args) const;
+  // Writes a one-node simulated cluster file and returns its path.
+  std::filesystem::path WriteCluster(const std::string& node = "it-node", int gpus = 8) const;
+
+  TempDir dir_;  // destroyed last: it reaps whatever the daemons left behind
+  std::vector<std::unique_ptr<Berthd>> berthds_;
+  std::vector<std::unique_ptr<Process>> agents_;
+};
+
+}  // namespace berth::it

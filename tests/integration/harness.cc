@@ -1,0 +1,451 @@
+#include "integration/harness.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;  // NOLINT: POSIX
+
+namespace berth::it {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::atomic<int> g_counter{0};
+
+std::string Errno() {
+  return std::strerror(errno);
+}  // NOLINT(concurrency-mt-unsafe)
+
+// Whether `p` is `dir` or lies under it.
+bool IsUnder(const std::string& p, const std::string& dir) {
+  return p == dir || (p.size() > dir.size() && p.starts_with(dir) && p[dir.size()] == '/');
+}
+
+std::vector<pid_t> ProcessesUnder(const std::string& dir) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  pid_t self = ::getpid();
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    pid_t pid = std::stoi(name);
+    if (pid == self) continue;
+    std::error_code link_ec;
+    auto cwd = fs::read_symlink(entry.path() / "cwd", link_ec);
+    bool match = !link_ec && IsUnder(cwd.string(), dir);
+    if (!match) {
+      std::string cmdline = ReadFile(entry.path() / "cmdline");
+      match = cmdline.find(dir) != std::string::npos;
+    }
+    if (match) out.push_back(pid);
+  }
+  return out;
+}
+
+}  // namespace
+
+fs::path BinDir() {
+  if (const char* dir = std::getenv("BERTH_BIN_DIR"); dir != nullptr && *dir != '\0') {
+    return dir;
+  }
+  std::error_code ec;
+  auto self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::current_path() : self.parent_path();
+}
+
+TempDir::TempDir(std::string_view prefix) {
+  const char* tmp = std::getenv("TMPDIR");
+  fs::path base = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+  std::string templ = (base / fmt::format("{}-XXXXXX", prefix)).string();
+  if (::mkdtemp(templ.data()) == nullptr) {
+    throw std::runtime_error(fmt::format("mkdtemp {}: {}", templ, Errno()));
+  }
+  // Resolved, so it matches what /proc/PID/cwd shows.
+  path_ = fs::canonical(templ);
+}
+
+TempDir::~TempDir() {
+  KillProcessesUnder(path_);
+  if (keep_) {
+    std::cerr << "[ kept     ] " << path_.string() << '\n';
+    return;
+  }
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+int KillProcessesUnder(const fs::path& dir, Ms timeout) {
+  int killed = 0;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto pids = ProcessesUnder(dir.string());
+    if (pids.empty()) return killed;
+    for (pid_t pid : pids) {
+      if (::kill(pid, SIGKILL) == 0) ++killed;
+    }
+    if (std::chrono::steady_clock::now() > deadline) return killed;
+    std::this_thread::sleep_for(20ms);
+  }
+}
+
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw std::runtime_error("socket: " + Errno());
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+  auto* sa = reinterpret_cast<sockaddr*>(&addr);
+  if (::bind(fd, sa, sizeof addr) != 0 || ::getsockname(fd, sa, &len) != 0) {
+    ::close(fd);
+    throw std::runtime_error("bind/getsockname: " + Errno());
+  }
+  int port = ntohs(addr.sin_port);
+  ::close(fd);
+  return port;
+}
+
+bool WaitFor(const std::function<bool()>& ready, Ms timeout, Ms interval) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (ready()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(interval);
+  }
+}
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return std::move(text).str();
+}
+
+void WriteFile(const fs::path& path, std::string_view text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  if (!out) throw std::runtime_error("cannot write " + path.string());
+}
+
+// --- Process ---
+
+Process::Process(const fs::path& binary, std::vector<std::string> args, const fs::path& log,
+                 const std::map<std::string, std::string>& env, const fs::path& err)
+    : log_(log) {
+  std::map<std::string, std::string> merged;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string_view::npos) merged[std::string(kv.substr(0, eq))] = kv.substr(eq + 1);
+  }
+  for (const auto& [k, v] : env) merged[k] = v;
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : merged) env_strings.push_back(k + "=" + v);
+
+  args.insert(args.begin(), binary.string());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&files, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (err.empty()) {
+    posix_spawn_file_actions_adddup2(&files, 1, 2);
+  } else {
+    posix_spawn_file_actions_addopen(&files, 2, err.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  }
+  int rc = ::posix_spawn(&pid_, binary.c_str(), &files, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&files);
+  if (rc != 0) {
+    pid_ = -1;
+    throw std::runtime_error(
+        fmt::format("cannot start {}: {}", binary.string(), std::strerror(rc)));  // NOLINT
+  }
+}
+
+Process::~Process() {
+  if (pid_ > 0 && !status_) {
+    ::kill(pid_, SIGKILL);
+    (void)Wait(10s);
+  }
+}
+
+bool Process::running() {
+  return !Wait(0ms).has_value();
+}
+
+void Process::Kill(int sig) {
+  if (pid_ > 0 && !status_) ::kill(pid_, sig);
+}
+
+std::optional<int> Process::Wait(Ms timeout) {
+  if (status_) return status_;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    int st = 0;
+    pid_t r = ::waitpid(pid_, &st, WNOHANG);
+    if (r == pid_) {
+      status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      return status_;
+    }
+    if (r < 0 && errno != EINTR) {
+      status_ = -1;
+      return status_;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(5ms);
+  }
+}
+
+CommandResult RunCommand(const fs::path& binary, const std::vector<std::string>& args,
+                         const fs::path& dir, Ms timeout) {
+  int n = g_counter.fetch_add(1);
+  fs::path out = dir / fmt::format("cmd-{}-{}.out", binary.filename().string(), n);
+  fs::path err = dir / fmt::format("cmd-{}-{}.err", binary.filename().string(), n);
+  CommandResult result;
+  {
+    Process p(binary, args, out, {}, err);
+    auto code = p.Wait(timeout);
+    result.exit_code = code.value_or(-1);
+  }
+  result.out = ReadFile(out);
+  result.err = ReadFile(err);
+  return result;
+}
+
+// --- Http ---
+
+namespace {
+
+Reply ToReply(const httplib::Result& res) {
+  Reply r;
+  if (!res) return r;
+  r.status = res->status;
+  r.text = res->body;
+  r.body = json::parse(res->body, nullptr, false);
+  if (r.body.is_discarded()) r.body = nullptr;
+  return r;
+}
+
+httplib::Client MakeClient(int port, Ms timeout) {
+  httplib::Client cli("127.0.0.1", port);
+  auto s = std::chrono::duration_cast<std::chrono::seconds>(timeout);
+  auto us = std::chrono::duration_cast<std::chrono::microseconds>(timeout - s);
+  cli.set_connection_timeout(s.count(), us.count());
+  cli.set_read_timeout(s.count(), us.count());
+  cli.set_write_timeout(s.count(), us.count());
+  return cli;
+}
+
+}  // namespace
+
+Reply Http::Get(const std::string& path) const {
+  auto cli = MakeClient(port_, timeout_);
+  return ToReply(cli.Get(path));
+}
+
+Reply Http::Post(const std::string& path, const std::string& body,
+                 const std::string& content_type) const {
+  auto cli = MakeClient(port_, timeout_);
+  return ToReply(cli.Post(path, body, content_type));
+}
+
+// --- Berthd ---
+
+BerthdOptions AllInOne(std::vector<std::string> extra_args) {
+  BerthdOptions o;
+  o.extra_args = std::move(extra_args);
+  return o;
+}
+
+BerthdOptions ControlPlaneOnly(std::vector<std::string> extra_args) {
+  BerthdOptions o = AllInOne(std::move(extra_args));
+  o.all_in_one = false;
+  return o;
+}
+
+Berthd::Berthd(const TempDir& dir, BerthdOptions options)
+    : dir_(dir.path()),
+      data_dir_(dir.path() / "berthd"),
+      options_(std::move(options)),
+      api_port_(FreePort()),
+      agent_port_(FreePort()),
+      http_(api_port_) {}
+
+Berthd::~Berthd() {
+  if (process_) Kill();
+}
+
+std::string Berthd::url() const {
+  return fmt::format("http://127.0.0.1:{}", api_port_);
+}
+
+std::string Berthd::agent_address() const {
+  return fmt::format("127.0.0.1:{}", agent_port_);
+}
+
+std::string Berthd::log() const {
+  return ReadFile(dir_ / "berthd.log");
+}
+
+bool Berthd::Start(Ms timeout) {
+  std::vector<std::string> args;
+  if (options_.all_in_one) args.emplace_back("--all-in-one");
+  args.insert(args.end(),
+              {"--data-dir", data_dir_.string(), "--listen", fmt::format("127.0.0.1:{}", api_port_),
+               "--agent-listen", agent_address()});
+  if (!options_.simulate.empty())
+    args.insert(args.end(), {"--simulate", options_.simulate.string()});
+  args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
+  ++starts_;
+  {
+    std::ofstream marker(dir_ / "berthd.log", std::ios::app);
+    marker << fmt::format("==== harness: berthd start #{} ====\n", starts_);
+  }
+  fs::path binary = options_.binary.empty() ? BinDir() / "berthd" : options_.binary;
+  process_ = std::make_unique<Process>(binary, args, dir_ / "berthd.log");
+  return WaitFor([&] { return !process_->running() || http_.Get("/healthz").status == 200; },
+                 timeout) &&
+         process_->running();
+}
+
+void Berthd::Kill() {
+  if (!process_) return;
+  process_->Kill(SIGKILL);
+  (void)process_->Wait(10s);
+  process_.reset();
+}
+
+void Berthd::Stop() {
+  if (!process_) return;
+  process_->Kill(SIGTERM);
+  if (!process_->Wait(20s)) process_->Kill(SIGKILL);
+  process_.reset();
+}
+
+bool Berthd::running() const {
+  return process_ != nullptr && process_->running();
+}
+
+pid_t Berthd::pid() const {
+  return running() ? process_->pid() : -1;
+}
+
+json Berthd::Job(std::int64_t id) const {
+  auto r = http_.Get(fmt::format("/v1/jobs/{}", id));
+  return r.status == 200 ? r.body : json(nullptr);
+}
+
+json Berthd::Jobs() const {
+  auto r = http_.Get("/v1/jobs?limit=10000");
+  return r.status == 200 && r.body.contains("jobs") ? r.body["jobs"] : json(nullptr);
+}
+
+json Berthd::Nodes() const {
+  auto r = http_.Get("/v1/nodes");
+  return r.status == 200 && r.body.contains("nodes") ? r.body["nodes"] : json(nullptr);
+}
+
+std::string Berthd::JobState(std::int64_t id) const {
+  auto job = Job(id);
+  return job.is_object() ? job.value("state", "") : "";
+}
+
+std::int64_t Berthd::Submit(const std::string& spec, std::string* error) const {
+  auto r = http_.Post("/v1/jobs", spec);
+  if (r.status == 201 && r.body.is_object()) return r.body.value("id", std::int64_t{0});
+  if (error != nullptr) *error = fmt::format("HTTP {}: {}", r.status, r.text);
+  return 0;
+}
+
+bool Berthd::WaitForState(std::int64_t id, const std::string& state, Ms timeout) const {
+  return WaitFor([&] { return JobState(id) == state; }, timeout);
+}
+
+bool Berthd::WaitForTerminal(std::int64_t id, Ms timeout) const {
+  return WaitFor(
+      [&] {
+        auto s = JobState(id);
+        return s == "Succeeded" || s == "Failed" || s == "Cancelled";
+      },
+      timeout);
+}
+
+bool Berthd::WaitForNode(const std::string& state, Ms timeout, const std::string& node) const {
+  return WaitFor(
+      [&] {
+        auto nodes = Nodes();
+        if (!nodes.is_array() || nodes.empty()) return false;
+        bool found = false;
+        for (const auto& n : nodes) {
+          if (!node.empty() && n.value("name", "") != node) continue;
+          found = true;
+          if (n.value("state", "") != state) return false;
+        }
+        return found;
+      },
+      timeout);
+}
+
+std::unique_ptr<Process> StartAgent(const TempDir& dir, const Berthd& berthd,
+                                    const fs::path& data_dir, const fs::path& simulate,
+                                    const std::string& log_name) {
+  {
+    std::ofstream marker(dir / log_name, std::ios::app);
+    marker << "==== harness: berth-agent start ====\n";
+  }
+  return std::make_unique<Process>(
+      BinDir() / "berth-agent",
+      std::vector<std::string>{"--server", berthd.agent_address(), "--data-dir", data_dir.string(),
+                               "--simulate", simulate.string()},
+      dir / log_name);
+}
+
+int CountEvents(const json& job, const std::string& event) {
+  int n = 0;
+  if (!job.is_object() || !job.contains("timeline")) return 0;
+  for (const auto& e : job["timeline"]) {
+    if (e.value("event", "") == event) ++n;
+  }
+  return n;
+}
+
+bool ProcessAlive(pid_t pid) {
+  return pid > 0 && ::kill(pid, 0) == 0;
+}
+
+void DumpStacks(pid_t pid, const fs::path& out) {
+  fs::path gdb = "/usr/bin/gdb";
+  std::error_code ec;
+  if (pid <= 0 || !fs::exists(gdb, ec)) return;
+  Process p(gdb, {"-p", std::to_string(pid), "-batch", "-ex", "thread apply all bt"}, out);
+  if (!p.Wait(60s)) p.Kill(SIGKILL);
+}
+
+}  // namespace berth::it
