@@ -56,9 +56,12 @@ class ApiClient {
   Status Stream(const std::string& path, const Sink& sink, bool long_lived);
 
   const ServerUrl& url() const { return url_; }
+  // Sent as X-Berth-User on every request when not empty.
+  void set_user(std::string user) { user_ = std::move(user); }
 
  private:
   ServerUrl url_;
+  std::string user_;
   std::unique_ptr<httplib::Client> http_;
 };
 

@@ -31,21 +31,27 @@ int ExitCodeFor(const Error& error) {
   return error.code == Code::kUnavailable ? kExitUnavailable : kExitError;
 }
 
-Result<std::string> ReadSpec(const std::string& path, std::istream& in) {
+// Reads a document (`what`: "job spec", "policy") from a file or, for "-",
+// from stdin.
+Result<std::string> ReadSpec(const std::string& path, std::istream& in,
+                             std::string_view what = "job spec") {
   std::ostringstream text;
   if (path == "-") {
     text << in.rdbuf();
-    if (in.bad()) return berth::Fail(Code::kInvalidArgument, "cannot read the job spec from stdin");
+    if (in.bad()) {
+      return berth::Fail(Code::kInvalidArgument,
+                         fmt::format("cannot read the {} from stdin", what));
+    }
   } else {
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec)) {
       return berth::Fail(Code::kInvalidArgument,
-                         fmt::format("cannot read job spec '{}': it is a directory", path));
+                         fmt::format("cannot read {} '{}': it is a directory", what, path));
     }
     std::ifstream file(path, std::ios::binary);
     if (!file) {
       char buf[128];
-      return berth::Fail(Code::kInvalidArgument, fmt::format("cannot read job spec '{}': {}", path,
+      return berth::Fail(Code::kInvalidArgument, fmt::format("cannot read {} '{}': {}", what, path,
                                                              strerror_r(errno, buf, sizeof(buf))));
     }
     text << file.rdbuf();
@@ -53,7 +59,7 @@ Result<std::string> ReadSpec(const std::string& path, std::istream& in) {
   std::string spec = std::move(text).str();
   if (spec.find_first_not_of(" \t\r\n") == std::string::npos) {
     return berth::Fail(Code::kInvalidArgument,
-                       fmt::format("job spec '{}' is empty", path == "-" ? "<stdin>" : path));
+                       fmt::format("{} '{}' is empty", what, path == "-" ? "<stdin>" : path));
   }
   return spec;
 }
@@ -140,6 +146,79 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
   auto* gpus = app.add_subcommand("gpus", "list every GPU and the job holding it");
   actions[gpus] = [&](ApiClient& api, const Output& out) { return ListGpus(api, out); };
 
+  // berth policy show|versions|apply|diff|rollback
+  auto* policy = app.add_subcommand(
+      "policy", "show, apply, diff and roll back the scheduling policy (docs/policy.md)");
+  policy->require_subcommand(1);
+  std::int64_t policy_version = 0;
+  std::int64_t diff_to = 0;
+  bool policy_yaml = false;
+  std::string policy_comment;
+  std::string policy_path;
+  std::string policy_text;
+
+  auto* policy_show = policy->add_subcommand("show", "the active policy, or one version");
+  auto* show_version = policy_show->add_option("VERSION", policy_version, "a version number")
+                           ->check(CLI::PositiveNumber);
+  policy_show->add_flag("--yaml", policy_yaml, "print the YAML exactly as applied");
+  actions[policy_show] = [&](ApiClient& api, const Output& out) {
+    return ShowPolicy(api, show_version->count() > 0 ? std::optional(policy_version) : std::nullopt,
+                      policy_yaml, out);
+  };
+
+  auto* policy_versions = policy->add_subcommand("versions", "every version, oldest first");
+  actions[policy_versions] = [&](ApiClient& api, const Output& out) {
+    return ListPolicyVersions(api, out);
+  };
+
+  auto* policy_apply = policy->add_subcommand("apply", "make a policy file the new version");
+  policy_apply->add_option("FILE", policy_path, "policy YAML; - reads stdin")->required();
+  policy_apply->add_option("--comment", policy_comment, "why, for the version list");
+  checks[policy_apply] = [&] {
+    auto read = ReadSpec(policy_path, env.in, "policy");
+    if (!read) return PrintError(env, kExitError, FormatError(read.error()));
+    policy_text = std::move(*read);
+    return kExitOk;
+  };
+  actions[policy_apply] = [&](ApiClient& api, const Output& out) {
+    return ApplyPolicy(api, policy_text, policy_comment, out);
+  };
+
+  auto* policy_diff = policy->add_subcommand(
+      "diff",
+      "what changed: no versions, the active one against the one before; A, A against "
+      "the active one; A B, A against B; -f FILE, the active one against FILE");
+  auto* diff_from_opt =
+      policy_diff->add_option("A", policy_version, "the older version")->check(CLI::PositiveNumber);
+  auto* diff_to_opt =
+      policy_diff->add_option("B", diff_to, "the newer version")->check(CLI::PositiveNumber);
+  auto* diff_file_opt = policy_diff->add_option(
+      "-f,--file", policy_path, "preview a policy file against the active one (applies nothing)");
+  diff_file_opt->excludes(diff_from_opt)->excludes(diff_to_opt);
+  checks[policy_diff] = [&] {
+    if (diff_file_opt->count() == 0) return kExitOk;
+    auto read = ReadSpec(policy_path, env.in, "policy");
+    if (!read) return PrintError(env, kExitError, FormatError(read.error()));
+    policy_text = std::move(*read);
+    return kExitOk;
+  };
+  actions[policy_diff] = [&](ApiClient& api, const Output& out) {
+    if (diff_file_opt->count() > 0) return PreviewPolicy(api, policy_text, out);
+    return DiffPolicy(api,
+                      diff_from_opt->count() > 0 ? std::optional(policy_version) : std::nullopt,
+                      diff_to_opt->count() > 0 ? std::optional(diff_to) : std::nullopt, out);
+  };
+
+  auto* policy_rollback =
+      policy->add_subcommand("rollback", "apply an older version's text again, as a new version");
+  policy_rollback->add_option("VERSION", policy_version, "the version to restore")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  policy_rollback->add_option("--comment", policy_comment, "why (default: rollback to vN)");
+  actions[policy_rollback] = [&](ApiClient& api, const Output& out) {
+    return RollbackPolicy(api, policy_version, policy_comment, out);
+  };
+
   version_cmd = app.add_subcommand("version", "print the CLI's version");
 
   std::vector<const char*> argv;
@@ -154,6 +233,8 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
   }
 
   const CLI::App* chosen = app.get_subcommands().front();
+  // `berth policy show`: the action belongs to the innermost command.
+  while (!chosen->get_subcommands().empty()) chosen = chosen->get_subcommands().front();
   Output output{env.out, output_flag == "json" ? OutputFormat::kJson : OutputFormat::kTable,
                 env.clock};
   if (chosen == version_cmd) {
@@ -168,6 +249,7 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
   auto url = ParseServerUrl(server);
   if (!url) return PrintError(env, kExitUsage, FormatError(url.error()));
   ApiClient api(std::move(*url));
+  if (env.user) api.set_user(*env.user);
   if (auto status = actions.at(chosen)(api, output); !status) {
     return PrintError(env, ExitCodeFor(status.error()), FormatError(status.error()));
   }

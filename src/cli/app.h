@@ -28,6 +28,9 @@ struct Environment {
   std::ostream& err;
   std::optional<std::string> server;  // $BERTH_SERVER
   const Clock& clock;
+  // $USER, sent as X-Berth-User so berthd can say who applied a policy or
+  // cancelled a job.
+  std::optional<std::string> user = std::nullopt;
 };
 
 // `args` is the full argv, program name first.

@@ -151,6 +151,86 @@ Status ListGpus(ApiClient& api, const Output& output) {
   return Ok();
 }
 
+Status ShowPolicy(ApiClient& api, std::optional<std::int64_t> version, bool yaml,
+                  const Output& output) {
+  auto policy = api.Get(version ? fmt::format("/v1/policy/versions/{}", *version) : "/v1/policy");
+  if (!policy) return std::unexpected(policy.error());
+  if (yaml) {
+    std::string text = Text(*policy, "yaml");
+    output.out << text;
+    if (!text.ends_with('\n')) output.out << '\n';
+  } else if (output.format == OutputFormat::kJson) {
+    PrintJson(output, *policy);
+  } else {
+    output.out << RenderPolicy(*policy, output.clock.NowMs());
+  }
+  return Ok();
+}
+
+Status ListPolicyVersions(ApiClient& api, const Output& output) {
+  auto versions = api.Get("/v1/policy/versions");
+  if (!versions) return std::unexpected(versions.error());
+  if (output.format == OutputFormat::kJson) {
+    PrintJson(output, *versions);
+  } else {
+    output.out << RenderPolicyVersions(*versions, output.clock.NowMs());
+  }
+  return Ok();
+}
+
+Status ApplyPolicy(ApiClient& api, const std::string& yaml, const std::string& comment,
+                   const Output& output) {
+  auto applied =
+      api.Post("/v1/policy" + QueryString({{"comment", comment}}), yaml, "application/yaml");
+  if (!applied) return std::unexpected(applied.error());
+  if (output.format == OutputFormat::kJson) {
+    PrintJson(output, *applied);
+  } else {
+    output.out << fmt::format("policy v{} applied; see what changed with: berth policy diff\n",
+                              IntText(*applied, "version"));
+  }
+  return Ok();
+}
+
+Status DiffPolicy(ApiClient& api, std::optional<std::int64_t> from, std::optional<std::int64_t> to,
+                  const Output& output) {
+  auto diff = api.Get("/v1/policy/diff" + QueryString({{"from", from ? std::to_string(*from) : ""},
+                                                       {"to", to ? std::to_string(*to) : ""}}));
+  if (!diff) return std::unexpected(diff.error());
+  if (output.format == OutputFormat::kJson) {
+    PrintJson(output, *diff);
+  } else {
+    output.out << RenderPolicyDiff(*diff);
+  }
+  return Ok();
+}
+
+Status PreviewPolicy(ApiClient& api, const std::string& yaml, const Output& output) {
+  auto diff = api.Post("/v1/policy?dry_run=true", yaml, "application/yaml");
+  if (!diff) return std::unexpected(diff.error());
+  if (output.format == OutputFormat::kJson) {
+    PrintJson(output, *diff);
+  } else {
+    output.out << RenderPolicyDiff(*diff);
+  }
+  return Ok();
+}
+
+Status RollbackPolicy(ApiClient& api, std::int64_t version, const std::string& comment,
+                      const Output& output) {
+  auto applied = api.Post(
+      "/v1/policy/rollback" + QueryString({{"to", std::to_string(version)}, {"comment", comment}}),
+      "", "application/json");
+  if (!applied) return std::unexpected(applied.error());
+  if (output.format == OutputFormat::kJson) {
+    PrintJson(output, *applied);
+  } else {
+    output.out << fmt::format("policy v{} applied: rollback to v{}\n", IntText(*applied, "version"),
+                              version);
+  }
+  return Ok();
+}
+
 void PrintVersion(const Output& output) {
   if (output.format == OutputFormat::kJson) {
     PrintJson(output, json{{"version", Version()}});

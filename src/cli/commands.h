@@ -45,4 +45,23 @@ Status ListNodes(ApiClient& api, const Output& output);
 Status ListGpus(ApiClient& api, const Output& output);
 void PrintVersion(const Output& output);
 
+// --- berth policy ---
+// The active policy (or `version`): a header and the queue table; with
+// `yaml`, the policy text exactly as applied (for editing and re-applying).
+Status ShowPolicy(ApiClient& api, std::optional<std::int64_t> version, bool yaml,
+                  const Output& output);
+Status ListPolicyVersions(ApiClient& api, const Output& output);
+// `yaml` is sent as is; berthd validates it.
+Status ApplyPolicy(ApiClient& api, const std::string& yaml, const std::string& comment,
+                   const Output& output);
+// No versions: the active one against the one before. `from` only: `from`
+// against the active one.
+Status DiffPolicy(ApiClient& api, std::optional<std::int64_t> from, std::optional<std::int64_t> to,
+                  const Output& output);
+// What applying `yaml` would change (or why it would be refused), applying
+// nothing.
+Status PreviewPolicy(ApiClient& api, const std::string& yaml, const Output& output);
+Status RollbackPolicy(ApiClient& api, std::int64_t version, const std::string& comment,
+                      const Output& output);
+
 }  // namespace berth::cli

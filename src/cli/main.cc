@@ -15,6 +15,9 @@ int main(int argc, char** argv) {
   // Read once at startup, before any thread exists.
   const char* value = std::getenv("BERTH_SERVER");  // NOLINT(concurrency-mt-unsafe)
   if (value != nullptr && *value != '\0') server = value;
+  std::optional<std::string> user;
+  const char* login = std::getenv("USER");  // NOLINT(concurrency-mt-unsafe)
+  if (login != nullptr && *login != '\0') user = login;
   berth::SystemClock clock;
-  return berth::cli::RunCli(args, {std::cin, std::cout, std::cerr, server, clock});
+  return berth::cli::RunCli(args, {std::cin, std::cout, std::cerr, server, clock, user});
 }

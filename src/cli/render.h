@@ -28,4 +28,19 @@ std::string GpuHolder(const nlohmann::json& gpu);
 // "2x4": replicas x GPUs per replica; replicas default to 1 as in the spec.
 std::string JobGpus(const nlohmann::json& job);
 
+// GET /v1/policy (or /v1/policy/versions/{v}): who applied it, when and why,
+// then QUEUE KIND POOLS RESOURCE GUARANTEED BORROW-LIMIT WEIGHT LENDING-LIMIT.
+std::string RenderPolicy(const nlohmann::json& version, std::int64_t now_ms);
+
+// GET /v1/policy/versions: VERSION ACTIVE APPLIED BY COMMENT.
+std::string RenderPolicyVersions(const nlohmann::json& response, std::int64_t now_ms);
+
+// GET /v1/policy/diff: the unified diff, then a summary of queue and quota
+// changes in words.
+std::string RenderPolicyDiff(const nlohmann::json& response);
+
+// A quota amount in the unit people write: "2" or "0.5" GPUs, "80Gi", "16"
+// or "1500m" CPUs; "none" for null (no limit).
+std::string QuotaAmount(std::string_view resource, const nlohmann::json& amount);
+
 }  // namespace berth::cli

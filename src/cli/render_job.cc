@@ -113,6 +113,8 @@ std::string RenderJob(const json& job, std::int64_t now_ms) {
   Line(out, "Job", fmt::format("{} ({})", IntText(job, "id"), FirstOf(job, "name")));
   Line(out, "Tenant/Queue", FirstOf(job, "tenant") + "/" + FirstOf(job, "queue"));
   Line(out, "State", StateWithReason(job));
+  // The scheduling policy version it was placed under (docs/policy.md).
+  if (auto policy = Int(job, "policy_version")) Line(out, "Policy", fmt::format("v{}", *policy));
   Line(out, "Exit", FormatExit(Int(job, "exit_code"), Int(job, "signal")));
   Line(out, "Command", Command(spec));
   if (std::string dir = Text(spec, "working_dir"); dir != "-" && !dir.empty()) {

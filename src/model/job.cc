@@ -12,9 +12,14 @@
 namespace berth::model {
 namespace {
 
-constexpr std::array<std::string_view, 11> kTopFields{
-    "name",        "tenant",   "queue",     "command",  "args",       "env",
-    "working_dir", "replicas", "resources", "priority", "max_runtime"};
+constexpr std::array<std::string_view, 16> kTopFields{
+    "name",          "tenant",      "queue",     "command",  "args",        "env",
+    "working_dir",   "replicas",    "resources", "priority", "max_runtime", "preemptible",
+    "node_selector", "tolerations", "pool",      "topology"};
+constexpr std::array<std::string_view, 3> kTolerationFields{"key", "value", "effect"};
+constexpr std::array<std::string_view, 2> kTopologyFields{"one_node", "nvlink_island"};
+constexpr std::size_t kMaxSelectorEntries = 64;
+constexpr std::size_t kMaxTolerations = 64;
 constexpr std::array<std::string_view, 5> kResourceFields{"gpus", "gpu_model", "gpu_memory", "cpu",
                                                           "memory"};
 
@@ -170,6 +175,8 @@ Status ParseResources(const YAML::Node& node, Resources& r) {
   return Ok();
 }
 
+Status ParsePlacement(const YAML::Node& root, JobSpec& spec);
+
 Status ParseInto(const YAML::Node& root, JobSpec& spec) {
   if (!root.IsMap()) {
     return InvalidField("", "a job spec must be a YAML mapping with at least name and command");
@@ -195,10 +202,22 @@ Status ParseInto(const YAML::Node& root, JobSpec& spec) {
     if (auto n = root[key]) {
       auto v = ScalarString(n, key);
       if (!v) return std::unexpected(v.error());
-      if (v->size() > kMaxNameLength || !ValidName(*v)) {
-        return InvalidField(key, fmt::format("'{}' is not a valid {} name (lower-case letters, "
-                                             "digits, '-', '_', '.'; at most {} characters)",
-                                             *v, key, kMaxNameLength));
+      // A queue may be nested: "training/nlp" is the queue <tenant>/training/nlp
+      // of the policy (docs/policy.md). Each part is a name of its own.
+      bool nested = std::string_view(key) == "queue";
+      bool valid = !v->empty();
+      for (std::size_t start = 0; valid && start <= v->size();) {
+        std::size_t slash = nested ? v->find('/', start) : v->npos;
+        std::string part = v->substr(start, slash == v->npos ? v->npos : slash - start);
+        valid = part.size() <= kMaxNameLength && ValidName(part);
+        start = slash == v->npos ? v->size() + 1 : slash + 1;
+      }
+      if (!valid) {
+        return InvalidField(key,
+                            fmt::format("'{}' is not a valid {} name (lower-case letters, "
+                                        "digits, '-', '_', '.'; at most {} characters{})",
+                                        *v, key, kMaxNameLength,
+                                        nested ? " per part; a nested queue is parent/child" : ""));
       }
       *target = *v;
     }
@@ -289,6 +308,108 @@ Status ParseInto(const YAML::Node& root, JobSpec& spec) {
     if (*ms <= 0) return InvalidField("max_runtime", "must be longer than zero; omit it for none");
     spec.max_runtime_ms = *ms;
   }
+  return ParsePlacement(root, spec);
+}
+
+Result<bool> ScalarBool(const YAML::Node& node, const std::string& field) {
+  if (node.IsScalar() && (node.Scalar() == "true" || node.Scalar() == "false")) {
+    return node.Scalar() == "true";
+  }
+  return InvalidField(field, "must be true or false");
+}
+
+// The optional placement fields: preemptible, node_selector, tolerations,
+// pool, topology.
+Status ParsePlacement(const YAML::Node& root, JobSpec& spec) {
+  if (auto n = root["preemptible"]) {
+    auto v = ScalarBool(n, "preemptible");
+    if (!v) return std::unexpected(v.error());
+    spec.preemptible = *v;
+  }
+  if (auto n = root["node_selector"]) {
+    if (!n.IsMap()) return InvalidField("node_selector", "must be a mapping of label: value");
+    if (n.size() > kMaxSelectorEntries) {
+      return InvalidField("node_selector",
+                          fmt::format("at most {} labels are allowed", kMaxSelectorEntries));
+    }
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      if (!it->first.IsScalar() || it->first.Scalar().empty() || !it->second.IsScalar()) {
+        return InvalidField("node_selector", "labels and values must be non-empty strings");
+      }
+      spec.node_selector[it->first.Scalar()] = it->second.Scalar();
+    }
+  }
+  if (auto n = root["tolerations"]) {
+    if (!n.IsSequence()) {
+      return InvalidField("tolerations", "must be a list of {key, value, effect}");
+    }
+    if (n.size() > kMaxTolerations) {
+      return InvalidField("tolerations",
+                          fmt::format("at most {} tolerations are allowed", kMaxTolerations));
+    }
+    for (std::size_t i = 0; i < n.size(); ++i) {
+      std::string f = fmt::format("tolerations[{}]", i);
+      if (!n[i].IsMap()) return InvalidField(f, "must be a mapping {key, value, effect}");
+      BERTH_RETURN_IF_ERROR(CheckKnownFields(n[i], kTolerationFields, f + "."));
+      Toleration t;
+      if (!n[i]["key"]) return InvalidField(f + ".key", "is required");
+      auto key = ScalarString(n[i]["key"], f + ".key");
+      if (!key) return std::unexpected(key.error());
+      if (key->empty()) return InvalidField(f + ".key", "must not be empty");
+      t.key = *key;
+      if (auto v = n[i]["value"]) {
+        auto s = ScalarString(v, f + ".value");
+        if (!s) return std::unexpected(s.error());
+        t.value = *s;
+      }
+      if (auto v = n[i]["effect"]) {
+        auto s = ScalarString(v, f + ".effect");
+        if (!s) return std::unexpected(s.error());
+        if (*s != "NoSchedule" && *s != "PreferNoSchedule") {
+          return InvalidField(f + ".effect",
+                              fmt::format("'{}' is not NoSchedule or PreferNoSchedule", *s));
+        }
+        t.effect = *s;
+      }
+      spec.tolerations.push_back(std::move(t));
+    }
+  }
+  if (auto n = root["pool"]) {
+    auto v = ScalarString(n, "pool");
+    if (!v) return std::unexpected(v.error());
+    if (v->size() > kMaxNameLength || !ValidName(*v)) {
+      return InvalidField("pool", fmt::format("'{}' is not a valid pool name", *v));
+    }
+    spec.pool = *v;
+  }
+  if (auto n = root["topology"]) {
+    if (!n.IsMap()) {
+      return InvalidField("topology", "must be a mapping, e.g. {one_node: true}");
+    }
+    BERTH_RETURN_IF_ERROR(CheckKnownFields(n, kTopologyFields, "topology."));
+    if (auto v = n["one_node"]) {
+      auto b = ScalarBool(v, "topology.one_node");
+      if (!b) return std::unexpected(b.error());
+      spec.topology.one_node = *b;
+    }
+    if (auto v = n["nvlink_island"]) {
+      auto s = ScalarString(v, "topology.nvlink_island");
+      if (!s) return std::unexpected(s.error());
+      if (*s == "none") {
+        spec.topology.nvlink_island = NvlinkIsland::kNone;
+      } else if (*s == "prefer") {
+        spec.topology.nvlink_island = NvlinkIsland::kPrefer;
+      } else if (*s == "require") {
+        spec.topology.nvlink_island = NvlinkIsland::kRequire;
+      } else {
+        return InvalidField("topology.nvlink_island",
+                            fmt::format("'{}' is not none, prefer or require", *s));
+      }
+    }
+    if (spec.topology.nvlink_island != NvlinkIsland::kNone && spec.resources.gpus == 0) {
+      return InvalidField("topology.nvlink_island", "needs resources.gpus of at least 1");
+    }
+  }
   return Ok();
 }
 
@@ -327,6 +448,18 @@ std::string_view PriorityName(Priority p) {
       return "critical";
   }
   return "normal";
+}
+
+std::string_view NvlinkIslandName(NvlinkIsland n) {
+  switch (n) {
+    case NvlinkIsland::kNone:
+      return "none";
+    case NvlinkIsland::kPrefer:
+      return "prefer";
+    case NvlinkIsland::kRequire:
+      return "require";
+  }
+  return "none";
 }
 
 std::optional<Priority> ParsePriority(std::string_view name) {

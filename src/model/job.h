@@ -24,6 +24,25 @@ struct Resources {
 
 enum class Priority { kLow, kNormal, kHigh, kCritical };
 
+// Lets a job onto nodes carrying a matching taint. An empty value matches any
+// value of the key; an empty effect matches any effect.
+struct Toleration {
+  std::string key;
+  std::string value;
+  std::string effect;  // "" | NoSchedule | PreferNoSchedule
+  bool operator==(const Toleration&) const = default;
+};
+
+enum class NvlinkIsland { kNone, kPrefer, kRequire };
+
+// Where the replicas may land relative to each other.
+struct Topology {
+  bool one_node = false;  // every replica on the same node
+  // kRequire: each replica's GPUs within one NVLink island; kPrefer: try to.
+  NvlinkIsland nvlink_island = NvlinkIsland::kNone;
+  bool operator==(const Topology&) const = default;
+};
+
 struct JobSpec {
   std::string name;
   std::string tenant = "default";
@@ -35,6 +54,12 @@ struct JobSpec {
   Resources resources;
   Priority priority = Priority::kNormal;
   std::int64_t max_runtime_ms = 0;  // 0: unlimited
+  // nullopt: from the priority class and the queue (preemptible by default).
+  std::optional<bool> preemptible{};
+  std::map<std::string, std::string> node_selector{};  // node labels, all must match
+  std::vector<Toleration> tolerations{};
+  std::string pool{};  // empty: any of the queue's pools
+  Topology topology{};
 };
 
 // Limits users see in validation errors; documented in docs/jobs.md.
@@ -50,6 +75,7 @@ inline constexpr std::size_t kMaxSpecBytes = 1 << 20;
 Result<JobSpec> ParseJobSpec(std::string_view text);
 
 std::string_view PriorityName(Priority p);
+std::string_view NvlinkIslandName(NvlinkIsland n);
 std::optional<Priority> ParsePriority(std::string_view name);
 
 enum class JobState { kPending, kScheduled, kRunning, kSucceeded, kFailed, kCancelled };

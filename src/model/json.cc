@@ -5,21 +5,33 @@ namespace berth::model {
 using nlohmann::json;
 
 json ToJson(const JobSpec& s) {
-  return json{{"name", s.name},
-              {"tenant", s.tenant},
-              {"queue", s.queue},
-              {"command", s.command},
-              {"env", s.env},
-              {"working_dir", s.working_dir},
-              {"replicas", s.replicas},
-              {"resources",
-               {{"gpus", s.resources.gpus},
-                {"gpu_model", s.resources.gpu_model},
-                {"gpu_memory_bytes", s.resources.gpu_memory_bytes},
-                {"cpu_millis", s.resources.cpu_millis},
-                {"memory_bytes", s.resources.memory_bytes}}},
-              {"priority", PriorityName(s.priority)},
-              {"max_runtime_ms", s.max_runtime_ms}};
+  json tolerations = json::array();
+  for (const auto& t : s.tolerations) {
+    tolerations.push_back({{"key", t.key}, {"value", t.value}, {"effect", t.effect}});
+  }
+  json j{{"name", s.name},
+         {"tenant", s.tenant},
+         {"queue", s.queue},
+         {"command", s.command},
+         {"env", s.env},
+         {"working_dir", s.working_dir},
+         {"replicas", s.replicas},
+         {"resources",
+          {{"gpus", s.resources.gpus},
+           {"gpu_model", s.resources.gpu_model},
+           {"gpu_memory_bytes", s.resources.gpu_memory_bytes},
+           {"cpu_millis", s.resources.cpu_millis},
+           {"memory_bytes", s.resources.memory_bytes}}},
+         {"priority", PriorityName(s.priority)},
+         {"max_runtime_ms", s.max_runtime_ms},
+         {"node_selector", s.node_selector},
+         {"tolerations", tolerations},
+         {"pool", s.pool},
+         {"topology",
+          {{"one_node", s.topology.one_node},
+           {"nvlink_island", NvlinkIslandName(s.topology.nvlink_island)}}}};
+  if (s.preemptible) j["preemptible"] = *s.preemptible;
+  return j;
 }
 
 JobSpec JobSpecFromJson(const json& j) {
@@ -40,6 +52,20 @@ JobSpec JobSpecFromJson(const json& j) {
   }
   s.priority = ParsePriority(j.value("priority", "normal")).value_or(Priority::kNormal);
   s.max_runtime_ms = j.value("max_runtime_ms", std::int64_t{0});
+  if (auto p = j.find("preemptible"); p != j.end() && p->is_boolean())
+    s.preemptible = p->get<bool>();
+  s.node_selector = j.value("node_selector", std::map<std::string, std::string>{});
+  for (const auto& t : j.value("tolerations", json::array())) {
+    s.tolerations.push_back({t.value("key", ""), t.value("value", ""), t.value("effect", "")});
+  }
+  s.pool = j.value("pool", "");
+  if (auto t = j.find("topology"); t != j.end()) {
+    s.topology.one_node = t->value("one_node", false);
+    auto island = t->value("nvlink_island", "none");
+    s.topology.nvlink_island = island == "require"  ? NvlinkIsland::kRequire
+                               : island == "prefer" ? NvlinkIsland::kPrefer
+                                                    : NvlinkIsland::kNone;
+  }
   return s;
 }
 
@@ -121,7 +147,7 @@ json ToJson(const Reason& r) {
 Reason ReasonFromJson(const json& j) {
   Reason r;
   auto code = j.value("code", "None");
-  for (int c = 0; c <= static_cast<int>(ReasonCode::kRunLost); ++c) {
+  for (int c = 0; c <= static_cast<int>(kLastReasonCode); ++c) {
     if (ReasonCodeName(static_cast<ReasonCode>(c)) == code) r.code = static_cast<ReasonCode>(c);
   }
   const json counts = j.value("counts", json::object());  // items() must not outlive it

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <compare>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -48,9 +49,9 @@ struct Quota {
 enum class OverQuota { kBorrow, kWait, kReject };
 
 struct QueuePolicy {
-  std::string path;     // "vision/training": tenant first, then nested names
-  std::string tenant;   // first element of path
-  std::string parent;   // "" for a tenant's top-level queue
+  std::string path;                // "vision/training": tenant first, then nested names
+  std::string tenant;              // first element of path
+  std::string parent;              // "" for a tenant's top-level queue
   std::string kind = "training";   // training | inference | interactive
   std::vector<std::string> pools;  // empty: every pool
   std::map<ResourceKey, Quota> quota;
@@ -79,7 +80,13 @@ struct Policy {
   std::int64_t min_runtime_ms = 0;              // a job is not reclaimed before this
 
   const QueuePolicy* FindQueue(std::string_view path) const;
+  const Pool* FindPool(std::string_view name) const;
+  const PriorityClass* FindPriorityClass(std::string_view name) const;
 };
+
+// Limits documented in docs/scheduling.md.
+inline constexpr std::size_t kMaxQueueDepth = 4;
+inline constexpr std::int64_t kMaxWeight = 1000;
 
 // The policy of a fresh install: tenant "default" with queue "default", no
 // quota limits, the four default priority classes, one pool of every node.

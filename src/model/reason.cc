@@ -34,6 +34,20 @@ std::string_view ReasonCodeName(ReasonCode code) {
       return "Cancelled";
     case ReasonCode::kRunLost:
       return "RunLost";
+    case ReasonCode::kQueueUnknown:
+      return "QueueUnknown";
+    case ReasonCode::kOverQuota:
+      return "OverQuota";
+    case ReasonCode::kNotPreemptibleOverGuarantee:
+      return "NotPreemptibleOverGuarantee";
+    case ReasonCode::kFragmented:
+      return "Fragmented";
+    case ReasonCode::kPreempted:
+      return "Preempted";
+    case ReasonCode::kReclaimed:
+      return "Reclaimed";
+    case ReasonCode::kWaitingForEvictions:
+      return "WaitingForEvictions";
   }
   return "None";
 }
@@ -43,6 +57,55 @@ namespace {
 std::int64_t Count(const Reason& r, std::string_view key) {
   auto it = r.counts.find(key);
   return it == r.counts.end() ? 0 : it->second;
+}
+
+// Milli-GPUs as GPUs: 16000 -> "16", 500 -> "0.5".
+std::string Gpus(std::int64_t milli) {
+  if (milli % 1000 == 0) return std::to_string(milli / 1000);
+  std::string frac = fmt::format("{:03}", milli % 1000);
+  while (frac.back() == '0') frac.pop_back();
+  return fmt::format("{}.{}", milli / 1000, frac);
+}
+
+// detail is "QUEUE RESOURCE" ("vision gpus"); amounts are in the resource's
+// unit (milli-GPUs for GPUs).
+std::string QuotaNumbers(const Reason& r) {
+  auto space = r.detail.find(' ');
+  std::string queue = r.detail.substr(0, space);
+  std::string resource = space == std::string::npos ? "gpus" : r.detail.substr(space + 1);
+  bool gpus = resource.starts_with("gpus");
+  auto amount = [&](std::string_view key) {
+    return gpus ? Gpus(Count(r, key)) : std::to_string(Count(r, key));
+  };
+  std::string unit =
+      gpus ? (resource == "gpus" ? "GPU(s)" : resource.substr(5) + " GPU(s)") : resource;
+  std::string limit = r.counts.contains(kQueueBorrowLimit)
+                          ? fmt::format("may borrow up to {} more", amount(kQueueBorrowLimit))
+                          : std::string("may borrow without limit");
+  return fmt::format(
+      "it asks for {} {}; queue {} uses {} of {} guaranteed and {}; {} can be "
+      "borrowed now",
+      amount(kQueueRequested), unit, queue, amount(kQueueUsed), amount(kQueueGuaranteed), limit,
+      amount(kQueueBorrowable));
+}
+
+std::string Order(const Reason& r) {
+  if (Count(r, kAheadJobs) == 0) return "";
+  return fmt::format("; {} job(s) asking for {} GPU(s) are ahead of it in its queue",
+                     Count(r, kAheadJobs), Count(r, kAheadGpus));
+}
+
+std::string WouldRun(const Reason& r) {
+  std::string out;
+  if (auto g = Count(r, kWouldFitGpusPerReplica); g > 0) {
+    out += fmt::format("; it would run now with {} GPU(s) per replica", g);
+  }
+  if (r.detail.starts_with("gpu_model=")) {
+    out += fmt::format("; it would run now with gpu_model {}", r.detail.substr(10));
+  } else if (r.detail.starts_with("pool=")) {
+    out += fmt::format("; it would run now in pool {}", r.detail.substr(5));
+  }
+  return out;
 }
 
 }  // namespace
@@ -56,12 +119,17 @@ std::string RenderReason(const Reason& r) {
     case ReasonCode::kNoNodes:
       return "no nodes are registered; start berth-agent on a GPU host";
     case ReasonCode::kBehindInQueue:
-      return fmt::format("waiting behind job {} in queue order ({} ahead)", Count(r, "blocked_by"),
-                         Count(r, "position"));
+      return fmt::format(
+          "waiting behind job {} in queue order ({} ahead)", Count(r, "blocked_by"),
+          r.counts.contains(kAheadJobs) ? Count(r, kAheadJobs) : Count(r, "position"));
     case ReasonCode::kNoNodeFits: {
       std::string causes;
-      static constexpr std::array<std::pair<std::string_view, std::string_view>, 7> kCauses{{
+      static constexpr std::array<std::pair<std::string_view, std::string_view>, 11> kCauses{{
           {kCauseNotReady, "not ready"},
+          {kCausePool, "outside the job's or queue's pools"},
+          {kCauseSelector, "labels not matching the node selector"},
+          {kCauseUnhealthy, "only unhealthy GPUs of the requested kind"},
+          {kCauseTopology, "no NVLink island or single node with room for the replicas"},
           {kCauseTaint, "a NoSchedule taint the job does not tolerate"},
           {kCauseGpuModel, "no GPU of the requested model"},
           {kCauseGpuMemory, "GPUs with too little memory"},
@@ -76,13 +144,16 @@ std::string RenderReason(const Reason& r) {
       }
       if (auto placed = Count(r, kCauseGang); placed > 0) {
         return fmt::format(
-            "the gang does not fit: only {} of {} replicas needing {} GPU(s) each have room; "
-            "for the next one, {} of {} nodes were rejected: {}",
-            placed, Count(r, "replicas"), Count(r, "gpus_per_replica"), Count(r, "nodes"),
-            Count(r, "nodes"), causes);
+                   "the gang does not fit: only {} of {} replicas needing {} GPU(s) each have "
+                   "room; "
+                   "for the next one, {} of {} nodes were rejected: {}",
+                   placed, Count(r, "replicas"), Count(r, "gpus_per_replica"), Count(r, "nodes"),
+                   Count(r, "nodes"), causes) +
+               Order(r) + WouldRun(r);
       }
       return fmt::format("0/{} nodes can take a replica needing {} GPU(s): {}", Count(r, "nodes"),
-                         Count(r, "gpus_per_replica"), causes);
+                         Count(r, "gpus_per_replica"), causes) +
+             Order(r) + WouldRun(r);
     }
     case ReasonCode::kScheduled:
       return "placed; starting on its node(s)";
@@ -103,6 +174,33 @@ std::string RenderReason(const Reason& r) {
       return r.detail.empty() ? "cancelled" : fmt::format("cancelled by {}", r.detail);
     case ReasonCode::kRunLost:
       return fmt::format("replica {} was lost: {}", Count(r, "replica"), r.detail);
+    case ReasonCode::kQueueUnknown:
+      return fmt::format("queue '{}' is not in the scheduling policy; ask an admin to add it",
+                         r.detail);
+    case ReasonCode::kOverQuota:
+      return "over its queue's quota: " + QuotaNumbers(r) + Order(r);
+    case ReasonCode::kNotPreemptibleOverGuarantee:
+      return "a non-preemptible job runs only within its queue's guarantee: " + QuotaNumbers(r) +
+             "; mark it preemptible or ask for a larger guarantee";
+    case ReasonCode::kFragmented:
+      return fmt::format(
+                 "fragmented: {} GPU(s) are free on nodes it may use, enough for the {} it needs, "
+                 "but not where its replicas fit (at most {} free on one node)",
+                 Count(r, kFreeGpus), Count(r, kNeededGpus), Count(r, kLargestFree)) +
+             Order(r) + WouldRun(r);
+    case ReasonCode::kPreempted:
+      return fmt::format(
+          "preempted by higher-priority job {} of queue {}; about {} s of work since the last "
+          "checkpoint was lost",
+          Count(r, kByJob), r.detail, Count(r, kWorkLostMs) / 1000);
+    case ReasonCode::kReclaimed:
+      return fmt::format(
+          "reclaimed by queue {} (for job {}), which is below its guarantee and lent these GPUs; "
+          "about {} s of work since the last checkpoint was lost",
+          r.detail, Count(r, kByJob), Count(r, kWorkLostMs) / 1000);
+    case ReasonCode::kWaitingForEvictions:
+      return fmt::format("placed; starts once the {} job(s) evicted for it have stopped ({})",
+                         Count(r, "evictions"), r.detail);
   }
   return "";
 }

@@ -24,7 +24,17 @@ enum class ReasonCode {
   kMaxRuntimeExceeded,
   kCancelled,
   kRunLost,  // the agent no longer knows the run (its state was lost)
+  // From the scheduling core. Pending reasons carry the queue's numbers
+  // (kQueue* keys) and the job's place in its queue (position, ahead_*).
+  kQueueUnknown,  // the job's tenant/queue is not in the policy; detail: the path
+  kOverQuota,     // past guaranteed + borrow_limit, or borrowing not allowed; detail: queue
+  kNotPreemptibleOverGuarantee,  // non-preemptible jobs run only within guarantee
+  kFragmented,                   // enough free GPUs in total, not where the job can use them
+  kPreempted,                    // evicted for a higher-priority job of the same queue
+  kReclaimed,                    // evicted so a queue below its guarantee gets it back
+  kWaitingForEvictions,  // placed once the jobs evicted for it have stopped; counts.evictions
 };
+inline constexpr ReasonCode kLastReasonCode = ReasonCode::kWaitingForEvictions;
 
 std::string_view ReasonCodeName(ReasonCode code);
 
@@ -36,14 +46,40 @@ inline constexpr std::string_view kCauseGpuMemory = "gpu_memory_too_small";
 inline constexpr std::string_view kCauseTooFewGpus = "too_few_free_gpus";
 inline constexpr std::string_view kCauseCpu = "too_little_free_cpu";
 inline constexpr std::string_view kCauseMemory = "too_little_free_memory";
+inline constexpr std::string_view kCauseSelector = "node_selector_mismatch";
+inline constexpr std::string_view kCausePool = "outside_pool";
+inline constexpr std::string_view kCauseUnhealthy = "gpus_unhealthy";
+inline constexpr std::string_view kCauseTopology = "topology";  // no NVLink island / node fits
 // For kNoNodeFits of a gang: how many replicas had room before one did not.
 inline constexpr std::string_view kCauseGang = "gang_does_not_fit";
+
+// Queue-level numbers, in milli-GPUs (1000 = one GPU). kQueueBorrowLimit is
+// absent when the queue may borrow without limit.
+inline constexpr std::string_view kQueueRequested = "requested_mgpu";
+inline constexpr std::string_view kQueueUsed = "queue_used_mgpu";
+inline constexpr std::string_view kQueueGuaranteed = "queue_guaranteed_mgpu";
+inline constexpr std::string_view kQueueBorrowLimit = "queue_borrow_limit_mgpu";
+inline constexpr std::string_view kQueueBorrowable = "borrowable_now_mgpu";
+// Order: 1-based position among the queue's waiting jobs, and what is ahead.
+inline constexpr std::string_view kPosition = "position";
+inline constexpr std::string_view kAheadJobs = "ahead_jobs";
+inline constexpr std::string_view kAheadGpus = "ahead_gpus";
+// kFragmented: free GPUs on usable nodes, GPUs the gang needs, largest block.
+inline constexpr std::string_view kFreeGpus = "free_gpus";
+inline constexpr std::string_view kNeededGpus = "needed_gpus";
+inline constexpr std::string_view kLargestFree = "largest_free_on_a_node";
+// "Would run now if": one change that suffices, when cheap to find.
+inline constexpr std::string_view kWouldFitGpusPerReplica = "would_run_with_gpus_per_replica";
+// kPreempted / kReclaimed: who caused it (detail: that job's queue).
+inline constexpr std::string_view kByJob = "by_job";
+inline constexpr std::string_view kWorkLostMs = "work_lost_ms";
 
 struct Reason {
   ReasonCode code = ReasonCode::kNone;
   // Structured numbers: per-cause node counts, the job ahead, requested GPUs.
   std::map<std::string, std::int64_t, std::less<>> counts;
-  // Free text only where the data is text (a start error, who cancelled).
+  // Free text only where the data is text (a start error, who cancelled, a
+  // queue path, or a "would run now if" such as "gpu_model=A100-80GB").
   std::string detail;
 
   bool operator==(const Reason&) const = default;

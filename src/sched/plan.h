@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/reason.h"
@@ -20,6 +21,22 @@ struct ReplicaPlacement {
 struct Placement {
   std::int64_t job_id = 0;
   std::vector<ReplicaPlacement> replicas;
+  // Jobs whose eviction (in Plan::evictions) frees what this placement uses;
+  // start it only after they have stopped.
+  std::vector<std::int64_t> after_evicting{};
+};
+
+enum class EvictionCause { kReclaim, kPreempt };
+std::string_view EvictionCauseName(EvictionCause cause);
+
+// A running job to stop (and requeue) so that `by_job` can be placed.
+struct Eviction {
+  std::int64_t job_id = 0;
+  std::int64_t by_job = 0;
+  std::string by_queue;  // "tenant/queue" of by_job
+  EvictionCause cause = EvictionCause::kReclaim;
+  std::int64_t work_lost_ms = 0;  // now - last checkpoint, else now - start
+  model::Reason reason;           // kReclaimed / kPreempted, for the victim's timeline
 };
 
 struct PendingDecision {
@@ -30,6 +47,7 @@ struct PendingDecision {
 struct Plan {
   std::vector<Placement> placements;
   std::vector<PendingDecision> pending;  // a reason for every job left waiting
+  std::vector<Eviction> evictions{};
 };
 
 }  // namespace berth::sched

@@ -1,16 +1,24 @@
 // What one scheduling cycle sees: an immutable copy of the cluster (nodes,
-// their GPUs and what is free) and the jobs waiting to be placed. Built by
-// the control loop from the store; the scheduler never reads anything else.
+// their GPUs and what is free), the jobs running and waiting, the policy and
+// each queue's decayed usage. Built by the control loop from the store; the
+// scheduler never reads anything else.
+//
+// Invariant: a running job's GPUs are marked `free = false` and its CPU and
+// memory are already subtracted from its nodes' `*_free`; the scheduler
+// gives them back only when it plans an eviction.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/clock.h"
 #include "model/job.h"
 #include "model/node.h"
+#include "model/policy.h"
+#include "sched/plan.h"
 
 namespace berth::sched {
 
@@ -20,7 +28,8 @@ struct GpuView {
   std::string model;
   std::uint64_t memory_bytes = 0;
   bool healthy = true;
-  bool free = true;  // no run holds it
+  bool free = true;                 // no run holds it
+  std::uint32_t nvlink_island = 0;  // GPUs with the same id share NVLink
 };
 
 struct NodeView {
@@ -41,12 +50,36 @@ struct PendingJob {
   TimeMs submitted_at_ms = 0;
   std::uint32_t replicas = 1;
   model::Resources resources;  // per replica
+  // nullopt: from the priority class, else the queue's default.
+  std::optional<bool> preemptible{};
+  std::map<std::string, std::string> node_selector{};
+  std::vector<model::Toleration> tolerations{};
+  std::string pool{};  // empty: any of the queue's pools
+  model::Topology topology{};
+};
+
+// A job holding GPUs now: what reclaim and preemption may choose from.
+struct RunningJob {
+  std::int64_t id = 0;
+  std::string tenant;
+  std::string queue;
+  model::Priority priority = model::Priority::kNormal;
+  std::optional<bool> preemptible{};  // as in PendingJob
+  TimeMs started_at_ms = 0;
+  TimeMs last_checkpoint_ms = 0;  // 0: never checkpointed; work lost counts from the start
+  model::Resources resources{};   // per replica
+  std::vector<ReplicaPlacement> replicas{};
 };
 
 struct Snapshot {
   TimeMs now_ms = 0;
   std::vector<NodeView> nodes;      // sorted by name
   std::vector<PendingJob> pending;  // any order; the scheduler orders them
+  std::vector<RunningJob> running{};
+  model::Policy policy = model::DefaultPolicy();
+  // Per queue path (leaf queues, "tenant/queue"): GPU use decayed with the
+  // policy's half-life, in milli-GPU-seconds. Missing: none.
+  std::map<std::string, std::int64_t> decayed_usage{};
 };
 
 }  // namespace berth::sched

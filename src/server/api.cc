@@ -9,6 +9,7 @@
 
 #include "model/job.h"
 #include "server/openapi.h"
+#include "server/policy_diff.h"
 #include "server/render.h"
 
 namespace berth::server {
@@ -34,6 +35,25 @@ Result<std::int64_t> PathId(const httplib::Request& req) {
                         fmt::format("'{}' is not a job id; job ids are positive integers", s));
   }
   return id;
+}
+
+// A policy version number from a query parameter or the path.
+Result<std::int64_t> VersionNumber(const std::string& s, const std::string& field) {
+  std::int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || v <= 0) {
+    return InvalidField(field, fmt::format("'{}' is not a policy version; versions are positive "
+                                           "integers (see GET /v1/policy/versions)",
+                                           s));
+  }
+  return v;
+}
+
+// Who asked: the X-Berth-User header, else the client's address.
+std::string Caller(const httplib::Request& req) {
+  std::string by = req.has_header("X-Berth-User") ? req.get_header_value("X-Berth-User") : "";
+  if (by.empty()) by = fmt::format("API client {}", req.remote_addr);
+  return by;
 }
 
 std::vector<std::string> SplitCommas(const std::string& s) {
@@ -65,6 +85,15 @@ void Api::Register(httplib::Server& http) {
   http.Get(R"(/v1/jobs/([^/]+)/logs)", [this](const auto& req, auto& res) { Logs(req, res); });
   http.Get("/v1/nodes", [this](const auto& req, auto& res) { ListNodes(req, res); });
   http.Get("/v1/gpus", [this](const auto& req, auto& res) { ListGpus(req, res); });
+  http.Get("/v1/policy", [this](const auto& req, auto& res) { GetPolicy(req, res); });
+  http.Post("/v1/policy", [this](const auto& req, auto& res) { ApplyPolicy(req, res); });
+  http.Get("/v1/policy/versions",
+           [this](const auto& req, auto& res) { ListPolicyVersions(req, res); });
+  http.Get(R"(/v1/policy/versions/([^/]+))",
+           [this](const auto& req, auto& res) { GetPolicyVersion(req, res); });
+  http.Post("/v1/policy/rollback",
+            [this](const auto& req, auto& res) { RollbackPolicy(req, res); });
+  http.Get("/v1/policy/diff", [this](const auto& req, auto& res) { DiffPolicy(req, res); });
   http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     if (res.status == 404) {
@@ -148,9 +177,7 @@ void Api::GetJob(const httplib::Request& req, httplib::Response& res) {
 void Api::CancelJob(const httplib::Request& req, httplib::Response& res) {
   auto id = PathId(req);
   if (!id) return ReplyError(res, id.error());
-  std::string by = req.has_header("X-Berth-User") ? req.get_header_value("X-Berth-User") : "";
-  if (by.empty()) by = fmt::format("API client {}", req.remote_addr);
-  auto job = controller_.Cancel(*id, by);
+  auto job = controller_.Cancel(*id, Caller(req));
   if (!job) return ReplyError(res, job.error());
   Reply(res, 200, JobJson(*job, true));
 }
@@ -258,6 +285,113 @@ void Api::ListGpus(const httplib::Request&, httplib::Response& res) {
       store::JobFilter{{model::JobState::kScheduled, model::JobState::kRunning}, {}, {}, 100000});
   if (!holders) return ReplyError(res, holders.error());
   Reply(res, 200, json{{"gpus", GpusJson(*nodes, *holders)}});
+}
+
+}  // namespace berth::server
+
+namespace berth::server {
+
+void Api::GetPolicy(const httplib::Request&, httplib::Response& res) {
+  auto active = controller_.ActivePolicy();
+  if (!active) return ReplyError(res, active.error());
+  Reply(res, 200, PolicyVersionJson(**active, (*active)->version, true));
+}
+
+void Api::ListPolicyVersions(const httplib::Request&, httplib::Response& res) {
+  auto active = controller_.ActivePolicy();
+  if (!active) return ReplyError(res, active.error());
+  auto versions = store_.ListPolicyVersions();
+  if (!versions) return ReplyError(res, versions.error());
+  json list = json::array();
+  for (const auto& v : *versions) list.push_back(PolicyVersionJson(v, (*active)->version, false));
+  Reply(res, 200, json{{"active", (*active)->version}, {"versions", list}});
+}
+
+void Api::GetPolicyVersion(const httplib::Request& req, httplib::Response& res) {
+  auto number = VersionNumber(req.matches[1], "version");
+  if (!number) return ReplyError(res, number.error());
+  auto active = controller_.ActivePolicy();
+  if (!active) return ReplyError(res, active.error());
+  auto v = store_.GetPolicyVersion(*number);
+  if (!v) return ReplyError(res, v.error());
+  Reply(res, 200, PolicyVersionJson(*v, (*active)->version, true));
+}
+
+void Api::ApplyPolicy(const httplib::Request& req, httplib::Response& res) {
+  if (req.body.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return ReplyError(res, Error{Code::kInvalidArgument,
+                                 "the request body must be a policy document (YAML); see "
+                                 "docs/policy.md",
+                                 "body"});
+  }
+  std::string dry_run = req.get_param_value("dry_run");
+  if (dry_run == "true" || dry_run == "1") {
+    // A preview: the diff from the active version, or the error applying
+    // would give.
+    auto active = controller_.ActivePolicy();
+    if (!active) return ReplyError(res, active.error());
+    auto proposed = controller_.PreviewPolicy(req.body, Caller(req));
+    if (!proposed) return ReplyError(res, proposed.error());
+    return Reply(
+        res, 200,
+        json{{"dry_run", true},
+             {"from", (*active)->version},
+             {"to", proposed->version},
+             {"diff", UnifiedDiff((*active)->normalized, proposed->normalized,
+                                  fmt::format("policy v{}", (*active)->version),
+                                  fmt::format("policy v{} (not applied)", proposed->version))},
+             {"changes", PolicyChanges((*active)->policy, proposed->policy)}});
+  }
+  auto version = controller_.ApplyPolicy(req.body, Caller(req), req.get_param_value("comment"));
+  if (!version) return ReplyError(res, version.error());
+  res.set_header("Location", fmt::format("/v1/policy/versions/{}", *version));
+  Reply(res, 201, json{{"version", *version}});
+}
+
+void Api::RollbackPolicy(const httplib::Request& req, httplib::Response& res) {
+  if (!req.has_param("to")) {
+    return ReplyError(res, Error{Code::kInvalidArgument,
+                                 "is required: the version to roll back to, e.g. ?to=3", "to"});
+  }
+  auto to = VersionNumber(req.get_param_value("to"), "to");
+  if (!to) return ReplyError(res, to.error());
+  auto version = controller_.RollbackPolicy(*to, Caller(req), req.get_param_value("comment"));
+  if (!version) return ReplyError(res, version.error());
+  res.set_header("Location", fmt::format("/v1/policy/versions/{}", *version));
+  Reply(res, 201, json{{"version", *version}, {"restores", *to}});
+}
+
+void Api::DiffPolicy(const httplib::Request& req, httplib::Response& res) {
+  auto active = controller_.ActivePolicy();
+  if (!active) return ReplyError(res, active.error());
+  std::int64_t to = (*active)->version;
+  if (req.has_param("to")) {
+    auto v = VersionNumber(req.get_param_value("to"), "to");
+    if (!v) return ReplyError(res, v.error());
+    to = *v;
+  }
+  // Version 0 is the empty document before version 1.
+  std::int64_t from = to - 1;
+  if (req.has_param("from")) {
+    auto v = VersionNumber(req.get_param_value("from"), "from");
+    if (!v) return ReplyError(res, v.error());
+    from = *v;
+  }
+  auto to_v = store_.GetPolicyVersion(to);
+  if (!to_v) return ReplyError(res, Error{to_v.error().code, to_v.error().message, "to"});
+  store::PolicyVersion from_v;  // version 0: no text, no queues
+  if (from > 0) {
+    auto v = store_.GetPolicyVersion(from);
+    if (!v) return ReplyError(res, Error{v.error().code, v.error().message, "from"});
+    from_v = std::move(*v);
+  }
+  std::string diff = UnifiedDiff(from_v.normalized, to_v->normalized,
+                                 fmt::format("policy v{}", from), fmt::format("policy v{}", to));
+  Reply(res, 200,
+        json{{"from", from},
+             {"to", to},
+             {"diff", diff},
+             {"changes", PolicyChanges(from_v.policy, to_v->policy)}});
 }
 
 }  // namespace berth::server

@@ -26,6 +26,12 @@ class Api {
   void Logs(const httplib::Request& req, httplib::Response& res);
   void ListNodes(const httplib::Request& req, httplib::Response& res);
   void ListGpus(const httplib::Request& req, httplib::Response& res);
+  void GetPolicy(const httplib::Request& req, httplib::Response& res);
+  void ListPolicyVersions(const httplib::Request& req, httplib::Response& res);
+  void GetPolicyVersion(const httplib::Request& req, httplib::Response& res);
+  void ApplyPolicy(const httplib::Request& req, httplib::Response& res);
+  void RollbackPolicy(const httplib::Request& req, httplib::Response& res);
+  void DiffPolicy(const httplib::Request& req, httplib::Response& res);
 
   Controller& controller_;
   store::Store& store_;

@@ -20,7 +20,7 @@
 #include "agent/sim_provider.h"
 #include "common/clock.h"
 #include "common/units.h"
-#include "sched/fifo_scheduler.h"
+#include "sched/core_scheduler.h"
 #include "server/agent_service.h"
 #include "server/api.h"
 #include "server/controller.h"
@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
 
   auto store = berth::store::SqliteStore::Open(data_dir, clock.NowMs());
   if (!store) return Fatal(store.error().message);
-  berth::sched::FifoScheduler scheduler;
+  berth::sched::CoreScheduler scheduler;
   berth::server::ControllerOptions options;
   options.log_dir = std::filesystem::path(data_dir) / "logs";
   options.lease_ms = *lease_ms;

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <set>
 
+#include "server/snapshot_builder.h"
+
 namespace berth::server {
 namespace {
 
@@ -72,6 +74,12 @@ Controller::~Controller() {
 }
 
 Status Controller::Start() {
+  // A stored policy that no longer parses stops berthd here, not mid-pass.
+  BERTH_RETURN_IF_ERROR(ReloadPolicy());
+  if (auto policy = ActivePolicy(); policy) {
+    spdlog::info("scheduling under policy v{} ({} queues)", (*policy)->version,
+                 (*policy)->policy.queues.size());
+  }
   auto nodes = store_.ListNodes();
   if (!nodes) return std::unexpected(nodes.error());
   TimeMs now = clock_.NowMs();
@@ -147,10 +155,58 @@ Result<model::JobSpec> Controller::SpecOf(std::int64_t job_id) {
   return job->spec;
 }
 
+Status Controller::ReloadPolicy() {
+  auto active = store_.ActivePolicy();
+  if (!active) return std::unexpected(active.error());
+  auto fresh = std::make_shared<const store::PolicyVersion>(std::move(*active));
+  std::lock_guard lock(mu_);
+  // Concurrent changes may reload out of order; the newest version wins.
+  if (policy_ == nullptr || policy_->version <= fresh->version) policy_ = std::move(fresh);
+  return Ok();
+}
+
+Result<std::shared_ptr<const store::PolicyVersion>> Controller::ActivePolicy() {
+  {
+    std::lock_guard lock(mu_);
+    if (policy_ != nullptr) return policy_;
+  }
+  BERTH_RETURN_IF_ERROR(ReloadPolicy());
+  std::lock_guard lock(mu_);
+  return policy_;
+}
+
+Result<std::int64_t> Controller::ApplyPolicy(const std::string& yaml, const std::string& by,
+                                             const std::string& comment) {
+  auto version = store_.ApplyPolicy(yaml, by, comment, clock_.NowMs());
+  if (!version) return std::unexpected(version.error());
+  spdlog::info("policy v{} applied by {}", *version, by);
+  BERTH_RETURN_IF_ERROR(ReloadPolicy());
+  Wake();
+  return *version;
+}
+
+Result<store::PolicyVersion> Controller::PreviewPolicy(const std::string& yaml,
+                                                       const std::string& by) {
+  return store_.PreviewPolicy(yaml, by, clock_.NowMs());
+}
+
+Result<std::int64_t> Controller::RollbackPolicy(std::int64_t to_version, const std::string& by,
+                                                const std::string& comment) {
+  auto version = store_.RollbackPolicy(to_version, by, comment, clock_.NowMs());
+  if (!version) return std::unexpected(version.error());
+  spdlog::info("policy v{} applied by {}: rollback to v{}", *version, by, to_version);
+  BERTH_RETURN_IF_ERROR(ReloadPolicy());
+  Wake();
+  return *version;
+}
+
 Status Controller::RunPass() {
   std::lock_guard pass(pass_mu_);
   TimeMs now = clock_.NowMs();
   BERTH_RETURN_IF_ERROR(CheckLeases(now));
+  // The whole pass decides under this one version.
+  auto policy = ActivePolicy();
+  if (!policy) return std::unexpected(policy.error());
 
   auto nodes = store_.ListNodes();
   if (!nodes) return std::unexpected(nodes.error());
@@ -160,56 +216,63 @@ Status Controller::RunPass() {
   if (!pending) return std::unexpected(pending.error());
 
   if (!pending->empty()) {
-    sched::Snapshot snap;
-    snap.now_ms = now;
-    std::map<std::string, std::size_t> index;
+    std::map<std::string, bool> ready;
     {
       std::lock_guard lock(mu_);
-      for (const auto& n : *nodes) {
-        sched::NodeView v;
-        v.name = n.info.name;
-        auto it = live_.find(n.info.name);
-        v.ready = it != live_.end() && it->second.ready;
-        v.labels = n.info.labels;
-        v.taints = n.info.taints;
-        v.cpu_millis_free = std::uint64_t{n.info.cpus} * 1000;
-        v.memory_bytes_free = n.info.memory_bytes;
-        for (const auto& g : n.info.gpus) {
-          v.gpus.push_back({g.index, g.uuid, g.model, g.memory_bytes,
-                            g.health == model::Health::kHealthy, true});
-        }
-        index[v.name] = snap.nodes.size();
-        snap.nodes.push_back(std::move(v));
+      for (const auto& [name, live] : live_) ready[name] = live.ready;
+    }
+    // A job whose evictions are still stopping is left out: it is already
+    // promised their GPUs, and looking at it again would evict more.
+    std::set<std::int64_t> still_active;
+    for (const auto& run : *active) still_active.insert(run.job_id);
+    std::vector<store::JobRecord> schedulable;
+    for (auto& job : *pending) {
+      auto it = awaiting_evictions_.find(job.id);
+      if (it != awaiting_evictions_.end()) {
+        bool waiting = std::any_of(it->second.begin(), it->second.end(),
+                                   [&](std::int64_t v) { return still_active.contains(v); });
+        if (waiting) continue;
+        awaiting_evictions_.erase(it);
       }
+      schedulable.push_back(std::move(job));
     }
-    for (const auto& run : *active) {
-      auto it = index.find(run.node);
-      if (it == index.end()) continue;
-      auto& node = snap.nodes[it->second];
-      for (auto idx : run.gpu_indices) {
-        for (auto& g : node.gpus) {
-          if (g.index == idx) g.free = false;
-        }
-      }
-      auto spec = SpecOf(run.job_id);
-      if (!spec) return std::unexpected(spec.error());
-      node.cpu_millis_free -=
-          std::min<std::uint64_t>(node.cpu_millis_free, spec->resources.cpu_millis);
-      node.memory_bytes_free -=
-          std::min<std::uint64_t>(node.memory_bytes_free, spec->resources.memory_bytes);
-    }
-    for (const auto& job : *pending) {
-      snap.pending.push_back({job.id, job.spec.tenant, job.spec.queue, job.spec.priority,
-                              job.submitted_at_ms, job.spec.replicas, job.spec.resources});
-    }
-    sched::Plan plan = scheduler_.Schedule(snap);
-    BERTH_RETURN_IF_ERROR(store_.ApplyPlan(plan, *nodes, now));
-    if (!plan.placements.empty()) {
+    SnapshotInputs inputs{now, &*nodes, &ready, &*active, &schedulable, &(*policy)->policy};
+    auto snap = BuildSnapshot(inputs, [this](std::int64_t id) { return SpecOf(id); });
+    if (!snap) return std::unexpected(snap.error());
+    sched::Plan plan = scheduler_.Schedule(*snap);
+    HoldPlacementsBehindEvictions(plan);
+    BERTH_RETURN_IF_ERROR(store_.EvictJobs(plan.evictions, now));
+    BERTH_RETURN_IF_ERROR(store_.ApplyPlan(plan, *nodes, (*policy)->version, now));
+    if (!plan.placements.empty() || !plan.evictions.empty()) {
       active = store_.ActiveRuns();
       if (!active) return std::unexpected(active.error());
     }
   }
   return Dispatch(*active);
+}
+
+// A placement that needs evicted jobs' GPUs cannot start until they have
+// stopped (SIGTERM, grace, exit): until then the GPUs are still in use. It
+// waits with a reason naming them, and a later pass places it once they are
+// free, in priority order as before.
+void Controller::HoldPlacementsBehindEvictions(sched::Plan& plan) {
+  // Only the pass thread (under pass_mu_) touches awaiting_evictions_.
+  std::vector<sched::Placement> now;
+  for (auto& p : plan.placements) {
+    if (p.after_evicting.empty()) {
+      now.push_back(std::move(p));
+      continue;
+    }
+    model::Reason reason{model::ReasonCode::kWaitingForEvictions,
+                         {{"evictions", static_cast<std::int64_t>(p.after_evicting.size())}},
+                         {}};
+    for (auto id : p.after_evicting) {
+      reason.detail += fmt::format("{}job {}", reason.detail.empty() ? "" : ", ", id);
+    }
+    plan.pending.push_back({p.job_id, std::move(reason)});
+    awaiting_evictions_[p.job_id] = p.after_evicting;
+  }
+  plan.placements = std::move(now);
 }
 
 berth::v1::StartRun Controller::StartOrder(const store::RunRecord& run,
@@ -281,12 +344,11 @@ Status Controller::Dispatch(const std::vector<store::RunRecord>& active) {
 }
 
 Result<std::int64_t> Controller::Submit(const model::JobSpec& spec) {
-  auto exists = store_.QueueExists(spec.tenant, spec.queue);
-  if (!exists) return std::unexpected(exists.error());
-  if (!*exists) {
-    return InvalidField("queue", fmt::format("queue {}/{} does not exist; this install has the "
-                                             "queue default/default",
-                                             spec.tenant, spec.queue));
+  auto policy = ActivePolicy();
+  if (!policy) return std::unexpected(policy.error());
+  if ((*policy)->policy.FindQueue(spec.tenant + "/" + spec.queue) == nullptr) {
+    return InvalidField("queue",
+                        store::UnknownQueueMessage((*policy)->policy, spec.tenant, spec.queue));
   }
   if (!spec.resources.gpu_model.empty()) {
     auto nodes = store_.ListNodes();

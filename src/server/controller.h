@@ -56,6 +56,21 @@ class Controller {
   [[nodiscard]] Result<std::vector<NodeStatus>> Nodes();
   std::filesystem::path LogPath(std::int64_t job_id, const std::string& run_id) const;
 
+  // --- scheduling policy ---
+  // The active policy, cached with its version and re-read after every
+  // change made through ApplyPolicy or RollbackPolicy. Each pass schedules
+  // under one version and records it on what it places.
+  [[nodiscard]] Result<std::shared_ptr<const store::PolicyVersion>> ActivePolicy();
+  // Store::ApplyPolicy / Store::RollbackPolicy, then a pass under the new
+  // policy. Return the new version.
+  [[nodiscard]] Result<std::int64_t> ApplyPolicy(const std::string& yaml, const std::string& by,
+                                                 const std::string& comment);
+  // Store::PreviewPolicy: what ApplyPolicy would do, changing nothing.
+  [[nodiscard]] Result<store::PolicyVersion> PreviewPolicy(const std::string& yaml,
+                                                           const std::string& by);
+  [[nodiscard]] Result<std::int64_t> RollbackPolicy(std::int64_t to_version, const std::string& by,
+                                                    const std::string& comment);
+
   // --- agent stream side (called from the stream's reader thread) ---
   [[nodiscard]] Status OnRegister(const berth::v1::Register& reg,
                                   const std::shared_ptr<AgentSession>& session);
@@ -80,7 +95,9 @@ class Controller {
   void Loop();
   Status CheckLeases(TimeMs now);
   Status Dispatch(const std::vector<store::RunRecord>& active);
+  void HoldPlacementsBehindEvictions(sched::Plan& plan);
   Result<model::JobSpec> SpecOf(std::int64_t job_id);
+  Status ReloadPolicy();
   berth::v1::StartRun StartOrder(const store::RunRecord& run, const model::JobSpec& spec) const;
 
   store::Store& store_;
@@ -89,13 +106,17 @@ class Controller {
   ControllerOptions options_;
 
   std::mutex pass_mu_;  // one pass at a time
+  // Jobs placed behind evictions -> the evicted jobs they wait for. Guarded
+  // by pass_mu_. Lost on restart: a pass may then pick victims afresh.
+  std::map<std::int64_t, std::vector<std::int64_t>> awaiting_evictions_;
 
   std::mutex mu_;  // guards everything below
   std::condition_variable cv_;
   bool wake_ = false;
   bool stopping_ = false;
   std::map<std::string, LiveNode> live_;
-  std::map<std::int64_t, model::JobSpec> spec_cache_;  // specs never change
+  std::map<std::int64_t, model::JobSpec> spec_cache_;   // specs never change
+  std::shared_ptr<const store::PolicyVersion> policy_;  // null until first read
   std::thread thread_;
 };
 

@@ -8,7 +8,7 @@ std::string_view OpenApiDocument() {
   "info": {
     "title": "Berth API",
     "version": "0.1.0",
-    "description": "Berth's control-plane API: submit and manage GPU jobs, read the inventory. Errors are {\"error\": {\"code\", \"message\", \"field\"}} where field names the offending input."
+    "description": "Berth's control-plane API: submit and manage GPU jobs, read the inventory, version the scheduling policy. Errors are {\"error\": {\"code\", \"message\", \"field\"}} where field names the offending input."
   },
   "paths": {
     "/healthz": {"get": {"summary": "Liveness", "responses": {"200": {"description": "berthd is serving"}}}},
@@ -62,7 +62,64 @@ std::string_view OpenApiDocument() {
       }
     },
     "/v1/nodes": {"get": {"summary": "Nodes with lease state and GPU counts", "responses": {"200": {"description": "Nodes", "content": {"application/json": {"schema": {"type": "object", "properties": {"nodes": {"type": "array", "items": {"$ref": "#/components/schemas/Node"}}}}}}}}}},
-    "/v1/gpus": {"get": {"summary": "Every GPU with its health and the job holding it", "responses": {"200": {"description": "GPUs", "content": {"application/json": {"schema": {"type": "object", "properties": {"gpus": {"type": "array", "items": {"$ref": "#/components/schemas/Gpu"}}}}}}}}}}
+    "/v1/gpus": {"get": {"summary": "Every GPU with its health and the job holding it", "responses": {"200": {"description": "GPUs", "content": {"application/json": {"schema": {"type": "object", "properties": {"gpus": {"type": "array", "items": {"$ref": "#/components/schemas/Gpu"}}}}}}}}}},
+    "/v1/policy": {
+      "get": {
+        "summary": "The active scheduling policy",
+        "responses": {"200": {"description": "The active version with its YAML and parsed queues", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/PolicyVersion"}}}}}
+      },
+      "post": {
+        "summary": "Apply a new policy version",
+        "description": "The body is a policy document in YAML (docs/scheduling.md). It becomes a new, active version; history is append-only. Refused (400, field queues) when it removes a queue that still holds pending or running jobs. The X-Berth-User header names who applied it.",
+        "parameters": [
+          {"name": "comment", "in": "query", "schema": {"type": "string"}, "description": "Why; shown in the version list"},
+          {"name": "dry_run", "in": "query", "schema": {"type": "boolean"}, "description": "Check everything and answer 200 with the diff from the active version; apply nothing"}
+        ],
+        "requestBody": {"required": true, "content": {"application/yaml": {"schema": {"type": "string"}}}},
+        "responses": {
+          "200": {"description": "dry_run: what applying would change (PolicyDiff with dry_run true)", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/PolicyDiff"}}}},
+          "201": {"description": "Applied", "content": {"application/json": {"schema": {"type": "object", "properties": {"version": {"type": "integer"}}}}}},
+          "400": {"description": "Invalid policy, or it would strand jobs; nothing changed", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+        }
+      }
+    },
+    "/v1/policy/versions": {
+      "get": {
+        "summary": "Every policy version, oldest first",
+        "responses": {"200": {"description": "Versions without their text", "content": {"application/json": {"schema": {"type": "object", "properties": {"active": {"type": "integer"}, "versions": {"type": "array", "items": {"$ref": "#/components/schemas/PolicyVersion"}}}}}}}}
+      }
+    },
+    "/v1/policy/versions/{version}": {
+      "get": {
+        "summary": "One policy version with its YAML and parsed queues",
+        "parameters": [{"name": "version", "in": "path", "required": true, "schema": {"type": "integer", "minimum": 1}}],
+        "responses": {"200": {"description": "The version", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/PolicyVersion"}}}}, "404": {"description": "No such version"}}
+      }
+    },
+    "/v1/policy/rollback": {
+      "post": {
+        "summary": "Roll back: apply an older version's text again, as a new version",
+        "parameters": [
+          {"name": "to", "in": "query", "required": true, "schema": {"type": "integer", "minimum": 1}},
+          {"name": "comment", "in": "query", "schema": {"type": "string"}, "description": "Default: rollback to vN"}
+        ],
+        "responses": {
+          "201": {"description": "Applied", "content": {"application/json": {"schema": {"type": "object", "properties": {"version": {"type": "integer"}, "restores": {"type": "integer"}}}}}},
+          "400": {"description": "The old version would strand jobs (field to); nothing changed"},
+          "404": {"description": "No such version"}
+        }
+      }
+    },
+    "/v1/policy/diff": {
+      "get": {
+        "summary": "What changed between two versions",
+        "parameters": [
+          {"name": "from", "in": "query", "schema": {"type": "integer", "minimum": 1}, "description": "Default: the version before to (0, the empty document, before version 1)"},
+          {"name": "to", "in": "query", "schema": {"type": "integer", "minimum": 1}, "description": "Default: the active version"}
+        ],
+        "responses": {"200": {"description": "A unified diff of the normalised YAML and a structured summary", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/PolicyDiff"}}}}, "404": {"description": "No such version"}}
+      }
+    }
   },
   "components": {
     "schemas": {
@@ -96,6 +153,7 @@ std::string_view OpenApiDocument() {
         "submitted_at_ms": {"type": "integer"}, "started_at_ms": {"type": "integer", "nullable": true}, "finished_at_ms": {"type": "integer", "nullable": true},
         "exit_code": {"type": "integer", "nullable": true}, "signal": {"type": "integer", "nullable": true},
         "cancel_requested": {"type": "boolean"},
+        "policy_version": {"type": "integer", "nullable": true, "description": "The policy version the job was last scheduled under"},
         "spec": {"type": "object"},
         "placement": {"type": "array", "items": {"type": "object", "properties": {
           "replica": {"type": "integer"}, "attempt": {"type": "integer"}, "run_id": {"type": "string"}, "node": {"type": "string"},
@@ -103,8 +161,31 @@ std::string_view OpenApiDocument() {
           "state": {"type": "string", "enum": ["Starting", "Running", "Exited"]}, "pid": {"type": "integer", "nullable": true},
           "exit_code": {"type": "integer", "nullable": true}, "signal": {"type": "integer", "nullable": true},
           "stopped_for": {"type": "string"}, "start_error": {"type": "string"}}}},
-        "timeline": {"type": "array", "items": {"type": "object", "properties": {"time_ms": {"type": "integer"}, "state": {"type": "string"}, "event": {"type": "string"}, "message": {"type": "string"}}}}
+        "timeline": {"type": "array", "items": {"type": "object", "properties": {"time_ms": {"type": "integer"}, "state": {"type": "string"}, "event": {"type": "string"}, "message": {"type": "string"}, "policy_version": {"type": "integer", "nullable": true}}}}
       }},
+      "PolicyVersion": {"type": "object", "properties": {
+        "version": {"type": "integer"}, "active": {"type": "boolean"}, "applied_at_ms": {"type": "integer"}, "applied_by": {"type": "string"}, "comment": {"type": "string"},
+        "rolled_back_from": {"type": "integer", "nullable": true, "description": "Made by a rollback: the version that was active then"},
+        "restores": {"type": "integer", "nullable": true, "description": "Made by a rollback: the version whose text it restores"},
+        "yaml": {"type": "string", "description": "As applied (single-version answers only)"},
+        "normalized": {"type": "string", "description": "Canonical form, what diffs compare (single-version answers only)"},
+        "policy": {"type": "object", "description": "Parsed (single-version answers only)", "properties": {
+          "usage_half_life_ms": {"type": "integer"}, "min_runtime_ms": {"type": "integer"},
+          "pools": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "selector": {"type": "object", "additionalProperties": {"type": "string"}}}}},
+          "priority_classes": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "value": {"type": "integer"}, "preemptible": {"type": "boolean"}}}},
+          "queues": {"type": "array", "items": {"type": "object", "properties": {
+            "path": {"type": "string"}, "tenant": {"type": "string"}, "parent": {"type": "string"}, "kind": {"type": "string"}, "pools": {"type": "array", "items": {"type": "string"}},
+            "over_quota": {"type": "string", "enum": ["borrow", "wait", "reject"]}, "preemptible": {"type": "boolean"},
+            "quota": {"type": "object", "description": "Keyed by resource (gpus, gpus/MODEL, gpu_memory, cpu, memory); amounts in milli-GPUs, bytes or millicores", "additionalProperties": {"type": "object", "properties": {
+              "guaranteed": {"type": "integer"}, "borrow_limit": {"type": "integer", "nullable": true}, "weight": {"type": "integer"}, "lending_limit": {"type": "integer"}}}}}}}}}}},
+      "PolicyDiff": {"type": "object", "properties": {
+        "dry_run": {"type": "boolean", "description": "Present (true) on POST /v1/policy?dry_run=true answers; to is the version the policy would get"},
+        "from": {"type": "integer"}, "to": {"type": "integer"}, "diff": {"type": "string", "description": "Unified diff of the normalised YAML; empty when equal"},
+        "changes": {"type": "object", "properties": {
+          "queues_added": {"type": "array", "items": {"type": "string"}}, "queues_removed": {"type": "array", "items": {"type": "string"}},
+          "quota_changes": {"type": "array", "items": {"type": "object", "properties": {"queue": {"type": "string"}, "resource": {"type": "string"}, "field": {"type": "string"}, "from": {"type": "integer", "nullable": true}, "to": {"type": "integer", "nullable": true}}}},
+          "queue_changes": {"type": "array", "items": {"type": "object", "properties": {"queue": {"type": "string"}, "field": {"type": "string"}, "from": {}, "to": {}}}},
+          "settings_changed": {"type": "array", "items": {"type": "string"}}}}}},
       "Node": {"type": "object", "properties": {
         "name": {"type": "string"}, "hostname": {"type": "string"}, "state": {"type": "string", "enum": ["Ready", "NotReady"]},
         "connected": {"type": "boolean"}, "last_heartbeat_ms": {"type": "integer"}, "labels": {"type": "object"}, "taints": {"type": "array"},

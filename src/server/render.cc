@@ -50,6 +50,7 @@ json JobJson(const store::JobRecord& job, bool with_timeline) {
            {"exit_code", Opt(job.exit_code)},
            {"signal", Opt(job.signal)},
            {"cancel_requested", job.cancel_requested},
+           {"policy_version", Opt(job.policy_version)},
            {"spec", model::ToJson(job.spec)},
            {"placement", placement}};
   if (with_timeline) {
@@ -58,7 +59,8 @@ json JobJson(const store::JobRecord& job, bool with_timeline) {
       timeline.push_back({{"time_ms", e.time_ms},
                           {"state", model::JobStateName(e.state)},
                           {"event", e.event},
-                          {"message", e.message}});
+                          {"message", e.message},
+                          {"policy_version", Opt(e.policy_version)}});
     }
     out["timeline"] = timeline;
   }
@@ -121,6 +123,54 @@ json GpusJson(const std::vector<NodeStatus>& nodes, const std::vector<store::Job
                      {"numa_node", g.numa_node},
                      {"job", holder}});
     }
+  }
+  return out;
+}
+
+json PolicyJson(const model::Policy& policy) {
+  json pools = json::array();
+  for (const auto& p : policy.pools) pools.push_back({{"name", p.name}, {"selector", p.selector}});
+  json classes = json::array();
+  for (const auto& c : policy.priority_classes) {
+    classes.push_back({{"name", c.name}, {"value", c.value}, {"preemptible", c.preemptible}});
+  }
+  json queues = json::array();
+  for (const auto& q : policy.queues) {
+    json quota = json::object();
+    for (const auto& [key, v] : q.quota) {
+      quota[model::ResourceKeyName(key)] = {{"guaranteed", v.guaranteed},
+                                            {"borrow_limit", Opt(v.borrow_limit)},
+                                            {"weight", v.weight},
+                                            {"lending_limit", v.lending_limit}};
+    }
+    std::string_view over = q.over_quota == model::OverQuota::kWait     ? "wait"
+                            : q.over_quota == model::OverQuota::kReject ? "reject"
+                                                                        : "borrow";
+    queues.push_back({{"path", q.path},
+                      {"tenant", q.tenant},
+                      {"parent", q.parent},
+                      {"kind", q.kind},
+                      {"pools", q.pools},
+                      {"quota", quota},
+                      {"over_quota", over},
+                      {"preemptible", q.preemptible_by_default}});
+  }
+  return json{{"usage_half_life_ms", policy.usage_half_life_ms},
+              {"min_runtime_ms", policy.min_runtime_ms},
+              {"pools", pools},
+              {"priority_classes", classes},
+              {"queues", queues}};
+}
+
+json PolicyVersionJson(const store::PolicyVersion& v, std::int64_t active, bool full) {
+  json out{{"version", v.version},          {"active", v.version == active},
+           {"applied_at_ms", v.applied_ms}, {"applied_by", v.applied_by},
+           {"comment", v.comment},          {"rolled_back_from", Opt(v.rolled_back_from)},
+           {"restores", Opt(v.restores)}};
+  if (full) {
+    out["yaml"] = v.yaml;
+    out["normalized"] = v.normalized;
+    out["policy"] = PolicyJson(v.policy);
   }
   return out;
 }

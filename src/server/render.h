@@ -16,4 +16,12 @@ nlohmann::json GpusJson(const std::vector<NodeStatus>& nodes,
                         const std::vector<store::JobRecord>& holders);
 nlohmann::json ErrorJson(const Error& error);
 
+// The parsed policy: settings, pools, priority classes and queues (quota
+// amounts in the resource's unit: milli-GPUs, bytes, millicores).
+nlohmann::json PolicyJson(const model::Policy& policy);
+// One policy version: its metadata, and with `full` the YAML as applied, the
+// normalised YAML and the parsed policy. `active` is the active version.
+nlohmann::json PolicyVersionJson(const store::PolicyVersion& version, std::int64_t active,
+                                 bool full);
+
 }  // namespace berth::server

@@ -5,22 +5,27 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "model/json.h"
+#include "model/policy.h"
 
 namespace berth::store {
 namespace {
 
 using nlohmann::json;
 
-constexpr int kSchemaVersion = 1;
+// 1: the skeleton (tenants and queues tables). 2: versioned policy; the
+// policy's queues replace the tenants and queues tables; jobs and job events
+// record the policy version they were scheduled under.
+constexpr int kSchemaVersion = 2;
 
 constexpr std::string_view kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS tenants(name TEXT PRIMARY KEY, created_ms INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS queues(
-  tenant TEXT NOT NULL REFERENCES tenants(name), name TEXT NOT NULL,
-  created_ms INTEGER NOT NULL, PRIMARY KEY(tenant, name));
+CREATE TABLE IF NOT EXISTS policy_versions(
+  version INTEGER PRIMARY KEY, yaml TEXT NOT NULL, normalized TEXT NOT NULL,
+  applied_ms INTEGER NOT NULL, applied_by TEXT NOT NULL, comment TEXT NOT NULL,
+  rolled_back_from INTEGER, restores INTEGER);
 CREATE TABLE IF NOT EXISTS jobs(
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   name TEXT NOT NULL, tenant TEXT NOT NULL, queue TEXT NOT NULL,
@@ -28,7 +33,7 @@ CREATE TABLE IF NOT EXISTS jobs(
   submitted_ms INTEGER NOT NULL, started_ms INTEGER, finished_ms INTEGER,
   exit_code INTEGER, signal INTEGER,
   cancel_requested INTEGER NOT NULL DEFAULT 0, cancelled_by TEXT NOT NULL DEFAULT '',
-  attempts INTEGER NOT NULL DEFAULT 0);
+  attempts INTEGER NOT NULL DEFAULT 0, policy_version INTEGER);
 CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state, submitted_ms);
 CREATE TABLE IF NOT EXISTS runs(
   run_id TEXT PRIMARY KEY, job_id INTEGER NOT NULL REFERENCES jobs(id),
@@ -41,7 +46,8 @@ CREATE INDEX IF NOT EXISTS runs_by_job ON runs(job_id);
 CREATE INDEX IF NOT EXISTS runs_by_state ON runs(state);
 CREATE TABLE IF NOT EXISTS job_events(
   id INTEGER PRIMARY KEY AUTOINCREMENT, job_id INTEGER NOT NULL REFERENCES jobs(id),
-  time_ms INTEGER NOT NULL, state TEXT NOT NULL, event TEXT NOT NULL, message TEXT NOT NULL);
+  time_ms INTEGER NOT NULL, state TEXT NOT NULL, event TEXT NOT NULL, message TEXT NOT NULL,
+  policy_version INTEGER);
 CREATE INDEX IF NOT EXISTS events_by_job ON job_events(job_id, id);
 CREATE TABLE IF NOT EXISTS nodes(
   name TEXT PRIMARY KEY, info TEXT NOT NULL, state TEXT NOT NULL,
@@ -57,7 +63,13 @@ constexpr std::string_view kRunColumns =
 
 constexpr std::string_view kJobColumns =
     "id, spec, state, reason, submitted_ms, started_ms, finished_ms, exit_code, signal, "
-    "cancel_requested";
+    "cancel_requested, policy_version";
+
+constexpr std::string_view kPolicyColumns =
+    "version, yaml, normalized, applied_ms, applied_by, comment, rolled_back_from, restores";
+
+// Jobs in these states hold a place in their queue.
+constexpr std::string_view kActiveStates = "('Pending','Scheduled','Running')";
 
 model::RunState RunStateFrom(std::string_view s) {
   if (s == "Running") return model::RunState::kRunning;
@@ -103,7 +115,39 @@ JobRecord ReadJob(const Statement& st) {
   j.exit_code = OptInt32(st.OptInt(7));
   j.signal = OptInt32(st.OptInt(8));
   j.cancel_requested = st.Int(9) != 0;
+  j.policy_version = st.OptInt(10);
   return j;
+}
+
+PolicyVersion ReadPolicyVersion(const Statement& st) {
+  PolicyVersion v;
+  v.version = st.Int(0);
+  v.yaml = st.Text(1);
+  v.normalized = st.Text(2);
+  v.applied_ms = st.Int(3);
+  v.applied_by = st.Text(4);
+  v.comment = st.Text(5);
+  v.rolled_back_from = st.OptInt(6);
+  v.restores = st.OptInt(7);
+  return v;
+}
+
+// Parses a stored version's text into v.policy.
+Status ParseStored(PolicyVersion& v) {
+  auto policy = model::ParsePolicy(v.yaml);
+  if (!policy) {
+    return Fail(Code::kInternal,
+                fmt::format("stored policy v{} no longer parses ({}{}{}); apply a fixed policy",
+                            v.version, policy.error().field,
+                            policy.error().field.empty() ? "" : ": ", policy.error().message));
+  }
+  v.policy = std::move(*policy);
+  v.policy.version = v.version;
+  return Ok();
+}
+
+std::string Plural(std::int64_t n, std::string_view one, std::string_view many) {
+  return fmt::format("{} {}", n, n == 1 ? one : many);
 }
 
 std::string ReasonText(const model::Reason& r) {
@@ -133,50 +177,334 @@ Status SqliteStore::Migrate(TimeMs now) {
   std::lock_guard lock(mu_);
   Transaction tx(db_);
   BERTH_RETURN_IF_ERROR(tx.Begin());
+  Result<bool> had_queue_tables = false;
+  {
+    // Scoped: an open read of sqlite_master would lock out the DROP TABLE below.
+    auto old_tables =
+        db_.Prepare("SELECT 1 FROM sqlite_master WHERE type='table' AND name='queues'");
+    if (!old_tables) return std::unexpected(old_tables.error());
+    had_queue_tables = old_tables->Step();
+    if (!had_queue_tables) return std::unexpected(had_queue_tables.error());
+  }
   BERTH_RETURN_IF_ERROR(db_.Exec(kSchema));
-  auto version = db_.Prepare("SELECT value FROM meta WHERE key='schema_version'");
-  if (!version) return std::unexpected(version.error());
-  auto row = version->Step();
-  if (!row) return std::unexpected(row.error());
-  if (*row && std::stoi(version->Text(0)) > kSchemaVersion) {
+  std::optional<int> stored;  // none: a fresh database
+  {
+    auto version = db_.Prepare("SELECT value FROM meta WHERE key='schema_version'");
+    if (!version) return std::unexpected(version.error());
+    auto row = version->Step();
+    if (!row) return std::unexpected(row.error());
+    if (*row) stored = std::stoi(version->Text(0));
+  }
+  if (stored && *stored > kSchemaVersion) {
     return Fail(Code::kFailedPrecondition,
                 fmt::format("the state database has schema version {} but this berthd knows "
                             "only up to {}; run a newer berthd",
-                            version->Text(0), kSchemaVersion));
+                            *stored, kSchemaVersion));
+  }
+  if (stored && *stored < 2) {
+    // Schema 1 tables predate the policy_version columns.
+    BERTH_RETURN_IF_ERROR(
+        db_.Exec("ALTER TABLE jobs ADD COLUMN policy_version INTEGER;"
+                 "ALTER TABLE job_events ADD COLUMN policy_version INTEGER;"));
   }
   auto set = db_.Prepare("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)");
   if (!set) return std::unexpected(set.error());
   BERTH_RETURN_IF_ERROR(set->Bind(1, std::to_string(kSchemaVersion)).Run());
-  // A fresh install has a default tenant with a default queue, so the first
-  // job needs no set-up.
-  auto tenant = db_.Prepare("INSERT OR IGNORE INTO tenants(name, created_ms) VALUES('default', ?)");
-  if (!tenant) return std::unexpected(tenant.error());
-  BERTH_RETURN_IF_ERROR(tenant->Bind(1, now).Run());
-  auto queue = db_.Prepare(
-      "INSERT OR IGNORE INTO queues(tenant, name, created_ms) VALUES('default', 'default', ?)");
-  if (!queue) return std::unexpected(queue.error());
-  BERTH_RETURN_IF_ERROR(queue->Bind(1, now).Run());
-  return tx.Commit();
+  BERTH_RETURN_IF_ERROR(MigrateQueuesToPolicy(*had_queue_tables, now));
+  BERTH_RETURN_IF_ERROR(tx.Commit());
+  active_.reset();
+  return Ok();
+}
+
+// A database without a policy gets version 1: the default policy (tenant
+// "default" with queue "default"), so the first job needs no set-up, plus any
+// queue a schema-1 database had in its queues table. Those tables are then
+// dropped: the policy is the one list of queues.
+Status SqliteStore::MigrateQueuesToPolicy(bool had_queue_tables, TimeMs now) {
+  bool have_policy = false;
+  {
+    auto count = db_.Prepare("SELECT COUNT(*) FROM policy_versions");
+    if (!count) return std::unexpected(count.error());
+    auto row = count->Step();
+    if (!row) return std::unexpected(row.error());
+    have_policy = count->Int(0) > 0;
+  }
+  model::Policy policy = model::DefaultPolicy();
+  std::string comment = "the default policy of a fresh install";
+  if (had_queue_tables) {
+    auto queues = db_.Prepare("SELECT tenant, name FROM queues ORDER BY tenant, name");
+    if (!queues) return std::unexpected(queues.error());
+    for (;;) {
+      auto q = queues->Step();
+      if (!q) return std::unexpected(q.error());
+      if (!*q) break;
+      // In the policy a tenant is the top-level queue of its own queues.
+      std::string tenant = queues->Text(0);
+      if (policy.FindQueue(tenant) == nullptr) {
+        model::QueuePolicy top;
+        top.path = tenant;
+        top.tenant = tenant;
+        policy.queues.push_back(std::move(top));
+      }
+      std::string path = tenant + "/" + queues->Text(1);
+      if (policy.FindQueue(path) != nullptr) continue;
+      model::QueuePolicy qp;
+      qp.path = path;
+      qp.tenant = tenant;
+      qp.parent = tenant;
+      policy.queues.push_back(std::move(qp));
+    }
+    comment = "carried over from the queues of a schema-1 database";
+  }
+  if (!have_policy) {
+    auto v = AddPolicyVersion(model::PolicyToYaml(policy), "berthd", comment, std::nullopt,
+                              std::nullopt, now);
+    if (!v) return std::unexpected(v.error());
+  }
+  if (had_queue_tables) {
+    BERTH_RETURN_IF_ERROR(db_.Exec("DROP TABLE queues; DROP TABLE IF EXISTS tenants;"));
+  }
+  return Ok();
+}
+
+std::string UnknownQueueMessage(const model::Policy& policy, const std::string& tenant,
+                                const std::string& queue) {
+  std::vector<std::string> same_tenant;
+  for (const auto& q : policy.queues) {
+    if (q.tenant == tenant && q.path.size() > tenant.size() + 1) {
+      same_tenant.push_back(q.path.substr(tenant.size() + 1));
+    }
+  }
+  std::string known = same_tenant.empty() ? fmt::format("tenant '{}' has no queues in it", tenant)
+                                          : fmt::format("queues of tenant {}: {}", tenant,
+                                                        fmt::join(same_tenant, ", "));
+  return fmt::format("queue {}/{} does not exist in policy v{}; {} (see berth policy show)", tenant,
+                     queue, policy.version, known);
+}
+
+Result<std::optional<PolicyVersion>> SqliteStore::LoadPolicyVersion(std::int64_t version) {
+  auto st =
+      db_.Prepare(fmt::format("SELECT {} FROM policy_versions WHERE version=?", kPolicyColumns));
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, version);
+  auto row = st->Step();
+  if (!row) return std::unexpected(row.error());
+  if (!*row) return std::optional<PolicyVersion>{};
+  return std::optional<PolicyVersion>(ReadPolicyVersion(*st));
+}
+
+Result<const PolicyVersion*> SqliteStore::Active() {
+  if (active_) return &*active_;
+  auto st = db_.Prepare("SELECT value FROM meta WHERE key='active_policy_version'");
+  if (!st) return std::unexpected(st.error());
+  auto row = st->Step();
+  if (!row) return std::unexpected(row.error());
+  if (!*row) return Fail(Code::kInternal, "the state database has no active policy");
+  std::int64_t version = std::stoll(st->Text(0));
+  auto v = LoadPolicyVersion(version);
+  if (!v) return std::unexpected(v.error());
+  if (!*v) {
+    return Fail(Code::kInternal,
+                fmt::format("the active policy v{} is missing from the state database", version));
+  }
+  BERTH_RETURN_IF_ERROR(ParseStored(**v));
+  active_ = std::move(**v);
+  return &*active_;
+}
+
+Result<PolicyVersion> SqliteStore::AddPolicyVersion(const std::string& yaml_text,
+                                                    const std::string& by,
+                                                    const std::string& comment,
+                                                    std::optional<std::int64_t> rolled_back_from,
+                                                    std::optional<std::int64_t> restores,
+                                                    TimeMs now) {
+  auto parsed = model::ParsePolicy(yaml_text);
+  if (!parsed) return std::unexpected(parsed.error());
+  PolicyVersion v;
+  v.yaml = yaml_text;
+  v.normalized = model::PolicyToYaml(*parsed);
+  v.applied_ms = now;
+  v.applied_by = by;
+  v.comment = comment;
+  v.rolled_back_from = rolled_back_from;
+  v.restores = restores;
+  v.policy = std::move(*parsed);
+
+  auto max = db_.Prepare("SELECT COALESCE(MAX(version), 0) FROM policy_versions");
+  if (!max) return std::unexpected(max.error());
+  auto row = max->Step();
+  if (!row) return std::unexpected(row.error());
+  v.version = max->Int(0) + 1;
+  v.policy.version = v.version;
+
+  if (v.version > 1) {
+    // Applying must not strand work: every queue the active policy has that
+    // the new one drops must be empty of pending and running jobs.
+    auto active = Active();
+    if (!active) return std::unexpected(active.error());
+    std::set<std::string> removed;
+    for (const auto& q : (*active)->policy.queues) {
+      if (v.policy.FindQueue(q.path) == nullptr) removed.insert(q.path);
+    }
+    if (!removed.empty()) {
+      auto held = db_.Prepare(
+          fmt::format("SELECT tenant || '/' || queue AS path, COUNT(*) FROM jobs WHERE state IN {} "
+                      "GROUP BY path ORDER BY path",
+                      kActiveStates));
+      if (!held) return std::unexpected(held.error());
+      std::vector<std::string> stranded;
+      std::int64_t total = 0;
+      for (;;) {
+        auto r = held->Step();
+        if (!r) return std::unexpected(r.error());
+        if (!*r) break;
+        if (!removed.contains(held->Text(0))) continue;
+        stranded.push_back(
+            fmt::format("{} ({})", held->Text(0), Plural(held->Int(1), "job", "jobs")));
+        total += held->Int(1);
+      }
+      if (!stranded.empty()) {
+        return InvalidField(
+            "queues",
+            fmt::format("this policy removes {} that still {} pending or running jobs: {}; keep "
+                        "{} in the policy until {} finish, or cancel {} first",
+                        stranded.size() == 1 ? "a queue" : "queues",
+                        stranded.size() == 1 ? "holds" : "hold", fmt::join(stranded, ", "),
+                        stranded.size() == 1 ? "it" : "them",
+                        total == 1 ? "that job" : "those jobs", total == 1 ? "it" : "them"));
+      }
+    }
+  }
+
+  auto ins = db_.Prepare(
+      "INSERT INTO policy_versions(version, yaml, normalized, applied_ms, applied_by, comment, "
+      "rolled_back_from, restores) VALUES(?,?,?,?,?,?,?,?)");
+  if (!ins) return std::unexpected(ins.error());
+  BERTH_RETURN_IF_ERROR(ins->Bind(1, v.version)
+                            .Bind(2, v.yaml)
+                            .Bind(3, v.normalized)
+                            .Bind(4, v.applied_ms)
+                            .Bind(5, v.applied_by)
+                            .Bind(6, v.comment)
+                            .Bind(7, v.rolled_back_from)
+                            .Bind(8, v.restores)
+                            .Run());
+  auto meta =
+      db_.Prepare("INSERT OR REPLACE INTO meta(key, value) VALUES('active_policy_version', ?)");
+  if (!meta) return std::unexpected(meta.error());
+  BERTH_RETURN_IF_ERROR(meta->Bind(1, std::to_string(v.version)).Run());
+  return v;
+}
+
+Result<std::int64_t> SqliteStore::ApplyPolicy(const std::string& yaml_text, const std::string& by,
+                                              const std::string& comment, TimeMs now) {
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
+  auto v = AddPolicyVersion(yaml_text, by, comment, std::nullopt, std::nullopt, now);
+  if (!v) return std::unexpected(v.error());
+  if (auto st = tx.Commit(); !st) {
+    active_.reset();
+    return std::unexpected(st.error());
+  }
+  active_ = std::move(*v);
+  return active_->version;
+}
+
+Result<PolicyVersion> SqliteStore::PreviewPolicy(const std::string& yaml_text,
+                                                 const std::string& by, TimeMs now) {
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);  // never committed: rolled back when it goes out of scope
+  BERTH_RETURN_IF_ERROR(tx.Begin());
+  return AddPolicyVersion(yaml_text, by, "", std::nullopt, std::nullopt, now);
+}
+
+Result<std::int64_t> SqliteStore::RollbackPolicy(std::int64_t to_version, const std::string& by,
+                                                 const std::string& comment, TimeMs now) {
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
+  auto old = LoadPolicyVersion(to_version);
+  if (!old) return std::unexpected(old.error());
+  const std::optional<PolicyVersion>& found = *old;
+  if (!found) return Fail(Code::kNotFound, fmt::format("policy version {} not found", to_version));
+  std::string text = found->yaml;
+  auto active = Active();
+  if (!active) return std::unexpected(active.error());
+  std::int64_t from = (*active)->version;
+  auto v = AddPolicyVersion(text, by,
+                            comment.empty() ? fmt::format("rollback to v{}", to_version) : comment,
+                            from, to_version, now);
+  if (!v) {
+    // The guard names the field of the request that caused it.
+    if (v.error().field == "queues") {
+      v.error().field = "to";
+      std::string& m = v.error().message;
+      if (m.starts_with("this policy ")) m.replace(0, 11, fmt::format("v{}", to_version));
+      m = fmt::format("cannot roll back to v{}: {}", to_version, m);
+    }
+    return std::unexpected(v.error());
+  }
+  if (auto st = tx.Commit(); !st) {
+    active_.reset();
+    return std::unexpected(st.error());
+  }
+  active_ = std::move(*v);
+  return active_->version;
+}
+
+Result<PolicyVersion> SqliteStore::ActivePolicy() {
+  std::lock_guard lock(mu_);
+  auto active = Active();
+  if (!active) return std::unexpected(active.error());
+  return **active;
+}
+
+Result<std::vector<PolicyVersion>> SqliteStore::ListPolicyVersions() {
+  std::lock_guard lock(mu_);
+  auto st =
+      db_.Prepare(fmt::format("SELECT {} FROM policy_versions ORDER BY version", kPolicyColumns));
+  if (!st) return std::unexpected(st.error());
+  std::vector<PolicyVersion> out;
+  for (;;) {
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    out.push_back(ReadPolicyVersion(*st));
+  }
+  return out;
+}
+
+Result<PolicyVersion> SqliteStore::GetPolicyVersion(std::int64_t version) {
+  std::lock_guard lock(mu_);
+  if (active_ && active_->version == version) return *active_;
+  auto v = LoadPolicyVersion(version);
+  if (!v) return std::unexpected(v.error());
+  if (!*v) return Fail(Code::kNotFound, fmt::format("policy version {} not found", version));
+  BERTH_RETURN_IF_ERROR(ParseStored(**v));
+  return std::move(**v);
 }
 
 Result<bool> SqliteStore::QueueExists(const std::string& tenant, const std::string& queue) {
   std::lock_guard lock(mu_);
-  auto st = db_.Prepare("SELECT 1 FROM queues WHERE tenant=? AND name=?");
-  if (!st) return std::unexpected(st.error());
-  st->Bind(1, tenant).Bind(2, queue);
-  return st->Step();
+  auto active = Active();
+  if (!active) return std::unexpected(active.error());
+  return (*active)->policy.FindQueue(tenant + "/" + queue) != nullptr;
 }
 
 Status SqliteStore::AddEvent(std::int64_t job_id, TimeMs t, model::JobState state,
-                             std::string_view event, std::string_view message) {
+                             std::string_view event, std::string_view message,
+                             std::optional<std::int64_t> policy_version) {
   auto st = db_.Prepare(
-      "INSERT INTO job_events(job_id, time_ms, state, event, message) VALUES(?,?,?,?,?)");
+      "INSERT INTO job_events(job_id, time_ms, state, event, message, policy_version) "
+      "VALUES(?,?,?,?,?,?)");
   if (!st) return std::unexpected(st.error());
   return st->Bind(1, job_id)
       .Bind(2, t)
       .Bind(3, model::JobStateName(state))
       .Bind(4, event)
       .Bind(5, message)
+      .Bind(6, policy_version)
       .Run();
 }
 
@@ -189,6 +517,13 @@ Status SqliteStore::SetJobState(std::int64_t job_id, model::JobState state,
 
 Result<std::int64_t> SqliteStore::CreateJob(const model::JobSpec& spec, TimeMs now) {
   std::lock_guard lock(mu_);
+  // Checked again here, under the store's lock, so a job cannot slip into a
+  // queue that a policy change removes at the same moment.
+  auto active = Active();
+  if (!active) return std::unexpected(active.error());
+  if ((*active)->policy.FindQueue(spec.tenant + "/" + spec.queue) == nullptr) {
+    return InvalidField("queue", UnknownQueueMessage((*active)->policy, spec.tenant, spec.queue));
+  }
   Transaction tx(db_);
   BERTH_RETURN_IF_ERROR(tx.Begin());
   auto st = db_.Prepare(
@@ -238,7 +573,8 @@ Result<std::optional<JobRecord>> SqliteStore::LoadJob(std::int64_t id, bool with
   job.runs = std::move(*runs);
   if (with_timeline) {
     auto ev = db_.Prepare(
-        "SELECT time_ms, state, event, message FROM job_events WHERE job_id=? ORDER BY id");
+        "SELECT time_ms, state, event, message, policy_version FROM job_events WHERE job_id=? "
+        "ORDER BY id");
     if (!ev) return std::unexpected(ev.error());
     ev->Bind(1, id);
     for (;;) {
@@ -247,7 +583,7 @@ Result<std::optional<JobRecord>> SqliteStore::LoadJob(std::int64_t id, bool with
       if (!*r) break;
       job.timeline.push_back({ev->Int(0),
                               model::ParseJobState(ev->Text(1)).value_or(model::JobState::kPending),
-                              ev->Text(2), ev->Text(3)});
+                              ev->Text(2), ev->Text(3), ev->OptInt(4)});
     }
   }
   return std::optional<JobRecord>(std::move(job));
@@ -360,7 +696,7 @@ Result<JobRecord> SqliteStore::CancelJob(std::int64_t id, const std::string& by,
 }
 
 Status SqliteStore::ApplyPlan(const sched::Plan& plan, const std::vector<NodeRecord>& nodes,
-                              TimeMs now) {
+                              std::int64_t policy_version, TimeMs now) {
   std::map<std::string, const model::NodeInfo*> by_name;
   for (const auto& n : nodes) by_name[n.info.name] = &n.info;
 
@@ -372,10 +708,10 @@ Status SqliteStore::ApplyPlan(const sched::Plan& plan, const std::vector<NodeRec
     if (!job) return std::unexpected(job.error());
     // Cancelled between the snapshot and now: the placement is dropped.
     if (!*job || (*job)->state != model::JobState::kPending || (*job)->cancel_requested) continue;
-    auto attempt_st =
-        db_.Prepare("UPDATE jobs SET attempts=attempts+1 WHERE id=? RETURNING attempts");
+    auto attempt_st = db_.Prepare(
+        "UPDATE jobs SET attempts=attempts+1, policy_version=? WHERE id=? RETURNING attempts");
     if (!attempt_st) return std::unexpected(attempt_st.error());
-    attempt_st->Bind(1, p.job_id);
+    attempt_st->Bind(1, policy_version).Bind(2, p.job_id);
     auto row = attempt_st->Step();
     if (!row) return std::unexpected(row.error());
     auto attempt = attempt_st->Int(0);
@@ -407,7 +743,9 @@ Status SqliteStore::ApplyPlan(const sched::Plan& plan, const std::vector<NodeRec
     }
     BERTH_RETURN_IF_ERROR(SetJobState(p.job_id, model::JobState::kScheduled,
                                       {model::ReasonCode::kScheduled, {}, {}}));
-    BERTH_RETURN_IF_ERROR(AddEvent(p.job_id, now, model::JobState::kScheduled, "Scheduled", where));
+    BERTH_RETURN_IF_ERROR(AddEvent(p.job_id, now, model::JobState::kScheduled, "Scheduled",
+                                   fmt::format("{}; under policy v{}", where, policy_version),
+                                   policy_version));
   }
   for (const auto& d : plan.pending) {
     auto st = db_.Prepare("UPDATE jobs SET reason=? WHERE id=? AND state='Pending' AND reason<>?");
@@ -458,11 +796,15 @@ Status SqliteStore::SettleJob(const JobRecord& job, TimeMs now) {
   const RunRecord* max_runtime = nullptr;
   const RunRecord* start_error = nullptr;
   const RunRecord* lost = nullptr;
+  const RunRecord* evicted = nullptr;
   for (const auto& r : job.runs) {
     if (r.attempt != attempt) continue;
     if (r.state != model::RunState::kExited) return Ok();  // still running
     if (r.stopped_for == "max_runtime" && max_runtime == nullptr) max_runtime = &r;
     if (r.stopped_for == "lost" && lost == nullptr) lost = &r;
+    if ((r.stopped_for == "preempted" || r.stopped_for == "reclaimed") && evicted == nullptr) {
+      evicted = &r;
+    }
     if (!r.start_error.empty() && r.stopped_for != "lost" && start_error == nullptr) {
       start_error = &r;
     }
@@ -481,6 +823,15 @@ Status SqliteStore::SettleJob(const JobRecord& job, TimeMs now) {
     if (!row) return std::unexpected(row.error());
     state = model::JobState::kCancelled;
     reason = {model::ReasonCode::kCancelled, {}, st->Text(0)};
+  } else if (evicted != nullptr && failed == nullptr && start_error == nullptr) {
+    // Evicted: back to the queue with the same identity; the reason recorded
+    // at eviction (who, why, work lost) stays until it is placed again.
+    auto st = db_.Prepare("UPDATE jobs SET state='Pending', started_ms=NULL WHERE id=?");
+    if (!st) return std::unexpected(st.error());
+    BERTH_RETURN_IF_ERROR(st->Bind(1, job.id).Run());
+    return AddEvent(job.id, now, model::JobState::kPending, "Requeued",
+                    fmt::format("every replica stopped after it was {}; waiting to be placed again",
+                                evicted->stopped_for));
   } else if (max_runtime != nullptr) {
     state = model::JobState::kFailed;
     reason = {
@@ -651,6 +1002,33 @@ Result<std::vector<NodeRecord>> SqliteStore::ListNodes() {
                    st->Int(2)});
   }
   return out;
+}
+
+Status SqliteStore::EvictJobs(const std::vector<sched::Eviction>& evictions, TimeMs now) {
+  if (evictions.empty()) return Ok();
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
+  for (const auto& e : evictions) {
+    auto job = LoadJob(e.job_id, false);
+    if (!job) return std::unexpected(job.error());
+    // Finished or cancelled since the snapshot: nothing to evict.
+    if (!*job || model::IsTerminal((*job)->state) || (*job)->cancel_requested) continue;
+    std::string why = e.cause == sched::EvictionCause::kPreempt ? "preempted" : "reclaimed";
+    auto stop = db_.Prepare(
+        "UPDATE runs SET stop_requested=1, stopped_for=? "
+        "WHERE job_id=? AND state IN ('Starting','Running') AND stop_requested=0");
+    if (!stop) return std::unexpected(stop.error());
+    BERTH_RETURN_IF_ERROR(stop->Bind(1, why).Bind(2, e.job_id).Run());
+    auto reason = db_.Prepare("UPDATE jobs SET reason=? WHERE id=?");
+    if (!reason) return std::unexpected(reason.error());
+    BERTH_RETURN_IF_ERROR(reason->Bind(1, ReasonText(e.reason)).Bind(2, e.job_id).Run());
+    BERTH_RETURN_IF_ERROR(
+        AddEvent(e.job_id, now, (*job)->state,
+                 e.cause == sched::EvictionCause::kPreempt ? "Preempting" : "Reclaiming",
+                 model::RenderReason(e.reason)));
+  }
+  return tx.Commit();
 }
 
 }  // namespace berth::store

@@ -15,11 +15,21 @@ namespace berth::store {
 class SqliteStore final : public Store {
  public:
   // Opens or creates `<data_dir>/berth.db`, migrates the schema, and makes
-  // sure the default tenant and queue exist.
+  // sure a policy exists (version 1: model::DefaultPolicy(), with any queues
+  // of a schema-1 database carried over).
   static Result<std::unique_ptr<SqliteStore>> Open(const std::filesystem::path& data_dir,
                                                    TimeMs now);
 
   Result<bool> QueueExists(const std::string& tenant, const std::string& queue) override;
+  Result<std::int64_t> ApplyPolicy(const std::string& yaml_text, const std::string& by,
+                                   const std::string& comment, TimeMs now) override;
+  Result<PolicyVersion> PreviewPolicy(const std::string& yaml_text, const std::string& by,
+                                      TimeMs now) override;
+  Result<PolicyVersion> ActivePolicy() override;
+  Result<std::vector<PolicyVersion>> ListPolicyVersions() override;
+  Result<PolicyVersion> GetPolicyVersion(std::int64_t version) override;
+  Result<std::int64_t> RollbackPolicy(std::int64_t to_version, const std::string& by,
+                                      const std::string& comment, TimeMs now) override;
   Result<std::int64_t> CreateJob(const model::JobSpec& spec, TimeMs now) override;
   Result<JobRecord> GetJob(std::int64_t id) override;
   Result<std::vector<JobRecord>> ListJobs(const JobFilter& filter) override;
@@ -27,12 +37,13 @@ class SqliteStore final : public Store {
   Result<std::vector<RunRecord>> ActiveRuns() override;
   Result<JobRecord> CancelJob(std::int64_t id, const std::string& by, TimeMs now) override;
   Status ApplyPlan(const sched::Plan& plan, const std::vector<NodeRecord>& nodes,
-                   TimeMs now) override;
+                   std::int64_t policy_version, TimeMs now) override;
   Status MarkRunStarted(const std::string& run_id, std::int64_t pid, TimeMs started_at,
                         TimeMs now) override;
   Result<JobRecord> MarkRunExited(const RunExit& exit, TimeMs now) override;
   Status RequestStop(std::int64_t job_id, const std::string& why, TimeMs now) override;
   Result<std::optional<RunRecord>> GetRun(const std::string& run_id) override;
+  Status EvictJobs(const std::vector<sched::Eviction>& evictions, TimeMs now) override;
   Status UpsertNode(const model::NodeInfo& info, TimeMs now) override;
   Status SetNodeState(const std::string& name, model::NodeState state, TimeMs now) override;
   Result<std::vector<NodeRecord>> ListNodes() override;
@@ -45,12 +56,24 @@ class SqliteStore final : public Store {
   Result<std::optional<JobRecord>> LoadJob(std::int64_t id, bool with_timeline);
   Result<std::vector<RunRecord>> LoadRuns(std::string_view where, std::int64_t arg);
   Status AddEvent(std::int64_t job_id, TimeMs t, model::JobState state, std::string_view event,
-                  std::string_view message);
+                  std::string_view message,
+                  std::optional<std::int64_t> policy_version = std::nullopt);
   Status SetJobState(std::int64_t job_id, model::JobState state, const model::Reason& reason);
   Status SettleJob(const JobRecord& job, TimeMs now);
+  Status MigrateQueuesToPolicy(bool had_queue_tables, TimeMs now);
+  Result<std::optional<PolicyVersion>> LoadPolicyVersion(std::int64_t version);
+  // The active version, parsed; cached until the next apply.
+  Result<const PolicyVersion*> Active();
+  // Validates, guards and inserts a version (inside the caller's
+  // transaction); the caller commits and then caches the result as active_.
+  Result<PolicyVersion> AddPolicyVersion(const std::string& yaml_text, const std::string& by,
+                                         const std::string& comment,
+                                         std::optional<std::int64_t> rolled_back_from,
+                                         std::optional<std::int64_t> restores, TimeMs now);
 
   std::mutex mu_;
   Database db_;
+  std::optional<PolicyVersion> active_;  // cache of the active policy
 };
 
 }  // namespace berth::store

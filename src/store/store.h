@@ -13,6 +13,7 @@
 #include "common/status.h"
 #include "model/job.h"
 #include "model/node.h"
+#include "model/policy.h"
 #include "model/reason.h"
 #include "sched/plan.h"
 
@@ -42,6 +43,8 @@ struct JobEvent {
   model::JobState state = model::JobState::kPending;
   std::string event;  // Submitted, Scheduled, Started, Exited, CancelRequested, ...
   std::string message;
+  // The policy version a scheduling decision was made under ("Scheduled").
+  std::optional<std::int64_t> policy_version;
 };
 
 struct JobRecord {
@@ -55,6 +58,8 @@ struct JobRecord {
   std::optional<std::int32_t> exit_code;
   std::optional<std::int32_t> signal;
   bool cancel_requested = false;
+  // The policy version in effect when the job was last scheduled.
+  std::optional<std::int64_t> policy_version;
   std::vector<RunRecord> runs;     // filled by GetJob and ListJobs
   std::vector<JobEvent> timeline;  // filled by GetJob only
 };
@@ -83,13 +88,64 @@ struct RunExit {
   std::string start_error;
 };
 
+// One version of the scheduling policy. Versions are append-only: applying
+// or rolling back always adds a version, and the newest is the active one.
+struct PolicyVersion {
+  std::int64_t version = 0;
+  std::string yaml;        // the text as applied, verbatim (comments kept)
+  std::string normalized;  // model::PolicyToYaml of the parsed text: what diffs compare
+  TimeMs applied_ms = 0;
+  std::string applied_by;
+  std::string comment;
+  // Set on versions made by a rollback: the version that was active when the
+  // rollback was asked for, and the older version whose text it restores.
+  std::optional<std::int64_t> rolled_back_from;
+  std::optional<std::int64_t> restores;
+  // Parsed, with policy.version == version. Left default (version 0) by
+  // ListPolicyVersions, which does not parse.
+  model::Policy policy;
+};
+
+// "queue vision/nlp does not exist in policy v3; tenant vision has queues
+// vision/training, ...": the error a submission to an unknown queue gets.
+std::string UnknownQueueMessage(const model::Policy& policy, const std::string& tenant,
+                                const std::string& queue);
+
 class Store {
  public:
   virtual ~Store() = default;
 
-  // --- tenants and queues (the skeleton has default/default) ---
+  // --- tenants and queues, answered from the active policy ---
+  // `queue` may name a nested queue ("training/nlp"); the queue's path in the
+  // policy is "<tenant>/<queue>".
   [[nodiscard]] virtual Result<bool> QueueExists(const std::string& tenant,
                                                  const std::string& queue) = 0;
+
+  // --- scheduling policy (versioned; a fresh database has version 1, the
+  // default policy) ---
+  // Parses and validates `yaml_text` (model::ParsePolicy errors pass through
+  // with their field path) and makes it the new active version. Refused,
+  // changing nothing, when the new policy drops a queue that still holds
+  // Pending, Scheduled or Running jobs. Returns the new version number.
+  [[nodiscard]] virtual Result<std::int64_t> ApplyPolicy(const std::string& yaml_text,
+                                                         const std::string& by,
+                                                         const std::string& comment,
+                                                         TimeMs now) = 0;
+  // Everything ApplyPolicy checks, guard included, without applying: the
+  // version `yaml_text` would become. Changes nothing.
+  [[nodiscard]] virtual Result<PolicyVersion> PreviewPolicy(const std::string& yaml_text,
+                                                            const std::string& by, TimeMs now) = 0;
+  [[nodiscard]] virtual Result<PolicyVersion> ActivePolicy() = 0;
+  // Every version, oldest first, without the parsed policy.
+  [[nodiscard]] virtual Result<std::vector<PolicyVersion>> ListPolicyVersions() = 0;
+  [[nodiscard]] virtual Result<PolicyVersion> GetPolicyVersion(std::int64_t version) = 0;
+  // Applies the text of `to_version` again, as a new version (history is
+  // never rewritten). The same guard as ApplyPolicy applies. `comment` empty:
+  // "rollback to vN".
+  [[nodiscard]] virtual Result<std::int64_t> RollbackPolicy(std::int64_t to_version,
+                                                            const std::string& by,
+                                                            const std::string& comment,
+                                                            TimeMs now) = 0;
 
   // --- jobs ---
   [[nodiscard]] virtual Result<std::int64_t> CreateJob(const model::JobSpec& spec, TimeMs now) = 0;
@@ -106,10 +162,12 @@ class Store {
                                                     TimeMs now) = 0;
 
   // Applies one scheduling cycle's decisions in one transaction: placed jobs
-  // become Scheduled with new runs; pending jobs get their reason (written
-  // only when it changed).
+  // become Scheduled with new runs, recording `policy_version`, the policy
+  // the plan was made under; pending jobs get their reason (written only when
+  // it changed).
   [[nodiscard]] virtual Status ApplyPlan(const sched::Plan& plan,
-                                         const std::vector<NodeRecord>& nodes, TimeMs now) = 0;
+                                         const std::vector<NodeRecord>& nodes,
+                                         std::int64_t policy_version, TimeMs now) = 0;
 
   [[nodiscard]] virtual Status MarkRunStarted(const std::string& run_id, std::int64_t pid,
                                               TimeMs started_at, TimeMs now) = 0;
@@ -120,6 +178,12 @@ class Store {
   [[nodiscard]] virtual Status RequestStop(std::int64_t job_id, const std::string& why,
                                            TimeMs now) = 0;
   [[nodiscard]] virtual Result<std::optional<RunRecord>> GetRun(const std::string& run_id) = 0;
+  // Stops every active run of each evicted job (stopped_for "preempted" or
+  // "reclaimed") and records the decision in its timeline. When its runs
+  // have exited the job returns to Pending with the eviction as its reason,
+  // and its next placement is a new attempt.
+  [[nodiscard]] virtual Status EvictJobs(const std::vector<sched::Eviction>& evictions,
+                                         TimeMs now) = 0;
 
   // --- nodes ---
   [[nodiscard]] virtual Status UpsertNode(const model::NodeInfo& info, TimeMs now) = 0;

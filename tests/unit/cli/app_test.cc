@@ -80,7 +80,7 @@ class CliTest : public ::testing::Test {
     std::ostringstream err;
     ManualClock clock(kNow);
     CliRun run;
-    run.code = RunCli(args, {in, out_override ? *out_override : out, err, Url(), clock});
+    run.code = RunCli(args, {in, out_override ? *out_override : out, err, Url(), clock, "alice"});
     run.out = out.str();
     run.err = err.str();
     return run;
@@ -271,6 +271,202 @@ TEST_F(CliTest, UnreachableServerSaysWhyAndExitsThree) {
   EXPECT_EQ(run.err, "berth: cannot reach berthd at " + url +
                          ": Connection refused (is berthd running? set --server or "
                          "BERTH_SERVER)\n");
+}
+
+// --- berth policy ---
+
+const char* kPolicyV3 = R"({"version": 3, "active": true, "applied_at_ms": 1764444444000,
+  "applied_by": "alice", "comment": "vision gets 8 GPUs", "rolled_back_from": null,
+  "restores": null, "yaml": "queues:\n  - name: vision\n",
+  "policy": {"queues": [
+    {"path": "default", "kind": "training", "pools": [], "quota": {}},
+    {"path": "vision", "kind": "training", "pools": ["a100", "h100"],
+     "quota": {"gpus": {"guaranteed": 8000, "borrow_limit": null, "weight": 2, "lending_limit": 0},
+               "memory": {"guaranteed": 549755813888, "borrow_limit": 0, "weight": 1,
+                          "lending_limit": 0}}},
+    {"path": "vision/training", "kind": "training", "pools": [],
+     "quota": {"gpus": {"guaranteed": 500, "borrow_limit": 4000, "weight": 1,
+                        "lending_limit": 0}}}]}})";
+
+TEST_F(CliTest, PolicyShowTableYamlAndOneVersion) {
+  server_.Get("/v1/policy", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(kPolicyV3, "application/json");
+  });
+  server_.Get("/v1/policy/versions/2", [](const httplib::Request&, httplib::Response& res) {
+    json v = json::parse(kPolicyV3);
+    v["version"] = 2;
+    v["active"] = false;
+    res.set_content(v.dump(), "application/json");
+  });
+  CliRun run = Cli({"policy", "show"});
+  EXPECT_EQ(run.code, kExitOk) << run.err;
+  EXPECT_EQ(run.out,
+            "Policy v3 (active), applied 5m ago by alice: vision gets 8 GPUs\n"
+            "\n"
+            "QUEUE             KIND       POOLS       RESOURCE   GUARANTEED   BORROW LIMIT   "
+            "WEIGHT   LENDING LIMIT\n"
+            "default           training   all         -          -            -              -"
+            "        -\n"
+            "vision            training   a100,h100   gpus       8            none           2"
+            "        0\n"
+            "vision            training   a100,h100   memory     512Gi        0              1"
+            "        0\n"
+            "vision/training   training   all         gpus       0.5          4              1"
+            "        0\n");
+
+  run = Cli({"policy", "show", "--yaml"});
+  EXPECT_EQ(run.code, kExitOk) << run.err;
+  EXPECT_EQ(run.out, "queues:\n  - name: vision\n");
+
+  run = Cli({"policy", "show", "2", "-o", "json"});
+  EXPECT_EQ(run.code, kExitOk) << run.err;
+  EXPECT_EQ(json::parse(run.out)["version"], 2);
+}
+
+TEST_F(CliTest, PolicyVersionsTable) {
+  server_.Get("/v1/policy/versions", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"active": 3, "versions": [
+      {"version": 1, "active": false, "applied_at_ms": 1764444444000, "applied_by": "berthd",
+       "comment": "the default policy of a fresh install"},
+      {"version": 2, "active": false, "applied_at_ms": 1764444444000, "applied_by": "alice",
+       "comment": ""},
+      {"version": 3, "active": true, "applied_at_ms": 1764444444000, "applied_by": "bob",
+       "comment": "undo", "rolled_back_from": 2, "restores": 1}]})",
+                    "application/json");
+  });
+  CliRun run = Cli({"policy", "versions"});
+  EXPECT_EQ(run.code, kExitOk) << run.err;
+  EXPECT_EQ(run.out,
+            "VERSION   ACTIVE   APPLIED   BY       COMMENT\n"
+            "1         -        5m ago    berthd   the default policy of a fresh install\n"
+            "2         -        5m ago    alice    -\n"
+            "3         *        5m ago    bob      undo (restores v1)\n");
+}
+
+TEST_F(CliTest, PolicyApplySendsTheFileWithCommentAndUser) {
+  std::string body;
+  std::string content_type;
+  std::string comment;
+  std::string user;
+  server_.Post("/v1/policy", [&](const httplib::Request& req, httplib::Response& res) {
+    body = req.body;
+    content_type = req.get_header_value("Content-Type");
+    comment = req.get_param_value("comment");
+    user = req.get_header_value("X-Berth-User");
+    res.status = 201;
+    res.set_content(R"({"version": 4})", "application/json");
+  });
+  CliRun run = Cli({"policy", "apply", "-", "--comment", "more GPUs for vision"},
+                   "queues:\n  - name: vision\n");
+  EXPECT_EQ(run.code, kExitOk) << run.err;
+  EXPECT_EQ(run.out, "policy v4 applied; see what changed with: berth policy diff\n");
+  EXPECT_EQ(body, "queues:\n  - name: vision\n");
+  EXPECT_EQ(content_type, "application/yaml");
+  EXPECT_EQ(comment, "more GPUs for vision");
+  EXPECT_EQ(user, "alice");
+
+  run = Cli({"policy", "apply", "/nonexistent/policy.yaml"});
+  EXPECT_EQ(run.code, kExitError);
+  EXPECT_EQ(run.err,
+            "berth: cannot read policy '/nonexistent/policy.yaml': No such file or directory\n");
+}
+
+TEST_F(CliTest, PolicyApplyRefusalNamesTheField) {
+  server_.Post("/v1/policy", [](const httplib::Request&, httplib::Response& res) {
+    res.status = 400;
+    res.set_content(R"({"error":{"code":"InvalidArgument","field":"queues",)"
+                    R"("message":"this policy removes a queue that still holds pending or )"
+                    R"j(running jobs: vision/training (2 jobs)"}})j",
+                    "application/json");
+  });
+  CliRun run = Cli({"policy", "apply", "-"}, "queues: []\n");
+  EXPECT_EQ(run.code, kExitError);
+  EXPECT_EQ(run.err,
+            "berth: queues: this policy removes a queue that still holds pending or running "
+            "jobs: vision/training (2 jobs)\n");
+}
+
+TEST_F(CliTest, PolicyDiffPassesVersionsAndSummarises) {
+  std::vector<std::string> queries;
+  server_.Get("/v1/policy/diff", [&](const httplib::Request& req, httplib::Response& res) {
+    queries.push_back(req.get_param_value("from") + ":" + req.get_param_value("to"));
+    res.set_content(R"({"from": 2, "to": 3,
+      "diff": "--- policy v2\n+++ policy v3\n@@ -1,1 +1,1 @@\n-a\n+b\n",
+      "changes": {"queues_added": ["vision/nlp"], "queues_removed": ["vision/old"],
+        "quota_changes": [{"queue": "vision", "resource": "gpus", "field": "guaranteed",
+                           "from": 8000, "to": 16000},
+                          {"queue": "vision", "resource": "memory", "field": "borrow_limit",
+                           "from": null, "to": 1099511627776}],
+        "queue_changes": [{"queue": "vision", "field": "pools", "from": [], "to": ["h100"]}],
+        "settings_changed": ["priority_classes"]}})",
+                    "application/json");
+  });
+  CliRun run = Cli({"policy", "diff"});
+  EXPECT_EQ(run.code, kExitOk) << run.err;
+  EXPECT_EQ(run.out,
+            "--- policy v2\n+++ policy v3\n@@ -1,1 +1,1 @@\n-a\n+b\n"
+            "\n"
+            "Summary v2 -> v3:\n"
+            "  + queue vision/nlp\n"
+            "  - queue vision/old\n"
+            "  ~ vision gpus guaranteed: 8 -> 16\n"
+            "  ~ vision memory borrow_limit: none -> 1Ti\n"
+            "  ~ vision pools: all -> h100\n"
+            "  ~ priority_classes changed\n");
+  ASSERT_EQ(Cli({"policy", "diff", "2"}).code, kExitOk);
+  ASSERT_EQ(Cli({"policy", "diff", "1", "3", "-o", "json"}).code, kExitOk);
+  EXPECT_EQ(queries, (std::vector<std::string>{":", "2:", "1:3"}));
+}
+
+TEST_F(CliTest, PolicyDiffOfAFileIsADryRun) {
+  std::string body;
+  std::string dry_run;
+  server_.Post("/v1/policy", [&](const httplib::Request& req, httplib::Response& res) {
+    body = req.body;
+    dry_run = req.get_param_value("dry_run");
+    res.set_content(R"({"dry_run": true, "from": 3, "to": 4,
+      "diff": "--- policy v3\n+++ policy v4 (not applied)\n@@ -1,1 +1,1 @@\n-a\n+b\n",
+      "changes": {"queues_added": ["vision/nlp"]}})",
+                    "application/json");
+  });
+  CliRun run = Cli({"policy", "diff", "-f", "-"}, "queues: []\n");
+  EXPECT_EQ(run.code, kExitOk) << run.err;
+  EXPECT_EQ(dry_run, "true");
+  EXPECT_EQ(body, "queues: []\n");
+  EXPECT_EQ(run.out,
+            "--- policy v3\n+++ policy v4 (not applied)\n@@ -1,1 +1,1 @@\n-a\n+b\n"
+            "\n"
+            "Summary v3 -> v4 (not applied):\n"
+            "  + queue vision/nlp\n");
+  // Versions and a file do not mix.
+  EXPECT_EQ(Cli({"policy", "diff", "2", "-f", "-"}).code, kExitUsage);
+}
+
+TEST_F(CliTest, PolicyRollback) {
+  std::string to;
+  server_.Post("/v1/policy/rollback", [&](const httplib::Request& req, httplib::Response& res) {
+    to = req.get_param_value("to");
+    res.status = 201;
+    res.set_content(R"({"version": 5, "restores": 2})", "application/json");
+  });
+  CliRun run = Cli({"policy", "rollback", "2"});
+  EXPECT_EQ(run.code, kExitOk) << run.err;
+  EXPECT_EQ(run.out, "policy v5 applied: rollback to v2\n");
+  EXPECT_EQ(to, "2");
+}
+
+TEST_F(CliTest, PolicyUsageErrors) {
+  for (const auto& args : std::vector<std::vector<std::string>>{{"policy"},
+                                                                {"policy", "rollback"},
+                                                                {"policy", "rollback", "0"},
+                                                                {"policy", "show", "abc"},
+                                                                {"policy", "diff", "1", "2", "3"},
+                                                                {"policy", "apply"}}) {
+    CliRun run = Cli(args);
+    EXPECT_EQ(run.code, kExitUsage) << ::testing::PrintToString(args);
+    EXPECT_TRUE(run.err.starts_with("berth: ")) << run.err;
+    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+  }
 }
 
 }  // namespace

@@ -134,6 +134,10 @@ TEST(RenderJob, PlacementRowsShowGpusPidAndExit) {
   std::string text = RenderJob(job, kNow);
   EXPECT_NE(text.find("State:        Failed\n"), std::string::npos) << text;
   EXPECT_NE(text.find("Exit:         SIGKILL\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("Policy:"), std::string::npos) << text;  // only once scheduled
+  job["policy_version"] = 3;
+  text = RenderJob(job, kNow);
+  EXPECT_NE(text.find("State:        Failed\nPolicy:       v3\n"), std::string::npos) << text;
   EXPECT_NE(text.find("REPLICA   NODE     GPUS   STATE       PID    EXIT\n"
                       "0         gpu-a1   0,1    Succeeded   1234   0\n"
                       "1         gpu-a2   4,5    Failed      99     SIGKILL\n"),

@@ -121,3 +121,70 @@ TEST(JobSpec, RoundTripsThroughJson) {
 
 }  // namespace
 }  // namespace berth::model
+
+namespace berth::model {
+namespace {
+
+TEST(JobSpec, ParsesPlacementFields) {
+  auto spec = ParseJobSpec(R"(
+name: a
+command: [x]
+resources: {gpus: 4}
+preemptible: false
+node_selector: {zone: b, rack: "7"}
+tolerations: [{key: dedicated, value: ops, effect: NoSchedule}, {key: spot}]
+pool: training
+topology: {one_node: true, nvlink_island: require}
+)");
+  ASSERT_TRUE(spec.has_value()) << spec.error().field << ": " << spec.error().message;
+  EXPECT_EQ(spec->preemptible, false);
+  EXPECT_EQ(spec->node_selector.at("rack"), "7");
+  ASSERT_EQ(spec->tolerations.size(), 2U);
+  EXPECT_EQ(spec->tolerations[0], (Toleration{"dedicated", "ops", "NoSchedule"}));
+  EXPECT_EQ(spec->tolerations[1], (Toleration{"spot", "", ""}));
+  EXPECT_EQ(spec->pool, "training");
+  EXPECT_TRUE(spec->topology.one_node);
+  EXPECT_EQ(spec->topology.nvlink_island, NvlinkIsland::kRequire);
+
+  JobSpec back = JobSpecFromJson(ToJson(*spec));
+  EXPECT_EQ(back.preemptible, spec->preemptible);
+  EXPECT_EQ(back.node_selector, spec->node_selector);
+  EXPECT_EQ(back.tolerations, spec->tolerations);
+  EXPECT_EQ(back.pool, spec->pool);
+  EXPECT_EQ(back.topology, spec->topology);
+}
+
+TEST(JobSpec, PlacementFieldsDefaultToNone) {
+  auto spec = ParseJobSpec("name: a\ncommand: [x]\n");
+  ASSERT_TRUE(spec.has_value());
+  EXPECT_FALSE(spec->preemptible.has_value());
+  EXPECT_TRUE(spec->node_selector.empty());
+  EXPECT_TRUE(spec->tolerations.empty());
+  EXPECT_TRUE(spec->pool.empty());
+  EXPECT_EQ(spec->topology, Topology{});
+  EXPECT_FALSE(JobSpecFromJson(ToJson(*spec)).preemptible.has_value());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    BadPlacement, JobSpecRejects,
+    ::testing::Values(
+        BadCase{"name: a\ncommand: [x]\npreemptible: maybe\n", "preemptible", "true or false"},
+        BadCase{"name: a\ncommand: [x]\nnode_selector: [a]\n", "node_selector", "mapping"},
+        BadCase{"name: a\ncommand: [x]\ntolerations: [{value: v}]\n", "tolerations[0].key",
+                "required"},
+        BadCase{"name: a\ncommand: [x]\ntolerations: [{key: k, effect: NoExecute}]\n",
+                "tolerations[0].effect", "NoSchedule"},
+        BadCase{"name: a\ncommand: [x]\ntolerations: [{key: k, operator: Exists}]\n",
+                "tolerations[0].operator", "allowed"},
+        BadCase{"name: a\ncommand: [x]\npool: Bad!\n", "pool", "pool name"},
+        BadCase{"name: a\ncommand: [x]\ntopology: {nvlink: require}\n", "topology.nvlink",
+                "allowed"},
+        BadCase{"name: a\ncommand: [x]\nresources: {gpus: 1}\ntopology: {nvlink_island: always}\n",
+                "topology.nvlink_island", "prefer"},
+        BadCase{"name: a\ncommand: [x]\ntopology: {nvlink_island: require}\n",
+                "topology.nvlink_island", "resources.gpus"},
+        BadCase{"name: a\ncommand: [x]\ntopology: {one_node: 1}\n", "topology.one_node",
+                "true or false"}));
+
+}  // namespace
+}  // namespace berth::model

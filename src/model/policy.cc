@@ -1,0 +1,577 @@
+// Parsing, validation and printing of the scheduling policy (see
+// docs/scheduling.md for the YAML shape). yaml-cpp exceptions stay inside
+// this file: every entry point returns a Result.
+#include "model/policy.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <limits>
+#include <set>
+
+#include "common/units.h"
+
+namespace berth::model {
+namespace {
+
+constexpr std::array<std::string_view, 5> kTopFields{"usage_half_life", "min_runtime", "pools",
+                                                     "priority_classes", "queues"};
+constexpr std::array<std::string_view, 2> kPoolFields{"name", "selector"};
+constexpr std::array<std::string_view, 3> kClassFields{"name", "value", "preemptible"};
+constexpr std::array<std::string_view, 7> kQueueFields{
+    "name", "kind", "pools", "quota", "over_quota", "preemptible", "children"};
+constexpr std::array<std::string_view, 4> kQuotaFields{"guaranteed", "borrow_limit", "weight",
+                                                       "lending_limit"};
+constexpr std::array<std::string_view, 3> kKinds{"training", "inference", "interactive"};
+
+// The most of any one amount: a million GPUs, cores, or 2^62 bytes.
+constexpr std::int64_t kMaxMilli = 1'000'000'000;
+constexpr std::int64_t kMaxBytes = std::int64_t{1} << 62;
+
+std::string Join(auto const& names) {
+  std::string out;
+  for (auto const& n : names) {
+    if (!out.empty()) out += ", ";
+    out += n;
+  }
+  return out;
+}
+
+bool ValidName(std::string_view s) {
+  if (s.empty() || s.size() > 63) return false;
+  auto ok_edge = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  auto ok_mid = [&](char c) { return ok_edge(c) || c == '-' || c == '_' || c == '.'; };
+  return ok_edge(s.front()) && ok_edge(s.back()) && std::all_of(s.begin(), s.end(), ok_mid);
+}
+
+Status CheckMap(const YAML::Node& node, auto const& allowed, const std::string& field) {
+  if (!node.IsMap()) return InvalidField(field, "must be a mapping");
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    if (!it->first.IsScalar()) return InvalidField(field, "field names must be plain strings");
+    const auto& key = it->first.Scalar();
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      std::string path = field.empty() ? key : field + "." + key;
+      return InvalidField(
+          path, fmt::format("unknown field '{}'; allowed fields are: {}", key, Join(allowed)));
+    }
+  }
+  return Ok();
+}
+
+std::string Sub(const std::string& field, std::string_view key) {
+  return field.empty() ? std::string(key) : fmt::format("{}.{}", field, key);
+}
+
+Result<std::string> Str(const YAML::Node& node, const std::string& field) {
+  if (!node.IsScalar()) return InvalidField(field, "must be a string");
+  return node.Scalar();
+}
+
+Result<bool> Bool(const YAML::Node& node, const std::string& field) {
+  if (node.IsScalar()) {
+    if (node.Scalar() == "true") return true;
+    if (node.Scalar() == "false") return false;
+  }
+  return InvalidField(field, "must be true or false");
+}
+
+Result<std::int64_t> Int(const YAML::Node& node, const std::string& field, std::int64_t lo,
+                         std::int64_t hi) {
+  if (!node.IsScalar()) return InvalidField(field, "must be an integer");
+  const auto& s = node.Scalar();
+  std::int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) {
+    return InvalidField(field, fmt::format("'{}' is not an integer", s));
+  }
+  if (v < lo || v > hi) return InvalidField(field, fmt::format("{} is not in {} to {}", v, lo, hi));
+  return v;
+}
+
+// "16", "0.5", "1.125" → thousandths; "500m" → 500 when `allow_milli`.
+std::optional<std::int64_t> ParseMilli(std::string_view s, bool allow_milli) {
+  std::int64_t v = 0;
+  if (allow_milli && s.ends_with("m")) {
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size() - 1, v);
+    if (ec != std::errc() || p != s.data() + s.size() - 1 || s.size() == 1) return std::nullopt;
+    return v <= kMaxMilli ? std::optional(v) : std::nullopt;
+  }
+  auto dot = s.find('.');
+  std::string_view whole = s.substr(0, dot);
+  if (whole.empty()) return std::nullopt;
+  auto [p, ec] = std::from_chars(whole.data(), whole.data() + whole.size(), v);
+  if (ec != std::errc() || p != whole.data() + whole.size() || v < 0 || v > kMaxMilli / 1000) {
+    return std::nullopt;
+  }
+  v *= 1000;
+  if (dot != std::string_view::npos) {
+    std::string_view frac = s.substr(dot + 1);
+    if (frac.empty() || frac.size() > 3) return std::nullopt;
+    std::int64_t f = 0;
+    auto [fp, fec] = std::from_chars(frac.data(), frac.data() + frac.size(), f);
+    if (fec != std::errc() || fp != frac.data() + frac.size() || f < 0) return std::nullopt;
+    for (std::size_t i = frac.size(); i < 3; ++i) f *= 10;
+    v += f;
+  }
+  return v;
+}
+
+std::string FormatMilli(std::int64_t v) {
+  if (v % 1000 == 0) return std::to_string(v / 1000);
+  std::string frac = fmt::format("{:03}", v % 1000);
+  while (frac.back() == '0') frac.pop_back();
+  return fmt::format("{}.{}", v / 1000, frac);
+}
+
+Result<std::int64_t> Amount(ResourceKind kind, const YAML::Node& node, const std::string& field) {
+  if (!node.IsScalar()) return InvalidField(field, "must be an amount");
+  const std::string& s = node.Scalar();
+  if (s.starts_with("-")) return InvalidField(field, fmt::format("'{}' must not be negative", s));
+  switch (kind) {
+    case ResourceKind::kGpus:
+      if (auto v = ParseMilli(s, false)) return *v;
+      return InvalidField(field, fmt::format("'{}' is not a GPU amount; write whole or fractional "
+                                             "GPUs (16, 0.5) with at most 3 decimals",
+                                             s));
+    case ResourceKind::kCpu:
+      if (auto v = ParseMilli(s, true)) return *v;
+      return InvalidField(
+          field,
+          fmt::format("'{}' is not a CPU amount; write cores (16, 0.5) or millicores (500m)", s));
+    case ResourceKind::kGpuMemory:
+    case ResourceKind::kMemory: {
+      auto b = ParseBytes(s);
+      if (!b) return InvalidField(field, b.error().message);
+      if (*b > static_cast<std::uint64_t>(kMaxBytes)) return InvalidField(field, "is too large");
+      return static_cast<std::int64_t>(*b);
+    }
+  }
+  return InvalidField(field, "unknown resource");
+}
+
+std::string FormatAmount(ResourceKind kind, std::int64_t v) {
+  switch (kind) {
+    case ResourceKind::kGpus:
+      return FormatMilli(v);
+    case ResourceKind::kCpu:
+      return v % 1000 == 0 ? std::to_string(v / 1000) : fmt::format("{}m", v);
+    case ResourceKind::kGpuMemory:
+    case ResourceKind::kMemory:
+      return FormatBytes(static_cast<std::uint64_t>(v));
+  }
+  return std::to_string(v);
+}
+
+Result<Quota> ParseQuota(ResourceKind kind, const YAML::Node& node, const std::string& field) {
+  Quota q;
+  if (node.IsScalar()) {  // shorthand: `gpus: 8` is `gpus: {guaranteed: 8}`
+    auto g = Amount(kind, node, field);
+    if (!g) return std::unexpected(g.error());
+    q.guaranteed = *g;
+    return q;
+  }
+  BERTH_RETURN_IF_ERROR(CheckMap(node, kQuotaFields, field));
+  if (auto n = node["guaranteed"]) {
+    auto v = Amount(kind, n, Sub(field, "guaranteed"));
+    if (!v) return std::unexpected(v.error());
+    q.guaranteed = *v;
+  }
+  if (auto n = node["borrow_limit"]) {
+    auto v = Amount(kind, n, Sub(field, "borrow_limit"));
+    if (!v) return std::unexpected(v.error());
+    q.borrow_limit = *v;
+  }
+  if (auto n = node["weight"]) {
+    auto v = Int(n, Sub(field, "weight"), 1, kMaxWeight);
+    if (!v) return std::unexpected(v.error());
+    q.weight = *v;
+  }
+  if (auto n = node["lending_limit"]) {
+    auto v = Amount(kind, n, Sub(field, "lending_limit"));
+    if (!v) return std::unexpected(v.error());
+    q.lending_limit = *v;
+  }
+  if (q.lending_limit > q.guaranteed) {
+    return InvalidField(
+        Sub(field, "lending_limit"),
+        fmt::format("{} is more than the guaranteed {}: only guaranteed capacity "
+                    "can be kept from lending",
+                    FormatAmount(kind, q.lending_limit), FormatAmount(kind, q.guaranteed)));
+  }
+  return q;
+}
+
+Result<std::vector<std::string>> Names(const YAML::Node& node, const std::string& field) {
+  if (!node.IsSequence()) return InvalidField(field, "must be a list of names");
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    auto v = Str(node[i], fmt::format("{}[{}]", field, i));
+    if (!v) return std::unexpected(v.error());
+    out.push_back(*v);
+  }
+  return out;
+}
+
+class Parser {
+ public:
+  explicit Parser(Policy& p) : p_(p) {}
+
+  Status Top(const YAML::Node& root) {
+    if (!root.IsMap()) return InvalidField("", "a policy must be a YAML mapping");
+    BERTH_RETURN_IF_ERROR(CheckMap(root, kTopFields, ""));
+    for (auto [key, target] : {std::pair{"usage_half_life", &p_.usage_half_life_ms},
+                               std::pair{"min_runtime", &p_.min_runtime_ms}}) {
+      if (auto n = root[key]) {
+        auto s = Str(n, key);
+        if (!s) return std::unexpected(s.error());
+        auto ms = ParseDurationMs(*s);
+        if (!ms) return InvalidField(key, ms.error().message);
+        *target = *ms;
+      }
+    }
+    if (p_.usage_half_life_ms <= 0) {
+      return InvalidField("usage_half_life", "must be longer than zero");
+    }
+    if (auto n = root["pools"]) BERTH_RETURN_IF_ERROR(Pools(n));
+    if (auto n = root["priority_classes"]) BERTH_RETURN_IF_ERROR(Classes(n));
+    if (auto n = root["queues"]) {
+      if (!n.IsSequence()) return InvalidField("queues", "must be a list of queues");
+      for (std::size_t i = 0; i < n.size(); ++i) {
+        BERTH_RETURN_IF_ERROR(Queue(n[i], "", fmt::format("queues[{}]", i), 1));
+      }
+    }
+    return Ok();
+  }
+
+ private:
+  Status Pools(const YAML::Node& n) {
+    if (!n.IsSequence()) return InvalidField("pools", "must be a list of {name, selector}");
+    p_.pools.clear();
+    for (std::size_t i = 0; i < n.size(); ++i) {
+      std::string f = fmt::format("pools[{}]", i);
+      BERTH_RETURN_IF_ERROR(CheckMap(n[i], kPoolFields, f));
+      Pool pool;
+      auto name = n[i]["name"] ? Str(n[i]["name"], Sub(f, "name"))
+                               : InvalidField(Sub(f, "name"), "is required");
+      if (!name) return std::unexpected(name.error());
+      if (!ValidName(*name)) return InvalidField(Sub(f, "name"), "is not a valid pool name");
+      if (p_.FindPool(*name) != nullptr) {
+        return InvalidField(Sub(f, "name"), fmt::format("pool '{}' is defined twice", *name));
+      }
+      pool.name = *name;
+      if (auto sel = n[i]["selector"]) {
+        if (!sel.IsMap()) return InvalidField(Sub(f, "selector"), "must map label to value");
+        for (auto it = sel.begin(); it != sel.end(); ++it) {
+          if (!it->first.IsScalar() || !it->second.IsScalar()) {
+            return InvalidField(Sub(f, "selector"), "labels and values must be strings");
+          }
+          pool.selector[it->first.Scalar()] = it->second.Scalar();
+        }
+      }
+      p_.pools.push_back(std::move(pool));
+    }
+    return Ok();
+  }
+
+  Status Classes(const YAML::Node& n) {
+    if (!n.IsSequence()) {
+      return InvalidField("priority_classes", "must be a list of {name, value, preemptible}");
+    }
+    p_.priority_classes.clear();
+    for (std::size_t i = 0; i < n.size(); ++i) {
+      std::string f = fmt::format("priority_classes[{}]", i);
+      BERTH_RETURN_IF_ERROR(CheckMap(n[i], kClassFields, f));
+      PriorityClass c;
+      auto name = n[i]["name"] ? Str(n[i]["name"], Sub(f, "name"))
+                               : InvalidField(Sub(f, "name"), "is required");
+      if (!name) return std::unexpected(name.error());
+      if (!ValidName(*name)) return InvalidField(Sub(f, "name"), "is not a valid class name");
+      if (p_.FindPriorityClass(*name) != nullptr) {
+        return InvalidField(Sub(f, "name"), fmt::format("class '{}' is defined twice", *name));
+      }
+      c.name = *name;
+      if (!n[i]["value"]) return InvalidField(Sub(f, "value"), "is required");
+      auto v = Int(n[i]["value"], Sub(f, "value"), 0, 1'000'000);
+      if (!v) return std::unexpected(v.error());
+      c.value = static_cast<std::int32_t>(*v);
+      if (auto pre = n[i]["preemptible"]) {
+        auto b = Bool(pre, Sub(f, "preemptible"));
+        if (!b) return std::unexpected(b.error());
+        c.preemptible = *b;
+      }
+      p_.priority_classes.push_back(std::move(c));
+    }
+    return Ok();
+  }
+
+  Status Queue(const YAML::Node& n, const std::string& parent, const std::string& f,
+               std::size_t depth) {
+    BERTH_RETURN_IF_ERROR(CheckMap(n, kQueueFields, f));
+    if (depth > kMaxQueueDepth) {
+      return InvalidField(f, fmt::format("queues nest at most {} deep", kMaxQueueDepth));
+    }
+    auto name =
+        n["name"] ? Str(n["name"], Sub(f, "name")) : InvalidField(Sub(f, "name"), "is required");
+    if (!name) return std::unexpected(name.error());
+    if (!ValidName(*name)) {
+      return InvalidField(Sub(f, "name"), fmt::format("'{}' is not a valid queue name (lower-case "
+                                                      "letters, digits, '-', '_', '.')",
+                                                      *name));
+    }
+    QueuePolicy q;
+    q.path = parent.empty() ? *name : parent + "/" + *name;
+    q.tenant = parent.empty() ? *name : parent.substr(0, parent.find('/'));
+    q.parent = parent;
+    if (p_.FindQueue(q.path) != nullptr) {
+      return InvalidField(Sub(f, "name"), fmt::format("queue '{}' is defined twice", q.path));
+    }
+    if (auto k = n["kind"]) {
+      auto v = Str(k, Sub(f, "kind"));
+      if (!v) return std::unexpected(v.error());
+      if (std::find(kKinds.begin(), kKinds.end(), *v) == kKinds.end()) {
+        return InvalidField(Sub(f, "kind"), fmt::format("'{}' is not one of {}", *v, Join(kKinds)));
+      }
+      q.kind = *v;
+    }
+    if (auto pools = n["pools"]) {
+      auto v = Names(pools, Sub(f, "pools"));
+      if (!v) return std::unexpected(v.error());
+      for (std::size_t i = 0; i < v->size(); ++i) {
+        if (p_.FindPool((*v)[i]) == nullptr) {
+          std::vector<std::string> known;
+          for (const auto& p : p_.pools) known.push_back(p.name);
+          return InvalidField(fmt::format("{}.pools[{}]", f, i),
+                              fmt::format("unknown pool '{}'; pools are: {}", (*v)[i],
+                                          known.empty() ? "(none)" : Join(known)));
+        }
+      }
+      q.pools = std::move(*v);
+    }
+    if (auto quota = n["quota"]) {
+      std::string qf = Sub(f, "quota");
+      if (!quota.IsMap()) return InvalidField(qf, "must map resources to quotas");
+      for (auto it = quota.begin(); it != quota.end(); ++it) {
+        if (!it->first.IsScalar()) return InvalidField(qf, "resource names must be strings");
+        auto key = ParseResourceKey(it->first.Scalar());
+        std::string rf = Sub(qf, it->first.Scalar());
+        if (!key) {
+          return InvalidField(rf, fmt::format("unknown resource '{}'; use gpus, gpus/MODEL, "
+                                              "gpu_memory, cpu or memory",
+                                              it->first.Scalar()));
+        }
+        auto v = ParseQuota(key->kind, it->second, rf);
+        if (!v) return std::unexpected(v.error());
+        q.quota[*key] = *v;
+      }
+    }
+    if (auto o = n["over_quota"]) {
+      auto v = Str(o, Sub(f, "over_quota"));
+      if (!v) return std::unexpected(v.error());
+      if (*v == "borrow") {
+        q.over_quota = OverQuota::kBorrow;
+      } else if (*v == "wait") {
+        q.over_quota = OverQuota::kWait;
+      } else if (*v == "reject") {
+        q.over_quota = OverQuota::kReject;
+      } else {
+        return InvalidField(Sub(f, "over_quota"),
+                            fmt::format("'{}' is not one of borrow, wait, reject", *v));
+      }
+    }
+    if (auto pre = n["preemptible"]) {
+      auto b = Bool(pre, Sub(f, "preemptible"));
+      if (!b) return std::unexpected(b.error());
+      q.preemptible_by_default = *b;
+    }
+    std::string path = q.path;
+    auto quota = q.quota;
+    p_.queues.push_back(std::move(q));
+    if (auto children = n["children"]) {
+      std::string cf = Sub(f, "children");
+      if (!children.IsSequence()) return InvalidField(cf, "must be a list of queues");
+      std::size_t first = p_.queues.size();
+      for (std::size_t i = 0; i < children.size(); ++i) {
+        BERTH_RETURN_IF_ERROR(Queue(children[i], path, fmt::format("{}[{}]", cf, i), depth + 1));
+      }
+      // Children's guarantees are carved out of their parent's.
+      for (const auto& [key, pq] : quota) {
+        std::int64_t sum = 0;
+        for (std::size_t i = first; i < p_.queues.size(); ++i) {
+          if (p_.queues[i].parent != path) continue;
+          if (auto it = p_.queues[i].quota.find(key); it != p_.queues[i].quota.end()) {
+            sum += it->second.guaranteed;
+          }
+        }
+        if (sum > pq.guaranteed) {
+          return InvalidField(cf,
+                              fmt::format("children of '{}' guarantee {} {} in total, more "
+                                          "than the parent's {}",
+                                          path, FormatAmount(key.kind, sum), ResourceKeyName(key),
+                                          FormatAmount(key.kind, pq.guaranteed)));
+        }
+      }
+    }
+    return Ok();
+  }
+
+  Policy& p_;
+};
+
+void EmitQueue(YAML::Emitter& out, const Policy& p, const QueuePolicy& q) {
+  out << YAML::BeginMap;
+  auto slash = q.path.rfind('/');
+  out << YAML::Key << "name" << YAML::Value
+      << (slash == std::string::npos ? q.path : q.path.substr(slash + 1));
+  if (q.kind != "training") out << YAML::Key << "kind" << YAML::Value << q.kind;
+  if (!q.pools.empty()) {
+    out << YAML::Key << "pools" << YAML::Value << YAML::Flow << q.pools;
+  }
+  if (!q.quota.empty()) {
+    out << YAML::Key << "quota" << YAML::Value << YAML::BeginMap;
+    for (const auto& [key, quota] : q.quota) {
+      out << YAML::Key << ResourceKeyName(key) << YAML::Value << YAML::Flow << YAML::BeginMap;
+      out << YAML::Key << "guaranteed" << YAML::Value << FormatAmount(key.kind, quota.guaranteed);
+      if (quota.borrow_limit) {
+        out << YAML::Key << "borrow_limit" << YAML::Value
+            << FormatAmount(key.kind, *quota.borrow_limit);
+      }
+      if (quota.weight != 1) out << YAML::Key << "weight" << YAML::Value << quota.weight;
+      if (quota.lending_limit != 0) {
+        out << YAML::Key << "lending_limit" << YAML::Value
+            << FormatAmount(key.kind, quota.lending_limit);
+      }
+      out << YAML::EndMap;
+    }
+    out << YAML::EndMap;
+  }
+  if (q.over_quota != OverQuota::kBorrow) {
+    out << YAML::Key << "over_quota" << YAML::Value
+        << (q.over_quota == OverQuota::kWait ? "wait" : "reject");
+  }
+  if (!q.preemptible_by_default) out << YAML::Key << "preemptible" << YAML::Value << false;
+  bool any_child = false;
+  for (const auto& c : p.queues) {
+    if (c.parent != q.path) continue;
+    if (!any_child) out << YAML::Key << "children" << YAML::Value << YAML::BeginSeq;
+    any_child = true;
+    EmitQueue(out, p, c);
+  }
+  if (any_child) out << YAML::EndSeq;
+  out << YAML::EndMap;
+}
+
+}  // namespace
+
+std::string ResourceKeyName(const ResourceKey& key) {
+  switch (key.kind) {
+    case ResourceKind::kGpus:
+      return key.gpu_model.empty() ? "gpus" : "gpus/" + key.gpu_model;
+    case ResourceKind::kGpuMemory:
+      return "gpu_memory";
+    case ResourceKind::kCpu:
+      return "cpu";
+    case ResourceKind::kMemory:
+      return "memory";
+  }
+  return "gpus";
+}
+
+std::optional<ResourceKey> ParseResourceKey(std::string_view name) {
+  if (name == "gpus") return ResourceKey{ResourceKind::kGpus, ""};
+  if (name == "gpu_memory") return ResourceKey{ResourceKind::kGpuMemory, ""};
+  if (name == "cpu") return ResourceKey{ResourceKind::kCpu, ""};
+  if (name == "memory") return ResourceKey{ResourceKind::kMemory, ""};
+  if (name.starts_with("gpus/") && name.size() > 5 && name.size() <= 5 + 64) {
+    return ResourceKey{ResourceKind::kGpus, std::string(name.substr(5))};
+  }
+  return std::nullopt;
+}
+
+const QueuePolicy* Policy::FindQueue(std::string_view path) const {
+  for (const auto& q : queues) {
+    if (q.path == path) return &q;
+  }
+  return nullptr;
+}
+
+const Pool* Policy::FindPool(std::string_view name) const {
+  for (const auto& p : pools) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+const PriorityClass* Policy::FindPriorityClass(std::string_view name) const {
+  for (const auto& c : priority_classes) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+Policy DefaultPolicy() {
+  Policy p;
+  p.pools = {Pool{"default", {}}};
+  p.priority_classes = {
+      {"low", 0, true}, {"normal", 100, true}, {"high", 200, true}, {"critical", 300, true}};
+  QueuePolicy tenant;
+  tenant.path = "default";
+  tenant.tenant = "default";
+  QueuePolicy queue;
+  queue.path = "default/default";
+  queue.tenant = "default";
+  queue.parent = "default";
+  p.queues = {tenant, queue};
+  return p;
+}
+
+Result<Policy> ParsePolicy(std::string_view yaml) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::Exception& e) {
+    return InvalidField("", fmt::format("not a valid YAML document: line {}, column {}: {}",
+                                        e.mark.line + 1, e.mark.column + 1, e.msg));
+  }
+  Policy p = DefaultPolicy();
+  p.queues.clear();  // a document lists its own queues; pools and classes default
+  try {
+    BERTH_RETURN_IF_ERROR(Parser(p).Top(root));
+  } catch (const YAML::Exception& e) {
+    return InvalidField("", fmt::format("could not read the policy: {}", e.what()));
+  }
+  if (p.queues.empty()) p.queues = DefaultPolicy().queues;  // jobs always have somewhere to go
+  return p;
+}
+
+std::string PolicyToYaml(const Policy& p) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "usage_half_life" << YAML::Value << FormatDurationMs(p.usage_half_life_ms);
+  out << YAML::Key << "min_runtime" << YAML::Value << FormatDurationMs(p.min_runtime_ms);
+  out << YAML::Key << "pools" << YAML::Value << YAML::BeginSeq;
+  for (const auto& pool : p.pools) {
+    out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << pool.name
+        << YAML::Key << "selector" << YAML::Value << YAML::Flow << pool.selector << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+  out << YAML::Key << "priority_classes" << YAML::Value << YAML::BeginSeq;
+  for (const auto& c : p.priority_classes) {
+    out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << c.name << YAML::Key
+        << "value" << YAML::Value << c.value;
+    if (!c.preemptible) out << YAML::Key << "preemptible" << YAML::Value << false;
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+  out << YAML::Key << "queues" << YAML::Value << YAML::BeginSeq;
+  for (const auto& q : p.queues) {
+    if (q.parent.empty()) EmitQueue(out, p, q);
+  }
+  out << YAML::EndSeq;
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace berth::model

@@ -1,0 +1,280 @@
+#include "sched/core_scheduler.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "sched/cycle.h"
+
+namespace berth::sched {
+namespace {
+
+std::int32_t DefaultValue(model::Priority p) {
+  switch (p) {
+    case model::Priority::kLow:
+      return 0;
+    case model::Priority::kNormal:
+      return 100;
+    case model::Priority::kHigh:
+      return 200;
+    case model::Priority::kCritical:
+      return 300;
+  }
+  return 100;
+}
+
+// Sibling order for a leaf, root first: (below guarantee?, fair share, name).
+using OrderKey = std::vector<std::tuple<int, std::int64_t, std::string_view>>;
+
+}  // namespace
+
+std::string_view EvictionCauseName(EvictionCause cause) {
+  return cause == EvictionCause::kReclaim ? "reclaim" : "preempt";
+}
+
+std::int32_t PriorityValue(const model::Policy& policy, model::Priority p) {
+  const auto* c = policy.FindPriorityClass(model::PriorityName(p));
+  return c != nullptr ? c->value : DefaultValue(p);
+}
+
+bool EffectivePreemptible(const model::Policy& policy, const model::QueuePolicy* queue,
+                          model::Priority p, const std::optional<bool>& requested) {
+  if (requested) return *requested;
+  const auto* c = policy.FindPriorityClass(model::PriorityName(p));
+  if (c != nullptr && !c->preemptible) return false;
+  return queue == nullptr || queue->preemptible_by_default;
+}
+
+Cycle::Cycle(const Snapshot& s)
+    : s_(s), cluster_(s.nodes), book_(s.policy, cluster_, s.running, s.decayed_usage) {
+  for (const auto& r : s.running) {
+    running_queue_.push_back(book_.Find(r.tenant + "/" + r.queue));
+    if (running_queue_.back())
+      running_by_leaf_[*running_queue_.back()].push_back(running_queue_.size() - 1);
+    running_usage_.push_back(UsageOf(cluster_, r.resources, r.replicas));
+  }
+  evicted_.assign(s.running.size(), false);
+}
+
+JobCtx Cycle::Resolve(const PendingJob& job) const {
+  JobCtx c;
+  c.job = &job;
+  c.path = job.tenant + "/" + job.queue;
+  c.leaf = book_.Find(c.path);
+  const model::QueuePolicy* qp = c.leaf ? &book_.queue(*c.leaf) : nullptr;
+  c.priority = PriorityValue(s_.policy, job.priority);
+  c.preemptible = EffectivePreemptible(s_.policy, qp, job.priority, job.preemptible);
+  c.shape.replicas = job.replicas;
+  c.shape.resources = job.resources;
+  c.shape.node_selector = job.node_selector;
+  c.shape.tolerations = job.tolerations;
+  c.shape.topology = job.topology;
+  c.requested_mgpu = std::int64_t{job.resources.gpus} * job.replicas * 1000;
+  if (c.leaf) {
+    const auto& allowed = book_.Pools(*c.leaf);
+    if (!job.pool.empty()) {
+      const model::Pool* p = s_.policy.FindPool(job.pool);
+      bool ok = p != nullptr && (allowed.empty() || std::find(allowed.begin(), allowed.end(),
+                                                              job.pool) != allowed.end());
+      if (ok) {
+        c.shape.pools.push_back(p);
+      } else {
+        c.shape.pool_forbidden = true;
+      }
+    } else {
+      for (const auto& name : allowed) {
+        if (const auto* p = s_.policy.FindPool(name)) c.shape.pools.push_back(p);
+      }
+    }
+  }
+  return c;
+}
+
+void Cycle::Commit(const JobCtx& ctx, std::vector<ReplicaPlacement> replicas, const Usage& delta,
+                   const std::vector<std::size_t>& victims, EvictionCause cause) {
+  Placement p{ctx.job->id, std::move(replicas), {}};
+  for (std::size_t v : victims) {
+    const RunningJob& r = s_.running[v];
+    evicted_[v] = true;
+    Eviction e;
+    e.job_id = r.id;
+    e.by_job = ctx.job->id;
+    e.by_queue = ctx.path;
+    e.cause = cause;
+    e.work_lost_ms = WorkLostMs(r);
+    e.reason.code = cause == EvictionCause::kReclaim ? model::ReasonCode::kReclaimed
+                                                     : model::ReasonCode::kPreempted;
+    e.reason.counts[std::string(model::kByJob)] = ctx.job->id;
+    e.reason.counts[std::string(model::kWorkLostMs)] = e.work_lost_ms;
+    e.reason.detail = ctx.path;
+    plan_.evictions.push_back(std::move(e));
+    p.after_evicting.push_back(r.id);
+  }
+  book_.Add(*ctx.leaf, delta);
+  plan_.placements.push_back(std::move(p));
+}
+
+Cycle::Outcome Cycle::Decide(const JobCtx& ctx, model::Reason& why) {
+  if (!ctx.leaf) {
+    why = {model::ReasonCode::kQueueUnknown, {}, ctx.path};
+    return Outcome::kRefused;
+  }
+  if (cluster_.nodes().empty()) {
+    why = {model::ReasonCode::kNoNodes, {}, {}};
+    return Outcome::kWaiting;
+  }
+  bool feasible = false;
+  for (std::size_t n = 0; n < cluster_.nodes().size() && !feasible; ++n) {
+    feasible = cluster_.StaticCause(n, ctx.shape).empty();
+  }
+  if (!feasible) {  // no node could ever take it: say why, and do not block the queue
+    why = ExplainNoFit(ctx, 0);
+    return Outcome::kRefused;
+  }
+  // Quota first, on what the job asks for whatever GPUs it gets (GPUs of
+  // any model, CPU, RAM), so a job past its limit says so even when the
+  // cluster is full; per-model and GPU-memory quota need the placement.
+  Usage estimate;
+  const auto& res = ctx.shape.resources;
+  if (ctx.requested_mgpu > 0) estimate[kGpusKey] = ctx.requested_mgpu;
+  if (res.cpu_millis > 0) {
+    estimate[{model::ResourceKind::kCpu, ""}] = std::int64_t{res.cpu_millis} * ctx.shape.replicas;
+  }
+  if (res.memory_bytes > 0) {
+    estimate[{model::ResourceKind::kMemory, ""}] =
+        static_cast<std::int64_t>(res.memory_bytes) * ctx.shape.replicas;
+  }
+  std::optional<QuotaRefusal> refusal = book_.Check(*ctx.leaf, estimate, ctx.preemptible);
+  std::size_t mark = cluster_.Mark();
+  std::uint32_t placed_before = 0;
+  std::optional<std::vector<ReplicaPlacement>> placed;
+  if (!refusal) placed = cluster_.PlaceGang(ctx.shape, &placed_before);
+  if (placed) {
+    Usage delta = UsageOf(cluster_, ctx.shape.resources, *placed);
+    refusal = book_.Check(*ctx.leaf, delta, ctx.preemptible);
+    if (!refusal) {
+      Commit(ctx, std::move(*placed), delta, {}, EvictionCause::kReclaim);
+      return Outcome::kPlaced;
+    }
+    cluster_.Rollback(mark);
+  }
+  // Least disruptive first: take back what this queue lent, then preempt
+  // lower-priority work of its own queue.
+  if (!refusal && book_.WithinGuarantee(*ctx.leaf, ctx.requested_mgpu) &&
+      PlaceWithVictims(ctx, EvictionCause::kReclaim)) {
+    return Outcome::kPlaced;
+  }
+  if (PlaceWithVictims(ctx, EvictionCause::kPreempt)) return Outcome::kPlaced;
+  if (refusal) {
+    why = ExplainQuota(*refusal);
+    return Outcome::kRefused;
+  }
+  why = ExplainNoFit(ctx, placed_before);
+  return Outcome::kWaiting;
+}
+
+Plan Cycle::Run() {
+  // Leaf queues with their waiting jobs in order: priority, submit time, id.
+  std::map<std::size_t, std::vector<JobCtx>> leaves;
+  for (const auto& job : s_.pending) {
+    JobCtx c = Resolve(job);
+    if (!c.leaf) {
+      model::Reason why{model::ReasonCode::kQueueUnknown, {}, c.path};
+      plan_.pending.push_back({job.id, std::move(why)});
+      continue;
+    }
+    leaves[*c.leaf].push_back(std::move(c));
+  }
+  struct Leaf {
+    std::vector<JobCtx> jobs;
+    std::size_t next = 0;
+    std::int64_t waiting = 0;  // jobs ahead still waiting
+    std::int64_t waiting_gpus = 0;
+  };
+  std::vector<std::pair<std::size_t, Leaf>> open;
+  for (auto& [leaf, jobs] : leaves) {
+    std::sort(jobs.begin(), jobs.end(), [](const JobCtx& a, const JobCtx& b) {
+      return std::tuple(-a.priority, a.job->submitted_at_ms, a.job->id) <
+             std::tuple(-b.priority, b.job->submitted_at_ms, b.job->id);
+    });
+    open.emplace_back(leaf, Leaf{std::move(jobs)});
+  }
+  auto order_key = [&](std::size_t leaf) {
+    OrderKey key;
+    auto chain = book_.Chain(leaf);
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+      auto [below, share] = book_.FairKey(*it);
+      key.emplace_back(below, share, book_.queue(*it).path);
+    }
+    return key;
+  };
+  auto finish = [&](Leaf& l, const JobCtx& c, model::Reason why,
+                    const QuotaRefusal* same = nullptr) {
+    why.counts[std::string(model::kPosition)] = l.waiting + 1;
+    why.counts[std::string(model::kAheadJobs)] = l.waiting;
+    why.counts[std::string(model::kAheadGpus)] = l.waiting_gpus;
+    AddQueueNumbers(c, why, same);
+    ++l.waiting;
+    l.waiting_gpus += c.requested_mgpu / 1000;
+    plan_.pending.push_back({c.job->id, std::move(why)});
+  };
+  // The leaf whose path through the queue tree is least served goes next.
+  // Keys change only for leaves under a queue whose usage changed.
+  std::map<std::size_t, std::vector<std::size_t>> under;  // queue -> open leaves below it
+  for (std::size_t i = 0; i < open.size(); ++i) {
+    for (std::size_t a : book_.Chain(open[i].first)) under[a].push_back(i);
+  }
+  std::vector<OrderKey> keys(open.size());
+  std::set<std::pair<OrderKey, std::size_t>> ready;
+  book_.TakeChanged();
+  for (std::size_t i = 0; i < open.size(); ++i) {
+    keys[i] = order_key(open[i].first);
+    ready.emplace(keys[i], i);
+  }
+  while (!ready.empty()) {
+    std::size_t i = ready.begin()->second;
+    ready.erase(ready.begin());
+    Leaf& l = open[i].second;
+    const JobCtx& c = l.jobs[l.next++];
+    model::Reason why;
+    Outcome o = Decide(c, why);
+    if (o != Outcome::kPlaced) {
+      finish(l, c, std::move(why));
+      if (o == Outcome::kWaiting) {
+        // The head waits for capacity: jobs behind it wait too, so that
+        // smaller ones do not starve it.
+        // Nothing changes while they are explained: one set of queue numbers.
+        const QuotaRefusal numbers = book_.Numbers(open[i].first, 0);
+        while (l.next < l.jobs.size()) {
+          const JobCtx& behind = l.jobs[l.next++];
+          model::Reason b{model::ReasonCode::kBehindInQueue, {{"blocked_by", c.job->id}}, {}};
+          finish(l, behind, std::move(b), &numbers);
+        }
+      }
+    }
+    std::set<std::size_t> dirty;
+    for (std::size_t q : book_.TakeChanged()) {
+      for (std::size_t leaf : under[q]) dirty.insert(leaf);
+    }
+    for (std::size_t d : dirty) {
+      if (d == i) continue;
+      if (ready.erase({keys[d], d}) == 0) continue;  // finished
+      keys[d] = order_key(open[d].first);
+      ready.emplace(keys[d], d);
+    }
+    if (l.next < l.jobs.size()) {
+      keys[i] = order_key(open[i].first);
+      ready.emplace(keys[i], i);
+    }
+  }
+  std::sort(plan_.pending.begin(), plan_.pending.end(),
+            [](const PendingDecision& a, const PendingDecision& b) { return a.job_id < b.job_id; });
+  return std::move(plan_);
+}
+
+Plan CoreScheduler::Schedule(const Snapshot& snapshot) const {
+  return Cycle(snapshot).Run();
+}
+
+}  // namespace berth::sched

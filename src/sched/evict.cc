@@ -1,0 +1,148 @@
+// Reclaim and preemption: victims are chosen only together with the
+// placement they enable. Every try runs inside the cluster's statement and
+// is rolled back unless the whole gang fits and passes quota.
+#include <algorithm>
+#include <tuple>
+
+#include "sched/cycle.h"
+
+namespace berth::sched {
+
+std::int64_t Cycle::WorkLostMs(const RunningJob& r) const {
+  TimeMs since = r.last_checkpoint_ms > 0 ? r.last_checkpoint_ms : r.started_at_ms;
+  return std::max<std::int64_t>(0, s_.now_ms - since);
+}
+
+std::vector<std::size_t> Cycle::Candidates(const JobCtx& ctx, EvictionCause cause) const {
+  std::vector<std::size_t> out;
+  auto mine = book_.Chain(*ctx.leaf);
+  // Preemption looks only at the job's own queue; reclaim at every job.
+  const std::vector<std::size_t>* own = nullptr;
+  if (cause == EvictionCause::kPreempt) {
+    auto it = running_by_leaf_.find(*ctx.leaf);
+    if (it == running_by_leaf_.end()) return out;
+    own = &it->second;
+  }
+  const std::size_t count = own != nullptr ? own->size() : s_.running.size();
+  for (std::size_t k = 0; k < count; ++k) {
+    const std::size_t i = own != nullptr ? (*own)[k] : k;
+    const RunningJob& r = s_.running[i];
+    if (evicted_[i] || !running_queue_[i]) continue;
+    std::size_t vq = *running_queue_[i];
+    const auto& vpolicy = book_.queue(vq);
+    if (!EffectivePreemptible(s_.policy, &vpolicy, r.priority, r.preemptible)) continue;
+    if (s_.now_ms - r.started_at_ms < s_.policy.min_runtime_ms) continue;
+    if (cause == EvictionCause::kPreempt) {
+      if (vq != *ctx.leaf || PriorityValue(s_.policy, r.priority) >= ctx.priority) continue;
+    } else {
+      if (vq == *ctx.leaf) continue;
+      // The victim's side of the tree: its highest ancestor that is not also
+      // ours. Only a side using more than its guarantee lends to others.
+      auto chain = book_.Chain(vq);
+      std::optional<std::size_t> side;
+      for (std::size_t a : chain) {
+        if (std::find(mine.begin(), mine.end(), a) != mine.end()) break;
+        side = a;
+      }
+      if (!side || !book_.Borrowing(*side)) continue;
+    }
+    // Useless unless one of its replicas sits on a node the job could use.
+    bool useful = std::any_of(r.replicas.begin(), r.replicas.end(), [&](const auto& rp) {
+      auto n = cluster_.Find(rp.node);
+      return n && cluster_.StaticCause(*n, ctx.shape).empty();
+    });
+    if (useful) out.push_back(i);
+  }
+  std::sort(out.begin(), out.end(), [&](std::size_t a, std::size_t b) {
+    const RunningJob& ra = s_.running[a];
+    const RunningJob& rb = s_.running[b];
+    return std::tuple(PriorityValue(s_.policy, ra.priority), WorkLostMs(ra), ra.id) <
+           std::tuple(PriorityValue(s_.policy, rb.priority), WorkLostMs(rb), rb.id);
+  });
+  return out;
+}
+
+// Evicts `victims` in the working state and tries the gang. On success the
+// state holds the evictions and the placement (quota not yet charged); on
+// failure the caller rolls back.
+bool Cycle::Attempt(const JobCtx& ctx, const std::vector<std::size_t>& victims,
+                    std::vector<ReplicaPlacement>& out, Usage& delta) {
+  for (std::size_t v : victims) {
+    cluster_.Release(s_.running[v]);
+    book_.Remove(*running_queue_[v], running_usage_[v]);
+  }
+  auto placed = cluster_.PlaceGang(ctx.shape, nullptr);
+  if (!placed) return false;
+  delta = UsageOf(cluster_, ctx.shape.resources, *placed);
+  if (book_.Check(*ctx.leaf, delta, ctx.preemptible)) return false;
+  out = std::move(*placed);
+  return true;
+}
+
+bool Cycle::PlaceWithVictims(const JobCtx& ctx, EvictionCause cause) {
+  auto candidates = Candidates(ctx, cause);
+  if (candidates.empty()) return false;
+  const std::size_t mark = cluster_.Mark();
+  std::vector<std::size_t> removed;  // victims currently taken out of the quota book
+  auto undo = [&] {
+    cluster_.Rollback(mark);
+    for (std::size_t v : removed) book_.Add(*running_queue_[v], running_usage_[v]);
+    removed.clear();
+  };
+  auto attempt = [&](const std::vector<std::size_t>& victims, std::vector<ReplicaPlacement>& out,
+                     Usage& delta) {
+    undo();
+    removed = victims;
+    return Attempt(ctx, victims, out, delta);
+  };
+
+  // Add victims in order until the gang fits.
+  std::vector<std::size_t> chosen;
+  std::vector<ReplicaPlacement> replicas;
+  Usage delta;
+  bool fits = false;
+  for (std::size_t c : candidates) {
+    if (cause == EvictionCause::kReclaim) {
+      // Re-check with the victims chosen so far gone: the lender must still
+      // be over its guarantee.
+      undo();
+      for (std::size_t v : chosen) book_.Remove(*running_queue_[v], running_usage_[v]);
+      removed = chosen;
+      auto mine = book_.Chain(*ctx.leaf);
+      std::optional<std::size_t> side;
+      for (std::size_t a : book_.Chain(*running_queue_[c])) {
+        if (std::find(mine.begin(), mine.end(), a) != mine.end()) break;
+        side = a;
+      }
+      if (!side || !book_.Borrowing(*side)) continue;
+    }
+    chosen.push_back(c);
+    if (attempt(chosen, replicas, delta)) {
+      fits = true;
+      break;
+    }
+  }
+  if (!fits) {
+    undo();
+    return false;
+  }
+  // Drop victims the placement does not need, latest-chosen first.
+  for (std::size_t i = chosen.size(); i-- > 0 && chosen.size() > 1;) {
+    if (i >= chosen.size()) continue;
+    std::vector<std::size_t> fewer = chosen;
+    fewer.erase(fewer.begin() + static_cast<std::ptrdiff_t>(i));
+    std::vector<ReplicaPlacement> r2;
+    Usage d2;
+    if (attempt(fewer, r2, d2)) chosen = std::move(fewer);
+  }
+  bool ok = attempt(chosen, replicas, delta);
+  if (!ok) {  // cannot happen: `chosen` fitted before
+    undo();
+    return false;
+  }
+  removed.clear();  // the evictions stay: committed with the placement
+  Commit(ctx, std::move(replicas), delta, chosen, cause);
+  return true;
+}
+
+}  // namespace berth::sched

@@ -1,0 +1,133 @@
+// Reasons for jobs left waiting: node causes counted over every node,
+// fragmentation, the queue's quota numbers, and a "would run now if" when
+// one change suffices and is cheap to find (a trial placement rolled back).
+#include <algorithm>
+
+#include "sched/cycle.h"
+
+namespace berth::sched {
+namespace {
+
+void Set(model::Reason& r, std::string_view key, std::int64_t v) {
+  r.counts[std::string(key)] = v;
+}
+
+}  // namespace
+
+void Cycle::AddQueueNumbers(const JobCtx& ctx, model::Reason& r, const QuotaRefusal* same) const {
+  if (!ctx.leaf || r.counts.contains(model::kQueueUsed)) return;
+  QuotaRefusal n = same != nullptr ? *same : book_.Numbers(*ctx.leaf, ctx.requested_mgpu);
+  Set(r, model::kQueueRequested, ctx.requested_mgpu);
+  Set(r, model::kQueueUsed, n.used);
+  Set(r, model::kQueueGuaranteed, n.guaranteed);
+  if (n.borrow_limit) Set(r, model::kQueueBorrowLimit, *n.borrow_limit);
+  Set(r, model::kQueueBorrowable, n.borrowable_now);
+}
+
+model::Reason Cycle::ExplainQuota(const QuotaRefusal& q) {
+  model::Reason r;
+  r.code = q.not_preemptible ? model::ReasonCode::kNotPreemptibleOverGuarantee
+                             : model::ReasonCode::kOverQuota;
+  r.detail = q.queue + " " + model::ResourceKeyName(q.key);
+  Set(r, model::kQueueRequested, q.requested);
+  Set(r, model::kQueueUsed, q.used);
+  Set(r, model::kQueueGuaranteed, q.guaranteed);
+  if (q.borrow_limit) Set(r, model::kQueueBorrowLimit, *q.borrow_limit);
+  Set(r, model::kQueueBorrowable, q.borrowable_now);
+  return r;
+}
+
+void Cycle::AddHints(const JobCtx& ctx, model::Reason& r) {
+  auto fits = [&](const JobShape& shape) -> std::optional<std::vector<ReplicaPlacement>> {
+    std::size_t mark = cluster_.Mark();
+    auto placed = cluster_.PlaceGang(shape, nullptr);
+    cluster_.Rollback(mark);
+    return placed;
+  };
+  const auto& res = ctx.shape.resources;
+  // Another GPU model.
+  if (!res.gpu_model.empty()) {
+    JobShape any = ctx.shape;
+    any.resources.gpu_model.clear();
+    if (auto p = fits(any); p && !p->empty() && !p->front().gpu_indices.empty()) {
+      auto n = cluster_.Find(p->front().node);
+      const GpuView* g = n ? cluster_.Gpu(*n, p->front().gpu_indices.front()) : nullptr;
+      if (g != nullptr && g->model != res.gpu_model) {
+        r.detail = "gpu_model=" + g->model;
+        return;
+      }
+    }
+  }
+  // Another pool of the queue.
+  if (!ctx.job->pool.empty() && ctx.leaf) {
+    std::vector<std::string> pools = book_.Pools(*ctx.leaf);
+    if (pools.empty()) {
+      for (const auto& p : s_.policy.pools) pools.push_back(p.name);
+    }
+    for (const auto& name : pools) {
+      if (name == ctx.job->pool) continue;
+      JobShape other = ctx.shape;
+      other.pool_forbidden = false;
+      other.pools = {s_.policy.FindPool(name)};
+      if (other.pools.front() != nullptr && fits(other)) {
+        r.detail = "pool=" + name;
+        return;
+      }
+    }
+  }
+}
+
+model::Reason Cycle::ExplainNoFit(const JobCtx& ctx, std::uint32_t placed_before_failure) {
+  model::Reason r;
+  r.code = model::ReasonCode::kNoNodeFits;
+  const auto& res = ctx.shape.resources;
+  std::int64_t free_total = 0;
+  std::int64_t largest = 0;
+  bool any_static_ok = false;
+  for (std::size_t n = 0; n < cluster_.nodes().size(); ++n) {
+    auto cause = cluster_.Cause(n, ctx.shape);
+    if (cause.empty()) cause = model::kCauseTooFewGpus;  // fits alone, not with its gang
+    ++r.counts[std::string(cause)];
+    if (cluster_.StaticCause(n, ctx.shape).empty()) {
+      any_static_ok = true;
+      std::int64_t free = cluster_.FreeEligible(n, ctx.shape);
+      free_total += free;
+      largest = std::max(largest, free);
+    }
+  }
+  Set(r, "nodes", static_cast<std::int64_t>(cluster_.nodes().size()));
+  Set(r, "gpus_per_replica", res.gpus);
+  Set(r, "replicas", ctx.shape.replicas);
+  if (placed_before_failure > 0) Set(r, model::kCauseGang, placed_before_failure);
+  std::int64_t need = std::int64_t{res.gpus} * ctx.shape.replicas;
+  // Fragmentation only when GPUs are what is missing, not CPU or memory.
+  bool host_short = r.counts.contains(std::string(model::kCauseCpu)) ||
+                    r.counts.contains(std::string(model::kCauseMemory));
+  if (any_static_ok && need > 0 && free_total >= need && !host_short) {
+    r.code = model::ReasonCode::kFragmented;
+    Set(r, model::kFreeGpus, free_total);
+    Set(r, model::kNeededGpus, need);
+    Set(r, model::kLargestFree, largest);
+    if (!ctx.shape.topology.one_node) {
+      // The same GPUs in smaller replicas.
+      for (std::int64_t g = std::min<std::int64_t>(res.gpus - 1, largest); g >= 1; --g) {
+        if (need % g != 0) continue;
+        JobShape smaller = ctx.shape;
+        smaller.resources.gpus = static_cast<std::uint32_t>(g);
+        smaller.replicas = static_cast<std::uint32_t>(need / g);
+        std::size_t mark = cluster_.Mark();
+        bool ok = cluster_.PlaceGang(smaller, nullptr).has_value();
+        cluster_.Rollback(mark);
+        if (ok) {
+          Set(r, model::kWouldFitGpusPerReplica, g);
+          break;
+        }
+      }
+    }
+    return r;
+  }
+  AddHints(ctx, r);
+  return r;
+}
+
+}  // namespace berth::sched

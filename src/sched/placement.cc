@@ -1,0 +1,365 @@
+#include "sched/placement.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace berth::sched {
+namespace {
+
+bool Tolerates(const std::vector<model::Toleration>& tolerations, const model::Taint& taint) {
+  return std::any_of(tolerations.begin(), tolerations.end(), [&](const model::Toleration& t) {
+    return t.key == taint.key && (t.value.empty() || t.value == taint.value) &&
+           (t.effect.empty() || t.effect == taint.effect);
+  });
+}
+
+bool Matches(const std::map<std::string, std::string>& labels,
+             const std::map<std::string, std::string>& selector) {
+  return std::all_of(selector.begin(), selector.end(), [&](const auto& kv) {
+    auto it = labels.find(kv.first);
+    return it != labels.end() && it->second == kv.second;
+  });
+}
+
+}  // namespace
+
+Cluster::Cluster(std::vector<NodeView> nodes) : nodes_(std::move(nodes)) {
+  std::sort(nodes_.begin(), nodes_.end(),
+            [](const NodeView& a, const NodeView& b) { return a.name < b.name; });
+  for (auto& n : nodes_) {
+    std::sort(n.gpus.begin(), n.gpus.end(),
+              [](const GpuView& a, const GpuView& b) { return a.index < b.index; });
+  }
+  for (const auto& n : nodes_) {
+    for (const auto& g : n.gpus) models_.push_back(g.model);
+  }
+  std::sort(models_.begin(), models_.end());
+  models_.erase(std::unique(models_.begin(), models_.end()), models_.end());
+  std::size_t most = 0;
+  for (const auto& n : nodes_) most = std::max(most, n.gpus.size());
+  free_.assign(models_.size() + 1, std::vector<std::uint32_t>(nodes_.size(), 0));
+  by_free_.assign(models_.size() + 1, std::vector<std::set<std::size_t>>(most + 1));
+  for (std::size_t n = 0; n < nodes_.size(); ++n) {
+    std::vector<std::size_t> ids;
+    for (const auto& g : nodes_[n].gpus) {
+      std::size_t m = static_cast<std::size_t>(
+          std::lower_bound(models_.begin(), models_.end(), g.model) - models_.begin());
+      ids.push_back(m);
+      if (g.free && g.healthy) {
+        ++free_[0][n];
+        ++free_[m + 1][n];
+      }
+    }
+    model_of_.push_back(std::move(ids));
+    healthy_.push_back(static_cast<std::uint32_t>(std::count_if(
+        nodes_[n].gpus.begin(), nodes_[n].gpus.end(), [](const GpuView& g) { return g.healthy; })));
+    for (std::size_t c = 0; c < free_.size(); ++c) by_free_[c][free_[c][n]].insert(n);
+  }
+}
+
+void Cluster::SetFree(std::size_t n, std::size_t i, bool free) {
+  GpuView& g = nodes_[n].gpus[i];
+  if (g.healthy && g.free != free) {
+    for (std::size_t c : {std::size_t{0}, model_of_[n][i] + 1}) {
+      by_free_[c][free_[c][n]].erase(n);
+      if (free) {
+        ++free_[c][n];
+      } else {
+        --free_[c][n];
+      }
+      by_free_[c][free_[c][n]].insert(n);
+    }
+  }
+  g.free = free;
+}
+
+std::optional<std::size_t> Cluster::ClassOf(const model::Resources& r) const {
+  if (r.gpu_memory_bytes != 0) return std::nullopt;
+  if (r.gpu_model.empty()) return 0;
+  auto it = std::lower_bound(models_.begin(), models_.end(), r.gpu_model);
+  if (it == models_.end() || *it != r.gpu_model) return std::nullopt;
+  return static_cast<std::size_t>(it - models_.begin()) + 1;
+}
+
+std::optional<std::size_t> Cluster::Find(std::string_view name) const {
+  auto it = std::lower_bound(nodes_.begin(), nodes_.end(), name,
+                             [](const NodeView& n, std::string_view v) { return n.name < v; });
+  if (it == nodes_.end() || it->name != name) return std::nullopt;
+  return static_cast<std::size_t>(it - nodes_.begin());
+}
+
+const GpuView* Cluster::Gpu(std::size_t n, std::uint32_t index) const {
+  for (const auto& g : nodes_[n].gpus) {
+    if (g.index == index) return &g;
+  }
+  return nullptr;
+}
+
+bool Cluster::Eligible(const GpuView& g, const model::Resources& r) const {
+  return (r.gpu_model.empty() || g.model == r.gpu_model) && g.memory_bytes >= r.gpu_memory_bytes;
+}
+
+std::string_view Cluster::StaticCause(std::size_t n, const JobShape& job) const {
+  const NodeView& node = nodes_[n];
+  if (!node.ready) return model::kCauseNotReady;
+  if (job.pool_forbidden) return model::kCausePool;
+  if (!job.pools.empty() &&
+      std::none_of(job.pools.begin(), job.pools.end(),
+                   [&](const model::Pool* p) { return Matches(node.labels, p->selector); })) {
+    return model::kCausePool;
+  }
+  if (!Matches(node.labels, job.node_selector)) return model::kCauseSelector;
+  for (const auto& t : node.taints) {
+    if (t.effect == "NoSchedule" && !Tolerates(job.tolerations, t)) return model::kCauseTaint;
+  }
+  const auto& r = job.resources;
+  if (r.gpus > 0) {
+    std::uint32_t model_match = 0;
+    std::uint32_t memory_match = 0;
+    std::uint32_t healthy = 0;
+    if (r.gpu_model.empty() && r.gpu_memory_bytes == 0) {  // the common case, without a scan
+      model_match = memory_match = static_cast<std::uint32_t>(node.gpus.size());
+      healthy = healthy_[n];
+    } else {
+      for (const auto& g : node.gpus) {
+        if (!r.gpu_model.empty() && g.model != r.gpu_model) continue;
+        ++model_match;
+        if (g.memory_bytes < r.gpu_memory_bytes) continue;
+        ++memory_match;
+        if (g.healthy) ++healthy;
+      }
+    }
+    if (model_match == 0) return model::kCauseGpuModel;
+    if (memory_match == 0) return model::kCauseGpuMemory;
+    if (healthy < r.gpus) {
+      return memory_match >= r.gpus ? model::kCauseUnhealthy : model::kCauseTooFewGpus;
+    }
+    std::uint64_t need = r.gpus;
+    if (job.topology.one_node) need *= job.replicas;
+    if (healthy < need) return model::kCauseTopology;
+    if (job.topology.nvlink_island == model::NvlinkIsland::kRequire) {
+      std::map<std::uint32_t, std::uint32_t> islands;  // healthy usable GPUs per island
+      for (const auto& g : node.gpus) {
+        if (g.healthy && Eligible(g, r)) ++islands[g.nvlink_island];
+      }
+      std::uint64_t fits = 0;  // replicas that fit inside islands
+      for (auto [id, count] : islands) fits += count / r.gpus;
+      if (fits == 0 || (job.topology.one_node && fits < job.replicas)) {
+        return model::kCauseTopology;
+      }
+    }
+  }
+  return {};
+}
+
+std::uint32_t Cluster::FreeEligible(std::size_t n, const JobShape& job) const {
+  if (auto c = ClassOf(job.resources)) return free_[*c][n];
+  std::uint32_t free = 0;
+  for (const auto& g : nodes_[n].gpus) {
+    if (g.free && g.healthy && Eligible(g, job.resources)) ++free;
+  }
+  return free;
+}
+
+std::optional<std::vector<std::size_t>> Cluster::ChooseGpus(std::size_t n,
+                                                            const JobShape& job) const {
+  const NodeView& node = nodes_[n];
+  const auto& r = job.resources;
+  if (r.cpu_millis > node.cpu_millis_free || r.memory_bytes > node.memory_bytes_free) {
+    return std::nullopt;
+  }
+  std::vector<std::size_t> out;
+  if (r.gpus == 0) return out;
+  // Free eligible GPUs by island, in index order.
+  std::map<std::uint32_t, std::vector<std::size_t>> islands;
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < node.gpus.size(); ++i) {
+    const auto& g = node.gpus[i];
+    if (g.free && g.healthy && Eligible(g, r)) {
+      islands[g.nvlink_island].push_back(i);
+      ++total;
+    }
+  }
+  if (total < r.gpus) return std::nullopt;
+  // Best fit: the island with the fewest free GPUs that holds the replica,
+  // which keeps whole islands free for larger jobs.
+  const std::vector<std::size_t>* best = nullptr;
+  for (const auto& [id, gpus] : islands) {
+    if (gpus.size() >= r.gpus && (best == nullptr || gpus.size() < best->size())) best = &gpus;
+  }
+  if (best != nullptr) {
+    out.assign(best->begin(), best->begin() + r.gpus);
+  } else {
+    if (job.topology.nvlink_island == model::NvlinkIsland::kRequire) return std::nullopt;
+    // Span as few islands as possible: largest first.
+    std::vector<const std::vector<std::size_t>*> order;
+    for (const auto& [id, gpus] : islands) order.push_back(&gpus);
+    std::stable_sort(order.begin(), order.end(),
+                     [](const auto* a, const auto* b) { return a->size() > b->size(); });
+    for (const auto* gpus : order) {
+      for (std::size_t i : *gpus) {
+        if (out.size() == r.gpus) break;
+        out.push_back(i);
+      }
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string_view Cluster::Cause(std::size_t n, const JobShape& job) const {
+  if (auto c = StaticCause(n, job); !c.empty()) return c;
+  const NodeView& node = nodes_[n];
+  const auto& r = job.resources;
+  if (r.gpus > 0 && FreeEligible(n, job) < r.gpus) return model::kCauseTooFewGpus;
+  if (r.cpu_millis > node.cpu_millis_free) return model::kCauseCpu;
+  if (r.memory_bytes > node.memory_bytes_free) return model::kCauseMemory;
+  if (!ChooseGpus(n, job)) return model::kCauseTopology;
+  return {};
+}
+
+ReplicaPlacement Cluster::Take(std::size_t n, std::uint32_t replica, const JobShape& job,
+                               const std::vector<std::size_t>& gpus) {
+  NodeView& node = nodes_[n];
+  ReplicaPlacement out{replica, node.name, {}};
+  for (std::size_t i : gpus) {
+    log_.push_back({n, static_cast<std::int32_t>(i), node.gpus[i].free, 0, 0});
+    SetFree(n, i, false);
+    out.gpu_indices.push_back(node.gpus[i].index);
+  }
+  const auto& r = job.resources;
+  log_.push_back(
+      {n, -1, false, -std::int64_t{r.cpu_millis}, -static_cast<std::int64_t>(r.memory_bytes)});
+  node.cpu_millis_free -= r.cpu_millis;
+  node.memory_bytes_free -= r.memory_bytes;
+  return out;
+}
+
+bool Cluster::PlaceOneNode(const JobShape& job, std::vector<ReplicaPlacement>& out) {
+  // Candidate nodes by packing score: fewest free eligible GPUs first.
+  std::vector<std::pair<std::uint32_t, std::size_t>> order;
+  for (std::size_t n = 0; n < nodes_.size(); ++n) {
+    if (StaticCause(n, job).empty()) order.emplace_back(FreeEligible(n, job), n);
+  }
+  std::sort(order.begin(), order.end());
+  for (auto [free, n] : order) {
+    if (free < std::uint64_t{job.resources.gpus} * job.replicas) continue;
+    std::size_t mark = Mark();
+    out.clear();
+    for (std::uint32_t i = 0; i < job.replicas; ++i) {
+      auto gpus = ChooseGpus(n, job);
+      if (!gpus) break;
+      out.push_back(Take(n, i, job, *gpus));
+    }
+    if (out.size() == job.replicas) return true;
+    Rollback(mark);
+  }
+  out.clear();
+  return false;
+}
+
+// Pack: the fitting node with the fewest free usable GPUs, then name; with
+// nvlink_island: prefer, a node where the replica sits in one island comes
+// first. Key (split, free), lowest wins, ties to the lower node index.
+std::optional<std::size_t> Cluster::BestNode(const JobShape& job,
+                                             std::vector<std::size_t>& best_gpus) const {
+  std::optional<std::size_t> best;
+  std::pair<bool, std::uint32_t> best_key{};
+  // Returns true when `n` is a fit nothing later can beat.
+  auto consider = [&](std::size_t n, std::uint32_t free) {
+    if (!StaticCause(n, job).empty()) return false;
+    auto gpus = ChooseGpus(n, job);
+    if (!gpus) return false;
+    bool split = false;
+    if (job.topology.nvlink_island == model::NvlinkIsland::kPrefer && !gpus->empty()) {
+      const auto& g = nodes_[n].gpus;
+      split = std::any_of(gpus->begin(), gpus->end(), [&](std::size_t i) {
+        return g[i].nvlink_island != g[gpus->front()].nvlink_island;
+      });
+    }
+    std::pair<bool, std::uint32_t> key{split, free};
+    if (best && key >= best_key) return false;
+    best = n;
+    best_key = key;
+    best_gpus = std::move(*gpus);
+    return !split;
+  };
+  const auto& r = job.resources;
+  if (auto c = ClassOf(r)) {
+    // Free counts are exact for this job: walk the nodes by free count.
+    const auto& buckets = by_free_[*c];
+    for (std::size_t f = r.gpus; f < buckets.size(); ++f) {
+      if (best && !best_key.first) break;
+      for (std::size_t n : buckets[f]) {
+        if (consider(n, static_cast<std::uint32_t>(f))) return best;
+      }
+    }
+    return best;
+  }
+  for (std::size_t n = 0; n < nodes_.size(); ++n) {
+    std::uint32_t free = FreeEligible(n, job);
+    if (free < r.gpus) continue;
+    if (best && !best_key.first && free >= best_key.second) continue;  // cannot beat it
+    if (consider(n, free) && free == r.gpus) break;  // an exact fit: nothing packs tighter
+  }
+  return best;
+}
+
+std::optional<std::vector<ReplicaPlacement>> Cluster::PlaceGang(
+    const JobShape& job, std::uint32_t* placed_before_failure) {
+  std::size_t mark = Mark();
+  std::vector<ReplicaPlacement> out;
+  if (job.topology.one_node) {
+    if (PlaceOneNode(job, out)) return out;
+    if (placed_before_failure != nullptr) *placed_before_failure = 0;
+    return std::nullopt;
+  }
+  for (std::uint32_t replica = 0; replica < job.replicas; ++replica) {
+    std::vector<std::size_t> best_gpus;
+    std::optional<std::size_t> best = BestNode(job, best_gpus);
+    if (!best) {
+      Rollback(mark);
+      if (placed_before_failure != nullptr) *placed_before_failure = replica;
+      return std::nullopt;
+    }
+    out.push_back(Take(*best, replica, job, best_gpus));
+  }
+  return out;
+}
+
+void Cluster::Release(const RunningJob& job) {
+  for (const auto& rp : job.replicas) {
+    auto n = Find(rp.node);
+    if (!n) continue;
+    NodeView& node = nodes_[*n];
+    for (std::uint32_t idx : rp.gpu_indices) {
+      for (std::size_t i = 0; i < node.gpus.size(); ++i) {
+        if (node.gpus[i].index != idx) continue;
+        log_.push_back({*n, static_cast<std::int32_t>(i), node.gpus[i].free, 0, 0});
+        SetFree(*n, i, true);
+      }
+    }
+    log_.push_back({*n, -1, false, std::int64_t{job.resources.cpu_millis},
+                    static_cast<std::int64_t>(job.resources.memory_bytes)});
+    node.cpu_millis_free += job.resources.cpu_millis;
+    node.memory_bytes_free += job.resources.memory_bytes;
+  }
+}
+
+void Cluster::Rollback(std::size_t mark) {
+  while (log_.size() > mark) {
+    const Undo& u = log_.back();
+    NodeView& node = nodes_[u.node];
+    if (u.gpu >= 0) {
+      SetFree(u.node, static_cast<std::size_t>(u.gpu), u.was_free);
+    } else {
+      node.cpu_millis_free =
+          static_cast<std::uint64_t>(static_cast<std::int64_t>(node.cpu_millis_free) - u.cpu_delta);
+      node.memory_bytes_free = static_cast<std::uint64_t>(
+          static_cast<std::int64_t>(node.memory_bytes_free) - u.mem_delta);
+    }
+    log_.pop_back();
+  }
+}
+
+}  // namespace berth::sched

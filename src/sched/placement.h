@@ -1,0 +1,99 @@
+// Placement: the scheduler's working copy of the cluster, the filters that
+// say whether a node could ever take a replica (static) or can now
+// (dynamic), the packing score, and a statement log so that any sequence of
+// allocations and releases can be rolled back (KAI's Statement): gangs and
+// evictions commit all together or not at all.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/policy.h"
+#include "sched/plan.h"
+#include "sched/snapshot.h"
+
+namespace berth::sched {
+
+// What placement needs to know about a job: its shape and its constraints.
+struct JobShape {
+  std::uint32_t replicas = 1;
+  model::Resources resources;  // per replica
+  std::map<std::string, std::string> node_selector;
+  std::vector<model::Toleration> tolerations;
+  // A node must match one of these pools' selectors; empty: any node.
+  std::vector<const model::Pool*> pools;
+  bool pool_forbidden = false;  // the job names a pool its queue may not use
+  model::Topology topology;
+};
+
+class Cluster {
+ public:
+  explicit Cluster(std::vector<NodeView> nodes);
+
+  const std::vector<NodeView>& nodes() const { return nodes_; }
+  std::optional<std::size_t> Find(std::string_view name) const;
+
+  // Why node `n` could never take one replica (ignoring what is in use);
+  // empty when it could.
+  std::string_view StaticCause(std::size_t n, const JobShape& job) const;
+  // Why node `n` cannot take one replica now; empty when it can.
+  std::string_view Cause(std::size_t n, const JobShape& job) const;
+  // Free GPUs on node `n` that the job's replicas may use.
+  std::uint32_t FreeEligible(std::size_t n, const JobShape& job) const;
+
+  // Places every replica or none. On success the allocation is applied (and
+  // logged); on failure nothing changes and `placed_before_failure` says how
+  // many replicas had room.
+  std::optional<std::vector<ReplicaPlacement>> PlaceGang(const JobShape& job,
+                                                         std::uint32_t* placed_before_failure);
+  // Gives a running job's GPUs, CPU and memory back (logged).
+  void Release(const RunningJob& job);
+
+  // The statement: Mark() before a tentative change, Rollback(mark) to undo.
+  std::size_t Mark() const { return log_.size(); }
+  void Rollback(std::size_t mark);
+
+  // The GPU at node `n`, node-local `index`; nullptr if none.
+  const GpuView* Gpu(std::size_t n, std::uint32_t index) const;
+
+ private:
+  struct Undo {
+    std::size_t node = 0;
+    std::int32_t gpu = -1;  // position in gpus; -1: a CPU/memory change
+    bool was_free = false;
+    std::int64_t cpu_delta = 0;  // what was added to cpu_millis_free
+    std::int64_t mem_delta = 0;
+  };
+  bool Eligible(const GpuView& g, const model::Resources& r) const;
+  // Chooses GPUs for one replica on node `n`; empty optional if it cannot.
+  std::optional<std::vector<std::size_t>> ChooseGpus(std::size_t n, const JobShape& job) const;
+  ReplicaPlacement Take(std::size_t n, std::uint32_t replica, const JobShape& job,
+                        const std::vector<std::size_t>& gpus);
+  bool PlaceOneNode(const JobShape& job, std::vector<ReplicaPlacement>& out);
+  // The best node for one replica (see PlaceGang); nullopt if none fits.
+  std::optional<std::size_t> BestNode(const JobShape& job, std::vector<std::size_t>& gpus) const;
+
+  // Marks GPU `i` of node `n` free or not, keeping the free counts in step.
+  void SetFree(std::size_t n, std::size_t i, bool free);
+  // The count class of a job's GPUs: 0 for any model, 1 + model id for one
+  // model; nullopt when no node has the model, or a memory minimum applies.
+  std::optional<std::size_t> ClassOf(const model::Resources& r) const;
+
+  std::vector<NodeView> nodes_;                     // sorted by name
+  std::vector<std::string> models_;                 // GPU models present, sorted
+  std::vector<std::vector<std::size_t>> model_of_;  // [node][gpu position] -> model id
+  std::vector<std::uint32_t> healthy_;              // [node] healthy GPUs
+  // [class][node]: GPUs both free and healthy, for class 0 (any model) and
+  // 1 + each model: FreeEligible without a scan.
+  std::vector<std::vector<std::uint32_t>> free_;
+  // [class][free count]: nodes in ascending index, the packing order.
+  std::vector<std::vector<std::set<std::size_t>>> by_free_;
+  std::vector<Undo> log_;
+};
+
+}  // namespace berth::sched

@@ -1,0 +1,285 @@
+#include "sched/quota.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace berth::sched {
+namespace {
+
+constexpr std::int64_t kPpm = 1'000'000;
+const model::ResourceKey kCpuKey{model::ResourceKind::kCpu, ""};
+const model::ResourceKey kMemoryKey{model::ResourceKind::kMemory, ""};
+const model::ResourceKey kGpuMemoryKey{model::ResourceKind::kGpuMemory, ""};
+
+std::int64_t Get(const Usage& u, const model::ResourceKey& key) {
+  auto it = u.find(key);
+  return it == u.end() ? 0 : it->second;
+}
+
+}  // namespace
+
+Usage UsageOf(const Cluster& cluster, const model::Resources& r,
+              const std::vector<ReplicaPlacement>& replicas) {
+  Usage u;
+  for (const auto& rp : replicas) {
+    auto n = cluster.Find(rp.node);
+    for (std::uint32_t idx : rp.gpu_indices) {
+      u[kGpusKey] += 1000;
+      const GpuView* g = n ? cluster.Gpu(*n, idx) : nullptr;
+      std::string model = g != nullptr ? g->model : r.gpu_model;
+      if (!model.empty()) u[{model::ResourceKind::kGpus, model}] += 1000;
+      u[kGpuMemoryKey] += static_cast<std::int64_t>(g != nullptr ? g->memory_bytes : 0);
+    }
+    u[kCpuKey] += r.cpu_millis;
+    u[kMemoryKey] += static_cast<std::int64_t>(r.memory_bytes);
+  }
+  return u;
+}
+
+QuotaBook::QuotaBook(const model::Policy& policy, const Cluster& cluster,
+                     const std::vector<RunningJob>& running,
+                     const std::map<std::string, std::int64_t>& decayed_usage) {
+  half_life_s_ = std::max<std::int64_t>(1, policy.usage_half_life_ms / 1000);
+  for (const auto& q : policy.queues) {
+    Entry e;
+    e.policy = &q;
+    if (!q.parent.empty()) {
+      if (auto it = index_.find(q.parent); it != index_.end()) e.parent = it->second;
+    }
+    index_.emplace(q.path, queues_.size());
+    queues_.push_back(std::move(e));
+  }
+  fair_cache_.resize(queues_.size());
+  for (std::size_t t = 0; t < queues_.size(); ++t) {
+    if (queues_[t].parent) continue;
+    for (const auto& [key, quota] : queues_[t].policy->quota) {
+      if (quota.lending_limit > 0) lenders_[key].push_back(t);
+    }
+  }
+  for (const auto& [path, usage] : decayed_usage) {
+    auto q = Find(path);
+    if (!q) continue;
+    for (std::size_t a : Chain(*q)) queues_[a].decayed += std::max<std::int64_t>(0, usage);
+  }
+  for (const auto& n : cluster.nodes()) {
+    if (!n.ready) continue;
+    for (const auto& g : n.gpus) {
+      if (!g.healthy) continue;
+      capacity_[kGpusKey] += 1000;
+      capacity_[{model::ResourceKind::kGpus, g.model}] += 1000;
+      capacity_[kGpuMemoryKey] += static_cast<std::int64_t>(g.memory_bytes);
+    }
+    capacity_[kCpuKey] += static_cast<std::int64_t>(n.cpu_millis_free);
+    capacity_[kMemoryKey] += static_cast<std::int64_t>(n.memory_bytes_free);
+  }
+  for (const auto& job : running) {
+    Usage u = UsageOf(cluster, job.resources, job.replicas);
+    capacity_[kCpuKey] += Get(u, kCpuKey);  // the snapshot's free CPU and RAM exclude them
+    capacity_[kMemoryKey] += Get(u, kMemoryKey);
+    if (auto q = Find(job.tenant + "/" + job.queue)) Add(*q, u);
+  }
+}
+
+std::optional<std::size_t> QuotaBook::Find(std::string_view path) const {
+  auto it = index_.find(path);
+  if (it == index_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<std::size_t> QuotaBook::Chain(std::size_t q) const {
+  std::vector<std::size_t> out{q};
+  while (queues_[out.back()].parent) out.push_back(*queues_[out.back()].parent);
+  return out;
+}
+
+const std::vector<std::string>& QuotaBook::Pools(std::size_t q) const {
+  for (std::size_t a : Chain(q)) {
+    if (!queues_[a].policy->pools.empty()) return queues_[a].policy->pools;
+  }
+  return queues_[q].policy->pools;
+}
+
+void QuotaBook::Add(std::size_t leaf, const Usage& delta) {
+  for (std::size_t a : Chain(leaf)) {
+    for (const auto& [k, v] : delta) queues_[a].used[k] += v;
+    fair_cache_[a].reset();
+    changed_.push_back(a);
+  }
+  for (const auto& [k, v] : delta) total_used_[k] += v;
+}
+
+void QuotaBook::Remove(std::size_t leaf, const Usage& delta) {
+  for (std::size_t a : Chain(leaf)) {
+    for (const auto& [k, v] : delta) queues_[a].used[k] -= v;
+    fair_cache_[a].reset();
+    changed_.push_back(a);
+  }
+  for (const auto& [k, v] : delta) total_used_[k] -= v;
+}
+
+std::int64_t QuotaBook::Used(std::size_t q, const model::ResourceKey& key) const {
+  return Get(queues_[q].used, key);
+}
+
+std::int64_t QuotaBook::Guaranteed(std::size_t q, const model::ResourceKey& key) const {
+  auto it = queues_[q].policy->quota.find(key);
+  return it == queues_[q].policy->quota.end() ? 0 : it->second.guaranteed;
+}
+
+std::int64_t QuotaBook::Capacity(const model::ResourceKey& key) const {
+  return Get(capacity_, key);
+}
+
+std::int64_t QuotaBook::TotalUsed(const model::ResourceKey& key) const {
+  return Get(total_used_, key);
+}
+
+std::int64_t QuotaBook::UnlentElsewhere(std::size_t leaf, const model::ResourceKey& key) const {
+  auto lenders = lenders_.find(key);
+  if (lenders == lenders_.end()) return 0;
+  std::size_t top = Chain(leaf).back();
+  std::int64_t sum = 0;
+  for (std::size_t t : lenders->second) {
+    if (t == top) continue;
+    sum += std::max<std::int64_t>(0, queues_[t].policy->quota.at(key).lending_limit - Used(t, key));
+  }
+  return sum;
+}
+
+std::int64_t QuotaBook::Headroom(std::size_t leaf, const model::ResourceKey& key) const {
+  std::int64_t room = std::numeric_limits<std::int64_t>::max();
+  for (std::size_t a : Chain(leaf)) {
+    const auto& qp = *queues_[a].policy;
+    auto it = qp.quota.find(key);
+    if (it == qp.quota.end()) continue;
+    std::int64_t limit = qp.over_quota != model::OverQuota::kBorrow ? it->second.guaranteed
+                         : it->second.borrow_limit
+                             ? it->second.guaranteed + *it->second.borrow_limit
+                             : std::numeric_limits<std::int64_t>::max();
+    if (limit != std::numeric_limits<std::int64_t>::max())
+      room = std::min(room, limit - Used(a, key));
+  }
+  return std::max<std::int64_t>(0, room);
+}
+
+std::optional<QuotaRefusal> QuotaBook::Check(std::size_t leaf, const Usage& delta,
+                                             bool preemptible) const {
+  for (std::size_t a : Chain(leaf)) {
+    const auto& qp = *queues_[a].policy;
+    for (const auto& [key, quota] : qp.quota) {
+      std::int64_t d = Get(delta, key);
+      if (d <= 0) continue;
+      std::int64_t after = Used(a, key) + d;
+      if (after <= quota.guaranteed) continue;
+      bool refuse = !preemptible || qp.over_quota != model::OverQuota::kBorrow ||
+                    (quota.borrow_limit && after > quota.guaranteed + *quota.borrow_limit);
+      if (refuse) {
+        QuotaRefusal r;
+        r.not_preemptible = !preemptible;
+        r.queue = qp.path;
+        r.key = key;
+        r.requested = d;
+        r.used = Used(a, key);
+        r.guaranteed = quota.guaranteed;
+        r.borrow_limit = quota.borrow_limit;
+        if (qp.over_quota != model::OverQuota::kBorrow) r.borrow_limit = 0;
+        r.borrowable_now = std::min(
+            Headroom(leaf, key),
+            std::max<std::int64_t>(0, Capacity(key) - TotalUsed(key) - UnlentElsewhere(leaf, key)));
+        return r;
+      }
+    }
+  }
+  // Borrowing past the tenant's guarantee must leave other tenants' unlent
+  // guarantee (lending_limit) free.
+  std::size_t top = Chain(leaf).back();
+  for (const auto& [key, d] : delta) {
+    if (d <= 0 || Used(top, key) + d <= Guaranteed(top, key)) continue;
+    std::int64_t unlent = UnlentElsewhere(leaf, key);
+    if (unlent == 0) continue;
+    std::int64_t free_after = Capacity(key) - TotalUsed(key) - d;
+    if (free_after >= unlent) continue;
+    QuotaRefusal r = Numbers(leaf, d);
+    r.key = key;
+    r.requested = d;
+    return r;
+  }
+  return std::nullopt;
+}
+
+bool QuotaBook::WithinGuarantee(std::size_t leaf, std::int64_t gpus_mgpu) const {
+  bool declared = false;
+  for (std::size_t a : Chain(leaf)) {
+    auto it = queues_[a].policy->quota.find(kGpusKey);
+    if (it == queues_[a].policy->quota.end()) continue;
+    declared = true;
+    if (Used(a, kGpusKey) + gpus_mgpu > it->second.guaranteed) return false;
+  }
+  return declared;
+}
+
+bool QuotaBook::Borrowing(std::size_t q) const {
+  return Used(q, kGpusKey) > Guaranteed(q, kGpusKey);
+}
+
+QuotaRefusal QuotaBook::Numbers(std::size_t leaf, std::int64_t requested_mgpu) const {
+  std::size_t at = leaf;
+  for (std::size_t a : Chain(leaf)) {
+    if (queues_[a].policy->quota.contains(kGpusKey)) {
+      at = a;
+      break;
+    }
+  }
+  const auto& qp = *queues_[at].policy;
+  QuotaRefusal r;
+  r.queue = qp.path;
+  r.key = kGpusKey;
+  r.requested = requested_mgpu;
+  r.used = Used(at, kGpusKey);
+  if (auto it = qp.quota.find(kGpusKey); it != qp.quota.end()) {
+    r.guaranteed = it->second.guaranteed;
+    r.borrow_limit = it->second.borrow_limit;
+  }
+  if (qp.over_quota != model::OverQuota::kBorrow) r.borrow_limit = 0;
+  r.borrowable_now = std::min(Headroom(leaf, kGpusKey),
+                              std::max<std::int64_t>(0, Capacity(kGpusKey) - TotalUsed(kGpusKey) -
+                                                            UnlentElsewhere(leaf, kGpusKey)));
+  return r;
+}
+
+std::vector<std::size_t> QuotaBook::TakeChanged() {
+  std::vector<std::size_t> out;
+  out.swap(changed_);
+  return out;
+}
+
+std::pair<int, std::int64_t> QuotaBook::FairKey(std::size_t q) const {
+  if (fair_cache_[q]) return *fair_cache_[q];
+  std::int64_t g = Guaranteed(q, kGpusKey);
+  int below = (g > 0 && Used(q, kGpusKey) < g) ? 0 : 1;
+  std::int64_t dominant = 0;
+  for (const auto& key : {kGpusKey, kCpuKey, kMemoryKey}) {
+    std::int64_t cap = Capacity(key);
+    if (cap <= 0) continue;
+    std::int64_t over = std::max<std::int64_t>(0, Used(q, key) - Guaranteed(q, key));
+    // over <= cap in practice; divide first where a product could overflow.
+    std::int64_t ppm = over > std::numeric_limits<std::int64_t>::max() / kPpm ? over / cap * kPpm
+                                                                              : over * kPpm / cap;
+    dominant = std::max(dominant, ppm);
+  }
+  std::int64_t cap_gpus = Capacity(kGpusKey);
+  std::int64_t history = 0;
+  if (cap_gpus > 0) {
+    std::int64_t avg = std::min<std::int64_t>(queues_[q].decayed / half_life_s_,
+                                              std::numeric_limits<std::int64_t>::max() / kPpm);
+    history = avg * kPpm / cap_gpus;
+  }
+  std::int64_t weight = 1;
+  if (auto it = queues_[q].policy->quota.find(kGpusKey); it != queues_[q].policy->quota.end()) {
+    weight = std::max<std::int64_t>(1, it->second.weight);
+  }
+  fair_cache_[q] = std::pair{below, (dominant + history) / weight};
+  return *fair_cache_[q];
+}
+
+}  // namespace berth::sched

@@ -1,0 +1,99 @@
+#include "server/snapshot_builder.h"
+
+#include <algorithm>
+
+namespace berth::server {
+namespace {
+
+sched::PendingJob PendingFrom(const store::JobRecord& job) {
+  sched::PendingJob p;
+  p.id = job.id;
+  p.tenant = job.spec.tenant;
+  p.queue = job.spec.queue;
+  p.priority = job.spec.priority;
+  p.submitted_at_ms = job.submitted_at_ms;
+  p.replicas = job.spec.replicas;
+  p.resources = job.spec.resources;
+  p.preemptible = job.spec.preemptible;
+  p.node_selector = job.spec.node_selector;
+  p.tolerations = job.spec.tolerations;
+  p.pool = job.spec.pool;
+  p.topology = job.spec.topology;
+  return p;
+}
+
+}  // namespace
+
+Result<sched::Snapshot> BuildSnapshot(const SnapshotInputs& in, const SpecLookup& spec_of) {
+  sched::Snapshot snap;
+  snap.now_ms = in.now_ms;
+  snap.policy = *in.policy;
+  std::map<std::string, std::size_t> index;
+  for (const auto& n : *in.nodes) {
+    sched::NodeView v;
+    v.name = n.info.name;
+    auto it = in.ready->find(n.info.name);
+    v.ready = it != in.ready->end() && it->second;
+    v.labels = n.info.labels;
+    v.taints = n.info.taints;
+    v.cpu_millis_free = std::uint64_t{n.info.cpus} * 1000;
+    v.memory_bytes_free = n.info.memory_bytes;
+    for (const auto& g : n.info.gpus) {
+      sched::GpuView gv;
+      gv.index = g.index;
+      gv.uuid = g.uuid;
+      gv.model = g.model;
+      gv.memory_bytes = g.memory_bytes;
+      gv.healthy = g.health == model::Health::kHealthy;
+      gv.free = true;
+      gv.nvlink_island = g.nvlink_island;
+      v.gpus.push_back(std::move(gv));
+    }
+    index[v.name] = snap.nodes.size();
+    snap.nodes.push_back(std::move(v));
+  }
+  std::sort(snap.nodes.begin(), snap.nodes.end(),
+            [](const sched::NodeView& a, const sched::NodeView& b) { return a.name < b.name; });
+  index.clear();
+  for (std::size_t i = 0; i < snap.nodes.size(); ++i) index[snap.nodes[i].name] = i;
+
+  // Active runs hold their GPUs, CPU and memory, and make up running jobs.
+  std::map<std::int64_t, sched::RunningJob> running;
+  for (const auto& run : *in.active_runs) {
+    auto spec = spec_of(run.job_id);
+    if (!spec) return std::unexpected(spec.error());
+    if (auto it = index.find(run.node); it != index.end()) {
+      auto& node = snap.nodes[it->second];
+      for (auto idx : run.gpu_indices) {
+        for (auto& g : node.gpus) {
+          if (g.index == idx) g.free = false;
+        }
+      }
+      node.cpu_millis_free -=
+          std::min<std::uint64_t>(node.cpu_millis_free, spec->resources.cpu_millis);
+      node.memory_bytes_free -=
+          std::min<std::uint64_t>(node.memory_bytes_free, spec->resources.memory_bytes);
+    }
+    auto& job = running[run.job_id];
+    if (job.id == 0) {
+      job.id = run.job_id;
+      job.tenant = spec->tenant;
+      job.queue = spec->queue;
+      job.priority = spec->priority;
+      job.preemptible = spec->preemptible;
+      job.resources = spec->resources;
+      job.started_at_ms = run.started_at_ms.value_or(in.now_ms);
+    }
+    // Work lost counts from the earliest replica start; checkpoints arrive
+    // with the training-jobs work (last_checkpoint_ms stays 0 until then).
+    job.started_at_ms = std::min(job.started_at_ms, run.started_at_ms.value_or(in.now_ms));
+    job.replicas.push_back({run.replica, run.node, run.gpu_indices});
+  }
+  for (auto& [id, job] : running) snap.running.push_back(std::move(job));
+  for (const auto& job : *in.pending) snap.pending.push_back(PendingFrom(job));
+  // Decayed historical usage arrives with metering; until then every queue
+  // starts each cycle with none, and fairness follows current use only.
+  return snap;
+}
+
+}  // namespace berth::server

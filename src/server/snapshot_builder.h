@@ -1,0 +1,34 @@
+// Builds the scheduler's immutable view of the cluster from stored state
+// (nodes, active runs, pending jobs, the active policy) and the live lease
+// state only the controller knows. Kept apart from the control loop so the
+// mapping from store records to scheduler inputs is readable in one place.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "model/policy.h"
+#include "sched/snapshot.h"
+#include "store/store.h"
+
+namespace berth::server {
+
+using SpecLookup = std::function<Result<model::JobSpec>(std::int64_t job_id)>;
+
+struct SnapshotInputs {
+  TimeMs now_ms = 0;
+  const std::vector<store::NodeRecord>* nodes = nullptr;
+  const std::map<std::string, bool>* ready = nullptr;  // node -> lease is live
+  const std::vector<store::RunRecord>* active_runs = nullptr;
+  const std::vector<store::JobRecord>* pending = nullptr;
+  const model::Policy* policy = nullptr;
+};
+
+[[nodiscard]] Result<sched::Snapshot> BuildSnapshot(const SnapshotInputs& in,
+                                                    const SpecLookup& spec_of);
+
+}  // namespace berth::server

@@ -1,0 +1,170 @@
+#include "model/policy.h"
+
+#include <gtest/gtest.h>
+
+#include "model/json.h"
+#include "model/reason.h"
+
+namespace berth::model {
+namespace {
+
+constexpr const char* kExample = R"(
+usage_half_life: 1h
+min_runtime: 10m
+pools: [{name: training, selector: {pool: training}}, {name: inference, selector: {pool: inference}}]
+priority_classes: [{name: low, value: 0}, {name: normal, value: 100}, {name: high, value: 200, preemptible: false}]
+queues:
+  - name: vision
+    pools: [training]
+    quota:
+      gpus: {guaranteed: 16, borrow_limit: 8, weight: 2, lending_limit: 4}
+      gpus/H100-80GB: {guaranteed: 8}
+      memory: {guaranteed: 1Ti}
+      cpu: {guaranteed: 0.5}
+    over_quota: borrow
+    children:
+      - name: training
+        quota: {gpus: {guaranteed: 12}}
+      - name: serving
+        kind: inference
+        preemptible: false
+        quota: {gpus: 0.5}
+)";
+
+const ResourceKey kGpus{ResourceKind::kGpus, ""};
+
+TEST(Policy, ParsesTheDocumentedExample) {
+  auto p = ParsePolicy(kExample);
+  ASSERT_TRUE(p.has_value()) << p.error().field << ": " << p.error().message;
+  EXPECT_EQ(p->usage_half_life_ms, 3'600'000);
+  EXPECT_EQ(p->min_runtime_ms, 600'000);
+  ASSERT_EQ(p->pools.size(), 2U);
+  EXPECT_EQ(p->pools[1].selector.at("pool"), "inference");
+  ASSERT_EQ(p->priority_classes.size(), 3U);
+  EXPECT_FALSE(p->FindPriorityClass("high")->preemptible);
+  ASSERT_EQ(p->queues.size(), 3U);
+  const QueuePolicy* v = p->FindQueue("vision");
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->tenant, "vision");
+  EXPECT_EQ(v->parent, "");
+  const Quota& g = v->quota.at(kGpus);
+  EXPECT_EQ(g.guaranteed, 16'000);
+  EXPECT_EQ(g.borrow_limit, 8'000);
+  EXPECT_EQ(g.weight, 2);
+  EXPECT_EQ(g.lending_limit, 4'000);
+  EXPECT_EQ(v->quota.at({ResourceKind::kGpus, "H100-80GB"}).guaranteed, 8'000);
+  EXPECT_EQ(v->quota.at({ResourceKind::kMemory, ""}).guaranteed, 1LL << 40);
+  EXPECT_EQ(v->quota.at({ResourceKind::kCpu, ""}).guaranteed, 500);
+  const QueuePolicy* s = p->FindQueue("vision/serving");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->parent, "vision");
+  EXPECT_EQ(s->tenant, "vision");
+  EXPECT_EQ(s->kind, "inference");
+  EXPECT_FALSE(s->preemptible_by_default);
+  EXPECT_EQ(s->quota.at(kGpus).guaranteed, 500);  // fractional GPUs in milli-GPUs
+  EXPECT_FALSE(s->quota.at(kGpus).borrow_limit.has_value());
+}
+
+TEST(Policy, RoundTripsThroughYaml) {
+  auto p = ParsePolicy(kExample);
+  ASSERT_TRUE(p.has_value());
+  std::string text = PolicyToYaml(*p);
+  auto back = ParsePolicy(text);
+  ASSERT_TRUE(back.has_value()) << back.error().message << "\n" << text;
+  EXPECT_EQ(PolicyToYaml(*back), text);
+  EXPECT_EQ(back->queues.size(), p->queues.size());
+  EXPECT_EQ(back->FindQueue("vision")->quota.at(kGpus).lending_limit, 4'000);
+  EXPECT_EQ(back->FindQueue("vision/serving")->quota.at(kGpus).guaranteed, 500);
+}
+
+TEST(Policy, DefaultIsOneUnlimitedQueue) {
+  Policy p = DefaultPolicy();
+  const QueuePolicy* q = p.FindQueue("default/default");
+  ASSERT_NE(q, nullptr);
+  EXPECT_TRUE(q->quota.empty());
+  EXPECT_NE(p.FindQueue("default"), nullptr);
+  EXPECT_EQ(p.priority_classes.size(), 4U);
+  EXPECT_EQ(p.FindPriorityClass("critical")->value, 300);
+  auto back = ParsePolicy(PolicyToYaml(p));
+  ASSERT_TRUE(back.has_value()) << back.error().message;
+  EXPECT_EQ(PolicyToYaml(*back), PolicyToYaml(p));
+}
+
+TEST(Policy, WithoutQueuesKeepsTheDefaultQueue) {
+  auto p = ParsePolicy("min_runtime: 5m\n");
+  ASSERT_TRUE(p.has_value());
+  EXPECT_NE(p->FindQueue("default/default"), nullptr);
+  EXPECT_EQ(p->pools.size(), 1U);
+}
+
+struct BadCase {
+  const char* yaml;
+  const char* field;
+  const char* hint;
+};
+
+class PolicyRejects : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(PolicyRejects, NamesTheFieldPath) {
+  auto p = ParsePolicy(GetParam().yaml);
+  ASSERT_FALSE(p.has_value()) << GetParam().yaml;
+  EXPECT_EQ(p.error().code, Code::kInvalidArgument);
+  EXPECT_EQ(p.error().field, GetParam().field) << p.error().message;
+  EXPECT_NE(p.error().message.find(GetParam().hint), std::string::npos) << p.error().message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    BadInput, PolicyRejects,
+    ::testing::Values(
+        BadCase{"queue: []\n", "queue", "allowed fields"},
+        BadCase{"queues: [{name: a, quota: {gpus: {guaranted: 1}}}]\n",
+                "queues[0].quota.gpus.guaranted", "allowed"},
+        BadCase{"queues: [{name: a}, {name: a}]\n", "queues[1].name", "twice"},
+        BadCase{"queues: [{name: a, children: [{name: b}, {name: b}]}]\n",
+                "queues[0].children[1].name", "twice"},
+        BadCase{"pools: [{name: x}, {name: x}]\n", "pools[1].name", "twice"},
+        BadCase{"priority_classes: [{name: a, value: 1}, {name: a, value: 2}]\n",
+                "priority_classes[1].name", "twice"},
+        BadCase{"queues: [{name: a, quota: {gpus: 4}, children: [{name: b, quota: {gpus: 3}}, "
+                "{name: c, quota: {gpus: 2}}]}]\n",
+                "queues[0].children", "more than the parent's 4"},
+        BadCase{"queues: [{name: a, pools: [gpu]}]\n", "queues[0].pools[0]", "unknown pool"},
+        BadCase{"queues: [{name: a, quota: {gpus: -1}}]\n", "queues[0].quota.gpus", "negative"},
+        BadCase{"queues: [{name: a, quota: {gpus: {guaranteed: 2, lending_limit: 3}}}]\n",
+                "queues[0].quota.gpus.lending_limit", "more than the guaranteed"},
+        BadCase{"queues: [{name: a, quota: {gpus: 0.0001}}]\n", "queues[0].quota.gpus", "decimals"},
+        BadCase{"queues: [{name: a, quota: {tpus: 1}}]\n", "queues[0].quota.tpus",
+                "unknown resource"},
+        BadCase{"queues: [{name: a, quota: {memory: 1GB}}]\n", "queues[0].quota.memory", "Gi"},
+        BadCase{"queues: [{name: a, quota: {gpus: {guaranteed: 1, weight: 0}}}]\n",
+                "queues[0].quota.gpus.weight", "1 to 1000"},
+        BadCase{"queues: [{name: a, over_quota: maybe}]\n", "queues[0].over_quota", "borrow"},
+        BadCase{"queues: [{name: A}]\n", "queues[0].name", "lower-case"},
+        BadCase{"usage_half_life: 0s\n", "usage_half_life", "longer than zero"},
+        BadCase{"min_runtime: soon\n", "min_runtime", "duration"},
+        BadCase{"queues: [{name: a\n", "", "YAML"}, BadCase{"- a\n", "", "mapping"}));
+
+// The scheduling core's reason codes travel through the store and the API.
+TEST(Reason, EveryCodeRoundTripsThroughJsonAndRenders) {
+  for (int c = 0; c <= static_cast<int>(kLastReasonCode); ++c) {
+    Reason r{static_cast<ReasonCode>(c), {{"by_job", 7}, {"work_lost_ms", 90'000}}, "vision gpus"};
+    Reason back = ReasonFromJson(ToJson(r));
+    EXPECT_EQ(back, r) << ReasonCodeName(r.code);
+  }
+  Reason reclaimed{ReasonCode::kReclaimed, {{"by_job", 7}, {"work_lost_ms", 90'000}}, "vision/a"};
+  EXPECT_EQ(RenderReason(reclaimed),
+            "reclaimed by queue vision/a (for job 7), which is below its guarantee and lent these "
+            "GPUs; about 90 s of work since the last checkpoint was lost");
+  Reason quota{ReasonCode::kOverQuota,
+               {{"requested_mgpu", 2500},
+                {"queue_used_mgpu", 4000},
+                {"queue_guaranteed_mgpu", 4000},
+                {"borrowable_now_mgpu", 0}},
+               "vision gpus/H100-80GB"};
+  EXPECT_EQ(RenderReason(quota),
+            "over its queue's quota: it asks for 2.5 H100-80GB GPU(s); queue vision uses 4 of 4 "
+            "guaranteed and may borrow without limit; 0 can be borrowed now");
+}
+
+}  // namespace
+}  // namespace berth::model

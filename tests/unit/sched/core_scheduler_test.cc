@@ -1,0 +1,238 @@
+// Unit tests of CoreScheduler's rules one at a time; the larger stories are
+// in tests/scenarios/*.yaml.
+#include "sched/core_scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include "unit/sched/plan_check.h"
+
+namespace berth::sched {
+namespace {
+
+NodeView Node(std::string name, std::uint32_t gpus, std::uint32_t islands = 1) {
+  NodeView n;
+  n.name = std::move(name);
+  n.ready = true;
+  n.cpu_millis_free = 64'000;
+  n.memory_bytes_free = 512ULL << 30;
+  for (std::uint32_t i = 0; i < gpus; ++i) {
+    GpuView g{i, n.name + "-" + std::to_string(i), "H100-80GB", 80ULL << 30, true, true};
+    g.nvlink_island = i / (gpus / islands);
+    n.gpus.push_back(g);
+  }
+  return n;
+}
+
+PendingJob Job(std::int64_t id, std::string tenant, std::uint32_t gpus,
+               std::uint32_t replicas = 1) {
+  PendingJob j;
+  j.id = id;
+  j.tenant = std::move(tenant);
+  j.queue = "q";
+  j.submitted_at_ms = id;
+  j.replicas = replicas;
+  j.resources.gpus = gpus;
+  return j;
+}
+
+model::Policy PolicyOf(const char* yaml) {
+  auto p = model::ParsePolicy(yaml);
+  EXPECT_TRUE(p.has_value()) << p.error().message;
+  return p.value_or(model::DefaultPolicy());
+}
+
+const model::Reason* ReasonOf(const Plan& plan, std::int64_t id) {
+  for (const auto& d : plan.pending) {
+    if (d.job_id == id) return &d.reason;
+  }
+  return nullptr;
+}
+
+TEST(CoreScheduler, DefaultPolicyPlacesLikeTheSkeleton) {
+  Snapshot s;
+  s.nodes = {Node("a", 8)};
+  PendingJob j = Job(1, "default", 2);
+  j.queue = "default";
+  s.pending = {j};
+  Plan plan = CoreScheduler().Schedule(s);
+  ASSERT_EQ(plan.placements.size(), 1U);
+  EXPECT_EQ(plan.placements[0].replicas[0].gpu_indices, (std::vector<std::uint32_t>{0, 1}));
+  EXPECT_EQ(CheckPlan(s, plan), "");
+}
+
+TEST(CoreScheduler, UnknownQueueIsExplained) {
+  Snapshot s;
+  s.nodes = {Node("a", 8)};
+  s.pending = {Job(1, "nobody", 1)};
+  Plan plan = CoreScheduler().Schedule(s);
+  ASSERT_NE(ReasonOf(plan, 1), nullptr);
+  EXPECT_EQ(ReasonOf(plan, 1)->code, model::ReasonCode::kQueueUnknown);
+  EXPECT_NE(model::RenderReason(*ReasonOf(plan, 1)).find("nobody/q"), std::string::npos);
+}
+
+TEST(CoreScheduler, OrdersByPriorityThenSubmitTimeThenId) {
+  Snapshot s;
+  s.policy = PolicyOf("queues: [{name: t, children: [{name: q}]}]\n");
+  s.nodes = {Node("a", 2)};
+  PendingJob old = Job(1, "t", 2);
+  PendingJob urgent = Job(2, "t", 2);
+  urgent.priority = model::Priority::kHigh;
+  PendingJob later = Job(3, "t", 1);
+  s.pending = {old, urgent, later};
+  Plan plan = CoreScheduler().Schedule(s);
+  ASSERT_EQ(plan.placements.size(), 1U);
+  EXPECT_EQ(plan.placements[0].job_id, 2);
+  const model::Reason* r1 = ReasonOf(plan, 1);
+  ASSERT_NE(r1, nullptr);
+  EXPECT_EQ(r1->code, model::ReasonCode::kNoNodeFits);
+  EXPECT_EQ(r1->counts.at("position"), 1);
+  const model::Reason* r3 = ReasonOf(plan, 3);
+  ASSERT_NE(r3, nullptr);
+  EXPECT_EQ(r3->code, model::ReasonCode::kBehindInQueue);  // the head waits for capacity
+  EXPECT_EQ(r3->counts.at("blocked_by"), 1);
+  EXPECT_EQ(r3->counts.at("ahead_jobs"), 1);
+  EXPECT_EQ(r3->counts.at("ahead_gpus"), 2);
+}
+
+TEST(CoreScheduler, BorrowLimitRefusesWithNumbers) {
+  Snapshot s;
+  s.policy = PolicyOf(
+      "queues: [{name: t, quota: {gpus: {guaranteed: 2, borrow_limit: 1}}, "
+      "children: [{name: q}]}]\n");
+  s.nodes = {Node("a", 8)};
+  s.pending = {Job(1, "t", 4), Job(2, "t", 3)};
+  Plan plan = CoreScheduler().Schedule(s);
+  ASSERT_EQ(plan.placements.size(), 1U);
+  EXPECT_EQ(plan.placements[0].job_id, 2);  // a quota refusal does not block the queue
+  const model::Reason* r = ReasonOf(plan, 1);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->code, model::ReasonCode::kOverQuota);
+  EXPECT_EQ(r->counts.at("requested_mgpu"), 4000);
+  EXPECT_EQ(r->counts.at("queue_guaranteed_mgpu"), 2000);
+  EXPECT_EQ(r->counts.at("queue_borrow_limit_mgpu"), 1000);
+  EXPECT_EQ(r->counts.at("borrowable_now_mgpu"), 3000);
+  EXPECT_EQ(r->detail, "t gpus");
+  EXPECT_NE(model::RenderReason(*r).find("may borrow up to 1 more"), std::string::npos)
+      << model::RenderReason(*r);
+}
+
+TEST(CoreScheduler, QuotaIsTheReasonEvenWhenTheClusterIsFull) {
+  Snapshot s;
+  s.policy = PolicyOf(
+      "queues: [{name: t, quota: {gpus: {guaranteed: 2, borrow_limit: 0}}, "
+      "children: [{name: q}]}]\n");
+  s.nodes = {Node("a", 2)};
+  for (auto& g : s.nodes[0].gpus) g.free = false;
+  RunningJob r;
+  r.id = 1;
+  r.tenant = "t";
+  r.queue = "q";
+  r.priority = model::Priority::kHigh;
+  r.resources.gpus = 2;
+  r.replicas = {{0, "a", {0, 1}}};
+  s.running = {r};
+  s.pending = {Job(2, "t", 1), Job(3, "t", 1)};
+  Plan plan = CoreScheduler().Schedule(s);
+  EXPECT_TRUE(plan.placements.empty());
+  for (std::int64_t id : {2, 3}) {  // neither blocks the other: both are quota refusals
+    ASSERT_NE(ReasonOf(plan, id), nullptr);
+    EXPECT_EQ(ReasonOf(plan, id)->code, model::ReasonCode::kOverQuota);
+    EXPECT_EQ(ReasonOf(plan, id)->counts.at("queue_used_mgpu"), 2000);
+  }
+}
+
+TEST(CoreScheduler, WaitQueuesDoNotBorrow) {
+  Snapshot s;
+  s.policy =
+      PolicyOf("queues: [{name: t, over_quota: wait, quota: {gpus: 2}, children: [{name: q}]}]\n");
+  s.nodes = {Node("a", 8)};
+  s.pending = {Job(1, "t", 3)};
+  Plan plan = CoreScheduler().Schedule(s);
+  EXPECT_TRUE(plan.placements.empty());
+  ASSERT_NE(ReasonOf(plan, 1), nullptr);
+  EXPECT_EQ(ReasonOf(plan, 1)->code, model::ReasonCode::kOverQuota);
+}
+
+TEST(CoreScheduler, LendingLimitKeepsPartOfAGuaranteeFree) {
+  Snapshot s;
+  s.policy = PolicyOf(
+      "queues:\n"
+      "  - {name: owner, quota: {gpus: {guaranteed: 6, lending_limit: 4}}, children: [{name: q}]}\n"
+      "  - {name: borrower, children: [{name: q}]}\n");
+  s.nodes = {Node("a", 8)};
+  s.pending = {Job(1, "borrower", 6), Job(2, "borrower", 4)};
+  Plan plan = CoreScheduler().Schedule(s);
+  // 8 GPUs, 4 of which the owner never lends: job 1 (6) is refused, job 2 (4) fits.
+  ASSERT_EQ(plan.placements.size(), 1U);
+  EXPECT_EQ(plan.placements[0].job_id, 2);
+  ASSERT_NE(ReasonOf(plan, 1), nullptr);
+  EXPECT_EQ(ReasonOf(plan, 1)->code, model::ReasonCode::kOverQuota);
+  EXPECT_EQ(ReasonOf(plan, 1)->counts.at("borrowable_now_mgpu"), 4000);
+}
+
+TEST(CoreScheduler, UnhealthyGpusAndUnreadyNodesAreCounted) {
+  Snapshot s;
+  s.nodes = {Node("a", 2), Node("b", 2), Node("c", 2)};
+  s.nodes[0].gpus[1].healthy = false;
+  s.nodes[1].ready = false;
+  s.nodes[2].gpus[0].free = false;
+  PendingJob j = Job(1, "default", 2);
+  j.queue = "default";
+  s.pending = {j};
+  Plan plan = CoreScheduler().Schedule(s);
+  const model::Reason* r = ReasonOf(plan, 1);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->code, model::ReasonCode::kNoNodeFits);
+  EXPECT_EQ(r->counts.at(std::string(model::kCauseUnhealthy)), 1);
+  EXPECT_EQ(r->counts.at(std::string(model::kCauseNotReady)), 1);
+  EXPECT_EQ(r->counts.at(std::string(model::kCauseTooFewGpus)), 1);
+}
+
+TEST(CoreScheduler, PacksOntoTheFullestNodeAndKeepsIslandsWhole) {
+  Snapshot s;
+  s.nodes = {Node("a", 8, 2), Node("b", 8, 2)};
+  s.nodes[1].gpus[0].free = false;  // b: island 0 has 3 free, island 1 has 4
+  PendingJob j = Job(1, "default", 2);
+  j.queue = "default";
+  s.pending = {j};
+  Plan plan = CoreScheduler().Schedule(s);
+  ASSERT_EQ(plan.placements.size(), 1U);
+  EXPECT_EQ(plan.placements[0].replicas[0].node, "b");
+  EXPECT_EQ(plan.placements[0].replicas[0].gpu_indices, (std::vector<std::uint32_t>{1, 2}));
+}
+
+TEST(CoreScheduler, ReclaimIsNotUsedAboveGuarantee) {
+  Snapshot s;
+  s.policy = PolicyOf(
+      "queues:\n"
+      "  - {name: small, quota: {gpus: 2}, children: [{name: q}]}\n"
+      "  - {name: big, children: [{name: q}]}\n");
+  s.nodes = {Node("a", 8)};
+  RunningJob r;
+  r.id = 1;
+  r.tenant = "big";
+  r.queue = "q";
+  r.resources.gpus = 8;
+  r.replicas = {{0, "a", {0, 1, 2, 3, 4, 5, 6, 7}}};
+  for (auto& g : s.nodes[0].gpus) g.free = false;
+  s.running = {r};
+  s.pending = {Job(2, "small", 4), Job(3, "small", 2)};
+  Plan plan = CoreScheduler().Schedule(s);
+  // Job 2 asks for more than small's guarantee: no reclaim for it; it blocks
+  // job 3 behind it, which is within guarantee but waits its turn.
+  EXPECT_TRUE(plan.evictions.empty());
+  ASSERT_NE(ReasonOf(plan, 2), nullptr);
+  EXPECT_EQ(ReasonOf(plan, 2)->code, model::ReasonCode::kNoNodeFits);
+
+  s.pending = {Job(3, "small", 2)};
+  plan = CoreScheduler().Schedule(s);
+  ASSERT_EQ(plan.evictions.size(), 1U);
+  EXPECT_EQ(plan.evictions[0].job_id, 1);
+  EXPECT_EQ(plan.evictions[0].cause, EvictionCause::kReclaim);
+  ASSERT_EQ(plan.placements.size(), 1U);
+  EXPECT_EQ(plan.placements[0].after_evicting, (std::vector<std::int64_t>{1}));
+  EXPECT_EQ(CheckPlan(s, plan), "");
+}
+
+}  // namespace
+}  // namespace berth::sched

@@ -1,0 +1,299 @@
+// Property test: random clusters, policies and job streams, with the
+// randomness injected (a seeded std::mt19937). Each cycle's plan is applied
+// to the next cycle's snapshot, so evictions and placements accumulate.
+// Checked every cycle: no GPU handed out twice, no partial gang, every
+// pending job explained, the same input gives the same plan, and no queue
+// below its guarantee is left waiting while a borrower holds GPUs it could
+// reclaim.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <random>
+
+#include "sched/core_scheduler.h"
+#include "unit/sched/plan_check.h"
+
+namespace berth::sched {
+namespace {
+
+struct World {
+  Snapshot s;
+  std::int64_t next_id = 1;
+};
+
+std::int64_t Rand(std::mt19937& rng, std::int64_t lo, std::int64_t hi) {
+  return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+}
+
+// Tenants t0..tN-1, each one queue "q" with a GPU guarantee that together
+// cover at most the cluster, some with borrow limits.
+model::Policy RandomPolicy(std::mt19937& rng, std::int64_t total_gpus, int tenants) {
+  model::Policy p = model::DefaultPolicy();
+  std::int64_t left = total_gpus;
+  for (int t = 0; t < tenants; ++t) {
+    model::QueuePolicy top;
+    top.path = "t" + std::to_string(t);
+    top.tenant = top.path;
+    model::Quota q;
+    q.guaranteed = Rand(rng, 0, left / 2) * 1000;
+    left -= q.guaranteed / 1000;
+    if (Rand(rng, 0, 2) == 0) q.borrow_limit = Rand(rng, 0, 8) * 1000;
+    q.weight = Rand(rng, 1, 3);
+    top.quota[{model::ResourceKind::kGpus, ""}] = q;
+    model::QueuePolicy leaf;
+    leaf.path = top.path + "/q";
+    leaf.tenant = top.tenant;
+    leaf.parent = top.path;
+    p.queues.push_back(top);
+    p.queues.push_back(leaf);
+  }
+  p.min_runtime_ms = Rand(rng, 0, 1) * 60'000;
+  return p;
+}
+
+World RandomWorld(std::mt19937& rng, bool single_gpu_jobs) {
+  World w;
+  int nodes = static_cast<int>(Rand(rng, 1, 8));
+  std::int64_t total = 0;
+  for (int n = 0; n < nodes; ++n) {
+    NodeView v;
+    v.name = "n" + std::to_string(n);
+    v.ready = Rand(rng, 0, 9) != 0;
+    v.cpu_millis_free = 64'000;
+    v.memory_bytes_free = 512ULL << 30;
+    std::uint32_t gpus = single_gpu_jobs ? 8 : static_cast<std::uint32_t>(Rand(rng, 1, 8));
+    for (std::uint32_t i = 0; i < gpus; ++i) {
+      GpuView g;
+      g.index = i;
+      g.model = Rand(rng, 0, 3) == 0 ? "A100-80GB" : "H100-80GB";
+      g.memory_bytes = 80ULL << 30;
+      g.healthy = single_gpu_jobs || Rand(rng, 0, 19) != 0;
+      g.nvlink_island = i / 4;
+      v.gpus.push_back(g);
+    }
+    if (single_gpu_jobs) v.ready = true;
+    total += gpus;
+    w.s.nodes.push_back(std::move(v));
+  }
+  w.s.policy = RandomPolicy(rng, total, static_cast<int>(Rand(rng, 1, 4)));
+  w.s.now_ms = 1'000'000;
+  return w;
+}
+
+void AddJobs(std::mt19937& rng, World& w, bool single_gpu_jobs) {
+  int tenants = static_cast<int>(w.s.policy.queues.size() / 2);  // default + tN pairs
+  int count = static_cast<int>(Rand(rng, 0, 4));
+  for (int i = 0; i < count; ++i) {
+    PendingJob j;
+    j.id = w.next_id++;
+    int t = static_cast<int>(Rand(rng, 0, tenants - 1));
+    if (t == 0) {
+      j.tenant = "default";
+      j.queue = "default";
+    } else {
+      j.tenant = "t" + std::to_string(t - 1);
+      j.queue = "q";
+    }
+    j.priority = static_cast<model::Priority>(Rand(rng, 0, 3));
+    j.submitted_at_ms = w.s.now_ms;
+    j.replicas = single_gpu_jobs ? 1 : static_cast<std::uint32_t>(Rand(rng, 1, 3));
+    j.resources.gpus = single_gpu_jobs ? 1 : static_cast<std::uint32_t>(Rand(rng, 0, 4));
+    if (!single_gpu_jobs && j.resources.gpus > 0 && Rand(rng, 0, 3) == 0) {
+      j.resources.gpu_model = "A100-80GB";
+    }
+    if (!single_gpu_jobs && Rand(rng, 0, 4) == 0) j.preemptible = false;
+    if (!single_gpu_jobs && Rand(rng, 0, 5) == 0) j.topology.one_node = true;
+    w.s.pending.push_back(j);
+  }
+}
+
+// Applies a plan: evictions free GPUs and go back to pending; placements
+// start running. Some running jobs finish.
+void Apply(std::mt19937& rng, World& w, const Plan& plan) {
+  std::map<std::int64_t, const Placement*> placed;
+  for (const auto& p : plan.placements) placed[p.job_id] = &p;
+  auto free_gpus = [&](const RunningJob& r) {
+    for (const auto& rp : r.replicas) {
+      for (auto& n : w.s.nodes) {
+        if (n.name != rp.node) continue;
+        for (auto& g : n.gpus) {
+          if (std::find(rp.gpu_indices.begin(), rp.gpu_indices.end(), g.index) !=
+              rp.gpu_indices.end()) {
+            g.free = true;
+          }
+        }
+      }
+    }
+  };
+  std::set<std::int64_t> evicted;
+  for (const auto& e : plan.evictions) evicted.insert(e.job_id);
+  std::vector<RunningJob> still;
+  for (auto& r : w.s.running) {
+    bool finish = Rand(rng, 0, 9) == 0;
+    if (evicted.contains(r.id) || finish) {
+      free_gpus(r);
+      if (evicted.contains(r.id)) {
+        PendingJob j;
+        j.id = r.id;
+        j.tenant = r.tenant;
+        j.queue = r.queue;
+        j.priority = r.priority;
+        j.submitted_at_ms = w.s.now_ms;
+        j.replicas = static_cast<std::uint32_t>(r.replicas.size());
+        j.resources = r.resources;
+        j.preemptible = r.preemptible;
+        w.s.pending.push_back(j);
+      }
+      continue;
+    }
+    still.push_back(std::move(r));
+  }
+  std::vector<PendingJob> waiting;
+  for (auto& j : w.s.pending) {
+    if (evicted.contains(j.id) && !placed.contains(j.id)) {
+      waiting.push_back(j);
+      continue;
+    }
+    auto it = placed.find(j.id);
+    if (it == placed.end()) {
+      waiting.push_back(std::move(j));
+      continue;
+    }
+    RunningJob r;
+    r.id = j.id;
+    r.tenant = j.tenant;
+    r.queue = j.queue;
+    r.priority = j.priority;
+    r.preemptible = j.preemptible;
+    r.started_at_ms = w.s.now_ms;
+    r.resources = j.resources;
+    r.replicas = it->second->replicas;
+    for (const auto& rp : r.replicas) {
+      for (auto& n : w.s.nodes) {
+        if (n.name != rp.node) continue;
+        for (auto& g : n.gpus) {
+          if (std::find(rp.gpu_indices.begin(), rp.gpu_indices.end(), g.index) !=
+              rp.gpu_indices.end()) {
+            g.free = false;
+          }
+        }
+      }
+    }
+    still.push_back(std::move(r));
+  }
+  w.s.running = std::move(still);
+  w.s.pending = std::move(waiting);
+  w.s.now_ms += 120'000;
+}
+
+bool SamePlan(const Plan& a, const Plan& b) {
+  if (a.placements.size() != b.placements.size() || a.evictions.size() != b.evictions.size() ||
+      a.pending.size() != b.pending.size()) {
+    return false;
+  }
+  for (std::size_t i = 0; i < a.placements.size(); ++i) {
+    if (a.placements[i].job_id != b.placements[i].job_id) return false;
+    for (std::size_t r = 0; r < a.placements[i].replicas.size(); ++r) {
+      const auto& x = a.placements[i].replicas[r];
+      const auto& y = b.placements[i].replicas[r];
+      if (x.node != y.node || x.gpu_indices != y.gpu_indices) return false;
+    }
+  }
+  for (std::size_t i = 0; i < a.evictions.size(); ++i) {
+    if (a.evictions[i].job_id != b.evictions[i].job_id) return false;
+  }
+  for (std::size_t i = 0; i < a.pending.size(); ++i) {
+    if (a.pending[i].job_id != b.pending[i].job_id ||
+        !(a.pending[i].reason == b.pending[i].reason)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+TEST(SchedulerProperties, RandomClustersKeepTheInvariants) {
+  std::mt19937 rng(20261129);
+  int cycles = 0;
+  std::size_t placed = 0;
+  std::size_t evicted = 0;
+  std::size_t waiting = 0;
+  for (int world = 0; world < 150; ++world) {
+    World w = RandomWorld(rng, false);
+    for (int cycle = 0; cycle < 15; ++cycle, ++cycles) {
+      AddJobs(rng, w, false);
+      Plan plan = CoreScheduler().Schedule(w.s);
+      ASSERT_EQ(CheckPlan(w.s, plan), "") << "world " << world << " cycle " << cycle;
+      ASSERT_TRUE(SamePlan(plan, CoreScheduler().Schedule(w.s))) << "not deterministic";
+      placed += plan.placements.size();
+      evicted += plan.evictions.size();
+      waiting += plan.pending.size();
+      Apply(rng, w, plan);
+    }
+  }
+  EXPECT_GE(cycles, 2000);
+  // The streams exercise every path, not just the easy one.
+  EXPECT_GT(placed, 1000U);
+  EXPECT_GT(evicted, 50U);
+  EXPECT_GT(waiting, 1000U);
+  std::printf("%d cycles: %zu placements, %zu evictions, %zu waiting decisions\n", cycles, placed,
+              evicted, waiting);
+}
+
+// With 1-GPU jobs on identical healthy nodes nothing but the rules can stop
+// a reclaim: after every cycle, a waiting job whose queue is within its
+// guarantee must have no reclaimable victim left.
+TEST(SchedulerProperties, NoGuaranteedDemandWaitsWhileABorrowerCouldBeReclaimed) {
+  std::mt19937 rng(7);
+  int cycles = 0;
+  std::size_t evictions = 0;
+  for (int world = 0; world < 100; ++world) {
+    World w = RandomWorld(rng, true);
+    w.s.policy.min_runtime_ms = 0;
+    for (int cycle = 0; cycle < 10; ++cycle, ++cycles) {
+      AddJobs(rng, w, true);
+      Plan plan = CoreScheduler().Schedule(w.s);
+      ASSERT_EQ(CheckPlan(w.s, plan), "");
+      evictions += plan.evictions.size();
+      // Usage per top-level queue after the plan.
+      std::map<std::string, std::int64_t> used;
+      std::set<std::int64_t> evicted;
+      for (const auto& e : plan.evictions) evicted.insert(e.job_id);
+      for (const auto& r : w.s.running) {
+        if (!evicted.contains(r.id)) used[r.tenant] += r.resources.gpus * 1000;
+      }
+      std::map<std::int64_t, const PendingJob*> byid;
+      for (const auto& j : w.s.pending) byid[j.id] = &j;
+      for (const auto& p : plan.placements) {
+        used[byid[p.job_id]->tenant] += byid[p.job_id]->resources.gpus * 1000;
+      }
+      auto guaranteed = [&](const std::string& tenant) -> std::optional<std::int64_t> {
+        const auto* q = w.s.policy.FindQueue(tenant);
+        if (q == nullptr || !q->quota.contains({model::ResourceKind::kGpus, ""})) {
+          return std::nullopt;
+        }
+        return q->quota.at({model::ResourceKind::kGpus, ""}).guaranteed;
+      };
+      for (const auto& d : plan.pending) {
+        const PendingJob& j = *byid[d.job_id];
+        if (d.reason.code == model::ReasonCode::kBehindInQueue) continue;
+        auto g = guaranteed(j.tenant);
+        if (!g || used[j.tenant] + 1000 > *g) continue;
+        for (const auto& r : w.s.running) {
+          if (evicted.contains(r.id) || r.tenant == j.tenant) continue;
+          auto rg = guaranteed(r.tenant);
+          bool preemptible = !r.preemptible.has_value() || *r.preemptible;
+          EXPECT_FALSE(preemptible && used[r.tenant] > rg.value_or(0))
+              << "job " << j.id << " of " << j.tenant << " waits (" << model::RenderReason(d.reason)
+              << ") while " << r.tenant << " borrows with job " << r.id;
+        }
+      }
+      Apply(rng, w, plan);
+    }
+  }
+  EXPECT_GE(cycles, 1000);
+  EXPECT_GT(evictions, 20U);
+  std::printf("%d cycles, %zu reclaims\n", cycles, evictions);
+}
+
+}  // namespace
+}  // namespace berth::sched

@@ -1,0 +1,302 @@
+// Scenario tests as data: every tests/scenarios/*.yaml is a cluster, a
+// policy, running and pending jobs, and the expected placements, evictions
+// and reasons. The format is described in docs/scheduling.md.
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/units.h"
+#include "model/reason.h"
+#include "sched/core_scheduler.h"
+#include "unit/sched/plan_check.h"
+
+namespace berth::sched {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::int64_t Ms(const YAML::Node& n) {
+  if (!n) return 0;
+  auto v = ParseDurationMs(n.as<std::string>());
+  if (!v) throw std::runtime_error("bad duration " + n.as<std::string>());
+  return *v;
+}
+
+std::uint64_t Bytes(const YAML::Node& n, std::uint64_t dflt) {
+  if (!n) return dflt;
+  auto v = ParseBytes(n.as<std::string>());
+  if (!v) throw std::runtime_error("bad size " + n.as<std::string>());
+  return *v;
+}
+
+model::Priority Prio(const YAML::Node& n) {
+  if (!n) return model::Priority::kNormal;
+  auto p = model::ParsePriority(n.as<std::string>());
+  if (!p) throw std::runtime_error("bad priority " + n.as<std::string>());
+  return *p;
+}
+
+std::map<std::string, std::string> StrMap(const YAML::Node& n) {
+  std::map<std::string, std::string> out;
+  if (n) {
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      out[it->first.as<std::string>()] = it->second.as<std::string>();
+    }
+  }
+  return out;
+}
+
+void AddNodes(const YAML::Node& n, Snapshot& s) {
+  int count = n["count"] ? n["count"].as<int>() : 1;
+  for (int c = 0; c < count; ++c) {
+    NodeView v;
+    v.name = n["name"].as<std::string>();
+    if (n["count"]) v.name += "-" + std::to_string(c);
+    v.ready = n["ready"] ? n["ready"].as<bool>() : true;
+    v.labels = StrMap(n["labels"]);
+    if (auto t = n["taints"]) {
+      for (const auto& x : t) {
+        v.taints.push_back({x["key"].as<std::string>(), x["value"].as<std::string>(""),
+                            x["effect"].as<std::string>("NoSchedule")});
+      }
+    }
+    v.cpu_millis_free = (n["cpu"] ? n["cpu"].as<std::uint64_t>() : 64) * 1000;
+    v.memory_bytes_free = Bytes(n["memory"], 512ULL << 30);
+    auto gpus = n["gpus"] ? n["gpus"].as<std::uint32_t>() : 8;
+    auto islands = n["islands"] ? n["islands"].as<std::uint32_t>() : 1;
+    std::set<std::uint32_t> unhealthy;
+    if (auto u = n["unhealthy"]) {
+      for (const auto& x : u) unhealthy.insert(x.as<std::uint32_t>());
+    }
+    for (std::uint32_t i = 0; i < gpus; ++i) {
+      GpuView g;
+      g.index = i;
+      g.uuid = v.name + "-" + std::to_string(i);
+      g.model = n["model"].as<std::string>("H100-80GB");
+      g.memory_bytes = Bytes(n["gpu_memory"], 80ULL << 30);
+      g.healthy = !unhealthy.contains(i);
+      g.nvlink_island = i / std::max<std::uint32_t>(1, gpus / islands);
+      v.gpus.push_back(g);
+    }
+    s.nodes.push_back(std::move(v));
+  }
+}
+
+model::Resources Res(const YAML::Node& n) {
+  model::Resources r;
+  r.gpus = n["gpus"].as<std::uint32_t>(0);
+  r.gpu_model = n["gpu_model"].as<std::string>("");
+  r.gpu_memory_bytes = Bytes(n["gpu_memory"], 0);
+  r.cpu_millis = n["cpu"].as<std::uint32_t>(0) * 1000;
+  r.memory_bytes = Bytes(n["memory"], 0);
+  return r;
+}
+
+void AddRunning(const YAML::Node& n, Snapshot& s) {
+  RunningJob r;
+  r.id = n["id"].as<std::int64_t>();
+  r.tenant = n["tenant"].as<std::string>("default");
+  r.queue = n["queue"].as<std::string>("default");
+  r.priority = Prio(n["priority"]);
+  if (n["preemptible"]) r.preemptible = n["preemptible"].as<bool>();
+  r.started_at_ms = Ms(n["started"]);
+  r.last_checkpoint_ms = Ms(n["checkpoint"]);
+  r.resources = Res(n);
+  std::uint32_t replica = 0;
+  for (const auto& p : n["placement"]) {
+    ReplicaPlacement rp{replica++, p["node"].as<std::string>(), {}};
+    for (const auto& g : p["gpus"]) rp.gpu_indices.push_back(g.as<std::uint32_t>());
+    for (auto& node : s.nodes) {
+      if (node.name != rp.node) continue;
+      for (auto& g : node.gpus) {
+        if (std::find(rp.gpu_indices.begin(), rp.gpu_indices.end(), g.index) !=
+            rp.gpu_indices.end()) {
+          g.free = false;
+        }
+      }
+      node.cpu_millis_free -= r.resources.cpu_millis;
+      node.memory_bytes_free -= r.resources.memory_bytes;
+    }
+    r.replicas.push_back(std::move(rp));
+  }
+  s.running.push_back(std::move(r));
+}
+
+void AddPending(const YAML::Node& n, Snapshot& s) {
+  PendingJob j;
+  j.id = n["id"].as<std::int64_t>();
+  j.tenant = n["tenant"].as<std::string>("default");
+  j.queue = n["queue"].as<std::string>("default");
+  j.priority = Prio(n["priority"]);
+  j.submitted_at_ms = n["submitted"] ? Ms(n["submitted"]) : j.id;
+  j.replicas = n["replicas"].as<std::uint32_t>(1);
+  j.resources = Res(n);
+  if (n["preemptible"]) j.preemptible = n["preemptible"].as<bool>();
+  j.node_selector = StrMap(n["node_selector"]);
+  if (auto t = n["tolerations"]) {
+    for (const auto& x : t) {
+      j.tolerations.push_back({x["key"].as<std::string>(), x["value"].as<std::string>(""),
+                               x["effect"].as<std::string>("")});
+    }
+  }
+  j.pool = n["pool"].as<std::string>("");
+  if (auto t = n["topology"]) {
+    j.topology.one_node = t["one_node"].as<bool>(false);
+    auto island = t["nvlink_island"].as<std::string>("none");
+    j.topology.nvlink_island = island == "require"  ? model::NvlinkIsland::kRequire
+                               : island == "prefer" ? model::NvlinkIsland::kPrefer
+                                                    : model::NvlinkIsland::kNone;
+  }
+  s.pending.push_back(std::move(j));
+}
+
+void RunScenario(const fs::path& file) {
+  SCOPED_TRACE(file.filename().string());
+  YAML::Node doc = YAML::LoadFile(file.string());
+  ASSERT_TRUE(doc.IsMap());
+  ASSERT_EQ(doc.begin()->first.as<std::string>(), "intent") << "a scenario opens with its intent";
+  ASSERT_FALSE(doc["intent"].as<std::string>().empty());
+
+  Snapshot s;
+  s.now_ms = Ms(doc["now"]);
+  if (auto p = doc["policy"]) {
+    YAML::Emitter out;
+    out << p;
+    auto policy = model::ParsePolicy(out.c_str());
+    ASSERT_TRUE(policy.has_value()) << policy.error().field << ": " << policy.error().message;
+    s.policy = *policy;
+  }
+  for (const auto& n : doc["nodes"]) AddNodes(n, s);
+  for (const auto& n : doc["running"]) AddRunning(n, s);
+  for (const auto& n : doc["pending"]) AddPending(n, s);
+  const YAML::Node usage_node = doc["usage"];  // iterators must not outlive the node
+  for (auto it = usage_node.begin(); it != usage_node.end(); ++it) {
+    s.decayed_usage[it->first.as<std::string>()] = it->second.as<std::int64_t>();
+  }
+
+  Plan plan = CoreScheduler().Schedule(s);
+  EXPECT_EQ(CheckPlan(s, plan), "");
+  Plan again = CoreScheduler().Schedule(s);
+  EXPECT_EQ(plan.placements.size(), again.placements.size()) << "deterministic";
+
+  const YAML::Node expect = doc["expect"];
+  ASSERT_TRUE(expect.IsMap()) << "a scenario says what it expects";
+  std::map<std::int64_t, const Placement*> placed;
+  for (const auto& p : plan.placements) placed[p.job_id] = &p;
+  std::map<std::int64_t, const PendingDecision*> waiting;
+  for (const auto& d : plan.pending) waiting[d.job_id] = &d;
+
+  if (auto e = expect["placed"]) {
+    std::set<std::int64_t> want;
+    for (auto it = e.begin(); it != e.end(); ++it) {
+      auto id = it->first.as<std::int64_t>();
+      want.insert(id);
+      ASSERT_TRUE(placed.contains(id))
+          << "job " << id << " should be placed: "
+          << (waiting.contains(id) ? model::RenderReason(waiting[id]->reason) : "");
+      if (it->second.IsSequence()) {
+        std::vector<std::string> nodes;
+        for (const auto& rp : placed[id]->replicas) nodes.push_back(rp.node);
+        EXPECT_EQ(nodes, it->second.as<std::vector<std::string>>()) << "job " << id;
+      }
+    }
+    for (const auto& [id, p] : placed) EXPECT_TRUE(want.contains(id)) << "job " << id << " placed";
+  }
+  if (auto e = expect["gpus"]) {  // {job: [[indices of replica 0], ...]}
+    for (auto it = e.begin(); it != e.end(); ++it) {
+      auto id = it->first.as<std::int64_t>();
+      ASSERT_TRUE(placed.contains(id));
+      std::vector<std::vector<std::uint32_t>> got;
+      for (const auto& rp : placed[id]->replicas) got.push_back(rp.gpu_indices);
+      EXPECT_EQ(got, it->second.as<std::vector<std::vector<std::uint32_t>>>()) << "job " << id;
+    }
+  }
+  std::set<std::int64_t> want_evicted;
+  for (const auto& e : expect["evictions"]) {
+    auto id = e["job"].as<std::int64_t>();
+    want_evicted.insert(id);
+    auto it = std::find_if(plan.evictions.begin(), plan.evictions.end(),
+                           [&](const Eviction& v) { return v.job_id == id; });
+    ASSERT_NE(it, plan.evictions.end()) << "job " << id << " should be evicted";
+    if (e["by"]) {
+      EXPECT_EQ(it->by_job, e["by"].as<std::int64_t>());
+    }
+    if (e["by_queue"]) {
+      EXPECT_EQ(it->by_queue, e["by_queue"].as<std::string>());
+    }
+    if (e["cause"]) {
+      EXPECT_EQ(EvictionCauseName(it->cause), e["cause"].as<std::string>());
+    }
+    if (e["work_lost"]) {
+      EXPECT_EQ(it->work_lost_ms, Ms(e["work_lost"]));
+    }
+    EXPECT_NE(model::RenderReason(it->reason).find(it->by_queue), std::string::npos);
+  }
+  if (expect["evictions"] || expect["no_evictions"]) {
+    for (const auto& v : plan.evictions) {
+      EXPECT_TRUE(want_evicted.contains(v.job_id)) << "job " << v.job_id << " evicted";
+    }
+  }
+  const YAML::Node reasons_node = expect["reasons"];  // iterators must not outlive the node
+  for (auto it = reasons_node.begin(); it != reasons_node.end(); ++it) {
+    auto id = it->first.as<std::int64_t>();
+    ASSERT_TRUE(waiting.contains(id)) << "job " << id << " should be waiting";
+    EXPECT_EQ(model::ReasonCodeName(waiting[id]->reason.code), it->second.as<std::string>())
+        << "job " << id << ": " << model::RenderReason(waiting[id]->reason);
+  }
+  const YAML::Node counts_node = expect["counts"];  // iterators must not outlive the node
+  for (auto it = counts_node.begin(); it != counts_node.end(); ++it) {
+    auto id = it->first.as<std::int64_t>();
+    ASSERT_TRUE(waiting.contains(id));
+    const auto& counts = waiting[id]->reason.counts;
+    const YAML::Node want = it->second;
+    for (auto c = want.begin(); c != want.end(); ++c) {
+      auto key = c->first.as<std::string>();
+      ASSERT_TRUE(counts.contains(key)) << "job " << id << " reason lacks " << key << ": "
+                                        << model::RenderReason(waiting[id]->reason);
+      EXPECT_EQ(counts.at(key), c->second.as<std::int64_t>()) << "job " << id << " " << key;
+    }
+  }
+  const YAML::Node message_node = expect["message"];  // iterators must not outlive the node
+  for (auto it = message_node.begin(); it != message_node.end(); ++it) {
+    auto id = it->first.as<std::int64_t>();
+    ASSERT_TRUE(waiting.contains(id));
+    auto text = model::RenderReason(waiting[id]->reason);
+    const YAML::Node parts = it->second;
+    for (const auto& part : parts) {
+      EXPECT_NE(text.find(part.as<std::string>()), std::string::npos)
+          << "job " << id << ": '" << text << "' lacks '" << part.as<std::string>() << "'";
+    }
+  }
+}
+
+std::vector<fs::path> Scenarios() {
+  const char* root = std::getenv("BERTH_SOURCE_DIR");
+  if (root == nullptr || *root == '\0') root = BERTH_SOURCE_DIR_DEFAULT;
+  std::vector<fs::path> out;
+  for (const auto& e : fs::directory_iterator(fs::path(root) / "tests" / "scenarios")) {
+    if (e.path().extension() == ".yaml") out.push_back(e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(Scenarios, EveryFilePasses) {
+  auto files = Scenarios();
+  ASSERT_GE(files.size(), 7U) << "BERTH_SOURCE_DIR must point at the source tree";
+  for (const auto& f : files) {
+    try {
+      RunScenario(f);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << f.filename() << ": " << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace berth::sched
