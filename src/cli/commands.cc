@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "cli/json_view.h"
@@ -38,6 +39,18 @@ std::string JobPath(std::uint64_t id) {
   return fmt::format("/v1/jobs/{}", id);
 }
 
+// Prints the response as JSON under -o json, else what `human` makes of it.
+Status Show(const Result<json>& response, const Output& output,
+            const std::function<std::string(const json&)>& human) {
+  if (!response) return std::unexpected(response.error());
+  if (output.format == OutputFormat::kJson) {
+    PrintJson(output, *response);
+  } else {
+    output.out << human(*response);
+  }
+  return Ok();
+}
+
 }  // namespace
 
 Result<std::string> NormalizeStates(std::string_view states) {
@@ -61,37 +74,21 @@ Result<std::string> NormalizeStates(std::string_view states) {
 
 Status SubmitJob(ApiClient& api, const std::string& spec, const Output& output) {
   auto job = api.Post("/v1/jobs", spec, "application/yaml");
-  if (!job) return std::unexpected(job.error());
-  if (output.format == OutputFormat::kJson) {
-    PrintJson(output, *job);
-  } else {
-    output.out << fmt::format("job {} submitted ({})\n", IntText(*job, "id"), Text(*job, "name"));
-  }
-  return Ok();
+  return Show(job, output, [&](const json& r) {
+    return fmt::format("job {} submitted ({})\n", IntText(r, "id"), Text(r, "name"));
+  });
 }
 
 Status ListJobs(ApiClient& api, const JobFilter& filter, const Output& output) {
   auto jobs = api.Get(
       "/v1/jobs" +
       QueryString({{"state", filter.states}, {"queue", filter.queue}, {"tenant", filter.tenant}}));
-  if (!jobs) return std::unexpected(jobs.error());
-  if (output.format == OutputFormat::kJson) {
-    PrintJson(output, *jobs);
-  } else {
-    output.out << RenderJobs(*jobs, output.clock.NowMs());
-  }
-  return Ok();
+  return Show(jobs, output, [&](const json& r) { return RenderJobs(r, output.clock.NowMs()); });
 }
 
 Status ShowJob(ApiClient& api, std::uint64_t id, const Output& output) {
   auto job = api.Get(JobPath(id));
-  if (!job) return std::unexpected(job.error());
-  if (output.format == OutputFormat::kJson) {
-    PrintJson(output, *job);
-  } else {
-    output.out << RenderJob(*job, output.clock.NowMs());
-  }
-  return Ok();
+  return Show(job, output, [&](const json& r) { return RenderJob(r, output.clock.NowMs()); });
 }
 
 Status CancelJob(ApiClient& api, std::uint64_t id, const Output& output) {
@@ -131,24 +128,12 @@ Status StreamLogs(ApiClient& api, std::uint64_t id, std::optional<int> replica, 
 
 Status ListNodes(ApiClient& api, const Output& output) {
   auto nodes = api.Get("/v1/nodes");
-  if (!nodes) return std::unexpected(nodes.error());
-  if (output.format == OutputFormat::kJson) {
-    PrintJson(output, *nodes);
-  } else {
-    output.out << RenderNodes(*nodes, output.clock.NowMs());
-  }
-  return Ok();
+  return Show(nodes, output, [&](const json& r) { return RenderNodes(r, output.clock.NowMs()); });
 }
 
 Status ListGpus(ApiClient& api, const Output& output) {
   auto gpus = api.Get("/v1/gpus");
-  if (!gpus) return std::unexpected(gpus.error());
-  if (output.format == OutputFormat::kJson) {
-    PrintJson(output, *gpus);
-  } else {
-    output.out << RenderGpus(*gpus);
-  }
-  return Ok();
+  return Show(gpus, output, [&](const json& r) { return RenderGpus(r); });
 }
 
 Status ShowPolicy(ApiClient& api, std::optional<std::int64_t> version, bool yaml,
@@ -169,51 +154,30 @@ Status ShowPolicy(ApiClient& api, std::optional<std::int64_t> version, bool yaml
 
 Status ListPolicyVersions(ApiClient& api, const Output& output) {
   auto versions = api.Get("/v1/policy/versions");
-  if (!versions) return std::unexpected(versions.error());
-  if (output.format == OutputFormat::kJson) {
-    PrintJson(output, *versions);
-  } else {
-    output.out << RenderPolicyVersions(*versions, output.clock.NowMs());
-  }
-  return Ok();
+  return Show(versions, output,
+              [&](const json& r) { return RenderPolicyVersions(r, output.clock.NowMs()); });
 }
 
 Status ApplyPolicy(ApiClient& api, const std::string& yaml, const std::string& comment,
                    const Output& output) {
   auto applied =
       api.Post("/v1/policy" + QueryString({{"comment", comment}}), yaml, "application/yaml");
-  if (!applied) return std::unexpected(applied.error());
-  if (output.format == OutputFormat::kJson) {
-    PrintJson(output, *applied);
-  } else {
-    output.out << fmt::format("policy v{} applied; see what changed with: berth policy diff\n",
-                              IntText(*applied, "version"));
-  }
-  return Ok();
+  return Show(applied, output, [&](const json& r) {
+    return fmt::format("policy v{} applied; see what changed with: berth policy diff\n",
+                       IntText(r, "version"));
+  });
 }
 
 Status DiffPolicy(ApiClient& api, std::optional<std::int64_t> from, std::optional<std::int64_t> to,
                   const Output& output) {
   auto diff = api.Get("/v1/policy/diff" + QueryString({{"from", from ? std::to_string(*from) : ""},
                                                        {"to", to ? std::to_string(*to) : ""}}));
-  if (!diff) return std::unexpected(diff.error());
-  if (output.format == OutputFormat::kJson) {
-    PrintJson(output, *diff);
-  } else {
-    output.out << RenderPolicyDiff(*diff);
-  }
-  return Ok();
+  return Show(diff, output, [&](const json& r) { return RenderPolicyDiff(r); });
 }
 
 Status PreviewPolicy(ApiClient& api, const std::string& yaml, const Output& output) {
   auto diff = api.Post("/v1/policy?dry_run=true", yaml, "application/yaml");
-  if (!diff) return std::unexpected(diff.error());
-  if (output.format == OutputFormat::kJson) {
-    PrintJson(output, *diff);
-  } else {
-    output.out << RenderPolicyDiff(*diff);
-  }
-  return Ok();
+  return Show(diff, output, [&](const json& r) { return RenderPolicyDiff(r); });
 }
 
 Status RollbackPolicy(ApiClient& api, std::int64_t version, const std::string& comment,
@@ -221,14 +185,9 @@ Status RollbackPolicy(ApiClient& api, std::int64_t version, const std::string& c
   auto applied = api.Post(
       "/v1/policy/rollback" + QueryString({{"to", std::to_string(version)}, {"comment", comment}}),
       "", "application/json");
-  if (!applied) return std::unexpected(applied.error());
-  if (output.format == OutputFormat::kJson) {
-    PrintJson(output, *applied);
-  } else {
-    output.out << fmt::format("policy v{} applied: rollback to v{}\n", IntText(*applied, "version"),
-                              version);
-  }
-  return Ok();
+  return Show(applied, output, [&](const json& r) {
+    return fmt::format("policy v{} applied: rollback to v{}\n", IntText(r, "version"), version);
+  });
 }
 
 void PrintVersion(const Output& output) {

@@ -23,23 +23,6 @@ constexpr std::size_t kMaxTolerations = 64;
 constexpr std::array<std::string_view, 5> kResourceFields{"gpus", "gpu_model", "gpu_memory", "cpu",
                                                           "memory"};
 
-std::string JoinNames(auto const& names) {
-  std::string out;
-  for (auto const& n : names) {
-    if (!out.empty()) out += ", ";
-    out += n;
-  }
-  return out;
-}
-
-// DNS-label-like: what can safely appear in paths, env values and tables.
-bool ValidName(std::string_view s) {
-  if (s.empty()) return false;
-  auto ok_edge = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-  auto ok_mid = [&](char c) { return ok_edge(c) || c == '-' || c == '_' || c == '.'; };
-  return ok_edge(s.front()) && ok_edge(s.back()) && std::all_of(s.begin(), s.end(), ok_mid);
-}
-
 bool ValidEnvKey(std::string_view s) {
   if (s.empty() || (s[0] >= '0' && s[0] <= '9')) return false;
   return std::all_of(s.begin(), s.end(), [](char c) {
@@ -191,7 +174,7 @@ Status ParseInto(const YAML::Node& root, JobSpec& spec) {
     return InvalidField("name", fmt::format("is {} characters long; at most {} are allowed",
                                             name_s->size(), kMaxNameLength));
   }
-  if (!ValidName(*name_s)) {
+  if (!IsValidName(*name_s)) {
     return InvalidField("name",
                         "must use lower-case letters, digits, '-', '_' or '.', and start and end "
                         "with a letter or digit");
@@ -209,7 +192,7 @@ Status ParseInto(const YAML::Node& root, JobSpec& spec) {
       for (std::size_t start = 0; valid && start <= v->size();) {
         std::size_t slash = nested ? v->find('/', start) : v->npos;
         std::string part = v->substr(start, slash == v->npos ? v->npos : slash - start);
-        valid = part.size() <= kMaxNameLength && ValidName(part);
+        valid = part.size() <= kMaxNameLength && IsValidName(part);
         start = slash == v->npos ? v->size() + 1 : slash + 1;
       }
       if (!valid) {
@@ -377,7 +360,7 @@ Status ParsePlacement(const YAML::Node& root, JobSpec& spec) {
   if (auto n = root["pool"]) {
     auto v = ScalarString(n, "pool");
     if (!v) return std::unexpected(v.error());
-    if (v->size() > kMaxNameLength || !ValidName(*v)) {
+    if (v->size() > kMaxNameLength || !IsValidName(*v)) {
       return InvalidField("pool", fmt::format("'{}' is not a valid pool name", *v));
     }
     spec.pool = *v;

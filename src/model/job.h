@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "model/names.h"
 
 namespace berth::model {
 
@@ -63,7 +64,6 @@ struct JobSpec {
 };
 
 // Limits users see in validation errors; documented in docs/jobs.md.
-inline constexpr std::size_t kMaxNameLength = 63;
 inline constexpr std::uint32_t kMaxReplicas = 1024;
 inline constexpr std::uint32_t kMaxGpusPerReplica = 64;
 inline constexpr std::size_t kMaxCommandArgs = 4096;

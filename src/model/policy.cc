@@ -13,6 +13,7 @@
 #include <set>
 
 #include "common/units.h"
+#include "model/names.h"
 
 namespace berth::model {
 namespace {
@@ -31,22 +32,6 @@ constexpr std::array<std::string_view, 3> kKinds{"training", "inference", "inter
 constexpr std::int64_t kMaxMilli = 1'000'000'000;
 constexpr std::int64_t kMaxBytes = std::int64_t{1} << 62;
 
-std::string Join(auto const& names) {
-  std::string out;
-  for (auto const& n : names) {
-    if (!out.empty()) out += ", ";
-    out += n;
-  }
-  return out;
-}
-
-bool ValidName(std::string_view s) {
-  if (s.empty() || s.size() > 63) return false;
-  auto ok_edge = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-  auto ok_mid = [&](char c) { return ok_edge(c) || c == '-' || c == '_' || c == '.'; };
-  return ok_edge(s.front()) && ok_edge(s.back()) && std::all_of(s.begin(), s.end(), ok_mid);
-}
-
 Status CheckMap(const YAML::Node& node, auto const& allowed, const std::string& field) {
   if (!node.IsMap()) return InvalidField(field, "must be a mapping");
   for (auto it = node.begin(); it != node.end(); ++it) {
@@ -55,7 +40,7 @@ Status CheckMap(const YAML::Node& node, auto const& allowed, const std::string& 
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
       std::string path = field.empty() ? key : field + "." + key;
       return InvalidField(
-          path, fmt::format("unknown field '{}'; allowed fields are: {}", key, Join(allowed)));
+          path, fmt::format("unknown field '{}'; allowed fields are: {}", key, JoinNames(allowed)));
     }
   }
   return Ok();
@@ -257,7 +242,7 @@ class Parser {
       auto name = n[i]["name"] ? Str(n[i]["name"], Sub(f, "name"))
                                : InvalidField(Sub(f, "name"), "is required");
       if (!name) return std::unexpected(name.error());
-      if (!ValidName(*name)) return InvalidField(Sub(f, "name"), "is not a valid pool name");
+      if (!IsValidName(*name)) return InvalidField(Sub(f, "name"), "is not a valid pool name");
       if (p_.FindPool(*name) != nullptr) {
         return InvalidField(Sub(f, "name"), fmt::format("pool '{}' is defined twice", *name));
       }
@@ -288,7 +273,7 @@ class Parser {
       auto name = n[i]["name"] ? Str(n[i]["name"], Sub(f, "name"))
                                : InvalidField(Sub(f, "name"), "is required");
       if (!name) return std::unexpected(name.error());
-      if (!ValidName(*name)) return InvalidField(Sub(f, "name"), "is not a valid class name");
+      if (!IsValidName(*name)) return InvalidField(Sub(f, "name"), "is not a valid class name");
       if (p_.FindPriorityClass(*name) != nullptr) {
         return InvalidField(Sub(f, "name"), fmt::format("class '{}' is defined twice", *name));
       }
@@ -316,7 +301,7 @@ class Parser {
     auto name =
         n["name"] ? Str(n["name"], Sub(f, "name")) : InvalidField(Sub(f, "name"), "is required");
     if (!name) return std::unexpected(name.error());
-    if (!ValidName(*name)) {
+    if (!IsValidName(*name)) {
       return InvalidField(Sub(f, "name"), fmt::format("'{}' is not a valid queue name (lower-case "
                                                       "letters, digits, '-', '_', '.')",
                                                       *name));
@@ -332,7 +317,8 @@ class Parser {
       auto v = Str(k, Sub(f, "kind"));
       if (!v) return std::unexpected(v.error());
       if (std::find(kKinds.begin(), kKinds.end(), *v) == kKinds.end()) {
-        return InvalidField(Sub(f, "kind"), fmt::format("'{}' is not one of {}", *v, Join(kKinds)));
+        return InvalidField(Sub(f, "kind"),
+                            fmt::format("'{}' is not one of {}", *v, JoinNames(kKinds)));
       }
       q.kind = *v;
     }
@@ -345,7 +331,7 @@ class Parser {
           for (const auto& p : p_.pools) known.push_back(p.name);
           return InvalidField(fmt::format("{}.pools[{}]", f, i),
                               fmt::format("unknown pool '{}'; pools are: {}", (*v)[i],
-                                          known.empty() ? "(none)" : Join(known)));
+                                          known.empty() ? "(none)" : JoinNames(known)));
         }
       }
       q.pools = std::move(*v);
