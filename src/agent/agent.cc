@@ -234,7 +234,8 @@ bool Agent::RunConnection() {
           break;
         }
       }
-      if (!(ok = Send(stream.get(), out))) break;
+      ok = Send(stream.get(), out);
+      if (!ok) break;
     }
     if (ok && clock_.NowMs() >= next_heartbeat) {
       v1::AgentMessage hb;

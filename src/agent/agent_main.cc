@@ -23,7 +23,7 @@ using namespace berth;
 
 std::string DefaultDataDir() {
   if (::geteuid() == 0) return "/var/lib/berth-agent";
-  const char* home = std::getenv("HOME");
+  const char* home = std::getenv("HOME");  // NOLINT(concurrency-mt-unsafe): before threads
   return std::string(home ? home : "/tmp") + "/.local/share/berth-agent";
 }
 
@@ -60,6 +60,7 @@ bool ParseTaint(const std::string& text, model::Taint& taint) {
 int main(int argc, char** argv) {
   CLI::App app{"berth-agent: runs Berth jobs on this node and reports its GPUs to berthd"};
   std::string server = "127.0.0.1:7461";
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): read before any thread starts
   if (const char* env = std::getenv("BERTH_AGENT_SERVER")) server = env;
   std::string data_dir = DefaultDataDir();
   std::string node_name;

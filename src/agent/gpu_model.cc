@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <numeric>
@@ -37,7 +38,7 @@ bool IsBrandWord(std::string_view w) {
 
 int MarketingGb(std::uint64_t bytes) {
   double gib = static_cast<double>(bytes) / static_cast<double>(1ULL << 30);
-  if (gib > kMarketingGb.back() * 1.1) return static_cast<int>(gib + 0.5);
+  if (gib > kMarketingGb.back() * 1.1) return static_cast<int>(std::lround(gib));
   int best = kMarketingGb.front();
   for (int gb : kMarketingGb) {
     if (std::abs(gib - gb) < std::abs(gib - best)) best = gb;

@@ -22,7 +22,7 @@
 
 namespace berth::agent {
 
-inline constexpr std::size_t kMaxLogChunkBytes = 64 * 1024;
+inline constexpr std::size_t kMaxLogChunkBytes = std::size_t{64} * 1024;
 
 struct RunnerOptions {
   std::filesystem::path data_dir;   // runs live in data_dir/runs

@@ -124,6 +124,20 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
   AddJobId(job, job_id);
   actions[job] = [&](ApiClient& api, const Output& out) { return ShowJob(api, job_id, out); };
 
+  std::string lang_flag;
+  auto* why = app.add_subcommand(
+      "why", "why a job is pending, failed or was evicted: the reason in words and numbers");
+  AddJobId(why, job_id);
+  why->add_option("--lang", lang_flag,
+                  "en (English) or zh (Simplified Chinese); default: zh when the locale "
+                  "($LC_ALL, $LC_MESSAGES or $LANG) starts with zh, else en")
+      ->check(CLI::IsMember({"en", "zh"}));
+  actions[why] = [&](ApiClient& api, const Output& out) {
+    std::string lang = lang_flag;
+    if (lang.empty()) lang = env.locale && env.locale->starts_with("zh") ? "zh" : "en";
+    return ExplainJob(api, job_id, lang, out);
+  };
+
   auto* cancel = app.add_subcommand("cancel", "cancel a job");
   AddJobId(cancel, job_id);
   actions[cancel] = [&](ApiClient& api, const Output& out) { return CancelJob(api, job_id, out); };

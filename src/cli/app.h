@@ -31,6 +31,9 @@ struct Environment {
   // $USER, sent as X-Berth-User so berthd can say who applied a policy or
   // cancelled a job.
   std::optional<std::string> user = std::nullopt;
+  // The user's locale ($LC_ALL, else $LC_MESSAGES, else $LANG): `berth why`
+  // speaks Simplified Chinese when it starts with "zh".
+  std::optional<std::string> locale = std::nullopt;
 };
 
 // `args` is the full argv, program name first.

@@ -91,6 +91,11 @@ Status ShowJob(ApiClient& api, std::uint64_t id, const Output& output) {
   return Show(job, output, [&](const json& r) { return RenderJob(r, output.clock.NowMs()); });
 }
 
+Status ExplainJob(ApiClient& api, std::uint64_t id, const std::string& lang, const Output& output) {
+  auto why = api.Get(JobPath(id) + "/why" + QueryString({{"lang", lang}}));
+  return Show(why, output, [](const json& r) { return RenderWhy(r); });
+}
+
 Status CancelJob(ApiClient& api, std::uint64_t id, const Output& output) {
   auto job = api.Post(JobPath(id) + "/cancel", "", "application/json");
   if (!job) return std::unexpected(job.error());

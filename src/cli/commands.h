@@ -38,6 +38,9 @@ Status SubmitJob(ApiClient& api, const std::string& spec, const Output& output);
 Status ListJobs(ApiClient& api, const JobFilter& filter, const Output& output);
 Status ShowJob(ApiClient& api, std::uint64_t id, const Output& output);
 Status CancelJob(ApiClient& api, std::uint64_t id, const Output& output);
+// `berth why`: the job's reason in `lang` ("en" or "zh"), its numbers and the
+// timeline events that explain it (GET /v1/jobs/{id}/why).
+Status ExplainJob(ApiClient& api, std::uint64_t id, const std::string& lang, const Output& output);
 // Log text goes to `out` as it arrives; there is no JSON form of logs.
 Status StreamLogs(ApiClient& api, std::uint64_t id, std::optional<int> replica, bool follow,
                   std::ostream& out);

@@ -18,6 +18,14 @@ int main(int argc, char** argv) {
   std::optional<std::string> user;
   const char* login = std::getenv("USER");  // NOLINT(concurrency-mt-unsafe)
   if (login != nullptr && *login != '\0') user = login;
+  std::optional<std::string> locale;
+  for (const char* name : {"LC_ALL", "LC_MESSAGES", "LANG"}) {
+    const char* v = std::getenv(name);  // NOLINT(concurrency-mt-unsafe)
+    if (v != nullptr && *v != '\0') {
+      locale = v;
+      break;
+    }
+  }
   berth::SystemClock clock;
-  return berth::cli::RunCli(args, {std::cin, std::cout, std::cerr, server, clock, user});
+  return berth::cli::RunCli(args, {std::cin, std::cout, std::cerr, server, clock, user, locale});
 }

@@ -15,6 +15,11 @@ std::string RenderJobs(const nlohmann::json& response, std::int64_t now_ms);
 // GET /v1/jobs/{id}: spec summary, state, exit, placement and timeline.
 std::string RenderJob(const nlohmann::json& job, std::int64_t now_ms);
 
+// GET /v1/jobs/{id}/why: the reason's message as a headline, then "key: value"
+// lines (job, state, code, every count, detail), then the explaining timeline
+// events as TIME EVENT MESSAGE.
+std::string RenderWhy(const nlohmann::json& why);
+
 // GET /v1/nodes: NAME STATE GPUS(FREE/TOTAL) MODELS CPUS MEMORY PROVIDER HEARTBEAT.
 std::string RenderNodes(const nlohmann::json& response, std::int64_t now_ms);
 

@@ -108,9 +108,7 @@ std::string WouldRun(const Reason& r) {
   return out;
 }
 
-}  // namespace
-
-std::string RenderReason(const Reason& r) {
+std::string RenderEn(const Reason& r) {
   switch (r.code) {
     case ReasonCode::kNone:
       return "";
@@ -203,6 +201,166 @@ std::string RenderReason(const Reason& r) {
                          Count(r, "evictions"), r.detail);
   }
   return "";
+}
+
+// --- Simplified Chinese ---------------------------------------------------
+
+// "vision gpus" -> "申请 2 块 GPU；队列 vision 已用 6 块，保障 8 块，最多还可借 4 块，当前可借 0
+// 块".
+std::string QuotaNumbersZh(const Reason& r) {
+  auto space = r.detail.find(' ');
+  std::string queue = r.detail.substr(0, space);
+  std::string resource = space == std::string::npos ? "gpus" : r.detail.substr(space + 1);
+  bool gpus = resource.starts_with("gpus");
+  auto amount = [&](std::string_view key) {
+    return gpus ? Gpus(Count(r, key)) + " 块" : std::to_string(Count(r, key));
+  };
+  std::string asks =
+      gpus ? fmt::format("申请 {} {}", amount(kQueueRequested),
+                         resource == "gpus" ? std::string("GPU") : resource.substr(5) + " GPU")
+           : fmt::format("申请 {} {}", resource, amount(kQueueRequested));
+  std::string limit = r.counts.contains(kQueueBorrowLimit)
+                          ? fmt::format("最多还可借 {}", amount(kQueueBorrowLimit))
+                          : std::string("借用不设上限");
+  return fmt::format("{}；队列 {} 已用 {}，保障 {}，{}，当前可借 {}", asks, queue,
+                     amount(kQueueUsed), amount(kQueueGuaranteed), limit, amount(kQueueBorrowable));
+}
+
+std::string OrderZh(const Reason& r) {
+  if (Count(r, kAheadJobs) == 0) return "";
+  return fmt::format("；队列中排在它前面的还有 {} 个作业，共需 {} 块 GPU", Count(r, kAheadJobs),
+                     Count(r, kAheadGpus));
+}
+
+std::string WouldRunZh(const Reason& r) {
+  std::string out;
+  if (auto g = Count(r, kWouldFitGpusPerReplica); g > 0) {
+    out += fmt::format("；若每个副本改用 {} 块 GPU，现在即可运行", g);
+  }
+  if (r.detail.starts_with("gpu_model=")) {
+    out += fmt::format("；若改用 {} 型号的 GPU，现在即可运行", r.detail.substr(10));
+  } else if (r.detail.starts_with("pool=")) {
+    out += fmt::format("；若改到资源池 {}，现在即可运行", r.detail.substr(5));
+  }
+  return out;
+}
+
+// Node-level causes, in the same order as the English rendering.
+std::string NodeCausesZh(const Reason& r) {
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 11> kCauses{{
+      {kCauseNotReady, "个未就绪"},
+      {kCausePool, "个不在作业或队列的资源池内"},
+      {kCauseSelector, "个标签与节点选择器不匹配"},
+      {kCauseUnhealthy, "个所需型号的 GPU 均不健康"},
+      {kCauseTopology, "个不满足拓扑约束（NVLink 互联组或单机放不下这些副本）"},
+      {kCauseTaint, "个带有作业未容忍的 NoSchedule 污点"},
+      {kCauseGpuModel, "个没有所需型号的 GPU"},
+      {kCauseGpuMemory, "个 GPU 显存不足"},
+      {kCauseTooFewGpus, "个空闲 GPU 不足"},
+      {kCauseCpu, "个空闲 CPU 不足"},
+      {kCauseMemory, "个空闲内存不足"},
+  }};
+  std::string causes;
+  for (auto [key, text] : kCauses) {
+    if (auto n = Count(r, key); n > 0) {
+      causes += fmt::format("{}{} {}", causes.empty() ? "" : "，", n, text);
+    }
+  }
+  return causes;
+}
+
+std::string RenderZh(const Reason& r) {
+  switch (r.code) {
+    case ReasonCode::kNone:
+      return "";
+    case ReasonCode::kQueued:
+      return "等待下一轮调度";
+    case ReasonCode::kNoNodes:
+      return "集群里还没有注册任何节点；请在 GPU 主机上启动 berth-agent";
+    case ReasonCode::kBehindInQueue:
+      return fmt::format(
+          "按队列顺序排在作业 {} 之后（前面还有 {} 个）", Count(r, "blocked_by"),
+          r.counts.contains(kAheadJobs) ? Count(r, kAheadJobs) : Count(r, "position"));
+    case ReasonCode::kNoNodeFits:
+      if (auto placed = Count(r, kCauseGang); placed > 0) {
+        return fmt::format(
+                   "整组副本放不下：{} 个副本（每个需要 {} 块 GPU）中只有 {} 个有位置；"
+                   "对下一个副本，{} 个节点全部不满足：{}",
+                   Count(r, "replicas"), Count(r, "gpus_per_replica"), placed, Count(r, "nodes"),
+                   NodeCausesZh(r)) +
+               OrderZh(r) + WouldRunZh(r);
+      }
+      return fmt::format("0/{} 个节点可以容纳需要 {} 块 GPU 的副本：{}", Count(r, "nodes"),
+                         Count(r, "gpus_per_replica"), NodeCausesZh(r)) +
+             OrderZh(r) + WouldRunZh(r);
+    case ReasonCode::kScheduled:
+      return "已分配节点，正在启动";
+    case ReasonCode::kRunning:
+      return "运行中";
+    case ReasonCode::kSucceeded:
+      return "所有副本均以退出码 0 结束";
+    case ReasonCode::kFailedExitCode:
+      return Count(r, "signal") != 0
+                 ? fmt::format("副本 {} 被信号 {} 终止", Count(r, "replica"), Count(r, "signal"))
+                 : fmt::format("副本 {} 退出，退出码 {}", Count(r, "replica"),
+                               Count(r, "exit_code"));
+    case ReasonCode::kFailedToStart:
+      return fmt::format("副本 {} 无法启动：{}", Count(r, "replica"), r.detail);
+    case ReasonCode::kMaxRuntimeExceeded:
+      return fmt::format("运行时间达到上限 max_runtime（{} 秒），已被停止",
+                         Count(r, "max_runtime_s"));
+    case ReasonCode::kCancelled:
+      return r.detail.empty() ? "已取消" : fmt::format("已被 {} 取消", r.detail);
+    case ReasonCode::kRunLost:
+      return fmt::format("副本 {} 已丢失：{}", Count(r, "replica"), r.detail);
+    case ReasonCode::kQueueUnknown:
+      return fmt::format("调度策略中没有队列“{}”；请联系管理员添加", r.detail);
+    case ReasonCode::kOverQuota:
+      return "超出所在队列的配额：" + QuotaNumbersZh(r) + OrderZh(r);
+    case ReasonCode::kNotPreemptibleOverGuarantee:
+      return "不可抢占的作业只能在队列的保障额度内运行：" + QuotaNumbersZh(r) +
+             "；可将它设为可抢占，或申请更大的保障额度";
+    case ReasonCode::kFragmented:
+      return fmt::format(
+                 "资源碎片化：可用节点上共有 {} 块空闲 GPU，够它所需的 {} 块，"
+                 "但分布零散，副本放不下（单个节点最多空闲 {} 块）",
+                 Count(r, kFreeGpus), Count(r, kNeededGpus), Count(r, kLargestFree)) +
+             OrderZh(r) + WouldRunZh(r);
+    case ReasonCode::kPreempted:
+      return fmt::format(
+          "被队列 {} 中优先级更高的作业 {} 抢占；自上次检查点以来约 {} 秒的进度已丢失", r.detail,
+          Count(r, kByJob), Count(r, kWorkLostMs) / 1000);
+    case ReasonCode::kReclaimed:
+      return fmt::format(
+          "被队列 {} 收回 GPU（用于作业 {}）：该队列用量低于保障额度，这些 GPU 是它借出的；"
+          "自上次检查点以来约 {} 秒的进度已丢失",
+          r.detail, Count(r, kByJob), Count(r, kWorkLostMs) / 1000);
+    case ReasonCode::kWaitingForEvictions:
+      return fmt::format("已分配节点；为它驱逐的 {} 个作业停止后即启动（{}）",
+                         Count(r, "evictions"), r.detail);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string_view LangName(Lang lang) {
+  return lang == Lang::kZh ? "zh" : "en";
+}
+
+std::optional<Lang> ParseLang(std::string_view text) {
+  std::string_view base = text.substr(0, text.find_first_of("-_."));
+  if (base == "en") return Lang::kEn;
+  if (base == "zh") return Lang::kZh;
+  return std::nullopt;
+}
+
+std::string RenderReason(const Reason& r) {
+  return RenderEn(r);
+}
+
+std::string RenderReason(const Reason& r, Lang lang) {
+  return lang == Lang::kZh ? RenderZh(r) : RenderEn(r);
 }
 
 }  // namespace berth::model

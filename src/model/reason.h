@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -85,7 +86,19 @@ struct Reason {
   bool operator==(const Reason&) const = default;
 };
 
+// The languages a reason is rendered in.
+enum class Lang { kEn, kZh };
+
+// "en" / "zh".
+std::string_view LangName(Lang lang);
+// "en" or "zh" (also "en-US", "zh_CN.UTF-8": the language part decides);
+// nullopt for anything else.
+std::optional<Lang> ParseLang(std::string_view text);
+
 // English rendering for the CLI and API ("0/3 nodes fit: 2 too few free GPUs, ...").
 std::string RenderReason(const Reason& reason);
+// The same sentence in `lang`, with the same numbers ("0/3 个节点可以容纳需要
+// 2 块 GPU 的副本：1 个未就绪，2 个空闲 GPU 不足").
+std::string RenderReason(const Reason& reason, Lang lang);
 
 }  // namespace berth::model

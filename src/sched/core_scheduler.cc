@@ -1,6 +1,7 @@
 #include "sched/core_scheduler.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <set>
 #include <tuple>
@@ -176,25 +177,34 @@ Cycle::Outcome Cycle::Decide(const JobCtx& ctx, model::Reason& why) {
 
 Plan Cycle::Run() {
   // Leaf queues with their waiting jobs in order: priority, submit time, id.
-  std::map<std::size_t, std::vector<JobCtx>> leaves;
+  // A job is resolved in full only when it is decided: most of 100,000 wait
+  // behind their queue's head, and need no more than their order and size.
+  struct Queued {
+    const PendingJob* job;
+    std::int32_t priority;
+  };
+  plan_.pending.reserve(s_.pending.size());
+  std::map<std::size_t, std::vector<Queued>> leaves;
+  std::string path;
   for (const auto& job : s_.pending) {
-    JobCtx c = Resolve(job);
-    if (!c.leaf) {
-      model::Reason why{model::ReasonCode::kQueueUnknown, {}, c.path};
+    path.assign(job.tenant).append("/").append(job.queue);
+    auto leaf = book_.Find(path);
+    if (!leaf) {
+      model::Reason why{model::ReasonCode::kQueueUnknown, {}, path};
       plan_.pending.push_back({job.id, std::move(why)});
       continue;
     }
-    leaves[*c.leaf].push_back(std::move(c));
+    leaves[*leaf].push_back({&job, PriorityValue(s_.policy, job.priority)});
   }
   struct Leaf {
-    std::vector<JobCtx> jobs;
+    std::vector<Queued> jobs;
     std::size_t next = 0;
     std::int64_t waiting = 0;  // jobs ahead still waiting
     std::int64_t waiting_gpus = 0;
   };
   std::vector<std::pair<std::size_t, Leaf>> open;
   for (auto& [leaf, jobs] : leaves) {
-    std::sort(jobs.begin(), jobs.end(), [](const JobCtx& a, const JobCtx& b) {
+    std::sort(jobs.begin(), jobs.end(), [](const Queued& a, const Queued& b) {
       return std::tuple(-a.priority, a.job->submitted_at_ms, a.job->id) <
              std::tuple(-b.priority, b.job->submitted_at_ms, b.job->id);
     });
@@ -226,17 +236,22 @@ Plan Cycle::Run() {
     for (std::size_t a : book_.Chain(open[i].first)) under[a].push_back(i);
   }
   std::vector<OrderKey> keys(open.size());
-  std::set<std::pair<OrderKey, std::size_t>> ready;
+  // Open leaves by (key, index); the set holds indices only, so a key is
+  // not copied per insert. keys[i] changes only while i is out of the set.
+  auto by_key = [&keys](std::size_t a, std::size_t b) {
+    return std::tie(keys[a], a) < std::tie(keys[b], b);
+  };
+  std::set<std::size_t, decltype(by_key)> ready(by_key);
   book_.TakeChanged();
   for (std::size_t i = 0; i < open.size(); ++i) {
     keys[i] = order_key(open[i].first);
-    ready.emplace(keys[i], i);
+    ready.insert(i);
   }
   while (!ready.empty()) {
-    std::size_t i = ready.begin()->second;
+    std::size_t i = *ready.begin();
     ready.erase(ready.begin());
     Leaf& l = open[i].second;
-    const JobCtx& c = l.jobs[l.next++];
+    const JobCtx c = Resolve(*l.jobs[l.next++].job);
     model::Reason why;
     Outcome o = Decide(c, why);
     if (o != Outcome::kPlaced) {
@@ -244,12 +259,37 @@ Plan Cycle::Run() {
       if (o == Outcome::kWaiting) {
         // The head waits for capacity: jobs behind it wait too, so that
         // smaller ones do not starve it.
-        // Nothing changes while they are explained: one set of queue numbers.
+        // Nothing changes while they are explained: one set of queue numbers,
+        // and every reason has the same keys, so the map is built once and
+        // copied, with the per-job numbers set in place (cheaper than
+        // inserting by new strings at 100,000 jobs).
         const QuotaRefusal numbers = book_.Numbers(open[i].first, 0);
-        while (l.next < l.jobs.size()) {
-          const JobCtx& behind = l.jobs[l.next++];
-          model::Reason b{model::ReasonCode::kBehindInQueue, {{"blocked_by", c.job->id}}, {}};
-          finish(l, behind, std::move(b), &numbers);
+        if (l.next < l.jobs.size()) {
+          model::Reason tmpl{model::ReasonCode::kBehindInQueue, {{"blocked_by", c.job->id}}, {}};
+          for (auto key : {model::kPosition, model::kAheadJobs, model::kAheadGpus}) {
+            tmpl.counts[std::string(key)] = 0;
+          }
+          AddQueueNumbers(Resolve(*l.jobs[l.next].job), tmpl, &numbers);
+          auto at = [&tmpl](std::string_view key) {
+            return std::distance(tmpl.counts.begin(), tmpl.counts.find(key));
+          };
+          auto slot = [](model::Reason& r, std::ptrdiff_t d) {
+            return &std::next(r.counts.begin(), d)->second;
+          };
+          const std::ptrdiff_t pos = at(model::kPosition), jobs = at(model::kAheadJobs),
+                               gpus = at(model::kAheadGpus), req = at(model::kQueueRequested);
+          while (l.next < l.jobs.size()) {
+            const PendingJob& behind = *l.jobs[l.next++].job;
+            const std::int64_t gang_gpus = std::int64_t{behind.resources.gpus} * behind.replicas;
+            model::Reason b = tmpl;
+            *slot(b, pos) = l.waiting + 1;
+            *slot(b, jobs) = l.waiting;
+            *slot(b, gpus) = l.waiting_gpus;
+            *slot(b, req) = gang_gpus * 1000;  // as JobCtx::requested_mgpu
+            ++l.waiting;
+            l.waiting_gpus += gang_gpus;
+            plan_.pending.push_back({behind.id, std::move(b)});
+          }
         }
       }
     }
@@ -259,17 +299,27 @@ Plan Cycle::Run() {
     }
     for (std::size_t d : dirty) {
       if (d == i) continue;
-      if (ready.erase({keys[d], d}) == 0) continue;  // finished
+      if (ready.erase(d) == 0) continue;  // finished
       keys[d] = order_key(open[d].first);
-      ready.emplace(keys[d], d);
+      ready.insert(d);
     }
     if (l.next < l.jobs.size()) {
       keys[i] = order_key(open[i].first);
-      ready.emplace(keys[i], i);
+      ready.insert(i);
     }
   }
-  std::sort(plan_.pending.begin(), plan_.pending.end(),
-            [](const PendingDecision& a, const PendingDecision& b) { return a.job_id < b.job_id; });
+  // By job id. Sorting (id, position) pairs and moving each decision once
+  // is cheaper than swapping 100,000 reasons about in the sort.
+  std::vector<std::pair<std::int64_t, std::size_t>> order;
+  order.reserve(plan_.pending.size());
+  for (std::size_t k = 0; k < plan_.pending.size(); ++k) {
+    order.emplace_back(plan_.pending[k].job_id, k);
+  }
+  std::sort(order.begin(), order.end());
+  std::vector<PendingDecision> sorted;
+  sorted.reserve(order.size());
+  for (auto [id, k] : order) sorted.push_back(std::move(plan_.pending[k]));
+  plan_.pending = std::move(sorted);
   return std::move(plan_);
 }
 

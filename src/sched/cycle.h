@@ -55,11 +55,14 @@ class Cycle {
 
   // explain.cc
   model::Reason ExplainNoFit(const JobCtx& ctx, std::uint32_t placed_before_failure);
+  model::Reason ComputeNoFit(const JobCtx& ctx, std::uint32_t placed_before_failure);
   static model::Reason ExplainQuota(const QuotaRefusal& refusal);
   // `same` reuses numbers already computed for the same queue and state.
   void AddQueueNumbers(const JobCtx& ctx, model::Reason& r,
                        const QuotaRefusal* same = nullptr) const;
   void AddHints(const JobCtx& ctx, model::Reason& r);
+  // What ExplainNoFit's answer depends on besides the cluster state.
+  static std::string ExplainKey(const JobCtx& ctx, std::uint32_t placed_before_failure);
 
   const Snapshot& s_;
   Cluster cluster_;
@@ -69,6 +72,10 @@ class Cycle {
   std::vector<Usage> running_usage_;
   std::map<std::size_t, std::vector<std::size_t>> running_by_leaf_;  // for preemption
   Plan plan_;
+  // ExplainNoFit answers by ExplainKey, with the Cluster::StateId they hold
+  // for: every queue's waiting head is explained against every node, and
+  // once the cluster is full most heads share a shape and a state.
+  std::map<std::string, std::pair<std::uint64_t, model::Reason>, std::less<>> explained_;
 };
 
 }  // namespace berth::sched

@@ -77,7 +77,47 @@ void Cycle::AddHints(const JobCtx& ctx, model::Reason& r) {
   }
 }
 
+std::string Cycle::ExplainKey(const JobCtx& ctx, std::uint32_t placed_before_failure) {
+  const JobShape& s = ctx.shape;
+  const auto& res = s.resources;
+  // Fields joined with separators that names cannot hold ('\0', '\1').
+  std::string k;
+  auto add = [&k](std::string_view v) {
+    k += v;
+    k += '\0';
+  };
+  for (std::uint64_t v :
+       {std::uint64_t{s.replicas}, std::uint64_t{res.gpus}, res.gpu_memory_bytes,
+        std::uint64_t{res.cpu_millis}, res.memory_bytes, std::uint64_t{placed_before_failure},
+        std::uint64_t{s.pool_forbidden}, std::uint64_t{s.topology.one_node},
+        static_cast<std::uint64_t>(s.topology.nvlink_island)}) {
+    add(std::to_string(v));
+  }
+  add(res.gpu_model);
+  for (const auto& [key, value] : s.node_selector) add(key + '\1' + value);
+  k += '\1';
+  for (const auto& t : s.tolerations) add(t.key + '\1' + t.value + '\1' + t.effect);
+  k += '\1';
+  for (const model::Pool* p : s.pools) add(p != nullptr ? p->name : std::string());
+  k += '\1';
+  // The pool hint reads the job's pool and its queue's pools.
+  if (!ctx.job->pool.empty()) {
+    add(ctx.job->pool);
+    add(ctx.leaf ? std::to_string(*ctx.leaf) : std::string("-"));
+  }
+  return k;
+}
+
 model::Reason Cycle::ExplainNoFit(const JobCtx& ctx, std::uint32_t placed_before_failure) {
+  std::string key = ExplainKey(ctx, placed_before_failure);
+  auto it = explained_.find(key);
+  if (it != explained_.end() && it->second.first == cluster_.StateId()) return it->second.second;
+  model::Reason r = ComputeNoFit(ctx, placed_before_failure);
+  explained_[std::move(key)] = {cluster_.StateId(), r};
+  return r;
+}
+
+model::Reason Cycle::ComputeNoFit(const JobCtx& ctx, std::uint32_t placed_before_failure) {
   model::Reason r;
   r.code = model::ReasonCode::kNoNodeFits;
   const auto& res = ctx.shape.resources;

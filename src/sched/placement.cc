@@ -30,11 +30,12 @@ Cluster::Cluster(std::vector<NodeView> nodes) : nodes_(std::move(nodes)) {
     std::sort(n.gpus.begin(), n.gpus.end(),
               [](const GpuView& a, const GpuView& b) { return a.index < b.index; });
   }
+  // Distinct models, sorted; a set of views, not a sort of every GPU's name.
+  std::set<std::string_view> models;
   for (const auto& n : nodes_) {
-    for (const auto& g : n.gpus) models_.push_back(g.model);
+    for (const auto& g : n.gpus) models.insert(g.model);
   }
-  std::sort(models_.begin(), models_.end());
-  models_.erase(std::unique(models_.begin(), models_.end()), models_.end());
+  models_.assign(models.begin(), models.end());
   std::size_t most = 0;
   for (const auto& n : nodes_) most = std::max(most, n.gpus.size());
   free_.assign(models_.size() + 1, std::vector<std::uint32_t>(nodes_.size(), 0));
@@ -223,13 +224,12 @@ ReplicaPlacement Cluster::Take(std::size_t n, std::uint32_t replica, const JobSh
   NodeView& node = nodes_[n];
   ReplicaPlacement out{replica, node.name, {}};
   for (std::size_t i : gpus) {
-    log_.push_back({n, static_cast<std::int32_t>(i), node.gpus[i].free, 0, 0});
+    Log({n, static_cast<std::int32_t>(i), node.gpus[i].free, 0, 0});
     SetFree(n, i, false);
     out.gpu_indices.push_back(node.gpus[i].index);
   }
   const auto& r = job.resources;
-  log_.push_back(
-      {n, -1, false, -std::int64_t{r.cpu_millis}, -static_cast<std::int64_t>(r.memory_bytes)});
+  Log({n, -1, false, -std::int64_t{r.cpu_millis}, -static_cast<std::int64_t>(r.memory_bytes)});
   node.cpu_millis_free -= r.cpu_millis;
   node.memory_bytes_free -= r.memory_bytes;
   return out;
@@ -335,20 +335,27 @@ void Cluster::Release(const RunningJob& job) {
     for (std::uint32_t idx : rp.gpu_indices) {
       for (std::size_t i = 0; i < node.gpus.size(); ++i) {
         if (node.gpus[i].index != idx) continue;
-        log_.push_back({*n, static_cast<std::int32_t>(i), node.gpus[i].free, 0, 0});
+        Log({*n, static_cast<std::int32_t>(i), node.gpus[i].free, 0, 0});
         SetFree(*n, i, true);
       }
     }
-    log_.push_back({*n, -1, false, std::int64_t{job.resources.cpu_millis},
-                    static_cast<std::int64_t>(job.resources.memory_bytes)});
+    Log({*n, -1, false, std::int64_t{job.resources.cpu_millis},
+         static_cast<std::int64_t>(job.resources.memory_bytes)});
     node.cpu_millis_free += job.resources.cpu_millis;
     node.memory_bytes_free += job.resources.memory_bytes;
   }
 }
 
+void Cluster::Log(Undo u) {
+  u.state_before = state_;
+  state_ = ++next_state_;
+  log_.push_back(u);
+}
+
 void Cluster::Rollback(std::size_t mark) {
   while (log_.size() > mark) {
     const Undo& u = log_.back();
+    state_ = u.state_before;
     NodeView& node = nodes_[u.node];
     if (u.gpu >= 0) {
       SetFree(u.node, static_cast<std::size_t>(u.gpu), u.was_free);

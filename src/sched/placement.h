@@ -57,6 +57,10 @@ class Cluster {
   // The statement: Mark() before a tentative change, Rollback(mark) to undo.
   std::size_t Mark() const { return log_.size(); }
   void Rollback(std::size_t mark);
+  // Names the current free state: equal ids mean equal state, so answers
+  // computed from the state can be cached under it. Rollback restores the
+  // id of the state it returns to; any other change takes a fresh one.
+  std::uint64_t StateId() const { return state_; }
 
   // The GPU at node `n`, node-local `index`; nullptr if none.
   const GpuView* Gpu(std::size_t n, std::uint32_t index) const;
@@ -68,7 +72,10 @@ class Cluster {
     bool was_free = false;
     std::int64_t cpu_delta = 0;  // what was added to cpu_millis_free
     std::int64_t mem_delta = 0;
+    std::uint64_t state_before = 0;  // StateId() before this change
   };
+  // Appends `u` to the log and moves to a fresh state id.
+  void Log(Undo u);
   bool Eligible(const GpuView& g, const model::Resources& r) const;
   // Chooses GPUs for one replica on node `n`; empty optional if it cannot.
   std::optional<std::vector<std::size_t>> ChooseGpus(std::size_t n, const JobShape& job) const;
@@ -94,6 +101,8 @@ class Cluster {
   // [class][free count]: nodes in ascending index, the packing order.
   std::vector<std::vector<std::set<std::size_t>>> by_free_;
   std::vector<Undo> log_;
+  std::uint64_t state_ = 0;
+  std::uint64_t next_state_ = 0;
 };
 
 }  // namespace berth::sched

@@ -3,11 +3,15 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <array>
 #include <charconv>
 #include <fstream>
 #include <thread>
 
 #include "model/job.h"
+#include "model/json.h"
+#include "model/reason.h"
 #include "server/openapi.h"
 #include "server/policy_diff.h"
 #include "server/render.h"
@@ -83,6 +87,7 @@ void Api::Register(httplib::Server& http) {
   http.Post(R"(/v1/jobs/([^/]+)/cancel)",
             [this](const auto& req, auto& res) { CancelJob(req, res); });
   http.Get(R"(/v1/jobs/([^/]+)/logs)", [this](const auto& req, auto& res) { Logs(req, res); });
+  http.Get(R"(/v1/jobs/([^/]+)/why)", [this](const auto& req, auto& res) { Why(req, res); });
   http.Get("/v1/nodes", [this](const auto& req, auto& res) { ListNodes(req, res); });
   http.Get("/v1/gpus", [this](const auto& req, auto& res) { ListGpus(req, res); });
   http.Get("/v1/policy", [this](const auto& req, auto& res) { GetPolicy(req, res); });
@@ -266,6 +271,51 @@ void Api::Logs(const httplib::Request& req, httplib::Response& res) {
                                        std::this_thread::sleep_for(std::chrono::milliseconds(100));
                                      }
                                    });
+}
+
+void Api::Why(const httplib::Request& req, httplib::Response& res) {
+  auto id = PathId(req);
+  if (!id) return ReplyError(res, id.error());
+  model::Lang lang = model::Lang::kEn;
+  if (req.has_param("lang")) {
+    const std::string& text = req.get_param_value("lang");
+    auto parsed = model::ParseLang(text);
+    if (!parsed) {
+      return ReplyError(res,
+                        Error{Code::kInvalidArgument,
+                              fmt::format("unknown language '{}'; use en or zh", text), "lang"});
+    }
+    lang = *parsed;
+  }
+  auto job = store_.GetJob(*id);
+  if (!job) return ReplyError(res, job.error());
+  json reason = model::ToJson(job->reason);
+  reason["message"] = model::RenderReason(job->reason, lang);
+  // The events that explain how it got here: evictions, requeues, exits and
+  // the end, the last few of them, oldest first.
+  static constexpr std::array<std::string_view, 6> kExplaining{
+      "Preempting", "Reclaiming", "Requeued", "Exited", "Cancelled", "Failed"};
+  static constexpr std::size_t kMaxEvents = 8;
+  json all = JobJson(*job, true)["timeline"];
+  json events = json::array();
+  for (const auto& e : all) {
+    std::string name = e.value("event", "");
+    if (std::find(kExplaining.begin(), kExplaining.end(), name) != kExplaining.end()) {
+      events.push_back(e);
+    }
+  }
+  if (events.size() > kMaxEvents) {
+    events.erase(events.begin(), events.end() - static_cast<std::ptrdiff_t>(kMaxEvents));
+  }
+  Reply(res, 200,
+        json{{"id", job->id},
+             {"name", job->spec.name},
+             {"tenant", job->spec.tenant},
+             {"queue", job->spec.queue},
+             {"state", model::JobStateName(job->state)},
+             {"lang", model::LangName(lang)},
+             {"reason", reason},
+             {"timeline", events}});
 }
 
 void Api::ListNodes(const httplib::Request&, httplib::Response& res) {

@@ -24,6 +24,9 @@ class Api {
   void GetJob(const httplib::Request& req, httplib::Response& res);
   void CancelJob(const httplib::Request& req, httplib::Response& res);
   void Logs(const httplib::Request& req, httplib::Response& res);
+  // GET /v1/jobs/{id}/why?lang=en|zh: the reason rendered in one language,
+  // with the timeline events that explain it.
+  void Why(const httplib::Request& req, httplib::Response& res);
   void ListNodes(const httplib::Request& req, httplib::Response& res);
   void ListGpus(const httplib::Request& req, httplib::Response& res);
   void GetPolicy(const httplib::Request& req, httplib::Response& res);

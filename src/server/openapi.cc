@@ -61,6 +61,21 @@ std::string_view OpenApiDocument() {
         "responses": {"200": {"description": "Log text", "content": {"text/plain": {"schema": {"type": "string"}}}}}
       }
     },
+    "/v1/jobs/{id}/why": {
+      "get": {
+        "summary": "Why a job is where it is: its reason in words and numbers",
+        "description": "The job's structured reason with its message rendered in the asked language, and the timeline events that explain it (the last Preempting, Reclaiming, Requeued, Exited, Cancelled and Failed events, at most 8, oldest first). Timeline messages are as recorded (English).",
+        "parameters": [
+          {"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}},
+          {"name": "lang", "in": "query", "schema": {"type": "string", "enum": ["en", "zh"], "default": "en"}, "description": "Language of reason.message: en (English) or zh (Simplified Chinese); a locale such as zh_CN counts by its language part"}
+        ],
+        "responses": {
+          "200": {"description": "The explanation", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Why"}}}},
+          "400": {"description": "Bad id, or a language other than en or zh (field: lang)", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+          "404": {"description": "No such job"}
+        }
+      }
+    },
     "/v1/nodes": {"get": {"summary": "Nodes with lease state and GPU counts", "responses": {"200": {"description": "Nodes", "content": {"application/json": {"schema": {"type": "object", "properties": {"nodes": {"type": "array", "items": {"$ref": "#/components/schemas/Node"}}}}}}}}}},
     "/v1/gpus": {"get": {"summary": "Every GPU with its health and the job holding it", "responses": {"200": {"description": "GPUs", "content": {"application/json": {"schema": {"type": "object", "properties": {"gpus": {"type": "array", "items": {"$ref": "#/components/schemas/Gpu"}}}}}}}}}},
     "/v1/policy": {
@@ -161,6 +176,13 @@ std::string_view OpenApiDocument() {
           "state": {"type": "string", "enum": ["Starting", "Running", "Exited"]}, "pid": {"type": "integer", "nullable": true},
           "exit_code": {"type": "integer", "nullable": true}, "signal": {"type": "integer", "nullable": true},
           "stopped_for": {"type": "string"}, "start_error": {"type": "string"}}}},
+        "timeline": {"type": "array", "items": {"type": "object", "properties": {"time_ms": {"type": "integer"}, "state": {"type": "string"}, "event": {"type": "string"}, "message": {"type": "string"}, "policy_version": {"type": "integer", "nullable": true}}}}
+      }},
+      "Why": {"type": "object", "properties": {
+        "id": {"type": "integer"}, "name": {"type": "string"}, "tenant": {"type": "string"}, "queue": {"type": "string"},
+        "state": {"type": "string", "enum": ["Pending", "Scheduled", "Running", "Succeeded", "Failed", "Cancelled"]},
+        "lang": {"type": "string", "enum": ["en", "zh"]},
+        "reason": {"$ref": "#/components/schemas/Reason"},
         "timeline": {"type": "array", "items": {"type": "object", "properties": {"time_ms": {"type": "integer"}, "state": {"type": "string"}, "event": {"type": "string"}, "message": {"type": "string"}, "policy_version": {"type": "integer", "nullable": true}}}}
       }},
       "PolicyVersion": {"type": "object", "properties": {

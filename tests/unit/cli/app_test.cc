@@ -80,13 +80,15 @@ class CliTest : public ::testing::Test {
     std::ostringstream err;
     ManualClock clock(kNow);
     CliRun run;
-    run.code = RunCli(args, {in, out_override ? *out_override : out, err, Url(), clock, "alice"});
+    run.code =
+        RunCli(args, {in, out_override ? *out_override : out, err, Url(), clock, "alice", locale_});
     run.out = out.str();
     run.err = err.str();
     return run;
   }
 
   httplib::Server server_;
+  std::optional<std::string> locale_;  // what main() reads from $LANG
   int port_ = 0;
   std::thread thread_;
 };
@@ -466,6 +468,97 @@ TEST_F(CliTest, PolicyUsageErrors) {
     EXPECT_EQ(run.code, kExitUsage) << ::testing::PrintToString(args);
     EXPECT_TRUE(run.err.starts_with("berth: ")) << run.err;
     EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+  }
+}
+
+// A canned GET /v1/jobs/12/why answer in the asked language.
+json WhyAnswer(const std::string& lang) {
+  return json{
+      {"id", 12},
+      {"name", "resnet50"},
+      {"tenant", "default"},
+      {"queue", "default"},
+      {"state", "Pending"},
+      {"lang", lang},
+      {"reason",
+       {{"code", "NoNodeFits"},
+        {"counts",
+         {{"gpus_per_replica", 2}, {"node_not_ready", 1}, {"nodes", 3}, {"too_few_free_gpus", 2}}},
+        {"detail", ""},
+        {"message", lang == "zh"
+                        ? "0/3 个节点可以容纳需要 2 块 GPU 的副本：1 个未就绪，2 个空闲 GPU 不足"
+                        : "0/3 nodes can take a replica needing 2 GPU(s): 1 not ready, 2 too "
+                          "few free GPUs"}}},
+      {"timeline",
+       {{{"time_ms", 1764444444000},
+         {"state", "Pending"},
+         {"event", "Requeued"},
+         {"message", "every replica stopped after it was preempted; waiting to be placed again"},
+         {"policy_version", nullptr}}}}};
+}
+
+TEST_F(CliTest, WhyPrintsTheSentenceTheNumbersAndTheTimeline) {
+  std::vector<std::string> langs;
+  server_.Get("/v1/jobs/12/why", [&](const httplib::Request& req, httplib::Response& res) {
+    std::string lang = req.has_param("lang") ? req.get_param_value("lang") : "";
+    langs.push_back(lang);
+    res.set_content(WhyAnswer(lang).dump(), "application/json");
+  });
+  CliRun run = Cli({"why", "12"});
+  EXPECT_EQ(run.code, kExitOk) << run.err;
+  EXPECT_EQ(
+      run.out,
+      "0/3 nodes can take a replica needing 2 GPU(s): 1 not ready, 2 too few free GPUs\n"
+      "\n"
+      "job:                12 (resnet50)\n"
+      "queue:              default/default\n"
+      "state:              Pending\n"
+      "code:               NoNodeFits\n"
+      "gpus_per_replica:   2\n"
+      "node_not_ready:     1\n"
+      "nodes:              3\n"
+      "too_few_free_gpus:  2\n"
+      "\n"
+      "TIME" +
+          std::string(23, ' ') + "EVENT      MESSAGE\n" +
+          "2025-11-29T19:27:24.000Z   Requeued   every replica stopped after it was preempted; "
+          "waiting to be placed again\n");
+
+  run = Cli({"why", "12", "--lang", "zh"});
+  EXPECT_EQ(run.code, kExitOk) << run.err;
+  EXPECT_TRUE(run.out.starts_with(
+      "0/3 个节点可以容纳需要 2 块 GPU 的副本：1 个未就绪，2 个空闲 GPU 不足\n\njob:"))
+      << run.out;
+
+  // The locale picks the default; --lang wins over it.
+  locale_ = "zh_CN.UTF-8";
+  run = Cli({"why", "12"});
+  EXPECT_EQ(run.code, kExitOk) << run.err;
+  run = Cli({"why", "12", "--lang", "en"});
+  EXPECT_EQ(run.code, kExitOk) << run.err;
+  locale_ = "en_US.UTF-8";
+  run = Cli({"why", "12"});
+  EXPECT_EQ(langs, (std::vector<std::string>{"en", "zh", "zh", "en", "en"}));
+
+  run = Cli({"why", "12", "-o", "json", "--lang", "zh"});
+  EXPECT_EQ(run.code, kExitOk) << run.err;
+  EXPECT_EQ(json::parse(run.out), WhyAnswer("zh"));
+}
+
+TEST_F(CliTest, WhyErrors) {
+  server_.Get("/v1/jobs/99/why", [](const httplib::Request&, httplib::Response& res) {
+    res.status = 404;
+    res.set_content(R"({"error":{"code":"NotFound","message":"job 99 not found"}})",
+                    "application/json");
+  });
+  CliRun run = Cli({"why", "99"});
+  EXPECT_EQ(run.code, kExitError);
+  EXPECT_EQ(run.err, "berth: job 99 not found\n");
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"why"}, {"why", "12", "--lang", "fr"}, {"why", "abc"}}) {
+    run = Cli(args);
+    EXPECT_EQ(run.code, kExitUsage) << ::testing::PrintToString(args);
+    EXPECT_TRUE(run.err.starts_with("berth: ")) << run.err;
   }
 }
 

@@ -1,0 +1,130 @@
+// Reasons rendered in English and Simplified Chinese: the same numbers in both.
+#include "model/reason.h"
+
+#include <gtest/gtest.h>
+
+namespace berth::model {
+namespace {
+
+void ExpectHasAll(const std::string& text, std::initializer_list<std::string_view> parts) {
+  for (auto part : parts) {
+    EXPECT_NE(text.find(part), std::string::npos) << "'" << part << "' missing from: " << text;
+  }
+}
+
+TEST(ReasonZhTest, NoNodeFitsCarriesTheNodeCountsPerCause) {
+  Reason r{ReasonCode::kNoNodeFits,
+           {{"nodes", 3},
+            {"gpus_per_replica", 2},
+            {std::string(kCauseTooFewGpus), 2},
+            {std::string(kCauseNotReady), 1}},
+           ""};
+  EXPECT_EQ(RenderReason(r, Lang::kZh),
+            "0/3 个节点可以容纳需要 2 块 GPU 的副本：1 个未就绪，2 个空闲 GPU 不足");
+  EXPECT_EQ(RenderReason(r, Lang::kEn),
+            "0/3 nodes can take a replica needing 2 GPU(s): 1 not ready, 2 too few free GPUs");
+  EXPECT_EQ(RenderReason(r), RenderReason(r, Lang::kEn));
+}
+
+TEST(ReasonZhTest, GangOrderAndWouldRun) {
+  Reason r{ReasonCode::kNoNodeFits,
+           {{"nodes", 4},
+            {"replicas", 3},
+            {"gpus_per_replica", 8},
+            {std::string(kCauseGang), 1},
+            {std::string(kCauseGpuMemory), 4},
+            {std::string(kAheadJobs), 2},
+            {std::string(kAheadGpus), 16},
+            {std::string(kWouldFitGpusPerReplica), 4}},
+           ""};
+  std::string zh = RenderReason(r, Lang::kZh);
+  ExpectHasAll(zh, {"3 个副本", "8 块 GPU", "只有 1 个", "4 个节点", "4 个 GPU 显存不足",
+                    "还有 2 个作业，共需 16 块 GPU", "每个副本改用 4 块 GPU"});
+  EXPECT_NE(zh, RenderReason(r, Lang::kEn));
+}
+
+TEST(ReasonZhTest, QuotaNumbersInGpus) {
+  Reason r{ReasonCode::kOverQuota,
+           {{std::string(kQueueRequested), 2500},
+            {std::string(kQueueUsed), 6000},
+            {std::string(kQueueGuaranteed), 8000},
+            {std::string(kQueueBorrowLimit), 0},
+            {std::string(kQueueBorrowable), 0}},
+           "vision/training gpus"};
+  EXPECT_EQ(RenderReason(r, Lang::kZh),
+            "超出所在队列的配额：申请 2.5 块 GPU；队列 vision/training 已用 6 块，保障 8 块，"
+            "最多还可借 0 块，当前可借 0 块");
+  r.counts.erase(std::string(kQueueBorrowLimit));
+  r.code = ReasonCode::kNotPreemptibleOverGuarantee;
+  r.detail = "vision/training gpus:A100";
+  std::string zh = RenderReason(r, Lang::kZh);
+  ExpectHasAll(zh, {"不可抢占", "申请 2.5 块 A100 GPU", "借用不设上限", "可将它设为可抢占"});
+  EXPECT_NE(zh, RenderReason(r, Lang::kEn));
+}
+
+// The example in docs/jobs.md.
+TEST(ReasonZhTest, OverQuotaExampleFromTheDocs) {
+  Reason r{ReasonCode::kOverQuota,
+           {{std::string(kQueueRequested), 4000},
+            {std::string(kQueueUsed), 8000},
+            {std::string(kQueueGuaranteed), 8000},
+            {std::string(kQueueBorrowLimit), 2000},
+            {std::string(kQueueBorrowable), 2000}},
+           "vision/training gpus"};
+  EXPECT_EQ(RenderReason(r, Lang::kEn),
+            "over its queue's quota: it asks for 4 GPU(s); queue vision/training uses 8 of 8 "
+            "guaranteed and may borrow up to 2 more; 2 can be borrowed now");
+  EXPECT_EQ(RenderReason(r, Lang::kZh),
+            "超出所在队列的配额：申请 4 块 GPU；队列 vision/training 已用 8 块，保障 8 块，"
+            "最多还可借 2 块，当前可借 2 块");
+}
+
+TEST(ReasonZhTest, FragmentedPreemptedReclaimed) {
+  Reason frag{ReasonCode::kFragmented,
+              {{std::string(kFreeGpus), 16},
+               {std::string(kNeededGpus), 16},
+               {std::string(kLargestFree), 3}},
+              "gpu_model=H100"};
+  ExpectHasAll(RenderReason(frag, Lang::kZh),
+               {"资源碎片化", "16 块空闲 GPU", "所需的 16 块", "最多空闲 3 块", "改用 H100 型号"});
+
+  Reason pre{ReasonCode::kPreempted,
+             {{std::string(kByJob), 42}, {std::string(kWorkLostMs), 90'500}},
+             "vision/training"};
+  EXPECT_EQ(RenderReason(pre, Lang::kZh),
+            "被队列 vision/training 中优先级更高的作业 42 抢占；自上次检查点以来约 90 "
+            "秒的进度已丢失");
+
+  Reason rec{ReasonCode::kReclaimed,
+             {{std::string(kByJob), 7}, {std::string(kWorkLostMs), 1'200'000}},
+             "nlp/default"};
+  std::string zh = RenderReason(rec, Lang::kZh);
+  ExpectHasAll(zh, {"队列 nlp/default", "作业 7", "1200 秒", "收回"});
+  EXPECT_NE(zh, RenderReason(rec, Lang::kEn));
+}
+
+TEST(ReasonZhTest, EveryCodeHasAChineseSentenceDifferentFromEnglish) {
+  for (int c = 1; c <= static_cast<int>(kLastReasonCode); ++c) {
+    Reason r{static_cast<ReasonCode>(c), {{"replica", 1}, {"exit_code", 3}}, "x"};
+    std::string zh = RenderReason(r, Lang::kZh);
+    EXPECT_FALSE(zh.empty()) << ReasonCodeName(r.code);
+    EXPECT_NE(zh, RenderReason(r, Lang::kEn)) << ReasonCodeName(r.code);
+  }
+  EXPECT_EQ(RenderReason({ReasonCode::kFailedExitCode, {{"replica", 1}, {"exit_code", 3}}, ""},
+                         Lang::kZh),
+            "副本 1 退出，退出码 3");
+  EXPECT_EQ(RenderReason({ReasonCode::kCancelled, {}, "alice"}, Lang::kZh), "已被 alice 取消");
+}
+
+TEST(ReasonZhTest, ParseLang) {
+  EXPECT_EQ(ParseLang("en"), Lang::kEn);
+  EXPECT_EQ(ParseLang("zh"), Lang::kZh);
+  EXPECT_EQ(ParseLang("zh_CN.UTF-8"), Lang::kZh);
+  EXPECT_EQ(ParseLang("en-US"), Lang::kEn);
+  EXPECT_EQ(ParseLang("fr"), std::nullopt);
+  EXPECT_EQ(ParseLang(""), std::nullopt);
+  EXPECT_EQ(LangName(Lang::kZh), "zh");
+}
+
+}  // namespace
+}  // namespace berth::model
