@@ -280,6 +280,14 @@ Plan Cycle::Run() {
                                gpus = at(model::kAheadGpus), req = at(model::kQueueRequested);
           while (l.next < l.jobs.size()) {
             const PendingJob& behind = *l.jobs[l.next++].job;
+            if (behind.resources.gpus > cluster_.MaxHealthyGpus()) {
+              // It could never run, whatever the head does: its own reason
+              // says so instead of "behind", and it holds no place in line.
+              model::Reason own;
+              Decide(Resolve(behind), own);
+              plan_.pending.push_back({behind.id, std::move(own)});
+              continue;
+            }
             const std::int64_t gang_gpus = std::int64_t{behind.resources.gpus} * behind.replicas;
             model::Reason b = tmpl;
             *slot(b, pos) = l.waiting + 1;

@@ -54,6 +54,7 @@ Cluster::Cluster(std::vector<NodeView> nodes) : nodes_(std::move(nodes)) {
     model_of_.push_back(std::move(ids));
     healthy_.push_back(static_cast<std::uint32_t>(std::count_if(
         nodes_[n].gpus.begin(), nodes_[n].gpus.end(), [](const GpuView& g) { return g.healthy; })));
+    if (nodes_[n].ready) max_healthy_ = std::max(max_healthy_, healthy_.back());
     for (std::size_t c = 0; c < free_.size(); ++c) by_free_[c][free_[c][n]].insert(n);
   }
 }

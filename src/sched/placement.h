@@ -37,6 +37,9 @@ class Cluster {
 
   const std::vector<NodeView>& nodes() const { return nodes_; }
   std::optional<std::size_t> Find(std::string_view name) const;
+  // The most healthy GPUs any ready node has: a replica asking for more can
+  // never run, whatever frees up.
+  std::uint32_t MaxHealthyGpus() const { return max_healthy_; }
 
   // Why node `n` could never take one replica (ignoring what is in use);
   // empty when it could.
@@ -95,6 +98,7 @@ class Cluster {
   std::vector<std::string> models_;                 // GPU models present, sorted
   std::vector<std::vector<std::size_t>> model_of_;  // [node][gpu position] -> model id
   std::vector<std::uint32_t> healthy_;              // [node] healthy GPUs
+  std::uint32_t max_healthy_ = 0;                   // over ready nodes
   // [class][node]: GPUs both free and healthy, for class 0 (any model) and
   // 1 + each model: FreeEligible without a scan.
   std::vector<std::vector<std::uint32_t>> free_;

@@ -48,6 +48,27 @@ const model::Reason* ReasonOf(const Plan& plan, std::int64_t id) {
   return nullptr;
 }
 
+TEST(CoreScheduler, AJobThatCanNeverRunIsNotToldItWaitsBehindTheHead) {
+  Snapshot s;
+  s.nodes = {Node("a", 8)};
+  for (auto& g : s.nodes[0].gpus) g.free = g.index >= 4;  // 4 free: the head waits
+  PendingJob head = Job(1, "default", 8);
+  PendingJob never = Job(2, "default", 16);  // more than any node has
+  PendingJob later = Job(3, "default", 1);
+  for (auto* j : {&head, &never, &later}) j->queue = "default";
+  s.pending = {head, never, later};
+  Plan plan = CoreScheduler().Schedule(s);
+  EXPECT_TRUE(plan.placements.empty());
+  ASSERT_NE(ReasonOf(plan, 2), nullptr);
+  EXPECT_EQ(ReasonOf(plan, 2)->code, model::ReasonCode::kNoNodeFits);
+  ASSERT_NE(ReasonOf(plan, 3), nullptr);
+  EXPECT_EQ(ReasonOf(plan, 3)->code, model::ReasonCode::kBehindInQueue);
+  // Second in line after the head: the job that can never run holds no place.
+  EXPECT_EQ(ReasonOf(plan, 3)->counts.at(std::string(model::kPosition)), 2);
+  EXPECT_EQ(ReasonOf(plan, 3)->counts.at(std::string(model::kAheadJobs)), 1);
+  EXPECT_EQ(CheckPlan(s, plan), "");
+}
+
 TEST(CoreScheduler, DefaultPolicyPlacesLikeTheSkeleton) {
   Snapshot s;
   s.nodes = {Node("a", 8)};
