@@ -52,7 +52,7 @@ std::string FormatCpuMillis(std::int64_t millis) {
 }
 
 std::string FormatExit(std::optional<std::int64_t> exit_code, std::optional<std::int64_t> signal) {
-  if (signal) {
+  if (signal && *signal != 0) {
     // sigabbrev_np is thread-safe, unlike strsignal; it knows no real-time signals.
     const char* name =
         *signal > 0 && *signal < 65 ? sigabbrev_np(static_cast<int>(*signal)) : nullptr;

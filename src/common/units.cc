@@ -32,15 +32,20 @@ Result<std::uint64_t> ParseBytes(std::string_view text) {
     std::string_view name;
     std::uint64_t factor;
   };
-  static constexpr std::array<Unit, 9> kUnits{{{"", 1},
-                                               {"Ki", 1ULL << 10},
-                                               {"Mi", 1ULL << 20},
-                                               {"Gi", 1ULL << 30},
-                                               {"Ti", 1ULL << 40},
-                                               {"K", 1000ULL},
-                                               {"M", 1000ULL * 1000},
-                                               {"G", 1000ULL * 1000 * 1000},
-                                               {"T", 1000ULL * 1000 * 1000 * 1000}}};
+  static constexpr std::array<Unit, 14> kUnits{{{"", 1},
+                                                {"B", 1},
+                                                {"KiB", 1ULL << 10},
+                                                {"MiB", 1ULL << 20},
+                                                {"GiB", 1ULL << 30},
+                                                {"TiB", 1ULL << 40},
+                                                {"Ki", 1ULL << 10},
+                                                {"Mi", 1ULL << 20},
+                                                {"Gi", 1ULL << 30},
+                                                {"Ti", 1ULL << 40},
+                                                {"K", 1000ULL},
+                                                {"M", 1000ULL * 1000},
+                                                {"G", 1000ULL * 1000 * 1000},
+                                                {"T", 1000ULL * 1000 * 1000 * 1000}}};
   for (const auto& unit : kUnits) {
     if (suffix == unit.name) {
       if (MulOverflows(value, unit.factor)) {
@@ -49,8 +54,14 @@ Result<std::uint64_t> ParseBytes(std::string_view text) {
       return value * unit.factor;
     }
   }
+  if (suffix.size() == 2 && suffix[1] == 'B') {  // "80GB": vendors mean either
+    return Fail(Code::kInvalidArgument,
+                fmt::format("'{}' is ambiguous; write {}{}i (1024-based) or {}{} (1000-based)",
+                            text, value, suffix[0], value, suffix[0]));
+  }
   return Fail(Code::kInvalidArgument,
-              fmt::format("unknown size unit '{}' in '{}'; use Ki, Mi, Gi, Ti, K, M, G or T",
+              fmt::format("unknown size unit '{}' in '{}'; use Ki, Mi, Gi, Ti (or KiB, MiB, "
+                          "GiB, TiB), K, M, G or T",
                           suffix, text));
 }
 

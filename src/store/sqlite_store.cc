@@ -858,8 +858,10 @@ Status SqliteStore::SettleJob(const JobRecord& job, TimeMs now) {
   const RunRecord* cause = failed != nullptr ? failed : start_error;
   auto st = db_.Prepare("UPDATE jobs SET finished_ms=?, exit_code=?, signal=? WHERE id=?");
   if (!st) return std::unexpected(st.error());
+  // A replica killed by a signal has no exit code, and one that exited has
+  // no signal: NULL, not 0, so readers need not guess.
   std::optional<std::int64_t> code = 0;
-  std::optional<std::int64_t> sig = 0;
+  std::optional<std::int64_t> sig;
   if (cause != nullptr) {
     code = cause->exit_code;
     sig = cause->signal;
@@ -892,8 +894,14 @@ Result<JobRecord> SqliteStore::MarkRunExited(const RunExit& exit, TimeMs now) {
         "UPDATE runs SET state='Exited', exit_code=?, signal=?, finished_ms=?, "
         "started_ms=COALESCE(started_ms, ?), stopped_for=?, start_error=? WHERE run_id=?");
     if (!up) return std::unexpected(up.error());
-    BERTH_RETURN_IF_ERROR(up->Bind(1, std::int64_t{exit.exit_code})
-                              .Bind(2, std::int64_t{exit.signal})
+    std::optional<std::int64_t> code = exit.exit_code;
+    std::optional<std::int64_t> signal;
+    if (exit.signal != 0) {
+      code.reset();
+      signal = exit.signal;
+    }
+    BERTH_RETURN_IF_ERROR(up->Bind(1, code)
+                              .Bind(2, signal)
                               .Bind(3, exit.ended_at_ms)
                               .Bind(4, exit.started_at_ms)
                               .Bind(5, stopped_for)

@@ -47,6 +47,8 @@ TEST(FormatExit, SignalWinsOverCode) {
   EXPECT_EQ(FormatExit(0, std::nullopt), "0");
   EXPECT_EQ(FormatExit(137, 9), "SIGKILL");
   EXPECT_EQ(FormatExit(std::nullopt, 200), "signal 200");
+  // Rows written before signals were stored as NULL say 0 for "none".
+  EXPECT_EQ(FormatExit(1, 0), "1");
 }
 
 TEST(ShellJoin, QuotesOnlyWhatAShellWouldSplit) {

@@ -10,6 +10,16 @@ TEST(ParseBytes, AcceptsBinaryAndDecimalUnits) {
   EXPECT_EQ(ParseBytes("512Mi").value(), 512ULL << 20);
   EXPECT_EQ(ParseBytes("16G").value(), 16'000'000'000ULL);
   EXPECT_EQ(ParseBytes("123").value(), 123ULL);
+  EXPECT_EQ(ParseBytes("200GiB").value(), 200ULL << 30);
+  EXPECT_EQ(ParseBytes("64KiB").value(), 64ULL << 10);
+  EXPECT_EQ(ParseBytes("7B").value(), 7ULL);
+}
+
+TEST(ParseBytes, DecimalBytesAreAmbiguousAndTheErrorOffersBoth) {
+  auto r = ParseBytes("80GB");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("80Gi"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("80G "), std::string::npos) << r.error().message;
 }
 
 TEST(ParseBytes, RejectsGarbageAndNamesTheFix) {

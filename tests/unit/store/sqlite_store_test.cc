@@ -118,8 +118,23 @@ TEST_F(SqliteStoreTest, ExitIsIdempotent) {
   auto job = *store_->GetJob(id);
   EXPECT_EQ(job.state, model::JobState::kFailed);
   EXPECT_EQ(job.exit_code, 3);
+  EXPECT_EQ(job.signal, std::nullopt);  // it exited; nothing killed it
+  EXPECT_EQ(job.runs[0].signal, std::nullopt);
   EXPECT_EQ(job.finished_at_ms, 3000);
   EXPECT_EQ(job.reason.code, model::ReasonCode::kFailedExitCode);
+}
+
+TEST_F(SqliteStoreTest, KilledReplicaHasASignalAndNoExitCode) {
+  auto id = *store_->CreateJob(Spec("a"), 1500);
+  Place(id, 1);
+  auto run = store_->GetJob(id)->runs[0];
+  ASSERT_TRUE(store_->MarkRunExited({run.run_id, 0, 9, 2100, 3000, "", ""}, 3000).has_value());
+  auto job = *store_->GetJob(id);
+  EXPECT_EQ(job.state, model::JobState::kFailed);
+  EXPECT_EQ(job.runs[0].signal, 9);
+  EXPECT_EQ(job.runs[0].exit_code, std::nullopt);
+  EXPECT_EQ(job.signal, 9);
+  EXPECT_EQ(job.exit_code, std::nullopt);
 }
 
 TEST_F(SqliteStoreTest, FailedReplicaStopsTheRestOfTheGang) {
