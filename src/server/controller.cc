@@ -236,7 +236,10 @@ Status Controller::RunPass() {
       }
       schedulable.push_back(std::move(job));
     }
-    SnapshotInputs inputs{now, &*nodes, &ready, &*active, &schedulable, &(*policy)->policy};
+    auto usage = DecayedUsage(now, (*policy)->policy.usage_half_life_ms, *active);
+    if (!usage) return std::unexpected(usage.error());
+    SnapshotInputs inputs{now,    &*nodes, &ready, &*active, &schedulable, &(*policy)->policy,
+                          &*usage};
     auto snap = BuildSnapshot(inputs, [this](std::int64_t id) { return SpecOf(id); });
     if (!snap) return std::unexpected(snap.error());
     sched::Plan plan = scheduler_.Schedule(*snap);
@@ -248,7 +251,54 @@ Status Controller::RunPass() {
       if (!active) return std::unexpected(active.error());
     }
   }
+  // Every pass, so that runs placed just now are known when they end.
+  if (auto seen = DecayedUsage(now, (*policy)->policy.usage_half_life_ms, *active); !seen) {
+    return std::unexpected(seen.error());
+  }
   return Dispatch(*active);
+}
+
+Result<std::map<std::string, std::int64_t>> Controller::DecayedUsage(
+    TimeMs now, std::int64_t half_life_ms, const std::vector<store::RunRecord>& active) {
+  if (!ledger_built_ || ledger_.half_life_ms() != half_life_ms) {
+    auto history = store_.FinishedRunsSince(now - UsageLedger::kWindowHalfLives * half_life_ms);
+    if (!history) return std::unexpected(history.error());
+    std::vector<UsageInterval> finished;
+    finished.reserve(history->size());
+    for (const auto& h : *history) {
+      finished.push_back(
+          {h.tenant + "/" + h.queue, std::int64_t{h.gpus} * 1000, h.started_ms, h.finished_ms});
+    }
+    ledger_.Reset(half_life_ms, now, finished);
+    ledger_active_.clear();
+    ledger_built_ = true;
+  }
+  // Every active run holding GPUs is remembered, started or not, so one
+  // that starts and ends between two passes is still counted once.
+  std::map<std::string, UsageInterval> still;
+  std::vector<UsageInterval> running;
+  for (const auto& run : active) {
+    if (run.gpu_indices.empty()) continue;
+    auto spec = SpecOf(run.job_id);
+    if (!spec) return std::unexpected(spec.error());
+    UsageInterval i{spec->tenant + "/" + spec->queue,
+                    static_cast<std::int64_t>(run.gpu_indices.size()) * 1000,
+                    run.started_at_ms.value_or(now), now};
+    if (run.started_at_ms) running.push_back(i);
+    still.emplace(run.run_id, std::move(i));
+  }
+  for (const auto& [run_id, before] : ledger_active_) {
+    if (still.contains(run_id)) continue;
+    auto run = store_.GetRun(run_id);
+    if (!run) return std::unexpected(run.error());
+    if (!*run || !(*run)->started_at_ms || !(*run)->finished_at_ms) continue;
+    UsageInterval ended = before;
+    ended.start_ms = *(*run)->started_at_ms;
+    ended.end_ms = *(*run)->finished_at_ms;
+    ledger_.Fold(ended, now);
+  }
+  ledger_active_ = std::move(still);
+  return ledger_.At(now, running);
 }
 
 // A placement that needs evicted jobs' GPUs cannot start until they have

@@ -18,6 +18,7 @@
 #include "common/status.h"
 #include "sched/scheduler.h"
 #include "server/agent_session.h"
+#include "server/usage_ledger.h"
 #include "store/store.h"
 
 namespace berth::server {
@@ -96,6 +97,9 @@ class Controller {
   Status CheckLeases(TimeMs now);
   Status Dispatch(const std::vector<store::RunRecord>& active);
   void HoldPlacementsBehindEvictions(sched::Plan& plan);
+  // Brings the usage ledger up to `now` and returns each queue's decayed usage.
+  Result<std::map<std::string, std::int64_t>> DecayedUsage(
+      TimeMs now, std::int64_t half_life_ms, const std::vector<store::RunRecord>& active);
   Result<model::JobSpec> SpecOf(std::int64_t job_id);
   Status ReloadPolicy();
   berth::v1::StartRun StartOrder(const store::RunRecord& run, const model::JobSpec& spec) const;
@@ -109,6 +113,12 @@ class Controller {
   // Jobs placed behind evictions -> the evicted jobs they wait for. Guarded
   // by pass_mu_. Lost on restart: a pass may then pick victims afresh.
   std::map<std::int64_t, std::vector<std::int64_t>> awaiting_evictions_;
+  // Decayed usage for fair share (pass thread only): the ledger, whether it
+  // has been built from history, and the runs active at the last pass, so
+  // that a run is folded in once when it is seen to have ended.
+  UsageLedger ledger_;
+  bool ledger_built_ = false;
+  std::map<std::string, UsageInterval> ledger_active_;
 
   std::mutex mu_;  // guards everything below
   std::condition_variable cv_;

@@ -91,8 +91,7 @@ Result<sched::Snapshot> BuildSnapshot(const SnapshotInputs& in, const SpecLookup
   }
   for (auto& [id, job] : running) snap.running.push_back(std::move(job));
   for (const auto& job : *in.pending) snap.pending.push_back(PendingFrom(job));
-  // Decayed historical usage arrives with metering; until then every queue
-  // starts each cycle with none, and fairness follows current use only.
+  if (in.decayed_usage != nullptr) snap.decayed_usage = *in.decayed_usage;
   return snap;
 }
 

@@ -26,6 +26,8 @@ struct SnapshotInputs {
   const std::vector<store::RunRecord>* active_runs = nullptr;
   const std::vector<store::JobRecord>* pending = nullptr;
   const model::Policy* policy = nullptr;
+  // Per leaf queue ("tenant/queue"), milli-GPU-seconds; nullptr: none.
+  const std::map<std::string, std::int64_t>* decayed_usage = nullptr;
 };
 
 [[nodiscard]] Result<sched::Snapshot> BuildSnapshot(const SnapshotInputs& in,

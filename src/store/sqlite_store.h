@@ -43,6 +43,7 @@ class SqliteStore final : public Store {
   Result<JobRecord> MarkRunExited(const RunExit& exit, TimeMs now) override;
   Status RequestStop(std::int64_t job_id, const std::string& why, TimeMs now) override;
   Result<std::optional<RunRecord>> GetRun(const std::string& run_id) override;
+  [[nodiscard]] Result<std::vector<RunUsage>> FinishedRunsSince(TimeMs since) override;
   Status EvictJobs(const std::vector<sched::Eviction>& evictions, TimeMs now) override;
   Status UpsertNode(const model::NodeInfo& info, TimeMs now) override;
   Status SetNodeState(const std::string& name, model::NodeState state, TimeMs now) override;

@@ -38,6 +38,15 @@ struct RunRecord {
   bool stop_requested = false;  // berthd wants this run stopped
 };
 
+// GPU time of one finished run, for decayed fair-share usage.
+struct RunUsage {
+  std::string tenant;
+  std::string queue;
+  std::uint32_t gpus = 0;
+  TimeMs started_ms = 0;
+  TimeMs finished_ms = 0;
+};
+
 struct JobEvent {
   TimeMs time_ms = 0;
   model::JobState state = model::JobState::kPending;
@@ -178,6 +187,8 @@ class Store {
   [[nodiscard]] virtual Status RequestStop(std::int64_t job_id, const std::string& why,
                                            TimeMs now) = 0;
   [[nodiscard]] virtual Result<std::optional<RunRecord>> GetRun(const std::string& run_id) = 0;
+  // Runs that started and finished at or after `since`, oldest first.
+  [[nodiscard]] virtual Result<std::vector<RunUsage>> FinishedRunsSince(TimeMs since) = 0;
   // Stops every active run of each evicted job (stopped_for "preempted" or
   // "reclaimed") and records the decision in its timeline. When its runs
   // have exited the job returns to Pending with the eviction as its reason,

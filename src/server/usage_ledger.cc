@@ -1,0 +1,60 @@
+#include "server/usage_ledger.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+namespace berth::server {
+namespace {
+
+double Decay(std::int64_t age_ms, std::int64_t half_life_ms) {
+  if (age_ms <= 0) return 1.0;
+  return std::exp2(-static_cast<double>(age_ms) / static_cast<double>(half_life_ms));
+}
+
+}  // namespace
+
+double UsageLedger::Worth(const UsageInterval& i, TimeMs now) const {
+  const TimeMs end = std::min(i.end_ms, now);
+  if (i.mgpu <= 0 || end <= i.start_ms) return 0;
+  // Integral of 2^(-(now - t) / h) dt over [start, end], in seconds.
+  const double h_s = static_cast<double>(half_life_ms_) / 1000.0;
+  const double weight = h_s / std::numbers::ln2 *
+                        (Decay(now - end, half_life_ms_) - Decay(now - i.start_ms, half_life_ms_));
+  return static_cast<double>(i.mgpu) * weight;
+}
+
+void UsageLedger::Reset(std::int64_t half_life_ms, TimeMs now,
+                        const std::vector<UsageInterval>& finished) {
+  half_life_ms_ = std::max<std::int64_t>(half_life_ms, 1);
+  totals_.clear();
+  for (const auto& i : finished) Fold(i, now);
+}
+
+void UsageLedger::Fold(const UsageInterval& finished, TimeMs now) {
+  double worth = Worth(finished, now);
+  if (worth <= 0) return;
+  Total& t = totals_[finished.queue];
+  t.value = t.value * Decay(now - t.at_ms, half_life_ms_) + worth;
+  t.at_ms = now;
+}
+
+std::map<std::string, std::int64_t> UsageLedger::At(
+    TimeMs now, const std::vector<UsageInterval>& running) const {
+  std::map<std::string, double> sum;
+  for (const auto& [queue, t] : totals_)
+    sum[queue] += t.value * Decay(now - t.at_ms, half_life_ms_);
+  for (const auto& r : running) {
+    UsageInterval upto = r;
+    upto.end_ms = now;
+    sum[r.queue] += Worth(upto, now);
+  }
+  std::map<std::string, std::int64_t> out;
+  for (const auto& [queue, v] : sum) {
+    auto rounded = static_cast<std::int64_t>(std::llround(v));
+    if (rounded > 0) out.emplace(queue, rounded);
+  }
+  return out;
+}
+
+}  // namespace berth::server
