@@ -1,0 +1,81 @@
+// The REST API end to end inside one process: a real SqliteStore and
+// Controller (never started: tests run passes with RunPass) behind the real
+// Api on a loopback httplib server, with a manual clock.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "common/clock.h"
+#include "sched/fifo_scheduler.h"
+#include "server/api.h"
+#include "server/controller.h"
+#include "store/sqlite_store.h"
+
+namespace berth::server {
+
+class ApiHarness : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "berth-api-XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    auto s = store::SqliteStore::Open(dir_, clock_.NowMs());
+    ASSERT_TRUE(s.has_value()) << s.error().message;
+    store_ = std::move(*s);
+    controller_ =
+        std::make_unique<Controller>(*store_, scheduler_, clock_, ControllerOptions{dir_ / "logs"});
+    api_ = std::make_unique<Api>(*controller_, *store_, clock_);
+    api_->Register(http_);
+    port_ = http_.bind_to_any_port("127.0.0.1");
+    ASSERT_GT(port_, 0);
+    thread_ = std::thread([this] { http_.listen_after_bind(); });
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", port_);
+  }
+  void TearDown() override {
+    while (!http_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    http_.stop();
+    thread_.join();
+    controller_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  struct Answer {
+    int status = 0;
+    nlohmann::json body;
+  };
+  Answer Get(const std::string& path) {
+    auto res = client_->Get(path);
+    if (!res) return {};
+    return {res->status, nlohmann::json::parse(res->body, nullptr, false)};
+  }
+  // As user alice.
+  Answer Post(const std::string& path, const std::string& body,
+              const std::string& type = "application/yaml") {
+    auto res = client_->Post(path, {{"X-Berth-User", "alice"}}, body, type);
+    if (!res) return {};
+    return {res->status, nlohmann::json::parse(res->body, nullptr, false)};
+  }
+
+  ManualClock clock_{1'000'000};
+  sched::FifoScheduler scheduler_;
+  std::filesystem::path dir_;
+  std::unique_ptr<store::SqliteStore> store_;
+  std::unique_ptr<Controller> controller_;
+  std::unique_ptr<Api> api_;
+  httplib::Server http_;
+  int port_ = 0;
+  std::thread thread_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+}  // namespace berth::server
