@@ -221,6 +221,10 @@ Status Controller::RunPass() {
       std::lock_guard lock(mu_);
       for (const auto& [name, live] : live_) ready[name] = live.ready;
     }
+    if (!evictions_recovered_) {
+      BERTH_RETURN_IF_ERROR(RecoverEvictions(*active));
+      evictions_recovered_ = true;
+    }
     // A job whose evictions are still stopping is left out: it is already
     // promised their GPUs, and looking at it again would evict more.
     std::set<std::int64_t> still_active;
@@ -323,6 +327,28 @@ void Controller::HoldPlacementsBehindEvictions(sched::Plan& plan) {
     awaiting_evictions_[p.job_id] = p.after_evicting;
   }
   plan.placements = std::move(now);
+}
+
+Status Controller::RecoverEvictions(const std::vector<store::RunRecord>& active) {
+  std::set<std::int64_t> victims;
+  for (const auto& run : active) {
+    if (run.stop_requested && (run.stopped_for == "preempted" || run.stopped_for == "reclaimed")) {
+      victims.insert(run.job_id);
+    }
+  }
+  for (std::int64_t victim : victims) {
+    auto job = store_.GetJob(victim);
+    if (!job) return std::unexpected(job.error());
+    const auto& r = job->reason;
+    if (r.code != model::ReasonCode::kPreempted && r.code != model::ReasonCode::kReclaimed)
+      continue;
+    auto by = r.counts.find(model::kByJob);
+    if (by == r.counts.end()) continue;
+    awaiting_evictions_[by->second].push_back(victim);
+    spdlog::info("job {} waits for job {} to stop ({}), as before the restart", by->second, victim,
+                 model::ReasonCodeName(r.code));
+  }
+  return Ok();
 }
 
 berth::v1::StartRun Controller::StartOrder(const store::RunRecord& run,

@@ -97,6 +97,9 @@ class Controller {
   Status CheckLeases(TimeMs now);
   Status Dispatch(const std::vector<store::RunRecord>& active);
   void HoldPlacementsBehindEvictions(sched::Plan& plan);
+  // After a restart: which pending jobs wait for victims still stopping, from
+  // the victims' runs (stopped for preemption or reclaim) and their reasons.
+  Status RecoverEvictions(const std::vector<store::RunRecord>& active);
   // Brings the usage ledger up to `now` and returns each queue's decayed usage.
   Result<std::map<std::string, std::int64_t>> DecayedUsage(
       TimeMs now, std::int64_t half_life_ms, const std::vector<store::RunRecord>& active);
@@ -113,6 +116,7 @@ class Controller {
   // Jobs placed behind evictions -> the evicted jobs they wait for. Guarded
   // by pass_mu_. Lost on restart: a pass may then pick victims afresh.
   std::map<std::int64_t, std::vector<std::int64_t>> awaiting_evictions_;
+  bool evictions_recovered_ = false;  // awaiting_evictions_ rebuilt after a start
   // Decayed usage for fair share (pass thread only): the ledger, whether it
   // has been built from history, and the runs active at the last pass, so
   // that a run is folded in once when it is seen to have ended.
