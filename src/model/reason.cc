@@ -3,6 +3,10 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <string>
+#include <vector>
+
+#include "common/units.h"
 
 namespace berth::model {
 
@@ -355,12 +359,71 @@ std::optional<Lang> ParseLang(std::string_view text) {
   return std::nullopt;
 }
 
+// Whether reclaim or preemption could help (kReclaim*, kPreemptCandidates,
+// kEvictableAfterMinRuntime); empty when the scheduler did not look.
+std::string ReliefEn(const Reason& r) {
+  std::vector<std::string> parts;
+  if (r.counts.contains(kReclaimNotBelowGuarantee)) {
+    parts.emplace_back("its queue is not below its guarantee, so it cannot reclaim lent GPUs");
+  } else if (auto it = r.counts.find(kReclaimCandidates); it != r.counts.end()) {
+    parts.push_back(it->second == 0
+                        ? std::string("no other queue holds lent GPUs it could use")
+                        : fmt::format("reclaiming all {} job(s) running on lent GPUs would not "
+                                      "free enough",
+                                      it->second));
+  }
+  if (auto it = r.counts.find(kPreemptCandidates); it != r.counts.end()) {
+    parts.push_back(it->second == 0
+                        ? std::string("no lower-priority preemptible job of its queue runs where "
+                                      "it could")
+                        : fmt::format("preempting all {} lower-priority job(s) of its queue would "
+                                      "not free enough",
+                                      it->second));
+  }
+  if (auto young = Count(r, kEvictableAfterMinRuntime); young > 0) {
+    parts.push_back(
+        fmt::format("{} more job(s) become evictable once they have run for the "
+                    "policy's min_runtime, the first in {}",
+                    young, FormatDurationMs(Count(r, kMinRuntimeEndsInMs))));
+  }
+  if (parts.empty()) return "";
+  std::string out = "; eviction: ";
+  for (std::size_t i = 0; i < parts.size(); ++i) out += (i > 0 ? "; " : "") + parts[i];
+  return out;
+}
+
+std::string ReliefZh(const Reason& r) {
+  std::vector<std::string> parts;
+  if (r.counts.contains(kReclaimNotBelowGuarantee)) {
+    parts.emplace_back("其队列用量不低于保障额度，不能收回借出的 GPU");
+  } else if (auto it = r.counts.find(kReclaimCandidates); it != r.counts.end()) {
+    parts.push_back(
+        it->second == 0
+            ? std::string("没有其他队列占用它可用的借出 GPU")
+            : fmt::format("收回全部 {} 个占用借出 GPU 的作业也腾不出足够资源", it->second));
+  }
+  if (auto it = r.counts.find(kPreemptCandidates); it != r.counts.end()) {
+    parts.push_back(
+        it->second == 0
+            ? std::string("其队列中没有可抢占的低优先级作业运行在它可用的节点上")
+            : fmt::format("抢占其队列中全部 {} 个低优先级作业也腾不出足够资源", it->second));
+  }
+  if (auto young = Count(r, kEvictableAfterMinRuntime); young > 0) {
+    parts.push_back(fmt::format("另有 {} 个作业在运行满策略的最短运行时间后可被驱逐，最早在 {} 后",
+                                young, FormatDurationMs(Count(r, kMinRuntimeEndsInMs))));
+  }
+  if (parts.empty()) return "";
+  std::string out = "；驱逐：";
+  for (std::size_t i = 0; i < parts.size(); ++i) out += (i > 0 ? "；" : "") + parts[i];
+  return out;
+}
+
 std::string RenderReason(const Reason& r) {
-  return RenderEn(r);
+  return RenderEn(r) + ReliefEn(r);
 }
 
 std::string RenderReason(const Reason& r, Lang lang) {
-  return lang == Lang::kZh ? RenderZh(r) : RenderEn(r);
+  return lang == Lang::kZh ? RenderZh(r) + ReliefZh(r) : RenderEn(r) + ReliefEn(r);
 }
 
 }  // namespace berth::model

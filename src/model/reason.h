@@ -74,6 +74,19 @@ inline constexpr std::string_view kWouldFitGpusPerReplica = "would_run_with_gpus
 // kPreempted / kReclaimed: who caused it (detail: that job's queue).
 inline constexpr std::string_view kByJob = "by_job";
 inline constexpr std::string_view kWorkLostMs = "work_lost_ms";
+// Whether eviction could help a job waiting for capacity (kNoNodeFits,
+// kFragmented). Present only when the scheduler looked: the jobs of other
+// queues holding lent GPUs it could reclaim, or 1 under
+// kReclaimNotBelowGuarantee when its queue is not below its guarantee and may
+// not reclaim; the lower-priority jobs of its own queue it could preempt;
+// and, of the jobs it could otherwise evict, how many are still within the
+// policy's min_runtime and when the first of them leaves it. Evicting every
+// candidate did not free enough, or the job would be running.
+inline constexpr std::string_view kReclaimNotBelowGuarantee = "reclaim_not_below_guarantee";
+inline constexpr std::string_view kReclaimCandidates = "reclaim_candidates";
+inline constexpr std::string_view kPreemptCandidates = "preempt_candidates";
+inline constexpr std::string_view kEvictableAfterMinRuntime = "evictable_after_min_runtime";
+inline constexpr std::string_view kMinRuntimeEndsInMs = "min_runtime_ends_in_ms";
 
 struct Reason {
   ReasonCode code = ReasonCode::kNone;

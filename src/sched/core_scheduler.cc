@@ -162,8 +162,10 @@ Cycle::Outcome Cycle::Decide(const JobCtx& ctx, model::Reason& why) {
   }
   // Least disruptive first: take back what this queue lent, then preempt
   // lower-priority work of its own queue.
-  if (!refusal && book_.WithinGuarantee(*ctx.leaf, ctx.requested_mgpu) &&
-      PlaceWithVictims(ctx, EvictionCause::kReclaim)) {
+  relief_[0] = {};
+  relief_[1] = {};
+  const bool may_reclaim = book_.WithinGuarantee(*ctx.leaf, ctx.requested_mgpu);
+  if (!refusal && may_reclaim && PlaceWithVictims(ctx, EvictionCause::kReclaim)) {
     return Outcome::kPlaced;
   }
   if (PlaceWithVictims(ctx, EvictionCause::kPreempt)) return Outcome::kPlaced;
@@ -172,6 +174,7 @@ Cycle::Outcome Cycle::Decide(const JobCtx& ctx, model::Reason& why) {
     return Outcome::kRefused;
   }
   why = ExplainNoFit(ctx, placed_before);
+  AddRelief(may_reclaim, why);
   return Outcome::kWaiting;
 }
 

@@ -48,7 +48,19 @@ class Cycle {
 
   // evict.cc: places `ctx` by evicting running jobs chosen by `cause`.
   bool PlaceWithVictims(const JobCtx& ctx, EvictionCause cause);
-  std::vector<std::size_t> Candidates(const JobCtx& ctx, EvictionCause cause) const;
+  // What eviction could do for the job being decided, per cause: how many
+  // running jobs it could evict, and how many more it could once they have
+  // run for the policy's min_runtime (and when the first of those will have).
+  struct Relief {
+    bool tried = false;
+    std::int64_t candidates = 0;
+    std::int64_t too_young = 0;
+    TimeMs first_old_enough_ms = 0;
+  };
+  std::vector<std::size_t> Candidates(const JobCtx& ctx, EvictionCause cause,
+                                      Relief* relief = nullptr) const;
+  // Says in `r` whether reclaim or preemption could help a waiting job.
+  void AddRelief(bool may_reclaim, model::Reason& r) const;
   bool Attempt(const JobCtx& ctx, const std::vector<std::size_t>& victims,
                std::vector<ReplicaPlacement>& out, Usage& delta);
   std::int64_t WorkLostMs(const RunningJob& r) const;
@@ -72,6 +84,7 @@ class Cycle {
   std::vector<Usage> running_usage_;
   std::map<std::size_t, std::vector<std::size_t>> running_by_leaf_;  // for preemption
   Plan plan_;
+  Relief relief_[2];  // by EvictionCause, for the job Decide() is deciding
   // ExplainNoFit answers by ExplainKey, with the Cluster::StateId they hold
   // for: every queue's waiting head is explained against every node, and
   // once the cluster is full most heads share a shape and a state.

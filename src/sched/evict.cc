@@ -13,7 +13,8 @@ std::int64_t Cycle::WorkLostMs(const RunningJob& r) const {
   return std::max<std::int64_t>(0, s_.now_ms - since);
 }
 
-std::vector<std::size_t> Cycle::Candidates(const JobCtx& ctx, EvictionCause cause) const {
+std::vector<std::size_t> Cycle::Candidates(const JobCtx& ctx, EvictionCause cause,
+                                           Relief* relief) const {
   std::vector<std::size_t> out;
   auto mine = book_.Chain(*ctx.leaf);
   // Preemption looks only at the job's own queue; reclaim at every job.
@@ -31,7 +32,6 @@ std::vector<std::size_t> Cycle::Candidates(const JobCtx& ctx, EvictionCause caus
     std::size_t vq = *running_queue_[i];
     const auto& vpolicy = book_.queue(vq);
     if (!EffectivePreemptible(s_.policy, &vpolicy, r.priority, r.preemptible)) continue;
-    if (s_.now_ms - r.started_at_ms < s_.policy.min_runtime_ms) continue;
     if (cause == EvictionCause::kPreempt) {
       if (vq != *ctx.leaf || PriorityValue(s_.policy, r.priority) >= ctx.priority) continue;
     } else {
@@ -51,7 +51,22 @@ std::vector<std::size_t> Cycle::Candidates(const JobCtx& ctx, EvictionCause caus
       auto n = cluster_.Find(rp.node);
       return n && cluster_.StaticCause(*n, ctx.shape).empty();
     });
-    if (useful) out.push_back(i);
+    if (!useful) continue;
+    if (s_.now_ms - r.started_at_ms < s_.policy.min_runtime_ms) {
+      if (relief != nullptr) {
+        TimeMs old_enough = r.started_at_ms + s_.policy.min_runtime_ms;
+        if (relief->too_young == 0 || old_enough < relief->first_old_enough_ms) {
+          relief->first_old_enough_ms = old_enough;
+        }
+        ++relief->too_young;
+      }
+      continue;
+    }
+    out.push_back(i);
+  }
+  if (relief != nullptr) {
+    relief->tried = true;
+    relief->candidates = static_cast<std::int64_t>(out.size());
   }
   std::sort(out.begin(), out.end(), [&](std::size_t a, std::size_t b) {
     const RunningJob& ra = s_.running[a];
@@ -80,7 +95,9 @@ bool Cycle::Attempt(const JobCtx& ctx, const std::vector<std::size_t>& victims,
 }
 
 bool Cycle::PlaceWithVictims(const JobCtx& ctx, EvictionCause cause) {
-  auto candidates = Candidates(ctx, cause);
+  Relief& relief = relief_[cause == EvictionCause::kReclaim ? 0 : 1];
+  relief = {};
+  auto candidates = Candidates(ctx, cause, &relief);
   if (candidates.empty()) return false;
   const std::size_t mark = cluster_.Mark();
   std::vector<std::size_t> removed;  // victims currently taken out of the quota book
@@ -143,6 +160,30 @@ bool Cycle::PlaceWithVictims(const JobCtx& ctx, EvictionCause cause) {
   removed.clear();  // the evictions stay: committed with the placement
   Commit(ctx, std::move(replicas), delta, chosen, cause);
   return true;
+}
+
+void Cycle::AddRelief(bool may_reclaim, model::Reason& r) const {
+  const Relief& reclaim = relief_[0];
+  const Relief& preempt = relief_[1];
+  auto set = [&r](std::string_view key, std::int64_t v) { r.counts[std::string(key)] = v; };
+  if (!may_reclaim) {
+    set(model::kReclaimNotBelowGuarantee, 1);
+  } else if (reclaim.tried) {
+    set(model::kReclaimCandidates, reclaim.candidates);
+  }
+  if (preempt.tried) set(model::kPreemptCandidates, preempt.candidates);
+  std::int64_t young = 0;
+  TimeMs first = 0;
+  for (const Relief* rl : {&reclaim, &preempt}) {
+    if (!rl->tried || rl->too_young == 0) continue;
+    if (rl == &reclaim && !may_reclaim) continue;
+    if (young == 0 || rl->first_old_enough_ms < first) first = rl->first_old_enough_ms;
+    young += rl->too_young;
+  }
+  if (young > 0) {
+    set(model::kEvictableAfterMinRuntime, young);
+    set(model::kMinRuntimeEndsInMs, std::max<std::int64_t>(0, first - s_.now_ms));
+  }
 }
 
 }  // namespace berth::sched

@@ -128,3 +128,36 @@ TEST(ReasonZhTest, ParseLang) {
 
 }  // namespace
 }  // namespace berth::model
+
+namespace berth::model {
+namespace {
+
+TEST(ReasonReliefTest, SaysWhetherReclaimOrPreemptionCouldHelpInBothLanguages) {
+  Reason r{ReasonCode::kNoNodeFits,
+           {{"nodes", 2},
+            {"gpus_per_replica", 8},
+            {std::string(kCauseTooFewGpus), 2},
+            {std::string(kReclaimCandidates), 0},
+            {std::string(kPreemptCandidates), 3},
+            {std::string(kEvictableAfterMinRuntime), 2},
+            {std::string(kMinRuntimeEndsInMs), 15 * 60 * 1000}},
+           {}};
+  std::string en = RenderReason(r);
+  EXPECT_NE(en.find("no other queue holds lent GPUs"), std::string::npos) << en;
+  EXPECT_NE(en.find("preempting all 3 lower-priority job(s)"), std::string::npos) << en;
+  EXPECT_NE(en.find("2 more job(s) become evictable"), std::string::npos) << en;
+  EXPECT_NE(en.find("15m"), std::string::npos) << en;
+  std::string zh = RenderReason(r, Lang::kZh);
+  EXPECT_NE(zh.find("抢占其队列中全部 3 个低优先级作业"), std::string::npos) << zh;
+  EXPECT_NE(zh.find("15m"), std::string::npos) << zh;
+
+  r.counts.erase(std::string(kReclaimCandidates));
+  r.counts[std::string(kReclaimNotBelowGuarantee)] = 1;
+  EXPECT_NE(RenderReason(r).find("not below its guarantee"), std::string::npos);
+  // Without the keys nothing is added: the scheduler did not look.
+  Reason plain{ReasonCode::kNoNodeFits, {{"nodes", 1}, {"gpus_per_replica", 1}}, {}};
+  EXPECT_EQ(RenderReason(plain).find("eviction"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace berth::model
