@@ -265,9 +265,10 @@ Status Controller::RunPass() {
 Result<std::map<std::string, std::int64_t>> Controller::DecayedUsage(
     TimeMs now, std::int64_t half_life_ms, const std::vector<store::RunRecord>& active) {
   if (!ledger_built_ || ledger_.half_life_ms() != half_life_ms) {
-    auto history = store_.FinishedRunsSince(now - UsageLedger::kWindowHalfLives * half_life_ms);
+    auto history =
+        store_.FinishedRunsSince(now - model::UsageLedger::kWindowHalfLives * half_life_ms);
     if (!history) return std::unexpected(history.error());
-    std::vector<UsageInterval> finished;
+    std::vector<model::UsageInterval> finished;
     finished.reserve(history->size());
     for (const auto& h : *history) {
       finished.push_back(
@@ -279,15 +280,15 @@ Result<std::map<std::string, std::int64_t>> Controller::DecayedUsage(
   }
   // Every active run holding GPUs is remembered, started or not, so one
   // that starts and ends between two passes is still counted once.
-  std::map<std::string, UsageInterval> still;
-  std::vector<UsageInterval> running;
+  std::map<std::string, model::UsageInterval> still;
+  std::vector<model::UsageInterval> running;
   for (const auto& run : active) {
     if (run.gpu_indices.empty()) continue;
     auto spec = SpecOf(run.job_id);
     if (!spec) return std::unexpected(spec.error());
-    UsageInterval i{spec->tenant + "/" + spec->queue,
-                    static_cast<std::int64_t>(run.gpu_indices.size()) * 1000,
-                    run.started_at_ms.value_or(now), now};
+    model::UsageInterval i{spec->tenant + "/" + spec->queue,
+                           static_cast<std::int64_t>(run.gpu_indices.size()) * 1000,
+                           run.started_at_ms.value_or(now), now};
     if (run.started_at_ms) running.push_back(i);
     still.emplace(run.run_id, std::move(i));
   }
@@ -296,7 +297,7 @@ Result<std::map<std::string, std::int64_t>> Controller::DecayedUsage(
     auto run = store_.GetRun(run_id);
     if (!run) return std::unexpected(run.error());
     if (!*run || !(*run)->started_at_ms || !(*run)->finished_at_ms) continue;
-    UsageInterval ended = before;
+    model::UsageInterval ended = before;
     ended.start_ms = *(*run)->started_at_ms;
     ended.end_ms = *(*run)->finished_at_ms;
     ledger_.Fold(ended, now);

@@ -16,9 +16,9 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "model/usage_ledger.h"
 #include "sched/scheduler.h"
 #include "server/agent_session.h"
-#include "server/usage_ledger.h"
 #include "store/store.h"
 
 namespace berth::server {
@@ -120,9 +120,9 @@ class Controller {
   // Decayed usage for fair share (pass thread only): the ledger, whether it
   // has been built from history, and the runs active at the last pass, so
   // that a run is folded in once when it is seen to have ended.
-  UsageLedger ledger_;
+  model::UsageLedger ledger_;
   bool ledger_built_ = false;
-  std::map<std::string, UsageInterval> ledger_active_;
+  std::map<std::string, model::UsageInterval> ledger_active_;
 
   std::mutex mu_;  // guards everything below
   std::condition_variable cv_;

@@ -1,6 +1,6 @@
 // Decayed usage: the ledger's arithmetic, and the controller feeding it to
 // the scheduler from a real SqliteStore, across passes and restarts.
-#include "server/usage_ledger.h"
+#include "model/usage_ledger.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -16,6 +16,9 @@
 
 namespace berth::server {
 namespace {
+
+using model::UsageInterval;
+using model::UsageLedger;
 
 constexpr std::int64_t kHour = 3'600'000;
 

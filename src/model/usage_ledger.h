@@ -16,7 +16,7 @@
 
 #include "common/clock.h"
 
-namespace berth::server {
+namespace berth::model {
 
 // GPU time of one run: `mgpu` milli-GPUs from `start_ms` to `end_ms`.
 struct UsageInterval {
@@ -53,4 +53,4 @@ class UsageLedger {
   std::map<std::string, Total> totals_;
 };
 
-}  // namespace berth::server
+}  // namespace berth::model

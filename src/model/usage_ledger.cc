@@ -1,10 +1,10 @@
-#include "server/usage_ledger.h"
+#include "model/usage_ledger.h"
 
 #include <algorithm>
 #include <cmath>
 #include <numbers>
 
-namespace berth::server {
+namespace berth::model {
 namespace {
 
 double Decay(std::int64_t age_ms, std::int64_t half_life_ms) {
@@ -57,4 +57,4 @@ std::map<std::string, std::int64_t> UsageLedger::At(
   return out;
 }
 
-}  // namespace berth::server
+}  // namespace berth::model
