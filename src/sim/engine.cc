@@ -1,0 +1,257 @@
+#include "sim/engine.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <queue>
+#include <set>
+
+#include "model/usage_ledger.h"
+
+namespace berth::sim {
+namespace {
+
+struct Running {
+  std::vector<sched::ReplicaPlacement> replicas;
+  TimeMs start_ms = 0;
+  TimeMs end_ms = 0;
+};
+
+struct JobState {
+  const SimJob* job = nullptr;
+  TimeMs work_saved_ms = 0;  // progress kept by checkpoints across evictions
+  bool restarted = false;    // evicted at least once: pays the restart overhead
+  std::optional<Running> running;
+};
+
+std::int64_t GangGpus(const SimJob& j) {
+  return std::int64_t{j.resources.gpus} * j.replicas;
+}
+
+}  // namespace
+
+std::vector<sched::NodeView> UniformNodes(std::size_t count, std::uint32_t gpus,
+                                          const std::string& model, const std::string& prefix) {
+  std::vector<sched::NodeView> out;
+  out.reserve(count);
+  for (std::size_t n = 0; n < count; ++n) {
+    sched::NodeView v;
+    v.name = fmt::format("{}-{:04}", prefix, n);
+    v.ready = true;
+    v.cpu_millis_free = 128'000;
+    v.memory_bytes_free = 1ULL << 40;
+    for (std::uint32_t g = 0; g < gpus; ++g) {
+      sched::GpuView gv;
+      gv.index = g;
+      gv.uuid = fmt::format("{}-gpu{}", v.name, g);
+      gv.model = model;
+      gv.memory_bytes = 80ULL << 30;
+      v.gpus.push_back(std::move(gv));
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
+                           const std::vector<SimJob>& jobs, const model::Policy& policy,
+                           const sched::Scheduler& scheduler, const SimOptions& options) {
+  if (options.cycle_ms <= 0) return Fail(Code::kInvalidArgument, "cycle_ms must be positive");
+  SimResult result;
+  std::vector<sched::NodeView> nodes = nodes_in;
+  std::sort(nodes.begin(), nodes.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
+  std::map<std::string, std::size_t> node_index;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    node_index[nodes[i].name] = i;
+    for (auto& g : nodes[i].gpus) {
+      g.free = true;
+      if (g.healthy && nodes[i].ready) ++result.cluster_gpus;
+    }
+  }
+  std::map<std::int64_t, JobState> state;
+  for (const auto& j : jobs) {
+    state[j.id].job = &j;
+    JobOutcome o;
+    o.id = j.id;
+    o.tenant = j.tenant;
+    o.queue = j.queue;
+    o.gpus = GangGpus(j);
+    o.submit_ms = j.submit_ms;
+    o.duration_ms = j.duration_ms;
+    result.jobs.push_back(o);
+  }
+  std::sort(result.jobs.begin(), result.jobs.end(),
+            [](const auto& a, const auto& b) { return a.id < b.id; });
+  auto outcome = [&](std::int64_t id) -> JobOutcome& {
+    return *std::lower_bound(result.jobs.begin(), result.jobs.end(), id,
+                             [](const JobOutcome& o, std::int64_t v) { return o.id < v; });
+  };
+  // Arrivals in submit order; completions by (end, id).
+  std::vector<const SimJob*> arrivals;
+  for (const auto& j : jobs) arrivals.push_back(&j);
+  std::stable_sort(arrivals.begin(), arrivals.end(),
+                   [](const SimJob* a, const SimJob* b) { return a->submit_ms < b->submit_ms; });
+  std::set<std::pair<TimeMs, std::int64_t>> ends;
+  std::set<std::int64_t> pending;
+  std::size_t next_arrival = 0;
+  const TimeMs t0 = arrivals.empty() ? 0 : arrivals.front()->submit_ms;
+  model::UsageLedger ledger;
+  ledger.Reset(policy.usage_half_life_ms, t0, {});
+
+  auto set_gpus = [&](const std::vector<sched::ReplicaPlacement>& replicas, bool free) {
+    for (const auto& r : replicas) {
+      auto& node = nodes[node_index.at(r.node)];
+      for (auto idx : r.gpu_indices) {
+        for (auto& g : node.gpus) {
+          if (g.index == idx) g.free = free;
+        }
+      }
+    }
+  };
+  auto release = [&](std::int64_t id, TimeMs now) {
+    JobState& s = state.at(id);
+    set_gpus(s.running->replicas, true);
+    ledger.Fold(
+        {s.job->tenant + "/" + s.job->queue, GangGpus(*s.job) * 1000, s.running->start_ms, now},
+        now);
+    ends.erase({s.running->end_ms, id});
+    s.running.reset();
+  };
+
+  TimeMs now = t0;
+  bool dirty = false;
+  while (true) {
+    // Everything that happens up to `now`.
+    while (next_arrival < arrivals.size() && arrivals[next_arrival]->submit_ms <= now) {
+      pending.insert(arrivals[next_arrival]->id);
+      ++next_arrival;
+      dirty = true;
+    }
+    while (!ends.empty() && ends.begin()->first <= now) {
+      auto [end, id] = *ends.begin();
+      release(id, end);
+      outcome(id).end_ms = end;
+      dirty = true;
+    }
+    if (dirty) {
+      sched::Snapshot snap;
+      snap.now_ms = now;
+      snap.nodes = nodes;
+      snap.policy = policy;
+      for (std::int64_t id : pending) {
+        const SimJob& j = *state.at(id).job;
+        sched::PendingJob p;
+        p.id = j.id;
+        p.tenant = j.tenant;
+        p.queue = j.queue;
+        p.priority = j.priority;
+        p.submitted_at_ms = j.submit_ms;
+        p.replicas = j.replicas;
+        p.resources = j.resources;
+        p.preemptible = j.preemptible;
+        snap.pending.push_back(std::move(p));
+      }
+      std::vector<model::UsageInterval> busy;
+      for (const auto& [id, s] : state) {
+        if (!s.running) continue;
+        sched::RunningJob r;
+        r.id = id;
+        r.tenant = s.job->tenant;
+        r.queue = s.job->queue;
+        r.priority = s.job->priority;
+        r.preemptible = s.job->preemptible;
+        r.started_at_ms = s.running->start_ms;
+        if (options.checkpoint_interval_ms > 0) {
+          TimeMs ran = now - s.running->start_ms;
+          TimeMs kept = ran / options.checkpoint_interval_ms * options.checkpoint_interval_ms;
+          if (kept > 0) r.last_checkpoint_ms = s.running->start_ms + kept;
+        }
+        r.resources = s.job->resources;
+        r.replicas = s.running->replicas;
+        snap.running.push_back(std::move(r));
+        busy.push_back({s.job->tenant + "/" + s.job->queue, GangGpus(*s.job) * 1000,
+                        s.running->start_ms, now});
+      }
+      snap.decayed_usage = ledger.At(now, busy);
+      auto started = std::chrono::steady_clock::now();
+      sched::Plan plan = scheduler.Schedule(snap);
+      result.scheduler_ms +=
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+              .count();
+      ++result.cycles;
+      // Evictions take effect at once in the simulation (no stop grace).
+      for (const auto& e : plan.evictions) {
+        JobState& s = state.at(e.job_id);
+        if (!s.running) continue;
+        TimeMs ran = now - s.running->start_ms;
+        TimeMs kept = options.checkpoint_interval_ms > 0
+                          ? ran / options.checkpoint_interval_ms * options.checkpoint_interval_ms
+                          : 0;
+        s.work_saved_ms = std::min(s.job->duration_ms, s.work_saved_ms + kept);
+        s.restarted = true;
+        JobOutcome& o = outcome(e.job_id);
+        ++o.evictions;
+        o.lost_gpu_ms += (ran - kept) * GangGpus(*s.job);
+        release(e.job_id, now);
+        pending.insert(e.job_id);
+      }
+      for (const auto& p : plan.placements) {
+        JobState& s = state.at(p.job_id);
+        if (s.running || !pending.contains(p.job_id)) {
+          return Fail(Code::kInternal,
+                      fmt::format("the plan places job {}, which is not waiting", p.job_id));
+        }
+        for (const auto& r : p.replicas) {
+          auto& node = nodes[node_index.at(r.node)];
+          for (auto idx : r.gpu_indices) {
+            for (const auto& g : node.gpus) {
+              if (g.index == idx && !g.free) {
+                return Fail(Code::kInternal,
+                            fmt::format("the plan gives GPU {} of {} twice", idx, r.node));
+              }
+            }
+          }
+        }
+        set_gpus(p.replicas, false);
+        TimeMs run_for =
+            s.job->duration_ms - s.work_saved_ms + (s.restarted ? options.restart_overhead_ms : 0);
+        s.running = Running{p.replicas, now, now + run_for};
+        ends.insert({now + run_for, p.job_id});
+        pending.erase(p.job_id);
+        JobOutcome& o = outcome(p.job_id);
+        if (!o.first_start_ms) o.first_start_ms = now;
+      }
+      Sample sample;
+      sample.t_ms = now;
+      for (const auto& n : nodes) {
+        for (const auto& g : n.gpus) {
+          if (!g.healthy || !n.ready) continue;
+          if (g.free) {
+            sample.idle_gpus_while_waiting += 1;
+          } else {
+            sample.allocated_gpus += 1;
+          }
+        }
+      }
+      sample.pending_jobs = static_cast<std::int64_t>(pending.size());
+      for (std::int64_t id : pending) sample.pending_gpus += GangGpus(*state.at(id).job);
+      if (sample.pending_jobs == 0) sample.idle_gpus_while_waiting = 0;
+      result.samples.push_back(sample);
+      dirty = false;
+    }
+    // The next moment something happens, on the cycle grid.
+    std::optional<TimeMs> next;
+    if (next_arrival < arrivals.size()) next = arrivals[next_arrival]->submit_ms;
+    if (!ends.empty()) next = next ? std::min(*next, ends.begin()->first) : ends.begin()->first;
+    if (!next) break;  // nothing will ever change again
+    TimeMs step = std::max(*next, now + 1);
+    now = t0 + (step - t0 + options.cycle_ms - 1) / options.cycle_ms * options.cycle_ms;
+    if (options.horizon_ms > 0 && now - t0 > options.horizon_ms) break;
+  }
+  return result;
+}
+
+}  // namespace berth::sim

@@ -1,0 +1,75 @@
+// berth-sim's engine: the unchanged scheduling core (or any sched::Scheduler)
+// on a virtual clock. Jobs start the moment a plan places them, run for their
+// trace duration, and end; evicted jobs lose the work since their last
+// checkpoint, go back to the queue and pay a restart overhead when they run
+// again. Deterministic: the same inputs give the same result.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "model/policy.h"
+#include "sched/scheduler.h"
+#include "sched/snapshot.h"
+#include "sim/trace.h"
+
+namespace berth::sim {
+
+struct SimOptions {
+  // The scheduler runs at most once per cycle, on a grid of this step, and
+  // only when something arrived or ended since the last run.
+  TimeMs cycle_ms = 10'000;
+  // Extra run time each time an evicted job starts again.
+  TimeMs restart_overhead_ms = 60'000;
+  // A running job checkpoints every this long (0: never; an eviction then
+  // loses everything since its start).
+  TimeMs checkpoint_interval_ms = 0;
+  // Stop after this much virtual time past the first submit (0: run dry).
+  TimeMs horizon_ms = 0;
+};
+
+struct JobOutcome {
+  std::int64_t id = 0;
+  std::string tenant;
+  std::string queue;
+  std::int64_t gpus = 0;  // whole gang
+  TimeMs submit_ms = 0;
+  TimeMs duration_ms = 0;
+  std::optional<TimeMs> first_start_ms;
+  std::optional<TimeMs> end_ms;  // nullopt: never finished
+  std::int64_t evictions = 0;
+  std::int64_t lost_gpu_ms = 0;  // GPU-time of work thrown away by evictions
+};
+
+// The cluster at one scheduling cycle.
+struct Sample {
+  TimeMs t_ms = 0;
+  std::int64_t allocated_gpus = 0;
+  std::int64_t pending_jobs = 0;
+  std::int64_t pending_gpus = 0;
+  // Free healthy GPUs while jobs wait: capacity the waiting jobs could not use.
+  std::int64_t idle_gpus_while_waiting = 0;
+};
+
+struct SimResult {
+  std::int64_t cluster_gpus = 0;
+  std::vector<JobOutcome> jobs;  // by id
+  std::vector<Sample> samples;
+  std::int64_t cycles = 0;
+  double scheduler_ms = 0;  // wall time spent in Schedule(), for reference
+};
+
+Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes,
+                           const std::vector<SimJob>& jobs, const model::Policy& policy,
+                           const sched::Scheduler& scheduler, const SimOptions& options);
+
+// `count` nodes named PREFIX-0000.. with `gpus` GPUs of `model` each
+// (80 GiB, one NVLink island, 128 CPUs, 1 TiB).
+std::vector<sched::NodeView> UniformNodes(std::size_t count, std::uint32_t gpus,
+                                          const std::string& model,
+                                          const std::string& prefix = "node");
+
+}  // namespace berth::sim

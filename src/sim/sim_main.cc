@@ -1,0 +1,135 @@
+// berth-sim: replays a workload trace through Berth's scheduling core (and
+// baselines) on a virtual clock and prints what each tenant would see.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "common/units.h"
+#include "model/policy.h"
+#include "sched/core_scheduler.h"
+#include "sched/fifo_scheduler.h"
+#include "sim/engine.h"
+#include "sim/report.h"
+#include "sim/trace.h"
+
+namespace {
+
+int Fail(const std::string& message) {
+  std::cerr << "berth-sim: " << message << "\n";
+  return 2;
+}
+
+// Tenants t00.. each guaranteed an equal share of the cluster, free to
+// borrow the rest: Berth's default way of sharing among equals.
+std::string EqualSharePolicy(std::uint32_t tenants, std::int64_t gpus) {
+  std::string yaml = "queues:\n";
+  for (std::uint32_t t = 0; t < tenants; ++t) {
+    yaml += fmt::format(
+        "  - name: {}\n    quota: {{gpus: {{guaranteed: {}}}}}\n    children: [{{name: "
+        "training}}]\n",
+        berth::sim::TenantName(t, tenants), gpus / tenants);
+  }
+  return yaml;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "berth-sim: replay a cluster trace through Berth's scheduling core on a virtual clock.\n"
+      "Prints completion time, queueing delay, allocation and evictions per scheduler\n"
+      "(docs/evaluation.md)."};
+  std::string itp;
+  std::size_t limit = 0;
+  std::uint32_t tenants = 1;
+  std::int64_t gpus = 64;
+  std::uint32_t per_node = 8;
+  std::vector<std::string> schedulers{"fifo", "berth"};
+  std::string policy_file;
+  std::string cycle = "10s";
+  std::string restart = "60s";
+  std::string checkpoint = "0s";
+  std::string json_out;
+  app.add_option("--itp", itp, "Microsoft ITP trace CSV (job_id,submission_time,duration,num_gpu)")
+      ->required();
+  app.add_option("--limit", limit, "Replay only the first N jobs (0: all)");
+  app.add_option("--tenants", tenants, "Spread the trace's jobs over N tenants (by job id hash)")
+      ->capture_default_str();
+  app.add_option("--gpus", gpus, "Cluster size in GPUs (whole nodes)")->capture_default_str();
+  app.add_option("--gpus-per-node", per_node, "GPUs per node")->capture_default_str();
+  app.add_option("--schedulers", schedulers, "Comma-separated: fifo, berth")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--policy", policy_file,
+                 "Policy YAML for berth (default: equal guaranteed shares per tenant)");
+  app.add_option("--cycle", cycle, "Scheduling cycle on the virtual clock")->capture_default_str();
+  app.add_option("--restart-overhead", restart, "Added to an evicted job's next run")
+      ->capture_default_str();
+  app.add_option("--checkpoint-interval", checkpoint,
+                 "Running jobs checkpoint this often (0s: never)")
+      ->capture_default_str();
+  app.add_option("--json", json_out, "Also write the summaries as JSON to this file");
+  CLI11_PARSE(app, argc, argv);
+
+  if (gpus <= 0 || per_node == 0 || gpus % per_node != 0) {
+    return Fail("--gpus must be a positive multiple of --gpus-per-node");
+  }
+  berth::sim::SimOptions options;
+  auto c = berth::ParseDurationMs(cycle);
+  auto r = berth::ParseDurationMs(restart);
+  auto k = berth::ParseDurationMs(checkpoint);
+  if (!c || *c <= 0) return Fail("--cycle takes a positive duration such as 10s");
+  if (!r || !k)
+    return Fail("--restart-overhead and --checkpoint-interval take durations such as 60s");
+  options.cycle_ms = *c;
+  options.restart_overhead_ms = *r;
+  options.checkpoint_interval_ms = *k;
+
+  auto jobs = berth::sim::ReadItpFile(itp, {tenants, per_node, limit});
+  if (!jobs) return Fail(jobs.error().message);
+  std::string policy_text = EqualSharePolicy(tenants, gpus);
+  if (!policy_file.empty()) {
+    std::ifstream in(policy_file);
+    if (!in) return Fail("cannot read --policy " + policy_file);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    policy_text = ss.str();
+  }
+  auto policy = tenants <= 1 && policy_file.empty()
+                    ? berth::Result<berth::model::Policy>(berth::model::DefaultPolicy())
+                    : berth::model::ParsePolicy(policy_text);
+  if (!policy) return Fail("policy: " + policy.error().field + ": " + policy.error().message);
+  auto nodes =
+      berth::sim::UniformNodes(static_cast<std::size_t>(gpus / per_node), per_node, "H100-80GB");
+
+  std::vector<berth::sim::Summary> summaries;
+  for (const auto& name : schedulers) {
+    berth::sched::FifoScheduler fifo;
+    berth::sched::CoreScheduler core;
+    const berth::sched::Scheduler* s = nullptr;
+    if (name == "fifo") {
+      s = &fifo;
+    } else if (name == "berth") {
+      s = &core;
+    } else {
+      return Fail("--schedulers: unknown scheduler '" + name + "'; use fifo or berth");
+    }
+    auto result = berth::sim::Simulate(nodes, *jobs, *policy, *s, options);
+    if (!result) return Fail(name + ": " + result.error().message);
+    summaries.push_back(berth::sim::Summarize(name, *result));
+  }
+  std::cout << fmt::format("{} jobs from {} on {} GPUs ({} nodes of {}), {} tenant(s)\n\n",
+                           jobs->size(), itp, gpus, gpus / per_node, per_node, tenants)
+            << berth::sim::RenderTable(summaries);
+  if (!json_out.empty()) {
+    nlohmann::json all = nlohmann::json::array();
+    for (const auto& s : summaries) all.push_back(berth::sim::ToJson(s));
+    std::ofstream out(json_out);
+    out << all.dump(2) << "\n";
+    if (!out) return Fail("cannot write --json " + json_out);
+  }
+  return 0;
+}

@@ -1,0 +1,136 @@
+// berth-sim: the ITP reader, and the engine's clock, queueing and eviction
+// accounting on small workloads whose answers can be worked out by hand.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <sstream>
+
+#include "sched/core_scheduler.h"
+#include "sched/fifo_scheduler.h"
+#include "sim/engine.h"
+#include "sim/report.h"
+#include "sim/trace.h"
+
+namespace berth::sim {
+namespace {
+
+constexpr const char* kHeader = "job_id,submission_time,duration,num_gpu\n";
+
+TEST(ReadItp, JobsInSubmitOrderWithGangsOfWholeNodes) {
+  std::istringstream in(std::string(kHeader) +
+                        "b,20,700,16\n"
+                        "a,10,600,2\n");
+  auto jobs = ReadItp(in, {});
+  ASSERT_TRUE(jobs.has_value()) << jobs.error().message;
+  ASSERT_EQ(jobs->size(), 2U);
+  EXPECT_EQ((*jobs)[0].name, "a");
+  EXPECT_EQ((*jobs)[0].id, 1);
+  EXPECT_EQ((*jobs)[0].submit_ms, 10'000);
+  EXPECT_EQ((*jobs)[0].resources.gpus, 2U);
+  EXPECT_EQ((*jobs)[0].replicas, 1U);
+  EXPECT_EQ((*jobs)[1].replicas, 2U);
+  EXPECT_EQ((*jobs)[1].resources.gpus, 8U);
+  EXPECT_EQ((*jobs)[1].duration_ms, 700'000);
+  EXPECT_EQ((*jobs)[1].tenant, "default");
+}
+
+TEST(ReadItp, TenantsComeFromAStableHashOfTheJobId) {
+  std::string csv = kHeader;
+  for (int i = 0; i < 40; ++i) csv += "job-" + std::to_string(i) + ",0,600,1\n";
+  std::istringstream a(csv);
+  std::istringstream b(csv);
+  auto x = ReadItp(a, {4, 8, 0});
+  auto y = ReadItp(b, {4, 8, 0});
+  ASSERT_TRUE(x && y);
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < x->size(); ++i) {
+    EXPECT_EQ((*x)[i].tenant, (*y)[i].tenant);
+    EXPECT_EQ((*x)[i].queue, "training");
+    seen.insert((*x)[i].tenant);
+  }
+  EXPECT_EQ(seen, (std::set<std::string>{"t00", "t01", "t02", "t03"}));
+}
+
+TEST(ReadItp, ErrorsNameTheLineAndColumn) {
+  std::istringstream bad_header("id,t,d,g\n");
+  EXPECT_NE(ReadItp(bad_header, {}).error().message.find("line 1"), std::string::npos);
+  std::istringstream bad_number(std::string(kHeader) + "a,10,600,2\nb,x,600,2\n");
+  auto e = ReadItp(bad_number, {});
+  ASSERT_FALSE(e.has_value());
+  EXPECT_NE(e.error().message.find("line 3: submission_time 'x'"), std::string::npos)
+      << e.error().message;
+  std::istringstream ragged(std::string(kHeader) + "a,10,600,12\n");
+  EXPECT_NE(ReadItp(ragged, {}).error().message.find("whole number of 8-GPU nodes"),
+            std::string::npos);
+}
+
+SimJob Job(std::int64_t id, TimeMs submit_s, TimeMs duration_s, std::uint32_t gpus,
+           model::Priority priority = model::Priority::kNormal) {
+  SimJob j;
+  j.id = id;
+  j.name = "j" + std::to_string(id);
+  j.submit_ms = submit_s * 1000;
+  j.duration_ms = duration_s * 1000;
+  j.resources.gpus = gpus;
+  j.priority = priority;
+  return j;
+}
+
+TEST(Simulate, ASecondFullNodeJobWaitsForTheFirstToEnd) {
+  auto nodes = UniformNodes(1, 8, "H100-80GB");
+  std::vector<SimJob> jobs{Job(1, 0, 100, 8), Job(2, 5, 100, 8)};
+  sched::FifoScheduler fifo;
+  auto r = Simulate(nodes, jobs, model::DefaultPolicy(), fifo, {});
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  ASSERT_EQ(r->jobs.size(), 2U);
+  EXPECT_EQ(r->jobs[0].first_start_ms, 0);
+  EXPECT_EQ(r->jobs[0].end_ms, 100'000);
+  EXPECT_EQ(r->jobs[1].first_start_ms, 100'000);  // the cycle after job 1 ends
+  EXPECT_EQ(r->jobs[1].end_ms, 200'000);
+  auto s = Summarize("fifo", *r);
+  EXPECT_DOUBLE_EQ(s.all.wait.mean_s, (0 + 95) / 2.0);
+  EXPECT_DOUBLE_EQ(s.makespan_s, 200);
+  EXPECT_EQ(s.cluster_gpus, 8);
+}
+
+TEST(Simulate, AnEvictedJobLosesWorkSinceItsCheckpointAndPaysTheRestart) {
+  auto nodes = UniformNodes(1, 8, "H100-80GB");
+  std::vector<SimJob> jobs{Job(1, 0, 100, 8, model::Priority::kLow),
+                           Job(2, 50, 100, 8, model::Priority::kHigh)};
+  SimOptions options;
+  options.checkpoint_interval_ms = 30'000;
+  options.restart_overhead_ms = 60'000;
+  sched::CoreScheduler core;
+  auto r = Simulate(nodes, jobs, model::DefaultPolicy(), core, options);
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  const JobOutcome& low = r->jobs[0];
+  const JobOutcome& high = r->jobs[1];
+  EXPECT_EQ(high.first_start_ms, 50'000);
+  EXPECT_EQ(high.end_ms, 150'000);
+  EXPECT_EQ(low.evictions, 1);
+  EXPECT_EQ(low.lost_gpu_ms, 20'000 * 8);  // ran 50 s, checkpointed at 30 s
+  // 70 s of work left plus 60 s of restart, from 150 s.
+  EXPECT_EQ(low.end_ms, 280'000);
+  EXPECT_EQ(Summarize("berth", *r).evictions, 1);
+}
+
+TEST(Simulate, TheSameInputsGiveTheSameResult) {
+  auto nodes = UniformNodes(2, 8, "H100-80GB");
+  std::vector<SimJob> jobs;
+  for (int i = 1; i <= 60; ++i) {
+    jobs.push_back(Job(i, (i * 37) % 500, 100 + (i * 53) % 900, 1U << (i % 4),
+                       i % 5 == 0 ? model::Priority::kHigh : model::Priority::kNormal));
+  }
+  sched::CoreScheduler core;
+  auto a = Simulate(nodes, jobs, model::DefaultPolicy(), core, {});
+  auto b = Simulate(nodes, jobs, model::DefaultPolicy(), core, {});
+  ASSERT_TRUE(a && b);
+  for (std::size_t i = 0; i < a->jobs.size(); ++i) {
+    EXPECT_EQ(a->jobs[i].first_start_ms, b->jobs[i].first_start_ms) << i;
+    EXPECT_EQ(a->jobs[i].end_ms, b->jobs[i].end_ms) << i;
+    EXPECT_TRUE(a->jobs[i].end_ms.has_value()) << "job " << i + 1 << " never finished";
+  }
+}
+
+}  // namespace
+}  // namespace berth::sim
