@@ -21,8 +21,9 @@ struct Running {
 
 struct JobState {
   const SimJob* job = nullptr;
-  TimeMs work_saved_ms = 0;  // progress kept by checkpoints across evictions
-  bool restarted = false;    // evicted at least once: pays the restart overhead
+  TimeMs work_saved_ms = 0;          // progress kept by checkpoints across evictions
+  std::int64_t attained_gpu_ms = 0;  // GPU time of finished or evicted runs
+  bool restarted = false;            // evicted at least once: pays the restart overhead
   std::optional<Running> running;
 };
 
@@ -57,7 +58,8 @@ std::vector<sched::NodeView> UniformNodes(std::size_t count, std::uint32_t gpus,
 
 Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
                            const std::vector<SimJob>& jobs, const model::Policy& policy,
-                           const sched::Scheduler& scheduler, const SimOptions& options) {
+                           const sched::Scheduler& scheduler, const SimOptions& options,
+                           const SnapshotAdjuster& adjust) {
   if (options.cycle_ms <= 0) return Fail(Code::kInvalidArgument, "cycle_ms must be positive");
   SimResult result;
   std::vector<sched::NodeView> nodes = nodes_in;
@@ -114,6 +116,7 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
   auto release = [&](std::int64_t id, TimeMs now) {
     JobState& s = state.at(id);
     set_gpus(s.running->replicas, true);
+    s.attained_gpu_ms += (now - s.running->start_ms) * GangGpus(*s.job);
     ledger.Fold(
         {s.job->tenant + "/" + s.job->queue, GangGpus(*s.job) * 1000, s.running->start_ms, now},
         now);
@@ -176,6 +179,22 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
                         s.running->start_ms, now});
       }
       snap.decayed_usage = ledger.At(now, busy);
+      if (adjust) {
+        std::map<std::int64_t, JobProgress> progress;
+        for (const auto& [id, s] : state) {
+          if (!s.running && !pending.contains(id)) continue;
+          JobProgress jp;
+          jp.attained_gpu_ms = s.attained_gpu_ms;
+          if (s.running) {
+            jp.attained_gpu_ms += (now - s.running->start_ms) * GangGpus(*s.job);
+            jp.remaining_ms = s.running->end_ms - now;
+          } else {
+            jp.remaining_ms = s.job->duration_ms - s.work_saved_ms;
+          }
+          progress.emplace(id, jp);
+        }
+        adjust(snap, progress);
+      }
       auto started = std::chrono::steady_clock::now();
       sched::Plan plan = scheduler.Schedule(snap);
       result.scheduler_ms +=

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -62,9 +64,21 @@ struct SimResult {
   double scheduler_ms = 0;  // wall time spent in Schedule(), for reference
 };
 
+// What the simulator knows about a job that a real scheduler does not: its
+// true remaining run time (an oracle), and the GPU time it has had so far.
+struct JobProgress {
+  TimeMs remaining_ms = 0;
+  std::int64_t attained_gpu_ms = 0;
+};
+// Rewrites a snapshot before the scheduler sees it: how the research
+// baselines (baselines.h) turn trace knowledge into order and priority.
+using SnapshotAdjuster =
+    std::function<void(sched::Snapshot&, const std::map<std::int64_t, JobProgress>&)>;
+
 Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes,
                            const std::vector<SimJob>& jobs, const model::Policy& policy,
-                           const sched::Scheduler& scheduler, const SimOptions& options);
+                           const sched::Scheduler& scheduler, const SimOptions& options,
+                           const SnapshotAdjuster& adjust = {});
 
 // `count` nodes named PREFIX-0000.. with `gpus` GPUs of `model` each
 // (80 GiB, one NVLink island, 128 CPUs, 1 TiB).

@@ -11,6 +11,7 @@
 #include "model/policy.h"
 #include "sched/core_scheduler.h"
 #include "sched/fifo_scheduler.h"
+#include "sim/baselines.h"
 #include "sim/engine.h"
 #include "sim/report.h"
 #include "sim/trace.h"
@@ -60,7 +61,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--gpus", gpus, "Cluster size in GPUs (whole nodes)")->capture_default_str();
   app.add_option("--gpus-per-node", per_node, "GPUs per node")->capture_default_str();
-  app.add_option("--schedulers", schedulers, "Comma-separated: fifo, berth")
+  std::vector<std::string> las = {"1h", "10h"};
+  app.add_option("--schedulers", schedulers,
+                 "Comma-separated: fifo, berth, sjf-oracle, las (Tiresias-style)")
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--policy", policy_file,
@@ -70,6 +73,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--checkpoint-interval", checkpoint,
                  "Running jobs checkpoint this often (0s: never)")
+      ->capture_default_str();
+  app.add_option("--las-thresholds", las,
+                 "GPU-time thresholds of the las levels (GPU-hours as durations: 1h = 1 GPU-hour)")
+      ->delimiter(',')
       ->capture_default_str();
   app.add_option("--json", json_out, "Also write the summaries as JSON to this file");
   CLI11_PARSE(app, argc, argv);
@@ -105,19 +112,33 @@ int main(int argc, char** argv) {
   auto nodes =
       berth::sim::UniformNodes(static_cast<std::size_t>(gpus / per_node), per_node, "H100-80GB");
 
+  std::vector<std::int64_t> las_ms;
+  for (const auto& t : las) {
+    auto v = berth::ParseDurationMs(t);
+    if (!v || *v <= 0) return Fail("--las-thresholds takes GPU-time durations such as 1h,10h");
+    las_ms.push_back(*v);
+  }
   std::vector<berth::sim::Summary> summaries;
   for (const auto& name : schedulers) {
     berth::sched::FifoScheduler fifo;
     berth::sched::CoreScheduler core;
     const berth::sched::Scheduler* s = nullptr;
+    berth::sim::SnapshotAdjuster adjust;
     if (name == "fifo") {
       s = &fifo;
     } else if (name == "berth") {
       s = &core;
+    } else if (name == "sjf-oracle") {
+      s = &fifo;
+      adjust = berth::sim::ShortestJobFirstOracle();
+    } else if (name == "las") {
+      s = &core;
+      adjust = berth::sim::LeastAttainedService(las_ms);
     } else {
-      return Fail("--schedulers: unknown scheduler '" + name + "'; use fifo or berth");
+      return Fail("--schedulers: unknown scheduler '" + name +
+                  "'; use fifo, berth, sjf-oracle or las");
     }
-    auto result = berth::sim::Simulate(nodes, *jobs, *policy, *s, options);
+    auto result = berth::sim::Simulate(nodes, *jobs, *policy, *s, options, adjust);
     if (!result) return Fail(name + ": " + result.error().message);
     summaries.push_back(berth::sim::Summarize(name, *result));
   }

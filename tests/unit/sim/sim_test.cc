@@ -7,6 +7,7 @@
 
 #include "sched/core_scheduler.h"
 #include "sched/fifo_scheduler.h"
+#include "sim/baselines.h"
 #include "sim/engine.h"
 #include "sim/report.h"
 #include "sim/trace.h"
@@ -130,6 +131,36 @@ TEST(Simulate, TheSameInputsGiveTheSameResult) {
     EXPECT_EQ(a->jobs[i].end_ms, b->jobs[i].end_ms) << i;
     EXPECT_TRUE(a->jobs[i].end_ms.has_value()) << "job " << i + 1 << " never finished";
   }
+}
+
+TEST(Baselines, TheSjfOracleRunsTheShortestWaitingJobFirst) {
+  auto nodes = UniformNodes(1, 8, "H100-80GB");
+  // Job 1 holds the node; 2 (long) and 3 (short) wait for it.
+  std::vector<SimJob> jobs{Job(1, 0, 100, 8), Job(2, 10, 1000, 8), Job(3, 20, 10, 8)};
+  sched::FifoScheduler fifo;
+  auto plain = Simulate(nodes, jobs, model::DefaultPolicy(), fifo, {});
+  auto sjf = Simulate(nodes, jobs, model::DefaultPolicy(), fifo, {}, ShortestJobFirstOracle());
+  ASSERT_TRUE(plain && sjf);
+  EXPECT_EQ(plain->jobs[1].first_start_ms, 100'000);  // submit order
+  EXPECT_EQ(sjf->jobs[2].first_start_ms, 100'000);    // shortest first
+  EXPECT_EQ(sjf->jobs[1].first_start_ms, 110'000);
+}
+
+TEST(Baselines, LeastAttainedServicePreemptsTheJobThatHadTheMostGpuTime) {
+  auto nodes = UniformNodes(1, 8, "H100-80GB");
+  // Job 1 has had 8 GPU-hours by the time job 2 arrives; the threshold is 1.
+  std::vector<SimJob> jobs{Job(1, 0, 7200, 8), Job(2, 3600, 100, 8)};
+  sched::CoreScheduler core;
+  auto r =
+      Simulate(nodes, jobs, model::DefaultPolicy(), core, {}, LeastAttainedService({3'600'000}));
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(r->jobs[1].first_start_ms, 3'600'000);
+  EXPECT_EQ(r->jobs[0].evictions, 1);
+  // Plain Berth keeps job 1: both have the same priority.
+  auto plain = Simulate(nodes, jobs, model::DefaultPolicy(), core, {});
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_EQ(plain->jobs[0].evictions, 0);
+  EXPECT_EQ(plain->jobs[1].first_start_ms, 7'200'000);
 }
 
 }  // namespace
