@@ -5,8 +5,31 @@
 
 namespace berth::sim {
 
+namespace {
+
+void IntoOneQueue(sched::Snapshot& snap) {
+  for (auto& p : snap.pending) {
+    p.tenant = "default";
+    p.queue = "default";
+  }
+  for (auto& r : snap.running) {
+    r.tenant = "default";
+    r.queue = "default";
+  }
+  snap.policy = model::DefaultPolicy();
+  snap.decayed_usage.clear();
+}
+
+}  // namespace
+
+SnapshotAdjuster OneQueue() {
+  return
+      [](sched::Snapshot& snap, const std::map<std::int64_t, JobProgress>&) { IntoOneQueue(snap); };
+}
+
 SnapshotAdjuster ShortestJobFirstOracle() {
   return [](sched::Snapshot& snap, const std::map<std::int64_t, JobProgress>& progress) {
+    IntoOneQueue(snap);
     // The FIFO scheduler orders by (submitted_at_ms, id): give it run times.
     for (auto& p : snap.pending) p.submitted_at_ms = progress.at(p.id).remaining_ms;
   };
@@ -26,20 +49,15 @@ SnapshotAdjuster LeastAttainedService(std::vector<std::int64_t> thresholds) {
       // With fewer thresholds the last level is the lowest one.
       return l == thresholds.size() ? model::Priority::kLow : kLevels[l];
     };
+    IntoOneQueue(snap);
     for (auto& p : snap.pending) {
-      p.tenant = "default";
-      p.queue = "default";
       p.priority = level(p.id);
       p.preemptible = true;
     }
     for (auto& r : snap.running) {
-      r.tenant = "default";
-      r.queue = "default";
       r.priority = level(r.id);
       r.preemptible = true;
     }
-    snap.policy = model::DefaultPolicy();
-    snap.decayed_usage.clear();
   };
 }
 

@@ -21,6 +21,10 @@
 
 namespace berth::sim {
 
+// FIFO without quotas: every job in one queue under the default policy, so
+// the FIFO scheduler keeps one line for the whole cluster.
+SnapshotAdjuster OneQueue();
+
 SnapshotAdjuster ShortestJobFirstOracle();
 
 // Levels by attained GPU-milliseconds: below thresholds[0] is the top level

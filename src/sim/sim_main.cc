@@ -126,6 +126,7 @@ int main(int argc, char** argv) {
     berth::sim::SnapshotAdjuster adjust;
     if (name == "fifo") {
       s = &fifo;
+      adjust = berth::sim::OneQueue();
     } else if (name == "berth") {
       s = &core;
     } else if (name == "sjf-oracle") {
