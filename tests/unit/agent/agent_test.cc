@@ -57,11 +57,12 @@ class FakeBerthd final : public v1::AgentService::Service {
     if (ctx_) ctx_->TryCancel();
   }
 
-  // Waits until `pred(received)` holds; returns false after 4 s.
+  // Waits until `pred(received)` holds; returns false after 15 s (generous:
+  // the suite runs beside compilers and under sanitizers).
   template <typename Pred>
   bool Await(Pred pred) {
     std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, std::chrono::seconds(4), [&] { return pred(received_); });
+    return cv_.wait_for(lock, std::chrono::seconds(15), [&] { return pred(received_); });
   }
 
   std::vector<v1::AgentMessage> Received() {

@@ -35,7 +35,7 @@ class TempDir {
 
 // Polls `pred` every 10 ms until it holds or `timeout` passes.
 template <typename Pred>
-bool WaitFor(Pred pred, std::chrono::milliseconds timeout = std::chrono::seconds(4)) {
+bool WaitFor(Pred pred, std::chrono::milliseconds timeout = std::chrono::seconds(15)) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     if (pred()) return true;
