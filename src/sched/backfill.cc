@@ -1,0 +1,285 @@
+// Estimated starts, reservations and backfill (EASY style). A queue head
+// that waits for GPUs gets its earliest start by replaying the releases of
+// running jobs at their max runtime (berthd stops a job then, so that is a
+// hard bound) onto the working cluster inside its statement, rolled back
+// after. While the cycle's cap allows, the GPUs it would get are reserved:
+// from then on a job may use a reserved GPU only if it ends (now + its max
+// runtime) no later than the reserved start, so backfill never delays the
+// reserved job. GPUs outside every reservation are used as before.
+#include <algorithm>
+#include <tuple>
+
+#include "sched/cycle.h"
+
+namespace berth::sched {
+
+TimeMs Cycle::EndOf(const PendingJob& job) const {
+  if (job.max_runtime_ms <= 0 || job.max_runtime_ms >= kNever - s_.now_ms) return kNever;
+  return s_.now_ms + job.max_runtime_ms;
+}
+
+void Cycle::HideReserved(TimeMs end) {
+  hidden_.clear();
+  for (const auto& [key, hold] : holds_) {
+    if (end <= hold.from) continue;  // it ends before the reserved start: may use it
+    const GpuView& g = cluster_.nodes()[key.first].gpus[key.second];
+    if (!g.free) continue;
+    cluster_.SetGpuFree(key.first, key.second, false);
+    hidden_.push_back(key);
+  }
+}
+
+void Cycle::UnhideReserved() {
+  for (const auto& key : hidden_) cluster_.SetGpuFree(key.first, key.second, true);
+  hidden_.clear();
+}
+
+std::vector<Cycle::GpuKey> Cycle::KeysOf(const std::vector<ReplicaPlacement>& replicas) const {
+  std::vector<GpuKey> out;
+  for (const auto& rp : replicas) {
+    auto n = cluster_.Find(rp.node);
+    if (!n) continue;
+    const auto& gpus = cluster_.nodes()[*n].gpus;
+    for (std::uint32_t idx : rp.gpu_indices) {
+      if (const GpuView* g = cluster_.Gpu(*n, idx)) {
+        out.emplace_back(*n, static_cast<std::size_t>(g - gpus.data()));
+      }
+    }
+  }
+  return out;
+}
+
+void Cycle::ReplayRelease(const model::Resources& res,
+                          const std::vector<ReplicaPlacement>& replicas, TimeMs t) {
+  RunningJob part;
+  part.resources = res;
+  part.replicas = replicas;
+  if (!holds_.empty()) {
+    // A GPU reserved for a job that is still due to hold it stays taken; the
+    // end of that reservation frees it.
+    for (auto& rp : part.replicas) {
+      auto n = cluster_.Find(rp.node);
+      if (!n) continue;
+      std::erase_if(rp.gpu_indices, [&](std::uint32_t idx) {
+        const GpuView* g = cluster_.Gpu(*n, idx);
+        if (g == nullptr) return true;
+        auto it = holds_.find({*n, static_cast<std::size_t>(g - cluster_.nodes()[*n].gpus.data())});
+        return it != holds_.end() && it->second.until > t;
+      });
+    }
+  }
+  cluster_.Release(part);
+}
+
+const std::vector<char>& Cycle::UsableNodes(const JobCtx& ctx) {
+  std::string key = ExplainKey(ctx, 0);
+  auto it = usable_.find(key);
+  if (it != usable_.end()) return it->second;
+  std::vector<char> usable(cluster_.nodes().size());
+  for (std::size_t n = 0; n < usable.size(); ++n) {
+    usable[n] = cluster_.StaticCause(n, ctx.shape).empty() ? 1 : 0;
+  }
+  return usable_.emplace(std::move(key), std::move(usable)).first->second;
+}
+
+Eta Cycle::Estimate(const JobCtx& ctx) {
+  // The answer depends on the shape, the cluster state and the holds; heads
+  // that wait one after another with nothing placed between share it.
+  std::string key = ExplainKey(ctx, 0);
+  key += '\2';
+  key += std::to_string(plan_.reservations.size());
+  auto it = estimated_.find(key);
+  if (it != estimated_.end() && it->second.first == cluster_.StateId()) return it->second.second;
+  const std::uint64_t state = cluster_.StateId();
+  Eta eta = Replay(ctx);
+  estimated_[std::move(key)] = {state, eta};
+  return eta;
+}
+
+Eta Cycle::Replay(const JobCtx& ctx) {
+  Eta eta;
+  if (cluster_.nodes().empty()) return eta;
+  const std::vector<char>& usable = UsableNodes(ctx);
+  auto any_usable = [&](const std::vector<ReplicaPlacement>& replicas) {
+    return std::any_of(replicas.begin(), replicas.end(), [&](const ReplicaPlacement& rp) {
+      auto n = cluster_.Find(rp.node);
+      return n && usable[*n] != 0;
+    });
+  };
+  // Releases that could matter to this job, by time: running jobs at their
+  // max runtime, jobs placed this cycle at now + theirs, reservations at
+  // their end. Kind breaks ties so that the order is deterministic.
+  enum Kind { kRunning, kStarted, kUnhold };
+  std::vector<std::tuple<TimeMs, int, std::size_t>> events;
+  for (std::size_t i = 0; i < s_.running.size(); ++i) {
+    const RunningJob& r = s_.running[i];
+    if (evicted_[i] || r.max_runtime_ms <= 0) continue;
+    if (std::none_of(running_nodes_[i].begin(), running_nodes_[i].end(),
+                     [&](std::size_t n) { return usable[n] != 0; })) {
+      continue;
+    }
+    events.emplace_back(std::max(s_.now_ms, r.started_at_ms + r.max_runtime_ms), kRunning, i);
+  }
+  for (std::size_t k = 0; k < started_.size(); ++k) {
+    if (started_[k].end == kNever) continue;
+    if (!any_usable(plan_.placements[started_[k].placement].replicas)) continue;
+    events.emplace_back(started_[k].end, kStarted, k);
+  }
+  std::vector<GpuKey> held;
+  for (const auto& [gpu, hold] : holds_) {
+    if (hold.until != kNever && usable[gpu.first] != 0) {
+      events.emplace_back(hold.until, kUnhold, held.size());
+    }
+    held.push_back(gpu);
+  }
+  if (events.empty()) {
+    FindBlockers(ctx, eta);
+    return eta;
+  }
+  std::sort(events.begin(), events.end());
+  const std::size_t mark = cluster_.Mark();
+  // Reserved GPUs free now are taken by their reservation until it ends.
+  for (const auto& [gpu, hold] : holds_) {
+    if (cluster_.nodes()[gpu.first].gpus[gpu.second].free) {
+      cluster_.SetGpuFree(gpu.first, gpu.second, false);
+    }
+  }
+  for (std::size_t e = 0; e < events.size();) {
+    const TimeMs t = std::get<0>(events[e]);
+    for (; e < events.size() && std::get<0>(events[e]) == t; ++e) {
+      auto [when, kind, i] = events[e];
+      if (kind == kRunning) {
+        ReplayRelease(s_.running[i].resources, s_.running[i].replicas, t);
+      } else if (kind == kStarted) {
+        ReplayRelease(started_[i].resources, plan_.placements[started_[i].placement].replicas, t);
+      } else {
+        cluster_.SetGpuFree(held[i].first, held[i].second, true);
+      }
+    }
+    if (auto placed = cluster_.PlaceGang(ctx.shape, nullptr)) {
+      eta.known = true;
+      eta.start_ms = std::max(t, s_.now_ms);
+      eta.replicas = std::move(*placed);
+      break;
+    }
+  }
+  cluster_.Rollback(mark);
+  if (!eta.known) FindBlockers(ctx, eta);
+  return eta;
+}
+
+// Every release with a known time has been replayed and the job still does
+// not fit: jobs without a max runtime on nodes it could use hold it back, or
+// (none there) it does not fit even on an emptied cluster.
+void Cycle::FindBlockers(const JobCtx& ctx, Eta& eta) {
+  const std::vector<char>& usable = UsableNodes(ctx);
+  std::int64_t lowest = 0;
+  std::int64_t count = 0;
+  auto add = [&](std::int64_t id) {
+    ++count;
+    if (lowest == 0 || id < lowest) lowest = id;
+  };
+  for (std::size_t n = 0; n < usable.size(); ++n) {
+    if (usable[n] == 0) continue;
+    for (std::int64_t id : unlimited_on_[n]) add(id);
+  }
+  std::vector<std::int64_t> reserved;  // reserved jobs without a max runtime
+  for (const auto& [gpu, hold] : holds_) {
+    if (hold.until == kNever && usable[gpu.first] != 0 &&
+        std::find(reserved.begin(), reserved.end(), hold.unlimited_job) == reserved.end()) {
+      reserved.push_back(hold.unlimited_job);
+      add(hold.unlimited_job);
+    }
+  }
+  eta.known = false;
+  if (count > 0) {
+    eta.unknown = model::EtaUnknown::kBlockedByUnlimited;
+    eta.blocked_by = lowest;
+    eta.blockers = count;
+  } else {
+    eta.unknown = model::EtaUnknown::kCapacity;
+  }
+}
+
+void Cycle::Reserve(const JobCtx& ctx, const Eta& eta) {
+  const TimeMs until =
+      ctx.job->max_runtime_ms > 0 && ctx.job->max_runtime_ms < kNever - eta.start_ms
+          ? eta.start_ms + ctx.job->max_runtime_ms
+          : kNever;
+  for (const GpuKey& gpu : KeysOf(eta.replicas)) {
+    auto [it, fresh] = holds_.try_emplace(gpu, Hold{eta.start_ms, until, 0});
+    if (!fresh) {
+      it->second.from = std::min(it->second.from, eta.start_ms);
+      it->second.until = std::max(it->second.until, until);
+    }
+    if (until == kNever && it->second.unlimited_job == 0) it->second.unlimited_job = ctx.job->id;
+  }
+  auto at = std::lower_bound(hold_starts_.begin(), hold_starts_.end(), eta.start_ms);
+  if (at == hold_starts_.end() || *at != eta.start_ms) hold_starts_.insert(at, eta.start_ms);
+  plan_.reservations.push_back({ctx.job->id, eta.start_ms, eta.replicas});
+}
+
+void Cycle::AddEta(const Eta& eta, bool reserved, model::Reason& why) const {
+  auto set = [&why](std::string_view key, std::int64_t v) { why.counts[std::string(key)] = v; };
+  if (eta.known) {
+    set(model::kEtaMs, eta.start_ms);
+    set(model::kEtaInMs, eta.start_ms - s_.now_ms);
+    set(model::kEtaReserved, reserved ? 1 : 0);
+    return;
+  }
+  set(model::kEtaUnknown, static_cast<std::int64_t>(eta.unknown));
+  if (eta.unknown == model::EtaUnknown::kBlockedByUnlimited) {
+    set(model::kEtaBlockedBy, eta.blocked_by);
+    set(model::kEtaBlockers, eta.blockers);
+  }
+}
+
+void Cycle::Backfill() {
+  if (candidates_.empty()) return;
+  dropped_.assign(plan_.pending.size(), false);
+  // A failed try is remembered by what decides it (queue, shape, how many
+  // reservation starts it ends after) and the cluster state: most of the
+  // jobs behind a head share a few shapes, and once the GPUs they may use
+  // are gone each shape is tried once per state, not once per job.
+  using Key = std::tuple<std::string_view, std::string_view, std::uint32_t, std::uint32_t,
+                         std::uint32_t, std::uint64_t, std::uint64_t, std::string_view, bool, int,
+                         int, int, std::size_t, std::string_view>;
+  std::map<Key, std::uint64_t> failed;
+  for (const Candidate& cand : candidates_) {
+    const PendingJob& j = *cand.job;
+    const TimeMs end = EndOf(j);
+    const auto after = static_cast<std::size_t>(
+        std::lower_bound(hold_starts_.begin(), hold_starts_.end(), end) - hold_starts_.begin());
+    const bool plain = j.node_selector.empty() && j.tolerations.empty();
+    Key key{j.tenant,
+            j.queue,
+            j.replicas,
+            j.resources.gpus,
+            j.resources.cpu_millis,
+            j.resources.memory_bytes,
+            j.resources.gpu_memory_bytes,
+            j.resources.gpu_model,
+            j.topology.one_node,
+            static_cast<int>(j.topology.nvlink_island),
+            j.preemptible ? (*j.preemptible ? 1 : 0) : -1,
+            static_cast<int>(j.priority),
+            after,
+            j.pool};
+    if (plain) {
+      if (auto it = failed.find(key); it != failed.end() && it->second == cluster_.StateId()) {
+        continue;
+      }
+    }
+    const std::uint64_t state = cluster_.StateId();
+    const JobCtx ctx = Resolve(j);
+    std::optional<QuotaRefusal> refusal;
+    std::uint32_t placed_before = 0;
+    if (ctx.leaf && PlaceNow(ctx, refusal, placed_before)) {
+      dropped_[cand.pending] = true;
+    } else if (plain) {
+      failed[key] = state;
+    }
+  }
+}
+
+}  // namespace berth::sched
