@@ -276,6 +276,17 @@ void Cycle::Backfill() {
     std::uint32_t placed_before = 0;
     if (ctx.leaf && PlaceNow(ctx, refusal, placed_before)) {
       dropped_[cand.pending] = true;
+      // The jobs behind it in its queue have one job fewer ahead.
+      const std::int64_t gpus = std::int64_t{j.resources.gpus} * j.replicas;
+      for (std::size_t k = cand.pending + 1; k < cand.block_end; ++k) {
+        model::Reason& r = plan_.pending[k].reason;
+        if (dropped_[k] || r.code != model::ReasonCode::kBehindInQueue) continue;
+        for (auto [name, by] :
+             {std::pair{model::kPosition, std::int64_t{1}},
+              std::pair{model::kAheadJobs, std::int64_t{1}}, std::pair{model::kAheadGpus, gpus}}) {
+          if (auto it = r.counts.find(name); it != r.counts.end()) it->second -= by;
+        }
+      }
     } else if (plain) {
       failed[key] = state;
     }

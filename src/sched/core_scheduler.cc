@@ -330,6 +330,7 @@ Plan Cycle::Run() {
           };
           const std::ptrdiff_t pos = at(model::kPosition), jobs = at(model::kAheadJobs),
                                gpus = at(model::kAheadGpus), req = at(model::kQueueRequested);
+          const std::size_t first_candidate = candidates_.size();
           while (l.next < l.jobs.size()) {
             const PendingJob& behind = *l.jobs[l.next++].job;
             if (behind.resources.gpus > cluster_.MaxHealthyGpus()) {
@@ -357,6 +358,9 @@ Plan Cycle::Run() {
               candidates_.push_back({&behind, plan_.pending.size()});
             }
             plan_.pending.push_back({behind.id, std::move(b)});
+          }
+          for (std::size_t k = first_candidate; k < candidates_.size(); ++k) {
+            candidates_[k].block_end = plan_.pending.size();
           }
         }
       }

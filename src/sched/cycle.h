@@ -148,7 +148,8 @@ class Cycle {
   // Jobs behind a reserved head that may backfill, tried after every head.
   struct Candidate {
     const PendingJob* job = nullptr;
-    std::size_t pending = 0;  // its BehindInQueue decision in plan_.pending
+    std::size_t pending = 0;    // its BehindInQueue decision in plan_.pending
+    std::size_t block_end = 0;  // end of its queue's BehindInQueue decisions
   };
   std::vector<Candidate> candidates_;
   std::vector<bool> dropped_;  // [plan_.pending index]: replaced by a placement
