@@ -10,7 +10,9 @@
 // jobs placed in the cycle count as started now); without it no job has one
 // and every estimate is "unknown".
 //
-//   berth-sched-bench [--cycles K] [--quick] [--runtimes] [--max-reservations N]
+// --size N P runs one size only (N nodes, P pending), e.g. under `perf stat`.
+//
+//   berth-sched-bench [--cycles K] [--quick] [--runtimes] [--max-reservations N] [--size N P]
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -140,13 +142,23 @@ int main(int argc, char** argv) {
   int cycles = 5;
   bool quick = false;
   Options opt;
+  int only_nodes = 0;
+  int only_pending = 0;
   for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--size") == 0 && i + 2 < argc) {
+      only_nodes = std::atoi(argv[++i]);
+      only_pending = std::atoi(argv[++i]);
+    }
     if (std::strcmp(argv[i], "--cycles") == 0 && i + 1 < argc) cycles = std::atoi(argv[++i]);
     if (std::strcmp(argv[i], "--quick") == 0) quick = true;
     if (std::strcmp(argv[i], "--runtimes") == 0) opt.runtimes = true;
     if (std::strcmp(argv[i], "--max-reservations") == 0 && i + 1 < argc) {
       opt.max_reservations = std::atoi(argv[++i]);
     }
+  }
+  if (only_nodes > 0) {
+    Run(only_nodes, only_pending, cycles, opt);
+    return 0;
   }
   Run(1'000, 10'000, cycles, opt);
   if (!quick) {

@@ -7,6 +7,7 @@
 // runtime) no later than the reserved start, so backfill never delays the
 // reserved job. GPUs outside every reservation are used as before.
 #include <algorithm>
+#include <iterator>
 #include <tuple>
 
 #include "sched/cycle.h"
@@ -51,9 +52,14 @@ std::vector<Cycle::GpuKey> Cycle::KeysOf(const std::vector<ReplicaPlacement>& re
 
 void Cycle::ReplayRelease(const model::Resources& res,
                           const std::vector<ReplicaPlacement>& replicas, TimeMs t) {
-  RunningJob part;
+  // Into a scratch job whose buffers are reused: no allocation per release.
+  RunningJob& part = scratch_;
   part.resources = res;
-  part.replicas = replicas;
+  part.replicas.resize(replicas.size());
+  for (std::size_t k = 0; k < replicas.size(); ++k) {
+    part.replicas[k].node = replicas[k].node;
+    part.replicas[k].gpu_indices = replicas[k].gpu_indices;
+  }
   if (!holds_.empty()) {
     // A GPU reserved for a job that is still due to hold it stays taken; the
     // end of that reservation frees it.
@@ -69,6 +75,34 @@ void Cycle::ReplayRelease(const model::Resources& res,
     }
   }
   cluster_.Release(part);
+}
+
+void Cycle::ExtendTimeline() {
+  if (!timeline_built_) {
+    timeline_built_ = true;
+    for (std::size_t i = 0; i < s_.running.size(); ++i) {
+      const RunningJob& r = s_.running[i];
+      if (r.max_runtime_ms <= 0) continue;
+      timeline_.push_back({std::max(s_.now_ms, r.started_at_ms + r.max_runtime_ms), 0, i});
+    }
+    std::sort(timeline_.begin(), timeline_.end());
+  }
+  if (timed_started_ == started_.size()) return;
+  // Jobs placed since: sorted apart, then merged in (buffers reused: a large
+  // allocation per replay costs more than the replay).
+  fresh_.clear();
+  for (; timed_started_ < started_.size(); ++timed_started_) {
+    if (started_[timed_started_].end != kNever) {
+      fresh_.push_back({started_[timed_started_].end, 1, timed_started_});
+    }
+  }
+  if (fresh_.empty()) return;
+  std::sort(fresh_.begin(), fresh_.end());
+  merged_.clear();
+  merged_.reserve(timeline_.size() + fresh_.size());
+  std::merge(timeline_.begin(), timeline_.end(), fresh_.begin(), fresh_.end(),
+             std::back_inserter(merged_));
+  timeline_.swap(merged_);
 }
 
 const std::vector<char>& Cycle::UsableNodes(const JobCtx& ctx) {
@@ -100,43 +134,32 @@ Eta Cycle::Replay(const JobCtx& ctx) {
   Eta eta;
   if (cluster_.nodes().empty()) return eta;
   const std::vector<char>& usable = UsableNodes(ctx);
-  auto any_usable = [&](const std::vector<ReplicaPlacement>& replicas) {
-    return std::any_of(replicas.begin(), replicas.end(), [&](const ReplicaPlacement& rp) {
-      auto n = cluster_.Find(rp.node);
-      return n && usable[*n] != 0;
-    });
-  };
-  // Releases that could matter to this job, by time: running jobs at their
-  // max runtime, jobs placed this cycle at now + theirs, reservations at
-  // their end. Kind breaks ties so that the order is deterministic.
-  enum Kind { kRunning, kStarted, kUnhold };
-  std::vector<std::tuple<TimeMs, int, std::size_t>> events;
-  for (std::size_t i = 0; i < s_.running.size(); ++i) {
-    const RunningJob& r = s_.running[i];
-    if (evicted_[i] || r.max_runtime_ms <= 0) continue;
-    if (std::none_of(running_nodes_[i].begin(), running_nodes_[i].end(),
-                     [&](std::size_t n) { return usable[n] != 0; })) {
-      continue;
-    }
-    events.emplace_back(std::max(s_.now_ms, r.started_at_ms + r.max_runtime_ms), kRunning, i);
-  }
-  for (std::size_t k = 0; k < started_.size(); ++k) {
-    if (started_[k].end == kNever) continue;
-    if (!any_usable(plan_.placements[started_[k].placement].replicas)) continue;
-    events.emplace_back(started_[k].end, kStarted, k);
-  }
+  ExtendTimeline();
+  // Releases by time: running jobs at their max runtime, jobs placed this
+  // cycle at now + theirs (timeline_), reservations at their end (unholds).
   std::vector<GpuKey> held;
+  std::vector<std::pair<TimeMs, std::size_t>> unholds;
   for (const auto& [gpu, hold] : holds_) {
-    if (hold.until != kNever && usable[gpu.first] != 0) {
-      events.emplace_back(hold.until, kUnhold, held.size());
-    }
+    if (hold.until != kNever && usable[gpu.first] != 0)
+      unholds.emplace_back(hold.until, held.size());
     held.push_back(gpu);
   }
-  if (events.empty()) {
+  std::sort(unholds.begin(), unholds.end());
+  auto relevant = [&](const TimedRelease& e) {
+    const auto& nodes = e.kind == 0 ? running_nodes_[e.index] : started_[e.index].nodes;
+    if (e.kind == 0 && evicted_[e.index]) return false;
+    return std::any_of(nodes.begin(), nodes.end(), [&](std::size_t n) { return usable[n] != 0; });
+  };
+  std::size_t a = 0;
+  std::size_t b = 0;
+  auto skip = [&] {
+    while (a < timeline_.size() && !relevant(timeline_[a])) ++a;
+  };
+  skip();
+  if (a == timeline_.size() && unholds.empty()) {
     FindBlockers(ctx, eta);
     return eta;
   }
-  std::sort(events.begin(), events.end());
   const std::size_t mark = cluster_.Mark();
   // Reserved GPUs free now are taken by their reservation until it ends.
   for (const auto& [gpu, hold] : holds_) {
@@ -144,17 +167,21 @@ Eta Cycle::Replay(const JobCtx& ctx) {
       cluster_.SetGpuFree(gpu.first, gpu.second, false);
     }
   }
-  for (std::size_t e = 0; e < events.size();) {
-    const TimeMs t = std::get<0>(events[e]);
-    for (; e < events.size() && std::get<0>(events[e]) == t; ++e) {
-      auto [when, kind, i] = events[e];
-      if (kind == kRunning) {
-        ReplayRelease(s_.running[i].resources, s_.running[i].replicas, t);
-      } else if (kind == kStarted) {
-        ReplayRelease(started_[i].resources, plan_.placements[started_[i].placement].replicas, t);
+  while (a < timeline_.size() || b < unholds.size()) {
+    const TimeMs t = std::min(a < timeline_.size() ? timeline_[a].t : kNever,
+                              b < unholds.size() ? unholds[b].first : kNever);
+    for (; a < timeline_.size() && timeline_[a].t == t; ++a, skip()) {
+      const TimedRelease& e = timeline_[a];
+      if (!relevant(e)) continue;
+      if (e.kind == 0) {
+        ReplayRelease(s_.running[e.index].resources, s_.running[e.index].replicas, t);
       } else {
-        cluster_.SetGpuFree(held[i].first, held[i].second, true);
+        const Started& st = started_[e.index];
+        ReplayRelease(st.resources, plan_.placements[st.placement].replicas, t);
       }
+    }
+    for (; b < unholds.size() && unholds[b].first == t; ++b) {
+      cluster_.SetGpuFree(held[unholds[b].second].first, held[unholds[b].second].second, true);
     }
     if (auto placed = cluster_.PlaceGang(ctx.shape, nullptr)) {
       eta.known = true;

@@ -128,13 +128,14 @@ void Cycle::Commit(const JobCtx& ctx, std::vector<ReplicaPlacement> replicas, co
   }
   book_.Add(*ctx.leaf, delta);
   const TimeMs end = EndOf(*ctx.job);
-  if (end == kNever) {
-    for (const auto& rp : p.replicas) {
-      auto n = cluster_.Find(rp.node);
-      if (n && !rp.gpu_indices.empty()) unlimited_on_[*n].push_back(ctx.job->id);
-    }
+  Started st{end, plan_.placements.size(), ctx.shape.resources, ctx.job->id, {}};
+  for (const auto& rp : p.replicas) {
+    auto n = cluster_.Find(rp.node);
+    if (!n || std::find(st.nodes.begin(), st.nodes.end(), *n) != st.nodes.end()) continue;
+    st.nodes.push_back(*n);
+    if (end == kNever && !rp.gpu_indices.empty()) unlimited_on_[*n].push_back(ctx.job->id);
   }
-  started_.push_back({end, plan_.placements.size(), ctx.shape.resources, ctx.job->id});
+  started_.push_back(std::move(st));
   plan_.placements.push_back(std::move(p));
 }
 

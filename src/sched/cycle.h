@@ -96,6 +96,8 @@ class Cycle {
   // still held for a reservation at time `t`.
   void ReplayRelease(const model::Resources& res, const std::vector<ReplicaPlacement>& replicas,
                      TimeMs t);
+  // Brings timeline_ up to date with the jobs placed so far.
+  void ExtendTimeline();
 
   // explain.cc
   model::Reason ExplainNoFit(const JobCtx& ctx, std::uint32_t placed_before_failure);
@@ -138,8 +140,21 @@ class Cycle {
     std::size_t placement = 0;  // in plan_.placements
     model::Resources resources;
     std::int64_t job = 0;
+    std::vector<std::size_t> nodes;  // node indices of its replicas
   };
   std::vector<Started> started_;
+  // Known releases in time order (kind 0: running job `index`, 1: started_
+  // `index`), kept sorted across replays and extended as jobs are placed.
+  struct TimedRelease {
+    TimeMs t = 0;
+    int kind = 0;
+    std::size_t index = 0;
+    auto operator<=>(const TimedRelease&) const = default;
+  };
+  std::vector<TimedRelease> timeline_, fresh_, merged_;
+  bool timeline_built_ = false;
+  std::size_t timed_started_ = 0;                        // started_ entries in timeline_
+  RunningJob scratch_;                                   // ReplayRelease's buffer
   std::vector<std::vector<std::size_t>> running_nodes_;  // [running job] node indices
   // [node] ids of jobs without a max runtime holding GPUs there (ETA blockers).
   std::vector<std::vector<std::int64_t>> unlimited_on_;
