@@ -125,10 +125,24 @@ std::string Duration(std::int64_t ms, bool zh) {
   return fmt::format("{}s", s);
 }
 
+std::string EtaStart(const Reason& r);
+std::string EtaStartZh(const Reason& r);
+
 // The estimated start of a waiting job, appended to whatever holds it back.
 // Times are shown from the cycle's now (the *_in_ms keys): a reason has no
 // clock of its own, and eta_ms stays for scripts.
 std::string Eta(const Reason& r) {
+  std::string reserved;
+  if (auto n = Count(r, kReservedFreeGpus); n > 0) {
+    reserved = fmt::format(
+        "; {} more free GPU(s) are reserved for jobs that start before it would end (only a job "
+        "whose max runtime ends by then may use them)",
+        n);
+  }
+  return reserved + EtaStart(r);
+}
+
+std::string EtaStart(const Reason& r) {
   if (r.counts.contains(kEtaInMs)) {
     std::int64_t in = Count(r, kEtaInMs);
     std::string when = in <= 0 ? std::string("now, as GPUs free up")
@@ -162,6 +176,17 @@ std::string Eta(const Reason& r) {
 }
 
 std::string EtaZh(const Reason& r) {
+  std::string reserved;
+  if (auto n = Count(r, kReservedFreeGpus); n > 0) {
+    reserved = fmt::format(
+        "；另有 {} 块空闲 GPU "
+        "已预留给在它结束前就要开始的作业（只有最长运行时间在那之前结束的作业才能使用）",
+        n);
+  }
+  return reserved + EtaStartZh(r);
+}
+
+std::string EtaStartZh(const Reason& r) {
   if (r.counts.contains(kEtaInMs)) {
     std::int64_t in = Count(r, kEtaInMs);
     std::string when =

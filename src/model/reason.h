@@ -96,6 +96,9 @@ enum class EtaUnknown : std::int64_t {
 // Behind a waiting head: the head's estimated start, absolute and from now.
 inline constexpr std::string_view kNotBeforeMs = "not_before_ms";
 inline constexpr std::string_view kNotBeforeInMs = "not_before_in_ms";
+// Free GPUs the job may not use now because they are reserved for jobs that
+// start before it would end (set a max runtime that ends by then to use them).
+inline constexpr std::string_view kReservedFreeGpus = "reserved_free_gpus";
 
 struct Reason {
   ReasonCode code = ReasonCode::kNone;

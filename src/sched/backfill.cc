@@ -105,6 +105,33 @@ void Cycle::ExtendTimeline() {
   timeline_.swap(merged_);
 }
 
+model::Reason Cycle::ExplainWaiting(const JobCtx& ctx, std::uint32_t placed_before_failure) {
+  if (holds_.empty()) return ExplainNoFit(ctx, placed_before_failure);
+  // Cached like ExplainNoFit, by the state before hiding (hiding takes fresh
+  // ids) and by what is hidden: the reservations made so far and how many
+  // of their starts the job ends after.
+  const TimeMs end = EndOf(*ctx.job);
+  const auto after =
+      std::lower_bound(hold_starts_.begin(), hold_starts_.end(), end) - hold_starts_.begin();
+  std::string key = ExplainKey(ctx, placed_before_failure);
+  key += '\3';
+  key += std::to_string(plan_.reservations.size());
+  key += '\3';
+  key += std::to_string(after);
+  const std::uint64_t state = cluster_.StateId();
+  auto it = explained_.find(key);
+  if (it != explained_.end() && it->second.first == state) return it->second.second;
+  const std::size_t mark = cluster_.Mark();
+  HideReserved(end);
+  const auto hidden = static_cast<std::int64_t>(hidden_.size());
+  model::Reason r = ComputeNoFit(ctx, placed_before_failure);
+  hidden_.clear();
+  cluster_.Rollback(mark);
+  if (hidden > 0) r.counts[std::string(model::kReservedFreeGpus)] = hidden;
+  explained_[std::move(key)] = {state, r};
+  return r;
+}
+
 const std::vector<char>& Cycle::UsableNodes(const JobCtx& ctx) {
   std::string key = ExplainKey(ctx, 0);
   auto it = usable_.find(key);

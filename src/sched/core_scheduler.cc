@@ -203,7 +203,7 @@ Cycle::Outcome Cycle::Decide(const JobCtx& ctx, model::Reason& why) {
     why = ExplainQuota(*refusal);
     return Outcome::kRefused;
   }
-  why = ExplainNoFit(ctx, placed_before);
+  why = ExplainWaiting(ctx, placed_before);
   return Outcome::kWaiting;
 }
 

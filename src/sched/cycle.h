@@ -79,6 +79,9 @@ class Cycle {
   // placement has taken its GPUs. A rollback past the mark undoes both.
   void HideReserved(TimeMs end);
   void UnhideReserved();
+  // ExplainNoFit as the job sees the cluster: without the free GPUs reserved
+  // for others that it may not use (counted in kReservedFreeGpus).
+  model::Reason ExplainWaiting(const JobCtx& ctx, std::uint32_t placed_before_failure);
   // The estimated start of a waiting job (cached by shape and state).
   Eta Estimate(const JobCtx& ctx);
   Eta Replay(const JobCtx& ctx);

@@ -165,6 +165,21 @@ TEST(ReasonEtaTest, UnknownStartSaysWhy) {
   }
 }
 
+TEST(ReasonEtaTest, ReservedFreeGpusSayHowToUseThem) {
+  Reason r{ReasonCode::kNoNodeFits,
+           {{"nodes", 1},
+            {"gpus_per_replica", 4},
+            {std::string(kCauseTooFewGpus), 1},
+            {std::string(kReservedFreeGpus), 4}},
+           ""};
+  EXPECT_EQ(
+      RenderReason(r),
+      "0/1 nodes can take a replica needing 4 GPU(s): 1 too few free GPUs; 4 more free GPU(s) "
+      "are reserved for jobs that start before it would end (only a job whose max runtime "
+      "ends by then may use them)");
+  ExpectHasAll(RenderReason(r, Lang::kZh), {"另有 4 块空闲 GPU 已预留"});
+}
+
 TEST(ReasonEtaTest, BehindAHeadSaysNotBeforeItStarts) {
   Reason r{ReasonCode::kBehindInQueue,
            {{"blocked_by", 10},
