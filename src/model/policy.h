@@ -79,7 +79,7 @@ struct Backfill {
   // Reservations per cycle, in fair-share order of the waiting heads; heads
   // past the cap get an estimated start but no reservation. Each one costs a
   // replay of the releases, so this bounds the cycle's extra work.
-  std::int64_t max_reservations = 16;
+  std::int64_t max_reservations = 32;
   bool operator==(const Backfill&) const = default;
 };
 inline constexpr std::int64_t kMaxReservations = 1000;

@@ -106,28 +106,30 @@ void Cycle::ExtendTimeline() {
 }
 
 model::Reason Cycle::ExplainWaiting(const JobCtx& ctx, std::uint32_t placed_before_failure) {
-  if (holds_.empty()) return ExplainNoFit(ctx, placed_before_failure);
+  const std::uint64_t state = cluster_.StateId();
+  const std::size_t mark = cluster_.Mark();
+  HideReserved(EndOf(*ctx.job));
+  if (hidden_.empty()) return ExplainNoFit(ctx, placed_before_failure);  // nothing to hide
   // Cached like ExplainNoFit, by the state before hiding (hiding takes fresh
-  // ids) and by what is hidden: the reservations made so far and how many
-  // of their starts the job ends after.
-  const TimeMs end = EndOf(*ctx.job);
-  const auto after =
-      std::lower_bound(hold_starts_.begin(), hold_starts_.end(), end) - hold_starts_.begin();
+  // ids) and by the GPUs hidden.
   std::string key = ExplainKey(ctx, placed_before_failure);
   key += '\3';
-  key += std::to_string(plan_.reservations.size());
-  key += '\3';
-  key += std::to_string(after);
-  const std::uint64_t state = cluster_.StateId();
-  auto it = explained_.find(key);
-  if (it != explained_.end() && it->second.first == state) return it->second.second;
-  const std::size_t mark = cluster_.Mark();
-  HideReserved(end);
+  for (const auto& [n, i] : hidden_) {
+    key += std::to_string(n);
+    key += ':';
+    key += std::to_string(i);
+    key += ' ';
+  }
   const auto hidden = static_cast<std::int64_t>(hidden_.size());
-  model::Reason r = ComputeNoFit(ctx, placed_before_failure);
   hidden_.clear();
+  auto it = explained_.find(key);
+  if (it != explained_.end() && it->second.first == state) {
+    cluster_.Rollback(mark);
+    return it->second.second;
+  }
+  model::Reason r = ComputeNoFit(ctx, placed_before_failure);
   cluster_.Rollback(mark);
-  if (hidden > 0) r.counts[std::string(model::kReservedFreeGpus)] = hidden;
+  r.counts[std::string(model::kReservedFreeGpus)] = hidden;
   explained_[std::move(key)] = {state, r};
   return r;
 }

@@ -81,7 +81,7 @@ TEST(Policy, BackfillDefaultsOnAndRoundTrips) {
   auto d = ParsePolicy("min_runtime: 5m\n");
   ASSERT_TRUE(d.has_value());
   EXPECT_TRUE(d->backfill.enabled);
-  EXPECT_EQ(d->backfill.max_reservations, 16);
+  EXPECT_EQ(d->backfill.max_reservations, 32);
   EXPECT_EQ(DefaultPolicy().backfill, d->backfill);
   auto p = ParsePolicy("backfill: {enabled: false, max_reservations: 3}\n");
   ASSERT_TRUE(p.has_value()) << p.error().field << ": " << p.error().message;
