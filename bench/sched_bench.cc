@@ -5,8 +5,14 @@
 // full cycles on an empty cluster (every cycle places until the cluster is
 // full and explains every job left). Prints cycle time p50/p99, placements
 // per second, peak RSS, and the time per waiting job's reason.
+// --runtimes gives 4 in 5 pending jobs a max runtime (10 minutes to a day),
+// so waiting heads get estimated starts, reservations and backfill (the
+// jobs placed in the cycle count as started now); without it no job has one
+// and every estimate is "unknown".
 //
-//   berth-sched-bench [--cycles K] [--quick]
+// --size N P runs one size only (N nodes, P pending), e.g. under `perf stat`.
+//
+//   berth-sched-bench [--cycles K] [--quick] [--runtimes] [--max-reservations N] [--size N P]
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -24,7 +30,12 @@ namespace {
 
 using berth::sched::Snapshot;
 
-Snapshot Build(int nodes, int pending, std::mt19937& rng) {
+struct Options {
+  bool runtimes = false;
+  int max_reservations = -1;  // -1: the policy default
+};
+
+Snapshot Build(int nodes, int pending, std::mt19937& rng, const Options& opt) {
   Snapshot s;
   s.now_ms = 1'700'000'000'000;
   for (int n = 0; n < nodes; ++n) {
@@ -67,6 +78,7 @@ Snapshot Build(int nodes, int pending, std::mt19937& rng) {
       p.queues.push_back(leaf);
     }
   }
+  if (opt.max_reservations >= 0) p.backfill.max_reservations = opt.max_reservations;
   s.policy = std::move(p);
   std::uniform_int_distribution<int> tenant(0, 99), queue(0, 4), shape(0, 9), prio(0, 3);
   for (int j = 0; j < pending; ++j) {
@@ -81,19 +93,23 @@ Snapshot Build(int nodes, int pending, std::mt19937& rng) {
     job.replicas = k == 9 ? 2 : 1;
     if (k == 3) job.resources.gpu_model = "A100-80GB";
     job.resources.cpu_millis = 4000 * job.resources.gpus;
+    if (opt.runtimes && rng() % 5 != 0) {
+      job.max_runtime_ms = std::int64_t{600'000} + static_cast<std::int64_t>(rng() % 86'400'000);
+    }
     s.pending.push_back(std::move(job));
   }
   return s;
 }
 
-void Run(int nodes, int pending, int cycles) {
+void Run(int nodes, int pending, int cycles, const Options& opt) {
   std::mt19937 rng(42);
-  Snapshot s = Build(nodes, pending, rng);
+  Snapshot s = Build(nodes, pending, rng, opt);
   berth::sched::CoreScheduler sched;
   std::vector<double> ms;
   std::vector<double> cpu_ms;  // process CPU time: steadier than wall time on a busy machine
   std::size_t placed = 0;
   std::size_t waiting = 0;
+  std::size_t reserved = 0;
   for (int c = 0; c < cycles; ++c) {
     std::clock_t c0 = std::clock();
     auto t0 = std::chrono::steady_clock::now();
@@ -104,6 +120,7 @@ void Run(int nodes, int pending, int cycles) {
     cpu_ms.push_back(1000.0 * static_cast<double>(c1 - c0) / CLOCKS_PER_SEC);
     placed = plan.placements.size();
     waiting = plan.pending.size();
+    reserved = plan.reservations.size();
   }
   std::sort(ms.begin(), ms.end());
   std::sort(cpu_ms.begin(), cpu_ms.end());
@@ -113,8 +130,9 @@ void Run(int nodes, int pending, int cycles) {
   getrusage(RUSAGE_SELF, &ru);
   std::printf(
       "%6d nodes x 8 GPUs, %6d pending: cycle p50 %9.1f ms  p99 %9.1f ms  cpu p50 %9.1f ms  "
-      "(%d cycles)  placed %6zu  waiting %6zu  placements/s %9.0f  peak RSS %6ld MiB\n",
-      nodes, pending, p50, p99, cpu_ms[cpu_ms.size() / 2], cycles, placed, waiting,
+      "(%d cycles)  placed %6zu  waiting %6zu  reserved %3zu  placements/s %9.0f  peak RSS %6ld "
+      "MiB\n",
+      nodes, pending, p50, p99, cpu_ms[cpu_ms.size() / 2], cycles, placed, waiting, reserved,
       p50 > 0 ? static_cast<double>(placed) / (p50 / 1000) : 0.0, ru.ru_maxrss / 1024);
 }
 
@@ -123,18 +141,33 @@ void Run(int nodes, int pending, int cycles) {
 int main(int argc, char** argv) {
   int cycles = 5;
   bool quick = false;
+  Options opt;
+  int only_nodes = 0;
+  int only_pending = 0;
   for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--size") == 0 && i + 2 < argc) {
+      only_nodes = std::atoi(argv[++i]);
+      only_pending = std::atoi(argv[++i]);
+    }
     if (std::strcmp(argv[i], "--cycles") == 0 && i + 1 < argc) cycles = std::atoi(argv[++i]);
     if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+    if (std::strcmp(argv[i], "--runtimes") == 0) opt.runtimes = true;
+    if (std::strcmp(argv[i], "--max-reservations") == 0 && i + 1 < argc) {
+      opt.max_reservations = std::atoi(argv[++i]);
+    }
   }
-  Run(1'000, 10'000, cycles);
+  if (only_nodes > 0) {
+    Run(only_nodes, only_pending, cycles, opt);
+    return 0;
+  }
+  Run(1'000, 10'000, cycles, opt);
   if (!quick) {
-    Run(1'000, 100'000, cycles);
+    Run(1'000, 100'000, cycles, opt);
     // At least three cycles: the first one of a size pays the page faults of
     // growing the heap, so one cycle alone is the cold time, not the p50
     // (p99 is the slowest cycle, the cold one).
-    Run(10'000, 10'000, std::max(3, cycles / 5));
-    Run(10'000, 100'000, std::max(3, cycles / 5));
+    Run(10'000, 10'000, std::max(3, cycles / 5), opt);
+    Run(10'000, 100'000, std::max(3, cycles / 5), opt);
   }
   return 0;
 }

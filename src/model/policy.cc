@@ -18,8 +18,9 @@
 namespace berth::model {
 namespace {
 
-constexpr std::array<std::string_view, 5> kTopFields{"usage_half_life", "min_runtime", "pools",
-                                                     "priority_classes", "queues"};
+constexpr std::array<std::string_view, 6> kTopFields{"usage_half_life",  "min_runtime", "pools",
+                                                     "priority_classes", "queues",      "backfill"};
+constexpr std::array<std::string_view, 2> kBackfillFields{"enabled", "max_reservations"};
 constexpr std::array<std::string_view, 2> kPoolFields{"name", "selector"};
 constexpr std::array<std::string_view, 3> kClassFields{"name", "value", "preemptible"};
 constexpr std::array<std::string_view, 7> kQueueFields{
@@ -220,6 +221,7 @@ class Parser {
     if (p_.usage_half_life_ms <= 0) {
       return InvalidField("usage_half_life", "must be longer than zero");
     }
+    if (auto n = root["backfill"]) BERTH_RETURN_IF_ERROR(BackfillSection(n));
     if (auto n = root["pools"]) BERTH_RETURN_IF_ERROR(Pools(n));
     if (auto n = root["priority_classes"]) BERTH_RETURN_IF_ERROR(Classes(n));
     if (auto n = root["queues"]) {
@@ -232,6 +234,21 @@ class Parser {
   }
 
  private:
+  Status BackfillSection(const YAML::Node& n) {
+    BERTH_RETURN_IF_ERROR(CheckMap(n, kBackfillFields, "backfill"));
+    if (auto e = n["enabled"]) {
+      auto b = Bool(e, "backfill.enabled");
+      if (!b) return std::unexpected(b.error());
+      p_.backfill.enabled = *b;
+    }
+    if (auto m = n["max_reservations"]) {
+      auto v = Int(m, "backfill.max_reservations", 0, kMaxReservations);
+      if (!v) return std::unexpected(v.error());
+      p_.backfill.max_reservations = *v;
+    }
+    return Ok();
+  }
+
   Status Pools(const YAML::Node& n) {
     if (!n.IsSequence()) return InvalidField("pools", "must be a list of {name, selector}");
     p_.pools.clear();
@@ -537,6 +554,9 @@ std::string PolicyToYaml(const Policy& p) {
   out << YAML::BeginMap;
   out << YAML::Key << "usage_half_life" << YAML::Value << FormatDurationMs(p.usage_half_life_ms);
   out << YAML::Key << "min_runtime" << YAML::Value << FormatDurationMs(p.min_runtime_ms);
+  out << YAML::Key << "backfill" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key
+      << "enabled" << YAML::Value << p.backfill.enabled << YAML::Key << "max_reservations"
+      << YAML::Value << p.backfill.max_reservations << YAML::EndMap;
   out << YAML::Key << "pools" << YAML::Value << YAML::BeginSeq;
   for (const auto& pool : p.pools) {
     out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << pool.name

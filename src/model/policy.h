@@ -71,6 +71,19 @@ struct PriorityClass {
   bool preemptible = true;
 };
 
+// EASY-style backfill: a queue head that waits for GPUs reserves the ones
+// it will get when running jobs reach their max runtime; later jobs may use
+// reserved GPUs only if they end (now + max runtime) before that start.
+struct Backfill {
+  bool enabled = true;
+  // Reservations per cycle, in fair-share order of the waiting heads; heads
+  // past the cap get an estimated start but no reservation. Each one costs a
+  // replay of the releases, so this bounds the cycle's extra work.
+  std::int64_t max_reservations = 32;
+  bool operator==(const Backfill&) const = default;
+};
+inline constexpr std::int64_t kMaxReservations = 1000;
+
 struct Policy {
   std::int64_t version = 0;  // assigned by the store when applied
   std::vector<Pool> pools;
@@ -78,6 +91,7 @@ struct Policy {
   std::vector<QueuePolicy> queues;              // parents before children
   std::int64_t usage_half_life_ms = 3'600'000;  // decay of historical usage
   std::int64_t min_runtime_ms = 0;              // a job is not reclaimed before this
+  Backfill backfill{};
 
   const QueuePolicy* FindQueue(std::string_view path) const;
   const Pool* FindPool(std::string_view name) const;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <string>
 #include <vector>
@@ -110,6 +111,115 @@ std::string WouldRun(const Reason& r) {
     out += fmt::format("; it would run now in pool {}", r.detail.substr(5));
   }
   return out;
+}
+
+// A duration for people: "45s", "12m", "1h 20m", "2d 3h".
+std::string Duration(std::int64_t ms, bool zh) {
+  std::int64_t s = std::max<std::int64_t>(0, ms) / 1000;
+  std::int64_t d = s / 86'400, h = s % 86'400 / 3600, m = s % 3600 / 60;
+  if (zh) {
+    if (d > 0) return h > 0 ? fmt::format("{} 天 {} 小时", d, h) : fmt::format("{} 天", d);
+    if (h > 0) return m > 0 ? fmt::format("{} 小时 {} 分钟", h, m) : fmt::format("{} 小时", h);
+    if (m > 0) return fmt::format("{} 分钟", m);
+    return fmt::format("{} 秒", s);
+  }
+  if (d > 0) return h > 0 ? fmt::format("{}d {}h", d, h) : fmt::format("{}d", d);
+  if (h > 0) return m > 0 ? fmt::format("{}h {}m", h, m) : fmt::format("{}h", h);
+  if (m > 0) return fmt::format("{}m", m);
+  return fmt::format("{}s", s);
+}
+
+std::string EtaStart(const Reason& r);
+std::string EtaStartZh(const Reason& r);
+
+// The estimated start of a waiting job, appended to whatever holds it back.
+// Times are shown from the cycle's now (the *_in_ms keys): a reason has no
+// clock of its own, and eta_ms stays for scripts.
+std::string Eta(const Reason& r) {
+  std::string reserved;
+  if (auto n = Count(r, kReservedFreeGpus); n > 0) {
+    reserved = fmt::format(
+        "; {} more free GPU(s) are reserved for jobs that start before it would end (only a job "
+        "whose max runtime ends by then may use them)",
+        n);
+  }
+  return reserved + EtaStart(r);
+}
+
+std::string EtaStart(const Reason& r) {
+  if (r.counts.contains(kEtaInMs)) {
+    std::int64_t in = Count(r, kEtaInMs);
+    std::string when = in <= 0 ? std::string("now, as GPUs free up")
+                               : fmt::format("in about {}", Duration(in, false));
+    return fmt::format(
+        "; estimated start {} ({})", when,
+        Count(r, kEtaReserved) != 0 ? "GPUs are reserved for it" : "an estimate; no GPUs reserved");
+  }
+  if (r.counts.contains(kEtaUnknown)) {
+    switch (static_cast<EtaUnknown>(Count(r, kEtaUnknown))) {
+      case EtaUnknown::kBlockedByUnlimited: {
+        std::int64_t more = Count(r, kEtaBlockers) - 1;
+        return fmt::format(
+            "; estimated start unknown: job {}{} on GPUs it needs has no max runtime",
+            Count(r, kEtaBlockedBy), more > 0 ? fmt::format(" (and {} more)", more) : "");
+      }
+      case EtaUnknown::kCapacity:
+        return "; estimated start unknown: it does not fit even when every running job has ended";
+      case EtaUnknown::kQuota:
+        return "; estimated start unknown: it waits for its queue's quota, not for GPUs";
+      case EtaUnknown::kInfeasible:
+        return "; estimated start unknown: no node could ever take it";
+    }
+    return "; estimated start unknown";
+  }
+  if (r.counts.contains(kNotBeforeInMs)) {
+    return fmt::format("; not before job {} starts (in about {})", Count(r, "blocked_by"),
+                       Duration(Count(r, kNotBeforeInMs), false));
+  }
+  return "";
+}
+
+std::string EtaZh(const Reason& r) {
+  std::string reserved;
+  if (auto n = Count(r, kReservedFreeGpus); n > 0) {
+    reserved = fmt::format(
+        "；另有 {} 块空闲 GPU "
+        "已预留给在它结束前就要开始的作业（只有最长运行时间在那之前结束的作业才能使用）",
+        n);
+  }
+  return reserved + EtaStartZh(r);
+}
+
+std::string EtaStartZh(const Reason& r) {
+  if (r.counts.contains(kEtaInMs)) {
+    std::int64_t in = Count(r, kEtaInMs);
+    std::string when =
+        in <= 0 ? std::string("GPU 一空出即开始") : fmt::format("约 {}后开始", Duration(in, true));
+    return fmt::format("；预计{}（{}）", when,
+                       Count(r, kEtaReserved) != 0 ? "已为它预留 GPU" : "估计值，未预留 GPU");
+  }
+  if (r.counts.contains(kEtaUnknown)) {
+    switch (static_cast<EtaUnknown>(Count(r, kEtaUnknown))) {
+      case EtaUnknown::kBlockedByUnlimited: {
+        std::int64_t more = Count(r, kEtaBlockers) - 1;
+        return fmt::format(
+            "；无法估计开始时间：它需要的 GPU 被作业 {} 占用，该作业没有设置最长运行时间{}",
+            Count(r, kEtaBlockedBy), more > 0 ? fmt::format("（另有 {} 个这样的作业）", more) : "");
+      }
+      case EtaUnknown::kCapacity:
+        return "；无法估计开始时间：即使所有运行中的作业都结束，它也放不下";
+      case EtaUnknown::kQuota:
+        return "；无法估计开始时间：它在等待队列配额，而不是 GPU";
+      case EtaUnknown::kInfeasible:
+        return "；无法估计开始时间：没有任何节点能容纳它";
+    }
+    return "；无法估计开始时间";
+  }
+  if (r.counts.contains(kNotBeforeInMs)) {
+    return fmt::format("；不会早于作业 {} 开始（约 {}后）", Count(r, "blocked_by"),
+                       Duration(Count(r, kNotBeforeInMs), true));
+  }
+  return "";
 }
 
 std::string RenderEn(const Reason& r) {
@@ -419,11 +529,12 @@ std::string ReliefZh(const Reason& r) {
 }
 
 std::string RenderReason(const Reason& r) {
-  return RenderEn(r) + ReliefEn(r);
+  return RenderEn(r) + Eta(r) + ReliefEn(r);
 }
 
 std::string RenderReason(const Reason& r, Lang lang) {
-  return lang == Lang::kZh ? RenderZh(r) + ReliefZh(r) : RenderEn(r) + ReliefEn(r);
+  return lang == Lang::kZh ? RenderZh(r) + EtaZh(r) + ReliefZh(r)
+                           : RenderEn(r) + Eta(r) + ReliefEn(r);
 }
 
 }  // namespace berth::model

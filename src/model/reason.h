@@ -87,6 +87,31 @@ inline constexpr std::string_view kReclaimCandidates = "reclaim_candidates";
 inline constexpr std::string_view kPreemptCandidates = "preempt_candidates";
 inline constexpr std::string_view kEvictableAfterMinRuntime = "evictable_after_min_runtime";
 inline constexpr std::string_view kMinRuntimeEndsInMs = "min_runtime_ends_in_ms";
+// Estimated start of a waiting queue head (backfill, docs/scheduling.md).
+// Known: kEtaMs is absolute (ms since the epoch), kEtaInMs the same from the
+// cycle's now, and kEtaReserved is 1 when GPUs are reserved for it (backfill
+// never delays it) or 0 for an estimate past the cycle's reservation cap.
+inline constexpr std::string_view kEtaMs = "eta_ms";
+inline constexpr std::string_view kEtaInMs = "eta_in_ms";
+inline constexpr std::string_view kEtaReserved = "eta_reserved";
+// Unknown: kEtaUnknown says why (an EtaUnknown value); for kBlockedByUnlimited
+// kEtaBlockedBy names one job without a max runtime on GPUs it needs (the
+// lowest id) and kEtaBlockers how many such jobs there are.
+inline constexpr std::string_view kEtaUnknown = "eta_unknown";
+inline constexpr std::string_view kEtaBlockedBy = "eta_blocked_by";
+inline constexpr std::string_view kEtaBlockers = "eta_blockers";
+enum class EtaUnknown : std::int64_t {
+  kBlockedByUnlimited = 1,  // it needs GPUs held by a job with no max runtime
+  kCapacity = 2,            // it does not fit even when every running job has ended
+  kQuota = 3,               // its queue's quota holds it back, not the GPUs
+  kInfeasible = 4,          // no node could ever take it
+};
+// Behind a waiting head: the head's estimated start, absolute and from now.
+inline constexpr std::string_view kNotBeforeMs = "not_before_ms";
+inline constexpr std::string_view kNotBeforeInMs = "not_before_in_ms";
+// Free GPUs the job may not use now because they are reserved for jobs that
+// start before it would end (set a max runtime that ends by then to use them).
+inline constexpr std::string_view kReservedFreeGpus = "reserved_free_gpus";
 
 struct Reason {
   ReasonCode code = ReasonCode::kNone;

@@ -56,6 +56,17 @@ Cycle::Cycle(const Snapshot& s)
     running_usage_.push_back(UsageOf(cluster_, r.resources, r.replicas));
   }
   evicted_.assign(s.running.size(), false);
+  unlimited_on_.resize(cluster_.nodes().size());
+  for (const auto& r : s.running) {
+    std::vector<std::size_t> nodes;
+    for (const auto& rp : r.replicas) {
+      auto n = cluster_.Find(rp.node);
+      if (!n || std::find(nodes.begin(), nodes.end(), *n) != nodes.end()) continue;
+      nodes.push_back(*n);
+      if (r.max_runtime_ms <= 0 && !rp.gpu_indices.empty()) unlimited_on_[*n].push_back(r.id);
+    }
+    running_nodes_.push_back(std::move(nodes));
+  }
 }
 
 JobCtx Cycle::Resolve(const PendingJob& job) const {
@@ -111,9 +122,54 @@ void Cycle::Commit(const JobCtx& ctx, std::vector<ReplicaPlacement> replicas, co
     e.reason.detail = ctx.path;
     plan_.evictions.push_back(std::move(e));
     p.after_evicting.push_back(r.id);
+    if (r.max_runtime_ms <= 0) {
+      for (std::size_t n : running_nodes_[v]) std::erase(unlimited_on_[n], r.id);
+    }
   }
   book_.Add(*ctx.leaf, delta);
+  const TimeMs end = EndOf(*ctx.job);
+  Started st{end, plan_.placements.size(), ctx.shape.resources, ctx.job->id, {}};
+  for (const auto& rp : p.replicas) {
+    auto n = cluster_.Find(rp.node);
+    if (!n || std::find(st.nodes.begin(), st.nodes.end(), *n) != st.nodes.end()) continue;
+    st.nodes.push_back(*n);
+    if (end == kNever && !rp.gpu_indices.empty()) unlimited_on_[*n].push_back(ctx.job->id);
+  }
+  started_.push_back(std::move(st));
   plan_.placements.push_back(std::move(p));
+}
+
+bool Cycle::PlaceNow(const JobCtx& ctx, std::optional<QuotaRefusal>& refusal,
+                     std::uint32_t& placed_before) {
+  // Quota first, on what the job asks for whatever GPUs it gets (GPUs of
+  // any model, CPU, RAM), so a job past its limit says so even when the
+  // cluster is full; per-model and GPU-memory quota need the placement.
+  Usage estimate;
+  const auto& res = ctx.shape.resources;
+  if (ctx.requested_mgpu > 0) estimate[kGpusKey] = ctx.requested_mgpu;
+  if (res.cpu_millis > 0) {
+    estimate[{model::ResourceKind::kCpu, ""}] = std::int64_t{res.cpu_millis} * ctx.shape.replicas;
+  }
+  if (res.memory_bytes > 0) {
+    estimate[{model::ResourceKind::kMemory, ""}] =
+        static_cast<std::int64_t>(res.memory_bytes) * ctx.shape.replicas;
+  }
+  refusal = book_.Check(*ctx.leaf, estimate, ctx.preemptible);
+  if (refusal) return false;
+  std::size_t mark = cluster_.Mark();
+  HideReserved(EndOf(*ctx.job));
+  auto placed = cluster_.PlaceGang(ctx.shape, &placed_before);
+  if (placed) {
+    UnhideReserved();
+    Usage delta = UsageOf(cluster_, ctx.shape.resources, *placed);
+    refusal = book_.Check(*ctx.leaf, delta, ctx.preemptible);
+    if (!refusal) {
+      Commit(ctx, std::move(*placed), delta, {}, EvictionCause::kReclaim);
+      return true;
+    }
+  }
+  cluster_.Rollback(mark);
+  return false;
 }
 
 Cycle::Outcome Cycle::Decide(const JobCtx& ctx, model::Reason& why) {
@@ -133,33 +189,9 @@ Cycle::Outcome Cycle::Decide(const JobCtx& ctx, model::Reason& why) {
     why = ExplainNoFit(ctx, 0);
     return Outcome::kRefused;
   }
-  // Quota first, on what the job asks for whatever GPUs it gets (GPUs of
-  // any model, CPU, RAM), so a job past its limit says so even when the
-  // cluster is full; per-model and GPU-memory quota need the placement.
-  Usage estimate;
-  const auto& res = ctx.shape.resources;
-  if (ctx.requested_mgpu > 0) estimate[kGpusKey] = ctx.requested_mgpu;
-  if (res.cpu_millis > 0) {
-    estimate[{model::ResourceKind::kCpu, ""}] = std::int64_t{res.cpu_millis} * ctx.shape.replicas;
-  }
-  if (res.memory_bytes > 0) {
-    estimate[{model::ResourceKind::kMemory, ""}] =
-        static_cast<std::int64_t>(res.memory_bytes) * ctx.shape.replicas;
-  }
-  std::optional<QuotaRefusal> refusal = book_.Check(*ctx.leaf, estimate, ctx.preemptible);
-  std::size_t mark = cluster_.Mark();
+  std::optional<QuotaRefusal> refusal;
   std::uint32_t placed_before = 0;
-  std::optional<std::vector<ReplicaPlacement>> placed;
-  if (!refusal) placed = cluster_.PlaceGang(ctx.shape, &placed_before);
-  if (placed) {
-    Usage delta = UsageOf(cluster_, ctx.shape.resources, *placed);
-    refusal = book_.Check(*ctx.leaf, delta, ctx.preemptible);
-    if (!refusal) {
-      Commit(ctx, std::move(*placed), delta, {}, EvictionCause::kReclaim);
-      return Outcome::kPlaced;
-    }
-    cluster_.Rollback(mark);
-  }
+  if (PlaceNow(ctx, refusal, placed_before)) return Outcome::kPlaced;
   // Least disruptive first: take back what this queue lent, then preempt
   // lower-priority work of its own queue.
   relief_[0] = {};
@@ -173,7 +205,7 @@ Cycle::Outcome Cycle::Decide(const JobCtx& ctx, model::Reason& why) {
     why = ExplainQuota(*refusal);
     return Outcome::kRefused;
   }
-  why = ExplainNoFit(ctx, placed_before);
+  why = ExplainWaiting(ctx, placed_before);
   AddRelief(may_reclaim, why);
   return Outcome::kWaiting;
 }
@@ -258,6 +290,23 @@ Plan Cycle::Run() {
     model::Reason why;
     Outcome o = Decide(c, why);
     if (o != Outcome::kPlaced) {
+      // Its estimated start: a replay of the releases when it waits for
+      // GPUs, a reservation while the cap allows, else why none is known.
+      Eta eta;
+      bool reserved = false;
+      if (o == Outcome::kWaiting) {
+        eta = Estimate(c);
+        reserved = eta.known && s_.policy.backfill.enabled &&
+                   std::ssize(plan_.reservations) < s_.policy.backfill.max_reservations;
+        if (reserved) Reserve(c, eta);
+        AddEta(eta, reserved, why);
+      } else if (why.code != model::ReasonCode::kQueueUnknown) {
+        eta.unknown = why.code == model::ReasonCode::kOverQuota ||
+                              why.code == model::ReasonCode::kNotPreemptibleOverGuarantee
+                          ? model::EtaUnknown::kQuota
+                          : model::EtaUnknown::kInfeasible;
+        AddEta(eta, false, why);
+      }
       finish(l, c, std::move(why));
       if (o == Outcome::kWaiting) {
         // The head waits for capacity: jobs behind it wait too, so that
@@ -272,6 +321,10 @@ Plan Cycle::Run() {
           for (auto key : {model::kPosition, model::kAheadJobs, model::kAheadGpus}) {
             tmpl.counts[std::string(key)] = 0;
           }
+          if (eta.known) {
+            tmpl.counts[std::string(model::kNotBeforeMs)] = eta.start_ms;
+            tmpl.counts[std::string(model::kNotBeforeInMs)] = eta.start_ms - s_.now_ms;
+          }
           AddQueueNumbers(Resolve(*l.jobs[l.next].job), tmpl, &numbers);
           auto at = [&tmpl](std::string_view key) {
             return std::distance(tmpl.counts.begin(), tmpl.counts.find(key));
@@ -281,6 +334,7 @@ Plan Cycle::Run() {
           };
           const std::ptrdiff_t pos = at(model::kPosition), jobs = at(model::kAheadJobs),
                                gpus = at(model::kAheadGpus), req = at(model::kQueueRequested);
+          const std::size_t first_candidate = candidates_.size();
           while (l.next < l.jobs.size()) {
             const PendingJob& behind = *l.jobs[l.next++].job;
             if (behind.resources.gpus > cluster_.MaxHealthyGpus()) {
@@ -288,6 +342,8 @@ Plan Cycle::Run() {
               // says so instead of "behind", and it holds no place in line.
               model::Reason own;
               Decide(Resolve(behind), own);
+              own.counts[std::string(model::kEtaUnknown)] =
+                  static_cast<std::int64_t>(model::EtaUnknown::kInfeasible);
               plan_.pending.push_back({behind.id, std::move(own)});
               continue;
             }
@@ -299,7 +355,16 @@ Plan Cycle::Run() {
             *slot(b, req) = gang_gpus * 1000;  // as JobCtx::requested_mgpu
             ++l.waiting;
             l.waiting_gpus += gang_gpus;
+            // Backfill: it may run before its head only if it surely ends
+            // before the head's reserved start; tried once every head has
+            // had its turn.
+            if (reserved && EndOf(behind) <= eta.start_ms) {
+              candidates_.push_back({&behind, plan_.pending.size()});
+            }
             plan_.pending.push_back({behind.id, std::move(b)});
+          }
+          for (std::size_t k = first_candidate; k < candidates_.size(); ++k) {
+            candidates_[k].block_end = plan_.pending.size();
           }
         }
       }
@@ -319,11 +384,13 @@ Plan Cycle::Run() {
       ready.insert(i);
     }
   }
+  Backfill();
   // By job id. Sorting (id, position) pairs and moving each decision once
   // is cheaper than swapping 100,000 reasons about in the sort.
   std::vector<std::pair<std::int64_t, std::size_t>> order;
   order.reserve(plan_.pending.size());
   for (std::size_t k = 0; k < plan_.pending.size(); ++k) {
+    if (k < dropped_.size() && dropped_[k]) continue;  // backfilled
     order.emplace_back(plan_.pending[k].job_id, k);
   }
   std::sort(order.begin(), order.end());

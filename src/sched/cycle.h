@@ -1,7 +1,8 @@
 // One scheduling cycle of CoreScheduler (internal). The cycle owns the
 // working cluster and quota book; its parts live in one file each:
 // core_scheduler.cc (order and admission), evict.cc (reclaim and
-// preemption), explain.cc (reasons for jobs left waiting).
+// preemption), explain.cc (reasons for jobs left waiting), backfill.cc
+// (estimated starts, reservations and backfill).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,17 @@ std::int32_t PriorityValue(const model::Policy& policy, model::Priority p);
 bool EffectivePreemptible(const model::Policy& policy, const model::QueuePolicy* queue,
                           model::Priority p, const std::optional<bool>& requested);
 
+// When a waiting job could start: replaying the releases of running jobs
+// (at their max runtime) until the gang fits.
+struct Eta {
+  bool known = false;
+  TimeMs start_ms = 0;
+  std::vector<ReplicaPlacement> replicas;  // where it fits then
+  model::EtaUnknown unknown = model::EtaUnknown::kCapacity;
+  std::int64_t blocked_by = 0;  // kBlockedByUnlimited: the lowest blocking job id
+  std::int64_t blockers = 0;
+};
+
 class Cycle {
  public:
   explicit Cycle(const Snapshot& s);
@@ -43,6 +55,11 @@ class Cycle {
 
   JobCtx Resolve(const PendingJob& job) const;
   Outcome Decide(const JobCtx& ctx, model::Reason& why);
+  // Quota on the request, a placement on GPUs the job may use (not those
+  // reserved for others unless it ends first), quota on the placement;
+  // commits and returns true, else changes nothing and says why.
+  bool PlaceNow(const JobCtx& ctx, std::optional<QuotaRefusal>& refusal,
+                std::uint32_t& placed_before);
   void Commit(const JobCtx& ctx, std::vector<ReplicaPlacement> replicas, const Usage& delta,
               const std::vector<std::size_t>& victims, EvictionCause cause);
 
@@ -64,6 +81,38 @@ class Cycle {
   bool Attempt(const JobCtx& ctx, const std::vector<std::size_t>& victims,
                std::vector<ReplicaPlacement>& out, Usage& delta);
   std::int64_t WorkLostMs(const RunningJob& r) const;
+
+  // backfill.cc
+  static constexpr TimeMs kNever = INT64_MAX;
+  // When the job would end if started now: now + max runtime, or kNever.
+  TimeMs EndOf(const PendingJob& job) const;
+  // Marks taken (logged) the free GPUs reserved for other jobs that a job
+  // ending at `end` may not use; UnhideReserved frees them again once a
+  // placement has taken its GPUs. A rollback past the mark undoes both.
+  void HideReserved(TimeMs end);
+  void UnhideReserved();
+  // ExplainNoFit as the job sees the cluster: without the free GPUs reserved
+  // for others that it may not use (counted in kReservedFreeGpus).
+  model::Reason ExplainWaiting(const JobCtx& ctx, std::uint32_t placed_before_failure);
+  // The estimated start of a waiting job (cached by shape and state).
+  Eta Estimate(const JobCtx& ctx);
+  Eta Replay(const JobCtx& ctx);
+  void FindBlockers(const JobCtx& ctx, Eta& eta);
+  const std::vector<char>& UsableNodes(const JobCtx& ctx);
+  // Holds the GPUs of `eta` for the job from its start to its end.
+  void Reserve(const JobCtx& ctx, const Eta& eta);
+  void AddEta(const Eta& eta, bool reserved, model::Reason& why) const;
+  // Jobs behind reserved heads that end before their head starts.
+  void Backfill();
+  // Where a job's GPUs are: (node, position in its gpus) per GPU.
+  using GpuKey = std::pair<std::size_t, std::size_t>;
+  std::vector<GpuKey> KeysOf(const std::vector<ReplicaPlacement>& replicas) const;
+  // Releases GPUs (and the job's CPU and memory) in a replay, except GPUs
+  // still held for a reservation at time `t`.
+  void ReplayRelease(const model::Resources& res, const std::vector<ReplicaPlacement>& replicas,
+                     TimeMs t);
+  // Brings timeline_ up to date with the jobs placed so far.
+  void ExtendTimeline();
 
   // explain.cc
   model::Reason ExplainNoFit(const JobCtx& ctx, std::uint32_t placed_before_failure);
@@ -89,6 +138,52 @@ class Cycle {
   // for: every queue's waiting head is explained against every node, and
   // once the cluster is full most heads share a shape and a state.
   std::map<std::string, std::pair<std::uint64_t, model::Reason>, std::less<>> explained_;
+
+  // Backfill. A reserved GPU is held from its job's start (`from`) to its
+  // end (`until`, kNever without a max runtime); with several reservations
+  // on one GPU, the earliest start and the latest end.
+  struct Hold {
+    TimeMs from = 0;
+    TimeMs until = 0;
+    std::int64_t unlimited_job = 0;  // a reserved job with no max runtime, if any
+  };
+  std::map<GpuKey, Hold> holds_;
+  std::vector<TimeMs> hold_starts_;  // distinct Hold::from, ascending
+  std::vector<GpuKey> hidden_;       // what HideReserved took
+  // Jobs placed in this cycle: they count as started now.
+  struct Started {
+    TimeMs end = 0;
+    std::size_t placement = 0;  // in plan_.placements
+    model::Resources resources;
+    std::int64_t job = 0;
+    std::vector<std::size_t> nodes;  // node indices of its replicas
+  };
+  std::vector<Started> started_;
+  // Known releases in time order (kind 0: running job `index`, 1: started_
+  // `index`), kept sorted across replays and extended as jobs are placed.
+  struct TimedRelease {
+    TimeMs t = 0;
+    int kind = 0;
+    std::size_t index = 0;
+    auto operator<=>(const TimedRelease&) const = default;
+  };
+  std::vector<TimedRelease> timeline_, fresh_, merged_;
+  bool timeline_built_ = false;
+  std::size_t timed_started_ = 0;                        // started_ entries in timeline_
+  RunningJob scratch_;                                   // ReplayRelease's buffer
+  std::vector<std::vector<std::size_t>> running_nodes_;  // [running job] node indices
+  // [node] ids of jobs without a max runtime holding GPUs there (ETA blockers).
+  std::vector<std::vector<std::int64_t>> unlimited_on_;
+  std::map<std::string, std::pair<std::uint64_t, Eta>, std::less<>> estimated_;
+  std::map<std::string, std::vector<char>, std::less<>> usable_;
+  // Jobs behind a reserved head that may backfill, tried after every head.
+  struct Candidate {
+    const PendingJob* job = nullptr;
+    std::size_t pending = 0;    // its BehindInQueue decision in plan_.pending
+    std::size_t block_end = 0;  // end of its queue's BehindInQueue decisions
+  };
+  std::vector<Candidate> candidates_;
+  std::vector<bool> dropped_;  // [plan_.pending index]: replaced by a placement
 };
 
 }  // namespace berth::sched

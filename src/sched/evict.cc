@@ -86,8 +86,11 @@ bool Cycle::Attempt(const JobCtx& ctx, const std::vector<std::size_t>& victims,
     cluster_.Release(s_.running[v]);
     book_.Remove(*running_queue_[v], running_usage_[v]);
   }
+  // GPUs the victims free may be reserved for another job (backfill).
+  HideReserved(EndOf(*ctx.job));
   auto placed = cluster_.PlaceGang(ctx.shape, nullptr);
   if (!placed) return false;
+  UnhideReserved();
   delta = UsageOf(cluster_, ctx.shape.resources, *placed);
   if (book_.Check(*ctx.leaf, delta, ctx.preemptible)) return false;
   out = std::move(*placed);

@@ -347,6 +347,11 @@ void Cluster::Release(const RunningJob& job) {
   }
 }
 
+void Cluster::SetGpuFree(std::size_t n, std::size_t i, bool free) {
+  Log({n, static_cast<std::int32_t>(i), nodes_[n].gpus[i].free, 0, 0});
+  SetFree(n, i, free);
+}
+
 void Cluster::Log(Undo u) {
   u.state_before = state_;
   state_ = ++next_state_;

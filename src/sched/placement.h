@@ -56,6 +56,9 @@ class Cluster {
                                                          std::uint32_t* placed_before_failure);
   // Gives a running job's GPUs, CPU and memory back (logged).
   void Release(const RunningJob& job);
+  // Marks the GPU at node `n`, position `i` in its `gpus`, free or not
+  // (logged): backfill hides GPUs reserved for another job this way.
+  void SetGpuFree(std::size_t n, std::size_t i, bool free);
 
   // The statement: Mark() before a tentative change, Rollback(mark) to undo.
   std::size_t Mark() const { return log_.size(); }

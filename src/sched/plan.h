@@ -44,10 +44,21 @@ struct PendingDecision {
   model::Reason reason;
 };
 
+// GPUs held for a waiting queue head (backfill): running jobs release them by
+// start_ms at the latest (their max runtime), and nothing placed on them in
+// this cycle ends later than start_ms. Only jobs with a max runtime may use
+// them meanwhile.
+struct Reservation {
+  std::int64_t job_id = 0;
+  std::int64_t start_ms = 0;  // absolute; the job's estimated start
+  std::vector<ReplicaPlacement> replicas;
+};
+
 struct Plan {
   std::vector<Placement> placements;
   std::vector<PendingDecision> pending;  // a reason for every job left waiting
   std::vector<Eviction> evictions{};
+  std::vector<Reservation> reservations{};  // in the order they were made
 };
 
 }  // namespace berth::sched

@@ -56,6 +56,10 @@ struct PendingJob {
   std::vector<model::Toleration> tolerations{};
   std::string pool{};  // empty: any of the queue's pools
   model::Topology topology{};
+  // 0: unlimited. berthd stops a job at its max runtime, so only jobs with
+  // one may use GPUs reserved for another (backfill), and only if they end
+  // before the reserved start.
+  std::int64_t max_runtime_ms = 0;
 };
 
 // A job holding GPUs now: what reclaim and preemption may choose from.
@@ -69,6 +73,9 @@ struct RunningJob {
   TimeMs last_checkpoint_ms = 0;  // 0: never checkpointed; work lost counts from the start
   model::Resources resources{};   // per replica
   std::vector<ReplicaPlacement> replicas{};
+  // 0: unlimited; else started_at_ms + max_runtime_ms is a hard upper bound
+  // on when its GPUs are free again (berthd stops it then).
+  std::int64_t max_runtime_ms = 0;
 };
 
 struct Snapshot {

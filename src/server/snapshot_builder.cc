@@ -19,6 +19,7 @@ sched::PendingJob PendingFrom(const store::JobRecord& job) {
   p.tolerations = job.spec.tolerations;
   p.pool = job.spec.pool;
   p.topology = job.spec.topology;
+  p.max_runtime_ms = job.spec.max_runtime_ms;
   return p;
 }
 
@@ -82,6 +83,7 @@ Result<sched::Snapshot> BuildSnapshot(const SnapshotInputs& in, const SpecLookup
       job.priority = spec->priority;
       job.preemptible = spec->preemptible;
       job.resources = spec->resources;
+      job.max_runtime_ms = spec->max_runtime_ms;
       job.started_at_ms = run.started_at_ms.value_or(in.now_ms);
     }
     // Work lost counts from the earliest replica start; checkpoints arrive

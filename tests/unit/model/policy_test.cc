@@ -77,6 +77,24 @@ TEST(Policy, RoundTripsThroughYaml) {
   EXPECT_EQ(back->FindQueue("vision/serving")->quota.at(kGpus).guaranteed, 500);
 }
 
+TEST(Policy, BackfillDefaultsOnAndRoundTrips) {
+  auto d = ParsePolicy("min_runtime: 5m\n");
+  ASSERT_TRUE(d.has_value());
+  EXPECT_TRUE(d->backfill.enabled);
+  EXPECT_EQ(d->backfill.max_reservations, 32);
+  EXPECT_EQ(DefaultPolicy().backfill, d->backfill);
+  auto p = ParsePolicy("backfill: {enabled: false, max_reservations: 3}\n");
+  ASSERT_TRUE(p.has_value()) << p.error().field << ": " << p.error().message;
+  EXPECT_FALSE(p->backfill.enabled);
+  EXPECT_EQ(p->backfill.max_reservations, 3);
+  std::string text = PolicyToYaml(*p);
+  EXPECT_NE(text.find("backfill"), std::string::npos) << text;
+  auto back = ParsePolicy(text);
+  ASSERT_TRUE(back.has_value()) << back.error().message << "\n" << text;
+  EXPECT_EQ(back->backfill, p->backfill);
+  EXPECT_EQ(PolicyToYaml(*back), text);
+}
+
 TEST(Policy, DefaultIsOneUnlimitedQueue) {
   Policy p = DefaultPolicy();
   const QueuePolicy* q = p.FindQueue("default/default");
@@ -142,6 +160,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"queues: [{name: A}]\n", "queues[0].name", "lower-case"},
         BadCase{"usage_half_life: 0s\n", "usage_half_life", "longer than zero"},
         BadCase{"min_runtime: soon\n", "min_runtime", "duration"},
+        BadCase{"backfill: {enabled: yes}\n", "backfill.enabled", "true or false"},
+        BadCase{"backfill: {max_reservations: -1}\n", "backfill.max_reservations", "0 to 1000"},
+        BadCase{"backfill: {max_reservations: 1001}\n", "backfill.max_reservations", "0 to 1000"},
+        BadCase{"backfill: {max_reservations: many}\n", "backfill.max_reservations",
+                "not an integer"},
+        BadCase{"backfill: {reservations: 4}\n", "backfill.reservations", "allowed fields"},
+        BadCase{"backfill: true\n", "backfill", "mapping"},
         BadCase{"queues: [{name: a\n", "", "YAML"}, BadCase{"- a\n", "", "mapping"}));
 
 // The scheduling core's reason codes travel through the store and the API.

@@ -116,6 +116,86 @@ TEST(ReasonZhTest, EveryCodeHasAChineseSentenceDifferentFromEnglish) {
   EXPECT_EQ(RenderReason({ReasonCode::kCancelled, {}, "alice"}, Lang::kZh), "已被 alice 取消");
 }
 
+TEST(ReasonEtaTest, KnownStartInBothLanguages) {
+  Reason r{ReasonCode::kNoNodeFits,
+           {{"nodes", 1},
+            {"gpus_per_replica", 8},
+            {std::string(kCauseTooFewGpus), 1},
+            {std::string(kEtaMs), 1'700'005'400'000},
+            {std::string(kEtaInMs), 5'400'000},
+            {std::string(kEtaReserved), 1}},
+           ""};
+  EXPECT_EQ(
+      RenderReason(r),
+      "0/1 nodes can take a replica needing 8 GPU(s): 1 too few free GPUs; estimated start in "
+      "about 1h 30m (GPUs are reserved for it)");
+  ExpectHasAll(RenderReason(r, Lang::kZh), {"预计约 1 小时 30 分钟后开始（已为它预留 GPU）"});
+  r.counts[std::string(kEtaReserved)] = 0;
+  r.counts[std::string(kEtaInMs)] = 2 * 86'400'000 + 3 * 3'600'000;
+  ExpectHasAll(RenderReason(r), {"in about 2d 3h (an estimate; no GPUs reserved)"});
+  ExpectHasAll(RenderReason(r, Lang::kZh), {"约 2 天 3 小时后开始（估计值，未预留 GPU）"});
+  r.counts[std::string(kEtaInMs)] = 0;
+  ExpectHasAll(RenderReason(r), {"estimated start now, as GPUs free up"});
+  r.counts[std::string(kEtaInMs)] = 45'000;
+  ExpectHasAll(RenderReason(r), {"in about 45s"});
+  ExpectHasAll(RenderReason(r, Lang::kZh), {"约 45 秒后开始"});
+}
+
+TEST(ReasonEtaTest, UnknownStartSaysWhy) {
+  Reason r{ReasonCode::kNoNodeFits,
+           {{std::string(kEtaUnknown), static_cast<std::int64_t>(EtaUnknown::kBlockedByUnlimited)},
+            {std::string(kEtaBlockedBy), 7},
+            {std::string(kEtaBlockers), 3}},
+           ""};
+  ExpectHasAll(RenderReason(r),
+               {"estimated start unknown: job 7 (and 2 more) on GPUs it needs has no max runtime"});
+  ExpectHasAll(RenderReason(r, Lang::kZh),
+               {"无法估计开始时间：它需要的 GPU 被作业 7 占用，该作业没有设置最长运行时间（另有 2 "
+                "个这样的作业）"});
+  const std::pair<EtaUnknown, std::string_view> cases[] = {
+      {EtaUnknown::kCapacity, "does not fit even when every running job has ended"},
+      {EtaUnknown::kQuota, "waits for its queue's quota"},
+      {EtaUnknown::kInfeasible, "no node could ever take it"}};
+  for (auto [why, text] : cases) {
+    Reason u{ReasonCode::kOverQuota,
+             {{std::string(kEtaUnknown), static_cast<std::int64_t>(why)}},
+             "q gpus"};
+    ExpectHasAll(RenderReason(u), {"estimated start unknown: ", text});
+    ExpectHasAll(RenderReason(u, Lang::kZh), {"无法估计开始时间："});
+  }
+}
+
+TEST(ReasonEtaTest, ReservedFreeGpusSayHowToUseThem) {
+  Reason r{ReasonCode::kNoNodeFits,
+           {{"nodes", 1},
+            {"gpus_per_replica", 4},
+            {std::string(kCauseTooFewGpus), 1},
+            {std::string(kReservedFreeGpus), 4}},
+           ""};
+  EXPECT_EQ(
+      RenderReason(r),
+      "0/1 nodes can take a replica needing 4 GPU(s): 1 too few free GPUs; 4 more free GPU(s) "
+      "are reserved for jobs that start before it would end (only a job whose max runtime "
+      "ends by then may use them)");
+  ExpectHasAll(RenderReason(r, Lang::kZh), {"另有 4 块空闲 GPU 已预留"});
+}
+
+TEST(ReasonEtaTest, BehindAHeadSaysNotBeforeItStarts) {
+  Reason r{ReasonCode::kBehindInQueue,
+           {{"blocked_by", 10},
+            {std::string(kAheadJobs), 1},
+            {std::string(kNotBeforeMs), 1'700'007'200'000},
+            {std::string(kNotBeforeInMs), 7'200'000}},
+           ""};
+  EXPECT_EQ(RenderReason(r),
+            "waiting behind job 10 in queue order (1 ahead); not before job 10 starts (in about "
+            "2h)");
+  EXPECT_EQ(RenderReason(r, Lang::kZh),
+            "按队列顺序排在作业 10 之后（前面还有 1 个）；不会早于作业 10 开始（约 2 小时后）");
+  r.counts.erase(std::string(kNotBeforeInMs));
+  EXPECT_EQ(RenderReason(r), "waiting behind job 10 in queue order (1 ahead)");
+}
+
 TEST(ReasonZhTest, ParseLang) {
   EXPECT_EQ(ParseLang("en"), Lang::kEn);
   EXPECT_EQ(ParseLang("zh"), Lang::kZh);

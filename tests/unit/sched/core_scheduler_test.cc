@@ -48,6 +48,60 @@ const model::Reason* ReasonOf(const Plan& plan, std::int64_t id) {
   return nullptr;
 }
 
+// One 8-GPU node, half held until 1h by a job with a max runtime; the head
+// needs all 8, a 2-GPU job behind it would end at 30m.
+Snapshot BackfillSnapshot() {
+  Snapshot s;
+  s.nodes = {Node("a", 8)};
+  for (auto& g : s.nodes[0].gpus) g.free = g.index >= 4;
+  RunningJob r;
+  r.id = 1;
+  r.tenant = "default";
+  r.queue = "default";
+  r.resources.gpus = 4;
+  r.max_runtime_ms = 3'600'000;
+  r.replicas = {{0, "a", {0, 1, 2, 3}}};
+  s.running = {r};
+  PendingJob head = Job(2, "default", 8);
+  PendingJob shorter = Job(3, "default", 2);
+  shorter.max_runtime_ms = 1'800'000;
+  for (auto* j : {&head, &shorter}) j->queue = "default";
+  s.pending = {head, shorter};
+  return s;
+}
+
+TEST(CoreScheduler, BackfillRunsAShortJobBeforeTheReservedHead) {
+  Snapshot s = BackfillSnapshot();
+  Plan plan = CoreScheduler().Schedule(s);
+  ASSERT_EQ(CheckPlan(s, plan), "");
+  ASSERT_EQ(plan.placements.size(), 1U);
+  EXPECT_EQ(plan.placements[0].job_id, 3);
+  ASSERT_EQ(plan.reservations.size(), 1U);
+  EXPECT_EQ(plan.reservations[0].job_id, 2);
+  EXPECT_EQ(plan.reservations[0].start_ms, 3'600'000);
+  const model::Reason* head = ReasonOf(plan, 2);
+  ASSERT_NE(head, nullptr);
+  EXPECT_EQ(head->counts.at(std::string(model::kEtaReserved)), 1);
+}
+
+TEST(CoreScheduler, BackfillCanBeTurnedOffOrCappedAndTheHeadStillGetsAnEstimate) {
+  for (auto* yaml : {"backfill: {enabled: false}\n", "backfill: {max_reservations: 0}\n"}) {
+    Snapshot s = BackfillSnapshot();
+    s.policy = PolicyOf(yaml);
+    Plan plan = CoreScheduler().Schedule(s);
+    ASSERT_EQ(CheckPlan(s, plan), "");
+    EXPECT_TRUE(plan.placements.empty()) << yaml;
+    EXPECT_TRUE(plan.reservations.empty()) << yaml;
+    const model::Reason* head = ReasonOf(plan, 2);
+    ASSERT_NE(head, nullptr);
+    EXPECT_EQ(head->counts.at(std::string(model::kEtaMs)), 3'600'000) << yaml;
+    EXPECT_EQ(head->counts.at(std::string(model::kEtaReserved)), 0) << yaml;
+    const model::Reason* behind = ReasonOf(plan, 3);
+    ASSERT_NE(behind, nullptr);
+    EXPECT_EQ(behind->code, model::ReasonCode::kBehindInQueue) << yaml;
+  }
+}
+
 TEST(CoreScheduler, AJobThatCanNeverRunIsNotToldItWaitsBehindTheHead) {
   Snapshot s;
   s.nodes = {Node("a", 8)};

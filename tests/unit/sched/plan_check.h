@@ -2,6 +2,7 @@
 // and property tests. Returns an empty string when the plan is sound.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -61,6 +62,42 @@ inline std::string CheckPlan(const Snapshot& s, const Plan& plan) {
     if (d.reason.code == model::ReasonCode::kNone) return "a pending job without a reason";
   }
   if (seen.size() != pending.size()) return "a pending job is neither placed nor explained";
+  // Backfill never delays a reserved job: whatever is placed on a GPU
+  // reserved for another job ends (now + max runtime) by that reservation's
+  // start, and a reservation is for a job left waiting.
+  std::map<std::tuple<std::string, std::uint32_t>, std::int64_t> reserved_from;
+  std::set<std::int64_t> reserved_jobs;
+  std::map<std::tuple<std::string, std::uint32_t>, std::int64_t> reserved_by;
+  for (const auto& r : plan.reservations) {
+    if (!pending.contains(r.job_id)) return "a reservation for a job that is not pending";
+    if (!reserved_jobs.insert(r.job_id).second) return "a job reserved twice";
+    if (r.start_ms < s.now_ms) return "a reservation starts before now";
+    const PendingJob& j = *pending.at(r.job_id);
+    if (r.replicas.size() != j.replicas) return "a reservation for part of a gang";
+    for (const auto& rp : r.replicas) {
+      if (rp.gpu_indices.size() != j.resources.gpus) return "reserved the wrong GPU count";
+      for (auto i : rp.gpu_indices) {
+        auto [it, fresh] = reserved_from.try_emplace({rp.node, i}, r.start_ms);
+        if (!fresh) it->second = std::min(it->second, r.start_ms);
+        reserved_by[{rp.node, i}] = r.job_id;
+      }
+    }
+  }
+  for (const auto& p : plan.placements) {
+    if (reserved_jobs.contains(p.job_id)) return "a job both placed and reserved";
+    const PendingJob& j = *pending.at(p.job_id);
+    for (const auto& rp : p.replicas) {
+      for (auto i : rp.gpu_indices) {
+        auto it = reserved_from.find({rp.node, i});
+        if (it == reserved_from.end()) continue;
+        if (j.max_runtime_ms <= 0 || s.now_ms + j.max_runtime_ms > it->second) {
+          return "job " + std::to_string(j.id) + " placed on GPU " + rp.node + "/" +
+                 std::to_string(i) + " reserved for job " +
+                 std::to_string(reserved_by[{rp.node, i}]) + " and does not end before it starts";
+        }
+      }
+    }
+  }
   return {};
 }
 

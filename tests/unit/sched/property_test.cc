@@ -7,8 +7,11 @@
 // reclaim.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <random>
+#include <set>
 
 #include "sched/core_scheduler.h"
 #include "unit/sched/plan_check.h"
@@ -48,6 +51,8 @@ model::Policy RandomPolicy(std::mt19937& rng, std::int64_t total_gpus, int tenan
     p.queues.push_back(leaf);
   }
   p.min_runtime_ms = Rand(rng, 0, 1) * 60'000;
+  p.backfill.enabled = Rand(rng, 0, 4) != 0;
+  p.backfill.max_reservations = Rand(rng, 0, 4);
   return p;
 }
 
@@ -103,6 +108,7 @@ void AddJobs(std::mt19937& rng, World& w, bool single_gpu_jobs) {
     }
     if (!single_gpu_jobs && Rand(rng, 0, 4) == 0) j.preemptible = false;
     if (!single_gpu_jobs && Rand(rng, 0, 5) == 0) j.topology.one_node = true;
+    if (Rand(rng, 0, 3) != 0) j.max_runtime_ms = Rand(rng, 1, 60) * 60'000;
     w.s.pending.push_back(j);
   }
 }
@@ -142,6 +148,7 @@ void Apply(std::mt19937& rng, World& w, const Plan& plan) {
         j.replicas = static_cast<std::uint32_t>(r.replicas.size());
         j.resources = r.resources;
         j.preemptible = r.preemptible;
+        j.max_runtime_ms = r.max_runtime_ms;
         w.s.pending.push_back(j);
       }
       continue;
@@ -167,6 +174,7 @@ void Apply(std::mt19937& rng, World& w, const Plan& plan) {
     r.preemptible = j.preemptible;
     r.started_at_ms = w.s.now_ms;
     r.resources = j.resources;
+    r.max_runtime_ms = j.max_runtime_ms;
     r.replicas = it->second->replicas;
     for (const auto& rp : r.replicas) {
       for (auto& n : w.s.nodes) {
@@ -217,6 +225,7 @@ TEST(SchedulerProperties, RandomClustersKeepTheInvariants) {
   std::size_t placed = 0;
   std::size_t evicted = 0;
   std::size_t waiting = 0;
+  std::size_t reservations = 0;
   for (int world = 0; world < 150; ++world) {
     World w = RandomWorld(rng, false);
     for (int cycle = 0; cycle < 15; ++cycle, ++cycles) {
@@ -224,6 +233,18 @@ TEST(SchedulerProperties, RandomClustersKeepTheInvariants) {
       Plan plan = CoreScheduler().Schedule(w.s);
       ASSERT_EQ(CheckPlan(w.s, plan), "") << "world " << world << " cycle " << cycle;
       ASSERT_TRUE(SamePlan(plan, CoreScheduler().Schedule(w.s))) << "not deterministic";
+      for (const auto& d : plan.pending) {
+        // Every job that waits on its own account says when it starts or
+        // why that is unknown.
+        if (d.reason.code == model::ReasonCode::kBehindInQueue ||
+            d.reason.code == model::ReasonCode::kQueueUnknown) {
+          continue;
+        }
+        ASSERT_TRUE(d.reason.counts.contains(model::kEtaMs) ||
+                    d.reason.counts.contains(model::kEtaUnknown))
+            << "job " << d.job_id << ": " << model::RenderReason(d.reason);
+      }
+      reservations += plan.reservations.size();
       placed += plan.placements.size();
       evicted += plan.evictions.size();
       waiting += plan.pending.size();
@@ -235,8 +256,9 @@ TEST(SchedulerProperties, RandomClustersKeepTheInvariants) {
   EXPECT_GT(placed, 1000U);
   EXPECT_GT(evicted, 50U);
   EXPECT_GT(waiting, 1000U);
-  std::printf("%d cycles: %zu placements, %zu evictions, %zu waiting decisions\n", cycles, placed,
-              evicted, waiting);
+  EXPECT_GT(reservations, 100U);
+  std::printf("%d cycles: %zu placements, %zu evictions, %zu waiting decisions, %zu reservations\n",
+              cycles, placed, evicted, waiting, reservations);
 }
 
 // With 1-GPU jobs on identical healthy nodes nothing but the rules can stop
@@ -293,6 +315,157 @@ TEST(SchedulerProperties, NoGuaranteedDemandWaitsWhileABorrowerCouldBeReclaimed)
   EXPECT_GE(cycles, 1000);
   EXPECT_GT(evictions, 20U);
   std::printf("%d cycles, %zu reclaims\n", cycles, evictions);
+}
+
+// Backfill never delays a reserved job. One queue and one priority, so the
+// queue order of the jobs already waiting never changes (new jobs join at
+// the back); every running job ends exactly at its max runtime (jobs
+// without one at a time the scheduler is not told), and a virtual clock
+// jumps from one end or arrival to the next, running a cycle at each. A job
+// that was given a reserved start is running by then.
+TEST(SchedulerProperties, BackfillNeverDelaysAReservedJob) {
+  std::mt19937 rng(42);
+  int cycles = 0;
+  std::size_t reserved = 0;
+  std::size_t backfilled = 0;  // placed on GPUs reserved for another job
+  std::size_t kept = 0;        // reserved jobs that started, and by when
+  for (int world = 0; world < 200; ++world) {
+    Snapshot s;
+    s.now_ms = 0;
+    int nodes = static_cast<int>(Rand(rng, 1, 4));
+    std::uint32_t most = 0;
+    for (int n = 0; n < nodes; ++n) {
+      NodeView v;
+      v.name = "n" + std::to_string(n);
+      v.ready = true;
+      v.cpu_millis_free = 64'000;
+      v.memory_bytes_free = 512ULL << 30;
+      auto gpus = static_cast<std::uint32_t>(Rand(rng, 2, 8));
+      most = std::max(most, gpus);
+      for (std::uint32_t i = 0; i < gpus; ++i) {
+        GpuView g;
+        g.index = i;
+        g.model = "H100-80GB";
+        g.memory_bytes = 80ULL << 30;
+        g.nvlink_island = i / 4;
+        v.gpus.push_back(g);
+      }
+      s.nodes.push_back(std::move(v));
+    }
+    s.policy.backfill.max_reservations = Rand(rng, 1, 3);
+    std::map<std::int64_t, std::int64_t> hidden_end;  // jobs without a max runtime
+    std::map<std::int64_t, std::int64_t> first_eta;   // the first reserved start given
+    std::int64_t next_id = 1;
+    std::int64_t next_arrival = 0;
+    for (int cycle = 0; cycle < 40; ++cycle, ++cycles) {
+      // Arrivals due now.
+      while (next_arrival <= s.now_ms) {
+        PendingJob j;
+        j.id = next_id++;
+        j.tenant = "default";
+        j.queue = "default";
+        j.submitted_at_ms = next_arrival;
+        j.replicas = static_cast<std::uint32_t>(Rand(rng, 1, 2));
+        j.resources.gpus = static_cast<std::uint32_t>(Rand(rng, 1, most));
+        if (Rand(rng, 0, 9) != 0) {
+          j.max_runtime_ms = Rand(rng, 1, 30) * 60'000;
+        } else {
+          hidden_end[j.id] = Rand(rng, 1, 60) * 60'000;  // from its start
+        }
+        s.pending.push_back(j);
+        next_arrival += Rand(rng, 0, 10) * 60'000;
+      }
+      Plan plan = CoreScheduler().Schedule(s);
+      ASSERT_EQ(CheckPlan(s, plan), "") << "world " << world << " cycle " << cycle;
+      ASSERT_LE(std::ssize(plan.reservations), s.policy.backfill.max_reservations);
+      for (const auto& r : plan.reservations) {
+        ASSERT_GE(r.start_ms, s.now_ms);
+        if (first_eta.try_emplace(r.job_id, r.start_ms).second) ++reserved;
+      }
+      std::set<std::pair<std::string, std::uint32_t>> held;
+      for (const auto& r : plan.reservations) {
+        for (const auto& rp : r.replicas) {
+          for (auto i : rp.gpu_indices) held.insert({rp.node, i});
+        }
+      }
+      for (const auto& d : plan.pending) {
+        auto it = first_eta.find(d.job_id);
+        ASSERT_TRUE(it == first_eta.end() || s.now_ms < it->second)
+            << "job " << d.job_id << " was reserved to start by " << it->second
+            << " and still waits at " << s.now_ms << ": " << model::RenderReason(d.reason);
+      }
+      // Apply: placed jobs start now.
+      std::map<std::int64_t, const Placement*> placed;
+      for (const auto& p : plan.placements) placed[p.job_id] = &p;
+      std::vector<PendingJob> waiting;
+      for (auto& j : s.pending) {
+        auto it = placed.find(j.id);
+        if (it == placed.end()) {
+          waiting.push_back(std::move(j));
+          continue;
+        }
+        if (auto e = first_eta.find(j.id); e != first_eta.end()) {
+          ASSERT_LE(s.now_ms, e->second) << "job " << j.id << " started after its reserved start";
+          ++kept;
+        }
+        RunningJob r;
+        r.id = j.id;
+        r.tenant = j.tenant;
+        r.queue = j.queue;
+        r.started_at_ms = s.now_ms;
+        r.resources = j.resources;
+        r.max_runtime_ms = j.max_runtime_ms;
+        r.replicas = it->second->replicas;
+        for (const auto& rp : r.replicas) {
+          for (auto& n : s.nodes) {
+            if (n.name != rp.node) continue;
+            for (auto& g : n.gpus) {
+              if (std::find(rp.gpu_indices.begin(), rp.gpu_indices.end(), g.index) !=
+                  rp.gpu_indices.end()) {
+                g.free = false;
+                if (held.contains({rp.node, g.index})) ++backfilled;
+              }
+            }
+          }
+        }
+        s.running.push_back(std::move(r));
+      }
+      s.pending = std::move(waiting);
+      // The next event: an arrival or a job's end; jobs end at their max runtime.
+      auto end_of = [&](const RunningJob& r) {
+        return r.started_at_ms + (r.max_runtime_ms > 0 ? r.max_runtime_ms : hidden_end[r.id]);
+      };
+      std::int64_t next = next_arrival;
+      for (const auto& r : s.running) next = std::min(next, end_of(r));
+      s.now_ms = std::max(next, s.now_ms + 1);
+      std::vector<RunningJob> still;
+      for (auto& r : s.running) {
+        if (end_of(r) > s.now_ms) {
+          still.push_back(std::move(r));
+          continue;
+        }
+        for (const auto& rp : r.replicas) {
+          for (auto& n : s.nodes) {
+            if (n.name != rp.node) continue;
+            for (auto& g : n.gpus) {
+              if (std::find(rp.gpu_indices.begin(), rp.gpu_indices.end(), g.index) !=
+                  rp.gpu_indices.end()) {
+                g.free = true;
+              }
+            }
+          }
+        }
+      }
+      s.running = std::move(still);
+    }
+  }
+  EXPECT_GE(cycles, 5000);
+  // The streams reserve often, and backfill onto reserved GPUs often.
+  EXPECT_GT(reserved, 300U);
+  EXPECT_GT(kept, 250U);
+  EXPECT_GT(backfilled, 500U);
+  std::printf("%d cycles: %zu jobs reserved, %zu of them started, %zu GPUs backfilled\n", cycles,
+              reserved, kept, backfilled);
 }
 
 }  // namespace

@@ -107,6 +107,7 @@ void AddRunning(const YAML::Node& n, Snapshot& s) {
   r.started_at_ms = Ms(n["started"]);
   r.last_checkpoint_ms = Ms(n["checkpoint"]);
   r.resources = Res(n);
+  r.max_runtime_ms = Ms(n["max_runtime"]);
   std::uint32_t replica = 0;
   for (const auto& p : n["placement"]) {
     ReplicaPlacement rp{replica++, p["node"].as<std::string>(), {}};
@@ -145,6 +146,7 @@ void AddPending(const YAML::Node& n, Snapshot& s) {
     }
   }
   j.pool = n["pool"].as<std::string>("");
+  j.max_runtime_ms = Ms(n["max_runtime"]);
   if (auto t = n["topology"]) {
     j.topology.one_node = t["one_node"].as<bool>(false);
     auto island = t["nvlink_island"].as<std::string>("none");
@@ -262,16 +264,39 @@ void RunScenario(const fs::path& file) {
       EXPECT_EQ(counts.at(key), c->second.as<std::int64_t>()) << "job " << id << " " << key;
     }
   }
-  const YAML::Node message_node = expect["message"];  // iterators must not outlive the node
-  for (auto it = message_node.begin(); it != message_node.end(); ++it) {
-    auto id = it->first.as<std::int64_t>();
-    ASSERT_TRUE(waiting.contains(id));
-    auto text = model::RenderReason(waiting[id]->reason);
-    const YAML::Node parts = it->second;
-    for (const auto& part : parts) {
-      EXPECT_NE(text.find(part.as<std::string>()), std::string::npos)
-          << "job " << id << ": '" << text << "' lacks '" << part.as<std::string>() << "'";
+  for (auto lang : {model::Lang::kEn, model::Lang::kZh}) {
+    // iterators must not outlive the node
+    const YAML::Node message_node = expect[lang == model::Lang::kEn ? "message" : "message_zh"];
+    for (auto it = message_node.begin(); it != message_node.end(); ++it) {
+      auto id = it->first.as<std::int64_t>();
+      ASSERT_TRUE(waiting.contains(id));
+      auto text = model::RenderReason(waiting[id]->reason, lang);
+      const YAML::Node parts = it->second;
+      for (const auto& part : parts) {
+        EXPECT_NE(text.find(part.as<std::string>()), std::string::npos)
+            << "job " << id << ": '" << text << "' lacks '" << part.as<std::string>() << "'";
+      }
     }
+  }
+  // {job: {start: duration, nodes: [node of replica 0, ...]}}; with
+  // `reservations` present, no other job holds one.
+  if (const YAML::Node want = expect["reservations"]) {
+    std::map<std::int64_t, const Reservation*> got;
+    for (const auto& r : plan.reservations) got[r.job_id] = &r;
+    for (auto it = want.begin(); it != want.end(); ++it) {
+      auto id = it->first.as<std::int64_t>();
+      ASSERT_TRUE(got.contains(id)) << "job " << id << " should hold a reservation";
+      if (it->second["start"]) {
+        EXPECT_EQ(got[id]->start_ms, Ms(it->second["start"])) << "job " << id;
+      }
+      if (it->second["nodes"]) {
+        std::vector<std::string> nodes;
+        for (const auto& rp : got[id]->replicas) nodes.push_back(rp.node);
+        EXPECT_EQ(nodes, it->second["nodes"].as<std::vector<std::string>>()) << "job " << id;
+      }
+      got.erase(id);
+    }
+    for (const auto& [id, r] : got) ADD_FAILURE() << "job " << id << " holds a reservation";
   }
 }
 
