@@ -74,6 +74,16 @@ inline constexpr std::string_view kWouldFitGpusPerReplica = "would_run_with_gpus
 // kPreempted / kReclaimed: who caused it (detail: that job's queue).
 inline constexpr std::string_view kByJob = "by_job";
 inline constexpr std::string_view kWorkLostMs = "work_lost_ms";
+// GPU sharing. Node causes for a slice (resources.gpu_share): the node has
+// GPUs of the model but none in sharing mode; its sharing GPUs have too
+// little memory or share left. For a whole-GPU replica: GPUs are free of
+// whole-GPU jobs but hold slices, so they are not free.
+inline constexpr std::string_view kCauseNotSharing = "gpu_not_in_sharing_mode";
+inline constexpr std::string_view kCauseSharedFull = "too_little_room_on_shared_gpus";
+inline constexpr std::string_view kCauseHeldBySlices = "gpus_held_by_slices";
+// kNoNodeFits of a slice: what one replica asks for (one of them is set).
+inline constexpr std::string_view kSliceMgpu = "slice_mgpu";
+inline constexpr std::string_view kSliceBytes = "slice_bytes";
 
 struct Reason {
   ReasonCode code = ReasonCode::kNone;
