@@ -80,9 +80,28 @@ TEST(RenderGpus, FreeAndHeldGpus) {
     {"node": "gpu-a1", "index": 1, "model": "H100-80GB", "memory_bytes": 85899345920,
      "health": "Unhealthy", "health_detail": "XID 79", "job": null}]})");
   EXPECT_EQ(RenderGpus(response),
-            "NODE     INDEX   MODEL       MEMORY   HEALTH               JOB\n"
-            "gpu-a1   0       H100-80GB   80Gi     Healthy              12 resnet50/r0\n"
-            "gpu-a1   1       H100-80GB   80Gi     Unhealthy (XID 79)   -\n");
+            "NODE     INDEX   MODEL       MEMORY   HEALTH               SHARING   JOB\n"
+            "gpu-a1   0       H100-80GB   80Gi     Healthy              -         12 resnet50/r0\n"
+            "gpu-a1   1       H100-80GB   80Gi     Unhealthy (XID 79)   -         -\n");
+}
+
+TEST(RenderGpus, SharedGpuShowsEachSliceAndFreeMemory) {
+  json response = json::parse(R"({"gpus": [
+    {"node": "gpu-a1", "index": 2, "model": "H100-80GB", "memory_bytes": 85899345920,
+     "health": "Healthy", "job": null,
+     "sharing": {"used_mgpu": 750, "used_memory_bytes": 64424509440,
+                 "free_memory_bytes": 21474836480,
+                 "holders": [{"id": 12, "name": "infer", "replica": 0, "gpu_share_mgpu": 250},
+                             {"id": 13, "name": "chat", "replica": 1, "gpu_share_mgpu": 500}]}},
+    {"node": "gpu-a1", "index": 3, "model": "H100-80GB", "memory_bytes": 85899345920,
+     "health": "Healthy", "job": null,
+     "sharing": {"used_mgpu": 0, "used_memory_bytes": 0, "free_memory_bytes": 85899345920,
+                 "holders": []}}]})");
+  EXPECT_EQ(RenderGpus(response),
+            "NODE     INDEX   MODEL       MEMORY   HEALTH    SHARING                JOB\n"
+            "gpu-a1   2       H100-80GB   80Gi     Healthy   0.75 used, 20Gi free  "
+            " 12 infer/r0 0.25; 13 chat/r1 0.5\n"
+            "gpu-a1   3       H100-80GB   80Gi     Healthy   0 used, 80Gi free      -\n");
 }
 
 TEST(RenderNodes, FreeOverTotalAndHeartbeatAge) {
