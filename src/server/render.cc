@@ -29,6 +29,8 @@ json JobJson(const store::JobRecord& job, bool with_timeline) {
                          {"node", r.node},
                          {"gpus", r.gpu_indices},
                          {"gpu_uuids", r.gpu_uuids},
+                         {"gpu_share_mgpu", r.gpu_share_millis},
+                         {"gpu_share_bytes", r.gpu_share_bytes},
                          {"state", model::RunStateName(r.state)},
                          {"pid", r.pid == 0 ? json(nullptr) : json(r.pid)},
                          {"exit_code", Opt(r.exit_code)},

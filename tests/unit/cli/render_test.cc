@@ -164,6 +164,21 @@ TEST(RenderJob, PlacementRowsShowGpusPidAndExit) {
       << text;
 }
 
+TEST(RenderJob, ASliceShowsItsShareInResourcesAndPlacement) {
+  json job = PendingJob();
+  job["spec"]["resources"] = {{"gpus", 0}, {"gpu_share_millis", 250}};
+  job["placement"] = json::parse(R"([
+    {"replica": 0, "node": "gpu-a1", "gpus": [2], "state": "Running", "pid": 7,
+     "gpu_share_mgpu": 250, "gpu_share_bytes": 21474836480}])");
+  std::string text = RenderJob(job, kNow);
+  EXPECT_NE(text.find("gpu_share=0.25"), std::string::npos) << text;
+  EXPECT_NE(text.find("2 (250 mGPU, 20Gi)"), std::string::npos) << text;
+  job["spec"]["resources"] = {{"gpu_share_bytes", 21474836480}};
+  EXPECT_NE(RenderJob(job, kNow).find("gpu_share=20Gi"), std::string::npos);
+  job["spec"]["resources"] = {{"gpu_share_millis", 5}};
+  EXPECT_NE(RenderJob(job, kNow).find("gpu_share=0.005"), std::string::npos);
+}
+
 TEST(RenderJob, NearlyEmptyObjectStillRenders) {
   std::string text = RenderJob({{"id", 5}}, kNow);
   EXPECT_NE(text.find("Job:          5 (-)\n"), std::string::npos) << text;
