@@ -60,6 +60,11 @@ TEST(RenderJobs, EmptyListSaysSo) {
 TEST(JobGpus, ReplicasTimesGpus) {
   EXPECT_EQ(JobGpus(PendingJob()), "2x4");
   EXPECT_EQ(JobGpus({{"spec", {{"resources", {{"gpus", 1}}}}}}), "1x1");
+  EXPECT_EQ(JobGpus({{"spec",
+                      {{"replicas", 2}, {"resources", {{"gpus", 0}, {"gpu_share_millis", 250}}}}}}),
+            "2x0.25");
+  EXPECT_EQ(JobGpus({{"spec", {{"resources", {{"gpus", 0}, {"gpu_share_bytes", 21474836480}}}}}}),
+            "1x20Gi");
   EXPECT_EQ(JobGpus(json::object()), "-");
 }
 
