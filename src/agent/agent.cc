@@ -46,6 +46,8 @@ StartOrder OrderFromProto(const v1::StartRun& m) {
   o.working_dir = m.working_dir();
   o.gpu_indices.assign(m.gpu_indices().begin(), m.gpu_indices().end());
   o.gpu_uuids.assign(m.gpu_uuids().begin(), m.gpu_uuids().end());
+  o.gpu_share_millis = m.gpu_share_millis();
+  o.gpu_share_bytes = m.gpu_share_bytes();
   o.max_runtime_ms = m.max_runtime_ms();
   o.grace_ms = m.grace_ms();
   return o;
@@ -100,6 +102,11 @@ model::NodeInfo Agent::Describe() {
   }
   if (last_discovery_) {
     node.gpus = last_discovery_->gpus;
+    if (!options_.shared_gpus.empty()) {
+      if (auto marked = MarkShared(options_.shared_gpus, node.gpus); !marked) {
+        spdlog::warn("--shared-gpus: {}", marked.error().message);
+      }
+    }
     node.driver_version = last_discovery_->driver_version;
     node.cuda_version = last_discovery_->cuda_version;
   }

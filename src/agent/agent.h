@@ -21,6 +21,7 @@
 
 #include "agent/gpu_provider.h"
 #include "agent/runner.h"
+#include "agent/shared_gpus.h"
 #include "berth/v1/agent.grpc.pb.h"
 #include "common/clock.h"
 #include "model/node.h"
@@ -34,6 +35,9 @@ struct AgentOptions {
   std::filesystem::path shim_path;
   std::int64_t poll_interval_ms = 100;
   std::int64_t reconnect_backoff_ms = 500;  // doubles per failure, up to 16x
+  // GPUs to report in sharing mode; empty: as the provider says (a simulated
+  // cluster's shared_gpus), else none.
+  SharedGpus shared_gpus{};
 };
 
 class Agent {

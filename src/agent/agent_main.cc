@@ -69,6 +69,7 @@ int main(int argc, char** argv) {
   std::string simulate;
   std::string simulate_node;
   std::string shim = DefaultShim().string();
+  std::string shared_gpus;
   app.add_option("--server", server, "berthd agent endpoint HOST:PORT (env BERTH_AGENT_SERVER)")
       ->capture_default_str();
   app.add_option("--data-dir", data_dir,
@@ -83,6 +84,9 @@ int main(int argc, char** argv) {
   app.add_option("--simulate-node", simulate_node,
                  "which node of the --simulate file this agent is (optional if it has one)");
   app.add_option("--shim", shim, "berth-shim executable")->capture_default_str();
+  app.add_option("--shared-gpus", shared_gpus,
+                 "GPUs in sharing mode, taking slices of jobs with resources.gpu_share: all, or "
+                 "indices such as 0,1 (default: none; with --simulate, the file's shared_gpus)");
   CLI11_PARSE(app, argc, argv);
 
   spdlog::set_default_logger(spdlog::stderr_color_mt("berth-agent"));
@@ -154,6 +158,12 @@ int main(int argc, char** argv) {
   agent::AgentOptions options;
   options.data_dir = data_dir;
   options.shim_path = shim;
+  if (auto s = agent::ParseSharedGpus(shared_gpus); s) {
+    options.shared_gpus = *s;
+  } else {
+    spdlog::critical("--shared-gpus '{}': {}", shared_gpus, s.error().message);
+    return 2;
+  }
   agent::Agent agent(options, std::move(base), std::move(provider), agent::MakeAgentChannel(server),
                      clock);
   agent.Start();

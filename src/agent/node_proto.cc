@@ -29,6 +29,7 @@ void ToProto(const model::NodeInfo& node, v1::NodeInfo* out) {
     gpu->set_numa_node(g.numa_node);
     gpu->set_pci_bus_id(g.pci_bus_id);
     gpu->set_nvlink_island(g.nvlink_island);
+    gpu->set_sharing(g.sharing);
     for (const auto& p : g.nvlink_peers) {
       auto* peer = gpu->add_nvlink_peers();
       peer->set_index(p.index);
@@ -61,6 +62,7 @@ model::NodeInfo FromProto(const v1::NodeInfo& in) {
     gpu.numa_node = g.numa_node();
     gpu.pci_bus_id = g.pci_bus_id();
     gpu.nvlink_island = g.nvlink_island();
+    gpu.sharing = g.sharing();
     for (const auto& p : g.nvlink_peers()) gpu.nvlink_peers.push_back({p.index(), p.links()});
     node.gpus.push_back(std::move(gpu));
   }

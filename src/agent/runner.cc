@@ -1,6 +1,7 @@
 #include "agent/runner.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/file.h>
@@ -8,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -151,6 +153,19 @@ Result<RunState> Runner::Start(const StartOrder& order) {
   env["BERTH_NODE"] = options_.node_name;
   env["BERTH_RUN_ID"] = order.run_id;
   env["BERTH_ATTEMPT"] = std::to_string(order.attempt);
+  if (order.gpu_share_millis > 0) {
+    // A slice: what placement granted. Berth guarantees the accounting; on
+    // the card, the NVIDIA MPS daemon (where the operator runs it) enforces
+    // these limits for its clients. The one visible device is device 0.
+    std::string share = fmt::format("0.{:03}", order.gpu_share_millis % 1000);
+    while (share.back() == '0') share.pop_back();
+    if (order.gpu_share_millis >= 1000) share = "1";
+    env["BERTH_GPU_SHARE"] = share;
+    env["BERTH_GPU_MEMORY_LIMIT"] = std::to_string(order.gpu_share_bytes);
+    env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = fmt::format("0={}M", order.gpu_share_bytes >> 20);
+    env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] =
+        std::to_string(std::max<std::uint32_t>(1, (order.gpu_share_millis + 9) / 10));
+  }
 
   ShimSpec spec;
   spec.command = order.command;

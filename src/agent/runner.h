@@ -45,6 +45,11 @@ struct StartOrder {
   std::string working_dir;  // empty: the run directory
   std::vector<std::uint32_t> gpu_indices;
   std::vector<std::string> gpu_uuids;
+  // A slice of the one GPU in gpu_indices (0: whole GPUs): the replica sees
+  // its share and memory limit in BERTH_GPU_SHARE / BERTH_GPU_MEMORY_LIMIT
+  // and, for NVIDIA MPS clients, CUDA_MPS_* limits.
+  std::uint32_t gpu_share_millis = 0;
+  std::uint64_t gpu_share_bytes = 0;
   std::int64_t max_runtime_ms = 0;  // 0: unlimited
   std::int64_t grace_ms = 0;        // SIGTERM -> SIGKILL
 };

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "agent/gpu_model.h"
+#include "agent/shared_gpus.h"
 #include "common/units.h"
 
 namespace berth::agent {
@@ -220,6 +221,26 @@ Status ParseGpus(const At& at, const std::string& node_name, model::NodeInfo& no
   return Ok();
 }
 
+// shared_gpus: all | [0, 1]: the GPUs in sharing mode.
+Status ParseSharedGpusField(const At& at, model::NodeInfo& node) {
+  SharedGpus shared;
+  if (at.node.IsScalar() && at.node.Scalar() == "all") {
+    shared.all = true;
+  } else if (at.node.IsSequence()) {
+    const auto count = static_cast<std::int64_t>(node.gpus.size());
+    for (std::size_t k = 0; k < at.node.size(); ++k) {
+      At idx{at.node[k], fmt::format("{}[{}]", at.path, k)};
+      if (count == 0) return Bad(idx, "names a GPU but the node has none");
+      auto v = Integer(idx, 0, count - 1);
+      if (!v) return std::unexpected(v.error());
+      shared.indices.insert(static_cast<std::uint32_t>(*v));
+    }
+  } else {
+    return Bad(at, "must be all or a list of GPU indices, e.g. [0, 1]");
+  }
+  return MarkShared(shared, node.gpus);
+}
+
 Result<model::NodeInfo> ParseNode(const At& at) {
   model::NodeInfo node;
   node.driver_version = "sim";
@@ -241,12 +262,17 @@ Result<model::NodeInfo> ParseNode(const At& at) {
   node.hostname = *name;
   bool has_cpus = false;
   bool has_memory = false;
+  std::optional<At> shared;  // applied once the GPUs are known
   BERTH_RETURN_IF_ERROR(
       ForEachField(at,
                    {"name", "hostname", "labels", "taints", "cpus", "memory", "driver_version",
-                    "cuda_version", "gpus"},
+                    "cuda_version", "gpus", "shared_gpus"},
                    [&](const std::string& k, const At& f) -> Status {
                      if (k == "name") return Ok();
+                     if (k == "shared_gpus") {
+                       shared = f;
+                       return Ok();
+                     }
                      if (k == "hostname" || k == "driver_version" || k == "cuda_version") {
                        auto s = String(f);
                        if (!s) return std::unexpected(s.error());
@@ -288,6 +314,7 @@ Result<model::NodeInfo> ParseNode(const At& at) {
                    }));
   if (!has_cpus) return Bad(at, "cpus is required, e.g. 64");
   if (!has_memory) return Bad(at, "memory is required, e.g. 512Gi");
+  if (shared) BERTH_RETURN_IF_ERROR(ParseSharedGpusField(*shared, node));
   return node;
 }
 

@@ -28,6 +28,14 @@ std::string Health(const json& gpu) {
   return Truncate(OneLine(fmt::format("{} ({})", health, detail)), kHealthWidth);
 }
 
+// Milli-GPUs as GPUs: 250 -> "0.25", 1000 -> "1".
+std::string GpuAmount(std::int64_t milli) {
+  std::string out = fmt::format("{}.{:03}", milli / 1000, milli % 1000);
+  while (out.back() == '0') out.pop_back();
+  if (out.back() == '.') out.pop_back();
+  return out;
+}
+
 }  // namespace
 
 std::string GpuHolder(const json& gpu) {
@@ -44,6 +52,27 @@ std::string GpuHolder(const json& gpu) {
   // A holder berthd will not name still must not read as a free GPU.
   std::string tenant = Text(*job, "tenant");
   return tenant != "-" ? tenant : "(held)";
+}
+
+// A sharing GPU: "0.5 used, 40Gi free"; a GPU outside sharing mode: "-".
+std::string GpuSharing(const json& gpu) {
+  const json* s = Field(gpu, "sharing");
+  if (s == nullptr || !s->is_object()) return "-";
+  return fmt::format("{} used, {} free", GpuAmount(Int(*s, "used_mgpu").value_or(0)),
+                     Memory(*s, "free_memory_bytes"));
+}
+
+// The jobs holding a GPU: the whole-GPU holder, or each slice's holder with
+// its share ("12 infer/r0 0.25; 13 chat/r1 0.5").
+std::string GpuHolders(const json& gpu) {
+  const json* s = Field(gpu, "sharing");
+  if (s == nullptr || !s->is_object() || Array(*s, "holders").empty()) return GpuHolder(gpu);
+  std::string out;
+  for (const auto& h : Array(*s, "holders")) {
+    out += fmt::format("{}{} {}/r{} {}", out.empty() ? "" : "; ", IntText(h, "id"), Text(h, "name"),
+                       IntText(h, "replica"), GpuAmount(Int(h, "gpu_share_mgpu").value_or(0)));
+  }
+  return out;
 }
 
 std::string RenderNodes(const json& response, std::int64_t now_ms) {
@@ -64,10 +93,10 @@ std::string RenderNodes(const json& response, std::int64_t now_ms) {
 std::string RenderGpus(const json& response) {
   const json& gpus = Array(response, "gpus");
   if (gpus.empty()) return "No GPUs registered.\n";
-  Table table({"NODE", "INDEX", "MODEL", "MEMORY", "HEALTH", "JOB"});
+  Table table({"NODE", "INDEX", "MODEL", "MEMORY", "HEALTH", "SHARING", "JOB"});
   for (const auto& gpu : gpus) {
     table.AddRow({Text(gpu, "node"), IntText(gpu, "index"), Text(gpu, "model"),
-                  Memory(gpu, "memory_bytes"), Health(gpu), GpuHolder(gpu)});
+                  Memory(gpu, "memory_bytes"), Health(gpu), GpuSharing(gpu), GpuHolders(gpu)});
   }
   return table.Render();
 }

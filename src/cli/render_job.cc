@@ -37,6 +37,15 @@ std::string FirstOf(const json& job, std::string_view key) {
 std::string Resources(const json& spec) {
   std::vector<std::string> parts;
   if (auto v = Int(spec, "resources.gpus")) parts.push_back(fmt::format("gpus={}", *v));
+  if (auto v = Int(spec, "resources.gpu_share_millis"); v && *v > 0) {
+    parts.push_back(fmt::format("gpu_share=0.{}", fmt::format("{:03}", *v)
+                                                      .substr(0, *v % 100 == 0  ? 1
+                                                                 : *v % 10 == 0 ? 2
+                                                                                : 3)));
+  }
+  if (auto v = Int(spec, "resources.gpu_share_bytes"); v && *v > 0) {
+    parts.push_back("gpu_share=" + FormatMemory(static_cast<std::uint64_t>(*v)));
+  }
   if (std::string model = Text(spec, "resources.gpu_model"); model != "-" && !model.empty()) {
     parts.push_back("model=" + model);
   }
@@ -77,13 +86,22 @@ std::string StateWithReason(const json& job) {
   return fmt::format("{} ({}: {})", state, code, message);
 }
 
+// A slice of its GPU: " (500 mGPU, 12Gi)"; whole GPUs: "".
+std::string Slice(const json& replica) {
+  auto m = Int(replica, "gpu_share_mgpu");
+  if (!m || *m <= 0) return "";
+  return fmt::format(
+      " ({} mGPU, {})", *m,
+      FormatMemory(static_cast<std::uint64_t>(Int(replica, "gpu_share_bytes").value_or(0))));
+}
+
 std::string PlacementTable(const json& job) {
   const json& placement = Array(job, "placement");
   if (placement.empty()) return "Placement:    none\n";
   Table table({"REPLICA", "NODE", "GPUS", "STATE", "PID", "EXIT"});
   for (const auto& replica : placement) {
     table.AddRow({IntText(replica, "replica"), Text(replica, "node"),
-                  Join(Array(replica, "gpus"), ","), Text(replica, "state"),
+                  Join(Array(replica, "gpus"), ",") + Slice(replica), Text(replica, "state"),
                   IntText(replica, "pid"),
                   FormatExit(Int(replica, "exit_code"), Int(replica, "signal"))});
   }

@@ -1,4 +1,6 @@
 // RenderJobs and JobGpus; the single-job view lives in render_job.cc.
+#include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 #include "cli/format.h"
@@ -25,8 +27,18 @@ std::string JobText(const json& job, std::string_view key) {
 
 std::string JobGpus(const json& job) {
   auto gpus = Int(job, "spec.resources.gpus");
+  std::string replicas = std::to_string(Int(job, "spec.replicas").value_or(1));
+  // A slice of one GPU per replica: "2x0.25" by share, "2x20Gi" by memory.
+  if (auto m = Int(job, "spec.resources.gpu_share_millis"); m && *m > 0) {
+    std::string share = fmt::format("0.{:03}", *m % 1000);
+    while (share.back() == '0') share.pop_back();
+    return replicas + "x" + share;
+  }
+  if (auto b = Int(job, "spec.resources.gpu_share_bytes"); b && *b > 0) {
+    return replicas + "x" + FormatMemory(static_cast<std::uint64_t>(*b));
+  }
   if (!gpus) return "-";
-  return std::to_string(Int(job, "spec.replicas").value_or(1)) + "x" + std::to_string(*gpus);
+  return replicas + "x" + std::to_string(*gpus);
 }
 
 std::string RenderJobs(const json& response, std::int64_t now_ms) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <limits>
 
 #include "common/units.h"
 
@@ -20,8 +21,8 @@ constexpr std::array<std::string_view, 3> kTolerationFields{"key", "value", "eff
 constexpr std::array<std::string_view, 2> kTopologyFields{"one_node", "nvlink_island"};
 constexpr std::size_t kMaxSelectorEntries = 64;
 constexpr std::size_t kMaxTolerations = 64;
-constexpr std::array<std::string_view, 5> kResourceFields{"gpus", "gpu_model", "gpu_memory", "cpu",
-                                                          "memory"};
+constexpr std::array<std::string_view, 6> kResourceFields{"gpus", "gpu_model", "gpu_memory",
+                                                          "cpu",  "memory",    "gpu_share"};
 
 bool ValidEnvKey(std::string_view s) {
   if (s.empty() || (s[0] >= '0' && s[0] <= '9')) return false;
@@ -111,6 +112,51 @@ Result<std::vector<std::string>> StringList(const YAML::Node& node, const std::s
   return out;
 }
 
+// A slice of one GPU: a fraction ("0.25", 0 < x < 1, at most 3 decimals)
+// or a memory size ("20Gi").
+Status ParseGpuShare(const YAML::Node& node, Resources& r) {
+  const std::string field = "resources.gpu_share";
+  auto text = ScalarString(node, field);
+  if (!text) return std::unexpected(text.error());
+  std::string_view s = *text;
+  const bool numeric = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= '0' && c <= '9') || c == '.';
+  });
+  if (numeric && (s[0] == '0' || s[0] == '.')) {
+    auto bad = [&] {
+      return InvalidField(field, fmt::format("'{}' is not a share of one GPU; write a fraction "
+                                             "above 0 and below 1 with at most 3 decimals "
+                                             "(0.25), or a memory size (20Gi)",
+                                             s));
+    };
+    std::string_view frac = s.starts_with("0.")  ? s.substr(2)
+                            : s.starts_with(".") ? s.substr(1)
+                                                 : "";
+    if (frac.empty() || frac.size() > 3) return bad();
+    std::uint32_t f = 0;
+    auto [p, ec] = std::from_chars(frac.data(), frac.data() + frac.size(), f);
+    if (ec != std::errc() || p != frac.data() + frac.size()) return bad();
+    for (std::size_t i = frac.size(); i < 3; ++i) f *= 10;
+    if (f == 0) return bad();
+    r.gpu_share_millis = f;
+    return Ok();
+  }
+  if (numeric) {
+    return InvalidField(field, fmt::format("'{}' is a whole GPU or more; use resources.gpus for "
+                                           "whole GPUs, and gpu_share for less than one",
+                                           s));
+  }
+  auto bytes = ParseBytes(s);
+  if (!bytes) {
+    return InvalidField(field, fmt::format("'{}' is neither a fraction of one GPU (0.25) nor a "
+                                           "memory size (20Gi): {}",
+                                           s, bytes.error().message));
+  }
+  if (*bytes == 0) return InvalidField(field, "a memory slice must be larger than zero");
+  r.gpu_share_bytes = *bytes;
+  return Ok();
+}
+
 Status ParseResources(const YAML::Node& node, Resources& r) {
   if (!node.IsMap()) return InvalidField("resources", "must be a mapping, e.g. {gpus: 1}");
   BERTH_RETURN_IF_ERROR(CheckKnownFields(node, kResourceFields, "resources."));
@@ -151,7 +197,17 @@ Status ParseResources(const YAML::Node& node, Resources& r) {
     if (!bytes) return InvalidField("resources.memory", bytes.error().message);
     r.memory_bytes = *bytes;
   }
-  if ((!r.gpu_model.empty() || r.gpu_memory_bytes > 0) && r.gpus == 0) {
+  if (auto n = node["gpu_share"]) {
+    BERTH_RETURN_IF_ERROR(ParseGpuShare(n, r));
+    if (r.gpus > 0) {
+      return InvalidField("resources.gpu_share",
+                          fmt::format("cannot be combined with gpus: {}; a replica takes either "
+                                      "whole GPUs (gpus) or a slice of one GPU (gpu_share), so "
+                                      "remove one of them",
+                                      r.gpus));
+    }
+  }
+  if ((!r.gpu_model.empty() || r.gpu_memory_bytes > 0) && r.gpus == 0 && !IsSlice(r)) {
     return InvalidField("resources.gpus",
                         "gpu_model and gpu_memory need at least one GPU; set resources.gpus");
   }
@@ -417,6 +473,27 @@ Result<JobSpec> ParseJobSpec(std::string_view text) {
     return InvalidField("", fmt::format("could not read the spec: {}", e.what()));
   }
   return spec;
+}
+
+GpuSlice SliceOf(const Resources& r, std::uint64_t card_memory_bytes) {
+  GpuSlice s;
+  const std::uint64_t card = card_memory_bytes;
+  if (r.gpu_share_millis > 0) {
+    // card * millis / 1000, without overflow for any card size.
+    s.millis = r.gpu_share_millis;
+    s.bytes = card / 1000 * s.millis + card % 1000 * s.millis / 1000;
+  } else if (r.gpu_share_bytes > 0) {
+    s.bytes = r.gpu_share_bytes;
+    if (s.bytes >= card) {
+      s.millis = 1000;  // the whole card, or more (then it fits no card)
+    } else if (card <= std::numeric_limits<std::uint64_t>::max() / 1000) {
+      s.millis = static_cast<std::uint32_t>((s.bytes * 1000 + card - 1) / card);
+    } else {
+      s.millis = static_cast<std::uint32_t>(s.bytes / (card / 1000 + 1) + 1);
+    }
+    s.millis = std::clamp<std::uint32_t>(s.millis, 1, 1000);
+  }
+  return s;
 }
 
 std::string_view PriorityName(Priority p) {

@@ -21,7 +21,27 @@ struct Resources {
   std::uint64_t gpu_memory_bytes = 0;  // minimum memory per GPU; 0: any
   std::uint32_t cpu_millis = 0;        // 1000 = one CPU
   std::uint64_t memory_bytes = 0;
+  // A slice of one shared GPU instead of whole GPUs (gpus is then 0): by
+  // share in milli-GPUs (250 = a quarter), or by memory. At most one is set.
+  std::uint32_t gpu_share_millis = 0;
+  std::uint64_t gpu_share_bytes = 0;
 };
+
+// True when each replica asks for a slice of one GPU in sharing mode.
+inline bool IsSlice(const Resources& r) {
+  return r.gpu_share_millis > 0 || r.gpu_share_bytes > 0;
+}
+
+// What a slice holds on a card with `card_memory_bytes`: a share reserves
+// that fraction of the card's memory (rounded down); a memory slice counts
+// as memory / card memory in milli-GPUs, rounded up (at least 1). Placement,
+// quota and the runs all use this one rule.
+struct GpuSlice {
+  std::uint32_t millis = 0;
+  std::uint64_t bytes = 0;
+  bool operator==(const GpuSlice&) const = default;
+};
+GpuSlice SliceOf(const Resources& r, std::uint64_t card_memory_bytes);
 
 enum class Priority { kLow, kNormal, kHigh, kCritical };
 

@@ -21,7 +21,9 @@ json ToJson(const JobSpec& s) {
            {"gpu_model", s.resources.gpu_model},
            {"gpu_memory_bytes", s.resources.gpu_memory_bytes},
            {"cpu_millis", s.resources.cpu_millis},
-           {"memory_bytes", s.resources.memory_bytes}}},
+           {"memory_bytes", s.resources.memory_bytes},
+           {"gpu_share_millis", s.resources.gpu_share_millis},
+           {"gpu_share_bytes", s.resources.gpu_share_bytes}}},
          {"priority", PriorityName(s.priority)},
          {"max_runtime_ms", s.max_runtime_ms},
          {"node_selector", s.node_selector},
@@ -49,6 +51,8 @@ JobSpec JobSpecFromJson(const json& j) {
     s.resources.gpu_memory_bytes = r->value("gpu_memory_bytes", std::uint64_t{0});
     s.resources.cpu_millis = r->value("cpu_millis", 0U);
     s.resources.memory_bytes = r->value("memory_bytes", std::uint64_t{0});
+    s.resources.gpu_share_millis = r->value("gpu_share_millis", 0U);
+    s.resources.gpu_share_bytes = r->value("gpu_share_bytes", std::uint64_t{0});
   }
   s.priority = ParsePriority(j.value("priority", "normal")).value_or(Priority::kNormal);
   s.max_runtime_ms = j.value("max_runtime_ms", std::int64_t{0});
@@ -83,6 +87,7 @@ json ToJson(const NodeInfo& n) {
                     {"numa_node", g.numa_node},
                     {"pci_bus_id", g.pci_bus_id},
                     {"nvlink_island", g.nvlink_island},
+                    {"sharing", g.sharing},
                     {"nvlink_peers", peers}});
   }
   json taints = json::array();
@@ -127,6 +132,7 @@ NodeInfo NodeInfoFromJson(const json& j) {
     gpu.numa_node = g.value("numa_node", -1);
     gpu.pci_bus_id = g.value("pci_bus_id", "");
     gpu.nvlink_island = g.value("nvlink_island", 0U);
+    gpu.sharing = g.value("sharing", false);
     for (const auto& p : g.value("nvlink_peers", json::array())) {
       gpu.nvlink_peers.push_back({p.value("index", 0U), p.value("links", 0U)});
     }

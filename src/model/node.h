@@ -27,6 +27,10 @@ struct Gpu {
   std::string pci_bus_id;
   std::uint32_t nvlink_island = 0;  // GPUs with the same island id share NVLink
   std::vector<NvlinkPeer> nvlink_peers;
+  // Set by the operator (agent --shared-gpus, sim shared_gpus): the GPU takes
+  // slices (resources.gpu_share) instead of whole-GPU replicas while any
+  // slice holds it.
+  bool sharing = false;
 };
 
 struct Taint {

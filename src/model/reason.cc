@@ -94,6 +94,23 @@ std::string QuotaNumbers(const Reason& r) {
       amount(kQueueBorrowable));
 }
 
+// What one replica needs: "2 GPU(s)", or its slice of one GPU.
+std::string Need(const Reason& r) {
+  if (auto m = Count(r, kSliceMgpu); m > 0) return fmt::format("a {} share of one GPU", Gpus(m));
+  if (auto b = Count(r, kSliceBytes); b > 0) {
+    return fmt::format("a {} memory slice of one GPU", FormatBytes(static_cast<std::uint64_t>(b)));
+  }
+  return fmt::format("{} GPU(s)", Count(r, "gpus_per_replica"));
+}
+
+std::string NeedZh(const Reason& r) {
+  if (auto m = Count(r, kSliceMgpu); m > 0) return fmt::format("一块 GPU 的 {} 份额", Gpus(m));
+  if (auto b = Count(r, kSliceBytes); b > 0) {
+    return fmt::format("一块 GPU 上 {} 显存", FormatBytes(static_cast<std::uint64_t>(b)));
+  }
+  return fmt::format("{} 块 GPU", Count(r, "gpus_per_replica"));
+}
+
 std::string Order(const Reason& r) {
   if (Count(r, kAheadJobs) == 0) return "";
   return fmt::format("; {} job(s) asking for {} GPU(s) are ahead of it in its queue",
@@ -236,7 +253,7 @@ std::string RenderEn(const Reason& r) {
           r.counts.contains(kAheadJobs) ? Count(r, kAheadJobs) : Count(r, "position"));
     case ReasonCode::kNoNodeFits: {
       std::string causes;
-      static constexpr std::array<std::pair<std::string_view, std::string_view>, 11> kCauses{{
+      static constexpr std::array<std::pair<std::string_view, std::string_view>, 14> kCauses{{
           {kCauseNotReady, "not ready"},
           {kCausePool, "outside the job's or queue's pools"},
           {kCauseSelector, "labels not matching the node selector"},
@@ -248,6 +265,9 @@ std::string RenderEn(const Reason& r) {
           {kCauseTooFewGpus, "too few free GPUs"},
           {kCauseCpu, "too little free CPU"},
           {kCauseMemory, "too little free memory"},
+          {kCauseNotSharing, "no GPU of the requested kind in sharing mode"},
+          {kCauseSharedFull, "too little free memory or share left on their sharing GPUs"},
+          {kCauseHeldBySlices, "GPUs held by slices of shared jobs, not free for whole-GPU use"},
       }};
       for (auto [key, text] : kCauses) {
         if (auto n = Count(r, key); n > 0) {
@@ -256,15 +276,15 @@ std::string RenderEn(const Reason& r) {
       }
       if (auto placed = Count(r, kCauseGang); placed > 0) {
         return fmt::format(
-                   "the gang does not fit: only {} of {} replicas needing {} GPU(s) each have "
+                   "the gang does not fit: only {} of {} replicas needing {} each have "
                    "room; "
                    "for the next one, {} of {} nodes were rejected: {}",
-                   placed, Count(r, "replicas"), Count(r, "gpus_per_replica"), Count(r, "nodes"),
-                   Count(r, "nodes"), causes) +
+                   placed, Count(r, "replicas"), Need(r), Count(r, "nodes"), Count(r, "nodes"),
+                   causes) +
                Order(r) + WouldRun(r);
       }
-      return fmt::format("0/{} nodes can take a replica needing {} GPU(s): {}", Count(r, "nodes"),
-                         Count(r, "gpus_per_replica"), causes) +
+      return fmt::format("0/{} nodes can take a replica needing {}: {}", Count(r, "nodes"), Need(r),
+                         causes) +
              Order(r) + WouldRun(r);
     }
     case ReasonCode::kScheduled:
@@ -361,7 +381,7 @@ std::string WouldRunZh(const Reason& r) {
 
 // Node-level causes, in the same order as the English rendering.
 std::string NodeCausesZh(const Reason& r) {
-  static constexpr std::array<std::pair<std::string_view, std::string_view>, 11> kCauses{{
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 14> kCauses{{
       {kCauseNotReady, "个未就绪"},
       {kCausePool, "个不在作业或队列的资源池内"},
       {kCauseSelector, "个标签与节点选择器不匹配"},
@@ -373,6 +393,9 @@ std::string NodeCausesZh(const Reason& r) {
       {kCauseTooFewGpus, "个空闲 GPU 不足"},
       {kCauseCpu, "个空闲 CPU 不足"},
       {kCauseMemory, "个空闲内存不足"},
+      {kCauseNotSharing, "个没有处于共享模式的所需型号 GPU"},
+      {kCauseSharedFull, "个共享 GPU 上剩余的显存或份额不足"},
+      {kCauseHeldBySlices, "个 GPU 被共享作业的切片占用，不能整卡使用"},
   }};
   std::string causes;
   for (auto [key, text] : kCauses) {
@@ -398,14 +421,13 @@ std::string RenderZh(const Reason& r) {
     case ReasonCode::kNoNodeFits:
       if (auto placed = Count(r, kCauseGang); placed > 0) {
         return fmt::format(
-                   "整组副本放不下：{} 个副本（每个需要 {} 块 GPU）中只有 {} 个有位置；"
+                   "整组副本放不下：{} 个副本（每个需要 {}）中只有 {} 个有位置；"
                    "对下一个副本，{} 个节点全部不满足：{}",
-                   Count(r, "replicas"), Count(r, "gpus_per_replica"), placed, Count(r, "nodes"),
-                   NodeCausesZh(r)) +
+                   Count(r, "replicas"), NeedZh(r), placed, Count(r, "nodes"), NodeCausesZh(r)) +
                OrderZh(r) + WouldRunZh(r);
       }
-      return fmt::format("0/{} 个节点可以容纳需要 {} 块 GPU 的副本：{}", Count(r, "nodes"),
-                         Count(r, "gpus_per_replica"), NodeCausesZh(r)) +
+      return fmt::format("0/{} 个节点可以容纳需要 {} 的副本：{}", Count(r, "nodes"), NeedZh(r),
+                         NodeCausesZh(r)) +
              OrderZh(r) + WouldRunZh(r);
     case ReasonCode::kScheduled:
       return "已分配节点，正在启动";

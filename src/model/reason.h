@@ -112,6 +112,16 @@ inline constexpr std::string_view kNotBeforeInMs = "not_before_in_ms";
 // Free GPUs the job may not use now because they are reserved for jobs that
 // start before it would end (set a max runtime that ends by then to use them).
 inline constexpr std::string_view kReservedFreeGpus = "reserved_free_gpus";
+// GPU sharing. Node causes for a slice (resources.gpu_share): the node has
+// GPUs of the model but none in sharing mode; its sharing GPUs have too
+// little memory or share left. For a whole-GPU replica: GPUs are free of
+// whole-GPU jobs but hold slices, so they are not free.
+inline constexpr std::string_view kCauseNotSharing = "gpu_not_in_sharing_mode";
+inline constexpr std::string_view kCauseSharedFull = "too_little_room_on_shared_gpus";
+inline constexpr std::string_view kCauseHeldBySlices = "gpus_held_by_slices";
+// kNoNodeFits of a slice: what one replica asks for (one of them is set).
+inline constexpr std::string_view kSliceMgpu = "slice_mgpu";
+inline constexpr std::string_view kSliceBytes = "slice_bytes";
 
 struct Reason {
   ReasonCode code = ReasonCode::kNone;

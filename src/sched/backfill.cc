@@ -21,18 +21,29 @@ TimeMs Cycle::EndOf(const PendingJob& job) const {
 
 void Cycle::HideReserved(TimeMs end) {
   hidden_.clear();
+  hidden_shared_.clear();
   for (const auto& [key, hold] : holds_) {
     if (end <= hold.from) continue;  // it ends before the reserved start: may use it
     const GpuView& g = cluster_.nodes()[key.first].gpus[key.second];
-    if (!g.free) continue;
-    cluster_.SetGpuFree(key.first, key.second, false);
-    hidden_.push_back(key);
+    if (g.free) {
+      cluster_.SetGpuFree(key.first, key.second, false);
+      hidden_.push_back(key);
+    } else if (g.sharing && g.shared_millis > 0 && g.shared_millis < 1000) {
+      // Reserved for a slice beside slices already there: no other slice
+      // may take the room it was promised.
+      hidden_shared_.emplace_back(key, g.shared_millis);
+      cluster_.SetGpuSharedMillis(key.first, key.second, 1000);
+    }
   }
 }
 
 void Cycle::UnhideReserved() {
   for (const auto& key : hidden_) cluster_.SetGpuFree(key.first, key.second, true);
+  for (const auto& [key, millis] : hidden_shared_) {
+    cluster_.SetGpuSharedMillis(key.first, key.second, millis);
+  }
   hidden_.clear();
+  hidden_shared_.clear();
 }
 
 std::vector<Cycle::GpuKey> Cycle::KeysOf(const std::vector<ReplicaPlacement>& replicas) const {
@@ -109,7 +120,9 @@ model::Reason Cycle::ExplainWaiting(const JobCtx& ctx, std::uint32_t placed_befo
   const std::uint64_t state = cluster_.StateId();
   const std::size_t mark = cluster_.Mark();
   HideReserved(EndOf(*ctx.job));
-  if (hidden_.empty()) return ExplainNoFit(ctx, placed_before_failure);  // nothing to hide
+  if (hidden_.empty() && hidden_shared_.empty()) {
+    return ExplainNoFit(ctx, placed_before_failure);  // nothing to hide
+  }
   // Cached like ExplainNoFit, by the state before hiding (hiding takes fresh
   // ids) and by the GPUs hidden.
   std::string key = ExplainKey(ctx, placed_before_failure);
@@ -120,8 +133,15 @@ model::Reason Cycle::ExplainWaiting(const JobCtx& ctx, std::uint32_t placed_befo
     key += std::to_string(i);
     key += ' ';
   }
+  for (const auto& [gpu, millis] : hidden_shared_) {
+    key += std::to_string(gpu.first);
+    key += '/';
+    key += std::to_string(gpu.second);
+    key += ' ';
+  }
   const auto hidden = static_cast<std::int64_t>(hidden_.size());
   hidden_.clear();
+  hidden_shared_.clear();
   auto it = explained_.find(key);
   if (it != explained_.end() && it->second.first == state) {
     cluster_.Rollback(mark);
@@ -190,10 +210,18 @@ Eta Cycle::Replay(const JobCtx& ctx) {
     return eta;
   }
   const std::size_t mark = cluster_.Mark();
-  // Reserved GPUs free now are taken by their reservation until it ends.
-  for (const auto& [gpu, hold] : holds_) {
-    if (cluster_.nodes()[gpu.first].gpus[gpu.second].free) {
-      cluster_.SetGpuFree(gpu.first, gpu.second, false);
+  // Reserved GPUs free now are taken by their reservation until it ends. A
+  // reserved GPU that holds slices (a slice reserved beside them) is filled
+  // for the whole replay: its share at the reservation's end is not tracked,
+  // so the estimate errs late, never early.
+  std::vector<char> taken(held.size(), 0);
+  for (std::size_t h = 0; h < held.size(); ++h) {
+    const GpuView& g = cluster_.nodes()[held[h].first].gpus[held[h].second];
+    if (g.free) {
+      cluster_.SetGpuFree(held[h].first, held[h].second, false);
+      taken[h] = 1;
+    } else if (g.sharing && g.shared_millis > 0 && g.shared_millis < 1000) {
+      cluster_.SetGpuSharedMillis(held[h].first, held[h].second, 1000);
     }
   }
   while (a < timeline_.size() || b < unholds.size()) {
@@ -210,7 +238,8 @@ Eta Cycle::Replay(const JobCtx& ctx) {
       }
     }
     for (; b < unholds.size() && unholds[b].first == t; ++b) {
-      cluster_.SetGpuFree(held[unholds[b].second].first, held[unholds[b].second].second, true);
+      const std::size_t h = unholds[b].second;
+      if (taken[h] != 0) cluster_.SetGpuFree(held[h].first, held[h].second, true);
     }
     if (auto placed = cluster_.PlaceGang(ctx.shape, nullptr)) {
       eta.known = true;

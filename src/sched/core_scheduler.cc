@@ -82,7 +82,8 @@ JobCtx Cycle::Resolve(const PendingJob& job) const {
   c.shape.node_selector = job.node_selector;
   c.shape.tolerations = job.tolerations;
   c.shape.topology = job.topology;
-  c.requested_mgpu = std::int64_t{job.resources.gpus} * job.replicas * 1000;
+  c.requested_mgpu = (std::int64_t{job.resources.gpus} * 1000 + job.resources.gpu_share_millis) *
+                     job.replicas;  // a memory slice's share is known once placed
   if (c.leaf) {
     const auto& allowed = book_.Pools(*c.leaf);
     if (!job.pool.empty()) {

@@ -150,6 +150,8 @@ class Cycle {
   std::map<GpuKey, Hold> holds_;
   std::vector<TimeMs> hold_starts_;  // distinct Hold::from, ascending
   std::vector<GpuKey> hidden_;       // what HideReserved took
+  // Reserved GPUs holding slices that HideReserved filled, with their share.
+  std::vector<std::pair<GpuKey, std::uint32_t>> hidden_shared_;
   // Jobs placed in this cycle: they count as started now.
   struct Started {
     TimeMs end = 0;

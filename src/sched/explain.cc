@@ -88,9 +88,9 @@ std::string Cycle::ExplainKey(const JobCtx& ctx, std::uint32_t placed_before_fai
   };
   for (std::uint64_t v :
        {std::uint64_t{s.replicas}, std::uint64_t{res.gpus}, res.gpu_memory_bytes,
-        std::uint64_t{res.cpu_millis}, res.memory_bytes, std::uint64_t{placed_before_failure},
-        std::uint64_t{s.pool_forbidden}, std::uint64_t{s.topology.one_node},
-        static_cast<std::uint64_t>(s.topology.nvlink_island)}) {
+        std::uint64_t{res.gpu_share_millis}, res.gpu_share_bytes, std::uint64_t{res.cpu_millis},
+        res.memory_bytes, std::uint64_t{placed_before_failure}, std::uint64_t{s.pool_forbidden},
+        std::uint64_t{s.topology.one_node}, static_cast<std::uint64_t>(s.topology.nvlink_island)}) {
     add(std::to_string(v));
   }
   add(res.gpu_model);
@@ -137,6 +137,10 @@ model::Reason Cycle::ComputeNoFit(const JobCtx& ctx, std::uint32_t placed_before
   }
   Set(r, "nodes", static_cast<std::int64_t>(cluster_.nodes().size()));
   Set(r, "gpus_per_replica", res.gpus);
+  if (res.gpu_share_millis > 0) Set(r, model::kSliceMgpu, res.gpu_share_millis);
+  if (res.gpu_share_bytes > 0) {
+    Set(r, model::kSliceBytes, static_cast<std::int64_t>(res.gpu_share_bytes));
+  }
   Set(r, "replicas", ctx.shape.replicas);
   if (placed_before_failure > 0) Set(r, model::kCauseGang, placed_before_failure);
   std::int64_t need = std::int64_t{res.gpus} * ctx.shape.replicas;

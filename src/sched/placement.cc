@@ -1,6 +1,7 @@
 #include "sched/placement.h"
 
 #include <algorithm>
+#include <tuple>
 #include <utility>
 
 namespace berth::sched {
@@ -52,6 +53,8 @@ Cluster::Cluster(std::vector<NodeView> nodes) : nodes_(std::move(nodes)) {
       }
     }
     model_of_.push_back(std::move(ids));
+    has_sharing_.push_back(std::any_of(nodes_[n].gpus.begin(), nodes_[n].gpus.end(),
+                                       [](const GpuView& g) { return g.sharing; }));
     healthy_.push_back(static_cast<std::uint32_t>(std::count_if(
         nodes_[n].gpus.begin(), nodes_[n].gpus.end(), [](const GpuView& g) { return g.healthy; })));
     if (nodes_[n].ready) max_healthy_ = std::max(max_healthy_, healthy_.back());
@@ -76,7 +79,7 @@ void Cluster::SetFree(std::size_t n, std::size_t i, bool free) {
 }
 
 std::optional<std::size_t> Cluster::ClassOf(const model::Resources& r) const {
-  if (r.gpu_memory_bytes != 0) return std::nullopt;
+  if (r.gpu_memory_bytes != 0 || model::IsSlice(r)) return std::nullopt;
   if (r.gpu_model.empty()) return 0;
   auto it = std::lower_bound(models_.begin(), models_.end(), r.gpu_model);
   if (it == models_.end() || *it != r.gpu_model) return std::nullopt;
@@ -101,6 +104,57 @@ bool Cluster::Eligible(const GpuView& g, const model::Resources& r) const {
   return (r.gpu_model.empty() || g.model == r.gpu_model) && g.memory_bytes >= r.gpu_memory_bytes;
 }
 
+bool Cluster::SliceFits(const GpuView& g, const model::Resources& r) const {
+  if (!g.sharing || !g.healthy || !Eligible(g, r) || (!g.free && g.shared_millis == 0)) {
+    return false;
+  }
+  model::GpuSlice s = model::SliceOf(r, g.memory_bytes);
+  return g.shared_millis + s.millis <= 1000 && s.bytes <= g.memory_bytes - g.shared_bytes;
+}
+
+std::optional<std::size_t> Cluster::ChooseSlice(
+    std::size_t n, const model::Resources& r, std::pair<std::uint64_t, std::uint64_t>* key) const {
+  const NodeView& node = nodes_[n];
+  std::optional<std::size_t> best;
+  std::pair<std::uint64_t, std::uint64_t> best_key{};
+  for (std::size_t i = 0; i < node.gpus.size(); ++i) {
+    const GpuView& g = node.gpus[i];
+    if (!SliceFits(g, r)) continue;
+    // Shared GPUs first, tightest fit (share left, then memory left); a
+    // fresh GPU ranks after every shared one.
+    model::GpuSlice s = model::SliceOf(r, g.memory_bytes);
+    std::pair<std::uint64_t, std::uint64_t> k{
+        g.shared_millis > 0 ? 1000 - g.shared_millis - s.millis : 1001,
+        g.memory_bytes - g.shared_bytes - s.bytes};
+    if (!best || k < best_key) {
+      best = i;
+      best_key = k;
+    }
+  }
+  if (best && key != nullptr) *key = best_key;
+  return best;
+}
+
+std::string_view Cluster::StaticSliceCause(std::size_t n, const model::Resources& r) const {
+  bool model_match = false;
+  bool sharing = false;
+  bool fits = false;
+  for (const auto& g : nodes_[n].gpus) {
+    if (!r.gpu_model.empty() && g.model != r.gpu_model) continue;
+    model_match = true;
+    if (!g.sharing) continue;
+    sharing = true;
+    model::GpuSlice s = model::SliceOf(r, g.memory_bytes);
+    if (g.memory_bytes < r.gpu_memory_bytes || s.bytes > g.memory_bytes) continue;
+    fits = true;
+    if (g.healthy) return {};
+  }
+  if (!model_match) return model::kCauseGpuModel;
+  if (!sharing) return model::kCauseNotSharing;
+  if (!fits) return model::kCauseGpuMemory;
+  return model::kCauseUnhealthy;
+}
+
 std::string_view Cluster::StaticCause(std::size_t n, const JobShape& job) const {
   const NodeView& node = nodes_[n];
   if (!node.ready) return model::kCauseNotReady;
@@ -115,6 +169,7 @@ std::string_view Cluster::StaticCause(std::size_t n, const JobShape& job) const 
     if (t.effect == "NoSchedule" && !Tolerates(job.tolerations, t)) return model::kCauseTaint;
   }
   const auto& r = job.resources;
+  if (model::IsSlice(r)) return StaticSliceCause(n, r);
   if (r.gpus > 0) {
     std::uint32_t model_match = 0;
     std::uint32_t memory_match = 0;
@@ -157,8 +212,11 @@ std::string_view Cluster::StaticCause(std::size_t n, const JobShape& job) const 
 std::uint32_t Cluster::FreeEligible(std::size_t n, const JobShape& job) const {
   if (auto c = ClassOf(job.resources)) return free_[*c][n];
   std::uint32_t free = 0;
+  bool slice = model::IsSlice(job.resources);
   for (const auto& g : nodes_[n].gpus) {
-    if (g.free && g.healthy && Eligible(g, job.resources)) ++free;
+    if (slice ? SliceFits(g, job.resources) : g.free && g.healthy && Eligible(g, job.resources)) {
+      ++free;
+    }
   }
   return free;
 }
@@ -171,6 +229,12 @@ std::optional<std::vector<std::size_t>> Cluster::ChooseGpus(std::size_t n,
     return std::nullopt;
   }
   std::vector<std::size_t> out;
+  if (model::IsSlice(r)) {
+    auto i = ChooseSlice(n, r, nullptr);
+    if (!i) return std::nullopt;
+    out.push_back(*i);
+    return out;
+  }
   if (r.gpus == 0) return out;
   // Free eligible GPUs by island, in index order.
   std::map<std::uint32_t, std::vector<std::size_t>> islands;
@@ -183,6 +247,13 @@ std::optional<std::vector<std::size_t>> Cluster::ChooseGpus(std::size_t n,
     }
   }
   if (total < r.gpus) return std::nullopt;
+  if (has_sharing_[n]) {
+    // Whole GPUs outside sharing mode first: sharing GPUs stay for slices.
+    for (auto& [id, gpus] : islands) {
+      std::stable_partition(gpus.begin(), gpus.end(),
+                            [&](std::size_t i) { return !node.gpus[i].sharing; });
+    }
+  }
   // Best fit: the island with the fewest free GPUs that holds the replica,
   // which keeps whole islands free for larger jobs.
   const std::vector<std::size_t>* best = nullptr;
@@ -213,7 +284,17 @@ std::string_view Cluster::Cause(std::size_t n, const JobShape& job) const {
   if (auto c = StaticCause(n, job); !c.empty()) return c;
   const NodeView& node = nodes_[n];
   const auto& r = job.resources;
-  if (r.gpus > 0 && FreeEligible(n, job) < r.gpus) return model::kCauseTooFewGpus;
+  if (model::IsSlice(r) && FreeEligible(n, job) == 0) return model::kCauseSharedFull;
+  if (r.gpus > 0 && FreeEligible(n, job) < r.gpus) {
+    if (has_sharing_[n]) {
+      std::uint32_t held = 0;  // eligible GPUs that only slices keep from being free
+      for (const auto& g : node.gpus) {
+        if (g.healthy && g.shared_millis > 0 && Eligible(g, r)) ++held;
+      }
+      if (held > 0 && FreeEligible(n, job) + held >= r.gpus) return model::kCauseHeldBySlices;
+    }
+    return model::kCauseTooFewGpus;
+  }
   if (r.cpu_millis > node.cpu_millis_free) return model::kCauseCpu;
   if (r.memory_bytes > node.memory_bytes_free) return model::kCauseMemory;
   if (!ChooseGpus(n, job)) return model::kCauseTopology;
@@ -224,12 +305,18 @@ ReplicaPlacement Cluster::Take(std::size_t n, std::uint32_t replica, const JobSh
                                const std::vector<std::size_t>& gpus) {
   NodeView& node = nodes_[n];
   ReplicaPlacement out{replica, node.name, {}};
+  const auto& r = job.resources;
   for (std::size_t i : gpus) {
-    Log({n, static_cast<std::int32_t>(i), node.gpus[i].free, 0, 0});
+    LogGpu(n, i);
+    if (model::IsSlice(r)) {
+      GpuView& g = node.gpus[i];
+      model::GpuSlice s = model::SliceOf(r, g.memory_bytes);
+      g.shared_millis += s.millis;
+      g.shared_bytes += s.bytes;
+    }
     SetFree(n, i, false);
     out.gpu_indices.push_back(node.gpus[i].index);
   }
-  const auto& r = job.resources;
   Log({n, -1, false, -std::int64_t{r.cpu_millis}, -static_cast<std::int64_t>(r.memory_bytes)});
   node.cpu_millis_free -= r.cpu_millis;
   node.memory_bytes_free -= r.memory_bytes;
@@ -264,6 +351,7 @@ bool Cluster::PlaceOneNode(const JobShape& job, std::vector<ReplicaPlacement>& o
 // first. Key (split, free), lowest wins, ties to the lower node index.
 std::optional<std::size_t> Cluster::BestNode(const JobShape& job,
                                              std::vector<std::size_t>& best_gpus) const {
+  if (model::IsSlice(job.resources)) return BestSliceNode(job, best_gpus);
   std::optional<std::size_t> best;
   std::pair<bool, std::uint32_t> best_key{};
   // Returns true when `n` is a fit nothing later can beat.
@@ -306,6 +394,33 @@ std::optional<std::size_t> Cluster::BestNode(const JobShape& job,
   return best;
 }
 
+// A slice: the node whose best GPU fits tightest (see ChooseSlice); among
+// fresh GPUs, the node with the fewest free GPUs, so whole nodes stay free.
+std::optional<std::size_t> Cluster::BestSliceNode(const JobShape& job,
+                                                  std::vector<std::size_t>& gpus) const {
+  const auto& r = job.resources;
+  std::optional<std::size_t> best;
+  std::tuple<std::uint64_t, std::uint64_t, std::uint32_t> best_key{};
+  std::size_t best_gpu = 0;
+  for (std::size_t n = 0; n < nodes_.size(); ++n) {
+    if (!has_sharing_[n]) continue;
+    const NodeView& node = nodes_[n];
+    if (r.cpu_millis > node.cpu_millis_free || r.memory_bytes > node.memory_bytes_free) continue;
+    if (!StaticCause(n, job).empty()) continue;
+    std::pair<std::uint64_t, std::uint64_t> k;
+    auto i = ChooseSlice(n, r, &k);
+    if (!i) continue;
+    std::tuple<std::uint64_t, std::uint64_t, std::uint32_t> key{k.first, k.second, free_[0][n]};
+    if (!best || key < best_key) {
+      best = n;
+      best_key = key;
+      best_gpu = *i;
+    }
+  }
+  if (best) gpus.assign(1, best_gpu);
+  return best;
+}
+
 std::optional<std::vector<ReplicaPlacement>> Cluster::PlaceGang(
     const JobShape& job, std::uint32_t* placed_before_failure) {
   std::size_t mark = Mark();
@@ -335,9 +450,17 @@ void Cluster::Release(const RunningJob& job) {
     NodeView& node = nodes_[*n];
     for (std::uint32_t idx : rp.gpu_indices) {
       for (std::size_t i = 0; i < node.gpus.size(); ++i) {
-        if (node.gpus[i].index != idx) continue;
-        Log({*n, static_cast<std::int32_t>(i), node.gpus[i].free, 0, 0});
-        SetFree(*n, i, true);
+        GpuView& g = node.gpus[i];
+        if (g.index != idx) continue;
+        LogGpu(*n, i);
+        if (model::IsSlice(job.resources)) {
+          model::GpuSlice s = model::SliceOf(job.resources, g.memory_bytes);
+          g.shared_millis -= std::min(g.shared_millis, s.millis);
+          g.shared_bytes -= std::min(g.shared_bytes, s.bytes);
+          SetFree(*n, i, g.shared_millis == 0);
+        } else {
+          SetFree(*n, i, true);
+        }
       }
     }
     Log({*n, -1, false, std::int64_t{job.resources.cpu_millis},
@@ -347,9 +470,22 @@ void Cluster::Release(const RunningJob& job) {
   }
 }
 
+void Cluster::LogGpu(std::size_t n, std::size_t i) {
+  const GpuView& g = nodes_[n].gpus[i];
+  Undo u{n, static_cast<std::int32_t>(i), g.free, 0, 0};
+  u.millis_before = g.shared_millis;
+  u.bytes_before = g.shared_bytes;
+  Log(u);
+}
+
 void Cluster::SetGpuFree(std::size_t n, std::size_t i, bool free) {
-  Log({n, static_cast<std::int32_t>(i), nodes_[n].gpus[i].free, 0, 0});
+  LogGpu(n, i);
   SetFree(n, i, free);
+}
+
+void Cluster::SetGpuSharedMillis(std::size_t n, std::size_t i, std::uint32_t millis) {
+  LogGpu(n, i);
+  nodes_[n].gpus[i].shared_millis = millis;
 }
 
 void Cluster::Log(Undo u) {
@@ -364,6 +500,9 @@ void Cluster::Rollback(std::size_t mark) {
     state_ = u.state_before;
     NodeView& node = nodes_[u.node];
     if (u.gpu >= 0) {
+      GpuView& g = node.gpus[static_cast<std::size_t>(u.gpu)];
+      g.shared_millis = u.millis_before;
+      g.shared_bytes = u.bytes_before;
       SetFree(u.node, static_cast<std::size_t>(u.gpu), u.was_free);
     } else {
       node.cpu_millis_free =

@@ -59,6 +59,9 @@ class Cluster {
   // Marks the GPU at node `n`, position `i` in its `gpus`, free or not
   // (logged): backfill hides GPUs reserved for another job this way.
   void SetGpuFree(std::size_t n, std::size_t i, bool free);
+  // Sets the share slices hold on a sharing GPU (logged): backfill fills a
+  // reserved GPU that holds slices (1000) so that no other slice lands there.
+  void SetGpuSharedMillis(std::size_t n, std::size_t i, std::uint32_t millis);
 
   // The statement: Mark() before a tentative change, Rollback(mark) to undo.
   std::size_t Mark() const { return log_.size(); }
@@ -78,11 +81,26 @@ class Cluster {
     bool was_free = false;
     std::int64_t cpu_delta = 0;  // what was added to cpu_millis_free
     std::int64_t mem_delta = 0;
-    std::uint64_t state_before = 0;  // StateId() before this change
+    std::uint64_t state_before = 0;   // StateId() before this change
+    std::uint32_t millis_before = 0;  // a GPU change: its slices before
+    std::uint64_t bytes_before = 0;
   };
   // Appends `u` to the log and moves to a fresh state id.
   void Log(Undo u);
+  // Logs GPU position `i` of node `n` before a change to it.
+  void LogGpu(std::size_t n, std::size_t i);
   bool Eligible(const GpuView& g, const model::Resources& r) const;
+  // A slice of `r` fits GPU `g` now: sharing, healthy, eligible, not held
+  // whole, and its share and memory stay within the card.
+  bool SliceFits(const GpuView& g, const model::Resources& r) const;
+  // The GPU (position) on node `n` for one slice, best fit: a GPU already
+  // holding slices with the least room left, else the first free sharing
+  // GPU. `key` (lower is better) ranks the choice against other nodes'.
+  std::optional<std::size_t> ChooseSlice(std::size_t n, const model::Resources& r,
+                                         std::pair<std::uint64_t, std::uint64_t>* key) const;
+  std::optional<std::size_t> BestSliceNode(const JobShape& job,
+                                           std::vector<std::size_t>& gpus) const;
+  std::string_view StaticSliceCause(std::size_t n, const model::Resources& r) const;
   // Chooses GPUs for one replica on node `n`; empty optional if it cannot.
   std::optional<std::vector<std::size_t>> ChooseGpus(std::size_t n, const JobShape& job) const;
   ReplicaPlacement Take(std::size_t n, std::uint32_t replica, const JobShape& job,
@@ -101,6 +119,7 @@ class Cluster {
   std::vector<std::string> models_;                 // GPU models present, sorted
   std::vector<std::vector<std::size_t>> model_of_;  // [node][gpu position] -> model id
   std::vector<std::uint32_t> healthy_;              // [node] healthy GPUs
+  std::vector<bool> has_sharing_;                   // [node] any GPU in sharing mode
   std::uint32_t max_healthy_ = 0;                   // over ready nodes
   // [class][node]: GPUs both free and healthy, for class 0 (any model) and
   // 1 + each model: FreeEligible without a scan.

@@ -24,11 +24,20 @@ Usage UsageOf(const Cluster& cluster, const model::Resources& r,
   for (const auto& rp : replicas) {
     auto n = cluster.Find(rp.node);
     for (std::uint32_t idx : rp.gpu_indices) {
-      u[kGpusKey] += 1000;
       const GpuView* g = n ? cluster.Gpu(*n, idx) : nullptr;
+      // A slice counts its share in milli-GPUs and its memory in bytes
+      // (model::SliceOf); a whole GPU counts 1000 and all its memory.
+      std::int64_t mgpu = 1000;
+      std::int64_t bytes = static_cast<std::int64_t>(g != nullptr ? g->memory_bytes : 0);
+      if (model::IsSlice(r)) {
+        model::GpuSlice s = model::SliceOf(r, g != nullptr ? g->memory_bytes : 0);
+        mgpu = s.millis;
+        bytes = static_cast<std::int64_t>(s.bytes);
+      }
+      u[kGpusKey] += mgpu;
       std::string model = g != nullptr ? g->model : r.gpu_model;
-      if (!model.empty()) u[{model::ResourceKind::kGpus, model}] += 1000;
-      u[kGpuMemoryKey] += static_cast<std::int64_t>(g != nullptr ? g->memory_bytes : 0);
+      if (!model.empty()) u[{model::ResourceKind::kGpus, model}] += mgpu;
+      u[kGpuMemoryKey] += bytes;
     }
     u[kCpuKey] += r.cpu_millis;
     u[kMemoryKey] += static_cast<std::int64_t>(r.memory_bytes);

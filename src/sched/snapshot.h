@@ -28,8 +28,15 @@ struct GpuView {
   std::string model;
   std::uint64_t memory_bytes = 0;
   bool healthy = true;
-  bool free = true;                 // no run holds it
+  bool free = true;                 // no run holds it, whole or as a slice
   std::uint32_t nvlink_island = 0;  // GPUs with the same id share NVLink
+  // Sharing mode (set by the operator): the GPU takes slices of jobs with
+  // resources.gpu_share. What its slices hold: shared_millis <= 1000 and
+  // shared_bytes <= memory_bytes; shared_millis > 0 means free is false and
+  // no whole-GPU run holds it (every slice holds at least 1 milli-GPU).
+  bool sharing = false;
+  std::uint32_t shared_millis = 0;
+  std::uint64_t shared_bytes = 0;
 };
 
 struct NodeView {

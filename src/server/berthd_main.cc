@@ -103,7 +103,15 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--log-level", log_level, "trace, debug, info, warn or error")
       ->capture_default_str();
+  std::string shared_gpus;
+  app.add_option("--shared-gpus", shared_gpus,
+                 "All-in-one: the embedded agents' GPUs in sharing mode, taking slices of jobs "
+                 "with resources.gpu_share: all, or indices such as 0,1 (default: none; with "
+                 "--simulate, the file's shared_gpus)");
   CLI11_PARSE(app, argc, argv);
+  auto shared = berth::agent::ParseSharedGpus(shared_gpus);
+  if (!shared)
+    return Fatal(fmt::format("--shared-gpus '{}': {}", shared_gpus, shared.error().message));
 
   spdlog::set_level(spdlog::level::from_str(log_level));
   berth::SystemClock clock;
@@ -173,6 +181,7 @@ int main(int argc, char** argv) {
       berth::agent::AgentOptions ao;
       ao.data_dir = std::filesystem::path(data_dir) / "agents" / node.name;
       ao.shim_path = shim;
+      ao.shared_gpus = *shared;
       auto channel = agent_server->InProcessChannel(grpc::ChannelArguments());
       agents.push_back(
           std::make_unique<berth::agent::Agent>(ao, node, std::move(provider), channel, clock));

@@ -36,6 +36,7 @@ model::NodeInfo FromProto(const berth::v1::NodeInfo& p) {
     gpu.numa_node = g.numa_node();
     gpu.pci_bus_id = g.pci_bus_id();
     gpu.nvlink_island = g.nvlink_island();
+    gpu.sharing = g.sharing();
     for (const auto& peer : g.nvlink_peers())
       gpu.nvlink_peers.push_back({peer.index(), peer.links()});
     n.gpus.push_back(std::move(gpu));
@@ -371,6 +372,8 @@ berth::v1::StartRun Controller::StartOrder(const store::RunRecord& run,
   o.set_working_dir(spec.working_dir);
   for (auto idx : run.gpu_indices) o.add_gpu_indices(idx);
   for (const auto& u : run.gpu_uuids) o.add_gpu_uuids(u);
+  o.set_gpu_share_millis(run.gpu_share_millis);
+  o.set_gpu_share_bytes(run.gpu_share_bytes);
   o.set_max_runtime_ms(spec.max_runtime_ms);
   o.set_grace_ms(options_.stop_grace_ms);
   return o;

@@ -173,6 +173,7 @@ std::string_view OpenApiDocument() {
         "placement": {"type": "array", "items": {"type": "object", "properties": {
           "replica": {"type": "integer"}, "attempt": {"type": "integer"}, "run_id": {"type": "string"}, "node": {"type": "string"},
           "gpus": {"type": "array", "items": {"type": "integer"}}, "gpu_uuids": {"type": "array", "items": {"type": "string"}},
+          "gpu_share_mgpu": {"type": "integer", "description": "A slice of its one GPU (0: whole GPUs)"}, "gpu_share_bytes": {"type": "integer"},
           "state": {"type": "string", "enum": ["Starting", "Running", "Exited"]}, "pid": {"type": "integer", "nullable": true},
           "exit_code": {"type": "integer", "nullable": true}, "signal": {"type": "integer", "nullable": true},
           "stopped_for": {"type": "string"}, "start_error": {"type": "string"}}}},
@@ -216,7 +217,10 @@ std::string_view OpenApiDocument() {
       "Gpu": {"type": "object", "properties": {
         "node": {"type": "string"}, "index": {"type": "integer"}, "uuid": {"type": "string"}, "model": {"type": "string"}, "memory_bytes": {"type": "integer"},
         "health": {"type": "string"}, "health_detail": {"type": "string"}, "nvlink_island": {"type": "integer"}, "numa_node": {"type": "integer"},
-        "job": {"type": "object", "nullable": true, "properties": {"id": {"type": "integer"}, "name": {"type": "string"}, "tenant": {"type": "string"}, "queue": {"type": "string"}, "replica": {"type": "integer"}, "run_id": {"type": "string"}}}}}
+        "job": {"type": "object", "nullable": true, "description": "The whole-GPU run holding it", "properties": {"id": {"type": "integer"}, "name": {"type": "string"}, "tenant": {"type": "string"}, "queue": {"type": "string"}, "replica": {"type": "integer"}, "run_id": {"type": "string"}}},
+        "sharing": {"type": "object", "nullable": true, "description": "Null outside sharing mode; else what the GPU's slices hold", "properties": {
+          "used_mgpu": {"type": "integer"}, "used_memory_bytes": {"type": "integer"}, "free_memory_bytes": {"type": "integer"},
+          "holders": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": "string"}, "tenant": {"type": "string"}, "queue": {"type": "string"}, "replica": {"type": "integer"}, "run_id": {"type": "string"}, "gpu_share_mgpu": {"type": "integer"}, "gpu_memory_bytes": {"type": "integer"}}}}}}}}
     }
   }
 })json";

@@ -29,6 +29,8 @@ json JobJson(const store::JobRecord& job, bool with_timeline) {
                          {"node", r.node},
                          {"gpus", r.gpu_indices},
                          {"gpu_uuids", r.gpu_uuids},
+                         {"gpu_share_mgpu", r.gpu_share_millis},
+                         {"gpu_share_bytes", r.gpu_share_bytes},
                          {"state", model::RunStateName(r.state)},
                          {"pid", r.pid == 0 ? json(nullptr) : json(r.pid)},
                          {"exit_code", Opt(r.exit_code)},
@@ -95,7 +97,10 @@ json GpusJson(const std::vector<NodeStatus>& nodes, const std::vector<store::Job
   json out = json::array();
   for (const auto& n : nodes) {
     for (const auto& g : n.record.info.gpus) {
-      json holder = nullptr;
+      json holder = nullptr;          // a whole-GPU run
+      json slices = json::array();    // runs holding slices of a sharing GPU
+      std::uint64_t shared_mgpu = 0;  // what the slices hold
+      std::uint64_t shared_bytes = 0;
       for (const auto& job : holders) {
         for (const auto& r : job.runs) {
           if (r.state == model::RunState::kExited || r.node != n.record.info.name) continue;
@@ -103,13 +108,31 @@ json GpusJson(const std::vector<NodeStatus>& nodes, const std::vector<store::Job
               r.gpu_indices.end()) {
             continue;
           }
-          holder = {{"id", job.id},
+          json h = {{"id", job.id},
                     {"name", job.spec.name},
                     {"tenant", job.spec.tenant},
                     {"queue", job.spec.queue},
                     {"replica", r.replica},
                     {"run_id", r.run_id}};
+          if (r.gpu_share_millis == 0) {
+            holder = std::move(h);
+            continue;
+          }
+          h["gpu_share_mgpu"] = r.gpu_share_millis;
+          h["gpu_memory_bytes"] = r.gpu_share_bytes;
+          shared_mgpu += r.gpu_share_millis;
+          shared_bytes += r.gpu_share_bytes;
+          slices.push_back(std::move(h));
         }
+      }
+      json sharing = nullptr;
+      if (g.sharing) {
+        sharing = {{"used_mgpu", shared_mgpu},
+                   {"used_memory_bytes", shared_bytes},
+                   {"free_memory_bytes", holder.is_null() && shared_bytes <= g.memory_bytes
+                                             ? g.memory_bytes - shared_bytes
+                                             : 0},
+                   {"holders", slices}};
       }
       out.push_back({{"node", n.record.info.name},
                      {"node_state", model::NodeStateName(n.record.state)},
@@ -121,7 +144,8 @@ json GpusJson(const std::vector<NodeStatus>& nodes, const std::vector<store::Job
                      {"health_detail", g.health_detail},
                      {"nvlink_island", g.nvlink_island},
                      {"numa_node", g.numa_node},
-                     {"job", holder}});
+                     {"job", holder},
+                     {"sharing", sharing}});
     }
   }
   return out;

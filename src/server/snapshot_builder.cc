@@ -48,6 +48,7 @@ Result<sched::Snapshot> BuildSnapshot(const SnapshotInputs& in, const SpecLookup
       gv.healthy = g.health == model::Health::kHealthy;
       gv.free = true;
       gv.nvlink_island = g.nvlink_island;
+      gv.sharing = g.sharing;
       v.gpus.push_back(std::move(gv));
     }
     index[v.name] = snap.nodes.size();
@@ -67,7 +68,11 @@ Result<sched::Snapshot> BuildSnapshot(const SnapshotInputs& in, const SpecLookup
       auto& node = snap.nodes[it->second];
       for (auto idx : run.gpu_indices) {
         for (auto& g : node.gpus) {
-          if (g.index == idx) g.free = false;
+          if (g.index != idx) continue;
+          g.free = false;
+          // A slice holds what it was placed with (model::SliceOf).
+          g.shared_millis += run.gpu_share_millis;
+          g.shared_bytes += run.gpu_share_bytes;
         }
       }
       node.cpu_millis_free -=

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/units.h"
 #include "model/json.h"
 #include "model/policy.h"
 
@@ -17,8 +18,9 @@ using nlohmann::json;
 
 // 1: the skeleton (tenants and queues tables). 2: versioned policy; the
 // policy's queues replace the tenants and queues tables; jobs and job events
-// record the policy version they were scheduled under.
-constexpr int kSchemaVersion = 2;
+// record the policy version they were scheduled under. 3: runs record their
+// slice of a shared GPU (gpu_share_millis, gpu_share_bytes).
+constexpr int kSchemaVersion = 3;
 
 constexpr std::string_view kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -41,7 +43,8 @@ CREATE TABLE IF NOT EXISTS runs(
   gpu_indices TEXT NOT NULL, gpu_uuids TEXT NOT NULL, state TEXT NOT NULL,
   pid INTEGER NOT NULL DEFAULT 0, started_ms INTEGER, finished_ms INTEGER,
   exit_code INTEGER, signal INTEGER, stopped_for TEXT NOT NULL DEFAULT '',
-  start_error TEXT NOT NULL DEFAULT '', stop_requested INTEGER NOT NULL DEFAULT 0);
+  start_error TEXT NOT NULL DEFAULT '', stop_requested INTEGER NOT NULL DEFAULT 0,
+  gpu_share_millis INTEGER NOT NULL DEFAULT 0, gpu_share_bytes INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS runs_by_job ON runs(job_id);
 CREATE INDEX IF NOT EXISTS runs_by_state ON runs(state);
 CREATE TABLE IF NOT EXISTS job_events(
@@ -59,7 +62,8 @@ CREATE TABLE IF NOT EXISTS node_events(
 
 constexpr std::string_view kRunColumns =
     "run_id, job_id, replica, attempt, node, gpu_indices, gpu_uuids, state, pid, started_ms, "
-    "finished_ms, exit_code, signal, stopped_for, start_error, stop_requested";
+    "finished_ms, exit_code, signal, stopped_for, start_error, stop_requested, gpu_share_millis, "
+    "gpu_share_bytes";
 
 constexpr std::string_view kJobColumns =
     "id, spec, state, reason, submitted_ms, started_ms, finished_ms, exit_code, signal, "
@@ -100,6 +104,8 @@ RunRecord ReadRun(const Statement& st) {
   r.stopped_for = st.Text(13);
   r.start_error = st.Text(14);
   r.stop_requested = st.Int(15) != 0;
+  r.gpu_share_millis = static_cast<std::uint32_t>(st.Int(16));
+  r.gpu_share_bytes = static_cast<std::uint64_t>(st.Int(17));
   return r;
 }
 
@@ -206,6 +212,20 @@ Status SqliteStore::Migrate(TimeMs now) {
     BERTH_RETURN_IF_ERROR(
         db_.Exec("ALTER TABLE jobs ADD COLUMN policy_version INTEGER;"
                  "ALTER TABLE job_events ADD COLUMN policy_version INTEGER;"));
+  }
+  if (stored && *stored < 3) {
+    // Schema 2 runs predate GPU sharing: every run held whole GPUs. (A
+    // schema-1 database had no runs table: kSchema just made it whole.)
+    auto has =
+        db_.Prepare("SELECT COUNT(*) FROM pragma_table_info('runs') WHERE name='gpu_share_millis'");
+    if (!has) return std::unexpected(has.error());
+    auto row = has->Step();
+    if (!row) return std::unexpected(row.error());
+    if (has->Int(0) == 0) {
+      BERTH_RETURN_IF_ERROR(
+          db_.Exec("ALTER TABLE runs ADD COLUMN gpu_share_millis INTEGER NOT NULL DEFAULT 0;"
+                   "ALTER TABLE runs ADD COLUMN gpu_share_bytes INTEGER NOT NULL DEFAULT 0;"));
+    }
   }
   auto set = db_.Prepare("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)");
   if (!set) return std::unexpected(set.error());
@@ -717,18 +737,22 @@ Status SqliteStore::ApplyPlan(const sched::Plan& plan, const std::vector<NodeRec
     auto attempt = attempt_st->Int(0);
     BERTH_RETURN_IF_ERROR(attempt_st->Run());
     std::string where;
+    const model::Resources& res = (*job)->spec.resources;
     for (const auto& r : p.replicas) {
       std::vector<std::string> uuids;
+      model::GpuSlice slice;  // what a slice holds of its card, by model::SliceOf
       if (auto it = by_name.find(r.node); it != by_name.end()) {
         for (auto idx : r.gpu_indices) {
           for (const auto& g : it->second->gpus) {
-            if (g.index == idx) uuids.push_back(g.uuid);
+            if (g.index != idx) continue;
+            uuids.push_back(g.uuid);
+            if (model::IsSlice(res)) slice = model::SliceOf(res, g.memory_bytes);
           }
         }
       }
       auto ins = db_.Prepare(fmt::format(
           "INSERT INTO runs(run_id, job_id, replica, attempt, node, gpu_indices, gpu_uuids, "
-          "state) VALUES(?,?,?,?,?,?,?,'Starting')"));
+          "gpu_share_millis, gpu_share_bytes, state) VALUES(?,?,?,?,?,?,?,?,?,'Starting')"));
       if (!ins) return std::unexpected(ins.error());
       BERTH_RETURN_IF_ERROR(ins->Bind(1, fmt::format("{}.{}.{}", p.job_id, r.replica, attempt))
                                 .Bind(2, p.job_id)
@@ -737,9 +761,14 @@ Status SqliteStore::ApplyPlan(const sched::Plan& plan, const std::vector<NodeRec
                                 .Bind(5, r.node)
                                 .Bind(6, json(r.gpu_indices).dump())
                                 .Bind(7, json(uuids).dump())
+                                .Bind(8, std::int64_t{slice.millis})
+                                .Bind(9, static_cast<std::int64_t>(slice.bytes))
                                 .Run());
       where += fmt::format("{}replica {} on {} GPUs [{}]", where.empty() ? "" : "; ", r.replica,
                            r.node, fmt::join(r.gpu_indices, ","));
+      if (slice.millis > 0) {
+        where += fmt::format(" (a slice: {} mGPU, {})", slice.millis, FormatBytes(slice.bytes));
+      }
     }
     BERTH_RETURN_IF_ERROR(SetJobState(p.job_id, model::JobState::kScheduled,
                                       {model::ReasonCode::kScheduled, {}, {}}));

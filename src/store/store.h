@@ -27,6 +27,10 @@ struct RunRecord {
   std::string node;
   std::vector<std::uint32_t> gpu_indices;
   std::vector<std::string> gpu_uuids;
+  // A slice of gpu_indices[0] (the job's resources.gpu_share), else 0:
+  // what the run holds of the card, fixed when it is placed.
+  std::uint32_t gpu_share_millis = 0;
+  std::uint64_t gpu_share_bytes = 0;
   model::RunState state = model::RunState::kStarting;
   std::int64_t pid = 0;
   std::optional<TimeMs> started_at_ms;

@@ -109,6 +109,31 @@ TEST_F(RunnerTest, ReportsStartThenLogThenExitAndSetsTheJobEnvironment) {
   EXPECT_EQ(seen_["r1"].kinds.size(), 3u);
 }
 
+TEST_F(RunnerTest, ASliceSeesItsGpuShareAndMemoryLimit) {
+  Runner runner(Options(), system_clock_);
+  StartOrder order = Order("r1", {"sh", "-c",
+                                  "echo \"$CUDA_VISIBLE_DEVICES|$BERTH_GPU_SHARE|"
+                                  "$BERTH_GPU_MEMORY_LIMIT|$CUDA_MPS_PINNED_DEVICE_MEM_LIMIT|"
+                                  "$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE\""});
+  order.gpu_indices = {3};
+  order.gpu_share_millis = 250;
+  order.gpu_share_bytes = 20ULL << 30;
+  ASSERT_TRUE(runner.Start(order).has_value());
+  ASSERT_TRUE(PollUntilExited(runner, "r1"));
+  EXPECT_EQ(seen_["r1"].log, "3|0.25|21474836480|0=20480M|25\n");
+}
+
+TEST_F(RunnerTest, WholeGpusSetNoShareLimits) {
+  Runner runner(Options(), system_clock_);
+  StartOrder order = Order(
+      "r1", {"sh", "-c",
+             "echo \"[${BERTH_GPU_SHARE-unset}][${CUDA_MPS_PINNED_DEVICE_MEM_LIMIT-unset}]\""});
+  order.gpu_indices = {0};
+  ASSERT_TRUE(runner.Start(order).has_value());
+  ASSERT_TRUE(PollUntilExited(runner, "r1"));
+  EXPECT_EQ(seen_["r1"].log, "[unset][unset]\n");
+}
+
 TEST_F(RunnerTest, NoGpusMeansEmptyCudaDevicesAndVoidNvidiaDevices) {
   Runner runner(Options(), system_clock_);
   ASSERT_TRUE(runner

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "agent/node_proto.h"
+#include "agent/shared_gpus.h"
 #include "agent/sim_provider.h"
 #include "test_util.h"
 
@@ -140,7 +142,59 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"nodes: []\n", "nodes", "non-empty list"},
         BadCase{"clusters: []\n", "clusters", "unknown field 'clusters'; allowed: nodes"},
         BadCase{"nodes:\n  - {name: 'bad name', cpus: 1, memory: 1Gi}\n", "nodes[0].name",
-                "letters, digits"}));
+                "letters, digits"},
+        BadCase{"nodes:\n  - {name: a, cpus: 1, memory: 1Gi, shared_gpus: [2], gpus: {model: X, "
+                "memory: 1Gi, count: 2}}\n",
+                "nodes[0].shared_gpus[0]", "integer 0..1"},
+        BadCase{"nodes:\n  - {name: a, cpus: 1, memory: 1Gi, shared_gpus: some, gpus: {model: X, "
+                "memory: 1Gi, count: 2}}\n",
+                "nodes[0].shared_gpus", "all or a list of GPU indices"},
+        BadCase{"nodes:\n  - {name: a, cpus: 1, memory: 1Gi, shared_gpus: [0]}\n",
+                "nodes[0].shared_gpus[0]", "has none"}));
+
+TEST(SimulatedCluster, SharedGpusPutsGpusInSharingMode) {
+  auto nodes = ParseSimulatedCluster(R"(
+nodes:
+  - {name: a, cpus: 8, memory: 64Gi, shared_gpus: [1, 3], gpus: {model: L4-24GB, memory: 24Gi, count: 4}}
+  - {name: b, shared_gpus: all, cpus: 8, memory: 64Gi, gpus: {model: L4-24GB, memory: 24Gi, count: 2}}
+  - {name: c, cpus: 8, memory: 64Gi, gpus: {model: L4-24GB, memory: 24Gi, count: 1}}
+)");
+  ASSERT_TRUE(nodes.has_value()) << nodes.error().message;
+  std::vector<bool> a, b, c;
+  for (const auto& g : (*nodes)[0].gpus) a.push_back(g.sharing);
+  for (const auto& g : (*nodes)[1].gpus) b.push_back(g.sharing);
+  for (const auto& g : (*nodes)[2].gpus) c.push_back(g.sharing);
+  EXPECT_EQ(a, (std::vector<bool>{false, true, false, true}));
+  EXPECT_EQ(b, (std::vector<bool>{true, true}));
+  EXPECT_EQ(c, (std::vector<bool>{false}));
+  // Registration carries it to berthd.
+  v1::NodeInfo wire;
+  ToProto((*nodes)[0], &wire);
+  EXPECT_TRUE(wire.gpus(1).sharing());
+  EXPECT_FALSE(wire.gpus(0).sharing());
+  EXPECT_TRUE(FromProto(wire).gpus[3].sharing);
+}
+
+TEST(SharedGpus, ParsesTheAgentFlag) {
+  auto all = ParseSharedGpus("all");
+  ASSERT_TRUE(all.has_value());
+  EXPECT_TRUE(all->all);
+  auto some = ParseSharedGpus("0,2");
+  ASSERT_TRUE(some.has_value());
+  EXPECT_EQ(some->indices, (std::set<std::uint32_t>{0, 2}));
+  auto none = ParseSharedGpus("");
+  ASSERT_TRUE(none.has_value());
+  EXPECT_TRUE(none->empty());
+  EXPECT_FALSE(ParseSharedGpus("0,,1").has_value());
+  EXPECT_NE(ParseSharedGpus("x").error().message.find("write all, or indices"), std::string::npos);
+  std::vector<model::Gpu> gpus(2);
+  gpus[1].index = 1;
+  EXPECT_TRUE(MarkShared(*some, gpus).has_value() == false);  // GPU 2 is not on the node
+  auto one = ParseSharedGpus("1");
+  ASSERT_TRUE(MarkShared(*one, gpus).has_value());
+  EXPECT_FALSE(gpus[0].sharing);
+  EXPECT_TRUE(gpus[1].sharing);
+}
 
 TEST(SimulatedCluster, LoadNamesTheFileAndSelectPicksANode) {
   testing::TempDir dir;

@@ -218,8 +218,9 @@ TEST_F(CliTest, GpusTableAndNonJsonAnswer) {
   });
   CliRun run = Cli({"gpus"});
   EXPECT_EQ(run.code, kExitOk) << run.err;
-  EXPECT_NE(run.out.find("gpu-a1   0       H100-80GB   80Gi     Healthy   12 resnet50/r0\n"),
-            std::string::npos)
+  EXPECT_NE(
+      run.out.find("gpu-a1   0       H100-80GB   80Gi     Healthy   -         12 resnet50/r0\n"),
+      std::string::npos)
       << run.out;
 
   run = Cli({"nodes"});

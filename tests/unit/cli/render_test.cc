@@ -60,6 +60,11 @@ TEST(RenderJobs, EmptyListSaysSo) {
 TEST(JobGpus, ReplicasTimesGpus) {
   EXPECT_EQ(JobGpus(PendingJob()), "2x4");
   EXPECT_EQ(JobGpus({{"spec", {{"resources", {{"gpus", 1}}}}}}), "1x1");
+  EXPECT_EQ(JobGpus({{"spec",
+                      {{"replicas", 2}, {"resources", {{"gpus", 0}, {"gpu_share_millis", 250}}}}}}),
+            "2x0.25");
+  EXPECT_EQ(JobGpus({{"spec", {{"resources", {{"gpus", 0}, {"gpu_share_bytes", 21474836480}}}}}}),
+            "1x20Gi");
   EXPECT_EQ(JobGpus(json::object()), "-");
 }
 
@@ -80,9 +85,28 @@ TEST(RenderGpus, FreeAndHeldGpus) {
     {"node": "gpu-a1", "index": 1, "model": "H100-80GB", "memory_bytes": 85899345920,
      "health": "Unhealthy", "health_detail": "XID 79", "job": null}]})");
   EXPECT_EQ(RenderGpus(response),
-            "NODE     INDEX   MODEL       MEMORY   HEALTH               JOB\n"
-            "gpu-a1   0       H100-80GB   80Gi     Healthy              12 resnet50/r0\n"
-            "gpu-a1   1       H100-80GB   80Gi     Unhealthy (XID 79)   -\n");
+            "NODE     INDEX   MODEL       MEMORY   HEALTH               SHARING   JOB\n"
+            "gpu-a1   0       H100-80GB   80Gi     Healthy              -         12 resnet50/r0\n"
+            "gpu-a1   1       H100-80GB   80Gi     Unhealthy (XID 79)   -         -\n");
+}
+
+TEST(RenderGpus, SharedGpuShowsEachSliceAndFreeMemory) {
+  json response = json::parse(R"({"gpus": [
+    {"node": "gpu-a1", "index": 2, "model": "H100-80GB", "memory_bytes": 85899345920,
+     "health": "Healthy", "job": null,
+     "sharing": {"used_mgpu": 750, "used_memory_bytes": 64424509440,
+                 "free_memory_bytes": 21474836480,
+                 "holders": [{"id": 12, "name": "infer", "replica": 0, "gpu_share_mgpu": 250},
+                             {"id": 13, "name": "chat", "replica": 1, "gpu_share_mgpu": 500}]}},
+    {"node": "gpu-a1", "index": 3, "model": "H100-80GB", "memory_bytes": 85899345920,
+     "health": "Healthy", "job": null,
+     "sharing": {"used_mgpu": 0, "used_memory_bytes": 0, "free_memory_bytes": 85899345920,
+                 "holders": []}}]})");
+  EXPECT_EQ(RenderGpus(response),
+            "NODE     INDEX   MODEL       MEMORY   HEALTH    SHARING                JOB\n"
+            "gpu-a1   2       H100-80GB   80Gi     Healthy   0.75 used, 20Gi free  "
+            " 12 infer/r0 0.25; 13 chat/r1 0.5\n"
+            "gpu-a1   3       H100-80GB   80Gi     Healthy   0 used, 80Gi free      -\n");
 }
 
 TEST(RenderNodes, FreeOverTotalAndHeartbeatAge) {
@@ -143,6 +167,21 @@ TEST(RenderJob, PlacementRowsShowGpusPidAndExit) {
                       "1         gpu-a2   4,5    Failed      99     SIGKILL\n"),
             std::string::npos)
       << text;
+}
+
+TEST(RenderJob, ASliceShowsItsShareInResourcesAndPlacement) {
+  json job = PendingJob();
+  job["spec"]["resources"] = {{"gpus", 0}, {"gpu_share_millis", 250}};
+  job["placement"] = json::parse(R"([
+    {"replica": 0, "node": "gpu-a1", "gpus": [2], "state": "Running", "pid": 7,
+     "gpu_share_mgpu": 250, "gpu_share_bytes": 21474836480}])");
+  std::string text = RenderJob(job, kNow);
+  EXPECT_NE(text.find("gpu_share=0.25"), std::string::npos) << text;
+  EXPECT_NE(text.find("2 (250 mGPU, 20Gi)"), std::string::npos) << text;
+  job["spec"]["resources"] = {{"gpu_share_bytes", 21474836480}};
+  EXPECT_NE(RenderJob(job, kNow).find("gpu_share=20Gi"), std::string::npos);
+  job["spec"]["resources"] = {{"gpu_share_millis", 5}};
+  EXPECT_NE(RenderJob(job, kNow).find("gpu_share=0.005"), std::string::npos);
 }
 
 TEST(RenderJob, NearlyEmptyObjectStillRenders) {

@@ -105,7 +105,64 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"name: a\ncommand: [x]\nworking_dir: rel/path\n", "working_dir", "absolute"},
         BadCase{"name: a\ncommand: [x]\nresources: {gpu_model: H100-80GB}\n", "resources.gpus",
                 "at least one GPU"},
-        BadCase{"- just\n- a list\n", "", "mapping"}));
+        BadCase{"- just\n- a list\n", "", "mapping"},
+        BadCase{"name: a\ncommand: [x]\nresources: {gpus: 1, gpu_share: 0.5}\n",
+                "resources.gpu_share", "remove one of them"},
+        BadCase{"name: a\ncommand: [x]\nresources: {gpu_share: 0}\n", "resources.gpu_share",
+                "above 0 and below 1"},
+        BadCase{"name: a\ncommand: [x]\nresources: {gpu_share: 0.0}\n", "resources.gpu_share",
+                "above 0 and below 1"},
+        BadCase{"name: a\ncommand: [x]\nresources: {gpu_share: 0.1234}\n", "resources.gpu_share",
+                "at most 3 decimals"},
+        BadCase{"name: a\ncommand: [x]\nresources: {gpu_share: 1}\n", "resources.gpu_share",
+                "use resources.gpus"},
+        BadCase{"name: a\ncommand: [x]\nresources: {gpu_share: 1.5}\n", "resources.gpu_share",
+                "use resources.gpus"},
+        BadCase{"name: a\ncommand: [x]\nresources: {gpu_share: -0.5}\n", "resources.gpu_share",
+                "fraction of one GPU"},
+        BadCase{"name: a\ncommand: [x]\nresources: {gpu_share: 20GB}\n", "resources.gpu_share",
+                "memory size"},
+        BadCase{"name: a\ncommand: [x]\nresources: {gpu_share: 0Gi}\n", "resources.gpu_share",
+                "larger than zero"},
+        BadCase{"name: a\ncommand: [x]\nresources: {gpu_share: [0.5]}\n", "resources.gpu_share",
+                "string"}));
+
+TEST(JobSpec, GpuShareIsAFractionOrAMemorySize) {
+  auto frac = ParseJobSpec("name: a\ncommand: [x]\nresources: {gpu_share: 0.25}\n");
+  auto mem =
+      ParseJobSpec("name: a\ncommand: [x]\nresources: {gpu_share: 20Gi, gpu_model: A100-40GB}\n");
+  auto short_form = ParseJobSpec("name: a\ncommand: [x]\nresources: {gpu_share: .5}\n");
+  ASSERT_TRUE(frac.has_value()) << frac.error().message;
+  ASSERT_TRUE(mem.has_value()) << mem.error().message;
+  ASSERT_TRUE(short_form.has_value()) << short_form.error().message;
+  EXPECT_EQ(frac->resources.gpu_share_millis, 250U);
+  EXPECT_EQ(frac->resources.gpus, 0U);
+  EXPECT_TRUE(IsSlice(frac->resources));
+  EXPECT_EQ(mem->resources.gpu_share_bytes, 20ULL << 30);
+  EXPECT_EQ(mem->resources.gpu_model, "A100-40GB");
+  EXPECT_EQ(short_form->resources.gpu_share_millis, 500U);
+  JobSpec back = JobSpecFromJson(ToJson(*mem));
+  EXPECT_EQ(back.resources.gpu_share_bytes, 20ULL << 30);
+  EXPECT_EQ(JobSpecFromJson(ToJson(*frac)).resources.gpu_share_millis, 250U);
+  EXPECT_EQ(ToJson(*frac)["resources"]["gpu_share_millis"], 250);
+}
+
+TEST(JobSpec, SliceOfACard) {
+  Resources quarter;
+  quarter.gpu_share_millis = 250;
+  EXPECT_EQ(SliceOf(quarter, 80ULL << 30), (GpuSlice{250, 20ULL << 30}));
+  Resources mem;
+  mem.gpu_share_bytes = 20ULL << 30;
+  EXPECT_EQ(SliceOf(mem, 80ULL << 30), (GpuSlice{250, 20ULL << 30}));
+  EXPECT_EQ(SliceOf(mem, 40ULL << 30).millis, 500U);
+  mem.gpu_share_bytes = 1;  // rounds up to one milli-GPU
+  EXPECT_EQ(SliceOf(mem, 80ULL << 30).millis, 1U);
+  mem.gpu_share_bytes = (50ULL << 30) + 1;  // 625.0000x -> 626
+  EXPECT_EQ(SliceOf(mem, 80ULL << 30).millis, 626U);
+  mem.gpu_share_bytes = 90ULL << 30;  // larger than the card: fits none
+  EXPECT_EQ(SliceOf(mem, 80ULL << 30).millis, 1000U);
+  EXPECT_FALSE(IsSlice(Resources{}));
+}
 
 TEST(JobSpec, RoundTripsThroughJson) {
   auto spec = ParseJobSpec(kExample);

@@ -26,6 +26,34 @@ TEST(ReasonZhTest, NoNodeFitsCarriesTheNodeCountsPerCause) {
   EXPECT_EQ(RenderReason(r), RenderReason(r, Lang::kEn));
 }
 
+TEST(ReasonZhTest, SharingCausesInBothLanguages) {
+  Reason r{ReasonCode::kNoNodeFits,
+           {{"nodes", 3},
+            {"gpus_per_replica", 0},
+            {std::string(kSliceMgpu), 250},
+            {std::string(kCauseNotSharing), 1},
+            {std::string(kCauseSharedFull), 2}},
+           ""};
+  EXPECT_EQ(RenderReason(r, Lang::kEn),
+            "0/3 nodes can take a replica needing a 0.25 share of one GPU: 1 no GPU of the "
+            "requested kind in sharing mode, 2 too little free memory or share left on their "
+            "sharing GPUs");
+  EXPECT_EQ(RenderReason(r, Lang::kZh),
+            "0/3 个节点可以容纳需要 一块 GPU 的 0.25 份额 的副本：1 "
+            "个没有处于共享模式的所需型号 GPU，2 个共享 GPU 上剩余的显存或份额不足");
+  Reason whole{ReasonCode::kNoNodeFits,
+               {{"nodes", 2}, {"gpus_per_replica", 2}, {std::string(kCauseHeldBySlices), 2}},
+               ""};
+  ExpectHasAll(RenderReason(whole, Lang::kEn), {"needing 2 GPU(s)", "2 GPUs held by slices"});
+  ExpectHasAll(RenderReason(whole, Lang::kZh), {"2 块 GPU", "被共享作业的切片占用"});
+  Reason mem{
+      ReasonCode::kNoNodeFits,
+      {{"nodes", 1}, {std::string(kSliceBytes), 20LL << 30}, {std::string(kCauseGpuMemory), 1}},
+      ""};
+  ExpectHasAll(RenderReason(mem, Lang::kEn), {"a 20Gi memory slice of one GPU"});
+  ExpectHasAll(RenderReason(mem, Lang::kZh), {"20Gi 显存"});
+}
+
 TEST(ReasonZhTest, GangOrderAndWouldRun) {
   Reason r{ReasonCode::kNoNodeFits,
            {{"nodes", 4},

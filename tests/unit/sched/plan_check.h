@@ -24,17 +24,38 @@ inline std::string CheckPlan(const Snapshot& s, const Plan& plan) {
     if (!evicted.insert(e.job_id).second) return "evicted a job twice";
     if (e.by_job == 0 || e.by_queue.empty()) return "an eviction does not say who caused it";
   }
-  // GPUs free after the evictions.
-  std::set<std::tuple<std::string, std::uint32_t>> free;
+  // Per GPU after the evictions: free, held whole, or holding slices.
+  struct Held {
+    const GpuView* gpu = nullptr;
+    bool usable = false;  // ready node, healthy GPU
+    bool whole = false;
+    std::uint32_t millis = 0;
+    std::uint64_t bytes = 0;
+  };
+  std::map<std::tuple<std::string, std::uint32_t>, Held> gpus;
   for (const auto& n : s.nodes) {
     for (const auto& g : n.gpus) {
-      if (g.free && g.healthy && n.ready) free.insert({n.name, g.index});
+      Held h{&g, g.healthy && n.ready, !g.free && g.shared_millis == 0, g.shared_millis,
+             g.shared_bytes};
+      if (g.shared_millis > 0 && g.free) return "snapshot: a GPU with slices marked free";
+      gpus[{n.name, g.index}] = h;
     }
   }
   for (const auto& r : s.running) {
     if (!evicted.contains(r.id)) continue;
     for (const auto& rp : r.replicas) {
-      for (auto i : rp.gpu_indices) free.insert({rp.node, i});
+      for (auto i : rp.gpu_indices) {
+        auto it = gpus.find({rp.node, i});
+        if (it == gpus.end()) continue;
+        Held& h = it->second;
+        if (model::IsSlice(r.resources)) {
+          auto sl = model::SliceOf(r.resources, h.gpu->memory_bytes);
+          h.millis -= std::min(h.millis, sl.millis);
+          h.bytes -= std::min(h.bytes, sl.bytes);
+        } else {
+          h.whole = false;
+        }
+      }
     }
   }
   std::set<std::int64_t> seen;
@@ -44,12 +65,29 @@ inline std::string CheckPlan(const Snapshot& s, const Plan& plan) {
     if (!seen.insert(p.job_id).second) return "placed a job twice";
     const PendingJob& j = *it->second;
     if (p.replicas.size() != j.replicas) return "partial gang for job " + std::to_string(j.id);
+    bool slice = model::IsSlice(j.resources);
     for (const auto& rp : p.replicas) {
-      if (rp.gpu_indices.size() != j.resources.gpus) return "replica with the wrong GPU count";
+      if (rp.gpu_indices.size() != (slice ? 1 : j.resources.gpus)) {
+        return "replica with the wrong GPU count";
+      }
       for (auto i : rp.gpu_indices) {
-        if (free.erase({rp.node, i}) != 1) {
-          return "GPU " + rp.node + "/" + std::to_string(i) + " handed out twice or not free";
+        std::string name = "GPU " + rp.node + "/" + std::to_string(i);
+        auto g = gpus.find({rp.node, i});
+        if (g == gpus.end() || !g->second.usable) return name + " does not exist or is unusable";
+        Held& h = g->second;
+        if (h.whole) return name + " handed out twice or not free";
+        if (!slice) {
+          if (h.millis > 0)
+            return name + " holds slices and was given whole to job " + std::to_string(j.id);
+          h.whole = true;
+          continue;
         }
+        if (!h.gpu->sharing) return name + " is not in sharing mode but took a slice";
+        auto sl = model::SliceOf(j.resources, h.gpu->memory_bytes);
+        h.millis += sl.millis;
+        h.bytes += sl.bytes;
+        if (h.millis > 1000) return name + " shares add up past one GPU";
+        if (h.bytes > h.gpu->memory_bytes) return name + " memory oversubscribed by slices";
       }
     }
     for (auto v : p.after_evicting) {
@@ -75,7 +113,8 @@ inline std::string CheckPlan(const Snapshot& s, const Plan& plan) {
     const PendingJob& j = *pending.at(r.job_id);
     if (r.replicas.size() != j.replicas) return "a reservation for part of a gang";
     for (const auto& rp : r.replicas) {
-      if (rp.gpu_indices.size() != j.resources.gpus) return "reserved the wrong GPU count";
+      const std::size_t want = model::IsSlice(j.resources) ? 1 : j.resources.gpus;
+      if (rp.gpu_indices.size() != want) return "reserved the wrong GPU count";
       for (auto i : rp.gpu_indices) {
         auto [it, fresh] = reserved_from.try_emplace({rp.node, i}, r.start_ms);
         if (!fresh) it->second = std::min(it->second, r.start_ms);
@@ -83,6 +122,9 @@ inline std::string CheckPlan(const Snapshot& s, const Plan& plan) {
       }
     }
   }
+  // A slice reserved beside other slices may share its GPU with slices that
+  // outlast its start, as long as all of them fit then: checked below.
+  std::set<std::tuple<std::string, std::uint32_t>> shared_reserved;
   for (const auto& p : plan.placements) {
     if (reserved_jobs.contains(p.job_id)) return "a job both placed and reserved";
     const PendingJob& j = *pending.at(p.job_id);
@@ -90,12 +132,53 @@ inline std::string CheckPlan(const Snapshot& s, const Plan& plan) {
       for (auto i : rp.gpu_indices) {
         auto it = reserved_from.find({rp.node, i});
         if (it == reserved_from.end()) continue;
+        if (model::IsSlice(j.resources) &&
+            model::IsSlice(pending.at(reserved_by[{rp.node, i}])->resources)) {
+          shared_reserved.insert({rp.node, i});
+          continue;
+        }
         if (j.max_runtime_ms <= 0 || s.now_ms + j.max_runtime_ms > it->second) {
           return "job " + std::to_string(j.id) + " placed on GPU " + rp.node + "/" +
                  std::to_string(i) + " reserved for job " +
                  std::to_string(reserved_by[{rp.node, i}]) + " and does not end before it starts";
         }
       }
+    }
+  }
+  for (const auto& key : shared_reserved) {
+    const TimeMs start = reserved_from.at(key);
+    const GpuView& g = *gpus.at(key).gpu;
+    std::uint64_t millis = 0;
+    std::uint64_t bytes = 0;
+    auto add = [&](const model::Resources& res, TimeMs end) {
+      if (end != 0 && end <= start) return;  // gone by then
+      auto sl = model::SliceOf(res, g.memory_bytes);
+      millis += sl.millis;
+      bytes += sl.bytes;
+    };
+    for (const auto& r : s.running) {
+      if (evicted.contains(r.id) || !model::IsSlice(r.resources)) continue;
+      for (const auto& rp : r.replicas) {
+        for (auto i : rp.gpu_indices) {
+          if (std::tuple(rp.node, i) != key) continue;
+          add(r.resources, r.max_runtime_ms > 0 ? r.started_at_ms + r.max_runtime_ms : 0);
+        }
+      }
+    }
+    for (const auto& p : plan.placements) {
+      const PendingJob& j = *pending.at(p.job_id);
+      for (const auto& rp : p.replicas) {
+        for (auto i : rp.gpu_indices) {
+          if (std::tuple(rp.node, i) != key) continue;
+          add(j.resources, j.max_runtime_ms > 0 ? s.now_ms + j.max_runtime_ms : 0);
+        }
+      }
+    }
+    add(pending.at(reserved_by.at(key))->resources, 0);
+    if (millis > 1000 || bytes > g.memory_bytes) {
+      return "the slice reserved on GPU " + std::get<0>(key) + "/" +
+             std::to_string(std::get<1>(key)) +
+             " does not fit beside the slices there at its start";
     }
   }
   return {};

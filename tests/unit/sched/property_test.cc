@@ -56,7 +56,8 @@ model::Policy RandomPolicy(std::mt19937& rng, std::int64_t total_gpus, int tenan
   return p;
 }
 
-World RandomWorld(std::mt19937& rng, bool single_gpu_jobs) {
+// With `sharing`, some GPUs are in sharing mode and of two memory sizes.
+World RandomWorld(std::mt19937& rng, bool single_gpu_jobs, bool sharing = false) {
   World w;
   int nodes = static_cast<int>(Rand(rng, 1, 8));
   std::int64_t total = 0;
@@ -74,6 +75,10 @@ World RandomWorld(std::mt19937& rng, bool single_gpu_jobs) {
       g.memory_bytes = 80ULL << 30;
       g.healthy = single_gpu_jobs || Rand(rng, 0, 19) != 0;
       g.nvlink_island = i / 4;
+      if (sharing) {
+        g.sharing = Rand(rng, 0, 1) == 0;
+        if (Rand(rng, 0, 3) == 0) g.memory_bytes = 40ULL << 30;
+      }
       v.gpus.push_back(g);
     }
     if (single_gpu_jobs) v.ready = true;
@@ -85,7 +90,7 @@ World RandomWorld(std::mt19937& rng, bool single_gpu_jobs) {
   return w;
 }
 
-void AddJobs(std::mt19937& rng, World& w, bool single_gpu_jobs) {
+void AddJobs(std::mt19937& rng, World& w, bool single_gpu_jobs, bool sharing = false) {
   int tenants = static_cast<int>(w.s.policy.queues.size() / 2);  // default + tN pairs
   int count = static_cast<int>(Rand(rng, 0, 4));
   for (int i = 0; i < count; ++i) {
@@ -109,6 +114,14 @@ void AddJobs(std::mt19937& rng, World& w, bool single_gpu_jobs) {
     if (!single_gpu_jobs && Rand(rng, 0, 4) == 0) j.preemptible = false;
     if (!single_gpu_jobs && Rand(rng, 0, 5) == 0) j.topology.one_node = true;
     if (Rand(rng, 0, 3) != 0) j.max_runtime_ms = Rand(rng, 1, 60) * 60'000;
+    if (sharing && Rand(rng, 0, 1) == 0) {  // a slice: by share or by memory
+      j.resources.gpus = 0;
+      if (Rand(rng, 0, 1) == 0) {
+        j.resources.gpu_share_millis = static_cast<std::uint32_t>(Rand(rng, 1, 999));
+      } else {
+        j.resources.gpu_share_bytes = static_cast<std::uint64_t>(Rand(rng, 1, 90)) << 30;
+      }
+    }
     w.s.pending.push_back(j);
   }
 }
@@ -123,8 +136,16 @@ void Apply(std::mt19937& rng, World& w, const Plan& plan) {
       for (auto& n : w.s.nodes) {
         if (n.name != rp.node) continue;
         for (auto& g : n.gpus) {
-          if (std::find(rp.gpu_indices.begin(), rp.gpu_indices.end(), g.index) !=
+          if (std::find(rp.gpu_indices.begin(), rp.gpu_indices.end(), g.index) ==
               rp.gpu_indices.end()) {
+            continue;
+          }
+          if (model::IsSlice(r.resources)) {
+            auto slice = model::SliceOf(r.resources, g.memory_bytes);
+            g.shared_millis -= slice.millis;
+            g.shared_bytes -= slice.bytes;
+            g.free = g.shared_millis == 0;
+          } else {
             g.free = true;
           }
         }
@@ -183,6 +204,11 @@ void Apply(std::mt19937& rng, World& w, const Plan& plan) {
           if (std::find(rp.gpu_indices.begin(), rp.gpu_indices.end(), g.index) !=
               rp.gpu_indices.end()) {
             g.free = false;
+            if (model::IsSlice(r.resources)) {
+              auto slice = model::SliceOf(r.resources, g.memory_bytes);
+              g.shared_millis += slice.millis;
+              g.shared_bytes += slice.bytes;
+            }
           }
         }
       }
@@ -259,6 +285,63 @@ TEST(SchedulerProperties, RandomClustersKeepTheInvariants) {
   EXPECT_GT(reservations, 100U);
   std::printf("%d cycles: %zu placements, %zu evictions, %zu waiting decisions, %zu reservations\n",
               cycles, placed, evicted, waiting, reservations);
+}
+
+// Some GPUs in sharing mode, a mix of whole-GPU and slice jobs: CheckPlan
+// holds every plan to the sharing rules (slices only on sharing GPUs, their
+// shares within 1000 mGPU and their memory within the card, never a whole
+// replica and a slice on one GPU); here the applied state is checked too,
+// cycle after cycle, including what evictions and finished jobs give back.
+TEST(SchedulerProperties, SharedGpusAreNeverOversubscribed) {
+  std::mt19937 rng(3);
+  std::size_t slices = 0;
+  std::size_t whole_on_sharing = 0;
+  std::size_t slice_waits = 0;
+  for (int world = 0; world < 150; ++world) {
+    World w = RandomWorld(rng, false, true);
+    for (int cycle = 0; cycle < 15; ++cycle) {
+      AddJobs(rng, w, false, true);
+      Plan plan = CoreScheduler().Schedule(w.s);
+      ASSERT_EQ(CheckPlan(w.s, plan), "") << "world " << world << " cycle " << cycle;
+      ASSERT_TRUE(SamePlan(plan, CoreScheduler().Schedule(w.s))) << "not deterministic";
+      std::map<std::int64_t, const PendingJob*> byid;
+      for (const auto& j : w.s.pending) byid[j.id] = &j;
+      for (const auto& p : plan.placements) {
+        if (model::IsSlice(byid[p.job_id]->resources)) slices += p.replicas.size();
+      }
+      for (const auto& d : plan.pending) {
+        if (model::IsSlice(byid[d.job_id]->resources)) ++slice_waits;
+      }
+      Apply(rng, w, plan);
+      for (const auto& n : w.s.nodes) {
+        for (const auto& g : n.gpus) {
+          ASSERT_LE(g.shared_millis, 1000U) << n.name << "/" << g.index;
+          ASSERT_LE(g.shared_bytes, g.memory_bytes) << n.name << "/" << g.index;
+          if (g.shared_millis > 0) {
+            ASSERT_TRUE(g.sharing) << n.name << "/" << g.index;
+            ASSERT_FALSE(g.free);
+          }
+        }
+      }
+      // A GPU holding a whole replica holds no slice.
+      for (const auto& r : w.s.running) {
+        if (model::IsSlice(r.resources)) continue;
+        for (const auto& rp : r.replicas) {
+          for (const auto& n : w.s.nodes) {
+            if (n.name != rp.node) continue;
+            for (auto i : rp.gpu_indices) {
+              ASSERT_EQ(n.gpus[i].shared_millis, 0U) << "whole and slice on " << n.name << "/" << i;
+              if (n.gpus[i].sharing) ++whole_on_sharing;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(slices, 500U);
+  EXPECT_GT(slice_waits, 100U);
+  std::printf("%zu slices placed, %zu slice waits, %zu whole-GPU cycles on sharing GPUs\n", slices,
+              slice_waits, whole_on_sharing);
 }
 
 // With 1-GPU jobs on identical healthy nodes nothing but the rules can stop

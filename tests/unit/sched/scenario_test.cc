@@ -73,8 +73,19 @@ void AddNodes(const YAML::Node& n, Snapshot& s) {
     if (auto u = n["unhealthy"]) {
       for (const auto& x : u) unhealthy.insert(x.as<std::uint32_t>());
     }
+    // shared_gpus: all | [indices]: the GPUs in sharing mode.
+    std::set<std::uint32_t> shared;
+    if (auto sh = n["shared_gpus"]) {
+      if (sh.IsScalar()) {
+        if (sh.as<std::string>() != "all") throw std::runtime_error("bad shared_gpus");
+        for (std::uint32_t i = 0; i < gpus; ++i) shared.insert(i);
+      } else {
+        for (const auto& x : sh) shared.insert(x.as<std::uint32_t>());
+      }
+    }
     for (std::uint32_t i = 0; i < gpus; ++i) {
       GpuView g;
+      g.sharing = shared.contains(i);
       g.index = i;
       g.uuid = v.name + "-" + std::to_string(i);
       g.model = n["model"].as<std::string>("H100-80GB");
@@ -94,6 +105,15 @@ model::Resources Res(const YAML::Node& n) {
   r.gpu_memory_bytes = Bytes(n["gpu_memory"], 0);
   r.cpu_millis = n["cpu"].as<std::uint32_t>(0) * 1000;
   r.memory_bytes = Bytes(n["memory"], 0);
+  if (auto sh = n["gpu_share"]) {  // "0.25" (a share) or "20Gi" (memory)
+    auto text = sh.as<std::string>();
+    if (text.starts_with("0.")) {
+      std::string digits = (text.substr(2) + "000").substr(0, 3);
+      r.gpu_share_millis = static_cast<std::uint32_t>(std::stoul(digits));
+    } else {
+      r.gpu_share_bytes = Bytes(sh, 0);
+    }
+  }
   return r;
 }
 
@@ -118,6 +138,11 @@ void AddRunning(const YAML::Node& n, Snapshot& s) {
         if (std::find(rp.gpu_indices.begin(), rp.gpu_indices.end(), g.index) !=
             rp.gpu_indices.end()) {
           g.free = false;
+          if (model::IsSlice(r.resources)) {
+            auto slice = model::SliceOf(r.resources, g.memory_bytes);
+            g.shared_millis += slice.millis;
+            g.shared_bytes += slice.bytes;
+          }
         }
       }
       node.cpu_millis_free -= r.resources.cpu_millis;

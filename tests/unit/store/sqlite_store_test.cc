@@ -451,5 +451,57 @@ INSERT INTO job_events(job_id, time_ms, state, event, message) VALUES(1, 500, 'P
   EXPECT_EQ(store_->ListPolicyVersions()->size(), 1U);
 }
 
+// A slice job's runs record their slice of the card (model::SliceOf), and
+// keep it across a reopen.
+TEST_F(SqliteStoreTest, SliceRunsRecordTheirShare) {
+  model::JobSpec spec = Spec("shared", 2, 0);
+  spec.resources.gpu_share_bytes = 20ULL << 30;
+  auto id = store_->CreateJob(spec, 1500);
+  ASSERT_TRUE(id.has_value());
+  sched::Plan plan;
+  plan.placements.push_back({*id, {{0, "n1", {3}}, {1, "n1", {3}}}});
+  ASSERT_TRUE(store_->UpsertNode(NodeWith(8), 1000).has_value());
+  ASSERT_TRUE(store_->ApplyPlan(plan, *store_->ListNodes(), 1, 2000).has_value());
+  Reopen();
+  auto job = store_->GetJob(*id);
+  ASSERT_TRUE(job.has_value());
+  ASSERT_EQ(job->runs.size(), 2U);
+  for (const auto& r : job->runs) {
+    EXPECT_EQ(r.gpu_indices, std::vector<std::uint32_t>{3});
+    EXPECT_EQ(r.gpu_uuids, std::vector<std::string>{"uuid-3"});
+    EXPECT_EQ(r.gpu_share_millis, 250U);
+    EXPECT_EQ(r.gpu_share_bytes, 20ULL << 30);
+  }
+  EXPECT_NE(job->timeline.back().message.find("250 mGPU, 20Gi"), std::string::npos)
+      << job->timeline.back().message;
+  auto active = store_->ActiveRuns();
+  ASSERT_TRUE(active.has_value());
+  ASSERT_EQ(active->size(), 2U);
+  EXPECT_EQ(active->front().gpu_share_millis, 250U);
+}
+
+// A schema-2 database's runs table gains the slice columns; its runs held
+// whole GPUs.
+TEST_F(SqliteStoreTest, MigratesASchemaTwoRunsTable) {
+  auto id = store_->CreateJob(Spec("a"), 1500);
+  ASSERT_TRUE(id.has_value());
+  Place(*id, 1);
+  store_.reset();
+  {
+    auto db = Database::Open((dir_ / "berth.db").string());
+    ASSERT_TRUE(db.has_value());
+    ASSERT_TRUE(db->Exec("ALTER TABLE runs DROP COLUMN gpu_share_millis;"
+                         "ALTER TABLE runs DROP COLUMN gpu_share_bytes;"
+                         "UPDATE meta SET value='2' WHERE key='schema_version';")
+                    .has_value());
+  }
+  Reopen();
+  auto job = store_->GetJob(*id);
+  ASSERT_TRUE(job.has_value()) << job.error().message;
+  ASSERT_EQ(job->runs.size(), 1U);
+  EXPECT_EQ(job->runs[0].gpu_share_millis, 0U);
+  EXPECT_EQ(job->runs[0].gpu_indices, std::vector<std::uint32_t>{0});
+}
+
 }  // namespace
 }  // namespace berth::store

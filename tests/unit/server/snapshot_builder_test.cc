@@ -1,0 +1,70 @@
+// The snapshot builder carries GPU sharing from the store to the scheduler:
+// the operator's sharing mode per GPU, and what each GPU's slices hold, from
+// the runs' recorded slices.
+#include "server/snapshot_builder.h"
+
+#include <gtest/gtest.h>
+
+namespace berth::server {
+namespace {
+
+TEST(SnapshotBuilder, SharingModeAndSliceUsageReachTheScheduler) {
+  store::NodeRecord node;
+  node.info.name = "n1";
+  node.info.cpus = 16;
+  node.info.memory_bytes = 64ULL << 30;
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    model::Gpu g;
+    g.index = i;
+    g.model = "H100-80GB";
+    g.memory_bytes = 80ULL << 30;
+    g.sharing = i > 0;
+    node.info.gpus.push_back(g);
+  }
+  std::vector<store::NodeRecord> nodes{node};
+  std::map<std::string, bool> ready{{"n1", true}};
+  std::vector<store::RunRecord> runs(3);
+  runs[0].job_id = 1;  // whole GPU 0
+  runs[0].node = "n1";
+  runs[0].gpu_indices = {0};
+  runs[1].job_id = 2;  // a quarter of GPU 1
+  runs[1].node = "n1";
+  runs[1].gpu_indices = {1};
+  runs[1].gpu_share_millis = 250;
+  runs[1].gpu_share_bytes = 20ULL << 30;
+  runs[2] = runs[1];  // another job's half of GPU 1
+  runs[2].job_id = 3;
+  runs[2].gpu_share_millis = 500;
+  runs[2].gpu_share_bytes = 40ULL << 30;
+  std::vector<store::JobRecord> pending;
+  model::Policy policy = model::DefaultPolicy();
+  SnapshotInputs in{1000, &nodes, &ready, &runs, &pending, &policy};
+  auto spec_of = [](std::int64_t id) -> Result<model::JobSpec> {
+    model::JobSpec s;
+    s.name = "j" + std::to_string(id);
+    if (id == 1) {
+      s.resources.gpus = 1;
+    } else {
+      s.resources.gpu_share_millis = id == 2 ? 250 : 500;
+    }
+    return s;
+  };
+  auto snap = BuildSnapshot(in, spec_of);
+  ASSERT_TRUE(snap.has_value()) << snap.error().message;
+  ASSERT_EQ(snap->nodes.size(), 1U);
+  const auto& gpus = snap->nodes[0].gpus;
+  ASSERT_EQ(gpus.size(), 3U);
+  EXPECT_FALSE(gpus[0].sharing);
+  EXPECT_FALSE(gpus[0].free);
+  EXPECT_EQ(gpus[0].shared_millis, 0U);
+  EXPECT_TRUE(gpus[1].sharing);
+  EXPECT_FALSE(gpus[1].free);
+  EXPECT_EQ(gpus[1].shared_millis, 750U);
+  EXPECT_EQ(gpus[1].shared_bytes, 60ULL << 30);
+  EXPECT_TRUE(gpus[2].sharing);
+  EXPECT_TRUE(gpus[2].free);
+  EXPECT_EQ(snap->running.size(), 3U);
+}
+
+}  // namespace
+}  // namespace berth::server
