@@ -559,4 +559,14 @@ std::string RenderReason(const Reason& r, Lang lang) {
                            : RenderEn(r) + Eta(r) + ReliefEn(r);
 }
 
+std::string RenderReason(const Reason& r, Lang lang, std::int64_t now_ms) {
+  Reason at = r;
+  for (auto [abs, rel] : {std::pair{kEtaMs, kEtaInMs}, std::pair{kNotBeforeMs, kNotBeforeInMs}}) {
+    if (auto it = at.counts.find(abs); it != at.counts.end()) {
+      at.counts[std::string(rel)] = it->second - now_ms;
+    }
+  }
+  return RenderReason(at, lang);
+}
+
 }  // namespace berth::model

@@ -148,5 +148,9 @@ std::string RenderReason(const Reason& reason);
 // The same sentence in `lang`, with the same numbers ("0/3 个节点可以容纳需要
 // 2 块 GPU 的副本：1 个未就绪，2 个空闲 GPU 不足").
 std::string RenderReason(const Reason& reason, Lang lang);
+// The same, with estimated starts counted from `now_ms` (the renderer's
+// clock) instead of from the scheduling cycle that wrote the reason: a start
+// "in about 2h" an hour ago reads "in about 1h" now.
+std::string RenderReason(const Reason& reason, Lang lang, std::int64_t now_ms);
 
 }  // namespace berth::model

@@ -57,16 +57,26 @@ Cycle::Cycle(const Snapshot& s)
   }
   evicted_.assign(s.running.size(), false);
   unlimited_on_.resize(cluster_.nodes().size());
+  node_index_.reserve(cluster_.nodes().size());
+  for (std::size_t n = 0; n < cluster_.nodes().size(); ++n) {
+    node_index_.emplace(cluster_.nodes()[n].name, n);
+  }
   for (const auto& r : s.running) {
     std::vector<std::size_t> nodes;
     for (const auto& rp : r.replicas) {
-      auto n = cluster_.Find(rp.node);
+      auto n = NodeIndex(rp.node);
       if (!n || std::find(nodes.begin(), nodes.end(), *n) != nodes.end()) continue;
       nodes.push_back(*n);
       if (r.max_runtime_ms <= 0 && !rp.gpu_indices.empty()) unlimited_on_[*n].push_back(r.id);
     }
     running_nodes_.push_back(std::move(nodes));
   }
+}
+
+std::optional<std::size_t> Cycle::NodeIndex(std::string_view name) const {
+  auto it = node_index_.find(name);
+  if (it == node_index_.end()) return std::nullopt;
+  return it->second;
 }
 
 JobCtx Cycle::Resolve(const PendingJob& job) const {
@@ -131,7 +141,7 @@ void Cycle::Commit(const JobCtx& ctx, std::vector<ReplicaPlacement> replicas, co
   const TimeMs end = EndOf(*ctx.job);
   Started st{end, plan_.placements.size(), ctx.shape.resources, ctx.job->id, {}};
   for (const auto& rp : p.replicas) {
-    auto n = cluster_.Find(rp.node);
+    auto n = NodeIndex(rp.node);
     if (!n || std::find(st.nodes.begin(), st.nodes.end(), *n) != st.nodes.end()) continue;
     st.nodes.push_back(*n);
     if (end == kNever && !rp.gpu_indices.empty()) unlimited_on_[*n].push_back(ctx.job->id);

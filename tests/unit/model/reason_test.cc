@@ -169,6 +169,23 @@ TEST(ReasonEtaTest, KnownStartInBothLanguages) {
   ExpectHasAll(RenderReason(r, Lang::kZh), {"约 45 秒后开始"});
 }
 
+TEST(ReasonEtaTest, RenderedFromTheRenderersNow) {
+  Reason r{ReasonCode::kBehindInQueue,
+           {{"blocked_by", 10},
+            {std::string(kNotBeforeMs), 10'800'000},
+            {std::string(kNotBeforeInMs), 7'200'000}},  // written by a cycle at 1h
+           ""};
+  ExpectHasAll(RenderReason(r, Lang::kEn), {"(in about 2h)"});
+  ExpectHasAll(RenderReason(r, Lang::kEn, 7'200'000), {"(in about 1h)"});
+  ExpectHasAll(RenderReason(r, Lang::kZh, 9'000'000), {"约 30 分钟后"});
+  Reason head{ReasonCode::kNoNodes,
+              {{std::string(kEtaMs), 10'800'000},
+               {std::string(kEtaInMs), 7'200'000},
+               {std::string(kEtaReserved), 1}},
+              ""};
+  ExpectHasAll(RenderReason(head, Lang::kEn, 11'000'000), {"estimated start now"});
+}
+
 TEST(ReasonEtaTest, UnknownStartSaysWhy) {
   Reason r{ReasonCode::kNoNodeFits,
            {{std::string(kEtaUnknown), static_cast<std::int64_t>(EtaUnknown::kBlockedByUnlimited)},
