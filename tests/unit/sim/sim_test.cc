@@ -1,5 +1,6 @@
 // berth-sim: the ITP reader, and the engine's clock, queueing and eviction
 // accounting on small workloads whose answers can be worked out by hand.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <set>
@@ -37,7 +38,11 @@ TEST(ReadItp, JobsInSubmitOrderWithGangsOfWholeNodes) {
 
 TEST(ReadItp, TenantsComeFromAStableHashOfTheJobId) {
   std::string csv = kHeader;
-  for (int i = 0; i < 40; ++i) csv += "job-" + std::to_string(i) + ",0,600,1\n";
+  for (int i = 0; i < 40; ++i) {
+    csv += "job-";
+    csv += std::to_string(i);
+    csv += ",0,600,1\n";
+  }
   std::istringstream a(csv);
   std::istringstream b(csv);
   auto x = ReadItp(a, {4, 8, 0});
@@ -69,7 +74,7 @@ SimJob Job(std::int64_t id, TimeMs submit_s, TimeMs duration_s, std::uint32_t gp
            model::Priority priority = model::Priority::kNormal) {
   SimJob j;
   j.id = id;
-  j.name = "j" + std::to_string(id);
+  j.name = fmt::format("j{}", id);
   j.submit_ms = submit_s * 1000;
   j.duration_ms = duration_s * 1000;
   j.resources.gpus = gpus;
