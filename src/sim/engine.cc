@@ -155,6 +155,7 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
         p.replicas = j.replicas;
         p.resources = j.resources;
         p.preemptible = j.preemptible;
+        p.max_runtime_ms = j.max_runtime_ms;
         snap.pending.push_back(std::move(p));
       }
       std::vector<model::UsageInterval> busy;
@@ -166,6 +167,7 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
         r.queue = s.job->queue;
         r.priority = s.job->priority;
         r.preemptible = s.job->preemptible;
+        r.max_runtime_ms = s.job->max_runtime_ms;
         r.started_at_ms = s.running->start_ms;
         if (options.checkpoint_interval_ms > 0) {
           TimeMs ran = now - s.running->start_ms;

@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
   std::string restart = "60s";
   std::string checkpoint = "0s";
   std::string json_out;
+  double runtime_factor = 0;
   app.add_option("--itp", itp, "Microsoft ITP trace CSV (job_id,submission_time,duration,num_gpu)")
       ->required();
   app.add_option("--limit", limit, "Replay only the first N jobs (0: all)");
@@ -78,6 +79,10 @@ int main(int argc, char** argv) {
                  "GPU-time thresholds of the las levels (GPU-hours as durations: 1h = 1 GPU-hour)")
       ->delimiter(',')
       ->capture_default_str();
+  app.add_option("--max-runtime-factor", runtime_factor,
+                 "Jobs declare a max runtime of F x their trace duration (F >= 1; 0: none, as in "
+                 "the traces). Backfill and estimated starts need it")
+      ->capture_default_str();
   app.add_option("--json", json_out, "Also write the summaries as JSON to this file");
   CLI11_PARSE(app, argc, argv);
 
@@ -97,6 +102,15 @@ int main(int argc, char** argv) {
 
   auto jobs = berth::sim::ReadItpFile(itp, {tenants, per_node, limit});
   if (!jobs) return Fail(jobs.error().message);
+  if (runtime_factor != 0 && runtime_factor < 1) {
+    return Fail(
+        "--max-runtime-factor must be 0 (none) or at least 1: berthd stops a job at its "
+        "max runtime, and trace jobs must be allowed to finish");
+  }
+  for (auto& j : *jobs) {
+    j.max_runtime_ms =
+        static_cast<berth::TimeMs>(static_cast<double>(j.duration_ms) * runtime_factor);
+  }
   std::string policy_text = EqualSharePolicy(tenants, gpus);
   if (!policy_file.empty()) {
     std::ifstream in(policy_file);
