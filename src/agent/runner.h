@@ -29,9 +29,20 @@ struct RunnerOptions {
   std::filesystem::path shim_path;  // the berth-shim executable
   std::string node_name;            // BERTH_NODE for jobs
   // Environment variables the job inherits from the agent, before the order's
-  // own env and the variables the agent sets.
-  std::vector<std::string> inherited_env{"PATH",   "HOME", "USER",   "LOGNAME", "LANG",
-                                         "LC_ALL", "TZ",   "TMPDIR", "SHELL"};
+  // own env and the variables the agent sets. The MPS directories let jobs
+  // reach an MPS control daemon the operator started with its own pipe
+  // directory, so that it enforces slices' limits on the card.
+  std::vector<std::string> inherited_env{"PATH",
+                                         "HOME",
+                                         "USER",
+                                         "LOGNAME",
+                                         "LANG",
+                                         "LC_ALL",
+                                         "TZ",
+                                         "TMPDIR",
+                                         "SHELL",
+                                         "CUDA_MPS_PIPE_DIRECTORY",
+                                         "CUDA_MPS_LOG_DIRECTORY"};
 };
 
 // A StartRun order, independent of the wire format.

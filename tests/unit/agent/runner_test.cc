@@ -123,6 +123,20 @@ TEST_F(RunnerTest, ASliceSeesItsGpuShareAndMemoryLimit) {
   EXPECT_EQ(seen_["r1"].log, "3|0.25|21474836480|0=20480M|25\n");
 }
 
+TEST_F(RunnerTest, JobsReachTheOperatorsMpsDaemon) {
+  // The agent was started with the MPS daemon's pipe directory.
+  ::setenv("CUDA_MPS_PIPE_DIRECTORY", "/run/berth-mps", 1);  // NOLINT(concurrency-mt-unsafe)
+  Runner runner(Options(), system_clock_);
+  StartOrder order = Order("r1", {"sh", "-c", "echo \"$CUDA_MPS_PIPE_DIRECTORY\""});
+  order.gpu_indices = {0};
+  order.gpu_share_millis = 500;
+  order.gpu_share_bytes = 40ULL << 30;
+  ASSERT_TRUE(runner.Start(order).has_value());
+  ASSERT_TRUE(PollUntilExited(runner, "r1"));
+  ::unsetenv("CUDA_MPS_PIPE_DIRECTORY");  // NOLINT(concurrency-mt-unsafe)
+  EXPECT_EQ(seen_["r1"].log, "/run/berth-mps\n");
+}
+
 TEST_F(RunnerTest, WholeGpusSetNoShareLimits) {
   Runner runner(Options(), system_clock_);
   StartOrder order = Order(
