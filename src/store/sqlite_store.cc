@@ -877,11 +877,13 @@ Status SqliteStore::SettleJob(const JobRecord& job, TimeMs now) {
               start_error->start_error};
   } else if (failed != nullptr) {
     state = model::JobState::kFailed;
-    reason = {model::ReasonCode::kFailedExitCode,
-              {{"replica", failed->replica},
-               {"exit_code", failed->exit_code.value_or(0)},
-               {"signal", failed->signal.value_or(0)}},
-              {}};
+    reason = {model::ReasonCode::kFailedExitCode, {{"replica", failed->replica}}, {}};
+    // One of the two: an exit code, or the signal that killed it.
+    if (failed->signal) {
+      reason.counts["signal"] = *failed->signal;
+    } else {
+      reason.counts["exit_code"] = failed->exit_code.value_or(0);
+    }
   }
   message = model::RenderReason(reason);
   const RunRecord* cause = failed != nullptr ? failed : start_error;
