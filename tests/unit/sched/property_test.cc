@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -406,6 +407,26 @@ TEST(SchedulerProperties, NoGuaranteedDemandWaitsWhileABorrowerCouldBeReclaimed)
 // without one at a time the scheduler is not told), and a virtual clock
 // jumps from one end or arrival to the next, running a cycle at each. A job
 // that was given a reserved start is running by then.
+
+// Marks the GPUs of `replicas` free or held in the snapshot; `each` sees
+// every GPU it marks.
+void SetFree(Snapshot& s, const std::vector<ReplicaPlacement>& replicas, bool free,
+             const std::function<void(const std::string&, std::uint32_t)>& each = {}) {
+  for (const auto& rp : replicas) {
+    for (auto& n : s.nodes) {
+      if (n.name != rp.node) continue;
+      for (auto& g : n.gpus) {
+        if (std::find(rp.gpu_indices.begin(), rp.gpu_indices.end(), g.index) ==
+            rp.gpu_indices.end()) {
+          continue;
+        }
+        g.free = free;
+        if (each) each(rp.node, g.index);
+      }
+    }
+  }
+}
+
 TEST(SchedulerProperties, BackfillNeverDelaysAReservedJob) {
   std::mt19937 rng(42);
   int cycles = 0;
@@ -499,18 +520,9 @@ TEST(SchedulerProperties, BackfillNeverDelaysAReservedJob) {
         r.resources = j.resources;
         r.max_runtime_ms = j.max_runtime_ms;
         r.replicas = it->second->replicas;
-        for (const auto& rp : r.replicas) {
-          for (auto& n : s.nodes) {
-            if (n.name != rp.node) continue;
-            for (auto& g : n.gpus) {
-              if (std::find(rp.gpu_indices.begin(), rp.gpu_indices.end(), g.index) !=
-                  rp.gpu_indices.end()) {
-                g.free = false;
-                if (held.contains({rp.node, g.index})) ++backfilled;
-              }
-            }
-          }
-        }
+        SetFree(s, r.replicas, false, [&](const std::string& node, std::uint32_t index) {
+          if (held.contains({node, index})) ++backfilled;
+        });
         s.running.push_back(std::move(r));
       }
       s.pending = std::move(waiting);
@@ -527,17 +539,7 @@ TEST(SchedulerProperties, BackfillNeverDelaysAReservedJob) {
           still.push_back(std::move(r));
           continue;
         }
-        for (const auto& rp : r.replicas) {
-          for (auto& n : s.nodes) {
-            if (n.name != rp.node) continue;
-            for (auto& g : n.gpus) {
-              if (std::find(rp.gpu_indices.begin(), rp.gpu_indices.end(), g.index) !=
-                  rp.gpu_indices.end()) {
-                g.free = true;
-              }
-            }
-          }
-        }
+        SetFree(s, r.replicas, true);
       }
       s.running = std::move(still);
     }
