@@ -253,7 +253,7 @@ std::string RenderEn(const Reason& r) {
           r.counts.contains(kAheadJobs) ? Count(r, kAheadJobs) : Count(r, "position"));
     case ReasonCode::kNoNodeFits: {
       std::string causes;
-      static constexpr std::array<std::pair<std::string_view, std::string_view>, 14> kCauses{{
+      static constexpr std::array<std::pair<std::string_view, std::string_view>, 15> kCauses{{
           {kCauseNotReady, "not ready"},
           {kCausePool, "outside the job's or queue's pools"},
           {kCauseSelector, "labels not matching the node selector"},
@@ -262,6 +262,7 @@ std::string RenderEn(const Reason& r) {
           {kCauseTaint, "a NoSchedule taint the job does not tolerate"},
           {kCauseGpuModel, "no GPU of the requested model"},
           {kCauseGpuMemory, "GPUs with too little memory"},
+          {kCauseTooFewGpusInTotal, "fewer GPUs of the requested kind than one replica needs"},
           {kCauseTooFewGpus, "too few free GPUs"},
           {kCauseCpu, "too little free CPU"},
           {kCauseMemory, "too little free memory"},
@@ -381,7 +382,7 @@ std::string WouldRunZh(const Reason& r) {
 
 // Node-level causes, in the same order as the English rendering.
 std::string NodeCausesZh(const Reason& r) {
-  static constexpr std::array<std::pair<std::string_view, std::string_view>, 14> kCauses{{
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 15> kCauses{{
       {kCauseNotReady, "个未就绪"},
       {kCausePool, "个不在作业或队列的资源池内"},
       {kCauseSelector, "个标签与节点选择器不匹配"},
@@ -390,6 +391,7 @@ std::string NodeCausesZh(const Reason& r) {
       {kCauseTaint, "个带有作业未容忍的 NoSchedule 污点"},
       {kCauseGpuModel, "个没有所需型号的 GPU"},
       {kCauseGpuMemory, "个 GPU 显存不足"},
+      {kCauseTooFewGpusInTotal, "个所需型号的 GPU 总数少于单个副本所需"},
       {kCauseTooFewGpus, "个空闲 GPU 不足"},
       {kCauseCpu, "个空闲 CPU 不足"},
       {kCauseMemory, "个空闲内存不足"},

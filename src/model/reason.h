@@ -45,6 +45,9 @@ inline constexpr std::string_view kCauseTaint = "untolerated_taint";
 inline constexpr std::string_view kCauseGpuModel = "gpu_model_mismatch";
 inline constexpr std::string_view kCauseGpuMemory = "gpu_memory_too_small";
 inline constexpr std::string_view kCauseTooFewGpus = "too_few_free_gpus";
+// The node has fewer GPUs of the requested kind, free or not, than one
+// replica asks for: it could never take one.
+inline constexpr std::string_view kCauseTooFewGpusInTotal = "too_few_gpus_in_total";
 inline constexpr std::string_view kCauseCpu = "too_little_free_cpu";
 inline constexpr std::string_view kCauseMemory = "too_little_free_memory";
 inline constexpr std::string_view kCauseSelector = "node_selector_mismatch";

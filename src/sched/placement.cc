@@ -189,7 +189,7 @@ std::string_view Cluster::StaticCause(std::size_t n, const JobShape& job) const 
     if (model_match == 0) return model::kCauseGpuModel;
     if (memory_match == 0) return model::kCauseGpuMemory;
     if (healthy < r.gpus) {
-      return memory_match >= r.gpus ? model::kCauseUnhealthy : model::kCauseTooFewGpus;
+      return memory_match >= r.gpus ? model::kCauseUnhealthy : model::kCauseTooFewGpusInTotal;
     }
     std::uint64_t need = r.gpus;
     if (job.topology.one_node) need *= job.replicas;

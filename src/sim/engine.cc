@@ -27,8 +27,18 @@ struct JobState {
   std::optional<Running> running;
 };
 
-std::int64_t GangGpus(const SimJob& j) {
-  return std::int64_t{j.resources.gpus} * j.replicas;
+// Milli-GPUs a job's gang holds: whole GPUs, or the share of its slices
+// (a slice by memory counts its share of an 80 GiB card).
+std::int64_t GangMgpu(const SimJob& j) {
+  const auto& r = j.resources;
+  std::int64_t per = std::int64_t{r.gpus} * 1000;
+  if (r.gpu_share_millis > 0) {
+    per = r.gpu_share_millis;
+  } else if (r.gpu_share_bytes > 0) {
+    per = std::max<std::int64_t>(
+        1, static_cast<std::int64_t>(r.gpu_share_bytes * 1000 / (80ULL << 30)));
+  }
+  return per * j.replicas;
 }
 
 }  // namespace
@@ -80,7 +90,7 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
     o.id = j.id;
     o.tenant = j.tenant;
     o.queue = j.queue;
-    o.gpus = GangGpus(j);
+    o.gpus = (GangMgpu(j) + 999) / 1000;
     o.submit_ms = j.submit_ms;
     o.duration_ms = j.duration_ms;
     result.jobs.push_back(o);
@@ -103,23 +113,46 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
   model::UsageLedger ledger;
   ledger.Reset(policy.usage_half_life_ms, t0, {});
 
-  auto set_gpus = [&](const std::vector<sched::ReplicaPlacement>& replicas, bool free) {
-    for (const auto& r : replicas) {
-      auto& node = nodes[node_index.at(r.node)];
-      for (auto idx : r.gpu_indices) {
+  // Takes (or gives back) what a job's replicas hold: whole GPUs or a
+  // slice of one, and CPU and memory.
+  auto hold = [&](const SimJob& job, const std::vector<sched::ReplicaPlacement>& replicas,
+                  bool take) {
+    const model::Resources& r = job.resources;
+    for (const auto& rp : replicas) {
+      auto& node = nodes[node_index.at(rp.node)];
+      for (auto idx : rp.gpu_indices) {
         for (auto& g : node.gpus) {
-          if (g.index == idx) g.free = free;
+          if (g.index != idx) continue;
+          if (model::IsSlice(r)) {
+            model::GpuSlice sl = model::SliceOf(r, g.memory_bytes);
+            if (take) {
+              g.shared_millis += sl.millis;
+              g.shared_bytes += sl.bytes;
+            } else {
+              g.shared_millis -= std::min(g.shared_millis, sl.millis);
+              g.shared_bytes -= std::min(g.shared_bytes, sl.bytes);
+            }
+            g.free = g.shared_millis == 0;
+          } else {
+            g.free = !take;
+          }
         }
+      }
+      if (take) {
+        node.cpu_millis_free -= std::min<std::uint64_t>(node.cpu_millis_free, r.cpu_millis);
+        node.memory_bytes_free -= std::min(node.memory_bytes_free, r.memory_bytes);
+      } else {
+        node.cpu_millis_free += r.cpu_millis;
+        node.memory_bytes_free += r.memory_bytes;
       }
     }
   };
   auto release = [&](std::int64_t id, TimeMs now) {
     JobState& s = state.at(id);
-    set_gpus(s.running->replicas, true);
-    s.attained_gpu_ms += (now - s.running->start_ms) * GangGpus(*s.job);
-    ledger.Fold(
-        {s.job->tenant + "/" + s.job->queue, GangGpus(*s.job) * 1000, s.running->start_ms, now},
-        now);
+    hold(*s.job, s.running->replicas, false);
+    s.attained_gpu_ms += (now - s.running->start_ms) * GangMgpu(*s.job) / 1000;
+    ledger.Fold({s.job->tenant + "/" + s.job->queue, GangMgpu(*s.job), s.running->start_ms, now},
+                now);
     ends.erase({s.running->end_ms, id});
     s.running.reset();
   };
@@ -177,8 +210,8 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
         r.resources = s.job->resources;
         r.replicas = s.running->replicas;
         snap.running.push_back(std::move(r));
-        busy.push_back({s.job->tenant + "/" + s.job->queue, GangGpus(*s.job) * 1000,
-                        s.running->start_ms, now});
+        busy.push_back(
+            {s.job->tenant + "/" + s.job->queue, GangMgpu(*s.job), s.running->start_ms, now});
       }
       snap.decayed_usage = ledger.At(now, busy);
       if (adjust) {
@@ -188,7 +221,7 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
           JobProgress jp;
           jp.attained_gpu_ms = s.attained_gpu_ms;
           if (s.running) {
-            jp.attained_gpu_ms += (now - s.running->start_ms) * GangGpus(*s.job);
+            jp.attained_gpu_ms += (now - s.running->start_ms) * GangMgpu(*s.job) / 1000;
             jp.remaining_ms = s.running->end_ms - now;
           } else {
             jp.remaining_ms = s.job->duration_ms - s.work_saved_ms;
@@ -215,7 +248,7 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
         s.restarted = true;
         JobOutcome& o = outcome(e.job_id);
         ++o.evictions;
-        o.lost_gpu_ms += (ran - kept) * GangGpus(*s.job);
+        o.lost_gpu_ms += (ran - kept) * GangMgpu(*s.job) / 1000;
         release(e.job_id, now);
         pending.insert(e.job_id);
       }
@@ -229,14 +262,14 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
           auto& node = nodes[node_index.at(r.node)];
           for (auto idx : r.gpu_indices) {
             for (const auto& g : node.gpus) {
-              if (g.index == idx && !g.free) {
+              if (g.index == idx && !g.free && g.shared_millis == 0) {
                 return Fail(Code::kInternal,
                             fmt::format("the plan gives GPU {} of {} twice", idx, r.node));
               }
             }
           }
         }
-        set_gpus(p.replicas, false);
+        hold(*s.job, p.replicas, true);
         TimeMs run_for =
             s.job->duration_ms - s.work_saved_ms + (s.restarted ? options.restart_overhead_ms : 0);
         s.running = Running{p.replicas, now, now + run_for};
@@ -253,12 +286,12 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
           if (g.free) {
             sample.idle_gpus_while_waiting += 1;
           } else {
-            sample.allocated_gpus += 1;
+            sample.allocated_mgpu += g.shared_millis > 0 ? g.shared_millis : 1000;
           }
         }
       }
       sample.pending_jobs = static_cast<std::int64_t>(pending.size());
-      for (std::int64_t id : pending) sample.pending_gpus += GangGpus(*state.at(id).job);
+      for (std::int64_t id : pending) sample.pending_mgpu += GangMgpu(*state.at(id).job);
       if (sample.pending_jobs == 0) sample.idle_gpus_while_waiting = 0;
       result.samples.push_back(sample);
       dirty = false;

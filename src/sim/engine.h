@@ -37,7 +37,7 @@ struct JobOutcome {
   std::int64_t id = 0;
   std::string tenant;
   std::string queue;
-  std::int64_t gpus = 0;  // whole gang
+  std::int64_t gpus = 0;  // whole gang, a slice rounded up to one
   TimeMs submit_ms = 0;
   TimeMs duration_ms = 0;
   std::optional<TimeMs> first_start_ms;
@@ -49,9 +49,9 @@ struct JobOutcome {
 // The cluster at one scheduling cycle.
 struct Sample {
   TimeMs t_ms = 0;
-  std::int64_t allocated_gpus = 0;
+  std::int64_t allocated_mgpu = 0;  // whole GPUs held count 1000, shared ones their slices
   std::int64_t pending_jobs = 0;
-  std::int64_t pending_gpus = 0;
+  std::int64_t pending_mgpu = 0;
   // Free healthy GPUs while jobs wait: capacity the waiting jobs could not use.
   std::int64_t idle_gpus_while_waiting = 0;
 };

@@ -104,7 +104,7 @@ Summary Summarize(const std::string& scheduler, const SimResult& result) {
     const auto& a = result.samples[i];
     auto dt = static_cast<double>(result.samples[i + 1].t_ms - a.t_ms);
     span += dt;
-    alloc += dt * static_cast<double>(a.allocated_gpus);
+    alloc += dt * static_cast<double>(a.allocated_mgpu) / 1000.0;
     idle += dt * static_cast<double>(a.idle_gpus_while_waiting);
   }
   if (span > 0 && result.cluster_gpus > 0) {

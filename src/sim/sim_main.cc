@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -55,8 +56,16 @@ int main(int argc, char** argv) {
   std::string checkpoint = "0s";
   std::string json_out;
   double runtime_factor = 0;
-  app.add_option("--itp", itp, "Microsoft ITP trace CSV (job_id,submission_time,duration,num_gpu)")
-      ->required();
+  std::string openb_pods;
+  std::string openb_nodes;
+  auto* itp_opt = app.add_option(
+      "--itp", itp, "Microsoft ITP trace CSV (job_id,submission_time,duration,num_gpu)");
+  auto* pods_opt =
+      app.add_option("--openb-pods", openb_pods,
+                     "Alibaba OpenB pod list CSV (with --openb-nodes for the cluster)");
+  auto* nodes_opt = app.add_option("--openb-nodes", openb_nodes, "Alibaba OpenB node list CSV");
+  pods_opt->needs(nodes_opt)->excludes(itp_opt);
+  nodes_opt->needs(pods_opt);
   app.add_option("--limit", limit, "Replay only the first N jobs (0: all)");
   app.add_option("--tenants", tenants, "Spread the trace's jobs over N tenants (by job id hash)")
       ->capture_default_str();
@@ -85,8 +94,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--json", json_out, "Also write the summaries as JSON to this file");
   CLI11_PARSE(app, argc, argv);
+  if (itp.empty() && openb_pods.empty())
+    return Fail("give a trace: --itp FILE, or --openb-pods and --openb-nodes");
 
-  if (gpus <= 0 || per_node == 0 || gpus % per_node != 0) {
+  if (!itp.empty() && (gpus <= 0 || per_node == 0 || gpus % per_node != 0)) {
     return Fail("--gpus must be a positive multiple of --gpus-per-node");
   }
   berth::sim::SimOptions options;
@@ -100,7 +111,22 @@ int main(int argc, char** argv) {
   options.restart_overhead_ms = *r;
   options.checkpoint_interval_ms = *k;
 
-  auto jobs = berth::sim::ReadItpFile(itp, {tenants, per_node, limit});
+  berth::Result<std::vector<berth::sim::SimJob>> jobs = std::vector<berth::sim::SimJob>{};
+  std::vector<berth::sched::NodeView> nodes;
+  std::string trace = itp;
+  if (!itp.empty()) {
+    jobs = berth::sim::ReadItpFile(itp, {tenants, per_node, limit});
+    nodes =
+        berth::sim::UniformNodes(static_cast<std::size_t>(gpus / per_node), per_node, "H100-80GB");
+  } else {
+    jobs = berth::sim::ReadOpenbPodsFile(openb_pods, {tenants, limit});
+    auto n = berth::sim::ReadOpenbNodesFile(openb_nodes);
+    if (!n) return Fail(n.error().message);
+    nodes = std::move(*n);
+    gpus = 0;
+    for (const auto& node : nodes) gpus += static_cast<std::int64_t>(node.gpus.size());
+    trace = openb_pods;
+  }
   if (!jobs) return Fail(jobs.error().message);
   if (runtime_factor != 0 && runtime_factor < 1) {
     return Fail(
@@ -123,8 +149,6 @@ int main(int argc, char** argv) {
                     ? berth::Result<berth::model::Policy>(berth::model::DefaultPolicy())
                     : berth::model::ParsePolicy(policy_text);
   if (!policy) return Fail("policy: " + policy.error().field + ": " + policy.error().message);
-  auto nodes =
-      berth::sim::UniformNodes(static_cast<std::size_t>(gpus / per_node), per_node, "H100-80GB");
 
   std::vector<std::int64_t> las_ms;
   for (const auto& t : las) {
@@ -132,12 +156,20 @@ int main(int argc, char** argv) {
     if (!v || *v <= 0) return Fail("--las-thresholds takes GPU-time durations such as 1h,10h");
     las_ms.push_back(*v);
   }
+  const bool slices = std::any_of(jobs->begin(), jobs->end(), [](const berth::sim::SimJob& j) {
+    return berth::model::IsSlice(j.resources);
+  });
   std::vector<berth::sim::Summary> summaries;
   for (const auto& name : schedulers) {
     berth::sched::FifoScheduler fifo;
     berth::sched::CoreScheduler core;
     const berth::sched::Scheduler* s = nullptr;
     berth::sim::SnapshotAdjuster adjust;
+    if (slices && (name == "fifo" || name == "sjf-oracle")) {
+      return Fail("--schedulers: " + name +
+                  " runs on the FIFO scheduler, which does not place GPU slices, and this trace "
+                  "has them; use berth or las");
+    }
     if (name == "fifo") {
       s = &fifo;
       adjust = berth::sim::OneQueue();
@@ -157,8 +189,8 @@ int main(int argc, char** argv) {
     if (!result) return Fail(name + ": " + result.error().message);
     summaries.push_back(berth::sim::Summarize(name, *result));
   }
-  std::cout << fmt::format("{} jobs from {} on {} GPUs ({} nodes of {}), {} tenant(s)\n\n",
-                           jobs->size(), itp, gpus, gpus / per_node, per_node, tenants)
+  std::cout << fmt::format("{} jobs from {} on {} GPUs ({} nodes), {} tenant(s)\n\n", jobs->size(),
+                           trace, gpus, nodes.size(), tenants)
             << berth::sim::RenderTable(summaries);
   if (!json_out.empty()) {
     nlohmann::json all = nlohmann::json::array();

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <fstream>
 #include <sstream>
@@ -108,6 +109,157 @@ Result<std::vector<SimJob>> ReadItp(std::istream& in, const ItpOptions& options)
                    [](const SimJob& a, const SimJob& b) { return a.submit_ms < b.submit_ms; });
   for (std::size_t i = 0; i < jobs.size(); ++i) jobs[i].id = static_cast<std::int64_t>(i) + 1;
   return jobs;
+}
+
+namespace {
+
+Status Header(std::istream& in, std::string_view want, std::string_view what) {
+  std::string line;
+  if (!std::getline(in, line)) return Fail(Code::kInvalidArgument, fmt::format("empty {}", what));
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (line != want) {
+    return Fail(Code::kInvalidArgument,
+                fmt::format("line 1: expected the {} header '{}', got '{}'", what, want, line));
+  }
+  return Ok();
+}
+
+std::uint64_t OpenbGpuMemory(std::string_view model) {
+  if (model == "T4" || model == "P100" || model == "V100M16") return 16ULL << 30;
+  if (model == "A10") return 24ULL << 30;
+  return 32ULL << 30;  // V100M32 and the undisclosed G1, G2, G3
+}
+
+model::Priority OpenbPriority(std::string_view qos) {
+  if (qos == "LS" || qos == "Guaranteed") return model::Priority::kHigh;
+  if (qos == "BE") return model::Priority::kLow;
+  return model::Priority::kNormal;
+}
+
+}  // namespace
+
+Result<std::vector<SimJob>> ReadOpenbPods(std::istream& in, const OpenbOptions& options) {
+  constexpr std::string_view kHeader =
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+      "deletion_time,scheduled_time";
+  if (auto h = Header(in, kHeader, "OpenB pod list"); !h) return std::unexpected(h.error());
+  std::vector<SimJob> jobs;
+  std::string line;
+  for (std::size_t n = 2; std::getline(in, line); ++n) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    auto cols = SplitCsv(line);
+    if (cols.size() != 11) {
+      return Fail(Code::kInvalidArgument,
+                  fmt::format("line {}: expected 11 columns, found {}", n, cols.size()));
+    }
+    std::array<std::int64_t, 6> v{};
+    constexpr std::array<std::pair<std::size_t, std::string_view>, 6> kInts{{{1, "cpu_milli"},
+                                                                             {2, "memory_mib"},
+                                                                             {3, "num_gpu"},
+                                                                             {4, "gpu_milli"},
+                                                                             {8, "creation_time"},
+                                                                             {9, "deletion_time"}}};
+    for (std::size_t k = 0; k < kInts.size(); ++k) {
+      auto x = Integer(cols[kInts[k].first], n, kInts[k].second);
+      if (!x) return std::unexpected(x.error());
+      if (*x < 0) {
+        return Fail(Code::kInvalidArgument,
+                    fmt::format("line {}: {} must be >= 0", n, kInts[k].second));
+      }
+      v[k] = *x;
+    }
+    const auto [cpu, mem, num_gpu, gpu_milli, created, deleted] = v;
+    if (num_gpu > 8 || gpu_milli > 1000 || (gpu_milli < 1000 && num_gpu > 1)) {
+      return Fail(Code::kInvalidArgument,
+                  fmt::format("line {}: num_gpu {} with gpu_milli {} is not a pod shape Berth "
+                              "knows (0-8 whole GPUs, or a share of one)",
+                              n, num_gpu, gpu_milli));
+    }
+    SimJob j;
+    j.name = std::string(cols[0]);
+    j.submit_ms = created * 1000;
+    j.duration_ms = std::max<std::int64_t>(1, deleted - created) * 1000;
+    j.resources.cpu_millis = static_cast<std::uint32_t>(cpu);
+    j.resources.memory_bytes = static_cast<std::uint64_t>(mem) << 20;
+    if (num_gpu == 1 && gpu_milli > 0 && gpu_milli < 1000) {
+      j.resources.gpu_share_millis = static_cast<std::uint32_t>(gpu_milli);
+    } else {
+      j.resources.gpus = static_cast<std::uint32_t>(num_gpu);
+    }
+    if (num_gpu > 0 && !cols[5].empty() && cols[5].find('|') == std::string_view::npos) {
+      j.resources.gpu_model = std::string(cols[5]);
+    }
+    j.priority = OpenbPriority(cols[6]);
+    const auto t = static_cast<std::uint32_t>(Fnv1a(j.name) % std::max(1U, options.tenants));
+    j.tenant = TenantName(t, options.tenants);
+    j.queue = options.tenants <= 1 ? "default" : "training";
+    jobs.push_back(std::move(j));
+    if (options.limit > 0 && jobs.size() >= options.limit) break;
+  }
+  std::stable_sort(jobs.begin(), jobs.end(),
+                   [](const SimJob& a, const SimJob& b) { return a.submit_ms < b.submit_ms; });
+  for (std::size_t i = 0; i < jobs.size(); ++i) jobs[i].id = static_cast<std::int64_t>(i) + 1;
+  return jobs;
+}
+
+Result<std::vector<sched::NodeView>> ReadOpenbNodes(std::istream& in) {
+  if (auto h = Header(in, "sn,cpu_milli,memory_mib,gpu,model", "OpenB node list"); !h) {
+    return std::unexpected(h.error());
+  }
+  std::vector<sched::NodeView> nodes;
+  std::string line;
+  for (std::size_t n = 2; std::getline(in, line); ++n) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    auto cols = SplitCsv(line);
+    if (cols.size() != 5) {
+      return Fail(Code::kInvalidArgument,
+                  fmt::format("line {}: expected 5 columns, found {}", n, cols.size()));
+    }
+    auto cpu = Integer(cols[1], n, "cpu_milli");
+    if (!cpu) return std::unexpected(cpu.error());
+    auto mem = Integer(cols[2], n, "memory_mib");
+    if (!mem) return std::unexpected(mem.error());
+    auto gpus = Integer(cols[3], n, "gpu");
+    if (!gpus) return std::unexpected(gpus.error());
+    if (*cpu < 0 || *mem < 0 || *gpus < 0 || *gpus > 64) {
+      return Fail(Code::kInvalidArgument, fmt::format("line {}: a negative or huge amount", n));
+    }
+    sched::NodeView v;
+    v.name = std::string(cols[0]);
+    v.ready = true;
+    v.cpu_millis_free = static_cast<std::uint64_t>(*cpu);
+    v.memory_bytes_free = static_cast<std::uint64_t>(*mem) << 20;
+    for (std::int64_t g = 0; g < *gpus; ++g) {
+      sched::GpuView gv;
+      gv.index = static_cast<std::uint32_t>(g);
+      gv.uuid = fmt::format("{}-gpu{}", v.name, g);
+      gv.model = std::string(cols[4]);
+      gv.memory_bytes = OpenbGpuMemory(cols[4]);
+      gv.sharing = true;
+      v.gpus.push_back(std::move(gv));
+    }
+    nodes.push_back(std::move(v));
+  }
+  return nodes;
+}
+
+Result<std::vector<SimJob>> ReadOpenbPodsFile(const std::filesystem::path& path,
+                                              const OpenbOptions& options) {
+  std::ifstream in(path);
+  if (!in) return Fail(Code::kNotFound, fmt::format("cannot read {}", path.string()));
+  auto jobs = ReadOpenbPods(in, options);
+  if (!jobs) return Fail(jobs.error().code, path.string() + ": " + jobs.error().message);
+  return jobs;
+}
+
+Result<std::vector<sched::NodeView>> ReadOpenbNodesFile(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) return Fail(Code::kNotFound, fmt::format("cannot read {}", path.string()));
+  auto nodes = ReadOpenbNodes(in);
+  if (!nodes) return Fail(nodes.error().code, path.string() + ": " + nodes.error().message);
+  return nodes;
 }
 
 Result<std::vector<SimJob>> ReadItpFile(const std::filesystem::path& path,

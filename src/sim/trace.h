@@ -13,6 +13,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "model/job.h"
+#include "sched/snapshot.h"
 
 namespace berth::sim {
 
@@ -43,6 +44,27 @@ struct ItpOptions {
 Result<std::vector<SimJob>> ReadItp(std::istream& in, const ItpOptions& options);
 Result<std::vector<SimJob>> ReadItpFile(const std::filesystem::path& path,
                                         const ItpOptions& options);
+
+// Alibaba OpenB (FGD, ATC'23): a node inventory of mixed GPU models and pods
+// that may ask for a share of one GPU. Pods become jobs of one replica:
+// num_gpu whole GPUs, or a slice (gpu_milli < 1000 of one GPU), or none
+// (CPU-only); cpu_milli and memory_mib as asked. A pod runs for
+// deletion_time - creation_time. gpu_spec with one model constrains the
+// model; a list of models ("V100M16|V100M32") leaves it free, since a job
+// names one model or any. QoS becomes priority: LS and Guaranteed high,
+// Burstable normal, BE low. The trace names no tenant: tenants by hash, as
+// for ITP. Every node's GPUs are in sharing mode (the cluster shares GPUs);
+// GPU memory by model: T4, P100, V100M16 16 GiB, V100M32 and the undisclosed
+// G1-G3 32 GiB, A10 24 GiB.
+struct OpenbOptions {
+  std::uint32_t tenants = 1;
+  std::size_t limit = 0;
+};
+Result<std::vector<SimJob>> ReadOpenbPods(std::istream& in, const OpenbOptions& options);
+Result<std::vector<SimJob>> ReadOpenbPodsFile(const std::filesystem::path& path,
+                                              const OpenbOptions& options);
+Result<std::vector<sched::NodeView>> ReadOpenbNodes(std::istream& in);
+Result<std::vector<sched::NodeView>> ReadOpenbNodesFile(const std::filesystem::path& path);
 
 // The tenant name for index `i` of `n` ("t00" .. ; "default" when n <= 1).
 std::string TenantName(std::uint32_t i, std::uint32_t n);

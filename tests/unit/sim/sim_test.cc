@@ -70,6 +70,57 @@ TEST(ReadItp, ErrorsNameTheLineAndColumn) {
             std::string::npos);
 }
 
+TEST(ReadOpenb, PodsBecomeWholeSliceOrCpuJobsAndNodesShareTheirGpus) {
+  std::istringstream pods(
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+      "deletion_time,scheduled_time\n"
+      "p0,12000,16384,1,460,,LS,Running,100,700,100\n"
+      "p1,8000,1024,2,1000,T4,BE,Succeeded,50,80,55\n"
+      "p2,4000,2048,0,0,,Burstable,Pending,10,20,\n"
+      "p3,4000,2048,1,1000,V100M16|V100M32,Guaranteed,Failed,30,90,31\n");
+  auto jobs = ReadOpenbPods(pods, {});
+  ASSERT_TRUE(jobs.has_value()) << jobs.error().message;
+  ASSERT_EQ(jobs->size(), 4U);
+  const SimJob& cpu = (*jobs)[0];  // creation order: p2, p3, p1, p0
+  EXPECT_EQ(cpu.name, "p2");
+  EXPECT_EQ(cpu.resources.gpus, 0U);
+  EXPECT_FALSE(model::IsSlice(cpu.resources));
+  EXPECT_EQ(cpu.resources.cpu_millis, 4000U);
+  const SimJob& any_v100 = (*jobs)[1];
+  EXPECT_EQ(any_v100.resources.gpu_model, "");  // a list of models leaves it free
+  EXPECT_EQ(any_v100.priority, model::Priority::kHigh);
+  const SimJob& t4 = (*jobs)[2];
+  EXPECT_EQ(t4.resources.gpus, 2U);
+  EXPECT_EQ(t4.resources.gpu_model, "T4");
+  EXPECT_EQ(t4.priority, model::Priority::kLow);
+  EXPECT_EQ(t4.duration_ms, 30'000);
+  const SimJob& slice = (*jobs)[3];
+  EXPECT_EQ(slice.resources.gpu_share_millis, 460U);
+  EXPECT_EQ(slice.resources.memory_bytes, 16384ULL << 20);
+  EXPECT_EQ(slice.duration_ms, 600'000);
+
+  std::istringstream nodes(
+      "sn,cpu_milli,memory_mib,gpu,model\n"
+      "n0,32000,262144,0,\n"
+      "n1,96000,786432,2,T4\n");
+  auto n = ReadOpenbNodes(nodes);
+  ASSERT_TRUE(n.has_value()) << n.error().message;
+  ASSERT_EQ(n->size(), 2U);
+  EXPECT_TRUE((*n)[0].gpus.empty());
+  ASSERT_EQ((*n)[1].gpus.size(), 2U);
+  EXPECT_TRUE((*n)[1].gpus[0].sharing);
+  EXPECT_EQ((*n)[1].gpus[0].memory_bytes, 16ULL << 30);
+  EXPECT_EQ((*n)[1].cpu_millis_free, 96'000U);
+
+  std::istringstream bad(
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+      "deletion_time,scheduled_time\n"
+      "p0,1,1,2,500,,LS,Running,0,1,0\n");
+  auto e = ReadOpenbPods(bad, {});
+  ASSERT_FALSE(e.has_value());
+  EXPECT_NE(e.error().message.find("line 2"), std::string::npos) << e.error().message;
+}
+
 SimJob Job(std::int64_t id, TimeMs submit_s, TimeMs duration_s, std::uint32_t gpus,
            model::Priority priority = model::Priority::kNormal) {
   SimJob j;
@@ -118,6 +169,21 @@ TEST(Simulate, AnEvictedJobLosesWorkSinceItsCheckpointAndPaysTheRestart) {
   // 70 s of work left plus 60 s of restart, from 150 s.
   EXPECT_EQ(low.end_ms, 280'000);
   EXPECT_EQ(Summarize("berth", *r).evictions, 1);
+}
+
+TEST(Simulate, TwoHalfGpuSlicesShareOneGpuAndAThirdWaits) {
+  auto nodes = UniformNodes(1, 1, "H100-80GB");
+  nodes[0].gpus[0].sharing = true;
+  std::vector<SimJob> jobs{Job(1, 0, 100, 0), Job(2, 0, 100, 0), Job(3, 0, 100, 0)};
+  for (auto& j : jobs) j.resources.gpu_share_millis = 500;
+  sched::CoreScheduler core;
+  auto r = Simulate(nodes, jobs, model::DefaultPolicy(), core, {});
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(r->jobs[0].first_start_ms, 0);
+  EXPECT_EQ(r->jobs[1].first_start_ms, 0);
+  EXPECT_EQ(r->jobs[2].first_start_ms, 100'000);
+  EXPECT_EQ(r->jobs[2].end_ms, 200'000);
+  EXPECT_EQ(r->samples.front().allocated_mgpu, 1000);
 }
 
 TEST(Simulate, TheSameInputsGiveTheSameResult) {
