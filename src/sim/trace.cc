@@ -43,6 +43,54 @@ std::uint64_t Fnv1a(std::string_view s) {
   return h;
 }
 
+Status Header(std::istream& in, std::string_view want, std::string_view what) {
+  std::string line;
+  if (!std::getline(in, line)) return Fail(Code::kInvalidArgument, fmt::format("empty {}", what));
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (line != want) {
+    return Fail(Code::kInvalidArgument,
+                fmt::format("line 1: expected the {} header '{}', got '{}'", what, want, line));
+  }
+  return Ok();
+}
+
+// Calls `row(line_number, columns)` for each non-empty line after the header,
+// until the end, an error, or `row` returns false (enough rows).
+template <typename Row>
+Status ForEachRow(std::istream& in, std::size_t columns, Row&& row) {
+  std::string line;
+  for (std::size_t n = 2; std::getline(in, line); ++n) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    auto cols = SplitCsv(line);
+    if (cols.size() != columns) {
+      return Fail(Code::kInvalidArgument,
+                  fmt::format("line {}: expected {} columns, found {}", n, columns, cols.size()));
+    }
+    Result<bool> more = row(n, cols);
+    if (!more) return std::unexpected(more.error());
+    if (!*more) break;
+  }
+  return Ok();
+}
+
+// Opens `path` and reads it with `read`; errors name the file.
+template <typename Read>
+auto FromFile(const std::filesystem::path& path, Read&& read)
+    -> decltype(read(std::declval<std::istream&>())) {
+  std::ifstream in(path);
+  if (!in) return Fail(Code::kNotFound, fmt::format("cannot read {}", path.string()));
+  auto out = read(in);
+  if (!out) return Fail(out.error().code, path.string() + ": " + out.error().message);
+  return out;
+}
+
+void NumberInSubmitOrder(std::vector<SimJob>& jobs) {
+  std::stable_sort(jobs.begin(), jobs.end(),
+                   [](const SimJob& a, const SimJob& b) { return a.submit_ms < b.submit_ms; });
+  for (std::size_t i = 0; i < jobs.size(); ++i) jobs[i].id = static_cast<std::int64_t>(i) + 1;
+}
+
 }  // namespace
 
 std::string TenantName(std::uint32_t i, std::uint32_t n) {
@@ -54,24 +102,9 @@ Result<std::vector<SimJob>> ReadItp(std::istream& in, const ItpOptions& options)
   if (options.gpus_per_node == 0) {
     return Fail(Code::kInvalidArgument, "gpus_per_node must be at least 1");
   }
-  std::string line;
-  if (!std::getline(in, line)) return Fail(Code::kInvalidArgument, "empty ITP trace");
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  if (line != "job_id,submission_time,duration,num_gpu") {
-    return Fail(Code::kInvalidArgument,
-                fmt::format("line 1: expected the ITP header "
-                            "'job_id,submission_time,duration,num_gpu', got '{}'",
-                            line));
-  }
+  BERTH_RETURN_IF_ERROR(Header(in, "job_id,submission_time,duration,num_gpu", "ITP"));
   std::vector<SimJob> jobs;
-  for (std::size_t n = 2; std::getline(in, line); ++n) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) continue;
-    auto cols = SplitCsv(line);
-    if (cols.size() != 4) {
-      return Fail(Code::kInvalidArgument,
-                  fmt::format("line {}: expected 4 columns, found {}", n, cols.size()));
-    }
+  auto row = [&](std::size_t n, const std::vector<std::string_view>& cols) -> Result<bool> {
     auto submit = Integer(cols[1], n, "submission_time");
     if (!submit) return std::unexpected(submit.error());
     auto duration = Integer(cols[2], n, "duration");
@@ -103,26 +136,14 @@ Result<std::vector<SimJob>> ReadItp(std::istream& in, const ItpOptions& options)
     j.tenant = TenantName(t, options.tenants);
     j.queue = options.tenants <= 1 ? "default" : "training";
     jobs.push_back(std::move(j));
-    if (options.limit > 0 && jobs.size() >= options.limit) break;
-  }
-  std::stable_sort(jobs.begin(), jobs.end(),
-                   [](const SimJob& a, const SimJob& b) { return a.submit_ms < b.submit_ms; });
-  for (std::size_t i = 0; i < jobs.size(); ++i) jobs[i].id = static_cast<std::int64_t>(i) + 1;
+    return options.limit == 0 || jobs.size() < options.limit;
+  };
+  BERTH_RETURN_IF_ERROR(ForEachRow(in, 4, row));
+  NumberInSubmitOrder(jobs);
   return jobs;
 }
 
 namespace {
-
-Status Header(std::istream& in, std::string_view want, std::string_view what) {
-  std::string line;
-  if (!std::getline(in, line)) return Fail(Code::kInvalidArgument, fmt::format("empty {}", what));
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  if (line != want) {
-    return Fail(Code::kInvalidArgument,
-                fmt::format("line 1: expected the {} header '{}', got '{}'", what, want, line));
-  }
-  return Ok();
-}
 
 std::uint64_t OpenbGpuMemory(std::string_view model) {
   if (model == "T4" || model == "P100" || model == "V100M16") return 16ULL << 30;
@@ -142,17 +163,9 @@ Result<std::vector<SimJob>> ReadOpenbPods(std::istream& in, const OpenbOptions& 
   constexpr std::string_view kHeader =
       "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
       "deletion_time,scheduled_time";
-  if (auto h = Header(in, kHeader, "OpenB pod list"); !h) return std::unexpected(h.error());
+  BERTH_RETURN_IF_ERROR(Header(in, kHeader, "OpenB pod list"));
   std::vector<SimJob> jobs;
-  std::string line;
-  for (std::size_t n = 2; std::getline(in, line); ++n) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) continue;
-    auto cols = SplitCsv(line);
-    if (cols.size() != 11) {
-      return Fail(Code::kInvalidArgument,
-                  fmt::format("line {}: expected 11 columns, found {}", n, cols.size()));
-    }
+  auto row = [&](std::size_t n, const std::vector<std::string_view>& cols) -> Result<bool> {
     std::array<std::int64_t, 6> v{};
     constexpr std::array<std::pair<std::size_t, std::string_view>, 6> kInts{{{1, "cpu_milli"},
                                                                              {2, "memory_mib"},
@@ -195,28 +208,17 @@ Result<std::vector<SimJob>> ReadOpenbPods(std::istream& in, const OpenbOptions& 
     j.tenant = TenantName(t, options.tenants);
     j.queue = options.tenants <= 1 ? "default" : "training";
     jobs.push_back(std::move(j));
-    if (options.limit > 0 && jobs.size() >= options.limit) break;
-  }
-  std::stable_sort(jobs.begin(), jobs.end(),
-                   [](const SimJob& a, const SimJob& b) { return a.submit_ms < b.submit_ms; });
-  for (std::size_t i = 0; i < jobs.size(); ++i) jobs[i].id = static_cast<std::int64_t>(i) + 1;
+    return options.limit == 0 || jobs.size() < options.limit;
+  };
+  BERTH_RETURN_IF_ERROR(ForEachRow(in, 11, row));
+  NumberInSubmitOrder(jobs);
   return jobs;
 }
 
 Result<std::vector<sched::NodeView>> ReadOpenbNodes(std::istream& in) {
-  if (auto h = Header(in, "sn,cpu_milli,memory_mib,gpu,model", "OpenB node list"); !h) {
-    return std::unexpected(h.error());
-  }
+  BERTH_RETURN_IF_ERROR(Header(in, "sn,cpu_milli,memory_mib,gpu,model", "OpenB node list"));
   std::vector<sched::NodeView> nodes;
-  std::string line;
-  for (std::size_t n = 2; std::getline(in, line); ++n) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) continue;
-    auto cols = SplitCsv(line);
-    if (cols.size() != 5) {
-      return Fail(Code::kInvalidArgument,
-                  fmt::format("line {}: expected 5 columns, found {}", n, cols.size()));
-    }
+  auto row = [&](std::size_t n, const std::vector<std::string_view>& cols) -> Result<bool> {
     auto cpu = Integer(cols[1], n, "cpu_milli");
     if (!cpu) return std::unexpected(cpu.error());
     auto mem = Integer(cols[2], n, "memory_mib");
@@ -241,34 +243,24 @@ Result<std::vector<sched::NodeView>> ReadOpenbNodes(std::istream& in) {
       v.gpus.push_back(std::move(gv));
     }
     nodes.push_back(std::move(v));
-  }
+    return true;
+  };
+  BERTH_RETURN_IF_ERROR(ForEachRow(in, 5, row));
   return nodes;
 }
 
 Result<std::vector<SimJob>> ReadOpenbPodsFile(const std::filesystem::path& path,
                                               const OpenbOptions& options) {
-  std::ifstream in(path);
-  if (!in) return Fail(Code::kNotFound, fmt::format("cannot read {}", path.string()));
-  auto jobs = ReadOpenbPods(in, options);
-  if (!jobs) return Fail(jobs.error().code, path.string() + ": " + jobs.error().message);
-  return jobs;
+  return FromFile(path, [&](std::istream& in) { return ReadOpenbPods(in, options); });
 }
 
 Result<std::vector<sched::NodeView>> ReadOpenbNodesFile(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) return Fail(Code::kNotFound, fmt::format("cannot read {}", path.string()));
-  auto nodes = ReadOpenbNodes(in);
-  if (!nodes) return Fail(nodes.error().code, path.string() + ": " + nodes.error().message);
-  return nodes;
+  return FromFile(path, [](std::istream& in) { return ReadOpenbNodes(in); });
 }
 
 Result<std::vector<SimJob>> ReadItpFile(const std::filesystem::path& path,
                                         const ItpOptions& options) {
-  std::ifstream in(path);
-  if (!in) return Fail(Code::kNotFound, fmt::format("cannot read {}", path.string()));
-  auto jobs = ReadItp(in, options);
-  if (!jobs) return Fail(jobs.error().code, path.string() + ": " + jobs.error().message);
-  return jobs;
+  return FromFile(path, [&](std::istream& in) { return ReadItp(in, options); });
 }
 
 }  // namespace berth::sim
