@@ -96,4 +96,12 @@ struct Snapshot {
   std::map<std::string, std::int64_t> decayed_usage{};
 };
 
+// Marks the GPUs a job's replicas hold on `nodes` as taken (`take`) or gives
+// them back: whole GPUs, or one slice per replica (model::SliceOf) added to or
+// taken from the GPU's shared share and memory. What builds or advances a
+// snapshot by hand (the simulator, tests) keeps the GPU side of the
+// invariant above with it; CPU and memory are the caller's.
+void HoldGpus(std::vector<NodeView>& nodes, const model::Resources& per_replica,
+              const std::vector<ReplicaPlacement>& replicas, bool take);
+
 }  // namespace berth::sched

@@ -113,31 +113,14 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
   model::UsageLedger ledger;
   ledger.Reset(policy.usage_half_life_ms, t0, {});
 
-  // Takes (or gives back) what a job's replicas hold: whole GPUs or a
-  // slice of one, and CPU and memory.
+  // Takes (or gives back) what a job's replicas hold: GPUs (whole or a
+  // slice), and CPU and memory.
   auto hold = [&](const SimJob& job, const std::vector<sched::ReplicaPlacement>& replicas,
                   bool take) {
     const model::Resources& r = job.resources;
+    sched::HoldGpus(nodes, r, replicas, take);
     for (const auto& rp : replicas) {
       auto& node = nodes[node_index.at(rp.node)];
-      for (auto idx : rp.gpu_indices) {
-        for (auto& g : node.gpus) {
-          if (g.index != idx) continue;
-          if (model::IsSlice(r)) {
-            model::GpuSlice sl = model::SliceOf(r, g.memory_bytes);
-            if (take) {
-              g.shared_millis += sl.millis;
-              g.shared_bytes += sl.bytes;
-            } else {
-              g.shared_millis -= std::min(g.shared_millis, sl.millis);
-              g.shared_bytes -= std::min(g.shared_bytes, sl.bytes);
-            }
-            g.free = g.shared_millis == 0;
-          } else {
-            g.free = !take;
-          }
-        }
-      }
       if (take) {
         node.cpu_millis_free -= std::min<std::uint64_t>(node.cpu_millis_free, r.cpu_millis);
         node.memory_bytes_free -= std::min(node.memory_bytes_free, r.memory_bytes);

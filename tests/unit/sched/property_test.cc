@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -133,25 +132,7 @@ void Apply(std::mt19937& rng, World& w, const Plan& plan) {
   std::map<std::int64_t, const Placement*> placed;
   for (const auto& p : plan.placements) placed[p.job_id] = &p;
   auto free_gpus = [&](const RunningJob& r) {
-    for (const auto& rp : r.replicas) {
-      for (auto& n : w.s.nodes) {
-        if (n.name != rp.node) continue;
-        for (auto& g : n.gpus) {
-          if (std::find(rp.gpu_indices.begin(), rp.gpu_indices.end(), g.index) ==
-              rp.gpu_indices.end()) {
-            continue;
-          }
-          if (model::IsSlice(r.resources)) {
-            auto slice = model::SliceOf(r.resources, g.memory_bytes);
-            g.shared_millis -= slice.millis;
-            g.shared_bytes -= slice.bytes;
-            g.free = g.shared_millis == 0;
-          } else {
-            g.free = true;
-          }
-        }
-      }
-    }
+    HoldGpus(w.s.nodes, r.resources, r.replicas, false);
   };
   std::set<std::int64_t> evicted;
   for (const auto& e : plan.evictions) evicted.insert(e.job_id);
@@ -198,22 +179,7 @@ void Apply(std::mt19937& rng, World& w, const Plan& plan) {
     r.resources = j.resources;
     r.max_runtime_ms = j.max_runtime_ms;
     r.replicas = it->second->replicas;
-    for (const auto& rp : r.replicas) {
-      for (auto& n : w.s.nodes) {
-        if (n.name != rp.node) continue;
-        for (auto& g : n.gpus) {
-          if (std::find(rp.gpu_indices.begin(), rp.gpu_indices.end(), g.index) !=
-              rp.gpu_indices.end()) {
-            g.free = false;
-            if (model::IsSlice(r.resources)) {
-              auto slice = model::SliceOf(r.resources, g.memory_bytes);
-              g.shared_millis += slice.millis;
-              g.shared_bytes += slice.bytes;
-            }
-          }
-        }
-      }
-    }
+    HoldGpus(w.s.nodes, r.resources, r.replicas, true);
     still.push_back(std::move(r));
   }
   w.s.running = std::move(still);
@@ -408,25 +374,6 @@ TEST(SchedulerProperties, NoGuaranteedDemandWaitsWhileABorrowerCouldBeReclaimed)
 // jumps from one end or arrival to the next, running a cycle at each. A job
 // that was given a reserved start is running by then.
 
-// Marks the GPUs of `replicas` free or held in the snapshot; `each` sees
-// every GPU it marks.
-void SetFree(Snapshot& s, const std::vector<ReplicaPlacement>& replicas, bool free,
-             const std::function<void(const std::string&, std::uint32_t)>& each = {}) {
-  for (const auto& rp : replicas) {
-    for (auto& n : s.nodes) {
-      if (n.name != rp.node) continue;
-      for (auto& g : n.gpus) {
-        if (std::find(rp.gpu_indices.begin(), rp.gpu_indices.end(), g.index) ==
-            rp.gpu_indices.end()) {
-          continue;
-        }
-        g.free = free;
-        if (each) each(rp.node, g.index);
-      }
-    }
-  }
-}
-
 TEST(SchedulerProperties, BackfillNeverDelaysAReservedJob) {
   std::mt19937 rng(42);
   int cycles = 0;
@@ -520,9 +467,10 @@ TEST(SchedulerProperties, BackfillNeverDelaysAReservedJob) {
         r.resources = j.resources;
         r.max_runtime_ms = j.max_runtime_ms;
         r.replicas = it->second->replicas;
-        SetFree(s, r.replicas, false, [&](const std::string& node, std::uint32_t index) {
-          if (held.contains({node, index})) ++backfilled;
-        });
+        for (const auto& rp : r.replicas) {
+          for (auto index : rp.gpu_indices) backfilled += held.contains({rp.node, index}) ? 1 : 0;
+        }
+        HoldGpus(s.nodes, r.resources, r.replicas, true);
         s.running.push_back(std::move(r));
       }
       s.pending = std::move(waiting);
@@ -539,7 +487,7 @@ TEST(SchedulerProperties, BackfillNeverDelaysAReservedJob) {
           still.push_back(std::move(r));
           continue;
         }
-        SetFree(s, r.replicas, true);
+        HoldGpus(s.nodes, r.resources, r.replicas, false);
       }
       s.running = std::move(still);
     }

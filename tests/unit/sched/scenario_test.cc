@@ -132,19 +132,9 @@ void AddRunning(const YAML::Node& n, Snapshot& s) {
   for (const auto& p : n["placement"]) {
     ReplicaPlacement rp{replica++, p["node"].as<std::string>(), {}};
     for (const auto& g : p["gpus"]) rp.gpu_indices.push_back(g.as<std::uint32_t>());
+    HoldGpus(s.nodes, r.resources, {rp}, true);
     for (auto& node : s.nodes) {
       if (node.name != rp.node) continue;
-      for (auto& g : node.gpus) {
-        if (std::find(rp.gpu_indices.begin(), rp.gpu_indices.end(), g.index) !=
-            rp.gpu_indices.end()) {
-          g.free = false;
-          if (model::IsSlice(r.resources)) {
-            auto slice = model::SliceOf(r.resources, g.memory_bytes);
-            g.shared_millis += slice.millis;
-            g.shared_bytes += slice.bytes;
-          }
-        }
-      }
       node.cpu_millis_free -= r.resources.cpu_millis;
       node.memory_bytes_free -= r.resources.memory_bytes;
     }
