@@ -215,6 +215,7 @@ Status Controller::RunPass() {
   if (!active) return std::unexpected(active.error());
   auto pending = store_.PendingJobs();
   if (!pending) return std::unexpected(pending.error());
+  BERTH_RETURN_IF_ERROR(ObserveRuns(now, (*policy)->policy.usage_half_life_ms, *active));
 
   if (!pending->empty()) {
     std::map<std::string, bool> ready;
@@ -241,10 +242,13 @@ Status Controller::RunPass() {
       }
       schedulable.push_back(std::move(job));
     }
-    auto usage = DecayedUsage(now, (*policy)->policy.usage_half_life_ms, *active);
-    if (!usage) return std::unexpected(usage.error());
-    SnapshotInputs inputs{now,    &*nodes, &ready, &*active, &schedulable, &(*policy)->policy,
-                          &*usage};
+    // Decayed usage as of now: what ended, and what runs (its end is now).
+    std::vector<model::UsageInterval> running;
+    for (const auto& [run_id, i] : ledger_active_) {
+      if (i.start_ms > 0) running.push_back(i);
+    }
+    const auto usage = ledger_.At(now, running);
+    SnapshotInputs inputs{now, &*nodes, &ready, &*active, &schedulable, &(*policy)->policy, &usage};
     auto snap = BuildSnapshot(inputs, [this](std::int64_t id) { return SpecOf(id); });
     if (!snap) return std::unexpected(snap.error());
     sched::Plan plan = scheduler_.Schedule(*snap);
@@ -254,17 +258,15 @@ Status Controller::RunPass() {
     if (!plan.placements.empty() || !plan.evictions.empty()) {
       active = store_.ActiveRuns();
       if (!active) return std::unexpected(active.error());
+      // Runs placed just now are known when they end, even before the next pass.
+      BERTH_RETURN_IF_ERROR(ObserveRuns(now, (*policy)->policy.usage_half_life_ms, *active));
     }
-  }
-  // Every pass, so that runs placed just now are known when they end.
-  if (auto seen = DecayedUsage(now, (*policy)->policy.usage_half_life_ms, *active); !seen) {
-    return std::unexpected(seen.error());
   }
   return Dispatch(*active);
 }
 
-Result<std::map<std::string, std::int64_t>> Controller::DecayedUsage(
-    TimeMs now, std::int64_t half_life_ms, const std::vector<store::RunRecord>& active) {
+Status Controller::ObserveRuns(TimeMs now, std::int64_t half_life_ms,
+                               const std::vector<store::RunRecord>& active) {
   if (!ledger_built_ || ledger_.half_life_ms() != half_life_ms) {
     auto history =
         store_.FinishedRunsSince(now - model::UsageLedger::kWindowHalfLives * half_life_ms);
@@ -272,8 +274,7 @@ Result<std::map<std::string, std::int64_t>> Controller::DecayedUsage(
     std::vector<model::UsageInterval> finished;
     finished.reserve(history->size());
     for (const auto& h : *history) {
-      finished.push_back(
-          {h.tenant + "/" + h.queue, std::int64_t{h.gpus} * 1000, h.started_ms, h.finished_ms});
+      finished.push_back({h.tenant + "/" + h.queue, h.mgpu, h.started_ms, h.finished_ms});
     }
     ledger_.Reset(half_life_ms, now, finished);
     ledger_active_.clear();
@@ -282,16 +283,16 @@ Result<std::map<std::string, std::int64_t>> Controller::DecayedUsage(
   // Every active run holding GPUs is remembered, started or not, so one
   // that starts and ends between two passes is still counted once.
   std::map<std::string, model::UsageInterval> still;
-  std::vector<model::UsageInterval> running;
   for (const auto& run : active) {
     if (run.gpu_indices.empty()) continue;
     auto spec = SpecOf(run.job_id);
     if (!spec) return std::unexpected(spec.error());
-    model::UsageInterval i{spec->tenant + "/" + spec->queue,
-                           static_cast<std::int64_t>(run.gpu_indices.size()) * 1000,
-                           run.started_at_ms.value_or(now), now};
-    if (run.started_at_ms) running.push_back(i);
-    still.emplace(run.run_id, std::move(i));
+    const std::int64_t mgpu = run.gpu_share_millis > 0
+                                  ? std::int64_t{run.gpu_share_millis}
+                                  : static_cast<std::int64_t>(run.gpu_indices.size()) * 1000;
+    // start 0: not started yet (counted from its real start once it ends).
+    still.emplace(run.run_id, model::UsageInterval{spec->tenant + "/" + spec->queue, mgpu,
+                                                   run.started_at_ms.value_or(0), now});
   }
   for (const auto& [run_id, before] : ledger_active_) {
     if (still.contains(run_id)) continue;
@@ -304,7 +305,7 @@ Result<std::map<std::string, std::int64_t>> Controller::DecayedUsage(
     ledger_.Fold(ended, now);
   }
   ledger_active_ = std::move(still);
-  return ledger_.At(now, running);
+  return Ok();
 }
 
 // A placement that needs evicted jobs' GPUs cannot start until they have

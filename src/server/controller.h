@@ -100,9 +100,10 @@ class Controller {
   // After a restart: which pending jobs wait for victims still stopping, from
   // the victims' runs (stopped for preemption or reclaim) and their reasons.
   Status RecoverEvictions(const std::vector<store::RunRecord>& active);
-  // Brings the usage ledger up to `now` and returns each queue's decayed usage.
-  Result<std::map<std::string, std::int64_t>> DecayedUsage(
-      TimeMs now, std::int64_t half_life_ms, const std::vector<store::RunRecord>& active);
+  // Brings the usage ledger up to `now`: folds runs that ended since the
+  // last call and remembers the active ones.
+  Status ObserveRuns(TimeMs now, std::int64_t half_life_ms,
+                     const std::vector<store::RunRecord>& active);
   Result<model::JobSpec> SpecOf(std::int64_t job_id);
   Status ReloadPolicy();
   berth::v1::StartRun StartOrder(const store::RunRecord& run, const model::JobSpec& spec) const;

@@ -995,7 +995,8 @@ Result<std::vector<RunUsage>> SqliteStore::FinishedRunsSince(TimeMs since) {
   std::lock_guard lock(mu_);
   auto st = db_.Prepare(
       "SELECT json_extract(j.spec, '$.tenant'), json_extract(j.spec, '$.queue'), "
-      "json_array_length(r.gpu_indices), r.started_ms, r.finished_ms FROM runs r "
+      "CASE WHEN r.gpu_share_millis > 0 THEN r.gpu_share_millis "
+      "ELSE json_array_length(r.gpu_indices) * 1000 END, r.started_ms, r.finished_ms FROM runs r "
       "JOIN jobs j ON j.id = r.job_id WHERE r.finished_ms >= ? AND r.started_ms IS NOT NULL "
       "ORDER BY r.finished_ms, r.run_id");
   if (!st) return std::unexpected(st.error());
@@ -1008,7 +1009,7 @@ Result<std::vector<RunUsage>> SqliteStore::FinishedRunsSince(TimeMs since) {
     RunUsage u;
     u.tenant = st->Text(0);
     u.queue = st->Text(1);
-    u.gpus = static_cast<std::uint32_t>(st->Int(2));
+    u.mgpu = st->Int(2);
     u.started_ms = st->Int(3);
     u.finished_ms = st->Int(4);
     out.push_back(std::move(u));

@@ -46,7 +46,7 @@ struct RunRecord {
 struct RunUsage {
   std::string tenant;
   std::string queue;
-  std::uint32_t gpus = 0;
+  std::int64_t mgpu = 0;  // whole GPUs x 1000, or the run's slice
   TimeMs started_ms = 0;
   TimeMs finished_ms = 0;
 };

@@ -108,11 +108,12 @@ class DecayedUsageTest : public ::testing::Test {
     controller_ =
         std::make_unique<Controller>(*store_, scheduler_, clock_, ControllerOptions{dir_ / "logs"});
   }
-  std::int64_t Submit(const std::string& name, std::uint32_t gpus) {
+  std::int64_t Submit(const std::string& name, std::uint32_t gpus, std::uint32_t share_millis = 0) {
     model::JobSpec s;
     s.name = name;
     s.command = {"true"};
     s.resources.gpus = gpus;
+    s.resources.gpu_share_millis = share_millis;
     return *store_->CreateJob(s, clock_.NowMs());
   }
   // Places job `id` on n1's first `gpus` GPUs, and starts it now unless told not to.
@@ -166,6 +167,20 @@ TEST_F(DecayedUsageTest, RunningAndFinishedWorkReachTheSchedulerOnceThroughResta
   Reopen();
   ASSERT_TRUE(controller_->RunPass().has_value());
   EXPECT_NEAR(UsageOf("default/default"), Expected(4, 2, 1), 1.0);
+}
+
+TEST_F(DecayedUsageTest, ASliceCountsItsShareOfTheGpu) {
+  auto run = Start(Submit("half", 0, 500), 1);
+  Submit("waiting", 8);
+  ASSERT_TRUE(controller_->RunPass().has_value());
+  clock_.Advance(kHour);
+  ASSERT_TRUE(controller_->RunPass().has_value());
+  EXPECT_NEAR(UsageOf("default/default"), Expected(0.5, 1, 0), 1.0);
+  End(run);
+  clock_.Advance(kHour);
+  Reopen();  // from the run history: still half a GPU
+  ASSERT_TRUE(controller_->RunPass().has_value());
+  EXPECT_NEAR(UsageOf("default/default"), Expected(0.5, 2, 1), 1.0);
 }
 
 TEST_F(DecayedUsageTest, ARunThatStartsAndEndsBetweenPassesStillCounts) {
