@@ -13,10 +13,11 @@
 namespace berth::model {
 namespace {
 
-constexpr std::array<std::string_view, 16> kTopFields{
+constexpr std::array<std::string_view, 17> kTopFields{
     "name",          "tenant",      "queue",     "command",  "args",        "env",
     "working_dir",   "replicas",    "resources", "priority", "max_runtime", "preemptible",
-    "node_selector", "tolerations", "pool",      "topology"};
+    "node_selector", "tolerations", "pool",      "topology", "checkpoint"};
+constexpr std::array<std::string_view, 2> kCheckpointFields{"dir", "grace"};
 constexpr std::array<std::string_view, 3> kTolerationFields{"key", "value", "effect"};
 constexpr std::array<std::string_view, 2> kTopologyFields{"one_node", "nvlink_island"};
 constexpr std::size_t kMaxSelectorEntries = 64;
@@ -447,6 +448,31 @@ Status ParsePlacement(const YAML::Node& root, JobSpec& spec) {
     }
     if (spec.topology.nvlink_island != NvlinkIsland::kNone && spec.resources.gpus == 0) {
       return InvalidField("topology.nvlink_island", "needs resources.gpus of at least 1");
+    }
+  }
+  if (auto n = root["checkpoint"]) {
+    if (!n.IsMap()) {
+      return InvalidField("checkpoint", "must be a mapping, e.g. {dir: /ckpt/run1, grace: 2m}");
+    }
+    BERTH_RETURN_IF_ERROR(CheckKnownFields(n, kCheckpointFields, "checkpoint."));
+    spec.checkpoint.enabled = true;
+    if (auto v = n["dir"]) {
+      auto s = ScalarString(v, "checkpoint.dir");
+      if (!s) return std::unexpected(s.error());
+      if (s->empty() || s->front() != '/') {
+        return InvalidField("checkpoint.dir", "must be an absolute path, e.g. /ckpt/run1");
+      }
+      spec.checkpoint.dir = *s;
+    }
+    if (auto v = n["grace"]) {
+      auto s = ScalarString(v, "checkpoint.grace");
+      if (!s) return std::unexpected(s.error());
+      auto ms = ParseDurationMs(*s);
+      if (!ms) return InvalidField("checkpoint.grace", ms.error().message);
+      if (*ms <= 0 || *ms > kMaxCheckpointGraceMs) {
+        return InvalidField("checkpoint.grace", "must be between 1s and 1h, e.g. 2m");
+      }
+      spec.checkpoint.grace_ms = *ms;
     }
   }
   return Ok();

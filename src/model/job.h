@@ -64,6 +64,17 @@ struct Topology {
   bool operator==(const Topology&) const = default;
 };
 
+// A job that saves its own progress. Berth stops it with SIGTERM and waits up
+// to `grace_ms` before SIGKILL when it preempts, reclaims or moves it; the job
+// finds `dir` (BERTH_CHECKPOINT_DIR) as it left it when it runs again. Only
+// such jobs are moved to make room for a gang (policy `consolidation`).
+struct Checkpoint {
+  bool enabled = false;       // the spec has a checkpoint block
+  std::int64_t grace_ms = 0;  // 0: berthd's stop grace
+  std::string dir{};
+  bool operator==(const Checkpoint&) const = default;
+};
+
 struct JobSpec {
   std::string name;
   std::string tenant = "default";
@@ -81,6 +92,7 @@ struct JobSpec {
   std::vector<Toleration> tolerations{};
   std::string pool{};  // empty: any of the queue's pools
   Topology topology{};
+  Checkpoint checkpoint{};
 };
 
 // Limits users see in validation errors; documented in docs/jobs.md.
@@ -89,6 +101,7 @@ inline constexpr std::uint32_t kMaxGpusPerReplica = 64;
 inline constexpr std::size_t kMaxCommandArgs = 4096;
 inline constexpr std::size_t kMaxEnvEntries = 1024;
 inline constexpr std::size_t kMaxSpecBytes = 1 << 20;
+inline constexpr std::int64_t kMaxCheckpointGraceMs = 3'600'000;
 
 // Parses a YAML (or JSON, which is YAML) job spec and validates every field.
 // Unknown fields are errors. The error's `field` names the offending field.

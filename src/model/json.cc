@@ -33,6 +33,9 @@ json ToJson(const JobSpec& s) {
           {{"one_node", s.topology.one_node},
            {"nvlink_island", NvlinkIslandName(s.topology.nvlink_island)}}}};
   if (s.preemptible) j["preemptible"] = *s.preemptible;
+  if (s.checkpoint.enabled) {
+    j["checkpoint"] = {{"dir", s.checkpoint.dir}, {"grace_ms", s.checkpoint.grace_ms}};
+  }
   return j;
 }
 
@@ -69,6 +72,11 @@ JobSpec JobSpecFromJson(const json& j) {
     s.topology.nvlink_island = island == "require"  ? NvlinkIsland::kRequire
                                : island == "prefer" ? NvlinkIsland::kPrefer
                                                     : NvlinkIsland::kNone;
+  }
+  if (auto c = j.find("checkpoint"); c != j.end() && c->is_object()) {
+    s.checkpoint.enabled = true;
+    s.checkpoint.dir = c->value("dir", "");
+    s.checkpoint.grace_ms = c->value("grace_ms", std::int64_t{0});
   }
   return s;
 }

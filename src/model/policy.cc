@@ -18,9 +18,11 @@
 namespace berth::model {
 namespace {
 
-constexpr std::array<std::string_view, 6> kTopFields{"usage_half_life",  "min_runtime", "pools",
-                                                     "priority_classes", "queues",      "backfill"};
+constexpr std::array<std::string_view, 7> kTopFields{
+    "usage_half_life", "min_runtime", "pools", "priority_classes", "queues", "backfill",
+    "consolidation"};
 constexpr std::array<std::string_view, 2> kBackfillFields{"enabled", "max_reservations"};
+constexpr std::array<std::string_view, 2> kConsolidationFields{"enabled", "max_moves"};
 constexpr std::array<std::string_view, 2> kPoolFields{"name", "selector"};
 constexpr std::array<std::string_view, 3> kClassFields{"name", "value", "preemptible"};
 constexpr std::array<std::string_view, 7> kQueueFields{
@@ -222,6 +224,7 @@ class Parser {
       return InvalidField("usage_half_life", "must be longer than zero");
     }
     if (auto n = root["backfill"]) BERTH_RETURN_IF_ERROR(BackfillSection(n));
+    if (auto n = root["consolidation"]) BERTH_RETURN_IF_ERROR(ConsolidationSection(n));
     if (auto n = root["pools"]) BERTH_RETURN_IF_ERROR(Pools(n));
     if (auto n = root["priority_classes"]) BERTH_RETURN_IF_ERROR(Classes(n));
     if (auto n = root["queues"]) {
@@ -245,6 +248,21 @@ class Parser {
       auto v = Int(m, "backfill.max_reservations", 0, kMaxReservations);
       if (!v) return std::unexpected(v.error());
       p_.backfill.max_reservations = *v;
+    }
+    return Ok();
+  }
+
+  Status ConsolidationSection(const YAML::Node& n) {
+    BERTH_RETURN_IF_ERROR(CheckMap(n, kConsolidationFields, "consolidation"));
+    if (auto e = n["enabled"]) {
+      auto b = Bool(e, "consolidation.enabled");
+      if (!b) return std::unexpected(b.error());
+      p_.consolidation.enabled = *b;
+    }
+    if (auto m = n["max_moves"]) {
+      auto v = Int(m, "consolidation.max_moves", 0, kMaxMoves);
+      if (!v) return std::unexpected(v.error());
+      p_.consolidation.max_moves = *v;
     }
     return Ok();
   }
@@ -557,6 +575,9 @@ std::string PolicyToYaml(const Policy& p) {
   out << YAML::Key << "backfill" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key
       << "enabled" << YAML::Value << p.backfill.enabled << YAML::Key << "max_reservations"
       << YAML::Value << p.backfill.max_reservations << YAML::EndMap;
+  out << YAML::Key << "consolidation" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key
+      << "enabled" << YAML::Value << p.consolidation.enabled << YAML::Key << "max_moves"
+      << YAML::Value << p.consolidation.max_moves << YAML::EndMap;
   out << YAML::Key << "pools" << YAML::Value << YAML::BeginSeq;
   for (const auto& pool : p.pools) {
     out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << pool.name

@@ -84,6 +84,17 @@ struct Backfill {
 };
 inline constexpr std::int64_t kMaxReservations = 1000;
 
+// Moving running jobs to make room for a gang that fits nowhere as the GPUs
+// lie: a waiting job may have up to `max_moves` preemptible running jobs that
+// checkpoint (their spec has a checkpoint block) stopped and started again
+// elsewhere in the same plan. Jobs that do not checkpoint are never moved.
+struct Consolidation {
+  bool enabled = true;
+  std::int64_t max_moves = 4;  // per waiting job; 0 turns moving off too
+  bool operator==(const Consolidation&) const = default;
+};
+inline constexpr std::int64_t kMaxMoves = 64;
+
 struct Policy {
   std::int64_t version = 0;  // assigned by the store when applied
   std::vector<Pool> pools;
@@ -92,6 +103,7 @@ struct Policy {
   std::int64_t usage_half_life_ms = 3'600'000;  // decay of historical usage
   std::int64_t min_runtime_ms = 0;              // a job is not reclaimed before this
   Backfill backfill{};
+  Consolidation consolidation{};
 
   const QueuePolicy* FindQueue(std::string_view path) const;
   const Pool* FindPool(std::string_view name) const;

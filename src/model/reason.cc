@@ -53,6 +53,8 @@ std::string_view ReasonCodeName(ReasonCode code) {
       return "Reclaimed";
     case ReasonCode::kWaitingForEvictions:
       return "WaitingForEvictions";
+    case ReasonCode::kMoved:
+      return "Moved";
   }
   return "None";
 }
@@ -334,6 +336,12 @@ std::string RenderEn(const Reason& r) {
     case ReasonCode::kWaitingForEvictions:
       return fmt::format("placed; starts once the {} job(s) evicted for it have stopped ({})",
                          Count(r, "evictions"), r.detail);
+    case ReasonCode::kMoved:
+      return fmt::format(
+          "moved to make room for job {} of queue {}: its gang fit only with this job elsewhere; "
+          "it restarts at once on the GPUs planned for it, and about {} s of work since the last "
+          "checkpoint was lost",
+          Count(r, kByJob), r.detail, Count(r, kWorkLostMs) / 1000);
   }
   return "";
 }
@@ -476,6 +484,11 @@ std::string RenderZh(const Reason& r) {
     case ReasonCode::kWaitingForEvictions:
       return fmt::format("已分配节点；为它驱逐的 {} 个作业停止后即启动（{}）",
                          Count(r, "evictions"), r.detail);
+    case ReasonCode::kMoved:
+      return fmt::format(
+          "为队列 {} 的作业 {} 腾出位置而迁移：只有把本作业挪到别处，它的整组副本才放得下；"
+          "本作业随即在为它规划好的 GPU 上重启，自上次检查点以来约 {} 秒的进度已丢失",
+          r.detail, Count(r, kByJob), Count(r, kWorkLostMs) / 1000);
   }
   return "";
 }
@@ -514,6 +527,13 @@ std::string ReliefEn(const Reason& r) {
                                       "not free enough",
                                       it->second));
   }
+  if (auto it = r.counts.find(kMoveCandidates); it != r.counts.end()) {
+    parts.push_back(it->second == 0
+                        ? std::string("no running job that checkpoints could be moved to make room")
+                        : fmt::format("moving up to {} of the {} running job(s) that checkpoint "
+                                      "would not make room",
+                                      Count(r, kMaxMovesKey), it->second));
+  }
   if (auto young = Count(r, kEvictableAfterMinRuntime); young > 0) {
     parts.push_back(
         fmt::format("{} more job(s) become evictable once they have run for the "
@@ -541,6 +561,12 @@ std::string ReliefZh(const Reason& r) {
         it->second == 0
             ? std::string("其队列中没有可抢占的低优先级作业运行在它可用的节点上")
             : fmt::format("抢占其队列中全部 {} 个低优先级作业也腾不出足够资源", it->second));
+  }
+  if (auto it = r.counts.find(kMoveCandidates); it != r.counts.end()) {
+    parts.push_back(it->second == 0
+                        ? std::string("没有可迁移的、会保存检查点的运行中作业来腾出位置")
+                        : fmt::format("在 {} 个会保存检查点的运行中作业里最多迁移 {} 个也腾不出位置",
+                                      it->second, Count(r, kMaxMovesKey)));
   }
   if (auto young = Count(r, kEvictableAfterMinRuntime); young > 0) {
     parts.push_back(fmt::format("另有 {} 个作业在运行满策略的最短运行时间后可被驱逐，最早在 {} 后",

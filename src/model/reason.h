@@ -34,8 +34,9 @@ enum class ReasonCode {
   kPreempted,                    // evicted for a higher-priority job of the same queue
   kReclaimed,                    // evicted so a queue below its guarantee gets it back
   kWaitingForEvictions,  // placed once the jobs evicted for it have stopped; counts.evictions
+  kMoved,  // stopped to restart elsewhere so a gang fits (consolidation); counts: by_job
 };
-inline constexpr ReasonCode kLastReasonCode = ReasonCode::kWaitingForEvictions;
+inline constexpr ReasonCode kLastReasonCode = ReasonCode::kMoved;
 
 std::string_view ReasonCodeName(ReasonCode code);
 
@@ -90,6 +91,11 @@ inline constexpr std::string_view kReclaimCandidates = "reclaim_candidates";
 inline constexpr std::string_view kPreemptCandidates = "preempt_candidates";
 inline constexpr std::string_view kEvictableAfterMinRuntime = "evictable_after_min_runtime";
 inline constexpr std::string_view kMinRuntimeEndsInMs = "min_runtime_ends_in_ms";
+// Consolidation (policy `consolidation`): running jobs that checkpoint and
+// could be moved off the nodes the job may use, and the policy's cap on moves
+// per job; present only when the scheduler tried to make room by moving.
+inline constexpr std::string_view kMoveCandidates = "move_candidates";
+inline constexpr std::string_view kMaxMovesKey = "max_moves";
 // Estimated start of a waiting queue head (backfill, docs/scheduling.md).
 // Known: kEtaMs is absolute (ms since the epoch), kEtaInMs the same from the
 // cycle's now, and kEtaReserved is 1 when GPUs are reserved for it (backfill

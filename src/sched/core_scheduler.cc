@@ -31,7 +31,15 @@ using OrderKey = std::vector<std::tuple<int, std::int64_t, std::string_view>>;
 }  // namespace
 
 std::string_view EvictionCauseName(EvictionCause cause) {
-  return cause == EvictionCause::kReclaim ? "reclaim" : "preempt";
+  switch (cause) {
+    case EvictionCause::kReclaim:
+      return "reclaim";
+    case EvictionCause::kPreempt:
+      return "preempt";
+    case EvictionCause::kMove:
+      return "move";
+  }
+  return "reclaim";
 }
 
 std::int32_t PriorityValue(const model::Policy& policy, model::Priority p) {
@@ -207,6 +215,10 @@ Cycle::Outcome Cycle::Decide(const JobCtx& ctx, model::Reason& why) {
   // lower-priority work of its own queue.
   relief_[0] = {};
   relief_[1] = {};
+  move_relief_ = {};
+  // Moving jobs that checkpoint costs them a restart but nobody their place,
+  // so it comes before taking GPUs from anyone.
+  if (!refusal && PlaceByMoving(ctx)) return Outcome::kPlaced;
   const bool may_reclaim = book_.WithinGuarantee(*ctx.leaf, ctx.requested_mgpu);
   if (!refusal && may_reclaim && PlaceWithVictims(ctx, EvictionCause::kReclaim)) {
     return Outcome::kPlaced;

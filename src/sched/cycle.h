@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -84,6 +85,22 @@ class Cycle {
                std::vector<ReplicaPlacement>& out, Usage& delta);
   std::int64_t WorkLostMs(const RunningJob& r) const;
 
+  // consolidate.cc: places `ctx` by moving running jobs that checkpoint.
+  bool PlaceByMoving(const JobCtx& ctx);
+  struct Move {
+    std::size_t running = 0;  // index in s_.running
+    std::vector<ReplicaPlacement> replicas;
+  };
+  void CommitMoves(const JobCtx& ctx, std::vector<ReplicaPlacement> replicas,
+                   std::vector<Move> moves);
+  // Indexes the running jobs consolidation may move, per node (once).
+  void FindMovable();
+  // Whether running job `i` may move for `ctx` now (not evicted, not of a
+  // higher priority, past the policy's min_runtime).
+  bool MayMove(const JobCtx& ctx, std::size_t i) const;
+  // A running job as a job to place again, resolved against the policy.
+  const JobCtx& MoverCtx(std::size_t i);
+
   // backfill.cc
   static constexpr TimeMs kNever = INT64_MAX;
   // When the job would end if started now: now + max runtime, or kNever.
@@ -136,6 +153,14 @@ class Cycle {
   std::map<std::size_t, std::vector<std::size_t>> running_by_leaf_;  // for preemption
   Plan plan_;
   Relief relief_[2];  // by EvictionCause, for the job Decide() is deciding
+  Relief move_relief_;  // consolidation, for the same job
+
+  // Consolidation: running jobs that may be moved, by node, built on first use.
+  bool movable_built_ = false;
+  std::vector<std::vector<std::size_t>> movable_on_;
+  std::vector<std::size_t> movable_nodes_;  // nodes with any, ascending
+  std::deque<PendingJob> mover_jobs_;       // what movers_' contexts point at
+  std::map<std::size_t, JobCtx> movers_;
   // ExplainNoFit answers by ExplainKey, with the Cluster::StateId they hold
   // for: every queue's waiting head is explained against every node, and
   // once the cluster is full most heads share a shape and a state.

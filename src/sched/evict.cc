@@ -175,6 +175,10 @@ void Cycle::AddRelief(bool may_reclaim, model::Reason& r) const {
     set(model::kReclaimCandidates, reclaim.candidates);
   }
   if (preempt.tried) set(model::kPreemptCandidates, preempt.candidates);
+  if (move_relief_.tried) {
+    set(model::kMoveCandidates, move_relief_.candidates);
+    set(model::kMaxMovesKey, s_.policy.consolidation.max_moves);
+  }
   std::int64_t young = 0;
   TimeMs first = 0;
   for (const Relief* rl : {&reclaim, &preempt}) {

@@ -78,6 +78,12 @@ void Cluster::SetFree(std::size_t n, std::size_t i, bool free) {
   g.free = free;
 }
 
+std::uint64_t Cluster::FreeGpus() const {
+  std::uint64_t total = 0;
+  for (std::size_t k = 1; k < by_free_[0].size(); ++k) total += k * by_free_[0][k].size();
+  return total;
+}
+
 std::optional<std::size_t> Cluster::ClassOf(const model::Resources& r) const {
   if (r.gpu_memory_bytes != 0 || model::IsSlice(r)) return std::nullopt;
   if (r.gpu_model.empty()) return 0;

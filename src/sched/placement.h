@@ -46,6 +46,8 @@ class Cluster {
   std::string_view StaticCause(std::size_t n, const JobShape& job) const;
   // Why node `n` cannot take one replica now; empty when it can.
   std::string_view Cause(std::size_t n, const JobShape& job) const;
+  // Free healthy whole GPUs on all nodes (of any model).
+  std::uint64_t FreeGpus() const;
   // Free GPUs on node `n` that the job's replicas may use.
   std::uint32_t FreeEligible(std::size_t n, const JobShape& job) const;
 

@@ -15,6 +15,7 @@ struct ReplicaPlacement {
   std::uint32_t replica = 0;
   std::string node;
   std::vector<std::uint32_t> gpu_indices;  // node-local, ascending
+  bool operator==(const ReplicaPlacement&) const = default;
 };
 
 // A whole gang: every replica of the job, or the job is not in the plan.
@@ -24,9 +25,13 @@ struct Placement {
   // Jobs whose eviction (in Plan::evictions) frees what this placement uses;
   // start it only after they have stopped.
   std::vector<std::int64_t> after_evicting{};
+  // A running job moved to make room for another (consolidation): its new
+  // place, taken once its own eviction (cause kMove) has stopped it. The job
+  // is in Snapshot::running, not pending.
+  bool moved = false;
 };
 
-enum class EvictionCause { kReclaim, kPreempt };
+enum class EvictionCause { kReclaim, kPreempt, kMove };
 std::string_view EvictionCauseName(EvictionCause cause);
 
 // A running job to stop (and requeue) so that `by_job` can be placed.
@@ -36,7 +41,11 @@ struct Eviction {
   std::string by_queue;  // "tenant/queue" of by_job
   EvictionCause cause = EvictionCause::kReclaim;
   std::int64_t work_lost_ms = 0;  // now - last checkpoint, else now - start
-  model::Reason reason;           // kReclaimed / kPreempted, for the victim's timeline
+  model::Reason reason;           // kReclaimed / kPreempted / kMoved, for the victim's timeline
+  // kMove: where the job runs now and where it restarts (its Placement with
+  // `moved` in the same plan).
+  std::vector<ReplicaPlacement> moved_from{};
+  std::vector<ReplicaPlacement> moved_to{};
 };
 
 struct PendingDecision {

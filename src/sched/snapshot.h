@@ -83,6 +83,14 @@ struct RunningJob {
   // 0: unlimited; else started_at_ms + max_runtime_ms is a hard upper bound
   // on when its GPUs are free again (berthd stops it then).
   std::int64_t max_runtime_ms = 0;
+  // It checkpoints (its spec has a checkpoint block): consolidation may move
+  // it, and then places it again by these constraints of its spec.
+  bool checkpoints = false;
+  TimeMs submitted_at_ms = 0;
+  std::map<std::string, std::string> node_selector{};
+  std::vector<model::Toleration> tolerations{};
+  std::string pool{};
+  model::Topology topology{};
 };
 
 struct Snapshot {

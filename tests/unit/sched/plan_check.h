@@ -19,11 +19,32 @@ inline std::string CheckPlan(const Snapshot& s, const Plan& plan) {
   std::map<std::int64_t, const RunningJob*> running;
   for (const auto& r : s.running) running[r.id] = &r;
   std::set<std::int64_t> evicted;
+  // Jobs moved (consolidation): placed again as if pending, with the shape
+  // they run with now.
+  std::map<std::int64_t, PendingJob> moved;
   for (const auto& e : plan.evictions) {
     if (!running.contains(e.job_id)) return "evicted a job that is not running";
     if (!evicted.insert(e.job_id).second) return "evicted a job twice";
     if (e.by_job == 0 || e.by_queue.empty()) return "an eviction does not say who caused it";
+    if (e.cause != EvictionCause::kMove) continue;
+    const RunningJob& r = *running.at(e.job_id);
+    if (!r.checkpoints) return "moved a job that does not checkpoint";
+    if (e.moved_from != r.replicas) return "a move does not say where the job runs now";
+    PendingJob j;
+    j.id = r.id;
+    j.replicas = static_cast<std::uint32_t>(r.replicas.size());
+    j.resources = r.resources;
+    j.max_runtime_ms = r.max_runtime_ms;
+    moved[r.id] = j;
   }
+  auto subject = [&](const Placement& p) -> const PendingJob* {
+    if (p.moved) {
+      auto it = moved.find(p.job_id);
+      return it == moved.end() ? nullptr : &it->second;
+    }
+    auto it = pending.find(p.job_id);
+    return it == pending.end() ? nullptr : it->second;
+  };
   // Per GPU after the evictions: free, held whole, or holding slices.
   struct Held {
     const GpuView* gpu = nullptr;
@@ -59,11 +80,23 @@ inline std::string CheckPlan(const Snapshot& s, const Plan& plan) {
     }
   }
   std::set<std::int64_t> seen;
+  std::set<std::int64_t> placed_moved;
   for (const auto& p : plan.placements) {
-    auto it = pending.find(p.job_id);
-    if (it == pending.end()) return "placed a job that is not pending";
-    if (!seen.insert(p.job_id).second) return "placed a job twice";
-    const PendingJob& j = *it->second;
+    const PendingJob* subj = subject(p);
+    if (subj == nullptr) {
+      return p.moved ? "a moved placement for a job not evicted to move"
+                     : "placed a job that is not pending";
+    }
+    if (!(p.moved ? placed_moved : seen).insert(p.job_id).second) return "placed a job twice";
+    if (p.moved) {
+      if (p.after_evicting != std::vector<std::int64_t>{p.job_id}) {
+        return "a moved job must start after its own eviction";
+      }
+      auto e = std::find_if(plan.evictions.begin(), plan.evictions.end(),
+                            [&](const Eviction& v) { return v.job_id == p.job_id; });
+      if (e->moved_to != p.replicas) return "a move's eviction and placement disagree";
+    }
+    const PendingJob& j = *subj;
     if (p.replicas.size() != j.replicas) return "partial gang for job " + std::to_string(j.id);
     bool slice = model::IsSlice(j.resources);
     for (const auto& rp : p.replicas) {
@@ -100,6 +133,7 @@ inline std::string CheckPlan(const Snapshot& s, const Plan& plan) {
     if (d.reason.code == model::ReasonCode::kNone) return "a pending job without a reason";
   }
   if (seen.size() != pending.size()) return "a pending job is neither placed nor explained";
+  if (placed_moved.size() != moved.size()) return "a job evicted to move is not placed again";
   // Backfill never delays a reserved job: whatever is placed on a GPU
   // reserved for another job ends (now + max runtime) by that reservation's
   // start, and a reservation is for a job left waiting.
@@ -127,7 +161,7 @@ inline std::string CheckPlan(const Snapshot& s, const Plan& plan) {
   std::set<std::tuple<std::string, std::uint32_t>> shared_reserved;
   for (const auto& p : plan.placements) {
     if (reserved_jobs.contains(p.job_id)) return "a job both placed and reserved";
-    const PendingJob& j = *pending.at(p.job_id);
+    const PendingJob& j = *subject(p);
     for (const auto& rp : p.replicas) {
       for (auto i : rp.gpu_indices) {
         auto it = reserved_from.find({rp.node, i});
@@ -166,7 +200,7 @@ inline std::string CheckPlan(const Snapshot& s, const Plan& plan) {
       }
     }
     for (const auto& p : plan.placements) {
-      const PendingJob& j = *pending.at(p.job_id);
+      const PendingJob& j = *subject(p);
       for (const auto& rp : p.replicas) {
         for (auto i : rp.gpu_indices) {
           if (std::tuple(rp.node, i) != key) continue;

@@ -178,6 +178,9 @@ void Apply(std::mt19937& rng, World& w, const Plan& plan) {
     r.started_at_ms = w.s.now_ms;
     r.resources = j.resources;
     r.max_runtime_ms = j.max_runtime_ms;
+    // A third of the jobs checkpoint: consolidation may move them (a moved
+    // job was evicted above and is placed again here, by its new placement).
+    r.checkpoints = j.id % 3 == 0;
     r.replicas = it->second->replicas;
     HoldGpus(w.s.nodes, r.resources, r.replicas, true);
     still.push_back(std::move(r));
@@ -219,6 +222,7 @@ TEST(SchedulerProperties, RandomClustersKeepTheInvariants) {
   std::size_t evicted = 0;
   std::size_t waiting = 0;
   std::size_t reservations = 0;
+  std::size_t moves = 0;
   for (int world = 0; world < 150; ++world) {
     World w = RandomWorld(rng, false);
     for (int cycle = 0; cycle < 15; ++cycle, ++cycles) {
@@ -238,6 +242,8 @@ TEST(SchedulerProperties, RandomClustersKeepTheInvariants) {
             << "job " << d.job_id << ": " << model::RenderReason(d.reason);
       }
       reservations += plan.reservations.size();
+      moves += static_cast<std::size_t>(std::count_if(
+          plan.placements.begin(), plan.placements.end(), [](const auto& p) { return p.moved; }));
       placed += plan.placements.size();
       evicted += plan.evictions.size();
       waiting += plan.pending.size();
@@ -250,8 +256,11 @@ TEST(SchedulerProperties, RandomClustersKeepTheInvariants) {
   EXPECT_GT(evicted, 50U);
   EXPECT_GT(waiting, 1000U);
   EXPECT_GT(reservations, 100U);
-  std::printf("%d cycles: %zu placements, %zu evictions, %zu waiting decisions, %zu reservations\n",
-              cycles, placed, evicted, waiting, reservations);
+  EXPECT_GT(moves, 20U);
+  std::printf(
+      "%d cycles: %zu placements, %zu evictions, %zu waiting decisions, %zu reservations, %zu "
+      "moves\n",
+      cycles, placed, evicted, waiting, reservations, moves);
 }
 
 // Some GPUs in sharing mode, a mix of whole-GPU and slice jobs: CheckPlan

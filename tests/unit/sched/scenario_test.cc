@@ -128,6 +128,7 @@ void AddRunning(const YAML::Node& n, Snapshot& s) {
   r.last_checkpoint_ms = Ms(n["checkpoint"]);
   r.resources = Res(n);
   r.max_runtime_ms = Ms(n["max_runtime"]);
+  r.checkpoints = n["checkpoints"].as<bool>(false);
   std::uint32_t replica = 0;
   for (const auto& p : n["placement"]) {
     ReplicaPlacement rp{replica++, p["node"].as<std::string>(), {}};
@@ -204,7 +205,8 @@ void RunScenario(const fs::path& file) {
   const YAML::Node expect = doc["expect"];
   ASSERT_TRUE(expect.IsMap()) << "a scenario says what it expects";
   std::map<std::int64_t, const Placement*> placed;
-  for (const auto& p : plan.placements) placed[p.job_id] = &p;
+  std::map<std::int64_t, const Placement*> moved;
+  for (const auto& p : plan.placements) (p.moved ? moved : placed)[p.job_id] = &p;
   std::map<std::int64_t, const PendingDecision*> waiting;
   for (const auto& d : plan.pending) waiting[d.job_id] = &d;
 
@@ -223,6 +225,23 @@ void RunScenario(const fs::path& file) {
       }
     }
     for (const auto& [id, p] : placed) EXPECT_TRUE(want.contains(id)) << "job " << id << " placed";
+  }
+  if (auto e = expect["moved"]) {  // {job: [node of replica 0, ...]}
+    std::set<std::int64_t> want;
+    for (auto it = e.begin(); it != e.end(); ++it) {
+      auto id = it->first.as<std::int64_t>();
+      want.insert(id);
+      ASSERT_TRUE(moved.contains(id)) << "job " << id << " should be moved";
+      std::vector<std::string> nodes;
+      for (const auto& rp : moved[id]->replicas) nodes.push_back(rp.node);
+      EXPECT_EQ(nodes, it->second.as<std::vector<std::string>>()) << "job " << id;
+    }
+    for (const auto& [id, p] : moved) EXPECT_TRUE(want.contains(id)) << "job " << id << " moved";
+  }
+  if (expect["placed"] || expect["moved"] || expect["no_moves"]) {
+    for (const auto& [id, p] : moved) {
+      EXPECT_TRUE(expect["moved"] && expect["moved"][id]) << "job " << id << " moved";
+    }
   }
   if (auto e = expect["gpus"]) {  // {job: [[indices of replica 0], ...]}
     for (auto it = e.begin(); it != e.end(); ++it) {

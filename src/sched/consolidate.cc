@@ -1,0 +1,277 @@
+// Consolidation: a waiting gang that fits nowhere as the GPUs lie may have
+// running jobs that checkpoint moved elsewhere in the same plan (policy
+// `consolidation`). Like reclaim and preemption, every try runs inside the
+// cluster's statement and is rolled back unless the gang and every moved job
+// fit and pass quota; the moves that turn out unnecessary are dropped.
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include "sched/cycle.h"
+
+namespace berth::sched {
+namespace {
+
+// GPUs a running job holds on node `name`.
+std::uint32_t GpusOn(const RunningJob& r, std::string_view name) {
+  std::uint32_t n = 0;
+  for (const auto& rp : r.replicas) {
+    if (rp.node == name) n += static_cast<std::uint32_t>(rp.gpu_indices.size());
+  }
+  return n;
+}
+
+// Rooms tried one at a time before the moves of several rooms are combined.
+constexpr std::size_t kMaxRooms = 16;
+
+}  // namespace
+
+void Cycle::FindMovable() {
+  if (movable_built_) return;
+  movable_built_ = true;
+  movable_on_.assign(cluster_.nodes().size(), {});
+  for (std::size_t i = 0; i < s_.running.size(); ++i) {
+    const RunningJob& r = s_.running[i];
+    if (!r.checkpoints || !running_queue_[i] || r.resources.gpus == 0 ||
+        model::IsSlice(r.resources)) {
+      continue;
+    }
+    if (!EffectivePreemptible(s_.policy, &book_.queue(*running_queue_[i]), r.priority,
+                              r.preemptible)) {
+      continue;
+    }
+    for (std::size_t n : running_nodes_[i]) {
+      if (movable_on_[n].empty()) movable_nodes_.push_back(n);
+      movable_on_[n].push_back(i);
+    }
+  }
+  std::sort(movable_nodes_.begin(), movable_nodes_.end());
+}
+
+bool Cycle::MayMove(const JobCtx& ctx, std::size_t i) const {
+  const RunningJob& r = s_.running[i];
+  return !evicted_[i] && PriorityValue(s_.policy, r.priority) <= ctx.priority &&
+         s_.now_ms - r.started_at_ms >= s_.policy.min_runtime_ms;
+}
+
+const JobCtx& Cycle::MoverCtx(std::size_t i) {
+  if (auto it = movers_.find(i); it != movers_.end()) return it->second;
+  const RunningJob& r = s_.running[i];
+  PendingJob& p = mover_jobs_.emplace_back();
+  p.id = r.id;
+  p.tenant = r.tenant;
+  p.queue = r.queue;
+  p.priority = r.priority;
+  p.submitted_at_ms = r.submitted_at_ms;
+  p.replicas = static_cast<std::uint32_t>(r.replicas.size());
+  p.resources = r.resources;
+  p.preemptible = r.preemptible;
+  p.node_selector = r.node_selector;
+  p.tolerations = r.tolerations;
+  p.pool = r.pool;
+  p.topology = r.topology;
+  p.max_runtime_ms = r.max_runtime_ms;
+  return movers_.emplace(i, Resolve(p)).first->second;
+}
+
+bool Cycle::PlaceByMoving(const JobCtx& ctx) {
+  move_relief_ = {};
+  const auto& cfg = s_.policy.consolidation;
+  const auto& res = ctx.shape.resources;
+  if (!cfg.enabled || cfg.max_moves <= 0 || res.gpus == 0 || model::IsSlice(res)) return false;
+  FindMovable();
+  // Nothing in the cluster checkpoints: nothing to say either.
+  if (movable_nodes_.empty()) return false;
+  // Moves only rearrange GPUs: the free ones must add up to the gang.
+  if (cluster_.FreeGpus() < std::uint64_t{res.gpus} * ctx.shape.replicas) return false;
+  move_relief_.tried = true;
+  // Nodes the job may use where moving jobs off would give one replica
+  // room, fewest GPUs short first.
+  struct Room {
+    std::uint32_t short_by = 0;
+    std::size_t node = 0;
+    std::vector<std::size_t> jobs;  // movable here, least disruptive first
+  };
+  std::vector<Room> rooms;
+  std::set<std::size_t> movable;
+  for (std::size_t n : movable_nodes_) {
+    if (!cluster_.StaticCause(n, ctx.shape).empty()) continue;
+    const auto& name = cluster_.nodes()[n].name;
+    Room room{0, n, {}};
+    std::uint32_t could_free = 0;
+    for (std::size_t i : movable_on_[n]) {
+      if (!MayMove(ctx, i)) continue;
+      room.jobs.push_back(i);
+      movable.insert(i);
+      could_free += GpusOn(s_.running[i], name);
+    }
+    const std::uint32_t free = cluster_.FreeEligible(n, ctx.shape);
+    if (room.jobs.empty() || free >= res.gpus || free + could_free < res.gpus) continue;
+    room.short_by = res.gpus - free;
+    std::sort(room.jobs.begin(), room.jobs.end(), [&](std::size_t a, std::size_t b) {
+      const RunningJob& ra = s_.running[a];
+      const RunningJob& rb = s_.running[b];
+      return std::tuple(PriorityValue(s_.policy, ra.priority), WorkLostMs(ra), ra.id) <
+             std::tuple(PriorityValue(s_.policy, rb.priority), WorkLostMs(rb), rb.id);
+    });
+    rooms.push_back(std::move(room));
+  }
+  move_relief_.candidates = static_cast<std::int64_t>(movable.size());
+  if (rooms.empty()) return false;
+  std::sort(rooms.begin(), rooms.end(), [](const Room& a, const Room& b) {
+    return std::tie(a.short_by, a.node) < std::tie(b.short_by, b.node);
+  });
+
+  // Every try starts from here; the quota book is put back by its own log.
+  const std::size_t mark = cluster_.Mark();
+  std::vector<std::tuple<std::size_t, Usage, bool>> book_log;  // leaf, usage, added
+  auto undo = [&] {
+    cluster_.Rollback(mark);
+    for (auto it = book_log.rbegin(); it != book_log.rend(); ++it) {
+      auto& [leaf, usage, added] = *it;
+      if (added) {
+        book_.Remove(leaf, usage);
+      } else {
+        book_.Add(leaf, usage);
+      }
+    }
+    book_log.clear();
+  };
+  auto charge = [&](std::size_t leaf, const Usage& u, bool add) {
+    if (add) {
+      book_.Add(leaf, u);
+    } else {
+      book_.Remove(leaf, u);
+    }
+    book_log.emplace_back(leaf, u, add);
+  };
+  std::vector<ReplicaPlacement> placed_job;
+  std::vector<Move> moves;
+  // Stops `chosen`, places the gang, then every chosen job again, largest
+  // first. On success the state holds it all (quota charged).
+  auto attempt = [&](std::vector<std::size_t> chosen) {
+    undo();
+    moves.clear();
+    for (std::size_t v : chosen) {
+      cluster_.Release(s_.running[v]);
+      charge(*running_queue_[v], running_usage_[v], false);
+    }
+    HideReserved(EndOf(*ctx.job));
+    auto placed = cluster_.PlaceGang(ctx.shape, nullptr);
+    if (!placed) return false;
+    UnhideReserved();
+    Usage delta = UsageOf(cluster_, ctx.shape.resources, *placed);
+    if (book_.Check(*ctx.leaf, delta, ctx.preemptible)) return false;
+    charge(*ctx.leaf, delta, true);
+    placed_job = std::move(*placed);
+    std::stable_sort(chosen.begin(), chosen.end(), [&](std::size_t a, std::size_t b) {
+      return s_.running[a].resources.gpus * s_.running[a].replicas.size() >
+             s_.running[b].resources.gpus * s_.running[b].replicas.size();
+    });
+    for (std::size_t v : chosen) {
+      const JobCtx& m = MoverCtx(v);
+      if (!m.leaf) return false;
+      HideReserved(EndOf(*m.job));
+      auto again = cluster_.PlaceGang(m.shape, nullptr);
+      if (!again) return false;
+      UnhideReserved();
+      Usage d = UsageOf(cluster_, m.shape.resources, *again);
+      if (book_.Check(*m.leaf, d, m.preemptible)) return false;
+      charge(*m.leaf, d, true);
+      moves.push_back({v, std::move(*again)});
+    }
+    return true;
+  };
+
+  const auto max_moves = static_cast<std::size_t>(cfg.max_moves);
+  std::vector<std::size_t> chosen;
+  bool fits = false;
+  // One room at a time (a replica's worth of GPUs on one node), then, for
+  // gangs of several replicas, the rooms' jobs together.
+  for (std::size_t k = 0; k < rooms.size() && k < kMaxRooms && !fits; ++k) {
+    chosen.clear();
+    for (std::size_t i : rooms[k].jobs) {
+      if (chosen.size() == max_moves) break;
+      chosen.push_back(i);
+      if (attempt(chosen)) {
+        fits = true;
+        break;
+      }
+    }
+  }
+  if (!fits && ctx.shape.replicas > 1) {
+    chosen.clear();
+    for (std::size_t k = 0; k < rooms.size() && !fits && chosen.size() < max_moves; ++k) {
+      for (std::size_t i : rooms[k].jobs) {
+        if (chosen.size() == max_moves) break;
+        if (std::find(chosen.begin(), chosen.end(), i) != chosen.end()) continue;
+        chosen.push_back(i);
+        if (attempt(chosen)) {
+          fits = true;
+          break;
+        }
+      }
+    }
+  }
+  if (!fits) {
+    undo();
+    moves.clear();
+    return false;
+  }
+  // Drop moves the placement does not need, latest-chosen first: a job that
+  // went back where it was, or whose GPUs the gang did not take.
+  for (std::size_t i = chosen.size(); i-- > 0;) {
+    if (chosen.size() == 1) break;  // the gang did not fit without moves
+    std::vector<std::size_t> fewer = chosen;
+    fewer.erase(fewer.begin() + static_cast<std::ptrdiff_t>(i));
+    if (attempt(fewer)) chosen = std::move(fewer);
+  }
+  if (!attempt(chosen)) {  // cannot happen: `chosen` fitted before
+    undo();
+    return false;
+  }
+  book_log.clear();  // the moves stay, charged
+  CommitMoves(ctx, std::move(placed_job), std::move(moves));
+  return true;
+}
+
+void Cycle::CommitMoves(const JobCtx& ctx, std::vector<ReplicaPlacement> replicas,
+                        std::vector<Move> moves) {
+  Commit(ctx, std::move(replicas), Usage{}, {}, EvictionCause::kMove);  // quota already charged
+  const std::size_t job_placement = plan_.placements.size() - 1;
+  for (auto& m : moves) {
+    const RunningJob& r = s_.running[m.running];
+    evicted_[m.running] = true;
+    Eviction e;
+    e.job_id = r.id;
+    e.by_job = ctx.job->id;
+    e.by_queue = ctx.path;
+    e.cause = EvictionCause::kMove;
+    e.work_lost_ms = WorkLostMs(r);
+    e.reason.code = model::ReasonCode::kMoved;
+    e.reason.counts[std::string(model::kByJob)] = ctx.job->id;
+    e.reason.counts[std::string(model::kWorkLostMs)] = e.work_lost_ms;
+    e.reason.detail = ctx.path;
+    e.moved_from = r.replicas;
+    e.moved_to = m.replicas;
+    plan_.evictions.push_back(std::move(e));
+    plan_.placements[job_placement].after_evicting.push_back(r.id);
+    if (r.max_runtime_ms <= 0) {
+      for (std::size_t n : running_nodes_[m.running]) std::erase(unlimited_on_[n], r.id);
+    }
+    // Its new place counts as started now, as any placement of this cycle.
+    const JobCtx& mc = MoverCtx(m.running);
+    const TimeMs end = EndOf(*mc.job);
+    Started st{end, plan_.placements.size(), r.resources, r.id, {}};
+    for (const auto& rp : m.replicas) {
+      auto n = NodeIndex(rp.node);
+      if (!n || std::find(st.nodes.begin(), st.nodes.end(), *n) != st.nodes.end()) continue;
+      st.nodes.push_back(*n);
+      if (end == kNever && !rp.gpu_indices.empty()) unlimited_on_[*n].push_back(r.id);
+    }
+    started_.push_back(std::move(st));
+    plan_.placements.push_back(Placement{r.id, std::move(m.replicas), {r.id}, true});
+  }
+}
+
+}  // namespace berth::sched
