@@ -18,9 +18,9 @@
 namespace berth::model {
 namespace {
 
-constexpr std::array<std::string_view, 7> kTopFields{
-    "usage_half_life", "min_runtime", "pools", "priority_classes", "queues", "backfill",
-    "consolidation"};
+constexpr std::array<std::string_view, 7> kTopFields{"usage_half_life",  "min_runtime", "pools",
+                                                     "priority_classes", "queues",      "backfill",
+                                                     "consolidation"};
 constexpr std::array<std::string_view, 2> kBackfillFields{"enabled", "max_reservations"};
 constexpr std::array<std::string_view, 2> kConsolidationFields{"enabled", "max_moves"};
 constexpr std::array<std::string_view, 2> kPoolFields{"name", "selector"};

@@ -563,10 +563,11 @@ std::string ReliefZh(const Reason& r) {
             : fmt::format("抢占其队列中全部 {} 个低优先级作业也腾不出足够资源", it->second));
   }
   if (auto it = r.counts.find(kMoveCandidates); it != r.counts.end()) {
-    parts.push_back(it->second == 0
-                        ? std::string("没有可迁移的、会保存检查点的运行中作业来腾出位置")
-                        : fmt::format("在 {} 个会保存检查点的运行中作业里最多迁移 {} 个也腾不出位置",
-                                      it->second, Count(r, kMaxMovesKey)));
+    parts.push_back(
+        it->second == 0
+            ? std::string("没有可迁移的、会保存检查点的运行中作业来腾出位置")
+            : fmt::format("在 {} 个会保存检查点的运行中作业里最多迁移 {} 个也腾不出位置",
+                          it->second, Count(r, kMaxMovesKey)));
   }
   if (auto young = Count(r, kEvictableAfterMinRuntime); young > 0) {
     parts.push_back(fmt::format("另有 {} 个作业在运行满策略的最短运行时间后可被驱逐，最早在 {} 后",

@@ -152,7 +152,7 @@ class Cycle {
   std::vector<Usage> running_usage_;
   std::map<std::size_t, std::vector<std::size_t>> running_by_leaf_;  // for preemption
   Plan plan_;
-  Relief relief_[2];  // by EvictionCause, for the job Decide() is deciding
+  Relief relief_[2];    // by EvictionCause, for the job Decide() is deciding
   Relief move_relief_;  // consolidation, for the same job
 
   // Consolidation: running jobs that may be moved, by node, built on first use.

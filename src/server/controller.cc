@@ -227,12 +227,25 @@ Status Controller::RunPass() {
       BERTH_RETURN_IF_ERROR(RecoverEvictions(*active));
       evictions_recovered_ = true;
     }
+    auto moved = ApplyHeldMoves(*active, *nodes, ready, *pending, (*policy)->version, now);
+    if (!moved) return std::unexpected(moved.error());
+    if (*moved) {
+      active = store_.ActiveRuns();
+      if (!active) return std::unexpected(active.error());
+      pending = store_.PendingJobs();
+      if (!pending) return std::unexpected(pending.error());
+    }
     // A job whose evictions are still stopping is left out: it is already
-    // promised their GPUs, and looking at it again would evict more.
+    // promised their GPUs, and looking at it again would evict more. So is a
+    // moved job that stopped before the others of its move.
     std::set<std::int64_t> still_active;
     for (const auto& run : *active) still_active.insert(run.job_id);
+    std::set<std::int64_t> movers;
+    for (const auto& [job, held] : held_moves_)
+      movers.insert(held.movers.begin(), held.movers.end());
     std::vector<store::JobRecord> schedulable;
     for (auto& job : *pending) {
+      if (movers.contains(job.id)) continue;
       auto it = awaiting_evictions_.find(job.id);
       if (it != awaiting_evictions_.end()) {
         bool waiting = std::any_of(it->second.begin(), it->second.end(),
@@ -251,11 +264,28 @@ Status Controller::RunPass() {
     SnapshotInputs inputs{now, &*nodes, &ready, &*active, &schedulable, &(*policy)->policy, &usage};
     auto snap = BuildSnapshot(inputs, [this](std::int64_t id) { return SpecOf(id); });
     if (!snap) return std::unexpected(snap.error());
+    // GPUs promised to a consolidation in flight are nobody else's.
+    for (const auto& [job, held] : held_moves_) {
+      for (const auto& p : held.placements) {
+        for (const auto& rp : p.replicas) {
+          auto n = std::lower_bound(
+              snap->nodes.begin(), snap->nodes.end(), rp.node,
+              [](const sched::NodeView& v, const std::string& name) { return v.name < name; });
+          if (n == snap->nodes.end() || n->name != rp.node) continue;
+          for (auto& g : n->gpus) {
+            if (std::find(rp.gpu_indices.begin(), rp.gpu_indices.end(), g.index) !=
+                rp.gpu_indices.end()) {
+              g.free = false;
+            }
+          }
+        }
+      }
+    }
     sched::Plan plan = scheduler_.Schedule(*snap);
     HoldPlacementsBehindEvictions(plan);
     BERTH_RETURN_IF_ERROR(store_.EvictJobs(plan.evictions, now));
     BERTH_RETURN_IF_ERROR(store_.ApplyPlan(plan, *nodes, (*policy)->version, now));
-    if (!plan.placements.empty() || !plan.evictions.empty()) {
+    if (*moved || !plan.placements.empty() || !plan.evictions.empty()) {
       active = store_.ActiveRuns();
       if (!active) return std::unexpected(active.error());
       // Runs placed just now are known when they end, even before the next pass.
@@ -313,9 +343,15 @@ Status Controller::ObserveRuns(TimeMs now, std::int64_t half_life_ms,
 // waits with a reason naming them, and a later pass places it once they are
 // free, in priority order as before.
 void Controller::HoldPlacementsBehindEvictions(sched::Plan& plan) {
-  // Only the pass thread (under pass_mu_) touches awaiting_evictions_.
+  // Only the pass thread (under pass_mu_) touches awaiting_evictions_ and
+  // held_moves_.
+  std::map<std::int64_t, sched::Placement> moved;  // by the moved job
+  for (auto& p : plan.placements) {
+    if (p.moved) moved.emplace(p.job_id, std::move(p));
+  }
   std::vector<sched::Placement> now;
   for (auto& p : plan.placements) {
+    if (p.moved) continue;
     if (p.after_evicting.empty()) {
       now.push_back(std::move(p));
       continue;
@@ -323,19 +359,89 @@ void Controller::HoldPlacementsBehindEvictions(sched::Plan& plan) {
     model::Reason reason{model::ReasonCode::kWaitingForEvictions,
                          {{"evictions", static_cast<std::int64_t>(p.after_evicting.size())}},
                          {}};
+    HeldMove held;
     for (auto id : p.after_evicting) {
       reason.detail += fmt::format("{}job {}", reason.detail.empty() ? "" : ", ", id);
+      if (auto m = moved.find(id); m != moved.end()) {
+        reason.detail += fmt::format(" (moving to {})", m->second.replicas.front().node);
+        held.movers.push_back(id);
+      }
     }
     plan.pending.push_back({p.job_id, std::move(reason)});
     awaiting_evictions_[p.job_id] = p.after_evicting;
+    if (!held.movers.empty()) {
+      held.placements.push_back(std::move(p));
+      for (auto id : held.movers) held.placements.push_back(std::move(moved.at(id)));
+      held_moves_[held.placements.front().job_id] = std::move(held);
+    }
   }
   plan.placements = std::move(now);
+}
+
+Result<bool> Controller::ApplyHeldMoves(const std::vector<store::RunRecord>& active,
+                                        const std::vector<store::NodeRecord>& nodes,
+                                        const std::map<std::string, bool>& ready,
+                                        const std::vector<store::JobRecord>& pending,
+                                        std::int64_t policy_version, TimeMs now) {
+  if (held_moves_.empty()) return false;
+  std::set<std::int64_t> running;
+  std::set<std::pair<std::string, std::uint32_t>> busy;  // GPUs active runs hold
+  for (const auto& run : active) {
+    running.insert(run.job_id);
+    for (auto g : run.gpu_indices) busy.emplace(run.node, g);
+  }
+  std::set<std::int64_t> waiting;
+  for (const auto& job : pending) waiting.insert(job.id);
+  auto usable = [&](const sched::Placement& p) {
+    if (!waiting.contains(p.job_id)) return false;  // cancelled, or finished before it stopped
+    return std::all_of(p.replicas.begin(), p.replicas.end(), [&](const auto& rp) {
+      auto r = ready.find(rp.node);
+      if (r == ready.end() || !r->second) return false;
+      return std::none_of(rp.gpu_indices.begin(), rp.gpu_indices.end(), [&](std::uint32_t g) {
+        return busy.contains({rp.node, g});
+      });
+    });
+  };
+  bool placed = false;
+  for (auto it = held_moves_.begin(); it != held_moves_.end();) {
+    HeldMove& held = it->second;
+    if (std::any_of(held.movers.begin(), held.movers.end(),
+                    [&](std::int64_t m) { return running.contains(m); })) {
+      ++it;
+      continue;
+    }
+    sched::Plan plan;
+    if (usable(held.placements.front())) {
+      for (auto& p : held.placements) {
+        if (!usable(p)) {
+          spdlog::info("job {} is not placed as its move planned; it is scheduled afresh",
+                       p.job_id);
+          continue;
+        }
+        p.after_evicting.clear();
+        p.moved = false;
+        plan.placements.push_back(std::move(p));
+      }
+    } else {
+      spdlog::info(
+          "job {}'s place is no longer free; it and the jobs moved for it are "
+          "scheduled afresh",
+          it->first);
+    }
+    awaiting_evictions_.erase(it->first);
+    it = held_moves_.erase(it);
+    if (plan.placements.empty()) continue;
+    BERTH_RETURN_IF_ERROR(store_.ApplyPlan(plan, nodes, policy_version, now));
+    placed = true;
+  }
+  return placed;
 }
 
 Status Controller::RecoverEvictions(const std::vector<store::RunRecord>& active) {
   std::set<std::int64_t> victims;
   for (const auto& run : active) {
-    if (run.stop_requested && (run.stopped_for == "preempted" || run.stopped_for == "reclaimed")) {
+    if (run.stop_requested && (run.stopped_for == "preempted" || run.stopped_for == "reclaimed" ||
+                               run.stopped_for == "moved")) {
       victims.insert(run.job_id);
     }
   }
@@ -343,8 +449,10 @@ Status Controller::RecoverEvictions(const std::vector<store::RunRecord>& active)
     auto job = store_.GetJob(victim);
     if (!job) return std::unexpected(job.error());
     const auto& r = job->reason;
-    if (r.code != model::ReasonCode::kPreempted && r.code != model::ReasonCode::kReclaimed)
+    if (r.code != model::ReasonCode::kPreempted && r.code != model::ReasonCode::kReclaimed &&
+        r.code != model::ReasonCode::kMoved) {
       continue;
+    }
     auto by = r.counts.find(model::kByJob);
     if (by == r.counts.end()) continue;
     awaiting_evictions_[by->second].push_back(victim);
@@ -370,13 +478,17 @@ berth::v1::StartRun Controller::StartOrder(const store::RunRecord& run,
   env["BERTH_QUEUE"] = spec.queue;
   env["BERTH_REPLICA"] = std::to_string(run.replica);
   env["BERTH_REPLICAS"] = std::to_string(spec.replicas);
+  // Attempts count from 1; every placement after an eviction, a move or a
+  // retry is a restart.
+  env["BERTH_RESTART_COUNT"] = std::to_string(run.attempt > 0 ? run.attempt - 1 : 0);
+  if (!spec.checkpoint.dir.empty()) env["BERTH_CHECKPOINT_DIR"] = spec.checkpoint.dir;
   o.set_working_dir(spec.working_dir);
   for (auto idx : run.gpu_indices) o.add_gpu_indices(idx);
   for (const auto& u : run.gpu_uuids) o.add_gpu_uuids(u);
   o.set_gpu_share_millis(run.gpu_share_millis);
   o.set_gpu_share_bytes(run.gpu_share_bytes);
   o.set_max_runtime_ms(spec.max_runtime_ms);
-  o.set_grace_ms(options_.stop_grace_ms);
+  o.set_grace_ms(spec.checkpoint.grace_ms > 0 ? spec.checkpoint.grace_ms : options_.stop_grace_ms);
   return o;
 }
 

@@ -97,6 +97,14 @@ class Controller {
   Status CheckLeases(TimeMs now);
   Status Dispatch(const std::vector<store::RunRecord>& active);
   void HoldPlacementsBehindEvictions(sched::Plan& plan);
+  // Consolidations whose moved jobs have all stopped: their planned
+  // placements are applied as planned (what is still valid of them). Returns
+  // whether anything was placed.
+  Result<bool> ApplyHeldMoves(const std::vector<store::RunRecord>& active,
+                              const std::vector<store::NodeRecord>& nodes,
+                              const std::map<std::string, bool>& ready,
+                              const std::vector<store::JobRecord>& pending,
+                              std::int64_t policy_version, TimeMs now);
   // After a restart: which pending jobs wait for victims still stopping, from
   // the victims' runs (stopped for preemption or reclaim) and their reasons.
   Status RecoverEvictions(const std::vector<store::RunRecord>& active);
@@ -118,6 +126,16 @@ class Controller {
   // by pass_mu_. Lost on restart: a pass may then pick victims afresh.
   std::map<std::int64_t, std::vector<std::int64_t>> awaiting_evictions_;
   bool evictions_recovered_ = false;  // awaiting_evictions_ rebuilt after a start
+  // Consolidations in flight, by the job they make room for: its placement
+  // and the moved jobs' new ones, applied together once every moved job has
+  // stopped; until then no other job is placed on those GPUs. Guarded by
+  // pass_mu_. Lost on restart: the job still waits for the moved jobs to
+  // stop (RecoverEvictions), then all of them are placed afresh.
+  struct HeldMove {
+    std::vector<std::int64_t> movers;
+    std::vector<sched::Placement> placements;  // the job's first
+  };
+  std::map<std::int64_t, HeldMove> held_moves_;
   // Decayed usage for fair share (pass thread only): the ledger, whether it
   // has been built from history, and the runs active at the last pass, so
   // that a run is folded in once when it is seen to have ended.

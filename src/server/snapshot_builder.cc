@@ -90,6 +90,17 @@ Result<sched::Snapshot> BuildSnapshot(const SnapshotInputs& in, const SpecLookup
       job.resources = spec->resources;
       job.max_runtime_ms = spec->max_runtime_ms;
       job.started_at_ms = run.started_at_ms.value_or(in.now_ms);
+      job.checkpoints = spec->checkpoint.enabled;
+      job.node_selector = spec->node_selector;
+      job.tolerations = spec->tolerations;
+      job.pool = spec->pool;
+      job.topology = spec->topology;
+    }
+    if (run.stop_requested) {
+      // Already stopping (cancelled, evicted or moved): its GPUs are spoken
+      // for until it exits, and no plan may evict or move it again.
+      job.preemptible = false;
+      job.checkpoints = false;
     }
     // Work lost counts from the earliest replica start; checkpoints arrive
     // with the training-jobs work (last_checkpoint_ms stays 0 until then).

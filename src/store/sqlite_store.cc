@@ -831,7 +831,9 @@ Status SqliteStore::SettleJob(const JobRecord& job, TimeMs now) {
     if (r.state != model::RunState::kExited) return Ok();  // still running
     if (r.stopped_for == "max_runtime" && max_runtime == nullptr) max_runtime = &r;
     if (r.stopped_for == "lost" && lost == nullptr) lost = &r;
-    if ((r.stopped_for == "preempted" || r.stopped_for == "reclaimed") && evicted == nullptr) {
+    if ((r.stopped_for == "preempted" || r.stopped_for == "reclaimed" ||
+         r.stopped_for == "moved") &&
+        evicted == nullptr) {
       evicted = &r;
     }
     if (!r.start_error.empty() && r.stopped_for != "lost" && start_error == nullptr) {
@@ -858,6 +860,11 @@ Status SqliteStore::SettleJob(const JobRecord& job, TimeMs now) {
     auto st = db_.Prepare("UPDATE jobs SET state='Pending', started_ms=NULL WHERE id=?");
     if (!st) return std::unexpected(st.error());
     BERTH_RETURN_IF_ERROR(st->Bind(1, job.id).Run());
+    if (evicted->stopped_for == "moved") {
+      return AddEvent(job.id, now, model::JobState::kPending, "Requeued",
+                      "every replica stopped for the move; it restarts on the GPUs planned for "
+                      "it");
+    }
     return AddEvent(job.id, now, model::JobState::kPending, "Requeued",
                     fmt::format("every replica stopped after it was {}; waiting to be placed again",
                                 evicted->stopped_for));
@@ -1069,6 +1076,20 @@ Result<std::vector<NodeRecord>> SqliteStore::ListNodes() {
   return out;
 }
 
+namespace {
+
+// "node-a GPUs [0,1]; node-b GPUs [2]".
+std::string Where(const std::vector<sched::ReplicaPlacement>& replicas) {
+  std::string out;
+  for (const auto& r : replicas) {
+    out += fmt::format("{}{} GPUs [{}]", out.empty() ? "" : "; ", r.node,
+                       fmt::join(r.gpu_indices, ","));
+  }
+  return out;
+}
+
+}  // namespace
+
 Status SqliteStore::EvictJobs(const std::vector<sched::Eviction>& evictions, TimeMs now) {
   if (evictions.empty()) return Ok();
   std::lock_guard lock(mu_);
@@ -1079,7 +1100,9 @@ Status SqliteStore::EvictJobs(const std::vector<sched::Eviction>& evictions, Tim
     if (!job) return std::unexpected(job.error());
     // Finished or cancelled since the snapshot: nothing to evict.
     if (!*job || model::IsTerminal((*job)->state) || (*job)->cancel_requested) continue;
-    std::string why = e.cause == sched::EvictionCause::kPreempt ? "preempted" : "reclaimed";
+    std::string why = e.cause == sched::EvictionCause::kPreempt ? "preempted"
+                      : e.cause == sched::EvictionCause::kMove  ? "moved"
+                                                                : "reclaimed";
     auto stop = db_.Prepare(
         "UPDATE runs SET stop_requested=1, stopped_for=? "
         "WHERE job_id=? AND state IN ('Starting','Running') AND stop_requested=0");
@@ -1088,6 +1111,22 @@ Status SqliteStore::EvictJobs(const std::vector<sched::Eviction>& evictions, Tim
     auto reason = db_.Prepare("UPDATE jobs SET reason=? WHERE id=?");
     if (!reason) return std::unexpected(reason.error());
     BERTH_RETURN_IF_ERROR(reason->Bind(1, ReasonText(e.reason)).Bind(2, e.job_id).Run());
+    if (e.cause == sched::EvictionCause::kMove) {
+      // Both timelines say what moves where, and for whom.
+      BERTH_RETURN_IF_ERROR(AddEvent(e.job_id, now, (*job)->state, "Moving",
+                                     fmt::format("{}; from {} to {}", model::RenderReason(e.reason),
+                                                 Where(e.moved_from), Where(e.moved_to))));
+      auto by = LoadJob(e.by_job, false);
+      if (!by) return std::unexpected(by.error());
+      if (*by) {
+        BERTH_RETURN_IF_ERROR(AddEvent(
+            e.by_job, now, (*by)->state, "Consolidating",
+            fmt::format("moving job {} from {} to {} so that this job's replicas fit; about {} s "
+                        "of its work since its last checkpoint is lost",
+                        e.job_id, Where(e.moved_from), Where(e.moved_to), e.work_lost_ms / 1000)));
+      }
+      continue;
+    }
     BERTH_RETURN_IF_ERROR(
         AddEvent(e.job_id, now, (*job)->state,
                  e.cause == sched::EvictionCause::kPreempt ? "Preempting" : "Reclaiming",

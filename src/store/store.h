@@ -37,7 +37,8 @@ struct RunRecord {
   std::optional<TimeMs> finished_at_ms;
   std::optional<std::int32_t> exit_code;
   std::optional<std::int32_t> signal;
-  std::string stopped_for;  // "", "cancelled", "max_runtime", "gang"
+  std::string stopped_for;  // "", "cancelled", "max_runtime", "gang", "preempted", "reclaimed",
+                            // "moved", "lost"
   std::string start_error;
   bool stop_requested = false;  // berthd wants this run stopped
 };
@@ -193,8 +194,9 @@ class Store {
   [[nodiscard]] virtual Result<std::optional<RunRecord>> GetRun(const std::string& run_id) = 0;
   // Runs that started and finished at or after `since`, oldest first.
   [[nodiscard]] virtual Result<std::vector<RunUsage>> FinishedRunsSince(TimeMs since) = 0;
-  // Stops every active run of each evicted job (stopped_for "preempted" or
-  // "reclaimed") and records the decision in its timeline. When its runs
+  // Stops every active run of each evicted job (stopped_for "preempted",
+  // "reclaimed" or "moved") and records the decision in its timeline (a move
+  // also in the timeline of the job it makes room for). When its runs
   // have exited the job returns to Pending with the eviction as its reason,
   // and its next placement is a new attempt.
   [[nodiscard]] virtual Status EvictJobs(const std::vector<sched::Eviction>& evictions,

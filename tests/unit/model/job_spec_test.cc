@@ -125,7 +125,27 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"name: a\ncommand: [x]\nresources: {gpu_share: 0Gi}\n", "resources.gpu_share",
                 "larger than zero"},
         BadCase{"name: a\ncommand: [x]\nresources: {gpu_share: [0.5]}\n", "resources.gpu_share",
-                "string"}));
+                "string"},
+        BadCase{"name: a\ncommand: [x]\ncheckpoint: /ckpt\n", "checkpoint", "mapping"},
+        BadCase{"name: a\ncommand: [x]\ncheckpoint: {dir: ckpt}\n", "checkpoint.dir", "absolute"},
+        BadCase{"name: a\ncommand: [x]\ncheckpoint: {grace: 2h}\n", "checkpoint.grace",
+                "between 1s and 1h"},
+        BadCase{"name: a\ncommand: [x]\ncheckpoint: {signal: USR1}\n", "checkpoint.signal",
+                "allowed"}));
+
+TEST(JobSpec, CheckpointBlockDeclaresAJobThatSavesItsWork) {
+  auto none = ParseJobSpec("name: a\ncommand: [x]\n");
+  ASSERT_TRUE(none.has_value());
+  EXPECT_FALSE(none->checkpoint.enabled);
+  auto spec = ParseJobSpec("name: a\ncommand: [x]\ncheckpoint: {dir: /ckpt/a, grace: 2m}\n");
+  ASSERT_TRUE(spec.has_value()) << spec.error().field << ": " << spec.error().message;
+  EXPECT_EQ(spec->checkpoint, (Checkpoint{true, 120'000, "/ckpt/a"}));
+  auto bare = ParseJobSpec("name: a\ncommand: [x]\ncheckpoint: {}\n");
+  ASSERT_TRUE(bare.has_value());
+  EXPECT_EQ(bare->checkpoint, (Checkpoint{true, 0, ""}));
+  EXPECT_EQ(JobSpecFromJson(ToJson(*spec)).checkpoint, spec->checkpoint);
+  EXPECT_EQ(JobSpecFromJson(ToJson(*none)).checkpoint, none->checkpoint);
+}
 
 TEST(JobSpec, GpuShareIsAFractionOrAMemorySize) {
   auto frac = ParseJobSpec("name: a\ncommand: [x]\nresources: {gpu_share: 0.25}\n");

@@ -95,6 +95,26 @@ TEST(Policy, BackfillDefaultsOnAndRoundTrips) {
   EXPECT_EQ(PolicyToYaml(*back), text);
 }
 
+TEST(Policy, ConsolidationDefaultsOnAndRoundTrips) {
+  auto d = ParsePolicy("min_runtime: 5m\n");
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->consolidation, (Consolidation{true, 4}));
+  EXPECT_EQ(DefaultPolicy().consolidation, d->consolidation);
+  auto p = ParsePolicy("consolidation: {enabled: false, max_moves: 2}\n");
+  ASSERT_TRUE(p.has_value()) << p.error().field << ": " << p.error().message;
+  EXPECT_EQ(p->consolidation, (Consolidation{false, 2}));
+  std::string text = PolicyToYaml(*p);
+  auto back = ParsePolicy(text);
+  ASSERT_TRUE(back.has_value()) << back.error().message << "\n" << text;
+  EXPECT_EQ(back->consolidation, p->consolidation);
+  auto bad = ParsePolicy("consolidation: {max_moves: 100}\n");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().field, "consolidation.max_moves");
+  bad = ParsePolicy("consolidation: {moves: 1}\n");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().field, "consolidation.moves");
+}
+
 TEST(Policy, DefaultIsOneUnlimitedQueue) {
   Policy p = DefaultPolicy();
   const QueuePolicy* q = p.FindQueue("default/default");

@@ -129,6 +129,26 @@ TEST(ReasonZhTest, FragmentedPreemptedReclaimed) {
   std::string zh = RenderReason(rec, Lang::kZh);
   ExpectHasAll(zh, {"队列 nlp/default", "作业 7", "1200 秒", "收回"});
   EXPECT_NE(zh, RenderReason(rec, Lang::kEn));
+
+  Reason moved{ReasonCode::kMoved,
+               {{std::string(kByJob), 9}, {std::string(kWorkLostMs), 90'000}},
+               "vision/train"};
+  ExpectHasAll(RenderReason(moved), {"moved", "job 9", "vision/train", "90 s", "restarts"});
+  ExpectHasAll(RenderReason(moved, Lang::kZh), {"迁移", "作业 9", "vision/train", "90 秒"});
+}
+
+TEST(ReasonTest, SaysWhetherMovingJobsCouldMakeRoom) {
+  Reason r{ReasonCode::kFragmented,
+           {{std::string(kFreeGpus), 8},
+            {std::string(kNeededGpus), 8},
+            {std::string(kLargestFree), 4},
+            {std::string(kMoveCandidates), 3},
+            {std::string(kMaxMovesKey), 2}},
+           {}};
+  ExpectHasAll(RenderReason(r), {"moving up to 2 of the 3 running job(s) that checkpoint"});
+  ExpectHasAll(RenderReason(r, Lang::kZh), {"3 个会保存检查点", "最多迁移 2 个"});
+  r.counts[std::string(kMoveCandidates)] = 0;
+  ExpectHasAll(RenderReason(r), {"no running job that checkpoints could be moved"});
 }
 
 TEST(ReasonZhTest, EveryCodeHasAChineseSentenceDifferentFromEnglish) {

@@ -1,0 +1,111 @@
+// Consolidation end to end: a 4-GPU job waits while 4 GPUs are free but
+// split over two nodes; berthd stops a 2-GPU job that checkpoints, starts it
+// again on the other node as planned (restart count 1, same checkpoint
+// directory), and the 4-GPU job gets a whole node. Both timelines say so.
+#include <fstream>
+#include <sstream>
+
+#include "integration/fixture.h"
+
+namespace berth::it {
+namespace {
+
+using nlohmann::json;
+
+std::vector<std::string> NodesOf(const json& job, int attempt) {
+  std::vector<std::string> out;
+  for (const auto& r : job["placement"]) {
+    if (r["attempt"].get<int>() == attempt) out.push_back(r["node"].get<std::string>());
+  }
+  return out;
+}
+
+TEST_F(IntegrationTest, AGangGetsAWholeNodeByMovingAJobThatCheckpoints) {
+  auto cluster = dir_ / "cluster.yaml";
+  WriteFile(cluster,
+            "nodes:\n"
+            "  - name: n1\n"
+            "    cpus: 16\n"
+            "    memory: 64Gi\n"
+            "    gpus: {model: H100-80GB, memory: 80Gi, count: 4}\n"
+            "  - name: n2\n"
+            "    cpus: 16\n"
+            "    memory: 64Gi\n"
+            "    gpus: {model: H100-80GB, memory: 80Gi, count: 4}\n");
+  BerthdOptions options = AllInOne({"--stop-grace", "10s"});
+  options.simulate = cluster;
+  Berthd& berthd = NewBerthd(options);
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  ASSERT_TRUE(berthd.WaitForNode("Ready", 20s));
+
+  const auto fill_done = dir_ / "fill-done";
+  const auto all_done = dir_ / "all-done";
+  const auto ckpt_dir = dir_ / "ckpt";
+  std::filesystem::create_directories(ckpt_dir);
+  auto wait_for = [](const std::filesystem::path& f) {
+    return Sh("trap 'exit 0' TERM; while [ ! -e " + f.string() + " ]; do sleep 0.1; done");
+  };
+  auto submit = [&](const std::string& name, std::vector<std::string> cmd,
+                    json extra = json::object()) {
+    std::string error;
+    auto id = berthd.Submit(JobSpecJson(name, std::move(cmd), 2, std::move(extra)), &error);
+    EXPECT_NE(id, 0) << error;
+    EXPECT_TRUE(berthd.WaitForState(id, "Running", 30s)) << berthd.Job(id).dump(2);
+    return id;
+  };
+  // Packing puts the first two on n1 and the next two on n2; the fillers
+  // then end, leaving two free GPUs on each node.
+  auto fill_a = submit("fill-a", wait_for(fill_done));
+  auto ckpt = submit("ckpt",
+                     Sh("echo restart=$BERTH_RESTART_COUNT dir=$BERTH_CHECKPOINT_DIR >> "
+                        "$BERTH_CHECKPOINT_DIR/attempts; trap 'exit 0' TERM; while [ ! -e " +
+                        all_done.string() + " ]; do sleep 0.1; done"),
+                     json{{"checkpoint", {{"dir", ckpt_dir.string()}, {"grace", "5s"}}}});
+  auto keep = submit("keep", wait_for(all_done));
+  auto fill_b = submit("fill-b", wait_for(fill_done));
+  ASSERT_EQ(NodesOf(berthd.Job(ckpt), 1), std::vector<std::string>{"n1"});
+  ASSERT_EQ(NodesOf(berthd.Job(keep), 1), std::vector<std::string>{"n2"});
+  WriteFile(fill_done, "");
+  for (auto id : {fill_a, fill_b}) {
+    ASSERT_TRUE(berthd.WaitForTerminal(id, 30s));
+    ASSERT_EQ(berthd.JobState(id), "Succeeded");
+  }
+
+  std::string error;
+  auto big = berthd.Submit(JobSpecJson("big", wait_for(all_done), 4), &error);
+  ASSERT_NE(big, 0) << error;
+  ASSERT_TRUE(berthd.WaitForState(big, "Running", 30s)) << berthd.Job(big).dump(2);
+  ASSERT_TRUE(berthd.WaitForState(ckpt, "Running", 30s)) << berthd.Job(ckpt).dump(2);
+
+  // The big job took n1 whole; the job that checkpoints moved to n2, and the
+  // job that does not checkpoint stayed where it was.
+  json big_job = berthd.Job(big);
+  json ckpt_job = berthd.Job(ckpt);
+  EXPECT_EQ(NodesOf(big_job, 1), std::vector<std::string>{"n1"}) << big_job.dump(2);
+  EXPECT_EQ(NodesOf(ckpt_job, 2), std::vector<std::string>{"n2"}) << ckpt_job.dump(2);
+  EXPECT_EQ(NodesOf(berthd.Job(keep), 1), std::vector<std::string>{"n2"});
+  EXPECT_EQ(berthd.JobState(keep), "Running");
+  EXPECT_EQ(CountEvents(ckpt_job, "Moving"), 1) << ckpt_job.dump(2);
+  EXPECT_EQ(CountEvents(big_job, "Consolidating"), 1) << big_job.dump(2);
+  EXPECT_EQ(CountEvents(berthd.Job(keep), "Moving"), 0);
+
+  // It ran again with the same checkpoint directory and restart count 1.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        std::ifstream in(ckpt_dir / "attempts");
+        std::stringstream text;
+        text << in.rdbuf();
+        return text.str().find("restart=1") != std::string::npos;
+      },
+      10s));
+  std::ifstream in(ckpt_dir / "attempts");
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(),
+            "restart=0 dir=" + ckpt_dir.string() + "\nrestart=1 dir=" + ckpt_dir.string() + "\n");
+  WriteFile(all_done, "");
+  for (auto id : {ckpt, keep, big}) ASSERT_TRUE(berthd.WaitForTerminal(id, 30s));
+}
+
+}  // namespace
+}  // namespace berth::it
