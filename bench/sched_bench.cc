@@ -10,9 +10,16 @@
 // jobs placed in the cycle count as started now); without it no job has one
 // and every estimate is "unknown".
 //
+// --fragmented starts from a used cluster instead: every node runs a 4-GPU
+// job that does not checkpoint and a 2-GPU job that does, leaving two GPUs
+// free; waiting 4-GPU jobs then fit only by moving a 2-GPU job
+// (consolidation), and 8-GPU ones not even so. It measures what trying to
+// make room costs a cycle.
+//
 // --size N P runs one size only (N nodes, P pending), e.g. under `perf stat`.
 //
-//   berth-sched-bench [--cycles K] [--quick] [--runtimes] [--max-reservations N] [--size N P]
+//   berth-sched-bench [--cycles K] [--quick] [--runtimes] [--fragmented]
+//                     [--max-reservations N] [--size N P]
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -32,6 +39,7 @@ using berth::sched::Snapshot;
 
 struct Options {
   bool runtimes = false;
+  bool fragmented = false;
   int max_reservations = -1;  // -1: the policy default
 };
 
@@ -58,6 +66,26 @@ Snapshot Build(int nodes, int pending, std::mt19937& rng, const Options& opt) {
       v.gpus.push_back(g);
     }
     s.nodes.push_back(std::move(v));
+  }
+  if (opt.fragmented) {
+    std::int64_t id = 100'000'000;
+    for (int n = 0; n < nodes; ++n) {
+      for (std::uint32_t first : {0U, 4U}) {
+        berth::sched::RunningJob r;
+        r.id = ++id;
+        r.tenant = "t" + std::to_string(n % 100);
+        r.queue = "q" + std::to_string(n % 5);
+        r.started_at_ms = s.now_ms - 3'600'000;
+        r.resources.gpus = first == 0 ? 4 : 2;
+        r.checkpoints = first == 4;
+        berth::sched::ReplicaPlacement rp{0, s.nodes[static_cast<std::size_t>(n)].name, {}};
+        for (std::uint32_t g = first; g < first + r.resources.gpus; ++g)
+          rp.gpu_indices.push_back(g);
+        r.replicas.push_back(rp);
+        berth::sched::HoldGpus(s.nodes, r.resources, r.replicas, true);
+        s.running.push_back(std::move(r));
+      }
+    }
   }
   berth::model::Policy p = berth::model::DefaultPolicy();
   std::int64_t per_tenant = std::int64_t{nodes} * 8 * 1000 / 100;
@@ -110,6 +138,7 @@ void Run(int nodes, int pending, int cycles, const Options& opt) {
   std::size_t placed = 0;
   std::size_t waiting = 0;
   std::size_t reserved = 0;
+  std::size_t moved = 0;
   for (int c = 0; c < cycles; ++c) {
     std::clock_t c0 = std::clock();
     auto t0 = std::chrono::steady_clock::now();
@@ -119,6 +148,8 @@ void Run(int nodes, int pending, int cycles, const Options& opt) {
     ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
     cpu_ms.push_back(1000.0 * static_cast<double>(c1 - c0) / CLOCKS_PER_SEC);
     placed = plan.placements.size();
+    moved = static_cast<std::size_t>(std::count_if(plan.placements.begin(), plan.placements.end(),
+                                                   [](const auto& p) { return p.moved; }));
     waiting = plan.pending.size();
     reserved = plan.reservations.size();
   }
@@ -131,9 +162,9 @@ void Run(int nodes, int pending, int cycles, const Options& opt) {
   std::printf(
       "%6d nodes x 8 GPUs, %6d pending: cycle p50 %9.1f ms  p99 %9.1f ms  cpu p50 %9.1f ms  "
       "(%d cycles)  placed %6zu  waiting %6zu  reserved %3zu  placements/s %9.0f  peak RSS %6ld "
-      "MiB\n",
+      "MiB  moved %zu\n",
       nodes, pending, p50, p99, cpu_ms[cpu_ms.size() / 2], cycles, placed, waiting, reserved,
-      p50 > 0 ? static_cast<double>(placed) / (p50 / 1000) : 0.0, ru.ru_maxrss / 1024);
+      p50 > 0 ? static_cast<double>(placed) / (p50 / 1000) : 0.0, ru.ru_maxrss / 1024, moved);
 }
 
 }  // namespace
@@ -152,6 +183,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--cycles") == 0 && i + 1 < argc) cycles = std::atoi(argv[++i]);
     if (std::strcmp(argv[i], "--quick") == 0) quick = true;
     if (std::strcmp(argv[i], "--runtimes") == 0) opt.runtimes = true;
+    if (std::strcmp(argv[i], "--fragmented") == 0) opt.fragmented = true;
     if (std::strcmp(argv[i], "--max-reservations") == 0 && i + 1 < argc) {
       opt.max_reservations = std::atoi(argv[++i]);
     }

@@ -22,7 +22,8 @@ constexpr std::array<std::string_view, 7> kTopFields{"usage_half_life",  "min_ru
                                                      "priority_classes", "queues",      "backfill",
                                                      "consolidation"};
 constexpr std::array<std::string_view, 2> kBackfillFields{"enabled", "max_reservations"};
-constexpr std::array<std::string_view, 2> kConsolidationFields{"enabled", "max_moves"};
+constexpr std::array<std::string_view, 3> kConsolidationFields{"enabled", "max_moves",
+                                                               "max_jobs_per_cycle"};
 constexpr std::array<std::string_view, 2> kPoolFields{"name", "selector"};
 constexpr std::array<std::string_view, 3> kClassFields{"name", "value", "preemptible"};
 constexpr std::array<std::string_view, 7> kQueueFields{
@@ -263,6 +264,11 @@ class Parser {
       auto v = Int(m, "consolidation.max_moves", 0, kMaxMoves);
       if (!v) return std::unexpected(v.error());
       p_.consolidation.max_moves = *v;
+    }
+    if (auto m = n["max_jobs_per_cycle"]) {
+      auto v = Int(m, "consolidation.max_jobs_per_cycle", 0, kMaxConsolidationJobsPerCycle);
+      if (!v) return std::unexpected(v.error());
+      p_.consolidation.max_jobs_per_cycle = *v;
     }
     return Ok();
   }
@@ -577,7 +583,8 @@ std::string PolicyToYaml(const Policy& p) {
       << YAML::Value << p.backfill.max_reservations << YAML::EndMap;
   out << YAML::Key << "consolidation" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key
       << "enabled" << YAML::Value << p.consolidation.enabled << YAML::Key << "max_moves"
-      << YAML::Value << p.consolidation.max_moves << YAML::EndMap;
+      << YAML::Value << p.consolidation.max_moves << YAML::Key << "max_jobs_per_cycle"
+      << YAML::Value << p.consolidation.max_jobs_per_cycle << YAML::EndMap;
   out << YAML::Key << "pools" << YAML::Value << YAML::BeginSeq;
   for (const auto& pool : p.pools) {
     out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << pool.name

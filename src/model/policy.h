@@ -91,9 +91,13 @@ inline constexpr std::int64_t kMaxReservations = 1000;
 struct Consolidation {
   bool enabled = true;
   std::int64_t max_moves = 4;  // per waiting job; 0 turns moving off too
+  // Waiting jobs tried per cycle, in the order they are decided: each try
+  // may cost a walk of the nodes, so this bounds the cycle's extra work.
+  std::int64_t max_jobs_per_cycle = 8;
   bool operator==(const Consolidation&) const = default;
 };
 inline constexpr std::int64_t kMaxMoves = 64;
+inline constexpr std::int64_t kMaxConsolidationJobsPerCycle = 1000;
 
 struct Policy {
   std::int64_t version = 0;  // assigned by the store when applied

@@ -21,8 +21,9 @@ std::uint32_t GpusOn(const RunningJob& r, std::string_view name) {
   return n;
 }
 
-// Rooms tried one at a time before the moves of several rooms are combined.
-constexpr std::size_t kMaxRooms = 16;
+// Nodes tried as the place for a replica, one at a time, before the moves
+// of several are combined (gangs of several replicas).
+constexpr std::size_t kMaxRooms = 8;
 
 }  // namespace
 
@@ -84,6 +85,10 @@ bool Cycle::PlaceByMoving(const JobCtx& ctx) {
   if (movable_nodes_.empty()) return false;
   // Moves only rearrange GPUs: the free ones must add up to the gang.
   if (cluster_.FreeGpus() < std::uint64_t{res.gpus} * ctx.shape.replicas) return false;
+  // Each try costs up to a walk of the nodes and a few dozen gang
+  // placements: the policy caps the tries per cycle, in fair-share order.
+  if (move_tries_ >= s_.policy.consolidation.max_jobs_per_cycle) return false;
+  ++move_tries_;
   move_relief_.tried = true;
   // Nodes the job may use where moving jobs off would give one replica
   // room, fewest GPUs short first.
@@ -94,10 +99,12 @@ bool Cycle::PlaceByMoving(const JobCtx& ctx) {
   };
   std::vector<Room> rooms;
   std::set<std::size_t> movable;
-  for (std::size_t n : movable_nodes_) {
-    if (!cluster_.StaticCause(n, ctx.shape).empty()) continue;
+  // Nodes short of a replica's GPUs, the most free first: the first rooms
+  // found need the fewest moves. At most kMaxRooms are tried.
+  cluster_.ForNodesBelow(res, res.gpus, [&](std::size_t n, std::uint32_t free) {
+    if (movable_on_[n].empty() || !cluster_.StaticCause(n, ctx.shape).empty()) return true;
     const auto& name = cluster_.nodes()[n].name;
-    Room room{0, n, {}};
+    Room room{res.gpus - free, n, {}};
     std::uint32_t could_free = 0;
     for (std::size_t i : movable_on_[n]) {
       if (!MayMove(ctx, i)) continue;
@@ -105,9 +112,7 @@ bool Cycle::PlaceByMoving(const JobCtx& ctx) {
       movable.insert(i);
       could_free += GpusOn(s_.running[i], name);
     }
-    const std::uint32_t free = cluster_.FreeEligible(n, ctx.shape);
-    if (room.jobs.empty() || free >= res.gpus || free + could_free < res.gpus) continue;
-    room.short_by = res.gpus - free;
+    if (room.jobs.empty() || free + could_free < res.gpus) return true;
     std::sort(room.jobs.begin(), room.jobs.end(), [&](std::size_t a, std::size_t b) {
       const RunningJob& ra = s_.running[a];
       const RunningJob& rb = s_.running[b];
@@ -115,12 +120,10 @@ bool Cycle::PlaceByMoving(const JobCtx& ctx) {
              std::tuple(PriorityValue(s_.policy, rb.priority), WorkLostMs(rb), rb.id);
     });
     rooms.push_back(std::move(room));
-  }
+    return rooms.size() < kMaxRooms;
+  });
   move_relief_.candidates = static_cast<std::int64_t>(movable.size());
   if (rooms.empty()) return false;
-  std::sort(rooms.begin(), rooms.end(), [](const Room& a, const Room& b) {
-    return std::tie(a.short_by, a.node) < std::tie(b.short_by, b.node);
-  });
 
   // Every try starts from here; the quota book is put back by its own log.
   const std::size_t mark = cluster_.Mark();
@@ -188,7 +191,7 @@ bool Cycle::PlaceByMoving(const JobCtx& ctx) {
   bool fits = false;
   // One room at a time (a replica's worth of GPUs on one node), then, for
   // gangs of several replicas, the rooms' jobs together.
-  for (std::size_t k = 0; k < rooms.size() && k < kMaxRooms && !fits; ++k) {
+  for (std::size_t k = 0; k < rooms.size() && !fits; ++k) {
     chosen.clear();
     for (std::size_t i : rooms[k].jobs) {
       if (chosen.size() == max_moves) break;

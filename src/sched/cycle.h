@@ -157,6 +157,7 @@ class Cycle {
 
   // Consolidation: running jobs that may be moved, by node, built on first use.
   bool movable_built_ = false;
+  std::int64_t move_tries_ = 0;  // waiting jobs consolidation tried to place
   std::vector<std::vector<std::size_t>> movable_on_;
   std::vector<std::size_t> movable_nodes_;  // nodes with any, ascending
   std::deque<PendingJob> mover_jobs_;       // what movers_' contexts point at

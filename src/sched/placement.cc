@@ -84,6 +84,34 @@ std::uint64_t Cluster::FreeGpus() const {
   return total;
 }
 
+void Cluster::ForNodesBelow(const model::Resources& r, std::uint32_t below,
+                            const std::function<bool(std::size_t, std::uint32_t)>& fn) const {
+  if (below == 0) return;
+  if (auto c = ClassOf(r)) {
+    const auto& buckets = by_free_[*c];
+    for (std::size_t f = std::min<std::size_t>(below, buckets.size()); f-- > 0;) {
+      for (std::size_t n : buckets[f]) {
+        if (!fn(n, static_cast<std::uint32_t>(f))) return;
+      }
+    }
+    return;
+  }
+  // A memory minimum: counts are not kept per class; count each node.
+  JobShape shape;
+  shape.resources = r;
+  std::vector<std::pair<std::uint32_t, std::size_t>> order;
+  for (std::size_t n = 0; n < nodes_.size(); ++n) {
+    std::uint32_t free = FreeEligible(n, shape);
+    if (free < below) order.emplace_back(free, n);
+  }
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  for (auto [free, n] : order) {
+    if (!fn(n, free)) return;
+  }
+}
+
 std::optional<std::size_t> Cluster::ClassOf(const model::Resources& r) const {
   if (r.gpu_memory_bytes != 0 || model::IsSlice(r)) return std::nullopt;
   if (r.gpu_model.empty()) return 0;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -48,6 +49,11 @@ class Cluster {
   std::string_view Cause(std::size_t n, const JobShape& job) const;
   // Free healthy whole GPUs on all nodes (of any model).
   std::uint64_t FreeGpus() const;
+  // Calls fn(n, free) for the nodes with fewer than `below` free GPUs that
+  // `r` may use, the most free first (ascending index among equals), until
+  // fn returns false.
+  void ForNodesBelow(const model::Resources& r, std::uint32_t below,
+                     const std::function<bool(std::size_t, std::uint32_t)>& fn) const;
   // Free GPUs on node `n` that the job's replicas may use.
   std::uint32_t FreeEligible(std::size_t n, const JobShape& job) const;
 

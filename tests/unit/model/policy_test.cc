@@ -98,11 +98,11 @@ TEST(Policy, BackfillDefaultsOnAndRoundTrips) {
 TEST(Policy, ConsolidationDefaultsOnAndRoundTrips) {
   auto d = ParsePolicy("min_runtime: 5m\n");
   ASSERT_TRUE(d.has_value());
-  EXPECT_EQ(d->consolidation, (Consolidation{true, 4}));
+  EXPECT_EQ(d->consolidation, (Consolidation{true, 4, 8}));
   EXPECT_EQ(DefaultPolicy().consolidation, d->consolidation);
-  auto p = ParsePolicy("consolidation: {enabled: false, max_moves: 2}\n");
+  auto p = ParsePolicy("consolidation: {enabled: false, max_moves: 2, max_jobs_per_cycle: 3}\n");
   ASSERT_TRUE(p.has_value()) << p.error().field << ": " << p.error().message;
-  EXPECT_EQ(p->consolidation, (Consolidation{false, 2}));
+  EXPECT_EQ(p->consolidation, (Consolidation{false, 2, 3}));
   std::string text = PolicyToYaml(*p);
   auto back = ParsePolicy(text);
   ASSERT_TRUE(back.has_value()) << back.error().message << "\n" << text;
