@@ -216,6 +216,18 @@ std::string RenderPolicyPreview(const json& r, const std::string& file) {
               "per GPU-hour by GPU model.\n"
             : fmt::format("Cost: unpriced: no price for {} and no default.\n", Join(missing, ", "));
   }
+  auto now = Int(r, "overall.current.evictions").value_or(0);
+  auto then = Int(r, "overall.proposed.evictions").value_or(0);
+  if (now > 0 || then > 0) {
+    out += fmt::format(
+        "Evictions (reclaim and preemption): {} -> {}; work lost: {} -> {} GPU-hours.\n", now, then,
+        Number(Field(r, "overall.current.lost_gpu_hours") != nullptr
+                   ? r["overall"]["current"]["lost_gpu_hours"].get<double>()
+                   : 0.0),
+        Number(Field(r, "overall.proposed.lost_gpu_hours") != nullptr
+                   ? r["overall"]["proposed"]["lost_gpu_hours"].get<double>()
+                   : 0.0));
+  }
   if (auto n = Int(r, "never_ran"); n && *n > 0) {
     out += fmt::format("Not replayed: {} job(s) in the window never started (no run time).\n", *n);
   }

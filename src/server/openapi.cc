@@ -168,7 +168,7 @@ std::string_view OpenApiDocument() {
   },
   "components": {
     "schemas": {
-      "PreviewColumn": {"type": "object", "properties": {"jobs": {"type": "integer"}, "finished": {"type": "integer"}, "mean_wait_s": {"type": "number"}, "p95_wait_s": {"type": "number"}, "mean_jct_s": {"type": "number"}, "gpu_hours": {"type": "number"}, "cost": {"type": "number", "nullable": true}}},
+      "PreviewColumn": {"type": "object", "properties": {"jobs": {"type": "integer"}, "finished": {"type": "integer"}, "mean_wait_s": {"type": "number"}, "p95_wait_s": {"type": "number"}, "mean_jct_s": {"type": "number"}, "gpu_hours": {"type": "number"}, "evictions": {"type": "integer"}, "lost_gpu_hours": {"type": "number"}, "cost": {"type": "number", "nullable": true}}},
       "PreviewRow": {"type": "object", "properties": {"tenant": {"type": "string"}, "current": {"$ref": "#/components/schemas/PreviewColumn"}, "proposed": {"$ref": "#/components/schemas/PreviewColumn"}, "change": {"type": "object"}}},
       "PolicyPreview": {"type": "object", "properties": {
         "from": {"type": "integer"}, "to": {"type": "integer"}, "applied": {"type": "boolean"},

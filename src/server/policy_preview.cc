@@ -35,6 +35,8 @@ struct Usage {
   double gpu_hours = 0;
   double cost = 0;
   bool priced = true;
+  std::int64_t evictions = 0;
+  double lost_gpu_hours = 0;  // work thrown away by evictions (part of gpu_hours)
 };
 
 std::map<std::string, Usage> UsageOf(const sim::SimResult& result, const sim::History& history,
@@ -60,6 +62,8 @@ std::map<std::string, Usage> UsageOf(const sim::SimResult& result, const sim::Hi
     for (const std::string& key : {std::string(), o.tenant}) {
       Usage& u = out[key];
       u.gpu_hours += hours;
+      u.evictions += o.evictions;
+      u.lost_gpu_hours += static_cast<double>(o.lost_gpu_ms) / 3'600'000.0;
       if (hours == 0) continue;
       if (price) {
         u.cost += hours * *price;
@@ -79,6 +83,8 @@ json Column(const sim::Group& g, const Usage& u, bool priced) {
               {"p95_wait_s", g.wait.p95_s},
               {"mean_jct_s", g.jct.mean_s},
               {"gpu_hours", u.gpu_hours},
+              {"evictions", u.evictions},
+              {"lost_gpu_hours", u.lost_gpu_hours},
               {"cost", priced && u.priced ? json(u.cost) : json(nullptr)}};
 }
 

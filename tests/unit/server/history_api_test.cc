@@ -150,6 +150,27 @@ TEST_F(HistoryApiTest, PreviewShowsTheWaitMovingFromBToAWhenAGetsTheGuarantee) {
   EXPECT_EQ(Get("/v1/jobs").body, jobs_before.body);
 }
 
+TEST_F(HistoryApiTest, PreviewCountsTheEvictionsAProposedGuaranteeCauses) {
+  ASSERT_EQ(Post("/v1/policy", kBFirst).status, 201);
+  // b runs a long preemptible job; a's job arrives while it runs.
+  auto b = Submit("b", t0_, 8, /*preemptible=*/true);
+  auto a = Submit("a", t0_ + 10 * kSec);
+  Ran(b, t0_, t0_ + 200 * kSec);
+  Ran(a, t0_ + 200 * kSec, t0_ + 300 * kSec);
+  clock_.Set(t0_ + 400 * kSec);
+
+  Answer p = Post("/v1/policy/preview?window=1h", kAFirst);
+  ASSERT_EQ(p.status, 200) << p.body.dump();
+  const json& all = p.body["overall"];
+  EXPECT_EQ(all["current"]["evictions"], 0);
+  // Under a's guarantee, a reclaims its GPUs from b at once; b starts over.
+  EXPECT_EQ(all["proposed"]["evictions"], 1);
+  EXPECT_GT(all["proposed"]["lost_gpu_hours"].get<double>(), 0);
+  EXPECT_NEAR(all["change"]["gpu_hours"].get<double>(),
+              all["proposed"]["lost_gpu_hours"].get<double>(), 1e-9);
+  EXPECT_LT(p.body["tenants"][0]["proposed"]["mean_wait_s"].get<double>(), 30);
+}
+
 TEST_F(HistoryApiTest, PreviewPricesGpuHoursWhenGivenPrices) {
   RecordAWaitingBehindB();
   Answer p = Post("/v1/policy/preview?window=1h&prices=H100-80GB:2.5,default:1", kAFirst);

@@ -49,14 +49,15 @@ class HistoryHarness : public ApiHarness {
     ASSERT_TRUE(store_->UpsertNode(n, t0_).has_value());
   }
 
-  std::int64_t Submit(const std::string& tenant, TimeMs at, std::uint32_t gpus = 8) {
+  std::int64_t Submit(const std::string& tenant, TimeMs at, std::uint32_t gpus = 8,
+                      bool preemptible = false) {
     model::JobSpec s;
     s.name = tenant + "-job";
     s.tenant = tenant;
     s.queue = "training";
     s.command = {"train"};
     s.resources.gpus = gpus;
-    s.preemptible = false;
+    s.preemptible = preemptible;
     return *store_->CreateJob(s, at);
   }
   // Job `id` ran on n1's first `gpus` GPUs from `start` to `end` (end 0: still running).
