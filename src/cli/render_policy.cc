@@ -167,10 +167,13 @@ std::string Seconds(double s, bool sign = false) {
   return sign && ms > 0 ? "+" + text : text;
 }
 
+// Two decimals; a value too small to show is "<0.01", not "0.00".
 std::string Number(double v, bool sign = false) {
+  const char* plus = sign && v > 0 ? "+" : "";
+  if (v != 0 && std::fabs(v) < 0.005) return fmt::format("{}{}<0.01", plus, v < 0 ? "-" : "");
   std::string text = fmt::format("{:.2f}", v);
   if (text == "-0.00") text = "0.00";
-  return sign && text != "0.00" && v > 0 ? "+" + text : text;
+  return text == "0.00" ? text : plus + text;
 }
 
 // "5m47s -> 2m27s (-3m20s)"; "-" when berthd sent no number (unpriced cost).
