@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <limits>
 #include <set>
 
 #include "common/units.h"
@@ -118,7 +119,7 @@ Result<GpuPrices> ParsePrices(std::string_view text) {
       auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), price);
       if (ec != std::errc() || p != num.data() + num.size()) price = -1;
     }
-    if (price < 0) {
+    if (!(price >= 0) || price == std::numeric_limits<double>::infinity()) {
       return InvalidField("prices",
                           fmt::format("'{}' is not MODEL:PRICE (a GPU model, or default, and a "
                                       "price per GPU-hour of at least 0), e.g. H100-80GB:3.5",
@@ -160,8 +161,8 @@ Result<json> PreviewPolicyChange(const PreviewInputs& in) {
   sim::SimOptions options;
   options.cycle_ms = kPreviewCycleMs;
   // A recorded run time already includes its start-up; an evicted job in
-  // the replay loses its work (berthd keeps no checkpoints) and pays nothing
-  // more.
+  // the replay loses its work since it started (the history has no
+  // checkpoint times) and pays nothing more.
   options.restart_overhead_ms = 0;
   sched::CoreScheduler core;
   auto current = sim::Simulate(in.nodes, history.jobs, in.current->policy, core, options);

@@ -47,8 +47,9 @@ struct History {
 // The run time a job's history gives it: the sum over its attempts of each
 // attempt's span (earliest replica start to latest replica end), leaving
 // out attempts that were evicted (stopped_for "preempted" or "reclaimed"):
-// berthd keeps no checkpoints, so an evicted attempt's work was thrown away
-// and the replay makes its own evictions. A run still going ends at
+// the history does not say when a job last checkpointed, so an evicted
+// attempt's work counts as thrown away, and the replay makes its own
+// evictions. A run still going ends at
 // `exported_ms`. Runs that never started count nothing.
 Result<History> ReadHistory(const nlohmann::json& doc);
 Result<History> ReadHistoryFile(const std::filesystem::path& path);

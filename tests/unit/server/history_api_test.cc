@@ -171,6 +171,20 @@ TEST_F(HistoryApiTest, PreviewCountsTheEvictionsAProposedGuaranteeCauses) {
   EXPECT_LT(p.body["tenants"][0]["proposed"]["mean_wait_s"].get<double>(), 30);
 }
 
+TEST_F(HistoryApiTest, JobsOfAQueueTheProposalDropsNeverStartInItsColumn) {
+  RecordAWaitingBehindB();  // every job has finished, so dropping a is allowed
+  Answer p = Post("/v1/policy/preview?window=1h",
+                  "queues:\n  - name: b\n    children: [{name: training}]\n");
+  ASSERT_EQ(p.status, 200) << p.body.dump();
+  EXPECT_EQ(p.body["never_started"]["current"], 0);
+  EXPECT_EQ(p.body["never_started"]["proposed"], 2);
+  EXPECT_EQ(p.body["changes"]["queues_removed"], json({"a", "a/training"}));
+  const json& a = p.body["tenants"][0];
+  ASSERT_EQ(a["tenant"], "a");
+  EXPECT_EQ(a["proposed"]["finished"], 0);
+  EXPECT_EQ(a["proposed"]["gpu_hours"], 0.0);
+}
+
 TEST_F(HistoryApiTest, PreviewPricesGpuHoursWhenGivenPrices) {
   RecordAWaitingBehindB();
   Answer p = Post("/v1/policy/preview?window=1h&prices=H100-80GB:2.5,default:1", kAFirst);
@@ -187,6 +201,7 @@ TEST_F(HistoryApiTest, PreviewPricesGpuHoursWhenGivenPrices) {
   EXPECT_EQ(partial.body["unpriced_models"], json({"H100-80GB"}));
   EXPECT_EQ(partial.body["overall"]["current"]["cost"], nullptr);
 
+  EXPECT_EQ(Post("/v1/policy/preview?prices=H100:nan", kAFirst).status, 400);
   Answer bad = Post("/v1/policy/preview?prices=H100:cheap", kAFirst);
   EXPECT_EQ(bad.status, 400);
   EXPECT_EQ(bad.body["error"]["field"], "prices");
