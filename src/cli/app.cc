@@ -233,6 +233,60 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
     return RollbackPolicy(api, policy_version, policy_comment, out);
   };
 
+  std::string preview_window = "7d";
+  std::string prices_path;
+  std::string prices_query;
+  auto* policy_preview = policy->add_subcommand(
+      "preview",
+      "replay the recent job history under the active policy and under FILE, and compare per "
+      "tenant: wait, completion time, GPU-hours, cost (applies nothing)");
+  policy_preview->add_option("FILE", policy_path, "proposed policy YAML; - reads stdin")
+      ->required();
+  policy_preview->add_option("--window", preview_window, "how far back to replay (e.g. 7d, 12h)")
+      ->capture_default_str();
+  policy_preview->add_option("--prices", prices_path,
+                             "YAML price file: GPU model -> price per GPU-hour, 'default' for the "
+                             "rest (without it cost is unpriced)");
+  checks[policy_preview] = [&] {
+    auto read = ReadSpec(policy_path, env.in, "policy");
+    if (!read) return PrintError(env, kExitError, FormatError(read.error()));
+    policy_text = std::move(*read);
+    if (!prices_path.empty()) {
+      auto prices = ReadSpec(prices_path, env.in, "price file");
+      if (!prices) return PrintError(env, kExitError, FormatError(prices.error()));
+      auto query = PricesQuery(*prices);
+      if (!query) return PrintError(env, kExitUsage, FormatError(query.error()));
+      prices_query = std::move(*query);
+    }
+    return kExitOk;
+  };
+  actions[policy_preview] = [&](ApiClient& api, const Output& out) {
+    return PreviewPolicyChange(api, policy_text, preview_window, prices_query,
+                               policy_path == "-" ? "" : policy_path, out);
+  };
+
+  // berth history export
+  auto* history = app.add_subcommand("history", "Berth's own job history, for berth-sim");
+  history->require_subcommand(1);
+  std::string history_since = "7d";
+  std::string history_until;
+  std::string history_file;
+  auto* history_export = history->add_subcommand(
+      "export",
+      "write the jobs submitted in a window, with every run, the nodes and the policy, as JSON "
+      "(replay it with berth-sim --history FILE)");
+  history_export
+      ->add_option("--since", history_since,
+                   "start of the window: a duration back from now (7d) or epoch milliseconds")
+      ->capture_default_str();
+  history_export->add_option("--until", history_until,
+                             "end of the window (exclusive), as --since; default now");
+  // The export is always JSON, so here -o names the file (as curl's does).
+  history_export->add_option("-o,--output", history_file, "write to FILE instead of stdout");
+  actions[history_export] = [&](ApiClient& api, const Output& out) {
+    return ExportHistory(api, history_since, history_until, history_file, out);
+  };
+
   version_cmd = app.add_subcommand("version", "print the CLI's version");
 
   std::vector<const char*> argv;

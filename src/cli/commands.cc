@@ -1,16 +1,19 @@
 #include "cli/commands.h"
 
 #include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 
 #include "cli/json_view.h"
 #include "cli/render.h"
 #include "cli/version.h"
+#include "common/units.h"
 
 namespace berth::cli {
 namespace {
@@ -193,6 +196,71 @@ Status RollbackPolicy(ApiClient& api, std::int64_t version, const std::string& c
   return Show(applied, output, [&](const json& r) {
     return fmt::format("policy v{} applied: rollback to v{}\n", IntText(r, "version"), version);
   });
+}
+
+Status PreviewPolicyChange(ApiClient& api, const std::string& yaml, const std::string& window,
+                           const std::string& prices, const std::string& file,
+                           const Output& output) {
+  auto preview =
+      api.Post("/v1/policy/preview" + QueryString({{"window", window}, {"prices", prices}}), yaml,
+               "application/yaml");
+  return Show(preview, output, [&](const json& r) { return RenderPolicyPreview(r, file); });
+}
+
+Result<std::string> PricesQuery(const std::string& text) {
+  YAML::Node doc;
+  try {
+    doc = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return berth::Fail(Code::kInvalidArgument, fmt::format("prices: not YAML: {}", e.what()),
+                       "prices");
+  }
+  if (!doc.IsMap()) {
+    return berth::Fail(Code::kInvalidArgument,
+                       "prices: expected a map of GPU model to price per GPU-hour, e.g. "
+                       "'H100-80GB: 3.5' and 'default: 2'",
+                       "prices");
+  }
+  std::string out;
+  for (const auto& kv : doc) {
+    std::string model = kv.first.as<std::string>("");
+    double price = -1;
+    try {
+      price = kv.second.as<double>();
+    } catch (const YAML::Exception&) {
+      price = -1;
+    }
+    if (model.empty() || model.find_first_of(",:") != std::string::npos || price < 0) {
+      return berth::Fail(Code::kInvalidArgument,
+                         fmt::format("prices: '{}' needs a price per GPU-hour of at least 0",
+                                     model.empty() ? "?" : model),
+                         "prices");
+    }
+    if (!out.empty()) out += ',';
+    out += fmt::format("{}:{}", model, price);
+  }
+  return out;
+}
+
+Status ExportHistory(ApiClient& api, const std::string& since, const std::string& until,
+                     const std::string& file, const Output& output) {
+  auto history = api.Get("/v1/history" + QueryString({{"since", since}, {"until", until}}));
+  if (!history) return std::unexpected(history.error());
+  if (file.empty() || file == "-") {
+    PrintJson(output, *history);
+    return Ok();
+  }
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  out << history->dump(2) << '\n';
+  out.close();
+  if (!out) {
+    return berth::Fail(Code::kInvalidArgument, fmt::format("cannot write '{}'", file));
+  }
+  output.out << fmt::format("wrote {} jobs submitted {} .. {} to {}\n",
+                            Array(*history, "jobs").size(),
+                            FormatTimeMs(Int(*history, "since_ms").value_or(0)),
+                            FormatTimeMs(Int(*history, "until_ms").value_or(0)), file);
+  return Ok();
 }
 
 void PrintVersion(const Output& output) {

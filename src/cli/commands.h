@@ -67,4 +67,21 @@ Status PreviewPolicy(ApiClient& api, const std::string& yaml, const Output& outp
 Status RollbackPolicy(ApiClient& api, std::int64_t version, const std::string& comment,
                       const Output& output);
 
+// `berth policy preview`: the recent history replayed under the active
+// policy and under `yaml` (POST /v1/policy/preview), applying nothing.
+// `window` is a duration ("7d"); `prices` the query form of a price file
+// (PricesQuery), empty for unpriced.
+Status PreviewPolicyChange(ApiClient& api, const std::string& yaml, const std::string& window,
+                           const std::string& prices, const std::string& file,
+                           const Output& output);
+// A price file (YAML: GPU model -> price per GPU-hour, `default` for every
+// other model) as the `prices` query parameter: "H100-80GB:3.5,default:2".
+Result<std::string> PricesQuery(const std::string& yaml);
+
+// --- berth history ---
+// GET /v1/history: the export document, as JSON, to `file` (empty: stdout).
+// `since` and `until` are durations back from now or epoch milliseconds.
+Status ExportHistory(ApiClient& api, const std::string& since, const std::string& until,
+                     const std::string& file, const Output& output);
+
 }  // namespace berth::cli

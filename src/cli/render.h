@@ -44,6 +44,13 @@ std::string RenderPolicyVersions(const nlohmann::json& response, std::int64_t no
 // changes in words.
 std::string RenderPolicyDiff(const nlohmann::json& response);
 
+// POST /v1/policy/preview: a header (versions, window, cluster), then per
+// tenant and overall "current -> proposed (change)" for mean and p95 wait,
+// mean completion time, GPU-hours and cost; notes on what was not replayed
+// or priced. A window where no job ran prints berthd's message instead.
+// `file` names the proposed policy in the closing hint.
+std::string RenderPolicyPreview(const nlohmann::json& response, const std::string& file);
+
 // A quota amount in the unit people write: "2" or "0.5" GPUs, "80Gi", "16"
 // or "1500m" CPUs; "none" for null (no limit).
 std::string QuotaAmount(std::string_view resource, const nlohmann::json& amount);

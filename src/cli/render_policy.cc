@@ -1,13 +1,15 @@
-// RenderPolicy, RenderPolicyVersions, RenderPolicyDiff: the `berth policy`
-// views.
+// RenderPolicy, RenderPolicyVersions, RenderPolicyDiff, RenderPolicyPreview:
+// the `berth policy` views.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "cli/format.h"
 #include "cli/json_view.h"
 #include "cli/render.h"
 #include "cli/table.h"
+#include "common/units.h"
 
 namespace berth::cli {
 namespace {
@@ -149,6 +151,97 @@ std::string RenderPolicyDiff(const json& response) {
   out += fmt::format("\nSummary v{} -> v{}{}:\n", from, to, dry_run ? " (not applied)" : "");
   if (lines.empty()) lines.emplace_back("  no queue or quota changes (formatting only)");
   for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
+}  // namespace berth::cli
+
+namespace berth::cli {
+namespace {
+
+// Seconds as people read a wait: "4m58s", "0s"; a change is signed.
+std::string Seconds(double s, bool sign = false) {
+  auto ms = static_cast<std::int64_t>(std::llround(s)) * 1000;
+  std::string text = FormatDurationMs(ms < 0 ? -ms : ms);
+  if (ms < 0) return "-" + text;
+  return sign && ms > 0 ? "+" + text : text;
+}
+
+// Two decimals; a value too small to show is "<0.01", not "0.00".
+std::string Number(double v, bool sign = false) {
+  const char* plus = sign && v > 0 ? "+" : "";
+  if (v != 0 && std::fabs(v) < 0.005) return fmt::format("{}{}<0.01", plus, v < 0 ? "-" : "");
+  std::string text = fmt::format("{:.2f}", v);
+  if (text == "-0.00") text = "0.00";
+  return text == "0.00" ? text : plus + text;
+}
+
+// "5m47s -> 2m27s (-3m20s)"; "-" when berthd sent no number (unpriced cost).
+std::string Cell(const json& row, const char* key, bool duration) {
+  const json* from = Field(row, std::string("current.") + key);
+  const json* to = Field(row, std::string("proposed.") + key);
+  const json* change = Field(row, std::string("change.") + key);
+  if (from == nullptr || to == nullptr || !from->is_number() || !to->is_number()) return "-";
+  auto f = [&](const json* v, bool sign) {
+    double d = v != nullptr && v->is_number() ? v->get<double>() : 0.0;
+    return duration ? Seconds(d, sign) : Number(d, sign);
+  };
+  return fmt::format("{} -> {} ({})", f(from, false), f(to, false), f(change, true));
+}
+
+}  // namespace
+
+std::string RenderPolicyPreview(const json& r, const std::string& file) {
+  std::string window = Text(r, "window.duration");
+  if (Field(r, "message") != nullptr) return Text(r, "message") + "\n";
+  std::string out = fmt::format(
+      "Policy preview: v{} (active) -> v{} (not applied), replaying {} jobs submitted in the last "
+      "{} on {} GPUs ({} node{})\n\n",
+      IntText(r, "from"), IntText(r, "to"), IntText(r, "jobs"), window, IntText(r, "cluster_gpus"),
+      IntText(r, "nodes"), Int(r, "nodes") == 1 ? "" : "s");
+  Table table({"TENANT", "JOBS", "MEAN WAIT", "P95 WAIT", "MEAN JCT", "GPU-HOURS", "COST"});
+  auto add = [&](const json& row, const std::string& name) {
+    table.AddRow({name, IntText(row, "current.jobs"), Cell(row, "mean_wait_s", true),
+                  Cell(row, "p95_wait_s", true), Cell(row, "mean_jct_s", true),
+                  Cell(row, "gpu_hours", false), Cell(row, "cost", false)});
+  };
+  for (const auto& row : Array(r, "tenants")) add(row, Text(row, "tenant"));
+  if (const json* all = Field(r, "overall")) add(*all, "(all)");
+  out += table.Render();
+  out +=
+      "\nEach cell: current -> proposed (change). Wait is submit to first start; JCT is "
+      "submit to end.\n";
+  if (Field(r, "priced") == nullptr || r["priced"] != true) {
+    const json& missing = Array(r, "unpriced_models");
+    out +=
+        missing.empty()
+            ? "Cost: unpriced (Berth has no price table yet); pass --prices FILE with a price "
+              "per GPU-hour by GPU model.\n"
+            : fmt::format("Cost: unpriced: no price for {} and no default.\n", Join(missing, ", "));
+  }
+  auto now = Int(r, "overall.current.evictions").value_or(0);
+  auto then = Int(r, "overall.proposed.evictions").value_or(0);
+  if (now > 0 || then > 0) {
+    out += fmt::format(
+        "Evictions (reclaim and preemption): {} -> {}; work lost: {} -> {} GPU-hours.\n", now, then,
+        Number(Field(r, "overall.current.lost_gpu_hours") != nullptr
+                   ? r["overall"]["current"]["lost_gpu_hours"].get<double>()
+                   : 0.0),
+        Number(Field(r, "overall.proposed.lost_gpu_hours") != nullptr
+                   ? r["overall"]["proposed"]["lost_gpu_hours"].get<double>()
+                   : 0.0));
+  }
+  if (auto n = Int(r, "never_ran"); n && *n > 0) {
+    out += fmt::format("Not replayed: {} job(s) in the window never started (no run time).\n", *n);
+  }
+  if (auto n = Int(r, "still_running"); n && *n > 0) {
+    out += fmt::format("{} job(s) still running count their run time so far.\n", *n);
+  }
+  if (auto n = Int(r, "never_started.proposed"); n && *n > 0) {
+    out += fmt::format("Under v{}, {} job(s) would never start.\n", IntText(r, "to"), *n);
+  }
+  out += fmt::format("Nothing was applied. To apply: berth policy apply {}\n",
+                     file.empty() ? "FILE" : file);
   return out;
 }
 

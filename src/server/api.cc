@@ -9,12 +9,17 @@
 #include <fstream>
 #include <thread>
 
+#include "common/units.h"
 #include "model/job.h"
 #include "model/json.h"
 #include "model/reason.h"
+#include "server/history.h"
 #include "server/openapi.h"
 #include "server/policy_diff.h"
+#include "server/policy_preview.h"
 #include "server/render.h"
+#include "server/snapshot_builder.h"
+#include "sim/history.h"
 
 namespace berth::server {
 namespace {
@@ -72,6 +77,25 @@ std::vector<std::string> SplitCommas(const std::string& s) {
   return out;
 }
 
+// A point in time from a query parameter: milliseconds since the epoch
+// (digits only), or a duration back from `now` ("7d", "12h").
+Result<TimeMs> TimeParam(const std::string& s, const std::string& field, TimeMs now) {
+  if (!s.empty() && s.find_first_not_of("0123456789") == std::string::npos) {
+    TimeMs v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec == std::errc() && p == s.data() + s.size()) return v;
+  }
+  auto d = ParseDurationMs(s);
+  if (!d || *d < 0) {
+    return InvalidField(field, fmt::format("'{}' is neither milliseconds since the epoch nor a "
+                                           "duration back from now such as 7d or 12h",
+                                           s));
+  }
+  return now - *d;
+}
+
+constexpr std::string_view kDefaultWindow = "7d";
+
 }  // namespace
 
 void Api::Register(httplib::Server& http) {
@@ -99,6 +123,8 @@ void Api::Register(httplib::Server& http) {
   http.Post("/v1/policy/rollback",
             [this](const auto& req, auto& res) { RollbackPolicy(req, res); });
   http.Get("/v1/policy/diff", [this](const auto& req, auto& res) { DiffPolicy(req, res); });
+  http.Post("/v1/policy/preview", [this](const auto& req, auto& res) { PreviewPolicy(req, res); });
+  http.Get("/v1/history", [this](const auto& req, auto& res) { History(req, res); });
   http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     if (res.status == 404) {
@@ -442,6 +468,96 @@ void Api::DiffPolicy(const httplib::Request& req, httplib::Response& res) {
              {"to", to},
              {"diff", diff},
              {"changes", PolicyChanges(from_v.policy, to_v->policy)}});
+}
+
+}  // namespace berth::server
+
+namespace berth::server {
+
+void Api::History(const httplib::Request& req, httplib::Response& res) {
+  const TimeMs now = clock_.NowMs();
+  auto since =
+      TimeParam(req.has_param("since") ? req.get_param_value("since") : std::string(kDefaultWindow),
+                "since", now);
+  if (!since) return ReplyError(res, since.error());
+  TimeMs until = now;
+  if (req.has_param("until")) {
+    auto u = TimeParam(req.get_param_value("until"), "until", now);
+    if (!u) return ReplyError(res, u.error());
+    until = *u;
+  }
+  if (until < *since) {
+    return ReplyError(res, Error{Code::kInvalidArgument,
+                                 fmt::format("until ({}) is before since ({})", FormatTimeMs(until),
+                                             FormatTimeMs(*since)),
+                                 "until"});
+  }
+  auto active = controller_.ActivePolicy();
+  if (!active) return ReplyError(res, active.error());
+  auto jobs = store_.JobsSubmittedBetween(*since, until);
+  if (!jobs) return ReplyError(res, jobs.error());
+  auto nodes = store_.ListNodes();
+  if (!nodes) return ReplyError(res, nodes.error());
+  Reply(res, 200, HistoryJson(*jobs, *nodes, **active, *since, until, now));
+}
+
+void Api::PreviewPolicy(const httplib::Request& req, httplib::Response& res) {
+  if (req.body.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return ReplyError(res, Error{Code::kInvalidArgument,
+                                 "the request body must be the proposed policy (YAML); see "
+                                 "docs/policy.md",
+                                 "body"});
+  }
+  const TimeMs now = clock_.NowMs();
+  std::string window =
+      req.has_param("window") ? req.get_param_value("window") : std::string(kDefaultWindow);
+  auto window_ms = ParseDurationMs(window);
+  if (!window_ms || *window_ms <= 0) {
+    return ReplyError(
+        res,
+        Error{Code::kInvalidArgument,
+              fmt::format("'{}' is not a positive duration such as 7d or 12h", window), "window"});
+  }
+  auto prices = ParsePrices(req.get_param_value("prices"));
+  if (!prices) return ReplyError(res, prices.error());
+  auto active = controller_.ActivePolicy();
+  if (!active) return ReplyError(res, active.error());
+  // The same checks as POST /v1/policy, errors and all; nothing is stored.
+  auto proposed = controller_.PreviewPolicy(req.body, Caller(req));
+  if (!proposed) return ReplyError(res, proposed.error());
+
+  const TimeMs since = now - *window_ms;
+  auto jobs = store_.JobsSubmittedBetween(since, now);
+  if (!jobs) return ReplyError(res, jobs.error());
+  auto nodes = store_.ListNodes();
+  if (!nodes) return ReplyError(res, nodes.error());
+  // The history goes through the export's document and berth-sim's reader,
+  // so a preview and an offline replay of `berth history export` agree.
+  auto history = sim::ReadHistory(HistoryJson(*jobs, *nodes, **active, since, now, now));
+  if (!history) return ReplyError(res, history.error());
+
+  // The inventory as the controller's snapshot builder sees it, every node
+  // counted ready and nothing running: the replay starts from an idle cluster.
+  std::map<std::string, bool> ready;
+  for (const auto& n : *nodes) ready[n.info.name] = true;
+  const std::vector<store::RunRecord> no_runs;
+  const std::vector<store::JobRecord> no_jobs;
+  SnapshotInputs in{now, &*nodes, &ready, &no_runs, &no_jobs, &(*active)->policy, nullptr};
+  auto snap = BuildSnapshot(in, [](std::int64_t) -> Result<model::JobSpec> {
+    return Fail(Code::kInternal, "no runs are replayed from the live cluster");
+  });
+  if (!snap) return ReplyError(res, snap.error());
+
+  PreviewInputs preview;
+  preview.history = &*history;
+  preview.nodes = std::move(snap->nodes);
+  preview.current = active->get();
+  preview.proposed = &*proposed;
+  preview.prices = std::move(*prices);
+  preview.window = window;
+  auto answer = PreviewPolicyChange(preview);
+  if (!answer) return ReplyError(res, answer.error());
+  Reply(res, 200, *answer);
 }
 
 }  // namespace berth::server

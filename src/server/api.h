@@ -35,6 +35,11 @@ class Api {
   void ApplyPolicy(const httplib::Request& req, httplib::Response& res);
   void RollbackPolicy(const httplib::Request& req, httplib::Response& res);
   void DiffPolicy(const httplib::Request& req, httplib::Response& res);
+  // POST /v1/policy/preview: the recent history replayed under the active
+  // and the proposed policy (policy_preview.h); applies nothing.
+  void PreviewPolicy(const httplib::Request& req, httplib::Response& res);
+  // GET /v1/history: the jobs of a window with every run (history.h).
+  void History(const httplib::Request& req, httplib::Response& res);
 
   Controller& controller_;
   store::Store& store_;

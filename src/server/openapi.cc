@@ -134,10 +134,70 @@ std::string_view OpenApiDocument() {
         ],
         "responses": {"200": {"description": "A unified diff of the normalised YAML and a structured summary", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/PolicyDiff"}}}}, "404": {"description": "No such version"}}
       }
+    },
+    "/v1/policy/preview": {
+      "post": {
+        "summary": "What a policy would have done to the recent history (applies nothing)",
+        "description": "Replays the jobs submitted in the window on the current nodes through the scheduling core on a virtual clock, once under the active policy and once under the proposed one, and compares per tenant: jobs, mean and p95 queueing delay, mean completion time, GPU-hours and, when prices are given, cost. The policy is validated exactly as POST /v1/policy validates it; nothing is applied or stored. A window where no job ran answers with jobs 0 and a message instead of figures.",
+        "parameters": [
+          {"name": "window", "in": "query", "schema": {"type": "string", "default": "7d"}, "description": "How far back to replay: a duration such as 7d, 12h"},
+          {"name": "prices", "in": "query", "schema": {"type": "string"}, "description": "Price per GPU-hour by GPU model, comma-separated MODEL:PRICE; the model default prices every other model, e.g. H100-80GB:3.5,default:2. Without it cost is null (unpriced)"}
+        ],
+        "requestBody": {"required": true, "content": {"application/yaml": {"schema": {"type": "string"}}}},
+        "responses": {
+          "200": {"description": "Current against proposed, overall and per tenant", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/PolicyPreview"}}}},
+          "400": {"description": "Invalid policy (field names the offending path), window or prices; nothing changes", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+          "409": {"description": "The policy would strand jobs, or no nodes are registered"}
+        }
+      }
+    },
+    "/v1/history": {
+      "get": {
+        "summary": "The job history of a window, for replay in berth-sim",
+        "description": "Jobs submitted in [since, until) with their resources, priority and every run of every attempt, the node inventory and the active policy. Format berth-history/1 (docs/api.md#history).",
+        "parameters": [
+          {"name": "since", "in": "query", "schema": {"type": "string", "default": "7d"}, "description": "Milliseconds since the epoch, or a duration back from now (7d, 12h)"},
+          {"name": "until", "in": "query", "schema": {"type": "string"}, "description": "Milliseconds since the epoch, or a duration back from now; default now"}
+        ],
+        "responses": {
+          "200": {"description": "The history document", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/History"}}}},
+          "400": {"description": "Bad since or until"}
+        }
+      }
     }
   },
   "components": {
     "schemas": {
+      "PreviewColumn": {"type": "object", "properties": {"jobs": {"type": "integer"}, "finished": {"type": "integer"}, "mean_wait_s": {"type": "number"}, "p95_wait_s": {"type": "number"}, "mean_jct_s": {"type": "number"}, "gpu_hours": {"type": "number"}, "evictions": {"type": "integer"}, "lost_gpu_hours": {"type": "number"}, "cost": {"type": "number", "nullable": true}}},
+      "PreviewRow": {"type": "object", "properties": {"tenant": {"type": "string"}, "current": {"$ref": "#/components/schemas/PreviewColumn"}, "proposed": {"$ref": "#/components/schemas/PreviewColumn"}, "change": {"type": "object"}}},
+      "PolicyPreview": {"type": "object", "properties": {
+        "from": {"type": "integer"}, "to": {"type": "integer"}, "applied": {"type": "boolean"},
+        "window": {"type": "object", "properties": {"duration": {"type": "string"}, "since_ms": {"type": "integer"}, "until_ms": {"type": "integer"}}},
+        "jobs": {"type": "integer"}, "never_ran": {"type": "integer"}, "still_running": {"type": "integer"},
+        "message": {"type": "string", "description": "Set when no job ran in the window; no figures then"},
+        "cluster_gpus": {"type": "integer"}, "nodes": {"type": "integer"}, "priced": {"type": "boolean"},
+        "unpriced_models": {"type": "array", "items": {"type": "string"}},
+        "never_started": {"type": "object", "properties": {"current": {"type": "integer"}, "proposed": {"type": "integer"}}},
+        "overall": {"$ref": "#/components/schemas/PreviewRow"},
+        "tenants": {"type": "array", "items": {"$ref": "#/components/schemas/PreviewRow"}},
+        "changes": {"type": "object"}}},
+      "History": {"type": "object", "properties": {
+        "format": {"type": "string", "enum": ["berth-history/1"]},
+        "since_ms": {"type": "integer"}, "until_ms": {"type": "integer"}, "exported_ms": {"type": "integer"},
+        "policy": {"type": "object", "properties": {"version": {"type": "integer"}, "yaml": {"type": "string"}}},
+        "nodes": {"type": "array", "items": {"type": "object"}},
+        "jobs": {"type": "array", "items": {"type": "object", "properties": {
+          "id": {"type": "integer"}, "name": {"type": "string"}, "tenant": {"type": "string"}, "queue": {"type": "string"},
+          "priority": {"type": "string"}, "replicas": {"type": "integer"}, "resources": {"type": "object"},
+          "preemptible": {"type": "boolean", "nullable": true}, "max_runtime_ms": {"type": "integer"}, "pool": {"type": "string"},
+          "state": {"type": "string"}, "submitted_ms": {"type": "integer"}, "started_ms": {"type": "integer", "nullable": true},
+          "finished_ms": {"type": "integer", "nullable": true}, "exit_code": {"type": "integer", "nullable": true}, "signal": {"type": "integer", "nullable": true},
+          "runs": {"type": "array", "items": {"type": "object", "properties": {
+            "run_id": {"type": "string"}, "replica": {"type": "integer"}, "attempt": {"type": "integer"}, "node": {"type": "string"},
+            "gpus": {"type": "array", "items": {"type": "integer"}}, "gpu_share_millis": {"type": "integer"}, "gpu_share_bytes": {"type": "integer"},
+            "state": {"type": "string"}, "started_ms": {"type": "integer", "nullable": true}, "finished_ms": {"type": "integer", "nullable": true},
+            "exit_code": {"type": "integer", "nullable": true}, "signal": {"type": "integer", "nullable": true},
+            "stopped_for": {"type": "string"}, "start_error": {"type": "string"}}}}}}}}},
       "Error": {"type": "object", "properties": {"error": {"type": "object", "properties": {"code": {"type": "string"}, "message": {"type": "string"}, "field": {"type": "string"}}, "required": ["code", "message"]}}},
       "JobSpecInput": {
         "type": "object", "additionalProperties": false, "required": ["name", "command"],

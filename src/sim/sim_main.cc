@@ -14,6 +14,7 @@
 #include "sched/fifo_scheduler.h"
 #include "sim/baselines.h"
 #include "sim/engine.h"
+#include "sim/history.h"
 #include "sim/report.h"
 #include "sim/trace.h"
 
@@ -66,6 +67,12 @@ int main(int argc, char** argv) {
   auto* nodes_opt = app.add_option("--openb-nodes", openb_nodes, "Alibaba OpenB node list CSV");
   pods_opt->needs(nodes_opt)->excludes(itp_opt);
   nodes_opt->needs(pods_opt);
+  std::string history_file;
+  app.add_option("--history", history_file,
+                 "Berth's own job history (berth history export): its jobs, nodes and policy")
+      ->excludes(itp_opt)
+      ->excludes(pods_opt);
+  std::string history_policy;  // the policy active at the export
   app.add_option("--limit", limit, "Replay only the first N jobs (0: all)");
   app.add_option("--tenants", tenants, "Spread the trace's jobs over N tenants (by job id hash)")
       ->capture_default_str();
@@ -94,8 +101,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--json", json_out, "Also write the summaries as JSON to this file");
   CLI11_PARSE(app, argc, argv);
-  if (itp.empty() && openb_pods.empty())
-    return Fail("give a trace: --itp FILE, or --openb-pods and --openb-nodes");
+  if (itp.empty() && openb_pods.empty() && history_file.empty())
+    return Fail("give a trace: --itp FILE, --openb-pods and --openb-nodes, or --history FILE");
 
   if (!itp.empty() && (gpus <= 0 || per_node == 0 || gpus % per_node != 0)) {
     return Fail("--gpus must be a positive multiple of --gpus-per-node");
@@ -118,6 +125,15 @@ int main(int argc, char** argv) {
     jobs = berth::sim::ReadItpFile(itp, {tenants, per_node, limit});
     nodes =
         berth::sim::UniformNodes(static_cast<std::size_t>(gpus / per_node), per_node, "H100-80GB");
+  } else if (!history_file.empty()) {
+    auto h = berth::sim::ReadHistoryFile(history_file);
+    if (!h) return Fail(h.error().message);
+    jobs = std::move(h->jobs);
+    nodes = std::move(h->nodes);
+    history_policy = h->policy_yaml;
+    gpus = 0;
+    for (const auto& node : nodes) gpus += static_cast<std::int64_t>(node.gpus.size());
+    trace = history_file;
   } else {
     jobs = berth::sim::ReadOpenbPodsFile(openb_pods, {tenants, limit});
     auto n = berth::sim::ReadOpenbNodesFile(openb_nodes);
@@ -134,6 +150,7 @@ int main(int argc, char** argv) {
         "max runtime, and trace jobs must be allowed to finish");
   }
   for (auto& j : *jobs) {
+    if (!history_file.empty() && runtime_factor == 0) break;  // keep the recorded limits
     j.max_runtime_ms =
         static_cast<berth::TimeMs>(static_cast<double>(j.duration_ms) * runtime_factor);
   }
@@ -144,8 +161,10 @@ int main(int argc, char** argv) {
     std::stringstream ss;
     ss << in.rdbuf();
     policy_text = ss.str();
+  } else if (!history_policy.empty()) {
+    policy_text = history_policy;
   }
-  auto policy = tenants <= 1 && policy_file.empty()
+  auto policy = tenants <= 1 && policy_file.empty() && history_policy.empty()
                     ? berth::Result<berth::model::Policy>(berth::model::DefaultPolicy())
                     : berth::model::ParsePolicy(policy_text);
   if (!policy) return Fail("policy: " + policy.error().field + ": " + policy.error().message);

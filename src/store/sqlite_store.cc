@@ -37,6 +37,7 @@ CREATE TABLE IF NOT EXISTS jobs(
   cancel_requested INTEGER NOT NULL DEFAULT 0, cancelled_by TEXT NOT NULL DEFAULT '',
   attempts INTEGER NOT NULL DEFAULT 0, policy_version INTEGER);
 CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state, submitted_ms);
+CREATE INDEX IF NOT EXISTS jobs_by_submitted ON jobs(submitted_ms);
 CREATE TABLE IF NOT EXISTS runs(
   run_id TEXT PRIMARY KEY, job_id INTEGER NOT NULL REFERENCES jobs(id),
   replica INTEGER NOT NULL, attempt INTEGER NOT NULL, node TEXT NOT NULL,
@@ -1020,6 +1021,30 @@ Result<std::vector<RunUsage>> SqliteStore::FinishedRunsSince(TimeMs since) {
     u.started_ms = st->Int(3);
     u.finished_ms = st->Int(4);
     out.push_back(std::move(u));
+  }
+  return out;
+}
+
+Result<std::vector<JobRecord>> SqliteStore::JobsSubmittedBetween(TimeMs since, TimeMs until) {
+  std::lock_guard lock(mu_);
+  auto st =
+      db_.Prepare(fmt::format("SELECT {} FROM jobs WHERE submitted_ms >= ? AND submitted_ms < ? "
+                              "ORDER BY submitted_ms, id",
+                              kJobColumns));
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, since);
+  st->Bind(2, until);
+  std::vector<JobRecord> out;
+  for (;;) {
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    out.push_back(ReadJob(*st));
+  }
+  for (auto& job : out) {
+    auto runs = LoadRuns("job_id=?", job.id);
+    if (!runs) return std::unexpected(runs.error());
+    job.runs = std::move(*runs);
   }
   return out;
 }

@@ -44,6 +44,8 @@ class SqliteStore final : public Store {
   Status RequestStop(std::int64_t job_id, const std::string& why, TimeMs now) override;
   Result<std::optional<RunRecord>> GetRun(const std::string& run_id) override;
   [[nodiscard]] Result<std::vector<RunUsage>> FinishedRunsSince(TimeMs since) override;
+  [[nodiscard]] Result<std::vector<JobRecord>> JobsSubmittedBetween(TimeMs since,
+                                                                    TimeMs until) override;
   Status EvictJobs(const std::vector<sched::Eviction>& evictions, TimeMs now) override;
   Status UpsertNode(const model::NodeInfo& info, TimeMs now) override;
   Status SetNodeState(const std::string& name, model::NodeState state, TimeMs now) override;

@@ -194,6 +194,11 @@ class Store {
   [[nodiscard]] virtual Result<std::optional<RunRecord>> GetRun(const std::string& run_id) = 0;
   // Runs that started and finished at or after `since`, oldest first.
   [[nodiscard]] virtual Result<std::vector<RunUsage>> FinishedRunsSince(TimeMs since) = 0;
+  // Jobs submitted in [since, until), oldest first (by submit time, then
+  // id), each with every run of every attempt (no timeline): the job history
+  // that `berth history export` and policy preview replay.
+  [[nodiscard]] virtual Result<std::vector<JobRecord>> JobsSubmittedBetween(TimeMs since,
+                                                                            TimeMs until) = 0;
   // Stops every active run of each evicted job (stopped_for "preempted",
   // "reclaimed" or "moved") and records the decision in its timeline (a move
   // also in the timeline of the job it makes room for). When its runs

@@ -503,5 +503,62 @@ TEST_F(SqliteStoreTest, MigratesASchemaTwoRunsTable) {
   EXPECT_EQ(job->runs[0].gpu_indices, std::vector<std::uint32_t>{0});
 }
 
+TEST_F(SqliteStoreTest, JobsSubmittedBetweenReturnsTheWindowOldestFirstWithEveryAttempt) {
+  auto before = *store_->CreateJob(Spec("before"), 900);
+  auto a = *store_->CreateJob(Spec("a", 2), 1500);
+  auto b = *store_->CreateJob(Spec("b"), 1200);  // submitted earlier, created later
+  auto after = *store_->CreateJob(Spec("after"), 5000);
+  // a runs, is evicted, and runs again to the end: two attempts of two replicas.
+  Place(a, 2);
+  const auto first = store_->GetJob(a)->runs;
+  for (const auto& r : first) {
+    ASSERT_TRUE(store_->MarkRunStarted(r.run_id, 1, 2100, 2100).has_value());
+  }
+  sched::Eviction ev;
+  ev.job_id = a;
+  ev.cause = sched::EvictionCause::kPreempt;
+  ev.reason.code = model::ReasonCode::kPreempted;
+  ASSERT_TRUE(store_->EvictJobs({ev}, 2500).has_value());
+  for (const auto& r : first) {
+    ASSERT_TRUE(store_->MarkRunExited({r.run_id, 0, 15, 2100, 2600, "preempted", ""}, 2600));
+  }
+  Place(a, 2);
+  const auto all = store_->GetJob(a)->runs;
+  for (const auto& r : all) {
+    if (r.attempt == 1) continue;  // attempts count from 1
+    ASSERT_TRUE(store_->MarkRunStarted(r.run_id, 2, 3000, 3000).has_value());
+    ASSERT_TRUE(store_->MarkRunExited({r.run_id, 0, 0, 3000, 4000, "", ""}, 4000));
+  }
+
+  auto jobs = store_->JobsSubmittedBetween(1000, 5000);
+  ASSERT_TRUE(jobs.has_value()) << jobs.error().message;
+  ASSERT_EQ(jobs->size(), 2U);
+  EXPECT_EQ((*jobs)[0].id, b);
+  EXPECT_EQ((*jobs)[0].submitted_at_ms, 1200);
+  EXPECT_TRUE((*jobs)[0].runs.empty());
+  const JobRecord& ja = (*jobs)[1];
+  EXPECT_EQ(ja.id, a);
+  EXPECT_EQ(ja.state, model::JobState::kSucceeded);
+  EXPECT_TRUE(ja.timeline.empty());
+  ASSERT_EQ(ja.runs.size(), 4U);
+  EXPECT_EQ(ja.runs[0].attempt, 1U);
+  EXPECT_EQ(ja.runs[0].stopped_for, "preempted");
+  EXPECT_EQ(ja.runs[0].started_at_ms, 2100);
+  EXPECT_EQ(ja.runs[0].finished_at_ms, 2600);
+  EXPECT_EQ(ja.runs[3].attempt, 2U);
+  EXPECT_EQ(ja.runs[3].replica, 1U);
+  EXPECT_EQ(ja.runs[3].stopped_for, "");
+  EXPECT_EQ(ja.runs[3].finished_at_ms, 4000);
+  EXPECT_EQ(ja.runs[3].gpu_indices, (std::vector<std::uint32_t>{1}));
+
+  // The bounds: since is inclusive, until exclusive.
+  auto edge = store_->JobsSubmittedBetween(900, 1200);
+  ASSERT_TRUE(edge.has_value());
+  ASSERT_EQ(edge->size(), 1U);
+  EXPECT_EQ((*edge)[0].id, before);
+  EXPECT_EQ(store_->JobsSubmittedBetween(5001, 9000)->size(), 0U);
+  EXPECT_EQ(store_->JobsSubmittedBetween(5000, 5001)->at(0).id, after);
+}
+
 }  // namespace
 }  // namespace berth::store
