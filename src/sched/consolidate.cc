@@ -33,12 +33,8 @@ void Cycle::FindMovable() {
   movable_on_.assign(cluster_.nodes().size(), {});
   for (std::size_t i = 0; i < s_.running.size(); ++i) {
     const RunningJob& r = s_.running[i];
-    if (!r.checkpoints || !running_queue_[i] || r.resources.gpus == 0 ||
+    if (!r.checkpoints || !running_preemptible_[i] || r.resources.gpus == 0 ||
         model::IsSlice(r.resources)) {
-      continue;
-    }
-    if (!EffectivePreemptible(s_.policy, &book_.queue(*running_queue_[i]), r.priority,
-                              r.preemptible)) {
       continue;
     }
     for (std::size_t n : running_nodes_[i]) {
@@ -51,7 +47,7 @@ void Cycle::FindMovable() {
 
 bool Cycle::MayMove(const JobCtx& ctx, std::size_t i) const {
   const RunningJob& r = s_.running[i];
-  return !evicted_[i] && PriorityValue(s_.policy, r.priority) <= ctx.priority &&
+  return !evicted_[i] && running_priority_[i] <= ctx.priority &&
          s_.now_ms - r.started_at_ms >= s_.policy.min_runtime_ms;
 }
 
@@ -116,8 +112,8 @@ bool Cycle::PlaceByMoving(const JobCtx& ctx) {
     std::sort(room.jobs.begin(), room.jobs.end(), [&](std::size_t a, std::size_t b) {
       const RunningJob& ra = s_.running[a];
       const RunningJob& rb = s_.running[b];
-      return std::tuple(PriorityValue(s_.policy, ra.priority), WorkLostMs(ra), ra.id) <
-             std::tuple(PriorityValue(s_.policy, rb.priority), WorkLostMs(rb), rb.id);
+      return std::tuple(running_priority_[a], WorkLostMs(ra), ra.id) <
+             std::tuple(running_priority_[b], WorkLostMs(rb), rb.id);
     });
     rooms.push_back(std::move(room));
     return rooms.size() < kMaxRooms;

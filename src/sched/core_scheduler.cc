@@ -62,6 +62,10 @@ Cycle::Cycle(const Snapshot& s)
     if (running_queue_.back())
       running_by_leaf_[*running_queue_.back()].push_back(running_queue_.size() - 1);
     running_usage_.push_back(UsageOf(cluster_, r.resources, r.replicas));
+    running_priority_.push_back(PriorityValue(s.policy, r.priority));
+    const auto& leaf = running_queue_.back();
+    running_preemptible_.push_back(
+        leaf && EffectivePreemptible(s.policy, &book_.queue(*leaf), r.priority, r.preemptible));
   }
   evicted_.assign(s.running.size(), false);
   unlimited_on_.resize(cluster_.nodes().size());

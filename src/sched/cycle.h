@@ -150,6 +150,8 @@ class Cycle {
   std::vector<std::optional<std::size_t>> running_queue_;  // leaf of each running job
   std::vector<bool> evicted_;
   std::vector<Usage> running_usage_;
+  std::vector<std::int32_t> running_priority_;  // PriorityValue of each running job
+  std::vector<bool> running_preemptible_;       // EffectivePreemptible of each
   std::map<std::size_t, std::vector<std::size_t>> running_by_leaf_;  // for preemption
   Plan plan_;
   Relief relief_[2];    // by EvictionCause, for the job Decide() is deciding

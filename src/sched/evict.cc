@@ -17,62 +17,56 @@ std::vector<std::size_t> Cycle::Candidates(const JobCtx& ctx, EvictionCause caus
                                            Relief* relief) const {
   std::vector<std::size_t> out;
   auto mine = book_.Chain(*ctx.leaf);
-  // Preemption looks only at the job's own queue; reclaim at every job.
-  const std::vector<std::size_t>* own = nullptr;
+  // Preemption looks only at the job's own queue; reclaim at the jobs of
+  // every queue whose side of the tree lends (decided once per queue).
+  std::vector<const std::vector<std::size_t>*> groups;
   if (cause == EvictionCause::kPreempt) {
     auto it = running_by_leaf_.find(*ctx.leaf);
     if (it == running_by_leaf_.end()) return out;
-    own = &it->second;
-  }
-  const std::size_t count = own != nullptr ? own->size() : s_.running.size();
-  for (std::size_t k = 0; k < count; ++k) {
-    const std::size_t i = own != nullptr ? (*own)[k] : k;
-    const RunningJob& r = s_.running[i];
-    if (evicted_[i] || !running_queue_[i]) continue;
-    std::size_t vq = *running_queue_[i];
-    const auto& vpolicy = book_.queue(vq);
-    if (!EffectivePreemptible(s_.policy, &vpolicy, r.priority, r.preemptible)) continue;
-    if (cause == EvictionCause::kPreempt) {
-      if (vq != *ctx.leaf || PriorityValue(s_.policy, r.priority) >= ctx.priority) continue;
-    } else {
+    groups.push_back(&it->second);
+  } else {
+    for (const auto& [vq, jobs] : running_by_leaf_) {
       if (vq == *ctx.leaf) continue;
       // The victim's side of the tree: its highest ancestor that is not also
       // ours. Only a side using more than its guarantee lends to others.
-      auto chain = book_.Chain(vq);
       std::optional<std::size_t> side;
-      for (std::size_t a : chain) {
+      for (std::size_t a : book_.Chain(vq)) {
         if (std::find(mine.begin(), mine.end(), a) != mine.end()) break;
         side = a;
       }
-      if (!side || !book_.Borrowing(*side)) continue;
+      if (side && book_.Borrowing(*side)) groups.push_back(&jobs);
     }
-    // Useless unless one of its replicas sits on a node the job could use.
-    bool useful = std::any_of(r.replicas.begin(), r.replicas.end(), [&](const auto& rp) {
-      auto n = cluster_.Find(rp.node);
-      return n && cluster_.StaticCause(*n, ctx.shape).empty();
-    });
-    if (!useful) continue;
-    if (s_.now_ms - r.started_at_ms < s_.policy.min_runtime_ms) {
-      if (relief != nullptr) {
-        TimeMs old_enough = r.started_at_ms + s_.policy.min_runtime_ms;
-        if (relief->too_young == 0 || old_enough < relief->first_old_enough_ms) {
-          relief->first_old_enough_ms = old_enough;
+  }
+  for (const auto* group : groups) {
+    for (std::size_t i : *group) {
+      const RunningJob& r = s_.running[i];
+      if (evicted_[i] || !running_preemptible_[i]) continue;
+      if (cause == EvictionCause::kPreempt && running_priority_[i] >= ctx.priority) continue;
+      // Useless unless one of its replicas sits on a node the job could use.
+      bool useful =
+          std::any_of(running_nodes_[i].begin(), running_nodes_[i].end(),
+                      [&](std::size_t n) { return cluster_.StaticCause(n, ctx.shape).empty(); });
+      if (!useful) continue;
+      if (s_.now_ms - r.started_at_ms < s_.policy.min_runtime_ms) {
+        if (relief != nullptr) {
+          TimeMs old_enough = r.started_at_ms + s_.policy.min_runtime_ms;
+          if (relief->too_young == 0 || old_enough < relief->first_old_enough_ms) {
+            relief->first_old_enough_ms = old_enough;
+          }
+          ++relief->too_young;
         }
-        ++relief->too_young;
+        continue;
       }
-      continue;
+      out.push_back(i);
     }
-    out.push_back(i);
   }
   if (relief != nullptr) {
     relief->tried = true;
     relief->candidates = static_cast<std::int64_t>(out.size());
   }
   std::sort(out.begin(), out.end(), [&](std::size_t a, std::size_t b) {
-    const RunningJob& ra = s_.running[a];
-    const RunningJob& rb = s_.running[b];
-    return std::tuple(PriorityValue(s_.policy, ra.priority), WorkLostMs(ra), ra.id) <
-           std::tuple(PriorityValue(s_.policy, rb.priority), WorkLostMs(rb), rb.id);
+    return std::tuple(running_priority_[a], WorkLostMs(s_.running[a]), s_.running[a].id) <
+           std::tuple(running_priority_[b], WorkLostMs(s_.running[b]), s_.running[b].id);
   });
   return out;
 }
@@ -116,19 +110,18 @@ bool Cycle::PlaceWithVictims(const JobCtx& ctx, EvictionCause cause) {
     return Attempt(ctx, victims, out, delta);
   };
 
-  // Add victims in order until the gang fits.
+  // Add victims in order until the gang fits. Each one is released on top
+  // of those before it; only the tentative placement is rolled back between
+  // tries, so a long list costs one release and one placement per victim.
   std::vector<std::size_t> chosen;
   std::vector<ReplicaPlacement> replicas;
   Usage delta;
   bool fits = false;
+  auto mine = book_.Chain(*ctx.leaf);
   for (std::size_t c : candidates) {
     if (cause == EvictionCause::kReclaim) {
-      // Re-check with the victims chosen so far gone: the lender must still
-      // be over its guarantee.
-      undo();
-      for (std::size_t v : chosen) book_.Remove(*running_queue_[v], running_usage_[v]);
-      removed = chosen;
-      auto mine = book_.Chain(*ctx.leaf);
+      // With the victims chosen so far gone, the lender must still be over
+      // its guarantee.
       std::optional<std::size_t> side;
       for (std::size_t a : book_.Chain(*running_queue_[c])) {
         if (std::find(mine.begin(), mine.end(), a) != mine.end()) break;
@@ -137,10 +130,20 @@ bool Cycle::PlaceWithVictims(const JobCtx& ctx, EvictionCause cause) {
       if (!side || !book_.Borrowing(*side)) continue;
     }
     chosen.push_back(c);
-    if (attempt(chosen, replicas, delta)) {
-      fits = true;
-      break;
+    removed.push_back(c);
+    cluster_.Release(s_.running[c]);
+    book_.Remove(*running_queue_[c], running_usage_[c]);
+    const std::size_t before_try = cluster_.Mark();
+    HideReserved(EndOf(*ctx.job));
+    if (auto placed = cluster_.PlaceGang(ctx.shape, nullptr)) {
+      UnhideReserved();
+      delta = UsageOf(cluster_, ctx.shape.resources, *placed);
+      if (!book_.Check(*ctx.leaf, delta, ctx.preemptible)) {
+        fits = true;
+        break;
+      }
     }
+    cluster_.Rollback(before_try);
   }
   if (!fits) {
     undo();
