@@ -139,6 +139,7 @@ void Run(int nodes, int pending, int cycles, const Options& opt) {
   std::size_t waiting = 0;
   std::size_t reserved = 0;
   std::size_t moved = 0;
+  std::size_t evicted = 0;
   for (int c = 0; c < cycles; ++c) {
     std::clock_t c0 = std::clock();
     auto t0 = std::chrono::steady_clock::now();
@@ -148,6 +149,7 @@ void Run(int nodes, int pending, int cycles, const Options& opt) {
     ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
     cpu_ms.push_back(1000.0 * static_cast<double>(c1 - c0) / CLOCKS_PER_SEC);
     placed = plan.placements.size();
+    evicted = plan.evictions.size();
     moved = static_cast<std::size_t>(std::count_if(plan.placements.begin(), plan.placements.end(),
                                                    [](const auto& p) { return p.moved; }));
     waiting = plan.pending.size();
@@ -162,9 +164,9 @@ void Run(int nodes, int pending, int cycles, const Options& opt) {
   std::printf(
       "%6d nodes x 8 GPUs, %6d pending: cycle p50 %9.1f ms  p99 %9.1f ms  cpu p50 %9.1f ms  "
       "(%d cycles)  placed %6zu  waiting %6zu  reserved %3zu  placements/s %9.0f  peak RSS %6ld "
-      "MiB  moved %zu\n",
+      "MiB  evicted %zu  moved %zu\n",
       nodes, pending, p50, p99, cpu_ms[cpu_ms.size() / 2], cycles, placed, waiting, reserved,
-      p50 > 0 ? static_cast<double>(placed) / (p50 / 1000) : 0.0, ru.ru_maxrss / 1024, moved);
+      p50 > 0 ? static_cast<double>(placed) / (p50 / 1000) : 0.0, ru.ru_maxrss / 1024, evicted, moved);
 }
 
 }  // namespace

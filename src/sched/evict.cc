@@ -3,6 +3,7 @@
 // is rolled back unless the whole gang fits and passes quota.
 #include <algorithm>
 #include <tuple>
+#include <unordered_map>
 
 #include "sched/cycle.h"
 
@@ -110,40 +111,97 @@ bool Cycle::PlaceWithVictims(const JobCtx& ctx, EvictionCause cause) {
     return Attempt(ctx, victims, out, delta);
   };
 
-  // Add victims in order until the gang fits. Each one is released on top
-  // of those before it; only the tentative placement is rolled back between
-  // tries, so a long list costs one release and one placement per victim.
+  // Victims are taken in candidate order, but a whole-GPU gang is tried
+  // only once a node could hold one of its replicas: a victim waits on its
+  // nodes until the free GPUs and the waiting victims' GPUs there reach a
+  // replica's need, and then that node's waiting victims are released
+  // together. So a gang is placed by the first nodes the ordered victims
+  // free, and a cluster full of small jobs costs one pass over the
+  // candidates, not a try per victim. Slices and CPU-only jobs take the
+  // victims one by one.
   std::vector<std::size_t> chosen;
   std::vector<ReplicaPlacement> replicas;
   Usage delta;
   bool fits = false;
   auto mine = book_.Chain(*ctx.leaf);
-  for (std::size_t c : candidates) {
-    if (cause == EvictionCause::kReclaim) {
-      // With the victims chosen so far gone, the lender must still be over
-      // its guarantee.
-      std::optional<std::size_t> side;
-      for (std::size_t a : book_.Chain(*running_queue_[c])) {
-        if (std::find(mine.begin(), mine.end(), a) != mine.end()) break;
-        side = a;
-      }
-      if (!side || !book_.Borrowing(*side)) continue;
+  auto lends = [&](std::size_t c) {
+    // With the victims chosen so far gone, the lender must still be over
+    // its guarantee.
+    if (cause != EvictionCause::kReclaim) return true;
+    std::optional<std::size_t> side;
+    for (std::size_t a : book_.Chain(*running_queue_[c])) {
+      if (std::find(mine.begin(), mine.end(), a) != mine.end()) break;
+      side = a;
     }
+    return side && book_.Borrowing(*side);
+  };
+  auto release = [&](std::size_t c) {
     chosen.push_back(c);
     removed.push_back(c);
     cluster_.Release(s_.running[c]);
     book_.Remove(*running_queue_[c], running_usage_[c]);
+  };
+  bool gpus_fit = false;  // the last try found GPUs: quota is what stands in the way
+  auto try_place = [&] {
     const std::size_t before_try = cluster_.Mark();
     HideReserved(EndOf(*ctx.job));
+    gpus_fit = false;
     if (auto placed = cluster_.PlaceGang(ctx.shape, nullptr)) {
       UnhideReserved();
+      gpus_fit = true;
       delta = UsageOf(cluster_, ctx.shape.resources, *placed);
-      if (!book_.Check(*ctx.leaf, delta, ctx.preemptible)) {
-        fits = true;
-        break;
-      }
+      if (!book_.Check(*ctx.leaf, delta, ctx.preemptible)) return true;
     }
     cluster_.Rollback(before_try);
+    return false;
+  };
+  const auto& res = ctx.shape.resources;
+  // Taken by node only while GPUs are what is missing: when quota is (the
+  // queue's own jobs are preempted to make room in it), any victim helps.
+  if (const std::size_t before = cluster_.Mark(); try_place()) cluster_.Rollback(before);
+  bool by_node = res.gpus > 0 && !model::IsSlice(res) && !gpus_fit;
+  std::unordered_map<std::size_t, std::uint32_t> waiting_gpus;  // [node] GPUs of waiting victims
+  std::unordered_map<std::size_t, std::vector<std::size_t>> waiting_on;
+  std::vector<char> taken(s_.running.size(), 0);  // released, or skipped as no longer lending
+  for (std::size_t k = 0; k < candidates.size(); ++k) {
+    const std::size_t c = candidates[k];
+    if (!by_node) {
+      if (taken[c] != 0) continue;
+      taken[c] = 1;
+      if (!lends(c)) continue;
+      release(c);
+      if ((fits = try_place())) break;
+      continue;
+    }
+    std::vector<std::size_t> full;  // nodes that now could hold a replica
+    for (const auto& rp : s_.running[c].replicas) {
+      auto n = NodeIndex(rp.node);
+      if (!n) continue;  // replicas without GPUs wait too: they may hold the CPU or memory
+      waiting_on[*n].push_back(c);
+      auto& w = waiting_gpus[*n];
+      w += static_cast<std::uint32_t>(rp.gpu_indices.size());
+      if (cluster_.FreeEligible(*n, ctx.shape) + w >= res.gpus) full.push_back(*n);
+    }
+    if (full.empty()) continue;
+    bool released = false;
+    for (std::size_t n : full) {
+      for (std::size_t v : waiting_on[n]) {
+        if (taken[v] != 0) continue;
+        taken[v] = 1;
+        if (!lends(v)) continue;
+        release(v);
+        released = true;
+      }
+      waiting_on[n].clear();
+      waiting_gpus[n] = 0;  // its GPUs now show as free
+    }
+    if (released && (fits = try_place())) break;
+    if (released && gpus_fit) {
+      // GPUs are there now, quota is not: from here on every victim counts,
+      // the ones still waiting on their nodes first (in order).
+      by_node = false;
+      k = static_cast<std::size_t>(-1);  // start over; released victims are skipped
+    }
   }
   if (!fits) {
     undo();
