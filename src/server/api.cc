@@ -319,8 +319,9 @@ void Api::Why(const httplib::Request& req, httplib::Response& res) {
   reason["message"] = model::RenderReason(job->reason, lang);
   // The events that explain how it got here: evictions, requeues, exits and
   // the end, the last few of them, oldest first.
-  static constexpr std::array<std::string_view, 6> kExplaining{
-      "Preempting", "Reclaiming", "Requeued", "Exited", "Cancelled", "Failed"};
+  static constexpr std::array<std::string_view, 8> kExplaining{
+      "Preempting", "Reclaiming", "Moving",    "Consolidating",
+      "Requeued",   "Exited",     "Cancelled", "Failed"};
   static constexpr std::size_t kMaxEvents = 8;
   json all = JobJson(*job, true)["timeline"];
   json events = json::array();
