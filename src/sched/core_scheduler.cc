@@ -104,8 +104,17 @@ JobCtx Cycle::Resolve(const PendingJob& job) const {
   c.shape.node_selector = job.node_selector;
   c.shape.tolerations = job.tolerations;
   c.shape.topology = job.topology;
-  c.requested_mgpu = (std::int64_t{job.resources.gpus} * 1000 + job.resources.gpu_share_millis) *
-                     job.replicas;  // a memory slice's share is known once placed
+  // A memory slice's share depends on the card it lands on; until then it
+  // counts as its share of the largest card, the least it can be, so the
+  // up-front check never refuses what a placement would admit (the check
+  // after placement counts the card it got).
+  std::int64_t slice = job.resources.gpu_share_millis;
+  if (slice == 0 && job.resources.gpu_share_bytes > 0 && cluster_.MaxGpuMemory() > 0) {
+    slice = std::max<std::int64_t>(
+        1,
+        static_cast<std::int64_t>(model::SliceOf(job.resources, cluster_.MaxGpuMemory()).millis));
+  }
+  c.requested_mgpu = (std::int64_t{job.resources.gpus} * 1000 + slice) * job.replicas;
   if (c.leaf) {
     const auto& allowed = book_.Pools(*c.leaf);
     if (!job.pool.empty()) {
@@ -192,6 +201,32 @@ bool Cycle::PlaceNow(const JobCtx& ctx, std::optional<QuotaRefusal>& refusal,
     }
   }
   cluster_.Rollback(mark);
+  if (!placed || !refusal || refusal->key.kind != model::ResourceKind::kGpus ||
+      refusal->key.gpu_model.empty() || !ctx.shape.resources.gpu_model.empty()) {
+    return false;
+  }
+  // Packing chose a model the queue's `gpus/MODEL` quota refuses; a job
+  // that takes any model may still fit another one within quota. Each
+  // other model is tried as if the job had asked for it; the first refusal
+  // stays the answer if none fits.
+  const std::string refused = refusal->key.gpu_model;
+  for (const auto& other : cluster_.Models()) {
+    if (other == refused) continue;
+    JobShape alt = ctx.shape;
+    alt.resources.gpu_model = other;
+    HideReserved(EndOf(*ctx.job));
+    auto again = cluster_.PlaceGang(alt, nullptr);
+    if (again) {
+      UnhideReserved();
+      Usage delta = UsageOf(cluster_, alt.resources, *again);
+      if (!book_.Check(*ctx.leaf, delta, ctx.preemptible)) {
+        refusal.reset();
+        Commit(ctx, std::move(*again), delta, {}, EvictionCause::kReclaim);
+        return true;
+      }
+    }
+    cluster_.Rollback(mark);
+  }
   return false;
 }
 

@@ -34,7 +34,10 @@ Cluster::Cluster(std::vector<NodeView> nodes) : nodes_(std::move(nodes)) {
   // Distinct models, sorted; a set of views, not a sort of every GPU's name.
   std::set<std::string_view> models;
   for (const auto& n : nodes_) {
-    for (const auto& g : n.gpus) models.insert(g.model);
+    for (const auto& g : n.gpus) {
+      models.insert(g.model);
+      max_gpu_memory_ = std::max(max_gpu_memory_, g.memory_bytes);
+    }
   }
   models_.assign(models.begin(), models.end());
   std::size_t most = 0;

@@ -47,6 +47,10 @@ class Cluster {
   std::string_view StaticCause(std::size_t n, const JobShape& job) const;
   // Why node `n` cannot take one replica now; empty when it can.
   std::string_view Cause(std::size_t n, const JobShape& job) const;
+  // The largest GPU memory of any card (0: no GPUs).
+  std::uint64_t MaxGpuMemory() const { return max_gpu_memory_; }
+  // The GPU models present, sorted.
+  const std::vector<std::string>& Models() const { return models_; }
   // Free healthy whole GPUs on all nodes (of any model).
   std::uint64_t FreeGpus() const;
   // Calls fn(n, free) for the nodes with fewer than `below` free GPUs that
@@ -129,6 +133,7 @@ class Cluster {
   std::vector<std::uint32_t> healthy_;              // [node] healthy GPUs
   std::vector<bool> has_sharing_;                   // [node] any GPU in sharing mode
   std::uint32_t max_healthy_ = 0;                   // over ready nodes
+  std::uint64_t max_gpu_memory_ = 0;
   // [class][node]: GPUs both free and healthy, for class 0 (any model) and
   // 1 + each model: FreeEligible without a scan.
   std::vector<std::vector<std::uint32_t>> free_;
