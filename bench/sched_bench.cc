@@ -14,12 +14,15 @@
 // job that does not checkpoint and a 2-GPU job that does, leaving two GPUs
 // free; waiting 4-GPU jobs then fit only by moving a 2-GPU job
 // (consolidation), and 8-GPU ones not even so. It measures what trying to
-// make room costs a cycle.
+// make room costs a cycle. Its pending jobs are of every priority, so the
+// high ones preempt the running normal ones: a preemption storm.
+// --same-priority makes every pending job normal (nothing to preempt): a
+// steady full cluster.
 //
 // --size N P runs one size only (N nodes, P pending), e.g. under `perf stat`.
 //
 //   berth-sched-bench [--cycles K] [--quick] [--runtimes] [--fragmented]
-//                     [--max-reservations N] [--size N P]
+//                     [--same-priority] [--max-reservations N] [--size N P]
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -40,6 +43,7 @@ using berth::sched::Snapshot;
 struct Options {
   bool runtimes = false;
   bool fragmented = false;
+  bool same_priority = false;  // every pending job normal: nothing to preempt
   int max_reservations = -1;  // -1: the policy default
 };
 
@@ -115,6 +119,7 @@ Snapshot Build(int nodes, int pending, std::mt19937& rng, const Options& opt) {
     job.tenant = "t" + std::to_string(tenant(rng));
     job.queue = "q" + std::to_string(queue(rng));
     job.priority = static_cast<berth::model::Priority>(prio(rng));
+    if (opt.same_priority) job.priority = berth::model::Priority::kNormal;
     job.submitted_at_ms = s.now_ms - (pending - j);
     int k = shape(rng);
     job.resources.gpus = k < 4 ? 1 : k < 6 ? 2 : k < 8 ? 4 : 8;
@@ -186,6 +191,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--quick") == 0) quick = true;
     if (std::strcmp(argv[i], "--runtimes") == 0) opt.runtimes = true;
     if (std::strcmp(argv[i], "--fragmented") == 0) opt.fragmented = true;
+    if (std::strcmp(argv[i], "--same-priority") == 0) opt.same_priority = true;
     if (std::strcmp(argv[i], "--max-reservations") == 0 && i + 1 < argc) {
       opt.max_reservations = std::atoi(argv[++i]);
     }
