@@ -4,6 +4,7 @@
 // directory), and the 4-GPU job gets a whole node. Both timelines say so.
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "integration/fixture.h"
 
@@ -105,6 +106,80 @@ TEST_F(IntegrationTest, AGangGetsAWholeNodeByMovingAJobThatCheckpoints) {
             "restart=0 dir=" + ckpt_dir.string() + "\nrestart=1 dir=" + ckpt_dir.string() + "\n");
   WriteFile(all_done, "");
   for (auto id : {ckpt, keep, big}) ASSERT_TRUE(berthd.WaitForTerminal(id, 30s));
+}
+
+// While a moved job takes its grace period to stop, the GPUs planned for it
+// and for the gang are promised: a job submitted meanwhile that would fit
+// there waits instead of taking them.
+TEST_F(IntegrationTest, GpusPlannedForAMoveAreNotGivenAwayWhileItStops) {
+  auto cluster = dir_ / "cluster.yaml";
+  WriteFile(cluster,
+            "nodes:\n"
+            "  - name: n1\n"
+            "    cpus: 16\n"
+            "    memory: 64Gi\n"
+            "    gpus: {model: H100-80GB, memory: 80Gi, count: 4}\n"
+            "  - name: n2\n"
+            "    cpus: 16\n"
+            "    memory: 64Gi\n"
+            "    gpus: {model: H100-80GB, memory: 80Gi, count: 4}\n");
+  BerthdOptions options = AllInOne({"--stop-grace", "10s"});
+  options.simulate = cluster;
+  Berthd& berthd = NewBerthd(options);
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  ASSERT_TRUE(berthd.WaitForNode("Ready", 20s));
+
+  const auto fill_done = dir_ / "fill-done";
+  const auto all_done = dir_ / "all-done";
+  auto wait_for = [](const std::filesystem::path& f) {
+    return Sh("trap 'exit 0' TERM; while [ ! -e " + f.string() + " ]; do sleep 0.1; done");
+  };
+  auto submit = [&](const std::string& name, std::vector<std::string> cmd,
+                    json extra = json::object()) {
+    std::string error;
+    auto id = berthd.Submit(JobSpecJson(name, std::move(cmd), 2, std::move(extra)), &error);
+    EXPECT_NE(id, 0) << error;
+    EXPECT_TRUE(berthd.WaitForState(id, "Running", 30s)) << berthd.Job(id).dump(2);
+    return id;
+  };
+  auto fill_a = submit("fill-a", wait_for(fill_done));
+  // It takes its time to stop: SIGTERM is ignored until the all-done file
+  // exists or 3 s have passed.
+  auto slow =
+      submit("slow-ckpt",
+             Sh("trap 'i=0; while [ ! -e " + all_done.string() +
+                " ] && [ $i -lt 30 ]; do sleep 0.1; i=$((i+1)); done; exit 0' TERM; while [ ! -e " +
+                all_done.string() + " ]; do sleep 0.1; done"),
+             json{{"checkpoint", {{"grace", "8s"}}}});
+  auto keep = submit("keep", wait_for(all_done));
+  auto fill_b = submit("fill-b", wait_for(fill_done));
+  WriteFile(fill_done, "");
+  for (auto id : {fill_a, fill_b}) ASSERT_TRUE(berthd.WaitForTerminal(id, 30s));
+
+  std::string error;
+  auto big = berthd.Submit(JobSpecJson("big", wait_for(all_done), 4), &error);
+  ASSERT_NE(big, 0) << error;
+  ASSERT_TRUE(WaitFor([&] { return CountEvents(berthd.Job(slow), "Moving") == 1; }, 20s))
+      << berthd.Job(slow).dump(2);
+  // n1 has 2 free GPUs (planned for the gang) and n2 has 2 (planned for the
+  // moved job): a 2-GPU job fits either, but gets neither while the move is
+  // in flight.
+  auto late = berthd.Submit(JobSpecJson("late", wait_for(all_done), 2), &error);
+  ASSERT_NE(late, 0) << error;
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_EQ(berthd.JobState(late), "Pending") << berthd.Job(late).dump(2);
+  EXPECT_EQ(berthd.JobState(big), "Pending");
+  EXPECT_EQ(berthd.Job(big)["reason"]["code"], "WaitingForEvictions") << berthd.Job(big).dump(2);
+
+  // Once the moved job has stopped, the gang and the moved job start as
+  // planned; the late job still has no room.
+  ASSERT_TRUE(berthd.WaitForState(big, "Running", 30s)) << berthd.Job(big).dump(2);
+  ASSERT_TRUE(berthd.WaitForState(slow, "Running", 30s)) << berthd.Job(slow).dump(2);
+  EXPECT_EQ(NodesOf(berthd.Job(big), 1), std::vector<std::string>{"n1"});
+  EXPECT_EQ(NodesOf(berthd.Job(slow), 2), std::vector<std::string>{"n2"});
+  EXPECT_EQ(berthd.JobState(late), "Pending");
+  WriteFile(all_done, "");
+  for (auto id : {slow, keep, big, late}) ASSERT_TRUE(berthd.WaitForTerminal(id, 60s));
 }
 
 }  // namespace
