@@ -259,7 +259,10 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
         ends.insert({now + run_for, p.job_id});
         pending.erase(p.job_id);
         JobOutcome& o = outcome(p.job_id);
-        if (!o.first_start_ms) o.first_start_ms = now;
+        if (!o.first_start_ms) {
+          o.first_start_ms = now;
+          o.first_placement = p.replicas;
+        }
       }
       Sample sample;
       sample.t_ms = now;
