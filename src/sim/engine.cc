@@ -122,6 +122,8 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
   std::set<std::int64_t> pending;
   std::size_t next_arrival = 0;
   const TimeMs t0 = arrivals.empty() ? 0 : arrivals.front()->submit_ms;
+  result.first_submit_ms = t0;
+  result.cycle_ms = options.cycle_ms;
   model::UsageLedger ledger;
   ledger.Reset(policy.usage_half_life_ms, t0, {});
 

@@ -81,6 +81,9 @@ struct Sample {
 
 struct SimResult {
   std::int64_t cluster_gpus = 0;
+  // The cycle grid: cycles run at first_submit_ms + k * cycle_ms.
+  TimeMs first_submit_ms = 0;
+  TimeMs cycle_ms = 0;
   std::vector<JobOutcome> jobs;  // by id
   std::vector<Sample> samples;
   std::int64_t cycles = 0;

@@ -123,7 +123,13 @@ Summary Summarize(const std::string& scheduler, const SimResult& result) {
   for (const auto& o : result.jobs) {
     if (o.end_ms) {
       const double shared = static_cast<double>(*o.end_ms - o.submit_ms) / 1000.0;
+      TimeMs grid_wait = 0;  // to the first cycle at or after the submit
+      if (result.cycle_ms > 0 && o.submit_ms > result.first_submit_ms) {
+        const TimeMs since = o.submit_ms - result.first_submit_ms;
+        grid_wait = (since + result.cycle_ms - 1) / result.cycle_ms * result.cycle_ms - since;
+      }
       const double isolated =
+          static_cast<double>(grid_wait) / 1000.0 +
           IsolatedSeconds(o.duration_ms, o.gpus, result.cluster_gpus, tenant_names.size());
       const double rho = shared / std::max(isolated, 1e-3);
       all_rho.rho.push_back(rho);

@@ -34,9 +34,11 @@ struct Group {
 // its completion time on an isolated 1/N share of the cluster, N the number
 // of tenants with jobs. The isolated time is the job's trace duration,
 // stretched by gang_gpus / (cluster GPUs / N) when the gang is larger than
-// the share (Themis' linear-scaling assumption); no queueing behind the
-// tenant's own jobs, no evictions, no restart overhead. rho <= 1: the job
-// did at least as well as on its own slice of the cluster.
+// the share (Themis' linear-scaling assumption), plus the wait for the
+// first scheduling cycle at or after its submit (the isolated cluster runs
+// on the same cycle grid); no queueing behind the tenant's own jobs, no
+// evictions, no restart overhead. rho <= 1: the job did at least as well
+// as on its own slice of the cluster.
 struct Fairness {
   std::int64_t jobs = 0;  // finished jobs counted
   double mean_rho = 0;

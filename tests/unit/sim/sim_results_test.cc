@@ -187,6 +187,16 @@ TEST(Fairness, RhoIsSharedOverIsolatedCompletionTimePerTenant) {
   auto j = ToJson(s);
   EXPECT_DOUBLE_EQ(j["fairness_by_tenant"]["b"]["mean_rho"].get<double>(), 2);
   EXPECT_NE(RenderTable({s}).find("RHO_AVG"), std::string::npos);
+
+  // A job submitted between cycles starts at the next one, alone or not:
+  // that wait is in the isolated time too, so a lone job has rho 1.
+  std::vector<SimJob> late{Job(1, 0, 100, 4, "a"), Job(2, 3, 100, 4, "b")};
+  auto l = Simulate(nodes, late, model::DefaultPolicy(), fifo, {}, OneQueue());
+  ASSERT_TRUE(l.has_value());
+  EXPECT_EQ(l->jobs[1].first_start_ms, 10'000);
+  auto ls = Summarize("fifo", *l);
+  EXPECT_DOUBLE_EQ(ls.fairness_by_tenant.at("b").mean_rho, 1.0);
+  EXPECT_DOUBLE_EQ(ls.fairness.share_over_1, 0.0);
 }
 
 TEST(TimeSeries, OneCsvRowPerSample) {
