@@ -173,4 +173,22 @@ std::string RenderFillTable(const std::vector<FillResult>& results) {
   return out;
 }
 
+nlohmann::json ToJson(const FillResult& r) {
+  nlohmann::json j{{"scheduler", r.scheduler},
+                   {"cluster_gpus", r.cluster_gpus},
+                   {"placed_before_first_failure", r.placed_before_first_failure},
+                   {"points", nlohmann::json::array()}};
+  if (r.first_failure_share) j["first_failure_arrived_share"] = *r.first_failure_share;
+  for (const auto& p : r.points) {
+    j["points"].push_back({{"arrived_share", p.arrived_share},
+                           {"arrived_pods", p.arrived_pods},
+                           {"arrived_gpus", p.arrived_gpus},
+                           {"allocated_gpus", p.allocated_gpus},
+                           {"unallocated_gpus", p.unallocated_gpus},
+                           {"fragmented_gpus", p.fragmented_gpus},
+                           {"failed_pods", p.failed_pods}});
+  }
+  return j;
+}
+
 }  // namespace berth::sim

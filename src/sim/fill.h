@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,5 +63,6 @@ Result<FillResult> Fill(const std::vector<sched::NodeView>& nodes, const std::ve
 double FragmentedGpus(const std::vector<sched::NodeView>& nodes, const std::vector<SimJob>& pods);
 
 std::string RenderFillTable(const std::vector<FillResult>& results);
+nlohmann::json ToJson(const FillResult& result);
 
 }  // namespace berth::sim

@@ -293,6 +293,11 @@ int main(int argc, char** argv) {
                            trace, gpus, nodes.size(), tenants);
   if (fill) {
     std::cout << berth::sim::RenderFillTable(fills);
+    if (!json_out.empty()) {
+      nlohmann::json all = nlohmann::json::array();
+      for (const auto& f : fills) all.push_back(berth::sim::ToJson(f));
+      if (!WriteFile(json_out, all.dump(2) + "\n")) return Fail("cannot write --json " + json_out);
+    }
     return 0;
   }
   std::cout << berth::sim::RenderTable(summaries);

@@ -299,6 +299,8 @@ TEST(Fill, BestFitPacksSlicesWhereSpreadStrandsAWholeGpuPod) {
   EXPECT_NEAR(s->points[1].fragmented_gpus, 1.0 / 3.0, 1e-9);
   EXPECT_DOUBLE_EQ(b->points[1].fragmented_gpus, 0.0);
   EXPECT_NE(RenderFillTable({*b, *s}).find("UNALLOCATED"), std::string::npos);
+  EXPECT_DOUBLE_EQ(ToJson(*s)["points"][1]["unallocated_gpus"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(ToJson(*s)["first_failure_arrived_share"].get<double>(), 0.5);
 }
 
 TEST(ReadDlrm, InstancesBecomeServingJobsThatLastToTheWindowsEnd) {
