@@ -73,7 +73,7 @@ std::string Axes(const Panel& p, double x_max, bool x_labels) {
         "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>\n", kLeft,
         y, kLeft + plot_w, y);
     out += fmt::format(
-        "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"end\">{}</text>\n",
+        "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"end\">{:g}</text>\n",
         kLeft - 5, y + 4, v);
   }
   const double xs = TickStep(x_max, 8);
@@ -84,7 +84,7 @@ std::string Axes(const Panel& p, double x_max, bool x_labels) {
         p.top + kPanelHeight, x, p.top + kPanelHeight + 4);
     if (x_labels) {
       out += fmt::format(
-          "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"middle\">{}</text>\n", x,
+          "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"middle\">{:g}</text>\n", x,
           p.top + kPanelHeight + 16, v);
     }
   }
