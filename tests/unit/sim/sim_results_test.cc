@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <sstream>
 #include <vector>
 
@@ -342,6 +344,28 @@ TEST(ReadDlrm, InstancesBecomeServingJobsThatLastToTheWindowsEnd) {
   ASSERT_EQ(nodes.size(), 5U);
   EXPECT_EQ(nodes[0].gpus.size(), 8U);
   EXPECT_TRUE(nodes[4].gpus.empty());
+}
+
+std::filesystem::path TracesDir() {
+  const char* env = std::getenv("BERTH_TRACES_DIR");
+  return env != nullptr ? std::filesystem::path(env) : std::filesystem::path(BERTH_TRACES_DIR);
+}
+
+TEST(ReadDlrm, TheShippedTraceHasItsDocumentedShape) {
+  const auto path = TracesDir() / "alibaba-dlrm-2025" / "disaggregated_DLRM_trace.csv";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "no " << path;
+  auto jobs = ReadDlrmFile(path, {4, 0});
+  ASSERT_TRUE(jobs.has_value()) << jobs.error().message;
+  ASSERT_EQ(jobs->size(), 23'871U);
+  std::size_t gpu = 0;
+  std::size_t at_zero = 0;
+  for (const auto& j : *jobs) {
+    if (j.resources.gpus == 1) ++gpu;
+    if (j.submit_ms == 0) ++at_zero;
+    EXPECT_GT(j.duration_ms, 0) << j.name;
+  }
+  EXPECT_EQ(gpu, 7'386U);      // HN instances
+  EXPECT_EQ(at_zero, 7'280U);  // pre-exist the window
 }
 
 }  // namespace
