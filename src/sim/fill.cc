@@ -95,6 +95,7 @@ Result<FillResult> Fill(const std::vector<sched::NodeView>& nodes_in,
   double allocated = 0;
   std::int64_t arrived_pods = 0;
   std::int64_t failed = 0;
+  std::int64_t failed_model = 0;
   std::size_t next_milestone = 0;
   const auto cluster = static_cast<double>(out.cluster_gpus);
   for (std::size_t k = 0; next_milestone < milestones.size(); ++k) {
@@ -122,6 +123,7 @@ Result<FillResult> Fill(const std::vector<sched::NodeView>& nodes_in,
         out.placed_before_first_failure = arrived_pods - 1 - failed;
       }
       ++failed;
+      if (!pod.resources.gpu_model.empty()) ++failed_model;
     } else {
       const auto& replicas = plan.placements.front().replicas;
       sched::HoldGpus(nodes, pod.resources, replicas, true);
@@ -142,6 +144,7 @@ Result<FillResult> Fill(const std::vector<sched::NodeView>& nodes_in,
       pt.unallocated_gpus = cluster - allocated;
       pt.fragmented_gpus = FragmentedGpus(nodes, pods);
       pt.failed_pods = failed;
+      pt.failed_model_pods = failed_model;
       out.points.push_back(pt);
       ++next_milestone;
     }
@@ -186,7 +189,8 @@ nlohmann::json ToJson(const FillResult& r) {
                            {"allocated_gpus", p.allocated_gpus},
                            {"unallocated_gpus", p.unallocated_gpus},
                            {"fragmented_gpus", p.fragmented_gpus},
-                           {"failed_pods", p.failed_pods}});
+                           {"failed_pods", p.failed_pods},
+                           {"failed_model_pods", p.failed_model_pods}});
   }
   return j;
 }

@@ -34,7 +34,8 @@ struct FillPoint {
   double allocated_gpus = 0;
   double unallocated_gpus = 0;
   double fragmented_gpus = 0;
-  std::int64_t failed_pods = 0;  // pods so far that did not fit
+  std::int64_t failed_pods = 0;        // pods so far that did not fit
+  std::int64_t failed_model_pods = 0;  // of those, pods that name a GPU model
 };
 
 struct FillResult {

@@ -294,6 +294,7 @@ TEST(Fill, BestFitPacksSlicesWhereSpreadStrandsAWholeGpuPod) {
   EXPECT_FALSE(b->first_failure_share.has_value());
   EXPECT_DOUBLE_EQ(s->points[1].unallocated_gpus, 1.0);
   EXPECT_EQ(s->points[1].failed_pods, 1);
+  EXPECT_EQ(s->points[1].failed_model_pods, 0);
   ASSERT_TRUE(s->first_failure_share.has_value());
   EXPECT_DOUBLE_EQ(*s->first_failure_share, 0.5);
   // Spread leaves half a GPU on each node: the half-GPU pods (2 of 3) could
