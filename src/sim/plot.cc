@@ -84,8 +84,8 @@ std::string Axes(const Panel& p, double x_max, bool x_labels) {
         p.top + kPanelHeight, x, p.top + kPanelHeight + 4);
     if (x_labels) {
       out += fmt::format(
-          "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"middle\">{:g}</text>\n", x,
-          p.top + kPanelHeight + 16, v);
+          "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"middle\">{:g}</text>\n",
+          x, p.top + kPanelHeight + 16, v);
     }
   }
   out += fmt::format(
