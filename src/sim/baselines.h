@@ -12,11 +12,18 @@
 //   Tiresias' starvation guard (promote after a long wait) is not modelled.
 //   Runs on the scheduling core with every job in one queue, the levels as
 //   its priority classes.
+// - Placement baselines for OpenB's fill mode (fill.h): first fit, best fit
+//   (pack: the node left with the fewest free GPUs) and spread (the node
+//   with the most free GPUs, as Kubernetes' default least-allocated score).
+//   No queues, quotas or preemption: each waiting job in submit order is
+//   placed where the rule says, or left waiting.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
+#include "sched/scheduler.h"
 #include "sim/engine.h"
 
 namespace berth::sim {
@@ -31,5 +38,27 @@ SnapshotAdjuster ShortestJobFirstOracle();
 // (critical), below thresholds[1] the next (high), and so on down to low.
 // At most three thresholds.
 SnapshotAdjuster LeastAttainedService(std::vector<std::int64_t> thresholds_gpu_ms);
+
+enum class PlacementRule { kFirstFit, kBestFit, kSpread };
+
+class PlacementBaseline : public sched::Scheduler {
+ public:
+  explicit PlacementBaseline(PlacementRule rule) : rule_(rule) {}
+  [[nodiscard]] sched::Plan Schedule(const sched::Snapshot& snapshot) const override;
+
+ private:
+  PlacementRule rule_;
+};
+
+// Free capacity of one GPU for new work in milli-GPUs: 1000 when no run
+// holds it, 1000 minus its slices on a sharing GPU, else 0 (and 0 when
+// unhealthy).
+std::int64_t FreeMillis(const sched::GpuView& g);
+
+// The GPUs one replica of `r` would take on `node` (best fit among slices:
+// the sharing GPU with the least room that still fits), or nullopt when it
+// does not fit: node not ready, CPU, memory, GPU model or memory, or GPUs.
+std::optional<std::vector<std::uint32_t>> FitReplica(const sched::NodeView& node,
+                                                     const model::Resources& r);
 
 }  // namespace berth::sim

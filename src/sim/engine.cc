@@ -4,9 +4,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <queue>
+#include <random>
 #include <set>
+#include <tuple>
 
 #include "model/usage_ledger.h"
 
@@ -39,6 +43,14 @@ std::int64_t GangMgpu(const SimJob& j) {
         1, static_cast<std::int64_t>(r.gpu_share_bytes * 1000 / (80ULL << 30)));
   }
   return per * j.replicas;
+}
+
+// An exponentially distributed duration of mean `mean_ms` (at least 1 ms),
+// from the generator's raw bits so that it is the same on every platform.
+TimeMs Exponential(std::mt19937_64& rng, TimeMs mean_ms) {
+  const double u = static_cast<double>(rng() >> 11) * 0x1.0p-53;  // [0, 1)
+  const double x = -std::log1p(-u) * static_cast<double>(mean_ms);
+  return std::max<TimeMs>(1, static_cast<TimeMs>(std::llround(x)));
 }
 
 }  // namespace
@@ -110,8 +122,40 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
   std::set<std::int64_t> pending;
   std::size_t next_arrival = 0;
   const TimeMs t0 = arrivals.empty() ? 0 : arrivals.front()->submit_ms;
+  result.first_submit_ms = t0;
+  result.cycle_ms = options.cycle_ms;
   model::UsageLedger ledger;
   ledger.Reset(policy.usage_half_life_ms, t0, {});
+
+  // Node failures: (at, node, down for, random) in time order, and returns.
+  using Failure = std::tuple<TimeMs, std::size_t, TimeMs, bool>;
+  std::set<Failure> failures;
+  std::set<std::pair<TimeMs, std::size_t>> returns;
+  std::vector<std::optional<TimeMs>> down_until(nodes.size());
+  const std::vector<sched::NodeView> healthy_nodes = nodes;  // health to restore on return
+  for (const auto& f : options.node_failures) {
+    auto it = node_index.find(f.node);
+    if (it == node_index.end()) {
+      return Fail(Code::kInvalidArgument,
+                  fmt::format("node failure at {} ms: no node named '{}'", f.at_ms, f.node));
+    }
+    if (f.down_ms <= 0) {
+      return Fail(
+          Code::kInvalidArgument,
+          fmt::format("node failure of {} at {} ms: down time must be positive", f.node, f.at_ms));
+    }
+    failures.insert({f.at_ms, it->second, f.down_ms, false});
+  }
+  const RandomFailures& rf = options.random_failures;
+  std::vector<std::mt19937_64> rngs;
+  if (rf.mtbf_ms > 0) {
+    if (rf.mttr_ms <= 0) return Fail(Code::kInvalidArgument, "random failures need an MTTR > 0");
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      rngs.emplace_back(rf.seed * 0x9E3779B97F4A7C15ULL + i);
+      TimeMs up = Exponential(rngs[i], rf.mtbf_ms);
+      failures.insert({t0 + up, i, Exponential(rngs[i], rf.mttr_ms), true});
+    }
+  }
 
   // Takes (or gives back) what a job's replicas hold: GPUs (whole or a
   // slice), and CPU and memory.
@@ -139,6 +183,57 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
     ends.erase({s.running->end_ms, id});
     s.running.reset();
   };
+  // Stops a running job at `at` and puts it back in the queue: it keeps the
+  // work up to its last checkpoint and pays the restart overhead next time.
+  // An eviction by the plan, or the failure of a node it runs on.
+  auto stop = [&](std::int64_t id, TimeMs at, bool node_failed) {
+    JobState& s = state.at(id);
+    TimeMs ran = at - s.running->start_ms;
+    TimeMs kept = options.checkpoint_interval_ms > 0
+                      ? ran / options.checkpoint_interval_ms * options.checkpoint_interval_ms
+                      : 0;
+    s.work_saved_ms = std::min(s.job->duration_ms, s.work_saved_ms + kept);
+    s.restarted = true;
+    JobOutcome& o = outcome(id);
+    const std::int64_t lost = (ran - kept) * GangMgpu(*s.job) / 1000;
+    if (node_failed) {
+      ++o.failures;
+      o.lost_gpu_ms_to_failures += lost;
+    } else {
+      ++o.evictions;
+      o.lost_gpu_ms += lost;
+    }
+    release(id, at);
+    pending.insert(id);
+  };
+  // A node goes down: its jobs stop, it and its GPUs are unavailable.
+  auto fail_node = [&](std::size_t n, TimeMs at, TimeMs down_ms) {
+    ++result.node_failures;
+    down_until[n] = at + down_ms;
+    returns.insert({at + down_ms, n});
+    auto& node = nodes[n];
+    std::vector<std::int64_t> hit;
+    for (const auto& [id, s] : state) {
+      if (!s.running) continue;
+      for (const auto& rp : s.running->replicas) {
+        if (rp.node == node.name) {
+          hit.push_back(id);
+          break;
+        }
+      }
+    }
+    for (std::int64_t id : hit) stop(id, at, true);
+    node.ready = false;
+    for (auto& g : node.gpus) g.healthy = false;
+    return !hit.empty();
+  };
+  auto return_node = [&](std::size_t n) {
+    down_until[n].reset();
+    nodes[n].ready = healthy_nodes[n].ready;
+    for (std::size_t g = 0; g < nodes[n].gpus.size(); ++g) {
+      nodes[n].gpus[g].healthy = healthy_nodes[n].gpus[g].healthy;
+    }
+  };
 
   TimeMs now = t0;
   bool dirty = false;
@@ -149,11 +244,45 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
       ++next_arrival;
       dirty = true;
     }
-    while (!ends.empty() && ends.begin()->first <= now) {
-      auto [end, id] = *ends.begin();
-      release(id, end);
-      outcome(id).end_ms = end;
-      dirty = true;
+    // Ends, returns and failures in time order; at one instant a job that
+    // ends finishes, and a node that returns is back before it fails again.
+    while (true) {
+      constexpr TimeMs kNever = std::numeric_limits<TimeMs>::max();
+      const TimeMs te = ends.empty() ? kNever : ends.begin()->first;
+      const TimeMs tr = returns.empty() ? kNever : returns.begin()->first;
+      const TimeMs tf = failures.empty() ? kNever : std::get<0>(*failures.begin());
+      const TimeMs t = std::min({te, tr, tf});
+      if (t > now) break;
+      if (te == t) {
+        auto [end, id] = *ends.begin();
+        release(id, end);
+        outcome(id).end_ms = end;
+        dirty = true;
+      } else if (tr == t) {
+        const std::size_t n = returns.begin()->second;
+        returns.erase(returns.begin());
+        return_node(n);
+        if (!pending.empty()) dirty = true;
+      } else {
+        const auto [at, n, down_ms, random] = *failures.begin();
+        failures.erase(failures.begin());
+        // Moot on a node already down, or once nothing runs or is still to
+        // arrive (failing idle nodes then would only keep the clock going).
+        const bool idle_forever = ends.empty() && next_arrival >= arrivals.size();
+        if (down_until[n] || idle_forever) {
+          if (random) {  // a random failure moves on to the next up time
+            failures.insert(
+                {std::max(at, down_until[n].value_or(at)) + Exponential(rngs[n], rf.mtbf_ms), n,
+                 Exponential(rngs[n], rf.mttr_ms), true});
+          }
+          continue;
+        }
+        if (fail_node(n, at, down_ms)) dirty = true;
+        if (random) {
+          failures.insert({at + down_ms + Exponential(rngs[n], rf.mtbf_ms), n,
+                           Exponential(rngs[n], rf.mttr_ms), true});
+        }
+      }
     }
     if (dirty) {
       sched::Snapshot snap;
@@ -221,19 +350,7 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
       ++result.cycles;
       // Evictions take effect at once in the simulation (no stop grace).
       for (const auto& e : plan.evictions) {
-        JobState& s = state.at(e.job_id);
-        if (!s.running) continue;
-        TimeMs ran = now - s.running->start_ms;
-        TimeMs kept = options.checkpoint_interval_ms > 0
-                          ? ran / options.checkpoint_interval_ms * options.checkpoint_interval_ms
-                          : 0;
-        s.work_saved_ms = std::min(s.job->duration_ms, s.work_saved_ms + kept);
-        s.restarted = true;
-        JobOutcome& o = outcome(e.job_id);
-        ++o.evictions;
-        o.lost_gpu_ms += (ran - kept) * GangMgpu(*s.job) / 1000;
-        release(e.job_id, now);
-        pending.insert(e.job_id);
+        if (state.at(e.job_id).running) stop(e.job_id, now, false);
       }
       for (const auto& p : plan.placements) {
         JobState& s = state.at(p.job_id);
@@ -243,11 +360,19 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
         }
         for (const auto& r : p.replicas) {
           auto& node = nodes[node_index.at(r.node)];
+          if (!node.ready) {
+            return Fail(Code::kInternal, fmt::format("the plan places job {} on {}, which is down",
+                                                     p.job_id, r.node));
+          }
           for (auto idx : r.gpu_indices) {
             for (const auto& g : node.gpus) {
               if (g.index == idx && !g.free && g.shared_millis == 0) {
                 return Fail(Code::kInternal,
                             fmt::format("the plan gives GPU {} of {} twice", idx, r.node));
+              }
+              if (g.index == idx && !g.healthy) {
+                return Fail(Code::kInternal,
+                            fmt::format("the plan gives unhealthy GPU {} of {}", idx, r.node));
               }
             }
           }
@@ -267,6 +392,7 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
       Sample sample;
       sample.t_ms = now;
       for (const auto& n : nodes) {
+        if (!n.ready) sample.down_gpus += static_cast<std::int64_t>(n.gpus.size());
         for (const auto& g : n.gpus) {
           if (!g.healthy || !n.ready) continue;
           if (g.free) {
@@ -286,6 +412,13 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
     std::optional<TimeMs> next;
     if (next_arrival < arrivals.size()) next = arrivals[next_arrival]->submit_ms;
     if (!ends.empty()) next = next ? std::min(*next, ends.begin()->first) : ends.begin()->first;
+    if (!returns.empty() && !pending.empty()) {
+      next = next ? std::min(*next, returns.begin()->first) : returns.begin()->first;
+    }
+    // Failures matter only while something runs or is still to arrive.
+    if (!failures.empty() && (!ends.empty() || next_arrival < arrivals.size())) {
+      next = std::min(*next, std::get<0>(*failures.begin()));
+    }
     if (!next) break;  // nothing will ever change again
     TimeMs step = std::max(*next, now + 1);
     now = t0 + (step - t0 + options.cycle_ms - 1) / options.cycle_ms * options.cycle_ms;

@@ -2,12 +2,15 @@
 // on a virtual clock. Jobs start the moment a plan places them, run for their
 // trace duration, and end; evicted jobs lose the work since their last
 // checkpoint, go back to the queue and pay a restart overhead when they run
-// again. Deterministic: the same inputs give the same result.
+// again. Nodes may fail and return (a schedule, or at random from a seed):
+// a failed node's jobs are stopped the same way and its GPUs are unhealthy
+// until it returns. Deterministic: the same inputs give the same result.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +23,17 @@
 
 namespace berth::sim {
 
+// Random failures: each node fails after an exponentially distributed up
+// time of mean `mtbf_ms` and comes back after an exponentially distributed
+// repair of mean `mttr_ms`, counted from the first submit. Each node draws
+// from its own generator seeded by (seed, node position in name order), so
+// the same seed gives the same failures whatever the scheduler does.
+struct RandomFailures {
+  TimeMs mtbf_ms = 0;  // 0: none
+  TimeMs mttr_ms = 0;
+  std::uint64_t seed = 1;
+};
+
 struct SimOptions {
   // The scheduler runs at most once per cycle, on a grid of this step, and
   // only when something arrived or ended since the last run.
@@ -31,6 +45,10 @@ struct SimOptions {
   TimeMs checkpoint_interval_ms = 0;
   // Stop after this much virtual time past the first submit (0: run dry).
   TimeMs horizon_ms = 0;
+  // Node failures on a schedule (trace.h; any order; a node already down ignores a
+  // second failure), and/or at random.
+  std::vector<NodeFailure> node_failures{};
+  RandomFailures random_failures{};
 };
 
 struct JobOutcome {
@@ -45,6 +63,10 @@ struct JobOutcome {
   std::optional<TimeMs> end_ms;  // nullopt: never finished
   std::int64_t evictions = 0;
   std::int64_t lost_gpu_ms = 0;  // GPU-time of work thrown away by evictions
+  // Stopped because a node it ran on failed, and the GPU-time of work that
+  // threw away (not counted in evictions / lost_gpu_ms).
+  std::int64_t failures = 0;
+  std::int64_t lost_gpu_ms_to_failures = 0;
 };
 
 // The cluster at one scheduling cycle.
@@ -55,14 +77,19 @@ struct Sample {
   std::int64_t pending_mgpu = 0;
   // Free healthy GPUs while jobs wait: capacity the waiting jobs could not use.
   std::int64_t idle_gpus_while_waiting = 0;
+  std::int64_t down_gpus = 0;  // on failed nodes
 };
 
 struct SimResult {
   std::int64_t cluster_gpus = 0;
+  // The cycle grid: cycles run at first_submit_ms + k * cycle_ms.
+  TimeMs first_submit_ms = 0;
+  TimeMs cycle_ms = 0;
   std::vector<JobOutcome> jobs;  // by id
   std::vector<Sample> samples;
   std::int64_t cycles = 0;
-  double scheduler_ms = 0;  // wall time spent in Schedule(), for reference
+  std::int64_t node_failures = 0;  // failures that took effect
+  double scheduler_ms = 0;         // wall time spent in Schedule(), for reference
 };
 
 // What the simulator knows about a job that a real scheduler does not: its

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 namespace berth::sim {
 namespace {
@@ -69,7 +70,41 @@ nlohmann::json GroupJson(const Group& g) {
           {"wait", DistJson(g.wait)}};
 }
 
+struct CollectRho {
+  std::vector<double> rho;
+  Fairness Done() const {
+    Fairness f;
+    f.jobs = static_cast<std::int64_t>(rho.size());
+    if (rho.empty()) return f;
+    double sum = 0;
+    std::int64_t over = 0;
+    for (double r : rho) {
+      sum += r;
+      f.max_rho = std::max(f.max_rho, r);
+      if (r > 1) ++over;
+    }
+    f.mean_rho = sum / static_cast<double>(rho.size());
+    f.share_over_1 = static_cast<double>(over) / static_cast<double>(rho.size());
+    return f;
+  }
+};
+
+nlohmann::json FairnessJson(const Fairness& f) {
+  return {{"jobs", f.jobs},
+          {"mean_rho", f.mean_rho},
+          {"max_rho", f.max_rho},
+          {"share_rho_over_1", f.share_over_1}};
+}
+
 }  // namespace
+
+double IsolatedSeconds(TimeMs duration_ms, std::int64_t gpus, std::int64_t cluster_gpus,
+                       std::size_t tenants) {
+  const double run_s = static_cast<double>(duration_ms) / 1000.0;
+  if (tenants == 0 || cluster_gpus <= 0) return run_s;
+  const double share = static_cast<double>(cluster_gpus) / static_cast<double>(tenants);
+  return run_s * std::max(1.0, static_cast<double>(gpus) / share);
+}
 
 Summary Summarize(const std::string& scheduler, const SimResult& result) {
   Summary s;
@@ -81,7 +116,27 @@ Summary Summarize(const std::string& scheduler, const SimResult& result) {
   TimeMs first = 0;
   TimeMs last = 0;
   bool any = false;
+  std::set<std::string> tenant_names;
+  for (const auto& o : result.jobs) tenant_names.insert(o.tenant);
+  CollectRho all_rho;
+  std::map<std::string, CollectRho> tenant_rho;
   for (const auto& o : result.jobs) {
+    if (o.end_ms) {
+      const double shared = static_cast<double>(*o.end_ms - o.submit_ms) / 1000.0;
+      TimeMs grid_wait = 0;  // to the first cycle at or after the submit
+      if (result.cycle_ms > 0 && o.submit_ms > result.first_submit_ms) {
+        const TimeMs since = o.submit_ms - result.first_submit_ms;
+        grid_wait = (since + result.cycle_ms - 1) / result.cycle_ms * result.cycle_ms - since;
+      }
+      const double isolated =
+          static_cast<double>(grid_wait) / 1000.0 +
+          IsolatedSeconds(o.duration_ms, o.gpus, result.cluster_gpus, tenant_names.size());
+      const double rho = shared / std::max(isolated, 1e-3);
+      all_rho.rho.push_back(rho);
+      tenant_rho[o.tenant].rho.push_back(rho);
+    }
+    s.failures += o.failures;
+    s.lost_gpu_hours_to_failures += static_cast<double>(o.lost_gpu_ms_to_failures) / 3.6e6;
     all.Add(o);
     tenants[o.tenant].Add(o);
     sizes[SizeClass(o.gpus)].Add(o);
@@ -93,6 +148,9 @@ Summary Summarize(const std::string& scheduler, const SimResult& result) {
     any = true;
   }
   s.all = all.Done();
+  s.node_failures = result.node_failures;
+  s.fairness = all_rho.Done();
+  for (const auto& [k, c] : tenant_rho) s.fairness_by_tenant[k] = c.Done();
   for (const auto& [k, c] : tenants) s.by_tenant[k] = c.Done();
   for (const auto& [k, c] : sizes) s.by_size[k] = c.Done();
   s.makespan_s = any ? static_cast<double>(last - first) / 1000.0 : 0;
@@ -125,12 +183,17 @@ nlohmann::json ToJson(const Summary& s) {
                    {"never_started", s.never_started},
                    {"evictions", s.evictions},
                    {"lost_gpu_hours", s.lost_gpu_hours},
+                   {"node_failures", s.node_failures},
+                   {"failures", s.failures},
+                   {"lost_gpu_hours_to_failures", s.lost_gpu_hours_to_failures},
+                   {"fairness", FairnessJson(s.fairness)},
                    {"mean_allocation", s.mean_allocation},
                    {"mean_idle_gpus_while_waiting", s.mean_idle_gpus_while_waiting},
                    {"cycles", s.cycles},
                    {"scheduler_ms_per_cycle", s.scheduler_ms_per_cycle}};
   for (const auto& [k, g] : s.by_tenant) j["by_tenant"][k] = GroupJson(g);
   for (const auto& [k, g] : s.by_size) j["by_size_gpus"][k] = GroupJson(g);
+  for (const auto& [k, f] : s.fairness_by_tenant) j["fairness_by_tenant"][k] = FairnessJson(f);
   return j;
 }
 
@@ -148,16 +211,32 @@ std::string RenderTable(const std::vector<Summary>& summaries) {
         100.0 * s.mean_allocation, s.evictions, s.mean_idle_gpus_while_waiting);
   }
   out += "(seconds; ALLOC: mean share of GPUs allocated; IDLE: mean free GPUs while jobs wait)\n";
-  if (!summaries.empty() && summaries.front().by_tenant.size() > 1) {
-    out += fmt::format("\n{:<10} {:<8} {:>6} {:>9} {:>9} {:>9}\n", "SCHEDULER", "TENANT", "JOBS",
-                       "JCT_AVG", "WAIT_AVG", "WAIT_P99");
+  const bool failed = std::any_of(summaries.begin(), summaries.end(),
+                                  [](const Summary& s) { return s.node_failures > 0; });
+  if (failed) {
+    out += fmt::format("\n{:<10} {:>13} {:>9} {:>14} {:>13}\n", "SCHEDULER", "NODE_FAILURES",
+                       "JOBS_HIT", "LOST_GPU_H_FAIL", "LOST_GPU_H_EVICT");
     for (const auto& s : summaries) {
-      for (const auto& [t, g] : s.by_tenant) {
-        out += fmt::format("{:<10} {:<8} {:>6} {:>9.0f} {:>9.0f} {:>9.0f}\n", s.scheduler, t,
-                           g.jobs, g.jct.mean_s, g.wait.mean_s, g.wait.p99_s);
-      }
+      out += fmt::format("{:<10} {:>13} {:>9} {:>14.1f} {:>13.1f}\n", s.scheduler, s.node_failures,
+                         s.failures, s.lost_gpu_hours_to_failures, s.lost_gpu_hours);
     }
   }
+  out += fmt::format("\n{:<10} {:<8} {:>6} {:>9} {:>9} {:>9} {:>8} {:>8} {:>6}\n", "SCHEDULER",
+                     "TENANT", "JOBS", "JCT_AVG", "WAIT_AVG", "WAIT_P99", "RHO_AVG", "RHO_MAX",
+                     "RHO>1");
+  for (const auto& s : summaries) {
+    for (const auto& [t, g] : s.by_tenant) {
+      const auto f = s.fairness_by_tenant.find(t);
+      const Fairness rho = f == s.fairness_by_tenant.end() ? Fairness{} : f->second;
+      out +=
+          fmt::format("{:<10} {:<8} {:>6} {:>9.0f} {:>9.0f} {:>9.0f} {:>8.2f} {:>8.1f} {:>5.0f}%\n",
+                      s.scheduler, t, g.jobs, g.jct.mean_s, g.wait.mean_s, g.wait.p99_s,
+                      rho.mean_rho, rho.max_rho, 100.0 * rho.share_over_1);
+    }
+  }
+  out +=
+      "(RHO: finish-time fairness, completion time over that on an isolated 1/N share of the "
+      "cluster; > 1 is worse off than alone)\n";
   return out;
 }
 

@@ -1,6 +1,7 @@
 // What berth-sim prints: completion time and queueing delay (mean, p50, p95,
 // p99) overall, per tenant and per job-size class, makespan, evictions and
-// the GPU-hours they threw away, allocation and idle-while-waiting GPUs.
+// the GPU-hours they threw away, node failures and what they threw away,
+// allocation and idle-while-waiting GPUs, and finish-time fairness per tenant.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +29,23 @@ struct Group {
   Distribution wait;  // first start - submit, started jobs
 };
 
+// Finish-time fairness (Themis, Mahajan et al., NSDI'20): for each finished
+// job, rho = its completion time in the shared cluster (end - submit) over
+// its completion time on an isolated 1/N share of the cluster, N the number
+// of tenants with jobs. The isolated time is the job's trace duration,
+// stretched by gang_gpus / (cluster GPUs / N) when the gang is larger than
+// the share (Themis' linear-scaling assumption), plus the wait for the
+// first scheduling cycle at or after its submit (the isolated cluster runs
+// on the same cycle grid); no queueing behind the tenant's own jobs, no
+// evictions, no restart overhead. rho <= 1: the job did at least as well
+// as on its own slice of the cluster.
+struct Fairness {
+  std::int64_t jobs = 0;  // finished jobs counted
+  double mean_rho = 0;
+  double max_rho = 0;
+  double share_over_1 = 0;  // fraction of those jobs with rho > 1
+};
+
 struct Summary {
   std::string scheduler;
   std::int64_t cluster_gpus = 0;
@@ -38,6 +56,11 @@ struct Summary {
   std::int64_t never_started = 0;
   std::int64_t evictions = 0;
   double lost_gpu_hours = 0;
+  std::int64_t node_failures = 0;  // node outages that took effect
+  std::int64_t failures = 0;       // job runs stopped by a node failure
+  double lost_gpu_hours_to_failures = 0;
+  Fairness fairness;  // all finished jobs
+  std::map<std::string, Fairness> fairness_by_tenant;
   double mean_allocation = 0;  // allocated / cluster GPUs, averaged over time
   // Mean free GPUs while some job waited (time-weighted): capacity the
   // waiting jobs could not use (fragmentation, gang or quota limits).
@@ -47,6 +70,10 @@ struct Summary {
 };
 
 Summary Summarize(const std::string& scheduler, const SimResult& result);
+// The isolated completion time in seconds of a job of `gpus` GPUs that runs
+// `duration_ms`, on 1/`tenants` of `cluster_gpus` (see Fairness).
+double IsolatedSeconds(TimeMs duration_ms, std::int64_t gpus, std::int64_t cluster_gpus,
+                       std::size_t tenants);
 nlohmann::json ToJson(const Summary& s);
 // One table comparing summaries side by side (overall), then per tenant.
 std::string RenderTable(const std::vector<Summary>& summaries);

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -14,7 +15,9 @@
 #include "sched/fifo_scheduler.h"
 #include "sim/baselines.h"
 #include "sim/engine.h"
+#include "sim/fill.h"
 #include "sim/history.h"
+#include "sim/plot.h"
 #include "sim/report.h"
 #include "sim/trace.h"
 
@@ -27,15 +30,21 @@ int Fail(const std::string& message) {
 
 // Tenants t00.. each guaranteed an equal share of the cluster, free to
 // borrow the rest: Berth's default way of sharing among equals.
-std::string EqualSharePolicy(std::uint32_t tenants, std::int64_t gpus) {
+std::string EqualSharePolicy(std::uint32_t tenants, std::int64_t gpus, const std::string& queue) {
   std::string yaml = "queues:\n";
   for (std::uint32_t t = 0; t < tenants; ++t) {
     yaml += fmt::format(
         "  - name: {}\n    quota: {{gpus: {{guaranteed: {}}}}}\n    children: [{{name: "
-        "training}}]\n",
-        berth::sim::TenantName(t, tenants), gpus / tenants);
+        "{}}}]\n",
+        berth::sim::TenantName(t, tenants), gpus / tenants, queue);
   }
   return yaml;
+}
+
+bool WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  return static_cast<bool>(out);
 }
 
 }  // namespace
@@ -59,20 +68,52 @@ int main(int argc, char** argv) {
   double runtime_factor = 0;
   std::string openb_pods;
   std::string openb_nodes;
+  std::string dlrm;
+  std::size_t dlrm_gpu_nodes = 470;
+  std::size_t dlrm_cpu_nodes = 2250;
+  bool fill = false;
+  std::string failures_file;
+  double mtbf_hours = 0;
+  double mttr_minutes = 60;
+  std::uint64_t seed = 1;
+  std::string timeseries_prefix;
+  std::string plot_file;
   auto* itp_opt = app.add_option(
       "--itp", itp, "Microsoft ITP trace CSV (job_id,submission_time,duration,num_gpu)");
   auto* pods_opt =
       app.add_option("--openb-pods", openb_pods,
                      "Alibaba OpenB pod list CSV (with --openb-nodes for the cluster)");
   auto* nodes_opt = app.add_option("--openb-nodes", openb_nodes, "Alibaba OpenB node list CSV");
+  auto* dlrm_opt = app.add_option("--dlrm", dlrm,
+                                  "Alibaba DLRM serving trace CSV (disaggregated_DLRM_trace.csv)");
   pods_opt->needs(nodes_opt)->excludes(itp_opt);
   nodes_opt->needs(pods_opt);
   std::string history_file;
   app.add_option("--history", history_file,
                  "Berth's own job history (berth history export): its jobs, nodes and policy")
       ->excludes(itp_opt)
-      ->excludes(pods_opt);
+      ->excludes(pods_opt)
+      ->excludes(dlrm_opt);
   std::string history_policy;  // the policy active at the export
+  dlrm_opt->excludes(itp_opt)->excludes(pods_opt);
+  app.add_option("--dlrm-gpu-nodes", dlrm_gpu_nodes, "DLRM cluster: 8-GPU nodes (128 CPUs, 1 TiB)")
+      ->capture_default_str();
+  app.add_option("--dlrm-cpu-nodes", dlrm_cpu_nodes, "DLRM cluster: CPU nodes (192 CPUs, 1 TiB)")
+      ->capture_default_str();
+  app.add_flag("--fill", fill,
+               "OpenB fill mode (FGD): pods in trace order, no departures; unallocated and "
+               "fragmented GPUs as the arrived demand reaches 50..100% of the cluster")
+      ->needs(pods_opt);
+  app.add_option("--node-failures", failures_file, "Node failures CSV: time_s,node,down_s");
+  app.add_option("--mtbf-hours", mtbf_hours,
+                 "Random node failures: mean hours between failures per node (0: none)")
+      ->capture_default_str();
+  app.add_option("--mttr-minutes", mttr_minutes, "Random node failures: mean minutes to repair")
+      ->capture_default_str();
+  app.add_option("--seed", seed, "Seed of the random node failures")->capture_default_str();
+  app.add_option("--timeseries-csv", timeseries_prefix,
+                 "Write PREFIX-<scheduler>.csv: allocation and queue at every cycle");
+  app.add_option("--plot", plot_file, "Write an SVG of allocation and queue length over time");
   app.add_option("--limit", limit, "Replay only the first N jobs (0: all)");
   app.add_option("--tenants", tenants, "Spread the trace's jobs over N tenants (by job id hash)")
       ->capture_default_str();
@@ -80,7 +121,8 @@ int main(int argc, char** argv) {
   app.add_option("--gpus-per-node", per_node, "GPUs per node")->capture_default_str();
   std::vector<std::string> las = {"1h", "10h"};
   app.add_option("--schedulers", schedulers,
-                 "Comma-separated: fifo, berth, sjf-oracle, las (Tiresias-style)")
+                 "Comma-separated: fifo, berth, sjf-oracle, las (Tiresias-style), first-fit, "
+                 "best-fit, spread (placement baselines)")
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--policy", policy_file,
@@ -101,8 +143,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--json", json_out, "Also write the summaries as JSON to this file");
   CLI11_PARSE(app, argc, argv);
-  if (itp.empty() && openb_pods.empty() && history_file.empty())
-    return Fail("give a trace: --itp FILE, --openb-pods and --openb-nodes, or --history FILE");
+  if (itp.empty() && openb_pods.empty() && dlrm.empty() && history_file.empty()) {
+    return Fail(
+        "give a trace: --itp FILE, --openb-pods and --openb-nodes, --dlrm FILE, or --history FILE");
+  }
 
   if (!itp.empty() && (gpus <= 0 || per_node == 0 || gpus % per_node != 0)) {
     return Fail("--gpus must be a positive multiple of --gpus-per-node");
@@ -117,6 +161,16 @@ int main(int argc, char** argv) {
   options.cycle_ms = *c;
   options.restart_overhead_ms = *r;
   options.checkpoint_interval_ms = *k;
+  if (!failures_file.empty()) {
+    auto f = berth::sim::ReadNodeFailuresFile(failures_file);
+    if (!f) return Fail(f.error().message);
+    options.node_failures = std::move(*f);
+  }
+  if (mtbf_hours < 0 || mttr_minutes <= 0)
+    return Fail("--mtbf-hours must be >= 0 and --mttr-minutes > 0");
+  options.random_failures.mtbf_ms = static_cast<berth::TimeMs>(mtbf_hours * 3.6e6);
+  options.random_failures.mttr_ms = static_cast<berth::TimeMs>(mttr_minutes * 6e4);
+  options.random_failures.seed = seed;
 
   berth::Result<std::vector<berth::sim::SimJob>> jobs = std::vector<berth::sim::SimJob>{};
   std::vector<berth::sched::NodeView> nodes;
@@ -134,6 +188,11 @@ int main(int argc, char** argv) {
     gpus = 0;
     for (const auto& node : nodes) gpus += static_cast<std::int64_t>(node.gpus.size());
     trace = history_file;
+  } else if (!dlrm.empty()) {
+    jobs = berth::sim::ReadDlrmFile(dlrm, {tenants, limit});
+    nodes = berth::sim::DlrmNodes(dlrm_gpu_nodes, dlrm_cpu_nodes);
+    gpus = static_cast<std::int64_t>(dlrm_gpu_nodes) * 8;
+    trace = dlrm;
   } else {
     jobs = berth::sim::ReadOpenbPodsFile(openb_pods, {tenants, limit});
     auto n = berth::sim::ReadOpenbNodesFile(openb_nodes);
@@ -154,7 +213,7 @@ int main(int argc, char** argv) {
     j.max_runtime_ms =
         static_cast<berth::TimeMs>(static_cast<double>(j.duration_ms) * runtime_factor);
   }
-  std::string policy_text = EqualSharePolicy(tenants, gpus);
+  std::string policy_text = EqualSharePolicy(tenants, gpus, dlrm.empty() ? "training" : "serving");
   if (!policy_file.empty()) {
     std::ifstream in(policy_file);
     if (!in) return Fail("cannot read --policy " + policy_file);
@@ -179,9 +238,14 @@ int main(int argc, char** argv) {
     return berth::model::IsSlice(j.resources);
   });
   std::vector<berth::sim::Summary> summaries;
+  std::vector<berth::sim::FillResult> fills;
+  std::vector<berth::sim::SimResult> results;  // kept for the plot
   for (const auto& name : schedulers) {
     berth::sched::FifoScheduler fifo;
     berth::sched::CoreScheduler core;
+    berth::sim::PlacementBaseline first_fit(berth::sim::PlacementRule::kFirstFit);
+    berth::sim::PlacementBaseline best_fit(berth::sim::PlacementRule::kBestFit);
+    berth::sim::PlacementBaseline spread(berth::sim::PlacementRule::kSpread);
     const berth::sched::Scheduler* s = nullptr;
     berth::sim::SnapshotAdjuster adjust;
     if (slices && (name == "fifo" || name == "sjf-oracle")) {
@@ -200,17 +264,53 @@ int main(int argc, char** argv) {
     } else if (name == "las") {
       s = &core;
       adjust = berth::sim::LeastAttainedService(las_ms);
+    } else if (name == "first-fit" || name == "best-fit" || name == "spread") {
+      s = name == "first-fit" ? &first_fit : name == "best-fit" ? &best_fit : &spread;
+      adjust = berth::sim::OneQueue();
     } else {
       return Fail("--schedulers: unknown scheduler '" + name +
-                  "'; use fifo, berth, sjf-oracle or las");
+                  "'; use fifo, berth, sjf-oracle, las, first-fit, best-fit or spread");
+    }
+    if (fill) {
+      if (name == "las" || name == "sjf-oracle")
+        return Fail("--fill: " + name + " orders a queue; fill places one pod at a time");
+      auto f = berth::sim::Fill(nodes, *jobs, *s, name);
+      if (!f) return Fail(name + ": " + f.error().message);
+      fills.push_back(std::move(*f));
+      continue;
     }
     auto result = berth::sim::Simulate(nodes, *jobs, *policy, *s, options, adjust);
     if (!result) return Fail(name + ": " + result.error().message);
     summaries.push_back(berth::sim::Summarize(name, *result));
+    if (!timeseries_prefix.empty()) {
+      const std::string path = timeseries_prefix + "-" + name + ".csv";
+      if (!WriteFile(path, berth::sim::TimeSeriesCsv(result->samples)))
+        return Fail("cannot write " + path);
+    }
+    results.push_back(std::move(*result));
   }
   std::cout << fmt::format("{} jobs from {} on {} GPUs ({} nodes), {} tenant(s)\n\n", jobs->size(),
-                           trace, gpus, nodes.size(), tenants)
-            << berth::sim::RenderTable(summaries);
+                           trace, gpus, nodes.size(), tenants);
+  if (fill) {
+    std::cout << berth::sim::RenderFillTable(fills);
+    if (!json_out.empty()) {
+      nlohmann::json all = nlohmann::json::array();
+      for (const auto& f : fills) all.push_back(berth::sim::ToJson(f));
+      if (!WriteFile(json_out, all.dump(2) + "\n")) return Fail("cannot write --json " + json_out);
+    }
+    return 0;
+  }
+  std::cout << berth::sim::RenderTable(summaries);
+  if (!plot_file.empty()) {
+    std::vector<berth::sim::PlotSeries> series;
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      series.push_back({summaries[i].scheduler, &results[i].samples});
+    }
+    const std::string title =
+        fmt::format("{} on {} GPUs", std::filesystem::path(trace).filename().string(), gpus);
+    if (!WriteFile(plot_file, berth::sim::RenderSvg(series, gpus, title)))
+      return Fail("cannot write --plot " + plot_file);
+  }
   if (!json_out.empty()) {
     nlohmann::json all = nlohmann::json::array();
     for (const auto& s : summaries) all.push_back(berth::sim::ToJson(s));

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -256,6 +257,140 @@ Result<std::vector<SimJob>> ReadOpenbPodsFile(const std::filesystem::path& path,
 
 Result<std::vector<sched::NodeView>> ReadOpenbNodesFile(const std::filesystem::path& path) {
   return FromFile(path, [](std::istream& in) { return ReadOpenbNodes(in); });
+}
+
+namespace {
+
+// A time in seconds, possibly fractional ("1000594.0000000001"); empty or
+// NaN is absent.
+Result<std::optional<TimeMs>> Seconds(std::string_view text, std::size_t line,
+                                      std::string_view column) {
+  if (text.empty() || text == "NaN" || text == "nan") return std::optional<TimeMs>{};
+  double v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || ptr != text.data() + text.size() || v < 0) {
+    return Fail(Code::kInvalidArgument,
+                fmt::format("line {}: {} '{}' is not a time in seconds", line, column, text));
+  }
+  return std::optional<TimeMs>{static_cast<TimeMs>(std::llround(v * 1000))};
+}
+
+Result<double> Number(std::string_view text, std::size_t line, std::string_view column) {
+  double v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || ptr != text.data() + text.size() || v < 0) {
+    return Fail(Code::kInvalidArgument,
+                fmt::format("line {}: {} '{}' is not a number >= 0", line, column, text));
+  }
+  return v;
+}
+
+}  // namespace
+
+Result<std::vector<SimJob>> ReadDlrm(std::istream& in, const DlrmOptions& options) {
+  constexpr std::string_view kHeader =
+      "instance_sn,role,app_name,cpu_request,cpu_limit,gpu_request,gpu_limit,rdma_request,"
+      "rdma_limit,memory_request,memory_limit,disk_request,disk_limit,max_instance_per_node,"
+      "creation_time,scheduled_time,deletion_time";
+  BERTH_RETURN_IF_ERROR(Header(in, kHeader, "DLRM trace"));
+  std::vector<SimJob> jobs;
+  std::vector<bool> open_ended;  // no deletion time: runs to the window's end
+  TimeMs window_end = 0;
+  auto row = [&](std::size_t n, const std::vector<std::string_view>& cols) -> Result<bool> {
+    if (cols[1] != "CN" && cols[1] != "HN") {
+      return Fail(Code::kInvalidArgument,
+                  fmt::format("line {}: role '{}' is neither CN nor HN", n, cols[1]));
+    }
+    auto cpu = Number(cols[3], n, "cpu_request");
+    if (!cpu) return std::unexpected(cpu.error());
+    auto gpus = Integer(cols[5], n, "gpu_request");
+    if (!gpus) return std::unexpected(gpus.error());
+    auto mem = Number(cols[9], n, "memory_request");
+    if (!mem) return std::unexpected(mem.error());
+    auto created = Seconds(cols[14], n, "creation_time");
+    if (!created) return std::unexpected(created.error());
+    auto deleted = Seconds(cols[16], n, "deletion_time");
+    if (!deleted) return std::unexpected(deleted.error());
+    if (*gpus < 0 || *gpus > 8) {
+      return Fail(Code::kInvalidArgument,
+                  fmt::format("line {}: gpu_request {} is not 0-8", n, *gpus));
+    }
+    if (*created && *deleted && **deleted < **created) {
+      return Fail(Code::kInvalidArgument,
+                  fmt::format("line {}: deletion_time is before creation_time", n));
+    }
+    SimJob j;
+    j.name = std::string(cols[0]);
+    j.submit_ms = created->value_or(0);
+    j.duration_ms = deleted->value_or(0);  // fixed below once the window is known
+    j.resources.gpus = static_cast<std::uint32_t>(*gpus);
+    j.resources.cpu_millis = static_cast<std::uint32_t>(std::llround(*cpu * 1000));
+    j.resources.memory_bytes = static_cast<std::uint64_t>(std::llround(*mem * 1024)) << 20;
+    const auto t = static_cast<std::uint32_t>(Fnv1a(cols[2]) % std::max(1U, options.tenants));
+    j.tenant = TenantName(t, options.tenants);
+    j.queue = options.tenants <= 1 ? "default" : "serving";
+    window_end = std::max({window_end, created->value_or(0), deleted->value_or(0)});
+    open_ended.push_back(!deleted->has_value());
+    jobs.push_back(std::move(j));
+    return options.limit == 0 || jobs.size() < options.limit;
+  };
+  BERTH_RETURN_IF_ERROR(ForEachRow(in, 17, row));
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const TimeMs end = open_ended[i] ? window_end : jobs[i].duration_ms;
+    jobs[i].duration_ms = std::max<TimeMs>(1000, end - jobs[i].submit_ms);
+  }
+  NumberInSubmitOrder(jobs);
+  return jobs;
+}
+
+Result<std::vector<SimJob>> ReadDlrmFile(const std::filesystem::path& path,
+                                         const DlrmOptions& options) {
+  return FromFile(path, [&](std::istream& in) { return ReadDlrm(in, options); });
+}
+
+std::vector<sched::NodeView> DlrmNodes(std::size_t gpu_nodes, std::size_t cpu_nodes) {
+  std::vector<sched::NodeView> out;
+  for (std::size_t n = 0; n < gpu_nodes + cpu_nodes; ++n) {
+    const bool gpu = n < gpu_nodes;
+    sched::NodeView v;
+    v.name = gpu ? fmt::format("hn-{:04}", n) : fmt::format("cn-{:04}", n - gpu_nodes);
+    v.ready = true;
+    v.cpu_millis_free = gpu ? 128'000 : 192'000;
+    v.memory_bytes_free = 1ULL << 40;
+    for (std::uint32_t g = 0; gpu && g < 8; ++g) {
+      sched::GpuView gv;
+      gv.index = g;
+      gv.uuid = fmt::format("{}-gpu{}", v.name, g);
+      gv.model = "DLRM-GPU";
+      gv.memory_bytes = 32ULL << 30;
+      v.gpus.push_back(std::move(gv));
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+Result<std::vector<NodeFailure>> ReadNodeFailures(std::istream& in) {
+  BERTH_RETURN_IF_ERROR(Header(in, "time_s,node,down_s", "node failures"));
+  std::vector<NodeFailure> rows;
+  auto row = [&](std::size_t n, const std::vector<std::string_view>& cols) -> Result<bool> {
+    auto at = Integer(cols[0], n, "time_s");
+    if (!at) return std::unexpected(at.error());
+    auto down = Integer(cols[2], n, "down_s");
+    if (!down) return std::unexpected(down.error());
+    if (*at < 0 || *down <= 0 || cols[1].empty()) {
+      return Fail(Code::kInvalidArgument,
+                  fmt::format("line {}: time_s must be >= 0, node named and down_s > 0", n));
+    }
+    rows.push_back({*at * 1000, std::string(cols[1]), *down * 1000});
+    return true;
+  };
+  BERTH_RETURN_IF_ERROR(ForEachRow(in, 3, row));
+  return rows;
+}
+
+Result<std::vector<NodeFailure>> ReadNodeFailuresFile(const std::filesystem::path& path) {
+  return FromFile(path, [](std::istream& in) { return ReadNodeFailures(in); });
 }
 
 Result<std::vector<SimJob>> ReadItpFile(const std::filesystem::path& path,

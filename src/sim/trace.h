@@ -66,6 +66,41 @@ Result<std::vector<SimJob>> ReadOpenbPodsFile(const std::filesystem::path& path,
 Result<std::vector<sched::NodeView>> ReadOpenbNodes(std::istream& in);
 Result<std::vector<sched::NodeView>> ReadOpenbNodesFile(const std::filesystem::path& path);
 
+// Alibaba GPU-disaggregated DLRM serving (Prism, NSDI'25): long-running
+// inference instances. An instance becomes a job of one replica: CN
+// instances CPU-only, HN instances with gpu_request whole GPUs (0 or 1),
+// cpu_request CPUs and memory_request GiB; rdma, disk and the per-app
+// max_instance_per_node cap are not modelled (Berth has no RDMA or disk
+// resource and no anti-affinity between jobs). It is submitted at
+// creation_time (an instance that pre-exists the window, NaN or empty, at
+// 0) and runs until deletion_time; one that outlives the window (NaN or
+// empty) runs to the window's end, the largest time in the file.
+// Tenants: each app's instances stay together, the app name hashed over
+// `tenants` tenants (the trace's 156 apps are too many for equal shares),
+// each with a queue "serving".
+struct DlrmOptions {
+  std::uint32_t tenants = 1;
+  std::size_t limit = 0;
+};
+Result<std::vector<SimJob>> ReadDlrm(std::istream& in, const DlrmOptions& options);
+Result<std::vector<SimJob>> ReadDlrmFile(const std::filesystem::path& path,
+                                         const DlrmOptions& options);
+// The cluster the DLRM trace is replayed on (the trace has no inventory):
+// `gpu_nodes` nodes "hn-NNNN" of 8 GPUs ("DLRM-GPU", 32 GiB), 128 CPUs and
+// 1 TiB, and `cpu_nodes` nodes "cn-NNNN" of 192 CPUs and 1 TiB.
+std::vector<sched::NodeView> DlrmNodes(std::size_t gpu_nodes, std::size_t cpu_nodes);
+
+// A node goes down at `at_ms` (trace time) for `down_ms`. Read for
+// berth-sim --node-failures from CSV time_s,node,down_s (integer seconds,
+// down_s > 0).
+struct NodeFailure {
+  TimeMs at_ms = 0;
+  std::string node;
+  TimeMs down_ms = 0;
+};
+Result<std::vector<NodeFailure>> ReadNodeFailures(std::istream& in);
+Result<std::vector<NodeFailure>> ReadNodeFailuresFile(const std::filesystem::path& path);
+
 // The tenant name for index `i` of `n` ("t00" .. ; "default" when n <= 1).
 std::string TenantName(std::uint32_t i, std::uint32_t n);
 
