@@ -25,11 +25,17 @@ bool Matches(const std::map<std::string, std::string>& labels,
 }  // namespace
 
 Cluster::Cluster(std::vector<NodeView> nodes) : nodes_(std::move(nodes)) {
-  std::sort(nodes_.begin(), nodes_.end(),
-            [](const NodeView& a, const NodeView& b) { return a.name < b.name; });
+  // Snapshots come sorted (by name, GPUs by index): checking is a pass,
+  // sorting 10,000 names again every cycle is not.
+  auto by_name = [](const NodeView& a, const NodeView& b) { return a.name < b.name; };
+  if (!std::is_sorted(nodes_.begin(), nodes_.end(), by_name)) {
+    std::sort(nodes_.begin(), nodes_.end(), by_name);
+  }
+  auto by_index = [](const GpuView& a, const GpuView& b) { return a.index < b.index; };
   for (auto& n : nodes_) {
-    std::sort(n.gpus.begin(), n.gpus.end(),
-              [](const GpuView& a, const GpuView& b) { return a.index < b.index; });
+    if (!std::is_sorted(n.gpus.begin(), n.gpus.end(), by_index)) {
+      std::sort(n.gpus.begin(), n.gpus.end(), by_index);
+    }
   }
   // Distinct models, sorted; a set of views, not a sort of every GPU's name.
   std::set<std::string_view> models;

@@ -3,32 +3,45 @@
 #include <algorithm>
 
 namespace berth::sched {
+namespace {
+
+// Snapshots keep nodes sorted by name: a binary search finds the node; a
+// list built in another order (a test's) falls back to a scan.
+NodeView* FindNode(std::vector<NodeView>& nodes, const std::string& name) {
+  auto it = std::lower_bound(nodes.begin(), nodes.end(), name,
+                             [](const NodeView& v, const std::string& n) { return v.name < n; });
+  if (it != nodes.end() && it->name == name) return &*it;
+  auto scan =
+      std::find_if(nodes.begin(), nodes.end(), [&](const NodeView& v) { return v.name == name; });
+  return scan == nodes.end() ? nullptr : &*scan;
+}
+
+}  // namespace
 
 void HoldGpus(std::vector<NodeView>& nodes, const model::Resources& per_replica,
               const std::vector<ReplicaPlacement>& replicas, bool take) {
   const bool slice = model::IsSlice(per_replica);
   for (const auto& rp : replicas) {
-    for (auto& n : nodes) {
-      if (n.name != rp.node) continue;
-      for (auto& g : n.gpus) {
-        if (std::find(rp.gpu_indices.begin(), rp.gpu_indices.end(), g.index) ==
-            rp.gpu_indices.end()) {
-          continue;
-        }
-        if (!slice) {
-          g.free = !take;
-          continue;
-        }
-        const model::GpuSlice s = model::SliceOf(per_replica, g.memory_bytes);
-        if (take) {
-          g.shared_millis += s.millis;
-          g.shared_bytes += s.bytes;
-        } else {
-          g.shared_millis -= std::min(g.shared_millis, s.millis);
-          g.shared_bytes -= std::min(g.shared_bytes, s.bytes);
-        }
-        g.free = g.shared_millis == 0;
+    NodeView* n = FindNode(nodes, rp.node);
+    if (n == nullptr) continue;
+    for (auto& g : n->gpus) {
+      if (std::find(rp.gpu_indices.begin(), rp.gpu_indices.end(), g.index) ==
+          rp.gpu_indices.end()) {
+        continue;
       }
+      if (!slice) {
+        g.free = !take;
+        continue;
+      }
+      const model::GpuSlice s = model::SliceOf(per_replica, g.memory_bytes);
+      if (take) {
+        g.shared_millis += s.millis;
+        g.shared_bytes += s.bytes;
+      } else {
+        g.shared_millis -= std::min(g.shared_millis, s.millis);
+        g.shared_bytes -= std::min(g.shared_bytes, s.bytes);
+      }
+      g.free = g.shared_millis == 0;
     }
   }
 }
