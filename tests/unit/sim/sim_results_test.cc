@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <sstream>
 #include <vector>
 
@@ -367,6 +368,37 @@ TEST(ReadDlrm, TheShippedTraceHasItsDocumentedShape) {
   }
   EXPECT_EQ(gpu, 7'386U);      // HN instances
   EXPECT_EQ(at_zero, 7'280U);  // pre-exist the window
+}
+
+TEST(ReadItp, TheShippedClustersHaveTheirRowCounts) {
+  const auto dir = TracesDir() / "msft-itp-2021";
+  if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no " << dir;
+  const std::map<std::string, std::size_t> rows{
+      {"cluster01", 1'595},  {"cluster02", 5'778},  {"cluster03", 3'011},
+      {"cluster04", 15'802}, {"cluster05", 3'629},  {"cluster06", 2'396},
+      {"cluster08", 13'047}, {"cluster09", 11'134}, {"cluster10", 260}};
+  for (const auto& [name, count] : rows) {
+    auto jobs = ReadItpFile(dir / (name + ".csv"), {4, 8, 0});
+    ASSERT_TRUE(jobs.has_value()) << name << ": " << jobs.error().message;
+    EXPECT_EQ(jobs->size(), count) << name;
+    for (const auto& j : *jobs) {
+      ASSERT_GT(j.replicas * std::max<std::uint32_t>(j.resources.gpus, 1), 0U) << name;
+      ASSERT_GE(j.duration_ms, 0) << name << " job " << j.name;
+    }
+  }
+}
+
+TEST(ReadOpenb, TheShippedListsHaveTheirRowCounts) {
+  const auto dir = TracesDir() / "alibaba-openb-2023";
+  if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no " << dir;
+  auto nodes = ReadOpenbNodesFile(dir / "openb_node_list_all_node.csv");
+  ASSERT_TRUE(nodes.has_value()) << nodes.error().message;
+  EXPECT_EQ(nodes->size(), 1'523U);
+  for (const char* list : {"openb_pod_list_default.csv", "openb_pod_list_gpuspec33.csv"}) {
+    auto pods = ReadOpenbPodsFile(dir / list, {});
+    ASSERT_TRUE(pods.has_value()) << list << ": " << pods.error().message;
+    EXPECT_EQ(pods->size(), 8'152U) << list;
+  }
 }
 
 }  // namespace
