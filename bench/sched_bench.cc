@@ -44,7 +44,7 @@ struct Options {
   bool runtimes = false;
   bool fragmented = false;
   bool same_priority = false;  // every pending job normal: nothing to preempt
-  int max_reservations = -1;  // -1: the policy default
+  int max_reservations = -1;   // -1: the policy default
 };
 
 Snapshot Build(int nodes, int pending, std::mt19937& rng, const Options& opt) {
@@ -171,7 +171,8 @@ void Run(int nodes, int pending, int cycles, const Options& opt) {
       "(%d cycles)  placed %6zu  waiting %6zu  reserved %3zu  placements/s %9.0f  peak RSS %6ld "
       "MiB  evicted %zu  moved %zu\n",
       nodes, pending, p50, p99, cpu_ms[cpu_ms.size() / 2], cycles, placed, waiting, reserved,
-      p50 > 0 ? static_cast<double>(placed) / (p50 / 1000) : 0.0, ru.ru_maxrss / 1024, evicted, moved);
+      p50 > 0 ? static_cast<double>(placed) / (p50 / 1000) : 0.0, ru.ru_maxrss / 1024, evicted,
+      moved);
 }
 
 }  // namespace

@@ -60,7 +60,7 @@ struct JobOutcome {
   TimeMs duration_ms = 0;
   std::optional<TimeMs> first_start_ms;
   std::vector<sched::ReplicaPlacement> first_placement;  // where it first ran
-  std::optional<TimeMs> end_ms;  // nullopt: never finished
+  std::optional<TimeMs> end_ms;                          // nullopt: never finished
   std::int64_t evictions = 0;
   std::int64_t lost_gpu_ms = 0;  // GPU-time of work thrown away by evictions
   // Stopped because a node it ran on failed, and the GPU-time of work that
