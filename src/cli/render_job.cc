@@ -134,6 +134,9 @@ std::string RenderJob(const json& job, std::int64_t now_ms) {
   // The scheduling policy version it was placed under (docs/policy.md).
   if (auto policy = Int(job, "policy_version")) Line(out, "Policy", fmt::format("v{}", *policy));
   Line(out, "Exit", FormatExit(Int(job, "exit_code"), Int(job, "signal")));
+  if (std::string cls = Text(job, "failure.class"); cls != "-" && !cls.empty()) {
+    Line(out, "Failure", cls + ": " + OneLine(Text(job, "failure.message")));
+  }
   Line(out, "Command", Command(spec));
   if (std::string dir = Text(spec, "working_dir"); dir != "-" && !dir.empty()) {
     Line(out, "Working dir", dir);

@@ -21,7 +21,12 @@ std::string RenderWhy(const json& why) {
   std::string out;
   std::string message = Text(why, "reason.message");
   if (message == "-" || message.empty()) message = Text(why, "reason.code");
-  out += OneLine(message) + "\n\n";
+  out += OneLine(message) + "\n";
+  // A failure says what to do, with its evidence (a log line, an exit code).
+  if (std::string failure = Text(why, "failure.message"); failure != "-" && !failure.empty()) {
+    out += OneLine(failure) + "\n";
+  }
+  out += "\n";
 
   std::vector<std::pair<std::string, std::string>> lines;
   lines.emplace_back("job", fmt::format("{} ({})", IntText(why, "id"), Text(why, "name")));
@@ -30,6 +35,10 @@ std::string RenderWhy(const json& why) {
   }
   lines.emplace_back("state", Text(why, "state"));
   lines.emplace_back("code", Text(why, "reason.code"));
+  if (std::string cls = Text(why, "failure.class"); cls != "-" && !cls.empty()) {
+    lines.emplace_back("failure", cls);
+    lines.emplace_back("evidence", Text(why, "failure.evidence"));
+  }
   if (const json* counts = Field(why, "reason.counts"); counts != nullptr && counts->is_object()) {
     for (const auto& item : counts->items())
       lines.emplace_back(item.key(), ValueText(item.value()));

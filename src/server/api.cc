@@ -7,9 +7,11 @@
 #include <array>
 #include <charconv>
 #include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "common/units.h"
+#include "model/failure.h"
 #include "model/job.h"
 #include "model/json.h"
 #include "model/reason.h"
@@ -197,12 +199,41 @@ void Api::ListJobs(const httplib::Request& req, httplib::Response& res) {
   Reply(res, 200, json{{"jobs", list}});
 }
 
+json Api::FailureJson(const store::JobRecord& job, model::Lang lang) const {
+  // The failed replica's log, its last 64 KiB: where the cause usually is.
+  std::string tail;
+  if (job.reason.code == model::ReasonCode::kFailedExitCode) {
+    auto replica = job.reason.counts.find("replica");
+    std::uint32_t attempt = 0;
+    for (const auto& r : job.runs) attempt = std::max(attempt, r.attempt);
+    for (const auto& r : job.runs) {
+      if (r.attempt != attempt || replica == job.reason.counts.end() ||
+          r.replica != static_cast<std::uint32_t>(replica->second)) {
+        continue;
+      }
+      std::ifstream in(controller_.LogPath(job.id, r.run_id), std::ios::binary | std::ios::ate);
+      if (!in) break;
+      constexpr std::streamoff kTail = 64 * 1024;
+      const std::streamoff size = in.tellg();
+      in.seekg(std::max<std::streamoff>(0, size - kTail));
+      tail.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+  }
+  auto failure = model::ClassifyFailure(job.reason, tail);
+  if (!failure) return nullptr;
+  return json{{"class", model::FailureClassName(failure->cls)},
+              {"message", model::RenderFailure(*failure, lang)},
+              {"evidence", failure->evidence}};
+}
+
 void Api::GetJob(const httplib::Request& req, httplib::Response& res) {
   auto id = PathId(req);
   if (!id) return ReplyError(res, id.error());
   auto job = store_.GetJob(*id);
   if (!job) return ReplyError(res, job.error());
-  Reply(res, 200, JobJson(*job, true));
+  json out = JobJson(*job, true);
+  out["failure"] = FailureJson(*job, model::Lang::kEn);
+  Reply(res, 200, out);
 }
 
 void Api::CancelJob(const httplib::Request& req, httplib::Response& res) {
@@ -342,6 +373,7 @@ void Api::Why(const httplib::Request& req, httplib::Response& res) {
              {"state", model::JobStateName(job->state)},
              {"lang", model::LangName(lang)},
              {"reason", reason},
+             {"failure", FailureJson(*job, lang)},
              {"timeline", events}});
 }
 

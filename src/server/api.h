@@ -4,7 +4,10 @@
 
 #include <httplib.h>
 
+#include <nlohmann/json.hpp>
+
 #include "common/clock.h"
+#include "model/reason.h"
 #include "server/controller.h"
 #include "store/store.h"
 
@@ -27,6 +30,9 @@ class Api {
   // GET /v1/jobs/{id}/why?lang=en|zh: the reason rendered in one language,
   // with the timeline events that explain it.
   void Why(const httplib::Request& req, httplib::Response& res);
+  // The job's failure class, message and evidence (model/failure.h), from
+  // its reason and the tail of its failed replica's log; null if none.
+  nlohmann::json FailureJson(const store::JobRecord& job, model::Lang lang) const;
   void ListNodes(const httplib::Request& req, httplib::Response& res);
   void ListGpus(const httplib::Request& req, httplib::Response& res);
   void GetPolicy(const httplib::Request& req, httplib::Response& res);
