@@ -321,6 +321,8 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
         }
         r.resources = s.job->resources;
         r.replicas = s.running->replicas;
+        r.checkpoints = options.movable && options.checkpoint_interval_ms > 0;
+        r.submitted_at_ms = s.job->submit_ms;
         snap.running.push_back(std::move(r));
         busy.push_back(
             {s.job->tenant + "/" + s.job->queue, GangMgpu(*s.job), s.running->start_ms, now});
@@ -349,8 +351,12 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
               .count();
       ++result.cycles;
       // Evictions take effect at once in the simulation (no stop grace).
+      // A moved job is evicted and placed again in the same plan: it pays
+      // the same loss and restart, and counts as moved.
       for (const auto& e : plan.evictions) {
-        if (state.at(e.job_id).running) stop(e.job_id, now, false);
+        if (!state.at(e.job_id).running) continue;
+        stop(e.job_id, now, false);
+        if (e.cause == sched::EvictionCause::kMove) ++outcome(e.job_id).moves;
       }
       for (const auto& p : plan.placements) {
         JobState& s = state.at(p.job_id);

@@ -43,6 +43,9 @@ struct SimOptions {
   // A running job checkpoints every this long (0: never; an eviction then
   // loses everything since its start).
   TimeMs checkpoint_interval_ms = 0;
+  // Jobs that checkpoint (checkpoint_interval_ms > 0) declare it, so the
+  // core may move them to make room for a gang (policy `consolidation`).
+  bool movable = false;
   // Stop after this much virtual time past the first submit (0: run dry).
   TimeMs horizon_ms = 0;
   // Node failures on a schedule (trace.h; any order; a node already down ignores a
@@ -62,6 +65,7 @@ struct JobOutcome {
   std::vector<sched::ReplicaPlacement> first_placement;  // where it first ran
   std::optional<TimeMs> end_ms;                          // nullopt: never finished
   std::int64_t evictions = 0;
+  std::int64_t moves = 0;        // of its evictions, those that moved it (consolidation)
   std::int64_t lost_gpu_ms = 0;  // GPU-time of work thrown away by evictions
   // Stopped because a node it ran on failed, and the GPU-time of work that
   // threw away (not counted in evictions / lost_gpu_ms).

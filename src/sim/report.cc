@@ -142,6 +142,7 @@ Summary Summarize(const std::string& scheduler, const SimResult& result) {
     sizes[SizeClass(o.gpus)].Add(o);
     if (!o.first_start_ms) ++s.never_started;
     s.evictions += o.evictions;
+    s.moves += o.moves;
     s.lost_gpu_hours += static_cast<double>(o.lost_gpu_ms) / 3.6e6;
     if (!any || o.submit_ms < first) first = o.submit_ms;
     if (o.end_ms) last = std::max(last, *o.end_ms);
@@ -182,6 +183,7 @@ nlohmann::json ToJson(const Summary& s) {
                    {"makespan_s", s.makespan_s},
                    {"never_started", s.never_started},
                    {"evictions", s.evictions},
+                   {"moves", s.moves},
                    {"lost_gpu_hours", s.lost_gpu_hours},
                    {"node_failures", s.node_failures},
                    {"failures", s.failures},

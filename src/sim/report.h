@@ -55,6 +55,7 @@ struct Summary {
   double makespan_s = 0;                 // first submit to last end
   std::int64_t never_started = 0;
   std::int64_t evictions = 0;
+  std::int64_t moves = 0;  // of the evictions, moves by consolidation (--movable)
   double lost_gpu_hours = 0;
   std::int64_t node_failures = 0;  // node outages that took effect
   std::int64_t failures = 0;       // job runs stopped by a node failure

@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
   std::string cycle = "10s";
   std::string restart = "60s";
   std::string checkpoint = "0s";
+  bool movable = false;
   std::string json_out;
   double runtime_factor = 0;
   std::string openb_pods;
@@ -133,6 +134,9 @@ int main(int argc, char** argv) {
   app.add_option("--checkpoint-interval", checkpoint,
                  "Running jobs checkpoint this often (0s: never)")
       ->capture_default_str();
+  app.add_flag("--movable", movable,
+               "Jobs that checkpoint (--checkpoint-interval) may be moved to make room for a gang "
+               "(consolidation)");
   app.add_option("--las-thresholds", las,
                  "GPU-time thresholds of the las levels (GPU-hours as durations: 1h = 1 GPU-hour)")
       ->delimiter(',')
@@ -161,6 +165,9 @@ int main(int argc, char** argv) {
   options.cycle_ms = *c;
   options.restart_overhead_ms = *r;
   options.checkpoint_interval_ms = *k;
+  if (movable && *k <= 0)
+    return Fail("--movable needs --checkpoint-interval: only jobs that checkpoint move");
+  options.movable = movable;
   if (!failures_file.empty()) {
     auto f = berth::sim::ReadNodeFailuresFile(failures_file);
     if (!f) return Fail(f.error().message);

@@ -171,6 +171,41 @@ TEST(Simulate, AnEvictedJobLosesWorkSinceItsCheckpointAndPaysTheRestart) {
   EXPECT_EQ(Summarize("berth", *r).evictions, 1);
 }
 
+// Two 4-GPU nodes: a (2 GPUs) on n0, b (3) and c (1) on n1, all of them
+// checkpointing. When b ends, 5 GPUs are free but no node has 4: d (4 GPUs)
+// starts at once only if a job may move, and the cheapest move is c's (one
+// GPU, to n0's free pair), which gives d all of n1.
+TEST(Simulate, AJobThatCheckpointsMovesToMakeRoomForAGangWhenMovable) {
+  auto nodes = UniformNodes(2, 4, "H100-80GB");
+  std::vector<SimJob> jobs{Job(1, 0, 1000, 2), Job(2, 0, 50, 3), Job(3, 0, 1000, 1),
+                           Job(4, 60, 100, 4)};
+  SimOptions options;
+  options.checkpoint_interval_ms = 30'000;
+  sched::CoreScheduler core;
+  auto still = Simulate(nodes, jobs, model::DefaultPolicy(), core, options);
+  ASSERT_TRUE(still.has_value()) << still.error().message;
+  EXPECT_EQ(still->jobs[3].first_start_ms, 1'000'000);  // waits for a and c to end
+  EXPECT_EQ(still->jobs[2].moves, 0);
+
+  options.movable = true;
+  auto moved = Simulate(nodes, jobs, model::DefaultPolicy(), core, options);
+  ASSERT_TRUE(moved.has_value()) << moved.error().message;
+  const JobOutcome& a = moved->jobs[0];
+  const JobOutcome& c = moved->jobs[2];
+  const JobOutcome& d = moved->jobs[3];
+  EXPECT_EQ(d.first_start_ms, 60'000);
+  ASSERT_EQ(d.first_placement.size(), 1U);
+  EXPECT_EQ(d.first_placement[0].node, "node-0001");
+  EXPECT_EQ(a.moves, 0);
+  EXPECT_EQ(c.moves, 1);
+  EXPECT_EQ(c.evictions, 1);
+  EXPECT_EQ(c.lost_gpu_ms, 0);  // it had checkpointed at 60 s
+  // 940 s of work left plus the 60 s restart, from 60 s.
+  EXPECT_EQ(c.end_ms, 1'060'000);
+  EXPECT_EQ(Summarize("berth", *moved).moves, 1);
+  EXPECT_EQ(ToJson(Summarize("berth", *moved))["moves"], 1);
+}
+
 TEST(Simulate, TwoHalfGpuSlicesShareOneGpuAndAThirdWaits) {
   auto nodes = UniformNodes(1, 1, "H100-80GB");
   nodes[0].gpus[0].sharing = true;
