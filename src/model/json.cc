@@ -4,6 +4,28 @@ namespace berth::model {
 
 using nlohmann::json;
 
+json ToJson(const Resources& r) {
+  return {{"gpus", r.gpus},
+          {"gpu_model", r.gpu_model},
+          {"gpu_memory_bytes", r.gpu_memory_bytes},
+          {"cpu_millis", r.cpu_millis},
+          {"memory_bytes", r.memory_bytes},
+          {"gpu_share_millis", r.gpu_share_millis},
+          {"gpu_share_bytes", r.gpu_share_bytes}};
+}
+
+Resources ResourcesFromJson(const json& j) {
+  Resources r;
+  r.gpus = j.value("gpus", 0U);
+  r.gpu_model = j.value("gpu_model", "");
+  r.gpu_memory_bytes = j.value("gpu_memory_bytes", std::uint64_t{0});
+  r.cpu_millis = j.value("cpu_millis", 0U);
+  r.memory_bytes = j.value("memory_bytes", std::uint64_t{0});
+  r.gpu_share_millis = j.value("gpu_share_millis", 0U);
+  r.gpu_share_bytes = j.value("gpu_share_bytes", std::uint64_t{0});
+  return r;
+}
+
 json ToJson(const JobSpec& s) {
   json tolerations = json::array();
   for (const auto& t : s.tolerations) {
@@ -16,14 +38,7 @@ json ToJson(const JobSpec& s) {
          {"env", s.env},
          {"working_dir", s.working_dir},
          {"replicas", s.replicas},
-         {"resources",
-          {{"gpus", s.resources.gpus},
-           {"gpu_model", s.resources.gpu_model},
-           {"gpu_memory_bytes", s.resources.gpu_memory_bytes},
-           {"cpu_millis", s.resources.cpu_millis},
-           {"memory_bytes", s.resources.memory_bytes},
-           {"gpu_share_millis", s.resources.gpu_share_millis},
-           {"gpu_share_bytes", s.resources.gpu_share_bytes}}},
+         {"resources", ToJson(s.resources)},
          {"priority", PriorityName(s.priority)},
          {"max_runtime_ms", s.max_runtime_ms},
          {"node_selector", s.node_selector},
@@ -48,15 +63,7 @@ JobSpec JobSpecFromJson(const json& j) {
   s.env = j.value("env", std::map<std::string, std::string>{});
   s.working_dir = j.value("working_dir", "");
   s.replicas = j.value("replicas", 1U);
-  if (auto r = j.find("resources"); r != j.end()) {
-    s.resources.gpus = r->value("gpus", 0U);
-    s.resources.gpu_model = r->value("gpu_model", "");
-    s.resources.gpu_memory_bytes = r->value("gpu_memory_bytes", std::uint64_t{0});
-    s.resources.cpu_millis = r->value("cpu_millis", 0U);
-    s.resources.memory_bytes = r->value("memory_bytes", std::uint64_t{0});
-    s.resources.gpu_share_millis = r->value("gpu_share_millis", 0U);
-    s.resources.gpu_share_bytes = r->value("gpu_share_bytes", std::uint64_t{0});
-  }
+  if (auto r = j.find("resources"); r != j.end()) s.resources = ResourcesFromJson(*r);
   s.priority = ParsePriority(j.value("priority", "normal")).value_or(Priority::kNormal);
   s.max_runtime_ms = j.value("max_runtime_ms", std::int64_t{0});
   if (auto p = j.find("preemptible"); p != j.end() && p->is_boolean())

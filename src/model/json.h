@@ -11,6 +11,11 @@
 
 namespace berth::model {
 
+// A replica's resources: {gpus, gpu_model, gpu_memory_bytes, cpu_millis,
+// memory_bytes, gpu_share_millis, gpu_share_bytes}; missing keys are 0.
+nlohmann::json ToJson(const Resources& r);
+Resources ResourcesFromJson(const nlohmann::json& j);
+
 nlohmann::json ToJson(const JobSpec& spec);
 JobSpec JobSpecFromJson(const nlohmann::json& j);
 

@@ -18,6 +18,30 @@ NodeView* FindNode(std::vector<NodeView>& nodes, const std::string& name) {
 
 }  // namespace
 
+NodeView NodeViewOf(const model::NodeInfo& info, bool ready) {
+  NodeView v;
+  v.name = info.name;
+  v.ready = ready;
+  v.labels = info.labels;
+  v.taints = info.taints;
+  v.cpu_millis_free = std::uint64_t{info.cpus} * 1000;
+  v.memory_bytes_free = info.memory_bytes;
+  for (const auto& g : info.gpus) {
+    GpuView gv;
+    gv.index = g.index;
+    gv.uuid = g.uuid;
+    gv.model = g.model;
+    gv.memory_bytes = g.memory_bytes;
+    gv.healthy = g.health == model::Health::kHealthy;
+    gv.nvlink_island = g.nvlink_island;
+    gv.sharing = g.sharing;
+    v.gpus.push_back(std::move(gv));
+  }
+  std::sort(v.gpus.begin(), v.gpus.end(),
+            [](const GpuView& a, const GpuView& b) { return a.index < b.index; });
+  return v;
+}
+
 void HoldGpus(std::vector<NodeView>& nodes, const model::Resources& per_replica,
               const std::vector<ReplicaPlacement>& replicas, bool take) {
   const bool slice = model::IsSlice(per_replica);

@@ -104,6 +104,10 @@ struct Snapshot {
   std::map<std::string, std::int64_t> decayed_usage{};
 };
 
+// A node of the inventory as the scheduler sees it when nothing runs there:
+// every GPU free, all its CPUs and memory free, GPUs sorted by index.
+NodeView NodeViewOf(const model::NodeInfo& info, bool ready);
+
 // Marks the GPUs a job's replicas hold on `nodes` as taken (`take`) or gives
 // them back: whole GPUs, or one slice per replica (model::SliceOf) added to or
 // taken from the GPU's shared share and memory. What builds or advances a

@@ -17,20 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-// Milli-GPUs a job's gang holds, a memory slice counted as its share of the
-// card (as berth-sim counts it).
-std::int64_t GangMgpu(const sim::SimJob& j) {
-  const auto& r = j.resources;
-  std::int64_t per = std::int64_t{r.gpus} * 1000;
-  if (r.gpu_share_millis > 0) {
-    per = r.gpu_share_millis;
-  } else if (r.gpu_share_bytes > 0) {
-    per = std::max<std::int64_t>(
-        1, static_cast<std::int64_t>(r.gpu_share_bytes * 1000 / (80ULL << 30)));
-  }
-  return per * j.replicas;
-}
-
 // GPU-hours and cost of one replay, per tenant ("" is everyone).
 struct Usage {
   double gpu_hours = 0;
@@ -50,7 +36,7 @@ std::map<std::string, Usage> UsageOf(const sim::SimResult& result, const sim::Hi
     const sim::SimJob& job = *by_id.at(o.id);
     // Work done (if it finished) plus work thrown away by evictions.
     double gpu_ms = static_cast<double>(o.lost_gpu_ms);
-    if (o.end_ms) gpu_ms += static_cast<double>(GangMgpu(job)) / 1000.0 * o.duration_ms;
+    if (o.end_ms) gpu_ms += static_cast<double>(sim::GangMgpu(job)) / 1000.0 * o.duration_ms;
     const double hours = gpu_ms / 3'600'000.0;
     std::string model = job.resources.gpu_model;
     if (model.empty()) model = history.gpu_model.count(o.id) ? history.gpu_model.at(o.id) : "";

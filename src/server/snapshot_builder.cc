@@ -31,26 +31,8 @@ Result<sched::Snapshot> BuildSnapshot(const SnapshotInputs& in, const SpecLookup
   snap.policy = *in.policy;
   std::map<std::string, std::size_t> index;
   for (const auto& n : *in.nodes) {
-    sched::NodeView v;
-    v.name = n.info.name;
     auto it = in.ready->find(n.info.name);
-    v.ready = it != in.ready->end() && it->second;
-    v.labels = n.info.labels;
-    v.taints = n.info.taints;
-    v.cpu_millis_free = std::uint64_t{n.info.cpus} * 1000;
-    v.memory_bytes_free = n.info.memory_bytes;
-    for (const auto& g : n.info.gpus) {
-      sched::GpuView gv;
-      gv.index = g.index;
-      gv.uuid = g.uuid;
-      gv.model = g.model;
-      gv.memory_bytes = g.memory_bytes;
-      gv.healthy = g.health == model::Health::kHealthy;
-      gv.free = true;
-      gv.nvlink_island = g.nvlink_island;
-      gv.sharing = g.sharing;
-      v.gpus.push_back(std::move(gv));
-    }
+    sched::NodeView v = sched::NodeViewOf(n.info, it != in.ready->end() && it->second);
     index[v.name] = snap.nodes.size();
     snap.nodes.push_back(std::move(v));
   }

@@ -31,8 +31,16 @@ struct JobState {
   std::optional<Running> running;
 };
 
-// Milli-GPUs a job's gang holds: whole GPUs, or the share of its slices
-// (a slice by memory counts its share of an 80 GiB card).
+// An exponentially distributed duration of mean `mean_ms` (at least 1 ms),
+// from the generator's raw bits so that it is the same on every platform.
+TimeMs Exponential(std::mt19937_64& rng, TimeMs mean_ms) {
+  const double u = static_cast<double>(rng() >> 11) * 0x1.0p-53;  // [0, 1)
+  const double x = -std::log1p(-u) * static_cast<double>(mean_ms);
+  return std::max<TimeMs>(1, static_cast<TimeMs>(std::llround(x)));
+}
+
+}  // namespace
+
 std::int64_t GangMgpu(const SimJob& j) {
   const auto& r = j.resources;
   std::int64_t per = std::int64_t{r.gpus} * 1000;
@@ -44,16 +52,6 @@ std::int64_t GangMgpu(const SimJob& j) {
   }
   return per * j.replicas;
 }
-
-// An exponentially distributed duration of mean `mean_ms` (at least 1 ms),
-// from the generator's raw bits so that it is the same on every platform.
-TimeMs Exponential(std::mt19937_64& rng, TimeMs mean_ms) {
-  const double u = static_cast<double>(rng() >> 11) * 0x1.0p-53;  // [0, 1)
-  const double x = -std::log1p(-u) * static_cast<double>(mean_ms);
-  return std::max<TimeMs>(1, static_cast<TimeMs>(std::llround(x)));
-}
-
-}  // namespace
 
 std::vector<sched::NodeView> UniformNodes(std::size_t count, std::uint32_t gpus,
                                           const std::string& model, const std::string& prefix) {

@@ -107,6 +107,10 @@ struct JobProgress {
 using SnapshotAdjuster =
     std::function<void(sched::Snapshot&, const std::map<std::int64_t, JobProgress>&)>;
 
+// Milli-GPUs a job's gang holds: whole GPUs, or the share of its slices (a
+// slice by memory counts its share of an 80 GiB card).
+std::int64_t GangMgpu(const SimJob& j);
+
 Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes,
                            const std::vector<SimJob>& jobs, const model::Policy& policy,
                            const sched::Scheduler& scheduler, const SimOptions& options,

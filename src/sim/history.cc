@@ -37,30 +37,6 @@ Result<std::optional<std::int64_t>> OptInt(const json& obj, const char* key,
   return std::optional<std::int64_t>(it->get<std::int64_t>());
 }
 
-sched::NodeView NodeViewOf(const model::NodeInfo& info) {
-  sched::NodeView v;
-  v.name = info.name;
-  v.ready = true;
-  v.labels = info.labels;
-  v.taints = info.taints;
-  v.cpu_millis_free = std::uint64_t{info.cpus} * 1000;
-  v.memory_bytes_free = info.memory_bytes;
-  for (const auto& g : info.gpus) {
-    sched::GpuView gv;
-    gv.index = g.index;
-    gv.uuid = g.uuid;
-    gv.model = g.model;
-    gv.memory_bytes = g.memory_bytes;
-    gv.healthy = g.health == model::Health::kHealthy;
-    gv.nvlink_island = g.nvlink_island;
-    gv.sharing = g.sharing;
-    v.gpus.push_back(std::move(gv));
-  }
-  std::sort(v.gpus.begin(), v.gpus.end(),
-            [](const sched::GpuView& a, const sched::GpuView& b) { return a.index < b.index; });
-  return v;
-}
-
 struct Attempt {
   std::optional<TimeMs> start;
   std::optional<TimeMs> end;
@@ -91,7 +67,7 @@ Result<History> Read(const json& doc) {
   }
   std::map<std::string, std::map<std::uint32_t, std::string>> models;  // node -> gpu -> model
   for (const auto& n : doc.value("nodes", json::array())) {
-    sched::NodeView v = NodeViewOf(model::NodeInfoFromJson(n));
+    sched::NodeView v = sched::NodeViewOf(model::NodeInfoFromJson(n), true);
     if (v.name.empty()) return Bad("nodes", "a node without a name");
     for (const auto& g : v.gpus) models[v.name][g.index] = g.model;
     h.nodes.push_back(std::move(v));
@@ -122,13 +98,7 @@ Result<History> Read(const json& doc) {
     }
     s.max_runtime_ms = j.value("max_runtime_ms", std::int64_t{0});
     if (auto r = j.find("resources"); r != j.end() && r->is_object()) {
-      s.resources.gpus = r->value("gpus", 0U);
-      s.resources.gpu_model = r->value("gpu_model", "");
-      s.resources.gpu_memory_bytes = r->value("gpu_memory_bytes", std::uint64_t{0});
-      s.resources.cpu_millis = r->value("cpu_millis", 0U);
-      s.resources.memory_bytes = r->value("memory_bytes", std::uint64_t{0});
-      s.resources.gpu_share_millis = r->value("gpu_share_millis", 0U);
-      s.resources.gpu_share_bytes = r->value("gpu_share_bytes", std::uint64_t{0});
+      s.resources = model::ResourcesFromJson(*r);
     }
 
     std::map<std::int64_t, Attempt> attempts;

@@ -642,12 +642,16 @@ Result<std::vector<JobRecord>> SqliteStore::ListJobs(const JobFilter& filter) {
   auto st = db_.Prepare(sql);
   if (!st) return std::unexpected(st.error());
   for (std::size_t i = 0; i < binds.size(); ++i) st->Bind(static_cast<int>(i + 1), binds[i]);
+  return JobsWithRuns(*st);
+}
+
+Result<std::vector<JobRecord>> SqliteStore::JobsWithRuns(Statement& st) {
   std::vector<JobRecord> out;
   for (;;) {
-    auto row = st->Step();
+    auto row = st.Step();
     if (!row) return std::unexpected(row.error());
     if (!*row) break;
-    out.push_back(ReadJob(*st));
+    out.push_back(ReadJob(st));
   }
   for (auto& job : out) {
     auto runs = LoadRuns("job_id=?", job.id);
@@ -1034,19 +1038,7 @@ Result<std::vector<JobRecord>> SqliteStore::JobsSubmittedBetween(TimeMs since, T
   if (!st) return std::unexpected(st.error());
   st->Bind(1, since);
   st->Bind(2, until);
-  std::vector<JobRecord> out;
-  for (;;) {
-    auto row = st->Step();
-    if (!row) return std::unexpected(row.error());
-    if (!*row) break;
-    out.push_back(ReadJob(*st));
-  }
-  for (auto& job : out) {
-    auto runs = LoadRuns("job_id=?", job.id);
-    if (!runs) return std::unexpected(runs.error());
-    job.runs = std::move(*runs);
-  }
-  return out;
+  return JobsWithRuns(*st);
 }
 
 Status SqliteStore::UpsertNode(const model::NodeInfo& info, TimeMs now) {

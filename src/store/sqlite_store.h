@@ -58,6 +58,8 @@ class SqliteStore final : public Store {
   // Helpers that expect mu_ held.
   Result<std::optional<JobRecord>> LoadJob(std::int64_t id, bool with_timeline);
   Result<std::vector<RunRecord>> LoadRuns(std::string_view where, std::int64_t arg);
+  // Every row of a jobs query (kJobColumns), each with all its runs.
+  Result<std::vector<JobRecord>> JobsWithRuns(Statement& st);
   Status AddEvent(std::int64_t job_id, TimeMs t, model::JobState state, std::string_view event,
                   std::string_view message,
                   std::optional<std::int64_t> policy_version = std::nullopt);

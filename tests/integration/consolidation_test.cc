@@ -21,49 +21,50 @@ std::vector<std::string> NodesOf(const json& job, int attempt) {
   return out;
 }
 
-TEST_F(IntegrationTest, AGangGetsAWholeNodeByMovingAJobThatCheckpoints) {
-  auto cluster = dir_ / "cluster.yaml";
-  WriteFile(cluster,
-            "nodes:\n"
-            "  - name: n1\n"
-            "    cpus: 16\n"
-            "    memory: 64Gi\n"
-            "    gpus: {model: H100-80GB, memory: 80Gi, count: 4}\n"
-            "  - name: n2\n"
-            "    cpus: 16\n"
-            "    memory: 64Gi\n"
-            "    gpus: {model: H100-80GB, memory: 80Gi, count: 4}\n");
-  BerthdOptions options = AllInOne({"--stop-grace", "10s"});
-  options.simulate = cluster;
-  Berthd& berthd = NewBerthd(options);
-  ASSERT_TRUE(berthd.Start()) << berthd.log();
-  ASSERT_TRUE(berthd.WaitForNode("Ready", 20s));
-
-  const auto fill_done = dir_ / "fill-done";
-  const auto all_done = dir_ / "all-done";
-  const auto ckpt_dir = dir_ / "ckpt";
-  std::filesystem::create_directories(ckpt_dir);
-  auto wait_for = [](const std::filesystem::path& f) {
-    return Sh("trap 'exit 0' TERM; while [ ! -e " + f.string() + " ]; do sleep 0.1; done");
-  };
-  auto submit = [&](const std::string& name, std::vector<std::string> cmd,
-                    json extra = json::object()) {
+// Two simulated nodes of 4 GPUs; jobs that run until a file appears.
+class ConsolidationTest : public IntegrationTest {
+ protected:
+  Berthd& StartTwoNodes() {
+    BerthdOptions options = AllInOne({"--stop-grace", "10s"});
+    options.simulate = WriteCluster(std::vector<std::string>{"n1", "n2"}, 4);
+    Berthd& berthd = NewBerthd(options);
+    EXPECT_TRUE(berthd.Start()) << berthd.log();
+    EXPECT_TRUE(berthd.WaitForNode("Ready", 20s));
+    return berthd;
+  }
+  // Runs until `file` exists; SIGTERM ends it at once.
+  static std::vector<std::string> Until(const std::filesystem::path& file) {
+    return Sh("trap 'exit 0' TERM; while [ ! -e " + file.string() + " ]; do sleep 0.1; done");
+  }
+  // Submits a 2-GPU job and waits until it runs.
+  static std::int64_t SubmitRunning(const Berthd& berthd, const std::string& name,
+                                    std::vector<std::string> cmd, json extra = json::object()) {
     std::string error;
     auto id = berthd.Submit(JobSpecJson(name, std::move(cmd), 2, std::move(extra)), &error);
     EXPECT_NE(id, 0) << error;
     EXPECT_TRUE(berthd.WaitForState(id, "Running", 30s)) << berthd.Job(id).dump(2);
     return id;
-  };
+  }
+};
+
+TEST_F(ConsolidationTest, AGangGetsAWholeNodeByMovingAJobThatCheckpoints) {
+  Berthd& berthd = StartTwoNodes();
+  ASSERT_FALSE(HasFailure());
+
+  const auto fill_done = dir_ / "fill-done";
+  const auto all_done = dir_ / "all-done";
+  const auto ckpt_dir = dir_ / "ckpt";
+  std::filesystem::create_directories(ckpt_dir);
   // Packing puts the first two on n1 and the next two on n2; the fillers
   // then end, leaving two free GPUs on each node.
-  auto fill_a = submit("fill-a", wait_for(fill_done));
-  auto ckpt = submit("ckpt",
-                     Sh("echo restart=$BERTH_RESTART_COUNT dir=$BERTH_CHECKPOINT_DIR >> "
-                        "$BERTH_CHECKPOINT_DIR/attempts; trap 'exit 0' TERM; while [ ! -e " +
-                        all_done.string() + " ]; do sleep 0.1; done"),
-                     json{{"checkpoint", {{"dir", ckpt_dir.string()}, {"grace", "5s"}}}});
-  auto keep = submit("keep", wait_for(all_done));
-  auto fill_b = submit("fill-b", wait_for(fill_done));
+  auto fill_a = SubmitRunning(berthd, "fill-a", Until(fill_done));
+  auto ckpt = SubmitRunning(berthd, "ckpt",
+                            Sh("echo restart=$BERTH_RESTART_COUNT dir=$BERTH_CHECKPOINT_DIR >> "
+                               "$BERTH_CHECKPOINT_DIR/attempts; trap 'exit 0' TERM; while [ ! -e " +
+                               all_done.string() + " ]; do sleep 0.1; done"),
+                            json{{"checkpoint", {{"dir", ckpt_dir.string()}, {"grace", "5s"}}}});
+  auto keep = SubmitRunning(berthd, "keep", Until(all_done));
+  auto fill_b = SubmitRunning(berthd, "fill-b", Until(fill_done));
   ASSERT_EQ(NodesOf(berthd.Job(ckpt), 1), std::vector<std::string>{"n1"});
   ASSERT_EQ(NodesOf(berthd.Job(keep), 1), std::vector<std::string>{"n2"});
   WriteFile(fill_done, "");
@@ -73,7 +74,7 @@ TEST_F(IntegrationTest, AGangGetsAWholeNodeByMovingAJobThatCheckpoints) {
   }
 
   std::string error;
-  auto big = berthd.Submit(JobSpecJson("big", wait_for(all_done), 4), &error);
+  auto big = berthd.Submit(JobSpecJson("big", Until(all_done), 4), &error);
   ASSERT_NE(big, 0) << error;
   ASSERT_TRUE(berthd.WaitForState(big, "Running", 30s)) << berthd.Job(big).dump(2);
   ASSERT_TRUE(berthd.WaitForState(ckpt, "Running", 30s)) << berthd.Job(ckpt).dump(2);
@@ -111,60 +112,35 @@ TEST_F(IntegrationTest, AGangGetsAWholeNodeByMovingAJobThatCheckpoints) {
 // While a moved job takes its grace period to stop, the GPUs planned for it
 // and for the gang are promised: a job submitted meanwhile that would fit
 // there waits instead of taking them.
-TEST_F(IntegrationTest, GpusPlannedForAMoveAreNotGivenAwayWhileItStops) {
-  auto cluster = dir_ / "cluster.yaml";
-  WriteFile(cluster,
-            "nodes:\n"
-            "  - name: n1\n"
-            "    cpus: 16\n"
-            "    memory: 64Gi\n"
-            "    gpus: {model: H100-80GB, memory: 80Gi, count: 4}\n"
-            "  - name: n2\n"
-            "    cpus: 16\n"
-            "    memory: 64Gi\n"
-            "    gpus: {model: H100-80GB, memory: 80Gi, count: 4}\n");
-  BerthdOptions options = AllInOne({"--stop-grace", "10s"});
-  options.simulate = cluster;
-  Berthd& berthd = NewBerthd(options);
-  ASSERT_TRUE(berthd.Start()) << berthd.log();
-  ASSERT_TRUE(berthd.WaitForNode("Ready", 20s));
+TEST_F(ConsolidationTest, GpusPlannedForAMoveAreNotGivenAwayWhileItStops) {
+  Berthd& berthd = StartTwoNodes();
+  ASSERT_FALSE(HasFailure());
 
   const auto fill_done = dir_ / "fill-done";
   const auto all_done = dir_ / "all-done";
-  auto wait_for = [](const std::filesystem::path& f) {
-    return Sh("trap 'exit 0' TERM; while [ ! -e " + f.string() + " ]; do sleep 0.1; done");
-  };
-  auto submit = [&](const std::string& name, std::vector<std::string> cmd,
-                    json extra = json::object()) {
-    std::string error;
-    auto id = berthd.Submit(JobSpecJson(name, std::move(cmd), 2, std::move(extra)), &error);
-    EXPECT_NE(id, 0) << error;
-    EXPECT_TRUE(berthd.WaitForState(id, "Running", 30s)) << berthd.Job(id).dump(2);
-    return id;
-  };
-  auto fill_a = submit("fill-a", wait_for(fill_done));
+  auto fill_a = SubmitRunning(berthd, "fill-a", Until(fill_done));
   // It takes its time to stop: SIGTERM is ignored until the all-done file
   // exists or 3 s have passed.
-  auto slow =
-      submit("slow-ckpt",
-             Sh("trap 'i=0; while [ ! -e " + all_done.string() +
-                " ] && [ $i -lt 30 ]; do sleep 0.1; i=$((i+1)); done; exit 0' TERM; while [ ! -e " +
-                all_done.string() + " ]; do sleep 0.1; done"),
-             json{{"checkpoint", {{"grace", "8s"}}}});
-  auto keep = submit("keep", wait_for(all_done));
-  auto fill_b = submit("fill-b", wait_for(fill_done));
+  auto slow = SubmitRunning(
+      berthd, "slow-ckpt",
+      Sh("trap 'i=0; while [ ! -e " + all_done.string() +
+         " ] && [ $i -lt 30 ]; do sleep 0.1; i=$((i+1)); done; exit 0' TERM; while [ ! -e " +
+         all_done.string() + " ]; do sleep 0.1; done"),
+      json{{"checkpoint", {{"grace", "8s"}}}});
+  auto keep = SubmitRunning(berthd, "keep", Until(all_done));
+  auto fill_b = SubmitRunning(berthd, "fill-b", Until(fill_done));
   WriteFile(fill_done, "");
   for (auto id : {fill_a, fill_b}) ASSERT_TRUE(berthd.WaitForTerminal(id, 30s));
 
   std::string error;
-  auto big = berthd.Submit(JobSpecJson("big", wait_for(all_done), 4), &error);
+  auto big = berthd.Submit(JobSpecJson("big", Until(all_done), 4), &error);
   ASSERT_NE(big, 0) << error;
   ASSERT_TRUE(WaitFor([&] { return CountEvents(berthd.Job(slow), "Moving") == 1; }, 20s))
       << berthd.Job(slow).dump(2);
   // n1 has 2 free GPUs (planned for the gang) and n2 has 2 (planned for the
   // moved job): a 2-GPU job fits either, but gets neither while the move is
   // in flight.
-  auto late = berthd.Submit(JobSpecJson("late", wait_for(all_done), 2), &error);
+  auto late = berthd.Submit(JobSpecJson("late", Until(all_done), 2), &error);
   ASSERT_NE(late, 0) << error;
   std::this_thread::sleep_for(1500ms);
   EXPECT_EQ(berthd.JobState(late), "Pending") << berthd.Job(late).dump(2);

@@ -38,19 +38,8 @@ std::string Where(const std::string& node, const std::vector<std::uint32_t>& gpu
 }
 
 TEST_F(IntegrationTest, BerthSimPlacesAndOrdersASmallWorkloadAsBerthdDid) {
-  auto cluster = dir_ / "cluster.yaml";
-  WriteFile(cluster,
-            "nodes:\n"
-            "  - name: f1\n"
-            "    cpus: 16\n"
-            "    memory: 64Gi\n"
-            "    gpus: {model: H100-80GB, memory: 80Gi, count: 4}\n"
-            "  - name: f2\n"
-            "    cpus: 16\n"
-            "    memory: 64Gi\n"
-            "    gpus: {model: H100-80GB, memory: 80Gi, count: 4}\n");
   BerthdOptions options = AllInOne();
-  options.simulate = cluster;
+  options.simulate = WriteCluster(std::vector<std::string>{"f1", "f2"}, 4);
   Berthd& berthd = NewBerthd(options);
   ASSERT_TRUE(berthd.Start()) << berthd.log();
   ASSERT_TRUE(berthd.WaitForNode("Ready", 20s));

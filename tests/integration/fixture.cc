@@ -69,13 +69,22 @@ CommandResult IntegrationTest::Cli(const Berthd& berthd,
 }
 
 std::filesystem::path IntegrationTest::WriteCluster(const std::string& node, int gpus) const {
+  return WriteCluster(std::vector<std::string>{node}, gpus);
+}
+
+std::filesystem::path IntegrationTest::WriteCluster(const std::vector<std::string>& nodes,
+                                                    int gpus) const {
   auto path = dir_ / "cluster.yaml";
-  WriteFile(path, fmt::format("nodes:\n"
-                              "  - name: {}\n"
-                              "    cpus: 16\n"
-                              "    memory: 64Gi\n"
-                              "    gpus: {{model: H100-80GB, memory: 80Gi, count: {}}}\n",
-                              node, gpus));
+  std::string text = "nodes:\n";
+  for (const auto& node : nodes) {
+    text += fmt::format(
+        "  - name: {}\n"
+        "    cpus: 16\n"
+        "    memory: 64Gi\n"
+        "    gpus: {{model: H100-80GB, memory: 80Gi, count: {}}}\n",
+        node, gpus);
+  }
+  WriteFile(path, text);
   return path;
 }
 

@@ -40,6 +40,8 @@ class IntegrationTest : public ::testing::Test {
   CommandResult Cli(const Berthd& berthd, const std::vector<std::string>& args) const;
   // Writes a one-node simulated cluster file and returns its path.
   std::filesystem::path WriteCluster(const std::string& node = "it-node", int gpus = 8) const;
+  // The same with several nodes of `gpus` H100s each.
+  std::filesystem::path WriteCluster(const std::vector<std::string>& nodes, int gpus) const;
 
   TempDir dir_;  // destroyed last: it reaps whatever the daemons left behind
   std::vector<std::unique_ptr<Berthd>> berthds_;
