@@ -16,8 +16,10 @@
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
+#include <array>
 #include <chrono>
 #include <cstdio>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -32,10 +34,13 @@ using berth::TimeMs;
 using berth::sim::SimJob;
 
 std::vector<SimJob> Synthetic(std::size_t nodes, double hours, std::uint32_t seed) {
-  // Mean job: 2.6 GPUs for 65 minutes; arrivals keep ~80% of the GPUs busy.
+  // Shapes drawn uniformly: a mean of 23/8 GPUs, for 10 to 120 minutes (mean
+  // 65); arrivals keep about 80% of the GPUs busy.
+  static constexpr std::array<std::uint32_t, 8> kGpus{1, 1, 1, 2, 2, 4, 4, 8};
   std::mt19937 rng(seed);
   const double gpus = static_cast<double>(nodes) * 8;
-  const double mean_gpus = 2.625;  // of {1,1,2,2,4,8} / ... below
+  const double mean_gpus =
+      static_cast<double>(std::accumulate(kGpus.begin(), kGpus.end(), 0U)) / kGpus.size();
   const double mean_s = 65 * 60;
   const double rate = 0.8 * gpus / (mean_gpus * mean_s);  // jobs per second
   std::exponential_distribution<double> gap(rate);
@@ -50,8 +55,7 @@ std::vector<SimJob> Synthetic(std::size_t nodes, double hours, std::uint32_t see
     j.name = std::to_string(j.id);
     j.submit_ms = static_cast<TimeMs>(t * 1000);
     j.duration_ms = TimeMs{minutes(rng)} * 60'000;
-    static constexpr std::uint32_t kGpus[8] = {1, 1, 1, 2, 2, 4, 4, 8};
-    j.resources.gpus = kGpus[shape(rng)];
+    j.resources.gpus = kGpus[static_cast<std::size_t>(shape(rng))];
     jobs.push_back(std::move(j));
   }
   return jobs;
