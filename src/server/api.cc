@@ -7,7 +7,6 @@
 #include <array>
 #include <charconv>
 #include <fstream>
-#include <iterator>
 #include <thread>
 
 #include "common/units.h"
@@ -215,8 +214,11 @@ json Api::FailureJson(const store::JobRecord& job, model::Lang lang) const {
       if (!in) break;
       constexpr std::streamoff kTail = 64 * 1024;
       const std::streamoff size = in.tellg();
-      in.seekg(std::max<std::streamoff>(0, size - kTail));
-      tail.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      const std::streamoff from = std::max<std::streamoff>(0, size - kTail);
+      in.seekg(from);
+      tail.resize(static_cast<std::size_t>(size - from));
+      in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+      tail.resize(static_cast<std::size_t>(in.gcount()));
     }
   }
   auto failure = model::ClassifyFailure(job.reason, tail);
