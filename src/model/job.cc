@@ -13,11 +13,14 @@
 namespace berth::model {
 namespace {
 
-constexpr std::array<std::string_view, 17> kTopFields{
+constexpr std::array<std::string_view, 19> kTopFields{
     "name",          "tenant",      "queue",     "command",  "args",        "env",
     "working_dir",   "replicas",    "resources", "priority", "max_runtime", "preemptible",
-    "node_selector", "tolerations", "pool",      "topology", "checkpoint"};
-constexpr std::array<std::string_view, 2> kCheckpointFields{"dir", "grace"};
+    "node_selector", "tolerations", "pool",      "topology", "checkpoint",  "retry",
+    "image"};
+constexpr std::array<std::string_view, 4> kCheckpointFields{"dir", "grace", "signal", "file"};
+constexpr std::array<std::string_view, 3> kRetryFields{"max_attempts", "backoff", "on"};
+constexpr std::array<std::string_view, 4> kStopSignals{"SIGTERM", "SIGINT", "SIGUSR1", "SIGUSR2"};
 constexpr std::array<std::string_view, 3> kTolerationFields{"key", "value", "effect"};
 constexpr std::array<std::string_view, 2> kTopologyFields{"one_node", "nvlink_island"};
 constexpr std::size_t kMaxSelectorEntries = 64;
@@ -216,6 +219,7 @@ Status ParseResources(const YAML::Node& node, Resources& r) {
 }
 
 Status ParsePlacement(const YAML::Node& root, JobSpec& spec);
+Status ParseRetryAndImage(const YAML::Node& root, JobSpec& spec);
 
 Status ParseInto(const YAML::Node& root, JobSpec& spec) {
   if (!root.IsMap()) {
@@ -474,6 +478,91 @@ Status ParsePlacement(const YAML::Node& root, JobSpec& spec) {
       }
       spec.checkpoint.grace_ms = *ms;
     }
+    if (auto v = n["signal"]) {
+      auto s = ScalarString(v, "checkpoint.signal");
+      if (!s) return std::unexpected(s.error());
+      if (std::find(kStopSignals.begin(), kStopSignals.end(), *s) == kStopSignals.end()) {
+        return InvalidField("checkpoint.signal",
+                            fmt::format("'{}' is not one of SIGTERM, SIGINT, SIGUSR1, SIGUSR2", *s));
+      }
+      spec.checkpoint.signal = *s;
+    }
+    if (auto v = n["file"]) {
+      auto s = ScalarString(v, "checkpoint.file");
+      if (!s) return std::unexpected(s.error());
+      if (s->empty() || s->front() != '/') {
+        return InvalidField("checkpoint.file",
+                            "must be an absolute path the job touches after each checkpoint, "
+                            "e.g. /ckpt/run1/latest");
+      }
+      spec.checkpoint.file = *s;
+    }
+  }
+  return ParseRetryAndImage(root, spec);
+}
+
+Status ParseRetryAndImage(const YAML::Node& root, JobSpec& spec) {
+  if (auto n = root["retry"]) {
+    if (!n.IsMap()) {
+      return InvalidField("retry",
+                          "must be a mapping, e.g. {max_attempts: 3, backoff: 30s, on: "
+                          "[node_lost, gpu_hardware]}");
+    }
+    BERTH_RETURN_IF_ERROR(CheckKnownFields(n, kRetryFields, "retry."));
+    if (auto v = n["max_attempts"]) {
+      auto s = ScalarString(v, "retry.max_attempts");
+      if (!s) return std::unexpected(s.error());
+      std::uint32_t k = 0;
+      auto [ptr, ec] = std::from_chars(s->data(), s->data() + s->size(), k);
+      if (ec != std::errc{} || ptr != s->data() + s->size() || k < 1 || k > kMaxRetryAttempts) {
+        return InvalidField("retry.max_attempts",
+                            fmt::format("must be a whole number from 1 (no retry) to {}",
+                                        kMaxRetryAttempts));
+      }
+      spec.retry.max_attempts = k;
+    }
+    if (auto v = n["backoff"]) {
+      auto s = ScalarString(v, "retry.backoff");
+      if (!s) return std::unexpected(s.error());
+      auto ms = ParseDurationMs(*s);
+      if (!ms) return InvalidField("retry.backoff", ms.error().message);
+      if (*ms < 0 || *ms > kMaxRetryBackoffMs) {
+        return InvalidField("retry.backoff", "must be between 0s and 1h, e.g. 30s");
+      }
+      spec.retry.backoff_ms = *ms;
+    }
+    if (auto v = n["on"]) {
+      if (!v.IsSequence()) {
+        return InvalidField("retry.on", "must be a list of failure classes, e.g. [node_lost]");
+      }
+      spec.retry.on.clear();
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        auto s = ScalarString(v[i], fmt::format("retry.on[{}]", i));
+        if (!s) return std::unexpected(s.error());
+        if (std::find(kRetryableClasses.begin(), kRetryableClasses.end(), *s) ==
+            kRetryableClasses.end()) {
+          std::string known;
+          for (auto c : kRetryableClasses) known += fmt::format("{}{}", known.empty() ? "" : ", ", c);
+          return InvalidField(fmt::format("retry.on[{}]", i),
+                              fmt::format("'{}' is not a failure class that can retry; one of {}",
+                                          *s, known));
+        }
+        if (std::find(spec.retry.on.begin(), spec.retry.on.end(), *s) == spec.retry.on.end()) {
+          spec.retry.on.push_back(*s);
+        }
+      }
+    }
+  }
+  if (auto n = root["image"]) {
+    auto s = ScalarString(n, "image");
+    if (!s) return std::unexpected(s.error());
+    if (s->empty() || s->size() > 512 ||
+        std::any_of(s->begin(), s->end(), [](char c) { return c <= ' ' || c == 0x7f; })) {
+      return InvalidField("image",
+                          "must be an OCI image reference without spaces, e.g. "
+                          "docker.io/pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime");
+    }
+    spec.image = *s;
   }
   return Ok();
 }

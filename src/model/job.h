@@ -2,6 +2,7 @@
 // JSON), and the lifecycle states the control plane moves it through.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -64,16 +65,38 @@ struct Topology {
   bool operator==(const Topology&) const = default;
 };
 
-// A job that saves its own progress. Berth stops it with SIGTERM and waits up
-// to `grace_ms` before SIGKILL when it preempts, reclaims or moves it; the job
-// finds `dir` (BERTH_CHECKPOINT_DIR) as it left it when it runs again. Only
-// such jobs are moved to make room for a gang (policy `consolidation`).
+// A job that saves its own progress. Berth stops it with `signal` (SIGTERM by
+// default) and waits up to `grace_ms` before SIGKILL when it preempts,
+// reclaims or moves it; the job finds `dir` (BERTH_CHECKPOINT_DIR) as it left
+// it when it runs again. A job that touches `file` (BERTH_CHECKPOINT_FILE)
+// after each checkpoint tells Berth how much work an eviction would lose.
+// Only such jobs are moved to make room for a gang (policy `consolidation`).
 struct Checkpoint {
   bool enabled = false;       // the spec has a checkpoint block
   std::int64_t grace_ms = 0;  // 0: berthd's stop grace
   std::string dir{};
+  std::string signal = "SIGTERM";  // or SIGINT, SIGUSR1, SIGUSR2
+  std::string file{};    // absolute path; empty: none reported by file
   bool operator==(const Checkpoint&) const = default;
 };
+
+// What happens when a run fails: the whole gang stops, and it is placed
+// again (same job, BERTH_RESTART_COUNT + 1) while attempts remain and its
+// failure class is one of `on`. The wait before attempt n+1 is
+// backoff_ms * 2^(n-1), capped at kMaxRetryBackoffMs.
+struct Retry {
+  std::uint32_t max_attempts = 3;  // attempts in all, the first included
+  std::int64_t backoff_ms = 10'000;
+  // Failure class names (docs/failures.md); by default the failures that are
+  // not the job's own.
+  std::vector<std::string> on{"node_lost", "gpu_hardware"};
+  bool operator==(const Retry&) const = default;
+};
+
+// Failure classes a retry policy may name.
+inline constexpr std::array<std::string_view, 7> kRetryableClasses{
+    "user_code",   "gpu_out_of_memory", "communication", "command_not_found",
+    "gpu_hardware", "node_lost",        "max_runtime"};
 
 struct JobSpec {
   std::string name;
@@ -93,6 +116,8 @@ struct JobSpec {
   std::string pool{};  // empty: any of the queue's pools
   Topology topology{};
   Checkpoint checkpoint{};
+  Retry retry{};
+  std::string image{};  // OCI image run with podman; empty: a plain process
 };
 
 // Limits users see in validation errors; documented in docs/jobs.md.
@@ -102,6 +127,8 @@ inline constexpr std::size_t kMaxCommandArgs = 4096;
 inline constexpr std::size_t kMaxEnvEntries = 1024;
 inline constexpr std::size_t kMaxSpecBytes = 1 << 20;
 inline constexpr std::int64_t kMaxCheckpointGraceMs = 3'600'000;
+inline constexpr std::uint32_t kMaxRetryAttempts = 100;
+inline constexpr std::int64_t kMaxRetryBackoffMs = 3'600'000;
 
 // Parses a YAML (or JSON, which is YAML) job spec and validates every field.
 // Unknown fields are errors. The error's `field` names the offending field.

@@ -49,8 +49,15 @@ json ToJson(const JobSpec& s) {
            {"nvlink_island", NvlinkIslandName(s.topology.nvlink_island)}}}};
   if (s.preemptible) j["preemptible"] = *s.preemptible;
   if (s.checkpoint.enabled) {
-    j["checkpoint"] = {{"dir", s.checkpoint.dir}, {"grace_ms", s.checkpoint.grace_ms}};
+    j["checkpoint"] = {{"dir", s.checkpoint.dir},
+                       {"grace_ms", s.checkpoint.grace_ms},
+                       {"signal", s.checkpoint.signal},
+                       {"file", s.checkpoint.file}};
   }
+  j["retry"] = {{"max_attempts", s.retry.max_attempts},
+                {"backoff_ms", s.retry.backoff_ms},
+                {"on", s.retry.on}};
+  if (!s.image.empty()) j["image"] = s.image;
   return j;
 }
 
@@ -84,7 +91,15 @@ JobSpec JobSpecFromJson(const json& j) {
     s.checkpoint.enabled = true;
     s.checkpoint.dir = c->value("dir", "");
     s.checkpoint.grace_ms = c->value("grace_ms", std::int64_t{0});
+    s.checkpoint.signal = c->value("signal", "SIGTERM");
+    s.checkpoint.file = c->value("file", "");
   }
+  if (auto r = j.find("retry"); r != j.end() && r->is_object()) {
+    s.retry.max_attempts = r->value("max_attempts", s.retry.max_attempts);
+    s.retry.backoff_ms = r->value("backoff_ms", s.retry.backoff_ms);
+    s.retry.on = r->value("on", s.retry.on);
+  }
+  s.image = j.value("image", "");
   return s;
 }
 

@@ -67,6 +67,12 @@ grpc::Status AgentService::Connect(grpc::ServerContext* context, Stream* stream)
       case berth::v1::AgentMessage::kLogChunk:
         st = controller_.OnLogChunk(node, msg.log_chunk());
         break;
+      case berth::v1::AgentMessage::kRunCheckpoint:
+        st = controller_.OnRunCheckpoint(node, msg.run_checkpoint());
+        break;
+      case berth::v1::AgentMessage::kGpuHealth:
+        st = controller_.OnGpuHealth(node, msg.gpu_health());
+        break;
       case berth::v1::AgentMessage::kRegister:
       case berth::v1::AgentMessage::MSG_NOT_SET:
         spdlog::warn("agent {} sent an unexpected message; ignored", node);

@@ -55,6 +55,8 @@ store::RunExit ExitFromProto(const berth::v1::RunExited& m) {
   e.ended_at_ms = m.ended_at_ms();
   e.stopped_for = m.stopped_for();
   e.start_error = m.start_error();
+  if (!m.stopped_for().empty()) e.clean_stop = m.clean_stop();
+  if (m.last_checkpoint_ms() > 0) e.last_checkpoint_ms = m.last_checkpoint_ms();
   return e;
 }
 
@@ -482,6 +484,12 @@ berth::v1::StartRun Controller::StartOrder(const store::RunRecord& run,
   // retry is a restart.
   env["BERTH_RESTART_COUNT"] = std::to_string(run.attempt > 0 ? run.attempt - 1 : 0);
   if (!spec.checkpoint.dir.empty()) env["BERTH_CHECKPOINT_DIR"] = spec.checkpoint.dir;
+  if (!spec.checkpoint.file.empty()) env["BERTH_CHECKPOINT_FILE"] = spec.checkpoint.file;
+  if (spec.checkpoint.enabled) {
+    o.set_stop_signal(spec.checkpoint.signal);
+    o.set_checkpoint_file(spec.checkpoint.file);
+  }
+  o.set_image(spec.image);
   o.set_working_dir(spec.working_dir);
   for (auto idx : run.gpu_indices) o.add_gpu_indices(idx);
   for (const auto& u : run.gpu_uuids) o.add_gpu_uuids(u);
@@ -729,6 +737,21 @@ Status Controller::OnRunExited(const std::string& node, const berth::v1::RunExit
   // The exit is durable: the agent may now forget the run.
   if (session) session->Send(AckOf(msg.run_id()));
   Wake();
+  return Ok();
+}
+
+Status Controller::OnRunCheckpoint(const std::string& node, const berth::v1::RunCheckpoint& msg) {
+  auto st = store_.RecordCheckpoint(msg.run_id(), msg.checkpoint_at_ms());
+  if (!st && st.error().code == Code::kNotFound) {
+    spdlog::warn("agent {} reported a checkpoint of unknown run {}", node, msg.run_id());
+    return Ok();
+  }
+  return st;
+}
+
+Status Controller::OnGpuHealth(const std::string& node, const berth::v1::GpuHealthChanged& msg) {
+  // Cordon and recovery land with the health work (issue 7 item 5).
+  spdlog::warn("node {} GPU {} is {}: {}", node, msg.index(), msg.health(), msg.health_detail());
   return Ok();
 }
 

@@ -19,8 +19,9 @@ using nlohmann::json;
 // 1: the skeleton (tenants and queues tables). 2: versioned policy; the
 // policy's queues replace the tenants and queues tables; jobs and job events
 // record the policy version they were scheduled under. 3: runs record their
-// slice of a shared GPU (gpu_share_millis, gpu_share_bytes).
-constexpr int kSchemaVersion = 3;
+// slice of a shared GPU (gpu_share_millis, gpu_share_bytes). 4: runs record
+// their last reported checkpoint and whether a stop was clean.
+constexpr int kSchemaVersion = 4;
 
 constexpr std::string_view kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -45,7 +46,8 @@ CREATE TABLE IF NOT EXISTS runs(
   pid INTEGER NOT NULL DEFAULT 0, started_ms INTEGER, finished_ms INTEGER,
   exit_code INTEGER, signal INTEGER, stopped_for TEXT NOT NULL DEFAULT '',
   start_error TEXT NOT NULL DEFAULT '', stop_requested INTEGER NOT NULL DEFAULT 0,
-  gpu_share_millis INTEGER NOT NULL DEFAULT 0, gpu_share_bytes INTEGER NOT NULL DEFAULT 0);
+  gpu_share_millis INTEGER NOT NULL DEFAULT 0, gpu_share_bytes INTEGER NOT NULL DEFAULT 0,
+  last_checkpoint_ms INTEGER, clean_stop INTEGER);
 CREATE INDEX IF NOT EXISTS runs_by_job ON runs(job_id);
 CREATE INDEX IF NOT EXISTS runs_by_state ON runs(state);
 CREATE TABLE IF NOT EXISTS job_events(
@@ -64,7 +66,7 @@ CREATE TABLE IF NOT EXISTS node_events(
 constexpr std::string_view kRunColumns =
     "run_id, job_id, replica, attempt, node, gpu_indices, gpu_uuids, state, pid, started_ms, "
     "finished_ms, exit_code, signal, stopped_for, start_error, stop_requested, gpu_share_millis, "
-    "gpu_share_bytes";
+    "gpu_share_bytes, last_checkpoint_ms, clean_stop";
 
 constexpr std::string_view kJobColumns =
     "id, spec, state, reason, submitted_ms, started_ms, finished_ms, exit_code, signal, "
@@ -107,6 +109,8 @@ RunRecord ReadRun(const Statement& st) {
   r.stop_requested = st.Int(15) != 0;
   r.gpu_share_millis = static_cast<std::uint32_t>(st.Int(16));
   r.gpu_share_bytes = static_cast<std::uint64_t>(st.Int(17));
+  r.last_checkpoint_ms = st.OptInt(18);
+  if (auto c = st.OptInt(19)) r.clean_stop = *c != 0;
   return r;
 }
 
@@ -226,6 +230,18 @@ Status SqliteStore::Migrate(TimeMs now) {
       BERTH_RETURN_IF_ERROR(
           db_.Exec("ALTER TABLE runs ADD COLUMN gpu_share_millis INTEGER NOT NULL DEFAULT 0;"
                    "ALTER TABLE runs ADD COLUMN gpu_share_bytes INTEGER NOT NULL DEFAULT 0;"));
+    }
+  }
+  if (stored && *stored < 4) {
+    auto has = db_.Prepare(
+        "SELECT COUNT(*) FROM pragma_table_info('runs') WHERE name='last_checkpoint_ms'");
+    if (!has) return std::unexpected(has.error());
+    auto row = has->Step();
+    if (!row) return std::unexpected(row.error());
+    if (has->Int(0) == 0) {
+      BERTH_RETURN_IF_ERROR(
+          db_.Exec("ALTER TABLE runs ADD COLUMN last_checkpoint_ms INTEGER;"
+                   "ALTER TABLE runs ADD COLUMN clean_stop INTEGER;"));
     }
   }
   auto set = db_.Prepare("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)");
@@ -935,7 +951,9 @@ Result<JobRecord> SqliteStore::MarkRunExited(const RunExit& exit, TimeMs now) {
     if (exit.stopped_for == "max_runtime") stopped_for = "max_runtime";
     auto up = db_.Prepare(
         "UPDATE runs SET state='Exited', exit_code=?, signal=?, finished_ms=?, "
-        "started_ms=COALESCE(started_ms, ?), stopped_for=?, start_error=? WHERE run_id=?");
+        "started_ms=COALESCE(started_ms, ?), stopped_for=?, start_error=?, clean_stop=?, "
+        "last_checkpoint_ms=NULLIF(MAX(COALESCE(last_checkpoint_ms, 0), COALESCE(?, 0)), 0) "
+        "WHERE run_id=?");
     if (!up) return std::unexpected(up.error());
     std::optional<std::int64_t> code = exit.exit_code;
     std::optional<std::int64_t> signal;
@@ -949,7 +967,11 @@ Result<JobRecord> SqliteStore::MarkRunExited(const RunExit& exit, TimeMs now) {
                               .Bind(4, exit.started_at_ms)
                               .Bind(5, stopped_for)
                               .Bind(6, exit.start_error)
-                              .Bind(7, exit.run_id)
+                              .Bind(7, exit.clean_stop ? std::optional<std::int64_t>(
+                                                             *exit.clean_stop ? 1 : 0)
+                                                       : std::nullopt)
+                              .Bind(8, exit.last_checkpoint_ms)
+                              .Bind(9, exit.run_id)
                               .Run());
     std::string how = !exit.start_error.empty()
                           ? fmt::format("could not start: {}", exit.start_error)
@@ -977,6 +999,22 @@ Result<JobRecord> SqliteStore::MarkRunExited(const RunExit& exit, TimeMs now) {
   auto after = LoadJob(run.job_id, false);
   if (!after) return std::unexpected(after.error());
   return std::move(**after);
+}
+
+Status SqliteStore::RecordCheckpoint(const std::string& run_id, TimeMs at) {
+  std::lock_guard lock(mu_);
+  auto st = db_.Prepare(
+      "UPDATE runs SET last_checkpoint_ms=? WHERE run_id=? AND "
+      "(last_checkpoint_ms IS NULL OR last_checkpoint_ms < ?)");
+  if (!st) return std::unexpected(st.error());
+  BERTH_RETURN_IF_ERROR(st->Bind(1, at).Bind(2, run_id).Bind(3, at).Run());
+  auto found = db_.Prepare("SELECT 1 FROM runs WHERE run_id=?");
+  if (!found) return std::unexpected(found.error());
+  found->Bind(1, run_id);
+  auto row = found->Step();
+  if (!row) return std::unexpected(row.error());
+  if (!*row) return Fail(Code::kNotFound, fmt::format("run {} not found", run_id));
+  return Ok();
 }
 
 Status SqliteStore::RequestStop(std::int64_t job_id, const std::string& why, TimeMs now) {

@@ -38,6 +38,7 @@ class SqliteStore final : public Store {
   Result<JobRecord> CancelJob(std::int64_t id, const std::string& by, TimeMs now) override;
   Status ApplyPlan(const sched::Plan& plan, const std::vector<NodeRecord>& nodes,
                    std::int64_t policy_version, TimeMs now) override;
+  Status RecordCheckpoint(const std::string& run_id, TimeMs at) override;
   Status MarkRunStarted(const std::string& run_id, std::int64_t pid, TimeMs started_at,
                         TimeMs now) override;
   Result<JobRecord> MarkRunExited(const RunExit& exit, TimeMs now) override;

@@ -41,6 +41,11 @@ struct RunRecord {
                             // "moved", "lost"
   std::string start_error;
   bool stop_requested = false;  // berthd wants this run stopped
+  // The last checkpoint the run reported (file mtime or API), unix ms.
+  std::optional<TimeMs> last_checkpoint_ms{};
+  // For a run Berth stopped: whether it exited on its own within the grace
+  // period (true) or was killed (false); nullopt when not stopped or unknown.
+  std::optional<bool> clean_stop{};
 };
 
 // GPU time of one finished run, for decayed fair-share usage.
@@ -100,6 +105,8 @@ struct RunExit {
   TimeMs ended_at_ms = 0;
   std::string stopped_for;
   std::string start_error;
+  std::optional<bool> clean_stop{};  // see RunRecord
+  std::optional<TimeMs> last_checkpoint_ms{};
 };
 
 // One version of the scheduling policy. Versions are append-only: applying
@@ -192,6 +199,9 @@ class Store {
   [[nodiscard]] virtual Status RequestStop(std::int64_t job_id, const std::string& why,
                                            TimeMs now) = 0;
   [[nodiscard]] virtual Result<std::optional<RunRecord>> GetRun(const std::string& run_id) = 0;
+  // A run reported a checkpoint at `at` (unix ms). Older reports than the
+  // one stored change nothing; an exited run keeps its last one.
+  [[nodiscard]] virtual Status RecordCheckpoint(const std::string& run_id, TimeMs at) = 0;
   // Runs that started and finished at or after `since`, oldest first.
   [[nodiscard]] virtual Result<std::vector<RunUsage>> FinishedRunsSince(TimeMs since) = 0;
   // Jobs submitted in [since, until), oldest first (by submit time, then

@@ -131,7 +131,39 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"name: a\ncommand: [x]\ncheckpoint: {grace: 2h}\n", "checkpoint.grace",
                 "between 1s and 1h"},
         BadCase{"name: a\ncommand: [x]\ncheckpoint: {signal: USR1}\n", "checkpoint.signal",
-                "allowed"}));
+                "SIGUSR1"},
+        BadCase{"name: a\ncommand: [x]\ncheckpoint: {file: latest}\n", "checkpoint.file",
+                "absolute"},
+        BadCase{"name: a\ncommand: [x]\nretry: 3\n", "retry", "mapping"},
+        BadCase{"name: a\ncommand: [x]\nretry: {max_attempts: 0}\n", "retry.max_attempts",
+                "from 1"},
+        BadCase{"name: a\ncommand: [x]\nretry: {backoff: 2h}\n", "retry.backoff",
+                "between 0s and 1h"},
+        BadCase{"name: a\ncommand: [x]\nretry: {on: [oom]}\n", "retry.on[0]",
+                "gpu_out_of_memory"},
+        BadCase{"name: a\ncommand: [x]\nretry: {on: [node_lost], attempts: 2}\n",
+                "retry.attempts", "unknown"},
+        BadCase{"name: a\ncommand: [x]\nimage: \"my image\"\n", "image", "without spaces"}));
+
+TEST(JobSpec, RetryPolicyDefaultsToFailuresThatAreNotTheJobsOwn) {
+  auto none = ParseJobSpec("name: a\ncommand: [x]\n");
+  ASSERT_TRUE(none.has_value());
+  EXPECT_EQ(none->retry.max_attempts, 3U);
+  EXPECT_EQ(none->retry.backoff_ms, 10'000);
+  EXPECT_EQ(none->retry.on, (std::vector<std::string>{"node_lost", "gpu_hardware"}));
+  auto spec = ParseJobSpec(
+      "name: a\ncommand: [x]\nimage: docker.io/library/busybox:1.36\n"
+      "retry: {max_attempts: 5, backoff: 1m, on: [communication, node_lost, communication]}\n");
+  ASSERT_TRUE(spec.has_value()) << spec.error().field << ": " << spec.error().message;
+  EXPECT_EQ(spec->retry.max_attempts, 5U);
+  EXPECT_EQ(spec->retry.backoff_ms, 60'000);
+  EXPECT_EQ(spec->retry.on, (std::vector<std::string>{"communication", "node_lost"}));
+  EXPECT_EQ(spec->image, "docker.io/library/busybox:1.36");
+  auto back = JobSpecFromJson(ToJson(*spec));
+  EXPECT_EQ(back.retry, spec->retry);
+  EXPECT_EQ(back.image, spec->image);
+  EXPECT_EQ(JobSpecFromJson(ToJson(*none)).retry, none->retry);
+}
 
 TEST(JobSpec, CheckpointBlockDeclaresAJobThatSavesItsWork) {
   auto none = ParseJobSpec("name: a\ncommand: [x]\n");
@@ -139,10 +171,15 @@ TEST(JobSpec, CheckpointBlockDeclaresAJobThatSavesItsWork) {
   EXPECT_FALSE(none->checkpoint.enabled);
   auto spec = ParseJobSpec("name: a\ncommand: [x]\ncheckpoint: {dir: /ckpt/a, grace: 2m}\n");
   ASSERT_TRUE(spec.has_value()) << spec.error().field << ": " << spec.error().message;
-  EXPECT_EQ(spec->checkpoint, (Checkpoint{true, 120'000, "/ckpt/a"}));
+  EXPECT_EQ(spec->checkpoint, (Checkpoint{true, 120'000, "/ckpt/a", "SIGTERM", ""}));
+  auto usr1 = ParseJobSpec(
+      "name: a\ncommand: [x]\ncheckpoint: {signal: SIGUSR1, file: /ckpt/a/latest}\n");
+  ASSERT_TRUE(usr1.has_value()) << usr1.error().field << ": " << usr1.error().message;
+  EXPECT_EQ(usr1->checkpoint, (Checkpoint{true, 0, "", "SIGUSR1", "/ckpt/a/latest"}));
+  EXPECT_EQ(JobSpecFromJson(ToJson(*usr1)).checkpoint, usr1->checkpoint);
   auto bare = ParseJobSpec("name: a\ncommand: [x]\ncheckpoint: {}\n");
   ASSERT_TRUE(bare.has_value());
-  EXPECT_EQ(bare->checkpoint, (Checkpoint{true, 0, ""}));
+  EXPECT_EQ(bare->checkpoint, (Checkpoint{true, 0, "", "SIGTERM", ""}));
   EXPECT_EQ(JobSpecFromJson(ToJson(*spec)).checkpoint, spec->checkpoint);
   EXPECT_EQ(JobSpecFromJson(ToJson(*none)).checkpoint, none->checkpoint);
 }
