@@ -14,10 +14,10 @@ namespace berth::model {
 namespace {
 
 constexpr std::array<std::string_view, 19> kTopFields{
-    "name",          "tenant",      "queue",     "command",  "args",        "env",
-    "working_dir",   "replicas",    "resources", "priority", "max_runtime", "preemptible",
-    "node_selector", "tolerations", "pool",      "topology", "checkpoint",  "retry",
-    "image"};
+    "name",        "tenant",      "queue",         "command",     "args",
+    "env",         "working_dir", "replicas",      "resources",   "priority",
+    "max_runtime", "preemptible", "node_selector", "tolerations", "pool",
+    "topology",    "checkpoint",  "retry",         "image"};
 constexpr std::array<std::string_view, 4> kCheckpointFields{"dir", "grace", "signal", "file"};
 constexpr std::array<std::string_view, 3> kRetryFields{"max_attempts", "backoff", "on"};
 constexpr std::array<std::string_view, 4> kStopSignals{"SIGTERM", "SIGINT", "SIGUSR1", "SIGUSR2"};
@@ -482,8 +482,9 @@ Status ParsePlacement(const YAML::Node& root, JobSpec& spec) {
       auto s = ScalarString(v, "checkpoint.signal");
       if (!s) return std::unexpected(s.error());
       if (std::find(kStopSignals.begin(), kStopSignals.end(), *s) == kStopSignals.end()) {
-        return InvalidField("checkpoint.signal",
-                            fmt::format("'{}' is not one of SIGTERM, SIGINT, SIGUSR1, SIGUSR2", *s));
+        return InvalidField(
+            "checkpoint.signal",
+            fmt::format("'{}' is not one of SIGTERM, SIGINT, SIGUSR1, SIGUSR2", *s));
       }
       spec.checkpoint.signal = *s;
     }
@@ -515,9 +516,9 @@ Status ParseRetryAndImage(const YAML::Node& root, JobSpec& spec) {
       std::uint32_t k = 0;
       auto [ptr, ec] = std::from_chars(s->data(), s->data() + s->size(), k);
       if (ec != std::errc{} || ptr != s->data() + s->size() || k < 1 || k > kMaxRetryAttempts) {
-        return InvalidField("retry.max_attempts",
-                            fmt::format("must be a whole number from 1 (no retry) to {}",
-                                        kMaxRetryAttempts));
+        return InvalidField(
+            "retry.max_attempts",
+            fmt::format("must be a whole number from 1 (no retry) to {}", kMaxRetryAttempts));
       }
       spec.retry.max_attempts = k;
     }
@@ -542,10 +543,11 @@ Status ParseRetryAndImage(const YAML::Node& root, JobSpec& spec) {
         if (std::find(kRetryableClasses.begin(), kRetryableClasses.end(), *s) ==
             kRetryableClasses.end()) {
           std::string known;
-          for (auto c : kRetryableClasses) known += fmt::format("{}{}", known.empty() ? "" : ", ", c);
-          return InvalidField(fmt::format("retry.on[{}]", i),
-                              fmt::format("'{}' is not a failure class that can retry; one of {}",
-                                          *s, known));
+          for (auto c : kRetryableClasses)
+            known += fmt::format("{}{}", known.empty() ? "" : ", ", c);
+          return InvalidField(
+              fmt::format("retry.on[{}]", i),
+              fmt::format("'{}' is not a failure class that can retry; one of {}", *s, known));
         }
         if (std::find(spec.retry.on.begin(), spec.retry.on.end(), *s) == spec.retry.on.end()) {
           spec.retry.on.push_back(*s);

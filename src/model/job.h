@@ -76,7 +76,7 @@ struct Checkpoint {
   std::int64_t grace_ms = 0;  // 0: berthd's stop grace
   std::string dir{};
   std::string signal = "SIGTERM";  // or SIGINT, SIGUSR1, SIGUSR2
-  std::string file{};    // absolute path; empty: none reported by file
+  std::string file{};              // absolute path; empty: none reported by file
   bool operator==(const Checkpoint&) const = default;
 };
 
@@ -95,8 +95,8 @@ struct Retry {
 
 // Failure classes a retry policy may name.
 inline constexpr std::array<std::string_view, 7> kRetryableClasses{
-    "user_code",   "gpu_out_of_memory", "communication", "command_not_found",
-    "gpu_hardware", "node_lost",        "max_runtime"};
+    "user_code",    "gpu_out_of_memory", "communication", "command_not_found",
+    "gpu_hardware", "node_lost",         "max_runtime"};
 
 struct JobSpec {
   std::string name;

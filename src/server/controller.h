@@ -84,8 +84,7 @@ class Controller {
                                        const berth::v1::RunCheckpoint& msg);
   // A GPU's health changed: an unhealthy GPU is cordoned (that GPU only),
   // its runs are stopped for the retry policy, and an alert is raised.
-  [[nodiscard]] Status OnGpuHealth(const std::string& node,
-                                   const berth::v1::GpuHealthChanged& msg);
+  [[nodiscard]] Status OnGpuHealth(const std::string& node, const berth::v1::GpuHealthChanged& msg);
 
   // Runs one pass now, on the caller's thread (tests use it with a ManualClock).
   Status RunPass();

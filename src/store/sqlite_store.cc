@@ -967,9 +967,9 @@ Result<JobRecord> SqliteStore::MarkRunExited(const RunExit& exit, TimeMs now) {
                               .Bind(4, exit.started_at_ms)
                               .Bind(5, stopped_for)
                               .Bind(6, exit.start_error)
-                              .Bind(7, exit.clean_stop ? std::optional<std::int64_t>(
-                                                             *exit.clean_stop ? 1 : 0)
-                                                       : std::nullopt)
+                              .Bind(7, exit.clean_stop
+                                           ? std::optional<std::int64_t>(*exit.clean_stop ? 1 : 0)
+                                           : std::nullopt)
                               .Bind(8, exit.last_checkpoint_ms)
                               .Bind(9, exit.run_id)
                               .Run());

@@ -139,10 +139,9 @@ INSTANTIATE_TEST_SUITE_P(
                 "from 1"},
         BadCase{"name: a\ncommand: [x]\nretry: {backoff: 2h}\n", "retry.backoff",
                 "between 0s and 1h"},
-        BadCase{"name: a\ncommand: [x]\nretry: {on: [oom]}\n", "retry.on[0]",
-                "gpu_out_of_memory"},
-        BadCase{"name: a\ncommand: [x]\nretry: {on: [node_lost], attempts: 2}\n",
-                "retry.attempts", "unknown"},
+        BadCase{"name: a\ncommand: [x]\nretry: {on: [oom]}\n", "retry.on[0]", "gpu_out_of_memory"},
+        BadCase{"name: a\ncommand: [x]\nretry: {on: [node_lost], attempts: 2}\n", "retry.attempts",
+                "unknown"},
         BadCase{"name: a\ncommand: [x]\nimage: \"my image\"\n", "image", "without spaces"}));
 
 TEST(JobSpec, RetryPolicyDefaultsToFailuresThatAreNotTheJobsOwn) {
@@ -172,8 +171,8 @@ TEST(JobSpec, CheckpointBlockDeclaresAJobThatSavesItsWork) {
   auto spec = ParseJobSpec("name: a\ncommand: [x]\ncheckpoint: {dir: /ckpt/a, grace: 2m}\n");
   ASSERT_TRUE(spec.has_value()) << spec.error().field << ": " << spec.error().message;
   EXPECT_EQ(spec->checkpoint, (Checkpoint{true, 120'000, "/ckpt/a", "SIGTERM", ""}));
-  auto usr1 = ParseJobSpec(
-      "name: a\ncommand: [x]\ncheckpoint: {signal: SIGUSR1, file: /ckpt/a/latest}\n");
+  auto usr1 =
+      ParseJobSpec("name: a\ncommand: [x]\ncheckpoint: {signal: SIGUSR1, file: /ckpt/a/latest}\n");
   ASSERT_TRUE(usr1.has_value()) << usr1.error().field << ": " << usr1.error().message;
   EXPECT_EQ(usr1->checkpoint, (Checkpoint{true, 0, "", "SIGUSR1", "/ckpt/a/latest"}));
   EXPECT_EQ(JobSpecFromJson(ToJson(*usr1)).checkpoint, usr1->checkpoint);
