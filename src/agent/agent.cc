@@ -112,7 +112,40 @@ model::NodeInfo Agent::Describe() {
   }
   node.gpu_provider = provider_->Name();
   node.agent_version = std::string(kAgentVersion);
+  reported_health_.clear();
+  for (const auto& g : node.gpus) {
+    reported_health_[g.index] = {g.health == model::Health::kHealthy, g.health_detail};
+  }
   return node;
+}
+
+bool Agent::ReportHealthChanges(Stream* stream) {
+  auto found = provider_->Discover();
+  if (!found) {
+    spdlog::warn("GPU health poll failed: {}", found.error().message);
+    return true;
+  }
+  for (const auto& g : found->gpus) {
+    const bool healthy = g.health == model::Health::kHealthy;
+    auto it = reported_health_.find(g.index);
+    if (it != reported_health_.end() && it->second.first == healthy &&
+        it->second.second == g.health_detail) {
+      continue;
+    }
+    v1::AgentMessage out;
+    auto* m = out.mutable_gpu_health();
+    m->set_index(g.index);
+    m->set_uuid(g.uuid);
+    m->set_health(healthy ? "healthy" : "unhealthy");
+    m->set_health_detail(g.health_detail);
+    m->set_at_ms(clock_.NowMs());
+    spdlog::warn("GPU {} ({}) is now {}{}", g.index, g.uuid, m->health(),
+                 g.health_detail.empty() ? "" : ": " + g.health_detail);
+    if (!Send(stream, out)) return false;
+    reported_health_[g.index] = {healthy, g.health_detail};
+  }
+  last_discovery_ = std::move(*found);
+  return true;
 }
 
 bool Agent::WaitSupervising(std::int64_t ms) {
@@ -183,6 +216,7 @@ bool Agent::RunConnection() {
   bool registered = false;
   std::int64_t heartbeat_ms = 1000;
   TimeMs next_heartbeat = 0;
+  TimeMs next_health = clock_.NowMs() + options_.health_interval_ms;
   while (ok) {
     std::deque<v1::ServerMessage> inbox;
     {
@@ -243,6 +277,10 @@ bool Agent::RunConnection() {
       }
       ok = Send(stream.get(), out);
       if (!ok) break;
+    }
+    if (ok && clock_.NowMs() >= next_health) {
+      ok = ReportHealthChanges(stream.get());
+      next_health = clock_.NowMs() + options_.health_interval_ms;
     }
     if (ok && clock_.NowMs() >= next_heartbeat) {
       v1::AgentMessage hb;

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <deque>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -35,6 +36,9 @@ struct AgentOptions {
   std::filesystem::path shim_path;
   std::int64_t poll_interval_ms = 100;
   std::int64_t reconnect_backoff_ms = 500;  // doubles per failure, up to 16x
+  // How often GPU health is polled from the provider; changes since the
+  // last report are sent to berthd (GpuHealthChanged).
+  std::int64_t health_interval_ms = 2'000;
   // GPUs to report in sharing mode; empty: as the provider says (a simulated
   // cluster's shared_gpus), else none.
   SharedGpus shared_gpus{};
@@ -70,6 +74,9 @@ class Agent {
   // Supervises runs (stops, max runtime) while waiting; false once stopping.
   bool WaitSupervising(std::int64_t ms);
   model::NodeInfo Describe();
+  // Polls the provider and sends a GpuHealthChanged for every GPU whose
+  // health differs from what berthd last heard. False if the stream broke.
+  bool ReportHealthChanges(Stream* stream);
 
   AgentOptions options_;
   model::NodeInfo base_;
@@ -78,6 +85,8 @@ class Agent {
   const Clock& clock_;
   Runner runner_;  // worker thread only
   std::optional<Discovery> last_discovery_;
+  // GPU index -> (healthy, detail) as last reported to berthd (worker only).
+  std::map<std::uint32_t, std::pair<bool, std::string>> reported_health_;
   bool quiet_retries_ = false;  // a failed attempt was logged already
 
   std::mutex mu_;  // guards the members below

@@ -15,6 +15,7 @@
 #include "agent/nvml_provider.h"
 #include "agent/sim_cluster.h"
 #include "agent/sim_provider.h"
+#include "common/units.h"
 
 namespace {
 
@@ -83,6 +84,13 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   app.add_option("--simulate-node", simulate_node,
                  "which node of the --simulate file this agent is (optional if it has one)");
+  std::string sim_faults;
+  app.add_option("--sim-faults", sim_faults,
+                 "with --simulate: a file of injected GPU faults, one '<index> <detail>' line "
+                 "per failed GPU (default: <data-dir>/sim-faults)");
+  std::string health_interval = "2s";
+  app.add_option("--health-interval", health_interval, "how often GPU health is polled")
+      ->capture_default_str();
   app.add_option("--shim", shim, "berth-shim executable")->capture_default_str();
   app.add_option("--shared-gpus", shared_gpus,
                  "GPUs in sharing mode, taking slices of jobs with resources.gpu_share: all, or "
@@ -105,7 +113,8 @@ int main(int argc, char** argv) {
       return 2;
     }
     base = *node;
-    provider = std::make_unique<agent::SimulatedProvider>(std::move(*node));
+    if (sim_faults.empty()) sim_faults = (fs::path(data_dir) / "sim-faults").string();
+    provider = std::make_unique<agent::SimulatedProvider>(std::move(*node), sim_faults);
   } else {
     if (!simulate_node.empty()) {
       spdlog::critical("--simulate-node needs --simulate FILE");
@@ -158,6 +167,12 @@ int main(int argc, char** argv) {
   agent::AgentOptions options;
   options.data_dir = data_dir;
   options.shim_path = shim;
+  if (auto ms = berth::ParseDurationMs(health_interval); ms && *ms > 0) {
+    options.health_interval_ms = *ms;
+  } else {
+    spdlog::critical("--health-interval '{}': give a duration such as 2s", health_interval);
+    return 2;
+  }
   if (auto s = agent::ParseSharedGpus(shared_gpus); s) {
     options.shared_gpus = *s;
   } else {

@@ -121,6 +121,23 @@ std::optional<Failure> ClassifyFailure(const Reason& reason, std::string_view lo
       return Failure{FailureClass::kCommandNotFound, reason.detail};
     case ReasonCode::kRunLost:
       return Failure{FailureClass::kNodeLost, reason.detail};
+    case ReasonCode::kGpuFailed:
+      return Failure{FailureClass::kGpuHardware, reason.detail};
+    case ReasonCode::kRetrying: {
+      // detail: "<class>: <what failed>"; the class was read from the log
+      // tail when the attempt failed.
+      auto colon = reason.detail.find(": ");
+      std::string_view cls = std::string_view(reason.detail).substr(0, colon);
+      for (int i = 0; i <= static_cast<int>(kLastFailureClass); ++i) {
+        auto c = static_cast<FailureClass>(i);
+        if (FailureClassName(c) == cls) {
+          if (auto f = FromLog(log_tail); f && f->cls == c) return f;  // the telling line
+          return Failure{
+              c, colon == std::string::npos ? std::string() : reason.detail.substr(colon + 2)};
+        }
+      }
+      return std::nullopt;
+    }
     case ReasonCode::kMaxRuntimeExceeded:
       return Failure{FailureClass::kMaxRuntime,
                      fmt::format("max_runtime {} s", Count(reason, "max_runtime_s"))};

@@ -55,6 +55,12 @@ std::string_view ReasonCodeName(ReasonCode code) {
       return "WaitingForEvictions";
     case ReasonCode::kMoved:
       return "Moved";
+    case ReasonCode::kGpuFailed:
+      return "GpuFailed";
+    case ReasonCode::kRetrying:
+      return "Retrying";
+    case ReasonCode::kDrained:
+      return "Drained";
   }
   return "None";
 }
@@ -336,6 +342,16 @@ std::string RenderEn(const Reason& r) {
     case ReasonCode::kWaitingForEvictions:
       return fmt::format("placed; starts once the {} job(s) evicted for it have stopped ({})",
                          Count(r, "evictions"), r.detail);
+    case ReasonCode::kGpuFailed:
+      return fmt::format("replica {}'s GPU failed: {}; Berth cordoned that GPU",
+                         Count(r, "replica"), r.detail);
+    case ReasonCode::kRetrying:
+      return fmt::format(
+          "attempt {} of {} failed ({}); its retry policy places it again after a {} s backoff",
+          Count(r, "failures"), Count(r, "max_attempts"), r.detail, Count(r, "backoff_s"));
+    case ReasonCode::kDrained:
+      return fmt::format("stopped because node {} is being drained; waiting to be placed elsewhere",
+                         r.detail);
     case ReasonCode::kMoved:
       return fmt::format(
           "moved to make room for job {} of queue {}: its gang fit only with this job elsewhere; "
@@ -416,6 +432,22 @@ std::string NodeCausesZh(const Reason& r) {
   return causes;
 }
 
+// The retry outcome a terminal failure carries: after how many attempts, and
+// whether the policy did not retry this class or ran out of attempts.
+std::string Attempts(const Reason& r) {
+  std::string out;
+  if (Count(r, "attempts") > 1) out = fmt::format(" (after {} attempts)", Count(r, "attempts"));
+  if (Count(r, "retries_exhausted") != 0) out += "; its retry policy has no attempts left";
+  return out;
+}
+
+std::string AttemptsZh(const Reason& r) {
+  std::string out;
+  if (Count(r, "attempts") > 1) out = fmt::format("（共尝试 {} 次）", Count(r, "attempts"));
+  if (Count(r, "retries_exhausted") != 0) out += "；重试策略的次数已用完";
+  return out;
+}
+
 std::string RenderZh(const Reason& r) {
   switch (r.code) {
     case ReasonCode::kNone:
@@ -484,6 +516,15 @@ std::string RenderZh(const Reason& r) {
     case ReasonCode::kWaitingForEvictions:
       return fmt::format("已分配节点；为它驱逐的 {} 个作业停止后即启动（{}）",
                          Count(r, "evictions"), r.detail);
+    case ReasonCode::kGpuFailed:
+      return fmt::format("副本 {} 的 GPU 出现硬件故障：{}；Berth 已隔离（cordon）该 GPU",
+                         Count(r, "replica"), r.detail);
+    case ReasonCode::kRetrying:
+      return fmt::format("第 {} 次尝试（共 {} 次）失败（{}）；按重试策略等待 {} 秒后重新调度",
+                         Count(r, "failures"), Count(r, "max_attempts"), r.detail,
+                         Count(r, "backoff_s"));
+    case ReasonCode::kDrained:
+      return fmt::format("节点 {} 正在排空（drain），作业已停止，等待调度到其他节点", r.detail);
     case ReasonCode::kMoved:
       return fmt::format(
           "为队列 {} 的作业 {} 腾出位置而迁移：只有把本作业挪到别处，它的整组副本才放得下；"
@@ -580,12 +621,12 @@ std::string ReliefZh(const Reason& r) {
 }
 
 std::string RenderReason(const Reason& r) {
-  return RenderEn(r) + Eta(r) + ReliefEn(r);
+  return RenderEn(r) + Attempts(r) + Eta(r) + ReliefEn(r);
 }
 
 std::string RenderReason(const Reason& r, Lang lang) {
-  return lang == Lang::kZh ? RenderZh(r) + EtaZh(r) + ReliefZh(r)
-                           : RenderEn(r) + Eta(r) + ReliefEn(r);
+  return lang == Lang::kZh ? RenderZh(r) + AttemptsZh(r) + EtaZh(r) + ReliefZh(r)
+                           : RenderEn(r) + Attempts(r) + Eta(r) + ReliefEn(r);
 }
 
 std::string RenderReason(const Reason& r, Lang lang, std::int64_t now_ms) {

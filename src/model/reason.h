@@ -35,8 +35,17 @@ enum class ReasonCode {
   kReclaimed,                    // evicted so a queue below its guarantee gets it back
   kWaitingForEvictions,  // placed once the jobs evicted for it have stopped; counts.evictions
   kMoved,  // stopped to restart elsewhere so a gang fits (consolidation); counts: by_job
+  // A replica's GPU reported a hardware error (Xid, ECC, fell off the bus);
+  // Berth cordoned the GPU and stopped the gang. detail: node, GPU and error.
+  kGpuFailed,
+  // A failed attempt its retry policy names: it waits out the backoff, then
+  // is placed again. counts: failures, max_attempts, backoff_s;
+  // detail: "<failure class>: <what failed>".
+  kRetrying,
+  // Stopped because its node is being drained, and queued again; detail: node.
+  kDrained,
 };
-inline constexpr ReasonCode kLastReasonCode = ReasonCode::kMoved;
+inline constexpr ReasonCode kLastReasonCode = ReasonCode::kDrained;
 
 std::string_view ReasonCodeName(ReasonCode code);
 

@@ -200,25 +200,23 @@ void Api::ListJobs(const httplib::Request& req, httplib::Response& res) {
 
 json Api::FailureJson(const store::JobRecord& job, model::Lang lang) const {
   // The failed replica's log, its last 64 KiB: where the cause usually is.
+  // A job waiting to retry shows the failure of the attempt before.
   std::string tail;
-  if (job.reason.code == model::ReasonCode::kFailedExitCode) {
+  if (job.reason.code == model::ReasonCode::kFailedExitCode ||
+      job.reason.code == model::ReasonCode::kRetrying) {
     auto replica = job.reason.counts.find("replica");
     std::uint32_t attempt = 0;
-    for (const auto& r : job.runs) attempt = std::max(attempt, r.attempt);
     for (const auto& r : job.runs) {
-      if (r.attempt != attempt || replica == job.reason.counts.end() ||
-          r.replica != static_cast<std::uint32_t>(replica->second)) {
-        continue;
-      }
-      std::ifstream in(controller_.LogPath(job.id, r.run_id), std::ios::binary | std::ios::ate);
-      if (!in) break;
-      constexpr std::streamoff kTail = 64 * 1024;
-      const std::streamoff size = in.tellg();
-      const std::streamoff from = std::max<std::streamoff>(0, size - kTail);
-      in.seekg(from);
-      tail.resize(static_cast<std::size_t>(size - from));
-      in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
-      tail.resize(static_cast<std::size_t>(in.gcount()));
+      if (r.state == model::RunState::kExited) attempt = std::max(attempt, r.attempt);
+    }
+    for (const auto& r : job.runs) {
+      if (r.attempt != attempt) continue;
+      bool cause = replica != job.reason.counts.end()
+                       ? r.replica == static_cast<std::uint32_t>(replica->second)
+                       : !r.failure_class.empty() && r.stopped_for.empty();
+      if (!cause) continue;
+      tail = controller_.LogTail(job.id, r.run_id, Controller::kFailureTailBytes);
+      break;
     }
   }
   auto failure = model::ClassifyFailure(job.reason, tail);

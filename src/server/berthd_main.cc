@@ -59,6 +59,11 @@ std::filesystem::path SiblingBinary(const char* name) {
   return ec ? std::filesystem::path(name) : self.parent_path() / name;
 }
 
+// Where an embedded simulated node's injected GPU faults are read from.
+std::filesystem::path SimFaults(const std::string& data_dir, const std::string& node) {
+  return std::filesystem::path(data_dir) / "agents" / node / "sim-faults";
+}
+
 int Fatal(const std::string& message) {
   spdlog::critical("{}", message);
   return 1;
@@ -79,6 +84,7 @@ int main(int argc, char** argv) {
   std::string lease = "10s";
   std::string heartbeat = "1s";
   std::string grace = "10s";
+  std::string lost_grace = "60s";
   std::string shim = SiblingBinary("berth-shim").string();
   std::string log_level = "info";
   app.add_flag("--all-in-one", all_in_one,
@@ -98,6 +104,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--heartbeat", heartbeat, "How often agents heartbeat")->capture_default_str();
   app.add_option("--stop-grace", grace, "SIGTERM to SIGKILL grace for cancel and max runtime")
+      ->capture_default_str();
+  app.add_option("--node-lost-grace", lost_grace,
+                 "After a node's lease lapses, how long its runs may stay unaccounted for before "
+                 "they are declared lost and their jobs follow their retry policies")
       ->capture_default_str();
   app.add_option("--shim", shim, "Path to berth-shim, the per-job supervisor")
       ->capture_default_str();
@@ -121,10 +131,12 @@ int main(int argc, char** argv) {
   auto lease_ms = berth::ParseDurationMs(lease);
   auto heartbeat_ms = berth::ParseDurationMs(heartbeat);
   auto grace_ms = berth::ParseDurationMs(grace);
-  if (!lease_ms || !heartbeat_ms || !grace_ms || *heartbeat_ms <= 0 || *lease_ms <= *heartbeat_ms) {
+  auto lost_grace_ms = berth::ParseDurationMs(lost_grace);
+  if (!lease_ms || !heartbeat_ms || !grace_ms || !lost_grace_ms || *heartbeat_ms <= 0 ||
+      *lease_ms <= *heartbeat_ms || *lost_grace_ms < 0) {
     return Fatal(
-        "--lease, --heartbeat and --stop-grace take durations such as 10s, and the lease "
-        "must be longer than the heartbeat");
+        "--lease, --heartbeat, --stop-grace and --node-lost-grace take durations such as 10s, "
+        "and the lease must be longer than the heartbeat");
   }
 
   // Simulated inventory (validated before anything is started).
@@ -143,6 +155,7 @@ int main(int argc, char** argv) {
   options.lease_ms = *lease_ms;
   options.heartbeat_interval_ms = *heartbeat_ms;
   options.stop_grace_ms = *grace_ms;
+  options.node_lost_grace_ms = *lost_grace_ms;
   berth::server::Controller controller(**store, scheduler, clock, options);
 
   berth::server::AgentService agent_service(controller);
@@ -162,7 +175,8 @@ int main(int argc, char** argv) {
     std::vector<std::pair<berth::model::NodeInfo, std::unique_ptr<berth::agent::GpuProvider>>> plan;
     if (!sim_nodes.empty()) {
       for (auto& n : sim_nodes) {
-        plan.emplace_back(n, std::make_unique<berth::agent::SimulatedProvider>(n));
+        plan.emplace_back(
+            n, std::make_unique<berth::agent::SimulatedProvider>(n, SimFaults(data_dir, n.name)));
       }
     } else {
       auto nvml = std::make_unique<berth::agent::NvmlProvider>();
@@ -174,7 +188,8 @@ int main(int argc, char** argv) {
         auto node = berth::agent::DefaultSimulatedNode();
         spdlog::info("no NVIDIA GPUs here; using the default simulated node {} (8x H100-80GB)",
                      node.name);
-        plan.emplace_back(node, std::make_unique<berth::agent::SimulatedProvider>(node));
+        plan.emplace_back(node, std::make_unique<berth::agent::SimulatedProvider>(
+                                    node, SimFaults(data_dir, node.name)));
       }
     }
     for (auto& [node, provider] : plan) {

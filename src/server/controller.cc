@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <set>
 
+#include "model/failure.h"
 #include "server/snapshot_builder.h"
 
 namespace berth::server {
@@ -64,6 +66,64 @@ berth::v1::ServerMessage AckOf(const std::string& run_id) {
   berth::v1::ServerMessage msg;
   msg.mutable_ack_exit()->set_run_id(run_id);
   return msg;
+}
+
+// torchrun's environment for one replica of a gang, so `torch.distributed`
+// (init_method env://) and launchers that read it work unchanged. Each
+// replica is one rank; ranks are contiguous per node, nodes ordered by their
+// lowest replica, so RANK = NODE_RANK * LOCAL_WORLD_SIZE + LOCAL_RANK when
+// every node holds the same number of replicas. MASTER_ADDR is the host of
+// rank 0; MASTER_PORT is derived from the job id (29500 + id mod 20000) so
+// concurrent gangs rarely meet on one host. A job's own env wins.
+std::map<std::string, std::string> DistributedEnv(const store::RunRecord& run,
+                                                  const model::JobSpec& spec,
+                                                  const std::vector<store::RunRecord>& gang,
+                                                  const std::vector<store::NodeRecord>& nodes) {
+  std::vector<const store::RunRecord*> by_replica;
+  for (const auto& r : gang) by_replica.push_back(&r);
+  std::sort(by_replica.begin(), by_replica.end(),
+            [](const auto* a, const auto* b) { return a->replica < b->replica; });
+  std::vector<std::string> node_order;  // by lowest replica
+  for (const auto* r : by_replica) {
+    if (std::find(node_order.begin(), node_order.end(), r->node) == node_order.end()) {
+      node_order.push_back(r->node);
+    }
+  }
+  std::uint32_t rank = 0;
+  std::uint32_t local_rank = 0;
+  std::uint32_t local_world = 0;
+  std::uint32_t node_rank = 0;
+  std::uint32_t next = 0;
+  for (std::size_t n = 0; n < node_order.size(); ++n) {
+    std::uint32_t local = 0;
+    for (const auto* r : by_replica) {
+      if (r->node != node_order[n]) continue;
+      if (r->replica == run.replica) {
+        rank = next;
+        local_rank = local;
+        node_rank = static_cast<std::uint32_t>(n);
+      }
+      ++local;
+      ++next;
+    }
+    if (node_order[n] == run.node) local_world = local;
+  }
+  std::string master = node_order.empty() ? run.node : node_order.front();
+  for (const auto& n : nodes) {
+    if (n.info.name == master && !n.info.hostname.empty()) master = n.info.hostname;
+  }
+  std::map<std::string, std::string> env{
+      {"WORLD_SIZE", std::to_string(spec.replicas)},
+      {"RANK", std::to_string(rank)},
+      {"LOCAL_RANK", std::to_string(local_rank)},
+      {"LOCAL_WORLD_SIZE", std::to_string(local_world)},
+      {"GROUP_RANK", std::to_string(node_rank)},
+      {"NODE_RANK", std::to_string(node_rank)},
+      {"MASTER_ADDR", master},
+      {"MASTER_PORT", std::to_string(29500 + run.job_id % 20000)},
+      {"BERTH_NNODES", std::to_string(node_order.size())},
+      {"BERTH_NODE_RANK", std::to_string(node_rank)}};
+  return env;
 }
 
 }  // namespace
@@ -146,6 +206,39 @@ Status Controller::CheckLeases(TimeMs now) {
   return Ok();
 }
 
+Result<bool> Controller::DeclareLostRuns(TimeMs now, const std::vector<store::RunRecord>& active) {
+  std::map<std::string, TimeMs> lapsed;  // node -> last heartbeat
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [name, live] : live_) {
+      if (!live.ready &&
+          now - live.last_heartbeat_ms > options_.lease_ms + options_.node_lost_grace_ms) {
+        lapsed[name] = live.last_heartbeat_ms;
+      }
+    }
+  }
+  if (lapsed.empty()) return false;
+  bool any = false;
+  for (const auto& run : active) {
+    auto it = lapsed.find(run.node);
+    if (it == lapsed.end()) continue;
+    store::RunExit lost;
+    lost.run_id = run.run_id;
+    lost.exit_code = -1;
+    lost.ended_at_ms = now;
+    lost.stopped_for = "lost";
+    lost.start_error = fmt::format(
+        "node {} stopped heartbeating {} s ago (lease {} s, grace {} s); the run is presumed lost",
+        run.node, (now - it->second) / 1000, options_.lease_ms / 1000,
+        options_.node_lost_grace_ms / 1000);
+    spdlog::warn("run {} of job {} on {}: {}", run.run_id, run.job_id, run.node, lost.start_error);
+    auto job = store_.MarkRunExited(lost, now);
+    if (!job) return std::unexpected(job.error());
+    any = true;
+  }
+  return any;
+}
+
 Result<model::JobSpec> Controller::SpecOf(std::int64_t job_id) {
   {
     std::lock_guard lock(mu_);
@@ -215,6 +308,12 @@ Status Controller::RunPass() {
   if (!nodes) return std::unexpected(nodes.error());
   auto active = store_.ActiveRuns();
   if (!active) return std::unexpected(active.error());
+  auto lost = DeclareLostRuns(now, *active);
+  if (!lost) return std::unexpected(lost.error());
+  if (*lost) {
+    active = store_.ActiveRuns();
+    if (!active) return std::unexpected(active.error());
+  }
   auto pending = store_.PendingJobs();
   if (!pending) return std::unexpected(pending.error());
   BERTH_RETURN_IF_ERROR(ObserveRuns(now, (*policy)->policy.usage_half_life_ms, *active));
@@ -248,6 +347,8 @@ Status Controller::RunPass() {
     std::vector<store::JobRecord> schedulable;
     for (auto& job : *pending) {
       if (movers.contains(job.id)) continue;
+      // Backing off before a retry: its reason (Retrying) says until when.
+      if (job.retry_after_ms && *job.retry_after_ms > now) continue;
       auto it = awaiting_evictions_.find(job.id);
       if (it != awaiting_evictions_.end()) {
         bool waiting = std::any_of(it->second.begin(), it->second.end(),
@@ -294,7 +395,7 @@ Status Controller::RunPass() {
       BERTH_RETURN_IF_ERROR(ObserveRuns(now, (*policy)->policy.usage_half_life_ms, *active));
     }
   }
-  return Dispatch(*active);
+  return Dispatch(*active, *nodes);
 }
 
 Status Controller::ObserveRuns(TimeMs now, std::int64_t half_life_ms,
@@ -464,8 +565,9 @@ Status Controller::RecoverEvictions(const std::vector<store::RunRecord>& active)
   return Ok();
 }
 
-berth::v1::StartRun Controller::StartOrder(const store::RunRecord& run,
-                                           const model::JobSpec& spec) const {
+berth::v1::StartRun Controller::StartOrder(const store::RunRecord& run, const model::JobSpec& spec,
+                                           const std::vector<store::RunRecord>& gang,
+                                           const std::vector<store::NodeRecord>& nodes) const {
   berth::v1::StartRun o;
   o.set_run_id(run.run_id);
   o.set_job_id(run.job_id);
@@ -483,6 +585,9 @@ berth::v1::StartRun Controller::StartOrder(const store::RunRecord& run,
   // Attempts count from 1; every placement after an eviction, a move or a
   // retry is a restart.
   env["BERTH_RESTART_COUNT"] = std::to_string(run.attempt > 0 ? run.attempt - 1 : 0);
+  for (const auto& [k, v] : DistributedEnv(run, spec, gang, nodes)) {
+    if (env.find(k) == env.end()) env[k] = v;  // a job's own env wins
+  }
   if (!spec.checkpoint.dir.empty()) env["BERTH_CHECKPOINT_DIR"] = spec.checkpoint.dir;
   if (!spec.checkpoint.file.empty()) env["BERTH_CHECKPOINT_FILE"] = spec.checkpoint.file;
   if (spec.checkpoint.enabled) {
@@ -500,7 +605,8 @@ berth::v1::StartRun Controller::StartOrder(const store::RunRecord& run,
   return o;
 }
 
-Status Controller::Dispatch(const std::vector<store::RunRecord>& active) {
+Status Controller::Dispatch(const std::vector<store::RunRecord>& active,
+                            const std::vector<store::NodeRecord>& nodes) {
   struct Order {
     std::shared_ptr<AgentSession> session;
     berth::v1::ServerMessage msg;
@@ -525,7 +631,17 @@ Status Controller::Dispatch(const std::vector<store::RunRecord>& active) {
     if (send_start) {
       auto spec = SpecOf(run.job_id);
       if (!spec) return std::unexpected(spec.error());
-      *msg.mutable_start_run() = StartOrder(run, *spec);
+      std::vector<store::RunRecord> gang;
+      if (spec->replicas > 1) {
+        auto job = store_.GetJob(run.job_id);
+        if (!job) return std::unexpected(job.error());
+        for (auto& r : job->runs) {
+          if (r.attempt == run.attempt) gang.push_back(std::move(r));
+        }
+      } else {
+        gang.push_back(run);
+      }
+      *msg.mutable_start_run() = StartOrder(run, *spec, gang, nodes);
     } else if (send_stop) {
       auto* stop = msg.mutable_stop_run();
       stop->set_run_id(run.run_id);
@@ -599,6 +715,40 @@ std::filesystem::path Controller::LogPath(std::int64_t job_id, const std::string
   return options_.log_dir / std::to_string(job_id) / (run_id + ".log");
 }
 
+std::string Controller::LogTail(std::int64_t job_id, const std::string& run_id,
+                                std::size_t bytes) const {
+  std::string tail;
+  std::ifstream in(LogPath(job_id, run_id), std::ios::binary | std::ios::ate);
+  if (!in) return tail;
+  const std::streamoff size = in.tellg();
+  const std::streamoff from =
+      std::max<std::streamoff>(0, size - static_cast<std::streamoff>(bytes));
+  in.seekg(from);
+  tail.resize(static_cast<std::size_t>(size - from));
+  in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+  tail.resize(static_cast<std::size_t>(in.gcount()));
+  return tail;
+}
+
+void Controller::ClassifyExit(store::RunExit& exit, std::int64_t job_id) const {
+  if (!exit.start_error.empty()) {
+    exit.failure_class = model::FailureClassName(model::FailureClass::kCommandNotFound);
+    return;
+  }
+  if (exit.exit_code == 0 && exit.signal == 0) return;
+  // The agent ships every byte of the log before the exit, so the tail is
+  // complete here; the class decides whether the retry policy retries.
+  model::Reason r{model::ReasonCode::kFailedExitCode, {}, {}};
+  if (exit.signal != 0) {
+    r.counts["signal"] = exit.signal;
+  } else {
+    r.counts["exit_code"] = exit.exit_code;
+  }
+  if (auto f = model::ClassifyFailure(r, LogTail(job_id, exit.run_id, kFailureTailBytes))) {
+    exit.failure_class = model::FailureClassName(f->cls);
+  }
+}
+
 Status Controller::OnRegister(const berth::v1::Register& reg,
                               const std::shared_ptr<AgentSession>& session) {
   TimeMs now = clock_.NowMs();
@@ -630,7 +780,9 @@ Status Controller::OnRegister(const berth::v1::Register& reg,
           BERTH_RETURN_IF_ERROR(
               store_.MarkRunStarted(r.run_id(), r.pid(), r.exit().started_at_ms(), now));
         }
-        auto job = store_.MarkRunExited(ExitFromProto(r.exit()), now);
+        store::RunExit exit = ExitFromProto(r.exit());
+        ClassifyExit(exit, (*run)->job_id);
+        auto job = store_.MarkRunExited(exit, now);
         if (!job) return std::unexpected(job.error());
       }
       replies.push_back(AckOf(r.run_id()));
@@ -727,7 +879,11 @@ Status Controller::OnRunStarted(const std::string& node, const berth::v1::RunSta
 }
 
 Status Controller::OnRunExited(const std::string& node, const berth::v1::RunExited& msg) {
-  auto job = store_.MarkRunExited(ExitFromProto(msg), clock_.NowMs());
+  store::RunExit exit = ExitFromProto(msg);
+  auto run = store_.GetRun(msg.run_id());
+  if (!run) return std::unexpected(run.error());
+  if (*run) ClassifyExit(exit, (*run)->job_id);
+  auto job = store_.MarkRunExited(exit, clock_.NowMs());
   if (!job && job.error().code != Code::kNotFound) return std::unexpected(job.error());
   std::shared_ptr<AgentSession> session;
   {

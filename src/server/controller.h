@@ -29,6 +29,10 @@ struct ControllerOptions {
   TimeMs heartbeat_interval_ms = 1'000;  // told to agents at registration
   TimeMs tick_ms = 200;                  // a pass runs at least this often
   TimeMs stop_grace_ms = 10'000;         // SIGTERM -> SIGKILL for cancel and gang stops
+  // A NotReady node's runs are declared lost this long after its lease
+  // lapsed (the agent may just be restarting); their gangs then stop and
+  // follow their retry policies.
+  TimeMs node_lost_grace_ms = 60'000;
 };
 
 // A node as the API shows it: stored inventory plus live lease state.
@@ -80,6 +84,10 @@ class Controller {
   [[nodiscard]] Status OnRunStarted(const std::string& node, const berth::v1::RunStarted& msg);
   [[nodiscard]] Status OnRunExited(const std::string& node, const berth::v1::RunExited& msg);
   [[nodiscard]] Status OnLogChunk(const std::string& node, const berth::v1::LogChunk& msg);
+  // The last `bytes` of a run's log as berthd holds it.
+  std::string LogTail(std::int64_t job_id, const std::string& run_id, std::size_t bytes) const;
+  // How much of a failed run's log its failure class is read from.
+  static constexpr std::size_t kFailureTailBytes = 64 * 1024;
   [[nodiscard]] Status OnRunCheckpoint(const std::string& node,
                                        const berth::v1::RunCheckpoint& msg);
   // A GPU's health changed: an unhealthy GPU is cordoned (that GPU only),
@@ -100,7 +108,14 @@ class Controller {
 
   void Loop();
   Status CheckLeases(TimeMs now);
-  Status Dispatch(const std::vector<store::RunRecord>& active);
+  // Runs on nodes NotReady for longer than the lease plus node_lost_grace_ms
+  // exit as lost. Returns whether any did.
+  Result<bool> DeclareLostRuns(TimeMs now, const std::vector<store::RunRecord>& active);
+  Status Dispatch(const std::vector<store::RunRecord>& active,
+                  const std::vector<store::NodeRecord>& nodes);
+  // Fills a failed exit's failure class from its log tail (berthd holds the
+  // whole log by the time the exit arrives).
+  void ClassifyExit(store::RunExit& exit, std::int64_t job_id) const;
   void HoldPlacementsBehindEvictions(sched::Plan& plan);
   // Consolidations whose moved jobs have all stopped: their planned
   // placements are applied as planned (what is still valid of them). Returns
@@ -119,7 +134,11 @@ class Controller {
                      const std::vector<store::RunRecord>& active);
   Result<model::JobSpec> SpecOf(std::int64_t job_id);
   Status ReloadPolicy();
-  berth::v1::StartRun StartOrder(const store::RunRecord& run, const model::JobSpec& spec) const;
+  // `gang`: every run of the run's attempt; `nodes`: where they are (for
+  // MASTER_ADDR).
+  berth::v1::StartRun StartOrder(const store::RunRecord& run, const model::JobSpec& spec,
+                                 const std::vector<store::RunRecord>& gang,
+                                 const std::vector<store::NodeRecord>& nodes) const;
 
   store::Store& store_;
   const sched::Scheduler& scheduler_;

@@ -37,6 +37,8 @@ json JobJson(const store::JobRecord& job, bool with_timeline) {
                          {"signal", Opt(r.signal)},
                          {"stopped_for", r.stopped_for},
                          {"start_error", r.start_error},
+                         {"failure_class", r.failure_class},
+                         {"stop_detail", r.stop_detail},
                          {"started_at_ms", Opt(r.started_at_ms)},
                          {"finished_at_ms", Opt(r.finished_at_ms)}});
   }
@@ -53,6 +55,8 @@ json JobJson(const store::JobRecord& job, bool with_timeline) {
            {"signal", Opt(job.signal)},
            {"cancel_requested", job.cancel_requested},
            {"policy_version", Opt(job.policy_version)},
+           {"failures", job.failures},
+           {"retry_after_ms", Opt(job.retry_after_ms)},
            {"spec", model::ToJson(job.spec)},
            {"placement", placement}};
   if (with_timeline) {

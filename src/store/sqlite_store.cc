@@ -20,7 +20,8 @@ using nlohmann::json;
 // policy's queues replace the tenants and queues tables; jobs and job events
 // record the policy version they were scheduled under. 3: runs record their
 // slice of a shared GPU (gpu_share_millis, gpu_share_bytes). 4: runs record
-// their last reported checkpoint and whether a stop was clean.
+// their last reported checkpoint, whether a stop was clean and their failure
+// class; jobs count their failures and when a retry may start.
 constexpr int kSchemaVersion = 4;
 
 constexpr std::string_view kSchema = R"sql(
@@ -36,7 +37,8 @@ CREATE TABLE IF NOT EXISTS jobs(
   submitted_ms INTEGER NOT NULL, started_ms INTEGER, finished_ms INTEGER,
   exit_code INTEGER, signal INTEGER,
   cancel_requested INTEGER NOT NULL DEFAULT 0, cancelled_by TEXT NOT NULL DEFAULT '',
-  attempts INTEGER NOT NULL DEFAULT 0, policy_version INTEGER);
+  attempts INTEGER NOT NULL DEFAULT 0, policy_version INTEGER,
+  failures INTEGER NOT NULL DEFAULT 0, retry_after_ms INTEGER);
 CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state, submitted_ms);
 CREATE INDEX IF NOT EXISTS jobs_by_submitted ON jobs(submitted_ms);
 CREATE TABLE IF NOT EXISTS runs(
@@ -47,7 +49,8 @@ CREATE TABLE IF NOT EXISTS runs(
   exit_code INTEGER, signal INTEGER, stopped_for TEXT NOT NULL DEFAULT '',
   start_error TEXT NOT NULL DEFAULT '', stop_requested INTEGER NOT NULL DEFAULT 0,
   gpu_share_millis INTEGER NOT NULL DEFAULT 0, gpu_share_bytes INTEGER NOT NULL DEFAULT 0,
-  last_checkpoint_ms INTEGER, clean_stop INTEGER);
+  last_checkpoint_ms INTEGER, clean_stop INTEGER, failure_class TEXT NOT NULL DEFAULT '',
+  stop_detail TEXT NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS runs_by_job ON runs(job_id);
 CREATE INDEX IF NOT EXISTS runs_by_state ON runs(state);
 CREATE TABLE IF NOT EXISTS job_events(
@@ -66,11 +69,11 @@ CREATE TABLE IF NOT EXISTS node_events(
 constexpr std::string_view kRunColumns =
     "run_id, job_id, replica, attempt, node, gpu_indices, gpu_uuids, state, pid, started_ms, "
     "finished_ms, exit_code, signal, stopped_for, start_error, stop_requested, gpu_share_millis, "
-    "gpu_share_bytes, last_checkpoint_ms, clean_stop";
+    "gpu_share_bytes, last_checkpoint_ms, clean_stop, failure_class, stop_detail";
 
 constexpr std::string_view kJobColumns =
     "id, spec, state, reason, submitted_ms, started_ms, finished_ms, exit_code, signal, "
-    "cancel_requested, policy_version";
+    "cancel_requested, policy_version, failures, retry_after_ms";
 
 constexpr std::string_view kPolicyColumns =
     "version, yaml, normalized, applied_ms, applied_by, comment, rolled_back_from, restores";
@@ -111,6 +114,8 @@ RunRecord ReadRun(const Statement& st) {
   r.gpu_share_bytes = static_cast<std::uint64_t>(st.Int(17));
   r.last_checkpoint_ms = st.OptInt(18);
   if (auto c = st.OptInt(19)) r.clean_stop = *c != 0;
+  r.failure_class = st.Text(20);
+  r.stop_detail = st.Text(21);
   return r;
 }
 
@@ -127,6 +132,8 @@ JobRecord ReadJob(const Statement& st) {
   j.signal = OptInt32(st.OptInt(8));
   j.cancel_requested = st.Int(9) != 0;
   j.policy_version = st.OptInt(10);
+  j.failures = static_cast<std::uint32_t>(st.Int(11));
+  j.retry_after_ms = st.OptInt(12);
   return j;
 }
 
@@ -233,15 +240,31 @@ Status SqliteStore::Migrate(TimeMs now) {
     }
   }
   if (stored && *stored < 4) {
-    auto has = db_.Prepare(
-        "SELECT COUNT(*) FROM pragma_table_info('runs') WHERE name='last_checkpoint_ms'");
-    if (!has) return std::unexpected(has.error());
-    auto row = has->Step();
-    if (!row) return std::unexpected(row.error());
-    if (has->Int(0) == 0) {
+    // Tables an older schema made lack the schema-4 columns (a table kSchema
+    // just made has them).
+    auto has_column = [&](std::string_view table, std::string_view column) -> Result<bool> {
+      auto has = db_.Prepare(fmt::format(
+          "SELECT COUNT(*) FROM pragma_table_info('{}') WHERE name='{}'", table, column));
+      if (!has) return std::unexpected(has.error());
+      auto row = has->Step();
+      if (!row) return std::unexpected(row.error());
+      return has->Int(0) != 0;
+    };
+    auto runs = has_column("runs", "last_checkpoint_ms");
+    if (!runs) return std::unexpected(runs.error());
+    if (!*runs) {
       BERTH_RETURN_IF_ERROR(
           db_.Exec("ALTER TABLE runs ADD COLUMN last_checkpoint_ms INTEGER;"
-                   "ALTER TABLE runs ADD COLUMN clean_stop INTEGER;"));
+                   "ALTER TABLE runs ADD COLUMN clean_stop INTEGER;"
+                   "ALTER TABLE runs ADD COLUMN failure_class TEXT NOT NULL DEFAULT '';"
+                   "ALTER TABLE runs ADD COLUMN stop_detail TEXT NOT NULL DEFAULT '';"));
+    }
+    auto jobs = has_column("jobs", "failures");
+    if (!jobs) return std::unexpected(jobs.error());
+    if (!*jobs) {
+      BERTH_RETURN_IF_ERROR(
+          db_.Exec("ALTER TABLE jobs ADD COLUMN failures INTEGER NOT NULL DEFAULT 0;"
+                   "ALTER TABLE jobs ADD COLUMN retry_after_ms INTEGER;"));
     }
   }
   auto set = db_.Prepare("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)");
@@ -750,7 +773,8 @@ Status SqliteStore::ApplyPlan(const sched::Plan& plan, const std::vector<NodeRec
     // Cancelled between the snapshot and now: the placement is dropped.
     if (!*job || (*job)->state != model::JobState::kPending || (*job)->cancel_requested) continue;
     auto attempt_st = db_.Prepare(
-        "UPDATE jobs SET attempts=attempts+1, policy_version=? WHERE id=? RETURNING attempts");
+        "UPDATE jobs SET attempts=attempts+1, retry_after_ms=NULL, policy_version=? WHERE id=? "
+        "RETURNING attempts");
     if (!attempt_st) return std::unexpected(attempt_st.error());
     attempt_st->Bind(1, policy_version).Bind(2, p.job_id);
     auto row = attempt_st->Step();
@@ -838,7 +862,9 @@ Status SqliteStore::MarkRunStarted(const std::string& run_id, std::int64_t pid, 
   return tx.Commit();
 }
 
-// Decides the job's terminal state once every run of its attempt has exited.
+// Decides what follows once every run of its attempt has exited: success,
+// a requeue after an eviction, a retry after a failure its retry policy
+// names (with backoff), or a terminal failure.
 Status SqliteStore::SettleJob(const JobRecord& job, TimeMs now) {
   std::uint32_t attempt = 0;
   for (const auto& r : job.runs) attempt = std::max(attempt, r.attempt);
@@ -846,14 +872,16 @@ Status SqliteStore::SettleJob(const JobRecord& job, TimeMs now) {
   const RunRecord* max_runtime = nullptr;
   const RunRecord* start_error = nullptr;
   const RunRecord* lost = nullptr;
+  const RunRecord* gpu = nullptr;
   const RunRecord* evicted = nullptr;
   for (const auto& r : job.runs) {
     if (r.attempt != attempt) continue;
     if (r.state != model::RunState::kExited) return Ok();  // still running
     if (r.stopped_for == "max_runtime" && max_runtime == nullptr) max_runtime = &r;
     if (r.stopped_for == "lost" && lost == nullptr) lost = &r;
-    if ((r.stopped_for == "preempted" || r.stopped_for == "reclaimed" ||
-         r.stopped_for == "moved") &&
+    if (r.stopped_for == "gpu_error" && gpu == nullptr) gpu = &r;
+    if ((r.stopped_for == "preempted" || r.stopped_for == "reclaimed" || r.stopped_for == "moved" ||
+         r.stopped_for == "drained") &&
         evicted == nullptr) {
       evicted = &r;
     }
@@ -867,6 +895,8 @@ Status SqliteStore::SettleJob(const JobRecord& job, TimeMs now) {
   model::JobState state = model::JobState::kSucceeded;
   model::Reason reason{model::ReasonCode::kSucceeded, {}, {}};
   std::string message = "all replicas exited 0";
+  std::string failure_class;  // of a failed attempt: decides a retry
+  bool faulted = gpu != nullptr || lost != nullptr;
   if (job.cancel_requested) {
     auto st = db_.Prepare("SELECT cancelled_by FROM jobs WHERE id=?");
     if (!st) return std::unexpected(st.error());
@@ -875,7 +905,7 @@ Status SqliteStore::SettleJob(const JobRecord& job, TimeMs now) {
     if (!row) return std::unexpected(row.error());
     state = model::JobState::kCancelled;
     reason = {model::ReasonCode::kCancelled, {}, st->Text(0)};
-  } else if (evicted != nullptr && failed == nullptr && start_error == nullptr) {
+  } else if (evicted != nullptr && failed == nullptr && start_error == nullptr && !faulted) {
     // Evicted: back to the queue with the same identity; the reason recorded
     // at eviction (who, why, work lost) stays until it is placed again.
     auto st = db_.Prepare("UPDATE jobs SET state='Pending', started_ms=NULL WHERE id=?");
@@ -886,23 +916,39 @@ Status SqliteStore::SettleJob(const JobRecord& job, TimeMs now) {
                       "every replica stopped for the move; it restarts on the GPUs planned for "
                       "it");
     }
+    if (evicted->stopped_for == "drained") {
+      BERTH_RETURN_IF_ERROR(SetJobState(
+          job.id, model::JobState::kPending,
+          {model::ReasonCode::kDrained, {{"replica", evicted->replica}}, evicted->node}));
+      return AddEvent(job.id, now, model::JobState::kPending, "Requeued",
+                      fmt::format("every replica stopped because node {} is being drained; "
+                                  "waiting to be placed elsewhere",
+                                  evicted->node));
+    }
     return AddEvent(job.id, now, model::JobState::kPending, "Requeued",
                     fmt::format("every replica stopped after it was {}; waiting to be placed again",
                                 evicted->stopped_for));
+  } else if (gpu != nullptr) {
+    state = model::JobState::kFailed;
+    reason = {model::ReasonCode::kGpuFailed, {{"replica", gpu->replica}}, gpu->stop_detail};
+    failure_class = "gpu_hardware";
   } else if (max_runtime != nullptr) {
     state = model::JobState::kFailed;
     reason = {
         model::ReasonCode::kMaxRuntimeExceeded,
         {{"max_runtime_s", job.spec.max_runtime_ms / 1000}, {"replica", max_runtime->replica}},
         {}};
+    failure_class = "max_runtime";
   } else if (lost != nullptr) {
     state = model::JobState::kFailed;
     reason = {model::ReasonCode::kRunLost, {{"replica", lost->replica}}, lost->start_error};
+    failure_class = "node_lost";
   } else if (start_error != nullptr) {
     state = model::JobState::kFailed;
     reason = {model::ReasonCode::kFailedToStart,
               {{"replica", start_error->replica}},
               start_error->start_error};
+    failure_class = "command_not_found";
   } else if (failed != nullptr) {
     state = model::JobState::kFailed;
     reason = {model::ReasonCode::kFailedExitCode, {{"replica", failed->replica}}, {}};
@@ -912,8 +958,47 @@ Status SqliteStore::SettleJob(const JobRecord& job, TimeMs now) {
     } else {
       reason.counts["exit_code"] = failed->exit_code.value_or(0);
     }
+    failure_class = failed->failure_class.empty() ? "user_code" : failed->failure_class;
   }
   message = model::RenderReason(reason);
+  if (state == model::JobState::kFailed) {
+    const std::uint32_t failures = job.failures + 1;
+    const auto& retry = job.spec.retry;
+    const bool retries =
+        std::find(retry.on.begin(), retry.on.end(), failure_class) != retry.on.end();
+    if (retries && failures < retry.max_attempts) {
+      // Back to the queue with the same identity after the backoff, doubled
+      // for each failure so far and capped.
+      std::int64_t backoff = retry.backoff_ms;
+      for (std::uint32_t i = 1; i < failures && backoff < model::kMaxRetryBackoffMs; ++i) {
+        backoff *= 2;
+      }
+      backoff = std::min(backoff, model::kMaxRetryBackoffMs);
+      model::Reason retrying{model::ReasonCode::kRetrying,
+                             {{"failures", failures},
+                              {"max_attempts", retry.max_attempts},
+                              {"backoff_s", (backoff + 999) / 1000}},
+                             fmt::format("{}: {}", failure_class, message)};
+      auto st = db_.Prepare(
+          "UPDATE jobs SET state='Pending', started_ms=NULL, failures=?, retry_after_ms=? "
+          "WHERE id=?");
+      if (!st) return std::unexpected(st.error());
+      BERTH_RETURN_IF_ERROR(st->Bind(1, failures).Bind(2, now + backoff).Bind(3, job.id).Run());
+      BERTH_RETURN_IF_ERROR(SetJobState(job.id, model::JobState::kPending, retrying));
+      return AddEvent(job.id, now, model::JobState::kPending, "Retrying",
+                      model::RenderReason(retrying));
+    }
+    if (failures > 1) reason.counts["attempts"] = failures;
+    if (!retries) {
+      reason.counts["retry_class_excluded"] = 1;
+    } else {
+      reason.counts["retries_exhausted"] = 1;
+    }
+    message = model::RenderReason(reason);
+    auto st = db_.Prepare("UPDATE jobs SET failures=? WHERE id=?");
+    if (!st) return std::unexpected(st.error());
+    BERTH_RETURN_IF_ERROR(st->Bind(1, failures).Bind(2, job.id).Run());
+  }
   const RunRecord* cause = failed != nullptr ? failed : start_error;
   auto st = db_.Prepare("UPDATE jobs SET finished_ms=?, exit_code=?, signal=? WHERE id=?");
   if (!st) return std::unexpected(st.error());
@@ -921,7 +1006,9 @@ Status SqliteStore::SettleJob(const JobRecord& job, TimeMs now) {
   // no signal: NULL, not 0, so readers need not guess.
   std::optional<std::int64_t> code = 0;
   std::optional<std::int64_t> sig;
-  if (cause != nullptr) {
+  if (gpu != nullptr || lost != nullptr) {
+    code.reset();
+  } else if (cause != nullptr) {
     code = cause->exit_code;
     sig = cause->signal;
   } else if (max_runtime != nullptr) {
@@ -952,6 +1039,7 @@ Result<JobRecord> SqliteStore::MarkRunExited(const RunExit& exit, TimeMs now) {
     auto up = db_.Prepare(
         "UPDATE runs SET state='Exited', exit_code=?, signal=?, finished_ms=?, "
         "started_ms=COALESCE(started_ms, ?), stopped_for=?, start_error=?, clean_stop=?, "
+        "failure_class=CASE WHEN failure_class<>'' THEN failure_class ELSE ? END, "
         "last_checkpoint_ms=NULLIF(MAX(COALESCE(last_checkpoint_ms, 0), COALESCE(?, 0)), 0) "
         "WHERE run_id=?");
     if (!up) return std::unexpected(up.error());
@@ -970,8 +1058,9 @@ Result<JobRecord> SqliteStore::MarkRunExited(const RunExit& exit, TimeMs now) {
                               .Bind(7, exit.clean_stop
                                            ? std::optional<std::int64_t>(*exit.clean_stop ? 1 : 0)
                                            : std::nullopt)
-                              .Bind(8, exit.last_checkpoint_ms)
-                              .Bind(9, exit.run_id)
+                              .Bind(8, exit.failure_class)
+                              .Bind(9, exit.last_checkpoint_ms)
+                              .Bind(10, exit.run_id)
                               .Run());
     std::string how = !exit.start_error.empty()
                           ? fmt::format("could not start: {}", exit.start_error)
@@ -983,7 +1072,7 @@ Result<JobRecord> SqliteStore::MarkRunExited(const RunExit& exit, TimeMs now) {
     BERTH_RETURN_IF_ERROR(AddEvent(run.job_id, exit.ended_at_ms, (*job)->state, "Exited",
                                    fmt::format("replica {} on {} {}", run.replica, run.node, how)));
     bool failed = exit.exit_code != 0 || exit.signal != 0 || !exit.start_error.empty();
-    if (failed && (stopped_for.empty() || stopped_for == "lost")) {
+    if (failed && (stopped_for.empty() || stopped_for == "lost" || stopped_for == "gpu_error")) {
       // A gang lives and dies together: stop the replicas still running.
       auto gang = db_.Prepare(
           "UPDATE runs SET stop_requested=1, stopped_for='gang' "

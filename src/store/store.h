@@ -46,6 +46,12 @@ struct RunRecord {
   // For a run Berth stopped: whether it exited on its own within the grace
   // period (true) or was killed (false); nullopt when not stopped or unknown.
   std::optional<bool> clean_stop{};
+  // For a failed run: its failure class (model::FailureClassName), read from
+  // its log tail by berthd when the exit arrived; "" when it did not fail.
+  std::string failure_class{};
+  // Why Berth stopped it, in words, when the reason needs more than
+  // stopped_for (the GPU error that stopped a "gpu_error" run).
+  std::string stop_detail{};
 };
 
 // GPU time of one finished run, for decayed fair-share usage.
@@ -79,6 +85,10 @@ struct JobRecord {
   bool cancel_requested = false;
   // The policy version in effect when the job was last scheduled.
   std::optional<std::int64_t> policy_version;
+  // Failed attempts so far, and when a job waiting to retry may be placed
+  // again (its retry policy's backoff); nullopt when it is not backing off.
+  std::uint32_t failures = 0;
+  std::optional<TimeMs> retry_after_ms;
   std::vector<RunRecord> runs;     // filled by GetJob and ListJobs
   std::vector<JobEvent> timeline;  // filled by GetJob only
 };
@@ -106,6 +116,7 @@ struct RunExit {
   std::string stopped_for;
   std::string start_error;
   std::optional<bool> clean_stop{};  // see RunRecord
+  std::string failure_class{};       // see RunRecord
   std::optional<TimeMs> last_checkpoint_ms{};
 };
 
