@@ -160,6 +160,39 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
   auto* gpus = app.add_subcommand("gpus", "list every GPU and the job holding it");
   actions[gpus] = [&](ApiClient& api, const Output& out) { return ListGpus(api, out); };
 
+  std::string node_name;
+  auto* node_cmd = app.add_subcommand("node", "show one node: state, cordon, GPUs and events");
+  node_cmd->add_option("node", node_name, "node name")->required();
+  actions[node_cmd] = [&](ApiClient& api, const Output& out) {
+    return ShowNode(api, node_name, out);
+  };
+
+  std::string cordon_target;
+  std::string cordon_reason;
+  for (const char* action : {"cordon", "drain", "uncordon"}) {
+    const std::string what =
+        std::string(action) == "cordon"
+            ? "place nothing new on a node or one GPU (NODE or NODE/GPU); running jobs continue"
+        : std::string(action) == "drain"
+            ? "cordon a node and stop its jobs, which are queued again elsewhere"
+            : "lift a cordon or drain from a node or one GPU (NODE or NODE/GPU)";
+    auto* cmd = app.add_subcommand(action, what);
+    cmd->add_option("target", cordon_target, "NODE or NODE/GPU-INDEX")->required();
+    if (std::string(action) != "uncordon") {
+      cmd->add_option("--reason", cordon_reason, "why, for the node's events and the audit");
+    }
+    actions[cmd] = [&, action = std::string(action)](ApiClient& api, const Output& out) {
+      return CordonTarget(api, action, cordon_target, cordon_reason, out);
+    };
+  }
+
+  bool all_alerts = false;
+  auto* alerts = app.add_subcommand("alerts", "open alerts (GPU hardware errors), oldest first");
+  alerts->add_flag("--all", all_alerts, "resolved ones too");
+  actions[alerts] = [&](ApiClient& api, const Output& out) {
+    return ListAlerts(api, all_alerts, out);
+  };
+
   // berth policy show|versions|apply|diff|rollback
   auto* policy = app.add_subcommand(
       "policy", "show, apply, diff and roll back the scheduling policy (docs/policy.md)");

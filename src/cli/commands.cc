@@ -144,6 +144,60 @@ Status ListGpus(ApiClient& api, const Output& output) {
   return Show(gpus, output, [&](const json& r) { return RenderGpus(r); });
 }
 
+Status ShowNode(ApiClient& api, const std::string& node, const Output& output) {
+  auto n = api.Get("/v1/nodes/" + node);
+  return Show(n, output, [&](const json& r) { return RenderNode(r, output.clock.NowMs()); });
+}
+
+Status CordonTarget(ApiClient& api, const std::string& action, const std::string& target,
+                    const std::string& reason, const Output& output) {
+  std::string node = target;
+  std::string path;
+  if (auto slash = target.find('/'); slash != std::string::npos) {
+    node = target.substr(0, slash);
+    const std::string gpu = target.substr(slash + 1);
+    if (action == "drain") {
+      return InvalidField("target",
+                          fmt::format("drain applies to whole nodes; `berth cordon {}` holds one "
+                                      "GPU, `berth drain {}` empties the node",
+                                      target, node));
+    }
+    if (gpu.empty() ||
+        !std::all_of(gpu.begin(), gpu.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      return InvalidField(
+          "target", fmt::format("'{}' is not NODE or NODE/GPU-INDEX (e.g. node-a/3)", target));
+    }
+    path = fmt::format("/v1/nodes/{}/gpus/{}/{}", node, gpu, action);
+  } else {
+    path = fmt::format("/v1/nodes/{}/{}", node, action);
+  }
+  if (node.empty()) return InvalidField("target", "name a node: NODE or NODE/GPU-INDEX");
+  path += QueryString({{"reason", reason}});
+  auto r = api.Post(path, "", "application/json");
+  if (!r) return std::unexpected(r.error());
+  if (output.format == OutputFormat::kJson) {
+    PrintJson(output, *r);
+  } else if (action == "uncordon") {
+    output.out << (r->value("uncordoned", false)
+                       ? fmt::format("{} uncordoned: new work may be placed there\n", target)
+                       : fmt::format("{} was not cordoned; nothing changed\n", target));
+  } else if (action == "drain") {
+    output.out << fmt::format(
+        "node {} draining: nothing new is placed there, and its jobs are stopped and queued "
+        "again\n",
+        target);
+  } else {
+    output.out << fmt::format("{} cordoned: nothing new is placed there; running jobs continue\n",
+                              target);
+  }
+  return Ok();
+}
+
+Status ListAlerts(ApiClient& api, bool all, const Output& output) {
+  auto alerts = api.Get(all ? "/v1/alerts?all=true" : "/v1/alerts");
+  return Show(alerts, output, [&](const json& r) { return RenderAlerts(r, output.clock.NowMs()); });
+}
+
 Status ShowPolicy(ApiClient& api, std::optional<std::int64_t> version, bool yaml,
                   const Output& output) {
   auto policy = api.Get(version ? fmt::format("/v1/policy/versions/{}", *version) : "/v1/policy");

@@ -46,6 +46,12 @@ Status StreamLogs(ApiClient& api, std::uint64_t id, std::optional<int> replica, 
                   std::ostream& out);
 Status ListNodes(ApiClient& api, const Output& output);
 Status ListGpus(ApiClient& api, const Output& output);
+Status ShowNode(ApiClient& api, const std::string& node, const Output& output);
+// `target` is NODE or NODE/GPU. `action`: "cordon", "drain" (nodes only) or
+// "uncordon".
+Status CordonTarget(ApiClient& api, const std::string& action, const std::string& target,
+                    const std::string& reason, const Output& output);
+Status ListAlerts(ApiClient& api, bool all, const Output& output);
 void PrintVersion(const Output& output);
 
 // --- berth policy ---

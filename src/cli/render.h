@@ -25,6 +25,10 @@ std::string RenderNodes(const nlohmann::json& response, std::int64_t now_ms);
 
 // GET /v1/gpus: NODE INDEX MODEL MEMORY HEALTH JOB.
 std::string RenderGpus(const nlohmann::json& response);
+// `berth node NAME`: its state, cordon, GPUs and recent events.
+std::string RenderNode(const nlohmann::json& node, std::int64_t now_ms);
+// `berth alerts`: open (or all) alerts, oldest first.
+std::string RenderAlerts(const nlohmann::json& response, std::int64_t now_ms);
 
 // The JOB cell of `berth gpus`: "12 resnet50/r0" for a job object, "-" for a
 // free GPU, and a string (e.g. "another tenant") exactly as berthd sent it.

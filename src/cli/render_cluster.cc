@@ -1,6 +1,7 @@
 // RenderNodes, RenderGpus and GpuHolder: the cluster views.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "cli/format.h"
@@ -26,6 +27,25 @@ std::string Health(const json& gpu) {
   std::string detail = Text(gpu, "health_detail");
   if (detail == "-" || detail.empty() || health == "Healthy") return health;
   return Truncate(OneLine(fmt::format("{} ({})", health, detail)), kHealthWidth);
+}
+
+// "Ready", or "Ready,Cordoned" / "Ready,Draining" when an admin holds it.
+std::string NodeState(const json& node) {
+  std::string state = Text(node, "state");
+  const json* cordon = Field(node, "cordon");
+  if (cordon == nullptr || !cordon->is_object()) return state;
+  return state + (Text(*cordon, "kind") == "drain" ? ",Draining" : ",Cordoned");
+}
+
+// "-", or "cordoned by berth: Xid 79 ..." for a GPU (or its node) on hold.
+std::string CordonText(const json& obj) {
+  const json* cordon = Field(obj, "cordon");
+  if (cordon == nullptr || !cordon->is_object()) return "-";
+  std::string reason = Text(*cordon, "reason");
+  return Truncate(OneLine(fmt::format(
+                      "{} by {}{}", Text(*cordon, "kind") == "drain" ? "draining" : "cordoned",
+                      Text(*cordon, "by"), reason.empty() || reason == "-" ? "" : ": " + reason)),
+                  kHealthWidth);
 }
 
 // Milli-GPUs as GPUs: 250 -> "0.25", 1000 -> "1".
@@ -81,7 +101,7 @@ std::string RenderNodes(const json& response, std::int64_t now_ms) {
   Table table(
       {"NAME", "STATE", "GPUS(FREE/TOTAL)", "MODELS", "CPUS", "MEMORY", "PROVIDER", "HEARTBEAT"});
   for (const auto& node : nodes) {
-    table.AddRow({Text(node, "name"), Text(node, "state"),
+    table.AddRow({Text(node, "name"), NodeState(node),
                   IntText(node, "gpus_free") + "/" + IntText(node, "gpus_total"),
                   Join(Array(node, "models"), ","), IntText(node, "cpus"),
                   Memory(node, "memory_bytes"), Text(node, "gpu_provider"),
@@ -93,10 +113,55 @@ std::string RenderNodes(const json& response, std::int64_t now_ms) {
 std::string RenderGpus(const json& response) {
   const json& gpus = Array(response, "gpus");
   if (gpus.empty()) return "No GPUs registered.\n";
-  Table table({"NODE", "INDEX", "MODEL", "MEMORY", "HEALTH", "SHARING", "JOB"});
+  // The CORDON column appears only when something is cordoned.
+  const bool cordons =
+      std::any_of(gpus.begin(), gpus.end(), [](const json& g) { return CordonText(g) != "-"; });
+  Table table =
+      cordons ? Table({"NODE", "INDEX", "MODEL", "MEMORY", "HEALTH", "CORDON", "SHARING", "JOB"})
+              : Table({"NODE", "INDEX", "MODEL", "MEMORY", "HEALTH", "SHARING", "JOB"});
   for (const auto& gpu : gpus) {
-    table.AddRow({Text(gpu, "node"), IntText(gpu, "index"), Text(gpu, "model"),
-                  Memory(gpu, "memory_bytes"), Health(gpu), GpuSharing(gpu), GpuHolders(gpu)});
+    std::vector<std::string> row{Text(gpu, "node"), IntText(gpu, "index"), Text(gpu, "model"),
+                                 Memory(gpu, "memory_bytes"), Health(gpu)};
+    if (cordons) row.push_back(CordonText(gpu));
+    row.push_back(GpuSharing(gpu));
+    row.push_back(GpuHolders(gpu));
+    table.AddRow(row);
+  }
+  return table.Render();
+}
+
+std::string RenderNode(const json& node, std::int64_t now_ms) {
+  std::string out = fmt::format("Node {}: {}\n", Text(node, "name"), NodeState(node));
+  if (const json* cordon = Field(node, "cordon"); cordon != nullptr && cordon->is_object()) {
+    out += fmt::format("  {}\n", CordonText(node));
+  }
+  out += fmt::format("  GPUs {} free of {}, provider {}, heartbeat {}\n\n",
+                     IntText(node, "gpus_free"), IntText(node, "gpus_total"),
+                     Text(node, "gpu_provider"), AgeSince(now_ms, Int(node, "last_heartbeat_ms")));
+  out += RenderGpus(node);
+  const json& events = Array(node, "events");
+  if (!events.empty()) {
+    out += "\nEvents:\n";
+    Table table({"AGE", "EVENT", "MESSAGE"});
+    for (const auto& e : events) {
+      table.AddRow(
+          {AgeSince(now_ms, Int(e, "time_ms")), Text(e, "event"), OneLine(Text(e, "message"))});
+    }
+    out += table.Render();
+  }
+  return out;
+}
+
+std::string RenderAlerts(const json& response, std::int64_t now_ms) {
+  const json& alerts = Array(response, "alerts");
+  if (alerts.empty()) return "No open alerts.\n";
+  Table table({"ID", "AGE", "SEVERITY", "KIND", "NODE", "GPU", "STATUS", "MESSAGE"});
+  for (const auto& a : alerts) {
+    auto resolved = Int(a, "resolved_ms");
+    table.AddRow({IntText(a, "id"), AgeSince(now_ms, Int(a, "raised_ms")), Text(a, "severity"),
+                  Text(a, "kind"), Text(a, "node"), IntText(a, "gpu"),
+                  resolved ? "resolved by " + Text(a, "resolved_by") : "open",
+                  OneLine(Text(a, "message"))});
   }
   return table.Render();
 }

@@ -261,11 +261,12 @@ std::string RenderEn(const Reason& r) {
           r.counts.contains(kAheadJobs) ? Count(r, kAheadJobs) : Count(r, "position"));
     case ReasonCode::kNoNodeFits: {
       std::string causes;
-      static constexpr std::array<std::pair<std::string_view, std::string_view>, 15> kCauses{{
+      static constexpr std::array<std::pair<std::string_view, std::string_view>, 16> kCauses{{
           {kCauseNotReady, "not ready"},
+          {kCauseCordoned, "cordoned or draining"},
           {kCausePool, "outside the job's or queue's pools"},
           {kCauseSelector, "labels not matching the node selector"},
-          {kCauseUnhealthy, "only unhealthy GPUs of the requested kind"},
+          {kCauseUnhealthy, "only unhealthy or cordoned GPUs of the requested kind"},
           {kCauseTopology, "no NVLink island or single node with room for the replicas"},
           {kCauseTaint, "a NoSchedule taint the job does not tolerate"},
           {kCauseGpuModel, "no GPU of the requested model"},
@@ -406,11 +407,12 @@ std::string WouldRunZh(const Reason& r) {
 
 // Node-level causes, in the same order as the English rendering.
 std::string NodeCausesZh(const Reason& r) {
-  static constexpr std::array<std::pair<std::string_view, std::string_view>, 15> kCauses{{
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 16> kCauses{{
       {kCauseNotReady, "个未就绪"},
+      {kCauseCordoned, "个已隔离或正在排空"},
       {kCausePool, "个不在作业或队列的资源池内"},
       {kCauseSelector, "个标签与节点选择器不匹配"},
-      {kCauseUnhealthy, "个所需型号的 GPU 均不健康"},
+      {kCauseUnhealthy, "个所需型号的 GPU 均不健康或已隔离"},
       {kCauseTopology, "个不满足拓扑约束（NVLink 互联组或单机放不下这些副本）"},
       {kCauseTaint, "个带有作业未容忍的 NoSchedule 污点"},
       {kCauseGpuModel, "个没有所需型号的 GPU"},

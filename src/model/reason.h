@@ -51,6 +51,7 @@ std::string_view ReasonCodeName(ReasonCode code);
 
 // Keys of `counts` for kNoNodeFits: how many nodes each cause rejected.
 inline constexpr std::string_view kCauseNotReady = "node_not_ready";
+inline constexpr std::string_view kCauseCordoned = "node_cordoned";  // or draining
 inline constexpr std::string_view kCauseTaint = "untolerated_taint";
 inline constexpr std::string_view kCauseGpuModel = "gpu_model_mismatch";
 inline constexpr std::string_view kCauseGpuMemory = "gpu_memory_too_small";

@@ -14,6 +14,7 @@ using model::ReasonCode;
 // Why one node cannot take one replica now; empty when it can.
 std::string_view RejectCause(const NodeView& node, const model::Resources& r) {
   if (!node.ready) return model::kCauseNotReady;
+  if (node.cordoned) return model::kCauseCordoned;
   // Job specs carry no tolerations yet, so a NoSchedule taint keeps every
   // job off the node (the scheduling core adds tolerations).
   for (const auto& t : node.taints) {

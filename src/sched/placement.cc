@@ -66,7 +66,8 @@ Cluster::Cluster(std::vector<NodeView> nodes) : nodes_(std::move(nodes)) {
                                        [](const GpuView& g) { return g.sharing; }));
     healthy_.push_back(static_cast<std::uint32_t>(std::count_if(
         nodes_[n].gpus.begin(), nodes_[n].gpus.end(), [](const GpuView& g) { return g.healthy; })));
-    if (nodes_[n].ready) max_healthy_ = std::max(max_healthy_, healthy_.back());
+    if (nodes_[n].ready && !nodes_[n].cordoned)
+      max_healthy_ = std::max(max_healthy_, healthy_.back());
     for (std::size_t c = 0; c < free_.size(); ++c) by_free_[c][free_[c][n]].insert(n);
   }
 }
@@ -201,6 +202,7 @@ std::string_view Cluster::StaticSliceCause(std::size_t n, const model::Resources
 std::string_view Cluster::StaticCause(std::size_t n, const JobShape& job) const {
   const NodeView& node = nodes_[n];
   if (!node.ready) return model::kCauseNotReady;
+  if (node.cordoned) return model::kCauseCordoned;
   if (job.pool_forbidden) return model::kCausePool;
   if (!job.pools.empty() &&
       std::none_of(job.pools.begin(), job.pools.end(),

@@ -71,7 +71,7 @@ QuotaBook::QuotaBook(const model::Policy& policy, const Cluster& cluster,
     for (std::size_t a : Chain(*q)) queues_[a].decayed += std::max<std::int64_t>(0, usage);
   }
   for (const auto& n : cluster.nodes()) {
-    if (!n.ready) continue;
+    if (!n.ready || n.cordoned) continue;
     for (const auto& g : n.gpus) {
       if (!g.healthy) continue;
       capacity_[kGpusKey] += 1000;

@@ -42,6 +42,9 @@ struct GpuView {
 struct NodeView {
   std::string name;
   bool ready = false;
+  // An admin cordoned or drained it: nothing new is placed here. (A cordoned
+  // GPU shows as unhealthy instead.)
+  bool cordoned = false;
   std::map<std::string, std::string> labels;
   std::vector<model::Taint> taints;
   std::vector<GpuView> gpus;  // sorted by index

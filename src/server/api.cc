@@ -115,6 +115,12 @@ void Api::Register(httplib::Server& http) {
   http.Get(R"(/v1/jobs/([^/]+)/why)", [this](const auto& req, auto& res) { Why(req, res); });
   http.Get("/v1/nodes", [this](const auto& req, auto& res) { ListNodes(req, res); });
   http.Get("/v1/gpus", [this](const auto& req, auto& res) { ListGpus(req, res); });
+  http.Get(R"(/v1/nodes/([^/]+))", [this](const auto& req, auto& res) { GetNode(req, res); });
+  http.Post(R"(/v1/nodes/([^/]+)/(cordon|drain|uncordon))",
+            [this](const auto& req, auto& res) { CordonAction(req, res); });
+  http.Post(R"(/v1/nodes/([^/]+)/gpus/([^/]+)/(cordon|uncordon))",
+            [this](const auto& req, auto& res) { CordonAction(req, res); });
+  http.Get("/v1/alerts", [this](const auto& req, auto& res) { ListAlerts(req, res); });
   http.Get("/v1/policy", [this](const auto& req, auto& res) { GetPolicy(req, res); });
   http.Post("/v1/policy", [this](const auto& req, auto& res) { ApplyPolicy(req, res); });
   http.Get("/v1/policy/versions",
@@ -385,6 +391,81 @@ void Api::ListNodes(const httplib::Request&, httplib::Response& res) {
   json list = json::array();
   for (const auto& n : *nodes) list.push_back(NodeJson(n, *active));
   Reply(res, 200, json{{"nodes", list}});
+}
+
+void Api::GetNode(const httplib::Request& req, httplib::Response& res) {
+  const std::string name = req.matches[1];
+  auto nodes = controller_.Nodes();
+  if (!nodes) return ReplyError(res, nodes.error());
+  auto active = store_.ActiveRuns();
+  if (!active) return ReplyError(res, active.error());
+  for (const auto& n : *nodes) {
+    if (n.record.info.name != name) continue;
+    json out = NodeJson(n, *active);
+    auto holders = store_.ListJobs(
+        store::JobFilter{{model::JobState::kScheduled, model::JobState::kRunning}, {}, {}, 100000});
+    if (!holders) return ReplyError(res, holders.error());
+    out["gpus"] = GpusJson({n}, *holders);
+    auto events = store_.NodeEvents(name, 100);
+    if (!events) return ReplyError(res, events.error());
+    json list = json::array();
+    for (const auto& e : *events) {
+      list.push_back({{"time_ms", e.time_ms}, {"event", e.event}, {"message", e.message}});
+    }
+    out["events"] = list;
+    return Reply(res, 200, out);
+  }
+  ReplyError(res, Error{Code::kNotFound,
+                        fmt::format("node '{}' is not known; `berth nodes` lists the nodes", name),
+                        "node"});
+}
+
+void Api::CordonAction(const httplib::Request& req, httplib::Response& res) {
+  const std::string node = req.matches[1];
+  std::optional<std::uint32_t> gpu;
+  std::string action = req.matches[2];
+  if (req.matches.size() > 3) {
+    const std::string s = req.matches[2];
+    std::uint32_t g = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), g);
+    if (ec != std::errc() || p != s.data() + s.size()) {
+      return ReplyError(res, Error{Code::kInvalidArgument,
+                                   fmt::format("'{}' is not a GPU index; use the index `berth "
+                                               "gpus` shows, e.g. 3",
+                                               s),
+                                   "gpu"});
+    }
+    gpu = g;
+    action = req.matches[3];
+  }
+  const std::string reason = req.get_param_value("reason");
+  if (reason.size() > 1024) {
+    return ReplyError(
+        res, Error{Code::kInvalidArgument, "reason is longer than 1024 characters", "reason"});
+  }
+  if (action == "uncordon") {
+    auto had = controller_.Uncordon(node, gpu, Caller(req));
+    if (!had) return ReplyError(res, had.error());
+    return Reply(
+        res, 200,
+        json{{"node", node}, {"gpu", gpu ? json(*gpu) : json(nullptr)}, {"uncordoned", *had}});
+  }
+  auto st = controller_.Cordon(node, gpu, action == "drain", reason, Caller(req));
+  if (!st) return ReplyError(res, st.error());
+  Reply(res, 200,
+        json{{"node", node},
+             {"gpu", gpu ? json(*gpu) : json(nullptr)},
+             {"action", action},
+             {"reason", reason}});
+}
+
+void Api::ListAlerts(const httplib::Request& req, httplib::Response& res) {
+  const bool all = req.get_param_value("all") == "true" || req.get_param_value("all") == "1";
+  auto alerts = store_.ListAlerts(!all);
+  if (!alerts) return ReplyError(res, alerts.error());
+  json list = json::array();
+  for (const auto& a : *alerts) list.push_back(AlertJson(a));
+  Reply(res, 200, json{{"alerts", list}});
 }
 
 void Api::ListGpus(const httplib::Request&, httplib::Response& res) {

@@ -35,6 +35,10 @@ class Api {
   nlohmann::json FailureJson(const store::JobRecord& job, model::Lang lang) const;
   void ListNodes(const httplib::Request& req, httplib::Response& res);
   void ListGpus(const httplib::Request& req, httplib::Response& res);
+  void GetNode(const httplib::Request& req, httplib::Response& res);
+  // POST /v1/nodes/NODE[/gpus/INDEX]/(cordon|drain|uncordon)?reason=...
+  void CordonAction(const httplib::Request& req, httplib::Response& res);
+  void ListAlerts(const httplib::Request& req, httplib::Response& res);
   void GetPolicy(const httplib::Request& req, httplib::Response& res);
   void ListPolicyVersions(const httplib::Request& req, httplib::Response& res);
   void GetPolicyVersion(const httplib::Request& req, httplib::Response& res);

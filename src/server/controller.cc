@@ -906,9 +906,79 @@ Status Controller::OnRunCheckpoint(const std::string& node, const berth::v1::Run
 }
 
 Status Controller::OnGpuHealth(const std::string& node, const berth::v1::GpuHealthChanged& msg) {
-  // Cordon and recovery land with the health work (issue 7 item 5).
-  spdlog::warn("node {} GPU {} is {}: {}", node, msg.index(), msg.health(), msg.health_detail());
+  const TimeMs now = clock_.NowMs();
+  const bool healthy = msg.health() == "healthy";
+  auto st = store_.SetGpuHealth(node, msg.index(), healthy, msg.health_detail(), now);
+  if (!st && st.error().code == Code::kNotFound) {
+    spdlog::warn("agent {} reported health of unknown GPU {}", node, msg.index());
+    return Ok();
+  }
+  BERTH_RETURN_IF_ERROR(st);
+  if (healthy) {
+    // Recovery is an admin's call: the automatic cordon stays until
+    // `berth uncordon NODE/GPU`.
+    spdlog::info(
+        "node {} GPU {} reports healthy again; it stays cordoned until an admin "
+        "uncordons it",
+        node, msg.index());
+    Wake();
+    return Ok();
+  }
+  const std::string detail =
+      fmt::format("GPU {} ({}) on node {}: {}", msg.index(), msg.uuid(), node, msg.health_detail());
+  spdlog::error("{}; cordoning that GPU and stopping its jobs", detail);
+  store::Cordon cordon;
+  cordon.reason = msg.health_detail();
+  cordon.by = "berth";
+  cordon.automatic = true;
+  BERTH_RETURN_IF_ERROR(store_.SetCordon(node, msg.index(), cordon, now));
+  auto jobs = store_.StopRunsOnGpu(node, msg.index(), detail, now);
+  if (!jobs) return std::unexpected(jobs.error());
+  store::Alert alert;
+  alert.kind = "gpu_hardware";
+  alert.severity = "critical";
+  alert.node = node;
+  alert.gpu = msg.index();
+  alert.raised_ms = now;
+  alert.message = fmt::format(
+      "{}. Berth cordoned the GPU{}. Check it, then `berth uncordon {}/{}` if the error was "
+      "transient.",
+      detail,
+      jobs->empty()
+          ? ""
+          : fmt::format(" and stopped {} job(s) on it for their retry policies", jobs->size()),
+      node, msg.index());
+  auto id = store_.RaiseAlert(alert);
+  if (!id) return std::unexpected(id.error());
+  Wake();
   return Ok();
+}
+
+Status Controller::Cordon(const std::string& node, std::optional<std::uint32_t> gpu, bool drain,
+                          const std::string& reason, const std::string& by) {
+  if (drain && gpu) {
+    return InvalidField("gpu", "drain applies to whole nodes; cordon a single GPU instead");
+  }
+  const TimeMs now = clock_.NowMs();
+  store::Cordon cordon;
+  cordon.kind = drain ? "drain" : "cordon";
+  cordon.reason = reason;
+  cordon.by = by;
+  BERTH_RETURN_IF_ERROR(store_.SetCordon(node, gpu, cordon, now));
+  if (drain) {
+    auto jobs = store_.StopRunsOnNode(node, now);
+    if (!jobs) return std::unexpected(jobs.error());
+    spdlog::info("node {} drained by {}: stopping {} job(s)", node, by, jobs->size());
+  }
+  Wake();
+  return Ok();
+}
+
+Result<bool> Controller::Uncordon(const std::string& node, std::optional<std::uint32_t> gpu,
+                                  const std::string& by) {
+  auto had = store_.Uncordon(node, gpu, by, clock_.NowMs());
+  if (had) Wake();
+  return had;
 }
 
 Status Controller::OnLogChunk(const std::string& node, const berth::v1::LogChunk& msg) {

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -59,6 +60,14 @@ class Controller {
   [[nodiscard]] Result<std::int64_t> Submit(const model::JobSpec& spec);
   [[nodiscard]] Result<store::JobRecord> Cancel(std::int64_t job_id, const std::string& by);
   [[nodiscard]] Result<std::vector<NodeStatus>> Nodes();
+  // Cordons a node or one GPU (nothing new is placed there); `drain` also
+  // stops the node's jobs, which are queued again. Recorded as node events.
+  [[nodiscard]] Status Cordon(const std::string& node, std::optional<std::uint32_t> gpu, bool drain,
+                              const std::string& reason, const std::string& by);
+  // Lifts a cordon or drain; for a GPU, also resolves its alerts. Returns
+  // whether there was one.
+  [[nodiscard]] Result<bool> Uncordon(const std::string& node, std::optional<std::uint32_t> gpu,
+                                      const std::string& by);
   std::filesystem::path LogPath(std::int64_t job_id, const std::string& run_id) const;
 
   // --- scheduling policy ---

@@ -73,6 +73,27 @@ json JobJson(const store::JobRecord& job, bool with_timeline) {
   return out;
 }
 
+json CordonJson(const std::optional<store::Cordon>& c) {
+  if (!c) return nullptr;
+  return {{"kind", c->kind},
+          {"reason", c->reason},
+          {"by", c->by},
+          {"automatic", c->automatic},
+          {"at_ms", c->at_ms}};
+}
+
+json AlertJson(const store::Alert& a) {
+  return {{"id", a.id},
+          {"kind", a.kind},
+          {"severity", a.severity},
+          {"node", a.node},
+          {"gpu", a.gpu ? json(*a.gpu) : json(nullptr)},
+          {"message", a.message},
+          {"raised_ms", a.raised_ms},
+          {"resolved_ms", Opt(a.resolved_ms)},
+          {"resolved_by", a.resolved_by}};
+}
+
 json NodeJson(const NodeStatus& n, const std::vector<store::RunRecord>& active) {
   const auto& info = n.record.info;
   std::set<std::uint32_t> held;
@@ -83,7 +104,10 @@ json NodeJson(const NodeStatus& n, const std::vector<store::RunRecord>& active) 
   std::size_t free = 0;
   for (const auto& g : info.gpus) {
     models.insert(g.model);
-    if (!held.contains(g.index) && g.health == model::Health::kHealthy) ++free;
+    if (!held.contains(g.index) && g.health == model::Health::kHealthy &&
+        !n.record.gpu_cordons.contains(g.index) && !n.record.cordon) {
+      ++free;
+    }
   }
   json j = model::ToJson(info);
   j.erase("gpus");
@@ -94,6 +118,8 @@ json NodeJson(const NodeStatus& n, const std::vector<store::RunRecord>& active) 
   j["gpus_total"] = info.gpus.size();
   j["gpus_free"] = free;
   j["models"] = models;
+  j["cordon"] = CordonJson(n.record.cordon);
+  j["gpus_cordoned"] = n.record.gpu_cordons.size();
   return j;
 }
 
@@ -146,6 +172,11 @@ json GpusJson(const std::vector<NodeStatus>& nodes, const std::vector<store::Job
                      {"memory_bytes", g.memory_bytes},
                      {"health", model::HealthName(g.health)},
                      {"health_detail", g.health_detail},
+                     {"cordon", CordonJson(n.record.cordon ? n.record.cordon
+                                           : n.record.gpu_cordons.contains(g.index)
+                                               ? std::optional<store::Cordon>(
+                                                     n.record.gpu_cordons.at(g.index))
+                                               : std::nullopt)},
                      {"nvlink_island", g.nvlink_island},
                      {"numa_node", g.numa_node},
                      {"job", holder},

@@ -10,6 +10,9 @@
 namespace berth::server {
 
 nlohmann::json JobJson(const store::JobRecord& job, bool with_timeline);
+// A node's or GPU's cordon (null when none).
+nlohmann::json CordonJson(const std::optional<store::Cordon>& cordon);
+nlohmann::json AlertJson(const store::Alert& alert);
 nlohmann::json NodeJson(const NodeStatus& node, const std::vector<store::RunRecord>& active);
 // One entry per GPU, with the job holding it (if any).
 nlohmann::json GpusJson(const std::vector<NodeStatus>& nodes,

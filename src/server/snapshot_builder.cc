@@ -33,6 +33,11 @@ Result<sched::Snapshot> BuildSnapshot(const SnapshotInputs& in, const SpecLookup
   for (const auto& n : *in.nodes) {
     auto it = in.ready->find(n.info.name);
     sched::NodeView v = sched::NodeViewOf(n.info, it != in.ready->end() && it->second);
+    v.cordoned = n.cordon.has_value();
+    // A cordoned GPU takes nothing new, like an unhealthy one.
+    for (auto& g : v.gpus) {
+      if (n.gpu_cordons.contains(g.index)) g.healthy = false;
+    }
     index[v.name] = snap.nodes.size();
     snap.nodes.push_back(std::move(v));
   }

@@ -55,6 +55,8 @@ class Database {
   [[nodiscard]] Status Exec(std::string_view sql);
   [[nodiscard]] Result<Statement> Prepare(std::string_view sql);
   std::int64_t LastInsertId() const { return sqlite3_last_insert_rowid(db_); }
+  // Rows the last INSERT, UPDATE or DELETE changed.
+  std::int64_t Changes() const { return sqlite3_changes(db_); }
 
  private:
   explicit Database(sqlite3* db) : db_(db) {}

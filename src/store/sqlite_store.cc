@@ -64,6 +64,15 @@ CREATE TABLE IF NOT EXISTS nodes(
 CREATE TABLE IF NOT EXISTS node_events(
   id INTEGER PRIMARY KEY AUTOINCREMENT, node TEXT NOT NULL, time_ms INTEGER NOT NULL,
   event TEXT NOT NULL, message TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS node_events_by_node ON node_events(node, id);
+CREATE TABLE IF NOT EXISTS cordons(
+  node TEXT NOT NULL, gpu INTEGER NOT NULL, kind TEXT NOT NULL, reason TEXT NOT NULL,
+  by TEXT NOT NULL, automatic INTEGER NOT NULL, at_ms INTEGER NOT NULL,
+  PRIMARY KEY(node, gpu));
+CREATE TABLE IF NOT EXISTS alerts(
+  id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, severity TEXT NOT NULL,
+  node TEXT NOT NULL, gpu INTEGER, message TEXT NOT NULL, raised_ms INTEGER NOT NULL,
+  resolved_ms INTEGER, resolved_by TEXT NOT NULL DEFAULT '');
 )sql";
 
 constexpr std::string_view kRunColumns =
@@ -1209,13 +1218,276 @@ Result<std::vector<NodeRecord>> SqliteStore::ListNodes() {
   auto st = db_.Prepare("SELECT info, state, state_changed_ms FROM nodes ORDER BY name");
   if (!st) return std::unexpected(st.error());
   std::vector<NodeRecord> out;
+  std::map<std::string, std::size_t> index;
   for (;;) {
     auto row = st->Step();
     if (!row) return std::unexpected(row.error());
     if (!*row) break;
-    out.push_back({model::NodeInfoFromJson(json::parse(st->Text(0))),
-                   st->Text(1) == "Ready" ? model::NodeState::kReady : model::NodeState::kNotReady,
-                   st->Int(2)});
+    NodeRecord n;
+    n.info = model::NodeInfoFromJson(json::parse(st->Text(0)));
+    n.state = st->Text(1) == "Ready" ? model::NodeState::kReady : model::NodeState::kNotReady;
+    n.state_changed_ms = st->Int(2);
+    index[n.info.name] = out.size();
+    out.push_back(std::move(n));
+  }
+  auto c = db_.Prepare("SELECT node, gpu, kind, reason, by, automatic, at_ms FROM cordons");
+  if (!c) return std::unexpected(c.error());
+  for (;;) {
+    auto row = c->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    auto it = index.find(c->Text(0));
+    if (it == index.end()) continue;
+    Cordon cordon{c->Text(2), c->Text(3), c->Text(4), c->Int(5) != 0, c->Int(6)};
+    if (c->Int(1) < 0) {
+      out[it->second].cordon = std::move(cordon);
+    } else {
+      out[it->second].gpu_cordons[static_cast<std::uint32_t>(c->Int(1))] = std::move(cordon);
+    }
+  }
+  return out;
+}
+
+Status SqliteStore::AddNodeEvent(const std::string& node, TimeMs t, std::string_view event,
+                                 const std::string& message) {
+  auto ev = db_.Prepare("INSERT INTO node_events(node, time_ms, event, message) VALUES(?,?,?,?)");
+  if (!ev) return std::unexpected(ev.error());
+  return ev->Bind(1, node).Bind(2, t).Bind(3, std::string(event)).Bind(4, message).Run();
+}
+
+Result<std::vector<NodeEvent>> SqliteStore::NodeEvents(const std::string& node, std::size_t limit) {
+  std::lock_guard lock(mu_);
+  auto st = db_.Prepare(
+      "SELECT time_ms, event, message FROM (SELECT id, time_ms, event, message FROM node_events "
+      "WHERE node=? ORDER BY id DESC LIMIT ?) ORDER BY id");
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, node).Bind(2, static_cast<std::int64_t>(limit));
+  std::vector<NodeEvent> out;
+  for (;;) {
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    out.push_back({st->Int(0), st->Text(1), st->Text(2)});
+  }
+  return out;
+}
+
+Result<model::NodeInfo> SqliteStore::LoadNodeInfo(const std::string& node) {
+  auto st = db_.Prepare("SELECT info FROM nodes WHERE name=?");
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, node);
+  auto row = st->Step();
+  if (!row) return std::unexpected(row.error());
+  if (!*row) {
+    return Fail(Code::kNotFound,
+                fmt::format("node '{}' is not known; `berth nodes` lists the nodes", node));
+  }
+  return model::NodeInfoFromJson(json::parse(st->Text(0)));
+}
+
+namespace {
+
+Status CheckGpu(const model::NodeInfo& info, std::uint32_t gpu) {
+  for (const auto& g : info.gpus) {
+    if (g.index == gpu) return Ok();
+  }
+  return Fail(Code::kNotFound, fmt::format("node {} has no GPU {}; it has GPUs 0 to {}", info.name,
+                                           gpu, info.gpus.empty() ? 0 : info.gpus.size() - 1));
+}
+
+std::string Target(const std::string& node, std::optional<std::uint32_t> gpu) {
+  return gpu ? fmt::format("GPU {} of node {}", *gpu, node) : fmt::format("node {}", node);
+}
+
+}  // namespace
+
+Status SqliteStore::SetCordon(const std::string& node, std::optional<std::uint32_t> gpu,
+                              const Cordon& cordon, TimeMs now) {
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
+  auto info = LoadNodeInfo(node);
+  if (!info) return std::unexpected(info.error());
+  if (gpu) BERTH_RETURN_IF_ERROR(CheckGpu(*info, *gpu));
+  auto st = db_.Prepare(
+      "INSERT OR REPLACE INTO cordons(node, gpu, kind, reason, by, automatic, at_ms) "
+      "VALUES(?,?,?,?,?,?,?)");
+  if (!st) return std::unexpected(st.error());
+  BERTH_RETURN_IF_ERROR(st->Bind(1, node)
+                            .Bind(2, gpu ? std::int64_t{*gpu} : std::int64_t{-1})
+                            .Bind(3, cordon.kind)
+                            .Bind(4, cordon.reason)
+                            .Bind(5, cordon.by)
+                            .Bind(6, std::int64_t{cordon.automatic ? 1 : 0})
+                            .Bind(7, now)
+                            .Run());
+  const std::string event = gpu ? "GpuCordoned" : cordon.kind == "drain" ? "Draining" : "Cordoned";
+  BERTH_RETURN_IF_ERROR(
+      AddNodeEvent(node, now, event,
+                   fmt::format("{} {} by {}{}{}", Target(node, gpu),
+                               cordon.kind == "drain" ? "drained" : "cordoned", cordon.by,
+                               cordon.automatic ? " (automatically)" : "",
+                               cordon.reason.empty() ? "" : ": " + cordon.reason)));
+  return tx.Commit();
+}
+
+Result<bool> SqliteStore::Uncordon(const std::string& node, std::optional<std::uint32_t> gpu,
+                                   const std::string& by, TimeMs now) {
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
+  auto info = LoadNodeInfo(node);
+  if (!info) return std::unexpected(info.error());
+  if (gpu) BERTH_RETURN_IF_ERROR(CheckGpu(*info, *gpu));
+  auto st = db_.Prepare("DELETE FROM cordons WHERE node=? AND gpu=?");
+  if (!st) return std::unexpected(st.error());
+  BERTH_RETURN_IF_ERROR(
+      st->Bind(1, node).Bind(2, gpu ? std::int64_t{*gpu} : std::int64_t{-1}).Run());
+  const bool had = db_.Changes() > 0;
+  if (had) {
+    BERTH_RETURN_IF_ERROR(AddNodeEvent(node, now, gpu ? "GpuUncordoned" : "Uncordoned",
+                                       fmt::format("{} uncordoned by {}", Target(node, gpu), by)));
+  }
+  if (gpu) {
+    auto resolve = db_.Prepare(
+        "UPDATE alerts SET resolved_ms=?, resolved_by=? WHERE node=? AND gpu=? AND "
+        "resolved_ms IS NULL");
+    if (!resolve) return std::unexpected(resolve.error());
+    BERTH_RETURN_IF_ERROR(
+        resolve->Bind(1, now).Bind(2, by).Bind(3, node).Bind(4, std::int64_t{*gpu}).Run());
+  }
+  BERTH_RETURN_IF_ERROR(tx.Commit());
+  return had;
+}
+
+Status SqliteStore::SetGpuHealth(const std::string& node, std::uint32_t gpu, bool healthy,
+                                 const std::string& detail, TimeMs now) {
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
+  auto info = LoadNodeInfo(node);
+  if (!info) return std::unexpected(info.error());
+  BERTH_RETURN_IF_ERROR(CheckGpu(*info, gpu));
+  for (auto& g : info->gpus) {
+    if (g.index != gpu) continue;
+    g.health = healthy ? model::Health::kHealthy : model::Health::kUnhealthy;
+    g.health_detail = healthy ? std::string() : detail;
+  }
+  auto st = db_.Prepare("UPDATE nodes SET info=? WHERE name=?");
+  if (!st) return std::unexpected(st.error());
+  BERTH_RETURN_IF_ERROR(st->Bind(1, model::ToJson(*info).dump()).Bind(2, node).Run());
+  BERTH_RETURN_IF_ERROR(
+      AddNodeEvent(node, now, healthy ? "GpuHealthy" : "GpuUnhealthy",
+                   healthy ? fmt::format("GPU {} reports healthy again", gpu)
+                           : fmt::format("GPU {} reports unhealthy: {}", gpu, detail)));
+  return tx.Commit();
+}
+
+Result<std::vector<std::int64_t>> SqliteStore::StopRunsOnGpu(const std::string& node,
+                                                             std::uint32_t gpu,
+                                                             const std::string& detail,
+                                                             TimeMs now) {
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
+  auto runs = LoadRuns("state IN ('Starting','Running')", 0);
+  if (!runs) return std::unexpected(runs.error());
+  std::vector<std::int64_t> jobs;
+  for (const auto& r : *runs) {
+    if (r.node != node) continue;
+    if (std::find(r.gpu_indices.begin(), r.gpu_indices.end(), gpu) == r.gpu_indices.end()) {
+      continue;
+    }
+    auto st = db_.Prepare(
+        "UPDATE runs SET stop_requested=1, stopped_for='gpu_error', failure_class='gpu_hardware', "
+        "stop_detail=? WHERE run_id=?");
+    if (!st) return std::unexpected(st.error());
+    BERTH_RETURN_IF_ERROR(st->Bind(1, detail).Bind(2, r.run_id).Run());
+    // A gang lives and dies together: its other replicas stop too.
+    auto gang = db_.Prepare(
+        "UPDATE runs SET stop_requested=1, stopped_for='gang' "
+        "WHERE job_id=? AND state IN ('Starting','Running') AND stop_requested=0");
+    if (!gang) return std::unexpected(gang.error());
+    BERTH_RETURN_IF_ERROR(gang->Bind(1, r.job_id).Run());
+    auto job = LoadJob(r.job_id, false);
+    if (!job) return std::unexpected(job.error());
+    BERTH_RETURN_IF_ERROR(
+        AddEvent(r.job_id, now, (*job)->state, "GpuFailed",
+                 fmt::format("replica {}: {}; stopping the job", r.replica, detail)));
+    jobs.push_back(r.job_id);
+  }
+  BERTH_RETURN_IF_ERROR(tx.Commit());
+  return jobs;
+}
+
+Result<std::vector<std::int64_t>> SqliteStore::StopRunsOnNode(const std::string& node, TimeMs now) {
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
+  auto runs = LoadRuns("state IN ('Starting','Running') AND stop_requested=0", 0);
+  if (!runs) return std::unexpected(runs.error());
+  std::set<std::int64_t> jobs;
+  for (const auto& r : *runs) {
+    if (r.node == node) jobs.insert(r.job_id);
+  }
+  for (auto id : jobs) {
+    // The whole gang stops, wherever its other replicas run.
+    auto st = db_.Prepare(
+        "UPDATE runs SET stop_requested=1, stopped_for='drained' "
+        "WHERE job_id=? AND state IN ('Starting','Running') AND stop_requested=0");
+    if (!st) return std::unexpected(st.error());
+    BERTH_RETURN_IF_ERROR(st->Bind(1, id).Run());
+    auto job = LoadJob(id, false);
+    if (!job) return std::unexpected(job.error());
+    BERTH_RETURN_IF_ERROR(AddEvent(id, now, (*job)->state, "Draining",
+                                   fmt::format("node {} is being drained; stopping the job so it "
+                                               "is placed elsewhere",
+                                               node)));
+  }
+  BERTH_RETURN_IF_ERROR(tx.Commit());
+  return std::vector<std::int64_t>(jobs.begin(), jobs.end());
+}
+
+Result<std::int64_t> SqliteStore::RaiseAlert(const Alert& alert) {
+  std::lock_guard lock(mu_);
+  auto st = db_.Prepare(
+      "INSERT INTO alerts(kind, severity, node, gpu, message, raised_ms) VALUES(?,?,?,?,?,?) "
+      "RETURNING id");
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, alert.kind)
+      .Bind(2, alert.severity)
+      .Bind(3, alert.node)
+      .Bind(4, alert.gpu ? std::optional<std::int64_t>(*alert.gpu) : std::nullopt)
+      .Bind(5, alert.message)
+      .Bind(6, alert.raised_ms);
+  auto row = st->Step();
+  if (!row) return std::unexpected(row.error());
+  return st->Int(0);
+}
+
+Result<std::vector<Alert>> SqliteStore::ListAlerts(bool open_only) {
+  std::lock_guard lock(mu_);
+  auto st = db_.Prepare(fmt::format(
+      "SELECT id, kind, severity, node, gpu, message, raised_ms, resolved_ms, resolved_by "
+      "FROM alerts {} ORDER BY id",
+      open_only ? "WHERE resolved_ms IS NULL" : ""));
+  if (!st) return std::unexpected(st.error());
+  std::vector<Alert> out;
+  for (;;) {
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    Alert a;
+    a.id = st->Int(0);
+    a.kind = st->Text(1);
+    a.severity = st->Text(2);
+    a.node = st->Text(3);
+    if (auto g = st->OptInt(4)) a.gpu = static_cast<std::uint32_t>(*g);
+    a.message = st->Text(5);
+    a.raised_ms = st->Int(6);
+    a.resolved_ms = st->OptInt(7);
+    a.resolved_by = st->Text(8);
+    out.push_back(std::move(a));
   }
   return out;
 }

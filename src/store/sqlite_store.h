@@ -50,6 +50,18 @@ class SqliteStore final : public Store {
   Status EvictJobs(const std::vector<sched::Eviction>& evictions, TimeMs now) override;
   Status UpsertNode(const model::NodeInfo& info, TimeMs now) override;
   Status SetNodeState(const std::string& name, model::NodeState state, TimeMs now) override;
+  Result<std::vector<NodeEvent>> NodeEvents(const std::string& node, std::size_t limit) override;
+  Status SetCordon(const std::string& node, std::optional<std::uint32_t> gpu, const Cordon& cordon,
+                   TimeMs now) override;
+  Result<bool> Uncordon(const std::string& node, std::optional<std::uint32_t> gpu,
+                        const std::string& by, TimeMs now) override;
+  Status SetGpuHealth(const std::string& node, std::uint32_t gpu, bool healthy,
+                      const std::string& detail, TimeMs now) override;
+  Result<std::vector<std::int64_t>> StopRunsOnGpu(const std::string& node, std::uint32_t gpu,
+                                                  const std::string& detail, TimeMs now) override;
+  Result<std::vector<std::int64_t>> StopRunsOnNode(const std::string& node, TimeMs now) override;
+  Result<std::int64_t> RaiseAlert(const Alert& alert) override;
+  Result<std::vector<Alert>> ListAlerts(bool open_only) override;
   Result<std::vector<NodeRecord>> ListNodes() override;
 
  private:
@@ -61,6 +73,9 @@ class SqliteStore final : public Store {
   Result<std::vector<RunRecord>> LoadRuns(std::string_view where, std::int64_t arg);
   // Every row of a jobs query (kJobColumns), each with all its runs.
   Result<std::vector<JobRecord>> JobsWithRuns(Statement& st);
+  Status AddNodeEvent(const std::string& node, TimeMs t, std::string_view event,
+                      const std::string& message);
+  Result<model::NodeInfo> LoadNodeInfo(const std::string& node);
   Status AddEvent(std::int64_t job_id, TimeMs t, model::JobState state, std::string_view event,
                   std::string_view message,
                   std::optional<std::int64_t> policy_version = std::nullopt);

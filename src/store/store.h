@@ -100,10 +100,42 @@ struct JobFilter {
   std::size_t limit = 1000;
 };
 
+// An admin's (or Berth's own) hold on a node or one GPU: nothing new is
+// placed there. A drained node's jobs are also stopped and queued again.
+struct Cordon {
+  std::string kind = "cordon";  // "cordon" or "drain" (nodes only)
+  std::string reason;
+  std::string by;          // who; "berth" for an automatic cordon
+  bool automatic = false;  // Berth cordoned it (a GPU hardware error)
+  TimeMs at_ms = 0;
+};
+
 struct NodeRecord {
   model::NodeInfo info;
   model::NodeState state = model::NodeState::kNotReady;
   TimeMs state_changed_ms = 0;
+  std::optional<Cordon> cordon{};                 // the node's own
+  std::map<std::uint32_t, Cordon> gpu_cordons{};  // by GPU index
+};
+
+// Something an operator should look at (a GPU hardware error), open until
+// resolved (the GPU uncordoned).
+struct Alert {
+  std::int64_t id = 0;
+  std::string kind;      // "gpu_hardware"
+  std::string severity;  // "critical", "warning"
+  std::string node;
+  std::optional<std::uint32_t> gpu;
+  std::string message;
+  TimeMs raised_ms = 0;
+  std::optional<TimeMs> resolved_ms;
+  std::string resolved_by;
+};
+
+struct NodeEvent {
+  TimeMs time_ms = 0;
+  std::string event;
+  std::string message;
 };
 
 // What an agent reports when a run's process ends.
@@ -233,6 +265,32 @@ class Store {
   [[nodiscard]] virtual Status SetNodeState(const std::string& name, model::NodeState state,
                                             TimeMs now) = 0;
   [[nodiscard]] virtual Result<std::vector<NodeRecord>> ListNodes() = 0;
+  [[nodiscard]] virtual Result<std::vector<NodeEvent>> NodeEvents(const std::string& node,
+                                                                  std::size_t limit) = 0;
+  // Cordons (or drains) a node, or one GPU when `gpu` is set. NotFound for
+  // an unknown node or GPU; a second cordon replaces the first.
+  [[nodiscard]] virtual Status SetCordon(const std::string& node, std::optional<std::uint32_t> gpu,
+                                         const Cordon& cordon, TimeMs now) = 0;
+  // Lifts a cordon; resolves the GPU's open alerts. Returns whether there was one.
+  [[nodiscard]] virtual Result<bool> Uncordon(const std::string& node,
+                                              std::optional<std::uint32_t> gpu,
+                                              const std::string& by, TimeMs now) = 0;
+  // Records a GPU's health as its agent reported it.
+  [[nodiscard]] virtual Status SetGpuHealth(const std::string& node, std::uint32_t gpu,
+                                            bool healthy, const std::string& detail,
+                                            TimeMs now) = 0;
+  // Stops the active runs holding `gpu` on `node` (stopped_for "gpu_error",
+  // failure class gpu_hardware, `detail` kept). Returns the jobs affected.
+  [[nodiscard]] virtual Result<std::vector<std::int64_t>> StopRunsOnGpu(const std::string& node,
+                                                                        std::uint32_t gpu,
+                                                                        const std::string& detail,
+                                                                        TimeMs now) = 0;
+  // Stops every active run on `node` (stopped_for "drained"); the jobs are
+  // queued again without counting a failure. Returns the jobs affected.
+  [[nodiscard]] virtual Result<std::vector<std::int64_t>> StopRunsOnNode(const std::string& node,
+                                                                         TimeMs now) = 0;
+  [[nodiscard]] virtual Result<std::int64_t> RaiseAlert(const Alert& alert) = 0;
+  [[nodiscard]] virtual Result<std::vector<Alert>> ListAlerts(bool open_only) = 0;
 };
 
 }  // namespace berth::store

@@ -199,5 +199,125 @@ TEST_F(TwoAgentsTest, KillingOneAgentStopsTheWholeGangAndItsRetryPolicyDecides) 
   EXPECT_EQ(starts.count("1/1"), 1U);
 }
 
+// A GPU hardware error on one simulated GPU (an injected Xid): Berth
+// cordons that GPU only, stops the job on it, raises an alert, and the job's
+// retry policy places it on another GPU. An admin uncordons after the fault
+// clears; drain and uncordon move a job off a node and back, without
+// counting a failure.
+TEST_F(IntegrationTest, AnXidCordonsThatGpuAndItsJobRestartsOnAnother) {
+  Berthd& berthd = NewBerthd(ControlPlaneOnly());
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  const auto faults = dir_ / "faults";
+  agents_.push_back(std::make_unique<Process>(
+      BinDir() / "berth-agent",
+      std::vector<std::string>{"--server", berthd.agent_address(), "--data-dir",
+                               (dir_ / "agent").string(), "--simulate",
+                               WriteCluster("x", 2).string(), "--sim-faults", faults.string(),
+                               "--health-interval", "200ms"},
+      dir_ / "agent.log"));
+  ASSERT_TRUE(berthd.WaitForNode("Ready", 20s, "x"));
+
+  const auto done = dir_ / "done";
+  const auto starts = dir_ / "starts";
+  std::string error;
+  auto id = berthd.Submit(JobSpecJson("train",
+                                      Sh("echo \"$CUDA_VISIBLE_DEVICES $BERTH_RESTART_COUNT\" >> " +
+                                         starts.string() + "; trap 'exit 0' TERM; while [ ! -e " +
+                                         done.string() + " ]; do sleep 0.1; done"),
+                                      1, {{"retry", {{"backoff", "1s"}}}}),
+                          &error);
+  ASSERT_NE(id, 0) << error;
+  ASSERT_TRUE(berthd.WaitForState(id, "Running", 30s)) << berthd.Job(id).dump(2);
+  const int bad = berthd.Job(id)["placement"][0]["gpus"][0];
+  const int good = 1 - bad;
+
+  WriteFile(faults, std::to_string(bad) + " Xid 79: GPU has fallen off the bus\n");
+  json job;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        job = berthd.Job(id);
+        return job["state"] == "Running" && job["placement"][0]["attempt"] == 2 &&
+               job["placement"][0]["state"] == "Running";
+      },
+      30s))
+      << job.dump(2);
+  EXPECT_EQ(job["placement"][0]["gpus"][0], good) << job.dump(2);
+  EXPECT_EQ(CountEvents(job, "GpuFailed"), 1) << job.dump(2);
+  EXPECT_EQ(CountEvents(job, "Retrying"), 1) << job.dump(2);
+  EXPECT_EQ(job["failures"], 1) << job.dump(2);
+
+  // Only that GPU is cordoned, by Berth, with the error as its reason.
+  auto gpus = Cli(berthd, {"gpus", "-o", "json"});
+  ASSERT_EQ(gpus.exit_code, 0) << gpus.err;
+  for (const auto& g : json::parse(gpus.out)["gpus"]) {
+    if (g["index"] == bad) {
+      EXPECT_EQ(g["health"], "Unhealthy") << g.dump(2);
+      ASSERT_TRUE(g["cordon"].is_object()) << g.dump(2);
+      EXPECT_EQ(g["cordon"]["by"], "berth") << g.dump(2);
+      EXPECT_EQ(g["cordon"]["automatic"], true) << g.dump(2);
+      EXPECT_NE(g["cordon"]["reason"].get<std::string>().find("Xid 79"), std::string::npos);
+    } else {
+      EXPECT_TRUE(g["cordon"].is_null()) << g.dump(2);
+    }
+  }
+  auto alerts = Cli(berthd, {"alerts", "-o", "json"});
+  ASSERT_EQ(alerts.exit_code, 0) << alerts.err;
+  json open = json::parse(alerts.out)["alerts"];
+  ASSERT_EQ(open.size(), 1U) << open.dump(2);
+  EXPECT_EQ(open[0]["kind"], "gpu_hardware");
+  EXPECT_EQ(open[0]["gpu"], bad);
+
+  // The fault clears; the GPU stays cordoned until an admin says otherwise.
+  std::filesystem::remove(faults);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto n = Cli(berthd, {"node", "x", "-o", "json"});
+        return n.exit_code == 0 && n.out.find("GpuHealthy") != std::string::npos;
+      },
+      10s));
+  auto still = Cli(berthd, {"gpus", "-o", "json"});
+  EXPECT_TRUE(json::parse(still.out)["gpus"][bad]["cordon"].is_object()) << still.out;
+  auto un = Cli(berthd, {"uncordon", "x/" + std::to_string(bad)});
+  ASSERT_EQ(un.exit_code, 0) << un.err;
+  EXPECT_NE(un.out.find("uncordoned"), std::string::npos) << un.out;
+  alerts = Cli(berthd, {"alerts", "-o", "json"});
+  EXPECT_TRUE(json::parse(alerts.out)["alerts"].empty()) << alerts.out;
+  auto node = Cli(berthd, {"node", "x"});
+  ASSERT_EQ(node.exit_code, 0) << node.err;
+  EXPECT_NE(node.out.find("GpuCordoned"), std::string::npos) << node.out;
+  EXPECT_NE(node.out.find("GpuUncordoned"), std::string::npos) << node.out;
+
+  // Drain: the job stops and waits (the node takes nothing new), with no
+  // failure counted; uncordon lets it run again.
+  auto drain = Cli(berthd, {"drain", "x", "--reason", "kernel upgrade"});
+  ASSERT_EQ(drain.exit_code, 0) << drain.err;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        job = berthd.Job(id);
+        return job["state"] == "Pending" && job["reason"]["code"] == "NoNodeFits";
+      },
+      20s))
+      << job.dump(2);
+  EXPECT_EQ(job["reason"]["counts"].value("node_cordoned", 0), 1) << job.dump(2);
+  EXPECT_EQ(job["failures"], 1) << job.dump(2);
+  auto nodes = Cli(berthd, {"nodes"});
+  EXPECT_NE(nodes.out.find("Ready,Draining"), std::string::npos) << nodes.out;
+  ASSERT_EQ(Cli(berthd, {"uncordon", "x"}).exit_code, 0);
+  ASSERT_TRUE(berthd.WaitForState(id, "Running", 20s)) << berthd.Job(id).dump(2);
+  WriteFile(done, "");
+  ASSERT_TRUE(berthd.WaitForTerminal(id, 20s));
+  job = berthd.Job(id);
+  EXPECT_EQ(job["state"], "Succeeded") << job.dump(2);
+  EXPECT_EQ(job["placement"][0]["attempt"], 3) << job.dump(2);
+
+  // Bad targets are refused with the fix.
+  auto typo = Cli(berthd, {"cordon", "x/nine"});
+  EXPECT_NE(typo.exit_code, 0);
+  EXPECT_NE(typo.err.find("NODE/GPU-INDEX"), std::string::npos) << typo.err;
+  auto missing = Cli(berthd, {"cordon", "x/7"});
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.err.find("no GPU 7"), std::string::npos) << missing.err;
+}
+
 }  // namespace
 }  // namespace berth::it

@@ -90,6 +90,36 @@ TEST(RenderGpus, FreeAndHeldGpus) {
             "gpu-a1   1       H100-80GB   80Gi     Unhealthy (XID 79)   -         -\n");
 }
 
+TEST(RenderGpus, ACordonedGpuAddsTheCordonColumn) {
+  json response = json::parse(R"({"gpus": [
+    {"node": "gpu-a1", "index": 0, "model": "H100-80GB", "memory_bytes": 85899345920,
+     "health": "Healthy", "job": null, "cordon": null},
+    {"node": "gpu-a1", "index": 1, "model": "H100-80GB", "memory_bytes": 85899345920,
+     "health": "Unhealthy", "health_detail": "Xid 79", "job": null,
+     "cordon": {"kind": "cordon", "by": "berth", "reason": "Xid 79", "automatic": true}}]})");
+  EXPECT_EQ(
+      RenderGpus(response),
+      "NODE     INDEX   MODEL       MEMORY   HEALTH               CORDON                      "
+      "SHARING   JOB\n"
+      "gpu-a1   0       H100-80GB   80Gi     Healthy              -                           "
+      "-         -\n"
+      "gpu-a1   1       H100-80GB   80Gi     Unhealthy (Xid 79)   cordoned by berth: Xid 79   "
+      "-         -\n");
+}
+
+TEST(RenderNodes, ACordonedOrDrainingNodeSaysSo) {
+  json response = json::parse(R"({"nodes": [
+    {"name": "a", "state": "Ready", "gpus_free": 0, "gpus_total": 8, "models": ["H100-80GB"],
+     "cpus": 16, "memory_bytes": 68719476736, "gpu_provider": "simulated",
+     "last_heartbeat_ms": 1000, "cordon": {"kind": "drain", "by": "ops", "reason": "reboot"}},
+    {"name": "b", "state": "Ready", "gpus_free": 8, "gpus_total": 8, "models": ["H100-80GB"],
+     "cpus": 16, "memory_bytes": 68719476736, "gpu_provider": "simulated",
+     "last_heartbeat_ms": 1000, "cordon": {"kind": "cordon", "by": "ops", "reason": ""}}]})");
+  std::string out = RenderNodes(response, 2000);
+  EXPECT_NE(out.find("Ready,Draining"), std::string::npos) << out;
+  EXPECT_NE(out.find("Ready,Cordoned"), std::string::npos) << out;
+}
+
 TEST(RenderGpus, SharedGpuShowsEachSliceAndFreeMemory) {
   json response = json::parse(R"({"gpus": [
     {"node": "gpu-a1", "index": 2, "model": "H100-80GB", "memory_bytes": 85899345920,
