@@ -111,6 +111,8 @@ void Api::Register(httplib::Server& http) {
   http.Get(R"(/v1/jobs/([^/]+))", [this](const auto& req, auto& res) { GetJob(req, res); });
   http.Post(R"(/v1/jobs/([^/]+)/cancel)",
             [this](const auto& req, auto& res) { CancelJob(req, res); });
+  http.Post(R"(/v1/jobs/([^/]+)/checkpoint)",
+            [this](const auto& req, auto& res) { ReportCheckpoint(req, res); });
   http.Get(R"(/v1/jobs/([^/]+)/logs)", [this](const auto& req, auto& res) { Logs(req, res); });
   http.Get(R"(/v1/jobs/([^/]+)/why)", [this](const auto& req, auto& res) { Why(req, res); });
   http.Get("/v1/nodes", [this](const auto& req, auto& res) { ListNodes(req, res); });
@@ -248,6 +250,41 @@ void Api::CancelJob(const httplib::Request& req, httplib::Response& res) {
   auto job = controller_.Cancel(*id, Caller(req));
   if (!job) return ReplyError(res, job.error());
   Reply(res, 200, JobJson(*job, true));
+}
+
+void Api::ReportCheckpoint(const httplib::Request& req, httplib::Response& res) {
+  auto id = PathId(req);
+  if (!id) return ReplyError(res, id.error());
+  const TimeMs now = clock_.NowMs();
+  TimeMs at = now;
+  if (req.has_param("at_ms")) {
+    const auto& s = req.get_param_value("at_ms");
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), at);
+    if (ec != std::errc() || p != s.data() + s.size() || at <= 0 || at > now) {
+      return ReplyError(res, Error{Code::kInvalidArgument,
+                                   "at_ms must be a unix time in milliseconds, not in the future; "
+                                   "omit it for now",
+                                   "at_ms"});
+    }
+  }
+  auto job = store_.GetJob(*id);
+  if (!job) return ReplyError(res, job.error());
+  std::uint32_t attempt = 0;
+  for (const auto& r : job->runs) attempt = std::max(attempt, r.attempt);
+  int recorded = 0;
+  for (const auto& r : job->runs) {
+    if (r.attempt != attempt || r.state == model::RunState::kExited) continue;
+    if (auto st = store_.RecordCheckpoint(r.run_id, at); !st) return ReplyError(res, st.error());
+    ++recorded;
+  }
+  if (recorded == 0) {
+    return ReplyError(res, Error{Code::kFailedPrecondition,
+                                 fmt::format("job {} is {}: only a running job can report a "
+                                             "checkpoint",
+                                             *id, model::JobStateName(job->state)),
+                                 {}});
+  }
+  Reply(res, 200, json{{"job", *id}, {"checkpoint_at_ms", at}, {"runs", recorded}});
 }
 
 void Api::Logs(const httplib::Request& req, httplib::Response& res) {

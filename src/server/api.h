@@ -26,6 +26,9 @@ class Api {
   void ListJobs(const httplib::Request& req, httplib::Response& res);
   void GetJob(const httplib::Request& req, httplib::Response& res);
   void CancelJob(const httplib::Request& req, httplib::Response& res);
+  // POST /v1/jobs/ID/checkpoint[?at_ms=T]: a running job reports that it
+  // saved a checkpoint (now, or at T), for the work an eviction would lose.
+  void ReportCheckpoint(const httplib::Request& req, httplib::Response& res);
   void Logs(const httplib::Request& req, httplib::Response& res);
   // GET /v1/jobs/{id}/why?lang=en|zh: the reason rendered in one language,
   // with the timeline events that explain it.

@@ -89,12 +89,17 @@ Result<sched::Snapshot> BuildSnapshot(const SnapshotInputs& in, const SpecLookup
       job.preemptible = false;
       job.checkpoints = false;
     }
-    // Work lost counts from the earliest replica start; checkpoints arrive
-    // with the training-jobs work (last_checkpoint_ms stays 0 until then).
+    // Work lost counts from the earliest replica start, or from the newest
+    // checkpoint any replica reported (usually rank 0 writes it).
     job.started_at_ms = std::min(job.started_at_ms, run.started_at_ms.value_or(in.now_ms));
+    job.last_checkpoint_ms = std::max(job.last_checkpoint_ms, run.last_checkpoint_ms.value_or(0));
     job.replicas.push_back({run.replica, run.node, run.gpu_indices});
   }
-  for (auto& [id, job] : running) snap.running.push_back(std::move(job));
+  for (auto& [id, job] : running) {
+    // A checkpoint file left from an earlier attempt saves nothing of this one.
+    if (job.last_checkpoint_ms < job.started_at_ms) job.last_checkpoint_ms = 0;
+    snap.running.push_back(std::move(job));
+  }
   for (const auto& job : *in.pending) snap.pending.push_back(PendingFrom(job));
   if (in.decayed_usage != nullptr) snap.decayed_usage = *in.decayed_usage;
   return snap;
