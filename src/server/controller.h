@@ -29,6 +29,9 @@ struct ControllerOptions {
   TimeMs heartbeat_interval_ms = 1'000;  // told to agents at registration
   TimeMs tick_ms = 200;                  // a pass runs at least this often
   TimeMs stop_grace_ms = 10'000;         // SIGTERM -> SIGKILL for cancel and gang stops
+  // Each run's log past this keeps its head and latest output (run_log.h);
+  // 0: unlimited.
+  std::uint64_t log_limit_bytes = std::uint64_t{64} << 20;
 };
 
 // A node as the API shows it: stored inventory plus live lease state.
@@ -56,6 +59,8 @@ class Controller {
   [[nodiscard]] Result<store::JobRecord> Cancel(std::int64_t job_id, const std::string& by);
   [[nodiscard]] Result<std::vector<NodeStatus>> Nodes();
   std::filesystem::path LogPath(std::int64_t job_id, const std::string& run_id) const;
+  // Reading a run's log as kept under the limit (see run_log.h).
+  std::uint64_t log_limit_bytes() const { return options_.log_limit_bytes; }
 
   // --- scheduling policy ---
   // The active policy, cached with its version and re-read after every
@@ -148,7 +153,8 @@ class Controller {
   bool ledger_built_ = false;
   std::map<std::string, model::UsageInterval> ledger_active_;
 
-  std::mutex mu_;  // guards everything below
+  std::mutex log_mu_;  // one log writer at a time: a trim must not race a chunk
+  std::mutex mu_;      // guards everything below
   std::condition_variable cv_;
   bool wake_ = false;
   bool stopping_ = false;
