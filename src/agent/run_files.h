@@ -47,10 +47,10 @@ struct ShimSpec {
   // and the shim first makes sure `image` is present (podman image exists,
   // else podman pull within pull_timeout_ms), and after the job removes
   // container `container_name`, so that nothing of it outlives the run.
-  std::string podman;  // absolute path of podman
-  std::string image;
-  std::string container_name;
-  std::int64_t pull_timeout_ms = 0;
+  std::string podman{};  // absolute path of podman
+  std::string image{};
+  std::string container_name{};
+  std::int64_t pull_timeout_ms{0};
 };
 
 struct PidRecord {
