@@ -37,7 +37,7 @@ struct AgentOptions {
   std::int64_t reconnect_backoff_ms = 500;  // doubles per failure, up to 16x
   // How long a container run may wait for `podman pull` of its image before
   // it fails (its shim gives up; the agent never waits for it).
-  std::int64_t pull_timeout_ms = 10 * 60 * 1000;
+  std::int64_t pull_timeout_ms = std::int64_t{10} * 60 * 1000;
   // GPUs to report in sharing mode; empty: as the provider says (a simulated
   // cluster's shared_gpus), else none.
   SharedGpus shared_gpus{};

@@ -273,7 +273,7 @@ void Runner::ContainerSpec(const StartOrder& order, const std::string& podman,
     // them from 0: the host indices would name devices it cannot see.
     std::vector<std::uint32_t> inside;
     for (auto idx : order.gpu_indices) {
-      argv.push_back("--device");
+      argv.emplace_back("--device");
       argv.push_back(fmt::format("nvidia.com/gpu={}", idx));
       inside.push_back(static_cast<std::uint32_t>(inside.size()));
     }
@@ -298,12 +298,12 @@ void Runner::ContainerSpec(const StartOrder& order, const std::string& podman,
     if (m.empty() || m.front() != '/') continue;
     std::error_code ec;
     fs::create_directories(m, ec);  // podman refuses a missing bind source
-    argv.push_back("-v");
-    argv.push_back(m + ":" + m);
+    argv.emplace_back("-v");
+    argv.push_back(fmt::format("{0}:{0}", m));
   }
   for (const auto& [k, v] : job_env) {
-    argv.push_back("-e");
-    argv.push_back(k + "=" + v);
+    argv.emplace_back("-e");
+    argv.push_back(fmt::format("{}={}", k, v));
   }
   if (!order.working_dir.empty()) argv.insert(argv.end(), {"-w", order.working_dir});
   argv.push_back(order.image);

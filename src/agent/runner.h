@@ -31,7 +31,7 @@ struct RunnerOptions {
   // Container runs: how long the shim may spend pulling a missing image, and
   // whether assigned GPUs are passed to podman as CDI devices
   // (nvidia.com/gpu=INDEX; real NVIDIA nodes) or not at all (simulated GPUs).
-  std::int64_t pull_timeout_ms = 10 * 60 * 1000;
+  std::int64_t pull_timeout_ms = std::int64_t{10} * 60 * 1000;
   bool cdi_gpus = false;
   // Where podman is looked up; empty: the agent's own PATH.
   std::optional<std::string> search_path{};

@@ -61,7 +61,7 @@ TEST_F(CheckpointTest, APreemptedJobCheckpointsOnItsSignalAndResumesFromIt) {
   // Saves on SIGUSR1; a SIGTERM would mean Berth sent the wrong signal.
   const std::string script =
       "echo \"restart=$BERTH_RESTART_COUNT saved=$(cat $BERTH_CHECKPOINT_DIR/state 2>/dev/null)\" "
-      ">> $BERTH_CHECKPOINT_DIR/attempts; "
+      ">> $BERTH_CHECKPOINT_DIR/attempts; touch $BERTH_CHECKPOINT_FILE; "
       "trap 'echo step-42 > $BERTH_CHECKPOINT_DIR/state; touch $BERTH_CHECKPOINT_FILE; exit 0' "
       "USR1; trap 'echo wrong-signal >> $BERTH_CHECKPOINT_DIR/attempts; exit 3' TERM; "
       "while [ ! -e " +
@@ -78,6 +78,14 @@ TEST_F(CheckpointTest, APreemptedJobCheckpointsOnItsSignalAndResumesFromIt) {
   ASSERT_NE(low, 0) << error;
   ASSERT_TRUE(berthd.WaitForState(low, "Running", 30s)) << berthd.Job(low).dump(2);
   ASSERT_TRUE(WaitFor([&] { return !Slurp(ckpt_dir / "attempts").empty(); }, 20s));
+  // The checkpoint it made at its start reaches berthd while it runs.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        json placement = berthd.Job(low)["placement"];
+        return !placement.empty() && placement[0]["last_checkpoint_ms"].is_number();
+      },
+      10s))
+      << berthd.Job(low).dump(2);
 
   Preempt(berthd);
   ASSERT_FALSE(HasFailure());

@@ -7,8 +7,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
+#include "agent/atomic_file.h"
 #include "agent/runner.h"
 #include "test_util.h"
 
@@ -154,6 +156,53 @@ TEST_F(ContainerTest, AJobRunsInItsImageAndCheckpointsOnItsStopSignal) {
   EXPECT_GT(exit_->last_checkpoint_ms, 0);
   // The container is gone with the run.
   EXPECT_NE(Shell("podman container exists berth-r1"), 0);
+}
+
+TEST_F(ContainerTest, OnNvidiaNodesTheGpusArePassedAsCdiDevicesAndNumberedFromZeroInside) {
+  RunnerOptions o = Options();
+  o.cdi_gpus = true;
+  Runner runner(o, clock_);
+  StartOrder order;
+  order.run_id = "r1";
+  order.gpu_indices = {2, 5};
+  order.gpu_uuids = {"GPU-a", "GPU-b"};
+  order.working_dir = "/work";
+  order.env = {{"FOO", "bar"}};
+  // Never pulled: the image does not exist, and the run fails; what podman
+  // was asked to run is in the run's spec.json.
+  order.image = "registry.invalid/berth/cuda:1";
+  order.command = {"python", "train.py"};
+  ASSERT_TRUE(runner.Start(order).has_value());
+  auto text = ReadWholeFile((runner.RunDir("r1") / "spec.json").string());
+  ASSERT_TRUE(text.has_value());
+  auto spec = ParseShimSpec(*text);
+  ASSERT_TRUE(spec.has_value()) << spec.error().message;
+  const auto& argv = spec->command;
+  auto has = [&](const std::string& a, const std::string& b) {
+    for (std::size_t i = 0; i + 1 < argv.size(); ++i) {
+      if (argv[i] == a && argv[i + 1] == b) return true;
+    }
+    return false;
+  };
+  ASSERT_FALSE(argv.empty());
+  EXPECT_EQ(argv[0], Podman());
+  EXPECT_EQ(argv[1], "run");
+  EXPECT_TRUE(has("--name", "berth-r1"));
+  EXPECT_TRUE(has("--device", "nvidia.com/gpu=2"));
+  EXPECT_TRUE(has("--device", "nvidia.com/gpu=5"));
+  EXPECT_TRUE(has("-e", "CUDA_VISIBLE_DEVICES=0,1"));
+  EXPECT_TRUE(has("-e", "BERTH_GPU_UUIDS=GPU-a,GPU-b"));
+  EXPECT_TRUE(has("-e", "FOO=bar"));
+  EXPECT_TRUE(has("-w", "/work"));
+  EXPECT_TRUE(std::none_of(argv.begin(), argv.end(), [](const std::string& a) {
+    return a.starts_with("NVIDIA_VISIBLE_DEVICES=");
+  }));
+  ASSERT_GE(argv.size(), 3u);
+  EXPECT_EQ(std::vector<std::string>(argv.end() - 3, argv.end()),
+            (std::vector<std::string>{"registry.invalid/berth/cuda:1", "python", "train.py"}));
+  EXPECT_EQ(spec->image, "registry.invalid/berth/cuda:1");
+  EXPECT_EQ(spec->container_name, "berth-r1");
+  ASSERT_TRUE(PollUntilExited(runner, "r1"));
 }
 
 }  // namespace
