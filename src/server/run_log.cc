@@ -130,13 +130,13 @@ View ViewOf(const Index& idx, std::uint64_t file_size, std::uint64_t limit) {
   v.idx = idx;
   v.received = file_size + idx.dropped;
   const bool trimmed = idx.gen > 0;
-  v.head = trimmed ? idx.head : v.received;
-  v.tail_from = trimmed ? idx.head + idx.dropped : v.received;
-  if (limit > 0 && v.received > limit) {
-    if (!trimmed) v.head = limit / 4;
-    if (limit > v.head) v.tail_from = std::max(v.tail_from, v.received - (limit - v.head));
+  const bool over = limit > 0 && v.received > limit;
+  // Untrimmed: the head a trim would keep, once the log is past the limit.
+  v.head = trimmed ? idx.head : over ? limit / 4 : v.received;
+  v.tail_from = trimmed ? idx.head + idx.dropped : v.head;
+  if (over && limit > v.head) {
+    v.tail_from = std::max(v.tail_from, v.received - (limit - v.head));
   }
-  v.tail_from = std::max(v.tail_from, v.head);
   return v;
 }
 

@@ -94,6 +94,20 @@ TEST_F(RunLogTest, PastTheLimitReadersSeeHeadMarkerAndLatestOutput) {
                 text.substr(40'000 - 6144));
 }
 
+TEST_F(RunLogTest, ReadersSeeTheLimitEvenBeforeTheFirstTrim) {
+  // 9,000 bytes: past the 8 KiB limit, within the slack before a trim.
+  const std::string text = Output(9000);
+  Ship(text, 0, text.size());
+  EXPECT_FALSE(fs::exists(path_.string() + ".index"));
+  EXPECT_EQ(ReadWholeRunLog(path_, kLimit),
+            text.substr(0, 2048) + "\n" +
+                fmt::format("[berth: {} bytes of output dropped here: this run's log passed its "
+                            "limit of 8Ki, so Berth keeps its head and its latest output]\n",
+                            9000 - kLimit) +
+                text.substr(9000 - 6144));
+  EXPECT_EQ(RunLogReceived(path_), 9000u);
+}
+
 TEST_F(RunLogTest, AFollowerThatFellBehindATrimIsToldHowMuchItMissed) {
   const std::string text = Output(30'000);
   Ship(text, 0, 3000);
