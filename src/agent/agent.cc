@@ -19,6 +19,8 @@ void FillExit(const std::string& run_id, const RunExit& e, v1::RunExited* out) {
   out->set_ended_at_ms(e.ended_at_ms);
   out->set_stopped_for(e.stopped_for);
   out->set_start_error(e.start_error);
+  if (e.clean_stop) out->set_clean_stop(*e.clean_stop);
+  out->set_last_checkpoint_ms(e.last_checkpoint_ms);
 }
 
 void FillStatus(const RunState& s, v1::RunStatus* out) {
@@ -50,6 +52,9 @@ StartOrder OrderFromProto(const v1::StartRun& m) {
   o.gpu_share_bytes = m.gpu_share_bytes();
   o.max_runtime_ms = m.max_runtime_ms();
   o.grace_ms = m.grace_ms();
+  o.stop_signal = m.stop_signal();
+  o.checkpoint_file = m.checkpoint_file();
+  o.image = m.image();
   return o;
 }
 
@@ -68,6 +73,10 @@ Agent::Agent(AgentOptions options, model::NodeInfo base, std::unique_ptr<GpuProv
             r.data_dir = options_.data_dir;
             r.shim_path = options_.shim_path;
             r.node_name = base_.name;
+            r.pull_timeout_ms = options_.pull_timeout_ms;
+            // Only real NVIDIA GPUs exist as CDI devices; simulated ones are
+            // numbers in the environment and nothing more.
+            r.cdi_gpus = provider_->Name() == "nvml";
             return r;
           }(),
           clock) {}
@@ -265,6 +274,12 @@ bool Agent::RunConnection() {
           m->set_run_id(ev.state.run_id);
           m->set_offset(ev.offset);
           m->set_data(std::move(ev.data));
+          break;
+        }
+        case RunEvent::Kind::kCheckpoint: {
+          auto* m = out.mutable_run_checkpoint();
+          m->set_run_id(ev.state.run_id);
+          m->set_checkpoint_at_ms(ev.checkpoint_at_ms);
           break;
         }
         case RunEvent::Kind::kExited: {

@@ -39,6 +39,9 @@ struct AgentOptions {
   // How often GPU health is polled from the provider; changes since the
   // last report are sent to berthd (GpuHealthChanged).
   std::int64_t health_interval_ms = 2'000;
+  // How long a container run may wait for `podman pull` of its image before
+  // it fails (its shim gives up; the agent never waits for it).
+  std::int64_t pull_timeout_ms = std::int64_t{10} * 60 * 1000;
   // GPUs to report in sharing mode; empty: as the provider says (a simulated
   // cluster's shared_gpus), else none.
   SharedGpus shared_gpus{};

@@ -71,6 +71,7 @@ int main(int argc, char** argv) {
   std::string simulate_node;
   std::string shim = DefaultShim().string();
   std::string shared_gpus;
+  std::string pull_timeout = "10m";
   app.add_option("--server", server, "berthd agent endpoint HOST:PORT (env BERTH_AGENT_SERVER)")
       ->capture_default_str();
   app.add_option("--data-dir", data_dir,
@@ -95,6 +96,10 @@ int main(int argc, char** argv) {
   app.add_option("--shared-gpus", shared_gpus,
                  "GPUs in sharing mode, taking slices of jobs with resources.gpu_share: all, or "
                  "indices such as 0,1 (default: none; with --simulate, the file's shared_gpus)");
+  app.add_option("--pull-timeout", pull_timeout,
+                 "how long a container run may take to pull its image (podman pull) before it "
+                 "fails, e.g. 10m")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   spdlog::set_default_logger(spdlog::stderr_color_mt("berth-agent"));
@@ -171,6 +176,12 @@ int main(int argc, char** argv) {
     options.health_interval_ms = *ms;
   } else {
     spdlog::critical("--health-interval '{}': give a duration such as 2s", health_interval);
+    return 2;
+  }
+  if (auto ms = berth::ParseDurationMs(pull_timeout); ms && *ms > 0) {
+    options.pull_timeout_ms = *ms;
+  } else {
+    spdlog::critical("--pull-timeout '{}': write a duration such as 10m or 90s", pull_timeout);
     return 2;
   }
   if (auto s = agent::ParseSharedGpus(shared_gpus); s) {

@@ -30,7 +30,11 @@ std::string ToJson(const ShimSpec& spec) {
   return Dump(json{{"command", spec.command},
                    {"env", spec.env},
                    {"working_dir", spec.working_dir},
-                   {"log_path", spec.log_path}});
+                   {"log_path", spec.log_path},
+                   {"podman", spec.podman},
+                   {"image", spec.image},
+                   {"container_name", spec.container_name},
+                   {"pull_timeout_ms", spec.pull_timeout_ms}});
 }
 
 std::string ToJson(const PidRecord& rec) {
@@ -57,13 +61,17 @@ std::string ToJson(const OrderRecord& rec) {
                    {"gpu_uuids", rec.gpu_uuids},
                    {"max_runtime_ms", rec.max_runtime_ms},
                    {"grace_ms", rec.grace_ms},
+                   {"stop_signal", rec.stop_signal},
+                   {"checkpoint_file", rec.checkpoint_file},
+                   {"image", rec.image},
                    {"created_at_ms", rec.created_at_ms}});
 }
 
 std::string ToJson(const StopRecord& rec) {
   return Dump(json{{"reason", rec.reason},
                    {"requested_at_ms", rec.requested_at_ms},
-                   {"grace_ms", rec.grace_ms}});
+                   {"grace_ms", rec.grace_ms},
+                   {"killed_at_ms", rec.killed_at_ms}});
 }
 
 Result<ShimSpec> ParseShimSpec(std::string_view text) {
@@ -73,6 +81,10 @@ Result<ShimSpec> ParseShimSpec(std::string_view text) {
     if (j.contains("env")) j.at("env").get_to(s.env);
     s.working_dir = j.value("working_dir", "");
     j.at("log_path").get_to(s.log_path);
+    s.podman = j.value("podman", "");
+    s.image = j.value("image", "");
+    s.container_name = j.value("container_name", "");
+    s.pull_timeout_ms = j.value("pull_timeout_ms", std::int64_t{0});
     return s;
   });
 }
@@ -111,6 +123,9 @@ Result<OrderRecord> ParseOrderRecord(std::string_view text) {
     if (j.contains("gpu_uuids")) j.at("gpu_uuids").get_to(r.gpu_uuids);
     r.max_runtime_ms = j.value("max_runtime_ms", std::int64_t{0});
     r.grace_ms = j.value("grace_ms", std::int64_t{0});
+    r.stop_signal = j.value("stop_signal", "");
+    r.checkpoint_file = j.value("checkpoint_file", "");
+    r.image = j.value("image", "");
     r.created_at_ms = j.value("created_at_ms", std::int64_t{0});
     return r;
   });
@@ -122,6 +137,7 @@ Result<StopRecord> ParseStopRecord(std::string_view text) {
     j.at("reason").get_to(r.reason);
     j.at("requested_at_ms").get_to(r.requested_at_ms);
     r.grace_ms = j.value("grace_ms", std::int64_t{0});
+    r.killed_at_ms = j.value("killed_at_ms", std::int64_t{0});
     return r;
   });
 }

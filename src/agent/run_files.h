@@ -3,15 +3,19 @@
 // and the only memory that survives an agent restart, so each record here is
 // written whole (see atomic_file.h) and read back tolerantly.
 //
-//   spec.json   runner -> shim   what to exec (argv, full env, cwd, log path)
+//   spec.json   runner -> shim   what to exec (argv, full env, cwd, log path;
+//                                for a container: the image to pull first)
 //   order.json  runner           the StartRun fields the runner enforces later
+//                                (stop signal, grace, checkpoint file)
 //   shim.lock   shim             flock held for the shim's life: its liveness
 //   pid.json    shim -> runner   written before the job may exec
 //   exit.json   shim -> runner   the job's true end (or the runner's verdict
 //                                when the shim itself was lost)
-//   stop.json   runner           a requested stop: reason, time, grace
+//   stop.json   runner           a requested stop: reason, time, grace, and
+//                                when SIGKILL was sent (rewritten before it is)
 //   output.log  job              combined stdout and stderr, append-only
 //   shim.log    shim             the shim's own stderr, for diagnosis
+//   pull.log    shim             podman's output while pulling the image
 #pragma once
 
 #include <cstdint>
@@ -32,12 +36,21 @@ inline constexpr std::string_view kExitFile = "exit.json";
 inline constexpr std::string_view kStopFile = "stop.json";
 inline constexpr std::string_view kLogFile = "output.log";
 inline constexpr std::string_view kShimLogFile = "shim.log";
+inline constexpr std::string_view kPullLogFile = "pull.log";
 
 struct ShimSpec {
   std::vector<std::string> command;
   std::map<std::string, std::string> env;  // the job's complete environment
   std::string working_dir;
   std::string log_path;
+  // Set when the job runs in a container: `command` is then `podman run ...`
+  // and the shim first makes sure `image` is present (podman image exists,
+  // else podman pull within pull_timeout_ms), and after the job removes
+  // container `container_name`, so that nothing of it outlives the run.
+  std::string podman{};  // absolute path of podman
+  std::string image{};
+  std::string container_name{};
+  std::int64_t pull_timeout_ms{0};
 };
 
 struct PidRecord {
@@ -64,7 +77,10 @@ struct OrderRecord {
   std::vector<std::uint32_t> gpu_indices;
   std::vector<std::string> gpu_uuids;
   std::int64_t max_runtime_ms = 0;  // 0: unlimited
-  std::int64_t grace_ms = 0;
+  std::int64_t grace_ms = 0;        // stop signal -> SIGKILL
+  std::string stop_signal;          // "SIGTERM" (also when empty), "SIGUSR1", ...
+  std::string checkpoint_file;      // empty: none to watch
+  std::string image;                // empty: a plain process
   std::int64_t created_at_ms = 0;
 };
 
@@ -72,6 +88,10 @@ struct StopRecord {
   std::string reason;
   std::int64_t requested_at_ms = 0;
   std::int64_t grace_ms = 0;
+  // When the runner gave up waiting and sent SIGKILL; 0: not (yet). Written
+  // before the SIGKILL goes out, so a job that had to be killed is never
+  // reported as a clean stop, whichever agent sees its exit.
+  std::int64_t killed_at_ms = 0;
 };
 
 std::string ToJson(const ShimSpec& spec);

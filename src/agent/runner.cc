@@ -65,6 +65,14 @@ Status ValidateRunId(std::string_view id) {
   return Ok();
 }
 
+int StopSignalNumber(std::string_view name) {
+  if (name.starts_with("SIG")) name.remove_prefix(3);
+  if (name == "INT") return SIGINT;
+  if (name == "USR1") return SIGUSR1;
+  if (name == "USR2") return SIGUSR2;
+  return SIGTERM;
+}
+
 Runner::Runner(RunnerOptions options, const Clock& clock)
     : options_(std::move(options)), clock_(clock) {}
 
@@ -139,20 +147,17 @@ Result<RunState> Runner::Start(const StartOrder& order) {
   fs::create_directories(root, ec);
   if (ec) return Fail(Code::kInternal, "cannot create " + root.string() + ": " + ec.message());
 
-  std::map<std::string, std::string> env;
-  for (const auto& name : options_.inherited_env) {
-    if (const char* value = std::getenv(name.c_str())) env[name] = value;
-  }
-  for (const auto& [k, v] : order.env) env[k] = v;
+  // What the job itself sees, over what it inherits from the agent.
+  std::map<std::string, std::string> job_env = order.env;
   std::string gpus = Join(order.gpu_indices);
-  env["CUDA_VISIBLE_DEVICES"] = gpus;
+  job_env["CUDA_VISIBLE_DEVICES"] = gpus;
   // "void" is the NVIDIA container runtime's word for "no GPUs at all";
   // an empty value would mean "all GPUs" to some of its versions.
-  env["NVIDIA_VISIBLE_DEVICES"] = gpus.empty() ? "void" : gpus;
-  env["BERTH_GPU_UUIDS"] = Join(order.gpu_uuids);
-  env["BERTH_NODE"] = options_.node_name;
-  env["BERTH_RUN_ID"] = order.run_id;
-  env["BERTH_ATTEMPT"] = std::to_string(order.attempt);
+  job_env["NVIDIA_VISIBLE_DEVICES"] = gpus.empty() ? "void" : gpus;
+  job_env["BERTH_GPU_UUIDS"] = Join(order.gpu_uuids);
+  job_env["BERTH_NODE"] = options_.node_name;
+  job_env["BERTH_RUN_ID"] = order.run_id;
+  job_env["BERTH_ATTEMPT"] = std::to_string(order.attempt);
   if (order.gpu_share_millis > 0) {
     // A slice: what placement granted. Berth guarantees the accounting; on
     // the card, the NVIDIA MPS daemon (where the operator runs it) enforces
@@ -160,18 +165,34 @@ Result<RunState> Runner::Start(const StartOrder& order) {
     std::string share = fmt::format("0.{:03}", order.gpu_share_millis % 1000);
     while (share.back() == '0') share.pop_back();
     if (order.gpu_share_millis >= 1000) share = "1";
-    env["BERTH_GPU_SHARE"] = share;
-    env["BERTH_GPU_MEMORY_LIMIT"] = std::to_string(order.gpu_share_bytes);
-    env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = fmt::format("0={}M", order.gpu_share_bytes >> 20);
-    env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] =
+    job_env["BERTH_GPU_SHARE"] = share;
+    job_env["BERTH_GPU_MEMORY_LIMIT"] = std::to_string(order.gpu_share_bytes);
+    job_env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = fmt::format("0={}M", order.gpu_share_bytes >> 20);
+    job_env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] =
         std::to_string(std::max<std::uint32_t>(1, (order.gpu_share_millis + 9) / 10));
   }
 
   ShimSpec spec;
   spec.command = order.command;
-  spec.env = std::move(env);
   spec.working_dir = order.working_dir.empty() ? dir.string() : order.working_dir;
   spec.log_path = In(dir, kLogFile);
+  std::string no_runtime;
+  if (order.image.empty()) {
+    for (const auto& name : options_.inherited_env) {
+      if (const char* value = std::getenv(name.c_str())) spec.env[name] = value;
+    }
+    for (const auto& [k, v] : job_env) spec.env[k] = v;
+  } else if (std::string podman = FindPodman(); !podman.empty()) {
+    spec.env = std::move(job_env);
+    ContainerSpec(order, podman, spec);
+  } else {
+    // Failing now beats a run that waits forever for a runtime that is not
+    // coming: the user learns at once what to change.
+    no_runtime = fmt::format(
+        "image {} needs a container runtime, but podman is not installed on node {}; install "
+        "podman there or remove `image` from the job spec",
+        order.image, options_.node_name);
+  }
 
   OrderRecord rec;
   rec.run_id = order.run_id;
@@ -182,6 +203,9 @@ Result<RunState> Runner::Start(const StartOrder& order) {
   rec.gpu_uuids = order.gpu_uuids;
   rec.max_runtime_ms = order.max_runtime_ms;
   rec.grace_ms = order.grace_ms;
+  rec.stop_signal = order.stop_signal;
+  rec.checkpoint_file = order.checkpoint_file;
+  rec.image = order.image;
   rec.created_at_ms = clock_.NowMs();
 
   // Build the directory under a temporary name and rename it into place: a
@@ -204,9 +228,102 @@ Result<RunState> Runner::Start(const StartOrder& order) {
   run.id = order.run_id;
   run.dir = dir;
   run.order = rec;
-  SpawnShim(run);
+  if (no_runtime.empty()) {
+    SpawnShim(run);
+  } else {
+    WriteExitVerdict(run, no_runtime, 127);
+  }
   auto [it, inserted] = runs_.emplace(order.run_id, std::move(run));
   return StateOf(it->second);
+}
+
+std::string Runner::FindPodman() const {
+  std::string path;
+  if (options_.search_path) {
+    path = *options_.search_path;
+  } else if (const char* env = std::getenv("PATH")) {
+    path = env;
+  }
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    std::size_t colon = std::min(path.find(':', start), path.size());
+    std::string dir = path.substr(start, colon - start);
+    start = colon + 1;
+    if (dir.empty() || dir.front() != '/') continue;  // never a relative podman
+    std::string cand = dir + "/podman";
+    struct stat st {};
+    if (::stat(cand.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        ::access(cand.c_str(), X_OK) == 0) {
+      return cand;
+    }
+  }
+  return {};
+}
+
+void Runner::ContainerSpec(const StartOrder& order, const std::string& podman,
+                           ShimSpec& spec) const {
+  std::map<std::string, std::string> job_env = std::move(spec.env);
+  std::vector<std::string> argv{podman, "run", "--rm", "--pull=never"};
+  // The container's name is derived from the run, so the shim (or anyone)
+  // can find and remove it; run ids are valid container names.
+  spec.container_name = "berth-" + order.run_id;
+  argv.insert(argv.end(), {"--name", spec.container_name});
+  if (options_.cdi_gpus) {
+    // CDI hands the container exactly these GPUs, and inside it CUDA numbers
+    // them from 0: the host indices would name devices it cannot see.
+    std::vector<std::uint32_t> inside;
+    for (auto idx : order.gpu_indices) {
+      argv.emplace_back("--device");
+      argv.push_back(fmt::format("nvidia.com/gpu={}", idx));
+      inside.push_back(static_cast<std::uint32_t>(inside.size()));
+    }
+    job_env["CUDA_VISIBLE_DEVICES"] = Join(inside);
+    // CDI already injected the devices; a legacy NVIDIA hook reading this
+    // variable must not add the host's numbering on top.
+    job_env.erase("NVIDIA_VISIBLE_DEVICES");
+  }
+  // The checkpoint directory and file live on the host, at the same paths
+  // inside: what the job saves survives the container, and the agent sees
+  // the checkpoint file's mtime.
+  std::vector<std::string> mounts;
+  if (auto it = job_env.find("BERTH_CHECKPOINT_DIR"); it != job_env.end() && !it->second.empty()) {
+    mounts.push_back(it->second);
+  }
+  if (!order.checkpoint_file.empty()) {
+    mounts.push_back(fs::path(order.checkpoint_file).parent_path().string());
+  }
+  std::sort(mounts.begin(), mounts.end());
+  mounts.erase(std::unique(mounts.begin(), mounts.end()), mounts.end());
+  for (const auto& m : mounts) {
+    if (m.empty() || m.front() != '/') continue;
+    std::error_code ec;
+    fs::create_directories(m, ec);  // podman refuses a missing bind source
+    argv.emplace_back("-v");
+    argv.push_back(fmt::format("{0}:{0}", m));
+  }
+  for (const auto& [k, v] : job_env) {
+    argv.emplace_back("-e");
+    argv.push_back(fmt::format("{}={}", k, v));
+  }
+  if (!order.working_dir.empty()) argv.insert(argv.end(), {"-w", order.working_dir});
+  argv.push_back(order.image);
+  argv.insert(argv.end(), order.command.begin(), order.command.end());
+  spec.command = std::move(argv);
+  // podman itself runs on the host with the agent's environment: its
+  // configuration (CONTAINERS_CONF, XDG_RUNTIME_DIR, REGISTRY_AUTH_FILE...)
+  // comes from there, never from the job's.
+  spec.env.clear();
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string_view::npos) spec.env[std::string(kv.substr(0, eq))] = kv.substr(eq + 1);
+  }
+  // The host side runs in the run directory; the job's own working dir
+  // applies inside (-w) where it may not exist on the host.
+  spec.working_dir = RunDir(order.run_id).string();
+  spec.podman = podman;
+  spec.image = order.image;
+  spec.pull_timeout_ms = options_.pull_timeout_ms;
 }
 
 void Runner::SpawnShim(Run& run) {
@@ -290,13 +407,18 @@ Status Runner::Stop(std::string_view run_id, std::string_view reason, std::int64
   Run& run = it->second;
   Refresh(run);
   if (run.exit || run.stop) return Ok();
-  StopRecord rec{std::string(reason), clock_.NowMs(), std::max<std::int64_t>(grace_ms, 0)};
+  // The job's own grace (from its checkpoint block, via StartRun) is what it
+  // asked for to save its work; the order's only covers runs without one.
+  StopRecord rec;
+  rec.reason = std::string(reason);
+  rec.requested_at_ms = clock_.NowMs();
+  rec.grace_ms = std::max<std::int64_t>(run.order.grace_ms > 0 ? run.order.grace_ms : grace_ms, 0);
   if (int err = WriteFileAtomic(In(run.dir, kStopFile), ToJson(rec)); err != 0) {
     return Fail(Code::kInternal, "cannot record stop of " + run.id + ": " + std::strerror(err));
   }
   run.stop = rec;
   if (run.pid) {
-    SignalGroup(run, SIGTERM);
+    SignalGroup(run, StopSignalNumber(run.order.stop_signal));
     run.term_sent = true;
   }
   return Ok();
@@ -332,15 +454,26 @@ void Runner::SuperviseRun(Run& run, TimeMs now) {
       now >= run.pid->started_at_ms + order.max_runtime_ms) {
     (void)Stop(run.id, "max_runtime", order.grace_ms);
   }
+  WatchCheckpoint(run, now, false);
   if (run.stop && run.pid) {
     if (!run.term_sent) {
-      SignalGroup(run, SIGTERM);
+      // Also after an agent restart: a job that already caught the signal
+      // and is checkpointing gets it again, which checkpoint handlers
+      // written for Berth must tolerate (docs/jobs.md).
+      if (run.stop->killed_at_ms == 0) SignalGroup(run, StopSignalNumber(run.order.stop_signal));
       run.term_sent = true;
     }
-    if (!run.kill_sent && now >= run.stop->requested_at_ms + run.stop->grace_ms) {
-      SignalGroup(run, SIGKILL);
-      run.kill_sent = true;
+    if (run.stop->killed_at_ms == 0 && now >= run.stop->requested_at_ms + run.stop->grace_ms) {
+      // Durable before the signal: an agent that dies right after still
+      // knows this run did not stop cleanly.
+      StopRecord killed = *run.stop;
+      killed.killed_at_ms = now;
+      (void)WriteFileAtomic(In(run.dir, kStopFile), ToJson(killed));
+      run.stop = killed;
     }
+    // Repeated while the job lives (each tick, also after a restart): the
+    // group may have grown since the last one.
+    if (run.stop->killed_at_ms != 0) SignalGroup(run, SIGKILL);
   }
   if (run.shim_pid != 0) return;  // our own child, not yet reaped: alive
   int fd = LockIfShimGone(run);
@@ -357,6 +490,20 @@ void Runner::SuperviseRun(Run& run, TimeMs now) {
     WriteExitVerdict(run, "berth-shim lost before starting the job", -1);
   }
   ::close(fd);
+}
+
+void Runner::WatchCheckpoint(Run& run, TimeMs now, bool force) {
+  if (run.order.checkpoint_file.empty()) return;
+  if (!force && run.checkpoint_checked_ms != 0 && now < run.checkpoint_checked_ms + 1000) return;
+  run.checkpoint_checked_ms = now;
+  struct stat st {};
+  if (::stat(run.order.checkpoint_file.c_str(), &st) != 0) return;  // none yet
+  // A checkpoint older than the run is the previous attempt's: it is in the
+  // store already, and this run has not saved anything yet.
+  const std::int64_t mtime_ms =
+      static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1'000'000;
+  if (mtime_ms < run.order.created_at_ms) return;
+  run.checkpoint_seen_ms = std::max(run.checkpoint_seen_ms, mtime_ms);
 }
 
 void Runner::Supervise() {
@@ -392,6 +539,16 @@ std::vector<RunEvent> Runner::Poll(std::size_t max_log_chunks) {
       struct stat st {};
       at_end = ::fstat(fd, &st) != 0 || static_cast<std::uint64_t>(st.st_size) <= run.log_offset;
       ::close(fd);
+    }
+    // The checkpoint file is looked at once more at the exit: a job that
+    // checkpoints and exits within the same second still reports it.
+    if (run.exit && !run.exit_reported) WatchCheckpoint(run, now, true);
+    if (run.checkpoint_seen_ms > run.checkpoint_reported_ms) {
+      run.checkpoint_reported_ms = run.checkpoint_seen_ms;
+      RunEvent ev{RunEvent::Kind::kCheckpoint, {}, 0, {}};
+      ev.state.run_id = id;
+      ev.checkpoint_at_ms = run.checkpoint_seen_ms;
+      events.push_back(std::move(ev));
     }
     if (run.exit && at_end && !run.exit_reported) {
       run.exit_reported = true;
@@ -454,6 +611,10 @@ RunState Runner::StateOf(const Run& run) const {
     e.ended_at_ms = run.exit->ended_at_ms;
     e.start_error = run.exit->start_error;
     e.stopped_for = run.stop ? run.stop->reason : "";
+    // Clean: the job ended before Berth had to SIGKILL it. A run that never
+    // started was not stopped at all, so it says nothing either way.
+    if (run.stop && run.exit->start_error.empty()) e.clean_stop = run.stop->killed_at_ms == 0;
+    e.last_checkpoint_ms = run.checkpoint_seen_ms;
     if (!run.pid) s.started_at_ms = e.started_at_ms;
     s.exit = std::move(e);
   }

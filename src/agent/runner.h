@@ -28,6 +28,13 @@ struct RunnerOptions {
   std::filesystem::path data_dir;   // runs live in data_dir/runs
   std::filesystem::path shim_path;  // the berth-shim executable
   std::string node_name;            // BERTH_NODE for jobs
+  // Container runs: how long the shim may spend pulling a missing image, and
+  // whether assigned GPUs are passed to podman as CDI devices
+  // (nvidia.com/gpu=INDEX; real NVIDIA nodes) or not at all (simulated GPUs).
+  std::int64_t pull_timeout_ms = std::int64_t{10} * 60 * 1000;
+  bool cdi_gpus = false;
+  // Where podman is looked up; empty: the agent's own PATH.
+  std::optional<std::string> search_path{};
   // Environment variables the job inherits from the agent, before the order's
   // own env and the variables the agent sets. The MPS directories let jobs
   // reach an MPS control daemon the operator started with its own pipe
@@ -62,7 +69,10 @@ struct StartOrder {
   std::uint32_t gpu_share_millis = 0;
   std::uint64_t gpu_share_bytes = 0;
   std::int64_t max_runtime_ms = 0;  // 0: unlimited
-  std::int64_t grace_ms = 0;        // SIGTERM -> SIGKILL
+  std::int64_t grace_ms = 0;        // stop signal -> SIGKILL
+  std::string stop_signal;          // empty or "SIGTERM", "SIGINT", "SIGUSR1", "SIGUSR2"
+  std::string checkpoint_file;      // absolute; its mtime is reported as checkpoints
+  std::string image;                // OCI image to run the command in (podman)
 };
 
 struct RunExit {
@@ -72,6 +82,10 @@ struct RunExit {
   std::int64_t ended_at_ms = 0;
   std::string stopped_for;  // "", "cancelled", "max_runtime", ...
   std::string start_error;
+  // Stopped runs only: true when the job ended on its own within its grace
+  // period after the stop signal, false when it had to be SIGKILLed.
+  std::optional<bool> clean_stop;
+  std::int64_t last_checkpoint_ms = 0;  // checkpoint file mtime; 0: none seen
 };
 
 enum class RunPhase {
@@ -91,12 +105,16 @@ struct RunState {
 // What Poll() found, in the order it must be reported: a run's Started comes
 // before its log bytes, and all of its log bytes before its Exited.
 struct RunEvent {
-  enum class Kind { kStarted, kLog, kExited };
+  enum class Kind { kStarted, kLog, kCheckpoint, kExited };
   Kind kind = Kind::kStarted;
-  RunState state;            // run_id always; the rest for kStarted, kExited
-  std::uint64_t offset = 0;  // kLog
-  std::string data;          // kLog, at most kMaxLogChunkBytes
+  RunState state;                     // run_id always; the rest for kStarted, kExited
+  std::uint64_t offset = 0;           // kLog
+  std::string data;                   // kLog, at most kMaxLogChunkBytes
+  std::int64_t checkpoint_at_ms = 0;  // kCheckpoint: the checkpoint file's mtime
 };
+
+// The signal a StartRun's stop_signal names; SIGTERM for empty or unknown.
+int StopSignalNumber(std::string_view name);
 
 class Runner {
  public:
@@ -117,9 +135,12 @@ class Runner {
   // that exits with start_error.
   Result<RunState> Start(const StartOrder& order);
 
-  // Records the stop durably, then SIGTERMs the job's process group; Poll()
-  // sends SIGKILL once grace_ms has passed (also after an agent restart).
-  // The first stop of a run wins; stopping an exited run does nothing.
+  // Records the stop durably, then sends the run's stop signal (StartRun's
+  // stop_signal, SIGTERM by default) to the job's process group; Poll()
+  // sends SIGKILL once the grace period has passed (also after an agent
+  // restart): the run's own grace_ms from StartRun, or `grace_ms` for a run
+  // that has none. The first stop of a run wins; stopping an exited run does
+  // nothing.
   Status Stop(std::string_view run_id, std::string_view reason, std::int64_t grace_ms);
 
   // berthd has recorded the exit durably: forget the run and delete its
@@ -132,7 +153,7 @@ class Runner {
   void Supervise();
 
   // Supervise(), then what there is to report: starts, new log bytes (up to
-  // max_log_chunks chunks per run per call) and exits. Each Started/Exited
+  // max_log_chunks chunks per run per call), newer checkpoints and exits. Each Started/Exited
   // is returned once, unless Start() of the same run_id or ReportAll() asks
   // for it again.
   std::vector<RunEvent> Poll(std::size_t max_log_chunks = 16);
@@ -165,11 +186,15 @@ class Runner {
     std::optional<PidRecord> pid;
     std::optional<ExitRecord> exit;
     std::optional<StopRecord> stop;
-    bool term_sent = false;
-    bool kill_sent = false;
+    bool term_sent = false;        // the stop signal went out (again after a restart)
     std::uint64_t log_offset = 0;  // bytes of output.log handed out so far
     bool started_reported = false;
     bool exit_reported = false;
+    // Checkpoint file mtimes: the newest seen, the newest reported, and when
+    // the file was last looked at (at most once a second).
+    std::int64_t checkpoint_seen_ms = 0;
+    std::int64_t checkpoint_reported_ms = 0;
+    TimeMs checkpoint_checked_ms = 0;
   };
 
   void Refresh(Run& run);
@@ -178,6 +203,12 @@ class Runner {
   void SpawnShim(Run& run);
   bool LogDrained(const Run& run) const;
   void SignalGroup(const Run& run, int sig);
+  void WatchCheckpoint(Run& run, TimeMs now, bool force);
+  // podman's absolute path in the search path; empty if it is not there.
+  std::string FindPodman() const;
+  // Turns `spec` (the job's own argv and environment) into `podman run` of
+  // order.image; the environment becomes the agent's own, for podman.
+  void ContainerSpec(const StartOrder& order, const std::string& podman, ShimSpec& spec) const;
   void WriteExitVerdict(Run& run, std::string start_error, std::int32_t exit_code);
   RunState StateOf(const Run& run) const;
   Run Load(const std::string& run_id) const;

@@ -14,6 +14,14 @@
 //      gate opens leaves no job behind (the child reads EOF and exits).
 //   3. a CLOEXEC pipe reports a failed chdir/exec (errno) to the parent.
 //   4. waitpid, kill what is left of the job's process group, write exit.json.
+//
+// A container run (spec.image set) differs in two places: before step 2 the
+// shim makes sure the image is present (podman image exists, else podman
+// pull, bounded by the spec's pull timeout; a failure is the run's start
+// error), and before exit.json it removes the container. The job process is
+// then `podman run` in the foreground: it proxies the signals it gets (the
+// stop signal) to the container's main process, but a SIGKILL ends only
+// podman itself, so the removal is what ends the container.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -25,6 +33,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -84,6 +93,91 @@ int StartFailed(int log_fd, const std::string& why, int exit_code) {
   rec.ended_at_ms = rec.started_at_ms;
   rec.start_error = why;
   return WriteExit(rec);
+}
+
+// Runs a helper (podman) to completion with stdout and stderr on `out_fd`,
+// killing it after `timeout_ms`. Returns its exit code, -1 when it could not
+// run or timed out (`timed_out` tells which).
+int RunTool(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+            int out_fd, std::int64_t timeout_ms, bool* timed_out = nullptr) {
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = argv;
+  std::vector<char*> cargv;
+  for (auto& a : args) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  if (timed_out != nullptr) *timed_out = false;
+  pid_t pid = ::fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    ::setpgid(0, 0);  // its helpers go with it on a timeout
+    int null_fd = ::open("/dev/null", O_RDONLY);
+    if (null_fd >= 0) ::dup2(null_fd, 0);
+    ::dup2(out_fd, 1);
+    ::dup2(out_fd, 2);
+    ::execve(cargv[0], cargv.data(), envp.data());
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);
+  const std::int64_t deadline = WallMs() + timeout_ms;
+  for (;;) {
+    int status = 0;
+    pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (r < 0 && errno != EINTR) return -1;
+    if (WallMs() >= deadline) {
+      ::kill(-pid, SIGKILL);
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      if (timed_out != nullptr) *timed_out = true;
+      return -1;
+    }
+    timespec nap{0, 50'000'000};
+    ::nanosleep(&nap, nullptr);
+  }
+}
+
+// The last non-empty line of a file, without podman's "Error: " prefix: the
+// one line of a failed pull that says why.
+std::string LastLine(const std::string& path) {
+  auto text = berth::agent::ReadWholeFile(path);
+  if (!text) return "no output";
+  std::string t = *text;
+  while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
+  auto nl = t.rfind('\n');
+  std::string line = nl == std::string::npos ? t : t.substr(nl + 1);
+  if (line.starts_with("Error: ")) line.erase(0, 7);
+  return line.empty() ? "no output" : line;
+}
+
+// Makes sure a container run's image is present; returns why not, or "".
+// podman's pull output goes to pull.log and then into the job's log, where
+// the user looks for why a run took long to start.
+std::string EnsureImage(const berth::agent::ShimSpec& spec, int log_fd) {
+  const std::int64_t kCheckMs = 60'000;
+  int fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  int exists = RunTool({spec.podman, "image", "exists", spec.image}, spec.env, fd, kCheckMs);
+  if (fd >= 0) ::close(fd);
+  if (exists == 0) return "";
+  const std::string pull_log = PathIn(berth::agent::kPullLogFile);
+  int out = ::open(pull_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (out < 0) return "cannot open pull.log: " + std::string(std::strerror(errno));
+  const std::int64_t timeout = spec.pull_timeout_ms > 0 ? spec.pull_timeout_ms : 600'000;
+  bool timed_out = false;
+  int rc = RunTool({spec.podman, "pull", spec.image}, spec.env, out, timeout, &timed_out);
+  ::close(out);
+  if (auto text = berth::agent::ReadWholeFile(pull_log); text && log_fd >= 0) {
+    [[maybe_unused]] ssize_t n = ::write(log_fd, text->data(), text->size());
+  }
+  if (rc == 0) return "";
+  if (timed_out) {
+    return "could not pull image " + spec.image + ": no answer within " +
+           std::to_string(timeout / 1000) + " s (the agent's --pull-timeout)";
+  }
+  return "could not pull image " + spec.image + ": " + LastLine(pull_log);
 }
 
 // Where to look for argv[0]: the job's own PATH, as execvpe would if it used
@@ -220,6 +314,12 @@ int main(int argc, char** argv) {
     return StartFailed(log_fd, "cannot start job: empty command", 127);
   }
 
+  if (!spec->image.empty()) {
+    if (std::string why = EnsureImage(*spec, log_fd); !why.empty()) {
+      return StartFailed(log_fd, why, 125);
+    }
+  }
+
   int gate[2];
   int report[2];
   if (::pipe2(gate, O_CLOEXEC) != 0 || ::pipe2(report, O_CLOEXEC) != 0) {
@@ -279,6 +379,15 @@ int main(int argc, char** argv) {
   // The run ends with its main process: whatever it left in its group would
   // otherwise hold GPUs the scheduler believes are free.
   ::kill(-pid, SIGKILL);
+  if (!spec->container_name.empty()) {
+    // podman may have died (SIGKILL after the grace period) with the
+    // container still running: kill and remove it, or it keeps the GPUs.
+    int fd = ::open(PathIn(berth::agent::kShimLogFile).c_str(),
+                    O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    RunTool({spec->podman, "rm", "--force", "--ignore", "--time", "0", spec->container_name},
+            spec->env, fd, 60'000);
+    if (fd >= 0) ::close(fd);
+  }
   if (WIFSIGNALED(status)) {
     out.signal = WTERMSIG(status);
     out.exit_code = 128 + out.signal;

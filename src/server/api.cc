@@ -19,6 +19,7 @@
 #include "server/policy_diff.h"
 #include "server/policy_preview.h"
 #include "server/render.h"
+#include "server/run_log.h"
 #include "server/snapshot_builder.h"
 #include "sim/history.h"
 
@@ -331,21 +332,20 @@ void Api::Logs(const httplib::Request& req, httplib::Response& res) {
   auto drain = [this, job_id, state, last_header](httplib::DataSink& sink) -> bool {
     bool many = state->size() > 1;
     for (auto& c : *state) {
-      std::ifstream in(controller_.LogPath(job_id, c.run_id), std::ios::binary);
-      if (!in) continue;
-      in.seekg(static_cast<std::streamoff>(c.offset));
-      std::string buf(64 * 1024, '\0');
+      const auto path = controller_.LogPath(job_id, c.run_id);
       for (;;) {
-        in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-        auto n = static_cast<std::size_t>(in.gcount());
+        // Absolute offsets: a log trimmed past its limit while it is being
+        // followed shows the marker, then carries on with the kept tail.
+        auto slice = ReadRunLog(path, c.offset, 64 * 1024, controller_.log_limit_bytes());
+        auto n = slice.data.size();
         if (n == 0) break;
         if (many && *last_header != c.run_id) {
           auto header = fmt::format("==> replica {} (attempt {}) <==\n", c.replica, c.attempt);
           if (!sink.write(header.data(), header.size())) return false;
           *last_header = c.run_id;
         }
-        if (!sink.write(buf.data(), n)) return false;
-        c.offset += n;
+        if (!sink.write(slice.data.data(), n)) return false;
+        c.offset = slice.next;
       }
     }
     return true;

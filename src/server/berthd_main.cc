@@ -113,6 +113,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--log-level", log_level, "trace, debug, info, warn or error")
       ->capture_default_str();
+  std::string log_limit = "64Mi";
+  app.add_option("--log-limit", log_limit,
+                 "Per-run log size kept (e.g. 64Mi); a longer log keeps its first quarter and its "
+                 "latest output, with a marker where bytes were dropped; 0: unlimited")
+      ->capture_default_str();
   std::string shared_gpus;
   app.add_option("--shared-gpus", shared_gpus,
                  "All-in-one: the embedded agents' GPUs in sharing mode, taking slices of jobs "
@@ -139,6 +144,12 @@ int main(int argc, char** argv) {
         "and the lease must be longer than the heartbeat");
   }
 
+  auto log_limit_bytes = berth::ParseBytes(log_limit);
+  if (!log_limit_bytes || (*log_limit_bytes > 0 && *log_limit_bytes < 4096)) {
+    return Fatal(fmt::format("--log-limit '{}': write a size of at least 4Ki, such as 64Mi, or 0",
+                             log_limit));
+  }
+
   // Simulated inventory (validated before anything is started).
   std::vector<berth::model::NodeInfo> sim_nodes;
   if (!simulate.empty()) {
@@ -156,6 +167,7 @@ int main(int argc, char** argv) {
   options.heartbeat_interval_ms = *heartbeat_ms;
   options.stop_grace_ms = *grace_ms;
   options.node_lost_grace_ms = *lost_grace_ms;
+  options.log_limit_bytes = *log_limit_bytes;
   berth::server::Controller controller(**store, scheduler, clock, options);
 
   berth::server::AgentService agent_service(controller);

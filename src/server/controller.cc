@@ -6,10 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
 #include <set>
 
 #include "model/failure.h"
+#include "server/run_log.h"
 #include "server/snapshot_builder.h"
 
 namespace berth::server {
@@ -717,17 +717,7 @@ std::filesystem::path Controller::LogPath(std::int64_t job_id, const std::string
 
 std::string Controller::LogTail(std::int64_t job_id, const std::string& run_id,
                                 std::size_t bytes) const {
-  std::string tail;
-  std::ifstream in(LogPath(job_id, run_id), std::ios::binary | std::ios::ate);
-  if (!in) return tail;
-  const std::streamoff size = in.tellg();
-  const std::streamoff from =
-      std::max<std::streamoff>(0, size - static_cast<std::streamoff>(bytes));
-  in.seekg(from);
-  tail.resize(static_cast<std::size_t>(size - from));
-  in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
-  tail.resize(static_cast<std::size_t>(in.gcount()));
-  return tail;
+  return RunLogTail(LogPath(job_id, run_id), bytes, options_.log_limit_bytes);
 }
 
 void Controller::ClassifyExit(store::RunExit& exit, std::int64_t job_id) const {
@@ -769,9 +759,9 @@ Status Controller::OnRegister(const berth::v1::Register& reg,
     if (!run) return std::unexpected(run.error());
     std::uint64_t have = 0;
     if (*run) {
-      std::error_code ec;
-      auto size = std::filesystem::file_size(LogPath((*run)->job_id, r.run_id()), ec);
-      if (!ec) have = size;
+      // Every byte received, the dropped middle of a long log included: the
+      // agent resumes after it.
+      have = RunLogReceived(LogPath((*run)->job_id, r.run_id()));
     }
     (*registered->mutable_log_offsets())[r.run_id()] = have;
     if (r.phase() == berth::v1::RunStatus::EXITED) {
@@ -991,15 +981,8 @@ Status Controller::OnLogChunk(const std::string& node, const berth::v1::LogChunk
   auto path = LogPath((*run)->job_id, msg.run_id());
   std::error_code ec;
   std::filesystem::create_directories(path.parent_path(), ec);
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0640);
-  if (fd < 0) return Fail(Code::kInternal, fmt::format("cannot open log {}", path.string()));
-  const auto& data = msg.data();
-  auto written = ::pwrite(fd, data.data(), data.size(), static_cast<off_t>(msg.offset()));
-  ::close(fd);
-  if (written != static_cast<ssize_t>(data.size())) {
-    return Fail(Code::kInternal, fmt::format("short write to log {}", path.string()));
-  }
-  return Ok();
+  std::lock_guard lock(log_mu_);
+  return WriteRunLog(path, msg.offset(), msg.data(), options_.log_limit_bytes);
 }
 
 }  // namespace berth::server

@@ -34,6 +34,9 @@ struct ControllerOptions {
   // lapsed (the agent may just be restarting); their gangs then stop and
   // follow their retry policies.
   TimeMs node_lost_grace_ms = 60'000;
+  // Each run's log past this keeps its head and latest output (run_log.h);
+  // 0: unlimited.
+  std::uint64_t log_limit_bytes = std::uint64_t{64} << 20;
 };
 
 // A node as the API shows it: stored inventory plus live lease state.
@@ -69,6 +72,8 @@ class Controller {
   [[nodiscard]] Result<bool> Uncordon(const std::string& node, std::optional<std::uint32_t> gpu,
                                       const std::string& by);
   std::filesystem::path LogPath(std::int64_t job_id, const std::string& run_id) const;
+  // Reading a run's log as kept under the limit (see run_log.h).
+  std::uint64_t log_limit_bytes() const { return options_.log_limit_bytes; }
 
   // --- scheduling policy ---
   // The active policy, cached with its version and re-read after every
@@ -176,7 +181,8 @@ class Controller {
   bool ledger_built_ = false;
   std::map<std::string, model::UsageInterval> ledger_active_;
 
-  std::mutex mu_;  // guards everything below
+  std::mutex log_mu_;  // one log writer at a time: a trim must not race a chunk
+  std::mutex mu_;      // guards everything below
   std::condition_variable cv_;
   bool wake_ = false;
   bool stopping_ = false;

@@ -230,15 +230,20 @@ std::string_view OpenApiDocument() {
         "cancel_requested": {"type": "boolean"},
         "policy_version": {"type": "integer", "nullable": true, "description": "The policy version the job was last scheduled under"},
         "spec": {"type": "object"},
-        "placement": {"type": "array", "items": {"type": "object", "properties": {
-          "replica": {"type": "integer"}, "attempt": {"type": "integer"}, "run_id": {"type": "string"}, "node": {"type": "string"},
-          "gpus": {"type": "array", "items": {"type": "integer"}}, "gpu_uuids": {"type": "array", "items": {"type": "string"}},
-          "gpu_share_mgpu": {"type": "integer", "description": "A slice of its one GPU (0: whole GPUs)"}, "gpu_share_bytes": {"type": "integer"},
-          "state": {"type": "string", "enum": ["Starting", "Running", "Exited"]}, "pid": {"type": "integer", "nullable": true},
-          "exit_code": {"type": "integer", "nullable": true}, "signal": {"type": "integer", "nullable": true},
-          "stopped_for": {"type": "string"}, "start_error": {"type": "string"}}}},
+        "placement": {"type": "array", "description": "The runs of the current attempt", "items": {"$ref": "#/components/schemas/Run"}},
+        "runs": {"type": "array", "description": "Every attempt's runs (job detail only)", "items": {"$ref": "#/components/schemas/Run"}},
         "timeline": {"type": "array", "items": {"type": "object", "properties": {"time_ms": {"type": "integer"}, "state": {"type": "string"}, "event": {"type": "string"}, "message": {"type": "string"}, "policy_version": {"type": "integer", "nullable": true}}}}
       }},
+      "Run": {"type": "object", "properties": {
+        "replica": {"type": "integer"}, "attempt": {"type": "integer"}, "run_id": {"type": "string"}, "node": {"type": "string"},
+        "gpus": {"type": "array", "items": {"type": "integer"}}, "gpu_uuids": {"type": "array", "items": {"type": "string"}},
+        "gpu_share_mgpu": {"type": "integer", "description": "A slice of its one GPU (0: whole GPUs)"}, "gpu_share_bytes": {"type": "integer"},
+        "state": {"type": "string", "enum": ["Starting", "Running", "Exited"]}, "pid": {"type": "integer", "nullable": true},
+        "exit_code": {"type": "integer", "nullable": true}, "signal": {"type": "integer", "nullable": true},
+        "stopped_for": {"type": "string"}, "start_error": {"type": "string"},
+        "clean_stop": {"type": "boolean", "nullable": true, "description": "Stopped by Berth: true when it exited within its grace period after the stop signal, false when it was killed"},
+        "last_checkpoint_ms": {"type": "integer", "nullable": true, "description": "Its checkpoint file's last change, unix ms"},
+        "started_at_ms": {"type": "integer", "nullable": true}, "finished_at_ms": {"type": "integer", "nullable": true}}},
       "Why": {"type": "object", "properties": {
         "id": {"type": "integer"}, "name": {"type": "string"}, "tenant": {"type": "string"}, "queue": {"type": "string"},
         "state": {"type": "string", "enum": ["Pending", "Scheduled", "Running", "Succeeded", "Failed", "Cancelled"]},

@@ -18,29 +18,33 @@ json Opt(const std::optional<T>& v) {
 }  // namespace
 
 json JobJson(const store::JobRecord& job, bool with_timeline) {
+  auto run_json = [](const store::RunRecord& r) {
+    return json{{"replica", r.replica},
+                {"attempt", r.attempt},
+                {"run_id", r.run_id},
+                {"node", r.node},
+                {"gpus", r.gpu_indices},
+                {"gpu_uuids", r.gpu_uuids},
+                {"gpu_share_mgpu", r.gpu_share_millis},
+                {"gpu_share_bytes", r.gpu_share_bytes},
+                {"state", model::RunStateName(r.state)},
+                {"pid", r.pid == 0 ? json(nullptr) : json(r.pid)},
+                {"exit_code", Opt(r.exit_code)},
+                {"signal", Opt(r.signal)},
+                {"stopped_for", r.stopped_for},
+                {"start_error", r.start_error},
+                {"clean_stop", Opt(r.clean_stop)},
+                {"last_checkpoint_ms", Opt(r.last_checkpoint_ms)},
+                {"failure_class", r.failure_class},
+                {"stop_detail", r.stop_detail},
+                {"started_at_ms", Opt(r.started_at_ms)},
+                {"finished_at_ms", Opt(r.finished_at_ms)}};
+  };
   json placement = json::array();
   std::uint32_t attempt = 0;
   for (const auto& r : job.runs) attempt = std::max(attempt, r.attempt);
   for (const auto& r : job.runs) {
-    if (r.attempt != attempt) continue;
-    placement.push_back({{"replica", r.replica},
-                         {"attempt", r.attempt},
-                         {"run_id", r.run_id},
-                         {"node", r.node},
-                         {"gpus", r.gpu_indices},
-                         {"gpu_uuids", r.gpu_uuids},
-                         {"gpu_share_mgpu", r.gpu_share_millis},
-                         {"gpu_share_bytes", r.gpu_share_bytes},
-                         {"state", model::RunStateName(r.state)},
-                         {"pid", r.pid == 0 ? json(nullptr) : json(r.pid)},
-                         {"exit_code", Opt(r.exit_code)},
-                         {"signal", Opt(r.signal)},
-                         {"stopped_for", r.stopped_for},
-                         {"start_error", r.start_error},
-                         {"failure_class", r.failure_class},
-                         {"stop_detail", r.stop_detail},
-                         {"started_at_ms", Opt(r.started_at_ms)},
-                         {"finished_at_ms", Opt(r.finished_at_ms)}});
+    if (r.attempt == attempt) placement.push_back(run_json(r));
   }
   json out{{"id", job.id},
            {"name", job.spec.name},
@@ -60,6 +64,11 @@ json JobJson(const store::JobRecord& job, bool with_timeline) {
            {"spec", model::ToJson(job.spec)},
            {"placement", placement}};
   if (with_timeline) {
+    // Every attempt's runs: how earlier attempts ended (a clean checkpointed
+    // stop, a kill after the grace period) explains the current one.
+    json runs = json::array();
+    for (const auto& r : job.runs) runs.push_back(run_json(r));
+    out["runs"] = std::move(runs);
     json timeline = json::array();
     for (const auto& e : job.timeline) {
       timeline.push_back({{"time_ms", e.time_ms},

@@ -177,6 +177,28 @@ std::string Plural(std::int64_t n, std::string_view one, std::string_view many) 
   return fmt::format("{} {}", n, n == 1 ? one : many);
 }
 
+// The checkpoint handshake's outcome for an Exited event: whether a run that
+// Berth stopped had time to save its work, and how old its last checkpoint
+// is. Users deciding whether to trust a resumed run read exactly this.
+std::string CheckpointNote(std::string_view stopped_for, const RunExit& exit,
+                           std::optional<TimeMs> stored_checkpoint_ms) {
+  std::string note;
+  if (exit.clean_stop && !stopped_for.empty() && stopped_for != "lost") {
+    note += *exit.clean_stop ? "; it exited within its grace period"
+                             : "; it was killed after its grace period (no clean checkpoint)";
+  }
+  std::optional<TimeMs> checkpoint = exit.last_checkpoint_ms;
+  if (stored_checkpoint_ms && (!checkpoint || *stored_checkpoint_ms > *checkpoint)) {
+    checkpoint = stored_checkpoint_ms;
+  }
+  if (checkpoint && *checkpoint > 0) {
+    const TimeMs before = std::max<TimeMs>(0, exit.ended_at_ms - *checkpoint);
+    note += fmt::format("; last checkpoint {}.{} s before the exit", before / 1000,
+                        (before % 1000) / 100);
+  }
+  return note;
+}
+
 std::string ReasonText(const model::Reason& r) {
   auto j = model::ToJson(r);
   j.erase("message");  // rendered at read time, in the reader's language
@@ -1076,6 +1098,7 @@ Result<JobRecord> SqliteStore::MarkRunExited(const RunExit& exit, TimeMs now) {
                       : exit.signal != 0 ? fmt::format("was killed by signal {}", exit.signal)
                                          : fmt::format("exited with code {}", exit.exit_code);
     if (!stopped_for.empty()) how += fmt::format(" (stopped: {})", stopped_for);
+    how += CheckpointNote(stopped_for, exit, run.last_checkpoint_ms);
     auto job = LoadJob(run.job_id, false);
     if (!job) return std::unexpected(job.error());
     BERTH_RETURN_IF_ERROR(AddEvent(run.job_id, exit.ended_at_ms, (*job)->state, "Exited",

@@ -34,7 +34,8 @@ class IntegrationTest : public ::testing::Test {
   // A started berth-agent for `berthd` (see StartAgent); lives until the end
   // of the test unless killed.
   Process& NewAgent(const Berthd& berthd, const std::filesystem::path& data_dir,
-                    const std::filesystem::path& simulate, const std::string& log_name);
+                    const std::filesystem::path& simulate, const std::string& log_name,
+                    const std::map<std::string, std::string>& env = {});
 
   // Runs the real `berth` CLI against `berthd`.
   CommandResult Cli(const Berthd& berthd, const std::vector<std::string>& args) const;

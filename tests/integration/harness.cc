@@ -415,7 +415,8 @@ bool Berthd::WaitForNode(const std::string& state, Ms timeout, const std::string
 
 std::unique_ptr<Process> StartAgent(const TempDir& dir, const Berthd& berthd,
                                     const fs::path& data_dir, const fs::path& simulate,
-                                    const std::string& log_name) {
+                                    const std::string& log_name,
+                                    const std::map<std::string, std::string>& env) {
   {
     std::ofstream marker(dir / log_name, std::ios::app);
     marker << "==== harness: berth-agent start ====\n";
@@ -424,7 +425,7 @@ std::unique_ptr<Process> StartAgent(const TempDir& dir, const Berthd& berthd,
       BinDir() / "berth-agent",
       std::vector<std::string>{"--server", berthd.agent_address(), "--data-dir", data_dir.string(),
                                "--simulate", simulate.string()},
-      dir / log_name);
+      dir / log_name, env);
 }
 
 int CountEvents(const json& job, const std::string& event) {

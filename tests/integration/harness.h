@@ -181,11 +181,13 @@ class Berthd {
   std::unique_ptr<Process> process_;
 };
 
-// A standalone berth-agent for `berthd` on a simulated node.
+// A standalone berth-agent for `berthd` on a simulated node; `env` entries
+// override the agent's environment (PATH, for a node without podman).
 std::unique_ptr<Process> StartAgent(const TempDir& dir, const Berthd& berthd,
                                     const std::filesystem::path& data_dir,
                                     const std::filesystem::path& simulate,
-                                    const std::string& log_name);
+                                    const std::string& log_name,
+                                    const std::map<std::string, std::string>& env = {});
 
 // Whether any event of the job's timeline is `event`, and how many are.
 int CountEvents(const nlohmann::json& job, const std::string& event);

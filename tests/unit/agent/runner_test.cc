@@ -1,5 +1,6 @@
 #include "agent/runner.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -11,6 +12,10 @@ namespace {
 
 using testing::TempDir;
 using testing::WaitFor;
+
+std::vector<std::string> Sh(const std::string& script) {
+  return {"sh", "-c", script};
+}
 
 // Gone, or a zombie nobody has reaped yet (init in a container may be slow).
 bool ProcessGone(std::int64_t pid) {
@@ -26,6 +31,7 @@ struct Seen {
   std::string log;
   std::optional<RunState> started;
   std::optional<RunState> exited;
+  std::vector<std::int64_t> checkpoints;  // kCheckpoint times, in order
 };
 
 class RunnerTest : public ::testing::Test {
@@ -57,6 +63,8 @@ class RunnerTest : public ::testing::Test {
         s.log += ev.data;
       } else if (ev.kind == RunEvent::Kind::kStarted) {
         s.started = ev.state;
+      } else if (ev.kind == RunEvent::Kind::kCheckpoint) {
+        s.checkpoints.push_back(ev.checkpoint_at_ms);
       } else {
         s.exited = ev.state;
       }
@@ -386,6 +394,167 @@ TEST_F(RunnerTest, LogsLargerThanAChunkArriveWholeAndInOrder) {
   ASSERT_TRUE(PollUntilExited(runner, "r1"));
   EXPECT_EQ(seen_["r1"].log, std::string(200000, 'x'));
   EXPECT_EQ(seen_["r1"].kinds.back(), RunEvent::Kind::kExited);
+}
+
+// --- the checkpoint handshake ---
+
+// A job that saves on SIGUSR1 and would fail loudly on SIGTERM: only the
+// run's own stop signal lets it exit 0.
+const char* const kSavesOnUsr1 =
+    "trap 'echo saved; exit 0' USR1; trap 'echo wrong-signal; exit 3' TERM; echo ready; "
+    "while :; do sleep 0.05; done";
+
+TEST_F(RunnerTest, StopSendsTheRunsStopSignalAndAnExitWithinGraceIsClean) {
+  Runner runner(Options(), system_clock_);
+  StartOrder order = Order("r1", Sh(kSavesOnUsr1));
+  order.stop_signal = "SIGUSR1";
+  ASSERT_TRUE(runner.Start(order).has_value());
+  ASSERT_TRUE(PollUntilLogHas(runner, "r1", "ready"));
+  ASSERT_TRUE(runner.Stop("r1", "preempted", 10'000).has_value());
+  ASSERT_TRUE(PollUntilExited(runner, "r1"));
+  const auto& exit = *seen_["r1"].exited->exit;
+  EXPECT_NE(seen_["r1"].log.find("saved"), std::string::npos) << seen_["r1"].log;
+  EXPECT_EQ(exit.exit_code, 0);
+  EXPECT_EQ(exit.stopped_for, "preempted");
+  ASSERT_TRUE(exit.clean_stop.has_value());
+  EXPECT_TRUE(*exit.clean_stop);
+}
+
+TEST_F(RunnerTest, AJobIgnoringItsStopSignalIsKilledAfterItsGraceAndIsNotClean) {
+  ManualClock clock(SystemClock().NowMs());
+  Runner runner(Options(), clock);
+  StartOrder order = Order("r1", Sh("trap '' USR2; echo ready; while :; do sleep 0.05; done"));
+  order.stop_signal = "SIGUSR2";
+  order.grace_ms = 3'000;
+  ASSERT_TRUE(runner.Start(order).has_value());
+  ASSERT_TRUE(PollUntilLogHas(runner, "r1", "ready"));
+  // The order's grace (from the job's checkpoint block) wins over the stop's.
+  ASSERT_TRUE(runner.Stop("r1", "preempted", 60'000).has_value());
+  clock.Advance(2'000);
+  EXPECT_FALSE(WaitFor(
+      [&] {
+        Drain(runner);
+        return seen_["r1"].exited.has_value();
+      },
+      std::chrono::milliseconds(300)));
+  clock.Advance(1'001);
+  ASSERT_TRUE(PollUntilExited(runner, "r1"));
+  const auto& exit = *seen_["r1"].exited->exit;
+  EXPECT_EQ(exit.signal, SIGKILL);
+  ASSERT_TRUE(exit.clean_stop.has_value());
+  EXPECT_FALSE(*exit.clean_stop);
+}
+
+TEST_F(RunnerTest, AnUnstoppedRunSaysNothingAboutACleanStop) {
+  Runner runner(Options(), system_clock_);
+  ASSERT_TRUE(runner.Start(Order("r1", Sh("exit 0"))).has_value());
+  ASSERT_TRUE(PollUntilExited(runner, "r1"));
+  EXPECT_FALSE(seen_["r1"].exited->exit->clean_stop.has_value());
+}
+
+TEST_F(RunnerTest, TheKillVerdictSurvivesAnAgentRestart) {
+  ManualClock clock(SystemClock().NowMs());
+  auto a = std::make_unique<Runner>(Options(), clock);
+  StartOrder order = Order("r1", Sh("trap '' TERM; echo ready; while :; do sleep 0.05; done"));
+  order.grace_ms = 1'000;
+  ASSERT_TRUE(a->Start(order).has_value());
+  ASSERT_TRUE(PollUntilLogHas(*a, "r1", "ready"));
+  ASSERT_TRUE(a->Stop("r1", "cancelled", 1'000).has_value());
+  clock.Advance(1'001);
+  a->Supervise();  // records the kill, then sends it
+  auto stop = ParseStopRecord(ReadWholeFile((a->RunDir("r1") / "stop.json").string()).value());
+  ASSERT_TRUE(stop.has_value());
+  EXPECT_GT(stop->killed_at_ms, 0);
+  a.reset();
+  Runner b(Options(), clock);
+  ASSERT_TRUE(b.Scan().has_value());
+  seen_.clear();
+  ASSERT_TRUE(PollUntilExited(b, "r1"));
+  ASSERT_TRUE(seen_["r1"].exited->exit->clean_stop.has_value());
+  EXPECT_FALSE(*seen_["r1"].exited->exit->clean_stop);
+}
+
+TEST_F(RunnerTest, ARestartedAgentResendsTheRunsOwnStopSignal) {
+  ManualClock clock(SystemClock().NowMs());
+  auto a = std::make_unique<Runner>(Options(), clock);
+  // Saves on the second SIGUSR1 only: the first stands for a handshake that
+  // an agent restart interrupted. Any SIGTERM makes it exit 3.
+  StartOrder order = Order(
+      "r1", Sh("n=0; trap 'n=$((n+1)); echo usr1-$n; [ $n -ge 2 ] && exit 0' USR1; "
+               "trap 'echo wrong-signal; exit 3' TERM; echo ready; while :; do sleep 0.05; done"));
+  order.stop_signal = "SIGUSR1";
+  ASSERT_TRUE(a->Start(order).has_value());
+  ASSERT_TRUE(PollUntilLogHas(*a, "r1", "ready"));
+  ASSERT_TRUE(a->Stop("r1", "preempted", 5'000).has_value());
+  ASSERT_TRUE(PollUntilLogHas(*a, "r1", "usr1-1"));
+  a.reset();
+  Runner b(Options(), clock);
+  ASSERT_TRUE(b.Scan().has_value());
+  seen_.clear();
+  ASSERT_TRUE(PollUntilExited(b, "r1"));
+  const auto& exit = *seen_["r1"].exited->exit;
+  EXPECT_EQ(exit.exit_code, 0) << seen_["r1"].log;
+  EXPECT_TRUE(exit.clean_stop.value_or(false));
+}
+
+TEST_F(RunnerTest, ReportsEachNewerCheckpointFileTimeAndTheLastOneAtExit) {
+  Runner runner(Options(), system_clock_);
+  const auto file = dir_.path() / "ckpt" / "done";
+  std::filesystem::create_directories(file.parent_path());
+  const std::int64_t base_s = SystemClock().NowMs() / 1000 + 100;
+  // Two checkpoints with known mtimes; the second once the test says so.
+  const std::string script = fmt::format(
+      "touch -d @{0} {2}; echo one; while [ ! -e {3} ]; do sleep 0.05; done; "
+      "touch -d @{1} {2}; echo two; sleep 1.2",
+      base_s, base_s + 7, file.string(), (dir_.path() / "go").string());
+  StartOrder order = Order("r1", Sh(script));
+  order.checkpoint_file = file.string();
+  ASSERT_TRUE(runner.Start(order).has_value());
+  ASSERT_TRUE(WaitFor([&] {
+    Drain(runner);
+    return !seen_["r1"].checkpoints.empty();
+  }));
+  EXPECT_EQ(seen_["r1"].checkpoints.front(), base_s * 1000);
+  testing::WriteText(dir_.path() / "go", "");
+  ASSERT_TRUE(PollUntilExited(runner, "r1"));
+  ASSERT_EQ(seen_["r1"].checkpoints.size(), 2u);
+  EXPECT_EQ(seen_["r1"].checkpoints.back(), (base_s + 7) * 1000);
+  EXPECT_EQ(seen_["r1"].exited->exit->last_checkpoint_ms, (base_s + 7) * 1000);
+  // Checkpoints come before the exit.
+  EXPECT_EQ(seen_["r1"].kinds.back(), RunEvent::Kind::kExited);
+}
+
+TEST_F(RunnerTest, APreviousAttemptsCheckpointIsNotThisRuns) {
+  Runner runner(Options(), system_clock_);
+  const auto file = dir_.path() / "done";
+  testing::WriteText(file, "");
+  std::filesystem::last_write_time(
+      file, std::filesystem::file_time_type::clock::now() - std::chrono::hours(1));
+  StartOrder order = Order("r1", Sh("sleep 0.3"));
+  order.checkpoint_file = file.string();
+  ASSERT_TRUE(runner.Start(order).has_value());
+  ASSERT_TRUE(PollUntilExited(runner, "r1"));
+  EXPECT_TRUE(seen_["r1"].checkpoints.empty());
+  EXPECT_EQ(seen_["r1"].exited->exit->last_checkpoint_ms, 0);
+}
+
+// --- containers ---
+
+TEST_F(RunnerTest, AnImageWithoutPodmanFailsAtOnceWithWhatToDo) {
+  RunnerOptions o = Options();
+  o.search_path = (dir_.path() / "empty-bin").string() + ":/nonexistent";
+  std::filesystem::create_directories(dir_.path() / "empty-bin");
+  Runner runner(o, system_clock_);
+  StartOrder order = Order("r1", {"true"});
+  order.image = "docker.io/x:1";
+  ASSERT_TRUE(runner.Start(order).has_value());
+  ASSERT_TRUE(PollUntilExited(runner, "r1"));
+  const auto& exit = *seen_["r1"].exited->exit;
+  EXPECT_EQ(exit.exit_code, 127);
+  EXPECT_EQ(exit.start_error,
+            "image docker.io/x:1 needs a container runtime, but podman is not installed on node "
+            "node-1; install podman there or remove `image` from the job spec");
+  EXPECT_FALSE(seen_["r1"].started.has_value());
 }
 
 }  // namespace
