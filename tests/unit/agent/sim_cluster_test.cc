@@ -231,6 +231,35 @@ TEST(SimulatedProvider, ReportsItsNodesGpus) {
   EXPECT_EQ(found->cuda_version, "12.4");
 }
 
+TEST(SimulatedProvider, InjectedFaultsMakeThoseGpusUnhealthyUntilRemoved) {
+  auto nodes = ParseSimulatedCluster(kCluster);
+  ASSERT_TRUE(nodes.has_value());
+  testing::TempDir dir;
+  const auto faults = dir.path() / "faults";
+  SimulatedProvider provider((*nodes)[2], faults);
+  auto before = provider.Discover();
+  ASSERT_TRUE(before.has_value());  // no file: no faults
+  for (const auto& g : before->gpus) EXPECT_EQ(g.health, model::Health::kHealthy);
+
+  testing::WriteText(faults, "# injected\n1 Xid 79: GPU has fallen off the bus\n\n2\n");
+  auto found = provider.Discover();
+  ASSERT_TRUE(found.has_value()) << found.error().message;
+  EXPECT_EQ(found->gpus[0].health, model::Health::kHealthy);
+  EXPECT_EQ(found->gpus[1].health, model::Health::kUnhealthy);
+  EXPECT_EQ(found->gpus[1].health_detail, "Xid 79: GPU has fallen off the bus");
+  EXPECT_EQ(found->gpus[2].health_detail, "injected fault");
+
+  testing::WriteText(faults, "0 Xid 48\nx Xid 79\n");
+  auto bad = provider.Discover();
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message.find("line 2"), std::string::npos) << bad.error().message;
+
+  std::filesystem::remove(faults);
+  auto after = provider.Discover();
+  ASSERT_TRUE(after.has_value());
+  for (const auto& g : after->gpus) EXPECT_EQ(g.health, model::Health::kHealthy);
+}
+
 TEST(SimulatedProvider, DefaultNodeIsThisHostWithEightH100s) {
   model::NodeInfo node = DefaultSimulatedNode();
   EXPECT_FALSE(node.name.empty());

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <map>
 
 #include "store/sqlite_db.h"
 
@@ -152,6 +153,135 @@ TEST_F(SqliteStoreTest, FailedReplicaStopsTheRestOfTheGang) {
   EXPECT_EQ(job.state, model::JobState::kFailed);
   EXPECT_EQ(job.reason.counts.at("replica"), 0);
   EXPECT_EQ(job.exit_code, 1);
+}
+
+// A run that exited with `cls` (its failure class as berthd read it).
+RunExit FailedExit(const RunRecord& run, std::string cls, TimeMs at) {
+  RunExit e{run.run_id, 1, 0, at - 100, at, "", ""};
+  e.failure_class = std::move(cls);
+  return e;
+}
+
+TEST_F(SqliteStoreTest, ARetryableFailureRequeuesWithDoublingBackoffUntilAttemptsRunOut) {
+  auto spec = Spec("a");
+  spec.retry.max_attempts = 3;
+  spec.retry.backoff_ms = 5'000;
+  spec.retry.on = {"communication"};
+  auto id = *store_->CreateJob(spec, 1500);
+  Place(id, 1);
+  ASSERT_TRUE(
+      store_->MarkRunExited(FailedExit(store_->GetJob(id)->runs[0], "communication", 3000), 3000));
+  auto job = *store_->GetJob(id);
+  EXPECT_EQ(job.state, model::JobState::kPending);
+  EXPECT_EQ(job.reason.code, model::ReasonCode::kRetrying);
+  EXPECT_EQ(job.reason.counts.at("failures"), 1);
+  EXPECT_EQ(job.reason.counts.at("backoff_s"), 5);
+  EXPECT_EQ(job.retry_after_ms, 8'000);
+  EXPECT_EQ(job.failures, 1U);
+  EXPECT_EQ(job.reason.detail.rfind("communication: ", 0), 0U) << job.reason.detail;
+
+  Place(id, 1);  // attempt 2: placing clears the backoff
+  job = *store_->GetJob(id);
+  EXPECT_EQ(job.retry_after_ms, std::nullopt);
+  ASSERT_TRUE(store_->MarkRunExited(FailedExit(job.runs.back(), "communication", 20'000), 20'000));
+  job = *store_->GetJob(id);
+  EXPECT_EQ(job.state, model::JobState::kPending);
+  EXPECT_EQ(job.retry_after_ms, 30'000);  // doubled: 10 s
+
+  Place(id, 1);  // attempt 3 is the last the policy allows
+  job = *store_->GetJob(id);
+  ASSERT_TRUE(store_->MarkRunExited(FailedExit(job.runs.back(), "communication", 40'000), 40'000));
+  job = *store_->GetJob(id);
+  EXPECT_EQ(job.state, model::JobState::kFailed);
+  EXPECT_EQ(job.reason.code, model::ReasonCode::kFailedExitCode);
+  EXPECT_EQ(job.reason.counts.at("attempts"), 3);
+  EXPECT_EQ(job.reason.counts.at("retries_exhausted"), 1);
+  EXPECT_EQ(job.failures, 3U);
+  EXPECT_NE(model::RenderReason(job.reason).find("after 3 attempts"), std::string::npos);
+}
+
+TEST_F(SqliteStoreTest, AFailureItsPolicyDoesNotNameIsFinal) {
+  auto id = *store_->CreateJob(Spec("a"), 1500);  // default: node_lost, gpu_hardware
+  Place(id, 1);
+  ASSERT_TRUE(store_->MarkRunExited(
+      FailedExit(store_->GetJob(id)->runs[0], "gpu_out_of_memory", 3000), 3000));
+  auto job = *store_->GetJob(id);
+  EXPECT_EQ(job.state, model::JobState::kFailed);
+  EXPECT_EQ(job.reason.counts.at("retry_class_excluded"), 1);
+  EXPECT_EQ(job.failures, 1U);
+}
+
+TEST_F(SqliteStoreTest, AFailedGpuStopsItsGangAndRetriesByDefault) {
+  auto id = *store_->CreateJob(Spec("a", 2), 1500);
+  Place(id, 2);  // replica r on GPU r
+  auto other = *store_->CreateJob(Spec("b"), 1500);
+  sched::Plan plan;
+  sched::Placement p{other, {}};
+  p.replicas.push_back({0, "n1", {5}});
+  plan.placements.push_back(p);
+  ASSERT_TRUE(store_->ApplyPlan(plan, *store_->ListNodes(), 1, 2000));
+
+  auto jobs = store_->StopRunsOnGpu("n1", 1, "GPU 1 (uuid-1) on node n1: Xid 79", 2500);
+  ASSERT_TRUE(jobs.has_value()) << jobs.error().message;
+  EXPECT_EQ(*jobs, (std::vector<std::int64_t>{id}));
+  std::map<std::string, std::string> stopped;
+  auto active = *store_->ActiveRuns();
+  for (const auto& r : active) stopped[r.run_id] = r.stop_requested ? r.stopped_for : "";
+  auto runs = store_->GetJob(id)->runs;
+  EXPECT_EQ(stopped[runs[1].run_id], "gpu_error");
+  EXPECT_EQ(stopped[runs[0].run_id], "gang");
+  auto other_runs = store_->GetJob(other)->runs;
+  ASSERT_EQ(other_runs.size(), 1U);
+  EXPECT_EQ(stopped[other_runs[0].run_id], "");  // not on that GPU
+
+  ASSERT_TRUE(store_->MarkRunExited({runs[1].run_id, 0, 15, 2100, 2600, "gpu_error", ""}, 2600));
+  ASSERT_TRUE(store_->MarkRunExited({runs[0].run_id, 0, 15, 2100, 2700, "gang", ""}, 2700));
+  auto job = *store_->GetJob(id);
+  EXPECT_EQ(job.state, model::JobState::kPending);
+  EXPECT_EQ(job.reason.code, model::ReasonCode::kRetrying);
+  EXPECT_EQ(job.reason.detail.rfind("gpu_hardware: ", 0), 0U) << job.reason.detail;
+  EXPECT_NE(job.reason.detail.find("Xid 79"), std::string::npos) << job.reason.detail;
+}
+
+TEST_F(SqliteStoreTest, CordonsAreKeptPerNodeAndGpuAndUncordonResolvesAlerts) {
+  ASSERT_TRUE(store_->UpsertNode(NodeWith(4), 1000));
+  Cordon auto_cordon{"cordon", "Xid 48", "berth", true, 0};
+  ASSERT_TRUE(store_->SetCordon("n1", 2, auto_cordon, 2000));
+  EXPECT_EQ(store_->SetCordon("n1", 9, auto_cordon, 2000).error().code, Code::kNotFound);
+  EXPECT_EQ(store_->SetCordon("nope", std::nullopt, auto_cordon, 2000).error().code,
+            Code::kNotFound);
+  Alert alert;
+  alert.kind = "gpu_hardware";
+  alert.severity = "critical";
+  alert.node = "n1";
+  alert.gpu = 2;
+  alert.message = "Xid 48";
+  alert.raised_ms = 2000;
+  ASSERT_TRUE(store_->RaiseAlert(alert));
+  ASSERT_TRUE(store_->SetCordon("n1", std::nullopt, {"drain", "reboot", "ops", false, 0}, 2100));
+  Reopen();  // durable
+  auto nodes = *store_->ListNodes();
+  ASSERT_EQ(nodes.size(), 1U);
+  ASSERT_TRUE(nodes[0].cordon.has_value());
+  EXPECT_EQ(nodes[0].cordon->kind, "drain");
+  ASSERT_EQ(nodes[0].gpu_cordons.size(), 1U);
+  EXPECT_TRUE(nodes[0].gpu_cordons.at(2).automatic);
+  EXPECT_EQ(store_->ListAlerts(true)->size(), 1U);
+
+  EXPECT_EQ(store_->Uncordon("n1", 2, "alice", 3000), true);
+  EXPECT_EQ(store_->Uncordon("n1", 2, "alice", 3000), false);  // nothing left to lift
+  EXPECT_TRUE(store_->ListAlerts(true)->empty());
+  auto all = *store_->ListAlerts(false);
+  ASSERT_EQ(all.size(), 1U);
+  EXPECT_EQ(all[0].resolved_by, "alice");
+  nodes = *store_->ListNodes();
+  EXPECT_TRUE(nodes[0].gpu_cordons.empty());
+  EXPECT_TRUE(nodes[0].cordon.has_value());  // the node's drain stands
+  std::vector<std::string> events;
+  auto node_events = *store_->NodeEvents("n1", 10);
+  for (const auto& e : node_events) events.push_back(e.event);
+  EXPECT_EQ(events,
+            (std::vector<std::string>{"Registered", "GpuCordoned", "Draining", "GpuUncordoned"}));
 }
 
 TEST_F(SqliteStoreTest, CancelPendingIsImmediateAndRunningWaitsForExit) {
