@@ -77,6 +77,56 @@ std::string_view OpenApiDocument() {
       }
     },
     "/v1/nodes": {"get": {"summary": "Nodes with lease state and GPU counts", "responses": {"200": {"description": "Nodes", "content": {"application/json": {"schema": {"type": "object", "properties": {"nodes": {"type": "array", "items": {"$ref": "#/components/schemas/Node"}}}}}}}}}},
+    "/v1/jobs/{id}/checkpoint": {
+      "post": {
+        "summary": "A running job reports a checkpoint it saved",
+        "description": "Counts for the work an eviction would lose. Without at_ms the checkpoint is now.",
+        "parameters": [
+          {"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}},
+          {"name": "at_ms", "in": "query", "schema": {"type": "integer"}, "description": "When it was saved, unix ms, not in the future"}
+        ],
+        "responses": {"200": {"description": "Recorded: {job, checkpoint_at_ms, runs}"}, "400": {"description": "Bad at_ms (field: at_ms)"}, "404": {"description": "No such job"}, "409": {"description": "The job is not running"}}
+      }
+    },
+    "/v1/nodes/{node}": {
+      "get": {
+        "summary": "One node with its GPUs and its last 100 events",
+        "parameters": [{"name": "node", "in": "path", "required": true, "schema": {"type": "string"}}],
+        "responses": {"200": {"description": "The node: as in /v1/nodes, plus gpus and events [{time_ms, event, message}]"}, "404": {"description": "No such node"}}
+      }
+    },
+    "/v1/nodes/{node}/{action}": {
+      "post": {
+        "summary": "Cordon, drain or uncordon a node",
+        "description": "cordon: nothing new is placed there. drain: cordon and stop its jobs, which are queued again. uncordon: lift either.",
+        "parameters": [
+          {"name": "node", "in": "path", "required": true, "schema": {"type": "string"}},
+          {"name": "action", "in": "path", "required": true, "schema": {"type": "string", "enum": ["cordon", "drain", "uncordon"]}},
+          {"name": "reason", "in": "query", "schema": {"type": "string", "maxLength": 1024}}
+        ],
+        "responses": {"200": {"description": "Done: {node, gpu, action, reason} or {node, gpu, uncordoned}"}, "404": {"description": "No such node"}}
+      }
+    },
+    "/v1/nodes/{node}/gpus/{index}/{action}": {
+      "post": {
+        "summary": "Cordon or uncordon one GPU",
+        "description": "Uncordoning a GPU also resolves its open alerts.",
+        "parameters": [
+          {"name": "node", "in": "path", "required": true, "schema": {"type": "string"}},
+          {"name": "index", "in": "path", "required": true, "schema": {"type": "integer"}},
+          {"name": "action", "in": "path", "required": true, "schema": {"type": "string", "enum": ["cordon", "uncordon"]}},
+          {"name": "reason", "in": "query", "schema": {"type": "string", "maxLength": 1024}}
+        ],
+        "responses": {"200": {"description": "Done"}, "400": {"description": "Not a GPU index (field: gpu)"}, "404": {"description": "No such node or GPU"}}
+      }
+    },
+    "/v1/alerts": {
+      "get": {
+        "summary": "Open alerts (GPU hardware errors), oldest first",
+        "parameters": [{"name": "all", "in": "query", "schema": {"type": "boolean"}, "description": "Resolved ones too"}],
+        "responses": {"200": {"description": "{alerts: [{id, kind, severity, node, gpu, message, raised_ms, resolved_ms, resolved_by}]}"}}
+      }
+    },
     "/v1/gpus": {"get": {"summary": "Every GPU with its health and the job holding it", "responses": {"200": {"description": "GPUs", "content": {"application/json": {"schema": {"type": "object", "properties": {"gpus": {"type": "array", "items": {"$ref": "#/components/schemas/Gpu"}}}}}}}}}},
     "/v1/policy": {
       "get": {
