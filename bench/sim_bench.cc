@@ -19,6 +19,7 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <numeric>
 #include <random>
 #include <string>
@@ -75,6 +76,30 @@ void Report(const char* what, std::size_t jobs, const berth::sim::SimResult& r, 
       ru.ru_maxrss / 1024);
 }
 
+// Every decision the run made, one line per job and per cycle sample: two
+// builds that print the same file simulated the same thing (how a speed-up
+// is checked to change no result).
+bool WriteOutcomes(const std::string& path, const berth::sim::SimResult& r) {
+  std::ofstream out(path);
+  if (!out) return false;
+  for (const auto& o : r.jobs) {
+    out << "job " << o.id << ' ' << o.first_start_ms.value_or(-1) << ' ' << o.end_ms.value_or(-1)
+        << ' ' << o.evictions << ' ' << o.moves << ' ' << o.lost_gpu_ms << ' ' << o.failures << ' '
+        << o.lost_gpu_ms_to_failures;
+    for (const auto& rp : o.first_placement) {
+      out << ' ' << rp.node << ':';
+      for (auto g : rp.gpu_indices) out << g << ',';
+    }
+    out << '\n';
+  }
+  for (const auto& s : r.samples) {
+    out << "sample " << s.t_ms << ' ' << s.allocated_mgpu << ' ' << s.pending_jobs << ' '
+        << s.pending_mgpu << ' ' << s.idle_gpus_while_waiting << ' ' << s.down_gpus << '\n';
+  }
+  out << "cycles " << r.cycles << " failures " << r.node_failures << '\n';
+  return static_cast<bool>(out);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -91,6 +116,10 @@ int main(int argc, char** argv) {
   app.add_option("--synthetic-nodes", synthetic_nodes, "nodes of the synthetic cluster");
   app.add_option("--hours", hours, "simulated hours of the synthetic cluster");
   app.add_option("--cycle", cycle_s, "scheduling cycle, seconds");
+  std::string outcomes;
+  app.add_option("--outcomes", outcomes,
+                 "write every job's outcome and every cycle's sample to this file (to compare "
+                 "two builds' results)");
   CLI11_PARSE(app, argc, argv);
 
   std::vector<SimJob> jobs;
@@ -143,6 +172,10 @@ int main(int argc, char** argv) {
     if (o.end_ms) last = std::max(last, *o.end_ms);
   }
   if (options.horizon_ms > 0) last = first + options.horizon_ms;
+  if (!outcomes.empty() && !WriteOutcomes(outcomes, *result)) {
+    std::fprintf(stderr, "--outcomes: cannot write %s\n", outcomes.c_str());
+    return 1;
+  }
   Report(what, jobs.size(), *result, std::chrono::duration<double>(t1 - t0).count(), last - first);
   return 0;
 }

@@ -37,6 +37,8 @@ Cluster::Cluster(std::vector<NodeView> nodes) : nodes_(std::move(nodes)) {
       std::sort(n.gpus.begin(), n.gpus.end(), by_index);
     }
   }
+  index_.reserve(nodes_.size());
+  for (std::size_t n = 0; n < nodes_.size(); ++n) index_.emplace(nodes_[n].name, n);
   // Distinct models, sorted; a set of views, not a sort of every GPU's name.
   std::set<std::string_view> models;
   for (const auto& n : nodes_) {
@@ -67,7 +69,11 @@ Cluster::Cluster(std::vector<NodeView> nodes) : nodes_(std::move(nodes)) {
     healthy_.push_back(static_cast<std::uint32_t>(std::count_if(
         nodes_[n].gpus.begin(), nodes_[n].gpus.end(), [](const GpuView& g) { return g.healthy; })));
     if (nodes_[n].ready) max_healthy_ = std::max(max_healthy_, healthy_.back());
-    for (std::size_t c = 0; c < free_.size(); ++c) by_free_[c][free_[c][n]].insert(n);
+    // Nodes come in ascending index: each goes at the end of its set.
+    for (std::size_t c = 0; c < free_.size(); ++c) {
+      auto& bucket = by_free_[c][free_[c][n]];
+      bucket.insert(bucket.end(), n);
+    }
   }
 }
 
@@ -130,10 +136,9 @@ std::optional<std::size_t> Cluster::ClassOf(const model::Resources& r) const {
 }
 
 std::optional<std::size_t> Cluster::Find(std::string_view name) const {
-  auto it = std::lower_bound(nodes_.begin(), nodes_.end(), name,
-                             [](const NodeView& n, std::string_view v) { return n.name < v; });
-  if (it == nodes_.end() || it->name != name) return std::nullopt;
-  return static_cast<std::size_t>(it - nodes_.begin());
+  auto it = index_.find(name);
+  if (it == index_.end()) return std::nullopt;
+  return it->second;
 }
 
 const GpuView* Cluster::Gpu(std::size_t n, std::uint32_t index) const {

@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "model/policy.h"
@@ -35,6 +36,9 @@ struct JobShape {
 class Cluster {
  public:
   explicit Cluster(std::vector<NodeView> nodes);
+  // The name index points into nodes_: a copy would point into the original.
+  Cluster(const Cluster&) = delete;
+  Cluster& operator=(const Cluster&) = delete;
 
   const std::vector<NodeView>& nodes() const { return nodes_; }
   std::optional<std::size_t> Find(std::string_view name) const;
@@ -127,7 +131,11 @@ class Cluster {
   // model; nullopt when no node has the model, or a memory minimum applies.
   std::optional<std::size_t> ClassOf(const model::Resources& r) const;
 
-  std::vector<NodeView> nodes_;                     // sorted by name
+  std::vector<NodeView> nodes_;  // sorted by name
+  // Node index by name (the first of equal names, as a binary search finds):
+  // a search per placed replica and per running job's replica was a visible
+  // part of the cycle at 10,000 nodes.
+  std::unordered_map<std::string_view, std::size_t> index_;
   std::vector<std::string> models_;                 // GPU models present, sorted
   std::vector<std::vector<std::size_t>> model_of_;  // [node][gpu position] -> model id
   std::vector<std::uint32_t> healthy_;              // [node] healthy GPUs

@@ -24,6 +24,15 @@ using Usage = std::map<model::ResourceKey, std::int64_t>;
 // model, their memory, CPU and RAM.
 Usage UsageOf(const Cluster& cluster, const model::Resources& per_replica,
               const std::vector<ReplicaPlacement>& replicas);
+// UsageOf added into `into` (sums per key; the same keys appear).
+void AddUsageOf(const Cluster& cluster, const model::Resources& per_replica,
+                const std::vector<ReplicaPlacement>& replicas, Usage& into);
+// The same, with each replica's node already found: replicas[k] is on node
+// nodes[k] (nullopt: none of that name). Only replicas with GPUs are looked
+// at, so theirs are the only entries that must be right.
+void AddUsageOfAt(const Cluster& cluster, const model::Resources& per_replica,
+                  const std::vector<ReplicaPlacement>& replicas,
+                  const std::vector<std::optional<std::size_t>>& nodes, Usage& into);
 inline const model::ResourceKey kGpusKey{model::ResourceKind::kGpus, ""};
 
 // Why a placement was refused by quota, with the numbers for the reason.
@@ -44,6 +53,15 @@ class QuotaBook {
   QuotaBook(const model::Policy& policy, const Cluster& cluster,
             const std::vector<RunningJob>& running,
             const std::map<std::string, std::int64_t>& decayed_usage);
+  // Counts no running job yet: the caller adds them with AddRunning, which
+  // may sum the usage of many jobs of one queue first (the same book: the
+  // counts are sums).
+  QuotaBook(const model::Policy& policy, const Cluster& cluster,
+            const std::map<std::string, std::int64_t>& decayed_usage);
+  // What running jobs of queue `leaf` (nullopt: a queue the policy does not
+  // know) hold: counted as used, and their CPU and RAM as capacity (the
+  // snapshot's free CPU and RAM exclude them).
+  void AddRunning(std::optional<std::size_t> leaf, const Usage& usage);
 
   // Index of a queue by path; nullopt if the policy has none.
   std::optional<std::size_t> Find(std::string_view path) const;
