@@ -1,6 +1,7 @@
 #include "sched/core_scheduler.h"
 
 #include <algorithm>
+#include <array>
 #include <iterator>
 #include <map>
 #include <set>
@@ -60,11 +61,20 @@ Cycle::Cycle(const Snapshot& s)
   // One pass over the running jobs. What they count against quota is summed
   // per queue before it enters the book (the same sums as job by job, with
   // no map per job); lookups that depend only on a job's queue and priority
-  // are made once per distinct value, not once per job.
-  std::map<std::pair<std::string_view, std::string_view>, std::optional<std::size_t>> leaf_of;
+  // are made once per distinct value, not once per job, and consecutive jobs
+  // of one queue (the usual case) skip even the lookup of their queue.
+  struct Queue {
+    std::optional<std::size_t> leaf;
+    Usage* used = nullptr;
+    std::vector<std::size_t>* jobs = nullptr;                // its entry in running_by_leaf_
+    std::array<std::int8_t, 4> preemptible{-1, -1, -1, -1};  // by priority, when not asked
+  };
+  std::map<std::pair<std::string_view, std::string_view>, Queue> queues;
   std::map<std::optional<std::size_t>, Usage> used;
-  std::map<model::Priority, std::int32_t> priority_of;
-  std::map<std::tuple<std::size_t, model::Priority, std::optional<bool>>, bool> preemptible_of;
+  std::array<std::optional<std::int32_t>, 4> priority_of{};
+  Queue* q = nullptr;
+  std::string_view q_tenant;
+  std::string_view q_queue;
   running_queue_.reserve(s.running.size());
   running_priority_.reserve(s.running.size());
   running_preemptible_.reserve(s.running.size());
@@ -74,11 +84,20 @@ Cycle::Cycle(const Snapshot& s)
   std::vector<std::optional<std::size_t>> at;  // node of each replica of the job
   for (std::size_t i = 0; i < s.running.size(); ++i) {
     const RunningJob& r = s.running[i];
-    auto [lit, new_leaf] = leaf_of.try_emplace({r.tenant, r.queue});
-    if (new_leaf) lit->second = book_.Find(r.tenant + "/" + r.queue);
-    const std::optional<std::size_t> leaf = lit->second;
+    if (q == nullptr || r.tenant != q_tenant || r.queue != q_queue) {
+      auto [it, fresh] = queues.try_emplace({r.tenant, r.queue});
+      q = &it->second;
+      q_tenant = r.tenant;
+      q_queue = r.queue;
+      if (fresh) {
+        q->leaf = book_.Find(r.tenant + "/" + r.queue);
+        q->used = &used[q->leaf];
+        if (q->leaf) q->jobs = &running_by_leaf_[*q->leaf];
+      }
+    }
+    const std::optional<std::size_t> leaf = q->leaf;
     running_queue_.push_back(leaf);
-    if (leaf) running_by_leaf_[*leaf].push_back(running_queue_.size() - 1);
+    if (q->jobs != nullptr) q->jobs->push_back(i);
     // Nodes are looked up for jobs holding GPUs: their usage and ETA
     // blockers need them. A job without GPUs has its nodes found if
     // eviction or consolidation asks (RunningNodes).
@@ -98,18 +117,27 @@ Cycle::Cycle(const Snapshot& s)
     } else {
       at.resize(r.replicas.size());
     }
-    AddUsageOfAt(cluster_, r.resources, r.replicas, at, used[leaf]);
-    auto [pit, new_priority] = priority_of.try_emplace(r.priority);
-    if (new_priority) pit->second = PriorityValue(s.policy, r.priority);
-    running_priority_.push_back(pit->second);
+    AddUsageOfAt(cluster_, r.resources, r.replicas, at, *q->used);
+    const auto p = static_cast<std::size_t>(r.priority);
+    if (p < priority_of.size()) {
+      if (!priority_of[p]) priority_of[p] = PriorityValue(s.policy, r.priority);
+      running_priority_.push_back(*priority_of[p]);
+    } else {
+      running_priority_.push_back(PriorityValue(s.policy, r.priority));
+    }
     bool preemptible = false;
     if (leaf) {
-      auto [eit, new_key] = preemptible_of.try_emplace({*leaf, r.priority, r.preemptible});
-      if (new_key) {
-        eit->second =
+      if (r.preemptible || p >= q->preemptible.size()) {
+        preemptible =
             EffectivePreemptible(s.policy, &book_.queue(*leaf), r.priority, r.preemptible);
+      } else {
+        if (q->preemptible[p] < 0) {
+          q->preemptible[p] =
+              EffectivePreemptible(s.policy, &book_.queue(*leaf), r.priority, r.preemptible) ? 1
+                                                                                             : 0;
+        }
+        preemptible = q->preemptible[p] == 1;
       }
-      preemptible = eit->second;
     }
     running_preemptible_.push_back(preemptible);
   }

@@ -51,7 +51,7 @@ Cluster::Cluster(std::vector<NodeView> nodes) : nodes_(std::move(nodes)) {
   std::size_t most = 0;
   for (const auto& n : nodes_) most = std::max(most, n.gpus.size());
   free_.assign(models_.size() + 1, std::vector<std::uint32_t>(nodes_.size(), 0));
-  by_free_.assign(models_.size() + 1, std::vector<std::set<std::size_t>>(most + 1));
+  by_free_.assign(models_.size() + 1, std::vector<NodeSet>(most + 1, NodeSet(nodes_.size())));
   for (std::size_t n = 0; n < nodes_.size(); ++n) {
     std::vector<std::size_t> ids;
     for (const auto& g : nodes_[n].gpus) {
@@ -69,11 +69,7 @@ Cluster::Cluster(std::vector<NodeView> nodes) : nodes_(std::move(nodes)) {
     healthy_.push_back(static_cast<std::uint32_t>(std::count_if(
         nodes_[n].gpus.begin(), nodes_[n].gpus.end(), [](const GpuView& g) { return g.healthy; })));
     if (nodes_[n].ready) max_healthy_ = std::max(max_healthy_, healthy_.back());
-    // Nodes come in ascending index: each goes at the end of its set.
-    for (std::size_t c = 0; c < free_.size(); ++c) {
-      auto& bucket = by_free_[c][free_[c][n]];
-      bucket.insert(bucket.end(), n);
-    }
+    for (std::size_t c = 0; c < free_.size(); ++c) by_free_[c][free_[c][n]].insert(n);
   }
 }
 

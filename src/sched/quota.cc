@@ -38,6 +38,20 @@ void AddUsageOf(const Cluster& cluster, const model::Resources& r,
 void AddUsageOfAt(const Cluster& cluster, const model::Resources& r,
                   const std::vector<ReplicaPlacement>& replicas,
                   const std::vector<std::optional<std::size_t>>& nodes, Usage& u) {
+  // Summed first and entered once per key: the same keys and sums as adding
+  // GPU by GPU and replica by replica, without a map update for each.
+  bool any_gpu = false;
+  std::int64_t mgpu_sum = 0;
+  std::int64_t bytes_sum = 0;
+  const std::string* model_run = nullptr;  // consecutive GPUs of one model
+  std::int64_t model_sum = 0;
+  auto flush = [&] {
+    if (model_run != nullptr && !model_run->empty()) {
+      u[{model::ResourceKind::kGpus, *model_run}] += model_sum;
+    }
+    model_run = nullptr;
+    model_sum = 0;
+  };
   for (std::size_t k = 0; k < replicas.size(); ++k) {
     const ReplicaPlacement& rp = replicas[k];
     const std::optional<std::size_t>& n = nodes[k];
@@ -52,13 +66,26 @@ void AddUsageOfAt(const Cluster& cluster, const model::Resources& r,
         mgpu = s.millis;
         bytes = static_cast<std::int64_t>(s.bytes);
       }
-      u[kGpusKey] += mgpu;
+      any_gpu = true;
+      mgpu_sum += mgpu;
+      bytes_sum += bytes;
       const std::string& model = g != nullptr ? g->model : r.gpu_model;
-      if (!model.empty()) u[{model::ResourceKind::kGpus, model}] += mgpu;
-      u[kGpuMemoryKey] += bytes;
+      if (model_run == nullptr || *model_run != model) {
+        flush();
+        model_run = &model;
+      }
+      model_sum += mgpu;
     }
-    u[kCpuKey] += r.cpu_millis;
-    u[kMemoryKey] += static_cast<std::int64_t>(r.memory_bytes);
+  }
+  flush();
+  if (any_gpu) {
+    u[kGpusKey] += mgpu_sum;
+    u[kGpuMemoryKey] += bytes_sum;
+  }
+  if (!replicas.empty()) {
+    const auto count = static_cast<std::uint64_t>(replicas.size());
+    u[kCpuKey] += static_cast<std::int64_t>(std::uint64_t{r.cpu_millis} * count);
+    u[kMemoryKey] += static_cast<std::int64_t>(r.memory_bytes * count);
   }
 }
 
