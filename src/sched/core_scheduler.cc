@@ -65,12 +65,12 @@ Cycle::Cycle(const Snapshot& s)
   // of one queue (the usual case) skip even the lookup of their queue.
   struct Queue {
     std::optional<std::size_t> leaf;
-    Usage* used = nullptr;
+    UsageSum* used = nullptr;
     std::vector<std::size_t>* jobs = nullptr;                // its entry in running_by_leaf_
     std::array<std::int8_t, 4> preemptible{-1, -1, -1, -1};  // by priority, when not asked
   };
   std::map<std::pair<std::string_view, std::string_view>, Queue> queues;
-  std::map<std::optional<std::size_t>, Usage> used;
+  std::map<std::optional<std::size_t>, UsageSum> used;
   std::array<std::optional<std::int32_t>, 4> priority_of{};
   Queue* q = nullptr;
   std::string_view q_tenant;
@@ -104,7 +104,12 @@ Cycle::Cycle(const Snapshot& s)
     const bool has_gpus = std::any_of(r.replicas.begin(), r.replicas.end(),
                                       [](const auto& rp) { return !rp.gpu_indices.empty(); });
     at.clear();
-    if (has_gpus) {
+    if (has_gpus && r.replicas.size() == 1) {
+      // One replica, the usual case: its node list (RunningNodes) is that
+      // node, built if asked; no list allocated per job every cycle.
+      at.push_back(NodeIndex(r.replicas.front().node));
+      if (at.front() && r.max_runtime_ms <= 0) unlimited_on_[*at.front()].push_back(r.id);
+    } else if (has_gpus) {
       std::vector<std::size_t> nodes;
       for (const auto& rp : r.replicas) {
         at.push_back(NodeIndex(rp.node));
@@ -117,7 +122,7 @@ Cycle::Cycle(const Snapshot& s)
     } else {
       at.resize(r.replicas.size());
     }
-    AddUsageOfAt(cluster_, r.resources, r.replicas, at, *q->used);
+    q->used->Add(cluster_, r.resources, r.replicas, at);
     const auto p = static_cast<std::size_t>(r.priority);
     if (p < priority_of.size()) {
       if (!priority_of[p]) priority_of[p] = PriorityValue(s.policy, r.priority);
@@ -141,7 +146,11 @@ Cycle::Cycle(const Snapshot& s)
     }
     running_preemptible_.push_back(preemptible);
   }
-  for (const auto& [leaf, usage] : used) book_.AddRunning(leaf, usage);
+  for (const auto& [leaf, sum] : used) {
+    Usage usage;
+    sum.Into(usage);
+    book_.AddRunning(leaf, usage);
+  }
   evicted_.assign(s.running.size(), false);
 }
 

@@ -20,38 +20,21 @@ std::int64_t Get(const Usage& u, const model::ResourceKey& key) {
 
 Usage UsageOf(const Cluster& cluster, const model::Resources& r,
               const std::vector<ReplicaPlacement>& replicas) {
-  Usage u;
-  AddUsageOf(cluster, r, replicas, u);
-  return u;
-}
-
-void AddUsageOf(const Cluster& cluster, const model::Resources& r,
-                const std::vector<ReplicaPlacement>& replicas, Usage& u) {
   std::vector<std::optional<std::size_t>> nodes;
   nodes.reserve(replicas.size());
   for (const auto& rp : replicas) {
     nodes.push_back(rp.gpu_indices.empty() ? std::nullopt : cluster.Find(rp.node));
   }
-  AddUsageOfAt(cluster, r, replicas, nodes, u);
+  UsageSum sum;
+  sum.Add(cluster, r, replicas, nodes);
+  Usage u;
+  sum.Into(u);
+  return u;
 }
 
-void AddUsageOfAt(const Cluster& cluster, const model::Resources& r,
-                  const std::vector<ReplicaPlacement>& replicas,
-                  const std::vector<std::optional<std::size_t>>& nodes, Usage& u) {
-  // Summed first and entered once per key: the same keys and sums as adding
-  // GPU by GPU and replica by replica, without a map update for each.
-  bool any_gpu = false;
-  std::int64_t mgpu_sum = 0;
-  std::int64_t bytes_sum = 0;
-  const std::string* model_run = nullptr;  // consecutive GPUs of one model
-  std::int64_t model_sum = 0;
-  auto flush = [&] {
-    if (model_run != nullptr && !model_run->empty()) {
-      u[{model::ResourceKind::kGpus, *model_run}] += model_sum;
-    }
-    model_run = nullptr;
-    model_sum = 0;
-  };
+void UsageSum::Add(const Cluster& cluster, const model::Resources& r,
+                   const std::vector<ReplicaPlacement>& replicas,
+                   const std::vector<std::optional<std::size_t>>& nodes) {
   for (std::size_t k = 0; k < replicas.size(); ++k) {
     const ReplicaPlacement& rp = replicas[k];
     const std::optional<std::size_t>& n = nodes[k];
@@ -66,26 +49,38 @@ void AddUsageOfAt(const Cluster& cluster, const model::Resources& r,
         mgpu = s.millis;
         bytes = static_cast<std::int64_t>(s.bytes);
       }
-      any_gpu = true;
-      mgpu_sum += mgpu;
-      bytes_sum += bytes;
+      any_gpu_ = true;
+      mgpu_ += mgpu;
+      gpu_bytes_ += bytes;
+      // Counted under its model too, when it has one.
       const std::string& model = g != nullptr ? g->model : r.gpu_model;
-      if (model_run == nullptr || *model_run != model) {
-        flush();
-        model_run = &model;
+      if (model.empty()) continue;
+      auto it = std::find_if(models_.begin(), models_.end(),
+                             [&](const auto& m) { return m.first == model; });
+      if (it == models_.end()) {
+        models_.emplace_back(model, mgpu);
+      } else {
+        it->second += mgpu;
       }
-      model_sum += mgpu;
     }
-  }
-  flush();
-  if (any_gpu) {
-    u[kGpusKey] += mgpu_sum;
-    u[kGpuMemoryKey] += bytes_sum;
   }
   if (!replicas.empty()) {
     const auto count = static_cast<std::uint64_t>(replicas.size());
-    u[kCpuKey] += static_cast<std::int64_t>(std::uint64_t{r.cpu_millis} * count);
-    u[kMemoryKey] += static_cast<std::int64_t>(r.memory_bytes * count);
+    any_replica_ = true;
+    cpu_ += static_cast<std::int64_t>(std::uint64_t{r.cpu_millis} * count);
+    memory_ += static_cast<std::int64_t>(r.memory_bytes * count);
+  }
+}
+
+void UsageSum::Into(Usage& u) const {
+  if (any_gpu_) {
+    u[kGpusKey] += mgpu_;
+    u[kGpuMemoryKey] += gpu_bytes_;
+    for (const auto& [model, mgpu] : models_) u[{model::ResourceKind::kGpus, model}] += mgpu;
+  }
+  if (any_replica_) {
+    u[kCpuKey] += cpu_;
+    u[kMemoryKey] += memory_;
   }
 }
 

@@ -24,15 +24,30 @@ using Usage = std::map<model::ResourceKey, std::int64_t>;
 // model, their memory, CPU and RAM.
 Usage UsageOf(const Cluster& cluster, const model::Resources& per_replica,
               const std::vector<ReplicaPlacement>& replicas);
-// UsageOf added into `into` (sums per key; the same keys appear).
-void AddUsageOf(const Cluster& cluster, const model::Resources& per_replica,
-                const std::vector<ReplicaPlacement>& replicas, Usage& into);
-// The same, with each replica's node already found: replicas[k] is on node
-// nodes[k] (nullopt: none of that name). Only replicas with GPUs are looked
-// at, so theirs are the only entries that must be right.
-void AddUsageOfAt(const Cluster& cluster, const model::Resources& per_replica,
-                  const std::vector<ReplicaPlacement>& replicas,
-                  const std::vector<std::optional<std::size_t>>& nodes, Usage& into);
+// UsageOf summed over many jobs without a map update per job: the same keys
+// and the same sums as adding each job's UsageOf. The cycle sums every
+// running job of a queue this way (30,000 jobs a cycle at 10,000 nodes).
+class UsageSum {
+ public:
+  // Adds a job whose replicas[k] is on node nodes[k] (nullopt: none of that
+  // name). Only replicas with GPUs are looked up, so theirs are the only
+  // entries that must be right.
+  void Add(const Cluster& cluster, const model::Resources& per_replica,
+           const std::vector<ReplicaPlacement>& replicas,
+           const std::vector<std::optional<std::size_t>>& nodes);
+  // Adds the sums into `into`.
+  void Into(std::map<model::ResourceKey, std::int64_t>& into) const;
+
+ private:
+  bool any_gpu_ = false;
+  bool any_replica_ = false;
+  std::int64_t mgpu_ = 0;
+  std::int64_t gpu_bytes_ = 0;
+  std::int64_t cpu_ = 0;
+  std::int64_t memory_ = 0;
+  // Per GPU model name (never empty), in first-seen order; a handful at most.
+  std::vector<std::pair<std::string, std::int64_t>> models_;
+};
 inline const model::ResourceKey kGpusKey{model::ResourceKind::kGpus, ""};
 
 // Why a placement was refused by quota, with the numbers for the reason.
