@@ -58,14 +58,13 @@ Cluster::Cluster(std::vector<NodeView> nodes) : nodes_(std::move(nodes)) {
   for (const auto& n : nodes_) most = std::max(most, n.gpus.size());
   free_.assign(models_.size() + 1, std::vector<std::uint32_t>(nodes_.size(), 0));
   by_free_.assign(models_.size() + 1, std::vector<NodeSet>(most + 1, NodeSet(nodes_.size())));
-  model_of_.reserve(nodes_.size());
+  first_gpu_.reserve(nodes_.size() + 1);
   has_sharing_.reserve(nodes_.size());
   healthy_.reserve(nodes_.size());
   last = nullptr;
   std::size_t last_id = 0;
   for (std::size_t n = 0; n < nodes_.size(); ++n) {
-    std::vector<std::size_t> ids;
-    ids.reserve(nodes_[n].gpus.size());
+    first_gpu_.push_back(model_of_.size());
     for (const auto& g : nodes_[n].gpus) {
       if (last == nullptr || *last != g.model) {
         last_id = static_cast<std::size_t>(
@@ -73,13 +72,12 @@ Cluster::Cluster(std::vector<NodeView> nodes) : nodes_(std::move(nodes)) {
         last = &g.model;
       }
       const std::size_t m = last_id;
-      ids.push_back(m);
+      model_of_.push_back(m);
       if (g.free && g.healthy) {
         ++free_[0][n];
         ++free_[m + 1][n];
       }
     }
-    model_of_.push_back(std::move(ids));
     has_sharing_.push_back(std::any_of(nodes_[n].gpus.begin(), nodes_[n].gpus.end(),
                                        [](const GpuView& g) { return g.sharing; }));
     healthy_.push_back(static_cast<std::uint32_t>(std::count_if(
@@ -87,12 +85,13 @@ Cluster::Cluster(std::vector<NodeView> nodes) : nodes_(std::move(nodes)) {
     if (nodes_[n].ready) max_healthy_ = std::max(max_healthy_, healthy_.back());
     for (std::size_t c = 0; c < free_.size(); ++c) by_free_[c][free_[c][n]].insert(n);
   }
+  first_gpu_.push_back(model_of_.size());
 }
 
 void Cluster::SetFree(std::size_t n, std::size_t i, bool free) {
   GpuView& g = nodes_[n].gpus[i];
   if (g.healthy && g.free != free) {
-    for (std::size_t c : {std::size_t{0}, model_of_[n][i] + 1}) {
+    for (std::size_t c : {std::size_t{0}, model_of_[first_gpu_[n] + i] + 1}) {
       by_free_[c][free_[c][n]].erase(n);
       if (free) {
         ++free_[c][n];

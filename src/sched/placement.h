@@ -196,11 +196,14 @@ class Cluster {
   // a search per placed replica and per running job's replica was a visible
   // part of the cycle at 10,000 nodes.
   std::unordered_map<std::string_view, std::size_t> index_;
-  std::vector<std::string> models_;                 // GPU models present, sorted
-  std::vector<std::vector<std::size_t>> model_of_;  // [node][gpu position] -> model id
-  std::vector<std::uint32_t> healthy_;              // [node] healthy GPUs
-  std::vector<bool> has_sharing_;                   // [node] any GPU in sharing mode
-  std::uint32_t max_healthy_ = 0;                   // over ready nodes
+  std::vector<std::string> models_;  // GPU models present, sorted
+  // Model id of every GPU, node after node (one list, not one per node: a
+  // cycle builds it for every node); node n's GPUs start at first_gpu_[n].
+  std::vector<std::size_t> model_of_;
+  std::vector<std::size_t> first_gpu_;
+  std::vector<std::uint32_t> healthy_;  // [node] healthy GPUs
+  std::vector<bool> has_sharing_;       // [node] any GPU in sharing mode
+  std::uint32_t max_healthy_ = 0;       // over ready nodes
   std::uint64_t max_gpu_memory_ = 0;
   // [class][node]: GPUs both free and healthy, for class 0 (any model) and
   // 1 + each model: FreeEligible without a scan.
