@@ -9,7 +9,9 @@
 //                                           H simulated hours
 //
 // Prints jobs, cycles, wall time, simulated jobs per wall second, simulated
-// days per wall minute and peak RSS. Every job goes to one queue under the
+// days per wall minute and peak RSS. --outcomes FILE also writes what was
+// simulated (every job's outcome, every cycle's sample), so that two builds
+// can be checked to simulate the same thing. Every job goes to one queue under the
 // default policy: the figures are the engine's and the core's cost, not a
 // policy's. Targets (issue 4): the largest trace in at most 10 s; a
 // 10,000-node cluster at least one simulated day per wall minute.
