@@ -9,7 +9,9 @@
 //                                           H simulated hours
 //
 // Prints jobs, cycles, wall time, simulated jobs per wall second, simulated
-// days per wall minute and peak RSS. Every job goes to one queue under the
+// days per wall minute and peak RSS. --outcomes FILE also writes what was
+// simulated (every job's outcome, every cycle's sample), so that two builds
+// can be checked to simulate the same thing. Every job goes to one queue under the
 // default policy: the figures are the engine's and the core's cost, not a
 // policy's. Targets (issue 4): the largest trace in at most 10 s; a
 // 10,000-node cluster at least one simulated day per wall minute.
@@ -19,6 +21,7 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <numeric>
 #include <random>
 #include <string>
@@ -75,6 +78,30 @@ void Report(const char* what, std::size_t jobs, const berth::sim::SimResult& r, 
       ru.ru_maxrss / 1024);
 }
 
+// Every decision the run made, one line per job and per cycle sample: two
+// builds that print the same file simulated the same thing (how a speed-up
+// is checked to change no result).
+bool WriteOutcomes(const std::string& path, const berth::sim::SimResult& r) {
+  std::ofstream out(path);
+  if (!out) return false;
+  for (const auto& o : r.jobs) {
+    out << "job " << o.id << ' ' << o.first_start_ms.value_or(-1) << ' ' << o.end_ms.value_or(-1)
+        << ' ' << o.evictions << ' ' << o.moves << ' ' << o.lost_gpu_ms << ' ' << o.failures << ' '
+        << o.lost_gpu_ms_to_failures;
+    for (const auto& rp : o.first_placement) {
+      out << ' ' << rp.node << ':';
+      for (auto g : rp.gpu_indices) out << g << ',';
+    }
+    out << '\n';
+  }
+  for (const auto& s : r.samples) {
+    out << "sample " << s.t_ms << ' ' << s.allocated_mgpu << ' ' << s.pending_jobs << ' '
+        << s.pending_mgpu << ' ' << s.idle_gpus_while_waiting << ' ' << s.down_gpus << '\n';
+  }
+  out << "cycles " << r.cycles << " failures " << r.node_failures << '\n';
+  return static_cast<bool>(out);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -91,6 +118,10 @@ int main(int argc, char** argv) {
   app.add_option("--synthetic-nodes", synthetic_nodes, "nodes of the synthetic cluster");
   app.add_option("--hours", hours, "simulated hours of the synthetic cluster");
   app.add_option("--cycle", cycle_s, "scheduling cycle, seconds");
+  std::string outcomes;
+  app.add_option("--outcomes", outcomes,
+                 "write every job's outcome and every cycle's sample to this file (to compare "
+                 "two builds' results)");
   CLI11_PARSE(app, argc, argv);
 
   std::vector<SimJob> jobs;
@@ -143,6 +174,10 @@ int main(int argc, char** argv) {
     if (o.end_ms) last = std::max(last, *o.end_ms);
   }
   if (options.horizon_ms > 0) last = first + options.horizon_ms;
+  if (!outcomes.empty() && !WriteOutcomes(outcomes, *result)) {
+    std::fprintf(stderr, "--outcomes: cannot write %s\n", outcomes.c_str());
+    return 1;
+  }
   Report(what, jobs.size(), *result, std::chrono::duration<double>(t1 - t0).count(), last - first);
   return 0;
 }

@@ -44,6 +44,7 @@ class UsageLedger {
  private:
   // Milli-GPU-seconds an interval is worth at `now`.
   double Worth(const UsageInterval& i, TimeMs now) const;
+  double WorthUntil(std::int64_t mgpu, TimeMs start_ms, TimeMs end_ms, TimeMs now) const;
 
   struct Total {
     double value = 0;  // milli-GPU-seconds as of `at_ms`

@@ -195,7 +195,7 @@ Eta Cycle::Replay(const JobCtx& ctx) {
   }
   std::sort(unholds.begin(), unholds.end());
   auto relevant = [&](const TimedRelease& e) {
-    const auto& nodes = e.kind == 0 ? running_nodes_[e.index] : started_[e.index].nodes;
+    const auto& nodes = e.kind == 0 ? RunningNodes(e.index) : started_[e.index].nodes;
     if (e.kind == 0 && evicted_[e.index]) return false;
     return std::any_of(nodes.begin(), nodes.end(), [&](std::size_t n) { return usable[n] != 0; });
   };

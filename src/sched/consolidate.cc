@@ -37,7 +37,7 @@ void Cycle::FindMovable() {
         model::IsSlice(r.resources)) {
       continue;
     }
-    for (std::size_t n : running_nodes_[i]) {
+    for (std::size_t n : RunningNodes(i)) {
       if (movable_on_[n].empty()) movable_nodes_.push_back(n);
       movable_on_[n].push_back(i);
     }
@@ -153,7 +153,7 @@ bool Cycle::PlaceByMoving(const JobCtx& ctx) {
     moves.clear();
     for (std::size_t v : chosen) {
       cluster_.Release(s_.running[v]);
-      charge(*running_queue_[v], running_usage_[v], false);
+      charge(*running_queue_[v], RunningUsage(v), false);
     }
     HideReserved(EndOf(*ctx.job));
     auto placed = cluster_.PlaceGang(ctx.shape, nullptr);
@@ -256,7 +256,7 @@ void Cycle::CommitMoves(const JobCtx& ctx, std::vector<ReplicaPlacement> replica
     plan_.evictions.push_back(std::move(e));
     plan_.placements[job_placement].after_evicting.push_back(r.id);
     if (r.max_runtime_ms <= 0) {
-      for (std::size_t n : running_nodes_[m.running]) std::erase(unlimited_on_[n], r.id);
+      for (std::size_t n : RunningNodes(m.running)) std::erase(unlimited_on_[n], r.id);
     }
     // Its new place counts as started now, as any placement of this cycle.
     const JobCtx& mc = MoverCtx(m.running);

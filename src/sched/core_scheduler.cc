@@ -1,6 +1,7 @@
 #include "sched/core_scheduler.h"
 
 #include <algorithm>
+#include <array>
 #include <iterator>
 #include <map>
 #include <set>
@@ -56,39 +57,125 @@ bool EffectivePreemptible(const model::Policy& policy, const model::QueuePolicy*
 }
 
 Cycle::Cycle(const Snapshot& s)
-    : s_(s), cluster_(s.nodes), book_(s.policy, cluster_, s.running, s.decayed_usage) {
-  for (const auto& r : s.running) {
-    running_queue_.push_back(book_.Find(r.tenant + "/" + r.queue));
-    if (running_queue_.back())
-      running_by_leaf_[*running_queue_.back()].push_back(running_queue_.size() - 1);
-    running_usage_.push_back(UsageOf(cluster_, r.resources, r.replicas));
-    running_priority_.push_back(PriorityValue(s.policy, r.priority));
-    const auto& leaf = running_queue_.back();
-    running_preemptible_.push_back(
-        leaf && EffectivePreemptible(s.policy, &book_.queue(*leaf), r.priority, r.preemptible));
+    : s_(s), cluster_(s.nodes), book_(s.policy, cluster_, s.decayed_usage) {
+  // One pass over the running jobs. What they count against quota is summed
+  // per queue before it enters the book (the same sums as job by job, with
+  // no map per job); lookups that depend only on a job's queue and priority
+  // are made once per distinct value, not once per job, and consecutive jobs
+  // of one queue (the usual case) skip even the lookup of their queue.
+  struct Queue {
+    std::optional<std::size_t> leaf;
+    UsageSum* used = nullptr;
+    std::vector<std::size_t>* jobs = nullptr;                // its entry in running_by_leaf_
+    std::array<std::int8_t, 4> preemptible{-1, -1, -1, -1};  // by priority, when not asked
+  };
+  std::map<std::pair<std::string_view, std::string_view>, Queue> queues;
+  std::map<std::optional<std::size_t>, UsageSum> used;
+  std::array<std::optional<std::int32_t>, 4> priority_of{};
+  Queue* q = nullptr;
+  std::string_view q_tenant;
+  std::string_view q_queue;
+  running_queue_.reserve(s.running.size());
+  running_priority_.reserve(s.running.size());
+  running_preemptible_.reserve(s.running.size());
+  running_usage_.resize(s.running.size());
+  running_nodes_.resize(s.running.size());
+  unlimited_on_.resize(cluster_.nodes().size());
+  std::vector<std::optional<std::size_t>> at;  // node of each replica of the job
+  for (std::size_t i = 0; i < s.running.size(); ++i) {
+    const RunningJob& r = s.running[i];
+    if (q == nullptr || r.tenant != q_tenant || r.queue != q_queue) {
+      auto [it, fresh] = queues.try_emplace({r.tenant, r.queue});
+      q = &it->second;
+      q_tenant = r.tenant;
+      q_queue = r.queue;
+      if (fresh) {
+        q->leaf = book_.Find(r.tenant + "/" + r.queue);
+        q->used = &used[q->leaf];
+        if (q->leaf) q->jobs = &running_by_leaf_[*q->leaf];
+      }
+    }
+    const std::optional<std::size_t> leaf = q->leaf;
+    running_queue_.push_back(leaf);
+    if (q->jobs != nullptr) q->jobs->push_back(i);
+    // Nodes are looked up for jobs holding GPUs: their usage and ETA
+    // blockers need them. A job without GPUs has its nodes found if
+    // eviction or consolidation asks (RunningNodes).
+    const bool has_gpus = std::any_of(r.replicas.begin(), r.replicas.end(),
+                                      [](const auto& rp) { return !rp.gpu_indices.empty(); });
+    at.clear();
+    if (has_gpus && r.replicas.size() == 1) {
+      // One replica, the usual case: its node list (RunningNodes) is that
+      // node, built if asked; no list allocated per job every cycle.
+      at.push_back(NodeIndex(r.replicas.front().node));
+      if (at.front() && r.max_runtime_ms <= 0) unlimited_on_[*at.front()].push_back(r.id);
+    } else if (has_gpus) {
+      std::vector<std::size_t> nodes;
+      for (const auto& rp : r.replicas) {
+        at.push_back(NodeIndex(rp.node));
+        const auto& n = at.back();
+        if (!n || std::find(nodes.begin(), nodes.end(), *n) != nodes.end()) continue;
+        nodes.push_back(*n);
+        if (r.max_runtime_ms <= 0 && !rp.gpu_indices.empty()) unlimited_on_[*n].push_back(r.id);
+      }
+      running_nodes_[i] = std::move(nodes);
+    } else {
+      at.resize(r.replicas.size());
+    }
+    q->used->Add(cluster_, r.resources, r.replicas, at);
+    const auto p = static_cast<std::size_t>(r.priority);
+    if (p < priority_of.size()) {
+      if (!priority_of[p]) priority_of[p] = PriorityValue(s.policy, r.priority);
+      running_priority_.push_back(*priority_of[p]);
+    } else {
+      running_priority_.push_back(PriorityValue(s.policy, r.priority));
+    }
+    bool preemptible = false;
+    if (leaf) {
+      if (r.preemptible || p >= q->preemptible.size()) {
+        preemptible =
+            EffectivePreemptible(s.policy, &book_.queue(*leaf), r.priority, r.preemptible);
+      } else {
+        if (q->preemptible[p] < 0) {
+          q->preemptible[p] =
+              EffectivePreemptible(s.policy, &book_.queue(*leaf), r.priority, r.preemptible) ? 1
+                                                                                             : 0;
+        }
+        preemptible = q->preemptible[p] == 1;
+      }
+    }
+    running_preemptible_.push_back(preemptible);
+  }
+  for (const auto& [leaf, sum] : used) {
+    Usage usage;
+    sum.Into(usage);
+    book_.AddRunning(leaf, usage);
   }
   evicted_.assign(s.running.size(), false);
-  unlimited_on_.resize(cluster_.nodes().size());
-  node_index_.reserve(cluster_.nodes().size());
-  for (std::size_t n = 0; n < cluster_.nodes().size(); ++n) {
-    node_index_.emplace(cluster_.nodes()[n].name, n);
-  }
-  for (const auto& r : s.running) {
-    std::vector<std::size_t> nodes;
-    for (const auto& rp : r.replicas) {
+}
+
+const std::vector<std::size_t>& Cycle::RunningNodes(std::size_t i) const {
+  auto& nodes = running_nodes_[i];
+  if (!nodes) {
+    nodes.emplace();
+    for (const auto& rp : s_.running[i].replicas) {
       auto n = NodeIndex(rp.node);
-      if (!n || std::find(nodes.begin(), nodes.end(), *n) != nodes.end()) continue;
-      nodes.push_back(*n);
-      if (r.max_runtime_ms <= 0 && !rp.gpu_indices.empty()) unlimited_on_[*n].push_back(r.id);
+      if (!n || std::find(nodes->begin(), nodes->end(), *n) != nodes->end()) continue;
+      nodes->push_back(*n);
     }
-    running_nodes_.push_back(std::move(nodes));
   }
+  return *nodes;
+}
+
+const Usage& Cycle::RunningUsage(std::size_t i) {
+  if (!running_usage_[i]) {
+    running_usage_[i] = UsageOf(cluster_, s_.running[i].resources, s_.running[i].replicas);
+  }
+  return *running_usage_[i];
 }
 
 std::optional<std::size_t> Cycle::NodeIndex(std::string_view name) const {
-  auto it = node_index_.find(name);
-  if (it == node_index_.end()) return std::nullopt;
-  return it->second;
+  return cluster_.Find(name);
 }
 
 JobCtx Cycle::Resolve(const PendingJob& job) const {
@@ -155,7 +242,7 @@ void Cycle::Commit(const JobCtx& ctx, std::vector<ReplicaPlacement> replicas, co
     plan_.evictions.push_back(std::move(e));
     p.after_evicting.push_back(r.id);
     if (r.max_runtime_ms <= 0) {
-      for (std::size_t n : running_nodes_[v]) std::erase(unlimited_on_[n], r.id);
+      for (std::size_t n : RunningNodes(v)) std::erase(unlimited_on_[n], r.id);
     }
   }
   book_.Add(*ctx.leaf, delta);
@@ -464,6 +551,10 @@ Plan Cycle::Run() {
 }
 
 Plan CoreScheduler::Schedule(const Snapshot& snapshot) const {
+  // Evictions only ever make room for a waiting job: with none waiting the
+  // plan is empty, and building the cycle's cluster and quota book from
+  // every node and running job would only be thrown away.
+  if (snapshot.pending.empty()) return {};
   return Cycle(snapshot).Run();
 }
 

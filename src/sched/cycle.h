@@ -149,7 +149,11 @@ class Cycle {
   QuotaBook book_;
   std::vector<std::optional<std::size_t>> running_queue_;  // leaf of each running job
   std::vector<bool> evicted_;
-  std::vector<Usage> running_usage_;
+  // What each running job counts against quota, computed when eviction or
+  // consolidation first needs it: most cycles evict nothing, and building a
+  // map per running job every cycle was most of a cycle at 10,000 jobs.
+  std::vector<std::optional<Usage>> running_usage_;
+  const Usage& RunningUsage(std::size_t i);
   std::vector<std::int32_t> running_priority_;  // PriorityValue of each running job
   std::vector<bool> running_preemptible_;       // EffectivePreemptible of each
   std::map<std::size_t, std::vector<std::size_t>> running_by_leaf_;  // for preemption
@@ -201,12 +205,13 @@ class Cycle {
   };
   std::vector<TimedRelease> timeline_, fresh_, merged_;
   bool timeline_built_ = false;
-  std::size_t timed_started_ = 0;                        // started_ entries in timeline_
-  RunningJob scratch_;                                   // ReplayRelease's buffer
-  std::vector<std::vector<std::size_t>> running_nodes_;  // [running job] node indices
-  // Node index by name: Cluster::Find's binary search, once per placed
-  // replica, was a visible part of the cycle at 10,000 nodes.
-  std::unordered_map<std::string_view, std::size_t> node_index_;
+  std::size_t timed_started_ = 0;  // started_ entries in timeline_
+  RunningJob scratch_;             // ReplayRelease's buffer
+  // [running job] node indices of its replicas (each once, in replica
+  // order); found when first needed for jobs without GPUs.
+  mutable std::vector<std::optional<std::vector<std::size_t>>> running_nodes_;
+  const std::vector<std::size_t>& RunningNodes(std::size_t i) const;
+  // Node index by name (Cluster::Find).
   std::optional<std::size_t> NodeIndex(std::string_view name) const;
   // [node] ids of jobs without a max runtime holding GPUs there (ETA blockers).
   std::vector<std::vector<std::int64_t>> unlimited_on_;

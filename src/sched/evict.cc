@@ -44,9 +44,9 @@ std::vector<std::size_t> Cycle::Candidates(const JobCtx& ctx, EvictionCause caus
       if (evicted_[i] || !running_preemptible_[i]) continue;
       if (cause == EvictionCause::kPreempt && running_priority_[i] >= ctx.priority) continue;
       // Useless unless one of its replicas sits on a node the job could use.
-      bool useful =
-          std::any_of(running_nodes_[i].begin(), running_nodes_[i].end(),
-                      [&](std::size_t n) { return cluster_.StaticCause(n, ctx.shape).empty(); });
+      bool useful = std::any_of(RunningNodes(i).begin(), RunningNodes(i).end(), [&](std::size_t n) {
+        return cluster_.StaticCause(n, ctx.shape).empty();
+      });
       if (!useful) continue;
       if (s_.now_ms - r.started_at_ms < s_.policy.min_runtime_ms) {
         if (relief != nullptr) {
@@ -79,7 +79,7 @@ bool Cycle::Attempt(const JobCtx& ctx, const std::vector<std::size_t>& victims,
                     std::vector<ReplicaPlacement>& out, Usage& delta) {
   for (std::size_t v : victims) {
     cluster_.Release(s_.running[v]);
-    book_.Remove(*running_queue_[v], running_usage_[v]);
+    book_.Remove(*running_queue_[v], RunningUsage(v));
   }
   // GPUs the victims free may be reserved for another job (backfill).
   HideReserved(EndOf(*ctx.job));
@@ -101,7 +101,7 @@ bool Cycle::PlaceWithVictims(const JobCtx& ctx, EvictionCause cause) {
   std::vector<std::size_t> removed;  // victims currently taken out of the quota book
   auto undo = [&] {
     cluster_.Rollback(mark);
-    for (std::size_t v : removed) book_.Add(*running_queue_[v], running_usage_[v]);
+    for (std::size_t v : removed) book_.Add(*running_queue_[v], RunningUsage(v));
     removed.clear();
   };
   auto attempt = [&](const std::vector<std::size_t>& victims, std::vector<ReplicaPlacement>& out,
@@ -139,7 +139,7 @@ bool Cycle::PlaceWithVictims(const JobCtx& ctx, EvictionCause cause) {
     chosen.push_back(c);
     removed.push_back(c);
     cluster_.Release(s_.running[c]);
-    book_.Remove(*running_queue_[c], running_usage_[c]);
+    book_.Remove(*running_queue_[c], RunningUsage(c));
   };
   bool gpus_fit = false;  // the last try found GPUs: quota is what stands in the way
   auto try_place = [&] {

@@ -5,6 +5,7 @@
 // evictions commit all together or not at all.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -12,6 +13,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "model/policy.h"
@@ -32,9 +34,71 @@ struct JobShape {
   model::Topology topology;
 };
 
+// A set of node indices iterated in ascending order, as bits. Cluster keeps
+// its nodes by free-GPU count in these: a std::set per count cost a node
+// allocation per node every cycle (10,000 at 10,000 nodes) to build and as
+// many to free, for what inserts, erases and walks in index order.
+class NodeSet {
+ public:
+  explicit NodeSet(std::size_t nodes = 0) : words_((nodes + 63) / 64, 0) {}
+  void insert(std::size_t n) {
+    std::uint64_t& w = words_[n / 64];
+    const std::uint64_t bit = std::uint64_t{1} << (n % 64);
+    if ((w & bit) == 0) ++size_;
+    w |= bit;
+  }
+  void erase(std::size_t n) {
+    std::uint64_t& w = words_[n / 64];
+    const std::uint64_t bit = std::uint64_t{1} << (n % 64);
+    if ((w & bit) != 0) --size_;
+    w &= ~bit;
+  }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+
+  class iterator {
+   public:
+    iterator(const std::vector<std::uint64_t>* words, std::size_t word, std::uint64_t rest)
+        : words_(words), word_(word), rest_(rest) {
+      Settle();
+    }
+    std::size_t operator*() const {
+      return word_ * 64 + static_cast<std::size_t>(std::countr_zero(rest_));
+    }
+    iterator& operator++() {
+      rest_ &= rest_ - 1;
+      Settle();
+      return *this;
+    }
+    bool operator==(const iterator& o) const { return word_ == o.word_ && rest_ == o.rest_; }
+
+   private:
+    // Moves to the next word with a bit left, or to the end.
+    void Settle() {
+      while (rest_ == 0 && word_ + 1 < words_->size()) rest_ = (*words_)[++word_];
+      if (rest_ == 0) word_ = words_->size();
+    }
+    const std::vector<std::uint64_t>* words_;
+    std::size_t word_;
+    std::uint64_t rest_;
+  };
+  iterator begin() const {
+    if (size_ == 0) return end();
+    return iterator(&words_, 0, words_[0]);
+  }
+  iterator end() const { return iterator(&words_, words_.size(), 0); }
+
+ private:
+  std::vector<std::uint64_t> words_;
+  std::size_t size_ = 0;
+};
+
 class Cluster {
  public:
   explicit Cluster(std::vector<NodeView> nodes);
+  // The name index points into nodes_: a copy would point into the original.
+  Cluster(const Cluster&) = delete;
+  Cluster& operator=(const Cluster&) = delete;
 
   const std::vector<NodeView>& nodes() const { return nodes_; }
   std::optional<std::size_t> Find(std::string_view name) const;
@@ -127,18 +191,25 @@ class Cluster {
   // model; nullopt when no node has the model, or a memory minimum applies.
   std::optional<std::size_t> ClassOf(const model::Resources& r) const;
 
-  std::vector<NodeView> nodes_;                     // sorted by name
-  std::vector<std::string> models_;                 // GPU models present, sorted
-  std::vector<std::vector<std::size_t>> model_of_;  // [node][gpu position] -> model id
-  std::vector<std::uint32_t> healthy_;              // [node] healthy GPUs
-  std::vector<bool> has_sharing_;                   // [node] any GPU in sharing mode
-  std::uint32_t max_healthy_ = 0;                   // over ready nodes
+  std::vector<NodeView> nodes_;  // sorted by name
+  // Node index by name (the first of equal names, as a binary search finds):
+  // a search per placed replica and per running job's replica was a visible
+  // part of the cycle at 10,000 nodes.
+  std::unordered_map<std::string_view, std::size_t> index_;
+  std::vector<std::string> models_;  // GPU models present, sorted
+  // Model id of every GPU, node after node (one list, not one per node: a
+  // cycle builds it for every node); node n's GPUs start at first_gpu_[n].
+  std::vector<std::size_t> model_of_;
+  std::vector<std::size_t> first_gpu_;
+  std::vector<std::uint32_t> healthy_;  // [node] healthy GPUs
+  std::vector<bool> has_sharing_;       // [node] any GPU in sharing mode
+  std::uint32_t max_healthy_ = 0;       // over ready nodes
   std::uint64_t max_gpu_memory_ = 0;
   // [class][node]: GPUs both free and healthy, for class 0 (any model) and
   // 1 + each model: FreeEligible without a scan.
   std::vector<std::vector<std::uint32_t>> free_;
   // [class][free count]: nodes in ascending index, the packing order.
-  std::vector<std::vector<std::set<std::size_t>>> by_free_;
+  std::vector<std::vector<NodeSet>> by_free_;
   std::vector<Undo> log_;
   std::uint64_t state_ = 0;
   std::uint64_t next_state_ = 0;

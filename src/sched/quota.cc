@@ -20,9 +20,24 @@ std::int64_t Get(const Usage& u, const model::ResourceKey& key) {
 
 Usage UsageOf(const Cluster& cluster, const model::Resources& r,
               const std::vector<ReplicaPlacement>& replicas) {
-  Usage u;
+  std::vector<std::optional<std::size_t>> nodes;
+  nodes.reserve(replicas.size());
   for (const auto& rp : replicas) {
-    auto n = cluster.Find(rp.node);
+    nodes.push_back(rp.gpu_indices.empty() ? std::nullopt : cluster.Find(rp.node));
+  }
+  UsageSum sum;
+  sum.Add(cluster, r, replicas, nodes);
+  Usage u;
+  sum.Into(u);
+  return u;
+}
+
+void UsageSum::Add(const Cluster& cluster, const model::Resources& r,
+                   const std::vector<ReplicaPlacement>& replicas,
+                   const std::vector<std::optional<std::size_t>>& nodes) {
+  for (std::size_t k = 0; k < replicas.size(); ++k) {
+    const ReplicaPlacement& rp = replicas[k];
+    const std::optional<std::size_t>& n = nodes[k];
     for (std::uint32_t idx : rp.gpu_indices) {
       const GpuView* g = n ? cluster.Gpu(*n, idx) : nullptr;
       // A slice counts its share in milli-GPUs and its memory in bytes
@@ -34,19 +49,57 @@ Usage UsageOf(const Cluster& cluster, const model::Resources& r,
         mgpu = s.millis;
         bytes = static_cast<std::int64_t>(s.bytes);
       }
-      u[kGpusKey] += mgpu;
-      std::string model = g != nullptr ? g->model : r.gpu_model;
-      if (!model.empty()) u[{model::ResourceKind::kGpus, model}] += mgpu;
-      u[kGpuMemoryKey] += bytes;
+      any_gpu_ = true;
+      mgpu_ += mgpu;
+      gpu_bytes_ += bytes;
+      // Counted under its model too, when it has one.
+      const std::string& model = g != nullptr ? g->model : r.gpu_model;
+      if (model.empty()) continue;
+      auto it = std::find_if(models_.begin(), models_.end(),
+                             [&](const auto& m) { return m.first == model; });
+      if (it == models_.end()) {
+        models_.emplace_back(model, mgpu);
+      } else {
+        it->second += mgpu;
+      }
     }
-    u[kCpuKey] += r.cpu_millis;
-    u[kMemoryKey] += static_cast<std::int64_t>(r.memory_bytes);
   }
-  return u;
+  if (!replicas.empty()) {
+    const auto count = static_cast<std::uint64_t>(replicas.size());
+    any_replica_ = true;
+    cpu_ += static_cast<std::int64_t>(std::uint64_t{r.cpu_millis} * count);
+    memory_ += static_cast<std::int64_t>(r.memory_bytes * count);
+  }
+}
+
+void UsageSum::Into(Usage& u) const {
+  if (any_gpu_) {
+    u[kGpusKey] += mgpu_;
+    u[kGpuMemoryKey] += gpu_bytes_;
+    for (const auto& [model, mgpu] : models_) u[{model::ResourceKind::kGpus, model}] += mgpu;
+  }
+  if (any_replica_) {
+    u[kCpuKey] += cpu_;
+    u[kMemoryKey] += memory_;
+  }
 }
 
 QuotaBook::QuotaBook(const model::Policy& policy, const Cluster& cluster,
                      const std::vector<RunningJob>& running,
+                     const std::map<std::string, std::int64_t>& decayed_usage)
+    : QuotaBook(policy, cluster, decayed_usage) {
+  for (const auto& job : running) {
+    AddRunning(Find(job.tenant + "/" + job.queue), UsageOf(cluster, job.resources, job.replicas));
+  }
+}
+
+void QuotaBook::AddRunning(std::optional<std::size_t> leaf, const Usage& usage) {
+  capacity_[kCpuKey] += Get(usage, kCpuKey);
+  capacity_[kMemoryKey] += Get(usage, kMemoryKey);
+  if (leaf) Add(*leaf, usage);
+}
+
+QuotaBook::QuotaBook(const model::Policy& policy, const Cluster& cluster,
                      const std::map<std::string, std::int64_t>& decayed_usage) {
   half_life_s_ = std::max<std::int64_t>(1, policy.usage_half_life_ms / 1000);
   for (const auto& q : policy.queues) {
@@ -70,22 +123,43 @@ QuotaBook::QuotaBook(const model::Policy& policy, const Cluster& cluster,
     if (!q) continue;
     for (std::size_t a : Chain(*q)) queues_[a].decayed += std::max<std::int64_t>(0, usage);
   }
+  // Summed in locals and entered once per key (the same keys and sums as
+  // entering every GPU: 80,000 map updates a cycle at 10,000 nodes).
+  bool any_node = false;
+  bool any_gpu = false;
+  std::int64_t gpus = 0;
+  std::int64_t gpu_memory = 0;
+  std::int64_t cpu = 0;
+  std::int64_t memory = 0;
+  std::map<std::string_view, std::int64_t> by_model;
+  auto model_sum = by_model.end();
   for (const auto& n : cluster.nodes()) {
     if (!n.ready || n.cordoned) continue;
+    any_node = true;
     for (const auto& g : n.gpus) {
       if (!g.healthy) continue;
-      capacity_[kGpusKey] += 1000;
-      capacity_[{model::ResourceKind::kGpus, g.model}] += 1000;
-      capacity_[kGpuMemoryKey] += static_cast<std::int64_t>(g.memory_bytes);
+      any_gpu = true;
+      gpus += 1000;
+      if (model_sum == by_model.end() || model_sum->first != g.model) {
+        model_sum = by_model.try_emplace(g.model, 0).first;
+      }
+      model_sum->second += 1000;
+      gpu_memory += static_cast<std::int64_t>(g.memory_bytes);
     }
-    capacity_[kCpuKey] += static_cast<std::int64_t>(n.cpu_millis_free);
-    capacity_[kMemoryKey] += static_cast<std::int64_t>(n.memory_bytes_free);
+    cpu += static_cast<std::int64_t>(n.cpu_millis_free);
+    memory += static_cast<std::int64_t>(n.memory_bytes_free);
   }
-  for (const auto& job : running) {
-    Usage u = UsageOf(cluster, job.resources, job.replicas);
-    capacity_[kCpuKey] += Get(u, kCpuKey);  // the snapshot's free CPU and RAM exclude them
-    capacity_[kMemoryKey] += Get(u, kMemoryKey);
-    if (auto q = Find(job.tenant + "/" + job.queue)) Add(*q, u);
+  if (any_gpu) {
+    capacity_[kGpusKey] += gpus;
+    // A GPU without a model name counts twice under kGpusKey, as it always has.
+    for (const auto& [m, v] : by_model) {
+      capacity_[{model::ResourceKind::kGpus, std::string(m)}] += v;
+    }
+    capacity_[kGpuMemoryKey] += gpu_memory;
+  }
+  if (any_node) {
+    capacity_[kCpuKey] += cpu;
+    capacity_[kMemoryKey] += memory;
   }
 }
 

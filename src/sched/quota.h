@@ -24,6 +24,30 @@ using Usage = std::map<model::ResourceKey, std::int64_t>;
 // model, their memory, CPU and RAM.
 Usage UsageOf(const Cluster& cluster, const model::Resources& per_replica,
               const std::vector<ReplicaPlacement>& replicas);
+// UsageOf summed over many jobs without a map update per job: the same keys
+// and the same sums as adding each job's UsageOf. The cycle sums every
+// running job of a queue this way (30,000 jobs a cycle at 10,000 nodes).
+class UsageSum {
+ public:
+  // Adds a job whose replicas[k] is on node nodes[k] (nullopt: none of that
+  // name). Only replicas with GPUs are looked up, so theirs are the only
+  // entries that must be right.
+  void Add(const Cluster& cluster, const model::Resources& per_replica,
+           const std::vector<ReplicaPlacement>& replicas,
+           const std::vector<std::optional<std::size_t>>& nodes);
+  // Adds the sums into `into`.
+  void Into(std::map<model::ResourceKey, std::int64_t>& into) const;
+
+ private:
+  bool any_gpu_ = false;
+  bool any_replica_ = false;
+  std::int64_t mgpu_ = 0;
+  std::int64_t gpu_bytes_ = 0;
+  std::int64_t cpu_ = 0;
+  std::int64_t memory_ = 0;
+  // Per GPU model name (never empty), in first-seen order; a handful at most.
+  std::vector<std::pair<std::string, std::int64_t>> models_;
+};
 inline const model::ResourceKey kGpusKey{model::ResourceKind::kGpus, ""};
 
 // Why a placement was refused by quota, with the numbers for the reason.
@@ -44,6 +68,15 @@ class QuotaBook {
   QuotaBook(const model::Policy& policy, const Cluster& cluster,
             const std::vector<RunningJob>& running,
             const std::map<std::string, std::int64_t>& decayed_usage);
+  // Counts no running job yet: the caller adds them with AddRunning, which
+  // may sum the usage of many jobs of one queue first (the same book: the
+  // counts are sums).
+  QuotaBook(const model::Policy& policy, const Cluster& cluster,
+            const std::map<std::string, std::int64_t>& decayed_usage);
+  // What running jobs of queue `leaf` (nullopt: a queue the policy does not
+  // know) hold: counted as used, and their CPU and RAM as capacity (the
+  // snapshot's free CPU and RAM exclude them).
+  void AddRunning(std::optional<std::size_t> leaf, const Usage& usage);
 
   // Index of a queue by path; nullopt if the policy has none.
   std::optional<std::size_t> Find(std::string_view path) const;

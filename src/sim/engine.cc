@@ -5,11 +5,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <queue>
 #include <random>
 #include <set>
+#include <span>
 #include <tuple>
 
 #include "model/usage_ledger.h"
@@ -37,6 +40,124 @@ TimeMs Exponential(std::mt19937_64& rng, TimeMs mean_ms) {
   const double u = static_cast<double>(rng() >> 11) * 0x1.0p-53;  // [0, 1)
   const double x = -std::log1p(-u) * static_cast<double>(mean_ms);
   return std::max<TimeMs>(1, static_cast<TimeMs>(std::llround(x)));
+}
+
+sched::PendingJob PendingOf(const SimJob& j) {
+  sched::PendingJob p;
+  p.id = j.id;
+  p.tenant = j.tenant;
+  p.queue = j.queue;
+  p.priority = j.priority;
+  p.submitted_at_ms = j.submit_ms;
+  p.replicas = j.replicas;
+  p.resources = j.resources;
+  p.preemptible = j.preemptible;
+  p.max_runtime_ms = j.max_runtime_ms;
+  return p;
+}
+
+sched::RunningJob RunningOf(std::int64_t id, const JobState& s, const SimOptions& options) {
+  sched::RunningJob r;
+  r.id = id;
+  r.tenant = s.job->tenant;
+  r.queue = s.job->queue;
+  r.priority = s.job->priority;
+  r.preemptible = s.job->preemptible;
+  r.max_runtime_ms = s.job->max_runtime_ms;
+  r.started_at_ms = s.running->start_ms;
+  r.resources = s.job->resources;
+  r.replicas = s.running->replicas;
+  r.checkpoints = options.movable && options.checkpoint_interval_ms > 0;
+  r.submitted_at_ms = s.job->submit_ms;
+  return r;
+}
+
+// Brings the kept snapshot's running and pending jobs up to date with the
+// jobs `touched` since the last cycle, and what depends on the time (the
+// last checkpoint of each running job). `busy` holds each running job's
+// usage interval, in snap.running's order (by id, as the ledger sums them).
+void SyncSnapshot(sched::Snapshot& snap, std::vector<model::UsageInterval>& busy,
+                  std::set<std::int64_t>& touched, const std::map<std::int64_t, JobState>& state,
+                  const std::set<std::int64_t>& pending, const SimOptions& options, TimeMs now) {
+  if (!touched.empty()) {
+    // Both lists are sorted by id, and so is `touched`: the jobs before the
+    // first touched id stay where they are, and new ones (mostly the latest
+    // arrivals, the highest ids) are merged into the tail. Moving 30,000
+    // running jobs into a fresh vector every cycle cost more than the rest.
+    auto changed = [&touched](std::int64_t id) { return touched.contains(id); };
+    const std::int64_t first = *touched.begin();
+    auto first_at = [first](const auto& list) {
+      return static_cast<std::size_t>(
+          std::lower_bound(list.begin(), list.end(), first,
+                           [](const auto& j, std::int64_t id) { return j.id < id; }) -
+          list.begin());
+    };
+    std::size_t kept = first_at(snap.running);
+    for (std::size_t i = kept; i < snap.running.size(); ++i) {
+      if (changed(snap.running[i].id)) continue;
+      if (kept != i) {
+        snap.running[kept] = std::move(snap.running[i]);
+        busy[kept] = std::move(busy[i]);
+      }
+      ++kept;
+    }
+    snap.running.resize(kept);
+    busy.resize(kept);
+    std::erase_if(snap.pending, [&](const sched::PendingJob& p) { return changed(p.id); });
+    const std::size_t old_running = snap.running.size();
+    const std::size_t old_pending = snap.pending.size();
+    for (std::int64_t id : touched) {  // ascending
+      const JobState& s = state.at(id);
+      if (s.running) {
+        snap.running.push_back(RunningOf(id, s, options));
+        busy.push_back(
+            {s.job->tenant + "/" + s.job->queue, GangMgpu(*s.job), s.running->start_ms, now});
+      } else if (pending.contains(id)) {
+        snap.pending.push_back(PendingOf(*s.job));
+      }
+    }
+    touched.clear();
+    if (old_running > 0 && snap.running.size() > old_running &&
+        snap.running[old_running].id < snap.running[old_running - 1].id) {
+      // Merge the new ones in: one permutation applied to both lists.
+      std::vector<std::size_t> order(snap.running.size());
+      std::iota(order.begin(), order.end(), 0);
+      const std::size_t from = first_at(std::span(snap.running).first(old_running));
+      std::inplace_merge(
+          order.begin() + static_cast<std::ptrdiff_t>(from),
+          order.begin() + static_cast<std::ptrdiff_t>(old_running), order.end(),
+          [&](std::size_t x, std::size_t y) { return snap.running[x].id < snap.running[y].id; });
+      std::vector<sched::RunningJob> running;
+      std::vector<model::UsageInterval> intervals;
+      running.reserve(order.size() - from);
+      intervals.reserve(order.size() - from);
+      for (std::size_t k = from; k < order.size(); ++k) {
+        running.push_back(std::move(snap.running[order[k]]));
+        intervals.push_back(std::move(busy[order[k]]));
+      }
+      for (std::size_t k = from; k < order.size(); ++k) {
+        snap.running[k] = std::move(running[k - from]);
+        busy[k] = std::move(intervals[k - from]);
+      }
+    }
+    if (old_pending > 0 && snap.pending.size() > old_pending) {
+      auto by_id = [](const sched::PendingJob& x, const sched::PendingJob& y) {
+        return x.id < y.id;
+      };
+      std::inplace_merge(snap.pending.begin(),
+                         snap.pending.begin() + static_cast<std::ptrdiff_t>(old_pending),
+                         snap.pending.end(), by_id);
+    }
+  }
+  for (auto& i : busy) i.end_ms = now;
+  if (options.checkpoint_interval_ms > 0) {
+    // Work kept by whole checkpoint intervals since the start (0: none yet).
+    for (auto& r : snap.running) {
+      const TimeMs ran = now - r.started_at_ms;
+      const TimeMs kept = ran / options.checkpoint_interval_ms * options.checkpoint_interval_ms;
+      r.last_checkpoint_ms = kept > 0 ? r.started_at_ms + kept : 0;
+    }
+  }
 }
 
 }  // namespace
@@ -82,7 +203,15 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
                            const SnapshotAdjuster& adjust) {
   if (options.cycle_ms <= 0) return Fail(Code::kInvalidArgument, "cycle_ms must be positive");
   SimResult result;
-  std::vector<sched::NodeView> nodes = nodes_in;
+  // The snapshot the scheduler sees is kept from cycle to cycle and updated
+  // by what changed (placements, ends, evictions, node failures), not
+  // rebuilt: at 10,000 running jobs and thousands of nodes, rebuilding it
+  // cost more than the scheduler's decisions. The engine's own cluster
+  // state is the snapshot's nodes.
+  sched::Snapshot snap;
+  snap.policy = policy;
+  std::vector<sched::NodeView>& nodes = snap.nodes;
+  nodes = nodes_in;
   std::sort(nodes.begin(), nodes.end(),
             [](const auto& a, const auto& b) { return a.name < b.name; });
   std::map<std::string, std::size_t> node_index;
@@ -118,6 +247,12 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
                    [](const SimJob* a, const SimJob* b) { return a->submit_ms < b->submit_ms; });
   std::set<std::pair<TimeMs, std::int64_t>> ends;
   std::set<std::int64_t> pending;
+  // Jobs that started, stopped, arrived or ended since the snapshot was last
+  // brought up to date; snap.running (with `busy`, its usage intervals, in
+  // the same order) and snap.pending stay sorted by id, as a rebuild from
+  // `state` and `pending` would give them.
+  std::set<std::int64_t> touched;
+  std::vector<model::UsageInterval> busy;
   std::size_t next_arrival = 0;
   const TimeMs t0 = arrivals.empty() ? 0 : arrivals.front()->submit_ms;
   result.first_submit_ms = t0;
@@ -180,6 +315,7 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
                 now);
     ends.erase({s.running->end_ms, id});
     s.running.reset();
+    touched.insert(id);
   };
   // Stops a running job at `at` and puts it back in the queue: it keeps the
   // work up to its last checkpoint and pays the restart overhead next time.
@@ -239,6 +375,7 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
     // Everything that happens up to `now`.
     while (next_arrival < arrivals.size() && arrivals[next_arrival]->submit_ms <= now) {
       pending.insert(arrivals[next_arrival]->id);
+      touched.insert(arrivals[next_arrival]->id);
       ++next_arrival;
       dirty = true;
     }
@@ -283,50 +420,15 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
       }
     }
     if (dirty) {
-      sched::Snapshot snap;
+      SyncSnapshot(snap, busy, touched, state, pending, options, now);
       snap.now_ms = now;
-      snap.nodes = nodes;
-      snap.policy = policy;
-      for (std::int64_t id : pending) {
-        const SimJob& j = *state.at(id).job;
-        sched::PendingJob p;
-        p.id = j.id;
-        p.tenant = j.tenant;
-        p.queue = j.queue;
-        p.priority = j.priority;
-        p.submitted_at_ms = j.submit_ms;
-        p.replicas = j.replicas;
-        p.resources = j.resources;
-        p.preemptible = j.preemptible;
-        p.max_runtime_ms = j.max_runtime_ms;
-        snap.pending.push_back(std::move(p));
-      }
-      std::vector<model::UsageInterval> busy;
-      for (const auto& [id, s] : state) {
-        if (!s.running) continue;
-        sched::RunningJob r;
-        r.id = id;
-        r.tenant = s.job->tenant;
-        r.queue = s.job->queue;
-        r.priority = s.job->priority;
-        r.preemptible = s.job->preemptible;
-        r.max_runtime_ms = s.job->max_runtime_ms;
-        r.started_at_ms = s.running->start_ms;
-        if (options.checkpoint_interval_ms > 0) {
-          TimeMs ran = now - s.running->start_ms;
-          TimeMs kept = ran / options.checkpoint_interval_ms * options.checkpoint_interval_ms;
-          if (kept > 0) r.last_checkpoint_ms = s.running->start_ms + kept;
-        }
-        r.resources = s.job->resources;
-        r.replicas = s.running->replicas;
-        r.checkpoints = options.movable && options.checkpoint_interval_ms > 0;
-        r.submitted_at_ms = s.job->submit_ms;
-        snap.running.push_back(std::move(r));
-        busy.push_back(
-            {s.job->tenant + "/" + s.job->queue, GangMgpu(*s.job), s.running->start_ms, now});
-      }
       snap.decayed_usage = ledger.At(now, busy);
+      sched::Snapshot adjusted;
+      const sched::Snapshot* seen = &snap;
       if (adjust) {
+        // The adjuster rewrites what it is given: a copy, so that the kept
+        // snapshot stays the engine's.
+        adjusted = snap;
         std::map<std::int64_t, JobProgress> progress;
         for (const auto& [id, s] : state) {
           if (!s.running && !pending.contains(id)) continue;
@@ -340,10 +442,11 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
           }
           progress.emplace(id, jp);
         }
-        adjust(snap, progress);
+        adjust(adjusted, progress);
+        seen = &adjusted;
       }
       auto started = std::chrono::steady_clock::now();
-      sched::Plan plan = scheduler.Schedule(snap);
+      sched::Plan plan = scheduler.Schedule(*seen);
       result.scheduler_ms +=
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
               .count();
@@ -387,6 +490,7 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
         s.running = Running{p.replicas, now, now + run_for};
         ends.insert({now + run_for, p.job_id});
         pending.erase(p.job_id);
+        touched.insert(p.job_id);
         JobOutcome& o = outcome(p.job_id);
         if (!o.first_start_ms) {
           o.first_start_ms = now;
