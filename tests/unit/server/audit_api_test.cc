@@ -53,6 +53,12 @@ TEST_F(AuditApiTest, RequestIdsAreHonouredWhenSaneAndMadeOtherwise) {
   EXPECT_EQ(Records().size(), 2u);
 }
 
+TEST_F(AuditApiTest, TheEndpointsAreInTheOpenApiDocument) {
+  auto paths = Get("/v1/openapi.json").body["paths"];
+  EXPECT_TRUE(paths.contains("/v1/audit"));
+  EXPECT_TRUE(paths.contains("/v1/audit/verify"));
+}
+
 TEST_F(AuditApiTest, ASubmitRecordsTheJobButNotItsEnv) {
   auto a = Post("/v1/jobs", "name: t\ncommand: [\"true\"]\nenv: {TOKEN: s3cret}\n");
   ASSERT_EQ(a.status, 201) << a.body.dump();
