@@ -619,15 +619,16 @@ void Api::ApplyPolicy(const httplib::Request& req, httplib::Response& res, Audit
   if (auto active = controller_.ActivePolicy(); active) {
     note.before = json{{"version", (*active)->version}};
   }
+  std::string dry_run = req.get_param_value("dry_run");
+  // A dry run applies nothing, refused or not: no audit record.
+  note.skip = dry_run == "true" || dry_run == "1";
   if (req.body.find_first_not_of(" \t\r\n") == std::string::npos) {
     return ReplyError(res, Error{Code::kInvalidArgument,
                                  "the request body must be a policy document (YAML); see "
                                  "docs/policy.md",
                                  "body"});
   }
-  std::string dry_run = req.get_param_value("dry_run");
-  if (dry_run == "true" || dry_run == "1") {
-    note.skip = true;  // applies nothing
+  if (note.skip) {
     // A preview: the diff from the active version, or the error applying
     // would give.
     auto active = controller_.ActivePolicy();
