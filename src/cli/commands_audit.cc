@@ -57,7 +57,7 @@ std::optional<std::int64_t> ParseRfc3339(std::string_view s) {
   } else if (pos < s.size() && (s[pos] == '+' || s[pos] == '-')) {
     auto oh = num(pos + 1, 2), om = num(pos + 4, 2);
     if (!oh || !om || pos + 3 >= s.size() || s[pos + 3] != ':') return std::nullopt;
-    offset_s = (s[pos] == '+' ? 1 : -1) * (*oh * 3600 + *om * 60);
+    offset_s = (s[pos] == '+' ? 1 : -1) * (std::int64_t{*oh} * 3600 + std::int64_t{*om} * 60);
     pos += 6;
   } else {
     return std::nullopt;

@@ -127,7 +127,7 @@ Result<std::string> AuditHash(const AuditEntry& e) {
     return Fail(Code::kInternal, "audit: SHA-256 failed (OpenSSL EVP_Digest)");
   }
   std::string hex;
-  hex.reserve(len * 2);
+  hex.reserve(std::size_t{len} * 2);
   for (unsigned int i = 0; i < len; ++i) hex += fmt::format("{:02x}", md[i]);
   return hex;
 }
