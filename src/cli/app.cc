@@ -80,8 +80,8 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
   std::string output_flag = "table";
   app.add_option("--server", server_flag,
                  fmt::format("berthd URL (default: $BERTH_SERVER, else {})", kDefaultServer));
-  app.add_option("-o,--output", output_flag, "output format: table or json")
-      ->check(CLI::IsMember({"table", "json"}));
+  app.add_option("-o,--output", output_flag, "output format: table or json (csv: berth audit)")
+      ->check(CLI::IsMember({"table", "json", "csv"}));
   app.set_version_flag("--version", fmt::format("berth {}", Version()));
   // Subcommands inherit the footer, so `berth jobs --help` names the globals too.
   app.footer(
@@ -320,6 +320,34 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
     return ExportHistory(api, history_since, history_until, history_file, out);
   };
 
+  // berth audit [verify]
+  AuditQuery audit_query;
+  auto* audit = app.add_subcommand(
+      "audit", "who changed what: the audit trail of API changes and refusals, oldest first");
+  audit->require_subcommand(0, 1);
+  audit->add_option("--since", audit_query.since,
+                    "from: a duration back from now (1h, 7d), an RFC 3339 time or epoch ms");
+  audit->add_option("--until", audit_query.until, "until (exclusive), as --since; default now");
+  audit->add_option("--actor", audit_query.actor, "only records of this actor");
+  audit->add_option("--tenant", audit_query.tenant, "only records about this tenant");
+  audit->add_option("--action", audit_query.action,
+                    "only this action (job.submit), or a family ending in '.' (job.)");
+  audit->add_option("--limit", audit_query.limit, "the newest N records (default 1000)");
+  checks[audit] = [&] {
+    for (auto* t : {&audit_query.since, &audit_query.until}) {
+      auto q = AuditTimeQuery(*t, t == &audit_query.since ? "--since" : "--until");
+      if (!q) return PrintError(env, kExitUsage, FormatError(q.error()));
+      *t = std::move(*q);
+    }
+    return kExitOk;
+  };
+  actions[audit] = [&](ApiClient& api, const Output& out) {
+    return ListAudit(api, audit_query, out);
+  };
+  auto* audit_verify = audit->add_subcommand(
+      "verify", "recompute the audit chain and name the first edited, missing or reordered record");
+  actions[audit_verify] = [&](ApiClient& api, const Output& out) { return VerifyAudit(api, out); };
+
   version_cmd = app.add_subcommand("version", "print the CLI's version");
 
   std::vector<const char*> argv;
@@ -336,7 +364,13 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
   const CLI::App* chosen = app.get_subcommands().front();
   // `berth policy show`: the action belongs to the innermost command.
   while (!chosen->get_subcommands().empty()) chosen = chosen->get_subcommands().front();
-  Output output{env.out, output_flag == "json" ? OutputFormat::kJson : OutputFormat::kTable,
+  if (output_flag == "csv" && chosen != audit) {
+    return PrintError(env, kExitUsage, "-o csv is only for `berth audit`; use table or json");
+  }
+  Output output{env.out,
+                output_flag == "json"  ? OutputFormat::kJson
+                : output_flag == "csv" ? OutputFormat::kCsv
+                                       : OutputFormat::kTable,
                 env.clock};
   if (chosen == version_cmd) {
     PrintVersion(output);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -14,7 +15,8 @@
 
 namespace berth::cli {
 
-enum class OutputFormat { kTable, kJson };
+// kCsv: only `berth audit` has a CSV form.
+enum class OutputFormat { kTable, kJson, kCsv };
 
 // Where and how a command prints. The clock gives "now" for ages.
 struct Output {
@@ -89,5 +91,30 @@ Result<std::string> PricesQuery(const std::string& yaml);
 // `since` and `until` are durations back from now or epoch milliseconds.
 Status ExportHistory(ApiClient& api, const std::string& since, const std::string& until,
                      const std::string& file, const Output& output);
+
+// --- berth audit ---
+struct AuditQuery {
+  std::string since;  // as the query wants it: epoch ms or a duration; "" for none
+  std::string until;
+  std::string actor;
+  std::string tenant;
+  std::string action;
+  std::string limit;
+};
+// --since/--until as the API takes them: a duration back from now ("1h")
+// or epoch milliseconds pass as they are; an RFC 3339 time
+// ("2026-11-30T05:00:00Z", "...+02:00", fractions allowed) becomes epoch
+// milliseconds.
+Result<std::string> AuditTimeQuery(const std::string& text, const std::string& flag);
+// GET /v1/audit: SEQ TIME ACTOR ACTION OBJECT TENANT OUTCOME REQUEST, or CSV
+// (AuditCsv), or the JSON.
+Status ListAudit(ApiClient& api, const AuditQuery& query, const Output& output);
+// GET /v1/audit/verify: says whether the chain is intact; a broken one is
+// an error naming the first bad record, so the exit code tells too.
+Status VerifyAudit(ApiClient& api, const Output& output);
+std::string RenderAudit(const nlohmann::json& response);
+// RFC 4180: a header row, then one row per record, fields quoted when they
+// hold a comma, quote or line break.
+std::string AuditCsv(const nlohmann::json& response);
 
 }  // namespace berth::cli

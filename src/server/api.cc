@@ -60,11 +60,32 @@ Result<std::int64_t> VersionNumber(const std::string& s, const std::string& fiel
   return v;
 }
 
-// Who asked: the X-Berth-User header, else the client's address.
+// Who asked (server/audit.h: the one place a later auth layer replaces).
 std::string Caller(const httplib::Request& req) {
-  std::string by = req.has_header("X-Berth-User") ? req.get_header_value("X-Berth-User") : "";
-  if (by.empty()) by = fmt::format("API client {}", req.remote_addr);
-  return by;
+  return Actor(req);
+}
+
+// What an audit record says of a job: its state, and the spec fields that
+// identify it (never its command or env, which may hold secrets).
+json JobSummary(const model::JobSpec& spec) {
+  return json{{"name", spec.name},
+              {"tenant", spec.tenant},
+              {"queue", spec.queue},
+              {"replicas", spec.replicas},
+              {"gpus", spec.resources.gpus}};
+}
+
+std::optional<store::Cordon> CordonOf(const store::NodeRecord& n,
+                                      std::optional<std::uint32_t> gpu) {
+  if (!gpu) return n.cordon;
+  auto it = n.gpu_cordons.find(*gpu);
+  if (it == n.gpu_cordons.end()) return std::nullopt;
+  return it->second;
+}
+
+json CordonSummary(const std::optional<store::Cordon>& c) {
+  if (!c) return json{{"cordon", nullptr}};
+  return json{{"cordon", c->kind}, {"reason", c->reason}, {"by", c->by}};
 }
 
 std::vector<std::string> SplitCommas(const std::string& s) {
@@ -100,41 +121,62 @@ constexpr std::string_view kDefaultWindow = "7d";
 
 }  // namespace
 
+httplib::Server::Handler Api::Audited(std::string action, AuditedHandler handler) {
+  return [this, action = std::move(action), handler](const httplib::Request& req,
+                                                     httplib::Response& res) {
+    AuditNote note;
+    note.action = action;
+    (this->*handler)(req, res, note);
+    if (audit_ == nullptr || note.skip) return;
+    auto entry = audit_->Append(MakeAuditEntry(note, req, res, clock_.NowMs()));
+    // The change itself is already committed; failing the request now would
+    // tell the caller it did not happen. The error log is the trace left.
+    if (!entry) {
+      spdlog::error("audit: could not record {} on {} (request {}): {}", note.action, note.object,
+                    res.get_header_value("X-Request-Id"), entry.error().message);
+    }
+  };
+}
+
 void Api::Register(httplib::Server& http) {
+  // Every answer carries a request id, the one its audit record keeps.
+  http.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+    res.set_header("X-Request-Id", RequestId(req));
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
   http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     Reply(res, 200, json{{"status", "ok"}});
   });
   http.Get("/v1/openapi.json", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(std::string(OpenApiDocument()), "application/json");
   });
-  http.Post("/v1/jobs", [this](const auto& req, auto& res) { SubmitJob(req, res); });
+  http.Post("/v1/jobs", Audited("job.submit", &Api::SubmitJob));
   http.Get("/v1/jobs", [this](const auto& req, auto& res) { ListJobs(req, res); });
   http.Get(R"(/v1/jobs/([^/]+))", [this](const auto& req, auto& res) { GetJob(req, res); });
-  http.Post(R"(/v1/jobs/([^/]+)/cancel)",
-            [this](const auto& req, auto& res) { CancelJob(req, res); });
-  http.Post(R"(/v1/jobs/([^/]+)/checkpoint)",
-            [this](const auto& req, auto& res) { ReportCheckpoint(req, res); });
+  http.Post(R"(/v1/jobs/([^/]+)/cancel)", Audited("job.cancel", &Api::CancelJob));
+  http.Post(R"(/v1/jobs/([^/]+)/checkpoint)", Audited("job.checkpoint", &Api::ReportCheckpoint));
   http.Get(R"(/v1/jobs/([^/]+)/logs)", [this](const auto& req, auto& res) { Logs(req, res); });
   http.Get(R"(/v1/jobs/([^/]+)/why)", [this](const auto& req, auto& res) { Why(req, res); });
   http.Get("/v1/nodes", [this](const auto& req, auto& res) { ListNodes(req, res); });
   http.Get("/v1/gpus", [this](const auto& req, auto& res) { ListGpus(req, res); });
   http.Get(R"(/v1/nodes/([^/]+))", [this](const auto& req, auto& res) { GetNode(req, res); });
   http.Post(R"(/v1/nodes/([^/]+)/(cordon|drain|uncordon))",
-            [this](const auto& req, auto& res) { CordonAction(req, res); });
+            Audited("node.cordon", &Api::CordonAction));
   http.Post(R"(/v1/nodes/([^/]+)/gpus/([^/]+)/(cordon|uncordon))",
-            [this](const auto& req, auto& res) { CordonAction(req, res); });
+            Audited("gpu.cordon", &Api::CordonAction));
   http.Get("/v1/alerts", [this](const auto& req, auto& res) { ListAlerts(req, res); });
   http.Get("/v1/policy", [this](const auto& req, auto& res) { GetPolicy(req, res); });
-  http.Post("/v1/policy", [this](const auto& req, auto& res) { ApplyPolicy(req, res); });
+  http.Post("/v1/policy", Audited("policy.apply", &Api::ApplyPolicy));
   http.Get("/v1/policy/versions",
            [this](const auto& req, auto& res) { ListPolicyVersions(req, res); });
   http.Get(R"(/v1/policy/versions/([^/]+))",
            [this](const auto& req, auto& res) { GetPolicyVersion(req, res); });
-  http.Post("/v1/policy/rollback",
-            [this](const auto& req, auto& res) { RollbackPolicy(req, res); });
+  http.Post("/v1/policy/rollback", Audited("policy.rollback", &Api::RollbackPolicy));
   http.Get("/v1/policy/diff", [this](const auto& req, auto& res) { DiffPolicy(req, res); });
   http.Post("/v1/policy/preview", [this](const auto& req, auto& res) { PreviewPolicy(req, res); });
   http.Get("/v1/history", [this](const auto& req, auto& res) { History(req, res); });
+  http.Get("/v1/audit", [this](const auto& req, auto& res) { ListAudit(req, res); });
+  http.Get("/v1/audit/verify", [this](const auto& req, auto& res) { VerifyAudit(req, res); });
   http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     if (res.status == 404) {
@@ -163,13 +205,18 @@ void Api::Register(httplib::Server& http) {
       });
 }
 
-void Api::SubmitJob(const httplib::Request& req, httplib::Response& res) {
+void Api::SubmitJob(const httplib::Request& req, httplib::Response& res, AuditNote& note) {
+  note.object = "job";
   auto spec = model::ParseJobSpec(req.body);
   if (!spec) return ReplyError(res, spec.error());
+  note.tenant = spec->tenant;
+  note.after = JobSummary(*spec);
   auto id = controller_.Submit(*spec);
   if (!id) return ReplyError(res, id.error());
+  note.object = fmt::format("job/{}", *id);
   auto job = store_.GetJob(*id);
   if (!job) return ReplyError(res, job.error());
+  note.after["state"] = model::JobStateName(job->state);
   res.set_header("Location", fmt::format("/v1/jobs/{}", *id));
   Reply(res, 201, JobJson(*job, true));
 }
@@ -245,15 +292,23 @@ void Api::GetJob(const httplib::Request& req, httplib::Response& res) {
   Reply(res, 200, out);
 }
 
-void Api::CancelJob(const httplib::Request& req, httplib::Response& res) {
+void Api::CancelJob(const httplib::Request& req, httplib::Response& res, AuditNote& note) {
+  note.object = fmt::format("job/{}", std::string(req.matches[1]));
   auto id = PathId(req);
   if (!id) return ReplyError(res, id.error());
+  if (auto before = store_.GetJob(*id); before) {
+    note.tenant = before->spec.tenant;
+    note.before = json{{"state", model::JobStateName(before->state)}};
+  }
   auto job = controller_.Cancel(*id, Caller(req));
   if (!job) return ReplyError(res, job.error());
+  note.after =
+      json{{"state", model::JobStateName(job->state)}, {"cancel_requested", job->cancel_requested}};
   Reply(res, 200, JobJson(*job, true));
 }
 
-void Api::ReportCheckpoint(const httplib::Request& req, httplib::Response& res) {
+void Api::ReportCheckpoint(const httplib::Request& req, httplib::Response& res, AuditNote& note) {
+  note.object = fmt::format("job/{}", std::string(req.matches[1]));
   auto id = PathId(req);
   if (!id) return ReplyError(res, id.error());
   const TimeMs now = clock_.NowMs();
@@ -270,6 +325,9 @@ void Api::ReportCheckpoint(const httplib::Request& req, httplib::Response& res) 
   }
   auto job = store_.GetJob(*id);
   if (!job) return ReplyError(res, job.error());
+  note.tenant = job->spec.tenant;
+  note.before = json{{"state", model::JobStateName(job->state)}};
+  note.after = json{{"checkpoint_at_ms", at}};
   std::uint32_t attempt = 0;
   for (const auto& r : job->runs) attempt = std::max(attempt, r.attempt);
   int recorded = 0;
@@ -285,6 +343,7 @@ void Api::ReportCheckpoint(const httplib::Request& req, httplib::Response& res) 
                                              *id, model::JobStateName(job->state)),
                                  {}});
   }
+  note.after["runs"] = recorded;
   Reply(res, 200, json{{"job", *id}, {"checkpoint_at_ms", at}, {"runs", recorded}});
 }
 
@@ -457,12 +516,16 @@ void Api::GetNode(const httplib::Request& req, httplib::Response& res) {
                         "node"});
 }
 
-void Api::CordonAction(const httplib::Request& req, httplib::Response& res) {
+void Api::CordonAction(const httplib::Request& req, httplib::Response& res, AuditNote& note) {
   const std::string node = req.matches[1];
   std::optional<std::uint32_t> gpu;
   std::string action = req.matches[2];
+  note.action = "node." + action;
+  note.object = "node/" + node;
   if (req.matches.size() > 3) {
     const std::string s = req.matches[2];
+    note.action = "gpu." + std::string(req.matches[3]);
+    note.object = fmt::format("gpu/{}/{}", node, s);
     std::uint32_t g = 0;
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), g);
     if (ec != std::errc() || p != s.data() + s.size()) {
@@ -480,13 +543,20 @@ void Api::CordonAction(const httplib::Request& req, httplib::Response& res) {
     return ReplyError(
         res, Error{Code::kInvalidArgument, "reason is longer than 1024 characters", "reason"});
   }
+  if (auto nodes = controller_.Nodes(); nodes) {
+    for (const auto& n : *nodes) {
+      if (n.record.info.name == node) note.before = CordonSummary(CordonOf(n.record, gpu));
+    }
+  }
   if (action == "uncordon") {
     auto had = controller_.Uncordon(node, gpu, Caller(req));
     if (!had) return ReplyError(res, had.error());
+    note.after = CordonSummary(std::nullopt);
     return Reply(
         res, 200,
         json{{"node", node}, {"gpu", gpu ? json(*gpu) : json(nullptr)}, {"uncordoned", *had}});
   }
+  note.after = json{{"cordon", action}, {"reason", reason}};
   auto st = controller_.Cordon(node, gpu, action == "drain", reason, Caller(req));
   if (!st) return ReplyError(res, st.error());
   Reply(res, 200,
@@ -544,15 +614,21 @@ void Api::GetPolicyVersion(const httplib::Request& req, httplib::Response& res) 
   Reply(res, 200, PolicyVersionJson(*v, (*active)->version, true));
 }
 
-void Api::ApplyPolicy(const httplib::Request& req, httplib::Response& res) {
+void Api::ApplyPolicy(const httplib::Request& req, httplib::Response& res, AuditNote& note) {
+  note.object = "policy";
+  if (auto active = controller_.ActivePolicy(); active) {
+    note.before = json{{"version", (*active)->version}};
+  }
+  std::string dry_run = req.get_param_value("dry_run");
+  // A dry run applies nothing, refused or not: no audit record.
+  note.skip = dry_run == "true" || dry_run == "1";
   if (req.body.find_first_not_of(" \t\r\n") == std::string::npos) {
     return ReplyError(res, Error{Code::kInvalidArgument,
                                  "the request body must be a policy document (YAML); see "
                                  "docs/policy.md",
                                  "body"});
   }
-  std::string dry_run = req.get_param_value("dry_run");
-  if (dry_run == "true" || dry_run == "1") {
+  if (note.skip) {
     // A preview: the diff from the active version, or the error applying
     // would give.
     auto active = controller_.ActivePolicy();
@@ -571,19 +647,28 @@ void Api::ApplyPolicy(const httplib::Request& req, httplib::Response& res) {
   }
   auto version = controller_.ApplyPolicy(req.body, Caller(req), req.get_param_value("comment"));
   if (!version) return ReplyError(res, version.error());
+  note.object = fmt::format("policy/v{}", *version);
+  note.after = json{{"version", *version}, {"comment", req.get_param_value("comment")}};
   res.set_header("Location", fmt::format("/v1/policy/versions/{}", *version));
   Reply(res, 201, json{{"version", *version}});
 }
 
-void Api::RollbackPolicy(const httplib::Request& req, httplib::Response& res) {
+void Api::RollbackPolicy(const httplib::Request& req, httplib::Response& res, AuditNote& note) {
+  note.object = "policy";
+  if (auto active = controller_.ActivePolicy(); active) {
+    note.before = json{{"version", (*active)->version}};
+  }
   if (!req.has_param("to")) {
     return ReplyError(res, Error{Code::kInvalidArgument,
                                  "is required: the version to roll back to, e.g. ?to=3", "to"});
   }
   auto to = VersionNumber(req.get_param_value("to"), "to");
   if (!to) return ReplyError(res, to.error());
+  note.after = json{{"restores", *to}};
   auto version = controller_.RollbackPolicy(*to, Caller(req), req.get_param_value("comment"));
   if (!version) return ReplyError(res, version.error());
+  note.object = fmt::format("policy/v{}", *version);
+  note.after["version"] = *version;
   res.set_header("Location", fmt::format("/v1/policy/versions/{}", *version));
   Reply(res, 201, json{{"version", *version}, {"restores", *to}});
 }

@@ -8,7 +8,9 @@
 
 #include "common/clock.h"
 #include "model/reason.h"
+#include "server/audit.h"
 #include "server/controller.h"
+#include "store/audit_log.h"
 #include "store/store.h"
 
 namespace berth::server {
@@ -20,15 +22,26 @@ class Api {
 
   // Installs every route on `http`.
   void Register(httplib::Server& http);
+  // Where mutating requests are recorded (before they are answered); null:
+  // nowhere, and the audit endpoints answer Unavailable.
+  void set_audit(store::AuditLog* audit) { audit_ = audit; }
 
  private:
-  void SubmitJob(const httplib::Request& req, httplib::Response& res);
+  // A mutating handler: it fills `note` with what it changed or was refused.
+  using AuditedHandler = void (Api::*)(const httplib::Request&, httplib::Response&, AuditNote&);
+  // Runs `handler`, then appends its audit record, so the record is durable
+  // before the answer leaves.
+  httplib::Server::Handler Audited(std::string action, AuditedHandler handler);
+  void ListAudit(const httplib::Request& req, httplib::Response& res);
+  void VerifyAudit(const httplib::Request& req, httplib::Response& res);
+
+  void SubmitJob(const httplib::Request& req, httplib::Response& res, AuditNote& note);
   void ListJobs(const httplib::Request& req, httplib::Response& res);
   void GetJob(const httplib::Request& req, httplib::Response& res);
-  void CancelJob(const httplib::Request& req, httplib::Response& res);
+  void CancelJob(const httplib::Request& req, httplib::Response& res, AuditNote& note);
   // POST /v1/jobs/ID/checkpoint[?at_ms=T]: a running job reports that it
   // saved a checkpoint (now, or at T), for the work an eviction would lose.
-  void ReportCheckpoint(const httplib::Request& req, httplib::Response& res);
+  void ReportCheckpoint(const httplib::Request& req, httplib::Response& res, AuditNote& note);
   void Logs(const httplib::Request& req, httplib::Response& res);
   // GET /v1/jobs/{id}/why?lang=en|zh: the reason rendered in one language,
   // with the timeline events that explain it.
@@ -40,13 +53,13 @@ class Api {
   void ListGpus(const httplib::Request& req, httplib::Response& res);
   void GetNode(const httplib::Request& req, httplib::Response& res);
   // POST /v1/nodes/NODE[/gpus/INDEX]/(cordon|drain|uncordon)?reason=...
-  void CordonAction(const httplib::Request& req, httplib::Response& res);
+  void CordonAction(const httplib::Request& req, httplib::Response& res, AuditNote& note);
   void ListAlerts(const httplib::Request& req, httplib::Response& res);
   void GetPolicy(const httplib::Request& req, httplib::Response& res);
   void ListPolicyVersions(const httplib::Request& req, httplib::Response& res);
   void GetPolicyVersion(const httplib::Request& req, httplib::Response& res);
-  void ApplyPolicy(const httplib::Request& req, httplib::Response& res);
-  void RollbackPolicy(const httplib::Request& req, httplib::Response& res);
+  void ApplyPolicy(const httplib::Request& req, httplib::Response& res, AuditNote& note);
+  void RollbackPolicy(const httplib::Request& req, httplib::Response& res, AuditNote& note);
   void DiffPolicy(const httplib::Request& req, httplib::Response& res);
   // POST /v1/policy/preview: the recent history replayed under the active
   // and the proposed policy (policy_preview.h); applies nothing.
@@ -57,6 +70,7 @@ class Api {
   Controller& controller_;
   store::Store& store_;
   const Clock& clock_;
+  store::AuditLog* audit_ = nullptr;
 };
 
 }  // namespace berth::server

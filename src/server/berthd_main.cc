@@ -24,6 +24,7 @@
 #include "server/agent_service.h"
 #include "server/api.h"
 #include "server/controller.h"
+#include "store/audit_log.h"
 #include "store/sqlite_store.h"
 
 namespace {
@@ -168,7 +169,11 @@ int main(int argc, char** argv) {
   options.stop_grace_ms = *grace_ms;
   options.node_lost_grace_ms = *lost_grace_ms;
   options.log_limit_bytes = *log_limit_bytes;
+  // The audit trail shares berth.db on a connection of its own.
+  auto audit = berth::store::AuditLog::Open(data_dir);
+  if (!audit) return Fatal(audit.error().message);
   berth::server::Controller controller(**store, scheduler, clock, options);
+  controller.set_audit(audit->get());
 
   berth::server::AgentService agent_service(controller);
   grpc::ServerBuilder builder;
@@ -219,6 +224,7 @@ int main(int argc, char** argv) {
   httplib::Server http;
   http.set_payload_max_length(berth::model::kMaxSpecBytes);
   berth::server::Api api(controller, **store, clock);
+  api.set_audit(audit->get());
   api.Register(http);
   if (!http.bind_to_port(listen_hp->first, listen_hp->second)) {
     return Fatal(fmt::format("cannot listen on {} (--listen)", listen));

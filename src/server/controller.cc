@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "model/failure.h"
@@ -922,6 +923,22 @@ Status Controller::OnGpuHealth(const std::string& node, const berth::v1::GpuHeal
   cordon.by = "berth";
   cordon.automatic = true;
   BERTH_RETURN_IF_ERROR(store_.SetCordon(node, msg.index(), cordon, now));
+  if (audit_ != nullptr) {
+    store::AuditEntry entry;
+    entry.time_ms = now;
+    entry.actor = "berth";
+    entry.action = "gpu.cordon";
+    entry.object = fmt::format("gpu/{}/{}", node, msg.index());
+    entry.after =
+        nlohmann::json{{"cordon", "cordon"}, {"reason", cordon.reason}, {"automatic", true}}.dump();
+    entry.outcome = "ok";
+    // The cordon is already committed; a record that failed to land is
+    // worth an error in the log, not a refusal of the agent's report.
+    if (auto rec = audit_->Append(std::move(entry)); !rec) {
+      spdlog::error("audit: could not record the automatic cordon of {} GPU {}: {}", node,
+                    msg.index(), rec.error().message);
+    }
+  }
   auto jobs = store_.StopRunsOnGpu(node, msg.index(), detail, now);
   if (!jobs) return std::unexpected(jobs.error());
   store::Alert alert;

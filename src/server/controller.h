@@ -20,6 +20,7 @@
 #include "model/usage_ledger.h"
 #include "sched/scheduler.h"
 #include "server/agent_session.h"
+#include "store/audit_log.h"
 #include "store/store.h"
 
 namespace berth::server {
@@ -58,6 +59,9 @@ class Controller {
   Status Start();
   void Stop();
   void Wake();
+  // Where actions Berth takes on its own (an automatic GPU cordon) are
+  // recorded, with actor "berth"; null: nowhere. Set before Start().
+  void set_audit(store::AuditLog* audit) { audit_ = audit; }
 
   // --- REST API side ---
   [[nodiscard]] Result<std::int64_t> Submit(const model::JobSpec& spec);
@@ -155,6 +159,7 @@ class Controller {
                                  const std::vector<store::NodeRecord>& nodes) const;
 
   store::Store& store_;
+  store::AuditLog* audit_ = nullptr;
   const sched::Scheduler& scheduler_;
   const Clock& clock_;
   ControllerOptions options_;

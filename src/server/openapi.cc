@@ -214,6 +214,33 @@ std::string_view OpenApiDocument() {
           "400": {"description": "Bad since or until"}
         }
       }
+    },
+    "/v1/audit": {
+      "get": {
+        "summary": "The audit trail: API changes, refusals and Berth's own actions, oldest first",
+        "description": "Each record: seq, time_ms, actor, tenant, action (job.submit, job.cancel, job.checkpoint, policy.apply, policy.rollback, node.cordon, node.drain, node.uncordon, gpu.cordon, gpu.uncordon), object (job/12, policy/v3, node/a, gpu/a/3), before and after (small JSON summaries or null), request_id, source, outcome (ok, denied: CODE, failed: MESSAGE), prev_hash and hash (docs/operations.md#audit-log).",
+        "parameters": [
+          {"name": "since", "in": "query", "schema": {"type": "string"}, "description": "Milliseconds since the epoch, or a duration back from now (1h, 7d)"},
+          {"name": "until", "in": "query", "schema": {"type": "string"}, "description": "As since; exclusive; default none"},
+          {"name": "actor", "in": "query", "schema": {"type": "string"}},
+          {"name": "tenant", "in": "query", "schema": {"type": "string"}},
+          {"name": "action", "in": "query", "schema": {"type": "string"}, "description": "An action, or a family ending in a dot (job.)"},
+          {"name": "limit", "in": "query", "schema": {"type": "integer", "default": 1000, "minimum": 1, "maximum": 10000}, "description": "The newest N matches"}
+        ],
+        "responses": {
+          "200": {"description": "{\"records\": [...]}", "content": {"application/json": {"schema": {"type": "object", "properties": {"records": {"type": "array", "items": {"type": "object"}}}}}}},
+          "400": {"description": "Bad since, until or limit"}
+        }
+      }
+    },
+    "/v1/audit/verify": {
+      "get": {
+        "summary": "Recompute the audit hash chain and check it against the remembered head",
+        "description": "Answers 200 either way: ok, records, head {seq, hash}, first_bad_seq (null when ok, or when the problem is not one record), problem, remembered {meta, file} and notes.",
+        "responses": {
+          "200": {"description": "The verdict", "content": {"application/json": {"schema": {"type": "object", "properties": {"ok": {"type": "boolean"}, "records": {"type": "integer"}, "first_bad_seq": {"type": "integer", "nullable": true}, "problem": {"type": "string"}}}}}}
+        }
+      }
     }
   },
   "components": {

@@ -1,0 +1,47 @@
+// The API's side of the audit trail (store/audit_log.h): who asked, the
+// request id, and the record each mutating request leaves, refused or not.
+// Handlers fill an AuditNote (action, object, tenant, before and after);
+// the outcome, actor, source and time come from the request and response.
+#pragma once
+
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "common/clock.h"
+#include "store/audit_log.h"
+
+namespace berth::server {
+
+// What a handler knows about the change it made (or was asked to make).
+struct AuditNote {
+  std::string action;  // "job.submit", ...; set by the route, refined by the handler
+  std::string object;  // "job/12"; "job" when the request named none that exists
+  std::string tenant;
+  nlohmann::json before;  // null for none
+  nlohmann::json after;
+  // A request that changes nothing (a policy dry run) leaves no record.
+  bool skip = false;
+};
+
+// The X-Request-Id a request carries when it is sane (1-128 characters of
+// letters, digits and ._:-), else a fresh random one.
+std::string RequestId(const httplib::Request& req);
+
+// Who asked: the X-Berth-User header, else "API client <address>". The one
+// place a later auth layer replaces.
+std::string Actor(const httplib::Request& req);
+
+// "ok" for a 2xx/3xx answer; "denied: <code>" for a 4xx (the request was
+// refused: invalid, not found, in the wrong state); "failed: <message>" for
+// a 5xx.
+std::string Outcome(const httplib::Response& res);
+
+store::AuditEntry MakeAuditEntry(const AuditNote& note, const httplib::Request& req,
+                                 const httplib::Response& res, TimeMs now);
+
+nlohmann::json AuditEntryJson(const store::AuditEntry& e);
+nlohmann::json AuditVerdictJson(const store::AuditVerdict& v);
+
+}  // namespace berth::server

@@ -1,0 +1,117 @@
+// The audit trail: an append-only, hash-chained record of every change made
+// through the API (and every refused attempt), and of the automatic actions
+// Berth takes itself. It lives in the `audit_log` table of the state database
+// (berth.db), on a connection of its own, so the Store interface stays about
+// scheduling state and a later auth layer only has to supply actor and tenant.
+//
+// Each record's hash is SHA-256 over a canonical serialization of its fields
+// and the previous record's hash (AuditCanonicalText), so editing, removing or
+// reordering a record breaks the chain at that record. Truncating the tail
+// leaves a valid chain, so the head (latest sequence number and hash) is also
+// remembered in two places outside the table's rows: the `meta` table (same
+// transaction as the append) and `<data_dir>/audit.head` (written atomically
+// right after the commit). Verify checks the chain against both.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "store/sqlite_db.h"
+
+namespace berth::store {
+
+struct AuditEntry {
+  std::int64_t seq = 0;  // 1, 2, 3, ... with no gaps; assigned by Append
+  TimeMs time_ms = 0;
+  std::string actor;   // X-Berth-User, the client address, or "berth"
+  std::string tenant;  // the job's tenant where there is one, else ""
+  std::string action;  // "job.submit", "policy.apply", "gpu.cordon", ...
+  std::string object;  // "job/12", "policy/v3", "node/a", "gpu/a/3"
+  // Small JSON summaries (compact text, "" for none). Never request bodies:
+  // a job's env values or a policy's text stay out of the trail.
+  std::string before;
+  std::string after;
+  std::string request_id;
+  std::string source;     // the client's address; "" for Berth's own actions
+  std::string outcome;    // "ok", "denied: <code>" or "failed: <message>"
+  std::string prev_hash;  // hex; kAuditGenesisHash for record 1
+  std::string hash;       // hex SHA-256 of AuditCanonicalText
+};
+
+// prev_hash of the first record.
+inline constexpr std::string_view kAuditGenesisHash =
+    "0000000000000000000000000000000000000000000000000000000000000000";
+
+// Every field but `hash`, each length-prefixed so no two records serialize
+// alike, prev_hash last.
+std::string AuditCanonicalText(const AuditEntry& e);
+// Lower-case hex SHA-256 of AuditCanonicalText (OpenSSL EVP).
+Result<std::string> AuditHash(const AuditEntry& e);
+
+struct AuditFilter {
+  std::optional<TimeMs> since;  // time_ms >= since
+  std::optional<TimeMs> until;  // time_ms < until
+  std::string actor;            // exact; empty: any
+  std::string tenant;
+  std::string action;        // exact, or a prefix ending in '.' ("job.")
+  std::size_t limit = 1000;  // the newest `limit` matches, returned oldest first
+};
+
+// A remembered head: where the log ended when it was last written.
+struct AuditHead {
+  std::int64_t seq = 0;
+  std::string hash;
+};
+
+struct AuditVerdict {
+  bool ok = true;
+  std::int64_t records = 0;  // rows in the table
+  AuditHead head;            // the last row's seq and hash (0, "" when empty)
+  // The first record found bad (a missing one's seq for a gap), and what is
+  // wrong with it.
+  std::optional<std::int64_t> first_bad_seq;
+  std::string problem;
+  std::optional<AuditHead> meta_head;  // as remembered in the meta table
+  std::optional<AuditHead> file_head;  // as remembered in audit.head
+  // Things worth knowing that are not tampering (a head file one record
+  // behind after a crash).
+  std::vector<std::string> notes;
+};
+
+class AuditLog {
+ public:
+  // Opens `<data_dir>/berth.db` (creating the table if needed) on a second
+  // connection; SqliteStore may have it open too.
+  static Result<std::unique_ptr<AuditLog>> Open(const std::filesystem::path& data_dir);
+
+  // Assigns seq, prev_hash and hash, and returns once the record is
+  // committed (synchronous=FULL) and the head file replaced. The new record
+  // chains from the remembered head, not from whatever row is last, so rows
+  // removed behind Berth's back leave a gap that Verify finds.
+  [[nodiscard]] Result<AuditEntry> Append(AuditEntry entry);
+  [[nodiscard]] Result<std::vector<AuditEntry>> Query(const AuditFilter& filter);
+  // Recomputes the whole chain and checks it against both remembered heads.
+  [[nodiscard]] Result<AuditVerdict> Verify();
+
+  const std::filesystem::path& head_path() const { return head_path_; }
+
+ private:
+  AuditLog(Database db, std::filesystem::path head_path)
+      : db_(std::move(db)), head_path_(std::move(head_path)) {}
+  Result<std::optional<AuditHead>> MetaHead();
+  Result<std::optional<AuditHead>> FileHead() const;
+  Status WriteFileHead(const AuditHead& head) const;
+
+  std::mutex mu_;
+  Database db_;
+  std::filesystem::path head_path_;
+};
+
+}  // namespace berth::store

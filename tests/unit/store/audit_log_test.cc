@@ -1,0 +1,372 @@
+// The audit chain: records append with a hash chain, and every way of
+// quietly rewriting the table through a second connection (an edit, a
+// deletion, a swap, a cut tail with records appended after it) is found by
+// Verify, which names the first bad record.
+#include "store/audit_log.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "store/sqlite_store.h"
+
+namespace berth::store {
+namespace {
+
+class AuditLogTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "berth-audit-XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    // The store first, as berthd does: the audit log shares its database.
+    auto s = SqliteStore::Open(dir_, 1000);
+    ASSERT_TRUE(s.has_value()) << s.error().message;
+    store_ = std::move(*s);
+    auto log = AuditLog::Open(dir_);
+    ASSERT_TRUE(log.has_value()) << log.error().message;
+    log_ = std::move(*log);
+  }
+  void TearDown() override {
+    log_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  AuditEntry Entry(int i) {
+    AuditEntry e;
+    e.time_ms = 1'700'000'000'000 + i * 1000;
+    e.actor = i % 2 == 0 ? "alice" : "bob";
+    e.tenant = i % 3 == 0 ? "vision" : "";
+    e.action = "job.submit";
+    e.object = "job/" + std::to_string(i);
+    e.after = R"({"state":"Pending"})";
+    e.request_id = "req-" + std::to_string(i);
+    e.source = "127.0.0.1";
+    e.outcome = "ok";
+    return e;
+  }
+  void AppendN(int n) {
+    for (int i = 1; i <= n; ++i) {
+      auto e = log_->Append(Entry(i));
+      ASSERT_TRUE(e.has_value()) << e.error().message;
+    }
+  }
+  // SQL on a connection of its own, as someone with the database file would.
+  void Tamper(const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir_ / "berth.db").c_str(), &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    char* err = nullptr;
+    int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+    std::string msg = err != nullptr ? err : "";
+    sqlite3_free(err);
+    sqlite3_close(db);
+    ASSERT_EQ(rc, SQLITE_OK) << msg;
+  }
+  AuditEntry Row(std::int64_t seq) {
+    auto all = log_->Query(AuditFilter{});
+    EXPECT_TRUE(all.has_value());
+    for (const auto& e : *all) {
+      if (e.seq == seq) return e;
+    }
+    ADD_FAILURE() << "no record " << seq;
+    return {};
+  }
+  // An INSERT of `e` as it stands (seq, hashes and all).
+  static std::string InsertSql(const AuditEntry& e) {
+    auto q = [](const std::string& s) { return "'" + s + "'"; };
+    return "INSERT INTO audit_log(seq, time_ms, actor, tenant, action, object, before_json, "
+           "after_json, request_id, source, outcome, prev_hash, hash) VALUES(" +
+           std::to_string(e.seq) + "," + std::to_string(e.time_ms) + "," + q(e.actor) + "," +
+           q(e.tenant) + "," + q(e.action) + "," + q(e.object) + "," + q(e.before) + "," +
+           q(e.after) + "," + q(e.request_id) + "," + q(e.source) + "," + q(e.outcome) + "," +
+           q(e.prev_hash) + "," + q(e.hash) + ");";
+  }
+  AuditVerdict Verify() {
+    auto v = log_->Verify();
+    EXPECT_TRUE(v.has_value()) << v.error().message;
+    return v.value_or(AuditVerdict{});
+  }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<SqliteStore> store_;
+  std::unique_ptr<AuditLog> log_;
+};
+
+TEST_F(AuditLogTest, AppendsAChainThatVerifies) {
+  AppendN(10);
+  auto all = log_->Query(AuditFilter{});
+  ASSERT_TRUE(all.has_value());
+  ASSERT_EQ(all->size(), 10u);
+  EXPECT_EQ(all->front().seq, 1);
+  EXPECT_EQ(all->front().prev_hash, kAuditGenesisHash);
+  for (std::size_t i = 1; i < all->size(); ++i) {
+    EXPECT_EQ((*all)[i].seq, (*all)[i - 1].seq + 1);
+    EXPECT_EQ((*all)[i].prev_hash, (*all)[i - 1].hash);
+  }
+  auto v = Verify();
+  EXPECT_TRUE(v.ok) << v.problem;
+  EXPECT_EQ(v.records, 10);
+  EXPECT_EQ(v.head.seq, 10);
+  ASSERT_TRUE(v.meta_head && v.file_head);
+  EXPECT_EQ(v.meta_head->hash, all->back().hash);
+  EXPECT_EQ(v.file_head->hash, all->back().hash);
+  EXPECT_TRUE(v.notes.empty());
+}
+
+TEST_F(AuditLogTest, AnEmptyLogVerifies) {
+  auto v = Verify();
+  EXPECT_TRUE(v.ok) << v.problem;
+  EXPECT_EQ(v.records, 0);
+}
+
+TEST_F(AuditLogTest, TheHashCoversEveryFieldAndTheLinkBefore) {
+  auto e = Entry(1);
+  e.seq = 1;
+  e.prev_hash = std::string(kAuditGenesisHash);
+  auto base = AuditHash(e);
+  ASSERT_TRUE(base.has_value());
+  EXPECT_EQ(base->size(), 64u);
+  auto changed = [&](auto edit) {
+    auto copy = e;
+    edit(copy);
+    return *AuditHash(copy) != *base;
+  };
+  EXPECT_TRUE(changed([](AuditEntry& c) { c.seq = 2; }));
+  EXPECT_TRUE(changed([](AuditEntry& c) { c.time_ms += 1; }));
+  EXPECT_TRUE(changed([](AuditEntry& c) { c.actor = "mallory"; }));
+  EXPECT_TRUE(changed([](AuditEntry& c) { c.tenant = "x"; }));
+  EXPECT_TRUE(changed([](AuditEntry& c) { c.action = "job.cancel"; }));
+  EXPECT_TRUE(changed([](AuditEntry& c) { c.object = "job/2"; }));
+  EXPECT_TRUE(changed([](AuditEntry& c) { c.before = "{}"; }));
+  EXPECT_TRUE(changed([](AuditEntry& c) { c.after = "{}"; }));
+  EXPECT_TRUE(changed([](AuditEntry& c) { c.request_id = "r"; }));
+  EXPECT_TRUE(changed([](AuditEntry& c) { c.source = "10.0.0.1"; }));
+  EXPECT_TRUE(changed([](AuditEntry& c) { c.outcome = "denied: NOT_FOUND"; }));
+  EXPECT_TRUE(changed([](AuditEntry& c) { c.prev_hash[0] = '1'; }));
+  // Moving a byte from one field to the next is a different record.
+  EXPECT_TRUE(changed([](AuditEntry& c) {
+    c.actor = "bo";
+    c.tenant = "b" + c.tenant;
+  }));
+}
+
+TEST_F(AuditLogTest, AnEditedFieldIsFoundAtThatRecord) {
+  AppendN(10);
+  Tamper("UPDATE audit_log SET actor='mallory' WHERE seq=4");
+  auto v = Verify();
+  EXPECT_FALSE(v.ok);
+  EXPECT_EQ(v.first_bad_seq, 4) << v.problem;
+  EXPECT_NE(v.problem.find("edited"), std::string::npos) << v.problem;
+}
+
+// A forger who recomputes the edited record's hash and relinks the next one
+// is caught at the next record: its own hash covers the link it now carries.
+TEST_F(AuditLogTest, AnEditWithItsHashRecomputedIsFoundAtTheNextRecord) {
+  AppendN(10);
+  auto e = Row(4);
+  e.outcome = "denied: NOT_FOUND";
+  e.hash = *AuditHash(e);
+  Tamper("UPDATE audit_log SET outcome='" + e.outcome + "', hash='" + e.hash + "' WHERE seq=4;" +
+         "UPDATE audit_log SET prev_hash='" + e.hash + "' WHERE seq=5;");
+  auto v = Verify();
+  EXPECT_FALSE(v.ok);
+  EXPECT_EQ(v.first_bad_seq, 5) << v.problem;
+}
+
+TEST_F(AuditLogTest, ADeletedRecordIsFoundAsAGap) {
+  AppendN(10);
+  Tamper("DELETE FROM audit_log WHERE seq=6");
+  auto v = Verify();
+  EXPECT_FALSE(v.ok);
+  EXPECT_EQ(v.first_bad_seq, 6) << v.problem;
+  EXPECT_NE(v.problem.find("missing"), std::string::npos) << v.problem;
+}
+
+TEST_F(AuditLogTest, ADeletedFirstRecordIsFound) {
+  AppendN(3);
+  Tamper("DELETE FROM audit_log WHERE seq=1");
+  auto v = Verify();
+  EXPECT_FALSE(v.ok);
+  EXPECT_EQ(v.first_bad_seq, 1) << v.problem;
+}
+
+// A deletion with the later records renumbered to close the gap: no gap,
+// but the link no longer fits.
+TEST_F(AuditLogTest, ADeletionWithRenumberingIsFound) {
+  AppendN(6);
+  Tamper("DELETE FROM audit_log WHERE seq=3; UPDATE audit_log SET seq=seq-1 WHERE seq>3;");
+  auto v = Verify();
+  EXPECT_FALSE(v.ok);
+  EXPECT_EQ(v.first_bad_seq, 3) << v.problem;
+}
+
+TEST_F(AuditLogTest, TwoSwappedRecordsAreFound) {
+  AppendN(10);
+  Tamper(
+      "UPDATE audit_log SET seq=-5 WHERE seq=5; UPDATE audit_log SET seq=5 WHERE seq=6; "
+      "UPDATE audit_log SET seq=6 WHERE seq=-5;");
+  auto v = Verify();
+  EXPECT_FALSE(v.ok);
+  EXPECT_EQ(v.first_bad_seq, 5) << v.problem;
+}
+
+// The tail cut off: the chain left is valid, but both remembered heads
+// name a record that is no longer there.
+TEST_F(AuditLogTest, ACutTailIsFoundAgainstTheRememberedHead) {
+  AppendN(10);
+  Tamper("DELETE FROM audit_log WHERE seq>7");
+  auto v = Verify();
+  EXPECT_FALSE(v.ok);
+  EXPECT_EQ(v.first_bad_seq, 8) << v.problem;
+  EXPECT_NE(v.problem.find("removed from the end"), std::string::npos) << v.problem;
+}
+
+// Cut the tail, and berthd appends on: new records chain from the
+// remembered head, leaving the gap.
+TEST_F(AuditLogTest, ACutTailThenAppendsLeaveAGap) {
+  AppendN(10);
+  Tamper("DELETE FROM audit_log WHERE seq>7");
+  for (int i = 11; i <= 13; ++i) ASSERT_TRUE(log_->Append(Entry(i)).has_value());
+  auto v = Verify();
+  EXPECT_FALSE(v.ok);
+  EXPECT_EQ(v.first_bad_seq, 8) << v.problem;
+  EXPECT_NE(v.problem.find("missing"), std::string::npos) << v.problem;
+}
+
+// The same with the meta head rewritten to the cut end: the head file
+// still remembers record 10, so the appends chain from there.
+TEST_F(AuditLogTest, ACutTailWithMetaRewrittenThenAppendsLeaveAGap) {
+  AppendN(10);
+  auto seventh = Row(7);
+  Tamper(
+      "DELETE FROM audit_log WHERE seq>7; UPDATE meta SET value='7' WHERE "
+      "key='audit_head_seq'; UPDATE meta SET value='" +
+      seventh.hash + "' WHERE key='audit_head_hash';");
+  for (int i = 11; i <= 13; ++i) ASSERT_TRUE(log_->Append(Entry(i)).has_value());
+  auto v = Verify();
+  EXPECT_FALSE(v.ok);
+  EXPECT_EQ(v.first_bad_seq, 8) << v.problem;
+  EXPECT_NE(v.problem.find("missing"), std::string::npos) << v.problem;
+}
+
+// The forger cuts the tail and appends records that chain correctly from
+// the new end, with the meta head rewritten to match. The head file still
+// remembers the old record 10, so the rewrite is named there.
+TEST_F(AuditLogTest, ACutTailWithForgedRecordsChainedOnIsFound) {
+  AppendN(10);
+  auto prev = Row(7);
+  std::string sql = "DELETE FROM audit_log WHERE seq>7;";
+  for (int seq = 8; seq <= 11; ++seq) {
+    auto e = Entry(100 + seq);
+    e.seq = seq;
+    e.prev_hash = prev.hash;
+    e.hash = *AuditHash(e);
+    sql += InsertSql(e);
+    prev = e;
+  }
+  sql += "UPDATE meta SET value='11' WHERE key='audit_head_seq';";
+  sql += "UPDATE meta SET value='" + prev.hash + "' WHERE key='audit_head_hash';";
+  Tamper(sql);
+  auto v = Verify();
+  EXPECT_FALSE(v.ok);
+  EXPECT_EQ(v.first_bad_seq, 10) << v.problem;
+  EXPECT_NE(v.problem.find("rewritten"), std::string::npos) << v.problem;
+}
+
+// The same with fewer forged records than were cut: the log ends before the
+// remembered head.
+TEST_F(AuditLogTest, ACutTailWithFewerForgedRecordsIsFound) {
+  AppendN(10);
+  auto prev = Row(7);
+  auto e = Entry(200);
+  e.seq = 8;
+  e.prev_hash = prev.hash;
+  e.hash = *AuditHash(e);
+  Tamper("DELETE FROM audit_log WHERE seq>7;" + InsertSql(e) +
+         "UPDATE meta SET value='8' WHERE key='audit_head_seq';"
+         "UPDATE meta SET value='" +
+         e.hash + "' WHERE key='audit_head_hash';");
+  auto v = Verify();
+  EXPECT_FALSE(v.ok);
+  EXPECT_EQ(v.first_bad_seq, 9) << v.problem;
+}
+
+TEST_F(AuditLogTest, AHeadFileOneBehindIsANoteNotTampering) {
+  AppendN(5);
+  auto fourth = Row(4);
+  std::ofstream(log_->head_path(), std::ios::trunc)
+      << R"({"seq":4,"hash":")" << fourth.hash << "\"}\n";
+  auto v = Verify();
+  EXPECT_TRUE(v.ok) << v.problem;
+  EXPECT_EQ(v.notes.size(), 1u);
+}
+
+TEST_F(AuditLogTest, RowsAddedBehindBerthsBackAreFound) {
+  AppendN(5);
+  auto prev = Row(5);
+  auto e = Entry(6);
+  e.seq = 6;
+  e.prev_hash = prev.hash;
+  e.hash = *AuditHash(e);
+  Tamper(InsertSql(e));
+  auto v = Verify();
+  EXPECT_FALSE(v.ok);
+  EXPECT_EQ(v.first_bad_seq, 6) << v.problem;
+}
+
+TEST_F(AuditLogTest, QueryFiltersAndKeepsTheNewest) {
+  AppendN(10);
+  AuditFilter f;
+  f.actor = "alice";
+  auto r = log_->Query(f);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->size(), 5u);
+  f = AuditFilter{};
+  f.tenant = "vision";
+  r = log_->Query(f);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->size(), 3u);  // 3, 6, 9
+  f = AuditFilter{};
+  f.since = 1'700'000'000'000 + 3 * 1000;
+  f.until = 1'700'000'000'000 + 6 * 1000;
+  r = log_->Query(f);
+  ASSERT_TRUE(r.has_value());
+  ASSERT_EQ(r->size(), 3u);
+  EXPECT_EQ(r->front().seq, 3);
+  f = AuditFilter{};
+  f.limit = 2;
+  r = log_->Query(f);
+  ASSERT_TRUE(r.has_value());
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ(r->front().seq, 9);
+  EXPECT_EQ(r->back().seq, 10);
+  f = AuditFilter{};
+  f.action = "job.";
+  r = log_->Query(f);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->size(), 10u);
+  f.action = "policy.apply";
+  r = log_->Query(f);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_TRUE(r->empty());
+}
+
+TEST_F(AuditLogTest, TheChainSurvivesAReopen) {
+  AppendN(3);
+  log_.reset();
+  auto log = AuditLog::Open(dir_);
+  ASSERT_TRUE(log.has_value());
+  log_ = std::move(*log);
+  auto e = log_->Append(Entry(4));
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->seq, 4);
+  EXPECT_TRUE(Verify().ok);
+}
+
+}  // namespace
+}  // namespace berth::store
