@@ -249,7 +249,8 @@ TEST_F(IntegrationTest, AnXidCordonsThatGpuAndItsJobRestartsOnAnother) {
   // Only that GPU is cordoned, by Berth, with the error as its reason.
   auto gpus = Cli(berthd, {"gpus", "-o", "json"});
   ASSERT_EQ(gpus.exit_code, 0) << gpus.err;
-  for (const auto& g : json::parse(gpus.out)["gpus"]) {
+  const json gpu_list = json::parse(gpus.out)["gpus"];
+  for (const auto& g : gpu_list) {
     if (g["index"] == bad) {
       EXPECT_EQ(g["health"], "Unhealthy") << g.dump(2);
       ASSERT_TRUE(g["cordon"].is_object()) << g.dump(2);
