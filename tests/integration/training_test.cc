@@ -252,7 +252,7 @@ TEST_F(IntegrationTest, AnXidCordonsThatGpuAndItsJobRestartsOnAnother) {
   const json gpu_list = json::parse(gpus.out)["gpus"];
   for (const auto& g : gpu_list) {
     if (g["index"] == bad) {
-      EXPECT_EQ(g["health"], "Unhealthy") << g.dump(2);
+      EXPECT_EQ(g["health"], "unhealthy") << g.dump(2);
       ASSERT_TRUE(g["cordon"].is_object()) << g.dump(2);
       EXPECT_EQ(g["cordon"]["by"], "berth") << g.dump(2);
       EXPECT_EQ(g["cordon"]["automatic"], true) << g.dump(2);
