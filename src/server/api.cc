@@ -14,6 +14,7 @@
 #include "model/job.h"
 #include "model/json.h"
 #include "model/reason.h"
+#include "server/api_util.h"
 #include "server/history.h"
 #include "server/openapi.h"
 #include "server/policy_diff.h"
@@ -27,15 +28,6 @@ namespace berth::server {
 namespace {
 
 using nlohmann::json;
-
-void Reply(httplib::Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(body.dump(), "application/json");
-}
-
-void ReplyError(httplib::Response& res, const Error& e) {
-  Reply(res, HttpStatus(e.code), ErrorJson(e));
-}
 
 Result<std::int64_t> PathId(const httplib::Request& req) {
   const std::string& s = req.matches[1];
@@ -98,23 +90,6 @@ std::vector<std::string> SplitCommas(const std::string& s) {
     start = end + 1;
   }
   return out;
-}
-
-// A point in time from a query parameter: milliseconds since the epoch
-// (digits only), or a duration back from `now` ("7d", "12h").
-Result<TimeMs> TimeParam(const std::string& s, const std::string& field, TimeMs now) {
-  if (!s.empty() && s.find_first_not_of("0123456789") == std::string::npos) {
-    TimeMs v = 0;
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec == std::errc() && p == s.data() + s.size()) return v;
-  }
-  auto d = ParseDurationMs(s);
-  if (!d || *d < 0) {
-    return InvalidField(field, fmt::format("'{}' is neither milliseconds since the epoch nor a "
-                                           "duration back from now such as 7d or 12h",
-                                           s));
-  }
-  return now - *d;
 }
 
 constexpr std::string_view kDefaultWindow = "7d";
@@ -238,15 +213,9 @@ void Api::ListJobs(const httplib::Request& req, httplib::Response& res) {
   }
   filter.tenant = req.get_param_value("tenant");
   filter.queue = req.get_param_value("queue");
-  if (req.has_param("limit")) {
-    const auto& s = req.get_param_value("limit");
-    std::size_t limit = 0;
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), limit);
-    if (ec != std::errc() || p != s.data() + s.size() || limit == 0 || limit > 10000) {
-      return ReplyError(res, Error{Code::kInvalidArgument, "limit must be 1 to 10000", "limit"});
-    }
-    filter.limit = limit;
-  }
+  auto limit = LimitParam(req, filter.limit);
+  if (!limit) return ReplyError(res, limit.error());
+  filter.limit = *limit;
   auto jobs = store_.ListJobs(filter);
   if (!jobs) return ReplyError(res, jobs.error());
   json list = json::array();

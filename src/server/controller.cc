@@ -871,9 +871,12 @@ Status Controller::OnRunStarted(const std::string& node, const berth::v1::RunSta
 
 Status Controller::OnRunExited(const std::string& node, const berth::v1::RunExited& msg) {
   store::RunExit exit = ExitFromProto(msg);
-  auto run = store_.GetRun(msg.run_id());
-  if (!run) return std::unexpected(run.error());
-  if (*run) ClassifyExit(exit, (*run)->job_id);
+  if (exit.exit_code != 0 || exit.signal != 0 || !exit.start_error.empty()) {
+    // Only a failed exit has a class to read from its log.
+    auto run = store_.GetRun(msg.run_id());
+    if (!run) return std::unexpected(run.error());
+    if (*run) ClassifyExit(exit, (*run)->job_id);
+  }
   auto job = store_.MarkRunExited(exit, clock_.NowMs());
   if (!job && job.error().code != Code::kNotFound) return std::unexpected(job.error());
   std::shared_ptr<AgentSession> session;

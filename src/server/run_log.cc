@@ -273,9 +273,10 @@ RunLogSlice ReadRunLog(const fs::path& path, std::uint64_t from, std::size_t max
   return out;
 }
 
-std::string RunLogTail(const fs::path& path, std::size_t bytes, std::uint64_t limit) {
-  const std::uint64_t received = RunLogReceived(path);
-  std::uint64_t at = received > bytes ? received - bytes : 0;
+namespace {
+
+// The log as readers see it from `at` to its end.
+std::string ReadRunLogFrom(const fs::path& path, std::uint64_t at, std::uint64_t limit) {
   std::string out;
   for (;;) {
     auto slice = ReadRunLog(path, at, 1 << 20, limit);
@@ -286,16 +287,15 @@ std::string RunLogTail(const fs::path& path, std::size_t bytes, std::uint64_t li
   return out;
 }
 
+}  // namespace
+
+std::string RunLogTail(const fs::path& path, std::size_t bytes, std::uint64_t limit) {
+  const std::uint64_t received = RunLogReceived(path);
+  return ReadRunLogFrom(path, received > bytes ? received - bytes : 0, limit);
+}
+
 std::string ReadWholeRunLog(const fs::path& path, std::uint64_t limit) {
-  std::string out;
-  std::uint64_t at = 0;
-  for (;;) {
-    auto slice = ReadRunLog(path, at, 1 << 20, limit);
-    if (slice.data.empty()) break;
-    out += slice.data;
-    at = slice.next;
-  }
-  return out;
+  return ReadRunLogFrom(path, 0, limit);
 }
 
 }  // namespace berth::server

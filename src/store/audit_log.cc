@@ -133,13 +133,7 @@ Result<std::string> AuditHash(const AuditEntry& e) {
 }
 
 Result<std::unique_ptr<AuditLog>> AuditLog::Open(const std::filesystem::path& data_dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(data_dir, ec);
-  if (ec) {
-    return Fail(Code::kUnavailable, fmt::format("cannot create data directory {}: {}",
-                                                data_dir.string(), ec.message()));
-  }
-  auto db = Database::Open((data_dir / "berth.db").string());
+  auto db = Database::OpenState(data_dir);
   if (!db) return std::unexpected(db.error());
   BERTH_RETURN_IF_ERROR(db->Exec(kAuditSchema));
   return std::unique_ptr<AuditLog>(new AuditLog(std::move(*db), data_dir / "audit.head"));

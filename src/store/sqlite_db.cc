@@ -58,6 +58,16 @@ std::string Statement::Text(int col) const {
           static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col))};
 }
 
+Result<Database> Database::OpenState(const std::filesystem::path& data_dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(data_dir, ec);
+  if (ec) {
+    return Fail(Code::kUnavailable, fmt::format("cannot create data directory {}: {}",
+                                                data_dir.string(), ec.message()));
+  }
+  return Open((data_dir / "berth.db").string());
+}
+
 Result<Database> Database::Open(const std::string& path) {
   sqlite3* raw = nullptr;
   int rc =

@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -46,6 +47,8 @@ class Database {
   // Opens (creating) the database file in WAL mode with synchronous=FULL: a
   // commit returns only once the WAL is on disk.
   static Result<Database> Open(const std::string& path);
+  // Berth's state database, <data_dir>/berth.db, creating the directory.
+  static Result<Database> OpenState(const std::filesystem::path& data_dir);
   Database(Database&& o) noexcept : db_(o.db_) { o.db_ = nullptr; }
   Database& operator=(Database&&) = delete;
   Database(const Database&) = delete;

@@ -209,13 +209,7 @@ std::string ReasonText(const model::Reason& r) {
 
 Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::filesystem::path& data_dir,
                                                        TimeMs now) {
-  std::error_code ec;
-  std::filesystem::create_directories(data_dir, ec);
-  if (ec) {
-    return Fail(Code::kUnavailable, fmt::format("cannot create data directory {}: {}",
-                                                data_dir.string(), ec.message()));
-  }
-  auto db = Database::Open((data_dir / "berth.db").string());
+  auto db = Database::OpenState(data_dir);
   if (!db) return std::unexpected(db.error());
   std::unique_ptr<SqliteStore> store(new SqliteStore(std::move(*db)));
   BERTH_RETURN_IF_ERROR(store->Migrate(now));
@@ -1106,11 +1100,7 @@ Result<JobRecord> SqliteStore::MarkRunExited(const RunExit& exit, TimeMs now) {
     bool failed = exit.exit_code != 0 || exit.signal != 0 || !exit.start_error.empty();
     if (failed && (stopped_for.empty() || stopped_for == "lost" || stopped_for == "gpu_error")) {
       // A gang lives and dies together: stop the replicas still running.
-      auto gang = db_.Prepare(
-          "UPDATE runs SET stop_requested=1, stopped_for='gang' "
-          "WHERE job_id=? AND state IN ('Starting','Running') AND stop_requested=0");
-      if (!gang) return std::unexpected(gang.error());
-      BERTH_RETURN_IF_ERROR(gang->Bind(1, run.job_id).Run());
+      BERTH_RETURN_IF_ERROR(StopJobRuns(run.job_id, "gang"));
     }
     auto updated = LoadJob(run.job_id, false);
     if (!updated) return std::unexpected(updated.error());
@@ -1138,15 +1128,19 @@ Status SqliteStore::RecordCheckpoint(const std::string& run_id, TimeMs at) {
   return Ok();
 }
 
-Status SqliteStore::RequestStop(std::int64_t job_id, const std::string& why, TimeMs now) {
-  std::lock_guard lock(mu_);
-  Transaction tx(db_);
-  BERTH_RETURN_IF_ERROR(tx.Begin());
+Status SqliteStore::StopJobRuns(std::int64_t job_id, std::string_view why) {
   auto st = db_.Prepare(
       "UPDATE runs SET stop_requested=1, stopped_for=? "
       "WHERE job_id=? AND state IN ('Starting','Running') AND stop_requested=0");
   if (!st) return std::unexpected(st.error());
-  BERTH_RETURN_IF_ERROR(st->Bind(1, why).Bind(2, job_id).Run());
+  return st->Bind(1, std::string(why)).Bind(2, job_id).Run();
+}
+
+Status SqliteStore::RequestStop(std::int64_t job_id, const std::string& why, TimeMs now) {
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
+  BERTH_RETURN_IF_ERROR(StopJobRuns(job_id, why));
   (void)now;
   return tx.Commit();
 }
@@ -1427,11 +1421,7 @@ Result<std::vector<std::int64_t>> SqliteStore::StopRunsOnGpu(const std::string& 
     if (!st) return std::unexpected(st.error());
     BERTH_RETURN_IF_ERROR(st->Bind(1, detail).Bind(2, r.run_id).Run());
     // A gang lives and dies together: its other replicas stop too.
-    auto gang = db_.Prepare(
-        "UPDATE runs SET stop_requested=1, stopped_for='gang' "
-        "WHERE job_id=? AND state IN ('Starting','Running') AND stop_requested=0");
-    if (!gang) return std::unexpected(gang.error());
-    BERTH_RETURN_IF_ERROR(gang->Bind(1, r.job_id).Run());
+    BERTH_RETURN_IF_ERROR(StopJobRuns(r.job_id, "gang"));
     auto job = LoadJob(r.job_id, false);
     if (!job) return std::unexpected(job.error());
     BERTH_RETURN_IF_ERROR(
@@ -1455,11 +1445,7 @@ Result<std::vector<std::int64_t>> SqliteStore::StopRunsOnNode(const std::string&
   }
   for (auto id : jobs) {
     // The whole gang stops, wherever its other replicas run.
-    auto st = db_.Prepare(
-        "UPDATE runs SET stop_requested=1, stopped_for='drained' "
-        "WHERE job_id=? AND state IN ('Starting','Running') AND stop_requested=0");
-    if (!st) return std::unexpected(st.error());
-    BERTH_RETURN_IF_ERROR(st->Bind(1, id).Run());
+    BERTH_RETURN_IF_ERROR(StopJobRuns(id, "drained"));
     auto job = LoadJob(id, false);
     if (!job) return std::unexpected(job.error());
     BERTH_RETURN_IF_ERROR(AddEvent(id, now, (*job)->state, "Draining",
@@ -1542,11 +1528,7 @@ Status SqliteStore::EvictJobs(const std::vector<sched::Eviction>& evictions, Tim
     std::string why = e.cause == sched::EvictionCause::kPreempt ? "preempted"
                       : e.cause == sched::EvictionCause::kMove  ? "moved"
                                                                 : "reclaimed";
-    auto stop = db_.Prepare(
-        "UPDATE runs SET stop_requested=1, stopped_for=? "
-        "WHERE job_id=? AND state IN ('Starting','Running') AND stop_requested=0");
-    if (!stop) return std::unexpected(stop.error());
-    BERTH_RETURN_IF_ERROR(stop->Bind(1, why).Bind(2, e.job_id).Run());
+    BERTH_RETURN_IF_ERROR(StopJobRuns(e.job_id, why));
     auto reason = db_.Prepare("UPDATE jobs SET reason=? WHERE id=?");
     if (!reason) return std::unexpected(reason.error());
     BERTH_RETURN_IF_ERROR(reason->Bind(1, ReasonText(e.reason)).Bind(2, e.job_id).Run());

@@ -73,6 +73,9 @@ class SqliteStore final : public Store {
   Result<std::vector<RunRecord>> LoadRuns(std::string_view where, std::int64_t arg);
   // Every row of a jobs query (kJobColumns), each with all its runs.
   Result<std::vector<JobRecord>> JobsWithRuns(Statement& st);
+  // Asks every active run of the job that is not already stopping to stop,
+  // for `why` (its stopped_for). Inside the caller's transaction.
+  Status StopJobRuns(std::int64_t job_id, std::string_view why);
   Status AddNodeEvent(const std::string& node, TimeMs t, std::string_view event,
                       const std::string& message);
   Result<model::NodeInfo> LoadNodeInfo(const std::string& node);

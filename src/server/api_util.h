@@ -1,0 +1,27 @@
+// Small pieces every REST handler file uses: JSON replies, error replies,
+// and points in time from query parameters.
+#pragma once
+
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "common/clock.h"
+#include "common/status.h"
+
+namespace berth::server {
+
+void Reply(httplib::Response& res, int status, const nlohmann::json& body);
+// The error as JSON (render.h ErrorJson) with its HTTP status.
+void ReplyError(httplib::Response& res, const Error& e);
+
+// A point in time from a query parameter: milliseconds since the epoch
+// (digits only), or a duration back from `now` ("7d", "12h"). Errors name
+// `field`.
+Result<TimeMs> TimeParam(const std::string& s, const std::string& field, TimeMs now);
+
+// The `limit` query parameter: 1 to 10000, or `fallback` when absent.
+Result<std::size_t> LimitParam(const httplib::Request& req, std::size_t fallback);
+
+}  // namespace berth::server
