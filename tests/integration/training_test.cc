@@ -159,13 +159,14 @@ TEST_F(TwoAgentsTest, KillingOneAgentStopsTheWholeGangAndItsRetryPolicyDecides) 
   EXPECT_EQ(CountEvents(g, "Retrying"), 1) << g.dump(2);
   EXPECT_EQ(g["failures"], 1) << g.dump(2);
   // Both replicas of attempt 1 ended: one lost, the other stopped with it.
+  // With one node left the gang cannot be placed again yet: the placement
+  // shown is still attempt 1's.
   std::set<std::string> stopped_for;
   for (const auto& r : g["placement"]) {
-    if (r["attempt"] == 1) stopped_for.insert(r["stopped_for"].get<std::string>());
+    ASSERT_EQ(r["attempt"], 1) << g.dump(2);
+    stopped_for.insert(r["stopped_for"].get<std::string>());
   }
-  if (g["placement"][0]["attempt"] == 1) {
-    EXPECT_EQ(stopped_for, (std::set<std::string>{"lost", "gang"})) << g.dump(2);
-  }
+  EXPECT_EQ(stopped_for, (std::set<std::string>{"lost", "gang"})) << g.dump(2);
 
   // With one node the gang cannot be placed; the dead agent comes back on
   // its data dir, is told to stop its stale run, and the gang starts again.
@@ -310,6 +311,15 @@ TEST_F(IntegrationTest, AnXidCordonsThatGpuAndItsJobRestartsOnAnother) {
   job = berthd.Job(id);
   EXPECT_EQ(job["state"], "Succeeded") << job.dump(2);
   EXPECT_EQ(job["placement"][0]["attempt"], 3) << job.dump(2);
+  // Each attempt saw its GPU and its restart count: the failed GPU, the other
+  // one after the Xid, and again after the drain.
+  std::ifstream in(starts);
+  std::vector<std::string> seen;
+  for (std::string line; std::getline(in, line);) seen.push_back(line);
+  ASSERT_EQ(seen.size(), 3U);
+  EXPECT_EQ(seen[0], std::to_string(bad) + " 0");
+  EXPECT_EQ(seen[1], std::to_string(good) + " 1");
+  EXPECT_EQ(seen[2].substr(seen[2].find(' ')), " 2");
 
   // Bad targets are refused with the fix.
   auto typo = Cli(berthd, {"cordon", "x/nine"});
