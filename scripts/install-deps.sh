@@ -13,8 +13,12 @@ packages=(
   # state, formats, CLI, logging, HTTP
   libsqlite3-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev
   libspdlog-dev libfmt-dev libcpp-httplib-dev libssl-dev
+  # tenancy: token hashes (Argon2id)
+  libargon2-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
+  # fuzzing (libFuzzer) and the metrics checks (prometheus, promtool)
+  clang libclang-rt-14-dev prometheus
   # process tools used by the integration tests
   procps
 )

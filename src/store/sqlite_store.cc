@@ -22,7 +22,7 @@ using nlohmann::json;
 // slice of a shared GPU (gpu_share_millis, gpu_share_bytes). 4: runs record
 // their last reported checkpoint, whether a stop was clean and their failure
 // class; jobs count their failures and when a retry may start.
-constexpr int kSchemaVersion = 4;
+constexpr int kSchemaVersion = 5;
 
 constexpr std::string_view kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -38,7 +38,8 @@ CREATE TABLE IF NOT EXISTS jobs(
   exit_code INTEGER, signal INTEGER,
   cancel_requested INTEGER NOT NULL DEFAULT 0, cancelled_by TEXT NOT NULL DEFAULT '',
   attempts INTEGER NOT NULL DEFAULT 0, policy_version INTEGER,
-  failures INTEGER NOT NULL DEFAULT 0, retry_after_ms INTEGER);
+  failures INTEGER NOT NULL DEFAULT 0, retry_after_ms INTEGER,
+  submitted_by TEXT NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state, submitted_ms);
 CREATE INDEX IF NOT EXISTS jobs_by_submitted ON jobs(submitted_ms);
 CREATE TABLE IF NOT EXISTS runs(
@@ -82,7 +83,7 @@ constexpr std::string_view kRunColumns =
 
 constexpr std::string_view kJobColumns =
     "id, spec, state, reason, submitted_ms, started_ms, finished_ms, exit_code, signal, "
-    "cancel_requested, policy_version, failures, retry_after_ms";
+    "cancel_requested, policy_version, failures, retry_after_ms, submitted_by";
 
 constexpr std::string_view kPolicyColumns =
     "version, yaml, normalized, applied_ms, applied_by, comment, rolled_back_from, restores";
@@ -143,6 +144,7 @@ JobRecord ReadJob(const Statement& st) {
   j.policy_version = st.OptInt(10);
   j.failures = static_cast<std::uint32_t>(st.Int(11));
   j.retry_after_ms = st.OptInt(12);
+  j.submitted_by = st.Text(13);
   return j;
 }
 
@@ -290,6 +292,19 @@ Status SqliteStore::Migrate(TimeMs now) {
       BERTH_RETURN_IF_ERROR(
           db_.Exec("ALTER TABLE jobs ADD COLUMN failures INTEGER NOT NULL DEFAULT 0;"
                    "ALTER TABLE jobs ADD COLUMN retry_after_ms INTEGER;"));
+    }
+  }
+  if (stored && *stored < 5) {
+    // Schema 5: who submitted each job (tenancy and metering). New tables
+    // of schema 5 come from kSchema; columns added to old tables go here.
+    auto has = db_.Prepare(
+        "SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name='submitted_by'");
+    if (!has) return std::unexpected(has.error());
+    auto row = has->Step();
+    if (!row) return std::unexpected(row.error());
+    if (has->Int(0) == 0) {
+      BERTH_RETURN_IF_ERROR(
+          db_.Exec("ALTER TABLE jobs ADD COLUMN submitted_by TEXT NOT NULL DEFAULT '';"));
     }
   }
   auto set = db_.Prepare("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)");
@@ -600,7 +615,8 @@ Status SqliteStore::SetJobState(std::int64_t job_id, model::JobState state,
   return st->Bind(1, model::JobStateName(state)).Bind(2, ReasonText(reason)).Bind(3, job_id).Run();
 }
 
-Result<std::int64_t> SqliteStore::CreateJob(const model::JobSpec& spec, TimeMs now) {
+Result<std::int64_t> SqliteStore::CreateJob(const model::JobSpec& spec, TimeMs now,
+                                            std::string_view submitted_by) {
   std::lock_guard lock(mu_);
   // Checked again here, under the store's lock, so a job cannot slip into a
   // queue that a policy change removes at the same moment.
@@ -612,8 +628,8 @@ Result<std::int64_t> SqliteStore::CreateJob(const model::JobSpec& spec, TimeMs n
   Transaction tx(db_);
   BERTH_RETURN_IF_ERROR(tx.Begin());
   auto st = db_.Prepare(
-      "INSERT INTO jobs(name, tenant, queue, spec, state, reason, submitted_ms) "
-      "VALUES(?,?,?,?,?,?,?)");
+      "INSERT INTO jobs(name, tenant, queue, spec, state, reason, submitted_ms, submitted_by) "
+      "VALUES(?,?,?,?,?,?,?,?)");
   if (!st) return std::unexpected(st.error());
   BERTH_RETURN_IF_ERROR(st->Bind(1, spec.name)
                             .Bind(2, spec.tenant)
@@ -622,6 +638,7 @@ Result<std::int64_t> SqliteStore::CreateJob(const model::JobSpec& spec, TimeMs n
                             .Bind(5, model::JobStateName(model::JobState::kPending))
                             .Bind(6, ReasonText({model::ReasonCode::kQueued, {}, {}}))
                             .Bind(7, now)
+                            .Bind(8, std::string(submitted_by))
                             .Run());
   std::int64_t id = db_.LastInsertId();
   BERTH_RETURN_IF_ERROR(AddEvent(id, now, model::JobState::kPending, "Submitted",

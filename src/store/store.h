@@ -89,6 +89,7 @@ struct JobRecord {
   // again (its retry policy's backoff); nullopt when it is not backing off.
   std::uint32_t failures = 0;
   std::optional<TimeMs> retry_after_ms;
+  std::string submitted_by;  // the identity that submitted it; "" before schema 5
   std::vector<RunRecord> runs;     // filled by GetJob and ListJobs
   std::vector<JobEvent> timeline;  // filled by GetJob only
 };
@@ -212,7 +213,9 @@ class Store {
                                                             TimeMs now) = 0;
 
   // --- jobs ---
-  [[nodiscard]] virtual Result<std::int64_t> CreateJob(const model::JobSpec& spec, TimeMs now) = 0;
+  // `submitted_by`: the identity that submitted it ("" when unknown).
+  [[nodiscard]] virtual Result<std::int64_t> CreateJob(const model::JobSpec& spec, TimeMs now,
+                                                       std::string_view submitted_by = {}) = 0;
   [[nodiscard]] virtual Result<JobRecord> GetJob(std::int64_t id) = 0;
   [[nodiscard]] virtual Result<std::vector<JobRecord>> ListJobs(const JobFilter& filter) = 0;
   // Jobs the scheduler should look at: Pending, oldest first.
