@@ -297,8 +297,8 @@ Status SqliteStore::Migrate(TimeMs now) {
   if (stored && *stored < 5) {
     // Schema 5: who submitted each job (tenancy and metering). New tables
     // of schema 5 come from kSchema; columns added to old tables go here.
-    auto has = db_.Prepare(
-        "SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name='submitted_by'");
+    auto has =
+        db_.Prepare("SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name='submitted_by'");
     if (!has) return std::unexpected(has.error());
     auto row = has->Step();
     if (!row) return std::unexpected(row.error());

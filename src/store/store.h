@@ -89,7 +89,7 @@ struct JobRecord {
   // again (its retry policy's backoff); nullopt when it is not backing off.
   std::uint32_t failures = 0;
   std::optional<TimeMs> retry_after_ms;
-  std::string submitted_by;  // the identity that submitted it; "" before schema 5
+  std::string submitted_by;        // the identity that submitted it; "" before schema 5
   std::vector<RunRecord> runs;     // filled by GetJob and ListJobs
   std::vector<JobEvent> timeline;  // filled by GetJob only
 };
