@@ -35,10 +35,10 @@ bool IsSuccess(int status) {
   return status >= 200 && status < 300;
 }
 
-httplib::Headers RequestHeaders(std::string_view accept, const std::string& user) {
+httplib::Headers RequestHeaders(std::string_view accept, const std::string& token) {
   httplib::Headers headers{{"Accept", std::string(accept)},
                            {"User-Agent", fmt::format("berth/{}", Version())}};
-  if (!user.empty()) headers.emplace("X-Berth-User", user);
+  if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
   return headers;
 }
 
@@ -161,14 +161,14 @@ ApiClient::ApiClient(ApiClient&&) noexcept = default;
 ApiClient& ApiClient::operator=(ApiClient&&) noexcept = default;
 
 Result<json> ApiClient::Get(const std::string& path) {
-  auto res = http_->Get(url_.base_path + path, RequestHeaders("application/json", user_));
+  auto res = http_->Get(url_.base_path + path, RequestHeaders("application/json", token_));
   if (!res) return std::unexpected(TransportError(url_, res.error()));
   return DecodeJson(res->status, res->body);
 }
 
 Result<json> ApiClient::Post(const std::string& path, const std::string& body,
                              const std::string& content_type) {
-  auto res = http_->Post(url_.base_path + path, RequestHeaders("application/json", user_), body,
+  auto res = http_->Post(url_.base_path + path, RequestHeaders("application/json", token_), body,
                          content_type);
   if (!res) return std::unexpected(TransportError(url_, res.error()));
   return DecodeJson(res->status, res->body);
@@ -180,7 +180,7 @@ Status ApiClient::Stream(const std::string& path, const Sink& sink, bool long_li
   std::string error_body;
   bool sink_stopped = false;
   auto res = http_->Get(
-      url_.base_path + path, RequestHeaders("text/plain", user_),
+      url_.base_path + path, RequestHeaders("text/plain", token_),
       [&](const httplib::Response& response) {
         status = response.status;
         return true;

@@ -56,12 +56,12 @@ class ApiClient {
   Status Stream(const std::string& path, const Sink& sink, bool long_lived);
 
   const ServerUrl& url() const { return url_; }
-  // Sent as X-Berth-User on every request when not empty.
-  void set_user(std::string user) { user_ = std::move(user); }
+  // Sent as `Authorization: Bearer` on every request when not empty.
+  void set_token(std::string token) { token_ = std::move(token); }
 
  private:
   ServerUrl url_;
-  std::string user_;
+  std::string token_;
   std::unique_ptr<httplib::Client> http_;
 };
 

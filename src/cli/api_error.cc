@@ -19,6 +19,10 @@ Code CodeFromHttp(int http_status) {
   switch (http_status) {
     case 400:
       return Code::kInvalidArgument;
+    case 401:
+      return Code::kUnauthenticated;
+    case 403:
+      return Code::kPermissionDenied;
     case 404:
       return Code::kNotFound;
     case 409:
@@ -35,10 +39,10 @@ Code CodeFromHttp(int http_status) {
 }
 
 Code CodeFromName(std::string_view name, int http_status) {
-  static constexpr std::array kCodes{Code::kInvalidArgument, Code::kNotFound,
-                                     Code::kAlreadyExists,   Code::kFailedPrecondition,
-                                     Code::kUnavailable,     Code::kResourceExhausted,
-                                     Code::kInternal};
+  static constexpr std::array kCodes{
+      Code::kInvalidArgument,    Code::kNotFound,        Code::kAlreadyExists,
+      Code::kFailedPrecondition, Code::kUnavailable,     Code::kResourceExhausted,
+      Code::kInternal,           Code::kUnauthenticated, Code::kPermissionDenied};
   for (Code code : kCodes) {
     if (CodeName(code) == name) return code;
   }

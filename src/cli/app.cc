@@ -348,6 +348,136 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
       "verify", "recompute the audit chain and name the first edited, missing or reordered record");
   actions[audit_verify] = [&](ApiClient& api, const Output& out) { return VerifyAudit(api, out); };
 
+  // berth login / logout / whoami
+  std::string login_token_file;
+  std::string login_ca;
+  std::string login_token;
+  auto* login = app.add_subcommand(
+      "login", "check an API token with berthd and save it (with --server) to the config file");
+  login->add_option("--token-file", login_token_file,
+                    "file holding the token (berthd's first start writes "
+                    "<data-dir>/bootstrap-token); default: $BERTH_TOKEN, else stdin");
+  login->add_option("--ca", login_ca, "CA certificate to trust for this server (PEM)");
+  checks[login] = [&] {
+    std::string text;
+    if (!login_token_file.empty()) {
+      auto read = ReadSpec(login_token_file, env.in, "token file");
+      if (!read) return PrintError(env, kExitUsage, FormatError(read.error()));
+      text = *read;
+    } else if (env.token) {
+      text = *env.token;
+    } else {
+      std::getline(env.in, text);
+    }
+    auto first = text.find_first_not_of(" \t\r\n");
+    auto last = text.find_last_not_of(" \t\r\n");
+    if (first == std::string::npos) {
+      return PrintError(env, kExitUsage,
+                        "no token: pass --token-file FILE, set BERTH_TOKEN, or pipe it in");
+    }
+    login_token = text.substr(first, last - first + 1);
+    if (env.config_path.empty()) {
+      return PrintError(env, kExitUsage, "nowhere to save the login: set BERTH_CONFIG or HOME");
+    }
+    return kExitOk;
+  };
+  auto* logout = app.add_subcommand("logout", "forget the token saved by berth login");
+  auto* whoami = app.add_subcommand("whoami", "who the token is: identity, roles, token expiry");
+  actions[whoami] = [&](ApiClient& api, const Output& out) { return WhoAmI(api, out); };
+
+  // berth identity list|create|disable|enable|grant-platform-admin|revoke-platform-admin
+  auto* identity = app.add_subcommand("identity", "people and service accounts (admins)");
+  identity->require_subcommand(1);
+  auto* identity_list = identity->add_subcommand("list", "every identity you may manage");
+  actions[identity_list] = [&](ApiClient& api, const Output& out) {
+    return ListIdentities(api, out);
+  };
+  std::string identity_name;
+  bool identity_service = false;
+  bool identity_admin = false;
+  std::vector<std::string> identity_tenants;
+  std::map<std::string, std::string> identity_roles;
+  auto* identity_create = identity->add_subcommand("create", "create a user or service account");
+  identity_create->add_option("NAME", identity_name, "its name")->required();
+  identity_create->add_flag("--service", identity_service, "a service account (CI, a bot)");
+  identity_create->add_flag("--platform-admin", identity_admin, "make it a platform admin");
+  identity_create->add_option("--tenant", identity_tenants,
+                              "TENANT=ROLE, role viewer, member or tenant-admin (repeatable)");
+  checks[identity_create] = [&] {
+    for (const auto& t : identity_tenants) {
+      auto eq = t.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == t.size()) {
+        return PrintError(env, kExitUsage,
+                          fmt::format("--tenant '{}': write TENANT=ROLE, e.g. vision=member", t));
+      }
+      identity_roles[t.substr(0, eq)] = t.substr(eq + 1);
+    }
+    return kExitOk;
+  };
+  actions[identity_create] = [&](ApiClient& api, const Output& out) {
+    return CreateIdentity(api, identity_name, identity_service, identity_admin, identity_roles,
+                          out);
+  };
+  for (const char* action :
+       {"disable", "enable", "grant-platform-admin", "revoke-platform-admin"}) {
+    auto* cmd = identity->add_subcommand(action, fmt::format("{} an identity", action));
+    cmd->add_option("NAME", identity_name, "the identity")->required();
+    actions[cmd] = [&, action = std::string(action)](ApiClient& api, const Output& out) {
+      return UpdateIdentity(api, identity_name, action, out);
+    };
+  }
+
+  // berth member add|remove|list
+  auto* member = app.add_subcommand("member", "who belongs to a tenant, with which role");
+  member->require_subcommand(1);
+  std::string member_tenant;
+  std::string member_identity;
+  std::string member_role = "member";
+  auto* member_add = member->add_subcommand("add", "give an identity a role in a tenant");
+  member_add->add_option("TENANT", member_tenant, "the tenant")->required();
+  member_add->add_option("IDENTITY", member_identity, "the identity")->required();
+  member_add->add_option("--role", member_role, "viewer, member or tenant-admin")
+      ->capture_default_str();
+  actions[member_add] = [&](ApiClient& api, const Output& out) {
+    return SetMember(api, member_tenant, member_identity, member_role, out);
+  };
+  auto* member_remove = member->add_subcommand("remove", "take an identity out of a tenant");
+  member_remove->add_option("TENANT", member_tenant, "the tenant")->required();
+  member_remove->add_option("IDENTITY", member_identity, "the identity")->required();
+  actions[member_remove] = [&](ApiClient& api, const Output& out) {
+    return RemoveMember(api, member_tenant, member_identity, out);
+  };
+  auto* member_list = member->add_subcommand("list", "a tenant's members and their roles");
+  member_list->add_option("TENANT", member_tenant, "the tenant")->required();
+  actions[member_list] = [&](ApiClient& api, const Output& out) {
+    return ListMembers(api, member_tenant, out);
+  };
+
+  // berth token create|list|revoke
+  auto* token = app.add_subcommand("token", "API tokens: create (shown once), list, revoke");
+  token->require_subcommand(1);
+  std::string token_identity;
+  std::string token_ttl;
+  std::string token_description;
+  std::string token_id;
+  auto* token_create = token->add_subcommand("create", "a new token (yours, or --identity's)");
+  token_create->add_option("--identity", token_identity, "for this identity (yourself by default)");
+  token_create->add_option("--ttl", token_ttl, "lifetime, 1s to 400d (default 90d)");
+  token_create->add_option("--description", token_description, "what it is for");
+  actions[token_create] = [&](ApiClient& api, const Output& out) {
+    return CreateToken(api, token_identity, token_ttl, token_description, out);
+  };
+  auto* token_list = token->add_subcommand("list", "tokens (never their secrets)");
+  token_list->add_option("--identity", token_identity, "another identity's tokens");
+  actions[token_list] = [&](ApiClient& api, const Output& out) {
+    return ListTokens(api, token_identity, out);
+  };
+  auto* token_revoke = token->add_subcommand("revoke", "revoke a token at once");
+  token_revoke->add_option("ID", token_id, "the token id (berth token list)")->required();
+  actions[token_revoke] = [&](ApiClient& api, const Output& out) {
+    return RevokeToken(api, token_id, out);
+  };
+
   version_cmd = app.add_subcommand("version", "print the CLI's version");
 
   std::vector<const char*> argv;
@@ -380,11 +510,42 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
     if (int code = check->second(); code != kExitOk) return code;
   }
 
-  std::string server = !server_flag.empty() ? server_flag : env.server.value_or(kDefaultServer);
+  auto config = LoadConfig(env.config_path);
+  if (!config) return PrintError(env, kExitUsage, FormatError(config.error()));
+  if (chosen == logout) {
+    bool had = !config->token.empty();
+    config->token.clear();
+    if (had) {
+      if (auto st = SaveConfig(env.config_path, *config); !st) {
+        return PrintError(env, kExitError, FormatError(st.error()));
+      }
+    }
+    env.out << (had ? "logged out: the token is gone from " : "not logged in: no token in ")
+            << env.config_path.string() << '\n';
+    return kExitOk;
+  }
+  // The server: --server, else $BERTH_SERVER, else the config file's.
+  std::string server = !server_flag.empty()      ? server_flag
+                       : env.server              ? *env.server
+                       : !config->server.empty() ? config->server
+                                                 : kDefaultServer;
   auto url = ParseServerUrl(server);
   if (!url) return PrintError(env, kExitUsage, FormatError(url.error()));
   ApiClient api(std::move(*url));
-  if (env.user) api.set_user(*env.user);
+  // The token: $BERTH_TOKEN, else the config file's (berth login).
+  if (chosen == login) {
+    api.set_token(login_token);
+    CliConfig saved{server, login_token, login_ca.empty() ? config->ca : login_ca};
+    if (auto status = Login(api, env.config_path, saved, output); !status) {
+      return PrintError(env, ExitCodeFor(status.error()), FormatError(status.error()));
+    }
+    return kExitOk;
+  }
+  if (env.token) {
+    api.set_token(*env.token);
+  } else if (!config->token.empty()) {
+    api.set_token(config->token);
+  }
   if (auto status = actions.at(chosen)(api, output); !status) {
     return PrintError(env, ExitCodeFor(status.error()), FormatError(status.error()));
   }

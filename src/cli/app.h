@@ -4,6 +4,7 @@
 // the whole CLI in-process.
 #pragma once
 
+#include <filesystem>
 #include <istream>
 #include <optional>
 #include <ostream>
@@ -28,9 +29,11 @@ struct Environment {
   std::ostream& err;
   std::optional<std::string> server;  // $BERTH_SERVER
   const Clock& clock;
-  // $USER, sent as X-Berth-User so berthd can say who applied a policy or
-  // cancelled a job.
-  std::optional<std::string> user = std::nullopt;
+  // $BERTH_TOKEN: the API token, ahead of the config file's.
+  std::optional<std::string> token = std::nullopt;
+  // $BERTH_CONFIG, else $XDG_CONFIG_HOME/berth/config.json, else
+  // $HOME/.config/berth/config.json; empty: none (berth login cannot save).
+  std::filesystem::path config_path = {};
   // The user's locale ($LC_ALL, else $LC_MESSAGES, else $LANG): `berth why`
   // speaks Simplified Chinese when it starts with "zh".
   std::optional<std::string> locale = std::nullopt;

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
@@ -116,5 +118,40 @@ std::string RenderAudit(const nlohmann::json& response);
 // RFC 4180: a header row, then one row per record, fields quoted when they
 // hold a comma, quote or line break.
 std::string AuditCsv(const nlohmann::json& response);
+
+// --- identities and tokens (commands_identity.cc) ---
+// The CLI's config file ($BERTH_CONFIG, else ~/.config/berth/config.json):
+// where berthd is, the token, the CA to trust. Mode 0600: it holds a secret.
+struct CliConfig {
+  std::string server;
+  std::string token;
+  std::string ca;
+};
+// A missing file is an empty config.
+Result<CliConfig> LoadConfig(const std::filesystem::path& path);
+Status SaveConfig(const std::filesystem::path& path, const CliConfig& config);
+
+// Checks the token with berthd (POST /v1/login, recorded in the audit trail)
+// and only then saves `config` to `config_path`.
+Status Login(ApiClient& api, const std::filesystem::path& config_path, CliConfig config,
+             const Output& out);
+Status WhoAmI(ApiClient& api, const Output& out);
+Status ListIdentities(ApiClient& api, const Output& out);
+// `tenants`: tenant -> role ("viewer", "member", "tenant-admin").
+Status CreateIdentity(ApiClient& api, const std::string& name, bool service, bool platform_admin,
+                      const std::map<std::string, std::string>& tenants, const Output& out);
+// `action`: disable, enable, grant-platform-admin, revoke-platform-admin.
+Status UpdateIdentity(ApiClient& api, const std::string& name, const std::string& action,
+                      const Output& out);
+Status ListMembers(ApiClient& api, const std::string& tenant, const Output& out);
+Status SetMember(ApiClient& api, const std::string& tenant, const std::string& identity,
+                 const std::string& role, const Output& out);
+Status RemoveMember(ApiClient& api, const std::string& tenant, const std::string& identity,
+                    const Output& out);
+// Prints the token once, on a line of its own (for scripts: `| head -1`).
+Status CreateToken(ApiClient& api, const std::string& identity, const std::string& ttl,
+                   const std::string& description, const Output& out);
+Status ListTokens(ApiClient& api, const std::string& identity, const Output& out);
+Status RevokeToken(ApiClient& api, const std::string& id, const Output& out);
 
 }  // namespace berth::cli

@@ -1,6 +1,7 @@
 // The berth CLI executable: everything but the process boundary is in
 // berth_cli (see app.h).
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -15,9 +16,20 @@ int main(int argc, char** argv) {
   // Read once at startup, before any thread exists.
   const char* value = std::getenv("BERTH_SERVER");  // NOLINT(concurrency-mt-unsafe)
   if (value != nullptr && *value != '\0') server = value;
-  std::optional<std::string> user;
-  const char* login = std::getenv("USER");  // NOLINT(concurrency-mt-unsafe)
-  if (login != nullptr && *login != '\0') user = login;
+  auto env = [](const char* name) -> std::optional<std::string> {
+    const char* v = std::getenv(name);  // NOLINT(concurrency-mt-unsafe)
+    if (v == nullptr || *v == '\0') return std::nullopt;
+    return std::string(v);
+  };
+  std::optional<std::string> token = env("BERTH_TOKEN");
+  std::filesystem::path config_path;
+  if (auto p = env("BERTH_CONFIG")) {
+    config_path = *p;
+  } else if (auto x = env("XDG_CONFIG_HOME")) {
+    config_path = std::filesystem::path(*x) / "berth" / "config.json";
+  } else if (auto h = env("HOME")) {
+    config_path = std::filesystem::path(*h) / ".config" / "berth" / "config.json";
+  }
   std::optional<std::string> locale;
   for (const char* name : {"LC_ALL", "LC_MESSAGES", "LANG"}) {
     const char* v = std::getenv(name);  // NOLINT(concurrency-mt-unsafe)
@@ -27,5 +39,6 @@ int main(int argc, char** argv) {
     }
   }
   berth::SystemClock clock;
-  return berth::cli::RunCli(args, {std::cin, std::cout, std::cerr, server, clock, user, locale});
+  return berth::cli::RunCli(
+      args, {std::cin, std::cout, std::cerr, server, clock, token, config_path, locale});
 }

@@ -20,6 +20,10 @@ std::string_view CodeName(Code code) {
       return "ResourceExhausted";
     case Code::kInternal:
       return "Internal";
+    case Code::kUnauthenticated:
+      return "Unauthenticated";
+    case Code::kPermissionDenied:
+      return "PermissionDenied";
   }
   return "Internal";
 }
@@ -42,6 +46,10 @@ int HttpStatus(Code code) {
       return 429;
     case Code::kInternal:
       return 500;
+    case Code::kUnauthenticated:
+      return 401;
+    case Code::kPermissionDenied:
+      return 403;
   }
   return 500;
 }

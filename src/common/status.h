@@ -19,6 +19,8 @@ enum class Code {
   kUnavailable,         // try again later (agent offline, store busy)
   kResourceExhausted,
   kInternal,
+  kUnauthenticated,   // no credentials, or ones that are unknown, expired or revoked
+  kPermissionDenied,  // known caller, not allowed to do this
 };
 
 std::string_view CodeName(Code code);

@@ -52,9 +52,9 @@ Result<std::int64_t> VersionNumber(const std::string& s, const std::string& fiel
   return v;
 }
 
-// Who asked (server/audit.h: the one place a later auth layer replaces).
-std::string Caller(const httplib::Request& req) {
-  return Actor(req);
+// Which tenants' jobs the current caller may see by name.
+std::function<bool(std::string_view)> Visibility() {
+  return [caller = CurrentCaller()](std::string_view tenant) { return caller.CanRead(tenant); };
 }
 
 // What an audit record says of a job: its state, and the spec fields that
@@ -113,45 +113,174 @@ httplib::Server::Handler Api::Audited(std::string action, AuditedHandler handler
   };
 }
 
+void Api::Route(httplib::Server& http, std::string_view method, const std::string& pattern,
+                Rule rule, httplib::Server::Handler handler) {
+  routes_.push_back(RouteInfo{std::string(method), pattern, rule.access,
+                              static_cast<bool>(rule.tenant_of), rule.need});
+  auto guarded = [this, rule = std::move(rule), handler = std::move(handler)](
+                     const httplib::Request& req, httplib::Response& res) {
+    if (rule.access == Access::kPublic) return handler(req, res);
+    auto caller = auth_.Authenticate(req);
+    if (!caller) {
+      ReplyError(res, caller.error());
+      if (caller.error().code == Code::kUnauthenticated) {
+        res.set_header("WWW-Authenticate", R"(Bearer realm="berth")");
+      }
+      return RecordDenial(rule, req, res, "", "");
+    }
+    CallerScope scope(*caller);
+    if (rule.access == Access::kPlatformAdmin && !caller->platform_admin) {
+      ReplyError(res, Error{Code::kPermissionDenied,
+                            fmt::format("{} {} needs a platform-admin; {} is not one", req.method,
+                                        req.path, caller->name),
+                            {}});
+      return RecordDenial(rule, req, res, "", "");
+    }
+    if (rule.tenant_of) {
+      // No such object, or a malformed id: the handler answers as it would
+      // for anyone. An object of a tenant the caller cannot see gets the
+      // same 404.
+      auto owner = rule.tenant_of(req);
+      if (!owner && !rule.handler_answers_missing) {
+        ReplyError(res, owner.error());
+        return RecordDenial(rule, req, res, "", "");
+      }
+      if (owner) {
+        if (auto st = auth_.Check(*caller, owner->tenant, rule.need, owner->object); !st) {
+          ReplyError(res, st.error());
+          return RecordDenial(rule, req, res, owner->tenant, owner->audit_object);
+        }
+      }
+    }
+    handler(req, res);
+  };
+  if (method == "GET") {
+    http.Get(pattern, std::move(guarded));
+  } else {
+    http.Post(pattern, std::move(guarded));
+  }
+}
+
+void Api::RecordDenial(const Rule& rule, const httplib::Request& req, const httplib::Response& res,
+                       std::string tenant, std::string object) {
+  if (audit_ == nullptr) return;
+  AuditNote note;
+  note.action = rule.action.empty() ? fmt::format("{} {}", req.method, req.path) : rule.action;
+  note.object = object.empty() ? req.path : std::move(object);
+  note.tenant = std::move(tenant);
+  auto entry = audit_->Append(MakeAuditEntry(note, req, res, clock_.NowMs()));
+  if (!entry) {
+    spdlog::error("audit: could not record a denied {} (request {}): {}", note.action,
+                  res.get_header_value("X-Request-Id"), entry.error().message);
+  }
+}
+
+TenantOf Api::JobTenant() {
+  return [this](const httplib::Request& req) -> Result<Owner> {
+    auto id = PathId(req);
+    if (!id) return std::unexpected(id.error());
+    auto tenant = store_.JobTenant(*id);
+    if (!tenant) return std::unexpected(tenant.error());
+    return Owner{fmt::format("job {}", *id), *tenant, fmt::format("job/{}", *id)};
+  };
+}
+
+TenantOf Api::PathTenant() {
+  return [this](const httplib::Request& req) -> Result<Owner> {
+    const std::string name = req.matches[1];
+    auto active = controller_.ActivePolicy();
+    if (!active) return std::unexpected(active.error());
+    for (const auto& q : (*active)->policy.queues) {
+      if (q.tenant == name) return Owner{fmt::format("tenant {}", name), name, "tenant/" + name};
+    }
+    return Fail(Code::kNotFound, fmt::format("tenant {} not found", name));
+  };
+}
+
 void Api::Register(httplib::Server& http) {
   // Every answer carries a request id, the one its audit record keeps.
   http.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
     res.set_header("X-Request-Id", RequestId(req));
     return httplib::Server::HandlerResponse::Unhandled;
   });
-  http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+  auto handler = [this](void (Api::*h)(const httplib::Request&, httplib::Response&)) {
+    return [this, h](const httplib::Request& req, httplib::Response& res) { (this->*h)(req, res); };
+  };
+  auto any = [](std::string action) {
+    return Rule{Access::kAuthenticated, {}, Need::kRead, std::move(action)};
+  };
+  auto admin = [](std::string action) {
+    return Rule{Access::kPlatformAdmin, {}, Need::kRead, std::move(action)};
+  };
+  auto job = [this](Need need, std::string action) {
+    return Rule{Access::kAuthenticated, JobTenant(), need, std::move(action)};
+  };
+  auto tenant = [this](Need need, std::string action) {
+    return Rule{Access::kAuthenticated, PathTenant(), need, std::move(action), false};
+  };
+  const Rule open{Access::kPublic, {}, Need::kRead, ""};
+
+  Route(http, "GET", "/healthz", open, [](const httplib::Request&, httplib::Response& res) {
     Reply(res, 200, json{{"status", "ok"}});
   });
-  http.Get("/v1/openapi.json", [](const httplib::Request&, httplib::Response& res) {
+  Route(http, "GET", "/v1/openapi.json", open, [](const httplib::Request&, httplib::Response& res) {
     res.set_content(std::string(OpenApiDocument()), "application/json");
   });
-  http.Post("/v1/jobs", Audited("job.submit", &Api::SubmitJob));
-  http.Get("/v1/jobs", [this](const auto& req, auto& res) { ListJobs(req, res); });
-  http.Get(R"(/v1/jobs/([^/]+))", [this](const auto& req, auto& res) { GetJob(req, res); });
-  http.Post(R"(/v1/jobs/([^/]+)/cancel)", Audited("job.cancel", &Api::CancelJob));
-  http.Post(R"(/v1/jobs/([^/]+)/checkpoint)", Audited("job.checkpoint", &Api::ReportCheckpoint));
-  http.Get(R"(/v1/jobs/([^/]+)/logs)", [this](const auto& req, auto& res) { Logs(req, res); });
-  http.Get(R"(/v1/jobs/([^/]+)/why)", [this](const auto& req, auto& res) { Why(req, res); });
-  http.Get("/v1/nodes", [this](const auto& req, auto& res) { ListNodes(req, res); });
-  http.Get("/v1/gpus", [this](const auto& req, auto& res) { ListGpus(req, res); });
-  http.Get(R"(/v1/nodes/([^/]+))", [this](const auto& req, auto& res) { GetNode(req, res); });
-  http.Post(R"(/v1/nodes/([^/]+)/(cordon|drain|uncordon))",
-            Audited("node.cordon", &Api::CordonAction));
-  http.Post(R"(/v1/nodes/([^/]+)/gpus/([^/]+)/(cordon|uncordon))",
-            Audited("gpu.cordon", &Api::CordonAction));
-  http.Get("/v1/alerts", [this](const auto& req, auto& res) { ListAlerts(req, res); });
-  http.Get("/v1/policy", [this](const auto& req, auto& res) { GetPolicy(req, res); });
-  http.Post("/v1/policy", Audited("policy.apply", &Api::ApplyPolicy));
-  http.Get("/v1/policy/versions",
-           [this](const auto& req, auto& res) { ListPolicyVersions(req, res); });
-  http.Get(R"(/v1/policy/versions/([^/]+))",
-           [this](const auto& req, auto& res) { GetPolicyVersion(req, res); });
-  http.Post("/v1/policy/rollback", Audited("policy.rollback", &Api::RollbackPolicy));
-  http.Get("/v1/policy/diff", [this](const auto& req, auto& res) { DiffPolicy(req, res); });
-  http.Post("/v1/policy/preview", [this](const auto& req, auto& res) { PreviewPolicy(req, res); });
-  http.Get("/v1/history", [this](const auto& req, auto& res) { History(req, res); });
-  http.Get("/v1/audit", [this](const auto& req, auto& res) { ListAudit(req, res); });
-  http.Get("/v1/audit/verify", [this](const auto& req, auto& res) { VerifyAudit(req, res); });
+  // Jobs: a tenant's own; another tenant's answer 404.
+  Route(http, "POST", "/v1/jobs", any("job.submit"), Audited("job.submit", &Api::SubmitJob));
+  Route(http, "GET", "/v1/jobs", any("job.list"), handler(&Api::ListJobs));
+  Route(http, "GET", R"(/v1/jobs/([^/]+))", job(Need::kRead, "job.read"), handler(&Api::GetJob));
+  Route(http, "POST", R"(/v1/jobs/([^/]+)/cancel)", job(Need::kWrite, "job.cancel"),
+        Audited("job.cancel", &Api::CancelJob));
+  Route(http, "POST", R"(/v1/jobs/([^/]+)/checkpoint)", job(Need::kWrite, "job.checkpoint"),
+        Audited("job.checkpoint", &Api::ReportCheckpoint));
+  Route(http, "GET", R"(/v1/jobs/([^/]+)/logs)", job(Need::kRead, "job.logs"), handler(&Api::Logs));
+  Route(http, "GET", R"(/v1/jobs/([^/]+)/why)", job(Need::kRead, "job.why"), handler(&Api::Why));
+  // Inventory: everyone sees it; other tenants' jobs on it are anonymous.
+  Route(http, "GET", "/v1/nodes", any("node.list"), handler(&Api::ListNodes));
+  Route(http, "GET", "/v1/gpus", any("gpu.list"), handler(&Api::ListGpus));
+  Route(http, "GET", R"(/v1/nodes/([^/]+))", any("node.read"), handler(&Api::GetNode));
+  Route(http, "POST", R"(/v1/nodes/([^/]+)/(cordon|drain|uncordon))", admin("node.cordon"),
+        Audited("node.cordon", &Api::CordonAction));
+  Route(http, "POST", R"(/v1/nodes/([^/]+)/gpus/([^/]+)/(cordon|uncordon))", admin("gpu.cordon"),
+        Audited("gpu.cordon", &Api::CordonAction));
+  Route(http, "GET", "/v1/alerts", admin("alert.list"), handler(&Api::ListAlerts));
+  // Policy: quotas are public within the platform; changing them is not.
+  Route(http, "GET", "/v1/policy", any("policy.read"), handler(&Api::GetPolicy));
+  Route(http, "POST", "/v1/policy", admin("policy.apply"),
+        Audited("policy.apply", &Api::ApplyPolicy));
+  Route(http, "GET", "/v1/policy/versions", any("policy.read"), handler(&Api::ListPolicyVersions));
+  Route(http, "GET", R"(/v1/policy/versions/([^/]+))", any("policy.read"),
+        handler(&Api::GetPolicyVersion));
+  Route(http, "POST", "/v1/policy/rollback", admin("policy.rollback"),
+        Audited("policy.rollback", &Api::RollbackPolicy));
+  Route(http, "GET", "/v1/policy/diff", any("policy.read"), handler(&Api::DiffPolicy));
+  Route(http, "POST", "/v1/policy/preview", admin("policy.preview"), handler(&Api::PreviewPolicy));
+  Route(http, "GET", "/v1/history", admin("history.read"), handler(&Api::History));
+  // The audit trail: all of it for platform admins, a tenant's for its
+  // tenant-admins (the handler asks Check for the tenant named).
+  Route(http, "GET", "/v1/audit", any("audit.read"), handler(&Api::ListAudit));
+  Route(http, "GET", "/v1/audit/verify", admin("audit.verify"), handler(&Api::VerifyAudit));
+  // Identities, roles and tokens.
+  Route(http, "GET", "/v1/whoami", any("auth.whoami"), handler(&Api::WhoAmI));
+  Route(http, "POST", "/v1/login", any("auth.login"), Audited("auth.login", &Api::Login));
+  Route(http, "GET", "/v1/identities", any("identity.list"), handler(&Api::ListIdentities));
+  Route(http, "POST", "/v1/identities", any("identity.create"),
+        Audited("identity.create", &Api::CreateIdentity));
+  Route(http, "POST",
+        R"(/v1/identities/([^/]+)/(disable|enable|grant-platform-admin|revoke-platform-admin))",
+        admin("identity.update"), Audited("identity.update", &Api::SetIdentityFlag));
+  Route(http, "GET", R"(/v1/tenants/([^/]+)/members)", tenant(Need::kRead, "member.list"),
+        handler(&Api::ListMembers));
+  Route(http, "POST", R"(/v1/tenants/([^/]+)/members)", tenant(Need::kManage, "member.set"),
+        Audited("member.set", &Api::SetMember));
+  Route(http, "POST", R"(/v1/tenants/([^/]+)/members/([^/]+)/remove)",
+        tenant(Need::kManage, "member.remove"), Audited("member.remove", &Api::RemoveMember));
+  Route(http, "GET", "/v1/tokens", any("token.list"), handler(&Api::ListTokens));
+  Route(http, "POST", "/v1/tokens", any("token.create"),
+        Audited("token.create", &Api::CreateToken));
+  Route(http, "POST", R"(/v1/tokens/([^/]+)/revoke)", any("token.revoke"),
+        Audited("token.revoke", &Api::RevokeToken));
   http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     if (res.status == 404) {
@@ -186,7 +315,11 @@ void Api::SubmitJob(const httplib::Request& req, httplib::Response& res, AuditNo
   if (!spec) return ReplyError(res, spec.error());
   note.tenant = spec->tenant;
   note.after = JobSummary(*spec);
-  auto id = controller_.Submit(*spec);
+  const Caller& caller = CurrentCaller();
+  if (auto st = auth_.CheckNamed(caller, spec->tenant, Need::kWrite); !st) {
+    return ReplyError(res, st.error());
+  }
+  auto id = controller_.Submit(*spec, caller.name);
   if (!id) return ReplyError(res, id.error());
   note.object = fmt::format("job/{}", *id);
   auto job = store_.GetJob(*id);
@@ -213,6 +346,7 @@ void Api::ListJobs(const httplib::Request& req, httplib::Response& res) {
   }
   filter.tenant = req.get_param_value("tenant");
   filter.queue = req.get_param_value("queue");
+  filter.tenants = Authorizer::Visible(CurrentCaller());
   auto limit = LimitParam(req, filter.limit);
   if (!limit) return ReplyError(res, limit.error());
   filter.limit = *limit;
@@ -269,7 +403,7 @@ void Api::CancelJob(const httplib::Request& req, httplib::Response& res, AuditNo
     note.tenant = before->spec.tenant;
     note.before = json{{"state", model::JobStateName(before->state)}};
   }
-  auto job = controller_.Cancel(*id, Caller(req));
+  auto job = controller_.Cancel(*id, Actor(req));
   if (!job) return ReplyError(res, job.error());
   note.after =
       json{{"state", model::JobStateName(job->state)}, {"cancel_requested", job->cancel_requested}};
@@ -470,7 +604,7 @@ void Api::GetNode(const httplib::Request& req, httplib::Response& res) {
     auto holders = store_.ListJobs(
         store::JobFilter{{model::JobState::kScheduled, model::JobState::kRunning}, {}, {}, 100000});
     if (!holders) return ReplyError(res, holders.error());
-    out["gpus"] = GpusJson({n}, *holders);
+    out["gpus"] = GpusJson({n}, *holders, Visibility());
     auto events = store_.NodeEvents(name, 100);
     if (!events) return ReplyError(res, events.error());
     json list = json::array();
@@ -518,7 +652,7 @@ void Api::CordonAction(const httplib::Request& req, httplib::Response& res, Audi
     }
   }
   if (action == "uncordon") {
-    auto had = controller_.Uncordon(node, gpu, Caller(req));
+    auto had = controller_.Uncordon(node, gpu, Actor(req));
     if (!had) return ReplyError(res, had.error());
     note.after = CordonSummary(std::nullopt);
     return Reply(
@@ -526,7 +660,7 @@ void Api::CordonAction(const httplib::Request& req, httplib::Response& res, Audi
         json{{"node", node}, {"gpu", gpu ? json(*gpu) : json(nullptr)}, {"uncordoned", *had}});
   }
   note.after = json{{"cordon", action}, {"reason", reason}};
-  auto st = controller_.Cordon(node, gpu, action == "drain", reason, Caller(req));
+  auto st = controller_.Cordon(node, gpu, action == "drain", reason, Actor(req));
   if (!st) return ReplyError(res, st.error());
   Reply(res, 200,
         json{{"node", node},
@@ -550,7 +684,7 @@ void Api::ListGpus(const httplib::Request&, httplib::Response& res) {
   auto holders = store_.ListJobs(
       store::JobFilter{{model::JobState::kScheduled, model::JobState::kRunning}, {}, {}, 100000});
   if (!holders) return ReplyError(res, holders.error());
-  Reply(res, 200, json{{"gpus", GpusJson(*nodes, *holders)}});
+  Reply(res, 200, json{{"gpus", GpusJson(*nodes, *holders, Visibility())}});
 }
 
 }  // namespace berth::server
@@ -602,7 +736,7 @@ void Api::ApplyPolicy(const httplib::Request& req, httplib::Response& res, Audit
     // would give.
     auto active = controller_.ActivePolicy();
     if (!active) return ReplyError(res, active.error());
-    auto proposed = controller_.PreviewPolicy(req.body, Caller(req));
+    auto proposed = controller_.PreviewPolicy(req.body, Actor(req));
     if (!proposed) return ReplyError(res, proposed.error());
     return Reply(
         res, 200,
@@ -614,7 +748,7 @@ void Api::ApplyPolicy(const httplib::Request& req, httplib::Response& res, Audit
                                   fmt::format("policy v{} (not applied)", proposed->version))},
              {"changes", PolicyChanges((*active)->policy, proposed->policy)}});
   }
-  auto version = controller_.ApplyPolicy(req.body, Caller(req), req.get_param_value("comment"));
+  auto version = controller_.ApplyPolicy(req.body, Actor(req), req.get_param_value("comment"));
   if (!version) return ReplyError(res, version.error());
   note.object = fmt::format("policy/v{}", *version);
   note.after = json{{"version", *version}, {"comment", req.get_param_value("comment")}};
@@ -634,7 +768,7 @@ void Api::RollbackPolicy(const httplib::Request& req, httplib::Response& res, Au
   auto to = VersionNumber(req.get_param_value("to"), "to");
   if (!to) return ReplyError(res, to.error());
   note.after = json{{"restores", *to}};
-  auto version = controller_.RollbackPolicy(*to, Caller(req), req.get_param_value("comment"));
+  auto version = controller_.RollbackPolicy(*to, Actor(req), req.get_param_value("comment"));
   if (!version) return ReplyError(res, version.error());
   note.object = fmt::format("policy/v{}", *version);
   note.after["version"] = *version;
@@ -728,7 +862,7 @@ void Api::PreviewPolicy(const httplib::Request& req, httplib::Response& res) {
   auto active = controller_.ActivePolicy();
   if (!active) return ReplyError(res, active.error());
   // The same checks as POST /v1/policy, errors and all; nothing is stored.
-  auto proposed = controller_.PreviewPolicy(req.body, Caller(req));
+  auto proposed = controller_.PreviewPolicy(req.body, Actor(req));
   if (!proposed) return ReplyError(res, proposed.error());
 
   const TimeMs since = now - *window_ms;

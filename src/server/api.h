@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "model/reason.h"
 #include "server/audit.h"
+#include "server/auth.h"
 #include "server/controller.h"
 #include "store/audit_log.h"
 #include "store/store.h"
@@ -17,11 +18,21 @@ namespace berth::server {
 
 class Api {
  public:
-  Api(Controller& controller, store::Store& store, const Clock& clock)
-      : controller_(controller), store_(store), clock_(clock) {}
+  Api(Controller& controller, store::Store& store, Authorizer& auth, const Clock& clock)
+      : controller_(controller), store_(store), auth_(auth), clock_(clock) {}
 
-  // Installs every route on `http`.
+  // Installs every route on `http`, each behind the guard of its Rule.
   void Register(httplib::Server& http);
+  // Every route as registered: method, path pattern and rule (for the
+  // OpenAPI document's x-berth-access and the authorization tests).
+  struct RouteInfo {
+    std::string method;
+    std::string pattern;
+    Access access;
+    bool per_tenant;  // the rule names the object's tenant
+    Need need;
+  };
+  const std::vector<RouteInfo>& routes() const { return routes_; }
   // Where mutating requests are recorded (before they are answered); null:
   // nowhere, and the audit endpoints answer Unavailable.
   void set_audit(store::AuditLog* audit) { audit_ = audit; }
@@ -32,6 +43,30 @@ class Api {
   // Runs `handler`, then appends its audit record, so the record is durable
   // before the answer leaves.
   httplib::Server::Handler Audited(std::string action, AuditedHandler handler);
+  // Registers `handler` for `method pattern` behind the guard: authenticate,
+  // check `rule`, run the handler with the caller in scope. A denial is
+  // answered (401, 403, or 404 for another tenant's object) and recorded.
+  void Route(httplib::Server& http, std::string_view method, const std::string& pattern, Rule rule,
+             httplib::Server::Handler handler);
+  void RecordDenial(const Rule& rule, const httplib::Request& req, const httplib::Response& res,
+                    std::string tenant, std::string object);
+  // The tenant of the job named by the path's first capture.
+  TenantOf JobTenant();
+  // The tenant named by the path's first capture (it must be in the policy).
+  TenantOf PathTenant();
+
+  // Identities, memberships and tokens (api_identity.cc).
+  void WhoAmI(const httplib::Request& req, httplib::Response& res);
+  void Login(const httplib::Request& req, httplib::Response& res, AuditNote& note);
+  void ListIdentities(const httplib::Request& req, httplib::Response& res);
+  void CreateIdentity(const httplib::Request& req, httplib::Response& res, AuditNote& note);
+  void SetIdentityFlag(const httplib::Request& req, httplib::Response& res, AuditNote& note);
+  void ListMembers(const httplib::Request& req, httplib::Response& res);
+  void SetMember(const httplib::Request& req, httplib::Response& res, AuditNote& note);
+  void RemoveMember(const httplib::Request& req, httplib::Response& res, AuditNote& note);
+  void ListTokens(const httplib::Request& req, httplib::Response& res);
+  void CreateToken(const httplib::Request& req, httplib::Response& res, AuditNote& note);
+  void RevokeToken(const httplib::Request& req, httplib::Response& res, AuditNote& note);
   void ListAudit(const httplib::Request& req, httplib::Response& res);
   void VerifyAudit(const httplib::Request& req, httplib::Response& res);
 
@@ -69,8 +104,10 @@ class Api {
 
   Controller& controller_;
   store::Store& store_;
+  Authorizer& auth_;
   const Clock& clock_;
   store::AuditLog* audit_ = nullptr;
+  std::vector<RouteInfo> routes_;
 };
 
 }  // namespace berth::server

@@ -33,6 +33,21 @@ void Api::ListAudit(const httplib::Request& req, httplib::Response& res) {
   }
   filter.actor = req.get_param_value("actor");
   filter.tenant = req.get_param_value("tenant");
+  // A tenant-admin reads its tenant's records; the whole trail is the
+  // platform admins'.
+  if (const Caller& caller = CurrentCaller(); !caller.platform_admin) {
+    if (filter.tenant.empty()) {
+      return ReplyError(res, Error{Code::kPermissionDenied,
+                                   fmt::format("{} may read the audit records of a tenant it "
+                                               "administers only; add tenant=NAME (berth audit "
+                                               "--tenant NAME)",
+                                               caller.name),
+                                   "tenant"});
+    }
+    if (auto st = Authorizer::CheckNamed(caller, filter.tenant, Need::kManage); !st) {
+      return ReplyError(res, st.error());
+    }
+  }
   filter.action = req.get_param_value("action");
   auto limit = LimitParam(req, filter.limit);
   if (!limit) return ReplyError(res, limit.error());

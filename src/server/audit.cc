@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <optional>
 
+#include "server/auth.h"
+
 namespace berth::server {
 namespace {
 
@@ -56,9 +58,9 @@ std::string RequestId(const httplib::Request& req) {
 }
 
 std::string Actor(const httplib::Request& req) {
-  std::string by = req.has_header("X-Berth-User") ? req.get_header_value("X-Berth-User") : "";
-  if (by.empty()) by = fmt::format("API client {}", req.remote_addr);
-  return by;
+  const Caller& caller = CurrentCaller();
+  if (caller.authenticated()) return caller.name;
+  return fmt::format("anonymous {}", req.remote_addr);
 }
 
 std::string Outcome(const httplib::Response& res) {

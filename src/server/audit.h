@@ -29,8 +29,8 @@ struct AuditNote {
 // letters, digits and ._:-), else a fresh random one.
 std::string RequestId(const httplib::Request& req);
 
-// Who asked: the X-Berth-User header, else "API client <address>". The one
-// place a later auth layer replaces.
+// Who asked: the authenticated caller's identity (server/auth.h), else
+// "anonymous <address>" for a request that presented no valid token.
 std::string Actor(const httplib::Request& req);
 
 // "ok" for a 2xx/3xx answer; "denied: <code>" for a 4xx (the request was

@@ -23,8 +23,10 @@
 #include "sched/core_scheduler.h"
 #include "server/agent_service.h"
 #include "server/api.h"
+#include "server/auth.h"
 #include "server/controller.h"
 #include "store/audit_log.h"
+#include "store/identity_store.h"
 #include "store/sqlite_store.h"
 
 namespace {
@@ -78,6 +80,7 @@ int main(int argc, char** argv) {
       "Serves the REST API (with its OpenAPI document at /v1/openapi.json), accepts\n"
       "berth-agent streams, keeps state in SQLite under --data-dir and schedules jobs."};
   bool all_in_one = false;
+  bool reset_admin_token = false;
   std::string data_dir = DefaultDataDir().string();
   std::string listen = "127.0.0.1:7460";
   std::string agent_listen = "127.0.0.1:7461";
@@ -112,6 +115,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--shim", shim, "Path to berth-shim, the per-job supervisor")
       ->capture_default_str();
+  app.add_flag("--reset-admin-token", reset_admin_token,
+               "Give the platform admin 'admin' a new token in <data-dir>/bootstrap-token "
+               "(recovery: re-enables it and makes it platform admin)");
   app.add_option("--log-level", log_level, "trace, debug, info, warn or error")
       ->capture_default_str();
   std::string log_limit = "64Mi";
@@ -223,7 +229,21 @@ int main(int argc, char** argv) {
 
   httplib::Server http;
   http.set_payload_max_length(berth::model::kMaxSpecBytes);
-  berth::server::Api api(controller, **store, clock);
+  // Identities and tokens; the first start makes the bootstrap admin.
+  auto identities = berth::store::IdentityStore::Open(data_dir);
+  if (!identities) return Fatal(identities.error().message);
+  const auto token_file = std::filesystem::path(data_dir) / "bootstrap-token";
+  auto bootstrapped =
+      berth::server::BootstrapAdmin(**identities, token_file, clock.NowMs(), reset_admin_token);
+  if (!bootstrapped) return Fatal(bootstrapped.error().message);
+  if (*bootstrapped) {
+    spdlog::info(
+        "created the platform admin '{}'; its token is in {} (readable by this user "
+        "only): berth login --token-file {}",
+        berth::server::kBootstrapAdmin, token_file.string(), token_file.string());
+  }
+  berth::server::Authorizer authorizer(**identities, clock);
+  berth::server::Api api(controller, **store, authorizer, clock);
   api.set_audit(audit->get());
   api.Register(http);
   if (!http.bind_to_port(listen_hp->first, listen_hp->second)) {

@@ -661,7 +661,7 @@ Status Controller::Dispatch(const std::vector<store::RunRecord>& active,
   return Ok();
 }
 
-Result<std::int64_t> Controller::Submit(const model::JobSpec& spec) {
+Result<std::int64_t> Controller::Submit(const model::JobSpec& spec, std::string_view submitted_by) {
   auto policy = ActivePolicy();
   if (!policy) return std::unexpected(policy.error());
   if ((*policy)->policy.FindQueue(spec.tenant + "/" + spec.queue) == nullptr) {
@@ -683,7 +683,7 @@ Result<std::int64_t> Controller::Submit(const model::JobSpec& spec) {
                                       spec.resources.gpu_model, known.empty() ? "none" : known));
     }
   }
-  auto id = store_.CreateJob(spec, clock_.NowMs());
+  auto id = store_.CreateJob(spec, clock_.NowMs(), submitted_by);
   if (!id) return std::unexpected(id.error());
   Wake();
   return *id;

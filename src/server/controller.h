@@ -64,7 +64,8 @@ class Controller {
   void set_audit(store::AuditLog* audit) { audit_ = audit; }
 
   // --- REST API side ---
-  [[nodiscard]] Result<std::int64_t> Submit(const model::JobSpec& spec);
+  [[nodiscard]] Result<std::int64_t> Submit(const model::JobSpec& spec,
+                                            std::string_view submitted_by = {});
   [[nodiscard]] Result<store::JobRecord> Cancel(std::int64_t job_id, const std::string& by);
   [[nodiscard]] Result<std::vector<NodeStatus>> Nodes();
   // Cordons a node or one GPU (nothing new is placed there); `drain` also

@@ -241,7 +241,24 @@ std::string_view OpenApiDocument() {
           "200": {"description": "The verdict", "content": {"application/json": {"schema": {"type": "object", "properties": {"ok": {"type": "boolean"}, "records": {"type": "integer"}, "first_bad_seq": {"type": "integer", "nullable": true}, "problem": {"type": "string"}}}}}}
         }
       }
-    }
+    },
+    "/v1/whoami": {"get": {"summary": "The caller: identity, kind, platform_admin, tenants (tenant -> role) and its token (id, expiry)", "responses": {"200": {"description": "The caller"}, "401": {"description": "No valid token"}}}},
+    "/v1/login": {"post": {"summary": "Check the token and record a login in the audit trail (berth login)", "responses": {"200": {"description": "As /v1/whoami"}, "401": {"description": "No valid token"}}}},
+    "/v1/identities": {
+      "get": {"summary": "Identities: all for a platform-admin; for a tenant-admin, the members of its tenants with their roles there", "responses": {"200": {"description": "{\"identities\": [...]}"}, "403": {"description": "Administers no tenant"}}},
+      "post": {"summary": "Create a user or service account", "description": "JSON body: name, kind (user|service), platform_admin (platform-admins only), tenants {tenant: viewer|member|tenant-admin}. A tenant-admin may create identities only with roles in tenants it administers.", "responses": {"201": {"description": "Created"}, "400": {"description": "Invalid field"}, "403": {"description": "Not allowed"}, "409": {"description": "The name is taken"}}}
+    },
+    "/v1/identities/{name}/{action}": {"post": {"summary": "disable, enable, grant-platform-admin or revoke-platform-admin (platform-admins)", "responses": {"200": {"description": "The identity after"}, "404": {"description": "No such identity"}}}},
+    "/v1/tenants/{tenant}/members": {
+      "get": {"summary": "A tenant's members and roles (any member of the tenant)", "responses": {"200": {"description": "{\"tenant\", \"members\": [...]}"}, "404": {"description": "No such tenant, or not yours"}}},
+      "post": {"summary": "Give an identity a role in the tenant (its tenant-admins)", "description": "JSON body: identity, role (viewer|member|tenant-admin).", "responses": {"200": {"description": "Set"}, "403": {"description": "Not a tenant-admin"}, "404": {"description": "No such tenant or identity"}}}
+    },
+    "/v1/tenants/{tenant}/members/{identity}/remove": {"post": {"summary": "Take an identity out of the tenant (its tenant-admins)", "responses": {"200": {"description": "Removed"}, "404": {"description": "Not a member"}}}},
+    "/v1/tokens": {
+      "get": {"summary": "The caller's tokens (or ?identity= one it manages); never their secrets", "parameters": [{"name": "identity", "in": "query", "schema": {"type": "string"}}], "responses": {"200": {"description": "{\"tokens\": [...]}"}}},
+      "post": {"summary": "Create a token, shown once in the answer's token field", "description": "JSON body: identity (default: the caller; others: platform-admins, or tenant-admins for service accounts of their tenants), ttl (1s to 400d, default 90d), description.", "responses": {"201": {"description": "The token"}, "404": {"description": "No identity you manage by that name"}}}
+    },
+    "/v1/tokens/{id}/revoke": {"post": {"summary": "Revoke a token at once (its identity, or whoever may manage that identity)", "responses": {"200": {"description": "Revoked"}, "404": {"description": "No token you manage by that id"}, "409": {"description": "Already revoked"}}}}
   },
   "components": {
     "schemas": {

@@ -50,6 +50,7 @@ json JobJson(const store::JobRecord& job, bool with_timeline) {
            {"name", job.spec.name},
            {"tenant", job.spec.tenant},
            {"queue", job.spec.queue},
+           {"submitted_by", job.submitted_by},
            {"state", model::JobStateName(job.state)},
            {"reason", model::ToJson(job.reason)},
            {"submitted_at_ms", job.submitted_at_ms},
@@ -132,7 +133,8 @@ json NodeJson(const NodeStatus& n, const std::vector<store::RunRecord>& active) 
   return j;
 }
 
-json GpusJson(const std::vector<NodeStatus>& nodes, const std::vector<store::JobRecord>& holders) {
+json GpusJson(const std::vector<NodeStatus>& nodes, const std::vector<store::JobRecord>& holders,
+              const std::function<bool(std::string_view tenant)>& visible) {
   json out = json::array();
   for (const auto& n : nodes) {
     for (const auto& g : n.record.info.gpus) {
@@ -153,6 +155,13 @@ json GpusJson(const std::vector<NodeStatus>& nodes, const std::vector<store::Job
                     {"queue", job.spec.queue},
                     {"replica", r.replica},
                     {"run_id", r.run_id}};
+          if (visible && !visible(job.spec.tenant)) {
+            h = {{"id", nullptr},
+                 {"name", "another tenant"},
+                 {"tenant", nullptr},
+                 {"queue", nullptr},
+                 {"other_tenant", true}};
+          }
           if (r.gpu_share_millis == 0) {
             holder = std::move(h);
             continue;

@@ -2,6 +2,7 @@
 // document describe the same shapes; keep the three in step.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "server/controller.h"
@@ -14,9 +15,12 @@ nlohmann::json JobJson(const store::JobRecord& job, bool with_timeline);
 nlohmann::json CordonJson(const std::optional<store::Cordon>& cordon);
 nlohmann::json AlertJson(const store::Alert& alert);
 nlohmann::json NodeJson(const NodeStatus& node, const std::vector<store::RunRecord>& active);
-// One entry per GPU, with the job holding it (if any).
+// One entry per GPU, with the job holding it (if any). A holder of a tenant
+// `visible` refuses is shown only as "another tenant": no id, name, queue or
+// run (server/auth.h).
 nlohmann::json GpusJson(const std::vector<NodeStatus>& nodes,
-                        const std::vector<store::JobRecord>& holders);
+                        const std::vector<store::JobRecord>& holders,
+                        const std::function<bool(std::string_view tenant)>& visible = {});
 nlohmann::json ErrorJson(const Error& error);
 
 // The parsed policy: settings, pools, priority classes and queues (quota

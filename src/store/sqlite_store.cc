@@ -699,6 +699,17 @@ Result<JobRecord> SqliteStore::GetJob(std::int64_t id) {
   return std::move(**job);
 }
 
+Result<std::string> SqliteStore::JobTenant(std::int64_t id) {
+  std::lock_guard lock(mu_);
+  auto st = db_.Prepare("SELECT tenant FROM jobs WHERE id=?");
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, id);
+  auto row = st->Step();
+  if (!row) return std::unexpected(row.error());
+  if (!*row) return Fail(Code::kNotFound, fmt::format("job {} not found", id));
+  return st->Text(0);
+}
+
 Result<std::vector<JobRecord>> SqliteStore::ListJobs(const JobFilter& filter) {
   std::lock_guard lock(mu_);
   std::string sql = fmt::format("SELECT {} FROM jobs WHERE 1=1", kJobColumns);
@@ -718,6 +729,14 @@ Result<std::vector<JobRecord>> SqliteStore::ListJobs(const JobFilter& filter) {
   if (!filter.queue.empty()) {
     sql += " AND queue=?";
     binds.push_back(filter.queue);
+  }
+  if (filter.tenants) {
+    sql += " AND tenant IN (''";  // '' matches no tenant: an empty list shows nothing
+    for (const auto& t : *filter.tenants) {
+      sql += ",?";
+      binds.push_back(t);
+    }
+    sql += ")";
   }
   sql += fmt::format(" ORDER BY id DESC LIMIT {}", filter.limit);
   auto st = db_.Prepare(sql);

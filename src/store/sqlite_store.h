@@ -30,6 +30,7 @@ class SqliteStore final : public Store {
   Result<PolicyVersion> GetPolicyVersion(std::int64_t version) override;
   Result<std::int64_t> RollbackPolicy(std::int64_t to_version, const std::string& by,
                                       const std::string& comment, TimeMs now) override;
+  Result<std::string> JobTenant(std::int64_t id) override;
   Result<std::int64_t> CreateJob(const model::JobSpec& spec, TimeMs now,
                                  std::string_view submitted_by = {}) override;
   Result<JobRecord> GetJob(std::int64_t id) override;

@@ -99,6 +99,8 @@ struct JobFilter {
   std::string tenant;                   // empty: any
   std::string queue;                    // empty: any
   std::size_t limit = 1000;
+  // Only these tenants' jobs (the caller's visible tenants); nullopt: all.
+  std::optional<std::vector<std::string>> tenants{};
 };
 
 // An admin's (or Berth's own) hold on a node or one GPU: nothing new is
@@ -213,6 +215,9 @@ class Store {
                                                             TimeMs now) = 0;
 
   // --- jobs ---
+  // The tenant a job belongs to (cheap: no runs or timeline); NotFound as
+  // GetJob says it.
+  [[nodiscard]] virtual Result<std::string> JobTenant(std::int64_t id) = 0;
   // `submitted_by`: the identity that submitted it ("" when unknown).
   [[nodiscard]] virtual Result<std::int64_t> CreateJob(const model::JobSpec& spec, TimeMs now,
                                                        std::string_view submitted_by = {}) = 0;

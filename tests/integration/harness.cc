@@ -267,12 +267,14 @@ httplib::Client MakeClient(int port, Ms timeout) {
 
 Reply Http::Get(const std::string& path) const {
   auto cli = MakeClient(port_, timeout_);
+  if (!token_.empty()) cli.set_bearer_token_auth(token_);
   return ToReply(cli.Get(path));
 }
 
 Reply Http::Post(const std::string& path, const std::string& body,
                  const std::string& content_type) const {
   auto cli = MakeClient(port_, timeout_);
+  if (!token_.empty()) cli.set_bearer_token_auth(token_);
   return ToReply(cli.Post(path, body, content_type));
 }
 
@@ -330,9 +332,18 @@ bool Berthd::Start(Ms timeout) {
   }
   fs::path binary = options_.binary.empty() ? BinDir() / "berthd" : options_.binary;
   process_ = std::make_unique<Process>(binary, args, dir_ / "berthd.log");
-  return WaitFor([&] { return !process_->running() || http_.Get("/healthz").status == 200; },
-                 timeout) &&
-         process_->running();
+  bool up = WaitFor([&] { return !process_->running() || http_.Get("/healthz").status == 200; },
+                    timeout) &&
+            process_->running();
+  if (up) {
+    // The bootstrap admin's token: the harness's HTTP client and every berth
+    // CLI this test process starts act as the platform admin.
+    std::string token = ReadFile(data_dir_ / "bootstrap-token");
+    while (!token.empty() && (token.back() == '\n' || token.back() == ' ')) token.pop_back();
+    http_.set_token(token);
+    ::setenv("BERTH_TOKEN", token.c_str(), 1);  // NOLINT(concurrency-mt-unsafe)
+  }
+  return up;
 }
 
 void Berthd::Kill() {

@@ -114,10 +114,14 @@ class Http {
   Reply Get(const std::string& path) const;
   Reply Post(const std::string& path, const std::string& body,
              const std::string& content_type = "application/yaml") const;
+  // Sent as `Authorization: Bearer` when not empty.
+  void set_token(std::string token) { token_ = std::move(token); }
+  const std::string& token() const { return token_; }
 
  private:
   int port_;
   Ms timeout_;
+  std::string token_;
 };
 
 // berthd on a data dir and fresh loopback ports. Start() may be called again

@@ -80,8 +80,8 @@ class CliTest : public ::testing::Test {
     std::ostringstream err;
     ManualClock clock(kNow);
     CliRun run;
-    run.code =
-        RunCli(args, {in, out_override ? *out_override : out, err, Url(), clock, "alice", locale_});
+    run.code = RunCli(
+        args, {in, out_override ? *out_override : out, err, Url(), clock, "alice", {}, locale_});
     run.out = out.str();
     run.err = err.str();
     return run;
@@ -346,7 +346,7 @@ TEST_F(CliTest, PolicyVersionsTable) {
             "3         *        5m ago    bob      undo (restores v1)\n");
 }
 
-TEST_F(CliTest, PolicyApplySendsTheFileWithCommentAndUser) {
+TEST_F(CliTest, PolicyApplySendsTheFileWithCommentAndToken) {
   std::string body;
   std::string content_type;
   std::string comment;
@@ -355,7 +355,7 @@ TEST_F(CliTest, PolicyApplySendsTheFileWithCommentAndUser) {
     body = req.body;
     content_type = req.get_header_value("Content-Type");
     comment = req.get_param_value("comment");
-    user = req.get_header_value("X-Berth-User");
+    user = req.get_header_value("Authorization");
     res.status = 201;
     res.set_content(R"({"version": 4})", "application/json");
   });
@@ -366,7 +366,7 @@ TEST_F(CliTest, PolicyApplySendsTheFileWithCommentAndUser) {
   EXPECT_EQ(body, "queues:\n  - name: vision\n");
   EXPECT_EQ(content_type, "application/yaml");
   EXPECT_EQ(comment, "more GPUs for vision");
-  EXPECT_EQ(user, "alice");
+  EXPECT_EQ(user, "Bearer alice");
 
   run = Cli({"policy", "apply", "/nonexistent/policy.yaml"});
   EXPECT_EQ(run.code, kExitError);

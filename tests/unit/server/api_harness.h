@@ -18,6 +18,7 @@
 #include "sched/fifo_scheduler.h"
 #include "server/api.h"
 #include "server/controller.h"
+#include "store/identity_store.h"
 #include "store/sqlite_store.h"
 
 namespace berth::server {
@@ -33,17 +34,33 @@ class ApiHarness : public ::testing::Test {
     store_ = std::move(*s);
     controller_ =
         std::make_unique<Controller>(*store_, scheduler_, clock_, ControllerOptions{dir_ / "logs"});
-    api_ = std::make_unique<Api>(*controller_, *store_, clock_);
+    // A real identity store: every request goes as alice, a platform admin.
+    auto ids = store::IdentityStore::Open(dir_);
+    ASSERT_TRUE(ids.has_value()) << ids.error().message;
+    identities_ = std::move(*ids);
+    store::Identity alice;
+    alice.name = "alice";
+    alice.platform_admin = true;
+    ASSERT_TRUE(identities_->CreateIdentity(alice).has_value());
+    auto token = identities_->CreateToken("alice", "tests", std::nullopt, "tests", clock_.NowMs());
+    ASSERT_TRUE(token.has_value()) << token.error().message;
+    token_ = token->token;
+    auth_ = std::make_unique<Authorizer>(*identities_, clock_);
+    api_ = std::make_unique<Api>(*controller_, *store_, *auth_, clock_);
     api_->Register(http_);
     port_ = http_.bind_to_any_port("127.0.0.1");
     ASSERT_GT(port_, 0);
     thread_ = std::thread([this] { http_.listen_after_bind(); });
     client_ = std::make_unique<httplib::Client>("127.0.0.1", port_);
+    client_->set_bearer_token_auth(token_);
   }
   void TearDown() override {
     while (!http_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     http_.stop();
     thread_.join();
+    api_.reset();
+    auth_.reset();
+    identities_.reset();
     controller_.reset();
     store_.reset();
     std::filesystem::remove_all(dir_);
@@ -58,10 +75,10 @@ class ApiHarness : public ::testing::Test {
     if (!res) return {};
     return {res->status, nlohmann::json::parse(res->body, nullptr, false)};
   }
-  // As user alice.
+  // As alice (the client's token).
   Answer Post(const std::string& path, const std::string& body,
               const std::string& type = "application/yaml") {
-    auto res = client_->Post(path, {{"X-Berth-User", "alice"}}, body, type);
+    auto res = client_->Post(path, body, type);
     if (!res) return {};
     return {res->status, nlohmann::json::parse(res->body, nullptr, false)};
   }
@@ -71,6 +88,9 @@ class ApiHarness : public ::testing::Test {
   std::filesystem::path dir_;
   std::unique_ptr<store::SqliteStore> store_;
   std::unique_ptr<Controller> controller_;
+  std::unique_ptr<store::IdentityStore> identities_;
+  std::unique_ptr<Authorizer> auth_;
+  std::string token_;
   std::unique_ptr<Api> api_;
   httplib::Server http_;
   int port_ = 0;

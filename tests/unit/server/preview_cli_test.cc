@@ -29,7 +29,7 @@ class PreviewCliTest : public HistoryHarness {
     std::ostringstream out;
     std::ostringstream err;
     CliRun run;
-    run.code = cli::RunCli(args, {in, out, err, std::nullopt, clock_, "alice", std::nullopt});
+    run.code = cli::RunCli(args, {in, out, err, std::nullopt, clock_, token_, {}, std::nullopt});
     run.out = out.str();
     run.err = err.str();
     return run;

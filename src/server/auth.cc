@@ -1,0 +1,271 @@
+#include "server/auth.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <openssl/evp.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+
+namespace berth::server {
+namespace {
+
+thread_local const Caller* current_caller = nullptr;
+
+const Caller& Anonymous() {
+  static const Caller anonymous;
+  return anonymous;
+}
+
+std::string Sha256Hex(std::string_view text) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int len = 0;
+  EVP_Digest(text.data(), text.size(), digest.data(), &len, EVP_sha256(), nullptr);
+  static constexpr std::string_view kDigits = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < len; ++i) {
+    out.push_back(kDigits[digest[i] >> 4]);
+    out.push_back(kDigits[digest[i] & 0xf]);
+  }
+  return out;
+}
+
+std::string_view BearerOf(const httplib::Request& req) {
+  auto it = req.headers.find("Authorization");
+  if (it == req.headers.end()) return {};
+  std::string_view v = it->second;
+  constexpr std::string_view kBearer = "Bearer ";
+  if (!v.starts_with(kBearer)) return {};
+  v.remove_prefix(kBearer.size());
+  while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+  while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
+  return v;
+}
+
+Error Unauthenticated(std::string message) {
+  return Error{Code::kUnauthenticated, std::move(message), "Authorization"};
+}
+
+}  // namespace
+
+std::optional<store::Role> Caller::RoleIn(std::string_view tenant) const {
+  auto it = tenants.find(std::string(tenant));
+  if (it == tenants.end()) return std::nullopt;
+  return it->second;
+}
+
+bool Caller::CanRead(std::string_view tenant) const {
+  return platform_admin || RoleIn(tenant).has_value();
+}
+
+bool Caller::CanWrite(std::string_view tenant) const {
+  if (platform_admin) return true;
+  auto role = RoleIn(tenant);
+  return role && *role >= store::Role::kMember;
+}
+
+bool Caller::CanManage(std::string_view tenant) const {
+  if (platform_admin) return true;
+  auto role = RoleIn(tenant);
+  return role && *role == store::Role::kTenantAdmin;
+}
+
+std::string_view AccessName(Access a) {
+  switch (a) {
+    case Access::kPublic:
+      return "public";
+    case Access::kAuthenticated:
+      return "authenticated";
+    case Access::kPlatformAdmin:
+      return "platform-admin";
+  }
+  return "platform-admin";
+}
+
+std::string_view NeedName(Need n) {
+  switch (n) {
+    case Need::kRead:
+      return "read";
+    case Need::kWrite:
+      return "write";
+    case Need::kManage:
+      return "manage";
+  }
+  return "manage";
+}
+
+std::string TokenIdOf(const httplib::Request& req) {
+  auto parts = store::SplitToken(BearerOf(req));
+  return parts ? parts->id : std::string();
+}
+
+Result<Caller> Authorizer::Authenticate(const httplib::Request& req) {
+  std::string_view token = BearerOf(req);
+  if (token.empty()) {
+    return std::unexpected(
+        Unauthenticated("this request needs an API token: send 'Authorization: Bearer <token>' "
+                        "(berth login stores one for the CLI)"));
+  }
+  auto parts = store::SplitToken(token);
+  if (!parts) {
+    return std::unexpected(Unauthenticated(
+        "the bearer token is not a Berth token (berth_<id>_<secret>); check you copied all of it"));
+  }
+  const TimeMs now = clock_.NowMs();
+  const std::string digest = Sha256Hex(parts->secret);
+  {
+    std::lock_guard lock(mu_);
+    auto it = cache_.find(parts->id);
+    if (it != cache_.end() && it->second.secret_digest == digest &&
+        now - it->second.verified_ms < kTokenCacheMs &&
+        (!it->second.expires_ms || now < *it->second.expires_ms)) {
+      return it->second.caller;
+    }
+  }
+  auto record = identities_.GetToken(parts->id);
+  if (!record) return std::unexpected(record.error());
+  // One message for an unknown id and a wrong secret: neither says which.
+  if (!*record || !store::VerifySecret((*record)->hash, parts->secret)) {
+    return std::unexpected(
+        Unauthenticated(fmt::format("token {} is not valid; log in again with a current token "
+                                    "(berth login)",
+                                    parts->id)));
+  }
+  const auto& t = **record;
+  if (t.revoked_ms) {
+    return std::unexpected(Unauthenticated(fmt::format(
+        "token {} was revoked by {}; ask for a new one (berth token create)", t.id, t.revoked_by)));
+  }
+  if (t.expires_ms && now >= *t.expires_ms) {
+    return std::unexpected(Unauthenticated(
+        fmt::format("token {} expired; create a new one (berth token create --ttl ...)", t.id)));
+  }
+  auto identity = identities_.GetIdentity(t.identity);
+  if (!identity) return std::unexpected(identity.error());
+  if (!*identity || (*identity)->disabled) {
+    return std::unexpected(Unauthenticated(fmt::format(
+        "identity '{}' of token {} is disabled; ask a platform admin", t.identity, t.id)));
+  }
+  Caller caller;
+  caller.name = (*identity)->name;
+  caller.kind = (*identity)->kind;
+  caller.token_id = t.id;
+  caller.platform_admin = (*identity)->platform_admin;
+  caller.tenants = (*identity)->tenants;
+  std::lock_guard lock(mu_);
+  cache_[t.id] = Cached{digest, caller, now, t.expires_ms};
+  return caller;
+}
+
+Status Authorizer::Check(const Caller& caller, std::string_view tenant, Need need,
+                         std::string_view object) const {
+  if (!caller.CanRead(tenant)) {
+    // The same answer as for an object that does not exist.
+    return Fail(Code::kNotFound, fmt::format("{} not found", object));
+  }
+  return CheckNamed(caller, tenant, need);
+}
+
+Status Authorizer::CheckNamed(const Caller& caller, std::string_view tenant, Need need) {
+  bool ok = need == Need::kRead    ? caller.CanRead(tenant)
+            : need == Need::kWrite ? caller.CanWrite(tenant)
+                                   : caller.CanManage(tenant);
+  if (ok) return {};
+  auto role = caller.RoleIn(tenant);
+  return Fail(
+      Code::kPermissionDenied,
+      fmt::format("{} is {} of tenant {}; this needs {} (ask a tenant-admin of {} or a "
+                  "platform-admin)",
+                  caller.name, role ? fmt::format("a {}", store::RoleName(*role)) : "not a member",
+                  tenant,
+                  need == Need::kRead    ? "membership"
+                  : need == Need::kWrite ? "the role member or tenant-admin"
+                                         : "the role tenant-admin",
+                  tenant),
+      "tenant");
+}
+
+std::optional<std::vector<std::string>> Authorizer::Visible(const Caller& caller) {
+  if (caller.platform_admin) return std::nullopt;
+  std::vector<std::string> out;
+  for (const auto& [tenant, role] : caller.tenants) out.push_back(tenant);
+  return out;
+}
+
+void Authorizer::ForgetToken(std::string_view token_id) {
+  std::lock_guard lock(mu_);
+  cache_.erase(std::string(token_id));
+}
+
+void Authorizer::ForgetIdentity(std::string_view name) {
+  std::lock_guard lock(mu_);
+  std::erase_if(cache_, [&](const auto& kv) { return kv.second.caller.name == name; });
+}
+
+namespace {
+
+// Writes `text` to `path` readable by its owner only, atomically: a temp
+// file made 0600 from the start, fsync, rename.
+Status WritePrivateFile(const std::filesystem::path& path, const std::string& text) {
+  const std::filesystem::path tmp = path.string() + ".tmp";
+  ::unlink(tmp.c_str());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return Fail(Code::kUnavailable,
+                fmt::format("cannot write {}: {}", tmp.string(), std::strerror(errno)));
+  }
+  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+            ::fsync(fd) == 0;
+  ok = (::close(fd) == 0) && ok;
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    return Fail(Code::kUnavailable,
+                fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<bool> BootstrapAdmin(store::IdentityStore& identities,
+                            const std::filesystem::path& token_file, TimeMs now, bool reset) {
+  auto empty = identities.Empty();
+  if (!empty) return std::unexpected(empty.error());
+  if (!*empty && !reset) return false;
+  auto admin = identities.GetIdentity(kBootstrapAdmin);
+  if (!admin) return std::unexpected(admin.error());
+  if (!*admin) {
+    store::Identity id;
+    id.name = std::string(kBootstrapAdmin);
+    id.kind = "user";
+    id.platform_admin = true;
+    id.created_ms = now;
+    id.created_by = "berthd (first start)";
+    auto created = identities.CreateIdentity(id);
+    if (!created) return std::unexpected(created.error());
+  } else {
+    BERTH_RETURN_IF_ERROR(identities.SetDisabled(kBootstrapAdmin, false));
+    BERTH_RETURN_IF_ERROR(identities.SetPlatformAdmin(kBootstrapAdmin, true));
+  }
+  auto token = identities.CreateToken(kBootstrapAdmin,
+                                      reset ? "bootstrap (reset by the operator)" : "bootstrap",
+                                      std::nullopt, "berthd", now);
+  if (!token) return std::unexpected(token.error());
+  BERTH_RETURN_IF_ERROR(WritePrivateFile(token_file, token->token + "\n"));
+  return true;
+}
+
+const Caller& CurrentCaller() {
+  return current_caller != nullptr ? *current_caller : Anonymous();
+}
+
+CallerScope::CallerScope(const Caller& caller) : previous_(current_caller) {
+  current_caller = &caller;
+}
+
+CallerScope::~CallerScope() {
+  current_caller = previous_;
+}
+
+}  // namespace berth::server

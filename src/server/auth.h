@@ -1,0 +1,158 @@
+// The one authorization layer of the REST API (docs/security.md). Every route
+// is registered with a Rule; the Guard in front of its handler authenticates
+// the bearer token, checks the rule, and only then runs the handler with the
+// caller in scope. Handlers never compare tenants themselves: for a tenant
+// named in a request body they ask Authorizer::Check, for lists they pass
+// Authorizer::Visible to the store query or the renderer.
+//
+// Other tenants' objects answer 404 ("no job 12"), exactly as if they did not
+// exist, so ids and names of other teams' work never leak. A caller who can
+// see an object but lacks the role to change it gets 403 naming the role.
+#pragma once
+
+#include <httplib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "store/identity_store.h"
+
+namespace berth::server {
+
+struct Caller {
+  std::string name;      // the identity; "" when no valid token came
+  std::string kind;      // "user" or "service"
+  std::string token_id;  // the token's public id
+  bool platform_admin = false;
+  std::map<std::string, store::Role> tenants;
+
+  bool authenticated() const { return !name.empty(); }
+  std::optional<store::Role> RoleIn(std::string_view tenant) const;
+  bool CanRead(std::string_view tenant) const;
+  bool CanWrite(std::string_view tenant) const;   // member or tenant-admin
+  bool CanManage(std::string_view tenant) const;  // tenant-admin
+};
+
+// What a route needs of its caller.
+enum class Access {
+  kPublic,         // no token: /healthz, /v1/openapi.json
+  kAuthenticated,  // any valid token; the handler narrows by Visible or Check
+  kPlatformAdmin,  // the cluster's own state: nodes, policy, prices, identities
+};
+
+// For a route about one tenant's object: how much of the tenant it needs.
+enum class Need { kRead, kWrite, kManage };
+
+std::string_view AccessName(Access a);  // "public", "authenticated", "platform-admin"
+std::string_view NeedName(Need n);      // "read", "write", "manage"
+
+// The object a request names and the tenant that owns it.
+struct Owner {
+  std::string object;  // "job 12", as a not-found message names it
+  std::string tenant;
+  std::string audit_object;  // "job/12", as audit records name it
+};
+// Finds the owner of the object a request names (job 12 -> "vision"). An
+// error (no such object, a malformed id) lets the handler answer as it
+// would for anyone: the same 404 or 400 every caller gets.
+using TenantOf = std::function<Result<Owner>(const httplib::Request&)>;
+
+struct Rule {
+  Access access = Access::kAuthenticated;
+  // Set for routes about one object of a tenant; the guard checks `need`.
+  TenantOf tenant_of;
+  Need need = Need::kRead;
+  // The audit action a denial is recorded under ("job.cancel", "job.read").
+  std::string action;
+  // When tenant_of fails: false answers its error at once (a tenant that is
+  // not in the policy); true lets the handler answer (a job id).
+  bool handler_answers_missing = true;
+};
+
+// How long a verified token is trusted before its hash is checked again.
+// Revocation and role changes clear the cache at once.
+inline constexpr TimeMs kTokenCacheMs = 60'000;
+
+class Authorizer {
+ public:
+  Authorizer(store::IdentityStore& identities, const Clock& clock)
+      : identities_(identities), clock_(clock) {}
+
+  // The caller behind the request's `Authorization: Bearer` token, or
+  // Unauthenticated saying what is wrong (none, malformed, unknown, expired,
+  // revoked, disabled). Never echoes the token's secret.
+  Result<Caller> Authenticate(const httplib::Request& req);
+  // Whether `caller` may act on an object of `tenant`: ok, NotFound (a
+  // tenant it cannot see; `object` names it as the caller would) or
+  // PermissionDenied (it sees the tenant but lacks the role).
+  Status Check(const Caller& caller, std::string_view tenant, Need need,
+               std::string_view object) const;
+  // For a tenant the caller names itself (a submission's spec, a request
+  // body): PermissionDenied naming the role it lacks. Tenant names are not
+  // secret (the policy lists them), so this is 403, never 404.
+  static Status CheckNamed(const Caller& caller, std::string_view tenant, Need need);
+  // The tenants whose objects `caller` may list; nullopt: every tenant.
+  static std::optional<std::vector<std::string>> Visible(const Caller& caller);
+
+  // Forget cached verdicts (after a revocation or a change of role).
+  void ForgetToken(std::string_view token_id);
+  void ForgetIdentity(std::string_view name);
+
+  store::IdentityStore& identities() { return identities_; }
+
+ private:
+  struct Cached {
+    std::string secret_digest;  // SHA-256 of the presented secret
+    Caller caller;
+    TimeMs verified_ms = 0;
+    std::optional<TimeMs> expires_ms;
+  };
+
+  store::IdentityStore& identities_;
+  const Clock& clock_;
+  std::mutex mu_;
+  std::unordered_map<std::string, Cached> cache_;  // by token id
+};
+
+// The caller of the request this thread is serving (set by the guard for the
+// handler's duration); an unauthenticated Caller outside a guarded handler.
+const Caller& CurrentCaller();
+
+class CallerScope {
+ public:
+  explicit CallerScope(const Caller& caller);
+  ~CallerScope();
+  CallerScope(const CallerScope&) = delete;
+  CallerScope& operator=(const CallerScope&) = delete;
+
+ private:
+  const Caller* previous_;
+};
+
+// The identity the first start creates: a platform admin whose token goes to
+// <data-dir>/bootstrap-token.
+inline constexpr std::string_view kBootstrapAdmin = "admin";
+
+// At the first start (no identity yet): creates `admin` and a token for it,
+// written to `token_file` with mode 0600 (only berthd's user can read it).
+// Returns whether it did. With `reset`, also when identities exist: `admin`
+// is created, re-enabled and made platform admin as needed, and gets a new
+// token (recovery for an operator who has the data directory).
+Result<bool> BootstrapAdmin(store::IdentityStore& identities,
+                            const std::filesystem::path& token_file, TimeMs now, bool reset);
+
+// The token id of a request's bearer token, for rate limits and logs
+// ("" when there is none).
+std::string TokenIdOf(const httplib::Request& req);
+
+}  // namespace berth::server

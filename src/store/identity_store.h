@@ -1,0 +1,116 @@
+// Who may use Berth: identities (people and service accounts), their roles
+// in tenants, and their API tokens. Lives in the state database (berth.db) on
+// a connection of its own, like the audit log, so the scheduling Store stays
+// about scheduling state.
+//
+// Tokens look like `berth_<id>_<secret>`: the 12-hex-digit id is public (it
+// names the token in lists, audit records and rate limits), the 64-hex-digit
+// secret is shown once and stored only as an Argon2id hash. Looking a token up
+// by its id means one slow hash per check, never a scan.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "store/sqlite_db.h"
+
+namespace berth::store {
+
+// A role within one tenant, weakest first. Platform admin is not a tenant
+// role: it is a flag on the identity and covers every tenant.
+enum class Role { kViewer, kMember, kTenantAdmin };
+
+std::string_view RoleName(Role role);  // "viewer", "member", "tenant-admin"
+std::optional<Role> ParseRole(std::string_view name);
+
+struct Identity {
+  std::string name;           // "alice", "ci-bot"
+  std::string kind = "user";  // "user" or "service"
+  bool platform_admin = false;
+  bool disabled = false;
+  TimeMs created_ms = 0;
+  std::string created_by;
+  std::map<std::string, Role> tenants;  // tenant -> role
+};
+
+struct TokenRecord {
+  std::string id;  // the public part
+  std::string identity;
+  std::string description;
+  TimeMs created_ms = 0;
+  std::string created_by;
+  std::optional<TimeMs> expires_ms;  // none: until revoked
+  std::optional<TimeMs> revoked_ms;
+  std::string revoked_by;
+  std::string hash;  // Argon2id, encoded; never leaves the store's callers
+};
+
+// A token as created: the only moment its secret exists outside the caller.
+struct IssuedToken {
+  TokenRecord record;
+  std::string token;  // berth_<id>_<secret>
+};
+
+// The parts of a presented token; nullopt when it does not have the shape.
+struct TokenParts {
+  std::string id;
+  std::string secret;
+};
+std::optional<TokenParts> SplitToken(std::string_view token);
+
+// Identity names: 1-64 of letters, digits and ._@- , starting with a letter
+// or digit. Tenant names follow the policy's rules (checked by the caller).
+Status ValidateIdentityName(std::string_view name, std::string_view field);
+
+class IdentityStore {
+ public:
+  static Result<std::unique_ptr<IdentityStore>> Open(const std::filesystem::path& data_dir);
+
+  // True until the first identity is created (the bootstrap admin).
+  [[nodiscard]] Result<bool> Empty();
+
+  [[nodiscard]] Result<Identity> CreateIdentity(const Identity& identity);
+  [[nodiscard]] Result<std::optional<Identity>> GetIdentity(std::string_view name);
+  [[nodiscard]] Result<std::vector<Identity>> ListIdentities();
+  [[nodiscard]] Status SetDisabled(std::string_view name, bool disabled);
+  [[nodiscard]] Status SetPlatformAdmin(std::string_view name, bool admin);
+  // Sets the identity's role in `tenant`, or removes it (nullopt).
+  [[nodiscard]] Status SetRole(std::string_view name, std::string_view tenant,
+                               std::optional<Role> role);
+
+  // A new token for `identity` with a fresh random id and secret.
+  [[nodiscard]] Result<IssuedToken> CreateToken(std::string_view identity,
+                                                std::string_view description,
+                                                std::optional<TimeMs> expires_ms,
+                                                std::string_view created_by, TimeMs now);
+  [[nodiscard]] Result<std::optional<TokenRecord>> GetToken(std::string_view id);
+  // Every token of `identity` (all tokens when empty), newest first.
+  [[nodiscard]] Result<std::vector<TokenRecord>> ListTokens(std::string_view identity);
+  [[nodiscard]] Status RevokeToken(std::string_view id, std::string_view by, TimeMs now);
+
+ private:
+  explicit IdentityStore(Database db) : db_(std::move(db)) {}
+  Result<std::optional<Identity>> LoadIdentity(std::string_view name);
+
+  std::mutex mu_;
+  Database db_;
+};
+
+// Argon2id over the secret with a random salt; the encoded form carries its
+// parameters. Slow on purpose (tens of milliseconds).
+Result<std::string> HashSecret(std::string_view secret);
+bool VerifySecret(std::string_view encoded_hash, std::string_view secret);
+
+// `n` random bytes from the operating system's CSPRNG, as lower-case hex.
+Result<std::string> RandomHex(std::size_t n);
+
+}  // namespace berth::store

@@ -1,0 +1,427 @@
+// The authorization matrix against a real berthd: every API endpoint (the
+// OpenAPI document's list, checked against this file's) x every caller
+// (platform-admin; tenant-admin, member and viewer of each of two tenants;
+// no token, a malformed, an expired and a revoked token) x the caller's own
+// tenant and the other tenant. Each case is asserted allowed, or denied with
+// exactly the status docs/security.md promises: 401 without a valid token,
+// 403 for a role that is too weak, 404 for another tenant's object.
+#include <fmt/format.h>
+
+#include <set>
+#include <thread>
+
+#include "integration/fixture.h"
+
+namespace berth::it {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kTwoTenants = R"(queues:
+  - name: default
+    children:
+      - name: default
+  - name: red
+    children:
+      - name: main
+  - name: blue
+    children:
+      - name: main
+)";
+
+// What a route needs (server/auth.h Rule), as the test expects it.
+enum class Kind {
+  kPublic,          // no token needed
+  kAny,             // any valid token
+  kAdmin,           // platform-admin
+  kObjectRead,      // an object of the tenant: any role there (else 404)
+  kObjectWrite,     // member or tenant-admin there (viewer 403; other tenant 404)
+  kTenantManage,    // tenant-admin there (member, viewer 403; other tenant 404)
+  kSubmit,          // the body names the tenant: member or tenant-admin, else 403
+  kAuditRead,       // ?tenant=: tenant-admin of it, else 403
+  kIdentityList,    // platform-admin or any tenant-admin, else 403
+  kIdentityCreate,  // with a role in the tenant: tenant-admin of it, else 403
+  kTokenOfService,  // a service account's token: tenant-admin of its tenant, else 404
+};
+
+enum class Rel { kOwn, kOther };
+
+struct CallerId {
+  std::string label;   // "platform", "red/member", "no token", ...
+  std::string tenant;  // "" for the platform admin and the bad tokens
+  std::string role;    // "platform", "tenant-admin", "member", "viewer", "bad"
+  std::string token;
+};
+
+struct World {
+  std::map<std::string, std::int64_t> job;  // tenant -> a running job
+  std::string node;
+  std::string admin_token;
+};
+
+std::string Other(const std::string& tenant) {
+  return tenant == "red" ? "blue" : "red";
+}
+
+struct Route {
+  std::string method;
+  std::string templ;  // as in the OpenAPI document
+  Kind kind;
+  // The concrete path for a caller's own or other tenant.
+  std::function<std::string(const World&, const std::string& tenant)> path;
+  std::function<std::string(const World&, const std::string& tenant, int n)> body = {};
+  // Put the object back before the case (a member to remove, a token to revoke).
+  std::function<void(const Http& admin, const World&, const std::string& tenant)> prepare = {};
+};
+
+// The expected status class: 0 for allowed, else the exact denial status.
+int Expected(Kind kind, const CallerId& c, Rel rel) {
+  if (kind == Kind::kPublic) return 0;
+  if (c.role == "bad") return 401;
+  if (c.role == "platform") return 0;
+  const bool own = rel == Rel::kOwn;
+  const bool writer = c.role == "member" || c.role == "tenant-admin";
+  const bool manager = c.role == "tenant-admin";
+  switch (kind) {
+    case Kind::kPublic:
+    case Kind::kAny:
+      return 0;
+    case Kind::kAdmin:
+      return 403;
+    case Kind::kObjectRead:
+      return own ? 0 : 404;
+    case Kind::kObjectWrite:
+      return !own ? 404 : writer ? 0 : 403;
+    case Kind::kTenantManage:
+      return !own ? 404 : manager ? 0 : 403;
+    case Kind::kSubmit:
+      return own && writer ? 0 : 403;
+    case Kind::kAuditRead:
+    case Kind::kIdentityCreate:
+      return own && manager ? 0 : 403;
+    case Kind::kIdentityList:
+      return manager ? 0 : 403;
+    case Kind::kTokenOfService:
+      return own && manager ? 0 : 404;
+  }
+  return -1;
+}
+
+std::vector<Route> Routes() {
+  auto fixed = [](std::string p) { return [p](const World&, const std::string&) { return p; }; };
+  auto job = [](std::string suffix) {
+    return [suffix](const World& w, const std::string& t) {
+      return "/v1/jobs/" + std::to_string(w.job.at(t)) + suffix;
+    };
+  };
+  std::vector<Route> r;
+  r.push_back({"GET", "/healthz", Kind::kPublic, fixed("/healthz")});
+  r.push_back({"GET", "/v1/openapi.json", Kind::kPublic, fixed("/v1/openapi.json")});
+  r.push_back({"POST", "/v1/jobs", Kind::kSubmit, fixed("/v1/jobs"),
+               [](const World&, const std::string& t, int n) {
+                 return JobSpecJson("m" + std::to_string(n), {"true"}, 0,
+                                    {{"tenant", t}, {"queue", "main"}});
+               }});
+  r.push_back({"GET", "/v1/jobs", Kind::kAny, fixed("/v1/jobs")});
+  r.push_back({"GET", "/v1/jobs/{id}", Kind::kObjectRead, job("")});
+  r.push_back({"POST", "/v1/jobs/{id}/cancel", Kind::kObjectWrite, job("/cancel")});
+  r.push_back({"POST", "/v1/jobs/{id}/checkpoint", Kind::kObjectWrite, job("/checkpoint")});
+  r.push_back({"GET", "/v1/jobs/{id}/logs", Kind::kObjectRead, job("/logs")});
+  r.push_back({"GET", "/v1/jobs/{id}/why", Kind::kObjectRead, job("/why")});
+  r.push_back({"GET", "/v1/nodes", Kind::kAny, fixed("/v1/nodes")});
+  r.push_back({"GET", "/v1/nodes/{node}", Kind::kAny,
+               [](const World& w, const std::string&) { return "/v1/nodes/" + w.node; }});
+  r.push_back(
+      {"POST", "/v1/nodes/{node}/{action}", Kind::kAdmin,
+       [](const World& w, const std::string&) { return "/v1/nodes/" + w.node + "/uncordon"; }});
+  r.push_back({"POST", "/v1/nodes/{node}/gpus/{index}/{action}", Kind::kAdmin,
+               [](const World& w, const std::string&) {
+                 return "/v1/nodes/" + w.node + "/gpus/7/uncordon";
+               }});
+  r.push_back({"GET", "/v1/gpus", Kind::kAny, fixed("/v1/gpus")});
+  r.push_back({"GET", "/v1/alerts", Kind::kAdmin, fixed("/v1/alerts")});
+  r.push_back({"GET", "/v1/policy", Kind::kAny, fixed("/v1/policy")});
+  r.push_back({"POST", "/v1/policy", Kind::kAdmin, fixed("/v1/policy?dry_run=true"),
+               [](const World&, const std::string&, int) { return std::string(kTwoTenants); }});
+  r.push_back({"GET", "/v1/policy/versions", Kind::kAny, fixed("/v1/policy/versions")});
+  r.push_back({"GET", "/v1/policy/versions/{version}", Kind::kAny, fixed("/v1/policy/versions/1")});
+  r.push_back({"POST", "/v1/policy/rollback", Kind::kAdmin, fixed("/v1/policy/rollback")});
+  r.push_back({"GET", "/v1/policy/diff", Kind::kAny, fixed("/v1/policy/diff")});
+  r.push_back({"POST", "/v1/policy/preview", Kind::kAdmin, fixed("/v1/policy/preview?window=1h"),
+               [](const World&, const std::string&, int) { return std::string(kTwoTenants); }});
+  r.push_back({"GET", "/v1/history", Kind::kAdmin, fixed("/v1/history")});
+  r.push_back({"GET", "/v1/audit", Kind::kAuditRead,
+               [](const World&, const std::string& t) { return "/v1/audit?tenant=" + t; }});
+  r.push_back({"GET", "/v1/audit/verify", Kind::kAdmin, fixed("/v1/audit/verify")});
+  r.push_back({"GET", "/v1/whoami", Kind::kAny, fixed("/v1/whoami")});
+  r.push_back({"POST", "/v1/login", Kind::kAny, fixed("/v1/login")});
+  r.push_back({"GET", "/v1/identities", Kind::kIdentityList, fixed("/v1/identities")});
+  r.push_back(
+      {"POST", "/v1/identities", Kind::kIdentityCreate, fixed("/v1/identities"),
+       [](const World&, const std::string& t, int n) {
+         return json{{"name", "made-" + std::to_string(n)}, {"tenants", {{t, "member"}}}}.dump();
+       }});
+  r.push_back({"POST", "/v1/identities/{name}/{action}", Kind::kAdmin,
+               fixed("/v1/identities/red-svc/enable")});
+  r.push_back({"GET", "/v1/tenants/{tenant}/members", Kind::kObjectRead,
+               [](const World&, const std::string& t) { return "/v1/tenants/" + t + "/members"; }});
+  r.push_back({"POST", "/v1/tenants/{tenant}/members", Kind::kTenantManage,
+               [](const World&, const std::string& t) { return "/v1/tenants/" + t + "/members"; },
+               [](const World&, const std::string& t, int) {
+                 return json{{"identity", t + "-svc"}, {"role", "member"}}.dump();
+               }});
+  r.push_back({"POST",
+               "/v1/tenants/{tenant}/members/{identity}/remove",
+               Kind::kTenantManage,
+               [](const World&, const std::string& t) {
+                 return "/v1/tenants/" + t + "/members/" + t + "-spare/remove";
+               },
+               {},
+               [](const Http& admin, const World&, const std::string& t) {
+                 admin.Post("/v1/tenants/" + t + "/members",
+                            json{{"identity", t + "-spare"}, {"role", "viewer"}}.dump(),
+                            "application/json");
+               }});
+  r.push_back({"GET", "/v1/tokens", Kind::kAny, fixed("/v1/tokens")});
+  r.push_back({"POST", "/v1/tokens", Kind::kAny, fixed("/v1/tokens"),
+               [](const World&, const std::string&, int) {
+                 return json{{"ttl", "1h"}, {"description", "matrix"}}.dump();
+               }});
+  // The token to revoke is made fresh for each case; its id goes in the path.
+  r.push_back({"POST", "/v1/tokens/{id}/revoke", Kind::kTokenOfService, {}});
+  return r;
+}
+
+class AuthzTest : public IntegrationTest {
+ protected:
+  // A token made by the platform admin (for `identity`), "" on failure.
+  std::string MakeToken(const Http& admin, const std::string& identity, const std::string& ttl) {
+    auto r = admin.Post("/v1/tokens", json{{"identity", identity}, {"ttl", ttl}}.dump(),
+                        "application/json");
+    EXPECT_EQ(r.status, 201) << r.text;
+    return r.body.value("token", "");
+  }
+};
+
+TEST_F(AuthzTest, EveryEndpointRoleAndTenantIsAllowedOrDeniedAsDocumented) {
+  Berthd& berthd = NewBerthd(AllInOne());
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  ASSERT_TRUE(berthd.WaitForNode("Ready", 20s));
+  const Http& admin = berthd.http();
+  ASSERT_EQ(admin.Post("/v1/policy", kTwoTenants).status, 201);
+
+  World w;
+  w.node = berthd.Nodes().at(0).at("name");
+  w.admin_token = admin.token();
+  for (const std::string t : {"red", "blue"}) {
+    w.job[t] = berthd.Submit(
+        JobSpecJson(t + "-job", {"sleep", "300"}, 1, {{"tenant", t}, {"queue", "main"}}));
+    ASSERT_GT(w.job[t], 0);
+  }
+
+  // Callers: each role in each tenant, a service account and a spare
+  // identity per tenant (objects for the member and token routes).
+  std::vector<CallerId> callers{{"platform", "", "platform", w.admin_token}};
+  for (const std::string t : {"red", "blue"}) {
+    for (const std::string role : {"tenant-admin", "member", "viewer"}) {
+      const std::string name = t + "-" + role;
+      auto r = admin.Post("/v1/identities", json{{"name", name}, {"tenants", {{t, role}}}}.dump(),
+                          "application/json");
+      ASSERT_EQ(r.status, 201) << r.text;
+      callers.push_back({t + "/" + role, t, role, MakeToken(admin, name, "1d")});
+    }
+    for (const std::string& extra : {t + "-svc", t + "-spare"}) {
+      auto r = admin.Post(
+          "/v1/identities",
+          json{{"name", extra}, {"kind", "service"}, {"tenants", {{t, "member"}}}}.dump(),
+          "application/json");
+      ASSERT_EQ(r.status, 201) << r.text;
+    }
+  }
+  const std::string revoked = MakeToken(admin, "red-member", "1d");
+  {
+    auto id = revoked.substr(6, 12);
+    ASSERT_EQ(admin.Post("/v1/tokens/" + id + "/revoke", "", "application/json").status, 200);
+  }
+  const std::string expired = MakeToken(admin, "red-member", "1s");
+  callers.push_back({"no token", "", "bad", ""});
+  callers.push_back({"malformed token", "", "bad", "berth_not-a-token"});
+  callers.push_back({"revoked token", "", "bad", revoked});
+  std::this_thread::sleep_for(1100ms);
+  callers.push_back({"expired token", "", "bad", expired});
+
+  // Every route of the OpenAPI document is in the matrix, and no other.
+  const auto routes = Routes();
+  std::set<std::string> documented;
+  auto doc = admin.Get("/v1/openapi.json");
+  ASSERT_EQ(doc.status, 200);
+  for (const auto& [path, ops] : doc.body.at("paths").items()) {
+    for (const auto& [method, op] : ops.items()) {
+      std::string m = method;
+      for (auto& c : m) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      documented.insert(m + " " + path);
+    }
+  }
+  std::set<std::string> covered;
+  for (const auto& r : routes) covered.insert(r.method + " " + r.templ);
+  EXPECT_EQ(covered, documented);
+
+  int cases = 0;
+  int allowed = 0;
+  int n = 0;
+  std::map<int, int> denied;
+  for (const auto& route : routes) {
+    for (const auto& caller : callers) {
+      for (Rel rel : {Rel::kOwn, Rel::kOther}) {
+        const std::string tenant = caller.tenant.empty()
+                                       ? (rel == Rel::kOwn ? "red" : "blue")
+                                       : (rel == Rel::kOwn ? caller.tenant : Other(caller.tenant));
+        ++n;
+        std::string path;
+        if (route.templ == "/v1/tokens/{id}/revoke") {
+          const std::string token = MakeToken(admin, tenant + "-svc", "1h");
+          path = "/v1/tokens/" + token.substr(6, 12) + "/revoke";
+        } else {
+          path = route.path(w, tenant);
+        }
+        if (route.prepare) route.prepare(admin, w, tenant);
+        Http http(berthd.api_port());
+        http.set_token(caller.token);
+        const std::string body = route.body ? route.body(w, tenant, n) : "";
+        Reply reply =
+            route.method == "GET" ? http.Get(path) : http.Post(path, body, "application/json");
+        const int want = Expected(route.kind, caller, rel);
+        ++cases;
+        SCOPED_TRACE(fmt::format("{} {} as {} ({} tenant {}): {} {}", route.method, path,
+                                 caller.label, rel == Rel::kOwn ? "own" : "other", tenant,
+                                 reply.status, reply.text.substr(0, 300)));
+        ASSERT_NE(reply.status, 0);
+        if (want == 0) {
+          ++allowed;
+          EXPECT_TRUE(reply.status != 401 && reply.status != 403 && reply.status != 404);
+          EXPECT_LT(reply.status, 500);
+        } else {
+          ++denied[want];
+          EXPECT_EQ(reply.status, want);
+          // A denial says nothing of the object beyond what a miss would.
+          EXPECT_EQ(reply.text.find("sleep"), std::string::npos);
+        }
+      }
+    }
+  }
+  std::cout << fmt::format(
+      "authorization matrix: {} routes x {} callers x 2 tenants = {} cases; {} allowed, "
+      "{} denied 401, {} denied 403, {} denied 404\n",
+      routes.size(), callers.size(), cases, allowed, denied[401], denied[403], denied[404]);
+
+  // Denials are in the audit trail with who asked.
+  auto audit = admin.Get("/v1/audit?action=job.cancel&limit=10000");
+  ASSERT_EQ(audit.status, 200);
+  int cancel_denials = 0;
+  for (const auto& rec : audit.body.at("records")) {
+    if (rec.value("outcome", "").starts_with("denied")) ++cancel_denials;
+  }
+  EXPECT_GE(cancel_denials, 10) << audit.text;
+}
+
+TEST_F(AuthzTest, AMemberSeesItsTenantOnlyAndOtherTenantsGpusAsAnotherTenant) {
+  Berthd& berthd = NewBerthd(AllInOne());
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  ASSERT_TRUE(berthd.WaitForNode("Ready", 20s));
+  const Http& admin = berthd.http();
+  ASSERT_EQ(admin.Post("/v1/policy", kTwoTenants).status, 201);
+  ASSERT_EQ(
+      admin
+          .Post("/v1/identities", json{{"name", "rita"}, {"tenants", {{"red", "member"}}}}.dump(),
+                "application/json")
+          .status,
+      201);
+
+  // Rita logs in with the CLI: the token is kept 0600 in her config file.
+  auto made = admin.Post("/v1/tokens", json{{"identity", "rita"}}.dump(), "application/json");
+  ASSERT_EQ(made.status, 201) << made.text;
+  WriteFile(dir_ / "rita.token", made.body.at("token").get<std::string>() + "\n");
+  const auto config = dir_ / "rita" / "config.json";
+  ::setenv("BERTH_CONFIG", config.c_str(), 1);  // NOLINT(concurrency-mt-unsafe)
+  const std::string admin_token = admin.token();
+  ::unsetenv("BERTH_TOKEN");  // NOLINT(concurrency-mt-unsafe)
+  auto r = Cli(berthd, {"login", "--token-file", (dir_ / "rita.token").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("as rita"), std::string::npos) << r.out;
+  EXPECT_EQ(std::filesystem::status(config).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+
+  WriteFile(dir_ / "red.json", JobSpecJson("red-secret-name", {"sleep", "300"}, 1,
+                                           {{"tenant", "red"}, {"queue", "main"}}));
+  r = Cli(berthd, {"submit", (dir_ / "red.json").string(), "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::int64_t red = json::parse(r.out).at("id");
+  EXPECT_EQ(json::parse(r.out).at("submitted_by"), "rita");
+  const std::int64_t blue = berthd.Submit(JobSpecJson("blue-secret-name", {"sleep", "300"}, 1,
+                                                      {{"tenant", "blue"}, {"queue", "main"}}));
+  ASSERT_GT(blue, 0);
+  ASSERT_TRUE(berthd.WaitForState(red, "Running", 20s));
+  ASSERT_TRUE(berthd.WaitForState(blue, "Running", 20s));
+
+  // berth jobs: hers only. berth gpus: the blue job's GPU says "another tenant".
+  r = Cli(berthd, {"jobs", "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto jobs = json::parse(r.out).at("jobs");
+  ASSERT_EQ(jobs.size(), 1u) << r.out;
+  EXPECT_EQ(jobs[0].at("id"), red);
+  r = Cli(berthd, {"gpus", "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find("blue-secret-name"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("another tenant"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("red-secret-name"), std::string::npos) << r.out;
+  r = Cli(berthd, {"gpus"});
+  EXPECT_NE(r.out.find("another tenant"), std::string::npos) << r.out;
+
+  // Another tenant's job does not exist for her; the message is a miss's.
+  r = Cli(berthd, {"logs", std::to_string(blue)});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("job " + std::to_string(blue) + " not found"), std::string::npos) << r.err;
+  r = Cli(berthd, {"cancel", std::to_string(blue)});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(berthd.JobState(blue), "Running");
+  // She may not submit into blue, and is told why.
+  WriteFile(dir_ / "blue.json",
+            JobSpecJson("sneaky", {"true"}, 0, {{"tenant", "blue"}, {"queue", "main"}}));
+  r = Cli(berthd, {"submit", (dir_ / "blue.json").string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("not a member of tenant blue"), std::string::npos) << r.err;
+
+  r = Cli(berthd, {"whoami"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("rita (user)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("red:member"), std::string::npos) << r.out;
+
+  // Revoked: the next command is refused at once and says what to do.
+  auto tokens = admin.Get("/v1/tokens?identity=rita");
+  ASSERT_EQ(tokens.status, 200);
+  const std::string id = tokens.body.at("tokens").at(0).at("id");
+  ASSERT_EQ(admin.Post("/v1/tokens/" + id + "/revoke", "", "application/json").status, 200);
+  r = Cli(berthd, {"jobs"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("revoked"), std::string::npos) << r.err;
+  r = Cli(berthd, {"logout"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ReadFile(config).find("berth_"), std::string::npos);
+
+  // The trail: her login and submission, the refused attempts, the revocation.
+  auto audit = admin.Get("/v1/audit?actor=rita");
+  ASSERT_EQ(audit.status, 200);
+  std::set<std::string> seen;
+  for (const auto& rec : audit.body.at("records")) {
+    seen.insert(rec.value("action", "") + " " + rec.value("outcome", ""));
+  }
+  EXPECT_TRUE(seen.contains("auth.login ok")) << audit.text;
+  EXPECT_TRUE(seen.contains("job.submit ok")) << audit.text;
+  EXPECT_TRUE(seen.contains("job.submit denied: PermissionDenied")) << audit.text;
+  EXPECT_TRUE(seen.contains("job.cancel denied: NotFound")) << audit.text;
+  ::unsetenv("BERTH_CONFIG");                       // NOLINT(concurrency-mt-unsafe)
+  ::setenv("BERTH_TOKEN", admin_token.c_str(), 1);  // NOLINT(concurrency-mt-unsafe)
+}
+
+}  // namespace
+}  // namespace berth::it
