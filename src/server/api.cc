@@ -150,6 +150,17 @@ void Api::Register(httplib::Server& http) {
   http.Get("/v1/policy/diff", [this](const auto& req, auto& res) { DiffPolicy(req, res); });
   http.Post("/v1/policy/preview", [this](const auto& req, auto& res) { PreviewPolicy(req, res); });
   http.Get("/v1/history", [this](const auto& req, auto& res) { History(req, res); });
+  http.Post("/v1/quota-requests", Audited("quota.request", &Api::FileQuotaRequest));
+  http.Get("/v1/quota-requests",
+           [this](const auto& req, auto& res) { ListQuotaRequests(req, res); });
+  http.Get(R"(/v1/quota-requests/([^/]+))",
+           [this](const auto& req, auto& res) { GetQuotaRequest(req, res); });
+  http.Post(R"(/v1/quota-requests/([^/]+)/approve)",
+            Audited("quota.approve", &Api::ApproveQuotaRequest));
+  http.Post(R"(/v1/quota-requests/([^/]+)/reject)",
+            Audited("quota.reject", &Api::RejectQuotaRequest));
+  http.Post(R"(/v1/quota-requests/([^/]+)/withdraw)",
+            Audited("quota.withdraw", &Api::WithdrawQuotaRequest));
   http.Get("/v1/audit", [this](const auto& req, auto& res) { ListAudit(req, res); });
   http.Get("/v1/audit/verify", [this](const auto& req, auto& res) { VerifyAudit(req, res); });
   http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
@@ -187,7 +198,11 @@ void Api::SubmitJob(const httplib::Request& req, httplib::Response& res, AuditNo
   note.tenant = spec->tenant;
   note.after = JobSummary(*spec);
   auto id = controller_.Submit(*spec);
-  if (!id) return ReplyError(res, id.error());
+  if (!id) {
+    // A refusal keeps its reason (with an over-quota refusal's numbers).
+    note.after["refused"] = id.error().message;
+    return ReplyError(res, id.error());
+  }
   note.object = fmt::format("job/{}", *id);
   auto job = store_.GetJob(*id);
   if (!job) return ReplyError(res, job.error());

@@ -35,6 +35,15 @@ class Api {
   void ListAudit(const httplib::Request& req, httplib::Response& res);
   void VerifyAudit(const httplib::Request& req, httplib::Response& res);
 
+  // Quota requests (api_quota.cc): a tenant asks, a platform admin decides;
+  // an approval is a new policy version.
+  void FileQuotaRequest(const httplib::Request& req, httplib::Response& res, AuditNote& note);
+  void ListQuotaRequests(const httplib::Request& req, httplib::Response& res);
+  void GetQuotaRequest(const httplib::Request& req, httplib::Response& res);
+  void ApproveQuotaRequest(const httplib::Request& req, httplib::Response& res, AuditNote& note);
+  void RejectQuotaRequest(const httplib::Request& req, httplib::Response& res, AuditNote& note);
+  void WithdrawQuotaRequest(const httplib::Request& req, httplib::Response& res, AuditNote& note);
+
   void SubmitJob(const httplib::Request& req, httplib::Response& res, AuditNote& note);
   void ListJobs(const httplib::Request& req, httplib::Response& res);
   void GetJob(const httplib::Request& req, httplib::Response& res);
