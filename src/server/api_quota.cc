@@ -230,7 +230,7 @@ void Api::RejectQuotaRequest(const httplib::Request& req, httplib::Response& res
   if (comment.find_first_not_of(" \t\r\n") == std::string::npos) {
     return ReplyError(
         res, Error{Code::kInvalidArgument,
-                   "is required: tell the tenant why, e.g. ?comment=no+capacity", "comment"});
+                   "is required: tell the tenant why, e.g. ?comment=no%20capacity", "comment"});
   }
   auto rejected = store_.RejectQuotaRequest(*id, Actor(req), comment, clock_.NowMs());
   if (!rejected) return ReplyError(res, rejected.error());

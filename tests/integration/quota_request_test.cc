@@ -254,7 +254,8 @@ TEST_F(QuotaRequestTest, OverQuotaRejectRefusesWaitWaitsBorrowRunsBorrowed) {
   r = Cli(berthd, {"audit", "--action", "job.submit", "-o", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   int refused = 0;
-  for (const auto& rec : json::parse(r.out).at("records")) {
+  const json submits = json::parse(r.out).at("records");
+  for (const auto& rec : submits) {
     if (rec.value("outcome", "") != "denied: FailedPrecondition") continue;
     ++refused;
     EXPECT_EQ(rec["actor"], "bob");
