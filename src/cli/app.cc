@@ -478,6 +478,61 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
     return RevokeToken(api, token_id, out);
   };
 
+  // berth quota request|requests|show|approve|reject|withdraw
+  auto* quota = app.add_subcommand(
+      "quota", "ask for a different queue quota, and decide such requests (docs/cli.md)");
+  quota->require_subcommand(1);
+  QuotaRequestFlags quota_flags;
+  std::int64_t quota_id = 0;
+  std::string quota_comment;
+  std::string quota_state;
+  std::string quota_tenant;
+  auto* quota_request = quota->add_subcommand(
+      "request", "ask for a queue's quota of one resource to change (a platform admin decides)");
+  quota_request->add_option("QUEUE", quota_flags.queue, "the queue's path, e.g. vision/training")
+      ->required();
+  quota_request->add_option("--resource", quota_flags.resource,
+                            "gpus (default), gpus/MODEL, gpu_memory, cpu or memory");
+  quota_request->add_option("--guaranteed", quota_flags.guaranteed,
+                            "the new guarantee, as the policy writes it (16, 0.5, 500m, 80Gi)");
+  quota_request->add_option("--borrow-limit", quota_flags.borrow_limit,
+                            "how far above the guarantee the queue may borrow");
+  quota_request->add_option("--weight", quota_flags.weight, "share of idle capacity (1-1000)");
+  quota_request->add_option("--lending-limit", quota_flags.lending_limit,
+                            "part of the guarantee never lent to other queues");
+  quota_request->add_option("--reason", quota_flags.reason, "why the queue needs it")->required();
+  actions[quota_request] = [&](ApiClient& api, const Output& out) {
+    return FileQuotaRequest(api, quota_flags, out);
+  };
+  auto* quota_requests = quota->add_subcommand("requests", "list quota requests, newest first");
+  quota_requests->add_option("--state", quota_state, "Pending, Approved, Rejected or Withdrawn");
+  quota_requests->add_option("--tenant", quota_tenant, "only this tenant's requests");
+  actions[quota_requests] = [&](ApiClient& api, const Output& out) {
+    return ListQuotaRequests(api, quota_state, quota_tenant, out);
+  };
+  auto* quota_show = quota->add_subcommand("show", "one quota request");
+  auto* quota_approve = quota->add_subcommand(
+      "approve", "make the request's quota a new policy version (berth policy rollback undoes it)");
+  auto* quota_reject = quota->add_subcommand("reject", "turn a request down, saying why");
+  auto* quota_withdraw = quota->add_subcommand("withdraw", "take back your own pending request");
+  for (auto* cmd : {quota_show, quota_approve, quota_reject, quota_withdraw}) {
+    cmd->add_option("ID", quota_id, "quota request id")->required()->check(CLI::PositiveNumber);
+  }
+  quota_approve->add_option("--comment", quota_comment, "a note for the requester");
+  quota_reject->add_option("--comment", quota_comment, "why, for the requester")->required();
+  actions[quota_show] = [&](ApiClient& api, const Output& out) {
+    return ShowQuotaRequest(api, quota_id, out);
+  };
+  actions[quota_approve] = [&](ApiClient& api, const Output& out) {
+    return ApproveQuotaRequest(api, quota_id, quota_comment, out);
+  };
+  actions[quota_reject] = [&](ApiClient& api, const Output& out) {
+    return RejectQuotaRequest(api, quota_id, quota_comment, out);
+  };
+  actions[quota_withdraw] = [&](ApiClient& api, const Output& out) {
+    return WithdrawQuotaRequest(api, quota_id, out);
+  };
+
   version_cmd = app.add_subcommand("version", "print the CLI's version");
 
   std::vector<const char*> argv;

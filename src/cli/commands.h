@@ -153,5 +153,31 @@ Status CreateToken(ApiClient& api, const std::string& identity, const std::strin
                    const std::string& description, const Output& out);
 Status ListTokens(ApiClient& api, const std::string& identity, const Output& out);
 Status RevokeToken(ApiClient& api, const std::string& id, const Output& out);
+// --- berth quota (commands_quota.cc) ---
+// Amounts as the policy YAML writes them ("16", "0.5", "500m", "80Gi");
+// empty: leave that field of the quota as it is.
+struct QuotaRequestFlags {
+  std::string queue;  // "vision/training"
+  std::string resource = "gpus";
+  std::string guaranteed;
+  std::string borrow_limit;
+  std::string weight;
+  std::string lending_limit;
+  std::string reason;
+};
+// POST /v1/quota-requests.
+Status FileQuotaRequest(ApiClient& api, const QuotaRequestFlags& flags, const Output& output);
+// GET /v1/quota-requests: ID STATE QUEUE RESOURCE CHANGE FILED BY POLICY REASON.
+Status ListQuotaRequests(ApiClient& api, const std::string& state, const std::string& tenant,
+                         const Output& output);
+std::string RenderQuotaRequests(const nlohmann::json& response);
+Status ShowQuotaRequest(ApiClient& api, std::int64_t id, const Output& output);
+std::string RenderQuotaRequest(const nlohmann::json& request);
+// Prints the policy version the approval made and the rollback that undoes it.
+Status ApproveQuotaRequest(ApiClient& api, std::int64_t id, const std::string& comment,
+                           const Output& output);
+Status RejectQuotaRequest(ApiClient& api, std::int64_t id, const std::string& comment,
+                          const Output& output);
+Status WithdrawQuotaRequest(ApiClient& api, std::int64_t id, const Output& output);
 
 }  // namespace berth::cli

@@ -492,6 +492,15 @@ void EmitQueue(YAML::Emitter& out, const Policy& p, const QueuePolicy& q) {
 
 }  // namespace
 
+Result<std::int64_t> ParseQuotaAmount(ResourceKind kind, std::string_view text,
+                                      const std::string& field) {
+  return Amount(kind, YAML::Node(std::string(text)), field);
+}
+
+std::string FormatQuotaAmount(ResourceKind kind, std::int64_t v) {
+  return FormatAmount(kind, v);
+}
+
 std::string ResourceKeyName(const ResourceKey& key) {
   switch (key.kind) {
     case ResourceKind::kGpus:

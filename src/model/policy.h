@@ -31,6 +31,13 @@ struct ResourceKey {
 std::string ResourceKeyName(const ResourceKey& key);
 std::optional<ResourceKey> ParseResourceKey(std::string_view name);
 
+// One quota amount as the policy YAML writes it ("16", "0.5" GPUs; "500m"
+// or "4" CPUs; "80Gi" bytes), in the unit below; errors name `field`.
+Result<std::int64_t> ParseQuotaAmount(ResourceKind kind, std::string_view text,
+                                      const std::string& field);
+// The inverse: how the policy YAML writes `v` of `kind`.
+std::string FormatQuotaAmount(ResourceKind kind, std::int64_t v);
+
 // Amounts are exact integers in the unit of the resource: milli-GPUs for
 // kGpus (1000 = one whole GPU), bytes for kGpuMemory and kMemory, millicores
 // for kCpu.

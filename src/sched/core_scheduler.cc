@@ -246,6 +246,9 @@ void Cycle::Commit(const JobCtx& ctx, std::vector<ReplicaPlacement> replicas, co
     }
   }
   book_.Add(*ctx.leaf, delta);
+  if (auto over = book_.OverGuarantee(*ctx.leaf)) {
+    p.borrowed = Placement::Borrowed{over->queue, over->used, over->guaranteed};
+  }
   const TimeMs end = EndOf(*ctx.job);
   Started st{end, plan_.placements.size(), ctx.shape.resources, ctx.job->id, {}};
   for (const auto& rp : p.replicas) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +30,15 @@ struct Placement {
   // place, taken once its own eviction (cause kMove) has stopped it. The job
   // is in Snapshot::running, not pending.
   bool moved = false;
+  // Set when the placement takes its queue (or an ancestor) past its GPU
+  // guarantee: it runs on capacity borrowed from other queues and may be
+  // reclaimed. The numbers are milli-GPUs, with this placement counted.
+  struct Borrowed {
+    std::string queue;
+    std::int64_t used_mgpu = 0;
+    std::int64_t guaranteed_mgpu = 0;
+  };
+  std::optional<Borrowed> borrowed{};
 };
 
 enum class EvictionCause { kReclaim, kPreempt, kMove };

@@ -305,6 +305,22 @@ bool QuotaBook::Borrowing(std::size_t q) const {
   return Used(q, kGpusKey) > Guaranteed(q, kGpusKey);
 }
 
+std::optional<QuotaRefusal> QuotaBook::OverGuarantee(std::size_t leaf) const {
+  for (std::size_t a : Chain(leaf)) {
+    auto it = queues_[a].policy->quota.find(kGpusKey);
+    if (it == queues_[a].policy->quota.end()) continue;
+    if (Used(a, kGpusKey) <= it->second.guaranteed) continue;
+    QuotaRefusal r;
+    r.queue = queues_[a].policy->path;
+    r.key = kGpusKey;
+    r.used = Used(a, kGpusKey);
+    r.guaranteed = it->second.guaranteed;
+    r.borrow_limit = it->second.borrow_limit;
+    return r;
+  }
+  return std::nullopt;
+}
+
 QuotaRefusal QuotaBook::Numbers(std::size_t leaf, std::int64_t requested_mgpu) const {
   std::size_t at = leaf;
   for (std::size_t a : Chain(leaf)) {

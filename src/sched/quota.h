@@ -101,6 +101,10 @@ class QuotaBook {
   bool WithinGuarantee(std::size_t leaf, std::int64_t gpus_mgpu) const;
   // True when queue `q` uses more GPUs than it is guaranteed.
   bool Borrowing(std::size_t q) const;
+  // The first queue from `leaf` up that declares a GPU quota and uses more
+  // than it guarantees (queue, used, guaranteed filled in); nullopt when
+  // every declared guarantee covers what is used.
+  std::optional<QuotaRefusal> OverGuarantee(std::size_t leaf) const;
   // The numbers a pending job's reason shows for its leaf queue.
   QuotaRefusal Numbers(std::size_t leaf, std::int64_t requested_mgpu) const;
 

@@ -215,6 +215,9 @@ void Api::Register(httplib::Server& http) {
   auto job = [this](Need need, std::string action) {
     return Rule{Access::kAuthenticated, JobTenant(), need, std::move(action)};
   };
+  auto quota = [this](Need need, std::string action) {
+    return Rule{Access::kAuthenticated, QuotaRequestTenant(), need, std::move(action)};
+  };
   auto tenant = [this](Need need, std::string action) {
     return Rule{Access::kAuthenticated, PathTenant(), need, std::move(action), false};
   };
@@ -257,6 +260,20 @@ void Api::Register(httplib::Server& http) {
   Route(http, "GET", "/v1/policy/diff", any("policy.read"), handler(&Api::DiffPolicy));
   Route(http, "POST", "/v1/policy/preview", admin("policy.preview"), handler(&Api::PreviewPolicy));
   Route(http, "GET", "/v1/history", admin("history.read"), handler(&Api::History));
+  // Quota requests: a tenant-admin files and withdraws; a platform admin
+  // decides, and an approval becomes a new policy version.
+  Route(http, "POST", "/v1/quota-requests", any("quota.request"),
+        Audited("quota.request", &Api::FileQuotaRequest));
+  Route(http, "GET", "/v1/quota-requests", any("quota.list"), handler(&Api::ListQuotaRequests));
+  Route(http, "GET", R"(/v1/quota-requests/([^/]+))", quota(Need::kRead, "quota.read"),
+        handler(&Api::GetQuotaRequest));
+  Route(http, "POST", R"(/v1/quota-requests/([^/]+)/approve)", admin("quota.approve"),
+        Audited("quota.approve", &Api::ApproveQuotaRequest));
+  Route(http, "POST", R"(/v1/quota-requests/([^/]+)/reject)", admin("quota.reject"),
+        Audited("quota.reject", &Api::RejectQuotaRequest));
+  Route(http, "POST", R"(/v1/quota-requests/([^/]+)/withdraw)",
+        quota(Need::kManage, "quota.withdraw"),
+        Audited("quota.withdraw", &Api::WithdrawQuotaRequest));
   // The audit trail: all of it for platform admins, a tenant's for its
   // tenant-admins (the handler asks Check for the tenant named).
   Route(http, "GET", "/v1/audit", any("audit.read"), handler(&Api::ListAudit));
@@ -320,7 +337,11 @@ void Api::SubmitJob(const httplib::Request& req, httplib::Response& res, AuditNo
     return ReplyError(res, st.error());
   }
   auto id = controller_.Submit(*spec, caller.name);
-  if (!id) return ReplyError(res, id.error());
+  if (!id) {
+    // A refusal keeps its reason (with an over-quota refusal's numbers).
+    note.after["refused"] = id.error().message;
+    return ReplyError(res, id.error());
+  }
   note.object = fmt::format("job/{}", *id);
   auto job = store_.GetJob(*id);
   if (!job) return ReplyError(res, job.error());

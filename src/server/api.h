@@ -52,6 +52,8 @@ class Api {
                     std::string tenant, std::string object);
   // The tenant of the job named by the path's first capture.
   TenantOf JobTenant();
+  // The tenant of the quota request named by the path's first capture.
+  TenantOf QuotaRequestTenant();
   // The tenant named by the path's first capture (it must be in the policy).
   TenantOf PathTenant();
 
@@ -69,6 +71,15 @@ class Api {
   void RevokeToken(const httplib::Request& req, httplib::Response& res, AuditNote& note);
   void ListAudit(const httplib::Request& req, httplib::Response& res);
   void VerifyAudit(const httplib::Request& req, httplib::Response& res);
+
+  // Quota requests (api_quota.cc): a tenant asks, a platform admin decides;
+  // an approval is a new policy version.
+  void FileQuotaRequest(const httplib::Request& req, httplib::Response& res, AuditNote& note);
+  void ListQuotaRequests(const httplib::Request& req, httplib::Response& res);
+  void GetQuotaRequest(const httplib::Request& req, httplib::Response& res);
+  void ApproveQuotaRequest(const httplib::Request& req, httplib::Response& res, AuditNote& note);
+  void RejectQuotaRequest(const httplib::Request& req, httplib::Response& res, AuditNote& note);
+  void WithdrawQuotaRequest(const httplib::Request& req, httplib::Response& res, AuditNote& note);
 
   void SubmitJob(const httplib::Request& req, httplib::Response& res, AuditNote& note);
   void ListJobs(const httplib::Request& req, httplib::Response& res);

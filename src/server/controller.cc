@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -295,6 +297,17 @@ Result<std::int64_t> Controller::RollbackPolicy(std::int64_t to_version, const s
   BERTH_RETURN_IF_ERROR(ReloadPolicy());
   Wake();
   return *version;
+}
+
+Result<store::QuotaRequest> Controller::ApproveQuotaRequest(std::int64_t id, const std::string& by,
+                                                            const std::string& comment) {
+  auto approved = store_.ApproveQuotaRequest(id, by, comment, clock_.NowMs());
+  if (!approved) return std::unexpected(approved.error());
+  spdlog::info("policy v{} applied by {}: quota request {}", approved->policy_version.value_or(0),
+               by, id);
+  BERTH_RETURN_IF_ERROR(ReloadPolicy());
+  Wake();
+  return approved;
 }
 
 Status Controller::RunPass() {
@@ -683,10 +696,83 @@ Result<std::int64_t> Controller::Submit(const model::JobSpec& spec, std::string_
                                       spec.resources.gpu_model, known.empty() ? "none" : known));
     }
   }
+  BERTH_RETURN_IF_ERROR(CheckRejectQuota((*policy)->policy, spec));
   auto id = store_.CreateJob(spec, clock_.NowMs(), submitted_by);
   if (!id) return std::unexpected(id.error());
   Wake();
   return *id;
+}
+
+namespace {
+
+// What a job asks for against quota at submit time, before any placement:
+// GPUs (whole, or a share slice) overall and under its GPU model when it
+// names one, CPU and RAM; all replicas together. A memory-sized slice has
+// no milli-GPU figure before it is placed and counts nothing here.
+std::map<model::ResourceKey, std::int64_t> SubmitDemand(const model::JobSpec& spec) {
+  std::map<model::ResourceKey, std::int64_t> d;
+  const auto& r = spec.resources;
+  const std::int64_t replicas = spec.replicas;
+  std::int64_t mgpu =
+      model::IsSlice(r) ? std::int64_t{r.gpu_share_millis} : std::int64_t{r.gpus} * 1000;
+  if (mgpu > 0) {
+    d[{model::ResourceKind::kGpus, ""}] += mgpu * replicas;
+    if (!r.gpu_model.empty()) d[{model::ResourceKind::kGpus, r.gpu_model}] += mgpu * replicas;
+  }
+  if (r.cpu_millis > 0) d[{model::ResourceKind::kCpu, ""}] += std::int64_t{r.cpu_millis} * replicas;
+  if (r.memory_bytes > 0) {
+    d[{model::ResourceKind::kMemory, ""}] += static_cast<std::int64_t>(r.memory_bytes) * replicas;
+  }
+  return d;
+}
+
+}  // namespace
+
+Status Controller::CheckRejectQuota(const model::Policy& policy, const model::JobSpec& spec) {
+  const std::string path = spec.tenant + "/" + spec.queue;
+  // The queue and its ancestors that refuse work over their guarantee.
+  std::vector<const model::QueuePolicy*> rejecting;
+  for (const model::QueuePolicy* q = policy.FindQueue(path); q != nullptr;
+       q = q->parent.empty() ? nullptr : policy.FindQueue(q->parent)) {
+    if (q->over_quota == model::OverQuota::kReject && !q->quota.empty()) rejecting.push_back(q);
+  }
+  if (rejecting.empty()) return Ok();
+  const auto demand = SubmitDemand(spec);
+  if (demand.empty()) return Ok();
+  store::JobFilter filter;
+  filter.states = {model::JobState::kPending, model::JobState::kScheduled,
+                   model::JobState::kRunning};
+  filter.tenant = spec.tenant;
+  filter.limit = std::numeric_limits<std::int32_t>::max();
+  auto jobs = store_.ListJobs(filter);
+  if (!jobs) return std::unexpected(jobs.error());
+  for (const model::QueuePolicy* q : rejecting) {
+    std::map<model::ResourceKey, std::int64_t> held;
+    for (const auto& job : *jobs) {
+      std::string job_path = job.spec.tenant + "/" + job.spec.queue;
+      if (job_path != q->path && !job_path.starts_with(q->path + "/")) continue;
+      for (const auto& [key, v] : SubmitDemand(job.spec)) held[key] += v;
+    }
+    for (const auto& [key, quota] : q->quota) {
+      auto want = demand.find(key);
+      if (want == demand.end()) continue;
+      const std::int64_t in_use = held[key];
+      if (in_use + want->second <= quota.guaranteed) continue;
+      auto amount = [&](std::int64_t v) { return model::FormatQuotaAmount(key.kind, v); };
+      return Fail(
+          Code::kFailedPrecondition,
+          fmt::format("queue {} refuses work over its quota (over_quota: reject): this job asks "
+                      "for {} {}, its pending and running jobs already hold {} of {} guaranteed, "
+                      "and {} + {} is over {}; nothing was submitted. Submit a smaller job, wait "
+                      "for jobs to finish, or ask for more (berth quota request {} --resource {} "
+                      "--guaranteed N --reason ...)",
+                      q->path, amount(want->second), model::ResourceKeyName(key), amount(in_use),
+                      amount(quota.guaranteed), amount(in_use), amount(want->second),
+                      amount(quota.guaranteed), q->path, model::ResourceKeyName(key)),
+          "resources");
+    }
+  }
+  return Ok();
 }
 
 Result<store::JobRecord> Controller::Cancel(std::int64_t job_id, const std::string& by) {

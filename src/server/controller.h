@@ -95,6 +95,11 @@ class Controller {
   [[nodiscard]] Result<std::int64_t> RollbackPolicy(std::int64_t to_version, const std::string& by,
                                                     const std::string& comment);
 
+  // Store::ApproveQuotaRequest (a new policy version), then a pass under it.
+  [[nodiscard]] Result<store::QuotaRequest> ApproveQuotaRequest(std::int64_t id,
+                                                                const std::string& by,
+                                                                const std::string& comment);
+
   // --- agent stream side (called from the stream's reader thread) ---
   [[nodiscard]] Status OnRegister(const berth::v1::Register& reg,
                                   const std::shared_ptr<AgentSession>& session);
@@ -153,6 +158,10 @@ class Controller {
                      const std::vector<store::RunRecord>& active);
   Result<model::JobSpec> SpecOf(std::int64_t job_id);
   Status ReloadPolicy();
+  // A queue (or an ancestor) with over_quota: reject refuses a job that,
+  // with the queue's pending and running jobs, would pass its guarantee;
+  // FailedPrecondition with the numbers, before anything is stored.
+  Status CheckRejectQuota(const model::Policy& policy, const model::JobSpec& spec);
   // `gang`: every run of the run's attempt; `nodes`: where they are (for
   // MASTER_ADDR).
   berth::v1::StartRun StartOrder(const store::RunRecord& run, const model::JobSpec& spec,

@@ -21,6 +21,7 @@ std::string_view OpenApiDocument() {
         "responses": {
           "201": {"description": "Accepted and stored", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Job"}}}},
           "400": {"description": "Invalid spec; nothing stored", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+          "409": {"description": "The queue says over_quota: reject and the job, with the queue's pending and running jobs, is over its guarantee; the message has the numbers; nothing stored", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
           "413": {"description": "Body over 1 MiB"}
         }
       },
@@ -215,10 +216,58 @@ std::string_view OpenApiDocument() {
         }
       }
     },
+    "/v1/quota-requests": {
+      "post": {
+        "summary": "File a quota request: a queue's quota for one resource, to be decided by a platform admin",
+        "description": "Body (YAML or JSON): queue (path), resource (gpus, gpus/MODEL, gpu_memory, cpu, memory), any of guaranteed, borrow_limit, lending_limit (amounts as the policy writes them) and weight, and reason. Audited as quota.request.",
+        "requestBody": {"required": true, "content": {"application/yaml": {"schema": {"$ref": "#/components/schemas/QuotaRequestInput"}}, "application/json": {"schema": {"$ref": "#/components/schemas/QuotaRequestInput"}}}},
+        "responses": {
+          "201": {"description": "Filed, Pending", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/QuotaRequest"}}}},
+          "400": {"description": "Unknown queue or resource, bad amount, nothing asked, no reason (field names which)", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+        }
+      },
+      "get": {
+        "summary": "Quota requests, newest first",
+        "parameters": [
+          {"name": "state", "in": "query", "schema": {"type": "string", "enum": ["Pending", "Approved", "Rejected", "Withdrawn"]}},
+          {"name": "tenant", "in": "query", "schema": {"type": "string"}},
+          {"name": "limit", "in": "query", "schema": {"type": "integer", "default": 1000, "minimum": 1, "maximum": 10000}}
+        ],
+        "responses": {"200": {"description": "Requests", "content": {"application/json": {"schema": {"type": "object", "properties": {"requests": {"type": "array", "items": {"$ref": "#/components/schemas/QuotaRequest"}}}}}}}}
+      }
+    },
+    "/v1/quota-requests/{id}": {
+      "get": {
+        "summary": "One quota request",
+        "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}}],
+        "responses": {"200": {"description": "The request", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/QuotaRequest"}}}}, "404": {"description": "No such request"}}
+      }
+    },
+    "/v1/quota-requests/{id}/approve": {
+      "post": {
+        "summary": "Approve: the active policy with the requested quota becomes a new policy version, in one transaction",
+        "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}}, {"name": "comment", "in": "query", "schema": {"type": "string"}}],
+        "responses": {"200": {"description": "Approved; policy_version names the new version", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/QuotaRequest"}}}}, "400": {"description": "The new policy would be invalid (the validator's message); nothing changed"}, "404": {"description": "No such request"}, "409": {"description": "Not Pending (the message names its state)"}}
+      }
+    },
+    "/v1/quota-requests/{id}/reject": {
+      "post": {
+        "summary": "Reject, saying why",
+        "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}}, {"name": "comment", "in": "query", "required": true, "schema": {"type": "string"}}],
+        "responses": {"200": {"description": "Rejected", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/QuotaRequest"}}}}, "400": {"description": "No comment"}, "404": {"description": "No such request"}, "409": {"description": "Not Pending"}}
+      }
+    },
+    "/v1/quota-requests/{id}/withdraw": {
+      "post": {
+        "summary": "Withdraw a pending request",
+        "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}}],
+        "responses": {"200": {"description": "Withdrawn", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/QuotaRequest"}}}}, "404": {"description": "No such request"}, "409": {"description": "Not Pending"}}
+      }
+    },
     "/v1/audit": {
       "get": {
         "summary": "The audit trail: API changes, refusals and Berth's own actions, oldest first",
-        "description": "Each record: seq, time_ms, actor, tenant, action (job.submit, job.cancel, job.checkpoint, policy.apply, policy.rollback, node.cordon, node.drain, node.uncordon, gpu.cordon, gpu.uncordon), object (job/12, policy/v3, node/a, gpu/a/3), before and after (small JSON summaries or null), request_id, source, outcome (ok, denied: CODE, failed: MESSAGE), prev_hash and hash (docs/operations.md#audit-log).",
+        "description": "Each record: seq, time_ms, actor, tenant, action (job.submit, job.cancel, job.checkpoint, policy.apply, policy.rollback, quota.request, quota.approve, quota.reject, quota.withdraw, node.cordon, node.drain, node.uncordon, gpu.cordon, gpu.uncordon), object (job/12, policy/v3, node/a, gpu/a/3), before and after (small JSON summaries or null), request_id, source, outcome (ok, denied: CODE, failed: MESSAGE), prev_hash and hash (docs/operations.md#audit-log).",
         "parameters": [
           {"name": "since", "in": "query", "schema": {"type": "string"}, "description": "Milliseconds since the epoch, or a duration back from now (1h, 7d)"},
           {"name": "until", "in": "query", "schema": {"type": "string"}, "description": "As since; exclusive; default none"},
@@ -262,6 +311,8 @@ std::string_view OpenApiDocument() {
   },
   "components": {
     "schemas": {
+      "QuotaRequestInput": {"type": "object", "required": ["queue", "resource", "reason"], "properties": {"queue": {"type": "string"}, "resource": {"type": "string"}, "guaranteed": {"type": "string"}, "borrow_limit": {"type": "string"}, "weight": {"type": "integer"}, "lending_limit": {"type": "string"}, "reason": {"type": "string"}}},
+      "QuotaRequest": {"type": "object", "properties": {"id": {"type": "integer"}, "tenant": {"type": "string"}, "queue": {"type": "string"}, "resource": {"type": "string"}, "guaranteed": {"type": "string", "nullable": true}, "borrow_limit": {"type": "string", "nullable": true}, "weight": {"type": "integer", "nullable": true}, "lending_limit": {"type": "string", "nullable": true}, "reason": {"type": "string"}, "state": {"type": "string", "enum": ["Pending", "Approved", "Rejected", "Withdrawn"]}, "filed_by": {"type": "string"}, "filed_ms": {"type": "integer"}, "decided_by": {"type": "string"}, "decided_ms": {"type": "integer", "nullable": true}, "comment": {"type": "string"}, "policy_version": {"type": "integer", "nullable": true}}},
       "PreviewColumn": {"type": "object", "properties": {"jobs": {"type": "integer"}, "finished": {"type": "integer"}, "mean_wait_s": {"type": "number"}, "p95_wait_s": {"type": "number"}, "mean_jct_s": {"type": "number"}, "gpu_hours": {"type": "number"}, "evictions": {"type": "integer"}, "lost_gpu_hours": {"type": "number"}, "cost": {"type": "number", "nullable": true}}},
       "PreviewRow": {"type": "object", "properties": {"tenant": {"type": "string"}, "current": {"$ref": "#/components/schemas/PreviewColumn"}, "proposed": {"$ref": "#/components/schemas/PreviewColumn"}, "change": {"type": "object"}}},
       "PolicyPreview": {"type": "object", "properties": {

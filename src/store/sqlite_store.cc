@@ -74,6 +74,13 @@ CREATE TABLE IF NOT EXISTS alerts(
   id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, severity TEXT NOT NULL,
   node TEXT NOT NULL, gpu INTEGER, message TEXT NOT NULL, raised_ms INTEGER NOT NULL,
   resolved_ms INTEGER, resolved_by TEXT NOT NULL DEFAULT '');
+CREATE TABLE IF NOT EXISTS quota_requests(
+  id INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT NOT NULL, queue TEXT NOT NULL,
+  resource TEXT NOT NULL, guaranteed INTEGER, borrow_limit INTEGER, weight INTEGER,
+  lending_limit INTEGER, reason TEXT NOT NULL, state TEXT NOT NULL, filed_by TEXT NOT NULL,
+  filed_ms INTEGER NOT NULL, decided_by TEXT NOT NULL DEFAULT '', decided_ms INTEGER,
+  decision_comment TEXT NOT NULL DEFAULT '', policy_version INTEGER);
+CREATE INDEX IF NOT EXISTS quota_requests_by_state ON quota_requests(state, id);
 )sql";
 
 constexpr std::string_view kRunColumns =
@@ -881,6 +888,17 @@ Status SqliteStore::ApplyPlan(const sched::Plan& plan, const std::vector<NodeRec
     BERTH_RETURN_IF_ERROR(AddEvent(p.job_id, now, model::JobState::kScheduled, "Scheduled",
                                    fmt::format("{}; under policy v{}", where, policy_version),
                                    policy_version));
+    if (p.borrowed) {
+      const auto& b = *p.borrowed;
+      BERTH_RETURN_IF_ERROR(AddEvent(
+          p.job_id, now, model::JobState::kScheduled, "Borrowing",
+          fmt::format("runs on borrowed capacity: queue {} holds {} GPU(s) with it, over its {} "
+                      "guaranteed (over_quota: borrow); the job is preemptible and may be "
+                      "reclaimed when other queues need their guarantee back",
+                      b.queue, model::FormatQuotaAmount(model::ResourceKind::kGpus, b.used_mgpu),
+                      model::FormatQuotaAmount(model::ResourceKind::kGpus, b.guaranteed_mgpu)),
+          policy_version));
+    }
   }
   for (const auto& d : plan.pending) {
     auto st = db_.Prepare("UPDATE jobs SET reason=? WHERE id=? AND state='Pending' AND reason<>?");

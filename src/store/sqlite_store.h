@@ -31,6 +31,16 @@ class SqliteStore final : public Store {
   Result<std::int64_t> RollbackPolicy(std::int64_t to_version, const std::string& by,
                                       const std::string& comment, TimeMs now) override;
   Result<std::string> JobTenant(std::int64_t id) override;
+  Result<QuotaRequest> FileQuotaRequest(const QuotaRequest& request, const std::string& by,
+                                        TimeMs now) override;
+  Result<std::vector<QuotaRequest>> ListQuotaRequests(const QuotaRequestFilter& filter) override;
+  Result<QuotaRequest> GetQuotaRequest(std::int64_t id) override;
+  Result<QuotaRequest> ApproveQuotaRequest(std::int64_t id, const std::string& by,
+                                           const std::string& comment, TimeMs now) override;
+  Result<QuotaRequest> RejectQuotaRequest(std::int64_t id, const std::string& by,
+                                          const std::string& comment, TimeMs now) override;
+  Result<QuotaRequest> WithdrawQuotaRequest(std::int64_t id, const std::string& by,
+                                            TimeMs now) override;
   Result<std::int64_t> CreateJob(const model::JobSpec& spec, TimeMs now,
                                  std::string_view submitted_by = {}) override;
   Result<JobRecord> GetJob(std::int64_t id) override;
@@ -96,6 +106,14 @@ class SqliteStore final : public Store {
                                          const std::string& comment,
                                          std::optional<std::int64_t> rolled_back_from,
                                          std::optional<std::int64_t> restores, TimeMs now);
+
+  // Quota requests (sqlite_store_quota.cc), with mu_ held.
+  Result<QuotaRequest> LoadQuotaRequest(std::int64_t id);
+  // Moves a Pending request to `to`; FailedPrecondition naming its state
+  // otherwise. Inside the caller's transaction.
+  Status DecideQuotaRequest(const QuotaRequest& request, QuotaRequestState to,
+                            const std::string& by, const std::string& comment,
+                            std::optional<std::int64_t> policy_version, TimeMs now);
 
   std::mutex mu_;
   Database db_;

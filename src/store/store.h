@@ -173,6 +173,42 @@ struct PolicyVersion {
   model::Policy policy;
 };
 
+// A tenant's request for a different quota on one of its queues, decided by
+// a platform admin. Approving it is a policy change: a new policy version
+// made from the active one with this queue's quota for `resource` set to
+// the requested values, so `berth policy rollback` undoes it.
+enum class QuotaRequestState { kPending, kApproved, kRejected, kWithdrawn };
+std::string_view QuotaRequestStateName(QuotaRequestState state);
+std::optional<QuotaRequestState> ParseQuotaRequestState(std::string_view name);
+
+struct QuotaRequest {
+  std::int64_t id = 0;
+  std::string tenant;    // the first element of `queue`
+  std::string queue;     // the queue's policy path: "vision/training"
+  std::string resource;  // a quota key (model::ResourceKeyName): "gpus", "gpus/H100-80GB", "cpu"
+  // The values asked for, in the policy's units for `resource` (milli-GPUs,
+  // millicores, bytes); nullopt: leave that field of the quota as it is.
+  std::optional<std::int64_t> guaranteed;
+  std::optional<std::int64_t> borrow_limit;
+  std::optional<std::int64_t> weight;
+  std::optional<std::int64_t> lending_limit;
+  std::string reason;
+  QuotaRequestState state = QuotaRequestState::kPending;
+  std::string filed_by;
+  TimeMs filed_ms = 0;
+  std::string decided_by;  // who approved, rejected or withdrew it; "" while pending
+  std::optional<TimeMs> decided_ms;
+  std::string decision_comment;
+  // The policy version the approval made; nullopt unless Approved.
+  std::optional<std::int64_t> policy_version;
+};
+
+struct QuotaRequestFilter {
+  std::optional<QuotaRequestState> state;  // none: any
+  std::string tenant;                      // empty: any
+  std::size_t limit = 1000;
+};
+
 // "queue vision/nlp does not exist in policy v3; tenant vision has queues
 // vision/training, ...": the error a submission to an unknown queue gets.
 std::string UnknownQueueMessage(const model::Policy& policy, const std::string& tenant,
@@ -213,6 +249,38 @@ class Store {
                                                             const std::string& by,
                                                             const std::string& comment,
                                                             TimeMs now) = 0;
+
+  // --- quota requests (decided into policy versions) ---
+  // Files a Pending request. Refused, storing nothing, when the queue is not
+  // in the active policy (field "queue"), the resource is no quota key
+  // (field "resource"), no value is asked for, or the reason is empty.
+  // Returns the stored request (id, tenant and times filled in).
+  [[nodiscard]] virtual Result<QuotaRequest> FileQuotaRequest(const QuotaRequest& request,
+                                                              const std::string& by,
+                                                              TimeMs now) = 0;
+  // Newest first.
+  [[nodiscard]] virtual Result<std::vector<QuotaRequest>> ListQuotaRequests(
+      const QuotaRequestFilter& filter) = 0;
+  [[nodiscard]] virtual Result<QuotaRequest> GetQuotaRequest(std::int64_t id) = 0;
+  // One transaction: the active policy with the request's quota values set
+  // becomes a new policy version (applied_by `by`, comment "quota request
+  // #N: <reason>"), validated and guarded as ApplyPolicy does, and the
+  // request becomes Approved with that version. A policy the change would
+  // make invalid is refused with the validator's error and nothing changes.
+  // A request that is not Pending: FailedPrecondition naming its state.
+  [[nodiscard]] virtual Result<QuotaRequest> ApproveQuotaRequest(std::int64_t id,
+                                                                 const std::string& by,
+                                                                 const std::string& comment,
+                                                                 TimeMs now) = 0;
+  // Rejected (an admin's no) or Withdrawn (the filer's); the policy is not
+  // touched. Not Pending: FailedPrecondition naming its state.
+  [[nodiscard]] virtual Result<QuotaRequest> RejectQuotaRequest(std::int64_t id,
+                                                                const std::string& by,
+                                                                const std::string& comment,
+                                                                TimeMs now) = 0;
+  [[nodiscard]] virtual Result<QuotaRequest> WithdrawQuotaRequest(std::int64_t id,
+                                                                  const std::string& by,
+                                                                  TimeMs now) = 0;
 
   // --- jobs ---
   // The tenant a job belongs to (cheap: no runs or timeline); NotFound as

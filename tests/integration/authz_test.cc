@@ -42,6 +42,7 @@ enum class Kind {
   kIdentityList,    // platform-admin or any tenant-admin, else 403
   kIdentityCreate,  // with a role in the tenant: tenant-admin of it, else 403
   kTokenOfService,  // a service account's token: tenant-admin of its tenant, else 404
+  kTenantFile,      // the body names the tenant: tenant-admin of it, else 403
 };
 
 enum class Rel { kOwn, kOther };
@@ -54,7 +55,8 @@ struct CallerId {
 };
 
 struct World {
-  std::map<std::string, std::int64_t> job;  // tenant -> a running job
+  std::map<std::string, std::int64_t> job;    // tenant -> a running job
+  std::map<std::string, std::int64_t> quota;  // tenant -> a quota request
   std::string node;
   std::string admin_token;
 };
@@ -98,6 +100,7 @@ int Expected(Kind kind, const CallerId& c, Rel rel) {
       return own && writer ? 0 : 403;
     case Kind::kAuditRead:
     case Kind::kIdentityCreate:
+    case Kind::kTenantFile:
       return own && manager ? 0 : 403;
     case Kind::kIdentityList:
       return manager ? 0 : 403;
@@ -187,6 +190,31 @@ std::vector<Route> Routes() {
                [](const World&, const std::string&, int) {
                  return json{{"ttl", "1h"}, {"description", "matrix"}}.dump();
                }});
+  // Quota requests: World::quota holds one pending request per tenant.
+  r.push_back({"POST", "/v1/quota-requests", Kind::kTenantFile, fixed("/v1/quota-requests"),
+               [](const World&, const std::string& t, int n) {
+                 return json{{"queue", t + "/main"},
+                             {"resource", "gpus"},
+                             {"guaranteed", 1 + n % 7},
+                             {"reason", "matrix"}}
+                     .dump();
+               }});
+  r.push_back({"GET", "/v1/quota-requests", Kind::kAny, fixed("/v1/quota-requests")});
+  r.push_back({"GET", "/v1/quota-requests/{id}", Kind::kObjectRead,
+               [](const World& w, const std::string& t) {
+                 return "/v1/quota-requests/" + std::to_string(w.quota.at(t));
+               }});
+  for (const std::string action : {"approve", "reject"}) {
+    r.push_back({"POST", "/v1/quota-requests/{id}/" + action, Kind::kAdmin,
+                 [action](const World& w, const std::string& t) {
+                   return "/v1/quota-requests/" + std::to_string(w.quota.at(t)) + "/" + action +
+                          "?comment=matrix";
+                 }});
+  }
+  r.push_back({"POST", "/v1/quota-requests/{id}/withdraw", Kind::kTenantManage,
+               [](const World& w, const std::string& t) {
+                 return "/v1/quota-requests/" + std::to_string(w.quota.at(t)) + "/withdraw";
+               }});
   // The token to revoke is made fresh for each case; its id goes in the path.
   r.push_back({"POST", "/v1/tokens/{id}/revoke", Kind::kTokenOfService, {}});
   return r;
@@ -217,6 +245,13 @@ TEST_F(AuthzTest, EveryEndpointRoleAndTenantIsAllowedOrDeniedAsDocumented) {
     w.job[t] = berthd.Submit(
         JobSpecJson(t + "-job", {"sleep", "300"}, 1, {{"tenant", t}, {"queue", "main"}}));
     ASSERT_GT(w.job[t], 0);
+    auto q = admin.Post(
+        "/v1/quota-requests",
+        json{{"queue", t + "/main"}, {"resource", "gpus"}, {"guaranteed", 2}, {"reason", "matrix"}}
+            .dump(),
+        "application/json");
+    ASSERT_EQ(q.status, 201) << q.text;
+    w.quota[t] = q.body.at("id");
   }
 
   // Callers: each role in each tenant, a service account and a spare

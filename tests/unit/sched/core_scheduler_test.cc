@@ -191,6 +191,31 @@ TEST(CoreScheduler, BorrowLimitRefusesWithNumbers) {
       << model::RenderReason(*r);
 }
 
+TEST(CoreScheduler, APlacementPastTheGuaranteeIsMarkedBorrowed) {
+  Snapshot s;
+  s.policy =
+      PolicyOf("queues: [{name: t, quota: {gpus: {guaranteed: 2}}, children: [{name: q}]}]\n");
+  s.nodes = {Node("a", 8)};
+  s.pending = {Job(1, "t", 2), Job(2, "t", 1)};
+  Plan plan = CoreScheduler().Schedule(s);
+  ASSERT_EQ(plan.placements.size(), 2U);
+  EXPECT_EQ(plan.placements[0].job_id, 1);
+  EXPECT_FALSE(plan.placements[0].borrowed.has_value());  // within the guarantee
+  ASSERT_TRUE(plan.placements[1].borrowed.has_value());
+  EXPECT_EQ(plan.placements[1].borrowed->queue, "t");  // the level whose guarantee is passed
+  EXPECT_EQ(plan.placements[1].borrowed->used_mgpu, 3000);
+  EXPECT_EQ(plan.placements[1].borrowed->guaranteed_mgpu, 2000);
+
+  // Queues without a GPU quota never borrow: nothing to mark.
+  Snapshot d;
+  d.nodes = {Node("a", 8)};
+  d.pending = {Job(1, "default", 4)};
+  d.pending[0].queue = "default";
+  Plan free = CoreScheduler().Schedule(d);
+  ASSERT_EQ(free.placements.size(), 1U);
+  EXPECT_FALSE(free.placements[0].borrowed.has_value());
+}
+
 TEST(CoreScheduler, QuotaIsTheReasonEvenWhenTheClusterIsFull) {
   Snapshot s;
   s.policy = PolicyOf(

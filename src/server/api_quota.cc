@@ -1,0 +1,274 @@
+// /v1/quota-requests: a tenant asks for a different quota on one of its
+// queues; a platform admin approves it (a new policy version, undone by a
+// policy rollback) or rejects it; the filer may withdraw it. Apart from
+// api.cc so these endpoints change without touching the job and policy
+// handlers.
+//
+// Who may call what (docs/security.md): the routes' rules in Api::Register
+// cover approve, reject (platform-admin), one request and withdraw (its
+// tenant's roles); filing asks the Authorizer for the queue's tenant here,
+// and the list keeps the caller's visible tenants.
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+
+#include "model/policy.h"
+#include "server/api.h"
+#include "server/api_util.h"
+#include "server/render.h"
+
+namespace berth::server {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::array<std::string_view, 7> kFields{
+    "queue", "resource", "guaranteed", "borrow_limit", "weight", "lending_limit", "reason"};
+
+Result<std::int64_t> PathRequestId(const httplib::Request& req) {
+  const std::string& s = req.matches[1];
+  std::int64_t id = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), id);
+  if (ec != std::errc() || p != s.data() + s.size() || id <= 0) {
+    return InvalidField("id", fmt::format("'{}' is not a quota request id; ids are positive "
+                                          "integers (see GET /v1/quota-requests)",
+                                          s));
+  }
+  return id;
+}
+
+// The body of POST /v1/quota-requests (YAML or JSON): amounts as the policy
+// YAML writes them, for the resource named.
+Result<store::QuotaRequest> ParseRequestBody(const std::string& body) {
+  YAML::Node doc;
+  try {
+    doc = YAML::Load(body);
+  } catch (const YAML::Exception& e) {
+    return InvalidField("body", fmt::format("is not YAML or JSON: {}", e.msg));
+  }
+  if (!doc.IsMap()) {
+    return InvalidField("body",
+                        "must be a map such as {queue: vision/training, resource: gpus, "
+                        "guaranteed: 16, reason: ...}");
+  }
+  store::QuotaRequest r;
+  try {
+    for (auto it = doc.begin(); it != doc.end(); ++it) {
+      std::string key = it->first.as<std::string>();
+      if (std::find(kFields.begin(), kFields.end(), key) == kFields.end()) {
+        return InvalidField(key, fmt::format("is not a field of a quota request; the fields are "
+                                             "queue, resource, guaranteed, borrow_limit, weight, "
+                                             "lending_limit, reason"));
+      }
+      if (!it->second.IsScalar() && !it->second.IsNull()) {
+        return InvalidField(key, "must be a single value");
+      }
+    }
+    auto text = [&](const char* key) {
+      return doc[key] && doc[key].IsScalar() ? doc[key].Scalar() : std::string();
+    };
+    r.queue = text("queue");
+    r.resource = text("resource");
+    r.reason = text("reason");
+    if (r.queue.empty()) {
+      return InvalidField("queue", "is required: the queue's path, e.g. vision/training");
+    }
+    if (r.resource.empty()) {
+      return InvalidField("resource", "is required: gpus, gpus/MODEL, gpu_memory, cpu or memory");
+    }
+    auto key = model::ParseResourceKey(r.resource);
+    if (!key) {
+      return InvalidField("resource",
+                          fmt::format("'{}' is not a quota resource; write gpus, gpus/MODEL "
+                                      "(gpus/H100-80GB), gpu_memory, cpu or memory",
+                                      r.resource));
+    }
+    for (auto [name, slot] :
+         {std::pair{"guaranteed", &r.guaranteed}, std::pair{"borrow_limit", &r.borrow_limit},
+          std::pair{"lending_limit", &r.lending_limit}}) {
+      std::string v = text(name);
+      if (v.empty()) continue;
+      auto amount = model::ParseQuotaAmount(key->kind, v, name);
+      if (!amount) return std::unexpected(amount.error());
+      *slot = *amount;
+    }
+    if (std::string w = text("weight"); !w.empty()) {
+      std::int64_t weight = 0;
+      auto [p, ec] = std::from_chars(w.data(), w.data() + w.size(), weight);
+      if (ec != std::errc() || p != w.data() + w.size() || weight < 1 ||
+          weight > model::kMaxWeight) {
+        return InvalidField("weight", fmt::format("'{}' is not a weight; write an integer from 1 "
+                                                  "to {}",
+                                                  w, model::kMaxWeight));
+      }
+      r.weight = weight;
+    }
+  } catch (const YAML::Exception& e) {
+    return InvalidField("body", fmt::format("cannot be read: {}", e.msg));
+  }
+  return r;
+}
+
+json Amount(const store::QuotaRequest& r, const std::optional<std::int64_t>& v) {
+  if (!v) return nullptr;
+  auto key = model::ParseResourceKey(r.resource);
+  if (!key) return *v;
+  return model::FormatQuotaAmount(key->kind, *v);
+}
+
+json QuotaRequestJson(const store::QuotaRequest& r) {
+  auto opt = [](const auto& v) { return v ? json(*v) : json(nullptr); };
+  return json{{"id", r.id},
+              {"tenant", r.tenant},
+              {"queue", r.queue},
+              {"resource", r.resource},
+              {"guaranteed", Amount(r, r.guaranteed)},
+              {"borrow_limit", Amount(r, r.borrow_limit)},
+              {"weight", opt(r.weight)},
+              {"lending_limit", Amount(r, r.lending_limit)},
+              {"reason", r.reason},
+              {"state", store::QuotaRequestStateName(r.state)},
+              {"filed_by", r.filed_by},
+              {"filed_ms", r.filed_ms},
+              {"decided_by", r.decided_by},
+              {"decided_ms", opt(r.decided_ms)},
+              {"comment", r.decision_comment},
+              {"policy_version", opt(r.policy_version)}};
+}
+
+// What an audit record keeps of a request: enough to read the change.
+json QuotaRequestSummary(const store::QuotaRequest& r) {
+  json j = QuotaRequestJson(r);
+  for (const char* k : {"id", "tenant", "filed_by", "filed_ms", "decided_by", "decided_ms"}) {
+    j.erase(k);
+  }
+  return j;
+}
+
+}  // namespace
+
+void Api::FileQuotaRequest(const httplib::Request& req, httplib::Response& res, AuditNote& note) {
+  note.object = "quota-request";
+  auto request = ParseRequestBody(req.body);
+  if (!request) return ReplyError(res, request.error());
+  note.tenant = request->queue.substr(0, request->queue.find('/'));
+  note.after = QuotaRequestSummary(*request);
+  if (auto st = Authorizer::CheckNamed(CurrentCaller(), note.tenant, Need::kManage); !st) {
+    return ReplyError(res, st.error());
+  }
+  auto filed = store_.FileQuotaRequest(*request, Actor(req), clock_.NowMs());
+  if (!filed) return ReplyError(res, filed.error());
+  note.object = fmt::format("quota-request/{}", filed->id);
+  note.tenant = filed->tenant;
+  note.after = QuotaRequestSummary(*filed);
+  res.set_header("Location", fmt::format("/v1/quota-requests/{}", filed->id));
+  Reply(res, 201, QuotaRequestJson(*filed));
+}
+
+void Api::ListQuotaRequests(const httplib::Request& req, httplib::Response& res) {
+  store::QuotaRequestFilter filter;
+  if (std::string s = req.get_param_value("state"); !s.empty()) {
+    filter.state = store::ParseQuotaRequestState(s);
+    if (!filter.state) {
+      return ReplyError(res, Error{Code::kInvalidArgument,
+                                   fmt::format("'{}' is not a quota request state; states are "
+                                               "Pending, Approved, Rejected, Withdrawn",
+                                               s),
+                                   "state"});
+    }
+  }
+  filter.tenant = req.get_param_value("tenant");
+  auto limit = LimitParam(req, filter.limit);
+  if (!limit) return ReplyError(res, limit.error());
+  filter.limit = *limit;
+  auto list = store_.ListQuotaRequests(filter);
+  if (!list) return ReplyError(res, list.error());
+  const Caller& caller = CurrentCaller();
+  json out = json::array();
+  for (const auto& r : *list) {
+    if (caller.CanRead(r.tenant)) out.push_back(QuotaRequestJson(r));
+  }
+  Reply(res, 200, json{{"requests", out}});
+}
+
+TenantOf Api::QuotaRequestTenant() {
+  return [this](const httplib::Request& req) -> Result<Owner> {
+    auto id = PathRequestId(req);
+    if (!id) return std::unexpected(id.error());
+    auto r = store_.GetQuotaRequest(*id);
+    if (!r) return std::unexpected(r.error());
+    return Owner{fmt::format("quota request {}", *id), r->tenant,
+                 fmt::format("quota-request/{}", *id)};
+  };
+}
+
+void Api::GetQuotaRequest(const httplib::Request& req, httplib::Response& res) {
+  auto id = PathRequestId(req);
+  if (!id) return ReplyError(res, id.error());
+  auto r = store_.GetQuotaRequest(*id);
+  if (!r) return ReplyError(res, r.error());
+  Reply(res, 200, QuotaRequestJson(*r));
+}
+
+void Api::ApproveQuotaRequest(const httplib::Request& req, httplib::Response& res,
+                              AuditNote& note) {
+  note.object = "quota-request";
+  auto id = PathRequestId(req);
+  if (!id) return ReplyError(res, id.error());
+  note.object = fmt::format("quota-request/{}", *id);
+  if (auto before = store_.GetQuotaRequest(*id); before) {
+    note.tenant = before->tenant;
+    note.before = QuotaRequestSummary(*before);
+  }
+  if (auto active = controller_.ActivePolicy(); active) {
+    if (note.before.is_object()) note.before["active_policy_version"] = (*active)->version;
+  }
+  auto approved = controller_.ApproveQuotaRequest(*id, Actor(req), req.get_param_value("comment"));
+  if (!approved) return ReplyError(res, approved.error());
+  note.after = QuotaRequestSummary(*approved);
+  res.set_header("Location",
+                 fmt::format("/v1/policy/versions/{}", approved->policy_version.value_or(0)));
+  Reply(res, 200, QuotaRequestJson(*approved));
+}
+
+void Api::RejectQuotaRequest(const httplib::Request& req, httplib::Response& res, AuditNote& note) {
+  note.object = "quota-request";
+  auto id = PathRequestId(req);
+  if (!id) return ReplyError(res, id.error());
+  note.object = fmt::format("quota-request/{}", *id);
+  auto before = store_.GetQuotaRequest(*id);
+  if (!before) return ReplyError(res, before.error());
+  note.tenant = before->tenant;
+  note.before = QuotaRequestSummary(*before);
+  std::string comment = req.get_param_value("comment");
+  if (comment.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return ReplyError(
+        res, Error{Code::kInvalidArgument,
+                   "is required: tell the tenant why, e.g. ?comment=no%20capacity", "comment"});
+  }
+  auto rejected = store_.RejectQuotaRequest(*id, Actor(req), comment, clock_.NowMs());
+  if (!rejected) return ReplyError(res, rejected.error());
+  note.after = QuotaRequestSummary(*rejected);
+  Reply(res, 200, QuotaRequestJson(*rejected));
+}
+
+void Api::WithdrawQuotaRequest(const httplib::Request& req, httplib::Response& res,
+                               AuditNote& note) {
+  note.object = "quota-request";
+  auto id = PathRequestId(req);
+  if (!id) return ReplyError(res, id.error());
+  note.object = fmt::format("quota-request/{}", *id);
+  auto before = store_.GetQuotaRequest(*id);
+  if (!before) return ReplyError(res, before.error());
+  note.tenant = before->tenant;
+  note.before = QuotaRequestSummary(*before);
+  auto withdrawn = store_.WithdrawQuotaRequest(*id, Actor(req), clock_.NowMs());
+  if (!withdrawn) return ReplyError(res, withdrawn.error());
+  note.after = QuotaRequestSummary(*withdrawn);
+  Reply(res, 200, QuotaRequestJson(*withdrawn));
+}
+
+}  // namespace berth::server
