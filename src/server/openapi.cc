@@ -21,7 +21,7 @@ std::string_view OpenApiDocument() {
         "responses": {
           "201": {"description": "Accepted and stored", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Job"}}}},
           "400": {"description": "Invalid spec; nothing stored", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
-          "413": {"description": "Body over 1 MiB"}
+          "413": {"description": "Body over berthd --max-body (2 MiB by default)"}
         }
       },
       "get": {
