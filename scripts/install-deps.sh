@@ -18,7 +18,7 @@ packages=(
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # fuzzing (libFuzzer) and the metrics checks (prometheus, promtool)
-  clang libclang-rt-14-dev prometheus
+  clang libclang-rt-14-dev clang-16 libclang-rt-16-dev prometheus
   # process tools used by the integration tests
   procps
 )

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds Berth and runs every test: unit and integration tests in the dev
 # build, then the whole suite again under AddressSanitizer and
-# UndefinedBehaviorSanitizer. Installs what it needs first.
+# UndefinedBehaviorSanitizer, then the libFuzzer targets for a bounded time
+# each (docs/testing.md). Installs what it needs first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,4 +18,8 @@ for preset in dev asan-ubsan; do
   echo "== ${preset}: test"
   ctest --preset "${preset}" -j 2
 done
+echo "== fuzz: configure, build and fuzz each target for 20 s"
+cmake --preset fuzz >/dev/null
+cmake --build --preset fuzz -j "$(nproc)"
+ctest --preset fuzz
 echo "== all tests passed"

@@ -7,6 +7,7 @@
 #include <array>
 #include <charconv>
 #include <limits>
+#include <set>
 
 #include "common/units.h"
 
@@ -35,7 +36,15 @@ bool ValidEnvKey(std::string_view s) {
   });
 }
 
+// A field given twice is refused, not resolved: YAML and JSON readers
+// disagree on which copy wins, and a check made on one copy must hold for
+// the copy Berth uses.
+Status DuplicateField(const std::string& field) {
+  return InvalidField(field, fmt::format("'{}' is given twice; give it once", field));
+}
+
 Status CheckKnownFields(const YAML::Node& map, auto const& allowed, std::string_view prefix) {
+  std::set<std::string> seen;
   for (auto it = map.begin(); it != map.end(); ++it) {
     if (!it->first.IsScalar()) {
       return InvalidField(std::string(prefix), "field names must be plain strings");
@@ -46,6 +55,7 @@ Status CheckKnownFields(const YAML::Node& map, auto const& allowed, std::string_
                           fmt::format("unknown field '{}{}'; allowed fields are: {}", prefix, key,
                                       JoinNames(allowed)));
     }
+    if (!seen.insert(key).second) return DuplicateField(fmt::format("{}{}", prefix, key));
   }
   return Ok();
 }
@@ -307,6 +317,7 @@ Status ParseInto(const YAML::Node& root, JobSpec& spec) {
         return InvalidField(field, "is set by Berth for every job and cannot be overridden");
       }
       if (!it->second.IsScalar()) return InvalidField(field, "must be a string value");
+      if (spec.env.contains(key)) return DuplicateField(field);
       spec.env[key] = it->second.Scalar();
     }
   }
@@ -379,6 +390,9 @@ Status ParsePlacement(const YAML::Node& root, JobSpec& spec) {
     for (auto it = n.begin(); it != n.end(); ++it) {
       if (!it->first.IsScalar() || it->first.Scalar().empty() || !it->second.IsScalar()) {
         return InvalidField("node_selector", "labels and values must be non-empty strings");
+      }
+      if (spec.node_selector.contains(it->first.Scalar())) {
+        return DuplicateField("node_selector." + it->first.Scalar());
       }
       spec.node_selector[it->first.Scalar()] = it->second.Scalar();
     }

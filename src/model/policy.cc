@@ -38,13 +38,19 @@ constexpr std::int64_t kMaxBytes = std::int64_t{1} << 62;
 
 Status CheckMap(const YAML::Node& node, auto const& allowed, const std::string& field) {
   if (!node.IsMap()) return InvalidField(field, "must be a mapping");
+  // A field given twice is refused: which copy a YAML reader keeps is not
+  // something a policy should depend on.
+  std::set<std::string> seen;
   for (auto it = node.begin(); it != node.end(); ++it) {
     if (!it->first.IsScalar()) return InvalidField(field, "field names must be plain strings");
     const auto& key = it->first.Scalar();
+    std::string path = field.empty() ? key : field + "." + key;
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-      std::string path = field.empty() ? key : field + "." + key;
       return InvalidField(
           path, fmt::format("unknown field '{}'; allowed fields are: {}", key, JoinNames(allowed)));
+    }
+    if (!seen.insert(key).second) {
+      return InvalidField(path, fmt::format("'{}' is given twice; give it once", key));
     }
   }
   return Ok();
@@ -391,6 +397,10 @@ class Parser {
         }
         auto v = ParseQuota(key->kind, it->second, rf);
         if (!v) return std::unexpected(v.error());
+        if (q.quota.contains(*key)) {
+          return InvalidField(rf,
+                              fmt::format("'{}' is given twice; give it once", it->first.Scalar()));
+        }
         q.quota[*key] = *v;
       }
     }

@@ -19,6 +19,7 @@
 #include "server/openapi.h"
 #include "server/policy_diff.h"
 #include "server/policy_preview.h"
+#include "server/redact.h"
 #include "server/render.h"
 #include "server/run_log.h"
 #include "server/snapshot_builder.h"
@@ -103,12 +104,13 @@ httplib::Server::Handler Api::Audited(std::string action, AuditedHandler handler
     note.action = action;
     (this->*handler)(req, res, note);
     if (audit_ == nullptr || note.skip) return;
+    note.object = RedactSecrets(note.object);
     auto entry = audit_->Append(MakeAuditEntry(note, req, res, clock_.NowMs()));
     // The change itself is already committed; failing the request now would
     // tell the caller it did not happen. The error log is the trace left.
     if (!entry) {
       spdlog::error("audit: could not record {} on {} (request {}): {}", note.action, note.object,
-                    res.get_header_value("X-Request-Id"), entry.error().message);
+                    res.get_header_value("X-Request-Id"), RedactSecrets(entry.error().message));
     }
   };
 }
@@ -199,9 +201,10 @@ TenantOf Api::PathTenant() {
 
 void Api::Register(httplib::Server& http) {
   // Every answer carries a request id, the one its audit record keeps.
-  http.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     res.set_header("X-Request-Id", RequestId(req));
-    return httplib::Server::HandlerResponse::Unhandled;
+    return Gate(req, res) ? httplib::Server::HandlerResponse::Handled
+                          : httplib::Server::HandlerResponse::Unhandled;
   });
   auto handler = [this](void (Api::*h)(const httplib::Request&, httplib::Response&)) {
     return [this, h](const httplib::Request& req, httplib::Response& res) { (this->*h)(req, res); };
@@ -298,18 +301,21 @@ void Api::Register(httplib::Server& http) {
         Audited("token.create", &Api::CreateToken));
   Route(http, "POST", R"(/v1/tokens/([^/]+)/revoke)", any("token.revoke"),
         Audited("token.revoke", &Api::RevokeToken));
-  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+  http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     if (res.status == 404) {
       ReplyError(res, Error{Code::kNotFound,
                             fmt::format("no such endpoint: {} {}; see /v1/openapi.json", req.method,
-                                        req.path),
+                                        RedactSecrets(req.path)),
                             {}});
     } else if (res.status == 413) {
-      res.set_content(
-          ErrorJson(Error{Code::kInvalidArgument, "request body too large (limit 1 MiB)", {}})
-              .dump(),
-          "application/json");
+      res.set_content(ErrorJson(Error{Code::kInvalidArgument,
+                                      fmt::format("request body too large: the limit is {} bytes "
+                                                  "(berthd --max-body)",
+                                                  max_body_bytes_),
+                                      "body"})
+                          .dump(),
+                      "application/json");
     }
   });
   http.set_exception_handler(
@@ -321,7 +327,7 @@ void Api::Register(httplib::Server& http) {
           what = e.what();
         } catch (...) {
         }
-        spdlog::error("API handler failed: {}", what);
+        spdlog::error("API handler failed: {}", RedactSecrets(what));
         ReplyError(res, Error{Code::kInternal, "internal error; see berthd's log", {}});
       });
 }

@@ -11,6 +11,7 @@
 #include "server/audit.h"
 #include "server/auth.h"
 #include "server/controller.h"
+#include "server/rate_limit.h"
 #include "store/audit_log.h"
 #include "store/store.h"
 
@@ -36,6 +37,11 @@ class Api {
   // Where mutating requests are recorded (before they are answered); null:
   // nowhere, and the audit endpoints answer Unavailable.
   void set_audit(store::AuditLog* audit) { audit_ = audit; }
+  // Per-caller request limits (rate_limit.h); null: none. /healthz is exempt.
+  void set_rate_limiter(RateLimiter* limiter) { limiter_ = limiter; }
+  // The request body limit berthd set on the server (--max-body), named in
+  // its 413 answers.
+  void set_max_body_bytes(std::size_t bytes) { max_body_bytes_ = bytes; }
 
  private:
   // A mutating handler: it fills `note` with what it changed or was refused.
@@ -69,6 +75,9 @@ class Api {
   void ListTokens(const httplib::Request& req, httplib::Response& res);
   void CreateToken(const httplib::Request& req, httplib::Response& res, AuditNote& note);
   void RevokeToken(const httplib::Request& req, httplib::Response& res, AuditNote& note);
+  // Runs before routing (api_gate.cc): the rate limit, then the route's
+  // declared query parameters (request_decode.h). True when it answered.
+  bool Gate(const httplib::Request& req, httplib::Response& res);
   void ListAudit(const httplib::Request& req, httplib::Response& res);
   void VerifyAudit(const httplib::Request& req, httplib::Response& res);
 
@@ -119,6 +128,8 @@ class Api {
   const Clock& clock_;
   store::AuditLog* audit_ = nullptr;
   std::vector<RouteInfo> routes_;
+  RateLimiter* limiter_ = nullptr;
+  std::size_t max_body_bytes_ = 2 << 20;
 };
 
 }  // namespace berth::server

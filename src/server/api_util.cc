@@ -1,11 +1,8 @@
 #include "server/api_util.h"
 
-#include <fmt/format.h>
-
-#include <charconv>
-
-#include "common/units.h"
+#include "server/redact.h"
 #include "server/render.h"
+#include "server/request_decode.h"
 
 namespace berth::server {
 
@@ -15,33 +12,21 @@ void Reply(httplib::Response& res, int status, const nlohmann::json& body) {
 }
 
 void ReplyError(httplib::Response& res, const Error& e) {
-  Reply(res, HttpStatus(e.code), ErrorJson(e));
+  // Errors echo what the caller sent; a token pasted into a path or a
+  // parameter must not come back (or reach a proxy's log) in full.
+  Reply(res, HttpStatus(e.code),
+        ErrorJson(Error{e.code, RedactSecrets(e.message), RedactSecrets(e.field)}));
 }
 
 Result<TimeMs> TimeParam(const std::string& s, const std::string& field, TimeMs now) {
-  if (!s.empty() && s.find_first_not_of("0123456789") == std::string::npos) {
-    TimeMs v = 0;
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec == std::errc() && p == s.data() + s.size()) return v;
-  }
-  auto d = ParseDurationMs(s);
-  if (!d || *d < 0) {
-    return InvalidField(field, fmt::format("'{}' is neither milliseconds since the epoch nor a "
-                                           "duration back from now such as 7d or 12h",
-                                           s));
-  }
-  return now - *d;
+  return ParseTimeParam(s, field, now);
 }
 
 Result<std::size_t> LimitParam(const httplib::Request& req, std::size_t fallback) {
   if (!req.has_param("limit")) return fallback;
-  const auto& s = req.get_param_value("limit");
-  std::size_t limit = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), limit);
-  if (ec != std::errc() || p != s.data() + s.size() || limit == 0 || limit > 10000) {
-    return InvalidField("limit", "limit must be 1 to 10000");
-  }
-  return limit;
+  auto limit = ParseIntParam(req.get_param_value("limit"), "limit", 1, 10000);
+  if (!limit) return std::unexpected(limit.error());
+  return static_cast<std::size_t>(*limit);
 }
 
 }  // namespace berth::server

@@ -130,6 +130,23 @@ int main(int argc, char** argv) {
                  "All-in-one: the embedded agents' GPUs in sharing mode, taking slices of jobs "
                  "with resources.gpu_share: all, or indices such as 0,1 (default: none; with "
                  "--simulate, the file's shared_gpus)");
+  std::string max_body = "2Mi";
+  app.add_option("--max-body", max_body,
+                 "Largest request body the API reads (e.g. 2Mi); larger ones get 413")
+      ->capture_default_str();
+  std::int64_t rate_limit = 50;
+  app.add_option("--rate-limit", rate_limit,
+                 "API requests per second per caller (bearer token id, else source address); "
+                 "0: no limit")
+      ->capture_default_str();
+  std::int64_t rate_burst = 100;
+  app.add_option("--rate-burst", rate_burst,
+                 "API requests a caller may make at once before --rate-limit applies")
+      ->capture_default_str();
+  std::string io_timeout = "10s";
+  app.add_option("--http-timeout", io_timeout,
+                 "How long the API waits on a slow client reading a request or writing an answer")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   auto shared = berth::agent::ParseSharedGpus(shared_gpus);
   if (!shared)
@@ -227,8 +244,23 @@ int main(int argc, char** argv) {
     }
   }
 
+  auto max_body_bytes = berth::ParseBytes(max_body);
+  if (!max_body_bytes || *max_body_bytes < 1024) {
+    return Fatal(fmt::format("--max-body '{}': use a size of at least 1Ki, e.g. 2Mi", max_body));
+  }
+  if (rate_limit < 0 || rate_burst < 1 || rate_limit > 1'000'000 || rate_burst > 1'000'000) {
+    return Fatal("--rate-limit must be 0 (none) to 1000000 and --rate-burst 1 to 1000000");
+  }
+  auto io_timeout_ms = berth::ParseDurationMs(io_timeout);
+  if (!io_timeout_ms || *io_timeout_ms < 100) {
+    return Fatal(
+        fmt::format("--http-timeout '{}': use a duration of at least 100ms, e.g. 10s", io_timeout));
+  }
   httplib::Server http;
-  http.set_payload_max_length(berth::model::kMaxSpecBytes);
+  http.set_payload_max_length(*max_body_bytes);
+  http.set_read_timeout(std::chrono::milliseconds(*io_timeout_ms));
+  http.set_write_timeout(std::chrono::milliseconds(*io_timeout_ms));
+  berth::server::RateLimiter limiter({rate_limit, rate_burst, 10000}, clock);
   // Identities and tokens; the first start makes the bootstrap admin.
   auto identities = berth::store::IdentityStore::Open(data_dir);
   if (!identities) return Fatal(identities.error().message);
@@ -245,6 +277,8 @@ int main(int argc, char** argv) {
   berth::server::Authorizer authorizer(**identities, clock);
   berth::server::Api api(controller, **store, authorizer, clock);
   api.set_audit(audit->get());
+  api.set_max_body_bytes(*max_body_bytes);
+  if (rate_limit > 0) api.set_rate_limiter(&limiter);
   api.Register(http);
   if (!http.bind_to_port(listen_hp->first, listen_hp->second)) {
     return Fatal(fmt::format("cannot listen on {} (--listen)", listen));

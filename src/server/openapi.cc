@@ -22,7 +22,7 @@ std::string_view OpenApiDocument() {
           "201": {"description": "Accepted and stored", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Job"}}}},
           "400": {"description": "Invalid spec; nothing stored", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
           "409": {"description": "The queue says over_quota: reject and the job, with the queue's pending and running jobs, is over its guarantee; the message has the numbers; nothing stored", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
-          "413": {"description": "Body over 1 MiB"}
+          "413": {"description": "Body over berthd --max-body (2 MiB by default)"}
         }
       },
       "get": {

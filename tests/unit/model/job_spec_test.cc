@@ -83,6 +83,14 @@ INSTANTIATE_TEST_SUITE_P(
     BadInput, JobSpecRejects,
     ::testing::Values(
         BadCase{"name: a\ncommand: [x]\ngpus: 2\n", "gpus", "allowed fields"},
+        // A field given twice: whichever copy a reader keeps, it is refused.
+        BadCase{R"({"name": "a", "command": ["x"], "tenant": "a", "tenant": "b"})", "tenant",
+                "given twice"},
+        BadCase{"name: a\ncommand: [x]\nresources: {gpus: 1, gpus: 8}\n", "resources.gpus",
+                "given twice"},
+        BadCase{"name: a\ncommand: [x]\nenv: {A: 1, A: 2}\n", "env.A", "given twice"},
+        BadCase{"name: a\ncommand: [x]\nnode_selector: {zone: a, zone: b}\n", "node_selector.zone",
+                "given twice"},
         BadCase{"name: a\ncommand: [x]\nresources: {gpu: 2}\n", "resources.gpu", "allowed"},
         BadCase{"name: a\ncommand: [x]\nresources: {gpus: -1}\n", "resources.gpus", "0 to 64"},
         BadCase{"name: a\ncommand: [x]\nresources: {gpus: 65}\n", "resources.gpus", "0 to 64"},

@@ -65,6 +65,24 @@ TEST(Policy, ParsesTheDocumentedExample) {
   EXPECT_FALSE(s->quota.at(kGpus).borrow_limit.has_value());
 }
 
+TEST(Policy, AFieldGivenTwiceIsRefused) {
+  struct Case {
+    const char* yaml;
+    const char* field;
+  };
+  for (const Case& c : {
+           Case{"backfill: {enabled: true, enabled: false}\n", "backfill.enabled"},
+           Case{"queues:\n  - name: a\n    name: b\n", "queues[0].name"},
+           Case{"queues:\n  - name: a\n    quota: {gpus: 8, gpus: 16}\n", "queues[0].quota.gpus"},
+       }) {
+    SCOPED_TRACE(c.yaml);
+    auto p = ParsePolicy(c.yaml);
+    ASSERT_FALSE(p.has_value());
+    EXPECT_EQ(p.error().field, c.field);
+    EXPECT_NE(p.error().message.find("given twice"), std::string::npos) << p.error().message;
+  }
+}
+
 TEST(Policy, RoundTripsThroughYaml) {
   auto p = ParsePolicy(kExample);
   ASSERT_TRUE(p.has_value());

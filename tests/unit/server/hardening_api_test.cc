@@ -1,0 +1,81 @@
+// The API's gate in one process: undeclared query parameters get 400 before
+// any handler runs, a caller over its rate gets 429 with Retry-After and
+// recovers, /healthz is never limited, an oversized body gets a JSON 413
+// naming the limit, and errors never echo a token's secret.
+#include "unit/server/api_harness.h"
+
+namespace berth::server {
+namespace {
+
+class HardeningApiTest : public ApiHarness {};
+
+TEST_F(HardeningApiTest, AnUnknownQueryParameterIsRefusedAndChangesNothing) {
+  auto r = Post("/v1/policy/rollback?to=1&comitt=typo", "");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.body["error"].value("field", ""), "comitt");
+  EXPECT_NE(r.body["error"].value("message", "").find("accepted: to, comment"), std::string::npos)
+      << r.body.dump();
+  // Nothing ran: the policy is still at its first version.
+  auto versions = Get("/v1/policy/versions");
+  EXPECT_EQ(versions.body["versions"].size(), 1u) << versions.body.dump();
+  // A malformed value of a known parameter, on a read.
+  r = Get("/v1/alerts?all=maybe");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.body["error"].value("field", ""), "all");
+  EXPECT_EQ(Get("/v1/alerts?all=true").status, 200);
+}
+
+TEST_F(HardeningApiTest, ACallerOverItsRateGets429WithRetryAfterAndRecovers) {
+  RateLimiter limiter({2, 2, 100}, clock_);
+  api_->set_rate_limiter(&limiter);
+  const httplib::Headers token{{"Authorization", "Bearer " + token_}};
+  auto second = identities_->CreateToken("alice", "second", std::nullopt, "test", clock_.NowMs());
+  ASSERT_TRUE(second.has_value());
+  const httplib::Headers other{{"Authorization", "Bearer " + second->token}};
+  EXPECT_EQ(client_->Get("/v1/nodes", token)->status, 200);
+  EXPECT_EQ(client_->Get("/v1/nodes", token)->status, 200);
+  auto res = client_->Get("/v1/nodes", token);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 429);
+  EXPECT_EQ(res->get_header_value("Retry-After"), "1");
+  auto body = nlohmann::json::parse(res->body);
+  EXPECT_EQ(body["error"].value("code", ""), "ResourceExhausted");
+  EXPECT_EQ(body["error"].value("field", ""), "rate_limit");
+  const std::string message = body["error"].value("message", "");
+  EXPECT_NE(message.find("at most 2 requests per second"), std::string::npos) << message;
+  EXPECT_NE(message.find("--rate-limit"), std::string::npos) << message;
+  // Probes are exempt; another token, or no token (the address), has its own budget.
+  EXPECT_EQ(client_->Get("/healthz", token)->status, 200);
+  EXPECT_EQ(client_->Get("/v1/nodes", other)->status, 200);
+  httplib::Client anonymous("127.0.0.1", port_);
+  EXPECT_EQ(anonymous.Get("/v1/nodes")->status, 401);  // counted, not limited
+  clock_.Advance(500);
+  EXPECT_EQ(client_->Get("/v1/nodes", token)->status, 200);
+}
+
+TEST_F(HardeningApiTest, AnOversizedBodyGetsJson413NamingTheLimit) {
+  http_.set_payload_max_length(4096);
+  api_->set_max_body_bytes(4096);
+  auto r = Post("/v1/jobs", "name: x\ncommand: [\"true\"]\n#" + std::string(8192, 'x'));
+  EXPECT_EQ(r.status, 413);
+  const std::string message = r.body["error"].value("message", "");
+  EXPECT_NE(message.find("4096 bytes"), std::string::npos) << r.body.dump();
+  EXPECT_NE(message.find("--max-body"), std::string::npos) << r.body.dump();
+}
+
+TEST_F(HardeningApiTest, ErrorsNeverEchoATokenSecret) {
+  auto r = Get("/v1/jobs/berth_abc_topsecretvalue");
+  EXPECT_EQ(r.status, 400);
+  const std::string text = r.body.dump();
+  EXPECT_EQ(text.find("topsecretvalue"), std::string::npos) << text;
+  EXPECT_NE(text.find("berth_abc_"), std::string::npos) << text;
+  r = Get("/v1/nope/berth_abc_topsecretvalue");
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(r.body.dump().find("topsecretvalue"), std::string::npos) << r.body.dump();
+  r = Get("/v1/jobs?berth_abc_topsecretvalue=1");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.body.dump().find("topsecretvalue"), std::string::npos) << r.body.dump();
+}
+
+}  // namespace
+}  // namespace berth::server
