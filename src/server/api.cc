@@ -152,6 +152,13 @@ void Api::Register(httplib::Server& http) {
   http.Get("/v1/history", [this](const auto& req, auto& res) { History(req, res); });
   http.Get("/v1/audit", [this](const auto& req, auto& res) { ListAudit(req, res); });
   http.Get("/v1/audit/verify", [this](const auto& req, auto& res) { VerifyAudit(req, res); });
+  http.Get("/v1/prices", [this](const auto& req, auto& res) { GetPrices(req, res); });
+  http.Post("/v1/prices", Audited("price.apply", &Api::ApplyPrices));
+  http.Get("/v1/usage", [this](const auto& req, auto& res) { Usage(req, res); });
+  http.Get("/v1/usage/records", [this](const auto& req, auto& res) { UsageRecords(req, res); });
+  http.Get("/v1/budgets", [this](const auto& req, auto& res) { ListBudgets(req, res); });
+  http.Post(R"(/v1/budgets/([^/]+))", Audited("budget.set", &Api::SetBudget));
+  http.Delete(R"(/v1/budgets/([^/]+))", Audited("budget.delete", &Api::DeleteBudget));
   http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     if (res.status == 404) {

@@ -10,6 +10,7 @@
 #include "model/reason.h"
 #include "server/audit.h"
 #include "server/controller.h"
+#include "server/metering.h"
 #include "store/audit_log.h"
 #include "store/store.h"
 
@@ -25,6 +26,9 @@ class Api {
   // Where mutating requests are recorded (before they are answered); null:
   // nowhere, and the audit endpoints answer Unavailable.
   void set_audit(store::AuditLog* audit) { audit_ = audit; }
+  // Usage records, prices and budgets (api_usage.cc); null: those endpoints
+  // answer Unavailable.
+  void set_meter(Meter* meter) { meter_ = meter; }
 
  private:
   // A mutating handler: it fills `note` with what it changed or was refused.
@@ -34,6 +38,14 @@ class Api {
   httplib::Server::Handler Audited(std::string action, AuditedHandler handler);
   void ListAudit(const httplib::Request& req, httplib::Response& res);
   void VerifyAudit(const httplib::Request& req, httplib::Response& res);
+  // Metering (api_usage.cc, docs/metering.md).
+  void GetPrices(const httplib::Request& req, httplib::Response& res);
+  void ApplyPrices(const httplib::Request& req, httplib::Response& res, AuditNote& note);
+  void Usage(const httplib::Request& req, httplib::Response& res);
+  void UsageRecords(const httplib::Request& req, httplib::Response& res);
+  void ListBudgets(const httplib::Request& req, httplib::Response& res);
+  void SetBudget(const httplib::Request& req, httplib::Response& res, AuditNote& note);
+  void DeleteBudget(const httplib::Request& req, httplib::Response& res, AuditNote& note);
 
   void SubmitJob(const httplib::Request& req, httplib::Response& res, AuditNote& note);
   void ListJobs(const httplib::Request& req, httplib::Response& res);
@@ -71,6 +83,7 @@ class Api {
   store::Store& store_;
   const Clock& clock_;
   store::AuditLog* audit_ = nullptr;
+  Meter* meter_ = nullptr;
 };
 
 }  // namespace berth::server
