@@ -319,9 +319,12 @@ Status Controller::RunPass() {
   if (!pending) return std::unexpected(pending.error());
   BERTH_RETURN_IF_ERROR(ObserveRuns(now, (*policy)->policy.usage_half_life_ms, *active));
   if (meter_ != nullptr && (over_budget_at_ms_ < 0 || now - over_budget_at_ms_ >= 1000)) {
-    auto over = meter_->CheckBudgets(now);
-    if (!over) return std::unexpected(over.error());
-    over_budget_ = std::move(*over);
+    // A metering failure must not stop scheduling: the last answer stands.
+    if (auto over = meter_->CheckBudgets(now); over) {
+      over_budget_ = std::move(*over);
+    } else {
+      spdlog::error("budgets: could not check tenants' budgets: {}", over.error().message);
+    }
     over_budget_at_ms_ = now;
   }
 

@@ -37,6 +37,12 @@ TEST_F(IntegrationTest, UsageRecordsAgreeWithRunsAndReportsReconcile) {
                                 "application/yaml");
   EXPECT_EQ(bad.status, 400);
   EXPECT_EQ(bad.body["error"]["field"], "prices[0].per_gpu_hour") << bad.text;
+  // Both attempts are in the audit trail: the apply and the refusal.
+  const json audit = berthd.http().Get("/v1/audit?action=price.apply").body;
+  ASSERT_EQ(audit["records"].size(), 2u) << audit.dump(2);
+  EXPECT_EQ(audit["records"][0]["outcome"], "ok");
+  EXPECT_EQ(audit["records"][0]["object"], "prices/v1");
+  EXPECT_EQ(audit["records"][1]["outcome"].get<std::string>().rfind("denied", 0), 0u);
   auto shown = Cli(berthd, {"price", "show", "-o", "json"});
   ASSERT_EQ(shown.exit_code, 0) << shown.err;
   EXPECT_EQ(json::parse(shown.out)["version"], 1) << shown.out;
@@ -161,6 +167,12 @@ TEST_F(IntegrationTest, EnforcedBudgetHoldsNewLowPriorityJobsAndAlertsOnce) {
   auto unknown = Cli(berthd, {"budget", "set", "nobody", "--gpu-hours", "5"});
   EXPECT_NE(unknown.exit_code, 0);
   EXPECT_NE(unknown.err.find("nobody"), std::string::npos) << unknown.err;
+
+  const json audit = berthd.http().Get("/v1/audit?action=budget.set").body;
+  ASSERT_EQ(audit["records"].size(), 2u) << audit.dump(2);
+  EXPECT_EQ(audit["records"][0]["object"], "budget/default");
+  EXPECT_EQ(audit["records"][0]["outcome"], "ok");
+  EXPECT_EQ(audit["records"][1]["outcome"].get<std::string>().rfind("denied", 0), 0u);
 
   auto first = berthd.Submit(JobSpecJson("spend", Sh("sleep 1"), 1));
   ASSERT_GT(first, 0);
