@@ -532,6 +532,94 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
   actions[quota_withdraw] = [&](ApiClient& api, const Output& out) {
     return WithdrawQuotaRequest(api, quota_id, out);
   };
+  // berth usage
+  UsageQuery usage_query;
+  std::vector<std::string> usage_by;
+  auto* usage = app.add_subcommand(
+      "usage",
+      "allocated GPU-hours, cost and runs per tenant, queue, user, pool, model, node, "
+      "day or month (docs/metering.md)");
+  usage
+      ->add_option("--by", usage_by,
+                   "group by tenant|queue|user|pool|model|node|day|month; repeat or use commas "
+                   "(default tenant)")
+      ->delimiter(',');
+  usage->add_option("--from", usage_query.from,
+                    "from: a date (2026-11-01, UTC), an RFC 3339 time, a duration back from now "
+                    "(7d) or epoch ms; default the start of this month");
+  usage->add_option("--to", usage_query.to, "until (exclusive), as --from; default now");
+  usage->add_option("--tenant", usage_query.tenant, "only this tenant");
+  checks[usage] = [&] {
+    for (const auto& b : usage_by) {
+      usage_query.by += (usage_query.by.empty() ? "" : ",") + b;
+    }
+    for (auto* t : {&usage_query.from, &usage_query.to}) {
+      auto q = UsageTimeQuery(*t, t == &usage_query.from ? "--from" : "--to");
+      if (!q) return PrintError(env, kExitUsage, FormatError(q.error()));
+      *t = std::move(*q);
+    }
+    return kExitOk;
+  };
+  actions[usage] = [&](ApiClient& api, const Output& out) {
+    return ShowUsage(api, usage_query, out);
+  };
+
+  // berth price apply|show
+  auto* price = app.add_subcommand("price", "the versioned price table usage is costed with");
+  price->require_subcommand(1);
+  std::string price_path;
+  std::string price_text;
+  std::string price_comment;
+  auto* price_apply =
+      price->add_subcommand("apply", "make a price file the new version, in effect from now");
+  price_apply->add_option("FILE", price_path, "price table YAML; - reads stdin")->required();
+  price_apply->add_option("--comment", price_comment, "why, for the version list");
+  checks[price_apply] = [&] {
+    auto read = ReadSpec(price_path, env.in, "price table");
+    if (!read) return PrintError(env, kExitError, FormatError(read.error()));
+    price_text = std::move(*read);
+    return kExitOk;
+  };
+  actions[price_apply] = [&](ApiClient& api, const Output& out) {
+    return ApplyPrices(api, price_text, price_comment, out);
+  };
+  std::int64_t price_version = 0;
+  auto* price_show = price->add_subcommand("show", "the active price table (or --version N)");
+  auto* price_version_opt = price_show->add_option("--version", price_version, "a past version")
+                                ->check(CLI::PositiveNumber);
+  actions[price_show] = [&](ApiClient& api, const Output& out) {
+    return ShowPrices(
+        api, price_version_opt->count() > 0 ? std::optional(price_version) : std::nullopt, out);
+  };
+
+  // berth budget set|list
+  auto* budget = app.add_subcommand("budget", "tenants' monthly budgets, alerts and enforcement");
+  budget->require_subcommand(1);
+  BudgetArgs budget_args;
+  auto* budget_set = budget->add_subcommand(
+      "set", "set a tenant's monthly budget (GPU-hours or money) and its alert thresholds");
+  budget_set->add_option("TENANT", budget_args.tenant, "a tenant of the policy")->required();
+  auto* gh = budget_set->add_option("--gpu-hours", budget_args.gpu_hours, "GPU-hours a month");
+  auto* am = budget_set->add_option("--amount", budget_args.amount,
+                                    "money a month, in the price table's currency");
+  gh->excludes(am);
+  budget_set->add_option("--alert", budget_args.alerts,
+                         "alert thresholds in percent, e.g. 50,80,100 (default 80,100)");
+  budget_set->add_flag("--enforce", budget_args.enforce,
+                       "over budget, the tenant's new low-priority jobs wait (OverBudget)");
+  checks[budget_set] = [&] {
+    if (budget_args.gpu_hours.empty() && budget_args.amount.empty()) {
+      return PrintError(env, kExitUsage,
+                        "give --gpu-hours N or --amount N (see berth budget set --help)");
+    }
+    return kExitOk;
+  };
+  actions[budget_set] = [&](ApiClient& api, const Output& out) {
+    return SetBudget(api, budget_args, out);
+  };
+  auto* budget_list =
+      budget->add_subcommand("list", "every budget with this month's use and crossed thresholds");
+  actions[budget_list] = [&](ApiClient& api, const Output& out) { return ListBudgets(api, out); };
 
   version_cmd = app.add_subcommand("version", "print the CLI's version");
 
@@ -549,8 +637,9 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
   const CLI::App* chosen = app.get_subcommands().front();
   // `berth policy show`: the action belongs to the innermost command.
   while (!chosen->get_subcommands().empty()) chosen = chosen->get_subcommands().front();
-  if (output_flag == "csv" && chosen != audit) {
-    return PrintError(env, kExitUsage, "-o csv is only for `berth audit`; use table or json");
+  if (output_flag == "csv" && chosen != audit && chosen != usage) {
+    return PrintError(env, kExitUsage,
+                      "-o csv is only for `berth audit` and `berth usage`; use table or json");
   }
   Output output{env.out,
                 output_flag == "json"  ? OutputFormat::kJson

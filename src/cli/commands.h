@@ -17,7 +17,7 @@
 
 namespace berth::cli {
 
-// kCsv: only `berth audit` has a CSV form.
+// kCsv: only `berth audit` and `berth usage` have a CSV form.
 enum class OutputFormat { kTable, kJson, kCsv };
 
 // Where and how a command prints. The clock gives "now" for ages.
@@ -179,5 +179,29 @@ Status ApproveQuotaRequest(ApiClient& api, std::int64_t id, const std::string& c
 Status RejectQuotaRequest(ApiClient& api, std::int64_t id, const std::string& comment,
                           const Output& output);
 Status WithdrawQuotaRequest(ApiClient& api, std::int64_t id, const Output& output);
+// --- berth usage, price, budget (commands_usage.cc, docs/metering.md) ---
+struct UsageQuery {
+  std::string by;  // "tenant,day"; "" for the server's default (tenant)
+  std::string from;
+  std::string to;
+  std::string tenant;
+};
+// AuditTimeQuery, plus a date alone ("2026-11-01": its UTC midnight).
+Result<std::string> UsageTimeQuery(const std::string& text, const std::string& flag);
+// GET /v1/usage: one row per group with GPU-hours, used and idle ("—" until
+// telemetry exists), cost and runs, then the total; or CSV, or the JSON.
+Status ShowUsage(ApiClient& api, const UsageQuery& query, const Output& output);
+Status ApplyPrices(ApiClient& api, const std::string& yaml, const std::string& comment,
+                   const Output& output);
+Status ShowPrices(ApiClient& api, std::optional<std::int64_t> version, const Output& output);
+struct BudgetArgs {
+  std::string tenant;
+  std::string gpu_hours;  // one of gpu_hours and amount, as typed
+  std::string amount;
+  std::string alerts;  // "50,80,100"; "" for the server's default
+  bool enforce = false;
+};
+Status SetBudget(ApiClient& api, const BudgetArgs& args, const Output& output);
+Status ListBudgets(ApiClient& api, const Output& output);
 
 }  // namespace berth::cli

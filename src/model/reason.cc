@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/units.h"
+#include "model/usage.h"
 
 namespace berth::model {
 
@@ -61,11 +62,20 @@ std::string_view ReasonCodeName(ReasonCode code) {
       return "Retrying";
     case ReasonCode::kDrained:
       return "Drained";
+    case ReasonCode::kOverBudget:
+      return "OverBudget";
   }
   return "None";
 }
 
 namespace {
+
+// kOverBudget's detail: "<month> <unit>".
+std::pair<std::string, std::string> SplitBudgetDetail(const std::string& detail) {
+  const auto space = detail.find(' ');
+  if (space == std::string::npos) return {detail, ""};
+  return {detail.substr(0, space), detail.substr(space + 1)};
+}
 
 std::int64_t Count(const Reason& r, std::string_view key) {
   auto it = r.counts.find(key);
@@ -353,6 +363,13 @@ std::string RenderEn(const Reason& r) {
     case ReasonCode::kDrained:
       return fmt::format("stopped because node {} is being drained; waiting to be placed elsewhere",
                          r.detail);
+    case ReasonCode::kOverBudget: {
+      const auto [month, unit] = SplitBudgetDetail(r.detail);
+      return fmt::format(
+          "its tenant is over its enforced budget for {}: used {} of {} {}; low-priority jobs wait "
+          "until next month or a larger budget (berth budget list)",
+          month, FormatMoney(Count(r, kBudgetUsed)), FormatMoney(Count(r, kBudgetLimit)), unit);
+    }
     case ReasonCode::kMoved:
       return fmt::format(
           "moved to make room for job {} of queue {}: its gang fit only with this job elsewhere; "
@@ -527,6 +544,13 @@ std::string RenderZh(const Reason& r) {
                          Count(r, "backoff_s"));
     case ReasonCode::kDrained:
       return fmt::format("节点 {} 正在排空（drain），作业已停止，等待调度到其他节点", r.detail);
+    case ReasonCode::kOverBudget: {
+      const auto [month, unit] = SplitBudgetDetail(r.detail);
+      return fmt::format(
+          "租户已超出 {} 的强制预算：已用 {}，预算 {} {}；低优先级作业将等待到下个月或预算调高"
+          "（berth budget list）",
+          month, FormatMoney(Count(r, kBudgetUsed)), FormatMoney(Count(r, kBudgetLimit)), unit);
+    }
     case ReasonCode::kMoved:
       return fmt::format(
           "为队列 {} 的作业 {} 腾出位置而迁移：只有把本作业挪到别处，它的整组副本才放得下；"

@@ -44,8 +44,15 @@ enum class ReasonCode {
   kRetrying,
   // Stopped because its node is being drained, and queued again; detail: node.
   kDrained,
+  // A low-priority job of a tenant over its enforced monthly budget waits
+  // (docs/metering.md). counts: kBudgetUsed, kBudgetLimit (micro-GPU-hours or
+  // micro-units of money); detail: "<month> <unit>" ("2026-11 GPU-hours",
+  // "2026-11 USD").
+  kOverBudget,
 };
-inline constexpr ReasonCode kLastReasonCode = ReasonCode::kDrained;
+inline constexpr ReasonCode kLastReasonCode = ReasonCode::kOverBudget;
+inline constexpr std::string_view kBudgetUsed = "budget_used_micros";
+inline constexpr std::string_view kBudgetLimit = "budget_limit_micros";
 
 std::string_view ReasonCodeName(ReasonCode code);
 

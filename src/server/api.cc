@@ -158,6 +158,8 @@ void Api::Route(httplib::Server& http, std::string_view method, const std::strin
   };
   if (method == "GET") {
     http.Get(pattern, std::move(guarded));
+  } else if (method == "DELETE") {
+    http.Delete(pattern, std::move(guarded));
   } else {
     http.Post(pattern, std::move(guarded));
   }
@@ -232,6 +234,18 @@ void Api::Register(httplib::Server& http) {
   Route(http, "GET", "/v1/openapi.json", open, [](const httplib::Request&, httplib::Response& res) {
     res.set_content(std::string(OpenApiDocument()), "application/json");
   });
+  // Metering: prices are public; usage is the caller's tenants'; budgets
+  // are set by platform admins.
+  Route(http, "GET", "/v1/prices", any("price.read"), handler(&Api::GetPrices));
+  Route(http, "POST", "/v1/prices", admin("price.apply"),
+        Audited("price.apply", &Api::ApplyPrices));
+  Route(http, "GET", "/v1/usage", any("usage.read"), handler(&Api::Usage));
+  Route(http, "GET", "/v1/usage/records", any("usage.read"), handler(&Api::UsageRecords));
+  Route(http, "GET", "/v1/budgets", any("budget.list"), handler(&Api::ListBudgets));
+  Route(http, "POST", R"(/v1/budgets/([^/]+))", admin("budget.set"),
+        Audited("budget.set", &Api::SetBudget));
+  Route(http, "DELETE", R"(/v1/budgets/([^/]+))", admin("budget.delete"),
+        Audited("budget.delete", &Api::DeleteBudget));
   // Jobs: a tenant's own; another tenant's answer 404.
   Route(http, "POST", "/v1/jobs", any("job.submit"), Audited("job.submit", &Api::SubmitJob));
   Route(http, "GET", "/v1/jobs", any("job.list"), handler(&Api::ListJobs));

@@ -11,6 +11,7 @@
 #include "server/audit.h"
 #include "server/auth.h"
 #include "server/controller.h"
+#include "server/metering.h"
 #include "server/rate_limit.h"
 #include "store/audit_log.h"
 #include "store/store.h"
@@ -42,6 +43,9 @@ class Api {
   // The request body limit berthd set on the server (--max-body), named in
   // its 413 answers.
   void set_max_body_bytes(std::size_t bytes) { max_body_bytes_ = bytes; }
+  // Usage records, prices and budgets (api_usage.cc); null: those endpoints
+  // answer Unavailable.
+  void set_meter(Meter* meter) { meter_ = meter; }
 
  private:
   // A mutating handler: it fills `note` with what it changed or was refused.
@@ -80,6 +84,14 @@ class Api {
   bool Gate(const httplib::Request& req, httplib::Response& res);
   void ListAudit(const httplib::Request& req, httplib::Response& res);
   void VerifyAudit(const httplib::Request& req, httplib::Response& res);
+  // Metering (api_usage.cc, docs/metering.md).
+  void GetPrices(const httplib::Request& req, httplib::Response& res);
+  void ApplyPrices(const httplib::Request& req, httplib::Response& res, AuditNote& note);
+  void Usage(const httplib::Request& req, httplib::Response& res);
+  void UsageRecords(const httplib::Request& req, httplib::Response& res);
+  void ListBudgets(const httplib::Request& req, httplib::Response& res);
+  void SetBudget(const httplib::Request& req, httplib::Response& res, AuditNote& note);
+  void DeleteBudget(const httplib::Request& req, httplib::Response& res, AuditNote& note);
 
   // Quota requests (api_quota.cc): a tenant asks, a platform admin decides;
   // an approval is a new policy version.
@@ -130,6 +142,7 @@ class Api {
   std::vector<RouteInfo> routes_;
   RateLimiter* limiter_ = nullptr;
   std::size_t max_body_bytes_ = 2 << 20;
+  Meter* meter_ = nullptr;
 };
 
 }  // namespace berth::server

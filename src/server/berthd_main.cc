@@ -27,6 +27,7 @@
 #include "server/controller.h"
 #include "store/audit_log.h"
 #include "store/identity_store.h"
+#include "store/meter_store.h"
 #include "store/sqlite_store.h"
 
 namespace {
@@ -195,8 +196,13 @@ int main(int argc, char** argv) {
   // The audit trail shares berth.db on a connection of its own.
   auto audit = berth::store::AuditLog::Open(data_dir);
   if (!audit) return Fatal(audit.error().message);
+  // So do metering's prices and budgets.
+  auto meter_store = berth::store::MeterStore::Open(data_dir);
+  if (!meter_store) return Fatal(meter_store.error().message);
+  berth::server::Meter meter(**meter_store, **store);
   berth::server::Controller controller(**store, scheduler, clock, options);
   controller.set_audit(audit->get());
+  controller.set_meter(&meter);
 
   berth::server::AgentService agent_service(controller);
   grpc::ServerBuilder builder;
@@ -279,6 +285,7 @@ int main(int argc, char** argv) {
   api.set_audit(audit->get());
   api.set_max_body_bytes(*max_body_bytes);
   if (rate_limit > 0) api.set_rate_limiter(&limiter);
+  api.set_meter(&meter);
   api.Register(http);
   if (!http.bind_to_port(listen_hp->first, listen_hp->second)) {
     return Fatal(fmt::format("cannot listen on {} (--listen)", listen));

@@ -331,6 +331,15 @@ Status Controller::RunPass() {
   auto pending = store_.PendingJobs();
   if (!pending) return std::unexpected(pending.error());
   BERTH_RETURN_IF_ERROR(ObserveRuns(now, (*policy)->policy.usage_half_life_ms, *active));
+  if (meter_ != nullptr && (over_budget_at_ms_ < 0 || now - over_budget_at_ms_ >= 1000)) {
+    // A metering failure must not stop scheduling: the last answer stands.
+    if (auto over = meter_->CheckBudgets(now); over) {
+      over_budget_ = std::move(*over);
+    } else {
+      spdlog::error("budgets: could not check tenants' budgets: {}", over.error().message);
+    }
+    over_budget_at_ms_ = now;
+  }
 
   if (!pending->empty()) {
     std::map<std::string, bool> ready;
@@ -359,8 +368,17 @@ Status Controller::RunPass() {
     for (const auto& [job, held] : held_moves_)
       movers.insert(held.movers.begin(), held.movers.end());
     std::vector<store::JobRecord> schedulable;
+    // Low-priority jobs of tenants over an enforced budget wait; the
+    // scheduler never sees them (running jobs are never stopped for a budget).
+    std::vector<sched::PendingDecision> over_budget;
     for (auto& job : *pending) {
       if (movers.contains(job.id)) continue;
+      if (job.spec.priority == model::Priority::kLow) {
+        if (auto it = over_budget_.find(job.spec.tenant); it != over_budget_.end()) {
+          over_budget.push_back({job.id, it->second});
+          continue;
+        }
+      }
       // Backing off before a retry: its reason (Retrying) says until when.
       if (job.retry_after_ms && *job.retry_after_ms > now) continue;
       auto it = awaiting_evictions_.find(job.id);
@@ -399,6 +417,7 @@ Status Controller::RunPass() {
       }
     }
     sched::Plan plan = scheduler_.Schedule(*snap);
+    plan.pending.insert(plan.pending.end(), over_budget.begin(), over_budget.end());
     HoldPlacementsBehindEvictions(plan);
     BERTH_RETURN_IF_ERROR(store_.EvictJobs(plan.evictions, now));
     BERTH_RETURN_IF_ERROR(store_.ApplyPlan(plan, *nodes, (*policy)->version, now));

@@ -20,6 +20,7 @@
 #include "model/usage_ledger.h"
 #include "sched/scheduler.h"
 #include "server/agent_session.h"
+#include "server/metering.h"
 #include "store/audit_log.h"
 #include "store/store.h"
 
@@ -62,6 +63,10 @@ class Controller {
   // Where actions Berth takes on its own (an automatic GPU cordon) are
   // recorded, with actor "berth"; null: nowhere. Set before Start().
   void set_audit(store::AuditLog* audit) { audit_ = audit; }
+  // Budgets (docs/metering.md): each pass, at most once a second, raises
+  // budget alerts and keeps new low-priority jobs of tenants over an
+  // enforced budget waiting (OverBudget). Null: no budgets. Set before Start().
+  void set_meter(Meter* meter) { meter_ = meter; }
 
   // --- REST API side ---
   [[nodiscard]] Result<std::int64_t> Submit(const model::JobSpec& spec,
@@ -170,6 +175,11 @@ class Controller {
 
   store::Store& store_;
   store::AuditLog* audit_ = nullptr;
+  Meter* meter_ = nullptr;
+  // Tenants over an enforced budget -> the reason their low-priority jobs
+  // wait with, as of over_budget_at_ms (pass thread only).
+  std::map<std::string, model::Reason> over_budget_;
+  TimeMs over_budget_at_ms_ = -1;
   const sched::Scheduler& scheduler_;
   const Clock& clock_;
   ControllerOptions options_;

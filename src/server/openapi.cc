@@ -307,7 +307,57 @@ std::string_view OpenApiDocument() {
       "get": {"summary": "The caller's tokens (or ?identity= one it manages); never their secrets", "parameters": [{"name": "identity", "in": "query", "schema": {"type": "string"}}], "responses": {"200": {"description": "{\"tokens\": [...]}"}}},
       "post": {"summary": "Create a token, shown once in the answer's token field", "description": "JSON body: identity (default: the caller; others: platform-admins, or tenant-admins for service accounts of their tenants), ttl (1s to 400d, default 90d), description.", "responses": {"201": {"description": "The token"}, "404": {"description": "No identity you manage by that name"}}}
     },
-    "/v1/tokens/{id}/revoke": {"post": {"summary": "Revoke a token at once (its identity, or whoever may manage that identity)", "responses": {"200": {"description": "Revoked"}, "404": {"description": "No token you manage by that id"}, "409": {"description": "Already revoked"}}}}
+    "/v1/tokens/{id}/revoke": {"post": {"summary": "Revoke a token at once (its identity, or whoever may manage that identity)", "responses": {"200": {"description": "Revoked"}, "404": {"description": "No token you manage by that id"}, "409": {"description": "Already revoked"}}}},
+    "/v1/prices": {
+      "get": {
+        "summary": "The price table usage is costed with (docs/metering.md): the active version, or ?version=N, and the list of versions",
+        "parameters": [{"name": "version", "in": "query", "schema": {"type": "integer"}}],
+        "responses": {"200": {"description": "version, applied_ms, applied_by, yaml, table {currency, default, prices [{model, pool, per_gpu_hour}]}, versions, active"}, "404": {"description": "No such version"}}
+      },
+      "post": {
+        "summary": "Apply a price table (YAML body) as the newest version, in effect from now; audited as price.apply",
+        "parameters": [{"name": "comment", "in": "query", "schema": {"type": "string"}}],
+        "responses": {"201": {"description": "{version}"}, "400": {"description": "Invalid table; error.field names the line"}}
+      }
+    },
+    "/v1/usage": {
+      "get": {
+        "summary": "Usage grouped by tenant, queue, user, pool, model, node, day or month: allocated GPU-hours (exact mgpu_ms), cost (exact cost_micros) and runs per row, and the total; used/idle GPU-hours are null until telemetry exists",
+        "parameters": [
+          {"name": "by", "in": "query", "schema": {"type": "string"}, "description": "Comma-separated groupings; default tenant"},
+          {"name": "from", "in": "query", "schema": {"type": "string"}, "description": "Epoch ms or a duration back from now; default the start of this UTC month"},
+          {"name": "to", "in": "query", "schema": {"type": "string"}, "description": "Exclusive; default now"},
+          {"name": "tenant", "in": "query", "schema": {"type": "string"}}
+        ],
+        "responses": {"200": {"description": "from_ms, to_ms, by, currency, rows [{key, mgpu_ms, allocated_gpu_hours, used_gpu_hours, idle_gpu_hours, cost_micros, cost, runs}], total, records"}, "400": {"description": "Bad grouping or window"}}
+      }
+    },
+    "/v1/usage/records": {
+      "get": {
+        "summary": "The usage records (one per run of each replica) clipped to the window, paged with offset and limit; total covers every page",
+        "parameters": [
+          {"name": "from", "in": "query", "schema": {"type": "string"}},
+          {"name": "to", "in": "query", "schema": {"type": "string"}},
+          {"name": "tenant", "in": "query", "schema": {"type": "string"}},
+          {"name": "offset", "in": "query", "schema": {"type": "integer"}},
+          {"name": "limit", "in": "query", "schema": {"type": "integer"}}
+        ],
+        "responses": {"200": {"description": "records [{run_id, job_id, replica, attempt, tenant, queue, user, pool, node, gpu_uuids, gpu_model, mgpu, start_ms, end_ms, open, outcome, mgpu_ms, gpu_hours, cost_micros, cost, price_versions, used_mgpu_ms}], total_records, next_offset, total"}}
+      }
+    },
+    "/v1/budgets": {
+      "get": {"summary": "Every tenant budget against this month's usage", "responses": {"200": {"description": "budgets [{tenant, unit, currency, limit, used, month, alerts, crossed, enforce, over}]"}}}
+    },
+    "/v1/budgets/{tenant}": {
+      "post": {
+        "summary": "Set a tenant's monthly budget (JSON body: gpu_hours or amount, alerts, enforce); audited as budget.set",
+        "responses": {"200": {"description": "The budget"}, "400": {"description": "Invalid body; error.field names the field"}, "404": {"description": "Tenant not in the policy"}}
+      },
+      "delete": {
+        "summary": "Remove a tenant's budget; audited as budget.delete",
+        "responses": {"200": {"description": "Removed"}, "404": {"description": "No budget"}}
+      }
+    }
   },
   "components": {
     "schemas": {

@@ -103,6 +103,20 @@ std::vector<RouteRule> BuildRules() {
       {"GET", "/v1/tokens", {Text("identity")}, BodyKind::kNone},
       {"POST", "/v1/tokens", {}, BodyKind::kNone},
       {"POST", R"(/v1/tokens/([^/]+)/revoke)", {}, BodyKind::kNone},
+      {"GET", "/v1/prices", {Int("version", 1, kMaxInt)}, BodyKind::kNone},
+      {"POST", "/v1/prices", {Text("comment")}, BodyKind::kNone},
+      {"GET",
+       "/v1/usage",
+       {Text("by", 256), Time("from"), Time("to"), Text("tenant")},
+       BodyKind::kNone},
+      {"GET",
+       "/v1/usage/records",
+       {Time("from"), Time("to"), Text("tenant"), Int("offset", 0, kMaxInt),
+        Int("limit", 1, kMaxLimit)},
+       BodyKind::kNone},
+      {"GET", "/v1/budgets", {}, BodyKind::kNone},
+      {"POST", R"(/v1/budgets/([^/]+))", {}, BodyKind::kNone},
+      {"DELETE", R"(/v1/budgets/([^/]+))", {}, BodyKind::kNone},
   };
 }
 

@@ -215,6 +215,30 @@ std::vector<Route> Routes() {
                [](const World& w, const std::string& t) {
                  return "/v1/quota-requests/" + std::to_string(w.quota.at(t)) + "/withdraw";
                }});
+  // Metering: prices are public, usage and budgets filtered to the caller's
+  // tenants, changes are platform-admin.
+  r.push_back({"GET", "/v1/prices", Kind::kAny, fixed("/v1/prices")});
+  r.push_back({"POST", "/v1/prices", Kind::kAdmin, fixed("/v1/prices"),
+               [](const World&, const std::string&, int) {
+                 return std::string("prices: [{model: H100-80GB, per_gpu_hour: 2.5}]\n");
+               }});
+  r.push_back({"GET", "/v1/usage", Kind::kAny, fixed("/v1/usage?by=tenant,queue")});
+  r.push_back({"GET", "/v1/usage/records", Kind::kAny, fixed("/v1/usage/records")});
+  r.push_back({"GET", "/v1/budgets", Kind::kAny, fixed("/v1/budgets")});
+  r.push_back({"POST", "/v1/budgets/{tenant}", Kind::kAdmin,
+               [](const World&, const std::string& t) { return "/v1/budgets/" + t; },
+               [](const World&, const std::string&, int) {
+                 return json{{"gpu_hours", "1000"}}.dump();
+               }});
+  r.push_back(
+      {"DELETE",
+       "/v1/budgets/{tenant}",
+       Kind::kAdmin,
+       [](const World&, const std::string& t) { return "/v1/budgets/" + t; },
+       {},
+       [](const Http& admin, const World&, const std::string& t) {
+         admin.Post("/v1/budgets/" + t, json{{"gpu_hours", "1000"}}.dump(), "application/json");
+       }});
   // The token to revoke is made fresh for each case; its id goes in the path.
   r.push_back({"POST", "/v1/tokens/{id}/revoke", Kind::kTokenOfService, {}});
   return r;

@@ -278,6 +278,12 @@ Reply Http::Post(const std::string& path, const std::string& body,
   return ToReply(cli.Post(path, body, content_type));
 }
 
+Reply Http::Delete(const std::string& path) const {
+  auto cli = MakeClient(port_, timeout_);
+  if (!token_.empty()) cli.set_bearer_token_auth(token_);
+  return ToReply(cli.Delete(path));
+}
+
 // --- Berthd ---
 
 BerthdOptions AllInOne(std::vector<std::string> extra_args) {

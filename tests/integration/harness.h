@@ -114,6 +114,7 @@ class Http {
   Reply Get(const std::string& path) const;
   Reply Post(const std::string& path, const std::string& body,
              const std::string& content_type = "application/yaml") const;
+  Reply Delete(const std::string& path) const;
   // Sent as `Authorization: Bearer` when not empty.
   void set_token(std::string token) { token_ = std::move(token); }
   const std::string& token() const { return token_; }

@@ -1,0 +1,242 @@
+// `berth usage`, `berth price` and `berth budget`: metering over the API
+// (docs/metering.md, docs/cli.md).
+#include <fmt/format.h>
+
+#include <charconv>
+#include <ctime>
+
+#include "cli/commands.h"
+#include "cli/table.h"
+
+namespace berth::cli {
+namespace {
+
+using nlohmann::json;
+
+std::string Str(const json& r, const char* key) {
+  auto it = r.find(key);
+  if (it == r.end() || it->is_null()) return "";
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+std::string Csv(const std::string& v) {
+  if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
+  std::string out = "\"";
+  for (char c : v) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// mGPU-ms as GPU-hours with three decimals (the JSON keeps the exact figure).
+std::string Hours(const json& row) {
+  const auto mgpu_ms = row.value("mgpu_ms", std::int64_t{0});
+  return fmt::format("{:.3f}", static_cast<double>(mgpu_ms) / 3.6e9);
+}
+
+// "—" for a figure telemetry does not give yet.
+std::string Unknown(const json& row, const char* key) {
+  auto it = row.find(key);
+  if (it == row.end() || it->is_null()) return "—";
+  return fmt::format("{:.3f}", it->get<double>());
+}
+
+std::vector<std::string> KeyCells(const json& row, const json& by) {
+  std::vector<std::string> cells;
+  const json key = row.value("key", json::object());
+  for (const auto& k : by) {
+    std::string v = key.value(k.get<std::string>(), "");
+    cells.push_back(v.empty() ? "-" : v);
+  }
+  return cells;
+}
+
+std::string RenderUsage(const json& r) {
+  const json by = r.value("by", json::array());
+  std::vector<std::string> headers;
+  for (const auto& k : by) {
+    std::string h = k.get<std::string>();
+    for (auto& c : h) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    headers.push_back(h);
+  }
+  const std::string currency = r.value("currency", "USD");
+  for (const char* h : {"GPU-HOURS", "USED", "IDLE"}) headers.emplace_back(h);
+  headers.push_back("COST (" + currency + ")");
+  headers.emplace_back("RUNS");
+  Table table(headers);
+  auto add = [&](const json& row, std::vector<std::string> cells) {
+    cells.push_back(Hours(row));
+    cells.push_back(Unknown(row, "used_gpu_hours"));
+    cells.push_back(Unknown(row, "idle_gpu_hours"));
+    cells.push_back(Str(row, "cost"));
+    cells.push_back(Str(row, "runs"));
+    table.AddRow(std::move(cells));
+  };
+  for (const auto& row : r.value("rows", json::array())) add(row, KeyCells(row, by));
+  const json total = r.value("total", json::object());
+  std::vector<std::string> total_cells(by.size(), "");
+  if (!total_cells.empty()) total_cells[0] = "TOTAL";
+  add(total, total_cells);
+  return table.Render() +
+         "Used and idle GPU-hours need GPU telemetry, which this berthd does not collect yet.\n";
+}
+
+std::string UsageCsv(const json& r) {
+  const json by = r.value("by", json::array());
+  std::string out;
+  for (const auto& k : by) out += k.get<std::string>() + ",";
+  out += "mgpu_ms,allocated_gpu_hours,used_gpu_hours,idle_gpu_hours,cost,runs\r\n";
+  auto line = [&](const json& row, std::vector<std::string> cells) {
+    cells.push_back(Str(row, "mgpu_ms"));
+    cells.push_back(Hours(row));
+    cells.push_back(Str(row, "used_gpu_hours"));
+    cells.push_back(Str(row, "idle_gpu_hours"));
+    cells.push_back(Str(row, "cost"));
+    cells.push_back(Str(row, "runs"));
+    for (std::size_t i = 0; i < cells.size(); ++i) out += (i ? "," : "") + Csv(cells[i]);
+    out += "\r\n";
+  };
+  for (const auto& row : r.value("rows", json::array())) {
+    std::vector<std::string> cells;
+    const json key = row.value("key", json::object());
+    for (const auto& k : by) cells.push_back(key.value(k.get<std::string>(), ""));
+    line(row, cells);
+  }
+  std::vector<std::string> total(by.size(), "");
+  if (!total.empty()) total[0] = "TOTAL";
+  line(r.value("total", json::object()), total);
+  return out;
+}
+
+}  // namespace
+
+Result<std::string> UsageTimeQuery(const std::string& text, const std::string& flag) {
+  // A date alone is that day's UTC midnight.
+  if (text.size() == 10 && text[4] == '-' && text[7] == '-') {
+    return AuditTimeQuery(text + "T00:00:00Z", flag);
+  }
+  return AuditTimeQuery(text, flag);
+}
+
+Status ShowUsage(ApiClient& api, const UsageQuery& q, const Output& output) {
+  auto response =
+      api.Get("/v1/usage" +
+              QueryString({{"by", q.by}, {"from", q.from}, {"to", q.to}, {"tenant", q.tenant}}));
+  if (!response) return std::unexpected(response.error());
+  switch (output.format) {
+    case OutputFormat::kJson:
+      output.out << response->dump(2) << '\n';
+      break;
+    case OutputFormat::kCsv:
+      output.out << UsageCsv(*response);
+      break;
+    case OutputFormat::kTable:
+      output.out << RenderUsage(*response);
+      break;
+  }
+  return Ok();
+}
+
+Status ApplyPrices(ApiClient& api, const std::string& yaml, const std::string& comment,
+                   const Output& output) {
+  auto applied =
+      api.Post("/v1/prices" + QueryString({{"comment", comment}}), yaml, "application/yaml");
+  if (!applied) return std::unexpected(applied.error());
+  if (output.format == OutputFormat::kJson) {
+    output.out << applied->dump(2) << '\n';
+  } else {
+    output.out << fmt::format(
+        "price table v{} applied; runs are priced with it from now on (berth price show)\n",
+        Str(*applied, "version"));
+  }
+  return Ok();
+}
+
+Status ShowPrices(ApiClient& api, std::optional<std::int64_t> version, const Output& output) {
+  auto r =
+      api.Get("/v1/prices" + QueryString({{"version", version ? std::to_string(*version) : ""}}));
+  if (!r) return std::unexpected(r.error());
+  if (output.format == OutputFormat::kJson) {
+    output.out << r->dump(2) << '\n';
+    return Ok();
+  }
+  const json table = r->value("table", json::object());
+  if (r->value("version", json()).is_null()) {
+    output.out << "No price table applied yet: every run costs 0. Apply one with "
+                  "`berth price apply FILE` (docs/metering.md).\n";
+    return Ok();
+  }
+  output.out << fmt::format("price table v{} ({}), default {} per GPU-hour\n", Str(*r, "version"),
+                            table.value("currency", ""), table.value("default", ""));
+  Table t({"MODEL", "POOL", "PER GPU-HOUR"});
+  for (const auto& p : table.value("prices", json::array())) {
+    t.AddRow({Str(p, "model"), Str(p, "pool"), Str(p, "per_gpu_hour")});
+  }
+  if (!t.empty()) output.out << t.Render();
+  return Ok();
+}
+
+Status SetBudget(ApiClient& api, const BudgetArgs& args, const Output& output) {
+  json body = json::object();
+  if (!args.gpu_hours.empty()) body["gpu_hours"] = args.gpu_hours;
+  if (!args.amount.empty()) body["amount"] = args.amount;
+  if (!args.alerts.empty()) {
+    json list = json::array();
+    std::size_t pos = 0;
+    while (pos <= args.alerts.size()) {
+      const std::size_t comma = std::min(args.alerts.find(',', pos), args.alerts.size());
+      const std::string part = args.alerts.substr(pos, comma - pos);
+      pos = comma + 1;
+      std::string digits = part;
+      if (!digits.empty() && digits.back() == '%') digits.pop_back();
+      int v = 0;
+      auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+      if (digits.empty() || ec != std::errc() || p != digits.data() + digits.size()) {
+        return InvalidField("--alert", fmt::format("'{}' is not a percentage; write e.g. "
+                                                   "--alert 50,80,100",
+                                                   part));
+      }
+      list.push_back(v);
+    }
+    body["alerts"] = list;
+  }
+  body["enforce"] = args.enforce;
+  auto r = api.Post("/v1/budgets/" + args.tenant, body.dump(), "application/json");
+  if (!r) return std::unexpected(r.error());
+  if (output.format == OutputFormat::kJson) {
+    output.out << r->dump(2) << '\n';
+  } else {
+    output.out << fmt::format(
+        "budget of tenant {} set: {} a month, alerts at {}%{}\n", args.tenant,
+        r->contains("gpu_hours") ? Str(*r, "gpu_hours") + " GPU-hours" : Str(*r, "amount"),
+        fmt::join(r->value("alerts", std::vector<int>{}), "%, "),
+        args.enforce ? "; enforced (low-priority jobs wait when over)" : "");
+  }
+  return Ok();
+}
+
+Status ListBudgets(ApiClient& api, const Output& output) {
+  auto r = api.Get("/v1/budgets");
+  if (!r) return std::unexpected(r.error());
+  if (output.format == OutputFormat::kJson) {
+    output.out << r->dump(2) << '\n';
+    return Ok();
+  }
+  Table t({"TENANT", "MONTH", "USED", "BUDGET", "UNIT", "ALERTS", "CROSSED", "ENFORCE", "OVER"});
+  for (const auto& b : r->value("budgets", json::array())) {
+    const std::string unit = Str(b, "unit") == "gpu_hours" ? "GPU-hours" : Str(b, "currency");
+    t.AddRow({Str(b, "tenant"), Str(b, "month"), Str(b, "used"), Str(b, "limit"), unit,
+              fmt::format("{}", fmt::join(b.value("alerts", std::vector<int>{}), ",")),
+              fmt::format("{}", fmt::join(b.value("crossed", std::vector<int>{}), ",")),
+              b.value("enforce", false) ? "yes" : "no", b.value("over", false) ? "yes" : "no"});
+  }
+  if (t.empty()) {
+    output.out << "No budgets. Set one with `berth budget set TENANT --gpu-hours N`.\n";
+    return Ok();
+  }
+  output.out << t.Render();
+  return Ok();
+}
+
+}  // namespace berth::cli

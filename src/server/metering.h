@@ -1,0 +1,50 @@
+// Usage records, reports and budgets (docs/metering.md): derives one
+// model::UsageRecord per run of each replica from the store's runs, the
+// nodes' inventory and the active policy's pools, prices it with the price
+// versions, and checks tenants' budgets. The API reads through it; the
+// controller asks it each pass (at most once a second) which tenants are
+// over an enforced budget.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "model/reason.h"
+#include "model/usage.h"
+#include "store/meter_store.h"
+#include "store/store.h"
+
+namespace berth::server {
+
+class Meter {
+ public:
+  Meter(store::MeterStore& meter_store, store::Store& store)
+      : meter_store_(meter_store), store_(store) {}
+
+  store::MeterStore& meter_store() { return meter_store_; }
+
+  // Every run's record clipped to [from, to) and priced; an open run ends at
+  // `now` (when that is before `to`). `tenant` empty: all.
+  [[nodiscard]] Result<std::vector<model::UsageRecord>> Records(TimeMs from, TimeMs to,
+                                                                const std::string& tenant,
+                                                                TimeMs now);
+  [[nodiscard]] Result<std::vector<model::PriceVersion>> Prices();
+  // Every budget against its tenant's usage in the month of `now`.
+  [[nodiscard]] Result<std::vector<model::BudgetState>> Budgets(TimeMs now);
+  // Budgets() plus an alert for each threshold crossed this month (once per
+  // threshold per month). Returns the reason a low-priority job of each
+  // tenant over an enforced budget waits with.
+  [[nodiscard]] Result<std::map<std::string, model::Reason>> CheckBudgets(TimeMs now);
+
+ private:
+  store::MeterStore& meter_store_;
+  store::Store& store_;
+};
+
+// The kOverBudget reason for a budget state.
+model::Reason OverBudgetReason(const model::BudgetState& state, const std::string& currency);
+
+}  // namespace berth::server

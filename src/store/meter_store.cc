@@ -1,0 +1,236 @@
+#include "store/meter_store.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+namespace berth::store {
+namespace {
+
+using nlohmann::json;
+
+// `alerts` is SqliteStore's; it is created here too (same definition) so the
+// meter can be opened on a database the store has not made yet.
+constexpr std::string_view kMeterSchema = R"sql(
+CREATE TABLE IF NOT EXISTS alerts(
+  id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, severity TEXT NOT NULL,
+  node TEXT NOT NULL, gpu INTEGER, message TEXT NOT NULL, raised_ms INTEGER NOT NULL,
+  resolved_ms INTEGER, resolved_by TEXT NOT NULL DEFAULT '');
+CREATE TABLE IF NOT EXISTS price_versions(
+  version INTEGER PRIMARY KEY, yaml TEXT NOT NULL, applied_ms INTEGER NOT NULL,
+  applied_by TEXT NOT NULL, comment TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS budgets(
+  tenant TEXT PRIMARY KEY, mgpu_ms INTEGER, cost_micros INTEGER, alert_percents TEXT NOT NULL,
+  enforce INTEGER NOT NULL, set_ms INTEGER NOT NULL, set_by TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS budget_alerts(
+  tenant TEXT NOT NULL, month TEXT NOT NULL, percent INTEGER NOT NULL, alert_id INTEGER NOT NULL,
+  PRIMARY KEY(tenant, month, percent));
+CREATE INDEX IF NOT EXISTS runs_by_started ON runs(started_ms);
+)sql";
+
+}  // namespace
+
+Result<std::unique_ptr<MeterStore>> MeterStore::Open(const std::filesystem::path& data_dir) {
+  auto db = Database::OpenState(data_dir);
+  if (!db) return std::unexpected(db.error());
+  // The runs index needs the runs table: a database the store made already.
+  auto has_runs = db->Prepare("SELECT 1 FROM sqlite_master WHERE type='table' AND name='runs'");
+  if (!has_runs) return std::unexpected(has_runs.error());
+  auto row = has_runs->Step();
+  if (!row) return std::unexpected(row.error());
+  std::string schema(kMeterSchema);
+  if (!*row) schema = schema.substr(0, schema.find("CREATE INDEX IF NOT EXISTS runs_by_started"));
+  BERTH_RETURN_IF_ERROR(db->Exec(schema));
+  return std::unique_ptr<MeterStore>(new MeterStore(std::move(*db)));
+}
+
+Result<std::int64_t> MeterStore::ApplyPrices(const std::string& yaml, const std::string& by,
+                                             const std::string& comment, TimeMs now) {
+  auto parsed = model::ParsePriceTable(yaml);
+  if (!parsed) return std::unexpected(parsed.error());
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
+  std::int64_t version = 0;
+  TimeMs last_applied = 0;
+  {
+    auto max = db_.Prepare(
+        "SELECT COALESCE(MAX(version), 0), COALESCE(MAX(applied_ms), 0) FROM price_versions");
+    if (!max) return std::unexpected(max.error());
+    auto row = max->Step();
+    if (!row) return std::unexpected(row.error());
+    version = max->Int(0) + 1;
+    last_applied = max->Int(1);
+  }
+  // Versions take effect in order: a clock that stepped back still gives the
+  // newest version the latest start.
+  const TimeMs applied = std::max(now, last_applied);
+  auto ins = db_.Prepare(
+      "INSERT INTO price_versions(version, yaml, applied_ms, applied_by, comment) "
+      "VALUES(?,?,?,?,?)");
+  if (!ins) return std::unexpected(ins.error());
+  BERTH_RETURN_IF_ERROR(
+      ins->Bind(1, version).Bind(2, yaml).Bind(3, applied).Bind(4, by).Bind(5, comment).Run());
+  BERTH_RETURN_IF_ERROR(tx.Commit());
+  return version;
+}
+
+Result<std::vector<StoredPriceVersion>> MeterStore::PriceVersions() {
+  std::lock_guard lock(mu_);
+  auto st = db_.Prepare(
+      "SELECT version, yaml, applied_ms, applied_by, comment FROM price_versions ORDER BY version");
+  if (!st) return std::unexpected(st.error());
+  std::vector<StoredPriceVersion> out;
+  for (;;) {
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    StoredPriceVersion v;
+    v.price.version = st->Int(0);
+    v.yaml = st->Text(1);
+    v.price.applied_ms = st->Int(2);
+    v.applied_by = st->Text(3);
+    v.comment = st->Text(4);
+    auto table = model::ParsePriceTable(v.yaml);
+    if (!table) {
+      return Fail(Code::kInternal, fmt::format("stored price version {} no longer parses: {}",
+                                               v.price.version, table.error().message));
+    }
+    v.price.table = std::move(*table);
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+Result<std::vector<UsageRun>> MeterStore::UsageRuns(TimeMs from, TimeMs to,
+                                                    const std::string& tenant) {
+  std::lock_guard lock(mu_);
+  auto st = db_.Prepare(fmt::format(
+      "SELECT r.run_id, r.job_id, r.replica, r.attempt, r.node, r.gpu_indices, r.gpu_uuids, "
+      "r.gpu_share_millis, r.gpu_share_bytes, r.started_ms, r.finished_ms, r.stopped_for, "
+      "r.failure_class, r.exit_code, r.signal, j.tenant, j.queue, j.submitted_by, "
+      "COALESCE(json_extract(j.spec, '$.pool'), '') "
+      "FROM runs r JOIN jobs j ON j.id = r.job_id "
+      "WHERE r.started_ms IS NOT NULL AND r.started_ms < ? "
+      "AND (r.finished_ms IS NULL OR r.finished_ms > ?) {} "
+      "ORDER BY r.started_ms, r.run_id",
+      tenant.empty() ? "" : "AND j.tenant = ?"));
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, to).Bind(2, from);
+  if (!tenant.empty()) st->Bind(3, tenant);
+  std::vector<UsageRun> out;
+  for (;;) {
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    UsageRun u;
+    u.run_id = st->Text(0);
+    u.job_id = st->Int(1);
+    u.replica = static_cast<std::uint32_t>(st->Int(2));
+    u.attempt = static_cast<std::uint32_t>(st->Int(3));
+    u.node = st->Text(4);
+    u.gpu_indices = json::parse(st->Text(5)).get<std::vector<std::uint32_t>>();
+    u.gpu_uuids = json::parse(st->Text(6)).get<std::vector<std::string>>();
+    u.gpu_share_millis = static_cast<std::uint32_t>(st->Int(7));
+    u.gpu_share_bytes = static_cast<std::uint64_t>(st->Int(8));
+    u.started_ms = st->Int(9);
+    u.finished_ms = st->OptInt(10);
+    u.stopped_for = st->Text(11);
+    u.failure_class = st->Text(12);
+    if (auto c = st->OptInt(13)) u.exit_code = static_cast<std::int32_t>(*c);
+    if (auto s = st->OptInt(14)) u.signal = static_cast<std::int32_t>(*s);
+    u.tenant = st->Text(15);
+    u.queue = st->Text(16);
+    u.user = st->Text(17);
+    u.job_pool = st->Text(18);
+    out.push_back(std::move(u));
+  }
+  return out;
+}
+
+Status MeterStore::SetBudget(const model::Budget& b) {
+  std::lock_guard lock(mu_);
+  auto st = db_.Prepare(
+      "INSERT OR REPLACE INTO budgets(tenant, mgpu_ms, cost_micros, alert_percents, enforce, "
+      "set_ms, set_by) VALUES(?,?,?,?,?,?,?)");
+  if (!st) return std::unexpected(st.error());
+  return st->Bind(1, b.tenant)
+      .Bind(2, b.mgpu_ms)
+      .Bind(3, b.cost_micros)
+      .Bind(4, json(b.alert_percents).dump())
+      .Bind(5, std::int64_t{b.enforce ? 1 : 0})
+      .Bind(6, b.set_ms)
+      .Bind(7, b.set_by)
+      .Run();
+}
+
+Result<bool> MeterStore::DeleteBudget(const std::string& tenant) {
+  std::lock_guard lock(mu_);
+  auto st = db_.Prepare("DELETE FROM budgets WHERE tenant = ?");
+  if (!st) return std::unexpected(st.error());
+  BERTH_RETURN_IF_ERROR(st->Bind(1, tenant).Run());
+  return db_.Changes() > 0;
+}
+
+Result<std::vector<model::Budget>> MeterStore::ListBudgets() {
+  std::lock_guard lock(mu_);
+  auto st = db_.Prepare(
+      "SELECT tenant, mgpu_ms, cost_micros, alert_percents, enforce, set_ms, set_by FROM budgets "
+      "ORDER BY tenant");
+  if (!st) return std::unexpected(st.error());
+  std::vector<model::Budget> out;
+  for (;;) {
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    model::Budget b;
+    b.tenant = st->Text(0);
+    b.mgpu_ms = st->OptInt(1);
+    b.cost_micros = st->OptInt(2);
+    b.alert_percents = json::parse(st->Text(3)).get<std::vector<std::int32_t>>();
+    b.enforce = st->Int(4) != 0;
+    b.set_ms = st->Int(5);
+    b.set_by = st->Text(6);
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+Result<std::optional<std::int64_t>> MeterStore::RaiseBudgetAlert(const std::string& tenant,
+                                                                 const std::string& month,
+                                                                 std::int32_t percent,
+                                                                 const std::string& message,
+                                                                 TimeMs now) {
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
+  {
+    auto seen =
+        db_.Prepare("SELECT 1 FROM budget_alerts WHERE tenant = ? AND month = ? AND percent = ?");
+    if (!seen) return std::unexpected(seen.error());
+    seen->Bind(1, tenant).Bind(2, month).Bind(3, std::int64_t{percent});
+    auto row = seen->Step();
+    if (!row) return std::unexpected(row.error());
+    if (*row) return std::optional<std::int64_t>();
+  }
+  std::int64_t id = 0;
+  {
+    auto st = db_.Prepare(
+        "INSERT INTO alerts(kind, severity, node, gpu, message, raised_ms) "
+        "VALUES('budget', ?, '', NULL, ?, ?) RETURNING id");
+    if (!st) return std::unexpected(st.error());
+    st->Bind(1, percent >= 100 ? "critical" : "warning").Bind(2, message).Bind(3, now);
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    id = st->Int(0);
+  }
+  auto mark =
+      db_.Prepare("INSERT INTO budget_alerts(tenant, month, percent, alert_id) VALUES(?,?,?,?)");
+  if (!mark) return std::unexpected(mark.error());
+  BERTH_RETURN_IF_ERROR(
+      mark->Bind(1, tenant).Bind(2, month).Bind(3, std::int64_t{percent}).Bind(4, id).Run());
+  BERTH_RETURN_IF_ERROR(tx.Commit());
+  return std::optional<std::int64_t>(id);
+}
+
+}  // namespace berth::store

@@ -1,0 +1,93 @@
+// Metering's durable state (docs/metering.md): price table versions, tenant
+// budgets and which budget alerts were raised, plus a read of the runs that
+// usage records are derived from. It lives in berth.db on a connection of
+// its own, like the audit log, so the scheduling Store interface stays as it
+// is; budget alerts land in the same `alerts` table as GPU alerts.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "model/usage.h"
+#include "store/sqlite_db.h"
+
+namespace berth::store {
+
+// One applied price table version, with its text as applied.
+struct StoredPriceVersion {
+  model::PriceVersion price;
+  std::string yaml;
+  std::string applied_by;
+  std::string comment;
+};
+
+// A run as metering needs it: the run's own fields and its job's owner.
+struct UsageRun {
+  std::string run_id;
+  std::int64_t job_id = 0;
+  std::uint32_t replica = 0;
+  std::uint32_t attempt = 0;
+  std::string node;
+  std::vector<std::uint32_t> gpu_indices;
+  std::vector<std::string> gpu_uuids;
+  std::uint32_t gpu_share_millis = 0;
+  std::uint64_t gpu_share_bytes = 0;
+  TimeMs started_ms = 0;
+  std::optional<TimeMs> finished_ms;  // nullopt: still running
+  std::string stopped_for;
+  std::string failure_class;
+  std::optional<std::int32_t> exit_code;
+  std::optional<std::int32_t> signal;
+  std::string tenant;
+  std::string queue;
+  std::string user;      // jobs.submitted_by
+  std::string job_pool;  // the job spec's pool ("" for any)
+};
+
+class MeterStore {
+ public:
+  // Opens `<data_dir>/berth.db` on a second connection, creating the
+  // metering tables if needed.
+  static Result<std::unique_ptr<MeterStore>> Open(const std::filesystem::path& data_dir);
+
+  // Validates `yaml` (model::ParsePriceTable) and appends it as the newest
+  // version, in effect from `now`. Returns the version.
+  [[nodiscard]] Result<std::int64_t> ApplyPrices(const std::string& yaml, const std::string& by,
+                                                 const std::string& comment, TimeMs now);
+  // Every version, oldest first.
+  [[nodiscard]] Result<std::vector<StoredPriceVersion>> PriceVersions();
+
+  // Runs that started before `to` and had not finished by `from` (running
+  // ones included); `tenant` empty: every tenant. Oldest start first.
+  [[nodiscard]] Result<std::vector<UsageRun>> UsageRuns(TimeMs from, TimeMs to,
+                                                        const std::string& tenant);
+
+  // Sets (replaces) a tenant's budget.
+  [[nodiscard]] Status SetBudget(const model::Budget& budget);
+  // Removes it; returns whether there was one.
+  [[nodiscard]] Result<bool> DeleteBudget(const std::string& tenant);
+  [[nodiscard]] Result<std::vector<model::Budget>> ListBudgets();
+
+  // Raises the alert for `percent` of `tenant`'s budget in `month` unless it
+  // was raised already: returns the new alert's id, or nullopt.
+  [[nodiscard]] Result<std::optional<std::int64_t>> RaiseBudgetAlert(const std::string& tenant,
+                                                                     const std::string& month,
+                                                                     std::int32_t percent,
+                                                                     const std::string& message,
+                                                                     TimeMs now);
+
+ private:
+  explicit MeterStore(Database db) : db_(std::move(db)) {}
+
+  std::mutex mu_;
+  Database db_;
+};
+
+}  // namespace berth::store
