@@ -7,10 +7,12 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
 #include "agent/agent.h"
+#include "agent/atomic_file.h"
 #include "agent/host.h"
 #include "agent/nvml_provider.h"
 #include "agent/sim_cluster.h"
@@ -100,7 +102,48 @@ int main(int argc, char** argv) {
                  "how long a container run may take to pull its image (podman pull) before it "
                  "fails, e.g. 10m")
       ->capture_default_str();
+  std::string tls_ca;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_server_name;
+  bool insecure = false;
+  app.add_option("--tls-ca", tls_ca, "PEM CA that berthd's certificate must chain to (ca.pem)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-cert", tls_cert,
+                 "this node's PEM certificate, from `berthd cert node NODE` (its CN must be the "
+                 "node name)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-key", tls_key, "the PEM private key of --tls-cert")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-server-name", tls_server_name,
+                 "the name berthd's certificate is checked against (default: the --server host)");
+  app.add_flag("--insecure", insecure,
+               "connect without TLS, to a loopback berthd started with --plain-agents (dev, "
+               "tests)");
   CLI11_PARSE(app, argc, argv);
+  std::optional<agent::AgentTls> tls;
+  if (insecure) {
+    if (!tls_ca.empty() || !tls_cert.empty() || !tls_key.empty()) {
+      std::fprintf(stderr, "berth-agent: --insecure and --tls-* exclude each other\n");
+      return 2;
+    }
+  } else {
+    if (tls_ca.empty() || tls_cert.empty() || tls_key.empty()) {
+      std::fprintf(stderr,
+                   "berth-agent: berthd takes agents over mutual TLS: give --tls-ca, --tls-cert "
+                   "and --tls-key (write them with `berthd cert node NODE --out DIR` on the "
+                   "berthd host), or --insecure for a loopback berthd run with --plain-agents\n");
+      return 2;
+    }
+    auto ca = agent::ReadWholeFile(tls_ca);
+    auto cert = agent::ReadWholeFile(tls_cert);
+    auto key = agent::ReadWholeFile(tls_key);
+    if (!ca || !cert || !key) {
+      std::fprintf(stderr, "berth-agent: cannot read --tls-ca, --tls-cert or --tls-key\n");
+      return 2;
+    }
+    tls = agent::AgentTls{*ca, *cert, *key, tls_server_name};
+  }
 
   spdlog::set_default_logger(spdlog::stderr_color_mt("berth-agent"));
 
@@ -190,8 +233,8 @@ int main(int argc, char** argv) {
     spdlog::critical("--shared-gpus '{}': {}", shared_gpus, s.error().message);
     return 2;
   }
-  agent::Agent agent(options, std::move(base), std::move(provider), agent::MakeAgentChannel(server),
-                     clock);
+  agent::Agent agent(options, std::move(base), std::move(provider),
+                     agent::MakeAgentChannel(server, tls), clock);
   agent.Start();
 
   int sig = 0;
