@@ -58,10 +58,15 @@ class ApiClient {
   const ServerUrl& url() const { return url_; }
   // Sent as X-Berth-User on every request when not empty.
   void set_user(std::string user) { user_ = std::move(user); }
+  // The PEM CA file an https server's certificate must chain to (--ca,
+  // $BERTH_CA, <data-dir>/tls/ca.pem for berthd's own CA); empty: the
+  // system trust store.
+  void set_ca(std::string path);
 
  private:
   ServerUrl url_;
   std::string user_;
+  std::string ca_;
   std::unique_ptr<httplib::Client> http_;
 };
 

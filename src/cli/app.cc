@@ -80,12 +80,17 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
   std::string output_flag = "table";
   app.add_option("--server", server_flag,
                  fmt::format("berthd URL (default: $BERTH_SERVER, else {})", kDefaultServer));
+  std::string ca_flag;
+  app.add_option("--ca", ca_flag,
+                 "PEM CA file to trust for an https server, e.g. <data-dir>/tls/ca.pem "
+                 "(default: $BERTH_CA, else the system trust store)");
   app.add_option("-o,--output", output_flag, "output format: table or json (csv: berth audit)")
       ->check(CLI::IsMember({"table", "json", "csv"}));
   app.set_version_flag("--version", fmt::format("berth {}", Version()));
   // Subcommands inherit the footer, so `berth jobs --help` names the globals too.
   app.footer(
-      "Global options go before or after the command: --server URL, -o/--output table|json.\n"
+      "Global options go before or after the command: --server URL, --ca FILE, -o/--output "
+      "table|json.\n"
       "Exit codes: 0 ok, 1 request failed, 2 usage error, 3 berthd unreachable or unavailable.");
 
   std::map<const CLI::App*, Action> actions;
@@ -385,6 +390,17 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
   if (!url) return PrintError(env, kExitUsage, FormatError(url.error()));
   ApiClient api(std::move(*url));
   if (env.user) api.set_user(*env.user);
+  std::string ca = !ca_flag.empty() ? ca_flag : env.ca.value_or("");
+  if (!ca.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(ca, ec)) {
+      return PrintError(env, kExitUsage,
+                        fmt::format("--ca '{}'{}: no such file; give berthd's CA certificate, "
+                                    "e.g. <data-dir>/tls/ca.pem",
+                                    ca, ca_flag.empty() ? " (from BERTH_CA)" : ""));
+    }
+    api.set_ca(ca);
+  }
   if (auto status = actions.at(chosen)(api, output); !status) {
     return PrintError(env, ExitCodeFor(status.error()), FormatError(status.error()));
   }

@@ -34,6 +34,8 @@ struct Environment {
   // The user's locale ($LC_ALL, else $LC_MESSAGES, else $LANG): `berth why`
   // speaks Simplified Chinese when it starts with "zh".
   std::optional<std::string> locale = std::nullopt;
+  // $BERTH_CA: the CA file to trust for an https server (--ca wins).
+  std::optional<std::string> ca = std::nullopt;
 };
 
 // `args` is the full argv, program name first.

@@ -49,8 +49,11 @@ std::string PeerCommonName(const grpc::ServerContext& context) {
   return {values.front().data(), values.front().size()};
 }
 
-bool InProcess(const grpc::ServerContext& context) {
-  return context.peer().starts_with("inproc");
+// Whether the peer came over a socket; embedded agents' in-process channel
+// has no address (gRPC names it "unknown" or "inproc").
+bool NetworkPeer(const grpc::ServerContext& context) {
+  const std::string peer = context.peer();
+  return peer.starts_with("ipv4:") || peer.starts_with("ipv6:") || peer.starts_with("unix:");
 }
 
 // The run a message reports on, or "" for messages about no run.
@@ -96,7 +99,7 @@ std::optional<grpc::Status> AgentService::CheckRunOwner(const std::string& node,
 
 grpc::Status AgentService::Connect(grpc::ServerContext* context, Stream* stream) {
   const std::string cert_node = PeerCommonName(*context);
-  if (cert_node.empty() && require_peer_cert_ && !InProcess(*context)) {
+  if (cert_node.empty() && require_peer_cert_ && NetworkPeer(*context)) {
     spdlog::warn("agent from {} refused: it presented no client certificate", context->peer());
     return {grpc::StatusCode::UNAUTHENTICATED,
             "berthd requires a node client certificate (berth-agent --tls-cert/--tls-key, "
