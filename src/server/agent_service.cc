@@ -75,10 +75,9 @@ std::string RunOf(const berth::v1::AgentMessage& msg) {
 }  // namespace
 
 std::optional<grpc::Status> AgentService::CheckRunOwner(const std::string& node,
-                                                        const berth::v1::AgentMessage& msg,
+                                                        const std::string& run,
                                                         std::unordered_set<std::string>& own_runs,
                                                         const grpc::ServerContext& context) {
-  std::string run = RunOf(msg);
   if (run.empty() || own_runs.contains(run)) return std::nullopt;
   auto owner = controller_.NodeOfRun(run);
   if (!owner) {
@@ -121,6 +120,12 @@ grpc::Status AgentService::Connect(grpc::ServerContext* context, Stream* stream)
                         "agent with --node-name {} or issue a certificate for '{}'",
                         cert_node, node, cert_node, node)};
   }
+  // Runs this stream has shown to be its node's; a run_id never repeats.
+  std::unordered_set<std::string> own_runs;
+  // A restarted agent reports the runs it recovered: only its own node's.
+  for (const auto& run : msg.register_().runs()) {
+    if (auto denied = CheckRunOwner(node, run.run_id(), own_runs, *context)) return *denied;
+  }
   auto session = std::make_shared<StreamSession>(node, stream);
   if (auto st = controller_.OnRegister(msg.register_(), session); !st) {
     spdlog::error("registration of {} from {} failed: {}", node, context->peer(),
@@ -128,10 +133,8 @@ grpc::Status AgentService::Connect(grpc::ServerContext* context, Stream* stream)
     session->Close();
     return {grpc::StatusCode::INVALID_ARGUMENT, st.error().message};
   }
-  // Runs this stream has shown to be its node's; a run_id never repeats.
-  std::unordered_set<std::string> own_runs;
   while (stream->Read(&msg)) {
-    if (auto denied = CheckRunOwner(node, msg, own_runs, *context)) {
+    if (auto denied = CheckRunOwner(node, RunOf(msg), own_runs, *context)) {
       session->Close();
       controller_.OnDisconnect(session);
       return *denied;

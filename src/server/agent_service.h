@@ -30,9 +30,8 @@ class AgentService final : public berth::v1::AgentService::Service {
       grpc::ServerReaderWriter<berth::v1::ServerMessage, berth::v1::AgentMessage>* stream) override;
 
  private:
-  // PERMISSION_DENIED when `msg` reports on a run placed on another node.
-  std::optional<grpc::Status> CheckRunOwner(const std::string& node,
-                                            const berth::v1::AgentMessage& msg,
+  // PERMISSION_DENIED when `run` was placed on another node than `node`.
+  std::optional<grpc::Status> CheckRunOwner(const std::string& node, const std::string& run,
                                             std::unordered_set<std::string>& own_runs,
                                             const grpc::ServerContext& context);
 
