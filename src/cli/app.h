@@ -20,7 +20,8 @@ inline constexpr int kExitError = 1;        // berthd refused or failed the requ
 inline constexpr int kExitUsage = 2;        // bad command line
 inline constexpr int kExitUnavailable = 3;  // berthd unreachable or answered 503
 
-inline constexpr const char* kDefaultServer = "http://127.0.0.1:7460";
+// berthd serves HTTPS unless started with --plain-http.
+inline constexpr const char* kDefaultServer = "https://127.0.0.1:7460";
 
 struct Environment {
   std::istream& in;  // `berth submit -`
