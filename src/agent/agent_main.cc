@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
@@ -121,31 +120,32 @@ int main(int argc, char** argv) {
                "connect without TLS, to a loopback berthd started with --plain-agents (dev, "
                "tests)");
   CLI11_PARSE(app, argc, argv);
+
+  spdlog::set_default_logger(spdlog::stderr_color_mt("berth-agent"));
+
   std::optional<agent::AgentTls> tls;
   if (insecure) {
     if (!tls_ca.empty() || !tls_cert.empty() || !tls_key.empty()) {
-      std::fprintf(stderr, "berth-agent: --insecure and --tls-* exclude each other\n");
+      spdlog::critical("--insecure and --tls-* exclude each other");
       return 2;
     }
   } else {
     if (tls_ca.empty() || tls_cert.empty() || tls_key.empty()) {
-      std::fprintf(stderr,
-                   "berth-agent: berthd takes agents over mutual TLS: give --tls-ca, --tls-cert "
-                   "and --tls-key (write them with `berthd cert node NODE --out DIR` on the "
-                   "berthd host), or --insecure for a loopback berthd run with --plain-agents\n");
+      spdlog::critical(
+          "berthd takes agents over mutual TLS: give --tls-ca, --tls-cert and --tls-key (write "
+          "them with `berthd cert node NODE --out DIR` on the berthd host), or --insecure for a "
+          "loopback berthd run with --plain-agents");
       return 2;
     }
     auto ca = agent::ReadWholeFile(tls_ca);
     auto cert = agent::ReadWholeFile(tls_cert);
     auto key = agent::ReadWholeFile(tls_key);
     if (!ca || !cert || !key) {
-      std::fprintf(stderr, "berth-agent: cannot read --tls-ca, --tls-cert or --tls-key\n");
+      spdlog::critical("cannot read --tls-ca, --tls-cert or --tls-key");
       return 2;
     }
     tls = agent::AgentTls{*ca, *cert, *key, tls_server_name};
   }
-
-  spdlog::set_default_logger(spdlog::stderr_color_mt("berth-agent"));
 
   model::NodeInfo base = agent::LocalHostNode();
   std::unique_ptr<agent::GpuProvider> provider;
