@@ -150,6 +150,7 @@ Throughput SustainedSubmits(const Berthd& berthd, int clients, int seconds) {
   for (int c = 0; c < clients; ++c) {
     threads.emplace_back([&] {
       Http http(berthd.api_port());
+      http.set_token(berthd.http().token());
       std::vector<double> mine;
       for (double t = SteadyMs(); t < end; t = SteadyMs()) {
         auto r =
@@ -186,6 +187,7 @@ std::size_t CancelUnfinished(const Berthd& berthd, int clients) {
   for (int c = 0; c < clients; ++c) {
     threads.emplace_back([&] {
       Http http(berthd.api_port());
+      http.set_token(berthd.http().token());
       for (auto i = next.fetch_add(1); i < ids.size(); i = next.fetch_add(1)) {
         (void)http.Post(fmt::format("/v1/jobs/{}/cancel", ids[i]), "", "application/json");
       }

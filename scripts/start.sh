@@ -11,6 +11,9 @@ cmake --preset release >/dev/null
 cmake --build --preset release -j "$(nproc)" --target berthd berth berth-shim berth-agent
 
 data_dir="${BERTH_DATA_DIR:-$PWD/.berth}"
-echo "berthd: API on http://127.0.0.1:7460, state in ${data_dir}"
-echo "try:    build/release/bin/berth nodes"
+# berthd creates its CA and server certificate under ${data_dir}/tls at the
+# first start; berth trusts it through --ca or BERTH_CA.
+echo "berthd: API on https://127.0.0.1:7460, state in ${data_dir}"
+echo "CA:     ${data_dir}/tls/ca.pem (created at first start)"
+echo "try:    export BERTH_CA=${data_dir}/tls/ca.pem; build/release/bin/berth nodes"
 exec build/release/bin/berthd --all-in-one --data-dir "${data_dir}" "$@"

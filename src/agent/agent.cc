@@ -305,7 +305,14 @@ bool Agent::RunConnection() {
     }
   }
 
-  context.TryCancel();
+  bool ended_by_server = false;
+  {
+    std::lock_guard lock(mu_);
+    ended_by_server = stream_broken_;
+  }
+  // When berthd ended the stream its status is waiting (PERMISSION_DENIED for
+  // a certificate of another node, say); cancelling would replace it.
+  if (!ended_by_server) context.TryCancel();
   if (reader.joinable()) reader.join();
   grpc::Status status = stream->Finish();
   bool stopping = false;
@@ -352,12 +359,21 @@ void Agent::Handle(Stream* stream, const v1::ServerMessage& msg) {
   }
 }
 
-std::shared_ptr<grpc::Channel> MakeAgentChannel(const std::string& target) {
+std::shared_ptr<grpc::Channel> MakeAgentChannel(const std::string& target,
+                                                const std::optional<AgentTls>& tls) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  if (!tls) return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = tls->ca_pem;
+  ssl.pem_cert_chain = tls->cert_pem;
+  ssl.pem_private_key = tls->key_pem;
+  if (!tls->server_name.empty()) {
+    args.SetSslTargetNameOverride(tls->server_name);
+  }
+  return grpc::CreateCustomChannel(target, grpc::SslCredentials(ssl), args);
 }
 
 }  // namespace berth::agent

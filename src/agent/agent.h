@@ -103,8 +103,24 @@ class Agent {
   std::thread worker_;
 };
 
-// An insecure channel to berthd with reconnect backoff capped at 2 s, so an
-// agent notices a restarted berthd quickly.
-std::shared_ptr<grpc::Channel> MakeAgentChannel(const std::string& target);
+// An agent's mutual-TLS credentials, as PEM text (berth-agent --tls-ca,
+// --tls-cert, --tls-key; issued by `berthd cert node`).
+struct AgentTls {
+  std::string ca_pem;    // the CA berthd's certificate must chain to
+  std::string cert_pem;  // this node's certificate: subject CN = node name
+  std::string key_pem;
+  // Expected name in berthd's certificate when it differs from the --server
+  // host (GRPC_SSL_TARGET_NAME_OVERRIDE_ARG); empty: the host.
+  std::string server_name;
+};
+
+// A channel to berthd with reconnect backoff capped at 2 s, so an agent
+// notices a restarted berthd quickly: mutual TLS with `tls`, else insecure
+// (for a loopback berthd started with --plain-agents).
+std::shared_ptr<grpc::Channel> MakeAgentChannel(const std::string& target,
+                                                const std::optional<AgentTls>& tls);
+inline std::shared_ptr<grpc::Channel> MakeAgentChannel(const std::string& target) {
+  return MakeAgentChannel(target, std::nullopt);
+}
 
 }  // namespace berth::agent

@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "agent/agent.h"
+#include "agent/atomic_file.h"
 #include "agent/host.h"
 #include "agent/nvml_provider.h"
 #include "agent/sim_cluster.h"
@@ -100,9 +101,51 @@ int main(int argc, char** argv) {
                  "how long a container run may take to pull its image (podman pull) before it "
                  "fails, e.g. 10m")
       ->capture_default_str();
+  std::string tls_ca;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_server_name;
+  bool insecure = false;
+  app.add_option("--tls-ca", tls_ca, "PEM CA that berthd's certificate must chain to (ca.pem)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-cert", tls_cert,
+                 "this node's PEM certificate, from `berthd cert node NODE` (its CN must be the "
+                 "node name)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-key", tls_key, "the PEM private key of --tls-cert")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-server-name", tls_server_name,
+                 "the name berthd's certificate is checked against (default: the --server host)");
+  app.add_flag("--insecure", insecure,
+               "connect without TLS, to a loopback berthd started with --plain-agents (dev, "
+               "tests)");
   CLI11_PARSE(app, argc, argv);
 
   spdlog::set_default_logger(spdlog::stderr_color_mt("berth-agent"));
+
+  std::optional<agent::AgentTls> tls;
+  if (insecure) {
+    if (!tls_ca.empty() || !tls_cert.empty() || !tls_key.empty()) {
+      spdlog::critical("--insecure and --tls-* exclude each other");
+      return 2;
+    }
+  } else {
+    if (tls_ca.empty() || tls_cert.empty() || tls_key.empty()) {
+      spdlog::critical(
+          "berthd takes agents over mutual TLS: give --tls-ca, --tls-cert and --tls-key (write "
+          "them with `berthd cert node NODE --out DIR` on the berthd host), or --insecure for a "
+          "loopback berthd run with --plain-agents");
+      return 2;
+    }
+    auto ca = agent::ReadWholeFile(tls_ca);
+    auto cert = agent::ReadWholeFile(tls_cert);
+    auto key = agent::ReadWholeFile(tls_key);
+    if (!ca || !cert || !key) {
+      spdlog::critical("cannot read --tls-ca, --tls-cert or --tls-key");
+      return 2;
+    }
+    tls = agent::AgentTls{*ca, *cert, *key, tls_server_name};
+  }
 
   model::NodeInfo base = agent::LocalHostNode();
   std::unique_ptr<agent::GpuProvider> provider;
@@ -190,8 +233,8 @@ int main(int argc, char** argv) {
     spdlog::critical("--shared-gpus '{}': {}", shared_gpus, s.error().message);
     return 2;
   }
-  agent::Agent agent(options, std::move(base), std::move(provider), agent::MakeAgentChannel(server),
-                     clock);
+  agent::Agent agent(options, std::move(base), std::move(provider),
+                     agent::MakeAgentChannel(server, tls), clock);
   agent.Start();
 
   int sig = 0;

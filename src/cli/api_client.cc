@@ -42,7 +42,36 @@ httplib::Headers RequestHeaders(std::string_view accept, const std::string& toke
   return headers;
 }
 
-Error TransportError(const ServerUrl& url, httplib::Error err) {
+Error TransportError(const ServerUrl& url, const std::string& ca, httplib::Error err) {
+  if (err == httplib::Error::SSLServerVerification) {
+    return Error{Code::kUnavailable,
+                 fmt::format("the certificate of berthd at {} does not verify against {}: pass "
+                             "--ca <data-dir>/tls/ca.pem (or set BERTH_CA) to trust berthd's CA",
+                             url.text, ca.empty() ? "the system trust store" : ca),
+                 ""};
+  }
+  if (err == httplib::Error::SSLLoadingCerts) {
+    return Error{Code::kInvalidArgument,
+                 fmt::format("cannot load the CA file '{}' (--ca or BERTH_CA): it must be a PEM "
+                             "certificate such as <data-dir>/tls/ca.pem",
+                             ca),
+                 ""};
+  }
+  if (err == httplib::Error::SSLConnection) {
+    return Error{Code::kUnavailable,
+                 fmt::format("TLS handshake with berthd at {} failed (does it serve plain HTTP? "
+                             "then use http://)",
+                             url.text),
+                 ""};
+  }
+  if (url.scheme == "http" && (err == httplib::Error::Read || err == httplib::Error::Write)) {
+    return Error{Code::kUnavailable,
+                 fmt::format("berthd at {} closed the connection: berthd serves HTTPS unless "
+                             "started with --plain-http; use https:// and --ca "
+                             "<data-dir>/tls/ca.pem",
+                             url.text),
+                 ""};
+  }
   if (err == httplib::Error::Connection) {
     // httplib keeps the operating system's reason to itself; ask again.
     std::string why = ProbeConnectFailure(url.host, url.port).value_or(httplib::to_string(err));
@@ -156,13 +185,18 @@ ApiClient::ApiClient(ServerUrl url) : url_(std::move(url)) {
   http_->set_write_timeout(kRequestTimeout);
 }
 
+void ApiClient::set_ca(std::string path) {
+  ca_ = std::move(path);
+  if (!ca_.empty()) http_->set_ca_cert_path(ca_);
+}
+
 ApiClient::~ApiClient() = default;
 ApiClient::ApiClient(ApiClient&&) noexcept = default;
 ApiClient& ApiClient::operator=(ApiClient&&) noexcept = default;
 
 Result<json> ApiClient::Get(const std::string& path) {
   auto res = http_->Get(url_.base_path + path, RequestHeaders("application/json", token_));
-  if (!res) return std::unexpected(TransportError(url_, res.error()));
+  if (!res) return std::unexpected(TransportError(url_, ca_, res.error()));
   return DecodeJson(res->status, res->body);
 }
 
@@ -170,7 +204,7 @@ Result<json> ApiClient::Post(const std::string& path, const std::string& body,
                              const std::string& content_type) {
   auto res = http_->Post(url_.base_path + path, RequestHeaders("application/json", token_), body,
                          content_type);
-  if (!res) return std::unexpected(TransportError(url_, res.error()));
+  if (!res) return std::unexpected(TransportError(url_, ca_, res.error()));
   return DecodeJson(res->status, res->body);
 }
 
@@ -201,7 +235,7 @@ Status ApiClient::Stream(const std::string& path, const Sink& sink, bool long_li
   http_->set_read_timeout(kRequestTimeout);
   if (!res) {
     if (sink_stopped) return Ok();
-    return std::unexpected(TransportError(url_, res.error()));
+    return std::unexpected(TransportError(url_, ca_, res.error()));
   }
   if (!IsSuccess(res->status)) return std::unexpected(ParseApiError(res->status, error_body));
   return Ok();

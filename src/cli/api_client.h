@@ -58,10 +58,15 @@ class ApiClient {
   const ServerUrl& url() const { return url_; }
   // Sent as `Authorization: Bearer` on every request when not empty.
   void set_token(std::string token) { token_ = std::move(token); }
+  // The PEM CA file an https server's certificate must chain to (--ca,
+  // $BERTH_CA, <data-dir>/tls/ca.pem for berthd's own CA); empty: the
+  // system trust store.
+  void set_ca(std::string path);
 
  private:
   ServerUrl url_;
   std::string token_;
+  std::string ca_;
   std::unique_ptr<httplib::Client> http_;
 };
 

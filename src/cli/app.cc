@@ -80,12 +80,17 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
   std::string output_flag = "table";
   app.add_option("--server", server_flag,
                  fmt::format("berthd URL (default: $BERTH_SERVER, else {})", kDefaultServer));
+  std::string ca_flag;
+  app.add_option("--ca", ca_flag,
+                 "PEM CA file to trust for an https server, e.g. <data-dir>/tls/ca.pem "
+                 "(default: $BERTH_CA, else the system trust store)");
   app.add_option("-o,--output", output_flag, "output format: table or json (csv: berth audit)")
       ->check(CLI::IsMember({"table", "json", "csv"}));
   app.set_version_flag("--version", fmt::format("berth {}", Version()));
   // Subcommands inherit the footer, so `berth jobs --help` names the globals too.
   app.footer(
-      "Global options go before or after the command: --server URL, -o/--output table|json.\n"
+      "Global options go before or after the command: --server URL, --ca FILE, -o/--output "
+      "table|json.\n"
       "Exit codes: 0 ok, 1 request failed, 2 usage error, 3 berthd unreachable or unavailable.");
 
   std::map<const CLI::App*, Action> actions;
@@ -350,14 +355,12 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
 
   // berth login / logout / whoami
   std::string login_token_file;
-  std::string login_ca;
   std::string login_token;
   auto* login = app.add_subcommand(
       "login", "check an API token with berthd and save it (with --server) to the config file");
   login->add_option("--token-file", login_token_file,
                     "file holding the token (berthd's first start writes "
                     "<data-dir>/bootstrap-token); default: $BERTH_TOKEN, else stdin");
-  login->add_option("--ca", login_ca, "CA certificate to trust for this server (PEM)");
   checks[login] = [&] {
     std::string text;
     if (!login_token_file.empty()) {
@@ -676,10 +679,27 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
   auto url = ParseServerUrl(server);
   if (!url) return PrintError(env, kExitUsage, FormatError(url.error()));
   ApiClient api(std::move(*url));
+  // The CA to trust: --ca, else $BERTH_CA, else the one berth login saved.
+  std::string ca = !ca_flag.empty() ? ca_flag : env.ca.value_or(config->ca);
+  if (!ca.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(ca, ec)) {
+      return PrintError(env, kExitUsage,
+                        fmt::format("--ca '{}'{}: no such file; give berthd's CA certificate, "
+                                    "e.g. <data-dir>/tls/ca.pem",
+                                    ca,
+                                    !ca_flag.empty() ? ""
+                                    : env.ca         ? " (from BERTH_CA)"
+                                                     : " (saved by berth login)"));
+    }
+    api.set_ca(ca);
+  }
   // The token: $BERTH_TOKEN, else the config file's (berth login).
   if (chosen == login) {
     api.set_token(login_token);
-    CliConfig saved{server, login_token, login_ca.empty() ? config->ca : login_ca};
+    std::string saved_ca;
+    if (!ca.empty()) saved_ca = std::filesystem::absolute(ca).string();
+    CliConfig saved{server, login_token, saved_ca};
     if (auto status = Login(api, env.config_path, saved, output); !status) {
       return PrintError(env, ExitCodeFor(status.error()), FormatError(status.error()));
     }

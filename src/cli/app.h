@@ -21,7 +21,8 @@ inline constexpr int kExitError = 1;        // berthd refused or failed the requ
 inline constexpr int kExitUsage = 2;        // bad command line
 inline constexpr int kExitUnavailable = 3;  // berthd unreachable or answered 503
 
-inline constexpr const char* kDefaultServer = "http://127.0.0.1:7460";
+// berthd serves HTTPS unless started with --plain-http.
+inline constexpr const char* kDefaultServer = "https://127.0.0.1:7460";
 
 struct Environment {
   std::istream& in;  // `berth submit -`
@@ -37,6 +38,8 @@ struct Environment {
   // The user's locale ($LC_ALL, else $LC_MESSAGES, else $LANG): `berth why`
   // speaks Simplified Chinese when it starts with "zh".
   std::optional<std::string> locale = std::nullopt;
+  // $BERTH_CA: the CA file to trust for an https server (--ca wins).
+  std::optional<std::string> ca = std::nullopt;
 };
 
 // `args` is the full argv, program name first.

@@ -38,7 +38,10 @@ int main(int argc, char** argv) {
       break;
     }
   }
+  std::optional<std::string> ca;
+  const char* ca_env = std::getenv("BERTH_CA");  // NOLINT(concurrency-mt-unsafe)
+  if (ca_env != nullptr && *ca_env != '\0') ca = ca_env;
   berth::SystemClock clock;
   return berth::cli::RunCli(
-      args, {std::cin, std::cout, std::cerr, server, clock, token, config_path, locale});
+      args, {std::cin, std::cout, std::cerr, server, clock, token, config_path, locale, ca});
 }

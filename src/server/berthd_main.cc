@@ -1,5 +1,6 @@
 // berthd: the Berth control plane. The composition root: every part is
 // constructed and wired here and nowhere else.
+#include <arpa/inet.h>
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
 #include <httplib.h>
@@ -10,7 +11,9 @@
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <thread>
 
 #include "agent/agent.h"
@@ -25,6 +28,7 @@
 #include "server/api.h"
 #include "server/auth.h"
 #include "server/controller.h"
+#include "server/pki.h"
 #include "store/audit_log.h"
 #include "store/identity_store.h"
 #include "store/meter_store.h"
@@ -71,6 +75,95 @@ std::filesystem::path SimFaults(const std::string& data_dir, const std::string& 
 int Fatal(const std::string& message) {
   spdlog::critical("{}", message);
   return 1;
+}
+
+// Whether `host` (from HOST:PORT) can only be reached from this machine.
+bool IsLoopback(std::string host) {
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host == "localhost") return true;
+  in_addr v4{};
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  return inet_pton(AF_INET6, host.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
+}
+
+// `berthd cert node NODE --out DIR`: credentials for one berth-agent.
+int IssueNodeCredentials(const std::string& data_dir, const std::string& node,
+                         const std::string& out, std::int64_t now_ms) {
+  auto st = berth::server::pki::WriteNodeCredentials(data_dir, node, out, now_ms);
+  if (!st) {
+    fmt::print(stderr, "berthd cert node: {}\n", st.error().message);
+    return 1;
+  }
+  std::filesystem::path dir(out);
+  fmt::print(
+      "wrote {ca}, {cert} and {key} (mode 0600)\n"
+      "start the agent on {node} with:\n"
+      "  berth-agent --node-name {node} --tls-ca {ca} --tls-cert {cert} --tls-key {key} "
+      "--server HOST:7461\n",
+      fmt::arg("ca", (dir / "ca.pem").string()), fmt::arg("cert", (dir / (node + ".pem")).string()),
+      fmt::arg("key", (dir / (node + "-key.pem")).string()), fmt::arg("node", node));
+  return 0;
+}
+
+// What the listeners serve with: the server certificate (also presented to
+// agents) and the CA agents' client certificates must chain to.
+struct TlsSetup {
+  std::filesystem::path cert_file;
+  std::filesystem::path key_file;
+  berth::server::pki::Credentials server;
+  std::string client_ca_pem;
+  std::string ca_file;  // what clients are told to trust
+};
+
+Result<TlsSetup> SetUpTls(const std::string& data_dir, const std::string& tls_cert,
+                          const std::string& tls_key, const std::string& tls_client_ca,
+                          const std::vector<std::string>& sans, bool need_agents_ca,
+                          std::int64_t now_ms) {
+  namespace pki = berth::server::pki;
+  TlsSetup tls;
+  pki::TlsFiles files = pki::FilesIn(data_dir);
+  if (tls_cert.empty() != tls_key.empty()) {
+    return berth::InvalidField("--tls-cert",
+                               "--tls-cert and --tls-key go together: give both files of your "
+                               "own certificate, or neither to use the data dir's CA");
+  }
+  if (!tls_cert.empty()) {
+    auto own = pki::LoadCredentials(tls_cert, tls_key);
+    if (!own) return std::unexpected(own.error());
+    tls.server = std::move(*own);
+    tls.cert_file = tls_cert;
+    tls.key_file = tls_key;
+    tls.ca_file = "the CA that issued " + tls_cert;
+  } else {
+    auto issued = pki::EnsureServerCert(data_dir, sans, now_ms);
+    if (!issued) return std::unexpected(issued.error());
+    tls.server = std::move(*issued);
+    tls.cert_file = files.server_cert;
+    tls.key_file = files.server_key;
+    tls.ca_file = files.ca_cert.string();
+  }
+  if (!need_agents_ca) return tls;
+  if (!tls_client_ca.empty()) {
+    std::ifstream in(tls_client_ca);
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (!in || text.str().find("BEGIN CERTIFICATE") == std::string::npos) {
+      return berth::InvalidField(
+          "--tls-client-ca",
+          fmt::format("--tls-client-ca {}: cannot read a PEM CA certificate from it",
+                      tls_client_ca));
+    }
+    tls.client_ca_pem = std::move(text).str();
+  } else {
+    // Node certificates come from `berthd cert node`, signed by this CA.
+    auto ca = pki::EnsureCa(data_dir, now_ms);
+    if (!ca) return std::unexpected(ca.error());
+    tls.client_ca_pem = ca->cert_pem;
+  }
+  return tls;
 }
 
 }  // namespace
@@ -148,7 +241,45 @@ int main(int argc, char** argv) {
   app.add_option("--http-timeout", io_timeout,
                  "How long the API waits on a slow client reading a request or writing an answer")
       ->capture_default_str();
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_client_ca;
+  std::vector<std::string> tls_sans;
+  bool plain_http = false;
+  bool plain_agents = false;
+  app.add_option("--tls-cert", tls_cert,
+                 "PEM certificate (chain) of the REST API and agent listener (default: "
+                 "<data-dir>/tls/server.pem, issued by the data dir's CA at first start)");
+  app.add_option("--tls-key", tls_key, "PEM private key of --tls-cert");
+  app.add_option("--tls-client-ca", tls_client_ca,
+                 "PEM CA that agents' client certificates must chain to (default: "
+                 "<data-dir>/tls/ca.pem)");
+  app.add_option("--tls-san", tls_sans,
+                 "Extra host name or IP address for the generated server certificate, e.g. the "
+                 "name agents and users reach berthd by (repeatable)");
+  app.add_flag("--plain-http", plain_http,
+               "Serve the REST API over plain HTTP; only with a loopback --listen (dev, tests)");
+  app.add_flag("--plain-agents", plain_agents,
+               "Accept agents without TLS client certificates; only with a loopback "
+               "--agent-listen (dev, tests)");
+
+  std::string cert_node;
+  std::string cert_out;
+  auto* cert_cmd = app.add_subcommand("cert", "Issue certificates from the data dir's CA");
+  cert_cmd->require_subcommand(1);
+  auto* node_cmd = cert_cmd->add_subcommand(
+      "node",
+      "Write DIR/ca.pem, DIR/NODE.pem and DIR/NODE-key.pem (0600): what berth-agent's "
+      "--tls-ca, --tls-cert and --tls-key need to connect as node NODE");
+  node_cmd->add_option("NODE", cert_node, "the node name the agent registers as")->required();
+  node_cmd->add_option("--out", cert_out, "directory to write the three files to")->required();
+  node_cmd->add_option("--data-dir", data_dir, "berthd's data dir, whose tls/ca-key.pem signs")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (*node_cmd) {
+    berth::SystemClock cert_clock;
+    return IssueNodeCredentials(data_dir, cert_node, cert_out, cert_clock.NowMs());
+  }
   auto shared = berth::agent::ParseSharedGpus(shared_gpus);
   if (!shared)
     return Fatal(fmt::format("--shared-gpus '{}': {}", shared_gpus, shared.error().message));
@@ -158,6 +289,22 @@ int main(int argc, char** argv) {
 
   auto listen_hp = SplitHostPort("--listen", listen);
   if (!listen_hp) return Fatal(listen_hp.error().message);
+  auto agent_hp = SplitHostPort("--agent-listen", agent_listen);
+  if (!agent_hp) return Fatal(agent_hp.error().message);
+  if (plain_http && !IsLoopback(listen_hp->first)) {
+    return Fatal(fmt::format(
+        "--plain-http is allowed only with a loopback --listen (127.0.0.1, ::1 or localhost), "
+        "not '{}': anyone on the network could read tokens and job specs. Drop --plain-http to "
+        "serve HTTPS",
+        listen));
+  }
+  if (plain_agents && !IsLoopback(agent_hp->first)) {
+    return Fatal(fmt::format(
+        "--plain-agents is allowed only with a loopback --agent-listen (127.0.0.1, ::1 or "
+        "localhost), not '{}'. Drop --plain-agents and give each agent a certificate from "
+        "`berthd cert node NODE --out DIR`",
+        agent_listen));
+  }
   auto lease_ms = berth::ParseDurationMs(lease);
   auto heartbeat_ms = berth::ParseDurationMs(heartbeat);
   auto grace_ms = berth::ParseDurationMs(grace);
@@ -204,10 +351,28 @@ int main(int argc, char** argv) {
   controller.set_audit(audit->get());
   controller.set_meter(&meter);
 
-  berth::server::AgentService agent_service(controller);
+  std::optional<TlsSetup> tls;
+  if (!plain_http || !plain_agents) {
+    auto setup = SetUpTls(data_dir, tls_cert, tls_key, tls_client_ca, tls_sans, !plain_agents,
+                          clock.NowMs());
+    if (!setup) return Fatal(setup.error().message);
+    tls = std::move(*setup);
+  }
+
+  berth::server::AgentService agent_service(controller, /*require_peer_cert=*/!plain_agents);
   grpc::ServerBuilder builder;
   int agent_port = 0;
-  builder.AddListeningPort(agent_listen, grpc::InsecureServerCredentials(), &agent_port);
+  std::shared_ptr<grpc::ServerCredentials> agent_credentials = grpc::InsecureServerCredentials();
+  if (!plain_agents) {
+    // Mutual TLS: an agent without a certificate from the client CA never
+    // gets as far as AgentService.
+    grpc::SslServerCredentialsOptions ssl(
+        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    ssl.pem_root_certs = tls->client_ca_pem;
+    ssl.pem_key_cert_pairs.push_back({tls->server.key_pem, tls->server.cert_pem});
+    agent_credentials = grpc::SslServerCredentials(ssl);
+  }
+  builder.AddListeningPort(agent_listen, agent_credentials, &agent_port);
   builder.RegisterService(&agent_service);
   std::unique_ptr<grpc::Server> agent_server = builder.BuildAndStart();
   if (!agent_server || agent_port == 0) {
@@ -262,7 +427,18 @@ int main(int argc, char** argv) {
     return Fatal(
         fmt::format("--http-timeout '{}': use a duration of at least 100ms, e.g. 10s", io_timeout));
   }
-  httplib::Server http;
+  std::unique_ptr<httplib::Server> http_server;
+  if (plain_http) {
+    http_server = std::make_unique<httplib::Server>();
+  } else {
+    auto ssl = std::make_unique<httplib::SSLServer>(tls->cert_file.c_str(), tls->key_file.c_str());
+    if (!ssl->is_valid()) {
+      return Fatal(fmt::format("cannot serve HTTPS with {} and {} (--tls-cert, --tls-key)",
+                               tls->cert_file.string(), tls->key_file.string()));
+    }
+    http_server = std::move(ssl);
+  }
+  httplib::Server& http = *http_server;
   http.set_payload_max_length(*max_body_bytes);
   http.set_read_timeout(std::chrono::milliseconds(*io_timeout_ms));
   http.set_write_timeout(std::chrono::milliseconds(*io_timeout_ms));
@@ -304,8 +480,10 @@ int main(int argc, char** argv) {
     http.stop();
   });
 
-  spdlog::info("berthd serving the API on http://{} and agents on {}; state in {}", listen,
-               agent_listen, data_dir);
+  spdlog::info("berthd serving the API on {}://{} and agents on {} ({}); state in {}",
+               plain_http ? "http" : "https", listen, agent_listen,
+               plain_agents ? "plain, loopback only" : "mutual TLS", data_dir);
+  if (tls) spdlog::info("clients trust {} (berth --ca FILE or BERTH_CA)", tls->ca_file);
   http.listen_after_bind();
 
   for (auto& a : agents) a->Stop();

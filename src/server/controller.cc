@@ -1096,6 +1096,13 @@ Result<bool> Controller::Uncordon(const std::string& node, std::optional<std::ui
   return had;
 }
 
+Result<std::optional<std::string>> Controller::NodeOfRun(const std::string& run_id) {
+  auto run = store_.GetRun(run_id);
+  if (!run) return std::unexpected(run.error());
+  if (!*run) return std::optional<std::string>();
+  return std::optional<std::string>((*run)->node);
+}
+
 Status Controller::OnLogChunk(const std::string& node, const berth::v1::LogChunk& msg) {
   auto run = store_.GetRun(msg.run_id());
   if (!run) return std::unexpected(run.error());

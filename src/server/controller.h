@@ -113,6 +113,9 @@ class Controller {
   [[nodiscard]] Status OnRunStarted(const std::string& node, const berth::v1::RunStarted& msg);
   [[nodiscard]] Status OnRunExited(const std::string& node, const berth::v1::RunExited& msg);
   [[nodiscard]] Status OnLogChunk(const std::string& node, const berth::v1::LogChunk& msg);
+  // The node a run was placed on, or nullopt for a run berthd does not know:
+  // the agent stream refuses a report about another node's run.
+  [[nodiscard]] Result<std::optional<std::string>> NodeOfRun(const std::string& run_id);
   // The last `bytes` of a run's log as berthd holds it.
   std::string LogTail(std::int64_t job_id, const std::string& run_id, std::size_t bytes) const;
   // How much of a failed run's log its failure class is read from.

@@ -1,4 +1,4 @@
-// The authorization matrix against a real berthd: every API endpoint (the
+// The authorization matrix against a real berthd over TLS: every API endpoint (the
 // OpenAPI document's list, checked against this file's) x every caller
 // (platform-admin; tenant-admin, member and viewer of each of two tenants;
 // no token, a malformed, an expired and a revoked token) x the caller's own
@@ -255,8 +255,14 @@ class AuthzTest : public IntegrationTest {
   }
 };
 
+BerthdOptions OverTls() {
+  BerthdOptions o = AllInOne();
+  o.tls = true;
+  return o;
+}
+
 TEST_F(AuthzTest, EveryEndpointRoleAndTenantIsAllowedOrDeniedAsDocumented) {
-  Berthd& berthd = NewBerthd(AllInOne());
+  Berthd& berthd = NewBerthd(OverTls());
   ASSERT_TRUE(berthd.Start()) << berthd.log();
   ASSERT_TRUE(berthd.WaitForNode("Ready", 20s));
   const Http& admin = berthd.http();
@@ -344,7 +350,7 @@ TEST_F(AuthzTest, EveryEndpointRoleAndTenantIsAllowedOrDeniedAsDocumented) {
           path = route.path(w, tenant);
         }
         if (route.prepare) route.prepare(admin, w, tenant);
-        Http http(berthd.api_port());
+        Http http(berthd.api_port(), 10s, berthd.ca_file());
         http.set_token(caller.token);
         const std::string body = route.body ? route.body(w, tenant, n) : "";
         Reply reply =
@@ -384,7 +390,7 @@ TEST_F(AuthzTest, EveryEndpointRoleAndTenantIsAllowedOrDeniedAsDocumented) {
 }
 
 TEST_F(AuthzTest, AMemberSeesItsTenantOnlyAndOtherTenantsGpusAsAnotherTenant) {
-  Berthd& berthd = NewBerthd(AllInOne());
+  Berthd& berthd = NewBerthd(OverTls());
   ASSERT_TRUE(berthd.Start()) << berthd.log();
   ASSERT_TRUE(berthd.WaitForNode("Ready", 20s));
   const Http& admin = berthd.http();

@@ -35,6 +35,7 @@ TEST_F(IntegrationTest, CrashDuringSubmissions) {
   for (int c = 0; c < kClients; ++c) {
     clients.emplace_back([&] {
       Http http(berthd.api_port(), 5s);
+      http.set_token(berthd.http().token());
       for (int i = next.fetch_add(1); i < kJobs; i = next.fetch_add(1)) {
         std::string name = fmt::format("crash-{}", i);
         auto r = http.Post("/v1/jobs", JobSpecJson(name, {"sleep", "600"}, 8));

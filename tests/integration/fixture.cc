@@ -65,6 +65,7 @@ void IntegrationTest::TearDown() {
 CommandResult IntegrationTest::Cli(const Berthd& berthd,
                                    const std::vector<std::string>& args) const {
   std::vector<std::string> all{"--server", berthd.url()};
+  if (berthd.tls()) all.insert(all.end(), {"--ca", berthd.ca_file().string()});
   all.insert(all.end(), args.begin(), args.end());
   return RunCommand(BinDir() / "berth", all, dir_.path());
 }

@@ -61,6 +61,22 @@ std::vector<pid_t> ProcessesUnder(const std::string& dir) {
   return out;
 }
 
+// The first "name: X" of a simulated cluster file: the node an agent started
+// on it reports (berth-agent's --simulate-node is not used by the harness).
+std::string FirstNodeName(const fs::path& cluster) {
+  std::istringstream in(ReadFile(cluster));
+  std::string line;
+  while (std::getline(in, line)) {
+    auto at = line.find("name:");
+    if (at == std::string::npos) continue;
+    std::string name = line.substr(at + 5);
+    name.erase(0, name.find_first_not_of(" \t\"'"));
+    name.erase(name.find_last_not_of(" \t\"'\r") + 1);
+    return name;
+  }
+  return "";
+}
+
 }  // namespace
 
 fs::path BinDir() {
@@ -253,8 +269,9 @@ Reply ToReply(const httplib::Result& res) {
   return r;
 }
 
-httplib::Client MakeClient(int port, Ms timeout) {
-  httplib::Client cli("127.0.0.1", port);
+httplib::Client MakeClient(int port, Ms timeout, const fs::path& ca) {
+  httplib::Client cli(fmt::format("{}://127.0.0.1:{}", ca.empty() ? "http" : "https", port));
+  if (!ca.empty()) cli.set_ca_cert_path(ca.string());
   auto s = std::chrono::duration_cast<std::chrono::seconds>(timeout);
   auto us = std::chrono::duration_cast<std::chrono::microseconds>(timeout - s);
   cli.set_connection_timeout(s.count(), us.count());
@@ -266,20 +283,20 @@ httplib::Client MakeClient(int port, Ms timeout) {
 }  // namespace
 
 Reply Http::Get(const std::string& path) const {
-  auto cli = MakeClient(port_, timeout_);
+  auto cli = MakeClient(port_, timeout_, ca_);
   if (!token_.empty()) cli.set_bearer_token_auth(token_);
   return ToReply(cli.Get(path));
 }
 
 Reply Http::Post(const std::string& path, const std::string& body,
                  const std::string& content_type) const {
-  auto cli = MakeClient(port_, timeout_);
+  auto cli = MakeClient(port_, timeout_, ca_);
   if (!token_.empty()) cli.set_bearer_token_auth(token_);
   return ToReply(cli.Post(path, body, content_type));
 }
 
 Reply Http::Delete(const std::string& path) const {
-  auto cli = MakeClient(port_, timeout_);
+  auto cli = MakeClient(port_, timeout_, ca_);
   if (!token_.empty()) cli.set_bearer_token_auth(token_);
   return ToReply(cli.Delete(path));
 }
@@ -304,14 +321,14 @@ Berthd::Berthd(const TempDir& dir, BerthdOptions options)
       options_(std::move(options)),
       api_port_(FreePort()),
       agent_port_(FreePort()),
-      http_(api_port_) {}
+      http_(api_port_, 10s, options_.tls ? ca_file() : fs::path()) {}
 
 Berthd::~Berthd() {
   if (process_) Kill();
 }
 
 std::string Berthd::url() const {
-  return fmt::format("http://127.0.0.1:{}", api_port_);
+  return fmt::format("{}://127.0.0.1:{}", options_.tls ? "https" : "http", api_port_);
 }
 
 std::string Berthd::agent_address() const {
@@ -330,6 +347,7 @@ bool Berthd::Start(Ms timeout) {
                "--agent-listen", agent_address()});
   if (!options_.simulate.empty())
     args.insert(args.end(), {"--simulate", options_.simulate.string()});
+  if (!options_.tls) args.insert(args.end(), {"--plain-http", "--plain-agents"});
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
   ++starts_;
   {
@@ -438,11 +456,31 @@ std::unique_ptr<Process> StartAgent(const TempDir& dir, const Berthd& berthd,
     std::ofstream marker(dir / log_name, std::ios::app);
     marker << "==== harness: berth-agent start ====\n";
   }
-  return std::make_unique<Process>(
-      BinDir() / "berth-agent",
-      std::vector<std::string>{"--server", berthd.agent_address(), "--data-dir", data_dir.string(),
-                               "--simulate", simulate.string()},
-      dir / log_name, env);
+  std::vector<std::string> args{"--server",        berthd.agent_address(), "--data-dir",
+                                data_dir.string(), "--simulate",           simulate.string()};
+  if (!berthd.tls()) {
+    args.emplace_back("--insecure");
+  } else {
+    std::string node = FirstNodeName(simulate);
+    fs::path certs = data_dir.string() + "-certs";
+    if (!IssueNodeCert(dir, berthd, node, certs)) {
+      throw std::runtime_error("berthd cert node " + node + " failed");
+    }
+    args.insert(args.end(), {"--tls-ca", (certs / "ca.pem").string(), "--tls-cert",
+                             (certs / (node + ".pem")).string(), "--tls-key",
+                             (certs / (node + "-key.pem")).string()});
+  }
+  return std::make_unique<Process>(BinDir() / "berth-agent", args, dir / log_name, env);
+}
+
+bool IssueNodeCert(const TempDir& dir, const Berthd& berthd, const std::string& node,
+                   const fs::path& out) {
+  auto r = RunCommand(
+      BinDir() / "berthd",
+      {"cert", "node", node, "--data-dir", berthd.data_dir().string(), "--out", out.string()},
+      dir.path());
+  if (r.exit_code != 0) std::cerr << "berthd cert node " << node << ": " << r.err << '\n';
+  return r.exit_code == 0;
 }
 
 int CountEvents(const json& job, const std::string& event) {

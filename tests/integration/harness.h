@@ -108,9 +108,11 @@ struct Reply {
   nlohmann::json body;
   std::string text;
 };
+// With `ca` set it speaks HTTPS to 127.0.0.1 and trusts only that CA file.
 class Http {
  public:
-  explicit Http(int port, Ms timeout = 10s) : port_(port), timeout_(timeout) {}
+  explicit Http(int port, Ms timeout = 10s, std::filesystem::path ca = {})
+      : port_(port), timeout_(timeout), ca_(std::move(ca)) {}
   Reply Get(const std::string& path) const;
   Reply Post(const std::string& path, const std::string& body,
              const std::string& content_type = "application/yaml") const;
@@ -123,6 +125,7 @@ class Http {
   int port_;
   Ms timeout_;
   std::string token_;
+  std::filesystem::path ca_;
 };
 
 // berthd on a data dir and fresh loopback ports. Start() may be called again
@@ -132,6 +135,10 @@ struct BerthdOptions {
   std::filesystem::path binary;    // default: BinDir()/berthd
   std::filesystem::path simulate;  // --simulate FILE, if set
   std::vector<std::string> extra_args;
+  // HTTPS API and mutual-TLS agents, with the data dir's generated CA.
+  // false: --plain-http and --plain-agents (loopback only), as most tests
+  // need no certificates.
+  bool tls = false;
 };
 // berthd with an embedded agent on the default simulated node (8x H100-80GB).
 BerthdOptions AllInOne(std::vector<std::string> extra_args = {});
@@ -158,6 +165,9 @@ class Berthd {
   std::string url() const;
   std::string agent_address() const;
   const std::filesystem::path& data_dir() const { return data_dir_; }
+  bool tls() const { return options_.tls; }
+  // <data-dir>/tls/ca.pem: what clients of a tls berthd trust.
+  std::filesystem::path ca_file() const { return data_dir_ / "tls" / "ca.pem"; }
   const Http& http() const { return http_; }
   // berthd's log so far (all runs).
   std::string log() const;
@@ -187,12 +197,18 @@ class Berthd {
 };
 
 // A standalone berth-agent for `berthd` on a simulated node; `env` entries
-// override the agent's environment (PATH, for a node without podman).
+// override the agent's environment (PATH, for a node without podman). For a
+// tls berthd the agent gets a certificate from `berthd cert node` for the
+// node it simulates (the first name in `simulate`).
 std::unique_ptr<Process> StartAgent(const TempDir& dir, const Berthd& berthd,
                                     const std::filesystem::path& data_dir,
                                     const std::filesystem::path& simulate,
                                     const std::string& log_name,
                                     const std::map<std::string, std::string>& env = {});
+
+// Runs `berthd cert node NODE --data-dir <berthd's> --out OUT`; true on success.
+bool IssueNodeCert(const TempDir& dir, const Berthd& berthd, const std::string& node,
+                   const std::filesystem::path& out);
 
 // Whether any event of the job's timeline is `event`, and how many are.
 int CountEvents(const nlohmann::json& job, const std::string& event);

@@ -214,7 +214,7 @@ TEST_F(IntegrationTest, AnXidCordonsThatGpuAndItsJobRestartsOnAnother) {
       std::vector<std::string>{"--server", berthd.agent_address(), "--data-dir",
                                (dir_ / "agent").string(), "--simulate",
                                WriteCluster("x", 2).string(), "--sim-faults", faults.string(),
-                               "--health-interval", "200ms"},
+                               "--health-interval", "200ms", "--insecure"},
       dir_ / "agent.log"));
   ASSERT_TRUE(berthd.WaitForNode("Ready", 20s, "x"));
 
