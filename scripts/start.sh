@@ -15,5 +15,6 @@ data_dir="${BERTH_DATA_DIR:-$PWD/.berth}"
 # first start; berth trusts it through --ca or BERTH_CA.
 echo "berthd: API on https://127.0.0.1:7460, state in ${data_dir}"
 echo "CA:     ${data_dir}/tls/ca.pem (created at first start)"
-echo "try:    export BERTH_CA=${data_dir}/tls/ca.pem; build/release/bin/berth nodes"
+echo "admin:  ${data_dir}/bootstrap-token (created at first start, readable by you only)"
+echo "try:    build/release/bin/berth login --ca ${data_dir}/tls/ca.pem --token-file ${data_dir}/bootstrap-token"
 exec build/release/bin/berthd --all-in-one --data-dir "${data_dir}" "$@"
