@@ -93,6 +93,54 @@ std::vector<std::string> SplitCommas(const std::string& s) {
   return out;
 }
 
+// Whether a tenant-admin may apply `to` over `from`: every change is to a
+// queue below the top-level queue of a tenant it administers; pools,
+// priority classes and settings, other tenants and the tenants' own quotas
+// stay as they are. PermissionDenied names the first change out of reach.
+Status TenantAdminMayApply(const Caller& caller, const model::Policy& from,
+                           const model::Policy& to) {
+  const json changes = PolicyChanges(from, to);
+  auto refuse = [&](const std::string& what) -> Status {
+    return Fail(Code::kPermissionDenied,
+                fmt::format("{} may change only the queues below the tenants it administers; "
+                            "this policy also changes {} (ask a platform-admin, or file a quota "
+                            "request for a tenant's own quota)",
+                            caller.name, what),
+                "body");
+  };
+  bool manages_any = false;
+  for (const auto& [tenant, role] : caller.tenants)
+    manages_any |= role == store::Role::kTenantAdmin;
+  if (!manages_any) {
+    return Fail(Code::kPermissionDenied,
+                fmt::format("applying a policy needs a platform-admin, or a tenant-admin for "
+                            "queues of its tenant; {} is neither",
+                            caller.name),
+                {});
+  }
+  if (const json settings = changes.value("settings_changed", json::array()); !settings.empty()) {
+    return refuse(fmt::format("the setting {}", settings[0].get<std::string>()));
+  }
+  auto check_queue = [&](const std::string& path) -> Status {
+    const auto slash = path.find('/');
+    const std::string tenant = path.substr(0, slash);
+    if (slash == std::string::npos) return refuse(fmt::format("tenant {}'s own queue", tenant));
+    if (!caller.CanManage(tenant)) return refuse(fmt::format("queue {}", path));
+    return {};
+  };
+  for (const char* list : {"queues_added", "queues_removed"}) {
+    for (const auto& q : changes.value(list, json::array())) {
+      BERTH_RETURN_IF_ERROR(check_queue(q.get<std::string>()));
+    }
+  }
+  for (const char* list : {"quota_changes", "queue_changes"}) {
+    for (const auto& c : changes.value(list, json::array())) {
+      BERTH_RETURN_IF_ERROR(check_queue(c.value("queue", "")));
+    }
+  }
+  return {};
+}
+
 constexpr std::string_view kDefaultWindow = "7d";
 
 }  // namespace
@@ -267,7 +315,7 @@ void Api::Register(httplib::Server& http) {
   Route(http, "GET", "/v1/alerts", admin("alert.list"), handler(&Api::ListAlerts));
   // Policy: quotas are public within the platform; changing them is not.
   Route(http, "GET", "/v1/policy", any("policy.read"), handler(&Api::GetPolicy));
-  Route(http, "POST", "/v1/policy", admin("policy.apply"),
+  Route(http, "POST", "/v1/policy", any("policy.apply"),
         Audited("policy.apply", &Api::ApplyPolicy));
   Route(http, "GET", "/v1/policy/versions", any("policy.read"), handler(&Api::ListPolicyVersions));
   Route(http, "GET", R"(/v1/policy/versions/([^/]+))", any("policy.read"),
@@ -771,6 +819,18 @@ void Api::ApplyPolicy(const httplib::Request& req, httplib::Response& res, Audit
                                  "the request body must be a policy document (YAML); see "
                                  "docs/policy.md",
                                  "body"});
+  }
+  // A platform admin changes anything; a tenant-admin only queues below its
+  // tenants' top-level queues (whose quota is the tenant's, changed by a
+  // quota request). The proposal is checked as it would be applied.
+  if (const Caller& caller = CurrentCaller(); !caller.platform_admin) {
+    auto active = controller_.ActivePolicy();
+    if (!active) return ReplyError(res, active.error());
+    auto proposed = controller_.PreviewPolicy(req.body, Actor(req));
+    if (!proposed) return ReplyError(res, proposed.error());
+    if (auto st = TenantAdminMayApply(caller, (*active)->policy, proposed->policy); !st) {
+      return ReplyError(res, st.error());
+    }
   }
   if (note.skip) {
     // A preview: the diff from the active version, or the error applying

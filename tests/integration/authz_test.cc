@@ -43,6 +43,7 @@ enum class Kind {
   kIdentityCreate,  // with a role in the tenant: tenant-admin of it, else 403
   kTokenOfService,  // a service account's token: tenant-admin of its tenant, else 404
   kTenantFile,      // the body names the tenant: tenant-admin of it, else 403
+  kTenantPolicy,    // a policy changing queues below the tenant: its tenant-admin, else 403
 };
 
 enum class Rel { kOwn, kOther };
@@ -101,6 +102,7 @@ int Expected(Kind kind, const CallerId& c, Rel rel) {
     case Kind::kAuditRead:
     case Kind::kIdentityCreate:
     case Kind::kTenantFile:
+    case Kind::kTenantPolicy:
       return own && manager ? 0 : 403;
     case Kind::kIdentityList:
       return manager ? 0 : 403;
@@ -144,8 +146,14 @@ std::vector<Route> Routes() {
   r.push_back({"GET", "/v1/gpus", Kind::kAny, fixed("/v1/gpus")});
   r.push_back({"GET", "/v1/alerts", Kind::kAdmin, fixed("/v1/alerts")});
   r.push_back({"GET", "/v1/policy", Kind::kAny, fixed("/v1/policy")});
-  r.push_back({"POST", "/v1/policy", Kind::kAdmin, fixed("/v1/policy?dry_run=true"),
-               [](const World&, const std::string&, int) { return std::string(kTwoTenants); }});
+  // A tenant-admin may change the queues below its tenant (dry runs here).
+  r.push_back({"POST", "/v1/policy", Kind::kTenantPolicy, fixed("/v1/policy?dry_run=true"),
+               [](const World&, const std::string& t, int) {
+                 std::string policy = kTwoTenants;
+                 const std::string anchor = "  - name: " + t + "\n    children:\n";
+                 policy.insert(policy.find(anchor) + anchor.size(), "      - name: extra\n");
+                 return policy;
+               }});
   r.push_back({"GET", "/v1/policy/versions", Kind::kAny, fixed("/v1/policy/versions")});
   r.push_back({"GET", "/v1/policy/versions/{version}", Kind::kAny, fixed("/v1/policy/versions/1")});
   r.push_back({"POST", "/v1/policy/rollback", Kind::kAdmin, fixed("/v1/policy/rollback")});
@@ -486,6 +494,79 @@ TEST_F(AuthzTest, AMemberSeesItsTenantOnlyAndOtherTenantsGpusAsAnotherTenant) {
   EXPECT_TRUE(seen.contains("job.cancel denied: NotFound")) << audit.text;
   ::unsetenv("BERTH_CONFIG");                       // NOLINT(concurrency-mt-unsafe)
   ::setenv("BERTH_TOKEN", admin_token.c_str(), 1);  // NOLINT(concurrency-mt-unsafe)
+}
+
+}  // namespace
+}  // namespace berth::it
+
+namespace berth::it {
+namespace {
+
+TEST_F(AuthzTest, ATenantAdminChangesQueuesBelowItsTenantAndNothingElse) {
+  Berthd& berthd = NewBerthd(AllInOne());
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  const Http& admin = berthd.http();
+  constexpr const char* kQuota = R"(queues:
+  - name: default
+    children:
+      - name: default
+  - name: red
+    quota:
+      gpus: {guaranteed: 4}
+    children:
+      - name: main
+  - name: blue
+    children:
+      - name: main
+)";
+  ASSERT_EQ(admin.Post("/v1/policy", kQuota).status, 201);
+  for (const auto& [name, role] : {std::pair{"ruth", "tenant-admin"}, {"rick", "member"}}) {
+    ASSERT_EQ(admin
+                  .Post("/v1/identities", json{{"name", name}, {"tenants", {{"red", role}}}}.dump(),
+                        "application/json")
+                  .status,
+              201);
+  }
+  auto token = [&](const std::string& who) {
+    auto r = admin.Post("/v1/tokens", json{{"identity", who}}.dump(), "application/json");
+    EXPECT_EQ(r.status, 201) << r.text;
+    return r.body.value("token", "");
+  };
+  Http ruth(berthd.api_port());
+  ruth.set_token(token("ruth"));
+  Http rick(berthd.api_port());
+  rick.set_token(token("rick"));
+
+  // A research queue under red, within red's 4 GPUs: applied, by ruth.
+  std::string research = kQuota;
+  const std::string anchor = "      - name: main\n  - name: blue";
+  research.replace(research.find(anchor), anchor.size(),
+                   "      - name: main\n      - name: research\n        quota:\n          gpus: "
+                   "{guaranteed: 2}\n  - name: blue");
+  auto r = ruth.Post("/v1/policy?comment=research", research);
+  ASSERT_EQ(r.status, 201) << r.text;
+  auto active = admin.Get("/v1/policy");
+  EXPECT_EQ(active.body.value("applied_by", ""), "ruth") << active.text;
+  EXPECT_NE(active.text.find("red/research"), std::string::npos);
+
+  // Red's own quota, and anything of blue's, are out of her reach.
+  std::string more = research;
+  more.replace(more.find("guaranteed: 4"), 13, "guaranteed: 8");
+  r = ruth.Post("/v1/policy", more);
+  EXPECT_EQ(r.status, 403) << r.text;
+  EXPECT_NE(r.text.find("tenant red's own queue"), std::string::npos) << r.text;
+  std::string blue = research + "      - name: sneaky\n";
+  r = ruth.Post("/v1/policy", blue);
+  EXPECT_EQ(r.status, 403) << r.text;
+  EXPECT_NE(r.text.find("blue/sneaky"), std::string::npos) << r.text;
+  // A member may not apply at all; a guarantee over red's is invalid as for anyone.
+  EXPECT_EQ(rick.Post("/v1/policy", research).status, 403);
+  std::string over = research;
+  over.replace(over.find("{guaranteed: 2}"), 15, "{guaranteed: 9}");
+  EXPECT_EQ(ruth.Post("/v1/policy", over).status, 400);
+  // Rollback stays with platform admins.
+  EXPECT_EQ(ruth.Post("/v1/policy/rollback?to=2", "").status, 403);
+  EXPECT_EQ(admin.Get("/v1/policy").body.value("version", 0), 3);
 }
 
 }  // namespace
