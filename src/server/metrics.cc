@@ -270,8 +270,8 @@ std::string RenderMetrics(const ClusterView& view, const ServerMetrics& counters
   std::map<std::string, std::uint64_t> nodes_by_state = {{"Ready", 0}, {"NotReady", 0}};
   w.Family("berth_gpu_info", "gauge",
            "One per GPU (value 1): where it is and who holds it; job, tenant and queue are "
-           "empty when it is free. Hostname, gpu, UUID and modelName repeat node, gpu, uuid "
-           "and model under the DCGM exporter's names.");
+           "empty when it is free. Hostname and UUID repeat node and uuid under the DCGM "
+           "exporter's names.");
   if (view.nodes != nullptr) {
     for (const auto& n : *view.nodes) {
       const auto& info = n.record.info;
@@ -303,8 +303,7 @@ std::string RenderMetrics(const ClusterView& view, const ServerMetrics& counters
                   {"tenant", o ? o->tenant : kEmpty},
                   {"queue", o ? o->queue : kEmpty},
                   {"Hostname", info.hostname.empty() ? info.name : info.hostname},
-                  {"UUID", g.uuid},
-                  {"modelName", g.model}},
+                  {"UUID", g.uuid}},
                  1);
       }
     }

@@ -106,7 +106,7 @@ TEST_F(IntegrationTest, MetricsAgreeWithTheApiAndPrometheusScrapesThem) {
   WriteFile(dir_ / "metrics.txt", text);
   auto checked = RunCommand(
       "/bin/sh", {"-c", promtool.string() + " check metrics < " + (dir_ / "metrics.txt").string()},
-      dir_);
+      dir_.path());
   EXPECT_EQ(checked.exit_code, 0) << checked.out << checked.err;
   EXPECT_EQ(checked.out + checked.err, "") << "promtool found problems";
 

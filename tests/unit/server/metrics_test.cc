@@ -102,7 +102,7 @@ TEST(RenderMetrics, CountsGpuStatesAndNamesOccupants) {
       R"(berth_gpus{pool="training",model="H100-80GB",state="cordoned"} 1)",
       R"(berth_gpu_info{node="n1",gpu="1",uuid="GPU-1",model="H100-80GB",pool="training",)"
       R"(state="allocated",job="7",tenant="acme",queue="train",Hostname="host-1",)"
-      R"(UUID="GPU-1",modelName="H100-80GB"} 1)",
+      R"(UUID="GPU-1"} 1)",
       R"(berth_gpu_info{node="n1",gpu="0",uuid="GPU-0",model="H100-80GB",pool="training",)"
       R"(state="free",job="",tenant="",queue="",)",
       R"(berth_nodes{state="Ready"} 1)",
