@@ -1,11 +1,14 @@
 // GET /metrics through a real berthd on simulated GPUs: after a job that
 // succeeds and one that fails, the outcomes, GPU counts and job gauges agree
-// with the REST API; `promtool check metrics` finds nothing wrong with the
+// with the REST API, and a preemption, a GPU cordon and an admin's cancel
+// are counted; `promtool check metrics` finds nothing wrong with the
 // document; and a real Prometheus server scrapes it with a bearer token
 // file and answers a query with berthd's value.
 #include <filesystem>
 #include <map>
 #include <regex>
+#include <sstream>
+#include <thread>
 
 #include "integration/fixture.h"
 
@@ -92,6 +95,44 @@ TEST_F(IntegrationTest, MetricsAgreeWithTheApiAndPrometheusScrapesThem) {
     ++info_for_job;
   }
   EXPECT_EQ(info_for_job, 3u) << text;
+
+  // An operator cordons a free GPU: one intervention, one cordoned GPU.
+  json free_gpu;
+  for (const auto& g : gpus) {
+    if (g["job"].is_null()) free_gpu = g;
+  }
+  ASSERT_FALSE(free_gpu.is_null());
+  const std::string cordon_path = "/v1/nodes/" + free_gpu["node"].get<std::string>() + "/gpus/" +
+                                  std::to_string(free_gpu["index"].get<int>()) +
+                                  "/cordon?reason=metrics";
+  ASSERT_EQ(berthd.http().Post(cordon_path, "").status, 200);
+  const std::string after = berthd.http().Get("/metrics").text;
+  EXPECT_EQ(Value(after, R"(berth_admin_interventions_total{action="gpu_cordon"})"), 1) << after;
+  EXPECT_NE(after.find(R"(,state="cordoned"} 1)"), std::string::npos) << after;
+
+  // A high-priority job preempts a low-priority one (the 4 GPUs left are
+  // not enough for both); a platform admin then cancels the victim.
+  auto low = berthd.Submit(JobSpecJson("low", Sh("sleep 600"), 4, {{"priority", "low"}}));
+  ASSERT_GT(low, 0);
+  ASSERT_TRUE(berthd.WaitForState(low, "Running", 30s)) << berthd.Job(low).dump(2);
+  std::this_thread::sleep_for(1s);
+  auto high = berthd.Submit(JobSpecJson("high", Sh("sleep 1"), 4, {{"priority", "high"}}));
+  ASSERT_GT(high, 0);
+  ASSERT_TRUE(berthd.WaitForTerminal(high, 60s)) << berthd.Job(high).dump(2);
+  ASSERT_EQ(berthd.http().Post("/v1/jobs/" + std::to_string(low) + "/cancel", "").status, 200);
+  ASSERT_TRUE(berthd.WaitForTerminal(low, 30s));
+  ASSERT_TRUE(berthd.WaitForState(running, "Running", 30s));
+  const std::string later = berthd.http().Get("/metrics").text;
+  EXPECT_EQ(Value(later, R"(berth_preemptions_total{reason="preempt"})"), 1) << later;
+  EXPECT_EQ(Value(later, R"(berth_admin_interventions_total{action="cancel"})"), 1) << later;
+  EXPECT_EQ(Value(later, R"(berth_job_outcomes_total{tenant=")" + tenant +
+                             R"(",outcome="Cancelled",failure_class=""})"),
+            1)
+      << later;
+  EXPECT_EQ(Value(later, R"(berth_job_outcomes_total{tenant=")" + tenant +
+                             R"(",outcome="Succeeded",failure_class=""})"),
+            2)
+      << later;
 
   // Without a token: 401, nothing leaks.
   Http anonymous(berthd.api_port());
