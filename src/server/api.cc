@@ -151,6 +151,7 @@ httplib::Server::Handler Api::Audited(std::string action, AuditedHandler handler
     AuditNote note;
     note.action = action;
     (this->*handler)(req, res, note);
+    CountIntervention(action, req, res);
     if (audit_ == nullptr || note.skip) return;
     note.object = RedactSecrets(note.object);
     auto entry = audit_->Append(MakeAuditEntry(note, req, res, clock_.NowMs()));
@@ -325,6 +326,8 @@ void Api::Register(httplib::Server& http) {
   Route(http, "GET", "/v1/policy/diff", any("policy.read"), handler(&Api::DiffPolicy));
   Route(http, "POST", "/v1/policy/preview", admin("policy.preview"), handler(&Api::PreviewPolicy));
   Route(http, "GET", "/v1/history", admin("history.read"), handler(&Api::History));
+  // Prometheus scrapes with a platform-admin service account's token.
+  Route(http, "GET", "/metrics", admin("metrics.read"), handler(&Api::Metrics));
   // Quota requests: a tenant-admin files and withdraws; a platform admin
   // decides, and an approval becomes a new policy version.
   Route(http, "POST", "/v1/quota-requests", any("quota.request"),
@@ -765,6 +768,42 @@ void Api::ListAlerts(const httplib::Request& req, httplib::Response& res) {
   json list = json::array();
   for (const auto& a : *alerts) list.push_back(AlertJson(a));
   Reply(res, 200, json{{"alerts", list}});
+}
+
+void Api::CountIntervention(const std::string& action, const httplib::Request& req,
+                            const httplib::Response& res) {
+  if (metrics_ == nullptr || res.status >= 300) return;
+  // The path's last capture is the verb: cordon, drain, uncordon.
+  const std::string verb =
+      req.matches.size() > 1 ? std::string(req.matches[req.matches.size() - 1]) : std::string();
+  if (action == "node.cordon") {
+    metrics_->CountAdminIntervention(verb);
+  } else if (action == "gpu.cordon") {
+    metrics_->CountAdminIntervention("gpu_" + verb);
+  } else if (action == "policy.apply") {
+    metrics_->CountAdminIntervention("policy_apply");
+  } else if (action == "policy.rollback") {
+    metrics_->CountAdminIntervention("policy_rollback");
+  } else if (action == "job.cancel" && CurrentCaller().platform_admin) {
+    metrics_->CountAdminIntervention("cancel");
+  }
+}
+
+void Api::Metrics(const httplib::Request&, httplib::Response& res) {
+  if (metrics_ == nullptr) {
+    return ReplyError(res, Error{Code::kUnavailable, "this berthd keeps no metrics", {}});
+  }
+  auto nodes = controller_.Nodes();
+  if (!nodes) return ReplyError(res, nodes.error());
+  auto holders = store_.ListJobs(
+      store::JobFilter{{model::JobState::kScheduled, model::JobState::kRunning}, {}, {}, 1000000});
+  if (!holders) return ReplyError(res, holders.error());
+  auto pending = store_.PendingJobs();
+  if (!pending) return ReplyError(res, pending.error());
+  auto policy = controller_.ActivePolicy();
+  if (!policy) return ReplyError(res, policy.error());
+  ClusterView view{&*nodes, &*holders, &*pending, &(*policy)->policy};
+  res.set_content(RenderMetrics(view, *metrics_), "text/plain; version=0.0.4; charset=utf-8");
 }
 
 void Api::ListGpus(const httplib::Request&, httplib::Response& res) {

@@ -12,6 +12,7 @@
 #include "server/auth.h"
 #include "server/controller.h"
 #include "server/metering.h"
+#include "server/metrics.h"
 #include "server/rate_limit.h"
 #include "store/audit_log.h"
 #include "store/store.h"
@@ -46,6 +47,9 @@ class Api {
   // Usage records, prices and budgets (api_usage.cc); null: those endpoints
   // answer Unavailable.
   void set_meter(Meter* meter) { meter_ = meter; }
+  // In-memory counters for GET /metrics (metrics.h); the API counts admin
+  // interventions into it. Null: /metrics answers Unavailable.
+  void set_metrics(ServerMetrics* metrics) { metrics_ = metrics; }
 
  private:
   // A mutating handler: it fills `note` with what it changed or was refused.
@@ -133,6 +137,12 @@ class Api {
   void PreviewPolicy(const httplib::Request& req, httplib::Response& res);
   // GET /v1/history: the jobs of a window with every run (history.h).
   void History(const httplib::Request& req, httplib::Response& res);
+  // GET /metrics: the Prometheus text format (docs/metrics.md).
+  void Metrics(const httplib::Request& req, httplib::Response& res);
+  // Counts a succeeded operator change (cordon, drain, policy, admin cancel)
+  // as berth_admin_interventions_total.
+  void CountIntervention(const std::string& action, const httplib::Request& req,
+                         const httplib::Response& res);
 
   Controller& controller_;
   store::Store& store_;
@@ -143,6 +153,7 @@ class Api {
   RateLimiter* limiter_ = nullptr;
   std::size_t max_body_bytes_ = 2 << 20;
   Meter* meter_ = nullptr;
+  ServerMetrics* metrics_ = nullptr;
 };
 
 }  // namespace berth::server

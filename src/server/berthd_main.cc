@@ -350,6 +350,9 @@ int main(int argc, char** argv) {
   berth::server::Controller controller(**store, scheduler, clock, options);
   controller.set_audit(audit->get());
   controller.set_meter(&meter);
+  // Counters and histograms for GET /metrics (docs/metrics.md).
+  berth::server::ServerMetrics metrics;
+  controller.set_metrics(&metrics);
 
   std::optional<TlsSetup> tls;
   if (!plain_http || !plain_agents) {
@@ -462,6 +465,7 @@ int main(int argc, char** argv) {
   api.set_max_body_bytes(*max_body_bytes);
   if (rate_limit > 0) api.set_rate_limiter(&limiter);
   api.set_meter(&meter);
+  api.set_metrics(&metrics);
   api.Register(http);
   if (!http.bind_to_port(listen_hp->first, listen_hp->second)) {
     return Fatal(fmt::format("cannot listen on {} (--listen)", listen));

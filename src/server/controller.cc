@@ -6,12 +6,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "model/failure.h"
+#include "server/metrics.h"
 #include "server/run_log.h"
 #include "server/snapshot_builder.h"
 
@@ -237,6 +239,7 @@ Result<bool> Controller::DeclareLostRuns(TimeMs now, const std::vector<store::Ru
     spdlog::warn("run {} of job {} on {}: {}", run.run_id, run.job_id, run.node, lost.start_error);
     auto job = store_.MarkRunExited(lost, now);
     if (!job) return std::unexpected(job.error());
+    CountOutcome(*job, now);
     any = true;
   }
   return any;
@@ -416,11 +419,16 @@ Status Controller::RunPass() {
         }
       }
     }
+    // A measured duration, not a decision: the one place a pass reads the
+    // steady clock instead of the injected Clock.
+    const auto cycle_start = std::chrono::steady_clock::now();
     sched::Plan plan = scheduler_.Schedule(*snap);
+    const std::chrono::duration<double> cycle = std::chrono::steady_clock::now() - cycle_start;
     plan.pending.insert(plan.pending.end(), over_budget.begin(), over_budget.end());
     HoldPlacementsBehindEvictions(plan);
     BERTH_RETURN_IF_ERROR(store_.EvictJobs(plan.evictions, now));
     BERTH_RETURN_IF_ERROR(store_.ApplyPlan(plan, *nodes, (*policy)->version, now));
+    CountPass(plan, schedulable, cycle.count(), now);
     if (*moved || !plan.placements.empty() || !plan.evictions.empty()) {
       active = store_.ActiveRuns();
       if (!active) return std::unexpected(active.error());
@@ -429,6 +437,41 @@ Status Controller::RunPass() {
     }
   }
   return Dispatch(*active, *nodes);
+}
+
+void Controller::CountOutcome(const store::JobRecord& job, TimeMs now) {
+  if (metrics_ == nullptr || !model::IsTerminal(job.state) || job.finished_at_ms != now) return;
+  std::string failure_class;
+  if (job.state == model::JobState::kFailed) {
+    for (const auto& r : job.runs) {
+      if (!r.failure_class.empty()) failure_class = r.failure_class;
+    }
+    if (failure_class.empty()) {
+      failure_class = job.reason.code == model::ReasonCode::kGpuFailed            ? "gpu_hardware"
+                      : job.reason.code == model::ReasonCode::kMaxRuntimeExceeded ? "max_runtime"
+                                                                                  : "user_code";
+    }
+  }
+  metrics_->CountOutcome(job.spec.tenant, std::string(model::JobStateName(job.state)),
+                         failure_class);
+}
+
+void Controller::CountPass(const sched::Plan& plan,
+                           const std::vector<store::JobRecord>& schedulable, double seconds,
+                           TimeMs now) {
+  if (metrics_ == nullptr) return;
+  metrics_->ObserveCycle(seconds, plan.placements.size());
+  for (const auto& p : plan.placements) {
+    if (p.moved) continue;  // a running job's new place: it did not wait
+    auto it = std::find_if(schedulable.begin(), schedulable.end(),
+                           [&](const store::JobRecord& j) { return j.id == p.job_id; });
+    if (it == schedulable.end()) continue;
+    metrics_->ObserveQueueWait(it->spec.tenant, it->spec.queue,
+                               static_cast<double>(now - it->submitted_at_ms) / 1000.0);
+  }
+  for (const auto& e : plan.evictions) {
+    metrics_->CountPreemption(std::string(sched::EvictionCauseName(e.cause)));
+  }
 }
 
 Status Controller::ObserveRuns(TimeMs now, std::int64_t half_life_ms,
@@ -795,8 +838,12 @@ Status Controller::CheckRejectQuota(const model::Policy& policy, const model::Jo
 }
 
 Result<store::JobRecord> Controller::Cancel(std::int64_t job_id, const std::string& by) {
-  auto job = store_.CancelJob(job_id, by, clock_.NowMs());
-  if (job) Wake();
+  const TimeMs now = clock_.NowMs();
+  auto job = store_.CancelJob(job_id, by, now);
+  if (job) {
+    CountOutcome(*job, now);
+    Wake();
+  }
   return job;
 }
 
@@ -880,6 +927,7 @@ Status Controller::OnRegister(const berth::v1::Register& reg,
         ClassifyExit(exit, (*run)->job_id);
         auto job = store_.MarkRunExited(exit, now);
         if (!job) return std::unexpected(job.error());
+        CountOutcome(*job, now);
       }
       replies.push_back(AckOf(r.run_id()));
       continue;
@@ -913,6 +961,7 @@ Status Controller::OnRegister(const berth::v1::Register& reg,
     lost.start_error = fmt::format("the agent on {} no longer knows this run", info.name);
     auto job = store_.MarkRunExited(lost, now);
     if (!job) return std::unexpected(job.error());
+    CountOutcome(*job, now);
   }
 
   registered->set_node_name(info.name);
@@ -982,8 +1031,10 @@ Status Controller::OnRunExited(const std::string& node, const berth::v1::RunExit
     if (!run) return std::unexpected(run.error());
     if (*run) ClassifyExit(exit, (*run)->job_id);
   }
-  auto job = store_.MarkRunExited(exit, clock_.NowMs());
+  const TimeMs now = clock_.NowMs();
+  auto job = store_.MarkRunExited(exit, now);
   if (!job && job.error().code != Code::kNotFound) return std::unexpected(job.error());
+  if (job) CountOutcome(*job, now);
   std::shared_ptr<AgentSession> session;
   {
     std::lock_guard lock(mu_);

@@ -26,6 +26,8 @@
 
 namespace berth::server {
 
+class ServerMetrics;  // metrics.h
+
 struct ControllerOptions {
   std::filesystem::path log_dir;         // <data-dir>/logs
   TimeMs lease_ms = 10'000;              // a node is NotReady this long after its last heartbeat
@@ -67,6 +69,9 @@ class Controller {
   // budget alerts and keeps new low-priority jobs of tenants over an
   // enforced budget waiting (OverBudget). Null: no budgets. Set before Start().
   void set_meter(Meter* meter) { meter_ = meter; }
+  // Where passes, placements, evictions and job outcomes are counted for
+  // GET /metrics; null: nowhere. Set before Start().
+  void set_metrics(ServerMetrics* metrics) { metrics_ = metrics; }
 
   // --- REST API side ---
   [[nodiscard]] Result<std::int64_t> Submit(const model::JobSpec& spec,
@@ -179,6 +184,13 @@ class Controller {
   store::Store& store_;
   store::AuditLog* audit_ = nullptr;
   Meter* meter_ = nullptr;
+  ServerMetrics* metrics_ = nullptr;
+  // Counts `job`'s outcome if the change made at `now` finished it (an
+  // exit recorded again finds it finished earlier and counts nothing).
+  void CountOutcome(const store::JobRecord& job, TimeMs now);
+  // Counts a pass's placements (with each job's queue wait) and evictions.
+  void CountPass(const sched::Plan& plan, const std::vector<store::JobRecord>& schedulable,
+                 double seconds, TimeMs now);
   // Tenants over an enforced budget -> the reason their low-priority jobs
   // wait with, as of over_budget_at_ms (pass thread only).
   std::map<std::string, model::Reason> over_budget_;

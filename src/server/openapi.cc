@@ -216,6 +216,16 @@ std::string_view OpenApiDocument() {
         }
       }
     },
+    "/metrics": {
+      "get": {
+        "summary": "Prometheus metrics",
+        "description": "The Prometheus text exposition format 0.0.4: GPUs by pool, model and state, one berth_gpu_info per GPU with its occupant, nodes, jobs, pending jobs by reason, queue wait and scheduler cycle histograms, job outcomes, preemptions and admin interventions (docs/metrics.md). Scrape with a platform-admin token.",
+        "responses": {
+          "200": {"description": "The metrics", "content": {"text/plain": {"schema": {"type": "string"}}}},
+          "503": {"description": "This berthd keeps no metrics"}
+        }
+      }
+    },
     "/v1/quota-requests": {
       "post": {
         "summary": "File a quota request: a queue's quota for one resource, to be decided by a platform admin",

@@ -74,6 +74,7 @@ std::vector<RouteRule> BuildRules() {
       {"GET", "/v1/policy/diff", {Int("from", 1, kMaxInt), Int("to", 1, kMaxInt)}, BodyKind::kNone},
       {"POST", "/v1/policy/preview", {Duration("window"), Text("prices")}, BodyKind::kPolicy},
       {"GET", "/v1/history", {Time("since"), Time("until")}, BodyKind::kNone},
+      {"GET", "/metrics", {}, BodyKind::kNone},
       {"GET",
        "/v1/audit",
        {Time("since"), Time("until"), Text("actor"), Text("tenant"), Text("action"),

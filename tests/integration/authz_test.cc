@@ -161,6 +161,7 @@ std::vector<Route> Routes() {
   r.push_back({"POST", "/v1/policy/preview", Kind::kAdmin, fixed("/v1/policy/preview?window=1h"),
                [](const World&, const std::string&, int) { return std::string(kTwoTenants); }});
   r.push_back({"GET", "/v1/history", Kind::kAdmin, fixed("/v1/history")});
+  r.push_back({"GET", "/metrics", Kind::kAdmin, fixed("/metrics")});
   r.push_back({"GET", "/v1/audit", Kind::kAuditRead,
                [](const World&, const std::string& t) { return "/v1/audit?tenant=" + t; }});
   r.push_back({"GET", "/v1/audit/verify", Kind::kAdmin, fixed("/v1/audit/verify")});
