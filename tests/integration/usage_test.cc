@@ -177,6 +177,16 @@ TEST_F(IntegrationTest, EnforcedBudgetHoldsNewLowPriorityJobsAndAlertsOnce) {
   auto first = berthd.Submit(JobSpecJson("spend", Sh("sleep 1"), 1));
   ASSERT_GT(first, 0);
   ASSERT_TRUE(berthd.WaitForTerminal(first, 30s));
+  // berthd checks budgets at most once a second: the critical (100%) alert
+  // is raised by the same check that starts holding the tenant's jobs.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        for (const auto& a : berthd.http().Get("/v1/alerts").body["alerts"]) {
+          if (a["kind"] == "budget" && a["severity"] == "critical") return true;
+        }
+        return false;
+      },
+      20s));
 
   auto low = berthd.Submit(JobSpecJson("low", Sh("true"), 1, {{"priority", "low"}}));
   ASSERT_GT(low, 0);
