@@ -181,7 +181,8 @@ TEST_F(IntegrationTest, EnforcedBudgetHoldsNewLowPriorityJobsAndAlertsOnce) {
   // is raised by the same check that starts holding the tenant's jobs.
   ASSERT_TRUE(WaitFor(
       [&] {
-        for (const auto& a : berthd.http().Get("/v1/alerts").body["alerts"]) {
+        const json alerts = berthd.http().Get("/v1/alerts").body;
+        for (const auto& a : alerts["alerts"]) {
           if (a["kind"] == "budget" && a["severity"] == "critical") return true;
         }
         return false;
