@@ -117,6 +117,19 @@ Result<std::pair<TimeMs, TimeMs>> Window(const httplib::Request& req, TimeMs now
   return std::pair{from, to};
 }
 
+// The window's usage records of the current caller's tenants only
+// (docs/security.md): a member's report is its tenants' records, and totals
+// reconcile with exactly those.
+Result<std::vector<model::UsageRecord>> VisibleRecords(Meter& meter,
+                                                       const std::pair<TimeMs, TimeMs>& window,
+                                                       const std::string& tenant, TimeMs now) {
+  auto records = meter.Records(window.first, window.second, tenant, now);
+  if (!records) return std::unexpected(records.error());
+  const Caller& caller = CurrentCaller();
+  std::erase_if(*records, [&](const model::UsageRecord& r) { return !caller.CanRead(r.tenant); });
+  return records;
+}
+
 Result<std::size_t> OffsetParam(const httplib::Request& req) {
   if (!req.has_param("offset")) return 0;
   const auto& s = req.get_param_value("offset");
@@ -204,12 +217,8 @@ void Api::Usage(const httplib::Request& req, httplib::Response& res) {
   if (!window) return ReplyError(res, window.error());
   auto keys = model::ParseUsageKeys(req.has_param("by") ? req.get_param_value("by") : "tenant");
   if (!keys) return ReplyError(res, keys.error());
-  auto records = meter_->Records(window->first, window->second, req.get_param_value("tenant"), now);
+  auto records = VisibleRecords(*meter_, *window, req.get_param_value("tenant"), now);
   if (!records) return ReplyError(res, records.error());
-  // The caller's tenants only (docs/security.md): a member's report is its
-  // tenants' records, and totals reconcile with exactly those.
-  const Caller& caller = CurrentCaller();
-  std::erase_if(*records, [&](const model::UsageRecord& r) { return !caller.CanRead(r.tenant); });
   auto prices = meter_->Prices();
   if (!prices) return ReplyError(res, prices.error());
   const model::UsageReport report = model::Aggregate(*records, *keys);
@@ -237,12 +246,8 @@ void Api::UsageRecords(const httplib::Request& req, httplib::Response& res) {
   if (!limit) return ReplyError(res, limit.error());
   auto offset = OffsetParam(req);
   if (!offset) return ReplyError(res, offset.error());
-  auto records = meter_->Records(window->first, window->second, req.get_param_value("tenant"), now);
+  auto records = VisibleRecords(*meter_, *window, req.get_param_value("tenant"), now);
   if (!records) return ReplyError(res, records.error());
-  // The caller's tenants only (docs/security.md): a member's report is its
-  // tenants' records, and totals reconcile with exactly those.
-  const Caller& caller = CurrentCaller();
-  std::erase_if(*records, [&](const model::UsageRecord& r) { return !caller.CanRead(r.tenant); });
   auto prices = meter_->Prices();
   if (!prices) return ReplyError(res, prices.error());
   json list = json::array();
