@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <limits>
 #include <set>
@@ -531,7 +532,15 @@ std::optional<ResourceKey> ParseResourceKey(std::string_view name) {
   if (name == "cpu") return ResourceKey{ResourceKind::kCpu, ""};
   if (name == "memory") return ResourceKey{ResourceKind::kMemory, ""};
   if (name.starts_with("gpus/") && name.size() > 5 && name.size() <= 5 + 64) {
-    return ResourceKey{ResourceKind::kGpus, std::string(name.substr(5))};
+    // GPU model names as Berth writes them ("H100-80GB"): letters, digits
+    // and ._- only, so a policy prints and parses back unchanged.
+    const std::string_view model = name.substr(5);
+    for (char c : model) {
+      if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '.' && c != '_' && c != '-') {
+        return std::nullopt;
+      }
+    }
+    return ResourceKey{ResourceKind::kGpus, std::string(model)};
   }
   return std::nullopt;
 }
