@@ -84,8 +84,9 @@ class Controller {
   // GET /metrics; null: nowhere. Set before Start().
   void set_metrics(ServerMetrics* metrics) { metrics_ = metrics; }
   // Where valid GPU samples go (the telemetry store); unset: they are
-  // dropped. Called on an agent stream's thread, once per GpuTelemetry
-  // message, never concurrently for one node. Set before Start().
+  // dropped. Called on the agent streams' threads, once per GpuTelemetry
+  // message: concurrently for different nodes, so it must be thread-safe.
+  // Set before Start().
   using TelemetrySink = std::function<void(std::span<const model::GpuSample>)>;
   void set_telemetry_sink(TelemetrySink sink) { telemetry_sink_ = std::move(sink); }
   TelemetryCounts telemetry_counts() const;
