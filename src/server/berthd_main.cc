@@ -183,6 +183,7 @@ int main(int argc, char** argv) {
   std::string heartbeat = "1s";
   std::string grace = "10s";
   std::string lost_grace = "60s";
+  std::string telemetry_interval = "10s";
   std::string shim = SiblingBinary("berth-shim").string();
   std::string log_level = "info";
   app.add_flag("--all-in-one", all_in_one,
@@ -202,6 +203,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--heartbeat", heartbeat, "How often agents heartbeat")->capture_default_str();
   app.add_option("--stop-grace", grace, "SIGTERM to SIGKILL grace for cancel and max runtime")
+      ->capture_default_str();
+  app.add_option("--telemetry-interval", telemetry_interval,
+                 "With --all-in-one: how often the embedded agents sample every GPU and stream "
+                 "the readings; 0: never (berth-agent has the same flag)")
       ->capture_default_str();
   app.add_option("--node-lost-grace", lost_grace,
                  "After a node's lease lapses, how long its runs may stay unaccounted for before "
@@ -316,6 +321,18 @@ int main(int argc, char** argv) {
         "and the lease must be longer than the heartbeat");
   }
 
+  std::int64_t telemetry_interval_ms = 0;
+  if (telemetry_interval != "0") {
+    auto ms = berth::ParseDurationMs(telemetry_interval);
+    if (!ms || *ms < 100) {
+      return Fatal(fmt::format(
+          "--telemetry-interval '{}': give a duration of at least 100ms such as 10s, or 0 for "
+          "none",
+          telemetry_interval));
+    }
+    telemetry_interval_ms = *ms;
+  }
+
   auto log_limit_bytes = berth::ParseBytes(log_limit);
   if (!log_limit_bytes || (*log_limit_bytes > 0 && *log_limit_bytes < 4096)) {
     return Fatal(fmt::format("--log-limit '{}': write a size of at least 4Ki, such as 64Mi, or 0",
@@ -411,6 +428,7 @@ int main(int argc, char** argv) {
       ao.data_dir = std::filesystem::path(data_dir) / "agents" / node.name;
       ao.shim_path = shim;
       ao.shared_gpus = *shared;
+      ao.telemetry_interval_ms = telemetry_interval_ms;
       auto channel = agent_server->InProcessChannel(grpc::ChannelArguments());
       agents.push_back(
           std::make_unique<berth::agent::Agent>(ao, node, std::move(provider), channel, clock));
