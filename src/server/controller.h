@@ -27,6 +27,7 @@
 namespace berth::server {
 
 class ServerMetrics;  // metrics.h
+class AlertRouter;    // alerting.h
 
 struct ControllerOptions {
   std::filesystem::path log_dir;         // <data-dir>/logs
@@ -69,6 +70,9 @@ class Controller {
   // budget alerts and keeps new low-priority jobs of tenants over an
   // enforced budget waiting (OverBudget). Null: no budgets. Set before Start().
   void set_meter(Meter* meter) { meter_ = meter; }
+  // Where GPU hardware alerts are raised (under the first enabled gpu_health
+  // rule); null: straight into the store as critical. Set before Start().
+  void set_alerts(AlertRouter* alerts) { alerts_ = alerts; }
   // Where passes, placements, evictions and job outcomes are counted for
   // GET /metrics; null: nowhere. Set before Start().
   void set_metrics(ServerMetrics* metrics) { metrics_ = metrics; }
@@ -184,6 +188,7 @@ class Controller {
   store::Store& store_;
   store::AuditLog* audit_ = nullptr;
   Meter* meter_ = nullptr;
+  AlertRouter* alerts_ = nullptr;
   ServerMetrics* metrics_ = nullptr;
   // Counts `job`'s outcome if the change made at `now` finished it (an
   // exit recorded again finds it finished earlier and counts nothing).
