@@ -194,10 +194,53 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
   }
 
   bool all_alerts = false;
-  auto* alerts = app.add_subcommand("alerts", "open alerts (GPU hardware errors), oldest first");
+  std::string alert_kind;
+  auto* alerts = app.add_subcommand("alerts", "open alerts, oldest first");
   alerts->add_flag("--all", all_alerts, "resolved ones too");
+  alerts->add_option("--kind", alert_kind,
+                     "only this kind: gpu_hardware, node_not_ready, queue_wait, budget, "
+                     "idle_allocation");
   actions[alerts] = [&](ApiClient& api, const Output& out) {
-    return ListAlerts(api, all_alerts, out);
+    return ListAlerts(api, all_alerts, alert_kind, out);
+  };
+  // berth alert resolve ID | rules show | rules apply FILE | deliveries
+  auto* alert = app.add_subcommand("alert", "resolve alerts, their rules and webhook deliveries");
+  alert->require_subcommand(1);
+  std::int64_t alert_id = 0;
+  auto* alert_resolve = alert->add_subcommand("resolve", "resolve an open alert by hand");
+  alert_resolve->add_option("ID", alert_id, "the alert's id (berth alerts)")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  actions[alert_resolve] = [&](ApiClient& api, const Output& out) {
+    return ResolveAlert(api, alert_id, out);
+  };
+  auto* alert_rules = alert->add_subcommand("rules", "the alert rules in force");
+  alert_rules->require_subcommand(1);
+  auto* alert_rules_show = alert_rules->add_subcommand("show", "the rules in force");
+  actions[alert_rules_show] = [&](ApiClient& api, const Output& out) {
+    return ShowAlertRules(api, out);
+  };
+  std::string alert_rules_path;
+  std::string alert_rules_text;
+  std::string alert_rules_comment;
+  auto* alert_rules_apply =
+      alert_rules->add_subcommand("apply", "make a rules file the new version, in force at once");
+  alert_rules_apply->add_option("FILE", alert_rules_path, "alert rules YAML; - reads stdin")
+      ->required();
+  alert_rules_apply->add_option("--comment", alert_rules_comment, "why, for the audit");
+  checks[alert_rules_apply] = [&] {
+    auto read = ReadSpec(alert_rules_path, env.in, "alert rules");
+    if (!read) return PrintError(env, kExitError, FormatError(read.error()));
+    alert_rules_text = std::move(*read);
+    return kExitOk;
+  };
+  actions[alert_rules_apply] = [&](ApiClient& api, const Output& out) {
+    return ApplyAlertRules(api, alert_rules_text, alert_rules_comment, out);
+  };
+  auto* alert_deliveries =
+      alert->add_subcommand("deliveries", "recent webhook deliveries: pending, delivered, failed");
+  actions[alert_deliveries] = [&](ApiClient& api, const Output& out) {
+    return ListAlertDeliveries(api, out);
   };
 
   // berth policy show|versions|apply|diff|rollback

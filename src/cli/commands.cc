@@ -193,11 +193,6 @@ Status CordonTarget(ApiClient& api, const std::string& action, const std::string
   return Ok();
 }
 
-Status ListAlerts(ApiClient& api, bool all, const Output& output) {
-  auto alerts = api.Get(all ? "/v1/alerts?all=true" : "/v1/alerts");
-  return Show(alerts, output, [&](const json& r) { return RenderAlerts(r, output.clock.NowMs()); });
-}
-
 Status ShowPolicy(ApiClient& api, std::optional<std::int64_t> version, bool yaml,
                   const Output& output) {
   auto policy = api.Get(version ? fmt::format("/v1/policy/versions/{}", *version) : "/v1/policy");

@@ -55,7 +55,14 @@ Status ShowNode(ApiClient& api, const std::string& node, const Output& output);
 // "uncordon".
 Status CordonTarget(ApiClient& api, const std::string& action, const std::string& target,
                     const std::string& reason, const Output& output);
-Status ListAlerts(ApiClient& api, bool all, const Output& output);
+// Alerts (commands_alert.cc): the list (--all, --kind), a manual resolve,
+// the alert rules and the webhook deliveries.
+Status ListAlerts(ApiClient& api, bool all, const std::string& kind, const Output& output);
+Status ResolveAlert(ApiClient& api, std::int64_t id, const Output& output);
+Status ShowAlertRules(ApiClient& api, const Output& output);
+Status ApplyAlertRules(ApiClient& api, const std::string& yaml, const std::string& comment,
+                       const Output& output);
+Status ListAlertDeliveries(ApiClient& api, const Output& output);
 void PrintVersion(const Output& output);
 
 // --- berth policy ---

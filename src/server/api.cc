@@ -315,7 +315,15 @@ void Api::Register(httplib::Server& http) {
         Audited("node.cordon", &Api::CordonAction));
   Route(http, "POST", R"(/v1/nodes/([^/]+)/gpus/([^/]+)/(cordon|uncordon))", admin("gpu.cordon"),
         Audited("gpu.cordon", &Api::CordonAction));
+  // Alerts, their rules and webhook deliveries (api_alerts.cc).
   Route(http, "GET", "/v1/alerts", admin("alert.list"), handler(&Api::ListAlerts));
+  Route(http, "POST", R"(/v1/alerts/([^/]+)/resolve)", admin("alert.resolve"),
+        Audited("alert.resolve", &Api::ResolveAlert));
+  Route(http, "GET", "/v1/alert-rules", admin("alert_rules.read"), handler(&Api::GetAlertRules));
+  Route(http, "POST", "/v1/alert-rules", admin("alert_rules.apply"),
+        Audited("alert_rules.apply", &Api::ApplyAlertRules));
+  Route(http, "GET", "/v1/alert-deliveries", admin("alert_deliveries.list"),
+        handler(&Api::ListAlertDeliveries));
   // Policy: quotas are public within the platform; changing them is not.
   Route(http, "GET", "/v1/policy", any("policy.read"), handler(&Api::GetPolicy));
   Route(http, "POST", "/v1/policy", any("policy.apply"),
@@ -763,15 +771,6 @@ void Api::CordonAction(const httplib::Request& req, httplib::Response& res, Audi
              {"reason", reason}});
 }
 
-void Api::ListAlerts(const httplib::Request& req, httplib::Response& res) {
-  const bool all = req.get_param_value("all") == "true" || req.get_param_value("all") == "1";
-  auto alerts = store_.ListAlerts(!all);
-  if (!alerts) return ReplyError(res, alerts.error());
-  json list = json::array();
-  for (const auto& a : *alerts) list.push_back(AlertJson(a));
-  Reply(res, 200, json{{"alerts", list}});
-}
-
 void Api::CountIntervention(const std::string& action, const httplib::Request& req,
                             const httplib::Response& res) {
   if (metrics_ == nullptr || res.status >= 300) return;
@@ -804,7 +803,9 @@ void Api::Metrics(const httplib::Request&, httplib::Response& res) {
   if (!pending) return ReplyError(res, pending.error());
   auto policy = controller_.ActivePolicy();
   if (!policy) return ReplyError(res, policy.error());
-  ClusterView view{&*nodes, &*holders, &*pending, &(*policy)->policy};
+  auto open_alerts = store_.ListAlerts(true);
+  if (!open_alerts) return ReplyError(res, open_alerts.error());
+  ClusterView view{&*nodes, &*holders, &*pending, &(*policy)->policy, &*open_alerts};
   res.set_content(RenderMetrics(view, *metrics_), "text/plain; version=0.0.4; charset=utf-8");
 }
 

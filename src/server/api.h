@@ -10,6 +10,7 @@
 
 #include "common/clock.h"
 #include "model/reason.h"
+#include "server/alerting.h"
 #include "server/audit.h"
 #include "server/auth.h"
 #include "server/controller.h"
@@ -50,6 +51,8 @@ class Api {
   // Usage records, prices and budgets (api_usage.cc); null: those endpoints
   // answer Unavailable.
   void set_meter(Meter* meter) { meter_ = meter; }
+  // The alert rules in force; null: /v1/alert-rules answers 503.
+  void set_alerts(AlertRouter* alerts) { alerts_ = alerts; }
   // In-memory counters for GET /metrics (metrics.h); the API counts admin
   // interventions into it. Null: /metrics answers Unavailable.
   void set_metrics(ServerMetrics* metrics) { metrics_ = metrics; }
@@ -136,7 +139,12 @@ class Api {
   void GetNode(const httplib::Request& req, httplib::Response& res);
   // POST /v1/nodes/NODE[/gpus/INDEX]/(cordon|drain|uncordon)?reason=...
   void CordonAction(const httplib::Request& req, httplib::Response& res, AuditNote& note);
+  // Alerts (api_alerts.cc, docs/operations.md "Alerts").
   void ListAlerts(const httplib::Request& req, httplib::Response& res);
+  void ResolveAlert(const httplib::Request& req, httplib::Response& res, AuditNote& note);
+  void GetAlertRules(const httplib::Request& req, httplib::Response& res);
+  void ApplyAlertRules(const httplib::Request& req, httplib::Response& res, AuditNote& note);
+  void ListAlertDeliveries(const httplib::Request& req, httplib::Response& res);
   void GetPolicy(const httplib::Request& req, httplib::Response& res);
   void ListPolicyVersions(const httplib::Request& req, httplib::Response& res);
   void GetPolicyVersion(const httplib::Request& req, httplib::Response& res);
@@ -164,6 +172,7 @@ class Api {
   RateLimiter* limiter_ = nullptr;
   std::size_t max_body_bytes_ = 2 << 20;
   Meter* meter_ = nullptr;
+  AlertRouter* alerts_ = nullptr;
   ServerMetrics* metrics_ = nullptr;
   OpsUtilizationSource ops_utilization_;
 };

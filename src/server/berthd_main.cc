@@ -25,6 +25,7 @@
 #include "common/units.h"
 #include "sched/core_scheduler.h"
 #include "server/agent_service.h"
+#include "server/alerting.h"
 #include "server/api.h"
 #include "server/auth.h"
 #include "server/controller.h"
@@ -184,6 +185,7 @@ int main(int argc, char** argv) {
   std::string grace = "10s";
   std::string lost_grace = "60s";
   std::string telemetry_interval = "10s";
+  std::string alert_interval = "2s";
   std::string shim = SiblingBinary("berth-shim").string();
   std::string log_level = "info";
   app.add_flag("--all-in-one", all_in_one,
@@ -207,6 +209,9 @@ int main(int argc, char** argv) {
   app.add_option("--telemetry-interval", telemetry_interval,
                  "With --all-in-one: how often the embedded agents sample every GPU and stream "
                  "the readings; 0: never (berth-agent has the same flag)")
+      ->capture_default_str();
+  app.add_option("--alert-interval", alert_interval,
+                 "How often alert rules are evaluated (docs/operations.md, \"Alerts\")")
       ->capture_default_str();
   app.add_option("--node-lost-grace", lost_grace,
                  "After a node's lease lapses, how long its runs may stay unaccounted for before "
@@ -314,6 +319,10 @@ int main(int argc, char** argv) {
   auto heartbeat_ms = berth::ParseDurationMs(heartbeat);
   auto grace_ms = berth::ParseDurationMs(grace);
   auto lost_grace_ms = berth::ParseDurationMs(lost_grace);
+  auto alert_interval_ms = berth::ParseDurationMs(alert_interval);
+  if (!alert_interval_ms || *alert_interval_ms < 100) {
+    return Fatal("--alert-interval takes a duration of at least 100ms, such as 2s");
+  }
   if (!lease_ms || !heartbeat_ms || !grace_ms || !lost_grace_ms || *heartbeat_ms <= 0 ||
       *lease_ms <= *heartbeat_ms || *lost_grace_ms < 0) {
     return Fatal(
@@ -370,6 +379,18 @@ int main(int argc, char** argv) {
   // Counters and histograms for GET /metrics (docs/metrics.md).
   berth::server::ServerMetrics metrics;
   controller.set_metrics(&metrics);
+  // Alert rules, the engine that evaluates them and the webhook outbox.
+  berth::server::AlertRouter alert_router(**store);
+  alert_router.set_metrics(&metrics);
+  if (auto loaded = alert_router.Load(); !loaded) return Fatal(loaded.error().message);
+  meter.set_alerts(&alert_router);
+  controller.set_alerts(&alert_router);
+  berth::server::AlertEngine alert_engine(**store, alert_router, clock);
+  berth::server::AlertDeliverer::Options delivery_options;
+  delivery_options.version = BERTH_VERSION;
+  delivery_options.server = fmt::format("{}://{}", plain_http ? "http" : "https", listen);
+  berth::server::AlertDeliverer alert_deliverer(**store, alert_router, clock, delivery_options);
+  alert_deliverer.set_metrics(&metrics);
 
   std::optional<TlsSetup> tls;
   if (!plain_http || !plain_agents) {
@@ -483,6 +504,7 @@ int main(int argc, char** argv) {
   api.set_max_body_bytes(*max_body_bytes);
   if (rate_limit > 0) api.set_rate_limiter(&limiter);
   api.set_meter(&meter);
+  api.set_alerts(&alert_router);
   api.set_metrics(&metrics);
   api.Register(http);
   if (!http.bind_to_port(listen_hp->first, listen_hp->second)) {
@@ -506,7 +528,11 @@ int main(int argc, char** argv) {
                plain_http ? "http" : "https", listen, agent_listen,
                plain_agents ? "plain, loopback only" : "mutual TLS", data_dir);
   if (tls) spdlog::info("clients trust {} (berth --ca FILE or BERTH_CA)", tls->ca_file);
+  alert_engine.Start(std::chrono::milliseconds(*alert_interval_ms));
+  alert_deliverer.Start(std::chrono::milliseconds(500));
   http.listen_after_bind();
+  alert_engine.Stop();
+  alert_deliverer.Stop();
 
   for (auto& a : agents) a->Stop();
   controller.Stop();

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "model/failure.h"
+#include "server/alerting.h"
 #include "server/metrics.h"
 #include "server/run_log.h"
 #include "server/snapshot_builder.h"
@@ -1184,9 +1185,9 @@ Status Controller::OnGpuHealth(const std::string& node, const berth::v1::GpuHeal
   if (!jobs) return std::unexpected(jobs.error());
   store::Alert alert;
   alert.kind = "gpu_hardware";
-  alert.severity = "critical";
   alert.node = node;
   alert.gpu = msg.index();
+  alert.subject = fmt::format("{}/{}", node, msg.index());
   alert.raised_ms = now;
   alert.message = fmt::format(
       "{}. Berth cordoned the GPU{}. Check it, then `berth uncordon {}/{}` if the error was "
@@ -1196,8 +1197,16 @@ Status Controller::OnGpuHealth(const std::string& node, const berth::v1::GpuHeal
           ? ""
           : fmt::format(" and stopped {} job(s) on it for their retry policies", jobs->size()),
       node, msg.index());
-  auto id = store_.RaiseAlert(alert);
-  if (!id) return std::unexpected(id.error());
+  if (alerts_ != nullptr) {
+    // The gpu_health rule sets severity and sinks; one open alert per GPU.
+    auto id =
+        alerts_->Raise(model::AlertKind::kGpuHealth, std::move(alert), store::AlertDedupe::kOpen);
+    if (!id) return std::unexpected(id.error());
+  } else {
+    alert.severity = "critical";
+    auto id = store_.RaiseAlert(alert);
+    if (!id) return std::unexpected(id.error());
+  }
   Wake();
   return Ok();
 }

@@ -30,6 +30,7 @@
 namespace berth::server {
 
 class ServerMetrics;  // metrics.h
+class AlertRouter;    // alerting.h
 
 struct ControllerOptions {
   std::filesystem::path log_dir;         // <data-dir>/logs
@@ -80,6 +81,9 @@ class Controller {
   // budget alerts and keeps new low-priority jobs of tenants over an
   // enforced budget waiting (OverBudget). Null: no budgets. Set before Start().
   void set_meter(Meter* meter) { meter_ = meter; }
+  // Where GPU hardware alerts are raised (under the first enabled gpu_health
+  // rule); null: straight into the store as critical. Set before Start().
+  void set_alerts(AlertRouter* alerts) { alerts_ = alerts; }
   // Where passes, placements, evictions and job outcomes are counted for
   // GET /metrics; null: nowhere. Set before Start().
   void set_metrics(ServerMetrics* metrics) { metrics_ = metrics; }
@@ -209,6 +213,7 @@ class Controller {
   store::Store& store_;
   store::AuditLog* audit_ = nullptr;
   Meter* meter_ = nullptr;
+  AlertRouter* alerts_ = nullptr;
   ServerMetrics* metrics_ = nullptr;
   TelemetrySink telemetry_sink_;
   mutable std::mutex telemetry_mu_;  // guards telemetry_counts_

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "server/alerting.h"
+
 namespace berth::server {
 namespace {
 
@@ -142,7 +144,16 @@ Result<std::map<std::string, model::Reason>> Meter::CheckBudgets(TimeMs now) {
                       s.budget.enforce && pct >= 100
                           ? "; its new low-priority jobs wait until next month or a larger budget"
                           : "");
-      auto id = meter_store_.RaiseBudgetAlert(s.budget.tenant, s.month, pct, message, now);
+      if (alerts_ == nullptr) continue;
+      // Once per threshold per month, whether or not the last one was resolved.
+      store::Alert alert;
+      alert.subject = fmt::format("{}/{}/{}", s.budget.tenant, s.month, pct);
+      alert.message = message;
+      alert.raised_ms = now;
+      // The rule's severity below 100%; a budget used up is critical.
+      if (pct >= 100) alert.severity = "critical";
+      auto id =
+          alerts_->Raise(model::AlertKind::kBudget, std::move(alert), store::AlertDedupe::kEver);
       if (!id) return std::unexpected(id.error());
     }
     if (s.over && s.budget.enforce) over[s.budget.tenant] = OverBudgetReason(s, currency);

@@ -18,6 +18,10 @@
 #include "store/store.h"
 
 namespace berth::server {
+class AlertRouter;  // alerting.h
+}
+
+namespace berth::server {
 
 class Meter {
  public:
@@ -25,6 +29,9 @@ class Meter {
       : meter_store_(meter_store), store_(store) {}
 
   store::MeterStore& meter_store() { return meter_store_; }
+  // Where budget alerts are raised (under the first enabled `budget` rule);
+  // null: none are. Set before the controller starts.
+  void set_alerts(AlertRouter* alerts) { alerts_ = alerts; }
 
   // Every run's record clipped to [from, to) and priced; an open run ends at
   // `now` (when that is before `to`). `tenant` empty: all.
@@ -42,6 +49,7 @@ class Meter {
  private:
   store::MeterStore& meter_store_;
   store::Store& store_;
+  AlertRouter* alerts_ = nullptr;
 };
 
 // The kOverBudget reason for a budget state.

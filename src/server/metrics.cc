@@ -161,8 +161,29 @@ void ServerMetrics::ObserveCycle(double seconds, std::uint64_t placements) {
   placements_ += placements;
 }
 
+void ServerMetrics::CountAlertRaised(const std::string& kind) {
+  std::lock_guard lock(mu_);
+  ++alerts_raised_[kind];
+}
+
+void ServerMetrics::CountAlertDelivery(const std::string& sink, const std::string& result) {
+  std::lock_guard lock(mu_);
+  ++alert_deliveries_[{sink, result}];
+}
+
 void ServerMetrics::Render(MetricsWriter& w) const {
   std::lock_guard lock(mu_);
+  w.Family("berth_alerts_raised_total", "counter", "Alerts raised since berthd started, by kind.");
+  for (const auto& [kind, n] : alerts_raised_) {
+    w.Sample("berth_alerts_raised_total", {{"kind", kind}}, static_cast<double>(n));
+  }
+  w.Family("berth_alert_deliveries_total", "counter",
+           "Webhook delivery attempts since berthd started, by sink and result (delivered, "
+           "retry, failed).");
+  for (const auto& [key, n] : alert_deliveries_) {
+    w.Sample("berth_alert_deliveries_total", {{"sink", key.first}, {"result", key.second}},
+             static_cast<double>(n));
+  }
   w.Family("berth_queue_wait_seconds", "histogram",
            "Seconds from a job's submission to its placement, per queue.");
   for (const auto& [key, h] : queue_wait_) {
@@ -346,6 +367,15 @@ std::string RenderMetrics(const ClusterView& view, const ServerMetrics& counters
   for (const auto& [key, count] : pending_by_reason) {
     w.Sample("berth_pending_jobs", {{"tenant", key[0]}, {"queue", key[1]}, {"reason", key[2]}},
              static_cast<double>(count));
+  }
+  if (view.open_alerts != nullptr) {
+    std::map<std::pair<std::string, std::string>, std::uint64_t> open;
+    for (const auto& a : *view.open_alerts) ++open[{a.kind, a.severity}];
+    w.Family("berth_alerts_open", "gauge", "Open alerts by kind and severity.");
+    for (const auto& [key, count] : open) {
+      w.Sample("berth_alerts_open", {{"kind", key.first}, {"severity", key.second}},
+               static_cast<double>(count));
+    }
   }
   counters.Render(w);
   return w.Take();

@@ -81,6 +81,10 @@ class ServerMetrics {
   void CountAdminIntervention(const std::string& action);
   // One scheduling pass that had jobs to look at: its duration and placements.
   void ObserveCycle(double seconds, std::uint64_t placements);
+  // An alert raised (server/alerting.h), by its kind.
+  void CountAlertRaised(const std::string& kind);
+  // One webhook delivery attempt: result delivered, retry or failed.
+  void CountAlertDelivery(const std::string& sink, const std::string& result);
 
   // Appends the in-memory families to `w`.
   void Render(MetricsWriter& w) const;
@@ -97,6 +101,8 @@ class ServerMetrics {
   std::map<std::string, std::uint64_t> interventions_;
   HistogramData cycle_{CycleBounds()};
   std::uint64_t placements_ = 0;
+  std::map<std::string, std::uint64_t> alerts_raised_;
+  std::map<std::pair<std::string, std::string>, std::uint64_t> alert_deliveries_;
 };
 
 // What a scrape reads from the store and the controller.
@@ -105,7 +111,8 @@ struct ClusterView {
   // Jobs holding GPUs (Scheduled, Running) with their runs.
   const std::vector<store::JobRecord>* holders = nullptr;
   const std::vector<store::JobRecord>* pending = nullptr;
-  const model::Policy* policy = nullptr;  // for pools; null: every pool ""
+  const model::Policy* policy = nullptr;                   // for pools; null: every pool ""
+  const std::vector<store::Alert>* open_alerts = nullptr;  // null: no alert gauge
 };
 
 // The whole /metrics document: the cluster's gauges, then `counters`.

@@ -123,9 +123,32 @@ std::string_view OpenApiDocument() {
     },
     "/v1/alerts": {
       "get": {
-        "summary": "Open alerts (GPU hardware errors), oldest first",
-        "parameters": [{"name": "all", "in": "query", "schema": {"type": "boolean"}, "description": "Resolved ones too"}],
-        "responses": {"200": {"description": "{alerts: [{id, kind, severity, node, gpu, message, raised_ms, resolved_ms, resolved_by}]}"}}
+        "summary": "Open alerts (GPU hardware, node NotReady, queue wait, budget, idle allocation), oldest first",
+        "parameters": [{"name": "all", "in": "query", "schema": {"type": "boolean"}, "description": "Resolved ones too"},
+                       {"name": "kind", "in": "query", "schema": {"type": "string", "maxLength": 32}, "description": "Only this kind (gpu_hardware, node_not_ready, queue_wait, budget, idle_allocation)"}],
+        "responses": {"200": {"description": "{alerts: [{id, kind, severity, node, gpu, message, raised_ms, resolved_ms, resolved_by, rule, subject}]}"}}
+      }
+    },
+    "/v1/alerts/{id}/resolve": {
+      "post": {
+        "summary": "Resolve an open alert by hand; its sinks get a resolved event; audited as alert.resolve",
+        "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}}],
+        "responses": {"200": {"description": "The alert, resolved"}, "404": {"description": "No such alert"}, "409": {"description": "Resolved already"}}
+      }
+    },
+    "/v1/alert-rules": {
+      "get": {"summary": "The alert rules in force (the defaults when none were applied)", "responses": {"200": {"description": "{version, default, yaml, sinks, rules}"}}},
+      "post": {
+        "summary": "Apply an alert rules document (YAML body) as a new version; audited as alert_rules.apply",
+        "parameters": [{"name": "comment", "in": "query", "schema": {"type": "string", "maxLength": 1024}}],
+        "responses": {"201": {"description": "{version, sinks, rules}"}, "400": {"description": "Invalid rules; field names the offending one"}}
+      }
+    },
+    "/v1/alert-deliveries": {
+      "get": {
+        "summary": "Recent webhook deliveries, newest first: pending, delivered and failed",
+        "parameters": [{"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1}}],
+        "responses": {"200": {"description": "{deliveries: [{id, alert_id, sink, event, state, attempts, next_attempt_ms, last_error, delivered_ms, created_ms}]}"}}
       }
     },
     "/v1/gpus": {"get": {"summary": "Every GPU with its health and the job holding it", "responses": {"200": {"description": "GPUs", "content": {"application/json": {"schema": {"type": "object", "properties": {"gpus": {"type": "array", "items": {"$ref": "#/components/schemas/Gpu"}}}}}}}}}},

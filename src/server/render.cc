@@ -101,7 +101,9 @@ json AlertJson(const store::Alert& a) {
           {"message", a.message},
           {"raised_ms", a.raised_ms},
           {"resolved_ms", Opt(a.resolved_ms)},
-          {"resolved_by", a.resolved_by}};
+          {"resolved_by", a.resolved_by},
+          {"rule", a.rule},
+          {"subject", a.subject}};
 }
 
 json NodeJson(const NodeStatus& n, const std::vector<store::RunRecord>& active) {

@@ -9,22 +9,13 @@ namespace {
 
 using nlohmann::json;
 
-// `alerts` is SqliteStore's; it is created here too (same definition) so the
-// meter can be opened on a database the store has not made yet.
 constexpr std::string_view kMeterSchema = R"sql(
-CREATE TABLE IF NOT EXISTS alerts(
-  id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, severity TEXT NOT NULL,
-  node TEXT NOT NULL, gpu INTEGER, message TEXT NOT NULL, raised_ms INTEGER NOT NULL,
-  resolved_ms INTEGER, resolved_by TEXT NOT NULL DEFAULT '');
 CREATE TABLE IF NOT EXISTS price_versions(
   version INTEGER PRIMARY KEY, yaml TEXT NOT NULL, applied_ms INTEGER NOT NULL,
   applied_by TEXT NOT NULL, comment TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS budgets(
   tenant TEXT PRIMARY KEY, mgpu_ms INTEGER, cost_micros INTEGER, alert_percents TEXT NOT NULL,
   enforce INTEGER NOT NULL, set_ms INTEGER NOT NULL, set_by TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS budget_alerts(
-  tenant TEXT NOT NULL, month TEXT NOT NULL, percent INTEGER NOT NULL, alert_id INTEGER NOT NULL,
-  PRIMARY KEY(tenant, month, percent));
 CREATE INDEX IF NOT EXISTS runs_by_started ON runs(started_ms);
 )sql";
 
@@ -194,43 +185,6 @@ Result<std::vector<model::Budget>> MeterStore::ListBudgets() {
     out.push_back(std::move(b));
   }
   return out;
-}
-
-Result<std::optional<std::int64_t>> MeterStore::RaiseBudgetAlert(const std::string& tenant,
-                                                                 const std::string& month,
-                                                                 std::int32_t percent,
-                                                                 const std::string& message,
-                                                                 TimeMs now) {
-  std::lock_guard lock(mu_);
-  Transaction tx(db_);
-  BERTH_RETURN_IF_ERROR(tx.Begin());
-  {
-    auto seen =
-        db_.Prepare("SELECT 1 FROM budget_alerts WHERE tenant = ? AND month = ? AND percent = ?");
-    if (!seen) return std::unexpected(seen.error());
-    seen->Bind(1, tenant).Bind(2, month).Bind(3, std::int64_t{percent});
-    auto row = seen->Step();
-    if (!row) return std::unexpected(row.error());
-    if (*row) return std::optional<std::int64_t>();
-  }
-  std::int64_t id = 0;
-  {
-    auto st = db_.Prepare(
-        "INSERT INTO alerts(kind, severity, node, gpu, message, raised_ms) "
-        "VALUES('budget', ?, '', NULL, ?, ?) RETURNING id");
-    if (!st) return std::unexpected(st.error());
-    st->Bind(1, percent >= 100 ? "critical" : "warning").Bind(2, message).Bind(3, now);
-    auto row = st->Step();
-    if (!row) return std::unexpected(row.error());
-    id = st->Int(0);
-  }
-  auto mark =
-      db_.Prepare("INSERT INTO budget_alerts(tenant, month, percent, alert_id) VALUES(?,?,?,?)");
-  if (!mark) return std::unexpected(mark.error());
-  BERTH_RETURN_IF_ERROR(
-      mark->Bind(1, tenant).Bind(2, month).Bind(3, std::int64_t{percent}).Bind(4, id).Run());
-  BERTH_RETURN_IF_ERROR(tx.Commit());
-  return std::optional<std::int64_t>(id);
 }
 
 }  // namespace berth::store

@@ -1,8 +1,9 @@
 // Metering's durable state (docs/metering.md): price table versions, tenant
-// budgets and which budget alerts were raised, plus a read of the runs that
+// budgets, plus a read of the runs that
 // usage records are derived from. It lives in berth.db on a connection of
 // its own, like the audit log, so the scheduling Store interface stays as it
-// is; budget alerts land in the same `alerts` table as GPU alerts.
+// is. Budget alerts are raised through the Store (its alerts table has one
+// writer), by server::Meter::CheckBudgets.
 #pragma once
 
 #include <cstdint>
@@ -74,14 +75,6 @@ class MeterStore {
   // Removes it; returns whether there was one.
   [[nodiscard]] Result<bool> DeleteBudget(const std::string& tenant);
   [[nodiscard]] Result<std::vector<model::Budget>> ListBudgets();
-
-  // Raises the alert for `percent` of `tenant`'s budget in `month` unless it
-  // was raised already: returns the new alert's id, or nullopt.
-  [[nodiscard]] Result<std::optional<std::int64_t>> RaiseBudgetAlert(const std::string& tenant,
-                                                                     const std::string& month,
-                                                                     std::int32_t percent,
-                                                                     const std::string& message,
-                                                                     TimeMs now);
 
  private:
   explicit MeterStore(Database db) : db_(std::move(db)) {}

@@ -74,6 +74,20 @@ CREATE TABLE IF NOT EXISTS alerts(
   id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, severity TEXT NOT NULL,
   node TEXT NOT NULL, gpu INTEGER, message TEXT NOT NULL, raised_ms INTEGER NOT NULL,
   resolved_ms INTEGER, resolved_by TEXT NOT NULL DEFAULT '');
+CREATE TABLE IF NOT EXISTS alert_keys(
+  alert_id INTEGER PRIMARY KEY, rule TEXT NOT NULL, subject TEXT NOT NULL,
+  sinks TEXT NOT NULL DEFAULT '[]');
+CREATE INDEX IF NOT EXISTS alert_keys_by_subject ON alert_keys(rule, subject);
+CREATE TABLE IF NOT EXISTS alert_rule_versions(
+  version INTEGER PRIMARY KEY, yaml TEXT NOT NULL, applied_ms INTEGER NOT NULL,
+  applied_by TEXT NOT NULL, comment TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS alert_deliveries(
+  id INTEGER PRIMARY KEY AUTOINCREMENT, alert_id INTEGER NOT NULL, sink TEXT NOT NULL,
+  event TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, next_attempt_ms INTEGER NOT NULL,
+  last_error TEXT NOT NULL DEFAULT '', delivered_ms INTEGER, failed INTEGER NOT NULL DEFAULT 0,
+  created_ms INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS alert_deliveries_due ON alert_deliveries(delivered_ms, failed,
+  next_attempt_ms);
 CREATE TABLE IF NOT EXISTS quota_requests(
   id INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT NOT NULL, queue TEXT NOT NULL,
   resource TEXT NOT NULL, guaranteed INTEGER, borrow_limit INTEGER, weight INTEGER,
@@ -1420,12 +1434,18 @@ Result<bool> SqliteStore::Uncordon(const std::string& node, std::optional<std::u
                                        fmt::format("{} uncordoned by {}", Target(node, gpu), by)));
   }
   if (gpu) {
-    auto resolve = db_.Prepare(
-        "UPDATE alerts SET resolved_ms=?, resolved_by=? WHERE node=? AND gpu=? AND "
-        "resolved_ms IS NULL");
-    if (!resolve) return std::unexpected(resolve.error());
-    BERTH_RETURN_IF_ERROR(
-        resolve->Bind(1, now).Bind(2, by).Bind(3, node).Bind(4, std::int64_t{*gpu}).Run());
+    // Its hardware alerts are resolved, and their sinks told so.
+    auto open = db_.Prepare("SELECT id FROM alerts WHERE node=? AND gpu=? AND resolved_ms IS NULL");
+    if (!open) return std::unexpected(open.error());
+    open->Bind(1, node).Bind(2, std::int64_t{*gpu});
+    std::vector<std::int64_t> ids;
+    for (;;) {
+      auto row = open->Step();
+      if (!row) return std::unexpected(row.error());
+      if (!*row) break;
+      ids.push_back(open->Int(0));
+    }
+    BERTH_RETURN_IF_ERROR(ResolveAlertsLocked(ids, by, now));
   }
   BERTH_RETURN_IF_ERROR(tx.Commit());
   return had;
@@ -1509,50 +1529,6 @@ Result<std::vector<std::int64_t>> SqliteStore::StopRunsOnNode(const std::string&
   }
   BERTH_RETURN_IF_ERROR(tx.Commit());
   return std::vector<std::int64_t>(jobs.begin(), jobs.end());
-}
-
-Result<std::int64_t> SqliteStore::RaiseAlert(const Alert& alert) {
-  std::lock_guard lock(mu_);
-  auto st = db_.Prepare(
-      "INSERT INTO alerts(kind, severity, node, gpu, message, raised_ms) VALUES(?,?,?,?,?,?) "
-      "RETURNING id");
-  if (!st) return std::unexpected(st.error());
-  st->Bind(1, alert.kind)
-      .Bind(2, alert.severity)
-      .Bind(3, alert.node)
-      .Bind(4, alert.gpu ? std::optional<std::int64_t>(*alert.gpu) : std::nullopt)
-      .Bind(5, alert.message)
-      .Bind(6, alert.raised_ms);
-  auto row = st->Step();
-  if (!row) return std::unexpected(row.error());
-  return st->Int(0);
-}
-
-Result<std::vector<Alert>> SqliteStore::ListAlerts(bool open_only) {
-  std::lock_guard lock(mu_);
-  auto st = db_.Prepare(fmt::format(
-      "SELECT id, kind, severity, node, gpu, message, raised_ms, resolved_ms, resolved_by "
-      "FROM alerts {} ORDER BY id",
-      open_only ? "WHERE resolved_ms IS NULL" : ""));
-  if (!st) return std::unexpected(st.error());
-  std::vector<Alert> out;
-  for (;;) {
-    auto row = st->Step();
-    if (!row) return std::unexpected(row.error());
-    if (!*row) break;
-    Alert a;
-    a.id = st->Int(0);
-    a.kind = st->Text(1);
-    a.severity = st->Text(2);
-    a.node = st->Text(3);
-    if (auto g = st->OptInt(4)) a.gpu = static_cast<std::uint32_t>(*g);
-    a.message = st->Text(5);
-    a.raised_ms = st->Int(6);
-    a.resolved_ms = st->OptInt(7);
-    a.resolved_by = st->Text(8);
-    out.push_back(std::move(a));
-  }
-  return out;
 }
 
 namespace {

@@ -73,7 +73,18 @@ class SqliteStore final : public Store {
                                                   const std::string& detail, TimeMs now) override;
   Result<std::vector<std::int64_t>> StopRunsOnNode(const std::string& node, TimeMs now) override;
   Result<std::int64_t> RaiseAlert(const Alert& alert) override;
+  Result<std::optional<std::int64_t>> RaiseAlertOnce(const Alert& alert,
+                                                     AlertDedupe dedupe) override;
   Result<std::vector<Alert>> ListAlerts(bool open_only) override;
+  Result<Alert> GetAlert(std::int64_t id) override;
+  Result<bool> ResolveAlert(std::int64_t id, const std::string& by, TimeMs now) override;
+  Result<std::int64_t> ApplyAlertRules(const std::string& yaml, const std::string& by,
+                                       const std::string& comment, TimeMs now) override;
+  Result<std::optional<AlertRulesVersion>> ActiveAlertRules() override;
+  Result<std::vector<AlertDelivery>> DueDeliveries(TimeMs now, std::size_t limit) override;
+  Status RecordDeliveryAttempt(std::int64_t id, const std::string& error,
+                               std::optional<TimeMs> next_attempt_ms, TimeMs now) override;
+  Result<std::vector<AlertDelivery>> ListDeliveries(std::size_t limit) override;
   Result<std::vector<NodeRecord>> ListNodes() override;
 
  private:
@@ -107,6 +118,13 @@ class SqliteStore final : public Store {
                                          std::optional<std::int64_t> rolled_back_from,
                                          std::optional<std::int64_t> restores, TimeMs now);
 
+  // Alerts (sqlite_store_alerts.cc), with mu_ held: insert with its
+  // deliveries; resolve the open alerts `where` selects (with binds) and
+  // queue their "resolved" deliveries.
+  Result<std::int64_t> InsertAlert(const Alert& alert);
+  Status ResolveAlertsLocked(const std::vector<std::int64_t>& ids, const std::string& by,
+                             TimeMs now);
+  Result<std::vector<Alert>> LoadAlerts(const std::string& where);
   // Quota requests (sqlite_store_quota.cc), with mu_ held.
   Result<QuotaRequest> LoadQuotaRequest(std::int64_t id);
   // Moves a Pending request to `to`; FailedPrecondition naming its state

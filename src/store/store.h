@@ -121,18 +121,53 @@ struct NodeRecord {
   std::map<std::uint32_t, Cordon> gpu_cordons{};  // by GPU index
 };
 
-// Something an operator should look at (a GPU hardware error), open until
-// resolved (the GPU uncordoned).
+// Something an operator should look at, open until resolved: by Berth when
+// its condition clears (resolved_by "berth"), by an admin, or for a GPU
+// hardware error by uncordoning the GPU. `rule` and `subject` identify what
+// it is about: at most one alert per (rule, subject) is open at a time.
 struct Alert {
   std::int64_t id = 0;
-  std::string kind;      // "gpu_hardware"
-  std::string severity;  // "critical", "warning"
+  std::string kind;  // "gpu_hardware", "node_not_ready", "queue_wait", "budget", "idle_allocation"
+  std::string severity;  // "critical", "warning", "info"
   std::string node;
   std::optional<std::uint32_t> gpu;
   std::string message;
   TimeMs raised_ms = 0;
   std::optional<TimeMs> resolved_ms;
   std::string resolved_by;
+  std::string rule;     // the alert rule that raised it; "" before rules existed
+  std::string subject;  // node, "node/gpu", queue path, run id, "tenant/month/percent"
+  // The sinks its raise and resolve are delivered to (names in the rules).
+  std::vector<std::string> sinks{};
+};
+
+// Whether RaiseAlertOnce refuses when an alert with the same (rule, subject)
+// is open (kOpen), or when one was ever raised (kEver: budget thresholds,
+// once per month).
+enum class AlertDedupe { kOpen, kEver };
+
+// One delivery of an alert event to one sink, kept in an outbox until it is
+// delivered or given up on.
+struct AlertDelivery {
+  std::int64_t id = 0;
+  std::int64_t alert_id = 0;
+  std::string sink;
+  std::string event;  // "raised" or "resolved"
+  std::int32_t attempts = 0;
+  TimeMs next_attempt_ms = 0;
+  std::string last_error;
+  std::optional<TimeMs> delivered_ms;
+  bool failed = false;  // given up after the last attempt
+  TimeMs created_ms = 0;
+};
+
+// One applied version of the alert rules (model/alert_rules.h).
+struct AlertRulesVersion {
+  std::int64_t version = 0;
+  std::string yaml;
+  TimeMs applied_ms = 0;
+  std::string applied_by;
+  std::string comment;
 };
 
 struct NodeEvent {
@@ -365,8 +400,43 @@ class Store {
   // queued again without counting a failure. Returns the jobs affected.
   [[nodiscard]] virtual Result<std::vector<std::int64_t>> StopRunsOnNode(const std::string& node,
                                                                          TimeMs now) = 0;
+  // --- alerts (the one writer of the alerts table) ---
+  // Inserts the alert and, in the same transaction, one "raised" delivery per
+  // sink in alert.sinks.
   [[nodiscard]] virtual Result<std::int64_t> RaiseAlert(const Alert& alert) = 0;
+  // RaiseAlert unless an alert of the same (rule, subject) is open (kOpen) or
+  // exists (kEver): the new id, or nullopt when refused.
+  [[nodiscard]] virtual Result<std::optional<std::int64_t>> RaiseAlertOnce(const Alert& alert,
+                                                                           AlertDedupe dedupe) = 0;
   [[nodiscard]] virtual Result<std::vector<Alert>> ListAlerts(bool open_only) = 0;
+  [[nodiscard]] virtual Result<Alert> GetAlert(std::int64_t id) = 0;
+  // Resolves an open alert and queues a "resolved" delivery per sink it was
+  // raised to. Returns false when it was resolved already; NotFound when no
+  // such alert.
+  [[nodiscard]] virtual Result<bool> ResolveAlert(std::int64_t id, const std::string& by,
+                                                  TimeMs now) = 0;
+
+  // --- alert rules (versioned; none applied: model::DefaultAlertRules) ---
+  // Validates with model::ParseAlertRules (errors name the field) and appends
+  // a version. Returns it.
+  [[nodiscard]] virtual Result<std::int64_t> ApplyAlertRules(const std::string& yaml,
+                                                             const std::string& by,
+                                                             const std::string& comment,
+                                                             TimeMs now) = 0;
+  // The newest version; nullopt when none was ever applied.
+  [[nodiscard]] virtual Result<std::optional<AlertRulesVersion>> ActiveAlertRules() = 0;
+
+  // --- alert deliveries (the webhook outbox) ---
+  // Undelivered, not given up, next_attempt_ms <= now; oldest first.
+  [[nodiscard]] virtual Result<std::vector<AlertDelivery>> DueDeliveries(TimeMs now,
+                                                                         std::size_t limit) = 0;
+  // Records one attempt: delivered (error empty) or failed with `error`,
+  // retried at `next_attempt_ms`, or given up when that is nullopt.
+  [[nodiscard]] virtual Status RecordDeliveryAttempt(std::int64_t id, const std::string& error,
+                                                     std::optional<TimeMs> next_attempt_ms,
+                                                     TimeMs now) = 0;
+  // Newest first.
+  [[nodiscard]] virtual Result<std::vector<AlertDelivery>> ListDeliveries(std::size_t limit) = 0;
 };
 
 }  // namespace berth::store

@@ -145,6 +145,15 @@ std::vector<Route> Routes() {
                }});
   r.push_back({"GET", "/v1/gpus", Kind::kAny, fixed("/v1/gpus")});
   r.push_back({"GET", "/v1/alerts", Kind::kAdmin, fixed("/v1/alerts")});
+  // Alert 0 cannot exist: past the guard, the handler answers 400 (field id).
+  r.push_back({"POST", "/v1/alerts/{id}/resolve", Kind::kAdmin, fixed("/v1/alerts/0/resolve")});
+  r.push_back({"GET", "/v1/alert-rules", Kind::kAdmin, fixed("/v1/alert-rules")});
+  r.push_back({"POST", "/v1/alert-rules", Kind::kAdmin, fixed("/v1/alert-rules"),
+               [](const World&, const std::string&, int) {
+                 return std::string(
+                     "rules: [{name: gpus, kind: gpu_health, severity: critical}]\n");
+               }});
+  r.push_back({"GET", "/v1/alert-deliveries", Kind::kAdmin, fixed("/v1/alert-deliveries")});
   r.push_back({"GET", "/v1/policy", Kind::kAny, fixed("/v1/policy")});
   // A tenant-admin may change the queues below its tenant (dry runs here).
   r.push_back({"POST", "/v1/policy", Kind::kTenantPolicy, fixed("/v1/policy?dry_run=true"),

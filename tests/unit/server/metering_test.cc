@@ -9,6 +9,7 @@
 
 #include <filesystem>
 
+#include "server/alerting.h"
 #include "store/sqlite_store.h"
 
 namespace berth::server {
@@ -30,6 +31,8 @@ class MeteringTest : public ::testing::Test {
     ASSERT_TRUE(m.has_value()) << m.error().message;
     meter_store_ = std::move(*m);
     meter_ = std::make_unique<Meter>(*meter_store_, *store_);
+    alerts_ = std::make_unique<AlertRouter>(*store_);
+    meter_->set_alerts(alerts_.get());
     model::NodeInfo n;
     n.name = "n1";
     n.cpus = 8;
@@ -45,6 +48,7 @@ class MeteringTest : public ::testing::Test {
   }
   void TearDown() override {
     meter_.reset();
+    alerts_.reset();
     meter_store_.reset();
     store_.reset();
     std::filesystem::remove_all(dir_);
@@ -86,6 +90,7 @@ class MeteringTest : public ::testing::Test {
   }
 
   ManualClock clock_{kNov30};
+  std::unique_ptr<AlertRouter> alerts_;
   std::filesystem::path dir_;
   std::unique_ptr<store::SqliteStore> store_;
   std::unique_ptr<store::MeterStore> meter_store_;
@@ -174,6 +179,12 @@ TEST_F(MeteringTest, BudgetAlertsOncePerThresholdAndEnforcement) {
   EXPECT_EQ((*alerts)[0].kind, "budget");
   EXPECT_EQ((*alerts)[0].severity, "warning");
   EXPECT_EQ((*alerts)[1].severity, "critical");
+  EXPECT_EQ((*alerts)[0].rule, "budget");
+  EXPECT_EQ((*alerts)[0].subject, "default/2026-11/50");
+  // Resolved by hand, a threshold is still not raised again this month.
+  ASSERT_TRUE(store_->ResolveAlert((*alerts)[0].id, "admin", clock_.NowMs()).has_value());
+  ASSERT_TRUE(meter_->CheckBudgets(clock_.NowMs()).has_value());
+  EXPECT_EQ(store_->ListAlerts(false)->size(), 2u);
   // Not enforced: over, but nobody waits.
   b.enforce = false;
   ASSERT_TRUE(meter_store_->SetBudget(b).has_value());

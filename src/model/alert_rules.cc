@@ -1,0 +1,382 @@
+#include "model/alert_rules.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <set>
+
+#include "common/units.h"
+
+namespace berth::model {
+namespace {
+
+constexpr std::string_view kKinds =
+    "gpu_health, node_not_ready, queue_wait, budget, idle_allocation";
+
+Status CheckKeys(const YAML::Node& node, const std::string& path,
+                 std::initializer_list<std::string_view> allowed) {
+  for (const auto& kv : node) {
+    const auto key = kv.first.as<std::string>();
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      std::string names;
+      for (auto a : allowed) names += fmt::format("{}{}", names.empty() ? "" : ", ", a);
+      return InvalidField(path + "." + key,
+                          fmt::format("unknown field '{}'; allowed fields are: {}", key, names));
+    }
+  }
+  return Ok();
+}
+
+Result<std::string> Text(const YAML::Node& n, const std::string& field, std::string_view hint) {
+  if (!n.IsScalar() || n.Scalar().empty()) {
+    return InvalidField(field, fmt::format("must be {}", hint));
+  }
+  return n.Scalar();
+}
+
+Result<std::int64_t> Duration(const YAML::Node& n, const std::string& field,
+                              std::string_view example) {
+  if (!n.IsScalar()) {
+    return InvalidField(field, fmt::format("must be a duration, e.g. {}", example));
+  }
+  auto ms = ParseDurationMs(n.Scalar());
+  if (!ms || *ms <= 0) {
+    return InvalidField(
+        field, fmt::format("'{}' is not a positive duration; write e.g. {}", n.Scalar(), example));
+  }
+  return *ms;
+}
+
+Result<AlertSink> ParseSink(const YAML::Node& s, const std::string& path) {
+  if (!s.IsMap()) return InvalidField(path, "must be a map {name, type: webhook, url, ...}");
+  BERTH_RETURN_IF_ERROR(
+      CheckKeys(s, path, {"name", "type", "url", "secret_file", "header", "timeout"}));
+  AlertSink sink;
+  if (!s["name"]) return InvalidField(path + ".name", "is required: the name rules refer to");
+  auto name = Text(s["name"], path + ".name", "a name, e.g. ops-pager");
+  if (!name) return std::unexpected(name.error());
+  sink.name = *name;
+  if (s["type"]) {
+    if (!s["type"].IsScalar() || s["type"].Scalar() != "webhook") {
+      return InvalidField(path + ".type", "must be webhook (the only sink type)");
+    }
+  }
+  if (!s["url"]) {
+    return InvalidField(path + ".url", "is required: where to POST, e.g. https://hooks.example/x");
+  }
+  auto url = Text(s["url"], path + ".url", "an http:// or https:// URL");
+  if (!url) return std::unexpected(url.error());
+  const bool http = url->starts_with("http://") && url->size() > 7;
+  const bool https = url->starts_with("https://") && url->size() > 8;
+  if (!http && !https) {
+    return InvalidField(path + ".url", fmt::format("'{}' is not an http:// or https:// URL", *url));
+  }
+  sink.url = *url;
+  if (s["secret_file"]) {
+    auto f = Text(s["secret_file"], path + ".secret_file", "a path to a file holding the token");
+    if (!f) return std::unexpected(f.error());
+    if (!f->starts_with("/")) {
+      return InvalidField(path + ".secret_file", "must be an absolute path");
+    }
+    sink.secret_file = *f;
+  }
+  if (s["header"]) {
+    auto h = Text(s["header"], path + ".header", "an HTTP header name, e.g. X-Token");
+    if (!h) return std::unexpected(h.error());
+    if (h->find_first_of(": \r\n") != std::string::npos) {
+      return InvalidField(path + ".header", "must be a header name without ':' or spaces");
+    }
+    sink.header = *h;
+  }
+  if (s["timeout"]) {
+    auto t = Duration(s["timeout"], path + ".timeout", "5s");
+    if (!t) return std::unexpected(t.error());
+    if (*t > 60'000) return InvalidField(path + ".timeout", "must be at most 60s");
+    sink.timeout_ms = *t;
+  }
+  return sink;
+}
+
+Result<AlertRule> ParseRule(const YAML::Node& r, const std::string& path) {
+  if (!r.IsMap()) return InvalidField(path, "must be a map {name, kind, severity, ...}");
+  BERTH_RETURN_IF_ERROR(CheckKeys(
+      r, path,
+      {"name", "kind", "severity", "enabled", "sinks", "for", "queue", "threshold", "window"}));
+  AlertRule rule;
+  if (!r["name"]) return InvalidField(path + ".name", "is required: a name for the rule");
+  auto name = Text(r["name"], path + ".name", "a name, e.g. nodes-down");
+  if (!name) return std::unexpected(name.error());
+  rule.name = *name;
+  if (!r["kind"]) {
+    return InvalidField(path + ".kind", fmt::format("is required: one of {}", kKinds));
+  }
+  auto kind = r["kind"].IsScalar() ? ParseAlertKind(r["kind"].Scalar()) : std::nullopt;
+  if (!kind) return InvalidField(path + ".kind", fmt::format("must be one of {}", kKinds));
+  rule.kind = *kind;
+  if (r["severity"]) {
+    const auto& s = r["severity"];
+    if (!s.IsScalar() ||
+        (s.Scalar() != "critical" && s.Scalar() != "warning" && s.Scalar() != "info")) {
+      return InvalidField(path + ".severity", "must be critical, warning or info");
+    }
+    rule.severity = s.Scalar();
+  }
+  if (r["enabled"]) {
+    const auto& e = r["enabled"];
+    if (!e.IsScalar() || (e.Scalar() != "true" && e.Scalar() != "false")) {
+      return InvalidField(path + ".enabled", "must be true or false");
+    }
+    rule.enabled = e.Scalar() == "true";
+  }
+  if (r["sinks"]) {
+    const auto& s = r["sinks"];
+    if (!s.IsSequence()) return InvalidField(path + ".sinks", "must be a list of sink names");
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      auto n = Text(s[i], fmt::format("{}.sinks[{}]", path, i), "a sink name");
+      if (!n) return std::unexpected(n.error());
+      rule.sinks.push_back(*n);
+    }
+  }
+  auto forbid = [&](std::string_view key) -> Status {
+    if (r[std::string(key)]) {
+      return InvalidField(fmt::format("{}.{}", path, key),
+                          fmt::format("does not apply to kind {}", AlertKindName(rule.kind)));
+    }
+    return Ok();
+  };
+  switch (rule.kind) {
+    case AlertKind::kGpuHealth:
+    case AlertKind::kBudget:
+      for (auto k : {"for", "queue", "threshold", "window"}) BERTH_RETURN_IF_ERROR(forbid(k));
+      break;
+    case AlertKind::kNodeNotReady: {
+      for (auto k : {"queue", "threshold", "window"}) BERTH_RETURN_IF_ERROR(forbid(k));
+      rule.for_ms = 120'000;
+      if (r["for"]) {
+        auto d = Duration(r["for"], path + ".for", "2m");
+        if (!d) return std::unexpected(d.error());
+        rule.for_ms = *d;
+      }
+      break;
+    }
+    case AlertKind::kQueueWait: {
+      for (auto k : {"for", "window"}) BERTH_RETURN_IF_ERROR(forbid(k));
+      if (r["queue"]) {
+        auto q = Text(r["queue"], path + ".queue", "a queue path (tenant/queue) or \"*\"");
+        if (!q) return std::unexpected(q.error());
+        if (*q != "*" && q->find('/') == std::string::npos) {
+          return InvalidField(
+              path + ".queue",
+              fmt::format("'{}' is not a queue path; write tenant/queue or \"*\"", *q));
+        }
+        rule.queue = *q;
+      }
+      if (!r["threshold"]) {
+        return InvalidField(path + ".threshold",
+                            "is required: the longest acceptable wait, e.g. 30m");
+      }
+      auto d = Duration(r["threshold"], path + ".threshold", "30m");
+      if (!d) return std::unexpected(d.error());
+      rule.threshold_ms = *d;
+      break;
+    }
+    case AlertKind::kIdleAllocation: {
+      for (auto k : {"for", "queue"}) BERTH_RETURN_IF_ERROR(forbid(k));
+      rule.threshold_percent = 5;
+      if (r["threshold"]) {
+        const auto& t = r["threshold"];
+        std::int64_t v = -1;
+        if (t.IsScalar()) {
+          try {
+            v = t.as<std::int64_t>();
+          } catch (const YAML::Exception&) {
+            v = -1;
+          }
+        }
+        if (v < 1 || v > 100) {
+          return InvalidField(path + ".threshold",
+                              "must be a utilization percentage from 1 to 100, e.g. 5");
+        }
+        rule.threshold_percent = v;
+      }
+      rule.window_ms = 30 * 60'000;
+      if (r["window"]) {
+        auto d = Duration(r["window"], path + ".window", "30m");
+        if (!d) return std::unexpected(d.error());
+        rule.window_ms = *d;
+      }
+      break;
+    }
+  }
+  return rule;
+}
+
+}  // namespace
+
+std::string_view AlertKindName(AlertKind kind) {
+  switch (kind) {
+    case AlertKind::kGpuHealth:
+      return "gpu_health";
+    case AlertKind::kNodeNotReady:
+      return "node_not_ready";
+    case AlertKind::kQueueWait:
+      return "queue_wait";
+    case AlertKind::kBudget:
+      return "budget";
+    case AlertKind::kIdleAllocation:
+      return "idle_allocation";
+  }
+  return "gpu_health";
+}
+
+std::optional<AlertKind> ParseAlertKind(std::string_view name) {
+  for (auto k : {AlertKind::kGpuHealth, AlertKind::kNodeNotReady, AlertKind::kQueueWait,
+                 AlertKind::kBudget, AlertKind::kIdleAllocation}) {
+    if (AlertKindName(k) == name) return k;
+  }
+  return std::nullopt;
+}
+
+std::string_view AlertKindOfRule(AlertKind kind) {
+  return kind == AlertKind::kGpuHealth ? "gpu_hardware" : AlertKindName(kind);
+}
+
+const AlertSink* AlertRules::FindSink(std::string_view name) const {
+  for (const auto& s : sinks) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+const AlertRule* AlertRules::FirstEnabled(AlertKind kind) const {
+  for (const auto& r : rules) {
+    if (r.kind == kind && r.enabled) return &r;
+  }
+  return nullptr;
+}
+
+std::string DefaultAlertRulesYaml() {
+  return R"(# The alert rules berthd runs until `berth alert rules apply` sets others.
+rules:
+  - name: gpu-health
+    kind: gpu_health
+    severity: critical
+  - name: node-not-ready
+    kind: node_not_ready
+    severity: warning
+    for: 2m
+  - name: budget
+    kind: budget
+    severity: warning
+  - name: queue-wait
+    kind: queue_wait
+    severity: warning
+    enabled: false
+    queue: "*"
+    threshold: 30m
+  - name: idle-allocation
+    kind: idle_allocation
+    severity: info
+    enabled: false
+    threshold: 5
+    window: 30m
+)";
+}
+
+AlertRules DefaultAlertRules() {
+  auto rules = ParseAlertRules(DefaultAlertRulesYaml());
+  return rules ? *rules : AlertRules{};
+}
+
+Result<AlertRules> ParseAlertRules(std::string_view yaml) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::Exception& e) {
+    return InvalidField("", fmt::format("the alert rules are not valid YAML: {}", e.what()));
+  }
+  if (!root.IsMap()) {
+    return InvalidField("", "alert rules are a map with `rules` and optional `sinks`");
+  }
+  for (const auto& kv : root) {
+    const auto key = kv.first.as<std::string>();
+    if (key != "rules" && key != "sinks") {
+      return InvalidField(key,
+                          fmt::format("unknown field '{}'; allowed fields are: sinks, rules", key));
+    }
+  }
+  AlertRules out;
+  if (auto sinks = root["sinks"]) {
+    if (!sinks.IsSequence()) return InvalidField("sinks", "must be a list of webhooks");
+    std::set<std::string> names;
+    for (std::size_t i = 0; i < sinks.size(); ++i) {
+      const auto path = fmt::format("sinks[{}]", i);
+      auto s = ParseSink(sinks[i], path);
+      if (!s) return std::unexpected(s.error());
+      if (!names.insert(s->name).second) {
+        return InvalidField(path + ".name", fmt::format("sink {} is defined twice", s->name));
+      }
+      out.sinks.push_back(std::move(*s));
+    }
+  }
+  auto rules = root["rules"];
+  if (!rules) return InvalidField("rules", "is required: a list of rules");
+  if (!rules.IsSequence()) return InvalidField("rules", "must be a list of rules");
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < rules.size(); ++i) {
+    const auto path = fmt::format("rules[{}]", i);
+    auto r = ParseRule(rules[i], path);
+    if (!r) return std::unexpected(r.error());
+    if (!names.insert(r->name).second) {
+      return InvalidField(path + ".name", fmt::format("rule {} is defined twice", r->name));
+    }
+    for (std::size_t k = 0; k < r->sinks.size(); ++k) {
+      if (out.FindSink(r->sinks[k]) == nullptr) {
+        return InvalidField(fmt::format("{}.sinks[{}]", path, k),
+                            fmt::format("no sink named {}; define it under `sinks`", r->sinks[k]));
+      }
+    }
+    out.rules.push_back(std::move(*r));
+  }
+  return out;
+}
+
+nlohmann::json AlertRulesJson(const AlertRules& rules) {
+  nlohmann::json sinks = nlohmann::json::array();
+  for (const auto& s : rules.sinks) {
+    sinks.push_back({{"name", s.name},
+                     {"type", "webhook"},
+                     {"url", s.url},
+                     {"secret_file", s.secret_file},
+                     {"header", s.header},
+                     {"timeout_ms", s.timeout_ms}});
+  }
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& r : rules.rules) {
+    nlohmann::json j{{"name", r.name},
+                     {"kind", AlertKindName(r.kind)},
+                     {"severity", r.severity},
+                     {"enabled", r.enabled},
+                     {"sinks", r.sinks}};
+    switch (r.kind) {
+      case AlertKind::kNodeNotReady:
+        j["for_ms"] = r.for_ms;
+        break;
+      case AlertKind::kQueueWait:
+        j["queue"] = r.queue;
+        j["threshold_ms"] = r.threshold_ms;
+        break;
+      case AlertKind::kIdleAllocation:
+        j["threshold_percent"] = r.threshold_percent;
+        j["window_ms"] = r.window_ms;
+        break;
+      default:
+        break;
+    }
+    list.push_back(std::move(j));
+  }
+  return {{"sinks", sinks}, {"rules", list}};
+}
+
+}  // namespace berth::model

@@ -1,0 +1,78 @@
+// Alert rules (docs/operations.md, "Alerts"): which conditions berthd raises
+// alerts for, how severe each is, and which webhook sinks hear about it. A
+// rules document is YAML, versioned like policies and prices; a cluster that
+// never applied one runs DefaultAlertRules().
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace berth::model {
+
+// gpu_health and budget are raised where their events happen (the GPU health
+// path, the budget check); the rule sets their severity, whether they are
+// raised at all, and their sinks. The others are evaluated by the engine
+// (server/alerting.h).
+enum class AlertKind { kGpuHealth, kNodeNotReady, kQueueWait, kBudget, kIdleAllocation };
+std::string_view AlertKindName(AlertKind kind);
+std::optional<AlertKind> ParseAlertKind(std::string_view name);
+// The kind an alert of this rule kind carries in the alerts table: gpu_health
+// keeps the historic "gpu_hardware", the others their rule kind's name.
+std::string_view AlertKindOfRule(AlertKind kind);
+
+struct AlertRule {
+  std::string name;
+  AlertKind kind = AlertKind::kGpuHealth;
+  std::string severity = "warning";  // critical | warning | info
+  bool enabled = true;
+  std::vector<std::string> sinks;
+  // node_not_ready: how long a node must be NotReady.
+  std::int64_t for_ms = 0;
+  // queue_wait: "tenant/queue" or "*"; the wait above which it fires.
+  // idle_allocation: utilization percent under which GPUs count as idle.
+  std::string queue = "*";
+  std::int64_t threshold_ms = 0;
+  std::int64_t threshold_percent = 0;
+  // idle_allocation: how long the allocation must have been idle.
+  std::int64_t window_ms = 0;
+};
+
+// A webhook: berthd POSTs each raised and resolved alert of the rules that
+// name it. With secret_file, the file's content (whitespace trimmed) is sent
+// as `Authorization: Bearer <secret>`, or as the raw value of `header` when
+// another header is named.
+struct AlertSink {
+  std::string name;
+  std::string url;  // http:// or https://
+  std::string secret_file;
+  std::string header = "Authorization";
+  std::int64_t timeout_ms = 5000;
+};
+
+struct AlertRules {
+  std::vector<AlertSink> sinks;
+  std::vector<AlertRule> rules;
+
+  const AlertSink* FindSink(std::string_view name) const;
+  // The first enabled rule of `kind`; null when none is.
+  const AlertRule* FirstEnabled(AlertKind kind) const;
+};
+
+// gpu_health critical, node_not_ready (for 2m) warning, budget warning;
+// queue_wait and idle_allocation present but disabled; no sinks.
+AlertRules DefaultAlertRules();
+std::string DefaultAlertRulesYaml();
+
+// Parses and validates a rules document; errors name the field
+// ("rules[1].threshold") and say what to write instead.
+Result<AlertRules> ParseAlertRules(std::string_view yaml);
+
+nlohmann::json AlertRulesJson(const AlertRules& rules);
+
+}  // namespace berth::model

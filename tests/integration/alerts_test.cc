@@ -1,0 +1,222 @@
+// Alerts end to end: a real berthd evaluates applied rules, and a real
+// loopback HTTP receiver (httplib::Server in the test) records the webhook
+// POSTs. A node whose agent stops raises node_not_ready and the webhook
+// hears `raised`; when the agent returns the alert is resolved and the
+// webhook hears `resolved`. A receiver that fails twice gets the delivery
+// on the third attempt, and a delivery pending when berthd is killed -9 is
+// delivered after it restarts.
+#include <fmt/format.h>
+#include <httplib.h>
+#include <signal.h>
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include "integration/fixture.h"
+
+namespace berth::it {
+namespace {
+
+using nlohmann::json;
+
+// Records every POST to /hook; answers 500 to the first `failures`.
+class Receiver {
+ public:
+  explicit Receiver(int port, int failures = 0) : port_(port), failures_(failures) {
+    server_.Post("/hook", [this](const httplib::Request& req, httplib::Response& res) {
+      std::lock_guard lock(mu_);
+      posts_.push_back(json::parse(req.body, nullptr, false));
+      res.status = static_cast<int>(posts_.size()) <= failures_ ? 500 : 200;
+      statuses_.push_back(res.status);
+    });
+    server_.bind_to_port("127.0.0.1", port_);
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ~Receiver() {
+    server_.stop();
+    thread_.join();
+  }
+  std::vector<json> posts() {
+    std::lock_guard lock(mu_);
+    return posts_;
+  }
+  std::vector<int> statuses() {
+    std::lock_guard lock(mu_);
+    return statuses_;
+  }
+  // Whether a POST with this event for an alert of this kind arrived.
+  bool Got(const std::string& event, const std::string& kind) {
+    for (const auto& p : posts()) {
+      if (p.is_object() && p.value("event", "") == event && p["alert"].value("kind", "") == kind) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+ private:
+  int port_;
+  int failures_;
+  httplib::Server server_;
+  std::mutex mu_;
+  std::vector<json> posts_;
+  std::vector<int> statuses_;
+  std::thread thread_;
+};
+
+std::string RulesYaml(int port) {
+  return fmt::format(R"(sinks:
+  - name: hook
+    url: http://127.0.0.1:{}/hook
+    timeout: 2s
+rules:
+  - {{name: nodes-down, kind: node_not_ready, for: 1s, severity: critical, sinks: [hook]}}
+  - {{name: long-waits, kind: queue_wait, queue: "*", threshold: 1s, sinks: [hook]}}
+)",
+                     port);
+}
+
+json Alerts(const Berthd& berthd, const std::string& kind) {
+  auto r = berthd.http().Get("/v1/alerts?all=true&kind=" + kind);
+  return r.body.is_object() ? r.body["alerts"] : json::array();
+}
+
+// A job no node can ever hold (16 GPUs on 8-GPU nodes): it waits forever.
+std::int64_t SubmitStuck(const Berthd& berthd) {
+  auto r = berthd.http().Post("/v1/jobs", JobSpecJson("stuck", {"true"}, 16), "application/json");
+  EXPECT_EQ(r.status, 201) << r.text;
+  return r.body.value("id", std::int64_t{0});
+}
+
+TEST_F(IntegrationTest, NodeNotReadyAlertRaisedAndResolvedThroughTheWebhook) {
+  const int hook_port = FreePort();
+  Receiver receiver(hook_port);
+  Berthd& berthd = NewBerthd(
+      ControlPlaneOnly({"--lease", "1s", "--heartbeat", "200ms", "--alert-interval", "200ms"}));
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  auto cluster = WriteCluster("alert-node");
+  Process* agent = &NewAgent(berthd, dir_ / "agent", cluster, "agent.log");
+  ASSERT_TRUE(berthd.WaitForNode("Ready", 20s, "alert-node")) << berthd.Nodes().dump(2);
+
+  WriteFile(dir_ / "rules.yaml", RulesYaml(hook_port));
+  auto applied = Cli(berthd, {"alert", "rules", "apply", (dir_ / "rules.yaml").string()});
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  auto shown = Cli(berthd, {"alert", "rules", "show"});
+  EXPECT_NE(shown.out.find("nodes-down"), std::string::npos) << shown.out;
+
+  agent->Kill(SIGKILL);
+  ASSERT_TRUE(agent->Wait(10s).has_value());
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto a = Alerts(berthd, "node_not_ready");
+        return a.size() == 1 && a[0]["resolved_ms"].is_null();
+      },
+      20s))
+      << Alerts(berthd, "").dump(2);
+  json alert = Alerts(berthd, "node_not_ready")[0];
+  EXPECT_EQ(alert["rule"], "nodes-down");
+  EXPECT_EQ(alert["subject"], "alert-node");
+  EXPECT_EQ(alert["severity"], "critical");
+  EXPECT_TRUE(WaitFor([&] { return receiver.Got("raised", "node_not_ready"); }, 15s))
+      << json(receiver.posts()).dump(2);
+  auto metrics = berthd.http().Get("/metrics");
+  EXPECT_NE(metrics.text.find(R"(berth_alerts_open{kind="node_not_ready",severity="critical"} 1)"),
+            std::string::npos)
+      << metrics.text;
+  EXPECT_NE(metrics.text.find(R"(berth_alerts_raised_total{kind="node_not_ready"} 1)"),
+            std::string::npos);
+  // The receiver has the POST a moment before berthd counts the answer.
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return berthd.http()
+                   .Get("/metrics")
+                   .text.find(
+                       R"(berth_alert_deliveries_total{sink="hook",result="delivered"} 1)") !=
+               std::string::npos;
+      },
+      5s));
+  auto listed = Cli(berthd, {"alerts", "--kind", "node_not_ready"});
+  EXPECT_NE(listed.out.find("alert-node"), std::string::npos) << listed.out;
+
+  agent = &NewAgent(berthd, dir_ / "agent", cluster, "agent.log");
+  ASSERT_TRUE(berthd.WaitForNode("Ready", 20s, "alert-node")) << berthd.Nodes().dump(2);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto a = Alerts(berthd, "node_not_ready");
+        return a.size() == 1 && !a[0]["resolved_ms"].is_null();
+      },
+      15s))
+      << Alerts(berthd, "").dump(2);
+  EXPECT_EQ(Alerts(berthd, "node_not_ready")[0]["resolved_by"], "berth");
+  EXPECT_TRUE(WaitFor([&] { return receiver.Got("resolved", "node_not_ready"); }, 15s))
+      << json(receiver.posts()).dump(2);
+  for (const auto& p : receiver.posts()) {
+    EXPECT_TRUE(p["berth"].contains("version")) << p.dump(2);
+    EXPECT_TRUE(p["berth"].contains("server")) << p.dump(2);
+  }
+}
+
+TEST_F(IntegrationTest, WebhookRetriedUntilTheReceiverAcceptsAndManualResolve) {
+  const int hook_port = FreePort();
+  Receiver receiver(hook_port, 2);  // 500, 500, then 200
+  Berthd& berthd = NewBerthd(AllInOne({"--alert-interval", "200ms"}));
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  auto applied =
+      berthd.http().Post("/v1/alert-rules?comment=test", RulesYaml(hook_port), "application/yaml");
+  ASSERT_EQ(applied.status, 201) << applied.text;
+  const auto job = SubmitStuck(berthd);
+  ASSERT_TRUE(WaitFor([&] { return receiver.statuses().size() >= 3; }, 20s))
+      << json(receiver.statuses()).dump();
+  EXPECT_EQ(receiver.statuses(), (std::vector<int>{500, 500, 200}));
+  auto waits = Alerts(berthd, "queue_wait");
+  ASSERT_EQ(waits.size(), 1U) << waits.dump(2);
+  EXPECT_NE(waits[0]["message"].get<std::string>().find("job " + std::to_string(job)),
+            std::string::npos)
+      << waits.dump(2);
+  auto deliveries = berthd.http().Get("/v1/alert-deliveries");
+  ASSERT_EQ(deliveries.status, 200);
+  ASSERT_FALSE(deliveries.body["deliveries"].empty());
+  EXPECT_EQ(deliveries.body["deliveries"][0]["attempts"], 3) << deliveries.text;
+  EXPECT_EQ(deliveries.body["deliveries"][0]["state"], "delivered") << deliveries.text;
+
+  // A manual resolve: resolved by the admin, and the webhook hears it.
+  const auto id = waits[0]["id"].get<std::int64_t>();
+  auto resolved = Cli(berthd, {"alert", "resolve", std::to_string(id)});
+  ASSERT_EQ(resolved.exit_code, 0) << resolved.err;
+  auto again = berthd.http().Post(fmt::format("/v1/alerts/{}/resolve", id), "", "application/json");
+  EXPECT_EQ(again.status, 409) << again.text;
+  EXPECT_TRUE(WaitFor([&] { return receiver.Got("resolved", "queue_wait"); }, 15s));
+  auto bad = berthd.http().Post("/v1/alert-rules", "rules: [{name: x, kind: queue_wait}]\n",
+                                "application/yaml");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(bad.body["error"].value("field", ""), "rules[0].threshold") << bad.text;
+  auto audit = berthd.http().Get("/v1/audit?action=alert.resolve");
+  EXPECT_NE(audit.text.find("alert/" + std::to_string(id)), std::string::npos) << audit.text;
+}
+
+TEST_F(IntegrationTest, DeliveryPendingAtKillNineIsDeliveredAfterRestart) {
+  const int hook_port = FreePort();  // nothing listens yet
+  Berthd& berthd = NewBerthd(AllInOne({"--alert-interval", "200ms"}));
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  auto applied = berthd.http().Post("/v1/alert-rules", RulesYaml(hook_port), "application/yaml");
+  ASSERT_EQ(applied.status, 201) << applied.text;
+  SubmitStuck(berthd);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto d = berthd.http().Get("/v1/alert-deliveries");
+        return d.body.is_object() && !d.body["deliveries"].empty() &&
+               d.body["deliveries"][0].value("attempts", 0) >= 1;
+      },
+      20s));
+  berthd.Kill();
+  Receiver receiver(hook_port);
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  EXPECT_TRUE(WaitFor([&] { return receiver.Got("raised", "queue_wait"); }, 20s)) << berthd.log();
+  auto queue_waits = Alerts(berthd, "queue_wait");
+  EXPECT_EQ(queue_waits.size(), 1U) << "the open alert is not raised again after the restart";
+}
+
+}  // namespace
+}  // namespace berth::it

@@ -1,0 +1,102 @@
+// The alert rules parser: a good document parses with its defaults filled
+// in, and each bad field is refused with an error that names it.
+#include "model/alert_rules.h"
+
+#include <gtest/gtest.h>
+
+namespace berth::model {
+namespace {
+
+TEST(AlertRules, ParsesEveryKindWithSinks) {
+  auto r = ParseAlertRules(R"(
+sinks:
+  - name: ops
+    type: webhook
+    url: https://hooks.example/berth
+    secret_file: /etc/berth/hook-token
+    timeout: 3s
+rules:
+  - {name: gpus, kind: gpu_health, severity: critical, sinks: [ops]}
+  - {name: nodes, kind: node_not_ready, for: 90s}
+  - {name: waits, kind: queue_wait, queue: vision/training, threshold: 30m, sinks: [ops]}
+  - {name: money, kind: budget, enabled: false}
+  - {name: idle, kind: idle_allocation, threshold: 7, window: 1h, severity: info}
+)");
+  ASSERT_TRUE(r.has_value()) << r.error().field << ": " << r.error().message;
+  ASSERT_EQ(r->rules.size(), 5U);
+  ASSERT_EQ(r->sinks.size(), 1U);
+  EXPECT_EQ(r->sinks[0].timeout_ms, 3000);
+  EXPECT_EQ(r->sinks[0].header, "Authorization");
+  EXPECT_EQ(r->rules[0].sinks, std::vector<std::string>{"ops"});
+  EXPECT_EQ(r->rules[1].for_ms, 90'000);
+  EXPECT_EQ(r->rules[1].severity, "warning");
+  EXPECT_EQ(r->rules[2].queue, "vision/training");
+  EXPECT_EQ(r->rules[2].threshold_ms, 30 * 60'000);
+  EXPECT_FALSE(r->rules[3].enabled);
+  EXPECT_EQ(r->rules[4].threshold_percent, 7);
+  EXPECT_EQ(r->rules[4].window_ms, 3'600'000);
+  EXPECT_EQ(r->FirstEnabled(AlertKind::kBudget), nullptr);
+  EXPECT_EQ(r->FirstEnabled(AlertKind::kGpuHealth)->name, "gpus");
+}
+
+TEST(AlertRules, DefaultsAreDocumentedOnes) {
+  const AlertRules d = DefaultAlertRules();
+  ASSERT_EQ(d.rules.size(), 5U);
+  ASSERT_NE(d.FirstEnabled(AlertKind::kGpuHealth), nullptr);
+  EXPECT_EQ(d.FirstEnabled(AlertKind::kGpuHealth)->severity, "critical");
+  ASSERT_NE(d.FirstEnabled(AlertKind::kNodeNotReady), nullptr);
+  EXPECT_EQ(d.FirstEnabled(AlertKind::kNodeNotReady)->for_ms, 120'000);
+  EXPECT_EQ(d.FirstEnabled(AlertKind::kNodeNotReady)->severity, "warning");
+  ASSERT_NE(d.FirstEnabled(AlertKind::kBudget), nullptr);
+  EXPECT_EQ(d.FirstEnabled(AlertKind::kQueueWait), nullptr);
+  EXPECT_EQ(d.FirstEnabled(AlertKind::kIdleAllocation), nullptr);
+}
+
+struct Bad {
+  const char* yaml;
+  const char* field;
+};
+
+TEST(AlertRules, EachBadFieldNamesItself) {
+  const Bad cases[] = {
+      {"rules: 3", "rules"},
+      {"sinks: []", "rules"},
+      {"rulez: []\nrules: []", "rulez"},
+      {"rules: [{kind: budget}]", "rules[0].name"},
+      {"rules: [{name: a}]", "rules[0].kind"},
+      {"rules: [{name: a, kind: disk_full}]", "rules[0].kind"},
+      {"rules: [{name: a, kind: budget, severity: page}]", "rules[0].severity"},
+      {"rules: [{name: a, kind: budget, enabled: maybe}]", "rules[0].enabled"},
+      {"rules: [{name: a, kind: budget, colour: red}]", "rules[0].colour"},
+      {"rules: [{name: a, kind: budget, for: 2m}]", "rules[0].for"},
+      {"rules: [{name: a, kind: node_not_ready, for: soon}]", "rules[0].for"},
+      {"rules: [{name: a, kind: node_not_ready, threshold: 3m}]", "rules[0].threshold"},
+      {"rules: [{name: a, kind: queue_wait}]", "rules[0].threshold"},
+      {"rules: [{name: a, kind: queue_wait, threshold: 0s}]", "rules[0].threshold"},
+      {"rules: [{name: a, kind: queue_wait, threshold: 1m, queue: training}]", "rules[0].queue"},
+      {"rules: [{name: a, kind: idle_allocation, threshold: 0}]", "rules[0].threshold"},
+      {"rules: [{name: a, kind: idle_allocation, threshold: 101}]", "rules[0].threshold"},
+      {"rules: [{name: a, kind: idle_allocation, window: x}]", "rules[0].window"},
+      {"rules: [{name: a, kind: budget, sinks: [nowhere]}]", "rules[0].sinks[0]"},
+      {"rules: [{name: a, kind: budget}, {name: a, kind: gpu_health}]", "rules[1].name"},
+      {"sinks: [{name: s}]\nrules: []", "sinks[0].url"},
+      {"sinks: [{name: s, url: ftp://x}]\nrules: []", "sinks[0].url"},
+      {"sinks: [{name: s, url: 'http://x', type: email}]\nrules: []", "sinks[0].type"},
+      {"sinks: [{name: s, url: 'http://x', secret_file: token}]\nrules: []",
+       "sinks[0].secret_file"},
+      {"sinks: [{name: s, url: 'http://x', header: 'X: y'}]\nrules: []", "sinks[0].header"},
+      {"sinks: [{name: s, url: 'http://x', timeout: 5m}]\nrules: []", "sinks[0].timeout"},
+      {"sinks: [{name: s, url: 'http://x'}, {name: s, url: 'http://y'}]\nrules: []",
+       "sinks[1].name"},
+  };
+  for (const auto& c : cases) {
+    auto r = ParseAlertRules(c.yaml);
+    ASSERT_FALSE(r.has_value()) << c.yaml;
+    EXPECT_EQ(r.error().code, Code::kInvalidArgument) << c.yaml;
+    EXPECT_EQ(r.error().field, c.field) << c.yaml << " -> " << r.error().message;
+    EXPECT_FALSE(r.error().message.empty()) << c.yaml;
+  }
+}
+
+}  // namespace
+}  // namespace berth::model
