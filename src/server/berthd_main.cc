@@ -298,6 +298,15 @@ int main(int argc, char** argv) {
     berth::SystemClock cert_clock;
     return IssueNodeCredentials(data_dir, cert_node, cert_out, cert_clock.NowMs());
   }
+  // SIGINT and SIGTERM are blocked before any thread starts, so every
+  // thread inherits the mask and the waiter below takes them: otherwise the
+  // kernel may deliver one to a controller or gRPC thread and end berthd
+  // without its shutdown (and the final telemetry flush).
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   auto shared = berth::agent::ParseSharedGpus(shared_gpus);
   if (!shared)
     return Fatal(fmt::format("--shared-gpus '{}': {}", shared_gpus, shared.error().message));
@@ -519,12 +528,8 @@ int main(int argc, char** argv) {
     return Fatal(fmt::format("cannot listen on {} (--listen)", listen));
   }
 
-  // Signals are taken by a dedicated thread, so shutdown runs in normal code.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // Signals are taken by a dedicated thread (blocked since the start), so
+  // shutdown runs in normal code.
   std::thread waiter([&] {
     int sig = 0;
     sigwait(&signals, &sig);

@@ -223,9 +223,6 @@ TEST(RenderJob, NearlyEmptyObjectStillRenders) {
   EXPECT_NO_THROW(RenderJob({{"spec", "weird"}, {"placement", {1, 2}}, {"timeline", 3}}, kNow));
 }
 
-}  // namespace
-}  // namespace berth::cli
-
 TEST(RenderJob, UtilizationLinesFromTelemetry) {
   json job = PendingJob();
   // An older berthd sends no utilization: no lines at all.
@@ -244,3 +241,6 @@ TEST(RenderJob, UtilizationLinesFromTelemetry) {
             std::string::npos)
       << text;
 }
+
+}  // namespace
+}  // namespace berth::cli
