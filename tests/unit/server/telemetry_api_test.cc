@@ -5,6 +5,9 @@
 // the DCGM gauges on /metrics labelled with the occupying job.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "store/telemetry_store.h"
@@ -223,6 +226,22 @@ TEST_F(TelemetryApiTest, MetricsCarryDcgmGaugesLabelledWithTheOccupant) {
             std::string::npos);
   EXPECT_NE(text.find("berth_telemetry_samples_total 2\n"), std::string::npos);
   EXPECT_NE(text.find("berth_telemetry_late_samples_total 0\n"), std::string::npos);
+
+  // promtool accepts the document with the DCGM families in it.
+  const std::filesystem::path promtool = "/usr/bin/promtool";
+  if (!std::filesystem::exists(promtool)) GTEST_SKIP() << "promtool is not installed";
+  {
+    std::ofstream out(dir_ / "metrics.txt");
+    out << text;
+  }
+  const std::string cmd = promtool.string() + " check metrics < " +
+                          (dir_ / "metrics.txt").string() + " > " +
+                          (dir_ / "promtool.out").string() + " 2>&1";
+  const int rc = std::system(cmd.c_str());  // NOLINT(cert-env33-c): a test running a fixed tool
+  std::ifstream in(dir_ / "promtool.out");
+  const std::string said((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(rc, 0) << said;
+  EXPECT_EQ(said, "") << "promtool found problems";
 }
 
 }  // namespace
