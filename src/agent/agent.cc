@@ -55,6 +55,17 @@ StartOrder OrderFromProto(const v1::StartRun& m) {
   o.stop_signal = m.stop_signal();
   o.checkpoint_file = m.checkpoint_file();
   o.image = m.image();
+  if (m.has_load()) {
+    const auto& l = m.load();
+    o.load.pattern = l.pattern() == v1::LoadProfile::PERIODIC ? model::LoadPattern::kPeriodic
+                     : l.pattern() == v1::LoadProfile::IDLE   ? model::LoadPattern::kIdle
+                                                              : model::LoadPattern::kSteady;
+    o.load.util_pct = l.util_pct();
+    o.load.idle_util_pct = l.idle_util_pct();
+    o.load.memory_pct = l.memory_pct();
+    o.load.period_ms = l.period_ms();
+    o.load.idle_after_ms = l.idle_after_ms();
+  }
   return o;
 }
 
@@ -157,6 +168,49 @@ bool Agent::ReportHealthChanges(Stream* stream) {
   return true;
 }
 
+bool Agent::SendTelemetry(Stream* stream) {
+  std::vector<GpuOccupant> occupants;
+  for (const auto& held : runner_.Running()) {
+    for (auto gpu : held.order.gpu_indices) {
+      occupants.push_back({gpu, held.order.run_id, held.started_at_ms, held.order.load,
+                           held.order.gpu_share_millis, held.order.gpu_share_bytes});
+    }
+  }
+  auto samples = provider_->Sample(occupants, clock_.NowMs());
+  if (!samples) {
+    if (samples.error().message != telemetry_error_) {
+      spdlog::warn("GPU telemetry: sampling failed ({}); nothing is sent until it works",
+                   samples.error().message);
+      telemetry_error_ = samples.error().message;
+    }
+    return true;
+  }
+  if (!telemetry_error_.empty()) {
+    spdlog::info("GPU telemetry: sampling works again");
+    telemetry_error_.clear();
+  }
+  if (samples->empty()) return true;
+  v1::AgentMessage out;
+  auto* t = out.mutable_telemetry();
+  for (const auto& s : *samples) {
+    auto* p = t->add_samples();
+    p->set_at_ms(s.at_ms);
+    p->set_gpu(s.gpu);
+    p->set_uuid(s.uuid);
+    p->set_util_pct(s.util_pct);
+    p->set_mem_util_pct(s.mem_util_pct);
+    p->set_memory_used_bytes(s.memory_used_bytes);
+    p->set_memory_total_bytes(s.memory_total_bytes);
+    p->set_temperature_c(s.temperature_c);
+    p->set_power_mw(s.power_mw);
+    p->set_ecc_sbe_total(s.ecc_sbe_total);
+    p->set_ecc_dbe_total(s.ecc_dbe_total);
+    p->set_last_xid(s.last_xid);
+    for (const auto& r : s.run_ids) p->add_run_ids(r);
+  }
+  return Send(stream, out);
+}
+
 bool Agent::WaitSupervising(std::int64_t ms) {
   auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
   for (;;) {
@@ -226,6 +280,7 @@ bool Agent::RunConnection() {
   std::int64_t heartbeat_ms = 1000;
   TimeMs next_heartbeat = 0;
   TimeMs next_health = clock_.NowMs() + options_.health_interval_ms;
+  TimeMs next_telemetry = clock_.NowMs() + options_.telemetry_interval_ms;
   while (ok) {
     std::deque<v1::ServerMessage> inbox;
     {
@@ -296,6 +351,10 @@ bool Agent::RunConnection() {
     if (ok && clock_.NowMs() >= next_health) {
       ok = ReportHealthChanges(stream.get());
       next_health = clock_.NowMs() + options_.health_interval_ms;
+    }
+    if (ok && options_.telemetry_interval_ms > 0 && clock_.NowMs() >= next_telemetry) {
+      ok = SendTelemetry(stream.get());
+      next_telemetry = clock_.NowMs() + options_.telemetry_interval_ms;
     }
     if (ok && clock_.NowMs() >= next_heartbeat) {
       v1::AgentMessage hb;

@@ -39,6 +39,10 @@ struct AgentOptions {
   // How often GPU health is polled from the provider; changes since the
   // last report are sent to berthd (GpuHealthChanged).
   std::int64_t health_interval_ms = 2'000;
+  // How often every GPU is sampled (utilization, memory, temperature,
+  // power, ECC, last Xid) and one GpuTelemetry sent; 0: never. Best effort:
+  // samples taken while the stream is down are not kept.
+  std::int64_t telemetry_interval_ms = 10'000;
   // How long a container run may wait for `podman pull` of its image before
   // it fails (its shim gives up; the agent never waits for it).
   std::int64_t pull_timeout_ms = std::int64_t{10} * 60 * 1000;
@@ -80,6 +84,10 @@ class Agent {
   // Polls the provider and sends a GpuHealthChanged for every GPU whose
   // health differs from what berthd last heard. False if the stream broke.
   bool ReportHealthChanges(Stream* stream);
+  // Samples every GPU with the runs now holding them and sends one
+  // GpuTelemetry. A provider error sends nothing (logged when it changes).
+  // False if the stream broke.
+  bool SendTelemetry(Stream* stream);
 
   AgentOptions options_;
   model::NodeInfo base_;
@@ -90,7 +98,8 @@ class Agent {
   std::optional<Discovery> last_discovery_;
   // GPU index -> (healthy, detail) as last reported to berthd (worker only).
   std::map<std::uint32_t, std::pair<bool, std::string>> reported_health_;
-  bool quiet_retries_ = false;  // a failed attempt was logged already
+  bool quiet_retries_ = false;   // a failed attempt was logged already
+  std::string telemetry_error_;  // the last sampling error logged; empty: none
 
   std::mutex mu_;  // guards the members below
   std::condition_variable cv_;

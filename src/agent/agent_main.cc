@@ -93,6 +93,10 @@ int main(int argc, char** argv) {
   std::string health_interval = "2s";
   app.add_option("--health-interval", health_interval, "how often GPU health is polled")
       ->capture_default_str();
+  std::string telemetry_interval = "10s";
+  app.add_option("--telemetry-interval", telemetry_interval,
+                 "how often every GPU is sampled and the readings streamed to berthd; 0: never")
+      ->capture_default_str();
   app.add_option("--shim", shim, "berth-shim executable")->capture_default_str();
   app.add_option("--shared-gpus", shared_gpus,
                  "GPUs in sharing mode, taking slices of jobs with resources.gpu_share: all, or "
@@ -219,6 +223,17 @@ int main(int argc, char** argv) {
     options.health_interval_ms = *ms;
   } else {
     spdlog::critical("--health-interval '{}': give a duration such as 2s", health_interval);
+    return 2;
+  }
+  if (telemetry_interval == "0") {
+    options.telemetry_interval_ms = 0;
+  } else if (auto ms = berth::ParseDurationMs(telemetry_interval); ms && *ms >= 100) {
+    options.telemetry_interval_ms = *ms;
+  } else {
+    spdlog::critical(
+        "--telemetry-interval '{}': give a duration of at least 100ms such as 10s, or 0 for "
+        "none",
+        telemetry_interval);
     return 2;
   }
   if (auto ms = berth::ParseDurationMs(pull_timeout); ms && *ms > 0) {

@@ -10,6 +10,7 @@
 
 #include "agent/gpu_model.h"
 #include "agent/nvml_types.h"
+#include "agent/sim_provider.h"
 
 namespace berth::agent {
 
@@ -32,6 +33,12 @@ struct NvmlProvider::Api {
   nvmlReturn_t (*nvlink_state)(nvmlDevice_t, unsigned int, nvmlEnableState_t*) = nullptr;
   nvmlReturn_t (*nvlink_remote_pci)(nvmlDevice_t, unsigned int, nvmlPciInfo_t*) = nullptr;
   nvmlReturn_t (*numa_node)(nvmlDevice_t, unsigned int*) = nullptr;
+  // Telemetry (optional: a missing one reads 0).
+  nvmlReturn_t (*utilization)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;
+  nvmlReturn_t (*temperature)(nvmlDevice_t, nvmlTemperatureSensors_t, unsigned int*) = nullptr;
+  nvmlReturn_t (*power)(nvmlDevice_t, unsigned int*) = nullptr;
+  nvmlReturn_t (*ecc_total)(nvmlDevice_t, nvmlMemoryErrorType_t, nvmlEccCounterType_t,
+                            unsigned long long*) = nullptr;
 
   std::string Error(const char* call, nvmlReturn_t rc) const {
     std::string text = error_string ? error_string(rc) : "error " + std::to_string(rc);
@@ -98,6 +105,10 @@ NvmlProvider::NvmlProvider(std::string library) {
   Bind(lib, "nvmlDeviceGetNvLinkState", api->nvlink_state);
   Bind(lib, "nvmlDeviceGetNvLinkRemotePciInfo_v2", api->nvlink_remote_pci);
   Bind(lib, "nvmlDeviceGetNumaNodeId", api->numa_node);
+  Bind(lib, "nvmlDeviceGetUtilizationRates", api->utilization);
+  Bind(lib, "nvmlDeviceGetTemperature", api->temperature);
+  Bind(lib, "nvmlDeviceGetPowerUsage", api->power);
+  Bind(lib, "nvmlDeviceGetTotalEccErrors", api->ecc_total);
   if (!api->init || !api->shutdown || !api->get_count || !api->get_handle || !api->get_name ||
       !api->get_uuid || !api->get_memory || !api->get_pci || !api->driver_version ||
       !api->cuda_version) {
@@ -214,6 +225,67 @@ Result<Discovery> NvmlProvider::Discover() {
     }
   }
   AssignNvlinkIslands(out.gpus);
+  for (const auto& g : out.gpus) {
+    if (auto xid = XidOf(g.health_detail); xid != 0) last_xid_[g.index] = xid;
+  }
+  return out;
+}
+
+Result<std::vector<model::GpuSample>> NvmlProvider::Sample(std::span<const GpuOccupant> occupants,
+                                                           TimeMs now) {
+  std::vector<model::GpuSample> out;
+  if (!api_) return out;
+  const Api& nv = *api_;
+  unsigned int count = 0;
+  if (nvmlReturn_t rc = nv.get_count(&count); rc != NVML_SUCCESS) {
+    return Fail(Code::kUnavailable, nv.Error("nvmlDeviceGetCount_v2", rc));
+  }
+  out.reserve(count);
+  for (unsigned int i = 0; i < count; ++i) {
+    model::GpuSample s;
+    s.at_ms = now;
+    s.gpu = i;
+    for (const auto& o : occupants) {
+      if (o.gpu == i) s.run_ids.push_back(o.run_id);
+    }
+    if (auto it = last_xid_.find(i); it != last_xid_.end()) s.last_xid = it->second;
+    nvmlDevice_t dev = nullptr;
+    if (nv.get_handle(i, &dev) != NVML_SUCCESS) {
+      out.push_back(std::move(s));  // a lost GPU: its health polling says why
+      continue;
+    }
+    // Each query on its own: one that fails (not supported on this board,
+    // or an error) leaves its fields at 0 and the others still count.
+    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
+    if (nv.get_uuid(dev, uuid, sizeof uuid) == NVML_SUCCESS) s.uuid = uuid;
+    nvmlUtilization_t util{};
+    if (nv.utilization && nv.utilization(dev, &util) == NVML_SUCCESS) {
+      s.util_pct = std::min(util.gpu, 100U);
+      s.mem_util_pct = std::min(util.memory, 100U);
+    }
+    nvmlMemory_t mem{};
+    if (nv.get_memory(dev, &mem) == NVML_SUCCESS) {
+      s.memory_used_bytes = mem.used;
+      s.memory_total_bytes = mem.total;
+    }
+    unsigned int temp = 0;
+    if (nv.temperature && nv.temperature(dev, NVML_TEMPERATURE_GPU, &temp) == NVML_SUCCESS) {
+      s.temperature_c = static_cast<std::int32_t>(temp);
+    }
+    unsigned int mw = 0;
+    if (nv.power && nv.power(dev, &mw) == NVML_SUCCESS) s.power_mw = mw;
+    unsigned long long errors = 0;
+    if (nv.ecc_total && nv.ecc_total(dev, NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC,
+                                     &errors) == NVML_SUCCESS) {
+      s.ecc_sbe_total = errors;
+    }
+    errors = 0;
+    if (nv.ecc_total && nv.ecc_total(dev, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC,
+                                     &errors) == NVML_SUCCESS) {
+      s.ecc_dbe_total = errors;
+    }
+    out.push_back(std::move(s));
+  }
   return out;
 }
 

@@ -3,6 +3,8 @@
 // it simply finds no GPUs.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -24,6 +26,14 @@ class NvmlProvider final : public GpuProvider {
   // device count unreadable: kUnavailable. A GPU whose queries fail is
   // reported unhealthy with the failing call in health_detail.
   Result<Discovery> Discover() override;
+  // Per GPU: nvmlDeviceGetUtilizationRates (gpu, memory),
+  // nvmlDeviceGetMemoryInfo (used, total), nvmlDeviceGetTemperature (GPU
+  // sensor), nvmlDeviceGetPowerUsage (mW) and nvmlDeviceGetTotalEccErrors
+  // (volatile corrected / uncorrected). A query that is not supported, or
+  // missing from an older driver, reads 0. last_xid is the last "Xid NN" the
+  // health polling (Discover) saw. No driver: no samples.
+  Result<std::vector<model::GpuSample>> Sample(std::span<const GpuOccupant> occupants,
+                                               TimeMs now) override;
 
   bool available() const { return api_ != nullptr; }
   // Why NVML is not available ("libnvidia-ml.so.1: cannot open shared object
@@ -34,6 +44,7 @@ class NvmlProvider final : public GpuProvider {
   struct Api;
   std::unique_ptr<Api> api_;
   std::string why_;
+  std::map<std::uint32_t, std::uint32_t> last_xid_;  // GPU index -> last Xid seen
 };
 
 // True when the NVIDIA management library loads and initialises on this host.

@@ -9,6 +9,9 @@ extern "C" {
 typedef struct nvmlDevice_st* nvmlDevice_t;
 typedef int nvmlReturn_t;  // a C enum: int-sized
 typedef int nvmlEnableState_t;
+typedef int nvmlTemperatureSensors_t;
+typedef int nvmlMemoryErrorType_t;
+typedef int nvmlEccCounterType_t;
 
 enum : int {
   NVML_SUCCESS = 0,
@@ -19,7 +22,18 @@ enum : int {
   NVML_DEVICE_NAME_V2_BUFFER_SIZE = 96,
   NVML_DEVICE_UUID_V2_BUFFER_SIZE = 96,
   NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE = 80,
+  NVML_TEMPERATURE_GPU = 0,
+  NVML_MEMORY_ERROR_TYPE_CORRECTED = 0,
+  NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1,
+  NVML_VOLATILE_ECC = 0,
 };
+
+// Percent of the last sample period the SMs (gpu) and the memory controller
+// (memory) were busy.
+typedef struct nvmlUtilization_st {
+  unsigned int gpu;
+  unsigned int memory;
+} nvmlUtilization_t;
 
 typedef struct nvmlMemory_st {
   unsigned long long total;

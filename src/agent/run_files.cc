@@ -64,7 +64,16 @@ std::string ToJson(const OrderRecord& rec) {
                    {"stop_signal", rec.stop_signal},
                    {"checkpoint_file", rec.checkpoint_file},
                    {"image", rec.image},
-                   {"created_at_ms", rec.created_at_ms}});
+                   {"created_at_ms", rec.created_at_ms},
+                   {"gpu_share_millis", rec.gpu_share_millis},
+                   {"gpu_share_bytes", rec.gpu_share_bytes},
+                   {"load",
+                    {{"pattern", static_cast<int>(rec.load.pattern)},
+                     {"util_pct", rec.load.util_pct},
+                     {"idle_util_pct", rec.load.idle_util_pct},
+                     {"memory_pct", rec.load.memory_pct},
+                     {"period_ms", rec.load.period_ms},
+                     {"idle_after_ms", rec.load.idle_after_ms}}}});
 }
 
 std::string ToJson(const StopRecord& rec) {
@@ -127,6 +136,20 @@ Result<OrderRecord> ParseOrderRecord(std::string_view text) {
     r.checkpoint_file = j.value("checkpoint_file", "");
     r.image = j.value("image", "");
     r.created_at_ms = j.value("created_at_ms", std::int64_t{0});
+    r.gpu_share_millis = j.value("gpu_share_millis", std::uint32_t{0});
+    r.gpu_share_bytes = j.value("gpu_share_bytes", std::uint64_t{0});
+    // Orders written before telemetry have no load: the default profile.
+    if (auto l = j.find("load"); l != j.end() && l->is_object()) {
+      const int pattern = l->value("pattern", 0);
+      r.load.pattern = pattern == 1   ? model::LoadPattern::kPeriodic
+                       : pattern == 2 ? model::LoadPattern::kIdle
+                                      : model::LoadPattern::kSteady;
+      r.load.util_pct = l->value("util_pct", r.load.util_pct);
+      r.load.idle_util_pct = l->value("idle_util_pct", r.load.idle_util_pct);
+      r.load.memory_pct = l->value("memory_pct", r.load.memory_pct);
+      r.load.period_ms = l->value("period_ms", r.load.period_ms);
+      r.load.idle_after_ms = l->value("idle_after_ms", r.load.idle_after_ms);
+    }
     return r;
   });
 }

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "model/telemetry.h"
 
 namespace berth::agent {
 
@@ -82,6 +83,11 @@ struct OrderRecord {
   std::string checkpoint_file;      // empty: none to watch
   std::string image;                // empty: a plain process
   std::int64_t created_at_ms = 0;
+  // For telemetry: the slice of gpu_indices[0] (both 0: whole GPUs) and the
+  // job's load profile (what the simulated provider reports).
+  std::uint32_t gpu_share_millis = 0;
+  std::uint64_t gpu_share_bytes = 0;
+  model::LoadProfile load{};
 };
 
 struct StopRecord {

@@ -207,6 +207,9 @@ Result<RunState> Runner::Start(const StartOrder& order) {
   rec.checkpoint_file = order.checkpoint_file;
   rec.image = order.image;
   rec.created_at_ms = clock_.NowMs();
+  rec.gpu_share_millis = order.gpu_share_millis;
+  rec.gpu_share_bytes = order.gpu_share_bytes;
+  rec.load = order.load;
 
   // Build the directory under a temporary name and rename it into place: a
   // run directory is either complete or absent, whatever instant we die at.
@@ -586,6 +589,15 @@ void Runner::SetLogOffset(std::string_view run_id, std::uint64_t offset) {
   std::uint64_t size =
       ::stat(log.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : std::uint64_t{0};
   it->second.log_offset = std::min(offset, size);
+}
+
+std::vector<Runner::Held> Runner::Running() const {
+  std::vector<Held> out;
+  for (const auto& [id, run] : runs_) {
+    if (!run.pid || run.exit) continue;
+    out.push_back({run.order, run.pid->started_at_ms});
+  }
+  return out;
 }
 
 std::optional<RunState> Runner::Get(std::string_view run_id) const {

@@ -73,6 +73,7 @@ struct StartOrder {
   std::string stop_signal;          // empty or "SIGTERM", "SIGINT", "SIGUSR1", "SIGUSR2"
   std::string checkpoint_file;      // absolute; its mtime is reported as checkpoints
   std::string image;                // OCI image to run the command in (podman)
+  model::LoadProfile load{};        // the job's declared load (simulated telemetry)
 };
 
 struct RunExit {
@@ -168,6 +169,14 @@ class Runner {
   // Resumes shipping `run_id`'s log from `offset` (what berthd holds),
   // clamped to the log's size. Unknown runs are ignored.
   void SetLogOffset(std::string_view run_id, std::uint64_t offset);
+
+  // A run whose job process is running now (started, not exited): what
+  // telemetry attributes GPU readings to.
+  struct Held {
+    OrderRecord order;
+    std::int64_t started_at_ms = 0;
+  };
+  std::vector<Held> Running() const;
 
   // The current state of one run; nullopt if unknown.
   std::optional<RunState> Get(std::string_view run_id) const;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <string_view>
+#include <vector>
 
 #include "agent/gpu_provider.h"
 #include "model/node.h"
@@ -24,11 +25,35 @@ class SimulatedProvider final : public GpuProvider {
       : node_(std::move(node)), faults_file_(std::move(faults_file)) {}
   std::string Name() const override { return "simulated"; }
   Result<Discovery> Discover() override;
+  // Readings derived from the occupants' load profiles (docs/jobs.md,
+  // "Simulated load"): per GPU, utilization is the sum over its occupants of
+  // ProfileUtilization at the run's age (a slice adds share_millis/1000 of
+  // it), capped at 100, plus a deterministic jitter of +-2 (a hash of the
+  // UUID and the second; none on 0). Memory used is each occupant's
+  // memory_pct of the GPU's (or the slice's) memory, summed. From the
+  // utilization: mem_util_pct = 60% of it, temperature 30 + util/2 C, power
+  // 60 W + util% of (board power - 60 W). ECC counters are 0; last_xid is
+  // the "Xid NN" of the GPU's last injected fault.
+  Result<std::vector<model::GpuSample>> Sample(std::span<const GpuOccupant> occupants,
+                                               TimeMs now) override;
 
  private:
+  // The faults file's faults now; an unreadable file counts as none. Keeps
+  // last_xid_ up to date.
+  Result<std::map<std::uint32_t, std::string>> ReadFaults();
+
   model::NodeInfo node_;
   std::filesystem::path faults_file_;
+  std::map<std::uint32_t, std::uint32_t> last_xid_;  // GPU index -> last Xid seen
 };
+
+// The Xid number in a health detail such as "Xid 79: GPU has fallen off the
+// bus"; 0 when there is none.
+std::uint32_t XidOf(std::string_view detail);
+
+// A GPU model's board power in watts, for simulated power readings: H100 700,
+// A100 400, L40S 350, anything else 300.
+std::uint32_t SimulatedBoardPowerWatts(std::string_view model);
 
 // The GPU faults a faults file declares: index -> detail. Errors name the
 // line.

@@ -84,8 +84,10 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
   app.add_option("--ca", ca_flag,
                  "PEM CA file to trust for an https server, e.g. <data-dir>/tls/ca.pem "
                  "(default: $BERTH_CA, else the system trust store)");
-  app.add_option("-o,--output", output_flag, "output format: table or json (csv: berth audit)")
-      ->check(CLI::IsMember({"table", "json", "csv"}));
+  app.add_option("-o,--output", output_flag,
+                 "output format: table or json (csv: berth audit, usage; markdown, html: berth "
+                 "report ops)")
+      ->check(CLI::IsMember({"table", "json", "csv", "markdown", "html"}));
   app.set_version_flag("--version", fmt::format("berth {}", Version()));
   // Subcommands inherit the footer, so `berth jobs --help` names the globals too.
   app.footer(
@@ -567,6 +569,37 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
     return ShowUsage(api, usage_query, out);
   };
 
+  // berth report ops
+  auto* report = app.add_subcommand("report", "reports over a window (docs/metering.md)");
+  report->require_subcommand(1);
+  OpsReportArgs ops_args;
+  auto* report_ops = report->add_subcommand(
+      "ops",
+      "the operations report: allocation, utilization, queue wait, failures, evictions, cost "
+      "and interventions, overall and per tenant");
+  report_ops->add_option("--from", ops_args.from,
+                         "from: a date (UTC), an RFC 3339 time, a duration back (7d) or epoch "
+                         "ms; default 24 hours ago");
+  report_ops->add_option("--to", ops_args.to, "until (exclusive), as --from; default now");
+  report_ops->add_option("--out", ops_args.out_file, "write the report to FILE");
+  checks[report_ops] = [&] {
+    for (auto* t : {&ops_args.from, &ops_args.to}) {
+      auto q = UsageTimeQuery(*t, t == &ops_args.from ? "--from" : "--to");
+      if (!q) return PrintError(env, kExitUsage, FormatError(q.error()));
+      *t = std::move(*q);
+    }
+    // -o: markdown (also for the default, table), html or json.
+    ops_args.format = output_flag == "table" ? "markdown" : output_flag;
+    if (ops_args.format == "csv") {
+      return PrintError(env, kExitUsage,
+                        "-o csv is not a report format; use -o markdown, html or json");
+    }
+    return kExitOk;
+  };
+  actions[report_ops] = [&](ApiClient& api, const Output& out) {
+    return ShowOpsReport(api, ops_args, out);
+  };
+
   // berth price apply|show
   auto* price = app.add_subcommand("price", "the versioned price table usage is costed with");
   price->require_subcommand(1);
@@ -643,6 +676,10 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
   if (output_flag == "csv" && chosen != audit && chosen != usage) {
     return PrintError(env, kExitUsage,
                       "-o csv is only for `berth audit` and `berth usage`; use table or json");
+  }
+  if ((output_flag == "markdown" || output_flag == "html") && chosen != report_ops) {
+    return PrintError(env, kExitUsage,
+                      "-o markdown and -o html are only for `berth report ops`; use table or json");
   }
   Output output{env.out,
                 output_flag == "json"  ? OutputFormat::kJson

@@ -179,6 +179,21 @@ Status ApproveQuotaRequest(ApiClient& api, std::int64_t id, const std::string& c
 Status RejectQuotaRequest(ApiClient& api, std::int64_t id, const std::string& comment,
                           const Output& output);
 Status WithdrawQuotaRequest(ApiClient& api, std::int64_t id, const Output& output);
+// --- berth report ops (commands_report.cc, docs/metering.md) ---
+struct OpsReportArgs {
+  std::string from;  // as the API takes it (UsageTimeQuery); "" for the default
+  std::string to;
+  std::string format = "markdown";  // markdown, html or json
+  std::string out_file;             // "" for stdout
+};
+// GET /v1/reports/ops rendered as Markdown, one self-contained HTML page, or
+// the JSON; written to out_file when given.
+Status ShowOpsReport(ApiClient& api, const OpsReportArgs& args, const Output& output);
+std::string RenderOpsMarkdown(const nlohmann::json& report);
+std::string RenderOpsHtml(const nlohmann::json& report);
+// &, <, >, " and ' as entities.
+std::string HtmlEscape(const std::string& s);
+
 // --- berth usage, price, budget (commands_usage.cc, docs/metering.md) ---
 struct UsageQuery {
   std::string by;  // "tenant,day"; "" for the server's default (tenant)

@@ -14,11 +14,13 @@
 namespace berth::model {
 namespace {
 
-constexpr std::array<std::string_view, 19> kTopFields{
+constexpr std::array<std::string_view, 20> kTopFields{
     "name",        "tenant",      "queue",         "command",     "args",
     "env",         "working_dir", "replicas",      "resources",   "priority",
     "max_runtime", "preemptible", "node_selector", "tolerations", "pool",
-    "topology",    "checkpoint",  "retry",         "image"};
+    "topology",    "checkpoint",  "retry",         "image",       "load"};
+constexpr std::array<std::string_view, 6> kLoadFields{"pattern", "utilization", "idle_utilization",
+                                                      "memory",  "period",      "idle_after"};
 constexpr std::array<std::string_view, 4> kCheckpointFields{"dir", "grace", "signal", "file"};
 constexpr std::array<std::string_view, 3> kRetryFields{"max_attempts", "backoff", "on"};
 constexpr std::array<std::string_view, 4> kStopSignals{"SIGTERM", "SIGINT", "SIGUSR1", "SIGUSR2"};
@@ -230,6 +232,7 @@ Status ParseResources(const YAML::Node& node, Resources& r) {
 
 Status ParsePlacement(const YAML::Node& root, JobSpec& spec);
 Status ParseRetryAndImage(const YAML::Node& root, JobSpec& spec);
+Status ParseLoad(const YAML::Node& node, LoadProfile& load);
 
 Status ParseInto(const YAML::Node& root, JobSpec& spec) {
   if (!root.IsMap()) {
@@ -580,6 +583,90 @@ Status ParseRetryAndImage(const YAML::Node& root, JobSpec& spec) {
     }
     spec.image = *s;
   }
+  if (auto n = root["load"]) BERTH_RETURN_IF_ERROR(ParseLoad(n, spec.load));
+  return Ok();
+}
+
+// A percentage 0-100: "85", 85 or "85%".
+Result<std::uint32_t> ParsePercent(const YAML::Node& node, const std::string& field,
+                                   std::string_view example) {
+  auto bad = [&](std::string_view got) {
+    return InvalidField(field, fmt::format("'{}' is not a percentage; write a whole number from "
+                                           "0 to 100, e.g. {}",
+                                           got, example));
+  };
+  if (!node.IsScalar()) return bad("(not a scalar)");
+  std::string_view s = node.Scalar();
+  std::string_view digits = s.ends_with("%") ? s.substr(0, s.size() - 1) : s;
+  std::uint32_t v = 0;
+  auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  if (digits.empty() || ec != std::errc{} || ptr != digits.data() + digits.size() || v > 100) {
+    return bad(s);
+  }
+  return v;
+}
+
+// A duration for load.period and load.idle_after; "0" alone is allowed.
+Result<std::int64_t> ParseLoadDuration(const YAML::Node& node, const std::string& field) {
+  auto s = ScalarString(node, field);
+  if (!s) return std::unexpected(s.error());
+  if (*s == "0") return std::int64_t{0};
+  auto ms = ParseDurationMs(*s);
+  if (!ms) return InvalidField(field, ms.error().message);
+  return *ms;
+}
+
+// The `load:` block: how the simulated GPU provider loads the job's GPUs.
+Status ParseLoad(const YAML::Node& node, LoadProfile& load) {
+  if (!node.IsMap()) {
+    return InvalidField("load",
+                        "must be a mapping, e.g. {pattern: periodic, utilization: 85, period: 2m}");
+  }
+  BERTH_RETURN_IF_ERROR(CheckKnownFields(node, kLoadFields, "load."));
+  if (auto v = node["pattern"]) {
+    auto s = ScalarString(v, "load.pattern");
+    if (!s) return std::unexpected(s.error());
+    auto pattern = ParseLoadPattern(*s);
+    if (!pattern) {
+      return InvalidField(
+          "load.pattern",
+          fmt::format("'{}' is not a load pattern; use steady, periodic or idle", *s));
+    }
+    load.pattern = *pattern;
+  }
+  if (auto v = node["utilization"]) {
+    auto p = ParsePercent(v, "load.utilization", "85");
+    if (!p) return std::unexpected(p.error());
+    load.util_pct = *p;
+  }
+  if (auto v = node["idle_utilization"]) {
+    auto p = ParsePercent(v, "load.idle_utilization", "0");
+    if (!p) return std::unexpected(p.error());
+    load.idle_util_pct = *p;
+  }
+  if (auto v = node["memory"]) {
+    auto p = ParsePercent(v, "load.memory", "60%");
+    if (!p) return std::unexpected(p.error());
+    load.memory_pct = *p;
+  }
+  if (auto v = node["period"]) {
+    if (load.pattern != LoadPattern::kPeriodic) {
+      return InvalidField("load.period",
+                          "applies only to pattern: periodic; set pattern: periodic or remove "
+                          "period");
+    }
+    auto ms = ParseLoadDuration(v, "load.period");
+    if (!ms) return std::unexpected(ms.error());
+    if (*ms < kMinLoadPeriodMs || *ms > kMaxLoadPeriodMs) {
+      return InvalidField("load.period", "must be between 1s and 24h, e.g. 2m");
+    }
+    load.period_ms = *ms;
+  }
+  if (auto v = node["idle_after"]) {
+    auto ms = ParseLoadDuration(v, "load.idle_after");
+    if (!ms) return std::unexpected(ms.error());
+    load.idle_after_ms = *ms;
+  }
   return Ok();
 }
 
@@ -639,6 +726,25 @@ std::string_view PriorityName(Priority p) {
       return "critical";
   }
   return "normal";
+}
+
+std::string_view LoadPatternName(LoadPattern p) {
+  switch (p) {
+    case LoadPattern::kSteady:
+      return "steady";
+    case LoadPattern::kPeriodic:
+      return "periodic";
+    case LoadPattern::kIdle:
+      return "idle";
+  }
+  return "steady";
+}
+
+std::optional<LoadPattern> ParseLoadPattern(std::string_view name) {
+  for (auto p : {LoadPattern::kSteady, LoadPattern::kPeriodic, LoadPattern::kIdle}) {
+    if (LoadPatternName(p) == name) return p;
+  }
+  return std::nullopt;
 }
 
 std::string_view NvlinkIslandName(NvlinkIsland n) {

@@ -12,6 +12,7 @@
 
 #include "common/status.h"
 #include "model/names.h"
+#include "model/telemetry.h"
 
 namespace berth::model {
 
@@ -118,6 +119,9 @@ struct JobSpec {
   Checkpoint checkpoint{};
   Retry retry{};
   std::string image{};  // OCI image run with podman; empty: a plain process
+  // How the job loads its GPUs (`load:`); only the simulated GPU provider
+  // honours it. The default is what a spec without the block gets.
+  LoadProfile load{};
 };
 
 // Limits users see in validation errors; documented in docs/jobs.md.
@@ -129,12 +133,17 @@ inline constexpr std::size_t kMaxSpecBytes = 1 << 20;
 inline constexpr std::int64_t kMaxCheckpointGraceMs = 3'600'000;
 inline constexpr std::uint32_t kMaxRetryAttempts = 100;
 inline constexpr std::int64_t kMaxRetryBackoffMs = 3'600'000;
+inline constexpr std::int64_t kMinLoadPeriodMs = 1'000;
+inline constexpr std::int64_t kMaxLoadPeriodMs = 86'400'000;
 
 // Parses a YAML (or JSON, which is YAML) job spec and validates every field.
 // Unknown fields are errors. The error's `field` names the offending field.
 Result<JobSpec> ParseJobSpec(std::string_view text);
 
 std::string_view PriorityName(Priority p);
+// "steady", "periodic", "idle": the names `load.pattern` takes.
+std::string_view LoadPatternName(LoadPattern p);
+std::optional<LoadPattern> ParseLoadPattern(std::string_view name);
 std::string_view NvlinkIslandName(NvlinkIsland n);
 std::optional<Priority> ParsePriority(std::string_view name);
 

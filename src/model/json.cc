@@ -58,6 +58,14 @@ json ToJson(const JobSpec& s) {
                 {"backoff_ms", s.retry.backoff_ms},
                 {"on", s.retry.on}};
   if (!s.image.empty()) j["image"] = s.image;
+  if (s.load != LoadProfile{}) {
+    j["load"] = {{"pattern", LoadPatternName(s.load.pattern)},
+                 {"util_pct", s.load.util_pct},
+                 {"idle_util_pct", s.load.idle_util_pct},
+                 {"memory_pct", s.load.memory_pct},
+                 {"period_ms", s.load.period_ms},
+                 {"idle_after_ms", s.load.idle_after_ms}};
+  }
   return j;
 }
 
@@ -100,6 +108,14 @@ JobSpec JobSpecFromJson(const json& j) {
     s.retry.on = r->value("on", s.retry.on);
   }
   s.image = j.value("image", "");
+  if (auto l = j.find("load"); l != j.end() && l->is_object()) {
+    s.load.pattern = ParseLoadPattern(l->value("pattern", "steady")).value_or(LoadPattern::kSteady);
+    s.load.util_pct = l->value("util_pct", s.load.util_pct);
+    s.load.idle_util_pct = l->value("idle_util_pct", s.load.idle_util_pct);
+    s.load.memory_pct = l->value("memory_pct", s.load.memory_pct);
+    s.load.period_ms = l->value("period_ms", s.load.period_ms);
+    s.load.idle_after_ms = l->value("idle_after_ms", s.load.idle_after_ms);
+  }
   return s;
 }
 

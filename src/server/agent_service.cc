@@ -159,6 +159,11 @@ grpc::Status AgentService::Connect(grpc::ServerContext* context, Stream* stream)
       case berth::v1::AgentMessage::kGpuHealth:
         st = controller_.OnGpuHealth(node, msg.gpu_health());
         break;
+      case berth::v1::AgentMessage::kTelemetry:
+        // Best effort: its run ids are checked against the node there, not
+        // as reports on a run (a stale id is dropped, not an intrusion).
+        controller_.OnTelemetry(node, msg.telemetry());
+        break;
       case berth::v1::AgentMessage::kRegister:
       case berth::v1::AgentMessage::MSG_NOT_SET:
         spdlog::warn("agent {} sent an unexpected message; ignored", node);

@@ -291,6 +291,8 @@ void Api::Register(httplib::Server& http) {
   Route(http, "GET", "/v1/usage", any("usage.read"), handler(&Api::Usage));
   Route(http, "GET", "/v1/usage/records", any("usage.read"), handler(&Api::UsageRecords));
   Route(http, "GET", "/v1/budgets", any("budget.list"), handler(&Api::ListBudgets));
+  // The operations report: the caller's tenants; fleet figures for admins.
+  Route(http, "GET", "/v1/reports/ops", any("report.read"), handler(&Api::GetOpsReport));
   Route(http, "POST", R"(/v1/budgets/([^/]+))", admin("budget.set"),
         Audited("budget.set", &Api::SetBudget));
   Route(http, "DELETE", R"(/v1/budgets/([^/]+))", admin("budget.delete"),

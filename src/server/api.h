@@ -4,7 +4,9 @@
 
 #include <httplib.h>
 
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <span>
 
 #include "common/clock.h"
 #include "model/reason.h"
@@ -13,6 +15,7 @@
 #include "server/controller.h"
 #include "server/metering.h"
 #include "server/metrics.h"
+#include "server/ops_report.h"
 #include "server/rate_limit.h"
 #include "store/audit_log.h"
 #include "store/store.h"
@@ -54,6 +57,12 @@ class Api {
   // GPU telemetry history (api_telemetry.cc); null: the telemetry endpoints
   // answer Unavailable, jobs show no utilization and /metrics no DCGM gauges.
   void set_telemetry(store::TelemetryStore* telemetry) { telemetry_ = telemetry; }
+  // Measured GPU utilization for the operations report (api_report.cc): the
+  // readings of `run_ids` and of the fleet over [from, to). Null: the report
+  // says "not measured".
+  using OpsUtilizationSource = std::function<Result<OpsUtilization>(
+      TimeMs from, TimeMs to, std::span<const std::string> run_ids)>;
+  void set_ops_utilization(OpsUtilizationSource source) { ops_utilization_ = std::move(source); }
 
  private:
   // A mutating handler: it fills `note` with what it changed or was refused.
@@ -100,6 +109,8 @@ class Api {
   void ListBudgets(const httplib::Request& req, httplib::Response& res);
   void SetBudget(const httplib::Request& req, httplib::Response& res, AuditNote& note);
   void DeleteBudget(const httplib::Request& req, httplib::Response& res, AuditNote& note);
+  // GET /v1/reports/ops (api_report.cc, docs/metering.md "Operations report").
+  void GetOpsReport(const httplib::Request& req, httplib::Response& res);
 
   // Quota requests (api_quota.cc): a tenant asks, a platform admin decides;
   // an approval is a new policy version.
@@ -171,6 +182,7 @@ class Api {
   Meter* meter_ = nullptr;
   ServerMetrics* metrics_ = nullptr;
   store::TelemetryStore* telemetry_ = nullptr;
+  OpsUtilizationSource ops_utilization_;
 };
 
 }  // namespace berth::server

@@ -186,6 +186,7 @@ int main(int argc, char** argv) {
   std::string heartbeat = "1s";
   std::string grace = "10s";
   std::string lost_grace = "60s";
+  std::string telemetry_interval = "10s";
   std::string shim = SiblingBinary("berth-shim").string();
   std::string log_level = "info";
   app.add_flag("--all-in-one", all_in_one,
@@ -205,6 +206,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--heartbeat", heartbeat, "How often agents heartbeat")->capture_default_str();
   app.add_option("--stop-grace", grace, "SIGTERM to SIGKILL grace for cancel and max runtime")
+      ->capture_default_str();
+  app.add_option("--telemetry-interval", telemetry_interval,
+                 "With --all-in-one: how often the embedded agents sample every GPU and stream "
+                 "the readings; 0: never (berth-agent has the same flag)")
       ->capture_default_str();
   app.add_option("--node-lost-grace", lost_grace,
                  "After a node's lease lapses, how long its runs may stay unaccounted for before "
@@ -367,6 +372,18 @@ int main(int argc, char** argv) {
     telemetry_options.idle_util_pct = static_cast<std::uint32_t>(idle_threshold);
   }
 
+  std::int64_t telemetry_interval_ms = 0;
+  if (telemetry_interval != "0") {
+    auto ms = berth::ParseDurationMs(telemetry_interval);
+    if (!ms || *ms < 100) {
+      return Fatal(fmt::format(
+          "--telemetry-interval '{}': give a duration of at least 100ms such as 10s, or 0 for "
+          "none",
+          telemetry_interval));
+    }
+    telemetry_interval_ms = *ms;
+  }
+
   auto log_limit_bytes = berth::ParseBytes(log_limit);
   if (!log_limit_bytes || (*log_limit_bytes > 0 && *log_limit_bytes < 4096)) {
     return Fatal(fmt::format("--log-limit '{}': write a size of at least 4Ki, such as 64Mi, or 0",
@@ -435,8 +452,9 @@ int main(int argc, char** argv) {
   if (!agent_server || agent_port == 0) {
     return Fatal(fmt::format("cannot listen for agents on {} (--agent-listen)", agent_listen));
   }
-  // TELEMETRY SINK (lead, at merge): agents' samples into the store.
-  // controller.set_telemetry_sink([&](auto s) { (*telemetry)->Ingest(s); });
+  // Agents' samples, once the controller has checked them, into the store.
+  controller.set_telemetry_sink(
+      [&](std::span<const berth::model::GpuSample> s) { (*telemetry)->Ingest(s); });
   if (auto st = controller.Start(); !st) return Fatal(st.error().message);
 
   // All-in-one: agents for this host, in process, over an in-process channel.
@@ -467,6 +485,7 @@ int main(int argc, char** argv) {
       ao.data_dir = std::filesystem::path(data_dir) / "agents" / node.name;
       ao.shim_path = shim;
       ao.shared_gpus = *shared;
+      ao.telemetry_interval_ms = telemetry_interval_ms;
       auto channel = agent_server->InProcessChannel(grpc::ChannelArguments());
       agents.push_back(
           std::make_unique<berth::agent::Agent>(ao, node, std::move(provider), channel, clock));
@@ -523,6 +542,20 @@ int main(int argc, char** argv) {
   api.set_meter(&meter);
   api.set_metrics(&metrics);
   api.set_telemetry(telemetry->get());
+  // The operations report's measured utilization: the records' runs and the
+  // fleet over the report's window.
+  api.set_ops_utilization(
+      [&](berth::TimeMs from, berth::TimeMs to,
+          std::span<const std::string> run_ids) -> berth::Result<berth::server::OpsUtilization> {
+        berth::server::OpsUtilization out;
+        auto runs = (*telemetry)->RunSummaries(run_ids, from, to);
+        if (!runs) return std::unexpected(runs.error());
+        out.runs = std::move(*runs);
+        auto fleet = (*telemetry)->FleetSummary(from, to);
+        if (!fleet) return std::unexpected(fleet.error());
+        if (fleet->samples > 0) out.fleet = *fleet;
+        return out;
+      });
   api.Register(http);
   if (!http.bind_to_port(listen_hp->first, listen_hp->second)) {
     return Fatal(fmt::format("cannot listen on {} (--listen)", listen));

@@ -156,7 +156,7 @@ Status Controller::Start() {
     // After a restart every known node gets a full lease to reconnect before
     // it is declared NotReady; its stored state stands until then.
     for (const auto& n : *nodes) {
-      live_[n.info.name] = LiveNode{nullptr, now, n.state == model::NodeState::kReady, {}, {}};
+      live_[n.info.name] = LiveNode{nullptr, now, n.state == model::NodeState::kReady, {}, {}, {}};
     }
   }
   thread_ = std::thread([this] { Loop(); });
@@ -678,6 +678,16 @@ berth::v1::StartRun Controller::StartOrder(const store::RunRecord& run, const mo
   o.set_gpu_share_bytes(run.gpu_share_bytes);
   o.set_max_runtime_ms(spec.max_runtime_ms);
   o.set_grace_ms(spec.checkpoint.grace_ms > 0 ? spec.checkpoint.grace_ms : options_.stop_grace_ms);
+  auto* load = o.mutable_load();
+  load->set_pattern(
+      spec.load.pattern == model::LoadPattern::kPeriodic ? berth::v1::LoadProfile::PERIODIC
+      : spec.load.pattern == model::LoadPattern::kIdle   ? berth::v1::LoadProfile::IDLE
+                                                         : berth::v1::LoadProfile::STEADY);
+  load->set_util_pct(spec.load.util_pct);
+  load->set_idle_util_pct(spec.load.idle_util_pct);
+  load->set_memory_pct(spec.load.memory_pct);
+  load->set_period_ms(spec.load.period_ms);
+  load->set_idle_after_ms(spec.load.idle_after_ms);
   return o;
 }
 
@@ -978,9 +988,81 @@ Status Controller::OnRegister(const berth::v1::Register& reg,
     live.ready = true;
     live.start_sent.clear();
     live.stop_sent.clear();
+    live.gpus.clear();
+    for (const auto& g : info.gpus) live.gpus.insert(g.index);
   }
   Wake();
   return Ok();
+}
+
+TelemetryCounts Controller::telemetry_counts() const {
+  std::lock_guard lock(telemetry_mu_);
+  return telemetry_counts_;
+}
+
+void Controller::OnTelemetry(const std::string& node, const berth::v1::GpuTelemetry& msg) {
+  std::set<std::uint32_t> gpus;
+  {
+    std::lock_guard lock(mu_);
+    auto it = live_.find(node);
+    if (it != live_.end()) gpus = it->second.gpus;
+  }
+  // Each run named is looked up once per message: active on this node or not.
+  std::map<std::string, bool> active;
+  auto is_active = [&](const std::string& run_id) {
+    auto [it, fresh] = active.emplace(run_id, false);
+    if (fresh) {
+      auto run = store_.GetRun(run_id);
+      it->second = run && *run && (*run)->node == node && (*run)->state != model::RunState::kExited;
+    }
+    return it->second;
+  };
+  std::vector<model::GpuSample> samples;
+  samples.reserve(static_cast<std::size_t>(msg.samples_size()));
+  TelemetryCounts counted;
+  for (const auto& p : msg.samples()) {
+    if (!gpus.contains(p.gpu())) {
+      ++counted.dropped_unknown_gpu;
+      continue;
+    }
+    if (!std::all_of(p.run_ids().begin(), p.run_ids().end(), is_active)) {
+      ++counted.dropped_inactive_run;
+      continue;
+    }
+    model::GpuSample s;
+    s.at_ms = p.at_ms();
+    s.node = node;
+    s.gpu = p.gpu();
+    s.uuid = p.uuid();
+    s.util_pct = std::min(p.util_pct(), 100U);
+    s.mem_util_pct = std::min(p.mem_util_pct(), 100U);
+    s.memory_used_bytes = p.memory_used_bytes();
+    s.memory_total_bytes = p.memory_total_bytes();
+    s.temperature_c = p.temperature_c();
+    s.power_mw = p.power_mw();
+    s.ecc_sbe_total = p.ecc_sbe_total();
+    s.ecc_dbe_total = p.ecc_dbe_total();
+    s.last_xid = p.last_xid();
+    s.run_ids.assign(p.run_ids().begin(), p.run_ids().end());
+    samples.push_back(std::move(s));
+  }
+  if (telemetry_sink_) {
+    counted.accepted = samples.size();
+    if (!samples.empty()) telemetry_sink_(samples);
+  } else {
+    counted.dropped_no_sink = samples.size();
+  }
+  if (counted.dropped_unknown_gpu + counted.dropped_inactive_run > 0) {
+    spdlog::debug(
+        "agent {}: dropped {} telemetry samples of unregistered GPUs and {} naming runs "
+        "not active on the node",
+        node, counted.dropped_unknown_gpu, counted.dropped_inactive_run);
+  }
+  std::lock_guard lock(telemetry_mu_);
+  telemetry_counts_.accepted += counted.accepted;
+  telemetry_counts_.dropped_unknown_gpu += counted.dropped_unknown_gpu;
+  telemetry_counts_.dropped_inactive_run += counted.dropped_inactive_run;
+  telemetry_counts_.dropped_no_sink += counted.dropped_no_sink;
 }
 
 void Controller::OnHeartbeat(const std::string& node) {

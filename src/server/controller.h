@@ -6,17 +6,20 @@
 
 #include <condition_variable>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "model/telemetry.h"
 #include "model/usage_ledger.h"
 #include "sched/scheduler.h"
 #include "server/agent_session.h"
@@ -44,6 +47,14 @@ struct ControllerOptions {
 };
 
 // A node as the API shows it: stored inventory plus live lease state.
+// What became of the GPU samples agents streamed (OnTelemetry), since start.
+struct TelemetryCounts {
+  std::uint64_t accepted = 0;              // handed to the sink
+  std::uint64_t dropped_unknown_gpu = 0;   // a GPU index the node never registered
+  std::uint64_t dropped_inactive_run = 0;  // a run id not active on the node
+  std::uint64_t dropped_no_sink = 0;       // valid, but no sink was set
+};
+
 struct NodeStatus {
   store::NodeRecord record;
   bool connected = false;
@@ -72,6 +83,13 @@ class Controller {
   // Where passes, placements, evictions and job outcomes are counted for
   // GET /metrics; null: nowhere. Set before Start().
   void set_metrics(ServerMetrics* metrics) { metrics_ = metrics; }
+  // Where valid GPU samples go (the telemetry store); unset: they are
+  // dropped. Called on the agent streams' threads, once per GpuTelemetry
+  // message: concurrently for different nodes, so it must be thread-safe.
+  // Set before Start().
+  using TelemetrySink = std::function<void(std::span<const model::GpuSample>)>;
+  void set_telemetry_sink(TelemetrySink sink) { telemetry_sink_ = std::move(sink); }
+  TelemetryCounts telemetry_counts() const;
 
   // --- REST API side ---
   [[nodiscard]] Result<std::int64_t> Submit(const model::JobSpec& spec,
@@ -130,6 +148,12 @@ class Controller {
   // A GPU's health changed: an unhealthy GPU is cordoned (that GPU only),
   // its runs are stopped for the retry policy, and an alert is raised.
   [[nodiscard]] Status OnGpuHealth(const std::string& node, const berth::v1::GpuHealthChanged& msg);
+  // A node's GPU readings (best effort, never acknowledged). `node` is the
+  // stream's authenticated node, never anything in the message. Samples of
+  // GPUs the node did not register, or naming a run that is not active on
+  // the node, are dropped and counted; the rest go to the sink. Never fails:
+  // a bad sample must not close the stream.
+  void OnTelemetry(const std::string& node, const berth::v1::GpuTelemetry& msg);
 
   // Runs one pass now, on the caller's thread (tests use it with a ManualClock).
   Status RunPass();
@@ -141,6 +165,7 @@ class Controller {
     bool ready = false;
     std::set<std::string> start_sent;  // orders sent on the current session
     std::set<std::string> stop_sent;
+    std::set<std::uint32_t> gpus;  // indices registered on the current session
   };
 
   void Loop();
@@ -185,6 +210,9 @@ class Controller {
   store::AuditLog* audit_ = nullptr;
   Meter* meter_ = nullptr;
   ServerMetrics* metrics_ = nullptr;
+  TelemetrySink telemetry_sink_;
+  mutable std::mutex telemetry_mu_;  // guards telemetry_counts_
+  TelemetryCounts telemetry_counts_;
   // Counts `job`'s outcome if the change made at `now` finished it (an
   // exit recorded again finds it finished earlier and counts nothing).
   void CountOutcome(const store::JobRecord& job, TimeMs now);

@@ -381,6 +381,16 @@ std::string_view OpenApiDocument() {
         "responses": {"200": {"description": "records [{run_id, job_id, replica, attempt, tenant, queue, user, pool, node, gpu_uuids, gpu_model, mgpu, start_ms, end_ms, open, outcome, mgpu_ms, gpu_hours, cost_micros, cost, price_versions, used_mgpu_ms}], total_records, next_offset, total"}}
       }
     },
+    "/v1/reports/ops": {
+      "get": {
+        "summary": "The operations report of a window (docs/metering.md): GPU allocation against capacity, measured GPU and memory utilization when telemetry gives it, queue wait (average, p95, still waiting), runs by outcome and failures by class, evictions and the GPU-hours they lost, cost, and manual interventions; overall and per tenant. A caller who is not a platform-admin sees its tenants only and no fleet-wide figures",
+        "parameters": [
+          {"name": "from", "in": "query", "schema": {"type": "string"}, "description": "Epoch ms or a duration back from now; default 24 hours ago"},
+          {"name": "to", "in": "query", "schema": {"type": "string"}, "description": "Exclusive; default now"}
+        ],
+        "responses": {"200": {"description": "from_ms, to_ms, currency, measured, fleet {gpus, capacity_mgpu_ms, measured}, total, tenants [{tenant, allocated_mgpu_ms, cost_micros, measured, wait, runs_finished, outcomes, runs_failed, failures_by_class, evictions, lost_mgpu_ms, interventions}], evictions, interventions_by_action, interventions"}, "400": {"description": "Bad window"}}
+      }
+    },
     "/v1/budgets": {
       "get": {"summary": "Every tenant budget against this month's usage", "responses": {"200": {"description": "budgets [{tenant, unit, currency, limit, used, month, alerts, crossed, enforce, over}]"}}}
     },

@@ -102,7 +102,7 @@ class AgentTest : public ::testing::Test {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   }
 
-  void StartAgent() {
+  void StartAgent(std::int64_t telemetry_interval_ms = 10'000) {
     model::NodeInfo base;
     base.name = "node-a";
     base.hostname = "node-a.example";
@@ -118,12 +118,14 @@ class AgentTest : public ::testing::Test {
     options.shim_path = BERTH_SHIM_PATH;
     options.poll_interval_ms = 10;
     options.reconnect_backoff_ms = 20;
+    options.telemetry_interval_ms = telemetry_interval_ms;
     agent_ = std::make_unique<Agent>(options, base, std::make_unique<SimulatedProvider>(sim),
                                      server_->InProcessChannel(grpc::ChannelArguments()), clock_);
     agent_->Start();
   }
 
-  void StartRun(const std::string& id, std::vector<std::string> command) {
+  void StartRun(const std::string& id, std::vector<std::string> command,
+                const v1::LoadProfile* load = nullptr) {
     v1::ServerMessage msg;
     auto* m = msg.mutable_start_run();
     m->set_run_id(id);
@@ -131,6 +133,7 @@ class AgentTest : public ::testing::Test {
     m->add_gpu_indices(1);
     m->add_gpu_uuids("SIM-node-a-1");
     m->set_grace_ms(2000);
+    if (load != nullptr) *m->mutable_load() = *load;
     berthd_.Send(msg);
   }
 
@@ -251,6 +254,99 @@ TEST_F(AgentTest, JobsOutliveTheAgentAndTheNextAgentReattaches) {
     EXPECT_EQ(m.run_exited().signal(), SIGTERM);
     EXPECT_EQ(m.run_exited().stopped_for(), "cancelled");
   }
+}
+
+// The last telemetry message whose GPU 1 sample satisfies `pred`, if any.
+template <typename Pred>
+std::optional<v1::GpuTelemetry> TelemetryWhere(const std::vector<v1::AgentMessage>& msgs,
+                                               Pred pred) {
+  std::optional<v1::GpuTelemetry> found;
+  for (const auto& m : msgs) {
+    if (m.has_telemetry() && m.telemetry().samples_size() == 2 && pred(m.telemetry().samples(1))) {
+      found = m.telemetry();
+    }
+  }
+  return found;
+}
+
+TEST_F(AgentTest, StreamsTelemetryFromTheRunningJobsLoadProfile) {
+  StartAgent(50);
+  ASSERT_TRUE(berthd_.Await([](const auto& m) { return !m.empty(); }));
+  // Before any run: every GPU reads idle, with no runs.
+  ASSERT_TRUE(berthd_.Await([](const auto& msgs) {
+    return TelemetryWhere(msgs, [](const v1::GpuSample& s) { return s.run_ids_size() == 0; })
+        .has_value();
+  }));
+  v1::LoadProfile load;
+  load.set_pattern(v1::LoadProfile::STEADY);
+  load.set_util_pct(30);
+  load.set_memory_pct(25);
+  StartRun("t1", {"sleep", "30"}, &load);
+  auto busy = [](const v1::GpuSample& s) { return s.run_ids_size() == 1 && s.run_ids(0) == "t1"; };
+  ASSERT_TRUE(
+      berthd_.Await([&](const auto& msgs) { return TelemetryWhere(msgs, busy).has_value(); }));
+  auto check = [](const v1::GpuTelemetry& t) {
+    const auto& idle = t.samples(0);
+    EXPECT_EQ(idle.gpu(), 0u);
+    EXPECT_EQ(idle.util_pct(), 0u);
+    EXPECT_EQ(idle.run_ids_size(), 0);
+    const auto& s = t.samples(1);
+    EXPECT_EQ(s.gpu(), 1u);
+    EXPECT_EQ(s.uuid(), "SIM-node-a-1");
+    EXPECT_GE(s.util_pct(), 28u);
+    EXPECT_LE(s.util_pct(), 32u);
+    EXPECT_EQ(s.memory_total_bytes(), 80ULL << 30);
+    EXPECT_EQ(s.memory_used_bytes(), 20ULL << 30);  // 25% of 80 GiB
+    EXPECT_EQ(s.temperature_c(), 30 + static_cast<std::int32_t>(s.util_pct() / 2));
+    EXPECT_GT(s.at_ms(), 0);
+  };
+  check(*TelemetryWhere(berthd_.Received(), busy));
+
+  // The profile is part of the run's durable order: a restarted agent
+  // reports the same load for the job it reattaches to.
+  agent_->Stop();
+  agent_.reset();
+  const std::size_t before = berthd_.Received().size();
+  StartAgent(50);
+  ASSERT_TRUE(berthd_.Await([&](const auto& msgs) {
+    std::vector<v1::AgentMessage> newer(msgs.begin() + static_cast<std::ptrdiff_t>(before),
+                                        msgs.end());
+    return TelemetryWhere(newer, busy).has_value();
+  }));
+  {
+    auto all = berthd_.Received();
+    std::vector<v1::AgentMessage> newer(all.begin() + static_cast<std::ptrdiff_t>(before),
+                                        all.end());
+    check(*TelemetryWhere(newer, busy));
+  }
+
+  // Once the job has exited its GPU reads idle again.
+  v1::ServerMessage stop;
+  stop.mutable_stop_run()->set_run_id("t1");
+  stop.mutable_stop_run()->set_reason("cancelled");
+  stop.mutable_stop_run()->set_grace_ms(1000);
+  berthd_.Send(stop);
+  ASSERT_TRUE(berthd_.Await([](const auto& m) { return HasExit(m, "t1"); }));
+  std::size_t exited_at = berthd_.Received().size();
+  ASSERT_TRUE(berthd_.Await([&](const auto& msgs) {
+    std::vector<v1::AgentMessage> newer(msgs.begin() + static_cast<std::ptrdiff_t>(exited_at),
+                                        msgs.end());
+    return TelemetryWhere(newer,
+                          [](const v1::GpuSample& s) {
+                            return s.run_ids_size() == 0 && s.util_pct() == 0 &&
+                                   s.memory_used_bytes() == 0;
+                          })
+        .has_value();
+  }));
+}
+
+TEST_F(AgentTest, TelemetryIntervalZeroSendsNone) {
+  StartAgent(0);
+  ASSERT_TRUE(berthd_.Await([](const auto& msgs) {
+    return std::count_if(msgs.begin(), msgs.end(),
+                         [](const auto& m) { return m.has_heartbeat(); }) >= 4;
+  }));
+  for (const auto& m : berthd_.Received()) EXPECT_FALSE(m.has_telemetry());
 }
 
 }  // namespace

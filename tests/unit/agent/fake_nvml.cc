@@ -1,8 +1,15 @@
 // A stand-in for libnvidia-ml.so.1, loaded by NvmlProvider through dlopen in
 // the tests: four "H100"s where 0-1 share two direct NVLinks, 2 and 3 reach
 // each other through an NVSwitch, and GPU 3's UUID query fails.
+//
+// Telemetry readings start at 0 and are set by the tests through
+// fake_nvml_set(index, field, value) (found with dlsym on the same library):
+// fields "util", "mem_util", "used" (bytes), "temp", "power" (mW), "sbe",
+// "dbe". The value kFakeNvmlNotSupported makes that query return
+// NVML_ERROR_NOT_SUPPORTED.
 #include <cstdio>
 #include <cstring>
+#include <string_view>
 
 #include "agent/nvml_types.h"
 
@@ -15,6 +22,20 @@ namespace {
 
 constexpr unsigned kCount = 4;
 nvmlDevice_st g_devices[kCount] = {{0}, {1}, {2}, {3}};
+constexpr unsigned long long kNotSupported = ~0ULL;
+
+struct Readings {
+  unsigned long long util = 0, mem_util = 0, used = 0, temp = 0, power = 0, sbe = 0, dbe = 0;
+};
+Readings g_readings[kCount];
+
+// The value of one reading, or NOT_SUPPORTED.
+template <typename T>
+nvmlReturn_t Read(unsigned long long value, T* out) {
+  if (value == kNotSupported) return NVML_ERROR_NOT_SUPPORTED;
+  *out = static_cast<T>(value);
+  return NVML_SUCCESS;
+}
 
 void BusId(unsigned index, char* out) {
   std::snprintf(out, 32, "00000000:%02X:00.0", 0x18 + index);
@@ -51,11 +72,48 @@ nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t dev, char* uuid, unsigned int len) {
   std::snprintf(uuid, len, "GPU-fake-%u", dev->index);
   return NVML_SUCCESS;
 }
-nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t, nvmlMemory_t* mem) {
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, nvmlMemory_t* mem) {
   mem->total = 81559ULL << 20;
-  mem->free = mem->total;
-  mem->used = 0;
+  mem->used = g_readings[dev->index].used == kNotSupported ? 0 : g_readings[dev->index].used;
+  mem->free = mem->total - mem->used;
   return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t dev, nvmlUtilization_t* util) {
+  const Readings& r = g_readings[dev->index];
+  if (r.util == kNotSupported) return NVML_ERROR_NOT_SUPPORTED;
+  util->gpu = static_cast<unsigned>(r.util);
+  util->memory = static_cast<unsigned>(r.mem_util);
+  return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t dev, nvmlTemperatureSensors_t sensor,
+                                      unsigned int* temp) {
+  if (sensor != NVML_TEMPERATURE_GPU) return 2;  // NVML_ERROR_INVALID_ARGUMENT
+  return Read(g_readings[dev->index].temp, temp);
+}
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t dev, unsigned int* mw) {
+  return Read(g_readings[dev->index].power, mw);
+}
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t dev, nvmlMemoryErrorType_t type,
+                                         nvmlEccCounterType_t counter, unsigned long long* count) {
+  if (counter != NVML_VOLATILE_ECC) return 2;
+  const Readings& r = g_readings[dev->index];
+  return Read(type == NVML_MEMORY_ERROR_TYPE_CORRECTED ? r.sbe : r.dbe, count);
+}
+
+// The tests' handle on the readings above.
+void fake_nvml_set(unsigned index, const char* field, unsigned long long value) {
+  if (index >= kCount) return;
+  Readings& r = g_readings[index];
+  std::string_view f(field);
+  unsigned long long* target = f == "util"       ? &r.util
+                               : f == "mem_util" ? &r.mem_util
+                               : f == "used"     ? &r.used
+                               : f == "temp"     ? &r.temp
+                               : f == "power"    ? &r.power
+                               : f == "sbe"      ? &r.sbe
+                               : f == "dbe"      ? &r.dbe
+                                                 : nullptr;
+  if (target != nullptr) *target = value;
 }
 nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t dev, nvmlPciInfo_t* pci) {
   std::memset(pci, 0, sizeof *pci);

@@ -1,0 +1,91 @@
+// GET /v1/reports/ops: the operations report of a window (ops_report.h,
+// docs/metering.md "Operations report"). The handler only gathers: usage
+// records from the Meter, jobs with their runs from the Store, the window's
+// audit entries, GPU capacity from the inventory and, when berthd has
+// telemetry, measured utilization through the hook set on Api. A caller who
+// is not a platform-admin gets its readable tenants only and no fleet-wide
+// figures.
+#include <fmt/format.h>
+
+#include "server/api.h"
+#include "server/api_util.h"
+
+namespace berth::server {
+
+void Api::GetOpsReport(const httplib::Request& req, httplib::Response& res) {
+  if (meter_ == nullptr) {
+    return ReplyError(res, Error{Code::kUnavailable, "this berthd keeps no usage records", {}});
+  }
+  const TimeMs now = clock_.NowMs();
+  TimeMs from = now - std::int64_t{24} * 3600 * 1000;
+  TimeMs to = now;
+  for (const char* name : {"from", "to"}) {
+    if (!req.has_param(name)) continue;
+    auto t = TimeParam(req.get_param_value(name), name, now);
+    if (!t) return ReplyError(res, t.error());
+    (std::string_view(name) == "from" ? from : to) = *t;
+  }
+  if (to <= from) {
+    return ReplyError(res, Error{Code::kInvalidArgument,
+                                 fmt::format("the window is empty: to ({}) must be after from "
+                                             "({}); give --to later than --from",
+                                             to, from),
+                                 "to"});
+  }
+  const Caller& caller = CurrentCaller();
+  OpsInputs in;
+  in.from = from;
+  in.to = to;
+  in.fleet_visible = caller.platform_admin;
+
+  auto records = meter_->Records(from, to, "", now);
+  if (!records) return ReplyError(res, records.error());
+  std::erase_if(*records, [&](const model::UsageRecord& r) { return !caller.CanRead(r.tenant); });
+  in.records = std::move(*records);
+
+  // Every job submitted before the window's end: one still waiting may be
+  // old, and a run ending in the window may belong to an old job.
+  auto jobs = store_.JobsSubmittedBetween(0, to);
+  if (!jobs) return ReplyError(res, jobs.error());
+  std::erase_if(*jobs, [&](const store::JobRecord& j) { return !caller.CanRead(j.spec.tenant); });
+  in.jobs = std::move(*jobs);
+
+  if (audit_ != nullptr) {
+    store::AuditFilter filter;
+    filter.since = from;
+    filter.until = to;
+    filter.limit = 1'000'000;
+    auto entries = audit_->Query(filter);
+    if (!entries) return ReplyError(res, entries.error());
+    std::erase_if(*entries, [&](const store::AuditEntry& e) {
+      return !e.tenant.empty() && !caller.CanRead(e.tenant);
+    });
+    in.audit = std::move(*entries);
+  }
+
+  auto nodes = store_.ListNodes();
+  if (!nodes) return ReplyError(res, nodes.error());
+  for (const auto& n : *nodes) in.gpus += static_cast<std::int64_t>(n.info.gpus.size());
+  // Capacity counts the window up to now: the future holds no capacity yet.
+  const TimeMs elapsed_end = std::min(to, std::max(now, from));
+  in.capacity_mgpu_ms = in.gpus * 1000 * (elapsed_end - from);
+
+  auto prices = meter_->Prices();
+  if (!prices) return ReplyError(res, prices.error());
+  in.currency = prices->empty() ? "USD" : prices->back().table.currency;
+
+  if (ops_utilization_) {
+    std::vector<std::string> run_ids;
+    run_ids.reserve(in.records.size());
+    for (const auto& r : in.records) run_ids.push_back(r.run_id);
+    auto util = ops_utilization_(from, to, run_ids);
+    if (!util) return ReplyError(res, util.error());
+    in.utilization = std::move(*util);
+  }
+
+  auto report = BuildOpsReport(in);
+  if (!report) return ReplyError(res, report.error());
+  Reply(res, 200, OpsReportJson(*report));
+}
+
+}  // namespace berth::server

@@ -1,0 +1,323 @@
+// BuildOpsReport over constructed inputs: exact allocation, cost and
+// per-tenant split; the nearest-rank p95 of queue wait; failure rate and
+// failures by class; GPU-hours lost to evictions since the last checkpoint
+// (or the start); only admin actions counted as interventions; measured
+// utilization weighted by allocation; fleet figures hidden from members.
+#include "server/ops_report.h"
+
+#include <gtest/gtest.h>
+
+namespace berth::server {
+namespace {
+
+constexpr TimeMs kFrom = 1'000'000;
+constexpr TimeMs kTo = kFrom + 3'600'000;  // a one-hour window
+
+model::UsageRecord Record(std::string run_id, std::string tenant, std::int64_t mgpu, TimeMs start,
+                          TimeMs end, std::int64_t cost) {
+  model::UsageRecord r;
+  r.run_id = std::move(run_id);
+  r.tenant = std::move(tenant);
+  r.mgpu = mgpu;
+  r.start_ms = start;
+  r.end_ms = end;
+  r.mgpu_ms = mgpu * (end - start);
+  r.cost_micros = cost;
+  return r;
+}
+
+store::RunRecord MakeRun(std::string id, std::uint32_t gpus, std::optional<TimeMs> start,
+                         std::optional<TimeMs> end) {
+  store::RunRecord r;
+  r.run_id = std::move(id);
+  for (std::uint32_t i = 0; i < gpus; ++i) r.gpu_indices.push_back(i);
+  r.started_at_ms = start;
+  r.finished_at_ms = end;
+  if (end) r.exit_code = 0;
+  return r;
+}
+
+store::JobRecord Job(std::int64_t id, std::string tenant, TimeMs submitted,
+                     std::vector<store::RunRecord> runs, std::string by = "alice") {
+  store::JobRecord j;
+  j.id = id;
+  j.spec.name = "job" + std::to_string(id);
+  j.spec.tenant = std::move(tenant);
+  j.submitted_at_ms = submitted;
+  j.submitted_by = std::move(by);
+  j.runs = std::move(runs);
+  return j;
+}
+
+store::AuditEntry Audit(TimeMs t, std::string actor, std::string action, std::string object,
+                        std::string tenant = "", std::string outcome = "ok") {
+  store::AuditEntry e;
+  e.time_ms = t;
+  e.actor = std::move(actor);
+  e.action = std::move(action);
+  e.object = std::move(object);
+  e.tenant = std::move(tenant);
+  e.outcome = std::move(outcome);
+  return e;
+}
+
+const OpsFigures& Tenant(const OpsReport& r, const std::string& name) {
+  for (const auto& t : r.tenants) {
+    if (t.tenant == name) return t;
+  }
+  ADD_FAILURE() << "no tenant " << name;
+  static OpsFigures none;
+  return none;
+}
+
+OpsInputs Base() {
+  OpsInputs in;
+  in.from = kFrom;
+  in.to = kTo;
+  in.gpus = 16;
+  in.capacity_mgpu_ms = 16 * 1000 * (kTo - kFrom);
+  in.currency = "EUR";
+  return in;
+}
+
+TEST(OpsReportTest, AllocationAndCostAreExactSumsSplitByTenant) {
+  OpsInputs in = Base();
+  in.records.push_back(Record("1.0.0", "red", 2000, kFrom, kFrom + 600'000, 1'234'567));
+  in.records.push_back(Record("2.0.0", "red", 500, kFrom + 10, kFrom + 20, 7));
+  in.records.push_back(Record("3.0.0", "blue", 8000, kFrom, kTo, 99'000'001));
+  auto r = BuildOpsReport(in);
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(r->total.allocated_mgpu_ms, 2000LL * 600'000 + 500 * 10 + 8000LL * 3'600'000);
+  EXPECT_EQ(r->total.cost_micros, 1'234'567 + 7 + 99'000'001);
+  ASSERT_EQ(r->tenants.size(), 2u);
+  EXPECT_EQ(r->tenants[0].tenant, "blue");  // sorted by name
+  EXPECT_EQ(Tenant(*r, "red").allocated_mgpu_ms, 2000LL * 600'000 + 500 * 10);
+  EXPECT_EQ(Tenant(*r, "red").cost_micros, 1'234'574);
+  EXPECT_EQ(Tenant(*r, "red").records, 2);
+  EXPECT_EQ(Tenant(*r, "blue").cost_micros, 99'000'001);
+  EXPECT_FALSE(r->measured);
+  EXPECT_FALSE(r->total.measured.has_value());
+  const auto j = OpsReportJson(*r);
+  EXPECT_EQ(j["currency"], "EUR");
+  EXPECT_EQ(j["fleet"]["capacity_mgpu_ms"], 16 * 1000 * 3'600'000LL);
+  EXPECT_TRUE(j["total"]["measured"].is_null());
+  // blue held 8 of 16 GPUs for the whole window: 50%.
+  EXPECT_DOUBLE_EQ(j["tenants"][0]["allocation_pct"].get<double>(), 50.0);
+}
+
+TEST(OpsReportTest, P95IsTheNearestRankAndWaitingJobsCountUntilTheEnd) {
+  OpsInputs in = Base();
+  // 20 jobs started in the window, waits 1..20 s: p95 is the 19th smallest.
+  for (int i = 1; i <= 20; ++i) {
+    const TimeMs start = kFrom + 100'000 + i;
+    in.jobs.push_back(Job(i, i % 2 ? "red" : "blue", start - i * 1000,
+                          {MakeRun(std::to_string(i) + ".0.0", 1, start, std::nullopt)}));
+  }
+  // Started before the window: not in the wait figures.
+  in.jobs.push_back(Job(30, "red", kFrom - 5000, {MakeRun("30.0.0", 1, kFrom - 1, kFrom + 5)}));
+  // Still waiting at the end (submitted in and before the window).
+  in.jobs.push_back(Job(31, "red", kFrom - 60'000, {}));
+  in.jobs.push_back(Job(32, "blue", kTo - 1000, {}));
+  // Started only after the window ended: waiting at its end.
+  in.jobs.push_back(Job(33, "blue", kTo - 2000, {MakeRun("33.0.0", 1, kTo + 10, std::nullopt)}));
+  // Cancelled while pending, before the end: not waiting.
+  auto cancelled = Job(34, "red", kFrom, {});
+  cancelled.finished_at_ms = kFrom + 10;
+  in.jobs.push_back(cancelled);
+  auto r = BuildOpsReport(in);
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(r->total.wait.started, 20);
+  EXPECT_EQ(r->total.wait.total_wait_ms, 210'000);  // 1 + ... + 20 seconds
+  EXPECT_EQ(r->total.wait.p95_wait_ms, 19'000);
+  EXPECT_EQ(r->total.wait.max_wait_ms, 20'000);
+  EXPECT_EQ(r->total.wait.waiting, 3);
+  EXPECT_EQ(r->total.wait.oldest_wait_ms, kTo - (kFrom - 60'000));
+  EXPECT_EQ(r->total.wait.oldest_job_id, 31);
+  // red: the odd waits 1, 3, ..., 19 s; ceil(0.95 x 10) = 10th: 19 s.
+  EXPECT_EQ(Tenant(*r, "red").wait.started, 10);
+  EXPECT_EQ(Tenant(*r, "red").wait.p95_wait_ms, 19'000);
+  EXPECT_EQ(Tenant(*r, "red").wait.waiting, 1);
+  EXPECT_EQ(Tenant(*r, "blue").wait.waiting, 2);
+  EXPECT_EQ(Tenant(*r, "blue").wait.oldest_job_id, 33);
+  // A requeued job's wait is to its first start, not its latest.
+  OpsInputs again = Base();
+  again.jobs.push_back(Job(1, "red", kFrom,
+                           {MakeRun("1.0.0", 1, kFrom + 4000, kFrom + 9000),
+                            MakeRun("1.0.1", 1, kFrom + 60'000, std::nullopt)}));
+  auto r2 = BuildOpsReport(again);
+  ASSERT_TRUE(r2.has_value());
+  EXPECT_EQ(r2->total.wait.p95_wait_ms, 4000);
+}
+
+TEST(OpsReportTest, OutcomesFailureRateAndClasses) {
+  OpsInputs in = Base();
+  auto failed = MakeRun("1.0.0", 1, kFrom, kFrom + 10);
+  failed.exit_code = 1;
+  failed.failure_class = "gpu_out_of_memory";
+  auto plain_fail = MakeRun("2.0.0", 1, kFrom, kFrom + 10);
+  plain_fail.exit_code = 3;  // no class recorded: user_code
+  auto timed_out = MakeRun("3.0.0", 1, kFrom, kFrom + 10);
+  timed_out.stopped_for = "max_runtime";
+  timed_out.signal = 15;
+  auto cancelled = MakeRun("4.0.0", 1, kFrom, kFrom + 10);
+  cancelled.stopped_for = "cancelled";
+  cancelled.signal = 15;
+  auto before = MakeRun("5.0.0", 1, kFrom - 100, kFrom - 1);  // ended before the window
+  before.exit_code = 1;
+  in.jobs.push_back(Job(1, "red", kFrom, {failed, plain_fail}));
+  in.jobs.push_back(Job(2, "blue", kFrom, {timed_out, cancelled, before}));
+  in.jobs.push_back(
+      Job(3, "blue", kFrom,
+          {MakeRun("6.0.0", 1, kFrom, kFrom + 5), MakeRun("7.0.0", 1, kFrom, std::nullopt)}));
+  auto r = BuildOpsReport(in);
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(r->total.runs_finished, 5);
+  EXPECT_EQ(r->total.runs_failed, 3);
+  EXPECT_EQ(r->total.outcomes.at("succeeded"), 1);
+  EXPECT_EQ(r->total.outcomes.at("cancelled"), 1);
+  EXPECT_EQ(r->total.failures_by_class,
+            (std::map<std::string, std::int64_t>{
+                {"gpu_out_of_memory", 1}, {"user_code", 1}, {"max_runtime", 1}}));
+  EXPECT_EQ(Tenant(*r, "red").runs_failed, 2);
+  EXPECT_EQ(Tenant(*r, "blue").runs_finished, 3);
+  EXPECT_EQ(Tenant(*r, "blue").runs_failed, 1);
+  EXPECT_DOUBLE_EQ(OpsReportJson(*r)["total"]["failure_rate_pct"].get<double>(), 60.0);
+}
+
+TEST(OpsReportTest, EvictionsLoseAllocatedTimeSinceTheCheckpointOrTheStart) {
+  OpsInputs in = Base();
+  auto preempted = MakeRun("1.0.0", 4, kFrom + 1000, kFrom + 61'000);
+  preempted.stopped_for = "preempted";
+  preempted.last_checkpoint_ms = kFrom + 41'000;  // 20 s lost on 4 GPUs
+  auto reclaimed = MakeRun("2.0.0", 2, kFrom + 1000, kFrom + 11'000);
+  reclaimed.stopped_for = "reclaimed";  // no checkpoint: 10 s on 2 GPUs
+  auto early = MakeRun("3.0.0", 1, kFrom - 30'000, kFrom + 5000);
+  early.stopped_for = "moved";  // started before the window: lost from `from` only
+  auto drained = MakeRun("4.0.0", 1, kFrom, kFrom + 5000);
+  drained.stopped_for = "drained";  // an admin's drain: not an eviction
+  in.jobs.push_back(Job(1, "red", kFrom, {preempted}));
+  in.jobs.push_back(Job(2, "blue", kFrom, {reclaimed, early, drained}));
+  // A slice: the record's mGPU counts, not the run's GPU list.
+  auto slice = MakeRun("5.0.0", 1, kFrom, kFrom + 1000);
+  slice.stopped_for = "preempted";
+  in.jobs.push_back(Job(3, "blue", kFrom, {slice}));
+  in.records.push_back(Record("5.0.0", "blue", 250, kFrom, kFrom + 1000, 1));
+  auto r = BuildOpsReport(in);
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  ASSERT_EQ(r->evictions.size(), 4u);
+  EXPECT_EQ(Tenant(*r, "red").lost_mgpu_ms, 4000 * 20'000);
+  EXPECT_EQ(Tenant(*r, "red").evictions.at("preempted"), 1);
+  EXPECT_EQ(Tenant(*r, "blue").lost_mgpu_ms, 2000 * 10'000 + 1000 * 5000 + 250 * 1000);
+  EXPECT_EQ(r->total.lost_mgpu_ms, 4000 * 20'000 + 2000 * 10'000 + 1000 * 5000 + 250 * 1000);
+  EXPECT_EQ(r->total.evictions, (std::map<std::string, std::int64_t>{
+                                    {"preempted", 2}, {"reclaimed", 1}, {"moved", 1}}));
+  EXPECT_EQ(r->total.outcomes.at("drained"), 1);
+  EXPECT_EQ(r->total.runs_failed, 0);
+  const auto j = OpsReportJson(*r);
+  bool saw_checkpoint = false;
+  for (const auto& e : j["evictions"]) {
+    if (e["run_id"] == "1.0.0") {
+      EXPECT_EQ(e["lost_since"], "checkpoint");
+      saw_checkpoint = true;
+    } else {
+      EXPECT_EQ(e["lost_since"], "start");
+    }
+  }
+  EXPECT_TRUE(saw_checkpoint);
+}
+
+TEST(OpsReportTest, OnlySucceededAdminActionsAreInterventions) {
+  OpsInputs in = Base();
+  in.jobs.push_back(Job(7, "red", kFrom, {}, "alice"));
+  in.audit = {
+      Audit(kFrom + 1, "admin", "node.cordon", "node/a"),
+      Audit(kFrom + 2, "admin", "node.drain", "node/a"),
+      Audit(kFrom + 3, "alice", "job.submit", "job/7", "red"),
+      Audit(kFrom + 4, "alice", "job.cancel", "job/7", "red"),  // her own job: not one
+      Audit(kFrom + 5, "admin", "job.cancel", "job/7", "red"),  // someone else's
+      Audit(kFrom + 6, "admin", "policy.apply", "policy/v2"),
+      Audit(kFrom + 7, "bob", "policy.apply", "policy/v3", "", "denied: permission_denied"),
+      Audit(kFrom + 8, "admin", "budget.set", "budget/red", "red"),
+      Audit(kFrom + 9, "admin", "quota.approve", "quota-request/1", "blue"),
+      Audit(kTo, "admin", "node.uncordon", "node/a"),  // after the window
+  };
+  auto r = BuildOpsReport(in);
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(r->total.interventions, 6);
+  EXPECT_EQ(r->interventions_by_action,
+            (std::map<std::string, std::int64_t>{{"node.cordon", 1},
+                                                 {"node.drain", 1},
+                                                 {"job.cancel", 1},
+                                                 {"policy.apply", 1},
+                                                 {"budget.set", 1},
+                                                 {"quota.approve", 1}}));
+  ASSERT_EQ(r->interventions.size(), 6u);
+  EXPECT_EQ(r->interventions[2].actor, "admin");
+  EXPECT_EQ(r->interventions[2].object, "job/7");
+  EXPECT_EQ(Tenant(*r, "red").interventions, 2);
+  EXPECT_EQ(Tenant(*r, "blue").interventions, 1);
+
+  // A member's report: no fleet-wide figures and no node interventions.
+  in.fleet_visible = false;
+  auto member = BuildOpsReport(in);
+  ASSERT_TRUE(member.has_value());
+  EXPECT_EQ(member->total.interventions, 3);
+  EXPECT_EQ(member->capacity_mgpu_ms, 0);
+  const auto j = OpsReportJson(*member);
+  EXPECT_TRUE(j["fleet"].is_null());
+  EXPECT_TRUE(j["total"]["allocation_pct"].is_null());
+}
+
+TEST(OpsReportTest, MeasuredUtilizationIsWeightedByAllocation) {
+  OpsInputs in = Base();
+  in.records.push_back(Record("1.0.0", "red", 1000, kFrom, kFrom + 1000, 0));
+  in.records.push_back(Record("2.0.0", "red", 3000, kFrom, kFrom + 1000, 0));
+  in.records.push_back(Record("3.0.0", "blue", 1000, kFrom, kFrom + 1000, 0));  // unsampled
+  OpsUtilization u;
+  store::UtilSummary a;  // 100% busy, half its memory
+  a.samples = 10;
+  a.util_sum = 1000;
+  a.memory_used_sum = 10 * 40;
+  a.memory_total_bytes = 80;
+  store::UtilSummary b;  // 20% busy, a quarter of its memory
+  b.samples = 5;
+  b.util_sum = 100;
+  b.memory_used_sum = 5 * 20;
+  b.memory_total_bytes = 80;
+  u.runs = {{"1.0.0", a}, {"2.0.0", b}};
+  store::UtilSummary fleet;
+  fleet.samples = 100;
+  fleet.util_sum = 3000;
+  u.fleet = fleet;
+  in.utilization = u;
+  auto r = BuildOpsReport(in);
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  ASSERT_TRUE(r->measured);
+  const OpsMeasured& red = *Tenant(*r, "red").measured;
+  EXPECT_EQ(red.runs_sampled, 2);
+  EXPECT_EQ(red.sampled_mgpu_ms, 4'000'000);
+  EXPECT_EQ(red.used_mgpu_ms, 1'000'000 + 600'000);  // 100% of 1 GPU-s + 20% of 3
+  EXPECT_EQ(red.memory_used_sum, 500u);
+  EXPECT_EQ(red.memory_capacity_sum, 1200u);
+  EXPECT_EQ(Tenant(*r, "blue").measured->runs_sampled, 0);
+  const auto j = OpsReportJson(*r);
+  EXPECT_DOUBLE_EQ(j["tenants"][1]["measured"]["gpu_utilization_pct"].get<double>(), 40.0);
+  EXPECT_EQ(j["total"]["measured"]["unsampled_mgpu_ms"], 1'000'000);
+  EXPECT_DOUBLE_EQ(j["fleet"]["measured"]["avg_util_pct"].get<double>(), 30.0);
+}
+
+TEST(OpsReportTest, RefusesAnEmptyWindowAndUnclippedRecords) {
+  OpsInputs in = Base();
+  in.to = in.from;
+  auto empty = BuildOpsReport(in);
+  ASSERT_FALSE(empty.has_value());
+  EXPECT_EQ(empty.error().field, "to");
+  in = Base();
+  in.records.push_back(Record("1.0.0", "red", 1000, kFrom - 1, kFrom + 10, 0));
+  auto unclipped = BuildOpsReport(in);
+  ASSERT_FALSE(unclipped.has_value());
+  EXPECT_EQ(unclipped.error().field, "records");
+}
+
+}  // namespace
+}  // namespace berth::server
