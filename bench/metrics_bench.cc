@@ -2,7 +2,8 @@
 // an inventory of N nodes x 8 GPUs (two models, two pools), fills 3 in 4
 // GPUs with running jobs (1, 2, 4 and 8 GPUs; four tenants of five queues),
 // leaves some GPUs unhealthy or cordoned, adds pending jobs with reasons and
-// counters with observations, then times full renders. Prints render time
+// counters with observations and a telemetry sample for every GPU (the DCGM
+// gauges), then times full renders. Prints render time
 // p50/p99, document size and line count for each size.
 //
 //   berth-metrics-bench [--renders K] [--size NODES]
@@ -27,6 +28,7 @@ struct Inputs {
   std::vector<berth::store::JobRecord> holders;
   std::vector<berth::store::JobRecord> pending;
   berth::model::Policy policy;
+  std::vector<berth::model::GpuSample> samples;  // one per GPU
 };
 
 Inputs Build(int node_count) {
@@ -51,6 +53,17 @@ Inputs Build(int node_count) {
       gpu.uuid = uuid;
       gpu.model = n % 10 == 0 ? "L40S-48GB" : "H100-80GB";
       if (n % 97 == 0 && g == 7) gpu.health = berth::model::Health::kUnhealthy;
+      berth::model::GpuSample sample;
+      sample.node = name;
+      sample.gpu = g;
+      sample.uuid = gpu.uuid;
+      sample.util_pct = (g * 13 + static_cast<std::uint32_t>(n)) % 101;
+      sample.mem_util_pct = sample.util_pct / 2;
+      sample.memory_total_bytes = std::uint64_t{80} << 30;
+      sample.memory_used_bytes = sample.memory_total_bytes / 100 * sample.util_pct;
+      sample.temperature_c = 40 + static_cast<std::int32_t>(g);
+      sample.power_mw = 300'000 + sample.util_pct * 4'000;
+      in.samples.push_back(std::move(sample));
       s.record.info.gpus.push_back(gpu);
     }
     if (n % 50 == 1) s.record.gpu_cordons[6] = berth::store::Cordon{};
@@ -98,6 +111,8 @@ void Run(int node_count, int renders) {
   }
   counters.CountOutcome("tenant-0", "Failed", "user_code");
   ClusterView view{&in.nodes, &in.holders, &in.pending, &in.policy};
+  view.samples = &in.samples;
+  view.telemetry_samples = 123'456;
   std::vector<double> ms;
   std::size_t bytes = 0;
   std::size_t lines = 0;

@@ -1,6 +1,7 @@
 // RenderJob: the `berth job ID` view, laid out like `kubectl describe`.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "cli/format.h"
@@ -120,6 +121,37 @@ std::string TimelineTable(const json& job) {
   return "Timeline:\n" + table.Render();
 }
 
+// The "GPU utilization" lines from the job's "utilization" block (berthd's
+// telemetry): nothing when the server sends no such key, "no telemetry yet"
+// when it is null.
+void Utilization(std::string& out, const json& job) {
+  if (!job.is_object() || !job.contains("utilization")) return;
+  const json& u = job["utilization"];
+  if (!u.is_object() || Int(u, "samples").value_or(0) <= 0) {
+    Line(out, "GPU util", "no telemetry yet");
+    return;
+  }
+  auto number = [&](const char* key) {
+    const json* v = Field(u, key);
+    return v != nullptr && v->is_number() ? v->get<double>() : 0.0;
+  };
+  auto bytes = [&](const char* key) {
+    return FormatMemory(static_cast<std::uint64_t>(std::max(0.0, number(key))));
+  };
+  Line(out, "GPU util",
+       fmt::format("avg {:.1f}%, max {}% ({} samples)", number("avg_util_pct"),
+                   IntText(u, "max_util_pct"), IntText(u, "samples")));
+  Line(out, "GPU memory",
+       fmt::format("avg {}, max {} of {}", bytes("avg_memory_used_bytes"),
+                   bytes("max_memory_used_bytes"), bytes("memory_total_bytes")));
+  const auto longest = Int(u, "longest_idle_ms").value_or(0);
+  Line(
+      out, "GPU idle",
+      fmt::format("{:.0f}% of samples{}", number("idle_fraction") * 100.0,
+                  longest > 0 ? fmt::format(" (longest idle stretch {})", FormatDurationMs(longest))
+                              : std::string()));
+}
+
 }  // namespace
 
 std::string RenderJob(const json& job, std::int64_t now_ms) {
@@ -151,6 +183,7 @@ std::string RenderJob(const json& job, std::int64_t now_ms) {
   Line(out, "Submitted", Time(job, "submitted_at_ms", now_ms));
   Line(out, "Started", Time(job, "started_at_ms", now_ms));
   Line(out, "Finished", Time(job, "finished_at_ms", now_ms));
+  Utilization(out, job);
   out += '\n';
   out += PlacementTable(job);
   out += '\n';

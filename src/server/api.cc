@@ -307,9 +307,13 @@ void Api::Register(httplib::Server& http) {
         Audited("job.checkpoint", &Api::ReportCheckpoint));
   Route(http, "GET", R"(/v1/jobs/([^/]+)/logs)", job(Need::kRead, "job.logs"), handler(&Api::Logs));
   Route(http, "GET", R"(/v1/jobs/([^/]+)/why)", job(Need::kRead, "job.why"), handler(&Api::Why));
+  Route(http, "GET", R"(/v1/jobs/([^/]+)/telemetry)", job(Need::kRead, "job.telemetry"),
+        handler(&Api::JobTelemetry));
   // Inventory: everyone sees it; other tenants' jobs on it are anonymous.
   Route(http, "GET", "/v1/nodes", any("node.list"), handler(&Api::ListNodes));
   Route(http, "GET", "/v1/gpus", any("gpu.list"), handler(&Api::ListGpus));
+  Route(http, "GET", R"(/v1/gpus/([^/]+)/telemetry)", any("gpu.telemetry"),
+        handler(&Api::GpuTelemetry));
   Route(http, "GET", R"(/v1/nodes/([^/]+))", any("node.read"), handler(&Api::GetNode));
   Route(http, "POST", R"(/v1/nodes/([^/]+)/(cordon|drain|uncordon))", admin("node.cordon"),
         Audited("node.cordon", &Api::CordonAction));
@@ -494,6 +498,7 @@ void Api::GetJob(const httplib::Request& req, httplib::Response& res) {
   if (!job) return ReplyError(res, job.error());
   json out = JobJson(*job, true);
   out["failure"] = FailureJson(*job, model::Lang::kEn);
+  out["utilization"] = JobUtilization(*job);
   Reply(res, 200, out);
 }
 
@@ -806,6 +811,13 @@ void Api::Metrics(const httplib::Request&, httplib::Response& res) {
   auto open_alerts = store_.ListAlerts(true);
   if (!open_alerts) return ReplyError(res, open_alerts.error());
   ClusterView view{&*nodes, &*holders, &*pending, &(*policy)->policy, &*open_alerts};
+  std::vector<model::GpuSample> samples;
+  if (telemetry_ != nullptr) {
+    samples = telemetry_->Latest();
+    view.samples = &samples;
+    view.telemetry_samples = telemetry_->ingested();
+    view.telemetry_late = telemetry_->late();
+  }
   res.set_content(RenderMetrics(view, *metrics_), "text/plain; version=0.0.4; charset=utf-8");
 }
 

@@ -20,6 +20,7 @@
 #include "server/rate_limit.h"
 #include "store/audit_log.h"
 #include "store/store.h"
+#include "store/telemetry_store.h"
 
 namespace berth::server {
 
@@ -56,6 +57,9 @@ class Api {
   // In-memory counters for GET /metrics (metrics.h); the API counts admin
   // interventions into it. Null: /metrics answers Unavailable.
   void set_metrics(ServerMetrics* metrics) { metrics_ = metrics; }
+  // GPU telemetry history (api_telemetry.cc); null: the telemetry endpoints
+  // answer Unavailable, jobs show no utilization and /metrics no DCGM gauges.
+  void set_telemetry(store::TelemetryStore* telemetry) { telemetry_ = telemetry; }
   // Measured GPU utilization for the operations report (api_report.cc): the
   // readings of `run_ids` and of the fleet over [from, to). Null: the report
   // says "not measured".
@@ -156,6 +160,18 @@ class Api {
   void PreviewPolicy(const httplib::Request& req, httplib::Response& res);
   // GET /v1/history: the jobs of a window with every run (history.h).
   void History(const httplib::Request& req, httplib::Response& res);
+  // Telemetry (api_telemetry.cc, docs/metering.md "Telemetry").
+  // GET /v1/jobs/{id}/telemetry: per-run summaries and the job's GPUs' series.
+  void JobTelemetry(const httplib::Request& req, httplib::Response& res);
+  // GET /v1/gpus/{uuid}/telemetry: one GPU's series; other tenants' runs
+  // are "another tenant".
+  void GpuTelemetry(const httplib::Request& req, httplib::Response& res);
+  // The job's runs summarized over [from, to).
+  Result<std::map<std::string, store::UtilSummary>> JobRunSummaries(const store::JobRecord& job,
+                                                                    TimeMs from, TimeMs to);
+  // GET /v1/jobs/{id}'s "utilization": its runs' readings since it was
+  // submitted; null without samples.
+  nlohmann::json JobUtilization(const store::JobRecord& job);
   // GET /metrics: the Prometheus text format (docs/metrics.md).
   void Metrics(const httplib::Request& req, httplib::Response& res);
   // Counts a succeeded operator change (cordon, drain, policy, admin cancel)
@@ -174,6 +190,7 @@ class Api {
   Meter* meter_ = nullptr;
   AlertRouter* alerts_ = nullptr;
   ServerMetrics* metrics_ = nullptr;
+  store::TelemetryStore* telemetry_ = nullptr;
   OpsUtilizationSource ops_utilization_;
 };
 

@@ -9,10 +9,12 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -34,6 +36,7 @@
 #include "store/identity_store.h"
 #include "store/meter_store.h"
 #include "store/sqlite_store.h"
+#include "store/telemetry_store.h"
 
 namespace {
 
@@ -273,6 +276,21 @@ int main(int argc, char** argv) {
                "Accept agents without TLS client certificates; only with a loopback "
                "--agent-listen (dev, tests)");
 
+  std::string telemetry_minutes = "7d";
+  std::string telemetry_hours = "400d";
+  std::int64_t idle_threshold = 5;
+  app.add_option("--telemetry-minute-retention", telemetry_minutes,
+                 "How long GPU telemetry is kept in minute buckets before it is rolled up into "
+                 "hour buckets (at least 1h)")
+      ->capture_default_str();
+  app.add_option("--telemetry-hour-retention", telemetry_hours,
+                 "How long hour buckets of GPU telemetry are kept (at least the minute retention)")
+      ->capture_default_str();
+  app.add_option("--idle-threshold", idle_threshold,
+                 "A GPU sample under this utilization (percent, 0-100) counts as idle, for the "
+                 "idle share and idle-allocation flags")
+      ->capture_default_str();
+
   std::string cert_node;
   std::string cert_out;
   auto* cert_cmd = app.add_subcommand("cert", "Issue certificates from the data dir's CA");
@@ -290,6 +308,15 @@ int main(int argc, char** argv) {
     berth::SystemClock cert_clock;
     return IssueNodeCredentials(data_dir, cert_node, cert_out, cert_clock.NowMs());
   }
+  // SIGINT and SIGTERM are blocked before any thread starts, so every
+  // thread inherits the mask and the waiter below takes them: otherwise the
+  // kernel may deliver one to a controller or gRPC thread and end berthd
+  // without its shutdown (and the final telemetry flush).
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   auto shared = berth::agent::ParseSharedGpus(shared_gpus);
   if (!shared)
     return Fatal(fmt::format("--shared-gpus '{}': {}", shared_gpus, shared.error().message));
@@ -328,6 +355,30 @@ int main(int argc, char** argv) {
     return Fatal(
         "--lease, --heartbeat, --stop-grace and --node-lost-grace take durations such as 10s, "
         "and the lease must be longer than the heartbeat");
+  }
+
+  berth::store::TelemetryOptions telemetry_options;
+  {
+    auto minutes = berth::ParseDurationMs(telemetry_minutes);
+    if (!minutes || *minutes < 3'600'000) {
+      return Fatal(
+          fmt::format("--telemetry-minute-retention '{}': use a duration of at least 1h, e.g. 7d",
+                      telemetry_minutes));
+    }
+    auto hours = berth::ParseDurationMs(telemetry_hours);
+    if (!hours || *hours < *minutes) {
+      return Fatal(
+          fmt::format("--telemetry-hour-retention '{}': use a duration at least as long as "
+                      "--telemetry-minute-retention ({}), e.g. 400d",
+                      telemetry_hours, telemetry_minutes));
+    }
+    if (idle_threshold < 0 || idle_threshold > 100) {
+      return Fatal(fmt::format("--idle-threshold {}: use a percentage from 0 to 100, e.g. 5",
+                               idle_threshold));
+    }
+    telemetry_options.minute_retention_ms = *minutes;
+    telemetry_options.hour_retention_ms = *hours;
+    telemetry_options.idle_util_pct = static_cast<std::uint32_t>(idle_threshold);
   }
 
   std::int64_t telemetry_interval_ms = 0;
@@ -373,6 +424,9 @@ int main(int argc, char** argv) {
   auto meter_store = berth::store::MeterStore::Open(data_dir);
   if (!meter_store) return Fatal(meter_store.error().message);
   berth::server::Meter meter(**meter_store, **store);
+  // And GPU telemetry history (docs/metering.md, "Telemetry").
+  auto telemetry = berth::store::TelemetryStore::Open(data_dir, telemetry_options);
+  if (!telemetry) return Fatal(telemetry.error().message);
   berth::server::Controller controller(**store, scheduler, clock, options);
   controller.set_audit(audit->get());
   controller.set_meter(&meter);
@@ -419,6 +473,9 @@ int main(int argc, char** argv) {
   if (!agent_server || agent_port == 0) {
     return Fatal(fmt::format("cannot listen for agents on {} (--agent-listen)", agent_listen));
   }
+  // Agents' samples, once the controller has checked them, into the store.
+  controller.set_telemetry_sink(
+      [&](std::span<const berth::model::GpuSample> s) { (*telemetry)->Ingest(s); });
   if (auto st = controller.Start(); !st) return Fatal(st.error().message);
 
   // All-in-one: agents for this host, in process, over an in-process channel.
@@ -506,22 +563,48 @@ int main(int argc, char** argv) {
   api.set_meter(&meter);
   api.set_alerts(&alert_router);
   api.set_metrics(&metrics);
+  api.set_telemetry(telemetry->get());
+  // The operations report's measured utilization: the records' runs and the
+  // fleet over the report's window.
+  api.set_ops_utilization(
+      [&](berth::TimeMs from, berth::TimeMs to,
+          std::span<const std::string> run_ids) -> berth::Result<berth::server::OpsUtilization> {
+        berth::server::OpsUtilization out;
+        auto runs = (*telemetry)->RunSummaries(run_ids, from, to);
+        if (!runs) return std::unexpected(runs.error());
+        out.runs = std::move(*runs);
+        auto fleet = (*telemetry)->FleetSummary(from, to);
+        if (!fleet) return std::unexpected(fleet.error());
+        if (fleet->samples > 0) out.fleet = *fleet;
+        return out;
+      });
   api.Register(http);
   if (!http.bind_to_port(listen_hp->first, listen_hp->second)) {
     return Fatal(fmt::format("cannot listen on {} (--listen)", listen));
   }
 
-  // Signals are taken by a dedicated thread, so shutdown runs in normal code.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // Signals are taken by a dedicated thread (blocked since the start), so
+  // shutdown runs in normal code.
   std::thread waiter([&] {
     int sig = 0;
     sigwait(&signals, &sig);
     spdlog::info("signal {}: shutting down (running jobs keep running)", sig);
     http.stop();
+  });
+
+  // Closed telemetry minutes reach berth.db every 5 s, and once more at exit.
+  std::mutex flush_mu;
+  std::condition_variable flush_cv;
+  bool stopping = false;
+  std::thread flusher([&] {
+    std::unique_lock lock(flush_mu);
+    while (!flush_cv.wait_for(lock, std::chrono::seconds(5), [&] { return stopping; })) {
+      lock.unlock();
+      if (auto st = (*telemetry)->Flush(clock.NowMs()); !st) {
+        spdlog::error("telemetry: flush failed (kept in memory, retried): {}", st.error().message);
+      }
+      lock.lock();
+    }
   });
 
   spdlog::info("berthd serving the API on {}://{} and agents on {} ({}); state in {}",
@@ -536,6 +619,16 @@ int main(int argc, char** argv) {
 
   for (auto& a : agents) a->Stop();
   controller.Stop();
+  {
+    std::lock_guard lock(flush_mu);
+    stopping = true;
+  }
+  flush_cv.notify_all();
+  flusher.join();
+  // Every minute seen, closed or not: nothing sampled is lost at shutdown.
+  if (auto st = (*telemetry)->Flush(clock.NowMs() + 60'000); !st) {
+    spdlog::error("telemetry: final flush failed: {}", st.error().message);
+  }
   agent_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   if (waiter.joinable()) {
     pthread_kill(waiter.native_handle(), SIGTERM);

@@ -262,6 +262,49 @@ void Append(std::string& list, const std::string& item) {
   list += item;
 }
 
+// Per-GPU telemetry under the DCGM exporter's names, so dashboards built on
+// dcgm-exporter keep working (docs/metrics.md). Units as DCGM: MiB, W.
+struct DcgmGauge {
+  std::string_view name;
+  std::string_view help;
+  double (*value)(const model::GpuSample&);
+};
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+const std::array<DcgmGauge, 9>& DcgmGauges() {
+  static const std::array<DcgmGauge, 9> gauges = {{
+      {"DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).",
+       [](const model::GpuSample& s) { return static_cast<double>(s.util_pct); }},
+      {"DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %).",
+       [](const model::GpuSample& s) { return static_cast<double>(s.mem_util_pct); }},
+      {"DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).",
+       [](const model::GpuSample& s) {
+         return std::floor(static_cast<double>(s.memory_used_bytes) / kMiB);
+       }},
+      {"DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).",
+       [](const model::GpuSample& s) {
+         const auto free = s.memory_total_bytes > s.memory_used_bytes
+                               ? s.memory_total_bytes - s.memory_used_bytes
+                               : 0;
+         return std::floor(static_cast<double>(free) / kMiB);
+       }},
+      {"DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).",
+       [](const model::GpuSample& s) { return static_cast<double>(s.temperature_c); }},
+      {"DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).",
+       [](const model::GpuSample& s) { return static_cast<double>(s.power_mw) / 1000.0; }},
+      {"DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
+       "Total number of single-bit volatile ECC errors (since the GPU's last reset).",
+       [](const model::GpuSample& s) { return static_cast<double>(s.ecc_sbe_total); }},
+      {"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+       "Total number of double-bit volatile ECC errors (since the GPU's last reset).",
+       [](const model::GpuSample& s) { return static_cast<double>(s.ecc_dbe_total); }},
+      {"DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered (0: none).",
+       [](const model::GpuSample& s) { return static_cast<double>(s.last_xid); }},
+  }};
+  return gauges;
+}
+
 constexpr std::array<std::string_view, 4> kGpuStates = {"free", "allocated", "unhealthy",
                                                         "cordoned"};
 
@@ -328,6 +371,55 @@ std::string RenderMetrics(const ClusterView& view, const ServerMetrics& counters
                  1);
       }
     }
+  }
+  if (view.samples != nullptr) {
+    // Where each GPU is: its model and host name, from the inventory.
+    std::map<std::string_view, std::pair<std::string_view, std::string_view>> where;
+    if (view.nodes != nullptr) {
+      for (const auto& n : *view.nodes) {
+        const auto& info = n.record.info;
+        for (const auto& g : info.gpus) {
+          where[g.uuid] = {g.model, info.hostname.empty() ? info.name : info.hostname};
+        }
+      }
+    }
+    // One label set per sample, written under every family.
+    struct Labeled {
+      std::string index;
+      std::string device;
+      MetricLabels labels;
+    };
+    std::vector<Labeled> labeled(view.samples->size());
+    static const std::string kEmpty;
+    for (std::size_t i = 0; i < view.samples->size(); ++i) {
+      const auto& s = (*view.samples)[i];
+      Labeled& l = labeled[i];
+      l.index = std::to_string(s.gpu);
+      l.device = "nvidia" + l.index;
+      auto at = where.find(s.uuid);
+      auto occ = occupied.find({s.node, s.gpu});
+      const Occupant* o = occ == occupied.end() ? nullptr : &occ->second;
+      l.labels = {{"gpu", l.index},
+                  {"UUID", s.uuid},
+                  {"device", l.device},
+                  {"model", at == where.end() ? std::string_view() : at->second.first},
+                  {"Hostname", at == where.end() ? std::string_view(s.node) : at->second.second},
+                  {"job", o ? o->job : kEmpty},
+                  {"tenant", o ? o->tenant : kEmpty},
+                  {"queue", o ? o->queue : kEmpty}};
+    }
+    for (const auto& gauge : DcgmGauges()) {
+      w.Family(gauge.name, "gauge", gauge.help);
+      for (std::size_t i = 0; i < view.samples->size(); ++i) {
+        w.Sample(gauge.name, labeled[i].labels, gauge.value((*view.samples)[i]));
+      }
+    }
+    w.Family("berth_telemetry_samples_total", "counter",
+             "GPU telemetry samples berthd accepted since it started.");
+    w.Sample("berth_telemetry_samples_total", {}, static_cast<double>(view.telemetry_samples));
+    w.Family("berth_telemetry_late_samples_total", "counter",
+             "GPU telemetry samples dropped because their minute was already written.");
+    w.Sample("berth_telemetry_late_samples_total", {}, static_cast<double>(view.telemetry_late));
   }
   w.Family("berth_gpus", "gauge",
            "GPUs by pool, model and state (free, allocated, unhealthy, cordoned).");

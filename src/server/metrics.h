@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "model/policy.h"
+#include "model/telemetry.h"
 #include "server/controller.h"
 #include "store/store.h"
 
@@ -113,6 +114,12 @@ struct ClusterView {
   const std::vector<store::JobRecord>* pending = nullptr;
   const model::Policy* policy = nullptr;                   // for pools; null: every pool ""
   const std::vector<store::Alert>* open_alerts = nullptr;  // null: no alert gauge
+  // The newest telemetry sample of each GPU (TelemetryStore::Latest) and the
+  // store's counters; null: berthd keeps no telemetry, and the DCGM gauges
+  // and berth_telemetry_* counters are not written.
+  const std::vector<model::GpuSample>* samples = nullptr;
+  std::int64_t telemetry_samples = 0;
+  std::int64_t telemetry_late = 0;
 };
 
 // The whole /metrics document: the cluster's gauges, then `counters`.

@@ -77,6 +77,19 @@ std::string_view OpenApiDocument() {
         }
       }
     },
+    "/v1/jobs/{id}/telemetry": {
+      "get": {
+        "summary": "A job's GPU telemetry: per-run utilization summaries and its GPUs' bucket series",
+        "description": "Summaries count a bucket when its start is in [from, to); series hold the buckets overlapping [from, to). Series show only the job's own buckets and runs; shared is true when other runs held the card too. from defaults to the job's submission.",
+        "parameters": [
+          {"name": "from", "in": "query", "schema": {"type": "string"}, "description": "Unix ms, or a duration back from now such as 6h"},
+          {"name": "to", "in": "query", "schema": {"type": "string"}, "description": "Unix ms, or a duration back from now (default: now plus a minute, so the open minute is included)"},
+          {"name": "step", "in": "query", "schema": {"type": "string"}, "description": "Merge buckets to this many whole minutes (5m, 1h); 0 or absent: as stored"},
+          {"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}}
+        ],
+        "responses": {"200": {"description": "Telemetry", "content": {"application/json": {"schema": {"type": "object", "properties": {"job": {"type": "integer"}, "from_ms": {"type": "integer"}, "to_ms": {"type": "integer"}, "step_ms": {"type": "integer"}, "runs": {"type": "array", "items": {"type": "object", "properties": {"run_id": {"type": "string"}, "utilization": {"$ref": "#/components/schemas/Utilization"}}}}, "gpus": {"type": "array", "items": {"type": "object", "properties": {"uuid": {"type": "string"}, "node": {"type": "string"}, "gpu": {"type": "integer"}, "buckets": {"type": "array", "items": {"$ref": "#/components/schemas/TelemetryBucket"}}}}}}}}}}, "400": {"description": "Bad from, to or step (the field is named)"}, "404": {"description": "No such job"}, "503": {"description": "berthd keeps no telemetry"}}
+      }
+    },
     "/v1/nodes": {"get": {"summary": "Nodes with lease state and GPU counts", "responses": {"200": {"description": "Nodes", "content": {"application/json": {"schema": {"type": "object", "properties": {"nodes": {"type": "array", "items": {"$ref": "#/components/schemas/Node"}}}}}}}}}},
     "/v1/jobs/{id}/checkpoint": {
       "post": {
@@ -152,6 +165,19 @@ std::string_view OpenApiDocument() {
       }
     },
     "/v1/gpus": {"get": {"summary": "Every GPU with its health and the job holding it", "responses": {"200": {"description": "GPUs", "content": {"application/json": {"schema": {"type": "object", "properties": {"gpus": {"type": "array", "items": {"$ref": "#/components/schemas/Gpu"}}}}}}}}}},
+    "/v1/gpus/{uuid}/telemetry": {
+      "get": {
+        "summary": "One GPU's telemetry buckets",
+        "description": "Buckets overlapping [from, to) (default: the last hour), minute buckets where kept, hour buckets before. Run ids of tenants the caller cannot read are replaced by \"another tenant\".",
+        "parameters": [
+          {"name": "from", "in": "query", "schema": {"type": "string"}, "description": "Unix ms, or a duration back from now such as 6h"},
+          {"name": "to", "in": "query", "schema": {"type": "string"}, "description": "Unix ms, or a duration back from now (default: now plus a minute, so the open minute is included)"},
+          {"name": "step", "in": "query", "schema": {"type": "string"}, "description": "Merge buckets to this many whole minutes (5m, 1h); 0 or absent: as stored"},
+          {"name": "uuid", "in": "path", "required": true, "schema": {"type": "string"}}
+        ],
+        "responses": {"200": {"description": "Buckets", "content": {"application/json": {"schema": {"type": "object", "properties": {"uuid": {"type": "string"}, "node": {"type": "string"}, "gpu": {"type": "integer"}, "model": {"type": "string"}, "buckets": {"type": "array", "items": {"$ref": "#/components/schemas/TelemetryBucket"}}}}}}}, "400": {"description": "Bad from, to or step"}, "404": {"description": "No such GPU"}, "503": {"description": "berthd keeps no telemetry"}}
+      }
+    },
     "/v1/policy": {
       "get": {
         "summary": "The active scheduling policy",
@@ -459,6 +485,16 @@ std::string_view OpenApiDocument() {
         }
       },
       "Reason": {"type": "object", "properties": {"code": {"type": "string"}, "counts": {"type": "object", "additionalProperties": {"type": "integer"}}, "detail": {"type": "string"}, "message": {"type": "string"}}},
+      "Utilization": {"type": "object", "nullable": true, "description": "GPU readings summed over a window; null without samples", "properties": {
+        "avg_util_pct": {"type": "number"}, "max_util_pct": {"type": "integer"}, "avg_memory_used_bytes": {"type": "number"}, "max_memory_used_bytes": {"type": "integer"},
+        "memory_total_bytes": {"type": "integer"}, "idle_fraction": {"type": "number", "description": "Share of samples under berthd's --idle-threshold"},
+        "longest_idle_ms": {"type": "integer", "description": "Longest stretch in which every GPU's bucket was idle"},
+        "samples": {"type": "integer"}, "first_ms": {"type": "integer"}, "last_ms": {"type": "integer"}}},
+      "TelemetryBucket": {"type": "object", "properties": {
+        "start_ms": {"type": "integer"}, "width_ms": {"type": "integer"}, "run_ids": {"type": "array", "items": {"type": "string"}}, "shared": {"type": "boolean"},
+        "samples": {"type": "integer"}, "util_sum": {"type": "integer"}, "avg_util_pct": {"type": "number"}, "max_util_pct": {"type": "integer"},
+        "avg_mem_util_pct": {"type": "number"}, "avg_memory_used_bytes": {"type": "number"}, "max_memory_used_bytes": {"type": "integer"}, "memory_total_bytes": {"type": "integer"},
+        "max_temperature_c": {"type": "integer"}, "avg_power_w": {"type": "number"}, "ecc_dbe": {"type": "integer"}, "last_xid": {"type": "integer"}, "idle_samples": {"type": "integer"}}},
       "Job": {"type": "object", "properties": {
         "id": {"type": "integer"}, "name": {"type": "string"}, "tenant": {"type": "string"}, "queue": {"type": "string"},
         "state": {"type": "string", "enum": ["Pending", "Scheduled", "Running", "Succeeded", "Failed", "Cancelled"]},
@@ -470,7 +506,8 @@ std::string_view OpenApiDocument() {
         "spec": {"type": "object"},
         "placement": {"type": "array", "description": "The runs of the current attempt", "items": {"$ref": "#/components/schemas/Run"}},
         "runs": {"type": "array", "description": "Every attempt's runs (job detail only)", "items": {"$ref": "#/components/schemas/Run"}},
-        "timeline": {"type": "array", "items": {"type": "object", "properties": {"time_ms": {"type": "integer"}, "state": {"type": "string"}, "event": {"type": "string"}, "message": {"type": "string"}, "policy_version": {"type": "integer", "nullable": true}}}}
+        "timeline": {"type": "array", "items": {"type": "object", "properties": {"time_ms": {"type": "integer"}, "state": {"type": "string"}, "event": {"type": "string"}, "message": {"type": "string"}, "policy_version": {"type": "integer", "nullable": true}}}},
+        "utilization": {"$ref": "#/components/schemas/Utilization"}
       }},
       "Run": {"type": "object", "properties": {
         "replica": {"type": "integer"}, "attempt": {"type": "integer"}, "run_id": {"type": "string"}, "node": {"type": "string"},

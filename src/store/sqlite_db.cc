@@ -46,6 +46,11 @@ Status Statement::Run() {
   }
 }
 
+void Statement::Reset() {
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+}
+
 std::optional<std::int64_t> Statement::OptInt(int col) const {
   if (sqlite3_column_type(stmt_, col) == SQLITE_NULL) return std::nullopt;
   return sqlite3_column_int64(stmt_, col);

@@ -32,6 +32,9 @@ class Statement {
   [[nodiscard]] Result<bool> Step();
   // Steps to completion, ignoring rows.
   [[nodiscard]] Status Run();
+  // Makes the statement ready to run again with new binds (clears the old
+  // ones), so a loop of inserts prepares it once.
+  void Reset();
 
   std::int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
   std::optional<std::int64_t> OptInt(int col) const;

@@ -64,6 +64,11 @@ struct UtilSummary {
   std::int64_t idle_samples = 0;
   TimeMs first_ms = 0;  // first sampled bucket's start; 0 when no samples
   TimeMs last_ms = 0;   // last sampled bucket's end
+  // The longest stretch of adjacent time slots in which every bucket was
+  // idle (all its samples under the idle threshold), in milliseconds of
+  // bucket width: what flags an idle allocation. A slot is one bucket start
+  // across the summed GPUs; a gap in sampling ends a stretch.
+  std::int64_t longest_idle_ms = 0;
   // Whole-percent averages; 0 when nothing was sampled.
   double AvgUtilPct() const;
   double AvgMemoryUsedBytes() const;

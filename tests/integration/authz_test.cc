@@ -59,6 +59,7 @@ struct World {
   std::map<std::string, std::int64_t> job;    // tenant -> a running job
   std::map<std::string, std::int64_t> quota;  // tenant -> a quota request
   std::string node;
+  std::string gpu_uuid;  // a GPU of `node`
   std::string admin_token;
 };
 
@@ -133,6 +134,7 @@ std::vector<Route> Routes() {
   r.push_back({"POST", "/v1/jobs/{id}/checkpoint", Kind::kObjectWrite, job("/checkpoint")});
   r.push_back({"GET", "/v1/jobs/{id}/logs", Kind::kObjectRead, job("/logs")});
   r.push_back({"GET", "/v1/jobs/{id}/why", Kind::kObjectRead, job("/why")});
+  r.push_back({"GET", "/v1/jobs/{id}/telemetry", Kind::kObjectRead, job("/telemetry")});
   r.push_back({"GET", "/v1/nodes", Kind::kAny, fixed("/v1/nodes")});
   r.push_back({"GET", "/v1/nodes/{node}", Kind::kAny,
                [](const World& w, const std::string&) { return "/v1/nodes/" + w.node; }});
@@ -144,6 +146,9 @@ std::vector<Route> Routes() {
                  return "/v1/nodes/" + w.node + "/gpus/7/uncordon";
                }});
   r.push_back({"GET", "/v1/gpus", Kind::kAny, fixed("/v1/gpus")});
+  r.push_back(
+      {"GET", "/v1/gpus/{uuid}/telemetry", Kind::kAny,
+       [](const World& w, const std::string&) { return "/v1/gpus/" + w.gpu_uuid + "/telemetry"; }});
   r.push_back({"GET", "/v1/alerts", Kind::kAdmin, fixed("/v1/alerts")});
   // Alert 0 cannot exist: past the guard, the handler answers 400 (field id).
   r.push_back({"POST", "/v1/alerts/{id}/resolve", Kind::kAdmin, fixed("/v1/alerts/0/resolve")});
@@ -289,6 +294,7 @@ TEST_F(AuthzTest, EveryEndpointRoleAndTenantIsAllowedOrDeniedAsDocumented) {
 
   World w;
   w.node = berthd.Nodes().at(0).at("name");
+  w.gpu_uuid = admin.Get("/v1/gpus").body.at("gpus").at(0).at("uuid");
   w.admin_token = admin.token();
   for (const std::string t : {"red", "blue"}) {
     w.job[t] = berthd.Submit(

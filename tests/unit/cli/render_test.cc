@@ -223,5 +223,24 @@ TEST(RenderJob, NearlyEmptyObjectStillRenders) {
   EXPECT_NO_THROW(RenderJob({{"spec", "weird"}, {"placement", {1, 2}}, {"timeline", 3}}, kNow));
 }
 
+TEST(RenderJob, UtilizationLinesFromTelemetry) {
+  json job = PendingJob();
+  // An older berthd sends no utilization: no lines at all.
+  EXPECT_EQ(RenderJob(job, kNow).find("GPU util"), std::string::npos);
+  job["utilization"] = nullptr;
+  EXPECT_NE(RenderJob(job, kNow).find("GPU util:     no telemetry yet\n"), std::string::npos);
+  job["utilization"] = json::parse(R"({"avg_util_pct": 62.5, "max_util_pct": 100,
+    "avg_memory_used_bytes": 42949672960, "max_memory_used_bytes": 64424509440,
+    "memory_total_bytes": 85899345920, "idle_fraction": 0.25, "longest_idle_ms": 900000,
+    "samples": 120, "first_ms": 1, "last_ms": 2})");
+  std::string text = RenderJob(job, kNow);
+  EXPECT_NE(text.find("GPU util:     avg 62.5%, max 100% (120 samples)\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("GPU memory:   avg 40Gi, max 60Gi of 80Gi\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("GPU idle:     25% of samples (longest idle stretch 15m)\n"),
+            std::string::npos)
+      << text;
+}
+
 }  // namespace
 }  // namespace berth::cli
