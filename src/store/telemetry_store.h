@@ -62,6 +62,8 @@ struct UtilSummary {
   std::uint64_t memory_used_max = 0;
   std::uint64_t memory_total_bytes = 0;  // of one GPU (the largest seen)
   std::int64_t idle_samples = 0;
+  // Longest stretch of consecutive idle buckets, in bucket widths.
+  std::int64_t longest_idle_ms = 0;
   TimeMs first_ms = 0;  // first sampled bucket's start; 0 when no samples
   TimeMs last_ms = 0;   // last sampled bucket's end
   // Whole-percent averages; 0 when nothing was sampled.
