@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "cli/commands.h"
+#include "cli/format.h"
 #include "cli/table.h"
 #include "common/units.h"
 
@@ -72,16 +73,6 @@ std::optional<std::int64_t> ParseRfc3339(std::string_view s) {
   tm.tm_sec = *sec;
   const std::int64_t utc = static_cast<std::int64_t>(timegm(&tm));
   return (utc - offset_s) * 1000 + millis;
-}
-
-std::string CsvField(const std::string& v) {
-  if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
-  std::string out = "\"";
-  for (char c : v) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
 }
 
 // A record's before/after as one compact cell; "" for none.

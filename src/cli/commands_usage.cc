@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "cli/commands.h"
+#include "cli/format.h"
 #include "cli/table.h"
 
 namespace berth::cli {
@@ -17,16 +18,6 @@ std::string Str(const json& r, const char* key) {
   auto it = r.find(key);
   if (it == r.end() || it->is_null()) return "";
   return it->is_string() ? it->get<std::string>() : it->dump();
-}
-
-std::string Csv(const std::string& v) {
-  if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
-  std::string out = "\"";
-  for (char c : v) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
 }
 
 // mGPU-ms as GPU-hours with three decimals (the JSON keeps the exact figure).
@@ -61,16 +52,21 @@ std::string RenderUsage(const json& r) {
     headers.push_back(h);
   }
   const std::string currency = r.value("currency", "USD");
+  const bool measured = r.value("telemetry", false);
   for (const char* h : {"GPU-HOURS", "USED", "IDLE"}) headers.emplace_back(h);
   headers.push_back("COST (" + currency + ")");
+  headers.emplace_back("IDLE COST");
   headers.emplace_back("RUNS");
+  headers.emplace_back("IDLE RUNS");
   Table table(headers);
   auto add = [&](const json& row, std::vector<std::string> cells) {
     cells.push_back(Hours(row));
     cells.push_back(Unknown(row, "used_gpu_hours"));
     cells.push_back(Unknown(row, "idle_gpu_hours"));
     cells.push_back(Str(row, "cost"));
+    cells.push_back(measured ? Str(row, "idle_cost") : "—");
     cells.push_back(Str(row, "runs"));
+    cells.push_back(measured ? Str(row, "idle_runs") : "—");
     table.AddRow(std::move(cells));
   };
   for (const auto& row : r.value("rows", json::array())) add(row, KeyCells(row, by));
@@ -78,23 +74,34 @@ std::string RenderUsage(const json& r) {
   std::vector<std::string> total_cells(by.size(), "");
   if (!total_cells.empty()) total_cells[0] = "TOTAL";
   add(total, total_cells);
+  if (!measured) {
+    return table.Render() +
+           "Used and idle GPU-hours need GPU telemetry, which this berthd does not collect.\n";
+  }
+  const auto window_min = r.value("idle_window_ms", std::int64_t{0}) / 60'000;
   return table.Render() +
-         "Used and idle GPU-hours need GPU telemetry, which this berthd does not collect yet.\n";
+         fmt::format(
+             "USED weights allocated time by measured GPU utilization; IDLE is allocated "
+             "time whose GPUs read under the idle threshold. IDLE RUNS stayed idle for "
+             "{} min or more (GET /v1/usage/records marks them \"idle\": true).\n",
+             window_min);
 }
 
 std::string UsageCsv(const json& r) {
   const json by = r.value("by", json::array());
   std::string out;
   for (const auto& k : by) out += k.get<std::string>() + ",";
-  out += "mgpu_ms,allocated_gpu_hours,used_gpu_hours,idle_gpu_hours,cost,runs\r\n";
+  out += "mgpu_ms,allocated_gpu_hours,used_mgpu_ms,idle_mgpu_ms,cost,idle_cost,runs,idle_runs\r\n";
   auto line = [&](const json& row, std::vector<std::string> cells) {
     cells.push_back(Str(row, "mgpu_ms"));
     cells.push_back(Hours(row));
-    cells.push_back(Str(row, "used_gpu_hours"));
-    cells.push_back(Str(row, "idle_gpu_hours"));
+    cells.push_back(Str(row, "used_mgpu_ms"));
+    cells.push_back(Str(row, "idle_mgpu_ms"));
     cells.push_back(Str(row, "cost"));
+    cells.push_back(Str(row, "idle_cost"));
     cells.push_back(Str(row, "runs"));
-    for (std::size_t i = 0; i < cells.size(); ++i) out += (i ? "," : "") + Csv(cells[i]);
+    cells.push_back(Str(row, "idle_runs"));
+    for (std::size_t i = 0; i < cells.size(); ++i) out += (i ? "," : "") + CsvField(cells[i]);
     out += "\r\n";
   };
   for (const auto& row : r.value("rows", json::array())) {

@@ -231,6 +231,33 @@ std::optional<UsageRecord> ClipRecord(const UsageRecord& record, TimeMs from, Ti
   return r;
 }
 
+void MeasureRecord(UsageRecord& r, const std::vector<std::optional<PieceMeasure>>& measures) {
+  r.measured_mgpu_ms = r.used_mgpu_ms = r.idle_mgpu_ms = 0;
+  r.used_cost_micros = r.idle_cost_micros = 0;
+  auto part = [](std::int64_t whole, std::int64_t num, std::int64_t den) {
+    return static_cast<std::int64_t>(static_cast<Int128>(whole) * num / den);
+  };
+  for (std::size_t i = 0; i < r.pieces.size(); ++i) {
+    UsagePiece& p = r.pieces[i];
+    p.measured = false;
+    p.used_mgpu_ms = p.idle_mgpu_ms = p.used_cost_micros = p.idle_cost_micros = 0;
+    if (i >= measures.size() || !measures[i] || measures[i]->samples <= 0) continue;
+    const PieceMeasure& m = *measures[i];
+    const std::int64_t util = std::clamp<std::int64_t>(m.util_sum, 0, m.samples * 100);
+    const std::int64_t idle = std::clamp<std::int64_t>(m.idle_samples, 0, m.samples);
+    p.measured = true;
+    p.used_mgpu_ms = part(p.mgpu_ms, util, m.samples * 100);
+    p.idle_mgpu_ms = part(p.mgpu_ms, idle, m.samples);
+    p.used_cost_micros = part(p.cost_micros, util, m.samples * 100);
+    p.idle_cost_micros = part(p.cost_micros, idle, m.samples);
+    r.measured_mgpu_ms += p.mgpu_ms;
+    r.used_mgpu_ms += p.used_mgpu_ms;
+    r.idle_mgpu_ms += p.idle_mgpu_ms;
+    r.used_cost_micros += p.used_cost_micros;
+    r.idle_cost_micros += p.idle_cost_micros;
+  }
+}
+
 std::string_view UsageKeyName(UsageKey key) {
   return kKeyNames[static_cast<int>(key)];
 }
@@ -261,7 +288,12 @@ Result<std::vector<UsageKey>> ParseUsageKeys(std::string_view text) {
 UsageReport Aggregate(const std::vector<UsageRecord>& records, const std::vector<UsageKey>& keys) {
   UsageReport report;
   report.keys = keys;
-  std::map<std::vector<std::string>, std::pair<UsageRow, std::set<std::string>>> groups;
+  struct Group {
+    UsageRow row;
+    std::set<std::string> runs;
+    std::set<std::string> idle_runs;
+  };
+  std::map<std::vector<std::string>, Group> groups;
   for (const auto& r : records) {
     for (const auto& p : r.pieces) {
       std::vector<std::string> key;
@@ -294,19 +326,34 @@ UsageReport Aggregate(const std::vector<UsageRecord>& records, const std::vector
             break;
         }
       }
-      auto& [row, runs] = groups[key];
+      auto& [row, runs, idle_runs] = groups[key];
       row.mgpu_ms += p.mgpu_ms;
       row.cost_micros += p.cost_micros;
+      if (p.measured) row.measured_mgpu_ms += p.mgpu_ms;
+      row.used_mgpu_ms += p.used_mgpu_ms;
+      row.idle_mgpu_ms += p.idle_mgpu_ms;
+      row.used_cost_micros += p.used_cost_micros;
+      row.idle_cost_micros += p.idle_cost_micros;
       runs.insert(r.run_id);
+      if (r.idle) idle_runs.insert(r.run_id);
     }
-    report.total.mgpu_ms += r.mgpu_ms;
-    report.total.cost_micros += r.cost_micros;
-    if (!r.pieces.empty()) ++report.total.runs;
+    UsageRow& total = report.total;
+    total.mgpu_ms += r.mgpu_ms;
+    total.cost_micros += r.cost_micros;
+    total.measured_mgpu_ms += r.measured_mgpu_ms;
+    total.used_mgpu_ms += r.used_mgpu_ms;
+    total.idle_mgpu_ms += r.idle_mgpu_ms;
+    total.used_cost_micros += r.used_cost_micros;
+    total.idle_cost_micros += r.idle_cost_micros;
+    if (!r.pieces.empty()) ++total.runs;
+    if (!r.pieces.empty() && r.idle) ++total.idle_runs;
   }
   for (auto& [key, group] : groups) {
-    UsageRow row = group.first;
+    auto& [row0, runs, idle_runs] = group;
+    UsageRow row = row0;
     row.key = key;
-    row.runs = static_cast<std::int64_t>(group.second.size());
+    row.runs = static_cast<std::int64_t>(runs.size());
+    row.idle_runs = static_cast<std::int64_t>(idle_runs.size());
     report.rows.push_back(std::move(row));
   }
   return report;

@@ -80,6 +80,20 @@ struct UsagePiece {
   std::int64_t price_version = 0;
   std::int64_t micros_per_gpu_hour = 0;
   std::int64_t cost_micros = 0;
+  // From GPU telemetry (MeasureRecord); zero when the piece was not sampled.
+  bool measured = false;
+  std::int64_t used_mgpu_ms = 0;  // mgpu_ms weighted by measured utilization
+  std::int64_t idle_mgpu_ms = 0;  // mgpu_ms while utilization was under the idle threshold
+  std::int64_t used_cost_micros = 0;
+  std::int64_t idle_cost_micros = 0;
+};
+
+// What telemetry measured on a run's GPUs over a piece: sample counts, so
+// the weighting is an exact quotient.
+struct PieceMeasure {
+  std::int64_t samples = 0;
+  std::int64_t util_sum = 0;      // sum of whole-percent utilization readings
+  std::int64_t idle_samples = 0;  // readings under the idle threshold
 };
 
 // One run of one replica: what it held, where, for whom and from when.
@@ -106,6 +120,16 @@ struct UsageRecord {
   std::vector<UsagePiece> pieces;
   std::int64_t mgpu_ms = 0;
   std::int64_t cost_micros = 0;
+  // Filled by MeasureRecord: sums of the measured pieces.
+  std::int64_t measured_mgpu_ms = 0;  // allocated time that telemetry covered
+  std::int64_t used_mgpu_ms = 0;
+  std::int64_t idle_mgpu_ms = 0;
+  std::int64_t used_cost_micros = 0;
+  std::int64_t idle_cost_micros = 0;
+  // The longest stretch its GPUs stayed under the idle threshold, and whether
+  // that reached the idle window (an idle allocation).
+  std::int64_t longest_idle_ms = 0;
+  bool idle = false;
 };
 
 // Cuts the record into pieces at price changes (`versions` oldest first) and
@@ -114,6 +138,12 @@ void PriceRecord(UsageRecord& record, const std::vector<PriceVersion>& versions)
 // The record's part inside [from, to) (re-priced), or nullopt if none.
 std::optional<UsageRecord> ClipRecord(const UsageRecord& record, TimeMs from, TimeMs to,
                                       const std::vector<PriceVersion>& versions);
+// Weights each priced piece by what telemetry measured over it (`measures`,
+// one per piece in order; nullopt or no samples: unmeasured) and sums the
+// record. used = mgpu_ms x util_sum / (100 x samples), idle = mgpu_ms x
+// idle_samples / samples, and the same fractions of the piece's cost, each
+// rounded down, so rows and totals reconcile exactly with the records.
+void MeasureRecord(UsageRecord& record, const std::vector<std::optional<PieceMeasure>>& measures);
 
 // --- reports ---
 
@@ -127,7 +157,13 @@ struct UsageRow {
   std::vector<std::string> key;  // one value per UsageKey, in order
   std::int64_t mgpu_ms = 0;
   std::int64_t cost_micros = 0;
-  std::int64_t runs = 0;  // distinct runs with a piece in the row
+  std::int64_t measured_mgpu_ms = 0;
+  std::int64_t used_mgpu_ms = 0;
+  std::int64_t idle_mgpu_ms = 0;
+  std::int64_t used_cost_micros = 0;
+  std::int64_t idle_cost_micros = 0;
+  std::int64_t runs = 0;       // distinct runs with a piece in the row
+  std::int64_t idle_runs = 0;  // distinct idle allocations (UsageRecord::idle) in the row
 };
 
 struct UsageReport {

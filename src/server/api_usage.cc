@@ -63,11 +63,19 @@ json RecordJson(const model::UsageRecord& r) {
           {"cost_micros", r.cost_micros},
           {"cost", model::FormatMoney(r.cost_micros)},
           {"price_versions", versions},
-          // Telemetry does not exist yet: utilization-weighted use is unknown.
-          {"used_mgpu_ms", nullptr}};
+          {"measured_mgpu_ms", r.measured_mgpu_ms},
+          {"used_mgpu_ms", r.used_mgpu_ms},
+          {"idle_mgpu_ms", r.idle_mgpu_ms},
+          {"used_cost_micros", r.used_cost_micros},
+          {"idle_cost_micros", r.idle_cost_micros},
+          {"longest_idle_ms", r.longest_idle_ms},
+          {"idle", r.idle}};
 }
 
-json RowJson(const model::UsageRow& row, const std::vector<model::UsageKey>& keys) {
+// Used and idle figures are null when berthd collects no telemetry, so
+// "unmeasured" never reads as "zero".
+json RowJson(const model::UsageRow& row, const std::vector<model::UsageKey>& keys, bool measured) {
+  auto or_null = [&](const json& v) { return measured ? v : json(nullptr); };
   json key = json::object();
   for (std::size_t i = 0; i < keys.size() && i < row.key.size(); ++i) {
     key[std::string(model::UsageKeyName(keys[i]))] = row.key[i];
@@ -75,11 +83,18 @@ json RowJson(const model::UsageRow& row, const std::vector<model::UsageKey>& key
   return {{"key", key},
           {"mgpu_ms", row.mgpu_ms},
           {"allocated_gpu_hours", GpuHours(row.mgpu_ms)},
-          {"used_gpu_hours", nullptr},
-          {"idle_gpu_hours", nullptr},
+          {"measured_mgpu_ms", or_null(row.measured_mgpu_ms)},
+          {"used_mgpu_ms", or_null(row.used_mgpu_ms)},
+          {"idle_mgpu_ms", or_null(row.idle_mgpu_ms)},
+          {"used_gpu_hours", or_null(GpuHours(row.used_mgpu_ms))},
+          {"idle_gpu_hours", or_null(GpuHours(row.idle_mgpu_ms))},
           {"cost_micros", row.cost_micros},
           {"cost", model::FormatMoney(row.cost_micros)},
-          {"runs", row.runs}};
+          {"used_cost_micros", or_null(row.used_cost_micros)},
+          {"idle_cost_micros", or_null(row.idle_cost_micros)},
+          {"idle_cost", or_null(model::FormatMoney(row.idle_cost_micros))},
+          {"runs", row.runs},
+          {"idle_runs", or_null(row.idle_runs)}};
 }
 
 json BudgetJson(const model::BudgetState& s, const std::string& currency) {
@@ -123,10 +138,11 @@ Result<std::pair<TimeMs, TimeMs>> Window(const httplib::Request& req, TimeMs now
 Result<std::vector<model::UsageRecord>> VisibleRecords(Meter& meter,
                                                        const std::pair<TimeMs, TimeMs>& window,
                                                        const std::string& tenant, TimeMs now) {
-  auto records = meter.Records(window.first, window.second, tenant, now);
+  auto records = meter.Records(window.first, window.second, tenant, now, /*measure=*/false);
   if (!records) return std::unexpected(records.error());
   const Caller& caller = CurrentCaller();
   std::erase_if(*records, [&](const model::UsageRecord& r) { return !caller.CanRead(r.tenant); });
+  BERTH_RETURN_IF_ERROR(meter.Measure(*records, window.first, window.second));
   return records;
 }
 
@@ -225,16 +241,17 @@ void Api::Usage(const httplib::Request& req, httplib::Response& res) {
   json by = json::array();
   for (auto k : *keys) by.push_back(std::string(model::UsageKeyName(k)));
   json rows = json::array();
-  for (const auto& row : report.rows) rows.push_back(RowJson(row, *keys));
+  for (const auto& row : report.rows) rows.push_back(RowJson(row, *keys, meter_->measured()));
   Reply(res, 200,
         json{{"from_ms", window->first},
              {"to_ms", window->second},
              {"by", by},
              {"currency", Currency(*prices)},
              {"rows", rows},
-             {"total", RowJson(report.total, {})},
+             {"total", RowJson(report.total, {}, meter_->measured())},
              {"records", records->size()},
-             {"telemetry", false}});
+             {"telemetry", meter_->measured()},
+             {"idle_window_ms", meter_->idle_window_ms()}});
 }
 
 void Api::UsageRecords(const httplib::Request& req, httplib::Response& res) {
@@ -251,14 +268,10 @@ void Api::UsageRecords(const httplib::Request& req, httplib::Response& res) {
   auto prices = meter_->Prices();
   if (!prices) return ReplyError(res, prices.error());
   json list = json::array();
-  std::int64_t mgpu_ms = 0;
-  std::int64_t cost = 0;
-  for (std::size_t i = 0; i < records->size(); ++i) {
-    const auto& r = (*records)[i];
-    mgpu_ms += r.mgpu_ms;
-    cost += r.cost_micros;
-    if (i >= *offset && i < *offset + *limit) list.push_back(RecordJson(r));
+  for (std::size_t i = *offset; i < records->size() && i < *offset + *limit; ++i) {
+    list.push_back(RecordJson((*records)[i]));
   }
+  const model::UsageReport all = model::Aggregate(*records, {});
   const std::size_t next = *offset + *limit;
   Reply(res, 200,
         json{{"from_ms", window->first},
@@ -267,11 +280,8 @@ void Api::UsageRecords(const httplib::Request& req, httplib::Response& res) {
              {"records", list},
              {"total_records", records->size()},
              {"next_offset", next < records->size() ? json(next) : json(nullptr)},
-             {"total",
-              {{"mgpu_ms", mgpu_ms},
-               {"allocated_gpu_hours", GpuHours(mgpu_ms)},
-               {"cost_micros", cost},
-               {"cost", model::FormatMoney(cost)}}}});
+             {"telemetry", meter_->measured()},
+             {"total", RowJson(all.total, {}, meter_->measured())}});
 }
 
 void Api::ListBudgets(const httplib::Request&, httplib::Response& res) {

@@ -41,7 +41,8 @@ Result<std::vector<model::PriceVersion>> Meter::Prices() {
 }
 
 Result<std::vector<model::UsageRecord>> Meter::Records(TimeMs from, TimeMs to,
-                                                       const std::string& tenant, TimeMs now) {
+                                                       const std::string& tenant, TimeMs now,
+                                                       bool measure) {
   auto runs = meter_store_.UsageRuns(from, std::min(to, now + 1), tenant);
   if (!runs) return std::unexpected(runs.error());
   auto nodes = store_.ListNodes();
@@ -103,7 +104,65 @@ Result<std::vector<model::UsageRecord>> Meter::Records(TimeMs from, TimeMs to,
     auto clipped = model::ClipRecord(r, from, to, *prices);
     if (clipped) out.push_back(std::move(*clipped));
   }
+  if (measure) BERTH_RETURN_IF_ERROR(Measure(out, from, to));
   return out;
+}
+
+// A piece's measure comes from the telemetry buckets whose start lies in the
+// piece's window. Pieces are cut at UTC midnights, price changes and the
+// run's own start and end; a run has no buckets outside its life, so every
+// piece can be measured over its day-and-price window clipped to [from, to)
+// instead of its exact span. Those windows are shared by all runs, so the
+// store is asked once per window (about one per day and price version), not
+// once per piece.
+Status Meter::Measure(std::vector<model::UsageRecord>& records, TimeMs from, TimeMs to) {
+  if (telemetry_ == nullptr || records.empty()) return {};
+  auto prices = Prices();
+  if (!prices) return std::unexpected(prices.error());
+  auto window_of = [&](const model::UsagePiece& p) {
+    TimeMs lo = std::max(from, model::DayStart(p.start_ms));
+    TimeMs hi = std::min(to, model::DayStart(p.start_ms) + 24 * 3600 * 1000);
+    for (const auto& v : *prices) {
+      if (v.applied_ms <= p.start_ms) lo = std::max(lo, v.applied_ms);
+      if (v.applied_ms >= p.end_ms) hi = std::min(hi, v.applied_ms);
+    }
+    return std::pair{lo, hi};
+  };
+  std::map<std::pair<TimeMs, TimeMs>, std::vector<std::string>> runs_by_window;
+  std::vector<std::string> all_runs;
+  for (const auto& r : records) {
+    all_runs.push_back(r.run_id);
+    for (const auto& p : r.pieces) runs_by_window[window_of(p)].push_back(r.run_id);
+  }
+  std::map<std::pair<TimeMs, TimeMs>, std::map<std::string, store::UtilSummary>> measured;
+  for (const auto& [window, ids] : runs_by_window) {
+    auto summaries = telemetry_->RunSummaries(ids, window.first, window.second);
+    if (!summaries) return std::unexpected(summaries.error());
+    measured[window] = std::move(*summaries);
+  }
+  auto whole = telemetry_->RunSummaries(all_runs, from, to);
+  if (!whole) return std::unexpected(whole.error());
+  for (auto& r : records) {
+    std::vector<std::optional<model::PieceMeasure>> measures;
+    measures.reserve(r.pieces.size());
+    for (const auto& p : r.pieces) {
+      const auto& in_window = measured[window_of(p)];
+      auto it = in_window.find(r.run_id);
+      if (it == in_window.end()) {
+        measures.emplace_back(std::nullopt);
+        continue;
+      }
+      measures.push_back(model::PieceMeasure{.samples = it->second.samples,
+                                             .util_sum = it->second.util_sum,
+                                             .idle_samples = it->second.idle_samples});
+    }
+    model::MeasureRecord(r, measures);
+    if (auto it = whole->find(r.run_id); it != whole->end()) {
+      r.longest_idle_ms = it->second.longest_idle_ms;
+      r.idle = idle_window_ms_ > 0 && r.longest_idle_ms >= idle_window_ms_;
+    }
+  }
+  return {};
 }
 
 Result<std::vector<model::BudgetState>> Meter::Budgets(TimeMs now) {
@@ -112,7 +171,7 @@ Result<std::vector<model::BudgetState>> Meter::Budgets(TimeMs now) {
   std::vector<model::BudgetState> out;
   if (budgets->empty()) return out;
   const TimeMs from = model::MonthStart(now);
-  auto records = Records(from, now, "", now);
+  auto records = Records(from, now, "", now, /*measure=*/false);
   if (!records) return std::unexpected(records.error());
   std::map<std::string, std::pair<std::int64_t, std::int64_t>> used;  // mgpu_ms, cost
   for (const auto& r : *records) {

@@ -16,6 +16,7 @@
 #include "model/usage.h"
 #include "store/meter_store.h"
 #include "store/store.h"
+#include "store/telemetry_store.h"
 
 namespace berth::server {
 class AlertRouter;  // alerting.h
@@ -33,11 +34,26 @@ class Meter {
   // null: none are. Set before the controller starts.
   void set_alerts(AlertRouter* alerts) { alerts_ = alerts; }
 
+  // Where measured utilization comes from (null: unmeasured, used and idle
+  // stay zero), and how long a run's GPUs must stay idle for its record to
+  // be flagged an idle allocation.
+  void set_telemetry(store::TelemetryStore* telemetry, std::int64_t idle_window_ms) {
+    telemetry_ = telemetry;
+    idle_window_ms_ = idle_window_ms;
+  }
+  bool measured() const { return telemetry_ != nullptr; }
+  std::int64_t idle_window_ms() const { return idle_window_ms_; }
+
   // Every run's record clipped to [from, to) and priced; an open run ends at
-  // `now` (when that is before `to`). `tenant` empty: all.
+  // `now` (when that is before `to`). `tenant` empty: all. With `measure`
+  // and telemetry, each piece is weighted by its GPUs' measured utilization
+  // (model::MeasureRecord) and idle allocations are flagged.
   [[nodiscard]] Result<std::vector<model::UsageRecord>> Records(TimeMs from, TimeMs to,
                                                                 const std::string& tenant,
-                                                                TimeMs now);
+                                                                TimeMs now, bool measure = true);
+  // Fills records' measured figures from telemetry (see Records); records
+  // must come from Records(from, to, ...). No telemetry: unchanged.
+  [[nodiscard]] Status Measure(std::vector<model::UsageRecord>& records, TimeMs from, TimeMs to);
   [[nodiscard]] Result<std::vector<model::PriceVersion>> Prices();
   // Every budget against its tenant's usage in the month of `now`.
   [[nodiscard]] Result<std::vector<model::BudgetState>> Budgets(TimeMs now);
@@ -50,6 +66,8 @@ class Meter {
   store::MeterStore& meter_store_;
   store::Store& store_;
   AlertRouter* alerts_ = nullptr;
+  store::TelemetryStore* telemetry_ = nullptr;
+  std::int64_t idle_window_ms_ = 30 * 60 * 1000;
 };
 
 // The kOverBudget reason for a budget state.

@@ -197,6 +197,75 @@ TEST(AggregateTest, TotalsReconcileExactlyWithTheRecords) {
   EXPECT_EQ(by_tenant.rows[0].runs + by_tenant.rows[1].runs, 40);
 }
 
+TEST(MeasureRecordTest, WeightsEachPieceByItsMeasuredUtilization) {
+  // Two GPUs for two hours across a price change at +1 h: 2 h at 1.00, then 2 h at 3.00.
+  UsageRecord r = Rec("r1", "red", 2000, kNov30, kNov30 + 2 * kHour);
+  PriceRecord(r, {Version(1, 0, "default: 1"), Version(2, kNov30 + kHour, "default: 3")});
+  ASSERT_EQ(r.pieces.size(), 2U);
+  // First hour: 120 samples averaging 75% with 20 idle; second hour unmeasured.
+  MeasureRecord(r,
+                {PieceMeasure{.samples = 120, .util_sum = 9000, .idle_samples = 20}, std::nullopt});
+  EXPECT_TRUE(r.pieces[0].measured);
+  EXPECT_FALSE(r.pieces[1].measured);
+  EXPECT_EQ(r.pieces[0].used_mgpu_ms, 2000 * kHour * 3 / 4);
+  EXPECT_EQ(r.pieces[0].idle_mgpu_ms, 2000 * kHour / 6);
+  EXPECT_EQ(r.pieces[0].used_cost_micros, 1'500'000);  // 2 GPU-hours at 1.00, 75% used
+  EXPECT_EQ(r.pieces[0].idle_cost_micros, 333'333);    // a sixth, rounded down
+  EXPECT_EQ(r.measured_mgpu_ms, 2000 * kHour);
+  EXPECT_EQ(r.used_mgpu_ms, r.pieces[0].used_mgpu_ms);
+  EXPECT_EQ(r.idle_cost_micros, 333'333);
+  EXPECT_EQ(r.pieces[1].used_mgpu_ms, 0);
+
+  // Readings out of range are clamped: never more used than allocated.
+  MeasureRecord(r, {PieceMeasure{.samples = 10, .util_sum = 5000, .idle_samples = 99},
+                    PieceMeasure{.samples = 0}});
+  EXPECT_EQ(r.pieces[0].used_mgpu_ms, r.pieces[0].mgpu_ms);
+  EXPECT_EQ(r.pieces[0].idle_mgpu_ms, r.pieces[0].mgpu_ms);
+  EXPECT_FALSE(r.pieces[1].measured);
+}
+
+TEST(MeasureRecordTest, RowsAndTotalsReconcileWithMeasuredRecords) {
+  const std::vector<PriceVersion> v = {Version(1, 0, "default: 2.5")};
+  std::vector<UsageRecord> records = {Rec("a", "red", 1000, kNov30 - kHour, kNov30 + kHour),
+                                      Rec("b", "red", 500, kNov30, kNov30 + 3 * kHour),
+                                      Rec("c", "blue", 3000, kNov30 + 7, kNov30 + kHour + 13)};
+  std::int64_t util = 7;
+  for (auto& r : records) {
+    PriceRecord(r, v);
+    std::vector<std::optional<PieceMeasure>> m;
+    for (std::size_t i = 0; i < r.pieces.size(); ++i) {
+      m.push_back(PieceMeasure{.samples = 61, .util_sum = 61 * util, .idle_samples = util % 5});
+      util += 31;
+    }
+    MeasureRecord(r, m);
+  }
+  records[1].idle = true;
+  const UsageReport report = Aggregate(records, {UsageKey::kTenant, UsageKey::kDay});
+  std::int64_t used = 0, idle = 0, used_cost = 0, idle_cost = 0, idle_runs = 0;
+  for (const auto& row : report.rows) {
+    used += row.used_mgpu_ms;
+    idle += row.idle_mgpu_ms;
+    used_cost += row.used_cost_micros;
+    idle_cost += row.idle_cost_micros;
+    idle_runs += row.idle_runs;
+  }
+  std::int64_t rec_used = 0, rec_idle = 0;
+  for (const auto& r : records) {
+    rec_used += r.used_mgpu_ms;
+    rec_idle += r.idle_mgpu_ms;
+  }
+  EXPECT_GT(rec_used, 0);
+  EXPECT_EQ(used, rec_used);
+  EXPECT_EQ(idle, rec_idle);
+  EXPECT_EQ(report.total.used_mgpu_ms, rec_used);
+  EXPECT_EQ(report.total.idle_mgpu_ms, rec_idle);
+  EXPECT_EQ(report.total.used_cost_micros, used_cost);
+  EXPECT_EQ(report.total.idle_cost_micros, idle_cost);
+  EXPECT_EQ(report.total.measured_mgpu_ms, report.total.mgpu_ms);
+  EXPECT_EQ(report.total.idle_runs, 1);
+  EXPECT_EQ(idle_runs, 1);  // b lies within one day, so in one row
+}
+
 TEST(UsageKeysTest, ParsesAndRejects) {
   auto k = ParseUsageKeys("tenant,day");
   ASSERT_TRUE(k.has_value());
