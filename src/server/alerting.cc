@@ -373,4 +373,33 @@ void AlertDeliverer::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+IdleSource TelemetryIdleSource(store::MeterStore& runs, store::TelemetryStore& telemetry) {
+  return [&runs, &telemetry](TimeMs now,
+                             const model::AlertRule& rule) -> Result<std::vector<IdleAllocation>> {
+    std::vector<IdleAllocation> out;
+    const TimeMs from = now - std::max<std::int64_t>(rule.window_ms, 60'000);
+    auto active = runs.UsageRuns(now, now + 1, "");
+    if (!active) return std::unexpected(active.error());
+    std::vector<std::string> ids;
+    for (const auto& r : *active) {
+      if (!r.finished_ms && r.started_ms <= from) ids.push_back(r.run_id);
+    }
+    if (ids.empty()) return out;
+    auto summaries = telemetry.RunSummaries(ids, from, now);
+    if (!summaries) return std::unexpected(summaries.error());
+    for (const auto& r : *active) {
+      auto it = summaries->find(r.run_id);
+      if (it == summaries->end() || it->second.samples == 0) continue;
+      if (static_cast<std::int64_t>(it->second.util_max) >= rule.threshold_percent) continue;
+      out.push_back(IdleAllocation{.job_id = r.job_id,
+                                   .run_id = r.run_id,
+                                   .tenant = r.tenant,
+                                   .node = r.node,
+                                   .gpus = r.gpu_indices,
+                                   .idle_since_ms = it->second.first_ms});
+    }
+    return out;
+  };
+}
+
 }  // namespace berth::server

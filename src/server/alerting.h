@@ -20,7 +20,9 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "model/alert_rules.h"
+#include "store/meter_store.h"
 #include "store/store.h"
+#include "store/telemetry_store.h"
 
 namespace berth::server {
 
@@ -74,6 +76,13 @@ struct IdleAllocation {
 };
 using IdleSource =
     std::function<Result<std::vector<IdleAllocation>>(TimeMs now, const model::AlertRule& rule)>;
+
+// The idle_allocation rule's input from GPU telemetry: every running run
+// that started at least the rule's window ago and whose GPUs read under the
+// rule's threshold in every sample of the last window (telemetry's minute
+// buckets: the window is rounded to whole minutes). A run with no samples
+// in the window is not idle: nothing was measured.
+IdleSource TelemetryIdleSource(store::MeterStore& runs, store::TelemetryStore& telemetry);
 
 // Evaluates the rules it can see each pass: raises one alert per (rule,
 // subject) while its condition holds and resolves it (resolved_by "berth")

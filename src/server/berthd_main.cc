@@ -279,6 +279,7 @@ int main(int argc, char** argv) {
   std::string telemetry_minutes = "7d";
   std::string telemetry_hours = "400d";
   std::int64_t idle_threshold = 5;
+  std::string idle_window = "30m";
   app.add_option("--telemetry-minute-retention", telemetry_minutes,
                  "How long GPU telemetry is kept in minute buckets before it is rolled up into "
                  "hour buckets (at least 1h)")
@@ -289,6 +290,10 @@ int main(int argc, char** argv) {
   app.add_option("--idle-threshold", idle_threshold,
                  "A GPU sample under this utilization (percent, 0-100) counts as idle, for the "
                  "idle share and idle-allocation flags")
+      ->capture_default_str();
+  app.add_option("--idle-window", idle_window,
+                 "A usage record is flagged an idle allocation when its GPUs stayed under the idle "
+                 "threshold this long (docs/metering.md)")
       ->capture_default_str();
 
   std::string cert_node;
@@ -427,6 +432,13 @@ int main(int argc, char** argv) {
   // And GPU telemetry history (docs/metering.md, "Telemetry").
   auto telemetry = berth::store::TelemetryStore::Open(data_dir, telemetry_options);
   if (!telemetry) return Fatal(telemetry.error().message);
+  {
+    auto window = berth::ParseDurationMs(idle_window);
+    if (!window || *window <= 0) {
+      return Fatal(fmt::format("--idle-window {}: use a duration such as 30m or 2h", idle_window));
+    }
+    meter.set_telemetry(telemetry->get(), *window);
+  }
   berth::server::Controller controller(**store, scheduler, clock, options);
   controller.set_audit(audit->get());
   controller.set_meter(&meter);
@@ -611,6 +623,7 @@ int main(int argc, char** argv) {
                plain_http ? "http" : "https", listen, agent_listen,
                plain_agents ? "plain, loopback only" : "mutual TLS", data_dir);
   if (tls) spdlog::info("clients trust {} (berth --ca FILE or BERTH_CA)", tls->ca_file);
+  alert_engine.set_idle_source(berth::server::TelemetryIdleSource(**meter_store, **telemetry));
   alert_engine.Start(std::chrono::milliseconds(*alert_interval_ms));
   alert_deliverer.Start(std::chrono::milliseconds(500));
   http.listen_after_bind();
