@@ -25,6 +25,11 @@ std::string Outcome(const store::UsageRun& run) {
   return "succeeded";
 }
 
+// The start of the telemetry minute bucket holding `t`.
+TimeMs FloorMinute(TimeMs t) {
+  return t - ((t % 60'000) + 60'000) % 60'000;
+}
+
 std::string Unit(const model::Budget& b, const std::string& currency) {
   return b.mgpu_ms ? "GPU-hours" : currency;
 }
@@ -109,12 +114,13 @@ Result<std::vector<model::UsageRecord>> Meter::Records(TimeMs from, TimeMs to,
 }
 
 // A piece's measure comes from the telemetry buckets whose start lies in the
-// piece's window. Pieces are cut at UTC midnights, price changes and the
-// run's own start and end; a run has no buckets outside its life, so every
-// piece can be measured over its day-and-price window clipped to [from, to)
-// instead of its exact span. Those windows are shared by all runs, so the
-// store is asked once per window (about one per day and price version), not
-// once per piece.
+// piece's window, its start floored to the minute (so a bucket straddling a
+// price change or the window's start informs the pieces on both sides; hour
+// buckets, kept past the minute retention, count from the first whole hour). Pieces are cut at UTC
+// midnights, price changes and the run's own start and end; a run has no buckets outside its life,
+// so every piece can be measured over its day-and-price window clipped to [from, to) instead of its
+// exact span. Those windows are shared by all runs, so the store is asked once per window (about
+// one per day and price version), not once per piece.
 Status Meter::Measure(std::vector<model::UsageRecord>& records, TimeMs from, TimeMs to) {
   if (telemetry_ == nullptr || records.empty()) return {};
   auto prices = Prices();
@@ -126,7 +132,8 @@ Status Meter::Measure(std::vector<model::UsageRecord>& records, TimeMs from, Tim
       if (v.applied_ms <= p.start_ms) lo = std::max(lo, v.applied_ms);
       if (v.applied_ms >= p.end_ms) hi = std::min(hi, v.applied_ms);
     }
-    return std::pair{lo, hi};
+    // Buckets start on the minute: the one holding `lo` starts before it.
+    return std::pair{FloorMinute(lo), hi};
   };
   std::map<std::pair<TimeMs, TimeMs>, std::vector<std::string>> runs_by_window;
   std::vector<std::string> all_runs;
@@ -140,7 +147,7 @@ Status Meter::Measure(std::vector<model::UsageRecord>& records, TimeMs from, Tim
     if (!summaries) return std::unexpected(summaries.error());
     measured[window] = std::move(*summaries);
   }
-  auto whole = telemetry_->RunSummaries(all_runs, from, to);
+  auto whole = telemetry_->RunSummaries(all_runs, FloorMinute(from), to);
   if (!whole) return std::unexpected(whole.error());
   for (auto& r : records) {
     std::vector<std::optional<model::PieceMeasure>> measures;

@@ -56,7 +56,7 @@ TEST_F(IntegrationTest, TelemetryFeedsJobSummaryUsageAndMetricsThatAgree) {
       },
       20s))
       << metrics;
-  EXPECT_EQ(Gauge(metrics, "DCGM_FI_DEV_GPU_UTIL", "modelName=\"H100-80GB\"").size(), 8u);
+  EXPECT_EQ(Gauge(metrics, "DCGM_FI_DEV_GPU_UTIL", "model=\"H100-80GB\"").size(), 8u);
   for (double v : Gauge(metrics, "DCGM_FI_DEV_FB_USED", "job=\"" + std::to_string(busy) + "\"")) {
     EXPECT_NEAR(v, 40 * 1024, 1);  // half of 80 GiB, in MiB
   }
@@ -75,7 +75,7 @@ TEST_F(IntegrationTest, TelemetryFeedsJobSummaryUsageAndMetricsThatAgree) {
   EXPECT_EQ(u["idle_fraction"], 0);
   auto shown = Cli(berthd, {"job", std::to_string(busy)});
   ASSERT_EQ(shown.exit_code, 0) << shown.err;
-  EXPECT_NE(shown.out.find("GPU utilization"), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("GPU util"), std::string::npos) << shown.out;
 
   // Usage records: used and idle follow the samples of each run exactly.
   const json telemetry = berthd.http().Get("/v1/jobs/" + std::to_string(busy) + "/telemetry").body;
