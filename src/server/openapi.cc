@@ -381,7 +381,7 @@ std::string_view OpenApiDocument() {
     },
     "/v1/usage": {
       "get": {
-        "summary": "Usage grouped by tenant, queue, user, pool, model, node, day or month: allocated GPU-hours (exact mgpu_ms), cost (exact cost_micros) and runs per row, and the total; used/idle GPU-hours are null until telemetry exists",
+        "summary": "Usage grouped by tenant, queue, user, pool, model, node, day or month: allocated, used (utilization-weighted) and idle GPU-hours (exact mgpu_ms, used_mgpu_ms, idle_mgpu_ms), cost and idle cost (exact micros), runs and idle runs per row, and the total; telemetry says whether used/idle are measured",
         "parameters": [
           {"name": "by", "in": "query", "schema": {"type": "string"}, "description": "Comma-separated groupings; default tenant"},
           {"name": "from", "in": "query", "schema": {"type": "string"}, "description": "Epoch ms or a duration back from now; default the start of this UTC month"},
@@ -401,7 +401,7 @@ std::string_view OpenApiDocument() {
           {"name": "offset", "in": "query", "schema": {"type": "integer"}},
           {"name": "limit", "in": "query", "schema": {"type": "integer"}}
         ],
-        "responses": {"200": {"description": "records [{run_id, job_id, replica, attempt, tenant, queue, user, pool, node, gpu_uuids, gpu_model, mgpu, start_ms, end_ms, open, outcome, mgpu_ms, gpu_hours, cost_micros, cost, price_versions, used_mgpu_ms}], total_records, next_offset, total"}}
+        "responses": {"200": {"description": "records [{run_id, job_id, replica, attempt, tenant, queue, user, pool, node, gpu_uuids, gpu_model, mgpu, start_ms, end_ms, open, outcome, mgpu_ms, gpu_hours, cost_micros, cost, price_versions, measured_mgpu_ms, used_mgpu_ms, idle_mgpu_ms, used_cost_micros, idle_cost_micros, longest_idle_ms, idle}], total_records, next_offset, total"}}
       }
     },
     "/v1/reports/ops": {
