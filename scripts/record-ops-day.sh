@@ -107,7 +107,8 @@ agent_port="$(free_port)"
 export BERTH_SERVER="http://127.0.0.1:$api_port"
 "$berthd" --all-in-one --simulate "$work/cluster.yaml" --data-dir "$work/data" \
   --listen "127.0.0.1:$api_port" --agent-listen "127.0.0.1:$agent_port" \
-  --plain-http --plain-agents --stop-grace 2s --log-level warn >"$work/berthd.log" 2>&1 &
+  --plain-http --plain-agents --stop-grace 2s --telemetry-interval 1s --idle-window 1m \
+  --log-level warn >"$work/berthd.log" 2>&1 &
 berthd_pid=$!
 for _ in $(seq 1 100); do
   curl -fs "$BERTH_SERVER/healthz" >/dev/null 2>&1 && break
@@ -202,16 +203,34 @@ jobs_in_trace="$(wc -l <"$work/schedule")"
 sort -n -s -k1,1 "$work/schedule" -o "$work/schedule"
 log "playing ${hours} h of $(basename "$trace") ($jobs_in_trace jobs) at ${factor}x: about $((day_s / factor)) s"
 
+# How each job loads its simulated GPUs (the spec's load: block, which the
+# simulated provider follows): vision trains flat out, nlp stalls on input
+# half of every 20 s, speech is light; every 13th job is an allocation
+# nobody uses (a notebook left open), which the report counts as idle.
+submitted=0
+load_of() {  # tenant; sets job_load (no subshell, so the count holds)
+  submitted=$((submitted + 1))
+  if (( submitted % 13 == 0 )); then
+    job_load='{"pattern": "idle", "memory": "5%"}'; return
+  fi
+  case "$1" in
+    vision) job_load='{"utilization": 88, "memory": "70%"}' ;;
+    nlp) job_load='{"pattern": "periodic", "utilization": 95, "idle_utilization": 30, "period": "20s", "memory": "85%"}' ;;
+    *) job_load='{"utilization": 55, "memory": "35%"}' ;;
+  esac
+}
+
 submit() {  # tenant gpus duration_s kind [priority] [pool]
   local tenant="$1" gpus="$2" dur="$3" kind="$4" prio="${5:-normal}" pool="${6:-}"
+  load_of "$tenant"
   local script="sleep $dur"
   [[ "$kind" == fail ]] && script="sleep $dur; echo 'loss is NaN' >&2; exit 1"
   [[ "$kind" == oom ]] && script="sleep $dur; echo 'RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB' >&2; exit 1"
   local spec
   spec="$(jq -n --arg t "$tenant" --arg s "$script" --arg p "$prio" --arg pool "$pool" \
-    --argjson g "$gpus" --arg n "$tenant-$kind-$RANDOM" \
+    --argjson g "$gpus" --arg n "$tenant-$kind-$RANDOM" --argjson load "$job_load" \
     '{name: $n, tenant: $t, queue: "train", command: ["sh", "-c", $s], priority: $p,
-      resources: {gpus: $g}} + (if $pool == "" then {} else {pool: $pool} end)
+      resources: {gpus: $g}, load: $load} + (if $pool == "" then {} else {pool: $pool} end)
       + (if $p == "high" then {preemptible: true} else {} end)')"
   local token="${tokens[$tenant]}"
   [[ "$prio" == high ]] && token="$admin_token"
