@@ -128,16 +128,7 @@ json Api::JobUtilization(const store::JobRecord& job) {
   store::UtilSummary all;
   // The job's runs summed; a stretch of idle is the longest of any run.
   for (const auto& [id, s] : *runs) {
-    all.first_ms = all.samples == 0 ? s.first_ms : std::min(all.first_ms, s.first_ms);
-    all.last_ms = std::max(all.last_ms, s.last_ms);
-    all.samples += s.samples;
-    all.util_sum += s.util_sum;
-    all.util_max = std::max(all.util_max, s.util_max);
-    all.mem_util_sum += s.mem_util_sum;
-    all.memory_used_sum += s.memory_used_sum;
-    all.memory_used_max = std::max(all.memory_used_max, s.memory_used_max);
-    all.memory_total_bytes = std::max(all.memory_total_bytes, s.memory_total_bytes);
-    all.idle_samples += s.idle_samples;
+    all.Add(s);
     all.longest_idle_ms = std::max(all.longest_idle_ms, s.longest_idle_ms);
   }
   return UtilizationJson(all);

@@ -254,6 +254,19 @@ std::vector<std::string> SortedRuns(const std::vector<std::string>& ids) {
 
 }  // namespace
 
+void UtilSummary::Add(const UtilSummary& o) {
+  first_ms = samples == 0 ? o.first_ms : std::min(first_ms, o.first_ms);
+  last_ms = std::max(last_ms, o.last_ms);
+  samples += o.samples;
+  util_sum += o.util_sum;
+  util_max = std::max(util_max, o.util_max);
+  mem_util_sum += o.mem_util_sum;
+  memory_used_sum += o.memory_used_sum;
+  memory_used_max = std::max(memory_used_max, o.memory_used_max);
+  memory_total_bytes = std::max(memory_total_bytes, o.memory_total_bytes);
+  idle_samples += o.idle_samples;
+}
+
 double UtilSummary::AvgUtilPct() const {
   return samples == 0 ? 0.0 : static_cast<double>(util_sum) / static_cast<double>(samples);
 }
@@ -690,16 +703,7 @@ Result<UtilSummary> TelemetryStore::FleetSummary(TimeMs from, TimeMs to) {
     part.idle_samples = st->Int(7);
     part.first_ms = st->Int(8);
     part.last_ms = st->Int(9) + width;
-    s.first_ms = s.samples == 0 ? part.first_ms : std::min(s.first_ms, part.first_ms);
-    s.last_ms = std::max(s.last_ms, part.last_ms);
-    s.samples += part.samples;
-    s.util_sum += part.util_sum;
-    s.util_max = std::max(s.util_max, part.util_max);
-    s.mem_util_sum += part.mem_util_sum;
-    s.memory_used_sum += part.memory_used_sum;
-    s.memory_used_max = std::max(s.memory_used_max, part.memory_used_max);
-    s.memory_total_bytes = std::max(s.memory_total_bytes, part.memory_total_bytes);
-    s.idle_samples += part.idle_samples;
+    s.Add(part);
   }
   std::vector<GpuBucket> open;
   {

@@ -69,6 +69,9 @@ struct UtilSummary {
   // bucket width: what flags an idle allocation. A slot is one bucket start
   // across the summed GPUs; a gap in sampling ends a stretch.
   std::int64_t longest_idle_ms = 0;
+  // Adds another window's readings: sums add, maxima and the span widen.
+  // longest_idle_ms is left alone (stretches do not add across windows).
+  void Add(const UtilSummary& other);
   // Whole-percent averages; 0 when nothing was sampled.
   double AvgUtilPct() const;
   double AvgMemoryUsedBytes() const;
