@@ -80,7 +80,7 @@ Cycle::Cycle(const Snapshot& s)
   running_preemptible_.reserve(s.running.size());
   running_usage_.resize(s.running.size());
   running_nodes_.resize(s.running.size());
-  unlimited_on_.resize(cluster_.nodes().size());
+  unlimited_on_.resize(cluster_.size());
   std::vector<std::optional<std::size_t>> at;  // node of each replica of the job
   for (std::size_t i = 0; i < s.running.size(); ++i) {
     const RunningJob& r = s.running[i];
@@ -325,12 +325,12 @@ Cycle::Outcome Cycle::Decide(const JobCtx& ctx, model::Reason& why) {
     why = {model::ReasonCode::kQueueUnknown, {}, ctx.path};
     return Outcome::kRefused;
   }
-  if (cluster_.nodes().empty()) {
+  if (cluster_.empty()) {
     why = {model::ReasonCode::kNoNodes, {}, {}};
     return Outcome::kWaiting;
   }
   bool feasible = false;
-  for (std::size_t n = 0; n < cluster_.nodes().size() && !feasible; ++n) {
+  for (std::size_t n = 0; n < cluster_.size() && !feasible; ++n) {
     feasible = cluster_.StaticCause(n, ctx.shape).empty();
   }
   if (!feasible) {  // no node could ever take it: say why, and do not block the queue
