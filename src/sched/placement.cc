@@ -33,29 +33,24 @@ bool ByIndex(const GpuView& a, const GpuView& b) {
   return a.index < b.index;
 }
 
-// Sorted by name, and each node's GPUs by index.
-bool InOrder(const std::vector<NodeView>& nodes) {
-  return std::is_sorted(nodes.begin(), nodes.end(), ByName) &&
-         std::all_of(nodes.begin(), nodes.end(), [](const NodeView& n) {
-           return std::is_sorted(n.gpus.begin(), n.gpus.end(), ByIndex);
-         });
-}
-
 }  // namespace
 
+// Snapshots come sorted (by name, GPUs by index): checking is part of the
+// pass that indexes them; sorting 10,000 names again every cycle is not, and
+// nor is copying them.
 Cluster::Cluster(const std::vector<NodeView>& nodes) : base_(&nodes) {
-  // Snapshots come sorted (by name, GPUs by index): checking is a pass,
-  // sorting 10,000 names again every cycle is not, and nor is copying them.
-  if (!InOrder(nodes)) {
+  if (!Index()) {
     owned_ = nodes;
     Sort();
+    Index();
   }
-  Index();
 }
 
 Cluster::Cluster(std::vector<NodeView>&& nodes) : owned_(std::move(nodes)), base_(&owned_) {
-  if (!InOrder(owned_)) Sort();
-  Index();
+  if (!Index()) {
+    Sort();
+    Index();
+  }
 }
 
 void Cluster::Sort() {
@@ -78,53 +73,70 @@ NodeView& Cluster::Mutable(std::size_t n) {
   return copies_[own_[n] - 1];
 }
 
-void Cluster::Index() {
+bool Cluster::Index() {
   const std::vector<NodeView>& nodes = *base_;
-  own_.assign(nodes.size(), 0);
   // An open-addressed table of node positions, at most half full: one
   // allocation, where a hash map allocated (and freed) a node per name.
   std::size_t slots = 2;
   while (slots < 2 * nodes.size()) slots *= 2;
   index_.assign(slots, 0);
+  // Distinct models, sorted; a set of views, not a sort of every GPU's name.
+  // Neighbouring GPUs are mostly of one model: a set lookup per change of
+  // model, not per GPU (80,000 a cycle at 10,000 nodes). Where each run of
+  // one model starts (its first GPU, node after node) is kept for the
+  // second pass, which then compares no names.
+  std::set<std::string_view> models;
+  std::vector<std::pair<std::size_t, const std::string*>> runs;
+  const std::string* last = nullptr;
+  std::size_t gpus = 0;
+  std::size_t most = 0;
+  max_gpu_memory_ = 0;
   for (std::size_t n = 0; n < nodes.size(); ++n) {
-    std::size_t at = std::hash<std::string_view>{}(nodes[n].name) & (slots - 1);
+    const NodeView& node = nodes[n];
+    if (n > 0 && ByName(node, nodes[n - 1])) return false;
+    std::size_t at = std::hash<std::string_view>{}(node.name) & (slots - 1);
     // The first of equal names keeps the slot.
-    while (index_[at] != 0 && nodes[index_[at] - 1].name != nodes[n].name) {
+    while (index_[at] != 0 && nodes[index_[at] - 1].name != node.name) {
       at = (at + 1) & (slots - 1);
     }
     if (index_[at] == 0) index_[at] = static_cast<std::uint32_t>(n + 1);
-  }
-  // Distinct models, sorted; a set of views, not a sort of every GPU's name.
-  // Neighbouring GPUs are mostly of one model: a set lookup per change of
-  // model, not per GPU (80,000 a cycle at 10,000 nodes).
-  std::set<std::string_view> models;
-  const std::string* last = nullptr;
-  for (const auto& n : nodes) {
-    for (const auto& g : n.gpus) {
+    for (std::size_t i = 0; i < node.gpus.size(); ++i) {
+      const GpuView& g = node.gpus[i];
+      if (i > 0 && ByIndex(g, node.gpus[i - 1])) return false;
       if (last == nullptr || *last != g.model) {
         models.insert(g.model);
         last = &g.model;
+        runs.emplace_back(gpus, last);
       }
       max_gpu_memory_ = std::max(max_gpu_memory_, g.memory_bytes);
+      ++gpus;
     }
+    most = std::max(most, node.gpus.size());
   }
   models_.assign(models.begin(), models.end());
-  std::size_t most = 0;
-  for (const auto& n : nodes) most = std::max(most, n.gpus.size());
+  own_.assign(nodes.size(), 0);
   free_.assign(models_.size() + 1, std::vector<std::uint32_t>(nodes.size(), 0));
   by_free_.assign(models_.size() + 1, std::vector<NodeSet>(most + 1, NodeSet(nodes.size())));
+  model_of_.clear();
+  model_of_.reserve(gpus);
+  first_gpu_.clear();
   first_gpu_.reserve(nodes.size() + 1);
+  has_sharing_.clear();
   has_sharing_.reserve(nodes.size());
+  healthy_.clear();
   healthy_.reserve(nodes.size());
-  last = nullptr;
+  max_healthy_ = 0;
+  std::size_t run = 0;
   std::size_t last_id = 0;
   for (std::size_t n = 0; n < nodes.size(); ++n) {
     first_gpu_.push_back(model_of_.size());
+    std::uint32_t healthy = 0;
+    bool sharing = false;
     for (const auto& g : nodes[n].gpus) {
-      if (last == nullptr || *last != g.model) {
+      if (run < runs.size() && runs[run].first == model_of_.size()) {
         last_id = static_cast<std::size_t>(
-            std::lower_bound(models_.begin(), models_.end(), g.model) - models_.begin());
-        last = &g.model;
+            std::lower_bound(models_.begin(), models_.end(), *runs[run].second) - models_.begin());
+        ++run;
       }
       const std::size_t m = last_id;
       model_of_.push_back(m);
@@ -132,16 +144,16 @@ void Cluster::Index() {
         ++free_[0][n];
         ++free_[m + 1][n];
       }
+      if (g.healthy) ++healthy;
+      sharing = sharing || g.sharing;
     }
-    has_sharing_.push_back(std::any_of(nodes[n].gpus.begin(), nodes[n].gpus.end(),
-                                       [](const GpuView& g) { return g.sharing; }));
-    healthy_.push_back(static_cast<std::uint32_t>(std::count_if(
-        nodes[n].gpus.begin(), nodes[n].gpus.end(), [](const GpuView& g) { return g.healthy; })));
-    if (nodes[n].ready && !nodes[n].cordoned)
-      max_healthy_ = std::max(max_healthy_, healthy_.back());
+    has_sharing_.push_back(sharing);
+    healthy_.push_back(healthy);
+    if (nodes[n].ready && !nodes[n].cordoned) max_healthy_ = std::max(max_healthy_, healthy);
     for (std::size_t c = 0; c < free_.size(); ++c) by_free_[c][free_[c][n]].insert(n);
   }
   first_gpu_.push_back(model_of_.size());
+  return true;
 }
 
 void Cluster::SetFree(std::size_t n, std::size_t i, bool free) {

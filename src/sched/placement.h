@@ -206,8 +206,9 @@ class Cluster {
 
   // Sorts owned_ (by name, GPUs by index) and works on it.
   void Sort();
-  // Builds the indexes below from the nodes.
-  void Index();
+  // Builds the indexes below from the nodes; false (and nothing built to
+  // rely on) when they are not sorted by name, GPUs by index.
+  bool Index();
   // Node `n`, copied on its first change (what Node(n) returns from then).
   NodeView& Mutable(std::size_t n);
 
