@@ -1,6 +1,7 @@
 #include "sched/placement.h"
 
 #include <algorithm>
+#include <numeric>
 #include <tuple>
 #include <utility>
 
@@ -79,80 +80,89 @@ bool Cluster::Index() {
   // allocation, where a hash map allocated (and freed) a node per name.
   std::size_t slots = 2;
   while (slots < 2 * nodes.size()) slots *= 2;
-  index_.assign(slots, 0);
-  // Distinct models, sorted; a set of views, not a sort of every GPU's name.
-  // Neighbouring GPUs are mostly of one model: a set lookup per change of
-  // model, not per GPU (80,000 a cycle at 10,000 nodes). Where each run of
-  // one model starts (its first GPU, node after node) is kept for the
-  // second pass, which then compares no names.
-  std::set<std::string_view> models;
-  std::vector<std::pair<std::size_t, const std::string*>> runs;
+  index_.assign(slots, Slot{});
+  // One pass over every GPU: the sorted model list is known only at its
+  // end, so GPUs get model ids in the order models are first seen, which
+  // are renumbered after it. Neighbouring GPUs are mostly of one model: one
+  // name comparison per GPU, and a search of the models seen so far per
+  // change of model (80,000 GPUs a cycle at 10,000 nodes).
+  std::vector<const std::string*> seen;  // by first-seen id
   const std::string* last = nullptr;
-  std::size_t gpus = 0;
+  std::size_t last_id = 0;
   std::size_t most = 0;
   max_gpu_memory_ = 0;
+  max_healthy_ = 0;
+  own_.assign(nodes.size(), 0);
+  free_.assign(1, std::vector<std::uint32_t>(nodes.size(), 0));
+  model_of_.clear();
+  first_gpu_.clear();
+  first_gpu_.reserve(nodes.size() + 1);
+  has_sharing_.assign(nodes.size(), false);
+  healthy_.assign(nodes.size(), 0);
   for (std::size_t n = 0; n < nodes.size(); ++n) {
     const NodeView& node = nodes[n];
     if (n > 0 && ByName(node, nodes[n - 1])) return false;
-    std::size_t at = std::hash<std::string_view>{}(node.name) & (slots - 1);
+    const std::size_t hash = std::hash<std::string_view>{}(node.name);
+    const auto tag = static_cast<std::uint32_t>(hash >> 32);
+    std::size_t at = hash & (slots - 1);
     // The first of equal names keeps the slot.
-    while (index_[at] != 0 && nodes[index_[at] - 1].name != node.name) {
+    while (index_[at].node != 0 &&
+           (index_[at].tag != tag || nodes[index_[at].node - 1].name != node.name)) {
       at = (at + 1) & (slots - 1);
     }
-    if (index_[at] == 0) index_[at] = static_cast<std::uint32_t>(n + 1);
+    if (index_[at].node == 0) index_[at] = {static_cast<std::uint32_t>(n + 1), tag};
+    first_gpu_.push_back(model_of_.size());
+    std::uint32_t healthy = 0;
     for (std::size_t i = 0; i < node.gpus.size(); ++i) {
       const GpuView& g = node.gpus[i];
       if (i > 0 && ByIndex(g, node.gpus[i - 1])) return false;
       if (last == nullptr || *last != g.model) {
-        models.insert(g.model);
+        auto it = std::find_if(seen.begin(), seen.end(),
+                               [&](const std::string* m) { return *m == g.model; });
+        if (it == seen.end()) {
+          it = seen.insert(seen.end(), &g.model);
+          free_.emplace_back(nodes.size(), 0);
+        }
+        last_id = static_cast<std::size_t>(it - seen.begin());
         last = &g.model;
-        runs.emplace_back(gpus, last);
       }
+      model_of_.push_back(last_id);
+      if (g.healthy) {
+        ++healthy;
+        if (g.free) {
+          ++free_[0][n];
+          ++free_[last_id + 1][n];
+        }
+      }
+      if (g.sharing) has_sharing_[n] = true;
       max_gpu_memory_ = std::max(max_gpu_memory_, g.memory_bytes);
-      ++gpus;
     }
+    healthy_[n] = healthy;
+    if (node.ready && !node.cordoned) max_healthy_ = std::max(max_healthy_, healthy);
     most = std::max(most, node.gpus.size());
   }
-  models_.assign(models.begin(), models.end());
-  own_.assign(nodes.size(), 0);
-  free_.assign(models_.size() + 1, std::vector<std::uint32_t>(nodes.size(), 0));
-  by_free_.assign(models_.size() + 1, std::vector<NodeSet>(most + 1, NodeSet(nodes.size())));
-  model_of_.clear();
-  model_of_.reserve(gpus);
-  first_gpu_.clear();
-  first_gpu_.reserve(nodes.size() + 1);
-  has_sharing_.clear();
-  has_sharing_.reserve(nodes.size());
-  healthy_.clear();
-  healthy_.reserve(nodes.size());
-  max_healthy_ = 0;
-  std::size_t run = 0;
-  std::size_t last_id = 0;
-  for (std::size_t n = 0; n < nodes.size(); ++n) {
-    first_gpu_.push_back(model_of_.size());
-    std::uint32_t healthy = 0;
-    bool sharing = false;
-    for (const auto& g : nodes[n].gpus) {
-      if (run < runs.size() && runs[run].first == model_of_.size()) {
-        last_id = static_cast<std::size_t>(
-            std::lower_bound(models_.begin(), models_.end(), *runs[run].second) - models_.begin());
-        ++run;
-      }
-      const std::size_t m = last_id;
-      model_of_.push_back(m);
-      if (g.free && g.healthy) {
-        ++free_[0][n];
-        ++free_[m + 1][n];
-      }
-      if (g.healthy) ++healthy;
-      sharing = sharing || g.sharing;
-    }
-    has_sharing_.push_back(sharing);
-    healthy_.push_back(healthy);
-    if (nodes[n].ready && !nodes[n].cordoned) max_healthy_ = std::max(max_healthy_, healthy);
-    for (std::size_t c = 0; c < free_.size(); ++c) by_free_[c][free_[c][n]].insert(n);
-  }
   first_gpu_.push_back(model_of_.size());
+  // Renumber the models by name: sorted_id[first-seen id].
+  std::vector<std::size_t> order(seen.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return *seen[a] < *seen[b]; });
+  std::vector<std::size_t> sorted_id(seen.size());
+  models_.clear();
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    sorted_id[order[k]] = k;
+    models_.push_back(*seen[order[k]]);
+  }
+  if (!std::is_sorted(order.begin(), order.end())) {  // seen out of name order
+    std::vector<std::vector<std::uint32_t>> free{free_[0]};
+    for (std::size_t id : order) free.push_back(free_[id + 1]);
+    free_ = free;
+  }
+  for (auto& m : model_of_) m = sorted_id[m];
+  by_free_.assign(free_.size(), std::vector<NodeSet>(most + 1, NodeSet(nodes.size())));
+  for (std::size_t c = 0; c < free_.size(); ++c) {
+    for (std::size_t n = 0; n < nodes.size(); ++n) by_free_[c][free_[c][n]].insert(n);
+  }
   return true;
 }
 
@@ -216,10 +226,11 @@ std::optional<std::size_t> Cluster::ClassOf(const model::Resources& r) const {
 
 std::optional<std::size_t> Cluster::Find(std::string_view name) const {
   const std::size_t mask = index_.size() - 1;
-  for (std::size_t at = std::hash<std::string_view>{}(name)&mask; index_[at] != 0;
-       at = (at + 1) & mask) {
-    const std::size_t n = index_[at] - 1;
-    if ((*base_)[n].name == name) return n;
+  const std::size_t hash = std::hash<std::string_view>{}(name);
+  const auto tag = static_cast<std::uint32_t>(hash >> 32);
+  for (std::size_t at = hash & mask; index_[at].node != 0; at = (at + 1) & mask) {
+    const std::size_t n = index_[at].node - 1;
+    if (index_[at].tag == tag && (*base_)[n].name == name) return n;
   }
   return std::nullopt;
 }

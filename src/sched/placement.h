@@ -222,9 +222,14 @@ class Cluster {
   // Node index by name (the first of equal names, as a binary search finds):
   // a search per placed replica and per running job's replica was a visible
   // part of the cycle at 10,000 nodes. Open addressing with linear probing
-  // on the name's hash; a slot holds 1 + the node's index, 0 when empty;
-  // a power-of-two size, never more than half full.
-  std::vector<std::uint32_t> index_;
+  // on the name's hash; a power-of-two size, never more than half full.
+  // Each slot keeps the hash's high half, so that a probe past another name
+  // rarely reads that node.
+  struct Slot {
+    std::uint32_t node = 0;  // 1 + the node's index; 0: empty
+    std::uint32_t tag = 0;   // the name's hash >> 32
+  };
+  std::vector<Slot> index_;
   std::vector<std::string> models_;  // GPU models present, sorted
   // Model id of every GPU, node after node (one list, not one per node: a
   // cycle builds it for every node); node n's GPUs start at first_gpu_[n].
