@@ -236,7 +236,16 @@ std::optional<std::size_t> Cluster::Find(std::string_view name) const {
 }
 
 const GpuView* Cluster::Gpu(std::size_t n, std::uint32_t index) const {
-  for (const auto& g : Node(n).gpus) {
+  // GPUs are sorted by index and mostly numbered from 0: the GPU at that
+  // position, when no earlier one can share its index, is the first match
+  // without a scan (a scan per GPU of every running job was a tenth of a
+  // cycle at 10,000 nodes).
+  const auto& gpus = Node(n).gpus;
+  if (index < gpus.size() && gpus[index].index == index &&
+      (index == 0 || gpus[index - 1].index < index)) {
+    return &gpus[index];
+  }
+  for (const auto& g : gpus) {
     if (g.index == index) return &g;
   }
   return nullptr;
