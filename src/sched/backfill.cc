@@ -24,7 +24,7 @@ void Cycle::HideReserved(TimeMs end) {
   hidden_shared_.clear();
   for (const auto& [key, hold] : holds_) {
     if (end <= hold.from) continue;  // it ends before the reserved start: may use it
-    const GpuView& g = cluster_.nodes()[key.first].gpus[key.second];
+    const GpuView& g = cluster_.Node(key.first).gpus[key.second];
     if (g.free) {
       cluster_.SetGpuFree(key.first, key.second, false);
       hidden_.push_back(key);
@@ -51,7 +51,7 @@ std::vector<Cycle::GpuKey> Cycle::KeysOf(const std::vector<ReplicaPlacement>& re
   for (const auto& rp : replicas) {
     auto n = cluster_.Find(rp.node);
     if (!n) continue;
-    const auto& gpus = cluster_.nodes()[*n].gpus;
+    const auto& gpus = cluster_.Node(*n).gpus;
     for (std::uint32_t idx : rp.gpu_indices) {
       if (const GpuView* g = cluster_.Gpu(*n, idx)) {
         out.emplace_back(*n, static_cast<std::size_t>(g - gpus.data()));
@@ -80,7 +80,7 @@ void Cycle::ReplayRelease(const model::Resources& res,
       std::erase_if(rp.gpu_indices, [&](std::uint32_t idx) {
         const GpuView* g = cluster_.Gpu(*n, idx);
         if (g == nullptr) return true;
-        auto it = holds_.find({*n, static_cast<std::size_t>(g - cluster_.nodes()[*n].gpus.data())});
+        auto it = holds_.find({*n, static_cast<std::size_t>(g - cluster_.Node(*n).gpus.data())});
         return it != holds_.end() && it->second.until > t;
       });
     }
@@ -158,7 +158,7 @@ const std::vector<char>& Cycle::UsableNodes(const JobCtx& ctx) {
   std::string key = ExplainKey(ctx, 0);
   auto it = usable_.find(key);
   if (it != usable_.end()) return it->second;
-  std::vector<char> usable(cluster_.nodes().size());
+  std::vector<char> usable(cluster_.size());
   for (std::size_t n = 0; n < usable.size(); ++n) {
     usable[n] = cluster_.StaticCause(n, ctx.shape).empty() ? 1 : 0;
   }
@@ -181,7 +181,7 @@ Eta Cycle::Estimate(const JobCtx& ctx) {
 
 Eta Cycle::Replay(const JobCtx& ctx) {
   Eta eta;
-  if (cluster_.nodes().empty()) return eta;
+  if (cluster_.empty()) return eta;
   const std::vector<char>& usable = UsableNodes(ctx);
   ExtendTimeline();
   // Releases by time: running jobs at their max runtime, jobs placed this
@@ -216,7 +216,7 @@ Eta Cycle::Replay(const JobCtx& ctx) {
   // so the estimate errs late, never early.
   std::vector<char> taken(held.size(), 0);
   for (std::size_t h = 0; h < held.size(); ++h) {
-    const GpuView& g = cluster_.nodes()[held[h].first].gpus[held[h].second];
+    const GpuView& g = cluster_.Node(held[h].first).gpus[held[h].second];
     if (g.free) {
       cluster_.SetGpuFree(held[h].first, held[h].second, false);
       taken[h] = 1;

@@ -30,7 +30,7 @@ constexpr std::size_t kMaxRooms = 8;
 void Cycle::FindMovable() {
   if (movable_built_) return;
   movable_built_ = true;
-  movable_on_.assign(cluster_.nodes().size(), {});
+  movable_on_.assign(cluster_.size(), {});
   for (std::size_t i = 0; i < s_.running.size(); ++i) {
     const RunningJob& r = s_.running[i];
     if (!r.checkpoints || !running_preemptible_[i] || r.resources.gpus == 0 ||
@@ -99,7 +99,7 @@ bool Cycle::PlaceByMoving(const JobCtx& ctx) {
   // found need the fewest moves. At most kMaxRooms are tried.
   cluster_.ForNodesBelow(res, res.gpus, [&](std::size_t n, std::uint32_t free) {
     if (movable_on_[n].empty() || !cluster_.StaticCause(n, ctx.shape).empty()) return true;
-    const auto& name = cluster_.nodes()[n].name;
+    const auto& name = cluster_.Node(n).name;
     Room room{res.gpus - free, n, {}};
     std::uint32_t could_free = 0;
     for (std::size_t i : movable_on_[n]) {

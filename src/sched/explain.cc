@@ -124,7 +124,7 @@ model::Reason Cycle::ComputeNoFit(const JobCtx& ctx, std::uint32_t placed_before
   std::int64_t free_total = 0;
   std::int64_t largest = 0;
   bool any_static_ok = false;
-  for (std::size_t n = 0; n < cluster_.nodes().size(); ++n) {
+  for (std::size_t n = 0; n < cluster_.size(); ++n) {
     auto cause = cluster_.Cause(n, ctx.shape);
     if (cause.empty()) cause = model::kCauseTooFewGpus;  // fits alone, not with its gang
     ++r.counts[std::string(cause)];
@@ -135,7 +135,7 @@ model::Reason Cycle::ComputeNoFit(const JobCtx& ctx, std::uint32_t placed_before
       largest = std::max(largest, free);
     }
   }
-  Set(r, "nodes", static_cast<std::int64_t>(cluster_.nodes().size()));
+  Set(r, "nodes", static_cast<std::int64_t>(cluster_.size()));
   Set(r, "gpus_per_replica", res.gpus);
   if (res.gpu_share_millis > 0) Set(r, model::kSliceMgpu, res.gpu_share_millis);
   if (res.gpu_share_bytes > 0) {

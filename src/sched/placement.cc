@@ -1,6 +1,7 @@
 #include "sched/placement.h"
 
 #include <algorithm>
+#include <numeric>
 #include <tuple>
 #include <utility>
 
@@ -24,73 +25,149 @@ bool Matches(const std::map<std::string, std::string>& labels,
 
 }  // namespace
 
-Cluster::Cluster(std::vector<NodeView> nodes) : nodes_(std::move(nodes)) {
-  // Snapshots come sorted (by name, GPUs by index): checking is a pass,
-  // sorting 10,000 names again every cycle is not.
-  auto by_name = [](const NodeView& a, const NodeView& b) { return a.name < b.name; };
-  if (!std::is_sorted(nodes_.begin(), nodes_.end(), by_name)) {
-    std::sort(nodes_.begin(), nodes_.end(), by_name);
+namespace {
+
+bool ByName(const NodeView& a, const NodeView& b) {
+  return a.name < b.name;
+}
+bool ByIndex(const GpuView& a, const GpuView& b) {
+  return a.index < b.index;
+}
+
+}  // namespace
+
+// Snapshots come sorted (by name, GPUs by index): checking is part of the
+// pass that indexes them; sorting 10,000 names again every cycle is not, and
+// nor is copying them.
+Cluster::Cluster(const std::vector<NodeView>& nodes) : base_(&nodes) {
+  if (!Index()) {
+    owned_ = nodes;
+    Sort();
+    Index();
   }
-  auto by_index = [](const GpuView& a, const GpuView& b) { return a.index < b.index; };
-  for (auto& n : nodes_) {
-    if (!std::is_sorted(n.gpus.begin(), n.gpus.end(), by_index)) {
-      std::sort(n.gpus.begin(), n.gpus.end(), by_index);
+}
+
+Cluster::Cluster(std::vector<NodeView>&& nodes) : owned_(std::move(nodes)), base_(&owned_) {
+  if (!Index()) {
+    Sort();
+    Index();
+  }
+}
+
+void Cluster::Sort() {
+  if (!std::is_sorted(owned_.begin(), owned_.end(), ByName)) {
+    std::sort(owned_.begin(), owned_.end(), ByName);
+  }
+  for (auto& n : owned_) {
+    if (!std::is_sorted(n.gpus.begin(), n.gpus.end(), ByIndex)) {
+      std::sort(n.gpus.begin(), n.gpus.end(), ByIndex);
     }
   }
-  index_.reserve(nodes_.size());
-  for (std::size_t n = 0; n < nodes_.size(); ++n) index_.emplace(nodes_[n].name, n);
-  // Distinct models, sorted; a set of views, not a sort of every GPU's name.
-  // Neighbouring GPUs are mostly of one model: a set lookup per change of
-  // model, not per GPU (80,000 a cycle at 10,000 nodes).
-  std::set<std::string_view> models;
+  base_ = &owned_;
+}
+
+NodeView& Cluster::Mutable(std::size_t n) {
+  if (own_[n] == 0) {
+    copies_.push_back((*base_)[n]);
+    own_[n] = static_cast<std::uint32_t>(copies_.size());
+  }
+  return copies_[own_[n] - 1];
+}
+
+bool Cluster::Index() {
+  const std::vector<NodeView>& nodes = *base_;
+  // An open-addressed table of node positions, at most half full: one
+  // allocation, where a hash map allocated (and freed) a node per name.
+  std::size_t slots = 2;
+  while (slots < 2 * nodes.size()) slots *= 2;
+  index_.assign(slots, Slot{});
+  // One pass over every GPU: the sorted model list is known only at its
+  // end, so GPUs get model ids in the order models are first seen, which
+  // are renumbered after it. Neighbouring GPUs are mostly of one model: one
+  // name comparison per GPU, and a search of the models seen so far per
+  // change of model (80,000 GPUs a cycle at 10,000 nodes).
+  std::vector<const std::string*> seen;  // by first-seen id
   const std::string* last = nullptr;
-  for (const auto& n : nodes_) {
-    for (const auto& g : n.gpus) {
+  std::size_t last_id = 0;
+  std::size_t most = 0;
+  max_gpu_memory_ = 0;
+  max_healthy_ = 0;
+  own_.assign(nodes.size(), 0);
+  free_.assign(1, std::vector<std::uint32_t>(nodes.size(), 0));
+  model_of_.clear();
+  first_gpu_.clear();
+  first_gpu_.reserve(nodes.size() + 1);
+  has_sharing_.assign(nodes.size(), false);
+  healthy_.assign(nodes.size(), 0);
+  for (std::size_t n = 0; n < nodes.size(); ++n) {
+    const NodeView& node = nodes[n];
+    if (n > 0 && ByName(node, nodes[n - 1])) return false;
+    const std::size_t hash = std::hash<std::string_view>{}(node.name);
+    const auto tag = static_cast<std::uint32_t>(hash >> 32);
+    std::size_t at = hash & (slots - 1);
+    // The first of equal names keeps the slot.
+    while (index_[at].node != 0 &&
+           (index_[at].tag != tag || nodes[index_[at].node - 1].name != node.name)) {
+      at = (at + 1) & (slots - 1);
+    }
+    if (index_[at].node == 0) index_[at] = {static_cast<std::uint32_t>(n + 1), tag};
+    first_gpu_.push_back(model_of_.size());
+    std::uint32_t healthy = 0;
+    for (std::size_t i = 0; i < node.gpus.size(); ++i) {
+      const GpuView& g = node.gpus[i];
+      if (i > 0 && ByIndex(g, node.gpus[i - 1])) return false;
       if (last == nullptr || *last != g.model) {
-        models.insert(g.model);
+        auto it = std::find_if(seen.begin(), seen.end(),
+                               [&](const std::string* m) { return *m == g.model; });
+        if (it == seen.end()) {
+          it = seen.insert(seen.end(), &g.model);
+          free_.emplace_back(nodes.size(), 0);
+        }
+        last_id = static_cast<std::size_t>(it - seen.begin());
         last = &g.model;
       }
+      model_of_.push_back(last_id);
+      if (g.healthy) {
+        ++healthy;
+        if (g.free) {
+          ++free_[0][n];
+          ++free_[last_id + 1][n];
+        }
+      }
+      if (g.sharing) has_sharing_[n] = true;
       max_gpu_memory_ = std::max(max_gpu_memory_, g.memory_bytes);
     }
-  }
-  models_.assign(models.begin(), models.end());
-  std::size_t most = 0;
-  for (const auto& n : nodes_) most = std::max(most, n.gpus.size());
-  free_.assign(models_.size() + 1, std::vector<std::uint32_t>(nodes_.size(), 0));
-  by_free_.assign(models_.size() + 1, std::vector<NodeSet>(most + 1, NodeSet(nodes_.size())));
-  first_gpu_.reserve(nodes_.size() + 1);
-  has_sharing_.reserve(nodes_.size());
-  healthy_.reserve(nodes_.size());
-  last = nullptr;
-  std::size_t last_id = 0;
-  for (std::size_t n = 0; n < nodes_.size(); ++n) {
-    first_gpu_.push_back(model_of_.size());
-    for (const auto& g : nodes_[n].gpus) {
-      if (last == nullptr || *last != g.model) {
-        last_id = static_cast<std::size_t>(
-            std::lower_bound(models_.begin(), models_.end(), g.model) - models_.begin());
-        last = &g.model;
-      }
-      const std::size_t m = last_id;
-      model_of_.push_back(m);
-      if (g.free && g.healthy) {
-        ++free_[0][n];
-        ++free_[m + 1][n];
-      }
-    }
-    has_sharing_.push_back(std::any_of(nodes_[n].gpus.begin(), nodes_[n].gpus.end(),
-                                       [](const GpuView& g) { return g.sharing; }));
-    healthy_.push_back(static_cast<std::uint32_t>(std::count_if(
-        nodes_[n].gpus.begin(), nodes_[n].gpus.end(), [](const GpuView& g) { return g.healthy; })));
-    if (nodes_[n].ready && !nodes_[n].cordoned)
-      max_healthy_ = std::max(max_healthy_, healthy_.back());
-    for (std::size_t c = 0; c < free_.size(); ++c) by_free_[c][free_[c][n]].insert(n);
+    healthy_[n] = healthy;
+    if (node.ready && !node.cordoned) max_healthy_ = std::max(max_healthy_, healthy);
+    most = std::max(most, node.gpus.size());
   }
   first_gpu_.push_back(model_of_.size());
+  // Renumber the models by name: sorted_id[first-seen id].
+  std::vector<std::size_t> order(seen.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return *seen[a] < *seen[b]; });
+  std::vector<std::size_t> sorted_id(seen.size());
+  models_.clear();
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    sorted_id[order[k]] = k;
+    models_.push_back(*seen[order[k]]);
+  }
+  if (!std::is_sorted(order.begin(), order.end())) {  // seen out of name order
+    std::vector<std::vector<std::uint32_t>> free{free_[0]};
+    for (std::size_t id : order) free.push_back(free_[id + 1]);
+    free_ = free;
+  }
+  for (auto& m : model_of_) m = sorted_id[m];
+  by_free_.assign(free_.size(), std::vector<NodeSet>(most + 1, NodeSet(nodes.size())));
+  for (std::size_t c = 0; c < free_.size(); ++c) {
+    for (std::size_t n = 0; n < nodes.size(); ++n) by_free_[c][free_[c][n]].insert(n);
+  }
+  return true;
 }
 
 void Cluster::SetFree(std::size_t n, std::size_t i, bool free) {
-  GpuView& g = nodes_[n].gpus[i];
+  GpuView& g = Mutable(n).gpus[i];
   if (g.healthy && g.free != free) {
     for (std::size_t c : {std::size_t{0}, model_of_[first_gpu_[n] + i] + 1}) {
       by_free_[c][free_[c][n]].erase(n);
@@ -127,7 +204,7 @@ void Cluster::ForNodesBelow(const model::Resources& r, std::uint32_t below,
   JobShape shape;
   shape.resources = r;
   std::vector<std::pair<std::uint32_t, std::size_t>> order;
-  for (std::size_t n = 0; n < nodes_.size(); ++n) {
+  for (std::size_t n = 0; n < size(); ++n) {
     std::uint32_t free = FreeEligible(n, shape);
     if (free < below) order.emplace_back(free, n);
   }
@@ -148,13 +225,27 @@ std::optional<std::size_t> Cluster::ClassOf(const model::Resources& r) const {
 }
 
 std::optional<std::size_t> Cluster::Find(std::string_view name) const {
-  auto it = index_.find(name);
-  if (it == index_.end()) return std::nullopt;
-  return it->second;
+  const std::size_t mask = index_.size() - 1;
+  const std::size_t hash = std::hash<std::string_view>{}(name);
+  const auto tag = static_cast<std::uint32_t>(hash >> 32);
+  for (std::size_t at = hash & mask; index_[at].node != 0; at = (at + 1) & mask) {
+    const std::size_t n = index_[at].node - 1;
+    if (index_[at].tag == tag && (*base_)[n].name == name) return n;
+  }
+  return std::nullopt;
 }
 
 const GpuView* Cluster::Gpu(std::size_t n, std::uint32_t index) const {
-  for (const auto& g : nodes_[n].gpus) {
+  // GPUs are sorted by index and mostly numbered from 0: the GPU at that
+  // position, when no earlier one can share its index, is the first match
+  // without a scan (a scan per GPU of every running job was a tenth of a
+  // cycle at 10,000 nodes).
+  const auto& gpus = Node(n).gpus;
+  if (index < gpus.size() && gpus[index].index == index &&
+      (index == 0 || gpus[index - 1].index < index)) {
+    return &gpus[index];
+  }
+  for (const auto& g : gpus) {
     if (g.index == index) return &g;
   }
   return nullptr;
@@ -174,7 +265,7 @@ bool Cluster::SliceFits(const GpuView& g, const model::Resources& r) const {
 
 std::optional<std::size_t> Cluster::ChooseSlice(
     std::size_t n, const model::Resources& r, std::pair<std::uint64_t, std::uint64_t>* key) const {
-  const NodeView& node = nodes_[n];
+  const NodeView& node = Node(n);
   std::optional<std::size_t> best;
   std::pair<std::uint64_t, std::uint64_t> best_key{};
   for (std::size_t i = 0; i < node.gpus.size(); ++i) {
@@ -199,7 +290,7 @@ std::string_view Cluster::StaticSliceCause(std::size_t n, const model::Resources
   bool model_match = false;
   bool sharing = false;
   bool fits = false;
-  for (const auto& g : nodes_[n].gpus) {
+  for (const auto& g : Node(n).gpus) {
     if (!r.gpu_model.empty() && g.model != r.gpu_model) continue;
     model_match = true;
     if (!g.sharing) continue;
@@ -216,7 +307,7 @@ std::string_view Cluster::StaticSliceCause(std::size_t n, const model::Resources
 }
 
 std::string_view Cluster::StaticCause(std::size_t n, const JobShape& job) const {
-  const NodeView& node = nodes_[n];
+  const NodeView& node = Node(n);
   if (!node.ready) return model::kCauseNotReady;
   if (node.cordoned) return model::kCauseCordoned;
   if (job.pool_forbidden) return model::kCausePool;
@@ -274,7 +365,7 @@ std::uint32_t Cluster::FreeEligible(std::size_t n, const JobShape& job) const {
   if (auto c = ClassOf(job.resources)) return free_[*c][n];
   std::uint32_t free = 0;
   bool slice = model::IsSlice(job.resources);
-  for (const auto& g : nodes_[n].gpus) {
+  for (const auto& g : Node(n).gpus) {
     if (slice ? SliceFits(g, job.resources) : g.free && g.healthy && Eligible(g, job.resources)) {
       ++free;
     }
@@ -284,7 +375,7 @@ std::uint32_t Cluster::FreeEligible(std::size_t n, const JobShape& job) const {
 
 std::optional<std::vector<std::size_t>> Cluster::ChooseGpus(std::size_t n,
                                                             const JobShape& job) const {
-  const NodeView& node = nodes_[n];
+  const NodeView& node = Node(n);
   const auto& r = job.resources;
   if (r.cpu_millis > node.cpu_millis_free || r.memory_bytes > node.memory_bytes_free) {
     return std::nullopt;
@@ -343,7 +434,7 @@ std::optional<std::vector<std::size_t>> Cluster::ChooseGpus(std::size_t n,
 
 std::string_view Cluster::Cause(std::size_t n, const JobShape& job) const {
   if (auto c = StaticCause(n, job); !c.empty()) return c;
-  const NodeView& node = nodes_[n];
+  const NodeView& node = Node(n);
   const auto& r = job.resources;
   if (model::IsSlice(r) && FreeEligible(n, job) == 0) return model::kCauseSharedFull;
   if (r.gpus > 0 && FreeEligible(n, job) < r.gpus) {
@@ -364,7 +455,7 @@ std::string_view Cluster::Cause(std::size_t n, const JobShape& job) const {
 
 ReplicaPlacement Cluster::Take(std::size_t n, std::uint32_t replica, const JobShape& job,
                                const std::vector<std::size_t>& gpus) {
-  NodeView& node = nodes_[n];
+  NodeView& node = Mutable(n);
   ReplicaPlacement out{replica, node.name, {}};
   const auto& r = job.resources;
   for (std::size_t i : gpus) {
@@ -387,7 +478,7 @@ ReplicaPlacement Cluster::Take(std::size_t n, std::uint32_t replica, const JobSh
 bool Cluster::PlaceOneNode(const JobShape& job, std::vector<ReplicaPlacement>& out) {
   // Candidate nodes by packing score: fewest free eligible GPUs first.
   std::vector<std::pair<std::uint32_t, std::size_t>> order;
-  for (std::size_t n = 0; n < nodes_.size(); ++n) {
+  for (std::size_t n = 0; n < size(); ++n) {
     if (StaticCause(n, job).empty()) order.emplace_back(FreeEligible(n, job), n);
   }
   std::sort(order.begin(), order.end());
@@ -422,7 +513,7 @@ std::optional<std::size_t> Cluster::BestNode(const JobShape& job,
     if (!gpus) return false;
     bool split = false;
     if (job.topology.nvlink_island == model::NvlinkIsland::kPrefer && !gpus->empty()) {
-      const auto& g = nodes_[n].gpus;
+      const auto& g = Node(n).gpus;
       split = std::any_of(gpus->begin(), gpus->end(), [&](std::size_t i) {
         return g[i].nvlink_island != g[gpus->front()].nvlink_island;
       });
@@ -446,7 +537,7 @@ std::optional<std::size_t> Cluster::BestNode(const JobShape& job,
     }
     return best;
   }
-  for (std::size_t n = 0; n < nodes_.size(); ++n) {
+  for (std::size_t n = 0; n < size(); ++n) {
     std::uint32_t free = FreeEligible(n, job);
     if (free < r.gpus) continue;
     if (best && !best_key.first && free >= best_key.second) continue;  // cannot beat it
@@ -463,9 +554,9 @@ std::optional<std::size_t> Cluster::BestSliceNode(const JobShape& job,
   std::optional<std::size_t> best;
   std::tuple<std::uint64_t, std::uint64_t, std::uint32_t> best_key{};
   std::size_t best_gpu = 0;
-  for (std::size_t n = 0; n < nodes_.size(); ++n) {
+  for (std::size_t n = 0; n < size(); ++n) {
     if (!has_sharing_[n]) continue;
-    const NodeView& node = nodes_[n];
+    const NodeView& node = Node(n);
     if (r.cpu_millis > node.cpu_millis_free || r.memory_bytes > node.memory_bytes_free) continue;
     if (!StaticCause(n, job).empty()) continue;
     std::pair<std::uint64_t, std::uint64_t> k;
@@ -508,7 +599,7 @@ void Cluster::Release(const RunningJob& job) {
   for (const auto& rp : job.replicas) {
     auto n = Find(rp.node);
     if (!n) continue;
-    NodeView& node = nodes_[*n];
+    NodeView& node = Mutable(*n);
     for (std::uint32_t idx : rp.gpu_indices) {
       for (std::size_t i = 0; i < node.gpus.size(); ++i) {
         GpuView& g = node.gpus[i];
@@ -532,7 +623,7 @@ void Cluster::Release(const RunningJob& job) {
 }
 
 void Cluster::LogGpu(std::size_t n, std::size_t i) {
-  const GpuView& g = nodes_[n].gpus[i];
+  const GpuView& g = Node(n).gpus[i];
   Undo u{n, static_cast<std::int32_t>(i), g.free, 0, 0};
   u.millis_before = g.shared_millis;
   u.bytes_before = g.shared_bytes;
@@ -546,7 +637,7 @@ void Cluster::SetGpuFree(std::size_t n, std::size_t i, bool free) {
 
 void Cluster::SetGpuSharedMillis(std::size_t n, std::size_t i, std::uint32_t millis) {
   LogGpu(n, i);
-  nodes_[n].gpus[i].shared_millis = millis;
+  Mutable(n).gpus[i].shared_millis = millis;
 }
 
 void Cluster::Log(Undo u) {
@@ -559,7 +650,7 @@ void Cluster::Rollback(std::size_t mark) {
   while (log_.size() > mark) {
     const Undo& u = log_.back();
     state_ = u.state_before;
-    NodeView& node = nodes_[u.node];
+    NodeView& node = Mutable(u.node);
     if (u.gpu >= 0) {
       GpuView& g = node.gpus[static_cast<std::size_t>(u.gpu)];
       g.shared_millis = u.millis_before;

@@ -7,6 +7,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -95,12 +96,24 @@ class NodeSet {
 
 class Cluster {
  public:
-  explicit Cluster(std::vector<NodeView> nodes);
-  // The name index points into nodes_: a copy would point into the original.
+  // Works on `nodes` where they are, which must outlive the Cluster (a
+  // cycle's snapshot does): a node is copied only when the cycle first
+  // changes it. Copying 10,000 nodes every cycle was the largest part of a
+  // cycle at that size.
+  explicit Cluster(const std::vector<NodeView>& nodes);
+  // Keeps `nodes` (a temporary: tests).
+  explicit Cluster(std::vector<NodeView>&& nodes);
+  // The name index and base_ point into the nodes: a copy would point into
+  // the original.
   Cluster(const Cluster&) = delete;
   Cluster& operator=(const Cluster&) = delete;
 
-  const std::vector<NodeView>& nodes() const { return nodes_; }
+  // The nodes, sorted by name, as this cycle has changed them.
+  std::size_t size() const { return base_->size(); }
+  bool empty() const { return base_->empty(); }
+  const NodeView& Node(std::size_t n) const {
+    return own_[n] != 0 ? copies_[own_[n] - 1] : (*base_)[n];
+  }
   std::optional<std::size_t> Find(std::string_view name) const;
   // The most healthy GPUs any ready node has: a replica asking for more can
   // never run, whatever frees up.
@@ -191,11 +204,32 @@ class Cluster {
   // model; nullopt when no node has the model, or a memory minimum applies.
   std::optional<std::size_t> ClassOf(const model::Resources& r) const;
 
-  std::vector<NodeView> nodes_;  // sorted by name
+  // Sorts owned_ (by name, GPUs by index) and works on it.
+  void Sort();
+  // Builds the indexes below from the nodes; false (and nothing built to
+  // rely on) when they are not sorted by name, GPUs by index.
+  bool Index();
+  // Node `n`, copied on its first change (what Node(n) returns from then).
+  NodeView& Mutable(std::size_t n);
+
+  std::vector<NodeView> owned_;  // the nodes, when the Cluster keeps them
+  // The nodes as given, sorted by name: the snapshot's, or owned_.
+  const std::vector<NodeView>* base_ = nullptr;
+  // [node] 0: unchanged, read from base_; else 1 + its copy's position in
+  // copies_ (a deque: references to copies stay valid as more are made).
+  std::vector<std::uint32_t> own_;
+  std::deque<NodeView> copies_;
   // Node index by name (the first of equal names, as a binary search finds):
   // a search per placed replica and per running job's replica was a visible
-  // part of the cycle at 10,000 nodes.
-  std::unordered_map<std::string_view, std::size_t> index_;
+  // part of the cycle at 10,000 nodes. Open addressing with linear probing
+  // on the name's hash; a power-of-two size, never more than half full.
+  // Each slot keeps the hash's high half, so that a probe past another name
+  // rarely reads that node.
+  struct Slot {
+    std::uint32_t node = 0;  // 1 + the node's index; 0: empty
+    std::uint32_t tag = 0;   // the name's hash >> 32
+  };
+  std::vector<Slot> index_;
   std::vector<std::string> models_;  // GPU models present, sorted
   // Model id of every GPU, node after node (one list, not one per node: a
   // cycle builds it for every node); node n's GPUs start at first_gpu_[n].

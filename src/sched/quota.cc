@@ -133,7 +133,8 @@ QuotaBook::QuotaBook(const model::Policy& policy, const Cluster& cluster,
   std::int64_t memory = 0;
   std::map<std::string_view, std::int64_t> by_model;
   auto model_sum = by_model.end();
-  for (const auto& n : cluster.nodes()) {
+  for (std::size_t i = 0; i < cluster.size(); ++i) {
+    const NodeView& n = cluster.Node(i);
     if (!n.ready || n.cordoned) continue;
     any_node = true;
     for (const auto& g : n.gpus) {

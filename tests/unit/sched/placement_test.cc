@@ -1,0 +1,111 @@
+// The placement working copy over a snapshot's nodes: it reads them in
+// place and never writes them, finds nodes by name, and orders nodes, GPUs
+// and models itself when the snapshot does not.
+#include "sched/placement.h"
+
+#include <gtest/gtest.h>
+
+namespace berth::sched {
+namespace {
+
+NodeView Node(std::string name, std::vector<std::pair<std::uint32_t, std::string>> gpus) {
+  NodeView v;
+  v.name = std::move(name);
+  v.ready = true;
+  v.cpu_millis_free = 64'000;
+  v.memory_bytes_free = 512ULL << 30;
+  for (auto& [index, model] : gpus) {
+    GpuView g;
+    g.index = index;
+    g.model = model;
+    g.memory_bytes = 80ULL << 30;
+    v.gpus.push_back(g);
+  }
+  return v;
+}
+
+JobShape Gpus(std::uint32_t gpus, std::string model = "") {
+  JobShape s;
+  s.resources.gpus = gpus;
+  s.resources.gpu_model = std::move(model);
+  s.resources.cpu_millis = 1000;
+  return s;
+}
+
+TEST(Cluster, PlacesOnItsOwnCopyAndLeavesTheSnapshotsNodesAsTheyWere) {
+  const std::vector<NodeView> nodes{Node("a", {{0, "A100"}, {1, "A100"}}),
+                                    Node("b", {{0, "H100"}, {1, "H100"}})};
+  const std::vector<NodeView> before = nodes;
+  Cluster cluster(nodes);
+  auto placed = cluster.PlaceGang(Gpus(2, "H100"), nullptr);
+  ASSERT_TRUE(placed.has_value());
+  ASSERT_EQ(placed->size(), 1U);
+  EXPECT_EQ(placed->front().node, "b");
+  // The cluster sees the GPUs taken, the snapshot's nodes do not.
+  EXPECT_FALSE(cluster.Node(1).gpus[0].free);
+  EXPECT_EQ(cluster.Node(1).cpu_millis_free, 63'000U);
+  EXPECT_EQ(cluster.FreeGpus(), 2U);
+  for (std::size_t n = 0; n < nodes.size(); ++n) {
+    EXPECT_EQ(nodes[n].cpu_millis_free, before[n].cpu_millis_free);
+    for (const auto& g : nodes[n].gpus) EXPECT_TRUE(g.free) << nodes[n].name;
+  }
+  // A second H100 gang finds no room; the A100 node is still whole.
+  EXPECT_FALSE(cluster.PlaceGang(Gpus(1, "H100"), nullptr).has_value());
+  EXPECT_EQ(cluster.FreeEligible(0, Gpus(1, "A100")), 2U);
+}
+
+TEST(Cluster, OrdersNodesGpusAndModelsTheSnapshotGaveOutOfOrder) {
+  // Names out of order, GPUs out of index order, and the models first seen
+  // in the opposite of name order ("V100" before "A100").
+  Cluster cluster({Node("c", {{1, "V100"}, {0, "V100"}}), Node("a", {{0, "A100"}}),
+                   Node("b", {{0, "V100"}, {1, "A100"}})});
+  ASSERT_EQ(cluster.size(), 3U);
+  EXPECT_EQ(cluster.Node(0).name, "a");
+  EXPECT_EQ(cluster.Node(2).name, "c");
+  EXPECT_EQ(cluster.Node(2).gpus[0].index, 0U);
+  EXPECT_EQ(cluster.Models(), (std::vector<std::string>{"A100", "V100"}));
+  EXPECT_EQ(cluster.Find("a"), std::optional<std::size_t>{0});
+  EXPECT_EQ(cluster.Find("b"), std::optional<std::size_t>{1});
+  EXPECT_EQ(cluster.Find("c"), std::optional<std::size_t>{2});
+  EXPECT_EQ(cluster.Find("d"), std::nullopt);
+  EXPECT_EQ(cluster.Find(""), std::nullopt);
+  // Free counts per model follow the renumbered ids.
+  EXPECT_EQ(cluster.FreeEligible(0, Gpus(1, "A100")), 1U);
+  EXPECT_EQ(cluster.FreeEligible(1, Gpus(1, "A100")), 1U);
+  EXPECT_EQ(cluster.FreeEligible(1, Gpus(1, "V100")), 1U);
+  EXPECT_EQ(cluster.FreeEligible(2, Gpus(1, "V100")), 2U);
+  EXPECT_EQ(cluster.FreeEligible(2, Gpus(1, "A100")), 0U);
+  // Packing by model: two V100s fit only on c.
+  auto placed = cluster.PlaceGang(Gpus(2, "V100"), nullptr);
+  ASSERT_TRUE(placed.has_value());
+  EXPECT_EQ(placed->front().node, "c");
+  EXPECT_EQ(placed->front().gpu_indices, (std::vector<std::uint32_t>{0, 1}));
+}
+
+TEST(Cluster, FindsEveryNodeOfALargeClusterByName) {
+  std::vector<NodeView> nodes;
+  for (int i = 0; i < 5000; ++i) nodes.push_back(Node("node-" + std::to_string(100000 + i), {}));
+  Cluster cluster(nodes);
+  for (std::size_t n = 0; n < nodes.size(); ++n) {
+    ASSERT_EQ(cluster.Find(nodes[n].name), std::optional<std::size_t>{n});
+  }
+  EXPECT_EQ(cluster.Find("node-99999"), std::nullopt);
+  EXPECT_EQ(cluster.Find("node-1"), std::nullopt);
+}
+
+TEST(Cluster, RollbackRestoresACopiedNode) {
+  const std::vector<NodeView> nodes{Node("a", {{0, "A100"}, {1, "A100"}})};
+  Cluster cluster(nodes);
+  const auto id = cluster.StateId();
+  const auto mark = cluster.Mark();
+  ASSERT_TRUE(cluster.PlaceGang(Gpus(1), nullptr).has_value());
+  EXPECT_EQ(cluster.FreeGpus(), 1U);
+  cluster.Rollback(mark);
+  EXPECT_EQ(cluster.StateId(), id);
+  EXPECT_EQ(cluster.FreeGpus(), 2U);
+  EXPECT_TRUE(cluster.Node(0).gpus[0].free);
+  EXPECT_EQ(cluster.Node(0).cpu_millis_free, 64'000U);
+}
+
+}  // namespace
+}  // namespace berth::sched
