@@ -72,10 +72,13 @@ void Report(const char* what, std::size_t jobs, const berth::sim::SimResult& r, 
   std::printf(
       "%s: %zu jobs, %lld cycles, %lld GPUs: wall %.1f s (scheduler %.1f s), %.0f simulated "
       "jobs/s, "
-      "%.2f simulated days per wall minute, peak RSS %ld MiB\n",
+      "%.2f simulated days per wall minute, peak RSS %ld MiB, running jobs from the memo %.1f%%\n",
       what, jobs, static_cast<long long>(r.cycles), static_cast<long long>(r.cluster_gpus), wall_s,
       r.scheduler_ms / 1000, static_cast<double>(jobs) / wall_s, sim_days / (wall_s / 60),
-      ru.ru_maxrss / 1024);
+      ru.ru_maxrss / 1024,
+      r.memo_hits + r.memo_misses > 0 ? 100.0 * static_cast<double>(r.memo_hits) /
+                                            static_cast<double>(r.memo_hits + r.memo_misses)
+                                      : 0.0);
 }
 
 // Every decision the run made, one line per job and per cycle sample: two

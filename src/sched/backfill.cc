@@ -266,7 +266,7 @@ void Cycle::FindBlockers(const JobCtx& ctx, Eta& eta) {
   };
   for (std::size_t n = 0; n < usable.size(); ++n) {
     if (usable[n] == 0) continue;
-    for (std::int64_t id : unlimited_on_[n]) add(id);
+    unlimited_on_.ForEach(n, add);
   }
   std::vector<std::int64_t> reserved;  // reserved jobs without a max runtime
   for (const auto& [gpu, hold] : holds_) {

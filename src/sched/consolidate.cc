@@ -256,7 +256,7 @@ void Cycle::CommitMoves(const JobCtx& ctx, std::vector<ReplicaPlacement> replica
     plan_.evictions.push_back(std::move(e));
     plan_.placements[job_placement].after_evicting.push_back(r.id);
     if (r.max_runtime_ms <= 0) {
-      for (std::size_t n : RunningNodes(m.running)) std::erase(unlimited_on_[n], r.id);
+      for (std::size_t n : RunningNodes(m.running)) unlimited_on_.Erase(n, r.id);
     }
     // Its new place counts as started now, as any placement of this cycle.
     const JobCtx& mc = MoverCtx(m.running);
@@ -266,7 +266,7 @@ void Cycle::CommitMoves(const JobCtx& ctx, std::vector<ReplicaPlacement> replica
       auto n = NodeIndex(rp.node);
       if (!n || std::find(st.nodes.begin(), st.nodes.end(), *n) != st.nodes.end()) continue;
       st.nodes.push_back(*n);
-      if (end == kNever && !rp.gpu_indices.empty()) unlimited_on_[*n].push_back(r.id);
+      if (end == kNever && !rp.gpu_indices.empty()) unlimited_on_.Add(*n, r.id);
     }
     started_.push_back(std::move(st));
     plan_.placements.push_back(Placement{r.id, std::move(m.replicas), {r.id}, true});

@@ -4,10 +4,12 @@
 #include <array>
 #include <iterator>
 #include <map>
+#include <mutex>
 #include <set>
 #include <tuple>
 
 #include "sched/cycle.h"
+#include "sched/running_memo.h"
 
 namespace berth::sched {
 namespace {
@@ -80,18 +82,33 @@ Cycle::Cycle(const Snapshot& s)
   running_preemptible_.reserve(s.running.size());
   running_usage_.resize(s.running.size());
   running_nodes_.resize(s.running.size());
-  unlimited_on_.resize(cluster_.size());
+  unlimited_on_ = IdsByNode(cluster_.size());
+  unlimited_on_.Reserve(s.running.size());
   std::vector<std::optional<std::size_t>> at;  // node of each replica of the job
+  // The memo, when the caller keeps one and no other cycle holds it; its
+  // entries count only on a cluster of the layout they were resolved on.
+  RunningMemo* memo = nullptr;
+  std::unique_lock<std::mutex> memo_lock;
+  if (s.memo != nullptr) {
+    memo_lock = std::unique_lock(s.memo->mu_, std::try_to_lock);
+    if (memo_lock.owns_lock()) memo = s.memo.get();
+  }
+  const bool layout_kept = memo != nullptr && memo->saved_ && cluster_.HasLayout(memo->layout_);
+  std::vector<RunningMemo::Entry> kept;  // the memo for the next cycle
+  std::size_t cursor = 0;
+  std::int64_t last_id = 0;
+  if (memo != nullptr) kept.reserve(s.running.size());
   // Each running job's replicas, and their GPU lists, are allocations of
   // their own, scattered over the heap: at 30,000 running jobs, waiting for
   // them to load was most of this pass. They are asked for ahead of use,
   // the replicas kPrefetch jobs ahead and the GPU lists half as far.
   constexpr std::size_t kPrefetch = 16;
   for (std::size_t i = 0; i < s.running.size(); ++i) {
-    if (i + kPrefetch < s.running.size()) {
+    // (Not with a memo of this layout: most jobs' replicas are then not read.)
+    if (!layout_kept && i + kPrefetch < s.running.size()) {
       __builtin_prefetch(s.running[i + kPrefetch].replicas.data());
     }
-    if (i + kPrefetch / 2 < s.running.size()) {
+    if (!layout_kept && i + kPrefetch / 2 < s.running.size()) {
       const auto& ahead = s.running[i + kPrefetch / 2].replicas;
       if (!ahead.empty()) __builtin_prefetch(ahead.front().gpu_indices.data());
     }
@@ -110,31 +127,69 @@ Cycle::Cycle(const Snapshot& s)
     const std::optional<std::size_t> leaf = q->leaf;
     running_queue_.push_back(leaf);
     if (q->jobs != nullptr) q->jobs->push_back(i);
-    // Nodes are looked up for jobs holding GPUs: their usage and ETA
-    // blockers need them. A job without GPUs has its nodes found if
-    // eviction or consolidation asks (RunningNodes).
-    const bool has_gpus = std::any_of(r.replicas.begin(), r.replicas.end(),
-                                      [](const auto& rp) { return !rp.gpu_indices.empty(); });
-    at.clear();
-    if (has_gpus && r.replicas.size() == 1) {
-      // One replica, the usual case: its node list (RunningNodes) is that
-      // node, built if asked; no list allocated per job every cycle.
-      at.push_back(NodeIndex(r.replicas.front().node));
-      if (at.front() && r.max_runtime_ms <= 0) unlimited_on_[*at.front()].push_back(r.id);
-    } else if (has_gpus) {
-      std::vector<std::size_t> nodes;
-      for (const auto& rp : r.replicas) {
-        at.push_back(NodeIndex(rp.node));
-        const auto& n = at.back();
-        if (!n || std::find(nodes.begin(), nodes.end(), *n) != nodes.end()) continue;
-        nodes.push_back(*n);
-        if (r.max_runtime_ms <= 0 && !rp.gpu_indices.empty()) unlimited_on_[*n].push_back(r.id);
+    // A one-replica job the memo holds under the same run key: its node and
+    // usage as resolved before, without reading its replicas.
+    const bool memoable = memo != nullptr && r.run_key != 0 && r.replicas.size() == 1;
+    const RunningMemo::Entry* hit = nullptr;
+    if (memoable && layout_kept) {
+      // Both lists ascend by id (as a kept snapshot's do): one walk along.
+      const auto& entries = memo->entries_;
+      if (r.id < last_id) cursor = 0;
+      last_id = r.id;
+      while (cursor < entries.size() && entries[cursor].id < r.id) ++cursor;
+      if (cursor < entries.size() && entries[cursor].id == r.id &&
+          entries[cursor].run_key == r.run_key) {
+        hit = &entries[cursor];
       }
-      running_nodes_[i] = std::move(nodes);
-    } else {
-      at.resize(r.replicas.size());
     }
-    q->used->Add(cluster_, r.resources, r.replicas, at);
+    if (hit != nullptr) {
+      ++memo->hits_;
+      if (hit->has_gpus && hit->node != RunningMemo::kNoNode && r.max_runtime_ms <= 0) {
+        unlimited_on_.Add(hit->node, r.id);
+      }
+      q->used->Add(cluster_, hit->usage);
+      kept.push_back(*hit);
+    } else {
+      // Nodes are looked up for jobs holding GPUs: their usage and ETA
+      // blockers need them. A job without GPUs has its nodes found if
+      // eviction or consolidation asks (RunningNodes).
+      const bool has_gpus = std::any_of(r.replicas.begin(), r.replicas.end(),
+                                        [](const auto& rp) { return !rp.gpu_indices.empty(); });
+      at.clear();
+      if (has_gpus && r.replicas.size() == 1) {
+        // One replica, the usual case: its node list (RunningNodes) is that
+        // node, built if asked; no list allocated per job every cycle.
+        at.push_back(NodeIndex(r.replicas.front().node));
+        if (at.front() && r.max_runtime_ms <= 0) unlimited_on_.Add(*at.front(), r.id);
+      } else if (has_gpus) {
+        std::vector<std::size_t> nodes;
+        for (const auto& rp : r.replicas) {
+          at.push_back(NodeIndex(rp.node));
+          const auto& n = at.back();
+          if (!n || std::find(nodes.begin(), nodes.end(), *n) != nodes.end()) continue;
+          nodes.push_back(*n);
+          if (r.max_runtime_ms <= 0 && !rp.gpu_indices.empty()) unlimited_on_.Add(*n, r.id);
+        }
+        running_nodes_[i] = std::move(nodes);
+      } else {
+        at.resize(r.replicas.size());
+      }
+      std::optional<UsageFootprint> footprint;
+      if (memoable) {
+        UsageSum alone;
+        alone.Add(cluster_, r.resources, r.replicas, at);
+        footprint = alone.Footprint();
+      }
+      if (footprint) {
+        ++memo->misses_;
+        q->used->Add(cluster_, *footprint);
+        const auto node =
+            at.front() ? static_cast<std::uint32_t>(*at.front()) : RunningMemo::kNoNode;
+        kept.push_back({r.id, r.run_key, node, has_gpus, *footprint});
+      } else {
+        q->used->Add(cluster_, r.resources, r.replicas, at);
+      }
+    }
     const auto p = static_cast<std::size_t>(r.priority);
     if (p < priority_of.size()) {
       if (!priority_of[p]) priority_of[p] = PriorityValue(s.policy, r.priority);
@@ -162,6 +217,19 @@ Cycle::Cycle(const Snapshot& s)
     Usage usage;
     sum.Into(usage);
     book_.AddRunning(leaf, usage);
+  }
+  if (memo != nullptr) {
+    auto by_id = [](const RunningMemo::Entry& a, const RunningMemo::Entry& b) {
+      return a.id < b.id;
+    };
+    if (!std::is_sorted(kept.begin(), kept.end(), by_id)) {
+      std::stable_sort(kept.begin(), kept.end(), by_id);
+    }
+    memo->entries_ = std::move(kept);
+    if (!layout_kept) {
+      cluster_.SaveLayout(memo->layout_);
+      memo->saved_ = true;
+    }
   }
   evicted_.assign(s.running.size(), false);
 }
@@ -254,7 +322,7 @@ void Cycle::Commit(const JobCtx& ctx, std::vector<ReplicaPlacement> replicas, co
     plan_.evictions.push_back(std::move(e));
     p.after_evicting.push_back(r.id);
     if (r.max_runtime_ms <= 0) {
-      for (std::size_t n : RunningNodes(v)) std::erase(unlimited_on_[n], r.id);
+      for (std::size_t n : RunningNodes(v)) unlimited_on_.Erase(n, r.id);
     }
   }
   book_.Add(*ctx.leaf, delta);
@@ -267,7 +335,7 @@ void Cycle::Commit(const JobCtx& ctx, std::vector<ReplicaPlacement> replicas, co
     auto n = NodeIndex(rp.node);
     if (!n || std::find(st.nodes.begin(), st.nodes.end(), *n) != st.nodes.end()) continue;
     st.nodes.push_back(*n);
-    if (end == kNever && !rp.gpu_indices.empty()) unlimited_on_[*n].push_back(ctx.job->id);
+    if (end == kNever && !rp.gpu_indices.empty()) unlimited_on_.Add(*n, ctx.job->id);
   }
   started_.push_back(std::move(st));
   plan_.placements.push_back(std::move(p));

@@ -95,6 +95,8 @@ bool Cluster::Index() {
   own_.assign(nodes.size(), 0);
   free_.assign(1, std::vector<std::uint32_t>(nodes.size(), 0));
   model_of_.clear();
+  index_of_.clear();
+  memory_of_.clear();
   first_gpu_.clear();
   first_gpu_.reserve(nodes.size() + 1);
   has_sharing_.assign(nodes.size(), false);
@@ -127,6 +129,8 @@ bool Cluster::Index() {
         last = &g.model;
       }
       model_of_.push_back(last_id);
+      index_of_.push_back(g.index);
+      memory_of_.push_back(g.memory_bytes);
       if (g.healthy) {
         ++healthy;
         if (g.free) {
@@ -249,6 +253,43 @@ const GpuView* Cluster::Gpu(std::size_t n, std::uint32_t index) const {
     if (g.index == index) return &g;
   }
   return nullptr;
+}
+
+bool Cluster::HasLayout(const ClusterLayout& layout) const {
+  if (layout.names.size() != size() || layout.first_gpu != first_gpu_ ||
+      layout.gpu_index != index_of_ || layout.gpu_memory != memory_of_ ||
+      layout.gpu_model != model_of_ || layout.models != models_) {
+    return false;
+  }
+  for (std::size_t n = 0; n < size(); ++n) {
+    if (layout.names[n] != (*base_)[n].name) return false;
+  }
+  return true;
+}
+
+void Cluster::SaveLayout(ClusterLayout& layout) const {
+  layout.names.clear();
+  layout.names.reserve(size());
+  for (std::size_t n = 0; n < size(); ++n) layout.names.push_back((*base_)[n].name);
+  layout.first_gpu = first_gpu_;
+  layout.gpu_index = index_of_;
+  layout.gpu_memory = memory_of_;
+  layout.gpu_model = model_of_;
+  layout.models = models_;
+}
+
+std::optional<std::size_t> Cluster::GpuSlot(std::size_t n, std::uint32_t index) const {
+  // As Gpu: the position of its index first, else a scan of the node's.
+  const std::size_t first = first_gpu_[n];
+  const std::size_t count = first_gpu_[n + 1] - first;
+  if (index < count && index_of_[first + index] == index &&
+      (index == 0 || index_of_[first + index - 1] < index)) {
+    return first + index;
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    if (index_of_[first + i] == index) return first + i;
+  }
+  return std::nullopt;
 }
 
 bool Cluster::Eligible(const GpuView& g, const model::Resources& r) const {

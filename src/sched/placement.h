@@ -94,6 +94,18 @@ class NodeSet {
   std::size_t size_ = 0;
 };
 
+// What a Cluster resolves a running job's replicas against: node names and
+// positions, and each GPU's index, memory and model. Two cycles with equal
+// layouts find every node at the same position and count every GPU alike.
+struct ClusterLayout {
+  std::vector<std::string> names;
+  std::vector<std::size_t> first_gpu;
+  std::vector<std::uint32_t> gpu_index;
+  std::vector<std::uint64_t> gpu_memory;
+  std::vector<std::size_t> gpu_model;
+  std::vector<std::string> models;
+};
+
 class Cluster {
  public:
   // Works on `nodes` where they are, which must outlive the Cluster (a
@@ -162,6 +174,19 @@ class Cluster {
 
   // The GPU at node `n`, node-local `index`; nullptr if none.
   const GpuView* Gpu(std::size_t n, std::uint32_t index) const;
+  // Where that GPU is among all the cluster's GPUs (node after node), for
+  // the per-GPU facts below; nullopt if none. Reads one dense list, not the
+  // node: a cycle asks for every GPU of every running job (80,000 GPUs at
+  // 10,000 nodes, scattered over the heap).
+  std::optional<std::size_t> GpuSlot(std::size_t n, std::uint32_t index) const;
+  // The model id (a position in Models()) and the memory of the GPU in
+  // `slot`; neither changes within a cycle.
+  std::size_t ModelIdAt(std::size_t slot) const { return model_of_[slot]; }
+  std::uint64_t MemoryAt(std::size_t slot) const { return memory_of_[slot]; }
+  // Whether `layout` is this cluster's (compared in full: a pass over the
+  // node names and GPU lists, no hash that could collide).
+  bool HasLayout(const ClusterLayout& layout) const;
+  void SaveLayout(ClusterLayout& layout) const;
 
  private:
   struct Undo {
@@ -234,6 +259,8 @@ class Cluster {
   // Model id of every GPU, node after node (one list, not one per node: a
   // cycle builds it for every node); node n's GPUs start at first_gpu_[n].
   std::vector<std::size_t> model_of_;
+  std::vector<std::uint32_t> index_of_;   // each GPU's node-local index
+  std::vector<std::uint64_t> memory_of_;  // each GPU's memory
   std::vector<std::size_t> first_gpu_;
   std::vector<std::uint32_t> healthy_;  // [node] healthy GPUs
   std::vector<bool> has_sharing_;       // [node] any GPU in sharing mode

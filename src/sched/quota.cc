@@ -35,30 +35,39 @@ Usage UsageOf(const Cluster& cluster, const model::Resources& r,
 void UsageSum::Add(const Cluster& cluster, const model::Resources& r,
                    const std::vector<ReplicaPlacement>& replicas,
                    const std::vector<std::optional<std::size_t>>& nodes) {
+  cluster_ = &cluster;
   for (std::size_t k = 0; k < replicas.size(); ++k) {
     const ReplicaPlacement& rp = replicas[k];
     const std::optional<std::size_t>& n = nodes[k];
     for (std::uint32_t idx : rp.gpu_indices) {
-      const GpuView* g = n ? cluster.Gpu(*n, idx) : nullptr;
+      const std::optional<std::size_t> slot = n ? cluster.GpuSlot(*n, idx) : std::nullopt;
+      const std::uint64_t memory = slot ? cluster.MemoryAt(*slot) : 0;
       // A slice counts its share in milli-GPUs and its memory in bytes
       // (model::SliceOf); a whole GPU counts 1000 and all its memory.
       std::int64_t mgpu = 1000;
-      std::int64_t bytes = static_cast<std::int64_t>(g != nullptr ? g->memory_bytes : 0);
+      std::int64_t bytes = static_cast<std::int64_t>(memory);
       if (model::IsSlice(r)) {
-        model::GpuSlice s = model::SliceOf(r, g != nullptr ? g->memory_bytes : 0);
+        model::GpuSlice s = model::SliceOf(r, memory);
         mgpu = s.millis;
         bytes = static_cast<std::int64_t>(s.bytes);
       }
       any_gpu_ = true;
       mgpu_ += mgpu;
       gpu_bytes_ += bytes;
-      // Counted under its model too, when it has one.
-      const std::string& model = g != nullptr ? g->model : r.gpu_model;
-      if (model.empty()) continue;
-      auto it = std::find_if(models_.begin(), models_.end(),
-                             [&](const auto& m) { return m.first == model; });
-      if (it == models_.end()) {
-        models_.emplace_back(model, mgpu);
+      // Counted under its model too, when it has one: the GPU's, else the
+      // one the job asked for.
+      if (slot) {
+        const std::size_t id = cluster.ModelIdAt(*slot);
+        if (id >= by_model_.size()) by_model_.resize(id + 1);
+        if (!by_model_[id]) by_model_[id] = 0;
+        *by_model_[id] += mgpu;
+        continue;
+      }
+      if (r.gpu_model.empty()) continue;
+      auto it = std::find_if(named_.begin(), named_.end(),
+                             [&](const auto& m) { return m.first == r.gpu_model; });
+      if (it == named_.end()) {
+        named_.emplace_back(r.gpu_model, mgpu);
       } else {
         it->second += mgpu;
       }
@@ -72,11 +81,49 @@ void UsageSum::Add(const Cluster& cluster, const model::Resources& r,
   }
 }
 
+void UsageSum::Add(const Cluster& cluster, const UsageFootprint& f) {
+  cluster_ = &cluster;
+  if (f.any_gpu) any_gpu_ = true;
+  if (f.any_replica) any_replica_ = true;
+  mgpu_ += f.mgpu;
+  gpu_bytes_ += f.gpu_bytes;
+  cpu_ += f.cpu;
+  memory_ += f.memory;
+  if (f.model >= 0) {
+    const auto id = static_cast<std::size_t>(f.model);
+    if (id >= by_model_.size()) by_model_.resize(id + 1);
+    if (!by_model_[id]) by_model_[id] = 0;
+    *by_model_[id] += f.model_mgpu;
+  }
+}
+
+std::optional<UsageFootprint> UsageSum::Footprint() const {
+  if (!named_.empty()) return std::nullopt;
+  UsageFootprint f;
+  f.mgpu = mgpu_;
+  f.gpu_bytes = gpu_bytes_;
+  f.cpu = cpu_;
+  f.memory = memory_;
+  f.any_gpu = any_gpu_;
+  f.any_replica = any_replica_;
+  for (std::size_t id = 0; id < by_model_.size(); ++id) {
+    if (!by_model_[id]) continue;
+    if (f.model >= 0) return std::nullopt;
+    f.model = static_cast<std::int32_t>(id);
+    f.model_mgpu = *by_model_[id];
+  }
+  return f;
+}
+
 void UsageSum::Into(Usage& u) const {
   if (any_gpu_) {
     u[kGpusKey] += mgpu_;
     u[kGpuMemoryKey] += gpu_bytes_;
-    for (const auto& [model, mgpu] : models_) u[{model::ResourceKind::kGpus, model}] += mgpu;
+    for (std::size_t id = 0; id < by_model_.size(); ++id) {
+      const std::string& model = cluster_->Models()[id];
+      if (by_model_[id] && !model.empty()) u[{model::ResourceKind::kGpus, model}] += *by_model_[id];
+    }
+    for (const auto& [model, mgpu] : named_) u[{model::ResourceKind::kGpus, model}] += mgpu;
   }
   if (any_replica_) {
     u[kCpuKey] += cpu_;

@@ -27,6 +27,19 @@ Usage UsageOf(const Cluster& cluster, const model::Resources& per_replica,
 // UsageOf summed over many jobs without a map update per job: the same keys
 // and the same sums as adding each job's UsageOf. The cycle sums every
 // running job of a queue this way (30,000 jobs a cycle at 10,000 nodes).
+// What one job adds to a UsageSum, kept in a few integers: jobs whose GPUs
+// count under at most one model of the cluster (Footprint says which).
+struct UsageFootprint {
+  std::int64_t mgpu = 0;
+  std::int64_t gpu_bytes = 0;
+  std::int64_t cpu = 0;
+  std::int64_t memory = 0;
+  std::int64_t model_mgpu = 0;  // counted under `model`
+  std::int32_t model = -1;      // the cluster's model id; -1: none
+  bool any_gpu = false;
+  bool any_replica = false;
+};
+
 class UsageSum {
  public:
   // Adds a job whose replicas[k] is on node nodes[k] (nullopt: none of that
@@ -35,6 +48,11 @@ class UsageSum {
   void Add(const Cluster& cluster, const model::Resources& per_replica,
            const std::vector<ReplicaPlacement>& replicas,
            const std::vector<std::optional<std::size_t>>& nodes);
+  // Adds a footprint taken from `cluster` (or one with the same layout).
+  void Add(const Cluster& cluster, const UsageFootprint& f);
+  // This sum as a footprint; nullopt when it counts GPUs under more than one
+  // model, or under a model named only by a job (its GPU not found).
+  std::optional<UsageFootprint> Footprint() const;
   // Adds the sums into `into`.
   void Into(std::map<model::ResourceKey, std::int64_t>& into) const;
 
@@ -45,8 +63,12 @@ class UsageSum {
   std::int64_t gpu_bytes_ = 0;
   std::int64_t cpu_ = 0;
   std::int64_t memory_ = 0;
-  // Per GPU model name (never empty), in first-seen order; a handful at most.
-  std::vector<std::pair<std::string, std::int64_t>> models_;
+  const Cluster* cluster_ = nullptr;  // whose model ids by_model_ counts
+  // Per GPU model: by the cluster's model id for GPUs found on their node,
+  // by name (never empty; a handful at most) for the model a job asked for
+  // when its GPU is not found.
+  std::vector<std::optional<std::int64_t>> by_model_;
+  std::vector<std::pair<std::string, std::int64_t>> named_;
 };
 inline const model::ResourceKey kGpusKey{model::ResourceKind::kGpus, ""};
 

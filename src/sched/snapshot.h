@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +22,8 @@
 #include "sched/plan.h"
 
 namespace berth::sched {
+
+class RunningMemo;
 
 struct GpuView {
   std::uint32_t index = 0;
@@ -90,6 +93,10 @@ struct RunningJob {
   // it, and then places it again by these constraints of its spec.
   bool checkpoints = false;
   TimeMs submitted_at_ms = 0;
+  // Names this run's placement: a caller that keeps a RunningMemo gives each
+  // run a key no other run of the job shares, and never changes a run's
+  // replicas or resources under its key. 0: none (resolved every cycle).
+  std::uint64_t run_key = 0;
   std::map<std::string, std::string> node_selector{};
   std::vector<model::Toleration> tolerations{};
   std::string pool{};
@@ -105,6 +112,9 @@ struct Snapshot {
   // Per queue path (leaf queues, "tenant/queue"): GPU use decayed with the
   // policy's half-life, in milli-GPU-seconds. Missing: none.
   std::map<std::string, std::int64_t> decayed_usage{};
+  // Optional (sched/running_memo.h): what earlier cycles over this stream of
+  // snapshots resolved about its running jobs; plans are the same without.
+  std::shared_ptr<RunningMemo> memo{};
 };
 
 // A node of the inventory as the scheduler sees it when nothing runs there:

@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "model/usage_ledger.h"
+#include "sched/running_memo.h"
 
 namespace berth::sim {
 namespace {
@@ -24,6 +25,7 @@ struct Running {
   std::vector<sched::ReplicaPlacement> replicas;
   TimeMs start_ms = 0;
   TimeMs end_ms = 0;
+  std::uint64_t key = 0;  // the snapshot's run_key: unique per run in one simulation
 };
 
 struct JobState {
@@ -67,6 +69,7 @@ sched::RunningJob RunningOf(std::int64_t id, const JobState& s, const SimOptions
   r.started_at_ms = s.running->start_ms;
   r.resources = s.job->resources;
   r.replicas = s.running->replicas;
+  r.run_key = s.running->key;
   r.checkpoints = options.movable && options.checkpoint_interval_ms > 0;
   r.submitted_at_ms = s.job->submit_ms;
   return r;
@@ -210,6 +213,10 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
   // state is the snapshot's nodes.
   sched::Snapshot snap;
   snap.policy = policy;
+  // The scheduler remembers each run's node and usage between cycles: a run
+  // keeps its key, and so its replicas, until it ends.
+  snap.memo = std::make_shared<sched::RunningMemo>();
+  std::uint64_t next_run_key = 0;
   std::vector<sched::NodeView>& nodes = snap.nodes;
   nodes = nodes_in;
   std::sort(nodes.begin(), nodes.end(),
@@ -487,7 +494,7 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
         hold(*s.job, p.replicas, true);
         TimeMs run_for =
             s.job->duration_ms - s.work_saved_ms + (s.restarted ? options.restart_overhead_ms : 0);
-        s.running = Running{p.replicas, now, now + run_for};
+        s.running = Running{p.replicas, now, now + run_for, ++next_run_key};
         ends.insert({now + run_for, p.job_id});
         pending.erase(p.job_id);
         touched.insert(p.job_id);
@@ -532,6 +539,8 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
     now = t0 + (step - t0 + options.cycle_ms - 1) / options.cycle_ms * options.cycle_ms;
     if (options.horizon_ms > 0 && now - t0 > options.horizon_ms) break;
   }
+  result.memo_hits = snap.memo->hits();
+  result.memo_misses = snap.memo->misses();
   return result;
 }
 

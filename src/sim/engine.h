@@ -94,6 +94,10 @@ struct SimResult {
   std::int64_t cycles = 0;
   std::int64_t node_failures = 0;  // failures that took effect
   double scheduler_ms = 0;         // wall time spent in Schedule(), for reference
+  // Running jobs the scheduler took from its memo (sched/running_memo.h),
+  // and resolved anew, over all cycles.
+  std::uint64_t memo_hits = 0;
+  std::uint64_t memo_misses = 0;
 };
 
 // What the simulator knows about a job that a real scheduler does not: its

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "sched/cycle.h"
+
 namespace berth::sched {
 namespace {
 
@@ -105,6 +107,35 @@ TEST(Cluster, RollbackRestoresACopiedNode) {
   EXPECT_EQ(cluster.FreeGpus(), 2U);
   EXPECT_TRUE(cluster.Node(0).gpus[0].free);
   EXPECT_EQ(cluster.Node(0).cpu_millis_free, 64'000U);
+}
+
+TEST(IdsByNode, KeepsEachNodesIdsInOrderAndErasesEveryCopy) {
+  IdsByNode ids(3);
+  ids.Add(1, 10);
+  ids.Add(0, 5);
+  ids.Add(1, 11);
+  ids.Add(1, 10);
+  ids.Add(1, 12);
+  auto of = [&](std::size_t n) {
+    std::vector<std::int64_t> out;
+    ids.ForEach(n, [&](std::int64_t id) { out.push_back(id); });
+    return out;
+  };
+  EXPECT_EQ(of(0), (std::vector<std::int64_t>{5}));
+  EXPECT_EQ(of(1), (std::vector<std::int64_t>{10, 11, 10, 12}));
+  EXPECT_TRUE(of(2).empty());
+  ids.Erase(1, 10);  // the first, a middle one
+  EXPECT_EQ(of(1), (std::vector<std::int64_t>{11, 12}));
+  ids.Erase(1, 12);  // the last: adding goes on after the one before it
+  ids.Add(1, 13);
+  EXPECT_EQ(of(1), (std::vector<std::int64_t>{11, 13}));
+  ids.Erase(1, 11);
+  ids.Erase(1, 13);
+  EXPECT_TRUE(of(1).empty());
+  ids.Add(1, 14);
+  EXPECT_EQ(of(1), (std::vector<std::int64_t>{14}));
+  ids.Erase(2, 14);  // not there: nothing changes
+  EXPECT_EQ(of(0), (std::vector<std::int64_t>{5}));
 }
 
 }  // namespace

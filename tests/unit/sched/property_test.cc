@@ -14,6 +14,7 @@
 #include <set>
 
 #include "sched/core_scheduler.h"
+#include "sched/running_memo.h"
 #include "unit/sched/plan_check.h"
 
 namespace berth::sched {
@@ -261,6 +262,71 @@ TEST(SchedulerProperties, RandomClustersKeepTheInvariants) {
       "%d cycles: %zu placements, %zu evictions, %zu waiting decisions, %zu reservations, %zu "
       "moves\n",
       cycles, placed, evicted, waiting, reservations, moves);
+}
+
+// A memo kept across cycles (sched/running_memo.h, as berth-sim keeps one)
+// never changes a plan: the same random streams scheduled with and without
+// it give the same plans, through evictions, moves, gangs, slices, and
+// nodes joining in front of the others (which moves every node's position,
+// so that what the memo remembers no longer holds).
+TEST(SchedulerProperties, PlansAreTheSameWithARunningMemo) {
+  std::mt19937 rng(11);
+  std::uint64_t key = 0;
+  std::uint64_t hits = 0;
+  std::uint64_t misses = 0;
+  int joins = 0;
+  std::size_t evicted = 0;
+  for (int world = 0; world < 120; ++world) {
+    const bool sharing = world % 2 == 0;
+    World w = RandomWorld(rng, false, sharing);
+    w.s.memo = std::make_shared<RunningMemo>();
+    for (int cycle = 0; cycle < 15; ++cycle) {
+      AddJobs(rng, w, false, sharing);
+      Snapshot plain = w.s;
+      plain.memo = nullptr;
+      Plan plan = CoreScheduler().Schedule(w.s);
+      ASSERT_TRUE(SamePlan(plan, CoreScheduler().Schedule(plain)))
+          << "world " << world << " cycle " << cycle;
+      ASSERT_EQ(CheckPlan(w.s, plan), "") << "world " << world << " cycle " << cycle;
+      evicted += plan.evictions.size();
+      Apply(rng, w, plan);
+      // Each run its own key (Apply starts every placed job afresh).
+      for (auto& r : w.s.running) {
+        if (r.run_key == 0) r.run_key = ++key;
+      }
+      if (Rand(rng, 0, 5) == 0) {
+        NodeView v;
+        v.name = "a" + std::to_string(cycle);
+        v.ready = true;
+        v.cpu_millis_free = 64'000;
+        v.memory_bytes_free = 512ULL << 30;
+        for (std::uint32_t i = 0; i < 4; ++i) {
+          GpuView g;
+          g.index = i;
+          g.model = "A100-80GB";
+          g.memory_bytes = 80ULL << 30;
+          v.gpus.push_back(g);
+        }
+        if (std::none_of(w.s.nodes.begin(), w.s.nodes.end(),
+                         [&](const NodeView& n) { return n.name == v.name; })) {
+          w.s.nodes.push_back(std::move(v));
+          std::sort(w.s.nodes.begin(), w.s.nodes.end(),
+                    [](const NodeView& a, const NodeView& b) { return a.name < b.name; });
+          ++joins;
+        }
+      }
+    }
+    hits += w.s.memo->hits();
+    misses += w.s.memo->misses();
+  }
+  // Both paths taken, many times each.
+  EXPECT_GT(hits, 1000U);
+  EXPECT_GT(misses, 500U);
+  EXPECT_GT(joins, 100);
+  EXPECT_GT(evicted, 50U);
+  std::printf("%llu running jobs from the memo, %llu resolved, %d nodes joined\n",
+              static_cast<unsigned long long>(hits), static_cast<unsigned long long>(misses),
+              joins);
 }
 
 // Some GPUs in sharing mode, a mix of whole-GPU and slice jobs: CheckPlan
