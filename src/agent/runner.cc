@@ -503,8 +503,16 @@ Status Runner::Ack(std::string_view run_id) {
   fs::remove_all(it->second.dir, ec);
   if (ec)
     return Fail(Code::kInternal, "cannot remove " + it->second.dir.string() + ": " + ec.message());
+  if (it->second.signaller_pid > 0) stray_signallers_.push_back(it->second.signaller_pid);
   runs_.erase(it);
   return Ok();
+}
+
+void Runner::ReapStraySignallers() {
+  std::erase_if(stray_signallers_, [](std::int64_t pid) {
+    pid_t r = ::waitpid(static_cast<pid_t>(pid), nullptr, WNOHANG);
+    return r == pid || (r < 0 && errno == ECHILD);
+  });
 }
 
 bool Runner::LogDrained(const Run& run) const {
@@ -583,12 +591,14 @@ void Runner::WatchCheckpoint(Run& run, TimeMs now, bool force) {
 }
 
 void Runner::Supervise() {
+  ReapStraySignallers();
   const TimeMs now = clock_.NowMs();
   for (auto& [id, run] : runs_) SuperviseRun(run, now);
 }
 
 std::vector<RunEvent> Runner::Poll(std::size_t max_log_chunks) {
   std::vector<RunEvent> events;
+  ReapStraySignallers();
   const TimeMs now = clock_.NowMs();
   for (auto& [id, run] : runs_) {
     SuperviseRun(run, now);

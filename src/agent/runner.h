@@ -225,6 +225,7 @@ class Runner {
   void SendStopSignal(Run& run, TimeMs now);
   // Reaps a finished `podman kill`: delivered, or to be tried again.
   void ReapSignaller(Run& run, TimeMs now);
+  void ReapStraySignallers();
   void WatchCheckpoint(Run& run, TimeMs now, bool force);
   // podman's absolute path in the search path; empty if it is not there.
   std::string FindPodman() const;
@@ -238,6 +239,9 @@ class Runner {
   RunnerOptions options_;
   const Clock& clock_;
   std::map<std::string, Run, std::less<>> runs_;
+  // `podman kill`s still running when their run was acknowledged: reaped by
+  // Supervise()/Poll() so none stays a zombie.
+  std::vector<std::int64_t> stray_signallers_;
 };
 
 // Checks a run id is safe as a directory name: 1..128 of [A-Za-z0-9._-], not
