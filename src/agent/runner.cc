@@ -382,6 +382,70 @@ void Runner::SignalGroup(const Run& run, int sig) {
   if (run.pid && run.pid->pgid > 1) ::kill(-static_cast<pid_t>(run.pid->pgid), sig);
 }
 
+// How long after podman refused a `podman kill` (the container not running
+// yet) the agent asks again.
+constexpr TimeMs kSignalRetryMs = 250;
+
+void Runner::SendStopSignal(Run& run, TimeMs now) {
+  const int sig = StopSignalNumber(run.order.stop_signal);
+  std::string podman = run.order.image.empty() ? std::string() : FindPodman();
+  if (podman.empty()) {
+    SignalGroup(run, sig);
+    // Delivered with the kill itself: the grace runs from the stop request.
+    run.signal_delivered_ms = run.stop ? run.stop->requested_at_ms : now;
+    return;
+  }
+  if (run.signaller_pid > 0) return;  // one podman kill at a time
+  // Not the group signal to `podman run`: podman before 4.4 installs its
+  // signal proxy only after the container has started (podman#16901), so a
+  // signal that reaches `podman run` in between (the job already printing,
+  // an operator preempting it) is swallowed, and the job is SIGKILLed after
+  // its grace without ever hearing it. `podman kill` waits for the
+  // container's lock until the start is done, and fails (then we ask again)
+  // while there is no running container yet.
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&files, 1, "/dev/null", O_WRONLY, 0);
+  std::string shim_log = In(run.dir, kShimLogFile);
+  posix_spawn_file_actions_addopen(&files, 2, shim_log.c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                   0644);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK);
+  std::string kill_arg = "kill";
+  std::string signal_flag = "--signal";
+  std::string signal_arg = std::to_string(sig);
+  std::string name = "berth-" + run.id;
+  char* argv[] = {podman.data(),     kill_arg.data(), signal_flag.data(),
+                  signal_arg.data(), name.data(),     nullptr};
+  pid_t pid = 0;
+  int rc = ::posix_spawn(&pid, podman.c_str(), &files, &attr, argv, environ);
+  posix_spawnattr_destroy(&attr);
+  posix_spawn_file_actions_destroy(&files);
+  if (rc != 0) {
+    run.signal_retry_at_ms = now + kSignalRetryMs;
+    return;
+  }
+  run.signaller_pid = pid;
+}
+
+void Runner::ReapSignaller(Run& run, TimeMs now) {
+  if (run.signaller_pid <= 0) return;
+  int status = 0;
+  pid_t r = ::waitpid(static_cast<pid_t>(run.signaller_pid), &status, WNOHANG);
+  if (r == 0 || (r < 0 && errno != ECHILD)) return;
+  run.signaller_pid = 0;
+  if (r > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    run.signal_delivered_ms = now;
+  } else {
+    run.signal_retry_at_ms = now + kSignalRetryMs;
+  }
+}
+
 void Runner::WriteExitVerdict(Run& run, std::string start_error, std::int32_t exit_code) {
   ExitRecord rec;
   rec.exit_code = exit_code;
@@ -421,7 +485,7 @@ Status Runner::Stop(std::string_view run_id, std::string_view reason, std::int64
   }
   run.stop = rec;
   if (run.pid) {
-    SignalGroup(run, StopSignalNumber(run.order.stop_signal));
+    SendStopSignal(run, clock_.NowMs());
     run.term_sent = true;
   }
   return Ok();
@@ -439,8 +503,16 @@ Status Runner::Ack(std::string_view run_id) {
   fs::remove_all(it->second.dir, ec);
   if (ec)
     return Fail(Code::kInternal, "cannot remove " + it->second.dir.string() + ": " + ec.message());
+  if (it->second.signaller_pid > 0) stray_signallers_.push_back(it->second.signaller_pid);
   runs_.erase(it);
   return Ok();
+}
+
+void Runner::ReapStraySignallers() {
+  std::erase_if(stray_signallers_, [](std::int64_t pid) {
+    pid_t r = ::waitpid(static_cast<pid_t>(pid), nullptr, WNOHANG);
+    return r == pid || (r < 0 && errno == ECHILD);
+  });
 }
 
 bool Runner::LogDrained(const Run& run) const {
@@ -450,6 +522,7 @@ bool Runner::LogDrained(const Run& run) const {
 }
 
 void Runner::SuperviseRun(Run& run, TimeMs now) {
+  ReapSignaller(run, now);
   Refresh(run);
   if (run.exit) return;
   const auto& order = run.order;
@@ -463,10 +536,18 @@ void Runner::SuperviseRun(Run& run, TimeMs now) {
       // Also after an agent restart: a job that already caught the signal
       // and is checkpointing gets it again, which checkpoint handlers
       // written for Berth must tolerate (docs/jobs.md).
-      if (run.stop->killed_at_ms == 0) SignalGroup(run, StopSignalNumber(run.order.stop_signal));
+      if (run.stop->killed_at_ms == 0) SendStopSignal(run, now);
       run.term_sent = true;
+    } else if (run.stop->killed_at_ms == 0 && run.signal_delivered_ms == 0 &&
+               run.signaller_pid == 0 && now >= run.signal_retry_at_ms) {
+      SendStopSignal(run, now);  // podman refused: no running container yet
     }
-    if (run.stop->killed_at_ms == 0 && now >= run.stop->requested_at_ms + run.stop->grace_ms) {
+    // The grace runs from when the signal reached the job (podman kill may
+    // take seconds on a loaded node), but ends at most one grace period late.
+    const TimeMs requested = run.stop->requested_at_ms;
+    const TimeMs signalled =
+        std::clamp(run.signal_delivered_ms, requested, requested + run.stop->grace_ms);
+    if (run.stop->killed_at_ms == 0 && now >= signalled + run.stop->grace_ms) {
       // Durable before the signal: an agent that dies right after still
       // knows this run did not stop cleanly.
       StopRecord killed = *run.stop;
@@ -510,12 +591,14 @@ void Runner::WatchCheckpoint(Run& run, TimeMs now, bool force) {
 }
 
 void Runner::Supervise() {
+  ReapStraySignallers();
   const TimeMs now = clock_.NowMs();
   for (auto& [id, run] : runs_) SuperviseRun(run, now);
 }
 
 std::vector<RunEvent> Runner::Poll(std::size_t max_log_chunks) {
   std::vector<RunEvent> events;
+  ReapStraySignallers();
   const TimeMs now = clock_.NowMs();
   for (auto& [id, run] : runs_) {
     SuperviseRun(run, now);

@@ -137,11 +137,12 @@ class Runner {
   Result<RunState> Start(const StartOrder& order);
 
   // Records the stop durably, then sends the run's stop signal (StartRun's
-  // stop_signal, SIGTERM by default) to the job's process group; Poll()
-  // sends SIGKILL once the grace period has passed (also after an agent
-  // restart): the run's own grace_ms from StartRun, or `grace_ms` for a run
-  // that has none. The first stop of a run wins; stopping an exited run does
-  // nothing.
+  // stop_signal, SIGTERM by default) to the job's process group, or to a
+  // container through `podman kill` (retried by Poll() while podman has no
+  // running container yet); Poll() sends SIGKILL once the grace period has
+  // passed since the signal was delivered, at most two grace periods after
+  // the stop (also after an agent restart): the run's own grace_ms from StartRun, or `grace_ms` for
+  // a run that has none. The first stop of a run wins; stopping an exited run does nothing.
   Status Stop(std::string_view run_id, std::string_view reason, std::int64_t grace_ms);
 
   // berthd has recorded the exit durably: forget the run and delete its
@@ -195,7 +196,14 @@ class Runner {
     std::optional<PidRecord> pid;
     std::optional<ExitRecord> exit;
     std::optional<StopRecord> stop;
-    bool term_sent = false;        // the stop signal went out (again after a restart)
+    bool term_sent = false;  // the stop signal went out (again after a restart)
+    // A container's stop signal goes through `podman kill` (SendStopSignal):
+    // the one in flight (our child, not yet reaped), when to try again after
+    // podman refused, and when podman confirmed delivery (0: not yet). Kept
+    // in memory only: a restarted agent sends the signal again anyway.
+    std::int64_t signaller_pid = 0;
+    TimeMs signal_retry_at_ms = 0;
+    TimeMs signal_delivered_ms = 0;
     std::uint64_t log_offset = 0;  // bytes of output.log handed out so far
     bool started_reported = false;
     bool exit_reported = false;
@@ -212,6 +220,12 @@ class Runner {
   void SpawnShim(Run& run);
   bool LogDrained(const Run& run) const;
   void SignalGroup(const Run& run, int sig);
+  // The run's stop signal: to the job's process group for a plain process,
+  // through `podman kill` for a container (see runner.cc for why).
+  void SendStopSignal(Run& run, TimeMs now);
+  // Reaps a finished `podman kill`: delivered, or to be tried again.
+  void ReapSignaller(Run& run, TimeMs now);
+  void ReapStraySignallers();
   void WatchCheckpoint(Run& run, TimeMs now, bool force);
   // podman's absolute path in the search path; empty if it is not there.
   std::string FindPodman() const;
@@ -225,6 +239,9 @@ class Runner {
   RunnerOptions options_;
   const Clock& clock_;
   std::map<std::string, Run, std::less<>> runs_;
+  // `podman kill`s still running when their run was acknowledged: reaped by
+  // Supervise()/Poll() so none stays a zombie.
+  std::vector<std::int64_t> stray_signallers_;
 };
 
 // Checks a run id is safe as a directory name: 1..128 of [A-Za-z0-9._-], not

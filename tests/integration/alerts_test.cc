@@ -218,5 +218,68 @@ TEST_F(IntegrationTest, DeliveryPendingAtKillNineIsDeliveredAfterRestart) {
   EXPECT_EQ(queue_waits.size(), 1U) << "the open alert is not raised again after the restart";
 }
 
+// idle_allocation from real telemetry (TelemetryIdleSource): the embedded
+// agent samples the simulated GPUs from each job's declared load, berthd
+// keeps minute buckets, and the engine reads them. Telemetry is kept per
+// minute, so the source looks back at least a minute whatever the rule's
+// window: the alert opens about a minute after the idle run started, never
+// sooner, which is why this test takes that long.
+TEST_F(IntegrationTest, IdleAllocationAlertOpensFromTelemetryForTheIdleRunOnlyAndCancelResolvesIt) {
+  Berthd& berthd = NewBerthd(AllInOne(
+      {"--telemetry-interval", "200ms", "--alert-interval", "500ms", "--stop-grace", "2s"}));
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  ASSERT_TRUE(berthd.WaitForNode("Ready", 20s));
+  WriteFile(dir_ / "rules.yaml",
+            "rules:\n  - {name: idle-gpus, kind: idle_allocation, threshold: 10, window: 5s, "
+            "severity: warning}\n");
+  auto applied = Cli(berthd, {"alert", "rules", "apply", (dir_ / "rules.yaml").string()});
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+
+  const auto idle =
+      berthd.Submit(JobSpecJson("idle", {"sleep", "600"}, 1, {{"load", {{"pattern", "idle"}}}}));
+  const auto busy = berthd.Submit(JobSpecJson(
+      "busy", {"sleep", "600"}, 1, {{"load", {{"pattern", "steady"}, {"utilization", 80}}}}));
+  ASSERT_GT(idle, 0);
+  ASSERT_GT(busy, 0);
+  ASSERT_TRUE(berthd.WaitForState(idle, "Running", 30s)) << berthd.JobState(idle);
+  ASSERT_TRUE(berthd.WaitForState(busy, "Running", 30s)) << berthd.JobState(busy);
+  const std::string idle_run = berthd.Job(idle).at("placement").at(0).at("run_id");
+  const std::string busy_run = berthd.Job(busy).at("placement").at(0).at("run_id");
+
+  // A minute of telemetry for the run, then the next evaluation.
+  ASSERT_TRUE(WaitFor([&] { return !Alerts(berthd, "idle_allocation").empty(); }, 150s))
+      << berthd.log();
+  json alerts = Alerts(berthd, "idle_allocation");
+  ASSERT_EQ(alerts.size(), 1U) << alerts.dump(2);
+  EXPECT_EQ(alerts[0]["rule"], "idle-gpus");
+  EXPECT_EQ(alerts[0]["subject"], idle_run) << alerts.dump(2);
+  EXPECT_EQ(alerts[0]["severity"], "warning");
+  EXPECT_TRUE(alerts[0]["resolved_ms"].is_null());
+  const std::string message = alerts[0].value("message", "");
+  EXPECT_NE(message.find("job " + std::to_string(idle) + " "), std::string::npos) << message;
+  EXPECT_NE(message.find("under 10%"), std::string::npos) << message;
+  // The busy run is a minute old too, with samples: a few more passes open
+  // nothing for it.
+  std::this_thread::sleep_for(2s);
+  for (const auto& a : Alerts(berthd, "idle_allocation")) {
+    EXPECT_NE(a["subject"], busy_run) << a.dump(2);
+  }
+
+  auto cancelled = Cli(berthd, {"cancel", std::to_string(idle)});
+  ASSERT_EQ(cancelled.exit_code, 0) << cancelled.err;
+  ASSERT_TRUE(berthd.WaitForTerminal(idle, 30s)) << berthd.JobState(idle);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto a = Alerts(berthd, "idle_allocation");
+        return a.size() == 1 && !a[0]["resolved_ms"].is_null();
+      },
+      20s))
+      << Alerts(berthd, "idle_allocation").dump(2);
+  alerts = Alerts(berthd, "idle_allocation");
+  EXPECT_EQ(alerts[0]["subject"], idle_run);
+  EXPECT_EQ(alerts[0]["resolved_by"], "berth");
+  EXPECT_EQ(berthd.JobState(busy), "Running") << "the busy job is untouched";
+}
+
 }  // namespace
 }  // namespace berth::it
