@@ -409,7 +409,21 @@ void Agent::Handle(Stream* stream, const v1::ServerMessage& msg) {
     const auto& m = msg.stop_run();
     std::string reason = m.reason().empty() ? "cancelled" : m.reason();
     if (auto st = runner_.Stop(m.run_id(), reason, m.grace_ms()); !st) {
-      spdlog::warn("cannot stop run {}: {}", m.run_id(), st.error().message);
+      if (st.error().code == Code::kNotFound && runner_.NeverHeld(m.run_id())) {
+        // Its StartRun never arrived: nothing ran, nothing to stop. Report
+        // the exit so berthd settles the run instead of waiting forever.
+        spdlog::info("run {} stopped ({}) before it was started here; reporting it never started",
+                     m.run_id(), reason);
+        RunExit e;
+        e.stopped_for = reason;
+        e.ended_at_ms = clock_.NowMs();
+        v1::AgentMessage out;
+        FillExit(m.run_id(), e, out.mutable_run_exited());
+        out.mutable_run_exited()->set_never_started(true);
+        Send(stream, out);
+      } else {
+        spdlog::warn("cannot stop run {}: {}", m.run_id(), st.error().message);
+      }
     }
   } else if (msg.has_ack_exit()) {
     if (auto st = runner_.Ack(msg.ack_exit().run_id()); !st) {

@@ -491,6 +491,14 @@ Status Runner::Stop(std::string_view run_id, std::string_view reason, std::int64
   return Ok();
 }
 
+bool Runner::NeverHeld(std::string_view run_id) const {
+  if (!ValidateRunId(run_id)) return false;
+  if (runs_.find(run_id) != runs_.end()) return false;
+  std::error_code ec;
+  const bool on_disk = fs::exists(RunDir(run_id), ec);
+  return !on_disk && !ec;  // unreadable: assume it may be there
+}
+
 Status Runner::Ack(std::string_view run_id) {
   BERTH_RETURN_IF_ERROR(ValidateRunId(run_id));
   auto it = runs_.find(run_id);

@@ -145,6 +145,12 @@ class Runner {
   // a run that has none. The first stop of a run wins; stopping an exited run does nothing.
   Status Stop(std::string_view run_id, std::string_view reason, std::int64_t grace_ms);
 
+  // Whether `run_id` is a valid id this runner has no trace of: neither
+  // tracked nor on disk. Such a run was never started here (a run directory
+  // exists before its shim does, and lasts until berthd acknowledged the
+  // exit), so a stop for it can be answered as never started.
+  bool NeverHeld(std::string_view run_id) const;
+
   // berthd has recorded the exit durably: forget the run and delete its
   // directory. Unknown runs are fine (acks may repeat).
   Status Ack(std::string_view run_id);

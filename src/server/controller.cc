@@ -65,6 +65,7 @@ store::RunExit ExitFromProto(const berth::v1::RunExited& m) {
   e.start_error = m.start_error();
   if (!m.stopped_for().empty()) e.clean_stop = m.clean_stop();
   if (m.last_checkpoint_ms() > 0) e.last_checkpoint_ms = m.last_checkpoint_ms();
+  e.never_started = m.never_started();
   return e;
 }
 
@@ -157,7 +158,8 @@ Status Controller::Start() {
     // After a restart every known node gets a full lease to reconnect before
     // it is declared NotReady; its stored state stands until then.
     for (const auto& n : *nodes) {
-      live_[n.info.name] = LiveNode{nullptr, now, n.state == model::NodeState::kReady, {}, {}, {}};
+      live_[n.info.name] =
+          LiveNode{nullptr, now, n.state == model::NodeState::kReady, {}, {}, {}, false, {}};
     }
   }
   thread_ = std::thread([this] { Loop(); });
@@ -699,6 +701,7 @@ Status Controller::Dispatch(const std::vector<store::RunRecord>& active,
     berth::v1::ServerMessage msg;
   };
   std::vector<Order> orders;
+  std::vector<const store::RunRecord*> never_started;
   for (const auto& run : active) {
     std::shared_ptr<AgentSession> session;
     bool send_start = false;
@@ -706,7 +709,17 @@ Status Controller::Dispatch(const std::vector<store::RunRecord>& active,
     {
       std::lock_guard lock(mu_);
       auto it = live_.find(run.node);
-      if (it == live_.end() || it->second.session == nullptr) continue;
+      if (it == live_.end()) continue;
+      const LiveNode& live = it->second;
+      // Stopped before its start order went out, and not on the agent (see
+      // LiveNode::reported): a StopRun would find nothing to stop, so the
+      // run is settled here, connected or not.
+      if (run.stop_requested && run.state == model::RunState::kStarting && live.registered &&
+          !live.reported.contains(run.run_id) && !live.start_sent.contains(run.run_id)) {
+        never_started.push_back(&run);
+        continue;
+      }
+      if (live.session == nullptr) continue;
       session = it->second.session;
       if (run.stop_requested) {
         send_stop = it->second.stop_sent.insert(run.run_id).second;
@@ -744,6 +757,25 @@ Status Controller::Dispatch(const std::vector<store::RunRecord>& active,
       spdlog::warn("agent {} stream closed; order will be re-sent on reconnect", o.session->node());
     }
   }
+  if (never_started.empty()) return Ok();
+  const TimeMs now = clock_.NowMs();
+  for (const auto* run : never_started) {
+    store::RunExit exit;
+    exit.run_id = run->run_id;
+    exit.ended_at_ms = now;
+    exit.stopped_for = run->stopped_for.empty() ? "cancelled" : run->stopped_for;
+    exit.never_started = true;
+    spdlog::info(
+        "run {} of job {} on {} was stopped ({}) before its start order was sent; "
+        "settled as never started",
+        run->run_id, run->job_id, run->node, exit.stopped_for);
+    // An exit the agent reported meanwhile wins: MarkRunExited settles once.
+    auto job = store_.MarkRunExited(exit, now);
+    if (!job) return std::unexpected(job.error());
+    CountOutcome(*job, now);
+  }
+  // A requeued job (preempted, drained) can be placed again at once.
+  Wake();
   return Ok();
 }
 
@@ -989,6 +1021,8 @@ Status Controller::OnRegister(const berth::v1::Register& reg,
     live.ready = true;
     live.start_sent.clear();
     live.stop_sent.clear();
+    live.registered = true;
+    live.reported = std::move(reported);
     live.gpus.clear();
     for (const auto& g : info.gpus) live.gpus.insert(g.index);
   }

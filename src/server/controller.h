@@ -170,6 +170,14 @@ class Controller {
     std::set<std::string> start_sent;  // orders sent on the current session
     std::set<std::string> stop_sent;
     std::set<std::uint32_t> gpus;  // indices registered on the current session
+    // Whether the agent registered since this berthd started, and the runs
+    // it reported then. The agent reports every run it holds when it
+    // registers and can get a new one only through a StartRun on that
+    // session, so once registered, a run in neither `reported` nor
+    // `start_sent` is not on the agent: if its stop was requested before
+    // its start order went out, Dispatch settles it as never started.
+    bool registered = false;
+    std::set<std::string> reported;
   };
 
   void Loop();
@@ -177,6 +185,8 @@ class Controller {
   // Runs on nodes NotReady for longer than the lease plus node_lost_grace_ms
   // exit as lost. Returns whether any did.
   Result<bool> DeclareLostRuns(TimeMs now, const std::vector<store::RunRecord>& active);
+  // Sends start and stop orders; settles, without asking the agent, a run
+  // stopped before its start order reached the agent (see LiveNode).
   Status Dispatch(const std::vector<store::RunRecord>& active,
                   const std::vector<store::NodeRecord>& nodes);
   // Fills a failed exit's failure class from its log tail (berthd holds the

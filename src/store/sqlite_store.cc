@@ -1129,6 +1129,8 @@ Result<JobRecord> SqliteStore::MarkRunExited(const RunExit& exit, TimeMs now) {
     // arrives at the agent as a plain stop).
     std::string stopped_for = !run.stopped_for.empty() ? run.stopped_for : exit.stopped_for;
     if (exit.stopped_for == "max_runtime") stopped_for = "max_runtime";
+    // Never started: no start time, so neither runtime nor GPU time is metered.
+    const bool never_started = exit.never_started && run.state == model::RunState::kStarting;
     auto up = db_.Prepare(
         "UPDATE runs SET state='Exited', exit_code=?, signal=?, finished_ms=?, "
         "started_ms=COALESCE(started_ms, ?), stopped_for=?, start_error=?, clean_stop=?, "
@@ -1145,7 +1147,7 @@ Result<JobRecord> SqliteStore::MarkRunExited(const RunExit& exit, TimeMs now) {
     BERTH_RETURN_IF_ERROR(up->Bind(1, code)
                               .Bind(2, signal)
                               .Bind(3, exit.ended_at_ms)
-                              .Bind(4, exit.started_at_ms)
+                              .Bind(4, never_started ? std::nullopt : exit.started_at_ms)
                               .Bind(5, stopped_for)
                               .Bind(6, exit.start_error)
                               .Bind(7, exit.clean_stop
@@ -1155,7 +1157,10 @@ Result<JobRecord> SqliteStore::MarkRunExited(const RunExit& exit, TimeMs now) {
                               .Bind(9, exit.last_checkpoint_ms)
                               .Bind(10, exit.run_id)
                               .Run());
-    std::string how = !exit.start_error.empty()
+    std::string how = never_started ? std::string(
+                                          "was never started: it was stopped before "
+                                          "its start order reached the agent")
+                      : !exit.start_error.empty()
                           ? fmt::format("could not start: {}", exit.start_error)
                       : exit.signal != 0 ? fmt::format("was killed by signal {}", exit.signal)
                                          : fmt::format("exited with code {}", exit.exit_code);

@@ -188,6 +188,11 @@ struct RunExit {
   std::optional<bool> clean_stop{};  // see RunRecord
   std::string failure_class{};       // see RunRecord
   std::optional<TimeMs> last_checkpoint_ms{};
+  // The run was stopped before it was ever started (its start order never
+  // reached the agent): no process ran, so no runtime and no GPU time. Only
+  // honoured for a run still Starting; a run the agent reported started
+  // keeps its start.
+  bool never_started = false;
 };
 
 // One version of the scheduling policy. Versions are append-only: applying

@@ -190,6 +190,44 @@ TEST_F(AgentTest, RegistersInventoryThenReportsStartLogAndExitInOrder) {
   EXPECT_TRUE(testing::WaitFor([&] { return !std::filesystem::exists(dir_.path() / "runs/r1"); }));
 }
 
+// berthd asked to stop a run whose StartRun never reached this agent: the
+// agent answers with the run's exit marked never started (so berthd can
+// settle it), while a run it does hold is stopped and reported as usual.
+TEST_F(AgentTest, AStopForARunNeverStartedHereIsReportedAsNeverStarted) {
+  StartAgent();
+  ASSERT_TRUE(berthd_.Await([](const auto& m) { return !m.empty(); }));
+  StartRun("held", {"sleep", "30"});
+  ASSERT_TRUE(berthd_.Await([](const auto& msgs) {
+    return std::any_of(msgs.begin(), msgs.end(), [](const auto& m) {
+      return m.has_run_started() && m.run_started().run_id() == "held";
+    });
+  }));
+  for (const std::string id : {"held", "ghost"}) {
+    v1::ServerMessage stop;
+    stop.mutable_stop_run()->set_run_id(id);
+    stop.mutable_stop_run()->set_reason("preempted");
+    stop.mutable_stop_run()->set_grace_ms(100);
+    berthd_.Send(stop);
+  }
+  ASSERT_TRUE(
+      berthd_.Await([](const auto& m) { return HasExit(m, "ghost") && HasExit(m, "held"); }));
+  for (const auto& m : berthd_.Received()) {
+    if (!m.has_run_exited()) continue;
+    const auto& e = m.run_exited();
+    if (e.run_id() == "ghost") {
+      EXPECT_TRUE(e.never_started());
+      EXPECT_EQ(e.stopped_for(), "preempted");
+      EXPECT_EQ(e.started_at_ms(), 0);
+      EXPECT_EQ(e.exit_code(), 0);
+    } else {
+      EXPECT_FALSE(e.never_started()) << "a run that ran must never be reported as never started";
+      EXPECT_GT(e.started_at_ms(), 0);
+    }
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() / "runs/ghost"))
+      << "answering the stop must not create the run";
+}
+
 TEST_F(AgentTest, UnacknowledgedExitIsReportedAgainAfterReconnecting) {
   StartAgent();
   ASSERT_TRUE(berthd_.Await([](const auto& m) { return !m.empty(); }));
