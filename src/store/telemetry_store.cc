@@ -715,18 +715,7 @@ Result<UtilSummary> TelemetryStore::FleetSummary(TimeMs from, TimeMs to) {
     }
   }
   const UtilSummary mem = Summarize(open);
-  if (mem.samples > 0) {
-    s.first_ms = s.samples == 0 ? mem.first_ms : std::min(s.first_ms, mem.first_ms);
-    s.last_ms = std::max(s.last_ms, mem.last_ms);
-    s.samples += mem.samples;
-    s.util_sum += mem.util_sum;
-    s.util_max = std::max(s.util_max, mem.util_max);
-    s.mem_util_sum += mem.mem_util_sum;
-    s.memory_used_sum += mem.memory_used_sum;
-    s.memory_used_max = std::max(s.memory_used_max, mem.memory_used_max);
-    s.memory_total_bytes = std::max(s.memory_total_bytes, mem.memory_total_bytes);
-    s.idle_samples += mem.idle_samples;
-  }
+  if (mem.samples > 0) s.Add(mem);
   return s;
 }
 
