@@ -289,6 +289,18 @@ AlertRules DefaultAlertRules() {
   return rules ? *rules : AlertRules{};
 }
 
+Status CheckNewAlertRules(const AlertRules& rules) {
+  for (std::size_t i = 0; i < rules.rules.size(); ++i) {
+    const AlertRule& r = rules.rules[i];
+    if (r.kind == AlertKind::kIdleAllocation && r.window_ms < 60'000) {
+      return InvalidField(fmt::format("rules[{}].window", i),
+                          "must be at least 1m: GPU telemetry is kept per minute, so a shorter "
+                          "window cannot be told from a partly sampled minute; e.g. 30m");
+    }
+  }
+  return Ok();
+}
+
 Result<AlertRules> ParseAlertRules(std::string_view yaml) {
   YAML::Node root;
   try {

@@ -73,6 +73,12 @@ std::string DefaultAlertRulesYaml();
 // ("rules[1].threshold") and say what to write instead.
 Result<AlertRules> ParseAlertRules(std::string_view yaml);
 
+// What a document being applied must meet beyond parsing: an
+// idle_allocation window of at least 1m (telemetry is kept per minute, so a
+// shorter one could not be honoured). Stored documents are only parsed: one
+// applied before this check loads, its short window acting as 1m.
+Status CheckNewAlertRules(const AlertRules& rules);
+
 nlohmann::json AlertRulesJson(const AlertRules& rules);
 
 }  // namespace berth::model

@@ -57,6 +57,7 @@ Result<std::int64_t> AlertRouter::Apply(const std::string& yaml, const std::stri
                                         const std::string& comment, TimeMs now) {
   auto parsed = model::ParseAlertRules(yaml);
   if (!parsed) return std::unexpected(parsed.error());
+  BERTH_RETURN_IF_ERROR(model::CheckNewAlertRules(*parsed));
   auto version = store_.ApplyAlertRules(yaml, by, comment, now);
   if (!version) return std::unexpected(version.error());
   std::lock_guard lock(mu_);
@@ -377,7 +378,12 @@ IdleSource TelemetryIdleSource(store::MeterStore& runs, store::TelemetryStore& t
   return [&runs, &telemetry](TimeMs now,
                              const model::AlertRule& rule) -> Result<std::vector<IdleAllocation>> {
     std::vector<IdleAllocation> out;
-    const TimeMs from = now - std::max<std::int64_t>(rule.window_ms, 60'000);
+    // Telemetry is kept per minute: the window starts on the minute that
+    // holds now - window, so that its first bucket counts whole and an idle
+    // stretch can reach the full window (from now - window itself, the first
+    // bucket found started after it, and no run was ever idle long enough).
+    const TimeMs window = std::max<std::int64_t>(rule.window_ms, 60'000);
+    const TimeMs from = (now - window) / 60'000 * 60'000;
     auto active = runs.UsageRuns(now, now + 1, "");
     if (!active) return std::unexpected(active.error());
     std::vector<std::string> ids;

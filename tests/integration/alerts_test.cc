@@ -221,16 +221,22 @@ TEST_F(IntegrationTest, DeliveryPendingAtKillNineIsDeliveredAfterRestart) {
 // idle_allocation from real telemetry (TelemetryIdleSource): the embedded
 // agent samples the simulated GPUs from each job's declared load, berthd
 // keeps minute buckets, and the engine reads them. Telemetry is kept per
-// minute, so the source looks back at least a minute whatever the rule's
-// window: the alert opens about a minute after the idle run started, never
-// sooner, which is why this test takes that long.
+// minute, so a rule's window is at least 1m (a shorter one is refused when
+// applied, checked here too): the alert opens one to two minutes after the
+// idle run started, which is why this test takes that long. (With a window
+// under a minute it once passed while a real 1m or 30m window never fired.)
 TEST_F(IntegrationTest, IdleAllocationAlertOpensFromTelemetryForTheIdleRunOnlyAndCancelResolvesIt) {
   Berthd& berthd = NewBerthd(AllInOne(
       {"--telemetry-interval", "200ms", "--alert-interval", "500ms", "--stop-grace", "2s"}));
   ASSERT_TRUE(berthd.Start()) << berthd.log();
   ASSERT_TRUE(berthd.WaitForNode("Ready", 20s));
+  WriteFile(dir_ / "short.yaml",
+            "rules:\n  - {name: idle-gpus, kind: idle_allocation, threshold: 10, window: 5s}\n");
+  auto refused = Cli(berthd, {"alert", "rules", "apply", (dir_ / "short.yaml").string()});
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.err.find("rules[0].window"), std::string::npos) << refused.err;
   WriteFile(dir_ / "rules.yaml",
-            "rules:\n  - {name: idle-gpus, kind: idle_allocation, threshold: 10, window: 5s, "
+            "rules:\n  - {name: idle-gpus, kind: idle_allocation, threshold: 10, window: 1m, "
             "severity: warning}\n");
   auto applied = Cli(berthd, {"alert", "rules", "apply", (dir_ / "rules.yaml").string()});
   ASSERT_EQ(applied.exit_code, 0) << applied.err;

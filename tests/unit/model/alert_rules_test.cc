@@ -57,6 +57,25 @@ struct Bad {
   const char* field;
 };
 
+// A window under a minute parses (a stored document applied before the
+// check must still load) but is refused when applied, naming the rule.
+TEST(AlertRules, ANewIdleWindowUnderAMinuteIsRefusedByName) {
+  auto stored = ParseAlertRules(
+      "rules:\n  - {name: busy, kind: budget}\n  - {name: idle, kind: idle_allocation, window: "
+      "30s}");
+  ASSERT_TRUE(stored.has_value()) << stored.error().message;
+  EXPECT_EQ(stored->rules[1].window_ms, 30'000);
+  auto refused = CheckNewAlertRules(*stored);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code, Code::kInvalidArgument);
+  EXPECT_NE(refused.error().message.find("rules[1].window"), std::string::npos)
+      << refused.error().message;
+  EXPECT_NE(refused.error().message.find("at least 1m"), std::string::npos);
+  auto minute = ParseAlertRules("rules: [{name: idle, kind: idle_allocation, window: 1m}]");
+  ASSERT_TRUE(minute.has_value());
+  EXPECT_TRUE(CheckNewAlertRules(*minute).has_value());
+}
+
 TEST(AlertRules, EachBadFieldNamesItself) {
   const Bad cases[] = {
       {"rules: 3", "rules"},
