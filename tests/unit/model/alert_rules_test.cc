@@ -68,8 +68,7 @@ TEST(AlertRules, ANewIdleWindowUnderAMinuteIsRefusedByName) {
   auto refused = CheckNewAlertRules(*stored);
   ASSERT_FALSE(refused.has_value());
   EXPECT_EQ(refused.error().code, Code::kInvalidArgument);
-  EXPECT_NE(refused.error().message.find("rules[1].window"), std::string::npos)
-      << refused.error().message;
+  EXPECT_EQ(refused.error().field, "rules[1].window");
   EXPECT_NE(refused.error().message.find("at least 1m"), std::string::npos);
   auto minute = ParseAlertRules("rules: [{name: idle, kind: idle_allocation, window: 1m}]");
   ASSERT_TRUE(minute.has_value());
