@@ -329,18 +329,20 @@ void Runner::ContainerSpec(const StartOrder& order, const std::string& podman,
   spec.pull_timeout_ms = options_.pull_timeout_ms;
 }
 
-void Runner::SpawnShim(Run& run) {
+namespace {
+
+// Starts argv[0] for a run: stdin and stdout on /dev/null, stderr appended
+// to `log`, in a session of its own, with none of the agent's blocked
+// signals (the agent blocks SIGTERM/SIGINT to sigwait for them) or
+// handlers. posix_spawn's result: 0, or the errno it failed with.
+int SpawnForRun(std::vector<std::string> args, const std::string& log, pid_t* pid) {
   posix_spawn_file_actions_t files;
   posix_spawn_file_actions_init(&files);
   posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&files, 1, "/dev/null", O_WRONLY, 0);
-  std::string shim_log = In(run.dir, kShimLogFile);
-  posix_spawn_file_actions_addopen(&files, 2, shim_log.c_str(), O_WRONLY | O_CREAT | O_APPEND,
-                                   0644);
+  posix_spawn_file_actions_addopen(&files, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-  // Own session from birth, and none of the agent's blocked signals (the
-  // agent blocks SIGTERM/SIGINT to sigwait for them) or handlers.
   sigset_t none;
   sigemptyset(&none);
   sigset_t defaults;
@@ -352,13 +354,21 @@ void Runner::SpawnShim(Run& run) {
   posix_spawnattr_setsigdefault(&attr, &defaults);
   posix_spawnattr_setflags(&attr,
                            POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  std::string shim = options_.shim_path.string();
-  std::string dir = run.dir.string();
-  char* argv[] = {shim.data(), dir.data(), nullptr};
-  pid_t pid = 0;
-  int rc = ::posix_spawn(&pid, shim.c_str(), &files, &attr, argv, environ);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int rc = ::posix_spawn(pid, args.front().c_str(), &files, &attr, argv.data(), environ);
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&files);
+  return rc;
+}
+
+}  // namespace
+
+void Runner::SpawnShim(Run& run) {
+  const std::string shim = options_.shim_path.string();
+  pid_t pid = 0;
+  int rc = SpawnForRun({shim, run.dir.string()}, In(run.dir, kShimLogFile), &pid);
   if (rc != 0) {
     WriteExitVerdict(run, "cannot start berth-shim '" + shim + "': " + std::strerror(rc), 126);
     return;
@@ -403,29 +413,9 @@ void Runner::SendStopSignal(Run& run, TimeMs now) {
   // its grace without ever hearing it. `podman kill` waits for the
   // container's lock until the start is done, and fails (then we ask again)
   // while there is no running container yet.
-  posix_spawn_file_actions_t files;
-  posix_spawn_file_actions_init(&files);
-  posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&files, 1, "/dev/null", O_WRONLY, 0);
-  std::string shim_log = In(run.dir, kShimLogFile);
-  posix_spawn_file_actions_addopen(&files, 2, shim_log.c_str(), O_WRONLY | O_CREAT | O_APPEND,
-                                   0644);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK);
-  std::string kill_arg = "kill";
-  std::string signal_flag = "--signal";
-  std::string signal_arg = std::to_string(sig);
-  std::string name = "berth-" + run.id;
-  char* argv[] = {podman.data(),     kill_arg.data(), signal_flag.data(),
-                  signal_arg.data(), name.data(),     nullptr};
   pid_t pid = 0;
-  int rc = ::posix_spawn(&pid, podman.c_str(), &files, &attr, argv, environ);
-  posix_spawnattr_destroy(&attr);
-  posix_spawn_file_actions_destroy(&files);
+  int rc = SpawnForRun({podman, "kill", "--signal", std::to_string(sig), "berth-" + run.id},
+                       In(run.dir, kShimLogFile), &pid);
   if (rc != 0) {
     run.signal_retry_at_ms = now + kSignalRetryMs;
     return;

@@ -240,19 +240,8 @@ std::optional<std::size_t> Cluster::Find(std::string_view name) const {
 }
 
 const GpuView* Cluster::Gpu(std::size_t n, std::uint32_t index) const {
-  // GPUs are sorted by index and mostly numbered from 0: the GPU at that
-  // position, when no earlier one can share its index, is the first match
-  // without a scan (a scan per GPU of every running job was a tenth of a
-  // cycle at 10,000 nodes).
-  const auto& gpus = Node(n).gpus;
-  if (index < gpus.size() && gpus[index].index == index &&
-      (index == 0 || gpus[index - 1].index < index)) {
-    return &gpus[index];
-  }
-  for (const auto& g : gpus) {
-    if (g.index == index) return &g;
-  }
-  return nullptr;
+  const std::optional<std::size_t> slot = GpuSlot(n, index);
+  return slot ? &Node(n).gpus[*slot - first_gpu_[n]] : nullptr;
 }
 
 bool Cluster::HasLayout(const ClusterLayout& layout) const {
@@ -279,7 +268,9 @@ void Cluster::SaveLayout(ClusterLayout& layout) const {
 }
 
 std::optional<std::size_t> Cluster::GpuSlot(std::size_t n, std::uint32_t index) const {
-  // As Gpu: the position of its index first, else a scan of the node's.
+  // GPUs are sorted by index and mostly numbered from 0: the GPU at that
+  // position, when no earlier one can share its index, is the first match
+  // without a scan; else a scan of the node's.
   const std::size_t first = first_gpu_[n];
   const std::size_t count = first_gpu_[n + 1] - first;
   if (index < count && index_of_[first + index] == index &&

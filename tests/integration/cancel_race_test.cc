@@ -34,16 +34,40 @@ class CancelRaceTest : public IntegrationTest {
         },
         20s);
   }
-  // The agent goes away without a word: berthd keeps the node Ready.
-  void KillAgent(Process* agent) {
-    agent->Kill(SIGKILL);
-    ASSERT_TRUE(agent->Wait(10s).has_value());
+  // An agent registers race-node (2 GPUs, `cluster_`) and is killed; `spec`
+  // is then placed there with no stream to send its start order on. The
+  // job's id, or 0 (with a test failure) when the window was not reached.
+  std::int64_t PlacedWithNoAgent(Berthd& berthd, const json& spec) {
+    cluster_ = WriteCluster("race-node", 2);
+    Process* agent = &NewAgent(berthd, dir_ / "agent", cluster_, "agent.log");
+    if (!berthd.WaitForNode("Ready", 20s, "race-node")) {
+      ADD_FAILURE() << berthd.Nodes().dump(2);
+      return 0;
+    }
+    agent->Kill(SIGKILL);  // without a word: berthd keeps the node Ready
+    if (!agent->Wait(10s).has_value() || !Connected(berthd, false)) {
+      ADD_FAILURE() << berthd.Nodes().dump(2);
+      return 0;
+    }
+    auto id = berthd.Submit(spec);
+    if (id <= 0 || !berthd.WaitForState(id, "Scheduled", 20s)) {
+      ADD_FAILURE() << berthd.Job(id).dump(2);
+      return 0;
+    }
+    return id;
+  }
+  // The agent of race-node again, on the same data dir.
+  void RestartAgent(const Berthd& berthd) {
+    NewAgent(berthd, dir_ / "agent", cluster_, "agent.log");
   }
   std::string RunId(const Berthd& berthd, std::int64_t id) {
     auto job = berthd.Job(id);
     if (job["runs"].empty()) return "";
     return job["runs"][0].value("run_id", "");
   }
+
+ private:
+  std::filesystem::path cluster_;
 };
 
 std::string Timeline(const json& job) {
@@ -54,15 +78,8 @@ std::string Timeline(const json& job) {
 
 TEST_F(CancelRaceTest, ACancelBeforeTheStartOrderEndsTheJobCancelled) {
   Berthd& berthd = StartBerthd();
-  auto cluster = WriteCluster("race-node", 2);
-  Process* agent = &NewAgent(berthd, dir_ / "agent", cluster, "agent.log");
-  ASSERT_TRUE(berthd.WaitForNode("Ready", 20s, "race-node")) << berthd.Nodes().dump(2);
-  KillAgent(agent);
-  ASSERT_TRUE(Connected(berthd, false)) << berthd.Nodes().dump(2);
-
-  auto id = berthd.Submit(JobSpecJson("race", Sh("echo STARTED-MARKER; sleep 600"), 1));
+  auto id = PlacedWithNoAgent(berthd, JobSpecJson("race", Sh("echo STARTED-MARKER; sleep 600"), 1));
   ASSERT_GT(id, 0);
-  ASSERT_TRUE(berthd.WaitForState(id, "Scheduled", 20s)) << berthd.Job(id).dump(2);
   const std::string run = RunId(berthd, id);
   ASSERT_FALSE(run.empty()) << berthd.Job(id).dump(2);
 
@@ -82,7 +99,7 @@ TEST_F(CancelRaceTest, ACancelBeforeTheStartOrderEndsTheJobCancelled) {
   EXPECT_NE(shown.out.find("never started"), std::string::npos) << shown.out;
 
   // The agent comes back: the run was never started there and is not now.
-  agent = &NewAgent(berthd, dir_ / "agent", cluster, "agent.log");
+  RestartAgent(berthd);
   ASSERT_TRUE(Connected(berthd, true)) << berthd.Nodes().dump(2);
   auto after = berthd.Submit(JobSpecJson("after", Sh("true"), 1));
   ASSERT_TRUE(berthd.WaitForTerminal(after, 30s)) << berthd.Job(after).dump(2);
@@ -96,15 +113,8 @@ TEST_F(CancelRaceTest, ACancelBeforeTheStartOrderEndsTheJobCancelled) {
 
 TEST_F(CancelRaceTest, BerthdRestartedInTheWindowSettlesOnceTheAgentReports) {
   Berthd& berthd = StartBerthd();
-  auto cluster = WriteCluster("race-node", 2);
-  Process* agent = &NewAgent(berthd, dir_ / "agent", cluster, "agent.log");
-  ASSERT_TRUE(berthd.WaitForNode("Ready", 20s, "race-node")) << berthd.Nodes().dump(2);
-  KillAgent(agent);
-  ASSERT_TRUE(Connected(berthd, false)) << berthd.Nodes().dump(2);
-
-  auto id = berthd.Submit(JobSpecJson("race", Sh("sleep 600"), 1));
+  auto id = PlacedWithNoAgent(berthd, JobSpecJson("race", Sh("sleep 600"), 1));
   ASSERT_GT(id, 0);
-  ASSERT_TRUE(berthd.WaitForState(id, "Scheduled", 20s)) << berthd.Job(id).dump(2);
 
   // berthd restarts: it cannot know whether its predecessor sent the start,
   // so it must hear from the agent first.
@@ -114,7 +124,7 @@ TEST_F(CancelRaceTest, BerthdRestartedInTheWindowSettlesOnceTheAgentReports) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_FALSE(berthd.WaitForTerminal(id, 1s)) << berthd.Job(id).dump(2);
 
-  agent = &NewAgent(berthd, dir_ / "agent", cluster, "agent.log");
+  RestartAgent(berthd);
   ASSERT_TRUE(berthd.WaitForState(id, "Cancelled", 20s)) << berthd.Job(id).dump(2);
   auto job = berthd.Job(id);
   EXPECT_TRUE(job["runs"][0]["started_at_ms"].is_null()) << job.dump(2);

@@ -16,6 +16,7 @@
 #include "server/agent_session.h"
 #include "server/controller.h"
 #include "store/sqlite_store.h"
+#include "unit/server/controller_fixture.h"
 
 namespace berth::server {
 namespace {
@@ -53,29 +54,10 @@ class RecordingSession : public AgentSession {
   std::vector<berth::v1::ServerMessage> sent_;
 };
 
-class CancelRaceTest : public ::testing::Test {
+class CancelRaceTest : public ControllerFixture<sched::FifoScheduler> {
  protected:
-  void SetUp() override {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "berth-race-XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-    Reopen();
-  }
-  void TearDown() override {
-    controller_.reset();
-    store_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-  // berthd (re)starts: a fresh controller over the same database.
-  void Reopen() {
-    controller_.reset();
-    store_.reset();
-    auto s = store::SqliteStore::Open(dir_, clock_.NowMs());
-    ASSERT_TRUE(s.has_value()) << s.error().message;
-    store_ = std::move(*s);
-    controller_ =
-        std::make_unique<Controller>(*store_, scheduler_, clock_, ControllerOptions{dir_ / "logs"});
-  }
+  CancelRaceTest() : ControllerFixture(1'000'000) {}
+
   // The agent of n1 registers, reporting `runs` as running (pid 0: accepted).
   std::shared_ptr<RecordingSession> Connect(const std::vector<std::string>& runs = {}) {
     berth::v1::Register reg;
@@ -117,12 +99,6 @@ class CancelRaceTest : public ::testing::Test {
     return store_->GetJob(id)->runs.at(0).run_id;
   }
   store::JobRecord Job(std::int64_t id) { return *store_->GetJob(id); }
-
-  ManualClock clock_{1'000'000};
-  sched::FifoScheduler scheduler_;
-  std::filesystem::path dir_;
-  std::unique_ptr<store::SqliteStore> store_;
-  std::unique_ptr<Controller> controller_;
 };
 
 TEST_F(CancelRaceTest, ACancelBeforeTheStartOrderSettlesTheRunAsNeverStarted) {

@@ -13,6 +13,7 @@
 #include "sched/core_scheduler.h"
 #include "server/controller.h"
 #include "store/sqlite_store.h"
+#include "unit/server/controller_fixture.h"
 
 namespace berth::server {
 namespace {
@@ -74,13 +75,13 @@ class Recording : public sched::Scheduler {
   sched::CoreScheduler core;
 };
 
-class DecayedUsageTest : public ::testing::Test {
+class DecayedUsageTest : public ControllerFixture<Recording> {
  protected:
+  DecayedUsageTest() : ControllerFixture(1'000 * kHour) {}
+
   void SetUp() override {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "berth-usage-XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-    Reopen();
+    ControllerFixture::SetUp();
+    if (HasFatalFailure()) return;
     model::NodeInfo n;
     n.name = "n1";
     n.cpus = 8;
@@ -93,20 +94,6 @@ class DecayedUsageTest : public ::testing::Test {
       n.gpus.push_back(g);
     }
     ASSERT_TRUE(store_->UpsertNode(n, clock_.NowMs()).has_value());
-  }
-  void TearDown() override {
-    controller_.reset();
-    store_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-  void Reopen() {
-    controller_.reset();
-    store_.reset();
-    auto s = store::SqliteStore::Open(dir_, clock_.NowMs());
-    ASSERT_TRUE(s.has_value()) << s.error().message;
-    store_ = std::move(*s);
-    controller_ =
-        std::make_unique<Controller>(*store_, scheduler_, clock_, ControllerOptions{dir_ / "logs"});
   }
   std::int64_t Submit(const std::string& name, std::uint32_t gpus, std::uint32_t share_millis = 0) {
     model::JobSpec s;
@@ -141,12 +128,6 @@ class DecayedUsageTest : public ::testing::Test {
     auto it = scheduler_.last.decayed_usage.find(queue);
     return it == scheduler_.last.decayed_usage.end() ? 0.0 : static_cast<double>(it->second);
   }
-
-  ManualClock clock_{1'000 * kHour};
-  Recording scheduler_;
-  std::filesystem::path dir_;
-  std::unique_ptr<store::SqliteStore> store_;
-  std::unique_ptr<Controller> controller_;
 };
 
 TEST_F(DecayedUsageTest, RunningAndFinishedWorkReachTheSchedulerOnceThroughRestarts) {
