@@ -1,15 +1,47 @@
 #include "agent/agent.h"
 
+#include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
 
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 
 #include "agent/node_proto.h"
 
 namespace berth::agent {
 namespace {
+
+namespace fs = std::filesystem;
+
+// Simulated GPUs get device nodes with the numbers NVIDIA's driver uses
+// (major 195, minor = index; nvidiactl 195:255), so the cgroup's device
+// rules are the same code as on real nodes and can be tested there: opening
+// an allowed stand-in fails with ENXIO (no driver behind it), a denied one
+// with EPERM.
+void MakeStandInDevices(const fs::path& dir, const std::vector<model::Gpu>& gpus) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  ::chmod(dir.c_str(), 0755);
+  auto make = [&](const std::string& name, unsigned minor) {
+    const fs::path path = dir / name;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0) return;
+    // 0666 as on a real node: the cgroup, not the mode, decides who opens it.
+    if (::mknod(path.c_str(), S_IFCHR | 0666, makedev(195, minor)) != 0 ||
+        ::chmod(path.c_str(), 0666) != 0) {
+      spdlog::warn("cannot make stand-in device {}: {}", path.string(), std::strerror(errno));
+    }
+  };
+  make("nvidiactl", 255);
+  for (const auto& g : gpus) make("nvidia" + std::to_string(g.index), g.index);
+}
 
 void FillExit(const std::string& run_id, const RunExit& e, v1::RunExited* out) {
   out->set_run_id(run_id);
@@ -21,6 +53,10 @@ void FillExit(const std::string& run_id, const RunExit& e, v1::RunExited* out) {
   out->set_start_error(e.start_error);
   if (e.clean_stop) out->set_clean_stop(*e.clean_stop);
   out->set_last_checkpoint_ms(e.last_checkpoint_ms);
+  out->set_oom_kills(e.oom_kills);
+  out->set_memory_peak_bytes(e.memory_peak_bytes);
+  out->set_memory_limit_bytes(e.memory_limit_bytes);
+  out->set_leftover_processes(e.leftover_processes);
 }
 
 void FillStatus(const RunState& s, v1::RunStatus* out) {
@@ -55,6 +91,15 @@ StartOrder OrderFromProto(const v1::StartRun& m) {
   o.stop_signal = m.stop_signal();
   o.checkpoint_file = m.checkpoint_file();
   o.image = m.image();
+  o.tenant = m.tenant();
+  o.run_as.user = m.run_as().user();
+  o.run_as.numeric = m.run_as().numeric();
+  o.run_as.uid = m.run_as().uid();
+  o.run_as.gid = m.run_as().gid();
+  o.run_as.groups.assign(m.run_as().groups().begin(), m.run_as().groups().end());
+  o.run_as.allow_root = m.run_as().allow_root();
+  o.cpu_millis = m.cpu_millis();
+  o.memory_bytes = m.memory_bytes();
   if (m.has_load()) {
     const auto& l = m.load();
     o.load.pattern = l.pattern() == v1::LoadProfile::PERIODIC ? model::LoadPattern::kPeriodic
@@ -88,6 +133,51 @@ Agent::Agent(AgentOptions options, model::NodeInfo base, std::unique_ptr<GpuProv
             // Only real NVIDIA GPUs exist as CDI devices; simulated ones are
             // numbers in the environment and nothing more.
             r.cdi_gpus = provider_->Name() == "nvml";
+            r.confine = !options_.single_user && ::geteuid() == 0;
+            if (r.confine) r.cgroups = DetectCgroups();
+            r.cgroup_parent = options_.cgroup_parent;
+            r.gpu_device_dir = options_.gpu_device_dir.empty()
+                                   ? (provider_->Name() == "nvml" ? fs::path("/dev")
+                                                                  : options_.data_dir / "dev")
+                                   : options_.gpu_device_dir;
+            if (r.confine && provider_->Name() != "nvml") {
+              MakeStandInDevices(r.gpu_device_dir, base_.gpus);
+            }
+            confinement_.mode = r.confine ? "enforced" : "single-user";
+            confinement_.cgroup = CgroupVersionName(r.cgroups.version);
+            confinement_.controllers = r.cgroups.controllers;
+            confinement_.missing = r.cgroups.missing;
+            if (!r.confine) {
+              confinement_.missing.insert(
+                  confinement_.missing.begin(),
+                  "run identities: the agent is not root (or runs --single-user), so every job "
+                  "runs as the agent's own user and can read and change everything it can");
+              spdlog::warn(
+                  "single-user mode: jobs run as this agent's own user (uid {}) with no cgroup, "
+                  "no run identity and no device confinement; a job can read and change the "
+                  "agent's state and every other job on this node. Run the agent as root on "
+                  "any node shared by more than one person.",
+                  ::geteuid());
+            } else {
+              // A run identity must be able to pass through every directory
+              // above its working directory.
+              fs::path up = r.data_dir;
+              for (up = fs::absolute(up).parent_path(); !up.empty() && up != up.root_path();
+                   up = up.parent_path()) {
+                struct stat st {};
+                if (::stat(up.c_str(), &st) == 0 && (st.st_mode & S_IXOTH) == 0) {
+                  confinement_.missing.push_back(fmt::format(
+                      "work directories: {} is not searchable by others (mode {:o}), so no run "
+                      "identity reaches its working directory below {}; chmod o+x it or move "
+                      "the data directory",
+                      up.string(), st.st_mode & 07777, r.data_dir.string()));
+                  break;
+                }
+              }
+              for (const auto& gap : confinement_.missing) {
+                spdlog::warn("confinement on this node is incomplete: {}", gap);
+              }
+            }
             return r;
           }(),
           clock) {}
@@ -132,6 +222,7 @@ model::NodeInfo Agent::Describe() {
   }
   node.gpu_provider = provider_->Name();
   node.agent_version = std::string(kAgentVersion);
+  node.confinement = confinement_;
   reported_health_.clear();
   for (const auto& g : node.gpus) {
     reported_health_[g.index] = {g.health == model::Health::kHealthy, g.health_detail};

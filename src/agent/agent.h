@@ -49,6 +49,14 @@ struct AgentOptions {
   // GPUs to report in sharing mode; empty: as the provider says (a simulated
   // cluster's shared_gpus), else none.
   SharedGpus shared_gpus{};
+  // Confinement (docs/security.md): an agent that is root runs each job as
+  // its tenant's run identity in a cgroup under `cgroup_parent`; with
+  // single_user (or when not root) every job runs as the agent's own user.
+  bool single_user = false;
+  std::string cgroup_parent = "berth";
+  // Where the GPU device nodes are; empty: /dev on NVIDIA nodes, stand-ins
+  // in data_dir/dev on simulated ones.
+  std::filesystem::path gpu_device_dir{};
 };
 
 class Agent {
@@ -94,6 +102,9 @@ class Agent {
   std::unique_ptr<GpuProvider> provider_;
   std::unique_ptr<v1::AgentService::Stub> stub_;
   const Clock& clock_;
+  // What the runner can enforce here; set while runner_ is built (so it is
+  // declared before it), reported in every registration.
+  model::Confinement confinement_{};
   Runner runner_;  // worker thread only
   std::optional<Discovery> last_discovery_;
   // GPU index -> (healthy, detail) as last reported to berthd (worker only).

@@ -110,6 +110,15 @@ int main(int argc, char** argv) {
   std::string tls_key;
   std::string tls_server_name;
   bool insecure = false;
+  bool single_user = false;
+  std::string cgroup_parent = "berth";
+  app.add_flag("--single-user", single_user,
+               "run every job as this agent's own user, with no run identity and no cgroup (a "
+               "laptop; never a node shared by more than one person). An agent that is not root "
+               "always runs this way");
+  app.add_option("--cgroup-parent", cgroup_parent,
+                 "the cgroup (below each hierarchy's root) that holds one cgroup per run")
+      ->capture_default_str();
   app.add_option("--tls-ca", tls_ca, "PEM CA that berthd's certificate must chain to (ca.pem)")
       ->check(CLI::ExistingFile);
   app.add_option("--tls-cert", tls_cert,
@@ -219,6 +228,12 @@ int main(int argc, char** argv) {
   agent::AgentOptions options;
   options.data_dir = data_dir;
   options.shim_path = shim;
+  options.single_user = single_user;
+  if (cgroup_parent.empty() || cgroup_parent.front() == '/' || cgroup_parent.find("..") != std::string::npos) {
+    spdlog::critical("--cgroup-parent '{}': give a relative cgroup name such as berth", cgroup_parent);
+    return 2;
+  }
+  options.cgroup_parent = cgroup_parent;
   if (auto ms = berth::ParseDurationMs(health_interval); ms && *ms > 0) {
     options.health_interval_ms = *ms;
   } else {

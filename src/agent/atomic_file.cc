@@ -42,7 +42,7 @@ int WriteFileAtomic(const std::string& path, const std::string& content) {
   // The temporary name is per process so two writers never share one file;
   // the last rename wins, and each rename installs a complete file.
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return errno;
   int err = WriteAll(fd, content);
   if (err == 0 && ::fsync(fd) != 0) err = errno;

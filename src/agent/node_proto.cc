@@ -18,6 +18,11 @@ void ToProto(const model::NodeInfo& node, v1::NodeInfo* out) {
   out->set_cuda_version(node.cuda_version);
   out->set_gpu_provider(node.gpu_provider);
   out->set_agent_version(node.agent_version);
+  auto* c = out->mutable_confinement();
+  c->set_mode(node.confinement.mode);
+  c->set_cgroup(node.confinement.cgroup);
+  for (const auto& x : node.confinement.controllers) c->add_controllers(x);
+  for (const auto& x : node.confinement.missing) c->add_missing(x);
   for (const auto& g : node.gpus) {
     auto* gpu = out->add_gpus();
     gpu->set_index(g.index);
@@ -50,6 +55,12 @@ model::NodeInfo FromProto(const v1::NodeInfo& in) {
   node.cuda_version = in.cuda_version();
   node.gpu_provider = in.gpu_provider();
   node.agent_version = in.agent_version();
+  node.confinement.mode = in.confinement().mode();
+  node.confinement.cgroup = in.confinement().cgroup();
+  node.confinement.controllers.assign(in.confinement().controllers().begin(),
+                                      in.confinement().controllers().end());
+  node.confinement.missing.assign(in.confinement().missing().begin(),
+                                  in.confinement().missing().end());
   for (const auto& g : in.gpus()) {
     model::Gpu gpu;
     gpu.index = g.index();

@@ -34,7 +34,17 @@ std::string ToJson(const ShimSpec& spec) {
                    {"podman", spec.podman},
                    {"image", spec.image},
                    {"container_name", spec.container_name},
-                   {"pull_timeout_ms", spec.pull_timeout_ms}});
+                   {"pull_timeout_ms", spec.pull_timeout_ms},
+                   {"set_identity", spec.set_identity},
+                   {"uid", spec.uid},
+                   {"gid", spec.gid},
+                   {"groups", spec.groups},
+                   {"cgroup_parent", spec.cgroup_parent},
+                   {"cgroup_name", spec.cgroup_name},
+                   {"memory_limit_bytes", spec.memory_limit_bytes},
+                   {"cpu_millis", spec.cpu_millis},
+                   {"pids_max", spec.pids_max},
+                   {"devices", spec.devices}});
 }
 
 std::string ToJson(const PidRecord& rec) {
@@ -49,7 +59,11 @@ std::string ToJson(const ExitRecord& rec) {
                    {"signal", rec.signal},
                    {"started_at_ms", rec.started_at_ms},
                    {"ended_at_ms", rec.ended_at_ms},
-                   {"start_error", rec.start_error}});
+                   {"start_error", rec.start_error},
+                   {"oom_kills", rec.oom_kills},
+                   {"memory_peak_bytes", rec.memory_peak_bytes},
+                   {"memory_limit_bytes", rec.memory_limit_bytes},
+                   {"leftover_processes", rec.leftover_processes}});
 }
 
 std::string ToJson(const OrderRecord& rec) {
@@ -94,6 +108,16 @@ Result<ShimSpec> ParseShimSpec(std::string_view text) {
     s.image = j.value("image", "");
     s.container_name = j.value("container_name", "");
     s.pull_timeout_ms = j.value("pull_timeout_ms", std::int64_t{0});
+    s.set_identity = j.value("set_identity", false);
+    s.uid = j.value("uid", std::uint32_t{0});
+    s.gid = j.value("gid", std::uint32_t{0});
+    if (j.contains("groups")) j.at("groups").get_to(s.groups);
+    s.cgroup_parent = j.value("cgroup_parent", "");
+    s.cgroup_name = j.value("cgroup_name", "");
+    s.memory_limit_bytes = j.value("memory_limit_bytes", std::uint64_t{0});
+    s.cpu_millis = j.value("cpu_millis", std::uint32_t{0});
+    s.pids_max = j.value("pids_max", std::uint32_t{0});
+    if (j.contains("devices")) j.at("devices").get_to(s.devices);
     return s;
   });
 }
@@ -117,6 +141,10 @@ Result<ExitRecord> ParseExitRecord(std::string_view text) {
     j.at("started_at_ms").get_to(r.started_at_ms);
     j.at("ended_at_ms").get_to(r.ended_at_ms);
     r.start_error = j.value("start_error", "");
+    r.oom_kills = j.value("oom_kills", std::uint64_t{0});
+    r.memory_peak_bytes = j.value("memory_peak_bytes", std::uint64_t{0});
+    r.memory_limit_bytes = j.value("memory_limit_bytes", std::uint64_t{0});
+    r.leftover_processes = j.value("leftover_processes", std::uint32_t{0});
     return r;
   });
 }

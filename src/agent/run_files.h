@@ -52,6 +52,22 @@ struct ShimSpec {
   std::string image{};
   std::string container_name{};
   std::int64_t pull_timeout_ms{0};
+  // Confinement, set when the agent runs as root (docs/security.md). The job
+  // runs as uid:gid with exactly `groups` and no_new_privs; the shim itself
+  // stays root to supervise it. Unset: the job runs as the shim's own user
+  // (the agent's single-user mode).
+  bool set_identity{false};
+  std::uint32_t uid{0};
+  std::uint32_t gid{0};
+  std::vector<std::uint32_t> groups{};
+  // The run's cgroup (cgroup.h): <cgroup_parent>/<cgroup_name> in every
+  // hierarchy the host offers; empty name: none. Limits 0: none.
+  std::string cgroup_parent{};
+  std::string cgroup_name{};
+  std::uint64_t memory_limit_bytes{0};
+  std::uint32_t cpu_millis{0};
+  std::uint32_t pids_max{0};
+  std::vector<std::string> devices{};  // cgroup v1 device rules; empty: not confined
 };
 
 struct PidRecord {
@@ -67,6 +83,14 @@ struct ExitRecord {
   std::int64_t started_at_ms = 0;
   std::int64_t ended_at_ms = 0;
   std::string start_error;  // non-empty: the job never ran
+  // From the run's cgroup, read by the shim after the last process is gone:
+  // the kernel's OOM kills, the peak memory and the limit it was held to,
+  // and how many processes were still alive when the main process ended
+  // (daemons and orphans, all killed with the run).
+  std::uint64_t oom_kills = 0;
+  std::uint64_t memory_peak_bytes = 0;
+  std::uint64_t memory_limit_bytes = 0;
+  std::uint32_t leftover_processes = 0;
 };
 
 // What the runner must remember about a StartRun after a restart.

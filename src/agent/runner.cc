@@ -6,6 +6,7 @@
 #include <spawn.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -73,13 +74,82 @@ int StopSignalNumber(std::string_view name) {
   return SIGTERM;
 }
 
+std::vector<std::string> RunDeviceRules(const fs::path& device_dir,
+                                        const std::vector<std::uint32_t>& gpu_indices) {
+  // What every process expects to open: null, zero, full, random, urandom,
+  // tty, ptmx and the pseudo-terminals.
+  std::vector<std::string> rules{"c 1:3 rwm", "c 1:5 rwm", "c 1:7 rwm", "c 1:8 rwm",
+                                 "c 1:9 rwm", "c 5:0 rwm", "c 5:2 rwm", "c 136:* rwm"};
+  auto allow = [&](const std::string& name) {
+    struct stat st {};
+    if (::stat((device_dir / name).c_str(), &st) != 0 || !S_ISCHR(st.st_mode)) return;
+    rules.push_back(fmt::format("c {}:{} rw", major(st.st_rdev), minor(st.st_rdev)));
+  };
+  // The control devices CUDA opens whatever GPUs it uses (Slurm's
+  // ConstrainDevices allows them too).
+  for (const char* control : {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset"}) {
+    allow(control);
+  }
+  for (auto idx : gpu_indices) allow(fmt::format("nvidia{}", idx));
+  return rules;
+}
+
 Runner::Runner(RunnerOptions options, const Clock& clock)
-    : options_(std::move(options)), clock_(clock) {}
+    : options_(std::move(options)), clock_(clock) {
+  if (options_.work_root.empty()) options_.work_root = options_.data_dir / "work";
+}
 
 Runner::~Runner() = default;
 
 fs::path Runner::RunDir(std::string_view run_id) const {
   return options_.data_dir / "runs" / std::string(run_id);
+}
+
+fs::path Runner::WorkDir(std::string_view run_id) const {
+  return options_.work_root / std::string(run_id);
+}
+
+namespace {
+
+// The agent's directories and who may enter them: the data dir and the work
+// root may be passed through (a job reaches its own working directory and,
+// on simulated nodes, the stand-in devices) but not listed; the run
+// directories (orders, specs with their env, exit records, logs) are the
+// agent's alone.
+Status PrepareDirs(const fs::path& data_dir, const fs::path& work_root) {
+  std::error_code ec;
+  const fs::path runs = data_dir / "runs";
+  for (const auto& [dir, mode] : {std::pair{data_dir, 0711}, {runs, 0700}, {work_root, 0711}}) {
+    fs::create_directories(dir, ec);
+    if (ec) return Fail(Code::kInternal, "cannot create " + dir.string() + ": " + ec.message());
+    if (::chmod(dir.c_str(), static_cast<mode_t>(mode)) != 0) {
+      return Fail(Code::kInternal, fmt::format("cannot chmod {:o} {}: {}", mode, dir.string(),
+                                               std::strerror(errno)));
+    }
+  }
+  return Ok();
+}
+
+}  // namespace
+
+std::string Runner::MakeWorkDir(const std::string& run_id,
+                                const std::optional<Identity>& owner) const {
+  const fs::path dir = WorkDir(run_id);
+  std::error_code ec;
+  fs::remove_all(dir, ec);  // a leftover of a Start() that died before its run dir
+  for (const fs::path& d : {dir, dir / "tmp"}) {
+    if (::mkdir(d.c_str(), 0700) != 0) return fmt::format("mkdir {}: {}", d.string(), std::strerror(errno));
+    if (owner && ::lchown(d.c_str(), owner->uid, owner->gid) != 0) {
+      return fmt::format("chown {} to {}:{}: {}", d.string(), owner->uid, owner->gid,
+                         std::strerror(errno));
+    }
+  }
+  return {};
+}
+
+RunCgroup Runner::CgroupOf(const Run& run) const {
+  return RunCgroup(options_.confine ? options_.cgroups : CgroupHost{}, options_.cgroup_parent,
+                   run.id);
 }
 
 Runner::Run Runner::Load(const std::string& run_id) const {
@@ -99,8 +169,14 @@ Runner::Run Runner::Load(const std::string& run_id) const {
 Result<std::vector<RunState>> Runner::Scan() {
   fs::path root = options_.data_dir / "runs";
   std::error_code ec;
-  fs::create_directories(root, ec);
-  if (ec) return Fail(Code::kInternal, "cannot create " + root.string() + ": " + ec.message());
+  BERTH_RETURN_IF_ERROR(PrepareDirs(options_.data_dir, options_.work_root));
+  // A working directory without its run directory belongs to a Start() that
+  // died before the rename, or to a run acknowledged before its directory
+  // went: nothing will use it.
+  for (const auto& entry : fs::directory_iterator(options_.work_root, ec)) {
+    if (!fs::exists(RunDir(entry.path().filename().string()))) fs::remove_all(entry.path(), ec);
+  }
+  ec.clear();
   std::vector<RunState> out;
   for (const auto& entry : fs::directory_iterator(root, ec)) {
     std::string name = entry.path().filename().string();
@@ -144,8 +220,23 @@ Result<RunState> Runner::Start(const StartOrder& order) {
     return StateOf(it->second);
   }
   fs::path root = options_.data_dir / "runs";
-  fs::create_directories(root, ec);
-  if (ec) return Fail(Code::kInternal, "cannot create " + root.string() + ": " + ec.message());
+  BERTH_RETURN_IF_ERROR(PrepareDirs(options_.data_dir, options_.work_root));
+
+  // Who the job runs as. A confined node starts nothing without an identity
+  // it can resolve: the run exits at once with the reason, for berth why.
+  std::string refused;
+  std::optional<Identity> identity;
+  if (options_.confine) {
+    if (auto id = ResolveRunAs(order.run_as, order.tenant, options_.node_name)) {
+      identity = *id;
+    } else {
+      refused = id.error().message;
+    }
+  }
+  if (std::string why = MakeWorkDir(order.run_id, identity); !why.empty() && refused.empty()) {
+    refused = "cannot make the run's working directory: " + why;
+  }
+  const fs::path work = WorkDir(order.run_id);
 
   // What the job itself sees, over what it inherits from the agent.
   std::map<std::string, std::string> job_env = order.env;
@@ -174,17 +265,60 @@ Result<RunState> Runner::Start(const StartOrder& order) {
 
   ShimSpec spec;
   spec.command = order.command;
-  spec.working_dir = order.working_dir.empty() ? dir.string() : order.working_dir;
+  spec.working_dir = order.working_dir.empty() ? work.string() : order.working_dir;
   spec.log_path = In(dir, kLogFile);
-  std::string no_runtime;
-  if (order.image.empty()) {
+  if (identity) {
+    // The job's own home and scratch, never the agent's.
+    job_env["HOME"] = work.string();
+    job_env["TMPDIR"] = (work / "tmp").string();
+    job_env["USER"] = identity->name;
+    job_env["LOGNAME"] = identity->name;
+  }
+  std::string no_runtime = refused;
+  if (!refused.empty()) {
+    // Nothing to start: the verdict below says why.
+  } else if (order.image.empty()) {
     for (const auto& name : options_.inherited_env) {
       if (const char* value = std::getenv(name.c_str())) spec.env[name] = value;
     }
     for (const auto& [k, v] : job_env) spec.env[k] = v;
+    if (identity) {
+      spec.set_identity = true;
+      spec.uid = identity->uid;
+      spec.gid = identity->gid;
+      spec.groups = identity->groups;
+    }
+    if (options_.confine && options_.cgroups.version != CgroupVersion::kNone) {
+      spec.cgroup_parent = options_.cgroup_parent;
+      spec.cgroup_name = order.run_id;
+      spec.memory_limit_bytes = order.memory_bytes;
+      spec.cpu_millis = order.cpu_millis;
+      spec.pids_max = options_.pids_max;
+      if (options_.cgroups.v1_roots.contains("devices")) {
+        spec.devices = RunDeviceRules(options_.gpu_device_dir, order.gpu_indices);
+      }
+    }
   } else if (std::string podman = FindPodman(); !podman.empty()) {
     spec.env = std::move(job_env);
     ContainerSpec(order, podman, spec);
+    if (identity) {
+      // podman runs as root on the host; the container's processes run as the
+      // run identity with no capabilities and no way to gain any. podman
+      // puts the container in a cgroup of its own, so the limits go to it.
+      std::vector<std::string> confine{
+          "--user", fmt::format("{}:{}", identity->uid, identity->gid), "--cap-drop=ALL",
+          "--security-opt=no-new-privileges", fmt::format("--pids-limit={}", options_.pids_max)};
+      for (auto g : identity->groups) {
+        if (g != identity->gid) confine.push_back(fmt::format("--group-add={}", g));
+      }
+      if (order.memory_bytes > 0) confine.push_back(fmt::format("--memory={}", order.memory_bytes));
+      if (order.cpu_millis > 0) {
+        confine.push_back(fmt::format("--cpus={}.{:03}", order.cpu_millis / 1000,
+                                      order.cpu_millis % 1000));
+      }
+      // After `podman run --rm --pull=never`, before the first option given.
+      spec.command.insert(spec.command.begin() + 4, confine.begin(), confine.end());
+    }
   } else {
     // Failing now beats a run that waits forever for a runtime that is not
     // coming: the user learns at once what to change.
@@ -234,7 +368,7 @@ Result<RunState> Runner::Start(const StartOrder& order) {
   if (no_runtime.empty()) {
     SpawnShim(run);
   } else {
-    WriteExitVerdict(run, no_runtime, 127);
+    WriteExitVerdict(run, no_runtime, refused.empty() ? 127 : 126);
   }
   auto [it, inserted] = runs_.emplace(order.run_id, std::move(run));
   return StateOf(it->second);
@@ -340,7 +474,7 @@ int SpawnForRun(std::vector<std::string> args, const std::string& log, pid_t* pi
   posix_spawn_file_actions_init(&files);
   posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&files, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&files, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_addopen(&files, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   sigset_t none;
@@ -377,7 +511,7 @@ void Runner::SpawnShim(Run& run) {
 }
 
 int Runner::LockIfShimGone(Run& run) {
-  int fd = ::open(In(run.dir, kShimLockFile).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  int fd = ::open(In(run.dir, kShimLockFile).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) return -1;
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {  // a shim holds it: alive
     ::close(fd);
@@ -390,6 +524,9 @@ void Runner::SignalGroup(const Run& run, int sig) {
   // The job leads its own process group (the shim is outside it), so the
   // group signal reaches the job and its children, never the shim.
   if (run.pid && run.pid->pgid > 1) ::kill(-static_cast<pid_t>(run.pid->pgid), sig);
+  // And every process in the run's cgroup: a setsid or double-forked child
+  // has left the group but never the cgroup.
+  CgroupOf(run).Signal(sig);
 }
 
 // How long after podman refused a `podman kill` (the container not running
@@ -498,6 +635,7 @@ Status Runner::Ack(std::string_view run_id) {
     return Fail(Code::kFailedPrecondition, "run " + it->second.id + " has not exited");
   }
   std::error_code ec;
+  fs::remove_all(WorkDir(run_id), ec);
   fs::remove_all(it->second.dir, ec);
   if (ec)
     return Fail(Code::kInternal, "cannot remove " + it->second.dir.string() + ": " + ec.message());
@@ -567,6 +705,9 @@ void Runner::SuperviseRun(Run& run, TimeMs now) {
     // The job may still run, unsupervised; its end could never be reported,
     // so end it now.
     SignalGroup(run, SIGKILL);
+    RunCgroup cgroup = CgroupOf(run);
+    (void)cgroup.KillAll(2000);
+    cgroup.Remove();
     WriteExitVerdict(run, "berth-shim lost; exit status unknown", -1);
   } else if (!run.exit) {
     WriteExitVerdict(run, "berth-shim lost before starting the job", -1);
@@ -708,6 +849,10 @@ RunState Runner::StateOf(const Run& run) const {
     // started was not stopped at all, so it says nothing either way.
     if (run.stop && run.exit->start_error.empty()) e.clean_stop = run.stop->killed_at_ms == 0;
     e.last_checkpoint_ms = run.checkpoint_seen_ms;
+    e.oom_kills = run.exit->oom_kills;
+    e.memory_peak_bytes = run.exit->memory_peak_bytes;
+    e.memory_limit_bytes = run.exit->memory_limit_bytes;
+    e.leftover_processes = run.exit->leftover_processes;
     if (!run.pid) s.started_at_ms = e.started_at_ms;
     s.exit = std::move(e);
   }

@@ -16,6 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/cgroup.h"
+#include "agent/identity.h"
 #include "agent/run_files.h"
 #include "common/clock.h"
 #include "common/status.h"
@@ -25,7 +27,10 @@ namespace berth::agent {
 inline constexpr std::size_t kMaxLogChunkBytes = std::size_t{64} * 1024;
 
 struct RunnerOptions {
-  std::filesystem::path data_dir;   // runs live in data_dir/runs
+  std::filesystem::path data_dir;   // runs live in data_dir/runs (0700)
+  // Jobs' own working directories, one per run (0700, owned by the run
+  // identity; HOME and TMPDIR point into it); empty: data_dir/work.
+  std::filesystem::path work_root{};
   std::filesystem::path shim_path;  // the berth-shim executable
   std::string node_name;            // BERTH_NODE for jobs
   // Container runs: how long the shim may spend pulling a missing image, and
@@ -50,7 +55,25 @@ struct RunnerOptions {
                                          "SHELL",
                                          "CUDA_MPS_PIPE_DIRECTORY",
                                          "CUDA_MPS_LOG_DIRECTORY"};
+  // Confinement (docs/security.md). true: every job runs as its order's run
+  // identity, in a cgroup of its own (where `cgroups` offers one), and the
+  // agent must be root; false: the single-user mode, every job as the
+  // agent's own user, confined by nothing.
+  bool confine = false;
+  CgroupHost cgroups{};  // what DetectCgroups() found
+  std::string cgroup_parent = "berth";
+  std::uint32_t pids_max = 32768;  // per run: a fork bomb stops there
+  // Where the GPUs' device nodes (nvidiaN, nvidiactl, nvidia-uvm) are: /dev
+  // on NVIDIA nodes, stand-ins of the same numbers on simulated ones. A run
+  // may open only its own GPUs' nodes and the control devices (cgroup v1).
+  std::filesystem::path gpu_device_dir = "/dev";
 };
+
+// The cgroup v1 device rules of a run holding `gpu_indices`: the standard
+// character devices, the NVIDIA control devices and those GPUs' nodes, as
+// found in `device_dir`.
+std::vector<std::string> RunDeviceRules(const std::filesystem::path& device_dir,
+                                        const std::vector<std::uint32_t>& gpu_indices);
 
 // A StartRun order, independent of the wire format.
 struct StartOrder {
@@ -74,6 +97,10 @@ struct StartOrder {
   std::string checkpoint_file;      // absolute; its mtime is reported as checkpoints
   std::string image;                // OCI image to run the command in (podman)
   model::LoadProfile load{};        // the job's declared load (simulated telemetry)
+  std::string tenant;               // whose run: named in identity errors
+  RunAs run_as{};                   // who it runs as (confined agents)
+  std::uint32_t cpu_millis = 0;     // per replica, enforced by its cgroup; 0: none
+  std::uint64_t memory_bytes = 0;
 };
 
 struct RunExit {
@@ -87,6 +114,11 @@ struct RunExit {
   // period after the stop signal, false when it had to be SIGKILLed.
   std::optional<bool> clean_stop;
   std::int64_t last_checkpoint_ms = 0;  // checkpoint file mtime; 0: none seen
+  // From the run's cgroup (ExitRecord).
+  std::uint64_t oom_kills = 0;
+  std::uint64_t memory_peak_bytes = 0;
+  std::uint64_t memory_limit_bytes = 0;
+  std::uint32_t leftover_processes = 0;
 };
 
 enum class RunPhase {
@@ -190,6 +222,8 @@ class Runner {
 
   // The run directory of `run_id` (whether or not it exists).
   std::filesystem::path RunDir(std::string_view run_id) const;
+  // The job's own working directory (when its spec names none).
+  std::filesystem::path WorkDir(std::string_view run_id) const;
 
  private:
   // One run as the runner tracks it. The durable truth is the directory;
@@ -239,6 +273,10 @@ class Runner {
   // order.image; the environment becomes the agent's own, for podman.
   void ContainerSpec(const StartOrder& order, const std::string& podman, ShimSpec& spec) const;
   void WriteExitVerdict(Run& run, std::string start_error, std::int32_t exit_code);
+  // The run's cgroup (disabled when the runner does not confine).
+  RunCgroup CgroupOf(const Run& run) const;
+  // Makes the job's working directory, owned by `owner` (none: ours).
+  std::string MakeWorkDir(const std::string& run_id, const std::optional<Identity>& owner) const;
   RunState StateOf(const Run& run) const;
   Run Load(const std::string& run_id) const;
 

@@ -15,6 +15,16 @@
 //   3. a CLOEXEC pipe reports a failed chdir/exec (errno) to the parent.
 //   4. waitpid, kill what is left of the job's process group, write exit.json.
 //
+// Confinement (the agent is root, docs/security.md): before step 2 the shim
+// makes the run's cgroup with its limits and, after the fork, moves the child
+// into it before pid.json exists, so every process of the job is in the
+// cgroup from its first instruction. After the gate the child takes the run
+// identity (groups, gid, uid, no_new_privs) and only then changes to its
+// working directory, so that check is made as the job. Step 4 kills the
+// whole cgroup and waits until it is empty; the shim is the subreaper of the
+// job's orphans, so double-forked daemons are reaped here too. exit.json
+// then records the OOM kills and peak memory the cgroup saw.
+//
 // A container run (spec.image set) differs in two places: before step 2 the
 // shim makes sure the image is present (podman image exists, else podman
 // pull, bounded by the spec's pull timeout; a failure is the run's start
@@ -23,8 +33,10 @@
 // stop signal) to the container's main process, but a SIGKILL ends only
 // podman itself, so the removal is what ends the container.
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -38,6 +50,7 @@
 #include <vector>
 
 #include "agent/atomic_file.h"
+#include "agent/cgroup.h"
 #include "agent/run_files.h"
 
 namespace {
@@ -45,7 +58,7 @@ namespace {
 using berth::agent::ExitRecord;
 using berth::agent::PidRecord;
 
-enum Stage : int { kStageChdir = 1, kStageExec = 2 };
+enum Stage : int { kStageChdir = 1, kStageExec = 2, kStageIdentity = 3 };
 
 struct ChildReport {
   int stage = 0;
@@ -163,7 +176,7 @@ std::string EnsureImage(const berth::agent::ShimSpec& spec, int log_fd) {
   if (fd >= 0) ::close(fd);
   if (exists == 0) return "";
   const std::string pull_log = PathIn(berth::agent::kPullLogFile);
-  int out = ::open(pull_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int out = ::open(pull_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (out < 0) return "cannot open pull.log: " + std::string(std::strerror(errno));
   const std::int64_t timeout = spec.pull_timeout_ms > 0 ? spec.pull_timeout_ms : 600'000;
   bool timed_out = false;
@@ -199,6 +212,30 @@ std::vector<std::string> Candidates(const berth::agent::ShimSpec& spec) {
   return out;
 }
 
+// Kills whatever is left in the run's cgroup, reaps it (we are the
+// subreaper), records what the cgroup saw, and removes it. The run is over
+// only once its cgroup is empty.
+void EndCgroup(const berth::agent::RunCgroup& cgroup, ExitRecord& out, int log_fd) {
+  if (cgroup.enabled()) {
+    if (!cgroup.KillAll(10'000)) Say("processes remain in the run's cgroup after SIGKILL");
+    out.oom_kills = cgroup.OomKills();
+    out.memory_peak_bytes = cgroup.MemoryPeak();
+    if (out.oom_kills > 0) {
+      // The evidence the user reads at the end of the log (docs/failures.md).
+      std::string line = "berth: killed by the kernel's OOM killer: the run reached its memory "
+                         "limit of " +
+                         std::to_string(out.memory_limit_bytes >> 20) +
+                         " MiB (resources.memory); peak " +
+                         std::to_string(out.memory_peak_bytes >> 20) + " MiB, " +
+                         std::to_string(out.oom_kills) + " process(es) killed\n";
+      [[maybe_unused]] ssize_t n = ::write(log_fd, line.data(), line.size());
+    }
+  }
+  while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+  }
+  cgroup.Remove();
+}
+
 void ReportAndExit(int fd, int stage, int err, int code) {
   ChildReport rep{stage, err};
   [[maybe_unused]] ssize_t n = ::write(fd, &rep, sizeof rep);
@@ -229,6 +266,19 @@ void ReportAndExit(int fd, int stage, int err, int code) {
     got = ::read(gate_rd, &go, 1);
   } while (got < 0 && errno == EINTR);
   if (got != 1) ::_exit(125);  // the shim died before recording us: never run
+
+  if (spec.set_identity) {
+    // Groups first: after setuid the job could no longer drop them.
+    std::vector<gid_t> groups(spec.groups.begin(), spec.groups.end());
+    if (::setgroups(groups.size(), groups.data()) != 0 || ::setgid(spec.gid) != 0 ||
+        ::setuid(spec.uid) != 0) {
+      ReportAndExit(report_wr, kStageIdentity, errno, 126);
+    }
+    // No setuid binary or file capability gives the job back what it lost.
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+      ReportAndExit(report_wr, kStageIdentity, errno, 126);
+    }
+  }
 
   if (!spec.working_dir.empty() && ::chdir(spec.working_dir.c_str()) != 0) {
     ReportAndExit(report_wr, kStageChdir, errno, 126);
@@ -284,7 +334,7 @@ int main(int argc, char** argv) {
   ::close_range(3, ~0U, 0);  // nothing the agent held open leaks into the job
 
   int lock_fd =
-      ::open(PathIn(berth::agent::kShimLockFile).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+      ::open(PathIn(berth::agent::kShimLockFile).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (lock_fd < 0) {
     Say("cannot open shim.lock: " + std::string(std::strerror(errno)));
     return 1;
@@ -305,7 +355,7 @@ int main(int argc, char** argv) {
   auto spec = berth::agent::ParseShimSpec(*text);
   if (!spec) return StartFailed(-1, "bad spec.json: " + spec.error().message, 126);
 
-  int log_fd = ::open(spec->log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  int log_fd = ::open(spec->log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (log_fd < 0) {
     return StartFailed(-1, "cannot open log '" + spec->log_path + "': " + std::strerror(errno),
                        126);
@@ -319,6 +369,24 @@ int main(int argc, char** argv) {
       return StartFailed(log_fd, why, 125);
     }
   }
+
+  berth::agent::RunCgroup cgroup(
+      spec->cgroup_name.empty() ? berth::agent::CgroupHost{} : berth::agent::DetectCgroups(),
+      spec->cgroup_parent, spec->cgroup_name);
+  if (cgroup.enabled()) {
+    berth::agent::CgroupLimits limits;
+    limits.memory_bytes = spec->memory_limit_bytes;
+    limits.cpu_millis = spec->cpu_millis;
+    limits.pids_max = spec->pids_max;
+    limits.devices = spec->devices;
+    if (std::string why = cgroup.Create(limits); !why.empty()) {
+      cgroup.Remove();
+      return StartFailed(log_fd, "cannot set up the run's cgroup: " + why, 126);
+    }
+  }
+  // Orphans of the job (a double fork, a setsid daemon) become our children,
+  // so they are reaped here once the cgroup kill ends them.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 
   int gate[2];
   int report[2];
@@ -335,6 +403,12 @@ int main(int argc, char** argv) {
   ::close(gate[0]);
   ::close(report[1]);
   ::setpgid(pid, pid);  // also in the parent, so the group exists before pid.json says so
+  if (std::string why = cgroup.AddProcess(pid); !why.empty()) {
+    ::close(gate[1]);  // EOF: the child exits without running the job
+    ::waitpid(pid, nullptr, 0);
+    cgroup.Remove();
+    return StartFailed(log_fd, "cannot move the job into its cgroup: " + why, 126);
+  }
 
   PidRecord rec;
   rec.shim_pid = ::getpid();
@@ -363,27 +437,34 @@ int main(int argc, char** argv) {
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   ExitRecord out;
+  out.memory_limit_bytes = spec->memory_limit_bytes;
   out.started_at_ms = rec.started_at_ms;
   out.ended_at_ms = WallMs();
   if (got == static_cast<ssize_t>(sizeof rep)) {
-    std::string why = rep.stage == kStageChdir
-                          ? "cannot change to working directory '" + spec->working_dir + "': "
-                          : "cannot start '" + spec->command.front() + "': ";
+    std::string why =
+        rep.stage == kStageChdir ? "cannot change to working directory '" + spec->working_dir + "': "
+        : rep.stage == kStageIdentity
+            ? "cannot take the run identity uid " + std::to_string(spec->uid) + " gid " +
+                  std::to_string(spec->gid) + ": "
+            : "cannot start '" + spec->command.front() + "': ";
     why += std::strerror(rep.err);
     std::string line = "berth: " + why + "\n";
     [[maybe_unused]] ssize_t n = ::write(log_fd, line.data(), line.size());
     out.exit_code = rep.stage == kStageExec && rep.err == ENOENT ? 127 : 126;
     out.start_error = why;
+    EndCgroup(cgroup, out, log_fd);
     return WriteExit(out);
   }
-  // The run ends with its main process: whatever it left in its group would
-  // otherwise hold GPUs the scheduler believes are free.
+  // The run ends with its main process: whatever it left in its group or its
+  // cgroup would otherwise hold GPUs the scheduler believes are free.
+  out.leftover_processes = static_cast<std::uint32_t>(cgroup.Pids().size());
   ::kill(-pid, SIGKILL);
+  EndCgroup(cgroup, out, log_fd);
   if (!spec->container_name.empty()) {
     // podman may have died (SIGKILL after the grace period) with the
     // container still running: kill and remove it, or it keeps the GPUs.
     int fd = ::open(PathIn(berth::agent::kShimLogFile).c_str(),
-                    O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+                    O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     RunTool({spec->podman, "rm", "--force", "--ignore", "--time", "0", spec->container_name},
             spec->env, fd, 60'000);
     if (fd >= 0) ::close(fd);

@@ -16,13 +16,15 @@ struct Pattern {
 // In the order a cause is believed: a GPU hardware error explains an
 // out-of-memory or a collective failure that follows it, and an
 // out-of-memory on one rank explains the collective failures of the others.
-constexpr std::array<Pattern, 22> kPatterns{{
+constexpr std::array<Pattern, 23> kPatterns{{
     {FailureClass::kGpuHardware, "NVRM: Xid"},
     {FailureClass::kGpuHardware, "GPU is lost"},
     {FailureClass::kGpuHardware, "uncorrectable ECC"},
     {FailureClass::kGpuHardware, "ECC error"},
     {FailureClass::kGpuHardware, "fallen off the bus"},
     {FailureClass::kGpuHardware, "cudaErrorECCUncorrectable"},
+    // Written by berth-shim when the run's cgroup counted an OOM kill.
+    {FailureClass::kHostOutOfMemory, "killed by the kernel's OOM killer"},
     {FailureClass::kGpuOutOfMemory, "CUDA out of memory"},
     {FailureClass::kGpuOutOfMemory, "OutOfMemoryError"},
     {FailureClass::kGpuOutOfMemory, "CUDA error: out of memory"},
@@ -60,7 +62,8 @@ std::optional<Failure> FromLog(std::string_view log) {
     start = end + 1;
   }
   for (FailureClass cls :
-       {FailureClass::kGpuHardware, FailureClass::kGpuOutOfMemory, FailureClass::kCommunication}) {
+       {FailureClass::kGpuHardware, FailureClass::kHostOutOfMemory, FailureClass::kGpuOutOfMemory,
+        FailureClass::kCommunication}) {
     for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
       for (const auto& p : kPatterns) {
         if (p.cls == cls && it->find(p.text) != std::string_view::npos) {
@@ -85,6 +88,8 @@ std::string_view FailureClassName(FailureClass c) {
       return "user_code";
     case FailureClass::kGpuOutOfMemory:
       return "gpu_out_of_memory";
+    case FailureClass::kHostOutOfMemory:
+      return "host_out_of_memory";
     case FailureClass::kCommunication:
       return "communication";
     case FailureClass::kCommandNotFound:
@@ -173,6 +178,13 @@ std::string RenderFailure(const Failure& f, Lang lang) {
                 : "the GPU ran out of memory; use a smaller batch or model, enable activation "
                   "checkpointing, or ask for GPUs with more memory (resources.gpu_model / "
                   "gpu_memory)";
+      break;
+    case FailureClass::kHostOutOfMemory:
+      what = zh ? "作业超出了它的内存上限（resources.memory），被内核的 OOM killer 终止；"
+                  "这是主机内存而不是 GPU 显存：请调大 resources.memory，或减少数据加载进程与缓存"
+                : "the job used more host memory than its limit (resources.memory) and the "
+                  "kernel's OOM killer ended it; this is host RAM, not GPU memory: raise "
+                  "resources.memory or use fewer data-loader workers and smaller caches";
       break;
     case FailureClass::kCommunication:
       what = zh ? "副本间通信（NCCL/Gloo）失败；若其他副本先出错请先看它们的日志，"

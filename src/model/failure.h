@@ -17,6 +17,7 @@ namespace berth::model {
 enum class FailureClass {
   kUserCode,         // the program exited non-zero or was killed, no known cause in its log
   kGpuOutOfMemory,   // CUDA / framework out-of-memory in the log
+  kHostOutOfMemory,  // over its memory limit: the kernel's OOM killer acted in the run's cgroup
   kCommunication,    // NCCL, Gloo or c10d collective failure in the log
   kCommandNotFound,  // the command could not be started (exit 127, not found, not executable)
   kGpuHardware,      // Xid, uncorrectable ECC, GPU fallen off the bus in the log

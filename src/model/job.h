@@ -95,9 +95,9 @@ struct Retry {
 };
 
 // Failure classes a retry policy may name.
-inline constexpr std::array<std::string_view, 7> kRetryableClasses{
-    "user_code",    "gpu_out_of_memory", "communication", "command_not_found",
-    "gpu_hardware", "node_lost",         "max_runtime"};
+inline constexpr std::array<std::string_view, 8> kRetryableClasses{
+    "user_code",    "gpu_out_of_memory", "host_out_of_memory", "communication",
+    "command_not_found", "gpu_hardware", "node_lost",          "max_runtime"};
 
 struct JobSpec {
   std::string name;

@@ -150,6 +150,11 @@ json ToJson(const NodeInfo& n) {
               {"cuda_version", n.cuda_version},
               {"gpu_provider", n.gpu_provider},
               {"agent_version", n.agent_version},
+              {"confinement",
+               {{"mode", n.confinement.mode},
+                {"cgroup", n.confinement.cgroup},
+                {"controllers", n.confinement.controllers},
+                {"missing", n.confinement.missing}}},
               {"gpus", gpus}};
 }
 
@@ -167,6 +172,12 @@ NodeInfo NodeInfoFromJson(const json& j) {
   n.cuda_version = j.value("cuda_version", "");
   n.gpu_provider = j.value("gpu_provider", "");
   n.agent_version = j.value("agent_version", "");
+  if (auto c = j.find("confinement"); c != j.end() && c->is_object()) {
+    n.confinement.mode = c->value("mode", "");
+    n.confinement.cgroup = c->value("cgroup", "");
+    n.confinement.controllers = c->value("controllers", std::vector<std::string>{});
+    n.confinement.missing = c->value("missing", std::vector<std::string>{});
+  }
   for (const auto& g : j.value("gpus", json::array())) {
     Gpu gpu;
     gpu.index = g.value("index", 0U);

@@ -39,6 +39,19 @@ struct Taint {
   std::string effect = "NoSchedule";  // NoSchedule | PreferNoSchedule
 };
 
+// How firmly a node confines its runs, as its agent found the host
+// (docs/security.md). mode "enforced": runs execute as their tenant's run
+// identity, each in a cgroup of its own; "single-user": the agent is not
+// root and every run executes as its user, unconfined. `missing` lists, in
+// words, what a run does not get on this node.
+struct Confinement {
+  std::string mode;
+  std::string cgroup;  // "v1", "v2", "none"
+  std::vector<std::string> controllers;
+  std::vector<std::string> missing;
+  bool operator==(const Confinement&) const = default;
+};
+
 struct NodeInfo {
   std::string name;  // unique within the cluster
   std::string hostname;
@@ -51,6 +64,7 @@ struct NodeInfo {
   std::string gpu_provider;  // "nvml" | "simulated"
   std::vector<Gpu> gpus;
   std::string agent_version;
+  Confinement confinement{};
 };
 
 enum class NodeState { kReady, kNotReady };

@@ -19,9 +19,12 @@
 namespace berth::model {
 namespace {
 
-constexpr std::array<std::string_view, 7> kTopFields{"usage_half_life",  "min_runtime", "pools",
-                                                     "priority_classes", "queues",      "backfill",
-                                                     "consolidation"};
+constexpr std::array<std::string_view, 8> kTopFields{
+    "usage_half_life", "min_runtime", "pools",         "priority_classes",
+    "queues",          "backfill",    "consolidation", "tenants"};
+constexpr std::array<std::string_view, 1> kTenantFields{"run_as"};
+constexpr std::array<std::string_view, 5> kRunAsFields{"user", "uid", "gid", "groups",
+                                                       "allow_root"};
 constexpr std::array<std::string_view, 2> kBackfillFields{"enabled", "max_reservations"};
 constexpr std::array<std::string_view, 3> kConsolidationFields{"enabled", "max_moves",
                                                                "max_jobs_per_cycle"};
@@ -241,10 +244,93 @@ class Parser {
         BERTH_RETURN_IF_ERROR(Queue(n[i], "", fmt::format("queues[{}]", i), 1));
       }
     }
+    if (auto n = root["tenants"]) BERTH_RETURN_IF_ERROR(Tenants(n));
     return Ok();
   }
 
  private:
+  Status Tenants(const YAML::Node& n) {
+    if (!n.IsMap()) return InvalidField("tenants", "must map a tenant name to its settings");
+    std::set<std::string> seen;
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      if (!it->first.IsScalar()) return InvalidField("tenants", "tenant names must be strings");
+      const std::string name = it->first.Scalar();
+      const std::string f = "tenants." + name;
+      if (!seen.insert(name).second) return InvalidField(f, "is given twice; give it once");
+      bool has_queue = false;
+      for (const auto& q : p_.queues) has_queue = has_queue || (q.parent.empty() && q.tenant == name);
+      if (!has_queue) {
+        return InvalidField(f, fmt::format("no queue belongs to tenant '{}'; add its queue under "
+                                           "queues first, or remove this entry",
+                                           name));
+      }
+      BERTH_RETURN_IF_ERROR(CheckMap(it->second, kTenantFields, f));
+      TenantPolicy t;
+      if (auto r = it->second["run_as"]) {
+        auto run_as = RunAsSection(r, Sub(f, "run_as"));
+        if (!run_as) return std::unexpected(run_as.error());
+        t.run_as = *run_as;
+      }
+      p_.tenants[name] = t;
+    }
+    return Ok();
+  }
+
+  Result<RunAs> RunAsSection(const YAML::Node& n, const std::string& f) {
+    BERTH_RETURN_IF_ERROR(CheckMap(n, kRunAsFields, f));
+    RunAs r;
+    if (n["user"] && n["uid"]) {
+      return InvalidField(f, "give either user (resolved on each node) or uid, not both");
+    }
+    if (!n["user"] && !n["uid"]) {
+      return InvalidField(f, "give user (a name each node resolves) or uid (with gid)");
+    }
+    if (auto u = n["user"]) {
+      auto v = Str(u, Sub(f, "user"));
+      if (!v) return std::unexpected(v.error());
+      if (v->empty() || v->size() > 64 || v->find_first_of(":/ \t\n") != std::string::npos) {
+        return InvalidField(Sub(f, "user"), "must be a user name of 1 to 64 characters");
+      }
+      if (n["gid"] || n["groups"]) {
+        return InvalidField(f, "a user's groups come from the node; give gid and groups only "
+                               "with uid");
+      }
+      r.user = *v;
+    }
+    constexpr std::int64_t kMaxId = 4'294'967'294;  // (uid_t)-1 means "none" to the kernel
+    if (auto u = n["uid"]) {
+      auto v = Int(u, Sub(f, "uid"), 0, kMaxId);
+      if (!v) return std::unexpected(v.error());
+      r.uid = static_cast<std::uint32_t>(*v);
+      r.gid = *r.uid;
+      if (auto g = n["gid"]) {
+        auto gv = Int(g, Sub(f, "gid"), 0, kMaxId);
+        if (!gv) return std::unexpected(gv.error());
+        r.gid = static_cast<std::uint32_t>(*gv);
+      }
+      if (auto gs = n["groups"]) {
+        if (!gs.IsSequence()) return InvalidField(Sub(f, "groups"), "must be a list of gids");
+        for (std::size_t i = 0; i < gs.size(); ++i) {
+          auto gv = Int(gs[i], fmt::format("{}.groups[{}]", f, i), 0, kMaxId);
+          if (!gv) return std::unexpected(gv.error());
+          r.groups.push_back(static_cast<std::uint32_t>(*gv));
+        }
+      }
+    }
+    if (auto a = n["allow_root"]) {
+      auto v = Bool(a, Sub(f, "allow_root"));
+      if (!v) return std::unexpected(v.error());
+      r.allow_root = *v;
+    }
+    const bool root = (r.uid && (*r.uid == 0 || r.gid == 0)) || r.user == "root" ||
+                      std::find(r.groups.begin(), r.groups.end(), 0U) != r.groups.end();
+    if (root && !r.allow_root) {
+      return InvalidField(f, "runs as root (uid or group 0) only with allow_root: true; a job "
+                             "running as root can read every tenant's data on its node");
+    }
+    return r;
+  }
+
   Status BackfillSection(const YAML::Node& n) {
     BERTH_RETURN_IF_ERROR(CheckMap(n, kBackfillFields, "backfill"));
     if (auto e = n["enabled"]) {
@@ -598,7 +684,42 @@ Result<Policy> ParsePolicy(std::string_view yaml) {
     return InvalidField("", fmt::format("could not read the policy: {}", e.what()));
   }
   if (p.queues.empty()) p.queues = DefaultPolicy().queues;  // jobs always have somewhere to go
+  // Two tenants never share a run identity: their jobs could then read and
+  // signal each other's on every node.
+  std::map<std::string, std::string> owner;  // identity -> tenant
+  for (const auto& q : p.queues) {
+    if (!q.parent.empty()) continue;
+    RunAs r = RunIdentityOf(p, q.tenant);
+    std::string key = r.uid ? fmt::format("uid {}", *r.uid) : "user " + r.user;
+    auto [it, fresh] = owner.emplace(key, q.tenant);
+    if (!fresh && it->second != q.tenant) {
+      return InvalidField(fmt::format("tenants.{}.run_as", q.tenant),
+                          fmt::format("tenants {} and {} would both run as {}; give one of them a "
+                                      "run_as of its own",
+                                      it->second, q.tenant, key));
+    }
+  }
   return p;
+}
+
+std::uint32_t DerivedUid(std::string_view tenant) {
+  std::uint32_t h = 2166136261U;
+  for (char c : tenant) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 16777619U;
+  }
+  return kDerivedUidBase + h % kDerivedUidSpan;
+}
+
+RunAs RunIdentityOf(const Policy& policy, std::string_view tenant) {
+  if (auto it = policy.tenants.find(std::string(tenant));
+      it != policy.tenants.end() && it->second.run_as) {
+    return *it->second.run_as;
+  }
+  RunAs r;
+  r.uid = DerivedUid(tenant);
+  r.gid = *r.uid;
+  return r;
 }
 
 std::string PolicyToYaml(const Policy& p) {
@@ -632,6 +753,27 @@ std::string PolicyToYaml(const Policy& p) {
     if (q.parent.empty()) EmitQueue(out, p, q);
   }
   out << YAML::EndSeq;
+  if (!p.tenants.empty()) {
+    out << YAML::Key << "tenants" << YAML::Value << YAML::BeginMap;
+    for (const auto& [name, t] : p.tenants) {
+      out << YAML::Key << name << YAML::Value << YAML::BeginMap;
+      if (t.run_as) {
+        const RunAs& r = *t.run_as;
+        out << YAML::Key << "run_as" << YAML::Value << YAML::Flow << YAML::BeginMap;
+        if (r.uid) {
+          out << YAML::Key << "uid" << YAML::Value << *r.uid << YAML::Key << "gid" << YAML::Value
+              << r.gid;
+          if (!r.groups.empty()) out << YAML::Key << "groups" << YAML::Value << YAML::Flow << r.groups;
+        } else {
+          out << YAML::Key << "user" << YAML::Value << r.user;
+        }
+        if (r.allow_root) out << YAML::Key << "allow_root" << YAML::Value << true;
+        out << YAML::EndMap;
+      }
+      out << YAML::EndMap;
+    }
+    out << YAML::EndMap;
+  }
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

@@ -106,6 +106,36 @@ struct Consolidation {
 inline constexpr std::int64_t kMaxMoves = 64;
 inline constexpr std::int64_t kMaxConsolidationJobsPerCycle = 1000;
 
+// Who a tenant's runs execute as on every node (docs/security.md): a user
+// each node resolves through NSS (its uid, primary and supplementary groups,
+// as slurmd does for the submitting user), or numeric ids. A tenant without
+// one gets DerivedUid(tenant) as uid and gid. Root only with allow_root.
+struct RunAs {
+  std::string user;                  // resolved on the node; empty: numeric
+  std::optional<std::uint32_t> uid;  // set: numeric ids, no lookup
+  std::uint32_t gid = 0;             // numeric only; defaults to uid
+  std::vector<std::uint32_t> groups{};
+  bool allow_root = false;
+  bool operator==(const RunAs&) const = default;
+};
+
+struct TenantPolicy {
+  std::optional<RunAs> run_as{};
+  bool operator==(const TenantPolicy&) const = default;
+};
+
+// Derived run identities live in [kDerivedUidBase, kDerivedUidBase +
+// kDerivedUidSpan): far above the ranges distributions, LDAP and systemd
+// hand out, so a derived uid owns nothing on a node but its runs' files.
+inline constexpr std::uint32_t kDerivedUidBase = 3'000'000'000U;
+inline constexpr std::uint32_t kDerivedUidSpan = 1'000'000U;
+
+// The uid (and gid) a tenant's runs get when the policy names none: stable
+// across policy versions and berthd restarts, since it depends only on the
+// name (FNV-1a). ParsePolicy refuses a policy in which two tenants'
+// identities coincide.
+std::uint32_t DerivedUid(std::string_view tenant);
+
 struct Policy {
   std::int64_t version = 0;  // assigned by the store when applied
   std::vector<Pool> pools;
@@ -115,11 +145,16 @@ struct Policy {
   std::int64_t min_runtime_ms = 0;              // a job is not reclaimed before this
   Backfill backfill{};
   Consolidation consolidation{};
+  std::map<std::string, TenantPolicy> tenants{};  // by tenant name
 
   const QueuePolicy* FindQueue(std::string_view path) const;
   const Pool* FindPool(std::string_view name) const;
   const PriorityClass* FindPriorityClass(std::string_view name) const;
 };
+
+// What `tenant`'s runs execute as: the policy's run_as, else the derived
+// numeric identity.
+RunAs RunIdentityOf(const Policy& policy, std::string_view tenant);
 
 // Limits documented in docs/scheduling.md.
 inline constexpr std::size_t kMaxQueueDepth = 4;

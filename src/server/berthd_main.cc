@@ -31,6 +31,7 @@
 #include "server/api.h"
 #include "server/auth.h"
 #include "server/controller.h"
+#include "server/data_dir.h"
 #include "server/pki.h"
 #include "store/audit_log.h"
 #include "store/identity_store.h"
@@ -412,6 +413,9 @@ int main(int argc, char** argv) {
     sim_nodes = std::move(*nodes);
   }
 
+  if (auto st = berth::server::SecureDataDir(data_dir, all_in_one); !st) {
+    return Fatal(st.error().message);
+  }
   auto store = berth::store::SqliteStore::Open(data_dir, clock.NowMs());
   if (!store) return Fatal(store.error().message);
   berth::sched::CoreScheduler scheduler;

@@ -33,6 +33,11 @@ model::NodeInfo FromProto(const berth::v1::NodeInfo& p) {
   n.cuda_version = p.cuda_version();
   n.gpu_provider = p.gpu_provider();
   n.agent_version = p.agent_version();
+  n.confinement.mode = p.confinement().mode();
+  n.confinement.cgroup = p.confinement().cgroup();
+  n.confinement.controllers.assign(p.confinement().controllers().begin(),
+                                   p.confinement().controllers().end());
+  n.confinement.missing.assign(p.confinement().missing().begin(), p.confinement().missing().end());
   for (const auto& g : p.gpus()) {
     model::Gpu gpu;
     gpu.index = g.index();
@@ -66,6 +71,9 @@ store::RunExit ExitFromProto(const berth::v1::RunExited& m) {
   if (!m.stopped_for().empty()) e.clean_stop = m.clean_stop();
   if (m.last_checkpoint_ms() > 0) e.last_checkpoint_ms = m.last_checkpoint_ms();
   e.never_started = m.never_started();
+  e.oom_kills = m.oom_kills();
+  e.memory_peak_bytes = m.memory_peak_bytes();
+  e.memory_limit_bytes = m.memory_limit_bytes();
   return e;
 }
 
@@ -646,8 +654,22 @@ Status Controller::RecoverEvictions(const std::vector<store::RunRecord>& active)
 
 berth::v1::StartRun Controller::StartOrder(const store::RunRecord& run, const model::JobSpec& spec,
                                            const std::vector<store::RunRecord>& gang,
-                                           const std::vector<store::NodeRecord>& nodes) const {
+                                           const std::vector<store::NodeRecord>& nodes,
+                                           const model::Policy& policy) const {
   berth::v1::StartRun o;
+  // Who the run executes as on its node: the tenant's, from the policy in
+  // force when it starts (docs/security.md).
+  const model::RunAs run_as = model::RunIdentityOf(policy, spec.tenant);
+  auto* id = o.mutable_run_as();
+  id->set_user(run_as.user);
+  id->set_numeric(run_as.uid.has_value());
+  id->set_uid(run_as.uid.value_or(0));
+  id->set_gid(run_as.gid);
+  for (auto g : run_as.groups) id->add_groups(g);
+  id->set_allow_root(run_as.allow_root);
+  o.set_tenant(spec.tenant);
+  o.set_cpu_millis(spec.resources.cpu_millis);
+  o.set_memory_bytes(spec.resources.memory_bytes);
   o.set_run_id(run.run_id);
   o.set_job_id(run.job_id);
   o.set_replica(run.replica);
@@ -741,7 +763,9 @@ Status Controller::Dispatch(const std::vector<store::RunRecord>& active,
       } else {
         gang.push_back(run);
       }
-      *msg.mutable_start_run() = StartOrder(run, *spec, gang, nodes);
+      auto policy = ActivePolicy();
+      if (!policy) return std::unexpected(policy.error());
+      *msg.mutable_start_run() = StartOrder(run, *spec, gang, nodes, (*policy)->policy);
     } else if (send_stop) {
       auto* stop = msg.mutable_stop_run();
       stop->set_run_id(run.run_id);
@@ -917,6 +941,11 @@ std::string Controller::LogTail(std::int64_t job_id, const std::string& run_id,
 }
 
 void Controller::ClassifyExit(store::RunExit& exit, std::int64_t job_id) const {
+  if (exit.oom_kills > 0 && exit.start_error.empty()) {
+    // The kernel's own count in the run's cgroup: nothing the job printed.
+    exit.failure_class = model::FailureClassName(model::FailureClass::kHostOutOfMemory);
+    return;
+  }
   if (!exit.start_error.empty()) {
     exit.failure_class = model::FailureClassName(model::FailureClass::kCommandNotFound);
     return;

@@ -218,7 +218,8 @@ class Controller {
   // MASTER_ADDR).
   berth::v1::StartRun StartOrder(const store::RunRecord& run, const model::JobSpec& spec,
                                  const std::vector<store::RunRecord>& gang,
-                                 const std::vector<store::NodeRecord>& nodes) const;
+                                 const std::vector<store::NodeRecord>& nodes,
+                                 const model::Policy& policy) const;
 
   store::Store& store_;
   store::AuditLog* audit_ = nullptr;

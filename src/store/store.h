@@ -193,6 +193,11 @@ struct RunExit {
   // honoured for a run still Starting; a run the agent reported started
   // keeps its start.
   bool never_started = false;
+  // From the run's cgroup: the kernel's OOM kills and the memory it used
+  // against its limit; a failed run with an OOM kill is host_out_of_memory.
+  std::uint64_t oom_kills = 0;
+  std::uint64_t memory_peak_bytes = 0;
+  std::uint64_t memory_limit_bytes = 0;
 };
 
 // One version of the scheduling policy. Versions are append-only: applying

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -95,6 +96,9 @@ TempDir::TempDir(std::string_view prefix) {
   if (::mkdtemp(templ.data()) == nullptr) {
     throw std::runtime_error(fmt::format("mkdtemp {}: {}", templ, Errno()));
   }
+  // Jobs run as their tenant's identity, not as the test: they must be able
+  // to pass through to their working directories below (nothing is listed).
+  ::chmod(templ.c_str(), 0711);
   // Resolved, so it matches what /proc/PID/cwd shows.
   path_ = fs::canonical(templ);
 }

@@ -119,6 +119,9 @@ class AgentTest : public ::testing::Test {
     options.poll_interval_ms = 10;
     options.reconnect_backoff_ms = 20;
     options.telemetry_interval_ms = telemetry_interval_ms;
+    // The stream protocol is what these tests are about; confined runs (run
+    // identities, cgroups) are tested in confine_test.cc.
+    options.single_user = true;
     agent_ = std::make_unique<Agent>(options, base, std::make_unique<SimulatedProvider>(sim),
                                      server_->InProcessChannel(grpc::ChannelArguments()), clock_);
     agent_->Start();

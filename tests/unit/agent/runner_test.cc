@@ -107,7 +107,7 @@ TEST_F(RunnerTest, ReportsStartThenLogThenExitAndSetsTheJobEnvironment) {
   EXPECT_EQ(s.kinds[0], RunEvent::Kind::kStarted);
   EXPECT_EQ(s.kinds[1], RunEvent::Kind::kLog);
   EXPECT_EQ(s.kinds[2], RunEvent::Kind::kExited);
-  EXPECT_EQ(s.log, "2,5|2,5|GPU-a,GPU-b|node-1|r1|2|7|" + runner.RunDir("r1").string() + "\n");
+  EXPECT_EQ(s.log, "2,5|2,5|GPU-a,GPU-b|node-1|r1|2|7|" + runner.WorkDir("r1").string() + "\n");
   EXPECT_GT(s.started->pid, 0);
   EXPECT_EQ(s.exited->phase, RunPhase::kExited);
   EXPECT_EQ(s.exited->exit->exit_code, 4);
