@@ -97,6 +97,19 @@ std::vector<std::string> RunDeviceRules(const fs::path& device_dir,
 Runner::Runner(RunnerOptions options, const Clock& clock)
     : options_(std::move(options)), clock_(clock) {
   if (options_.work_root.empty()) options_.work_root = options_.data_dir / "work";
+  // Run ids are unique per berthd, not per host: two agents on one host (two
+  // simulated nodes, a test beside a real agent) keep their runs' cgroups
+  // apart under a scope named for the node and the agent's data directory.
+  std::error_code ec;
+  fs::path data = fs::weakly_canonical(options_.data_dir, ec);
+  std::uint32_t h = 2166136261U;
+  for (char c : (ec ? options_.data_dir : data).string()) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 16777619U;
+  }
+  std::string node = options_.node_name.empty() ? "node" : options_.node_name;
+  std::replace(node.begin(), node.end(), '/', '_');
+  cgroup_scope_ = fmt::format("{}/{}-{:08x}", options_.cgroup_parent, node, h);
 }
 
 Runner::~Runner() = default;
@@ -148,8 +161,7 @@ std::string Runner::MakeWorkDir(const std::string& run_id,
 }
 
 RunCgroup Runner::CgroupOf(const Run& run) const {
-  return RunCgroup(options_.confine ? options_.cgroups : CgroupHost{}, options_.cgroup_parent,
-                   run.id);
+  return RunCgroup(options_.confine ? options_.cgroups : CgroupHost{}, cgroup_scope_, run.id);
 }
 
 Runner::Run Runner::Load(const std::string& run_id) const {
@@ -289,7 +301,7 @@ Result<RunState> Runner::Start(const StartOrder& order) {
       spec.groups = identity->groups;
     }
     if (options_.confine && options_.cgroups.version != CgroupVersion::kNone) {
-      spec.cgroup_parent = options_.cgroup_parent;
+      spec.cgroup_parent = cgroup_scope_;
       spec.cgroup_name = order.run_id;
       spec.memory_limit_bytes = order.memory_bytes;
       spec.cpu_millis = order.cpu_millis;

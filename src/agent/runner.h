@@ -281,6 +281,7 @@ class Runner {
   Run Load(const std::string& run_id) const;
 
   RunnerOptions options_;
+  std::string cgroup_scope_;  // cgroup_parent/<node>-<hash of data_dir>: this agent's runs
   const Clock& clock_;
   std::map<std::string, Run, std::less<>> runs_;
   // `podman kill`s still running when their run was acknowledged: reaped by

@@ -41,8 +41,21 @@ class ConfineTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    // The per-test parent, once its runs' cgroups are gone.
-    if (host_.version != CgroupVersion::kNone) RunCgroup(host_, "", Options().cgroup_parent).Remove();
+    // The per-test parent and the runner's scope in it, once the runs'
+    // cgroups are gone.
+    if (host_.version == CgroupVersion::kNone) return;
+    const std::string parent = Options().cgroup_parent;
+    for (const auto& [controller, root] : host_.v1_roots) {
+      for (const auto& entry : std::filesystem::directory_iterator(root + "/" + parent, ec_)) {
+        if (entry.is_directory()) ::rmdir(entry.path().c_str());
+      }
+    }
+    if (!host_.v2_root.empty()) {
+      for (const auto& entry : std::filesystem::directory_iterator(host_.v2_root + "/" + parent, ec_)) {
+        if (entry.is_directory()) ::rmdir(entry.path().c_str());
+      }
+    }
+    RunCgroup(host_, "", parent).Remove();
   }
 
   RunnerOptions Options() {
@@ -88,6 +101,7 @@ class ConfineTest : public ::testing::Test {
   TempDir dir_;
   SystemClock clock_;
   CgroupHost host_;
+  std::error_code ec_;
   std::map<std::string, std::string> logs_;
 };
 

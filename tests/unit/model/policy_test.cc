@@ -231,3 +231,80 @@ TEST(Reason, EveryCodeRoundTripsThroughJsonAndRenders) {
 
 }  // namespace
 }  // namespace berth::model
+
+namespace berth::model {
+namespace {
+
+constexpr const char* kTwoTeams = R"(
+queues:
+  - name: vision
+  - name: nlp
+)";
+
+TEST(PolicyTest, RunAsGivesEachTenantItsNamedOrNumericIdentity) {
+  auto p = ParsePolicy(std::string(kTwoTeams) + R"(
+tenants:
+  vision: {run_as: {user: vision-jobs}}
+  nlp: {run_as: {uid: 20001, gid: 20002, groups: [20100]}}
+)");
+  ASSERT_TRUE(p.has_value()) << p.error().message;
+  RunAs vision = RunIdentityOf(*p, "vision");
+  EXPECT_EQ(vision.user, "vision-jobs");
+  EXPECT_FALSE(vision.uid.has_value());
+  RunAs nlp = RunIdentityOf(*p, "nlp");
+  EXPECT_EQ(nlp.uid, 20001U);
+  EXPECT_EQ(nlp.gid, 20002U);
+  EXPECT_EQ(nlp.groups, std::vector<std::uint32_t>{20100});
+  // Round trip: what diffs compare keeps the identities.
+  auto again = ParsePolicy(PolicyToYaml(*p));
+  ASSERT_TRUE(again.has_value()) << again.error().message << PolicyToYaml(*p);
+  EXPECT_EQ(again->tenants, p->tenants);
+}
+
+TEST(PolicyTest, RunAsDerivedIdentityIsStableAndAboveEveryAllocatedRange) {
+  auto p = ParsePolicy(kTwoTeams);
+  ASSERT_TRUE(p.has_value());
+  RunAs vision = RunIdentityOf(*p, "vision");
+  ASSERT_TRUE(vision.uid.has_value());
+  EXPECT_EQ(*vision.uid, DerivedUid("vision"));
+  EXPECT_EQ(vision.gid, *vision.uid);
+  EXPECT_GE(*vision.uid, kDerivedUidBase);
+  EXPECT_LT(*vision.uid, kDerivedUidBase + kDerivedUidSpan);
+  EXPECT_NE(DerivedUid("vision"), DerivedUid("nlp"));
+  EXPECT_EQ(DerivedUid("vision"), DerivedUid("vision"));
+}
+
+TEST(PolicyTest, RunAsRefusesRootSharedIdentitiesAndUnknownTenants) {
+  struct Case {
+    const char* tenants;
+    const char* field;
+    const char* says;
+  };
+  for (const Case& c : {
+           Case{"vision: {run_as: {uid: 0}}", "tenants.vision.run_as", "allow_root: true"},
+           Case{"vision: {run_as: {user: root}}", "tenants.vision.run_as", "allow_root: true"},
+           Case{"vision: {run_as: {uid: 5, groups: [0]}}", "tenants.vision.run_as", "allow_root"},
+           Case{"vision: {run_as: {user: a, uid: 5}}", "tenants.vision.run_as", "not both"},
+           Case{"vision: {run_as: {user: a, gid: 5}}", "tenants.vision.run_as", "only with uid"},
+           Case{"vision: {run_as: {}}", "tenants.vision.run_as", "give user"},
+           Case{"vision: {run_as: {uid: 5, shell: x}}", "tenants.vision.run_as.shell", "unknown"},
+           Case{"ghost: {run_as: {uid: 5}}", "tenants.ghost", "no queue belongs"},
+           Case{"vision: {run_as: {uid: 7}}\n  nlp: {run_as: {uid: 7}}", "tenants.",
+                "would both run as uid 7"},
+           Case{"vision: {run_as: {uid: 4294967295}}", "tenants.vision.run_as.uid", ""},
+       }) {
+    auto p = ParsePolicy(std::string(kTwoTeams) + "tenants:\n  " + c.tenants + "\n");
+    ASSERT_FALSE(p.has_value()) << c.tenants;
+    EXPECT_TRUE(p.error().field.starts_with(c.field)) << c.tenants << ": " << p.error().field;
+    EXPECT_NE(p.error().message.find(c.says), std::string::npos)
+        << c.tenants << ": " << p.error().message;
+  }
+  // Root is possible, said out loud.
+  auto p = ParsePolicy(std::string(kTwoTeams) +
+                       "tenants:\n  vision: {run_as: {uid: 0, allow_root: true}}\n");
+  ASSERT_TRUE(p.has_value()) << p.error().message;
+  EXPECT_TRUE(RunIdentityOf(*p, "vision").allow_root);
+}
+
+}  // namespace
+}  // namespace berth::model
