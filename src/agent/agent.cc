@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
-
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -136,10 +135,10 @@ Agent::Agent(AgentOptions options, model::NodeInfo base, std::unique_ptr<GpuProv
             r.confine = !options_.single_user && ::geteuid() == 0;
             if (r.confine) r.cgroups = DetectCgroups();
             r.cgroup_parent = options_.cgroup_parent;
-            r.gpu_device_dir = options_.gpu_device_dir.empty()
-                                   ? (provider_->Name() == "nvml" ? fs::path("/dev")
-                                                                  : options_.data_dir / "dev")
-                                   : options_.gpu_device_dir;
+            r.gpu_device_dir =
+                options_.gpu_device_dir.empty()
+                    ? (provider_->Name() == "nvml" ? fs::path("/dev") : options_.data_dir / "dev")
+                    : options_.gpu_device_dir;
             if (r.confine && provider_->Name() != "nvml") {
               MakeStandInDevices(r.gpu_device_dir, base_.gpus);
             }

@@ -229,8 +229,10 @@ int main(int argc, char** argv) {
   options.data_dir = data_dir;
   options.shim_path = shim;
   options.single_user = single_user;
-  if (cgroup_parent.empty() || cgroup_parent.front() == '/' || cgroup_parent.find("..") != std::string::npos) {
-    spdlog::critical("--cgroup-parent '{}': give a relative cgroup name such as berth", cgroup_parent);
+  if (cgroup_parent.empty() || cgroup_parent.front() == '/' ||
+      cgroup_parent.find("..") != std::string::npos) {
+    spdlog::critical("--cgroup-parent '{}': give a relative cgroup name such as berth",
+                     cgroup_parent);
     return 2;
   }
   options.cgroup_parent = cgroup_parent;

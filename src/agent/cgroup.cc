@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -218,8 +218,9 @@ std::string RunCgroup::Create(const CgroupLimits& limits) {
       }
     }
     if (limits.cpu_millis > 0 && Exists(run + "/cpu.max")) {
-      if (int err = WriteControl(run + "/cpu.max",
-                                 std::to_string(std::uint64_t{limits.cpu_millis} * 100) + " 100000")) {
+      if (int err =
+              WriteControl(run + "/cpu.max",
+                           std::to_string(std::uint64_t{limits.cpu_millis} * 100) + " 100000")) {
         return Errno("cpu.max", err);
       }
     }
@@ -234,7 +235,8 @@ std::string RunCgroup::Create(const CgroupLimits& limits) {
   }
   if (limits.memory_bytes > 0 && host_.v1_roots.contains("memory")) {
     const std::string dir = Dir("memory");
-    if (int err = WriteControl(dir + "/memory.limit_in_bytes", std::to_string(limits.memory_bytes))) {
+    if (int err =
+            WriteControl(dir + "/memory.limit_in_bytes", std::to_string(limits.memory_bytes))) {
       return Errno("memory.limit_in_bytes", err);
     }
     // No swap beyond the limit where the kernel accounts it.
@@ -302,11 +304,11 @@ bool RunCgroup::KillAll(int timeout_ms) const {
     (void)WriteControl(Dir("") + "/cgroup.kill", "1");
   } else {
     // Frozen first, so nothing forks between reading the list and the kill.
-    const std::string freezer = host_.version == CgroupVersion::kV2
-                                    ? Dir("") + "/cgroup.freeze"
-                                    : (host_.v1_roots.contains("freezer")
-                                           ? Dir("freezer") + "/freezer.state"
-                                           : std::string());
+    const std::string freezer =
+        host_.version == CgroupVersion::kV2
+            ? Dir("") + "/cgroup.freeze"
+            : (host_.v1_roots.contains("freezer") ? Dir("freezer") + "/freezer.state"
+                                                  : std::string());
     const bool v2 = host_.version == CgroupVersion::kV2;
     if (!freezer.empty()) {
       (void)WriteControl(freezer, v2 ? "1" : "FROZEN");

@@ -151,7 +151,8 @@ std::string Runner::MakeWorkDir(const std::string& run_id,
   std::error_code ec;
   fs::remove_all(dir, ec);  // a leftover of a Start() that died before its run dir
   for (const fs::path& d : {dir, dir / "tmp"}) {
-    if (::mkdir(d.c_str(), 0700) != 0) return fmt::format("mkdir {}: {}", d.string(), std::strerror(errno));
+    if (::mkdir(d.c_str(), 0700) != 0)
+      return fmt::format("mkdir {}: {}", d.string(), std::strerror(errno));
     if (owner && ::lchown(d.c_str(), owner->uid, owner->gid) != 0) {
       return fmt::format("chown {} to {}:{}: {}", d.string(), owner->uid, owner->gid,
                          std::strerror(errno));
@@ -317,16 +318,16 @@ Result<RunState> Runner::Start(const StartOrder& order) {
       // podman runs as root on the host; the container's processes run as the
       // run identity with no capabilities and no way to gain any. podman
       // puts the container in a cgroup of its own, so the limits go to it.
-      std::vector<std::string> confine{
-          "--user", fmt::format("{}:{}", identity->uid, identity->gid), "--cap-drop=ALL",
-          "--security-opt=no-new-privileges", fmt::format("--pids-limit={}", options_.pids_max)};
+      std::vector<std::string> confine{"--user", fmt::format("{}:{}", identity->uid, identity->gid),
+                                       "--cap-drop=ALL", "--security-opt=no-new-privileges",
+                                       fmt::format("--pids-limit={}", options_.pids_max)};
       for (auto g : identity->groups) {
         if (g != identity->gid) confine.push_back(fmt::format("--group-add={}", g));
       }
       if (order.memory_bytes > 0) confine.push_back(fmt::format("--memory={}", order.memory_bytes));
       if (order.cpu_millis > 0) {
-        confine.push_back(fmt::format("--cpus={}.{:03}", order.cpu_millis / 1000,
-                                      order.cpu_millis % 1000));
+        confine.push_back(
+            fmt::format("--cpus={}.{:03}", order.cpu_millis / 1000, order.cpu_millis % 1000));
       }
       // After `podman run --rm --pull=never`, before the first option given.
       spec.command.insert(spec.command.begin() + 4, confine.begin(), confine.end());

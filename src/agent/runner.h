@@ -27,7 +27,7 @@ namespace berth::agent {
 inline constexpr std::size_t kMaxLogChunkBytes = std::size_t{64} * 1024;
 
 struct RunnerOptions {
-  std::filesystem::path data_dir;   // runs live in data_dir/runs (0700)
+  std::filesystem::path data_dir;  // runs live in data_dir/runs (0700)
   // Jobs' own working directories, one per run (0700, owned by the run
   // identity; HOME and TMPDIR point into it); empty: data_dir/work.
   std::filesystem::path work_root{};

@@ -222,12 +222,12 @@ void EndCgroup(const berth::agent::RunCgroup& cgroup, ExitRecord& out, int log_f
     out.memory_peak_bytes = cgroup.MemoryPeak();
     if (out.oom_kills > 0) {
       // The evidence the user reads at the end of the log (docs/failures.md).
-      std::string line = "berth: killed by the kernel's OOM killer: the run reached its memory "
-                         "limit of " +
-                         std::to_string(out.memory_limit_bytes >> 20) +
-                         " MiB (resources.memory); peak " +
-                         std::to_string(out.memory_peak_bytes >> 20) + " MiB, " +
-                         std::to_string(out.oom_kills) + " process(es) killed\n";
+      std::string line =
+          "berth: killed by the kernel's OOM killer: the run reached its memory "
+          "limit of " +
+          std::to_string(out.memory_limit_bytes >> 20) + " MiB (resources.memory); peak " +
+          std::to_string(out.memory_peak_bytes >> 20) + " MiB, " + std::to_string(out.oom_kills) +
+          " process(es) killed\n";
       [[maybe_unused]] ssize_t n = ::write(log_fd, line.data(), line.size());
     }
   }
@@ -441,12 +441,12 @@ int main(int argc, char** argv) {
   out.started_at_ms = rec.started_at_ms;
   out.ended_at_ms = WallMs();
   if (got == static_cast<ssize_t>(sizeof rep)) {
-    std::string why =
-        rep.stage == kStageChdir ? "cannot change to working directory '" + spec->working_dir + "': "
-        : rep.stage == kStageIdentity
-            ? "cannot take the run identity uid " + std::to_string(spec->uid) + " gid " +
-                  std::to_string(spec->gid) + ": "
-            : "cannot start '" + spec->command.front() + "': ";
+    std::string why = rep.stage == kStageChdir
+                          ? "cannot change to working directory '" + spec->working_dir + "': "
+                      : rep.stage == kStageIdentity
+                          ? "cannot take the run identity uid " + std::to_string(spec->uid) +
+                                " gid " + std::to_string(spec->gid) + ": "
+                          : "cannot start '" + spec->command.front() + "': ";
     why += std::strerror(rep.err);
     std::string line = "berth: " + why + "\n";
     [[maybe_unused]] ssize_t n = ::write(log_fd, line.data(), line.size());

@@ -61,9 +61,8 @@ std::optional<Failure> FromLog(std::string_view log) {
     lines.push_back(log.substr(start, end - start));
     start = end + 1;
   }
-  for (FailureClass cls :
-       {FailureClass::kGpuHardware, FailureClass::kHostOutOfMemory, FailureClass::kGpuOutOfMemory,
-        FailureClass::kCommunication}) {
+  for (FailureClass cls : {FailureClass::kGpuHardware, FailureClass::kHostOutOfMemory,
+                           FailureClass::kGpuOutOfMemory, FailureClass::kCommunication}) {
     for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
       for (const auto& p : kPatterns) {
         if (p.cls == cls && it->find(p.text) != std::string_view::npos) {

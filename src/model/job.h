@@ -96,8 +96,8 @@ struct Retry {
 
 // Failure classes a retry policy may name.
 inline constexpr std::array<std::string_view, 8> kRetryableClasses{
-    "user_code",    "gpu_out_of_memory", "host_out_of_memory", "communication",
-    "command_not_found", "gpu_hardware", "node_lost",          "max_runtime"};
+    "user_code",         "gpu_out_of_memory", "host_out_of_memory", "communication",
+    "command_not_found", "gpu_hardware",      "node_lost",          "max_runtime"};
 
 struct JobSpec {
   std::string name;

@@ -19,9 +19,9 @@
 namespace berth::model {
 namespace {
 
-constexpr std::array<std::string_view, 8> kTopFields{
-    "usage_half_life", "min_runtime", "pools",         "priority_classes",
-    "queues",          "backfill",    "consolidation", "tenants"};
+constexpr std::array<std::string_view, 8> kTopFields{"usage_half_life",  "min_runtime", "pools",
+                                                     "priority_classes", "queues",      "backfill",
+                                                     "consolidation",    "tenants"};
 constexpr std::array<std::string_view, 1> kTenantFields{"run_as"};
 constexpr std::array<std::string_view, 5> kRunAsFields{"user", "uid", "gid", "groups",
                                                        "allow_root"};
@@ -258,7 +258,8 @@ class Parser {
       const std::string f = "tenants." + name;
       if (!seen.insert(name).second) return InvalidField(f, "is given twice; give it once");
       bool has_queue = false;
-      for (const auto& q : p_.queues) has_queue = has_queue || (q.parent.empty() && q.tenant == name);
+      for (const auto& q : p_.queues)
+        has_queue = has_queue || (q.parent.empty() && q.tenant == name);
       if (!has_queue) {
         return InvalidField(f, fmt::format("no queue belongs to tenant '{}'; add its queue under "
                                            "queues first, or remove this entry",
@@ -292,8 +293,9 @@ class Parser {
         return InvalidField(Sub(f, "user"), "must be a user name of 1 to 64 characters");
       }
       if (n["gid"] || n["groups"]) {
-        return InvalidField(f, "a user's groups come from the node; give gid and groups only "
-                               "with uid");
+        return InvalidField(f,
+                            "a user's groups come from the node; give gid and groups only "
+                            "with uid");
       }
       r.user = *v;
     }
@@ -325,8 +327,9 @@ class Parser {
     const bool root = (r.uid && (*r.uid == 0 || r.gid == 0)) || r.user == "root" ||
                       std::find(r.groups.begin(), r.groups.end(), 0U) != r.groups.end();
     if (root && !r.allow_root) {
-      return InvalidField(f, "runs as root (uid or group 0) only with allow_root: true; a job "
-                             "running as root can read every tenant's data on its node");
+      return InvalidField(f,
+                          "runs as root (uid or group 0) only with allow_root: true; a job "
+                          "running as root can read every tenant's data on its node");
     }
     return r;
   }
@@ -763,7 +766,8 @@ std::string PolicyToYaml(const Policy& p) {
         if (r.uid) {
           out << YAML::Key << "uid" << YAML::Value << *r.uid << YAML::Key << "gid" << YAML::Value
               << r.gid;
-          if (!r.groups.empty()) out << YAML::Key << "groups" << YAML::Value << YAML::Flow << r.groups;
+          if (!r.groups.empty())
+            out << YAML::Key << "groups" << YAML::Value << YAML::Flow << r.groups;
         } else {
           out << YAML::Key << "user" << YAML::Value << r.user;
         }

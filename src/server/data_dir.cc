@@ -14,7 +14,8 @@ Status SecureDataDir(const fs::path& dir, bool embedded_agents) {
   ::umask(077);
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) return Fail(Code::kInternal, fmt::format("cannot create {}: {}", dir.string(), ec.message()));
+  if (ec)
+    return Fail(Code::kInternal, fmt::format("cannot create {}: {}", dir.string(), ec.message()));
   auto set = [](const fs::path& p, mode_t mode) -> Status {
     if (::chmod(p.c_str(), mode) != 0) {
       return Fail(Code::kInternal,
@@ -40,7 +41,8 @@ Status SecureDataDir(const fs::path& dir, bool embedded_agents) {
       BERTH_RETURN_IF_ERROR(set(entry.path(), st.st_mode & 0700));
     }
   }
-  if (ec) return Fail(Code::kInternal, fmt::format("cannot list {}: {}", dir.string(), ec.message()));
+  if (ec)
+    return Fail(Code::kInternal, fmt::format("cannot list {}: {}", dir.string(), ec.message()));
   return Ok();
 }
 

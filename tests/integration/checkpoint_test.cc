@@ -57,7 +57,7 @@ TEST_F(CheckpointTest, APreemptedJobCheckpointsOnItsSignalAndResumesFromIt) {
 
   const auto ckpt_dir = dir_ / "ckpt";
   const auto done = dir_ / "done";
-  std::filesystem::create_directories(ckpt_dir);
+  OwnedByTenant(ckpt_dir);
   // Saves on SIGUSR1; a SIGTERM would mean Berth sent the wrong signal.
   const std::string script =
       "echo \"restart=$BERTH_RESTART_COUNT saved=$(cat $BERTH_CHECKPOINT_DIR/state 2>/dev/null)\" "

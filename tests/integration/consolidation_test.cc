@@ -54,7 +54,7 @@ TEST_F(ConsolidationTest, AGangGetsAWholeNodeByMovingAJobThatCheckpoints) {
   const auto fill_done = dir_ / "fill-done";
   const auto all_done = dir_ / "all-done";
   const auto ckpt_dir = dir_ / "ckpt";
-  std::filesystem::create_directories(ckpt_dir);
+  OwnedByTenant(ckpt_dir);
   // Packing puts the first two on n1 and the next two on n2; the fillers
   // then end, leaving two free GPUs on each node.
   auto fill_a = SubmitRunning(berthd, "fill-a", Until(fill_done));

@@ -1,10 +1,22 @@
 #include "integration/fixture.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 
+#include "model/policy.h"
+
 namespace berth::it {
+
+void OwnedByTenant(const std::filesystem::path& dir, const std::string& tenant) {
+  std::filesystem::create_directories(dir);
+  const std::uint32_t id = model::DerivedUid(tenant);
+  if (::chown(dir.c_str(), id, id) != 0)
+    ADD_FAILURE() << "chown " << dir << ": " << std::strerror(errno);
+}
 namespace {
 
 std::string Tail(const std::string& text, std::size_t lines) {

@@ -17,6 +17,12 @@ namespace berth::it {
 std::string JobSpecJson(const std::string& name, const std::vector<std::string>& command,
                         int gpus = 0, const nlohmann::json& extra = nlohmann::json::object());
 
+// Makes `dir` (created if missing) belong to `tenant`'s run identity, as an
+// operator prepares a tenant's checkpoint directory: jobs run as that
+// identity and write there (docs/security.md). The tenant must have no
+// run_as in the policy (its identity is the derived one).
+void OwnedByTenant(const std::filesystem::path& dir, const std::string& tenant = "default");
+
 // A shell command, as a job's argv.
 inline std::vector<std::string> Sh(const std::string& script) {
   return {"sh", "-c", script};

@@ -96,9 +96,11 @@ TempDir::TempDir(std::string_view prefix) {
   if (::mkdtemp(templ.data()) == nullptr) {
     throw std::runtime_error(fmt::format("mkdtemp {}: {}", templ, Errno()));
   }
-  // Jobs run as their tenant's identity, not as the test: they must be able
-  // to pass through to their working directories below (nothing is listed).
-  ::chmod(templ.c_str(), 0711);
+  // Jobs run as their tenant's identity, not as the test, and many tests
+  // hand files to and from their jobs here: like /tmp, anyone may create a
+  // file, and only its owner may remove it. berthd's and the agents' own
+  // directories below are theirs alone (docs/security.md).
+  ::chmod(templ.c_str(), 01777);
   // Resolved, so it matches what /proc/PID/cwd shows.
   path_ = fs::canonical(templ);
 }

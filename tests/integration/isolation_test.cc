@@ -42,7 +42,6 @@ json RunOf(const Berthd& berthd, std::int64_t id) {
   return run;
 }
 
-
 class IsolationTest : public IntegrationTest {
  protected:
   void SetUp() override {
@@ -69,11 +68,13 @@ TEST_F(IsolationTest, AJobOfOneTenantReachesNothingOfAnotherNorOfThePlatform) {
 
   std::string error;
   // B keeps a secret in its working directory and a checkpoint, then waits.
-  const std::int64_t b = berthd.Submit(JobSpecJson(
-      "b-secret",
-      Sh("echo b-secret > secret.txt; mkdir ckpt; echo state > ckpt/state; id -u; echo ready; "
-         "sleep 120"),
-      1, {{"tenant", "team-b"}, {"queue", "main"}}), &error);
+  const std::int64_t b = berthd.Submit(
+      JobSpecJson(
+          "b-secret",
+          Sh("echo b-secret > secret.txt; mkdir ckpt; echo state > ckpt/state; id -u; echo ready; "
+             "sleep 120"),
+          1, {{"tenant", "team-b"}, {"queue", "main"}}),
+      &error);
   ASSERT_GT(b, 0) << error;
   ASSERT_TRUE(berthd.WaitForState(b, "Running", 20s)) << berthd.Job(b).dump(2);
   json b_run = RunOf(berthd, b);
@@ -106,15 +107,17 @@ TEST_F(IsolationTest, AJobOfOneTenantReachesNothingOfAnotherNorOfThePlatform) {
       {"signal-b", "kill -TERM " + std::to_string(b_run.at("pid").get<std::int64_t>())},
       {"open-b-gpu", "cat " + (agent_dir / "dev").string() + "/nvidia" + std::to_string(b_gpu)},
   };
-  std::string script = "try() { if eval \"$2\" >/dev/null 2>&1; then echo \"GOT $1\"; else echo "
-                       "\"DENIED $1\"; fi; }; ";
+  std::string script =
+      "try() { if eval \"$2\" >/dev/null 2>&1; then echo \"GOT $1\"; else echo "
+      "\"DENIED $1\"; fi; }; ";
   std::string expected;
   for (const auto& [what, cmd] : tries) {
     script += "try " + what + " '" + cmd + "'; ";
     expected += "DENIED " + what + "\n";
   }
   // Its own GPU's device is open to it (the stand-in has no driver: ENXIO).
-  script += "cat " + (agent_dir / "dev").string() + "/nvidia$CUDA_VISIBLE_DEVICES 2>&1 | sed 's/.*: //'";
+  script +=
+      "cat " + (agent_dir / "dev").string() + "/nvidia$CUDA_VISIBLE_DEVICES 2>&1 | sed 's/.*: //'";
   expected += "No such device or address\n";
   const std::int64_t a = berthd.Submit(
       JobSpecJson("a-intruder", Sh(script), 1, {{"tenant", "team-a"}, {"queue", "main"}}), &error);
@@ -140,9 +143,9 @@ TEST_F(IsolationTest, AJobOverItsMemoryLimitFailsAsHostOutOfMemoryWithTheEvidenc
   if (std::find(controllers.begin(), controllers.end(), "memory") == controllers.end()) {
     GTEST_SKIP() << "no memory controller on this node: " << confinement.dump();
   }
-  const std::int64_t hog = berthd.Submit(JobSpecJson(
-      "hog", Sh("head -c 400M /dev/zero | tail > /dev/null"), 0,
-      {{"resources", {{"memory", "64Mi"}}}, {"retry", {{"max_attempts", 1}}}}));
+  const std::int64_t hog = berthd.Submit(
+      JobSpecJson("hog", Sh("head -c 400M /dev/zero | tail > /dev/null"), 0,
+                  {{"resources", {{"memory", "64Mi"}}}, {"retry", {{"max_attempts", 1}}}}));
   ASSERT_GT(hog, 0);
   const std::int64_t neighbour = berthd.Submit(JobSpecJson("neighbour", Sh("sleep 2; echo alive")));
   ASSERT_TRUE(berthd.WaitForTerminal(hog, 30s));

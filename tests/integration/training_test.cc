@@ -55,7 +55,7 @@ TEST_F(TwoAgentsTest, AGangOnTwoNodesGetsOneConsistentTorchrunEnvironment) {
   Berthd& berthd = Start(2);
   ASSERT_FALSE(HasFailure());
   const auto out = dir_ / "env";
-  std::filesystem::create_directories(out);
+  OwnedByTenant(out);
   // Four one-GPU replicas on two nodes of two GPUs: two ranks per node.
   const std::string dump =
       "env | grep -E '^(WORLD_SIZE|RANK|LOCAL_RANK|LOCAL_WORLD_SIZE|GROUP_RANK|NODE_RANK|"

@@ -51,7 +51,8 @@ class ConfineTest : public ::testing::Test {
       }
     }
     if (!host_.v2_root.empty()) {
-      for (const auto& entry : std::filesystem::directory_iterator(host_.v2_root + "/" + parent, ec_)) {
+      for (const auto& entry :
+           std::filesystem::directory_iterator(host_.v2_root + "/" + parent, ec_)) {
         if (entry.is_directory()) ::rmdir(entry.path().c_str());
       }
     }
@@ -107,9 +108,9 @@ class ConfineTest : public ::testing::Test {
 
 TEST_F(ConfineTest, AJobRunsAsItsTenantsIdentityInAWorkDirOfItsOwn) {
   Runner runner(Options(), clock_);
-  StartOrder order =
-      Order("who", "id -u; id -g; id -G; pwd; echo \"$HOME|$TMPDIR\"; stat -c '%u %a' .; "
-                   "grep NoNewPrivs /proc/self/status; grep '^CapEff' /proc/self/status");
+  StartOrder order = Order("who",
+                           "id -u; id -g; id -G; pwd; echo \"$HOME|$TMPDIR\"; stat -c '%u %a' .; "
+                           "grep NoNewPrivs /proc/self/status; grep '^CapEff' /proc/self/status");
   order.run_as.groups = {kUidA, 3'000'900'100U};
   ASSERT_TRUE(runner.Start(order).has_value());
   auto [exit, log] = Finish(runner, "who");
@@ -153,10 +154,9 @@ TEST_F(ConfineTest, AJobCannotReachTheAgentsStateOrForgeItsRecord) {
 
 TEST_F(ConfineTest, OneTenantsJobCannotTouchAnothersWorkOrProcesses) {
   Runner runner(Options(), clock_);
-  ASSERT_TRUE(runner
-                  .Start(Order("b-victim", "echo secret > secret.txt; echo ready; sleep 30",
-                               kUidB))
-                  .has_value());
+  ASSERT_TRUE(
+      runner.Start(Order("b-victim", "echo secret > secret.txt; echo ready; sleep 30", kUidB))
+          .has_value());
   ASSERT_TRUE(WaitFor([&] {
     for (auto& ev : runner.Poll()) {
       if (ev.kind == RunEvent::Kind::kLog) logs_[ev.state.run_id] += ev.data;
@@ -185,10 +185,9 @@ TEST_F(ConfineTest, ASetsidDaemonAndDoubleForkedChildrenDieWithTheRun) {
   Runner runner(Options(), clock_);
   // The job leaves a setsid daemon and a double-forked child behind, prints
   // their pids and exits at once.
-  ASSERT_TRUE(runner
-                  .Start(Order("daemon",
-                               "setsid sleep 1000 & echo $!; (sleep 1000 & echo $!) ; exit 0"))
-                  .has_value());
+  ASSERT_TRUE(
+      runner.Start(Order("daemon", "setsid sleep 1000 & echo $!; (sleep 1000 & echo $!) ; exit 0"))
+          .has_value());
   auto [exit, log] = Finish(runner, "daemon");
   ASSERT_TRUE(exit.has_value()) << log;
   EXPECT_EQ(exit->exit_code, 0);
