@@ -135,9 +135,38 @@ Agent::Agent(AgentOptions options, model::NodeInfo base, std::unique_ptr<GpuProv
             r.confine = !options_.single_user && ::geteuid() == 0;
             if (r.confine) r.cgroups = DetectCgroups();
             r.cgroup_parent = options_.cgroup_parent;
+            // A run identity must be able to pass through every directory
+            // above its working directory. A data directory below a private
+            // one (a checkout in /root) keeps the agent's state there and
+            // puts the jobs' side (work directories, stand-in devices) in a
+            // root-owned directory under /var/tmp instead.
+            fs::path job_root = options_.data_dir;
+            if (r.confine) {
+              for (fs::path up = fs::absolute(job_root).parent_path();
+                   !up.empty() && up != up.root_path(); up = up.parent_path()) {
+                struct stat st {};
+                if (::stat(up.c_str(), &st) == 0 && (st.st_mode & S_IXOTH) == 0) {
+                  std::uint32_t h = 2166136261U;
+                  for (char c : fs::absolute(options_.data_dir).string()) {
+                    h ^= static_cast<unsigned char>(c);
+                    h *= 16777619U;
+                  }
+                  job_root = fmt::format("/var/tmp/berth-runs-{:08x}", h);
+                  std::error_code ec;
+                  fs::create_directories(job_root, ec);
+                  ::chmod(job_root.c_str(), 0711);
+                  spdlog::info(
+                      "{} is not searchable by run identities (mode {:o}); jobs' working "
+                      "directories live in {} instead",
+                      up.string(), st.st_mode & 07777, job_root.string());
+                  break;
+                }
+              }
+            }
+            r.work_root = job_root / "work";
             r.gpu_device_dir =
                 options_.gpu_device_dir.empty()
-                    ? (provider_->Name() == "nvml" ? fs::path("/dev") : options_.data_dir / "dev")
+                    ? (provider_->Name() == "nvml" ? fs::path("/dev") : job_root / "dev")
                     : options_.gpu_device_dir;
             if (r.confine && provider_->Name() != "nvml") {
               MakeStandInDevices(r.gpu_device_dir, base_.gpus);
@@ -158,21 +187,6 @@ Agent::Agent(AgentOptions options, model::NodeInfo base, std::unique_ptr<GpuProv
                   "any node shared by more than one person.",
                   ::geteuid());
             } else {
-              // A run identity must be able to pass through every directory
-              // above its working directory.
-              fs::path up = r.data_dir;
-              for (up = fs::absolute(up).parent_path(); !up.empty() && up != up.root_path();
-                   up = up.parent_path()) {
-                struct stat st {};
-                if (::stat(up.c_str(), &st) == 0 && (st.st_mode & S_IXOTH) == 0) {
-                  confinement_.missing.push_back(fmt::format(
-                      "work directories: {} is not searchable by others (mode {:o}), so no run "
-                      "identity reaches its working directory below {}; chmod o+x it or move "
-                      "the data directory",
-                      up.string(), st.st_mode & 07777, r.data_dir.string()));
-                  break;
-                }
-              }
               for (const auto& gap : confinement_.missing) {
                 spdlog::warn("confinement on this node is incomplete: {}", gap);
               }
