@@ -99,6 +99,7 @@ StartOrder OrderFromProto(const v1::StartRun& m) {
   o.run_as.allow_root = m.run_as().allow_root();
   o.cpu_millis = m.cpu_millis();
   o.memory_bytes = m.memory_bytes();
+  for (const auto& mount : m.mounts()) o.mounts.emplace_back(mount.path(), mount.read_only());
   if (m.has_load()) {
     const auto& l = m.load();
     o.load.pattern = l.pattern() == v1::LoadProfile::PERIODIC ? model::LoadPattern::kPeriodic

@@ -451,6 +451,13 @@ void Runner::ContainerSpec(const StartOrder& order, const std::string& podman,
     argv.emplace_back("-v");
     argv.push_back(fmt::format("{0}:{0}", m));
   }
+  // The job's own mounts must exist already: the agent creates nothing of a
+  // tenant's data.
+  for (const auto& [path, read_only] : order.mounts) {
+    if (path.empty() || path.front() != '/') continue;
+    argv.emplace_back("-v");
+    argv.push_back(fmt::format("{0}:{0}{1}", path, read_only ? ":ro" : ""));
+  }
   for (const auto& [k, v] : job_env) {
     argv.emplace_back("-e");
     argv.push_back(fmt::format("{}={}", k, v));

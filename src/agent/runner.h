@@ -101,6 +101,9 @@ struct StartOrder {
   RunAs run_as{};                   // who it runs as (confined agents)
   std::uint32_t cpu_millis = 0;     // per replica, enforced by its cgroup; 0: none
   std::uint64_t memory_bytes = 0;
+  // Host paths bind-mounted into a container at the same path (read_only:
+  // ":ro"); berthd checked them against the tenant's storage grants.
+  std::vector<std::pair<std::string, bool>> mounts{};
 };
 
 struct RunExit {

@@ -14,11 +14,12 @@
 namespace berth::model {
 namespace {
 
-constexpr std::array<std::string_view, 20> kTopFields{
-    "name",        "tenant",      "queue",         "command",     "args",
-    "env",         "working_dir", "replicas",      "resources",   "priority",
-    "max_runtime", "preemptible", "node_selector", "tolerations", "pool",
-    "topology",    "checkpoint",  "retry",         "image",       "load"};
+constexpr std::array<std::string_view, 21> kTopFields{
+    "name",          "tenant",      "queue",     "command",  "args",        "env",
+    "working_dir",   "replicas",    "resources", "priority", "max_runtime", "preemptible",
+    "node_selector", "tolerations", "pool",      "topology", "checkpoint",  "retry",
+    "image",         "load",        "mounts"};
+constexpr std::array<std::string_view, 2> kMountFields{"path", "read_only"};
 constexpr std::array<std::string_view, 6> kLoadFields{"pattern", "utilization", "idle_utilization",
                                                       "memory",  "period",      "idle_after"};
 constexpr std::array<std::string_view, 4> kCheckpointFields{"dir", "grace", "signal", "file"};
@@ -584,6 +585,34 @@ Status ParseRetryAndImage(const YAML::Node& root, JobSpec& spec) {
     spec.image = *s;
   }
   if (auto n = root["load"]) BERTH_RETURN_IF_ERROR(ParseLoad(n, spec.load));
+  if (auto n = root["mounts"]) {
+    if (!n.IsSequence()) return InvalidField("mounts", "must be a list of {path, read_only}");
+    if (n.size() > kMaxMounts) {
+      return InvalidField("mounts", fmt::format("at most {} mounts", kMaxMounts));
+    }
+    for (std::size_t i = 0; i < n.size(); ++i) {
+      const std::string f = fmt::format("mounts[{}]", i);
+      BERTH_RETURN_IF_ERROR(CheckKnownFields(n[i], kMountFields, f + "."));
+      Mount m;
+      auto p = n[i]["path"] ? ScalarString(n[i]["path"], f + ".path")
+                            : InvalidField(f + ".path", "is required");
+      if (!p) return std::unexpected(p.error());
+      if (p->empty() || p->front() != '/' || p->find(':') != std::string::npos ||
+          p->find(',') != std::string::npos) {
+        return InvalidField(f + ".path", "must be an absolute path without ':' or ','");
+      }
+      m.path = *p;
+      if (auto ro = n[i]["read_only"]) {
+        auto b = ScalarString(ro, f + ".read_only");
+        if (!b) return std::unexpected(b.error());
+        if (*b != "true" && *b != "false") {
+          return InvalidField(f + ".read_only", "must be true or false");
+        }
+        m.read_only = *b == "true";
+      }
+      spec.mounts.push_back(std::move(m));
+    }
+  }
   return Ok();
 }
 

@@ -99,6 +99,16 @@ inline constexpr std::array<std::string_view, 8> kRetryableClasses{
     "user_code",         "gpu_out_of_memory", "host_out_of_memory", "communication",
     "command_not_found", "gpu_hardware",      "node_lost",          "max_runtime"};
 
+// A host path the job uses (its data, its model), at the same path inside a
+// container. It must lie under one of its tenant's storage grants
+// (docs/security.md); read_only ones may lie under read-only grants.
+struct Mount {
+  std::string path;
+  bool read_only = false;
+  bool operator==(const Mount&) const = default;
+};
+inline constexpr std::size_t kMaxMounts = 64;
+
 struct JobSpec {
   std::string name;
   std::string tenant = "default";
@@ -119,6 +129,7 @@ struct JobSpec {
   Checkpoint checkpoint{};
   Retry retry{};
   std::string image{};  // OCI image run with podman; empty: a plain process
+  std::vector<Mount> mounts{};
   // How the job loads its GPUs (`load:`); only the simulated GPU provider
   // honours it. The default is what a spec without the block gets.
   LoadProfile load{};

@@ -58,6 +58,11 @@ json ToJson(const JobSpec& s) {
                 {"backoff_ms", s.retry.backoff_ms},
                 {"on", s.retry.on}};
   if (!s.image.empty()) j["image"] = s.image;
+  if (!s.mounts.empty()) {
+    json mounts = json::array();
+    for (const auto& m : s.mounts) mounts.push_back({{"path", m.path}, {"read_only", m.read_only}});
+    j["mounts"] = std::move(mounts);
+  }
   if (s.load != LoadProfile{}) {
     j["load"] = {{"pattern", LoadPatternName(s.load.pattern)},
                  {"util_pct", s.load.util_pct},
@@ -108,6 +113,9 @@ JobSpec JobSpecFromJson(const json& j) {
     s.retry.on = r->value("on", s.retry.on);
   }
   s.image = j.value("image", "");
+  for (const auto& m : j.value("mounts", json::array())) {
+    s.mounts.push_back({m.value("path", ""), m.value("read_only", false)});
+  }
   if (auto l = j.find("load"); l != j.end() && l->is_object()) {
     s.load.pattern = ParseLoadPattern(l->value("pattern", "steady")).value_or(LoadPattern::kSteady);
     s.load.util_pct = l->value("util_pct", s.load.util_pct);

@@ -10,10 +10,12 @@
 #include <array>
 #include <cctype>
 #include <charconv>
+#include <filesystem>
 #include <limits>
 #include <set>
 
 #include "common/units.h"
+#include "model/job.h"
 #include "model/names.h"
 
 namespace berth::model {
@@ -22,7 +24,8 @@ namespace {
 constexpr std::array<std::string_view, 8> kTopFields{"usage_half_life",  "min_runtime", "pools",
                                                      "priority_classes", "queues",      "backfill",
                                                      "consolidation",    "tenants"};
-constexpr std::array<std::string_view, 1> kTenantFields{"run_as"};
+constexpr std::array<std::string_view, 2> kTenantFields{"run_as", "storage"};
+constexpr std::array<std::string_view, 2> kGrantFields{"path", "access"};
 constexpr std::array<std::string_view, 5> kRunAsFields{"user", "uid", "gid", "groups",
                                                        "allow_root"};
 constexpr std::array<std::string_view, 2> kBackfillFields{"enabled", "max_reservations"};
@@ -257,9 +260,11 @@ class Parser {
       const std::string name = it->first.Scalar();
       const std::string f = "tenants." + name;
       if (!seen.insert(name).second) return InvalidField(f, "is given twice; give it once");
-      bool has_queue = false;
-      for (const auto& q : p_.queues)
+      // A document without queues gets the default tenant's (ParsePolicy).
+      bool has_queue = p_.queues.empty() && name == "default";
+      for (const auto& q : p_.queues) {
         has_queue = has_queue || (q.parent.empty() && q.tenant == name);
+      }
       if (!has_queue) {
         return InvalidField(f, fmt::format("no queue belongs to tenant '{}'; add its queue under "
                                            "queues first, or remove this entry",
@@ -271,6 +276,39 @@ class Parser {
         auto run_as = RunAsSection(r, Sub(f, "run_as"));
         if (!run_as) return std::unexpected(run_as.error());
         t.run_as = *run_as;
+      }
+      if (auto st = it->second["storage"]) {
+        const std::string sf = Sub(f, "storage");
+        if (!st.IsSequence()) return InvalidField(sf, "must be a list of {path, access}");
+        if (st.size() > kMaxStorageGrants) {
+          return InvalidField(sf, fmt::format("at most {} grants", kMaxStorageGrants));
+        }
+        for (std::size_t i = 0; i < st.size(); ++i) {
+          const std::string gf = fmt::format("{}[{}]", sf, i);
+          BERTH_RETURN_IF_ERROR(CheckMap(st[i], kGrantFields, gf));
+          StorageGrant g;
+          auto path = st[i]["path"] ? Str(st[i]["path"], Sub(gf, "path"))
+                                    : InvalidField(Sub(gf, "path"), "is required");
+          if (!path) return std::unexpected(path.error());
+          if (path->empty() || path->front() != '/' ||
+              std::filesystem::path(*path).lexically_normal().string() != *path ||
+              (path->size() > 1 && path->back() == '/')) {
+            return InvalidField(Sub(gf, "path"),
+                                fmt::format("'{}' must be an absolute, normal path such as "
+                                            "/data/{} (no ., .., // or trailing /)",
+                                            *path, name));
+          }
+          g.path = *path;
+          if (auto a = st[i]["access"]) {
+            auto v = Str(a, Sub(gf, "access"));
+            if (!v) return std::unexpected(v.error());
+            if (*v != "read-write" && *v != "read-only") {
+              return InvalidField(Sub(gf, "access"), "must be read-write or read-only");
+            }
+            g.writable = *v == "read-write";
+          }
+          t.storage.push_back(std::move(g));
+        }
       }
       p_.tenants[name] = t;
     }
@@ -668,6 +706,9 @@ Policy DefaultPolicy() {
   queue.tenant = "default";
   queue.parent = "default";
   p.queues = {tenant, queue};
+  // A fresh install's one tenant may use /tmp, so a first job can write a
+  // checkpoint; a policy that lists its tenants grants its own storage.
+  p.tenants["default"].storage = {StorageGrant{"/tmp", true}};
   return p;
 }
 
@@ -681,12 +722,19 @@ Result<Policy> ParsePolicy(std::string_view yaml) {
   }
   Policy p = DefaultPolicy();
   p.queues.clear();  // a document lists its own queues; pools and classes default
+  p.tenants.clear();
   try {
     BERTH_RETURN_IF_ERROR(Parser(p).Top(root));
   } catch (const YAML::Exception& e) {
     return InvalidField("", fmt::format("could not read the policy: {}", e.what()));
   }
-  if (p.queues.empty()) p.queues = DefaultPolicy().queues;  // jobs always have somewhere to go
+  if (p.queues.empty() && p.tenants.empty()) {
+    // Jobs always have somewhere to go, as on a fresh install.
+    p.queues = DefaultPolicy().queues;
+    p.tenants = DefaultPolicy().tenants;
+  } else if (p.queues.empty()) {
+    p.queues = DefaultPolicy().queues;
+  }
   // Two tenants never share a run identity: their jobs could then read and
   // signal each other's on every node.
   std::map<std::string, std::string> owner;  // identity -> tenant
@@ -712,6 +760,63 @@ std::uint32_t DerivedUid(std::string_view tenant) {
     h *= 16777619U;
   }
   return kDerivedUidBase + h % kDerivedUidSpan;
+}
+
+Status CheckStorageGrants(const Policy& policy, const JobSpec& spec) {
+  const std::vector<StorageGrant>* grants = nullptr;
+  if (auto it = policy.tenants.find(spec.tenant); it != policy.tenants.end()) {
+    grants = &it->second.storage;
+  }
+  auto describe = [&] {
+    if (grants == nullptr || grants->empty()) {
+      return fmt::format("tenant {} has no storage granted", spec.tenant);
+    }
+    std::string list;
+    for (const auto& g : *grants) {
+      list += fmt::format("{}{} ({})", list.empty() ? "" : ", ", g.path,
+                          g.writable ? "read-write" : "read-only");
+    }
+    return fmt::format("tenant {} may use {}", spec.tenant, list);
+  };
+  auto check = [&](const std::string& field, const std::string& path, bool write) -> Status {
+    if (path.empty()) return Ok();
+    if (std::filesystem::path(path).lexically_normal().string() != path) {
+      return InvalidField(
+          field, fmt::format("'{}' is not a normal path (no ., .., // or trailing "
+                             "/); write {}",
+                             path, std::filesystem::path(path).lexically_normal().string()));
+    }
+    const StorageGrant* read_only_match = nullptr;
+    if (grants != nullptr) {
+      for (const auto& g : *grants) {
+        const bool under =
+            g.path == "/" || path == g.path ||
+            (path.size() > g.path.size() && path.starts_with(g.path) && path[g.path.size()] == '/');
+        if (!under) continue;
+        if (g.writable || !write) return Ok();
+        read_only_match = &g;
+      }
+    }
+    if (read_only_match != nullptr) {
+      return InvalidField(
+          field, fmt::format("{} is under {}, which tenant {} may only read; {} "
+                             "needs a read-write grant (tenants.{}.storage in the "
+                             "policy), or mark a mount read_only: true",
+                             path, read_only_match->path, spec.tenant, field, spec.tenant));
+    }
+    return InvalidField(field, fmt::format("{} is outside the storage granted to its tenant: {}; "
+                                           "use a path under a grant, or ask a platform admin to "
+                                           "grant it (tenants.{}.storage in the policy)",
+                                           path, describe(), spec.tenant));
+  };
+  BERTH_RETURN_IF_ERROR(check("working_dir", spec.working_dir, true));
+  BERTH_RETURN_IF_ERROR(check("checkpoint.dir", spec.checkpoint.dir, true));
+  BERTH_RETURN_IF_ERROR(check("checkpoint.file", spec.checkpoint.file, true));
+  for (std::size_t i = 0; i < spec.mounts.size(); ++i) {
+    BERTH_RETURN_IF_ERROR(
+        check(fmt::format("mounts[{}].path", i), spec.mounts[i].path, !spec.mounts[i].read_only));
+  }
+  return Ok();
 }
 
 RunAs RunIdentityOf(const Policy& policy, std::string_view tenant) {
@@ -773,6 +878,15 @@ std::string PolicyToYaml(const Policy& p) {
         }
         if (r.allow_root) out << YAML::Key << "allow_root" << YAML::Value << true;
         out << YAML::EndMap;
+      }
+      if (!t.storage.empty()) {
+        out << YAML::Key << "storage" << YAML::Value << YAML::BeginSeq;
+        for (const auto& g : t.storage) {
+          out << YAML::Flow << YAML::BeginMap << YAML::Key << "path" << YAML::Value << g.path
+              << YAML::Key << "access" << YAML::Value << (g.writable ? "read-write" : "read-only")
+              << YAML::EndMap;
+        }
+        out << YAML::EndSeq;
       }
       out << YAML::EndMap;
     }

@@ -119,8 +119,19 @@ struct RunAs {
   bool operator==(const RunAs&) const = default;
 };
 
+// A directory tree a tenant's jobs may use: their working directories,
+// checkpoints and mounts must lie under one (docs/security.md). Read-only
+// grants serve mounts marked read_only only.
+struct StorageGrant {
+  std::string path;  // absolute, normal ("/data/vision"); "/" grants everything
+  bool writable = true;
+  bool operator==(const StorageGrant&) const = default;
+};
+inline constexpr std::size_t kMaxStorageGrants = 64;
+
 struct TenantPolicy {
   std::optional<RunAs> run_as{};
+  std::vector<StorageGrant> storage{};
   bool operator==(const TenantPolicy&) const = default;
 };
 
@@ -155,6 +166,13 @@ struct Policy {
 // What `tenant`'s runs execute as: the policy's run_as, else the derived
 // numeric identity.
 RunAs RunIdentityOf(const Policy& policy, std::string_view tenant);
+
+struct JobSpec;  // model/job.h
+
+// Refuses a job whose working_dir, checkpoint.dir, checkpoint.file or mounts
+// lie outside its tenant's storage grants, naming the field, the path and
+// the grants the tenant has.
+Status CheckStorageGrants(const Policy& policy, const JobSpec& spec);
 
 // Limits documented in docs/scheduling.md.
 inline constexpr std::size_t kMaxQueueDepth = 4;

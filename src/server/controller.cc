@@ -670,6 +670,11 @@ berth::v1::StartRun Controller::StartOrder(const store::RunRecord& run, const mo
   o.set_tenant(spec.tenant);
   o.set_cpu_millis(spec.resources.cpu_millis);
   o.set_memory_bytes(spec.resources.memory_bytes);
+  for (const auto& m : spec.mounts) {
+    auto* mount = o.add_mounts();
+    mount->set_path(m.path);
+    mount->set_read_only(m.read_only);
+  }
   o.set_run_id(run.run_id);
   o.set_job_id(run.job_id);
   o.set_replica(run.replica);
@@ -825,6 +830,7 @@ Result<std::int64_t> Controller::Submit(const model::JobSpec& spec, std::string_
                                       spec.resources.gpu_model, known.empty() ? "none" : known));
     }
   }
+  BERTH_RETURN_IF_ERROR(model::CheckStorageGrants((*policy)->policy, spec));
   BERTH_RETURN_IF_ERROR(CheckRejectQuota((*policy)->policy, spec));
   auto id = store_.CreateJob(spec, clock_.NowMs(), submitted_by);
   if (!id) return std::unexpected(id.error());

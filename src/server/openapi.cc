@@ -472,7 +472,10 @@ std::string_view OpenApiDocument() {
           "command": {"type": "array", "items": {"type": "string"}, "minItems": 1},
           "args": {"type": "array", "items": {"type": "string"}},
           "env": {"type": "object", "additionalProperties": {"type": "string"}},
-          "working_dir": {"type": "string"},
+          "working_dir": {"type": "string", "description": "Absolute; must lie under a read-write storage grant of the tenant"},
+          "mounts": {"type": "array", "maxItems": 64, "description": "Host paths the job uses, bind-mounted at the same path in a container; each under a storage grant of the tenant (read_only ones may use read-only grants)",
+            "items": {"type": "object", "additionalProperties": false, "required": ["path"], "properties": {
+              "path": {"type": "string"}, "read_only": {"type": "boolean", "default": false}}}},
           "replicas": {"type": "integer", "minimum": 1, "maximum": 1024, "default": 1},
           "resources": {"type": "object", "additionalProperties": false, "properties": {
             "gpus": {"type": "integer", "minimum": 0, "maximum": 64},

@@ -646,6 +646,7 @@ Result<std::int64_t> SqliteStore::CreateJob(const model::JobSpec& spec, TimeMs n
   if ((*active)->policy.FindQueue(spec.tenant + "/" + spec.queue) == nullptr) {
     return InvalidField("queue", UnknownQueueMessage((*active)->policy, spec.tenant, spec.queue));
   }
+  BERTH_RETURN_IF_ERROR(model::CheckStorageGrants((*active)->policy, spec));
   Transaction tx(db_);
   BERTH_RETURN_IF_ERROR(tx.Begin());
   auto st = db_.Prepare(

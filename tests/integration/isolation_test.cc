@@ -157,5 +157,51 @@ TEST_F(IsolationTest, AJobOverItsMemoryLimitFailsAsHostOutOfMemoryWithTheEvidenc
   EXPECT_EQ(berthd.JobState(neighbour), "Succeeded");
 }
 
+TEST_F(IntegrationTest, APathOutsideTheTenantsGrantsIsRefusedAtSubmitAndNothingIsStored) {
+  Berthd& berthd = NewBerthd(AllInOne());
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  WriteFile(dir_ / "policy.yaml", R"(
+queues:
+  - name: team-a
+    children: [{name: main}]
+tenants:
+  team-a:
+    storage:
+      - {path: /tmp, access: read-write}
+      - {path: /usr/share, access: read-only}
+)");
+  auto r = Cli(berthd, {"policy", "apply", (dir_ / "policy.yaml").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json tenant{{"tenant", "team-a"}, {"queue", "main"}};
+  struct Case {
+    json extra;
+    std::string field;
+    std::string says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{{"checkpoint", {{"dir", "/etc/cron.d"}}}},
+            "checkpoint.dir",
+            "/etc/cron.d is outside the storage granted to its tenant: tenant team-a may use /tmp "
+            "(read-write), /usr/share (read-only)"},
+           {{{"working_dir", "/root"}}, "working_dir", "/root is outside"},
+           {{{"mounts", {{{"path", "/usr/share/doc"}}}}}, "mounts[0].path", "may only read"},
+           {{{"working_dir", "/tmp/../etc"}}, "working_dir", "not a normal path"},
+       }) {
+    json extra = tenant;
+    extra.update(c.extra);
+    std::string error;
+    EXPECT_EQ(berthd.Submit(JobSpecJson("outside", Sh("true"), 0, extra), &error), 0) << c.field;
+    EXPECT_NE(error.find("\"field\":\"" + c.field + "\""), std::string::npos) << error;
+    EXPECT_NE(error.find(c.says), std::string::npos) << error;
+  }
+  EXPECT_TRUE(berthd.Jobs().empty()) << berthd.Jobs().dump(2);
+  // Under the grants, the same job is taken.
+  json fine = tenant;
+  fine.update(
+      {{"working_dir", "/tmp"}, {"mounts", {{{"path", "/usr/share/doc"}, {"read_only", true}}}}});
+  std::string error;
+  EXPECT_GT(berthd.Submit(JobSpecJson("inside", Sh("true"), 0, fine), &error), 0) << error;
+}
+
 }  // namespace
 }  // namespace berth::it

@@ -309,3 +309,30 @@ INSTANTIATE_TEST_SUITE_P(
 
 }  // namespace
 }  // namespace berth::model
+
+namespace berth::model {
+namespace {
+
+TEST(JobSpec, MountsNameHostPathsAndAreCheckedByField) {
+  auto s = ParseJobSpec(
+      R"({name: m, command: [true], mounts: [{path: /data/set}, {path: /models/a, read_only: true}]})");
+  ASSERT_TRUE(s.has_value()) << s.error().message;
+  ASSERT_EQ(s->mounts.size(), 2U);
+  EXPECT_EQ(s->mounts[0], (Mount{"/data/set", false}));
+  EXPECT_EQ(s->mounts[1], (Mount{"/models/a", true}));
+  for (const auto& [text, field] : std::vector<std::pair<std::string, std::string>>{
+           {"mounts: [{path: data}]", "mounts[0].path"},
+           {"mounts: [{path: '/a:/b'}]", "mounts[0].path"},
+           {"mounts: [{read_only: true}]", "mounts[0].path"},
+           {"mounts: [{path: /a, mode: rw}]", "mounts[0].mode"},
+           {"mounts: [{path: /a, read_only: yes-please}]", "mounts[0].read_only"},
+           {"mounts: /a", "mounts"},
+       }) {
+    auto bad = ParseJobSpec("{name: m, command: [true], " + text + "}");
+    ASSERT_FALSE(bad.has_value()) << text;
+    EXPECT_EQ(bad.error().field, field) << text << ": " << bad.error().message;
+  }
+}
+
+}  // namespace
+}  // namespace berth::model

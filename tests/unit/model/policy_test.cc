@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
+#include "model/job.h"
 #include "model/json.h"
 #include "model/reason.h"
 
@@ -304,6 +307,91 @@ TEST(PolicyTest, RunAsRefusesRootSharedIdentitiesAndUnknownTenants) {
                        "tenants:\n  vision: {run_as: {uid: 0, allow_root: true}}\n");
   ASSERT_TRUE(p.has_value()) << p.error().message;
   EXPECT_TRUE(RunIdentityOf(*p, "vision").allow_root);
+}
+
+}  // namespace
+}  // namespace berth::model
+
+namespace berth::model {
+namespace {
+
+JobSpec SpecOf(const std::string& tenant) {
+  JobSpec s;
+  s.name = "j";
+  s.tenant = tenant;
+  s.queue = "main";
+  s.command = {"true"};
+  return s;
+}
+
+TEST(PolicyTest, StorageGrantsDecideWhichPathsAJobMayName) {
+  auto p = ParsePolicy(std::string(kTwoTeams) + R"(
+tenants:
+  vision:
+    storage:
+      - {path: /data/vision, access: read-write}
+      - {path: /models, access: read-only}
+)");
+  ASSERT_TRUE(p.has_value()) << p.error().message;
+  JobSpec ok = SpecOf("vision");
+  ok.working_dir = "/data/vision/run1";
+  ok.checkpoint.dir = "/data/vision";
+  ok.mounts = {{"/models/llama", true}, {"/data/vision/set", false}};
+  EXPECT_TRUE(CheckStorageGrants(*p, ok).has_value());
+
+  struct Case {
+    std::function<void(JobSpec&)> set;
+    const char* field;
+    const char* says;
+  };
+  for (const Case& c : {
+           Case{[](JobSpec& s) { s.checkpoint.dir = "/etc/cron.d"; }, "checkpoint.dir",
+                "/etc/cron.d is outside the storage granted to its tenant: tenant vision may use "
+                "/data/vision (read-write), /models (read-only)"},
+           // A sibling that shares the prefix is not under the grant.
+           Case{[](JobSpec& s) { s.working_dir = "/data/vision2/x"; }, "working_dir", "outside"},
+           Case{[](JobSpec& s) { s.working_dir = "/data/vision/../nlp"; }, "working_dir",
+                "not a normal path"},
+           Case{[](JobSpec& s) { s.checkpoint.file = "/models/done"; }, "checkpoint.file",
+                "which tenant vision may only read"},
+           Case{[](JobSpec& s) {
+                  s.mounts = {{"/models/x", false}};
+                },
+                "mounts[0].path", "read_only: true"},
+       }) {
+    JobSpec s = SpecOf("vision");
+    c.set(s);
+    auto st = CheckStorageGrants(*p, s);
+    ASSERT_FALSE(st.has_value()) << c.field;
+    EXPECT_EQ(st.error().field, c.field);
+    EXPECT_NE(st.error().message.find(c.says), std::string::npos) << st.error().message;
+  }
+  // A tenant with no grants may name no path at all.
+  JobSpec nlp = SpecOf("nlp");
+  nlp.checkpoint.dir = "/tmp/x";
+  auto st = CheckStorageGrants(*p, nlp);
+  ASSERT_FALSE(st.has_value());
+  EXPECT_NE(st.error().message.find("tenant nlp has no storage granted"), std::string::npos);
+  // A job that names no path needs no grant.
+  EXPECT_TRUE(CheckStorageGrants(*p, SpecOf("nlp")).has_value());
+}
+
+TEST(PolicyTest, StorageGrantsAreCheckedWhenThePolicyIsApplied) {
+  for (const char* bad :
+       {"{path: data, access: read-write}", "{path: /data/, access: read-write}",
+        "{path: /data/../etc}", "{path: /data, access: write}", "{access: read-only}"}) {
+    auto p =
+        ParsePolicy(std::string(kTwoTeams) + "tenants:\n  vision:\n    storage: [" + bad + "]\n");
+    ASSERT_FALSE(p.has_value()) << bad;
+    EXPECT_TRUE(p.error().field.starts_with("tenants.vision.storage[0]")) << p.error().field;
+  }
+  // The fresh install grants its one tenant /tmp; the grant round-trips.
+  Policy d = DefaultPolicy();
+  ASSERT_EQ(d.tenants["default"].storage.size(), 1U);
+  EXPECT_EQ(d.tenants["default"].storage[0].path, "/tmp");
+  auto again = ParsePolicy(PolicyToYaml(d));
+  ASSERT_TRUE(again.has_value()) << again.error().message;
+  EXPECT_EQ(again->tenants, d.tenants) << PolicyToYaml(d);
 }
 
 }  // namespace
