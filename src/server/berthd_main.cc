@@ -25,6 +25,7 @@
 #include "agent/sim_provider.h"
 #include "common/clock.h"
 #include "common/units.h"
+#include "model/fencing.h"
 #include "sched/core_scheduler.h"
 #include "server/agent_service.h"
 #include "server/alerting.h"
@@ -480,6 +481,12 @@ int main(int argc, char** argv) {
     agent_credentials = grpc::SslServerCredentials(ssl);
   }
   builder.AddListeningPort(agent_listen, agent_credentials, &agent_port);
+  // Agents ping every model::kAgentKeepaliveMs, also while berthd has
+  // nothing to send, and fence their runs when the pings go unanswered: a
+  // ping must never count against them.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                             static_cast<int>(berth::model::kAgentKeepaliveMs / 2));
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   builder.RegisterService(&agent_service);
   std::unique_ptr<grpc::Server> agent_server = builder.BuildAndStart();
   if (!agent_server || agent_port == 0) {
@@ -519,6 +526,9 @@ int main(int argc, char** argv) {
       ao.shim_path = shim;
       ao.shared_gpus = *shared;
       ao.telemetry_interval_ms = telemetry_interval_ms;
+      // Inside berthd: never cut off from it, and a restarted berthd gives
+      // its nodes a fresh lease, so nothing to fence.
+      ao.fence_grace_ms = std::nullopt;
       auto channel = agent_server->InProcessChannel(grpc::ChannelArguments());
       agents.push_back(
           std::make_unique<berth::agent::Agent>(ao, node, std::move(provider), channel, clock));

@@ -917,6 +917,11 @@ std::string Controller::LogTail(std::int64_t job_id, const std::string& run_id,
 }
 
 void Controller::ClassifyExit(store::RunExit& exit, std::int64_t job_id) const {
+  if (store::RunLost(exit.stopped_for)) {
+    // Stopped by its own agent, cut off from berthd: the node's fault.
+    exit.failure_class = model::FailureClassName(model::FailureClass::kNodeLost);
+    return;
+  }
   if (!exit.start_error.empty()) {
     exit.failure_class = model::FailureClassName(model::FailureClass::kCommandNotFound);
     return;
