@@ -188,6 +188,7 @@ int main(int argc, char** argv) {
   std::string heartbeat = "1s";
   std::string grace = "10s";
   std::string lost_grace = "60s";
+  std::string agent_fence_grace = berth::FormatDurationMs(berth::model::kDefaultFenceGraceMs);
   std::string telemetry_interval = "10s";
   std::string alert_interval = "2s";
   std::string shim = SiblingBinary("berth-shim").string();
@@ -219,7 +220,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--node-lost-grace", lost_grace,
                  "After a node's lease lapses, how long its runs may stay unaccounted for before "
-                 "they are declared lost and their jobs follow their retry policies")
+                 "they are declared lost and their jobs follow their retry policies; never "
+                 "before the node's agent has stopped them itself (--agent-fence-grace)")
+      ->capture_default_str();
+  app.add_option("--agent-fence-grace", agent_fence_grace,
+                 "The longest berth-agent --fence-grace in the cluster: a silent node's runs are "
+                 "presumed lost only after the lease, this, two stop graces and a margin "
+                 "(docs/operations.md, \"Fencing\")")
       ->capture_default_str();
   app.add_option("--shim", shim, "Path to berth-shim, the per-job supervisor")
       ->capture_default_str();
@@ -352,6 +359,12 @@ int main(int argc, char** argv) {
   auto heartbeat_ms = berth::ParseDurationMs(heartbeat);
   auto grace_ms = berth::ParseDurationMs(grace);
   auto lost_grace_ms = berth::ParseDurationMs(lost_grace);
+  auto agent_fence_grace_ms = berth::ParseDurationMs(agent_fence_grace);
+  if (!agent_fence_grace_ms || *agent_fence_grace_ms < 0) {
+    return Fatal(fmt::format(
+        "--agent-fence-grace '{}': give a duration such as 30s, at least the agents' --fence-grace",
+        agent_fence_grace));
+  }
   auto alert_interval_ms = berth::ParseDurationMs(alert_interval);
   if (!alert_interval_ms || *alert_interval_ms < 100) {
     return Fatal("--alert-interval takes a duration of at least 100ms, such as 2s");
@@ -422,6 +435,7 @@ int main(int argc, char** argv) {
   options.heartbeat_interval_ms = *heartbeat_ms;
   options.stop_grace_ms = *grace_ms;
   options.node_lost_grace_ms = *lost_grace_ms;
+  options.agent_fence_grace_ms = *agent_fence_grace_ms;
   options.log_limit_bytes = *log_limit_bytes;
   // The audit trail shares berth.db on a connection of its own.
   auto audit = berth::store::AuditLog::Open(data_dir);
