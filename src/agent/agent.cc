@@ -194,7 +194,8 @@ Agent::Agent(AgentOptions options, model::NodeInfo base, std::unique_ptr<GpuProv
             }
             return r;
           }(),
-          clock) {}
+          clock),
+      fence_(options_.fence_grace_ms, options_.data_dir / "contact.json", clock) {}
 
 Agent::~Agent() {
   Stop();
@@ -316,10 +317,36 @@ bool Agent::SendTelemetry(Stream* stream) {
   return Send(stream, out);
 }
 
+void Agent::Supervise() {
+  if (fence_.Due()) {
+    std::size_t before = fenced_.size();
+    for (const auto& id : held_) {
+      if (fenced_.contains(id)) continue;
+      auto state = runner_.Get(id);
+      if (!state || state->phase == RunPhase::kExited) continue;
+      // Each order carries its grace (berthd counts that one); a run
+      // without one gets none.
+      if (auto st = runner_.Stop(id, "fenced", 0); !st) {
+        spdlog::error("cannot fence run {}: {}; trying again", id, st.error().message);
+        continue;
+      }
+      fenced_.insert(id);
+    }
+    if (fenced_.size() > before) {
+      spdlog::warn(
+          "no contact with berthd for {} ms (lease {} ms + fence grace {} ms): stopping {} "
+          "run(s), since berthd may now start their jobs elsewhere (fenced)",
+          clock_.NowMs() - fence_.last_contact_ms(), fence_.lease_ms(),
+          fence_.grace_ms().value_or(0), fenced_.size() - before);
+    }
+  }
+  runner_.Supervise();
+}
+
 bool Agent::WaitSupervising(std::int64_t ms) {
   auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
   for (;;) {
-    runner_.Supervise();
+    Supervise();
     std::unique_lock lock(mu_);
     auto step =
         std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.poll_interval_ms);
@@ -330,16 +357,23 @@ bool Agent::WaitSupervising(std::int64_t ms) {
 }
 
 void Agent::WorkerLoop() {
+  fence_.Restore();
   if (auto runs = runner_.Scan(); !runs) {
     spdlog::error("cannot read run directories: {}", runs.error().message);
   } else if (!runs->empty()) {
     spdlog::info("found {} run(s) from before this agent started", runs->size());
+    for (const auto& r : *runs) held_.insert(r.run_id);
   }
   int failures = 0;
   for (;;) {
     bool registered = RunConnection();
     failures = registered ? 0 : std::min(failures + 1, 5);
     std::int64_t backoff = options_.reconnect_backoff_ms << std::max(failures - 1, 0);
+    // One more try just before the fence time: a berthd back by then
+    // spares the runs.
+    if (auto at = fence_.deadline_ms(); at && *at > clock_.NowMs()) {
+      backoff = std::min(backoff, *at - clock_.NowMs());
+    }
     if (!WaitSupervising(backoff)) return;
   }
 }
@@ -376,7 +410,11 @@ bool Agent::RunConnection() {
   v1::AgentMessage hello;
   auto* reg = hello.mutable_register_();
   ToProto(Describe(), reg->mutable_node());
-  for (const RunState& s : runner_.ReportAll()) FillStatus(s, reg->add_runs());
+  held_.clear();
+  for (const RunState& s : runner_.ReportAll()) {
+    held_.insert(s.run_id);
+    FillStatus(s, reg->add_runs());
+  }
   bool ok = Send(stream.get(), hello);
   std::thread reader;
   if (ok) reader = std::thread([this, s = stream.get()] { ReaderLoop(s); });
@@ -403,11 +441,21 @@ bool Agent::RunConnection() {
                                                      : 1000;
         heartbeat_ms = std::max<std::int64_t>(heartbeat_ms, 10);
         if (!registered) {
-          spdlog::info("registered with berthd as {} (lease {} ms, heartbeat every {} ms)",
-                       r.node_name().empty() ? base_.name : r.node_name(), r.lease_ms(),
-                       heartbeat_ms);
+          spdlog::info(
+              "registered with berthd as {} (lease {} ms, heartbeat every {} ms{})",
+              r.node_name().empty() ? base_.name : r.node_name(), r.lease_ms(), heartbeat_ms,
+              options_.fence_grace_ms && r.lease_ms() > 0
+                  ? fmt::format(", runs fenced after {} ms without contact",
+                                model::AgentFenceAfterMs(r.lease_ms(), *options_.fence_grace_ms))
+                  : std::string());
         }
         for (const auto& [run_id, offset] : r.log_offsets()) runner_.SetLogOffset(run_id, offset);
+        if (!fenced_.empty()) {
+          spdlog::info("in contact with berthd again; {} fenced run(s) report their exits",
+                       fenced_.size());
+          fenced_.clear();
+        }
+        fence_.Registered(r.lease_ms());
         registered = true;
         next_heartbeat = 0;
       } else {
@@ -415,9 +463,12 @@ bool Agent::RunConnection() {
       }
     }
     if (!registered) {
-      runner_.Supervise();
+      Supervise();
       continue;
     }
+    // Open and registered: gRPC keepalive would have closed a stream whose
+    // berthd stopped answering.
+    fence_.InContact();
     for (auto& ev : runner_.Poll()) {
       v1::AgentMessage out;
       switch (ev.kind) {
@@ -488,8 +539,13 @@ bool Agent::RunConnection() {
   if (!stopping) {
     // Loud once per outage, quiet while berthd stays away.
     auto level = registered || !quiet_retries_ ? spdlog::level::warn : spdlog::level::debug;
-    spdlog::log(level, "stream to berthd closed ({}); reconnecting",
-                status.error_message().empty() ? "no detail" : status.error_message());
+    std::string fencing;
+    if (auto at = fence_.deadline_ms(); at && registered) {
+      fencing = fmt::format("; without contact, its runs are stopped in {} ms (fenced)",
+                            std::max<TimeMs>(*at - clock_.NowMs(), 0));
+    }
+    spdlog::log(level, "stream to berthd closed ({}); reconnecting{}",
+                status.error_message().empty() ? "no detail" : status.error_message(), fencing);
     quiet_retries_ = !registered;
   }
   return registered;
@@ -499,6 +555,7 @@ void Agent::Handle(Stream* stream, const v1::ServerMessage& msg) {
   if (msg.has_start_run()) {
     const auto& m = msg.start_run();
     auto state = runner_.Start(OrderFromProto(m));
+    if (state) held_.insert(m.run_id());
     if (!state) {
       // Nothing was recorded, so nothing can be retried: tell berthd now.
       spdlog::error("cannot start run {}: {}", m.run_id(), state.error().message);
@@ -533,6 +590,9 @@ void Agent::Handle(Stream* stream, const v1::ServerMessage& msg) {
   } else if (msg.has_ack_exit()) {
     if (auto st = runner_.Ack(msg.ack_exit().run_id()); !st) {
       spdlog::warn("cannot forget run {}: {}", msg.ack_exit().run_id(), st.error().message);
+    } else {
+      held_.erase(msg.ack_exit().run_id());
+      fenced_.erase(msg.ack_exit().run_id());
     }
   }
 }
@@ -542,7 +602,13 @@ std::shared_ptr<grpc::Channel> MakeAgentChannel(const std::string& target,
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(model::kAgentConnectTimeoutMs));
+  // Fencing counts an open stream as contact (fence.h): a berthd that stops
+  // answering pings, or a network that stops carrying them, closes it.
+  // berthd allows pings this often (berthd_main.cc).
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, static_cast<int>(model::kAgentKeepaliveMs));
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, static_cast<int>(model::kAgentKeepaliveTimeoutMs));
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   if (!tls) return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
   grpc::SslCredentialsOptions ssl;
   ssl.pem_root_certs = tls->ca_pem;

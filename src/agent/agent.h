@@ -6,7 +6,8 @@
 // Threads: a worker owns the Runner and does all writes to the stream; a
 // reader per connection only moves server messages into the worker's inbox.
 // Jobs are supervised by berth-shim processes, so stopping or killing the
-// agent never stops a job.
+// agent never stops a job; an agent cut off from berthd for longer than the
+// lease plus its fence grace stops them itself (fence.h).
 #pragma once
 
 #include <condition_variable>
@@ -17,14 +18,17 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 
+#include "agent/fence.h"
 #include "agent/gpu_provider.h"
 #include "agent/runner.h"
 #include "agent/shared_gpus.h"
 #include "berth/v1/agent.grpc.pb.h"
 #include "common/clock.h"
+#include "model/fencing.h"
 #include "model/node.h"
 
 namespace berth::agent {
@@ -57,6 +61,10 @@ struct AgentOptions {
   // Where the GPU device nodes are; empty: /dev on NVIDIA nodes, stand-ins
   // in data_dir/dev on simulated ones.
   std::filesystem::path gpu_device_dir{};
+  // Self-fencing (fence.h): with no contact with berthd for its lease plus
+  // this long, every run is stopped (reason "fenced"). nullopt: never, for
+  // agents inside berthd, which cannot be cut off from it.
+  std::optional<std::int64_t> fence_grace_ms = model::kDefaultFenceGraceMs;
 };
 
 class Agent {
@@ -86,8 +94,13 @@ class Agent {
   void ReaderLoop(Stream* stream);
   bool Send(Stream* stream, const v1::AgentMessage& msg);
   void Handle(Stream* stream, const v1::ServerMessage& msg);
-  // Supervises runs (stops, max runtime) while waiting; false once stopping.
+  // Supervises runs (stops, max runtime, fencing) while waiting; false once
+  // stopping.
   bool WaitSupervising(std::int64_t ms);
+  // Stops every run held, reason "fenced", once the fence time has come
+  // without contact with berthd (a run whose stop could not be recorded is
+  // tried again on the next call). Then Supervise().
+  void Supervise();
   model::NodeInfo Describe();
   // Polls the provider and sends a GpuHealthChanged for every GPU whose
   // health differs from what berthd last heard. False if the stream broke.
@@ -106,6 +119,11 @@ class Agent {
   // declared before it), reported in every registration.
   model::Confinement confinement_{};
   Runner runner_;  // worker thread only
+  Fence fence_;    // worker thread only
+  // Runs the runner holds, acknowledged or not (worker only): what fencing
+  // stops. Rebuilt from the runner at each registration.
+  std::set<std::string> held_;
+  std::set<std::string> fenced_;  // stopped for "fenced" since the last contact
   std::optional<Discovery> last_discovery_;
   // GPU index -> (healthy, detail) as last reported to berthd (worker only).
   std::map<std::uint32_t, std::pair<bool, std::string>> reported_health_;

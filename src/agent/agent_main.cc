@@ -17,6 +17,7 @@
 #include "agent/sim_cluster.h"
 #include "agent/sim_provider.h"
 #include "common/units.h"
+#include "model/fencing.h"
 
 namespace {
 
@@ -104,6 +105,13 @@ int main(int argc, char** argv) {
   app.add_option("--pull-timeout", pull_timeout,
                  "how long a container run may take to pull its image (podman pull) before it "
                  "fails, e.g. 10m")
+      ->capture_default_str();
+  std::string fence_grace = berth::FormatDurationMs(berth::model::kDefaultFenceGraceMs);
+  app.add_option("--fence-grace", fence_grace,
+                 "cut off from berthd for its lease plus this long, the agent stops every run "
+                 "it holds (stopped_for \"fenced\"), since berthd may then start their jobs "
+                 "elsewhere; berthd's --agent-fence-grace must be at least this "
+                 "(docs/operations.md, \"Fencing\")")
       ->capture_default_str();
   std::string tls_ca;
   std::string tls_cert;
@@ -257,6 +265,12 @@ int main(int argc, char** argv) {
     options.pull_timeout_ms = *ms;
   } else {
     spdlog::critical("--pull-timeout '{}': write a duration such as 10m or 90s", pull_timeout);
+    return 2;
+  }
+  if (auto ms = berth::ParseDurationMs(fence_grace); ms && *ms >= 0) {
+    options.fence_grace_ms = *ms;
+  } else {
+    spdlog::critical("--fence-grace '{}': write a duration such as 30s", fence_grace);
     return 2;
   }
   if (auto s = agent::ParseSharedGpus(shared_gpus); s) {

@@ -95,16 +95,32 @@ std::string GpuHolders(const json& gpu) {
   return out;
 }
 
+namespace {
+
+// "enforced (v1)", "single-user", with a "!" when something is not
+// confined there (berth node NAME says what); "-" for an agent that does
+// not say.
+std::string ConfinementText(const json& node) {
+  const json* c = Field(node, "confinement");
+  if (c == nullptr || !c->is_object() || Text(*c, "mode") == "-") return "-";
+  std::string out = Text(*c, "mode");
+  if (out == "enforced") out += " (" + Text(*c, "cgroup") + ")";
+  if (!Array(*c, "missing").empty()) out += " !";
+  return out;
+}
+
+}  // namespace
+
 std::string RenderNodes(const json& response, std::int64_t now_ms) {
   const json& nodes = Array(response, "nodes");
   if (nodes.empty()) return "No nodes registered.\n";
-  Table table(
-      {"NAME", "STATE", "GPUS(FREE/TOTAL)", "MODELS", "CPUS", "MEMORY", "PROVIDER", "HEARTBEAT"});
+  Table table({"NAME", "STATE", "GPUS(FREE/TOTAL)", "MODELS", "CPUS", "MEMORY", "PROVIDER",
+               "CONFINEMENT", "HEARTBEAT"});
   for (const auto& node : nodes) {
     table.AddRow({Text(node, "name"), NodeState(node),
                   IntText(node, "gpus_free") + "/" + IntText(node, "gpus_total"),
                   Join(Array(node, "models"), ","), IntText(node, "cpus"),
-                  Memory(node, "memory_bytes"), Text(node, "gpu_provider"),
+                  Memory(node, "memory_bytes"), Text(node, "gpu_provider"), ConfinementText(node),
                   AgeSince(now_ms, Int(node, "last_heartbeat_ms"))});
   }
   return table.Render();
@@ -135,9 +151,17 @@ std::string RenderNode(const json& node, std::int64_t now_ms) {
   if (const json* cordon = Field(node, "cordon"); cordon != nullptr && cordon->is_object()) {
     out += fmt::format("  {}\n", CordonText(node));
   }
-  out += fmt::format("  GPUs {} free of {}, provider {}, heartbeat {}\n\n",
+  out += fmt::format("  GPUs {} free of {}, provider {}, heartbeat {}\n",
                      IntText(node, "gpus_free"), IntText(node, "gpus_total"),
                      Text(node, "gpu_provider"), AgeSince(now_ms, Int(node, "last_heartbeat_ms")));
+  if (const json* c = Field(node, "confinement"); c != nullptr && c->is_object()) {
+    out += fmt::format("  Confinement: {}, cgroup {} ({})\n", Text(*c, "mode"), Text(*c, "cgroup"),
+                       Join(Array(*c, "controllers"), ", "));
+    for (const auto& gap : Array(*c, "missing")) {
+      out += fmt::format("  ! {}\n", gap.is_string() ? gap.get<std::string>() : gap.dump());
+    }
+  }
+  out += "\n";
   out += RenderGpus(node);
   const json& events = Array(node, "events");
   if (!events.empty()) {

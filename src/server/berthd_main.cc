@@ -25,6 +25,7 @@
 #include "agent/sim_provider.h"
 #include "common/clock.h"
 #include "common/units.h"
+#include "model/fencing.h"
 #include "sched/core_scheduler.h"
 #include "server/agent_service.h"
 #include "server/alerting.h"
@@ -188,6 +189,7 @@ int main(int argc, char** argv) {
   std::string heartbeat = "1s";
   std::string grace = "10s";
   std::string lost_grace = "60s";
+  std::string agent_fence_grace = berth::FormatDurationMs(berth::model::kDefaultFenceGraceMs);
   std::string telemetry_interval = "10s";
   std::string alert_interval = "2s";
   std::string shim = SiblingBinary("berth-shim").string();
@@ -219,7 +221,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--node-lost-grace", lost_grace,
                  "After a node's lease lapses, how long its runs may stay unaccounted for before "
-                 "they are declared lost and their jobs follow their retry policies")
+                 "they are declared lost and their jobs follow their retry policies; never "
+                 "before the node's agent has stopped them itself (--agent-fence-grace)")
+      ->capture_default_str();
+  app.add_option("--agent-fence-grace", agent_fence_grace,
+                 "The longest berth-agent --fence-grace in the cluster: a silent node's runs are "
+                 "presumed lost only after the lease, this, two stop graces and a margin "
+                 "(docs/operations.md, \"Fencing\")")
       ->capture_default_str();
   app.add_option("--shim", shim, "Path to berth-shim, the per-job supervisor")
       ->capture_default_str();
@@ -352,6 +360,12 @@ int main(int argc, char** argv) {
   auto heartbeat_ms = berth::ParseDurationMs(heartbeat);
   auto grace_ms = berth::ParseDurationMs(grace);
   auto lost_grace_ms = berth::ParseDurationMs(lost_grace);
+  auto agent_fence_grace_ms = berth::ParseDurationMs(agent_fence_grace);
+  if (!agent_fence_grace_ms || *agent_fence_grace_ms < 0) {
+    return Fatal(fmt::format(
+        "--agent-fence-grace '{}': give a duration such as 30s, at least the agents' --fence-grace",
+        agent_fence_grace));
+  }
   auto alert_interval_ms = berth::ParseDurationMs(alert_interval);
   if (!alert_interval_ms || *alert_interval_ms < 100) {
     return Fatal("--alert-interval takes a duration of at least 100ms, such as 2s");
@@ -425,6 +439,7 @@ int main(int argc, char** argv) {
   options.heartbeat_interval_ms = *heartbeat_ms;
   options.stop_grace_ms = *grace_ms;
   options.node_lost_grace_ms = *lost_grace_ms;
+  options.agent_fence_grace_ms = *agent_fence_grace_ms;
   options.log_limit_bytes = *log_limit_bytes;
   // The audit trail shares berth.db on a connection of its own.
   auto audit = berth::store::AuditLog::Open(data_dir);
@@ -484,6 +499,12 @@ int main(int argc, char** argv) {
     agent_credentials = grpc::SslServerCredentials(ssl);
   }
   builder.AddListeningPort(agent_listen, agent_credentials, &agent_port);
+  // Agents ping every model::kAgentKeepaliveMs, also while berthd has
+  // nothing to send, and fence their runs when the pings go unanswered: a
+  // ping must never count against them.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                             static_cast<int>(berth::model::kAgentKeepaliveMs / 2));
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   builder.RegisterService(&agent_service);
   std::unique_ptr<grpc::Server> agent_server = builder.BuildAndStart();
   if (!agent_server || agent_port == 0) {
@@ -523,6 +544,9 @@ int main(int argc, char** argv) {
       ao.shim_path = shim;
       ao.shared_gpus = *shared;
       ao.telemetry_interval_ms = telemetry_interval_ms;
+      // Inside berthd: never cut off from it, and a restarted berthd gives
+      // its nodes a fresh lease, so nothing to fence.
+      ao.fence_grace_ms = std::nullopt;
       auto channel = agent_server->InProcessChannel(grpc::ChannelArguments());
       agents.push_back(
           std::make_unique<berth::agent::Agent>(ao, node, std::move(provider), channel, clock));

@@ -160,6 +160,12 @@ Status Controller::Start() {
   }
   auto nodes = store_.ListNodes();
   if (!nodes) return std::unexpected(nodes.error());
+  spdlog::info(
+      "a silent node's runs are presumed lost {} s after its last heartbeat (lease, then the "
+      "longer of --node-lost-grace and the agents' fence grace, two stop graces of {} s and a "
+      "margin; a run with a longer checkpoint grace waits longer)",
+      model::PresumeGoneAfterMs(Fencing(), options_.stop_grace_ms) / 1000,
+      options_.stop_grace_ms / 1000);
   TimeMs now = clock_.NowMs();
   {
     std::lock_guard lock(mu_);
@@ -222,31 +228,44 @@ Status Controller::CheckLeases(TimeMs now) {
   return Ok();
 }
 
+TimeMs Controller::RunGraceMs(const model::JobSpec& spec) const {
+  return spec.checkpoint.grace_ms > 0 ? spec.checkpoint.grace_ms : options_.stop_grace_ms;
+}
+
+model::FenceTiming Controller::Fencing() const {
+  return {options_.lease_ms, options_.heartbeat_interval_ms, options_.agent_fence_grace_ms,
+          options_.node_lost_grace_ms};
+}
+
 Result<bool> Controller::DeclareLostRuns(TimeMs now, const std::vector<store::RunRecord>& active) {
-  std::map<std::string, TimeMs> lapsed;  // node -> last heartbeat
+  std::map<std::string, TimeMs> silent;  // NotReady node -> last heartbeat
   {
     std::lock_guard lock(mu_);
     for (const auto& [name, live] : live_) {
-      if (!live.ready &&
-          now - live.last_heartbeat_ms > options_.lease_ms + options_.node_lost_grace_ms) {
-        lapsed[name] = live.last_heartbeat_ms;
-      }
+      if (!live.ready) silent[name] = live.last_heartbeat_ms;
     }
   }
-  if (lapsed.empty()) return false;
+  if (silent.empty()) return false;
+  const model::FenceTiming timing = Fencing();
   bool any = false;
   for (const auto& run : active) {
-    auto it = lapsed.find(run.node);
-    if (it == lapsed.end()) continue;
+    auto it = silent.find(run.node);
+    if (it == silent.end()) continue;
+    auto spec = SpecOf(run.job_id);
+    if (!spec) return std::unexpected(spec.error());
+    // Until then the agent, cut off but alive, may still be stopping it: a
+    // next attempt started sooner could run beside it.
+    const TimeMs after = model::PresumeGoneAfterMs(timing, RunGraceMs(*spec));
+    if (now - it->second <= after) continue;
     store::RunExit lost;
     lost.run_id = run.run_id;
     lost.exit_code = -1;
     lost.ended_at_ms = now;
     lost.stopped_for = "lost";
     lost.start_error = fmt::format(
-        "node {} stopped heartbeating {} s ago (lease {} s, grace {} s); the run is presumed lost",
-        run.node, (now - it->second) / 1000, options_.lease_ms / 1000,
-        options_.node_lost_grace_ms / 1000);
+        "node {} stopped heartbeating {} s ago, longer than its lease and the time its agent "
+        "takes to fence the run ({} s in all); the run is presumed lost",
+        run.node, (now - it->second) / 1000, after / 1000);
     spdlog::warn("run {} of job {} on {}: {}", run.run_id, run.job_id, run.node, lost.start_error);
     auto job = store_.MarkRunExited(lost, now);
     if (!job) return std::unexpected(job.error());
@@ -947,6 +966,11 @@ std::string Controller::LogTail(std::int64_t job_id, const std::string& run_id,
 }
 
 void Controller::ClassifyExit(store::RunExit& exit, std::int64_t job_id) const {
+  if (store::RunLost(exit.stopped_for)) {
+    // Stopped by its own agent, cut off from berthd: the node's fault.
+    exit.failure_class = model::FailureClassName(model::FailureClass::kNodeLost);
+    return;
+  }
   if (exit.oom_kills > 0 && exit.start_error.empty()) {
     // The kernel's own count in the run's cgroup: nothing the job printed.
     exit.failure_class = model::FailureClassName(model::FailureClass::kHostOutOfMemory);

@@ -19,6 +19,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "model/fencing.h"
 #include "model/telemetry.h"
 #include "model/usage_ledger.h"
 #include "sched/scheduler.h"
@@ -40,8 +41,12 @@ struct ControllerOptions {
   TimeMs stop_grace_ms = 10'000;         // SIGTERM -> SIGKILL for cancel and gang stops
   // A NotReady node's runs are declared lost this long after its lease
   // lapsed (the agent may just be restarting); their gangs then stop and
-  // follow their retry policies.
+  // follow their retry policies. Never sooner than the node's agent has
+  // fenced them (model/fencing.h): each run waits at least the agent's fence
+  // grace, two of its stop graces and a margin after the lease.
   TimeMs node_lost_grace_ms = 60'000;
+  // The longest berth-agent --fence-grace in the cluster.
+  TimeMs agent_fence_grace_ms = model::kDefaultFenceGraceMs;
   // Each run's log past this keeps its head and latest output (run_log.h);
   // 0: unlimited.
   std::uint64_t log_limit_bytes = std::uint64_t{64} << 20;
@@ -182,8 +187,9 @@ class Controller {
 
   void Loop();
   Status CheckLeases(TimeMs now);
-  // Runs on nodes NotReady for longer than the lease plus node_lost_grace_ms
-  // exit as lost. Returns whether any did.
+  // Runs on NotReady nodes exit as lost once model::PresumeGoneAfterMs has
+  // passed since the node's last heartbeat: by then its agent has stopped
+  // them if it is alive. Returns whether any did.
   Result<bool> DeclareLostRuns(TimeMs now, const std::vector<store::RunRecord>& active);
   // Sends start and stop orders; settles, without asking the agent, a run
   // stopped before its start order reached the agent (see LiveNode).
@@ -242,6 +248,10 @@ class Controller {
   const sched::Scheduler& scheduler_;
   const Clock& clock_;
   ControllerOptions options_;
+  // The stop grace a run's StartRun carries (its checkpoint grace, else
+  // stop_grace_ms).
+  TimeMs RunGraceMs(const model::JobSpec& spec) const;
+  model::FenceTiming Fencing() const;
 
   std::mutex pass_mu_;  // one pass at a time
   // Jobs placed behind evictions -> the evicted jobs they wait for. Guarded

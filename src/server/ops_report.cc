@@ -30,7 +30,7 @@ RunOutcome Classify(const store::RunRecord& r) {
   if (cls.empty()) {
     if (s == "max_runtime") {
       cls = model::FailureClassName(model::FailureClass::kMaxRuntime);
-    } else if (s == "lost") {
+    } else if (store::RunLost(s)) {
       cls = model::FailureClassName(model::FailureClass::kNodeLost);
     } else if (s == "gpu_error") {
       cls = model::FailureClassName(model::FailureClass::kGpuHardware);

@@ -972,14 +972,14 @@ Status SqliteStore::SettleJob(const JobRecord& job, TimeMs now) {
     if (r.attempt != attempt) continue;
     if (r.state != model::RunState::kExited) return Ok();  // still running
     if (r.stopped_for == "max_runtime" && max_runtime == nullptr) max_runtime = &r;
-    if (r.stopped_for == "lost" && lost == nullptr) lost = &r;
+    if (RunLost(r.stopped_for) && lost == nullptr) lost = &r;
     if (r.stopped_for == "gpu_error" && gpu == nullptr) gpu = &r;
     if ((r.stopped_for == "preempted" || r.stopped_for == "reclaimed" || r.stopped_for == "moved" ||
          r.stopped_for == "drained") &&
         evicted == nullptr) {
       evicted = &r;
     }
-    if (!r.start_error.empty() && r.stopped_for != "lost" && start_error == nullptr) {
+    if (!r.start_error.empty() && !RunLost(r.stopped_for) && start_error == nullptr) {
       start_error = &r;
     }
     bool bad = r.exit_code.value_or(0) != 0 || r.signal.value_or(0) != 0;
@@ -1035,7 +1035,12 @@ Status SqliteStore::SettleJob(const JobRecord& job, TimeMs now) {
     failure_class = "max_runtime";
   } else if (lost != nullptr) {
     state = model::JobState::kFailed;
-    reason = {model::ReasonCode::kRunLost, {{"replica", lost->replica}}, lost->start_error};
+    const std::string detail =
+        lost->stopped_for == "fenced"
+            ? fmt::format("its agent on {} lost contact with berthd and stopped it (fenced)",
+                          lost->node)
+            : lost->start_error;
+    reason = {model::ReasonCode::kRunLost, {{"replica", lost->replica}}, detail};
     failure_class = "node_lost";
   } else if (start_error != nullptr) {
     state = model::JobState::kFailed;
@@ -1172,7 +1177,8 @@ Result<JobRecord> SqliteStore::MarkRunExited(const RunExit& exit, TimeMs now) {
     BERTH_RETURN_IF_ERROR(AddEvent(run.job_id, exit.ended_at_ms, (*job)->state, "Exited",
                                    fmt::format("replica {} on {} {}", run.replica, run.node, how)));
     bool failed = exit.exit_code != 0 || exit.signal != 0 || !exit.start_error.empty();
-    if (failed && (stopped_for.empty() || stopped_for == "lost" || stopped_for == "gpu_error")) {
+    // A fenced run that exited 0 on its stop signal ended all the same.
+    if ((failed && (stopped_for.empty() || stopped_for == "gpu_error")) || RunLost(stopped_for)) {
       // A gang lives and dies together: stop the replicas still running.
       BERTH_RETURN_IF_ERROR(StopJobRuns(run.job_id, "gang"));
     }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/clock.h"
@@ -38,7 +39,7 @@ struct RunRecord {
   std::optional<std::int32_t> exit_code;
   std::optional<std::int32_t> signal;
   std::string stopped_for;  // "", "cancelled", "max_runtime", "gang", "preempted", "reclaimed",
-                            // "moved", "lost"
+                            // "moved", "lost", "fenced" (see RunLost)
   std::string start_error;
   bool stop_requested = false;  // berthd wants this run stopped
   // The last checkpoint the run reported (file mtime or API), unix ms.
@@ -53,6 +54,13 @@ struct RunRecord {
   // stopped_for (the GPU error that stopped a "gpu_error" run).
   std::string stop_detail{};
 };
+
+// Whether a run ended because its node was lost: presumed gone by berthd
+// ("lost"), or stopped by its own agent, cut off from berthd ("fenced",
+// docs/operations.md). Either is a node_lost failure for the retry policy.
+inline bool RunLost(std::string_view stopped_for) {
+  return stopped_for == "lost" || stopped_for == "fenced";
+}
 
 // GPU time of one finished run, for decayed fair-share usage.
 struct RunUsage {

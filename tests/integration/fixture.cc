@@ -46,8 +46,9 @@ Berthd& IntegrationTest::NewBerthd(BerthdOptions options) {
 Process& IntegrationTest::NewAgent(const Berthd& berthd, const std::filesystem::path& data_dir,
                                    const std::filesystem::path& simulate,
                                    const std::string& log_name,
-                                   const std::map<std::string, std::string>& env) {
-  agents_.push_back(StartAgent(dir_, berthd, data_dir, simulate, log_name, env));
+                                   const std::map<std::string, std::string>& env,
+                                   const std::vector<std::string>& extra_args) {
+  agents_.push_back(StartAgent(dir_, berthd, data_dir, simulate, log_name, env, extra_args));
   return *agents_.back();
 }
 

@@ -41,7 +41,8 @@ class IntegrationTest : public ::testing::Test {
   // of the test unless killed.
   Process& NewAgent(const Berthd& berthd, const std::filesystem::path& data_dir,
                     const std::filesystem::path& simulate, const std::string& log_name,
-                    const std::map<std::string, std::string>& env = {});
+                    const std::map<std::string, std::string>& env = {},
+                    const std::vector<std::string>& extra_args = {});
 
   // Runs the real `berth` CLI against `berthd`.
   CommandResult Cli(const Berthd& berthd, const std::vector<std::string>& args) const;

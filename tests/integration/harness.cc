@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -457,13 +458,17 @@ bool Berthd::WaitForNode(const std::string& state, Ms timeout, const std::string
 std::unique_ptr<Process> StartAgent(const TempDir& dir, const Berthd& berthd,
                                     const fs::path& data_dir, const fs::path& simulate,
                                     const std::string& log_name,
-                                    const std::map<std::string, std::string>& env) {
+                                    const std::map<std::string, std::string>& env,
+                                    const std::vector<std::string>& extra_args) {
   {
     std::ofstream marker(dir / log_name, std::ios::app);
     marker << "==== harness: berth-agent start ====\n";
   }
-  std::vector<std::string> args{"--server",        berthd.agent_address(), "--data-dir",
-                                data_dir.string(), "--simulate",           simulate.string()};
+  std::vector<std::string> args{"--data-dir", data_dir.string(), "--simulate", simulate.string()};
+  if (std::find(extra_args.begin(), extra_args.end(), "--server") == extra_args.end()) {
+    args.insert(args.end(), {"--server", berthd.agent_address()});
+  }
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
   if (!berthd.tls()) {
     args.emplace_back("--insecure");
   } else {

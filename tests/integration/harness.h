@@ -197,14 +197,17 @@ class Berthd {
 };
 
 // A standalone berth-agent for `berthd` on a simulated node; `env` entries
-// override the agent's environment (PATH, for a node without podman). For a
-// tls berthd the agent gets a certificate from `berthd cert node` for the
-// node it simulates (the first name in `simulate`).
+// override the agent's environment (PATH, for a node without podman), and
+// `extra_args` are added to its flags (a `--server` there replaces
+// berthd's address: a relay in between). For a tls berthd the agent gets a
+// certificate from `berthd cert node` for the node it simulates (the first
+// name in `simulate`).
 std::unique_ptr<Process> StartAgent(const TempDir& dir, const Berthd& berthd,
                                     const std::filesystem::path& data_dir,
                                     const std::filesystem::path& simulate,
                                     const std::string& log_name,
-                                    const std::map<std::string, std::string>& env = {});
+                                    const std::map<std::string, std::string>& env = {},
+                                    const std::vector<std::string>& extra_args = {});
 
 // Runs `berthd cert node NODE --data-dir <berthd's> --out OUT`; true on success.
 bool IssueNodeCert(const TempDir& dir, const Berthd& berthd, const std::string& node,

@@ -20,7 +20,8 @@ using nlohmann::json;
 // One berthd and two agents, a and b, each a simulated node of `gpus` GPUs.
 class TwoAgentsTest : public IntegrationTest {
  protected:
-  Berthd& Start(int gpus, std::vector<std::string> extra = {}) {
+  Berthd& Start(int gpus, std::vector<std::string> extra = {},
+                const std::vector<std::string>& agent_extra = {}) {
     Berthd& berthd = NewBerthd(ControlPlaneOnly(std::move(extra)));
     EXPECT_TRUE(berthd.Start()) << berthd.log();
     for (const std::string node : {"a", "b"}) {
@@ -28,7 +29,8 @@ class TwoAgentsTest : public IntegrationTest {
       std::filesystem::copy_file(WriteCluster(node, gpus), file,
                                  std::filesystem::copy_options::overwrite_existing);
       clusters_[node] = file;
-      agent_[node] = &NewAgent(berthd, dir_ / ("agent-" + node), file, "agent-" + node + ".log");
+      agent_[node] = &NewAgent(berthd, dir_ / ("agent-" + node), file, "agent-" + node + ".log", {},
+                               agent_extra);
     }
     EXPECT_TRUE(berthd.WaitForNode("Ready", 20s, "a")) << berthd.Nodes().dump(2);
     EXPECT_TRUE(berthd.WaitForNode("Ready", 20s, "b")) << berthd.Nodes().dump(2);
@@ -109,7 +111,12 @@ TEST_F(TwoAgentsTest, AGangOnTwoNodesGetsOneConsistentTorchrunEnvironment) {
 }
 
 TEST_F(TwoAgentsTest, KillingOneAgentStopsTheWholeGangAndItsRetryPolicyDecides) {
-  Berthd& berthd = Start(4, {"--lease", "1s", "--heartbeat", "200ms", "--node-lost-grace", "1s"});
+  // Short fencing times too: berthd presumes the dead node's runs lost only
+  // after its agent would have fenced them (docs/operations.md, "Fencing").
+  Berthd& berthd = Start(4,
+                         {"--lease", "1s", "--heartbeat", "200ms", "--node-lost-grace", "1s",
+                          "--agent-fence-grace", "1s", "--stop-grace", "1s"},
+                         {"--fence-grace", "1s"});
   ASSERT_FALSE(HasFailure());
   const auto done = dir_ / "done";
   const auto log = dir_ / "starts.log";
@@ -137,9 +144,9 @@ TEST_F(TwoAgentsTest, KillingOneAgentStopsTheWholeGangAndItsRetryPolicyDecides) 
   agent_[victim]->Kill(SIGKILL);
   ASSERT_TRUE(agent_[victim]->Wait(10s).has_value());
 
-  // The lease lapses (1 s), the grace passes (1 s): the runs on the dead
-  // node are lost, the gang's other replica is stopped, and the gang backs
-  // off before its next attempt.
+  // The lease lapses (1 s), then the time its agent would take to fence
+  // them (about 10 s): the runs on the dead node are lost, the gang's other
+  // replica is stopped, and the gang backs off before its next attempt.
   json g;
   ASSERT_TRUE(WaitFor(
       [&] {

@@ -1,11 +1,14 @@
 // The agent against a fake berthd on an in-process gRPC channel (no network):
 // registration, orders, the order of reports, re-registration after a lost
-// stream, and jobs that outlive the agent.
+// stream, jobs that outlive the agent, and fencing when berthd stays away.
 #include "agent/agent.h"
 
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+
+#include <atomic>
+#include <thread>
 
 #include "agent/sim_cluster.h"
 #include "agent/sim_provider.h"
@@ -21,6 +24,10 @@ class FakeBerthd final : public v1::AgentService::Service {
   grpc::Status Connect(
       grpc::ServerContext* ctx,
       grpc::ServerReaderWriter<v1::ServerMessage, v1::AgentMessage>* stream) override {
+    if (refusing_) {
+      ++refused_;
+      return {grpc::StatusCode::UNAVAILABLE, "berthd is away"};
+    }
     {
       std::lock_guard lock(mu_);
       stream_ = stream;
@@ -57,6 +64,11 @@ class FakeBerthd final : public v1::AgentService::Service {
     if (ctx_) ctx_->TryCancel();
   }
 
+  // While refusing, every connection ends at once, before registration: an
+  // agent cut off from berthd.
+  void Refuse(bool refuse) { refusing_ = refuse; }
+  int refused() const { return refused_; }
+
   // Waits until `pred(received)` holds; returns false after 15 s (generous:
   // the suite runs beside compilers and under sanitizers).
   template <typename Pred>
@@ -81,6 +93,8 @@ class FakeBerthd final : public v1::AgentService::Service {
   grpc::ServerContext* ctx_ = nullptr;
   std::vector<v1::AgentMessage> received_;
   int registrations_ = 0;
+  std::atomic<bool> refusing_ = false;
+  std::atomic<int> refused_ = 0;
 };
 
 bool HasExit(const std::vector<v1::AgentMessage>& msgs, const std::string& run_id) {
@@ -102,7 +116,8 @@ class AgentTest : public ::testing::Test {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   }
 
-  void StartAgent(std::int64_t telemetry_interval_ms = 10'000) {
+  void StartAgent(std::int64_t telemetry_interval_ms = 10'000, const Clock* clock = nullptr,
+                  std::optional<std::int64_t> fence_grace_ms = model::kDefaultFenceGraceMs) {
     model::NodeInfo base;
     base.name = "node-a";
     base.hostname = "node-a.example";
@@ -122,8 +137,10 @@ class AgentTest : public ::testing::Test {
     // The stream protocol is what these tests are about; confined runs (run
     // identities, cgroups) are tested in confine_test.cc.
     options.single_user = true;
+    options.fence_grace_ms = fence_grace_ms;
     agent_ = std::make_unique<Agent>(options, base, std::make_unique<SimulatedProvider>(sim),
-                                     server_->InProcessChannel(grpc::ChannelArguments()), clock_);
+                                     server_->InProcessChannel(grpc::ChannelArguments()),
+                                     clock != nullptr ? *clock : clock_);
     agent_->Start();
   }
 
@@ -142,6 +159,7 @@ class AgentTest : public ::testing::Test {
 
   TempDir dir_;
   SystemClock clock_;
+  ManualClock manual_clock_;  // for tests that pass it to StartAgent
   FakeBerthd berthd_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<Agent> agent_;
@@ -295,6 +313,71 @@ TEST_F(AgentTest, JobsOutliveTheAgentAndTheNextAgentReattaches) {
     EXPECT_EQ(m.run_exited().signal(), SIGTERM);
     EXPECT_EQ(m.run_exited().stopped_for(), "cancelled");
   }
+}
+
+std::int64_t StartedPid(const std::vector<v1::AgentMessage>& msgs, const std::string& run_id) {
+  for (const auto& m : msgs) {
+    if (m.has_run_started() && m.run_started().run_id() == run_id) return m.run_started().pid();
+  }
+  return 0;
+}
+
+// Cut off from berthd (on a manual clock), the agent leaves its run alone
+// until the lease (3 s, from the fake's Registered) plus its fence grace
+// have passed since the last contact, then stops it with reason "fenced";
+// back in contact, it reports the exit as usual.
+TEST_F(AgentTest, ACutOffAgentFencesItsRunsAfterLeasePlusGraceAndReportsThemWhenBack) {
+  ManualClock& clock = manual_clock_;
+  StartAgent(10'000, &clock, /*fence_grace_ms=*/1'000);
+  ASSERT_TRUE(berthd_.Await([](const auto& m) { return !m.empty(); }));
+  StartRun("fenced", {"sleep", "30"});
+  std::int64_t pid = 0;
+  ASSERT_TRUE(
+      berthd_.Await([&](const auto& msgs) { return (pid = StartedPid(msgs, "fenced")) > 0; }));
+
+  berthd_.Refuse(true);
+  berthd_.Drop();
+  // Out of contact from here: its stream is gone and it is being refused.
+  ASSERT_TRUE(testing::WaitFor([&] { return berthd_.refused() > 0; }));
+  EXPECT_TRUE(std::filesystem::exists(dir_.path() / "contact.json"))
+      << "the contact is kept for a restarted agent";
+  clock.Advance(3'000 + 1'000 - 50);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // many supervision ticks
+  EXPECT_EQ(::kill(static_cast<pid_t>(pid), 0), 0) << "fenced before the fence time";
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() / "runs/fenced/stop.json"));
+
+  clock.Advance(100);
+  ASSERT_TRUE(testing::WaitFor([&] { return ::kill(static_cast<pid_t>(pid), 0) != 0; }))
+      << "still running after the fence time";
+
+  const auto before = berthd_.registrations();
+  berthd_.Refuse(false);
+  ASSERT_TRUE(testing::WaitFor([&] { return berthd_.registrations() > before; }));
+  ASSERT_TRUE(berthd_.Await([](const auto& m) { return HasExit(m, "fenced"); }));
+  for (const auto& m : berthd_.Received()) {
+    if (!m.has_run_exited() || m.run_exited().run_id() != "fenced") continue;
+    EXPECT_EQ(m.run_exited().stopped_for(), "fenced");
+    EXPECT_EQ(m.run_exited().signal(), SIGTERM);
+    EXPECT_TRUE(m.run_exited().clean_stop()) << "it ended within its grace";
+  }
+}
+
+// Agents inside berthd never fence: they cannot be cut off from it.
+TEST_F(AgentTest, AnAgentWithoutFencingLeavesItsRunsAlone) {
+  ManualClock& clock = manual_clock_;
+  StartAgent(10'000, &clock, std::nullopt);
+  ASSERT_TRUE(berthd_.Await([](const auto& m) { return !m.empty(); }));
+  StartRun("kept", {"sleep", "30"});
+  std::int64_t pid = 0;
+  ASSERT_TRUE(
+      berthd_.Await([&](const auto& msgs) { return (pid = StartedPid(msgs, "kept")) > 0; }));
+  berthd_.Refuse(true);
+  berthd_.Drop();
+  ASSERT_TRUE(testing::WaitFor([&] { return berthd_.refused() > 0; }));
+  clock.Advance(3'600'000);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(::kill(static_cast<pid_t>(pid), 0), 0);
+  ::kill(static_cast<pid_t>(pid), SIGKILL);
 }
 
 // The last telemetry message whose GPU 1 sample satisfies `pred`, if any.

@@ -224,6 +224,19 @@ TEST_F(ConfineTest, AStopKillsChildrenThatLeftTheProcessGroup) {
   EXPECT_TRUE(WaitFor([&] { return Gone(child); })) << "the setsid child outlived the stop";
 }
 
+TEST_F(ConfineTest, AtItsMaxRuntimeTheRunAndEveryProcessItForkedAreKilled) {
+  Runner runner(Options(), clock_);
+  StartOrder order =
+      Order("timed", "(setsid sh -c 'trap \"\" TERM; exec sleep 1000' & echo $!); exec sleep 1000");
+  order.max_runtime_ms = 300;
+  ASSERT_TRUE(runner.Start(order).has_value());
+  auto [exit, log] = Finish(runner, "timed");
+  ASSERT_TRUE(exit.has_value()) << log;
+  EXPECT_EQ(exit->stopped_for, "max_runtime");
+  const pid_t child = static_cast<pid_t>(std::stol(log));
+  EXPECT_TRUE(WaitFor([&] { return Gone(child); })) << "the orphan outlived max_runtime";
+}
+
 TEST_F(ConfineTest, AJobOverItsMemoryLimitIsOomKilledAndItsNeighbourRunsOn) {
   if (host_.version == CgroupVersion::kV1 && !host_.v1_roots.contains("memory")) {
     GTEST_SKIP() << "no memory controller";

@@ -143,13 +143,16 @@ TEST(RenderNodes, FreeOverTotalAndHeartbeatAge) {
   json response = json::parse(R"({"nodes": [
     {"name": "gpu-a1", "state": "Ready", "cpus": 128, "memory_bytes": 2063731998720,
      "gpu_provider": "nvml", "gpus_total": 8, "gpus_free": 6, "models": ["H100-80GB"],
+     "confinement": {"mode": "enforced", "cgroup": "v2", "missing": ["devices: ..."]},
      "last_heartbeat_ms": 1764444741000},
     {"name": "gpu-b1", "state": "NotReady", "models": []}]})");
   EXPECT_EQ(RenderNodes(response, kNow),
             "NAME     STATE      GPUS(FREE/TOTAL)   MODELS      CPUS   MEMORY   PROVIDER   "
-            "HEARTBEAT\n"
-            "gpu-a1   Ready      6/8                H100-80GB   128    1.9Ti    nvml       3s\n"
-            "gpu-b1   NotReady   -/-                -           -      -        -          -\n");
+            "CONFINEMENT       HEARTBEAT\n"
+            "gpu-a1   Ready      6/8                H100-80GB   128    1.9Ti    nvml       "
+            "enforced (v2) !   3s\n"
+            "gpu-b1   NotReady   -/-                -           -      -        -          "
+            "-                 -\n");
 }
 
 TEST(RenderJob, PendingJobShowsSpecReasonAndTimeline) {
