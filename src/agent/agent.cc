@@ -56,6 +56,7 @@ void FillExit(const std::string& run_id, const RunExit& e, v1::RunExited* out) {
   out->set_memory_peak_bytes(e.memory_peak_bytes);
   out->set_memory_limit_bytes(e.memory_limit_bytes);
   out->set_leftover_processes(e.leftover_processes);
+  out->set_identity_refused(e.identity_refused);
 }
 
 void FillStatus(const RunState& s, v1::RunStatus* out) {

@@ -63,7 +63,8 @@ std::string ToJson(const ExitRecord& rec) {
                    {"oom_kills", rec.oom_kills},
                    {"memory_peak_bytes", rec.memory_peak_bytes},
                    {"memory_limit_bytes", rec.memory_limit_bytes},
-                   {"leftover_processes", rec.leftover_processes}});
+                   {"leftover_processes", rec.leftover_processes},
+                   {"identity_refused", rec.identity_refused}});
 }
 
 std::string ToJson(const OrderRecord& rec) {
@@ -145,6 +146,7 @@ Result<ExitRecord> ParseExitRecord(std::string_view text) {
     r.memory_peak_bytes = j.value("memory_peak_bytes", std::uint64_t{0});
     r.memory_limit_bytes = j.value("memory_limit_bytes", std::uint64_t{0});
     r.leftover_processes = j.value("leftover_processes", std::uint32_t{0});
+    r.identity_refused = j.value("identity_refused", false);
     return r;
   });
 }

@@ -91,6 +91,8 @@ struct ExitRecord {
   std::uint64_t memory_peak_bytes = 0;
   std::uint64_t memory_limit_bytes = 0;
   std::uint32_t leftover_processes = 0;
+  // The runner refused the run: its run identity could not be resolved.
+  bool identity_refused = false;
 };
 
 // What the runner must remember about a StartRun after a restart.

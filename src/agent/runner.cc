@@ -238,12 +238,14 @@ Result<RunState> Runner::Start(const StartOrder& order) {
   // Who the job runs as. A confined node starts nothing without an identity
   // it can resolve: the run exits at once with the reason, for berth why.
   std::string refused;
+  bool identity_refused = false;
   std::optional<Identity> identity;
   if (options_.confine) {
     if (auto id = ResolveRunAs(order.run_as, order.tenant, options_.node_name)) {
       identity = *id;
     } else {
       refused = id.error().message;
+      identity_refused = true;
     }
   }
   if (std::string why = MakeWorkDir(order.run_id, identity); !why.empty() && refused.empty()) {
@@ -381,7 +383,7 @@ Result<RunState> Runner::Start(const StartOrder& order) {
   if (no_runtime.empty()) {
     SpawnShim(run);
   } else {
-    WriteExitVerdict(run, no_runtime, refused.empty() ? 127 : 126);
+    WriteExitVerdict(run, no_runtime, refused.empty() ? 127 : 126, identity_refused);
   }
   auto [it, inserted] = runs_.emplace(order.run_id, std::move(run));
   return StateOf(it->second);
@@ -593,8 +595,10 @@ void Runner::ReapSignaller(Run& run, TimeMs now) {
   }
 }
 
-void Runner::WriteExitVerdict(Run& run, std::string start_error, std::int32_t exit_code) {
+void Runner::WriteExitVerdict(Run& run, std::string start_error, std::int32_t exit_code,
+                              bool identity_refused) {
   ExitRecord rec;
+  rec.identity_refused = identity_refused;
   rec.exit_code = exit_code;
   rec.started_at_ms = run.pid ? run.pid->started_at_ms : 0;
   rec.ended_at_ms = clock_.NowMs();
@@ -873,6 +877,7 @@ RunState Runner::StateOf(const Run& run) const {
     e.memory_peak_bytes = run.exit->memory_peak_bytes;
     e.memory_limit_bytes = run.exit->memory_limit_bytes;
     e.leftover_processes = run.exit->leftover_processes;
+    e.identity_refused = run.exit->identity_refused;
     if (!run.pid) s.started_at_ms = e.started_at_ms;
     s.exit = std::move(e);
   }

@@ -122,6 +122,7 @@ struct RunExit {
   std::uint64_t memory_peak_bytes = 0;
   std::uint64_t memory_limit_bytes = 0;
   std::uint32_t leftover_processes = 0;
+  bool identity_refused = false;  // the node could not take the run identity
 };
 
 enum class RunPhase {
@@ -275,7 +276,8 @@ class Runner {
   // Turns `spec` (the job's own argv and environment) into `podman run` of
   // order.image; the environment becomes the agent's own, for podman.
   void ContainerSpec(const StartOrder& order, const std::string& podman, ShimSpec& spec) const;
-  void WriteExitVerdict(Run& run, std::string start_error, std::int32_t exit_code);
+  void WriteExitVerdict(Run& run, std::string start_error, std::int32_t exit_code,
+                        bool identity_refused = false);
   // The run's cgroup (disabled when the runner does not confine).
   RunCgroup CgroupOf(const Run& run) const;
   // Makes the job's working directory, owned by `owner` (none: ours).

@@ -97,6 +97,8 @@ std::string_view FailureClassName(FailureClass c) {
       return "gpu_hardware";
     case FailureClass::kNodeLost:
       return "node_lost";
+    case FailureClass::kRunIdentity:
+      return "run_identity";
     case FailureClass::kMaxRuntime:
       return "max_runtime";
     case FailureClass::kCancelled:
@@ -122,6 +124,8 @@ std::optional<Failure> ClassifyFailure(const Reason& reason, std::string_view lo
       return Failure{FailureClass::kUserCode, std::move(evidence)};
     }
     case ReasonCode::kFailedToStart:
+      if (Count(reason, "run_identity") > 0)
+        return Failure{FailureClass::kRunIdentity, reason.detail};
       return Failure{FailureClass::kCommandNotFound, reason.detail};
     case ReasonCode::kRunLost:
       return Failure{FailureClass::kNodeLost, reason.detail};
@@ -201,6 +205,14 @@ std::string RenderFailure(const Failure& f, Lang lang) {
       what = zh ? "GPU 硬件出错，不是作业的问题；请重新提交，并告知平台管理员该 GPU"
                 : "a GPU hardware error, not the job's fault; submit it again and tell the "
                   "platform admins about that GPU";
+      break;
+    case FailureClass::kRunIdentity:
+      what = zh ? "节点无法以租户的运行身份启动作业，这不是作业的问题；请平台管理员在该节点创建该用"
+                  "户，"
+                  "或修改策略中的 tenants.<租户>.run_as"
+                : "the node could not run the job as its tenant's run identity, not the job's "
+                  "fault; a platform admin must create that user on the node or change "
+                  "tenants.<tenant>.run_as in the policy";
       break;
     case FailureClass::kNodeLost:
       what = zh ? "节点失联，副本丢失，不是作业的问题；请重新提交"

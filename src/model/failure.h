@@ -22,6 +22,7 @@ enum class FailureClass {
   kCommandNotFound,  // the command could not be started (exit 127, not found, not executable)
   kGpuHardware,      // Xid, uncorrectable ECC, GPU fallen off the bus in the log
   kNodeLost,         // the node's agent lost the run
+  kRunIdentity,      // the node could not run it as its tenant's identity (unknown user, root)
   kMaxRuntime,       // stopped at its max_runtime
   kCancelled,        // cancelled, by whom
   kEvicted,          // preempted, reclaimed or moved, by whom

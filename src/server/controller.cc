@@ -74,6 +74,7 @@ store::RunExit ExitFromProto(const berth::v1::RunExited& m) {
   e.oom_kills = m.oom_kills();
   e.memory_peak_bytes = m.memory_peak_bytes();
   e.memory_limit_bytes = m.memory_limit_bytes();
+  if (m.identity_refused()) e.failure_class = "run_identity";
   return e;
 }
 
@@ -977,7 +978,9 @@ void Controller::ClassifyExit(store::RunExit& exit, std::int64_t job_id) const {
     return;
   }
   if (!exit.start_error.empty()) {
-    exit.failure_class = model::FailureClassName(model::FailureClass::kCommandNotFound);
+    if (exit.failure_class.empty()) {  // run_identity, from the agent, stays
+      exit.failure_class = model::FailureClassName(model::FailureClass::kCommandNotFound);
+    }
     return;
   }
   if (exit.exit_code == 0 && exit.signal == 0) return;

@@ -1048,6 +1048,11 @@ Status SqliteStore::SettleJob(const JobRecord& job, TimeMs now) {
               {{"replica", start_error->replica}},
               start_error->start_error};
     failure_class = "command_not_found";
+    if (start_error->failure_class == "run_identity") {
+      // Not the job's command: the node could not run it as its tenant.
+      reason.counts["run_identity"] = 1;
+      failure_class = "run_identity";
+    }
   } else if (failed != nullptr) {
     state = model::JobState::kFailed;
     reason = {model::ReasonCode::kFailedExitCode, {{"replica", failed->replica}}, {}};

@@ -205,3 +205,43 @@ tenants:
 
 }  // namespace
 }  // namespace berth::it
+
+namespace berth::it {
+namespace {
+
+TEST_F(IsolationTest, ARunIdentityTheNodeCannotResolveFailsTheJobWithAReasonForTheAdmin) {
+  Berthd& berthd = NewBerthd(AllInOne());
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  ASSERT_TRUE(berthd.WaitForNode("Ready", 20s));
+  if (berthd.Nodes().at(0).value("confinement", json::object()).value("mode", "") != "enforced") {
+    GTEST_SKIP() << "this node does not confine runs";
+  }
+  WriteFile(dir_ / "policy.yaml", R"(
+queues:
+  - name: team-a
+    children: [{name: main}]
+tenants:
+  team-a:
+    run_as: {user: no-such-berth-user}
+)");
+  auto r = Cli(berthd, {"policy", "apply", (dir_ / "policy.yaml").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::string error;
+  const std::int64_t id = berthd.Submit(
+      JobSpecJson("nobody-home", Sh("echo ran"), 0, {{"tenant", "team-a"}, {"queue", "main"}}),
+      &error);
+  ASSERT_GT(id, 0) << error;
+  ASSERT_TRUE(berthd.WaitForTerminal(id, 30s));
+  json job = berthd.Job(id);
+  EXPECT_EQ(job.value("state", ""), "Failed") << job.dump(2);
+  EXPECT_EQ(job.at("runs").back().value("failure_class", ""), "run_identity") << job.dump(2);
+  r = Cli(berthd, {"why", std::to_string(id)});
+  EXPECT_NE(r.out.find("run identity user 'no-such-berth-user' of tenant team-a does not exist"),
+            std::string::npos)
+      << r.out << r.err;
+  EXPECT_NE(r.out.find("a platform admin must create that user"), std::string::npos) << r.out;
+  EXPECT_EQ(Cli(berthd, {"logs", std::to_string(id)}).out.find("ran"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace berth::it
