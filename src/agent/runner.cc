@@ -410,6 +410,17 @@ std::string Runner::FindPodman() const {
   return {};
 }
 
+std::map<std::string, std::string> Runner::PodmanEnv() const {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string_view::npos) env[std::string(kv.substr(0, eq))] = kv.substr(eq + 1);
+  }
+  if (!options_.podman_conf.empty()) env["CONTAINERS_CONF"] = options_.podman_conf.string();
+  return env;
+}
+
 void Runner::ContainerSpec(const StartOrder& order, const std::string& podman,
                            ShimSpec& spec) const {
   std::map<std::string, std::string> job_env = std::move(spec.env);
@@ -459,15 +470,7 @@ void Runner::ContainerSpec(const StartOrder& order, const std::string& podman,
   argv.push_back(order.image);
   argv.insert(argv.end(), order.command.begin(), order.command.end());
   spec.command = std::move(argv);
-  // podman itself runs on the host with the agent's environment: its
-  // configuration (CONTAINERS_CONF, XDG_RUNTIME_DIR, REGISTRY_AUTH_FILE...)
-  // comes from there, never from the job's.
-  spec.env.clear();
-  for (char** e = environ; *e != nullptr; ++e) {
-    std::string_view kv(*e);
-    auto eq = kv.find('=');
-    if (eq != std::string_view::npos) spec.env[std::string(kv.substr(0, eq))] = kv.substr(eq + 1);
-  }
+  spec.env = PodmanEnv();
   // The host side runs in the run directory; the job's own working dir
   // applies inside (-w) where it may not exist on the host.
   spec.working_dir = RunDir(order.run_id).string();
@@ -481,8 +484,10 @@ namespace {
 // Starts argv[0] for a run: stdin and stdout on /dev/null, stderr appended
 // to `log`, in a session of its own, with none of the agent's blocked
 // signals (the agent blocks SIGTERM/SIGINT to sigwait for them) or
-// handlers. posix_spawn's result: 0, or the errno it failed with.
-int SpawnForRun(std::vector<std::string> args, const std::string& log, pid_t* pid) {
+// handlers, with `env` as its environment (none: the agent's).
+// posix_spawn's result: 0, or the errno it failed with.
+int SpawnForRun(std::vector<std::string> args, const std::string& log, pid_t* pid,
+                const std::map<std::string, std::string>* env = nullptr) {
   posix_spawn_file_actions_t files;
   posix_spawn_file_actions_init(&files);
   posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
@@ -504,7 +509,15 @@ int SpawnForRun(std::vector<std::string> args, const std::string& log, pid_t* pi
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  int rc = ::posix_spawn(pid, args.front().c_str(), &files, &attr, argv.data(), environ);
+  std::vector<std::string> env_strings;
+  std::vector<char*> envp;
+  if (env != nullptr) {
+    for (const auto& [k, v] : *env) env_strings.push_back(k + "=" + v);
+    for (auto& e : env_strings) envp.push_back(e.data());
+    envp.push_back(nullptr);
+  }
+  int rc = ::posix_spawn(pid, args.front().c_str(), &files, &attr, argv.data(),
+                         env != nullptr ? envp.data() : environ);
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&files);
   return rc;
@@ -564,8 +577,9 @@ void Runner::SendStopSignal(Run& run, TimeMs now) {
   // container's lock until the start is done, and fails (then we ask again)
   // while there is no running container yet.
   pid_t pid = 0;
+  const auto env = PodmanEnv();
   int rc = SpawnForRun({podman, "kill", "--signal", std::to_string(sig), "berth-" + run.id},
-                       In(run.dir, kShimLogFile), &pid);
+                       In(run.dir, kShimLogFile), &pid, &env);
   if (rc != 0) {
     run.signal_retry_at_ms = now + kSignalRetryMs;
     return;

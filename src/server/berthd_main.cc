@@ -221,6 +221,11 @@ int main(int argc, char** argv) {
                  "After a node's lease lapses, how long its runs may stay unaccounted for before "
                  "they are declared lost and their jobs follow their retry policies")
       ->capture_default_str();
+  std::string podman_conf;
+  app.add_option("--podman-conf", podman_conf,
+                 "With --all-in-one: a containers.conf for the podman of container runs, given "
+                 "to it as CONTAINERS_CONF (deploy/podman/containers.conf)")
+      ->check(CLI::ExistingFile);
   app.add_option("--shim", shim, "Path to berth-shim, the per-job supervisor")
       ->capture_default_str();
   app.add_flag("--reset-admin-token", reset_admin_token,
@@ -523,6 +528,7 @@ int main(int argc, char** argv) {
       ao.shim_path = shim;
       ao.shared_gpus = *shared;
       ao.telemetry_interval_ms = telemetry_interval_ms;
+      if (!podman_conf.empty()) ao.podman_conf = std::filesystem::absolute(podman_conf);
       auto channel = agent_server->InProcessChannel(grpc::ChannelArguments());
       agents.push_back(
           std::make_unique<berth::agent::Agent>(ao, node, std::move(provider), channel, clock));

@@ -1,13 +1,19 @@
 // Container runs with the real podman: a pull that cannot succeed fails the
 // run at once, and a job in a container gets its environment, its stop
-// signal and its checkpoint directory. Skipped where podman is not
-// installed, or cannot run containers on this host (the skip says why).
-// The image is made locally from busybox-static (no registry needed).
+// signal and its checkpoint directory. podman runs with the
+// configuration Berth ships (deploy/podman/containers.conf), given as an
+// operator gives it (RunnerOptions.podman_conf, berth-agent --podman-conf).
+// Skipped where podman is not installed, or cannot run containers on this
+// host (the skip says why). The image is made locally from busybox-static
+// (no registry needed).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 
 #include "agent/atomic_file.h"
@@ -20,7 +26,8 @@ namespace {
 using testing::TempDir;
 using testing::WaitFor;
 
-constexpr const char* kImage = "localhost/berth-test/busybox:1";
+// Every busybox applet, linked into /bin (tag 2: tag 1 had only a few).
+constexpr const char* kImage = "localhost/berth-test/busybox:2";
 
 std::string Podman() {
   for (const char* dir : {"/usr/bin", "/usr/local/bin", "/bin"}) {
@@ -30,6 +37,11 @@ std::string Podman() {
   return {};
 }
 
+// podman as the runner runs it: with Berth's containers.conf.
+std::string PodmanCommand() {
+  return "env CONTAINERS_CONF='" BERTH_PODMAN_CONF "' podman";
+}
+
 int Shell(const std::string& cmd) {
   return std::system(cmd.c_str());  // NOLINT(concurrency-mt-unsafe): test setup
 }
@@ -37,19 +49,22 @@ int Shell(const std::string& cmd) {
 // Imports a busybox root filesystem as kImage unless it exists; then checks
 // that a container can actually run here. Returns why not, or "".
 std::string PrepareImage(const std::filesystem::path& scratch) {
-  if (Shell("podman image exists " + std::string(kImage)) != 0) {
+  const std::string podman = PodmanCommand();
+  if (Shell(podman + " image exists " + kImage) != 0) {
     if (::access("/bin/busybox", X_OK) != 0)
       return "no /bin/busybox (busybox-static) to build an image from";
     auto root = scratch / "rootfs";
     std::filesystem::create_directories(root / "bin");
-    std::string cmd = "cp /bin/busybox " + (root / "bin").string() +
-                      "/ && for c in sh echo cat sleep touch ls env true; do ln -sf busybox " +
-                      (root / "bin").string() + "/$c; done && tar -C " + root.string() + " -cf " +
-                      (scratch / "rootfs.tar").string() + " . && podman import -q " +
-                      (scratch / "rootfs.tar").string() + " " + kImage + " >/dev/null";
+    const std::string bin = (root / "bin").string();
+    std::string cmd =
+        "cp /bin/busybox " + bin +
+        "/ && for c in $(/bin/busybox --list); do [ $c = " + "busybox ] || ln -s busybox " + bin +
+        "/$c; done && tar -C " + root.string() + " -cf " + (scratch / "rootfs.tar").string() +
+        " . && " + podman + " import -q " + (scratch / "rootfs.tar").string() + " " + kImage +
+        " >/dev/null";
     if (Shell(cmd) != 0) return "podman import of a busybox rootfs failed";
   }
-  if (Shell("timeout 60 podman run --rm " + std::string(kImage) + " true >/dev/null 2>&1") != 0) {
+  if (Shell("timeout 60 " + podman + " run --rm " + kImage + " true >/dev/null 2>&1") != 0) {
     return "podman cannot run containers on this host (see docs/operations.md, containers)";
   }
   return "";
@@ -67,6 +82,7 @@ class ContainerTest : public ::testing::Test {
     o.shim_path = BERTH_SHIM_PATH;
     o.node_name = "node-1";
     o.pull_timeout_ms = 60'000;
+    o.podman_conf = BERTH_PODMAN_CONF;
     return o;
   }
 
@@ -155,7 +171,7 @@ TEST_F(ContainerTest, AJobRunsInItsImageAndCheckpointsOnItsStopSignal) {
   EXPECT_EQ(testing::Slurp(ckpt / "state"), "state\n");
   EXPECT_GT(exit_->last_checkpoint_ms, 0);
   // The container is gone with the run.
-  EXPECT_NE(Shell("podman container exists berth-r1"), 0);
+  EXPECT_NE(Shell(PodmanCommand() + " container exists berth-r1"), 0);
 }
 
 // Stopped the instant the job says it is ready: podman before 4.4 proxies
@@ -237,6 +253,8 @@ TEST_F(ContainerTest, OnNvidiaNodesTheGpusArePassedAsCdiDevicesAndNumberedFromZe
   EXPECT_EQ(std::vector<std::string>(argv.end() - 3, argv.end()),
             (std::vector<std::string>{"registry.invalid/berth/cuda:1", "python", "train.py"}));
   EXPECT_EQ(spec->image, "registry.invalid/berth/cuda:1");
+  // podman gets Berth's configuration, as every podman of the run does.
+  EXPECT_EQ(spec->env["CONTAINERS_CONF"], BERTH_PODMAN_CONF);
   EXPECT_EQ(spec->container_name, "berth-r1");
   ASSERT_TRUE(PollUntilExited(runner, "r1"));
 }
