@@ -313,7 +313,7 @@ Result<RunState> Runner::Start(const StartOrder& order) {
     }
   } else if (std::string podman = FindPodman(); !podman.empty()) {
     spec.env = std::move(job_env);
-    ContainerSpec(order, podman, spec);
+    ContainerSpec(order, podman, spec, identity ? &work : nullptr);
     if (identity) {
       // podman runs as root on the host; the container's processes run as the
       // run identity with no capabilities and no way to gain any. podman
@@ -325,6 +325,8 @@ Result<RunState> Runner::Start(const StartOrder& order) {
         if (g != identity->gid) confine.push_back(fmt::format("--group-add={}", g));
       }
       if (order.memory_bytes > 0) confine.push_back(fmt::format("--memory={}", order.memory_bytes));
+      // Only for the exit record: the shim makes no cgroup of its own here.
+      spec.memory_limit_bytes = order.memory_bytes;
       if (order.cpu_millis > 0) {
         confine.push_back(
             fmt::format("--cpus={}.{:03}", order.cpu_millis / 1000, order.cpu_millis % 1000));
@@ -421,8 +423,8 @@ std::map<std::string, std::string> Runner::PodmanEnv() const {
   return env;
 }
 
-void Runner::ContainerSpec(const StartOrder& order, const std::string& podman,
-                           ShimSpec& spec) const {
+void Runner::ContainerSpec(const StartOrder& order, const std::string& podman, ShimSpec& spec,
+                           const fs::path* work) const {
   std::map<std::string, std::string> job_env = std::move(spec.env);
   std::vector<std::string> argv{podman, "run", "--rm", "--pull=never"};
   // The container's name is derived from the run, so the shim (or anyone)
@@ -461,6 +463,14 @@ void Runner::ContainerSpec(const StartOrder& order, const std::string& podman,
     fs::create_directories(m, ec);  // podman refuses a missing bind source
     argv.emplace_back("-v");
     argv.push_back(fmt::format("{0}:{0}", m));
+  }
+  // The image's file system is root's: a job running as its identity has
+  // nowhere to write but its own working directory (HOME, TMPDIR), the same
+  // one, at the same path, as a process run gets. Nothing else of the host
+  // is mounted: not the agent's run directories, not other runs' work.
+  if (work != nullptr) {
+    argv.emplace_back("-v");
+    argv.push_back(fmt::format("{0}:{0}", work->string()));
   }
   for (const auto& [k, v] : job_env) {
     argv.emplace_back("-e");

@@ -281,7 +281,10 @@ class Runner {
   std::map<std::string, std::string> PodmanEnv() const;
   // Turns `spec` (the job's own argv and environment) into `podman run` of
   // order.image; the environment becomes the agent's own, for podman.
-  void ContainerSpec(const StartOrder& order, const std::string& podman, ShimSpec& spec) const;
+  // `work` (confined runs): the run's own working directory, mounted at the
+  // same path, where its HOME and TMPDIR point.
+  void ContainerSpec(const StartOrder& order, const std::string& podman, ShimSpec& spec,
+                     const std::filesystem::path* work) const;
   void WriteExitVerdict(Run& run, std::string start_error, std::int32_t exit_code);
   // The run's cgroup (disabled when the runner does not confine).
   RunCgroup CgroupOf(const Run& run) const;
