@@ -161,6 +161,19 @@ std::string Runner::MakeWorkDir(const std::string& run_id,
   return {};
 }
 
+namespace {
+
+// The largest uid or gid podman accepts for --user and --group-add.
+constexpr std::uint32_t kMaxContainerId = 2'147'483'647U;
+
+bool ContainerSafe(const Identity& id) {
+  return id.uid <= kMaxContainerId && id.gid <= kMaxContainerId &&
+         std::all_of(id.groups.begin(), id.groups.end(),
+                     [](std::uint32_t g) { return g <= kMaxContainerId; });
+}
+
+}  // namespace
+
 RunCgroup Runner::CgroupOf(const Run& run) const {
   return RunCgroup(options_.confine ? options_.cgroups : CgroupHost{}, cgroup_scope_, run.id);
 }
@@ -311,7 +324,17 @@ Result<RunState> Runner::Start(const StartOrder& order) {
         spec.devices = RunDeviceRules(options_.gpu_device_dir, order.gpu_indices);
       }
     }
-  } else if (std::string podman = FindPodman(); !podman.empty()) {
+  } else if (std::string podman = FindPodman();
+             !podman.empty() && identity && !ContainerSafe(*identity)) {
+    // podman parses --user into a signed 32-bit id and refuses the rest
+    // ("uids and gids must be in range 0-2147483647"), though the kernel
+    // runs a process as them: say so before podman does, with what to change.
+    refused = no_runtime = fmt::format(
+        "run identity uid {} gid {} of tenant {} is above {}, and podman runs no container as "
+        "it; give the tenant a run_as below that (tenants.{}.run_as in the policy) or run the "
+        "job without `image`",
+        identity->uid, identity->gid, order.tenant, kMaxContainerId, order.tenant);
+  } else if (!podman.empty()) {
     spec.env = std::move(job_env);
     ContainerSpec(order, podman, spec, identity ? &work : nullptr);
     if (identity) {

@@ -275,7 +275,7 @@ TEST_F(ContainerTest, OnNvidiaNodesTheGpusArePassedAsCdiDevicesAndNumberedFromZe
 }
 
 // The sandbox of a container job on a confining (root) agent. Identities
-// stay below 2^31: podman refuses larger ids.
+// stay below 2^31: podman refuses larger ids (the last test).
 constexpr std::uint32_t kUidA = 2'000'900'001U;
 constexpr std::uint32_t kUidB = 2'000'900'002U;
 
@@ -477,6 +477,18 @@ TEST_F(ConfinedContainerTest, ACancelledJobLeavesNoProcessAndNoContainerBehind) 
   EXPECT_FALSE(AnyProcessRuns(marker)) << "the container's child outlived its run";
   EXPECT_EQ(Output(PodmanCommand() + " ps -a --filter name=^berth-cancel$ --format '{{.Names}}'"),
             "");
+}
+
+TEST_F(ConfinedContainerTest, AnIdentityPodmanCannotRunAsFailsTheRunAtOnceSayingWhy) {
+  Runner runner(Confined(), clock_);
+  auto [exit, log] = RunToEnd(runner, Order("big", "echo ran", 3'000'900'001U));
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->exit_code, 126);
+  EXPECT_EQ(exit->start_error,
+            "run identity uid 3000900001 gid 3000900001 of tenant team-b is above 2147483647, "
+            "and podman runs no container as it; give the tenant a run_as below that "
+            "(tenants.team-b.run_as in the policy) or run the job without `image`");
+  EXPECT_EQ(log.find("ran"), std::string::npos);
 }
 
 }  // namespace
