@@ -21,6 +21,10 @@ packages=(
   clang libclang-rt-14-dev clang-16 libclang-rt-16-dev prometheus
   # process tools used by the integration tests
   procps
+  # container runs (image:): rootful podman with runc (deploy/podman/
+  # containers.conf says why not crun), and busybox-static for the tests'
+  # offline image (podman import of a busybox root filesystem)
+  podman runc busybox-static
 )
 
 missing=()

@@ -131,6 +131,7 @@ Agent::Agent(AgentOptions options, model::NodeInfo base, std::unique_ptr<GpuProv
             r.shim_path = options_.shim_path;
             r.node_name = base_.name;
             r.pull_timeout_ms = options_.pull_timeout_ms;
+            r.podman_conf = options_.podman_conf;
             // Only real NVIDIA GPUs exist as CDI devices; simulated ones are
             // numbers in the environment and nothing more.
             r.cdi_gpus = provider_->Name() == "nvml";

@@ -50,6 +50,8 @@ struct AgentOptions {
   // How long a container run may wait for `podman pull` of its image before
   // it fails (its shim gives up; the agent never waits for it).
   std::int64_t pull_timeout_ms = std::int64_t{10} * 60 * 1000;
+  // The containers.conf podman gets as CONTAINERS_CONF (RunnerOptions).
+  std::filesystem::path podman_conf{};
   // GPUs to report in sharing mode; empty: as the provider says (a simulated
   // cluster's shared_gpus), else none.
   SharedGpus shared_gpus{};

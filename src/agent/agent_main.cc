@@ -113,6 +113,12 @@ int main(int argc, char** argv) {
                  "elsewhere; berthd's --agent-fence-grace must be at least this "
                  "(docs/operations.md, \"Fencing\")")
       ->capture_default_str();
+  std::string podman_conf;
+  app.add_option("--podman-conf", podman_conf,
+                 "a containers.conf for the podman of container runs, given to it as "
+                 "CONTAINERS_CONF (deploy/podman/containers.conf: runc, lower ulimits); default: "
+                 "podman's own configuration")
+      ->check(CLI::ExistingFile);
   std::string tls_ca;
   std::string tls_cert;
   std::string tls_key;
@@ -273,6 +279,8 @@ int main(int argc, char** argv) {
     spdlog::critical("--fence-grace '{}': write a duration such as 30s", fence_grace);
     return 2;
   }
+  // Absolute: podman runs in each run's directory.
+  if (!podman_conf.empty()) options.podman_conf = fs::absolute(podman_conf);
   if (auto s = agent::ParseSharedGpus(shared_gpus); s) {
     options.shared_gpus = *s;
   } else {

@@ -161,6 +161,19 @@ std::string Runner::MakeWorkDir(const std::string& run_id,
   return {};
 }
 
+namespace {
+
+// The largest uid or gid podman accepts for --user and --group-add.
+constexpr std::uint32_t kMaxContainerId = 2'147'483'647U;
+
+bool ContainerSafe(const Identity& id) {
+  return id.uid <= kMaxContainerId && id.gid <= kMaxContainerId &&
+         std::all_of(id.groups.begin(), id.groups.end(),
+                     [](std::uint32_t g) { return g <= kMaxContainerId; });
+}
+
+}  // namespace
+
 RunCgroup Runner::CgroupOf(const Run& run) const {
   return RunCgroup(options_.confine ? options_.cgroups : CgroupHost{}, cgroup_scope_, run.id);
 }
@@ -313,9 +326,19 @@ Result<RunState> Runner::Start(const StartOrder& order) {
         spec.devices = RunDeviceRules(options_.gpu_device_dir, order.gpu_indices);
       }
     }
-  } else if (std::string podman = FindPodman(); !podman.empty()) {
+  } else if (std::string podman = FindPodman();
+             !podman.empty() && identity && !ContainerSafe(*identity)) {
+    // podman parses --user into a signed 32-bit id and refuses the rest
+    // ("uids and gids must be in range 0-2147483647"), though the kernel
+    // runs a process as them: say so before podman does, with what to change.
+    refused = no_runtime = fmt::format(
+        "run identity uid {} gid {} of tenant {} is above {}, and podman runs no container as "
+        "it; give the tenant a run_as below that (tenants.{}.run_as in the policy) or run the "
+        "job without `image`",
+        identity->uid, identity->gid, order.tenant, kMaxContainerId, order.tenant);
+  } else if (!podman.empty()) {
     spec.env = std::move(job_env);
-    ContainerSpec(order, podman, spec);
+    ContainerSpec(order, podman, spec, identity ? &work : nullptr);
     if (identity) {
       // podman runs as root on the host; the container's processes run as the
       // run identity with no capabilities and no way to gain any. podman
@@ -327,6 +350,8 @@ Result<RunState> Runner::Start(const StartOrder& order) {
         if (g != identity->gid) confine.push_back(fmt::format("--group-add={}", g));
       }
       if (order.memory_bytes > 0) confine.push_back(fmt::format("--memory={}", order.memory_bytes));
+      // Only for the exit record: the shim makes no cgroup of its own here.
+      spec.memory_limit_bytes = order.memory_bytes;
       if (order.cpu_millis > 0) {
         confine.push_back(
             fmt::format("--cpus={}.{:03}", order.cpu_millis / 1000, order.cpu_millis % 1000));
@@ -412,8 +437,19 @@ std::string Runner::FindPodman() const {
   return {};
 }
 
-void Runner::ContainerSpec(const StartOrder& order, const std::string& podman,
-                           ShimSpec& spec) const {
+std::map<std::string, std::string> Runner::PodmanEnv() const {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string_view::npos) env[std::string(kv.substr(0, eq))] = kv.substr(eq + 1);
+  }
+  if (!options_.podman_conf.empty()) env["CONTAINERS_CONF"] = options_.podman_conf.string();
+  return env;
+}
+
+void Runner::ContainerSpec(const StartOrder& order, const std::string& podman, ShimSpec& spec,
+                           const fs::path* work) const {
   std::map<std::string, std::string> job_env = std::move(spec.env);
   std::vector<std::string> argv{podman, "run", "--rm", "--pull=never"};
   // The container's name is derived from the run, so the shim (or anyone)
@@ -460,6 +496,14 @@ void Runner::ContainerSpec(const StartOrder& order, const std::string& podman,
     argv.emplace_back("-v");
     argv.push_back(fmt::format("{0}:{0}{1}", path, read_only ? ":ro" : ""));
   }
+  // The image's file system is root's: a job running as its identity has
+  // nowhere to write but its own working directory (HOME, TMPDIR), the same
+  // one, at the same path, as a process run gets. Nothing else of the host
+  // is mounted: not the agent's run directories, not other runs' work.
+  if (work != nullptr) {
+    argv.emplace_back("-v");
+    argv.push_back(fmt::format("{0}:{0}", work->string()));
+  }
   for (const auto& [k, v] : job_env) {
     argv.emplace_back("-e");
     argv.push_back(fmt::format("{}={}", k, v));
@@ -468,15 +512,7 @@ void Runner::ContainerSpec(const StartOrder& order, const std::string& podman,
   argv.push_back(order.image);
   argv.insert(argv.end(), order.command.begin(), order.command.end());
   spec.command = std::move(argv);
-  // podman itself runs on the host with the agent's environment: its
-  // configuration (CONTAINERS_CONF, XDG_RUNTIME_DIR, REGISTRY_AUTH_FILE...)
-  // comes from there, never from the job's.
-  spec.env.clear();
-  for (char** e = environ; *e != nullptr; ++e) {
-    std::string_view kv(*e);
-    auto eq = kv.find('=');
-    if (eq != std::string_view::npos) spec.env[std::string(kv.substr(0, eq))] = kv.substr(eq + 1);
-  }
+  spec.env = PodmanEnv();
   // The host side runs in the run directory; the job's own working dir
   // applies inside (-w) where it may not exist on the host.
   spec.working_dir = RunDir(order.run_id).string();
@@ -490,8 +526,10 @@ namespace {
 // Starts argv[0] for a run: stdin and stdout on /dev/null, stderr appended
 // to `log`, in a session of its own, with none of the agent's blocked
 // signals (the agent blocks SIGTERM/SIGINT to sigwait for them) or
-// handlers. posix_spawn's result: 0, or the errno it failed with.
-int SpawnForRun(std::vector<std::string> args, const std::string& log, pid_t* pid) {
+// handlers, with `env` as its environment (none: the agent's).
+// posix_spawn's result: 0, or the errno it failed with.
+int SpawnForRun(std::vector<std::string> args, const std::string& log, pid_t* pid,
+                const std::map<std::string, std::string>* env = nullptr) {
   posix_spawn_file_actions_t files;
   posix_spawn_file_actions_init(&files);
   posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
@@ -513,7 +551,15 @@ int SpawnForRun(std::vector<std::string> args, const std::string& log, pid_t* pi
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  int rc = ::posix_spawn(pid, args.front().c_str(), &files, &attr, argv.data(), environ);
+  std::vector<std::string> env_strings;
+  std::vector<char*> envp;
+  if (env != nullptr) {
+    for (const auto& [k, v] : *env) env_strings.push_back(k + "=" + v);
+    for (auto& e : env_strings) envp.push_back(e.data());
+    envp.push_back(nullptr);
+  }
+  int rc = ::posix_spawn(pid, args.front().c_str(), &files, &attr, argv.data(),
+                         env != nullptr ? envp.data() : environ);
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&files);
   return rc;
@@ -573,8 +619,9 @@ void Runner::SendStopSignal(Run& run, TimeMs now) {
   // container's lock until the start is done, and fails (then we ask again)
   // while there is no running container yet.
   pid_t pid = 0;
+  const auto env = PodmanEnv();
   int rc = SpawnForRun({podman, "kill", "--signal", std::to_string(sig), "berth-" + run.id},
-                       In(run.dir, kShimLogFile), &pid);
+                       In(run.dir, kShimLogFile), &pid, &env);
   if (rc != 0) {
     run.signal_retry_at_ms = now + kSignalRetryMs;
     return;

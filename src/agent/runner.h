@@ -40,6 +40,12 @@ struct RunnerOptions {
   bool cdi_gpus = false;
   // Where podman is looked up; empty: the agent's own PATH.
   std::optional<std::string> search_path{};
+  // A containers.conf for Berth's podman (deploy/podman/containers.conf):
+  // every podman a run needs (image exists, pull, run, kill, rm) gets it as
+  // CONTAINERS_CONF, which replaces the host's containers.conf for those
+  // commands only. Absolute; empty: podman's own configuration (the agent's
+  // environment, else /etc/containers).
+  std::filesystem::path podman_conf{};
   // Environment variables the job inherits from the agent, before the order's
   // own env and the variables the agent sets. The MPS directories let jobs
   // reach an MPS control daemon the operator started with its own pipe
@@ -273,9 +279,16 @@ class Runner {
   void WatchCheckpoint(Run& run, TimeMs now, bool force);
   // podman's absolute path in the search path; empty if it is not there.
   std::string FindPodman() const;
+  // The environment podman runs with: the agent's own (CONTAINERS_CONF,
+  // XDG_RUNTIME_DIR, REGISTRY_AUTH_FILE...), never the job's, with
+  // CONTAINERS_CONF=podman_conf where the runner has one.
+  std::map<std::string, std::string> PodmanEnv() const;
   // Turns `spec` (the job's own argv and environment) into `podman run` of
   // order.image; the environment becomes the agent's own, for podman.
-  void ContainerSpec(const StartOrder& order, const std::string& podman, ShimSpec& spec) const;
+  // `work` (confined runs): the run's own working directory, mounted at the
+  // same path, where its HOME and TMPDIR point.
+  void ContainerSpec(const StartOrder& order, const std::string& podman, ShimSpec& spec,
+                     const std::filesystem::path* work) const;
   void WriteExitVerdict(Run& run, std::string start_error, std::int32_t exit_code,
                         bool identity_refused = false);
   // The run's cgroup (disabled when the runner does not confine).

@@ -137,8 +137,11 @@ struct TenantPolicy {
 
 // Derived run identities live in [kDerivedUidBase, kDerivedUidBase +
 // kDerivedUidSpan): far above the ranges distributions, LDAP and systemd
-// hand out, so a derived uid owns nothing on a node but its runs' files.
-inline constexpr std::uint32_t kDerivedUidBase = 3'000'000'000U;
+// hand out (systemd leaves 0x70000000..0x7FFFFFFF unused), so a derived uid
+// owns nothing on a node but its runs' files; and below 2^31, because
+// podman (and other tools that parse ids as signed 32-bit numbers) refuses
+// larger ones: a container run could not take such an identity.
+inline constexpr std::uint32_t kDerivedUidBase = 2'000'000'000U;
 inline constexpr std::uint32_t kDerivedUidSpan = 1'000'000U;
 
 // The uid (and gid) a tenant's runs get when the policy names none: stable

@@ -229,6 +229,11 @@ int main(int argc, char** argv) {
                  "presumed lost only after the lease, this, two stop graces and a margin "
                  "(docs/operations.md, \"Fencing\")")
       ->capture_default_str();
+  std::string podman_conf;
+  app.add_option("--podman-conf", podman_conf,
+                 "With --all-in-one: a containers.conf for the podman of container runs, given "
+                 "to it as CONTAINERS_CONF (deploy/podman/containers.conf)")
+      ->check(CLI::ExistingFile);
   app.add_option("--shim", shim, "Path to berth-shim, the per-job supervisor")
       ->capture_default_str();
   app.add_flag("--reset-admin-token", reset_admin_token,
@@ -547,6 +552,7 @@ int main(int argc, char** argv) {
       // Inside berthd: never cut off from it, and a restarted berthd gives
       // its nodes a fresh lease, so nothing to fence.
       ao.fence_grace_ms = std::nullopt;
+      if (!podman_conf.empty()) ao.podman_conf = std::filesystem::absolute(podman_conf);
       auto channel = agent_server->InProcessChannel(grpc::ChannelArguments());
       agents.push_back(
           std::make_unique<berth::agent::Agent>(ao, node, std::move(provider), channel, clock));

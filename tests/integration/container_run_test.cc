@@ -1,7 +1,9 @@
 // Jobs with an `image` through berthd and a real agent: on a node without
 // podman the run fails at once with what to do; with podman (where it can
 // run containers here) the job runs in its image, its output is its log.
-// The image is built locally from busybox-static: no registry is needed.
+// berthd's agent gives podman the configuration Berth ships
+// (--podman-conf deploy/podman/containers.conf), as an operator would. The
+// image is built locally from busybox-static: no registry is needed.
 #include <unistd.h>
 
 #include <cstdlib>
@@ -13,7 +15,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kImage = "localhost/berth-test/busybox:1";
+// Every busybox applet in /bin (as tests/unit/agent/container_test.cc).
+constexpr const char* kImage = "localhost/berth-test/busybox:2";
 
 bool HavePodman() {
   return ::access("/usr/bin/podman", X_OK) == 0 || ::access("/usr/local/bin/podman", X_OK) == 0;
@@ -26,18 +29,20 @@ int Shell(const std::string& cmd) {
 // Why containers cannot run here, or "" once kImage exists and runs.
 std::string PrepareImage(const std::filesystem::path& scratch) {
   if (!HavePodman()) return "podman is not installed";
-  if (Shell(std::string("podman image exists ") + kImage) != 0) {
+  const std::string podman = "env CONTAINERS_CONF='" BERTH_PODMAN_CONF "' podman";
+  if (Shell(podman + " image exists " + kImage) != 0) {
     if (::access("/bin/busybox", X_OK) != 0) return "no /bin/busybox (busybox-static)";
     auto bin = scratch / "rootfs" / "bin";
     std::filesystem::create_directories(bin);
-    std::string cmd = "cp /bin/busybox " + bin.string() +
-                      "/ && for c in sh echo cat sleep touch ls env true; do ln -sf busybox " +
-                      bin.string() + "/$c; done && tar -C " + (scratch / "rootfs").string() +
-                      " -cf " + (scratch / "rootfs.tar").string() + " . && podman import -q " +
-                      (scratch / "rootfs.tar").string() + " " + kImage + " >/dev/null";
+    std::string cmd =
+        "cp /bin/busybox " + bin.string() +
+        "/ && for c in $(/bin/busybox --list); do [ $c = busybox ] || ln -s busybox " +
+        bin.string() + "/$c; done && tar -C " + (scratch / "rootfs").string() + " -cf " +
+        (scratch / "rootfs.tar").string() + " . && " + podman + " import -q " +
+        (scratch / "rootfs.tar").string() + " " + kImage + " >/dev/null";
     if (Shell(cmd) != 0) return "podman import of a busybox rootfs failed";
   }
-  if (Shell(std::string("timeout 60 podman run --rm ") + kImage + " true >/dev/null 2>&1") != 0) {
+  if (Shell("timeout 60 " + podman + " run --rm " + kImage + " true >/dev/null 2>&1") != 0) {
     return "podman cannot run containers on this host";
   }
   return "";
@@ -67,7 +72,7 @@ TEST_F(IntegrationTest, AnImageOnANodeWithoutPodmanFailsAtOnceSayingWhatToDo) {
 
 TEST_F(IntegrationTest, AJobRunsInItsImage) {
   if (std::string why = PrepareImage(dir_.path()); !why.empty()) GTEST_SKIP() << why;
-  Berthd& berthd = NewBerthd(AllInOne());
+  Berthd& berthd = NewBerthd(AllInOne({"--podman-conf", BERTH_PODMAN_CONF}));
   ASSERT_TRUE(berthd.Start()) << berthd.log();
   ASSERT_TRUE(berthd.WaitForNode("Ready", 20s));
 

@@ -25,7 +25,7 @@ queues:
     children: [{name: main}]
 tenants:
   team-b:
-    run_as: {uid: 3000900777, gid: 3000900777}
+    run_as: {uid: 2000900777, gid: 2000900777}
 )";
 
 // The job's one run, once it has a pid.
@@ -80,7 +80,7 @@ TEST_F(IsolationTest, AJobOfOneTenantReachesNothingOfAnotherNorOfThePlatform) {
   json b_run = RunOf(berthd, b);
   ASSERT_TRUE(b_run["pid"].is_number()) << berthd.Job(b).dump(2);
   ASSERT_TRUE(WaitFor([&] { return Logs(berthd, b).out.find("ready") != std::string::npos; }, 20s));
-  EXPECT_EQ(Logs(berthd, b).out, "3000900777\nready\n");
+  EXPECT_EQ(Logs(berthd, b).out, "2000900777\nready\n");
 
   const auto agent_dir = berthd.data_dir() / "agents" / name;
   const std::string b_id = b_run.at("run_id");

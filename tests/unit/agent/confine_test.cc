@@ -86,17 +86,17 @@ class ConfineTest : public ::testing::Test {
   }
 
   // Polls until the run exited; returns its exit and everything it printed.
+  // Other runs' events are kept too: each Exited is reported only once, and
+  // a neighbour may end while this run is awaited (on a loaded machine).
   std::pair<std::optional<RunExit>, std::string> Finish(Runner& runner, const std::string& id) {
-    std::optional<RunExit> exit;
     WaitFor([&] {
       for (auto& ev : runner.Poll()) {
-        if (ev.state.run_id != id) continue;
-        if (ev.kind == RunEvent::Kind::kLog) logs_[id] += ev.data;
-        if (ev.kind == RunEvent::Kind::kExited) exit = ev.state.exit;
+        if (ev.kind == RunEvent::Kind::kLog) logs_[ev.state.run_id] += ev.data;
+        if (ev.kind == RunEvent::Kind::kExited) exits_[ev.state.run_id] = ev.state.exit;
       }
-      return exit.has_value();
+      return exits_.contains(id);
     });
-    return {exit, logs_[id]};
+    return {exits_[id], logs_[id]};
   }
 
   TempDir dir_;
@@ -104,6 +104,7 @@ class ConfineTest : public ::testing::Test {
   CgroupHost host_;
   std::error_code ec_;
   std::map<std::string, std::string> logs_;
+  std::map<std::string, std::optional<RunExit>> exits_;
 };
 
 TEST_F(ConfineTest, AJobRunsAsItsTenantsIdentityInAWorkDirOfItsOwn) {

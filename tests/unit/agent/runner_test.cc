@@ -503,8 +503,10 @@ TEST_F(RunnerTest, ReportsEachNewerCheckpointFileTimeAndTheLastOneAtExit) {
   std::filesystem::create_directories(file.parent_path());
   const std::int64_t base_s = SystemClock().NowMs() / 1000 + 100;
   // Two checkpoints with known mtimes; the second once the test says so.
+  // The first appears by a rename: `touch -d` of a missing file creates it
+  // (mtime now) before it sets the time, and the runner may look between.
   const std::string script = fmt::format(
-      "touch -d @{0} {2}; echo one; while [ ! -e {3} ]; do sleep 0.05; done; "
+      "touch -d @{0} {2}.tmp; mv {2}.tmp {2}; echo one; while [ ! -e {3} ]; do sleep 0.05; done; "
       "touch -d @{1} {2}; echo two; sleep 1.2",
       base_s, base_s + 7, file.string(), (dir_.path() / "go").string());
   StartOrder order = Order("r1", Sh(script));
