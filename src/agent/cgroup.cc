@@ -270,19 +270,13 @@ std::string RunCgroup::Create(const CgroupLimits& limits) {
   return {};
 }
 
-std::string RunCgroup::AddProcess(pid_t pid) {
-  if (!enabled()) return {};
-  const std::string value = std::to_string(pid);
-  if (host_.version == CgroupVersion::kV2) {
-    if (int err = WriteControl(Dir("") + "/cgroup.procs", value)) return Errno("cgroup.procs", err);
-    return {};
-  }
+int RunCgroup::JoinSelf() const {
+  if (!enabled()) return 0;
+  if (host_.version == CgroupVersion::kV2) return WriteControl(Dir("") + "/cgroup.procs", "0");
   for (const auto& [controller, root] : host_.v1_roots) {
-    if (int err = WriteControl(Dir(controller) + "/cgroup.procs", value)) {
-      return Errno(controller + " cgroup.procs", err);
-    }
+    if (int err = WriteControl(Dir(controller) + "/tasks", "0")) return err;
   }
-  return {};
+  return 0;
 }
 
 std::vector<pid_t> RunCgroup::Pids() const {

@@ -58,7 +58,7 @@ namespace {
 using berth::agent::ExitRecord;
 using berth::agent::PidRecord;
 
-enum Stage : int { kStageChdir = 1, kStageExec = 2, kStageIdentity = 3 };
+enum Stage : int { kStageChdir = 1, kStageExec = 2, kStageIdentity = 3, kStageCgroup = 4 };
 
 struct ChildReport {
   int stage = 0;
@@ -242,10 +242,15 @@ void ReportAndExit(int fd, int stage, int err, int code) {
   ::_exit(code);
 }
 
-[[noreturn]] void RunChild(const berth::agent::ShimSpec& spec, int lock_fd, int log_fd, int gate_rd,
-                           int report_wr) {
+[[noreturn]] void RunChild(const berth::agent::ShimSpec& spec,
+                           const berth::agent::RunCgroup& cgroup, int lock_fd, int log_fd,
+                           int gate_rd, int report_wr) {
   ::close(lock_fd);
   ::setpgid(0, 0);
+  // Into the run's cgroup first, while still root and before the gate: the
+  // job never executes a single instruction outside it. A failure is
+  // reported after the gate, and the job never runs.
+  if (int err = cgroup.JoinSelf(); err != 0) ReportAndExit(report_wr, kStageCgroup, err, 126);
   // Dispositions set to ignore survive exec: give the job a clean slate.
   for (int sig : {SIGHUP, SIGINT, SIGPIPE, SIGTERM, SIGCHLD}) ::signal(sig, SIG_DFL);
   sigset_t none;
@@ -398,17 +403,11 @@ int main(int argc, char** argv) {
   if (pid == 0) {
     ::close(gate[1]);
     ::close(report[0]);
-    RunChild(*spec, lock_fd, log_fd, gate[0], report[1]);
+    RunChild(*spec, cgroup, lock_fd, log_fd, gate[0], report[1]);
   }
   ::close(gate[0]);
   ::close(report[1]);
   ::setpgid(pid, pid);  // also in the parent, so the group exists before pid.json says so
-  if (std::string why = cgroup.AddProcess(pid); !why.empty()) {
-    ::close(gate[1]);  // EOF: the child exits without running the job
-    ::waitpid(pid, nullptr, 0);
-    cgroup.Remove();
-    return StartFailed(log_fd, "cannot move the job into its cgroup: " + why, 126);
-  }
 
   PidRecord rec;
   rec.shim_pid = ::getpid();
@@ -443,6 +442,7 @@ int main(int argc, char** argv) {
   if (got == static_cast<ssize_t>(sizeof rep)) {
     std::string why = rep.stage == kStageChdir
                           ? "cannot change to working directory '" + spec->working_dir + "': "
+                      : rep.stage == kStageCgroup ? "cannot join the run's cgroup: "
                       : rep.stage == kStageIdentity
                           ? "cannot take the run identity uid " + std::to_string(spec->uid) +
                                 " gid " + std::to_string(spec->gid) + ": "
