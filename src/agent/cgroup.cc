@@ -13,6 +13,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "agent/atomic_file.h"
+
 namespace berth::agent {
 namespace {
 
@@ -27,19 +29,10 @@ std::vector<std::string> Split(const std::string& s, char sep) {
   return out;
 }
 
+// A control file's text; "" when it cannot be read (a controller the host
+// lacks, a cgroup already gone).
 std::string ReadSmall(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return {};
-  std::string out;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return out;
+  return ReadWholeFile(path).value_or("");
 }
 
 // Writes `value` to a cgroup control file; 0 or the errno.
