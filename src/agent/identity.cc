@@ -59,7 +59,9 @@ Result<Identity> ResolveRunAs(const RunAs& run_as, const std::string& tenant,
                             tenant));
   }
   if (std::find(id.groups.begin(), id.groups.end(), id.gid) == id.groups.end()) {
-    id.groups.insert(id.groups.begin(), id.gid);
+    // The primary group first, as initgroups(3) does.
+    id.groups.push_back(id.gid);
+    std::rotate(id.groups.begin(), id.groups.end() - 1, id.groups.end());
   }
   const bool root_group = std::find(id.groups.begin(), id.groups.end(), 0U) != id.groups.end();
   if ((id.uid == 0 || root_group) && !run_as.allow_root) {
