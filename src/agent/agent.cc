@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "agent/node_proto.h"
+#include "common/hash.h"
 
 namespace berth::agent {
 namespace {
@@ -149,12 +150,8 @@ Agent::Agent(AgentOptions options, model::NodeInfo base, std::unique_ptr<GpuProv
                    !up.empty() && up != up.root_path(); up = up.parent_path()) {
                 struct stat st {};
                 if (::stat(up.c_str(), &st) == 0 && (st.st_mode & S_IXOTH) == 0) {
-                  std::uint32_t h = 2166136261U;
-                  for (char c : fs::absolute(options_.data_dir).string()) {
-                    h ^= static_cast<unsigned char>(c);
-                    h *= 16777619U;
-                  }
-                  job_root = fmt::format("/var/tmp/berth-runs-{:08x}", h);
+                  job_root = fmt::format("/var/tmp/berth-runs-{:08x}",
+                                         Fnv1a32(fs::absolute(options_.data_dir).string()));
                   std::error_code ec;
                   fs::create_directories(job_root, ec);
                   ::chmod(job_root.c_str(), 0711);

@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "agent/atomic_file.h"
+#include "common/hash.h"
 
 extern char** environ;
 
@@ -102,11 +103,7 @@ Runner::Runner(RunnerOptions options, const Clock& clock)
   // apart under a scope named for the node and the agent's data directory.
   std::error_code ec;
   fs::path data = fs::weakly_canonical(options_.data_dir, ec);
-  std::uint32_t h = 2166136261U;
-  for (char c : (ec ? options_.data_dir : data).string()) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 16777619U;
-  }
+  const std::uint32_t h = Fnv1a32((ec ? options_.data_dir : data).string());
   std::string node = options_.node_name.empty() ? "node" : options_.node_name;
   std::replace(node.begin(), node.end(), '/', '_');
   cgroup_scope_ = fmt::format("{}/{}-{:08x}", options_.cgroup_parent, node, h);

@@ -14,6 +14,7 @@
 #include <limits>
 #include <set>
 
+#include "common/hash.h"
 #include "common/units.h"
 #include "model/job.h"
 #include "model/names.h"
@@ -754,12 +755,7 @@ Result<Policy> ParsePolicy(std::string_view yaml) {
 }
 
 std::uint32_t DerivedUid(std::string_view tenant) {
-  std::uint32_t h = 2166136261U;
-  for (char c : tenant) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 16777619U;
-  }
-  return kDerivedUidBase + h % kDerivedUidSpan;
+  return kDerivedUidBase + Fnv1a32(tenant) % kDerivedUidSpan;
 }
 
 Status CheckStorageGrants(const Policy& policy, const JobSpec& spec) {
