@@ -145,16 +145,24 @@ Agent::Agent(AgentOptions options, model::NodeInfo base, std::unique_ptr<GpuProv
             // puts the jobs' side (work directories, stand-in devices) in a
             // root-owned directory under /var/tmp instead.
             fs::path job_root = options_.data_dir;
+            std::string job_root_gap;  // why run identities cannot reach it
             if (r.confine) {
               for (fs::path up = fs::absolute(job_root).parent_path();
                    !up.empty() && up != up.root_path(); up = up.parent_path()) {
                 struct stat st {};
                 if (::stat(up.c_str(), &st) == 0 && (st.st_mode & S_IXOTH) == 0) {
-                  job_root = fmt::format("/var/tmp/berth-runs-{:08x}",
-                                         Fnv1a32(fs::absolute(options_.data_dir).string()));
-                  std::error_code ec;
-                  fs::create_directories(job_root, ec);
-                  ::chmod(job_root.c_str(), 0711);
+                  const fs::path fallback =
+                      fmt::format("/var/tmp/berth-runs-{:08x}",
+                                  Fnv1a32(fs::absolute(options_.data_dir).string()));
+                  if (std::string why = ClaimJobRoot(fallback); !why.empty()) {
+                    job_root_gap = (fmt::format(
+                        "work directories: {} is not searchable by others (mode {:o}) and {}; "
+                        "no run identity reaches its working directory; chmod o+x it or move the "
+                        "data directory",
+                        up.string(), st.st_mode & 07777, why));
+                    break;
+                  }
+                  job_root = fallback;
                   spdlog::info(
                       "{} is not searchable by run identities (mode {:o}); jobs' working "
                       "directories live in {} instead",
@@ -175,6 +183,7 @@ Agent::Agent(AgentOptions options, model::NodeInfo base, std::unique_ptr<GpuProv
             confinement_.cgroup = CgroupVersionName(r.cgroups.version);
             confinement_.controllers = r.cgroups.controllers;
             confinement_.missing = r.cgroups.missing;
+            if (!job_root_gap.empty()) confinement_.missing.push_back(job_root_gap);
             if (!r.confine) {
               confinement_.missing.insert(
                   confinement_.missing.begin(),

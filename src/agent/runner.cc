@@ -95,6 +95,64 @@ std::vector<std::string> RunDeviceRules(const fs::path& device_dir,
   return rules;
 }
 
+namespace {
+
+// What a container gets bind-mounted (its checkpoint directory, its mounts)
+// must be the path berthd checked against the tenant's storage grants, not
+// a symlink a job planted there: podman resolves symlinks, so the link's
+// target would be mounted instead. Returns "" or why not.
+std::string SymlinkedMount(const StartOrder& order) {
+  std::vector<std::string> paths;
+  if (auto it = order.env.find("BERTH_CHECKPOINT_DIR"); it != order.env.end()) {
+    paths.push_back(it->second);
+  }
+  if (!order.checkpoint_file.empty()) {
+    paths.push_back(fs::path(order.checkpoint_file).parent_path().string());
+  }
+  for (const auto& [path, read_only] : order.mounts) paths.push_back(path);
+  for (std::string path : paths) {
+    if (path.empty() || path.front() != '/') continue;
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
+    std::error_code ec;
+    const fs::path real = fs::weakly_canonical(path, ec);
+    if (!ec && real.string() != fs::path(path).lexically_normal().string()) {
+      return fmt::format(
+          "{} leads through a symlink to {}; a container gets only real paths under its "
+          "tenant's storage grants: remove the link, or name the real path",
+          path, real.string());
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string ClaimJobRoot(const fs::path& dir) {
+  if (::mkdir(dir.c_str(), 0711) != 0 && errno != EEXIST) {
+    return fmt::format("mkdir {}: {}", dir.string(), std::strerror(errno));
+  }
+  // Through a descriptor that refuses symlinks: what is checked is what is
+  // changed.
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    return fmt::format("{} is not a directory of its own ({})", dir.string(), std::strerror(errno));
+  }
+  struct stat st {};
+  std::string why;
+  if (::fstat(fd, &st) != 0) {
+    why = fmt::format("stat {}: {}", dir.string(), std::strerror(errno));
+  } else if (st.st_uid != 0 || (st.st_mode & 022) != 0) {
+    why = fmt::format(
+        "{} belongs to uid {} with mode {:o}, not to root alone; someone made it "
+        "before the agent did",
+        dir.string(), st.st_uid, st.st_mode & 07777);
+  } else if (::fchmod(fd, 0711) != 0) {
+    why = fmt::format("chmod {}: {}", dir.string(), std::strerror(errno));
+  }
+  ::close(fd);
+  return why;
+}
+
 Runner::Runner(RunnerOptions options, const Clock& clock)
     : options_(std::move(options)), clock_(clock) {
   if (options_.work_root.empty()) options_.work_root = options_.data_dir / "work";
@@ -262,6 +320,7 @@ Result<RunState> Runner::Start(const StartOrder& order) {
     refused = "cannot make the run's working directory: " + why;
   }
   const fs::path work = WorkDir(order.run_id);
+  if (refused.empty() && !order.image.empty()) refused = SymlinkedMount(order);
 
   // What the job itself sees, over what it inherits from the agent.
   std::map<std::string, std::string> job_env = order.env;

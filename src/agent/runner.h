@@ -75,6 +75,12 @@ struct RunnerOptions {
   std::filesystem::path gpu_device_dir = "/dev";
 };
 
+// Makes `dir` (in a world-writable place such as /var/tmp) the agent's own:
+// created 0711 if missing; refused unless it is a real directory (not a
+// symlink), owned by root and writable by no one else, since whoever else
+// made it could swap its contents under the agent. Returns "" or why not.
+std::string ClaimJobRoot(const std::filesystem::path& dir);
+
 // The cgroup v1 device rules of a run holding `gpu_indices`: the standard
 // character devices, the NVIDIA control devices and those GPUs' nodes, as
 // found in `device_dir`.

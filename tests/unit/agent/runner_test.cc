@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "agent/atomic_file.h"
 #include "test_util.h"
@@ -557,6 +559,71 @@ TEST_F(RunnerTest, AnImageWithoutPodmanFailsAtOnceWithWhatToDo) {
             "image docker.io/x:1 needs a container runtime, but podman is not installed on node "
             "node-1; install podman there or remove `image` from the job spec");
   EXPECT_FALSE(seen_["r1"].started.has_value());
+}
+
+}  // namespace
+}  // namespace berth::agent
+
+namespace berth::agent {
+namespace {
+
+TEST(RunnerMounts, AContainerMountThatLeadsThroughASymlinkIsRefusedBeforePodmanRuns) {
+  testing::TempDir dir;
+  SystemClock clock;
+  RunnerOptions o;
+  o.data_dir = dir.path() / "agent";
+  o.shim_path = BERTH_SHIM_PATH;
+  o.node_name = "node-1";
+  Runner runner(o, clock);
+  // A job of the tenant planted a link inside its granted root, pointing
+  // out of it; the next container job names the link as its mount.
+  std::filesystem::create_directories(dir.path() / "granted");
+  std::filesystem::create_symlink("/etc", dir.path() / "granted" / "ckpt");
+  StartOrder order;
+  order.run_id = "linked";
+  order.command = {"true"};
+  order.image = "localhost/berth-test/busybox:2";
+  order.mounts = {{(dir.path() / "granted" / "ckpt" / "sub").string(), false}};
+  ASSERT_TRUE(runner.Start(order).has_value());
+  std::optional<RunState> exit;
+  ASSERT_TRUE(testing::WaitFor([&] {
+    for (auto& ev : runner.Poll()) {
+      if (ev.kind == RunEvent::Kind::kExited) exit = ev.state;
+    }
+    return exit.has_value();
+  }));
+  ASSERT_TRUE(exit->exit.has_value());
+  EXPECT_NE(exit->exit->start_error.find("leads through a symlink to /etc/sub"), std::string::npos)
+      << exit->exit->start_error;
+}
+
+TEST(RunnerMounts, AJobRootSomeoneElseMadeFirstIsNotClaimed) {
+  testing::TempDir dir;
+  const auto fresh = dir.path() / "fresh";
+  EXPECT_EQ(ClaimJobRoot(fresh), "");
+  struct stat st {};
+  ASSERT_EQ(::lstat(fresh.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0711U);
+  EXPECT_EQ(ClaimJobRoot(fresh), "");  // ours already: claimed again
+  // A symlink planted where the agent's root will be.
+  struct stat etc_before {};
+  ASSERT_EQ(::lstat("/etc", &etc_before), 0);
+  std::filesystem::create_symlink("/etc", dir.path() / "planted");
+  EXPECT_NE(ClaimJobRoot(dir.path() / "planted").find("not a directory of its own"),
+            std::string::npos);
+  ASSERT_EQ(::lstat("/etc", &st), 0);
+  EXPECT_EQ(st.st_mode, etc_before.st_mode) << "the link's target was changed";
+  // A directory others may write into.
+  const auto open = dir.path() / "open";
+  std::filesystem::create_directories(open);
+  ::chmod(open.c_str(), 01777);
+  EXPECT_NE(ClaimJobRoot(open).find("not to root alone"), std::string::npos);
+  if (::geteuid() == 0) {
+    const auto theirs = dir.path() / "theirs";
+    std::filesystem::create_directories(theirs);
+    ASSERT_EQ(::chown(theirs.c_str(), 2000900001, 2000900001), 0);
+    EXPECT_NE(ClaimJobRoot(theirs).find("belongs to uid 2000900001"), std::string::npos);
+  }
 }
 
 }  // namespace
