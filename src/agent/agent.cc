@@ -133,6 +133,7 @@ Agent::Agent(AgentOptions options, model::NodeInfo base, std::unique_ptr<GpuProv
             r.node_name = base_.name;
             r.pull_timeout_ms = options_.pull_timeout_ms;
             r.podman_conf = options_.podman_conf;
+            r.output_retention_ms = options_.output_retention_ms;
             // Only real NVIDIA GPUs exist as CDI devices; simulated ones are
             // numbers in the environment and nothing more.
             r.cdi_gpus = provider_->Name() == "nvml";
@@ -602,6 +603,32 @@ void Agent::Handle(Stream* stream, const v1::ServerMessage& msg) {
       held_.erase(msg.ack_exit().run_id());
       fenced_.erase(msg.ack_exit().run_id());
     }
+  } else if (msg.has_output_request()) {
+    // A tenant downloading results: berthd checked who asks; the runner
+    // reads only what the run's identity owns (agent/outputs.h).
+    const auto& m = msg.output_request();
+    v1::AgentMessage out;
+    auto* reply = out.mutable_output_reply();
+    reply->set_request_id(m.request_id());
+    auto read = runner_.ReadOutput(m.run_id(), m.path(), m.offset(), m.length());
+    if (!read) {
+      reply->set_error(read.error().message);
+      reply->set_code(static_cast<std::int32_t>(read.error().code));
+    } else {
+      reply->set_is_dir(read->is_dir);
+      reply->set_truncated(read->truncated);
+      reply->set_size(read->size);
+      reply->set_modified_ms(read->modified_ms);
+      reply->set_data(std::move(read->data));
+      for (auto& e : read->entries) {
+        auto* entry = reply->add_entries();
+        entry->set_name(std::move(e.name));
+        entry->set_type(std::move(e.type));
+        entry->set_size(e.size);
+        entry->set_modified_ms(e.modified_ms);
+      }
+    }
+    Send(stream, out);
   }
 }
 

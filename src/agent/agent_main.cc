@@ -113,6 +113,11 @@ int main(int argc, char** argv) {
                  "elsewhere; berthd's --agent-fence-grace must be at least this "
                  "(docs/operations.md, \"Fencing\")")
       ->capture_default_str();
+  std::string output_retention = berth::FormatDurationMs(agent::AgentOptions{}.output_retention_ms);
+  app.add_option("--output-retention", output_retention,
+                 "how long a run's output directory (BERTH_OUTPUT_DIR) stays on the node after "
+                 "the run, for its tenant to download with `berth cp` (docs/jobs.md, \"Outputs\")")
+      ->capture_default_str();
   std::string podman_conf;
   app.add_option("--podman-conf", podman_conf,
                  "a containers.conf for the podman of container runs, given to it as "
@@ -277,6 +282,13 @@ int main(int argc, char** argv) {
     options.fence_grace_ms = *ms;
   } else {
     spdlog::critical("--fence-grace '{}': write a duration such as 30s", fence_grace);
+    return 2;
+  }
+  if (auto ms = berth::ParseDurationMs(output_retention); ms && *ms > 0) {
+    options.output_retention_ms = *ms;
+  } else {
+    spdlog::critical("--output-retention '{}': write a duration such as 7d or 12h",
+                     output_retention);
     return 2;
   }
   // Absolute: podman runs in each run's directory.

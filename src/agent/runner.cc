@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <spawn.h>
+#include <spdlog/spdlog.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -18,6 +19,7 @@
 
 #include "agent/atomic_file.h"
 #include "common/hash.h"
+#include "common/units.h"
 
 extern char** environ;
 
@@ -156,6 +158,9 @@ std::string ClaimJobRoot(const fs::path& dir) {
 Runner::Runner(RunnerOptions options, const Clock& clock)
     : options_(std::move(options)), clock_(clock) {
   if (options_.work_root.empty()) options_.work_root = options_.data_dir / "work";
+  if (options_.output_root.empty()) {
+    options_.output_root = options_.work_root.parent_path() / "outputs";
+  }
   // Run ids are unique per berthd, not per host: two agents on one host (two
   // simulated nodes, a test beside a real agent) keep their runs' cgroups
   // apart under a scope named for the node and the agent's data directory.
@@ -177,6 +182,10 @@ fs::path Runner::WorkDir(std::string_view run_id) const {
   return options_.work_root / std::string(run_id);
 }
 
+fs::path Runner::OutputDir(std::string_view run_id) const {
+  return options_.output_root / std::string(run_id) / "out";
+}
+
 namespace {
 
 // The agent's directories and who may enter them: the data dir and the work
@@ -184,10 +193,12 @@ namespace {
 // on simulated nodes, the stand-in devices) but not listed; the run
 // directories (orders, specs with their env, exit records, logs) are the
 // agent's alone.
-Status PrepareDirs(const fs::path& data_dir, const fs::path& work_root) {
+Status PrepareDirs(const fs::path& data_dir, const fs::path& work_root,
+                   const fs::path& output_root) {
   std::error_code ec;
   const fs::path runs = data_dir / "runs";
-  for (const auto& [dir, mode] : {std::pair{data_dir, 0711}, {runs, 0700}, {work_root, 0711}}) {
+  for (const auto& [dir, mode] :
+       {std::pair{data_dir, 0711}, {runs, 0700}, {work_root, 0711}, {output_root, 0711}}) {
     fs::create_directories(dir, ec);
     if (ec) return Fail(Code::kInternal, "cannot create " + dir.string() + ": " + ec.message());
     if (::chmod(dir.c_str(), static_cast<mode_t>(mode)) != 0) {
@@ -214,6 +225,59 @@ std::string Runner::MakeWorkDir(const std::string& run_id,
     }
   }
   return {};
+}
+
+std::string Runner::MakeOutputDir(const std::string& run_id,
+                                  const std::optional<Identity>& owner) const {
+  // The run's directory is ours, so the job cannot rename its `out` or change
+  // the time its retention counts from; `out` is the job's.
+  const fs::path top = options_.output_root / run_id;
+  std::error_code ec;
+  fs::remove_all(top, ec);  // a leftover of a Start() that died before its run dir
+  // chmod: berthd's umask (077) would leave it closed to the run identity.
+  if (::mkdir(top.c_str(), 0711) != 0 || ::chmod(top.c_str(), 0711) != 0) {
+    return fmt::format("mkdir {}: {}", top.string(), std::strerror(errno));
+  }
+  const fs::path out = OutputDir(run_id);
+  if (::mkdir(out.c_str(), 0700) != 0) {
+    return fmt::format("mkdir {}: {}", out.string(), std::strerror(errno));
+  }
+  if (owner && ::lchown(out.c_str(), owner->uid, owner->gid) != 0) {
+    return fmt::format("chown {} to {}:{}: {}", out.string(), owner->uid, owner->gid,
+                       std::strerror(errno));
+  }
+  return {};
+}
+
+Result<OutputRead> Runner::ReadOutput(std::string_view run_id, std::string_view path,
+                                      std::uint64_t offset, std::uint32_t length) const {
+  BERTH_RETURN_IF_ERROR(ValidateRunId(run_id));
+  auto read = ReadOutputAt(OutputDir(run_id), path, offset, length);
+  if (!read && read.error().code == Code::kNotFound && path.empty()) {
+    return Fail(
+        Code::kNotFound,
+        fmt::format("run {} has no outputs on node {}: they are kept {} after the run "
+                    "(berth-agent --output-retention), or the run never started here",
+                    run_id, options_.node_name, FormatDurationMs(options_.output_retention_ms)));
+  }
+  return read;
+}
+
+void Runner::SweepOutputs(TimeMs now) {
+  outputs_swept_ms_ = now;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(options_.output_root, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (runs_.contains(name) || fs::exists(RunDir(name))) continue;  // not acknowledged yet
+    struct stat st {};
+    if (::lstat(entry.path().c_str(), &st) != 0) continue;
+    const TimeMs since =
+        static_cast<TimeMs>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1'000'000;
+    if (since + options_.output_retention_ms > now) continue;
+    std::error_code rm;
+    fs::remove_all(entry.path(), rm);
+    if (rm) spdlog::warn("cannot remove the outputs of {}: {}", name, rm.message());
+  }
 }
 
 namespace {
@@ -250,7 +314,7 @@ Runner::Run Runner::Load(const std::string& run_id) const {
 Result<std::vector<RunState>> Runner::Scan() {
   fs::path root = options_.data_dir / "runs";
   std::error_code ec;
-  BERTH_RETURN_IF_ERROR(PrepareDirs(options_.data_dir, options_.work_root));
+  BERTH_RETURN_IF_ERROR(PrepareDirs(options_.data_dir, options_.work_root, options_.output_root));
   // A working directory without its run directory belongs to a Start() that
   // died before the rename, or to a run acknowledged before its directory
   // went: nothing will use it.
@@ -301,7 +365,7 @@ Result<RunState> Runner::Start(const StartOrder& order) {
     return StateOf(it->second);
   }
   fs::path root = options_.data_dir / "runs";
-  BERTH_RETURN_IF_ERROR(PrepareDirs(options_.data_dir, options_.work_root));
+  BERTH_RETURN_IF_ERROR(PrepareDirs(options_.data_dir, options_.work_root, options_.output_root));
 
   // Who the job runs as. A confined node starts nothing without an identity
   // it can resolve: the run exits at once with the reason, for berth why.
@@ -319,6 +383,9 @@ Result<RunState> Runner::Start(const StartOrder& order) {
   if (std::string why = MakeWorkDir(order.run_id, identity); !why.empty() && refused.empty()) {
     refused = "cannot make the run's working directory: " + why;
   }
+  if (std::string why = MakeOutputDir(order.run_id, identity); !why.empty() && refused.empty()) {
+    refused = "cannot make the run's output directory: " + why;
+  }
   const fs::path work = WorkDir(order.run_id);
   if (refused.empty() && !order.image.empty()) refused = SymlinkedMount(order);
 
@@ -333,6 +400,7 @@ Result<RunState> Runner::Start(const StartOrder& order) {
   job_env["BERTH_NODE"] = options_.node_name;
   job_env["BERTH_RUN_ID"] = order.run_id;
   job_env["BERTH_ATTEMPT"] = std::to_string(order.attempt);
+  job_env["BERTH_OUTPUT_DIR"] = OutputDir(order.run_id).string();
   if (order.gpu_share_millis > 0) {
     // A slice: what placement granted. Berth guarantees the accounting; on
     // the card, the NVIDIA MPS daemon (where the operator runs it) enforces
@@ -560,6 +628,10 @@ void Runner::ContainerSpec(const StartOrder& order, const std::string& podman, S
     argv.emplace_back("-v");
     argv.push_back(fmt::format("{0}:{0}", work->string()));
   }
+  // What it leaves for its tenant to download, at the path BERTH_OUTPUT_DIR
+  // names.
+  argv.emplace_back("-v");
+  argv.push_back(fmt::format("{0}:{0}", OutputDir(order.run_id).string()));
   for (const auto& [k, v] : job_env) {
     argv.emplace_back("-e");
     argv.push_back(fmt::format("{}={}", k, v));
@@ -763,6 +835,12 @@ Status Runner::Ack(std::string_view run_id) {
   }
   std::error_code ec;
   fs::remove_all(WorkDir(run_id), ec);
+  // The outputs stay for their retention, counted from now.
+  const TimeMs now = clock_.NowMs();
+  const struct timespec times[2] = {{now / 1000, (now % 1000) * 1'000'000},
+                                    {now / 1000, (now % 1000) * 1'000'000}};
+  (void)::utimensat(AT_FDCWD, (options_.output_root / std::string(run_id)).c_str(), times,
+                    AT_SYMLINK_NOFOLLOW);
   fs::remove_all(it->second.dir, ec);
   if (ec)
     return Fail(Code::kInternal, "cannot remove " + it->second.dir.string() + ": " + ec.message());
@@ -866,6 +944,7 @@ std::vector<RunEvent> Runner::Poll(std::size_t max_log_chunks) {
   std::vector<RunEvent> events;
   ReapStraySignallers();
   const TimeMs now = clock_.NowMs();
+  if (now - outputs_swept_ms_ >= 60'000) SweepOutputs(now);
   for (auto& [id, run] : runs_) {
     SuperviseRun(run, now);
 

@@ -18,6 +18,7 @@
 
 #include "agent/cgroup.h"
 #include "agent/identity.h"
+#include "agent/outputs.h"
 #include "agent/run_files.h"
 #include "common/clock.h"
 #include "common/status.h"
@@ -31,6 +32,12 @@ struct RunnerOptions {
   // Jobs' own working directories, one per run (0700, owned by the run
   // identity; HOME and TMPDIR point into it); empty: data_dir/work.
   std::filesystem::path work_root{};
+  // Runs' output directories (BERTH_OUTPUT_DIR): <output_root>/<run>/out,
+  // owned by the run identity, kept after the run for `output_retention_ms`
+  // so its tenant can download them (docs/jobs.md#outputs); empty: beside
+  // work_root (its parent's "outputs").
+  std::filesystem::path output_root{};
+  std::int64_t output_retention_ms = std::int64_t{7} * 24 * 3600 * 1000;
   std::filesystem::path shim_path;  // the berth-shim executable
   std::string node_name;            // BERTH_NODE for jobs
   // Container runs: how long the shim may spend pulling a missing image, and
@@ -240,6 +247,17 @@ class Runner {
   std::filesystem::path RunDir(std::string_view run_id) const;
   // The job's own working directory (when its spec names none).
   std::filesystem::path WorkDir(std::string_view run_id) const;
+  // The run's output directory (BERTH_OUTPUT_DIR), kept after Ack() until
+  // the retention has passed.
+  std::filesystem::path OutputDir(std::string_view run_id) const;
+
+  // A listing or a slice of a file of `run_id`'s outputs (agent/outputs.h),
+  // for berthd's OutputRequest. Works for acknowledged runs too.
+  Result<OutputRead> ReadOutput(std::string_view run_id, std::string_view path,
+                                std::uint64_t offset, std::uint32_t length) const;
+  // Removes the output directories of runs acknowledged longer than the
+  // retention ago (Poll() calls it at most once a minute).
+  void SweepOutputs(TimeMs now);
 
  private:
   // One run as the runner tracks it. The durable truth is the directory;
@@ -301,6 +319,8 @@ class Runner {
   RunCgroup CgroupOf(const Run& run) const;
   // Makes the job's working directory, owned by `owner` (none: ours).
   std::string MakeWorkDir(const std::string& run_id, const std::optional<Identity>& owner) const;
+  // Makes <output_root>/<run> (ours, 0711) and its `out` (0700, `owner`'s).
+  std::string MakeOutputDir(const std::string& run_id, const std::optional<Identity>& owner) const;
   RunState StateOf(const Run& run) const;
   Run Load(const std::string& run_id) const;
 
@@ -311,6 +331,7 @@ class Runner {
   // `podman kill`s still running when their run was acknowledged: reaped by
   // Supervise()/Poll() so none stays a zombie.
   std::vector<std::int64_t> stray_signallers_;
+  TimeMs outputs_swept_ms_ = 0;
 };
 
 // Checks a run id is safe as a directory name: 1..128 of [A-Za-z0-9._-], not

@@ -208,7 +208,8 @@ Result<json> ApiClient::Post(const std::string& path, const std::string& body,
   return DecodeJson(res->status, res->body);
 }
 
-Status ApiClient::Stream(const std::string& path, const Sink& sink, bool long_lived) {
+Status ApiClient::Stream(const std::string& path, const Sink& sink, bool long_lived,
+                         std::optional<std::uint64_t>* content_length) {
   http_->set_read_timeout(long_lived ? kStreamTimeout : kRequestTimeout);
   int status = 0;
   std::string error_body;
@@ -217,6 +218,12 @@ Status ApiClient::Stream(const std::string& path, const Sink& sink, bool long_li
       url_.base_path + path, RequestHeaders("text/plain", token_),
       [&](const httplib::Response& response) {
         status = response.status;
+        if (content_length != nullptr && response.has_header("Content-Length")) {
+          std::uint64_t n = 0;
+          const std::string v = response.get_header_value("Content-Length");
+          auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+          if (ec == std::errc() && p == v.data() + v.size()) *content_length = n;
+        }
         return true;
       },
       [&](const char* data, std::size_t len) {

@@ -3,9 +3,11 @@
 // Error value with a message fit to print on one line.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -53,7 +55,10 @@ class ApiClient {
   // to stop early (stdout closed). For long-lived streams (logs --follow)
   // the read timeout is lifted: the server may stay quiet for hours.
   using Sink = std::function<bool(std::string_view)>;
-  Status Stream(const std::string& path, const Sink& sink, bool long_lived);
+  // `content_length` (when not null) gets the answer's Content-Length, if
+  // it had one, before the first byte reaches `sink`.
+  Status Stream(const std::string& path, const Sink& sink, bool long_lived,
+                std::optional<std::uint64_t>* content_length = nullptr);
 
   const ServerUrl& url() const { return url_; }
   // Sent as `Authorization: Bearer` on every request when not empty.

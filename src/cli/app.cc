@@ -161,6 +161,47 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
     return StreamLogs(api, job_id, only, follow, out.out);
   };
 
+  std::uint32_t out_replica = 0;
+  std::uint32_t out_attempt = 0;
+  std::string out_path;
+  auto* outputs = app.add_subcommand(
+      "outputs", "list what a job's run left in its output directory (BERTH_OUTPUT_DIR)");
+  AddJobId(outputs, job_id);
+  outputs->add_option("PATH", out_path, "a directory or file below it (default: all of it)");
+  auto add_source = [&](CLI::App* cmd) {
+    cmd->add_option("--replica", out_replica, "the replica's outputs (default: 0)")
+        ->check(CLI::NonNegativeNumber);
+    return cmd
+        ->add_option("--attempt", out_attempt,
+                     "this attempt's (default: the latest attempt that started)")
+        ->check(CLI::NonNegativeNumber);
+  };
+  auto* outputs_attempt = add_source(outputs);
+  auto source_of = [&](const CLI::Option* attempt_opt) {
+    OutputSource src;
+    src.replica = out_replica;
+    if (attempt_opt->count() > 0) src.attempt = out_attempt;
+    return src;
+  };
+  actions[outputs] = [&](ApiClient& api, const Output& out) {
+    return ListOutputs(api, job_id, source_of(outputs_attempt), out_path, out);
+  };
+
+  std::string cp_from;
+  std::string cp_to;
+  bool cp_recursive = false;
+  auto* cp = app.add_subcommand("cp", "download a job's outputs: berth cp JOB:PATH [DEST]");
+  cp->add_option("SOURCE", cp_from, "JOB:PATH below the job's output directory (JOB: for all)")
+      ->required();
+  cp->add_option("DEST", cp_to, "a file, or a directory to copy into (default: .)");
+  cp->add_flag("-r,--recursive", cp_recursive, "copy a directory and everything below it");
+  auto* cp_attempt = add_source(cp);
+  actions[cp] = [&](ApiClient& api, const Output& out) -> Status {
+    auto source = ParseCopySource(cp_from);
+    if (!source) return std::unexpected(source.error());
+    return CopyOutputs(api, *source, source_of(cp_attempt), cp_to, cp_recursive, out);
+  };
+
   auto* nodes = app.add_subcommand("nodes", "list nodes and their GPUs");
   actions[nodes] = [&](ApiClient& api, const Output& out) { return ListNodes(api, out); };
 

@@ -10,6 +10,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 
 #include "cli/api_client.h"
 #include "common/clock.h"
@@ -48,6 +49,25 @@ Status ExplainJob(ApiClient& api, std::uint64_t id, const std::string& lang, con
 // Log text goes to `out` as it arrives; there is no JSON form of logs.
 Status StreamLogs(ApiClient& api, std::uint64_t id, std::optional<int> replica, bool follow,
                   std::ostream& out);
+// Which run's outputs (docs/jobs.md#outputs): replica 0 unless told, the
+// given attempt, else berthd picks the latest attempt that started.
+struct OutputSource {
+  std::uint32_t replica = 0;
+  std::optional<std::uint32_t> attempt;
+};
+struct CopySpec {
+  std::uint64_t job = 0;
+  std::string path;  // below the output directory; "" for all of it
+};
+// "12:model.pt" -> {12, "model.pt"}; InvalidArgument (field source) else.
+Result<CopySpec> ParseCopySource(std::string_view text);
+// `berth outputs JOB [PATH]`: a directory's entries or a file's size.
+Status ListOutputs(ApiClient& api, std::uint64_t id, const OutputSource& src,
+                   const std::string& path, const Output& output);
+// `berth cp JOB:PATH [DEST] [-r]`: into DEST (a directory: DEST/<name>),
+// each file through DEST.part so an interrupted copy never looks complete.
+Status CopyOutputs(ApiClient& api, const CopySpec& source, const OutputSource& src,
+                   const std::string& dest, bool recursive, const Output& output);
 Status ListNodes(ApiClient& api, const Output& output);
 Status ListGpus(ApiClient& api, const Output& output);
 Status ShowNode(ApiClient& api, const std::string& node, const Output& output);

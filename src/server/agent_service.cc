@@ -164,6 +164,9 @@ grpc::Status AgentService::Connect(grpc::ServerContext* context, Stream* stream)
         // as reports on a run (a stale id is dropped, not an intrusion).
         controller_.OnTelemetry(node, msg.telemetry());
         break;
+      case berth::v1::AgentMessage::kOutputReply:
+        controller_.OnOutputReply(node, std::move(*msg.mutable_output_reply()));
+        break;
       case berth::v1::AgentMessage::kRegister:
       case berth::v1::AgentMessage::MSG_NOT_SET:
         spdlog::warn("agent {} sent an unexpected message; ignored", node);

@@ -30,17 +30,6 @@ namespace {
 
 using nlohmann::json;
 
-Result<std::int64_t> PathId(const httplib::Request& req) {
-  const std::string& s = req.matches[1];
-  std::int64_t id = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), id);
-  if (ec != std::errc() || p != s.data() + s.size() || id <= 0) {
-    return InvalidField("id",
-                        fmt::format("'{}' is not a job id; job ids are positive integers", s));
-  }
-  return id;
-}
-
 // A policy version number from a query parameter or the path.
 Result<std::int64_t> VersionNumber(const std::string& s, const std::string& field) {
   std::int64_t v = 0;
@@ -307,6 +296,11 @@ void Api::Register(httplib::Server& http) {
         Audited("job.checkpoint", &Api::ReportCheckpoint));
   Route(http, "GET", R"(/v1/jobs/([^/]+)/logs)", job(Need::kRead, "job.logs"), handler(&Api::Logs));
   Route(http, "GET", R"(/v1/jobs/([^/]+)/why)", job(Need::kRead, "job.why"), handler(&Api::Why));
+  Route(http, "GET", R"(/v1/jobs/([^/]+)/outputs)", job(Need::kRead, "job.outputs"),
+        handler(&Api::ListOutputs));
+  Route(http, "GET", R"(/v1/jobs/([^/]+)/outputs/content)",
+        job(Need::kRead, "job.outputs.download"),
+        Audited("job.outputs.download", &Api::DownloadOutput));
   Route(http, "GET", R"(/v1/jobs/([^/]+)/telemetry)", job(Need::kRead, "job.telemetry"),
         handler(&Api::JobTelemetry));
   // Inventory: everyone sees it; other tenants' jobs on it are anonymous.

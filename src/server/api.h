@@ -132,6 +132,10 @@ class Api {
   // saved a checkpoint (now, or at T), for the work an eviction would lose.
   void ReportCheckpoint(const httplib::Request& req, httplib::Response& res, AuditNote& note);
   void Logs(const httplib::Request& req, httplib::Response& res);
+  // A job's outputs on the node of its run (api_outputs.cc): a listing, and
+  // a file's bytes (audited: who took which file).
+  void ListOutputs(const httplib::Request& req, httplib::Response& res);
+  void DownloadOutput(const httplib::Request& req, httplib::Response& res, AuditNote& note);
   // GET /v1/jobs/{id}/why?lang=en|zh: the reason rendered in one language,
   // with the timeline events that explain it.
   void Why(const httplib::Request& req, httplib::Response& res);

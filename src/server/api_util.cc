@@ -1,5 +1,9 @@
 #include "server/api_util.h"
 
+#include <fmt/format.h>
+
+#include <charconv>
+
 #include "server/redact.h"
 #include "server/render.h"
 #include "server/request_decode.h"
@@ -27,6 +31,17 @@ Result<std::size_t> LimitParam(const httplib::Request& req, std::size_t fallback
   auto limit = ParseIntParam(req.get_param_value("limit"), "limit", 1, 10000);
   if (!limit) return std::unexpected(limit.error());
   return static_cast<std::size_t>(*limit);
+}
+
+Result<std::int64_t> PathId(const httplib::Request& req) {
+  const std::string& s = req.matches[1];
+  std::int64_t id = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), id);
+  if (ec != std::errc() || p != s.data() + s.size() || id <= 0) {
+    return InvalidField("id",
+                        fmt::format("'{}' is not a job id; job ids are positive integers", s));
+  }
+  return id;
 }
 
 }  // namespace berth::server

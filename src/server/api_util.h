@@ -16,6 +16,9 @@ void Reply(httplib::Response& res, int status, const nlohmann::json& body);
 // The error as JSON (render.h ErrorJson) with its HTTP status.
 void ReplyError(httplib::Response& res, const Error& e);
 
+// The job id in the path's first capture; InvalidArgument naming `id`.
+Result<std::int64_t> PathId(const httplib::Request& req);
+
 // A point in time from a query parameter: milliseconds since the epoch
 // (digits only), or a duration back from `now` ("7d", "12h"). Errors name
 // `field`.

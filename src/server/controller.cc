@@ -997,6 +997,24 @@ void Controller::ClassifyExit(store::RunExit& exit, std::int64_t job_id) const {
   }
 }
 
+Result<berth::v1::OutputReply> Controller::AskOutputs(const std::string& node,
+                                                      berth::v1::OutputRequest req) {
+  std::shared_ptr<AgentSession> session;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = live_.find(node); it != live_.end() && it->second.ready) {
+      session = it->second.session;
+    }
+  }
+  if (session == nullptr) {
+    return Fail(Code::kUnavailable,
+                fmt::format("node {} is not connected, and a run's outputs stay on the node that "
+                            "ran it; try again once it is back (berth node {})",
+                            node, node));
+  }
+  return outputs_.Ask(*session, std::move(req));
+}
+
 Status Controller::OnRegister(const berth::v1::Register& reg,
                               const std::shared_ptr<AgentSession>& session) {
   TimeMs now = clock_.NowMs();

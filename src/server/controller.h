@@ -25,6 +25,7 @@
 #include "sched/scheduler.h"
 #include "server/agent_session.h"
 #include "server/metering.h"
+#include "server/outputs.h"
 #include "store/audit_log.h"
 #include "store/store.h"
 
@@ -164,6 +165,14 @@ class Controller {
   // a bad sample must not close the stream.
   void OnTelemetry(const std::string& node, const berth::v1::GpuTelemetry& msg);
 
+  // A run's outputs, asked of the node that holds them (outputs.h):
+  // Unavailable, naming the node, when its agent is not connected.
+  [[nodiscard]] Result<berth::v1::OutputReply> AskOutputs(const std::string& node,
+                                                          berth::v1::OutputRequest req);
+  void OnOutputReply(const std::string& node, berth::v1::OutputReply reply) {
+    outputs_.OnReply(node, std::move(reply));
+  }
+
   // Runs one pass now, on the caller's thread (tests use it with a ManualClock).
   Status RunPass();
 
@@ -281,6 +290,7 @@ class Controller {
   bool wake_ = false;
   bool stopping_ = false;
   std::map<std::string, LiveNode> live_;
+  OutputBroker outputs_;                                // has its own lock
   std::map<std::int64_t, model::JobSpec> spec_cache_;   // specs never change
   std::shared_ptr<const store::PolicyVersion> policy_;  // null until first read
   std::thread thread_;

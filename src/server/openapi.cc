@@ -62,6 +62,44 @@ std::string_view OpenApiDocument() {
         "responses": {"200": {"description": "Log text", "content": {"text/plain": {"schema": {"type": "string"}}}}}
       }
     },
+    "/v1/jobs/{id}/outputs": {
+      "get": {
+        "summary": "A job's outputs: what its run left in BERTH_OUTPUT_DIR on its node",
+        "description": "Lists a directory, or describes a file, below the output directory of one run: replica 0 unless replica says, the given attempt, else the latest attempt that started. Asked of the run's node at once; nothing is copied to berthd. Only files the run's identity owns are read, and no symbolic link is followed. The job's tenant only: another tenant's member gets 404.",
+        "parameters": [
+          {"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}},
+          {"name": "replica", "in": "query", "schema": {"type": "integer", "default": 0}},
+          {"name": "attempt", "in": "query", "schema": {"type": "integer"}},
+          {"name": "path", "in": "query", "schema": {"type": "string", "default": ""}, "description": "Relative to the output directory, without . or .. components"}
+        ],
+        "responses": {
+          "200": {"description": "The listing or the file", "content": {"application/json": {"schema": {"type": "object", "properties": {"job": {"type": "integer"}, "replica": {"type": "integer"}, "attempt": {"type": "integer"}, "run": {"type": "string"}, "node": {"type": "string"}, "path": {"type": "string"}, "type": {"type": "string", "enum": ["dir", "file"]}, "size": {"type": "integer"}, "modified_ms": {"type": "integer"}, "truncated": {"type": "boolean"}, "entries": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "type": {"type": "string", "enum": ["file", "dir", "other"]}, "size": {"type": "integer"}, "modified_ms": {"type": "integer"}}}}}}}}},
+          "400": {"description": "A bad path (absolute, with .., through a link, a special file; field: path)", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+          "403": {"description": "A file the run's identity does not own"},
+          "404": {"description": "No such job, run or path"},
+          "503": {"description": "The run's node is not connected or did not answer"}
+        }
+      }
+    },
+    "/v1/jobs/{id}/outputs/content": {
+      "get": {
+        "summary": "Download one file of a job's outputs",
+        "description": "The file's bytes as application/octet-stream, streamed from the run's node slice by slice; a body shorter than its Content-Length means the download failed (the file shrank or the node went away). Headers X-Berth-Run, X-Berth-Node and X-Berth-Modified-Ms name the source. Every download is audited (job.outputs.download).",
+        "parameters": [
+          {"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}},
+          {"name": "replica", "in": "query", "schema": {"type": "integer", "default": 0}},
+          {"name": "attempt", "in": "query", "schema": {"type": "integer"}},
+          {"name": "path", "in": "query", "required": true, "schema": {"type": "string"}}
+        ],
+        "responses": {
+          "200": {"description": "The file", "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}},
+          "400": {"description": "A bad path, or a directory (field: path)"},
+          "403": {"description": "A file the run's identity does not own"},
+          "404": {"description": "No such job, run or file"},
+          "503": {"description": "The run's node is not connected or did not answer"}
+        }
+      }
+    },
     "/v1/jobs/{id}/why": {
       "get": {
         "summary": "Why a job is where it is: its reason in words and numbers",

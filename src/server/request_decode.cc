@@ -8,6 +8,7 @@
 
 #include "common/units.h"
 #include "model/job.h"
+#include "model/outputs.h"
 #include "model/policy.h"
 
 namespace berth::server {
@@ -57,6 +58,18 @@ std::vector<RouteRule> BuildRules() {
        {Int("replica", 0, model::kMaxReplicas - 1), Bool("follow")},
        BodyKind::kNone},
       {"GET", R"(/v1/jobs/([^/]+)/why)", {Text("lang", 16)}, BodyKind::kNone},
+      {"GET",
+       R"(/v1/jobs/([^/]+)/outputs)",
+       {Int("replica", 0, model::kMaxReplicas - 1),
+        Int("attempt", 0, std::numeric_limits<std::uint32_t>::max()),
+        Text("path", model::kMaxOutputPath)},
+       BodyKind::kNone},
+      {"GET",
+       R"(/v1/jobs/([^/]+)/outputs/content)",
+       {Int("replica", 0, model::kMaxReplicas - 1),
+        Int("attempt", 0, std::numeric_limits<std::uint32_t>::max()),
+        Text("path", model::kMaxOutputPath)},
+       BodyKind::kNone},
       {"GET",
        R"(/v1/jobs/([^/]+)/telemetry)",
        {Time("from"), Time("to"), Text("step", 32)},

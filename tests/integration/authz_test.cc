@@ -134,6 +134,9 @@ std::vector<Route> Routes() {
   r.push_back({"POST", "/v1/jobs/{id}/checkpoint", Kind::kObjectWrite, job("/checkpoint")});
   r.push_back({"GET", "/v1/jobs/{id}/logs", Kind::kObjectRead, job("/logs")});
   r.push_back({"GET", "/v1/jobs/{id}/why", Kind::kObjectRead, job("/why")});
+  r.push_back({"GET", "/v1/jobs/{id}/outputs", Kind::kObjectRead, job("/outputs")});
+  // No path: past the guard, the handler answers 400 (field path).
+  r.push_back({"GET", "/v1/jobs/{id}/outputs/content", Kind::kObjectRead, job("/outputs/content")});
   r.push_back({"GET", "/v1/jobs/{id}/telemetry", Kind::kObjectRead, job("/telemetry")});
   r.push_back({"GET", "/v1/nodes", Kind::kAny, fixed("/v1/nodes")});
   r.push_back({"GET", "/v1/nodes/{node}", Kind::kAny,
@@ -300,6 +303,8 @@ TEST_F(AuthzTest, EveryEndpointRoleAndTenantIsAllowedOrDeniedAsDocumented) {
     w.job[t] = berthd.Submit(
         JobSpecJson(t + "-job", {"sleep", "300"}, 1, {{"tenant", t}, {"queue", "main"}}));
     ASSERT_GT(w.job[t], 0);
+    // Running, so that its outputs (an empty directory) are on the node.
+    ASSERT_TRUE(berthd.WaitForState(w.job[t], "Running", 20s)) << berthd.Job(w.job[t]).dump(2);
     auto q = admin.Post(
         "/v1/quota-requests",
         json{{"queue", t + "/main"}, {"resource", "gpus"}, {"guaranteed", 2}, {"reason", "matrix"}}

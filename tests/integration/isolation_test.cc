@@ -69,11 +69,10 @@ TEST_F(IsolationTest, AJobOfOneTenantReachesNothingOfAnotherNorOfThePlatform) {
   std::string error;
   // B keeps a secret in its working directory and a checkpoint, then waits.
   const std::int64_t b = berthd.Submit(
-      JobSpecJson(
-          "b-secret",
-          Sh("echo b-secret > secret.txt; mkdir ckpt; echo state > ckpt/state; id -u; echo ready; "
-             "sleep 120"),
-          1, {{"tenant", "team-b"}, {"queue", "main"}}),
+      JobSpecJson("b-secret",
+                  Sh("echo b-secret > secret.txt; mkdir ckpt; echo state > ckpt/state; "
+                     "echo b-result > \"$BERTH_OUTPUT_DIR/result\"; id -u; echo ready; sleep 120"),
+                  1, {{"tenant", "team-b"}, {"queue", "main"}}),
       &error);
   ASSERT_GT(b, 0) << error;
   ASSERT_TRUE(berthd.WaitForState(b, "Running", 20s)) << berthd.Job(b).dump(2);
@@ -86,6 +85,7 @@ TEST_F(IsolationTest, AJobOfOneTenantReachesNothingOfAnotherNorOfThePlatform) {
   const std::string b_id = b_run.at("run_id");
   const std::string b_work = (agent_dir / "work" / b_id).string();
   const std::string b_spool = (agent_dir / "runs" / b_id).string();
+  const std::string b_out = (agent_dir / "outputs" / b_id / "out").string();
   const std::uint32_t b_gpu = b_run.at("gpus").at(0);
   const std::string data = berthd.data_dir().string();
   // Each line: what A tried, and GOT or DENIED.
@@ -96,6 +96,9 @@ TEST_F(IsolationTest, AJobOfOneTenantReachesNothingOfAnotherNorOfThePlatform) {
       {"read-b-checkpoint", "cat " + b_work + "/ckpt/state"},
       {"write-b-checkpoint", "echo evil > " + b_work + "/ckpt/state"},
       {"read-b-log", "cat " + b_spool + "/output.log"},
+      {"read-b-outputs", "cat " + b_out + "/result"},
+      {"list-b-outputs", "ls " + b_out},
+      {"write-b-outputs", "touch " + b_out + "/planted"},
       {"read-b-spec", "cat " + b_spool + "/spec.json"},
       {"write-b-exit", "echo '{}' > " + b_spool + "/exit.json"},
       {"list-runs", "ls " + (agent_dir / "runs").string()},
@@ -129,6 +132,8 @@ TEST_F(IsolationTest, AJobOfOneTenantReachesNothingOfAnotherNorOfThePlatform) {
   EXPECT_EQ(berthd.JobState(b), "Running");
   EXPECT_EQ(ReadFile(b_work + "/ckpt/state"), "state\n");
   EXPECT_FALSE(std::filesystem::exists(b_work + "/planted"));
+  EXPECT_EQ(ReadFile(b_out + "/result"), "b-result\n");
+  EXPECT_FALSE(std::filesystem::exists(b_out + "/planted"));
   r = Cli(berthd, {"cancel", std::to_string(b)});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_TRUE(berthd.WaitForTerminal(b, 30s));

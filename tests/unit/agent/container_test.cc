@@ -359,9 +359,10 @@ TEST_F(ConfinedContainerTest, AJobSeesNothingOfTheHostItWasNotGiven) {
       (dir_.path() / "data").string());
   auto [exit, log] = RunToEnd(runner, Order("peek", script));
   ASSERT_TRUE(exit.has_value()) << log;
-  // The data directory holds only the path down to its own work directory.
+  // The data directory holds only the paths down to its own work and
+  // output directories.
   EXPECT_EQ(log, fmt::format("NO {0}\nSEES {1}\nNO {2}\nNO {3}/spec.json\nNO {3}/output.log\n"
-                             "NO /etc/shadow\nwork\n",
+                             "NO /etc/shadow\noutputs\nwork\n",
                              secret.string(), dir_.path().string(), runs.string(),
                              runner.RunDir("peek").string()));
 }
