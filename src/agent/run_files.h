@@ -67,7 +67,7 @@ struct ShimSpec {
   std::uint64_t memory_limit_bytes{0};
   std::uint32_t cpu_millis{0};
   std::uint32_t pids_max{0};
-  std::vector<std::string> devices{};  // cgroup v1 device rules; empty: not confined
+  std::vector<std::string> devices{};  // device rules (CgroupLimits::devices); empty: not confined
 };
 
 struct PidRecord {

@@ -446,7 +446,7 @@ Result<RunState> Runner::Start(const StartOrder& order) {
       spec.memory_limit_bytes = order.memory_bytes;
       spec.cpu_millis = order.cpu_millis;
       spec.pids_max = options_.pids_max;
-      if (options_.cgroups.v1_roots.contains("devices")) {
+      if (options_.cgroups.v1_roots.contains("devices") || options_.cgroups.v2_devices) {
         spec.devices = RunDeviceRules(options_.gpu_device_dir, order.gpu_indices);
       }
     }

@@ -78,7 +78,8 @@ struct RunnerOptions {
   std::uint32_t pids_max = 32768;  // per run: a fork bomb stops there
   // Where the GPUs' device nodes (nvidiaN, nvidiactl, nvidia-uvm) are: /dev
   // on NVIDIA nodes, stand-ins of the same numbers on simulated ones. A run
-  // may open only its own GPUs' nodes and the control devices (cgroup v1).
+  // may open only its own GPUs' nodes and the control devices (the v1
+  // devices controller, or on v2 a BPF device program).
   std::filesystem::path gpu_device_dir = "/dev";
 };
 
@@ -88,9 +89,9 @@ struct RunnerOptions {
 // made it could swap its contents under the agent. Returns "" or why not.
 std::string ClaimJobRoot(const std::filesystem::path& dir);
 
-// The cgroup v1 device rules of a run holding `gpu_indices`: the standard
-// character devices, the NVIDIA control devices and those GPUs' nodes, as
-// found in `device_dir`.
+// The device rules (cgroup v1 syntax, CgroupLimits::devices) of a run
+// holding `gpu_indices`: the standard character devices, the NVIDIA control
+// devices and those GPUs' nodes, as found in `device_dir`.
 std::vector<std::string> RunDeviceRules(const std::filesystem::path& device_dir,
                                         const std::vector<std::uint32_t>& gpu_indices);
 
