@@ -93,6 +93,7 @@ StartOrder OrderFromProto(const v1::StartRun& m) {
   o.checkpoint_file = m.checkpoint_file();
   o.image = m.image();
   o.tenant = m.tenant();
+  o.container_network = m.container_network();
   o.run_as.user = m.run_as().user();
   o.run_as.numeric = m.run_as().numeric();
   o.run_as.uid = m.run_as().uid();

@@ -580,6 +580,13 @@ void Runner::ContainerSpec(const StartOrder& order, const std::string& podman, S
   // can find and remove it; run ids are valid container names.
   spec.container_name = "berth-" + order.run_id;
   argv.insert(argv.end(), {"--name", spec.container_name});
+  // The tenant's network from the policy; an unknown word from a newer
+  // berthd gets the tightest, never the host's.
+  if (order.container_network == "host") {
+    argv.emplace_back("--network=host");
+  } else if (!order.container_network.empty()) {
+    argv.emplace_back("--network=none");
+  }
   if (options_.cdi_gpus) {
     // CDI hands the container exactly these GPUs, and inside it CUDA numbers
     // them from 0: the host indices would name devices it cannot see.

@@ -124,6 +124,9 @@ struct StartOrder {
   // Host paths bind-mounted into a container at the same path (read_only:
   // ":ro"); berthd checked them against the tenant's storage grants.
   std::vector<std::pair<std::string, bool>> mounts{};
+  // A container's network: "" (podman's default, a namespace of its own),
+  // "none" or "host" (tenants.<t>.container_network).
+  std::string container_network{};
 };
 
 struct RunExit {

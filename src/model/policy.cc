@@ -25,7 +25,7 @@ namespace {
 constexpr std::array<std::string_view, 8> kTopFields{"usage_half_life",  "min_runtime", "pools",
                                                      "priority_classes", "queues",      "backfill",
                                                      "consolidation",    "tenants"};
-constexpr std::array<std::string_view, 2> kTenantFields{"run_as", "storage"};
+constexpr std::array<std::string_view, 3> kTenantFields{"run_as", "storage", "container_network"};
 constexpr std::array<std::string_view, 2> kGrantFields{"path", "access"};
 constexpr std::array<std::string_view, 5> kRunAsFields{"user", "uid", "gid", "groups",
                                                        "allow_root"};
@@ -309,6 +309,23 @@ class Parser {
             g.writable = *v == "read-write";
           }
           t.storage.push_back(std::move(g));
+        }
+      }
+      if (auto cn = it->second["container_network"]) {
+        const std::string nf = Sub(f, "container_network");
+        auto v = Str(cn, nf);
+        if (!v) return std::unexpected(v.error());
+        if (*v == "private") {
+          t.container_network = ContainerNetwork::kPrivate;
+        } else if (*v == "none") {
+          t.container_network = ContainerNetwork::kNone;
+        } else if (*v == "host") {
+          t.container_network = ContainerNetwork::kHost;
+        } else {
+          return InvalidField(nf, fmt::format("'{}' is none of private (the container's own "
+                                              "network namespace, the default), none (loopback "
+                                              "only) or host (the node's network)",
+                                              *v));
         }
       }
       p_.tenants[name] = t;
@@ -815,6 +832,23 @@ Status CheckStorageGrants(const Policy& policy, const JobSpec& spec) {
   return Ok();
 }
 
+std::string_view ContainerNetworkName(ContainerNetwork n) {
+  switch (n) {
+    case ContainerNetwork::kNone:
+      return "none";
+    case ContainerNetwork::kHost:
+      return "host";
+    case ContainerNetwork::kPrivate:
+      break;
+  }
+  return "private";
+}
+
+ContainerNetwork ContainerNetworkOf(const Policy& policy, std::string_view tenant) {
+  auto it = policy.tenants.find(std::string(tenant));
+  return it == policy.tenants.end() ? ContainerNetwork::kPrivate : it->second.container_network;
+}
+
 RunAs RunIdentityOf(const Policy& policy, std::string_view tenant) {
   if (auto it = policy.tenants.find(std::string(tenant));
       it != policy.tenants.end() && it->second.run_as) {
@@ -883,6 +917,10 @@ std::string PolicyToYaml(const Policy& p) {
               << YAML::EndMap;
         }
         out << YAML::EndSeq;
+      }
+      if (t.container_network != ContainerNetwork::kPrivate) {
+        out << YAML::Key << "container_network" << YAML::Value
+            << std::string(ContainerNetworkName(t.container_network));
       }
       out << YAML::EndMap;
     }

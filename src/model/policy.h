@@ -129,9 +129,18 @@ struct StorageGrant {
 };
 inline constexpr std::size_t kMaxStorageGrants = 64;
 
+// The network a tenant's containers (jobs with `image`) get: their own
+// network namespace on podman's network (private, the default), only a
+// loopback device (none), or the node's own (host: what gangs across nodes
+// need for NCCL; a platform admin's choice). Plain processes always share
+// the node's network, as under Slurm.
+enum class ContainerNetwork { kPrivate, kNone, kHost };
+std::string_view ContainerNetworkName(ContainerNetwork n);  // "private", "none", "host"
+
 struct TenantPolicy {
   std::optional<RunAs> run_as{};
   std::vector<StorageGrant> storage{};
+  ContainerNetwork container_network = ContainerNetwork::kPrivate;
   bool operator==(const TenantPolicy&) const = default;
 };
 
@@ -169,6 +178,8 @@ struct Policy {
 // What `tenant`'s runs execute as: the policy's run_as, else the derived
 // numeric identity.
 RunAs RunIdentityOf(const Policy& policy, std::string_view tenant);
+// The network `tenant`'s containers get (private unless the policy says).
+ContainerNetwork ContainerNetworkOf(const Policy& policy, std::string_view tenant);
 
 struct JobSpec;  // model/job.h
 

@@ -688,6 +688,10 @@ berth::v1::StartRun Controller::StartOrder(const store::RunRecord& run, const mo
   for (auto g : run_as.groups) id->add_groups(g);
   id->set_allow_root(run_as.allow_root);
   o.set_tenant(spec.tenant);
+  if (auto net = model::ContainerNetworkOf(policy, spec.tenant);
+      net != model::ContainerNetwork::kPrivate) {
+    o.set_container_network(std::string(model::ContainerNetworkName(net)));
+  }
   o.set_cpu_millis(spec.resources.cpu_millis);
   o.set_memory_bytes(spec.resources.memory_bytes);
   for (const auto& m : spec.mounts) {

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 
@@ -443,6 +444,41 @@ TEST_F(ConfinedContainerTest, AJobOverItsMemoryLimitIsKilledAndItsNeighbourRunsO
   EXPECT_EQ(exits["hog"].memory_limit_bytes, std::uint64_t{64} << 20);
   EXPECT_EQ(exits["neighbour"].exit_code, 0);
   EXPECT_EQ(logs["neighbour"], "alive\n");
+}
+
+// The interfaces in /proc/net/dev as a container or the host sees them.
+constexpr const char* kInterfaces =
+    "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | sort | tr '\\n' ' '; echo";
+
+std::string HostOutput(const std::string& script) {
+  std::string out;
+  if (FILE* f = ::popen(script.c_str(), "r")) {
+    std::array<char, 256> buf{};
+    while (std::fgets(buf.data(), buf.size(), f) != nullptr) out += buf.data();
+    ::pclose(f);
+  }
+  return out;
+}
+
+TEST_F(ConfinedContainerTest, AContainerGetsTheNetworkItsTenantsPolicyGives) {
+  Runner runner(Confined(), clock_);
+  StartOrder none = Order("net-none", kInterfaces);
+  none.container_network = "none";
+  auto [none_exit, none_log] = RunToEnd(runner, none);
+  ASSERT_TRUE(none_exit.has_value()) << none_log;
+  EXPECT_EQ(none_log, "lo \n");
+  // A word this agent does not know gets no network either.
+  StartOrder odd = Order("net-odd", kInterfaces);
+  odd.container_network = "future-mode";
+  auto [odd_exit, odd_log] = RunToEnd(runner, odd);
+  EXPECT_EQ(odd_log, "lo \n");
+  const std::string host = HostOutput(kInterfaces);
+  ASSERT_NE(host, "lo \n") << "the host has no interface but loopback to tell apart";
+  StartOrder shared = Order("net-host", kInterfaces);
+  shared.container_network = "host";
+  auto [host_exit, host_log] = RunToEnd(runner, shared);
+  ASSERT_TRUE(host_exit.has_value()) << host_log;
+  EXPECT_EQ(host_log, host);
 }
 
 bool AnyProcessRuns(const std::string& cmdline) {

@@ -264,6 +264,27 @@ tenants:
   EXPECT_EQ(again->tenants, p->tenants);
 }
 
+TEST(PolicyTest, ContainerNetworkIsPrivateUnlessThePolicySaysNoneOrHost) {
+  auto p = ParsePolicy(std::string(kTwoTeams) + R"(
+tenants:
+  vision: {container_network: host}
+  nlp: {container_network: none}
+)");
+  ASSERT_TRUE(p.has_value()) << p.error().message;
+  EXPECT_EQ(ContainerNetworkOf(*p, "vision"), ContainerNetwork::kHost);
+  EXPECT_EQ(ContainerNetworkOf(*p, "nlp"), ContainerNetwork::kNone);
+  EXPECT_EQ(ContainerNetworkOf(*p, "default"), ContainerNetwork::kPrivate);
+  auto again = ParsePolicy(PolicyToYaml(*p));
+  ASSERT_TRUE(again.has_value()) << again.error().message << PolicyToYaml(*p);
+  EXPECT_EQ(again->tenants, p->tenants);
+  auto bad =
+      ParsePolicy(std::string(kTwoTeams) + "tenants:\n  vision: {container_network: bridge}\n");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().field, "tenants.vision.container_network");
+  EXPECT_NE(bad.error().message.find("'bridge' is none of private"), std::string::npos)
+      << bad.error().message;
+}
+
 TEST(PolicyTest, RunAsDerivedIdentityIsStableAndAboveEveryAllocatedRange) {
   auto p = ParsePolicy(kTwoTeams);
   ASSERT_TRUE(p.has_value());

@@ -152,5 +152,31 @@ TEST_F(TelemetryTest, WithoutASinkSamplesAreDroppedAndCounted) {
   EXPECT_EQ(counts.dropped_no_sink, 2u);
 }
 
+TEST_F(TelemetryTest, StartOrdersCarryTheTenantsIdentityAndContainerNetwork) {
+  auto n1 = Register("n1");
+  auto policy = Post("/v1/policy", R"(queues:
+  - name: default
+    children: [{name: default}]
+tenants:
+  default:
+    run_as: {uid: 20001, gid: 20002}
+    container_network: none
+)",
+                     "application/yaml");
+  ASSERT_EQ(policy.status, 201) << policy.body.dump();
+  auto job = Post("/v1/jobs", "name: t\ncommand: [sleep, '60']\nresources: {gpus: 1}\n");
+  ASSERT_EQ(job.status, 201) << job.body.dump();
+  ASSERT_TRUE(controller_->RunPass().has_value());
+  int orders = 0;
+  for (const auto& m : n1->sent()) {
+    if (!m.has_start_run()) continue;
+    ++orders;
+    EXPECT_EQ(m.start_run().tenant(), "default");
+    EXPECT_EQ(m.start_run().run_as().uid(), 20001U);
+    EXPECT_EQ(m.start_run().container_network(), "none");
+  }
+  EXPECT_EQ(orders, 1);
+}
+
 }  // namespace
 }  // namespace berth::server
