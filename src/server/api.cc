@@ -110,6 +110,11 @@ Status TenantAdminMayApply(const Caller& caller, const model::Policy& from,
   if (const json settings = changes.value("settings_changed", json::array()); !settings.empty()) {
     return refuse(fmt::format("the setting {}", settings[0].get<std::string>()));
   }
+  // Run identities, storage grants and networks decide what jobs reach on
+  // the nodes: a platform admin's alone, for the tenant-admin's own tenant too.
+  if (const json t = changes.value("tenant_changes", json::array()); !t.empty()) {
+    return refuse(fmt::format("tenants.{}.{}", t[0].value("tenant", ""), t[0].value("field", "")));
+  }
   auto check_queue = [&](const std::string& path) -> Status {
     const auto slash = path.find('/');
     const std::string tenant = path.substr(0, slash);
@@ -131,6 +136,24 @@ Status TenantAdminMayApply(const Caller& caller, const model::Policy& from,
 }
 
 constexpr std::string_view kDefaultWindow = "7d";
+
+// A policy version as `caller` may read it. The `tenants` entries of
+// tenants it is not a member of (who their jobs run as on the nodes, the
+// paths they may use) are a platform admin's to see: for anyone else they
+// are withheld, and the document shown is the normalized one without them.
+store::PolicyVersion VisibleTo(const Caller& caller, store::PolicyVersion v) {
+  if (caller.platform_admin) return v;
+  const std::size_t withheld =
+      std::erase_if(v.policy.tenants, [&](const auto& t) { return !caller.CanRead(t.first); });
+  if (withheld == 0) return v;
+  v.normalized = model::PolicyToYaml(v.policy);
+  v.yaml = fmt::format(
+      "# the tenants entries of {} tenant{} you are not a member of are withheld (run identities "
+      "and storage grants are shown to their own tenants and platform admins only)\n",
+      withheld, withheld == 1 ? "" : "s") +
+           v.normalized;
+  return v;
+}
 
 }  // namespace
 
@@ -831,7 +854,8 @@ namespace berth::server {
 void Api::GetPolicy(const httplib::Request&, httplib::Response& res) {
   auto active = controller_.ActivePolicy();
   if (!active) return ReplyError(res, active.error());
-  Reply(res, 200, PolicyVersionJson(**active, (*active)->version, true));
+  Reply(res, 200,
+        PolicyVersionJson(VisibleTo(CurrentCaller(), **active), (*active)->version, true));
 }
 
 void Api::ListPolicyVersions(const httplib::Request&, httplib::Response& res) {
@@ -851,7 +875,7 @@ void Api::GetPolicyVersion(const httplib::Request& req, httplib::Response& res) 
   if (!active) return ReplyError(res, active.error());
   auto v = store_.GetPolicyVersion(*number);
   if (!v) return ReplyError(res, v.error());
-  Reply(res, 200, PolicyVersionJson(*v, (*active)->version, true));
+  Reply(res, 200, PolicyVersionJson(VisibleTo(CurrentCaller(), *v), (*active)->version, true));
 }
 
 void Api::ApplyPolicy(const httplib::Request& req, httplib::Response& res, AuditNote& note) {
@@ -871,11 +895,28 @@ void Api::ApplyPolicy(const httplib::Request& req, httplib::Response& res, Audit
   // A platform admin changes anything; a tenant-admin only queues below its
   // tenants' top-level queues (whose quota is the tenant's, changed by a
   // quota request). The proposal is checked as it would be applied.
-  if (const Caller& caller = CurrentCaller(); !caller.platform_admin) {
+  std::string body = req.body;
+  const Caller& caller = CurrentCaller();
+  if (!caller.platform_admin) {
     auto active = controller_.ActivePolicy();
     if (!active) return ReplyError(res, active.error());
-    auto proposed = controller_.PreviewPolicy(req.body, Actor(req));
+    auto proposed = controller_.PreviewPolicy(body, Actor(req));
     if (!proposed) return ReplyError(res, proposed.error());
+    // The document it could read lacked other tenants' entries (VisibleTo):
+    // they stay as they are, so what is applied is the proposal with them.
+    model::Policy merged = proposed->policy;
+    bool restored = false;
+    for (const auto& [tenant, entry] : (*active)->policy.tenants) {
+      if (!caller.CanRead(tenant) && !merged.tenants.contains(tenant)) {
+        merged.tenants[tenant] = entry;
+        restored = true;
+      }
+    }
+    if (restored) {
+      body = model::PolicyToYaml(merged);
+      proposed = controller_.PreviewPolicy(body, Actor(req));
+      if (!proposed) return ReplyError(res, proposed.error());
+    }
     if (auto st = TenantAdminMayApply(caller, (*active)->policy, proposed->policy); !st) {
       return ReplyError(res, st.error());
     }
@@ -885,19 +926,20 @@ void Api::ApplyPolicy(const httplib::Request& req, httplib::Response& res, Audit
     // would give.
     auto active = controller_.ActivePolicy();
     if (!active) return ReplyError(res, active.error());
-    auto proposed = controller_.PreviewPolicy(req.body, Actor(req));
+    auto proposed = controller_.PreviewPolicy(body, Actor(req));
     if (!proposed) return ReplyError(res, proposed.error());
-    return Reply(
-        res, 200,
-        json{{"dry_run", true},
-             {"from", (*active)->version},
-             {"to", proposed->version},
-             {"diff", UnifiedDiff((*active)->normalized, proposed->normalized,
-                                  fmt::format("policy v{}", (*active)->version),
-                                  fmt::format("policy v{} (not applied)", proposed->version))},
-             {"changes", PolicyChanges((*active)->policy, proposed->policy)}});
+    const store::PolicyVersion from = VisibleTo(caller, **active);
+    const store::PolicyVersion to = VisibleTo(caller, *proposed);
+    return Reply(res, 200,
+                 json{{"dry_run", true},
+                      {"from", from.version},
+                      {"to", to.version},
+                      {"diff", UnifiedDiff(from.normalized, to.normalized,
+                                           fmt::format("policy v{}", from.version),
+                                           fmt::format("policy v{} (not applied)", to.version))},
+                      {"changes", PolicyChanges(from.policy, to.policy)}});
   }
-  auto version = controller_.ApplyPolicy(req.body, Actor(req), req.get_param_value("comment"));
+  auto version = controller_.ApplyPolicy(body, Actor(req), req.get_param_value("comment"));
   if (!version) return ReplyError(res, version.error());
   note.object = fmt::format("policy/v{}", *version);
   note.after = json{{"version", *version}, {"comment", req.get_param_value("comment")}};
@@ -943,11 +985,12 @@ void Api::DiffPolicy(const httplib::Request& req, httplib::Response& res) {
   }
   auto to_v = store_.GetPolicyVersion(to);
   if (!to_v) return ReplyError(res, Error{to_v.error().code, to_v.error().message, "to"});
+  *to_v = VisibleTo(CurrentCaller(), std::move(*to_v));
   store::PolicyVersion from_v;  // version 0: no text, no queues
   if (from > 0) {
     auto v = store_.GetPolicyVersion(from);
     if (!v) return ReplyError(res, Error{v.error().code, v.error().message, "from"});
-    from_v = std::move(*v);
+    from_v = VisibleTo(CurrentCaller(), std::move(*v));
   }
   std::string diff = UnifiedDiff(from_v.normalized, to_v->normalized,
                                  fmt::format("policy v{}", from), fmt::format("policy v{}", to));

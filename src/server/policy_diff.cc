@@ -229,7 +229,27 @@ json PolicyChanges(const model::Policy& from, const model::Policy& to) {
   if (classes(from) != classes(to)) settings.push_back("priority_classes");
   if (from.usage_half_life_ms != to.usage_half_life_ms) settings.push_back("usage_half_life");
   if (from.min_runtime_ms != to.min_runtime_ms) settings.push_back("min_runtime");
+  if (from.backfill != to.backfill) settings.push_back("backfill");
+  if (from.consolidation != to.consolidation) settings.push_back("consolidation");
+  // Who a tenant's jobs run as and what they may reach on the nodes.
+  json tenant_changes = json::array();
+  std::set<std::string> tenants;
+  for (const auto& [name, t] : from.tenants) tenants.insert(name);
+  for (const auto& [name, t] : to.tenants) tenants.insert(name);
+  const model::TenantPolicy none{};
+  for (const auto& name : tenants) {
+    auto b = from.tenants.find(name);
+    auto a = to.tenants.find(name);
+    const model::TenantPolicy& tb = b == from.tenants.end() ? none : b->second;
+    const model::TenantPolicy& ta = a == to.tenants.end() ? none : a->second;
+    if (tb.run_as != ta.run_as) tenant_changes.push_back({{"tenant", name}, {"field", "run_as"}});
+    if (tb.storage != ta.storage) tenant_changes.push_back({{"tenant", name}, {"field", "storage"}});
+    if (tb.container_network != ta.container_network) {
+      tenant_changes.push_back({{"tenant", name}, {"field", "container_network"}});
+    }
+  }
   return json{{"queues_added", added},
+              {"tenant_changes", tenant_changes},
               {"queues_removed", removed},
               {"quota_changes", quota_changes},
               {"queue_changes", queue_changes},

@@ -591,5 +591,100 @@ TEST_F(AuthzTest, ATenantAdminChangesQueuesBelowItsTenantAndNothingElse) {
   EXPECT_EQ(admin.Get("/v1/policy").body.value("version", 0), 3);
 }
 
+TEST_F(AuthzTest, OnlyPlatformAdminsSeeOrChangeWhoATenantsJobsRunAsAndWhatTheyReach) {
+  Berthd& berthd = NewBerthd(AllInOne());
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  const Http& admin = berthd.http();
+  const std::string kPolicy = std::string(kTwoTenants) + R"(tenants:
+  red:
+    storage: [{path: /data/red-models, access: read-write}]
+  blue:
+    run_as: {uid: 2000900555, gid: 2000900555}
+    storage: [{path: /data/blue-models, access: read-write}]
+)";
+  ASSERT_EQ(admin.Post("/v1/policy", kPolicy).status, 201);
+  for (const auto& [name, role] : {std::pair{"ruth", "tenant-admin"}, {"rick", "member"}}) {
+    ASSERT_EQ(admin
+                  .Post("/v1/identities", json{{"name", name}, {"tenants", {{"red", role}}}}.dump(),
+                        "application/json")
+                  .status,
+              201);
+  }
+  auto token = [&](const std::string& who) {
+    auto r = admin.Post("/v1/tokens", json{{"identity", who}}.dump(), "application/json");
+    EXPECT_EQ(r.status, 201) << r.text;
+    return r.body.value("token", "");
+  };
+  Http ruth(berthd.api_port());
+  ruth.set_token(token("ruth"));
+  Http rick(berthd.api_port());
+  rick.set_token(token("rick"));
+
+  // Red's people see red's entry and nothing of blue's, in every view.
+  for (const Http* who : {&ruth, &rick}) {
+    for (const std::string path :
+         {"/v1/policy", "/v1/policy/versions/2", "/v1/policy/diff?from=1&to=2"}) {
+      auto r = who->Get(path);
+      ASSERT_EQ(r.status, 200) << path << r.text;
+      EXPECT_EQ(r.text.find("blue-models"), std::string::npos) << path << r.text;
+      EXPECT_EQ(r.text.find("2000900555"), std::string::npos) << path << r.text;
+      if (path != "/v1/policy/diff?from=1&to=2") {
+        EXPECT_NE(r.text.find("red-models"), std::string::npos) << path << r.text;
+      }
+    }
+  }
+  EXPECT_NE(admin.Get("/v1/policy").text.find("blue-models"), std::string::npos);
+
+  // Ruth edits what she was shown: blue's entry stays as it was.
+  std::string shown = ruth.Get("/v1/policy").body.value("yaml", "");
+  ASSERT_NE(shown.find("withheld"), std::string::npos) << shown;
+  const std::string anchor = "- name: main\n";
+  const auto at = shown.find(anchor, shown.find("name: red"));
+  ASSERT_NE(at, std::string::npos) << shown;
+  std::string research = shown;
+  research.insert(at + anchor.size(),
+                  shown.substr(shown.rfind('\n', at) + 1, at - shown.rfind('\n', at) - 1) +
+                      "- name: research\n");
+  auto r = ruth.Post("/v1/policy?dry_run=true", research);
+  ASSERT_EQ(r.status, 200) << r.text << research;
+  EXPECT_EQ(r.text.find("blue-models"), std::string::npos) << r.text;
+  r = ruth.Post("/v1/policy", research);
+  ASSERT_EQ(r.status, 201) << r.text << research;
+  auto active = admin.Get("/v1/policy");
+  EXPECT_NE(active.text.find("red/research"), std::string::npos) << active.text;
+  EXPECT_NE(active.text.find("blue-models"), std::string::npos) << active.text;
+  EXPECT_NE(active.text.find("2000900555"), std::string::npos) << active.text;
+
+  // Root for her own tenant, another storage grant, another network, or a
+  // scheduler setting: a platform admin's, refused naming the change.
+  struct Case {
+    std::string from;
+    std::string to;
+    std::string says;
+  };
+  const std::string current = ruth.Get("/v1/policy").body.value("yaml", "");
+  for (const Case& c : std::vector<Case>{
+           {"  red:\n", "  red:\n    run_as: {uid: 0, gid: 0, allow_root: true}\n",
+            "tenants.red.run_as"},
+           {"path: /data/red-models", "path: /", "tenants.red.storage"},
+           {"  red:\n", "  red:\n    container_network: host\n", "tenants.red.container_network"},
+       }) {
+    std::string changed = current;
+    ASSERT_NE(changed.find(c.from), std::string::npos) << c.from << changed;
+    changed.replace(changed.find(c.from), c.from.size(), c.to);
+    r = ruth.Post("/v1/policy", changed);
+    EXPECT_EQ(r.status, 403) << c.says << ": " << r.text << changed;
+    EXPECT_NE(r.text.find(c.says), std::string::npos) << r.text;
+  }
+  std::string no_backfill = current;
+  const auto bf = no_backfill.find("backfill: {enabled: true");
+  ASSERT_NE(bf, std::string::npos) << current;
+  no_backfill.replace(bf, 24, "backfill: {enabled: false");
+  r = ruth.Post("/v1/policy", no_backfill);
+  EXPECT_EQ(r.status, 403) << r.text;
+  EXPECT_NE(r.text.find("the setting backfill"), std::string::npos) << r.text;
+  EXPECT_EQ(admin.Get("/v1/policy").body.value("version", 0), 3);
+}
+
 }  // namespace
 }  // namespace berth::it
