@@ -38,6 +38,8 @@ inline constexpr std::string_view kStopFile = "stop.json";
 inline constexpr std::string_view kLogFile = "output.log";
 inline constexpr std::string_view kShimLogFile = "shim.log";
 inline constexpr std::string_view kPullLogFile = "pull.log";
+// A container run's container id, written by `podman run --cidfile`.
+inline constexpr std::string_view kContainerIdFile = "container.id";
 
 struct ShimSpec {
   std::vector<std::string> command;

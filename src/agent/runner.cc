@@ -580,6 +580,9 @@ void Runner::ContainerSpec(const StartOrder& order, const std::string& podman, S
   // can find and remove it; run ids are valid container names.
   spec.container_name = "berth-" + order.run_id;
   argv.insert(argv.end(), {"--name", spec.container_name});
+  // Its id, by which the shim finds the kernel's OOM kills in it once podman
+  // has removed its cgroup.
+  argv.insert(argv.end(), {"--cidfile", In(RunDir(order.run_id), kContainerIdFile)});
   // The tenant's network from the policy; an unknown word from a newer
   // berthd gets the tightest, never the host's.
   if (order.container_network == "host") {

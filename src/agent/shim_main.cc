@@ -45,8 +45,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "agent/atomic_file.h"
@@ -212,6 +214,43 @@ std::vector<std::string> Candidates(const berth::agent::ShimSpec& spec) {
   return out;
 }
 
+// The evidence the user reads at the end of the log (docs/failures.md).
+void SayOomKilled(const ExitRecord& out, int log_fd) {
+  std::string line =
+      "berth: killed by the kernel's OOM killer: the run reached its memory "
+      "limit of " +
+      std::to_string(out.memory_limit_bytes >> 20) + " MiB (resources.memory); peak " +
+      std::to_string(out.memory_peak_bytes >> 20) + " MiB, " + std::to_string(out.oom_kills) +
+      " process(es) killed\n";
+  [[maybe_unused]] ssize_t n = ::write(log_fd, line.data(), line.size());
+}
+
+// How many processes of container `id` the kernel's OOM killer killed, from
+// the kernel's log: podman counts them in the container's own cgroup and
+// removes that cgroup when the container exits, before anyone can read it.
+// Each kill is an "oom-kill:" record naming the container's cgroup
+// (libpod-<id>, in cgroupfs and systemd layouts alike). -1 when the log
+// cannot be read (no /dev/kmsg, or not root).
+int ContainerOomKills(const std::string& id) {
+  if (id.size() < 12) return -1;
+  int fd = ::open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return -1;
+  int kills = 0;
+  std::string record(8192, '\0');
+  for (;;) {
+    ssize_t n = ::read(fd, record.data(), record.size());
+    if (n < 0 && (errno == EINTR || errno == EPIPE)) continue;  // EPIPE: overwritten meanwhile
+    if (n <= 0) break;                                          // EAGAIN: the end of the log
+    std::string_view r(record.data(), static_cast<std::size_t>(n));
+    if (r.find("oom-kill:") != std::string_view::npos &&
+        r.find("libpod-" + id) != std::string_view::npos) {
+      ++kills;
+    }
+  }
+  ::close(fd);
+  return kills;
+}
+
 // Kills whatever is left in the run's cgroup, reaps it (we are the
 // subreaper), records what the cgroup saw, and removes it. The run is over
 // only once its cgroup is empty.
@@ -220,16 +259,7 @@ void EndCgroup(const berth::agent::RunCgroup& cgroup, ExitRecord& out, int log_f
     if (!cgroup.KillAll(10'000)) Say("processes remain in the run's cgroup after SIGKILL");
     out.oom_kills = cgroup.OomKills();
     out.memory_peak_bytes = cgroup.MemoryPeak();
-    if (out.oom_kills > 0) {
-      // The evidence the user reads at the end of the log (docs/failures.md).
-      std::string line =
-          "berth: killed by the kernel's OOM killer: the run reached its memory "
-          "limit of " +
-          std::to_string(out.memory_limit_bytes >> 20) + " MiB (resources.memory); peak " +
-          std::to_string(out.memory_peak_bytes >> 20) + " MiB, " + std::to_string(out.oom_kills) +
-          " process(es) killed\n";
-      [[maybe_unused]] ssize_t n = ::write(log_fd, line.data(), line.size());
-    }
+    if (out.oom_kills > 0) SayOomKilled(out, log_fd);
   }
   while (::waitpid(-1, nullptr, WNOHANG) > 0) {
   }
@@ -370,6 +400,9 @@ int main(int argc, char** argv) {
   }
 
   if (!spec->image.empty()) {
+    // podman refuses to overwrite a container id file: one left by a shim
+    // that died before its run started goes now.
+    ::unlink(PathIn(berth::agent::kContainerIdFile).c_str());
     if (std::string why = EnsureImage(*spec, log_fd); !why.empty()) {
       return StartFailed(log_fd, why, 125);
     }
@@ -474,6 +507,17 @@ int main(int argc, char** argv) {
     out.exit_code = 128 + out.signal;
   } else {
     out.exit_code = WEXITSTATUS(status);
+  }
+  // A container killed past its memory limit ends as 137 (podman's exit for
+  // a SIGKILLed process); the kernel's log says whether its OOM killer did it.
+  if (!spec->container_name.empty() && out.exit_code == 128 + SIGKILL && out.oom_kills == 0) {
+    std::string id;
+    if (std::ifstream cid(PathIn(berth::agent::kContainerIdFile)); cid) std::getline(cid, id);
+    if (int kills = ContainerOomKills(id); kills > 0) {
+      out.oom_kills = static_cast<std::uint64_t>(kills);
+      out.memory_peak_bytes = out.memory_limit_bytes;  // what it reached
+      SayOomKilled(out, log_fd);
+    }
   }
   return WriteExit(out);
 }

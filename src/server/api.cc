@@ -148,9 +148,10 @@ store::PolicyVersion VisibleTo(const Caller& caller, store::PolicyVersion v) {
   if (withheld == 0) return v;
   v.normalized = model::PolicyToYaml(v.policy);
   v.yaml = fmt::format(
-      "# the tenants entries of {} tenant{} you are not a member of are withheld (run identities "
-      "and storage grants are shown to their own tenants and platform admins only)\n",
-      withheld, withheld == 1 ? "" : "s") +
+               "# the tenants entries of {} tenant{} you are not a member of are withheld (run "
+               "identities "
+               "and storage grants are shown to their own tenants and platform admins only)\n",
+               withheld, withheld == 1 ? "" : "s") +
            v.normalized;
   return v;
 }

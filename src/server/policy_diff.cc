@@ -243,17 +243,15 @@ json PolicyChanges(const model::Policy& from, const model::Policy& to) {
     const model::TenantPolicy& tb = b == from.tenants.end() ? none : b->second;
     const model::TenantPolicy& ta = a == to.tenants.end() ? none : a->second;
     if (tb.run_as != ta.run_as) tenant_changes.push_back({{"tenant", name}, {"field", "run_as"}});
-    if (tb.storage != ta.storage) tenant_changes.push_back({{"tenant", name}, {"field", "storage"}});
+    if (tb.storage != ta.storage)
+      tenant_changes.push_back({{"tenant", name}, {"field", "storage"}});
     if (tb.container_network != ta.container_network) {
       tenant_changes.push_back({{"tenant", name}, {"field", "container_network"}});
     }
   }
-  return json{{"queues_added", added},
-              {"tenant_changes", tenant_changes},
-              {"queues_removed", removed},
-              {"quota_changes", quota_changes},
-              {"queue_changes", queue_changes},
-              {"settings_changed", settings}};
+  return json{{"queues_added", added},          {"tenant_changes", tenant_changes},
+              {"queues_removed", removed},      {"quota_changes", quota_changes},
+              {"queue_changes", queue_changes}, {"settings_changed", settings}};
 }
 
 }  // namespace berth::server

@@ -412,7 +412,7 @@ TEST_F(ConfinedContainerTest, AJobWritesItsCheckpointMountOnlyWhenItsIdentityOwn
 // exit code: its OOMKilled stays false here (conmon 2.1.6, cgroup v1) and
 // the container's cgroup, which counted the kill, is gone once podman
 // returns, so the run carries no oom_kills evidence (docs/security.md).
-TEST_F(ConfinedContainerTest, AJobOverItsMemoryLimitIsKilledAndItsNeighbourRunsOn) {
+TEST_F(ConfinedContainerTest, AJobOverItsMemoryLimitIsKilledWithTheEvidenceAndItsNeighbourRunsOn) {
   if (host_.version == CgroupVersion::kV1 && !host_.v1_roots.contains("memory")) {
     GTEST_SKIP() << "no memory controller";
   }
@@ -437,11 +437,20 @@ TEST_F(ConfinedContainerTest, AJobOverItsMemoryLimitIsKilledAndItsNeighbourRunsO
       },
       std::chrono::seconds(90)))
       << logs["hog"] << logs["neighbour"];
-  // The limit inside, and the shell's word for its pipeline's end: killed
-  // (by SIGKILL, the kernel's).
-  EXPECT_EQ(logs["hog"], "67108864\nKilled\n");
+  // The limit inside, the shell's word for its pipeline's end (killed, by
+  // the kernel's SIGKILL), and the evidence the shim found in the kernel's
+  // log where it can read it (root, /dev/kmsg).
   EXPECT_EQ(exits["hog"].exit_code, 128 + SIGKILL) << logs["hog"];
   EXPECT_EQ(exits["hog"].memory_limit_bytes, std::uint64_t{64} << 20);
+  if (::access("/dev/kmsg", R_OK) == 0) {
+    EXPECT_GE(exits["hog"].oom_kills, 1U) << logs["hog"];
+    EXPECT_EQ(logs["hog"],
+              "67108864\nKilled\nberth: killed by the kernel's OOM killer: the run reached its "
+              "memory limit of 64 MiB (resources.memory); peak 64 MiB, " +
+                  std::to_string(exits["hog"].oom_kills) + " process(es) killed\n");
+  } else {
+    EXPECT_EQ(logs["hog"], "67108864\nKilled\n");
+  }
   EXPECT_EQ(exits["neighbour"].exit_code, 0);
   EXPECT_EQ(logs["neighbour"], "alive\n");
 }
