@@ -280,6 +280,16 @@ class AuthzTest : public IntegrationTest {
     EXPECT_EQ(r.status, 201) << r.text;
     return r.body.value("token", "");
   }
+  // A client for a new identity with `role` in tenant red.
+  Http RedCaller(const Berthd& berthd, const std::string& name, const std::string& role) {
+    const Http& admin = berthd.http();
+    auto r = admin.Post("/v1/identities", json{{"name", name}, {"tenants", {{"red", role}}}}.dump(),
+                        "application/json");
+    EXPECT_EQ(r.status, 201) << r.text;
+    Http http(berthd.api_port());
+    http.set_token(MakeToken(admin, name, "1d"));
+    return http;
+  }
 };
 
 BerthdOptions OverTls() {
@@ -542,22 +552,8 @@ TEST_F(AuthzTest, ATenantAdminChangesQueuesBelowItsTenantAndNothingElse) {
       - name: main
 )";
   ASSERT_EQ(admin.Post("/v1/policy", kQuota).status, 201);
-  for (const auto& [name, role] : {std::pair{"ruth", "tenant-admin"}, {"rick", "member"}}) {
-    ASSERT_EQ(admin
-                  .Post("/v1/identities", json{{"name", name}, {"tenants", {{"red", role}}}}.dump(),
-                        "application/json")
-                  .status,
-              201);
-  }
-  auto token = [&](const std::string& who) {
-    auto r = admin.Post("/v1/tokens", json{{"identity", who}}.dump(), "application/json");
-    EXPECT_EQ(r.status, 201) << r.text;
-    return r.body.value("token", "");
-  };
-  Http ruth(berthd.api_port());
-  ruth.set_token(token("ruth"));
-  Http rick(berthd.api_port());
-  rick.set_token(token("rick"));
+  Http ruth = RedCaller(berthd, "ruth", "tenant-admin");
+  Http rick = RedCaller(berthd, "rick", "member");
 
   // A research queue under red, within red's 4 GPUs: applied, by ruth.
   std::string research = kQuota;
@@ -603,22 +599,8 @@ TEST_F(AuthzTest, OnlyPlatformAdminsSeeOrChangeWhoATenantsJobsRunAsAndWhatTheyRe
     storage: [{path: /data/blue-models, access: read-write}]
 )";
   ASSERT_EQ(admin.Post("/v1/policy", kPolicy).status, 201);
-  for (const auto& [name, role] : {std::pair{"ruth", "tenant-admin"}, {"rick", "member"}}) {
-    ASSERT_EQ(admin
-                  .Post("/v1/identities", json{{"name", name}, {"tenants", {{"red", role}}}}.dump(),
-                        "application/json")
-                  .status,
-              201);
-  }
-  auto token = [&](const std::string& who) {
-    auto r = admin.Post("/v1/tokens", json{{"identity", who}}.dump(), "application/json");
-    EXPECT_EQ(r.status, 201) << r.text;
-    return r.body.value("token", "");
-  };
-  Http ruth(berthd.api_port());
-  ruth.set_token(token("ruth"));
-  Http rick(berthd.api_port());
-  rick.set_token(token("rick"));
+  Http ruth = RedCaller(berthd, "ruth", "tenant-admin");
+  Http rick = RedCaller(berthd, "rick", "member");
 
   // Red's people see red's entry and nothing of blue's, in every view.
   for (const Http* who : {&ruth, &rick}) {
