@@ -54,7 +54,7 @@ struct AgentOptions {
   std::filesystem::path podman_conf{};
   // How long a run's outputs stay on the node after berthd acknowledged its
   // exit (RunnerOptions::output_retention_ms).
-  std::int64_t output_retention_ms = std::int64_t{7} * 24 * 3600 * 1000;
+  std::int64_t output_retention_ms = kDefaultOutputRetentionMs;
   // GPUs to report in sharing mode; empty: as the provider says (a simulated
   // cluster's shared_gpus), else none.
   SharedGpus shared_gpus{};

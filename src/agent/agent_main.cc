@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
                  "elsewhere; berthd's --agent-fence-grace must be at least this "
                  "(docs/operations.md, \"Fencing\")")
       ->capture_default_str();
-  std::string output_retention = berth::FormatDurationMs(agent::AgentOptions{}.output_retention_ms);
+  std::string output_retention = berth::FormatDurationMs(agent::kDefaultOutputRetentionMs);
   app.add_option("--output-retention", output_retention,
                  "how long a run's output directory (BERTH_OUTPUT_DIR) stays on the node after "
                  "the run, for its tenant to download with `berth cp` (docs/jobs.md, \"Outputs\")")

@@ -27,6 +27,10 @@ namespace berth::agent {
 
 inline constexpr std::size_t kMaxLogChunkBytes = std::size_t{64} * 1024;
 
+// How long a run's outputs stay on its node after berthd acknowledged its
+// exit, unless berth-agent --output-retention says otherwise.
+inline constexpr std::int64_t kDefaultOutputRetentionMs = std::int64_t{7} * 24 * 3600 * 1000;
+
 struct RunnerOptions {
   std::filesystem::path data_dir;  // runs live in data_dir/runs (0700)
   // Jobs' own working directories, one per run (0700, owned by the run
@@ -37,7 +41,7 @@ struct RunnerOptions {
   // so its tenant can download them (docs/jobs.md#outputs); empty: beside
   // work_root (its parent's "outputs").
   std::filesystem::path output_root{};
-  std::int64_t output_retention_ms = std::int64_t{7} * 24 * 3600 * 1000;
+  std::int64_t output_retention_ms = kDefaultOutputRetentionMs;
   std::filesystem::path shim_path;  // the berth-shim executable
   std::string node_name;            // BERTH_NODE for jobs
   // Container runs: how long the shim may spend pulling a missing image, and
