@@ -192,6 +192,7 @@ void Api::Route(httplib::Server& http, std::string_view method, const std::strin
       }
       return RecordDenial(rule, req, res, "", "");
     }
+    if (limiter_ != nullptr && !Admit(*limiter_, "token:" + caller->token_id, res)) return;
     CallerScope scope(*caller);
     if (rule.access == Access::kPlatformAdmin && !caller->platform_admin) {
       ReplyError(res, Error{Code::kPermissionDenied,
@@ -230,6 +231,21 @@ void Api::Route(httplib::Server& http, std::string_view method, const std::strin
 void Api::RecordDenial(const Rule& rule, const httplib::Request& req, const httplib::Response& res,
                        std::string tenant, std::string object) {
   if (audit_ == nullptr) return;
+  if (res.status == 401) {
+    // Refused authentications: one record per source and minute, and the
+    // count of the rest (RefusalCounter).
+    auto v = refusals_.Note(req.remote_addr, clock_.NowMs());
+    if (v.suppressed > 0) {
+      AuditNote summary;
+      summary.action = "auth.refused";
+      summary.object = "source/" + req.remote_addr;
+      summary.after = json{{"refused", v.suppressed}, {"since_ms", v.since_ms}};
+      if (auto e = audit_->Append(MakeAuditEntry(summary, req, res, clock_.NowMs())); !e) {
+        spdlog::error("audit: could not record refused authentications: {}", e.error().message);
+      }
+    }
+    if (!v.record) return;
+  }
   AuditNote note;
   note.action = rule.action.empty() ? fmt::format("{} {}", req.method, req.path) : rule.action;
   note.object = object.empty() ? req.path : std::move(object);

@@ -5,6 +5,7 @@
 #include <httplib.h>
 
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <span>
 
@@ -45,7 +46,14 @@ class Api {
   // nowhere, and the audit endpoints answer Unavailable.
   void set_audit(store::AuditLog* audit) { audit_ = audit; }
   // Per-caller request limits (rate_limit.h); null: none. /healthz is exempt.
-  void set_rate_limiter(RateLimiter* limiter) { limiter_ = limiter; }
+  // Each verified token is limited by `limiter`; before verification each
+  // source address by SourceLimits() of its config (rate_limit.h).
+  void set_rate_limiter(RateLimiter* limiter) {
+    limiter_ = limiter;
+    source_limiter_ = limiter == nullptr
+                          ? nullptr
+                          : std::make_unique<RateLimiter>(SourceLimits(limiter->config()), clock_);
+  }
   // The request body limit berthd set on the server (--max-body), named in
   // its 413 answers.
   void set_max_body_bytes(std::size_t bytes) { max_body_bytes_ = bytes; }
@@ -102,6 +110,9 @@ class Api {
   // Runs before routing (api_gate.cc): the rate limit, then the route's
   // declared query parameters (request_decode.h). True when it answered.
   bool Gate(const httplib::Request& req, httplib::Response& res);
+  // Takes one request from `key`'s bucket of `limiter`; false after
+  // answering 429 with Retry-After.
+  bool Admit(RateLimiter& limiter, const std::string& key, httplib::Response& res) const;
   void ListAudit(const httplib::Request& req, httplib::Response& res);
   void VerifyAudit(const httplib::Request& req, httplib::Response& res);
   // Metering (api_usage.cc, docs/metering.md).
@@ -190,6 +201,8 @@ class Api {
   store::AuditLog* audit_ = nullptr;
   std::vector<RouteInfo> routes_;
   RateLimiter* limiter_ = nullptr;
+  std::unique_ptr<RateLimiter> source_limiter_;
+  RefusalCounter refusals_;  // refused authentications, aggregated in the audit log
   std::size_t max_body_bytes_ = 2 << 20;
   Meter* meter_ = nullptr;
   AlertRouter* alerts_ = nullptr;

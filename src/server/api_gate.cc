@@ -12,25 +12,32 @@
 
 namespace berth::server {
 
+bool Api::Admit(RateLimiter& limiter, const std::string& key, httplib::Response& res) const {
+  auto decision = limiter.Admit(key);
+  if (decision.allowed) return true;
+  const auto& c = limiter.config();
+  const std::int64_t retry_s = std::max<std::int64_t>(1, (decision.retry_after_ms + 999) / 1000);
+  res.set_header("Retry-After", std::to_string(retry_s));
+  const bool source = key.starts_with("addr:");
+  ReplyError(
+      res,
+      Error{Code::kResourceExhausted,
+            fmt::format(
+                "rate limit exceeded: at most {} requests per second (bursts of {}) "
+                "per {}; retry after {} s. Operators set it with berthd "
+                "--rate-limit and --rate-burst{}",
+                c.per_second, c.burst, source ? "source address" : "token", retry_s,
+                source ? fmt::format(" (a source gets {} times a token's)", kSourceFactor) : ""),
+            "rate_limit"});
+  return false;
+}
+
 bool Api::Gate(const httplib::Request& req, httplib::Response& res) {
   if (req.path == "/healthz") return false;  // probes are never limited
-  if (limiter_ != nullptr) {
-    auto key = RateLimitKey(req.get_header_value("Authorization"), req.remote_addr);
-    auto decision = limiter_->Admit(key);
-    if (!decision.allowed) {
-      const auto& c = limiter_->config();
-      const std::int64_t retry_s =
-          std::max<std::int64_t>(1, (decision.retry_after_ms + 999) / 1000);
-      res.set_header("Retry-After", std::to_string(retry_s));
-      ReplyError(res,
-                 Error{Code::kResourceExhausted,
-                       fmt::format("rate limit exceeded: at most {} requests per second "
-                                   "(bursts of {}) per token or address; retry after {} s. "
-                                   "Operators set it with berthd --rate-limit and --rate-burst",
-                                   c.per_second, c.burst, retry_s),
-                       "rate_limit"});
-      return true;
-    }
+  // Before anything is verified: the source address. A token's own limit
+  // applies once it is verified (the guard in Api::Route).
+  if (source_limiter_ != nullptr && !Admit(*source_limiter_, SourceKey(req.remote_addr), res)) {
+    return true;
   }
   // An unknown route is left to the router, which answers 404.
   const RouteRule* route = MatchRoute(req.method, req.path);

@@ -68,9 +68,41 @@ std::size_t RateLimiter::tracked_keys() const {
   return buckets_.size();
 }
 
-std::string RateLimitKey(std::string_view authorization, std::string_view remote_addr) {
-  if (auto id = BearerTokenId(authorization); !id.empty()) return "token:" + id;
+RateLimitConfig SourceLimits(const RateLimitConfig& caller) {
+  RateLimitConfig c = caller;
+  c.per_second = caller.per_second * kSourceFactor;
+  c.burst = caller.burst * kSourceFactor;
+  return c;
+}
+
+std::string SourceKey(std::string_view remote_addr) {
   return "addr:" + std::string(remote_addr);
+}
+
+RefusalCounter::Verdict RefusalCounter::Note(const std::string& source, TimeMs now) {
+  constexpr TimeMs kWindowMs = 60'000;
+  std::lock_guard lock(mu_);
+  auto it = windows_.find(source);
+  if (it != windows_.end() && now - it->second.start_ms < kWindowMs) {
+    ++it->second.suppressed;
+    return {};
+  }
+  Verdict v{true, 0, 0};
+  if (it != windows_.end()) {
+    v.suppressed = it->second.suppressed;
+    v.since_ms = it->second.start_ms;
+    it->second = Window{now, 0};
+    return v;
+  }
+  if (windows_.size() >= max_sources_) {
+    // Closed windows with nothing suppressed say nothing: drop them first.
+    std::erase_if(windows_, [&](const auto& w) {
+      return now - w.second.start_ms >= kWindowMs && w.second.suppressed == 0;
+    });
+    if (windows_.size() >= max_sources_) windows_.clear();  // bounded, at the cost of a count
+  }
+  windows_.emplace(source, Window{now, 0});
+  return v;
 }
 
 }  // namespace berth::server

@@ -53,8 +53,38 @@ class RateLimiter {
   TimeMs last_sweep_ms_ = 0;                         // guarded by mu_
 };
 
-// The key a request is limited under: "token:<id>" for a bearer token of the
-// shape berth_<id>_<secret> (the secret is never kept), else "addr:<remote>".
-std::string RateLimitKey(std::string_view authorization, std::string_view remote_addr);
+// Requests are limited twice. Before its token is verified, every request
+// counts against its source address, with kSourceFactor times the caller's
+// rate and burst (many callers may share one address: a proxy, a NAT, the
+// CLI on berthd's host); made-up token ids all land there, so inventing ids
+// buys nothing. Once verified, it counts against its token ("token:<id>")
+// at the configured rate.
+inline constexpr std::int64_t kSourceFactor = 20;
+RateLimitConfig SourceLimits(const RateLimitConfig& caller);
+std::string SourceKey(std::string_view remote_addr);  // "addr:<remote>"
+
+// Refused authentications, per source address and minute: the first of a
+// minute is recorded in the audit log at once, the rest only counted, and
+// the count is recorded with the source's next refusal in a later minute,
+// so a flood of bad tokens leaves a few records instead of one fsync each.
+class RefusalCounter {
+ public:
+  explicit RefusalCounter(std::size_t max_sources = 10000) : max_sources_(max_sources) {}
+  struct Verdict {
+    bool record = false;          // record this refusal
+    std::int64_t suppressed = 0;  // refusals not recorded since `since_ms`
+    TimeMs since_ms = 0;
+  };
+  Verdict Note(const std::string& source, TimeMs now);
+
+ private:
+  struct Window {
+    TimeMs start_ms = 0;
+    std::int64_t suppressed = 0;
+  };
+  const std::size_t max_sources_;
+  std::mutex mu_;
+  std::unordered_map<std::string, Window> windows_;  // guarded by mu_
+};
 
 }  // namespace berth::server

@@ -30,6 +30,32 @@ class AuditApiTest : public ApiHarness {
   std::unique_ptr<store::AuditLog> audit_;
 };
 
+TEST_F(AuditApiTest, AFloodOfBadTokensLeavesOneRecordPerSourceAndMinuteWithTheCount) {
+  httplib::Client forger("127.0.0.1", port_);
+  for (int i = 0; i < 300; ++i) {
+    auto res = forger.Get("/v1/nodes", {{"Authorization", "Bearer berth_x" + std::to_string(i) +
+                                                              "_secretsecretsecret"}});
+    ASSERT_TRUE(res);
+    ASSERT_EQ(res->status, 401);
+  }
+  auto records = Records();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].outcome, "denied: Unauthenticated");
+  // A minute later the next refusal is recorded with the count of the rest.
+  clock_.Advance(61'000);
+  ASSERT_EQ(forger.Get("/v1/nodes")->status, 401);
+  records = Records();
+  ASSERT_EQ(records.size(), 3u);
+  bool summary = false;
+  for (const auto& r : records) {
+    if (r.action == "auth.refused") {
+      summary = true;
+      EXPECT_NE(r.after.find("\"refused\":299"), std::string::npos) << r.after;
+    }
+  }
+  EXPECT_TRUE(summary);
+}
+
 TEST_F(AuditApiTest, RequestIdsAreHonouredWhenSaneAndMadeOtherwise) {
   auto res = client_->Post("/v1/jobs/7/cancel", {{"X-Request-Id", "trace-42.a"}}, "", "text/plain");
   ASSERT_TRUE(res);

@@ -53,6 +53,30 @@ TEST_F(HardeningApiTest, ACallerOverItsRateGets429WithRetryAfterAndRecovers) {
   EXPECT_EQ(client_->Get("/v1/nodes", token)->status, 200);
 }
 
+TEST_F(HardeningApiTest, MadeUpTokenIdsShareTheirSourcesBudgetInsteadOfEachGettingOne) {
+  RateLimiter limiter({2, 2, 100}, clock_);
+  api_->set_rate_limiter(&limiter);
+  // A source gets kSourceFactor times a token's burst (40) before anything
+  // is verified; a new id per request does not reset it.
+  const int source_burst = static_cast<int>(2 * kSourceFactor);
+  httplib::Client forger("127.0.0.1", port_);
+  int unauthenticated = 0;
+  int limited = 0;
+  for (int i = 0; i < source_burst + 10; ++i) {
+    const httplib::Headers made_up{
+        {"Authorization", "Bearer berth_fake" + std::to_string(i) + "_secretsecretsecret"}};
+    auto res = forger.Get("/v1/nodes", made_up);
+    ASSERT_TRUE(res);
+    unauthenticated += res->status == 401;
+    if (res->status == 429) {
+      ++limited;
+      EXPECT_NE(res->body.find("per source address"), std::string::npos) << res->body;
+    }
+  }
+  EXPECT_EQ(unauthenticated, source_burst);
+  EXPECT_EQ(limited, 10);
+}
+
 TEST_F(HardeningApiTest, AnOversizedBodyGetsJson413NamingTheLimit) {
   http_.set_payload_max_length(4096);
   api_->set_max_body_bytes(4096);

@@ -53,13 +53,36 @@ TEST(RateLimiter, MemoryStaysBoundedAndIdleCallersAreForgotten) {
   EXPECT_FALSE(limiter.Admit("token:busy").allowed);
 }
 
-TEST(RateLimiter, CallersAreKeyedByTokenIdElseAddress) {
-  EXPECT_EQ(RateLimitKey("Bearer berth_k3y1d_S3cr3t-xyz", "10.0.0.1"), "token:k3y1d");
-  EXPECT_EQ(RateLimitKey("", "10.0.0.1"), "addr:10.0.0.1");
-  EXPECT_EQ(RateLimitKey("Basic dXNlcjpwdw==", "10.0.0.1"), "addr:10.0.0.1");
-  EXPECT_EQ(RateLimitKey("Bearer berth__secret", "10.0.0.1"), "addr:10.0.0.1");
-  EXPECT_EQ(RateLimitKey("Bearer berth_id_", "10.0.0.1"), "addr:10.0.0.1");
-  EXPECT_EQ(RateLimitKey("Bearer berth_id_has space", "10.0.0.1"), "addr:10.0.0.1");
+TEST(RateLimiter, ASourceGetsAFixedMultipleOfACallersLimits) {
+  EXPECT_EQ(SourceKey("10.0.0.1"), "addr:10.0.0.1");
+  const RateLimitConfig c = SourceLimits({50, 100, 10000});
+  EXPECT_EQ(c.per_second, 50 * kSourceFactor);
+  EXPECT_EQ(c.burst, 100 * kSourceFactor);
+  EXPECT_EQ(c.max_keys, 10000U);
+  EXPECT_EQ(SourceLimits({0, 100, 10}).per_second, 0);  // no limit stays no limit
+}
+
+TEST(RefusalCounter, TheFirstRefusalOfAMinuteIsRecordedAndTheRestCounted) {
+  RefusalCounter counter;
+  auto first = counter.Note("10.0.0.1", 1'000);
+  EXPECT_TRUE(first.record);
+  EXPECT_EQ(first.suppressed, 0);
+  for (int i = 0; i < 500; ++i) EXPECT_FALSE(counter.Note("10.0.0.1", 1'000 + i).record);
+  // Another source has its own minute.
+  EXPECT_TRUE(counter.Note("10.0.0.2", 2'000).record);
+  // The next minute: recorded, with the count of what was not.
+  auto later = counter.Note("10.0.0.1", 61'000);
+  EXPECT_TRUE(later.record);
+  EXPECT_EQ(later.suppressed, 500);
+  EXPECT_EQ(later.since_ms, 1'000);
+  EXPECT_EQ(counter.Note("10.0.0.1", 200'000).suppressed, 0);
+}
+
+TEST(RefusalCounter, MemoryIsBoundedWhateverTheNumberOfSources) {
+  RefusalCounter counter(100);
+  for (int i = 0; i < 10'000; ++i) {
+    EXPECT_TRUE(counter.Note("10.0." + std::to_string(i), 1'000).record);
+  }
 }
 
 TEST(Redact, TokensKeepTheirIdAndLoseTheirSecret) {
