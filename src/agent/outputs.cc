@@ -11,6 +11,7 @@
 #include <cstring>
 #include <utility>
 
+#include "common/utf8.h"
 #include "model/outputs.h"
 
 namespace berth::agent {
@@ -71,7 +72,12 @@ Result<OutputRead> List(int dir_fd, std::string_view shown) {
     OutputEntry entry;
     entry.name = std::string(name);
     struct stat st {};
-    if (::fstatat(dir_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (!ValidUtf8(name)) {
+      // Shown with its odd bytes escaped (the reply is a protobuf string,
+      // which must be UTF-8); no path can name it, so it is never read.
+      entry.name = EscapeInvalidUtf8(name);
+      entry.type = "other";
+    } else if (::fstatat(dir_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
       entry.type = TypeOf(st.st_mode);
       entry.size = S_ISREG(st.st_mode) ? static_cast<std::uint64_t>(st.st_size) : 0;
       entry.modified_ms = MtimeMs(st);

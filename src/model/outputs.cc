@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "common/utf8.h"
+
 namespace berth::model {
 
 Result<std::vector<std::string>> SplitOutputPath(std::string_view path, std::string_view field) {
@@ -13,6 +15,13 @@ Result<std::vector<std::string>> SplitOutputPath(std::string_view path, std::str
   }
   if (path.find('\0') != std::string_view::npos) {
     return InvalidField(std::string(field), "the path holds a NUL byte");
+  }
+  // The path travels to the node in a protobuf string, which must be UTF-8;
+  // a file whose name is not is listed as "other" and never read.
+  if (!ValidUtf8(path)) {
+    return InvalidField(std::string(field),
+                        fmt::format("'{}' is not valid UTF-8; outputs are named in UTF-8",
+                                    EscapeInvalidUtf8(path)));
   }
   if (path.starts_with('/')) {
     std::string_view rest = path.substr(std::min(path.find_first_not_of('/'), path.size()));

@@ -104,7 +104,8 @@ TEST_F(OutputsTest, ItsTenantListsAndDownloadsAJobsOutputsAndNoOneElseGetsThem) 
   EXPECT_EQ(link.status, 400) << link.text;
   EXPECT_NE(link.text.find("symbolic link"), std::string::npos) << link.text;
   EXPECT_EQ(link.text.find("root:"), std::string::npos) << link.text;
-  for (const std::string path : {"../../../../etc/passwd", "/etc/passwd", "metrics/../model.txt"}) {
+  for (const std::string path :
+       {"../../../../etc/passwd", "/etc/passwd", "metrics/../model.txt", "model%FF.txt"}) {
     auto out = rita.Get("/v1/jobs/" + job + "/outputs/content?path=" + path);
     EXPECT_EQ(out.status, 400) << path << ": " << out.text;
     EXPECT_EQ(out.body["error"].value("field", ""), "path") << out.text;

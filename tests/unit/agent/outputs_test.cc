@@ -109,6 +109,19 @@ TEST_F(OutputsTest, LinksSpecialFilesAndMissingPathsAreRefusedWithoutFollowingAn
       EXPECT_EQ(e.type, "other") << e.name;
     }
   }
+  // A name that is not UTF-8 (a job may make one) is listed escaped, as
+  // other, and no path reaches it.
+  Write(out_ / "odd\xFFname", "x");
+  auto listed = ReadOutputAt(out_, "", 0, 0);
+  ASSERT_TRUE(listed.has_value());
+  bool escaped = false;
+  for (const auto& e : listed->entries) {
+    if (e.name == "odd\\xFFname") escaped = e.type == "other";
+  }
+  EXPECT_TRUE(escaped);
+  auto odd = ReadOutputAt(out_, "odd\xFFname", 0, 10);
+  ASSERT_FALSE(odd.has_value());
+  EXPECT_NE(odd.error().message.find("not valid UTF-8"), std::string::npos) << odd.error().message;
   auto gone = ReadOutputAt(dir_.path() / "no-such-run", "", 0, 0);
   ASSERT_FALSE(gone.has_value());
   EXPECT_EQ(gone.error().code, Code::kNotFound);
