@@ -8,13 +8,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "model/outputs.h"
 #include "server/api.h"
 #include "server/api_util.h"
+#include "server/request_decode.h"
 
 namespace berth::server {
 namespace {
@@ -27,14 +28,12 @@ struct OutputTarget {
   std::string path;
 };
 
+// A run number from the query (the gate already checked its range).
 Result<std::uint32_t> UintParam(const httplib::Request& req, const std::string& name) {
-  const std::string& s = req.get_param_value(name);
-  std::uint32_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size()) {
-    return InvalidField(name, fmt::format("'{}' is not a non-negative integer", s));
-  }
-  return v;
+  auto v =
+      ParseIntParam(req.get_param_value(name), name, 0, std::numeric_limits<std::uint32_t>::max());
+  if (!v) return std::unexpected(v.error());
+  return static_cast<std::uint32_t>(*v);
 }
 
 // The run whose outputs are meant: replica 0 unless `replica` says, the
