@@ -158,9 +158,9 @@ store::PolicyVersion VisibleTo(const Caller& caller, store::PolicyVersion v) {
 
 }  // namespace
 
-httplib::Server::Handler Api::Audited(std::string action, AuditedHandler handler) {
-  return [this, action = std::move(action), handler](const httplib::Request& req,
-                                                     httplib::Response& res) {
+http::Handler Api::Audited(std::string action, AuditedHandler handler) {
+  return [this, action = std::move(action), handler](const http::Request& req,
+                                                     http::Response& res) {
     AuditNote note;
     note.action = action;
     (this->*handler)(req, res, note);
@@ -177,12 +177,12 @@ httplib::Server::Handler Api::Audited(std::string action, AuditedHandler handler
   };
 }
 
-void Api::Route(httplib::Server& http, std::string_view method, const std::string& pattern,
-                Rule rule, httplib::Server::Handler handler) {
+void Api::Route(http::Server& http, std::string_view method, const std::string& pattern, Rule rule,
+                http::Handler handler) {
   routes_.push_back(RouteInfo{std::string(method), pattern, rule.access,
                               static_cast<bool>(rule.tenant_of), rule.need});
   auto guarded = [this, rule = std::move(rule), handler = std::move(handler)](
-                     const httplib::Request& req, httplib::Response& res) {
+                     const http::Request& req, http::Response& res) {
     if (rule.access == Access::kPublic) return handler(req, res);
     auto caller = auth_.Authenticate(req);
     if (!caller) {
@@ -228,7 +228,7 @@ void Api::Route(httplib::Server& http, std::string_view method, const std::strin
   }
 }
 
-void Api::RecordDenial(const Rule& rule, const httplib::Request& req, const httplib::Response& res,
+void Api::RecordDenial(const Rule& rule, const http::Request& req, const http::Response& res,
                        std::string tenant, std::string object) {
   if (audit_ == nullptr) return;
   if (res.status == 401) {
@@ -258,7 +258,7 @@ void Api::RecordDenial(const Rule& rule, const httplib::Request& req, const http
 }
 
 TenantOf Api::JobTenant() {
-  return [this](const httplib::Request& req) -> Result<Owner> {
+  return [this](const http::Request& req) -> Result<Owner> {
     auto id = PathId(req);
     if (!id) return std::unexpected(id.error());
     auto tenant = store_.JobTenant(*id);
@@ -268,7 +268,7 @@ TenantOf Api::JobTenant() {
 }
 
 TenantOf Api::PathTenant() {
-  return [this](const httplib::Request& req) -> Result<Owner> {
+  return [this](const http::Request& req) -> Result<Owner> {
     const std::string name = req.matches[1];
     auto active = controller_.ActivePolicy();
     if (!active) return std::unexpected(active.error());
@@ -279,15 +279,16 @@ TenantOf Api::PathTenant() {
   };
 }
 
-void Api::Register(httplib::Server& http) {
+void Api::Register(http::Server& http) {
   // Every answer carries a request id, the one its audit record keeps.
-  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+  http.set_pre_routing([this](const http::Request& req, http::Response& res) {
     res.set_header("X-Request-Id", RequestId(req));
-    return Gate(req, res) ? httplib::Server::HandlerResponse::Handled
-                          : httplib::Server::HandlerResponse::Unhandled;
+    return Gate(req, res);
   });
-  auto handler = [this](void (Api::*h)(const httplib::Request&, httplib::Response&)) {
-    return [this, h](const httplib::Request& req, httplib::Response& res) { (this->*h)(req, res); };
+  // Probes answer on the I/O thread, never queued behind busy handlers.
+  http.set_inline_paths({"/healthz"});
+  auto handler = [this](void (Api::*h)(const http::Request&, http::Response&)) {
+    return [this, h](const http::Request& req, http::Response& res) { (this->*h)(req, res); };
   };
   auto any = [](std::string action) {
     return Rule{Access::kAuthenticated, {}, Need::kRead, std::move(action)};
@@ -306,10 +307,10 @@ void Api::Register(httplib::Server& http) {
   };
   const Rule open{Access::kPublic, {}, Need::kRead, ""};
 
-  Route(http, "GET", "/healthz", open, [](const httplib::Request&, httplib::Response& res) {
+  Route(http, "GET", "/healthz", open, [](const http::Request&, http::Response& res) {
     Reply(res, 200, json{{"status", "ok"}});
   });
-  Route(http, "GET", "/v1/openapi.json", open, [](const httplib::Request&, httplib::Response& res) {
+  Route(http, "GET", "/v1/openapi.json", open, [](const http::Request&, http::Response& res) {
     res.set_content(std::string(OpenApiDocument()), "application/json");
   });
   // Metering: prices are public; usage is the caller's tenants'; budgets
@@ -414,7 +415,7 @@ void Api::Register(httplib::Server& http) {
         Audited("token.create", &Api::CreateToken));
   Route(http, "POST", R"(/v1/tokens/([^/]+)/revoke)", any("token.revoke"),
         Audited("token.revoke", &Api::RevokeToken));
-  http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+  http.set_error_handler([this](const http::Request& req, http::Response& res) {
     if (!res.body.empty()) return;
     if (res.status == 404) {
       ReplyError(res, Error{Code::kNotFound,
@@ -429,23 +430,31 @@ void Api::Register(httplib::Server& http) {
                                       "body"})
                           .dump(),
                       "application/json");
+    } else if (!res.reason.empty()) {
+      // Refused by the HTTP layer before routing: the status stays.
+      const char* field = res.status == 431 ? "header" : res.status == 414 ? "path" : "request";
+      res.set_content(
+          ErrorJson(Error{Code::kInvalidArgument,
+                          res.reason + (res.status == 431 ? " (berthd --max-header-bytes)" : ""),
+                          field})
+              .dump(),
+          "application/json");
     }
   });
-  http.set_exception_handler(
-      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-        std::string what = "unexpected error";
-        try {
-          std::rethrow_exception(ep);
-        } catch (const std::exception& e) {
-          what = e.what();
-        } catch (...) {
-        }
-        spdlog::error("API handler failed: {}", RedactSecrets(what));
-        ReplyError(res, Error{Code::kInternal, "internal error; see berthd's log", {}});
-      });
+  http.set_exception_handler([](const http::Request&, http::Response& res, std::exception_ptr ep) {
+    std::string what = "unexpected error";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    spdlog::error("API handler failed: {}", RedactSecrets(what));
+    ReplyError(res, Error{Code::kInternal, "internal error; see berthd's log", {}});
+  });
 }
 
-void Api::SubmitJob(const httplib::Request& req, httplib::Response& res, AuditNote& note) {
+void Api::SubmitJob(const http::Request& req, http::Response& res, AuditNote& note) {
   note.object = "job";
   auto spec = model::ParseJobSpec(req.body);
   if (!spec) return ReplyError(res, spec.error());
@@ -469,7 +478,7 @@ void Api::SubmitJob(const httplib::Request& req, httplib::Response& res, AuditNo
   Reply(res, 201, JobJson(*job, true));
 }
 
-void Api::ListJobs(const httplib::Request& req, httplib::Response& res) {
+void Api::ListJobs(const http::Request& req, http::Response& res) {
   store::JobFilter filter;
   if (req.has_param("state")) {
     for (const auto& s : SplitCommas(req.get_param_value("state"))) {
@@ -525,7 +534,7 @@ json Api::FailureJson(const store::JobRecord& job, model::Lang lang) const {
               {"evidence", failure->evidence}};
 }
 
-void Api::GetJob(const httplib::Request& req, httplib::Response& res) {
+void Api::GetJob(const http::Request& req, http::Response& res) {
   auto id = PathId(req);
   if (!id) return ReplyError(res, id.error());
   auto job = store_.GetJob(*id);
@@ -536,7 +545,7 @@ void Api::GetJob(const httplib::Request& req, httplib::Response& res) {
   Reply(res, 200, out);
 }
 
-void Api::CancelJob(const httplib::Request& req, httplib::Response& res, AuditNote& note) {
+void Api::CancelJob(const http::Request& req, http::Response& res, AuditNote& note) {
   note.object = fmt::format("job/{}", std::string(req.matches[1]));
   auto id = PathId(req);
   if (!id) return ReplyError(res, id.error());
@@ -551,7 +560,7 @@ void Api::CancelJob(const httplib::Request& req, httplib::Response& res, AuditNo
   Reply(res, 200, JobJson(*job, true));
 }
 
-void Api::ReportCheckpoint(const httplib::Request& req, httplib::Response& res, AuditNote& note) {
+void Api::ReportCheckpoint(const http::Request& req, http::Response& res, AuditNote& note) {
   note.object = fmt::format("job/{}", std::string(req.matches[1]));
   auto id = PathId(req);
   if (!id) return ReplyError(res, id.error());
@@ -591,7 +600,7 @@ void Api::ReportCheckpoint(const httplib::Request& req, httplib::Response& res, 
   Reply(res, 200, json{{"job", *id}, {"checkpoint_at_ms", at}, {"runs", recorded}});
 }
 
-void Api::Logs(const httplib::Request& req, httplib::Response& res) {
+void Api::Logs(const http::Request& req, http::Response& res) {
   auto id = PathId(req);
   if (!id) return ReplyError(res, id.error());
   auto job = store_.GetJob(*id);
@@ -632,51 +641,45 @@ void Api::Logs(const httplib::Request& req, httplib::Response& res) {
     }
     return model::IsTerminal(j->state);
   };
-  auto drain = [this, job_id, state, last_header](httplib::DataSink& sink) -> bool {
+  // Appends what the runs' logs hold past their cursors, up to about
+  // kPiece bytes; true when it stopped with more to read.
+  static constexpr std::size_t kPiece = 256 * 1024;
+  auto drain = [this, job_id, state, last_header](std::string& out) -> bool {
     bool many = state->size() > 1;
     for (auto& c : *state) {
       const auto path = controller_.LogPath(job_id, c.run_id);
       for (;;) {
+        if (out.size() >= kPiece) return true;
         // Absolute offsets: a log trimmed past its limit while it is being
         // followed shows the marker, then carries on with the kept tail.
         auto slice = ReadRunLog(path, c.offset, 64 * 1024, controller_.log_limit_bytes());
-        auto n = slice.data.size();
-        if (n == 0) break;
+        if (slice.data.empty()) break;
         if (many && *last_header != c.run_id) {
-          auto header = fmt::format("==> replica {} (attempt {}) <==\n", c.replica, c.attempt);
-          if (!sink.write(header.data(), header.size())) return false;
+          out += fmt::format("==> replica {} (attempt {}) <==\n", c.replica, c.attempt);
           *last_header = c.run_id;
         }
-        if (!sink.write(slice.data.data(), n)) return false;
+        out += slice.data;
         c.offset = slice.next;
       }
     }
-    return true;
+    return false;
   };
 
-  res.set_chunked_content_provider("text/plain; charset=utf-8",
-                                   [refresh, drain, follow](std::size_t, httplib::DataSink& sink) {
-                                     for (;;) {
-                                       auto terminal = refresh();
-                                       if (!terminal) {
-                                         sink.done();
-                                         return true;
-                                       }
-                                       if (!drain(sink)) return false;
-                                       if (!follow || *terminal) {
-                                         // A terminal job's logs are complete: agents ship every
-                                         // byte before they report the exit that settles the job.
-                                         if (follow && !drain(sink)) return false;
-                                         sink.done();
-                                         return true;
-                                       }
-                                       if (!sink.is_writable()) return false;
-                                       std::this_thread::sleep_for(std::chrono::milliseconds(100));
-                                     }
-                                   });
+  // Each call sends what is there; a followed job with nothing new waits
+  // without a thread (http::Step::kWait) and is asked again.
+  res.set_stream("text/plain; charset=utf-8",
+                 [refresh, drain, follow](std::string& out) -> http::Step {
+                   auto terminal = refresh();
+                   if (!terminal) return http::Step::kDone;
+                   if (drain(out)) return http::Step::kMore;
+                   // A terminal job's logs are complete: agents ship every
+                   // byte before they report the exit that settles the job.
+                   if (!follow || *terminal) return http::Step::kDone;
+                   return http::Step::kWait;
+                 });
 }
 
-void Api::Why(const httplib::Request& req, httplib::Response& res) {
+void Api::Why(const http::Request& req, http::Response& res) {
   auto id = PathId(req);
   if (!id) return ReplyError(res, id.error());
   model::Lang lang = model::Lang::kEn;
@@ -723,7 +726,7 @@ void Api::Why(const httplib::Request& req, httplib::Response& res) {
              {"timeline", events}});
 }
 
-void Api::ListNodes(const httplib::Request&, httplib::Response& res) {
+void Api::ListNodes(const http::Request&, http::Response& res) {
   auto nodes = controller_.Nodes();
   if (!nodes) return ReplyError(res, nodes.error());
   auto active = store_.ActiveRuns();
@@ -733,7 +736,7 @@ void Api::ListNodes(const httplib::Request&, httplib::Response& res) {
   Reply(res, 200, json{{"nodes", list}});
 }
 
-void Api::GetNode(const httplib::Request& req, httplib::Response& res) {
+void Api::GetNode(const http::Request& req, http::Response& res) {
   const std::string name = req.matches[1];
   auto nodes = controller_.Nodes();
   if (!nodes) return ReplyError(res, nodes.error());
@@ -760,7 +763,7 @@ void Api::GetNode(const httplib::Request& req, httplib::Response& res) {
                         "node"});
 }
 
-void Api::CordonAction(const httplib::Request& req, httplib::Response& res, AuditNote& note) {
+void Api::CordonAction(const http::Request& req, http::Response& res, AuditNote& note) {
   const std::string node = req.matches[1];
   std::optional<std::uint32_t> gpu;
   std::string action = req.matches[2];
@@ -810,8 +813,8 @@ void Api::CordonAction(const httplib::Request& req, httplib::Response& res, Audi
              {"reason", reason}});
 }
 
-void Api::CountIntervention(const std::string& action, const httplib::Request& req,
-                            const httplib::Response& res) {
+void Api::CountIntervention(const std::string& action, const http::Request& req,
+                            const http::Response& res) {
   if (metrics_ == nullptr || res.status >= 300) return;
   // The path's last capture is the verb: cordon, drain, uncordon.
   const std::string verb =
@@ -829,7 +832,7 @@ void Api::CountIntervention(const std::string& action, const httplib::Request& r
   }
 }
 
-void Api::Metrics(const httplib::Request&, httplib::Response& res) {
+void Api::Metrics(const http::Request&, http::Response& res) {
   if (metrics_ == nullptr) {
     return ReplyError(res, Error{Code::kUnavailable, "this berthd keeps no metrics", {}});
   }
@@ -855,7 +858,7 @@ void Api::Metrics(const httplib::Request&, httplib::Response& res) {
   res.set_content(RenderMetrics(view, *metrics_), "text/plain; version=0.0.4; charset=utf-8");
 }
 
-void Api::ListGpus(const httplib::Request&, httplib::Response& res) {
+void Api::ListGpus(const http::Request&, http::Response& res) {
   auto nodes = controller_.Nodes();
   if (!nodes) return ReplyError(res, nodes.error());
   auto holders = store_.ListJobs(
@@ -868,14 +871,14 @@ void Api::ListGpus(const httplib::Request&, httplib::Response& res) {
 
 namespace berth::server {
 
-void Api::GetPolicy(const httplib::Request&, httplib::Response& res) {
+void Api::GetPolicy(const http::Request&, http::Response& res) {
   auto active = controller_.ActivePolicy();
   if (!active) return ReplyError(res, active.error());
   Reply(res, 200,
         PolicyVersionJson(VisibleTo(CurrentCaller(), **active), (*active)->version, true));
 }
 
-void Api::ListPolicyVersions(const httplib::Request&, httplib::Response& res) {
+void Api::ListPolicyVersions(const http::Request&, http::Response& res) {
   auto active = controller_.ActivePolicy();
   if (!active) return ReplyError(res, active.error());
   auto versions = store_.ListPolicyVersions();
@@ -885,7 +888,7 @@ void Api::ListPolicyVersions(const httplib::Request&, httplib::Response& res) {
   Reply(res, 200, json{{"active", (*active)->version}, {"versions", list}});
 }
 
-void Api::GetPolicyVersion(const httplib::Request& req, httplib::Response& res) {
+void Api::GetPolicyVersion(const http::Request& req, http::Response& res) {
   auto number = VersionNumber(req.matches[1], "version");
   if (!number) return ReplyError(res, number.error());
   auto active = controller_.ActivePolicy();
@@ -895,7 +898,7 @@ void Api::GetPolicyVersion(const httplib::Request& req, httplib::Response& res) 
   Reply(res, 200, PolicyVersionJson(VisibleTo(CurrentCaller(), *v), (*active)->version, true));
 }
 
-void Api::ApplyPolicy(const httplib::Request& req, httplib::Response& res, AuditNote& note) {
+void Api::ApplyPolicy(const http::Request& req, http::Response& res, AuditNote& note) {
   note.object = "policy";
   if (auto active = controller_.ActivePolicy(); active) {
     note.before = json{{"version", (*active)->version}};
@@ -964,7 +967,7 @@ void Api::ApplyPolicy(const httplib::Request& req, httplib::Response& res, Audit
   Reply(res, 201, json{{"version", *version}});
 }
 
-void Api::RollbackPolicy(const httplib::Request& req, httplib::Response& res, AuditNote& note) {
+void Api::RollbackPolicy(const http::Request& req, http::Response& res, AuditNote& note) {
   note.object = "policy";
   if (auto active = controller_.ActivePolicy(); active) {
     note.before = json{{"version", (*active)->version}};
@@ -984,7 +987,7 @@ void Api::RollbackPolicy(const httplib::Request& req, httplib::Response& res, Au
   Reply(res, 201, json{{"version", *version}, {"restores", *to}});
 }
 
-void Api::DiffPolicy(const httplib::Request& req, httplib::Response& res) {
+void Api::DiffPolicy(const http::Request& req, http::Response& res) {
   auto active = controller_.ActivePolicy();
   if (!active) return ReplyError(res, active.error());
   std::int64_t to = (*active)->version;
@@ -1022,7 +1025,7 @@ void Api::DiffPolicy(const httplib::Request& req, httplib::Response& res) {
 
 namespace berth::server {
 
-void Api::History(const httplib::Request& req, httplib::Response& res) {
+void Api::History(const http::Request& req, http::Response& res) {
   const TimeMs now = clock_.NowMs();
   auto since =
       TimeParam(req.has_param("since") ? req.get_param_value("since") : std::string(kDefaultWindow),
@@ -1049,7 +1052,7 @@ void Api::History(const httplib::Request& req, httplib::Response& res) {
   Reply(res, 200, HistoryJson(*jobs, *nodes, **active, *since, until, now));
 }
 
-void Api::PreviewPolicy(const httplib::Request& req, httplib::Response& res) {
+void Api::PreviewPolicy(const http::Request& req, http::Response& res) {
   if (req.body.find_first_not_of(" \t\r\n") == std::string::npos) {
     return ReplyError(res, Error{Code::kInvalidArgument,
                                  "the request body must be the proposed policy (YAML); see "

@@ -2,14 +2,13 @@
 // thin: they parse, call the Controller or the Store, and render.
 #pragma once
 
-#include <httplib.h>
-
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <span>
 
 #include "common/clock.h"
+#include "http/server.h"
 #include "model/reason.h"
 #include "server/alerting.h"
 #include "server/audit.h"
@@ -31,7 +30,7 @@ class Api {
       : controller_(controller), store_(store), auth_(auth), clock_(clock) {}
 
   // Installs every route on `http`, each behind the guard of its Rule.
-  void Register(httplib::Server& http);
+  void Register(http::Server& http);
   // Every route as registered: method, path pattern and rule (for the
   // OpenAPI document's x-berth-access and the authorization tests).
   struct RouteInfo {
@@ -77,16 +76,16 @@ class Api {
 
  private:
   // A mutating handler: it fills `note` with what it changed or was refused.
-  using AuditedHandler = void (Api::*)(const httplib::Request&, httplib::Response&, AuditNote&);
+  using AuditedHandler = void (Api::*)(const http::Request&, http::Response&, AuditNote&);
   // Runs `handler`, then appends its audit record, so the record is durable
   // before the answer leaves.
-  httplib::Server::Handler Audited(std::string action, AuditedHandler handler);
+  http::Handler Audited(std::string action, AuditedHandler handler);
   // Registers `handler` for `method pattern` behind the guard: authenticate,
   // check `rule`, run the handler with the caller in scope. A denial is
   // answered (401, 403, or 404 for another tenant's object) and recorded.
-  void Route(httplib::Server& http, std::string_view method, const std::string& pattern, Rule rule,
-             httplib::Server::Handler handler);
-  void RecordDenial(const Rule& rule, const httplib::Request& req, const httplib::Response& res,
+  void Route(http::Server& http, std::string_view method, const std::string& pattern, Rule rule,
+             http::Handler handler);
+  void RecordDenial(const Rule& rule, const http::Request& req, const http::Response& res,
                     std::string tenant, std::string object);
   // The tenant of the job named by the path's first capture.
   TenantOf JobTenant();
@@ -96,91 +95,91 @@ class Api {
   TenantOf PathTenant();
 
   // Identities, memberships and tokens (api_identity.cc).
-  void WhoAmI(const httplib::Request& req, httplib::Response& res);
-  void Login(const httplib::Request& req, httplib::Response& res, AuditNote& note);
-  void ListIdentities(const httplib::Request& req, httplib::Response& res);
-  void CreateIdentity(const httplib::Request& req, httplib::Response& res, AuditNote& note);
-  void SetIdentityFlag(const httplib::Request& req, httplib::Response& res, AuditNote& note);
-  void ListMembers(const httplib::Request& req, httplib::Response& res);
-  void SetMember(const httplib::Request& req, httplib::Response& res, AuditNote& note);
-  void RemoveMember(const httplib::Request& req, httplib::Response& res, AuditNote& note);
-  void ListTokens(const httplib::Request& req, httplib::Response& res);
-  void CreateToken(const httplib::Request& req, httplib::Response& res, AuditNote& note);
-  void RevokeToken(const httplib::Request& req, httplib::Response& res, AuditNote& note);
+  void WhoAmI(const http::Request& req, http::Response& res);
+  void Login(const http::Request& req, http::Response& res, AuditNote& note);
+  void ListIdentities(const http::Request& req, http::Response& res);
+  void CreateIdentity(const http::Request& req, http::Response& res, AuditNote& note);
+  void SetIdentityFlag(const http::Request& req, http::Response& res, AuditNote& note);
+  void ListMembers(const http::Request& req, http::Response& res);
+  void SetMember(const http::Request& req, http::Response& res, AuditNote& note);
+  void RemoveMember(const http::Request& req, http::Response& res, AuditNote& note);
+  void ListTokens(const http::Request& req, http::Response& res);
+  void CreateToken(const http::Request& req, http::Response& res, AuditNote& note);
+  void RevokeToken(const http::Request& req, http::Response& res, AuditNote& note);
   // Runs before routing (api_gate.cc): the rate limit, then the route's
   // declared query parameters (request_decode.h). True when it answered.
-  bool Gate(const httplib::Request& req, httplib::Response& res);
+  bool Gate(const http::Request& req, http::Response& res);
   // Takes one request from `key`'s bucket of `limiter`; false after
   // answering 429 with Retry-After.
-  bool Admit(RateLimiter& limiter, const std::string& key, httplib::Response& res) const;
-  void ListAudit(const httplib::Request& req, httplib::Response& res);
-  void VerifyAudit(const httplib::Request& req, httplib::Response& res);
+  bool Admit(RateLimiter& limiter, const std::string& key, http::Response& res) const;
+  void ListAudit(const http::Request& req, http::Response& res);
+  void VerifyAudit(const http::Request& req, http::Response& res);
   // Metering (api_usage.cc, docs/metering.md).
-  void GetPrices(const httplib::Request& req, httplib::Response& res);
-  void ApplyPrices(const httplib::Request& req, httplib::Response& res, AuditNote& note);
-  void Usage(const httplib::Request& req, httplib::Response& res);
-  void UsageRecords(const httplib::Request& req, httplib::Response& res);
-  void ListBudgets(const httplib::Request& req, httplib::Response& res);
-  void SetBudget(const httplib::Request& req, httplib::Response& res, AuditNote& note);
-  void DeleteBudget(const httplib::Request& req, httplib::Response& res, AuditNote& note);
+  void GetPrices(const http::Request& req, http::Response& res);
+  void ApplyPrices(const http::Request& req, http::Response& res, AuditNote& note);
+  void Usage(const http::Request& req, http::Response& res);
+  void UsageRecords(const http::Request& req, http::Response& res);
+  void ListBudgets(const http::Request& req, http::Response& res);
+  void SetBudget(const http::Request& req, http::Response& res, AuditNote& note);
+  void DeleteBudget(const http::Request& req, http::Response& res, AuditNote& note);
   // GET /v1/reports/ops (api_report.cc, docs/metering.md "Operations report").
-  void GetOpsReport(const httplib::Request& req, httplib::Response& res);
+  void GetOpsReport(const http::Request& req, http::Response& res);
 
   // Quota requests (api_quota.cc): a tenant asks, a platform admin decides;
   // an approval is a new policy version.
-  void FileQuotaRequest(const httplib::Request& req, httplib::Response& res, AuditNote& note);
-  void ListQuotaRequests(const httplib::Request& req, httplib::Response& res);
-  void GetQuotaRequest(const httplib::Request& req, httplib::Response& res);
-  void ApproveQuotaRequest(const httplib::Request& req, httplib::Response& res, AuditNote& note);
-  void RejectQuotaRequest(const httplib::Request& req, httplib::Response& res, AuditNote& note);
-  void WithdrawQuotaRequest(const httplib::Request& req, httplib::Response& res, AuditNote& note);
+  void FileQuotaRequest(const http::Request& req, http::Response& res, AuditNote& note);
+  void ListQuotaRequests(const http::Request& req, http::Response& res);
+  void GetQuotaRequest(const http::Request& req, http::Response& res);
+  void ApproveQuotaRequest(const http::Request& req, http::Response& res, AuditNote& note);
+  void RejectQuotaRequest(const http::Request& req, http::Response& res, AuditNote& note);
+  void WithdrawQuotaRequest(const http::Request& req, http::Response& res, AuditNote& note);
 
-  void SubmitJob(const httplib::Request& req, httplib::Response& res, AuditNote& note);
-  void ListJobs(const httplib::Request& req, httplib::Response& res);
-  void GetJob(const httplib::Request& req, httplib::Response& res);
-  void CancelJob(const httplib::Request& req, httplib::Response& res, AuditNote& note);
+  void SubmitJob(const http::Request& req, http::Response& res, AuditNote& note);
+  void ListJobs(const http::Request& req, http::Response& res);
+  void GetJob(const http::Request& req, http::Response& res);
+  void CancelJob(const http::Request& req, http::Response& res, AuditNote& note);
   // POST /v1/jobs/ID/checkpoint[?at_ms=T]: a running job reports that it
   // saved a checkpoint (now, or at T), for the work an eviction would lose.
-  void ReportCheckpoint(const httplib::Request& req, httplib::Response& res, AuditNote& note);
-  void Logs(const httplib::Request& req, httplib::Response& res);
+  void ReportCheckpoint(const http::Request& req, http::Response& res, AuditNote& note);
+  void Logs(const http::Request& req, http::Response& res);
   // A job's outputs on the node of its run (api_outputs.cc): a listing, and
   // a file's bytes (audited: who took which file).
-  void ListOutputs(const httplib::Request& req, httplib::Response& res);
-  void DownloadOutput(const httplib::Request& req, httplib::Response& res, AuditNote& note);
+  void ListOutputs(const http::Request& req, http::Response& res);
+  void DownloadOutput(const http::Request& req, http::Response& res, AuditNote& note);
   // GET /v1/jobs/{id}/why?lang=en|zh: the reason rendered in one language,
   // with the timeline events that explain it.
-  void Why(const httplib::Request& req, httplib::Response& res);
+  void Why(const http::Request& req, http::Response& res);
   // The job's failure class, message and evidence (model/failure.h), from
   // its reason and the tail of its failed replica's log; null if none.
   nlohmann::json FailureJson(const store::JobRecord& job, model::Lang lang) const;
-  void ListNodes(const httplib::Request& req, httplib::Response& res);
-  void ListGpus(const httplib::Request& req, httplib::Response& res);
-  void GetNode(const httplib::Request& req, httplib::Response& res);
+  void ListNodes(const http::Request& req, http::Response& res);
+  void ListGpus(const http::Request& req, http::Response& res);
+  void GetNode(const http::Request& req, http::Response& res);
   // POST /v1/nodes/NODE[/gpus/INDEX]/(cordon|drain|uncordon)?reason=...
-  void CordonAction(const httplib::Request& req, httplib::Response& res, AuditNote& note);
+  void CordonAction(const http::Request& req, http::Response& res, AuditNote& note);
   // Alerts (api_alerts.cc, docs/operations.md "Alerts").
-  void ListAlerts(const httplib::Request& req, httplib::Response& res);
-  void ResolveAlert(const httplib::Request& req, httplib::Response& res, AuditNote& note);
-  void GetAlertRules(const httplib::Request& req, httplib::Response& res);
-  void ApplyAlertRules(const httplib::Request& req, httplib::Response& res, AuditNote& note);
-  void ListAlertDeliveries(const httplib::Request& req, httplib::Response& res);
-  void GetPolicy(const httplib::Request& req, httplib::Response& res);
-  void ListPolicyVersions(const httplib::Request& req, httplib::Response& res);
-  void GetPolicyVersion(const httplib::Request& req, httplib::Response& res);
-  void ApplyPolicy(const httplib::Request& req, httplib::Response& res, AuditNote& note);
-  void RollbackPolicy(const httplib::Request& req, httplib::Response& res, AuditNote& note);
-  void DiffPolicy(const httplib::Request& req, httplib::Response& res);
+  void ListAlerts(const http::Request& req, http::Response& res);
+  void ResolveAlert(const http::Request& req, http::Response& res, AuditNote& note);
+  void GetAlertRules(const http::Request& req, http::Response& res);
+  void ApplyAlertRules(const http::Request& req, http::Response& res, AuditNote& note);
+  void ListAlertDeliveries(const http::Request& req, http::Response& res);
+  void GetPolicy(const http::Request& req, http::Response& res);
+  void ListPolicyVersions(const http::Request& req, http::Response& res);
+  void GetPolicyVersion(const http::Request& req, http::Response& res);
+  void ApplyPolicy(const http::Request& req, http::Response& res, AuditNote& note);
+  void RollbackPolicy(const http::Request& req, http::Response& res, AuditNote& note);
+  void DiffPolicy(const http::Request& req, http::Response& res);
   // POST /v1/policy/preview: the recent history replayed under the active
   // and the proposed policy (policy_preview.h); applies nothing.
-  void PreviewPolicy(const httplib::Request& req, httplib::Response& res);
+  void PreviewPolicy(const http::Request& req, http::Response& res);
   // GET /v1/history: the jobs of a window with every run (history.h).
-  void History(const httplib::Request& req, httplib::Response& res);
+  void History(const http::Request& req, http::Response& res);
   // Telemetry (api_telemetry.cc, docs/metering.md "Telemetry").
   // GET /v1/jobs/{id}/telemetry: per-run summaries and the job's GPUs' series.
-  void JobTelemetry(const httplib::Request& req, httplib::Response& res);
+  void JobTelemetry(const http::Request& req, http::Response& res);
   // GET /v1/gpus/{uuid}/telemetry: one GPU's series; other tenants' runs
   // are "another tenant".
-  void GpuTelemetry(const httplib::Request& req, httplib::Response& res);
+  void GpuTelemetry(const http::Request& req, http::Response& res);
   // The job's runs summarized over [from, to).
   Result<std::map<std::string, store::UtilSummary>> JobRunSummaries(const store::JobRecord& job,
                                                                     TimeMs from, TimeMs to);
@@ -188,11 +187,11 @@ class Api {
   // submitted; null without samples.
   nlohmann::json JobUtilization(const store::JobRecord& job);
   // GET /metrics: the Prometheus text format (docs/metrics.md).
-  void Metrics(const httplib::Request& req, httplib::Response& res);
+  void Metrics(const http::Request& req, http::Response& res);
   // Counts a succeeded operator change (cordon, drain, policy, admin cancel)
   // as berth_admin_interventions_total.
-  void CountIntervention(const std::string& action, const httplib::Request& req,
-                         const httplib::Response& res);
+  void CountIntervention(const std::string& action, const http::Request& req,
+                         const http::Response& res);
 
   Controller& controller_;
   store::Store& store_;

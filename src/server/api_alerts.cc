@@ -35,7 +35,7 @@ json DeliveryJson(const store::AlertDelivery& d) {
 
 }  // namespace
 
-void Api::ListAlerts(const httplib::Request& req, httplib::Response& res) {
+void Api::ListAlerts(const http::Request& req, http::Response& res) {
   const bool all = req.get_param_value("all") == "true" || req.get_param_value("all") == "1";
   const std::string kind = req.get_param_value("kind");
   auto alerts = store_.ListAlerts(!all);
@@ -48,7 +48,7 @@ void Api::ListAlerts(const httplib::Request& req, httplib::Response& res) {
   Reply(res, 200, json{{"alerts", list}});
 }
 
-void Api::ResolveAlert(const httplib::Request& req, httplib::Response& res, AuditNote& note) {
+void Api::ResolveAlert(const http::Request& req, http::Response& res, AuditNote& note) {
   note.object = "alert";
   const std::string& s = req.matches[1];
   std::int64_t id = 0;
@@ -76,7 +76,7 @@ void Api::ResolveAlert(const httplib::Request& req, httplib::Response& res, Audi
   Reply(res, 200, AlertJson(*alert));
 }
 
-void Api::GetAlertRules(const httplib::Request&, httplib::Response& res) {
+void Api::GetAlertRules(const http::Request&, http::Response& res) {
   if (alerts_ == nullptr) return ReplyError(res, NoAlerts());
   auto active = store_.ActiveAlertRules();
   if (!active) return ReplyError(res, active.error());
@@ -96,7 +96,7 @@ void Api::GetAlertRules(const httplib::Request&, httplib::Response& res) {
   Reply(res, 200, body);
 }
 
-void Api::ApplyAlertRules(const httplib::Request& req, httplib::Response& res, AuditNote& note) {
+void Api::ApplyAlertRules(const http::Request& req, http::Response& res, AuditNote& note) {
   note.object = "alert-rules";
   if (alerts_ == nullptr) return ReplyError(res, NoAlerts());
   if (req.body.find_first_not_of(" \t\r\n") == std::string::npos) {
@@ -116,7 +116,7 @@ void Api::ApplyAlertRules(const httplib::Request& req, httplib::Response& res, A
   Reply(res, 201, body);
 }
 
-void Api::ListAlertDeliveries(const httplib::Request& req, httplib::Response& res) {
+void Api::ListAlertDeliveries(const http::Request& req, http::Response& res) {
   std::size_t limit = 100;
   if (req.has_param("limit")) limit = std::stoul(req.get_param_value("limit"));
   auto list = store_.ListDeliveries(limit);

@@ -21,7 +21,7 @@ Error NoAuditLog() {
 
 }  // namespace
 
-void Api::ListAudit(const httplib::Request& req, httplib::Response& res) {
+void Api::ListAudit(const http::Request& req, http::Response& res) {
   if (audit_ == nullptr) return ReplyError(res, NoAuditLog());
   const TimeMs now = clock_.NowMs();
   store::AuditFilter filter;
@@ -59,7 +59,7 @@ void Api::ListAudit(const httplib::Request& req, httplib::Response& res) {
   Reply(res, 200, json{{"records", list}});
 }
 
-void Api::VerifyAudit(const httplib::Request&, httplib::Response& res) {
+void Api::VerifyAudit(const http::Request&, http::Response& res) {
   if (audit_ == nullptr) return ReplyError(res, NoAuditLog());
   auto verdict = audit_->Verify();
   if (!verdict) return ReplyError(res, verdict.error());

@@ -12,7 +12,7 @@
 
 namespace berth::server {
 
-bool Api::Admit(RateLimiter& limiter, const std::string& key, httplib::Response& res) const {
+bool Api::Admit(RateLimiter& limiter, const std::string& key, http::Response& res) const {
   auto decision = limiter.Admit(key);
   if (decision.allowed) return true;
   const auto& c = limiter.config();
@@ -32,11 +32,17 @@ bool Api::Admit(RateLimiter& limiter, const std::string& key, httplib::Response&
   return false;
 }
 
-bool Api::Gate(const httplib::Request& req, httplib::Response& res) {
+bool Api::Gate(const http::Request& req, http::Response& res) {
   if (req.path == "/healthz") return false;  // probes are never limited
   // Before anything is verified: the source address. A token's own limit
   // applies once it is verified (the guard in Api::Route).
   if (source_limiter_ != nullptr && !Admit(*source_limiter_, SourceKey(req.remote_addr), res)) {
+    return true;
+  }
+  // Nothing that is not text goes further: no handler stores it, no 404
+  // echoes it, and no later read of the audit trail trips on it.
+  if (auto st = CheckRequestText(req.path, req.params); !st) {
+    ReplyError(res, st.error());
     return true;
   }
   // An unknown route is left to the router, which answers 404.

@@ -50,8 +50,7 @@ json TokenJson(const store::TokenRecord& t) {
 }
 
 // A JSON object body whose keys are all in `allowed`; errors name the field.
-Result<json> ObjectBody(const httplib::Request& req,
-                        std::initializer_list<std::string_view> allowed) {
+Result<json> ObjectBody(const http::Request& req, std::initializer_list<std::string_view> allowed) {
   auto body = json::parse(req.body, nullptr, false);
   if (body.is_discarded() || !body.is_object()) {
     return InvalidField("body", "the body must be a JSON object");
@@ -92,7 +91,7 @@ bool MayActFor(const Caller& caller, const store::Identity& target) {
 
 }  // namespace
 
-void Api::WhoAmI(const httplib::Request&, httplib::Response& res) {
+void Api::WhoAmI(const http::Request&, http::Response& res) {
   const Caller& c = CurrentCaller();
   auto token = auth_.identities().GetToken(c.token_id);
   if (!token) return ReplyError(res, token.error());
@@ -104,14 +103,14 @@ void Api::WhoAmI(const httplib::Request&, httplib::Response& res) {
              {"token", *token ? TokenJson(**token) : json(nullptr)}});
 }
 
-void Api::Login(const httplib::Request& req, httplib::Response& res, AuditNote& note) {
+void Api::Login(const http::Request& req, http::Response& res, AuditNote& note) {
   const Caller& c = CurrentCaller();
   note.object = "identity/" + c.name;
   note.after = json{{"token", c.token_id}};
   WhoAmI(req, res);
 }
 
-void Api::ListIdentities(const httplib::Request&, httplib::Response& res) {
+void Api::ListIdentities(const http::Request&, http::Response& res) {
   const Caller& c = CurrentCaller();
   auto all = auth_.identities().ListIdentities();
   if (!all) return ReplyError(res, all.error());
@@ -138,7 +137,7 @@ void Api::ListIdentities(const httplib::Request&, httplib::Response& res) {
   Reply(res, 200, json{{"identities", list}});
 }
 
-void Api::CreateIdentity(const httplib::Request& req, httplib::Response& res, AuditNote& note) {
+void Api::CreateIdentity(const http::Request& req, http::Response& res, AuditNote& note) {
   note.object = "identity";
   const Caller& c = CurrentCaller();
   auto body = ObjectBody(req, {"name", "kind", "platform_admin", "tenants"});
@@ -207,7 +206,7 @@ void Api::CreateIdentity(const httplib::Request& req, httplib::Response& res, Au
   Reply(res, 201, IdentityJson(*created));
 }
 
-void Api::SetIdentityFlag(const httplib::Request& req, httplib::Response& res, AuditNote& note) {
+void Api::SetIdentityFlag(const http::Request& req, http::Response& res, AuditNote& note) {
   const std::string name = req.matches[1];
   const std::string action = req.matches[2];
   note.object = "identity/" + name;
@@ -235,7 +234,7 @@ void Api::SetIdentityFlag(const httplib::Request& req, httplib::Response& res, A
   Reply(res, 200, IdentityJson(**after));
 }
 
-void Api::ListMembers(const httplib::Request& req, httplib::Response& res) {
+void Api::ListMembers(const http::Request& req, http::Response& res) {
   const std::string tenant = req.matches[1];
   auto all = auth_.identities().ListIdentities();
   if (!all) return ReplyError(res, all.error());
@@ -251,7 +250,7 @@ void Api::ListMembers(const httplib::Request& req, httplib::Response& res) {
   Reply(res, 200, json{{"tenant", tenant}, {"members", list}});
 }
 
-void Api::SetMember(const httplib::Request& req, httplib::Response& res, AuditNote& note) {
+void Api::SetMember(const http::Request& req, http::Response& res, AuditNote& note) {
   const std::string tenant = req.matches[1];
   note.tenant = tenant;
   note.object = "tenant/" + tenant;
@@ -287,7 +286,7 @@ void Api::SetMember(const httplib::Request& req, httplib::Response& res, AuditNo
   Reply(res, 200, json{{"tenant", tenant}, {"identity", *name}, {"role", store::RoleName(*role)}});
 }
 
-void Api::RemoveMember(const httplib::Request& req, httplib::Response& res, AuditNote& note) {
+void Api::RemoveMember(const http::Request& req, http::Response& res, AuditNote& note) {
   const std::string tenant = req.matches[1];
   const std::string name = req.matches[2];
   note.tenant = tenant;
@@ -308,7 +307,7 @@ void Api::RemoveMember(const httplib::Request& req, httplib::Response& res, Audi
   Reply(res, 200, json{{"tenant", tenant}, {"identity", name}, {"removed", true}});
 }
 
-void Api::ListTokens(const httplib::Request& req, httplib::Response& res) {
+void Api::ListTokens(const http::Request& req, http::Response& res) {
   const Caller& c = CurrentCaller();
   std::string identity = req.has_param("identity") ? req.get_param_value("identity") : c.name;
   if (identity != c.name) {
@@ -326,7 +325,7 @@ void Api::ListTokens(const httplib::Request& req, httplib::Response& res) {
   Reply(res, 200, json{{"tokens", list}});
 }
 
-void Api::CreateToken(const httplib::Request& req, httplib::Response& res, AuditNote& note) {
+void Api::CreateToken(const http::Request& req, http::Response& res, AuditNote& note) {
   const Caller& c = CurrentCaller();
   note.object = "token";
   auto body = ObjectBody(req, {"identity", "ttl", "description"});
@@ -373,7 +372,7 @@ void Api::CreateToken(const httplib::Request& req, httplib::Response& res, Audit
   Reply(res, 201, out);
 }
 
-void Api::RevokeToken(const httplib::Request& req, httplib::Response& res, AuditNote& note) {
+void Api::RevokeToken(const http::Request& req, http::Response& res, AuditNote& note) {
   const Caller& c = CurrentCaller();
   const std::string id = req.matches[1];
   note.object = "token/" + id;

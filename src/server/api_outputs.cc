@@ -29,7 +29,7 @@ struct OutputTarget {
 };
 
 // A run number from the query (the gate already checked its range).
-Result<std::uint32_t> UintParam(const httplib::Request& req, const std::string& name) {
+Result<std::uint32_t> UintParam(const http::Request& req, const std::string& name) {
   auto v =
       ParseIntParam(req.get_param_value(name), name, 0, std::numeric_limits<std::uint32_t>::max());
   if (!v) return std::unexpected(v.error());
@@ -39,7 +39,7 @@ Result<std::uint32_t> UintParam(const httplib::Request& req, const std::string& 
 // The run whose outputs are meant: replica 0 unless `replica` says, the
 // given `attempt`, else the latest attempt that started (the one whose
 // files a user wants after retries), else the latest.
-Result<OutputTarget> ResolveTarget(store::Store& store, const httplib::Request& req) {
+Result<OutputTarget> ResolveTarget(store::Store& store, const http::Request& req) {
   auto id = PathId(req);
   if (!id) return std::unexpected(id.error());
   auto job = store.GetJob(*id);
@@ -104,7 +104,7 @@ json TargetJson(const OutputTarget& t) {
 
 }  // namespace
 
-void Api::ListOutputs(const httplib::Request& req, httplib::Response& res) {
+void Api::ListOutputs(const http::Request& req, http::Response& res) {
   auto t = ResolveTarget(store_, req);
   if (!t) return ReplyError(res, t.error());
   berth::v1::OutputRequest ask;
@@ -133,7 +133,7 @@ void Api::ListOutputs(const httplib::Request& req, httplib::Response& res) {
   Reply(res, 200, out);
 }
 
-void Api::DownloadOutput(const httplib::Request& req, httplib::Response& res, AuditNote& note) {
+void Api::DownloadOutput(const http::Request& req, http::Response& res, AuditNote& note) {
   note.object = fmt::format("job/{}", std::string(req.matches[1]));
   auto t = ResolveTarget(store_, req);
   if (!t) return ReplyError(res, t.error());
@@ -174,24 +174,29 @@ void Api::DownloadOutput(const httplib::Request& req, httplib::Response& res, Au
   // away mid-way ends the body short of its Content-Length, which clients
   // (berth cp, curl) report as a failed download.
   auto held = std::make_shared<std::string>(std::move(*first->mutable_data()));
-  res.set_content_provider(
-      size, "application/octet-stream",
-      [this, held, size, target = *t](std::size_t offset, std::size_t, httplib::DataSink& sink) {
-        if (offset < held->size()) {
-          std::string chunk = std::move(*held);
+  auto offset = std::make_shared<std::uint64_t>(0);
+  res.set_stream(
+      "application/octet-stream",
+      [this, held, offset, size, target = *t](std::string& out) -> http::Step {
+        if (!held->empty()) {
+          out = std::move(*held);
           held->clear();
-          return sink.write(chunk.data() + offset, chunk.size() - offset);
+          *offset = out.size();
+          return *offset >= size ? http::Step::kDone : http::Step::kMore;
         }
         berth::v1::OutputRequest next;
         next.set_run_id(target.run.run_id);
         next.set_path(target.path);
-        next.set_offset(offset);
+        next.set_offset(*offset);
         next.set_length(model::kMaxOutputChunk);
         auto reply = controller_.AskOutputs(target.run.node, next);
-        if (!reply || !reply->error().empty() || reply->data().empty()) return false;
-        const std::size_t n = std::min<std::size_t>(reply->data().size(), size - offset);
-        return sink.write(reply->data().data(), n);
-      });
+        if (!reply || !reply->error().empty() || reply->data().empty()) return http::Step::kAbort;
+        const std::size_t n = std::min<std::uint64_t>(reply->data().size(), size - *offset);
+        out.assign(reply->data().data(), n);
+        *offset += n;
+        return *offset >= size ? http::Step::kDone : http::Step::kMore;
+      },
+      size);
 }
 
 }  // namespace berth::server

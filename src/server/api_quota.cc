@@ -28,7 +28,7 @@ using nlohmann::json;
 constexpr std::array<std::string_view, 7> kFields{
     "queue", "resource", "guaranteed", "borrow_limit", "weight", "lending_limit", "reason"};
 
-Result<std::int64_t> PathRequestId(const httplib::Request& req) {
+Result<std::int64_t> PathRequestId(const http::Request& req) {
   const std::string& s = req.matches[1];
   std::int64_t id = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), id);
@@ -150,7 +150,7 @@ json QuotaRequestSummary(const store::QuotaRequest& r) {
 
 }  // namespace
 
-void Api::FileQuotaRequest(const httplib::Request& req, httplib::Response& res, AuditNote& note) {
+void Api::FileQuotaRequest(const http::Request& req, http::Response& res, AuditNote& note) {
   note.object = "quota-request";
   auto request = ParseRequestBody(req.body);
   if (!request) return ReplyError(res, request.error());
@@ -168,7 +168,7 @@ void Api::FileQuotaRequest(const httplib::Request& req, httplib::Response& res, 
   Reply(res, 201, QuotaRequestJson(*filed));
 }
 
-void Api::ListQuotaRequests(const httplib::Request& req, httplib::Response& res) {
+void Api::ListQuotaRequests(const http::Request& req, http::Response& res) {
   store::QuotaRequestFilter filter;
   if (std::string s = req.get_param_value("state"); !s.empty()) {
     filter.state = store::ParseQuotaRequestState(s);
@@ -195,7 +195,7 @@ void Api::ListQuotaRequests(const httplib::Request& req, httplib::Response& res)
 }
 
 TenantOf Api::QuotaRequestTenant() {
-  return [this](const httplib::Request& req) -> Result<Owner> {
+  return [this](const http::Request& req) -> Result<Owner> {
     auto id = PathRequestId(req);
     if (!id) return std::unexpected(id.error());
     auto r = store_.GetQuotaRequest(*id);
@@ -205,7 +205,7 @@ TenantOf Api::QuotaRequestTenant() {
   };
 }
 
-void Api::GetQuotaRequest(const httplib::Request& req, httplib::Response& res) {
+void Api::GetQuotaRequest(const http::Request& req, http::Response& res) {
   auto id = PathRequestId(req);
   if (!id) return ReplyError(res, id.error());
   auto r = store_.GetQuotaRequest(*id);
@@ -213,8 +213,7 @@ void Api::GetQuotaRequest(const httplib::Request& req, httplib::Response& res) {
   Reply(res, 200, QuotaRequestJson(*r));
 }
 
-void Api::ApproveQuotaRequest(const httplib::Request& req, httplib::Response& res,
-                              AuditNote& note) {
+void Api::ApproveQuotaRequest(const http::Request& req, http::Response& res, AuditNote& note) {
   note.object = "quota-request";
   auto id = PathRequestId(req);
   if (!id) return ReplyError(res, id.error());
@@ -234,7 +233,7 @@ void Api::ApproveQuotaRequest(const httplib::Request& req, httplib::Response& re
   Reply(res, 200, QuotaRequestJson(*approved));
 }
 
-void Api::RejectQuotaRequest(const httplib::Request& req, httplib::Response& res, AuditNote& note) {
+void Api::RejectQuotaRequest(const http::Request& req, http::Response& res, AuditNote& note) {
   note.object = "quota-request";
   auto id = PathRequestId(req);
   if (!id) return ReplyError(res, id.error());
@@ -255,8 +254,7 @@ void Api::RejectQuotaRequest(const httplib::Request& req, httplib::Response& res
   Reply(res, 200, QuotaRequestJson(*rejected));
 }
 
-void Api::WithdrawQuotaRequest(const httplib::Request& req, httplib::Response& res,
-                               AuditNote& note) {
+void Api::WithdrawQuotaRequest(const http::Request& req, http::Response& res, AuditNote& note) {
   note.object = "quota-request";
   auto id = PathRequestId(req);
   if (!id) return ReplyError(res, id.error());

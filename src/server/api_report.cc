@@ -12,7 +12,7 @@
 
 namespace berth::server {
 
-void Api::GetOpsReport(const httplib::Request& req, httplib::Response& res) {
+void Api::GetOpsReport(const http::Request& req, http::Response& res) {
   if (meter_ == nullptr) {
     return ReplyError(res, Error{Code::kUnavailable, "this berthd keeps no usage records", {}});
   }

@@ -59,7 +59,7 @@ struct Window {
   std::int64_t step_ms = 0;
 };
 
-Result<Window> WindowParams(const httplib::Request& req, TimeMs default_from, TimeMs now) {
+Result<Window> WindowParams(const http::Request& req, TimeMs default_from, TimeMs now) {
   // `to` defaults past now so the open minute is in the window.
   Window w{default_from, now + kMinuteMs, 0};
   for (const char* name : {"from", "to"}) {
@@ -134,7 +134,7 @@ json Api::JobUtilization(const store::JobRecord& job) {
   return UtilizationJson(all);
 }
 
-void Api::JobTelemetry(const httplib::Request& req, httplib::Response& res) {
+void Api::JobTelemetry(const http::Request& req, http::Response& res) {
   if (telemetry_ == nullptr) return ReplyError(res, NoTelemetry());
   std::int64_t id = 0;
   const std::string& text = req.matches[1];
@@ -202,7 +202,7 @@ void Api::JobTelemetry(const httplib::Request& req, httplib::Response& res) {
   Reply(res, 200, out);
 }
 
-void Api::GpuTelemetry(const httplib::Request& req, httplib::Response& res) {
+void Api::GpuTelemetry(const http::Request& req, http::Response& res) {
   if (telemetry_ == nullptr) return ReplyError(res, NoTelemetry());
   const std::string uuid = req.matches[1];
   auto nodes = controller_.Nodes();

@@ -116,7 +116,7 @@ json BudgetJson(const model::BudgetState& s, const std::string& currency) {
 }
 
 // from (default: the start of this UTC month) and to (default: now).
-Result<std::pair<TimeMs, TimeMs>> Window(const httplib::Request& req, TimeMs now) {
+Result<std::pair<TimeMs, TimeMs>> Window(const http::Request& req, TimeMs now) {
   TimeMs from = model::MonthStart(now);
   TimeMs to = now;
   for (const char* name : {"from", "to"}) {
@@ -146,7 +146,7 @@ Result<std::vector<model::UsageRecord>> VisibleRecords(Meter& meter,
   return records;
 }
 
-Result<std::size_t> OffsetParam(const httplib::Request& req) {
+Result<std::size_t> OffsetParam(const http::Request& req) {
   if (!req.has_param("offset")) return 0;
   const auto& s = req.get_param_value("offset");
   std::size_t v = 0;
@@ -163,7 +163,7 @@ std::string Currency(const std::vector<model::PriceVersion>& prices) {
 
 }  // namespace
 
-void Api::GetPrices(const httplib::Request& req, httplib::Response& res) {
+void Api::GetPrices(const http::Request& req, http::Response& res) {
   if (meter_ == nullptr) return ReplyError(res, NoMeter());
   auto versions = meter_->meter_store().PriceVersions();
   if (!versions) return ReplyError(res, versions.error());
@@ -209,7 +209,7 @@ void Api::GetPrices(const httplib::Request& req, httplib::Response& res) {
   Reply(res, 200, body);
 }
 
-void Api::ApplyPrices(const httplib::Request& req, httplib::Response& res, AuditNote& note) {
+void Api::ApplyPrices(const http::Request& req, http::Response& res, AuditNote& note) {
   note.object = "prices";
   if (meter_ == nullptr) return ReplyError(res, NoMeter());
   if (req.body.find_first_not_of(" \t\r\n") == std::string::npos) {
@@ -226,7 +226,7 @@ void Api::ApplyPrices(const httplib::Request& req, httplib::Response& res, Audit
   Reply(res, 201, json{{"version", *version}});
 }
 
-void Api::Usage(const httplib::Request& req, httplib::Response& res) {
+void Api::Usage(const http::Request& req, http::Response& res) {
   if (meter_ == nullptr) return ReplyError(res, NoMeter());
   const TimeMs now = clock_.NowMs();
   auto window = Window(req, now);
@@ -254,7 +254,7 @@ void Api::Usage(const httplib::Request& req, httplib::Response& res) {
              {"idle_window_ms", meter_->idle_window_ms()}});
 }
 
-void Api::UsageRecords(const httplib::Request& req, httplib::Response& res) {
+void Api::UsageRecords(const http::Request& req, http::Response& res) {
   if (meter_ == nullptr) return ReplyError(res, NoMeter());
   const TimeMs now = clock_.NowMs();
   auto window = Window(req, now);
@@ -284,7 +284,7 @@ void Api::UsageRecords(const httplib::Request& req, httplib::Response& res) {
              {"total", RowJson(all.total, {}, meter_->measured())}});
 }
 
-void Api::ListBudgets(const httplib::Request&, httplib::Response& res) {
+void Api::ListBudgets(const http::Request&, http::Response& res) {
   if (meter_ == nullptr) return ReplyError(res, NoMeter());
   auto states = meter_->Budgets(clock_.NowMs());
   if (!states) return ReplyError(res, states.error());
@@ -300,7 +300,7 @@ void Api::ListBudgets(const httplib::Request&, httplib::Response& res) {
 
 // Body: {"gpu_hours": "1000"} or {"amount": "5000.00"}, "alerts": [80, 100],
 // "enforce": true.
-void Api::SetBudget(const httplib::Request& req, httplib::Response& res, AuditNote& note) {
+void Api::SetBudget(const http::Request& req, http::Response& res, AuditNote& note) {
   const std::string tenant = req.matches[1];
   note.object = "budget/" + tenant;
   note.tenant = tenant;
@@ -394,7 +394,7 @@ void Api::SetBudget(const httplib::Request& req, httplib::Response& res, AuditNo
              {"enforce", b.enforce}});
 }
 
-void Api::DeleteBudget(const httplib::Request& req, httplib::Response& res, AuditNote& note) {
+void Api::DeleteBudget(const http::Request& req, http::Response& res, AuditNote& note) {
   const std::string tenant = req.matches[1];
   note.object = "budget/" + tenant;
   note.tenant = tenant;

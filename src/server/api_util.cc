@@ -10,12 +10,12 @@
 
 namespace berth::server {
 
-void Reply(httplib::Response& res, int status, const nlohmann::json& body) {
+void Reply(http::Response& res, int status, const nlohmann::json& body) {
   res.status = status;
   res.set_content(body.dump(), "application/json");
 }
 
-void ReplyError(httplib::Response& res, const Error& e) {
+void ReplyError(http::Response& res, const Error& e) {
   // Errors echo what the caller sent; a token pasted into a path or a
   // parameter must not come back (or reach a proxy's log) in full.
   Reply(res, HttpStatus(e.code),
@@ -26,14 +26,14 @@ Result<TimeMs> TimeParam(const std::string& s, const std::string& field, TimeMs 
   return ParseTimeParam(s, field, now);
 }
 
-Result<std::size_t> LimitParam(const httplib::Request& req, std::size_t fallback) {
+Result<std::size_t> LimitParam(const http::Request& req, std::size_t fallback) {
   if (!req.has_param("limit")) return fallback;
   auto limit = ParseIntParam(req.get_param_value("limit"), "limit", 1, 10000);
   if (!limit) return std::unexpected(limit.error());
   return static_cast<std::size_t>(*limit);
 }
 
-Result<std::int64_t> PathId(const httplib::Request& req) {
+Result<std::int64_t> PathId(const http::Request& req) {
   const std::string& s = req.matches[1];
   std::int64_t id = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), id);

@@ -2,22 +2,21 @@
 // and points in time from query parameters.
 #pragma once
 
-#include <httplib.h>
-
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "http/message.h"
 
 namespace berth::server {
 
-void Reply(httplib::Response& res, int status, const nlohmann::json& body);
+void Reply(http::Response& res, int status, const nlohmann::json& body);
 // The error as JSON (render.h ErrorJson) with its HTTP status.
-void ReplyError(httplib::Response& res, const Error& e);
+void ReplyError(http::Response& res, const Error& e);
 
 // The job id in the path's first capture; InvalidArgument naming `id`.
-Result<std::int64_t> PathId(const httplib::Request& req);
+Result<std::int64_t> PathId(const http::Request& req);
 
 // A point in time from a query parameter: milliseconds since the epoch
 // (digits only), or a duration back from `now` ("7d", "12h"). Errors name
@@ -25,6 +24,6 @@ Result<std::int64_t> PathId(const httplib::Request& req);
 Result<TimeMs> TimeParam(const std::string& s, const std::string& field, TimeMs now);
 
 // The `limit` query parameter: 1 to 10000, or `fallback` when absent.
-Result<std::size_t> LimitParam(const httplib::Request& req, std::size_t fallback);
+Result<std::size_t> LimitParam(const http::Request& req, std::size_t fallback);
 
 }  // namespace berth::server

@@ -41,7 +41,7 @@ json HeadJson(const std::optional<store::AuditHead>& h) {
 
 }  // namespace
 
-std::string RequestId(const httplib::Request& req) {
+std::string RequestId(const http::Request& req) {
   if (req.has_header("X-Request-Id")) {
     std::string id = req.get_header_value("X-Request-Id");
     if (SaneRequestId(id)) return id;
@@ -57,13 +57,13 @@ std::string RequestId(const httplib::Request& req) {
   return id;
 }
 
-std::string Actor(const httplib::Request& req) {
+std::string Actor(const http::Request& req) {
   const Caller& caller = CurrentCaller();
   if (caller.authenticated()) return caller.name;
   return fmt::format("anonymous {}", req.remote_addr);
 }
 
-std::string Outcome(const httplib::Response& res) {
+std::string Outcome(const http::Response& res) {
   if (res.status < 400) return "ok";
   auto body = json::parse(res.body, nullptr, false);
   std::string code = "error";
@@ -77,8 +77,8 @@ std::string Outcome(const httplib::Response& res) {
   return fmt::format("failed: {}", message);
 }
 
-store::AuditEntry MakeAuditEntry(const AuditNote& note, const httplib::Request& req,
-                                 const httplib::Response& res, TimeMs now) {
+store::AuditEntry MakeAuditEntry(const AuditNote& note, const http::Request& req,
+                                 const http::Response& res, TimeMs now) {
   store::AuditEntry e;
   e.time_ms = now;
   e.actor = Actor(req);

@@ -4,12 +4,11 @@
 // the outcome, actor, source and time come from the request and response.
 #pragma once
 
-#include <httplib.h>
-
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "common/clock.h"
+#include "http/message.h"
 #include "store/audit_log.h"
 
 namespace berth::server {
@@ -27,19 +26,19 @@ struct AuditNote {
 
 // The X-Request-Id a request carries when it is sane (1-128 characters of
 // letters, digits and ._:-), else a fresh random one.
-std::string RequestId(const httplib::Request& req);
+std::string RequestId(const http::Request& req);
 
 // Who asked: the authenticated caller's identity (server/auth.h), else
 // "anonymous <address>" for a request that presented no valid token.
-std::string Actor(const httplib::Request& req);
+std::string Actor(const http::Request& req);
 
 // "ok" for a 2xx/3xx answer; "denied: <code>" for a 4xx (the request was
 // refused: invalid, not found, in the wrong state); "failed: <message>" for
 // a 5xx.
-std::string Outcome(const httplib::Response& res);
+std::string Outcome(const http::Response& res);
 
-store::AuditEntry MakeAuditEntry(const AuditNote& note, const httplib::Request& req,
-                                 const httplib::Response& res, TimeMs now);
+store::AuditEntry MakeAuditEntry(const AuditNote& note, const http::Request& req,
+                                 const http::Response& res, TimeMs now);
 
 nlohmann::json AuditEntryJson(const store::AuditEntry& e);
 nlohmann::json AuditVerdictJson(const store::AuditVerdict& v);

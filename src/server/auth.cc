@@ -32,7 +32,7 @@ std::string Sha256Hex(std::string_view text) {
   return out;
 }
 
-std::string_view BearerOf(const httplib::Request& req) {
+std::string_view BearerOf(const http::Request& req) {
   auto it = req.headers.find("Authorization");
   if (it == req.headers.end()) return {};
   std::string_view v = it->second;
@@ -96,12 +96,12 @@ std::string_view NeedName(Need n) {
   return "manage";
 }
 
-std::string TokenIdOf(const httplib::Request& req) {
+std::string TokenIdOf(const http::Request& req) {
   auto parts = store::SplitToken(BearerOf(req));
   return parts ? parts->id : std::string();
 }
 
-Result<Caller> Authorizer::Authenticate(const httplib::Request& req) {
+Result<Caller> Authorizer::Authenticate(const http::Request& req) {
   std::string_view token = BearerOf(req);
   if (token.empty()) {
     return std::unexpected(

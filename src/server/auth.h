@@ -10,8 +10,6 @@
 // see an object but lacks the role to change it gets 403 naming the role.
 #pragma once
 
-#include <httplib.h>
-
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -25,6 +23,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "http/message.h"
 #include "store/identity_store.h"
 
 namespace berth::server {
@@ -65,7 +64,7 @@ struct Owner {
 // Finds the owner of the object a request names (job 12 -> "vision"). An
 // error (no such object, a malformed id) lets the handler answer as it
 // would for anyone: the same 404 or 400 every caller gets.
-using TenantOf = std::function<Result<Owner>(const httplib::Request&)>;
+using TenantOf = std::function<Result<Owner>(const http::Request&)>;
 
 struct Rule {
   Access access = Access::kAuthenticated;
@@ -91,7 +90,7 @@ class Authorizer {
   // The caller behind the request's `Authorization: Bearer` token, or
   // Unauthenticated saying what is wrong (none, malformed, unknown, expired,
   // revoked, disabled). Never echoes the token's secret.
-  Result<Caller> Authenticate(const httplib::Request& req);
+  Result<Caller> Authenticate(const http::Request& req);
   // Whether `caller` may act on an object of `tenant`: ok, NotFound (a
   // tenant it cannot see; `object` names it as the caller would) or
   // PermissionDenied (it sees the tenant but lacks the role).
@@ -153,6 +152,6 @@ Result<bool> BootstrapAdmin(store::IdentityStore& identities,
 
 // The token id of a request's bearer token, for rate limits and logs
 // ("" when there is none).
-std::string TokenIdOf(const httplib::Request& req);
+std::string TokenIdOf(const http::Request& req);
 
 }  // namespace berth::server

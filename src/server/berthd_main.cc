@@ -3,9 +3,9 @@
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
-#include <httplib.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -76,6 +76,20 @@ std::filesystem::path SiblingBinary(const char* name) {
 // Where an embedded simulated node's injected GPU faults are read from.
 std::filesystem::path SimFaults(const std::string& data_dir, const std::string& node) {
   return std::filesystem::path(data_dir) / "agents" / node / "sim-faults";
+}
+
+// Room for `connections` sockets besides berthd's files: the soft limit
+// on descriptors raised toward the hard one.
+void RaiseFileLimit(std::size_t connections) {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
+  const rlim_t want = static_cast<rlim_t>(connections) + 1024;
+  if (lim.rlim_cur >= want) return;
+  lim.rlim_cur = lim.rlim_max == RLIM_INFINITY ? want : std::min(want, lim.rlim_max);
+  if (setrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur < want) {
+    spdlog::warn("open files limited to {}: fewer than --max-connections {} can be served",
+                 lim.rlim_cur, connections);
+  }
 }
 
 int Fatal(const std::string& message) {
@@ -266,7 +280,27 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   std::string io_timeout = "10s";
   app.add_option("--http-timeout", io_timeout,
-                 "How long the API waits on a slow client reading a request or writing an answer")
+                 "How long a request may take to arrive whole (and an idle kept-alive "
+                 "connection may stay), and how long the API waits on a client that reads "
+                 "nothing of an answer")
+      ->capture_default_str();
+  std::string max_header = "16Ki";
+  app.add_option("--max-header-bytes", max_header,
+                 "Largest request header (request line and fields) the API reads; larger ones "
+                 "get 431")
+      ->capture_default_str();
+  std::size_t max_connections = 4096;
+  app.add_option("--max-connections", max_connections,
+                 "Open API connections in all; more are closed as they arrive")
+      ->capture_default_str();
+  std::size_t max_source_connections = 512;
+  app.add_option("--max-connections-per-source", max_source_connections,
+                 "Open API connections from one source address; more are closed as they arrive")
+      ->capture_default_str();
+  int http_workers = 8;
+  app.add_option("--http-workers", http_workers,
+                 "Threads that run API handlers (reading and writing, and streams waiting "
+                 "for data, take none)")
       ->capture_default_str();
   std::string tls_cert;
   std::string tls_key;
@@ -572,21 +606,29 @@ int main(int argc, char** argv) {
     return Fatal(
         fmt::format("--http-timeout '{}': use a duration of at least 100ms, e.g. 10s", io_timeout));
   }
-  std::unique_ptr<httplib::Server> http_server;
-  if (plain_http) {
-    http_server = std::make_unique<httplib::Server>();
-  } else {
-    auto ssl = std::make_unique<httplib::SSLServer>(tls->cert_file.c_str(), tls->key_file.c_str());
-    if (!ssl->is_valid()) {
-      return Fatal(fmt::format("cannot serve HTTPS with {} and {} (--tls-cert, --tls-key)",
-                               tls->cert_file.string(), tls->key_file.string()));
-    }
-    http_server = std::move(ssl);
+  auto max_header_bytes = berth::ParseBytes(max_header);
+  if (!max_header_bytes || *max_header_bytes < 1024 || *max_header_bytes > 1024 * 1024) {
+    return Fatal(
+        fmt::format("--max-header-bytes '{}': use a size from 1Ki to 1Mi, e.g. 16Ki", max_header));
   }
-  httplib::Server& http = *http_server;
-  http.set_payload_max_length(*max_body_bytes);
-  http.set_read_timeout(std::chrono::milliseconds(*io_timeout_ms));
-  http.set_write_timeout(std::chrono::milliseconds(*io_timeout_ms));
+  if (http_workers < 1 || http_workers > 256) return Fatal("--http-workers must be 1 to 256");
+  if (max_connections < 16 || max_source_connections < 1 ||
+      max_source_connections > max_connections) {
+    return Fatal(
+        "--max-connections must be at least 16, and --max-connections-per-source 1 to "
+        "--max-connections");
+  }
+  berth::http::ServerOptions http_options;
+  http_options.max_body_bytes = *max_body_bytes;
+  http_options.max_header_bytes = *max_header_bytes;
+  http_options.request_timeout = std::chrono::milliseconds(*io_timeout_ms);
+  http_options.write_timeout = std::chrono::milliseconds(*io_timeout_ms);
+  http_options.max_connections = max_connections;
+  http_options.max_connections_per_source = max_source_connections;
+  http_options.workers = http_workers;
+  if (!plain_http) http_options.tls = berth::http::TlsFiles{tls->cert_file, tls->key_file};
+  RaiseFileLimit(max_connections);
+  berth::http::Server http(http_options);
   berth::server::RateLimiter limiter({rate_limit, rate_burst, 10000}, clock);
   // Identities and tokens; the first start makes the bootstrap admin.
   auto identities = berth::store::IdentityStore::Open(data_dir);
@@ -625,8 +667,9 @@ int main(int argc, char** argv) {
         return out;
       });
   api.Register(http);
-  if (!http.bind_to_port(listen_hp->first, listen_hp->second)) {
-    return Fatal(fmt::format("cannot listen on {} (--listen)", listen));
+  if (auto bound = http.Bind(listen_hp->first, static_cast<std::uint16_t>(listen_hp->second));
+      !bound) {
+    return Fatal(fmt::format("{} (--listen)", bound.error().message));
   }
 
   // Signals are taken by a dedicated thread (blocked since the start), so
@@ -635,7 +678,7 @@ int main(int argc, char** argv) {
     int sig = 0;
     sigwait(&signals, &sig);
     spdlog::info("signal {}: shutting down (running jobs keep running)", sig);
-    http.stop();
+    http.Stop();
   });
 
   // Closed telemetry minutes reach berth.db every 5 s, and once more at exit.
@@ -660,7 +703,8 @@ int main(int argc, char** argv) {
   alert_engine.set_idle_source(berth::server::TelemetryIdleSource(**meter_store, **telemetry));
   alert_engine.Start(std::chrono::milliseconds(*alert_interval_ms));
   alert_deliverer.Start(std::chrono::milliseconds(500));
-  http.listen_after_bind();
+  http.Start();
+  http.Wait();
   alert_engine.Stop();
   alert_deliverer.Stop();
 

@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "common/units.h"
+#include "common/utf8.h"
 #include "model/job.h"
 #include "model/outputs.h"
 #include "model/policy.h"
@@ -14,8 +15,8 @@
 namespace berth::server {
 namespace {
 
-// cpp-httplib refuses a request line longer than this before routing
-// (CPPHTTPLIB_REQUEST_URI_MAX_LENGTH); longer paths never reach a handler.
+// berthd's HTTP server refuses a request target longer than this before
+// routing (414, http/server.cc); longer paths never reach a handler.
 // The cap also keeps libstdc++'s recursive regex matcher off deep stacks.
 constexpr std::size_t kMaxPathBytes = 8192;
 
@@ -253,6 +254,20 @@ const RouteRule* MatchRoute(std::string_view method, std::string_view path) {
     if (c.rule->method == method && std::regex_match(p, c.re)) return c.rule;
   }
   return nullptr;
+}
+
+Status CheckRequestText(const std::string& path, const QueryParams& params) {
+  constexpr std::string_view kFix = "is not valid UTF-8; send UTF-8 text, percent-encoded";
+  if (!ValidUtf8(path)) return InvalidField("path", fmt::format("the request path {}", kFix));
+  for (const auto& [name, value] : params) {
+    if (!ValidUtf8(name)) {
+      return InvalidField("query", fmt::format("a query parameter's name {}", kFix));
+    }
+    if (!ValidUtf8(value)) {
+      return InvalidField(name, fmt::format("query parameter '{}' {}", name, kFix));
+    }
+  }
+  return {};
 }
 
 Status CheckQuery(const RouteRule& route, const QueryParams& params, TimeMs now) {

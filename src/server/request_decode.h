@@ -51,7 +51,7 @@ struct RouteRule {
   BodyKind body = BodyKind::kNone;
 };
 
-// Query parameters as the HTTP server hands them over (httplib::Params).
+// Query parameters as the HTTP server hands them over (http::Params).
 using QueryParams = std::multimap<std::string, std::string>;
 
 // Every route berthd serves, in registration order.
@@ -63,6 +63,10 @@ const RouteRule* MatchRoute(std::string_view method, std::string_view path);
 // Checks every query parameter against the route's rules: unknown, repeated
 // and malformed parameters are errors whose `field` names the parameter.
 Status CheckQuery(const RouteRule& route, const QueryParams& params, TimeMs now);
+
+// The decoded path and every query name and value are UTF-8 text; an error
+// names the part that is not (`path`, the parameter, or `query`).
+Status CheckRequestText(const std::string& path, const QueryParams& params);
 
 // Parses the body the way the route's handler will (no side effects).
 Status CheckBody(const RouteRule& route, std::string_view body);

@@ -1,6 +1,6 @@
 // The REST API end to end inside one process: a real SqliteStore and
 // Controller (never started: tests run passes with RunPass) behind the real
-// Api on a loopback httplib server, with a manual clock.
+// Api on berthd's HTTP server over loopback, with a manual clock.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "common/clock.h"
+#include "http/server.h"
 #include "sched/fifo_scheduler.h"
 #include "server/api.h"
 #include "server/controller.h"
@@ -47,17 +48,19 @@ class ApiHarness : public ::testing::Test {
     token_ = token->token;
     auth_ = std::make_unique<Authorizer>(*identities_, clock_);
     api_ = std::make_unique<Api>(*controller_, *store_, *auth_, clock_);
-    api_->Register(http_);
-    port_ = http_.bind_to_any_port("127.0.0.1");
-    ASSERT_GT(port_, 0);
-    thread_ = std::thread([this] { http_.listen_after_bind(); });
+    http_ = std::make_unique<http::Server>(HttpOptions());
+    api_->Register(*http_);
+    auto port = http_->Bind("127.0.0.1", 0);
+    ASSERT_TRUE(port.has_value()) << port.error().message;
+    port_ = *port;
+    http_->Start();
     client_ = std::make_unique<httplib::Client>("127.0.0.1", port_);
     client_->set_bearer_token_auth(token_);
   }
   void TearDown() override {
-    while (!http_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    http_.stop();
-    thread_.join();
+    client_.reset();
+    http_->Stop();
+    http_.reset();
     api_.reset();
     auth_.reset();
     identities_.reset();
@@ -92,9 +95,14 @@ class ApiHarness : public ::testing::Test {
   std::unique_ptr<Authorizer> auth_;
   std::string token_;
   std::unique_ptr<Api> api_;
-  httplib::Server http_;
+  // The server's limits; a fixture overrides them to test one.
+  virtual http::ServerOptions HttpOptions() const {
+    http::ServerOptions o;
+    o.workers = 4;
+    return o;
+  }
+  std::unique_ptr<http::Server> http_;
   int port_ = 0;
-  std::thread thread_;
   std::unique_ptr<httplib::Client> client_;
 };
 

@@ -7,7 +7,14 @@
 namespace berth::server {
 namespace {
 
-class HardeningApiTest : public ApiHarness {};
+class HardeningApiTest : public ApiHarness {
+ protected:
+  http::ServerOptions HttpOptions() const override {
+    auto o = ApiHarness::HttpOptions();
+    o.max_body_bytes = 4096;
+    return o;
+  }
+};
 
 TEST_F(HardeningApiTest, AnUnknownQueryParameterIsRefusedAndChangesNothing) {
   auto r = Post("/v1/policy/rollback?to=1&comitt=typo", "");
@@ -78,7 +85,6 @@ TEST_F(HardeningApiTest, MadeUpTokenIdsShareTheirSourcesBudgetInsteadOfEachGetti
 }
 
 TEST_F(HardeningApiTest, AnOversizedBodyGetsJson413NamingTheLimit) {
-  http_.set_payload_max_length(4096);
   api_->set_max_body_bytes(4096);
   auto r = Post("/v1/jobs", "name: x\ncommand: [\"true\"]\n#" + std::string(8192, 'x'));
   EXPECT_EQ(r.status, 413);

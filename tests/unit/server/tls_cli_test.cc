@@ -11,6 +11,7 @@
 
 #include "cli/app.h"
 #include "common/clock.h"
+#include "http/server.h"
 #include "server/pki.h"
 
 namespace berth::server {
@@ -31,19 +32,19 @@ class TlsCliTest : public ::testing::Test {
     ASSERT_TRUE(other);
     ASSERT_TRUE(pki::WriteFileAtomic(dir_ / "other-ca.pem", other->cert_pem, 0644));
 
-    https_ =
-        std::make_unique<httplib::SSLServer>(files_.server_cert.c_str(), files_.server_key.c_str());
-    ASSERT_TRUE(https_->is_valid());
-    https_->Get("/v1/nodes", [](const httplib::Request&, httplib::Response& res) {
+    http::ServerOptions options;
+    options.tls = http::TlsFiles{files_.server_cert, files_.server_key};
+    https_ = std::make_unique<http::Server>(options);
+    https_->Get("/v1/nodes", [](const http::Request&, http::Response& res) {
       res.set_content(R"({"nodes":[]})", "application/json");
     });
-    port_ = https_->bind_to_any_port("127.0.0.1");
-    ASSERT_GT(port_, 0);
-    thread_ = std::thread([this] { https_->listen_after_bind(); });
+    auto port = https_->Bind("127.0.0.1", 0);
+    ASSERT_TRUE(port.has_value()) << port.error().message;
+    port_ = *port;
+    https_->Start();
   }
   void TearDown() override {
-    if (https_) https_->stop();
-    if (thread_.joinable()) thread_.join();
+    if (https_) https_->Stop();
     fs::remove_all(dir_);
   }
 
@@ -70,8 +71,7 @@ class TlsCliTest : public ::testing::Test {
   SystemClock clock_;
   fs::path dir_;
   pki::TlsFiles files_;
-  std::unique_ptr<httplib::SSLServer> https_;
-  std::thread thread_;
+  std::unique_ptr<http::Server> https_;
   int port_ = 0;
 };
 
