@@ -13,6 +13,9 @@ packages=(
   # state, formats, CLI, logging, HTTP
   libsqlite3-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev
   libspdlog-dev libfmt-dev libcpp-httplib-dev libssl-dev
+  # berthd's HTTP server (Asio + Beast, header-only); never the unversioned
+  # libboost-*-dev packages beside it (1.74 conflicts)
+  libboost1.81-dev
   # tenancy: token hashes (Argon2id)
   libargon2-dev
   # tests and benchmarks
