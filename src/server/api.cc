@@ -190,6 +190,7 @@ void Api::Route(http::Server& http, std::string_view method, const std::string& 
       if (caller.error().code == Code::kUnauthenticated) {
         res.set_header("WWW-Authenticate", R"(Bearer realm="berth")");
       }
+      if (caller.error().code == Code::kResourceExhausted) res.set_header("Retry-After", "1");
       return RecordDenial(rule, req, res, "", "");
     }
     if (limiter_ != nullptr && !Admit(*limiter_, "token:" + caller->token_id, res)) return;
@@ -231,9 +232,10 @@ void Api::Route(http::Server& http, std::string_view method, const std::string& 
 void Api::RecordDenial(const Rule& rule, const http::Request& req, const http::Response& res,
                        std::string tenant, std::string object) {
   if (audit_ == nullptr) return;
-  if (res.status == 401) {
-    // Refused authentications: one record per source and minute, and the
-    // count of the rest (RefusalCounter).
+  if (res.status == 401 || res.status == 429) {
+    // Refused authentications (and verifications over a source's budget):
+    // one record per source and minute, and the count of the rest
+    // (RefusalCounter).
     auto v = refusals_.Note(req.remote_addr, clock_.NowMs());
     if (v.suppressed > 0) {
       AuditNote summary;

@@ -124,14 +124,42 @@ Result<Caller> Authorizer::Authenticate(const http::Request& req) {
       return it->second.caller;
     }
   }
-  auto record = identities_.GetToken(parts->id);
-  if (!record) return std::unexpected(record.error());
   // One message for an unknown id and a wrong secret: neither says which.
-  if (!*record || !store::VerifySecret((*record)->hash, parts->secret)) {
+  auto invalid = [&] {
     return std::unexpected(
         Unauthenticated(fmt::format("token {} is not valid; log in again with a current token "
                                     "(berth login)",
                                     parts->id)));
+  };
+  const std::string refused_key = std::string(parts->id) + ":" + digest;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = refused_.find(refused_key);
+        it != refused_.end() && now - it->second < kRefusedSecretMs) {
+      return invalid();
+    }
+  }
+  auto record = identities_.GetToken(parts->id);
+  if (!record) return std::unexpected(record.error());
+  if (!*record) return invalid();
+  // A real id with a secret not seen: the Argon2 verification is the
+  // server's one expensive step, so each source gets only so many.
+  if (auto admitted = verify_limiter_.Admit("addr:" + req.remote_addr); !admitted.allowed) {
+    return Fail(Code::kResourceExhausted,
+                fmt::format("too many token verifications from {}: at most {} per second "
+                            "(bursts of {}) per source address; retry after {} ms",
+                            req.remote_addr, kVerifyPerSecondPerSource, kVerifyBurstPerSource,
+                            admitted.retry_after_ms),
+                "authorization");
+  }
+  if (!store::VerifySecret((*record)->hash, parts->secret)) {
+    std::lock_guard lock(mu_);
+    if (refused_.size() >= 10000) {
+      std::erase_if(refused_, [&](const auto& kv) { return now - kv.second >= kRefusedSecretMs; });
+      if (refused_.size() >= 10000) refused_.clear();
+    }
+    refused_[refused_key] = now;
+    return invalid();
   }
   const auto& t = **record;
   if (t.revoked_ms) {

@@ -24,6 +24,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "http/message.h"
+#include "server/rate_limit.h"
 #include "store/identity_store.h"
 
 namespace berth::server {
@@ -81,15 +82,25 @@ struct Rule {
 // How long a verified token is trusted before its hash is checked again.
 // Revocation and role changes clear the cache at once.
 inline constexpr TimeMs kTokenCacheMs = 60'000;
+// A wrong secret for a real token id is remembered this long, so sending it
+// again costs a hash, not another Argon2 verification.
+inline constexpr TimeMs kRefusedSecretMs = 10'000;
+// Argon2 verifications (a real token id whose secret is not cached) per
+// source address: per second, and at once. Over it: 429 until it refills.
+inline constexpr std::int64_t kVerifyPerSecondPerSource = 20;
+inline constexpr std::int64_t kVerifyBurstPerSource = 40;
 
 class Authorizer {
  public:
   Authorizer(store::IdentityStore& identities, const Clock& clock)
-      : identities_(identities), clock_(clock) {}
+      : identities_(identities),
+        clock_(clock),
+        verify_limiter_({kVerifyPerSecondPerSource, kVerifyBurstPerSource, 10000}, clock) {}
 
   // The caller behind the request's `Authorization: Bearer` token, or
   // Unauthenticated saying what is wrong (none, malformed, unknown, expired,
-  // revoked, disabled). Never echoes the token's secret.
+  // revoked, disabled), or ResourceExhausted when the request's source has
+  // used its Argon2 verifications. Never echoes the token's secret.
   Result<Caller> Authenticate(const http::Request& req);
   // Whether `caller` may act on an object of `tenant`: ok, NotFound (a
   // tenant it cannot see; `object` names it as the caller would) or
@@ -121,6 +132,9 @@ class Authorizer {
   const Clock& clock_;
   std::mutex mu_;
   std::unordered_map<std::string, Cached> cache_;  // by token id
+  // "<id>:<sha256 of the secret>" -> when it was refused.
+  std::unordered_map<std::string, TimeMs> refused_;
+  RateLimiter verify_limiter_;  // by source address
 };
 
 // The caller of the request this thread is serving (set by the guard for the

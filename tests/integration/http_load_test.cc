@@ -101,6 +101,10 @@ TEST_F(IntegrationTest, FiftyFollowedSilentLogsLeaveSubmissionsAndProbesAnswered
 TEST_F(IntegrationTest, AnAnonymousFloodOfMadeUpTokensIsLimitedAndLeavesFewAuditRecords) {
   Berthd& berthd = NewBerthd(AllInOne());
   ASSERT_TRUE(berthd.Start()) << berthd.log();
+  // Ids shaped like real ones (berth_<hex id>_<hex secret>), none issued.
+  const std::string real = berthd.http().token();
+  const std::size_t id_len = real.find('_', 6) - 6;
+  const std::size_t secret_len = real.size() - 6 - id_len - 1;
   httplib::Client flood("127.0.0.1", berthd.api_port());
   flood.set_keep_alive(true);
   int unauthenticated = 0;
@@ -108,7 +112,8 @@ TEST_F(IntegrationTest, AnAnonymousFloodOfMadeUpTokensIsLimitedAndLeavesFewAudit
   int other = 0;
   for (int i = 0; i < 10000; ++i) {
     const httplib::Headers made_up{
-        {"Authorization", fmt::format("Bearer berth_made{}up_{:032}", i, i)}};
+        {"Authorization",
+         fmt::format("Bearer berth_{:0{}x}_{:0{}x}", i + 1, id_len, i + 1, secret_len)}};
     auto res = flood.Get("/v1/jobs", made_up);
     ASSERT_TRUE(res) << "request " << i << ": " << httplib::to_string(res.error());
     if (res->status == 401) {

@@ -2,6 +2,8 @@
 // any handler runs, a caller over its rate gets 429 with Retry-After and
 // recovers, /healthz is never limited, an oversized body gets a JSON 413
 // naming the limit, and errors never echo a token's secret.
+#include <fmt/format.h>
+
 #include "unit/server/api_harness.h"
 
 namespace berth::server {
@@ -82,6 +84,35 @@ TEST_F(HardeningApiTest, MadeUpTokenIdsShareTheirSourcesBudgetInsteadOfEachGetti
   }
   EXPECT_EQ(unauthenticated, source_burst);
   EXPECT_EQ(limited, 10);
+}
+
+TEST_F(HardeningApiTest, WrongSecretsForARealTokenCostOneVerificationEachAndAreCapped) {
+  // alice's real token id with a secret that is not hers.
+  ASSERT_EQ(Get("/v1/nodes").status, 200);  // her own, verified and cached
+  const std::string id = token_.substr(0, token_.rfind('_'));
+  const std::size_t secret_len = token_.size() - id.size() - 1;
+  httplib::Client guesser("127.0.0.1", port_);
+  auto try_secret = [&](const std::string& secret) {
+    auto res = guesser.Get("/v1/nodes", {{"Authorization", "Bearer " + id + "_" + secret}});
+    return res ? res->status : 0;
+  };
+  // The same wrong secret again and again: refused from memory, so it never
+  // uses up the source's verifications (the clock stands still: nothing
+  // refills).
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(try_secret(std::string(secret_len, 'a')), 401) << i;
+  // New secrets each cost a verification, up to the source's burst.
+  int refused = 0;
+  int limited = 0;
+  for (int i = 0; i < static_cast<int>(kVerifyBurstPerSource) + 5; ++i) {
+    const int status = try_secret(fmt::format("{:0{}x}", i + 1, secret_len));
+    refused += status == 401;
+    limited += status == 429;
+  }
+  // Two of the burst went on alice's own token and the first wrong secret.
+  EXPECT_EQ(refused, kVerifyBurstPerSource - 2);
+  EXPECT_EQ(limited, 7);
+  // The owner's cached token still works.
+  EXPECT_EQ(Get("/v1/nodes").status, 200);
 }
 
 TEST_F(HardeningApiTest, AnOversizedBodyGetsJson413NamingTheLimit) {
