@@ -150,10 +150,29 @@ RunRecord ReadRun(const Statement& st) {
   return r;
 }
 
-JobRecord ReadJob(const Statement& st) {
+// Parsed specs kept at most; past it the cache starts again empty.
+constexpr std::size_t kSpecCacheEntries = 50'000;
+
+// `specs`, when given, caches parsed specs by id (SqliteStore::specs_):
+// only for rows read outside any write transaction, which are committed and
+// so keep their id and spec for good.
+JobRecord ReadJob(const Statement& st,
+                  std::unordered_map<std::int64_t, model::JobSpec>* specs = nullptr) {
   JobRecord j;
   j.id = st.Int(0);
-  j.spec = model::JobSpecFromJson(json::parse(st.Text(1)));
+  const model::JobSpec* cached = nullptr;
+  if (specs != nullptr) {
+    if (auto it = specs->find(j.id); it != specs->end()) cached = &it->second;
+  }
+  if (cached != nullptr) {
+    j.spec = *cached;
+  } else {
+    j.spec = model::JobSpecFromJson(json::parse(st.Text(1)));
+    if (specs != nullptr) {
+      if (specs->size() >= kSpecCacheEntries) specs->clear();
+      specs->emplace(j.id, j.spec);
+    }
+  }
   j.state = model::ParseJobState(st.Text(2)).value_or(model::JobState::kPending);
   j.reason = model::ReasonFromJson(json::parse(st.Text(3)));
   j.submitted_at_ms = st.Int(4);
@@ -793,7 +812,7 @@ Result<std::vector<JobRecord>> SqliteStore::PendingJobs() {
     auto row = st->Step();
     if (!row) return std::unexpected(row.error());
     if (!*row) break;
-    out.push_back(ReadJob(*st));
+    out.push_back(ReadJob(*st, &specs_));
   }
   return out;
 }

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 
 #include "store/sqlite_db.h"
 #include "store/store.h"
@@ -136,6 +137,10 @@ class SqliteStore final : public Store {
   std::mutex mu_;
   Database db_;
   std::optional<PolicyVersion> active_;  // cache of the active policy
+  // Parsed specs by job id (a spec never changes once stored), so a
+  // scheduling pass over the pending queue parses each spec once, not once
+  // per pass. Guarded by mu_; emptied when it reaches kSpecCacheEntries.
+  std::unordered_map<std::int64_t, model::JobSpec> specs_;
 };
 
 }  // namespace berth::store
