@@ -857,7 +857,9 @@ void Api::Metrics(const http::Request&, http::Response& res) {
     view.telemetry_samples = telemetry_->ingested();
     view.telemetry_late = telemetry_->late();
   }
-  res.set_content(RenderMetrics(view, *metrics_), "text/plain; version=0.0.4; charset=utf-8");
+  std::string text = RenderMetrics(view, *metrics_);
+  if (http_stats_) text += RenderHttpMetrics(http_stats_());
+  res.set_content(std::move(text), "text/plain; version=0.0.4; charset=utf-8");
 }
 
 void Api::ListGpus(const http::Request&, http::Response& res) {

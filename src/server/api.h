@@ -64,6 +64,9 @@ class Api {
   // In-memory counters for GET /metrics (metrics.h); the API counts admin
   // interventions into it. Null: /metrics answers Unavailable.
   void set_metrics(ServerMetrics* metrics) { metrics_ = metrics; }
+  // The HTTP server's own counters for GET /metrics (berth_http_*); none:
+  // not shown.
+  void set_http_stats(std::function<http::ServerStats()> stats) { http_stats_ = std::move(stats); }
   // GPU telemetry history (api_telemetry.cc); null: the telemetry endpoints
   // answer Unavailable, jobs show no utilization and /metrics no DCGM gauges.
   void set_telemetry(store::TelemetryStore* telemetry) { telemetry_ = telemetry; }
@@ -193,6 +196,7 @@ class Api {
   void CountIntervention(const std::string& action, const http::Request& req,
                          const http::Response& res);
 
+  std::function<http::ServerStats()> http_stats_;
   Controller& controller_;
   store::Store& store_;
   Authorizer& auth_;

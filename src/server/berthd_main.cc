@@ -651,6 +651,7 @@ int main(int argc, char** argv) {
   api.set_meter(&meter);
   api.set_alerts(&alert_router);
   api.set_metrics(&metrics);
+  api.set_http_stats([&http] { return http.stats(); });
   api.set_telemetry(telemetry->get());
   // The operations report's measured utilization: the records' runs and the
   // fleet over the report's window.

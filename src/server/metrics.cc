@@ -473,4 +473,32 @@ std::string RenderMetrics(const ClusterView& view, const ServerMetrics& counters
   return w.Take();
 }
 
+std::string RenderHttpMetrics(const http::ServerStats& s) {
+  MetricsWriter w;
+  auto d = [](std::uint64_t v) { return static_cast<double>(v); };
+  w.Family("berth_http_connections", "gauge", "Open API connections.");
+  w.Sample("berth_http_connections", {}, d(s.open));
+  w.Family("berth_http_streams", "gauge", "Streamed API answers in progress (followed logs).");
+  w.Sample("berth_http_streams", {}, d(s.streams_open));
+  w.Family("berth_http_connections_accepted_total", "counter", "API connections accepted.");
+  w.Sample("berth_http_connections_accepted_total", {}, d(s.accepted));
+  w.Family("berth_http_requests_total", "counter", "API requests read whole.");
+  w.Sample("berth_http_requests_total", {}, d(s.requests));
+  w.Family("berth_http_refused_total", "counter",
+           "Connections and requests the API server refused itself, by reason.");
+  const std::pair<const char*, std::uint64_t> reasons[] = {
+      {"connections_per_source", s.refused_source_connections},
+      {"connections", s.refused_connections},
+      {"header_too_large", s.header_too_large},
+      {"body_too_large", s.body_too_large},
+      {"bad_request", s.bad_requests},
+      {"timeout", s.timeouts},
+      {"tls_handshake", s.tls_failures},
+  };
+  for (const auto& [reason, n] : reasons) {
+    w.Sample("berth_http_refused_total", {{"reason", reason}}, d(n));
+  }
+  return w.Take();
+}
+
 }  // namespace berth::server

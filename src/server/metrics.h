@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "http/server.h"
 #include "model/policy.h"
 #include "model/telemetry.h"
 #include "server/controller.h"
@@ -61,6 +62,9 @@ class MetricsWriter {
               std::string_view extra_value = {});
   std::string out_;
 };
+
+// The API server's connections, streams and refusals (berth_http_*).
+std::string RenderHttpMetrics(const http::ServerStats& s);
 
 // A number as the format writes it: integers without a fraction, +Inf/-Inf/NaN.
 std::string FormatValue(double v);

@@ -105,6 +105,16 @@ TEST_F(IntegrationTest, RequestLimitsRefuseClearlyAndBerthdCarriesOn) {
   auto many_fields = client.Get("/v1/nodes", many);
   ASSERT_TRUE(many_fields) << httplib::to_string(many_fields.error());
   EXPECT_EQ(many_fields->status, 431);
+  // Counted by reason in /metrics.
+  Reply metrics;
+  for (int attempt = 0; attempt < 20 && metrics.status != 200; ++attempt) {
+    metrics = berthd.http().Get("/metrics");
+    if (metrics.status != 200) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  ASSERT_EQ(metrics.status, 200) << metrics.text;
+  EXPECT_NE(metrics.text.find("berth_http_refused_total{reason=\"header_too_large\"} 2"),
+            std::string::npos)
+      << metrics.text.substr(metrics.text.find("berth_http"));
   // A path and a parameter that are not UTF-8: refused, naming which.
   auto bad_path = client.Get("/v1/jobs/%FF", Token("utf8"));
   ASSERT_TRUE(bad_path);
