@@ -312,6 +312,12 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
   auto* policy_apply = policy->add_subcommand("apply", "make a policy file the new version");
   policy_apply->add_option("FILE", policy_path, "policy YAML; - reads stdin")->required();
   policy_apply->add_option("--comment", policy_comment, "why, for the version list");
+  std::int64_t policy_base = 0;
+  policy_apply
+      ->add_option("--base", policy_base,
+                   "the version the file was written against: refused (409) if another "
+                   "version was applied since")
+      ->check(CLI::PositiveNumber);
   checks[policy_apply] = [&] {
     auto read = ReadSpec(policy_path, env.in, "policy");
     if (!read) return PrintError(env, kExitError, FormatError(read.error()));
@@ -319,7 +325,7 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
     return kExitOk;
   };
   actions[policy_apply] = [&](ApiClient& api, const Output& out) {
-    return ApplyPolicy(api, policy_text, policy_comment, out);
+    return ApplyPolicy(api, policy_text, policy_comment, policy_base, out);
   };
 
   auto* policy_diff = policy->add_subcommand(

@@ -216,9 +216,11 @@ Status ListPolicyVersions(ApiClient& api, const Output& output) {
 }
 
 Status ApplyPolicy(ApiClient& api, const std::string& yaml, const std::string& comment,
-                   const Output& output) {
+                   std::int64_t base, const Output& output) {
   auto applied =
-      api.Post("/v1/policy" + QueryString({{"comment", comment}}), yaml, "application/yaml");
+      api.Post("/v1/policy" + QueryString({{"comment", comment},
+                                           {"base_version", base > 0 ? std::to_string(base) : ""}}),
+               yaml, "application/yaml");
   return Show(applied, output, [&](const json& r) {
     return fmt::format("policy v{} applied; see what changed with: berth policy diff\n",
                        IntText(r, "version"));

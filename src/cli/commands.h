@@ -92,8 +92,9 @@ Status ShowPolicy(ApiClient& api, std::optional<std::int64_t> version, bool yaml
                   const Output& output);
 Status ListPolicyVersions(ApiClient& api, const Output& output);
 // `yaml` is sent as is; berthd validates it.
+// `base` > 0: refused unless it is still the active version.
 Status ApplyPolicy(ApiClient& api, const std::string& yaml, const std::string& comment,
-                   const Output& output);
+                   std::int64_t base, const Output& output);
 // No versions: the active one against the one before. `from` only: `from`
 // against the active one.
 Status DiffPolicy(ApiClient& api, std::optional<std::int64_t> from, std::optional<std::int64_t> to,

@@ -15,6 +15,7 @@
 #include "model/json.h"
 #include "model/reason.h"
 #include "server/api_util.h"
+#include "server/request_decode.h"
 #include "server/history.h"
 #include "server/openapi.h"
 #include "server/policy_diff.h"
@@ -963,7 +964,16 @@ void Api::ApplyPolicy(const http::Request& req, http::Response& res, AuditNote& 
                                            fmt::format("policy v{} (not applied)", to.version))},
                       {"changes", PolicyChanges(from.policy, to.policy)}});
   }
-  auto version = controller_.ApplyPolicy(body, Actor(req), req.get_param_value("comment"));
+  // Based on a version: refused with 409 if another landed since (checked
+  // in the applying transaction, so two applies on one base: one wins).
+  std::optional<std::int64_t> base;
+  if (req.has_param("base_version")) {
+    auto parsed = ParseIntParam(req.get_param_value("base_version"), "base_version", 1,
+                                std::numeric_limits<std::int64_t>::max());
+    if (!parsed) return ReplyError(res, parsed.error());
+    base = *parsed;
+  }
+  auto version = controller_.ApplyPolicy(body, Actor(req), req.get_param_value("comment"), base);
   if (!version) return ReplyError(res, version.error());
   note.object = fmt::format("policy/v{}", *version);
   note.after = json{{"version", *version}, {"comment", req.get_param_value("comment")}};

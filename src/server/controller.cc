@@ -309,8 +309,9 @@ Result<std::shared_ptr<const store::PolicyVersion>> Controller::ActivePolicy() {
 }
 
 Result<std::int64_t> Controller::ApplyPolicy(const std::string& yaml, const std::string& by,
-                                             const std::string& comment) {
-  auto version = store_.ApplyPolicy(yaml, by, comment, clock_.NowMs());
+                                             const std::string& comment,
+                                             std::optional<std::int64_t> base) {
+  auto version = store_.ApplyPolicyOnBase(yaml, by, comment, base, clock_.NowMs());
   if (!version) return std::unexpected(version.error());
   spdlog::info("policy v{} applied by {}", *version, by);
   BERTH_RETURN_IF_ERROR(ReloadPolicy());

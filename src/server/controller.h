@@ -126,7 +126,8 @@ class Controller {
   // Store::ApplyPolicy / Store::RollbackPolicy, then a pass under the new
   // policy. Return the new version.
   [[nodiscard]] Result<std::int64_t> ApplyPolicy(const std::string& yaml, const std::string& by,
-                                                 const std::string& comment);
+                                                 const std::string& comment,
+                                                 std::optional<std::int64_t> base = std::nullopt);
   // Store::PreviewPolicy: what ApplyPolicy would do, changing nothing.
   [[nodiscard]] Result<store::PolicyVersion> PreviewPolicy(const std::string& yaml,
                                                            const std::string& by);

@@ -226,13 +226,15 @@ std::string_view OpenApiDocument() {
         "description": "The body is a policy document in YAML (docs/scheduling.md). It becomes a new, active version; history is append-only. Refused (400, field queues) when it removes a queue that still holds pending or running jobs. The X-Berth-User header names who applied it.",
         "parameters": [
           {"name": "comment", "in": "query", "schema": {"type": "string"}, "description": "Why; shown in the version list"},
-          {"name": "dry_run", "in": "query", "schema": {"type": "boolean"}, "description": "Check everything and answer 200 with the diff from the active version; apply nothing"}
+          {"name": "dry_run", "in": "query", "schema": {"type": "boolean"}, "description": "Check everything and answer 200 with the diff from the active version; apply nothing"},
+          {"name": "base_version", "in": "query", "schema": {"type": "integer", "minimum": 1}, "description": "The version the document was written against: refused with 409 (field base_version) if another version was applied since"}
         ],
         "requestBody": {"required": true, "content": {"application/yaml": {"schema": {"type": "string"}}}},
         "responses": {
           "200": {"description": "dry_run: what applying would change (PolicyDiff with dry_run true)", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/PolicyDiff"}}}},
           "201": {"description": "Applied", "content": {"application/json": {"schema": {"type": "object", "properties": {"version": {"type": "integer"}}}}}},
-          "400": {"description": "Invalid policy, or it would strand jobs; nothing changed", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+          "400": {"description": "Invalid policy, or it would strand jobs; nothing changed", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+          "409": {"description": "base_version is no longer the active version; nothing changed", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
         }
       }
     },

@@ -538,9 +538,33 @@ Result<PolicyVersion> SqliteStore::AddPolicyVersion(const std::string& yaml_text
 
 Result<std::int64_t> SqliteStore::ApplyPolicy(const std::string& yaml_text, const std::string& by,
                                               const std::string& comment, TimeMs now) {
+  return ApplyPolicyOnBase(yaml_text, by, comment, std::nullopt, now);
+}
+
+Result<std::int64_t> SqliteStore::ApplyPolicyOnBase(const std::string& yaml_text,
+                                                    const std::string& by,
+                                                    const std::string& comment,
+                                                    std::optional<std::int64_t> base, TimeMs now) {
   std::lock_guard lock(mu_);
   Transaction tx(db_);
   BERTH_RETURN_IF_ERROR(tx.Begin());
+  if (base) {
+    auto cur = db_.Prepare(
+        "SELECT version, applied_by, applied_ms FROM policy_versions ORDER BY version DESC "
+        "LIMIT 1");
+    if (!cur) return std::unexpected(cur.error());
+    auto row = cur->Step();
+    if (!row) return std::unexpected(row.error());
+    if (*row && cur->Int(0) != *base) {
+      return Fail(Code::kFailedPrecondition,
+                  fmt::format("the policy changed since version {}: version {} was applied by {} "
+                              "at {} ms; see what changed with `berth policy diff {} {}`, then "
+                              "apply again with --base {}",
+                              *base, cur->Int(0), cur->Text(1), cur->Int(2), *base, cur->Int(0),
+                              cur->Int(0)),
+                  "base_version");
+    }
+  }
   auto v = AddPolicyVersion(yaml_text, by, comment, std::nullopt, std::nullopt, now);
   if (!v) return std::unexpected(v.error());
   if (auto st = tx.Commit(); !st) {

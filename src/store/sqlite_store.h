@@ -24,6 +24,9 @@ class SqliteStore final : public Store {
   Result<bool> QueueExists(const std::string& tenant, const std::string& queue) override;
   Result<std::int64_t> ApplyPolicy(const std::string& yaml_text, const std::string& by,
                                    const std::string& comment, TimeMs now) override;
+  Result<std::int64_t> ApplyPolicyOnBase(const std::string& yaml_text, const std::string& by,
+                                         const std::string& comment,
+                                         std::optional<std::int64_t> base, TimeMs now) override;
   Result<PolicyVersion> PreviewPolicy(const std::string& yaml_text, const std::string& by,
                                       TimeMs now) override;
   Result<PolicyVersion> ActivePolicy() override;

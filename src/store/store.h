@@ -287,6 +287,14 @@ class Store {
                                                          const std::string& by,
                                                          const std::string& comment,
                                                          TimeMs now) = 0;
+  // ApplyPolicy, refused with FailedPrecondition (409) naming the version that landed
+  // in between unless `base` is still the active version, checked in the
+  // same transaction (nullopt: no check).
+  [[nodiscard]] virtual Result<std::int64_t> ApplyPolicyOnBase(const std::string& yaml_text,
+                                                               const std::string& by,
+                                                               const std::string& comment,
+                                                               std::optional<std::int64_t> base,
+                                                               TimeMs now) = 0;
   // Everything ApplyPolicy checks, guard included, without applying: the
   // version `yaml_text` would become. Changes nothing.
   [[nodiscard]] virtual Result<PolicyVersion> PreviewPolicy(const std::string& yaml_text,

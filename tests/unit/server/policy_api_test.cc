@@ -1,9 +1,12 @@
 // The policy endpoints end to end inside one process: a real SqliteStore and
-// Controller behind the real Api on a loopback httplib server.
+// Controller behind the real Api over loopback.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <thread>
+#include <vector>
 
 #include "unit/server/api_harness.h"
 
@@ -30,6 +33,38 @@ constexpr const char* kDefaultOnly = R"(queues:
 )";
 
 class PolicyApiTest : public ApiHarness {};
+
+TEST_F(PolicyApiTest, TwoAppliesOnTheSameBaseOneWinsAndTheOtherGets409NamingTheWinner) {
+  // Both written against version 1, sent at once from two clients.
+  std::vector<int> statuses(2);
+  std::vector<std::thread> both;
+  for (int i = 0; i < 2; ++i) {
+    both.emplace_back([&, i] {
+      httplib::Client c("127.0.0.1", port_);
+      c.set_bearer_token_auth(token_);
+      auto r =
+          c.Post("/v1/policy?base_version=1", i == 0 ? kVision : kDefaultOnly, "application/yaml");
+      statuses[static_cast<std::size_t>(i)] = r ? r->status : 0;
+    });
+  }
+  for (auto& t : both) t.join();
+  std::sort(statuses.begin(), statuses.end());
+  EXPECT_EQ(statuses, (std::vector<int>{201, 409}));
+  EXPECT_EQ(Get("/v1/policy").body["version"], 2);
+
+  // A stale base again: 409 naming the field, the version that landed and
+  // the way on; nothing applied.
+  Answer stale = Post("/v1/policy?base_version=1", kVision);
+  EXPECT_EQ(stale.status, 409) << stale.body.dump();
+  EXPECT_EQ(stale.body["error"]["field"], "base_version");
+  const std::string message = stale.body["error"].value("message", "");
+  EXPECT_NE(message.find("version 2 was applied by alice"), std::string::npos) << message;
+  EXPECT_NE(message.find("--base 2"), std::string::npos) << message;
+  EXPECT_EQ(Get("/v1/policy").body["version"], 2);
+  // On the current base it applies.
+  EXPECT_EQ(Post("/v1/policy?base_version=2", kVision).status, 201);
+  EXPECT_EQ(Get("/v1/policy").body["version"], 3);
+}
 
 TEST_F(PolicyApiTest, ApplyShowListDiffAndRollBack) {
   Answer a = Get("/v1/policy");
