@@ -125,23 +125,32 @@ Result<Caller> Authorizer::Authenticate(const http::Request& req) {
     }
   }
   // One message for an unknown id and a wrong secret: neither says which.
-  auto invalid = [&] {
-    return std::unexpected(
-        Unauthenticated(fmt::format("token {} is not valid; log in again with a current token "
-                                    "(berth login)",
-                                    parts->id)));
-  };
+  const std::string invalid = fmt::format(
+      "token {} is not valid; log in again with a current token (berth login)", parts->id);
+  // A refusal after Argon2 (a wrong secret, a revoked or expired token, a
+  // disabled identity) is remembered briefly per secret, so sending the
+  // same token again costs a hash, not another verification.
   const std::string refused_key = std::string(parts->id) + ":" + digest;
   {
     std::lock_guard lock(mu_);
     if (auto it = refused_.find(refused_key);
-        it != refused_.end() && now - it->second < kRefusedSecretMs) {
-      return invalid();
+        it != refused_.end() && now - it->second.at_ms < kRefusedSecretMs) {
+      return std::unexpected(Unauthenticated(it->second.message));
     }
   }
+  auto refuse = [&](std::string message) {
+    std::lock_guard lock(mu_);
+    if (refused_.size() >= 10000) {
+      std::erase_if(refused_,
+                    [&](const auto& kv) { return now - kv.second.at_ms >= kRefusedSecretMs; });
+      if (refused_.size() >= 10000) refused_.clear();
+    }
+    refused_[refused_key] = Refused{now, message};
+    return std::unexpected(Unauthenticated(std::move(message)));
+  };
   auto record = identities_.GetToken(parts->id);
   if (!record) return std::unexpected(record.error());
-  if (!*record) return invalid();
+  if (!*record) return std::unexpected(Unauthenticated(invalid));
   // A real id with a secret not seen: the Argon2 verification is the
   // server's one expensive step, so each source gets only so many.
   if (auto admitted = verify_limiter_.Admit("addr:" + req.remote_addr); !admitted.allowed) {
@@ -152,29 +161,21 @@ Result<Caller> Authorizer::Authenticate(const http::Request& req) {
                             admitted.retry_after_ms),
                 "authorization");
   }
-  if (!store::VerifySecret((*record)->hash, parts->secret)) {
-    std::lock_guard lock(mu_);
-    if (refused_.size() >= 10000) {
-      std::erase_if(refused_, [&](const auto& kv) { return now - kv.second >= kRefusedSecretMs; });
-      if (refused_.size() >= 10000) refused_.clear();
-    }
-    refused_[refused_key] = now;
-    return invalid();
-  }
+  if (!store::VerifySecret((*record)->hash, parts->secret)) return refuse(invalid);
   const auto& t = **record;
   if (t.revoked_ms) {
-    return std::unexpected(Unauthenticated(fmt::format(
-        "token {} was revoked by {}; ask for a new one (berth token create)", t.id, t.revoked_by)));
+    return refuse(fmt::format("token {} was revoked by {}; ask for a new one (berth token create)",
+                              t.id, t.revoked_by));
   }
   if (t.expires_ms && now >= *t.expires_ms) {
-    return std::unexpected(Unauthenticated(
-        fmt::format("token {} expired; create a new one (berth token create --ttl ...)", t.id)));
+    return refuse(
+        fmt::format("token {} expired; create a new one (berth token create --ttl ...)", t.id));
   }
   auto identity = identities_.GetIdentity(t.identity);
   if (!identity) return std::unexpected(identity.error());
   if (!*identity || (*identity)->disabled) {
-    return std::unexpected(Unauthenticated(fmt::format(
-        "identity '{}' of token {} is disabled; ask a platform admin", t.identity, t.id)));
+    return refuse(fmt::format("identity '{}' of token {} is disabled; ask a platform admin",
+                              t.identity, t.id));
   }
   Caller caller;
   caller.name = (*identity)->name;
@@ -230,6 +231,9 @@ void Authorizer::ForgetToken(std::string_view token_id) {
 void Authorizer::ForgetIdentity(std::string_view name) {
   std::lock_guard lock(mu_);
   std::erase_if(cache_, [&](const auto& kv) { return kv.second.caller.name == name; });
+  // An identity enabled again is trusted at once, not after a remembered
+  // refusal lapses.
+  refused_.clear();
 }
 
 namespace {

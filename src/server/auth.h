@@ -134,8 +134,12 @@ class Authorizer {
   const Clock& clock_;
   std::mutex mu_;
   std::unordered_map<std::string, Cached> cache_;  // by token id
-  // "<id>:<sha256 of the secret>" -> when it was refused.
-  std::unordered_map<std::string, TimeMs> refused_;
+  struct Refused {
+    TimeMs at_ms = 0;
+    std::string message;
+  };
+  // "<id>:<sha256 of the secret>" -> when and why it was refused.
+  std::unordered_map<std::string, Refused> refused_;
   RateLimiter verify_limiter_;  // by source address
 };
 
