@@ -10,6 +10,8 @@
 #include <set>
 
 #include "common/units.h"
+#include "common/utf8.h"
+#include "model/yaml_utf8.h"
 
 namespace berth::model {
 namespace {
@@ -710,14 +712,17 @@ Result<JobSpec> ParseJobSpec(std::string_view text) {
   try {
     root = YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
-    return InvalidField("", fmt::format("not a valid YAML document: line {}, column {}: {}",
-                                        e.mark.line + 1, e.mark.column + 1, e.msg));
+    return InvalidField(
+        "", fmt::format("not a valid YAML document: line {}, column {}: {}", e.mark.line + 1,
+                        e.mark.column + 1, EscapeInvalidUtf8(e.msg)));
   }
   JobSpec spec;
   try {
+    BERTH_RETURN_IF_ERROR(CheckYamlUtf8(root, text.size()));
     BERTH_RETURN_IF_ERROR(ParseInto(root, spec));
   } catch (const YAML::Exception& e) {
-    return InvalidField("", fmt::format("could not read the spec: {}", e.what()));
+    return InvalidField("",
+                        fmt::format("could not read the spec: {}", EscapeInvalidUtf8(e.what())));
   }
   return spec;
 }

@@ -16,8 +16,10 @@
 
 #include "common/hash.h"
 #include "common/units.h"
+#include "common/utf8.h"
 #include "model/job.h"
 #include "model/names.h"
+#include "model/yaml_utf8.h"
 
 namespace berth::model {
 namespace {
@@ -735,16 +737,19 @@ Result<Policy> ParsePolicy(std::string_view yaml) {
   try {
     root = YAML::Load(std::string(yaml));
   } catch (const YAML::Exception& e) {
-    return InvalidField("", fmt::format("not a valid YAML document: line {}, column {}: {}",
-                                        e.mark.line + 1, e.mark.column + 1, e.msg));
+    return InvalidField(
+        "", fmt::format("not a valid YAML document: line {}, column {}: {}", e.mark.line + 1,
+                        e.mark.column + 1, EscapeInvalidUtf8(e.msg)));
   }
   Policy p = DefaultPolicy();
   p.queues.clear();  // a document lists its own queues; pools and classes default
   p.tenants.clear();
   try {
+    BERTH_RETURN_IF_ERROR(CheckYamlUtf8(root, yaml.size()));
     BERTH_RETURN_IF_ERROR(Parser(p).Top(root));
   } catch (const YAML::Exception& e) {
-    return InvalidField("", fmt::format("could not read the policy: {}", e.what()));
+    return InvalidField("",
+                        fmt::format("could not read the policy: {}", EscapeInvalidUtf8(e.what())));
   }
   if (p.queues.empty() && p.tenants.empty()) {
     // Jobs always have somewhere to go, as on a fresh install.
