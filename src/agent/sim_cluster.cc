@@ -13,6 +13,8 @@
 #include "agent/gpu_model.h"
 #include "agent/shared_gpus.h"
 #include "common/units.h"
+#include "common/utf8.h"
+#include "model/yaml_utf8.h"
 
 namespace berth::agent {
 namespace {
@@ -352,12 +354,14 @@ Result<std::vector<model::NodeInfo>> ParseSimulatedCluster(std::string_view yaml
   // yaml-cpp reports syntax errors (and some lookups) by exception; none may
   // leave this module.
   try {
-    return ParseDocument(YAML::Load(std::string(yaml)));
+    const YAML::Node root = YAML::Load(std::string(yaml));
+    BERTH_RETURN_IF_ERROR(model::CheckYamlUtf8(root, yaml.size()));
+    return ParseDocument(root);
   } catch (const YAML::Exception& e) {
-    return InvalidField(
-        "", fmt::format("line {}, column {}: {}", e.mark.line + 1, e.mark.column + 1, e.msg));
+    return InvalidField("", fmt::format("line {}, column {}: {}", e.mark.line + 1,
+                                        e.mark.column + 1, EscapeInvalidUtf8(e.msg)));
   } catch (const std::exception& e) {
-    return InvalidField("", e.what());
+    return InvalidField("", EscapeInvalidUtf8(e.what()));
   }
 }
 

@@ -17,10 +17,22 @@ bool MulOverflows(std::uint64_t a, std::uint64_t b) {
 }  // namespace
 
 Result<std::uint64_t> ParseBytes(std::string_view text) {
+  return ParseBytes(text, std::numeric_limits<std::uint64_t>::max());
+}
+
+Result<std::uint64_t> ParseBytes(std::string_view text, std::uint64_t max) {
+  const auto too_large = [&] {
+    if (max == std::numeric_limits<std::uint64_t>::max()) {
+      return Fail(Code::kInvalidArgument, fmt::format("size '{}' is too large", text));
+    }
+    return Fail(Code::kInvalidArgument,
+                fmt::format("size '{}' is out of range: at most {}", text, FormatBytes(max)));
+  };
   if (text.empty()) return Fail(Code::kInvalidArgument, "empty size; write e.g. 80Gi or 512Mi");
   std::uint64_t value = 0;
   const char* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec == std::errc::result_out_of_range) return too_large();
   if (ec != std::errc() || ptr == text.data()) {
     return Fail(Code::kInvalidArgument,
                 fmt::format("'{}' is not a size; write an integer with an optional unit "
@@ -48,9 +60,7 @@ Result<std::uint64_t> ParseBytes(std::string_view text) {
                                                 {"T", 1000ULL * 1000 * 1000 * 1000}}};
   for (const auto& unit : kUnits) {
     if (suffix == unit.name) {
-      if (MulOverflows(value, unit.factor)) {
-        return Fail(Code::kInvalidArgument, fmt::format("size '{}' is too large", text));
-      }
+      if (MulOverflows(value, unit.factor) || value * unit.factor > max) return too_large();
       return value * unit.factor;
     }
   }
@@ -66,12 +76,24 @@ Result<std::uint64_t> ParseBytes(std::string_view text) {
 }
 
 Result<std::int64_t> ParseDurationMs(std::string_view text) {
+  return ParseDurationMs(text, std::numeric_limits<std::int64_t>::max());
+}
+
+Result<std::int64_t> ParseDurationMs(std::string_view text, std::int64_t max_ms) {
+  const auto too_long = [&] {
+    if (max_ms == std::numeric_limits<std::int64_t>::max()) {
+      return Fail(Code::kInvalidArgument, fmt::format("duration '{}' is too long", text));
+    }
+    return Fail(Code::kInvalidArgument, fmt::format("duration '{}' is out of range: at most {}",
+                                                    text, FormatDurationMs(max_ms)));
+  };
   if (text.empty()) return Fail(Code::kInvalidArgument, "empty duration; write e.g. 12h or 90m");
   std::int64_t total = 0;
   std::string_view rest = text;
   while (!rest.empty()) {
     std::int64_t value = 0;
     auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), value);
+    if (ec == std::errc::result_out_of_range && rest.front() != '-') return too_long();
     if (ec != std::errc() || ptr == rest.data() || value < 0) {
       return Fail(Code::kInvalidArgument,
                   fmt::format("'{}' is not a duration; write e.g. 12h, 90m, 30s or 1h30m", text));
@@ -98,9 +120,7 @@ Result<std::int64_t> ParseDurationMs(std::string_view text) {
           Code::kInvalidArgument,
           fmt::format("duration '{}' needs a unit after each number: ms, s, m, h or d", text));
     }
-    if (value > std::numeric_limits<std::int64_t>::max() / factor - total) {
-      return Fail(Code::kInvalidArgument, fmt::format("duration '{}' is too long", text));
-    }
+    if (value > max_ms / factor || value * factor > max_ms - total) return too_long();
     total += value * factor;
   }
   return total;

@@ -15,9 +15,14 @@ namespace berth {
 // Accepts a plain integer (bytes) or an integer with one of the suffixes
 // Ki Mi Gi Ti (powers of 1024) or K M G T (powers of 1000).
 Result<std::uint64_t> ParseBytes(std::string_view text);
+// The same, refusing sizes above `max` (and those too large for 64 bits)
+// with a message that names `max` ("... is out of range: at most 1024Ti").
+Result<std::uint64_t> ParseBytes(std::string_view text, std::uint64_t max);
 
 // Accepts sequences of <integer><unit> with units ms, s, m, h, d ("1h30m").
 Result<std::int64_t> ParseDurationMs(std::string_view text);
+// The same, refusing durations above `max_ms` with a message that names it.
+Result<std::int64_t> ParseDurationMs(std::string_view text, std::int64_t max_ms);
 
 // "80Gi", "512Mi", "123" — the shortest exact binary form.
 std::string FormatBytes(std::uint64_t bytes);

@@ -1,5 +1,7 @@
 #include "common/utf8.h"
 
+#include <fmt/format.h>
+
 #include <cstdint>
 
 namespace berth {
@@ -30,12 +32,25 @@ std::size_t SequenceAt(std::string_view s, std::size_t i) {
 }  // namespace
 
 bool ValidUtf8(std::string_view s) {
+  return !FirstInvalidUtf8(s).has_value();
+}
+
+std::optional<std::size_t> FirstInvalidUtf8(std::string_view s) {
   for (std::size_t i = 0; i < s.size();) {
     const std::size_t n = SequenceAt(s, i);
-    if (n == 0) return false;
+    if (n == 0) return i;
     i += n;
   }
-  return true;
+  return std::nullopt;
+}
+
+Status CheckUtf8(std::string_view s, std::string_view field) {
+  const auto at = FirstInvalidUtf8(s);
+  if (!at) return Ok();
+  return InvalidField(
+      EscapeInvalidUtf8(field),
+      fmt::format("is not valid UTF-8 (byte 0x{:02X} at offset {}); send UTF-8 text",
+                  static_cast<std::uint8_t>(s[*at]), *at));
 }
 
 std::string EscapeInvalidUtf8(std::string_view s) {

@@ -7,6 +7,8 @@
 #include <set>
 
 #include "common/units.h"
+#include "common/utf8.h"
+#include "model/yaml_utf8.h"
 
 namespace berth::model {
 namespace {
@@ -306,8 +308,10 @@ Result<AlertRules> ParseAlertRules(std::string_view yaml) {
   try {
     root = YAML::Load(std::string(yaml));
   } catch (const YAML::Exception& e) {
-    return InvalidField("", fmt::format("the alert rules are not valid YAML: {}", e.what()));
+    return InvalidField(
+        "", fmt::format("the alert rules are not valid YAML: {}", EscapeInvalidUtf8(e.what())));
   }
+  BERTH_RETURN_IF_ERROR(CheckYamlUtf8(root, yaml.size()));
   if (!root.IsMap()) {
     return InvalidField("", "alert rules are a map with `rules` and optional `sinks`");
   }

@@ -10,6 +10,8 @@
 #include <set>
 
 #include "common/units.h"
+#include "common/utf8.h"
+#include "model/yaml_utf8.h"
 
 namespace berth::model {
 namespace {
@@ -68,15 +70,30 @@ Result<std::string> ScalarString(const YAML::Node& node, const std::string& fiel
   return node.Scalar();
 }
 
-Result<std::int64_t> ScalarInt(const YAML::Node& node, const std::string& field) {
+// A whole number from lo to hi. `out_of_range(text)` is the message for
+// any other number, also one too long for 64 bits (given as written).
+Result<std::int64_t> BoundedInt(const YAML::Node& node, const std::string& field, std::int64_t lo,
+                                std::int64_t hi, auto out_of_range) {
   if (!node.IsScalar()) return InvalidField(field, "must be an integer");
   const auto& s = node.Scalar();
   std::int64_t v = 0;
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || ptr != s.data() + s.size()) {
+  if (ptr != s.data() + s.size() || (ec != std::errc() && ec != std::errc::result_out_of_range)) {
     return InvalidField(field, fmt::format("'{}' is not an integer", s));
   }
+  if (ec == std::errc::result_out_of_range || v < lo || v > hi) {
+    return InvalidField(field, out_of_range(s));
+  }
   return v;
+}
+
+// A size of at most kMaxMemoryBytes; errors name the field and the range.
+Result<std::uint64_t> SizeField(const YAML::Node& node, const std::string& field) {
+  auto text = ScalarString(node, field);
+  if (!text) return std::unexpected(text.error());
+  auto bytes = ParseBytes(*text, kMaxMemoryBytes);
+  if (!bytes) return InvalidField(field, bytes.error().message);
+  return *bytes;
 }
 
 // CPU in cores: "16", "0.5", or millicores "500m".
@@ -100,6 +117,8 @@ Result<std::uint32_t> ParseCpu(const YAML::Node& node) {
     std::uint64_t cores = 0;
     auto [p, ec] = std::from_chars(whole.data(), whole.data() + whole.size(), cores);
     if (ec != std::errc() || p != whole.data() + whole.size() || whole.empty()) return bad();
+    // Checked before multiplying: 18446744073709552 cores would wrap to 0.384.
+    if (cores > kMaxCpuMillis / 1000) return bad();
     millis = cores * 1000;
     if (dot != std::string_view::npos) {
       std::string_view frac = s.substr(dot + 1);
@@ -111,7 +130,7 @@ Result<std::uint32_t> ParseCpu(const YAML::Node& node) {
       millis += f;
     }
   }
-  if (millis > 4096ULL * 1000) return bad();
+  if (millis > kMaxCpuMillis) return bad();
   return static_cast<std::uint32_t>(millis);
 }
 
@@ -163,7 +182,7 @@ Status ParseGpuShare(const YAML::Node& node, Resources& r) {
                                            "whole GPUs, and gpu_share for less than one",
                                            s));
   }
-  auto bytes = ParseBytes(s);
+  auto bytes = ParseBytes(s, kMaxMemoryBytes);
   if (!bytes) {
     return InvalidField(field, fmt::format("'{}' is neither a fraction of one GPU (0.25) nor a "
                                            "memory size (20Gi): {}",
@@ -178,13 +197,10 @@ Status ParseResources(const YAML::Node& node, Resources& r) {
   if (!node.IsMap()) return InvalidField("resources", "must be a mapping, e.g. {gpus: 1}");
   BERTH_RETURN_IF_ERROR(CheckKnownFields(node, kResourceFields, "resources."));
   if (auto n = node["gpus"]) {
-    auto v = ScalarInt(n, "resources.gpus");
+    auto v = BoundedInt(n, "resources.gpus", 0, kMaxGpusPerReplica, [](std::string_view s) {
+      return fmt::format("{} GPUs per replica is not allowed; use 0 to {}", s, kMaxGpusPerReplica);
+    });
     if (!v) return std::unexpected(v.error());
-    if (*v < 0 || *v > kMaxGpusPerReplica) {
-      return InvalidField(
-          "resources.gpus",
-          fmt::format("{} GPUs per replica is not allowed; use 0 to {}", *v, kMaxGpusPerReplica));
-    }
     r.gpus = static_cast<std::uint32_t>(*v);
   }
   if (auto n = node["gpu_model"]) {
@@ -196,10 +212,8 @@ Status ParseResources(const YAML::Node& node, Resources& r) {
     r.gpu_model = *v;
   }
   if (auto n = node["gpu_memory"]) {
-    auto v = ScalarString(n, "resources.gpu_memory");
-    if (!v) return std::unexpected(v.error());
-    auto bytes = ParseBytes(*v);
-    if (!bytes) return InvalidField("resources.gpu_memory", bytes.error().message);
+    auto bytes = SizeField(n, "resources.gpu_memory");
+    if (!bytes) return std::unexpected(bytes.error());
     r.gpu_memory_bytes = *bytes;
   }
   if (auto n = node["cpu"]) {
@@ -208,10 +222,8 @@ Status ParseResources(const YAML::Node& node, Resources& r) {
     r.cpu_millis = *v;
   }
   if (auto n = node["memory"]) {
-    auto v = ScalarString(n, "resources.memory");
-    if (!v) return std::unexpected(v.error());
-    auto bytes = ParseBytes(*v);
-    if (!bytes) return InvalidField("resources.memory", bytes.error().message);
+    auto bytes = SizeField(n, "resources.memory");
+    if (!bytes) return std::unexpected(bytes.error());
     r.memory_bytes = *bytes;
   }
   if (auto n = node["gpu_share"]) {
@@ -336,12 +348,10 @@ Status ParseInto(const YAML::Node& root, JobSpec& spec) {
   }
 
   if (auto n = root["replicas"]) {
-    auto v = ScalarInt(n, "replicas");
+    auto v = BoundedInt(n, "replicas", 1, kMaxReplicas, [](std::string_view s) {
+      return fmt::format("{} is not allowed; use 1 to {}", s, kMaxReplicas);
+    });
     if (!v) return std::unexpected(v.error());
-    if (*v < 1 || *v > kMaxReplicas) {
-      return InvalidField("replicas",
-                          fmt::format("{} is not allowed; use 1 to {}", *v, kMaxReplicas));
-    }
     spec.replicas = static_cast<std::uint32_t>(*v);
   }
 
@@ -362,7 +372,7 @@ Status ParseInto(const YAML::Node& root, JobSpec& spec) {
   if (auto n = root["max_runtime"]) {
     auto v = ScalarString(n, "max_runtime");
     if (!v) return std::unexpected(v.error());
-    auto ms = ParseDurationMs(*v);
+    auto ms = ParseDurationMs(*v, kMaxDurationMs);
     if (!ms) return InvalidField("max_runtime", ms.error().message);
     if (*ms <= 0) return InvalidField("max_runtime", "must be longer than zero; omit it for none");
     spec.max_runtime_ms = *ms;
@@ -640,7 +650,7 @@ Result<std::int64_t> ParseLoadDuration(const YAML::Node& node, const std::string
   auto s = ScalarString(node, field);
   if (!s) return std::unexpected(s.error());
   if (*s == "0") return std::int64_t{0};
-  auto ms = ParseDurationMs(*s);
+  auto ms = ParseDurationMs(*s, kMaxDurationMs);
   if (!ms) return InvalidField(field, ms.error().message);
   return *ms;
 }
@@ -710,14 +720,17 @@ Result<JobSpec> ParseJobSpec(std::string_view text) {
   try {
     root = YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
-    return InvalidField("", fmt::format("not a valid YAML document: line {}, column {}: {}",
-                                        e.mark.line + 1, e.mark.column + 1, e.msg));
+    return InvalidField(
+        "", fmt::format("not a valid YAML document: line {}, column {}: {}", e.mark.line + 1,
+                        e.mark.column + 1, EscapeInvalidUtf8(e.msg)));
   }
   JobSpec spec;
   try {
+    BERTH_RETURN_IF_ERROR(CheckYamlUtf8(root, text.size()));
     BERTH_RETURN_IF_ERROR(ParseInto(root, spec));
   } catch (const YAML::Exception& e) {
-    return InvalidField("", fmt::format("could not read the spec: {}", e.what()));
+    return InvalidField("",
+                        fmt::format("could not read the spec: {}", EscapeInvalidUtf8(e.what())));
   }
   return spec;
 }

@@ -136,8 +136,20 @@ struct JobSpec {
 };
 
 // Limits users see in validation errors; documented in docs/jobs.md.
+//
+// The quantities are bounded so that one job's totals (a replica's amount
+// times kMaxReplicas) stay below 2^61 in every unit: 6.5e7 milli-GPUs,
+// 4.2e9 millicores, 2^60 bytes. Sums over many jobs, queues and nodes are
+// still taken with common/checked.h, since no bound limits how many there
+// are.
 inline constexpr std::uint32_t kMaxReplicas = 1024;
 inline constexpr std::uint32_t kMaxGpusPerReplica = 64;
+inline constexpr std::uint32_t kMaxCpuMillis = 4096 * 1000;  // 4,096 cores per replica
+// resources.memory, resources.gpu_memory and a gpu_share by memory: 1 PiB
+// (1024Ti), far above any machine's (or GPU's) memory.
+inline constexpr std::uint64_t kMaxMemoryBytes = std::uint64_t{1} << 50;
+// max_runtime and load.idle_after: 10 years (87600h).
+inline constexpr std::int64_t kMaxDurationMs = std::int64_t{3650} * 86'400'000;
 inline constexpr std::size_t kMaxCommandArgs = 4096;
 inline constexpr std::size_t kMaxEnvEntries = 1024;
 inline constexpr std::size_t kMaxSpecBytes = 1 << 20;

@@ -14,10 +14,13 @@
 #include <limits>
 #include <set>
 
+#include "common/checked.h"
 #include "common/hash.h"
 #include "common/units.h"
+#include "common/utf8.h"
 #include "model/job.h"
 #include "model/names.h"
+#include "model/yaml_utf8.h"
 
 namespace berth::model {
 namespace {
@@ -40,9 +43,14 @@ constexpr std::array<std::string_view, 4> kQuotaFields{"guaranteed", "borrow_lim
                                                        "lending_limit"};
 constexpr std::array<std::string_view, 3> kKinds{"training", "inference", "interactive"};
 
-// The most of any one amount: a million GPUs, cores, or 2^62 bytes.
+// The most of any one amount: a million GPUs, cores, or 2^62 bytes (4 EiB,
+// 4194304Ti). A queue's guaranteed plus borrow_limit may pass what 64 bits
+// hold only in bytes at these bounds; the quota book adds with saturation
+// (common/checked.h), as it does its sums over jobs and queues.
 constexpr std::int64_t kMaxMilli = 1'000'000'000;
 constexpr std::int64_t kMaxBytes = std::int64_t{1} << 62;
+// usage_half_life and min_runtime: 10 years, as a job's max_runtime.
+constexpr std::int64_t kMaxPolicyDurationMs = kMaxDurationMs;
 
 Status CheckMap(const YAML::Node& node, auto const& allowed, const std::string& field) {
   if (!node.IsMap()) return InvalidField(field, "must be a mapping");
@@ -137,18 +145,18 @@ Result<std::int64_t> Amount(ResourceKind kind, const YAML::Node& node, const std
     case ResourceKind::kGpus:
       if (auto v = ParseMilli(s, false)) return *v;
       return InvalidField(field, fmt::format("'{}' is not a GPU amount; write whole or fractional "
-                                             "GPUs (16, 0.5) with at most 3 decimals",
-                                             s));
+                                             "GPUs (16, 0.5) with at most 3 decimals, from 0 to "
+                                             "{}",
+                                             s, kMaxMilli / 1000));
     case ResourceKind::kCpu:
       if (auto v = ParseMilli(s, true)) return *v;
-      return InvalidField(
-          field,
-          fmt::format("'{}' is not a CPU amount; write cores (16, 0.5) or millicores (500m)", s));
+      return InvalidField(field, fmt::format("'{}' is not a CPU amount; write cores (16, 0.5) or "
+                                             "millicores (500m), from 0 to {} cores",
+                                             s, kMaxMilli / 1000));
     case ResourceKind::kGpuMemory:
     case ResourceKind::kMemory: {
-      auto b = ParseBytes(s);
+      auto b = ParseBytes(s, static_cast<std::uint64_t>(kMaxBytes));
       if (!b) return InvalidField(field, b.error().message);
-      if (*b > static_cast<std::uint64_t>(kMaxBytes)) return InvalidField(field, "is too large");
       return static_cast<std::int64_t>(*b);
     }
   }
@@ -230,7 +238,7 @@ class Parser {
       if (auto n = root[key]) {
         auto s = Str(n, key);
         if (!s) return std::unexpected(s.error());
-        auto ms = ParseDurationMs(*s);
+        auto ms = ParseDurationMs(*s, kMaxPolicyDurationMs);
         if (!ms) return InvalidField(key, ms.error().message);
         *target = *ms;
       }
@@ -585,7 +593,8 @@ class Parser {
         for (std::size_t i = first; i < p_.queues.size(); ++i) {
           if (p_.queues[i].parent != path) continue;
           if (auto it = p_.queues[i].quota.find(key); it != p_.queues[i].quota.end()) {
-            sum += it->second.guaranteed;
+            // Saturating: a clamped sum is still more than any parent's.
+            sum = SaturatingAdd(sum, it->second.guaranteed);
           }
         }
         if (sum > pq.guaranteed) {
@@ -735,16 +744,19 @@ Result<Policy> ParsePolicy(std::string_view yaml) {
   try {
     root = YAML::Load(std::string(yaml));
   } catch (const YAML::Exception& e) {
-    return InvalidField("", fmt::format("not a valid YAML document: line {}, column {}: {}",
-                                        e.mark.line + 1, e.mark.column + 1, e.msg));
+    return InvalidField(
+        "", fmt::format("not a valid YAML document: line {}, column {}: {}", e.mark.line + 1,
+                        e.mark.column + 1, EscapeInvalidUtf8(e.msg)));
   }
   Policy p = DefaultPolicy();
   p.queues.clear();  // a document lists its own queues; pools and classes default
   p.tenants.clear();
   try {
+    BERTH_RETURN_IF_ERROR(CheckYamlUtf8(root, yaml.size()));
     BERTH_RETURN_IF_ERROR(Parser(p).Top(root));
   } catch (const YAML::Exception& e) {
-    return InvalidField("", fmt::format("could not read the policy: {}", e.what()));
+    return InvalidField("",
+                        fmt::format("could not read the policy: {}", EscapeInvalidUtf8(e.what())));
   }
   if (p.queues.empty() && p.tenants.empty()) {
     // Jobs always have somewhere to go, as on a fresh install.

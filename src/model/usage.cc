@@ -8,6 +8,9 @@
 #include <set>
 #include <tuple>
 
+#include "common/utf8.h"
+#include "model/yaml_utf8.h"
+
 namespace berth::model {
 namespace {
 
@@ -119,8 +122,10 @@ Result<PriceTable> ParsePriceTable(std::string_view yaml) {
   try {
     root = YAML::Load(std::string(yaml));
   } catch (const YAML::Exception& e) {
-    return InvalidField("", fmt::format("the price table is not valid YAML: {}", e.what()));
+    return InvalidField(
+        "", fmt::format("the price table is not valid YAML: {}", EscapeInvalidUtf8(e.what())));
   }
+  BERTH_RETURN_IF_ERROR(CheckYamlUtf8(root, yaml.size()));
   if (!root.IsMap()) {
     return InvalidField("", "a price table is a map with `currency`, `default` and `prices`");
   }
@@ -263,6 +268,7 @@ std::string_view UsageKeyName(UsageKey key) {
 }
 
 Result<std::vector<UsageKey>> ParseUsageKeys(std::string_view text) {
+  BERTH_RETURN_IF_ERROR(CheckUtf8(text, "by"));
   std::vector<UsageKey> keys;
   std::size_t pos = 0;
   while (pos <= text.size()) {

@@ -10,6 +10,7 @@
 #include <iterator>
 #include <tuple>
 
+#include "common/checked.h"
 #include "sched/cycle.h"
 
 namespace berth::sched {
@@ -94,7 +95,9 @@ void Cycle::ExtendTimeline() {
     for (std::size_t i = 0; i < s_.running.size(); ++i) {
       const RunningJob& r = s_.running[i];
       if (r.max_runtime_ms <= 0) continue;
-      timeline_.push_back({std::max(s_.now_ms, r.started_at_ms + r.max_runtime_ms), 0, i});
+      // started_at_ms is the agent's report: saturating, whatever it says.
+      timeline_.push_back(
+          {std::max(s_.now_ms, SaturatingAdd(r.started_at_ms, r.max_runtime_ms)), 0, i});
     }
     std::sort(timeline_.begin(), timeline_.end());
   }

@@ -7,6 +7,7 @@
 #include <set>
 #include <tuple>
 
+#include "common/checked.h"
 #include "sched/cycle.h"
 
 namespace berth::sched {
@@ -48,7 +49,7 @@ void Cycle::FindMovable() {
 bool Cycle::MayMove(const JobCtx& ctx, std::size_t i) const {
   const RunningJob& r = s_.running[i];
   return !evicted_[i] && running_priority_[i] <= ctx.priority &&
-         s_.now_ms - r.started_at_ms >= s_.policy.min_runtime_ms;
+         SaturatingSub(s_.now_ms, r.started_at_ms) >= s_.policy.min_runtime_ms;
 }
 
 const JobCtx& Cycle::MoverCtx(std::size_t i) {

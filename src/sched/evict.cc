@@ -5,13 +5,14 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "common/checked.h"
 #include "sched/cycle.h"
 
 namespace berth::sched {
 
 std::int64_t Cycle::WorkLostMs(const RunningJob& r) const {
   TimeMs since = r.last_checkpoint_ms > 0 ? r.last_checkpoint_ms : r.started_at_ms;
-  return std::max<std::int64_t>(0, s_.now_ms - since);
+  return std::max<std::int64_t>(0, SaturatingSub(s_.now_ms, since));
 }
 
 std::vector<std::size_t> Cycle::Candidates(const JobCtx& ctx, EvictionCause cause,
@@ -48,9 +49,9 @@ std::vector<std::size_t> Cycle::Candidates(const JobCtx& ctx, EvictionCause caus
         return cluster_.StaticCause(n, ctx.shape).empty();
       });
       if (!useful) continue;
-      if (s_.now_ms - r.started_at_ms < s_.policy.min_runtime_ms) {
+      if (SaturatingSub(s_.now_ms, r.started_at_ms) < s_.policy.min_runtime_ms) {
         if (relief != nullptr) {
-          TimeMs old_enough = r.started_at_ms + s_.policy.min_runtime_ms;
+          TimeMs old_enough = SaturatingAdd(r.started_at_ms, s_.policy.min_runtime_ms);
           if (relief->too_young == 0 || old_enough < relief->first_old_enough_ms) {
             relief->first_old_enough_ms = old_enough;
           }

@@ -3,10 +3,22 @@
 #include <algorithm>
 #include <limits>
 
+#include "common/checked.h"
+
+// Every sum here (over replicas, jobs, queues, nodes) saturates instead of
+// overflowing: the per-job amounts are bounded at parse time (model/job.h),
+// but nothing bounds how many jobs, queues or nodes there are, and node
+// inventory comes from agents. A clamped sum still compares as "more than
+// any quota", and usage never goes below zero.
 namespace berth::sched {
 namespace {
 
 constexpr std::int64_t kPpm = 1'000'000;
+constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+
+void AddTo(std::int64_t& sum, std::int64_t v) {
+  sum = SaturatingAdd(sum, v);
+}
 const model::ResourceKey kCpuKey{model::ResourceKind::kCpu, ""};
 const model::ResourceKey kMemoryKey{model::ResourceKind::kMemory, ""};
 const model::ResourceKey kGpuMemoryKey{model::ResourceKind::kGpuMemory, ""};
@@ -45,22 +57,22 @@ void UsageSum::Add(const Cluster& cluster, const model::Resources& r,
       // A slice counts its share in milli-GPUs and its memory in bytes
       // (model::SliceOf); a whole GPU counts 1000 and all its memory.
       std::int64_t mgpu = 1000;
-      std::int64_t bytes = static_cast<std::int64_t>(memory);
+      std::int64_t bytes = SaturatingCast<std::int64_t>(memory);
       if (model::IsSlice(r)) {
         model::GpuSlice s = model::SliceOf(r, memory);
         mgpu = s.millis;
-        bytes = static_cast<std::int64_t>(s.bytes);
+        bytes = SaturatingCast<std::int64_t>(s.bytes);
       }
       any_gpu_ = true;
-      mgpu_ += mgpu;
-      gpu_bytes_ += bytes;
+      AddTo(mgpu_, mgpu);
+      AddTo(gpu_bytes_, bytes);
       // Counted under its model too, when it has one: the GPU's, else the
       // one the job asked for.
       if (slot) {
         const std::size_t id = cluster.ModelIdAt(*slot);
         if (id >= by_model_.size()) by_model_.resize(id + 1);
         if (!by_model_[id]) by_model_[id] = 0;
-        *by_model_[id] += mgpu;
+        AddTo(*by_model_[id], mgpu);
         continue;
       }
       if (r.gpu_model.empty()) continue;
@@ -69,15 +81,15 @@ void UsageSum::Add(const Cluster& cluster, const model::Resources& r,
       if (it == named_.end()) {
         named_.emplace_back(r.gpu_model, mgpu);
       } else {
-        it->second += mgpu;
+        AddTo(it->second, mgpu);
       }
     }
   }
   if (!replicas.empty()) {
-    const auto count = static_cast<std::uint64_t>(replicas.size());
+    const auto count = static_cast<std::int64_t>(replicas.size());
     any_replica_ = true;
-    cpu_ += static_cast<std::int64_t>(std::uint64_t{r.cpu_millis} * count);
-    memory_ += static_cast<std::int64_t>(r.memory_bytes * count);
+    AddTo(cpu_, SaturatingMul(std::int64_t{r.cpu_millis}, count));
+    AddTo(memory_, SaturatingMul(SaturatingCast<std::int64_t>(r.memory_bytes), count));
   }
 }
 
@@ -85,15 +97,15 @@ void UsageSum::Add(const Cluster& cluster, const UsageFootprint& f) {
   cluster_ = &cluster;
   if (f.any_gpu) any_gpu_ = true;
   if (f.any_replica) any_replica_ = true;
-  mgpu_ += f.mgpu;
-  gpu_bytes_ += f.gpu_bytes;
-  cpu_ += f.cpu;
-  memory_ += f.memory;
+  AddTo(mgpu_, f.mgpu);
+  AddTo(gpu_bytes_, f.gpu_bytes);
+  AddTo(cpu_, f.cpu);
+  AddTo(memory_, f.memory);
   if (f.model >= 0) {
     const auto id = static_cast<std::size_t>(f.model);
     if (id >= by_model_.size()) by_model_.resize(id + 1);
     if (!by_model_[id]) by_model_[id] = 0;
-    *by_model_[id] += f.model_mgpu;
+    AddTo(*by_model_[id], f.model_mgpu);
   }
 }
 
@@ -117,17 +129,19 @@ std::optional<UsageFootprint> UsageSum::Footprint() const {
 
 void UsageSum::Into(Usage& u) const {
   if (any_gpu_) {
-    u[kGpusKey] += mgpu_;
-    u[kGpuMemoryKey] += gpu_bytes_;
+    AddTo(u[kGpusKey], mgpu_);
+    AddTo(u[kGpuMemoryKey], gpu_bytes_);
     for (std::size_t id = 0; id < by_model_.size(); ++id) {
       const std::string& model = cluster_->Models()[id];
-      if (by_model_[id] && !model.empty()) u[{model::ResourceKind::kGpus, model}] += *by_model_[id];
+      if (by_model_[id] && !model.empty()) {
+        AddTo(u[{model::ResourceKind::kGpus, model}], *by_model_[id]);
+      }
     }
-    for (const auto& [model, mgpu] : named_) u[{model::ResourceKind::kGpus, model}] += mgpu;
+    for (const auto& [model, mgpu] : named_) AddTo(u[{model::ResourceKind::kGpus, model}], mgpu);
   }
   if (any_replica_) {
-    u[kCpuKey] += cpu_;
-    u[kMemoryKey] += memory_;
+    AddTo(u[kCpuKey], cpu_);
+    AddTo(u[kMemoryKey], memory_);
   }
 }
 
@@ -141,8 +155,8 @@ QuotaBook::QuotaBook(const model::Policy& policy, const Cluster& cluster,
 }
 
 void QuotaBook::AddRunning(std::optional<std::size_t> leaf, const Usage& usage) {
-  capacity_[kCpuKey] += Get(usage, kCpuKey);
-  capacity_[kMemoryKey] += Get(usage, kMemoryKey);
+  AddTo(capacity_[kCpuKey], Get(usage, kCpuKey));
+  AddTo(capacity_[kMemoryKey], Get(usage, kMemoryKey));
   if (leaf) Add(*leaf, usage);
 }
 
@@ -168,7 +182,7 @@ QuotaBook::QuotaBook(const model::Policy& policy, const Cluster& cluster,
   for (const auto& [path, usage] : decayed_usage) {
     auto q = Find(path);
     if (!q) continue;
-    for (std::size_t a : Chain(*q)) queues_[a].decayed += std::max<std::int64_t>(0, usage);
+    for (std::size_t a : Chain(*q)) AddTo(queues_[a].decayed, std::max<std::int64_t>(0, usage));
   }
   // Summed in locals and entered once per key (the same keys and sums as
   // entering every GPU: 80,000 map updates a cycle at 10,000 nodes).
@@ -187,27 +201,27 @@ QuotaBook::QuotaBook(const model::Policy& policy, const Cluster& cluster,
     for (const auto& g : n.gpus) {
       if (!g.healthy) continue;
       any_gpu = true;
-      gpus += 1000;
+      AddTo(gpus, 1000);
       if (model_sum == by_model.end() || model_sum->first != g.model) {
         model_sum = by_model.try_emplace(g.model, 0).first;
       }
-      model_sum->second += 1000;
-      gpu_memory += static_cast<std::int64_t>(g.memory_bytes);
+      AddTo(model_sum->second, 1000);
+      AddTo(gpu_memory, SaturatingCast<std::int64_t>(g.memory_bytes));
     }
-    cpu += static_cast<std::int64_t>(n.cpu_millis_free);
-    memory += static_cast<std::int64_t>(n.memory_bytes_free);
+    AddTo(cpu, SaturatingCast<std::int64_t>(n.cpu_millis_free));
+    AddTo(memory, SaturatingCast<std::int64_t>(n.memory_bytes_free));
   }
   if (any_gpu) {
-    capacity_[kGpusKey] += gpus;
+    AddTo(capacity_[kGpusKey], gpus);
     // A GPU without a model name counts twice under kGpusKey, as it always has.
     for (const auto& [m, v] : by_model) {
-      capacity_[{model::ResourceKind::kGpus, std::string(m)}] += v;
+      AddTo(capacity_[{model::ResourceKind::kGpus, std::string(m)}], v);
     }
-    capacity_[kGpuMemoryKey] += gpu_memory;
+    AddTo(capacity_[kGpuMemoryKey], gpu_memory);
   }
   if (any_node) {
-    capacity_[kCpuKey] += cpu;
-    capacity_[kMemoryKey] += memory;
+    AddTo(capacity_[kCpuKey], cpu);
+    AddTo(capacity_[kMemoryKey], memory);
   }
 }
 
@@ -232,20 +246,25 @@ const std::vector<std::string>& QuotaBook::Pools(std::size_t q) const {
 
 void QuotaBook::Add(std::size_t leaf, const Usage& delta) {
   for (std::size_t a : Chain(leaf)) {
-    for (const auto& [k, v] : delta) queues_[a].used[k] += v;
+    for (const auto& [k, v] : delta) AddTo(queues_[a].used[k], v);
     fair_cache_[a].reset();
     changed_.push_back(a);
   }
-  for (const auto& [k, v] : delta) total_used_[k] += v;
+  for (const auto& [k, v] : delta) AddTo(total_used_[k], v);
 }
 
 void QuotaBook::Remove(std::size_t leaf, const Usage& delta) {
+  // Never below zero: after a sum saturated, removing its parts must not
+  // leave a queue with negative usage (and a fair share ahead of all).
+  auto take = [](std::int64_t& used, std::int64_t v) {
+    used = std::max<std::int64_t>(0, SaturatingSub(used, v));
+  };
   for (std::size_t a : Chain(leaf)) {
-    for (const auto& [k, v] : delta) queues_[a].used[k] -= v;
+    for (const auto& [k, v] : delta) take(queues_[a].used[k], v);
     fair_cache_[a].reset();
     changed_.push_back(a);
   }
-  for (const auto& [k, v] : delta) total_used_[k] -= v;
+  for (const auto& [k, v] : delta) take(total_used_[k], v);
 }
 
 std::int64_t QuotaBook::Used(std::size_t q, const model::ResourceKey& key) const {
@@ -272,23 +291,28 @@ std::int64_t QuotaBook::UnlentElsewhere(std::size_t leaf, const model::ResourceK
   std::int64_t sum = 0;
   for (std::size_t t : lenders->second) {
     if (t == top) continue;
-    sum += std::max<std::int64_t>(0, queues_[t].policy->quota.at(key).lending_limit - Used(t, key));
+    AddTo(sum,
+          std::max<std::int64_t>(0, queues_[t].policy->quota.at(key).lending_limit - Used(t, key)));
   }
   return sum;
 }
 
+std::int64_t QuotaBook::FreeToBorrow(std::size_t leaf, const model::ResourceKey& key) const {
+  const std::int64_t free = SaturatingSub(Capacity(key), TotalUsed(key));
+  return std::max<std::int64_t>(0, SaturatingSub(free, UnlentElsewhere(leaf, key)));
+}
+
 std::int64_t QuotaBook::Headroom(std::size_t leaf, const model::ResourceKey& key) const {
-  std::int64_t room = std::numeric_limits<std::int64_t>::max();
+  std::int64_t room = kMax;
   for (std::size_t a : Chain(leaf)) {
     const auto& qp = *queues_[a].policy;
     auto it = qp.quota.find(key);
     if (it == qp.quota.end()) continue;
     std::int64_t limit = qp.over_quota != model::OverQuota::kBorrow ? it->second.guaranteed
                          : it->second.borrow_limit
-                             ? it->second.guaranteed + *it->second.borrow_limit
-                             : std::numeric_limits<std::int64_t>::max();
-    if (limit != std::numeric_limits<std::int64_t>::max())
-      room = std::min(room, limit - Used(a, key));
+                             ? SaturatingAdd(it->second.guaranteed, *it->second.borrow_limit)
+                             : kMax;
+    if (limit != kMax) room = std::min(room, SaturatingSub(limit, Used(a, key)));
   }
   return std::max<std::int64_t>(0, room);
 }
@@ -300,10 +324,11 @@ std::optional<QuotaRefusal> QuotaBook::Check(std::size_t leaf, const Usage& delt
     for (const auto& [key, quota] : qp.quota) {
       std::int64_t d = Get(delta, key);
       if (d <= 0) continue;
-      std::int64_t after = Used(a, key) + d;
+      std::int64_t after = SaturatingAdd(Used(a, key), d);
       if (after <= quota.guaranteed) continue;
-      bool refuse = !preemptible || qp.over_quota != model::OverQuota::kBorrow ||
-                    (quota.borrow_limit && after > quota.guaranteed + *quota.borrow_limit);
+      bool refuse =
+          !preemptible || qp.over_quota != model::OverQuota::kBorrow ||
+          (quota.borrow_limit && after > SaturatingAdd(quota.guaranteed, *quota.borrow_limit));
       if (refuse) {
         QuotaRefusal r;
         r.not_preemptible = !preemptible;
@@ -314,9 +339,7 @@ std::optional<QuotaRefusal> QuotaBook::Check(std::size_t leaf, const Usage& delt
         r.guaranteed = quota.guaranteed;
         r.borrow_limit = quota.borrow_limit;
         if (qp.over_quota != model::OverQuota::kBorrow) r.borrow_limit = 0;
-        r.borrowable_now = std::min(
-            Headroom(leaf, key),
-            std::max<std::int64_t>(0, Capacity(key) - TotalUsed(key) - UnlentElsewhere(leaf, key)));
+        r.borrowable_now = std::min(Headroom(leaf, key), FreeToBorrow(leaf, key));
         return r;
       }
     }
@@ -325,10 +348,10 @@ std::optional<QuotaRefusal> QuotaBook::Check(std::size_t leaf, const Usage& delt
   // guarantee (lending_limit) free.
   std::size_t top = Chain(leaf).back();
   for (const auto& [key, d] : delta) {
-    if (d <= 0 || Used(top, key) + d <= Guaranteed(top, key)) continue;
+    if (d <= 0 || SaturatingAdd(Used(top, key), d) <= Guaranteed(top, key)) continue;
     std::int64_t unlent = UnlentElsewhere(leaf, key);
     if (unlent == 0) continue;
-    std::int64_t free_after = Capacity(key) - TotalUsed(key) - d;
+    std::int64_t free_after = SaturatingSub(SaturatingSub(Capacity(key), TotalUsed(key)), d);
     if (free_after >= unlent) continue;
     QuotaRefusal r = Numbers(leaf, d);
     r.key = key;
@@ -344,7 +367,7 @@ bool QuotaBook::WithinGuarantee(std::size_t leaf, std::int64_t gpus_mgpu) const 
     auto it = queues_[a].policy->quota.find(kGpusKey);
     if (it == queues_[a].policy->quota.end()) continue;
     declared = true;
-    if (Used(a, kGpusKey) + gpus_mgpu > it->second.guaranteed) return false;
+    if (SaturatingAdd(Used(a, kGpusKey), gpus_mgpu) > it->second.guaranteed) return false;
   }
   return declared;
 }
@@ -388,9 +411,7 @@ QuotaRefusal QuotaBook::Numbers(std::size_t leaf, std::int64_t requested_mgpu) c
     r.borrow_limit = it->second.borrow_limit;
   }
   if (qp.over_quota != model::OverQuota::kBorrow) r.borrow_limit = 0;
-  r.borrowable_now = std::min(Headroom(leaf, kGpusKey),
-                              std::max<std::int64_t>(0, Capacity(kGpusKey) - TotalUsed(kGpusKey) -
-                                                            UnlentElsewhere(leaf, kGpusKey)));
+  r.borrowable_now = std::min(Headroom(leaf, kGpusKey), FreeToBorrow(leaf, kGpusKey));
   return r;
 }
 
@@ -410,8 +431,7 @@ std::pair<int, std::int64_t> QuotaBook::FairKey(std::size_t q) const {
     if (cap <= 0) continue;
     std::int64_t over = std::max<std::int64_t>(0, Used(q, key) - Guaranteed(q, key));
     // over <= cap in practice; divide first where a product could overflow.
-    std::int64_t ppm = over > std::numeric_limits<std::int64_t>::max() / kPpm ? over / cap * kPpm
-                                                                              : over * kPpm / cap;
+    std::int64_t ppm = over > kMax / kPpm ? SaturatingMul(over / cap, kPpm) : over * kPpm / cap;
     dominant = std::max(dominant, ppm);
   }
   std::int64_t cap_gpus = Capacity(kGpusKey);
@@ -425,7 +445,7 @@ std::pair<int, std::int64_t> QuotaBook::FairKey(std::size_t q) const {
   if (auto it = queues_[q].policy->quota.find(kGpusKey); it != queues_[q].policy->quota.end()) {
     weight = std::max<std::int64_t>(1, it->second.weight);
   }
-  fair_cache_[q] = std::pair{below, (dominant + history) / weight};
+  fair_cache_[q] = std::pair{below, SaturatingAdd(dominant, history) / weight};
   return *fair_cache_[q];
 }
 

@@ -149,6 +149,9 @@ class QuotaBook {
   std::int64_t TotalUsed(const model::ResourceKey& key) const;
   std::int64_t UnlentElsewhere(std::size_t leaf, const model::ResourceKey& key) const;
   std::int64_t Headroom(std::size_t leaf, const model::ResourceKey& key) const;
+  // Idle capacity of `key` the leaf could borrow now: capacity less what is
+  // used and what other tenants keep from lending; never negative.
+  std::int64_t FreeToBorrow(std::size_t leaf, const model::ResourceKey& key) const;
 
   std::vector<Entry> queues_;
   std::map<std::string, std::size_t, std::less<>> index_;

@@ -9,24 +9,20 @@
 // tenant's roles); filing asks the Authorizer for the queue's tenant here,
 // and the list keeps the caller's visible tenants.
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <array>
 #include <charconv>
 
 #include "model/policy.h"
 #include "server/api.h"
 #include "server/api_util.h"
+#include "server/quota_request_decode.h"
 #include "server/render.h"
 
 namespace berth::server {
 namespace {
 
 using nlohmann::json;
-
-constexpr std::array<std::string_view, 7> kFields{
-    "queue", "resource", "guaranteed", "borrow_limit", "weight", "lending_limit", "reason"};
 
 Result<std::int64_t> PathRequestId(const http::Request& req) {
   const std::string& s = req.matches[1];
@@ -38,78 +34,6 @@ Result<std::int64_t> PathRequestId(const http::Request& req) {
                                           s));
   }
   return id;
-}
-
-// The body of POST /v1/quota-requests (YAML or JSON): amounts as the policy
-// YAML writes them, for the resource named.
-Result<store::QuotaRequest> ParseRequestBody(const std::string& body) {
-  YAML::Node doc;
-  try {
-    doc = YAML::Load(body);
-  } catch (const YAML::Exception& e) {
-    return InvalidField("body", fmt::format("is not YAML or JSON: {}", e.msg));
-  }
-  if (!doc.IsMap()) {
-    return InvalidField("body",
-                        "must be a map such as {queue: vision/training, resource: gpus, "
-                        "guaranteed: 16, reason: ...}");
-  }
-  store::QuotaRequest r;
-  try {
-    for (auto it = doc.begin(); it != doc.end(); ++it) {
-      std::string key = it->first.as<std::string>();
-      if (std::find(kFields.begin(), kFields.end(), key) == kFields.end()) {
-        return InvalidField(key, fmt::format("is not a field of a quota request; the fields are "
-                                             "queue, resource, guaranteed, borrow_limit, weight, "
-                                             "lending_limit, reason"));
-      }
-      if (!it->second.IsScalar() && !it->second.IsNull()) {
-        return InvalidField(key, "must be a single value");
-      }
-    }
-    auto text = [&](const char* key) {
-      return doc[key] && doc[key].IsScalar() ? doc[key].Scalar() : std::string();
-    };
-    r.queue = text("queue");
-    r.resource = text("resource");
-    r.reason = text("reason");
-    if (r.queue.empty()) {
-      return InvalidField("queue", "is required: the queue's path, e.g. vision/training");
-    }
-    if (r.resource.empty()) {
-      return InvalidField("resource", "is required: gpus, gpus/MODEL, gpu_memory, cpu or memory");
-    }
-    auto key = model::ParseResourceKey(r.resource);
-    if (!key) {
-      return InvalidField("resource",
-                          fmt::format("'{}' is not a quota resource; write gpus, gpus/MODEL "
-                                      "(gpus/H100-80GB), gpu_memory, cpu or memory",
-                                      r.resource));
-    }
-    for (auto [name, slot] :
-         {std::pair{"guaranteed", &r.guaranteed}, std::pair{"borrow_limit", &r.borrow_limit},
-          std::pair{"lending_limit", &r.lending_limit}}) {
-      std::string v = text(name);
-      if (v.empty()) continue;
-      auto amount = model::ParseQuotaAmount(key->kind, v, name);
-      if (!amount) return std::unexpected(amount.error());
-      *slot = *amount;
-    }
-    if (std::string w = text("weight"); !w.empty()) {
-      std::int64_t weight = 0;
-      auto [p, ec] = std::from_chars(w.data(), w.data() + w.size(), weight);
-      if (ec != std::errc() || p != w.data() + w.size() || weight < 1 ||
-          weight > model::kMaxWeight) {
-        return InvalidField("weight", fmt::format("'{}' is not a weight; write an integer from 1 "
-                                                  "to {}",
-                                                  w, model::kMaxWeight));
-      }
-      r.weight = weight;
-    }
-  } catch (const YAML::Exception& e) {
-    return InvalidField("body", fmt::format("cannot be read: {}", e.msg));
-  }
-  return r;
 }
 
 json Amount(const store::QuotaRequest& r, const std::optional<std::int64_t>& v) {
@@ -152,7 +76,7 @@ json QuotaRequestSummary(const store::QuotaRequest& r) {
 
 void Api::FileQuotaRequest(const http::Request& req, http::Response& res, AuditNote& note) {
   note.object = "quota-request";
-  auto request = ParseRequestBody(req.body);
+  auto request = ParseQuotaRequestBody(req.body);
   if (!request) return ReplyError(res, request.error());
   note.tenant = request->queue.substr(0, request->queue.find('/'));
   note.after = QuotaRequestSummary(*request);

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "common/units.h"
+#include "common/utf8.h"
 #include "sched/core_scheduler.h"
 #include "server/policy_diff.h"
 #include "sim/engine.h"
@@ -90,6 +91,7 @@ json Change(const json& from, const json& to) {
 }  // namespace
 
 Result<GpuPrices> ParsePrices(std::string_view text) {
+  BERTH_RETURN_IF_ERROR(CheckUtf8(text, "prices"));
   GpuPrices prices;
   std::size_t start = 0;
   while (start < text.size()) {

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "common/utf8.h"
 #include "model/json.h"
 
 namespace berth::server {
@@ -255,8 +256,10 @@ json PolicyVersionJson(const store::PolicyVersion& v, std::int64_t active, bool 
 }
 
 json ErrorJson(const Error& e) {
-  json err{{"code", CodeName(e.code)}, {"message", e.message}};
-  if (!e.field.empty()) err["field"] = e.field;
+  // The parsers name odd bytes escaped; this keeps any error that still
+  // quotes one from failing to be written (a 500 in place of its status).
+  json err{{"code", CodeName(e.code)}, {"message", EscapeInvalidUtf8(e.message)}};
+  if (!e.field.empty()) err["field"] = EscapeInvalidUtf8(e.field);
   return json{{"error", err}};
 }
 

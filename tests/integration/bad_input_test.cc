@@ -1,5 +1,6 @@
-// Bad job specs over REST are refused with 400 and a JSON error that names
-// the offending field, and nothing is stored.
+// Bad job specs over REST, bytes that are not UTF-8 among them, are refused
+// with 400 and a JSON error that names the offending field, and nothing is
+// stored.
 #include <string>
 
 #include "integration/fixture.h"
@@ -28,6 +29,10 @@ TEST_F(IntegrationTest, BadInputIsRefusedAndNotStored) {
        "resources.gpu_model"},
       {"malformed YAML", "name: [x\ncommand: {\n", ""},
       {"64-character name", "name: " + std::string(64, 'a') + "\ncommand: [\"true\"]\n", "name"},
+      // Bytes that are not UTF-8 could be stored but never served as JSON.
+      {"byte 0xFF in an argument", "name: x\ncommand: [\"true\", \"a\xFF\"]\n", "command[1]"},
+      {"byte 0xFF in a JSON env value",
+       "{\"name\": \"x\", \"command\": [\"true\"], \"env\": {\"FOO\": \"\xFF\"}}", "env.FOO"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.what);

@@ -150,7 +150,12 @@ INSTANTIATE_TEST_SUITE_P(
                 "memory: 1Gi, count: 2}}\n",
                 "nodes[0].shared_gpus", "all or a list of GPU indices"},
         BadCase{"nodes:\n  - {name: a, cpus: 1, memory: 1Gi, shared_gpus: [0]}\n",
-                "nodes[0].shared_gpus[0]", "has none"}));
+                "nodes[0].shared_gpus[0]", "has none"},
+        BadCase{"nodes:\n  - {name: a, cpus: 1, memory: 1Gi, labels: {zone: \"e\xFF\"}}\n",
+                "nodes[0].labels.zone", "is not valid UTF-8 (byte 0xFF at offset 1)"},
+        BadCase{"nodes:\n  - {name: a, cpus: 1, memory: 1Gi, gpus: {model: \"H\xC3\", memory: "
+                "1Gi, count: 1}}\n",
+                "nodes[0].gpus.model", "is not valid UTF-8 (byte 0xC3 at offset 1)"}));
 
 TEST(SimulatedCluster, SharedGpusPutsGpusInSharingMode) {
   auto nodes = ParseSimulatedCluster(R"(

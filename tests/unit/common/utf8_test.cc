@@ -29,5 +29,17 @@ TEST(Utf8, EscapingKeepsValidTextAndNamesEachOddByte) {
   EXPECT_TRUE(ValidUtf8(EscapeInvalidUtf8("\xC0\xAF\xED\xA0\x80")));
 }
 
+TEST(Utf8, TheFirstOddByteIsFoundAndNamedWithItsOffset) {
+  EXPECT_EQ(FirstInvalidUtf8("模型"), std::nullopt);
+  EXPECT_EQ(FirstInvalidUtf8("\xFF"), 0U);
+  EXPECT_EQ(FirstInvalidUtf8("模\xE6\xA8"), 3U);  // a sequence cut short: its lead byte
+  EXPECT_TRUE(CheckUtf8("ok", "env.FOO").has_value());
+  auto st = CheckUtf8("ab\xFF", "env.F\xFFO");
+  ASSERT_FALSE(st.has_value());
+  EXPECT_EQ(st.error().code, Code::kInvalidArgument);
+  EXPECT_EQ(st.error().field, "env.F\\xFFO");  // the field's own odd bytes escaped
+  EXPECT_EQ(st.error().message, "is not valid UTF-8 (byte 0xFF at offset 2); send UTF-8 text");
+}
+
 }  // namespace
 }  // namespace berth

@@ -334,5 +334,59 @@ TEST(JobSpec, MountsNameHostPathsAndAreCheckedByField) {
   }
 }
 
+// Every quantity is bounded at parse time: a number past the bound, even one
+// too long for 64 bits, is refused naming the field and the range.
+TEST(JobSpec, ExtremeQuantitiesAreRefusedNamingTheFieldAndRange) {
+  struct Case {
+    const char* fields;  // appended to a spec that is otherwise valid
+    const char* field;
+    const char* range;  // in the message
+  };
+  const Case cases[] = {
+      {"resources: {gpus: 18446744073709551615}", "resources.gpus", "use 0 to 64"},
+      {"resources: {gpus: 65}", "resources.gpus", "use 0 to 64"},
+      {"resources: {gpus: -9223372036854775809}", "resources.gpus", "use 0 to 64"},
+      {"replicas: 4294967295", "replicas", "use 1 to 1024"},
+      {"replicas: 99999999999999999999999", "replicas", "use 1 to 1024"},
+      {"resources: {memory: 99999999999999Ti}", "resources.memory", "at most 1024Ti"},
+      {"resources: {memory: 1025Ti}", "resources.memory", "at most 1024Ti"},
+      {"resources: {memory: 18446744073709551615}", "resources.memory", "at most 1024Ti"},
+      {"resources: {gpus: 1, gpu_memory: 2000Ti}", "resources.gpu_memory", "at most 1024Ti"},
+      {"resources: {gpu_share: 99999999999999Ti}", "resources.gpu_share", "at most 1024Ti"},
+      // 18446744073709552 cores times 1000 wraps to 384 millicores in 64 bits.
+      {"resources: {cpu: 18446744073709552}", "resources.cpu", "at most 4096 cores"},
+      {"resources: {cpu: 4096.001}", "resources.cpu", "at most 4096 cores"},
+      {"resources: {cpu: 99999999999999999999m}", "resources.cpu", "at most 4096 cores"},
+      {"max_runtime: 3651d", "max_runtime", "at most 87600h"},
+      {"max_runtime: 99999999999999999999d", "max_runtime", "at most 87600h"},
+      {"load: {idle_after: 106751991167d}", "load.idle_after", "at most 87600h"},
+      {"retry: {max_attempts: 4294967297}", "retry.max_attempts", "from 1 (no retry) to 100"},
+      {"load: {utilization: 4294967396}", "load.utilization", "0 to 100"},
+  };
+  for (const auto& c : cases) {
+    const std::string doc = std::string("name: a\ncommand: [x]\n") + c.fields + "\n";
+    auto spec = ParseJobSpec(doc);
+    ASSERT_FALSE(spec.has_value()) << doc;
+    EXPECT_EQ(spec.error().code, Code::kInvalidArgument);
+    EXPECT_EQ(spec.error().field, c.field) << doc << spec.error().message;
+    EXPECT_NE(spec.error().message.find(c.range), std::string::npos) << doc << spec.error().message;
+  }
+}
+
+TEST(JobSpec, TheBoundsThemselvesAreAccepted) {
+  auto spec = ParseJobSpec(
+      "name: a\ncommand: [x]\nreplicas: 1024\nmax_runtime: 3650d\n"
+      "resources: {gpus: 64, gpu_memory: 1024Ti, cpu: 4096, memory: 1024Ti}\n");
+  ASSERT_TRUE(spec.has_value()) << spec.error().field << ": " << spec.error().message;
+  EXPECT_EQ(spec->replicas, kMaxReplicas);
+  EXPECT_EQ(spec->resources.gpus, kMaxGpusPerReplica);
+  EXPECT_EQ(spec->resources.cpu_millis, kMaxCpuMillis);
+  EXPECT_EQ(spec->resources.memory_bytes, kMaxMemoryBytes);
+  EXPECT_EQ(spec->resources.gpu_memory_bytes, kMaxMemoryBytes);
+  EXPECT_EQ(spec->max_runtime_ms, kMaxDurationMs);
+  // One job's totals at the bounds are far from what 64 bits hold.
+  EXPECT_LT(std::uint64_t{kMaxReplicas} * kMaxMemoryBytes, std::uint64_t{1} << 61);
+}
+
 }  // namespace
 }  // namespace berth::model

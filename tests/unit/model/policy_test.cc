@@ -416,5 +416,55 @@ TEST(PolicyTest, StorageGrantsAreCheckedWhenThePolicyIsApplied) {
   EXPECT_EQ(again->tenants, d.tenants) << PolicyToYaml(d);
 }
 
+TEST(Policy, QuotaAmountsAndDurationsAreBoundedNamingTheRange) {
+  struct Case {
+    const char* doc;
+    const char* field;
+    const char* range;
+  };
+  const Case cases[] = {
+      {"queues: [{name: v, quota: {memory: 4194305Ti}}]", "queues[0].quota.memory",
+       "at most 4194304Ti"},
+      {"queues: [{name: v, quota: {memory: 18446744073709551615}}]", "queues[0].quota.memory",
+       "at most 4194304Ti"},
+      {"queues: [{name: v, quota: {gpus: 1000001}}]", "queues[0].quota.gpus", "from 0 to 1000000"},
+      {"queues: [{name: v, quota: {gpus: 18446744073709551615}}]", "queues[0].quota.gpus",
+       "from 0 to 1000000"},
+      {"queues: [{name: v, quota: {cpu: {guaranteed: 1, borrow_limit: 1000000001m}}}]",
+       "queues[0].quota.cpu.borrow_limit", "from 0 to 1000000 cores"},
+      {"usage_half_life: 3651d", "usage_half_life", "at most 87600h"},
+      {"min_runtime: 99999999999999999999d", "min_runtime", "at most 87600h"},
+  };
+  for (const auto& c : cases) {
+    auto p = ParsePolicy(c.doc);
+    ASSERT_FALSE(p.has_value()) << c.doc;
+    EXPECT_EQ(p.error().field, c.field) << c.doc << ": " << p.error().message;
+    EXPECT_NE(p.error().message.find(c.range), std::string::npos) << p.error().message;
+  }
+}
+
+// Children at the largest amount each add up past 64 bits: the sum is
+// refused as more than the parent's, not wrapped to a small number.
+TEST(Policy, ChildrenGuaranteesAreSummedWithoutOverflow) {
+  auto p = ParsePolicy(R"(
+queues:
+  - name: v
+    quota: {memory: 4194304Ti}
+    children:
+      - {name: a, quota: {memory: 4194304Ti}}
+      - {name: b, quota: {memory: 4194304Ti}}
+      - {name: c, quota: {memory: 4194304Ti}}
+)");
+  ASSERT_FALSE(p.has_value());
+  EXPECT_EQ(p.error().field, "queues[0].children");
+  EXPECT_NE(p.error().message.find("more than the parent's"), std::string::npos)
+      << p.error().message;
+  // At the bound itself a policy is accepted, borrow limit included.
+  auto big = ParsePolicy(
+      "queues: [{name: v, quota: {memory: {guaranteed: 4194304Ti, borrow_limit: 4194304Ti}, "
+      "gpus: {guaranteed: 1000000, borrow_limit: 1000000}}}]");
+  ASSERT_TRUE(big.has_value()) << big.error().field << ": " << big.error().message;
+}
+
 }  // namespace
 }  // namespace berth::model
