@@ -62,6 +62,8 @@ class SessionBase {
   virtual ~SessionBase() = default;
   // Posts a close onto the session's own strand.
   virtual void CloseSoon() = 0;
+  // Closes at once: only once no I/O thread runs.
+  virtual void CloseNow() = 0;
 };
 
 struct Server::Impl {
@@ -141,6 +143,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     }
   }
 
+  void CloseNow() override { Close(); }
   void CloseSoon() override {
     net::post(stream_.get_executor(), [weak = this->weak_from_this()] {
       if (auto self = weak.lock()) self->Close();
@@ -704,6 +707,16 @@ void Server::Stop() {
     d.ioc.stop();
     for (auto& t : d.io) t.join();
     d.io.clear();
+    // Connections accepted after the closes were posted: no thread runs
+    // now, so they are closed here.
+    {
+      std::lock_guard lock(d.conn_mu);
+      for (auto& [_, weak] : d.live) {
+        if (auto s = weak.lock()) sessions.push_back(std::move(s));
+      }
+    }
+    for (auto& s : sessions) s->CloseNow();
+    sessions.clear();
   }
   {
     std::lock_guard lock(d.stop_mu);

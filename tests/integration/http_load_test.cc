@@ -99,7 +99,9 @@ TEST_F(IntegrationTest, FiftyFollowedSilentLogsLeaveSubmissionsAndProbesAnswered
 }
 
 TEST_F(IntegrationTest, AnAnonymousFloodOfMadeUpTokensIsLimitedAndLeavesFewAuditRecords) {
-  Berthd& berthd = NewBerthd(AllInOne());
+  // A source budget of 100/s (20 x --rate-limit): even a slow build sends
+  // 10,000 requests faster than that.
+  Berthd& berthd = NewBerthd(AllInOne({"--rate-limit", "5", "--rate-burst", "10"}));
   ASSERT_TRUE(berthd.Start()) << berthd.log();
   // Ids shaped like real ones (berth_<hex id>_<hex secret>), none issued.
   const std::string real = berthd.http().token();
