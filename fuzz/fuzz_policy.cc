@@ -1,24 +1,24 @@
-// libFuzzer target: model::ParsePolicy on arbitrary bytes. An accepted
-// policy must print (PolicyToYaml) to a document that parses again to the
-// same normal form: what berthd stores must be what it reads back.
+// libFuzzer target: model::ParsePolicy on arbitrary bytes. A refusal names
+// its field in valid UTF-8. An accepted policy must print (PolicyToYaml) to
+// valid UTF-8 that parses again to the same normal form: what berthd stores
+// must be what it reads back.
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
-#include <string_view>
+#include <string>
 
+#include "fuzz_check.h"
 #include "model/policy.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): bytes as text
-  std::string_view text(reinterpret_cast<const char*>(data), size);
-  auto policy = berth::model::ParsePolicy(text);
+  auto policy = berth::model::ParsePolicy(berth::fuzz::AsText(data, size));
   if (!policy) {
-    if (policy.error().code != berth::Code::kInvalidArgument) std::abort();
+    berth::fuzz::CheckRefusal(policy.error());
     return 0;
   }
   const std::string printed = berth::model::PolicyToYaml(*policy);
+  FUZZ_REQUIRE(berth::ValidUtf8(printed));
   auto again = berth::model::ParsePolicy(printed);
-  if (!again) std::abort();
-  if (berth::model::PolicyToYaml(*again) != printed) std::abort();
+  FUZZ_REQUIRE(again.has_value());
+  FUZZ_REQUIRE(berth::model::PolicyToYaml(*again) == printed);
   return 0;
 }

@@ -18,7 +18,7 @@ for preset in dev asan-ubsan; do
   echo "== ${preset}: test"
   ctest --preset "${preset}" -j 2
 done
-echo "== fuzz: configure, build and fuzz each target for 20 s"
+echo "== fuzz: configure, build and fuzz each target for BERTH_FUZZ_SECONDS (10 s)"
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz -j "$(nproc)"
 ctest --preset fuzz

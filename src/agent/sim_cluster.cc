@@ -20,6 +20,8 @@ namespace berth::agent {
 namespace {
 
 constexpr std::uint32_t kMaxGpus = 64;
+// Node and GPU memory: 1 PiB (1024Ti), what berthd accepts in a Register.
+constexpr std::uint64_t kMaxBytes = std::uint64_t{1} << 50;
 
 // A YAML node with the dotted path that names it in errors.
 // YAML::Node is a cheap handle; held by value so no reference dangles.
@@ -79,7 +81,7 @@ Result<std::int64_t> Integer(const At& at, std::int64_t lo, std::int64_t hi) {
 
 Result<std::uint64_t> Bytes(const At& at) {
   if (!at.node.IsScalar()) return Bad(at, "must be a size like 80Gi, got " + Describe(at.node));
-  auto bytes = ParseBytes(at.node.Scalar());
+  auto bytes = ParseBytes(at.node.Scalar(), kMaxBytes);
   if (!bytes) return Bad(at, bytes.error().message);
   if (*bytes == 0) return Bad(at, "must be more than 0");
   return *bytes;

@@ -19,7 +19,10 @@ constexpr std::string_view kKinds =
 Status CheckKeys(const YAML::Node& node, const std::string& path,
                  std::initializer_list<std::string_view> allowed) {
   for (const auto& kv : node) {
-    const auto key = kv.first.as<std::string>();
+    // A key that is a list or a map has no name to check (and as<string>
+    // would throw).
+    if (!kv.first.IsScalar()) return InvalidField(path, "field names must be plain strings");
+    const auto& key = kv.first.Scalar();
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
       std::string names;
       for (auto a : allowed) names += fmt::format("{}{}", names.empty() ? "" : ", ", a);
@@ -214,6 +217,54 @@ Result<AlertRule> ParseRule(const YAML::Node& r, const std::string& path) {
   return rule;
 }
 
+Result<AlertRules> RulesFrom(const YAML::Node& root) {
+  if (!root.IsMap()) {
+    return InvalidField("", "alert rules are a map with `rules` and optional `sinks`");
+  }
+  for (const auto& kv : root) {
+    if (!kv.first.IsScalar()) return InvalidField("", "field names must be plain strings");
+    const auto& key = kv.first.Scalar();
+    if (key != "rules" && key != "sinks") {
+      return InvalidField(key,
+                          fmt::format("unknown field '{}'; allowed fields are: sinks, rules", key));
+    }
+  }
+  AlertRules out;
+  if (auto sinks = root["sinks"]) {
+    if (!sinks.IsSequence()) return InvalidField("sinks", "must be a list of webhooks");
+    std::set<std::string> names;
+    for (std::size_t i = 0; i < sinks.size(); ++i) {
+      const auto path = fmt::format("sinks[{}]", i);
+      auto s = ParseSink(sinks[i], path);
+      if (!s) return std::unexpected(s.error());
+      if (!names.insert(s->name).second) {
+        return InvalidField(path + ".name", fmt::format("sink {} is defined twice", s->name));
+      }
+      out.sinks.push_back(std::move(*s));
+    }
+  }
+  auto rules = root["rules"];
+  if (!rules) return InvalidField("rules", "is required: a list of rules");
+  if (!rules.IsSequence()) return InvalidField("rules", "must be a list of rules");
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < rules.size(); ++i) {
+    const auto path = fmt::format("rules[{}]", i);
+    auto r = ParseRule(rules[i], path);
+    if (!r) return std::unexpected(r.error());
+    if (!names.insert(r->name).second) {
+      return InvalidField(path + ".name", fmt::format("rule {} is defined twice", r->name));
+    }
+    for (std::size_t k = 0; k < r->sinks.size(); ++k) {
+      if (out.FindSink(r->sinks[k]) == nullptr) {
+        return InvalidField(fmt::format("{}.sinks[{}]", path, k),
+                            fmt::format("no sink named {}; define it under `sinks`", r->sinks[k]));
+      }
+    }
+    out.rules.push_back(std::move(*r));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string_view AlertKindName(AlertKind kind) {
@@ -312,50 +363,13 @@ Result<AlertRules> ParseAlertRules(std::string_view yaml) {
         "", fmt::format("the alert rules are not valid YAML: {}", EscapeInvalidUtf8(e.what())));
   }
   BERTH_RETURN_IF_ERROR(CheckYamlUtf8(root, yaml.size()));
-  if (!root.IsMap()) {
-    return InvalidField("", "alert rules are a map with `rules` and optional `sinks`");
+  // yaml-cpp reports some lookups by exception; none may leave this file.
+  try {
+    return RulesFrom(root);
+  } catch (const YAML::Exception& e) {
+    return InvalidField(
+        "", fmt::format("could not read the alert rules: {}", EscapeInvalidUtf8(e.what())));
   }
-  for (const auto& kv : root) {
-    const auto key = kv.first.as<std::string>();
-    if (key != "rules" && key != "sinks") {
-      return InvalidField(key,
-                          fmt::format("unknown field '{}'; allowed fields are: sinks, rules", key));
-    }
-  }
-  AlertRules out;
-  if (auto sinks = root["sinks"]) {
-    if (!sinks.IsSequence()) return InvalidField("sinks", "must be a list of webhooks");
-    std::set<std::string> names;
-    for (std::size_t i = 0; i < sinks.size(); ++i) {
-      const auto path = fmt::format("sinks[{}]", i);
-      auto s = ParseSink(sinks[i], path);
-      if (!s) return std::unexpected(s.error());
-      if (!names.insert(s->name).second) {
-        return InvalidField(path + ".name", fmt::format("sink {} is defined twice", s->name));
-      }
-      out.sinks.push_back(std::move(*s));
-    }
-  }
-  auto rules = root["rules"];
-  if (!rules) return InvalidField("rules", "is required: a list of rules");
-  if (!rules.IsSequence()) return InvalidField("rules", "must be a list of rules");
-  std::set<std::string> names;
-  for (std::size_t i = 0; i < rules.size(); ++i) {
-    const auto path = fmt::format("rules[{}]", i);
-    auto r = ParseRule(rules[i], path);
-    if (!r) return std::unexpected(r.error());
-    if (!names.insert(r->name).second) {
-      return InvalidField(path + ".name", fmt::format("rule {} is defined twice", r->name));
-    }
-    for (std::size_t k = 0; k < r->sinks.size(); ++k) {
-      if (out.FindSink(r->sinks[k]) == nullptr) {
-        return InvalidField(fmt::format("{}.sinks[{}]", path, k),
-                            fmt::format("no sink named {}; define it under `sinks`", r->sinks[k]));
-      }
-    }
-    out.rules.push_back(std::move(*r));
-  }
-  return out;
 }
 
 nlohmann::json AlertRulesJson(const AlertRules& rules) {

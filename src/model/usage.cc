@@ -57,7 +57,10 @@ constexpr std::string_view kKeyNames[] = {"tenant", "queue", "user", "pool",
 Status CheckKeys(const YAML::Node& node, const std::string& path,
                  std::initializer_list<std::string_view> allowed) {
   for (const auto& kv : node) {
-    const auto key = kv.first.as<std::string>();
+    // A key that is a list or a map has no name to check (and as<string>
+    // would throw).
+    if (!kv.first.IsScalar()) return InvalidField(path, "field names must be plain strings");
+    const auto& key = kv.first.Scalar();
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
       std::string names;
       for (auto a : allowed) names += fmt::format("{}{}", names.empty() ? "" : ", ", a);
@@ -75,65 +78,25 @@ Result<std::int64_t> MoneyField(const YAML::Node& node, const std::string& field
   return ParseMoney(node.Scalar(), field);
 }
 
-}  // namespace
-
-Result<std::int64_t> ParseMoney(std::string_view text, const std::string& field) {
-  auto bad = [&] {
-    return InvalidField(field, fmt::format("'{}' is not an amount: write a number that is not "
-                                           "negative, with at most six decimals, e.g. 2.50",
-                                           text));
-  };
-  if (text.empty()) return bad();
-  std::int64_t whole = 0;
-  std::int64_t frac = 0;
-  int frac_digits = 0;
-  bool dot = false;
-  bool digits = false;
-  for (char c : text) {
-    if (c == '.' && !dot) {
-      dot = true;
-      continue;
-    }
-    if (c < '0' || c > '9') return bad();
-    digits = true;
-    if (dot) {
-      if (++frac_digits > 6) return bad();
-      frac = frac * 10 + (c - '0');
-    } else {
-      if (whole > 1'000'000'000'000) return bad();  // over a trillion per GPU-hour
-      whole = whole * 10 + (c - '0');
-    }
-  }
-  if (!digits) return bad();
-  for (int i = frac_digits; i < 6; ++i) frac *= 10;
-  return whole * kMicrosPerUnit + frac;
+// Control characters (a lone CR that YAML keeps inside a plain scalar, a
+// tab) in names that reports print in tables.
+bool HasControl(std::string_view s) {
+  return std::any_of(s.begin(), s.end(),
+                     [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7F; });
 }
 
-std::string FormatMoney(std::int64_t micros) {
-  const bool neg = micros < 0;
-  const std::int64_t a = neg ? -micros : micros;
-  std::string frac = fmt::format("{:06d}", a % kMicrosPerUnit);
-  while (frac.size() > 2 && frac.back() == '0') frac.pop_back();
-  return fmt::format("{}{}.{}", neg ? "-" : "", a / kMicrosPerUnit, frac);
-}
-
-Result<PriceTable> ParsePriceTable(std::string_view yaml) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml));
-  } catch (const YAML::Exception& e) {
-    return InvalidField(
-        "", fmt::format("the price table is not valid YAML: {}", EscapeInvalidUtf8(e.what())));
-  }
-  BERTH_RETURN_IF_ERROR(CheckYamlUtf8(root, yaml.size()));
+Result<PriceTable> PriceTableFrom(const YAML::Node& root) {
   if (!root.IsMap()) {
     return InvalidField("", "a price table is a map with `currency`, `default` and `prices`");
   }
   BERTH_RETURN_IF_ERROR(CheckKeys(root, "", {"currency", "default", "prices"}));
   PriceTable table;
   if (auto c = root["currency"]) {
-    if (!c.IsScalar() || c.Scalar().empty() || c.Scalar().size() > 16) {
-      return InvalidField("currency", "must be a short currency name, e.g. USD");
+    if (!c.IsScalar() || c.Scalar().empty() || c.Scalar().size() > 16 || HasControl(c.Scalar()) ||
+        c.Scalar().find(' ') != std::string::npos) {
+      return InvalidField("currency",
+                          "must be a short currency name without spaces or control characters, "
+                          "e.g. USD");
     }
     table.currency = c.Scalar();
   }
@@ -153,12 +116,13 @@ Result<PriceTable> ParsePriceTable(std::string_view yaml) {
       if (!p.IsMap()) return InvalidField(path, "must be a map {model, pool, per_gpu_hour}");
       BERTH_RETURN_IF_ERROR(CheckKeys(p, path, {"model", "pool", "per_gpu_hour"}));
       PriceEntry e;
-      if (!p["model"] || !p["model"].IsScalar() || p["model"].Scalar().empty()) {
+      if (!p["model"] || !p["model"].IsScalar() || p["model"].Scalar().empty() ||
+          HasControl(p["model"].Scalar())) {
         return InvalidField(path + ".model", "is required: a GPU model (H100-80GB) or \"*\"");
       }
       e.model = p["model"].Scalar();
       if (p["pool"]) {
-        if (!p["pool"].IsScalar() || p["pool"].Scalar().empty()) {
+        if (!p["pool"].IsScalar() || p["pool"].Scalar().empty() || HasControl(p["pool"].Scalar())) {
           return InvalidField(path + ".pool", "must be a pool name or \"*\"");
         }
         e.pool = p["pool"].Scalar();
@@ -177,6 +141,70 @@ Result<PriceTable> ParsePriceTable(std::string_view yaml) {
     }
   }
   return table;
+}
+
+}  // namespace
+
+Result<std::int64_t> ParseMoney(std::string_view text, const std::string& field) {
+  auto bad = [&] {
+    return InvalidField(field, fmt::format("'{}' is not an amount: write a number from 0 to {} "
+                                           "with at most six decimals, e.g. 2.50",
+                                           text, kMaxMoneyUnits));
+  };
+  if (text.empty()) return bad();
+  std::int64_t whole = 0;
+  std::int64_t frac = 0;
+  int frac_digits = 0;
+  bool dot = false;
+  bool digits = false;
+  for (char c : text) {
+    if (c == '.' && !dot) {
+      dot = true;
+      continue;
+    }
+    if (c < '0' || c > '9') return bad();
+    digits = true;
+    if (dot) {
+      if (++frac_digits > 6) return bad();
+      frac = frac * 10 + (c - '0');
+    } else {
+      // At most a trillion per GPU-hour, checked after each digit: micro-units
+      // of that (10^18) still fit in 64 bits; of ten trillion they would not.
+      whole = whole * 10 + (c - '0');
+      if (whole > kMaxMoneyUnits) return bad();
+    }
+  }
+  if (!digits) return bad();
+  for (int i = frac_digits; i < 6; ++i) frac *= 10;
+  const std::int64_t micros = whole * kMicrosPerUnit + frac;  // at most 10^18 + 999999
+  if (micros > kMaxMoneyUnits * kMicrosPerUnit) return bad();
+  return micros;
+}
+
+std::string FormatMoney(std::int64_t micros) {
+  const bool neg = micros < 0;
+  const std::int64_t a = neg ? -micros : micros;
+  std::string frac = fmt::format("{:06d}", a % kMicrosPerUnit);
+  while (frac.size() > 2 && frac.back() == '0') frac.pop_back();
+  return fmt::format("{}{}.{}", neg ? "-" : "", a / kMicrosPerUnit, frac);
+}
+
+Result<PriceTable> ParsePriceTable(std::string_view yaml) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::Exception& e) {
+    return InvalidField(
+        "", fmt::format("the price table is not valid YAML: {}", EscapeInvalidUtf8(e.what())));
+  }
+  BERTH_RETURN_IF_ERROR(CheckYamlUtf8(root, yaml.size()));
+  // yaml-cpp reports some lookups by exception; none may leave this file.
+  try {
+    return PriceTableFrom(root);
+  } catch (const YAML::Exception& e) {
+    return InvalidField(
+        "", fmt::format("could not read the price table: {}", EscapeInvalidUtf8(e.what())));
+  }
 }
 
 std::int64_t PriceFor(const PriceTable& table, std::string_view gpu_model, std::string_view pool) {

@@ -61,7 +61,10 @@ struct PriceVersion {
 // optional, "*" for any). Unknown keys, negative or malformed amounts and
 // duplicate (model, pool) lines are errors naming the field.
 Result<PriceTable> ParsePriceTable(std::string_view yaml);
-// "2.50" -> 2'500'000; at most six decimals, not negative. Errors name `field`.
+// The largest amount ParseMoney takes, in whole units (10^18 micro-units).
+inline constexpr std::int64_t kMaxMoneyUnits = 1'000'000'000'000;
+// "2.50" -> 2'500'000; at most six decimals, from 0 to kMaxMoneyUnits.
+// Errors name `field`.
 Result<std::int64_t> ParseMoney(std::string_view text, const std::string& field);
 // 2'500'000 -> "2.50"; keeps every significant decimal (at least two).
 std::string FormatMoney(std::int64_t micros);

@@ -25,6 +25,11 @@ class Walker {
 
   Status Walk(const YAML::Node& node) {
     if (++nodes_ > max_) return TooBig();
+    if (path_.size() > kMaxYamlDepth) {
+      return InvalidField(Path(), fmt::format("nests more than {} levels deep (is a YAML alias "
+                                              "inside its own anchor?)",
+                                              kMaxYamlDepth));
+    }
     switch (node.Type()) {
       case YAML::NodeType::Scalar:
         return Text(node.Scalar(), false);
@@ -101,8 +106,8 @@ class Walker {
 
 Status CheckYamlUtf8(const YAML::Node& root, std::size_t text_size) {
   // Depth first, in document order, so the first bad value in the text is
-  // the one named. Recursion is bounded: yaml-cpp refuses documents nested
-  // more than 2000 deep.
+  // the one named; the recursion stops at kMaxYamlDepth (yaml-cpp parses
+  // 2000 levels, and an alias inside its own anchor makes a cycle).
   return Walker(text_size).Walk(root);
 }
 

@@ -19,6 +19,9 @@ namespace berth::model {
 // few lines of nested aliases could otherwise make the walk (and the parser
 // after it) visit billions of values.
 inline constexpr std::size_t kMaxYamlExpansion = 16;
+// How deep the walk goes. No Berth document nests more than a dozen levels;
+// an alias that refers to its own anchor (`&a [*a]`) nests without end.
+inline constexpr std::size_t kMaxYamlDepth = 512;
 
 // kInvalidArgument for the first key or scalar (in document order) that is
 // not valid UTF-8, with `field` its path as the parsers name fields

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "model/failure.h"
+#include "server/agent_decode.h"
 #include "server/alerting.h"
 #include "server/metrics.h"
 #include "server/run_log.h"
@@ -20,63 +21,6 @@
 
 namespace berth::server {
 namespace {
-
-model::NodeInfo FromProto(const berth::v1::NodeInfo& p) {
-  model::NodeInfo n;
-  n.name = p.name();
-  n.hostname = p.hostname();
-  n.labels = {p.labels().begin(), p.labels().end()};
-  for (const auto& t : p.taints()) n.taints.push_back({t.key(), t.value(), t.effect()});
-  n.cpus = p.cpus();
-  n.memory_bytes = p.memory_bytes();
-  n.driver_version = p.driver_version();
-  n.cuda_version = p.cuda_version();
-  n.gpu_provider = p.gpu_provider();
-  n.agent_version = p.agent_version();
-  n.confinement.mode = p.confinement().mode();
-  n.confinement.cgroup = p.confinement().cgroup();
-  n.confinement.controllers.assign(p.confinement().controllers().begin(),
-                                   p.confinement().controllers().end());
-  n.confinement.missing.assign(p.confinement().missing().begin(), p.confinement().missing().end());
-  for (const auto& g : p.gpus()) {
-    model::Gpu gpu;
-    gpu.index = g.index();
-    gpu.uuid = g.uuid();
-    gpu.model = g.model();
-    gpu.memory_bytes = g.memory_bytes();
-    gpu.health = g.health() == "unhealthy" ? model::Health::kUnhealthy : model::Health::kHealthy;
-    gpu.health_detail = g.health_detail();
-    gpu.numa_node = g.numa_node();
-    gpu.pci_bus_id = g.pci_bus_id();
-    gpu.nvlink_island = g.nvlink_island();
-    gpu.sharing = g.sharing();
-    for (const auto& peer : g.nvlink_peers())
-      gpu.nvlink_peers.push_back({peer.index(), peer.links()});
-    n.gpus.push_back(std::move(gpu));
-  }
-  std::sort(n.gpus.begin(), n.gpus.end(),
-            [](const model::Gpu& a, const model::Gpu& b) { return a.index < b.index; });
-  return n;
-}
-
-store::RunExit ExitFromProto(const berth::v1::RunExited& m) {
-  store::RunExit e;
-  e.run_id = m.run_id();
-  e.exit_code = m.exit_code();
-  e.signal = m.signal();
-  if (m.started_at_ms() != 0) e.started_at_ms = m.started_at_ms();
-  e.ended_at_ms = m.ended_at_ms();
-  e.stopped_for = m.stopped_for();
-  e.start_error = m.start_error();
-  if (!m.stopped_for().empty()) e.clean_stop = m.clean_stop();
-  if (m.last_checkpoint_ms() > 0) e.last_checkpoint_ms = m.last_checkpoint_ms();
-  e.never_started = m.never_started();
-  e.oom_kills = m.oom_kills();
-  e.memory_peak_bytes = m.memory_peak_bytes();
-  e.memory_limit_bytes = m.memory_limit_bytes();
-  if (m.identity_refused()) e.failure_class = "run_identity";
-  return e;
-}
 
 berth::v1::ServerMessage AckOf(const std::string& run_id) {
   berth::v1::ServerMessage msg;
@@ -1023,8 +967,8 @@ Result<berth::v1::OutputReply> Controller::AskOutputs(const std::string& node,
 Status Controller::OnRegister(const berth::v1::Register& reg,
                               const std::shared_ptr<AgentSession>& session) {
   TimeMs now = clock_.NowMs();
-  model::NodeInfo info = FromProto(reg.node());
-  if (info.name.empty()) return InvalidField("node.name", "an agent must name its node");
+  model::NodeInfo info = NodeFromProto(reg.node());
+  BERTH_RETURN_IF_ERROR(CheckNodeInventory(info));
   BERTH_RETURN_IF_ERROR(store_.UpsertNode(info, now));
   spdlog::info("node {} registered: {} GPUs ({}), {} runs reported", info.name, info.gpus.size(),
                info.gpu_provider, reg.runs_size());
@@ -1149,22 +1093,7 @@ void Controller::OnTelemetry(const std::string& node, const berth::v1::GpuTeleme
       ++counted.dropped_inactive_run;
       continue;
     }
-    model::GpuSample s;
-    s.at_ms = p.at_ms();
-    s.node = node;
-    s.gpu = p.gpu();
-    s.uuid = p.uuid();
-    s.util_pct = std::min(p.util_pct(), 100U);
-    s.mem_util_pct = std::min(p.mem_util_pct(), 100U);
-    s.memory_used_bytes = p.memory_used_bytes();
-    s.memory_total_bytes = p.memory_total_bytes();
-    s.temperature_c = p.temperature_c();
-    s.power_mw = p.power_mw();
-    s.ecc_sbe_total = p.ecc_sbe_total();
-    s.ecc_dbe_total = p.ecc_dbe_total();
-    s.last_xid = p.last_xid();
-    s.run_ids.assign(p.run_ids().begin(), p.run_ids().end());
-    samples.push_back(std::move(s));
+    samples.push_back(SampleFromProto(node, p));
   }
   if (telemetry_sink_) {
     counted.accepted = samples.size();

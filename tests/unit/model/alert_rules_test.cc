@@ -116,5 +116,17 @@ TEST(AlertRules, EachBadFieldNamesItself) {
   }
 }
 
+// Found by fuzz_alert_rules: a key that is a map (`{[a]: b}`, or JSON's
+// `{{...}: x}` read as YAML) threw out of the parser, a 500 for the caller.
+TEST(AlertRules, AKeyThatIsNotANameIsRefused) {
+  for (const char* yaml : {"{[rules]: []}", "rules: [{? {name: a} : b, kind: budget}]",
+                           "sinks: [{? [url] : x}]\nrules: []"}) {
+    auto r = ParseAlertRules(yaml);
+    ASSERT_FALSE(r.has_value()) << yaml;
+    EXPECT_EQ(r.error().code, Code::kInvalidArgument) << yaml;
+    EXPECT_NE(r.error().message.find("plain strings"), std::string::npos) << r.error().message;
+  }
+}
+
 }  // namespace
 }  // namespace berth::model

@@ -54,6 +54,20 @@ TEST(MoneyTest, ParsesAndFormatsExactly) {
   EXPECT_EQ(FormatMoney(12'345'600), "12.3456");
 }
 
+// Found by fuzz_price_table: 13 whole digits passed the old check and
+// overflowed as micro-units. The bound is a trillion per GPU-hour.
+TEST(MoneyTest, TheLargestAmountIsATrillionAndNoMore) {
+  EXPECT_EQ(ParseMoney("1000000000000", "x").value(), std::int64_t{1'000'000'000'000'000'000});
+  EXPECT_EQ(ParseMoney("999999999999.999999", "x").value(), 999'999'999'999'999'999);
+  for (const char* big : {"1000000000000.000001", "9888888888888", "99999999999999999999999"}) {
+    auto m = ParseMoney(big, "prices[0].per_gpu_hour");
+    ASSERT_FALSE(m.has_value()) << big;
+    EXPECT_EQ(m.error().field, "prices[0].per_gpu_hour");
+    EXPECT_NE(m.error().message.find("from 0 to 1000000000000"), std::string::npos)
+        << m.error().message;
+  }
+}
+
 TEST(PriceTableTest, ParsesAndPicksTheMostSpecificLine) {
   auto t = ParsePriceTable(
       "currency: EUR\ndefault: 1.00\nprices:\n"
@@ -79,6 +93,25 @@ TEST(PriceTableTest, BadInputNamesTheField) {
       "prices: [{model: A, per_gpu_hour: 1}, {model: A, pool: '*', per_gpu_hour: 2}]");
   ASSERT_FALSE(twice.has_value());
   EXPECT_EQ(twice.error().field, "prices[1]");
+}
+
+// Found by fuzz_price_table: a key that is a list threw out of the parser,
+// and a lone CR (which YAML keeps inside a plain scalar) made a currency
+// name that prints over its own table row.
+TEST(PriceTableTest, OddKeysAndControlCharactersAreRefused) {
+  auto key = ParsePriceTable("{[currency]: USD}");
+  ASSERT_FALSE(key.has_value());
+  EXPECT_NE(key.error().message.find("plain strings"), std::string::npos) << key.error().message;
+  auto line = ParsePriceTable("prices: [{? [model] : A, per_gpu_hour: 1}]");
+  ASSERT_FALSE(line.has_value());
+  EXPECT_EQ(line.error().field, "prices[0]");
+  auto cr = ParsePriceTable("currency: USD  \r\r   # a name\ndefault: 1.00\n");
+  ASSERT_FALSE(cr.has_value());
+  EXPECT_EQ(cr.error().field, "currency");
+  auto tab = ParsePriceTable("prices: [{model: \"H100\\t80GB\", per_gpu_hour: 1}]");
+  ASSERT_FALSE(tab.has_value());
+  EXPECT_EQ(tab.error().field, "prices[0].model");
+  EXPECT_TRUE(ParsePriceTable("currency: €\n").has_value());
 }
 
 TEST(PriceRecordTest, WholeGpusForAnHour) {

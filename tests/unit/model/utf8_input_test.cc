@@ -96,6 +96,22 @@ TEST(Utf8Input, AliasesCannotMakeTheCheckRunAway) {
   EXPECT_NE(spec.error().message.find("aliases"), std::string::npos) << spec.error().message;
 }
 
+// Found by fuzz_job_spec: an alias inside its own anchor makes yaml-cpp build
+// a cycle, and the walk recursed until the stack ran out.
+TEST(Utf8Input, AnAliasInsideItsOwnAnchorIsRefused) {
+  for (const char* doc : {"name: a\ncommand: &c [x, *c]\n", "a: &a {b: *a}\n",
+                          "name: a\ncommand: [x]\nenv: &e {A: *e}\n"}) {
+    auto spec = ParseJobSpec(doc);
+    ASSERT_FALSE(spec.has_value()) << doc;
+    EXPECT_EQ(spec.error().code, Code::kInvalidArgument);
+    EXPECT_NE(spec.error().message.find("levels deep"), std::string::npos) << spec.error().message;
+  }
+  auto policy = ParsePolicy("queues: &q [{name: v, children: *q}]\n");
+  ASSERT_FALSE(policy.has_value());
+  EXPECT_NE(policy.error().message.find("levels deep"), std::string::npos)
+      << policy.error().message;
+}
+
 TEST(Utf8Input, PolicyRefusesTheByteAnywhere) {
   const Case cases[] = {
       {"pools: [{name: a, selector: {zone: \"\xFF\"}}]\n", "pools[0].selector.zone",

@@ -1,0 +1,43 @@
+// What berthd makes of an agent's messages before it stores or acts on them:
+// the node inventory of a Register, a run's exit, a telemetry sample. Apart
+// from the controller, with nothing but the generated messages and the
+// model, so the fuzz target (fuzz/fuzz_agent_message.cc) runs exactly this
+// on arbitrary bytes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "berth/v1/agent.pb.h"
+#include "common/status.h"
+#include "model/node.h"
+#include "model/telemetry.h"
+#include "store/store.h"
+
+namespace berth::server {
+
+// Bounds on what a node may declare; a registration past them is refused
+// (docs/inventory.md). They keep the scheduler's per-node arithmetic (free
+// CPU and memory, a slice's share of a GPU's memory) far inside 64 bits.
+inline constexpr std::uint32_t kMaxNodeCpus = 1U << 20;
+inline constexpr std::uint64_t kMaxNodeMemoryBytes = std::uint64_t{1} << 50;  // 1 PiB
+inline constexpr std::size_t kMaxNodeGpus = 1024;
+inline constexpr std::uint64_t kMaxGpuMemoryBytes = std::uint64_t{1} << 50;  // 1 PiB
+
+// A Register's node as berthd keeps it: GPUs sorted by index; a GPU is
+// unhealthy only when the agent says "unhealthy".
+model::NodeInfo NodeFromProto(const berth::v1::NodeInfo& p);
+
+// Refuses an inventory berthd cannot schedule on: no name, amounts past the
+// bounds above, two GPUs with one index. kInvalidArgument naming the field
+// ("node.gpus[3].index").
+Status CheckNodeInventory(const model::NodeInfo& node);
+
+// A RunExited (also the exit inside a Register's RunStatus) as the store
+// records it.
+store::RunExit ExitFromProto(const berth::v1::RunExited& m);
+
+// One telemetry sample of `node`, utilization clamped to 100%.
+model::GpuSample SampleFromProto(const std::string& node, const berth::v1::GpuSample& p);
+
+}  // namespace berth::server

@@ -1,0 +1,80 @@
+// berthd's decoding of an agent's Register (server/agent_decode.h): GPUs come
+// sorted, and an inventory past the bounds, or with one GPU index twice, is
+// refused naming the field.
+#include "server/agent_decode.h"
+
+#include <gtest/gtest.h>
+
+namespace berth::server {
+namespace {
+
+berth::v1::NodeInfo Wire() {
+  berth::v1::NodeInfo p;
+  p.set_name("a");
+  p.set_cpus(64);
+  p.set_memory_bytes(512ULL << 30);
+  for (std::uint32_t i : {1U, 0U}) {
+    auto* g = p.add_gpus();
+    g->set_index(i);
+    g->set_model("H100-80GB");
+    g->set_memory_bytes(80ULL << 30);
+    g->set_health(i == 1 ? "unhealthy" : "healthy");
+  }
+  return p;
+}
+
+TEST(AgentDecode, ARegisteredNodeIsKeptSortedAndChecked) {
+  const model::NodeInfo n = NodeFromProto(Wire());
+  ASSERT_EQ(n.gpus.size(), 2U);
+  EXPECT_EQ(n.gpus[0].index, 0U);
+  EXPECT_EQ(n.gpus[1].health, model::Health::kUnhealthy);
+  EXPECT_TRUE(CheckNodeInventory(n).has_value());
+}
+
+TEST(AgentDecode, AnInventoryPastItsBoundsIsRefusedNamingTheField) {
+  struct Case {
+    void (*change)(berth::v1::NodeInfo&);
+    const char* field;
+  };
+  const Case cases[] = {
+      {[](berth::v1::NodeInfo& p) { p.set_name(""); }, "node.name"},
+      {[](berth::v1::NodeInfo& p) { p.set_cpus(kMaxNodeCpus + 1); }, "node.cpus"},
+      {[](berth::v1::NodeInfo& p) { p.set_memory_bytes(~std::uint64_t{0}); }, "node.memory_bytes"},
+      {[](berth::v1::NodeInfo& p) { p.mutable_gpus(0)->set_index(0); }, "node.gpus[1].index"},
+      {[](berth::v1::NodeInfo& p) { p.mutable_gpus(1)->set_memory_bytes(~std::uint64_t{0}); },
+       "node.gpus[0].memory_bytes"},
+      {[](berth::v1::NodeInfo& p) {
+         for (std::uint32_t i = 2; i <= kMaxNodeGpus; ++i) p.add_gpus()->set_index(i);
+       },
+       "node.gpus"},
+  };
+  for (const auto& c : cases) {
+    berth::v1::NodeInfo p = Wire();
+    c.change(p);
+    auto st = CheckNodeInventory(NodeFromProto(p));
+    ASSERT_FALSE(st.has_value()) << c.field;
+    EXPECT_EQ(st.error().code, Code::kInvalidArgument);
+    EXPECT_EQ(st.error().field, c.field) << st.error().message;
+  }
+}
+
+TEST(AgentDecode, ExitsAndSamplesAreReadAsTheStoreKeepsThem) {
+  berth::v1::RunExited m;
+  m.set_run_id("r-1-0-1");
+  m.set_clean_stop(true);  // without stopped_for: not a stop at all
+  m.set_identity_refused(true);
+  auto e = ExitFromProto(m);
+  EXPECT_FALSE(e.clean_stop.has_value());
+  EXPECT_EQ(e.failure_class, "run_identity");
+  EXPECT_FALSE(e.started_at_ms.has_value());
+  berth::v1::GpuSample p;
+  p.set_util_pct(250);
+  p.set_mem_util_pct(101);
+  auto s = SampleFromProto("a", p);
+  EXPECT_EQ(s.util_pct, 100U);
+  EXPECT_EQ(s.mem_util_pct, 100U);
+  EXPECT_EQ(s.node, "a");
+}
+
+}  // namespace
+}  // namespace berth::server
