@@ -16,11 +16,11 @@
 namespace berth::model {
 namespace {
 
-constexpr std::array<std::string_view, 21> kTopFields{
+constexpr std::array<std::string_view, 22> kTopFields{
     "name",          "tenant",      "queue",     "command",  "args",        "env",
     "working_dir",   "replicas",    "resources", "priority", "max_runtime", "preemptible",
     "node_selector", "tolerations", "pool",      "topology", "checkpoint",  "retry",
-    "image",         "load",        "mounts"};
+    "image",         "load",        "mounts",    "array"};
 constexpr std::array<std::string_view, 2> kMountFields{"path", "read_only"};
 constexpr std::array<std::string_view, 6> kLoadFields{"pattern", "utilization", "idle_utilization",
                                                       "memory",  "period",      "idle_after"};
@@ -247,6 +247,93 @@ Status ParsePlacement(const YAML::Node& root, JobSpec& spec);
 Status ParseRetryAndImage(const YAML::Node& root, JobSpec& spec);
 Status ParseLoad(const YAML::Node& node, LoadProfile& load);
 
+// An env variable a job (or an array element's parameter set) may set.
+Status CheckEnvEntry(const std::string& field, const std::string& key, const YAML::Node& value) {
+  if (!ValidEnvKey(key)) {
+    return InvalidField(field,
+                        "variable names use letters, digits and '_' and do not start "
+                        "with a digit");
+  }
+  if (key.starts_with("BERTH_") || key == "CUDA_VISIBLE_DEVICES" ||
+      key == "NVIDIA_VISIBLE_DEVICES") {
+    return InvalidField(field, "is set by Berth for every job and cannot be overridden");
+  }
+  if (!value.IsScalar()) return InvalidField(field, "must be a string value");
+  return Ok();
+}
+
+Result<std::uint32_t> ArrayBound(std::string_view s) {
+  std::uint32_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || end != s.data() + s.size() || s.empty()) {
+    return InvalidField("array", fmt::format("'{}' is not a whole number", s));
+  }
+  return v;
+}
+
+Status ParseArray(const YAML::Node& node, JobSpec& spec) {
+  constexpr std::string_view kForms =
+      "use a count (array: 100), an inclusive range of indices (array: 0-9999) or a list of "
+      "parameter sets (array: [{LR: \"0.1\"}, {LR: \"0.01\"}])";
+  JobArray a;
+  if (node.IsScalar()) {
+    const std::string text = node.Scalar();
+    if (auto dash = text.find('-'); dash != std::string::npos) {
+      auto lo = ArrayBound(std::string_view(text).substr(0, dash));
+      if (!lo) return InvalidField("array", fmt::format("'{}': {}", text, kForms));
+      auto hi = ArrayBound(std::string_view(text).substr(dash + 1));
+      if (!hi) return InvalidField("array", fmt::format("'{}': {}", text, kForms));
+      if (*hi < *lo) {
+        return InvalidField("array",
+                            fmt::format("'{}' ends before it starts; write low-high", text));
+      }
+      if (*hi - *lo >= kMaxArrayElements) {
+        return InvalidField("array",
+                            fmt::format("'{}' has {} elements; at most {} are allowed", text,
+                                        std::uint64_t{*hi} - *lo + 1, kMaxArrayElements));
+      }
+      a.first = *lo;
+      a.count = *hi - *lo + 1;
+    } else {
+      auto n = ArrayBound(text);
+      if (!n) return InvalidField("array", fmt::format("'{}': {}", text, kForms));
+      if (*n == 0 || *n > kMaxArrayElements) {
+        return InvalidField(
+            "array", fmt::format("{} elements is not allowed; use 1 to {}", *n, kMaxArrayElements));
+      }
+      a.count = *n;
+    }
+  } else if (node.IsSequence()) {
+    if (node.size() == 0 || node.size() > kMaxArrayElements) {
+      return InvalidField("array", fmt::format("has {} parameter sets; give 1 to {}", node.size(),
+                                               kMaxArrayElements));
+    }
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      const std::string f = fmt::format("array[{}]", i);
+      const YAML::Node& set = node[i];
+      if (!set.IsMap()) return InvalidField(f, "must be a mapping of NAME: value (env to add)");
+      if (set.size() + spec.env.size() > kMaxEnvEntries) {
+        return InvalidField(
+            f, fmt::format("with env, at most {} variables are allowed", kMaxEnvEntries));
+      }
+      std::map<std::string, std::string> env;
+      for (auto it = set.begin(); it != set.end(); ++it) {
+        auto key = it->first.as<std::string>();
+        const std::string field = f + "." + key;
+        BERTH_RETURN_IF_ERROR(CheckEnvEntry(field, key, it->second));
+        if (env.contains(key)) return DuplicateField(field);
+        env[key] = it->second.Scalar();
+      }
+      a.params.push_back(std::move(env));
+    }
+    a.count = static_cast<std::uint32_t>(a.params.size());
+  } else {
+    return InvalidField("array", std::string(kForms));
+  }
+  spec.array = std::move(a);
+  return Ok();
+}
+
 Status ParseInto(const YAML::Node& root, JobSpec& spec) {
   if (!root.IsMap()) {
     return InvalidField("", "a job spec must be a YAML mapping with at least name and command");
@@ -323,16 +410,7 @@ Status ParseInto(const YAML::Node& root, JobSpec& spec) {
     for (auto it = n.begin(); it != n.end(); ++it) {
       auto key = it->first.as<std::string>();
       std::string field = "env." + key;
-      if (!ValidEnvKey(key)) {
-        return InvalidField(field,
-                            "variable names use letters, digits and '_' and do not start "
-                            "with a digit");
-      }
-      if (key.starts_with("BERTH_") || key == "CUDA_VISIBLE_DEVICES" ||
-          key == "NVIDIA_VISIBLE_DEVICES") {
-        return InvalidField(field, "is set by Berth for every job and cannot be overridden");
-      }
-      if (!it->second.IsScalar()) return InvalidField(field, "must be a string value");
+      BERTH_RETURN_IF_ERROR(CheckEnvEntry(field, key, it->second));
       if (spec.env.contains(key)) return DuplicateField(field);
       spec.env[key] = it->second.Scalar();
     }
@@ -377,6 +455,7 @@ Status ParseInto(const YAML::Node& root, JobSpec& spec) {
     if (*ms <= 0) return InvalidField("max_runtime", "must be longer than zero; omit it for none");
     spec.max_runtime_ms = *ms;
   }
+  if (auto n = root["array"]) BERTH_RETURN_IF_ERROR(ParseArray(n, spec));
   return ParsePlacement(root, spec);
 }
 
@@ -733,6 +812,22 @@ Result<JobSpec> ParseJobSpec(std::string_view text) {
                         fmt::format("could not read the spec: {}", EscapeInvalidUtf8(e.what())));
   }
   return spec;
+}
+
+std::uint32_t JobCount(const JobSpec& spec) {
+  return spec.array ? spec.array->count : 1;
+}
+
+JobSpec ArrayElementSpec(const JobSpec& spec, std::uint32_t i) {
+  JobSpec e = spec;
+  if (!spec.array) return e;
+  e.array.reset();
+  const JobArray& a = *spec.array;
+  e.array_element = ArrayElement{0, a.first + i, a.count};
+  if (i < a.params.size()) {
+    for (const auto& [k, v] : a.params[i]) e.env[k] = v;
+  }
+  return e;
 }
 
 GpuSlice SliceOf(const Resources& r, std::uint64_t card_memory_bytes) {

@@ -109,6 +109,28 @@ struct Mount {
 };
 inline constexpr std::size_t kMaxMounts = 64;
 
+// `array:` in a submitted spec: submit `count` jobs at once, one per index
+// first..first+count-1 (a range, `array: 0-9999`, or a count, `array: 100`),
+// or one per parameter set (`array: [{LR: "0.1"}, {LR: "0.01"}]`, indices
+// from 0, each set added to that element's env). Each element is a job of
+// its own; the array is shown and cancelled as a group.
+struct JobArray {
+  std::uint32_t first = 0;
+  std::uint32_t count = 0;
+  std::vector<std::map<std::string, std::string>> params{};  // empty, or one per index
+  bool operator==(const JobArray&) const = default;
+};
+
+// What an element of an array knows of it; set by Berth, never submitted.
+// `id` is the array's id: its first element's job id. In the job's
+// environment as BERTH_ARRAY_ID, BERTH_ARRAY_INDEX and BERTH_ARRAY_SIZE.
+struct ArrayElement {
+  std::int64_t id = 0;
+  std::uint32_t index = 0;
+  std::uint32_t size = 0;
+  bool operator==(const ArrayElement&) const = default;
+};
+
 struct JobSpec {
   std::string name;
   std::string tenant = "default";
@@ -133,6 +155,10 @@ struct JobSpec {
   // How the job loads its GPUs (`load:`); only the simulated GPU provider
   // honours it. The default is what a spec without the block gets.
   LoadProfile load{};
+  // A submitted array, before it is expanded (ExpandArray); never stored.
+  std::optional<JobArray> array{};
+  // On each stored element of an array.
+  std::optional<ArrayElement> array_element{};
 };
 
 // Limits users see in validation errors; documented in docs/jobs.md.
@@ -158,10 +184,20 @@ inline constexpr std::uint32_t kMaxRetryAttempts = 100;
 inline constexpr std::int64_t kMaxRetryBackoffMs = 3'600'000;
 inline constexpr std::int64_t kMinLoadPeriodMs = 1'000;
 inline constexpr std::int64_t kMaxLoadPeriodMs = 86'400'000;
+// Elements of one job array (`array:`).
+inline constexpr std::uint32_t kMaxArrayElements = 100'000;
 
 // Parses a YAML (or JSON, which is YAML) job spec and validates every field.
 // Unknown fields are errors. The error's `field` names the offending field.
 Result<JobSpec> ParseJobSpec(std::string_view text);
+
+// How many jobs a submitted spec stands for: its array's count, else 1.
+std::uint32_t JobCount(const JobSpec& spec);
+// The i-th (from 0) job of a spec with an `array`: the spec without `array`,
+// with that element's parameter set merged into env (its own values win)
+// and `array_element` set but for its id, which the store sets (the
+// array's id is its first element's job id). A spec without `array`: itself.
+JobSpec ArrayElementSpec(const JobSpec& spec, std::uint32_t i);
 
 std::string_view PriorityName(Priority p);
 // "steady", "periodic", "idle": the names `load.pattern` takes.

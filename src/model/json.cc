@@ -63,6 +63,15 @@ json ToJson(const JobSpec& s) {
     for (const auto& m : s.mounts) mounts.push_back({{"path", m.path}, {"read_only", m.read_only}});
     j["mounts"] = std::move(mounts);
   }
+  if (s.array) {
+    j["array"] = {{"first", s.array->first}, {"count", s.array->count}};
+    if (!s.array->params.empty()) j["array"]["params"] = s.array->params;
+  }
+  if (s.array_element) {
+    j["array_element"] = {{"id", s.array_element->id},
+                          {"index", s.array_element->index},
+                          {"size", s.array_element->size}};
+  }
   if (s.load != LoadProfile{}) {
     j["load"] = {{"pattern", LoadPatternName(s.load.pattern)},
                  {"util_pct", s.load.util_pct},
@@ -123,6 +132,17 @@ JobSpec JobSpecFromJson(const json& j) {
     s.load.memory_pct = l->value("memory_pct", s.load.memory_pct);
     s.load.period_ms = l->value("period_ms", s.load.period_ms);
     s.load.idle_after_ms = l->value("idle_after_ms", s.load.idle_after_ms);
+  }
+  if (auto a = j.find("array"); a != j.end() && a->is_object()) {
+    JobArray arr;
+    arr.first = a->value("first", 0U);
+    arr.count = a->value("count", 0U);
+    arr.params = a->value("params", std::vector<std::map<std::string, std::string>>{});
+    s.array = std::move(arr);
+  }
+  if (auto e = j.find("array_element"); e != j.end() && e->is_object()) {
+    s.array_element =
+        ArrayElement{e->value("id", std::int64_t{0}), e->value("index", 0U), e->value("size", 0U)};
   }
   return s;
 }

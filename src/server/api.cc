@@ -51,11 +51,13 @@ std::function<bool(std::string_view)> Visibility() {
 // What an audit record says of a job: its state, and the spec fields that
 // identify it (never its command or env, which may hold secrets).
 json JobSummary(const model::JobSpec& spec) {
-  return json{{"name", spec.name},
-              {"tenant", spec.tenant},
-              {"queue", spec.queue},
-              {"replicas", spec.replicas},
-              {"gpus", spec.resources.gpus}};
+  json j{{"name", spec.name},
+         {"tenant", spec.tenant},
+         {"queue", spec.queue},
+         {"replicas", spec.replicas},
+         {"gpus", spec.resources.gpus}};
+  if (spec.array) j["array_size"] = spec.array->count;
+  return j;
 }
 
 std::optional<store::Cordon> CordonOf(const store::NodeRecord& n,
@@ -336,6 +338,9 @@ void Api::Register(http::Server& http) {
   Route(http, "GET", R"(/v1/jobs/([^/]+))", job(Need::kRead, "job.read"), handler(&Api::GetJob));
   Route(http, "POST", R"(/v1/jobs/([^/]+)/cancel)", job(Need::kWrite, "job.cancel"),
         Audited("job.cancel", &Api::CancelJob));
+  // An array is named by its first job's id: the same tenant check.
+  Route(http, "POST", R"(/v1/arrays/([^/]+)/cancel)", job(Need::kWrite, "array.cancel"),
+        Audited("array.cancel", &Api::CancelArray));
   Route(http, "POST", R"(/v1/jobs/([^/]+)/checkpoint)", job(Need::kWrite, "job.checkpoint"),
         Audited("job.checkpoint", &Api::ReportCheckpoint));
   Route(http, "GET", R"(/v1/jobs/([^/]+)/logs)", job(Need::kRead, "job.logs"), handler(&Api::Logs));
@@ -467,18 +472,28 @@ void Api::SubmitJob(const http::Request& req, http::Response& res, AuditNote& no
   if (auto st = auth_.CheckNamed(caller, spec->tenant, Need::kWrite); !st) {
     return ReplyError(res, st.error());
   }
-  auto id = controller_.Submit(*spec, caller.name);
-  if (!id) {
+  auto ids = controller_.Submit(*spec, caller.name);
+  if (!ids) {
     // A refusal keeps its reason (with an over-quota refusal's numbers).
-    note.after["refused"] = id.error().message;
-    return ReplyError(res, id.error());
+    note.after["refused"] = ids.error().message;
+    return ReplyError(res, ids.error());
   }
-  note.object = fmt::format("job/{}", *id);
-  auto job = store_.GetJob(*id);
+  const std::int64_t id = ids->front();
+  auto job = store_.GetJob(id);
   if (!job) return ReplyError(res, job.error());
   note.after["state"] = model::JobStateName(job->state);
-  res.set_header("Location", fmt::format("/v1/jobs/{}", *id));
-  Reply(res, 201, JobJson(*job, true));
+  json out = JobJson(*job, true);
+  if (spec->array) {
+    // The first element stands for the array; the others follow it.
+    note.object = fmt::format("array/{}", id);
+    note.after["jobs"] = {ids->front(), ids->back()};
+    out["array"]["jobs"] = {{"first", ids->front()}, {"last", ids->back()}};
+    res.set_header("Location", fmt::format("/v1/jobs?array={}", id));
+  } else {
+    note.object = fmt::format("job/{}", id);
+    res.set_header("Location", fmt::format("/v1/jobs/{}", id));
+  }
+  Reply(res, 201, out);
 }
 
 void Api::ListJobs(const http::Request& req, http::Response& res) {
@@ -498,6 +513,18 @@ void Api::ListJobs(const http::Request& req, http::Response& res) {
   }
   filter.tenant = req.get_param_value("tenant");
   filter.queue = req.get_param_value("queue");
+  if (req.has_param("array")) {
+    const std::string& a = req.get_param_value("array");
+    std::int64_t array = 0;
+    auto [p, ec] = std::from_chars(a.data(), a.data() + a.size(), array);
+    if (ec != std::errc() || p != a.data() + a.size() || array <= 0) {
+      return ReplyError(
+          res, Error{Code::kInvalidArgument,
+                     fmt::format("'{}' is not an array id; an array's id is its first job's id", a),
+                     "array"});
+    }
+    filter.array_id = array;
+  }
   filter.tenants = Authorizer::Visible(CurrentCaller());
   auto limit = LimitParam(req, filter.limit);
   if (!limit) return ReplyError(res, limit.error());
@@ -561,6 +588,18 @@ void Api::CancelJob(const http::Request& req, http::Response& res, AuditNote& no
   note.after =
       json{{"state", model::JobStateName(job->state)}, {"cancel_requested", job->cancel_requested}};
   Reply(res, 200, JobJson(*job, true));
+}
+
+void Api::CancelArray(const http::Request& req, http::Response& res, AuditNote& note) {
+  note.object = fmt::format("array/{}", std::string(req.matches[1]));
+  auto id = PathId(req);
+  if (!id) return ReplyError(res, id.error());
+  auto done = controller_.CancelArray(*id, Actor(req));
+  if (!done) return ReplyError(res, done.error());
+  note.tenant = done->tenant;
+  note.after = json{{"cancelled", done->cancelled}, {"stopping", done->stopping}};
+  Reply(res, 200,
+        json{{"array", *id}, {"cancelled", done->cancelled}, {"stopping", done->stopping}});
 }
 
 void Api::ReportCheckpoint(const http::Request& req, http::Response& res, AuditNote& note) {
@@ -830,7 +869,8 @@ void Api::CountIntervention(const std::string& action, const http::Request& req,
     metrics_->CountAdminIntervention("policy_apply");
   } else if (action == "policy.rollback") {
     metrics_->CountAdminIntervention("policy_rollback");
-  } else if (action == "job.cancel" && CurrentCaller().platform_admin) {
+  } else if ((action == "job.cancel" || action == "array.cancel") &&
+             CurrentCaller().platform_admin) {
     metrics_->CountAdminIntervention("cancel");
   }
 }

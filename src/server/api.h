@@ -141,6 +141,7 @@ class Api {
   void ListJobs(const http::Request& req, http::Response& res);
   void GetJob(const http::Request& req, http::Response& res);
   void CancelJob(const http::Request& req, http::Response& res, AuditNote& note);
+  void CancelArray(const http::Request& req, http::Response& res, AuditNote& note);
   // POST /v1/jobs/ID/checkpoint[?at_ms=T]: a running job reports that it
   // saved a checkpoint (now, or at T), for the work an eviction would lose.
   void ReportCheckpoint(const http::Request& req, http::Response& res, AuditNote& note);

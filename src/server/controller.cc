@@ -660,6 +660,11 @@ berth::v1::StartRun Controller::StartOrder(const store::RunRecord& run, const mo
   // Attempts count from 1; every placement after an eviction, a move or a
   // retry is a restart.
   env["BERTH_RESTART_COUNT"] = std::to_string(run.attempt > 0 ? run.attempt - 1 : 0);
+  if (spec.array_element) {
+    env["BERTH_ARRAY_ID"] = std::to_string(spec.array_element->id);
+    env["BERTH_ARRAY_INDEX"] = std::to_string(spec.array_element->index);
+    env["BERTH_ARRAY_SIZE"] = std::to_string(spec.array_element->size);
+  }
   for (const auto& [k, v] : DistributedEnv(run, spec, gang, nodes)) {
     if (env.find(k) == env.end()) env[k] = v;  // a job's own env wins
   }
@@ -777,7 +782,8 @@ Status Controller::Dispatch(const std::vector<store::RunRecord>& active,
   return Ok();
 }
 
-Result<std::int64_t> Controller::Submit(const model::JobSpec& spec, std::string_view submitted_by) {
+Result<std::vector<std::int64_t>> Controller::Submit(const model::JobSpec& spec,
+                                                     std::string_view submitted_by) {
   auto policy = ActivePolicy();
   if (!policy) return std::unexpected(policy.error());
   if ((*policy)->policy.FindQueue(spec.tenant + "/" + spec.queue) == nullptr) {
@@ -801,10 +807,10 @@ Result<std::int64_t> Controller::Submit(const model::JobSpec& spec, std::string_
   }
   BERTH_RETURN_IF_ERROR(model::CheckStorageGrants((*policy)->policy, spec));
   BERTH_RETURN_IF_ERROR(CheckRejectQuota((*policy)->policy, spec));
-  auto id = store_.CreateJob(spec, clock_.NowMs(), submitted_by);
-  if (!id) return std::unexpected(id.error());
+  auto ids = store_.CreateJobs(spec, clock_.NowMs(), submitted_by);
+  if (!ids) return std::unexpected(ids.error());
   Wake();
-  return *id;
+  return ids;
 }
 
 namespace {
@@ -816,7 +822,8 @@ namespace {
 std::map<model::ResourceKey, std::int64_t> SubmitDemand(const model::JobSpec& spec) {
   std::map<model::ResourceKey, std::int64_t> d;
   const auto& r = spec.resources;
-  const std::int64_t replicas = spec.replicas;
+  // An array asks for all its elements at once.
+  const std::int64_t replicas = std::int64_t{spec.replicas} * model::JobCount(spec);
   std::int64_t mgpu =
       model::IsSlice(r) ? std::int64_t{r.gpu_share_millis} : std::int64_t{r.gpus} * 1000;
   if (mgpu > 0) {
@@ -877,6 +884,19 @@ Status Controller::CheckRejectQuota(const model::Policy& policy, const model::Jo
     }
   }
   return Ok();
+}
+
+Result<store::ArrayCancel> Controller::CancelArray(std::int64_t array_id, const std::string& by) {
+  auto done = store_.CancelArray(array_id, by, clock_.NowMs());
+  if (!done) return done;
+  if (metrics_ != nullptr) {
+    for (std::size_t i = 0; i < done->cancelled; ++i) {
+      metrics_->CountOutcome(done->tenant,
+                             std::string(model::JobStateName(model::JobState::kCancelled)), "");
+    }
+  }
+  Wake();
+  return done;
 }
 
 Result<store::JobRecord> Controller::Cancel(std::int64_t job_id, const std::string& by) {

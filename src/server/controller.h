@@ -102,9 +102,13 @@ class Controller {
   TelemetryCounts telemetry_counts() const;
 
   // --- REST API side ---
-  [[nodiscard]] Result<std::int64_t> Submit(const model::JobSpec& spec,
-                                            std::string_view submitted_by = {});
+  // The job's id, or an array's element ids in index order (the first is
+  // the array's id).
+  [[nodiscard]] Result<std::vector<std::int64_t>> Submit(const model::JobSpec& spec,
+                                                         std::string_view submitted_by = {});
   [[nodiscard]] Result<store::JobRecord> Cancel(std::int64_t job_id, const std::string& by);
+  [[nodiscard]] Result<store::ArrayCancel> CancelArray(std::int64_t array_id,
+                                                       const std::string& by);
   [[nodiscard]] Result<std::vector<NodeStatus>> Nodes();
   // Cordons a node or one GPU (nothing new is placed there); `drain` also
   // stops the node's jobs, which are queued again. Recorded as node events.

@@ -49,10 +49,12 @@ std::int64_t RunMgpu(const store::RunRecord& r) {
   return static_cast<std::int64_t>(r.gpu_indices.size()) * 1000;
 }
 
+// The job an audit object names: job/N, or array/N (its first job).
 std::optional<std::int64_t> JobIdOf(const std::string& object) {
-  if (object.rfind("job/", 0) != 0) return std::nullopt;
+  const std::size_t prefix = object.starts_with("job/") ? 4 : object.starts_with("array/") ? 6 : 0;
+  if (prefix == 0) return std::nullopt;
   std::int64_t id = 0;
-  const char* b = object.data() + 4;
+  const char* b = object.data() + prefix;
   const char* e = object.data() + object.size();
   auto [p, ec] = std::from_chars(b, e, id);
   if (ec != std::errc() || p != e) return std::nullopt;
@@ -145,7 +147,8 @@ bool IsIntervention(const store::AuditEntry& e, const std::string& submitter) {
       "policy.apply", "policy.rollback", "quota.approve", "quota.reject", "price.apply",
       "budget.set",   "budget.delete",   "alert.resolve"};
   if (kAdmin.contains(e.action)) return true;
-  return e.action == "job.cancel" && !e.actor.empty() && e.actor != submitter;
+  return (e.action == "job.cancel" || e.action == "array.cancel") && !e.actor.empty() &&
+         e.actor != submitter;
 }
 
 Result<OpsReport> BuildOpsReport(const OpsInputs& in) {

@@ -65,6 +65,10 @@ json JobJson(const store::JobRecord& job, bool with_timeline) {
            {"retry_after_ms", Opt(job.retry_after_ms)},
            {"spec", model::ToJson(job.spec)},
            {"placement", placement}};
+  out["array"] = nullptr;
+  if (const auto& a = job.spec.array_element) {
+    out["array"] = {{"id", a->id}, {"index", a->index}, {"size", a->size}};
+  }
   if (with_timeline) {
     // Every attempt's runs: how earlier attempts ended (a clean checkpointed
     // stop, a kill after the grace period) explains the current one.

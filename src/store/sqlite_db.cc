@@ -17,7 +17,10 @@ Statement& Statement::Bind(int i, std::int64_t v) {
 }
 
 Statement& Statement::Bind(int i, std::string_view v) {
-  sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  // A default-constructed view has no data pointer, which SQLite would
+  // store as NULL: an empty string is still text.
+  sqlite3_bind_text(stmt_, i, v.data() != nullptr ? v.data() : "", static_cast<int>(v.size()),
+                    SQLITE_TRANSIENT);
   return *this;
 }
 

@@ -22,7 +22,7 @@ using nlohmann::json;
 // slice of a shared GPU (gpu_share_millis, gpu_share_bytes). 4: runs record
 // their last reported checkpoint, whether a stop was clean and their failure
 // class; jobs count their failures and when a retry may start.
-constexpr int kSchemaVersion = 5;
+constexpr int kSchemaVersion = 6;
 
 constexpr std::string_view kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -39,7 +39,7 @@ CREATE TABLE IF NOT EXISTS jobs(
   cancel_requested INTEGER NOT NULL DEFAULT 0, cancelled_by TEXT NOT NULL DEFAULT '',
   attempts INTEGER NOT NULL DEFAULT 0, policy_version INTEGER,
   failures INTEGER NOT NULL DEFAULT 0, retry_after_ms INTEGER,
-  submitted_by TEXT NOT NULL DEFAULT '');
+  submitted_by TEXT NOT NULL DEFAULT '', array_id INTEGER);
 CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state, submitted_ms);
 CREATE INDEX IF NOT EXISTS jobs_by_submitted ON jobs(submitted_ms);
 CREATE TABLE IF NOT EXISTS runs(
@@ -347,6 +347,19 @@ Status SqliteStore::Migrate(TimeMs now) {
           db_.Exec("ALTER TABLE jobs ADD COLUMN submitted_by TEXT NOT NULL DEFAULT '';"));
     }
   }
+  if (stored && *stored < 6) {
+    // Schema 6: job arrays (each element's array id).
+    auto has = db_.Prepare("SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name='array_id'");
+    if (!has) return std::unexpected(has.error());
+    auto row = has->Step();
+    if (!row) return std::unexpected(row.error());
+    if (has->Int(0) == 0) {
+      BERTH_RETURN_IF_ERROR(db_.Exec("ALTER TABLE jobs ADD COLUMN array_id INTEGER;"));
+    }
+  }
+  // After the columns exist, on a new or a migrated database alike.
+  BERTH_RETURN_IF_ERROR(db_.Exec(
+      "CREATE INDEX IF NOT EXISTS jobs_by_array ON jobs(array_id) WHERE array_id IS NOT NULL"));
   auto set = db_.Prepare("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)");
   if (!set) return std::unexpected(set.error());
   BERTH_RETURN_IF_ERROR(set->Bind(1, std::to_string(kSchemaVersion)).Run());
@@ -681,35 +694,153 @@ Status SqliteStore::SetJobState(std::int64_t job_id, model::JobState state,
 
 Result<std::int64_t> SqliteStore::CreateJob(const model::JobSpec& spec, TimeMs now,
                                             std::string_view submitted_by) {
-  std::lock_guard lock(mu_);
-  // Checked again here, under the store's lock, so a job cannot slip into a
-  // queue that a policy change removes at the same moment.
-  auto active = Active();
-  if (!active) return std::unexpected(active.error());
-  if ((*active)->policy.FindQueue(spec.tenant + "/" + spec.queue) == nullptr) {
-    return InvalidField("queue", UnknownQueueMessage((*active)->policy, spec.tenant, spec.queue));
+  auto ids = CreateJobs(spec, now, submitted_by);
+  if (!ids) return std::unexpected(ids.error());
+  return ids->front();
+}
+
+Result<std::vector<std::int64_t>> SqliteStore::CreateJobs(const model::JobSpec& spec, TimeMs now,
+                                                          std::string_view submitted_by) {
+  Submission me{&spec, now, submitted_by};
+  std::unique_lock lock(commit_mu_);
+  queued_.push_back(&me);
+  // Whoever finds no commit in flight takes everything queued so far and
+  // commits it; the others wait for it, and the next batch forms meanwhile.
+  while (!me.done) {
+    if (committing_) {
+      commit_cv_.wait(lock);
+      continue;
+    }
+    committing_ = true;
+    std::vector<Submission*> batch;
+    batch.swap(queued_);
+    lock.unlock();
+    CommitSubmissions(batch);
+    lock.lock();
+    ++commit_stats_.commits;
+    commit_stats_.submissions += batch.size();
+    for (Submission* s : batch) s->done = true;
+    committing_ = false;
+    commit_cv_.notify_all();
   }
-  BERTH_RETURN_IF_ERROR(model::CheckStorageGrants((*active)->policy, spec));
+  return std::move(me.ids);
+}
+
+SqliteStore::CommitStats SqliteStore::commit_stats() {
+  std::lock_guard lock(commit_mu_);
+  return commit_stats_;
+}
+
+void SqliteStore::CommitSubmissions(const std::vector<Submission*>& batch) {
+  std::lock_guard lock(mu_);
+  auto fail_all = [&](const Error& e) {
+    for (Submission* s : batch) s->ids = std::unexpected(e);
+  };
+  // Checked here, under the store's lock, so a job cannot slip into a queue
+  // that a policy change removes at the same moment.
+  auto active = Active();
+  if (!active) return fail_all(active.error());
+  const model::Policy& policy = (*active)->policy;
   Transaction tx(db_);
-  BERTH_RETURN_IF_ERROR(tx.Begin());
-  auto st = db_.Prepare(
-      "INSERT INTO jobs(name, tenant, queue, spec, state, reason, submitted_ms, submitted_by) "
-      "VALUES(?,?,?,?,?,?,?,?)");
-  if (!st) return std::unexpected(st.error());
-  BERTH_RETURN_IF_ERROR(st->Bind(1, spec.name)
-                            .Bind(2, spec.tenant)
-                            .Bind(3, spec.queue)
-                            .Bind(4, model::ToJson(spec).dump())
-                            .Bind(5, model::JobStateName(model::JobState::kPending))
-                            .Bind(6, ReasonText({model::ReasonCode::kQueued, {}, {}}))
-                            .Bind(7, now)
-                            .Bind(8, std::string(submitted_by))
-                            .Run());
-  std::int64_t id = db_.LastInsertId();
-  BERTH_RETURN_IF_ERROR(AddEvent(id, now, model::JobState::kPending, "Submitted",
-                                 fmt::format("submitted to queue {}/{}", spec.tenant, spec.queue)));
-  BERTH_RETURN_IF_ERROR(tx.Commit());
-  return id;
+  if (auto st = tx.Begin(); !st) return fail_all(st.error());
+  auto next = db_.Prepare(
+      "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name='jobs'), 0), "
+      "COALESCE((SELECT MAX(id) FROM jobs), 0))");
+  auto job_st = db_.Prepare(
+      "INSERT INTO jobs(id, name, tenant, queue, spec, state, reason, submitted_ms, submitted_by, "
+      "array_id) VALUES(?,?,?,?,?,?,?,?,?,?)");
+  auto event_st = db_.Prepare(
+      "INSERT INTO job_events(job_id, time_ms, state, event, message) VALUES(?,?,?,?,?)");
+  if (!next) return fail_all(next.error());
+  if (!job_st) return fail_all(job_st.error());
+  if (!event_st) return fail_all(event_st.error());
+  auto row = next->Step();
+  if (!row) return fail_all(row.error());
+  // Ids are given, not left to AUTOINCREMENT, so an array's elements know
+  // the array's id (the first's) before they are written. One writer holds
+  // mu_, so nobody else takes these.
+  std::int64_t id = next->Int(0) + 1;
+  const std::string pending(model::JobStateName(model::JobState::kPending));
+  const std::string queued = ReasonText({model::ReasonCode::kQueued, {}, {}});
+  std::vector<Submission*> stored;
+  for (Submission* sub : batch) {
+    const model::JobSpec& spec = *sub->spec;
+    if (policy.FindQueue(spec.tenant + "/" + spec.queue) == nullptr) {
+      sub->ids = InvalidField("queue", UnknownQueueMessage(policy, spec.tenant, spec.queue));
+      continue;
+    }
+    if (auto grants = model::CheckStorageGrants(policy, spec); !grants) {
+      sub->ids = std::unexpected(grants.error());
+      continue;
+    }
+    // One submission's failure rolls back only its own rows.
+    if (auto sp = db_.Exec("SAVEPOINT submission"); !sp) {
+      sub->ids = std::unexpected(sp.error());
+      continue;
+    }
+    const std::uint32_t count = model::JobCount(spec);
+    const std::int64_t first = id;
+    const std::string message = fmt::format("submitted to queue {}/{}", spec.tenant, spec.queue);
+    // The element specs differ only in array_element and the parameter
+    // set: the rest is printed once.
+    model::JobSpec base = model::ArrayElementSpec(spec, 0);
+    json printed = model::ToJson(base);
+    std::vector<std::int64_t> ids;
+    ids.reserve(count);
+    Status st = Ok();
+    for (std::uint32_t i = 0; i < count && st; ++i, ++id) {
+      if (spec.array) {
+        json element = printed;
+        element["array_element"] = {
+            {"id", first}, {"index", spec.array->first + i}, {"size", spec.array->count}};
+        if (i < spec.array->params.size()) {
+          auto env = spec.env;
+          for (const auto& [k, v] : spec.array->params[i]) env[k] = v;
+          element["env"] = env;
+        }
+        job_st->Bind(5, element.dump());
+        job_st->Bind(10, first);
+      } else {
+        job_st->Bind(5, printed.dump());
+        job_st->BindNull(10);
+      }
+      st = job_st->Bind(1, id)
+               .Bind(2, spec.name)
+               .Bind(3, spec.tenant)
+               .Bind(4, spec.queue)
+               .Bind(6, pending)
+               .Bind(7, queued)
+               .Bind(8, sub->now)
+               .Bind(9, sub->by)
+               .Run();
+      job_st->Reset();
+      if (!st) break;
+      st = event_st->Bind(1, id)
+               .Bind(2, sub->now)
+               .Bind(3, pending)
+               .Bind(4, std::string_view("Submitted"))
+               .Bind(5, message)
+               .Run();
+      event_st->Reset();
+      ids.push_back(id);
+    }
+    if (!st) {
+      (void)db_.Exec("ROLLBACK TO submission; RELEASE submission");
+      id = first;
+      sub->ids = std::unexpected(st.error());
+      continue;
+    }
+    if (auto rel = db_.Exec("RELEASE submission"); !rel) {
+      sub->ids = std::unexpected(rel.error());
+      continue;
+    }
+    sub->ids = std::move(ids);
+    stored.push_back(sub);
+  }
+  if (stored.empty()) return;  // nothing to commit: the transaction rolls back
+  if (auto st = tx.Commit(); !st) {
+    for (Submission* sub : stored) sub->ids = std::unexpected(st.error());
+  }
 }
 
 Result<std::vector<RunRecord>> SqliteStore::LoadRuns(std::string_view where, std::int64_t arg) {
@@ -795,6 +926,9 @@ Result<std::vector<JobRecord>> SqliteStore::ListJobs(const JobFilter& filter) {
     sql += " AND queue=?";
     binds.push_back(filter.queue);
   }
+  if (filter.array_id) {
+    sql += fmt::format(" AND array_id={}", *filter.array_id);
+  }
   if (filter.tenants) {
     sql += " AND tenant IN (''";  // '' matches no tenant: an empty list shows nothing
     for (const auto& t : *filter.tenants) {
@@ -846,10 +980,8 @@ Result<std::vector<RunRecord>> SqliteStore::ActiveRuns() {
   return LoadRuns("state IN ('Starting','Running')", 0);
 }
 
-Result<JobRecord> SqliteStore::CancelJob(std::int64_t id, const std::string& by, TimeMs now) {
-  std::lock_guard lock(mu_);
-  Transaction tx(db_);
-  BERTH_RETURN_IF_ERROR(tx.Begin());
+Result<model::JobState> SqliteStore::CancelLocked(std::int64_t id, const std::string& by,
+                                                  TimeMs now) {
   auto job = LoadJob(id, false);
   if (!job) return std::unexpected(job.error());
   if (!*job) return Fail(Code::kNotFound, fmt::format("job {} not found", id));
@@ -879,10 +1011,49 @@ Result<JobRecord> SqliteStore::CancelJob(std::int64_t id, const std::string& by,
     BERTH_RETURN_IF_ERROR(AddEvent(id, now, j.state, "CancelRequested",
                                    fmt::format("cancel requested by {}; stopping replicas", by)));
   }
+  return j.state;
+}
+
+Result<JobRecord> SqliteStore::CancelJob(std::int64_t id, const std::string& by, TimeMs now) {
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
+  auto was = CancelLocked(id, by, now);
+  if (!was) return std::unexpected(was.error());
   BERTH_RETURN_IF_ERROR(tx.Commit());
   auto after = LoadJob(id, true);
   if (!after) return std::unexpected(after.error());
   return std::move(**after);
+}
+
+Result<ArrayCancel> SqliteStore::CancelArray(std::int64_t array_id, const std::string& by,
+                                             TimeMs now) {
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
+  ArrayCancel out;
+  auto st = db_.Prepare("SELECT id, state, tenant FROM jobs WHERE array_id=? ORDER BY id");
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, array_id);
+  std::vector<std::int64_t> open;
+  bool any = false;
+  for (;;) {
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    any = true;
+    out.tenant = st->Text(2);
+    auto state = model::ParseJobState(st->Text(1));
+    if (state && !model::IsTerminal(*state)) open.push_back(st->Int(0));
+  }
+  if (!any) return Fail(Code::kNotFound, fmt::format("array {} not found", array_id));
+  for (std::int64_t id : open) {
+    auto was = CancelLocked(id, by, now);
+    if (!was) return std::unexpected(was.error());
+    ++(*was == model::JobState::kPending ? out.cancelled : out.stopping);
+  }
+  BERTH_RETURN_IF_ERROR(tx.Commit());
+  return out;
 }
 
 Status SqliteStore::ApplyPlan(const sched::Plan& plan, const std::vector<NodeRecord>& nodes,

@@ -3,6 +3,7 @@
 // control plane is write-light, and serialising makes each method atomic.
 #pragma once
 
+#include <condition_variable>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -47,6 +48,18 @@ class SqliteStore final : public Store {
                                             TimeMs now) override;
   Result<std::int64_t> CreateJob(const model::JobSpec& spec, TimeMs now,
                                  std::string_view submitted_by = {}) override;
+  Result<std::vector<std::int64_t>> CreateJobs(const model::JobSpec& spec, TimeMs now,
+                                               std::string_view submitted_by) override;
+  Result<ArrayCancel> CancelArray(std::int64_t array_id, const std::string& by,
+                                  TimeMs now) override;
+
+  // Group commit, so far: transactions that stored submissions, and the
+  // submissions (single jobs or arrays) they stored.
+  struct CommitStats {
+    std::uint64_t commits = 0;
+    std::uint64_t submissions = 0;
+  };
+  CommitStats commit_stats();
   Result<JobRecord> GetJob(std::int64_t id) override;
   Result<std::vector<JobRecord>> ListJobs(const JobFilter& filter) override;
   Result<std::vector<JobRecord>> PendingJobs() override;
@@ -95,7 +108,20 @@ class SqliteStore final : public Store {
   explicit SqliteStore(Database db) : db_(std::move(db)) {}
   Status Migrate(TimeMs now);
 
+  // One CreateJobs call waiting for its group commit.
+  struct Submission {
+    const model::JobSpec* spec = nullptr;
+    TimeMs now = 0;
+    std::string_view by;
+    Result<std::vector<std::int64_t>> ids = std::vector<std::int64_t>{};
+    bool done = false;
+  };
+  // Stores a batch of submissions in one transaction (takes mu_).
+  void CommitSubmissions(const std::vector<Submission*>& batch);
+
   // Helpers that expect mu_ held.
+  // Inside the caller's transaction: cancels job `id` as CancelJob says.
+  Result<model::JobState> CancelLocked(std::int64_t id, const std::string& by, TimeMs now);
   Result<std::optional<JobRecord>> LoadJob(std::int64_t id, bool with_timeline);
   Result<std::vector<RunRecord>> LoadRuns(std::string_view where, std::int64_t arg);
   // Every row of a jobs query (kJobColumns), each with all its runs.
@@ -136,6 +162,14 @@ class SqliteStore final : public Store {
   Status DecideQuotaRequest(const QuotaRequest& request, QuotaRequestState to,
                             const std::string& by, const std::string& comment,
                             std::optional<std::int64_t> policy_version, TimeMs now);
+
+  // The group commit's queue: submissions wait here while another batch
+  // commits; the first to find no commit in flight stores them all.
+  std::mutex commit_mu_;
+  std::condition_variable commit_cv_;
+  std::vector<Submission*> queued_;
+  bool committing_ = false;
+  CommitStats commit_stats_;
 
   std::mutex mu_;
   Database db_;

@@ -109,6 +109,16 @@ struct JobFilter {
   std::size_t limit = 1000;
   // Only these tenants' jobs (the caller's visible tenants); nullopt: all.
   std::optional<std::vector<std::string>> tenants{};
+  // Only the elements of this job array.
+  std::optional<std::int64_t> array_id{};
+};
+
+// What cancelling an array did: elements cancelled before they started,
+// and elements asked to stop (they end Cancelled once their runs stop).
+struct ArrayCancel {
+  std::string tenant;
+  std::size_t cancelled = 0;
+  std::size_t stopping = 0;
 };
 
 // An admin's (or Berth's own) hold on a node or one GPU: nothing new is
@@ -347,9 +357,23 @@ class Store {
   // The tenant a job belongs to (cheap: no runs or timeline); NotFound as
   // GetJob says it.
   [[nodiscard]] virtual Result<std::string> JobTenant(std::int64_t id) = 0;
-  // `submitted_by`: the identity that submitted it ("" when unknown).
+  // `submitted_by`: the identity that submitted it ("" when unknown). A
+  // spec with an `array` stores all its elements, as CreateJobs does, and
+  // returns the first one's id (the array's id).
   [[nodiscard]] virtual Result<std::int64_t> CreateJob(const model::JobSpec& spec, TimeMs now,
                                                        std::string_view submitted_by = {}) = 0;
+  // Stores the job a spec stands for, or every element of its `array`, all
+  // or none; returns their ids in index order (contiguous; the first is
+  // the array's id, in each element's spec.array_element). Submissions made
+  // concurrently may share one transaction and one sync (group commit):
+  // each returns only once durable, and one's refusal leaves the others
+  // unaffected.
+  [[nodiscard]] virtual Result<std::vector<std::int64_t>> CreateJobs(
+      const model::JobSpec& spec, TimeMs now, std::string_view submitted_by) = 0;
+  // Cancels every element of an array that has not finished, as CancelJob
+  // does each, in one transaction. NotFound when no job has this array id.
+  [[nodiscard]] virtual Result<ArrayCancel> CancelArray(std::int64_t array_id,
+                                                        const std::string& by, TimeMs now) = 0;
   [[nodiscard]] virtual Result<JobRecord> GetJob(std::int64_t id) = 0;
   [[nodiscard]] virtual Result<std::vector<JobRecord>> ListJobs(const JobFilter& filter) = 0;
   // Jobs the scheduler should look at: Pending, oldest first.
