@@ -900,6 +900,7 @@ void Api::Metrics(const http::Request&, http::Response& res) {
   }
   std::string text = RenderMetrics(view, *metrics_);
   if (http_stats_) text += RenderHttpMetrics(http_stats_());
+  text += RenderStoreMetrics(store_.commit_stats());
   res.set_content(std::move(text), "text/plain; version=0.0.4; charset=utf-8");
 }
 

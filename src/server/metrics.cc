@@ -473,6 +473,17 @@ std::string RenderMetrics(const ClusterView& view, const ServerMetrics& counters
   return w.Take();
 }
 
+std::string RenderStoreMetrics(const store::CommitStats& s) {
+  MetricsWriter w;
+  w.Family("berth_store_submit_commits_total", "counter",
+           "Transactions that stored submissions (group commit: one sync each).");
+  w.Sample("berth_store_submit_commits_total", {}, static_cast<double>(s.commits));
+  w.Family("berth_store_submissions_committed_total", "counter",
+           "Submissions stored (a job array counts once).");
+  w.Sample("berth_store_submissions_committed_total", {}, static_cast<double>(s.submissions));
+  return w.Take();
+}
+
 std::string RenderHttpMetrics(const http::ServerStats& s) {
   MetricsWriter w;
   auto d = [](std::uint64_t v) { return static_cast<double>(v); };

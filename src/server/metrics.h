@@ -65,6 +65,8 @@ class MetricsWriter {
 
 // The API server's connections, streams and refusals (berth_http_*).
 std::string RenderHttpMetrics(const http::ServerStats& s);
+// Group commit's counters (store::CommitStats).
+std::string RenderStoreMetrics(const store::CommitStats& s);
 
 // A number as the format writes it: integers without a fraction, +Inf/-Inf/NaN.
 std::string FormatValue(double v);

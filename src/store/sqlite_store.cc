@@ -726,7 +726,7 @@ Result<std::vector<std::int64_t>> SqliteStore::CreateJobs(const model::JobSpec& 
   return std::move(me.ids);
 }
 
-SqliteStore::CommitStats SqliteStore::commit_stats() {
+CommitStats SqliteStore::commit_stats() {
   std::lock_guard lock(commit_mu_);
   return commit_stats_;
 }

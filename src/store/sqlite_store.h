@@ -52,14 +52,7 @@ class SqliteStore final : public Store {
                                                std::string_view submitted_by) override;
   Result<ArrayCancel> CancelArray(std::int64_t array_id, const std::string& by,
                                   TimeMs now) override;
-
-  // Group commit, so far: transactions that stored submissions, and the
-  // submissions (single jobs or arrays) they stored.
-  struct CommitStats {
-    std::uint64_t commits = 0;
-    std::uint64_t submissions = 0;
-  };
-  CommitStats commit_stats();
+  CommitStats commit_stats() override;
   Result<JobRecord> GetJob(std::int64_t id) override;
   Result<std::vector<JobRecord>> ListJobs(const JobFilter& filter) override;
   Result<std::vector<JobRecord>> PendingJobs() override;

@@ -113,6 +113,13 @@ struct JobFilter {
   std::optional<std::int64_t> array_id{};
 };
 
+// Group commit, since the store opened: transactions that stored
+// submissions, and the submissions (single jobs or whole arrays) in them.
+struct CommitStats {
+  std::uint64_t commits = 0;
+  std::uint64_t submissions = 0;
+};
+
 // What cancelling an array did: elements cancelled before they started,
 // and elements asked to stop (they end Cancelled once their runs stop).
 struct ArrayCancel {
@@ -372,6 +379,7 @@ class Store {
       const model::JobSpec& spec, TimeMs now, std::string_view submitted_by) = 0;
   // Cancels every element of an array that has not finished, as CancelJob
   // does each, in one transaction. NotFound when no job has this array id.
+  virtual CommitStats commit_stats() = 0;
   [[nodiscard]] virtual Result<ArrayCancel> CancelArray(std::int64_t array_id,
                                                         const std::string& by, TimeMs now) = 0;
   [[nodiscard]] virtual Result<JobRecord> GetJob(std::int64_t id) = 0;

@@ -388,5 +388,58 @@ TEST(JobSpec, TheBoundsThemselvesAreAccepted) {
   EXPECT_LT(std::uint64_t{kMaxReplicas} * kMaxMemoryBytes, std::uint64_t{1} << 61);
 }
 
+TEST(JobSpec, AnArrayIsACountARangeOrAListOfParameterSets) {
+  auto count = ParseJobSpec("{name: s, command: [x], array: 100}");
+  ASSERT_TRUE(count.has_value()) << count.error().message;
+  EXPECT_EQ(*count->array, (JobArray{0, 100, {}}));
+  EXPECT_EQ(JobCount(*count), 100U);
+  auto range = ParseJobSpec("{name: s, command: [x], array: 5-9999}");
+  ASSERT_TRUE(range.has_value()) << range.error().message;
+  EXPECT_EQ(*range->array, (JobArray{5, 9995, {}}));
+  auto sets = ParseJobSpec(
+      "{name: s, command: [x], env: {A: '1', B: '2'}, array: [{LR: '0.1'}, {LR: '0.01', B: '3'}]}");
+  ASSERT_TRUE(sets.has_value()) << sets.error().message;
+  ASSERT_EQ(sets->array->count, 2U);
+  JobSpec second = ArrayElementSpec(*sets, 1);
+  EXPECT_FALSE(second.array.has_value());
+  EXPECT_EQ(*second.array_element, (ArrayElement{0, 1, 2}));
+  EXPECT_EQ(second.env,
+            (std::map<std::string, std::string>{{"A", "1"}, {"B", "3"}, {"LR", "0.01"}}));
+  EXPECT_EQ(ArrayElementSpec(*range, 3).array_element->index, 8U);
+  // The array survives the JSON the store and the fuzzer print.
+  EXPECT_EQ(JobSpecFromJson(ToJson(*sets)).array, sets->array);
+  EXPECT_EQ(JobSpecFromJson(ToJson(second)).array_element, second.array_element);
+  // A spec without an array is one job, itself.
+  auto one = ParseJobSpec("{name: s, command: [x]}");
+  EXPECT_EQ(JobCount(*one), 1U);
+  EXPECT_FALSE(ArrayElementSpec(*one, 0).array_element.has_value());
+}
+
+TEST(JobSpec, ABadArrayIsRefusedNamingTheFieldAndTheFix) {
+  const std::vector<std::pair<std::string, std::string>> bad{
+      {"array: 0", "array"},
+      {"array: 100001", "array"},
+      {"array: 0-100000", "array"},
+      {"array: 9-3", "array"},
+      {"array: -3", "array"},
+      {"array: 1.5", "array"},
+      {"array: 3-x", "array"},
+      {"array: []", "array"},
+      {"array: {a: b}", "array"},
+      {"array: [x]", "array[0]"},
+      {"array: [{'1X': a}]", "array[0].1X"},
+      {"array: [{BERTH_JOB_ID: a}]", "array[0].BERTH_JOB_ID"},
+      {"array: [{A: [1]}]", "array[0].A"},
+  };
+  for (const auto& [extra, field] : bad) {
+    auto spec = ParseJobSpec("{name: s, command: [x], " + extra + "}");
+    ASSERT_FALSE(spec.has_value()) << extra;
+    EXPECT_EQ(spec.error().field, field) << extra << ": " << spec.error().message;
+    EXPECT_FALSE(spec.error().message.empty());
+  }
+  auto range = ParseJobSpec("{name: s, command: [x], array: 9-3}");
+  EXPECT_NE(range.error().message.find("low-high"), std::string::npos) << range.error().message;
+}
+
 }  // namespace
 }  // namespace berth::model

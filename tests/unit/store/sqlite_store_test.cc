@@ -1,10 +1,15 @@
 #include "store/sqlite_store.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <filesystem>
 #include <map>
+#include <mutex>
+#include <set>
+#include <thread>
 
 #include "store/sqlite_db.h"
 
@@ -688,6 +693,106 @@ TEST_F(SqliteStoreTest, JobsSubmittedBetweenReturnsTheWindowOldestFirstWithEvery
   EXPECT_EQ((*edge)[0].id, before);
   EXPECT_EQ(store_->JobsSubmittedBetween(5001, 9000)->size(), 0U);
   EXPECT_EQ(store_->JobsSubmittedBetween(5000, 5001)->at(0).id, after);
+}
+
+TEST_F(SqliteStoreTest, AnArrayIsStoredWholeWithContiguousIdsAndEachElementKnowsItsPlace) {
+  auto before = *store_->CreateJob(Spec("single"), 1500);
+  model::JobSpec spec = Spec("sweep");
+  spec.env["EPOCHS"] = "3";
+  spec.array = model::JobArray{0, 3, {{{"LR", "0.1"}}, {{"LR", "0.01"}, {"EPOCHS", "5"}}, {}}};
+  auto ids = store_->CreateJobs(spec, 1600, "alice");
+  ASSERT_TRUE(ids.has_value()) << ids.error().message;
+  ASSERT_EQ(ids->size(), 3U);
+  EXPECT_EQ((*ids)[0], before + 1);
+  EXPECT_EQ((*ids)[2], (*ids)[0] + 2);
+  Reopen();
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    auto job = store_->GetJob((*ids)[i]);
+    ASSERT_TRUE(job.has_value());
+    ASSERT_TRUE(job->spec.array_element.has_value());
+    EXPECT_EQ(*job->spec.array_element, (model::ArrayElement{(*ids)[0], i, 3}));
+    EXPECT_FALSE(job->spec.array.has_value());
+    EXPECT_EQ(job->submitted_by, "alice");
+  }
+  // Each element's parameter set is in its env; the element's value wins.
+  EXPECT_EQ(store_->GetJob((*ids)[0])->spec.env,
+            (std::map<std::string, std::string>{{"EPOCHS", "3"}, {"LR", "0.1"}}));
+  EXPECT_EQ(store_->GetJob((*ids)[1])->spec.env.at("EPOCHS"), "5");
+  EXPECT_EQ(store_->GetJob((*ids)[2])->spec.env.size(), 1U);
+  JobFilter filter;
+  filter.array_id = (*ids)[0];
+  auto listed = store_->ListJobs(filter);
+  ASSERT_TRUE(listed.has_value());
+  EXPECT_EQ(listed->size(), 3U);
+  EXPECT_EQ(store_->PendingJobs()->size(), 4U);
+  // The next submission's id follows the array's.
+  EXPECT_EQ(*store_->CreateJob(Spec("after"), 1700), (*ids)[2] + 1);
+}
+
+TEST_F(SqliteStoreTest, CancellingAnArrayCancelsWhatWaitsAndStopsWhatRuns) {
+  model::JobSpec spec = Spec("sweep");
+  spec.array = model::JobArray{10, 4, {}};
+  auto ids = *store_->CreateJobs(spec, 1500, "alice");
+  EXPECT_EQ(store_->GetJob(ids[3])->spec.array_element->index, 13U);
+  Place(ids[0], 1);
+  ASSERT_TRUE(store_->CancelJob(ids[1], "alice", 2500).has_value());
+  auto done = store_->CancelArray(ids[0], "bob", 3000);
+  ASSERT_TRUE(done.has_value()) << done.error().message;
+  EXPECT_EQ(done->tenant, "default");
+  EXPECT_EQ(done->cancelled, 2U);  // ids[2], ids[3]; ids[1] was already cancelled
+  EXPECT_EQ(done->stopping, 1U);   // ids[0] is placed: its run is asked to stop
+  EXPECT_EQ(store_->GetJob(ids[3])->state, model::JobState::kCancelled);
+  EXPECT_TRUE(store_->GetJob(ids[0])->cancel_requested);
+  EXPECT_TRUE(store_->GetJob(ids[0])->runs.at(0).stop_requested);
+  auto again = store_->CancelArray(ids[0], "bob", 3100);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->cancelled + again->stopping, 1U);  // the stopping one, asked again
+  auto single = *store_->CreateJob(Spec("single"), 3200);
+  auto not_array = store_->CancelArray(single, "bob", 3300);
+  ASSERT_FALSE(not_array.has_value());
+  EXPECT_EQ(not_array.error().code, Code::kNotFound);
+  EXPECT_EQ(store_->GetJob(single)->state, model::JobState::kPending);
+}
+
+TEST_F(SqliteStoreTest, ConcurrentSubmissionsAreEachStoredOnceAndARefusalLeavesTheOthers) {
+  constexpr int kThreads = 8;
+  constexpr int kEach = 25;
+  std::vector<std::thread> threads;
+  std::mutex mu;
+  std::set<std::int64_t> ids;
+  std::atomic<int> refused{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        model::JobSpec spec = Spec(fmt::format("t{}-{}", t, i));
+        // Every fifth of thread 0's goes to a queue the policy lacks.
+        if (t == 0 && i % 5 == 0) spec.queue = "missing";
+        if (t == 1 && i % 5 == 0) spec.array = model::JobArray{0, 10, {}};
+        auto got = store_->CreateJobs(spec, 2000 + i, "alice");
+        if (!got) {
+          EXPECT_EQ(got.error().field, "queue");
+          refused.fetch_add(1);
+          continue;
+        }
+        std::lock_guard lock(mu);
+        for (auto id : *got) EXPECT_TRUE(ids.insert(id).second) << "id " << id << " twice";
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(refused.load(), kEach / 5);
+  const std::size_t jobs = kThreads * kEach - kEach / 5 + (kEach / 5) * 9;
+  EXPECT_EQ(ids.size(), jobs);
+  const auto stats = store_->commit_stats();
+  EXPECT_EQ(stats.submissions, static_cast<std::uint64_t>(kThreads * kEach));
+  EXPECT_LE(stats.commits, stats.submissions);
+  Reopen();
+  JobFilter all;
+  all.limit = 10'000;
+  auto listed = store_->ListJobs(all);
+  ASSERT_TRUE(listed.has_value());
+  EXPECT_EQ(listed->size(), jobs);
+  for (const auto& j : *listed) EXPECT_TRUE(ids.contains(j.id)) << j.id;
 }
 
 }  // namespace
