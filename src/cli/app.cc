@@ -118,6 +118,8 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
                    "only jobs in these states, comma-separated (e.g. Pending,Running)");
   jobs->add_option("--queue", filter.queue, "only jobs in this queue");
   jobs->add_option("--tenant", filter.tenant, "only jobs of this tenant");
+  jobs->add_option("--array", filter.array, "only the elements of this job array (its id)")
+      ->check(CLI::PositiveNumber);
   checks[jobs] = [&] {
     auto states = NormalizeStates(states_flag);
     if (!states) return PrintError(env, kExitUsage, FormatError(states.error()));
@@ -145,9 +147,14 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
     return ExplainJob(api, job_id, lang, out);
   };
 
-  auto* cancel = app.add_subcommand("cancel", "cancel a job");
+  bool cancel_array = false;
+  auto* cancel = app.add_subcommand("cancel", "cancel a job, or every element of a job array");
   AddJobId(cancel, job_id);
-  actions[cancel] = [&](ApiClient& api, const Output& out) { return CancelJob(api, job_id, out); };
+  cancel->add_flag("--array", cancel_array,
+                   "ID is a job array's id: cancel every element that has not finished");
+  actions[cancel] = [&](ApiClient& api, const Output& out) {
+    return cancel_array ? CancelArray(api, job_id, out) : CancelJob(api, job_id, out);
+  };
 
   int replica = 0;
   bool follow = false;

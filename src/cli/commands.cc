@@ -78,6 +78,11 @@ Result<std::string> NormalizeStates(std::string_view states) {
 Status SubmitJob(ApiClient& api, const std::string& spec, const Output& output) {
   auto job = api.Post("/v1/jobs", spec, "application/yaml");
   return Show(job, output, [&](const json& r) {
+    if (r.contains("array") && r["array"].is_object()) {
+      return fmt::format("array {} submitted ({}): {} jobs, {} to {}\n", IntText(r, "id"),
+                         Text(r, "name"), IntText(r, "array.size"), IntText(r, "array.jobs.first"),
+                         IntText(r, "array.jobs.last"));
+    }
     return fmt::format("job {} submitted ({})\n", IntText(r, "id"), Text(r, "name"));
   });
 }
@@ -85,7 +90,10 @@ Status SubmitJob(ApiClient& api, const std::string& spec, const Output& output) 
 Status ListJobs(ApiClient& api, const JobFilter& filter, const Output& output) {
   auto jobs = api.Get(
       "/v1/jobs" +
-      QueryString({{"state", filter.states}, {"queue", filter.queue}, {"tenant", filter.tenant}}));
+      QueryString({{"state", filter.states},
+                   {"queue", filter.queue},
+                   {"tenant", filter.tenant},
+                   {"array", filter.array == 0 ? std::string() : std::to_string(filter.array)}}));
   return Show(jobs, output, [&](const json& r) { return RenderJobs(r, output.clock.NowMs()); });
 }
 
@@ -117,6 +125,14 @@ Status CancelJob(ApiClient& api, std::uint64_t id, const Output& output) {
     output.out << fmt::format("job {} cancelling\n", id);
   }
   return Ok();
+}
+
+Status CancelArray(ApiClient& api, std::uint64_t id, const Output& output) {
+  auto done = api.Post(fmt::format("/v1/arrays/{}/cancel", id), "", "application/json");
+  return Show(done, output, [&](const json& r) {
+    return fmt::format("array {}: {} cancelled, {} stopping\n", id, IntText(r, "cancelled"),
+                       IntText(r, "stopping"));
+  });
 }
 
 Status StreamLogs(ApiClient& api, std::uint64_t id, std::optional<int> replica, bool follow,

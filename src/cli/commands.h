@@ -32,6 +32,7 @@ struct JobFilter {
   std::string states;  // canonical, comma-separated ("Pending,Running") or empty
   std::string queue;
   std::string tenant;
+  std::uint64_t array = 0;  // 0: any
 };
 
 // "pending,RUNNING" -> "Pending,Running"; unknown names are an error that
@@ -43,6 +44,8 @@ Status SubmitJob(ApiClient& api, const std::string& spec, const Output& output);
 Status ListJobs(ApiClient& api, const JobFilter& filter, const Output& output);
 Status ShowJob(ApiClient& api, std::uint64_t id, const Output& output);
 Status CancelJob(ApiClient& api, std::uint64_t id, const Output& output);
+// `berth cancel --array ID`: POST /v1/arrays/{id}/cancel.
+Status CancelArray(ApiClient& api, std::uint64_t id, const Output& output);
 // `berth why`: the job's reason in `lang` ("en" or "zh"), its numbers and the
 // timeline events that explain it (GET /v1/jobs/{id}/why).
 Status ExplainJob(ApiClient& api, std::uint64_t id, const std::string& lang, const Output& output);

@@ -162,6 +162,12 @@ std::string RenderJob(const json& job, std::int64_t now_ms) {
   std::string out;
   Line(out, "Job", fmt::format("{} ({})", IntText(job, "id"), FirstOf(job, "name")));
   Line(out, "Tenant/Queue", FirstOf(job, "tenant") + "/" + FirstOf(job, "queue"));
+  if (job.contains("array") && job["array"].is_object()) {
+    Line(out, "Array",
+         fmt::format("{}, index {} of {} (berth jobs --array {})", IntText(job, "array.id"),
+                     IntText(job, "array.index"), IntText(job, "array.size"),
+                     IntText(job, "array.id")));
+  }
   Line(out, "State", StateWithReason(job));
   // The scheduling policy version it was placed under (docs/policy.md).
   if (auto policy = Int(job, "policy_version")) Line(out, "Policy", fmt::format("v{}", *policy));

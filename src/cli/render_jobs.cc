@@ -48,9 +48,13 @@ std::string RenderJobs(const json& response, std::int64_t now_ms) {
   for (const auto& job : jobs) {
     std::string reason = Text(job, "reason.message");
     if (reason == "-") reason = Text(job, "reason.code");
-    table.AddRow({IntText(job, "id"), JobText(job, "name"), JobText(job, "tenant"),
-                  JobText(job, "queue"), Text(job, "state"), JobGpus(job),
-                  AgeSince(now_ms, Int(job, "submitted_at_ms")),
+    // An array's element: its name with its index, as sweep[3].
+    std::string name = JobText(job, "name");
+    if (job.contains("array") && job["array"].is_object()) {
+      name += "[" + IntText(job, "array.index") + "]";
+    }
+    table.AddRow({IntText(job, "id"), name, JobText(job, "tenant"), JobText(job, "queue"),
+                  Text(job, "state"), JobGpus(job), AgeSince(now_ms, Int(job, "submitted_at_ms")),
                   Truncate(OneLine(reason), kReasonWidth)});
   }
   return table.Render();

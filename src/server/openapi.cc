@@ -16,7 +16,7 @@ std::string_view OpenApiDocument() {
     "/v1/jobs": {
       "post": {
         "summary": "Submit a job",
-        "description": "The body is a job spec in YAML or JSON (docs/jobs.md). The job is acknowledged (201) only once it is durable.",
+        "description": "The body is a job spec in YAML or JSON (docs/jobs.md). The job is acknowledged (201) only once it is durable; submissions that arrive together share one commit. A spec with array: stores every element as a job of its own, all or none, and answers with the first (its array field gives the array's id, size and jobs.first..jobs.last; Location is /v1/jobs?array=ID).",
         "requestBody": {"required": true, "content": {"application/yaml": {"schema": {"$ref": "#/components/schemas/JobSpecInput"}}, "application/json": {"schema": {"$ref": "#/components/schemas/JobSpecInput"}}}},
         "responses": {
           "201": {"description": "Accepted and stored", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Job"}}}},
@@ -31,6 +31,7 @@ std::string_view OpenApiDocument() {
           {"name": "state", "in": "query", "schema": {"type": "string"}, "description": "Comma-separated states: Pending, Scheduled, Running, Succeeded, Failed, Cancelled"},
           {"name": "tenant", "in": "query", "schema": {"type": "string"}},
           {"name": "queue", "in": "query", "schema": {"type": "string"}},
+          {"name": "array", "in": "query", "schema": {"type": "integer"}, "description": "Only the elements of this job array (its id: its first element's job id)"},
           {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 1000}}
         ],
         "responses": {"200": {"description": "Jobs", "content": {"application/json": {"schema": {"type": "object", "properties": {"jobs": {"type": "array", "items": {"$ref": "#/components/schemas/Job"}}}}}}}}
@@ -49,6 +50,14 @@ std::string_view OpenApiDocument() {
         "description": "A pending job is cancelled at once; a running one gets SIGTERM to its process group, then SIGKILL after the grace period, and becomes Cancelled when every replica has exited.",
         "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}}],
         "responses": {"200": {"description": "The job after the request", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Job"}}}}, "404": {"description": "No such job"}, "409": {"description": "Already finished"}}
+      }
+    },
+    "/v1/arrays/{id}/cancel": {
+      "post": {
+        "summary": "Cancel every element of a job array",
+        "description": "An array's id is its first element's job id. Each element that has not finished is cancelled as POST /v1/jobs/{id}/cancel cancels a job, all in one transaction. The array's tenant only: another tenant's member gets 404.",
+        "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}}],
+        "responses": {"200": {"description": "What was done", "content": {"application/json": {"schema": {"type": "object", "properties": {"array": {"type": "integer"}, "cancelled": {"type": "integer", "description": "Elements cancelled before they started"}, "stopping": {"type": "integer", "description": "Elements whose runs were asked to stop"}}}}}}, "404": {"description": "No such array"}}
       }
     },
     "/v1/jobs/{id}/logs": {
@@ -524,7 +533,10 @@ std::string_view OpenApiDocument() {
             "cpu": {"type": "string", "example": "16"},
             "memory": {"type": "string", "example": "128Gi"}}},
           "priority": {"type": "string", "enum": ["low", "normal", "high", "critical"]},
-          "max_runtime": {"type": "string", "example": "12h"}
+          "max_runtime": {"type": "string", "example": "12h"},
+          "array": {"description": "Submit a job array: a count (100), an inclusive range of indices (\"0-9999\"), or a list of parameter sets, each env added to one element; at most 100000 elements. Each element gets BERTH_ARRAY_ID, BERTH_ARRAY_INDEX and BERTH_ARRAY_SIZE.",
+            "oneOf": [{"type": "integer", "minimum": 1, "maximum": 100000}, {"type": "string", "example": "0-9999"},
+                      {"type": "array", "minItems": 1, "maxItems": 100000, "items": {"type": "object", "additionalProperties": {"type": "string"}}}]}
         }
       },
       "Reason": {"type": "object", "properties": {"code": {"type": "string"}, "counts": {"type": "object", "additionalProperties": {"type": "integer"}}, "detail": {"type": "string"}, "message": {"type": "string"}}},
@@ -547,6 +559,7 @@ std::string_view OpenApiDocument() {
         "cancel_requested": {"type": "boolean"},
         "policy_version": {"type": "integer", "nullable": true, "description": "The policy version the job was last scheduled under"},
         "spec": {"type": "object"},
+        "array": {"type": ["object", "null"], "description": "For an element of a job array: the array's id (its first element's job id), this element's index and the array's size; in a submission's answer also jobs.first and jobs.last", "properties": {"id": {"type": "integer"}, "index": {"type": "integer"}, "size": {"type": "integer"}}},
         "placement": {"type": "array", "description": "The runs of the current attempt", "items": {"$ref": "#/components/schemas/Run"}},
         "runs": {"type": "array", "description": "Every attempt's runs (job detail only)", "items": {"$ref": "#/components/schemas/Run"}},
         "timeline": {"type": "array", "items": {"type": "object", "properties": {"time_ms": {"type": "integer"}, "state": {"type": "string"}, "event": {"type": "string"}, "message": {"type": "string"}, "policy_version": {"type": "integer", "nullable": true}}}},

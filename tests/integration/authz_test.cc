@@ -58,6 +58,7 @@ struct CallerId {
 struct World {
   std::map<std::string, std::int64_t> job;    // tenant -> a running job
   std::map<std::string, std::int64_t> quota;  // tenant -> a quota request
+  std::map<std::string, std::int64_t> array;  // tenant -> a job array's id
   std::string node;
   std::string gpu_uuid;  // a GPU of `node`
   std::string admin_token;
@@ -120,8 +121,14 @@ std::vector<Route> Routes() {
       return "/v1/jobs/" + std::to_string(w.job.at(t)) + suffix;
     };
   };
+  auto array = [](std::string suffix) {
+    return [suffix](const World& w, const std::string& t) {
+      return "/v1/arrays/" + std::to_string(w.array.at(t)) + suffix;
+    };
+  };
   std::vector<Route> r;
   r.push_back({"GET", "/healthz", Kind::kPublic, fixed("/healthz")});
+  r.push_back({"POST", "/v1/arrays/{id}/cancel", Kind::kObjectWrite, array("/cancel")});
   r.push_back({"GET", "/v1/openapi.json", Kind::kPublic, fixed("/v1/openapi.json")});
   r.push_back({"POST", "/v1/jobs", Kind::kSubmit, fixed("/v1/jobs"),
                [](const World&, const std::string& t, int n) {
@@ -315,6 +322,10 @@ TEST_F(AuthzTest, EveryEndpointRoleAndTenantIsAllowedOrDeniedAsDocumented) {
     ASSERT_GT(w.job[t], 0);
     // Running, so that its outputs (an empty directory) are on the node.
     ASSERT_TRUE(berthd.WaitForState(w.job[t], "Running", 20s)) << berthd.Job(w.job[t]).dump(2);
+    // Two elements that wait (the node's other GPUs are fewer than 8).
+    w.array[t] = berthd.Submit(JobSpecJson(t + "-array", {"sleep", "300"}, 8,
+                                           {{"tenant", t}, {"queue", "main"}, {"array", 2}}));
+    ASSERT_GT(w.array[t], 0);
     auto q = admin.Post(
         "/v1/quota-requests",
         json{{"queue", t + "/main"}, {"resource", "gpus"}, {"guaranteed", 2}, {"reason", "matrix"}}

@@ -48,7 +48,7 @@ TEST(RequestDecode, AnUnknownParameterIsNamedWithTheAcceptedOnes) {
   EXPECT_EQ(e.code, Code::kInvalidArgument);
   EXPECT_EQ(e.field, "colour");
   EXPECT_NE(e.message.find("unknown query parameter 'colour'"), std::string::npos) << e.message;
-  EXPECT_NE(e.message.find("accepted: state, tenant, queue, limit"), std::string::npos)
+  EXPECT_NE(e.message.find("accepted: state, tenant, queue, array, limit"), std::string::npos)
       << e.message;
   e = QueryError("GET", "/v1/nodes", "verbose=1");
   EXPECT_NE(e.message.find("takes no query parameters"), std::string::npos) << e.message;
