@@ -8,9 +8,15 @@
 //      the previous one to finish), command `true`, first with 0 GPUs, then
 //      with 1. Latency is placement[0].started_at_ms (the shim's exec time,
 //      wall clock) minus the client's wall clock just before the POST.
-//   2. Sustained acknowledged submissions: --clients clients POST jobs for
-//      --seconds seconds. Every job needs all 8 GPUs and sleeps, so one runs
-//      and the rest queue; afterwards they are cancelled.
+//   2. Sustained acknowledged submissions: for each count in --clients
+//      (e.g. 1,4,16), that many clients POST jobs for --seconds seconds.
+//      Every job needs all 8 GPUs and sleeps, so one runs and the rest
+//      queue, and the queue grows from one run to the next. --prefill first
+//      fills the queue with that many pending jobs (as arrays), so the rate
+//      is measured behind a deep queue. Group commit's counters (/metrics)
+//      give the submissions per commit.
+//   3. Arrays: one array of --array elements (8-GPU jobs that queue), its
+//      acknowledgement time, --array-runs times.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -18,8 +24,10 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -174,9 +182,37 @@ Throughput SustainedSubmits(const Berthd& berthd, int clients, int seconds) {
   return out;
 }
 
+// Submits an array of `size` 8-GPU jobs that queue; returns its id and the
+// time to its acknowledgement, or nullopt (reported) when refused.
+std::optional<std::pair<std::int64_t, double>> SubmitArray(const Berthd& berthd,
+                                                           const std::string& name, int size) {
+  json spec = json::parse(Spec(name, {"sleep", "600"}, 8));
+  spec["array"] = size;
+  const double t = SteadyMs();
+  auto r = berthd.http().Post("/v1/jobs", spec.dump());
+  const double ms = SteadyMs() - t;
+  if (r.status != 201) {
+    std::cerr << fmt::format("array {} refused: HTTP {} {}\n", name, r.status, r.text);
+    return std::nullopt;
+  }
+  return std::pair{r.body.at("id").get<std::int64_t>(), ms};
+}
+
+// A counter from berthd's /metrics, 0 when absent.
+double MetricValue(const Berthd& berthd, std::string_view name) {
+  auto r = berthd.http().Get("/metrics");
+  const std::string& text = r.text;
+  for (std::size_t at = text.find(name); at != std::string::npos; at = text.find(name, at + 1)) {
+    if ((at > 0 && text[at - 1] != '\n') || text.compare(at + name.size(), 1, " ") != 0) continue;
+    return std::strtod(text.c_str() + at + name.size() + 1, nullptr);
+  }
+  return 0;
+}
+
 // Cancels every job that is not finished, `clients` at a time.
 std::size_t CancelUnfinished(const Berthd& berthd, int clients) {
-  auto r = berthd.http().Get("/v1/jobs?state=Pending,Scheduled,Running&limit=10000");
+  // The queue may be deeper than one page: the jobs holding GPUs first.
+  auto r = berthd.http().Get("/v1/jobs?state=Scheduled,Running&limit=10000");
   if (r.status != 200) return 0;
   std::vector<std::int64_t> ids;
   for (const auto& j : r.body.at("jobs")) ids.push_back(j.at("id").get<std::int64_t>());
@@ -207,13 +243,24 @@ int Run(int argc, char** argv) {
       "berth-submit-bench: submit-to-start latency and sustained submission rate of an "
       "all-in-one berthd it starts itself"};
   int jobs = 1000;
-  int clients = 16;
+  std::vector<int> client_counts{16};
   int seconds = 10;
+  int prefill = 0;
+  int array = 10'000;
+  int array_runs = 3;
   std::string berthd_path;
   app.add_option("--jobs", jobs, "jobs per latency run (0 GPUs, then 1 GPU)")
       ->capture_default_str();
-  app.add_option("--clients", clients, "concurrent clients for the submission rate")
+  app.add_option("--clients", client_counts,
+                 "concurrent clients for the submission rate; several (1,4,16) run one after "
+                 "another")
+      ->delimiter(',')
       ->capture_default_str();
+  app.add_option("--prefill", prefill, "pending jobs to queue (as arrays) before the rate runs")
+      ->capture_default_str();
+  app.add_option("--array", array, "elements of the array whose acknowledgement is timed; 0: none")
+      ->capture_default_str();
+  app.add_option("--array-runs", array_runs, "how many such arrays")->capture_default_str();
   app.add_option("--seconds", seconds, "how long to measure the submission rate")
       ->capture_default_str();
   app.add_option("--berthd", berthd_path, "berthd to run (default: the one beside this binary)");
@@ -244,16 +291,61 @@ int Run(int argc, char** argv) {
   PrintLatency("1 GPU", lat1);
   std::cout.flush();
 
-  auto tp = SustainedSubmits(berthd, clients, seconds);
-  double rate = tp.seconds > 0 ? static_cast<double>(tp.acked) / tp.seconds : 0;
-  std::cout << fmt::format(
-      "\nacknowledged submissions, {} clients, {:.1f} s (8-GPU jobs that queue)\n", clients,
-      tp.seconds);
-  std::cout << fmt::format(
-      "  acked {}   refused/failed {}   {:.0f} acks/s   submit p50 {:.1f} ms   "
-      "p99 {:.1f} ms   max {:.1f} ms\n",
-      tp.acked, tp.refused, rate, tp.latency.p50, tp.latency.p99, tp.latency.max);
-  auto cancelled = CancelUnfinished(berthd, clients);
+  std::size_t prefilled = 0;
+  for (int n = 0; static_cast<int>(prefilled) < prefill; ++n) {
+    const int size = std::min(10'000, prefill - static_cast<int>(prefilled));
+    auto a = SubmitArray(berthd, fmt::format("prefill{}", n), size);
+    if (!a) break;
+    prefilled += static_cast<std::size_t>(size);
+  }
+  if (prefill > 0) std::cout << fmt::format("\nqueue prefilled with {} pending jobs\n", prefilled);
+
+  json rates = json::array();
+  const int max_clients = *std::max_element(client_counts.begin(), client_counts.end());
+  for (int clients : client_counts) {
+    const double commits0 = MetricValue(berthd, "berth_store_submit_commits_total");
+    const double subs0 = MetricValue(berthd, "berth_store_submissions_committed_total");
+    auto tp = SustainedSubmits(berthd, clients, seconds);
+    const double commits = MetricValue(berthd, "berth_store_submit_commits_total") - commits0;
+    const double subs = MetricValue(berthd, "berth_store_submissions_committed_total") - subs0;
+    double rate = tp.seconds > 0 ? static_cast<double>(tp.acked) / tp.seconds : 0;
+    std::cout << fmt::format(
+        "\nacknowledged submissions, {} clients, {:.1f} s (8-GPU jobs that queue)\n", clients,
+        tp.seconds);
+    std::cout << fmt::format(
+        "  acked {}   refused/failed {}   {:.0f} acks/s   submit p50 {:.1f} ms   "
+        "p99 {:.1f} ms   max {:.1f} ms   p50 first/last tenth {:.1f}/{:.1f} ms   "
+        "{:.2f} submissions per commit\n",
+        tp.acked, tp.refused, rate, tp.latency.p50, tp.latency.p99, tp.latency.max,
+        tp.latency.first_p50, tp.latency.last_p50, commits > 0 ? subs / commits : 0.0);
+    std::cout.flush();
+    rates.push_back({{"clients", clients},
+                     {"seconds", Round1(tp.seconds)},
+                     {"acked", tp.acked},
+                     {"refused", tp.refused},
+                     {"acks_per_s", Round1(rate)},
+                     {"submissions_per_commit", commits > 0 ? Round1(subs / commits) : 0.0},
+                     {"latency", ToJson(tp.latency)}});
+  }
+
+  std::vector<double> array_ms;
+  std::vector<std::int64_t> arrays;
+  for (int i = 0; array > 0 && i < array_runs; ++i) {
+    auto a = SubmitArray(berthd, fmt::format("sweep{}", i), array);
+    if (!a) continue;
+    arrays.push_back(a->first);
+    array_ms.push_back(a->second);
+  }
+  auto arr = Summarise(array_ms);
+  if (!array_ms.empty()) {
+    std::cout << fmt::format(
+        "\narray of {} elements, acknowledged in: median {:.1f} ms, max {:.1f} ms ({} runs)\n",
+        array, arr.p50, arr.max, arr.n);
+  }
+  for (auto id : arrays) {
+    (void)berthd.http().Post(fmt::format("/v1/arrays/{}/cancel", id), "", "application/json");
+  }
+  auto cancelled = CancelUnfinished(berthd, max_clients);
   std::cout << fmt::format("  cleaned up: {} unfinished jobs cancelled\n", cancelled);
   std::cout.flush();
   berthd.Stop();
@@ -262,13 +354,9 @@ int Run(int argc, char** argv) {
               {"jobs", jobs},
               {"latency_0gpu", ToJson(lat0)},
               {"latency_1gpu", ToJson(lat1)},
-              {"submit",
-               {{"clients", clients},
-                {"seconds", Round1(tp.seconds)},
-                {"acked", tp.acked},
-                {"refused", tp.refused},
-                {"acks_per_s", Round1(rate)},
-                {"latency", ToJson(tp.latency)}}}};
+              {"prefilled", prefilled},
+              {"submit", rates},
+              {"array", {{"size", array}, {"ack_ms", ToJson(arr)}}}};
   std::cout << result.dump() << '\n';
   bool ok = lat0.n == static_cast<std::size_t>(jobs) && lat1.n == static_cast<std::size_t>(jobs);
   return ok ? 0 : 1;
