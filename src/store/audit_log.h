@@ -13,6 +13,7 @@
 // right after the commit). Verify checks the chain against both.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -85,6 +86,9 @@ struct AuditVerdict {
   std::vector<std::string> notes;
 };
 
+// Records one audit transaction stores at most (group commit).
+inline constexpr std::size_t kMaxAuditBatch = 64;
+
 class AuditLog {
  public:
   // Opens `<data_dir>/berth.db` (creating the table if needed) on a second
@@ -94,7 +98,10 @@ class AuditLog {
   // Assigns seq, prev_hash and hash, and returns once the record is
   // committed (synchronous=FULL) and the head file replaced. The new record
   // chains from the remembered head, not from whatever row is last, so rows
-  // removed behind Berth's back leave a gap that Verify finds.
+  // removed behind Berth's back leave a gap that Verify finds. Records
+  // appended concurrently may share one transaction and one head-file
+  // write (group commit), in the order they queued; each call returns only
+  // once its record is durable.
   [[nodiscard]] Result<AuditEntry> Append(AuditEntry entry);
   [[nodiscard]] Result<std::vector<AuditEntry>> Query(const AuditFilter& filter);
   // Recomputes the whole chain and checks it against both remembered heads.
@@ -108,6 +115,20 @@ class AuditLog {
   Result<std::optional<AuditHead>> MetaHead();
   Result<std::optional<AuditHead>> FileHead() const;
   Status WriteFileHead(const AuditHead& head) const;
+  // One Append waiting for its group commit.
+  struct Pending {
+    AuditEntry* entry = nullptr;
+    Status status = {};
+    bool done = false;
+  };
+  // Chains and stores a batch in one transaction, with mu_ held.
+  Status CommitBatch(const std::vector<Pending*>& batch);
+
+  // The group commit's queue (as SqliteStore::CreateJobs).
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::vector<Pending*> queued_;
+  bool committing_ = false;
 
   std::mutex mu_;
   Database db_;

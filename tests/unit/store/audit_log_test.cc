@@ -10,6 +10,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <set>
+#include <thread>
 
 #include "store/sqlite_store.h"
 
@@ -304,6 +307,53 @@ TEST_F(AuditLogTest, AHeadFileOneBehindIsANoteNotTampering) {
   auto v = Verify();
   EXPECT_TRUE(v.ok) << v.problem;
   EXPECT_EQ(v.notes.size(), 1u);
+}
+
+TEST_F(AuditLogTest, AHeadFileBehindByTheLastBatchIsANoteAndFurtherBehindIsTampering) {
+  AppendN(5);
+  // As if records 3..5 were committed in one batch and berthd died before
+  // the head file was written.
+  Tamper("UPDATE meta SET value='3' WHERE key='audit_batch_first';");
+  auto second = Row(2);
+  std::ofstream(log_->head_path(), std::ios::trunc)
+      << R"({"seq":2,"hash":")" << second.hash << "\"}\n";
+  auto v = Verify();
+  EXPECT_TRUE(v.ok) << v.problem;
+  ASSERT_EQ(v.notes.size(), 1u);
+  EXPECT_NE(v.notes[0].find("3 records behind"), std::string::npos) << v.notes[0];
+  // Behind by more than that batch: records added behind Berth's back.
+  auto first = Row(1);
+  std::ofstream(log_->head_path(), std::ios::trunc)
+      << R"({"seq":1,"hash":")" << first.hash << "\"}\n";
+  v = Verify();
+  EXPECT_FALSE(v.ok);
+  EXPECT_EQ(v.first_bad_seq, 2) << v.problem;
+}
+
+TEST_F(AuditLogTest, ConcurrentAppendsMakeOneGaplessChain) {
+  constexpr int kThreads = 8;
+  constexpr int kEach = 30;
+  std::vector<std::thread> threads;
+  std::mutex mu;
+  std::set<std::int64_t> seqs;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        auto e = log_->Append(Entry(t * kEach + i));
+        ASSERT_TRUE(e.has_value()) << e.error().message;
+        std::lock_guard lock(mu);
+        EXPECT_TRUE(seqs.insert(e->seq).second) << "seq " << e->seq << " twice";
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_EQ(seqs.size(), static_cast<std::size_t>(kThreads * kEach));
+  EXPECT_EQ(*seqs.begin(), 1);
+  EXPECT_EQ(*seqs.rbegin(), kThreads * kEach);
+  auto v = Verify();
+  EXPECT_TRUE(v.ok) << v.problem;
+  EXPECT_TRUE(v.notes.empty());
+  EXPECT_EQ(v.records, kThreads * kEach);
 }
 
 TEST_F(AuditLogTest, RowsAddedBehindBerthsBackAreFound) {
