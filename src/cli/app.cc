@@ -276,6 +276,12 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
   alert_rules_apply->add_option("FILE", alert_rules_path, "alert rules YAML; - reads stdin")
       ->required();
   alert_rules_apply->add_option("--comment", alert_rules_comment, "why, for the audit");
+  std::int64_t alert_rules_base = 0;
+  alert_rules_apply
+      ->add_option("--base", alert_rules_base,
+                   "the version the file was written against: refused (409) if another "
+                   "version was applied since")
+      ->check(CLI::PositiveNumber);
   checks[alert_rules_apply] = [&] {
     auto read = ReadSpec(alert_rules_path, env.in, "alert rules");
     if (!read) return PrintError(env, kExitError, FormatError(read.error()));
@@ -283,7 +289,7 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
     return kExitOk;
   };
   actions[alert_rules_apply] = [&](ApiClient& api, const Output& out) {
-    return ApplyAlertRules(api, alert_rules_text, alert_rules_comment, out);
+    return ApplyAlertRules(api, alert_rules_text, alert_rules_comment, alert_rules_base, out);
   };
   auto* alert_deliveries =
       alert->add_subcommand("deliveries", "recent webhook deliveries: pending, delivered, failed");
@@ -707,6 +713,12 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
       price->add_subcommand("apply", "make a price file the new version, in effect from now");
   price_apply->add_option("FILE", price_path, "price table YAML; - reads stdin")->required();
   price_apply->add_option("--comment", price_comment, "why, for the version list");
+  std::int64_t price_base = 0;
+  price_apply
+      ->add_option("--base", price_base,
+                   "the version the file was written against: refused (409) if another "
+                   "version was applied since")
+      ->check(CLI::PositiveNumber);
   checks[price_apply] = [&] {
     auto read = ReadSpec(price_path, env.in, "price table");
     if (!read) return PrintError(env, kExitError, FormatError(read.error()));
@@ -714,7 +726,7 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
     return kExitOk;
   };
   actions[price_apply] = [&](ApiClient& api, const Output& out) {
-    return ApplyPrices(api, price_text, price_comment, out);
+    return ApplyPrices(api, price_text, price_comment, price_base, out);
   };
   std::int64_t price_version = 0;
   auto* price_show = price->add_subcommand("show", "the active price table (or --version N)");

@@ -83,8 +83,9 @@ Status CordonTarget(ApiClient& api, const std::string& action, const std::string
 Status ListAlerts(ApiClient& api, bool all, const std::string& kind, const Output& output);
 Status ResolveAlert(ApiClient& api, std::int64_t id, const Output& output);
 Status ShowAlertRules(ApiClient& api, const Output& output);
+// `base` > 0: refused (409) unless it is still the newest version.
 Status ApplyAlertRules(ApiClient& api, const std::string& yaml, const std::string& comment,
-                       const Output& output);
+                       std::int64_t base, const Output& output);
 Status ListAlertDeliveries(ApiClient& api, const Output& output);
 void PrintVersion(const Output& output);
 
@@ -237,8 +238,9 @@ Result<std::string> UsageTimeQuery(const std::string& text, const std::string& f
 // GET /v1/usage: one row per group with GPU-hours, used and idle ("—" until
 // telemetry exists), cost and runs, then the total; or CSV, or the JSON.
 Status ShowUsage(ApiClient& api, const UsageQuery& query, const Output& output);
+// `base` > 0: refused (409) unless it is still the newest version.
 Status ApplyPrices(ApiClient& api, const std::string& yaml, const std::string& comment,
-                   const Output& output);
+                   std::int64_t base, const Output& output);
 Status ShowPrices(ApiClient& api, std::optional<std::int64_t> version, const Output& output);
 struct BudgetArgs {
   std::string tenant;

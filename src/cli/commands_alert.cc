@@ -83,9 +83,11 @@ Status ShowAlertRules(ApiClient& api, const Output& output) {
 }
 
 Status ApplyAlertRules(ApiClient& api, const std::string& yaml, const std::string& comment,
-                       const Output& output) {
-  auto r =
-      api.Post("/v1/alert-rules" + QueryString({{"comment", comment}}), yaml, "application/yaml");
+                       std::int64_t base, const Output& output) {
+  auto r = api.Post(
+      "/v1/alert-rules" + QueryString({{"comment", comment},
+                                       {"base_version", base > 0 ? std::to_string(base) : ""}}),
+      yaml, "application/yaml");
   if (!r) return std::unexpected(r.error());
   PrintOrJson(
       output, *r,

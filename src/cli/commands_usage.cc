@@ -146,9 +146,11 @@ Status ShowUsage(ApiClient& api, const UsageQuery& q, const Output& output) {
 }
 
 Status ApplyPrices(ApiClient& api, const std::string& yaml, const std::string& comment,
-                   const Output& output) {
+                   std::int64_t base, const Output& output) {
   auto applied =
-      api.Post("/v1/prices" + QueryString({{"comment", comment}}), yaml, "application/yaml");
+      api.Post("/v1/prices" + QueryString({{"comment", comment},
+                                           {"base_version", base > 0 ? std::to_string(base) : ""}}),
+               yaml, "application/yaml");
   if (!applied) return std::unexpected(applied.error());
   if (output.format == OutputFormat::kJson) {
     output.out << applied->dump(2) << '\n';

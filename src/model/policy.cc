@@ -25,10 +25,44 @@
 namespace berth::model {
 namespace {
 
-constexpr std::array<std::string_view, 8> kTopFields{"usage_half_life",  "min_runtime", "pools",
+constexpr std::array<std::string_view, 9> kTopFields{"usage_half_life",  "min_runtime", "pools",
                                                      "priority_classes", "queues",      "backfill",
-                                                     "consolidation",    "tenants"};
-constexpr std::array<std::string_view, 3> kTenantFields{"run_as", "storage", "container_network"};
+                                                     "consolidation",    "tenants",     "limits"};
+constexpr std::array<std::string_view, 4> kTenantFields{"run_as", "storage", "container_network",
+                                                        "limits"};
+
+// The limits (Limits), how each is written and bounded, and its default.
+struct LimitField {
+  std::string_view name;
+  std::optional<std::int64_t> Limits::*member;
+  bool bytes;  // written as a size ("1Mi")
+  std::int64_t lo;
+  std::int64_t hi;
+  std::int64_t fallback;
+};
+constexpr std::array<LimitField, 6> kLimitFields{{
+    {"pending_jobs", &Limits::pending_jobs, false, 1, kMaxPendingJobsLimit, kDefaultPendingJobs},
+    {"pending_jobs_per_member", &Limits::pending_jobs_per_member, false, 1, kMaxPendingJobsLimit,
+     kDefaultPendingJobsPerMember},
+    {"spec_bytes", &Limits::spec_bytes, true, 1024, kMaxSpecBytesLimit, kDefaultSpecBytes},
+    {"replicas_per_job", &Limits::replicas_per_job, false, 1, kMaxReplicas, kMaxReplicas},
+    {"log_bytes_per_run", &Limits::log_bytes_per_run, true, kMinLogBytesPerRun, kMaxLogBytesPerRun,
+     kDefaultLogBytesPerRun},
+    {"tokens_per_identity", &Limits::tokens_per_identity, false, 1, kMaxTokensPerIdentity,
+     kDefaultTokensPerIdentity},
+}};
+constexpr auto kLimitNames = [] {
+  std::array<std::string_view, kLimitFields.size()> names{};
+  for (std::size_t i = 0; i < kLimitFields.size(); ++i) names[i] = kLimitFields[i].name;
+  return names;
+}();
+
+const LimitField& LimitFieldOf(std::optional<std::int64_t> Limits::*member) {
+  for (const auto& f : kLimitFields) {
+    if (f.member == member) return f;
+  }
+  return kLimitFields[0];  // unreachable: every member of Limits is listed
+}
 constexpr std::array<std::string_view, 2> kGrantFields{"path", "access"};
 constexpr std::array<std::string_view, 5> kRunAsFields{"user", "uid", "gid", "groups",
                                                        "allow_root"};
@@ -257,10 +291,40 @@ class Parser {
       }
     }
     if (auto n = root["tenants"]) BERTH_RETURN_IF_ERROR(Tenants(n));
+    if (auto n = root["limits"]) {
+      auto limits = LimitsSection(n, "limits");
+      if (!limits) return std::unexpected(limits.error());
+      p_.limits = *limits;
+    }
     return Ok();
   }
 
  private:
+  static Result<Limits> LimitsSection(const YAML::Node& n, const std::string& f) {
+    BERTH_RETURN_IF_ERROR(CheckMap(n, kLimitNames, f));
+    Limits limits;
+    for (const auto& lf : kLimitFields) {
+      auto v = n[std::string(lf.name)];
+      if (!v) continue;
+      const std::string field = Sub(f, lf.name);
+      if (!lf.bytes) {
+        auto i = Int(v, field, lf.lo, lf.hi);
+        if (!i) return std::unexpected(i.error());
+        limits.*lf.member = *i;
+        continue;
+      }
+      if (!v.IsScalar()) return InvalidField(field, "must be a size such as 1Mi");
+      auto b = ParseBytes(v.Scalar(), static_cast<std::uint64_t>(lf.hi));
+      if (!b) return InvalidField(field, b.error().message);
+      if (*b < static_cast<std::uint64_t>(lf.lo)) {
+        return InvalidField(field, fmt::format("{} is below the least allowed, {}", v.Scalar(),
+                                               FormatBytes(static_cast<std::uint64_t>(lf.lo))));
+      }
+      limits.*lf.member = static_cast<std::int64_t>(*b);
+    }
+    return limits;
+  }
+
   Status Tenants(const YAML::Node& n) {
     if (!n.IsMap()) return InvalidField("tenants", "must map a tenant name to its settings");
     std::set<std::string> seen;
@@ -335,6 +399,11 @@ class Parser {
                                               "only) or host (the node's network)",
                                               *v));
         }
+      }
+      if (auto l = it->second["limits"]) {
+        auto limits = LimitsSection(l, Sub(f, "limits"));
+        if (!limits) return std::unexpected(limits.error());
+        t.limits = *limits;
       }
       p_.tenants[name] = t;
     }
@@ -861,6 +930,54 @@ ContainerNetwork ContainerNetworkOf(const Policy& policy, std::string_view tenan
   return it == policy.tenants.end() ? ContainerNetwork::kPrivate : it->second.container_network;
 }
 
+EffectiveLimit LimitOf(const Policy& policy, std::string_view tenant,
+                       std::optional<std::int64_t> Limits::*field) {
+  const LimitField& lf = LimitFieldOf(field);
+  EffectiveLimit out{lf.fallback, std::string(lf.name), std::string(tenant), ""};
+  if (auto it = policy.tenants.find(out.tenant); it != policy.tenants.end()) {
+    if (const auto& v = it->second.limits.*field) {
+      out.value = *v;
+      out.setting = fmt::format("tenants.{}.limits.{}", tenant, lf.name);
+      return out;
+    }
+  }
+  if (const auto& v = policy.limits.*field) {
+    out.value = *v;
+    out.setting = fmt::format("limits.{}", lf.name);
+  }
+  return out;
+}
+
+std::string EffectiveLimit::Describe() const {
+  if (setting.empty()) {
+    return fmt::format(
+        "the default; a platform admin can raise it with tenants.{}.limits.{} in "
+        "the policy",
+        tenant, name);
+  }
+  return fmt::format("set by {} in the policy; a platform admin can raise it", setting);
+}
+
+Status CheckSpecLimits(const Policy& policy, const JobSpec& spec, std::size_t spec_bytes) {
+  const EffectiveLimit size = LimitOf(policy, spec.tenant, &Limits::spec_bytes);
+  if (spec_bytes > static_cast<std::uint64_t>(size.value)) {
+    return Fail(Code::kResourceExhausted,
+                fmt::format("this job's spec is {} bytes; tenant {} allows at most {} (limit "
+                            "spec_bytes, {}); make it smaller, e.g. keep long parameter lists "
+                            "in a file the job reads",
+                            spec_bytes, spec.tenant, size.value, size.Describe()));
+  }
+  const EffectiveLimit replicas = LimitOf(policy, spec.tenant, &Limits::replicas_per_job);
+  if (std::int64_t{spec.replicas} > replicas.value) {
+    return Fail(Code::kResourceExhausted,
+                fmt::format("this job asks for {} replicas; tenant {} allows at most {} per job "
+                            "(limit replicas_per_job, {})",
+                            spec.replicas, spec.tenant, replicas.value, replicas.Describe()),
+                "replicas");
+  }
+  return Ok();
+}
+
 RunAs RunIdentityOf(const Policy& policy, std::string_view tenant) {
   if (auto it = policy.tenants.find(std::string(tenant));
       it != policy.tenants.end() && it->second.run_as) {
@@ -870,6 +987,22 @@ RunAs RunIdentityOf(const Policy& policy, std::string_view tenant) {
   r.uid = DerivedUid(tenant);
   r.gid = *r.uid;
   return r;
+}
+
+void EmitLimits(YAML::Emitter& out, const Limits& limits) {
+  if (limits == Limits{}) return;
+  out << YAML::Key << "limits" << YAML::Value << YAML::BeginMap;
+  for (const auto& lf : kLimitFields) {
+    const auto& v = limits.*lf.member;
+    if (!v) continue;
+    out << YAML::Key << std::string(lf.name) << YAML::Value;
+    if (lf.bytes) {
+      out << FormatBytes(static_cast<std::uint64_t>(*v));
+    } else {
+      out << *v;
+    }
+  }
+  out << YAML::EndMap;
 }
 
 std::string PolicyToYaml(const Policy& p) {
@@ -934,10 +1067,12 @@ std::string PolicyToYaml(const Policy& p) {
         out << YAML::Key << "container_network" << YAML::Value
             << std::string(ContainerNetworkName(t.container_network));
       }
+      EmitLimits(out, t.limits);
       out << YAML::EndMap;
     }
     out << YAML::EndMap;
   }
+  EmitLimits(out, p.limits);
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

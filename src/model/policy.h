@@ -137,10 +137,52 @@ inline constexpr std::size_t kMaxStorageGrants = 64;
 enum class ContainerNetwork { kPrivate, kNone, kHost };
 std::string_view ContainerNetworkName(ContainerNetwork n);  // "private", "none", "host"
 
+// Bounds on what a tenant's members may create (docs/security.md), so no
+// member can exhaust the store, the scheduler or berthd's disk for the
+// others. Each is unset unless the policy sets it: at the top level for
+// every tenant, under tenants.<name>.limits for one (which wins). Unset
+// everywhere: the default below. Only a platform admin changes them.
+struct Limits {
+  std::optional<std::int64_t> pending_jobs;             // queued jobs of the tenant, all members
+  std::optional<std::int64_t> pending_jobs_per_member;  // queued jobs one identity submitted
+  std::optional<std::int64_t> spec_bytes;               // one submission's spec, as stored (JSON)
+  std::optional<std::int64_t> replicas_per_job;
+  std::optional<std::int64_t> log_bytes_per_run;    // kept per run (head and tail past it)
+  std::optional<std::int64_t> tokens_per_identity;  // live API tokens of one member
+  bool operator==(const Limits&) const = default;
+};
+
+// The defaults, and the bounds any setting must lie in.
+inline constexpr std::int64_t kDefaultPendingJobs = 1'000'000;
+inline constexpr std::int64_t kDefaultPendingJobsPerMember = 250'000;
+inline constexpr std::int64_t kDefaultSpecBytes = std::int64_t{1} << 20;
+inline constexpr std::int64_t kDefaultLogBytesPerRun = std::int64_t{64} << 20;
+inline constexpr std::int64_t kDefaultTokensPerIdentity = 20;
+inline constexpr std::int64_t kMaxPendingJobsLimit = 100'000'000;
+inline constexpr std::int64_t kMaxSpecBytesLimit = std::int64_t{64} << 20;
+inline constexpr std::int64_t kMinLogBytesPerRun = 4096;
+inline constexpr std::int64_t kMaxLogBytesPerRun = std::int64_t{1} << 40;
+inline constexpr std::int64_t kMaxTokensPerIdentity = 10'000;
+
+// One limit as it applies to a tenant: its value and the policy setting it
+// came from ("tenants.vision.limits.pending_jobs", "limits.pending_jobs", or
+// "" for the built-in default), for refusals that say who can raise it.
+struct EffectiveLimit {
+  std::int64_t value = 0;
+  std::string name;     // "pending_jobs"
+  std::string tenant;   // whose limit it is
+  std::string setting;  // "" for the default
+  // Where it is set and who can raise it, for a refusal: "set by
+  // tenants.vision.limits.pending_jobs in the policy; a platform admin can
+  // raise it".
+  std::string Describe() const;
+};
+
 struct TenantPolicy {
   std::optional<RunAs> run_as{};
   std::vector<StorageGrant> storage{};
   ContainerNetwork container_network = ContainerNetwork::kPrivate;
+  Limits limits{};
   bool operator==(const TenantPolicy&) const = default;
 };
 
@@ -169,6 +211,7 @@ struct Policy {
   Backfill backfill{};
   Consolidation consolidation{};
   std::map<std::string, TenantPolicy> tenants{};  // by tenant name
+  Limits limits{};                                // every tenant's, unless its own entry says
 
   const QueuePolicy* FindQueue(std::string_view path) const;
   const Pool* FindPool(std::string_view name) const;
@@ -181,12 +224,22 @@ RunAs RunIdentityOf(const Policy& policy, std::string_view tenant);
 // The network `tenant`'s containers get (private unless the policy says).
 ContainerNetwork ContainerNetworkOf(const Policy& policy, std::string_view tenant);
 
+// One of `tenant`'s limits: its own setting, else the policy's top-level
+// one, else the default. `field` picks it (&Limits::pending_jobs).
+EffectiveLimit LimitOf(const Policy& policy, std::string_view tenant,
+                       std::optional<std::int64_t> Limits::*field);
+
 struct JobSpec;  // model/job.h
 
 // Refuses a job whose working_dir, checkpoint.dir, checkpoint.file or mounts
 // lie outside its tenant's storage grants, naming the field, the path and
 // the grants the tenant has.
 Status CheckStorageGrants(const Policy& policy, const JobSpec& spec);
+
+// Refuses a job over its tenant's spec_bytes or replicas_per_job limit,
+// naming the limit, the job's figure and who can raise it. `spec_bytes`:
+// the size of the spec as stored.
+Status CheckSpecLimits(const Policy& policy, const JobSpec& spec, std::size_t spec_bytes);
 
 // Limits documented in docs/scheduling.md.
 inline constexpr std::size_t kMaxQueueDepth = 4;

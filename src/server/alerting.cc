@@ -54,11 +54,12 @@ Status AlertRouter::Load() {
 }
 
 Result<std::int64_t> AlertRouter::Apply(const std::string& yaml, const std::string& by,
-                                        const std::string& comment, TimeMs now) {
+                                        const std::string& comment, TimeMs now,
+                                        std::optional<std::int64_t> base) {
   auto parsed = model::ParseAlertRules(yaml);
   if (!parsed) return std::unexpected(parsed.error());
   BERTH_RETURN_IF_ERROR(model::CheckNewAlertRules(*parsed));
-  auto version = store_.ApplyAlertRules(yaml, by, comment, now);
+  auto version = store_.ApplyAlertRules(yaml, by, comment, now, base);
   if (!version) return std::unexpected(version.error());
   std::lock_guard lock(mu_);
   rules_ = std::move(*parsed);

@@ -38,8 +38,10 @@ class AlertRouter {
   // Loads the newest applied version, or the defaults when none was applied.
   [[nodiscard]] Status Load();
   // Validates, stores and puts in force a new version; returns it.
+  // `base`: refused with base_version unless it is still the newest version.
   [[nodiscard]] Result<std::int64_t> Apply(const std::string& yaml, const std::string& by,
-                                           const std::string& comment, TimeMs now);
+                                           const std::string& comment, TimeMs now,
+                                           std::optional<std::int64_t> base = std::nullopt);
   model::AlertRules Rules() const;
   // 0: the defaults (none applied).
   std::int64_t version() const;

@@ -135,6 +135,16 @@ Status TenantAdminMayApply(const Caller& caller, const model::Policy& from,
       BERTH_RETURN_IF_ERROR(check_queue(c.value("queue", "")));
     }
   }
+  // The checks above name what changed; this one holds for whatever a
+  // policy grows next: outside the queues below the caller's tenants, the
+  // two documents must be the same.
+  auto outside = [&](model::Policy p) {
+    std::erase_if(p.queues, [&](const model::QueuePolicy& q) {
+      return !q.parent.empty() && caller.CanManage(q.tenant);
+    });
+    return model::PolicyToYaml(p);
+  };
+  if (outside(from) != outside(to)) return refuse("settings outside those queues");
   return {};
 }
 
@@ -553,7 +563,7 @@ json Api::FailureJson(const store::JobRecord& job, model::Lang lang) const {
                        ? r.replica == static_cast<std::uint32_t>(replica->second)
                        : !r.failure_class.empty() && r.stopped_for.empty();
       if (!cause) continue;
-      tail = controller_.LogTail(job.id, r.run_id, Controller::kFailureTailBytes);
+      tail = controller_.LogTail(job, r.run_id, Controller::kFailureTailBytes);
       break;
     }
   }
@@ -686,7 +696,8 @@ void Api::Logs(const http::Request& req, http::Response& res) {
   // Appends what the runs' logs hold past their cursors, up to about
   // kPiece bytes; true when it stopped with more to read.
   static constexpr std::size_t kPiece = 256 * 1024;
-  auto drain = [this, job_id, state, last_header](std::string& out) -> bool {
+  const std::uint64_t log_limit = controller_.LogLimitFor(job->spec.tenant);
+  auto drain = [this, job_id, state, last_header, log_limit](std::string& out) -> bool {
     bool many = state->size() > 1;
     for (auto& c : *state) {
       const auto path = controller_.LogPath(job_id, c.run_id);
@@ -694,7 +705,7 @@ void Api::Logs(const http::Request& req, http::Response& res) {
         if (out.size() >= kPiece) return true;
         // Absolute offsets: a log trimmed past its limit while it is being
         // followed shows the marker, then carries on with the kept tail.
-        auto slice = ReadRunLog(path, c.offset, 64 * 1024, controller_.log_limit_bytes());
+        auto slice = ReadRunLog(path, c.offset, 64 * 1024, log_limit);
         if (slice.data.empty()) break;
         if (many && *last_header != c.run_id) {
           out += fmt::format("==> replica {} (attempt {}) <==\n", c.replica, c.attempt);
@@ -1007,14 +1018,9 @@ void Api::ApplyPolicy(const http::Request& req, http::Response& res, AuditNote& 
   }
   // Based on a version: refused with 409 if another landed since (checked
   // in the applying transaction, so two applies on one base: one wins).
-  std::optional<std::int64_t> base;
-  if (req.has_param("base_version")) {
-    auto parsed = ParseIntParam(req.get_param_value("base_version"), "base_version", 1,
-                                std::numeric_limits<std::int64_t>::max());
-    if (!parsed) return ReplyError(res, parsed.error());
-    base = *parsed;
-  }
-  auto version = controller_.ApplyPolicy(body, Actor(req), req.get_param_value("comment"), base);
+  auto base = BaseVersion(req);
+  if (!base) return ReplyError(res, base.error());
+  auto version = controller_.ApplyPolicy(body, Actor(req), req.get_param_value("comment"), *base);
   if (!version) return ReplyError(res, version.error());
   note.object = fmt::format("policy/v{}", *version);
   note.after = json{{"version", *version}, {"comment", req.get_param_value("comment")}};

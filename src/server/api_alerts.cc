@@ -106,8 +106,10 @@ void Api::ApplyAlertRules(const http::Request& req, http::Response& res, AuditNo
                                  "body"});
   }
   note.before = json{{"version", alerts_->version()}};
+  auto base = BaseVersion(req);
+  if (!base) return ReplyError(res, base.error());
   auto version =
-      alerts_->Apply(req.body, Actor(req), req.get_param_value("comment"), clock_.NowMs());
+      alerts_->Apply(req.body, Actor(req), req.get_param_value("comment"), clock_.NowMs(), *base);
   if (!version) return ReplyError(res, version.error());
   note.object = fmt::format("alert-rules/v{}", *version);
   note.after = json{{"version", *version}};

@@ -361,8 +361,20 @@ void Api::CreateToken(const http::Request& req, http::Response& res, AuditNote& 
         res, Error{Code::kNotFound, fmt::format("identity {} not found", *identity), "identity"});
   }
   if ((*target)->tenants.size() == 1) note.tenant = (*target)->tenants.begin()->first;
+  // The tightest tokens_per_identity of the identity's tenants bounds it
+  // (an identity in no tenant, a platform admin's, has none).
+  std::optional<model::EffectiveLimit> limit;
+  if (!(*target)->tenants.empty()) {
+    auto active = controller_.ActivePolicy();
+    if (!active) return ReplyError(res, active.error());
+    for (const auto& [tenant, role] : (*target)->tenants) {
+      auto l = model::LimitOf((*active)->policy, tenant, &model::Limits::tokens_per_identity);
+      if (!limit || l.value < limit->value) limit = std::move(l);
+    }
+  }
   const TimeMs now = clock_.NowMs();
-  auto issued = auth_.identities().CreateToken(*identity, *description, now + ttl, c.name, now);
+  auto issued = auth_.identities().CreateToken(*identity, *description, now + ttl, c.name, now,
+                                               limit ? &*limit : nullptr);
   if (!issued) return ReplyError(res, issued.error());
   note.object = "token/" + issued->record.id;
   note.after = TokenJson(issued->record);

@@ -218,8 +218,10 @@ void Api::ApplyPrices(const http::Request& req, http::Response& res, AuditNote& 
                                  "docs/metering.md",
                                  "body"});
   }
-  auto version = meter_->meter_store().ApplyPrices(req.body, Actor(req),
-                                                   req.get_param_value("comment"), clock_.NowMs());
+  auto base = BaseVersion(req);
+  if (!base) return ReplyError(res, base.error());
+  auto version = meter_->meter_store().ApplyPrices(
+      req.body, Actor(req), req.get_param_value("comment"), clock_.NowMs(), *base);
   if (!version) return ReplyError(res, version.error());
   note.object = fmt::format("prices/v{}", *version);
   note.after = json{{"version", *version}};

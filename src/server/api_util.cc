@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <limits>
 
 #include "server/redact.h"
 #include "server/render.h"
@@ -31,6 +32,14 @@ Result<std::size_t> LimitParam(const http::Request& req, std::size_t fallback) {
   auto limit = ParseIntParam(req.get_param_value("limit"), "limit", 1, 10000);
   if (!limit) return std::unexpected(limit.error());
   return static_cast<std::size_t>(*limit);
+}
+
+Result<std::optional<std::int64_t>> BaseVersion(const http::Request& req) {
+  if (!req.has_param("base_version")) return std::optional<std::int64_t>();
+  auto v = ParseIntParam(req.get_param_value("base_version"), "base_version", 1,
+                         std::numeric_limits<std::int64_t>::max());
+  if (!v) return std::unexpected(v.error());
+  return std::optional<std::int64_t>(*v);
 }
 
 Result<std::int64_t> PathId(const http::Request& req) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "common/clock.h"
@@ -25,5 +26,10 @@ Result<TimeMs> TimeParam(const std::string& s, const std::string& field, TimeMs 
 
 // The `limit` query parameter: 1 to 10000, or `fallback` when absent.
 Result<std::size_t> LimitParam(const http::Request& req, std::size_t fallback);
+
+// The `base_version` query parameter of a versioned apply (policy, prices,
+// alert rules): the version the document was written against, or nullopt
+// when absent.
+Result<std::optional<std::int64_t>> BaseVersion(const http::Request& req);
 
 }  // namespace berth::server

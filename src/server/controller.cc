@@ -930,12 +930,21 @@ std::filesystem::path Controller::LogPath(std::int64_t job_id, const std::string
   return options_.log_dir / std::to_string(job_id) / (run_id + ".log");
 }
 
-std::string Controller::LogTail(std::int64_t job_id, const std::string& run_id,
-                                std::size_t bytes) const {
-  return RunLogTail(LogPath(job_id, run_id), bytes, options_.log_limit_bytes);
+std::string Controller::LogTail(const store::JobRecord& job, const std::string& run_id,
+                                std::size_t bytes) {
+  return RunLogTail(LogPath(job.id, run_id), bytes, LogLimitFor(job.spec.tenant));
 }
 
-void Controller::ClassifyExit(store::RunExit& exit, std::int64_t job_id) const {
+std::uint64_t Controller::LogLimitFor(std::string_view tenant) {
+  auto active = ActivePolicy();
+  if (!active) return options_.log_limit_bytes;
+  const model::EffectiveLimit limit =
+      model::LimitOf((*active)->policy, tenant, &model::Limits::log_bytes_per_run);
+  if (limit.setting.empty()) return options_.log_limit_bytes;
+  return static_cast<std::uint64_t>(limit.value);
+}
+
+void Controller::ClassifyExit(store::RunExit& exit, std::int64_t job_id) {
   if (store::RunLost(exit.stopped_for)) {
     // Stopped by its own agent, cut off from berthd: the node's fault.
     exit.failure_class = model::FailureClassName(model::FailureClass::kNodeLost);
@@ -961,7 +970,10 @@ void Controller::ClassifyExit(store::RunExit& exit, std::int64_t job_id) const {
   } else {
     r.counts["exit_code"] = exit.exit_code;
   }
-  if (auto f = model::ClassifyFailure(r, LogTail(job_id, exit.run_id, kFailureTailBytes))) {
+  auto tenant = store_.JobTenant(job_id);
+  const std::uint64_t limit = tenant ? LogLimitFor(*tenant) : options_.log_limit_bytes;
+  const std::string tail = RunLogTail(LogPath(job_id, exit.run_id), kFailureTailBytes, limit);
+  if (auto f = model::ClassifyFailure(r, tail)) {
     exit.failure_class = model::FailureClassName(f->cls);
   }
 }
@@ -1320,11 +1332,14 @@ Status Controller::OnLogChunk(const std::string& node, const berth::v1::LogChunk
     spdlog::warn("agent {} sent logs for unknown run {}", node, msg.run_id());
     return Ok();
   }
+  auto tenant = store_.JobTenant((*run)->job_id);
+  if (!tenant) return std::unexpected(tenant.error());
+  const std::uint64_t limit = LogLimitFor(*tenant);
   auto path = LogPath((*run)->job_id, msg.run_id());
   std::error_code ec;
   std::filesystem::create_directories(path.parent_path(), ec);
   std::lock_guard lock(log_mu_);
-  return WriteRunLog(path, msg.offset(), msg.data(), options_.log_limit_bytes);
+  return WriteRunLog(path, msg.offset(), msg.data(), limit);
 }
 
 }  // namespace berth::server

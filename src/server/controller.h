@@ -119,8 +119,10 @@ class Controller {
   [[nodiscard]] Result<bool> Uncordon(const std::string& node, std::optional<std::uint32_t> gpu,
                                       const std::string& by);
   std::filesystem::path LogPath(std::int64_t job_id, const std::string& run_id) const;
-  // Reading a run's log as kept under the limit (see run_log.h).
-  std::uint64_t log_limit_bytes() const { return options_.log_limit_bytes; }
+  // The size a run's log of `tenant` is kept to (run_log.h): the policy's
+  // log_bytes_per_run where it sets one, else --log-limit (0: no limit).
+  // Writers and readers of a log ask the same.
+  std::uint64_t LogLimitFor(std::string_view tenant);
 
   // --- scheduling policy ---
   // The active policy, cached with its version and re-read after every
@@ -155,7 +157,7 @@ class Controller {
   // the agent stream refuses a report about another node's run.
   [[nodiscard]] Result<std::optional<std::string>> NodeOfRun(const std::string& run_id);
   // The last `bytes` of a run's log as berthd holds it.
-  std::string LogTail(std::int64_t job_id, const std::string& run_id, std::size_t bytes) const;
+  std::string LogTail(const store::JobRecord& job, const std::string& run_id, std::size_t bytes);
   // How much of a failed run's log its failure class is read from.
   static constexpr std::size_t kFailureTailBytes = 64 * 1024;
   [[nodiscard]] Status OnRunCheckpoint(const std::string& node,
@@ -211,7 +213,7 @@ class Controller {
                   const std::vector<store::NodeRecord>& nodes);
   // Fills a failed exit's failure class from its log tail (berthd holds the
   // whole log by the time the exit arrives).
-  void ClassifyExit(store::RunExit& exit, std::int64_t job_id) const;
+  void ClassifyExit(store::RunExit& exit, std::int64_t job_id);
   void HoldPlacementsBehindEvictions(sched::Plan& plan);
   // Consolidations whose moved jobs have all stopped: their planned
   // placements are applied as planned (what is still valid of them). Returns

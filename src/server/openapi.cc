@@ -200,8 +200,9 @@ std::string_view OpenApiDocument() {
       "get": {"summary": "The alert rules in force (the defaults when none were applied)", "responses": {"200": {"description": "{version, default, yaml, sinks, rules}"}}},
       "post": {
         "summary": "Apply an alert rules document (YAML body) as a new version; audited as alert_rules.apply",
-        "parameters": [{"name": "comment", "in": "query", "schema": {"type": "string", "maxLength": 1024}}],
-        "responses": {"201": {"description": "{version, sinks, rules}"}, "400": {"description": "Invalid rules; field names the offending one"}}
+        "parameters": [{"name": "comment", "in": "query", "schema": {"type": "string", "maxLength": 1024}},
+                       {"name": "base_version", "in": "query", "schema": {"type": "integer", "minimum": 1}, "description": "The version the document was written against: refused with 409 (field base_version) if another version was applied since"}],
+        "responses": {"201": {"description": "{version, sinks, rules}"}, "400": {"description": "Invalid rules; field names the offending one"}, "409": {"description": "base_version is no longer the newest version; nothing changed"}}
       }
     },
     "/v1/alert-deliveries": {
@@ -424,8 +425,9 @@ std::string_view OpenApiDocument() {
       },
       "post": {
         "summary": "Apply a price table (YAML body) as the newest version, in effect from now; audited as price.apply",
-        "parameters": [{"name": "comment", "in": "query", "schema": {"type": "string"}}],
-        "responses": {"201": {"description": "{version}"}, "400": {"description": "Invalid table; error.field names the line"}}
+        "parameters": [{"name": "comment", "in": "query", "schema": {"type": "string"}},
+                       {"name": "base_version", "in": "query", "schema": {"type": "integer", "minimum": 1}, "description": "The version the table was written against: refused with 409 (field base_version) if another version was applied since"}],
+        "responses": {"201": {"description": "{version}"}, "400": {"description": "Invalid table; error.field names the line"}, "409": {"description": "base_version is no longer the newest version; nothing changed"}}
       }
     },
     "/v1/usage": {

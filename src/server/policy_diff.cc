@@ -231,6 +231,7 @@ json PolicyChanges(const model::Policy& from, const model::Policy& to) {
   if (from.min_runtime_ms != to.min_runtime_ms) settings.push_back("min_runtime");
   if (from.backfill != to.backfill) settings.push_back("backfill");
   if (from.consolidation != to.consolidation) settings.push_back("consolidation");
+  if (from.limits != to.limits) settings.push_back("limits");
   // Who a tenant's jobs run as and what they may reach on the nodes.
   json tenant_changes = json::array();
   std::set<std::string> tenants;
@@ -248,6 +249,7 @@ json PolicyChanges(const model::Policy& from, const model::Policy& to) {
     if (tb.container_network != ta.container_network) {
       tenant_changes.push_back({{"tenant", name}, {"field", "container_network"}});
     }
+    if (tb.limits != ta.limits) tenant_changes.push_back({{"tenant", name}, {"field", "limits"}});
   }
   return json{{"queues_added", added},          {"tenant_changes", tenant_changes},
               {"queues_removed", removed},      {"quota_changes", quota_changes},

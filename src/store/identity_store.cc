@@ -299,7 +299,8 @@ Status IdentityStore::SetRole(std::string_view name, std::string_view tenant,
 Result<IssuedToken> IdentityStore::CreateToken(std::string_view identity,
                                                std::string_view description,
                                                std::optional<TimeMs> expires_ms,
-                                               std::string_view created_by, TimeMs now) {
+                                               std::string_view created_by, TimeMs now,
+                                               const model::EffectiveLimit* limit) {
   if (expires_ms && *expires_ms <= now) {
     return InvalidField("ttl", "a token must expire in the future; give a positive ttl");
   }
@@ -312,6 +313,25 @@ Result<IssuedToken> IdentityStore::CreateToken(std::string_view identity,
   auto owner = LoadIdentity(identity);
   if (!owner) return std::unexpected(owner.error());
   if (!*owner) return Fail(Code::kNotFound, fmt::format("no identity named '{}'", identity));
+  if (limit != nullptr) {
+    // Counted under the lock that the insert holds: concurrent creates
+    // cannot pass the limit together.
+    auto live = db_.Prepare(
+        "SELECT COUNT(*) FROM tokens WHERE identity=? AND revoked_ms IS NULL AND "
+        "(expires_ms IS NULL OR expires_ms > ?)");
+    if (!live) return std::unexpected(live.error());
+    live->Bind(1, identity).Bind(2, now);
+    auto row = live->Step();
+    if (!row) return std::unexpected(row.error());
+    const std::int64_t n = live->Int(0);
+    if (n >= limit->value) {
+      return Fail(Code::kResourceExhausted,
+                  fmt::format("{} has {} live tokens and may hold at most {} (limit "
+                              "tokens_per_identity of tenant {}, {}); revoke one first "
+                              "(berth token revoke ID)",
+                              identity, n, limit->value, limit->tenant, limit->Describe()));
+    }
+  }
   for (int attempt = 0; attempt < 8; ++attempt) {
     auto id = RandomHex(kTokenIdBytes);
     if (!id) return std::unexpected(id.error());

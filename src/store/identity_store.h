@@ -21,6 +21,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "model/policy.h"
 #include "store/sqlite_db.h"
 
 namespace berth::store {
@@ -87,11 +88,14 @@ class IdentityStore {
   [[nodiscard]] Status SetRole(std::string_view name, std::string_view tenant,
                                std::optional<Role> role);
 
-  // A new token for `identity` with a fresh random id and secret.
+  // A new token for `identity` with a fresh random id and secret. With a
+  // `limit`, refused (ResourceExhausted) when the identity already holds
+  // that many live tokens (neither revoked nor expired).
   [[nodiscard]] Result<IssuedToken> CreateToken(std::string_view identity,
                                                 std::string_view description,
                                                 std::optional<TimeMs> expires_ms,
-                                                std::string_view created_by, TimeMs now);
+                                                std::string_view created_by, TimeMs now,
+                                                const model::EffectiveLimit* limit = nullptr);
   [[nodiscard]] Result<std::optional<TokenRecord>> GetToken(std::string_view id);
   // Every token of `identity` (all tokens when empty), newest first.
   [[nodiscard]] Result<std::vector<TokenRecord>> ListTokens(std::string_view identity);

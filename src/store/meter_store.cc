@@ -36,7 +36,8 @@ Result<std::unique_ptr<MeterStore>> MeterStore::Open(const std::filesystem::path
 }
 
 Result<std::int64_t> MeterStore::ApplyPrices(const std::string& yaml, const std::string& by,
-                                             const std::string& comment, TimeMs now) {
+                                             const std::string& comment, TimeMs now,
+                                             std::optional<std::int64_t> base) {
   auto parsed = model::ParsePriceTable(yaml);
   if (!parsed) return std::unexpected(parsed.error());
   std::lock_guard lock(mu_);
@@ -52,6 +53,20 @@ Result<std::int64_t> MeterStore::ApplyPrices(const std::string& yaml, const std:
     if (!row) return std::unexpected(row.error());
     version = max->Int(0) + 1;
     last_applied = max->Int(1);
+  }
+  if (base && *base != version - 1) {
+    auto who = db_.Prepare("SELECT applied_by FROM price_versions WHERE version=?");
+    if (!who) return std::unexpected(who.error());
+    who->Bind(1, version - 1);
+    auto row = who->Step();
+    if (!row) return std::unexpected(row.error());
+    return Fail(
+        Code::kFailedPrecondition,
+        fmt::format("the price table changed since version {}: version {} was applied "
+                    "by {}; see it with `berth price show`, then apply again with "
+                    "--base {}",
+                    *base, version - 1, *row ? who->Text(0) : std::string("nobody"), version - 1),
+        "base_version");
   }
   // Versions take effect in order: a clock that stepped back still gives the
   // newest version the latest start.

@@ -59,9 +59,12 @@ class MeterStore {
   static Result<std::unique_ptr<MeterStore>> Open(const std::filesystem::path& data_dir);
 
   // Validates `yaml` (model::ParsePriceTable) and appends it as the newest
-  // version, in effect from `now`. Returns the version.
+  // version, in effect from `now`. Returns the version. With a `base`:
+  // refused (FailedPrecondition, field base_version) unless `base` is still
+  // the newest version, checked in the applying transaction.
   [[nodiscard]] Result<std::int64_t> ApplyPrices(const std::string& yaml, const std::string& by,
-                                                 const std::string& comment, TimeMs now);
+                                                 const std::string& comment, TimeMs now,
+                                                 std::optional<std::int64_t> base = std::nullopt);
   // Every version, oldest first.
   [[nodiscard]] Result<std::vector<StoredPriceVersion>> PriceVersions();
 

@@ -95,6 +95,29 @@ CREATE TABLE IF NOT EXISTS quota_requests(
   filed_ms INTEGER NOT NULL, decided_by TEXT NOT NULL DEFAULT '', decided_ms INTEGER,
   decision_comment TEXT NOT NULL DEFAULT '', policy_version INTEGER);
 CREATE INDEX IF NOT EXISTS quota_requests_by_state ON quota_requests(state, id);
+CREATE TABLE IF NOT EXISTS pending_counts(
+  tenant TEXT NOT NULL, submitted_by TEXT NOT NULL, n INTEGER NOT NULL,
+  PRIMARY KEY(tenant, submitted_by)) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS pending_counts_insert AFTER INSERT ON jobs
+  WHEN NEW.state = 'Pending' BEGIN
+  INSERT INTO pending_counts VALUES(NEW.tenant, NEW.submitted_by, 1)
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS pending_counts_enter AFTER UPDATE OF state ON jobs
+  WHEN NEW.state = 'Pending' AND OLD.state <> 'Pending' BEGIN
+  INSERT INTO pending_counts VALUES(NEW.tenant, NEW.submitted_by, 1)
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS pending_counts_leave AFTER UPDATE OF state ON jobs
+  WHEN OLD.state = 'Pending' AND NEW.state <> 'Pending' BEGIN
+  UPDATE pending_counts SET n = n - 1
+    WHERE tenant = OLD.tenant AND submitted_by = OLD.submitted_by;
+END;
+CREATE TRIGGER IF NOT EXISTS pending_counts_delete AFTER DELETE ON jobs
+  WHEN OLD.state = 'Pending' BEGIN
+  UPDATE pending_counts SET n = n - 1
+    WHERE tenant = OLD.tenant AND submitted_by = OLD.submitted_by;
+END;
 )sql";
 
 constexpr std::string_view kRunColumns =
@@ -360,6 +383,13 @@ Status SqliteStore::Migrate(TimeMs now) {
   // After the columns exist, on a new or a migrated database alike.
   BERTH_RETURN_IF_ERROR(db_.Exec(
       "CREATE INDEX IF NOT EXISTS jobs_by_array ON jobs(array_id) WHERE array_id IS NOT NULL"));
+  // The queued-job counts the pending-job limits read are kept by triggers
+  // in every transaction that moves a job; recounted at each open all the
+  // same, so a database from before them (or edited by hand) starts right.
+  BERTH_RETURN_IF_ERROR(
+      db_.Exec("DELETE FROM pending_counts;"
+               "INSERT INTO pending_counts SELECT tenant, submitted_by, COUNT(*) FROM jobs "
+               "WHERE state = 'Pending' GROUP BY tenant, submitted_by;"));
   auto set = db_.Prepare("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)");
   if (!set) return std::unexpected(set.error());
   BERTH_RETURN_IF_ERROR(set->Bind(1, std::to_string(kSchemaVersion)).Run());
@@ -751,6 +781,11 @@ void SqliteStore::CommitSubmissions(const std::vector<Submission*>& batch) {
       "array_id) VALUES(?,?,?,?,?,?,?,?,?,?)");
   auto event_st = db_.Prepare(
       "INSERT INTO job_events(job_id, time_ms, state, event, message) VALUES(?,?,?,?,?)");
+  // Read inside the transaction: submissions earlier in this batch count.
+  auto counts_st = db_.Prepare(
+      "SELECT COALESCE(SUM(n), 0), COALESCE(SUM(CASE WHEN submitted_by=? THEN n END), 0) "
+      "FROM pending_counts WHERE tenant=?");
+  if (!counts_st) return fail_all(counts_st.error());
   if (!next) return fail_all(next.error());
   if (!job_st) return fail_all(job_st.error());
   if (!event_st) return fail_all(event_st.error());
@@ -771,6 +806,15 @@ void SqliteStore::CommitSubmissions(const std::vector<Submission*>& batch) {
     }
     if (auto grants = model::CheckStorageGrants(policy, spec); !grants) {
       sub->ids = std::unexpected(grants.error());
+      continue;
+    }
+    if (auto limits = model::CheckSpecLimits(policy, spec, model::ToJson(spec).dump().size());
+        !limits) {
+      sub->ids = std::unexpected(limits.error());
+      continue;
+    }
+    if (auto limits = CheckPendingLimits(*counts_st, policy, spec, sub->by); !limits) {
+      sub->ids = std::unexpected(limits.error());
       continue;
     }
     // One submission's failure rolls back only its own rows.
@@ -841,6 +885,51 @@ void SqliteStore::CommitSubmissions(const std::vector<Submission*>& batch) {
   if (auto st = tx.Commit(); !st) {
     for (Submission* sub : stored) sub->ids = std::unexpected(st.error());
   }
+}
+
+Status SqliteStore::CheckPendingLimits(Statement& counts, const model::Policy& policy,
+                                       const model::JobSpec& spec, std::string_view by) {
+  counts.Bind(1, by).Bind(2, spec.tenant);
+  auto row = counts.Step();
+  if (!row) return std::unexpected(row.error());
+  const std::int64_t tenant_pending = *row ? counts.Int(0) : 0;
+  const std::int64_t member_pending = *row ? counts.Int(1) : 0;
+  counts.Reset();
+  const std::int64_t adds = model::JobCount(spec);
+  const model::EffectiveLimit member =
+      model::LimitOf(policy, spec.tenant, &model::Limits::pending_jobs_per_member);
+  // Submissions with no identity (tests, tools on the store) have no member.
+  if (!by.empty() && member_pending + adds > member.value) {
+    return Fail(
+        Code::kResourceExhausted,
+        fmt::format("{} has {} pending jobs in tenant {} and this submission adds {}; "
+                    "the limit is {} per member (limit pending_jobs_per_member, {}). "
+                    "Wait for some to start, or cancel some",
+                    by, member_pending, spec.tenant, adds, member.value, member.Describe()));
+  }
+  const model::EffectiveLimit tenant =
+      model::LimitOf(policy, spec.tenant, &model::Limits::pending_jobs);
+  if (tenant_pending + adds > tenant.value) {
+    return Fail(Code::kResourceExhausted,
+                fmt::format("tenant {} has {} pending jobs and this submission adds {}; the "
+                            "limit is {} (limit pending_jobs, {}). Wait for some to start, or "
+                            "cancel some",
+                            spec.tenant, tenant_pending, adds, tenant.value, tenant.Describe()));
+  }
+  return Ok();
+}
+
+Result<PendingCount> SqliteStore::PendingCounts(const std::string& tenant,
+                                                std::string_view submitted_by) {
+  std::lock_guard lock(mu_);
+  auto st = db_.Prepare(
+      "SELECT COALESCE(SUM(n), 0), COALESCE(SUM(CASE WHEN submitted_by=? THEN n END), 0) "
+      "FROM pending_counts WHERE tenant=?");
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, submitted_by).Bind(2, tenant);
+  auto row = st->Step();
+  if (!row) return std::unexpected(row.error());
+  return PendingCount{st->Int(0), st->Int(1)};
 }
 
 Result<std::vector<RunRecord>> SqliteStore::LoadRuns(std::string_view where, std::int64_t arg) {

@@ -53,6 +53,8 @@ class SqliteStore final : public Store {
   Result<ArrayCancel> CancelArray(std::int64_t array_id, const std::string& by,
                                   TimeMs now) override;
   CommitStats commit_stats() override;
+  Result<PendingCount> PendingCounts(const std::string& tenant,
+                                     std::string_view submitted_by) override;
   Result<JobRecord> GetJob(std::int64_t id) override;
   Result<std::vector<JobRecord>> ListJobs(const JobFilter& filter) override;
   Result<std::vector<JobRecord>> PendingJobs() override;
@@ -89,7 +91,8 @@ class SqliteStore final : public Store {
   Result<Alert> GetAlert(std::int64_t id) override;
   Result<bool> ResolveAlert(std::int64_t id, const std::string& by, TimeMs now) override;
   Result<std::int64_t> ApplyAlertRules(const std::string& yaml, const std::string& by,
-                                       const std::string& comment, TimeMs now) override;
+                                       const std::string& comment, TimeMs now,
+                                       std::optional<std::int64_t> base) override;
   Result<std::optional<AlertRulesVersion>> ActiveAlertRules() override;
   Result<std::vector<AlertDelivery>> DueDeliveries(TimeMs now, std::size_t limit) override;
   Status RecordDeliveryAttempt(std::int64_t id, const std::string& error,
@@ -111,6 +114,11 @@ class SqliteStore final : public Store {
   };
   // Stores a batch of submissions in one transaction (takes mu_).
   void CommitSubmissions(const std::vector<Submission*>& batch);
+  // Inside CommitSubmissions' transaction: refuses `spec` if it would take
+  // its tenant, or the member `by`, over a pending-job limit. `counts` is
+  // the prepared pending_counts query.
+  Status CheckPendingLimits(Statement& counts, const model::Policy& policy,
+                            const model::JobSpec& spec, std::string_view by);
 
   // Helpers that expect mu_ held.
   // Inside the caller's transaction: cancels job `id` as CancelJob says.

@@ -190,10 +190,28 @@ Result<bool> SqliteStore::ResolveAlert(std::int64_t id, const std::string& by, T
 }
 
 Result<std::int64_t> SqliteStore::ApplyAlertRules(const std::string& yaml, const std::string& by,
-                                                  const std::string& comment, TimeMs now) {
+                                                  const std::string& comment, TimeMs now,
+                                                  std::optional<std::int64_t> base) {
   auto parsed = model::ParseAlertRules(yaml);
   if (!parsed) return std::unexpected(parsed.error());
   std::lock_guard lock(mu_);
+  // One writer holds mu_: nothing lands between this check and the insert.
+  if (base) {
+    auto cur = db_.Prepare(
+        "SELECT version, applied_by FROM alert_rule_versions ORDER BY version DESC LIMIT 1");
+    if (!cur) return std::unexpected(cur.error());
+    auto row = cur->Step();
+    if (!row) return std::unexpected(row.error());
+    const std::int64_t current = *row ? cur->Int(0) : 0;
+    if (current != *base) {
+      return Fail(Code::kFailedPrecondition,
+                  fmt::format("the alert rules changed since version {}: version {} was applied "
+                              "by {}; see them with `berth alert rules show`, then apply again "
+                              "with --base {}",
+                              *base, current, *row ? cur->Text(1) : std::string("nobody"), current),
+                  "base_version");
+    }
+  }
   auto st = db_.Prepare(
       "INSERT INTO alert_rule_versions(version, yaml, applied_ms, applied_by, comment) "
       "VALUES((SELECT COALESCE(MAX(version), 0) + 1 FROM alert_rule_versions),?,?,?,?) "

@@ -120,6 +120,13 @@ struct CommitStats {
   std::uint64_t submissions = 0;
 };
 
+// Jobs waiting to be placed (state pending): a tenant's, and one member's
+// of them.
+struct PendingCount {
+  std::int64_t tenant = 0;
+  std::int64_t member = 0;
+};
+
 // What cancelling an array did: elements cancelled before they started,
 // and elements asked to stop (they end Cancelled once their runs stop).
 struct ArrayCancel {
@@ -380,6 +387,10 @@ class Store {
   // Cancels every element of an array that has not finished, as CancelJob
   // does each, in one transaction. NotFound when no job has this array id.
   virtual CommitStats commit_stats() = 0;
+  // Jobs waiting in the queue (state pending) of `tenant`, and of those the
+  // ones `submitted_by` submitted: what the pending-job limits count.
+  [[nodiscard]] virtual Result<PendingCount> PendingCounts(const std::string& tenant,
+                                                           std::string_view submitted_by) = 0;
   [[nodiscard]] virtual Result<ArrayCancel> CancelArray(std::int64_t array_id,
                                                         const std::string& by, TimeMs now) = 0;
   [[nodiscard]] virtual Result<JobRecord> GetJob(std::int64_t id) = 0;
@@ -477,10 +488,12 @@ class Store {
   // --- alert rules (versioned; none applied: model::DefaultAlertRules) ---
   // Validates with model::ParseAlertRules (errors name the field) and appends
   // a version. Returns it.
+  // With a `base`: refused (FailedPrecondition, field base_version) unless
+  // `base` is still the newest version (0: none applied yet).
   [[nodiscard]] virtual Result<std::int64_t> ApplyAlertRules(const std::string& yaml,
                                                              const std::string& by,
-                                                             const std::string& comment,
-                                                             TimeMs now) = 0;
+                                                             const std::string& comment, TimeMs now,
+                                                             std::optional<std::int64_t> base) = 0;
   // The newest version; nullopt when none was ever applied.
   [[nodiscard]] virtual Result<std::optional<AlertRulesVersion>> ActiveAlertRules() = 0;
 

@@ -661,6 +661,9 @@ TEST_F(AuthzTest, OnlyPlatformAdminsSeeOrChangeWhoATenantsJobsRunAsAndWhatTheyRe
             "tenants.red.run_as"},
            {"path: /data/red-models", "path: /", "tenants.red.storage"},
            {"  red:\n", "  red:\n    container_network: host\n", "tenants.red.container_network"},
+           {"  red:\n", "  red:\n    limits: {pending_jobs_per_member: 100000000}\n",
+            "tenants.red.limits"},
+           {"tenants:\n", "limits: {spec_bytes: 64Mi}\ntenants:\n", "the setting limits"},
        }) {
     std::string changed = current;
     ASSERT_NE(changed.find(c.from), std::string::npos) << c.from << changed;
@@ -677,6 +680,73 @@ TEST_F(AuthzTest, OnlyPlatformAdminsSeeOrChangeWhoATenantsJobsRunAsAndWhatTheyRe
   EXPECT_EQ(r.status, 403) << r.text;
   EXPECT_NE(r.text.find("the setting backfill"), std::string::npos) << r.text;
   EXPECT_EQ(admin.Get("/v1/policy").body.value("version", 0), 3);
+}
+
+TEST_F(AuthzTest, AMemberOverItsLimitsIsRefusedWithTheNumbersAndWhoCanRaiseThem) {
+  Berthd& berthd = NewBerthd(AllInOne());
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  const Http& admin = berthd.http();
+  ASSERT_EQ(admin
+                .Post("/v1/policy", std::string(kTwoTenants) + R"(tenants:
+  red:
+    limits: {pending_jobs_per_member: 2, tokens_per_identity: 2, replicas_per_job: 2}
+)")
+                .status,
+            201);
+  Http rick = RedCaller(berthd, "rick", "member");
+  Http rosa = RedCaller(berthd, "rosa", "member");
+  // More GPUs than the node has: the jobs stay pending.
+  auto stuck = [](const std::string& name) {
+    return JobSpecJson(name, {"true"}, 64, {{"tenant", "red"}, {"queue", "main"}});
+  };
+  std::vector<std::int64_t> ricks;
+  for (const char* name : {"a", "b"}) {
+    auto r = rick.Post("/v1/jobs", stuck(name), "application/json");
+    ASSERT_EQ(r.status, 201) << r.text;
+    ricks.push_back(r.body.value("id", std::int64_t{0}));
+  }
+  auto r = rick.Post("/v1/jobs", stuck("c"), "application/json");
+  EXPECT_EQ(r.status, 429) << r.text;
+  const std::string says = r.body.at("error").value("message", "");
+  EXPECT_NE(says.find("rick has 2 pending jobs in tenant red and this submission adds 1; the "
+                      "limit is 2 per member"),
+            std::string::npos)
+      << r.text;
+  EXPECT_NE(says.find("tenants.red.limits.pending_jobs_per_member in the policy; a platform "
+                      "admin can raise it"),
+            std::string::npos)
+      << r.text;
+  // The limit is each member's: rosa still submits; an array counts whole.
+  EXPECT_EQ(rosa.Post("/v1/jobs", stuck("d"), "application/json").status, 201);
+  r = rosa.Post(
+      "/v1/jobs",
+      JobSpecJson("sweep", {"true"}, 64, {{"tenant", "red"}, {"queue", "main"}, {"array", "0-1"}}),
+      "application/json");
+  EXPECT_EQ(r.status, 429) << r.text;
+  EXPECT_NE(r.text.find("rosa has 1 pending jobs in tenant red and this submission adds 2"),
+            std::string::npos)
+      << r.text;
+  r = rosa.Post(
+      "/v1/jobs",
+      JobSpecJson("wide", {"true"}, 0, {{"tenant", "red"}, {"queue", "main"}, {"replicas", 3}}),
+      "application/json");
+  EXPECT_EQ(r.status, 429) << r.text;
+  EXPECT_NE(r.text.find("asks for 3 replicas; tenant red allows at most 2"), std::string::npos)
+      << r.text;
+  // A cancelled job frees its place.
+  EXPECT_EQ(rick.Post(fmt::format("/v1/jobs/{}/cancel", ricks.at(0)), "").status, 200);
+  EXPECT_EQ(rick.Post("/v1/jobs", stuck("c"), "application/json").status, 201);
+
+  // Tokens: rick holds one (RedCaller's); a second is made, a third refused.
+  auto token = [&](const Http& who) {
+    return who.Post("/v1/tokens", json{{"identity", "rick"}, {"ttl", "1h"}}.dump(),
+                    "application/json");
+  };
+  EXPECT_EQ(token(rick).status, 201);
+  r = token(admin);
+  EXPECT_EQ(r.status, 429) << r.text;
+  EXPECT_NE(r.text.find("rick has 2 live tokens and may hold at most 2"), std::string::npos)
+      << r.text;
 }
 
 }  // namespace

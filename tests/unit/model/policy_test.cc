@@ -466,5 +466,95 @@ queues:
   ASSERT_TRUE(big.has_value()) << big.error().field << ": " << big.error().message;
 }
 
+TEST(PolicyTest, LimitsComeFromTheTenantThenTheTopLevelThenTheDefault) {
+  auto p = ParsePolicy(std::string(kTwoTeams) + R"(
+limits: {pending_jobs: 5000, spec_bytes: 256Ki, log_bytes_per_run: 1Gi}
+tenants:
+  vision:
+    limits: {pending_jobs_per_member: 100, pending_jobs: 2000, tokens_per_identity: 3}
+)");
+  ASSERT_TRUE(p.has_value()) << p.error().field << ": " << p.error().message;
+  auto vision = LimitOf(*p, "vision", &Limits::pending_jobs);
+  EXPECT_EQ(vision.value, 2000);
+  EXPECT_EQ(vision.setting, "tenants.vision.limits.pending_jobs");
+  auto nlp = LimitOf(*p, "nlp", &Limits::pending_jobs);
+  EXPECT_EQ(nlp.value, 5000);
+  EXPECT_EQ(nlp.setting, "limits.pending_jobs");
+  auto replicas = LimitOf(*p, "nlp", &Limits::replicas_per_job);
+  EXPECT_EQ(replicas.value, kMaxReplicas);
+  EXPECT_EQ(replicas.setting, "");
+  EXPECT_NE(replicas.Describe().find("the default; a platform admin can raise it with "
+                                     "tenants.nlp.limits.replicas_per_job"),
+            std::string::npos)
+      << replicas.Describe();
+  EXPECT_EQ(LimitOf(*p, "vision", &Limits::spec_bytes).value, 256 * 1024);
+  EXPECT_EQ(LimitOf(*p, "vision", &Limits::log_bytes_per_run).value, std::int64_t{1} << 30);
+  EXPECT_EQ(LimitOf(*p, "vision", &Limits::tokens_per_identity).value, 3);
+  EXPECT_EQ(LimitOf(*p, "nlp", &Limits::tokens_per_identity).value, kDefaultTokensPerIdentity);
+  EXPECT_EQ(LimitOf(DefaultPolicy(), "default", &Limits::pending_jobs_per_member).value,
+            kDefaultPendingJobsPerMember);
+  // Written back as sizes and counts, and read back the same.
+  const std::string yaml = PolicyToYaml(*p);
+  EXPECT_NE(yaml.find("spec_bytes: 256Ki"), std::string::npos) << yaml;
+  auto again = ParsePolicy(yaml);
+  ASSERT_TRUE(again.has_value()) << again.error().message << yaml;
+  EXPECT_EQ(again->limits, p->limits);
+  EXPECT_EQ(again->tenants, p->tenants);
+  // A policy that sets none writes none.
+  EXPECT_EQ(PolicyToYaml(*ParsePolicy(kTwoTeams)).find("limits"), std::string::npos);
+}
+
+TEST(PolicyTest, BadLimitsAreRefusedNamingTheField) {
+  struct Case {
+    const char* doc;
+    const char* field;
+    const char* says;
+  };
+  const Case cases[] = {
+      {"limits: {pending: 3}\n", "limits.pending", "unknown field 'pending'"},
+      {"limits: {pending_jobs: 0}\n", "limits.pending_jobs", "0 is not in 1 to"},
+      {"limits: {pending_jobs: lots}\n", "limits.pending_jobs", "'lots' is not an integer"},
+      {"limits: {replicas_per_job: 5000}\n", "limits.replicas_per_job", "5000 is not in 1 to 1024"},
+      {"limits: {spec_bytes: 12}\n", "limits.spec_bytes", "below the least allowed, 1Ki"},
+      {"limits: {spec_bytes: 1Ti}\n", "limits.spec_bytes", "at most"},
+      {"limits: {log_bytes_per_run: 10Q}\n", "limits.log_bytes_per_run", ""},
+      {"limits: [1, 2]\n", "limits", "must be a mapping"},
+      {"tenants:\n  vision:\n    limits: {tokens_per_identity: -1}\n",
+       "tenants.vision.limits.tokens_per_identity", "-1 is not in 1 to"},
+  };
+  for (const auto& c : cases) {
+    auto p = ParsePolicy(std::string(kTwoTeams) + c.doc);
+    ASSERT_FALSE(p.has_value()) << c.doc;
+    EXPECT_EQ(p.error().field, c.field) << c.doc;
+    EXPECT_NE(p.error().message.find(c.says), std::string::npos) << c.doc << p.error().message;
+  }
+}
+
+TEST(PolicyTest, SpecLimitsRefuseAJobNamingTheLimitAndItsFigure) {
+  auto p = ParsePolicy(std::string(kTwoTeams) +
+                       "tenants:\n  vision:\n    limits: {replicas_per_job: 8, spec_bytes: 2Ki}\n");
+  ASSERT_TRUE(p.has_value()) << p.error().message;
+  JobSpec spec;
+  spec.tenant = "vision";
+  spec.replicas = 9;
+  auto wide = CheckSpecLimits(*p, spec, 100);
+  ASSERT_FALSE(wide.has_value());
+  EXPECT_EQ(wide.error().code, Code::kResourceExhausted);
+  EXPECT_NE(wide.error().message.find("asks for 9 replicas; tenant vision allows at most 8 per "
+                                      "job (limit replicas_per_job, set by "
+                                      "tenants.vision.limits.replicas_per_job"),
+            std::string::npos)
+      << wide.error().message;
+  spec.replicas = 8;
+  EXPECT_TRUE(CheckSpecLimits(*p, spec, 2048).has_value());
+  auto big = CheckSpecLimits(*p, spec, 2049);
+  ASSERT_FALSE(big.has_value());
+  EXPECT_NE(big.error().message.find("spec is 2049 bytes; tenant vision allows at most 2048"),
+            std::string::npos)
+      << big.error().message;
+  spec.tenant = "nlp";  // under the defaults
+  EXPECT_TRUE(CheckSpecLimits(*p, spec, 2049).has_value());
+}
+
 }  // namespace
 }  // namespace berth::model

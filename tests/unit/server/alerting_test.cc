@@ -16,6 +16,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <vector>
 
 #include "store/sqlite_store.h"
 
@@ -75,6 +76,35 @@ class AlertingTest : public ::testing::Test {
   std::unique_ptr<AlertRouter> router_;
   std::unique_ptr<AlertEngine> engine_;
 };
+
+TEST_F(AlertingTest, TwoAppliesOnTheSameBaseOneWinsAndTheOtherIsRefusedNamingTheWinner) {
+  Rules("rules: [{name: down, kind: node_not_ready, for: 2m}]");  // version 1
+  std::atomic<int> applied{0};
+  std::atomic<int> refused{0};
+  std::vector<std::thread> both;
+  for (int i = 0; i < 2; ++i) {
+    both.emplace_back([&, i] {
+      auto v = router_->Apply(
+          fmt::format("rules: [{{name: down, kind: node_not_ready, for: {}m}}]", 3 + i),
+          fmt::format("admin{}", i), "", clock_.NowMs(), 1);
+      if (v) {
+        applied.fetch_add(1);
+      } else {
+        EXPECT_EQ(v.error().code, Code::kFailedPrecondition);
+        EXPECT_EQ(v.error().field, "base_version");
+        EXPECT_NE(v.error().message.find("version 2 was applied by admin"), std::string::npos)
+            << v.error().message;
+        refused.fetch_add(1);
+      }
+    });
+  }
+  for (auto& t : both) t.join();
+  EXPECT_EQ(applied.load(), 1);
+  EXPECT_EQ(refused.load(), 1);
+  EXPECT_EQ(router_->version(), 2);
+  EXPECT_TRUE(router_->Apply("rules: []", "admin", "", clock_.NowMs(), 2).has_value());
+  EXPECT_EQ(router_->version(), 3);
+}
 
 TEST_F(AlertingTest, NodeNotReadyRaisedOnceAndResolvedWhenReady) {
   Rules("rules: [{name: down, kind: node_not_ready, for: 2m, severity: critical}]");

@@ -4,10 +4,14 @@
 // alerts are raised once per threshold per month.
 #include "server/metering.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <filesystem>
+#include <thread>
+#include <vector>
 
 #include "server/alerting.h"
 #include "store/sqlite_store.h"
@@ -96,6 +100,39 @@ class MeteringTest : public ::testing::Test {
   std::unique_ptr<store::MeterStore> meter_store_;
   std::unique_ptr<Meter> meter_;
 };
+
+TEST_F(MeteringTest, APriceApplyOnAStaleBaseIsRefusedNamingTheVersionThatLanded) {
+  Prices("prices: [{model: H100-80GB, per_gpu_hour: 2.00}]");  // version 1
+  std::atomic<int> applied{0};
+  std::vector<std::thread> both;
+  std::vector<Error> errors(2);
+  for (int i = 0; i < 2; ++i) {
+    both.emplace_back([&, i] {
+      auto v = meter_store_->ApplyPrices(
+          fmt::format("prices: [{{model: H100-80GB, per_gpu_hour: {}.00}}]", 3 + i),
+          fmt::format("admin{}", i), "", clock_.NowMs(), 1);
+      if (v) {
+        applied.fetch_add(1);
+      } else {
+        errors[static_cast<std::size_t>(i)] = v.error();
+      }
+    });
+  }
+  for (auto& t : both) t.join();
+  EXPECT_EQ(applied.load(), 1);
+  const Error& e = errors[0].message.empty() ? errors[1] : errors[0];
+  EXPECT_EQ(e.code, Code::kFailedPrecondition);
+  EXPECT_EQ(e.field, "base_version");
+  EXPECT_NE(e.message.find("version 2 was applied by admin"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("--base 2"), std::string::npos) << e.message;
+  auto versions = meter_store_->PriceVersions();
+  ASSERT_TRUE(versions.has_value());
+  EXPECT_EQ(versions->size(), 2U);
+  EXPECT_TRUE(meter_store_
+                  ->ApplyPrices("prices: [{model: H100-80GB, per_gpu_hour: 9.00}]", "admin", "",
+                                clock_.NowMs(), 2)
+                  .has_value());
+}
 
 TEST_F(MeteringTest, ARunSpanningAPriceChangeIsSplitAtIt) {
   Prices("prices: [{model: H100-80GB, pool: default, per_gpu_hour: 2.00}]");

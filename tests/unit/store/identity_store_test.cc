@@ -104,6 +104,29 @@ TEST_F(IdentityStoreTest, ATokenVerifiesOnlyWithItsSecretWhichIsNeverStored) {
             Code::kNotFound);
 }
 
+TEST_F(IdentityStoreTest, ATokenLimitCountsOnlyLiveTokens) {
+  ASSERT_TRUE(ids_->CreateIdentity(Person("rita")).has_value());
+  const model::EffectiveLimit two{2, "tokens_per_identity", "red", ""};
+  auto a = ids_->CreateToken("rita", "a", std::nullopt, "admin", 1000, &two);
+  ASSERT_TRUE(a.has_value()) << a.error().message;
+  ASSERT_TRUE(ids_->CreateToken("rita", "b", 3000, "admin", 1000, &two).has_value());
+  auto third = ids_->CreateToken("rita", "c", std::nullopt, "admin", 1000, &two);
+  ASSERT_FALSE(third.has_value());
+  EXPECT_EQ(third.error().code, Code::kResourceExhausted);
+  EXPECT_NE(third.error().message.find("rita has 2 live tokens and may hold at most 2"),
+            std::string::npos)
+      << third.error().message;
+  EXPECT_NE(third.error().message.find("tenants.red.limits.tokens_per_identity"),
+            std::string::npos);
+  // An expired token and a revoked one no longer count.
+  ASSERT_TRUE(ids_->CreateToken("rita", "d", std::nullopt, "admin", 3000, &two).has_value());
+  EXPECT_FALSE(ids_->CreateToken("rita", "e", std::nullopt, "admin", 3000, &two).has_value());
+  ASSERT_TRUE(ids_->RevokeToken(a->record.id, "admin", 3100).has_value());
+  EXPECT_TRUE(ids_->CreateToken("rita", "f", std::nullopt, "admin", 3200, &two).has_value());
+  // Without a limit (a platform admin's identity) there is none.
+  EXPECT_TRUE(ids_->CreateToken("rita", "g", std::nullopt, "admin", 3300).has_value());
+}
+
 TEST_F(IdentityStoreTest, ATokenIsRevokedOnceAndListedWithoutItsSecret) {
   ASSERT_TRUE(ids_->CreateIdentity(Person("rita")).has_value());
   ASSERT_TRUE(ids_->CreateIdentity(Person("sam")).has_value());

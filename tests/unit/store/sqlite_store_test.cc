@@ -795,5 +795,108 @@ TEST_F(SqliteStoreTest, ConcurrentSubmissionsAreEachStoredOnceAndARefusalLeavesT
   for (const auto& j : *listed) EXPECT_TRUE(ids.contains(j.id)) << j.id;
 }
 
+// Limits: alice may queue 3 jobs, the tenant 5.
+constexpr const char* kLimitedPolicy = R"(queues:
+  - name: default
+    children:
+      - name: default
+tenants:
+  default:
+    limits: {pending_jobs: 5, pending_jobs_per_member: 3}
+)";
+
+TEST_F(SqliteStoreTest, PendingJobLimitsCountQueuedJobsAndNameTheNumbers) {
+  ASSERT_TRUE(store_->ApplyPolicy(kLimitedPolicy, "root", "", 1500).has_value());
+  std::vector<std::int64_t> alice;
+  for (int i = 0; i < 3; ++i) {
+    auto id = store_->CreateJobs(Spec(fmt::format("a{}", i)), 2000, "alice");
+    ASSERT_TRUE(id.has_value()) << id.error().message;
+    alice.push_back(id->front());
+  }
+  auto over = store_->CreateJobs(Spec("a3"), 2000, "alice");
+  ASSERT_FALSE(over.has_value());
+  EXPECT_EQ(over.error().code, Code::kResourceExhausted);
+  EXPECT_NE(over.error().message.find("alice has 3 pending jobs in tenant default and this "
+                                      "submission adds 1; the limit is 3 per member"),
+            std::string::npos)
+      << over.error().message;
+  EXPECT_NE(over.error().message.find("tenants.default.limits.pending_jobs_per_member"),
+            std::string::npos);
+  // An array counts as all its elements, all or none.
+  model::JobSpec two = Spec("pair");
+  two.array = model::JobArray{0, 2, {}};
+  ASSERT_TRUE(store_->CreateJobs(two, 2000, "bob").has_value());
+  auto three = Spec("triple");
+  three.array = model::JobArray{0, 3, {}};
+  auto tenant_over = store_->CreateJobs(three, 2000, "carol");
+  ASSERT_FALSE(tenant_over.has_value());
+  EXPECT_NE(tenant_over.error().message.find("tenant default has 5 pending jobs and this "
+                                             "submission adds 3; the limit is 5"),
+            std::string::npos)
+      << tenant_over.error().message;
+  auto counts = store_->PendingCounts("default", "alice");
+  ASSERT_TRUE(counts.has_value());
+  EXPECT_EQ(counts->tenant, 5);
+  EXPECT_EQ(counts->member, 3);
+
+  // A job that leaves the queue frees its place; one queued again takes it.
+  Place(alice[0], 1, 2);
+  ASSERT_TRUE(store_->CancelJob(alice[1], "alice", 2100).has_value());
+  EXPECT_EQ(store_->PendingCounts("default", "alice")->member, 1);
+  EXPECT_TRUE(store_->CreateJobs(Spec("a4"), 2200, "alice").has_value());
+  EXPECT_EQ(store_->PendingCounts("default", "alice")->member, 2);
+  // Recounted from the jobs at every open.
+  Reopen();
+  counts = store_->PendingCounts("default", "alice");
+  EXPECT_EQ(counts->tenant, 4);
+  EXPECT_EQ(counts->member, 2);
+}
+
+TEST_F(SqliteStoreTest, ConcurrentSubmissionsCannotPassAPendingJobLimitTogether) {
+  ASSERT_TRUE(store_->ApplyPolicy(kLimitedPolicy, "root", "", 1500).has_value());
+  constexpr int kThreads = 8;
+  std::atomic<int> stored{0};
+  std::atomic<int> refused{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      auto got = store_->CreateJobs(Spec(fmt::format("t{}", t)), 2000, "alice");
+      if (got) {
+        stored.fetch_add(1);
+      } else {
+        EXPECT_EQ(got.error().code, Code::kResourceExhausted) << got.error().message;
+        refused.fetch_add(1);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(stored.load(), 3);
+  EXPECT_EQ(refused.load(), kThreads - 3);
+  EXPECT_EQ(store_->PendingCounts("default", "alice")->member, 3);
+}
+
+TEST_F(SqliteStoreTest, SpecSizeAndReplicaLimitsAreCheckedAtSubmit) {
+  ASSERT_TRUE(store_
+                  ->ApplyPolicy("queues:\n  - name: default\n    children:\n      - name: default\n"
+                                "limits: {spec_bytes: 1Ki, replicas_per_job: 4}\n",
+                                "root", "", 1500)
+                  .has_value());
+  auto wide = store_->CreateJobs(Spec("wide", 5), 2000, "alice");
+  ASSERT_FALSE(wide.has_value());
+  EXPECT_EQ(wide.error().field, "replicas");
+  EXPECT_NE(wide.error().message.find("asks for 5 replicas; tenant default allows at most 4"),
+            std::string::npos)
+      << wide.error().message;
+  EXPECT_NE(wide.error().message.find("limits.replicas_per_job"), std::string::npos);
+  model::JobSpec big = Spec("big");
+  big.env["PAYLOAD"] = std::string(2000, 'x');
+  auto too_big = store_->CreateJobs(big, 2000, "alice");
+  ASSERT_FALSE(too_big.has_value());
+  EXPECT_NE(too_big.error().message.find("tenant default allows at most 1024"), std::string::npos)
+      << too_big.error().message;
+  EXPECT_TRUE(store_->CreateJobs(Spec("fits", 4), 2000, "alice").has_value());
+  EXPECT_EQ(store_->PendingCounts("default", "alice")->member, 1);
+}
+
 }  // namespace
 }  // namespace berth::store
