@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 #include <httplib.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include <algorithm>
 #include <cctype>
@@ -188,6 +190,30 @@ ApiClient::ApiClient(ServerUrl url) : url_(std::move(url)) {
 void ApiClient::set_ca(std::string path) {
   ca_ = std::move(path);
   if (!ca_.empty()) http_->set_ca_cert_path(ca_);
+}
+
+Status ApiClient::set_ca_pem(const std::string& pem) {
+  X509_STORE* store = X509_STORE_new();
+  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  int added = 0;
+  while (X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
+    added += X509_STORE_add_cert(store, cert) == 1 ? 1 : 0;
+    X509_free(cert);
+  }
+  BIO_free(bio);
+  if (added == 0) {
+    X509_STORE_free(store);
+    return Fail(Code::kInvalidArgument,
+                "BERTH_CA_PEM holds no PEM certificate; unset it, or pass --ca FILE");
+  }
+  ca_ = "BERTH_CA_PEM";
+  // The TLS context takes the store over; a plain http client never uses it.
+  if (url_.scheme == "https") {
+    http_->set_ca_cert_store(store);
+  } else {
+    X509_STORE_free(store);
+  }
+  return {};
 }
 
 ApiClient::~ApiClient() = default;

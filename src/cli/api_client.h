@@ -67,6 +67,9 @@ class ApiClient {
   // $BERTH_CA, <data-dir>/tls/ca.pem for berthd's own CA); empty: the
   // system trust store.
   void set_ca(std::string path);
+  // The same with the PEM text itself ($BERTH_CA_PEM in a job); an error
+  // when it holds no certificate.
+  Status set_ca_pem(const std::string& pem);
 
  private:
   ServerUrl url_;

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -154,6 +155,37 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
                    "ID is a job array's id: cancel every element that has not finished");
   actions[cancel] = [&](ApiClient& api, const Output& out) {
     return cancel_array ? CancelArray(api, job_id, out) : CancelJob(api, job_id, out);
+  };
+
+  // Run from inside a job: ID defaults to $BERTH_JOB_ID, and the job's own
+  // token is used when there is no other (see below).
+  std::uint64_t checkpoint_job = 0;
+  std::int64_t checkpoint_at = 0;
+  auto* checkpoint = app.add_subcommand(
+      "checkpoint",
+      "report that a running job saved a checkpoint (inside a job: no login needed, "
+      "$BERTH_JOB_TOKEN is used)");
+  checkpoint->add_option("ID", checkpoint_job, "job id (default: $BERTH_JOB_ID)")
+      ->check(CLI::PositiveNumber);
+  auto* at_opt = checkpoint->add_option("--at", checkpoint_at,
+                                        "when it was saved, unix milliseconds (default: now)");
+  checks[checkpoint] = [&] {
+    if (checkpoint_job == 0 && env.job_id) {
+      const std::string& text = *env.job_id;
+      auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), checkpoint_job);
+      if (ec != std::errc() || p != text.data() + text.size()) checkpoint_job = 0;
+    }
+    if (checkpoint_job == 0) {
+      return PrintError(
+          env, kExitUsage,
+          "berth checkpoint: give the job's ID (inside a job, $BERTH_JOB_ID is used)");
+    }
+    return kExitOk;
+  };
+  actions[checkpoint] = [&](ApiClient& api, const Output& out) {
+    return ReportCheckpoint(
+        api, checkpoint_job,
+        at_opt->count() > 0 ? std::optional<std::int64_t>(checkpoint_at) : std::nullopt, out);
   };
 
   int replica = 0;
@@ -509,6 +541,10 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
   identity_create->add_option("NAME", identity_name, "its name")->required();
   identity_create->add_flag("--service", identity_service, "a service account (CI, a bot)");
   identity_create->add_flag("--platform-admin", identity_admin, "make it a platform admin");
+  bool identity_metrics = false;
+  identity_create->add_flag("--metrics-reader", identity_metrics,
+                            "it may GET /metrics and nothing else (Prometheus; with --service, "
+                            "no --tenant)");
   identity_create->add_option("--tenant", identity_tenants,
                               "TENANT=ROLE, role viewer, member or tenant-admin (repeatable)");
   checks[identity_create] = [&] {
@@ -523,8 +559,8 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
     return kExitOk;
   };
   actions[identity_create] = [&](ApiClient& api, const Output& out) {
-    return CreateIdentity(api, identity_name, identity_service, identity_admin, identity_roles,
-                          out);
+    return CreateIdentity(api, identity_name, identity_service, identity_admin, identity_metrics,
+                          identity_roles, out);
   };
   for (const char* action :
        {"disable", "enable", "grant-platform-admin", "revoke-platform-admin"}) {
@@ -817,9 +853,14 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
             << env.config_path.string() << '\n';
     return kExitOk;
   }
-  // The server: --server, else $BERTH_SERVER, else the config file's.
+  // Inside a job with no token of a person's ($BERTH_TOKEN or a login):
+  // the job's own, at the URL berthd gave it (docs/jobs.md, "Checkpoints").
+  const bool as_job = !env.token && config->token.empty() && env.job_token.has_value();
+  // The server: --server, else $BERTH_SERVER, else (as a job) $BERTH_API_URL,
+  // else the config file's.
   std::string server = !server_flag.empty()      ? server_flag
                        : env.server              ? *env.server
+                       : as_job && env.api_url   ? *env.api_url
                        : !config->server.empty() ? config->server
                                                  : kDefaultServer;
   auto url = ParseServerUrl(server);
@@ -839,6 +880,10 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
                                                      : " (saved by berth login)"));
     }
     api.set_ca(ca);
+  } else if (as_job && env.ca_pem) {
+    if (auto st = api.set_ca_pem(*env.ca_pem); !st) {
+      return PrintError(env, kExitUsage, FormatError(st.error()));
+    }
   }
   // The token: $BERTH_TOKEN, else the config file's (berth login).
   if (chosen == login) {
@@ -855,6 +900,8 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
     api.set_token(*env.token);
   } else if (!config->token.empty()) {
     api.set_token(config->token);
+  } else if (as_job) {
+    api.set_token(*env.job_token);
   }
   if (auto status = actions.at(chosen)(api, output); !status) {
     return PrintError(env, ExitCodeFor(status.error()), FormatError(status.error()));

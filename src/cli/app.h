@@ -40,6 +40,14 @@ struct Environment {
   std::optional<std::string> locale = std::nullopt;
   // $BERTH_CA: the CA file to trust for an https server (--ca wins).
   std::optional<std::string> ca = std::nullopt;
+  // What berthd gives every run (docs/jobs.md, "Checkpoints"): its job token
+  // ($BERTH_JOB_TOKEN), the API's URL ($BERTH_API_URL), the CA to trust
+  // ($BERTH_CA_PEM, the certificate itself) and its job's id
+  // ($BERTH_JOB_ID). Used when neither $BERTH_TOKEN nor a login is there.
+  std::optional<std::string> job_token = std::nullopt;
+  std::optional<std::string> api_url = std::nullopt;
+  std::optional<std::string> ca_pem = std::nullopt;
+  std::optional<std::string> job_id = std::nullopt;
 };
 
 // `args` is the full argv, program name first.

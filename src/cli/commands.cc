@@ -127,6 +127,18 @@ Status CancelJob(ApiClient& api, std::uint64_t id, const Output& output) {
   return Ok();
 }
 
+Status ReportCheckpoint(ApiClient& api, std::uint64_t id, std::optional<std::int64_t> at_ms,
+                        const Output& output) {
+  auto done = api.Post(
+      JobPath(id) + "/checkpoint" + QueryString({{"at_ms", at_ms ? std::to_string(*at_ms) : ""}}),
+      "", "application/json");
+  return Show(done, output, [&](const json& r) {
+    const std::int64_t at = r.value("checkpoint_at_ms", std::int64_t{0});
+    return fmt::format("job {}: checkpoint at {} recorded for {} run(s)\n", id, FormatTimeMs(at),
+                       IntText(r, "runs"));
+  });
+}
+
 Status CancelArray(ApiClient& api, std::uint64_t id, const Output& output) {
   auto done = api.Post(fmt::format("/v1/arrays/{}/cancel", id), "", "application/json");
   return Show(done, output, [&](const json& r) {

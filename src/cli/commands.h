@@ -44,6 +44,9 @@ Status SubmitJob(ApiClient& api, const std::string& spec, const Output& output);
 Status ListJobs(ApiClient& api, const JobFilter& filter, const Output& output);
 Status ShowJob(ApiClient& api, std::uint64_t id, const Output& output);
 Status CancelJob(ApiClient& api, std::uint64_t id, const Output& output);
+// POST /v1/jobs/ID/checkpoint[?at_ms=T]: the job saved a checkpoint (now, or at T).
+Status ReportCheckpoint(ApiClient& api, std::uint64_t id, std::optional<std::int64_t> at_ms,
+                        const Output& output);
 // `berth cancel --array ID`: POST /v1/arrays/{id}/cancel.
 Status CancelArray(ApiClient& api, std::uint64_t id, const Output& output);
 // `berth why`: the job's reason in `lang` ("en" or "zh"), its numbers and the
@@ -171,7 +174,8 @@ Status WhoAmI(ApiClient& api, const Output& out);
 Status ListIdentities(ApiClient& api, const Output& out);
 // `tenants`: tenant -> role ("viewer", "member", "tenant-admin").
 Status CreateIdentity(ApiClient& api, const std::string& name, bool service, bool platform_admin,
-                      const std::map<std::string, std::string>& tenants, const Output& out);
+                      bool metrics_reader, const std::map<std::string, std::string>& tenants,
+                      const Output& out);
 // `action`: disable, enable, grant-platform-admin, revoke-platform-admin.
 Status UpdateIdentity(ApiClient& api, const std::string& name, const std::string& action,
                       const Output& out);

@@ -46,7 +46,9 @@ void PrintJson(const Output& out, const json& j) {
 void PrintIdentity(const Output& out, const json& id) {
   if (out.format == OutputFormat::kJson) return PrintJson(out, id);
   out.out << fmt::format("{} ({}{}){}\n  tenants: {}\n", Str(id, "name"), Str(id, "kind"),
-                         id.value("platform_admin", false) ? ", platform-admin" : "",
+                         id.value("platform_admin", false)   ? ", platform-admin"
+                         : id.value("metrics_reader", false) ? ", metrics-reader"
+                                                             : "",
                          id.value("disabled", false) ? " [disabled]" : "", Roles(id["tenants"]));
 }
 
@@ -143,9 +145,11 @@ Status ListIdentities(ApiClient& api, const Output& out) {
 }
 
 Status CreateIdentity(ApiClient& api, const std::string& name, bool service, bool platform_admin,
-                      const std::map<std::string, std::string>& tenants, const Output& out) {
+                      bool metrics_reader, const std::map<std::string, std::string>& tenants,
+                      const Output& out) {
   json body{{"name", name}, {"kind", service ? "service" : "user"}};
   if (platform_admin) body["platform_admin"] = true;
+  if (metrics_reader) body["metrics_reader"] = true;
   if (!tenants.empty()) body["tenants"] = tenants;
   auto r = api.Post("/v1/identities", body.dump(), "application/json");
   if (!r) return std::unexpected(r.error());

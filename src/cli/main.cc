@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   const char* ca_env = std::getenv("BERTH_CA");  // NOLINT(concurrency-mt-unsafe)
   if (ca_env != nullptr && *ca_env != '\0') ca = ca_env;
   berth::SystemClock clock;
-  return berth::cli::RunCli(
-      args, {std::cin, std::cout, std::cerr, server, clock, token, config_path, locale, ca});
+  return berth::cli::RunCli(args, {std::cin, std::cout, std::cerr, server, clock, token,
+                                   config_path, locale, ca, env("BERTH_JOB_TOKEN"),
+                                   env("BERTH_API_URL"), env("BERTH_CA_PEM"), env("BERTH_JOB_ID")});
 }

@@ -208,6 +208,12 @@ void Api::Route(http::Server& http, std::string_view method, const std::string& 
     }
     if (limiter_ != nullptr && !Admit(*limiter_, "token:" + caller->token_id, res)) return;
     CallerScope scope(*caller);
+    if (caller->scope != Scope::kFull) {
+      // A job token or a metrics-reader: the route must admit it
+      // (api_gate.cc), and then its roles (none) are not asked.
+      if (AdmitScoped(rule, *caller, req, res)) handler(req, res);
+      return;
+    }
     if (rule.access == Access::kPlatformAdmin && !caller->platform_admin) {
       ReplyError(res, Error{Code::kPermissionDenied,
                             fmt::format("{} {} needs a platform-admin; {} is not one", req.method,
@@ -278,7 +284,7 @@ TenantOf Api::JobTenant() {
     if (!id) return std::unexpected(id.error());
     auto tenant = store_.JobTenant(*id);
     if (!tenant) return std::unexpected(tenant.error());
-    return Owner{fmt::format("job {}", *id), *tenant, fmt::format("job/{}", *id)};
+    return Owner{fmt::format("job {}", *id), *tenant, fmt::format("job/{}", *id), *id};
   };
 }
 
@@ -314,6 +320,12 @@ void Api::Register(http::Server& http) {
   auto job = [this](Need need, std::string action) {
     return Rule{Access::kAuthenticated, JobTenant(), need, std::move(action)};
   };
+  // The same, and a job token may call it for its own job (job_token.h).
+  auto own_job = [&job](Need need, std::string action) {
+    Rule r = job(need, std::move(action));
+    r.own_job = true;
+    return r;
+  };
   auto quota = [this](Need need, std::string action) {
     return Rule{Access::kAuthenticated, QuotaRequestTenant(), need, std::move(action)};
   };
@@ -345,16 +357,18 @@ void Api::Register(http::Server& http) {
   // Jobs: a tenant's own; another tenant's answer 404.
   Route(http, "POST", "/v1/jobs", any("job.submit"), Audited("job.submit", &Api::SubmitJob));
   Route(http, "GET", "/v1/jobs", any("job.list"), handler(&Api::ListJobs));
-  Route(http, "GET", R"(/v1/jobs/([^/]+))", job(Need::kRead, "job.read"), handler(&Api::GetJob));
+  Route(http, "GET", R"(/v1/jobs/([^/]+))", own_job(Need::kRead, "job.read"),
+        handler(&Api::GetJob));
   Route(http, "POST", R"(/v1/jobs/([^/]+)/cancel)", job(Need::kWrite, "job.cancel"),
         Audited("job.cancel", &Api::CancelJob));
   // An array is named by its first job's id: the same tenant check.
   Route(http, "POST", R"(/v1/arrays/([^/]+)/cancel)", job(Need::kWrite, "array.cancel"),
         Audited("array.cancel", &Api::CancelArray));
-  Route(http, "POST", R"(/v1/jobs/([^/]+)/checkpoint)", job(Need::kWrite, "job.checkpoint"),
+  Route(http, "POST", R"(/v1/jobs/([^/]+)/checkpoint)", own_job(Need::kWrite, "job.checkpoint"),
         Audited("job.checkpoint", &Api::ReportCheckpoint));
   Route(http, "GET", R"(/v1/jobs/([^/]+)/logs)", job(Need::kRead, "job.logs"), handler(&Api::Logs));
-  Route(http, "GET", R"(/v1/jobs/([^/]+)/why)", job(Need::kRead, "job.why"), handler(&Api::Why));
+  Route(http, "GET", R"(/v1/jobs/([^/]+)/why)", own_job(Need::kRead, "job.why"),
+        handler(&Api::Why));
   Route(http, "GET", R"(/v1/jobs/([^/]+)/outputs)", job(Need::kRead, "job.outputs"),
         handler(&Api::ListOutputs));
   Route(http, "GET", R"(/v1/jobs/([^/]+)/outputs/content)",
@@ -393,8 +407,10 @@ void Api::Register(http::Server& http) {
   Route(http, "GET", "/v1/policy/diff", any("policy.read"), handler(&Api::DiffPolicy));
   Route(http, "POST", "/v1/policy/preview", admin("policy.preview"), handler(&Api::PreviewPolicy));
   Route(http, "GET", "/v1/history", admin("history.read"), handler(&Api::History));
-  // Prometheus scrapes with a platform-admin service account's token.
-  Route(http, "GET", "/metrics", admin("metrics.read"), handler(&Api::Metrics));
+  // Prometheus scrapes with a metrics-reader's token (or a platform-admin's).
+  Rule metrics_rule = admin("metrics.read");
+  metrics_rule.metrics = true;
+  Route(http, "GET", "/metrics", metrics_rule, handler(&Api::Metrics));
   // Quota requests: a tenant-admin files and withdraws; a platform admin
   // decides, and an approval becomes a new policy version.
   Route(http, "POST", "/v1/quota-requests", any("quota.request"),

@@ -88,6 +88,11 @@ class Api {
   // answered (401, 403, or 404 for another tenant's object) and recorded.
   void Route(http::Server& http, std::string_view method, const std::string& pattern, Rule rule,
              http::Handler handler);
+  // For a scoped caller (a job token, a metrics-reader; auth.h Scope):
+  // true when `rule` admits it, else answers 403 (a route it may not call)
+  // or 404 (another job than a job token's own) and records the denial.
+  bool AdmitScoped(const Rule& rule, const Caller& caller, const http::Request& req,
+                   http::Response& res);
   void RecordDenial(const Rule& rule, const http::Request& req, const http::Response& res,
                     std::string tenant, std::string object);
   // The tenant of the job named by the path's first capture.

@@ -56,3 +56,41 @@ bool Api::Gate(const http::Request& req, http::Response& res) {
 }
 
 }  // namespace berth::server
+
+namespace berth::server {
+
+bool Api::AdmitScoped(const Rule& rule, const Caller& caller, const http::Request& req,
+                      http::Response& res) {
+  const bool job = caller.scope == Scope::kJob;
+  if (!(job ? rule.own_job : rule.metrics)) {
+    // 403 before any object is looked up: the answer is the same whether
+    // the object exists or not.
+    ReplyError(res, Error{Code::kPermissionDenied,
+                          job ? fmt::format("{} {}: a job token may only read its own job (GET "
+                                            "/v1/jobs/{}, /why) and report its checkpoint (POST "
+                                            "/v1/jobs/{}/checkpoint)",
+                                            req.method, req.path, caller.job_id, caller.job_id)
+                              : fmt::format("{} {}: {} is a metrics-reader; it may GET /metrics "
+                                            "and nothing else",
+                                            req.method, req.path, caller.name),
+                          {}});
+    RecordDenial(rule, req, res, caller.job_tenant, "");
+    return false;
+  }
+  if (!job) return true;
+  // Its own job only; any other job answers as another tenant's does.
+  auto owner = rule.tenant_of(req);
+  if (!owner) {
+    ReplyError(res, owner.error());  // a malformed id (400) or no such job (404)
+    RecordDenial(rule, req, res, caller.job_tenant, "");
+    return false;
+  }
+  if (owner->job_id != caller.job_id) {
+    ReplyError(res, Error{Code::kNotFound, fmt::format("{} not found", owner->object), {}});
+    RecordDenial(rule, req, res, caller.job_tenant, owner->audit_object);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace berth::server

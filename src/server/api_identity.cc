@@ -31,6 +31,7 @@ json IdentityJson(const store::Identity& id) {
   return json{{"name", id.name},
               {"kind", id.kind},
               {"platform_admin", id.platform_admin},
+              {"metrics_reader", id.metrics_reader},
               {"disabled", id.disabled},
               {"created_ms", id.created_ms},
               {"created_by", id.created_by},
@@ -140,7 +141,7 @@ void Api::ListIdentities(const http::Request&, http::Response& res) {
 void Api::CreateIdentity(const http::Request& req, http::Response& res, AuditNote& note) {
   note.object = "identity";
   const Caller& c = CurrentCaller();
-  auto body = ObjectBody(req, {"name", "kind", "platform_admin", "tenants"});
+  auto body = ObjectBody(req, {"name", "kind", "platform_admin", "metrics_reader", "tenants"});
   if (!body) return ReplyError(res, body.error());
   store::Identity id;
   auto name = StringField(*body, "name", true);
@@ -156,6 +157,13 @@ void Api::CreateIdentity(const http::Request& req, http::Response& res, AuditNot
                                    "platform_admin"});
     }
     id.platform_admin = (*body)["platform_admin"].get<bool>();
+  }
+  if (body->contains("metrics_reader")) {
+    if (!(*body)["metrics_reader"].is_boolean()) {
+      return ReplyError(res, Error{Code::kInvalidArgument, "metrics_reader must be true or false",
+                                   "metrics_reader"});
+    }
+    id.metrics_reader = (*body)["metrics_reader"].get<bool>();
   }
   auto active = controller_.ActivePolicy();
   if (!active) return ReplyError(res, active.error());
@@ -189,6 +197,13 @@ void Api::CreateIdentity(const http::Request& req, http::Response& res, AuditNot
       id.tenants[tenant] = *parsed;
     }
   }
+  // What /metrics shows (every node, queue and tenant's usage) is the
+  // platform's: only a platform-admin makes a reader of it.
+  if (!c.platform_admin && id.metrics_reader) {
+    return ReplyError(
+        res, Error{Code::kPermissionDenied, "only a platform-admin can make a metrics-reader",
+                   "metrics_reader"});
+  }
   if (!c.platform_admin && (id.platform_admin || id.tenants.empty())) {
     return ReplyError(
         res, Error{Code::kPermissionDenied,
@@ -217,6 +232,13 @@ void Api::SetIdentityFlag(const http::Request& req, http::Response& res, AuditNo
     return ReplyError(res, Error{Code::kNotFound, fmt::format("identity {} not found", name), {}});
   }
   note.before = IdentityJson(**before);
+  if ((*before)->metrics_reader && action == "grant-platform-admin") {
+    return ReplyError(res, Error{Code::kInvalidArgument,
+                                 fmt::format("{} is a metrics-reader, which reads /metrics and "
+                                             "nothing else; create another identity instead",
+                                             name),
+                                 "identity"});
+  }
   if (name == CurrentCaller().name && (action == "disable" || action == "revoke-platform-admin")) {
     return ReplyError(res, Error{Code::kFailedPrecondition,
                                  "you cannot lock yourself out; ask another platform-admin",
@@ -273,6 +295,13 @@ void Api::SetMember(const http::Request& req, http::Response& res, AuditNote& no
   if (!before) return ReplyError(res, before.error());
   if (!*before) {
     return ReplyError(res, Error{Code::kNotFound, fmt::format("identity {} not found", *name), {}});
+  }
+  if ((*before)->metrics_reader) {
+    return ReplyError(res, Error{Code::kInvalidArgument,
+                                 fmt::format("{} is a metrics-reader, which reads /metrics and "
+                                             "nothing else; it takes no role in a tenant",
+                                             *name),
+                                 "identity"});
   }
   auto old = (*before)->tenants.find(tenant);
   note.before =

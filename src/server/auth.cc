@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "server/job_token.h"
+
 namespace berth::server {
 namespace {
 
@@ -101,6 +103,34 @@ std::string TokenIdOf(const http::Request& req) {
   return parts ? parts->id : std::string();
 }
 
+Result<Caller> Authorizer::AuthenticateJob(std::string_view token) {
+  if (job_key_ == nullptr || !job_runs_) {
+    return std::unexpected(
+        Unauthenticated("this berthd issues no job tokens; use an identity's token"));
+  }
+  // An HMAC, not Argon2: cheap to check, so no verification budget; the
+  // store is asked only about tokens this berthd made.
+  auto claim = job_key_->Verify(token);
+  if (!claim) return std::unexpected(claim.error());
+  auto run = job_runs_(claim->run_id);
+  if (!run) return std::unexpected(run.error());
+  if (!*run || !(*run)->active) {
+    return std::unexpected(Unauthenticated(
+        fmt::format("job token {} belonged to run {}, which has ended; a job token works only "
+                    "while its run runs",
+                    claim->token_id, claim->run_id)));
+  }
+  Caller caller;
+  caller.name = fmt::format("job/{} run {}", claim->job_id, claim->run_id);
+  caller.kind = "job";
+  caller.token_id = claim->token_id;
+  caller.scope = Scope::kJob;
+  caller.job_id = claim->job_id;
+  caller.run_id = claim->run_id;
+  caller.job_tenant = (*run)->tenant;
+  return caller;
+}
+
 Result<Caller> Authorizer::Authenticate(const http::Request& req) {
   std::string_view token = BearerOf(req);
   if (token.empty()) {
@@ -108,6 +138,7 @@ Result<Caller> Authorizer::Authenticate(const http::Request& req) {
         Unauthenticated("this request needs an API token: send 'Authorization: Bearer <token>' "
                         "(berth login stores one for the CLI)"));
   }
+  if (IsJobTokenShaped(token)) return AuthenticateJob(token);
   auto parts = store::SplitToken(token);
   if (!parts) {
     return std::unexpected(Unauthenticated(
@@ -183,6 +214,12 @@ Result<Caller> Authorizer::Authenticate(const http::Request& req) {
   caller.token_id = t.id;
   caller.platform_admin = (*identity)->platform_admin;
   caller.tenants = (*identity)->tenants;
+  if ((*identity)->metrics_reader) {
+    // GET /metrics and nothing else, whatever else the identity was given.
+    caller.scope = Scope::kMetrics;
+    caller.platform_admin = false;
+    caller.tenants.clear();
+  }
   std::lock_guard lock(mu_);
   cache_[t.id] = Cached{digest, caller, now, t.expires_ms};
   return caller;

@@ -29,12 +29,28 @@
 
 namespace berth::server {
 
+// What a verified credential may reach at most. An identity's token is
+// narrowed by its roles; the two scoped credentials are narrowed first by the
+// route table: a Rule says whether it admits them (Rule::own_job,
+// Rule::metrics), and every other route answers them 403.
+enum class Scope {
+  kFull,     // an identity's token: its roles decide
+  kJob,      // a job token (job_token.h): its own job's checkpoint and state
+  kMetrics,  // a metrics-reader identity's token: GET /metrics
+};
+
 struct Caller {
-  std::string name;      // the identity; "" when no valid token came
-  std::string kind;      // "user" or "service"
+  std::string name;      // the identity; "job/12 run 12.0.1" for a job token; "" when none
+  std::string kind;      // "user", "service" or "job"
   std::string token_id;  // the token's public id
   bool platform_admin = false;
-  std::map<std::string, store::Role> tenants;
+  std::map<std::string, store::Role> tenants;  // empty for a job token
+  Scope scope = Scope::kFull;
+  // For a job token: the one job (and run) it speaks for, and the job's
+  // tenant (for audit records).
+  std::int64_t job_id = 0;
+  std::string run_id;
+  std::string job_tenant;
 
   bool authenticated() const { return !name.empty(); }
   std::optional<store::Role> RoleIn(std::string_view tenant) const;
@@ -61,6 +77,7 @@ struct Owner {
   std::string object;  // "job 12", as a not-found message names it
   std::string tenant;
   std::string audit_object;  // "job/12", as audit records name it
+  std::int64_t job_id = 0;   // for a job: its id (a job token's own job or not)
 };
 // Finds the owner of the object a request names (job 12 -> "vision"). An
 // error (no such object, a malformed id) lets the handler answer as it
@@ -77,6 +94,12 @@ struct Rule {
   // When tenant_of fails: false answers its error at once (a tenant that is
   // not in the policy); true lets the handler answer (a job id).
   bool handler_answers_missing = true;
+  // Whether a job token may call this route for its own job (tenant_of
+  // must then name a job): its checkpoint and its state. Any other job
+  // answers 404, as another tenant's does.
+  bool own_job = false;
+  // Whether a metrics-reader's token may call this route (GET /metrics).
+  bool metrics = false;
 };
 
 // How long a verified token is trusted before its hash is checked again.
@@ -91,6 +114,16 @@ inline constexpr TimeMs kRefusedSecretMs = 10'000;
 // its token once per kTokenCacheMs, so a source needs few.
 inline constexpr std::int64_t kVerifyPerSecondPerSource = 5;
 inline constexpr std::int64_t kVerifyBurstPerSource = 20;
+
+// Whether the run a job token names may still use it: found and not exited,
+// with its job's tenant. Set by berthd from the store (the run's record).
+struct JobRunState {
+  bool active = false;
+  std::string tenant;
+};
+using JobRunLookup = std::function<Result<std::optional<JobRunState>>(const std::string& run_id)>;
+
+class JobTokenKey;
 
 class Authorizer {
  public:
@@ -116,6 +149,13 @@ class Authorizer {
   // The tenants whose objects `caller` may list; nullopt: every tenant.
   static std::optional<std::vector<std::string>> Visible(const Caller& caller);
 
+  // Job tokens (job_token.h) are verified with `key` and admitted while
+  // `lookup` says their run is active. Unset: every job token is refused.
+  void set_job_tokens(const JobTokenKey* key, JobRunLookup lookup) {
+    job_key_ = key;
+    job_runs_ = std::move(lookup);
+  }
+
   // Forget cached verdicts (after a revocation or a change of role).
   void ForgetToken(std::string_view token_id);
   void ForgetIdentity(std::string_view name);
@@ -130,8 +170,12 @@ class Authorizer {
     std::optional<TimeMs> expires_ms;
   };
 
+  Result<Caller> AuthenticateJob(std::string_view token);
+
   store::IdentityStore& identities_;
   const Clock& clock_;
+  const JobTokenKey* job_key_ = nullptr;
+  JobRunLookup job_runs_;
   std::mutex mu_;
   std::unordered_map<std::string, Cached> cache_;  // by token id
   struct Refused {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <array>
 #include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
@@ -33,6 +34,7 @@
 #include "server/auth.h"
 #include "server/controller.h"
 #include "server/data_dir.h"
+#include "server/job_token.h"
 #include "server/pki.h"
 #include "store/audit_log.h"
 #include "store/identity_store.h"
@@ -109,6 +111,18 @@ bool IsLoopback(std::string host) {
   return inet_pton(AF_INET6, host.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
 }
 
+// The URL jobs reach the REST API at (BERTH_API_URL), from --listen: a
+// wildcard address becomes this host's name, which the generated server
+// certificate carries.
+std::string DefaultApiUrl(bool https, const std::string& host, int port) {
+  std::string h = host;
+  if (h.empty() || h == "0.0.0.0" || h == "::" || h == "[::]") {
+    std::array<char, 256> name{};
+    h = ::gethostname(name.data(), name.size() - 1) == 0 ? std::string(name.data()) : "localhost";
+  }
+  return fmt::format("{}://{}:{}", https ? "https" : "http", h, port);
+}
+
 // `berthd cert node NODE --out DIR`: credentials for one berth-agent.
 int IssueNodeCredentials(const std::string& data_dir, const std::string& node,
                          const std::string& out, std::int64_t now_ms) {
@@ -136,6 +150,7 @@ struct TlsSetup {
   berth::server::pki::Credentials server;
   std::string client_ca_pem;
   std::string ca_file;  // what clients are told to trust
+  std::string ca_pem;   // the data dir's CA when it issued the certificate; else ""
 };
 
 Result<TlsSetup> SetUpTls(const std::string& data_dir, const std::string& tls_cert,
@@ -164,6 +179,9 @@ Result<TlsSetup> SetUpTls(const std::string& data_dir, const std::string& tls_ce
     tls.cert_file = files.server_cert;
     tls.key_file = files.server_key;
     tls.ca_file = files.ca_cert.string();
+    auto ca = pki::LoadCa(data_dir);
+    if (!ca) return std::unexpected(ca.error());
+    tls.ca_pem = ca->cert_pem;
   }
   if (!need_agents_ca) return tls;
   if (!tls_client_ca.empty()) {
@@ -318,6 +336,11 @@ int main(int argc, char** argv) {
   app.add_option("--tls-san", tls_sans,
                  "Extra host name or IP address for the generated server certificate, e.g. the "
                  "name agents and users reach berthd by (repeatable)");
+  std::string api_url;
+  app.add_option("--api-url", api_url,
+                 "The URL jobs reach the REST API at, given to each run as BERTH_API_URL with "
+                 "its job token (default: from --listen, a wildcard address as this host's "
+                 "name)");
   app.add_flag("--plain-http", plain_http,
                "Serve the REST API over plain HTTP; only with a loopback --listen (dev, tests)");
   app.add_flag("--plain-agents", plain_agents,
@@ -549,6 +572,11 @@ int main(int argc, char** argv) {
   if (!agent_server || agent_port == 0) {
     return Fatal(fmt::format("cannot listen for agents on {} (--agent-listen)", agent_listen));
   }
+  // Each run's own credential (job_token.h), its key kept in the data dir.
+  auto job_key = berth::server::JobTokenKey::LoadOrCreate(data_dir);
+  if (!job_key) return Fatal(job_key.error().message);
+  if (api_url.empty()) api_url = DefaultApiUrl(!plain_http, listen_hp->first, listen_hp->second);
+  controller.set_job_api({&*job_key, api_url, tls && !plain_http ? tls->ca_pem : std::string()});
   // Agents' samples, once the controller has checked them, into the store.
   controller.set_telemetry_sink(
       [&](std::span<const berth::model::GpuSample> s) { (*telemetry)->Ingest(s); });
@@ -644,6 +672,18 @@ int main(int argc, char** argv) {
         berth::server::kBootstrapAdmin, token_file.string(), token_file.string());
   }
   berth::server::Authorizer authorizer(**identities, clock);
+  // A job token is good while its run is in the store and has not exited.
+  authorizer.set_job_tokens(
+      &*job_key,
+      [&](const std::string& run_id) -> Result<std::optional<berth::server::JobRunState>> {
+        auto run = (*store)->GetRun(run_id);
+        if (!run) return std::unexpected(run.error());
+        if (!*run) return std::optional<berth::server::JobRunState>();
+        auto tenant = (*store)->JobTenant((*run)->job_id);
+        if (!tenant) return std::unexpected(tenant.error());
+        return std::optional<berth::server::JobRunState>(
+            berth::server::JobRunState{(*run)->state != berth::model::RunState::kExited, *tenant});
+      });
   berth::server::Api api(controller, **store, authorizer, clock);
   api.set_audit(audit->get());
   api.set_max_body_bytes(*max_body_bytes);

@@ -15,6 +15,7 @@
 #include "model/failure.h"
 #include "server/agent_decode.h"
 #include "server/alerting.h"
+#include "server/job_token.h"
 #include "server/metrics.h"
 #include "server/run_log.h"
 #include "server/snapshot_builder.h"
@@ -667,6 +668,13 @@ berth::v1::StartRun Controller::StartOrder(const store::RunRecord& run, const mo
   }
   for (const auto& [k, v] : DistributedEnv(run, spec, gang, nodes)) {
     if (env.find(k) == env.end()) env[k] = v;  // a job's own env wins
+  }
+  if (job_api_.key != nullptr) {
+    // Its own credential (job_token.h): never stored, never in the job's
+    // record; a spec cannot set BERTH_* names, so these are Berth's.
+    env["BERTH_JOB_TOKEN"] = job_api_.key->Issue(run.job_id, run.replica, run.attempt);
+    if (!job_api_.api_url.empty()) env["BERTH_API_URL"] = job_api_.api_url;
+    if (!job_api_.ca_pem.empty()) env["BERTH_CA_PEM"] = job_api_.ca_pem;
   }
   if (!spec.checkpoint.dir.empty()) env["BERTH_CHECKPOINT_DIR"] = spec.checkpoint.dir;
   if (!spec.checkpoint.file.empty()) env["BERTH_CHECKPOINT_FILE"] = spec.checkpoint.file;

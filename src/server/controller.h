@@ -33,6 +33,16 @@ namespace berth::server {
 
 class ServerMetrics;  // metrics.h
 class AlertRouter;    // alerting.h
+class JobTokenKey;    // job_token.h
+
+// What each run is given to reach the API as itself (docs/jobs.md,
+// "Checkpoints"): BERTH_JOB_TOKEN made with `key`, BERTH_API_URL and, when
+// the API's certificate is from berthd's own CA, BERTH_CA_PEM.
+struct JobApiAccess {
+  const JobTokenKey* key = nullptr;
+  std::string api_url;
+  std::string ca_pem;
+};
 
 struct ControllerOptions {
   std::filesystem::path log_dir;         // <data-dir>/logs
@@ -93,6 +103,8 @@ class Controller {
   // Where passes, placements, evictions and job outcomes are counted for
   // GET /metrics; null: nowhere. Set before Start().
   void set_metrics(ServerMetrics* metrics) { metrics_ = metrics; }
+  // Job tokens for every run dispatched from now on; unset: runs get none.
+  void set_job_api(JobApiAccess access) { job_api_ = std::move(access); }
   // Where valid GPU samples go (the telemetry store); unset: they are
   // dropped. Called on the agent streams' threads, once per GpuTelemetry
   // message: concurrently for different nodes, so it must be thread-safe.
@@ -248,6 +260,7 @@ class Controller {
   Meter* meter_ = nullptr;
   AlertRouter* alerts_ = nullptr;
   ServerMetrics* metrics_ = nullptr;
+  JobApiAccess job_api_;
   TelemetrySink telemetry_sink_;
   mutable std::mutex telemetry_mu_;  // guards telemetry_counts_
   TelemetryCounts telemetry_counts_;

@@ -141,7 +141,7 @@ std::string_view OpenApiDocument() {
     "/v1/jobs/{id}/checkpoint": {
       "post": {
         "summary": "A running job reports a checkpoint it saved",
-        "description": "Counts for the work an eviction would lose. Without at_ms the checkpoint is now.",
+        "description": "Counts for the work an eviction would lose. Without at_ms the checkpoint is now. A member or tenant-admin of the job's tenant may call it, and so may the job itself with its own job token (BERTH_JOB_TOKEN, given to every run; docs/security.md): a job token is refused for every other job (404) and every route other than this one, GET /v1/jobs/{id} and GET /v1/jobs/{id}/why of its own job (403).",
         "parameters": [
           {"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}},
           {"name": "at_ms", "in": "query", "schema": {"type": "integer"}, "description": "When it was saved, unix ms, not in the future"}
@@ -318,7 +318,7 @@ std::string_view OpenApiDocument() {
     "/metrics": {
       "get": {
         "summary": "Prometheus metrics",
-        "description": "The Prometheus text exposition format 0.0.4: GPUs by pool, model and state, one berth_gpu_info per GPU with its occupant, nodes, jobs, pending jobs by reason, queue wait and scheduler cycle histograms, job outcomes, preemptions and admin interventions (docs/metrics.md). Scrape with a platform-admin token.",
+        "description": "The Prometheus text exposition format 0.0.4: GPUs by pool, model and state, one berth_gpu_info per GPU with its occupant, nodes, jobs, pending jobs by reason, queue wait and scheduler cycle histograms, job outcomes, preemptions and admin interventions (docs/metrics.md). Scrape with the token of a metrics-reader identity (berth identity create prometheus --service --metrics-reader), which may read this and nothing else; a platform-admin's token works too.",
         "responses": {
           "200": {"description": "The metrics", "content": {"text/plain": {"schema": {"type": "string"}}}},
           "503": {"description": "This berthd keeps no metrics"}
@@ -404,7 +404,7 @@ std::string_view OpenApiDocument() {
     "/v1/login": {"post": {"summary": "Check the token and record a login in the audit trail (berth login)", "responses": {"200": {"description": "As /v1/whoami"}, "401": {"description": "No valid token"}}}},
     "/v1/identities": {
       "get": {"summary": "Identities: all for a platform-admin; for a tenant-admin, the members of its tenants with their roles there", "responses": {"200": {"description": "{\"identities\": [...]}"}, "403": {"description": "Administers no tenant"}}},
-      "post": {"summary": "Create a user or service account", "description": "JSON body: name, kind (user|service), platform_admin (platform-admins only), tenants {tenant: viewer|member|tenant-admin}. A tenant-admin may create identities only with roles in tenants it administers.", "responses": {"201": {"description": "Created"}, "400": {"description": "Invalid field"}, "403": {"description": "Not allowed"}, "409": {"description": "The name is taken"}}}
+      "post": {"summary": "Create a user or service account", "description": "JSON body: name, kind (user|service), platform_admin (platform-admins only), metrics_reader (platform-admins only: it may GET /metrics and nothing else; never with tenants or platform_admin), tenants {tenant: viewer|member|tenant-admin}. A tenant-admin may create identities only with roles in tenants it administers.", "responses": {"201": {"description": "Created"}, "400": {"description": "Invalid field"}, "403": {"description": "Not allowed"}, "409": {"description": "The name is taken"}}}
     },
     "/v1/identities/{name}/{action}": {"post": {"summary": "disable, enable, grant-platform-admin or revoke-platform-admin (platform-admins)", "responses": {"200": {"description": "The identity after"}, "404": {"description": "No such identity"}}}},
     "/v1/tenants/{tenant}/members": {

@@ -155,6 +155,18 @@ Result<std::unique_ptr<IdentityStore>> IdentityStore::Open(const std::filesystem
   auto db = Database::OpenState(data_dir);
   if (!db) return std::unexpected(db.error());
   BERTH_RETURN_IF_ERROR(db->Exec(kIdentitySchema));
+  {
+    // Before metrics-reader identities existed.
+    auto has = db->Prepare(
+        "SELECT COUNT(*) FROM pragma_table_info('identities') WHERE name='metrics_reader'");
+    if (!has) return std::unexpected(has.error());
+    auto row = has->Step();
+    if (!row) return std::unexpected(row.error());
+    if (has->Int(0) == 0) {
+      BERTH_RETURN_IF_ERROR(
+          db->Exec("ALTER TABLE identities ADD COLUMN metrics_reader INTEGER NOT NULL DEFAULT 0;"));
+    }
+  }
   return std::unique_ptr<IdentityStore>(new IdentityStore(std::move(*db)));
 }
 
@@ -173,6 +185,11 @@ Result<Identity> IdentityStore::CreateIdentity(const Identity& identity) {
     return InvalidField(
         "kind", fmt::format("'{}' is not a kind of identity; use user or service", identity.kind));
   }
+  if (identity.metrics_reader && (identity.platform_admin || !identity.tenants.empty())) {
+    return InvalidField("metrics_reader",
+                        "a metrics-reader reads /metrics and nothing else: give it no tenants "
+                        "and no platform_admin");
+  }
   std::lock_guard lock(mu_);
   Transaction tx(db_);
   BERTH_RETURN_IF_ERROR(tx.Begin());
@@ -183,14 +200,15 @@ Result<Identity> IdentityStore::CreateIdentity(const Identity& identity) {
                 fmt::format("identity '{}' already exists; pick another name", identity.name));
   }
   auto st = db_.Prepare(
-      "INSERT INTO identities(name, kind, platform_admin, disabled, created_ms, created_by) "
-      "VALUES(?,?,?,0,?,?)");
+      "INSERT INTO identities(name, kind, platform_admin, disabled, created_ms, created_by, "
+      "metrics_reader) VALUES(?,?,?,0,?,?,?)");
   if (!st) return std::unexpected(st.error());
   BERTH_RETURN_IF_ERROR(st->Bind(1, identity.name)
                             .Bind(2, identity.kind)
                             .Bind(3, std::int64_t{identity.platform_admin ? 1 : 0})
                             .Bind(4, identity.created_ms)
                             .Bind(5, identity.created_by)
+                            .Bind(6, std::int64_t{identity.metrics_reader ? 1 : 0})
                             .Run());
   for (const auto& [tenant, role] : identity.tenants) {
     auto m = db_.Prepare("INSERT INTO memberships(identity, tenant, role) VALUES(?,?,?)");
@@ -205,8 +223,8 @@ Result<Identity> IdentityStore::CreateIdentity(const Identity& identity) {
 
 Result<std::optional<Identity>> IdentityStore::LoadIdentity(std::string_view name) {
   auto st = db_.Prepare(
-      "SELECT name, kind, platform_admin, disabled, created_ms, created_by FROM identities "
-      "WHERE name=?");
+      "SELECT name, kind, platform_admin, disabled, created_ms, created_by, metrics_reader FROM "
+      "identities WHERE name=?");
   if (!st) return std::unexpected(st.error());
   st->Bind(1, name);
   auto row = st->Step();
@@ -219,6 +237,7 @@ Result<std::optional<Identity>> IdentityStore::LoadIdentity(std::string_view nam
   id.disabled = st->Int(3) != 0;
   id.created_ms = st->Int(4);
   id.created_by = st->Text(5);
+  id.metrics_reader = st->Int(6) != 0;
   auto m = db_.Prepare("SELECT tenant, role FROM memberships WHERE identity=? ORDER BY tenant");
   if (!m) return std::unexpected(m.error());
   m->Bind(1, name);

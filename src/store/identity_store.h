@@ -41,6 +41,9 @@ struct Identity {
   TimeMs created_ms = 0;
   std::string created_by;
   std::map<std::string, Role> tenants;  // tenant -> role
+  // May GET /metrics and nothing else (Prometheus): never with tenants or
+  // platform_admin. Fixed at creation.
+  bool metrics_reader = false;
 };
 
 struct TokenRecord {

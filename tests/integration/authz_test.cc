@@ -1,10 +1,13 @@
 // The authorization matrix against a real berthd over TLS: every API endpoint (the
 // OpenAPI document's list, checked against this file's) x every caller
 // (platform-admin; tenant-admin, member and viewer of each of two tenants;
-// no token, a malformed, an expired and a revoked token) x the caller's own
+// no token, a malformed, an expired and a revoked token; a metrics-reader; a
+// running job's own token, read from inside the job) x the caller's own
 // tenant and the other tenant. Each case is asserted allowed, or denied with
 // exactly the status docs/security.md promises: 401 without a valid token,
-// 403 for a role that is too weak, 404 for another tenant's object.
+// 403 for a role that is too weak (and for every route a scoped credential
+// may not call), 404 for another tenant's object (and another job than a
+// job token's own).
 #include <fmt/format.h>
 
 #include <set>
@@ -44,6 +47,9 @@ enum class Kind {
   kTokenOfService,  // a service account's token: tenant-admin of its tenant, else 404
   kTenantFile,      // the body names the tenant: tenant-admin of it, else 403
   kTenantPolicy,    // a policy changing queues below the tenant: its tenant-admin, else 403
+  kMetrics,         // platform-admin or a metrics-reader, else 403
+  kOwnJobRead,      // kObjectRead, and a job token for its own job (another job: 404)
+  kOwnJobWrite,     // kObjectWrite, and a job token for its own job (another job: 404)
 };
 
 enum class Rel { kOwn, kOther };
@@ -51,7 +57,7 @@ enum class Rel { kOwn, kOther };
 struct CallerId {
   std::string label;   // "platform", "red/member", "no token", ...
   std::string tenant;  // "" for the platform admin and the bad tokens
-  std::string role;    // "platform", "tenant-admin", "member", "viewer", "bad"
+  std::string role;    // "platform", "tenant-admin", "member", "viewer", "bad", "metrics", "job"
   std::string token;
 };
 
@@ -83,6 +89,13 @@ struct Route {
 int Expected(Kind kind, const CallerId& c, Rel rel) {
   if (kind == Kind::kPublic) return 0;
   if (c.role == "bad") return 401;
+  // Scoped credentials: the routes that admit them, else 403 before any
+  // object is looked up.
+  if (c.role == "metrics") return kind == Kind::kMetrics ? 0 : 403;
+  if (c.role == "job") {
+    if (kind != Kind::kOwnJobRead && kind != Kind::kOwnJobWrite) return 403;
+    return rel == Rel::kOwn ? 0 : 404;
+  }
   if (c.role == "platform") return 0;
   const bool own = rel == Rel::kOwn;
   const bool writer = c.role == "member" || c.role == "tenant-admin";
@@ -92,10 +105,13 @@ int Expected(Kind kind, const CallerId& c, Rel rel) {
     case Kind::kAny:
       return 0;
     case Kind::kAdmin:
+    case Kind::kMetrics:
       return 403;
     case Kind::kObjectRead:
+    case Kind::kOwnJobRead:
       return own ? 0 : 404;
     case Kind::kObjectWrite:
+    case Kind::kOwnJobWrite:
       return !own ? 404 : writer ? 0 : 403;
     case Kind::kTenantManage:
       return !own ? 404 : manager ? 0 : 403;
@@ -136,11 +152,11 @@ std::vector<Route> Routes() {
                                     {{"tenant", t}, {"queue", "main"}});
                }});
   r.push_back({"GET", "/v1/jobs", Kind::kAny, fixed("/v1/jobs")});
-  r.push_back({"GET", "/v1/jobs/{id}", Kind::kObjectRead, job("")});
+  r.push_back({"GET", "/v1/jobs/{id}", Kind::kOwnJobRead, job("")});
   r.push_back({"POST", "/v1/jobs/{id}/cancel", Kind::kObjectWrite, job("/cancel")});
-  r.push_back({"POST", "/v1/jobs/{id}/checkpoint", Kind::kObjectWrite, job("/checkpoint")});
+  r.push_back({"POST", "/v1/jobs/{id}/checkpoint", Kind::kOwnJobWrite, job("/checkpoint")});
   r.push_back({"GET", "/v1/jobs/{id}/logs", Kind::kObjectRead, job("/logs")});
-  r.push_back({"GET", "/v1/jobs/{id}/why", Kind::kObjectRead, job("/why")});
+  r.push_back({"GET", "/v1/jobs/{id}/why", Kind::kOwnJobRead, job("/why")});
   r.push_back({"GET", "/v1/jobs/{id}/outputs", Kind::kObjectRead, job("/outputs")});
   // No path: past the guard, the handler answers 400 (field path).
   r.push_back({"GET", "/v1/jobs/{id}/outputs/content", Kind::kObjectRead, job("/outputs/content")});
@@ -185,7 +201,7 @@ std::vector<Route> Routes() {
   r.push_back({"POST", "/v1/policy/preview", Kind::kAdmin, fixed("/v1/policy/preview?window=1h"),
                [](const World&, const std::string&, int) { return std::string(kTwoTenants); }});
   r.push_back({"GET", "/v1/history", Kind::kAdmin, fixed("/v1/history")});
-  r.push_back({"GET", "/metrics", Kind::kAdmin, fixed("/metrics")});
+  r.push_back({"GET", "/metrics", Kind::kMetrics, fixed("/metrics")});
   r.push_back({"GET", "/v1/audit", Kind::kAuditRead,
                [](const World&, const std::string& t) { return "/v1/audit?tenant=" + t; }});
   r.push_back({"GET", "/v1/audit/verify", Kind::kAdmin, fixed("/v1/audit/verify")});
@@ -316,6 +332,17 @@ TEST_F(AuthzTest, EveryEndpointRoleAndTenantIsAllowedOrDeniedAsDocumented) {
   w.node = berthd.Nodes().at(0).at("name");
   w.gpu_uuid = admin.Get("/v1/gpus").body.at("gpus").at(0).at("uuid");
   w.admin_token = admin.token();
+  // A red job that keeps its own token where the test can read it. It is
+  // the job token's own job; the other callers act on w.job (and cancel it).
+  const auto token_dir = dir_ / "red-job";
+  OwnedByTenant(token_dir, "red");
+  World wj;
+  wj.job["red"] = berthd.Submit(JobSpecJson(
+      "red-token-job",
+      Sh("printf %s \"$BERTH_JOB_TOKEN\" > " + (token_dir / "token").string() + "; exec sleep 300"),
+      1, {{"tenant", "red"}, {"queue", "main"}}));
+  ASSERT_GT(wj.job["red"], 0);
+  ASSERT_TRUE(berthd.WaitForState(wj.job["red"], "Running", 20s));
   for (const std::string t : {"red", "blue"}) {
     w.job[t] = berthd.Submit(
         JobSpecJson(t + "-job", {"sleep", "300"}, 1, {{"tenant", t}, {"queue", "main"}}));
@@ -335,6 +362,11 @@ TEST_F(AuthzTest, EveryEndpointRoleAndTenantIsAllowedOrDeniedAsDocumented) {
     w.quota[t] = q.body.at("id");
   }
 
+  {
+    const std::int64_t token_job = wj.job["red"];
+    wj = w;
+    wj.job["red"] = token_job;
+  }
   // Callers: each role in each tenant, a service account and a spare
   // identity per tenant (objects for the member and token routes).
   std::vector<CallerId> callers{{"platform", "", "platform", w.admin_token}};
@@ -359,6 +391,16 @@ TEST_F(AuthzTest, EveryEndpointRoleAndTenantIsAllowedOrDeniedAsDocumented) {
     auto id = revoked.substr(6, 12);
     ASSERT_EQ(admin.Post("/v1/tokens/" + id + "/revoke", "", "application/json").status, 200);
   }
+  {
+    auto r = admin.Post(
+        "/v1/identities",
+        json{{"name", "prometheus"}, {"kind", "service"}, {"metrics_reader", true}}.dump(),
+        "application/json");
+    ASSERT_EQ(r.status, 201) << r.text;
+    callers.push_back({"metrics-reader", "", "metrics", MakeToken(admin, "prometheus", "1d")});
+  }
+  ASSERT_TRUE(WaitFor([&] { return !ReadFile(token_dir / "token").empty(); }, 10s));
+  callers.push_back({"red job's token", "red", "job", ReadFile(token_dir / "token")});
   const std::string expired = MakeToken(admin, "red-member", "1s");
   callers.push_back({"no token", "", "bad", ""});
   callers.push_back({"malformed token", "", "bad", "berth_not-a-token"});
@@ -398,7 +440,7 @@ TEST_F(AuthzTest, EveryEndpointRoleAndTenantIsAllowedOrDeniedAsDocumented) {
           const std::string token = MakeToken(admin, tenant + "-svc", "1h");
           path = "/v1/tokens/" + token.substr(6, 12) + "/revoke";
         } else {
-          path = route.path(w, tenant);
+          path = route.path(caller.role == "job" ? wj : w, tenant);
         }
         if (route.prepare) route.prepare(admin, w, tenant);
         Http http(berthd.api_port(), 10s, berthd.ca_file());
