@@ -150,9 +150,17 @@ void Controller::Loop() {
       cv_.wait_for(lock, std::chrono::milliseconds(options_.tick_ms),
                    [this] { return wake_ || stopping_; });
       if (stopping_) return;
+      // Wakes that arrive while the pass is held back join this pass.
+      if (const TimeMs gap = next_pass_ms_ - clock_.NowMs(); gap > 0) {
+        cv_.wait_for(lock, std::chrono::milliseconds(gap), [this] { return stopping_; });
+        if (stopping_) return;
+      }
       wake_ = false;
     }
+    const TimeMs start = clock_.NowMs();
     if (auto st = RunPass(); !st) spdlog::error("control pass failed: {}", st.error().message);
+    const TimeMs end = clock_.NowMs();
+    next_pass_ms_ = end + std::clamp<TimeMs>(end - start, 0, options_.max_pass_gap_ms);
   }
 }
 

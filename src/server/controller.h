@@ -49,6 +49,11 @@ struct ControllerOptions {
   TimeMs lease_ms = 10'000;              // a node is NotReady this long after its last heartbeat
   TimeMs heartbeat_interval_ms = 1'000;  // told to agents at registration
   TimeMs tick_ms = 200;                  // a pass runs at least this often
+  // Passes are paced: the next one starts no sooner than the last one took,
+  // capped at this, after it ended. An idle berthd passes at once on a wake
+  // (its last pass was long ago); under a stream of submissions a pass over
+  // a deep queue leaves the store to them at least half the time.
+  TimeMs max_pass_gap_ms = 1'000;
   TimeMs stop_grace_ms = 10'000;         // SIGTERM -> SIGKILL for cancel and gang stops
   // A NotReady node's runs are declared lost this long after its lease
   // lapsed (the agent may just be restarting); their gangs then stop and
@@ -309,6 +314,7 @@ class Controller {
   std::condition_variable cv_;
   bool wake_ = false;
   bool stopping_ = false;
+  TimeMs next_pass_ms_ = 0;  // paced: no pass starts before this (Loop only)
   std::map<std::string, LiveNode> live_;
   OutputBroker outputs_;                                // has its own lock
   std::map<std::int64_t, model::JobSpec> spec_cache_;   // specs never change
