@@ -31,6 +31,7 @@
 #include "server/alerting.h"
 #include "server/api.h"
 #include "server/auth.h"
+#include "server/bootstrap.h"
 #include "server/controller.h"
 #include "server/data_dir.h"
 #include "server/pki.h"
