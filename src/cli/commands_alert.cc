@@ -48,10 +48,12 @@ std::string RenderRules(const json& r) {
   if (!sinks.empty()) {
     Table t({"SINK", "URL", "TIMEOUT", "TOKEN"});
     for (const auto& s : sinks) {
-      t.AddRow({Text(s, "name"), Text(s, "url"), FormatDurationMs(s.value("timeout_ms", 0)),
-                Text(s, "secret_file").empty() || Text(s, "secret_file") == "-"
-                    ? "-"
-                    : fmt::format("{} from {}", Text(s, "header"), Text(s, "secret_file"))});
+      t.AddRow(
+          {Text(s, "name"), Text(s, "url"), FormatDurationMs(s.value("timeout_ms", 0)),
+           Text(s, "secret_file").empty() || Text(s, "secret_file") == "-"
+               ? "-"
+               : fmt::format("{} from {}{}", Text(s, "header"), Text(s, "secret_file"),
+                             s.value("send_secret_over_http", false) ? " (in the clear)" : "")});
     }
     out += "\n" + t.Render();
   }

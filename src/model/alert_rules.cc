@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <set>
 
 #include "common/units.h"
@@ -55,8 +56,9 @@ Result<std::int64_t> Duration(const YAML::Node& n, const std::string& field,
 
 Result<AlertSink> ParseSink(const YAML::Node& s, const std::string& path) {
   if (!s.IsMap()) return InvalidField(path, "must be a map {name, type: webhook, url, ...}");
-  BERTH_RETURN_IF_ERROR(
-      CheckKeys(s, path, {"name", "type", "url", "secret_file", "header", "timeout"}));
+  BERTH_RETURN_IF_ERROR(CheckKeys(
+      s, path,
+      {"name", "type", "url", "secret_file", "send_secret_over_http", "header", "timeout"}));
   AlertSink sink;
   if (!s["name"]) return InvalidField(path + ".name", "is required: the name rules refer to");
   auto name = Text(s["name"], path + ".name", "a name, e.g. ops-pager");
@@ -79,12 +81,27 @@ Result<AlertSink> ParseSink(const YAML::Node& s, const std::string& path) {
   }
   sink.url = *url;
   if (s["secret_file"]) {
-    auto f = Text(s["secret_file"], path + ".secret_file", "a path to a file holding the token");
+    auto f = Text(s["secret_file"], path + ".secret_file",
+                  "the name of a file in berthd's webhook secret directory, e.g. pager.token");
     if (!f) return std::unexpected(f.error());
-    if (!f->starts_with("/")) {
-      return InvalidField(path + ".secret_file", "must be an absolute path");
+    // Where it may be (berthd's --webhook-secret-dir) is checked when the
+    // rules are applied (server/webhook_secret.h); a `..` never is.
+    for (const auto& part : std::filesystem::path(*f)) {
+      if (part == "..") {
+        return InvalidField(path + ".secret_file",
+                            fmt::format("'{}' has a '..' in it; name a file in berthd's webhook "
+                                        "secret directory (berthd --webhook-secret-dir)",
+                                        *f));
+      }
     }
     sink.secret_file = *f;
+  }
+  if (s["send_secret_over_http"]) {
+    const auto& b = s["send_secret_over_http"];
+    if (!b.IsScalar() || (b.Scalar() != "true" && b.Scalar() != "false")) {
+      return InvalidField(path + ".send_secret_over_http", "must be true or false");
+    }
+    sink.send_secret_over_http = b.Scalar() == "true";
   }
   if (s["header"]) {
     auto h = Text(s["header"], path + ".header", "an HTTP header name, e.g. X-Token");
@@ -343,6 +360,24 @@ AlertRules DefaultAlertRules() {
 }
 
 Status CheckNewAlertRules(const AlertRules& rules) {
+  for (std::size_t i = 0; i < rules.sinks.size(); ++i) {
+    const AlertSink& s = rules.sinks[i];
+    const bool plain = s.url.starts_with("http://");
+    if (!s.secret_file.empty() && plain && !s.send_secret_over_http) {
+      return InvalidField(
+          fmt::format("sinks[{}].url", i),
+          fmt::format("{} is plain http, and the sink sends the secret in {}: anyone on the way "
+                      "could read it; use an https:// URL, or set send_secret_over_http: true "
+                      "on the sink to send it in the clear anyway",
+                      s.url, s.secret_file));
+    }
+    if (s.send_secret_over_http && (!plain || s.secret_file.empty())) {
+      return InvalidField(fmt::format("sinks[{}].send_secret_over_http", i),
+                          plain ? "has no effect: the sink has no secret_file; remove it"
+                                : "has no effect: the sink's URL is https, so its secret is "
+                                  "never sent in the clear; remove it");
+    }
+  }
   for (std::size_t i = 0; i < rules.rules.size(); ++i) {
     const AlertRule& r = rules.rules[i];
     if (r.kind == AlertKind::kIdleAllocation && r.window_ms < 60'000) {
@@ -379,6 +414,7 @@ nlohmann::json AlertRulesJson(const AlertRules& rules) {
                      {"type", "webhook"},
                      {"url", s.url},
                      {"secret_file", s.secret_file},
+                     {"send_secret_over_http", s.send_secret_over_http},
                      {"header", s.header},
                      {"timeout_ms", s.timeout_ms}});
   }

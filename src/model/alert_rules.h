@@ -46,11 +46,14 @@ struct AlertRule {
 // A webhook: berthd POSTs each raised and resolved alert of the rules that
 // name it. With secret_file, the file's content (whitespace trimmed) is sent
 // as `Authorization: Bearer <secret>`, or as the raw value of `header` when
-// another header is named.
+// another header is named. secret_file names a file in berthd's webhook
+// secret directory (server/webhook_secret.h), and a secret goes only to an
+// https:// URL unless send_secret_over_http says to send it in the clear.
 struct AlertSink {
   std::string name;
   std::string url;  // http:// or https://
   std::string secret_file;
+  bool send_secret_over_http = false;
   std::string header = "Authorization";
   std::int64_t timeout_ms = 5000;
 };
@@ -75,8 +78,11 @@ Result<AlertRules> ParseAlertRules(std::string_view yaml);
 
 // What a document being applied must meet beyond parsing: an
 // idle_allocation window of at least 1m (telemetry is kept per minute, so a
-// shorter one could not be honoured). Stored documents are only parsed: one
-// applied before this check loads, its short window acting as 1m.
+// shorter one could not be honoured), and no secret to a plain http:// URL
+// unless the sink says send_secret_over_http (which is refused where it
+// means nothing). Stored documents are only parsed: one applied before this
+// check loads, its short window acting as 1m; the deliverer still sends no
+// secret over http without the flag.
 Status CheckNewAlertRules(const AlertRules& rules);
 
 nlohmann::json AlertRulesJson(const AlertRules& rules);

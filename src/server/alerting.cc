@@ -6,11 +6,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 
 #include "common/units.h"
 #include "model/reason.h"
@@ -24,13 +22,6 @@ using nlohmann::json;
 
 bool EngineKind(std::string_view kind) {
   return kind == "node_not_ready" || kind == "queue_wait" || kind == "idle_allocation";
-}
-
-std::string Trim(std::string s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-  std::size_t i = 0;
-  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
-  return s.substr(i);
 }
 
 }  // namespace
@@ -59,6 +50,12 @@ Result<std::int64_t> AlertRouter::Apply(const std::string& yaml, const std::stri
   auto parsed = model::ParseAlertRules(yaml);
   if (!parsed) return std::unexpected(parsed.error());
   BERTH_RETURN_IF_ERROR(model::CheckNewAlertRules(*parsed));
+  for (std::size_t i = 0; i < parsed->sinks.size(); ++i) {
+    const auto& sink = parsed->sinks[i];
+    if (sink.secret_file.empty()) continue;
+    auto secret = secrets_.Read(sink.secret_file, fmt::format("sinks[{}].secret_file", i));
+    if (!secret) return std::unexpected(secret.error());
+  }
   auto version = store_.ApplyAlertRules(yaml, by, comment, now, base);
   if (!version) return std::unexpected(version.error());
   std::lock_guard lock(mu_);
@@ -299,12 +296,20 @@ std::string AlertDeliverer::Post(const model::AlertSink& sink, const std::string
   client.set_write_timeout(secs, usecs);
   httplib::Headers headers;
   if (!sink.secret_file.empty()) {
-    std::ifstream in(sink.secret_file);
-    if (!in) return fmt::format("cannot read secret_file {}", sink.secret_file);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const std::string secret = Trim(ss.str());
-    headers.emplace(sink.header, sink.header == "Authorization" ? "Bearer " + secret : secret);
+    // Checked again at each delivery: rules applied before these checks
+    // existed, and a secret directory changed since the apply, send nothing
+    // they should not.
+    if (sink.url.starts_with("http://") && !sink.send_secret_over_http) {
+      return fmt::format(
+          "not sent: {} is plain http and the sink has a secret_file; use an https:// URL, or set "
+          "send_secret_over_http: true on sink {} (berth alert rules apply)",
+          sink.url, sink.name);
+    }
+    auto secret = router_.secrets().Read(sink.secret_file, "secret_file");
+    if (!secret) {
+      return fmt::format("not sent: {}: {}", secret.error().field, secret.error().message);
+    }
+    headers.emplace(sink.header, sink.header == "Authorization" ? "Bearer " + *secret : *secret);
   }
   auto res = client.Post(path, headers, body, "application/json");
   if (!res) return fmt::format("POST {}: {}", sink.url, httplib::to_string(res.error()));

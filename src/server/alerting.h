@@ -10,6 +10,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -20,6 +21,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "model/alert_rules.h"
+#include "server/webhook_secret.h"
 #include "store/meter_store.h"
 #include "store/store.h"
 #include "store/telemetry_store.h"
@@ -32,17 +34,23 @@ class ServerMetrics;  // metrics.h
 // engine, the deliverer, the controller and the meter. Thread-safe.
 class AlertRouter {
  public:
-  explicit AlertRouter(store::Store& store) : store_(store) {}
+  // `secret_dir`: where sinks' secret_file may be (berthd
+  // --webhook-secret-dir); empty: no sink may have a secret.
+  explicit AlertRouter(store::Store& store, std::filesystem::path secret_dir = {})
+      : store_(store), secrets_(std::move(secret_dir)) {}
   void set_metrics(ServerMetrics* metrics) { metrics_ = metrics; }
 
   // Loads the newest applied version, or the defaults when none was applied.
   [[nodiscard]] Status Load();
-  // Validates, stores and puts in force a new version; returns it.
+  // Validates, stores and puts in force a new version; returns it. Each
+  // sink's secret must be readable from the secret directory now
+  // (sinks[i].secret_file) and go only to https unless the sink says so.
   // `base`: refused with base_version unless it is still the newest version.
   [[nodiscard]] Result<std::int64_t> Apply(const std::string& yaml, const std::string& by,
                                            const std::string& comment, TimeMs now,
                                            std::optional<std::int64_t> base = std::nullopt);
   model::AlertRules Rules() const;
+  const WebhookSecrets& secrets() const { return secrets_; }
   // 0: the defaults (none applied).
   std::int64_t version() const;
 
@@ -59,6 +67,7 @@ class AlertRouter {
 
  private:
   store::Store& store_;
+  const WebhookSecrets secrets_;
   ServerMetrics* metrics_ = nullptr;
   mutable std::mutex mu_;
   model::AlertRules rules_ = model::DefaultAlertRules();

@@ -273,58 +273,6 @@ void Authorizer::ForgetIdentity(std::string_view name) {
   refused_.clear();
 }
 
-namespace {
-
-// Writes `text` to `path` readable by its owner only, atomically: a temp
-// file made 0600 from the start, fsync, rename.
-Status WritePrivateFile(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  ::unlink(tmp.c_str());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    return Fail(Code::kUnavailable,
-                fmt::format("cannot write {}: {}", tmp.string(), std::strerror(errno)));
-  }
-  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
-            ::fsync(fd) == 0;
-  ok = (::close(fd) == 0) && ok;
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    return Fail(Code::kUnavailable,
-                fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
-  }
-  return {};
-}
-
-}  // namespace
-
-Result<bool> BootstrapAdmin(store::IdentityStore& identities,
-                            const std::filesystem::path& token_file, TimeMs now, bool reset) {
-  auto empty = identities.Empty();
-  if (!empty) return std::unexpected(empty.error());
-  if (!*empty && !reset) return false;
-  auto admin = identities.GetIdentity(kBootstrapAdmin);
-  if (!admin) return std::unexpected(admin.error());
-  if (!*admin) {
-    store::Identity id;
-    id.name = std::string(kBootstrapAdmin);
-    id.kind = "user";
-    id.platform_admin = true;
-    id.created_ms = now;
-    id.created_by = "berthd (first start)";
-    auto created = identities.CreateIdentity(id);
-    if (!created) return std::unexpected(created.error());
-  } else {
-    BERTH_RETURN_IF_ERROR(identities.SetDisabled(kBootstrapAdmin, false));
-    BERTH_RETURN_IF_ERROR(identities.SetPlatformAdmin(kBootstrapAdmin, true));
-  }
-  auto token = identities.CreateToken(kBootstrapAdmin,
-                                      reset ? "bootstrap (reset by the operator)" : "bootstrap",
-                                      std::nullopt, "berthd", now);
-  if (!token) return std::unexpected(token.error());
-  BERTH_RETURN_IF_ERROR(WritePrivateFile(token_file, token->token + "\n"));
-  return true;
-}
-
 const Caller& CurrentCaller() {
   return current_caller != nullptr ? *current_caller : Anonymous();
 }

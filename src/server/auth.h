@@ -202,18 +202,6 @@ class CallerScope {
   const Caller* previous_;
 };
 
-// The identity the first start creates: a platform admin whose token goes to
-// <data-dir>/bootstrap-token.
-inline constexpr std::string_view kBootstrapAdmin = "admin";
-
-// At the first start (no identity yet): creates `admin` and a token for it,
-// written to `token_file` with mode 0600 (only berthd's user can read it).
-// Returns whether it did. With `reset`, also when identities exist: `admin`
-// is created, re-enabled and made platform admin as needed, and gets a new
-// token (recovery for an operator who has the data directory).
-Result<bool> BootstrapAdmin(store::IdentityStore& identities,
-                            const std::filesystem::path& token_file, TimeMs now, bool reset);
-
 // The token id of a request's bearer token, for rate limits and logs
 // ("" when there is none).
 std::string TokenIdOf(const http::Request& req);

@@ -32,6 +32,7 @@
 #include "server/alerting.h"
 #include "server/api.h"
 #include "server/auth.h"
+#include "server/bootstrap.h"
 #include "server/controller.h"
 #include "server/data_dir.h"
 #include "server/job_token.h"
@@ -278,6 +279,11 @@ int main(int argc, char** argv) {
                  "Per-run log size kept (e.g. 64Mi); a longer log keeps its first quarter and its "
                  "latest output, with a marker where bytes were dropped; 0: unlimited")
       ->capture_default_str();
+  std::string webhook_secret_dir;
+  app.add_option("--webhook-secret-dir", webhook_secret_dir,
+                 "The only directory alert sinks' secret_file may name a file in (default: "
+                 "<data-dir>/secrets, created 0700); a file elsewhere, a .. or a link out of it "
+                 "is refused when the rules are applied");
   std::string shared_gpus;
   app.add_option("--shared-gpus", shared_gpus,
                  "All-in-one: the embedded agents' GPUs in sharing mode, taking slices of jobs "
@@ -527,7 +533,20 @@ int main(int argc, char** argv) {
   berth::server::ServerMetrics metrics;
   controller.set_metrics(&metrics);
   // Alert rules, the engine that evaluates them and the webhook outbox.
-  berth::server::AlertRouter alert_router(**store);
+  if (webhook_secret_dir.empty()) {
+    // The default is berthd's own, made like the rest of the data dir: a
+    // directory only berthd's user enters (the umask is 077).
+    webhook_secret_dir = (std::filesystem::path(data_dir) / "secrets").string();
+    std::error_code ec;
+    std::filesystem::create_directory(webhook_secret_dir, ec);
+    if (ec) return Fatal(fmt::format("cannot create {}: {}", webhook_secret_dir, ec.message()));
+  } else if (!std::filesystem::is_directory(webhook_secret_dir)) {
+    return Fatal(
+        fmt::format("--webhook-secret-dir {} is not a directory; create it (0700) and "
+                    "put the sinks' secrets in it",
+                    webhook_secret_dir));
+  }
+  berth::server::AlertRouter alert_router(**store, webhook_secret_dir);
   alert_router.set_metrics(&metrics);
   if (auto loaded = alert_router.Load(); !loaded) return Fatal(loaded.error().message);
   meter.set_alerts(&alert_router);

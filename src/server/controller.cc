@@ -1039,6 +1039,8 @@ Status Controller::OnRegister(const berth::v1::Register& reg,
     (*registered->mutable_log_offsets())[r.run_id()] = have;
     if (r.phase() == berth::v1::RunStatus::EXITED) {
       if (*run) {
+        // As in OnRunExited: the log is durable before the exit is.
+        BERTH_RETURN_IF_ERROR(SyncRunLog(LogPath((*run)->job_id, r.run_id())));
         if ((*run)->state == model::RunState::kStarting && r.exit().started_at_ms() != 0) {
           BERTH_RETURN_IF_ERROR(
               store_.MarkRunStarted(r.run_id(), r.pid(), r.exit().started_at_ms(), now));
@@ -1204,11 +1206,17 @@ Status Controller::OnRunStarted(const std::string& node, const berth::v1::RunSta
 
 Status Controller::OnRunExited(const std::string& node, const berth::v1::RunExited& msg) {
   store::RunExit exit = ExitFromProto(msg);
-  if (exit.exit_code != 0 || exit.signal != 0 || !exit.start_error.empty()) {
+  auto run = store_.GetRun(msg.run_id());
+  if (!run) return std::unexpected(run.error());
+  if (*run) {
+    // Every byte of the log arrived before the exit on this stream; it is
+    // made durable before the exit is recorded, so the ack below never lets
+    // the agent drop a copy berthd could still lose.
+    BERTH_RETURN_IF_ERROR(SyncRunLog(LogPath((*run)->job_id, msg.run_id())));
     // Only a failed exit has a class to read from its log.
-    auto run = store_.GetRun(msg.run_id());
-    if (!run) return std::unexpected(run.error());
-    if (*run) ClassifyExit(exit, (*run)->job_id);
+    if (exit.exit_code != 0 || exit.signal != 0 || !exit.start_error.empty()) {
+      ClassifyExit(exit, (*run)->job_id);
+    }
   }
   const TimeMs now = clock_.NowMs();
   auto job = store_.MarkRunExited(exit, now);

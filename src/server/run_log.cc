@@ -228,6 +228,32 @@ Status WriteRunLog(const fs::path& path, std::uint64_t offset, std::string_view 
   return st;
 }
 
+Result<std::uint64_t> SyncRunLog(const fs::path& path) {
+  Index idx;
+  int fd = OpenCurrent(path, idx);
+  if (fd < 0) {
+    if (errno == ENOENT) return std::uint64_t{0};  // nothing was ever written
+    return Fail(Code::kInternal, fmt::format("cannot open log {} to sync it: {}", path.string(),
+                                             std::strerror(errno)));
+  }
+  const std::uint64_t received = FileSize(fd) + idx.dropped;
+  const int err = ::fsync(fd) == 0 ? 0 : errno;
+  ::close(fd);
+  if (err != 0) {
+    return Fail(Code::kInternal,
+                fmt::format("cannot sync log {}: {}", path.string(), std::strerror(err)));
+  }
+  // The index (after a trim) was made durable by WriteIndex; the entries of
+  // the file and of its directory are made durable here.
+  for (const fs::path& dir : {path.parent_path(), path.parent_path().parent_path()}) {
+    if (int e = SyncDir(dir); e != 0) {
+      return Fail(Code::kInternal,
+                  fmt::format("cannot sync directory {}: {}", dir.string(), std::strerror(e)));
+    }
+  }
+  return received;
+}
+
 std::uint64_t RunLogReceived(const fs::path& path) {
   Index idx;
   int fd = OpenCurrent(path, idx);

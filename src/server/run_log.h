@@ -36,6 +36,19 @@ namespace berth::server {
 [[nodiscard]] Status WriteRunLog(const std::filesystem::path& path, std::uint64_t offset,
                                  std::string_view data, std::uint64_t limit);
 
+// Makes every byte of the log received so far durable: fsyncs the current
+// generation's file, then the run's directory and the one above it (the
+// file's and the job directory's entries), so a power cut afterwards loses
+// none of it. A log that was never written (a silent run) is nothing to
+// sync. Called once per run end, before its exit is recorded and
+// acknowledged (Controller::OnRunExited), never per chunk: chunks are only
+// written, and until the exit is acknowledged the agent keeps its own copy
+// and resends whatever berthd lost from RunLogReceived(). Returns the bytes
+// received. Safe beside a writer of another run; the caller makes sure no
+// chunk of this run is written meanwhile (they arrive on the stream that
+// carries the exit).
+[[nodiscard]] Result<std::uint64_t> SyncRunLog(const std::filesystem::path& path);
+
 // How many bytes of the log berthd has received (absolute), for the agent's
 // resume offset. 0 when there is no log.
 std::uint64_t RunLogReceived(const std::filesystem::path& path);

@@ -381,6 +381,69 @@ Result<IssuedToken> IdentityStore::CreateToken(std::string_view identity,
   return Fail(Code::kInternal, "could not draw an unused token id");
 }
 
+Result<IssuedToken> MintToken(std::string_view identity, std::string_view description,
+                              std::string_view created_by, TimeMs now) {
+  auto id = RandomHex(kTokenIdBytes);
+  if (!id) return std::unexpected(id.error());
+  auto secret = RandomHex(kTokenSecretBytes);
+  if (!secret) return std::unexpected(secret.error());
+  auto hash = HashSecret(*secret);
+  if (!hash) return std::unexpected(hash.error());
+  IssuedToken out;
+  out.record.id = *id;
+  out.record.identity = std::string(identity);
+  out.record.description = std::string(description);
+  out.record.created_ms = now;
+  out.record.created_by = std::string(created_by);
+  out.record.hash = *hash;
+  out.token = fmt::format("{}{}_{}", kTokenPrefix, *id, *secret);
+  return out;
+}
+
+Status IdentityStore::InstallAdminToken(const Identity& admin, const TokenRecord& token) {
+  BERTH_RETURN_IF_ERROR(ValidateIdentityName(admin.name, "name"));
+  if (token.identity != admin.name) {
+    return Fail(Code::kInvalidArgument, fmt::format("token {} is for '{}', not '{}'", token.id,
+                                                    token.identity, admin.name));
+  }
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
+  auto existing = LoadIdentity(admin.name);
+  if (!existing) return std::unexpected(existing.error());
+  if (!*existing) {
+    auto st = db_.Prepare(
+        "INSERT INTO identities(name, kind, platform_admin, disabled, created_ms, created_by) "
+        "VALUES(?,?,1,0,?,?)");
+    if (!st) return std::unexpected(st.error());
+    BERTH_RETURN_IF_ERROR(st->Bind(1, admin.name)
+                              .Bind(2, admin.kind)
+                              .Bind(3, admin.created_ms)
+                              .Bind(4, admin.created_by)
+                              .Run());
+  } else {
+    auto st = db_.Prepare("UPDATE identities SET disabled=0, platform_admin=1 WHERE name=?");
+    if (!st) return std::unexpected(st.error());
+    BERTH_RETURN_IF_ERROR(st->Bind(1, admin.name).Run());
+  }
+  auto st = db_.Prepare(
+      "INSERT OR IGNORE INTO tokens(id, identity, description, hash, created_ms, created_by, "
+      "expires_ms) VALUES(?,?,?,?,?,?,?)");
+  if (!st) return std::unexpected(st.error());
+  BERTH_RETURN_IF_ERROR(st->Bind(1, token.id)
+                            .Bind(2, token.identity)
+                            .Bind(3, token.description)
+                            .Bind(4, token.hash)
+                            .Bind(5, token.created_ms)
+                            .Bind(6, token.created_by)
+                            .Bind(7, token.expires_ms)
+                            .Run());
+  if (db_.Changes() == 0) {
+    return Fail(Code::kAlreadyExists, fmt::format("token id {} is taken", token.id));
+  }
+  return tx.Commit();
+}
+
 Result<std::optional<TokenRecord>> IdentityStore::GetToken(std::string_view id) {
   std::lock_guard lock(mu_);
   auto st = db_.Prepare(fmt::format("SELECT {} FROM tokens WHERE id=?", kTokenColumns));

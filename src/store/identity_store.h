@@ -99,6 +99,13 @@ class IdentityStore {
                                                 std::optional<TimeMs> expires_ms,
                                                 std::string_view created_by, TimeMs now,
                                                 const model::EffectiveLimit* limit = nullptr);
+  // The bootstrap admin's token (server/bootstrap.h), in one transaction:
+  // creates `admin` unless it exists, else enables it and makes it platform
+  // admin again, and stores `token` (from MintToken) for it. The caller has
+  // put the token somewhere durable first, so no commit ever leaves an
+  // identity whose token nobody holds. AlreadyExists when the token's id is
+  // taken (mint another).
+  [[nodiscard]] Status InstallAdminToken(const Identity& admin, const TokenRecord& token);
   [[nodiscard]] Result<std::optional<TokenRecord>> GetToken(std::string_view id);
   // Every token of `identity` (all tokens when empty), newest first.
   [[nodiscard]] Result<std::vector<TokenRecord>> ListTokens(std::string_view identity);
@@ -116,6 +123,12 @@ class IdentityStore {
 // parameters. Slow on purpose (tens of milliseconds).
 Result<std::string> HashSecret(std::string_view secret);
 bool VerifySecret(std::string_view encoded_hash, std::string_view secret);
+
+// A new token for `identity` (a fresh random id and secret, its hash)
+// that is not stored yet: for a caller that must keep the token durably
+// before the store knows it (IdentityStore::InstallAdminToken).
+Result<IssuedToken> MintToken(std::string_view identity, std::string_view description,
+                              std::string_view created_by, TimeMs now);
 
 // `n` random bytes from the operating system's CSPRNG, as lower-case hex.
 Result<std::string> RandomHex(std::size_t n);

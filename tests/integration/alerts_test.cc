@@ -27,6 +27,7 @@ class Receiver {
     server_.Post("/hook", [this](const httplib::Request& req, httplib::Response& res) {
       std::lock_guard lock(mu_);
       posts_.push_back(json::parse(req.body, nullptr, false));
+      auth_.push_back(req.get_header_value("Authorization"));
       res.status = static_cast<int>(posts_.size()) <= failures_ ? 500 : 200;
       statuses_.push_back(res.status);
     });
@@ -46,6 +47,10 @@ class Receiver {
     std::lock_guard lock(mu_);
     return statuses_;
   }
+  std::vector<std::string> auth() {
+    std::lock_guard lock(mu_);
+    return auth_;
+  }
   // Whether a POST with this event for an alert of this kind arrived.
   bool Got(const std::string& event, const std::string& kind) {
     for (const auto& p : posts()) {
@@ -63,6 +68,7 @@ class Receiver {
   std::mutex mu_;
   std::vector<json> posts_;
   std::vector<int> statuses_;
+  std::vector<std::string> auth_;
   std::thread thread_;
 };
 
@@ -156,6 +162,53 @@ TEST_F(IntegrationTest, NodeNotReadyAlertRaisedAndResolvedThroughTheWebhook) {
     EXPECT_TRUE(p["berth"].contains("version")) << p.dump(2);
     EXPECT_TRUE(p["berth"].contains("server")) << p.dump(2);
   }
+}
+
+// berthd reads a sink's secret only from its --webhook-secret-dir (default
+// <data-dir>/secrets) and sends it over plain http only when the sink says
+// so; every refusal is a 400 naming the field, and applies nothing.
+TEST_F(IntegrationTest, AWebhookSecretComesOnlyFromTheSecretDirectoryAndInTheClearOnlyIfAsked) {
+  const int hook_port = FreePort();
+  Receiver receiver(hook_port);
+  Berthd& berthd = NewBerthd(AllInOne({"--alert-interval", "200ms"}));
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  const auto secrets = berthd.data_dir() / "secrets";
+  ASSERT_TRUE(std::filesystem::is_directory(secrets)) << "berthd makes its default directory";
+  WriteFile(secrets / "hook.token", "s3cret\n");
+  auto rules = [&](const std::string& secret_file, const std::string& extra = "") {
+    return fmt::format(R"(sinks:
+  - {{name: hook, url: 'http://127.0.0.1:{}/hook', secret_file: '{}', timeout: 2s{}}}
+rules:
+  - {{name: long-waits, kind: queue_wait, queue: "*", threshold: 1s, sinks: [hook]}}
+)",
+                       hook_port, secret_file, extra);
+  };
+  // berthd's own database, by path: outside the directory.
+  auto outside = berthd.http().Post(
+      "/v1/alert-rules",
+      rules((berthd.data_dir() / "berth.db").string(), ", send_secret_over_http: true"),
+      "application/yaml");
+  EXPECT_EQ(outside.status, 400) << outside.text;
+  EXPECT_EQ(outside.body["error"]["field"], "sinks[0].secret_file") << outside.text;
+  EXPECT_NE(outside.text.find(secrets.string()), std::string::npos) << outside.text;
+  std::filesystem::create_symlink(berthd.data_dir() / "berth.db", secrets / "db-link");
+  auto link = berthd.http().Post(
+      "/v1/alert-rules", rules("db-link", ", send_secret_over_http: true"), "application/yaml");
+  EXPECT_EQ(link.status, 400) << link.text;
+  EXPECT_EQ(link.body["error"]["field"], "sinks[0].secret_file") << link.text;
+  auto clear = berthd.http().Post("/v1/alert-rules", rules("hook.token"), "application/yaml");
+  EXPECT_EQ(clear.status, 400) << clear.text;
+  EXPECT_EQ(clear.body["error"]["field"], "sinks[0].url") << clear.text;
+  EXPECT_EQ(berthd.http().Get("/v1/alert-rules").body["version"], 0) << "nothing was applied";
+
+  auto applied = berthd.http().Post(
+      "/v1/alert-rules", rules("hook.token", ", send_secret_over_http: true"), "application/yaml");
+  ASSERT_EQ(applied.status, 201) << applied.text;
+  EXPECT_EQ(applied.text.find("s3cret"), std::string::npos) << "the secret never comes back";
+  SubmitStuck(berthd);
+  ASSERT_TRUE(WaitFor([&] { return receiver.Got("raised", "queue_wait"); }, 20s))
+      << json(receiver.posts()).dump(2);
+  EXPECT_EQ(receiver.auth().at(0), "Bearer s3cret");
 }
 
 TEST_F(IntegrationTest, WebhookRetriedUntilTheReceiverAcceptsAndManualResolve) {

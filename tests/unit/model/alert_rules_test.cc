@@ -75,6 +75,51 @@ TEST(AlertRules, ANewIdleWindowUnderAMinuteIsRefusedByName) {
   EXPECT_TRUE(CheckNewAlertRules(*minute).has_value());
 }
 
+// A secret goes in the clear only where the sink says so, and the word is
+// refused where it would mean nothing. Checked at apply: a stored document
+// from before still loads (the deliverer then sends it no secret).
+TEST(AlertRules, ANewSinkSendsItsSecretOverPlainHttpOnlyWhenItSaysSo) {
+  struct Case {
+    std::string yaml;
+    std::string field;  // "": accepted
+  };
+  const std::vector<Case> cases = {
+      {"sinks: [{name: s, url: 'http://hooks', secret_file: t}]", "sinks[0].url"},
+      {"sinks: [{name: s, url: 'https://hooks', secret_file: t}]", ""},
+      {"sinks: [{name: s, url: 'http://hooks'}]", ""},
+      {"sinks: [{name: s, url: 'http://hooks', secret_file: t, send_secret_over_http: true}]", ""},
+      {"sinks: [{name: s, url: 'http://hooks', send_secret_over_http: true}]",
+       "sinks[0].send_secret_over_http"},
+      {"sinks: [{name: s, url: 'https://hooks', secret_file: t, send_secret_over_http: true}]",
+       "sinks[0].send_secret_over_http"},
+      {"sinks: [{name: a, url: 'https://a'}, {name: s, url: 'http://hooks', secret_file: t}]",
+       "sinks[1].url"},
+  };
+  for (const auto& c : cases) {
+    auto r = ParseAlertRules(c.yaml + "\nrules: []");
+    ASSERT_TRUE(r.has_value()) << c.yaml << ": " << r.error().message;
+    auto st = CheckNewAlertRules(*r);
+    if (c.field.empty()) {
+      EXPECT_TRUE(st.has_value()) << c.yaml << ": " << st.error().message;
+      continue;
+    }
+    ASSERT_FALSE(st.has_value()) << c.yaml;
+    EXPECT_EQ(st.error().field, c.field) << c.yaml << " -> " << st.error().message;
+  }
+  auto plain =
+      ParseAlertRules("sinks: [{name: s, url: 'http://hooks', secret_file: t}]\nrules: []");
+  auto st = CheckNewAlertRules(*plain);
+  ASSERT_FALSE(st.has_value());
+  EXPECT_NE(st.error().message.find("use an https:// URL, or set send_secret_over_http: true"),
+            std::string::npos)
+      << st.error().message;
+  auto flagged = ParseAlertRules(
+      "sinks: [{name: s, url: 'http://h', secret_file: t, send_secret_over_http: true}]\n"
+      "rules: []");
+  ASSERT_TRUE(flagged.has_value()) << flagged.error().message;
+  EXPECT_EQ(AlertRulesJson(*flagged)["sinks"][0]["send_secret_over_http"], true);
+}
+
 TEST(AlertRules, EachBadFieldNamesItself) {
   const Bad cases[] = {
       {"rules: 3", "rules"},
@@ -100,8 +145,12 @@ TEST(AlertRules, EachBadFieldNamesItself) {
       {"sinks: [{name: s}]\nrules: []", "sinks[0].url"},
       {"sinks: [{name: s, url: ftp://x}]\nrules: []", "sinks[0].url"},
       {"sinks: [{name: s, url: 'http://x', type: email}]\nrules: []", "sinks[0].type"},
-      {"sinks: [{name: s, url: 'http://x', secret_file: token}]\nrules: []",
+      {"sinks: [{name: s, url: 'https://x', secret_file: ../token}]\nrules: []",
        "sinks[0].secret_file"},
+      {"sinks: [{name: s, url: 'https://x', secret_file: /srv/s/../../etc/key}]\nrules: []",
+       "sinks[0].secret_file"},
+      {"sinks: [{name: s, url: 'http://x', send_secret_over_http: yes}]\nrules: []",
+       "sinks[0].send_secret_over_http"},
       {"sinks: [{name: s, url: 'http://x', header: 'X: y'}]\nrules: []", "sinks[0].header"},
       {"sinks: [{name: s, url: 'http://x', timeout: 5m}]\nrules: []", "sinks[0].timeout"},
       {"sinks: [{name: s, url: 'http://x'}, {name: s, url: 'http://y'}]\nrules: []",

@@ -34,7 +34,8 @@ class AlertingTest : public ::testing::Test {
     auto s = store::SqliteStore::Open(dir_, clock_.NowMs());
     ASSERT_TRUE(s.has_value()) << s.error().message;
     store_ = std::move(*s);
-    router_ = std::make_unique<AlertRouter>(*store_);
+    std::filesystem::create_directory(dir_ / "secrets");
+    router_ = std::make_unique<AlertRouter>(*store_, dir_ / "secrets");
     ASSERT_TRUE(router_->Load().has_value());
     engine_ = std::make_unique<AlertEngine>(*store_, *router_, clock_);
   }
@@ -308,9 +309,10 @@ TEST_F(AlertingTest, DeliveryRetriesUntilTheReceiverAccepts) {
   const int port = receiver.bind_to_any_port("127.0.0.1");
   std::thread serve([&] { receiver.listen_after_bind(); });
   while (!receiver.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  const auto token = dir_ / "token";
+  const auto token = dir_ / "secrets" / "token";
   { std::ofstream(token) << "s3cret\n"; }
-  Rules(fmt::format(R"(sinks: [{{name: ops, url: 'http://127.0.0.1:{}/hook', secret_file: {}}}]
+  Rules(fmt::format(R"(sinks: [{{name: ops, url: 'http://127.0.0.1:{}/hook', secret_file: {},
+         send_secret_over_http: true}}]
 rules: [{{name: gpus, kind: gpu_health, sinks: [ops]}}])",
                     port, token.string()));
   store::Alert a;

@@ -149,6 +149,17 @@ TEST_F(RunLogTest, TheMappingSurvivesARestartAndALeftoverTrim) {
   EXPECT_EQ(view.find("garbage"), std::string::npos);
 }
 
+// A run's end syncs the generation in use, whatever trims came before,
+// and reports every byte received; a run that printed nothing has no log.
+TEST_F(RunLogTest, SyncingReportsEveryByteReceivedAfterTrimsAndNothingForASilentRun) {
+  EXPECT_EQ(SyncRunLog(dir_ / "8" / "silent.log").value(), 0U);
+  const std::string text = Output(50'000);
+  Ship(text, 0, text.size());
+  ASSERT_TRUE(fs::exists(path_.string() + ".index")) << "the log was trimmed";
+  EXPECT_EQ(SyncRunLog(path_).value(), 50'000U);
+  EXPECT_EQ(RunLogReceived(path_), 50'000U);
+}
+
 TEST_F(RunLogTest, NoLimitKeepsEverything) {
   const std::string text = Output(30'000);
   for (std::size_t at = 0; at < text.size(); at += 1000) {
