@@ -529,7 +529,7 @@ int Run(int argc, char** argv) {
   // Every acknowledged submission is there.
   std::set<std::int64_t> listed;
   for (int attempt = 0; attempt < 50; ++attempt) {
-    auto r = berthd.http().Get("/v1/jobs?limit=10000");
+    auto r = GetAllPages(berthd.http(), "/v1/jobs?limit=5000", "jobs");
     if (r.status == 200) {
       for (const auto& j : r.body.at("jobs")) listed.insert(j.at("id").get<std::int64_t>());
       break;

@@ -212,7 +212,7 @@ double MetricValue(const Berthd& berthd, std::string_view name) {
 // Cancels every job that is not finished, `clients` at a time.
 std::size_t CancelUnfinished(const Berthd& berthd, int clients) {
   // The queue may be deeper than one page: the jobs holding GPUs first.
-  auto r = berthd.http().Get("/v1/jobs?state=Scheduled,Running&limit=10000");
+  auto r = GetAllPages(berthd.http(), "/v1/jobs?state=Scheduled,Running&limit=5000", "jobs");
   if (r.status != 200) return 0;
   std::vector<std::int64_t> ids;
   for (const auto& j : r.body.at("jobs")) ids.push_back(j.at("id").get<std::int64_t>());

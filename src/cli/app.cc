@@ -121,6 +121,10 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
   jobs->add_option("--tenant", filter.tenant, "only jobs of this tenant");
   jobs->add_option("--array", filter.array, "only the elements of this job array (its id)")
       ->check(CLI::PositiveNumber);
+  jobs->add_option("--limit", filter.limit,
+                   "the newest N jobs (default: every job, fetched page after page)")
+      ->check(CLI::PositiveNumber);
+  jobs->add_flag("--full", filter.full, "each job's whole spec and placement (with -o json)");
   checks[jobs] = [&] {
     auto states = NormalizeStates(states_flag);
     if (!states) return PrintError(env, kExitUsage, FormatError(states.error()));
@@ -474,7 +478,10 @@ int RunCli(const std::vector<std::string>& args, const Environment& env) {
   audit->add_option("--tenant", audit_query.tenant, "only records about this tenant");
   audit->add_option("--action", audit_query.action,
                     "only this action (job.submit), or a family ending in '.' (job.)");
-  audit->add_option("--limit", audit_query.limit, "the newest N records (default 1000)");
+  audit
+      ->add_option("--limit", audit_query.limit,
+                   "the newest N records, fetched page after page (default 1000; 0: all)")
+      ->check(CLI::NonNegativeNumber);
   checks[audit] = [&] {
     for (auto* t : {&audit_query.since, &audit_query.until}) {
       auto q = AuditTimeQuery(*t, t == &audit_query.since ? "--since" : "--until");

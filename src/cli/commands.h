@@ -33,6 +33,8 @@ struct JobFilter {
   std::string queue;
   std::string tenant;
   std::uint64_t array = 0;  // 0: any
+  std::uint64_t limit = 0;  // the newest N; 0: every job, page after page
+  bool full = false;        // ask for each job's spec and placement (full=true)
 };
 
 // "pending,RUNNING" -> "Pending,Running"; unknown names are an error that
@@ -136,7 +138,7 @@ struct AuditQuery {
   std::string actor;
   std::string tenant;
   std::string action;
-  std::string limit;
+  std::uint64_t limit = 1000;  // the newest N, page after page; 0: every record
 };
 // --since/--until as the API takes them: a duration back from now ("1h")
 // or epoch milliseconds pass as they are; an RFC 3339 time

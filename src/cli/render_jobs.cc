@@ -23,18 +23,25 @@ std::string JobText(const json& job, std::string_view key) {
   return value != "-" ? value : Text(job, "spec." + std::string(key));
 }
 
+// A number from the summary GET /v1/jobs sends by default, else from the
+// spec that full=true and GET /v1/jobs/{id} send.
+std::optional<std::int64_t> JobInt(const json& job, std::string_view key) {
+  if (auto v = Int(job, key)) return v;
+  return Int(job, "spec." + std::string(key));
+}
+
 }  // namespace
 
 std::string JobGpus(const json& job) {
-  auto gpus = Int(job, "spec.resources.gpus");
-  std::string replicas = std::to_string(Int(job, "spec.replicas").value_or(1));
+  auto gpus = JobInt(job, "resources.gpus");
+  std::string replicas = std::to_string(JobInt(job, "replicas").value_or(1));
   // A slice of one GPU per replica: "2x0.25" by share, "2x20Gi" by memory.
-  if (auto m = Int(job, "spec.resources.gpu_share_millis"); m && *m > 0) {
+  if (auto m = JobInt(job, "resources.gpu_share_millis"); m && *m > 0) {
     std::string share = fmt::format("0.{:03}", *m % 1000);
     while (share.back() == '0') share.pop_back();
     return replicas + "x" + share;
   }
-  if (auto b = Int(job, "spec.resources.gpu_share_bytes"); b && *b > 0) {
+  if (auto b = JobInt(job, "resources.gpu_share_bytes"); b && *b > 0) {
     return replicas + "x" + FormatMemory(static_cast<std::uint64_t>(*b));
   }
   if (!gpus) return "-";

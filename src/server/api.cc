@@ -73,18 +73,6 @@ json CordonSummary(const std::optional<store::Cordon>& c) {
   return json{{"cordon", c->kind}, {"reason", c->reason}, {"by", c->by}};
 }
 
-std::vector<std::string> SplitCommas(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= s.size()) {
-    auto end = s.find(',', start);
-    if (end == std::string::npos) end = s.size();
-    if (end > start) out.push_back(s.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
 // Whether a tenant-admin may apply `to` over `from`: every change is to a
 // queue below the top-level queue of a tenant it administers; pools,
 // priority classes and settings, other tenants and the tenants' own quotas
@@ -520,46 +508,6 @@ void Api::SubmitJob(const http::Request& req, http::Response& res, AuditNote& no
     res.set_header("Location", fmt::format("/v1/jobs/{}", id));
   }
   Reply(res, 201, out);
-}
-
-void Api::ListJobs(const http::Request& req, http::Response& res) {
-  store::JobFilter filter;
-  if (req.has_param("state")) {
-    for (const auto& s : SplitCommas(req.get_param_value("state"))) {
-      auto state = model::ParseJobState(s);
-      if (!state) {
-        return ReplyError(res, Error{Code::kInvalidArgument,
-                                     fmt::format("unknown state '{}'; use Pending, Scheduled, "
-                                                 "Running, Succeeded, Failed or Cancelled",
-                                                 s),
-                                     "state"});
-      }
-      filter.states.push_back(*state);
-    }
-  }
-  filter.tenant = req.get_param_value("tenant");
-  filter.queue = req.get_param_value("queue");
-  if (req.has_param("array")) {
-    const std::string& a = req.get_param_value("array");
-    std::int64_t array = 0;
-    auto [p, ec] = std::from_chars(a.data(), a.data() + a.size(), array);
-    if (ec != std::errc() || p != a.data() + a.size() || array <= 0) {
-      return ReplyError(
-          res, Error{Code::kInvalidArgument,
-                     fmt::format("'{}' is not an array id; an array's id is its first job's id", a),
-                     "array"});
-    }
-    filter.array_id = array;
-  }
-  filter.tenants = Authorizer::Visible(CurrentCaller());
-  auto limit = LimitParam(req, filter.limit);
-  if (!limit) return ReplyError(res, limit.error());
-  filter.limit = *limit;
-  auto jobs = store_.ListJobs(filter);
-  if (!jobs) return ReplyError(res, jobs.error());
-  json list = json::array();
-  for (const auto& j : *jobs) list.push_back(JobJson(j, false));
-  Reply(res, 200, json{{"jobs", list}});
 }
 
 json Api::FailureJson(const store::JobRecord& job, model::Lang lang) const {

@@ -24,6 +24,10 @@
 
 namespace berth::server {
 
+// Rows a report or usage request may read unless --report-max-rows says
+// otherwise.
+inline constexpr std::size_t kDefaultReportMaxRows = 200'000;
+
 class Api {
  public:
   Api(Controller& controller, store::Store& store, Authorizer& auth, const Clock& clock)
@@ -76,6 +80,12 @@ class Api {
   using OpsUtilizationSource = std::function<Result<OpsUtilization>(
       TimeMs from, TimeMs to, std::span<const std::string> run_ids)>;
   void set_ops_utilization(OpsUtilizationSource source) { ops_utilization_ = std::move(source); }
+  // The most stored rows one report or usage request may read
+  // (--report-max-rows, docs/operations.md "Read limits"): the operations
+  // report counts its jobs, runs and audit records together; GET /v1/usage
+  // and /v1/usage/records their runs. A window holding more is refused with
+  // 400 naming `from`, the window and this figure.
+  void set_report_max_rows(std::size_t rows) { report_max_rows_ = rows; }
 
  private:
   // A mutating handler: it fills `note` with what it changed or was refused.
@@ -213,6 +223,7 @@ class Api {
   std::unique_ptr<RateLimiter> source_limiter_;
   RefusalCounter refusals_;  // refused authentications, aggregated in the audit log
   std::size_t max_body_bytes_ = 2 << 20;
+  std::size_t report_max_rows_ = kDefaultReportMaxRows;
   Meter* meter_ = nullptr;
   AlertRouter* alerts_ = nullptr;
   ServerMetrics* metrics_ = nullptr;

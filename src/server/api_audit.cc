@@ -8,6 +8,7 @@
 #include "common/units.h"
 #include "server/api.h"
 #include "server/api_util.h"
+#include "server/paging.h"
 #include "server/render.h"
 
 namespace berth::server {
@@ -49,14 +50,25 @@ void Api::ListAudit(const http::Request& req, http::Response& res) {
     }
   }
   filter.action = req.get_param_value("action");
-  auto limit = LimitParam(req, filter.limit);
+  if (req.has_param("after")) {
+    auto after = DecodeIdCursor(CursorKind::kAudit, req.get_param_value("after"));
+    if (!after) return ReplyError(res, after.error());
+    filter.after_seq = *after;
+  }
+  auto limit = PageLimitParam(req);
   if (!limit) return ReplyError(res, limit.error());
-  filter.limit = *limit;
+  // The newest limit + 1 matches, oldest first: a first one past the page
+  // says an older page follows.
+  filter.limit = *limit + 1;
   auto records = audit_->Query(filter);
   if (!records) return ReplyError(res, records.error());
+  const bool more = records->size() > *limit;
+  if (more) records->erase(records->begin());
   json list = json::array();
   for (const auto& e : *records) list.push_back(AuditEntryJson(e));
-  Reply(res, 200, json{{"records", list}});
+  json body{{"records", std::move(list)}};
+  if (more) body["next"] = EncodeCursor(CursorKind::kAudit, std::to_string(records->front().seq));
+  Reply(res, 200, body);
 }
 
 void Api::VerifyAudit(const http::Request&, http::Response& res) {

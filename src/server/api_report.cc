@@ -38,15 +38,27 @@ void Api::GetOpsReport(const http::Request& req, http::Response& res) {
   in.to = to;
   in.fleet_visible = caller.platform_admin;
 
-  auto records = meter_->Records(from, to, "", now);
+  // Rows read, counted against report_max_rows_ over every source; each
+  // read asks for one row more than is left, so a window holding more than
+  // the cap is refused without reading all of it. Every read runs on a
+  // read connection: none holds the store's writer.
+  constexpr std::string_view kRows = "stored rows (jobs, runs and audit records)";
+  const std::size_t cap = report_max_rows_;
+  std::size_t read = 0;
+  auto records = meter_->Records(from, to, "", now, /*measure=*/true, cap + 1);
   if (!records) return ReplyError(res, records.error());
+  read += records->size();
+  if (read > cap) return ReplyError(res, WindowTooLarge(kRows, from, to, cap));
   std::erase_if(*records, [&](const model::UsageRecord& r) { return !caller.CanRead(r.tenant); });
   in.records = std::move(*records);
 
-  // Every job submitted before the window's end: one still waiting may be
-  // old, and a run ending in the window may belong to an old job.
-  auto jobs = store_.JobsSubmittedBetween(0, to);
+  // Every job that may matter: one still waiting may be old, and a run
+  // ending in the window may belong to an old job; one that finished
+  // before the window cannot.
+  auto jobs = store_.JobsForWindow(from, to, cap - read + 1);
   if (!jobs) return ReplyError(res, jobs.error());
+  for (const auto& j : *jobs) read += 1 + j.runs.size();
+  if (read > cap) return ReplyError(res, WindowTooLarge(kRows, from, to, cap));
   std::erase_if(*jobs, [&](const store::JobRecord& j) { return !caller.CanRead(j.spec.tenant); });
   in.jobs = std::move(*jobs);
 
@@ -54,9 +66,11 @@ void Api::GetOpsReport(const http::Request& req, http::Response& res) {
     store::AuditFilter filter;
     filter.since = from;
     filter.until = to;
-    filter.limit = 1'000'000;
+    filter.limit = cap - read + 1;
     auto entries = audit_->Query(filter);
     if (!entries) return ReplyError(res, entries.error());
+    read += entries->size();
+    if (read > cap) return ReplyError(res, WindowTooLarge(kRows, from, to, cap));
     std::erase_if(*entries, [&](const store::AuditEntry& e) {
       return !e.tenant.empty() && !caller.CanRead(e.tenant);
     });

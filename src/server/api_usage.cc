@@ -5,11 +5,14 @@
 // touching the job and policy handlers.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <set>
+#include <tuple>
 
 #include "server/api.h"
 #include "server/api_util.h"
+#include "server/paging.h"
 
 namespace berth::server {
 namespace {
@@ -135,11 +138,18 @@ Result<std::pair<TimeMs, TimeMs>> Window(const http::Request& req, TimeMs now) {
 // The window's usage records of the current caller's tenants only
 // (docs/security.md): a member's report is its tenants' records, and totals
 // reconcile with exactly those.
+// At most `max_rows` runs are read (Api::set_report_max_rows); a window
+// holding more is refused naming `from`.
 Result<std::vector<model::UsageRecord>> VisibleRecords(Meter& meter,
                                                        const std::pair<TimeMs, TimeMs>& window,
-                                                       const std::string& tenant, TimeMs now) {
-  auto records = meter.Records(window.first, window.second, tenant, now, /*measure=*/false);
+                                                       const std::string& tenant, TimeMs now,
+                                                       std::size_t max_rows) {
+  auto records =
+      meter.Records(window.first, window.second, tenant, now, /*measure=*/false, max_rows + 1);
   if (!records) return std::unexpected(records.error());
+  if (records->size() > max_rows) {
+    return std::unexpected(WindowTooLarge("runs", window.first, window.second, max_rows));
+  }
   const Caller& caller = CurrentCaller();
   std::erase_if(*records, [&](const model::UsageRecord& r) { return !caller.CanRead(r.tenant); });
   BERTH_RETURN_IF_ERROR(meter.Measure(*records, window.first, window.second));
@@ -235,7 +245,8 @@ void Api::Usage(const http::Request& req, http::Response& res) {
   if (!window) return ReplyError(res, window.error());
   auto keys = model::ParseUsageKeys(req.has_param("by") ? req.get_param_value("by") : "tenant");
   if (!keys) return ReplyError(res, keys.error());
-  auto records = VisibleRecords(*meter_, *window, req.get_param_value("tenant"), now);
+  auto records =
+      VisibleRecords(*meter_, *window, req.get_param_value("tenant"), now, report_max_rows_);
   if (!records) return ReplyError(res, records.error());
   auto prices = meter_->Prices();
   if (!prices) return ReplyError(res, prices.error());
@@ -261,29 +272,70 @@ void Api::UsageRecords(const http::Request& req, http::Response& res) {
   const TimeMs now = clock_.NowMs();
   auto window = Window(req, now);
   if (!window) return ReplyError(res, window.error());
-  auto limit = LimitParam(req, 1000);
+  auto limit = PageLimitParam(req);
   if (!limit) return ReplyError(res, limit.error());
   auto offset = OffsetParam(req);
   if (!offset) return ReplyError(res, offset.error());
-  auto records = VisibleRecords(*meter_, *window, req.get_param_value("tenant"), now);
+  // The cursor: the last record of the page before, "<start_ms>:<run_id>";
+  // records are ordered by start, then run id.
+  std::optional<std::pair<TimeMs, std::string>> after;
+  if (req.has_param("after")) {
+    if (*offset != 0) {
+      return ReplyError(res, Error{Code::kInvalidArgument,
+                                   "give either offset or after, not both; after (the `next` of "
+                                   "the page before) is the one to use",
+                                   "offset"});
+    }
+    auto key = DecodeCursor(CursorKind::kUsageRecords, req.get_param_value("after"));
+    if (!key) return ReplyError(res, key.error());
+    const auto colon = key->find(':');
+    TimeMs start = 0;
+    auto [p, ec] = std::from_chars(key->data(), key->data() + std::min(colon, key->size()), start);
+    if (colon == std::string::npos || ec != std::errc() || p != key->data() + colon) {
+      return ReplyError(res, DecodeCursor(CursorKind::kUsageRecords, "").error());
+    }
+    after.emplace(start, key->substr(colon + 1));
+  }
+  auto records =
+      VisibleRecords(*meter_, *window, req.get_param_value("tenant"), now, report_max_rows_);
   if (!records) return ReplyError(res, records.error());
   auto prices = meter_->Prices();
   if (!prices) return ReplyError(res, prices.error());
+  // Clipping to the window can tie starts at `from`: order by the key the
+  // cursor names.
+  std::sort(records->begin(), records->end(),
+            [](const model::UsageRecord& a, const model::UsageRecord& b) {
+              return std::tie(a.start_ms, a.run_id) < std::tie(b.start_ms, b.run_id);
+            });
+  std::size_t first = *offset;
+  if (after) {
+    auto it = std::upper_bound(
+        records->begin(), records->end(), *after,
+        [](const std::pair<TimeMs, std::string>& key, const model::UsageRecord& r) {
+          return key < std::pair<TimeMs, std::string>(r.start_ms, r.run_id);
+        });
+    first = static_cast<std::size_t>(it - records->begin());
+  }
   json list = json::array();
-  for (std::size_t i = *offset; i < records->size() && i < *offset + *limit; ++i) {
+  for (std::size_t i = first; i < records->size() && i < first + *limit; ++i) {
     list.push_back(RecordJson((*records)[i]));
   }
   const model::UsageReport all = model::Aggregate(*records, {});
-  const std::size_t next = *offset + *limit;
-  Reply(res, 200,
-        json{{"from_ms", window->first},
-             {"to_ms", window->second},
-             {"currency", Currency(*prices)},
-             {"records", list},
-             {"total_records", records->size()},
-             {"next_offset", next < records->size() ? json(next) : json(nullptr)},
-             {"telemetry", meter_->measured()},
-             {"total", RowJson(all.total, {}, meter_->measured())}});
+  const std::size_t next = first + *limit;
+  json body{{"from_ms", window->first},
+            {"to_ms", window->second},
+            {"currency", Currency(*prices)},
+            {"records", list},
+            {"total_records", records->size()},
+            {"next_offset", next < records->size() ? json(next) : json(nullptr)},
+            {"telemetry", meter_->measured()},
+            {"total", RowJson(all.total, {}, meter_->measured())}};
+  if (next < records->size()) {
+    const model::UsageRecord& last = (*records)[next - 1];
+    body["next"] =
+        EncodeCursor(CursorKind::kUsageRecords, fmt::format("{}:{}", last.start_ms, last.run_id));
+  }
+  Reply(res, 200, body);
 }
 
 void Api::ListBudgets(const http::Request&, http::Response& res) {

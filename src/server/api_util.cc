@@ -5,6 +5,8 @@
 #include <charconv>
 #include <limits>
 
+#include "common/units.h"
+#include "server/paging.h"
 #include "server/redact.h"
 #include "server/render.h"
 #include "server/request_decode.h"
@@ -30,6 +32,23 @@ Result<TimeMs> TimeParam(const std::string& s, const std::string& field, TimeMs 
 Result<std::size_t> LimitParam(const http::Request& req, std::size_t fallback) {
   if (!req.has_param("limit")) return fallback;
   auto limit = ParseIntParam(req.get_param_value("limit"), "limit", 1, 10000);
+  if (!limit) return std::unexpected(limit.error());
+  return static_cast<std::size_t>(*limit);
+}
+
+Error WindowTooLarge(std::string_view what, TimeMs from, TimeMs to, std::size_t max_rows) {
+  return Error{Code::kInvalidArgument,
+               fmt::format("the window from {} to {} holds more than {} {}, the most one request "
+                           "reads (berthd --report-max-rows {}); ask for a shorter window (a "
+                           "later from or an earlier to) and combine the answers",
+                           FormatTimeMs(from), FormatTimeMs(to), max_rows, what, max_rows),
+               "from"};
+}
+
+Result<std::size_t> PageLimitParam(const http::Request& req) {
+  if (!req.has_param("limit")) return kDefaultPageRows;
+  auto limit = ParseIntParam(req.get_param_value("limit"), "limit", 1,
+                             static_cast<std::int64_t>(kMaxPageRows));
   if (!limit) return std::unexpected(limit.error());
   return static_cast<std::size_t>(*limit);
 }

@@ -26,6 +26,14 @@ Result<TimeMs> TimeParam(const std::string& s, const std::string& field, TimeMs 
 
 // The `limit` query parameter: 1 to 10000, or `fallback` when absent.
 Result<std::size_t> LimitParam(const http::Request& req, std::size_t fallback);
+// The refusal of a report or usage window that holds more than `max_rows`
+// stored rows (Api::set_report_max_rows): InvalidArgument naming `from`,
+// with the window, what it holds and how to get an answer.
+Error WindowTooLarge(std::string_view what, TimeMs from, TimeMs to, std::size_t max_rows);
+
+// The `limit` of a paged list (paging.h): 1 to kMaxPageRows, or
+// kDefaultPageRows when absent.
+Result<std::size_t> PageLimitParam(const http::Request& req);
 
 // The `base_version` query parameter of a versioned apply (policy, prices,
 // alert rules): the version the document was written against, or nullopt

@@ -293,6 +293,12 @@ int main(int argc, char** argv) {
   app.add_option("--max-body", max_body,
                  "Largest request body the API reads (e.g. 2Mi); larger ones get 413")
       ->capture_default_str();
+  std::int64_t report_max_rows = static_cast<std::int64_t>(berth::server::kDefaultReportMaxRows);
+  app.add_option("--report-max-rows", report_max_rows,
+                 "Most stored rows one operations report or usage request reads; a window "
+                 "holding more is refused with 400 (docs/operations.md, Read limits)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{100'000'000}))
+      ->capture_default_str();
   std::int64_t rate_limit = 50;
   app.add_option("--rate-limit", rate_limit,
                  "API requests per second per caller (bearer token id, else source address); "
@@ -706,6 +712,7 @@ int main(int argc, char** argv) {
   berth::server::Api api(controller, **store, authorizer, clock);
   api.set_audit(audit->get());
   api.set_max_body_bytes(*max_body_bytes);
+  api.set_report_max_rows(static_cast<std::size_t>(report_max_rows));
   if (rate_limit > 0) api.set_rate_limiter(&limiter);
   api.set_meter(&meter);
   api.set_alerts(&alert_router);

@@ -47,8 +47,8 @@ Result<std::vector<model::PriceVersion>> Meter::Prices() {
 
 Result<std::vector<model::UsageRecord>> Meter::Records(TimeMs from, TimeMs to,
                                                        const std::string& tenant, TimeMs now,
-                                                       bool measure) {
-  auto runs = meter_store_.UsageRuns(from, std::min(to, now + 1), tenant);
+                                                       bool measure, std::size_t max_runs) {
+  auto runs = meter_store_.UsageRuns(from, std::min(to, now + 1), tenant, max_runs);
   if (!runs) return std::unexpected(runs.error());
   auto nodes = store_.ListNodes();
   if (!nodes) return std::unexpected(nodes.error());

@@ -6,6 +6,7 @@
 // over an enforced budget.
 #pragma once
 
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -47,10 +48,11 @@ class Meter {
   // Every run's record clipped to [from, to) and priced; an open run ends at
   // `now` (when that is before `to`). `tenant` empty: all. With `measure`
   // and telemetry, each piece is weighted by its GPUs' measured utilization
-  // (model::MeasureRecord) and idle allocations are flagged.
-  [[nodiscard]] Result<std::vector<model::UsageRecord>> Records(TimeMs from, TimeMs to,
-                                                                const std::string& tenant,
-                                                                TimeMs now, bool measure = true);
+  // (model::MeasureRecord) and idle allocations are flagged. At most
+  // `max_runs` runs are read (MeterStore::UsageRuns).
+  [[nodiscard]] Result<std::vector<model::UsageRecord>> Records(
+      TimeMs from, TimeMs to, const std::string& tenant, TimeMs now, bool measure = true,
+      std::size_t max_runs = std::numeric_limits<std::int64_t>::max());
   // Fills records' measured figures from telemetry (see Records); records
   // must come from Records(from, to, ...). No telemetry: unchanged.
   [[nodiscard]] Status Measure(std::vector<model::UsageRecord>& records, TimeMs from, TimeMs to);

@@ -26,15 +26,18 @@ std::string_view OpenApiDocument() {
         }
       },
       "get": {
-        "summary": "List jobs, newest first",
+        "summary": "List jobs, newest first, a page at a time",
+        "description": "Each job is a summary (id, name, tenant, queue, submitted_by, state, reason, priority, replicas, resources {gpus, gpu_model, gpu_share_millis, gpu_share_bytes}, times, exit, failures, array) unless full=true asks for the spec and placement as GET /v1/jobs/{id} gives them (without runs and timeline). A page holds at most limit jobs; next, present when more follow, is the opaque cursor to pass as after for the next page (keyset: jobs added meanwhile never shift or repeat a page). Every page shows only the caller's tenants' jobs.",
         "parameters": [
           {"name": "state", "in": "query", "schema": {"type": "string"}, "description": "Comma-separated states: Pending, Scheduled, Running, Succeeded, Failed, Cancelled"},
           {"name": "tenant", "in": "query", "schema": {"type": "string"}},
           {"name": "queue", "in": "query", "schema": {"type": "string"}},
           {"name": "array", "in": "query", "schema": {"type": "integer"}, "description": "Only the elements of this job array (its id: its first element's job id)"},
-          {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 1000}}
+          {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 5000, "default": 500}, "description": "Jobs per page; above 5000 is refused with 400 naming limit"},
+          {"name": "after", "in": "query", "schema": {"type": "string"}, "description": "The next of the page before (opaque); absent: the first page"},
+          {"name": "full", "in": "query", "schema": {"type": "boolean", "default": false}, "description": "Each job's spec and placement too"}
         ],
-        "responses": {"200": {"description": "Jobs", "content": {"application/json": {"schema": {"type": "object", "properties": {"jobs": {"type": "array", "items": {"$ref": "#/components/schemas/Job"}}}}}}}}
+        "responses": {"200": {"description": "Jobs", "content": {"application/json": {"schema": {"type": "object", "properties": {"jobs": {"type": "array", "items": {"type": "object"}}, "next": {"type": "string"}}}}}}, "400": {"description": "A bad state, array, limit, after or full; error.field names it"}}
       }
     },
     "/v1/jobs/{id}": {
@@ -383,11 +386,12 @@ std::string_view OpenApiDocument() {
           {"name": "actor", "in": "query", "schema": {"type": "string"}},
           {"name": "tenant", "in": "query", "schema": {"type": "string"}},
           {"name": "action", "in": "query", "schema": {"type": "string"}, "description": "An action, or a family ending in a dot (job.)"},
-          {"name": "limit", "in": "query", "schema": {"type": "integer", "default": 1000, "minimum": 1, "maximum": 10000}, "description": "The newest N matches"}
+          {"name": "limit", "in": "query", "schema": {"type": "integer", "default": 500, "minimum": 1, "maximum": 5000}, "description": "The newest N matches (one page)"},
+          {"name": "after", "in": "query", "schema": {"type": "string"}, "description": "The next of the page before (opaque): the page of older records"}
         ],
         "responses": {
-          "200": {"description": "{\"records\": [...]}", "content": {"application/json": {"schema": {"type": "object", "properties": {"records": {"type": "array", "items": {"type": "object"}}}}}}},
-          "400": {"description": "Bad since, until or limit"}
+          "200": {"description": "{\"records\": [...], \"next\": cursor of the older page, absent on the last}", "content": {"application/json": {"schema": {"type": "object", "properties": {"records": {"type": "array", "items": {"type": "object"}}, "next": {"type": "string"}}}}}},
+          "400": {"description": "Bad since, until, limit or after"}
         }
       }
     },
@@ -439,20 +443,21 @@ std::string_view OpenApiDocument() {
           {"name": "to", "in": "query", "schema": {"type": "string"}, "description": "Exclusive; default now"},
           {"name": "tenant", "in": "query", "schema": {"type": "string"}}
         ],
-        "responses": {"200": {"description": "from_ms, to_ms, by, currency, rows [{key, mgpu_ms, allocated_gpu_hours, used_gpu_hours, idle_gpu_hours, cost_micros, cost, runs}], total, records"}, "400": {"description": "Bad grouping or window"}}
+        "responses": {"200": {"description": "from_ms, to_ms, by, currency, rows [{key, mgpu_ms, allocated_gpu_hours, used_gpu_hours, idle_gpu_hours, cost_micros, cost, runs}], total, records"}, "400": {"description": "Bad grouping or window, or a window with more runs than berthd --report-max-rows (field from)"}}
       }
     },
     "/v1/usage/records": {
       "get": {
-        "summary": "The usage records (one per run of each replica) clipped to the window, paged with offset and limit; total covers every page",
+        "summary": "The usage records (one per run of each replica) clipped to the window, ordered by start then run id, paged with after (or offset) and limit; total covers every page. A window with more runs than berthd --report-max-rows is refused with 400 naming from",
         "parameters": [
           {"name": "from", "in": "query", "schema": {"type": "string"}},
           {"name": "to", "in": "query", "schema": {"type": "string"}},
           {"name": "tenant", "in": "query", "schema": {"type": "string"}},
-          {"name": "offset", "in": "query", "schema": {"type": "integer"}},
-          {"name": "limit", "in": "query", "schema": {"type": "integer"}}
+          {"name": "offset", "in": "query", "schema": {"type": "integer"}, "description": "Records to skip; not with after"},
+          {"name": "limit", "in": "query", "schema": {"type": "integer", "default": 500, "minimum": 1, "maximum": 5000}},
+          {"name": "after", "in": "query", "schema": {"type": "string"}, "description": "The next of the page before (opaque)"}
         ],
-        "responses": {"200": {"description": "records [{run_id, job_id, replica, attempt, tenant, queue, user, pool, node, gpu_uuids, gpu_model, mgpu, start_ms, end_ms, open, outcome, mgpu_ms, gpu_hours, cost_micros, cost, price_versions, measured_mgpu_ms, used_mgpu_ms, idle_mgpu_ms, used_cost_micros, idle_cost_micros, longest_idle_ms, idle}], total_records, next_offset, total"}}
+        "responses": {"400": {"description": "Bad window, limit, offset or after, or a window over --report-max-rows (field from)"}, "200": {"description": "next (cursor, absent on the last page), records [{run_id, job_id, replica, attempt, tenant, queue, user, pool, node, gpu_uuids, gpu_model, mgpu, start_ms, end_ms, open, outcome, mgpu_ms, gpu_hours, cost_micros, cost, price_versions, measured_mgpu_ms, used_mgpu_ms, idle_mgpu_ms, used_cost_micros, idle_cost_micros, longest_idle_ms, idle}], total_records, next_offset, total"}}
       }
     },
     "/v1/reports/ops": {
@@ -462,7 +467,7 @@ std::string_view OpenApiDocument() {
           {"name": "from", "in": "query", "schema": {"type": "string"}, "description": "Epoch ms or a duration back from now; default 24 hours ago"},
           {"name": "to", "in": "query", "schema": {"type": "string"}, "description": "Exclusive; default now"}
         ],
-        "responses": {"200": {"description": "from_ms, to_ms, currency, measured, fleet {gpus, capacity_mgpu_ms, measured}, total, tenants [{tenant, allocated_mgpu_ms, cost_micros, measured, wait, runs_finished, outcomes, runs_failed, failures_by_class, evictions, lost_mgpu_ms, interventions}], evictions, interventions_by_action, interventions"}, "400": {"description": "Bad window"}}
+        "responses": {"200": {"description": "from_ms, to_ms, currency, measured, fleet {gpus, capacity_mgpu_ms, measured}, total, tenants [{tenant, allocated_mgpu_ms, cost_micros, measured, wait, runs_finished, outcomes, runs_failed, failures_by_class, evictions, lost_mgpu_ms, interventions}], evictions, interventions_by_action, interventions"}, "400": {"description": "Bad window, or a window holding more stored rows (jobs, runs, audit records) than berthd --report-max-rows (field from; nothing partial is returned)"}}
       }
     },
     "/v1/budgets": {

@@ -88,6 +88,37 @@ json JobJson(const store::JobRecord& job, bool with_timeline) {
   return out;
 }
 
+json JobSummaryJson(const store::JobRecord& job) {
+  const model::Resources& r = job.spec.resources;
+  json out{{"id", job.id},
+           {"name", job.spec.name},
+           {"tenant", job.spec.tenant},
+           {"queue", job.spec.queue},
+           {"submitted_by", job.submitted_by},
+           {"state", model::JobStateName(job.state)},
+           {"reason", model::ToJson(job.reason)},
+           {"priority", model::PriorityName(job.spec.priority)},
+           {"replicas", job.spec.replicas},
+           {"resources",
+            {{"gpus", r.gpus},
+             {"gpu_model", r.gpu_model},
+             {"gpu_share_millis", r.gpu_share_millis},
+             {"gpu_share_bytes", r.gpu_share_bytes}}},
+           {"submitted_at_ms", job.submitted_at_ms},
+           {"started_at_ms", Opt(job.started_at_ms)},
+           {"finished_at_ms", Opt(job.finished_at_ms)},
+           {"exit_code", Opt(job.exit_code)},
+           {"signal", Opt(job.signal)},
+           {"cancel_requested", job.cancel_requested},
+           {"failures", job.failures},
+           {"retry_after_ms", Opt(job.retry_after_ms)}};
+  out["array"] = nullptr;
+  if (const auto& a = job.spec.array_element) {
+    out["array"] = {{"id", a->id}, {"index", a->index}, {"size", a->size}};
+  }
+  return out;
+}
+
 json CordonJson(const std::optional<store::Cordon>& c) {
   if (!c) return nullptr;
   return {{"kind", c->kind},

@@ -11,6 +11,10 @@
 namespace berth::server {
 
 nlohmann::json JobJson(const store::JobRecord& job, bool with_timeline);
+// A job as GET /v1/jobs lists it by default: what `berth jobs` shows (ids,
+// owner, state and reason, resources, times, array) and no spec, runs or
+// placement.
+nlohmann::json JobSummaryJson(const store::JobRecord& job);
 // A node's or GPU's cordon (null when none).
 nlohmann::json CordonJson(const std::optional<store::Cordon>& cordon);
 nlohmann::json AlertJson(const store::Alert& alert);

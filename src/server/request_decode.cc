@@ -11,6 +11,7 @@
 #include "model/job.h"
 #include "model/outputs.h"
 #include "model/policy.h"
+#include "server/paging.h"
 
 namespace berth::server {
 namespace {
@@ -21,6 +22,9 @@ namespace {
 constexpr std::size_t kMaxPathBytes = 8192;
 
 constexpr std::int64_t kMaxLimit = 10000;
+// The paged lists' most rows per page (paging.h), and a cursor's length.
+constexpr std::int64_t kMaxPage = static_cast<std::int64_t>(kMaxPageRows);
+constexpr std::size_t kMaxCursor = 256;
 
 ParamRule Text(std::string_view name, std::size_t max_len = 1024) {
   return ParamRule{name, ParamKind::kText, 0, 0, max_len};
@@ -50,7 +54,7 @@ std::vector<RouteRule> BuildRules() {
       {"GET",
        "/v1/jobs",
        {Text("state"), Text("tenant"), Text("queue"), Int("array", 1, kMaxInt),
-        Int("limit", 1, kMaxLimit)},
+        Int("limit", 1, kMaxPage), Text("after", kMaxCursor), Bool("full")},
        BodyKind::kNone},
       {"GET", R"(/v1/jobs/([^/]+))", {}, BodyKind::kNone},
       {"POST", R"(/v1/jobs/([^/]+)/cancel)", {}, BodyKind::kNone},
@@ -112,7 +116,7 @@ std::vector<RouteRule> BuildRules() {
       {"GET",
        "/v1/audit",
        {Time("since"), Time("until"), Text("actor"), Text("tenant"), Text("action"),
-        Int("limit", 1, kMaxLimit)},
+        Int("limit", 1, kMaxPage), Text("after", kMaxCursor)},
        BodyKind::kNone},
       {"GET", "/v1/audit/verify", {}, BodyKind::kNone},
       {"POST", "/v1/quota-requests", {}, BodyKind::kNone},
@@ -147,7 +151,7 @@ std::vector<RouteRule> BuildRules() {
       {"GET",
        "/v1/usage/records",
        {Time("from"), Time("to"), Text("tenant"), Int("offset", 0, kMaxInt),
-        Int("limit", 1, kMaxLimit)},
+        Int("limit", 1, kMaxPage), Text("after", kMaxCursor)},
        BodyKind::kNone},
       {"GET", "/v1/budgets", {}, BodyKind::kNone},
       {"GET", "/v1/reports/ops", {Time("from"), Time("to")}, BodyKind::kNone},

@@ -136,7 +136,10 @@ Result<std::unique_ptr<AuditLog>> AuditLog::Open(const std::filesystem::path& da
   auto db = Database::OpenState(data_dir);
   if (!db) return std::unexpected(db.error());
   BERTH_RETURN_IF_ERROR(db->Exec(kAuditSchema));
-  return std::unique_ptr<AuditLog>(new AuditLog(std::move(*db), data_dir / "audit.head"));
+  auto reader = Database::OpenReader((data_dir / "berth.db").string());
+  if (!reader) return std::unexpected(reader.error());
+  return std::unique_ptr<AuditLog>(
+      new AuditLog(std::move(*db), std::move(*reader), data_dir / "audit.head"));
 }
 
 Result<std::optional<AuditHead>> AuditLog::MetaHead() {
@@ -267,7 +270,8 @@ Status AuditLog::CommitBatch(const std::vector<Pending*>& batch) {
 }
 
 Result<std::vector<AuditEntry>> AuditLog::Query(const AuditFilter& filter) {
-  std::lock_guard lock(mu_);
+  // The read connection: a long query never holds up an append.
+  std::lock_guard lock(read_mu_);
   std::string sql = fmt::format("SELECT {} FROM audit_log WHERE 1=1", kColumns);
   if (filter.since) sql += " AND time_ms >= ?1";
   if (filter.until) sql += " AND time_ms < ?2";
@@ -276,8 +280,9 @@ Result<std::vector<AuditEntry>> AuditLog::Query(const AuditFilter& filter) {
   const bool prefix = !filter.action.empty() && filter.action.back() == '.';
   if (!filter.action.empty())
     sql += prefix ? " AND substr(action, 1, length(?5)) = ?5" : " AND action = ?5";
+  if (filter.after_seq) sql += " AND seq < ?7";
   sql += " ORDER BY seq DESC LIMIT ?6";
-  auto st = db_.Prepare(sql);
+  auto st = reader_.Prepare(sql);
   if (!st) return std::unexpected(st.error());
   if (filter.since) st->Bind(1, *filter.since);
   if (filter.until) st->Bind(2, *filter.until);
@@ -285,6 +290,7 @@ Result<std::vector<AuditEntry>> AuditLog::Query(const AuditFilter& filter) {
   if (!filter.tenant.empty()) st->Bind(4, filter.tenant);
   if (!filter.action.empty()) st->Bind(5, filter.action);
   st->Bind(6, static_cast<std::int64_t>(filter.limit));
+  if (filter.after_seq) st->Bind(7, *filter.after_seq);
   std::vector<AuditEntry> out;
   for (;;) {
     auto row = st->Step();

@@ -63,6 +63,9 @@ struct AuditFilter {
   std::string tenant;
   std::string action;        // exact, or a prefix ending in '.' ("job.")
   std::size_t limit = 1000;  // the newest `limit` matches, returned oldest first
+  // Keyset paging backwards in time: only records older than this one
+  // (seq < after_seq), so the next page goes on where the last one ended.
+  std::optional<std::int64_t> after_seq;
 };
 
 // A remembered head: where the log ended when it was last written.
@@ -110,8 +113,8 @@ class AuditLog {
   const std::filesystem::path& head_path() const { return head_path_; }
 
  private:
-  AuditLog(Database db, std::filesystem::path head_path)
-      : db_(std::move(db)), head_path_(std::move(head_path)) {}
+  AuditLog(Database db, Database reader, std::filesystem::path head_path)
+      : db_(std::move(db)), reader_(std::move(reader)), head_path_(std::move(head_path)) {}
   Result<std::optional<AuditHead>> MetaHead();
   Result<std::optional<AuditHead>> FileHead() const;
   Status WriteFileHead(const AuditHead& head) const;
@@ -132,6 +135,10 @@ class AuditLog {
 
   std::mutex mu_;
   Database db_;
+  // Query's read-only connection (WAL: it reads committed records while
+  // appends go on under mu_).
+  std::mutex read_mu_;
+  Database reader_;
   std::filesystem::path head_path_;
 };
 

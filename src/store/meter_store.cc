@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 namespace berth::store {
@@ -109,7 +110,8 @@ Result<std::vector<StoredPriceVersion>> MeterStore::PriceVersions() {
 }
 
 Result<std::vector<UsageRun>> MeterStore::UsageRuns(TimeMs from, TimeMs to,
-                                                    const std::string& tenant) {
+                                                    const std::string& tenant,
+                                                    std::size_t max_rows) {
   std::lock_guard lock(mu_);
   auto st = db_.Prepare(fmt::format(
       "SELECT r.run_id, r.job_id, r.replica, r.attempt, r.node, r.gpu_indices, r.gpu_uuids, "
@@ -119,11 +121,13 @@ Result<std::vector<UsageRun>> MeterStore::UsageRuns(TimeMs from, TimeMs to,
       "FROM runs r JOIN jobs j ON j.id = r.job_id "
       "WHERE r.started_ms IS NOT NULL AND r.started_ms < ? "
       "AND (r.finished_ms IS NULL OR r.finished_ms > ?) {} "
-      "ORDER BY r.started_ms, r.run_id",
+      "ORDER BY r.started_ms, r.run_id LIMIT ?",
       tenant.empty() ? "" : "AND j.tenant = ?"));
   if (!st) return std::unexpected(st.error());
   st->Bind(1, to).Bind(2, from);
   if (!tenant.empty()) st->Bind(3, tenant);
+  st->Bind(tenant.empty() ? 3 : 4, static_cast<std::int64_t>(std::min<std::size_t>(
+                                       max_rows, std::numeric_limits<std::int64_t>::max())));
   std::vector<UsageRun> out;
   for (;;) {
     auto row = st->Step();

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -69,9 +70,12 @@ class MeterStore {
   [[nodiscard]] Result<std::vector<StoredPriceVersion>> PriceVersions();
 
   // Runs that started before `to` and had not finished by `from` (running
-  // ones included); `tenant` empty: every tenant. Oldest start first.
-  [[nodiscard]] Result<std::vector<UsageRun>> UsageRuns(TimeMs from, TimeMs to,
-                                                        const std::string& tenant);
+  // ones included); `tenant` empty: every tenant. Oldest start first, at
+  // most `max_rows` of them (a caller asking for its cap plus one learns
+  // that the window holds more).
+  [[nodiscard]] Result<std::vector<UsageRun>> UsageRuns(
+      TimeMs from, TimeMs to, const std::string& tenant,
+      std::size_t max_rows = std::numeric_limits<std::int64_t>::max());
 
   // Sets (replaces) a tenant's budget.
   [[nodiscard]] Status SetBudget(const model::Budget& budget);

@@ -155,6 +155,22 @@ Result<Database> Database::Open(const std::string& path) {
   return db;
 }
 
+Result<Database> Database::OpenReader(const std::string& path) {
+  sqlite3* raw = nullptr;
+  int rc =
+      sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX, nullptr);
+  Database db(raw);
+  if (rc != SQLITE_OK) {
+    return Fail(Code::kUnavailable,
+                fmt::format("cannot open a read connection to {}: {}", path,
+                            raw != nullptr ? sqlite3_errmsg(raw) : "out of memory"));
+  }
+  sqlite3_busy_timeout(raw, 5000);
+  // The writer set WAL on the file (it persists); a reader only reads.
+  BERTH_RETURN_IF_ERROR(db.Exec("PRAGMA query_only=ON"));
+  return db;
+}
+
 Database::~Database() {
   sqlite3_close_v2(db_);
 }
@@ -180,6 +196,16 @@ Result<Statement> Database::Prepare(std::string_view sql) {
     return SqlError(db_, "prepare");
   }
   return Statement(db_, stmt, cache_, std::string(sql));
+}
+
+ReadTransaction::~ReadTransaction() {
+  if (open_) (void)db_.Exec("COMMIT");
+}
+
+Status ReadTransaction::Begin() {
+  BERTH_RETURN_IF_ERROR(db_.Exec("BEGIN DEFERRED"));
+  open_ = true;
+  return Ok();
 }
 
 Transaction::~Transaction() {

@@ -87,6 +87,10 @@ class Database {
   // Opens (creating) the database file in WAL mode with synchronous=FULL: a
   // commit returns only once the WAL is on disk.
   static Result<Database> Open(const std::string& path);
+  // A second connection to an existing database for reads only (PRAGMA
+  // query_only): in WAL mode its reads see the last committed state and
+  // neither wait for the writer nor make it wait, except at a checkpoint.
+  static Result<Database> OpenReader(const std::string& path);
   // Berth's state database, <data_dir>/berth.db, creating the directory.
   static Result<Database> OpenState(const std::filesystem::path& data_dir);
   Database(Database&& o) noexcept : db_(o.db_), cache_(std::move(o.cache_)) { o.db_ = nullptr; }
@@ -111,6 +115,22 @@ class Database {
   // Shared with the Statements it lent, which may outlive a moved-from or
   // closed Database: sqlite3_close_v2 waits for their finalization.
   std::shared_ptr<StatementCache> cache_;
+};
+
+// A read transaction: every statement between construction and destruction
+// reads the same committed snapshot (a deferred BEGIN; WAL keeps it while
+// writers go on). Ends with COMMIT, which on a read-only one releases it.
+class ReadTransaction {
+ public:
+  explicit ReadTransaction(Database& db) : db_(db) {}
+  ReadTransaction(const ReadTransaction&) = delete;
+  ReadTransaction& operator=(const ReadTransaction&) = delete;
+  ~ReadTransaction();
+  [[nodiscard]] Status Begin();
+
+ private:
+  Database& db_;
+  bool open_ = false;
 };
 
 // Rolls back unless Commit() succeeded.

@@ -10,6 +10,7 @@
 #include "common/units.h"
 #include "model/json.h"
 #include "model/policy.h"
+#include "store/sqlite_rows.h"
 
 namespace berth::store {
 namespace {
@@ -120,96 +121,11 @@ CREATE TRIGGER IF NOT EXISTS pending_counts_delete AFTER DELETE ON jobs
 END;
 )sql";
 
-constexpr std::string_view kRunColumns =
-    "run_id, job_id, replica, attempt, node, gpu_indices, gpu_uuids, state, pid, started_ms, "
-    "finished_ms, exit_code, signal, stopped_for, start_error, stop_requested, gpu_share_millis, "
-    "gpu_share_bytes, last_checkpoint_ms, clean_stop, failure_class, stop_detail";
-
-constexpr std::string_view kJobColumns =
-    "id, spec, state, reason, submitted_ms, started_ms, finished_ms, exit_code, signal, "
-    "cancel_requested, policy_version, failures, retry_after_ms, submitted_by";
-
 constexpr std::string_view kPolicyColumns =
     "version, yaml, normalized, applied_ms, applied_by, comment, rolled_back_from, restores";
 
 // Jobs in these states hold a place in their queue.
 constexpr std::string_view kActiveStates = "('Pending','Scheduled','Running')";
-
-model::RunState RunStateFrom(std::string_view s) {
-  if (s == "Running") return model::RunState::kRunning;
-  if (s == "Exited") return model::RunState::kExited;
-  return model::RunState::kStarting;
-}
-
-std::optional<std::int32_t> OptInt32(std::optional<std::int64_t> v) {
-  if (!v) return std::nullopt;
-  return static_cast<std::int32_t>(*v);
-}
-
-RunRecord ReadRun(const Statement& st) {
-  RunRecord r;
-  r.run_id = st.Text(0);
-  r.job_id = st.Int(1);
-  r.replica = static_cast<std::uint32_t>(st.Int(2));
-  r.attempt = static_cast<std::uint32_t>(st.Int(3));
-  r.node = st.Text(4);
-  r.gpu_indices = json::parse(st.Text(5)).get<std::vector<std::uint32_t>>();
-  r.gpu_uuids = json::parse(st.Text(6)).get<std::vector<std::string>>();
-  r.state = RunStateFrom(st.Text(7));
-  r.pid = st.Int(8);
-  r.started_at_ms = st.OptInt(9);
-  r.finished_at_ms = st.OptInt(10);
-  r.exit_code = OptInt32(st.OptInt(11));
-  r.signal = OptInt32(st.OptInt(12));
-  r.stopped_for = st.Text(13);
-  r.start_error = st.Text(14);
-  r.stop_requested = st.Int(15) != 0;
-  r.gpu_share_millis = static_cast<std::uint32_t>(st.Int(16));
-  r.gpu_share_bytes = static_cast<std::uint64_t>(st.Int(17));
-  r.last_checkpoint_ms = st.OptInt(18);
-  if (auto c = st.OptInt(19)) r.clean_stop = *c != 0;
-  r.failure_class = st.Text(20);
-  r.stop_detail = st.Text(21);
-  return r;
-}
-
-// Parsed specs kept at most; past it the cache starts again empty.
-constexpr std::size_t kSpecCacheEntries = 50'000;
-
-// `specs`, when given, caches parsed specs by id (SqliteStore::specs_):
-// only for rows read outside any write transaction, which are committed and
-// so keep their id and spec for good.
-JobRecord ReadJob(const Statement& st,
-                  std::unordered_map<std::int64_t, model::JobSpec>* specs = nullptr) {
-  JobRecord j;
-  j.id = st.Int(0);
-  const model::JobSpec* cached = nullptr;
-  if (specs != nullptr) {
-    if (auto it = specs->find(j.id); it != specs->end()) cached = &it->second;
-  }
-  if (cached != nullptr) {
-    j.spec = *cached;
-  } else {
-    j.spec = model::JobSpecFromJson(json::parse(st.Text(1)));
-    if (specs != nullptr) {
-      if (specs->size() >= kSpecCacheEntries) specs->clear();
-      specs->emplace(j.id, j.spec);
-    }
-  }
-  j.state = model::ParseJobState(st.Text(2)).value_or(model::JobState::kPending);
-  j.reason = model::ReasonFromJson(json::parse(st.Text(3)));
-  j.submitted_at_ms = st.Int(4);
-  j.started_at_ms = st.OptInt(5);
-  j.finished_at_ms = st.OptInt(6);
-  j.exit_code = OptInt32(st.OptInt(7));
-  j.signal = OptInt32(st.OptInt(8));
-  j.cancel_requested = st.Int(9) != 0;
-  j.policy_version = st.OptInt(10);
-  j.failures = static_cast<std::uint32_t>(st.Int(11));
-  j.retry_after_ms = st.OptInt(12);
-  j.submitted_by = st.Text(13);
-  return j;
-}
 
 PolicyVersion ReadPolicyVersion(const Statement& st) {
   PolicyVersion v;
@@ -276,7 +192,9 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::filesystem::pa
                                                        TimeMs now) {
   auto db = Database::OpenState(data_dir);
   if (!db) return std::unexpected(db.error());
-  std::unique_ptr<SqliteStore> store(new SqliteStore(std::move(*db)));
+  auto reader = Database::OpenReader((data_dir / "berth.db").string());
+  if (!reader) return std::unexpected(reader.error());
+  std::unique_ptr<SqliteStore> store(new SqliteStore(std::move(*db), std::move(*reader)));
   BERTH_RETURN_IF_ERROR(store->Migrate(now));
   return store;
 }
@@ -995,60 +913,6 @@ Result<std::string> SqliteStore::JobTenant(std::int64_t id) {
   return st->Text(0);
 }
 
-Result<std::vector<JobRecord>> SqliteStore::ListJobs(const JobFilter& filter) {
-  std::lock_guard lock(mu_);
-  std::string sql = fmt::format("SELECT {} FROM jobs WHERE 1=1", kJobColumns);
-  std::vector<std::string> binds;
-  if (!filter.states.empty()) {
-    sql += " AND state IN (";
-    for (std::size_t i = 0; i < filter.states.size(); ++i) {
-      sql += i == 0 ? "?" : ",?";
-      binds.emplace_back(model::JobStateName(filter.states[i]));
-    }
-    sql += ")";
-  }
-  if (!filter.tenant.empty()) {
-    sql += " AND tenant=?";
-    binds.push_back(filter.tenant);
-  }
-  if (!filter.queue.empty()) {
-    sql += " AND queue=?";
-    binds.push_back(filter.queue);
-  }
-  if (filter.array_id) {
-    sql += fmt::format(" AND array_id={}", *filter.array_id);
-  }
-  if (filter.tenants) {
-    sql += " AND tenant IN (''";  // '' matches no tenant: an empty list shows nothing
-    for (const auto& t : *filter.tenants) {
-      sql += ",?";
-      binds.push_back(t);
-    }
-    sql += ")";
-  }
-  sql += fmt::format(" ORDER BY id DESC LIMIT {}", filter.limit);
-  auto st = db_.Prepare(sql);
-  if (!st) return std::unexpected(st.error());
-  for (std::size_t i = 0; i < binds.size(); ++i) st->Bind(static_cast<int>(i + 1), binds[i]);
-  return JobsWithRuns(*st);
-}
-
-Result<std::vector<JobRecord>> SqliteStore::JobsWithRuns(Statement& st) {
-  std::vector<JobRecord> out;
-  for (;;) {
-    auto row = st.Step();
-    if (!row) return std::unexpected(row.error());
-    if (!*row) break;
-    out.push_back(ReadJob(st));
-  }
-  for (auto& job : out) {
-    auto runs = LoadRuns("job_id=?", job.id);
-    if (!runs) return std::unexpected(runs.error());
-    job.runs = std::move(*runs);
-  }
-  return out;
-}
-
 Result<std::vector<JobRecord>> SqliteStore::PendingJobs() {
   std::lock_guard lock(mu_);
   auto st = db_.Prepare(fmt::format(
@@ -1568,18 +1432,6 @@ Result<std::vector<RunUsage>> SqliteStore::FinishedRunsSince(TimeMs since) {
     out.push_back(std::move(u));
   }
   return out;
-}
-
-Result<std::vector<JobRecord>> SqliteStore::JobsSubmittedBetween(TimeMs since, TimeMs until) {
-  std::lock_guard lock(mu_);
-  auto st =
-      db_.Prepare(fmt::format("SELECT {} FROM jobs WHERE submitted_ms >= ? AND submitted_ms < ? "
-                              "ORDER BY submitted_ms, id",
-                              kJobColumns));
-  if (!st) return std::unexpected(st.error());
-  st->Bind(1, since);
-  st->Bind(2, until);
-  return JobsWithRuns(*st);
 }
 
 Status SqliteStore::UpsertNode(const model::NodeInfo& info, TimeMs now) {

@@ -1,10 +1,16 @@
 // The embedded Store backend: one SQLite database file in the data directory,
-// WAL journal, synchronous=FULL. One connection serialised by a mutex: the
-// control plane is write-light, and serialising makes each method atomic.
+// WAL journal, synchronous=FULL. One writing connection serialised by a
+// mutex (mu_): the control plane is write-light, and serialising makes each
+// method atomic. Long reads for the API (job lists, the jobs of a report or
+// a history export) use a second, read-only connection under its own mutex
+// (read_mu_), each in one read transaction: WAL lets them read a committed
+// snapshot while the writer goes on, so a long list or report never delays
+// a submission or a scheduling pass (sqlite_store_reads.cc).
 #pragma once
 
 #include <condition_variable>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -71,6 +77,12 @@ class SqliteStore final : public Store {
   [[nodiscard]] Result<std::vector<RunUsage>> FinishedRunsSince(TimeMs since) override;
   [[nodiscard]] Result<std::vector<JobRecord>> JobsSubmittedBetween(TimeMs since,
                                                                     TimeMs until) override;
+  [[nodiscard]] Result<std::vector<JobRecord>> JobsForWindow(TimeMs from, TimeMs to,
+                                                             std::size_t max_rows) override;
+  // For tests: called by every read on the read connection once its
+  // snapshot is taken and before its rows are read, on the reading thread,
+  // without mu_ held. Set before reads start.
+  void set_read_hook_for_test(std::function<void()> hook) { read_hook_ = std::move(hook); }
   Status EvictJobs(const std::vector<sched::Eviction>& evictions, TimeMs now) override;
   Status UpsertNode(const model::NodeInfo& info, TimeMs now) override;
   Status SetNodeState(const std::string& name, model::NodeState state, TimeMs now) override;
@@ -101,7 +113,7 @@ class SqliteStore final : public Store {
   Result<std::vector<NodeRecord>> ListNodes() override;
 
  private:
-  explicit SqliteStore(Database db) : db_(std::move(db)) {}
+  SqliteStore(Database db, Database reader) : db_(std::move(db)), reader_(std::move(reader)) {}
   Status Migrate(TimeMs now);
 
   // One CreateJobs call waiting for its group commit.
@@ -125,8 +137,13 @@ class SqliteStore final : public Store {
   Result<model::JobState> CancelLocked(std::int64_t id, const std::string& by, TimeMs now);
   Result<std::optional<JobRecord>> LoadJob(std::int64_t id, bool with_timeline);
   Result<std::vector<RunRecord>> LoadRuns(std::string_view where, std::int64_t arg);
-  // Every row of a jobs query (kJobColumns), each with all its runs.
-  Result<std::vector<JobRecord>> JobsWithRuns(Statement& st);
+  // On the read connection, with read_mu_ held, in one read transaction:
+  // the rows of a jobs query (kJobColumns, binds already made), each with
+  // all its runs.
+  Result<std::vector<JobRecord>> ReadJobsWithRuns(const std::string& sql,
+                                                  const std::vector<std::string>& text_binds,
+                                                  const std::vector<std::int64_t>& int_binds,
+                                                  bool with_runs = true);
   // Asks every active run of the job that is not already stopping to stop,
   // for `why` (its stopped_for). Inside the caller's transaction.
   Status StopJobRuns(std::int64_t job_id, std::string_view why);
@@ -179,6 +196,11 @@ class SqliteStore final : public Store {
   // scheduling pass over the pending queue parses each spec once, not once
   // per pass. Guarded by mu_; emptied when it reaches kSpecCacheEntries.
   std::unordered_map<std::int64_t, model::JobSpec> specs_;
+
+  // The read-only connection of the API's long reads; never takes mu_.
+  std::mutex read_mu_;
+  Database reader_;
+  std::function<void()> read_hook_;
 };
 
 }  // namespace berth::store

@@ -107,6 +107,13 @@ struct JobFilter {
   std::string tenant;                   // empty: any
   std::string queue;                    // empty: any
   std::size_t limit = 1000;
+  // Keyset paging: only jobs listed after this one in the list's order
+  // (newest first), that is with a smaller id. Stable while jobs are added:
+  // new jobs get larger ids and never shift a later page.
+  std::optional<std::int64_t> after_id{};
+  // Whether to load each job's runs (one query for the whole page); a
+  // summary needs none.
+  bool with_runs = true;
   // Only these tenants' jobs (the caller's visible tenants); nullopt: all.
   std::optional<std::vector<std::string>> tenants{};
   // Only the elements of this job array.
@@ -432,6 +439,13 @@ class Store {
   // that `berth history export` and policy preview replay.
   [[nodiscard]] virtual Result<std::vector<JobRecord>> JobsSubmittedBetween(TimeMs since,
                                                                             TimeMs until) = 0;
+  // The jobs a report of the window [from, to) may need: submitted before
+  // `to` and not finished before `from` (still waiting at `from`, or with a
+  // run in the window), oldest first, each with its runs. At most
+  // `max_rows` jobs: a caller that asks for its cap plus one learns the
+  // window holds more than the cap.
+  [[nodiscard]] virtual Result<std::vector<JobRecord>> JobsForWindow(TimeMs from, TimeMs to,
+                                                                     std::size_t max_rows) = 0;
   // Stops every active run of each evicted job (stopped_for "preempted",
   // "reclaimed" or "moved") and records the decision in its timeline (a move
   // also in the timeline of the job it makes room for). When its runs

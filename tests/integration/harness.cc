@@ -404,8 +404,25 @@ json Berthd::Job(std::int64_t id) const {
   return r.status == 200 ? r.body : json(nullptr);
 }
 
+Reply GetAllPages(const Http& http, const std::string& path, const std::string& key) {
+  json rows = json::array();
+  std::string after;
+  for (;;) {
+    const char* sep = path.find('?') == std::string::npos ? "?" : "&";
+    Reply r = http.Get(after.empty() ? path : path + sep + "after=" + after);
+    if (r.status != 200 || !r.body.is_object()) return r;
+    for (auto& row : r.body.value(key, json::array())) rows.push_back(std::move(row));
+    if (!r.body.contains("next") || !r.body["next"].is_string()) {
+      r.body[key] = std::move(rows);
+      r.body.erase("next");
+      return r;
+    }
+    after = r.body["next"].get<std::string>();
+  }
+}
+
 json Berthd::Jobs() const {
-  auto r = http_.Get("/v1/jobs?limit=10000");
+  auto r = GetAllPages(http_, "/v1/jobs?full=true&limit=5000", "jobs");
   return r.status == 200 && r.body.contains("jobs") ? r.body["jobs"] : json(nullptr);
 }
 

@@ -128,6 +128,12 @@ class Http {
   std::filesystem::path ca_;
 };
 
+// Every page of a paged list (GET /v1/jobs, /v1/audit, /v1/usage/records):
+// follows each page's `next` (as `after`) and returns the last page's reply
+// with body[key] holding the rows of every page, in the order served. A
+// reply that is not 200 is returned as it is.
+Reply GetAllPages(const Http& http, const std::string& path, const std::string& key);
+
 // berthd on a data dir and fresh loopback ports. Start() may be called again
 // after Kill() or Stop(): same data dir, same ports.
 struct BerthdOptions {

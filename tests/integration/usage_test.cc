@@ -15,7 +15,7 @@ namespace {
 using nlohmann::json;
 
 json Records(const Berthd& berthd) {
-  auto reply = berthd.http().Get("/v1/usage/records?from=0&limit=10000");
+  auto reply = GetAllPages(berthd.http(), "/v1/usage/records?from=0&limit=5000", "records");
   EXPECT_EQ(reply.status, 200) << reply.text;
   return reply.body;
 }

@@ -3,6 +3,7 @@
 // output and exit codes together.
 #include "cli/app.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
@@ -148,6 +149,50 @@ TEST_F(CliTest, JobsSendsNormalisedFiltersAndGlobalFlagsWorkAfterTheCommand) {
   EXPECT_NE(run.out.find("12   resnet50   default   default   Pending   2x4    5m"),
             std::string::npos)
       << run.out;
+}
+
+TEST_F(CliTest, JobsFollowsEveryPageAndStopsAtTheLimit) {
+  // Page 1 names a next page; page 2 (after=j11) is the last. Summaries
+  // carry replicas and resources at the top level, no spec.
+  std::vector<std::string> afters;
+  std::vector<std::string> limits;
+  server_.Get("/v1/jobs", [&](const httplib::Request& req, httplib::Response& res) {
+    afters.push_back(req.get_param_value("after"));
+    limits.push_back(req.get_param_value("limit"));
+    auto row = [](int id) {
+      return fmt::format(R"({{"id": {}, "name": "j{}", "tenant": "default", "queue": "q",
+        "state": "Pending", "submitted_at_ms": 1764444444000, "replicas": 2,
+        "resources": {{"gpus": 4}}}})",
+                         id, id);
+    };
+    if (!req.has_param("after")) {
+      res.set_content(fmt::format(R"({{"jobs":[{},{}],"next":"j11"}})", row(12), row(11)),
+                      "application/json");
+    } else {
+      res.set_content(fmt::format(R"({{"jobs":[{}]}})", row(10)), "application/json");
+    }
+  });
+  CliRun run = Cli({"jobs", "-o", "json"});
+  ASSERT_EQ(run.code, kExitOk) << run.err;
+  EXPECT_EQ(afters, (std::vector<std::string>{"", "j11"}));
+  const json jobs = json::parse(run.out)["jobs"];
+  ASSERT_EQ(jobs.size(), 3U);
+  EXPECT_EQ(jobs[2]["id"], 10);
+  EXPECT_FALSE(json::parse(run.out).contains("next"));
+
+  run = Cli({"jobs"});
+  ASSERT_EQ(run.code, kExitOk) << run.err;
+  EXPECT_NE(run.out.find("2x4"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("j10"), std::string::npos) << run.out;
+
+  // --limit 2: one page of two, no second request.
+  afters.clear();
+  limits.clear();
+  run = Cli({"jobs", "--limit", "2", "-o", "json"});
+  ASSERT_EQ(run.code, kExitOk) << run.err;
+  EXPECT_EQ(afters, (std::vector<std::string>{""}));
+  EXPECT_EQ(limits, (std::vector<std::string>{"2"}));
+  EXPECT_EQ(json::parse(run.out)["jobs"].size(), 2U);
 }
 
 TEST_F(CliTest, NotFoundJobAndCancel) {

@@ -62,10 +62,10 @@ TEST(RequestDecode, MalformedValuesAreRefusedNamingTheParameter) {
     std::string_view method, path, query, field, says;
   };
   const std::vector<Case> cases{
-      {"GET", "/v1/jobs", "limit=0", "limit", "from 1 to 10000"},
-      {"GET", "/v1/jobs", "limit=10001", "limit", "from 1 to 10000"},
+      {"GET", "/v1/jobs", "limit=0", "limit", "from 1 to 5000"},
+      {"GET", "/v1/jobs", "limit=5001", "limit", "from 1 to 5000"},
       {"GET", "/v1/jobs", "limit=ten", "limit", "'ten'"},
-      {"GET", "/v1/jobs", "limit=", "limit", "from 1 to 10000"},
+      {"GET", "/v1/jobs", "limit=", "limit", "from 1 to 5000"},
       {"GET", "/v1/jobs/1/logs", "follow=yes", "follow", "true or false"},
       {"GET", "/v1/jobs/1/logs", "replica=-1", "replica", "from 0 to 1023"},
       {"POST", "/v1/jobs/1/checkpoint", "at_ms=99999999999999999999", "at_ms", "at least 1"},

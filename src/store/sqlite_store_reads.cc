@@ -1,0 +1,99 @@
+// SqliteStore's long reads for the API: the job list (keyset pages), the
+// jobs of a report's window and the job history. They run on the read-only
+// connection (reader_) under read_mu_, never under the writer's mu_, each in
+// one read transaction so a job and its runs come from the same snapshot.
+#include <fmt/format.h>
+
+#include "model/job.h"
+#include "store/sqlite_rows.h"
+#include "store/sqlite_store.h"
+
+namespace berth::store {
+
+Result<std::vector<JobRecord>> SqliteStore::ReadJobsWithRuns(
+    const std::string& sql, const std::vector<std::string>& text_binds,
+    const std::vector<std::int64_t>& int_binds, bool with_runs) {
+  std::lock_guard lock(read_mu_);
+  ReadTransaction tx(reader_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
+  auto st = reader_.Prepare(sql);
+  if (!st) return std::unexpected(st.error());
+  int i = 1;
+  for (const auto& b : text_binds) st->Bind(i++, b);
+  for (auto b : int_binds) st->Bind(i++, b);
+  std::vector<JobRecord> out;
+  bool hooked = false;
+  for (;;) {
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    // The first step took the snapshot: a test may now hold the read open.
+    if (!hooked && read_hook_) read_hook_();
+    hooked = true;
+    if (!*row) break;
+    out.push_back(ReadJob(*st));
+  }
+  if (with_runs) BERTH_RETURN_IF_ERROR(LoadRunsOf(reader_, out));
+  return out;
+}
+
+Result<std::vector<JobRecord>> SqliteStore::ListJobs(const JobFilter& filter) {
+  std::string sql = fmt::format("SELECT {} FROM jobs WHERE 1=1", kJobColumns);
+  std::vector<std::string> binds;
+  if (!filter.states.empty()) {
+    sql += " AND state IN (";
+    for (std::size_t i = 0; i < filter.states.size(); ++i) {
+      sql += i == 0 ? "?" : ",?";
+      binds.emplace_back(model::JobStateName(filter.states[i]));
+    }
+    sql += ")";
+  }
+  if (!filter.tenant.empty()) {
+    sql += " AND tenant=?";
+    binds.push_back(filter.tenant);
+  }
+  if (!filter.queue.empty()) {
+    sql += " AND queue=?";
+    binds.push_back(filter.queue);
+  }
+  if (filter.tenants) {
+    sql += " AND tenant IN (''";  // '' matches no tenant: an empty list shows nothing
+    for (const auto& t : *filter.tenants) {
+      sql += ",?";
+      binds.push_back(t);
+    }
+    sql += ")";
+  }
+  // Integers last: they bind after the text binds, in this order.
+  std::vector<std::int64_t> ints;
+  if (filter.array_id) {
+    sql += " AND array_id=?";
+    ints.push_back(*filter.array_id);
+  }
+  if (filter.after_id) {
+    sql += " AND id<?";
+    ints.push_back(*filter.after_id);
+  }
+  sql += " ORDER BY id DESC LIMIT ?";
+  ints.push_back(static_cast<std::int64_t>(filter.limit));
+  return ReadJobsWithRuns(sql, binds, ints, filter.with_runs);
+}
+
+Result<std::vector<JobRecord>> SqliteStore::JobsSubmittedBetween(TimeMs since, TimeMs until) {
+  return ReadJobsWithRuns(fmt::format("SELECT {} FROM jobs WHERE submitted_ms >= ? AND "
+                                      "submitted_ms < ? ORDER BY submitted_ms, id",
+                                      kJobColumns),
+                          {}, {since, until});
+}
+
+Result<std::vector<JobRecord>> SqliteStore::JobsForWindow(TimeMs from, TimeMs to,
+                                                          std::size_t max_rows) {
+  // A job with no finish time may be any age; one that finished before the
+  // window cannot wait in it or have a run in it.
+  return ReadJobsWithRuns(
+      fmt::format("SELECT {} FROM jobs WHERE submitted_ms < ? AND (finished_ms IS NULL OR "
+                  "finished_ms >= ?) ORDER BY submitted_ms, id LIMIT ?",
+                  kJobColumns),
+      {}, {to, from, static_cast<std::int64_t>(max_rows)});
+}
+
+}  // namespace berth::store
