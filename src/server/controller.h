@@ -54,7 +54,7 @@ struct ControllerOptions {
   // (its last pass was long ago); under a stream of submissions a pass over
   // a deep queue leaves the store to them at least half the time.
   TimeMs max_pass_gap_ms = 1'000;
-  TimeMs stop_grace_ms = 10'000;         // SIGTERM -> SIGKILL for cancel and gang stops
+  TimeMs stop_grace_ms = 10'000;  // SIGTERM -> SIGKILL for cancel and gang stops
   // A NotReady node's runs are declared lost this long after its lease
   // lapsed (the agent may just be restarting); their gangs then stop and
   // follow their retry policies. Never sooner than the node's agent has
