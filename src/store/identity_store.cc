@@ -155,17 +155,22 @@ Result<std::unique_ptr<IdentityStore>> IdentityStore::Open(const std::filesystem
   auto db = Database::OpenState(data_dir);
   if (!db) return std::unexpected(db.error());
   BERTH_RETURN_IF_ERROR(db->Exec(kIdentitySchema));
+  // Before metrics-reader identities existed. The read ends (its statement
+  // goes) before the ALTER: a write on a connection whose read is still open
+  // fails at once with "database is locked" when another connection (the
+  // job store, registering the embedded agent's node) committed meanwhile.
+  std::int64_t has_column = 0;
   {
-    // Before metrics-reader identities existed.
     auto has = db->Prepare(
         "SELECT COUNT(*) FROM pragma_table_info('identities') WHERE name='metrics_reader'");
     if (!has) return std::unexpected(has.error());
     auto row = has->Step();
     if (!row) return std::unexpected(row.error());
-    if (has->Int(0) == 0) {
-      BERTH_RETURN_IF_ERROR(
-          db->Exec("ALTER TABLE identities ADD COLUMN metrics_reader INTEGER NOT NULL DEFAULT 0;"));
-    }
+    has_column = has->Int(0);
+  }
+  if (has_column == 0) {
+    BERTH_RETURN_IF_ERROR(
+        db->Exec("ALTER TABLE identities ADD COLUMN metrics_reader INTEGER NOT NULL DEFAULT 0;"));
   }
   return std::unique_ptr<IdentityStore>(new IdentityStore(std::move(*db)));
 }
