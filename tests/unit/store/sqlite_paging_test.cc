@@ -134,7 +134,11 @@ TEST_F(SqlitePagingTest, APageCarriesEachJobsRunsFromOneQuery) {
   }
   JobFilter summaries;
   summaries.with_runs = false;
-  for (const auto& j : *store_->ListJobs(summaries)) EXPECT_TRUE(j.runs.empty());
+  // Held in a variable: a range-for over *temporary would read a destroyed
+  // Result (GCC 12 does not extend temporaries in a range-for's initializer).
+  auto listed = store_->ListJobs(summaries);
+  ASSERT_TRUE(listed.has_value());
+  for (const auto& j : *listed) EXPECT_TRUE(j.runs.empty());
 }
 
 TEST_F(SqlitePagingTest, AnyCursorStillShowsOnlyTheVisibleTenants) {
