@@ -48,8 +48,12 @@ class FakeBerthd final : public v1::AgentService::Service {
       cv_.notify_all();
     }
     std::lock_guard lock(mu_);
-    stream_ = nullptr;
-    ctx_ = nullptr;
+    // Only its own: a restarted agent's new stream may have come in before
+    // this old one ended, and must stay the one Send writes to.
+    if (stream_ == stream) {
+      stream_ = nullptr;
+      ctx_ = nullptr;
+    }
     return grpc::Status::OK;
   }
 
