@@ -411,7 +411,6 @@ Status Controller::RunPass() {
     const std::chrono::duration<double> cycle = std::chrono::steady_clock::now() - cycle_start;
     plan.pending.insert(plan.pending.end(), over_budget.begin(), over_budget.end());
     HoldPlacementsBehindEvictions(plan);
-    BERTH_RETURN_IF_ERROR(store_.EvictJobs(plan.evictions, now));
     BERTH_RETURN_IF_ERROR(store_.ApplyPlan(plan, *nodes, (*policy)->version, now));
     CountPass(plan, schedulable, cycle.count(), now);
     if (*moved || !plan.placements.empty() || !plan.evictions.empty()) {

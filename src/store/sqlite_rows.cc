@@ -87,6 +87,8 @@ JobRecord ReadJob(const Statement& st, std::unordered_map<std::int64_t, model::J
   j.failures = static_cast<std::uint32_t>(st.Int(11));
   j.retry_after_ms = st.OptInt(12);
   j.submitted_by = st.Text(13);
+  j.cancelled_by = st.Text(14);
+  j.attempts = static_cast<std::uint32_t>(st.Int(15));
   return j;
 }
 

@@ -21,7 +21,8 @@ inline constexpr std::string_view kRunColumns =
 
 inline constexpr std::string_view kJobColumns =
     "id, spec, state, reason, submitted_ms, started_ms, finished_ms, exit_code, signal, "
-    "cancel_requested, policy_version, failures, retry_after_ms, submitted_by";
+    "cancel_requested, policy_version, failures, retry_after_ms, submitted_by, cancelled_by, "
+    "attempts";
 
 // A row selected with kRunColumns.
 RunRecord ReadRun(const Statement& st);

@@ -7,7 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/failpoint.h"
 #include "common/units.h"
+#include "control/transitions.h"
 #include "model/json.h"
 #include "model/policy.h"
 #include "store/sqlite_rows.h"
@@ -1011,76 +1013,39 @@ Result<ArrayCancel> SqliteStore::CancelArray(std::int64_t array_id, const std::s
 
 Status SqliteStore::ApplyPlan(const sched::Plan& plan, const std::vector<NodeRecord>& nodes,
                               std::int64_t policy_version, TimeMs now) {
-  std::map<std::string, const model::NodeInfo*> by_name;
+  control::NodeIndex by_name;
   for (const auto& n : nodes) by_name[n.info.name] = &n.info;
 
   std::lock_guard lock(mu_);
   Transaction tx(db_);
   BERTH_RETURN_IF_ERROR(tx.Begin());
+  // Evictions, placements and reasons are one decision: all of it is
+  // durable, or none of it.
+  for (const auto& e : plan.evictions) {
+    auto job = LoadJob(e.job_id, false);
+    if (!job) return std::unexpected(job.error());
+    if (!*job) continue;
+    std::optional<JobRecord> by;
+    if (e.cause == sched::EvictionCause::kMove) {
+      auto loaded = LoadJob(e.by_job, false);
+      if (!loaded) return std::unexpected(loaded.error());
+      by = std::move(*loaded);
+    }
+    auto update = control::EvictJob(**job, e, by ? &*by : nullptr, now);
+    if (!update) continue;
+    BERTH_RETURN_IF_ERROR(PersistRunStops(update->victim.job));
+    BERTH_RETURN_IF_ERROR(PersistJob(update->victim));
+    if (update->by) BERTH_RETURN_IF_ERROR(PersistJob(*update->by));
+  }
+  if (!plan.evictions.empty()) Failpoint("plan.after_evictions");
   for (const auto& p : plan.placements) {
     auto job = LoadJob(p.job_id, false);
     if (!job) return std::unexpected(job.error());
-    // Cancelled between the snapshot and now: the placement is dropped.
-    if (!*job || (*job)->state != model::JobState::kPending || (*job)->cancel_requested) continue;
-    auto attempt_st = db_.Prepare(
-        "UPDATE jobs SET attempts=attempts+1, retry_after_ms=NULL, policy_version=? WHERE id=? "
-        "RETURNING attempts");
-    if (!attempt_st) return std::unexpected(attempt_st.error());
-    attempt_st->Bind(1, policy_version).Bind(2, p.job_id);
-    auto row = attempt_st->Step();
-    if (!row) return std::unexpected(row.error());
-    auto attempt = attempt_st->Int(0);
-    BERTH_RETURN_IF_ERROR(attempt_st->Run());
-    std::string where;
-    const model::Resources& res = (*job)->spec.resources;
-    for (const auto& r : p.replicas) {
-      std::vector<std::string> uuids;
-      model::GpuSlice slice;  // what a slice holds of its card, by model::SliceOf
-      if (auto it = by_name.find(r.node); it != by_name.end()) {
-        for (auto idx : r.gpu_indices) {
-          for (const auto& g : it->second->gpus) {
-            if (g.index != idx) continue;
-            uuids.push_back(g.uuid);
-            if (model::IsSlice(res)) slice = model::SliceOf(res, g.memory_bytes);
-          }
-        }
-      }
-      auto ins = db_.Prepare(fmt::format(
-          "INSERT INTO runs(run_id, job_id, replica, attempt, node, gpu_indices, gpu_uuids, "
-          "gpu_share_millis, gpu_share_bytes, state) VALUES(?,?,?,?,?,?,?,?,?,'Starting')"));
-      if (!ins) return std::unexpected(ins.error());
-      BERTH_RETURN_IF_ERROR(ins->Bind(1, fmt::format("{}.{}.{}", p.job_id, r.replica, attempt))
-                                .Bind(2, p.job_id)
-                                .Bind(3, std::int64_t{r.replica})
-                                .Bind(4, attempt)
-                                .Bind(5, r.node)
-                                .Bind(6, json(r.gpu_indices).dump())
-                                .Bind(7, json(uuids).dump())
-                                .Bind(8, std::int64_t{slice.millis})
-                                .Bind(9, static_cast<std::int64_t>(slice.bytes))
-                                .Run());
-      where += fmt::format("{}replica {} on {} GPUs [{}]", where.empty() ? "" : "; ", r.replica,
-                           r.node, fmt::join(r.gpu_indices, ","));
-      if (slice.millis > 0) {
-        where += fmt::format(" (a slice: {} mGPU, {})", slice.millis, FormatBytes(slice.bytes));
-      }
-    }
-    BERTH_RETURN_IF_ERROR(SetJobState(p.job_id, model::JobState::kScheduled,
-                                      {model::ReasonCode::kScheduled, {}, {}}));
-    BERTH_RETURN_IF_ERROR(AddEvent(p.job_id, now, model::JobState::kScheduled, "Scheduled",
-                                   fmt::format("{}; under policy v{}", where, policy_version),
-                                   policy_version));
-    if (p.borrowed) {
-      const auto& b = *p.borrowed;
-      BERTH_RETURN_IF_ERROR(AddEvent(
-          p.job_id, now, model::JobState::kScheduled, "Borrowing",
-          fmt::format("runs on borrowed capacity: queue {} holds {} GPU(s) with it, over its {} "
-                      "guaranteed (over_quota: borrow); the job is preemptible and may be "
-                      "reclaimed when other queues need their guarantee back",
-                      b.queue, model::FormatQuotaAmount(model::ResourceKind::kGpus, b.used_mgpu),
-                      model::FormatQuotaAmount(model::ResourceKind::kGpus, b.guaranteed_mgpu)),
-          policy_version));
-    }
+    if (!*job) continue;
+    auto update = control::PlaceJob(**job, p, by_name, policy_version, now);
+    if (!update) continue;
+    BERTH_RETURN_IF_ERROR(InsertRuns(update->job));
+    BERTH_RETURN_IF_ERROR(PersistJob(*update));
   }
   for (const auto& d : plan.pending) {
     auto st = db_.Prepare("UPDATE jobs SET reason=? WHERE id=? AND state='Pending' AND reason<>?");
@@ -1089,6 +1054,65 @@ Status SqliteStore::ApplyPlan(const sched::Plan& plan, const std::vector<NodeRec
     BERTH_RETURN_IF_ERROR(st->Bind(1, text).Bind(2, d.job_id).Bind(3, text).Run());
   }
   return tx.Commit();
+}
+
+Status SqliteStore::PersistJob(const model::JobUpdate& update) {
+  const JobRecord& j = update.job;
+  auto st = db_.Prepare(
+      "UPDATE jobs SET state=?, reason=?, started_ms=?, finished_ms=?, exit_code=?, signal=?, "
+      "failures=?, retry_after_ms=?, attempts=?, policy_version=? WHERE id=?");
+  if (!st) return std::unexpected(st.error());
+  auto wide = [](std::optional<std::int32_t> v) {
+    return v ? std::optional<std::int64_t>(*v) : std::nullopt;
+  };
+  BERTH_RETURN_IF_ERROR(st->Bind(1, model::JobStateName(j.state))
+                            .Bind(2, ReasonText(j.reason))
+                            .Bind(3, j.started_at_ms)
+                            .Bind(4, j.finished_at_ms)
+                            .Bind(5, wide(j.exit_code))
+                            .Bind(6, wide(j.signal))
+                            .Bind(7, std::int64_t{j.failures})
+                            .Bind(8, j.retry_after_ms)
+                            .Bind(9, std::int64_t{j.attempts})
+                            .Bind(10, j.policy_version)
+                            .Bind(11, j.id)
+                            .Run());
+  for (const auto& e : update.events) {
+    BERTH_RETURN_IF_ERROR(AddEvent(j.id, e.time_ms, e.state, e.event, e.message, e.policy_version));
+  }
+  return Ok();
+}
+
+Status SqliteStore::PersistRunStops(const JobRecord& job) {
+  for (const auto& r : job.runs) {
+    if (!r.stop_requested || r.state == model::RunState::kExited) continue;
+    auto st = db_.Prepare(
+        "UPDATE runs SET stop_requested=1, stopped_for=? WHERE run_id=? AND stop_requested=0");
+    if (!st) return std::unexpected(st.error());
+    BERTH_RETURN_IF_ERROR(st->Bind(1, r.stopped_for).Bind(2, r.run_id).Run());
+  }
+  return Ok();
+}
+
+Status SqliteStore::InsertRuns(const JobRecord& job) {
+  for (const auto& r : job.runs) {
+    auto ins = db_.Prepare(
+        "INSERT INTO runs(run_id, job_id, replica, attempt, node, gpu_indices, gpu_uuids, "
+        "gpu_share_millis, gpu_share_bytes, state) VALUES(?,?,?,?,?,?,?,?,?,?)");
+    if (!ins) return std::unexpected(ins.error());
+    BERTH_RETURN_IF_ERROR(ins->Bind(1, r.run_id)
+                              .Bind(2, r.job_id)
+                              .Bind(3, std::int64_t{r.replica})
+                              .Bind(4, std::int64_t{r.attempt})
+                              .Bind(5, r.node)
+                              .Bind(6, json(r.gpu_indices).dump())
+                              .Bind(7, json(r.gpu_uuids).dump())
+                              .Bind(8, std::int64_t{r.gpu_share_millis})
+                              .Bind(9, static_cast<std::int64_t>(r.gpu_share_bytes))
+                              .Bind(10, model::RunStateName(r.state))
+                              .Run());
+  }
+  return Ok();
 }
 
 Status SqliteStore::MarkRunStarted(const std::string& run_id, std::int64_t pid, TimeMs started_at,
@@ -1123,172 +1147,12 @@ Status SqliteStore::MarkRunStarted(const std::string& run_id, std::int64_t pid, 
   return tx.Commit();
 }
 
-// Decides what follows once every run of its attempt has exited: success,
-// a requeue after an eviction, a retry after a failure its retry policy
-// names (with backoff), or a terminal failure.
+// Settles the job's attempt once every run of it has exited
+// (control::SettleAttempt decides; this persists its decision).
 Status SqliteStore::SettleJob(const JobRecord& job, TimeMs now) {
-  std::uint32_t attempt = 0;
-  for (const auto& r : job.runs) attempt = std::max(attempt, r.attempt);
-  const RunRecord* failed = nullptr;
-  const RunRecord* max_runtime = nullptr;
-  const RunRecord* start_error = nullptr;
-  const RunRecord* lost = nullptr;
-  const RunRecord* gpu = nullptr;
-  const RunRecord* evicted = nullptr;
-  for (const auto& r : job.runs) {
-    if (r.attempt != attempt) continue;
-    if (r.state != model::RunState::kExited) return Ok();  // still running
-    if (r.stopped_for == "max_runtime" && max_runtime == nullptr) max_runtime = &r;
-    if (RunLost(r.stopped_for) && lost == nullptr) lost = &r;
-    if (r.stopped_for == "gpu_error" && gpu == nullptr) gpu = &r;
-    if ((r.stopped_for == "preempted" || r.stopped_for == "reclaimed" || r.stopped_for == "moved" ||
-         r.stopped_for == "drained") &&
-        evicted == nullptr) {
-      evicted = &r;
-    }
-    if (!r.start_error.empty() && !RunLost(r.stopped_for) && start_error == nullptr) {
-      start_error = &r;
-    }
-    bool bad = r.exit_code.value_or(0) != 0 || r.signal.value_or(0) != 0;
-    // Replicas Berth stopped because a peer failed are not the cause.
-    if (bad && r.stopped_for.empty() && failed == nullptr) failed = &r;
-  }
-  model::JobState state = model::JobState::kSucceeded;
-  model::Reason reason{model::ReasonCode::kSucceeded, {}, {}};
-  std::string message = "all replicas exited 0";
-  std::string failure_class;  // of a failed attempt: decides a retry
-  bool faulted = gpu != nullptr || lost != nullptr;
-  if (job.cancel_requested) {
-    auto st = db_.Prepare("SELECT cancelled_by FROM jobs WHERE id=?");
-    if (!st) return std::unexpected(st.error());
-    st->Bind(1, job.id);
-    auto row = st->Step();
-    if (!row) return std::unexpected(row.error());
-    state = model::JobState::kCancelled;
-    reason = {model::ReasonCode::kCancelled, {}, st->Text(0)};
-  } else if (evicted != nullptr && failed == nullptr && start_error == nullptr && !faulted) {
-    // Evicted: back to the queue with the same identity; the reason recorded
-    // at eviction (who, why, work lost) stays until it is placed again.
-    auto st = db_.Prepare("UPDATE jobs SET state='Pending', started_ms=NULL WHERE id=?");
-    if (!st) return std::unexpected(st.error());
-    BERTH_RETURN_IF_ERROR(st->Bind(1, job.id).Run());
-    if (evicted->stopped_for == "moved") {
-      return AddEvent(job.id, now, model::JobState::kPending, "Requeued",
-                      "every replica stopped for the move; it restarts on the GPUs planned for "
-                      "it");
-    }
-    if (evicted->stopped_for == "drained") {
-      BERTH_RETURN_IF_ERROR(SetJobState(
-          job.id, model::JobState::kPending,
-          {model::ReasonCode::kDrained, {{"replica", evicted->replica}}, evicted->node}));
-      return AddEvent(job.id, now, model::JobState::kPending, "Requeued",
-                      fmt::format("every replica stopped because node {} is being drained; "
-                                  "waiting to be placed elsewhere",
-                                  evicted->node));
-    }
-    return AddEvent(job.id, now, model::JobState::kPending, "Requeued",
-                    fmt::format("every replica stopped after it was {}; waiting to be placed again",
-                                evicted->stopped_for));
-  } else if (gpu != nullptr) {
-    state = model::JobState::kFailed;
-    reason = {model::ReasonCode::kGpuFailed, {{"replica", gpu->replica}}, gpu->stop_detail};
-    failure_class = "gpu_hardware";
-  } else if (max_runtime != nullptr) {
-    state = model::JobState::kFailed;
-    reason = {
-        model::ReasonCode::kMaxRuntimeExceeded,
-        {{"max_runtime_s", job.spec.max_runtime_ms / 1000}, {"replica", max_runtime->replica}},
-        {}};
-    failure_class = "max_runtime";
-  } else if (lost != nullptr) {
-    state = model::JobState::kFailed;
-    const std::string detail =
-        lost->stopped_for == "fenced"
-            ? fmt::format("its agent on {} lost contact with berthd and stopped it (fenced)",
-                          lost->node)
-            : lost->start_error;
-    reason = {model::ReasonCode::kRunLost, {{"replica", lost->replica}}, detail};
-    failure_class = "node_lost";
-  } else if (start_error != nullptr) {
-    state = model::JobState::kFailed;
-    reason = {model::ReasonCode::kFailedToStart,
-              {{"replica", start_error->replica}},
-              start_error->start_error};
-    failure_class = "command_not_found";
-    if (start_error->failure_class == "run_identity") {
-      // Not the job's command: the node could not run it as its tenant.
-      reason.counts["run_identity"] = 1;
-      failure_class = "run_identity";
-    }
-  } else if (failed != nullptr) {
-    state = model::JobState::kFailed;
-    reason = {model::ReasonCode::kFailedExitCode, {{"replica", failed->replica}}, {}};
-    // One of the two: an exit code, or the signal that killed it.
-    if (failed->signal) {
-      reason.counts["signal"] = *failed->signal;
-    } else {
-      reason.counts["exit_code"] = failed->exit_code.value_or(0);
-    }
-    failure_class = failed->failure_class.empty() ? "user_code" : failed->failure_class;
-  }
-  message = model::RenderReason(reason);
-  if (state == model::JobState::kFailed) {
-    const std::uint32_t failures = job.failures + 1;
-    const auto& retry = job.spec.retry;
-    const bool retries =
-        std::find(retry.on.begin(), retry.on.end(), failure_class) != retry.on.end();
-    if (retries && failures < retry.max_attempts) {
-      // Back to the queue with the same identity after the backoff, doubled
-      // for each failure so far and capped.
-      std::int64_t backoff = retry.backoff_ms;
-      for (std::uint32_t i = 1; i < failures && backoff < model::kMaxRetryBackoffMs; ++i) {
-        backoff *= 2;
-      }
-      backoff = std::min(backoff, model::kMaxRetryBackoffMs);
-      model::Reason retrying{model::ReasonCode::kRetrying,
-                             {{"failures", failures},
-                              {"max_attempts", retry.max_attempts},
-                              {"backoff_s", (backoff + 999) / 1000}},
-                             fmt::format("{}: {}", failure_class, message)};
-      auto st = db_.Prepare(
-          "UPDATE jobs SET state='Pending', started_ms=NULL, failures=?, retry_after_ms=? "
-          "WHERE id=?");
-      if (!st) return std::unexpected(st.error());
-      BERTH_RETURN_IF_ERROR(st->Bind(1, failures).Bind(2, now + backoff).Bind(3, job.id).Run());
-      BERTH_RETURN_IF_ERROR(SetJobState(job.id, model::JobState::kPending, retrying));
-      return AddEvent(job.id, now, model::JobState::kPending, "Retrying",
-                      model::RenderReason(retrying));
-    }
-    if (failures > 1) reason.counts["attempts"] = failures;
-    if (!retries) {
-      reason.counts["retry_class_excluded"] = 1;
-    } else {
-      reason.counts["retries_exhausted"] = 1;
-    }
-    message = model::RenderReason(reason);
-    auto st = db_.Prepare("UPDATE jobs SET failures=? WHERE id=?");
-    if (!st) return std::unexpected(st.error());
-    BERTH_RETURN_IF_ERROR(st->Bind(1, failures).Bind(2, job.id).Run());
-  }
-  const RunRecord* cause = failed != nullptr ? failed : start_error;
-  auto st = db_.Prepare("UPDATE jobs SET finished_ms=?, exit_code=?, signal=? WHERE id=?");
-  if (!st) return std::unexpected(st.error());
-  // A replica killed by a signal has no exit code, and one that exited has
-  // no signal: NULL, not 0, so readers need not guess.
-  std::optional<std::int64_t> code = 0;
-  std::optional<std::int64_t> sig;
-  if (gpu != nullptr || lost != nullptr) {
-    code.reset();
-  } else if (cause != nullptr) {
-    code = cause->exit_code;
-    sig = cause->signal;
-  } else if (max_runtime != nullptr) {
-    code = max_runtime->exit_code;
-    sig = max_runtime->signal;
-  }
-  BERTH_RETURN_IF_ERROR(st->Bind(1, now).Bind(2, code).Bind(3, sig).Bind(4, job.id).Run());
-  BERTH_RETURN_IF_ERROR(SetJobState(job.id, state, reason));
-  return AddEvent(job.id, now, state, std::string(model::JobStateName(state)), message);
+  auto update = control::SettleAttempt(job, now);
+  if (!update) return Ok();  // still running
+  return PersistJob(*update);
 }
 
 Result<JobRecord> SqliteStore::MarkRunExited(const RunExit& exit, TimeMs now) {
@@ -1706,56 +1570,6 @@ Result<std::vector<std::int64_t>> SqliteStore::StopRunsOnNode(const std::string&
 namespace {
 
 // "node-a GPUs [0,1]; node-b GPUs [2]".
-std::string Where(const std::vector<sched::ReplicaPlacement>& replicas) {
-  std::string out;
-  for (const auto& r : replicas) {
-    out += fmt::format("{}{} GPUs [{}]", out.empty() ? "" : "; ", r.node,
-                       fmt::join(r.gpu_indices, ","));
-  }
-  return out;
-}
-
 }  // namespace
-
-Status SqliteStore::EvictJobs(const std::vector<sched::Eviction>& evictions, TimeMs now) {
-  if (evictions.empty()) return Ok();
-  std::lock_guard lock(mu_);
-  Transaction tx(db_);
-  BERTH_RETURN_IF_ERROR(tx.Begin());
-  for (const auto& e : evictions) {
-    auto job = LoadJob(e.job_id, false);
-    if (!job) return std::unexpected(job.error());
-    // Finished or cancelled since the snapshot: nothing to evict.
-    if (!*job || model::IsTerminal((*job)->state) || (*job)->cancel_requested) continue;
-    std::string why = e.cause == sched::EvictionCause::kPreempt ? "preempted"
-                      : e.cause == sched::EvictionCause::kMove  ? "moved"
-                                                                : "reclaimed";
-    BERTH_RETURN_IF_ERROR(StopJobRuns(e.job_id, why));
-    auto reason = db_.Prepare("UPDATE jobs SET reason=? WHERE id=?");
-    if (!reason) return std::unexpected(reason.error());
-    BERTH_RETURN_IF_ERROR(reason->Bind(1, ReasonText(e.reason)).Bind(2, e.job_id).Run());
-    if (e.cause == sched::EvictionCause::kMove) {
-      // Both timelines say what moves where, and for whom.
-      BERTH_RETURN_IF_ERROR(AddEvent(e.job_id, now, (*job)->state, "Moving",
-                                     fmt::format("{}; from {} to {}", model::RenderReason(e.reason),
-                                                 Where(e.moved_from), Where(e.moved_to))));
-      auto by = LoadJob(e.by_job, false);
-      if (!by) return std::unexpected(by.error());
-      if (*by) {
-        BERTH_RETURN_IF_ERROR(AddEvent(
-            e.by_job, now, (*by)->state, "Consolidating",
-            fmt::format("moving job {} from {} to {} so that this job's replicas fit; about {} s "
-                        "of its work since its last checkpoint is lost",
-                        e.job_id, Where(e.moved_from), Where(e.moved_to), e.work_lost_ms / 1000)));
-      }
-      continue;
-    }
-    BERTH_RETURN_IF_ERROR(
-        AddEvent(e.job_id, now, (*job)->state,
-                 e.cause == sched::EvictionCause::kPreempt ? "Preempting" : "Reclaiming",
-                 model::RenderReason(e.reason)));
-  }
-  return tx.Commit();
-}
 
 }  // namespace berth::store

@@ -83,7 +83,6 @@ class SqliteStore final : public Store {
   // snapshot is taken and before its rows are read, on the reading thread,
   // without mu_ held. Set before reads start.
   void set_read_hook_for_test(std::function<void()> hook) { read_hook_ = std::move(hook); }
-  Status EvictJobs(const std::vector<sched::Eviction>& evictions, TimeMs now) override;
   Status UpsertNode(const model::NodeInfo& info, TimeMs now) override;
   Status SetNodeState(const std::string& name, model::NodeState state, TimeMs now) override;
   Result<std::vector<NodeEvent>> NodeEvents(const std::string& node, std::size_t limit) override;
@@ -155,6 +154,14 @@ class SqliteStore final : public Store {
                   std::optional<std::int64_t> policy_version = std::nullopt);
   Status SetJobState(std::int64_t job_id, model::JobState state, const model::Reason& reason);
   Status SettleJob(const JobRecord& job, TimeMs now);
+  // Writes what a transition (control/transitions.h) left the job as, and
+  // appends its events; inside the caller's transaction.
+  Status PersistJob(const model::JobUpdate& update);
+  // Asks the job's active runs marked stop_requested to stop, for their
+  // stopped_for.
+  Status PersistRunStops(const JobRecord& job);
+  // Inserts the job's runs (new, Starting).
+  Status InsertRuns(const JobRecord& job);
   Status MigrateQueuesToPolicy(bool had_queue_tables, TimeMs now);
   Result<std::optional<PolicyVersion>> LoadPolicyVersion(std::int64_t version);
   // The active version, parsed; cached until the next apply.

@@ -13,54 +13,13 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "model/job.h"
+#include "model/job_record.h"
 #include "model/node.h"
 #include "model/policy.h"
 #include "model/reason.h"
 #include "sched/plan.h"
 
 namespace berth::store {
-
-struct RunRecord {
-  std::string run_id;  // "<job>.<replica>.<attempt>", never reused
-  std::int64_t job_id = 0;
-  std::uint32_t replica = 0;
-  std::uint32_t attempt = 0;
-  std::string node;
-  std::vector<std::uint32_t> gpu_indices;
-  std::vector<std::string> gpu_uuids;
-  // A slice of gpu_indices[0] (the job's resources.gpu_share), else 0:
-  // what the run holds of the card, fixed when it is placed.
-  std::uint32_t gpu_share_millis = 0;
-  std::uint64_t gpu_share_bytes = 0;
-  model::RunState state = model::RunState::kStarting;
-  std::int64_t pid = 0;
-  std::optional<TimeMs> started_at_ms;
-  std::optional<TimeMs> finished_at_ms;
-  std::optional<std::int32_t> exit_code;
-  std::optional<std::int32_t> signal;
-  std::string stopped_for;  // "", "cancelled", "max_runtime", "gang", "preempted", "reclaimed",
-                            // "moved", "lost", "fenced" (see RunLost)
-  std::string start_error;
-  bool stop_requested = false;  // berthd wants this run stopped
-  // The last checkpoint the run reported (file mtime or API), unix ms.
-  std::optional<TimeMs> last_checkpoint_ms{};
-  // For a run Berth stopped: whether it exited on its own within the grace
-  // period (true) or was killed (false); nullopt when not stopped or unknown.
-  std::optional<bool> clean_stop{};
-  // For a failed run: its failure class (model::FailureClassName), read from
-  // its log tail by berthd when the exit arrived; "" when it did not fail.
-  std::string failure_class{};
-  // Why Berth stopped it, in words, when the reason needs more than
-  // stopped_for (the GPU error that stopped a "gpu_error" run).
-  std::string stop_detail{};
-};
-
-// Whether a run ended because its node was lost: presumed gone by berthd
-// ("lost"), or stopped by its own agent, cut off from berthd ("fenced",
-// docs/operations.md). Either is a node_lost failure for the retry policy.
-inline bool RunLost(std::string_view stopped_for) {
-  return stopped_for == "lost" || stopped_for == "fenced";
-}
 
 // GPU time of one finished run, for decayed fair-share usage.
 struct RunUsage {
@@ -71,36 +30,12 @@ struct RunUsage {
   TimeMs finished_ms = 0;
 };
 
-struct JobEvent {
-  TimeMs time_ms = 0;
-  model::JobState state = model::JobState::kPending;
-  std::string event;  // Submitted, Scheduled, Started, Exited, CancelRequested, ...
-  std::string message;
-  // The policy version a scheduling decision was made under ("Scheduled").
-  std::optional<std::int64_t> policy_version;
-};
-
-struct JobRecord {
-  std::int64_t id = 0;
-  model::JobSpec spec;
-  model::JobState state = model::JobState::kPending;
-  model::Reason reason;
-  TimeMs submitted_at_ms = 0;
-  std::optional<TimeMs> started_at_ms;
-  std::optional<TimeMs> finished_at_ms;
-  std::optional<std::int32_t> exit_code;
-  std::optional<std::int32_t> signal;
-  bool cancel_requested = false;
-  // The policy version in effect when the job was last scheduled.
-  std::optional<std::int64_t> policy_version;
-  // Failed attempts so far, and when a job waiting to retry may be placed
-  // again (its retry policy's backoff); nullopt when it is not backing off.
-  std::uint32_t failures = 0;
-  std::optional<TimeMs> retry_after_ms;
-  std::string submitted_by;        // the identity that submitted it; "" before schema 5
-  std::vector<RunRecord> runs;     // filled by GetJob and ListJobs
-  std::vector<JobEvent> timeline;  // filled by GetJob only
-};
+// The lifecycle's records live in the model (model/job_record.h), where the
+// control layer's transitions work on them; the store persists them.
+using model::JobEvent;
+using model::JobRecord;
+using model::RunLost;
+using model::RunRecord;
 
 struct JobFilter {
   std::vector<model::JobState> states;  // empty: any
@@ -412,10 +347,11 @@ class Store {
   [[nodiscard]] virtual Result<JobRecord> CancelJob(std::int64_t id, const std::string& by,
                                                     TimeMs now) = 0;
 
-  // Applies one scheduling cycle's decisions in one transaction: placed jobs
-  // become Scheduled with new runs, recording `policy_version`, the policy
-  // the plan was made under; pending jobs get their reason (written only when
-  // it changed).
+  // Applies one scheduling cycle's decisions in one transaction, all or
+  // nothing (control/transitions.h decides what each does): evicted jobs'
+  // runs are asked to stop, placed jobs become Scheduled with new runs,
+  // recording `policy_version`, the policy the plan was made under; pending
+  // jobs get their reason (written only when it changed).
   [[nodiscard]] virtual Status ApplyPlan(const sched::Plan& plan,
                                          const std::vector<NodeRecord>& nodes,
                                          std::int64_t policy_version, TimeMs now) = 0;
@@ -446,13 +382,17 @@ class Store {
   // window holds more than the cap.
   [[nodiscard]] virtual Result<std::vector<JobRecord>> JobsForWindow(TimeMs from, TimeMs to,
                                                                      std::size_t max_rows) = 0;
-  // Stops every active run of each evicted job (stopped_for "preempted",
-  // "reclaimed" or "moved") and records the decision in its timeline (a move
-  // also in the timeline of the job it makes room for). When its runs
-  // have exited the job returns to Pending with the eviction as its reason,
-  // and its next placement is a new attempt.
-  [[nodiscard]] virtual Status EvictJobs(const std::vector<sched::Eviction>& evictions,
-                                         TimeMs now) = 0;
+  // A plan of evictions only (ApplyPlan). Each evicted job's active runs
+  // are asked to stop (stopped_for "preempted", "reclaimed" or "moved") and
+  // its timeline records the decision (a move also in the timeline of the
+  // job it makes room for). When its runs have exited the job returns to
+  // Pending with the eviction as its reason, and its next placement is a new
+  // attempt.
+  [[nodiscard]] Status EvictJobs(const std::vector<sched::Eviction>& evictions, TimeMs now) {
+    sched::Plan plan;
+    plan.evictions = evictions;
+    return ApplyPlan(plan, {}, 0, now);
+  }
 
   // --- nodes ---
   [[nodiscard]] virtual Status UpsertNode(const model::NodeInfo& info, TimeMs now) = 0;

@@ -1,0 +1,332 @@
+#include "control/transitions.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include "common/units.h"
+#include "model/policy.h"
+
+namespace berth::control {
+
+using model::JobRecord;
+using model::JobState;
+using model::JobUpdate;
+using model::Reason;
+using model::ReasonCode;
+using model::RunRecord;
+using model::StopCause;
+
+namespace {
+
+StopCause CauseOf(const RunRecord& run) {
+  // A name no Berth version wrote is read as "stopped for no known cause":
+  // it neither requeues nor retries as an eviction would.
+  return model::ParseStopCause(run.stopped_for).value_or(StopCause::kNone);
+}
+
+// The runs of the latest attempt, as the rules of SettleAttempt see them:
+// the first of each kind.
+struct Attempt {
+  const RunRecord* failed = nullptr;
+  const RunRecord* max_runtime = nullptr;
+  const RunRecord* start_error = nullptr;
+  const RunRecord* lost = nullptr;
+  const RunRecord* gpu = nullptr;
+  const RunRecord* evicted = nullptr;
+};
+
+std::optional<Attempt> ReadAttempt(const JobRecord& job) {
+  std::uint32_t latest = 0;
+  for (const auto& r : job.runs) latest = std::max(latest, r.attempt);
+  Attempt a;
+  auto first = [](const RunRecord*& slot, const RunRecord& r) {
+    if (slot == nullptr) slot = &r;
+  };
+  for (const auto& r : job.runs) {
+    if (r.attempt != latest) continue;
+    if (r.state != model::RunState::kExited) return std::nullopt;  // still running
+    const StopCause cause = CauseOf(r);
+    const bool lost = cause == StopCause::kLost || cause == StopCause::kFenced;
+    if (cause == StopCause::kMaxRuntime) first(a.max_runtime, r);
+    if (lost) first(a.lost, r);
+    if (cause == StopCause::kGpuError) first(a.gpu, r);
+    if (model::IsEviction(cause) || cause == StopCause::kDrained) first(a.evicted, r);
+    if (!r.start_error.empty() && !lost) first(a.start_error, r);
+    const bool bad = r.exit_code.value_or(0) != 0 || r.signal.value_or(0) != 0;
+    // Replicas Berth stopped because a peer failed are not the cause.
+    if (bad && r.stopped_for.empty()) first(a.failed, r);
+  }
+  return a;
+}
+
+JobUpdate Requeue(const JobRecord& job, const RunRecord& evicted, TimeMs now) {
+  JobUpdate u{job, {}};
+  u.job.state = JobState::kPending;
+  u.job.started_at_ms.reset();
+  std::string message;
+  switch (CauseOf(evicted)) {
+    case StopCause::kMoved:
+      message = "every replica stopped for the move; it restarts on the GPUs planned for it";
+      break;
+    case StopCause::kDrained:
+      u.job.reason = {ReasonCode::kDrained, {{"replica", evicted.replica}}, evicted.node};
+      message = fmt::format(
+          "every replica stopped because node {} is being drained; waiting to be placed "
+          "elsewhere",
+          evicted.node);
+      break;
+    default:
+      // The reason recorded at eviction (who, why, work lost) stays until it
+      // is placed again.
+      message = fmt::format("every replica stopped after it was {}; waiting to be placed again",
+                            evicted.stopped_for);
+      break;
+  }
+  u.events.push_back({now, JobState::kPending, "Requeued", std::move(message), std::nullopt});
+  return u;
+}
+
+// The retry policy's backoff before the `failures`-th retry: doubled for
+// each failure so far, capped.
+std::int64_t Backoff(const model::Retry& retry, std::uint32_t failures) {
+  std::int64_t backoff = retry.backoff_ms;
+  for (std::uint32_t i = 1; i < failures && backoff < model::kMaxRetryBackoffMs; ++i) {
+    backoff *= 2;
+  }
+  return std::min(backoff, model::kMaxRetryBackoffMs);
+}
+
+}  // namespace
+
+std::optional<JobUpdate> SettleAttempt(const JobRecord& job, TimeMs now) {
+  const auto read = ReadAttempt(job);
+  if (!read) return std::nullopt;
+  const Attempt& a = *read;
+  const bool faulted = a.gpu != nullptr || a.lost != nullptr;
+  if (!job.cancel_requested && a.evicted != nullptr && a.failed == nullptr &&
+      a.start_error == nullptr && !faulted) {
+    return Requeue(job, *a.evicted, now);
+  }
+  JobState state = JobState::kSucceeded;
+  Reason reason{ReasonCode::kSucceeded, {}, {}};
+  std::string failure_class;  // of a failed attempt: decides a retry
+  if (job.cancel_requested) {
+    state = JobState::kCancelled;
+    reason = {ReasonCode::kCancelled, {}, job.cancelled_by};
+  } else if (a.gpu != nullptr) {
+    state = JobState::kFailed;
+    reason = {ReasonCode::kGpuFailed, {{"replica", a.gpu->replica}}, a.gpu->stop_detail};
+    failure_class = "gpu_hardware";
+  } else if (a.max_runtime != nullptr) {
+    state = JobState::kFailed;
+    reason = {
+        ReasonCode::kMaxRuntimeExceeded,
+        {{"max_runtime_s", job.spec.max_runtime_ms / 1000}, {"replica", a.max_runtime->replica}},
+        {}};
+    failure_class = "max_runtime";
+  } else if (a.lost != nullptr) {
+    state = JobState::kFailed;
+    const std::string detail =
+        CauseOf(*a.lost) == StopCause::kFenced
+            ? fmt::format("its agent on {} lost contact with berthd and stopped it (fenced)",
+                          a.lost->node)
+            : a.lost->start_error;
+    reason = {ReasonCode::kRunLost, {{"replica", a.lost->replica}}, detail};
+    failure_class = "node_lost";
+  } else if (a.start_error != nullptr) {
+    state = JobState::kFailed;
+    reason = {ReasonCode::kFailedToStart,
+              {{"replica", a.start_error->replica}},
+              a.start_error->start_error};
+    failure_class = "command_not_found";
+    if (a.start_error->failure_class == "run_identity") {
+      // Not the job's command: the node could not run it as its tenant.
+      reason.counts["run_identity"] = 1;
+      failure_class = "run_identity";
+    }
+  } else if (a.failed != nullptr) {
+    state = JobState::kFailed;
+    reason = {ReasonCode::kFailedExitCode, {{"replica", a.failed->replica}}, {}};
+    // One of the two: an exit code, or the signal that killed it.
+    if (a.failed->signal) {
+      reason.counts["signal"] = *a.failed->signal;
+    } else {
+      reason.counts["exit_code"] = a.failed->exit_code.value_or(0);
+    }
+    failure_class = a.failed->failure_class.empty() ? "user_code" : a.failed->failure_class;
+  }
+  JobUpdate u{job, {}};
+  if (state == JobState::kFailed) {
+    const std::uint32_t failures = job.failures + 1;
+    const auto& retry = job.spec.retry;
+    const bool retries =
+        std::find(retry.on.begin(), retry.on.end(), failure_class) != retry.on.end();
+    u.job.failures = failures;
+    if (retries && failures < retry.max_attempts) {
+      // Back to the queue with the same identity after the backoff.
+      const std::int64_t backoff = Backoff(retry, failures);
+      u.job.state = JobState::kPending;
+      u.job.started_at_ms.reset();
+      u.job.retry_after_ms = now + backoff;
+      u.job.reason = {ReasonCode::kRetrying,
+                      {{"failures", failures},
+                       {"max_attempts", retry.max_attempts},
+                       {"backoff_s", (backoff + 999) / 1000}},
+                      fmt::format("{}: {}", failure_class, model::RenderReason(reason))};
+      u.events.push_back(
+          {now, JobState::kPending, "Retrying", model::RenderReason(u.job.reason), std::nullopt});
+      return u;
+    }
+    if (failures > 1) reason.counts["attempts"] = failures;
+    reason.counts[retries ? "retries_exhausted" : "retry_class_excluded"] = 1;
+  }
+  // A replica killed by a signal has no exit code, and one that exited has
+  // no signal: unset, not 0, so readers need not guess.
+  const RunRecord* cause = a.failed != nullptr ? a.failed : a.start_error;
+  std::optional<std::int32_t> code = 0;
+  std::optional<std::int32_t> sig;
+  if (faulted) {
+    code.reset();
+  } else if (cause != nullptr) {
+    code = cause->exit_code;
+    sig = cause->signal;
+  } else if (a.max_runtime != nullptr) {
+    code = a.max_runtime->exit_code;
+    sig = a.max_runtime->signal;
+  }
+  u.job.state = state;
+  u.job.reason = reason;
+  u.job.finished_at_ms = now;
+  u.job.exit_code = code;
+  u.job.signal = sig;
+  u.events.push_back({now, state, std::string(model::JobStateName(state)),
+                      model::RenderReason(reason), std::nullopt});
+  return u;
+}
+
+namespace {
+
+std::string Where(const std::vector<sched::ReplicaPlacement>& replicas) {
+  std::string out;
+  for (const auto& r : replicas) {
+    out += fmt::format("{}{} GPUs [{}]", out.empty() ? "" : "; ", r.node,
+                       fmt::join(r.gpu_indices, ","));
+  }
+  return out;
+}
+
+StopCause CauseOf(sched::EvictionCause cause) {
+  switch (cause) {
+    case sched::EvictionCause::kPreempt:
+      return StopCause::kPreempted;
+    case sched::EvictionCause::kMove:
+      return StopCause::kMoved;
+    case sched::EvictionCause::kReclaim:
+      break;
+  }
+  return StopCause::kReclaimed;
+}
+
+}  // namespace
+
+std::optional<EvictionUpdate> EvictJob(const JobRecord& job, const sched::Eviction& e,
+                                       const JobRecord* by, TimeMs now) {
+  // Finished or cancelled since the plan was made: nothing to evict.
+  if (model::IsTerminal(job.state) || job.cancel_requested) return std::nullopt;
+  EvictionUpdate out{{job, {}}, std::nullopt};
+  JobRecord& victim = out.victim.job;
+  const StopCause cause = CauseOf(e.cause);
+  for (auto& r : victim.runs) {
+    const bool active =
+        r.state == model::RunState::kStarting || r.state == model::RunState::kRunning;
+    if (!active || r.stop_requested) continue;
+    r.stop_requested = true;
+    r.stopped_for = std::string(model::StopCauseName(cause));
+  }
+  victim.reason = e.reason;
+  if (e.cause != sched::EvictionCause::kMove) {
+    out.victim.events.push_back(
+        {now, job.state, e.cause == sched::EvictionCause::kPreempt ? "Preempting" : "Reclaiming",
+         model::RenderReason(e.reason), std::nullopt});
+    return out;
+  }
+  // Both timelines say what moves where, and for whom.
+  out.victim.events.push_back({now, job.state, "Moving",
+                               fmt::format("{}; from {} to {}", model::RenderReason(e.reason),
+                                           Where(e.moved_from), Where(e.moved_to)),
+                               std::nullopt});
+  if (by != nullptr) {
+    out.by = JobUpdate{*by, {}};
+    out.by->events.push_back(
+        {now, by->state, "Consolidating",
+         fmt::format("moving job {} from {} to {} so that this job's replicas fit; about {} s of "
+                     "its work since its last checkpoint is lost",
+                     e.job_id, Where(e.moved_from), Where(e.moved_to), e.work_lost_ms / 1000),
+         std::nullopt});
+  }
+  return out;
+}
+
+std::optional<JobUpdate> PlaceJob(const JobRecord& job, const sched::Placement& p,
+                                  const NodeIndex& by_name, std::int64_t policy_version,
+                                  TimeMs now) {
+  // Cancelled or placed since the plan was made: the placement is dropped.
+  if (job.state != JobState::kPending || job.cancel_requested) return std::nullopt;
+  const std::uint32_t attempt = job.attempts + 1;
+  JobUpdate u{job, {}};
+  u.job.attempts = attempt;
+  u.job.runs.clear();
+  u.job.retry_after_ms.reset();
+  u.job.policy_version = policy_version;
+  std::string where;
+  const model::Resources& res = job.spec.resources;
+  for (const auto& r : p.replicas) {
+    RunRecord run;
+    run.run_id = fmt::format("{}.{}.{}", job.id, r.replica, attempt);
+    run.job_id = job.id;
+    run.replica = r.replica;
+    run.attempt = attempt;
+    run.node = r.node;
+    run.gpu_indices = r.gpu_indices;
+    model::GpuSlice slice;  // what a slice holds of its card, by model::SliceOf
+    if (auto it = by_name.find(r.node); it != by_name.end()) {
+      for (auto idx : r.gpu_indices) {
+        for (const auto& g : it->second->gpus) {
+          if (g.index != idx) continue;
+          run.gpu_uuids.push_back(g.uuid);
+          if (model::IsSlice(res)) slice = model::SliceOf(res, g.memory_bytes);
+        }
+      }
+    }
+    run.gpu_share_millis = slice.millis;
+    run.gpu_share_bytes = slice.bytes;
+    u.job.runs.push_back(std::move(run));
+    where += fmt::format("{}replica {} on {} GPUs [{}]", where.empty() ? "" : "; ", r.replica,
+                         r.node, fmt::join(r.gpu_indices, ","));
+    if (slice.millis > 0) {
+      where += fmt::format(" (a slice: {} mGPU, {})", slice.millis, FormatBytes(slice.bytes));
+    }
+  }
+  u.job.state = JobState::kScheduled;
+  u.job.reason = {ReasonCode::kScheduled, {}, {}};
+  u.events.push_back({now, JobState::kScheduled, "Scheduled",
+                      fmt::format("{}; under policy v{}", where, policy_version), policy_version});
+  if (p.borrowed) {
+    const auto& b = *p.borrowed;
+    u.events.push_back(
+        {now, JobState::kScheduled, "Borrowing",
+         fmt::format("runs on borrowed capacity: queue {} holds {} GPU(s) with it, over its {} "
+                     "guaranteed (over_quota: borrow); the job is preemptible and may be "
+                     "reclaimed when other queues need their guarantee back",
+                     b.queue, model::FormatQuotaAmount(model::ResourceKind::kGpus, b.used_mgpu),
+                     model::FormatQuotaAmount(model::ResourceKind::kGpus, b.guaranteed_mgpu)),
+         policy_version});
+  }
+  return u;
+}
+
+}  // namespace berth::control

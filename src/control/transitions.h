@@ -1,0 +1,66 @@
+// The job lifecycle as named, pure transitions. Each takes the records it
+// changes (model/job_record.h) and returns what it does to them: the job as
+// it leaves it and the events it appends. None reads a clock, a store or the
+// network; a store applies them inside the transaction that persists their
+// result (store/store.h), and berth-sim can apply the same ones.
+//
+// Layering (docs/architecture.md): control's transitions sit between sched
+// and store. They may use model and sched; store, the control loop and the
+// API use them; they include nothing above them.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "model/job_record.h"
+#include "model/node.h"
+#include "sched/plan.h"
+
+namespace berth::control {
+
+// What follows once every run of the job's latest attempt has exited, as
+// the first matching rule decides:
+//   1. cancel requested              -> Cancelled (by whom)
+//   2. evicted or drained, no fault  -> Pending again, same identity (Requeued)
+//   3. a GPU error                   -> Failed (gpu_hardware)
+//   4. max runtime                   -> Failed (max_runtime)
+//   5. node lost or fenced           -> Failed (node_lost)
+//   6. could not start               -> Failed (command_not_found or run_identity)
+//   7. a replica exited non-zero     -> Failed (its failure class, else user_code)
+//   8. otherwise                     -> Succeeded
+// A failure whose class the job's retry policy names, with attempts left,
+// returns the job to Pending after the backoff (doubled per failure, capped
+// at model::kMaxRetryBackoffMs) instead (Retrying).
+// nullopt while a run of the latest attempt has not exited.
+std::optional<model::JobUpdate> SettleAttempt(const model::JobRecord& job, TimeMs now);
+
+// An eviction the scheduler decided: the job's active runs are asked to stop
+// for the eviction's cause, its reason becomes the eviction's, and its
+// timeline (and, for a move, the timeline of the job it makes room for,
+// `by`) says so. nullopt when there is nothing left to evict: the job
+// finished or a cancel is in flight since the plan was made. The runs in
+// the returned job are the ones to stop (stop_requested, stopped_for set).
+struct EvictionUpdate {
+  model::JobUpdate victim;
+  std::optional<model::JobUpdate> by;  // a move: the job it makes room for
+};
+std::optional<EvictionUpdate> EvictJob(const model::JobRecord& job, const sched::Eviction& eviction,
+                                       const model::JobRecord* by, TimeMs now);
+
+// The nodes a plan was made on, by name.
+using NodeIndex = std::map<std::string, const model::NodeInfo*, std::less<>>;
+
+// A placement the scheduler decided: the job becomes Scheduled, under
+// `policy_version`, with one new Starting run per replica of its next
+// attempt (GPU UUIDs and the slice it holds taken from `nodes`). nullopt
+// when the job is no longer Pending or a cancel is in flight. The returned
+// job's `runs` holds only the new runs.
+std::optional<model::JobUpdate> PlaceJob(const model::JobRecord& job,
+                                         const sched::Placement& placement, const NodeIndex& nodes,
+                                         std::int64_t policy_version, TimeMs now);
+
+}  // namespace berth::control

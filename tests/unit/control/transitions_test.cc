@@ -1,0 +1,356 @@
+// The lifecycle's named transitions, alone: records in, the job as each
+// leaves it and its events out. No store, no clock.
+#include "control/transitions.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace berth::control {
+namespace {
+
+using model::JobRecord;
+using model::JobState;
+using model::ReasonCode;
+using model::RunRecord;
+using model::RunState;
+
+constexpr TimeMs kNow = 1'000'000;
+
+RunRecord Exited(std::uint32_t replica, std::int32_t code, std::string stopped_for = "",
+                 std::uint32_t attempt = 1) {
+  RunRecord r;
+  r.run_id = "7." + std::to_string(replica) + "." + std::to_string(attempt);
+  r.job_id = 7;
+  r.replica = replica;
+  r.attempt = attempt;
+  r.node = "node-a";
+  r.state = RunState::kExited;
+  r.exit_code = code;
+  r.stopped_for = std::move(stopped_for);
+  return r;
+}
+
+JobRecord Running(std::vector<RunRecord> runs) {
+  JobRecord j;
+  j.id = 7;
+  j.state = JobState::kRunning;
+  j.started_at_ms = kNow - 60'000;
+  j.attempts = 1;
+  j.runs = std::move(runs);
+  return j;
+}
+
+TEST(SettleAttempt, WaitsWhileARunOfTheLatestAttemptIsActive) {
+  RunRecord live = Exited(1, 0);
+  live.state = RunState::kRunning;
+  live.exit_code.reset();
+  EXPECT_FALSE(SettleAttempt(Running({Exited(0, 0), live}), kNow));
+  // A run of an earlier attempt still shown as running does not hold it.
+  RunRecord old = live;
+  old.attempt = 0;
+  EXPECT_TRUE(SettleAttempt(Running({Exited(0, 0), Exited(1, 0), old}), kNow));
+}
+
+TEST(SettleAttempt, AllZeroSucceeds) {
+  auto u = SettleAttempt(Running({Exited(0, 0), Exited(1, 0)}), kNow);
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->job.state, JobState::kSucceeded);
+  EXPECT_EQ(u->job.reason.code, ReasonCode::kSucceeded);
+  EXPECT_EQ(u->job.finished_at_ms, kNow);
+  EXPECT_EQ(u->job.exit_code, 0);
+  EXPECT_FALSE(u->job.signal);
+  ASSERT_EQ(u->events.size(), 1U);
+  EXPECT_EQ(u->events[0].event, "Succeeded");
+  EXPECT_EQ(u->events[0].state, JobState::kSucceeded);
+  EXPECT_EQ(u->events[0].time_ms, kNow);
+}
+
+TEST(SettleAttempt, ANonZeroExitFailsWithThatReplicaNotThePeersBerthStopped) {
+  JobRecord job = Running({Exited(0, 143, "gang"), Exited(1, 3)});
+  job.spec.retry.on.clear();
+  auto u = SettleAttempt(job, kNow);
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->job.state, JobState::kFailed);
+  EXPECT_EQ(u->job.reason.code, ReasonCode::kFailedExitCode);
+  EXPECT_EQ(u->job.reason.counts.at("replica"), 1);
+  EXPECT_EQ(u->job.reason.counts.at("exit_code"), 3);
+  EXPECT_EQ(u->job.reason.counts.at("retry_class_excluded"), 1);
+  EXPECT_EQ(u->job.exit_code, 3);
+  EXPECT_EQ(u->job.failures, 1U);
+}
+
+TEST(SettleAttempt, AKilledReplicaHasASignalAndNoExitCode) {
+  RunRecord killed = Exited(0, 0);
+  killed.exit_code.reset();
+  killed.signal = 9;
+  auto u = SettleAttempt(Running({killed}), kNow);
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->job.reason.counts.at("signal"), 9);
+  EXPECT_FALSE(u->job.reason.counts.contains("exit_code"));
+  EXPECT_FALSE(u->job.exit_code);
+  EXPECT_EQ(u->job.signal, 9);
+}
+
+TEST(SettleAttempt, CancelWinsOverAnEviction) {
+  JobRecord job = Running({Exited(0, 143, "preempted")});
+  job.cancel_requested = true;
+  job.cancelled_by = "alice";
+  auto u = SettleAttempt(job, kNow);
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->job.state, JobState::kCancelled);
+  EXPECT_EQ(u->job.reason.code, ReasonCode::kCancelled);
+  EXPECT_EQ(u->job.reason.detail, "alice");
+  EXPECT_EQ(u->events.at(0).event, "Cancelled");
+}
+
+TEST(SettleAttempt, AnEvictedJobIsRequeuedKeepingItsEvictionReason) {
+  JobRecord job = Running({Exited(0, 143, "preempted"), Exited(1, 143, "preempted")});
+  job.reason = {ReasonCode::kPreempted, {{"by_job", 9}}, "team-a/prod"};
+  auto u = SettleAttempt(job, kNow);
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->job.state, JobState::kPending);
+  EXPECT_FALSE(u->job.started_at_ms);
+  EXPECT_FALSE(u->job.finished_at_ms);
+  EXPECT_EQ(u->job.reason, job.reason);
+  EXPECT_EQ(u->job.failures, 0U);
+  ASSERT_EQ(u->events.size(), 1U);
+  EXPECT_EQ(u->events[0].event, "Requeued");
+  EXPECT_EQ(u->events[0].message,
+            "every replica stopped after it was preempted; waiting to be placed again");
+}
+
+TEST(SettleAttempt, ADrainedJobWaitsWithTheDrainAsItsReason) {
+  auto u = SettleAttempt(Running({Exited(0, 0, "drained")}), kNow);
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->job.state, JobState::kPending);
+  EXPECT_EQ(u->job.reason.code, ReasonCode::kDrained);
+  EXPECT_EQ(u->job.reason.detail, "node-a");
+  EXPECT_NE(u->events.at(0).message.find("node node-a is being drained"), std::string::npos);
+}
+
+TEST(SettleAttempt, AnEvictedReplicaThatAlsoFailedIsAFailure) {
+  JobRecord job = Running({Exited(0, 143, "moved"), Exited(1, 2)});
+  job.spec.retry.on.clear();
+  auto u = SettleAttempt(job, kNow);
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->job.state, JobState::kFailed);
+  EXPECT_EQ(u->job.reason.code, ReasonCode::kFailedExitCode);
+}
+
+TEST(SettleAttempt, AGpuErrorRetriesWithBackoffDoubledAndCapped) {
+  RunRecord gpu = Exited(0, 0, "gpu_error");
+  gpu.stop_detail = "Xid 79 on GPU 3";
+  JobRecord job = Running({gpu});
+  job.spec.retry = {.max_attempts = 20, .backoff_ms = 10'000, .on = {"gpu_hardware"}};
+  auto first = SettleAttempt(job, kNow);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->job.state, JobState::kPending);
+  EXPECT_EQ(first->job.failures, 1U);
+  EXPECT_EQ(first->job.retry_after_ms, kNow + 10'000);
+  EXPECT_EQ(first->job.reason.code, ReasonCode::kRetrying);
+  EXPECT_EQ(first->job.reason.counts.at("backoff_s"), 10);
+  EXPECT_EQ(first->job.reason.detail.rfind("gpu_hardware: ", 0), 0U);
+  EXPECT_EQ(first->events.at(0).event, "Retrying");
+  EXPECT_FALSE(first->job.finished_at_ms);
+
+  job.failures = 3;  // the fourth failure waits 10 s * 2^3
+  EXPECT_EQ(SettleAttempt(job, kNow)->job.retry_after_ms, kNow + 80'000);
+  job.failures = 9;  // 10 s * 2^9 is past the one-hour cap
+  EXPECT_EQ(SettleAttempt(job, kNow)->job.retry_after_ms, kNow + model::kMaxRetryBackoffMs);
+}
+
+TEST(SettleAttempt, RetriesExhaustedFailsAndSaysSo) {
+  JobRecord job = Running({Exited(0, 0, "gpu_error")});
+  job.spec.retry = {.max_attempts = 3, .backoff_ms = 1000, .on = {"gpu_hardware"}};
+  job.failures = 2;
+  auto u = SettleAttempt(job, kNow);
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->job.state, JobState::kFailed);
+  EXPECT_EQ(u->job.reason.code, ReasonCode::kGpuFailed);
+  EXPECT_EQ(u->job.reason.counts.at("attempts"), 3);
+  EXPECT_EQ(u->job.reason.counts.at("retries_exhausted"), 1);
+  EXPECT_EQ(u->job.failures, 3U);
+  EXPECT_FALSE(u->job.exit_code);  // a hardware fault, not the job's exit
+}
+
+TEST(SettleAttempt, ALostOrFencedRunIsANodeLostFailure) {
+  JobRecord lost = Running({Exited(0, 0, "lost")});
+  lost.runs[0].start_error = "node node-a stopped answering";
+  lost.spec.retry.on.clear();
+  auto u = SettleAttempt(lost, kNow);
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->job.reason.code, ReasonCode::kRunLost);
+  EXPECT_EQ(u->job.reason.detail, "node node-a stopped answering");
+
+  JobRecord fenced = Running({Exited(0, 0, "fenced")});
+  fenced.spec.retry.on = {"node_lost"};
+  fenced.spec.retry.max_attempts = 1;
+  u = SettleAttempt(fenced, kNow);
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->job.state, JobState::kFailed);
+  EXPECT_NE(u->job.reason.detail.find("(fenced)"), std::string::npos);
+  EXPECT_EQ(u->job.reason.counts.at("retries_exhausted"), 1);
+}
+
+TEST(SettleAttempt, MaxRuntimeAndStartErrorsHaveTheirOwnReasons) {
+  JobRecord slow = Running({Exited(0, 143, "max_runtime")});
+  slow.spec.max_runtime_ms = 3'600'000;
+  slow.spec.retry.on.clear();
+  auto u = SettleAttempt(slow, kNow);
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->job.reason.code, ReasonCode::kMaxRuntimeExceeded);
+  EXPECT_EQ(u->job.reason.counts.at("max_runtime_s"), 3600);
+  EXPECT_EQ(u->job.exit_code, 143);
+
+  RunRecord bad = Exited(0, 127);
+  bad.start_error = "exec: trainer: not found";
+  JobRecord missing = Running({bad});
+  u = SettleAttempt(missing, kNow);
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->job.reason.code, ReasonCode::kFailedToStart);
+  EXPECT_EQ(u->job.reason.detail, "exec: trainer: not found");
+  EXPECT_FALSE(u->job.reason.counts.contains("run_identity"));
+
+  missing.runs[0].failure_class = "run_identity";
+  u = SettleAttempt(missing, kNow);
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->job.reason.counts.at("run_identity"), 1);
+}
+
+JobRecord WithActiveRuns() {
+  RunRecord a = Exited(0, 0);
+  a.state = RunState::kRunning;
+  RunRecord b = Exited(1, 0);
+  b.state = RunState::kStarting;
+  RunRecord old = Exited(0, 1, "", 0);
+  return Running({old, a, b});
+}
+
+TEST(EvictJob, AsksEveryActiveRunToStopForTheCause) {
+  sched::Eviction e;
+  e.job_id = 7;
+  e.by_job = 9;
+  e.cause = sched::EvictionCause::kPreempt;
+  e.reason = {ReasonCode::kPreempted, {{"by_job", 9}}, {}};
+  auto u = EvictJob(WithActiveRuns(), e, nullptr, kNow);
+  ASSERT_TRUE(u);
+  const auto& runs = u->victim.job.runs;
+  EXPECT_FALSE(runs[0].stop_requested);  // exited long ago
+  EXPECT_TRUE(runs[1].stop_requested);
+  EXPECT_EQ(runs[1].stopped_for, "preempted");
+  EXPECT_EQ(runs[2].stopped_for, "preempted");
+  EXPECT_EQ(u->victim.job.reason, e.reason);
+  EXPECT_EQ(u->victim.job.state, JobState::kRunning);  // Pending once its runs have exited
+  EXPECT_EQ(u->victim.events.at(0).event, "Preempting");
+  EXPECT_FALSE(u->by);
+}
+
+TEST(EvictJob, AMoveTellsBothJobs) {
+  sched::Eviction e;
+  e.job_id = 7;
+  e.by_job = 9;
+  e.cause = sched::EvictionCause::kMove;
+  e.work_lost_ms = 42'000;
+  e.moved_from = {{0, "node-a", {0, 1}}};
+  e.moved_to = {{0, "node-b", {2, 3}}};
+  JobRecord by;
+  by.id = 9;
+  auto u = EvictJob(WithActiveRuns(), e, &by, kNow);
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->victim.job.runs[1].stopped_for, "moved");
+  EXPECT_EQ(u->victim.events.at(0).event, "Moving");
+  EXPECT_NE(u->victim.events[0].message.find("from node-a GPUs [0,1] to node-b GPUs [2,3]"),
+            std::string::npos);
+  ASSERT_TRUE(u->by);
+  EXPECT_EQ(u->by->job.id, 9);
+  EXPECT_EQ(u->by->events.at(0).event, "Consolidating");
+  EXPECT_NE(u->by->events[0].message.find("about 42 s"), std::string::npos);
+}
+
+TEST(EvictJob, NothingToEvictOnceFinishedOrCancelling) {
+  sched::Eviction e;
+  e.job_id = 7;
+  JobRecord done = WithActiveRuns();
+  done.state = JobState::kSucceeded;
+  EXPECT_FALSE(EvictJob(done, e, nullptr, kNow));
+  JobRecord cancelling = WithActiveRuns();
+  cancelling.cancel_requested = true;
+  EXPECT_FALSE(EvictJob(cancelling, e, nullptr, kNow));
+}
+
+TEST(PlaceJob, StartsTheNextAttemptOnThePlannedGpus) {
+  model::NodeInfo node;
+  node.name = "node-a";
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    model::Gpu g;
+    g.index = i;
+    g.uuid = "GPU-" + std::to_string(i);
+    g.memory_bytes = 80ULL << 30;
+    node.gpus.push_back(g);
+  }
+  NodeIndex nodes{{"node-a", &node}};
+  JobRecord job;
+  job.id = 7;
+  job.state = JobState::kPending;
+  job.attempts = 2;
+  job.retry_after_ms = kNow - 5;
+  job.runs = {Exited(0, 1, "", 2)};
+  sched::Placement p;
+  p.job_id = 7;
+  p.replicas = {{0, "node-a", {1}}};
+  p.borrowed = sched::Placement::Borrowed{"team-a/dev", 3000, 2000};
+  auto u = PlaceJob(job, p, nodes, 4, kNow);
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->job.state, JobState::kScheduled);
+  EXPECT_EQ(u->job.attempts, 3U);
+  EXPECT_EQ(u->job.policy_version, 4);
+  EXPECT_FALSE(u->job.retry_after_ms);
+  ASSERT_EQ(u->job.runs.size(), 1U);  // only the new runs
+  const auto& run = u->job.runs[0];
+  EXPECT_EQ(run.run_id, "7.0.3");
+  EXPECT_EQ(run.state, RunState::kStarting);
+  EXPECT_EQ(run.gpu_uuids, (std::vector<std::string>{"GPU-1"}));
+  EXPECT_EQ(run.gpu_share_millis, 0U);
+  ASSERT_EQ(u->events.size(), 2U);
+  EXPECT_EQ(u->events[0].event, "Scheduled");
+  EXPECT_EQ(u->events[0].message, "replica 0 on node-a GPUs [1]; under policy v4");
+  EXPECT_EQ(u->events[0].policy_version, 4);
+  EXPECT_EQ(u->events[1].event, "Borrowing");
+
+  // A slice holds its share of the card it is placed on.
+  job.spec.resources.gpu_share_millis = 250;
+  u = PlaceJob(job, p, nodes, 4, kNow);
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->job.runs[0].gpu_share_millis, 250U);
+  EXPECT_NE(u->events[0].message.find("(a slice: 250 mGPU"), std::string::npos);
+}
+
+TEST(PlaceJob, DroppedWhenNoLongerPendingOrCancelling) {
+  JobRecord job;
+  job.id = 7;
+  job.state = JobState::kPending;
+  job.cancel_requested = true;
+  sched::Placement p;
+  EXPECT_FALSE(PlaceJob(job, p, {}, 1, kNow));
+  job.cancel_requested = false;
+  job.state = JobState::kScheduled;
+  EXPECT_FALSE(PlaceJob(job, p, {}, 1, kNow));
+}
+
+TEST(StopCause, NamesRoundTrip) {
+  for (auto c :
+       {model::StopCause::kNone, model::StopCause::kCancelled, model::StopCause::kMaxRuntime,
+        model::StopCause::kGang, model::StopCause::kPreempted, model::StopCause::kReclaimed,
+        model::StopCause::kMoved, model::StopCause::kDrained, model::StopCause::kLost,
+        model::StopCause::kFenced, model::StopCause::kGpuError}) {
+    EXPECT_EQ(model::ParseStopCause(model::StopCauseName(c)), c);
+  }
+  EXPECT_FALSE(model::ParseStopCause("vanished"));
+  EXPECT_TRUE(model::IsEviction(model::StopCause::kMoved));
+  EXPECT_FALSE(model::IsEviction(model::StopCause::kDrained));
+}
+
+}  // namespace
+}  // namespace berth::control
