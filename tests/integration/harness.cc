@@ -362,7 +362,7 @@ bool Berthd::Start(Ms timeout) {
     marker << fmt::format("==== harness: berthd start #{} ====\n", starts_);
   }
   fs::path binary = options_.binary.empty() ? BinDir() / "berthd" : options_.binary;
-  process_ = std::make_unique<Process>(binary, args, dir_ / "berthd.log");
+  process_ = std::make_unique<Process>(binary, args, dir_ / "berthd.log", options_.env);
   bool up = WaitFor([&] { return !process_->running() || http_.Get("/healthz").status == 200; },
                     timeout) &&
             process_->running();

@@ -145,6 +145,8 @@ struct BerthdOptions {
   // false: --plain-http and --plain-agents (loopback only), as most tests
   // need no certificates.
   bool tls = false;
+  // Added to berthd's environment (BERTH_FAILPOINTS for a crash trial).
+  std::map<std::string, std::string> env{};
 };
 // berthd with an embedded agent on the default simulated node (8x H100-80GB).
 BerthdOptions AllInOne(std::vector<std::string> extra_args = {});
@@ -172,6 +174,8 @@ class Berthd {
   std::string agent_address() const;
   const std::filesystem::path& data_dir() const { return data_dir_; }
   bool tls() const { return options_.tls; }
+  // What the next Start() runs with.
+  BerthdOptions& options() { return options_; }
   // <data-dir>/tls/ca.pem: what clients of a tls berthd trust.
   std::filesystem::path ca_file() const { return data_dir_ / "tls" / "ca.pem"; }
   const Http& http() const { return http_; }
