@@ -210,6 +210,103 @@ std::optional<JobUpdate> SettleAttempt(const JobRecord& job, TimeMs now) {
 
 namespace {
 
+// The checkpoint handshake's outcome for an Exited event: whether a run that
+// Berth stopped had time to save its work, and how old its last checkpoint
+// is. Users deciding whether to trust a resumed run read exactly this.
+std::string CheckpointNote(bool stopped, const model::RunExit& exit,
+                           std::optional<TimeMs> stored_checkpoint_ms) {
+  std::string note;
+  if (exit.clean_stop && stopped) {
+    note += *exit.clean_stop ? "; it exited within its grace period"
+                             : "; it was killed after its grace period (no clean checkpoint)";
+  }
+  std::optional<TimeMs> checkpoint = exit.last_checkpoint_ms;
+  if (stored_checkpoint_ms && (!checkpoint || *stored_checkpoint_ms > *checkpoint)) {
+    checkpoint = stored_checkpoint_ms;
+  }
+  if (checkpoint && *checkpoint > 0) {
+    const TimeMs before = std::max<TimeMs>(0, exit.ended_at_ms - *checkpoint);
+    note += fmt::format("; last checkpoint {}.{} s before the exit", before / 1000,
+                        (before % 1000) / 100);
+  }
+  return note;
+}
+
+}  // namespace
+
+std::optional<ExitUpdate> RecordExit(const JobRecord& job, const model::RunExit& exit, TimeMs now) {
+  auto it = std::find_if(job.runs.begin(), job.runs.end(),
+                         [&](const RunRecord& r) { return r.run_id == exit.run_id; });
+  if (it == job.runs.end() || it->state == model::RunState::kExited) return std::nullopt;
+  ExitUpdate out{*it, {job, {}}};
+  RunRecord& run = out.run;
+  const RunRecord before = *it;
+  // Berth's own stop reason wins over the agent's echo (a gang stop arrives
+  // at the agent as a plain stop); max_runtime is the agent's to say.
+  std::string stopped_for = !before.stopped_for.empty() ? before.stopped_for : exit.stopped_for;
+  if (exit.stopped_for == model::StopCauseName(StopCause::kMaxRuntime)) {
+    stopped_for = exit.stopped_for;
+  }
+  // Never started: no start time, so neither runtime nor GPU time is metered.
+  const bool never_started = exit.never_started && before.state == model::RunState::kStarting;
+  run.state = model::RunState::kExited;
+  run.exit_code = exit.exit_code;
+  run.signal.reset();
+  if (exit.signal != 0) {
+    run.exit_code.reset();
+    run.signal = exit.signal;
+  }
+  run.finished_at_ms = exit.ended_at_ms;
+  if (!run.started_at_ms && !never_started) run.started_at_ms = exit.started_at_ms;
+  run.stopped_for = stopped_for;
+  run.start_error = exit.start_error;
+  run.clean_stop = exit.clean_stop;
+  if (run.failure_class.empty()) run.failure_class = exit.failure_class;
+  const TimeMs checkpoint =
+      std::max(before.last_checkpoint_ms.value_or(0), exit.last_checkpoint_ms.value_or(0));
+  run.last_checkpoint_ms = checkpoint == 0 ? std::nullopt : std::optional<TimeMs>(checkpoint);
+
+  const StopCause cause = model::ParseStopCause(stopped_for).value_or(StopCause::kNone);
+  std::string how =
+      never_started ? std::string(
+                          "was never started: it was stopped before its start order reached "
+                          "the agent")
+      : !exit.start_error.empty() ? fmt::format("could not start: {}", exit.start_error)
+      : exit.signal != 0          ? fmt::format("was killed by signal {}", exit.signal)
+                                  : fmt::format("exited with code {}", exit.exit_code);
+  if (!stopped_for.empty()) how += fmt::format(" (stopped: {})", stopped_for);
+  // Stopped by Berth, or by its agent (a lost node's runs were not asked).
+  const bool stopped = !stopped_for.empty() && cause != StopCause::kLost;
+  how += CheckpointNote(stopped, exit, before.last_checkpoint_ms);
+  JobRecord& after = out.job.job;
+  out.job.events.push_back({exit.ended_at_ms, job.state, "Exited",
+                            fmt::format("replica {} on {} {}", run.replica, run.node, how),
+                            std::nullopt});
+  for (auto& r : after.runs) {
+    if (r.run_id == run.run_id) r = run;
+  }
+  const bool failed = exit.exit_code != 0 || exit.signal != 0 || !exit.start_error.empty();
+  const bool lost = cause == StopCause::kLost || cause == StopCause::kFenced;
+  // A fenced run that exited 0 on its stop signal ended all the same.
+  if ((failed && (stopped_for.empty() || cause == StopCause::kGpuError)) || lost) {
+    for (auto& r : after.runs) {
+      const bool active =
+          r.state == model::RunState::kStarting || r.state == model::RunState::kRunning;
+      if (!active || r.stop_requested) continue;
+      r.stop_requested = true;
+      r.stopped_for = std::string(model::StopCauseName(StopCause::kGang));
+    }
+  }
+  if (auto settled = SettleAttempt(after, now)) {
+    settled->events.insert(settled->events.begin(), out.job.events.begin(), out.job.events.end());
+    out.job = std::move(*settled);
+    out.settled = true;
+  }
+  return out;
+}
+
+namespace {
+
 std::string Where(const std::vector<sched::ReplicaPlacement>& replicas) {
   std::string out;
   for (const auto& r : replicas) {

@@ -38,6 +38,23 @@ namespace berth::control {
 // nullopt while a run of the latest attempt has not exited.
 std::optional<model::JobUpdate> SettleAttempt(const model::JobRecord& job, TimeMs now);
 
+// An agent reported that run `exit.run_id` of `job` ended. The run becomes
+// Exited with what it reported (Berth's own stop cause wins over the
+// agent's echo, except max_runtime; a run never started keeps no start
+// time), the job's timeline gets an Exited event saying how it ended and
+// how its checkpoint handshake went, and when the exit dooms the attempt (a
+// failure, or a lost node) the replicas still running are asked to stop
+// ("gang": a gang lives and dies together). The attempt is then settled as
+// SettleAttempt says, in the same update. nullopt when the job has no such
+// run or its exit is already recorded: an exit is recorded once.
+struct ExitUpdate {
+  model::RunRecord run;  // the run as it ends
+  model::JobUpdate job;  // runs with the gang's stops; settled if it was the last
+  bool settled = false;  // the attempt ended with this exit
+};
+std::optional<ExitUpdate> RecordExit(const model::JobRecord& job, const model::RunExit& exit,
+                                     TimeMs now);
+
 // An eviction the scheduler decided: the job's active runs are asked to stop
 // for the eviction's cause, its reason becomes the eviction's, and its
 // timeline (and, for a move, the timeline of the job it makes room for,

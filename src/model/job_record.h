@@ -113,6 +113,30 @@ struct JobRecord {
   std::vector<JobEvent> timeline;  // filled by GetJob only
 };
 
+// What an agent reports when a run's process ends.
+struct RunExit {
+  std::string run_id;
+  std::int32_t exit_code = 0;
+  std::int32_t signal = 0;
+  std::optional<TimeMs> started_at_ms;
+  TimeMs ended_at_ms = 0;
+  std::string stopped_for;
+  std::string start_error;
+  std::optional<bool> clean_stop{};  // see RunRecord
+  std::string failure_class{};       // see RunRecord
+  std::optional<TimeMs> last_checkpoint_ms{};
+  // The run was stopped before it was ever started (its start order never
+  // reached the agent): no process ran, so no runtime and no GPU time. Only
+  // honoured for a run still Starting; a run the agent reported started
+  // keeps its start.
+  bool never_started = false;
+  // From the run's cgroup: the kernel's OOM kills and the memory it used
+  // against its limit; a failed run with an OOM kill is host_out_of_memory.
+  std::uint64_t oom_kills = 0;
+  std::uint64_t memory_peak_bytes = 0;
+  std::uint64_t memory_limit_bytes = 0;
+};
+
 // What one transition does to one job (control/transitions.h): the job as
 // it leaves it and the events it appends to its timeline, in order. A store
 // persists it as given, inside the transaction of the batch it belongs to.

@@ -160,28 +160,6 @@ std::string Plural(std::int64_t n, std::string_view one, std::string_view many) 
   return fmt::format("{} {}", n, n == 1 ? one : many);
 }
 
-// The checkpoint handshake's outcome for an Exited event: whether a run that
-// Berth stopped had time to save its work, and how old its last checkpoint
-// is. Users deciding whether to trust a resumed run read exactly this.
-std::string CheckpointNote(std::string_view stopped_for, const RunExit& exit,
-                           std::optional<TimeMs> stored_checkpoint_ms) {
-  std::string note;
-  if (exit.clean_stop && !stopped_for.empty() && stopped_for != "lost") {
-    note += *exit.clean_stop ? "; it exited within its grace period"
-                             : "; it was killed after its grace period (no clean checkpoint)";
-  }
-  std::optional<TimeMs> checkpoint = exit.last_checkpoint_ms;
-  if (stored_checkpoint_ms && (!checkpoint || *stored_checkpoint_ms > *checkpoint)) {
-    checkpoint = stored_checkpoint_ms;
-  }
-  if (checkpoint && *checkpoint > 0) {
-    const TimeMs before = std::max<TimeMs>(0, exit.ended_at_ms - *checkpoint);
-    note += fmt::format("; last checkpoint {}.{} s before the exit", before / 1000,
-                        (before % 1000) / 100);
-  }
-  return note;
-}
-
 std::string ReasonText(const model::Reason& r) {
   auto j = model::ToJson(r);
   j.erase("message");  // rendered at read time, in the reader's language
@@ -1147,83 +1125,51 @@ Status SqliteStore::MarkRunStarted(const std::string& run_id, std::int64_t pid, 
   return tx.Commit();
 }
 
-// Settles the job's attempt once every run of it has exited
-// (control::SettleAttempt decides; this persists its decision).
-Status SqliteStore::SettleJob(const JobRecord& job, TimeMs now) {
-  auto update = control::SettleAttempt(job, now);
-  if (!update) return Ok();  // still running
-  return PersistJob(*update);
-}
-
 Result<JobRecord> SqliteStore::MarkRunExited(const RunExit& exit, TimeMs now) {
   std::lock_guard lock(mu_);
   Transaction tx(db_);
   BERTH_RETURN_IF_ERROR(tx.Begin());
-  auto st = db_.Prepare(fmt::format("SELECT {} FROM runs WHERE run_id=?", kRunColumns));
+  auto st = db_.Prepare("SELECT job_id FROM runs WHERE run_id=?");
   if (!st) return std::unexpected(st.error());
   st->Bind(1, exit.run_id);
   auto row = st->Step();
   if (!row) return std::unexpected(row.error());
   if (!*row) return Fail(Code::kNotFound, fmt::format("run {} not found", exit.run_id));
-  RunRecord run = ReadRun(*st);
-  if (run.state != model::RunState::kExited) {
-    // Berth's own stop reason wins over the agent's echo (a gang stop
-    // arrives at the agent as a plain stop).
-    std::string stopped_for = !run.stopped_for.empty() ? run.stopped_for : exit.stopped_for;
-    if (exit.stopped_for == "max_runtime") stopped_for = "max_runtime";
-    // Never started: no start time, so neither runtime nor GPU time is metered.
-    const bool never_started = exit.never_started && run.state == model::RunState::kStarting;
+  const std::int64_t job_id = st->Int(0);
+  auto job = LoadJob(job_id, false);
+  if (!job) return std::unexpected(job.error());
+  if (!*job) return Fail(Code::kNotFound, fmt::format("job {} not found", job_id));
+  // Decided by control::RecordExit (and SettleAttempt when it was the last
+  // run of its attempt); an exit already recorded changes nothing.
+  if (auto update = control::RecordExit(**job, exit, now)) {
+    const RunRecord& run = update->run;
     auto up = db_.Prepare(
-        "UPDATE runs SET state='Exited', exit_code=?, signal=?, finished_ms=?, "
-        "started_ms=COALESCE(started_ms, ?), stopped_for=?, start_error=?, clean_stop=?, "
-        "failure_class=CASE WHEN failure_class<>'' THEN failure_class ELSE ? END, "
-        "last_checkpoint_ms=NULLIF(MAX(COALESCE(last_checkpoint_ms, 0), COALESCE(?, 0)), 0) "
+        "UPDATE runs SET state=?, exit_code=?, signal=?, finished_ms=?, started_ms=?, "
+        "stopped_for=?, start_error=?, clean_stop=?, failure_class=?, last_checkpoint_ms=? "
         "WHERE run_id=?");
     if (!up) return std::unexpected(up.error());
-    std::optional<std::int64_t> code = exit.exit_code;
-    std::optional<std::int64_t> signal;
-    if (exit.signal != 0) {
-      code.reset();
-      signal = exit.signal;
-    }
-    BERTH_RETURN_IF_ERROR(up->Bind(1, code)
-                              .Bind(2, signal)
-                              .Bind(3, exit.ended_at_ms)
-                              .Bind(4, never_started ? std::nullopt : exit.started_at_ms)
-                              .Bind(5, stopped_for)
-                              .Bind(6, exit.start_error)
-                              .Bind(7, exit.clean_stop
-                                           ? std::optional<std::int64_t>(*exit.clean_stop ? 1 : 0)
+    auto wide = [](std::optional<std::int32_t> v) {
+      return v ? std::optional<std::int64_t>(*v) : std::nullopt;
+    };
+    BERTH_RETURN_IF_ERROR(up->Bind(1, model::RunStateName(run.state))
+                              .Bind(2, wide(run.exit_code))
+                              .Bind(3, wide(run.signal))
+                              .Bind(4, run.finished_at_ms)
+                              .Bind(5, run.started_at_ms)
+                              .Bind(6, run.stopped_for)
+                              .Bind(7, run.start_error)
+                              .Bind(8, run.clean_stop
+                                           ? std::optional<std::int64_t>(*run.clean_stop ? 1 : 0)
                                            : std::nullopt)
-                              .Bind(8, exit.failure_class)
-                              .Bind(9, exit.last_checkpoint_ms)
-                              .Bind(10, exit.run_id)
+                              .Bind(9, run.failure_class)
+                              .Bind(10, run.last_checkpoint_ms)
+                              .Bind(11, run.run_id)
                               .Run());
-    std::string how = never_started ? std::string(
-                                          "was never started: it was stopped before "
-                                          "its start order reached the agent")
-                      : !exit.start_error.empty()
-                          ? fmt::format("could not start: {}", exit.start_error)
-                      : exit.signal != 0 ? fmt::format("was killed by signal {}", exit.signal)
-                                         : fmt::format("exited with code {}", exit.exit_code);
-    if (!stopped_for.empty()) how += fmt::format(" (stopped: {})", stopped_for);
-    how += CheckpointNote(stopped_for, exit, run.last_checkpoint_ms);
-    auto job = LoadJob(run.job_id, false);
-    if (!job) return std::unexpected(job.error());
-    BERTH_RETURN_IF_ERROR(AddEvent(run.job_id, exit.ended_at_ms, (*job)->state, "Exited",
-                                   fmt::format("replica {} on {} {}", run.replica, run.node, how)));
-    bool failed = exit.exit_code != 0 || exit.signal != 0 || !exit.start_error.empty();
-    // A fenced run that exited 0 on its stop signal ended all the same.
-    if ((failed && (stopped_for.empty() || stopped_for == "gpu_error")) || RunLost(stopped_for)) {
-      // A gang lives and dies together: stop the replicas still running.
-      BERTH_RETURN_IF_ERROR(StopJobRuns(run.job_id, "gang"));
-    }
-    auto updated = LoadJob(run.job_id, false);
-    if (!updated) return std::unexpected(updated.error());
-    BERTH_RETURN_IF_ERROR(SettleJob(**updated, now));
+    BERTH_RETURN_IF_ERROR(PersistRunStops(update->job.job));
+    BERTH_RETURN_IF_ERROR(PersistJob(update->job));
   }
   BERTH_RETURN_IF_ERROR(tx.Commit());
-  auto after = LoadJob(run.job_id, false);
+  auto after = LoadJob(job_id, false);
   if (!after) return std::unexpected(after.error());
   return std::move(**after);
 }

@@ -153,7 +153,6 @@ class SqliteStore final : public Store {
                   std::string_view message,
                   std::optional<std::int64_t> policy_version = std::nullopt);
   Status SetJobState(std::int64_t job_id, model::JobState state, const model::Reason& reason);
-  Status SettleJob(const JobRecord& job, TimeMs now);
   // Writes what a transition (control/transitions.h) left the job as, and
   // appends its events; inside the caller's transaction.
   Status PersistJob(const model::JobUpdate& update);

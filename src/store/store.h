@@ -34,6 +34,7 @@ struct RunUsage {
 // control layer's transitions work on them; the store persists them.
 using model::JobEvent;
 using model::JobRecord;
+using model::RunExit;
 using model::RunLost;
 using model::RunRecord;
 
@@ -148,30 +149,6 @@ struct NodeEvent {
   TimeMs time_ms = 0;
   std::string event;
   std::string message;
-};
-
-// What an agent reports when a run's process ends.
-struct RunExit {
-  std::string run_id;
-  std::int32_t exit_code = 0;
-  std::int32_t signal = 0;
-  std::optional<TimeMs> started_at_ms;
-  TimeMs ended_at_ms = 0;
-  std::string stopped_for;
-  std::string start_error;
-  std::optional<bool> clean_stop{};  // see RunRecord
-  std::string failure_class{};       // see RunRecord
-  std::optional<TimeMs> last_checkpoint_ms{};
-  // The run was stopped before it was ever started (its start order never
-  // reached the agent): no process ran, so no runtime and no GPU time. Only
-  // honoured for a run still Starting; a run the agent reported started
-  // keeps its start.
-  bool never_started = false;
-  // From the run's cgroup: the kernel's OOM kills and the memory it used
-  // against its limit; a failed run with an OOM kill is host_out_of_memory.
-  std::uint64_t oom_kills = 0;
-  std::uint64_t memory_peak_bytes = 0;
-  std::uint64_t memory_limit_bytes = 0;
 };
 
 // One version of the scheduling policy. Versions are append-only: applying

@@ -93,13 +93,14 @@ TEST_F(IntegrationTest, AKillBetweenAPlansEvictionsAndPlacementsLeavesNeither) {
 
   const auto db = berthd.data_dir() / "berth.db";
   const auto id = [](std::int64_t v) { return std::to_string(v); };
-  EXPECT_EQ(Count(db, "SELECT count(*) FROM runs WHERE job_id=" + id(low) + " AND stop_requested=1"),
-            0);
+  EXPECT_EQ(
+      Count(db, "SELECT count(*) FROM runs WHERE job_id=" + id(low) + " AND stop_requested=1"), 0);
   EXPECT_EQ(Count(db, "SELECT count(*) FROM job_events WHERE job_id=" + id(low) +
                           " AND event='Preempting'"),
             0);
   EXPECT_EQ(Count(db, "SELECT count(*) FROM runs WHERE job_id=" + id(side)), 0);
-  EXPECT_EQ(Count(db, "SELECT count(*) FROM jobs WHERE id=" + id(side) + " AND state='Pending'"), 1);
+  EXPECT_EQ(Count(db, "SELECT count(*) FROM jobs WHERE id=" + id(side) + " AND state='Pending'"),
+            1);
   // The policy change itself was acknowledged before the pass, and stays.
   EXPECT_EQ(Count(db, "SELECT max(version) FROM policy_versions"), 3);
 

@@ -219,6 +219,93 @@ TEST(SettleAttempt, MaxRuntimeAndStartErrorsHaveTheirOwnReasons) {
   EXPECT_EQ(u->job.reason.counts.at("run_identity"), 1);
 }
 
+model::RunExit ExitOf(const std::string& run_id, std::int32_t code) {
+  model::RunExit e;
+  e.run_id = run_id;
+  e.exit_code = code;
+  e.started_at_ms = kNow - 50'000;
+  e.ended_at_ms = kNow - 10;
+  return e;
+}
+
+JobRecord Gang() {
+  RunRecord a = Exited(0, 0);
+  RunRecord b = Exited(1, 0);
+  for (RunRecord* r : {&a, &b}) {
+    r->state = RunState::kRunning;
+    r->exit_code.reset();
+    r->started_at_ms = kNow - 50'000;
+  }
+  return Running({a, b});
+}
+
+TEST(RecordExit, AFailedReplicaStopsItsGangAndTheLastExitSettles) {
+  JobRecord job = Gang();
+  job.spec.retry.on.clear();
+  auto u = RecordExit(job, ExitOf("7.1.1", 3), kNow);
+  ASSERT_TRUE(u);
+  EXPECT_FALSE(u->settled);
+  EXPECT_EQ(u->run.state, RunState::kExited);
+  EXPECT_EQ(u->run.exit_code, 3);
+  EXPECT_EQ(u->run.finished_at_ms, kNow - 10);
+  EXPECT_TRUE(u->job.job.runs[0].stop_requested);
+  EXPECT_EQ(u->job.job.runs[0].stopped_for, "gang");
+  ASSERT_EQ(u->job.events.size(), 1U);
+  EXPECT_EQ(u->job.events[0].event, "Exited");
+  EXPECT_EQ(u->job.events[0].message, "replica 1 on node-a exited with code 3");
+
+  // The peer's exit ends the attempt: the failure is replica 1's.
+  model::RunExit peer = ExitOf("7.0.1", 143);
+  peer.stopped_for = "cancelled";  // the agent's echo of a plain stop
+  peer.clean_stop = true;
+  u = RecordExit(u->job.job, peer, kNow);
+  ASSERT_TRUE(u);
+  EXPECT_TRUE(u->settled);
+  EXPECT_EQ(u->run.stopped_for, "gang");  // Berth's cause wins over the echo
+  EXPECT_EQ(u->job.job.state, JobState::kFailed);
+  EXPECT_EQ(u->job.job.reason.counts.at("replica"), 1);
+  ASSERT_EQ(u->job.events.size(), 2U);
+  EXPECT_EQ(u->job.events[0].message,
+            "replica 0 on node-a exited with code 143 (stopped: gang); it exited within its "
+            "grace period");
+  EXPECT_EQ(u->job.events[1].event, "Failed");
+  // Recorded once: the same exit again changes nothing.
+  EXPECT_FALSE(RecordExit(u->job.job, peer, kNow));
+}
+
+TEST(RecordExit, MaxRuntimeIsTheAgentsToSayAndANeverStartedRunHasNoStart) {
+  JobRecord job = Gang();
+  job.runs[1].state = RunState::kStarting;
+  job.runs[1].started_at_ms.reset();
+  job.runs[1].stop_requested = true;
+  job.runs[1].stopped_for = "cancelled";
+  model::RunExit e = ExitOf("7.1.1", 0);
+  e.never_started = true;
+  auto u = RecordExit(job, e, kNow);
+  ASSERT_TRUE(u);
+  EXPECT_FALSE(u->run.started_at_ms);
+  EXPECT_NE(u->job.events[0].message.find("was never started"), std::string::npos);
+
+  model::RunExit slow = ExitOf("7.0.1", 0);
+  slow.signal = 9;
+  slow.stopped_for = "max_runtime";
+  slow.last_checkpoint_ms = kNow - 2'510;
+  u = RecordExit(job, slow, kNow);
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->run.stopped_for, "max_runtime");
+  EXPECT_FALSE(u->run.exit_code);
+  EXPECT_EQ(u->run.signal, 9);
+  EXPECT_EQ(u->run.last_checkpoint_ms, kNow - 2'510);
+  EXPECT_NE(u->job.events[0].message.find("killed by signal 9 (stopped: max_runtime); last "
+                                          "checkpoint 2.5 s before the exit"),
+            std::string::npos)
+      << u->job.events[0].message;
+}
+
+TEST(RecordExit, AnUnknownRunChangesNothing) {
+  EXPECT_FALSE(RecordExit(Gang(), ExitOf("7.9.1", 0), kNow));
+}
+
 JobRecord WithActiveRuns() {
   RunRecord a = Exited(0, 0);
   a.state = RunState::kRunning;
