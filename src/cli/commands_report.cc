@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "cli/commands.h"
+#include "common/text_escape.h"
 
 namespace berth::cli {
 namespace {
@@ -228,33 +229,6 @@ std::string MarkdownCell(const std::string& s) {
 }
 
 }  // namespace
-
-std::string HtmlEscape(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 std::string RenderOpsMarkdown(const json& report) {
   std::string out = "# Operations report\n\n";
