@@ -192,7 +192,7 @@ std::vector<Section> Sections(const json& r) {
 }
 
 // Inert in a Markdown table cell: the characters that start markup or end a
-// cell are backslash-escaped, angle brackets become entities, and line
+// cell are backslash-escaped, <, > and & become HTML entities, and line
 // breaks become spaces.
 std::string MarkdownCell(const std::string& s) {
   std::string out;
@@ -209,13 +209,9 @@ std::string MarkdownCell(const std::string& s) {
         out += c;
         break;
       case '<':
-        out += "&lt;";
-        break;
       case '>':
-        out += "&gt;";
-        break;
       case '&':
-        out += "&amp;";
+        out += HtmlEscape(std::string_view(&c, 1));
         break;
       case '\n':
       case '\r':
