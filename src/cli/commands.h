@@ -229,8 +229,6 @@ struct OpsReportArgs {
 Status ShowOpsReport(ApiClient& api, const OpsReportArgs& args, const Output& output);
 std::string RenderOpsMarkdown(const nlohmann::json& report);
 std::string RenderOpsHtml(const nlohmann::json& report);
-// &, <, >, " and ' as entities.
-std::string HtmlEscape(const std::string& s);
 
 // --- berth usage, price, budget (commands_usage.cc, docs/metering.md) ---
 struct UsageQuery {

@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/table.h"
+#include "common/text_escape.h"
 #include "common/units.h"
 
 namespace berth::cli {
@@ -131,11 +132,7 @@ std::string AuditCsv(const json& response) {
                                    Str(r, "outcome"),
                                    Str(r, "prev_hash"),
                                    Str(r, "hash")};
-    for (std::size_t i = 0; i < cells.size(); ++i) {
-      if (i > 0) out += ',';
-      out += CsvField(cells[i]);
-    }
-    out += "\r\n";
+    out += CsvRow(cells);
   }
   return out;
 }

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "cli/commands.h"
+#include "common/text_escape.h"
 
 namespace berth::cli {
 namespace {
@@ -191,7 +192,7 @@ std::vector<Section> Sections(const json& r) {
 }
 
 // Inert in a Markdown table cell: the characters that start markup or end a
-// cell are backslash-escaped, angle brackets become entities, and line
+// cell are backslash-escaped, <, > and & become HTML entities, and line
 // breaks become spaces.
 std::string MarkdownCell(const std::string& s) {
   std::string out;
@@ -208,13 +209,9 @@ std::string MarkdownCell(const std::string& s) {
         out += c;
         break;
       case '<':
-        out += "&lt;";
-        break;
       case '>':
-        out += "&gt;";
-        break;
       case '&':
-        out += "&amp;";
+        out += HtmlEscape(std::string_view(&c, 1));
         break;
       case '\n':
       case '\r':
@@ -228,33 +225,6 @@ std::string MarkdownCell(const std::string& s) {
 }
 
 }  // namespace
-
-std::string HtmlEscape(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 std::string RenderOpsMarkdown(const json& report) {
   std::string out = "# Operations report\n\n";

@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/table.h"
+#include "common/text_escape.h"
 
 namespace berth::cli {
 namespace {
@@ -89,9 +90,13 @@ std::string RenderUsage(const json& r) {
 
 std::string UsageCsv(const json& r) {
   const json by = r.value("by", json::array());
-  std::string out;
-  for (const auto& k : by) out += k.get<std::string>() + ",";
-  out += "mgpu_ms,allocated_gpu_hours,used_mgpu_ms,idle_mgpu_ms,cost,idle_cost,runs,idle_runs\r\n";
+  std::vector<std::string> header;
+  for (const auto& k : by) header.push_back(k.get<std::string>());
+  for (const char* column : {"mgpu_ms", "allocated_gpu_hours", "used_mgpu_ms", "idle_mgpu_ms",
+                             "cost", "idle_cost", "runs", "idle_runs"}) {
+    header.emplace_back(column);
+  }
+  std::string out = CsvRow(header);
   auto line = [&](const json& row, std::vector<std::string> cells) {
     cells.push_back(Str(row, "mgpu_ms"));
     cells.push_back(Hours(row));
@@ -101,8 +106,7 @@ std::string UsageCsv(const json& r) {
     cells.push_back(Str(row, "idle_cost"));
     cells.push_back(Str(row, "runs"));
     cells.push_back(Str(row, "idle_runs"));
-    for (std::size_t i = 0; i < cells.size(); ++i) out += (i ? "," : "") + CsvField(cells[i]);
-    out += "\r\n";
+    out += CsvRow(cells);
   };
   for (const auto& row : r.value("rows", json::array())) {
     std::vector<std::string> cells;

@@ -84,14 +84,4 @@ std::string ShellJoin(const std::vector<std::string>& argv) {
   return out;
 }
 
-std::string CsvField(const std::string& v) {
-  if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
-  std::string out = "\"";
-  for (char c : v) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
 }  // namespace berth::cli

@@ -32,8 +32,4 @@ std::string FormatExit(std::optional<std::int64_t> exit_code, std::optional<std:
 // Joins argv with spaces, single-quoting words a POSIX shell would split.
 std::string ShellJoin(const std::vector<std::string>& argv);
 
-// One CSV field (RFC 4180): quoted when it holds a comma, quote or line
-// break, with quotes doubled.
-std::string CsvField(const std::string& v);
-
 }  // namespace berth::cli

@@ -6,6 +6,8 @@
 #include <array>
 #include <cmath>
 
+#include "common/text_escape.h"
+
 namespace berth::sim {
 namespace {
 
@@ -17,29 +19,6 @@ constexpr double kTop = 50;
 constexpr double kGap = 60;
 constexpr std::array<const char*, 6> kColors{"#1f77b4", "#d62728", "#2ca02c",
                                              "#ff7f0e", "#9467bd", "#8c564b"};
-
-std::string Escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 // A round step for about `ticks` ticks over [0, max].
 double TickStep(double max, int ticks) {
@@ -91,7 +70,7 @@ std::string Axes(const Panel& p, double x_max, bool x_labels) {
   out += fmt::format(
       "<text x=\"15\" y=\"{:.1f}\" font-size=\"12\" text-anchor=\"middle\" "
       "transform=\"rotate(-90 15 {:.1f})\">{}</text>\n",
-      p.top + kPanelHeight / 2, p.top + kPanelHeight / 2, Escape(p.label));
+      p.top + kPanelHeight / 2, p.top + kPanelHeight / 2, HtmlEscape(p.label));
   return out;
 }
 
@@ -162,7 +141,7 @@ std::string RenderSvg(const std::vector<PlotSeries>& series, std::int64_t cluste
       "viewBox=\"0 0 {:.0f} {:.0f}\" font-family=\"sans-serif\">\n"
       "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       "<text x=\"{:.1f}\" y=\"25\" font-size=\"14\" text-anchor=\"middle\">{}</text>\n",
-      kWidth, height, kWidth, height, kWidth / 2, Escape(title));
+      kWidth, height, kWidth, height, kWidth / 2, HtmlEscape(title));
   out += Axes(alloc, x_max, false);
   out += Axes(queue, x_max, true);
   out += fmt::format(
@@ -189,7 +168,8 @@ std::string RenderSvg(const std::vector<PlotSeries>& series, std::int64_t cluste
     out += fmt::format(
         "<g><line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" "
         "stroke-width=\"2\"/><text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\">{}</text></g>\n",
-        x, y - 4, x + 20, y - 4, kColors[i % kColors.size()], x + 25, y, Escape(series[i].name));
+        x, y - 4, x + 20, y - 4, kColors[i % kColors.size()], x + 25, y,
+        HtmlEscape(series[i].name));
   }
   out += "</svg>\n";
   return out;

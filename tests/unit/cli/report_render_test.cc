@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "common/text_escape.h"
 
 namespace berth::cli {
 namespace {

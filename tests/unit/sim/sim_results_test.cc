@@ -272,6 +272,16 @@ TEST(TimeSeries, TheSvgIsWellFormedWithOneLinePerSchedulerAndPanel) {
   EXPECT_TRUE(svg.starts_with("<?xml"));
 }
 
+// The plot escapes with the one HTML escaper (common/text_escape.h), which
+// also writes ' as an entity: a name is inert in an attribute quoted either way.
+TEST(TimeSeries, TheSvgEscapesApostrophesInNamesAndTitle) {
+  const std::vector<Sample> none;
+  const std::string svg = RenderSvg({{"o'brien", &none}}, 8, "it's <t>");
+  EXPECT_NE(svg.find(">o&#39;brien</text>"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("it&#39;s &lt;t&gt;"), std::string::npos) << svg;
+  EXPECT_EQ(svg.find("o'brien"), std::string::npos) << svg;
+}
+
 TEST(Fill, BestFitPacksSlicesWhereSpreadStrandsAWholeGpuPod) {
   // Two 1-GPU sharing nodes; pods: half a GPU, half a GPU, one whole GPU.
   auto nodes = UniformNodes(2, 1, "T4");

@@ -1,0 +1,309 @@
+#include "model/reason_catalogue.h"
+
+#include <array>
+#include <cstddef>
+
+namespace berth::model {
+namespace {
+
+struct CodeEntry {
+  ReasonCode code;
+  Message text;
+};
+
+// One entry per ReasonCode, in the enum's order.
+constexpr std::array kCodeTexts{
+    CodeEntry{ReasonCode::kNone, {"", ""}},
+    CodeEntry{ReasonCode::kQueued, {"waiting for the next scheduling cycle", "等待下一轮调度"}},
+    CodeEntry{ReasonCode::kNoNodes,
+              {"no nodes are registered; start berth-agent on a GPU host",
+               "集群里还没有注册任何节点；请在 GPU 主机上启动 berth-agent"}},
+    CodeEntry{ReasonCode::kBehindInQueue,
+              {"waiting behind job {blocked_by} in queue order ({ahead} ahead)",
+               "按队列顺序排在作业 {blocked_by} 之后（前面还有 {ahead} 个）"}},
+    // {placed} is set for a gang only: then the first alternative reads.
+    CodeEntry{ReasonCode::kNoNodeFits,
+              {"[the gang does not fit: only {placed} of {replicas} replicas needing {need} each "
+               "have room; for the next one, {nodes} of {nodes} nodes were rejected: {causes}"
+               "|0/{nodes} nodes can take a replica needing {need}: {causes}]{ahead}{would_run}",
+               "[整组副本放不下：{replicas} 个副本（每个需要 {need}）中只有 {placed} 个有位置；"
+               "对下一个副本，{nodes} 个节点全部不满足：{causes}"
+               "|0/{nodes} 个节点可以容纳需要 {need} 的副本：{causes}]{ahead}{would_run}"}},
+    CodeEntry{ReasonCode::kScheduled, {"placed; starting on its node(s)", "已分配节点，正在启动"}},
+    CodeEntry{ReasonCode::kRunning, {"running", "运行中"}},
+    CodeEntry{ReasonCode::kSucceeded, {"all replicas exited 0", "所有副本均以退出码 0 结束"}},
+    // {signal} is set only when a signal killed it.
+    CodeEntry{ReasonCode::kFailedExitCode,
+              {"replica {replica} [was killed by signal {signal}|exited with code {exit_code}]",
+               "副本 {replica} [被信号 {signal} 终止|退出，退出码 {exit_code}]"}},
+    CodeEntry{ReasonCode::kFailedToStart,
+              {"replica {replica} could not start: {detail}", "副本 {replica} 无法启动：{detail}"}},
+    CodeEntry{ReasonCode::kMaxRuntimeExceeded,
+              {"stopped after its max_runtime of {max_runtime_s} s",
+               "运行时间达到上限 max_runtime（{max_runtime_s} 秒），已被停止"}},
+    CodeEntry{ReasonCode::kCancelled, {"cancelled[ by {by}]", "已[被 {by} ]取消"}},
+    CodeEntry{ReasonCode::kRunLost,
+              {"replica {replica} was lost: {detail}", "副本 {replica} 已丢失：{detail}"}},
+    CodeEntry{ReasonCode::kQueueUnknown,
+              {"queue '{detail}' is not in the scheduling policy; ask an admin to add it",
+               "调度策略中没有队列“{detail}”；请联系管理员添加"}},
+    CodeEntry{ReasonCode::kOverQuota,
+              {"over its queue's quota: {quota}{ahead}", "超出所在队列的配额：{quota}{ahead}"}},
+    CodeEntry{ReasonCode::kNotPreemptibleOverGuarantee,
+              {"a non-preemptible job runs only within its queue's guarantee: {quota}; mark it "
+               "preemptible or ask for a larger guarantee",
+               "不可抢占的作业只能在队列的保障额度内运行：{quota}；可将它设为可抢占，或申请更大的"
+               "保障额度"}},
+    CodeEntry{ReasonCode::kFragmented,
+              {"fragmented: {free} GPU(s) are free on nodes it may use, enough for the {needed} it "
+               "needs, but not where its replicas fit (at most {largest} free on one node)"
+               "{ahead}{would_run}",
+               "资源碎片化：可用节点上共有 {free} 块空闲 GPU，够它所需的 {needed} 块，"
+               "但分布零散，副本放不下（单个节点最多空闲 {largest} 块）{ahead}{would_run}"}},
+    CodeEntry{ReasonCode::kPreempted,
+              {"preempted by higher-priority job {by_job} of queue {detail}; about {work_lost_s} s "
+               "of work since the last checkpoint was lost",
+               "被队列 {detail} 中优先级更高的作业 {by_job} 抢占；自上次检查点以来约 "
+               "{work_lost_s} 秒的进度已丢失"}},
+    CodeEntry{ReasonCode::kReclaimed,
+              {"reclaimed by queue {detail} (for job {by_job}), which is below its guarantee and "
+               "lent these GPUs; about {work_lost_s} s of work since the last checkpoint was lost",
+               "被队列 {detail} 收回 GPU（用于作业 {by_job}）：该队列用量低于保障额度，这些 GPU "
+               "是它借出的；自上次检查点以来约 {work_lost_s} 秒的进度已丢失"}},
+    CodeEntry{ReasonCode::kWaitingForEvictions,
+              {"placed; starts once the {evictions} job(s) evicted for it have stopped ({detail})",
+               "已分配节点；为它驱逐的 {evictions} 个作业停止后即启动（{detail}）"}},
+    CodeEntry{ReasonCode::kMoved,
+              {"moved to make room for job {by_job} of queue {detail}: its gang fit only with this "
+               "job elsewhere; it restarts at once on the GPUs planned for it, and about "
+               "{work_lost_s} s of work since the last checkpoint was lost",
+               "为队列 {detail} 的作业 {by_job} 腾出位置而迁移：只有把本作业挪到别处，它的整组副本"
+               "才放得下；本作业随即在为它规划好的 GPU 上重启，自上次检查点以来约 {work_lost_s} "
+               "秒的进度已丢失"}},
+    CodeEntry{ReasonCode::kGpuFailed,
+              {"replica {replica}'s GPU failed: {detail}; Berth cordoned that GPU",
+               "副本 {replica} 的 GPU 出现硬件故障：{detail}；Berth 已隔离（cordon）该 GPU"}},
+    CodeEntry{ReasonCode::kRetrying,
+              {"attempt {failures} of {max_attempts} failed ({detail}); its retry policy places "
+               "it again after a {backoff_s} s backoff",
+               "第 {failures} 次尝试（共 {max_attempts} 次）失败（{detail}）；按重试策略等待 "
+               "{backoff_s} 秒后重新调度"}},
+    CodeEntry{ReasonCode::kDrained,
+              {"stopped because node {detail} is being drained; waiting to be placed elsewhere",
+               "节点 {detail} 正在排空（drain），作业已停止，等待调度到其他节点"}},
+    CodeEntry{ReasonCode::kOverBudget,
+              {"its tenant is over its enforced budget for {month}: used {used} of {limit} {unit}; "
+               "low-priority jobs wait until next month or a larger budget (berth budget list)",
+               "租户已超出 {month} 的强制预算：已用 {used}，预算 {limit} {unit}；低优先级作业将等待"
+               "到下个月或预算调高（berth budget list）"}},
+};
+
+struct PhraseEntry {
+  Phrase phrase;
+  std::string_view name;
+  Message text;
+};
+
+// One entry per Phrase, in the enum's order.
+constexpr std::array kPhraseTexts{
+    PhraseEntry{Phrase::kListSeparator, "ListSeparator", {", ", "，"}},
+    PhraseEntry{Phrase::kPartSeparator, "PartSeparator", {"; ", "；"}},
+    // The first alternative whose argument is set: a share, a memory slice, whole GPUs.
+    PhraseEntry{Phrase::kNeed,
+                "Need",
+                {"[a {share} share of one GPU|a {slice} memory slice of one GPU|{gpus} GPU(s)]",
+                 "[一块 GPU 的 {share} 份额|一块 GPU 上 {slice} 显存|{gpus} 块 GPU]"}},
+    PhraseEntry{Phrase::kAhead,
+                "Ahead",
+                {"; {jobs} job(s) asking for {gpus} GPU(s) are ahead of it in its queue",
+                 "；队列中排在它前面的还有 {jobs} 个作业，共需 {gpus} 块 GPU"}},
+    PhraseEntry{Phrase::kWouldRunWithGpus,
+                "WouldRunWithGpus",
+                {"; it would run now with {gpus} GPU(s) per replica",
+                 "；若每个副本改用 {gpus} 块 GPU，现在即可运行"}},
+    PhraseEntry{
+        Phrase::kWouldRunWithModel,
+        "WouldRunWithModel",
+        {"; it would run now with gpu_model {model}", "；若改用 {model} 型号的 GPU，现在即可运行"}},
+    PhraseEntry{Phrase::kWouldRunInPool,
+                "WouldRunInPool",
+                {"; it would run now in pool {pool}", "；若改到资源池 {pool}，现在即可运行"}},
+    // Amounts in GPUs ("2.5"); {model} only for a resource that names one
+    // ("gpus:A100"); {limit} only when the queue's borrowing has a limit.
+    PhraseEntry{
+        Phrase::kQuotaGpus,
+        "QuotaGpus",
+        {"it asks for {requested} [{model} ]GPU(s); queue {queue} uses {used} of "
+         "{guaranteed} guaranteed and [may borrow up to {limit} more|may borrow without "
+         "limit]; {borrowable} can be borrowed now",
+         "申请 {requested} 块 [{model} ]GPU；队列 {queue} 已用 {used} 块，保障 "
+         "{guaranteed} 块，[最多还可借 {limit} 块|借用不设上限]，当前可借 {borrowable} 块"}},
+    PhraseEntry{Phrase::kQuotaOther,
+                "QuotaOther",
+                {"it asks for {requested} {resource}; queue {queue} uses {used} of {guaranteed} "
+                 "guaranteed and [may borrow up to {limit} more|may borrow without limit]; "
+                 "{borrowable} can be borrowed now",
+                 "申请 {resource} {requested}；队列 {queue} 已用 {used}，保障 {guaranteed}，"
+                 "[最多还可借 {limit}|借用不设上限]，当前可借 {borrowable}"}},
+    PhraseEntry{Phrase::kAttempts,
+                "Attempts",
+                {" (after {attempts} attempts)", "（共尝试 {attempts} 次）"}},
+    PhraseEntry{Phrase::kRetriesExhausted,
+                "RetriesExhausted",
+                {"; its retry policy has no attempts left", "；重试策略的次数已用完"}},
+    PhraseEntry{Phrase::kReservedGpus,
+                "ReservedGpus",
+                {"; {gpus} more free GPU(s) are reserved for jobs that start before it would end "
+                 "(only a job whose max runtime ends by then may use them)",
+                 "；另有 {gpus} 块空闲 GPU "
+                 "已预留给在它结束前就要开始的作业（只有最长运行时间在那之前结束的作业才能使用）"}},
+    // {in} (a duration) only when the start is in the future.
+    PhraseEntry{Phrase::kEtaKnown,
+                "EtaKnown",
+                {"; estimated start [in about {in}|now, as GPUs free up] ({how})",
+                 "；预计[约 {in}后开始|GPU 一空出即开始]（{how}）"}},
+    PhraseEntry{Phrase::kEtaGpusReserved,
+                "EtaGpusReserved",
+                {"GPUs are reserved for it", "已为它预留 GPU"}},
+    PhraseEntry{Phrase::kEtaEstimate,
+                "EtaEstimate",
+                {"an estimate; no GPUs reserved", "估计值，未预留 GPU"}},
+    // {more} only when other such jobs block it too.
+    PhraseEntry{Phrase::kEtaUnknownBlocked,
+                "EtaUnknownBlocked",
+                {"; estimated start unknown: job {job}[ (and {more} more)] on GPUs it needs has no "
+                 "max runtime",
+                 "；无法估计开始时间：它需要的 GPU 被作业 {job} 占用，该作业没有设置最长运行时间"
+                 "[（另有 {more} 个这样的作业）]"}},
+    PhraseEntry{Phrase::kEtaUnknownCapacity,
+                "EtaUnknownCapacity",
+                {"; estimated start unknown: it does not fit even when every running job has ended",
+                 "；无法估计开始时间：即使所有运行中的作业都结束，它也放不下"}},
+    PhraseEntry{Phrase::kEtaUnknownQuota,
+                "EtaUnknownQuota",
+                {"; estimated start unknown: it waits for its queue's quota, not for GPUs",
+                 "；无法估计开始时间：它在等待队列配额，而不是 GPU"}},
+    PhraseEntry{Phrase::kEtaUnknownInfeasible,
+                "EtaUnknownInfeasible",
+                {"; estimated start unknown: no node could ever take it",
+                 "；无法估计开始时间：没有任何节点能容纳它"}},
+    PhraseEntry{Phrase::kEtaUnknownOther,
+                "EtaUnknownOther",
+                {"; estimated start unknown", "；无法估计开始时间"}},
+    PhraseEntry{Phrase::kNotBefore,
+                "NotBefore",
+                {"; not before job {job} starts (in about {in})",
+                 "；不会早于作业 {job} 开始（约 {in}后）"}},
+    // The second unit only when it is not zero.
+    PhraseEntry{Phrase::kDays, "Days", {"{d}d[ {h}h]", "{d} 天[ {h} 小时]"}},
+    PhraseEntry{Phrase::kHours, "Hours", {"{h}h[ {m}m]", "{h} 小时[ {m} 分钟]"}},
+    PhraseEntry{Phrase::kMinutes, "Minutes", {"{m}m", "{m} 分钟"}},
+    PhraseEntry{Phrase::kSeconds, "Seconds", {"{s}s", "{s} 秒"}},
+    PhraseEntry{Phrase::kEviction, "Eviction", {"; eviction: ", "；驱逐："}},
+    PhraseEntry{Phrase::kReliefNotBelowGuarantee,
+                "ReliefNotBelowGuarantee",
+                {"its queue is not below its guarantee, so it cannot reclaim lent GPUs",
+                 "其队列用量不低于保障额度，不能收回借出的 GPU"}},
+    PhraseEntry{
+        Phrase::kReliefNoLentGpus,
+        "ReliefNoLentGpus",
+        {"no other queue holds lent GPUs it could use", "没有其他队列占用它可用的借出 GPU"}},
+    PhraseEntry{Phrase::kReliefReclaimAll,
+                "ReliefReclaimAll",
+                {"reclaiming all {jobs} job(s) running on lent GPUs would not free enough",
+                 "收回全部 {jobs} 个占用借出 GPU 的作业也腾不出足够资源"}},
+    PhraseEntry{Phrase::kReliefNoPreemptible,
+                "ReliefNoPreemptible",
+                {"no lower-priority preemptible job of its queue runs where it could",
+                 "其队列中没有可抢占的低优先级作业运行在它可用的节点上"}},
+    PhraseEntry{Phrase::kReliefPreemptAll,
+                "ReliefPreemptAll",
+                {"preempting all {jobs} lower-priority job(s) of its queue would not free enough",
+                 "抢占其队列中全部 {jobs} 个低优先级作业也腾不出足够资源"}},
+    PhraseEntry{Phrase::kReliefNoMovable,
+                "ReliefNoMovable",
+                {"no running job that checkpoints could be moved to make room",
+                 "没有可迁移的、会保存检查点的运行中作业来腾出位置"}},
+    PhraseEntry{Phrase::kReliefMoveAll,
+                "ReliefMoveAll",
+                {"moving up to {max_moves} of the {jobs} running job(s) that checkpoint would not "
+                 "make room",
+                 "在 {jobs} 个会保存检查点的运行中作业里最多迁移 {max_moves} 个也腾不出位置"}},
+    PhraseEntry{Phrase::kReliefAfterMinRuntime,
+                "ReliefAfterMinRuntime",
+                {"{jobs} more job(s) become evictable once they have run for the policy's "
+                 "min_runtime, the first in {first_in}",
+                 "另有 {jobs} 个作业在运行满策略的最短运行时间后可被驱逐，最早在 {first_in} 后"}},
+};
+
+// Node causes of kNoNodeFits, in the order they are listed.
+constexpr std::array kNodeCauseTexts{
+    NodeCauseText{kCauseNotReady, {"{n} not ready", "{n} 个未就绪"}},
+    NodeCauseText{kCauseCordoned, {"{n} cordoned or draining", "{n} 个已隔离或正在排空"}},
+    NodeCauseText{kCausePool,
+                  {"{n} outside the job's or queue's pools", "{n} 个不在作业或队列的资源池内"}},
+    NodeCauseText{kCauseSelector,
+                  {"{n} labels not matching the node selector", "{n} 个标签与节点选择器不匹配"}},
+    NodeCauseText{kCauseUnhealthy,
+                  {"{n} only unhealthy or cordoned GPUs of the requested kind",
+                   "{n} 个所需型号的 GPU 均不健康或已隔离"}},
+    NodeCauseText{kCauseTopology,
+                  {"{n} no NVLink island or single node with room for the replicas",
+                   "{n} 个不满足拓扑约束（NVLink 互联组或单机放不下这些副本）"}},
+    NodeCauseText{kCauseTaint,
+                  {"{n} a NoSchedule taint the job does not tolerate",
+                   "{n} 个带有作业未容忍的 NoSchedule 污点"}},
+    NodeCauseText{kCauseGpuModel,
+                  {"{n} no GPU of the requested model", "{n} 个没有所需型号的 GPU"}},
+    NodeCauseText{kCauseGpuMemory, {"{n} GPUs with too little memory", "{n} 个 GPU 显存不足"}},
+    NodeCauseText{kCauseTooFewGpusInTotal,
+                  {"{n} fewer GPUs of the requested kind than one replica needs",
+                   "{n} 个所需型号的 GPU 总数少于单个副本所需"}},
+    NodeCauseText{kCauseTooFewGpus, {"{n} too few free GPUs", "{n} 个空闲 GPU 不足"}},
+    NodeCauseText{kCauseCpu, {"{n} too little free CPU", "{n} 个空闲 CPU 不足"}},
+    NodeCauseText{kCauseMemory, {"{n} too little free memory", "{n} 个空闲内存不足"}},
+    NodeCauseText{kCauseNotSharing,
+                  {"{n} no GPU of the requested kind in sharing mode",
+                   "{n} 个没有处于共享模式的所需型号 GPU"}},
+    NodeCauseText{kCauseSharedFull,
+                  {"{n} too little free memory or share left on their sharing GPUs",
+                   "{n} 个共享 GPU 上剩余的显存或份额不足"}},
+    NodeCauseText{kCauseHeldBySlices,
+                  {"{n} GPUs held by slices of shared jobs, not free for whole-GPU use",
+                   "{n} 个 GPU 被共享作业的切片占用，不能整卡使用"}},
+};
+
+template <typename Table, typename Key>
+constexpr bool InEnumOrder(const Table& table, Key last, auto key_of) {
+  if (table.size() != static_cast<std::size_t>(last) + 1) return false;
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    if (static_cast<std::size_t>(key_of(table[i])) != i) return false;
+  }
+  return true;
+}
+static_assert(InEnumOrder(kCodeTexts, kLastReasonCode, [](const CodeEntry& e) { return e.code; }),
+              "kCodeTexts needs one entry per ReasonCode, in the enum's order");
+static_assert(InEnumOrder(kPhraseTexts, kLastPhrase, [](const PhraseEntry& e) { return e.phrase; }),
+              "kPhraseTexts needs one entry per Phrase, in the enum's order");
+
+}  // namespace
+
+const Message& CodeText(ReasonCode code) {
+  static constexpr Message kNoText{"", ""};
+  const auto i = static_cast<std::size_t>(code);
+  return i < kCodeTexts.size() ? kCodeTexts[i].text : kNoText;
+}
+
+const Message& PhraseText(Phrase phrase) {
+  return kPhraseTexts[static_cast<std::size_t>(phrase)].text;
+}
+
+std::span<const NodeCauseText> NodeCauseTexts() {
+  return kNodeCauseTexts;
+}
+
+std::string_view PhraseName(Phrase phrase) {
+  return kPhraseTexts[static_cast<std::size_t>(phrase)].name;
+}
+
+}  // namespace berth::model

@@ -1,0 +1,82 @@
+// The words of every reason, English and Simplified Chinese side by side: one
+// entry per ReasonCode and one per phrase that several reasons share (what a
+// replica needs, the queue's numbers, an estimated start, ...). Templates use
+// the syntax of model/message_template.h; model/reason.cc computes the
+// arguments once per reason, for both languages, so the languages differ only
+// in words. tests/unit/model/reason_catalogue_test.cc checks that every entry
+// has both languages and that they name the same placeholders.
+//
+// To add a reason code: add its entry to kCodeTexts (in the enum's order; the
+// build checks it), set its arguments in CodeArgs (model/reason.cc), and add
+// cases to tests/unit/model/reason_golden_test.cc.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+#include "model/reason.h"
+
+namespace berth::model {
+
+// One message in both languages.
+struct Message {
+  std::string_view en;
+  std::string_view zh;
+
+  [[nodiscard]] std::string_view In(Lang lang) const { return lang == Lang::kZh ? zh : en; }
+};
+
+// Phrases shared by several reasons or appended to any of them.
+enum class Phrase {
+  kListSeparator,  // between node causes
+  kPartSeparator,  // between eviction notes
+  kNeed,           // what one replica needs: GPUs, a share or a memory slice
+  kAhead,          // jobs ahead of it in its queue
+  kWouldRunWithGpus,
+  kWouldRunWithModel,
+  kWouldRunInPool,
+  kQuotaGpus,   // a queue's numbers for a GPU resource
+  kQuotaOther,  // the same for another resource
+  kAttempts,
+  kRetriesExhausted,
+  kReservedGpus,
+  kEtaKnown,
+  kEtaGpusReserved,
+  kEtaEstimate,
+  kEtaUnknownBlocked,
+  kEtaUnknownCapacity,
+  kEtaUnknownQuota,
+  kEtaUnknownInfeasible,
+  kEtaUnknownOther,  // an EtaUnknown value this build does not know
+  kNotBefore,
+  kDays,  // durations for people: "2d 3h", "1h 20m", "12m", "45s"
+  kHours,
+  kMinutes,
+  kSeconds,
+  kEviction,  // heads the eviction notes
+  kReliefNotBelowGuarantee,
+  kReliefNoLentGpus,
+  kReliefReclaimAll,
+  kReliefNoPreemptible,
+  kReliefPreemptAll,
+  kReliefNoMovable,
+  kReliefMoveAll,
+  kReliefAfterMinRuntime,
+};
+inline constexpr Phrase kLastPhrase = Phrase::kReliefAfterMinRuntime;
+
+// A node cause of kNoNodeFits (a key of Reason::counts) and its words; "{n}"
+// is how many nodes it rejected.
+struct NodeCauseText {
+  std::string_view key;
+  Message text;
+};
+
+const Message& CodeText(ReasonCode code);
+const Message& PhraseText(Phrase phrase);
+// In the order the causes are listed.
+std::span<const NodeCauseText> NodeCauseTexts();
+// The enumerator's name without its 'k', for test messages.
+std::string_view PhraseName(Phrase phrase);
+
+}  // namespace berth::model
