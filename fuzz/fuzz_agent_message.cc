@@ -16,6 +16,7 @@
 #include "berth/v1/agent.pb.h"
 #include "fuzz_check.h"
 #include "model/json.h"
+#include "proto_convert/node.h"
 #include "server/agent_decode.h"
 
 namespace {
@@ -34,7 +35,7 @@ void CheckExit(const berth::v1::RunExited& m) {
 }
 
 void CheckRegister(const berth::v1::Register& reg) {
-  const berth::model::NodeInfo node = berth::server::NodeFromProto(reg.node());
+  const berth::model::NodeInfo node = berth::proto_convert::NodeFromProto(reg.node());
   for (std::size_t i = 1; i < node.gpus.size(); ++i) {
     FUZZ_REQUIRE(node.gpus[i - 1].index <= node.gpus[i].index);
   }
@@ -95,6 +96,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       // An unhealthy report becomes a cordon whose audit record quotes it.
       const auto& h = msg.gpu_health();
       (void)json{{"cordon", "cordon"}, {"reason", h.health_detail()}, {"uuid", h.uuid()}}.dump();
+      // Any value but "healthy" and "unhealthy" is read as unhealthy, and
+      // the GPU's recorded detail (stored as JSON) says which value came.
+      const auto read = berth::proto_convert::HealthFromWire(h.health(), h.health_detail());
+      FUZZ_REQUIRE(read.known == (h.health() == "healthy" || h.health() == "unhealthy"));
+      FUZZ_REQUIRE(read.known || read.health == berth::model::Health::kUnhealthy);
+      (void)json{{"health_detail", read.detail}}.dump();
       break;
     }
     default:

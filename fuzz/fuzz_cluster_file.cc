@@ -9,10 +9,10 @@
 #include <set>
 #include <string>
 
-#include "agent/node_proto.h"
 #include "agent/sim_cluster.h"
 #include "fuzz_check.h"
 #include "model/json.h"
+#include "proto_convert/node.h"
 #include "server/agent_decode.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -43,10 +43,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                      berth::model::NodeInfoFromJson(nlohmann::json::parse(text))) == stored);
     // The agent's Register, as bytes and back, is the node berthd keeps.
     berth::v1::NodeInfo wire;
-    berth::agent::ToProto(n, &wire);
+    berth::proto_convert::NodeToProto(n, &wire);
     berth::v1::NodeInfo received;
     FUZZ_REQUIRE(received.ParseFromString(wire.SerializeAsString()));
-    const auto kept = berth::server::NodeFromProto(received);
+    const auto kept = berth::proto_convert::NodeFromProto(received);
     FUZZ_REQUIRE(berth::server::CheckNodeInventory(kept).has_value());
     FUZZ_REQUIRE(berth::model::ToJson(kept) == stored);
   }

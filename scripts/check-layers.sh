@@ -16,8 +16,9 @@ declare -A ALLOWED=(
   [store]="common model sched control"
   [sim]="common model sched control"
   [http]="common"
-  [agent]="common model berth"
-  [server]="common model sched control store sim http agent berth"
+  [proto_convert]="common model berth"
+  [agent]="common model berth proto_convert"
+  [server]="common model sched control store sim http agent berth proto_convert"
   [cli]="common model http"
 )
 

@@ -12,8 +12,8 @@
 #include <chrono>
 #include <cstring>
 
-#include "agent/node_proto.h"
 #include "common/hash.h"
+#include "proto_convert/node.h"
 
 namespace berth::agent {
 namespace {
@@ -270,10 +270,7 @@ bool Agent::ReportHealthChanges(Stream* stream) {
     }
     v1::AgentMessage out;
     auto* m = out.mutable_gpu_health();
-    m->set_index(g.index);
-    m->set_uuid(g.uuid);
-    m->set_health(healthy ? "healthy" : "unhealthy");
-    m->set_health_detail(g.health_detail);
+    proto_convert::HealthChangeToProto(g, m);
     m->set_at_ms(clock_.NowMs());
     spdlog::warn("GPU {} ({}) is now {}{}", g.index, g.uuid, m->health(),
                  g.health_detail.empty() ? "" : ": " + g.health_detail);
@@ -419,7 +416,7 @@ bool Agent::RunConnection() {
 
   v1::AgentMessage hello;
   auto* reg = hello.mutable_register_();
-  ToProto(Describe(), reg->mutable_node());
+  proto_convert::NodeToProto(Describe(), reg->mutable_node());
   held_.clear();
   for (const RunState& s : runner_.ReportAll()) {
     held_.insert(s.run_id);

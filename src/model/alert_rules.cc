@@ -9,6 +9,7 @@
 
 #include "common/units.h"
 #include "common/utf8.h"
+#include "model/yaml_object.h"
 #include "model/yaml_utf8.h"
 
 namespace berth::model {
@@ -17,22 +18,11 @@ namespace {
 constexpr std::string_view kKinds =
     "gpu_health, node_not_ready, queue_wait, budget, idle_allocation";
 
-Status CheckKeys(const YAML::Node& node, const std::string& path,
-                 std::initializer_list<std::string_view> allowed) {
-  for (const auto& kv : node) {
-    // A key that is a list or a map has no name to check (and as<string>
-    // would throw).
-    if (!kv.first.IsScalar()) return InvalidField(path, "field names must be plain strings");
-    const auto& key = kv.first.Scalar();
-    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-      std::string names;
-      for (auto a : allowed) names += fmt::format("{}{}", names.empty() ? "" : ", ", a);
-      return InvalidField(path + "." + key,
-                          fmt::format("unknown field '{}'; allowed fields are: {}", key, names));
-    }
-  }
-  return Ok();
-}
+constexpr std::string_view kRootFields[] = {"sinks", "rules"};
+constexpr std::string_view kSinkFields[] = {
+    "name", "type", "url", "secret_file", "send_secret_over_http", "header", "timeout"};
+constexpr std::string_view kRuleFields[] = {"name", "kind",  "severity",  "enabled", "sinks",
+                                            "for",  "queue", "threshold", "window"};
 
 Result<std::string> Text(const YAML::Node& n, const std::string& field, std::string_view hint) {
   if (!n.IsScalar() || n.Scalar().empty()) {
@@ -55,10 +45,8 @@ Result<std::int64_t> Duration(const YAML::Node& n, const std::string& field,
 }
 
 Result<AlertSink> ParseSink(const YAML::Node& s, const std::string& path) {
-  if (!s.IsMap()) return InvalidField(path, "must be a map {name, type: webhook, url, ...}");
-  BERTH_RETURN_IF_ERROR(CheckKeys(
-      s, path,
-      {"name", "type", "url", "secret_file", "send_secret_over_http", "header", "timeout"}));
+  BERTH_RETURN_IF_ERROR(
+      YamlObject::Read(s, path, kSinkFields, "must be a map {name, type: webhook, url, ...}"));
   AlertSink sink;
   if (!s["name"]) return InvalidField(path + ".name", "is required: the name rules refer to");
   auto name = Text(s["name"], path + ".name", "a name, e.g. ops-pager");
@@ -121,10 +109,8 @@ Result<AlertSink> ParseSink(const YAML::Node& s, const std::string& path) {
 }
 
 Result<AlertRule> ParseRule(const YAML::Node& r, const std::string& path) {
-  if (!r.IsMap()) return InvalidField(path, "must be a map {name, kind, severity, ...}");
-  BERTH_RETURN_IF_ERROR(CheckKeys(
-      r, path,
-      {"name", "kind", "severity", "enabled", "sinks", "for", "queue", "threshold", "window"}));
+  BERTH_RETURN_IF_ERROR(
+      YamlObject::Read(r, path, kRuleFields, "must be a map {name, kind, severity, ...}"));
   AlertRule rule;
   if (!r["name"]) return InvalidField(path + ".name", "is required: a name for the rule");
   auto name = Text(r["name"], path + ".name", "a name, e.g. nodes-down");
@@ -235,17 +221,8 @@ Result<AlertRule> ParseRule(const YAML::Node& r, const std::string& path) {
 }
 
 Result<AlertRules> RulesFrom(const YAML::Node& root) {
-  if (!root.IsMap()) {
-    return InvalidField("", "alert rules are a map with `rules` and optional `sinks`");
-  }
-  for (const auto& kv : root) {
-    if (!kv.first.IsScalar()) return InvalidField("", "field names must be plain strings");
-    const auto& key = kv.first.Scalar();
-    if (key != "rules" && key != "sinks") {
-      return InvalidField(key,
-                          fmt::format("unknown field '{}'; allowed fields are: sinks, rules", key));
-    }
-  }
+  BERTH_RETURN_IF_ERROR(YamlObject::Read(
+      root, "", kRootFields, "alert rules are a map with `rules` and optional `sinks`"));
   AlertRules out;
   if (auto sinks = root["sinks"]) {
     if (!sinks.IsSequence()) return InvalidField("sinks", "must be a list of webhooks");

@@ -14,6 +14,7 @@ enum class Health { kHealthy, kUnhealthy };
 struct NvlinkPeer {
   std::uint32_t index = 0;
   std::uint32_t links = 0;
+  bool operator==(const NvlinkPeer&) const = default;
 };
 
 struct Gpu {
@@ -31,12 +32,14 @@ struct Gpu {
   // slices (resources.gpu_share) instead of whole-GPU replicas while any
   // slice holds it.
   bool sharing = false;
+  bool operator==(const Gpu&) const = default;
 };
 
 struct Taint {
   std::string key;
   std::string value;
   std::string effect = "NoSchedule";  // NoSchedule | PreferNoSchedule
+  bool operator==(const Taint&) const = default;
 };
 
 // How firmly a node confines its runs, as its agent found the host
@@ -65,6 +68,7 @@ struct NodeInfo {
   std::vector<Gpu> gpus;
   std::string agent_version;
   Confinement confinement{};
+  bool operator==(const NodeInfo&) const = default;
 };
 
 enum class NodeState { kReady, kNotReady };

@@ -20,6 +20,7 @@
 #include "common/utf8.h"
 #include "model/job.h"
 #include "model/names.h"
+#include "model/yaml_object.h"
 #include "model/yaml_utf8.h"
 
 namespace berth::model {
@@ -85,30 +86,6 @@ constexpr std::int64_t kMaxMilli = 1'000'000'000;
 constexpr std::int64_t kMaxBytes = std::int64_t{1} << 62;
 // usage_half_life and min_runtime: 10 years, as a job's max_runtime.
 constexpr std::int64_t kMaxPolicyDurationMs = kMaxDurationMs;
-
-Status CheckMap(const YAML::Node& node, auto const& allowed, const std::string& field) {
-  if (!node.IsMap()) return InvalidField(field, "must be a mapping");
-  // A field given twice is refused: which copy a YAML reader keeps is not
-  // something a policy should depend on.
-  std::set<std::string> seen;
-  for (auto it = node.begin(); it != node.end(); ++it) {
-    if (!it->first.IsScalar()) return InvalidField(field, "field names must be plain strings");
-    const auto& key = it->first.Scalar();
-    std::string path = field.empty() ? key : field + "." + key;
-    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-      return InvalidField(
-          path, fmt::format("unknown field '{}'; allowed fields are: {}", key, JoinNames(allowed)));
-    }
-    if (!seen.insert(key).second) {
-      return InvalidField(path, fmt::format("'{}' is given twice; give it once", key));
-    }
-  }
-  return Ok();
-}
-
-std::string Sub(const std::string& field, std::string_view key) {
-  return field.empty() ? std::string(key) : fmt::format("{}.{}", field, key);
-}
 
 Result<std::string> Str(const YAML::Node& node, const std::string& field) {
   if (!node.IsScalar()) return InvalidField(field, "must be a string");
@@ -218,30 +195,30 @@ Result<Quota> ParseQuota(ResourceKind kind, const YAML::Node& node, const std::s
     q.guaranteed = *g;
     return q;
   }
-  BERTH_RETURN_IF_ERROR(CheckMap(node, kQuotaFields, field));
+  BERTH_RETURN_IF_ERROR(YamlObject::Read(node, field, kQuotaFields));
   if (auto n = node["guaranteed"]) {
-    auto v = Amount(kind, n, Sub(field, "guaranteed"));
+    auto v = Amount(kind, n, FieldPath(field, "guaranteed"));
     if (!v) return std::unexpected(v.error());
     q.guaranteed = *v;
   }
   if (auto n = node["borrow_limit"]) {
-    auto v = Amount(kind, n, Sub(field, "borrow_limit"));
+    auto v = Amount(kind, n, FieldPath(field, "borrow_limit"));
     if (!v) return std::unexpected(v.error());
     q.borrow_limit = *v;
   }
   if (auto n = node["weight"]) {
-    auto v = Int(n, Sub(field, "weight"), 1, kMaxWeight);
+    auto v = Int(n, FieldPath(field, "weight"), 1, kMaxWeight);
     if (!v) return std::unexpected(v.error());
     q.weight = *v;
   }
   if (auto n = node["lending_limit"]) {
-    auto v = Amount(kind, n, Sub(field, "lending_limit"));
+    auto v = Amount(kind, n, FieldPath(field, "lending_limit"));
     if (!v) return std::unexpected(v.error());
     q.lending_limit = *v;
   }
   if (q.lending_limit > q.guaranteed) {
     return InvalidField(
-        Sub(field, "lending_limit"),
+        FieldPath(field, "lending_limit"),
         fmt::format("{} is more than the guaranteed {}: only guaranteed capacity "
                     "can be kept from lending",
                     FormatAmount(kind, q.lending_limit), FormatAmount(kind, q.guaranteed)));
@@ -266,7 +243,7 @@ class Parser {
 
   Status Top(const YAML::Node& root) {
     if (!root.IsMap()) return InvalidField("", "a policy must be a YAML mapping");
-    BERTH_RETURN_IF_ERROR(CheckMap(root, kTopFields, ""));
+    BERTH_RETURN_IF_ERROR(YamlObject::Read(root, "", kTopFields));
     for (auto [key, target] : {std::pair{"usage_half_life", &p_.usage_half_life_ms},
                                std::pair{"min_runtime", &p_.min_runtime_ms}}) {
       if (auto n = root[key]) {
@@ -301,12 +278,12 @@ class Parser {
 
  private:
   static Result<Limits> LimitsSection(const YAML::Node& n, const std::string& f) {
-    BERTH_RETURN_IF_ERROR(CheckMap(n, kLimitNames, f));
+    BERTH_RETURN_IF_ERROR(YamlObject::Read(n, f, kLimitNames));
     Limits limits;
     for (const auto& lf : kLimitFields) {
       auto v = n[std::string(lf.name)];
       if (!v) continue;
-      const std::string field = Sub(f, lf.name);
+      const std::string field = FieldPath(f, lf.name);
       if (!lf.bytes) {
         auto i = Int(v, field, lf.lo, lf.hi);
         if (!i) return std::unexpected(i.error());
@@ -332,7 +309,9 @@ class Parser {
       if (!it->first.IsScalar()) return InvalidField("tenants", "tenant names must be strings");
       const std::string name = it->first.Scalar();
       const std::string f = "tenants." + name;
-      if (!seen.insert(name).second) return InvalidField(f, "is given twice; give it once");
+      if (!seen.insert(name).second) {
+        return InvalidField(f, fmt::format("field '{}' is given twice; give it once", f));
+      }
       // A document without queues gets the default tenant's (ParsePolicy).
       bool has_queue = p_.queues.empty() && name == "default";
       for (const auto& q : p_.queues) {
@@ -343,40 +322,40 @@ class Parser {
                                            "queues first, or remove this entry",
                                            name));
       }
-      BERTH_RETURN_IF_ERROR(CheckMap(it->second, kTenantFields, f));
+      BERTH_RETURN_IF_ERROR(YamlObject::Read(it->second, f, kTenantFields));
       TenantPolicy t;
       if (auto r = it->second["run_as"]) {
-        auto run_as = RunAsSection(r, Sub(f, "run_as"));
+        auto run_as = RunAsSection(r, FieldPath(f, "run_as"));
         if (!run_as) return std::unexpected(run_as.error());
         t.run_as = *run_as;
       }
       if (auto st = it->second["storage"]) {
-        const std::string sf = Sub(f, "storage");
+        const std::string sf = FieldPath(f, "storage");
         if (!st.IsSequence()) return InvalidField(sf, "must be a list of {path, access}");
         if (st.size() > kMaxStorageGrants) {
           return InvalidField(sf, fmt::format("at most {} grants", kMaxStorageGrants));
         }
         for (std::size_t i = 0; i < st.size(); ++i) {
           const std::string gf = fmt::format("{}[{}]", sf, i);
-          BERTH_RETURN_IF_ERROR(CheckMap(st[i], kGrantFields, gf));
+          BERTH_RETURN_IF_ERROR(YamlObject::Read(st[i], gf, kGrantFields));
           StorageGrant g;
-          auto path = st[i]["path"] ? Str(st[i]["path"], Sub(gf, "path"))
-                                    : InvalidField(Sub(gf, "path"), "is required");
+          auto path = st[i]["path"] ? Str(st[i]["path"], FieldPath(gf, "path"))
+                                    : InvalidField(FieldPath(gf, "path"), "is required");
           if (!path) return std::unexpected(path.error());
           if (path->empty() || path->front() != '/' ||
               std::filesystem::path(*path).lexically_normal().string() != *path ||
               (path->size() > 1 && path->back() == '/')) {
-            return InvalidField(Sub(gf, "path"),
+            return InvalidField(FieldPath(gf, "path"),
                                 fmt::format("'{}' must be an absolute, normal path such as "
                                             "/data/{} (no ., .., // or trailing /)",
                                             *path, name));
           }
           g.path = *path;
           if (auto a = st[i]["access"]) {
-            auto v = Str(a, Sub(gf, "access"));
+            auto v = Str(a, FieldPath(gf, "access"));
             if (!v) return std::unexpected(v.error());
             if (*v != "read-write" && *v != "read-only") {
-              return InvalidField(Sub(gf, "access"), "must be read-write or read-only");
+              return InvalidField(FieldPath(gf, "access"), "must be read-write or read-only");
             }
             g.writable = *v == "read-write";
           }
@@ -384,7 +363,7 @@ class Parser {
         }
       }
       if (auto cn = it->second["container_network"]) {
-        const std::string nf = Sub(f, "container_network");
+        const std::string nf = FieldPath(f, "container_network");
         auto v = Str(cn, nf);
         if (!v) return std::unexpected(v.error());
         if (*v == "private") {
@@ -401,7 +380,7 @@ class Parser {
         }
       }
       if (auto l = it->second["limits"]) {
-        auto limits = LimitsSection(l, Sub(f, "limits"));
+        auto limits = LimitsSection(l, FieldPath(f, "limits"));
         if (!limits) return std::unexpected(limits.error());
         t.limits = *limits;
       }
@@ -411,7 +390,7 @@ class Parser {
   }
 
   Result<RunAs> RunAsSection(const YAML::Node& n, const std::string& f) {
-    BERTH_RETURN_IF_ERROR(CheckMap(n, kRunAsFields, f));
+    BERTH_RETURN_IF_ERROR(YamlObject::Read(n, f, kRunAsFields));
     RunAs r;
     if (n["user"] && n["uid"]) {
       return InvalidField(f, "give either user (resolved on each node) or uid, not both");
@@ -420,10 +399,10 @@ class Parser {
       return InvalidField(f, "give user (a name each node resolves) or uid (with gid)");
     }
     if (auto u = n["user"]) {
-      auto v = Str(u, Sub(f, "user"));
+      auto v = Str(u, FieldPath(f, "user"));
       if (!v) return std::unexpected(v.error());
       if (v->empty() || v->size() > 64 || v->find_first_of(":/ \t\n") != std::string::npos) {
-        return InvalidField(Sub(f, "user"), "must be a user name of 1 to 64 characters");
+        return InvalidField(FieldPath(f, "user"), "must be a user name of 1 to 64 characters");
       }
       if (n["gid"] || n["groups"]) {
         return InvalidField(f,
@@ -434,17 +413,17 @@ class Parser {
     }
     constexpr std::int64_t kMaxId = 4'294'967'294;  // (uid_t)-1 means "none" to the kernel
     if (auto u = n["uid"]) {
-      auto v = Int(u, Sub(f, "uid"), 0, kMaxId);
+      auto v = Int(u, FieldPath(f, "uid"), 0, kMaxId);
       if (!v) return std::unexpected(v.error());
       r.uid = static_cast<std::uint32_t>(*v);
       r.gid = *r.uid;
       if (auto g = n["gid"]) {
-        auto gv = Int(g, Sub(f, "gid"), 0, kMaxId);
+        auto gv = Int(g, FieldPath(f, "gid"), 0, kMaxId);
         if (!gv) return std::unexpected(gv.error());
         r.gid = static_cast<std::uint32_t>(*gv);
       }
       if (auto gs = n["groups"]) {
-        if (!gs.IsSequence()) return InvalidField(Sub(f, "groups"), "must be a list of gids");
+        if (!gs.IsSequence()) return InvalidField(FieldPath(f, "groups"), "must be a list of gids");
         for (std::size_t i = 0; i < gs.size(); ++i) {
           auto gv = Int(gs[i], fmt::format("{}.groups[{}]", f, i), 0, kMaxId);
           if (!gv) return std::unexpected(gv.error());
@@ -453,7 +432,7 @@ class Parser {
       }
     }
     if (auto a = n["allow_root"]) {
-      auto v = Bool(a, Sub(f, "allow_root"));
+      auto v = Bool(a, FieldPath(f, "allow_root"));
       if (!v) return std::unexpected(v.error());
       r.allow_root = *v;
     }
@@ -468,7 +447,7 @@ class Parser {
   }
 
   Status BackfillSection(const YAML::Node& n) {
-    BERTH_RETURN_IF_ERROR(CheckMap(n, kBackfillFields, "backfill"));
+    BERTH_RETURN_IF_ERROR(YamlObject::Read(n, "backfill", kBackfillFields));
     if (auto e = n["enabled"]) {
       auto b = Bool(e, "backfill.enabled");
       if (!b) return std::unexpected(b.error());
@@ -483,7 +462,7 @@ class Parser {
   }
 
   Status ConsolidationSection(const YAML::Node& n) {
-    BERTH_RETURN_IF_ERROR(CheckMap(n, kConsolidationFields, "consolidation"));
+    BERTH_RETURN_IF_ERROR(YamlObject::Read(n, "consolidation", kConsolidationFields));
     if (auto e = n["enabled"]) {
       auto b = Bool(e, "consolidation.enabled");
       if (!b) return std::unexpected(b.error());
@@ -507,21 +486,22 @@ class Parser {
     p_.pools.clear();
     for (std::size_t i = 0; i < n.size(); ++i) {
       std::string f = fmt::format("pools[{}]", i);
-      BERTH_RETURN_IF_ERROR(CheckMap(n[i], kPoolFields, f));
+      BERTH_RETURN_IF_ERROR(YamlObject::Read(n[i], f, kPoolFields));
       Pool pool;
-      auto name = n[i]["name"] ? Str(n[i]["name"], Sub(f, "name"))
-                               : InvalidField(Sub(f, "name"), "is required");
+      auto name = n[i]["name"] ? Str(n[i]["name"], FieldPath(f, "name"))
+                               : InvalidField(FieldPath(f, "name"), "is required");
       if (!name) return std::unexpected(name.error());
-      if (!IsValidName(*name)) return InvalidField(Sub(f, "name"), "is not a valid pool name");
+      if (!IsValidName(*name))
+        return InvalidField(FieldPath(f, "name"), "is not a valid pool name");
       if (p_.FindPool(*name) != nullptr) {
-        return InvalidField(Sub(f, "name"), fmt::format("pool '{}' is defined twice", *name));
+        return InvalidField(FieldPath(f, "name"), fmt::format("pool '{}' is defined twice", *name));
       }
       pool.name = *name;
       if (auto sel = n[i]["selector"]) {
-        if (!sel.IsMap()) return InvalidField(Sub(f, "selector"), "must map label to value");
+        if (!sel.IsMap()) return InvalidField(FieldPath(f, "selector"), "must map label to value");
         for (auto it = sel.begin(); it != sel.end(); ++it) {
           if (!it->first.IsScalar() || !it->second.IsScalar()) {
-            return InvalidField(Sub(f, "selector"), "labels and values must be strings");
+            return InvalidField(FieldPath(f, "selector"), "labels and values must be strings");
           }
           pool.selector[it->first.Scalar()] = it->second.Scalar();
         }
@@ -538,22 +518,24 @@ class Parser {
     p_.priority_classes.clear();
     for (std::size_t i = 0; i < n.size(); ++i) {
       std::string f = fmt::format("priority_classes[{}]", i);
-      BERTH_RETURN_IF_ERROR(CheckMap(n[i], kClassFields, f));
+      BERTH_RETURN_IF_ERROR(YamlObject::Read(n[i], f, kClassFields));
       PriorityClass c;
-      auto name = n[i]["name"] ? Str(n[i]["name"], Sub(f, "name"))
-                               : InvalidField(Sub(f, "name"), "is required");
+      auto name = n[i]["name"] ? Str(n[i]["name"], FieldPath(f, "name"))
+                               : InvalidField(FieldPath(f, "name"), "is required");
       if (!name) return std::unexpected(name.error());
-      if (!IsValidName(*name)) return InvalidField(Sub(f, "name"), "is not a valid class name");
+      if (!IsValidName(*name))
+        return InvalidField(FieldPath(f, "name"), "is not a valid class name");
       if (p_.FindPriorityClass(*name) != nullptr) {
-        return InvalidField(Sub(f, "name"), fmt::format("class '{}' is defined twice", *name));
+        return InvalidField(FieldPath(f, "name"),
+                            fmt::format("class '{}' is defined twice", *name));
       }
       c.name = *name;
-      if (!n[i]["value"]) return InvalidField(Sub(f, "value"), "is required");
-      auto v = Int(n[i]["value"], Sub(f, "value"), 0, 1'000'000);
+      if (!n[i]["value"]) return InvalidField(FieldPath(f, "value"), "is required");
+      auto v = Int(n[i]["value"], FieldPath(f, "value"), 0, 1'000'000);
       if (!v) return std::unexpected(v.error());
       c.value = static_cast<std::int32_t>(*v);
       if (auto pre = n[i]["preemptible"]) {
-        auto b = Bool(pre, Sub(f, "preemptible"));
+        auto b = Bool(pre, FieldPath(f, "preemptible"));
         if (!b) return std::unexpected(b.error());
         c.preemptible = *b;
       }
@@ -564,36 +546,37 @@ class Parser {
 
   Status Queue(const YAML::Node& n, const std::string& parent, const std::string& f,
                std::size_t depth) {
-    BERTH_RETURN_IF_ERROR(CheckMap(n, kQueueFields, f));
+    BERTH_RETURN_IF_ERROR(YamlObject::Read(n, f, kQueueFields));
     if (depth > kMaxQueueDepth) {
       return InvalidField(f, fmt::format("queues nest at most {} deep", kMaxQueueDepth));
     }
-    auto name =
-        n["name"] ? Str(n["name"], Sub(f, "name")) : InvalidField(Sub(f, "name"), "is required");
+    auto name = n["name"] ? Str(n["name"], FieldPath(f, "name"))
+                          : InvalidField(FieldPath(f, "name"), "is required");
     if (!name) return std::unexpected(name.error());
     if (!IsValidName(*name)) {
-      return InvalidField(Sub(f, "name"), fmt::format("'{}' is not a valid queue name (lower-case "
-                                                      "letters, digits, '-', '_', '.')",
-                                                      *name));
+      return InvalidField(FieldPath(f, "name"),
+                          fmt::format("'{}' is not a valid queue name (lower-case "
+                                      "letters, digits, '-', '_', '.')",
+                                      *name));
     }
     QueuePolicy q;
     q.path = parent.empty() ? *name : parent + "/" + *name;
     q.tenant = parent.empty() ? *name : parent.substr(0, parent.find('/'));
     q.parent = parent;
     if (p_.FindQueue(q.path) != nullptr) {
-      return InvalidField(Sub(f, "name"), fmt::format("queue '{}' is defined twice", q.path));
+      return InvalidField(FieldPath(f, "name"), fmt::format("queue '{}' is defined twice", q.path));
     }
     if (auto k = n["kind"]) {
-      auto v = Str(k, Sub(f, "kind"));
+      auto v = Str(k, FieldPath(f, "kind"));
       if (!v) return std::unexpected(v.error());
       if (std::find(kKinds.begin(), kKinds.end(), *v) == kKinds.end()) {
-        return InvalidField(Sub(f, "kind"),
+        return InvalidField(FieldPath(f, "kind"),
                             fmt::format("'{}' is not one of {}", *v, JoinNames(kKinds)));
       }
       q.kind = *v;
     }
     if (auto pools = n["pools"]) {
-      auto v = Names(pools, Sub(f, "pools"));
+      auto v = Names(pools, FieldPath(f, "pools"));
       if (!v) return std::unexpected(v.error());
       for (std::size_t i = 0; i < v->size(); ++i) {
         if (p_.FindPool((*v)[i]) == nullptr) {
@@ -607,12 +590,12 @@ class Parser {
       q.pools = std::move(*v);
     }
     if (auto quota = n["quota"]) {
-      std::string qf = Sub(f, "quota");
+      std::string qf = FieldPath(f, "quota");
       if (!quota.IsMap()) return InvalidField(qf, "must map resources to quotas");
       for (auto it = quota.begin(); it != quota.end(); ++it) {
         if (!it->first.IsScalar()) return InvalidField(qf, "resource names must be strings");
         auto key = ParseResourceKey(it->first.Scalar());
-        std::string rf = Sub(qf, it->first.Scalar());
+        std::string rf = FieldPath(qf, it->first.Scalar());
         if (!key) {
           return InvalidField(rf, fmt::format("unknown resource '{}'; use gpus, gpus/MODEL, "
                                               "gpu_memory, cpu or memory",
@@ -621,14 +604,13 @@ class Parser {
         auto v = ParseQuota(key->kind, it->second, rf);
         if (!v) return std::unexpected(v.error());
         if (q.quota.contains(*key)) {
-          return InvalidField(rf,
-                              fmt::format("'{}' is given twice; give it once", it->first.Scalar()));
+          return InvalidField(rf, fmt::format("field '{}' is given twice; give it once", rf));
         }
         q.quota[*key] = *v;
       }
     }
     if (auto o = n["over_quota"]) {
-      auto v = Str(o, Sub(f, "over_quota"));
+      auto v = Str(o, FieldPath(f, "over_quota"));
       if (!v) return std::unexpected(v.error());
       if (*v == "borrow") {
         q.over_quota = OverQuota::kBorrow;
@@ -637,12 +619,12 @@ class Parser {
       } else if (*v == "reject") {
         q.over_quota = OverQuota::kReject;
       } else {
-        return InvalidField(Sub(f, "over_quota"),
+        return InvalidField(FieldPath(f, "over_quota"),
                             fmt::format("'{}' is not one of borrow, wait, reject", *v));
       }
     }
     if (auto pre = n["preemptible"]) {
-      auto b = Bool(pre, Sub(f, "preemptible"));
+      auto b = Bool(pre, FieldPath(f, "preemptible"));
       if (!b) return std::unexpected(b.error());
       q.preemptible_by_default = *b;
     }
@@ -650,7 +632,7 @@ class Parser {
     auto quota = q.quota;
     p_.queues.push_back(std::move(q));
     if (auto children = n["children"]) {
-      std::string cf = Sub(f, "children");
+      std::string cf = FieldPath(f, "children");
       if (!children.IsSequence()) return InvalidField(cf, "must be a list of queues");
       std::size_t first = p_.queues.size();
       for (std::size_t i = 0; i < children.size(); ++i) {

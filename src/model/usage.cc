@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "common/utf8.h"
+#include "model/yaml_object.h"
 #include "model/yaml_utf8.h"
 
 namespace berth::model {
@@ -54,22 +55,8 @@ std::int64_t Cost(std::int64_t mgpu_ms, std::int64_t micros_per_gpu_hour) {
 constexpr std::string_view kKeyNames[] = {"tenant", "queue", "user", "pool",
                                           "model",  "node",  "day",  "month"};
 
-Status CheckKeys(const YAML::Node& node, const std::string& path,
-                 std::initializer_list<std::string_view> allowed) {
-  for (const auto& kv : node) {
-    // A key that is a list or a map has no name to check (and as<string>
-    // would throw).
-    if (!kv.first.IsScalar()) return InvalidField(path, "field names must be plain strings");
-    const auto& key = kv.first.Scalar();
-    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-      std::string names;
-      for (auto a : allowed) names += fmt::format("{}{}", names.empty() ? "" : ", ", a);
-      return InvalidField(path.empty() ? key : path + "." + key,
-                          fmt::format("unknown field '{}'; allowed fields are: {}", key, names));
-    }
-  }
-  return Ok();
-}
+constexpr std::string_view kPriceTableFields[] = {"currency", "default", "prices"};
+constexpr std::string_view kPriceFields[] = {"model", "pool", "per_gpu_hour"};
 
 Result<std::int64_t> MoneyField(const YAML::Node& node, const std::string& field) {
   if (!node.IsScalar()) {
@@ -86,10 +73,9 @@ bool HasControl(std::string_view s) {
 }
 
 Result<PriceTable> PriceTableFrom(const YAML::Node& root) {
-  if (!root.IsMap()) {
-    return InvalidField("", "a price table is a map with `currency`, `default` and `prices`");
-  }
-  BERTH_RETURN_IF_ERROR(CheckKeys(root, "", {"currency", "default", "prices"}));
+  BERTH_RETURN_IF_ERROR(
+      YamlObject::Read(root, "", kPriceTableFields,
+                       "a price table is a map with `currency`, `default` and `prices`"));
   PriceTable table;
   if (auto c = root["currency"]) {
     if (!c.IsScalar() || c.Scalar().empty() || c.Scalar().size() > 16 || HasControl(c.Scalar()) ||
@@ -113,8 +99,8 @@ Result<PriceTable> PriceTableFrom(const YAML::Node& root) {
     for (std::size_t i = 0; i < prices.size(); ++i) {
       const auto path = fmt::format("prices[{}]", i);
       const YAML::Node p = prices[i];
-      if (!p.IsMap()) return InvalidField(path, "must be a map {model, pool, per_gpu_hour}");
-      BERTH_RETURN_IF_ERROR(CheckKeys(p, path, {"model", "pool", "per_gpu_hour"}));
+      BERTH_RETURN_IF_ERROR(
+          YamlObject::Read(p, path, kPriceFields, "must be a map {model, pool, per_gpu_hour}"));
       PriceEntry e;
       if (!p["model"] || !p["model"].IsScalar() || p["model"].Scalar().empty() ||
           HasControl(p["model"].Scalar())) {

@@ -7,44 +7,6 @@
 
 namespace berth::server {
 
-model::NodeInfo NodeFromProto(const berth::v1::NodeInfo& p) {
-  model::NodeInfo n;
-  n.name = p.name();
-  n.hostname = p.hostname();
-  n.labels = {p.labels().begin(), p.labels().end()};
-  for (const auto& t : p.taints()) n.taints.push_back({t.key(), t.value(), t.effect()});
-  n.cpus = p.cpus();
-  n.memory_bytes = p.memory_bytes();
-  n.driver_version = p.driver_version();
-  n.cuda_version = p.cuda_version();
-  n.gpu_provider = p.gpu_provider();
-  n.agent_version = p.agent_version();
-  n.confinement.mode = p.confinement().mode();
-  n.confinement.cgroup = p.confinement().cgroup();
-  n.confinement.controllers.assign(p.confinement().controllers().begin(),
-                                   p.confinement().controllers().end());
-  n.confinement.missing.assign(p.confinement().missing().begin(), p.confinement().missing().end());
-  for (const auto& g : p.gpus()) {
-    model::Gpu gpu;
-    gpu.index = g.index();
-    gpu.uuid = g.uuid();
-    gpu.model = g.model();
-    gpu.memory_bytes = g.memory_bytes();
-    gpu.health = g.health() == "unhealthy" ? model::Health::kUnhealthy : model::Health::kHealthy;
-    gpu.health_detail = g.health_detail();
-    gpu.numa_node = g.numa_node();
-    gpu.pci_bus_id = g.pci_bus_id();
-    gpu.nvlink_island = g.nvlink_island();
-    gpu.sharing = g.sharing();
-    for (const auto& peer : g.nvlink_peers())
-      gpu.nvlink_peers.push_back({peer.index(), peer.links()});
-    n.gpus.push_back(std::move(gpu));
-  }
-  std::sort(n.gpus.begin(), n.gpus.end(),
-            [](const model::Gpu& a, const model::Gpu& b) { return a.index < b.index; });
-  return n;
-}
-
 Status CheckNodeInventory(const model::NodeInfo& node) {
   if (node.name.empty()) return InvalidField("node.name", "an agent must name its node");
   if (node.cpus > kMaxNodeCpus) {

@@ -1,5 +1,6 @@
 // What berthd makes of an agent's messages before it stores or acts on them:
-// the node inventory of a Register, a run's exit, a telemetry sample. Apart
+// the checks on a Register's node inventory (read by
+// proto_convert::NodeFromProto), a run's exit, a telemetry sample. Apart
 // from the controller, with nothing but the generated messages and the
 // model, so the fuzz target (fuzz/fuzz_agent_message.cc) runs exactly this
 // on arbitrary bytes.
@@ -23,10 +24,6 @@ inline constexpr std::uint32_t kMaxNodeCpus = 1U << 20;
 inline constexpr std::uint64_t kMaxNodeMemoryBytes = std::uint64_t{1} << 50;  // 1 PiB
 inline constexpr std::size_t kMaxNodeGpus = 1024;
 inline constexpr std::uint64_t kMaxGpuMemoryBytes = std::uint64_t{1} << 50;  // 1 PiB
-
-// A Register's node as berthd keeps it: GPUs sorted by index; a GPU is
-// unhealthy only when the agent says "unhealthy".
-model::NodeInfo NodeFromProto(const berth::v1::NodeInfo& p);
 
 // Refuses an inventory berthd cannot schedule on: no name, amounts past the
 // bounds above, two GPUs with one index. kInvalidArgument naming the field

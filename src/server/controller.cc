@@ -13,6 +13,7 @@
 #include <set>
 
 #include "model/failure.h"
+#include "proto_convert/node.h"
 #include "server/agent_decode.h"
 #include "server/alerting.h"
 #include "server/job_token.h"
@@ -1014,8 +1015,14 @@ Result<berth::v1::OutputReply> Controller::AskOutputs(const std::string& node,
 Status Controller::OnRegister(const berth::v1::Register& reg,
                               const std::shared_ptr<AgentSession>& session) {
   TimeMs now = clock_.NowMs();
-  model::NodeInfo info = NodeFromProto(reg.node());
+  model::NodeInfo info = proto_convert::NodeFromProto(reg.node());
   BERTH_RETURN_IF_ERROR(CheckNodeInventory(info));
+  for (const auto& g : reg.node().gpus()) {
+    // Kept out of placement, not cordoned (as in OnGpuHealth); said here so
+    // an operator sees why.
+    auto health = proto_convert::HealthFromWire(g.health(), g.health_detail());
+    if (!health.known) spdlog::warn("node {} GPU {}: {}", info.name, g.index(), health.detail);
+  }
   BERTH_RETURN_IF_ERROR(store_.UpsertNode(info, now));
   spdlog::info("node {} registered: {} GPUs ({}), {} runs reported", info.name, info.gpus.size(),
                info.gpu_provider, reg.runs_size());
@@ -1243,8 +1250,10 @@ Status Controller::OnRunCheckpoint(const std::string& node, const berth::v1::Run
 
 Status Controller::OnGpuHealth(const std::string& node, const berth::v1::GpuHealthChanged& msg) {
   const TimeMs now = clock_.NowMs();
-  const bool healthy = msg.health() == "healthy";
-  auto st = store_.SetGpuHealth(node, msg.index(), healthy, msg.health_detail(), now);
+  const proto_convert::WireHealth health =
+      proto_convert::HealthFromWire(msg.health(), msg.health_detail());
+  const bool healthy = health.health == model::Health::kHealthy;
+  auto st = store_.SetGpuHealth(node, msg.index(), healthy, health.detail, now);
   if (!st && st.error().code == Code::kNotFound) {
     spdlog::warn("agent {} reported health of unknown GPU {}", node, msg.index());
     return Ok();
@@ -1257,6 +1266,16 @@ Status Controller::OnGpuHealth(const std::string& node, const berth::v1::GpuHeal
         "node {} GPU {} reports healthy again; it stays cordoned until an admin "
         "uncordons it",
         node, msg.index());
+    Wake();
+    return Ok();
+  }
+  if (!health.known) {
+    // An agent of another version may send a health berthd does not know.
+    // The GPU takes no new work (recorded unhealthy above, with why), but
+    // Berth neither cordons it nor stops its runs on a word it cannot read:
+    // agents upgraded ahead of berthd would otherwise stop every job of a
+    // fleet. The agent's next "healthy" makes the GPU schedulable again.
+    spdlog::warn("node {} GPU {}: {}; its runs keep running", node, msg.index(), health.detail);
     Wake();
     return Ok();
   }

@@ -2,9 +2,9 @@
 
 #include <gtest/gtest.h>
 
-#include "agent/node_proto.h"
 #include "agent/shared_gpus.h"
 #include "agent/sim_provider.h"
+#include "proto_convert/node.h"
 #include "test_util.h"
 
 namespace berth::agent {
@@ -174,10 +174,10 @@ nodes:
   EXPECT_EQ(c, (std::vector<bool>{false}));
   // Registration carries it to berthd.
   v1::NodeInfo wire;
-  ToProto((*nodes)[0], &wire);
+  proto_convert::NodeToProto((*nodes)[0], &wire);
   EXPECT_TRUE(wire.gpus(1).sharing());
   EXPECT_FALSE(wire.gpus(0).sharing());
-  EXPECT_TRUE(FromProto(wire).gpus[3].sharing);
+  EXPECT_TRUE(proto_convert::NodeFromProto(wire).gpus[3].sharing);
 }
 
 TEST(SharedGpus, ParsesTheAgentFlag) {

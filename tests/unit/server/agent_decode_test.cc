@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "proto_convert/node.h"
+
 namespace berth::server {
 namespace {
 
@@ -24,7 +26,7 @@ berth::v1::NodeInfo Wire() {
 }
 
 TEST(AgentDecode, ARegisteredNodeIsKeptSortedAndChecked) {
-  const model::NodeInfo n = NodeFromProto(Wire());
+  const model::NodeInfo n = proto_convert::NodeFromProto(Wire());
   ASSERT_EQ(n.gpus.size(), 2U);
   EXPECT_EQ(n.gpus[0].index, 0U);
   EXPECT_EQ(n.gpus[1].health, model::Health::kUnhealthy);
@@ -51,7 +53,7 @@ TEST(AgentDecode, AnInventoryPastItsBoundsIsRefusedNamingTheField) {
   for (const auto& c : cases) {
     berth::v1::NodeInfo p = Wire();
     c.change(p);
-    auto st = CheckNodeInventory(NodeFromProto(p));
+    auto st = CheckNodeInventory(proto_convert::NodeFromProto(p));
     ASSERT_FALSE(st.has_value()) << c.field;
     EXPECT_EQ(st.error().code, Code::kInvalidArgument);
     EXPECT_EQ(st.error().field, c.field) << st.error().message;

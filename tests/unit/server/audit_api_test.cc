@@ -111,7 +111,8 @@ TEST_F(AuditApiTest, APolicyDryRunLeavesNoRecordAndAnApplyDoes) {
   EXPECT_EQ(records[0].before, R"({"version":1})");
 }
 
-TEST_F(AuditApiTest, AnAutomaticGpuCordonIsRecordedAsBerth) {
+// Node n1 with one H100, GPU-0, healthy.
+model::NodeInfo NodeWithOneGpu() {
   model::NodeInfo info;
   info.name = "n1";
   info.cpus = 8;
@@ -121,7 +122,11 @@ TEST_F(AuditApiTest, AnAutomaticGpuCordonIsRecordedAsBerth) {
   gpu.model = "H100-80GB";
   gpu.memory_bytes = 80ULL << 30;
   info.gpus.push_back(gpu);
-  ASSERT_TRUE(store_->UpsertNode(info, clock_.NowMs()).has_value());
+  return info;
+}
+
+TEST_F(AuditApiTest, AnAutomaticGpuCordonIsRecordedAsBerth) {
+  ASSERT_TRUE(store_->UpsertNode(NodeWithOneGpu(), clock_.NowMs()).has_value());
   berth::v1::GpuHealthChanged msg;
   msg.set_index(0);
   msg.set_uuid("GPU-0");
@@ -138,6 +143,34 @@ TEST_F(AuditApiTest, AnAutomaticGpuCordonIsRecordedAsBerth) {
   auto verdict = audit_->Verify();
   ASSERT_TRUE(verdict.has_value());
   EXPECT_TRUE(verdict->ok) << verdict->problem;
+}
+
+// A health berthd does not know (an agent of another version) keeps the GPU
+// out of placement, says why, and neither cordons it nor records a cordon.
+TEST_F(AuditApiTest, AnUnknownGpuHealthTakesTheGpuOutOfPlacementWithoutACordon) {
+  ASSERT_TRUE(store_->UpsertNode(NodeWithOneGpu(), clock_.NowMs()).has_value());
+  berth::v1::GpuHealthChanged msg;
+  msg.set_index(0);
+  msg.set_uuid("GPU-0");
+  msg.set_health("degraded");
+  ASSERT_TRUE(controller_->OnGpuHealth("n1", msg).has_value());
+  EXPECT_TRUE(Records().empty());
+  auto nodes = store_->ListNodes();
+  ASSERT_TRUE(nodes.has_value());
+  ASSERT_EQ(nodes->size(), 1u);
+  const store::NodeRecord& n = (*nodes)[0];
+  EXPECT_TRUE(n.gpu_cordons.empty());
+  ASSERT_EQ(n.info.gpus.size(), 1u);
+  EXPECT_EQ(n.info.gpus[0].health, model::Health::kUnhealthy);
+  EXPECT_NE(n.info.gpus[0].health_detail.find("'degraded'"), std::string::npos)
+      << n.info.gpus[0].health_detail;
+  // The agent's next "healthy" makes it schedulable again: no cordon to lift.
+  msg.set_health("healthy");
+  ASSERT_TRUE(controller_->OnGpuHealth("n1", msg).has_value());
+  nodes = store_->ListNodes();
+  ASSERT_TRUE(nodes.has_value());
+  EXPECT_EQ((*nodes)[0].info.gpus[0].health, model::Health::kHealthy);
+  EXPECT_TRUE((*nodes)[0].gpu_cordons.empty());
 }
 
 }  // namespace

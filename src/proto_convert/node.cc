@@ -1,8 +1,48 @@
-#include "agent/node_proto.h"
+#include "proto_convert/node.h"
 
-namespace berth::agent {
+#include <fmt/format.h>
 
-void ToProto(const model::NodeInfo& node, v1::NodeInfo* out) {
+#include <algorithm>
+
+#include "common/utf8.h"
+
+namespace berth::proto_convert {
+namespace {
+
+// How much of an unknown health value the detail quotes: enough to
+// recognise it, not a way to store an agent's arbitrary text.
+constexpr std::size_t kMaxQuotedHealth = 64;
+
+}  // namespace
+
+WireHealth HealthFromWire(std::string_view health, std::string_view detail) {
+  if (health == model::HealthName(model::Health::kHealthy)) {
+    return {model::Health::kHealthy, std::string(detail), true};
+  }
+  if (health == model::HealthName(model::Health::kUnhealthy)) {
+    return {model::Health::kUnhealthy, std::string(detail), true};
+  }
+  const std::string quoted =
+      health.empty()
+          ? std::string("no health")
+          : fmt::format("health '{}'{}", EscapeInvalidUtf8(health.substr(0, kMaxQuotedHealth)),
+                        health.size() > kMaxQuotedHealth ? "..." : "");
+  std::string why = fmt::format(
+      "the agent reported {}, which berthd does not know (it knows healthy and unhealthy); no "
+      "work is placed on this GPU until the agent reports healthy (check the agent's version)",
+      quoted);
+  if (!detail.empty()) why += fmt::format("; the agent's detail: {}", detail);
+  return {model::Health::kUnhealthy, std::move(why), false};
+}
+
+void HealthChangeToProto(const model::Gpu& gpu, v1::GpuHealthChanged* out) {
+  out->set_index(gpu.index);
+  out->set_uuid(gpu.uuid);
+  out->set_health(model::HealthName(gpu.health));
+  out->set_health_detail(gpu.health_detail);
+}
+
+void NodeToProto(const model::NodeInfo& node, v1::NodeInfo* out) {
   out->set_name(node.name);
   out->set_hostname(node.hostname);
   for (const auto& [k, v] : node.labels) (*out->mutable_labels())[k] = v;
@@ -43,11 +83,11 @@ void ToProto(const model::NodeInfo& node, v1::NodeInfo* out) {
   }
 }
 
-model::NodeInfo FromProto(const v1::NodeInfo& in) {
+model::NodeInfo NodeFromProto(const v1::NodeInfo& in) {
   model::NodeInfo node;
   node.name = in.name();
   node.hostname = in.hostname();
-  for (const auto& [k, v] : in.labels()) node.labels[k] = v;
+  node.labels = {in.labels().begin(), in.labels().end()};
   for (const auto& t : in.taints()) node.taints.push_back({t.key(), t.value(), t.effect()});
   node.cpus = in.cpus();
   node.memory_bytes = in.memory_bytes();
@@ -67,9 +107,9 @@ model::NodeInfo FromProto(const v1::NodeInfo& in) {
     gpu.uuid = g.uuid();
     gpu.model = g.model();
     gpu.memory_bytes = g.memory_bytes();
-    // Anything but an explicit "healthy" is not safe to schedule on.
-    gpu.health = g.health() == "healthy" ? model::Health::kHealthy : model::Health::kUnhealthy;
-    gpu.health_detail = g.health_detail();
+    WireHealth health = HealthFromWire(g.health(), g.health_detail());
+    gpu.health = health.health;
+    gpu.health_detail = std::move(health.detail);
     gpu.numa_node = g.numa_node();
     gpu.pci_bus_id = g.pci_bus_id();
     gpu.nvlink_island = g.nvlink_island();
@@ -77,7 +117,9 @@ model::NodeInfo FromProto(const v1::NodeInfo& in) {
     for (const auto& p : g.nvlink_peers()) gpu.nvlink_peers.push_back({p.index(), p.links()});
     node.gpus.push_back(std::move(gpu));
   }
+  std::sort(node.gpus.begin(), node.gpus.end(),
+            [](const model::Gpu& a, const model::Gpu& b) { return a.index < b.index; });
   return node;
 }
 
-}  // namespace berth::agent
+}  // namespace berth::proto_convert
