@@ -307,6 +307,89 @@ std::optional<ExitUpdate> RecordExit(const JobRecord& job, const model::RunExit&
 
 namespace {
 
+bool Active(const RunRecord& r) {
+  return r.state == model::RunState::kStarting || r.state == model::RunState::kRunning;
+}
+
+// Asks every active run not yet asked to stop, for `cause`.
+void StopRest(JobRecord& job, StopCause cause) {
+  for (auto& r : job.runs) {
+    if (!Active(r) || r.stop_requested) continue;
+    r.stop_requested = true;
+    r.stopped_for = std::string(model::StopCauseName(cause));
+  }
+}
+
+}  // namespace
+
+Result<JobUpdate> CancelJob(const JobRecord& job, const std::string& by, TimeMs now) {
+  if (model::IsTerminal(job.state)) {
+    return Fail(Code::kFailedPrecondition,
+                fmt::format("job {} already finished ({}); nothing to cancel", job.id,
+                            model::JobStateName(job.state)));
+  }
+  JobUpdate u{job, {}};
+  u.job.cancel_requested = true;
+  u.job.cancelled_by = by;
+  if (job.state == JobState::kPending) {
+    u.job.state = JobState::kCancelled;
+    u.job.finished_at_ms = now;
+    u.job.reason = {ReasonCode::kCancelled, {}, by};
+    u.events.push_back({now, JobState::kCancelled, "Cancelled",
+                        fmt::format("cancelled by {} before it started", by), std::nullopt});
+    return u;
+  }
+  for (auto& r : u.job.runs) {
+    if (!Active(r)) continue;
+    r.stop_requested = true;
+    r.stopped_for = std::string(model::StopCauseName(StopCause::kCancelled));
+  }
+  u.events.push_back({now, job.state, "CancelRequested",
+                      fmt::format("cancel requested by {}; stopping replicas", by), std::nullopt});
+  return u;
+}
+
+std::optional<JobUpdate> FailGpu(const JobRecord& job, const std::string& node, std::uint32_t gpu,
+                                 const std::string& detail, TimeMs now) {
+  JobUpdate u{job, {}};
+  std::vector<std::uint32_t> hit;
+  for (auto& r : u.job.runs) {
+    if (!Active(r) || r.node != node) continue;
+    if (std::find(r.gpu_indices.begin(), r.gpu_indices.end(), gpu) == r.gpu_indices.end()) continue;
+    r.stop_requested = true;
+    r.stopped_for = std::string(model::StopCauseName(StopCause::kGpuError));
+    r.failure_class = "gpu_hardware";
+    r.stop_detail = detail;
+    hit.push_back(r.replica);
+  }
+  if (hit.empty()) return std::nullopt;
+  // A gang lives and dies together: its other replicas stop too.
+  StopRest(u.job, StopCause::kGang);
+  for (auto replica : hit) {
+    u.events.push_back({now, job.state, "GpuFailed",
+                        fmt::format("replica {}: {}; stopping the job", replica, detail),
+                        std::nullopt});
+  }
+  return u;
+}
+
+std::optional<JobUpdate> DrainJob(const JobRecord& job, const std::string& node, TimeMs now) {
+  const bool there = std::any_of(job.runs.begin(), job.runs.end(), [&](const RunRecord& r) {
+    return Active(r) && !r.stop_requested && r.node == node;
+  });
+  if (!there) return std::nullopt;
+  JobUpdate u{job, {}};
+  // The whole gang stops, wherever its other replicas run.
+  StopRest(u.job, StopCause::kDrained);
+  u.events.push_back(
+      {now, job.state, "Draining",
+       fmt::format("node {} is being drained; stopping the job so it is placed elsewhere", node),
+       std::nullopt});
+  return u;
+}
+
+namespace {
+
 std::string Where(const std::vector<sched::ReplicaPlacement>& replicas) {
   std::string out;
   for (const auto& r : replicas) {

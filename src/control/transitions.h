@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/status.h"
 #include "model/job_record.h"
 #include "model/node.h"
 #include "sched/plan.h"
@@ -67,6 +68,29 @@ struct EvictionUpdate {
 };
 std::optional<EvictionUpdate> EvictJob(const model::JobRecord& job, const sched::Eviction& eviction,
                                        const model::JobRecord* by, TimeMs now);
+
+// A user (`by`) cancels the job. A Pending job is Cancelled at once; a
+// Scheduled or Running one is marked cancel-requested and its active runs
+// asked to stop ("cancelled", over any earlier stop cause): it becomes
+// Cancelled when they have exited (SettleAttempt). A finished job is
+// refused (FailedPrecondition, naming its state) and nothing changes.
+[[nodiscard]] Result<model::JobUpdate> CancelJob(const model::JobRecord& job, const std::string& by,
+                                                 TimeMs now);
+
+// GPU `gpu` of `node` reported a hardware error (`detail`, e.g. "Xid 79"):
+// the job's runs holding it stop as "gpu_error" (failure class
+// gpu_hardware, the detail kept for its reason), its other active runs as
+// "gang", and its timeline gets a GpuFailed event per run hit. nullopt when
+// no active run of the job holds that GPU.
+std::optional<model::JobUpdate> FailGpu(const model::JobRecord& job, const std::string& node,
+                                        std::uint32_t gpu, const std::string& detail, TimeMs now);
+
+// `node` is being drained: every active run of a job with a replica there
+// (the whole gang, wherever its other replicas run) stops as "drained", and
+// the job is queued again without counting a failure when they have exited.
+// nullopt when the job has no run there left to stop.
+std::optional<model::JobUpdate> DrainJob(const model::JobRecord& job, const std::string& node,
+                                         TimeMs now);
 
 // The nodes a plan was made on, by name.
 using NodeIndex = std::map<std::string, const model::NodeInfo*, std::less<>>;

@@ -918,33 +918,11 @@ Result<model::JobState> SqliteStore::CancelLocked(std::int64_t id, const std::st
   auto job = LoadJob(id, false);
   if (!job) return std::unexpected(job.error());
   if (!*job) return Fail(Code::kNotFound, fmt::format("job {} not found", id));
-  JobRecord& j = **job;
-  if (model::IsTerminal(j.state)) {
-    return Fail(Code::kFailedPrecondition,
-                fmt::format("job {} already finished ({}); nothing to cancel", id,
-                            model::JobStateName(j.state)));
-  }
-  auto mark = db_.Prepare("UPDATE jobs SET cancel_requested=1, cancelled_by=? WHERE id=?");
-  if (!mark) return std::unexpected(mark.error());
-  BERTH_RETURN_IF_ERROR(mark->Bind(1, by).Bind(2, id).Run());
-  if (j.state == model::JobState::kPending) {
-    auto fin = db_.Prepare("UPDATE jobs SET finished_ms=? WHERE id=?");
-    if (!fin) return std::unexpected(fin.error());
-    BERTH_RETURN_IF_ERROR(fin->Bind(1, now).Bind(2, id).Run());
-    BERTH_RETURN_IF_ERROR(
-        SetJobState(id, model::JobState::kCancelled, {model::ReasonCode::kCancelled, {}, by}));
-    BERTH_RETURN_IF_ERROR(AddEvent(id, now, model::JobState::kCancelled, "Cancelled",
-                                   fmt::format("cancelled by {} before it started", by)));
-  } else {
-    auto stop = db_.Prepare(
-        "UPDATE runs SET stop_requested=1, stopped_for='cancelled' "
-        "WHERE job_id=? AND state IN ('Starting','Running')");
-    if (!stop) return std::unexpected(stop.error());
-    BERTH_RETURN_IF_ERROR(stop->Bind(1, id).Run());
-    BERTH_RETURN_IF_ERROR(AddEvent(id, now, j.state, "CancelRequested",
-                                   fmt::format("cancel requested by {}; stopping replicas", by)));
-  }
-  return j.state;
+  auto update = control::CancelJob(**job, by, now);
+  if (!update) return std::unexpected(update.error());
+  BERTH_RETURN_IF_ERROR(PersistRunStops(update->job));
+  BERTH_RETURN_IF_ERROR(PersistJob(*update));
+  return (*job)->state;
 }
 
 Result<JobRecord> SqliteStore::CancelJob(std::int64_t id, const std::string& by, TimeMs now) {
@@ -1038,7 +1016,8 @@ Status SqliteStore::PersistJob(const model::JobUpdate& update) {
   const JobRecord& j = update.job;
   auto st = db_.Prepare(
       "UPDATE jobs SET state=?, reason=?, started_ms=?, finished_ms=?, exit_code=?, signal=?, "
-      "failures=?, retry_after_ms=?, attempts=?, policy_version=? WHERE id=?");
+      "failures=?, retry_after_ms=?, attempts=?, policy_version=?, cancel_requested=?, "
+      "cancelled_by=? WHERE id=?");
   if (!st) return std::unexpected(st.error());
   auto wide = [](std::optional<std::int32_t> v) {
     return v ? std::optional<std::int64_t>(*v) : std::nullopt;
@@ -1053,7 +1032,9 @@ Status SqliteStore::PersistJob(const model::JobUpdate& update) {
                             .Bind(8, j.retry_after_ms)
                             .Bind(9, std::int64_t{j.attempts})
                             .Bind(10, j.policy_version)
-                            .Bind(11, j.id)
+                            .Bind(11, std::int64_t{j.cancel_requested ? 1 : 0})
+                            .Bind(12, j.cancelled_by)
+                            .Bind(13, j.id)
                             .Run());
   for (const auto& e : update.events) {
     BERTH_RETURN_IF_ERROR(AddEvent(j.id, e.time_ms, e.state, e.event, e.message, e.policy_version));
@@ -1065,9 +1046,14 @@ Status SqliteStore::PersistRunStops(const JobRecord& job) {
   for (const auto& r : job.runs) {
     if (!r.stop_requested || r.state == model::RunState::kExited) continue;
     auto st = db_.Prepare(
-        "UPDATE runs SET stop_requested=1, stopped_for=? WHERE run_id=? AND stop_requested=0");
+        "UPDATE runs SET stop_requested=1, stopped_for=?, failure_class=?, stop_detail=? "
+        "WHERE run_id=?");
     if (!st) return std::unexpected(st.error());
-    BERTH_RETURN_IF_ERROR(st->Bind(1, r.stopped_for).Bind(2, r.run_id).Run());
+    BERTH_RETURN_IF_ERROR(st->Bind(1, r.stopped_for)
+                              .Bind(2, r.failure_class)
+                              .Bind(3, r.stop_detail)
+                              .Bind(4, r.run_id)
+                              .Run());
   }
   return Ok();
 }
@@ -1463,27 +1449,18 @@ Result<std::vector<std::int64_t>> SqliteStore::StopRunsOnGpu(const std::string& 
   std::lock_guard lock(mu_);
   Transaction tx(db_);
   BERTH_RETURN_IF_ERROR(tx.Begin());
-  auto runs = LoadRuns("state IN ('Starting','Running')", 0);
-  if (!runs) return std::unexpected(runs.error());
+  auto ids = ActiveJobsOn(node);
+  if (!ids) return std::unexpected(ids.error());
   std::vector<std::int64_t> jobs;
-  for (const auto& r : *runs) {
-    if (r.node != node) continue;
-    if (std::find(r.gpu_indices.begin(), r.gpu_indices.end(), gpu) == r.gpu_indices.end()) {
-      continue;
-    }
-    auto st = db_.Prepare(
-        "UPDATE runs SET stop_requested=1, stopped_for='gpu_error', failure_class='gpu_hardware', "
-        "stop_detail=? WHERE run_id=?");
-    if (!st) return std::unexpected(st.error());
-    BERTH_RETURN_IF_ERROR(st->Bind(1, detail).Bind(2, r.run_id).Run());
-    // A gang lives and dies together: its other replicas stop too.
-    BERTH_RETURN_IF_ERROR(StopJobRuns(r.job_id, "gang"));
-    auto job = LoadJob(r.job_id, false);
+  for (auto id : *ids) {
+    auto job = LoadJob(id, false);
     if (!job) return std::unexpected(job.error());
-    BERTH_RETURN_IF_ERROR(
-        AddEvent(r.job_id, now, (*job)->state, "GpuFailed",
-                 fmt::format("replica {}: {}; stopping the job", r.replica, detail)));
-    jobs.push_back(r.job_id);
+    if (!*job) continue;
+    auto update = control::FailGpu(**job, node, gpu, detail, now);
+    if (!update) continue;
+    BERTH_RETURN_IF_ERROR(PersistRunStops(update->job));
+    BERTH_RETURN_IF_ERROR(PersistJob(*update));
+    jobs.push_back(id);
   }
   BERTH_RETURN_IF_ERROR(tx.Commit());
   return jobs;
@@ -1493,29 +1470,37 @@ Result<std::vector<std::int64_t>> SqliteStore::StopRunsOnNode(const std::string&
   std::lock_guard lock(mu_);
   Transaction tx(db_);
   BERTH_RETURN_IF_ERROR(tx.Begin());
-  auto runs = LoadRuns("state IN ('Starting','Running') AND stop_requested=0", 0);
-  if (!runs) return std::unexpected(runs.error());
-  std::set<std::int64_t> jobs;
-  for (const auto& r : *runs) {
-    if (r.node == node) jobs.insert(r.job_id);
-  }
-  for (auto id : jobs) {
-    // The whole gang stops, wherever its other replicas run.
-    BERTH_RETURN_IF_ERROR(StopJobRuns(id, "drained"));
+  auto ids = ActiveJobsOn(node);
+  if (!ids) return std::unexpected(ids.error());
+  std::vector<std::int64_t> jobs;
+  for (auto id : *ids) {
     auto job = LoadJob(id, false);
     if (!job) return std::unexpected(job.error());
-    BERTH_RETURN_IF_ERROR(AddEvent(id, now, (*job)->state, "Draining",
-                                   fmt::format("node {} is being drained; stopping the job so it "
-                                               "is placed elsewhere",
-                                               node)));
+    if (!*job) continue;
+    auto update = control::DrainJob(**job, node, now);
+    if (!update) continue;
+    BERTH_RETURN_IF_ERROR(PersistRunStops(update->job));
+    BERTH_RETURN_IF_ERROR(PersistJob(*update));
+    jobs.push_back(id);
   }
   BERTH_RETURN_IF_ERROR(tx.Commit());
-  return std::vector<std::int64_t>(jobs.begin(), jobs.end());
+  return jobs;
 }
 
-namespace {
-
-// "node-a GPUs [0,1]; node-b GPUs [2]".
-}  // namespace
+Result<std::vector<std::int64_t>> SqliteStore::ActiveJobsOn(const std::string& node) {
+  auto st = db_.Prepare(
+      "SELECT DISTINCT job_id FROM runs WHERE node=? AND state IN ('Starting','Running') "
+      "ORDER BY job_id");
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, node);
+  std::vector<std::int64_t> out;
+  for (;;) {
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    out.push_back(st->Int(0));
+  }
+  return out;
+}
 
 }  // namespace berth::store

@@ -159,6 +159,8 @@ class SqliteStore final : public Store {
   // Asks the job's active runs marked stop_requested to stop, for their
   // stopped_for.
   Status PersistRunStops(const JobRecord& job);
+  // Jobs with an active run on `node`, by id.
+  Result<std::vector<std::int64_t>> ActiveJobsOn(const std::string& node);
   // Inserts the job's runs (new, Starting).
   Status InsertRuns(const JobRecord& job);
   Status MigrateQueuesToPolicy(bool had_queue_tables, TimeMs now);

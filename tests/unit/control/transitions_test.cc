@@ -426,6 +426,70 @@ TEST(PlaceJob, DroppedWhenNoLongerPendingOrCancelling) {
   EXPECT_FALSE(PlaceJob(job, p, {}, 1, kNow));
 }
 
+TEST(CancelJob, APendingJobIsCancelledAtOnce) {
+  JobRecord job;
+  job.id = 7;
+  auto u = CancelJob(job, "alice", kNow);
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->job.state, JobState::kCancelled);
+  EXPECT_TRUE(u->job.cancel_requested);
+  EXPECT_EQ(u->job.cancelled_by, "alice");
+  EXPECT_EQ(u->job.finished_at_ms, kNow);
+  EXPECT_EQ(u->job.reason.code, ReasonCode::kCancelled);
+  EXPECT_EQ(u->events.at(0).message, "cancelled by alice before it started");
+}
+
+TEST(CancelJob, ARunningJobsRunsStopForTheCancelOverAnEarlierCause) {
+  JobRecord job = WithActiveRuns();
+  job.runs[2].stop_requested = true;
+  job.runs[2].stopped_for = "preempted";
+  auto u = CancelJob(job, "alice", kNow);
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->job.state, JobState::kRunning);  // Cancelled once its runs have exited
+  EXPECT_FALSE(u->job.runs[0].stop_requested);  // an exited run of an earlier attempt
+  EXPECT_EQ(u->job.runs[1].stopped_for, "cancelled");
+  EXPECT_EQ(u->job.runs[2].stopped_for, "cancelled");
+  EXPECT_EQ(u->events.at(0).event, "CancelRequested");
+}
+
+TEST(CancelJob, AFinishedJobIsRefusedNamingItsState) {
+  JobRecord job = WithActiveRuns();
+  job.state = JobState::kFailed;
+  auto u = CancelJob(job, "alice", kNow);
+  ASSERT_FALSE(u);
+  EXPECT_EQ(u.error().code, Code::kFailedPrecondition);
+  EXPECT_NE(u.error().message.find("already finished (Failed)"), std::string::npos);
+}
+
+TEST(FailGpu, TheRunOnTheGpuStopsForItAndItsGangWithIt) {
+  JobRecord job = WithActiveRuns();
+  job.runs[1].gpu_indices = {0, 1};
+  job.runs[2].gpu_indices = {2, 3};
+  EXPECT_FALSE(FailGpu(job, "node-a", 5, "Xid 79", kNow));
+  EXPECT_FALSE(FailGpu(job, "node-b", 1, "Xid 79", kNow));
+  auto u = FailGpu(job, "node-a", 1, "Xid 79", kNow);
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->job.runs[1].stopped_for, "gpu_error");
+  EXPECT_EQ(u->job.runs[1].failure_class, "gpu_hardware");
+  EXPECT_EQ(u->job.runs[1].stop_detail, "Xid 79");
+  EXPECT_EQ(u->job.runs[2].stopped_for, "gang");
+  EXPECT_TRUE(u->job.runs[2].stop_requested);
+  ASSERT_EQ(u->events.size(), 1U);
+  EXPECT_EQ(u->events[0].message, "replica 0: Xid 79; stopping the job");
+}
+
+TEST(DrainJob, TheWholeGangStopsOnlyForRunsStillThere) {
+  JobRecord job = WithActiveRuns();
+  job.runs[2].node = "node-b";
+  auto u = DrainJob(job, "node-a", kNow);
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->job.runs[1].stopped_for, "drained");
+  EXPECT_EQ(u->job.runs[2].stopped_for, "drained");  // on node-b, same gang
+  EXPECT_EQ(u->events.at(0).event, "Draining");
+  EXPECT_FALSE(DrainJob(u->job, "node-a", kNow));  // already stopping
+  EXPECT_FALSE(DrainJob(job, "node-c", kNow));
+}
+
 TEST(StopCause, NamesRoundTrip) {
   for (auto c :
        {model::StopCause::kNone, model::StopCause::kCancelled, model::StopCause::kMaxRuntime,
