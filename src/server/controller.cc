@@ -216,7 +216,7 @@ Result<bool> Controller::DeclareLostRuns(TimeMs now, const std::vector<store::Ru
     lost.run_id = run.run_id;
     lost.exit_code = -1;
     lost.ended_at_ms = now;
-    lost.stopped_for = "lost";
+    lost.stopped_for = model::StopCauseName(model::StopCause::kLost);
     lost.start_error = fmt::format(
         "node {} stopped heartbeating {} s ago, longer than its lease and the time its agent "
         "takes to fence the run ({} s in all); the run is presumed lost",
@@ -604,8 +604,8 @@ Result<bool> Controller::ApplyHeldMoves(const std::vector<store::RunRecord>& act
 Status Controller::RecoverEvictions(const std::vector<store::RunRecord>& active) {
   std::set<std::int64_t> victims;
   for (const auto& run : active) {
-    if (run.stop_requested && (run.stopped_for == "preempted" || run.stopped_for == "reclaimed" ||
-                               run.stopped_for == "moved")) {
+    const auto cause = model::ParseStopCause(run.stopped_for).value_or(model::StopCause::kNone);
+    if (run.stop_requested && model::IsEviction(cause)) {
       victims.insert(run.job_id);
     }
   }
@@ -764,7 +764,9 @@ Status Controller::Dispatch(const std::vector<store::RunRecord>& active,
     } else if (send_stop) {
       auto* stop = msg.mutable_stop_run();
       stop->set_run_id(run.run_id);
-      stop->set_reason(run.stopped_for.empty() ? "cancelled" : run.stopped_for);
+      stop->set_reason(run.stopped_for.empty()
+                           ? std::string(model::StopCauseName(model::StopCause::kCancelled))
+                           : run.stopped_for);
       stop->set_grace_ms(options_.stop_grace_ms);
     } else {
       continue;
@@ -782,7 +784,9 @@ Status Controller::Dispatch(const std::vector<store::RunRecord>& active,
     store::RunExit exit;
     exit.run_id = run->run_id;
     exit.ended_at_ms = now;
-    exit.stopped_for = run->stopped_for.empty() ? "cancelled" : run->stopped_for;
+    exit.stopped_for = run->stopped_for.empty()
+                           ? std::string(model::StopCauseName(model::StopCause::kCancelled))
+                           : run->stopped_for;
     exit.never_started = true;
     spdlog::info(
         "run {} of job {} on {} was stopped ({}) before its start order was sent; "
@@ -1085,7 +1089,7 @@ Status Controller::OnRegister(const berth::v1::Register& reg,
     lost.run_id = run.run_id;
     lost.exit_code = -1;
     lost.ended_at_ms = now;
-    lost.stopped_for = "lost";
+    lost.stopped_for = model::StopCauseName(model::StopCause::kLost);
     lost.start_error = fmt::format("the agent on {} no longer knows this run", info.name);
     auto job = store_.MarkRunExited(lost, now);
     if (!job) return std::unexpected(job.error());

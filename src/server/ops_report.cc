@@ -14,7 +14,7 @@ namespace {
 using nlohmann::json;
 
 bool IsEviction(const std::string& stopped_for) {
-  return stopped_for == "preempted" || stopped_for == "reclaimed" || stopped_for == "moved";
+  return model::IsEviction(model::ParseStopCause(stopped_for).value_or(model::StopCause::kNone));
 }
 
 // How a finished run ended, and its failure class when it failed.
