@@ -234,6 +234,27 @@ std::string CheckpointNote(bool stopped, const model::RunExit& exit,
 
 }  // namespace
 
+std::optional<StartUpdate> StartRun(const JobRecord& job, const std::string& run_id,
+                                    std::int64_t pid, TimeMs started_at) {
+  auto it = std::find_if(job.runs.begin(), job.runs.end(),
+                         [&](const RunRecord& r) { return r.run_id == run_id; });
+  if (it == job.runs.end() || it->state != model::RunState::kStarting) return std::nullopt;
+  StartUpdate out{*it, {job, {}}};
+  out.run.state = model::RunState::kRunning;
+  out.run.pid = pid;
+  out.run.started_at_ms = started_at;
+  if (job.state == JobState::kScheduled) {
+    out.job.job.state = JobState::kRunning;
+    out.job.job.started_at_ms = started_at;
+    out.job.job.reason = {ReasonCode::kRunning, {}, {}};
+  }
+  out.job.events.push_back(
+      {started_at, JobState::kRunning, "Started",
+       fmt::format("replica {} started on {} (pid {})", out.run.replica, out.run.node, pid),
+       std::nullopt});
+  return out;
+}
+
 std::optional<ExitUpdate> RecordExit(const JobRecord& job, const model::RunExit& exit, TimeMs now) {
   auto it = std::find_if(job.runs.begin(), job.runs.end(),
                          [&](const RunRecord& r) { return r.run_id == exit.run_id; });
@@ -386,6 +407,30 @@ std::optional<JobUpdate> DrainJob(const JobRecord& job, const std::string& node,
        fmt::format("node {} is being drained; stopping the job so it is placed elsewhere", node),
        std::nullopt});
   return u;
+}
+
+Result<model::Policy> ApproveQuota(const model::Policy& active, std::int64_t version,
+                                   const QuotaChange& change) {
+  model::Policy policy = active;
+  auto queue = std::find_if(policy.queues.begin(), policy.queues.end(),
+                            [&](const model::QueuePolicy& q) { return q.path == change.queue; });
+  if (queue == policy.queues.end()) {
+    return Fail(Code::kFailedPrecondition,
+                fmt::format("quota request {} is for queue {}, which policy v{} no longer has; "
+                            "reject it and file a new one",
+                            change.request_id, change.queue, version));
+  }
+  auto key = model::ParseResourceKey(change.resource);
+  if (!key) {
+    return Fail(Code::kInternal, fmt::format("quota request {} has an unknown resource '{}'",
+                                             change.request_id, change.resource));
+  }
+  model::Quota& quota = queue->quota[*key];
+  if (change.guaranteed) quota.guaranteed = *change.guaranteed;
+  if (change.borrow_limit) quota.borrow_limit = *change.borrow_limit;
+  if (change.weight) quota.weight = *change.weight;
+  if (change.lending_limit) quota.lending_limit = *change.lending_limit;
+  return policy;
 }
 
 namespace {

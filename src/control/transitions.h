@@ -19,6 +19,7 @@
 #include "common/status.h"
 #include "model/job_record.h"
 #include "model/node.h"
+#include "model/policy.h"
 #include "sched/plan.h"
 
 namespace berth::control {
@@ -38,6 +39,18 @@ namespace berth::control {
 // at model::kMaxRetryBackoffMs) instead (Retrying).
 // nullopt while a run of the latest attempt has not exited.
 std::optional<model::JobUpdate> SettleAttempt(const model::JobRecord& job, TimeMs now);
+
+// An agent reported that run `run_id` of `job` started (process `pid`, at
+// `started_at`, the agent's clock). The run becomes Running; the first
+// replica to start makes a Scheduled job Running; the timeline gets a
+// Started event. nullopt when the job has no such run or it is no longer
+// Starting (a repeated report changes nothing).
+struct StartUpdate {
+  model::RunRecord run;
+  model::JobUpdate job;
+};
+std::optional<StartUpdate> StartRun(const model::JobRecord& job, const std::string& run_id,
+                                    std::int64_t pid, TimeMs started_at);
 
 // An agent reported that run `exit.run_id` of `job` ended. The run becomes
 // Exited with what it reported (Berth's own stop cause wins over the
@@ -91,6 +104,26 @@ std::optional<model::JobUpdate> FailGpu(const model::JobRecord& job, const std::
 // nullopt when the job has no run there left to stop.
 std::optional<model::JobUpdate> DrainJob(const model::JobRecord& job, const std::string& node,
                                          TimeMs now);
+
+// What an approved quota request changes: the quota of `resource` (a quota
+// key: "gpus", "gpus/H100-80GB", "cpu", ...) of queue `queue` (its policy
+// path), each value that is set, in the policy's units.
+struct QuotaChange {
+  std::int64_t request_id = 0;
+  std::string queue;
+  std::string resource;
+  std::optional<std::int64_t> guaranteed;
+  std::optional<std::int64_t> borrow_limit;
+  std::optional<std::int64_t> weight;
+  std::optional<std::int64_t> lending_limit;
+};
+
+// Approving a quota request: the active policy (version `version`) with the
+// change made, to be validated and applied as a new policy version like any
+// other. Refused (FailedPrecondition) when the policy no longer has the
+// queue, and (Internal) for a resource no quota key names.
+[[nodiscard]] Result<model::Policy> ApproveQuota(const model::Policy& active, std::int64_t version,
+                                                 const QuotaChange& change);
 
 // The nodes a plan was made on, by name.
 using NodeIndex = std::map<std::string, const model::NodeInfo*, std::less<>>;

@@ -1081,33 +1081,29 @@ Status SqliteStore::InsertRuns(const JobRecord& job) {
 
 Status SqliteStore::MarkRunStarted(const std::string& run_id, std::int64_t pid, TimeMs started_at,
                                    TimeMs now) {
+  (void)now;
   std::lock_guard lock(mu_);
   Transaction tx(db_);
   BERTH_RETURN_IF_ERROR(tx.Begin());
-  auto st = db_.Prepare(fmt::format("SELECT {} FROM runs WHERE run_id=?", kRunColumns));
+  auto st = db_.Prepare("SELECT job_id FROM runs WHERE run_id=?");
   if (!st) return std::unexpected(st.error());
   st->Bind(1, run_id);
   auto row = st->Step();
   if (!row) return std::unexpected(row.error());
   if (!*row) return Fail(Code::kNotFound, fmt::format("run {} not found", run_id));
-  RunRecord run = ReadRun(*st);
-  if (run.state != model::RunState::kStarting) return tx.Commit();  // already known
-  auto up = db_.Prepare("UPDATE runs SET state='Running', pid=?, started_ms=? WHERE run_id=?");
-  if (!up) return std::unexpected(up.error());
-  BERTH_RETURN_IF_ERROR(up->Bind(1, pid).Bind(2, started_at).Bind(3, run_id).Run());
-  auto job = LoadJob(run.job_id, false);
+  auto job = LoadJob(st->Int(0), false);
   if (!job) return std::unexpected(job.error());
-  if (*job && (*job)->state == model::JobState::kScheduled) {
-    auto js = db_.Prepare("UPDATE jobs SET started_ms=? WHERE id=?");
-    if (!js) return std::unexpected(js.error());
-    BERTH_RETURN_IF_ERROR(js->Bind(1, started_at).Bind(2, run.job_id).Run());
-    BERTH_RETURN_IF_ERROR(
-        SetJobState(run.job_id, model::JobState::kRunning, {model::ReasonCode::kRunning, {}, {}}));
-  }
-  BERTH_RETURN_IF_ERROR(
-      AddEvent(run.job_id, started_at, model::JobState::kRunning, "Started",
-               fmt::format("replica {} started on {} (pid {})", run.replica, run.node, pid)));
-  (void)now;
+  if (!*job) return tx.Commit();
+  auto update = control::StartRun(**job, run_id, pid, started_at);
+  if (!update) return tx.Commit();  // already known
+  auto up = db_.Prepare("UPDATE runs SET state=?, pid=?, started_ms=? WHERE run_id=?");
+  if (!up) return std::unexpected(up.error());
+  BERTH_RETURN_IF_ERROR(up->Bind(1, model::RunStateName(update->run.state))
+                            .Bind(2, update->run.pid)
+                            .Bind(3, update->run.started_at_ms)
+                            .Bind(4, run_id)
+                            .Run());
+  BERTH_RETURN_IF_ERROR(PersistJob(update->job));
   return tx.Commit();
 }
 

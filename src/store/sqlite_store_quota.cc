@@ -5,6 +5,7 @@
 
 #include <cctype>
 
+#include "control/transitions.h"
 #include "model/policy.h"
 #include "store/sqlite_store.h"
 
@@ -202,31 +203,15 @@ Result<QuotaRequest> SqliteStore::ApproveQuotaRequest(std::int64_t id, const std
   }
   auto active = Active();
   if (!active) return std::unexpected(active.error());
-  model::Policy policy = (*active)->policy;
   const std::int64_t from = (*active)->version;
-  model::QueuePolicy* queue = nullptr;
-  for (auto& q : policy.queues) {
-    if (q.path == request->queue) queue = &q;
-  }
-  if (queue == nullptr) {
-    return Fail(Code::kFailedPrecondition,
-                fmt::format("quota request {} is for queue {}, which policy v{} no longer has; "
-                            "reject it and file a new one",
-                            id, request->queue, from));
-  }
-  auto key = model::ParseResourceKey(request->resource);
-  if (!key) {
-    return Fail(Code::kInternal, fmt::format("quota request {} has an unknown resource '{}'", id,
-                                             request->resource));
-  }
-  model::Quota& quota = queue->quota[*key];
-  if (request->guaranteed) quota.guaranteed = *request->guaranteed;
-  if (request->borrow_limit) quota.borrow_limit = *request->borrow_limit;
-  if (request->weight) quota.weight = *request->weight;
-  if (request->lending_limit) quota.lending_limit = *request->lending_limit;
+  auto policy =
+      control::ApproveQuota((*active)->policy, from,
+                            {id, request->queue, request->resource, request->guaranteed,
+                             request->borrow_limit, request->weight, request->lending_limit});
+  if (!policy) return std::unexpected(policy.error());
   // The new version's text is the policy as Berth prints it: the same
   // validation and guard as `berth policy apply` run on it.
-  auto v = AddPolicyVersion(model::PolicyToYaml(policy), by,
+  auto v = AddPolicyVersion(model::PolicyToYaml(*policy), by,
                             fmt::format("quota request #{}: {}", id, request->reason), std::nullopt,
                             std::nullopt, now);
   if (!v) {

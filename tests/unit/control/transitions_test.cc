@@ -490,6 +490,46 @@ TEST(DrainJob, TheWholeGangStopsOnlyForRunsStillThere) {
   EXPECT_FALSE(DrainJob(job, "node-c", kNow));
 }
 
+TEST(StartRun, TheFirstReplicaToStartMakesTheJobRunningOnce) {
+  JobRecord job = WithActiveRuns();
+  job.state = JobState::kScheduled;
+  job.started_at_ms.reset();
+  job.runs[2].started_at_ms.reset();
+  auto u = StartRun(job, "7.1.1", 4242, kNow - 7);
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->run.state, RunState::kRunning);
+  EXPECT_EQ(u->run.pid, 4242);
+  EXPECT_EQ(u->run.started_at_ms, kNow - 7);
+  EXPECT_EQ(u->job.job.state, JobState::kRunning);
+  EXPECT_EQ(u->job.job.started_at_ms, kNow - 7);
+  EXPECT_EQ(u->job.job.reason.code, ReasonCode::kRunning);
+  EXPECT_EQ(u->job.events.at(0).message, "replica 1 started on node-a (pid 4242)");
+  // Reported again, or for a run already running: nothing changes.
+  EXPECT_FALSE(StartRun(job, "7.0.1", 1, kNow));
+  EXPECT_FALSE(StartRun(job, "7.5.1", 1, kNow));
+}
+
+TEST(ApproveQuota, SetsOnlyTheValuesAskedFor) {
+  model::Policy policy;
+  model::QueuePolicy q;
+  q.path = "vision/training";
+  q.tenant = "vision";
+  q.quota[model::ResourceKey{}].guaranteed = 4000;
+  q.quota[model::ResourceKey{}].weight = 3;
+  policy.queues.push_back(q);
+  auto p = ApproveQuota(
+      policy, 5, {9, "vision/training", "gpus", 8000, std::nullopt, std::nullopt, std::nullopt});
+  ASSERT_TRUE(p);
+  const auto& quota = p->queues[0].quota.at(model::ResourceKey{});
+  EXPECT_EQ(quota.guaranteed, 8000);
+  EXPECT_EQ(quota.weight, 3);
+  auto gone = ApproveQuota(policy, 5, {9, "vision/nlp", "gpus", 1000, {}, {}, {}});
+  ASSERT_FALSE(gone);
+  EXPECT_EQ(gone.error().code, Code::kFailedPrecondition);
+  EXPECT_NE(gone.error().message.find("which policy v5 no longer has"), std::string::npos);
+  EXPECT_FALSE(ApproveQuota(policy, 5, {9, "vision/training", "bananas", 1, {}, {}, {}}));
+}
+
 TEST(StopCause, NamesRoundTrip) {
   for (auto c :
        {model::StopCause::kNone, model::StopCause::kCancelled, model::StopCause::kMaxRuntime,
