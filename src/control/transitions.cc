@@ -370,6 +370,15 @@ Result<JobUpdate> CancelJob(const JobRecord& job, const std::string& by, TimeMs 
   return u;
 }
 
+std::optional<JobUpdate> StopJob(const JobRecord& job, StopCause cause) {
+  const bool any = std::any_of(job.runs.begin(), job.runs.end(),
+                               [](const RunRecord& r) { return Active(r) && !r.stop_requested; });
+  if (!any) return std::nullopt;
+  JobUpdate u{job, {}};
+  StopRest(u.job, cause);
+  return u;
+}
+
 std::optional<JobUpdate> FailGpu(const JobRecord& job, const std::string& node, std::uint32_t gpu,
                                  const std::string& detail, TimeMs now) {
   JobUpdate u{job, {}};

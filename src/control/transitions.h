@@ -90,6 +90,10 @@ std::optional<EvictionUpdate> EvictJob(const model::JobRecord& job, const sched:
 [[nodiscard]] Result<model::JobUpdate> CancelJob(const model::JobRecord& job, const std::string& by,
                                                  TimeMs now);
 
+// Berth stops the job's active runs not yet stopping, for `cause` (a gang
+// peer's failure, a max runtime). nullopt when none is left to stop.
+std::optional<model::JobUpdate> StopJob(const model::JobRecord& job, model::StopCause cause);
+
 // GPU `gpu` of `node` reported a hardware error (`detail`, e.g. "Xid 79"):
 // the job's runs holding it stop as "gpu_error" (failure class
 // gpu_hardware, the detail kept for its reason), its other active runs as

@@ -1172,20 +1172,22 @@ Status SqliteStore::RecordCheckpoint(const std::string& run_id, TimeMs at) {
   return Ok();
 }
 
-Status SqliteStore::StopJobRuns(std::int64_t job_id, std::string_view why) {
-  auto st = db_.Prepare(
-      "UPDATE runs SET stop_requested=1, stopped_for=? "
-      "WHERE job_id=? AND state IN ('Starting','Running') AND stop_requested=0");
-  if (!st) return std::unexpected(st.error());
-  return st->Bind(1, std::string(why)).Bind(2, job_id).Run();
-}
-
 Status SqliteStore::RequestStop(std::int64_t job_id, const std::string& why, TimeMs now) {
+  (void)now;
+  auto cause = model::ParseStopCause(why);
+  if (!cause || *cause == model::StopCause::kNone) {
+    return Fail(Code::kInvalidArgument, fmt::format("'{}' is no stop cause", why));
+  }
   std::lock_guard lock(mu_);
   Transaction tx(db_);
   BERTH_RETURN_IF_ERROR(tx.Begin());
-  BERTH_RETURN_IF_ERROR(StopJobRuns(job_id, why));
-  (void)now;
+  auto job = LoadJob(job_id, false);
+  if (!job) return std::unexpected(job.error());
+  if (*job) {
+    if (auto update = control::StopJob(**job, *cause)) {
+      BERTH_RETURN_IF_ERROR(PersistRunStops(update->job));
+    }
+  }
   return tx.Commit();
 }
 

@@ -145,7 +145,6 @@ class SqliteStore final : public Store {
                                                   bool with_runs = true);
   // Asks every active run of the job that is not already stopping to stop,
   // for `why` (its stopped_for). Inside the caller's transaction.
-  Status StopJobRuns(std::int64_t job_id, std::string_view why);
   Status AddNodeEvent(const std::string& node, TimeMs t, std::string_view event,
                       const std::string& message);
   Result<model::NodeInfo> LoadNodeInfo(const std::string& node);

@@ -461,6 +461,18 @@ TEST(CancelJob, AFinishedJobIsRefusedNamingItsState) {
   EXPECT_NE(u.error().message.find("already finished (Failed)"), std::string::npos);
 }
 
+TEST(StopJob, StopsOnlyRunsNotAlreadyStopping) {
+  JobRecord job = WithActiveRuns();
+  job.runs[2].stop_requested = true;
+  job.runs[2].stopped_for = "preempted";
+  auto u = StopJob(job, model::StopCause::kMaxRuntime);
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->job.runs[1].stopped_for, "max_runtime");
+  EXPECT_EQ(u->job.runs[2].stopped_for, "preempted");
+  EXPECT_TRUE(u->events.empty());
+  EXPECT_FALSE(StopJob(u->job, model::StopCause::kGang));
+}
+
 TEST(FailGpu, TheRunOnTheGpuStopsForItAndItsGangWithIt) {
   JobRecord job = WithActiveRuns();
   job.runs[1].gpu_indices = {0, 1};
