@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "unit/builders.h"
 #include "unit/server/api_harness.h"
 
 namespace berth::server {
@@ -34,18 +35,8 @@ class HistoryHarness : public ApiHarness {
   void SetUp() override {
     ApiHarness::SetUp();
     t0_ = clock_.NowMs();
-    model::NodeInfo n;
-    n.name = "n1";
-    n.cpus = 64;
+    model::NodeInfo n = tests::H100Node(8, "n1", 64);
     n.memory_bytes = 512ULL << 30;
-    for (std::uint32_t i = 0; i < 8; ++i) {
-      model::Gpu g;
-      g.index = i;
-      g.uuid = "uuid-" + std::to_string(i);
-      g.model = "H100-80GB";
-      g.memory_bytes = 80ULL << 30;
-      n.gpus.push_back(g);
-    }
     ASSERT_TRUE(store_->UpsertNode(n, t0_).has_value());
   }
 

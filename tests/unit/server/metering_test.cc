@@ -15,6 +15,7 @@
 
 #include "server/alerting.h"
 #include "store/sqlite_store.h"
+#include "unit/builders.h"
 
 namespace berth::server {
 namespace {
@@ -37,17 +38,7 @@ class MeteringTest : public ::testing::Test {
     meter_ = std::make_unique<Meter>(*meter_store_, *store_);
     alerts_ = std::make_unique<AlertRouter>(*store_);
     meter_->set_alerts(alerts_.get());
-    model::NodeInfo n;
-    n.name = "n1";
-    n.cpus = 8;
-    for (std::uint32_t i = 0; i < 8; ++i) {
-      model::Gpu g;
-      g.index = i;
-      g.uuid = "uuid-" + std::to_string(i);
-      g.model = "H100-80GB";
-      g.memory_bytes = 80ULL << 30;
-      n.gpus.push_back(g);
-    }
+    model::NodeInfo n = tests::H100Node(8);
     ASSERT_TRUE(store_->UpsertNode(n, clock_.NowMs()).has_value());
   }
   void TearDown() override {

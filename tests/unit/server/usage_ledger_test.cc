@@ -13,6 +13,7 @@
 #include "sched/core_scheduler.h"
 #include "server/controller.h"
 #include "store/sqlite_store.h"
+#include "unit/builders.h"
 #include "unit/server/controller_fixture.h"
 
 namespace berth::server {
@@ -82,17 +83,7 @@ class DecayedUsageTest : public ControllerFixture<Recording> {
   void SetUp() override {
     ControllerFixture::SetUp();
     if (HasFatalFailure()) return;
-    model::NodeInfo n;
-    n.name = "n1";
-    n.cpus = 8;
-    for (std::uint32_t i = 0; i < 8; ++i) {
-      model::Gpu g;
-      g.index = i;
-      g.uuid = "uuid-" + std::to_string(i);
-      g.model = "H100-80GB";
-      g.memory_bytes = 80ULL << 30;
-      n.gpus.push_back(g);
-    }
+    model::NodeInfo n = tests::H100Node(8);
     ASSERT_TRUE(store_->UpsertNode(n, clock_.NowMs()).has_value());
   }
   std::int64_t Submit(const std::string& name, std::uint32_t gpus, std::uint32_t share_millis = 0) {

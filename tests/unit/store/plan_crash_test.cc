@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "store/sqlite_store.h"
+#include "unit/builders.h"
 
 namespace berth::store {
 namespace {
@@ -27,21 +28,6 @@ class PlanCrashTest : public ::testing::Test {
   std::filesystem::path dir_;
 };
 
-model::NodeInfo Node() {
-  model::NodeInfo n;
-  n.name = "n1";
-  n.cpus = 8;
-  for (std::uint32_t i = 0; i < 2; ++i) {
-    model::Gpu g;
-    g.index = i;
-    g.uuid = "uuid-" + std::to_string(i);
-    g.model = "H100-80GB";
-    g.memory_bytes = 80ULL << 30;
-    n.gpus.push_back(g);
-  }
-  return n;
-}
-
 model::JobSpec Spec(const std::string& name) {
   model::JobSpec s;
   s.name = name;
@@ -57,7 +43,7 @@ TEST_F(PlanCrashTest, AKillBetweenEvictionsAndPlacementsLeavesNeither) {
   {
     auto store = SqliteStore::Open(dir_, 1000);
     ASSERT_TRUE(store) << store.error().message;
-    ASSERT_TRUE((*store)->UpsertNode(Node(), 1000));
+    ASSERT_TRUE((*store)->UpsertNode(tests::H100Node(2), 1000));
     victim = *(*store)->CreateJob(Spec("victim"), 1000);
     waiting = *(*store)->CreateJob(Spec("waiting"), 1000);
     sched::Plan first;

@@ -15,6 +15,7 @@
 
 #include "store/audit_log.h"
 #include "store/sqlite_store.h"
+#include "unit/builders.h"
 
 namespace berth::store {
 namespace {
@@ -103,17 +104,7 @@ TEST_F(SqlitePagingTest, PagesWhileJobsAreAddedNeitherSkipNorRepeat) {
 
 TEST_F(SqlitePagingTest, APageCarriesEachJobsRunsFromOneQuery) {
   const auto ids = Many(5);
-  model::NodeInfo n;
-  n.name = "n1";
-  n.cpus = 8;
-  for (std::uint32_t i = 0; i < 8; ++i) {
-    model::Gpu g;
-    g.index = i;
-    g.uuid = "uuid-" + std::to_string(i);
-    g.model = "H100-80GB";
-    g.memory_bytes = 80ULL << 30;
-    n.gpus.push_back(g);
-  }
+  model::NodeInfo n = tests::H100Node(8);
   ASSERT_TRUE(store_->UpsertNode(n, 1000).has_value());
   sched::Plan plan;
   for (std::uint32_t i = 0; i < 3; ++i) {

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "store/sqlite_db.h"
+#include "unit/builders.h"
 
 namespace berth::store {
 namespace {
@@ -42,20 +43,7 @@ class SqliteStoreTest : public ::testing::Test {
     s.resources.gpus = gpus;
     return s;
   }
-  model::NodeInfo NodeWith(std::uint32_t gpus) {
-    model::NodeInfo n;
-    n.name = "n1";
-    n.cpus = 8;
-    for (std::uint32_t i = 0; i < gpus; ++i) {
-      model::Gpu g;
-      g.index = i;
-      g.uuid = "uuid-" + std::to_string(i);
-      g.model = "H100-80GB";
-      g.memory_bytes = 80ULL << 30;
-      n.gpus.push_back(g);
-    }
-    return n;
-  }
+  model::NodeInfo NodeWith(std::uint32_t gpus) { return tests::H100Node(gpus); }
   // Places job `id` on n1 with one GPU per replica, replica r on GPU r.
   void Place(std::int64_t id, std::uint32_t replicas, std::int64_t policy_version = 1) {
     sched::Plan plan;
