@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <istream>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -52,5 +53,10 @@ struct Environment {
 
 // `args` is the full argv, program name first.
 int RunCli(const std::vector<std::string>& args, const Environment& env);
+
+// Every command `berth` can run by its full name ("policy show"; "audit"
+// and "audit verify"), and whether something is registered to run it:
+// false is a command a group added without an action.
+std::map<std::string, bool> CommandTable();
 
 }  // namespace berth::cli

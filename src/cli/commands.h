@@ -1,5 +1,5 @@
 // One function per `berth` command: call the API, print the answer. Parsing
-// of the command line lives in app.cc; these take already-checked values so
+// of the command line lives in register_*.cc; these take already-checked values so
 // they can be driven directly.
 #pragma once
 

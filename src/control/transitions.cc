@@ -63,8 +63,8 @@ std::optional<Attempt> ReadAttempt(const JobRecord& job) {
   return a;
 }
 
-JobUpdate Requeue(const JobRecord& job, const RunRecord& evicted, TimeMs now) {
-  JobUpdate u{job, {}};
+// `evicted` is a run of u.job (unchanged here).
+void Requeue(JobUpdate& u, const RunRecord& evicted, TimeMs now) {
   u.job.state = JobState::kPending;
   u.job.started_at_ms.reset();
   std::string message;
@@ -87,7 +87,6 @@ JobUpdate Requeue(const JobRecord& job, const RunRecord& evicted, TimeMs now) {
       break;
   }
   u.events.push_back({now, JobState::kPending, "Requeued", std::move(message), std::nullopt});
-  return u;
 }
 
 // The retry policy's backoff before the `failures`-th retry: doubled for
@@ -100,16 +99,21 @@ std::int64_t Backoff(const model::Retry& retry, std::uint32_t failures) {
   return std::min(backoff, model::kMaxRetryBackoffMs);
 }
 
-}  // namespace
-
-std::optional<JobUpdate> SettleAttempt(const JobRecord& job, TimeMs now) {
+// SettleAttempt on u.job in place, its events appended to u.events: false
+// (and nothing changed) while a run of the latest attempt has not exited.
+// RecordExit settles the update it builds this way, without a copy of the
+// job. What it reads of the job it reads before it writes it; `a` points
+// into u.job.runs, which it does not change.
+bool SettleInto(JobUpdate& u, TimeMs now) {
+  const JobRecord& job = u.job;
   const auto read = ReadAttempt(job);
-  if (!read) return std::nullopt;
+  if (!read) return false;
   const Attempt& a = *read;
   const bool faulted = a.gpu != nullptr || a.lost != nullptr;
   if (!job.cancel_requested && a.evicted != nullptr && a.failed == nullptr &&
       a.start_error == nullptr && !faulted) {
-    return Requeue(job, *a.evicted, now);
+    Requeue(u, *a.evicted, now);
+    return true;
   }
   JobState state = JobState::kSucceeded;
   Reason reason{ReasonCode::kSucceeded, {}, {}};
@@ -159,7 +163,6 @@ std::optional<JobUpdate> SettleAttempt(const JobRecord& job, TimeMs now) {
     }
     failure_class = a.failed->failure_class.empty() ? "user_code" : a.failed->failure_class;
   }
-  JobUpdate u{job, {}};
   if (state == JobState::kFailed) {
     const std::uint32_t failures = job.failures + 1;
     const auto& retry = job.spec.retry;
@@ -179,7 +182,7 @@ std::optional<JobUpdate> SettleAttempt(const JobRecord& job, TimeMs now) {
                       fmt::format("{}: {}", failure_class, model::RenderReason(reason))};
       u.events.push_back(
           {now, JobState::kPending, "Retrying", model::RenderReason(u.job.reason), std::nullopt});
-      return u;
+      return true;
     }
     if (failures > 1) reason.counts["attempts"] = failures;
     reason.counts[retries ? "retries_exhausted" : "retry_class_excluded"] = 1;
@@ -205,6 +208,15 @@ std::optional<JobUpdate> SettleAttempt(const JobRecord& job, TimeMs now) {
   u.job.signal = sig;
   u.events.push_back({now, state, std::string(model::JobStateName(state)),
                       model::RenderReason(reason), std::nullopt});
+  return true;
+}
+
+}  // namespace
+
+std::optional<JobUpdate> SettleAttempt(const JobRecord& job, TimeMs now) {
+  if (!ReadAttempt(job)) return std::nullopt;
+  JobUpdate u{job, {}};
+  SettleInto(u, now);
   return u;
 }
 
@@ -243,6 +255,9 @@ std::optional<StartUpdate> StartRun(const JobRecord& job, const std::string& run
   out.run.state = model::RunState::kRunning;
   out.run.pid = pid;
   out.run.started_at_ms = started_at;
+  for (auto& r : out.job.job.runs) {
+    if (r.run_id == run_id) r = out.run;
+  }
   if (job.state == JobState::kScheduled) {
     out.job.job.state = JobState::kRunning;
     out.job.job.started_at_ms = started_at;
@@ -318,11 +333,8 @@ std::optional<ExitUpdate> RecordExit(const JobRecord& job, const model::RunExit&
       r.stopped_for = std::string(model::StopCauseName(StopCause::kGang));
     }
   }
-  if (auto settled = SettleAttempt(after, now)) {
-    settled->events.insert(settled->events.begin(), out.job.events.begin(), out.job.events.end());
-    out.job = std::move(*settled);
-    out.settled = true;
-  }
+  // In place: its events follow the Exited event.
+  out.settled = SettleInto(out.job, now);
   return out;
 }
 

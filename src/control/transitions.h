@@ -2,7 +2,8 @@
 // changes (model/job_record.h) and returns what it does to them: the job as
 // it leaves it and the events it appends. None reads a clock, a store or the
 // network; a store applies them inside the transaction that persists their
-// result (store/store.h), and berth-sim can apply the same ones.
+// result (store/store.h), and berth-sim applies the same ones
+// (sim/lifecycle.h).
 //
 // Layering (docs/architecture.md): control's transitions sit between sched
 // and store. They may use model and sched; store, the control loop and the
@@ -44,7 +45,8 @@ std::optional<model::JobUpdate> SettleAttempt(const model::JobRecord& job, TimeM
 // `started_at`, the agent's clock). The run becomes Running; the first
 // replica to start makes a Scheduled job Running; the timeline gets a
 // Started event. nullopt when the job has no such run or it is no longer
-// Starting (a repeated report changes nothing).
+// Starting (a repeated report changes nothing). The job's `runs` holds the
+// run as started.
 struct StartUpdate {
   model::RunRecord run;
   model::JobUpdate job;

@@ -70,6 +70,8 @@ struct RunRecord {
   // Why Berth stopped it, in words, when the reason needs more than
   // stopped_for (the GPU error that stopped a "gpu_error" run).
   std::string stop_detail{};
+
+  bool operator==(const RunRecord&) const = default;
 };
 
 // Whether a run ended because its node was lost: presumed gone by berthd

@@ -390,7 +390,7 @@ IdleSource TelemetryIdleSource(store::MeterStore& runs, store::TelemetryStore& t
     // bucket found started after it, and no run was ever idle long enough).
     const TimeMs window = std::max<std::int64_t>(rule.window_ms, 60'000);
     const TimeMs from = (now - window) / 60'000 * 60'000;
-    auto active = runs.UsageRuns(now, now + 1, "");
+    auto active = runs.UsageRuns(now, now + 1, "", model::TenantScope::All());
     if (!active) return std::unexpected(active.error());
     std::vector<std::string> ids;
     for (const auto& r : *active) {

@@ -43,9 +43,9 @@ Result<std::int64_t> VersionNumber(const std::string& s, const std::string& fiel
   return v;
 }
 
-// Which tenants' jobs the current caller may see by name.
-std::function<bool(std::string_view)> Visibility() {
-  return [caller = CurrentCaller()](std::string_view tenant) { return caller.CanRead(tenant); };
+// Which tenants' jobs a GPU listing names: those of the request's scope.
+std::function<bool(std::string_view)> Visibility(const model::TenantScope& scope) {
+  return [&scope](std::string_view tenant) { return scope.Contains(tenant); };
 }
 
 // What an audit record says of a job: its state, and the spec fields that
@@ -138,14 +138,14 @@ Status TenantAdminMayApply(const Caller& caller, const model::Policy& from,
 
 constexpr std::string_view kDefaultWindow = "7d";
 
-// A policy version as `caller` may read it. The `tenants` entries of
+// A policy version as a caller of `scope` may read it. The `tenants` entries of
 // tenants it is not a member of (who their jobs run as on the nodes, the
 // paths they may use) are a platform admin's to see: for anyone else they
 // are withheld, and the document shown is the normalized one without them.
-store::PolicyVersion VisibleTo(const Caller& caller, store::PolicyVersion v) {
-  if (caller.platform_admin) return v;
+store::PolicyVersion VisibleTo(const model::TenantScope& scope, store::PolicyVersion v) {
+  if (scope.all()) return v;
   const std::size_t withheld =
-      std::erase_if(v.policy.tenants, [&](const auto& t) { return !caller.CanRead(t.first); });
+      std::erase_if(v.policy.tenants, [&](const auto& t) { return !scope.Contains(t.first); });
   if (withheld == 0) return v;
   v.normalized = model::PolicyToYaml(v.policy);
   v.yaml = fmt::format(
@@ -158,113 +158,6 @@ store::PolicyVersion VisibleTo(const Caller& caller, store::PolicyVersion v) {
 }
 
 }  // namespace
-
-http::Handler Api::Audited(std::string action, AuditedHandler handler) {
-  return [this, action = std::move(action), handler](const http::Request& req,
-                                                     http::Response& res) {
-    AuditNote note;
-    note.action = action;
-    (this->*handler)(req, res, note);
-    CountIntervention(action, req, res);
-    if (audit_ == nullptr || note.skip) return;
-    note.object = RedactSecrets(note.object);
-    auto entry = audit_->Append(MakeAuditEntry(note, req, res, clock_.NowMs()));
-    // The change itself is already committed; failing the request now would
-    // tell the caller it did not happen. The error log is the trace left.
-    if (!entry) {
-      spdlog::error("audit: could not record {} on {} (request {}): {}", note.action, note.object,
-                    res.get_header_value("X-Request-Id"), RedactSecrets(entry.error().message));
-    }
-  };
-}
-
-void Api::Route(http::Server& http, std::string_view method, const std::string& pattern, Rule rule,
-                http::Handler handler) {
-  routes_.push_back(RouteInfo{std::string(method), pattern, rule.access,
-                              static_cast<bool>(rule.tenant_of), rule.need});
-  auto guarded = [this, rule = std::move(rule), handler = std::move(handler)](
-                     const http::Request& req, http::Response& res) {
-    if (rule.access == Access::kPublic) return handler(req, res);
-    auto caller = auth_.Authenticate(req);
-    if (!caller) {
-      ReplyError(res, caller.error());
-      if (caller.error().code == Code::kUnauthenticated) {
-        res.set_header("WWW-Authenticate", R"(Bearer realm="berth")");
-      }
-      if (caller.error().code == Code::kResourceExhausted) res.set_header("Retry-After", "1");
-      return RecordDenial(rule, req, res, "", "");
-    }
-    if (limiter_ != nullptr && !Admit(*limiter_, "token:" + caller->token_id, res)) return;
-    CallerScope scope(*caller);
-    if (caller->scope != Scope::kFull) {
-      // A job token or a metrics-reader: the route must admit it
-      // (api_gate.cc), and then its roles (none) are not asked.
-      if (AdmitScoped(rule, *caller, req, res)) handler(req, res);
-      return;
-    }
-    if (rule.access == Access::kPlatformAdmin && !caller->platform_admin) {
-      ReplyError(res, Error{Code::kPermissionDenied,
-                            fmt::format("{} {} needs a platform-admin; {} is not one", req.method,
-                                        req.path, caller->name),
-                            {}});
-      return RecordDenial(rule, req, res, "", "");
-    }
-    if (rule.tenant_of) {
-      // No such object, or a malformed id: the handler answers as it would
-      // for anyone. An object of a tenant the caller cannot see gets the
-      // same 404.
-      auto owner = rule.tenant_of(req);
-      if (!owner && !rule.handler_answers_missing) {
-        ReplyError(res, owner.error());
-        return RecordDenial(rule, req, res, "", "");
-      }
-      if (owner) {
-        if (auto st = auth_.Check(*caller, owner->tenant, rule.need, owner->object); !st) {
-          ReplyError(res, st.error());
-          return RecordDenial(rule, req, res, owner->tenant, owner->audit_object);
-        }
-      }
-    }
-    handler(req, res);
-  };
-  if (method == "GET") {
-    http.Get(pattern, std::move(guarded));
-  } else if (method == "DELETE") {
-    http.Delete(pattern, std::move(guarded));
-  } else {
-    http.Post(pattern, std::move(guarded));
-  }
-}
-
-void Api::RecordDenial(const Rule& rule, const http::Request& req, const http::Response& res,
-                       std::string tenant, std::string object) {
-  if (audit_ == nullptr) return;
-  if (res.status == 401 || res.status == 429) {
-    // Refused authentications (and verifications over a source's budget):
-    // one record per source and minute, and the count of the rest
-    // (RefusalCounter).
-    auto v = refusals_.Note(req.remote_addr, clock_.NowMs());
-    if (v.suppressed > 0) {
-      AuditNote summary;
-      summary.action = "auth.refused";
-      summary.object = "source/" + req.remote_addr;
-      summary.after = json{{"refused", v.suppressed}, {"since_ms", v.since_ms}};
-      if (auto e = audit_->Append(MakeAuditEntry(summary, req, res, clock_.NowMs())); !e) {
-        spdlog::error("audit: could not record refused authentications: {}", e.error().message);
-      }
-    }
-    if (!v.record) return;
-  }
-  AuditNote note;
-  note.action = rule.action.empty() ? fmt::format("{} {}", req.method, req.path) : rule.action;
-  note.object = object.empty() ? req.path : std::move(object);
-  note.tenant = std::move(tenant);
-  auto entry = audit_->Append(MakeAuditEntry(note, req, res, clock_.NowMs()));
-  if (!entry) {
-    spdlog::error("audit: could not record a denied {} (request {}): {}", note.action,
-                  res.get_header_value("X-Request-Id"), entry.error().message);
-  }
-}
 
 TenantOf Api::JobTenant() {
   return [this](const http::Request& req) -> Result<Owner> {
@@ -299,6 +192,12 @@ void Api::Register(http::Server& http) {
   auto handler = [this](void (Api::*h)(const http::Request&, http::Response&)) {
     return [this, h](const http::Request& req, http::Response& res) { (this->*h)(req, res); };
   };
+  auto scoped =
+      [this](void (Api::*h)(const http::Request&, http::Response&, const model::TenantScope&)) {
+        return ScopedHandler(
+            [this, h](const http::Request& req, http::Response& res,
+                      const model::TenantScope& scope) { (this->*h)(req, res, scope); });
+      };
   auto any = [](std::string action) {
     return Rule{Access::kAuthenticated, {}, Need::kRead, std::move(action)};
   };
@@ -333,18 +232,18 @@ void Api::Register(http::Server& http) {
   Route(http, "GET", "/v1/prices", any("price.read"), handler(&Api::GetPrices));
   Route(http, "POST", "/v1/prices", admin("price.apply"),
         Audited("price.apply", &Api::ApplyPrices));
-  Route(http, "GET", "/v1/usage", any("usage.read"), handler(&Api::Usage));
-  Route(http, "GET", "/v1/usage/records", any("usage.read"), handler(&Api::UsageRecords));
-  Route(http, "GET", "/v1/budgets", any("budget.list"), handler(&Api::ListBudgets));
+  Route(http, "GET", "/v1/usage", any("usage.read"), scoped(&Api::Usage));
+  Route(http, "GET", "/v1/usage/records", any("usage.read"), scoped(&Api::UsageRecords));
+  Route(http, "GET", "/v1/budgets", any("budget.list"), scoped(&Api::ListBudgets));
   // The operations report: the caller's tenants; fleet figures for admins.
-  Route(http, "GET", "/v1/reports/ops", any("report.read"), handler(&Api::GetOpsReport));
+  Route(http, "GET", "/v1/reports/ops", any("report.read"), scoped(&Api::GetOpsReport));
   Route(http, "POST", R"(/v1/budgets/([^/]+))", admin("budget.set"),
         Audited("budget.set", &Api::SetBudget));
   Route(http, "DELETE", R"(/v1/budgets/([^/]+))", admin("budget.delete"),
         Audited("budget.delete", &Api::DeleteBudget));
   // Jobs: a tenant's own; another tenant's answer 404.
   Route(http, "POST", "/v1/jobs", any("job.submit"), Audited("job.submit", &Api::SubmitJob));
-  Route(http, "GET", "/v1/jobs", any("job.list"), handler(&Api::ListJobs));
+  Route(http, "GET", "/v1/jobs", any("job.list"), scoped(&Api::ListJobs));
   Route(http, "GET", R"(/v1/jobs/([^/]+))", own_job(Need::kRead, "job.read"),
         handler(&Api::GetJob));
   Route(http, "POST", R"(/v1/jobs/([^/]+)/cancel)", job(Need::kWrite, "job.cancel"),
@@ -366,10 +265,10 @@ void Api::Register(http::Server& http) {
         handler(&Api::JobTelemetry));
   // Inventory: everyone sees it; other tenants' jobs on it are anonymous.
   Route(http, "GET", "/v1/nodes", any("node.list"), handler(&Api::ListNodes));
-  Route(http, "GET", "/v1/gpus", any("gpu.list"), handler(&Api::ListGpus));
+  Route(http, "GET", "/v1/gpus", any("gpu.list"), scoped(&Api::ListGpus));
   Route(http, "GET", R"(/v1/gpus/([^/]+)/telemetry)", any("gpu.telemetry"),
-        handler(&Api::GpuTelemetry));
-  Route(http, "GET", R"(/v1/nodes/([^/]+))", any("node.read"), handler(&Api::GetNode));
+        scoped(&Api::GpuTelemetry));
+  Route(http, "GET", R"(/v1/nodes/([^/]+))", any("node.read"), scoped(&Api::GetNode));
   Route(http, "POST", R"(/v1/nodes/([^/]+)/(cordon|drain|uncordon))", admin("node.cordon"),
         Audited("node.cordon", &Api::CordonAction));
   Route(http, "POST", R"(/v1/nodes/([^/]+)/gpus/([^/]+)/(cordon|uncordon))", admin("gpu.cordon"),
@@ -384,15 +283,15 @@ void Api::Register(http::Server& http) {
   Route(http, "GET", "/v1/alert-deliveries", admin("alert_deliveries.list"),
         handler(&Api::ListAlertDeliveries));
   // Policy: quotas are public within the platform; changing them is not.
-  Route(http, "GET", "/v1/policy", any("policy.read"), handler(&Api::GetPolicy));
+  Route(http, "GET", "/v1/policy", any("policy.read"), scoped(&Api::GetPolicy));
   Route(http, "POST", "/v1/policy", any("policy.apply"),
         Audited("policy.apply", &Api::ApplyPolicy));
   Route(http, "GET", "/v1/policy/versions", any("policy.read"), handler(&Api::ListPolicyVersions));
   Route(http, "GET", R"(/v1/policy/versions/([^/]+))", any("policy.read"),
-        handler(&Api::GetPolicyVersion));
+        scoped(&Api::GetPolicyVersion));
   Route(http, "POST", "/v1/policy/rollback", admin("policy.rollback"),
         Audited("policy.rollback", &Api::RollbackPolicy));
-  Route(http, "GET", "/v1/policy/diff", any("policy.read"), handler(&Api::DiffPolicy));
+  Route(http, "GET", "/v1/policy/diff", any("policy.read"), scoped(&Api::DiffPolicy));
   Route(http, "POST", "/v1/policy/preview", admin("policy.preview"), handler(&Api::PreviewPolicy));
   Route(http, "GET", "/v1/history", admin("history.read"), handler(&Api::History));
   // Prometheus scrapes with a metrics-reader's token (or a platform-admin's).
@@ -403,7 +302,7 @@ void Api::Register(http::Server& http) {
   // decides, and an approval becomes a new policy version.
   Route(http, "POST", "/v1/quota-requests", any("quota.request"),
         Audited("quota.request", &Api::FileQuotaRequest));
-  Route(http, "GET", "/v1/quota-requests", any("quota.list"), handler(&Api::ListQuotaRequests));
+  Route(http, "GET", "/v1/quota-requests", any("quota.list"), scoped(&Api::ListQuotaRequests));
   Route(http, "GET", R"(/v1/quota-requests/([^/]+))", quota(Need::kRead, "quota.read"),
         handler(&Api::GetQuotaRequest));
   Route(http, "POST", R"(/v1/quota-requests/([^/]+)/approve)", admin("quota.approve"),
@@ -415,7 +314,7 @@ void Api::Register(http::Server& http) {
         Audited("quota.withdraw", &Api::WithdrawQuotaRequest));
   // The audit trail: all of it for platform admins, a tenant's for its
   // tenant-admins (the handler asks Check for the tenant named).
-  Route(http, "GET", "/v1/audit", any("audit.read"), handler(&Api::ListAudit));
+  Route(http, "GET", "/v1/audit", any("audit.read"), scoped(&Api::ListAudit));
   Route(http, "GET", "/v1/audit/verify", admin("audit.verify"), handler(&Api::VerifyAudit));
   // Identities, roles and tokens.
   Route(http, "GET", "/v1/whoami", any("auth.whoami"), handler(&Api::WhoAmI));
@@ -753,7 +652,7 @@ void Api::ListNodes(const http::Request&, http::Response& res) {
   Reply(res, 200, json{{"nodes", list}});
 }
 
-void Api::GetNode(const http::Request& req, http::Response& res) {
+void Api::GetNode(const http::Request& req, http::Response& res, const model::TenantScope& scope) {
   const std::string name = req.matches[1];
   auto nodes = controller_.Nodes();
   if (!nodes) return ReplyError(res, nodes.error());
@@ -765,7 +664,7 @@ void Api::GetNode(const http::Request& req, http::Response& res) {
     auto holders = store_.ListJobs(
         store::JobFilter{{model::JobState::kScheduled, model::JobState::kRunning}, {}, {}, 100000});
     if (!holders) return ReplyError(res, holders.error());
-    out["gpus"] = GpusJson({n}, *holders, Visibility());
+    out["gpus"] = GpusJson({n}, *holders, Visibility(scope));
     auto events = store_.NodeEvents(name, 100);
     if (!events) return ReplyError(res, events.error());
     json list = json::array();
@@ -879,24 +778,23 @@ void Api::Metrics(const http::Request&, http::Response& res) {
   res.set_content(std::move(text), "text/plain; version=0.0.4; charset=utf-8");
 }
 
-void Api::ListGpus(const http::Request&, http::Response& res) {
+void Api::ListGpus(const http::Request&, http::Response& res, const model::TenantScope& scope) {
   auto nodes = controller_.Nodes();
   if (!nodes) return ReplyError(res, nodes.error());
   auto holders = store_.ListJobs(
       store::JobFilter{{model::JobState::kScheduled, model::JobState::kRunning}, {}, {}, 100000});
   if (!holders) return ReplyError(res, holders.error());
-  Reply(res, 200, json{{"gpus", GpusJson(*nodes, *holders, Visibility())}});
+  Reply(res, 200, json{{"gpus", GpusJson(*nodes, *holders, Visibility(scope))}});
 }
 
 }  // namespace berth::server
 
 namespace berth::server {
 
-void Api::GetPolicy(const http::Request&, http::Response& res) {
+void Api::GetPolicy(const http::Request&, http::Response& res, const model::TenantScope& scope) {
   auto active = controller_.ActivePolicy();
   if (!active) return ReplyError(res, active.error());
-  Reply(res, 200,
-        PolicyVersionJson(VisibleTo(CurrentCaller(), **active), (*active)->version, true));
+  Reply(res, 200, PolicyVersionJson(VisibleTo(scope, **active), (*active)->version, true));
 }
 
 void Api::ListPolicyVersions(const http::Request&, http::Response& res) {
@@ -909,17 +807,19 @@ void Api::ListPolicyVersions(const http::Request&, http::Response& res) {
   Reply(res, 200, json{{"active", (*active)->version}, {"versions", list}});
 }
 
-void Api::GetPolicyVersion(const http::Request& req, http::Response& res) {
+void Api::GetPolicyVersion(const http::Request& req, http::Response& res,
+                           const model::TenantScope& scope) {
   auto number = VersionNumber(req.matches[1], "version");
   if (!number) return ReplyError(res, number.error());
   auto active = controller_.ActivePolicy();
   if (!active) return ReplyError(res, active.error());
   auto v = store_.GetPolicyVersion(*number);
   if (!v) return ReplyError(res, v.error());
-  Reply(res, 200, PolicyVersionJson(VisibleTo(CurrentCaller(), *v), (*active)->version, true));
+  Reply(res, 200, PolicyVersionJson(VisibleTo(scope, *v), (*active)->version, true));
 }
 
-void Api::ApplyPolicy(const http::Request& req, http::Response& res, AuditNote& note) {
+void Api::ApplyPolicy(const http::Request& req, http::Response& res, AuditNote& note,
+                      const model::TenantScope& scope) {
   note.object = "policy";
   if (auto active = controller_.ActivePolicy(); active) {
     note.before = json{{"version", (*active)->version}};
@@ -948,7 +848,7 @@ void Api::ApplyPolicy(const http::Request& req, http::Response& res, AuditNote& 
     model::Policy merged = proposed->policy;
     bool restored = false;
     for (const auto& [tenant, entry] : (*active)->policy.tenants) {
-      if (!caller.CanRead(tenant) && !merged.tenants.contains(tenant)) {
+      if (!scope.Contains(tenant) && !merged.tenants.contains(tenant)) {
         merged.tenants[tenant] = entry;
         restored = true;
       }
@@ -969,8 +869,8 @@ void Api::ApplyPolicy(const http::Request& req, http::Response& res, AuditNote& 
     if (!active) return ReplyError(res, active.error());
     auto proposed = controller_.PreviewPolicy(body, Actor(req));
     if (!proposed) return ReplyError(res, proposed.error());
-    const store::PolicyVersion from = VisibleTo(caller, **active);
-    const store::PolicyVersion to = VisibleTo(caller, *proposed);
+    const store::PolicyVersion from = VisibleTo(scope, **active);
+    const store::PolicyVersion to = VisibleTo(scope, *proposed);
     return Reply(res, 200,
                  json{{"dry_run", true},
                       {"from", from.version},
@@ -1012,7 +912,8 @@ void Api::RollbackPolicy(const http::Request& req, http::Response& res, AuditNot
   Reply(res, 201, json{{"version", *version}, {"restores", *to}});
 }
 
-void Api::DiffPolicy(const http::Request& req, http::Response& res) {
+void Api::DiffPolicy(const http::Request& req, http::Response& res,
+                     const model::TenantScope& scope) {
   auto active = controller_.ActivePolicy();
   if (!active) return ReplyError(res, active.error());
   std::int64_t to = (*active)->version;
@@ -1030,12 +931,12 @@ void Api::DiffPolicy(const http::Request& req, http::Response& res) {
   }
   auto to_v = store_.GetPolicyVersion(to);
   if (!to_v) return ReplyError(res, Error{to_v.error().code, to_v.error().message, "to"});
-  *to_v = VisibleTo(CurrentCaller(), std::move(*to_v));
+  *to_v = VisibleTo(scope, std::move(*to_v));
   store::PolicyVersion from_v;  // version 0: no text, no queues
   if (from > 0) {
     auto v = store_.GetPolicyVersion(from);
     if (!v) return ReplyError(res, Error{v.error().code, v.error().message, "from"});
-    from_v = VisibleTo(CurrentCaller(), std::move(*v));
+    from_v = VisibleTo(scope, std::move(*v));
   }
   std::string diff = UnifiedDiff(from_v.normalized, to_v->normalized,
                                  fmt::format("policy v{}", from), fmt::format("policy v{}", to));

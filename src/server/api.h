@@ -10,6 +10,7 @@
 #include "common/clock.h"
 #include "http/server.h"
 #include "model/reason.h"
+#include "model/tenant_scope.h"
 #include "server/alerting.h"
 #include "server/audit.h"
 #include "server/auth.h"
@@ -88,14 +89,31 @@ class Api {
   void set_report_max_rows(std::size_t rows) { report_max_rows_ = rows; }
 
  private:
+  // A handler that reads tenant-owned rows: it gets the request's tenant
+  // scope (model/tenant_scope.h), computed once by the guard from the
+  // authenticated caller, and passes it to every store read that lists such
+  // rows. It never narrows a list by tenant itself.
+  using ScopedHandler =
+      std::function<void(const http::Request&, http::Response&, const model::TenantScope&)>;
   // A mutating handler: it fills `note` with what it changed or was refused.
   using AuditedHandler = void (Api::*)(const http::Request&, http::Response&, AuditNote&);
+  using ScopedAuditedHandler = void (Api::*)(const http::Request&, http::Response&, AuditNote&,
+                                             const model::TenantScope&);
   // Runs `handler`, then appends its audit record, so the record is durable
   // before the answer leaves.
-  http::Handler Audited(std::string action, AuditedHandler handler);
+  ScopedHandler Audited(std::string action, AuditedHandler handler);
+  ScopedHandler Audited(std::string action, ScopedAuditedHandler handler);
+  using AuditedBody = std::function<void(const http::Request&, http::Response&, AuditNote&,
+                                         const model::TenantScope&)>;
+  ScopedHandler AuditedRun(std::string action, AuditedBody body);
   // Registers `handler` for `method pattern` behind the guard: authenticate,
-  // check `rule`, run the handler with the caller in scope. A denial is
-  // answered (401, 403, or 404 for another tenant's object) and recorded.
+  // check `rule`, compute the caller's tenant scope (Authorizer::ScopeOf),
+  // run the handler with the caller in scope and the tenant scope as its
+  // argument. A denial is answered (401, 403, or 404 for another tenant's
+  // object) and recorded. A public route's handler gets a scope of no tenant.
+  void Route(http::Server& http, std::string_view method, const std::string& pattern, Rule rule,
+             ScopedHandler handler);
+  // For a handler that lists nothing tenant-owned.
   void Route(http::Server& http, std::string_view method, const std::string& pattern, Rule rule,
              http::Handler handler);
   // For a scoped caller (a job token, a metrics-reader; auth.h Scope):
@@ -130,30 +148,31 @@ class Api {
   // Takes one request from `key`'s bucket of `limiter`; false after
   // answering 429 with Retry-After.
   bool Admit(RateLimiter& limiter, const std::string& key, http::Response& res) const;
-  void ListAudit(const http::Request& req, http::Response& res);
+  void ListAudit(const http::Request& req, http::Response& res, const model::TenantScope& scope);
   void VerifyAudit(const http::Request& req, http::Response& res);
   // Metering (api_usage.cc, docs/metering.md).
   void GetPrices(const http::Request& req, http::Response& res);
   void ApplyPrices(const http::Request& req, http::Response& res, AuditNote& note);
-  void Usage(const http::Request& req, http::Response& res);
-  void UsageRecords(const http::Request& req, http::Response& res);
-  void ListBudgets(const http::Request& req, http::Response& res);
+  void Usage(const http::Request& req, http::Response& res, const model::TenantScope& scope);
+  void UsageRecords(const http::Request& req, http::Response& res, const model::TenantScope& scope);
+  void ListBudgets(const http::Request& req, http::Response& res, const model::TenantScope& scope);
   void SetBudget(const http::Request& req, http::Response& res, AuditNote& note);
   void DeleteBudget(const http::Request& req, http::Response& res, AuditNote& note);
   // GET /v1/reports/ops (api_report.cc, docs/metering.md "Operations report").
-  void GetOpsReport(const http::Request& req, http::Response& res);
+  void GetOpsReport(const http::Request& req, http::Response& res, const model::TenantScope& scope);
 
   // Quota requests (api_quota.cc): a tenant asks, a platform admin decides;
   // an approval is a new policy version.
   void FileQuotaRequest(const http::Request& req, http::Response& res, AuditNote& note);
-  void ListQuotaRequests(const http::Request& req, http::Response& res);
+  void ListQuotaRequests(const http::Request& req, http::Response& res,
+                         const model::TenantScope& scope);
   void GetQuotaRequest(const http::Request& req, http::Response& res);
   void ApproveQuotaRequest(const http::Request& req, http::Response& res, AuditNote& note);
   void RejectQuotaRequest(const http::Request& req, http::Response& res, AuditNote& note);
   void WithdrawQuotaRequest(const http::Request& req, http::Response& res, AuditNote& note);
 
   void SubmitJob(const http::Request& req, http::Response& res, AuditNote& note);
-  void ListJobs(const http::Request& req, http::Response& res);
+  void ListJobs(const http::Request& req, http::Response& res, const model::TenantScope& scope);
   void GetJob(const http::Request& req, http::Response& res);
   void CancelJob(const http::Request& req, http::Response& res, AuditNote& note);
   void CancelArray(const http::Request& req, http::Response& res, AuditNote& note);
@@ -172,8 +191,8 @@ class Api {
   // its reason and the tail of its failed replica's log; null if none.
   nlohmann::json FailureJson(const store::JobRecord& job, model::Lang lang) const;
   void ListNodes(const http::Request& req, http::Response& res);
-  void ListGpus(const http::Request& req, http::Response& res);
-  void GetNode(const http::Request& req, http::Response& res);
+  void ListGpus(const http::Request& req, http::Response& res, const model::TenantScope& scope);
+  void GetNode(const http::Request& req, http::Response& res, const model::TenantScope& scope);
   // POST /v1/nodes/NODE[/gpus/INDEX]/(cordon|drain|uncordon)?reason=...
   void CordonAction(const http::Request& req, http::Response& res, AuditNote& note);
   // Alerts (api_alerts.cc, docs/operations.md "Alerts").
@@ -182,12 +201,14 @@ class Api {
   void GetAlertRules(const http::Request& req, http::Response& res);
   void ApplyAlertRules(const http::Request& req, http::Response& res, AuditNote& note);
   void ListAlertDeliveries(const http::Request& req, http::Response& res);
-  void GetPolicy(const http::Request& req, http::Response& res);
+  void GetPolicy(const http::Request& req, http::Response& res, const model::TenantScope& scope);
   void ListPolicyVersions(const http::Request& req, http::Response& res);
-  void GetPolicyVersion(const http::Request& req, http::Response& res);
-  void ApplyPolicy(const http::Request& req, http::Response& res, AuditNote& note);
+  void GetPolicyVersion(const http::Request& req, http::Response& res,
+                        const model::TenantScope& scope);
+  void ApplyPolicy(const http::Request& req, http::Response& res, AuditNote& note,
+                   const model::TenantScope& scope);
   void RollbackPolicy(const http::Request& req, http::Response& res, AuditNote& note);
-  void DiffPolicy(const http::Request& req, http::Response& res);
+  void DiffPolicy(const http::Request& req, http::Response& res, const model::TenantScope& scope);
   // POST /v1/policy/preview: the recent history replayed under the active
   // and the proposed policy (policy_preview.h); applies nothing.
   void PreviewPolicy(const http::Request& req, http::Response& res);
@@ -198,7 +219,7 @@ class Api {
   void JobTelemetry(const http::Request& req, http::Response& res);
   // GET /v1/gpus/{uuid}/telemetry: one GPU's series; other tenants' runs
   // are "another tenant".
-  void GpuTelemetry(const http::Request& req, http::Response& res);
+  void GpuTelemetry(const http::Request& req, http::Response& res, const model::TenantScope& scope);
   // The job's runs summarized over [from, to).
   Result<std::map<std::string, store::UtilSummary>> JobRunSummaries(const store::JobRecord& job,
                                                                     TimeMs from, TimeMs to);

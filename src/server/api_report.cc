@@ -12,7 +12,8 @@
 
 namespace berth::server {
 
-void Api::GetOpsReport(const http::Request& req, http::Response& res) {
+void Api::GetOpsReport(const http::Request& req, http::Response& res,
+                       const model::TenantScope& scope) {
   if (meter_ == nullptr) {
     return ReplyError(res, Error{Code::kUnavailable, "this berthd keeps no usage records", {}});
   }
@@ -32,11 +33,10 @@ void Api::GetOpsReport(const http::Request& req, http::Response& res) {
                                              to, from),
                                  "to"});
   }
-  const Caller& caller = CurrentCaller();
   OpsInputs in;
   in.from = from;
   in.to = to;
-  in.fleet_visible = caller.platform_admin;
+  in.fleet_visible = scope.all();
 
   // Rows read, counted against report_max_rows_ over every source; each
   // read asks for one row more than is left, so a window holding more than
@@ -45,21 +45,21 @@ void Api::GetOpsReport(const http::Request& req, http::Response& res) {
   constexpr std::string_view kRows = "stored rows (jobs, runs and audit records)";
   const std::size_t cap = report_max_rows_;
   std::size_t read = 0;
-  auto records = meter_->Records(from, to, "", now, /*measure=*/true, cap + 1);
+  // Every read takes the request's scope: the rows of other tenants are
+  // neither read nor counted against the cap.
+  auto records = meter_->Records(from, to, "", scope, now, /*measure=*/true, cap + 1);
   if (!records) return ReplyError(res, records.error());
   read += records->size();
   if (read > cap) return ReplyError(res, WindowTooLarge(kRows, from, to, cap));
-  std::erase_if(*records, [&](const model::UsageRecord& r) { return !caller.CanRead(r.tenant); });
   in.records = std::move(*records);
 
   // Every job that may matter: one still waiting may be old, and a run
   // ending in the window may belong to an old job; one that finished
   // before the window cannot.
-  auto jobs = store_.JobsForWindow(from, to, cap - read + 1);
+  auto jobs = store_.JobsForWindow(from, to, scope, cap - read + 1);
   if (!jobs) return ReplyError(res, jobs.error());
   for (const auto& j : *jobs) read += 1 + j.runs.size();
   if (read > cap) return ReplyError(res, WindowTooLarge(kRows, from, to, cap));
-  std::erase_if(*jobs, [&](const store::JobRecord& j) { return !caller.CanRead(j.spec.tenant); });
   in.jobs = std::move(*jobs);
 
   if (audit_ != nullptr) {
@@ -67,13 +67,11 @@ void Api::GetOpsReport(const http::Request& req, http::Response& res) {
     filter.since = from;
     filter.until = to;
     filter.limit = cap - read + 1;
+    filter.tenants = scope;
     auto entries = audit_->Query(filter);
     if (!entries) return ReplyError(res, entries.error());
     read += entries->size();
     if (read > cap) return ReplyError(res, WindowTooLarge(kRows, from, to, cap));
-    std::erase_if(*entries, [&](const store::AuditEntry& e) {
-      return !e.tenant.empty() && !caller.CanRead(e.tenant);
-    });
     in.audit = std::move(*entries);
   }
 

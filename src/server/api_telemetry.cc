@@ -202,7 +202,8 @@ void Api::JobTelemetry(const http::Request& req, http::Response& res) {
   Reply(res, 200, out);
 }
 
-void Api::GpuTelemetry(const http::Request& req, http::Response& res) {
+void Api::GpuTelemetry(const http::Request& req, http::Response& res,
+                       const model::TenantScope& scope) {
   if (telemetry_ == nullptr) return ReplyError(res, NoTelemetry());
   const std::string uuid = req.matches[1];
   auto nodes = controller_.Nodes();
@@ -229,14 +230,13 @@ void Api::GpuTelemetry(const http::Request& req, http::Response& res) {
   if (!window) return ReplyError(res, window.error());
   auto history = telemetry_->GpuHistory(uuid, window->from, window->to, window->step_ms);
   if (!history) return ReplyError(res, history.error());
-  const Caller& caller = CurrentCaller();
   std::map<std::int64_t, bool> readable;  // job id -> whether the caller may name its runs
   auto shown = [&](const std::string& run_id) -> std::string {
     const std::int64_t job = JobOfRun(run_id);
     auto [it, inserted] = readable.try_emplace(job, false);
     if (inserted && job > 0) {
       auto tenant = store_.JobTenant(job);
-      it->second = tenant && caller.CanRead(*tenant);
+      it->second = tenant && scope.Contains(*tenant);
     }
     return it->second ? run_id : std::string(kAnotherTenant);
   };

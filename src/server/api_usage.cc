@@ -135,23 +135,23 @@ Result<std::pair<TimeMs, TimeMs>> Window(const http::Request& req, TimeMs now) {
   return std::pair{from, to};
 }
 
-// The window's usage records of the current caller's tenants only
+// The window's usage records of the request's tenant scope only
 // (docs/security.md): a member's report is its tenants' records, and totals
-// reconcile with exactly those.
+// reconcile with exactly those. The scope filters in the store's query, so
+// other tenants' runs are neither read nor counted.
 // At most `max_rows` runs are read (Api::set_report_max_rows); a window
 // holding more is refused naming `from`.
 Result<std::vector<model::UsageRecord>> VisibleRecords(Meter& meter,
                                                        const std::pair<TimeMs, TimeMs>& window,
-                                                       const std::string& tenant, TimeMs now,
+                                                       const std::string& tenant,
+                                                       const model::TenantScope& scope, TimeMs now,
                                                        std::size_t max_rows) {
-  auto records =
-      meter.Records(window.first, window.second, tenant, now, /*measure=*/false, max_rows + 1);
+  auto records = meter.Records(window.first, window.second, tenant, scope, now,
+                               /*measure=*/false, max_rows + 1);
   if (!records) return std::unexpected(records.error());
   if (records->size() > max_rows) {
     return std::unexpected(WindowTooLarge("runs", window.first, window.second, max_rows));
   }
-  const Caller& caller = CurrentCaller();
-  std::erase_if(*records, [&](const model::UsageRecord& r) { return !caller.CanRead(r.tenant); });
   BERTH_RETURN_IF_ERROR(meter.Measure(*records, window.first, window.second));
   return records;
 }
@@ -238,7 +238,7 @@ void Api::ApplyPrices(const http::Request& req, http::Response& res, AuditNote& 
   Reply(res, 201, json{{"version", *version}});
 }
 
-void Api::Usage(const http::Request& req, http::Response& res) {
+void Api::Usage(const http::Request& req, http::Response& res, const model::TenantScope& scope) {
   if (meter_ == nullptr) return ReplyError(res, NoMeter());
   const TimeMs now = clock_.NowMs();
   auto window = Window(req, now);
@@ -246,7 +246,7 @@ void Api::Usage(const http::Request& req, http::Response& res) {
   auto keys = model::ParseUsageKeys(req.has_param("by") ? req.get_param_value("by") : "tenant");
   if (!keys) return ReplyError(res, keys.error());
   auto records =
-      VisibleRecords(*meter_, *window, req.get_param_value("tenant"), now, report_max_rows_);
+      VisibleRecords(*meter_, *window, req.get_param_value("tenant"), scope, now, report_max_rows_);
   if (!records) return ReplyError(res, records.error());
   auto prices = meter_->Prices();
   if (!prices) return ReplyError(res, prices.error());
@@ -267,7 +267,8 @@ void Api::Usage(const http::Request& req, http::Response& res) {
              {"idle_window_ms", meter_->idle_window_ms()}});
 }
 
-void Api::UsageRecords(const http::Request& req, http::Response& res) {
+void Api::UsageRecords(const http::Request& req, http::Response& res,
+                       const model::TenantScope& scope) {
   if (meter_ == nullptr) return ReplyError(res, NoMeter());
   const TimeMs now = clock_.NowMs();
   auto window = Window(req, now);
@@ -297,7 +298,7 @@ void Api::UsageRecords(const http::Request& req, http::Response& res) {
     after.emplace(start, key->substr(colon + 1));
   }
   auto records =
-      VisibleRecords(*meter_, *window, req.get_param_value("tenant"), now, report_max_rows_);
+      VisibleRecords(*meter_, *window, req.get_param_value("tenant"), scope, now, report_max_rows_);
   if (!records) return ReplyError(res, records.error());
   auto prices = meter_->Prices();
   if (!prices) return ReplyError(res, prices.error());
@@ -338,17 +339,14 @@ void Api::UsageRecords(const http::Request& req, http::Response& res) {
   Reply(res, 200, body);
 }
 
-void Api::ListBudgets(const http::Request&, http::Response& res) {
+void Api::ListBudgets(const http::Request&, http::Response& res, const model::TenantScope& scope) {
   if (meter_ == nullptr) return ReplyError(res, NoMeter());
-  auto states = meter_->Budgets(clock_.NowMs());
+  auto states = meter_->Budgets(clock_.NowMs(), scope);
   if (!states) return ReplyError(res, states.error());
   auto prices = meter_->Prices();
   if (!prices) return ReplyError(res, prices.error());
-  const Caller& caller = CurrentCaller();
   json list = json::array();
-  for (const auto& s : *states) {
-    if (caller.CanRead(s.budget.tenant)) list.push_back(BudgetJson(s, Currency(*prices)));
-  }
+  for (const auto& s : *states) list.push_back(BudgetJson(s, Currency(*prices)));
   Reply(res, 200, json{{"budgets", list}});
 }
 

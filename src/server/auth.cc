@@ -253,11 +253,11 @@ Status Authorizer::CheckNamed(const Caller& caller, std::string_view tenant, Nee
       "tenant");
 }
 
-std::optional<std::vector<std::string>> Authorizer::Visible(const Caller& caller) {
-  if (caller.platform_admin) return std::nullopt;
-  std::vector<std::string> out;
-  for (const auto& [tenant, role] : caller.tenants) out.push_back(tenant);
-  return out;
+model::TenantScope Authorizer::ScopeOf(const Caller& caller) {
+  if (caller.platform_admin) return model::TenantScope::All();
+  std::vector<std::string> tenants;
+  for (const auto& [tenant, role] : caller.tenants) tenants.push_back(tenant);
+  return model::TenantScope::Of(std::move(tenants));
 }
 
 void Authorizer::ForgetToken(std::string_view token_id) {

@@ -2,8 +2,10 @@
 // is registered with a Rule; the Guard in front of its handler authenticates
 // the bearer token, checks the rule, and only then runs the handler with the
 // caller in scope. Handlers never compare tenants themselves: for a tenant
-// named in a request body they ask Authorizer::Check, for lists they pass
-// Authorizer::Visible to the store query or the renderer.
+// named in a request body they ask Authorizer::CheckNamed; for lists the
+// guard computes the request's tenant scope once (Authorizer::ScopeOf) and
+// hands it to the handler, which passes it to the store query (or, for
+// names inside an object, the renderer).
 //
 // Other tenants' objects answer 404 ("no job 12"), exactly as if they did not
 // exist, so ids and names of other teams' work never leak. A caller who can
@@ -24,6 +26,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "http/message.h"
+#include "model/tenant_scope.h"
 #include "server/rate_limit.h"
 #include "store/identity_store.h"
 
@@ -62,7 +65,7 @@ struct Caller {
 // What a route needs of its caller.
 enum class Access {
   kPublic,         // no token: /healthz, /v1/openapi.json
-  kAuthenticated,  // any valid token; the handler narrows by Visible or Check
+  kAuthenticated,  // any valid token; the handler narrows by its scope or CheckNamed
   kPlatformAdmin,  // the cluster's own state: nodes, policy, prices, identities
 };
 
@@ -146,8 +149,11 @@ class Authorizer {
   // body): PermissionDenied naming the role it lacks. Tenant names are not
   // secret (the policy lists them), so this is 403, never 404.
   static Status CheckNamed(const Caller& caller, std::string_view tenant, Need need);
-  // The tenants whose objects `caller` may list; nullopt: every tenant.
-  static std::optional<std::vector<std::string>> Visible(const Caller& caller);
+  // The tenants whose objects `caller` may list: every tenant for a
+  // platform admin, its memberships for anyone else, none for a job token,
+  // a metrics-reader or an anonymous caller. The guard computes it once per
+  // request (Api::Route) and hands it to the handler.
+  static model::TenantScope ScopeOf(const Caller& caller);
 
   // Job tokens (job_token.h) are verified with `key` and admitted while
   // `lookup` says their run is active. Unset: every job token is refused.

@@ -46,9 +46,10 @@ Result<std::vector<model::PriceVersion>> Meter::Prices() {
 }
 
 Result<std::vector<model::UsageRecord>> Meter::Records(TimeMs from, TimeMs to,
-                                                       const std::string& tenant, TimeMs now,
+                                                       const std::string& tenant,
+                                                       const model::TenantScope& scope, TimeMs now,
                                                        bool measure, std::size_t max_runs) {
-  auto runs = meter_store_.UsageRuns(from, std::min(to, now + 1), tenant, max_runs);
+  auto runs = meter_store_.UsageRuns(from, std::min(to, now + 1), tenant, scope, max_runs);
   if (!runs) return std::unexpected(runs.error());
   auto nodes = store_.ListNodes();
   if (!nodes) return std::unexpected(nodes.error());
@@ -172,13 +173,14 @@ Status Meter::Measure(std::vector<model::UsageRecord>& records, TimeMs from, Tim
   return {};
 }
 
-Result<std::vector<model::BudgetState>> Meter::Budgets(TimeMs now) {
-  auto budgets = meter_store_.ListBudgets();
+Result<std::vector<model::BudgetState>> Meter::Budgets(TimeMs now,
+                                                       const model::TenantScope& scope) {
+  auto budgets = meter_store_.ListBudgets(scope);
   if (!budgets) return std::unexpected(budgets.error());
   std::vector<model::BudgetState> out;
   if (budgets->empty()) return out;
   const TimeMs from = model::MonthStart(now);
-  auto records = Records(from, now, "", now, /*measure=*/false);
+  auto records = Records(from, now, "", scope, now, /*measure=*/false);
   if (!records) return std::unexpected(records.error());
   std::map<std::string, std::pair<std::int64_t, std::int64_t>> used;  // mgpu_ms, cost
   for (const auto& r : *records) {
@@ -194,7 +196,7 @@ Result<std::vector<model::BudgetState>> Meter::Budgets(TimeMs now) {
 
 Result<std::map<std::string, model::Reason>> Meter::CheckBudgets(TimeMs now) {
   std::map<std::string, model::Reason> over;
-  auto states = Budgets(now);
+  auto states = Budgets(now, model::TenantScope::All());
   if (!states) return std::unexpected(states.error());
   if (states->empty()) return over;
   std::string currency = "USD";

@@ -46,19 +46,23 @@ class Meter {
   std::int64_t idle_window_ms() const { return idle_window_ms_; }
 
   // Every run's record clipped to [from, to) and priced; an open run ends at
-  // `now` (when that is before `to`). `tenant` empty: all. With `measure`
+  // `now` (when that is before `to`). Only runs of tenants in `scope` are
+  // read; `tenant` empty: all of those. With `measure`
   // and telemetry, each piece is weighted by its GPUs' measured utilization
   // (model::MeasureRecord) and idle allocations are flagged. At most
   // `max_runs` runs are read (MeterStore::UsageRuns).
   [[nodiscard]] Result<std::vector<model::UsageRecord>> Records(
-      TimeMs from, TimeMs to, const std::string& tenant, TimeMs now, bool measure = true,
+      TimeMs from, TimeMs to, const std::string& tenant, const model::TenantScope& scope,
+      TimeMs now, bool measure = true,
       std::size_t max_runs = std::numeric_limits<std::int64_t>::max());
   // Fills records' measured figures from telemetry (see Records); records
   // must come from Records(from, to, ...). No telemetry: unchanged.
   [[nodiscard]] Status Measure(std::vector<model::UsageRecord>& records, TimeMs from, TimeMs to);
   [[nodiscard]] Result<std::vector<model::PriceVersion>> Prices();
-  // Every budget against its tenant's usage in the month of `now`.
-  [[nodiscard]] Result<std::vector<model::BudgetState>> Budgets(TimeMs now);
+  // Every budget of a tenant in `scope` against its tenant's usage in the
+  // month of `now`.
+  [[nodiscard]] Result<std::vector<model::BudgetState>> Budgets(TimeMs now,
+                                                                const model::TenantScope& scope);
   // Budgets() plus an alert for each threshold crossed this month (once per
   // threshold per month). Returns the reason a low-priority job of each
   // tenant over an enforced budget waits with.

@@ -7,7 +7,7 @@
 // key (keyset paging, never OFFSET), so rows added meanwhile neither shift
 // nor repeat a later page. A forged cursor only moves the position: every
 // page is filtered by the same authorization as the first
-// (Authorizer::Visible), so it shows nothing the caller could not list.
+// (Authorizer::ScopeOf, the request's tenant scope), so it shows nothing the caller could not list.
 #pragma once
 
 #include <cstddef>

@@ -8,6 +8,7 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <queue>
 #include <random>
@@ -17,6 +18,7 @@
 
 #include "model/usage_ledger.h"
 #include "sched/running_memo.h"
+#include "sim/lifecycle.h"
 
 namespace berth::sim {
 namespace {
@@ -34,6 +36,10 @@ struct JobState {
   std::int64_t attained_gpu_ms = 0;  // GPU time of finished or evicted runs
   bool restarted = false;            // evicted at least once: pays the restart overhead
   std::optional<Running> running;
+  // What the control layer's transitions have made of it (lifecycle.h):
+  // from its arrival until it succeeds, then dropped (nothing changes a
+  // finished job), so that only jobs in the system hold one.
+  std::unique_ptr<model::JobRecord> record;
 };
 
 // An exponentially distributed duration of mean `mean_ms` (at least 1 ms),
@@ -229,6 +235,8 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
       if (g.healthy && nodes[i].ready) ++result.cluster_gpus;
     }
   }
+  // What PlaceJob reads of the nodes (GPU UUIDs and memory), made once.
+  const SimNodes sim_nodes(nodes);
   std::map<std::int64_t, JobState> state;
   for (const auto& j : jobs) {
     state[j.id].job = &j;
@@ -348,7 +356,7 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
     pending.insert(id);
   };
   // A node goes down: its jobs stop, it and its GPUs are unavailable.
-  auto fail_node = [&](std::size_t n, TimeMs at, TimeMs down_ms) {
+  auto fail_node = [&](std::size_t n, TimeMs at, TimeMs down_ms) -> Result<bool> {
     ++result.node_failures;
     down_until[n] = at + down_ms;
     returns.insert({at + down_ms, n});
@@ -363,7 +371,10 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
         }
       }
     }
-    for (std::int64_t id : hit) stop(id, at, true);
+    for (std::int64_t id : hit) {
+      stop(id, at, true);
+      BERTH_RETURN_IF_ERROR(LoseNode(*state.at(id).record, node.name, outcome(id).failures, at));
+    }
     node.ready = false;
     for (auto& g : node.gpus) g.healthy = false;
     return !hit.empty();
@@ -381,6 +392,8 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
   while (true) {
     // Everything that happens up to `now`.
     while (next_arrival < arrivals.size() && arrivals[next_arrival]->submit_ms <= now) {
+      state.at(arrivals[next_arrival]->id).record =
+          std::make_unique<model::JobRecord>(ArrivedJob(*arrivals[next_arrival]));
       pending.insert(arrivals[next_arrival]->id);
       touched.insert(arrivals[next_arrival]->id);
       ++next_arrival;
@@ -399,6 +412,9 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
         auto [end, id] = *ends.begin();
         release(id, end);
         outcome(id).end_ms = end;
+        JobState& s = state.at(id);
+        BERTH_RETURN_IF_ERROR(Complete(*s.record, end));
+        s.record.reset();
         dirty = true;
       } else if (tr == t) {
         const std::size_t n = returns.begin()->second;
@@ -419,7 +435,9 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
           }
           continue;
         }
-        if (fail_node(n, at, down_ms)) dirty = true;
+        auto hit = fail_node(n, at, down_ms);
+        if (!hit) return std::unexpected(std::move(hit.error()));
+        if (*hit) dirty = true;
         if (random) {
           failures.insert({at + down_ms + Exponential(rngs[n], rf.mtbf_ms), n,
                            Exponential(rngs[n], rf.mttr_ms), true});
@@ -464,6 +482,7 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
       for (const auto& e : plan.evictions) {
         if (!state.at(e.job_id).running) continue;
         stop(e.job_id, now, false);
+        BERTH_RETURN_IF_ERROR(EvictAndExit(*state.at(e.job_id).record, e, now));
         if (e.cause == sched::EvictionCause::kMove) ++outcome(e.job_id).moves;
       }
       for (const auto& p : plan.placements) {
@@ -491,6 +510,7 @@ Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
             }
           }
         }
+        BERTH_RETURN_IF_ERROR(PlaceAndStart(*s.record, p, sim_nodes.index(), policy.version, now));
         hold(*s.job, p.replicas, true);
         TimeMs run_for =
             s.job->duration_ms - s.work_saved_ms + (s.restarted ? options.restart_overhead_ms : 0);

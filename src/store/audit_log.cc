@@ -14,6 +14,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "store/sqlite_scope.h"
+
 namespace berth::store {
 namespace {
 
@@ -281,6 +283,7 @@ Result<std::vector<AuditEntry>> AuditLog::Query(const AuditFilter& filter) {
   if (!filter.action.empty())
     sql += prefix ? " AND substr(action, 1, length(?5)) = ?5" : " AND action = ?5";
   if (filter.after_seq) sql += " AND seq < ?7";
+  sql += ScopeSql(filter.tenants, "tenant", 8, /*keep_untenanted=*/true);
   sql += " ORDER BY seq DESC LIMIT ?6";
   auto st = reader_.Prepare(sql);
   if (!st) return std::unexpected(st.error());
@@ -291,6 +294,7 @@ Result<std::vector<AuditEntry>> AuditLog::Query(const AuditFilter& filter) {
   if (!filter.action.empty()) st->Bind(5, filter.action);
   st->Bind(6, static_cast<std::int64_t>(filter.limit));
   if (filter.after_seq) st->Bind(7, *filter.after_seq);
+  BindScope(*st, 8, filter.tenants);
   std::vector<AuditEntry> out;
   for (;;) {
     auto row = st->Step();

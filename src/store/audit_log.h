@@ -24,6 +24,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "model/tenant_scope.h"
 #include "store/sqlite_db.h"
 
 namespace berth::store {
@@ -61,6 +62,10 @@ struct AuditFilter {
   std::optional<TimeMs> until;  // time_ms < until
   std::string actor;            // exact; empty: any
   std::string tenant;
+  // Only records of tenants in this scope (the request's tenant scope,
+  // model/tenant_scope.h), and records of no tenant (a login, a refused
+  // token); filtered in the query before `limit`.
+  model::TenantScope tenants = model::TenantScope::All();
   std::string action;        // exact, or a prefix ending in '.' ("job.")
   std::size_t limit = 1000;  // the newest `limit` matches, returned oldest first
   // Keyset paging backwards in time: only records older than this one

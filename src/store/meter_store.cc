@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "store/sqlite_scope.h"
+
 namespace berth::store {
 namespace {
 
@@ -111,6 +113,7 @@ Result<std::vector<StoredPriceVersion>> MeterStore::PriceVersions() {
 
 Result<std::vector<UsageRun>> MeterStore::UsageRuns(TimeMs from, TimeMs to,
                                                     const std::string& tenant,
+                                                    const model::TenantScope& scope,
                                                     std::size_t max_rows) {
   std::lock_guard lock(mu_);
   auto st = db_.Prepare(fmt::format(
@@ -119,15 +122,15 @@ Result<std::vector<UsageRun>> MeterStore::UsageRuns(TimeMs from, TimeMs to,
       "r.failure_class, r.exit_code, r.signal, j.tenant, j.queue, j.submitted_by, "
       "COALESCE(json_extract(j.spec, '$.pool'), '') "
       "FROM runs r JOIN jobs j ON j.id = r.job_id "
-      "WHERE r.started_ms IS NOT NULL AND r.started_ms < ? "
-      "AND (r.finished_ms IS NULL OR r.finished_ms > ?) {} "
-      "ORDER BY r.started_ms, r.run_id LIMIT ?",
-      tenant.empty() ? "" : "AND j.tenant = ?"));
+      "WHERE r.started_ms IS NOT NULL AND r.started_ms < ?1 "
+      "AND (r.finished_ms IS NULL OR r.finished_ms > ?2) AND (?3 = '' OR j.tenant = ?3){} "
+      "ORDER BY r.started_ms, r.run_id LIMIT ?4",
+      ScopeSql(scope, "j.tenant", 5)));
   if (!st) return std::unexpected(st.error());
-  st->Bind(1, to).Bind(2, from);
-  if (!tenant.empty()) st->Bind(3, tenant);
-  st->Bind(tenant.empty() ? 3 : 4, static_cast<std::int64_t>(std::min<std::size_t>(
-                                       max_rows, std::numeric_limits<std::int64_t>::max())));
+  st->Bind(1, to).Bind(2, from).Bind(3, tenant);
+  st->Bind(4, static_cast<std::int64_t>(
+                  std::min<std::size_t>(max_rows, std::numeric_limits<std::int64_t>::max())));
+  BindScope(*st, 5, scope);
   std::vector<UsageRun> out;
   for (;;) {
     auto row = st->Step();
@@ -182,12 +185,14 @@ Result<bool> MeterStore::DeleteBudget(const std::string& tenant) {
   return db_.Changes() > 0;
 }
 
-Result<std::vector<model::Budget>> MeterStore::ListBudgets() {
+Result<std::vector<model::Budget>> MeterStore::ListBudgets(const model::TenantScope& scope) {
   std::lock_guard lock(mu_);
-  auto st = db_.Prepare(
+  auto st = db_.Prepare(fmt::format(
       "SELECT tenant, mgpu_ms, cost_micros, alert_percents, enforce, set_ms, set_by FROM budgets "
-      "ORDER BY tenant");
+      "WHERE 1=1{} ORDER BY tenant",
+      ScopeSql(scope, "tenant", 1)));
   if (!st) return std::unexpected(st.error());
+  BindScope(*st, 1, scope);
   std::vector<model::Budget> out;
   for (;;) {
     auto row = st->Step();

@@ -17,6 +17,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "model/tenant_scope.h"
 #include "model/usage.h"
 #include "store/sqlite_db.h"
 
@@ -70,18 +71,20 @@ class MeterStore {
   [[nodiscard]] Result<std::vector<StoredPriceVersion>> PriceVersions();
 
   // Runs that started before `to` and had not finished by `from` (running
-  // ones included); `tenant` empty: every tenant. Oldest start first, at
-  // most `max_rows` of them (a caller asking for its cap plus one learns
-  // that the window holds more).
+  // ones included); `tenant` empty: every tenant in `scope`. Only runs of
+  // jobs of tenants in `scope` (model/tenant_scope.h) are read and counted.
+  // Oldest start first, at most `max_rows` of them (a caller asking for its
+  // cap plus one learns that the window holds more).
   [[nodiscard]] Result<std::vector<UsageRun>> UsageRuns(
-      TimeMs from, TimeMs to, const std::string& tenant,
+      TimeMs from, TimeMs to, const std::string& tenant, const model::TenantScope& scope,
       std::size_t max_rows = std::numeric_limits<std::int64_t>::max());
 
   // Sets (replaces) a tenant's budget.
   [[nodiscard]] Status SetBudget(const model::Budget& budget);
   // Removes it; returns whether there was one.
   [[nodiscard]] Result<bool> DeleteBudget(const std::string& tenant);
-  [[nodiscard]] Result<std::vector<model::Budget>> ListBudgets();
+  // The budgets of the tenants in `scope`, by tenant.
+  [[nodiscard]] Result<std::vector<model::Budget>> ListBudgets(const model::TenantScope& scope);
 
  private:
   explicit MeterStore(Database db) : db_(std::move(db)) {}

@@ -25,6 +25,12 @@ std::optional<std::int32_t> OptInt32(std::optional<std::int64_t> v) {
 
 }  // namespace
 
+std::string ReasonText(const model::Reason& r) {
+  auto j = model::ToJson(r);
+  j.erase("message");  // rendered at read time, in the reader's language
+  return j.dump();
+}
+
 RunRecord ReadRun(const Statement& st) {
   RunRecord r;
   r.run_id = st.Text(0);

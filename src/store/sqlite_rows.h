@@ -24,6 +24,10 @@ inline constexpr std::string_view kJobColumns =
     "cancel_requested, policy_version, failures, retry_after_ms, submitted_by, cancelled_by, "
     "attempts";
 
+// A reason as the jobs table keeps it: JSON without the message, which is
+// rendered at read time, in the reader's language.
+std::string ReasonText(const model::Reason& r);
+
 // A row selected with kRunColumns.
 RunRecord ReadRun(const Statement& st);
 

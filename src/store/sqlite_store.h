@@ -47,7 +47,8 @@ class SqliteStore final : public Store {
   Result<std::vector<QuotaRequest>> ListQuotaRequests(const QuotaRequestFilter& filter) override;
   Result<QuotaRequest> GetQuotaRequest(std::int64_t id) override;
   Result<QuotaRequest> ApproveQuotaRequest(std::int64_t id, const std::string& by,
-                                           const std::string& comment, TimeMs now) override;
+                                           const std::string& comment, const QuotaApproval& approve,
+                                           TimeMs now) override;
   Result<QuotaRequest> RejectQuotaRequest(std::int64_t id, const std::string& by,
                                           const std::string& comment, TimeMs now) override;
   Result<QuotaRequest> WithdrawQuotaRequest(std::int64_t id, const std::string& by,
@@ -56,8 +57,6 @@ class SqliteStore final : public Store {
                                  std::string_view submitted_by = {}) override;
   Result<std::vector<std::int64_t>> CreateJobs(const model::JobSpec& spec, TimeMs now,
                                                std::string_view submitted_by) override;
-  Result<ArrayCancel> CancelArray(std::int64_t array_id, const std::string& by,
-                                  TimeMs now) override;
   CommitStats commit_stats() override;
   Result<PendingCount> PendingCounts(const std::string& tenant,
                                      std::string_view submitted_by) override;
@@ -65,19 +64,14 @@ class SqliteStore final : public Store {
   Result<std::vector<JobRecord>> ListJobs(const JobFilter& filter) override;
   Result<std::vector<JobRecord>> PendingJobs() override;
   Result<std::vector<RunRecord>> ActiveRuns() override;
-  Result<JobRecord> CancelJob(std::int64_t id, const std::string& by, TimeMs now) override;
-  Status ApplyPlan(const sched::Plan& plan, const std::vector<NodeRecord>& nodes,
-                   std::int64_t policy_version, TimeMs now) override;
   Status RecordCheckpoint(const std::string& run_id, TimeMs at) override;
-  Status MarkRunStarted(const std::string& run_id, std::int64_t pid, TimeMs started_at,
-                        TimeMs now) override;
-  Result<JobRecord> MarkRunExited(const RunExit& exit, TimeMs now) override;
-  Status RequestStop(std::int64_t job_id, const std::string& why, TimeMs now) override;
+  Status UpdateJobs(const JobTransactionBody& body) override;
   Result<std::optional<RunRecord>> GetRun(const std::string& run_id) override;
   [[nodiscard]] Result<std::vector<RunUsage>> FinishedRunsSince(TimeMs since) override;
   [[nodiscard]] Result<std::vector<JobRecord>> JobsSubmittedBetween(TimeMs since,
                                                                     TimeMs until) override;
   [[nodiscard]] Result<std::vector<JobRecord>> JobsForWindow(TimeMs from, TimeMs to,
+                                                             const model::TenantScope& scope,
                                                              std::size_t max_rows) override;
   // For tests: called by every read on the read connection once its
   // snapshot is taken and before its rows are read, on the reading thread,
@@ -92,9 +86,6 @@ class SqliteStore final : public Store {
                         const std::string& by, TimeMs now) override;
   Status SetGpuHealth(const std::string& node, std::uint32_t gpu, bool healthy,
                       const std::string& detail, TimeMs now) override;
-  Result<std::vector<std::int64_t>> StopRunsOnGpu(const std::string& node, std::uint32_t gpu,
-                                                  const std::string& detail, TimeMs now) override;
-  Result<std::vector<std::int64_t>> StopRunsOnNode(const std::string& node, TimeMs now) override;
   Result<std::int64_t> RaiseAlert(const Alert& alert) override;
   Result<std::optional<std::int64_t>> RaiseAlertOnce(const Alert& alert,
                                                      AlertDedupe dedupe) override;
@@ -125,15 +116,7 @@ class SqliteStore final : public Store {
   };
   // Stores a batch of submissions in one transaction (takes mu_).
   void CommitSubmissions(const std::vector<Submission*>& batch);
-  // Inside CommitSubmissions' transaction: refuses `spec` if it would take
-  // its tenant, or the member `by`, over a pending-job limit. `counts` is
-  // the prepared pending_counts query.
-  Status CheckPendingLimits(Statement& counts, const model::Policy& policy,
-                            const model::JobSpec& spec, std::string_view by);
-
   // Helpers that expect mu_ held.
-  // Inside the caller's transaction: cancels job `id` as CancelJob says.
-  Result<model::JobState> CancelLocked(std::int64_t id, const std::string& by, TimeMs now);
   Result<std::optional<JobRecord>> LoadJob(std::int64_t id, bool with_timeline);
   Result<std::vector<RunRecord>> LoadRuns(std::string_view where, std::int64_t arg);
   // On the read connection, with read_mu_ held, in one read transaction:
@@ -143,8 +126,6 @@ class SqliteStore final : public Store {
                                                   const std::vector<std::string>& text_binds,
                                                   const std::vector<std::int64_t>& int_binds,
                                                   bool with_runs = true);
-  // Asks every active run of the job that is not already stopping to stop,
-  // for `why` (its stopped_for). Inside the caller's transaction.
   Status AddNodeEvent(const std::string& node, TimeMs t, std::string_view event,
                       const std::string& message);
   Result<model::NodeInfo> LoadNodeInfo(const std::string& node);
@@ -155,13 +136,18 @@ class SqliteStore final : public Store {
   // Writes what a transition (control/transitions.h) left the job as, and
   // appends its events; inside the caller's transaction.
   Status PersistJob(const model::JobUpdate& update);
-  // Asks the job's active runs marked stop_requested to stop, for their
-  // stopped_for.
-  Status PersistRunStops(const JobRecord& job);
+  // Inserts the run, or writes every lifecycle column of it.
+  Status WriteRun(const RunRecord& run);
+  // Jobs of array `array_id`, by id.
+  Result<std::vector<std::int64_t>> ArrayElements(std::int64_t array_id);
+  // Sets a Pending job's reason unless it is already this one.
+  Status SetPendingReason(std::int64_t id, const model::Reason& reason);
+  // Runs the UpdateJobs body over this store's connection
+  // (sqlite_store_lifecycle.cc).
+  class JobTx;
+  friend class JobTx;
   // Jobs with an active run on `node`, by id.
   Result<std::vector<std::int64_t>> ActiveJobsOn(const std::string& node);
-  // Inserts the job's runs (new, Starting).
-  Status InsertRuns(const JobRecord& job);
   Status MigrateQueuesToPolicy(bool had_queue_tables, TimeMs now);
   Result<std::optional<PolicyVersion>> LoadPolicyVersion(std::int64_t version);
   // The active version, parsed; cached until the next apply.

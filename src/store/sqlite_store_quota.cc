@@ -5,8 +5,8 @@
 
 #include <cctype>
 
-#include "control/transitions.h"
 #include "model/policy.h"
+#include "store/sqlite_scope.h"
 #include "store/sqlite_store.h"
 
 namespace berth::store {
@@ -133,12 +133,13 @@ Result<std::vector<QuotaRequest>> SqliteStore::ListQuotaRequests(const QuotaRequ
   std::lock_guard lock(mu_);
   auto st = db_.Prepare(
       fmt::format("SELECT {} FROM quota_requests WHERE (?1 = '' OR state = ?1) AND (?2 = '' OR "
-                  "tenant = ?2) ORDER BY id DESC LIMIT ?3",
-                  kQuotaRequestColumns));
+                  "tenant = ?2){} ORDER BY id DESC LIMIT ?3",
+                  kQuotaRequestColumns, ScopeSql(filter.tenants, "tenant", 4)));
   if (!st) return std::unexpected(st.error());
   st->Bind(1, filter.state ? QuotaRequestStateName(*filter.state) : std::string_view())
       .Bind(2, filter.tenant)
       .Bind(3, static_cast<std::int64_t>(filter.limit));
+  BindScope(*st, 4, filter.tenants);
   std::vector<QuotaRequest> out;
   for (;;) {
     auto row = st->Step();
@@ -190,7 +191,8 @@ Status SqliteStore::DecideQuotaRequest(const QuotaRequest& request, QuotaRequest
 }
 
 Result<QuotaRequest> SqliteStore::ApproveQuotaRequest(std::int64_t id, const std::string& by,
-                                                      const std::string& comment, TimeMs now) {
+                                                      const std::string& comment,
+                                                      const QuotaApproval& approve, TimeMs now) {
   std::lock_guard lock(mu_);
   Transaction tx(db_);
   BERTH_RETURN_IF_ERROR(tx.Begin());
@@ -204,10 +206,7 @@ Result<QuotaRequest> SqliteStore::ApproveQuotaRequest(std::int64_t id, const std
   auto active = Active();
   if (!active) return std::unexpected(active.error());
   const std::int64_t from = (*active)->version;
-  auto policy =
-      control::ApproveQuota((*active)->policy, from,
-                            {id, request->queue, request->resource, request->guaranteed,
-                             request->borrow_limit, request->weight, request->lending_limit});
+  auto policy = approve((*active)->policy, from, *request);
   if (!policy) return std::unexpected(policy.error());
   // The new version's text is the policy as Berth prints it: the same
   // validation and guard as `berth policy apply` run on it.

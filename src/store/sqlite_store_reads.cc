@@ -6,6 +6,7 @@
 
 #include "model/job.h"
 #include "store/sqlite_rows.h"
+#include "store/sqlite_scope.h"
 #include "store/sqlite_store.h"
 
 namespace berth::store {
@@ -55,14 +56,8 @@ Result<std::vector<JobRecord>> SqliteStore::ListJobs(const JobFilter& filter) {
     sql += " AND queue=?";
     binds.push_back(filter.queue);
   }
-  if (filter.tenants) {
-    sql += " AND tenant IN (''";  // '' matches no tenant: an empty list shows nothing
-    for (const auto& t : *filter.tenants) {
-      sql += ",?";
-      binds.push_back(t);
-    }
-    sql += ")";
-  }
+  sql += ScopeSql(filter.tenants, "tenant", static_cast<int>(binds.size()) + 1);
+  binds.insert(binds.end(), filter.tenants.tenants().begin(), filter.tenants.tenants().end());
   // Integers last: they bind after the text binds, in this order.
   std::vector<std::int64_t> ints;
   if (filter.array_id) {
@@ -86,14 +81,16 @@ Result<std::vector<JobRecord>> SqliteStore::JobsSubmittedBetween(TimeMs since, T
 }
 
 Result<std::vector<JobRecord>> SqliteStore::JobsForWindow(TimeMs from, TimeMs to,
+                                                          const model::TenantScope& scope,
                                                           std::size_t max_rows) {
   // A job with no finish time may be any age; one that finished before the
   // window cannot wait in it or have a run in it.
+  std::vector<std::string> binds(scope.tenants().begin(), scope.tenants().end());
   return ReadJobsWithRuns(
-      fmt::format("SELECT {} FROM jobs WHERE submitted_ms < ? AND (finished_ms IS NULL OR "
-                  "finished_ms >= ?) ORDER BY submitted_ms, id LIMIT ?",
-                  kJobColumns),
-      {}, {to, from, static_cast<std::int64_t>(max_rows)});
+      fmt::format("SELECT {} FROM jobs WHERE 1=1{} AND submitted_ms < ? AND (finished_ms IS NULL "
+                  "OR finished_ms >= ?) ORDER BY submitted_ms, id LIMIT ?",
+                  kJobColumns, ScopeSql(scope, "tenant", 1)),
+      binds, {to, from, static_cast<std::int64_t>(max_rows)});
 }
 
 }  // namespace berth::store

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -12,12 +13,13 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "model/admission.h"
 #include "model/job.h"
 #include "model/job_record.h"
 #include "model/node.h"
 #include "model/policy.h"
 #include "model/reason.h"
-#include "sched/plan.h"
+#include "model/tenant_scope.h"
 
 namespace berth::store {
 
@@ -50,8 +52,9 @@ struct JobFilter {
   // Whether to load each job's runs (one query for the whole page); a
   // summary needs none.
   bool with_runs = true;
-  // Only these tenants' jobs (the caller's visible tenants); nullopt: all.
-  std::optional<std::vector<std::string>> tenants{};
+  // Only the jobs of tenants in this scope (the request's tenant scope,
+  // model/tenant_scope.h), filtered in the query before `limit`.
+  model::TenantScope tenants = model::TenantScope::All();
   // Only the elements of this job array.
   std::optional<std::int64_t> array_id{};
 };
@@ -63,12 +66,7 @@ struct CommitStats {
   std::uint64_t submissions = 0;
 };
 
-// Jobs waiting to be placed (state pending): a tenant's, and one member's
-// of them.
-struct PendingCount {
-  std::int64_t tenant = 0;
-  std::int64_t member = 0;
-};
+using model::PendingCount;
 
 // What cancelling an array did: elements cancelled before they started,
 // and elements asked to stop (they end Cancelled once their runs stop).
@@ -203,16 +201,54 @@ struct QuotaRequestFilter {
   std::optional<QuotaRequestState> state;  // none: any
   std::string tenant;                      // empty: any
   std::size_t limit = 1000;
+  // Only the requests of tenants in this scope (the request's tenant scope,
+  // model/tenant_scope.h), filtered in the query before `limit`.
+  model::TenantScope tenants = model::TenantScope::All();
 };
 
-// "queue vision/nlp does not exist in policy v3; tenant vision has queues
-// vision/training, ...": the error a submission to an unknown queue gets.
-std::string UnknownQueueMessage(const model::Policy& policy, const std::string& tenant,
-                                const std::string& queue);
+using model::UnknownQueueMessage;
 
-class Store {
+// One write transaction over jobs and runs. The control layer's lifecycle
+// (control/lifecycle.h) loads the records it decides on through it, applies
+// the transitions (control/transitions.h) and writes what they made of
+// them; JobStore::UpdateJobs commits all of it, or none. A backend only
+// loads and persists here: it decides nothing.
+class JobTransaction {
  public:
-  virtual ~Store() = default;
+  virtual ~JobTransaction() = default;
+  // The job with every run of every attempt (no timeline); nullopt when no
+  // job has this id.
+  [[nodiscard]] virtual Result<std::optional<JobRecord>> Load(std::int64_t id) = 0;
+  // The id of the job that run `run_id` belongs to; nullopt when no run has
+  // this id.
+  [[nodiscard]] virtual Result<std::optional<std::int64_t>> JobOfRun(const std::string& run_id) = 0;
+  // Jobs with a Starting or Running run on `node`, by id.
+  [[nodiscard]] virtual Result<std::vector<std::int64_t>> ActiveJobsOn(const std::string& node) = 0;
+  // The elements of array `array_id`, by id; empty when there is no such
+  // array.
+  [[nodiscard]] virtual Result<std::vector<std::int64_t>> ArrayElements(std::int64_t array_id) = 0;
+  // Writes the job as a transition left it: every lifecycle field of
+  // update.job, its events appended to the timeline, and each run in
+  // update.job.runs that is new or differs from the run Load returned.
+  [[nodiscard]] virtual Status Write(const model::JobUpdate& update) = 0;
+  // Sets a Pending job's reason; nothing when the job is no longer Pending
+  // or its reason is already this one.
+  [[nodiscard]] virtual Status SetPendingReason(std::int64_t id, const model::Reason& reason) = 0;
+};
+
+// The body of one job transaction: Ok commits what it wrote, an error rolls
+// all of it back and is returned.
+using JobTransactionBody = std::function<Status(JobTransaction&)>;
+
+// Builds the policy an approved quota request makes (control::ApproveQuota):
+// the active policy, its version, and the request.
+using QuotaApproval = std::function<Result<model::Policy>(
+    const model::Policy& active, std::int64_t version, const QuotaRequest& request)>;
+
+// --- policy: tenants, queues, versions and quota requests ---
+class PolicyStore {
+ public:
+  virtual ~PolicyStore() = default;
 
   // --- tenants and queues, answered from the active policy ---
   // `queue` may name a nested queue ("training/nlp"); the queue's path in the
@@ -266,15 +302,17 @@ class Store {
   [[nodiscard]] virtual Result<std::vector<QuotaRequest>> ListQuotaRequests(
       const QuotaRequestFilter& filter) = 0;
   [[nodiscard]] virtual Result<QuotaRequest> GetQuotaRequest(std::int64_t id) = 0;
-  // One transaction: the active policy with the request's quota values set
-  // becomes a new policy version (applied_by `by`, comment "quota request
-  // #N: <reason>"), validated and guarded as ApplyPolicy does, and the
-  // request becomes Approved with that version. A policy the change would
-  // make invalid is refused with the validator's error and nothing changes.
-  // A request that is not Pending: FailedPrecondition naming its state.
+  // One transaction: the policy `approve` makes of the active one becomes a
+  // new policy version (applied_by `by`, comment "quota request #N:
+  // <reason>"), validated and guarded as ApplyPolicy does, and the request
+  // becomes Approved with that version. A policy the change would make
+  // invalid is refused with the validator's error and nothing changes. A
+  // request that is not Pending: FailedPrecondition naming its state.
+  // Callers use control::ApproveQuotaRequest, which passes the rule.
   [[nodiscard]] virtual Result<QuotaRequest> ApproveQuotaRequest(std::int64_t id,
                                                                  const std::string& by,
                                                                  const std::string& comment,
+                                                                 const QuotaApproval& approve,
                                                                  TimeMs now) = 0;
   // Rejected (an admin's no) or Withdrawn (the filer's); the policy is not
   // touched. Not Pending: FailedPrecondition naming its state.
@@ -285,8 +323,13 @@ class Store {
   [[nodiscard]] virtual Result<QuotaRequest> WithdrawQuotaRequest(std::int64_t id,
                                                                   const std::string& by,
                                                                   TimeMs now) = 0;
+};
 
-  // --- jobs ---
+// --- jobs and runs: submissions, reads, and the lifecycle's transactions ---
+class JobStore {
+ public:
+  virtual ~JobStore() = default;
+
   // The tenant a job belongs to (cheap: no runs or timeline); NotFound as
   // GetJob says it.
   [[nodiscard]] virtual Result<std::string> JobTenant(std::int64_t id) = 0;
@@ -303,15 +346,11 @@ class Store {
   // unaffected.
   [[nodiscard]] virtual Result<std::vector<std::int64_t>> CreateJobs(
       const model::JobSpec& spec, TimeMs now, std::string_view submitted_by) = 0;
-  // Cancels every element of an array that has not finished, as CancelJob
-  // does each, in one transaction. NotFound when no job has this array id.
   virtual CommitStats commit_stats() = 0;
   // Jobs waiting in the queue (state pending) of `tenant`, and of those the
   // ones `submitted_by` submitted: what the pending-job limits count.
   [[nodiscard]] virtual Result<PendingCount> PendingCounts(const std::string& tenant,
                                                            std::string_view submitted_by) = 0;
-  [[nodiscard]] virtual Result<ArrayCancel> CancelArray(std::int64_t array_id,
-                                                        const std::string& by, TimeMs now) = 0;
   [[nodiscard]] virtual Result<JobRecord> GetJob(std::int64_t id) = 0;
   [[nodiscard]] virtual Result<std::vector<JobRecord>> ListJobs(const JobFilter& filter) = 0;
   // Jobs the scheduler should look at: Pending, oldest first.
@@ -319,28 +358,12 @@ class Store {
   // Runs in Starting or Running state, on any node, with their job ids.
   [[nodiscard]] virtual Result<std::vector<RunRecord>> ActiveRuns() = 0;
 
-  // Pending: cancels at once. Scheduled/Running: marks cancel requested and
-  // its runs stop-requested; the job becomes Cancelled when they exit.
-  [[nodiscard]] virtual Result<JobRecord> CancelJob(std::int64_t id, const std::string& by,
-                                                    TimeMs now) = 0;
-
-  // Applies one scheduling cycle's decisions in one transaction, all or
-  // nothing (control/transitions.h decides what each does): evicted jobs'
-  // runs are asked to stop, placed jobs become Scheduled with new runs,
-  // recording `policy_version`, the policy the plan was made under; pending
-  // jobs get their reason (written only when it changed).
-  [[nodiscard]] virtual Status ApplyPlan(const sched::Plan& plan,
-                                         const std::vector<NodeRecord>& nodes,
-                                         std::int64_t policy_version, TimeMs now) = 0;
-
-  [[nodiscard]] virtual Status MarkRunStarted(const std::string& run_id, std::int64_t pid,
-                                              TimeMs started_at, TimeMs now) = 0;
-  // Idempotent: an exit already recorded is not recorded again. Returns the
-  // job after the change, so the caller can stop the rest of a failed gang.
-  [[nodiscard]] virtual Result<JobRecord> MarkRunExited(const RunExit& exit, TimeMs now) = 0;
-  // Requests a stop of every active run of the job (gang failure, max runtime).
-  [[nodiscard]] virtual Status RequestStop(std::int64_t job_id, const std::string& why,
-                                           TimeMs now) = 0;
+  // Runs `body` in one write transaction (JobTransaction): everything it
+  // writes is durable when this returns Ok, and nothing of it when `body`
+  // (or the commit) fails, whose error is returned. The control layer's
+  // lifecycle (control/lifecycle.h) is its caller: cancel, plan, run
+  // started and exited, stops, GPU failure, drain.
+  [[nodiscard]] virtual Status UpdateJobs(const JobTransactionBody& body) = 0;
   [[nodiscard]] virtual Result<std::optional<RunRecord>> GetRun(const std::string& run_id) = 0;
   // A run reported a checkpoint at `at` (unix ms). Older reports than the
   // one stored change nothing; an exited run keeps its last one.
@@ -357,21 +380,17 @@ class Store {
   // run in the window), oldest first, each with its runs. At most
   // `max_rows` jobs: a caller that asks for its cap plus one learns the
   // window holds more than the cap.
-  [[nodiscard]] virtual Result<std::vector<JobRecord>> JobsForWindow(TimeMs from, TimeMs to,
-                                                                     std::size_t max_rows) = 0;
-  // A plan of evictions only (ApplyPlan). Each evicted job's active runs
-  // are asked to stop (stopped_for "preempted", "reclaimed" or "moved") and
-  // its timeline records the decision (a move also in the timeline of the
-  // job it makes room for). When its runs have exited the job returns to
-  // Pending with the eviction as its reason, and its next placement is a new
-  // attempt.
-  [[nodiscard]] Status EvictJobs(const std::vector<sched::Eviction>& evictions, TimeMs now) {
-    sched::Plan plan;
-    plan.evictions = evictions;
-    return ApplyPlan(plan, {}, 0, now);
-  }
+  // Only jobs of tenants in `scope` are read (and counted against
+  // `max_rows`).
+  [[nodiscard]] virtual Result<std::vector<JobRecord>> JobsForWindow(
+      TimeMs from, TimeMs to, const model::TenantScope& scope, std::size_t max_rows) = 0;
+};
 
-  // --- nodes ---
+// --- nodes, their cordons and GPU health ---
+class NodeStore {
+ public:
+  virtual ~NodeStore() = default;
+
   [[nodiscard]] virtual Status UpsertNode(const model::NodeInfo& info, TimeMs now) = 0;
   [[nodiscard]] virtual Status SetNodeState(const std::string& name, model::NodeState state,
                                             TimeMs now) = 0;
@@ -390,16 +409,13 @@ class Store {
   [[nodiscard]] virtual Status SetGpuHealth(const std::string& node, std::uint32_t gpu,
                                             bool healthy, const std::string& detail,
                                             TimeMs now) = 0;
-  // Stops the active runs holding `gpu` on `node` (stopped_for "gpu_error",
-  // failure class gpu_hardware, `detail` kept). Returns the jobs affected.
-  [[nodiscard]] virtual Result<std::vector<std::int64_t>> StopRunsOnGpu(const std::string& node,
-                                                                        std::uint32_t gpu,
-                                                                        const std::string& detail,
-                                                                        TimeMs now) = 0;
-  // Stops every active run on `node` (stopped_for "drained"); the jobs are
-  // queued again without counting a failure. Returns the jobs affected.
-  [[nodiscard]] virtual Result<std::vector<std::int64_t>> StopRunsOnNode(const std::string& node,
-                                                                         TimeMs now) = 0;
+};
+
+// --- alerts, their rules and deliveries ---
+class AlertStore {
+ public:
+  virtual ~AlertStore() = default;
+
   // --- alerts (the one writer of the alerts table) ---
   // Inserts the alert and, in the same transaction, one "raised" delivery per
   // sink in alert.sinks.
@@ -439,6 +455,14 @@ class Store {
                                                      TimeMs now) = 0;
   // Newest first.
   [[nodiscard]] virtual Result<std::vector<AlertDelivery>> ListDeliveries(std::size_t limit) = 0;
+};
+
+// The control plane's durable state, every concern in one database (one
+// backend: SqliteStore). Callers that need one concern take that interface;
+// the lifecycle's writes go through control/lifecycle.h.
+class Store : public PolicyStore, public JobStore, public NodeStore, public AlertStore {
+ public:
+  ~Store() override = default;
 };
 
 }  // namespace berth::store

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "control/lifecycle.h"
 #include "store/sqlite_store.h"
 
 namespace berth::server {
@@ -179,7 +180,7 @@ TEST_F(AlertingTest, QueueWaitNamesTheOldestJobPerQueue) {
   Evaluate();
   EXPECT_EQ(All().size(), 1U);
   // The oldest leaves; the next one has waited 22m < 30m: resolved.
-  ASSERT_TRUE(store_->CancelJob(first, "admin", clock_.NowMs()).has_value());
+  ASSERT_TRUE(control::CancelJob(*store_, first, "admin", clock_.NowMs()).has_value());
   Evaluate();
   alerts = All();
   ASSERT_EQ(alerts.size(), 1U);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "control/lifecycle.h"
 #include "sched/fifo_scheduler.h"
 #include "server/agent_session.h"
 #include "server/controller.h"
@@ -95,7 +96,7 @@ class CancelRaceTest : public ControllerFixture<sched::FifoScheduler> {
     sched::Plan plan;
     plan.placements.push_back({id, {{0, "n1", {0}}}});
     auto nodes = store_->ListNodes();
-    EXPECT_TRUE(store_->ApplyPlan(plan, *nodes, 1, clock_.NowMs()).has_value());
+    EXPECT_TRUE(control::ApplyPlan(*store_, plan, *nodes, 1, clock_.NowMs()).has_value());
     return store_->GetJob(id)->runs.at(0).run_id;
   }
   store::JobRecord Job(std::int64_t id) { return *store_->GetJob(id); }
@@ -207,7 +208,7 @@ TEST_F(CancelRaceTest, APreemptedRunThatNeverStartedIsRequeued) {
   Connect();
   auto id = Submit();
   auto run = Place(id);
-  ASSERT_TRUE(store_->RequestStop(id, "preempted", clock_.NowMs()).has_value());
+  ASSERT_TRUE(control::RequestStop(*store_, id, "preempted", clock_.NowMs()).has_value());
   ASSERT_TRUE(controller_->RunPass().has_value());
   auto job = Job(id);
   ASSERT_FALSE(job.runs.empty());

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "control/lifecycle.h"
 #include "unit/builders.h"
 #include "unit/server/api_harness.h"
 
@@ -58,15 +59,15 @@ class HistoryHarness : public ApiHarness {
     sched::Plan plan;
     plan.placements.push_back(p);
     auto nodes = store_->ListNodes();
-    ASSERT_TRUE(store_->ApplyPlan(plan, *nodes, 1, start).has_value());
+    ASSERT_TRUE(control::ApplyPlan(*store_, plan, *nodes, 1, start).has_value());
     std::string run_id = store_->GetJob(id)->runs.back().run_id;
-    ASSERT_TRUE(store_->MarkRunStarted(run_id, 42, start, start).has_value());
+    ASSERT_TRUE(control::MarkRunStarted(*store_, run_id, 42, start, start).has_value());
     if (end == 0) return;
     store::RunExit e;
     e.run_id = run_id;
     e.started_at_ms = start;
     e.ended_at_ms = end;
-    ASSERT_TRUE(store_->MarkRunExited(e, end).has_value());
+    ASSERT_TRUE(control::MarkRunExited(*store_, e, end).has_value());
   }
   // Three 100 s jobs of b, then two of a, each on the whole node: a waited
   // behind all of b, as b's guarantee says.

@@ -149,7 +149,7 @@ TEST_F(AuthorizerScopes, AJobTokenIsTheJobWhileItsRunIsActive) {
   // It holds no role anywhere: the handlers' own checks find nothing to show.
   EXPECT_FALSE(caller->platform_admin);
   EXPECT_FALSE(caller->CanRead("red"));
-  EXPECT_TRUE(Authorizer::Visible(*caller)->empty());
+  EXPECT_TRUE(Authorizer::ScopeOf(*caller).none());
 
   // Its run exited: refused, saying so. A run the store never had: the same.
   runs["12.0.1"].active = false;

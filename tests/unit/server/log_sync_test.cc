@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "control/lifecycle.h"
 #include "sched/fifo_scheduler.h"
 #include "server/agent_session.h"
 #include "server/controller.h"
@@ -75,9 +76,10 @@ class LogSyncTest : public ControllerFixture<sched::FifoScheduler> {
     sched::Plan plan;
     plan.placements.push_back({*id, {{0, "n1", {0}}}});
     auto nodes = store_->ListNodes();
-    EXPECT_TRUE(store_->ApplyPlan(plan, *nodes, 1, clock_.NowMs()).has_value());
+    EXPECT_TRUE(control::ApplyPlan(*store_, plan, *nodes, 1, clock_.NowMs()).has_value());
     const std::string run = store_->GetJob(*id)->runs.at(0).run_id;
-    EXPECT_TRUE(store_->MarkRunStarted(run, 4242, clock_.NowMs(), clock_.NowMs()).has_value());
+    EXPECT_TRUE(
+        control::MarkRunStarted(*store_, run, 4242, clock_.NowMs(), clock_.NowMs()).has_value());
     return run;
   }
   void Ship(const std::string& run, std::uint64_t offset, const std::string& data) {

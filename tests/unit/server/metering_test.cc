@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "control/lifecycle.h"
 #include "server/alerting.h"
 #include "store/sqlite_store.h"
 #include "unit/builders.h"
@@ -63,19 +64,20 @@ class MeteringTest : public ::testing::Test {
     sched::Plan plan;
     plan.placements.push_back(p);
     auto nodes = store_->ListNodes();
-    EXPECT_TRUE(store_->ApplyPlan(plan, *nodes, 1, clock_.NowMs()).has_value());
+    EXPECT_TRUE(control::ApplyPlan(*store_, plan, *nodes, 1, clock_.NowMs()).has_value());
     const std::string run_id = store_->GetJob(id)->runs.at(0).run_id;
-    EXPECT_TRUE(store_->MarkRunStarted(run_id, 42, clock_.NowMs(), clock_.NowMs()).has_value());
+    EXPECT_TRUE(
+        control::MarkRunStarted(*store_, run_id, 42, clock_.NowMs(), clock_.NowMs()).has_value());
     return run_id;
   }
   void End(const std::string& run_id) {
     store::RunExit e;
     e.run_id = run_id;
     e.ended_at_ms = clock_.NowMs();
-    ASSERT_TRUE(store_->MarkRunExited(e, clock_.NowMs()).has_value());
+    ASSERT_TRUE(control::MarkRunExited(*store_, e, clock_.NowMs()).has_value());
   }
   std::vector<model::UsageRecord> Records(TimeMs from, TimeMs to) {
-    auto r = meter_->Records(from, to, "", clock_.NowMs());
+    auto r = meter_->Records(from, to, "", model::TenantScope::All(), clock_.NowMs());
     EXPECT_TRUE(r.has_value()) << r.error().message;
     return r.value_or(std::vector<model::UsageRecord>{});
   }

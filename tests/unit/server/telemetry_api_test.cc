@@ -10,6 +10,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "control/lifecycle.h"
 #include "store/telemetry_store.h"
 #include "unit/server/api_harness.h"
 
@@ -86,12 +87,13 @@ class TelemetryApiTest : public ApiHarness {
     sched::Plan plan;
     plan.placements.push_back(p);
     auto nodes = store_->ListNodes();
-    EXPECT_TRUE(store_->ApplyPlan(plan, *nodes, 1, clock_.NowMs()).has_value());
+    EXPECT_TRUE(control::ApplyPlan(*store_, plan, *nodes, 1, clock_.NowMs()).has_value());
     auto job = store_->GetJob(id);
     EXPECT_TRUE(job.has_value() && !job->runs.empty());
     if (!job || job->runs.empty()) return {};
     const std::string run_id = job->runs[0].run_id;
-    EXPECT_TRUE(store_->MarkRunStarted(run_id, 42, clock_.NowMs(), clock_.NowMs()).has_value());
+    EXPECT_TRUE(
+        control::MarkRunStarted(*store_, run_id, 42, clock_.NowMs(), clock_.NowMs()).has_value());
     return {id, run_id};
   }
   model::GpuSample Sample(TimeMs at, std::uint32_t gpu, std::uint32_t util,

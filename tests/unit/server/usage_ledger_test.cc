@@ -10,6 +10,7 @@
 #include <numbers>
 
 #include "common/clock.h"
+#include "control/lifecycle.h"
 #include "sched/core_scheduler.h"
 #include "server/controller.h"
 #include "store/sqlite_store.h"
@@ -101,19 +102,20 @@ class DecayedUsageTest : public ControllerFixture<Recording> {
     sched::Plan plan;
     plan.placements.push_back(p);
     auto nodes = store_->ListNodes();
-    EXPECT_TRUE(store_->ApplyPlan(plan, *nodes, 1, clock_.NowMs()).has_value());
+    EXPECT_TRUE(control::ApplyPlan(*store_, plan, *nodes, 1, clock_.NowMs()).has_value());
     std::string run_id = store_->GetJob(id)->runs.at(0).run_id;
     if (started) MarkStarted(run_id);
     return run_id;
   }
   void MarkStarted(const std::string& run_id) {
-    EXPECT_TRUE(store_->MarkRunStarted(run_id, 42, clock_.NowMs(), clock_.NowMs()).has_value());
+    EXPECT_TRUE(
+        control::MarkRunStarted(*store_, run_id, 42, clock_.NowMs(), clock_.NowMs()).has_value());
   }
   void End(const std::string& run_id) {
     store::RunExit e;
     e.run_id = run_id;
     e.ended_at_ms = clock_.NowMs();
-    ASSERT_TRUE(store_->MarkRunExited(e, clock_.NowMs()).has_value());
+    ASSERT_TRUE(control::MarkRunExited(*store_, e, clock_.NowMs()).has_value());
   }
   double UsageOf(const std::string& queue) {
     auto it = scheduler_.last.decayed_usage.find(queue);

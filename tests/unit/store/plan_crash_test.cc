@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "control/lifecycle.h"
 #include "store/sqlite_store.h"
 #include "unit/builders.h"
 
@@ -48,8 +49,8 @@ TEST_F(PlanCrashTest, AKillBetweenEvictionsAndPlacementsLeavesNeither) {
     waiting = *(*store)->CreateJob(Spec("waiting"), 1000);
     sched::Plan first;
     first.placements.push_back({victim, {{0, "n1", {0}}}});
-    ASSERT_TRUE((*store)->ApplyPlan(first, *(*store)->ListNodes(), 1, 1500));
-    ASSERT_TRUE((*store)->MarkRunStarted(std::to_string(victim) + ".0.1", 42, 1600, 1600));
+    ASSERT_TRUE(control::ApplyPlan(**store, first, *(*store)->ListNodes(), 1, 1500));
+    ASSERT_TRUE(control::MarkRunStarted(**store, std::to_string(victim) + ".0.1", 42, 1600, 1600));
   }
   sched::Eviction e;
   e.job_id = victim;
@@ -67,7 +68,7 @@ TEST_F(PlanCrashTest, AKillBetweenEvictionsAndPlacementsLeavesNeither) {
     if (!store) _exit(2);
     auto nodes = (*store)->ListNodes();
     if (!nodes) _exit(3);
-    (void)(*store)->ApplyPlan(plan, *nodes, 1, 2000);
+    (void)control::ApplyPlan(**store, plan, *nodes, 1, 2000);
     _exit(0);  // the crash point did not fire
   }
   int status = 0;
@@ -89,7 +90,7 @@ TEST_F(PlanCrashTest, AKillBetweenEvictionsAndPlacementsLeavesNeither) {
   EXPECT_TRUE(w->runs.empty());
 
   // Applied again without the crash: all of it.
-  ASSERT_TRUE((*store)->ApplyPlan(plan, *(*store)->ListNodes(), 1, 3000));
+  ASSERT_TRUE(control::ApplyPlan(**store, plan, *(*store)->ListNodes(), 1, 3000));
   v = (*store)->GetJob(victim);
   EXPECT_TRUE(v->runs[0].stop_requested);
   EXPECT_EQ(v->runs[0].stopped_for, "preempted");

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "control/lifecycle.h"
 #include "store/sqlite_store.h"
 
 namespace berth::store {
@@ -126,7 +127,7 @@ TEST_F(QuotaRequestTest, FilingRefusesUnknownQueueResourceAndEmptyRequests) {
 TEST_F(QuotaRequestTest, ApprovalMakesNewPolicyVersionWithTheQuota) {
   auto filed = store_->FileQuotaRequest(Ask("vision/training", 6000, 1000), "alice", 3000);
   ASSERT_TRUE(filed.has_value());
-  auto approved = store_->ApproveQuotaRequest(filed->id, "root", "ok", 4000);
+  auto approved = control::ApproveQuotaRequest(*store_, filed->id, "root", "ok", 4000);
   ASSERT_TRUE(approved.has_value()) << approved.error().message;
   EXPECT_EQ(approved->state, QuotaRequestState::kApproved);
   EXPECT_EQ(approved->decided_by, "root");
@@ -155,7 +156,7 @@ TEST_F(QuotaRequestTest, ApprovalThatBreaksThePolicyIsRefusedAndChangesNothing) 
   // 9 GPUs for training plus eval's 2 is more than vision's 8.
   auto filed = store_->FileQuotaRequest(Ask("vision/training", 9000), "alice", 3000);
   ASSERT_TRUE(filed.has_value());
-  auto approved = store_->ApproveQuotaRequest(filed->id, "root", "", 4000);
+  auto approved = control::ApproveQuotaRequest(*store_, filed->id, "root", "", 4000);
   ASSERT_FALSE(approved.has_value());
   EXPECT_NE(approved.error().message.find("more than the parent's 8"), std::string::npos)
       << approved.error().message;
@@ -188,8 +189,8 @@ TEST_F(QuotaRequestTest, RejectAndWithdrawLeaveThePolicyAlone) {
 TEST_F(QuotaRequestTest, DecidingTwiceIsRefusedNamingTheState) {
   auto filed = store_->FileQuotaRequest(Ask("vision/training", 6000), "alice", 3000);
   ASSERT_TRUE(filed.has_value());
-  ASSERT_TRUE(store_->ApproveQuotaRequest(filed->id, "root", "", 4000).has_value());
-  auto again = store_->ApproveQuotaRequest(filed->id, "root", "", 5000);
+  ASSERT_TRUE(control::ApproveQuotaRequest(*store_, filed->id, "root", "", 4000).has_value());
+  auto again = control::ApproveQuotaRequest(*store_, filed->id, "root", "", 5000);
   ASSERT_FALSE(again.has_value());
   EXPECT_EQ(again.error().code, Code::kFailedPrecondition);
   EXPECT_NE(again.error().message.find("is Approved"), std::string::npos) << again.error().message;
@@ -200,7 +201,7 @@ TEST_F(QuotaRequestTest, DecidingTwiceIsRefusedNamingTheState) {
   auto withdraw = store_->WithdrawQuotaRequest(filed->id, "alice", 5000);
   ASSERT_FALSE(withdraw.has_value());
   EXPECT_EQ(store_->GetQuotaRequest(filed->id)->state, QuotaRequestState::kApproved);
-  auto missing = store_->ApproveQuotaRequest(999, "root", "", 5000);
+  auto missing = control::ApproveQuotaRequest(*store_, 999, "root", "", 5000);
   ASSERT_FALSE(missing.has_value());
   EXPECT_EQ(missing.error().code, Code::kNotFound);
 }

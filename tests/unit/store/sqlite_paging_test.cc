@@ -13,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "control/lifecycle.h"
 #include "store/audit_log.h"
 #include "store/sqlite_store.h"
 #include "unit/builders.h"
@@ -111,7 +112,7 @@ TEST_F(SqlitePagingTest, APageCarriesEachJobsRunsFromOneQuery) {
     plan.placements.push_back(sched::Placement{ids[i], {{0, "n1", {i}}}});
   }
   auto nodes = store_->ListNodes();
-  ASSERT_TRUE(store_->ApplyPlan(plan, *nodes, 1, 2000).has_value());
+  ASSERT_TRUE(control::ApplyPlan(*store_, plan, *nodes, 1, 2000).has_value());
   auto jobs = store_->ListJobs(JobFilter{});
   ASSERT_TRUE(jobs.has_value());
   ASSERT_EQ(jobs->size(), 5U);
@@ -144,7 +145,7 @@ TEST_F(SqlitePagingTest, AnyCursorStillShowsOnlyTheVisibleTenants) {
   const auto theirs = Many(30, "nlp");
   ASSERT_EQ(theirs.size(), 30U);
   JobFilter filter;
-  filter.tenants = std::vector<std::string>{"vision"};
+  filter.tenants = model::TenantScope::Of({"vision"});
   // Every page, and pages started at made-up positions (inside and past
   // the other tenant's ids): never one of nlp's jobs.
   for (std::int64_t after :
@@ -156,23 +157,23 @@ TEST_F(SqlitePagingTest, AnyCursorStillShowsOnlyTheVisibleTenants) {
   }
   filter.after_id.reset();
   EXPECT_EQ(AllPages(filter, 7).size(), 30U);
-  filter.tenants = std::vector<std::string>{};
+  filter.tenants = model::TenantScope();
   EXPECT_TRUE(AllPages(filter, 7).empty());
 }
 
 TEST_F(SqlitePagingTest, AReportsJobsLeaveOutThoseFinishedBeforeItsWindow) {
   const auto early = *store_->CreateJob(Spec("early"), 1500);
-  ASSERT_TRUE(store_->CancelJob(early, "alice", 2000).has_value());  // finished at 2000
+  ASSERT_TRUE(control::CancelJob(*store_, early, "alice", 2000).has_value());  // finished at 2000
   const auto waiting = *store_->CreateJob(Spec("waiting"), 1600);
   const auto later = *store_->CreateJob(Spec("later"), 9000);
-  auto jobs = store_->JobsForWindow(5000, 8000, 100);
+  auto jobs = store_->JobsForWindow(5000, 8000, model::TenantScope::All(), 100);
   ASSERT_TRUE(jobs.has_value());
   std::vector<std::int64_t> ids;
   for (const auto& j : *jobs) ids.push_back(j.id);
   EXPECT_EQ(ids, (std::vector<std::int64_t>{waiting}));
-  EXPECT_EQ(store_->JobsForWindow(1000, 10000, 100)->size(), 3U);
+  EXPECT_EQ(store_->JobsForWindow(1000, 10000, model::TenantScope::All(), 100)->size(), 3U);
   // The cap: at most max_rows rows are read.
-  EXPECT_EQ(store_->JobsForWindow(1000, 10000, 2)->size(), 2U);
+  EXPECT_EQ(store_->JobsForWindow(1000, 10000, model::TenantScope::All(), 2)->size(), 2U);
   (void)later;
 }
 

@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "control/lifecycle.h"
 #include "store/sqlite_db.h"
 #include "unit/builders.h"
 
@@ -52,7 +53,7 @@ class SqliteStoreTest : public ::testing::Test {
     plan.placements.push_back(p);
     ASSERT_TRUE(store_->UpsertNode(NodeWith(8), 1000).has_value());
     auto nodes = store_->ListNodes();
-    ASSERT_TRUE(store_->ApplyPlan(plan, *nodes, policy_version, 2000).has_value());
+    ASSERT_TRUE(control::ApplyPlan(*store_, plan, *nodes, policy_version, 2000).has_value());
   }
 
   std::filesystem::path dir_;
@@ -84,14 +85,15 @@ TEST_F(SqliteStoreTest, LifecycleToSuccessRecordsTimeline) {
   ASSERT_EQ(job.runs.size(), 2U);
   EXPECT_EQ(job.runs[1].gpu_uuids, (std::vector<std::string>{"uuid-1"}));
   for (const auto& r : job.runs) {
-    ASSERT_TRUE(store_->MarkRunStarted(r.run_id, 100 + r.replica, 2100, 2100).has_value());
+    ASSERT_TRUE(
+        control::MarkRunStarted(*store_, r.run_id, 100 + r.replica, 2100, 2100).has_value());
   }
   EXPECT_EQ(store_->GetJob(id)->state, model::JobState::kRunning);
   for (const auto& r : job.runs) {
     RunExit e;
     e.run_id = r.run_id;
     e.ended_at_ms = 3000;
-    ASSERT_TRUE(store_->MarkRunExited(e, 3000).has_value());
+    ASSERT_TRUE(control::MarkRunExited(*store_, e, 3000).has_value());
   }
   job = *store_->GetJob(id);
   EXPECT_EQ(job.state, model::JobState::kSucceeded);
@@ -107,8 +109,8 @@ TEST_F(SqliteStoreTest, ExitIsIdempotent) {
   Place(id, 1);
   auto run = store_->GetJob(id)->runs[0];
   RunExit e{run.run_id, 3, 0, 2100, 3000, "", ""};
-  ASSERT_TRUE(store_->MarkRunExited(e, 3000).has_value());
-  ASSERT_TRUE(store_->MarkRunExited(e, 4000).has_value());  // re-sent after a reconnect
+  ASSERT_TRUE(control::MarkRunExited(*store_, e, 3000).has_value());
+  ASSERT_TRUE(control::MarkRunExited(*store_, e, 4000).has_value());  // re-sent after a reconnect
   auto job = *store_->GetJob(id);
   EXPECT_EQ(job.state, model::JobState::kFailed);
   EXPECT_EQ(job.exit_code, 3);
@@ -122,7 +124,8 @@ TEST_F(SqliteStoreTest, KilledReplicaHasASignalAndNoExitCode) {
   auto id = *store_->CreateJob(Spec("a"), 1500);
   Place(id, 1);
   auto run = store_->GetJob(id)->runs[0];
-  ASSERT_TRUE(store_->MarkRunExited({run.run_id, 0, 9, 2100, 3000, "", ""}, 3000).has_value());
+  ASSERT_TRUE(
+      control::MarkRunExited(*store_, {run.run_id, 0, 9, 2100, 3000, "", ""}, 3000).has_value());
   auto job = *store_->GetJob(id);
   EXPECT_EQ(job.state, model::JobState::kFailed);
   EXPECT_EQ(job.runs[0].signal, 9);
@@ -135,13 +138,15 @@ TEST_F(SqliteStoreTest, FailedReplicaStopsTheRestOfTheGang) {
   auto id = *store_->CreateJob(Spec("a", 2), 1500);
   Place(id, 2);
   auto runs = store_->GetJob(id)->runs;
-  ASSERT_TRUE(store_->MarkRunExited({runs[0].run_id, 1, 0, 2100, 3000, "", ""}, 3000).has_value());
+  ASSERT_TRUE(control::MarkRunExited(*store_, {runs[0].run_id, 1, 0, 2100, 3000, "", ""}, 3000)
+                  .has_value());
   auto active = *store_->ActiveRuns();
   ASSERT_EQ(active.size(), 1U);
   EXPECT_TRUE(active[0].stop_requested);
   EXPECT_EQ(active[0].stopped_for, "gang");
   // The stopped peer's SIGTERM exit does not hide the real cause.
-  ASSERT_TRUE(store_->MarkRunExited({runs[1].run_id, 0, 15, 2100, 3100, "", ""}, 3100).has_value());
+  ASSERT_TRUE(control::MarkRunExited(*store_, {runs[1].run_id, 0, 15, 2100, 3100, "", ""}, 3100)
+                  .has_value());
   auto job = *store_->GetJob(id);
   EXPECT_EQ(job.state, model::JobState::kFailed);
   EXPECT_EQ(job.reason.counts.at("replica"), 0);
@@ -162,8 +167,8 @@ TEST_F(SqliteStoreTest, ARetryableFailureRequeuesWithDoublingBackoffUntilAttempt
   spec.retry.on = {"communication"};
   auto id = *store_->CreateJob(spec, 1500);
   Place(id, 1);
-  ASSERT_TRUE(
-      store_->MarkRunExited(FailedExit(store_->GetJob(id)->runs[0], "communication", 3000), 3000));
+  ASSERT_TRUE(control::MarkRunExited(
+      *store_, FailedExit(store_->GetJob(id)->runs[0], "communication", 3000), 3000));
   auto job = *store_->GetJob(id);
   EXPECT_EQ(job.state, model::JobState::kPending);
   EXPECT_EQ(job.reason.code, model::ReasonCode::kRetrying);
@@ -176,14 +181,16 @@ TEST_F(SqliteStoreTest, ARetryableFailureRequeuesWithDoublingBackoffUntilAttempt
   Place(id, 1);  // attempt 2: placing clears the backoff
   job = *store_->GetJob(id);
   EXPECT_EQ(job.retry_after_ms, std::nullopt);
-  ASSERT_TRUE(store_->MarkRunExited(FailedExit(job.runs.back(), "communication", 20'000), 20'000));
+  ASSERT_TRUE(control::MarkRunExited(*store_, FailedExit(job.runs.back(), "communication", 20'000),
+                                     20'000));
   job = *store_->GetJob(id);
   EXPECT_EQ(job.state, model::JobState::kPending);
   EXPECT_EQ(job.retry_after_ms, 30'000);  // doubled: 10 s
 
   Place(id, 1);  // attempt 3 is the last the policy allows
   job = *store_->GetJob(id);
-  ASSERT_TRUE(store_->MarkRunExited(FailedExit(job.runs.back(), "communication", 40'000), 40'000));
+  ASSERT_TRUE(control::MarkRunExited(*store_, FailedExit(job.runs.back(), "communication", 40'000),
+                                     40'000));
   job = *store_->GetJob(id);
   EXPECT_EQ(job.state, model::JobState::kFailed);
   EXPECT_EQ(job.reason.code, model::ReasonCode::kFailedExitCode);
@@ -196,8 +203,8 @@ TEST_F(SqliteStoreTest, ARetryableFailureRequeuesWithDoublingBackoffUntilAttempt
 TEST_F(SqliteStoreTest, AFailureItsPolicyDoesNotNameIsFinal) {
   auto id = *store_->CreateJob(Spec("a"), 1500);  // default: node_lost, gpu_hardware
   Place(id, 1);
-  ASSERT_TRUE(store_->MarkRunExited(
-      FailedExit(store_->GetJob(id)->runs[0], "gpu_out_of_memory", 3000), 3000));
+  ASSERT_TRUE(control::MarkRunExited(
+      *store_, FailedExit(store_->GetJob(id)->runs[0], "gpu_out_of_memory", 3000), 3000));
   auto job = *store_->GetJob(id);
   EXPECT_EQ(job.state, model::JobState::kFailed);
   EXPECT_EQ(job.reason.counts.at("retry_class_excluded"), 1);
@@ -212,9 +219,9 @@ TEST_F(SqliteStoreTest, AFailedGpuStopsItsGangAndRetriesByDefault) {
   sched::Placement p{other, {}};
   p.replicas.push_back({0, "n1", {5}});
   plan.placements.push_back(p);
-  ASSERT_TRUE(store_->ApplyPlan(plan, *store_->ListNodes(), 1, 2000));
+  ASSERT_TRUE(control::ApplyPlan(*store_, plan, *store_->ListNodes(), 1, 2000));
 
-  auto jobs = store_->StopRunsOnGpu("n1", 1, "GPU 1 (uuid-1) on node n1: Xid 79", 2500);
+  auto jobs = control::StopRunsOnGpu(*store_, "n1", 1, "GPU 1 (uuid-1) on node n1: Xid 79", 2500);
   ASSERT_TRUE(jobs.has_value()) << jobs.error().message;
   EXPECT_EQ(*jobs, (std::vector<std::int64_t>{id}));
   std::map<std::string, std::string> stopped;
@@ -227,8 +234,10 @@ TEST_F(SqliteStoreTest, AFailedGpuStopsItsGangAndRetriesByDefault) {
   ASSERT_EQ(other_runs.size(), 1U);
   EXPECT_EQ(stopped[other_runs[0].run_id], "");  // not on that GPU
 
-  ASSERT_TRUE(store_->MarkRunExited({runs[1].run_id, 0, 15, 2100, 2600, "gpu_error", ""}, 2600));
-  ASSERT_TRUE(store_->MarkRunExited({runs[0].run_id, 0, 15, 2100, 2700, "gang", ""}, 2700));
+  ASSERT_TRUE(
+      control::MarkRunExited(*store_, {runs[1].run_id, 0, 15, 2100, 2600, "gpu_error", ""}, 2600));
+  ASSERT_TRUE(
+      control::MarkRunExited(*store_, {runs[0].run_id, 0, 15, 2100, 2700, "gang", ""}, 2700));
   auto job = *store_->GetJob(id);
   EXPECT_EQ(job.state, model::JobState::kPending);
   EXPECT_EQ(job.reason.code, model::ReasonCode::kRetrying);
@@ -279,19 +288,21 @@ TEST_F(SqliteStoreTest, CordonsAreKeptPerNodeAndGpuAndUncordonResolvesAlerts) {
 
 TEST_F(SqliteStoreTest, CancelPendingIsImmediateAndRunningWaitsForExit) {
   auto pending = *store_->CreateJob(Spec("p"), 1500);
-  auto c = store_->CancelJob(pending, "alice", 1600);
+  auto c = control::CancelJob(*store_, pending, "alice", 1600);
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->state, model::JobState::kCancelled);
-  EXPECT_EQ(store_->CancelJob(pending, "alice", 1700).error().code, Code::kFailedPrecondition);
+  EXPECT_EQ(control::CancelJob(*store_, pending, "alice", 1700).error().code,
+            Code::kFailedPrecondition);
 
   auto running = *store_->CreateJob(Spec("r"), 1500);
   Place(running, 1);
-  auto after = *store_->CancelJob(running, "bob", 2500);
+  auto after = *control::CancelJob(*store_, running, "bob", 2500);
   EXPECT_EQ(after.state, model::JobState::kScheduled);
   EXPECT_TRUE(after.cancel_requested);
   EXPECT_TRUE(store_->ActiveRuns()->at(0).stop_requested);
   auto run = after.runs[0];
-  ASSERT_TRUE(store_->MarkRunExited({run.run_id, 0, 15, 2100, 2600, "cancelled", ""}, 2600));
+  ASSERT_TRUE(
+      control::MarkRunExited(*store_, {run.run_id, 0, 15, 2100, 2600, "cancelled", ""}, 2600));
   auto job = *store_->GetJob(running);
   EXPECT_EQ(job.state, model::JobState::kCancelled);
   EXPECT_EQ(job.reason.detail, "bob");
@@ -299,7 +310,7 @@ TEST_F(SqliteStoreTest, CancelPendingIsImmediateAndRunningWaitsForExit) {
 
 TEST_F(SqliteStoreTest, PlacementOfACancelledJobIsDropped) {
   auto id = *store_->CreateJob(Spec("a"), 1500);
-  ASSERT_TRUE(store_->CancelJob(id, "x", 1600).has_value());
+  ASSERT_TRUE(control::CancelJob(*store_, id, "x", 1600).has_value());
   Place(id, 1);
   EXPECT_TRUE(store_->ActiveRuns()->empty());
   EXPECT_EQ(store_->GetJob(id)->state, model::JobState::kCancelled);
@@ -309,7 +320,7 @@ TEST_F(SqliteStoreTest, PendingReasonIsStored) {
   auto id = *store_->CreateJob(Spec("a"), 1500);
   sched::Plan plan;
   plan.pending.push_back({id, {model::ReasonCode::kNoNodeFits, {{"nodes", 3}}, {}}});
-  ASSERT_TRUE(store_->ApplyPlan(plan, {}, 1, 2000).has_value());
+  ASSERT_TRUE(control::ApplyPlan(*store_, plan, {}, 1, 2000).has_value());
   auto job = *store_->GetJob(id);
   EXPECT_EQ(job.reason.code, model::ReasonCode::kNoNodeFits);
   EXPECT_EQ(job.reason.counts.at("nodes"), 3);
@@ -450,10 +461,10 @@ TEST_F(SqliteStoreTest, PolicyThatRemovesABusyQueueIsRefused) {
   EXPECT_EQ(store_->ListPolicyVersions()->size(), 2U);
 
   // Once the work is gone the queues may go.
-  ASSERT_TRUE(store_->CancelJob(pending, "bob", 3100).has_value());
+  ASSERT_TRUE(control::CancelJob(*store_, pending, "bob", 3100).has_value());
   ASSERT_TRUE(
-      store_
-          ->MarkRunExited({store_->GetJob(running)->runs[0].run_id, 0, 0, 2300, 3200, "", ""}, 3200)
+      control::MarkRunExited(
+          *store_, {store_->GetJob(running)->runs[0].run_id, 0, 0, 2300, 3200, "", ""}, 3200)
           .has_value());
   auto applied = store_->ApplyPolicy(kDefaultOnly, "bob", "", 3300);
   ASSERT_TRUE(applied.has_value()) << applied.error().message;
@@ -584,7 +595,7 @@ TEST_F(SqliteStoreTest, SliceRunsRecordTheirShare) {
   sched::Plan plan;
   plan.placements.push_back({*id, {{0, "n1", {3}}, {1, "n1", {3}}}});
   ASSERT_TRUE(store_->UpsertNode(NodeWith(8), 1000).has_value());
-  ASSERT_TRUE(store_->ApplyPlan(plan, *store_->ListNodes(), 1, 2000).has_value());
+  ASSERT_TRUE(control::ApplyPlan(*store_, plan, *store_->ListNodes(), 1, 2000).has_value());
   Reopen();
   auto job = store_->GetJob(*id);
   ASSERT_TRUE(job.has_value());
@@ -635,22 +646,23 @@ TEST_F(SqliteStoreTest, JobsSubmittedBetweenReturnsTheWindowOldestFirstWithEvery
   Place(a, 2);
   const auto first = store_->GetJob(a)->runs;
   for (const auto& r : first) {
-    ASSERT_TRUE(store_->MarkRunStarted(r.run_id, 1, 2100, 2100).has_value());
+    ASSERT_TRUE(control::MarkRunStarted(*store_, r.run_id, 1, 2100, 2100).has_value());
   }
   sched::Eviction ev;
   ev.job_id = a;
   ev.cause = sched::EvictionCause::kPreempt;
   ev.reason.code = model::ReasonCode::kPreempted;
-  ASSERT_TRUE(store_->EvictJobs({ev}, 2500).has_value());
+  ASSERT_TRUE(control::EvictJobs(*store_, {ev}, 2500).has_value());
   for (const auto& r : first) {
-    ASSERT_TRUE(store_->MarkRunExited({r.run_id, 0, 15, 2100, 2600, "preempted", ""}, 2600));
+    ASSERT_TRUE(
+        control::MarkRunExited(*store_, {r.run_id, 0, 15, 2100, 2600, "preempted", ""}, 2600));
   }
   Place(a, 2);
   const auto all = store_->GetJob(a)->runs;
   for (const auto& r : all) {
     if (r.attempt == 1) continue;  // attempts count from 1
-    ASSERT_TRUE(store_->MarkRunStarted(r.run_id, 2, 3000, 3000).has_value());
-    ASSERT_TRUE(store_->MarkRunExited({r.run_id, 0, 0, 3000, 4000, "", ""}, 4000));
+    ASSERT_TRUE(control::MarkRunStarted(*store_, r.run_id, 2, 3000, 3000).has_value());
+    ASSERT_TRUE(control::MarkRunExited(*store_, {r.run_id, 0, 0, 3000, 4000, "", ""}, 4000));
   }
 
   auto jobs = store_->JobsSubmittedBetween(1000, 5000);
@@ -723,8 +735,8 @@ TEST_F(SqliteStoreTest, CancellingAnArrayCancelsWhatWaitsAndStopsWhatRuns) {
   auto ids = *store_->CreateJobs(spec, 1500, "alice");
   EXPECT_EQ(store_->GetJob(ids[3])->spec.array_element->index, 13U);
   Place(ids[0], 1);
-  ASSERT_TRUE(store_->CancelJob(ids[1], "alice", 2500).has_value());
-  auto done = store_->CancelArray(ids[0], "bob", 3000);
+  ASSERT_TRUE(control::CancelJob(*store_, ids[1], "alice", 2500).has_value());
+  auto done = control::CancelArray(*store_, ids[0], "bob", 3000);
   ASSERT_TRUE(done.has_value()) << done.error().message;
   EXPECT_EQ(done->tenant, "default");
   EXPECT_EQ(done->cancelled, 2U);  // ids[2], ids[3]; ids[1] was already cancelled
@@ -732,11 +744,11 @@ TEST_F(SqliteStoreTest, CancellingAnArrayCancelsWhatWaitsAndStopsWhatRuns) {
   EXPECT_EQ(store_->GetJob(ids[3])->state, model::JobState::kCancelled);
   EXPECT_TRUE(store_->GetJob(ids[0])->cancel_requested);
   EXPECT_TRUE(store_->GetJob(ids[0])->runs.at(0).stop_requested);
-  auto again = store_->CancelArray(ids[0], "bob", 3100);
+  auto again = control::CancelArray(*store_, ids[0], "bob", 3100);
   ASSERT_TRUE(again.has_value());
   EXPECT_EQ(again->cancelled + again->stopping, 1U);  // the stopping one, asked again
   auto single = *store_->CreateJob(Spec("single"), 3200);
-  auto not_array = store_->CancelArray(single, "bob", 3300);
+  auto not_array = control::CancelArray(*store_, single, "bob", 3300);
   ASSERT_FALSE(not_array.has_value());
   EXPECT_EQ(not_array.error().code, Code::kNotFound);
   EXPECT_EQ(store_->GetJob(single)->state, model::JobState::kPending);
@@ -829,7 +841,7 @@ TEST_F(SqliteStoreTest, PendingJobLimitsCountQueuedJobsAndNameTheNumbers) {
 
   // A job that leaves the queue frees its place; one queued again takes it.
   Place(alice[0], 1, 2);
-  ASSERT_TRUE(store_->CancelJob(alice[1], "alice", 2100).has_value());
+  ASSERT_TRUE(control::CancelJob(*store_, alice[1], "alice", 2100).has_value());
   EXPECT_EQ(store_->PendingCounts("default", "alice")->member, 1);
   EXPECT_TRUE(store_->CreateJobs(Spec("a4"), 2200, "alice").has_value());
   EXPECT_EQ(store_->PendingCounts("default", "alice")->member, 2);

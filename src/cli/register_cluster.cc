@@ -1,0 +1,50 @@
+// berth nodes, gpus, node, cordon, drain and uncordon.
+#include <string>
+
+#include "cli/registry.h"
+
+namespace berth::cli {
+namespace {
+
+struct ClusterFlags {
+  std::string node_name;
+  std::string cordon_target;
+  std::string cordon_reason;
+};
+
+}  // namespace
+
+void RegisterClusterCommands(CommandRegistry& registry) {
+  auto& f = registry.Keep<ClusterFlags>();
+  CLI::App& app = registry.app();
+  auto* nodes = app.add_subcommand("nodes", "list nodes and their GPUs");
+  registry.OnRun(nodes, [](ApiClient& api, const Output& out) { return ListNodes(api, out); });
+
+  auto* gpus = app.add_subcommand("gpus", "list every GPU and the job holding it");
+  registry.OnRun(gpus, [](ApiClient& api, const Output& out) { return ListGpus(api, out); });
+
+  auto* node_cmd = app.add_subcommand("node", "show one node: state, cordon, GPUs and events");
+  node_cmd->add_option("node", f.node_name, "node name")->required();
+  registry.OnRun(node_cmd, [&f](ApiClient& api, const Output& out) {
+    return ShowNode(api, f.node_name, out);
+  });
+
+  for (const char* action : {"cordon", "drain", "uncordon"}) {
+    const std::string what =
+        std::string(action) == "cordon"
+            ? "place nothing new on a node or one GPU (NODE or NODE/GPU); running jobs continue"
+        : std::string(action) == "drain"
+            ? "cordon a node and stop its jobs, which are queued again elsewhere"
+            : "lift a cordon or drain from a node or one GPU (NODE or NODE/GPU)";
+    auto* cmd = app.add_subcommand(action, what);
+    cmd->add_option("target", f.cordon_target, "NODE or NODE/GPU-INDEX")->required();
+    if (std::string(action) != "uncordon") {
+      cmd->add_option("--reason", f.cordon_reason, "why, for the node's events and the audit");
+    }
+    registry.OnRun(cmd, [&f, action = std::string(action)](ApiClient& api, const Output& out) {
+      return CordonTarget(api, action, f.cordon_target, f.cordon_reason, out);
+    });
+  }
+}
+
+}  // namespace berth::cli

@@ -1,0 +1,225 @@
+#include "control/lifecycle.h"
+
+#include <fmt/format.h>
+
+#include <optional>
+#include <utility>
+
+#include "common/failpoint.h"
+#include "control/transitions.h"
+
+namespace berth::control {
+
+using model::JobRecord;
+using store::JobTransaction;
+
+namespace {
+
+// The job `id` loaded in `tx`; NotFound when there is none.
+Result<JobRecord> MustLoad(JobTransaction& tx, std::int64_t id) {
+  auto job = tx.Load(id);
+  if (!job) return std::unexpected(job.error());
+  if (!*job) return Fail(Code::kNotFound, fmt::format("job {} not found", id));
+  return std::move(**job);
+}
+
+// The job run `run_id` belongs to; NotFound when no run has this id.
+Result<JobRecord> LoadByRun(JobTransaction& tx, const std::string& run_id) {
+  auto id = tx.JobOfRun(run_id);
+  if (!id) return std::unexpected(id.error());
+  if (!*id) return Fail(Code::kNotFound, fmt::format("run {} not found", run_id));
+  return MustLoad(tx, **id);
+}
+
+// Cancels job `id` inside `tx`; returns the state it was in.
+Result<model::JobState> CancelIn(JobTransaction& tx, std::int64_t id, const std::string& by,
+                                 TimeMs now) {
+  auto job = MustLoad(tx, id);
+  if (!job) return std::unexpected(job.error());
+  auto update = control::CancelJob(*job, by, now);
+  if (!update) return std::unexpected(update.error());
+  BERTH_RETURN_IF_ERROR(tx.Write(*update));
+  return job->state;
+}
+
+// Applies `decide` to every job with an active run on `node`; returns the
+// ids of those it changed.
+template <typename Decide>
+Result<std::vector<std::int64_t>> StopOnNode(store::JobStore& store, const std::string& node,
+                                             Decide decide) {
+  std::vector<std::int64_t> jobs;
+  auto st = store.UpdateJobs([&](JobTransaction& tx) -> Status {
+    jobs.clear();
+    auto ids = tx.ActiveJobsOn(node);
+    if (!ids) return std::unexpected(ids.error());
+    for (auto id : *ids) {
+      auto job = tx.Load(id);
+      if (!job) return std::unexpected(job.error());
+      if (!*job) continue;
+      std::optional<model::JobUpdate> update = decide(**job);
+      if (!update) continue;
+      BERTH_RETURN_IF_ERROR(tx.Write(*update));
+      jobs.push_back(id);
+    }
+    return Ok();
+  });
+  if (!st) return std::unexpected(st.error());
+  return jobs;
+}
+
+}  // namespace
+
+Result<JobRecord> CancelJob(store::JobStore& store, std::int64_t id, const std::string& by,
+                            TimeMs now) {
+  auto st = store.UpdateJobs([&](JobTransaction& tx) -> Status {
+    auto was = CancelIn(tx, id, by, now);
+    if (!was) return std::unexpected(was.error());
+    return Ok();
+  });
+  if (!st) return std::unexpected(st.error());
+  return store.GetJob(id);
+}
+
+Result<store::ArrayCancel> CancelArray(store::JobStore& store, std::int64_t array_id,
+                                       const std::string& by, TimeMs now) {
+  store::ArrayCancel out;
+  auto st = store.UpdateJobs([&](JobTransaction& tx) -> Status {
+    out = {};
+    auto ids = tx.ArrayElements(array_id);
+    if (!ids) return std::unexpected(ids.error());
+    if (ids->empty()) return Fail(Code::kNotFound, fmt::format("array {} not found", array_id));
+    for (std::int64_t id : *ids) {
+      auto job = MustLoad(tx, id);
+      if (!job) return std::unexpected(job.error());
+      out.tenant = job->spec.tenant;
+      if (model::IsTerminal(job->state)) continue;
+      auto was = CancelIn(tx, id, by, now);
+      if (!was) return std::unexpected(was.error());
+      ++(*was == model::JobState::kPending ? out.cancelled : out.stopping);
+    }
+    return Ok();
+  });
+  if (!st) return std::unexpected(st.error());
+  return out;
+}
+
+Status ApplyPlan(store::JobStore& store, const sched::Plan& plan,
+                 const std::vector<store::NodeRecord>& nodes, std::int64_t policy_version,
+                 TimeMs now) {
+  NodeIndex by_name;
+  for (const auto& n : nodes) by_name[n.info.name] = &n.info;
+  return store.UpdateJobs([&](JobTransaction& tx) -> Status {
+    // Evictions, placements and reasons are one decision: all of it is
+    // durable, or none of it.
+    for (const auto& e : plan.evictions) {
+      auto job = tx.Load(e.job_id);
+      if (!job) return std::unexpected(job.error());
+      if (!*job) continue;
+      std::optional<JobRecord> by;
+      if (e.cause == sched::EvictionCause::kMove) {
+        auto loaded = tx.Load(e.by_job);
+        if (!loaded) return std::unexpected(loaded.error());
+        by = std::move(*loaded);
+      }
+      auto update = EvictJob(**job, e, by ? &*by : nullptr, now);
+      if (!update) continue;
+      BERTH_RETURN_IF_ERROR(tx.Write(update->victim));
+      if (update->by) BERTH_RETURN_IF_ERROR(tx.Write(*update->by));
+    }
+    if (!plan.evictions.empty()) Failpoint("plan.after_evictions");
+    for (const auto& p : plan.placements) {
+      auto job = tx.Load(p.job_id);
+      if (!job) return std::unexpected(job.error());
+      if (!*job) continue;
+      auto update = PlaceJob(**job, p, by_name, policy_version, now);
+      if (!update) continue;
+      BERTH_RETURN_IF_ERROR(tx.Write(*update));
+    }
+    for (const auto& d : plan.pending) {
+      BERTH_RETURN_IF_ERROR(tx.SetPendingReason(d.job_id, d.reason));
+    }
+    return Ok();
+  });
+}
+
+Status EvictJobs(store::JobStore& store, const std::vector<sched::Eviction>& evictions,
+                 TimeMs now) {
+  sched::Plan plan;
+  plan.evictions = evictions;
+  return ApplyPlan(store, plan, {}, 0, now);
+}
+
+Status MarkRunStarted(store::JobStore& store, const std::string& run_id, std::int64_t pid,
+                      TimeMs started_at, TimeMs now) {
+  (void)now;
+  return store.UpdateJobs([&](JobTransaction& tx) -> Status {
+    auto job = LoadByRun(tx, run_id);
+    if (!job) return std::unexpected(job.error());
+    auto update = StartRun(*job, run_id, pid, started_at);
+    if (!update) return Ok();  // already known
+    return tx.Write(update->job);
+  });
+}
+
+Result<JobRecord> MarkRunExited(store::JobStore& store, const model::RunExit& exit, TimeMs now) {
+  JobRecord after;
+  auto st = store.UpdateJobs([&](JobTransaction& tx) -> Status {
+    auto job = LoadByRun(tx, exit.run_id);
+    if (!job) return std::unexpected(job.error());
+    // An exit already recorded changes nothing.
+    if (auto update = RecordExit(*job, exit, now)) {
+      BERTH_RETURN_IF_ERROR(tx.Write(update->job));
+      auto reloaded = MustLoad(tx, job->id);
+      if (!reloaded) return std::unexpected(reloaded.error());
+      after = std::move(*reloaded);
+    } else {
+      after = std::move(*job);
+    }
+    return Ok();
+  });
+  if (!st) return std::unexpected(st.error());
+  return after;
+}
+
+Status RequestStop(store::JobStore& store, std::int64_t job_id, const std::string& why,
+                   TimeMs now) {
+  (void)now;
+  auto cause = model::ParseStopCause(why);
+  if (!cause || *cause == model::StopCause::kNone) {
+    return Fail(Code::kInvalidArgument, fmt::format("'{}' is no stop cause", why));
+  }
+  return store.UpdateJobs([&](JobTransaction& tx) -> Status {
+    auto job = tx.Load(job_id);
+    if (!job) return std::unexpected(job.error());
+    if (!*job) return Ok();
+    if (auto update = StopJob(**job, *cause)) return tx.Write(*update);
+    return Ok();
+  });
+}
+
+Result<std::vector<std::int64_t>> StopRunsOnGpu(store::JobStore& store, const std::string& node,
+                                                std::uint32_t gpu, const std::string& detail,
+                                                TimeMs now) {
+  return StopOnNode(store, node,
+                    [&](const JobRecord& job) { return FailGpu(job, node, gpu, detail, now); });
+}
+
+Result<std::vector<std::int64_t>> StopRunsOnNode(store::JobStore& store, const std::string& node,
+                                                 TimeMs now) {
+  return StopOnNode(store, node, [&](const JobRecord& job) { return DrainJob(job, node, now); });
+}
+
+Result<store::QuotaRequest> ApproveQuotaRequest(store::PolicyStore& store, std::int64_t id,
+                                                const std::string& by, const std::string& comment,
+                                                TimeMs now) {
+  return store.ApproveQuotaRequest(
+      id, by, comment,
+      [](const model::Policy& active, std::int64_t version, const store::QuotaRequest& request) {
+        return ApproveQuota(active, version,
+                            {request.id, request.queue, request.resource, request.guaranteed,
+                             request.borrow_limit, request.weight, request.lending_limit});
+      },
+      now);
+}
+
+}  // namespace berth::control
