@@ -217,6 +217,8 @@ struct Settings {
   berth::store::TelemetryOptions telemetry;
   std::int64_t telemetry_interval_ms = 0;
   std::uint64_t log_limit_bytes = 0;
+  std::int64_t idle_window_ms = 0;
+  berth::http::ServerOptions http;
   std::vector<berth::model::NodeInfo> sim_nodes;
 };
 
@@ -312,31 +314,7 @@ berth::Status CheckTelemetry(const BerthdFlags& f, Settings& s) {
   return {};
 }
 
-// Every flag that is checked before the data dir is touched.
-Result<Settings> CheckFlags(const BerthdFlags& f) {
-  Settings s;
-  if (auto st = CheckListeners(f, s); !st) return std::unexpected(st.error());
-  if (auto st = CheckTimings(f, s); !st) return std::unexpected(st.error());
-  if (auto st = CheckTelemetry(f, s); !st) return std::unexpected(st.error());
-  auto log_limit_bytes = berth::ParseBytes(f.log_limit);
-  if (!log_limit_bytes || (*log_limit_bytes > 0 && *log_limit_bytes < 4096)) {
-    return std::unexpected(Invalid(fmt::format(
-        "--log-limit '{}': write a size of at least 4Ki, such as 64Mi, or 0", f.log_limit)));
-  }
-  s.log_limit_bytes = *log_limit_bytes;
-  // Simulated inventory (validated before anything is started).
-  if (!f.simulate.empty()) {
-    auto nodes = berth::agent::LoadSimulatedCluster(f.simulate);
-    if (!nodes) {
-      return std::unexpected(
-          Invalid(fmt::format("--simulate {}: {}", f.simulate, nodes.error().message)));
-    }
-    s.sim_nodes = std::move(*nodes);
-  }
-  return s;
-}
-
-// The API's limits; checked once the controller runs (as they always were).
+// The API's limits.
 Result<berth::http::ServerOptions> CheckHttpFlags(const BerthdFlags& f) {
   auto max_body_bytes = berth::ParseBytes(f.max_body);
   if (!max_body_bytes || *max_body_bytes < 1024) {
@@ -378,6 +356,47 @@ Result<berth::http::ServerOptions> CheckHttpFlags(const BerthdFlags& f) {
   return options;
 }
 
+// Every flag, checked before the data dir is touched: a refused start
+// leaves nothing behind.
+Result<Settings> CheckFlags(const BerthdFlags& f) {
+  Settings s;
+  if (auto st = CheckListeners(f, s); !st) return std::unexpected(st.error());
+  if (auto st = CheckTimings(f, s); !st) return std::unexpected(st.error());
+  if (auto st = CheckTelemetry(f, s); !st) return std::unexpected(st.error());
+  auto log_limit_bytes = berth::ParseBytes(f.log_limit);
+  if (!log_limit_bytes || (*log_limit_bytes > 0 && *log_limit_bytes < 4096)) {
+    return std::unexpected(Invalid(fmt::format(
+        "--log-limit '{}': write a size of at least 4Ki, such as 64Mi, or 0", f.log_limit)));
+  }
+  s.log_limit_bytes = *log_limit_bytes;
+  auto window = berth::ParseDurationMs(f.idle_window);
+  if (!window || *window <= 0) {
+    return std::unexpected(
+        Invalid(fmt::format("--idle-window {}: use a duration such as 30m or 2h", f.idle_window)));
+  }
+  s.idle_window_ms = *window;
+  auto http = CheckHttpFlags(f);
+  if (!http) return std::unexpected(http.error());
+  s.http = std::move(*http);
+  if (!f.webhook_secret_dir.empty() && !std::filesystem::is_directory(f.webhook_secret_dir)) {
+    return std::unexpected(
+        Invalid(fmt::format("--webhook-secret-dir {} is not a directory; create it (0700) and "
+                            "put the sinks' secrets in it",
+                            f.webhook_secret_dir)));
+  }
+  // Simulated inventory (validated before anything is started).
+  if (!f.simulate.empty()) {
+    auto nodes = berth::agent::LoadSimulatedCluster(f.simulate);
+    if (!nodes) {
+      return std::unexpected(
+          Invalid(fmt::format("--simulate {}: {}", f.simulate, nodes.error().message)));
+    }
+    s.sim_nodes = std::move(*nodes);
+  }
+  return s;
+}
+
+
 // Every long-lived part of a running berthd, declared in the order they are
 // built, so they are destroyed in the reverse order.
 struct Daemon {
@@ -405,9 +424,8 @@ struct Daemon {
   std::optional<berth::server::Api> api;
 };
 
-// The data dir and its stores, metering, and the controller on them.
+// The data dir's stores, metering, and the controller on them.
 berth::Status OpenStores(const BerthdFlags& f, const Settings& s, Daemon& d) {
-  if (auto st = berth::server::SecureDataDir(f.data_dir, f.all_in_one); !st) return st;
   auto store = berth::store::SqliteStore::Open(f.data_dir, d.clock.NowMs());
   if (!store) return std::unexpected(store.error());
   d.store = std::move(*store);
@@ -432,12 +450,7 @@ berth::Status OpenStores(const BerthdFlags& f, const Settings& s, Daemon& d) {
   auto telemetry = berth::store::TelemetryStore::Open(f.data_dir, s.telemetry);
   if (!telemetry) return std::unexpected(telemetry.error());
   d.telemetry = std::move(*telemetry);
-  auto window = berth::ParseDurationMs(f.idle_window);
-  if (!window || *window <= 0) {
-    return std::unexpected(
-        Invalid(fmt::format("--idle-window {}: use a duration such as 30m or 2h", f.idle_window)));
-  }
-  d.meter->set_telemetry(d.telemetry.get(), *window);
+  d.meter->set_telemetry(d.telemetry.get(), s.idle_window_ms);
   d.controller.emplace(*d.store, d.scheduler, d.clock, options);
   d.controller->set_audit(d.audit.get());
   d.controller->set_meter(&*d.meter);
@@ -459,11 +472,6 @@ berth::Status SetUpAlerts(const BerthdFlags& f, Daemon& d) {
       return std::unexpected(
           Invalid(fmt::format("cannot create {}: {}", secret_dir, ec.message())));
     }
-  } else if (!std::filesystem::is_directory(secret_dir)) {
-    return std::unexpected(
-        Invalid(fmt::format("--webhook-secret-dir {} is not a directory; create it (0700) and "
-                            "put the sinks' secrets in it",
-                            secret_dir)));
   }
   d.alert_router.emplace(*d.store, secret_dir);
   d.alert_router->set_metrics(&d.metrics);
@@ -596,8 +604,8 @@ berth::Status SetUpAuth(const BerthdFlags& f, Daemon& d) {
 
 // The REST API: its HTTP server, rate limiter, authorization and routes,
 // bound to --listen.
-berth::Status StartApi(const BerthdFlags& f, const Settings& s,
-                       berth::http::ServerOptions http_options, Daemon& d) {
+berth::Status StartApi(const BerthdFlags& f, const Settings& s, Daemon& d) {
+  berth::http::ServerOptions http_options = s.http;
   if (!f.plain_http) http_options.tls = berth::http::TlsFiles{d.tls->cert_file, d.tls->key_file};
   const std::size_t max_body_bytes = http_options.max_body_bytes;
   RaiseFileLimit(f.max_connections);
@@ -729,19 +737,22 @@ int main(int argc, char** argv) {
   auto settings = CheckFlags(flags);
   if (!settings) return Fatal(settings.error().message);
   Daemon d;
-  if (auto st = OpenStores(flags, *settings, d); !st) return Fatal(st.error().message);
-  if (auto st = SetUpAlerts(flags, d); !st) return Fatal(st.error().message);
+  if (auto st = berth::server::SecureDataDir(flags.data_dir, flags.all_in_one); !st) {
+    return Fatal(st.error().message);
+  }
+  // Certificates before the stores: a --tls-cert that does not load leaves
+  // no berth.db behind.
   if (!flags.plain_http || !flags.plain_agents) {
     auto setup = SetUpTls(flags.data_dir, flags.tls_cert, flags.tls_key, flags.tls_client_ca,
                           flags.tls_sans, !flags.plain_agents, d.clock.NowMs());
     if (!setup) return Fatal(setup.error().message);
     d.tls = std::move(*setup);
   }
+  if (auto st = OpenStores(flags, *settings, d); !st) return Fatal(st.error().message);
+  if (auto st = SetUpAlerts(flags, d); !st) return Fatal(st.error().message);
   if (auto st = StartAgentService(flags, *settings, d); !st) return Fatal(st.error().message);
   if (flags.all_in_one) StartEmbeddedAgents(flags, *settings, *shared, d);
-  auto http_options = CheckHttpFlags(flags);
-  if (!http_options) return Fatal(http_options.error().message);
-  if (auto st = StartApi(flags, *settings, *http_options, d); !st) {
+  if (auto st = StartApi(flags, *settings, d); !st) {
     return Fatal(st.error().message);
   }
   return Serve(flags, *settings, signals, d);

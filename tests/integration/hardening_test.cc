@@ -1,7 +1,9 @@
 // A real berthd's request limits: a caller over --rate-limit gets 429 with
 // Retry-After and gets through again after waiting that long; a body over
 // --max-body gets a JSON 413 naming the limit; an oversized request line or
-// header is refused (cpp-httplib's compile-time caps) and berthd carries on.
+// header is refused (cpp-httplib's compile-time caps) and berthd carries on;
+// a flag berthd refuses leaves its data dir empty.
+#include <fmt/format.h>
 #include <httplib.h>
 
 #include <thread>
@@ -135,6 +137,39 @@ TEST_F(IntegrationTest, RequestLimitsRefuseClearlyAndBerthdCarriesOn) {
   EXPECT_EQ(client.Get("/v1/nodes", Token("after"))->status, 200);
   EXPECT_TRUE(berthd.running());
   EXPECT_EQ(berthd.log().find("c2VjcmV0LXNlY3JldA"), std::string::npos);
+}
+
+// A flag berthd refuses stops it before its data dir holds anything: the
+// error names the flag, and no berth.db (nor a CA) is left to confuse the
+// next start.
+TEST_F(IntegrationTest, BerthdRefusesABadFlagBeforeItWritesItsDataDir) {
+  const std::filesystem::path missing = dir_.path() / "no-such-file";
+  struct Case {
+    std::vector<std::string> flags;
+    std::string named;
+  };
+  const std::vector<Case> cases{
+      {{"--max-body", "1"}, "--max-body"},
+      {{"--rate-burst", "0"}, "--rate-burst"},
+      {{"--http-timeout", "soon"}, "--http-timeout"},
+      {{"--idle-window", "never"}, "--idle-window"},
+      {{"--webhook-secret-dir", missing.string()}, "--webhook-secret-dir"},
+      {{"--tls-cert", missing.string(), "--tls-key", missing.string()}, "--tls-cert"},
+  };
+  int n = 0;
+  for (const Case& c : cases) {
+    const std::filesystem::path data = dir_.path() / fmt::format("refused-{}", n++);
+    std::vector<std::string> args{"--data-dir", data.string(), "--listen", "127.0.0.1:0",
+                                  "--agent-listen", "127.0.0.1:0"};
+    if (c.named != "--tls-cert") args.insert(args.end(), {"--plain-http", "--plain-agents"});
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    const CommandResult r = RunCommand(BinDir() / "berthd", args, dir_.path());
+    const std::string said = r.out + r.err;  // berthd logs to stdout
+    EXPECT_NE(r.exit_code, 0) << c.named << ": " << said;
+    EXPECT_NE(said.find(c.named), std::string::npos) << c.named << ": " << said;
+    EXPECT_FALSE(std::filesystem::exists(data / "berth.db")) << c.named;
+    EXPECT_FALSE(std::filesystem::exists(data / "tls" / "ca.pem")) << c.named;
+  }
 }
 
 }  // namespace

@@ -28,7 +28,16 @@ TEST_F(JobTokenTest, AJobsOwnTokenReportsItsCheckpointReadsItsJobAndNothingElse)
   // again each time the test asks (a file "go<N>"), until "done".
   const auto dir = dir_ / "job";
   OwnedByTenant(dir);
-  const std::string berth = (BinDir() / "berth").string();
+  // The CLI runs from the job's own directory: the build tree may sit under
+  // a directory the tenant's uid cannot enter (a clone under a 0700 mktemp).
+  const auto cli = dir / "berth";
+  std::filesystem::copy_file(BinDir() / "berth", cli);
+  std::filesystem::permissions(cli, std::filesystem::perms::owner_all |
+                                        std::filesystem::perms::group_read |
+                                        std::filesystem::perms::group_exec |
+                                        std::filesystem::perms::others_read |
+                                        std::filesystem::perms::others_exec);
+  const std::string berth = cli.string();
   const std::string d = dir.string();
   const std::string script = fmt::format(
       "printf %s \"$BERTH_JOB_TOKEN\" > {d}/token; printf %s \"$BERTH_API_URL\" > {d}/url; "
