@@ -103,12 +103,11 @@ const std::array<DcgmGauge, 9>& DcgmGauges() {
 constexpr std::array<std::string_view, 4> kGpuStates = {"free", "allocated", "unhealthy",
                                                         "cordoned"};
 
-}  // namespace
+using Occupants = std::map<std::pair<std::string_view, std::uint32_t>, Occupant>;
 
-std::string RenderMetrics(const ClusterView& view, const ServerMetrics& counters) {
-  MetricsWriter w;
-  // (node, gpu index) -> its occupants.
-  std::map<std::pair<std::string_view, std::uint32_t>, Occupant> occupied;
+// (node, gpu index) -> who holds it.
+Occupants OccupantsOf(const ClusterView& view) {
+  Occupants occupied;
   if (view.holders != nullptr) {
     for (const auto& job : *view.holders) {
       const std::string id = std::to_string(job.id);
@@ -123,10 +122,20 @@ std::string RenderMetrics(const ClusterView& view, const ServerMetrics& counters
       }
     }
   }
+  return occupied;
+}
 
-  // berth_gpus{pool,model,state}: every combination seen, each state written.
+// GPUs by (pool, model) and state (kGpuStates), and nodes by state.
+struct GpuTally {
   std::map<std::pair<std::string, std::string>, std::array<std::uint64_t, 4>> by_pool_model;
   std::map<std::string, std::uint64_t> nodes_by_state = {{"Ready", 0}, {"NotReady", 0}};
+};
+
+// berth_gpu_info, one sample per GPU; returns the tally for WriteGpuTally.
+GpuTally WriteGpuInfo(MetricsWriter& w, const ClusterView& view, const Occupants& occupied) {
+  GpuTally tally;
+  auto& by_pool_model = tally.by_pool_model;
+  auto& nodes_by_state = tally.nodes_by_state;
   w.Family("berth_gpu_info", "gauge",
            "One per GPU (value 1): where it is and who holds it; job, tenant and queue are "
            "empty when it is free. Hostname and UUID repeat node and uuid under the DCGM "
@@ -167,6 +176,29 @@ std::string RenderMetrics(const ClusterView& view, const ServerMetrics& counters
       }
     }
   }
+  return tally;
+}
+
+// berth_gpus{pool,model,state} (every combination seen, each state written)
+// and berth_nodes.
+void WriteGpuTally(MetricsWriter& w, const GpuTally& tally) {
+  w.Family("berth_gpus", "gauge",
+           "GPUs by pool, model and state (free, allocated, unhealthy, cordoned).");
+  for (const auto& [key, counts] : tally.by_pool_model) {
+    for (std::size_t s = 0; s < kGpuStates.size(); ++s) {
+      w.Sample("berth_gpus", {{"pool", key.first}, {"model", key.second}, {"state", kGpuStates[s]}},
+               static_cast<double>(counts[s]));
+    }
+  }
+  w.Family("berth_nodes", "gauge", "Nodes by state (Ready, NotReady).");
+  for (const auto& [state, count] : tally.nodes_by_state) {
+    w.Sample("berth_nodes", {{"state", state}}, static_cast<double>(count));
+  }
+}
+
+// The DCGM exporter's families from the newest sample of each GPU, and the
+// telemetry counters.
+void WriteTelemetry(MetricsWriter& w, const ClusterView& view, const Occupants& occupied) {
   if (view.samples != nullptr) {
     // Where each GPU is: its model and host name, from the inventory.
     std::map<std::string_view, std::pair<std::string_view, std::string_view>> where;
@@ -216,19 +248,9 @@ std::string RenderMetrics(const ClusterView& view, const ServerMetrics& counters
              "GPU telemetry samples dropped because their minute was already written.");
     w.Sample("berth_telemetry_late_samples_total", {}, static_cast<double>(view.telemetry_late));
   }
-  w.Family("berth_gpus", "gauge",
-           "GPUs by pool, model and state (free, allocated, unhealthy, cordoned).");
-  for (const auto& [key, counts] : by_pool_model) {
-    for (std::size_t s = 0; s < kGpuStates.size(); ++s) {
-      w.Sample("berth_gpus", {{"pool", key.first}, {"model", key.second}, {"state", kGpuStates[s]}},
-               static_cast<double>(counts[s]));
-    }
-  }
-  w.Family("berth_nodes", "gauge", "Nodes by state (Ready, NotReady).");
-  for (const auto& [state, count] : nodes_by_state) {
-    w.Sample("berth_nodes", {{"state", state}}, static_cast<double>(count));
-  }
+}
 
+void WriteJobs(MetricsWriter& w, const ClusterView& view) {
   // Jobs not yet finished, by state; finished ones are counted by
   // berth_job_outcomes_total.
   std::map<std::string_view, std::uint64_t> jobs_by_state = {
@@ -264,6 +286,17 @@ std::string RenderMetrics(const ClusterView& view, const ServerMetrics& counters
                static_cast<double>(count));
     }
   }
+}
+
+}  // namespace
+
+std::string RenderMetrics(const ClusterView& view, const ServerMetrics& counters) {
+  MetricsWriter w;
+  const Occupants occupied = OccupantsOf(view);
+  const GpuTally tally = WriteGpuInfo(w, view, occupied);
+  WriteTelemetry(w, view, occupied);
+  WriteGpuTally(w, tally);
+  WriteJobs(w, view);
   counters.Render(w);
   return w.Take();
 }
