@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "server/metrics.h"
+#include "api/metrics_render.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // libFuzzer target: an agent's message as berthd receives it. The bytes are
 // parsed as a berth.v1.AgentMessage (what the gRPC stream hands berthd) and
-// pushed through berthd's own decoding (server/agent_decode.h): a Register's
+// pushed through berthd's own decoding (control/agent_decode.h): a Register's
 // node and the runs it reports, a run's exit, telemetry samples, a GPU's
 // health change. What berthd stores must be writable as JSON and read back
 // the same; GPUs come sorted; an inventory check refuses in valid UTF-8 or
@@ -14,10 +14,10 @@
 #include <string>
 
 #include "berth/v1/agent.pb.h"
+#include "control/agent_decode.h"
 #include "fuzz_check.h"
 #include "model/json.h"
 #include "proto_convert/node.h"
-#include "server/agent_decode.h"
 
 namespace {
 

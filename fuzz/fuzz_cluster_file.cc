@@ -10,10 +10,10 @@
 #include <string>
 
 #include "agent/sim_cluster.h"
+#include "control/agent_decode.h"
 #include "fuzz_check.h"
 #include "model/json.h"
 #include "proto_convert/node.h"
-#include "server/agent_decode.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   auto nodes = berth::agent::ParseSimulatedCluster(berth::fuzz::AsText(data, size));

@@ -10,9 +10,9 @@
 #include <optional>
 #include <string>
 
+#include "api/quota_request_decode.h"
 #include "fuzz_check.h"
 #include "model/policy.h"
-#include "server/quota_request_decode.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace berth::model;

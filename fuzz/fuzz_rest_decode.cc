@@ -9,9 +9,9 @@
 #include <string>
 #include <string_view>
 
-#include "server/rate_limit.h"
-#include "server/redact.h"
-#include "server/request_decode.h"
+#include "api/rate_limit.h"
+#include "api/redact.h"
+#include "api/request_decode.h"
 
 namespace {
 

@@ -12,13 +12,15 @@ declare -A ALLOWED=(
   [common]=""
   [model]="common"
   [sched]="common model"
-  [control]="common model sched store"
   [store]="common model"
+  [meter]="common model store"
+  [control]="common model sched store meter berth proto_convert"
   [sim]="common model sched control"
   [http]="common"
+  [api]="common model sched control store sim meter http"
   [proto_convert]="common model berth"
   [agent]="common model berth proto_convert"
-  [server]="common model sched control store sim http agent berth proto_convert"
+  [server]="common model sched control store sim meter api http agent berth proto_convert"
   [cli]="common model http"
 )
 
@@ -42,14 +44,16 @@ check() {
 if [[ ${1:-} == --self-test ]]; then
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
-  mkdir -p "$tmp/src/sched" "$tmp/src/store"
+  mkdir -p "$tmp/src/sched" "$tmp/src/store" "$tmp/src/meter"
   printf '#include "model/job.h"\n' > "$tmp/src/sched/ok.cc"
   check "$tmp/src" || { echo "self-test: an allowed include was refused" >&2; exit 1; }
   printf '#include "store/store.h"\n' > "$tmp/src/sched/bad.cc"
-  printf '#include "server/api.h"\n' > "$tmp/src/store/bad.cc"
+  printf '#include "api/api.h"\n' > "$tmp/src/store/bad.cc"
+  printf '#include "control/controller.h"\n' > "$tmp/src/meter/bad.cc"
   out=$(check "$tmp/src" 2>&1) && { echo "self-test: forbidden includes passed" >&2; exit 1; }
   grep -q "sched/bad.cc:1: module 'sched' may not include 'store/'" <<<"$out" || { echo "$out" >&2; exit 1; }
-  grep -q "store/bad.cc:1: module 'store' may not include 'server/'" <<<"$out" || { echo "$out" >&2; exit 1; }
+  grep -q "store/bad.cc:1: module 'store' may not include 'api/'" <<<"$out" || { echo "$out" >&2; exit 1; }
+  grep -q "meter/bad.cc:1: module 'meter' may not include 'control/'" <<<"$out" || { echo "$out" >&2; exit 1; }
   echo "self-test: forbidden includes are refused"
   exit 0
 fi

@@ -73,7 +73,7 @@ Result<AlertSink> ParseSink(const YAML::Node& s, const std::string& path) {
                   "the name of a file in berthd's webhook secret directory, e.g. pager.token");
     if (!f) return std::unexpected(f.error());
     // Where it may be (berthd's --webhook-secret-dir) is checked when the
-    // rules are applied (server/webhook_secret.h); a `..` never is.
+    // rules are applied (meter/webhook_secret.h); a `..` never is.
     for (const auto& part : std::filesystem::path(*f)) {
       if (part == "..") {
         return InvalidField(path + ".secret_file",

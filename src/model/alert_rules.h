@@ -18,7 +18,7 @@ namespace berth::model {
 // gpu_health and budget are raised where their events happen (the GPU health
 // path, the budget check); the rule sets their severity, whether they are
 // raised at all, and their sinks. The others are evaluated by the engine
-// (server/alerting.h).
+// (meter/alerting.h).
 enum class AlertKind { kGpuHealth, kNodeNotReady, kQueueWait, kBudget, kIdleAllocation };
 std::string_view AlertKindName(AlertKind kind);
 std::optional<AlertKind> ParseAlertKind(std::string_view name);
@@ -47,7 +47,7 @@ struct AlertRule {
 // name it. With secret_file, the file's content (whitespace trimmed) is sent
 // as `Authorization: Bearer <secret>`, or as the raw value of `header` when
 // another header is named. secret_file names a file in berthd's webhook
-// secret directory (server/webhook_secret.h), and a secret goes only to an
+// secret directory (meter/webhook_secret.h), and a secret goes only to an
 // https:// URL unless send_secret_over_http says to send it in the clear.
 struct AlertSink {
   std::string name;

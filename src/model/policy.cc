@@ -1,6 +1,7 @@
-// Parsing, validation and printing of the scheduling policy (see
-// docs/scheduling.md for the YAML shape). yaml-cpp exceptions stay inside
-// this file: every entry point returns a Result.
+// Parsing and validation of the scheduling policy (see docs/scheduling.md
+// for the YAML shape), and its lookups. yaml-cpp exceptions stay inside
+// this file: every entry point returns a Result. The rules a job is held to
+// are in policy_rules.cc, printing in policy_print.cc.
 #include "model/policy.h"
 
 #include <fmt/format.h>
@@ -20,11 +21,15 @@
 #include "common/utf8.h"
 #include "model/job.h"
 #include "model/names.h"
+#include "model/policy_limits.h"
 #include "model/yaml_object.h"
 #include "model/yaml_utf8.h"
 
 namespace berth::model {
 namespace {
+
+using policy_internal::kLimitFields;
+using policy_internal::kLimitNames;
 
 constexpr std::array<std::string_view, 9> kTopFields{"usage_half_life",  "min_runtime", "pools",
                                                      "priority_classes", "queues",      "backfill",
@@ -32,38 +37,6 @@ constexpr std::array<std::string_view, 9> kTopFields{"usage_half_life",  "min_ru
 constexpr std::array<std::string_view, 4> kTenantFields{"run_as", "storage", "container_network",
                                                         "limits"};
 
-// The limits (Limits), how each is written and bounded, and its default.
-struct LimitField {
-  std::string_view name;
-  std::optional<std::int64_t> Limits::*member;
-  bool bytes;  // written as a size ("1Mi")
-  std::int64_t lo;
-  std::int64_t hi;
-  std::int64_t fallback;
-};
-constexpr std::array<LimitField, 6> kLimitFields{{
-    {"pending_jobs", &Limits::pending_jobs, false, 1, kMaxPendingJobsLimit, kDefaultPendingJobs},
-    {"pending_jobs_per_member", &Limits::pending_jobs_per_member, false, 1, kMaxPendingJobsLimit,
-     kDefaultPendingJobsPerMember},
-    {"spec_bytes", &Limits::spec_bytes, true, 1024, kMaxSpecBytesLimit, kDefaultSpecBytes},
-    {"replicas_per_job", &Limits::replicas_per_job, false, 1, kMaxReplicas, kMaxReplicas},
-    {"log_bytes_per_run", &Limits::log_bytes_per_run, true, kMinLogBytesPerRun, kMaxLogBytesPerRun,
-     kDefaultLogBytesPerRun},
-    {"tokens_per_identity", &Limits::tokens_per_identity, false, 1, kMaxTokensPerIdentity,
-     kDefaultTokensPerIdentity},
-}};
-constexpr auto kLimitNames = [] {
-  std::array<std::string_view, kLimitFields.size()> names{};
-  for (std::size_t i = 0; i < kLimitFields.size(); ++i) names[i] = kLimitFields[i].name;
-  return names;
-}();
-
-const LimitField& LimitFieldOf(std::optional<std::int64_t> Limits::*member) {
-  for (const auto& f : kLimitFields) {
-    if (f.member == member) return f;
-  }
-  return kLimitFields[0];  // unreachable: every member of Limits is listed
-}
 constexpr std::array<std::string_view, 2> kGrantFields{"path", "access"};
 constexpr std::array<std::string_view, 5> kRunAsFields{"user", "uid", "gid", "groups",
                                                        "allow_root"};
@@ -663,49 +636,6 @@ class Parser {
   Policy& p_;
 };
 
-void EmitQueue(YAML::Emitter& out, const Policy& p, const QueuePolicy& q) {
-  out << YAML::BeginMap;
-  auto slash = q.path.rfind('/');
-  out << YAML::Key << "name" << YAML::Value
-      << (slash == std::string::npos ? q.path : q.path.substr(slash + 1));
-  if (q.kind != "training") out << YAML::Key << "kind" << YAML::Value << q.kind;
-  if (!q.pools.empty()) {
-    out << YAML::Key << "pools" << YAML::Value << YAML::Flow << q.pools;
-  }
-  if (!q.quota.empty()) {
-    out << YAML::Key << "quota" << YAML::Value << YAML::BeginMap;
-    for (const auto& [key, quota] : q.quota) {
-      out << YAML::Key << ResourceKeyName(key) << YAML::Value << YAML::Flow << YAML::BeginMap;
-      out << YAML::Key << "guaranteed" << YAML::Value << FormatAmount(key.kind, quota.guaranteed);
-      if (quota.borrow_limit) {
-        out << YAML::Key << "borrow_limit" << YAML::Value
-            << FormatAmount(key.kind, *quota.borrow_limit);
-      }
-      if (quota.weight != 1) out << YAML::Key << "weight" << YAML::Value << quota.weight;
-      if (quota.lending_limit != 0) {
-        out << YAML::Key << "lending_limit" << YAML::Value
-            << FormatAmount(key.kind, quota.lending_limit);
-      }
-      out << YAML::EndMap;
-    }
-    out << YAML::EndMap;
-  }
-  if (q.over_quota != OverQuota::kBorrow) {
-    out << YAML::Key << "over_quota" << YAML::Value
-        << (q.over_quota == OverQuota::kWait ? "wait" : "reject");
-  }
-  if (!q.preemptible_by_default) out << YAML::Key << "preemptible" << YAML::Value << false;
-  bool any_child = false;
-  for (const auto& c : p.queues) {
-    if (c.parent != q.path) continue;
-    if (!any_child) out << YAML::Key << "children" << YAML::Value << YAML::BeginSeq;
-    any_child = true;
-    EmitQueue(out, p, c);
-  }
-  if (any_child) out << YAML::EndSeq;
-  out << YAML::EndMap;
-}
-
 }  // namespace
 
 Result<std::int64_t> ParseQuotaAmount(ResourceKind kind, std::string_view text,
@@ -832,231 +762,6 @@ Result<Policy> ParsePolicy(std::string_view yaml) {
     }
   }
   return p;
-}
-
-std::uint32_t DerivedUid(std::string_view tenant) {
-  return kDerivedUidBase + Fnv1a32(tenant) % kDerivedUidSpan;
-}
-
-Status CheckStorageGrants(const Policy& policy, const JobSpec& spec) {
-  const std::vector<StorageGrant>* grants = nullptr;
-  if (auto it = policy.tenants.find(spec.tenant); it != policy.tenants.end()) {
-    grants = &it->second.storage;
-  }
-  auto describe = [&] {
-    if (grants == nullptr || grants->empty()) {
-      return fmt::format("tenant {} has no storage granted", spec.tenant);
-    }
-    std::string list;
-    for (const auto& g : *grants) {
-      list += fmt::format("{}{} ({})", list.empty() ? "" : ", ", g.path,
-                          g.writable ? "read-write" : "read-only");
-    }
-    return fmt::format("tenant {} may use {}", spec.tenant, list);
-  };
-  auto check = [&](const std::string& field, const std::string& path, bool write) -> Status {
-    if (path.empty()) return Ok();
-    if (std::filesystem::path(path).lexically_normal().string() != path) {
-      return InvalidField(
-          field, fmt::format("'{}' is not a normal path (no ., .., // or trailing "
-                             "/); write {}",
-                             path, std::filesystem::path(path).lexically_normal().string()));
-    }
-    const StorageGrant* read_only_match = nullptr;
-    if (grants != nullptr) {
-      for (const auto& g : *grants) {
-        const bool under =
-            g.path == "/" || path == g.path ||
-            (path.size() > g.path.size() && path.starts_with(g.path) && path[g.path.size()] == '/');
-        if (!under) continue;
-        if (g.writable || !write) return Ok();
-        read_only_match = &g;
-      }
-    }
-    if (read_only_match != nullptr) {
-      return InvalidField(
-          field, fmt::format("{} is under {}, which tenant {} may only read; {} "
-                             "needs a read-write grant (tenants.{}.storage in the "
-                             "policy), or mark a mount read_only: true",
-                             path, read_only_match->path, spec.tenant, field, spec.tenant));
-    }
-    return InvalidField(field, fmt::format("{} is outside the storage granted to its tenant: {}; "
-                                           "use a path under a grant, or ask a platform admin to "
-                                           "grant it (tenants.{}.storage in the policy)",
-                                           path, describe(), spec.tenant));
-  };
-  BERTH_RETURN_IF_ERROR(check("working_dir", spec.working_dir, true));
-  BERTH_RETURN_IF_ERROR(check("checkpoint.dir", spec.checkpoint.dir, true));
-  BERTH_RETURN_IF_ERROR(check("checkpoint.file", spec.checkpoint.file, true));
-  for (std::size_t i = 0; i < spec.mounts.size(); ++i) {
-    BERTH_RETURN_IF_ERROR(
-        check(fmt::format("mounts[{}].path", i), spec.mounts[i].path, !spec.mounts[i].read_only));
-  }
-  return Ok();
-}
-
-std::string_view ContainerNetworkName(ContainerNetwork n) {
-  switch (n) {
-    case ContainerNetwork::kNone:
-      return "none";
-    case ContainerNetwork::kHost:
-      return "host";
-    case ContainerNetwork::kPrivate:
-      break;
-  }
-  return "private";
-}
-
-ContainerNetwork ContainerNetworkOf(const Policy& policy, std::string_view tenant) {
-  auto it = policy.tenants.find(std::string(tenant));
-  return it == policy.tenants.end() ? ContainerNetwork::kPrivate : it->second.container_network;
-}
-
-EffectiveLimit LimitOf(const Policy& policy, std::string_view tenant,
-                       std::optional<std::int64_t> Limits::*field) {
-  const LimitField& lf = LimitFieldOf(field);
-  EffectiveLimit out{lf.fallback, std::string(lf.name), std::string(tenant), ""};
-  if (auto it = policy.tenants.find(out.tenant); it != policy.tenants.end()) {
-    if (const auto& v = it->second.limits.*field) {
-      out.value = *v;
-      out.setting = fmt::format("tenants.{}.limits.{}", tenant, lf.name);
-      return out;
-    }
-  }
-  if (const auto& v = policy.limits.*field) {
-    out.value = *v;
-    out.setting = fmt::format("limits.{}", lf.name);
-  }
-  return out;
-}
-
-std::string EffectiveLimit::Describe() const {
-  if (setting.empty()) {
-    return fmt::format(
-        "the default; a platform admin can raise it with tenants.{}.limits.{} in "
-        "the policy",
-        tenant, name);
-  }
-  return fmt::format("set by {} in the policy; a platform admin can raise it", setting);
-}
-
-Status CheckSpecLimits(const Policy& policy, const JobSpec& spec, std::size_t spec_bytes) {
-  const EffectiveLimit size = LimitOf(policy, spec.tenant, &Limits::spec_bytes);
-  if (spec_bytes > static_cast<std::uint64_t>(size.value)) {
-    return Fail(Code::kResourceExhausted,
-                fmt::format("this job's spec is {} bytes; tenant {} allows at most {} (limit "
-                            "spec_bytes, {}); make it smaller, e.g. keep long parameter lists "
-                            "in a file the job reads",
-                            spec_bytes, spec.tenant, size.value, size.Describe()));
-  }
-  const EffectiveLimit replicas = LimitOf(policy, spec.tenant, &Limits::replicas_per_job);
-  if (std::int64_t{spec.replicas} > replicas.value) {
-    return Fail(Code::kResourceExhausted,
-                fmt::format("this job asks for {} replicas; tenant {} allows at most {} per job "
-                            "(limit replicas_per_job, {})",
-                            spec.replicas, spec.tenant, replicas.value, replicas.Describe()),
-                "replicas");
-  }
-  return Ok();
-}
-
-RunAs RunIdentityOf(const Policy& policy, std::string_view tenant) {
-  if (auto it = policy.tenants.find(std::string(tenant));
-      it != policy.tenants.end() && it->second.run_as) {
-    return *it->second.run_as;
-  }
-  RunAs r;
-  r.uid = DerivedUid(tenant);
-  r.gid = *r.uid;
-  return r;
-}
-
-void EmitLimits(YAML::Emitter& out, const Limits& limits) {
-  if (limits == Limits{}) return;
-  out << YAML::Key << "limits" << YAML::Value << YAML::BeginMap;
-  for (const auto& lf : kLimitFields) {
-    const auto& v = limits.*lf.member;
-    if (!v) continue;
-    out << YAML::Key << std::string(lf.name) << YAML::Value;
-    if (lf.bytes) {
-      out << FormatBytes(static_cast<std::uint64_t>(*v));
-    } else {
-      out << *v;
-    }
-  }
-  out << YAML::EndMap;
-}
-
-std::string PolicyToYaml(const Policy& p) {
-  YAML::Emitter out;
-  out << YAML::BeginMap;
-  out << YAML::Key << "usage_half_life" << YAML::Value << FormatDurationMs(p.usage_half_life_ms);
-  out << YAML::Key << "min_runtime" << YAML::Value << FormatDurationMs(p.min_runtime_ms);
-  out << YAML::Key << "backfill" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key
-      << "enabled" << YAML::Value << p.backfill.enabled << YAML::Key << "max_reservations"
-      << YAML::Value << p.backfill.max_reservations << YAML::EndMap;
-  out << YAML::Key << "consolidation" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key
-      << "enabled" << YAML::Value << p.consolidation.enabled << YAML::Key << "max_moves"
-      << YAML::Value << p.consolidation.max_moves << YAML::Key << "max_jobs_per_cycle"
-      << YAML::Value << p.consolidation.max_jobs_per_cycle << YAML::EndMap;
-  out << YAML::Key << "pools" << YAML::Value << YAML::BeginSeq;
-  for (const auto& pool : p.pools) {
-    out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << pool.name
-        << YAML::Key << "selector" << YAML::Value << YAML::Flow << pool.selector << YAML::EndMap;
-  }
-  out << YAML::EndSeq;
-  out << YAML::Key << "priority_classes" << YAML::Value << YAML::BeginSeq;
-  for (const auto& c : p.priority_classes) {
-    out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << c.name << YAML::Key
-        << "value" << YAML::Value << c.value;
-    if (!c.preemptible) out << YAML::Key << "preemptible" << YAML::Value << false;
-    out << YAML::EndMap;
-  }
-  out << YAML::EndSeq;
-  out << YAML::Key << "queues" << YAML::Value << YAML::BeginSeq;
-  for (const auto& q : p.queues) {
-    if (q.parent.empty()) EmitQueue(out, p, q);
-  }
-  out << YAML::EndSeq;
-  if (!p.tenants.empty()) {
-    out << YAML::Key << "tenants" << YAML::Value << YAML::BeginMap;
-    for (const auto& [name, t] : p.tenants) {
-      out << YAML::Key << name << YAML::Value << YAML::BeginMap;
-      if (t.run_as) {
-        const RunAs& r = *t.run_as;
-        out << YAML::Key << "run_as" << YAML::Value << YAML::Flow << YAML::BeginMap;
-        if (r.uid) {
-          out << YAML::Key << "uid" << YAML::Value << *r.uid << YAML::Key << "gid" << YAML::Value
-              << r.gid;
-          if (!r.groups.empty())
-            out << YAML::Key << "groups" << YAML::Value << YAML::Flow << r.groups;
-        } else {
-          out << YAML::Key << "user" << YAML::Value << r.user;
-        }
-        if (r.allow_root) out << YAML::Key << "allow_root" << YAML::Value << true;
-        out << YAML::EndMap;
-      }
-      if (!t.storage.empty()) {
-        out << YAML::Key << "storage" << YAML::Value << YAML::BeginSeq;
-        for (const auto& g : t.storage) {
-          out << YAML::Flow << YAML::BeginMap << YAML::Key << "path" << YAML::Value << g.path
-              << YAML::Key << "access" << YAML::Value << (g.writable ? "read-write" : "read-only")
-              << YAML::EndMap;
-        }
-        out << YAML::EndSeq;
-      }
-      if (t.container_network != ContainerNetwork::kPrivate) {
-        out << YAML::Key << "container_network" << YAML::Value
-            << std::string(ContainerNetworkName(t.container_network));
-      }
-      EmitLimits(out, t.limits);
-      out << YAML::EndMap;
-    }
-    out << YAML::EndMap;
-  }
-  EmitLimits(out, p.limits);
-  out << YAML::EndMap;
-  return std::string(out.c_str()) + "\n";
 }
 
 }  // namespace berth::model

@@ -1,6 +1,6 @@
 // Which tenants' rows a request may see: the one answer to "whose data is
 // this caller's?" (docs/security.md "Where tenancy is enforced"). The
-// authorization layer (server/auth.h, Authorizer::ScopeOf) computes it once
+// authorization layer (api/auth.h, Authorizer::ScopeOf) computes it once
 // per request from the authenticated caller and hands it to the handler,
 // which passes it to every store read that lists tenant-owned rows; the
 // store filters in its query, before any LIMIT, so a page is never short

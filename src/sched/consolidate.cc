@@ -72,28 +72,8 @@ const JobCtx& Cycle::MoverCtx(std::size_t i) {
   return movers_.emplace(i, Resolve(p)).first->second;
 }
 
-bool Cycle::PlaceByMoving(const JobCtx& ctx) {
-  move_relief_ = {};
-  const auto& cfg = s_.policy.consolidation;
+std::vector<Cycle::Room> Cycle::FindRooms(const JobCtx& ctx) {
   const auto& res = ctx.shape.resources;
-  if (!cfg.enabled || cfg.max_moves <= 0 || res.gpus == 0 || model::IsSlice(res)) return false;
-  FindMovable();
-  // Nothing in the cluster checkpoints: nothing to say either.
-  if (movable_nodes_.empty()) return false;
-  // Moves only rearrange GPUs: the free ones must add up to the gang.
-  if (cluster_.FreeGpus() < std::uint64_t{res.gpus} * ctx.shape.replicas) return false;
-  // Each try costs up to a walk of the nodes and a few dozen gang
-  // placements: the policy caps the tries per cycle, in fair-share order.
-  if (move_tries_ >= s_.policy.consolidation.max_jobs_per_cycle) return false;
-  ++move_tries_;
-  move_relief_.tried = true;
-  // Nodes the job may use where moving jobs off would give one replica
-  // room, fewest GPUs short first.
-  struct Room {
-    std::uint32_t short_by = 0;
-    std::size_t node = 0;
-    std::vector<std::size_t> jobs;  // movable here, least disruptive first
-  };
   std::vector<Room> rooms;
   std::set<std::size_t> movable;
   // Nodes short of a replica's GPUs, the most free first: the first rooms
@@ -120,6 +100,25 @@ bool Cycle::PlaceByMoving(const JobCtx& ctx) {
     return rooms.size() < kMaxRooms;
   });
   move_relief_.candidates = static_cast<std::int64_t>(movable.size());
+  return rooms;
+}
+
+bool Cycle::PlaceByMoving(const JobCtx& ctx) {
+  move_relief_ = {};
+  const auto& cfg = s_.policy.consolidation;
+  const auto& res = ctx.shape.resources;
+  if (!cfg.enabled || cfg.max_moves <= 0 || res.gpus == 0 || model::IsSlice(res)) return false;
+  FindMovable();
+  // Nothing in the cluster checkpoints: nothing to say either.
+  if (movable_nodes_.empty()) return false;
+  // Moves only rearrange GPUs: the free ones must add up to the gang.
+  if (cluster_.FreeGpus() < std::uint64_t{res.gpus} * ctx.shape.replicas) return false;
+  // Each try costs up to a walk of the nodes and a few dozen gang
+  // placements: the policy caps the tries per cycle, in fair-share order.
+  if (move_tries_ >= s_.policy.consolidation.max_jobs_per_cycle) return false;
+  ++move_tries_;
+  move_relief_.tried = true;
+  const std::vector<Room> rooms = FindRooms(ctx);
   if (rooms.empty()) return false;
 
   // Every try starts from here; the quota book is put back by its own log.

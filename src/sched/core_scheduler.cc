@@ -442,14 +442,10 @@ Cycle::Outcome Cycle::Decide(const JobCtx& ctx, model::Reason& why) {
   return Outcome::kWaiting;
 }
 
-Plan Cycle::Run() {
+std::vector<std::pair<std::size_t, Cycle::Leaf>> Cycle::OpenLeaves() {
   // Leaf queues with their waiting jobs in order: priority, submit time, id.
   // A job is resolved in full only when it is decided: most of 100,000 wait
   // behind their queue's head, and need no more than their order and size.
-  struct Queued {
-    const PendingJob* job;
-    std::int32_t priority;
-  };
   plan_.pending.reserve(s_.pending.size());
   std::map<std::size_t, std::vector<Queued>> leaves;
   std::string path;
@@ -463,12 +459,6 @@ Plan Cycle::Run() {
     }
     leaves[*leaf].push_back({&job, PriorityValue(s_.policy, job.priority)});
   }
-  struct Leaf {
-    std::vector<Queued> jobs;
-    std::size_t next = 0;
-    std::int64_t waiting = 0;  // jobs ahead still waiting
-    std::int64_t waiting_gpus = 0;
-  };
   std::vector<std::pair<std::size_t, Leaf>> open;
   for (auto& [leaf, jobs] : leaves) {
     std::sort(jobs.begin(), jobs.end(), [](const Queued& a, const Queued& b) {
@@ -477,6 +467,122 @@ Plan Cycle::Run() {
     });
     open.emplace_back(leaf, Leaf{std::move(jobs)});
   }
+  return open;
+}
+
+void Cycle::Finish(Leaf& l, const JobCtx& c, model::Reason why) {
+  why.counts[std::string(model::kPosition)] = l.waiting + 1;
+  why.counts[std::string(model::kAheadJobs)] = l.waiting;
+  why.counts[std::string(model::kAheadGpus)] = l.waiting_gpus;
+  AddQueueNumbers(c, why);
+  ++l.waiting;
+  l.waiting_gpus += c.requested_mgpu / 1000;
+  plan_.pending.push_back({c.job->id, std::move(why)});
+}
+
+void Cycle::DecideHead(std::size_t leaf, Leaf& l) {
+  const JobCtx c = Resolve(*l.jobs[l.next++].job);
+  model::Reason why;
+  Outcome o = Decide(c, why);
+  if (o == Outcome::kPlaced) return;
+  // Its estimated start: a replay of the releases when it waits for GPUs,
+  // a reservation while the cap allows, else why none is known.
+  Eta eta;
+  bool reserved = false;
+  if (o == Outcome::kWaiting) {
+    eta = Estimate(c);
+    reserved = eta.known && s_.policy.backfill.enabled &&
+               std::ssize(plan_.reservations) < s_.policy.backfill.max_reservations;
+    if (reserved) Reserve(c, eta);
+    AddEta(eta, reserved, why);
+  } else if (why.code != model::ReasonCode::kQueueUnknown) {
+    eta.unknown = why.code == model::ReasonCode::kOverQuota ||
+                          why.code == model::ReasonCode::kNotPreemptibleOverGuarantee
+                      ? model::EtaUnknown::kQuota
+                      : model::EtaUnknown::kInfeasible;
+    AddEta(eta, false, why);
+  }
+  Finish(l, c, std::move(why));
+  // The head waits for capacity: jobs behind it wait too, so that smaller
+  // ones do not starve it.
+  if (o == Outcome::kWaiting && l.next < l.jobs.size()) ExplainBehind(leaf, l, c, eta, reserved);
+}
+
+void Cycle::ExplainBehind(std::size_t leaf, Leaf& l, const JobCtx& head, const Eta& eta,
+                          bool reserved) {
+  // Nothing changes while they are explained: one set of queue numbers, and
+  // every reason has the same keys, so the map is built once and copied,
+  // with the per-job numbers set in place (cheaper than inserting by new
+  // strings at 100,000 jobs).
+  const QuotaRefusal numbers = book_.Numbers(leaf, 0);
+  model::Reason tmpl{model::ReasonCode::kBehindInQueue, {{"blocked_by", head.job->id}}, {}};
+  for (auto key : {model::kPosition, model::kAheadJobs, model::kAheadGpus}) {
+    tmpl.counts[std::string(key)] = 0;
+  }
+  if (eta.known) {
+    tmpl.counts[std::string(model::kNotBeforeMs)] = eta.start_ms;
+    tmpl.counts[std::string(model::kNotBeforeInMs)] = eta.start_ms - s_.now_ms;
+  }
+  AddQueueNumbers(Resolve(*l.jobs[l.next].job), tmpl, &numbers);
+  auto at = [&tmpl](std::string_view key) {
+    return std::distance(tmpl.counts.begin(), tmpl.counts.find(key));
+  };
+  auto slot = [](model::Reason& r, std::ptrdiff_t d) {
+    return &std::next(r.counts.begin(), d)->second;
+  };
+  const std::ptrdiff_t pos = at(model::kPosition), jobs = at(model::kAheadJobs),
+                       gpus = at(model::kAheadGpus), req = at(model::kQueueRequested);
+  const std::size_t first_candidate = candidates_.size();
+  while (l.next < l.jobs.size()) {
+    const PendingJob& behind = *l.jobs[l.next++].job;
+    if (behind.resources.gpus > cluster_.MaxHealthyGpus()) {
+      // It could never run, whatever the head does: its own reason says so
+      // instead of "behind", and it holds no place in line.
+      model::Reason own;
+      Decide(Resolve(behind), own);
+      own.counts[std::string(model::kEtaUnknown)] =
+          static_cast<std::int64_t>(model::EtaUnknown::kInfeasible);
+      plan_.pending.push_back({behind.id, std::move(own)});
+      continue;
+    }
+    const std::int64_t gang_gpus = std::int64_t{behind.resources.gpus} * behind.replicas;
+    model::Reason b = tmpl;
+    *slot(b, pos) = l.waiting + 1;
+    *slot(b, jobs) = l.waiting;
+    *slot(b, gpus) = l.waiting_gpus;
+    *slot(b, req) = gang_gpus * 1000;  // as JobCtx::requested_mgpu
+    ++l.waiting;
+    l.waiting_gpus += gang_gpus;
+    // Backfill: it may run before its head only if it surely ends before the
+    // head's reserved start; tried once every head has had its turn.
+    if (reserved && EndOf(behind) <= eta.start_ms) {
+      candidates_.push_back({&behind, plan_.pending.size()});
+    }
+    plan_.pending.push_back({behind.id, std::move(b)});
+  }
+  for (std::size_t k = first_candidate; k < candidates_.size(); ++k) {
+    candidates_[k].block_end = plan_.pending.size();
+  }
+}
+
+void Cycle::SortPendingById() {
+  // Sorting (id, position) pairs and moving each decision once is cheaper
+  // than swapping 100,000 reasons about in the sort.
+  std::vector<std::pair<std::int64_t, std::size_t>> order;
+  order.reserve(plan_.pending.size());
+  for (std::size_t k = 0; k < plan_.pending.size(); ++k) {
+    if (k < dropped_.size() && dropped_[k]) continue;  // backfilled
+    order.emplace_back(plan_.pending[k].job_id, k);
+  }
+  std::sort(order.begin(), order.end());
+  std::vector<PendingDecision> sorted;
+  sorted.reserve(order.size());
+  for (auto [id, k] : order) sorted.push_back(std::move(plan_.pending[k]));
+  plan_.pending = std::move(sorted);
+}
+
+Plan Cycle::Run() {
+  std::vector<std::pair<std::size_t, Leaf>> open = OpenLeaves();
   auto order_key = [&](std::size_t leaf) {
     OrderKey key;
     auto chain = book_.Chain(leaf);
@@ -485,16 +591,6 @@ Plan Cycle::Run() {
       key.emplace_back(below, share, book_.queue(*it).path);
     }
     return key;
-  };
-  auto finish = [&](Leaf& l, const JobCtx& c, model::Reason why,
-                    const QuotaRefusal* same = nullptr) {
-    why.counts[std::string(model::kPosition)] = l.waiting + 1;
-    why.counts[std::string(model::kAheadJobs)] = l.waiting;
-    why.counts[std::string(model::kAheadGpus)] = l.waiting_gpus;
-    AddQueueNumbers(c, why, same);
-    ++l.waiting;
-    l.waiting_gpus += c.requested_mgpu / 1000;
-    plan_.pending.push_back({c.job->id, std::move(why)});
   };
   // The leaf whose path through the queue tree is least served goes next.
   // Keys change only for leaves under a queue whose usage changed.
@@ -518,89 +614,7 @@ Plan Cycle::Run() {
     std::size_t i = *ready.begin();
     ready.erase(ready.begin());
     Leaf& l = open[i].second;
-    const JobCtx c = Resolve(*l.jobs[l.next++].job);
-    model::Reason why;
-    Outcome o = Decide(c, why);
-    if (o != Outcome::kPlaced) {
-      // Its estimated start: a replay of the releases when it waits for
-      // GPUs, a reservation while the cap allows, else why none is known.
-      Eta eta;
-      bool reserved = false;
-      if (o == Outcome::kWaiting) {
-        eta = Estimate(c);
-        reserved = eta.known && s_.policy.backfill.enabled &&
-                   std::ssize(plan_.reservations) < s_.policy.backfill.max_reservations;
-        if (reserved) Reserve(c, eta);
-        AddEta(eta, reserved, why);
-      } else if (why.code != model::ReasonCode::kQueueUnknown) {
-        eta.unknown = why.code == model::ReasonCode::kOverQuota ||
-                              why.code == model::ReasonCode::kNotPreemptibleOverGuarantee
-                          ? model::EtaUnknown::kQuota
-                          : model::EtaUnknown::kInfeasible;
-        AddEta(eta, false, why);
-      }
-      finish(l, c, std::move(why));
-      if (o == Outcome::kWaiting) {
-        // The head waits for capacity: jobs behind it wait too, so that
-        // smaller ones do not starve it.
-        // Nothing changes while they are explained: one set of queue numbers,
-        // and every reason has the same keys, so the map is built once and
-        // copied, with the per-job numbers set in place (cheaper than
-        // inserting by new strings at 100,000 jobs).
-        const QuotaRefusal numbers = book_.Numbers(open[i].first, 0);
-        if (l.next < l.jobs.size()) {
-          model::Reason tmpl{model::ReasonCode::kBehindInQueue, {{"blocked_by", c.job->id}}, {}};
-          for (auto key : {model::kPosition, model::kAheadJobs, model::kAheadGpus}) {
-            tmpl.counts[std::string(key)] = 0;
-          }
-          if (eta.known) {
-            tmpl.counts[std::string(model::kNotBeforeMs)] = eta.start_ms;
-            tmpl.counts[std::string(model::kNotBeforeInMs)] = eta.start_ms - s_.now_ms;
-          }
-          AddQueueNumbers(Resolve(*l.jobs[l.next].job), tmpl, &numbers);
-          auto at = [&tmpl](std::string_view key) {
-            return std::distance(tmpl.counts.begin(), tmpl.counts.find(key));
-          };
-          auto slot = [](model::Reason& r, std::ptrdiff_t d) {
-            return &std::next(r.counts.begin(), d)->second;
-          };
-          const std::ptrdiff_t pos = at(model::kPosition), jobs = at(model::kAheadJobs),
-                               gpus = at(model::kAheadGpus), req = at(model::kQueueRequested);
-          const std::size_t first_candidate = candidates_.size();
-          while (l.next < l.jobs.size()) {
-            const PendingJob& behind = *l.jobs[l.next++].job;
-            if (behind.resources.gpus > cluster_.MaxHealthyGpus()) {
-              // It could never run, whatever the head does: its own reason
-              // says so instead of "behind", and it holds no place in line.
-              model::Reason own;
-              Decide(Resolve(behind), own);
-              own.counts[std::string(model::kEtaUnknown)] =
-                  static_cast<std::int64_t>(model::EtaUnknown::kInfeasible);
-              plan_.pending.push_back({behind.id, std::move(own)});
-              continue;
-            }
-            const std::int64_t gang_gpus = std::int64_t{behind.resources.gpus} * behind.replicas;
-            model::Reason b = tmpl;
-            *slot(b, pos) = l.waiting + 1;
-            *slot(b, jobs) = l.waiting;
-            *slot(b, gpus) = l.waiting_gpus;
-            *slot(b, req) = gang_gpus * 1000;  // as JobCtx::requested_mgpu
-            ++l.waiting;
-            l.waiting_gpus += gang_gpus;
-            // Backfill: it may run before its head only if it surely ends
-            // before the head's reserved start; tried once every head has
-            // had its turn.
-            if (reserved && EndOf(behind) <= eta.start_ms) {
-              candidates_.push_back({&behind, plan_.pending.size()});
-            }
-            plan_.pending.push_back({behind.id, std::move(b)});
-          }
-          for (std::size_t k = first_candidate; k < candidates_.size(); ++k) {
-            candidates_[k].block_end = plan_.pending.size();
-          }
-        }
-      }
-    }
+    DecideHead(open[i].first, l);
     std::set<std::size_t> dirty;
     for (std::size_t q : book_.TakeChanged()) {
       for (std::size_t leaf : under[q]) dirty.insert(leaf);
@@ -617,19 +631,7 @@ Plan Cycle::Run() {
     }
   }
   Backfill();
-  // By job id. Sorting (id, position) pairs and moving each decision once
-  // is cheaper than swapping 100,000 reasons about in the sort.
-  std::vector<std::pair<std::int64_t, std::size_t>> order;
-  order.reserve(plan_.pending.size());
-  for (std::size_t k = 0; k < plan_.pending.size(); ++k) {
-    if (k < dropped_.size() && dropped_[k]) continue;  // backfilled
-    order.emplace_back(plan_.pending[k].job_id, k);
-  }
-  std::sort(order.begin(), order.end());
-  std::vector<PendingDecision> sorted;
-  sorted.reserve(order.size());
-  for (auto [id, k] : order) sorted.push_back(std::move(plan_.pending[k]));
-  plan_.pending = std::move(sorted);
+  SortPendingById();  // the plan's decisions by job id
   return std::move(plan_);
 }
 

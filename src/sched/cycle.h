@@ -104,6 +104,29 @@ class Cycle {
  private:
   enum class Outcome { kPlaced, kWaiting, kRefused };
 
+  // Run's steps. A leaf queue's waiting jobs in order, and how far the pass
+  // has got through them.
+  struct Queued {
+    const PendingJob* job;
+    std::int32_t priority;
+  };
+  struct Leaf {
+    std::vector<Queued> jobs;
+    std::size_t next = 0;
+    std::int64_t waiting = 0;  // jobs ahead still waiting
+    std::int64_t waiting_gpus = 0;
+  };
+  // The leaves with waiting jobs, each sorted; a job of an unknown queue is
+  // explained at once.
+  std::vector<std::pair<std::size_t, Leaf>> OpenLeaves();
+  // Decides the leaf's next job; when it waits for capacity, explains the
+  // jobs behind it (ExplainBehind) and offers them to backfill.
+  void DecideHead(std::size_t leaf, Leaf& l);
+  void ExplainBehind(std::size_t leaf, Leaf& l, const JobCtx& head, const Eta& eta, bool reserved);
+  // A job that stays pending, with its place in its queue's line.
+  void Finish(Leaf& l, const JobCtx& c, model::Reason why);
+  void SortPendingById();
+
   JobCtx Resolve(const PendingJob& job) const;
   Outcome Decide(const JobCtx& ctx, model::Reason& why);
   // Quota on the request, a placement on GPUs the job may use (not those
@@ -135,6 +158,15 @@ class Cycle {
 
   // consolidate.cc: places `ctx` by moving running jobs that checkpoint.
   bool PlaceByMoving(const JobCtx& ctx);
+  // A node the job may use where moving jobs off would give one replica room.
+  struct Room {
+    std::uint32_t short_by = 0;
+    std::size_t node = 0;
+    std::vector<std::size_t> jobs;  // movable here, least disruptive first
+  };
+  // The rooms for one of `ctx`'s replicas, fewest GPUs short first (at most
+  // kMaxRooms); counts the movable jobs in move_relief_.
+  std::vector<Room> FindRooms(const JobCtx& ctx);
   struct Move {
     std::size_t running = 0;  // index in s_.running
     std::vector<ReplicaPlacement> replicas;

@@ -5,9 +5,9 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "api/api.h"
 #include "common/units.h"
 #include "model/fencing.h"
-#include "server/api.h"
 
 namespace berth::server {
 namespace {

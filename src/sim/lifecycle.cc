@@ -130,7 +130,7 @@ Status Complete(JobRecord& job, TimeMs now) {
 }
 
 Status LoseNode(JobRecord& job, const std::string& node, std::int64_t failures, TimeMs now) {
-  // As the server records a run on a node presumed gone (server/controller.cc).
+  // As the server records a run on a node presumed gone (control/controller.cc).
   BERTH_RETURN_IF_ERROR(ExitRuns(job, [&](const model::RunRecord& r, model::RunExit& exit) {
     if (r.node != node) return false;
     exit.exit_code = -1;

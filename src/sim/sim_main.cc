@@ -47,13 +47,8 @@ bool WriteFile(const std::string& path, const std::string& text) {
   return static_cast<bool>(out);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{
-      "berth-sim: replay a cluster trace through Berth's scheduling core on a virtual clock.\n"
-      "Prints completion time, queueing delay, allocation and evictions per scheduler\n"
-      "(docs/evaluation.md)."};
+// Every flag, as given.
+struct SimFlags {
   std::string itp;
   std::size_t limit = 0;
   std::uint32_t tenants = 1;
@@ -79,251 +74,324 @@ int main(int argc, char** argv) {
   std::uint64_t seed = 1;
   std::string timeseries_prefix;
   std::string plot_file;
+  std::string history_file;
+  std::vector<std::string> las = {"1h", "10h"};
+};
+
+void AddFlags(CLI::App& app, SimFlags& f) {
   auto* itp_opt = app.add_option(
-      "--itp", itp, "Microsoft ITP trace CSV (job_id,submission_time,duration,num_gpu)");
+      "--itp", f.itp, "Microsoft ITP trace CSV (job_id,submission_time,duration,num_gpu)");
   auto* pods_opt =
-      app.add_option("--openb-pods", openb_pods,
+      app.add_option("--openb-pods", f.openb_pods,
                      "Alibaba OpenB pod list CSV (with --openb-nodes for the cluster)");
-  auto* nodes_opt = app.add_option("--openb-nodes", openb_nodes, "Alibaba OpenB node list CSV");
-  auto* dlrm_opt = app.add_option("--dlrm", dlrm,
+  auto* nodes_opt = app.add_option("--openb-nodes", f.openb_nodes, "Alibaba OpenB node list CSV");
+  auto* dlrm_opt = app.add_option("--dlrm", f.dlrm,
                                   "Alibaba DLRM serving trace CSV (disaggregated_DLRM_trace.csv)");
   pods_opt->needs(nodes_opt)->excludes(itp_opt);
   nodes_opt->needs(pods_opt);
-  std::string history_file;
-  app.add_option("--history", history_file,
+  app.add_option("--history", f.history_file,
                  "Berth's own job history (berth history export): its jobs, nodes and policy")
       ->excludes(itp_opt)
       ->excludes(pods_opt)
       ->excludes(dlrm_opt);
-  std::string history_policy;  // the policy active at the export
   dlrm_opt->excludes(itp_opt)->excludes(pods_opt);
-  app.add_option("--dlrm-gpu-nodes", dlrm_gpu_nodes, "DLRM cluster: 8-GPU nodes (128 CPUs, 1 TiB)")
+  app.add_option("--dlrm-gpu-nodes", f.dlrm_gpu_nodes,
+                 "DLRM cluster: 8-GPU nodes (128 CPUs, 1 TiB)")
       ->capture_default_str();
-  app.add_option("--dlrm-cpu-nodes", dlrm_cpu_nodes, "DLRM cluster: CPU nodes (192 CPUs, 1 TiB)")
+  app.add_option("--dlrm-cpu-nodes", f.dlrm_cpu_nodes, "DLRM cluster: CPU nodes (192 CPUs, 1 TiB)")
       ->capture_default_str();
-  app.add_flag("--fill", fill,
+  app.add_flag("--fill", f.fill,
                "OpenB fill mode (FGD): pods in trace order, no departures; unallocated and "
                "fragmented GPUs as the arrived demand reaches 50..100% of the cluster")
       ->needs(pods_opt);
-  app.add_option("--node-failures", failures_file, "Node failures CSV: time_s,node,down_s");
-  app.add_option("--mtbf-hours", mtbf_hours,
+  app.add_option("--node-failures", f.failures_file, "Node failures CSV: time_s,node,down_s");
+  app.add_option("--mtbf-hours", f.mtbf_hours,
                  "Random node failures: mean hours between failures per node (0: none)")
       ->capture_default_str();
-  app.add_option("--mttr-minutes", mttr_minutes, "Random node failures: mean minutes to repair")
+  app.add_option("--mttr-minutes", f.mttr_minutes, "Random node failures: mean minutes to repair")
       ->capture_default_str();
-  app.add_option("--seed", seed, "Seed of the random node failures")->capture_default_str();
-  app.add_option("--timeseries-csv", timeseries_prefix,
+  app.add_option("--seed", f.seed, "Seed of the random node failures")->capture_default_str();
+  app.add_option("--timeseries-csv", f.timeseries_prefix,
                  "Write PREFIX-<scheduler>.csv: allocation and queue at every cycle");
-  app.add_option("--plot", plot_file, "Write an SVG of allocation and queue length over time");
-  app.add_option("--limit", limit, "Replay only the first N jobs (0: all)");
-  app.add_option("--tenants", tenants, "Spread the trace's jobs over N tenants (by job id hash)")
+  app.add_option("--plot", f.plot_file, "Write an SVG of allocation and queue length over time");
+  app.add_option("--limit", f.limit, "Replay only the first N jobs (0: all)");
+  app.add_option("--tenants", f.tenants, "Spread the trace's jobs over N tenants (by job id hash)")
       ->capture_default_str();
-  app.add_option("--gpus", gpus, "Cluster size in GPUs (whole nodes)")->capture_default_str();
-  app.add_option("--gpus-per-node", per_node, "GPUs per node")->capture_default_str();
-  std::vector<std::string> las = {"1h", "10h"};
-  app.add_option("--schedulers", schedulers,
+  app.add_option("--gpus", f.gpus, "Cluster size in GPUs (whole nodes)")->capture_default_str();
+  app.add_option("--gpus-per-node", f.per_node, "GPUs per node")->capture_default_str();
+  app.add_option("--schedulers", f.schedulers,
                  "Comma-separated: fifo, berth, sjf-oracle, las (Tiresias-style), first-fit, "
                  "best-fit, spread (placement baselines)")
       ->delimiter(',')
       ->capture_default_str();
-  app.add_option("--policy", policy_file,
+  app.add_option("--policy", f.policy_file,
                  "Policy YAML for berth (default: equal guaranteed shares per tenant)");
-  app.add_option("--cycle", cycle, "Scheduling cycle on the virtual clock")->capture_default_str();
-  app.add_option("--restart-overhead", restart, "Added to an evicted job's next run")
+  app.add_option("--cycle", f.cycle, "Scheduling cycle on the virtual clock")
       ->capture_default_str();
-  app.add_option("--checkpoint-interval", checkpoint,
+  app.add_option("--restart-overhead", f.restart, "Added to an evicted job's next run")
+      ->capture_default_str();
+  app.add_option("--checkpoint-interval", f.checkpoint,
                  "Running jobs checkpoint this often (0s: never)")
       ->capture_default_str();
-  app.add_flag("--movable", movable,
+  app.add_flag("--movable", f.movable,
                "Jobs that checkpoint (--checkpoint-interval) may be moved to make room for a gang "
                "(consolidation)");
-  app.add_option("--las-thresholds", las,
+  app.add_option("--las-thresholds", f.las,
                  "GPU-time thresholds of the las levels (GPU-hours as durations: 1h = 1 GPU-hour)")
       ->delimiter(',')
       ->capture_default_str();
-  app.add_option("--max-runtime-factor", runtime_factor,
+  app.add_option("--max-runtime-factor", f.runtime_factor,
                  "Jobs declare a max runtime of F x their trace duration (F >= 1; 0: none, as in "
                  "the traces). Backfill and estimated starts need it")
       ->capture_default_str();
-  app.add_option("--json", json_out, "Also write the summaries as JSON to this file");
-  CLI11_PARSE(app, argc, argv);
-  if (itp.empty() && openb_pods.empty() && dlrm.empty() && history_file.empty()) {
-    return Fail(
-        "give a trace: --itp FILE, --openb-pods and --openb-nodes, --dlrm FILE, or --history FILE");
-  }
+  app.add_option("--json", f.json_out, "Also write the summaries as JSON to this file");
+}
 
-  if (!itp.empty() && (gpus <= 0 || per_node == 0 || gpus % per_node != 0)) {
-    return Fail("--gpus must be a positive multiple of --gpus-per-node");
-  }
+// The simulation's clock, restarts, checkpoints and node failures.
+berth::Result<berth::sim::SimOptions> CheckOptions(const SimFlags& f) {
+  auto fail = [](std::string message) {
+    return berth::Result<berth::sim::SimOptions>(
+        std::unexpected(berth::Error{berth::Code::kInvalidArgument, std::move(message), {}}));
+  };
   berth::sim::SimOptions options;
-  auto c = berth::ParseDurationMs(cycle);
-  auto r = berth::ParseDurationMs(restart);
-  auto k = berth::ParseDurationMs(checkpoint);
-  if (!c || *c <= 0) return Fail("--cycle takes a positive duration such as 10s");
+  auto c = berth::ParseDurationMs(f.cycle);
+  auto r = berth::ParseDurationMs(f.restart);
+  auto k = berth::ParseDurationMs(f.checkpoint);
+  if (!c || *c <= 0) return fail("--cycle takes a positive duration such as 10s");
   if (!r || !k)
-    return Fail("--restart-overhead and --checkpoint-interval take durations such as 60s");
+    return fail("--restart-overhead and --checkpoint-interval take durations such as 60s");
   options.cycle_ms = *c;
   options.restart_overhead_ms = *r;
   options.checkpoint_interval_ms = *k;
-  if (movable && *k <= 0)
-    return Fail("--movable needs --checkpoint-interval: only jobs that checkpoint move");
-  options.movable = movable;
-  if (!failures_file.empty()) {
-    auto f = berth::sim::ReadNodeFailuresFile(failures_file);
-    if (!f) return Fail(f.error().message);
-    options.node_failures = std::move(*f);
+  if (f.movable && *k <= 0)
+    return fail("--movable needs --checkpoint-interval: only jobs that checkpoint move");
+  options.movable = f.movable;
+  if (!f.failures_file.empty()) {
+    auto failures = berth::sim::ReadNodeFailuresFile(f.failures_file);
+    if (!failures) return std::unexpected(failures.error());
+    options.node_failures = std::move(*failures);
   }
-  if (mtbf_hours < 0 || mttr_minutes <= 0)
-    return Fail("--mtbf-hours must be >= 0 and --mttr-minutes > 0");
-  options.random_failures.mtbf_ms = static_cast<berth::TimeMs>(mtbf_hours * 3.6e6);
-  options.random_failures.mttr_ms = static_cast<berth::TimeMs>(mttr_minutes * 6e4);
-  options.random_failures.seed = seed;
+  if (f.mtbf_hours < 0 || f.mttr_minutes <= 0)
+    return fail("--mtbf-hours must be >= 0 and --mttr-minutes > 0");
+  options.random_failures.mtbf_ms = static_cast<berth::TimeMs>(f.mtbf_hours * 3.6e6);
+  options.random_failures.mttr_ms = static_cast<berth::TimeMs>(f.mttr_minutes * 6e4);
+  options.random_failures.seed = f.seed;
+  return options;
+}
 
-  berth::Result<std::vector<berth::sim::SimJob>> jobs = std::vector<berth::sim::SimJob>{};
+// What is replayed: the trace's jobs on its cluster.
+struct Workload {
+  std::vector<berth::sim::SimJob> jobs;
   std::vector<berth::sched::NodeView> nodes;
-  std::string trace = itp;
-  if (!itp.empty()) {
-    jobs = berth::sim::ReadItpFile(itp, {tenants, per_node, limit});
-    nodes =
-        berth::sim::UniformNodes(static_cast<std::size_t>(gpus / per_node), per_node, "H100-80GB");
-  } else if (!history_file.empty()) {
-    auto h = berth::sim::ReadHistoryFile(history_file);
-    if (!h) return Fail(h.error().message);
+  std::int64_t gpus = 0;
+  std::string trace;           // the file it came from
+  std::string history_policy;  // the policy active at a history export
+};
+
+berth::Result<Workload> LoadWorkload(const SimFlags& f) {
+  Workload w;
+  w.gpus = f.gpus;
+  w.trace = f.itp;
+  berth::Result<std::vector<berth::sim::SimJob>> jobs = std::vector<berth::sim::SimJob>{};
+  auto count_gpus = [&w] {
+    w.gpus = 0;
+    for (const auto& node : w.nodes) w.gpus += static_cast<std::int64_t>(node.gpus.size());
+  };
+  if (!f.itp.empty()) {
+    jobs = berth::sim::ReadItpFile(f.itp, {f.tenants, f.per_node, f.limit});
+    w.nodes = berth::sim::UniformNodes(static_cast<std::size_t>(f.gpus / f.per_node), f.per_node,
+                                       "H100-80GB");
+  } else if (!f.history_file.empty()) {
+    auto h = berth::sim::ReadHistoryFile(f.history_file);
+    if (!h) return std::unexpected(h.error());
     jobs = std::move(h->jobs);
-    nodes = std::move(h->nodes);
-    history_policy = h->policy_yaml;
-    gpus = 0;
-    for (const auto& node : nodes) gpus += static_cast<std::int64_t>(node.gpus.size());
-    trace = history_file;
-  } else if (!dlrm.empty()) {
-    jobs = berth::sim::ReadDlrmFile(dlrm, {tenants, limit});
-    nodes = berth::sim::DlrmNodes(dlrm_gpu_nodes, dlrm_cpu_nodes);
-    gpus = static_cast<std::int64_t>(dlrm_gpu_nodes) * 8;
-    trace = dlrm;
+    w.nodes = std::move(h->nodes);
+    w.history_policy = h->policy_yaml;
+    count_gpus();
+    w.trace = f.history_file;
+  } else if (!f.dlrm.empty()) {
+    jobs = berth::sim::ReadDlrmFile(f.dlrm, {f.tenants, f.limit});
+    w.nodes = berth::sim::DlrmNodes(f.dlrm_gpu_nodes, f.dlrm_cpu_nodes);
+    w.gpus = static_cast<std::int64_t>(f.dlrm_gpu_nodes) * 8;
+    w.trace = f.dlrm;
   } else {
-    jobs = berth::sim::ReadOpenbPodsFile(openb_pods, {tenants, limit});
-    auto n = berth::sim::ReadOpenbNodesFile(openb_nodes);
-    if (!n) return Fail(n.error().message);
-    nodes = std::move(*n);
-    gpus = 0;
-    for (const auto& node : nodes) gpus += static_cast<std::int64_t>(node.gpus.size());
-    trace = openb_pods;
+    jobs = berth::sim::ReadOpenbPodsFile(f.openb_pods, {f.tenants, f.limit});
+    auto n = berth::sim::ReadOpenbNodesFile(f.openb_nodes);
+    if (!n) return std::unexpected(n.error());
+    w.nodes = std::move(*n);
+    count_gpus();
+    w.trace = f.openb_pods;
   }
-  if (!jobs) return Fail(jobs.error().message);
-  if (runtime_factor != 0 && runtime_factor < 1) {
-    return Fail(
-        "--max-runtime-factor must be 0 (none) or at least 1: berthd stops a job at its "
-        "max runtime, and trace jobs must be allowed to finish");
-  }
-  for (auto& j : *jobs) {
-    if (!history_file.empty() && runtime_factor == 0) break;  // keep the recorded limits
-    j.max_runtime_ms =
-        static_cast<berth::TimeMs>(static_cast<double>(j.duration_ms) * runtime_factor);
-  }
-  std::string policy_text = EqualSharePolicy(tenants, gpus, dlrm.empty() ? "training" : "serving");
-  if (!policy_file.empty()) {
-    std::ifstream in(policy_file);
-    if (!in) return Fail("cannot read --policy " + policy_file);
+  if (!jobs) return std::unexpected(jobs.error());
+  w.jobs = std::move(*jobs);
+  return w;
+}
+
+// --policy, else the history's own, else equal shares per tenant.
+berth::Result<berth::model::Policy> LoadPolicy(const SimFlags& f, const Workload& w) {
+  std::string policy_text =
+      EqualSharePolicy(f.tenants, w.gpus, f.dlrm.empty() ? "training" : "serving");
+  if (!f.policy_file.empty()) {
+    std::ifstream in(f.policy_file);
+    if (!in) {
+      return std::unexpected(
+          berth::Error{berth::Code::kInvalidArgument, "cannot read --policy " + f.policy_file, {}});
+    }
     std::stringstream ss;
     ss << in.rdbuf();
     policy_text = ss.str();
-  } else if (!history_policy.empty()) {
-    policy_text = history_policy;
+  } else if (!w.history_policy.empty()) {
+    policy_text = w.history_policy;
   }
-  auto policy = tenants <= 1 && policy_file.empty() && history_policy.empty()
+  auto policy = f.tenants <= 1 && f.policy_file.empty() && w.history_policy.empty()
                     ? berth::Result<berth::model::Policy>(berth::model::DefaultPolicy())
                     : berth::model::ParsePolicy(policy_text);
-  if (!policy) return Fail("policy: " + policy.error().field + ": " + policy.error().message);
-
-  std::vector<std::int64_t> las_ms;
-  for (const auto& t : las) {
-    auto v = berth::ParseDurationMs(t);
-    if (!v || *v <= 0) return Fail("--las-thresholds takes GPU-time durations such as 1h,10h");
-    las_ms.push_back(*v);
+  if (!policy) {
+    return std::unexpected(
+        berth::Error{berth::Code::kInvalidArgument,
+                     "policy: " + policy.error().field + ": " + policy.error().message,
+                     {}});
   }
-  const bool slices = std::any_of(jobs->begin(), jobs->end(), [](const berth::sim::SimJob& j) {
-    return berth::model::IsSlice(j.resources);
-  });
-  std::vector<berth::sim::Summary> summaries;
-  std::vector<berth::sim::FillResult> fills;
-  std::vector<berth::sim::SimResult> results;  // kept for the plot
-  for (const auto& name : schedulers) {
-    berth::sched::FifoScheduler fifo;
-    berth::sched::CoreScheduler core;
-    berth::sim::PlacementBaseline first_fit(berth::sim::PlacementRule::kFirstFit);
-    berth::sim::PlacementBaseline best_fit(berth::sim::PlacementRule::kBestFit);
-    berth::sim::PlacementBaseline spread(berth::sim::PlacementRule::kSpread);
-    const berth::sched::Scheduler* s = nullptr;
-    berth::sim::SnapshotAdjuster adjust;
+  return policy;
+}
+
+// The schedulers a run compares, built once; Pick names the one to use and
+// how the snapshot is adjusted for it (a baseline's single queue, an
+// oracle's order).
+struct Schedulers {
+  berth::sched::FifoScheduler fifo;
+  berth::sched::CoreScheduler core;
+  berth::sim::PlacementBaseline first_fit{berth::sim::PlacementRule::kFirstFit};
+  berth::sim::PlacementBaseline best_fit{berth::sim::PlacementRule::kBestFit};
+  berth::sim::PlacementBaseline spread{berth::sim::PlacementRule::kSpread};
+
+  berth::Result<std::pair<const berth::sched::Scheduler*, berth::sim::SnapshotAdjuster>> Pick(
+      const std::string& name, const std::vector<std::int64_t>& las_ms, bool slices) const {
+    auto fail = [](std::string message) {
+      return std::unexpected(berth::Error{berth::Code::kInvalidArgument, std::move(message), {}});
+    };
     if (slices && (name == "fifo" || name == "sjf-oracle")) {
-      return Fail("--schedulers: " + name +
+      return fail("--schedulers: " + name +
                   " runs on the FIFO scheduler, which does not place GPU slices, and this trace "
                   "has them; use berth or las");
     }
-    if (name == "fifo") {
-      s = &fifo;
-      adjust = berth::sim::OneQueue();
-    } else if (name == "berth") {
-      s = &core;
-    } else if (name == "sjf-oracle") {
-      s = &fifo;
-      adjust = berth::sim::ShortestJobFirstOracle();
-    } else if (name == "las") {
-      s = &core;
-      adjust = berth::sim::LeastAttainedService(las_ms);
-    } else if (name == "first-fit" || name == "best-fit" || name == "spread") {
-      s = name == "first-fit" ? &first_fit : name == "best-fit" ? &best_fit : &spread;
-      adjust = berth::sim::OneQueue();
-    } else {
-      return Fail("--schedulers: unknown scheduler '" + name +
-                  "'; use fifo, berth, sjf-oracle, las, first-fit, best-fit or spread");
-    }
-    if (fill) {
-      if (name == "las" || name == "sjf-oracle")
-        return Fail("--fill: " + name + " orders a queue; fill places one pod at a time");
-      auto f = berth::sim::Fill(nodes, *jobs, *s, name);
-      if (!f) return Fail(name + ": " + f.error().message);
-      fills.push_back(std::move(*f));
-      continue;
-    }
-    auto result = berth::sim::Simulate(nodes, *jobs, *policy, *s, options, adjust);
-    if (!result) return Fail(name + ": " + result.error().message);
-    summaries.push_back(berth::sim::Summarize(name, *result));
-    if (!timeseries_prefix.empty()) {
-      const std::string path = timeseries_prefix + "-" + name + ".csv";
-      if (!WriteFile(path, berth::sim::TimeSeriesCsv(result->samples)))
-        return Fail("cannot write " + path);
-    }
-    results.push_back(std::move(*result));
+    if (name == "fifo") return std::pair{&fifo, berth::sim::OneQueue()};
+    if (name == "berth") return std::pair{&core, berth::sim::SnapshotAdjuster{}};
+    if (name == "sjf-oracle") return std::pair{&fifo, berth::sim::ShortestJobFirstOracle()};
+    if (name == "las") return std::pair{&core, berth::sim::LeastAttainedService(las_ms)};
+    if (name == "first-fit") return std::pair{&first_fit, berth::sim::OneQueue()};
+    if (name == "best-fit") return std::pair{&best_fit, berth::sim::OneQueue()};
+    if (name == "spread") return std::pair{&spread, berth::sim::OneQueue()};
+    return fail("--schedulers: unknown scheduler '" + name +
+                "'; use fifo, berth, sjf-oracle, las, first-fit, best-fit or spread");
   }
-  std::cout << fmt::format("{} jobs from {} on {} GPUs ({} nodes), {} tenant(s)\n\n", jobs->size(),
-                           trace, gpus, nodes.size(), tenants);
-  if (fill) {
-    std::cout << berth::sim::RenderFillTable(fills);
-    if (!json_out.empty()) {
-      nlohmann::json all = nlohmann::json::array();
-      for (const auto& f : fills) all.push_back(berth::sim::ToJson(f));
-      if (!WriteFile(json_out, all.dump(2) + "\n")) return Fail("cannot write --json " + json_out);
-    }
-    return 0;
-  }
+};
+
+// The summaries' table, the plot and the JSON.
+int Report(const SimFlags& f, const Workload& w, const std::vector<berth::sim::Summary>& summaries,
+           const std::vector<berth::sim::SimResult>& results) {
   std::cout << berth::sim::RenderTable(summaries);
-  if (!plot_file.empty()) {
+  if (!f.plot_file.empty()) {
     std::vector<berth::sim::PlotSeries> series;
     for (std::size_t i = 0; i < results.size(); ++i) {
       series.push_back({summaries[i].scheduler, &results[i].samples});
     }
     const std::string title =
-        fmt::format("{} on {} GPUs", std::filesystem::path(trace).filename().string(), gpus);
-    if (!WriteFile(plot_file, berth::sim::RenderSvg(series, gpus, title)))
-      return Fail("cannot write --plot " + plot_file);
+        fmt::format("{} on {} GPUs", std::filesystem::path(w.trace).filename().string(), w.gpus);
+    if (!WriteFile(f.plot_file, berth::sim::RenderSvg(series, w.gpus, title)))
+      return Fail("cannot write --plot " + f.plot_file);
   }
-  if (!json_out.empty()) {
+  if (!f.json_out.empty()) {
     nlohmann::json all = nlohmann::json::array();
     for (const auto& s : summaries) all.push_back(berth::sim::ToJson(s));
-    std::ofstream out(json_out);
+    std::ofstream out(f.json_out);
     out << all.dump(2) << "\n";
-    if (!out) return Fail("cannot write --json " + json_out);
+    if (!out) return Fail("cannot write --json " + f.json_out);
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "berth-sim: replay a cluster trace through Berth's scheduling core on a virtual clock.\n"
+      "Prints completion time, queueing delay, allocation and evictions per scheduler\n"
+      "(docs/evaluation.md)."};
+  SimFlags f;
+  AddFlags(app, f);
+  CLI11_PARSE(app, argc, argv);
+  if (f.itp.empty() && f.openb_pods.empty() && f.dlrm.empty() && f.history_file.empty()) {
+    return Fail(
+        "give a trace: --itp FILE, --openb-pods and --openb-nodes, --dlrm FILE, or --history FILE");
+  }
+  if (!f.itp.empty() && (f.gpus <= 0 || f.per_node == 0 || f.gpus % f.per_node != 0)) {
+    return Fail("--gpus must be a positive multiple of --gpus-per-node");
+  }
+  auto options = CheckOptions(f);
+  if (!options) return Fail(options.error().message);
+  auto workload = LoadWorkload(f);
+  if (!workload) return Fail(workload.error().message);
+  Workload& w = *workload;
+  if (f.runtime_factor != 0 && f.runtime_factor < 1) {
+    return Fail(
+        "--max-runtime-factor must be 0 (none) or at least 1: berthd stops a job at its "
+        "max runtime, and trace jobs must be allowed to finish");
+  }
+  for (auto& j : w.jobs) {
+    if (!f.history_file.empty() && f.runtime_factor == 0) break;  // keep the recorded limits
+    j.max_runtime_ms =
+        static_cast<berth::TimeMs>(static_cast<double>(j.duration_ms) * f.runtime_factor);
+  }
+  auto policy = LoadPolicy(f, w);
+  if (!policy) return Fail(policy.error().message);
+
+  std::vector<std::int64_t> las_ms;
+  for (const auto& t : f.las) {
+    auto v = berth::ParseDurationMs(t);
+    if (!v || *v <= 0) return Fail("--las-thresholds takes GPU-time durations such as 1h,10h");
+    las_ms.push_back(*v);
+  }
+  const bool slices = std::any_of(w.jobs.begin(), w.jobs.end(), [](const berth::sim::SimJob& j) {
+    return berth::model::IsSlice(j.resources);
+  });
+  std::vector<berth::sim::Summary> summaries;
+  std::vector<berth::sim::FillResult> fills;
+  std::vector<berth::sim::SimResult> results;  // kept for the plot
+  const Schedulers schedulers;
+  for (const auto& name : f.schedulers) {
+    auto picked = schedulers.Pick(name, las_ms, slices);
+    if (!picked) return Fail(picked.error().message);
+    const auto& [s, adjust] = *picked;
+    if (f.fill) {
+      if (name == "las" || name == "sjf-oracle")
+        return Fail("--fill: " + name + " orders a queue; fill places one pod at a time");
+      auto filled = berth::sim::Fill(w.nodes, w.jobs, *s, name);
+      if (!filled) return Fail(name + ": " + filled.error().message);
+      fills.push_back(std::move(*filled));
+      continue;
+    }
+    auto result = berth::sim::Simulate(w.nodes, w.jobs, *policy, *s, *options, adjust);
+    if (!result) return Fail(name + ": " + result.error().message);
+    summaries.push_back(berth::sim::Summarize(name, *result));
+    if (!f.timeseries_prefix.empty()) {
+      const std::string path = f.timeseries_prefix + "-" + name + ".csv";
+      if (!WriteFile(path, berth::sim::TimeSeriesCsv(result->samples)))
+        return Fail("cannot write " + path);
+    }
+    results.push_back(std::move(*result));
+  }
+  std::cout << fmt::format("{} jobs from {} on {} GPUs ({} nodes), {} tenant(s)\n\n", w.jobs.size(),
+                           w.trace, w.gpus, w.nodes.size(), f.tenants);
+  if (f.fill) {
+    std::cout << berth::sim::RenderFillTable(fills);
+    if (!f.json_out.empty()) {
+      nlohmann::json all = nlohmann::json::array();
+      for (const auto& r : fills) all.push_back(berth::sim::ToJson(r));
+      if (!WriteFile(f.json_out, all.dump(2) + "\n"))
+        return Fail("cannot write --json " + f.json_out);
+    }
+    return 0;
+  }
+  return Report(f, w, summaries, results);
 }

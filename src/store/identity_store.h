@@ -99,7 +99,7 @@ class IdentityStore {
                                                 std::optional<TimeMs> expires_ms,
                                                 std::string_view created_by, TimeMs now,
                                                 const model::EffectiveLimit* limit = nullptr);
-  // The bootstrap admin's token (server/bootstrap.h), in one transaction:
+  // The bootstrap admin's token (api/bootstrap.h), in one transaction:
   // creates `admin` unless it exists, else enables it and makes it platform
   // admin again, and stores `token` (from MintToken) for it. The caller has
   // put the token somewhere durable first, so no commit ever leaves an

@@ -32,7 +32,7 @@ constexpr const char* kTwoTenants = R"(queues:
       - name: main
 )";
 
-// What a route needs (server/auth.h Rule), as the test expects it.
+// What a route needs (api/auth.h Rule), as the test expects it.
 enum class Kind {
   kPublic,          // no token needed
   kAny,             // any valid token

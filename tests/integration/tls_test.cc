@@ -7,8 +7,8 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include "control/pki.h"
 #include "integration/fixture.h"
-#include "server/pki.h"
 
 namespace berth::it {
 namespace {

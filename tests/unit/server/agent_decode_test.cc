@@ -1,7 +1,7 @@
-// berthd's decoding of an agent's Register (server/agent_decode.h): GPUs come
+// berthd's decoding of an agent's Register (control/agent_decode.h): GPUs come
 // sorted, and an inventory past the bounds, or with one GPU index twice, is
 // refused naming the field.
-#include "server/agent_decode.h"
+#include "control/agent_decode.h"
 
 #include <gtest/gtest.h>
 

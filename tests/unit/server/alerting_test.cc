@@ -3,7 +3,7 @@
 // Berth when it clears; queue_wait names the oldest job; idle_allocation
 // reads the function it is given; the webhook outbox retries with backoff
 // against a real loopback receiver.
-#include "server/alerting.h"
+#include "meter/alerting.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

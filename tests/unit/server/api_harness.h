@@ -14,11 +14,11 @@
 #include <string>
 #include <thread>
 
+#include "api/api.h"
 #include "common/clock.h"
+#include "control/controller.h"
 #include "http/server.h"
 #include "sched/fifo_scheduler.h"
-#include "server/api.h"
-#include "server/controller.h"
 #include "store/identity_store.h"
 #include "store/sqlite_store.h"
 

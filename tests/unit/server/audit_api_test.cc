@@ -1,7 +1,7 @@
 // The API's audit records in one process: request ids honoured or made,
 // a policy dry run left out, and a GPU Berth cordons on its own recorded
 // with actor "berth".
-#include "server/audit.h"
+#include "api/audit.h"
 #include "store/audit_log.h"
 #include "unit/server/api_harness.h"
 

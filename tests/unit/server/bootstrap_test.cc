@@ -3,7 +3,7 @@
 // token file whose token works, without --reset-admin-token. Each partial
 // state is built with the real steps on a real identity store, then the
 // store is reopened ("restart") and BootstrapAdmin run again.
-#include "server/bootstrap.h"
+#include "api/bootstrap.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

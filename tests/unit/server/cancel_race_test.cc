@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "control/agent_session.h"
+#include "control/controller.h"
 #include "control/lifecycle.h"
 #include "sched/fifo_scheduler.h"
-#include "server/agent_session.h"
-#include "server/controller.h"
 #include "store/sqlite_store.h"
 #include "unit/server/controller_fixture.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "common/clock.h"
-#include "server/controller.h"
+#include "control/controller.h"
 #include "store/sqlite_store.h"
 
 namespace berth::server {

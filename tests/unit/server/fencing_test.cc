@@ -11,10 +11,10 @@
 #include <memory>
 #include <string>
 
+#include "control/agent_session.h"
+#include "control/controller.h"
 #include "control/lifecycle.h"
 #include "sched/fifo_scheduler.h"
-#include "server/agent_session.h"
-#include "server/controller.h"
 #include "unit/server/controller_fixture.h"
 
 namespace berth::server {

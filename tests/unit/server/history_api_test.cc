@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/policy_preview.h"
 #include "sched/core_scheduler.h"
-#include "server/policy_preview.h"
 #include "sim/engine.h"
 #include "sim/history.h"
 #include "sim/report.h"

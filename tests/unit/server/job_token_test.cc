@@ -3,7 +3,7 @@
 // a wrong MAC, another run id or a malformed token is refused without
 // echoing the secret, an ended run's token is refused, the key survives a
 // restart in the data dir (0600), and the redactor cuts the secret.
-#include "server/job_token.h"
+#include "control/job_token.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -11,8 +11,8 @@
 
 #include <filesystem>
 
-#include "server/auth.h"
-#include "server/redact.h"
+#include "api/auth.h"
+#include "api/redact.h"
 
 namespace berth::server {
 namespace {

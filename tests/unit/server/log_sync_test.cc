@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "control/agent_session.h"
+#include "control/controller.h"
 #include "control/lifecycle.h"
+#include "control/run_log.h"
 #include "sched/fifo_scheduler.h"
-#include "server/agent_session.h"
-#include "server/controller.h"
-#include "server/run_log.h"
 #include "unit/server/controller_fixture.h"
 
 namespace berth::server {

@@ -2,7 +2,7 @@
 // server::Meter) on a manual clock: price changes split a run, slices pay
 // their share, open runs end at now, windows clip exactly, and budget
 // alerts are raised once per threshold per month.
-#include "server/metering.h"
+#include "meter/metering.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "control/lifecycle.h"
-#include "server/alerting.h"
+#include "meter/alerting.h"
 #include "store/sqlite_store.h"
 #include "unit/builders.h"
 

@@ -1,9 +1,9 @@
 // The Prometheus text writer: escaping, HELP/TYPE, cumulative histogram
 // buckets; and the /metrics document built from a small cluster: GPU
 // states, occupants on berth_gpu_info, pending reasons and the counters.
-#include "server/metrics.h"
-
 #include <gtest/gtest.h>
+
+#include "api/metrics_render.h"
 
 namespace berth::server {
 namespace {

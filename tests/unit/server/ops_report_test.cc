@@ -3,7 +3,7 @@
 // failures by class; GPU-hours lost to evictions since the last checkpoint
 // (or the start); only admin actions counted as interventions; measured
 // utilization weighted by allocation; fleet figures hidden from members.
-#include "server/ops_report.h"
+#include "meter/ops_report.h"
 
 #include <gtest/gtest.h>
 

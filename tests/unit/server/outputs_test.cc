@@ -2,7 +2,7 @@
 // a reply reaches the caller that asked, one from another node or for no
 // pending request is dropped, and a node that does not answer is
 // Unavailable in bounded time.
-#include "server/outputs.h"
+#include "control/outputs.h"
 
 #include <gtest/gtest.h>
 

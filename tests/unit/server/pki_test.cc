@@ -1,7 +1,7 @@
 // The local CA: certificates it issues verify against it (checked with
 // OpenSSL's own chain verification), those of another CA do not, a node
 // certificate carries the node name as its CN, and keys are written 0600.
-#include "server/pki.h"
+#include "control/pki.h"
 
 #include <gtest/gtest.h>
 #include <openssl/pem.h>

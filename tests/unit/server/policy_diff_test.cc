@@ -1,4 +1,4 @@
-#include "server/policy_diff.h"
+#include "api/policy_diff.h"
 
 #include <gtest/gtest.h>
 

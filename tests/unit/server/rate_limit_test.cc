@@ -1,10 +1,10 @@
 // The per-caller token bucket (rate_limit.h) on a manual clock, and the
 // secret redaction (redact.h) berthd applies to what it logs and echoes.
-#include "server/rate_limit.h"
+#include "api/rate_limit.h"
 
 #include <gtest/gtest.h>
 
-#include "server/redact.h"
+#include "api/redact.h"
 
 namespace berth::server {
 namespace {

@@ -1,7 +1,7 @@
 // Strict query decoding (request_decode.h): unknown, repeated and malformed
 // parameters are refused naming the parameter, and every documented endpoint
 // has a declared rule.
-#include "server/request_decode.h"
+#include "api/request_decode.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
-#include "server/openapi.h"
+#include "api/openapi.h"
 
 namespace berth::server {
 namespace {

@@ -1,6 +1,6 @@
 // A run's log under berthd's size limit: head, one marker, the latest
 // output; absolute offsets keep working through resent chunks and restarts.
-#include "server/run_log.h"
+#include "control/run_log.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

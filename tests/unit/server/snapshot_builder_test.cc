@@ -1,7 +1,7 @@
 // The snapshot builder carries GPU sharing from the store to the scheduler:
 // the operator's sharing mode per GPU, and what each GPU's slices hold, from
 // the runs' recorded slices.
-#include "server/snapshot_builder.h"
+#include "control/snapshot_builder.h"
 
 #include <gtest/gtest.h>
 

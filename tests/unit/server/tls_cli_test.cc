@@ -11,8 +11,8 @@
 
 #include "cli/app.h"
 #include "common/clock.h"
+#include "control/pki.h"
 #include "http/server.h"
-#include "server/pki.h"
 
 namespace berth::server {
 namespace {

@@ -10,9 +10,9 @@
 #include <numbers>
 
 #include "common/clock.h"
+#include "control/controller.h"
 #include "control/lifecycle.h"
 #include "sched/core_scheduler.h"
-#include "server/controller.h"
 #include "store/sqlite_store.h"
 #include "unit/builders.h"
 #include "unit/server/controller_fixture.h"

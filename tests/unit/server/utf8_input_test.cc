@@ -6,10 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/policy_preview.h"
+#include "api/quota_request_decode.h"
+#include "api/render.h"
 #include "common/utf8.h"
-#include "server/policy_preview.h"
-#include "server/quota_request_decode.h"
-#include "server/render.h"
 
 namespace berth::server {
 namespace {

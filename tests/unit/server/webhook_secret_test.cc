@@ -5,7 +5,7 @@
 // so. The deliverer checks again at each delivery, so a rule stored before
 // these checks, or a link swapped after the apply, sends nothing it should
 // not. Real SqliteStore, real loopback receiver.
-#include "server/webhook_secret.h"
+#include "meter/webhook_secret.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "server/alerting.h"
+#include "meter/alerting.h"
 #include "store/sqlite_store.h"
 
 namespace berth::server {

@@ -1,0 +1,103 @@
+// GET /v1/reports/ops: the operations report of a window (ops_report.h,
+// docs/metering.md "Operations report"). The handler only gathers: usage
+// records from the Meter, jobs with their runs from the Store, the window's
+// audit entries, GPU capacity from the inventory and, when berthd has
+// telemetry, measured utilization through the hook set on Api. A caller who
+// is not a platform-admin gets its readable tenants only and no fleet-wide
+// figures.
+#include <fmt/format.h>
+
+#include "api/api.h"
+#include "api/api_util.h"
+
+namespace berth::server {
+
+void Api::GetOpsReport(const http::Request& req, http::Response& res,
+                       const model::TenantScope& scope) {
+  if (meter_ == nullptr) {
+    return ReplyError(res, Error{Code::kUnavailable, "this berthd keeps no usage records", {}});
+  }
+  const TimeMs now = clock_.NowMs();
+  TimeMs from = now - std::int64_t{24} * 3600 * 1000;
+  TimeMs to = now;
+  for (const char* name : {"from", "to"}) {
+    if (!req.has_param(name)) continue;
+    auto t = TimeParam(req.get_param_value(name), name, now);
+    if (!t) return ReplyError(res, t.error());
+    (std::string_view(name) == "from" ? from : to) = *t;
+  }
+  if (to <= from) {
+    return ReplyError(res, Error{Code::kInvalidArgument,
+                                 fmt::format("the window is empty: to ({}) must be after from "
+                                             "({}); give --to later than --from",
+                                             to, from),
+                                 "to"});
+  }
+  OpsInputs in;
+  in.from = from;
+  in.to = to;
+  in.fleet_visible = scope.all();
+
+  // Rows read, counted against report_max_rows_ over every source; each
+  // read asks for one row more than is left, so a window holding more than
+  // the cap is refused without reading all of it. Every read runs on a
+  // read connection: none holds the store's writer.
+  constexpr std::string_view kRows = "stored rows (jobs, runs and audit records)";
+  const std::size_t cap = report_max_rows_;
+  std::size_t read = 0;
+  // Every read takes the request's scope: the rows of other tenants are
+  // neither read nor counted against the cap.
+  auto records = meter_->Records(from, to, "", scope, now, /*measure=*/true, cap + 1);
+  if (!records) return ReplyError(res, records.error());
+  read += records->size();
+  if (read > cap) return ReplyError(res, WindowTooLarge(kRows, from, to, cap));
+  in.records = std::move(*records);
+
+  // Every job that may matter: one still waiting may be old, and a run
+  // ending in the window may belong to an old job; one that finished
+  // before the window cannot.
+  auto jobs = store_.JobsForWindow(from, to, scope, cap - read + 1);
+  if (!jobs) return ReplyError(res, jobs.error());
+  for (const auto& j : *jobs) read += 1 + j.runs.size();
+  if (read > cap) return ReplyError(res, WindowTooLarge(kRows, from, to, cap));
+  in.jobs = std::move(*jobs);
+
+  if (audit_ != nullptr) {
+    store::AuditFilter filter;
+    filter.since = from;
+    filter.until = to;
+    filter.limit = cap - read + 1;
+    filter.tenants = scope;
+    auto entries = audit_->Query(filter);
+    if (!entries) return ReplyError(res, entries.error());
+    read += entries->size();
+    if (read > cap) return ReplyError(res, WindowTooLarge(kRows, from, to, cap));
+    in.audit = std::move(*entries);
+  }
+
+  auto nodes = store_.ListNodes();
+  if (!nodes) return ReplyError(res, nodes.error());
+  for (const auto& n : *nodes) in.gpus += static_cast<std::int64_t>(n.info.gpus.size());
+  // Capacity counts the window up to now: the future holds no capacity yet.
+  const TimeMs elapsed_end = std::min(to, std::max(now, from));
+  in.capacity_mgpu_ms = in.gpus * 1000 * (elapsed_end - from);
+
+  auto prices = meter_->Prices();
+  if (!prices) return ReplyError(res, prices.error());
+  in.currency = prices->empty() ? "USD" : prices->back().table.currency;
+
+  if (ops_utilization_) {
+    std::vector<std::string> run_ids;
+    run_ids.reserve(in.records.size());
+    for (const auto& r : in.records) run_ids.push_back(r.run_id);
+    auto util = ops_utilization_(from, to, run_ids);
+    if (!util) return ReplyError(res, util.error());
+    in.utilization = std::move(*util);
+  }
+
+  auto report = BuildOpsReport(in);
+  if (!report) return ReplyError(res, report.error());
+  Reply(res, 200, OpsReportJson(*report));
+}
+
+}  // namespace berth::server

@@ -1,0 +1,37 @@
+// JSON shapes of the REST API's responses. docs/api.md and the OpenAPI
+// document describe the same shapes; keep the three in step.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "control/controller.h"
+#include "store/store.h"
+
+namespace berth::server {
+
+nlohmann::json JobJson(const store::JobRecord& job, bool with_timeline);
+// A job as GET /v1/jobs lists it by default: what `berth jobs` shows (ids,
+// owner, state and reason, resources, times, array) and no spec, runs or
+// placement.
+nlohmann::json JobSummaryJson(const store::JobRecord& job);
+// A node's or GPU's cordon (null when none).
+nlohmann::json CordonJson(const std::optional<store::Cordon>& cordon);
+nlohmann::json NodeJson(const NodeStatus& node, const std::vector<store::RunRecord>& active);
+// One entry per GPU, with the job holding it (if any). A holder of a tenant
+// `visible` refuses is shown only as "another tenant": no id, name, queue or
+// run (api/auth.h).
+nlohmann::json GpusJson(const std::vector<NodeStatus>& nodes,
+                        const std::vector<store::JobRecord>& holders,
+                        const std::function<bool(std::string_view tenant)>& visible = {});
+nlohmann::json ErrorJson(const Error& error);
+
+// The parsed policy: settings, pools, priority classes and queues (quota
+// amounts in the resource's unit: milli-GPUs, bytes, millicores).
+nlohmann::json PolicyJson(const model::Policy& policy);
+// One policy version: its metadata, and with `full` the YAML as applied, the
+// normalised YAML and the parsed policy. `active` is the active version.
+nlohmann::json PolicyVersionJson(const store::PolicyVersion& version, std::int64_t active,
+                                 bool full);
+
+}  // namespace berth::server

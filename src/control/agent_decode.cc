@@ -1,0 +1,79 @@
+#include "control/agent_decode.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+namespace berth::server {
+
+Status CheckNodeInventory(const model::NodeInfo& node) {
+  if (node.name.empty()) return InvalidField("node.name", "an agent must name its node");
+  if (node.cpus > kMaxNodeCpus) {
+    return InvalidField("node.cpus", fmt::format("{} CPUs is more than a node may declare ({})",
+                                                 node.cpus, kMaxNodeCpus));
+  }
+  if (node.memory_bytes > kMaxNodeMemoryBytes) {
+    return InvalidField("node.memory_bytes",
+                        fmt::format("{} bytes is more than a node may declare (1 PiB, {})",
+                                    node.memory_bytes, kMaxNodeMemoryBytes));
+  }
+  if (node.gpus.size() > kMaxNodeGpus) {
+    return InvalidField("node.gpus", fmt::format("{} GPUs is more than a node may declare ({})",
+                                                 node.gpus.size(), kMaxNodeGpus));
+  }
+  std::set<std::uint32_t> seen;
+  for (std::size_t i = 0; i < node.gpus.size(); ++i) {
+    const model::Gpu& g = node.gpus[i];
+    if (!seen.insert(g.index).second) {
+      return InvalidField(fmt::format("node.gpus[{}].index", i),
+                          fmt::format("GPU index {} is declared twice", g.index));
+    }
+    if (g.memory_bytes > kMaxGpuMemoryBytes) {
+      return InvalidField(fmt::format("node.gpus[{}].memory_bytes", i),
+                          fmt::format("{} bytes is more than a GPU may declare (1 PiB, {})",
+                                      g.memory_bytes, kMaxGpuMemoryBytes));
+    }
+  }
+  return Ok();
+}
+
+store::RunExit ExitFromProto(const berth::v1::RunExited& m) {
+  store::RunExit e;
+  e.run_id = m.run_id();
+  e.exit_code = m.exit_code();
+  e.signal = m.signal();
+  if (m.started_at_ms() != 0) e.started_at_ms = m.started_at_ms();
+  e.ended_at_ms = m.ended_at_ms();
+  e.stopped_for = m.stopped_for();
+  e.start_error = m.start_error();
+  if (!m.stopped_for().empty()) e.clean_stop = m.clean_stop();
+  if (m.last_checkpoint_ms() > 0) e.last_checkpoint_ms = m.last_checkpoint_ms();
+  e.never_started = m.never_started();
+  e.oom_kills = m.oom_kills();
+  e.memory_peak_bytes = m.memory_peak_bytes();
+  e.memory_limit_bytes = m.memory_limit_bytes();
+  if (m.identity_refused()) e.failure_class = "run_identity";
+  return e;
+}
+
+model::GpuSample SampleFromProto(const std::string& node, const berth::v1::GpuSample& p) {
+  model::GpuSample s;
+  s.at_ms = p.at_ms();
+  s.node = node;
+  s.gpu = p.gpu();
+  s.uuid = p.uuid();
+  s.util_pct = std::min(p.util_pct(), 100U);
+  s.mem_util_pct = std::min(p.mem_util_pct(), 100U);
+  s.memory_used_bytes = p.memory_used_bytes();
+  s.memory_total_bytes = p.memory_total_bytes();
+  s.temperature_c = p.temperature_c();
+  s.power_mw = p.power_mw();
+  s.ecc_sbe_total = p.ecc_sbe_total();
+  s.ecc_dbe_total = p.ecc_dbe_total();
+  s.last_xid = p.last_xid();
+  s.run_ids.assign(p.run_ids().begin(), p.run_ids().end());
+  return s;
+}
+
+}  // namespace berth::server

@@ -1,0 +1,108 @@
+#include "control/snapshot_builder.h"
+
+#include <algorithm>
+
+namespace berth::server {
+namespace {
+
+sched::PendingJob PendingFrom(const store::JobRecord& job) {
+  sched::PendingJob p;
+  p.id = job.id;
+  p.tenant = job.spec.tenant;
+  p.queue = job.spec.queue;
+  p.priority = job.spec.priority;
+  p.submitted_at_ms = job.submitted_at_ms;
+  p.replicas = job.spec.replicas;
+  p.resources = job.spec.resources;
+  p.preemptible = job.spec.preemptible;
+  p.node_selector = job.spec.node_selector;
+  p.tolerations = job.spec.tolerations;
+  p.pool = job.spec.pool;
+  p.topology = job.spec.topology;
+  p.max_runtime_ms = job.spec.max_runtime_ms;
+  return p;
+}
+
+}  // namespace
+
+Result<sched::Snapshot> BuildSnapshot(const SnapshotInputs& in, const SpecLookup& spec_of) {
+  sched::Snapshot snap;
+  snap.now_ms = in.now_ms;
+  snap.policy = *in.policy;
+  std::map<std::string, std::size_t> index;
+  for (const auto& n : *in.nodes) {
+    auto it = in.ready->find(n.info.name);
+    sched::NodeView v = sched::NodeViewOf(n.info, it != in.ready->end() && it->second);
+    v.cordoned = n.cordon.has_value();
+    // A cordoned GPU takes nothing new, like an unhealthy one.
+    for (auto& g : v.gpus) {
+      if (n.gpu_cordons.contains(g.index)) g.healthy = false;
+    }
+    index[v.name] = snap.nodes.size();
+    snap.nodes.push_back(std::move(v));
+  }
+  std::sort(snap.nodes.begin(), snap.nodes.end(),
+            [](const sched::NodeView& a, const sched::NodeView& b) { return a.name < b.name; });
+  index.clear();
+  for (std::size_t i = 0; i < snap.nodes.size(); ++i) index[snap.nodes[i].name] = i;
+
+  // Active runs hold their GPUs, CPU and memory, and make up running jobs.
+  std::map<std::int64_t, sched::RunningJob> running;
+  for (const auto& run : *in.active_runs) {
+    auto spec = spec_of(run.job_id);
+    if (!spec) return std::unexpected(spec.error());
+    if (auto it = index.find(run.node); it != index.end()) {
+      auto& node = snap.nodes[it->second];
+      for (auto idx : run.gpu_indices) {
+        for (auto& g : node.gpus) {
+          if (g.index != idx) continue;
+          g.free = false;
+          // A slice holds what it was placed with (model::SliceOf).
+          g.shared_millis += run.gpu_share_millis;
+          g.shared_bytes += run.gpu_share_bytes;
+        }
+      }
+      node.cpu_millis_free -=
+          std::min<std::uint64_t>(node.cpu_millis_free, spec->resources.cpu_millis);
+      node.memory_bytes_free -=
+          std::min<std::uint64_t>(node.memory_bytes_free, spec->resources.memory_bytes);
+    }
+    auto& job = running[run.job_id];
+    if (job.id == 0) {
+      job.id = run.job_id;
+      job.tenant = spec->tenant;
+      job.queue = spec->queue;
+      job.priority = spec->priority;
+      job.preemptible = spec->preemptible;
+      job.resources = spec->resources;
+      job.max_runtime_ms = spec->max_runtime_ms;
+      job.started_at_ms = run.started_at_ms.value_or(in.now_ms);
+      job.checkpoints = spec->checkpoint.enabled;
+      job.node_selector = spec->node_selector;
+      job.tolerations = spec->tolerations;
+      job.pool = spec->pool;
+      job.topology = spec->topology;
+    }
+    if (run.stop_requested) {
+      // Already stopping (cancelled, evicted or moved): its GPUs are spoken
+      // for until it exits, and no plan may evict or move it again.
+      job.preemptible = false;
+      job.checkpoints = false;
+    }
+    // Work lost counts from the earliest replica start, or from the newest
+    // checkpoint any replica reported (usually rank 0 writes it).
+    job.started_at_ms = std::min(job.started_at_ms, run.started_at_ms.value_or(in.now_ms));
+    job.last_checkpoint_ms = std::max(job.last_checkpoint_ms, run.last_checkpoint_ms.value_or(0));
+    job.replicas.push_back({run.replica, run.node, run.gpu_indices});
+  }
+  for (auto& [id, job] : running) {
+    // A checkpoint file left from an earlier attempt saves nothing of this one.
+    if (job.last_checkpoint_ms < job.started_at_ms) job.last_checkpoint_ms = 0;
+    snap.running.push_back(std::move(job));
+  }
+  for (const auto& job : *in.pending) snap.pending.push_back(PendingFrom(job));
+  if (in.decayed_usage != nullptr) snap.decayed_usage = *in.decayed_usage;
+  return snap;
+}
+
+}  // namespace berth::server

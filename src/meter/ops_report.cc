@@ -1,0 +1,364 @@
+#include "meter/ops_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <set>
+
+#include "model/failure.h"
+
+namespace berth::server {
+namespace {
+
+using nlohmann::json;
+
+bool IsEviction(const std::string& stopped_for) {
+  return model::IsEviction(model::ParseStopCause(stopped_for).value_or(model::StopCause::kNone));
+}
+
+// How a finished run ended, and its failure class when it failed.
+struct RunOutcome {
+  std::string outcome;  // succeeded, failed, cancelled, preempted, reclaimed, moved, drained, gang
+  std::string failure_class;
+};
+
+RunOutcome Classify(const store::RunRecord& r) {
+  const std::string& s = r.stopped_for;
+  if (IsEviction(s) || s == "cancelled" || s == "drained" || s == "gang") return {s, ""};
+  std::string cls = r.failure_class;
+  if (cls.empty()) {
+    if (s == "max_runtime") {
+      cls = model::FailureClassName(model::FailureClass::kMaxRuntime);
+    } else if (store::RunLost(s)) {
+      cls = model::FailureClassName(model::FailureClass::kNodeLost);
+    } else if (s == "gpu_error") {
+      cls = model::FailureClassName(model::FailureClass::kGpuHardware);
+    } else if (!r.start_error.empty()) {
+      cls = model::FailureClassName(model::FailureClass::kCommandNotFound);
+    } else if (r.exit_code.value_or(0) != 0 || r.signal.value_or(0) != 0) {
+      cls = model::FailureClassName(model::FailureClass::kUserCode);
+    }
+  }
+  if (cls.empty()) return {"succeeded", ""};
+  return {"failed", cls};
+}
+
+std::int64_t RunMgpu(const store::RunRecord& r) {
+  if (r.gpu_share_millis > 0) return r.gpu_share_millis;
+  return static_cast<std::int64_t>(r.gpu_indices.size()) * 1000;
+}
+
+// The job an audit object names: job/N, or array/N (its first job).
+std::optional<std::int64_t> JobIdOf(const std::string& object) {
+  const std::size_t prefix = object.starts_with("job/") ? 4 : object.starts_with("array/") ? 6 : 0;
+  if (prefix == 0) return std::nullopt;
+  std::int64_t id = 0;
+  const char* b = object.data() + prefix;
+  const char* e = object.data() + object.size();
+  auto [p, ec] = std::from_chars(b, e, id);
+  if (ec != std::errc() || p != e) return std::nullopt;
+  return id;
+}
+
+void AddMeasured(OpsMeasured& m, const model::UsageRecord& r, const store::UtilSummary& s) {
+  if (s.samples <= 0) return;
+  ++m.runs_sampled;
+  m.sampled_mgpu_ms += r.mgpu_ms;
+  // Allocated time weighted by the run's average utilization, floored.
+  const auto used = static_cast<model::Int128>(r.mgpu_ms) * s.util_sum /
+                    (static_cast<model::Int128>(s.samples) * 100);
+  m.used_mgpu_ms += static_cast<std::int64_t>(used);
+  m.samples += s.samples;
+  m.util_sum += s.util_sum;
+  m.memory_used_sum += s.memory_used_sum;
+  m.memory_capacity_sum += static_cast<std::uint64_t>(s.samples) * s.memory_total_bytes;
+}
+
+double Ratio(std::int64_t num, std::int64_t den) {
+  return den == 0 ? 0.0 : static_cast<double>(num) / static_cast<double>(den);
+}
+
+double Hours(std::int64_t mgpu_ms) {
+  return static_cast<double>(mgpu_ms) / static_cast<double>(model::kMgpuMsPerGpuHour);
+}
+
+json MeasuredJson(const std::optional<OpsMeasured>& m, std::int64_t allocated) {
+  if (!m) return nullptr;
+  return {{"runs_sampled", m->runs_sampled},
+          {"sampled_mgpu_ms", m->sampled_mgpu_ms},
+          {"used_mgpu_ms", m->used_mgpu_ms},
+          {"used_gpu_hours", Hours(m->used_mgpu_ms)},
+          {"samples", m->samples},
+          {"util_sum", m->util_sum},
+          {"memory_used_sum", m->memory_used_sum},
+          {"memory_capacity_sum", m->memory_capacity_sum},
+          // used / allocated of the sampled runs; the samples' plain average.
+          {"gpu_utilization_pct", 100.0 * Ratio(m->used_mgpu_ms, m->sampled_mgpu_ms)},
+          {"avg_sample_util_pct", Ratio(m->util_sum, m->samples)},
+          {"gpu_memory_utilization_pct", m->memory_capacity_sum == 0
+                                             ? 0.0
+                                             : 100.0 * static_cast<double>(m->memory_used_sum) /
+                                                   static_cast<double>(m->memory_capacity_sum)},
+          {"unsampled_mgpu_ms", allocated - m->sampled_mgpu_ms}};
+}
+
+json FiguresJson(const OpsFigures& f, const OpsReport& r) {
+  const OpsWait& w = f.wait;
+  json j{{"allocated_mgpu_ms", f.allocated_mgpu_ms},
+         {"allocated_gpu_hours", Hours(f.allocated_mgpu_ms)},
+         {"cost_micros", f.cost_micros},
+         {"cost", model::FormatMoney(f.cost_micros)},
+         {"records", f.records},
+         {"measured", MeasuredJson(f.measured, f.allocated_mgpu_ms)},
+         {"wait",
+          {{"started", w.started},
+           {"total_wait_ms", w.total_wait_ms},
+           {"avg_wait_ms", w.started == 0 ? 0 : w.total_wait_ms / w.started},
+           {"p95_wait_ms", w.p95_wait_ms},
+           {"max_wait_ms", w.max_wait_ms},
+           {"waiting", w.waiting},
+           {"oldest_wait_ms", w.oldest_wait_ms},
+           {"oldest_job_id", w.oldest_job_id == 0 ? json(nullptr) : json(w.oldest_job_id)}}},
+         {"runs_finished", f.runs_finished},
+         {"outcomes", f.outcomes},
+         {"runs_failed", f.runs_failed},
+         {"failure_rate_pct", 100.0 * Ratio(f.runs_failed, f.runs_finished)},
+         {"failures_by_class", f.failures_by_class},
+         {"evictions", f.evictions},
+         {"lost_mgpu_ms", f.lost_mgpu_ms},
+         {"lost_gpu_hours", Hours(f.lost_mgpu_ms)},
+         {"interventions", f.interventions}};
+  if (r.fleet_visible && r.capacity_mgpu_ms > 0) {
+    j["allocation_pct"] = 100.0 * Ratio(f.allocated_mgpu_ms, r.capacity_mgpu_ms);
+  } else {
+    j["allocation_pct"] = nullptr;
+  }
+  if (!f.tenant.empty()) j["tenant"] = f.tenant;
+  return j;
+}
+
+}  // namespace
+
+bool IsIntervention(const store::AuditEntry& e, const std::string& submitter) {
+  if (e.outcome != "ok") return false;
+  static const std::set<std::string, std::less<>> kAdmin{
+      "node.cordon",  "node.drain",      "node.uncordon", "gpu.cordon",   "gpu.uncordon",
+      "policy.apply", "policy.rollback", "quota.approve", "quota.reject", "price.apply",
+      "budget.set",   "budget.delete",   "alert.resolve"};
+  if (kAdmin.contains(e.action)) return true;
+  return (e.action == "job.cancel" || e.action == "array.cancel") && !e.actor.empty() &&
+         e.actor != submitter;
+}
+
+Result<OpsReport> BuildOpsReport(const OpsInputs& in) {
+  if (in.to <= in.from) {
+    return std::unexpected(Error{
+        Code::kInvalidArgument,
+        fmt::format("the window is empty: to ({}) must be after from ({})", in.to, in.from), "to"});
+  }
+  OpsReport rep;
+  rep.from = in.from;
+  rep.to = in.to;
+  rep.currency = in.currency;
+  rep.fleet_visible = in.fleet_visible;
+  rep.measured = in.utilization.has_value();
+  if (in.fleet_visible) {
+    rep.gpus = in.gpus;
+    rep.capacity_mgpu_ms = in.capacity_mgpu_ms;
+    if (in.utilization) rep.fleet = in.utilization->fleet;
+  }
+  std::map<std::string, OpsFigures> tenants;
+  auto tenant = [&](const std::string& name) -> OpsFigures& {
+    OpsFigures& f = tenants[name];
+    f.tenant = name;
+    if (rep.measured && !f.measured) f.measured = OpsMeasured{};
+    return f;
+  };
+  if (rep.measured) rep.total.measured = OpsMeasured{};
+
+  // Allocation, cost and measured use: from the usage records.
+  std::map<std::string, std::int64_t> record_mgpu;  // run id -> mGPU
+  for (const auto& r : in.records) {
+    if (r.start_ms < in.from || r.end_ms > in.to) {
+      return std::unexpected(
+          Error{Code::kInvalidArgument,
+                fmt::format("usage record {} [{}, {}) is not clipped to the window", r.run_id,
+                            r.start_ms, r.end_ms),
+                "records"});
+    }
+    record_mgpu[r.run_id] = r.mgpu;
+    for (OpsFigures* f : {&rep.total, &tenant(r.tenant)}) {
+      f->allocated_mgpu_ms += r.mgpu_ms;
+      f->cost_micros += r.cost_micros;
+      ++f->records;
+      if (in.utilization) {
+        auto it = in.utilization->runs.find(r.run_id);
+        if (it != in.utilization->runs.end()) AddMeasured(*f->measured, r, it->second);
+      }
+    }
+  }
+
+  // Waits, outcomes and evictions: from the jobs and their runs.
+  std::map<std::string, std::vector<std::int64_t>> waits;  // "" for all
+  std::map<std::int64_t, const store::JobRecord*> jobs;
+  for (const auto& job : in.jobs) {
+    jobs[job.id] = &job;
+    const std::string& t = job.spec.tenant;
+    std::optional<TimeMs> first_start;
+    for (const auto& run : job.runs) {
+      if (run.started_at_ms && (!first_start || *run.started_at_ms < *first_start)) {
+        first_start = run.started_at_ms;
+      }
+    }
+    if (first_start && *first_start >= in.from && *first_start < in.to) {
+      const std::int64_t wait = std::max<std::int64_t>(0, *first_start - job.submitted_at_ms);
+      waits[""].push_back(wait);
+      waits[t].push_back(wait);
+    }
+    const bool started_by_end = first_start && *first_start < in.to;
+    const bool ended_by_end = job.finished_at_ms && *job.finished_at_ms < in.to;
+    if (job.submitted_at_ms < in.to && !started_by_end && !ended_by_end) {
+      for (OpsFigures* f : {&rep.total, &tenant(t)}) {
+        ++f->wait.waiting;
+        const std::int64_t w = in.to - job.submitted_at_ms;
+        if (w > f->wait.oldest_wait_ms || f->wait.oldest_job_id == 0) {
+          f->wait.oldest_wait_ms = w;
+          f->wait.oldest_job_id = job.id;
+        }
+      }
+    }
+    for (const auto& run : job.runs) {
+      if (!run.finished_at_ms || *run.finished_at_ms < in.from || *run.finished_at_ms >= in.to) {
+        continue;
+      }
+      const RunOutcome o = Classify(run);
+      OpsEviction ev;
+      if (IsEviction(run.stopped_for)) {
+        ev.time_ms = *run.finished_at_ms;
+        ev.run_id = run.run_id;
+        ev.job_id = job.id;
+        ev.job_name = job.spec.name;
+        ev.tenant = t;
+        ev.kind = run.stopped_for;
+        auto m = record_mgpu.find(run.run_id);
+        ev.mgpu = m != record_mgpu.end() ? m->second : RunMgpu(run);
+        TimeMs since = run.started_at_ms.value_or(*run.finished_at_ms);
+        if (run.last_checkpoint_ms && *run.last_checkpoint_ms > since &&
+            *run.last_checkpoint_ms <= *run.finished_at_ms) {
+          since = *run.last_checkpoint_ms;
+          ev.from_checkpoint = true;
+        }
+        ev.lost_from_ms = std::max(since, in.from);
+        ev.lost_mgpu_ms = ev.mgpu * (*run.finished_at_ms - ev.lost_from_ms);
+        rep.evictions.push_back(ev);
+      }
+      for (OpsFigures* f : {&rep.total, &tenant(t)}) {
+        ++f->runs_finished;
+        ++f->outcomes[o.outcome];
+        if (o.outcome == "failed") {
+          ++f->runs_failed;
+          ++f->failures_by_class[o.failure_class];
+        }
+        if (!ev.kind.empty()) {
+          ++f->evictions[ev.kind];
+          f->lost_mgpu_ms += ev.lost_mgpu_ms;
+        }
+      }
+    }
+  }
+  for (auto& [name, list] : waits) {
+    OpsFigures& f = name.empty() ? rep.total : tenant(name);
+    std::sort(list.begin(), list.end());
+    f.wait.started = static_cast<std::int64_t>(list.size());
+    for (auto w : list) f.wait.total_wait_ms += w;
+    // Nearest rank: the smallest wait at or above 95% of the jobs.
+    const std::size_t rank = (list.size() * 95 + 99) / 100;
+    f.wait.p95_wait_ms = list[rank - 1];
+    f.wait.max_wait_ms = list.back();
+  }
+  std::sort(rep.evictions.begin(), rep.evictions.end(),
+            [](const OpsEviction& a, const OpsEviction& b) {
+              return std::tie(a.time_ms, a.run_id) < std::tie(b.time_ms, b.run_id);
+            });
+
+  // Manual interventions: from the audit trail.
+  for (const auto& e : in.audit) {
+    if (e.time_ms < in.from || e.time_ms >= in.to) continue;
+    std::string submitter;
+    if (auto id = JobIdOf(e.object)) {
+      if (auto it = jobs.find(*id); it != jobs.end()) submitter = it->second->submitted_by;
+    }
+    if (!IsIntervention(e, submitter)) continue;
+    if (!in.fleet_visible && e.tenant.empty()) continue;
+    rep.interventions.push_back({e.time_ms, e.actor, e.action, e.object, e.tenant});
+    ++rep.interventions_by_action[e.action];
+    ++rep.total.interventions;
+    if (!e.tenant.empty()) ++tenant(e.tenant).interventions;
+  }
+  std::stable_sort(
+      rep.interventions.begin(), rep.interventions.end(),
+      [](const OpsIntervention& a, const OpsIntervention& b) { return a.time_ms < b.time_ms; });
+  for (auto& [name, f] : tenants) rep.tenants.push_back(std::move(f));
+  return rep;
+}
+
+json OpsReportJson(const OpsReport& r) {
+  json tenants = json::array();
+  for (const auto& t : r.tenants) tenants.push_back(FiguresJson(t, r));
+  json evictions = json::array();
+  for (const auto& e : r.evictions) {
+    evictions.push_back({{"time_ms", e.time_ms},
+                         {"run_id", e.run_id},
+                         {"job_id", e.job_id},
+                         {"job_name", e.job_name},
+                         {"tenant", e.tenant},
+                         {"kind", e.kind},
+                         {"mgpu", e.mgpu},
+                         {"lost_from_ms", e.lost_from_ms},
+                         {"lost_since", e.from_checkpoint ? "checkpoint" : "start"},
+                         {"lost_mgpu_ms", e.lost_mgpu_ms},
+                         {"lost_gpu_hours", Hours(e.lost_mgpu_ms)}});
+  }
+  json interventions = json::array();
+  for (const auto& i : r.interventions) {
+    interventions.push_back({{"time_ms", i.time_ms},
+                             {"actor", i.actor},
+                             {"action", i.action},
+                             {"object", i.object},
+                             {"tenant", i.tenant}});
+  }
+  json fleet = nullptr;
+  if (r.fleet_visible) {
+    fleet = {{"gpus", r.gpus},
+             {"capacity_mgpu_ms", r.capacity_mgpu_ms},
+             {"capacity_gpu_hours", Hours(r.capacity_mgpu_ms)},
+             {"measured", nullptr}};
+    if (r.fleet) {
+      const store::UtilSummary& s = *r.fleet;
+      fleet["measured"] = {
+          {"samples", s.samples},
+          {"util_sum", s.util_sum},
+          {"avg_util_pct", Ratio(s.util_sum, s.samples)},
+          {"memory_used_sum", s.memory_used_sum},
+          {"memory_total_bytes", s.memory_total_bytes},
+          {"avg_memory_utilization_pct",
+           s.samples == 0 || s.memory_total_bytes == 0
+               ? 0.0
+               : 100.0 * static_cast<double>(s.memory_used_sum) /
+                     (static_cast<double>(s.samples) * static_cast<double>(s.memory_total_bytes))}};
+    }
+  }
+  return {{"from_ms", r.from},
+          {"to_ms", r.to},
+          {"currency", r.currency},
+          {"measured", r.measured},
+          {"fleet", fleet},
+          {"total", FiguresJson(r.total, r)},
+          {"tenants", tenants},
+          {"evictions", evictions},
+          {"interventions_by_action", r.interventions_by_action},
+          {"interventions", interventions}};
+}
+
+}  // namespace berth::server
