@@ -13,6 +13,7 @@
 #include "api/policy_preview.h"
 #include "api/render.h"
 #include "api/request_decode.h"
+#include "common/units.h"
 #include "control/snapshot_builder.h"
 #include "model/json.h"
 #include "sim/history.h"
