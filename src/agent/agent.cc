@@ -60,6 +60,42 @@ void FillExit(const std::string& run_id, const RunExit& e, v1::RunExited* out) {
   out->set_identity_refused(e.identity_refused);
 }
 
+// What the agent tells berthd about one run event.
+v1::AgentMessage EventMessage(RunEvent& ev) {
+  v1::AgentMessage out;
+  switch (ev.kind) {
+    case RunEvent::Kind::kStarted: {
+      auto* m = out.mutable_run_started();
+      m->set_run_id(ev.state.run_id);
+      m->set_pid(ev.state.pid);
+      m->set_started_at_ms(ev.state.started_at_ms);
+      spdlog::info("run {} started, pid {}", ev.state.run_id, ev.state.pid);
+      break;
+    }
+    case RunEvent::Kind::kLog: {
+      auto* m = out.mutable_log_chunk();
+      m->set_run_id(ev.state.run_id);
+      m->set_offset(ev.offset);
+      m->set_data(std::move(ev.data));
+      break;
+    }
+    case RunEvent::Kind::kCheckpoint: {
+      auto* m = out.mutable_run_checkpoint();
+      m->set_run_id(ev.state.run_id);
+      m->set_checkpoint_at_ms(ev.checkpoint_at_ms);
+      break;
+    }
+    case RunEvent::Kind::kExited: {
+      FillExit(ev.state.run_id, *ev.state.exit, out.mutable_run_exited());
+      spdlog::info("run {} exited: code {} signal {}{}", ev.state.run_id, ev.state.exit->exit_code,
+                   ev.state.exit->signal,
+                   ev.state.exit->start_error.empty() ? "" : ": " + ev.state.exit->start_error);
+      break;
+    }
+  }
+  return out;
+}
+
 void FillStatus(const RunState& s, v1::RunStatus* out) {
   out->set_run_id(s.run_id);
   out->set_pid(s.pid);
@@ -477,38 +513,7 @@ bool Agent::RunConnection() {
     // berthd stopped answering.
     fence_.InContact();
     for (auto& ev : runner_.Poll()) {
-      v1::AgentMessage out;
-      switch (ev.kind) {
-        case RunEvent::Kind::kStarted: {
-          auto* m = out.mutable_run_started();
-          m->set_run_id(ev.state.run_id);
-          m->set_pid(ev.state.pid);
-          m->set_started_at_ms(ev.state.started_at_ms);
-          spdlog::info("run {} started, pid {}", ev.state.run_id, ev.state.pid);
-          break;
-        }
-        case RunEvent::Kind::kLog: {
-          auto* m = out.mutable_log_chunk();
-          m->set_run_id(ev.state.run_id);
-          m->set_offset(ev.offset);
-          m->set_data(std::move(ev.data));
-          break;
-        }
-        case RunEvent::Kind::kCheckpoint: {
-          auto* m = out.mutable_run_checkpoint();
-          m->set_run_id(ev.state.run_id);
-          m->set_checkpoint_at_ms(ev.checkpoint_at_ms);
-          break;
-        }
-        case RunEvent::Kind::kExited: {
-          FillExit(ev.state.run_id, *ev.state.exit, out.mutable_run_exited());
-          spdlog::info("run {} exited: code {} signal {}{}", ev.state.run_id,
-                       ev.state.exit->exit_code, ev.state.exit->signal,
-                       ev.state.exit->start_error.empty() ? "" : ": " + ev.state.exit->start_error);
-          break;
-        }
-      }
-      ok = Send(stream.get(), out);
+      ok = Send(stream.get(), EventMessage(ev));
       if (!ok) break;
     }
     if (ok && clock_.NowMs() >= next_health) {

@@ -19,15 +19,34 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "agent/atomic_file.h"
 #include "common/status.h"
 #include "model/telemetry.h"
 
 namespace berth::agent {
+
+// One of a run directory's files by its name (kLogFile, kExitFile, ...).
+inline std::string FileIn(const std::filesystem::path& dir, std::string_view name) {
+  return (dir / name).string();
+}
+
+// One record of a run directory read back with its Parse function; nullopt
+// when it is missing, torn or foreign (treated as not written yet).
+template <typename T, typename Parse>
+std::optional<T> ReadRunRecord(const std::string& file, Parse parse) {
+  auto text = ReadWholeFile(file);
+  if (!text) return std::nullopt;
+  auto rec = parse(*text);
+  if (!rec) return std::nullopt;
+  return *rec;
+}
 
 inline constexpr std::string_view kSpecFile = "spec.json";
 inline constexpr std::string_view kOrderFile = "order.json";

@@ -311,6 +311,13 @@ class Runner {
   void WatchCheckpoint(Run& run, TimeMs now, bool force);
   // podman's absolute path in the search path; empty if it is not there.
   std::string FindPodman() const;
+  // Start's steps: the environment the job sees (its spec's env, the GPUs
+  // it was given, its node, run and attempt, its slice's limits); the
+  // order as the run directory keeps it; and the run directory written
+  // whole under a temporary name and renamed into place.
+  std::map<std::string, std::string> JobEnv(const StartOrder& order) const;
+  static OrderRecord RecordOf(const StartOrder& order, TimeMs now_ms);
+  Status WriteRunDir(const std::string& run_id, const ShimSpec& spec, const OrderRecord& rec) const;
   // The environment podman runs with: the agent's own (CONTAINERS_CONF,
   // XDG_RUNTIME_DIR, REGISTRY_AUTH_FILE...), never the job's, with
   // CONTAINERS_CONF=podman_conf where the runner has one.

@@ -46,6 +46,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -355,21 +356,61 @@ void ReportAndExit(int fd, int stage, int err, int code) {
   ::_exit(127);
 }
 
-}  // namespace
+// Why the job never started, from the child's report.
+std::string StartErrorText(const berth::agent::ShimSpec& spec, const ChildReport& rep) {
+  std::string why = rep.stage == kStageChdir
+                        ? "cannot change to working directory '" + spec.working_dir + "': "
+                    : rep.stage == kStageCgroup ? "cannot join the run's cgroup: "
+                    : rep.stage == kStageIdentity
+                        ? "cannot take the run identity uid " + std::to_string(spec.uid) + " gid " +
+                              std::to_string(spec.gid) + ": "
+                        : "cannot start '" + spec.command.front() + "': ";
+  return why + std::strerror(rep.err);
+}
 
-int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: berth-shim RUN_DIR\n");
-    return 2;
+// After the job's main process ended (wait status `status`): kills what it
+// left behind, ends its cgroup and container, and fills `out` with how it
+// ended.
+void Reap(const berth::agent::ShimSpec& spec, berth::agent::RunCgroup& cgroup, pid_t pid,
+          int status, int log_fd, ExitRecord& out) {
+  // The run ends with its main process: whatever it left in its group or its
+  // cgroup would otherwise hold GPUs the scheduler believes are free.
+  out.leftover_processes = static_cast<std::uint32_t>(cgroup.Pids().size());
+  ::kill(-pid, SIGKILL);
+  EndCgroup(cgroup, out, log_fd);
+  if (!spec.container_name.empty()) {
+    // podman may have died (SIGKILL after the grace period) with the
+    // container still running: kill and remove it, or it keeps the GPUs.
+    int fd = ::open(PathIn(berth::agent::kShimLogFile).c_str(),
+                    O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    RunTool({spec.podman, "rm", "--force", "--ignore", "--time", "0", spec.container_name},
+            spec.env, fd, 60'000);
+    if (fd >= 0) ::close(fd);
   }
-  g_dir = argv[1];
-  // Own session: no terminal or agent process-group signal reaches us.
-  ::setsid();
-  for (int sig : {SIGHUP, SIGINT, SIGPIPE}) ::signal(sig, SIG_IGN);
-  ::close_range(3, ~0U, 0);  // nothing the agent held open leaks into the job
+  if (WIFSIGNALED(status)) {
+    out.signal = WTERMSIG(status);
+    out.exit_code = 128 + out.signal;
+  } else {
+    out.exit_code = WEXITSTATUS(status);
+  }
+  // A container killed past its memory limit ends as 137 (podman's exit for
+  // a SIGKILLed process); the kernel's log says whether its OOM killer did it.
+  if (!spec.container_name.empty() && out.exit_code == 128 + SIGKILL && out.oom_kills == 0) {
+    std::string id;
+    if (std::ifstream cid(PathIn(berth::agent::kContainerIdFile)); cid) std::getline(cid, id);
+    if (int kills = ContainerOomKills(id); kills > 0) {
+      out.oom_kills = static_cast<std::uint64_t>(kills);
+      out.memory_peak_bytes = out.memory_limit_bytes;  // what it reached
+      SayOomKilled(out, log_fd);
+    }
+  }
+}
 
-  int lock_fd =
-      ::open(PathIn(berth::agent::kShimLockFile).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+// Locks the run directory (shim.lock, held until the shim exits). Returns
+// the exit code when this shim must not run the job: the lock failed, or
+// an earlier shim already owns the run.
+std::optional<int> TakeRun(int& lock_fd) {
+  lock_fd = ::open(PathIn(berth::agent::kShimLockFile).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (lock_fd < 0) {
     Say("cannot open shim.lock: " + std::string(std::strerror(errno)));
     return 1;
@@ -384,6 +425,24 @@ int main(int argc, char** argv) {
     Say("run already owned by an earlier shim; leaving");
     return 0;
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: berth-shim RUN_DIR\n");
+    return 2;
+  }
+  g_dir = argv[1];
+  // Own session: no terminal or agent process-group signal reaches us.
+  ::setsid();
+  for (int sig : {SIGHUP, SIGINT, SIGPIPE}) ::signal(sig, SIG_IGN);
+  ::close_range(3, ~0U, 0);  // nothing the agent held open leaks into the job
+
+  int lock_fd = -1;
+  if (std::optional<int> done = TakeRun(lock_fd)) return *done;
 
   auto text = berth::agent::ReadWholeFile(PathIn(berth::agent::kSpecFile));
   if (!text) return StartFailed(-1, "cannot read spec.json", 126);
@@ -473,14 +532,7 @@ int main(int argc, char** argv) {
   out.started_at_ms = rec.started_at_ms;
   out.ended_at_ms = WallMs();
   if (got == static_cast<ssize_t>(sizeof rep)) {
-    std::string why = rep.stage == kStageChdir
-                          ? "cannot change to working directory '" + spec->working_dir + "': "
-                      : rep.stage == kStageCgroup ? "cannot join the run's cgroup: "
-                      : rep.stage == kStageIdentity
-                          ? "cannot take the run identity uid " + std::to_string(spec->uid) +
-                                " gid " + std::to_string(spec->gid) + ": "
-                          : "cannot start '" + spec->command.front() + "': ";
-    why += std::strerror(rep.err);
+    const std::string why = StartErrorText(*spec, rep);
     std::string line = "berth: " + why + "\n";
     [[maybe_unused]] ssize_t n = ::write(log_fd, line.data(), line.size());
     out.exit_code = rep.stage == kStageExec && rep.err == ENOENT ? 127 : 126;
@@ -488,36 +540,6 @@ int main(int argc, char** argv) {
     EndCgroup(cgroup, out, log_fd);
     return WriteExit(out);
   }
-  // The run ends with its main process: whatever it left in its group or its
-  // cgroup would otherwise hold GPUs the scheduler believes are free.
-  out.leftover_processes = static_cast<std::uint32_t>(cgroup.Pids().size());
-  ::kill(-pid, SIGKILL);
-  EndCgroup(cgroup, out, log_fd);
-  if (!spec->container_name.empty()) {
-    // podman may have died (SIGKILL after the grace period) with the
-    // container still running: kill and remove it, or it keeps the GPUs.
-    int fd = ::open(PathIn(berth::agent::kShimLogFile).c_str(),
-                    O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    RunTool({spec->podman, "rm", "--force", "--ignore", "--time", "0", spec->container_name},
-            spec->env, fd, 60'000);
-    if (fd >= 0) ::close(fd);
-  }
-  if (WIFSIGNALED(status)) {
-    out.signal = WTERMSIG(status);
-    out.exit_code = 128 + out.signal;
-  } else {
-    out.exit_code = WEXITSTATUS(status);
-  }
-  // A container killed past its memory limit ends as 137 (podman's exit for
-  // a SIGKILLed process); the kernel's log says whether its OOM killer did it.
-  if (!spec->container_name.empty() && out.exit_code == 128 + SIGKILL && out.oom_kills == 0) {
-    std::string id;
-    if (std::ifstream cid(PathIn(berth::agent::kContainerIdFile)); cid) std::getline(cid, id);
-    if (int kills = ContainerOomKills(id); kills > 0) {
-      out.oom_kills = static_cast<std::uint64_t>(kills);
-      out.memory_peak_bytes = out.memory_limit_bytes;  // what it reached
-      SayOomKilled(out, log_fd);
-    }
-  }
+  Reap(*spec, cgroup, pid, status, log_fd, out);
   return WriteExit(out);
 }
