@@ -46,8 +46,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <optional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>

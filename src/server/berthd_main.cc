@@ -396,7 +396,6 @@ Result<Settings> CheckFlags(const BerthdFlags& f) {
   return s;
 }
 
-
 // Every long-lived part of a running berthd, declared in the order they are
 // built, so they are destroyed in the reverse order.
 struct Daemon {

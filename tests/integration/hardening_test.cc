@@ -159,8 +159,8 @@ TEST_F(IntegrationTest, BerthdRefusesABadFlagBeforeItWritesItsDataDir) {
   int n = 0;
   for (const Case& c : cases) {
     const std::filesystem::path data = dir_.path() / fmt::format("refused-{}", n++);
-    std::vector<std::string> args{"--data-dir", data.string(), "--listen", "127.0.0.1:0",
-                                  "--agent-listen", "127.0.0.1:0"};
+    std::vector<std::string> args{"--data-dir",  data.string(),    "--listen",
+                                  "127.0.0.1:0", "--agent-listen", "127.0.0.1:0"};
     if (c.named != "--tls-cert") args.insert(args.end(), {"--plain-http", "--plain-agents"});
     args.insert(args.end(), c.flags.begin(), c.flags.end());
     const CommandResult r = RunCommand(BinDir() / "berthd", args, dir_.path());

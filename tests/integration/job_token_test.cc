@@ -32,11 +32,10 @@ TEST_F(JobTokenTest, AJobsOwnTokenReportsItsCheckpointReadsItsJobAndNothingElse)
   // a directory the tenant's uid cannot enter (a clone under a 0700 mktemp).
   const auto cli = dir / "berth";
   std::filesystem::copy_file(BinDir() / "berth", cli);
-  std::filesystem::permissions(cli, std::filesystem::perms::owner_all |
-                                        std::filesystem::perms::group_read |
-                                        std::filesystem::perms::group_exec |
-                                        std::filesystem::perms::others_read |
-                                        std::filesystem::perms::others_exec);
+  std::filesystem::permissions(
+      cli, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+               std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+               std::filesystem::perms::others_exec);
   const std::string berth = cli.string();
   const std::string d = dir.string();
   const std::string script = fmt::format(
