@@ -72,6 +72,21 @@ json QuotaRequestSummary(const store::QuotaRequest& r) {
   return j;
 }
 
+// The request the path names, noted in the audit record as it was before
+// the change (object, tenant, before).
+Result<store::QuotaRequest> RequestBefore(store::PolicyStore& store, const http::Request& req,
+                                          AuditNote& note) {
+  note.object = "quota-request";
+  auto id = PathRequestId(req);
+  if (!id) return std::unexpected(id.error());
+  note.object = fmt::format("quota-request/{}", *id);
+  auto before = store.GetQuotaRequest(*id);
+  if (!before) return std::unexpected(before.error());
+  note.tenant = before->tenant;
+  note.before = QuotaRequestSummary(*before);
+  return before;
+}
+
 }  // namespace
 
 void Api::FileQuotaRequest(const http::Request& req, http::Response& res, AuditNote& note) {
@@ -157,36 +172,24 @@ void Api::ApproveQuotaRequest(const http::Request& req, http::Response& res, Aud
 }
 
 void Api::RejectQuotaRequest(const http::Request& req, http::Response& res, AuditNote& note) {
-  note.object = "quota-request";
-  auto id = PathRequestId(req);
-  if (!id) return ReplyError(res, id.error());
-  note.object = fmt::format("quota-request/{}", *id);
-  auto before = store_.GetQuotaRequest(*id);
+  auto before = RequestBefore(store_, req, note);
   if (!before) return ReplyError(res, before.error());
-  note.tenant = before->tenant;
-  note.before = QuotaRequestSummary(*before);
   std::string comment = req.get_param_value("comment");
   if (comment.find_first_not_of(" \t\r\n") == std::string::npos) {
     return ReplyError(
         res, Error{Code::kInvalidArgument,
                    "is required: tell the tenant why, e.g. ?comment=no%20capacity", "comment"});
   }
-  auto rejected = store_.RejectQuotaRequest(*id, Actor(req), comment, clock_.NowMs());
+  auto rejected = store_.RejectQuotaRequest(before->id, Actor(req), comment, clock_.NowMs());
   if (!rejected) return ReplyError(res, rejected.error());
   note.after = QuotaRequestSummary(*rejected);
   Reply(res, 200, QuotaRequestJson(*rejected));
 }
 
 void Api::WithdrawQuotaRequest(const http::Request& req, http::Response& res, AuditNote& note) {
-  note.object = "quota-request";
-  auto id = PathRequestId(req);
-  if (!id) return ReplyError(res, id.error());
-  note.object = fmt::format("quota-request/{}", *id);
-  auto before = store_.GetQuotaRequest(*id);
+  auto before = RequestBefore(store_, req, note);
   if (!before) return ReplyError(res, before.error());
-  note.tenant = before->tenant;
-  note.before = QuotaRequestSummary(*before);
-  auto withdrawn = store_.WithdrawQuotaRequest(*id, Actor(req), clock_.NowMs());
+  auto withdrawn = store_.WithdrawQuotaRequest(before->id, Actor(req), clock_.NowMs());
   if (!withdrawn) return ReplyError(res, withdrawn.error());
   note.after = QuotaRequestSummary(*withdrawn);
   Reply(res, 200, QuotaRequestJson(*withdrawn));
