@@ -424,7 +424,7 @@ json Api::FailureJson(const store::JobRecord& job, model::Lang lang) const {
       if (r.attempt != attempt) continue;
       bool cause = replica != job.reason.counts.end()
                        ? r.replica == static_cast<std::uint32_t>(replica->second)
-                       : !r.failure_class.empty() && r.stopped_for.empty();
+                       : !r.failure_class.empty() && r.stopped_for == model::StopCause::kNone;
       if (!cause) continue;
       tail = controller_.LogTail(job, r.run_id, Controller::kFailureTailBytes);
       break;

@@ -115,7 +115,7 @@ Status Controller::OnRegister(const berth::v1::Register& reg,
     lost.run_id = run.run_id;
     lost.exit_code = -1;
     lost.ended_at_ms = now;
-    lost.stopped_for = model::StopCauseName(model::StopCause::kLost);
+    lost.stopped_for = model::StopCause::kLost;
     lost.start_error = fmt::format("the agent on {} no longer knows this run", info.name);
     auto job = control::MarkRunExited(store_, lost, now);
     if (!job) return std::unexpected(job.error());

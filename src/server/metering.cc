@@ -19,7 +19,9 @@ bool Matches(const std::map<std::string, std::string>& labels,
 
 std::string Outcome(const store::UsageRun& run) {
   if (!run.finished_ms) return "running";
-  if (!run.stopped_for.empty()) return run.stopped_for;
+  if (run.stopped_for != model::StopCause::kNone) {
+    return std::string(model::StopCauseName(run.stopped_for));
+  }
   if (!run.failure_class.empty()) return run.failure_class;
   if (run.exit_code.value_or(0) != 0 || run.signal.value_or(0) != 0) return "failed";
   return "succeeded";
