@@ -337,7 +337,7 @@ Status Controller::OnGpuHealth(const std::string& node, const berth::v1::GpuHeal
   auto jobs = control::StopRunsOnGpu(store_, node, msg.index(), detail, now);
   if (!jobs) return std::unexpected(jobs.error());
   store::Alert alert;
-  alert.kind = "gpu_hardware";
+  alert.kind = model::AlertKind::kGpuHardware;
   alert.node = node;
   alert.gpu = msg.index();
   alert.subject = fmt::format("{}/{}", node, msg.index());
@@ -352,11 +352,11 @@ Status Controller::OnGpuHealth(const std::string& node, const berth::v1::GpuHeal
       node, msg.index());
   if (alerts_ != nullptr) {
     // The gpu_health rule sets severity and sinks; one open alert per GPU.
-    auto id =
-        alerts_->Raise(model::AlertKind::kGpuHealth, std::move(alert), store::AlertDedupe::kOpen);
+    auto id = alerts_->Raise(model::AlertRuleKind::kGpuHealth, std::move(alert),
+                             store::AlertDedupe::kOpen);
     if (!id) return std::unexpected(id.error());
   } else {
-    alert.severity = "critical";
+    alert.severity = model::AlertSeverity::kCritical;
     auto id = store_.RaiseAlert(alert);
     if (!id) return std::unexpected(id.error());
   }

@@ -161,9 +161,10 @@ void ServerMetrics::ObserveCycle(double seconds, std::uint64_t placements) {
   placements_ += placements;
 }
 
-void ServerMetrics::CountAlertRaised(const std::string& kind) {
+void ServerMetrics::CountAlertRaised(model::AlertKind kind) {
   std::lock_guard lock(mu_);
-  ++alerts_raised_[kind];
+  // By name: the samples render in the order they always did.
+  ++alerts_raised_[std::string(model::AlertKindName(kind))];
 }
 
 void ServerMetrics::CountAlertDelivery(const std::string& sink, const std::string& result) {
@@ -462,7 +463,10 @@ std::string RenderMetrics(const ClusterView& view, const ServerMetrics& counters
   }
   if (view.open_alerts != nullptr) {
     std::map<std::pair<std::string, std::string>, std::uint64_t> open;
-    for (const auto& a : *view.open_alerts) ++open[{a.kind, a.severity}];
+    for (const auto& a : *view.open_alerts) {
+      ++open[{std::string(model::AlertKindName(a.kind)),
+              std::string(model::AlertSeverityName(a.severity))}];
+    }
     w.Family("berth_alerts_open", "gauge", "Open alerts by kind and severity.");
     for (const auto& [key, count] : open) {
       w.Sample("berth_alerts_open", {{"kind", key.first}, {"severity", key.second}},

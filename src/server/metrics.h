@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "http/server.h"
+#include "model/alert_kind.h"
 #include "model/policy.h"
 #include "model/telemetry.h"
 #include "server/controller.h"
@@ -89,7 +90,7 @@ class ServerMetrics {
   // One scheduling pass that had jobs to look at: its duration and placements.
   void ObserveCycle(double seconds, std::uint64_t placements);
   // An alert raised (server/alerting.h), by its kind.
-  void CountAlertRaised(const std::string& kind);
+  void CountAlertRaised(model::AlertKind kind);
   // One webhook delivery attempt: result delivered, retry or failed.
   void CountAlertDelivery(const std::string& sink, const std::string& result);
 

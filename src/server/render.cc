@@ -130,8 +130,8 @@ json CordonJson(const std::optional<store::Cordon>& c) {
 
 json AlertJson(const store::Alert& a) {
   return {{"id", a.id},
-          {"kind", a.kind},
-          {"severity", a.severity},
+          {"kind", model::AlertKindName(a.kind)},
+          {"severity", model::AlertSeverityName(a.severity)},
           {"node", a.node},
           {"gpu", a.gpu ? json(*a.gpu) : json(nullptr)},
           {"message", a.message},

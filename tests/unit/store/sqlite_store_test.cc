@@ -258,8 +258,8 @@ TEST_F(SqliteStoreTest, CordonsAreKeptPerNodeAndGpuAndUncordonResolvesAlerts) {
   EXPECT_EQ(store_->SetCordon("nope", std::nullopt, auto_cordon, 2000).error().code,
             Code::kNotFound);
   Alert alert;
-  alert.kind = "gpu_hardware";
-  alert.severity = "critical";
+  alert.kind = model::AlertKind::kGpuHardware;
+  alert.severity = model::AlertSeverity::kCritical;
   alert.node = "n1";
   alert.gpu = 2;
   alert.message = "Xid 48";
@@ -629,20 +629,29 @@ TEST_F(SqliteStoreTest, NamesANewerBerthWroteReadAsUnknown) {
   const std::string run_id = store_->GetJob(*id)->runs.at(0).run_id;
   ASSERT_TRUE(control::MarkRunStarted(*store_, run_id, 1, 2100, 2100).has_value());
   ASSERT_TRUE(control::RequestStop(*store_, *id, model::StopCause::kDrained, 2200).has_value());
+  Alert alert;
+  alert.kind = model::AlertKind::kQueueWait;
+  alert.severity = model::AlertSeverity::kInfo;
+  alert.raised_ms = 2200;
+  ASSERT_TRUE(store_->RaiseAlert(alert).has_value());
   store_.reset();
   {
     auto db = Database::Open((dir_ / "berth.db").string());
     ASSERT_TRUE(db.has_value());
     // As written: the names, not numbers.
-    auto st = db->Prepare("SELECT stopped_for FROM runs");
+    auto st = db->Prepare("SELECT r.stopped_for, a.kind, a.severity FROM runs r, alerts a");
     ASSERT_TRUE(st.has_value());
     ASSERT_TRUE(st->Step().value());
     EXPECT_EQ(st->Text(0), "drained");
+    EXPECT_EQ(st->Text(1), "queue_wait");
+    EXPECT_EQ(st->Text(2), "info");
   }
   {
     auto db = Database::Open((dir_ / "berth.db").string());
     ASSERT_TRUE(db.has_value());
-    ASSERT_TRUE(db->Exec("UPDATE runs SET stopped_for='evacuated'").has_value());
+    ASSERT_TRUE(db->Exec("UPDATE runs SET stopped_for='evacuated';"
+                         "UPDATE alerts SET kind='thermal', severity='page';")
+                    .has_value());
   }
   Reopen();
   auto job = store_->GetJob(*id);
@@ -653,6 +662,11 @@ TEST_F(SqliteStoreTest, NamesANewerBerthWroteReadAsUnknown) {
   ASSERT_TRUE(active.has_value());
   ASSERT_EQ(active->size(), 1U);
   EXPECT_EQ(active->at(0).stopped_for, model::StopCause::kUnknown);
+  auto alerts = store_->ListAlerts(true);
+  ASSERT_TRUE(alerts.has_value()) << alerts.error().message;
+  ASSERT_EQ(alerts->size(), 1U);
+  EXPECT_EQ(alerts->at(0).kind, model::AlertKind::kUnknown);
+  EXPECT_EQ(alerts->at(0).severity, model::AlertSeverity::kUnknown);
   auto meter = MeterStore::Open(dir_);
   ASSERT_TRUE(meter.has_value()) << meter.error().message;
   auto usage = (*meter)->UsageRuns(0, 10'000, "", model::TenantScope::All());
