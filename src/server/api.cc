@@ -70,7 +70,7 @@ std::optional<store::Cordon> CordonOf(const store::NodeRecord& n,
 
 json CordonSummary(const std::optional<store::Cordon>& c) {
   if (!c) return json{{"cordon", nullptr}};
-  return json{{"cordon", c->kind}, {"reason", c->reason}, {"by", c->by}};
+  return json{{"cordon", model::CordonKindName(c->kind)}, {"reason", c->reason}, {"by", c->by}};
 }
 
 // Whether a tenant-admin may apply `to` over `from`: every change is to a

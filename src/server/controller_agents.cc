@@ -371,7 +371,7 @@ Status Controller::Cordon(const std::string& node, std::optional<std::uint32_t> 
   }
   const TimeMs now = clock_.NowMs();
   store::Cordon cordon;
-  cordon.kind = drain ? "drain" : "cordon";
+  cordon.kind = drain ? model::CordonKind::kDrain : model::CordonKind::kCordon;
   cordon.reason = reason;
   cordon.by = by;
   BERTH_RETURN_IF_ERROR(store_.SetCordon(node, gpu, cordon, now));

@@ -121,7 +121,7 @@ json JobSummaryJson(const store::JobRecord& job) {
 
 json CordonJson(const std::optional<store::Cordon>& c) {
   if (!c) return nullptr;
-  return {{"kind", c->kind},
+  return {{"kind", model::CordonKindName(c->kind)},
           {"reason", c->reason},
           {"by", c->by},
           {"automatic", c->automatic},

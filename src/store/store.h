@@ -80,7 +80,7 @@ struct ArrayCancel {
 // An admin's (or Berth's own) hold on a node or one GPU: nothing new is
 // placed there. A drained node's jobs are also stopped and queued again.
 struct Cordon {
-  std::string kind = "cordon";  // "cordon" or "drain" (nodes only)
+  model::CordonKind kind = model::CordonKind::kCordon;  // kDrain: nodes only
   std::string reason;
   std::string by;          // who; "berth" for an automatic cordon
   bool automatic = false;  // Berth cordoned it (a GPU hardware error)

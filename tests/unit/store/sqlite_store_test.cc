@@ -250,9 +250,19 @@ TEST_F(SqliteStoreTest, AFailedGpuStopsItsGangAndRetriesByDefault) {
   EXPECT_NE(job.reason.detail.find("Xid 79"), std::string::npos) << job.reason.detail;
 }
 
+TEST(CordonKind, NamesRoundTripAndAnUnknownNameIsNone) {
+  for (auto k : {model::CordonKind::kCordon, model::CordonKind::kDrain}) {
+    EXPECT_EQ(model::ParseCordonKind(model::CordonKindName(k)), k);
+  }
+  EXPECT_EQ(model::CordonKindName(model::CordonKind::kCordon), "cordon");
+  EXPECT_EQ(model::CordonKindName(model::CordonKind::kDrain), "drain");
+  EXPECT_FALSE(model::ParseCordonKind("quarantine"));
+  EXPECT_FALSE(model::ParseCordonKind(""));
+}
+
 TEST_F(SqliteStoreTest, CordonsAreKeptPerNodeAndGpuAndUncordonResolvesAlerts) {
   ASSERT_TRUE(store_->UpsertNode(NodeWith(4), 1000));
-  Cordon auto_cordon{"cordon", "Xid 48", "berth", true, 0};
+  Cordon auto_cordon{model::CordonKind::kCordon, "Xid 48", "berth", true, 0};
   ASSERT_TRUE(store_->SetCordon("n1", 2, auto_cordon, 2000));
   EXPECT_EQ(store_->SetCordon("n1", 9, auto_cordon, 2000).error().code, Code::kNotFound);
   EXPECT_EQ(store_->SetCordon("nope", std::nullopt, auto_cordon, 2000).error().code,
@@ -265,12 +275,13 @@ TEST_F(SqliteStoreTest, CordonsAreKeptPerNodeAndGpuAndUncordonResolvesAlerts) {
   alert.message = "Xid 48";
   alert.raised_ms = 2000;
   ASSERT_TRUE(store_->RaiseAlert(alert));
-  ASSERT_TRUE(store_->SetCordon("n1", std::nullopt, {"drain", "reboot", "ops", false, 0}, 2100));
+  ASSERT_TRUE(store_->SetCordon("n1", std::nullopt,
+                                {model::CordonKind::kDrain, "reboot", "ops", false, 0}, 2100));
   Reopen();  // durable
   auto nodes = *store_->ListNodes();
   ASSERT_EQ(nodes.size(), 1U);
   ASSERT_TRUE(nodes[0].cordon.has_value());
-  EXPECT_EQ(nodes[0].cordon->kind, "drain");
+  EXPECT_EQ(nodes[0].cordon->kind, model::CordonKind::kDrain);
   ASSERT_EQ(nodes[0].gpu_cordons.size(), 1U);
   EXPECT_TRUE(nodes[0].gpu_cordons.at(2).automatic);
   EXPECT_EQ(store_->ListAlerts(true)->size(), 1U);
@@ -621,7 +632,8 @@ TEST_F(SqliteStoreTest, SliceRunsRecordTheirShare) {
 }
 
 // The names are what is stored; one a newer Berth wrote (a downgrade) reads
-// as kUnknown, shown as "unknown", and a read never fails on it.
+// as kUnknown, shown as "unknown" (a cordon's as a plain cordon), and a read
+// never fails on it.
 TEST_F(SqliteStoreTest, NamesANewerBerthWroteReadAsUnknown) {
   auto id = store_->CreateJob(Spec("a"), 1500);
   ASSERT_TRUE(id.has_value());
@@ -629,6 +641,8 @@ TEST_F(SqliteStoreTest, NamesANewerBerthWroteReadAsUnknown) {
   const std::string run_id = store_->GetJob(*id)->runs.at(0).run_id;
   ASSERT_TRUE(control::MarkRunStarted(*store_, run_id, 1, 2100, 2100).has_value());
   ASSERT_TRUE(control::RequestStop(*store_, *id, model::StopCause::kDrained, 2200).has_value());
+  ASSERT_TRUE(store_->SetCordon("n1", std::nullopt,
+                                {model::CordonKind::kDrain, "", "ops", false, 0}, 2200));
   Alert alert;
   alert.kind = model::AlertKind::kQueueWait;
   alert.severity = model::AlertSeverity::kInfo;
@@ -639,18 +653,21 @@ TEST_F(SqliteStoreTest, NamesANewerBerthWroteReadAsUnknown) {
     auto db = Database::Open((dir_ / "berth.db").string());
     ASSERT_TRUE(db.has_value());
     // As written: the names, not numbers.
-    auto st = db->Prepare("SELECT r.stopped_for, a.kind, a.severity FROM runs r, alerts a");
+    auto st = db->Prepare(
+        "SELECT r.stopped_for, a.kind, a.severity, c.kind FROM runs r, alerts a, cordons c");
     ASSERT_TRUE(st.has_value());
     ASSERT_TRUE(st->Step().value());
     EXPECT_EQ(st->Text(0), "drained");
     EXPECT_EQ(st->Text(1), "queue_wait");
     EXPECT_EQ(st->Text(2), "info");
+    EXPECT_EQ(st->Text(3), "drain");
   }
   {
     auto db = Database::Open((dir_ / "berth.db").string());
     ASSERT_TRUE(db.has_value());
     ASSERT_TRUE(db->Exec("UPDATE runs SET stopped_for='evacuated';"
-                         "UPDATE alerts SET kind='thermal', severity='page';")
+                         "UPDATE alerts SET kind='thermal', severity='page';"
+                         "UPDATE cordons SET kind='quarantine';")
                     .has_value());
   }
   Reopen();
@@ -667,6 +684,11 @@ TEST_F(SqliteStoreTest, NamesANewerBerthWroteReadAsUnknown) {
   ASSERT_EQ(alerts->size(), 1U);
   EXPECT_EQ(alerts->at(0).kind, model::AlertKind::kUnknown);
   EXPECT_EQ(alerts->at(0).severity, model::AlertSeverity::kUnknown);
+  // A cordon of a kind this version does not know still keeps new work off.
+  auto nodes = store_->ListNodes();
+  ASSERT_TRUE(nodes.has_value()) << nodes.error().message;
+  ASSERT_TRUE(nodes->at(0).cordon.has_value());
+  EXPECT_EQ(nodes->at(0).cordon->kind, model::CordonKind::kCordon);
   auto meter = MeterStore::Open(dir_);
   ASSERT_TRUE(meter.has_value()) << meter.error().message;
   auto usage = (*meter)->UsageRuns(0, 10'000, "", model::TenantScope::All());
