@@ -26,11 +26,15 @@ using nlohmann::json;
 void CheckExit(const berth::v1::RunExited& m) {
   const berth::store::RunExit e = berth::server::ExitFromProto(m);
   FUZZ_REQUIRE(e.run_id == m.run_id());
-  FUZZ_REQUIRE(e.clean_stop.has_value() == !e.stopped_for.empty());
+  FUZZ_REQUIRE(e.clean_stop.has_value() == (e.stopped_for != berth::model::StopCause::kNone));
+  // Any name reads as a cause: one berthd does not know is kUnknown.
+  FUZZ_REQUIRE((e.stopped_for == berth::model::StopCause::kNone) == m.stopped_for().empty());
   FUZZ_REQUIRE((e.failure_class == "run_identity") == m.identity_refused());
   FUZZ_REQUIRE(!e.last_checkpoint_ms || *e.last_checkpoint_ms > 0);
   // The run's record and its API form carry these as text.
-  (void)json{{"run_id", e.run_id}, {"stopped_for", e.stopped_for}, {"start_error", e.start_error}}
+  (void)json{{"run_id", e.run_id},
+             {"stopped_for", berth::model::StopCauseName(e.stopped_for)},
+             {"start_error", e.start_error}}
       .dump();
 }
 

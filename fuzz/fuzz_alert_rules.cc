@@ -27,10 +27,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::set<std::string> names;
   for (const auto& r : rules->rules) {
     FUZZ_REQUIRE(names.insert(r.name).second);
-    FUZZ_REQUIRE(r.severity == "critical" || r.severity == "warning" || r.severity == "info");
+    FUZZ_REQUIRE(r.severity != AlertSeverity::kUnknown);
     for (const auto& s : r.sinks) FUZZ_REQUIRE(rules->FindSink(s) != nullptr);
     FUZZ_REQUIRE(r.for_ms >= 0 && r.threshold_ms >= 0 && r.window_ms >= 0);
-    if (r.kind == AlertKind::kIdleAllocation) {
+    if (r.kind == AlertRuleKind::kIdleAllocation) {
       FUZZ_REQUIRE(r.threshold_percent >= 1 && r.threshold_percent <= 100);
     }
   }

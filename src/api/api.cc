@@ -59,7 +59,7 @@ std::optional<store::Cordon> CordonOf(const store::NodeRecord& n,
 
 json CordonSummary(const std::optional<store::Cordon>& c) {
   if (!c) return json{{"cordon", nullptr}};
-  return json{{"cordon", c->kind}, {"reason", c->reason}, {"by", c->by}};
+  return json{{"cordon", model::CordonKindName(c->kind)}, {"reason", c->reason}, {"by", c->by}};
 }
 
 // Whether a tenant-admin may apply `to` over `from`: every change is to a
@@ -333,7 +333,7 @@ json Api::FailureJson(const store::JobRecord& job, model::Lang lang) const {
       if (r.attempt != attempt) continue;
       bool cause = replica != job.reason.counts.end()
                        ? r.replica == static_cast<std::uint32_t>(replica->second)
-                       : !r.failure_class.empty() && r.stopped_for.empty();
+                       : !r.failure_class.empty() && r.stopped_for == model::StopCause::kNone;
       if (!cause) continue;
       tail = controller_.LogTail(job, r.run_id, Controller::kFailureTailBytes);
       break;

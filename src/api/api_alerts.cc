@@ -4,10 +4,12 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <optional>
 
 #include "api/api.h"
 #include "api/api_util.h"
 #include "api/render.h"
+#include "model/alert_kind.h"
 
 namespace berth::server {
 namespace {
@@ -37,12 +39,15 @@ json DeliveryJson(const store::AlertDelivery& d) {
 
 void Api::ListAlerts(const http::Request& req, http::Response& res) {
   const bool all = req.get_param_value("all") == "true" || req.get_param_value("all") == "1";
-  const std::string kind = req.get_param_value("kind");
+  // Parsed once; a kind no alert can have matches none, as it always did.
+  const std::string kind_param = req.get_param_value("kind");
+  const std::optional<model::AlertKind> kind =
+      kind_param.empty() ? std::nullopt : model::ParseAlertKind(kind_param);
   auto alerts = store_.ListAlerts(!all);
   if (!alerts) return ReplyError(res, alerts.error());
   json list = json::array();
   for (const auto& a : *alerts) {
-    if (!kind.empty() && a.kind != kind) continue;
+    if (!kind_param.empty() && a.kind != kind) continue;
     list.push_back(AlertJson(a));
   }
   Reply(res, 200, json{{"alerts", list}});

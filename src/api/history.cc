@@ -28,7 +28,7 @@ json RunJson(const store::RunRecord& r) {
               {"finished_ms", Opt(r.finished_at_ms)},
               {"exit_code", Opt(r.exit_code)},
               {"signal", Opt(r.signal)},
-              {"stopped_for", r.stopped_for},
+              {"stopped_for", model::StopCauseName(r.stopped_for)},
               {"start_error", r.start_error}};
 }
 

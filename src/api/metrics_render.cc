@@ -279,7 +279,10 @@ void WriteJobs(MetricsWriter& w, const ClusterView& view) {
   }
   if (view.open_alerts != nullptr) {
     std::map<std::pair<std::string, std::string>, std::uint64_t> open;
-    for (const auto& a : *view.open_alerts) ++open[{a.kind, a.severity}];
+    for (const auto& a : *view.open_alerts) {
+      ++open[{std::string(model::AlertKindName(a.kind)),
+              std::string(model::AlertSeverityName(a.severity))}];
+    }
     w.Family("berth_alerts_open", "gauge", "Open alerts by kind and severity.");
     for (const auto& [key, count] : open) {
       w.Sample("berth_alerts_open", {{"kind", key.first}, {"severity", key.second}},

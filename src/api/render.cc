@@ -32,7 +32,7 @@ json JobJson(const store::JobRecord& job, bool with_timeline) {
                 {"pid", r.pid == 0 ? json(nullptr) : json(r.pid)},
                 {"exit_code", Opt(r.exit_code)},
                 {"signal", Opt(r.signal)},
-                {"stopped_for", r.stopped_for},
+                {"stopped_for", model::StopCauseName(r.stopped_for)},
                 {"start_error", r.start_error},
                 {"clean_stop", Opt(r.clean_stop)},
                 {"last_checkpoint_ms", Opt(r.last_checkpoint_ms)},
@@ -121,7 +121,7 @@ json JobSummaryJson(const store::JobRecord& job) {
 
 json CordonJson(const std::optional<store::Cordon>& c) {
   if (!c) return nullptr;
-  return {{"kind", c->kind},
+  return {{"kind", model::CordonKindName(c->kind)},
           {"reason", c->reason},
           {"by", c->by},
           {"automatic", c->automatic},

@@ -45,9 +45,11 @@ store::RunExit ExitFromProto(const berth::v1::RunExited& m) {
   e.signal = m.signal();
   if (m.started_at_ms() != 0) e.started_at_ms = m.started_at_ms();
   e.ended_at_ms = m.ended_at_ms();
-  e.stopped_for = m.stopped_for();
+  // The agent sends the name berthd ordered the stop with (or its own:
+  // max_runtime, fenced); one this berthd does not know is kUnknown.
+  e.stopped_for = model::ParseStopCause(m.stopped_for()).value_or(model::StopCause::kUnknown);
   e.start_error = m.start_error();
-  if (!m.stopped_for().empty()) e.clean_stop = m.clean_stop();
+  if (e.stopped_for != model::StopCause::kNone) e.clean_stop = m.clean_stop();
   if (m.last_checkpoint_ms() > 0) e.last_checkpoint_ms = m.last_checkpoint_ms();
   e.never_started = m.never_started();
   e.oom_kills = m.oom_kills();

@@ -150,7 +150,7 @@ Result<bool> Controller::DeclareLostRuns(TimeMs now, const std::vector<store::Ru
     lost.run_id = run.run_id;
     lost.exit_code = -1;
     lost.ended_at_ms = now;
-    lost.stopped_for = model::StopCauseName(model::StopCause::kLost);
+    lost.stopped_for = model::StopCause::kLost;
     lost.start_error = fmt::format(
         "node {} stopped heartbeating {} s ago, longer than its lease and the time its agent "
         "takes to fence the run ({} s in all); the run is presumed lost",
@@ -538,8 +538,7 @@ Result<bool> Controller::ApplyHeldMoves(const std::vector<store::RunRecord>& act
 Status Controller::RecoverEvictions(const std::vector<store::RunRecord>& active) {
   std::set<std::int64_t> victims;
   for (const auto& run : active) {
-    const auto cause = model::ParseStopCause(run.stopped_for).value_or(model::StopCause::kNone);
-    if (run.stop_requested && model::IsEviction(cause)) {
+    if (run.stop_requested && model::IsEviction(run.stopped_for)) {
       victims.insert(run.job_id);
     }
   }

@@ -115,7 +115,7 @@ Status Controller::OnRegister(const berth::v1::Register& reg,
     lost.run_id = run.run_id;
     lost.exit_code = -1;
     lost.ended_at_ms = now;
-    lost.stopped_for = model::StopCauseName(model::StopCause::kLost);
+    lost.stopped_for = model::StopCause::kLost;
     lost.start_error = fmt::format("the agent on {} no longer knows this run", info.name);
     auto job = control::MarkRunExited(store_, lost, now);
     if (!job) return std::unexpected(job.error());
@@ -337,7 +337,7 @@ Status Controller::OnGpuHealth(const std::string& node, const berth::v1::GpuHeal
   auto jobs = control::StopRunsOnGpu(store_, node, msg.index(), detail, now);
   if (!jobs) return std::unexpected(jobs.error());
   store::Alert alert;
-  alert.kind = "gpu_hardware";
+  alert.kind = model::AlertKind::kGpuHardware;
   alert.node = node;
   alert.gpu = msg.index();
   alert.subject = fmt::format("{}/{}", node, msg.index());
@@ -352,11 +352,11 @@ Status Controller::OnGpuHealth(const std::string& node, const berth::v1::GpuHeal
       node, msg.index());
   if (alerts_ != nullptr) {
     // The gpu_health rule sets severity and sinks; one open alert per GPU.
-    auto id =
-        alerts_->Raise(model::AlertKind::kGpuHealth, std::move(alert), store::AlertDedupe::kOpen);
+    auto id = alerts_->Raise(model::AlertRuleKind::kGpuHealth, std::move(alert),
+                             store::AlertDedupe::kOpen);
     if (!id) return std::unexpected(id.error());
   } else {
-    alert.severity = "critical";
+    alert.severity = model::AlertSeverity::kCritical;
     auto id = store_.RaiseAlert(alert);
     if (!id) return std::unexpected(id.error());
   }
@@ -371,7 +371,7 @@ Status Controller::Cordon(const std::string& node, std::optional<std::uint32_t> 
   }
   const TimeMs now = clock_.NowMs();
   store::Cordon cordon;
-  cordon.kind = drain ? "drain" : "cordon";
+  cordon.kind = drain ? model::CordonKind::kDrain : model::CordonKind::kCordon;
   cordon.reason = reason;
   cordon.by = by;
   BERTH_RETURN_IF_ERROR(store_.SetCordon(node, gpu, cordon, now));

@@ -218,9 +218,10 @@ Status Controller::Dispatch(const std::vector<store::RunRecord>& active,
     } else if (send_stop) {
       auto* stop = msg.mutable_stop_run();
       stop->set_run_id(run.run_id);
-      stop->set_reason(run.stopped_for.empty()
-                           ? std::string(model::StopCauseName(model::StopCause::kCancelled))
-                           : run.stopped_for);
+      // The agent stream carries the cause's name (agent/agent.cc).
+      stop->set_reason(std::string(model::StopCauseName(run.stopped_for == model::StopCause::kNone
+                                                            ? model::StopCause::kCancelled
+                                                            : run.stopped_for)));
       stop->set_grace_ms(options_.stop_grace_ms);
     } else {
       continue;
@@ -238,14 +239,13 @@ Status Controller::Dispatch(const std::vector<store::RunRecord>& active,
     store::RunExit exit;
     exit.run_id = run->run_id;
     exit.ended_at_ms = now;
-    exit.stopped_for = run->stopped_for.empty()
-                           ? std::string(model::StopCauseName(model::StopCause::kCancelled))
-                           : run->stopped_for;
+    exit.stopped_for = run->stopped_for == model::StopCause::kNone ? model::StopCause::kCancelled
+                                                                   : run->stopped_for;
     exit.never_started = true;
     spdlog::info(
         "run {} of job {} on {} was stopped ({}) before its start order was sent; "
         "settled as never started",
-        run->run_id, run->job_id, run->node, exit.stopped_for);
+        run->run_id, run->job_id, run->node, model::StopCauseName(exit.stopped_for));
     // An exit the agent reported meanwhile wins: MarkRunExited settles once.
     auto job = control::MarkRunExited(store_, exit, now);
     if (!job) return std::unexpected(job.error());

@@ -181,18 +181,17 @@ Result<JobRecord> MarkRunExited(store::JobStore& store, const model::RunExit& ex
   return after;
 }
 
-Status RequestStop(store::JobStore& store, std::int64_t job_id, const std::string& why,
-                   TimeMs now) {
+Status RequestStop(store::JobStore& store, std::int64_t job_id, model::StopCause why, TimeMs now) {
   (void)now;
-  auto cause = model::ParseStopCause(why);
-  if (!cause || *cause == model::StopCause::kNone) {
-    return Fail(Code::kInvalidArgument, fmt::format("'{}' is no stop cause", why));
+  if (why == model::StopCause::kNone || why == model::StopCause::kUnknown) {
+    return Fail(Code::kInvalidArgument,
+                fmt::format("'{}' is no stop cause", model::StopCauseName(why)));
   }
   return store.UpdateJobs([&](JobTransaction& tx) -> Status {
     auto job = tx.Load(job_id);
     if (!job) return std::unexpected(job.error());
     if (!*job) return Ok();
-    if (auto update = StopJob(**job, *cause)) return tx.Write(*update);
+    if (auto update = StopJob(**job, why)) return tx.Write(*update);
     return Ok();
   });
 }

@@ -60,11 +60,11 @@ namespace berth::control {
 [[nodiscard]] Result<model::JobRecord> MarkRunExited(store::JobStore& store,
                                                      const model::RunExit& exit, TimeMs now);
 
-// Requests a stop of every active run of the job for `why`, a stop cause
-// name (gang failure, max runtime): InvalidArgument when it names none.
-// Nothing for an unknown job.
-[[nodiscard]] Status RequestStop(store::JobStore& store, std::int64_t job_id,
-                                 const std::string& why, TimeMs now);
+// Requests a stop of every active run of the job for `why` (gang failure,
+// max runtime): InvalidArgument for kNone and kUnknown, which are no cause
+// to stop for. Nothing for an unknown job.
+[[nodiscard]] Status RequestStop(store::JobStore& store, std::int64_t job_id, model::StopCause why,
+                                 TimeMs now);
 
 // Stops the active runs holding `gpu` on `node` (FailGpu: stopped_for
 // "gpu_error", failure class gpu_hardware, `detail` kept). Returns the jobs

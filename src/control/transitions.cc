@@ -22,12 +22,6 @@ using model::StopCause;
 
 namespace {
 
-StopCause CauseOf(const RunRecord& run) {
-  // A name no Berth version wrote is read as "stopped for no known cause":
-  // it neither requeues nor retries as an eviction would.
-  return model::ParseStopCause(run.stopped_for).value_or(StopCause::kNone);
-}
-
 // The runs of the latest attempt, as the rules of SettleAttempt see them:
 // the first of each kind.
 struct Attempt {
@@ -49,8 +43,8 @@ std::optional<Attempt> ReadAttempt(const JobRecord& job) {
   for (const auto& r : job.runs) {
     if (r.attempt != latest) continue;
     if (r.state != model::RunState::kExited) return std::nullopt;  // still running
-    const StopCause cause = CauseOf(r);
-    const bool lost = cause == StopCause::kLost || cause == StopCause::kFenced;
+    const StopCause cause = r.stopped_for;
+    const bool lost = model::RunLost(cause);
     if (cause == StopCause::kMaxRuntime) first(a.max_runtime, r);
     if (lost) first(a.lost, r);
     if (cause == StopCause::kGpuError) first(a.gpu, r);
@@ -58,7 +52,7 @@ std::optional<Attempt> ReadAttempt(const JobRecord& job) {
     if (!r.start_error.empty() && !lost) first(a.start_error, r);
     const bool bad = r.exit_code.value_or(0) != 0 || r.signal.value_or(0) != 0;
     // Replicas Berth stopped because a peer failed are not the cause.
-    if (bad && r.stopped_for.empty()) first(a.failed, r);
+    if (bad && cause == StopCause::kNone) first(a.failed, r);
   }
   return a;
 }
@@ -68,7 +62,7 @@ void Requeue(JobUpdate& u, const RunRecord& evicted, TimeMs now) {
   u.job.state = JobState::kPending;
   u.job.started_at_ms.reset();
   std::string message;
-  switch (CauseOf(evicted)) {
+  switch (evicted.stopped_for) {
     case StopCause::kMoved:
       message = "every replica stopped for the move; it restarts on the GPUs planned for it";
       break;
@@ -83,7 +77,7 @@ void Requeue(JobUpdate& u, const RunRecord& evicted, TimeMs now) {
       // The reason recorded at eviction (who, why, work lost) stays until it
       // is placed again.
       message = fmt::format("every replica stopped after it was {}; waiting to be placed again",
-                            evicted.stopped_for);
+                            model::StopCauseName(evicted.stopped_for));
       break;
   }
   u.events.push_back({now, JobState::kPending, "Requeued", std::move(message), std::nullopt});
@@ -135,7 +129,7 @@ bool SettleInto(JobUpdate& u, TimeMs now) {
   } else if (a.lost != nullptr) {
     state = JobState::kFailed;
     const std::string detail =
-        CauseOf(*a.lost) == StopCause::kFenced
+        a.lost->stopped_for == StopCause::kFenced
             ? fmt::format("its agent on {} lost contact with berthd and stopped it (fenced)",
                           a.lost->node)
             : a.lost->start_error;
@@ -279,10 +273,8 @@ std::optional<ExitUpdate> RecordExit(const JobRecord& job, const model::RunExit&
   const RunRecord before = *it;
   // Berth's own stop reason wins over the agent's echo (a gang stop arrives
   // at the agent as a plain stop); max_runtime is the agent's to say.
-  std::string stopped_for = !before.stopped_for.empty() ? before.stopped_for : exit.stopped_for;
-  if (exit.stopped_for == model::StopCauseName(StopCause::kMaxRuntime)) {
-    stopped_for = exit.stopped_for;
-  }
+  StopCause cause = before.stopped_for != StopCause::kNone ? before.stopped_for : exit.stopped_for;
+  if (exit.stopped_for == StopCause::kMaxRuntime) cause = exit.stopped_for;
   // Never started: no start time, so neither runtime nor GPU time is metered.
   const bool never_started = exit.never_started && before.state == model::RunState::kStarting;
   run.state = model::RunState::kExited;
@@ -294,7 +286,7 @@ std::optional<ExitUpdate> RecordExit(const JobRecord& job, const model::RunExit&
   }
   run.finished_at_ms = exit.ended_at_ms;
   if (!run.started_at_ms && !never_started) run.started_at_ms = exit.started_at_ms;
-  run.stopped_for = stopped_for;
+  run.stopped_for = cause;
   run.start_error = exit.start_error;
   run.clean_stop = exit.clean_stop;
   if (run.failure_class.empty()) run.failure_class = exit.failure_class;
@@ -302,7 +294,6 @@ std::optional<ExitUpdate> RecordExit(const JobRecord& job, const model::RunExit&
       std::max(before.last_checkpoint_ms.value_or(0), exit.last_checkpoint_ms.value_or(0));
   run.last_checkpoint_ms = checkpoint == 0 ? std::nullopt : std::optional<TimeMs>(checkpoint);
 
-  const StopCause cause = model::ParseStopCause(stopped_for).value_or(StopCause::kNone);
   std::string how =
       never_started ? std::string(
                           "was never started: it was stopped before its start order reached "
@@ -310,9 +301,11 @@ std::optional<ExitUpdate> RecordExit(const JobRecord& job, const model::RunExit&
       : !exit.start_error.empty() ? fmt::format("could not start: {}", exit.start_error)
       : exit.signal != 0          ? fmt::format("was killed by signal {}", exit.signal)
                                   : fmt::format("exited with code {}", exit.exit_code);
-  if (!stopped_for.empty()) how += fmt::format(" (stopped: {})", stopped_for);
+  if (cause != StopCause::kNone) {
+    how += fmt::format(" (stopped: {})", model::StopCauseName(cause));
+  }
   // Stopped by Berth, or by its agent (a lost node's runs were not asked).
-  const bool stopped = !stopped_for.empty() && cause != StopCause::kLost;
+  const bool stopped = cause != StopCause::kNone && cause != StopCause::kLost;
   how += CheckpointNote(stopped, exit, before.last_checkpoint_ms);
   JobRecord& after = out.job.job;
   out.job.events.push_back({exit.ended_at_ms, job.state, "Exited",
@@ -322,15 +315,15 @@ std::optional<ExitUpdate> RecordExit(const JobRecord& job, const model::RunExit&
     if (r.run_id == run.run_id) r = run;
   }
   const bool failed = exit.exit_code != 0 || exit.signal != 0 || !exit.start_error.empty();
-  const bool lost = cause == StopCause::kLost || cause == StopCause::kFenced;
+  const bool lost = model::RunLost(cause);
   // A fenced run that exited 0 on its stop signal ended all the same.
-  if ((failed && (stopped_for.empty() || cause == StopCause::kGpuError)) || lost) {
+  if ((failed && (cause == StopCause::kNone || cause == StopCause::kGpuError)) || lost) {
     for (auto& r : after.runs) {
       const bool active =
           r.state == model::RunState::kStarting || r.state == model::RunState::kRunning;
       if (!active || r.stop_requested) continue;
       r.stop_requested = true;
-      r.stopped_for = std::string(model::StopCauseName(StopCause::kGang));
+      r.stopped_for = StopCause::kGang;
     }
   }
   // In place: its events follow the Exited event.
@@ -349,7 +342,7 @@ void StopRest(JobRecord& job, StopCause cause) {
   for (auto& r : job.runs) {
     if (!Active(r) || r.stop_requested) continue;
     r.stop_requested = true;
-    r.stopped_for = std::string(model::StopCauseName(cause));
+    r.stopped_for = cause;
   }
 }
 
@@ -375,7 +368,7 @@ Result<JobUpdate> CancelJob(const JobRecord& job, const std::string& by, TimeMs 
   for (auto& r : u.job.runs) {
     if (!Active(r)) continue;
     r.stop_requested = true;
-    r.stopped_for = std::string(model::StopCauseName(StopCause::kCancelled));
+    r.stopped_for = StopCause::kCancelled;
   }
   u.events.push_back({now, job.state, "CancelRequested",
                       fmt::format("cancel requested by {}; stopping replicas", by), std::nullopt});
@@ -399,7 +392,7 @@ std::optional<JobUpdate> FailGpu(const JobRecord& job, const std::string& node, 
     if (!Active(r) || r.node != node) continue;
     if (std::find(r.gpu_indices.begin(), r.gpu_indices.end(), gpu) == r.gpu_indices.end()) continue;
     r.stop_requested = true;
-    r.stopped_for = std::string(model::StopCauseName(StopCause::kGpuError));
+    r.stopped_for = StopCause::kGpuError;
     r.failure_class = "gpu_hardware";
     r.stop_detail = detail;
     hit.push_back(r.replica);
@@ -491,7 +484,7 @@ std::optional<EvictionUpdate> EvictJob(const JobRecord& job, const sched::Evicti
         r.state == model::RunState::kStarting || r.state == model::RunState::kRunning;
     if (!active || r.stop_requested) continue;
     r.stop_requested = true;
-    r.stopped_for = std::string(model::StopCauseName(cause));
+    r.stopped_for = cause;
   }
   victim.reason = e.reason;
   if (e.cause != sched::EvictionCause::kMove) {

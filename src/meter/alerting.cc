@@ -19,8 +19,8 @@ namespace berth::server {
 nlohmann::json AlertJson(const store::Alert& a) {
   using nlohmann::json;
   return {{"id", a.id},
-          {"kind", a.kind},
-          {"severity", a.severity},
+          {"kind", model::AlertKindName(a.kind)},
+          {"severity", model::AlertSeverityName(a.severity)},
           {"node", a.node},
           {"gpu", a.gpu ? json(*a.gpu) : json(nullptr)},
           {"message", a.message},
@@ -34,8 +34,10 @@ namespace {
 
 using nlohmann::json;
 
-bool EngineKind(std::string_view kind) {
-  return kind == "node_not_ready" || kind == "queue_wait" || kind == "idle_allocation";
+// The kinds of alert the engine raises, and so resolves.
+bool EngineKind(model::AlertKind kind) {
+  return kind == model::AlertKind::kNodeNotReady || kind == model::AlertKind::kQueueWait ||
+         kind == model::AlertKind::kIdleAllocation;
 }
 
 }  // namespace
@@ -88,28 +90,30 @@ std::int64_t AlertRouter::version() const {
   return version_;
 }
 
-Result<std::optional<std::int64_t>> AlertRouter::Raise(model::AlertKind kind, store::Alert alert,
-                                                       store::AlertDedupe dedupe) {
+Result<std::optional<std::int64_t>> AlertRouter::Raise(
+    model::AlertRuleKind kind, store::Alert alert, store::AlertDedupe dedupe,
+    std::optional<model::AlertSeverity> severity) {
   std::optional<model::AlertRule> rule;
   {
     std::lock_guard lock(mu_);
     if (const auto* r = rules_.FirstEnabled(kind)) rule = *r;
   }
   if (!rule) return std::optional<std::int64_t>();
-  return RaiseFor(*rule, std::move(alert), dedupe);
+  return RaiseFor(*rule, std::move(alert), dedupe, severity);
 }
 
-Result<std::optional<std::int64_t>> AlertRouter::RaiseFor(const model::AlertRule& rule,
-                                                          store::Alert alert,
-                                                          store::AlertDedupe dedupe) {
+Result<std::optional<std::int64_t>> AlertRouter::RaiseFor(
+    const model::AlertRule& rule, store::Alert alert, store::AlertDedupe dedupe,
+    std::optional<model::AlertSeverity> severity) {
   alert.rule = rule.name;
-  alert.kind = std::string(model::AlertKindOfRule(rule.kind));
-  if (alert.severity.empty()) alert.severity = rule.severity;
+  alert.kind = model::AlertKindOfRule(rule.kind);
+  alert.severity = severity.value_or(rule.severity);
   alert.sinks = rule.sinks;
   auto id = store_.RaiseAlertOnce(alert, dedupe);
   if (!id) return std::unexpected(id.error());
   if (*id) {
-    spdlog::warn("alert {} raised ({}, {}): {}", **id, alert.rule, alert.severity, alert.message);
+    spdlog::warn("alert {} raised ({}, {}): {}", **id, alert.rule,
+                 model::AlertSeverityName(alert.severity), alert.message);
     if (metrics_ != nullptr) metrics_->CountAlertRaised(alert.kind);
   }
   return *id;
@@ -136,13 +140,14 @@ Status AlertEngine::Evaluate(TimeMs now) {
 
   for (const auto& rule : rules.rules) {
     if (!rule.enabled) continue;
-    if (rule.kind == model::AlertKind::kGpuHealth || rule.kind == model::AlertKind::kBudget) {
+    if (rule.kind == model::AlertRuleKind::kGpuHealth ||
+        rule.kind == model::AlertRuleKind::kBudget) {
       continue;
     }
     in_force.insert(rule.name);
     std::map<std::string, store::Alert> firing;  // subject -> alert to raise
     switch (rule.kind) {
-      case model::AlertKind::kNodeNotReady: {
+      case model::AlertRuleKind::kNodeNotReady: {
         if (!nodes) {
           auto n = store_.ListNodes();
           if (!n) return std::unexpected(n.error());
@@ -164,7 +169,7 @@ Status AlertEngine::Evaluate(TimeMs now) {
         }
         break;
       }
-      case model::AlertKind::kQueueWait: {
+      case model::AlertRuleKind::kQueueWait: {
         if (!pending) {
           auto p = store_.PendingJobs();
           if (!p) return std::unexpected(p.error());
@@ -195,7 +200,7 @@ Status AlertEngine::Evaluate(TimeMs now) {
         }
         break;
       }
-      case model::AlertKind::kIdleAllocation: {
+      case model::AlertRuleKind::kIdleAllocation: {
         if (!idle_) break;
         auto idle = idle_(now, rule);
         if (!idle) {
@@ -240,7 +245,7 @@ Status AlertEngine::Evaluate(TimeMs now) {
     if (a.rule.empty() || !EngineKind(a.kind) || in_force.contains(a.rule)) continue;
     bool known_but_failing = false;
     for (const auto& r : rules.rules) {
-      if (r.name == a.rule && r.enabled && r.kind == model::AlertKind::kIdleAllocation) {
+      if (r.name == a.rule && r.enabled && r.kind == model::AlertRuleKind::kIdleAllocation) {
         known_but_failing = true;  // its source failed this pass: leave it
       }
     }

@@ -58,16 +58,18 @@ class AlertRouter {
   // 0: the defaults (none applied).
   std::int64_t version() const;
 
-  // Raises `alert` under the first enabled rule of `kind` (its name, its
-  // severity unless alert.severity is set, its sinks), deduplicated per
-  // (rule, subject) as `dedupe` says. nullopt: the kind has no enabled rule,
-  // or an alert of that rule and subject exists already.
-  [[nodiscard]] Result<std::optional<std::int64_t>> Raise(model::AlertKind kind, store::Alert alert,
-                                                          store::AlertDedupe dedupe);
+  // Raises `alert` under the first enabled rule of `kind` (its name, the
+  // kind of alert it raises, its severity unless `severity` is given, its
+  // sinks), deduplicated per (rule, subject) as `dedupe` says. nullopt: the
+  // kind has no enabled rule, or an alert of that rule and subject exists
+  // already.
+  [[nodiscard]] Result<std::optional<std::int64_t>> Raise(
+      model::AlertRuleKind kind, store::Alert alert, store::AlertDedupe dedupe,
+      std::optional<model::AlertSeverity> severity = std::nullopt);
   // The same under a given rule (the engine's path).
-  [[nodiscard]] Result<std::optional<std::int64_t>> RaiseFor(const model::AlertRule& rule,
-                                                             store::Alert alert,
-                                                             store::AlertDedupe dedupe);
+  [[nodiscard]] Result<std::optional<std::int64_t>> RaiseFor(
+      const model::AlertRule& rule, store::Alert alert, store::AlertDedupe dedupe,
+      std::optional<model::AlertSeverity> severity = std::nullopt);
 
  private:
   store::Store& store_;

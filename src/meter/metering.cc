@@ -19,7 +19,9 @@ bool Matches(const std::map<std::string, std::string>& labels,
 
 std::string Outcome(const store::UsageRun& run) {
   if (!run.finished_ms) return "running";
-  if (!run.stopped_for.empty()) return run.stopped_for;
+  if (run.stopped_for != model::StopCause::kNone) {
+    return std::string(model::StopCauseName(run.stopped_for));
+  }
   if (!run.failure_class.empty()) return run.failure_class;
   if (run.exit_code.value_or(0) != 0 || run.signal.value_or(0) != 0) return "failed";
   return "succeeded";
@@ -219,9 +221,10 @@ Result<std::map<std::string, model::Reason>> Meter::CheckBudgets(TimeMs now) {
       alert.message = message;
       alert.raised_ms = now;
       // The rule's severity below 100%; a budget used up is critical.
-      if (pct >= 100) alert.severity = "critical";
-      auto id =
-          alerts_->Raise(model::AlertKind::kBudget, std::move(alert), store::AlertDedupe::kEver);
+      std::optional<model::AlertSeverity> severity;
+      if (pct >= 100) severity = model::AlertSeverity::kCritical;
+      auto id = alerts_->Raise(model::AlertRuleKind::kBudget, std::move(alert),
+                               store::AlertDedupe::kEver, severity);
       if (!id) return std::unexpected(id.error());
     }
     if (s.over && s.budget.enforce) over[s.budget.tenant] = OverBudgetReason(s, currency);

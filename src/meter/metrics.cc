@@ -161,9 +161,10 @@ void ServerMetrics::ObserveCycle(double seconds, std::uint64_t placements) {
   placements_ += placements;
 }
 
-void ServerMetrics::CountAlertRaised(const std::string& kind) {
+void ServerMetrics::CountAlertRaised(model::AlertKind kind) {
   std::lock_guard lock(mu_);
-  ++alerts_raised_[kind];
+  // By name: the samples render in the order they always did.
+  ++alerts_raised_[std::string(model::AlertKindName(kind))];
 }
 
 void ServerMetrics::CountAlertDelivery(const std::string& sink, const std::string& result) {

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/alert_kind.h"
 #include "model/policy.h"
 #include "model/telemetry.h"
 #include "store/store.h"
@@ -81,7 +82,7 @@ class ServerMetrics {
   // One scheduling pass that had jobs to look at: its duration and placements.
   void ObserveCycle(double seconds, std::uint64_t placements);
   // An alert raised (meter/alerting.h), by its kind.
-  void CountAlertRaised(const std::string& kind);
+  void CountAlertRaised(model::AlertKind kind);
   // One webhook delivery attempt: result delivered, retry or failed.
   void CountAlertDelivery(const std::string& sink, const std::string& result);
 

@@ -13,10 +13,6 @@ namespace {
 
 using nlohmann::json;
 
-bool IsEviction(const std::string& stopped_for) {
-  return model::IsEviction(model::ParseStopCause(stopped_for).value_or(model::StopCause::kNone));
-}
-
 // How a finished run ended, and its failure class when it failed.
 struct RunOutcome {
   std::string outcome;  // succeeded, failed, cancelled, preempted, reclaimed, moved, drained, gang
@@ -24,15 +20,19 @@ struct RunOutcome {
 };
 
 RunOutcome Classify(const store::RunRecord& r) {
-  const std::string& s = r.stopped_for;
-  if (IsEviction(s) || s == "cancelled" || s == "drained" || s == "gang") return {s, ""};
+  using model::StopCause;
+  const StopCause s = r.stopped_for;
+  if (model::IsEviction(s) || s == StopCause::kCancelled || s == StopCause::kDrained ||
+      s == StopCause::kGang) {
+    return {std::string(model::StopCauseName(s)), ""};
+  }
   std::string cls = r.failure_class;
   if (cls.empty()) {
-    if (s == "max_runtime") {
+    if (s == StopCause::kMaxRuntime) {
       cls = model::FailureClassName(model::FailureClass::kMaxRuntime);
     } else if (store::RunLost(s)) {
       cls = model::FailureClassName(model::FailureClass::kNodeLost);
-    } else if (s == "gpu_error") {
+    } else if (s == StopCause::kGpuError) {
       cls = model::FailureClassName(model::FailureClass::kGpuHardware);
     } else if (!r.start_error.empty()) {
       cls = model::FailureClassName(model::FailureClass::kCommandNotFound);
@@ -234,13 +234,13 @@ Result<OpsReport> BuildOpsReport(const OpsInputs& in) {
       }
       const RunOutcome o = Classify(run);
       OpsEviction ev;
-      if (IsEviction(run.stopped_for)) {
+      if (model::IsEviction(run.stopped_for)) {
         ev.time_ms = *run.finished_at_ms;
         ev.run_id = run.run_id;
         ev.job_id = job.id;
         ev.job_name = job.spec.name;
         ev.tenant = t;
-        ev.kind = run.stopped_for;
+        ev.kind = model::StopCauseName(run.stopped_for);
         auto m = record_mgpu.find(run.run_id);
         ev.mgpu = m != record_mgpu.end() ? m->second : RunMgpu(run);
         TimeMs since = run.started_at_ms.value_or(*run.finished_at_ms);

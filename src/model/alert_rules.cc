@@ -119,16 +119,16 @@ Result<AlertRule> ParseRule(const YAML::Node& r, const std::string& path) {
   if (!r["kind"]) {
     return InvalidField(path + ".kind", fmt::format("is required: one of {}", kKinds));
   }
-  auto kind = r["kind"].IsScalar() ? ParseAlertKind(r["kind"].Scalar()) : std::nullopt;
+  auto kind = r["kind"].IsScalar() ? ParseAlertRuleKind(r["kind"].Scalar()) : std::nullopt;
   if (!kind) return InvalidField(path + ".kind", fmt::format("must be one of {}", kKinds));
   rule.kind = *kind;
   if (r["severity"]) {
     const auto& s = r["severity"];
-    if (!s.IsScalar() ||
-        (s.Scalar() != "critical" && s.Scalar() != "warning" && s.Scalar() != "info")) {
+    auto severity = s.IsScalar() ? ParseAlertSeverity(s.Scalar()) : std::nullopt;
+    if (!severity || *severity == AlertSeverity::kUnknown) {
       return InvalidField(path + ".severity", "must be critical, warning or info");
     }
-    rule.severity = s.Scalar();
+    rule.severity = *severity;
   }
   if (r["enabled"]) {
     const auto& e = r["enabled"];
@@ -149,16 +149,16 @@ Result<AlertRule> ParseRule(const YAML::Node& r, const std::string& path) {
   auto forbid = [&](std::string_view key) -> Status {
     if (r[std::string(key)]) {
       return InvalidField(fmt::format("{}.{}", path, key),
-                          fmt::format("does not apply to kind {}", AlertKindName(rule.kind)));
+                          fmt::format("does not apply to kind {}", AlertRuleKindName(rule.kind)));
     }
     return Ok();
   };
   switch (rule.kind) {
-    case AlertKind::kGpuHealth:
-    case AlertKind::kBudget:
+    case AlertRuleKind::kGpuHealth:
+    case AlertRuleKind::kBudget:
       for (auto k : {"for", "queue", "threshold", "window"}) BERTH_RETURN_IF_ERROR(forbid(k));
       break;
-    case AlertKind::kNodeNotReady: {
+    case AlertRuleKind::kNodeNotReady: {
       for (auto k : {"queue", "threshold", "window"}) BERTH_RETURN_IF_ERROR(forbid(k));
       rule.for_ms = 120'000;
       if (r["for"]) {
@@ -168,7 +168,7 @@ Result<AlertRule> ParseRule(const YAML::Node& r, const std::string& path) {
       }
       break;
     }
-    case AlertKind::kQueueWait: {
+    case AlertRuleKind::kQueueWait: {
       for (auto k : {"for", "window"}) BERTH_RETURN_IF_ERROR(forbid(k));
       if (r["queue"]) {
         auto q = Text(r["queue"], path + ".queue", "a queue path (tenant/queue) or \"*\"");
@@ -189,7 +189,7 @@ Result<AlertRule> ParseRule(const YAML::Node& r, const std::string& path) {
       rule.threshold_ms = *d;
       break;
     }
-    case AlertKind::kIdleAllocation: {
+    case AlertRuleKind::kIdleAllocation: {
       for (auto k : {"for", "queue"}) BERTH_RETURN_IF_ERROR(forbid(k));
       rule.threshold_percent = 5;
       if (r["threshold"]) {
@@ -261,32 +261,44 @@ Result<AlertRules> RulesFrom(const YAML::Node& root) {
 
 }  // namespace
 
-std::string_view AlertKindName(AlertKind kind) {
+std::string_view AlertRuleKindName(AlertRuleKind kind) {
   switch (kind) {
-    case AlertKind::kGpuHealth:
+    case AlertRuleKind::kGpuHealth:
       return "gpu_health";
-    case AlertKind::kNodeNotReady:
+    case AlertRuleKind::kNodeNotReady:
       return "node_not_ready";
-    case AlertKind::kQueueWait:
+    case AlertRuleKind::kQueueWait:
       return "queue_wait";
-    case AlertKind::kBudget:
+    case AlertRuleKind::kBudget:
       return "budget";
-    case AlertKind::kIdleAllocation:
+    case AlertRuleKind::kIdleAllocation:
       return "idle_allocation";
   }
   return "gpu_health";
 }
 
-std::optional<AlertKind> ParseAlertKind(std::string_view name) {
-  for (auto k : {AlertKind::kGpuHealth, AlertKind::kNodeNotReady, AlertKind::kQueueWait,
-                 AlertKind::kBudget, AlertKind::kIdleAllocation}) {
-    if (AlertKindName(k) == name) return k;
+std::optional<AlertRuleKind> ParseAlertRuleKind(std::string_view name) {
+  for (auto k : {AlertRuleKind::kGpuHealth, AlertRuleKind::kNodeNotReady, AlertRuleKind::kQueueWait,
+                 AlertRuleKind::kBudget, AlertRuleKind::kIdleAllocation}) {
+    if (AlertRuleKindName(k) == name) return k;
   }
   return std::nullopt;
 }
 
-std::string_view AlertKindOfRule(AlertKind kind) {
-  return kind == AlertKind::kGpuHealth ? "gpu_hardware" : AlertKindName(kind);
+AlertKind AlertKindOfRule(AlertRuleKind kind) {
+  switch (kind) {
+    case AlertRuleKind::kGpuHealth:
+      return AlertKind::kGpuHardware;
+    case AlertRuleKind::kNodeNotReady:
+      return AlertKind::kNodeNotReady;
+    case AlertRuleKind::kQueueWait:
+      return AlertKind::kQueueWait;
+    case AlertRuleKind::kBudget:
+      return AlertKind::kBudget;
+    case AlertRuleKind::kIdleAllocation:
+      return AlertKind::kIdleAllocation;
+  }
+  return AlertKind::kUnknown;
 }
 
 const AlertSink* AlertRules::FindSink(std::string_view name) const {
@@ -296,7 +308,7 @@ const AlertSink* AlertRules::FindSink(std::string_view name) const {
   return nullptr;
 }
 
-const AlertRule* AlertRules::FirstEnabled(AlertKind kind) const {
+const AlertRule* AlertRules::FirstEnabled(AlertRuleKind kind) const {
   for (const auto& r : rules) {
     if (r.kind == kind && r.enabled) return &r;
   }
@@ -357,7 +369,7 @@ Status CheckNewAlertRules(const AlertRules& rules) {
   }
   for (std::size_t i = 0; i < rules.rules.size(); ++i) {
     const AlertRule& r = rules.rules[i];
-    if (r.kind == AlertKind::kIdleAllocation && r.window_ms < 60'000) {
+    if (r.kind == AlertRuleKind::kIdleAllocation && r.window_ms < 60'000) {
       return InvalidField(fmt::format("rules[{}].window", i),
                           "must be at least 1m: GPU telemetry is kept per minute, so a shorter "
                           "window cannot be told from a partly sampled minute; e.g. 30m");
@@ -398,19 +410,19 @@ nlohmann::json AlertRulesJson(const AlertRules& rules) {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& r : rules.rules) {
     nlohmann::json j{{"name", r.name},
-                     {"kind", AlertKindName(r.kind)},
-                     {"severity", r.severity},
+                     {"kind", AlertRuleKindName(r.kind)},
+                     {"severity", AlertSeverityName(r.severity)},
                      {"enabled", r.enabled},
                      {"sinks", r.sinks}};
     switch (r.kind) {
-      case AlertKind::kNodeNotReady:
+      case AlertRuleKind::kNodeNotReady:
         j["for_ms"] = r.for_ms;
         break;
-      case AlertKind::kQueueWait:
+      case AlertRuleKind::kQueueWait:
         j["queue"] = r.queue;
         j["threshold_ms"] = r.threshold_ms;
         break;
-      case AlertKind::kIdleAllocation:
+      case AlertRuleKind::kIdleAllocation:
         j["threshold_percent"] = r.threshold_percent;
         j["window_ms"] = r.window_ms;
         break;

@@ -12,24 +12,26 @@
 #include <vector>
 
 #include "common/status.h"
+#include "model/alert_kind.h"
 
 namespace berth::model {
 
-// gpu_health and budget are raised where their events happen (the GPU health
-// path, the budget check); the rule sets their severity, whether they are
-// raised at all, and their sinks. The others are evaluated by the engine
+// What a rule watches: its `kind` in the rules document. gpu_health and
+// budget are raised where their events happen (the GPU health path, the
+// budget check); the rule sets their severity, whether they are raised at
+// all, and their sinks. The others are evaluated by the engine
 // (meter/alerting.h).
-enum class AlertKind { kGpuHealth, kNodeNotReady, kQueueWait, kBudget, kIdleAllocation };
-std::string_view AlertKindName(AlertKind kind);
-std::optional<AlertKind> ParseAlertKind(std::string_view name);
-// The kind an alert of this rule kind carries in the alerts table: gpu_health
-// keeps the historic "gpu_hardware", the others their rule kind's name.
-std::string_view AlertKindOfRule(AlertKind kind);
+enum class AlertRuleKind { kGpuHealth, kNodeNotReady, kQueueWait, kBudget, kIdleAllocation };
+std::string_view AlertRuleKindName(AlertRuleKind kind);
+std::optional<AlertRuleKind> ParseAlertRuleKind(std::string_view name);
+// The kind of the alerts a rule of this kind raises (alert_kind.h):
+// gpu_health keeps the historic gpu_hardware, the others their rule kind's.
+AlertKind AlertKindOfRule(AlertRuleKind kind);
 
 struct AlertRule {
   std::string name;
-  AlertKind kind = AlertKind::kGpuHealth;
-  std::string severity = "warning";  // critical | warning | info
+  AlertRuleKind kind = AlertRuleKind::kGpuHealth;
+  AlertSeverity severity = AlertSeverity::kWarning;  // never kUnknown
   bool enabled = true;
   std::vector<std::string> sinks;
   // node_not_ready: how long a node must be NotReady.
@@ -64,7 +66,7 @@ struct AlertRules {
 
   const AlertSink* FindSink(std::string_view name) const;
   // The first enabled rule of `kind`; null when none is.
-  const AlertRule* FirstEnabled(AlertKind kind) const;
+  const AlertRule* FirstEnabled(AlertRuleKind kind) const;
 };
 
 // gpu_health critical, node_not_ready (for 2m) warning, budget warning;

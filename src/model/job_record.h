@@ -17,7 +17,10 @@ namespace berth::model {
 
 // Why Berth (or an agent) stopped a run. The core works on the enum; the
 // names are the stored and wire form ("preempted", "gpu_error", ...), and
-// kNone ("") is a run that ended on its own.
+// kNone ("") is a run that ended on its own. The edges that read a name from
+// outside (the store, the agent stream) read one they do not know as
+// kUnknown: a stop for a cause this version cannot tell, which neither
+// requeues nor retries as an eviction would.
 enum class StopCause {
   kNone,
   kCancelled,   // a user cancelled the job
@@ -30,9 +33,11 @@ enum class StopCause {
   kLost,        // berthd presumed its node gone
   kFenced,      // its agent, cut off from berthd, stopped it
   kGpuError,    // a GPU it held reported a hardware error
+  kUnknown,     // "unknown": stopped, for a name this version does not know
 };
 std::string_view StopCauseName(StopCause cause);
-// nullopt for a name no Berth version wrote.
+// nullopt for a name this version does not know; the edges read it as
+// kUnknown.
 std::optional<StopCause> ParseStopCause(std::string_view name);
 // Evicted by a scheduling decision (preempted, reclaimed, moved).
 bool IsEviction(StopCause cause);
@@ -55,8 +60,8 @@ struct RunRecord {
   std::optional<TimeMs> finished_at_ms;
   std::optional<std::int32_t> exit_code;
   std::optional<std::int32_t> signal;
-  // Why it was stopped: a StopCauseName ("" when it ended on its own).
-  std::string stopped_for;
+  // Why it was stopped; kNone when it ended on its own.
+  StopCause stopped_for = StopCause::kNone;
   std::string start_error;
   bool stop_requested = false;  // berthd wants this run stopped
   // The last checkpoint the run reported (file mtime or API), unix ms.
@@ -77,8 +82,8 @@ struct RunRecord {
 // Whether a run ended because its node was lost: presumed gone by berthd
 // ("lost"), or stopped by its own agent, cut off from berthd ("fenced",
 // docs/operations.md). Either is a node_lost failure for the retry policy.
-inline bool RunLost(std::string_view stopped_for) {
-  return stopped_for == "lost" || stopped_for == "fenced";
+inline bool RunLost(StopCause stopped_for) {
+  return stopped_for == StopCause::kLost || stopped_for == StopCause::kFenced;
 }
 
 struct JobEvent {
@@ -122,7 +127,7 @@ struct RunExit {
   std::int32_t signal = 0;
   std::optional<TimeMs> started_at_ms;
   TimeMs ended_at_ms = 0;
-  std::string stopped_for;
+  StopCause stopped_for = StopCause::kNone;
   std::string start_error;
   std::optional<bool> clean_stop{};  // see RunRecord
   std::string failure_class{};       // see RunRecord

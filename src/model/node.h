@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace berth::model {
@@ -78,6 +80,22 @@ inline const char* NodeStateName(NodeState s) {
 }
 inline const char* HealthName(Health h) {
   return h == Health::kHealthy ? "healthy" : "unhealthy";
+}
+
+// What an operator (or Berth, for a GPU hardware error) took a node or GPU
+// out of placement with (store::Cordon): a cordon keeps new work off; a
+// drain (nodes only) also stopped what ran there when it was set. The names
+// are the stored and API form.
+enum class CordonKind { kCordon, kDrain };
+inline std::string_view CordonKindName(CordonKind k) {
+  return k == CordonKind::kDrain ? "drain" : "cordon";
+}
+// nullopt for a name this version does not know; the store reads it as
+// kCordon: whatever else it did, every kind keeps new work off.
+inline std::optional<CordonKind> ParseCordonKind(std::string_view name) {
+  if (name == "cordon") return CordonKind::kCordon;
+  if (name == "drain") return CordonKind::kDrain;
+  return std::nullopt;
 }
 
 }  // namespace berth::model

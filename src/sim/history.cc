@@ -6,6 +6,7 @@
 #include <fstream>
 #include <optional>
 
+#include "model/job_record.h"
 #include "model/json.h"
 
 namespace berth::sim {
@@ -127,8 +128,10 @@ Result<History> Read(const json& doc) {
       } else {
         a.running = true;
       }
-      std::string why = r.value("stopped_for", "");
-      if (why == "preempted" || why == "reclaimed") a.evicted = true;
+      const auto why = model::ParseStopCause(r.value("stopped_for", ""));
+      if (why == model::StopCause::kPreempted || why == model::StopCause::kReclaimed) {
+        a.evicted = true;
+      }
       if (**start >= last_start) {
         last_start = **start;
         auto gpus = r.value("gpus", std::vector<std::uint32_t>{});

@@ -135,7 +135,7 @@ Status LoseNode(JobRecord& job, const std::string& node, std::int64_t failures, 
     if (r.node != node) return false;
     exit.exit_code = -1;
     exit.ended_at_ms = now;
-    exit.stopped_for = model::StopCauseName(model::StopCause::kLost);
+    exit.stopped_for = model::StopCause::kLost;
     exit.start_error = fmt::format("node {} failed", node);
     return true;
   }));

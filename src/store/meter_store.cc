@@ -148,7 +148,7 @@ Result<std::vector<UsageRun>> MeterStore::UsageRuns(TimeMs from, TimeMs to,
     u.gpu_share_bytes = static_cast<std::uint64_t>(st->Int(8));
     u.started_ms = st->Int(9);
     u.finished_ms = st->OptInt(10);
-    u.stopped_for = st->Text(11);
+    u.stopped_for = model::ParseStopCause(st->Text(11)).value_or(model::StopCause::kUnknown);
     u.failure_class = st->Text(12);
     if (auto c = st->OptInt(13)) u.exit_code = static_cast<std::int32_t>(*c);
     if (auto s = st->OptInt(14)) u.signal = static_cast<std::int32_t>(*s);

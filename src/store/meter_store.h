@@ -17,6 +17,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "model/job_record.h"
 #include "model/tenant_scope.h"
 #include "model/usage.h"
 #include "store/sqlite_db.h"
@@ -44,7 +45,7 @@ struct UsageRun {
   std::uint64_t gpu_share_bytes = 0;
   TimeMs started_ms = 0;
   std::optional<TimeMs> finished_ms;  // nullopt: still running
-  std::string stopped_for;
+  model::StopCause stopped_for = model::StopCause::kNone;
   std::string failure_class;
   std::optional<std::int32_t> exit_code;
   std::optional<std::int32_t> signal;

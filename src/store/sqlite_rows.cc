@@ -46,7 +46,8 @@ RunRecord ReadRun(const Statement& st) {
   r.finished_at_ms = st.OptInt(10);
   r.exit_code = OptInt32(st.OptInt(11));
   r.signal = OptInt32(st.OptInt(12));
-  r.stopped_for = st.Text(13);
+  // A name a newer Berth wrote: stopped, for a cause this version cannot tell.
+  r.stopped_for = model::ParseStopCause(st.Text(13)).value_or(model::StopCause::kUnknown);
   r.start_error = st.Text(14);
   r.stop_requested = st.Int(15) != 0;
   r.gpu_share_millis = static_cast<std::uint32_t>(st.Int(16));

@@ -27,8 +27,9 @@ constexpr std::string_view kDeliverySelect =
 Alert ReadAlert(const Statement& st) {
   Alert a;
   a.id = st.Int(0);
-  a.kind = st.Text(1);
-  a.severity = st.Text(2);
+  // Names a newer Berth wrote read as kUnknown, and are shown as "unknown".
+  a.kind = model::ParseAlertKind(st.Text(1)).value_or(model::AlertKind::kUnknown);
+  a.severity = model::ParseAlertSeverity(st.Text(2)).value_or(model::AlertSeverity::kUnknown);
   a.node = st.Text(3);
   if (auto g = st.OptInt(4)) a.gpu = static_cast<std::uint32_t>(*g);
   a.message = st.Text(5);
@@ -78,8 +79,8 @@ Result<std::int64_t> SqliteStore::InsertAlert(const Alert& alert) {
       "INSERT INTO alerts(kind, severity, node, gpu, message, raised_ms) VALUES(?,?,?,?,?,?) "
       "RETURNING id");
   if (!st) return std::unexpected(st.error());
-  st->Bind(1, alert.kind)
-      .Bind(2, alert.severity)
+  st->Bind(1, model::AlertKindName(alert.kind))
+      .Bind(2, model::AlertSeverityName(alert.severity))
       .Bind(3, alert.node)
       .Bind(4, alert.gpu ? std::optional<std::int64_t>(*alert.gpu) : std::nullopt)
       .Bind(5, alert.message)

@@ -110,7 +110,7 @@ Status SqliteStore::WriteRun(const RunRecord& r) {
       .Bind(13, r.finished_at_ms)
       .Bind(14, wide(r.exit_code))
       .Bind(15, wide(r.signal))
-      .Bind(16, r.stopped_for)
+      .Bind(16, model::StopCauseName(r.stopped_for))
       .Bind(17, r.start_error)
       .Bind(18, std::int64_t{r.stop_requested ? 1 : 0})
       .Bind(19, r.last_checkpoint_ms)

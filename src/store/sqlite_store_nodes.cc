@@ -73,7 +73,9 @@ Result<std::vector<NodeRecord>> SqliteStore::ListNodes() {
     if (!*row) break;
     auto it = index.find(c->Text(0));
     if (it == index.end()) continue;
-    Cordon cordon{c->Text(2), c->Text(3), c->Text(4), c->Int(5) != 0, c->Int(6)};
+    // A kind a newer Berth wrote reads as a cordon (model::ParseCordonKind).
+    Cordon cordon{model::ParseCordonKind(c->Text(2)).value_or(model::CordonKind::kCordon),
+                  c->Text(3), c->Text(4), c->Int(5) != 0, c->Int(6)};
     if (c->Int(1) < 0) {
       out[it->second].cordon = std::move(cordon);
     } else {
@@ -150,18 +152,18 @@ Status SqliteStore::SetCordon(const std::string& node, std::optional<std::uint32
   if (!st) return std::unexpected(st.error());
   BERTH_RETURN_IF_ERROR(st->Bind(1, node)
                             .Bind(2, gpu ? std::int64_t{*gpu} : std::int64_t{-1})
-                            .Bind(3, cordon.kind)
+                            .Bind(3, model::CordonKindName(cordon.kind))
                             .Bind(4, cordon.reason)
                             .Bind(5, cordon.by)
                             .Bind(6, std::int64_t{cordon.automatic ? 1 : 0})
                             .Bind(7, now)
                             .Run());
-  const std::string event = gpu ? "GpuCordoned" : cordon.kind == "drain" ? "Draining" : "Cordoned";
+  const bool drain = cordon.kind == model::CordonKind::kDrain;
+  const std::string event = gpu ? "GpuCordoned" : drain ? "Draining" : "Cordoned";
   BERTH_RETURN_IF_ERROR(
       AddNodeEvent(node, now, event,
-                   fmt::format("{} {} by {}{}{}", Target(node, gpu),
-                               cordon.kind == "drain" ? "drained" : "cordoned", cordon.by,
-                               cordon.automatic ? " (automatically)" : "",
+                   fmt::format("{} {} by {}{}{}", Target(node, gpu), drain ? "drained" : "cordoned",
+                               cordon.by, cordon.automatic ? " (automatically)" : "",
                                cordon.reason.empty() ? "" : ": " + cordon.reason)));
   return tx.Commit();
 }

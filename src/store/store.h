@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "model/admission.h"
+#include "model/alert_kind.h"
 #include "model/job.h"
 #include "model/job_record.h"
 #include "model/node.h"
@@ -79,7 +80,7 @@ struct ArrayCancel {
 // An admin's (or Berth's own) hold on a node or one GPU: nothing new is
 // placed there. A drained node's jobs are also stopped and queued again.
 struct Cordon {
-  std::string kind = "cordon";  // "cordon" or "drain" (nodes only)
+  model::CordonKind kind = model::CordonKind::kCordon;  // kDrain: nodes only
   std::string reason;
   std::string by;          // who; "berth" for an automatic cordon
   bool automatic = false;  // Berth cordoned it (a GPU hardware error)
@@ -100,8 +101,9 @@ struct NodeRecord {
 // it is about: at most one alert per (rule, subject) is open at a time.
 struct Alert {
   std::int64_t id = 0;
-  std::string kind;  // "gpu_hardware", "node_not_ready", "queue_wait", "budget", "idle_allocation"
-  std::string severity;  // "critical", "warning", "info"
+  // Stored as their names; a name this version does not know reads as kUnknown.
+  model::AlertKind kind = model::AlertKind::kUnknown;
+  model::AlertSeverity severity = model::AlertSeverity::kWarning;
   std::string node;
   std::optional<std::uint32_t> gpu;
   std::string message;

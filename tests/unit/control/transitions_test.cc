@@ -18,7 +18,8 @@ using model::RunState;
 
 constexpr TimeMs kNow = 1'000'000;
 
-RunRecord Exited(std::uint32_t replica, std::int32_t code, std::string stopped_for = "",
+RunRecord Exited(std::uint32_t replica, std::int32_t code,
+                 model::StopCause stopped_for = model::StopCause::kNone,
                  std::uint32_t attempt = 1) {
   RunRecord r;
   r.run_id = "7." + std::to_string(replica) + "." + std::to_string(attempt);
@@ -28,7 +29,7 @@ RunRecord Exited(std::uint32_t replica, std::int32_t code, std::string stopped_f
   r.node = "node-a";
   r.state = RunState::kExited;
   r.exit_code = code;
-  r.stopped_for = std::move(stopped_for);
+  r.stopped_for = stopped_for;
   return r;
 }
 
@@ -68,7 +69,7 @@ TEST(SettleAttempt, AllZeroSucceeds) {
 }
 
 TEST(SettleAttempt, ANonZeroExitFailsWithThatReplicaNotThePeersBerthStopped) {
-  JobRecord job = Running({Exited(0, 143, "gang"), Exited(1, 3)});
+  JobRecord job = Running({Exited(0, 143, model::StopCause::kGang), Exited(1, 3)});
   job.spec.retry.on.clear();
   auto u = SettleAttempt(job, kNow);
   ASSERT_TRUE(u);
@@ -94,7 +95,7 @@ TEST(SettleAttempt, AKilledReplicaHasASignalAndNoExitCode) {
 }
 
 TEST(SettleAttempt, CancelWinsOverAnEviction) {
-  JobRecord job = Running({Exited(0, 143, "preempted")});
+  JobRecord job = Running({Exited(0, 143, model::StopCause::kPreempted)});
   job.cancel_requested = true;
   job.cancelled_by = "alice";
   auto u = SettleAttempt(job, kNow);
@@ -106,7 +107,8 @@ TEST(SettleAttempt, CancelWinsOverAnEviction) {
 }
 
 TEST(SettleAttempt, AnEvictedJobIsRequeuedKeepingItsEvictionReason) {
-  JobRecord job = Running({Exited(0, 143, "preempted"), Exited(1, 143, "preempted")});
+  JobRecord job = Running(
+      {Exited(0, 143, model::StopCause::kPreempted), Exited(1, 143, model::StopCause::kPreempted)});
   job.reason = {ReasonCode::kPreempted, {{"by_job", 9}}, "team-a/prod"};
   auto u = SettleAttempt(job, kNow);
   ASSERT_TRUE(u);
@@ -122,7 +124,7 @@ TEST(SettleAttempt, AnEvictedJobIsRequeuedKeepingItsEvictionReason) {
 }
 
 TEST(SettleAttempt, ADrainedJobWaitsWithTheDrainAsItsReason) {
-  auto u = SettleAttempt(Running({Exited(0, 0, "drained")}), kNow);
+  auto u = SettleAttempt(Running({Exited(0, 0, model::StopCause::kDrained)}), kNow);
   ASSERT_TRUE(u);
   EXPECT_EQ(u->job.state, JobState::kPending);
   EXPECT_EQ(u->job.reason.code, ReasonCode::kDrained);
@@ -131,7 +133,7 @@ TEST(SettleAttempt, ADrainedJobWaitsWithTheDrainAsItsReason) {
 }
 
 TEST(SettleAttempt, AnEvictedReplicaThatAlsoFailedIsAFailure) {
-  JobRecord job = Running({Exited(0, 143, "moved"), Exited(1, 2)});
+  JobRecord job = Running({Exited(0, 143, model::StopCause::kMoved), Exited(1, 2)});
   job.spec.retry.on.clear();
   auto u = SettleAttempt(job, kNow);
   ASSERT_TRUE(u);
@@ -140,7 +142,7 @@ TEST(SettleAttempt, AnEvictedReplicaThatAlsoFailedIsAFailure) {
 }
 
 TEST(SettleAttempt, AGpuErrorRetriesWithBackoffDoubledAndCapped) {
-  RunRecord gpu = Exited(0, 0, "gpu_error");
+  RunRecord gpu = Exited(0, 0, model::StopCause::kGpuError);
   gpu.stop_detail = "Xid 79 on GPU 3";
   JobRecord job = Running({gpu});
   job.spec.retry = {.max_attempts = 20, .backoff_ms = 10'000, .on = {"gpu_hardware"}};
@@ -162,7 +164,7 @@ TEST(SettleAttempt, AGpuErrorRetriesWithBackoffDoubledAndCapped) {
 }
 
 TEST(SettleAttempt, RetriesExhaustedFailsAndSaysSo) {
-  JobRecord job = Running({Exited(0, 0, "gpu_error")});
+  JobRecord job = Running({Exited(0, 0, model::StopCause::kGpuError)});
   job.spec.retry = {.max_attempts = 3, .backoff_ms = 1000, .on = {"gpu_hardware"}};
   job.failures = 2;
   auto u = SettleAttempt(job, kNow);
@@ -176,7 +178,7 @@ TEST(SettleAttempt, RetriesExhaustedFailsAndSaysSo) {
 }
 
 TEST(SettleAttempt, ALostOrFencedRunIsANodeLostFailure) {
-  JobRecord lost = Running({Exited(0, 0, "lost")});
+  JobRecord lost = Running({Exited(0, 0, model::StopCause::kLost)});
   lost.runs[0].start_error = "node node-a stopped answering";
   lost.spec.retry.on.clear();
   auto u = SettleAttempt(lost, kNow);
@@ -184,7 +186,7 @@ TEST(SettleAttempt, ALostOrFencedRunIsANodeLostFailure) {
   EXPECT_EQ(u->job.reason.code, ReasonCode::kRunLost);
   EXPECT_EQ(u->job.reason.detail, "node node-a stopped answering");
 
-  JobRecord fenced = Running({Exited(0, 0, "fenced")});
+  JobRecord fenced = Running({Exited(0, 0, model::StopCause::kFenced)});
   fenced.spec.retry.on = {"node_lost"};
   fenced.spec.retry.max_attempts = 1;
   u = SettleAttempt(fenced, kNow);
@@ -194,8 +196,43 @@ TEST(SettleAttempt, ALostOrFencedRunIsANodeLostFailure) {
   EXPECT_EQ(u->job.reason.counts.at("retries_exhausted"), 1);
 }
 
+// A cause a newer Berth wrote (read as kUnknown) is a stop for no known
+// cause: not the job's failure, and no eviction to requeue for.
+TEST(SettleAttempt, AnUnknownStopCauseNeitherFailsNorRequeues) {
+  JobRecord job = Running({Exited(0, 143, model::StopCause::kUnknown), Exited(1, 0)});
+  auto u = SettleAttempt(job, kNow);
+  ASSERT_TRUE(u);
+  EXPECT_NE(u->job.state, JobState::kPending);
+  EXPECT_NE(u->job.state, JobState::kFailed);
+  EXPECT_EQ(u->job.failures, 0U);
+}
+
+TEST(RecordExit, AnUnknownStopCauseIsAStopAndStopsNoGang) {
+  RunRecord stopping = Exited(0, 0);
+  stopping.state = RunState::kRunning;
+  stopping.exit_code.reset();
+  stopping.stop_requested = true;
+  stopping.stopped_for = model::StopCause::kUnknown;
+  RunRecord peer = stopping;
+  peer.run_id = "7.1.1";
+  peer.replica = 1;
+  peer.stop_requested = false;
+  peer.stopped_for = model::StopCause::kNone;
+  model::RunExit exit;
+  exit.run_id = stopping.run_id;
+  exit.signal = 15;
+  exit.ended_at_ms = kNow;
+  auto u = RecordExit(Running({stopping, peer}), exit, kNow);
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->run.stopped_for, model::StopCause::kUnknown);
+  EXPECT_FALSE(u->job.job.runs[1].stop_requested) << "not a failure: the gang runs on";
+  ASSERT_FALSE(u->job.events.empty());
+  EXPECT_NE(u->job.events[0].message.find("(stopped: unknown)"), std::string::npos)
+      << u->job.events[0].message;
+}
+
 TEST(SettleAttempt, MaxRuntimeAndStartErrorsHaveTheirOwnReasons) {
-  JobRecord slow = Running({Exited(0, 143, "max_runtime")});
+  JobRecord slow = Running({Exited(0, 143, model::StopCause::kMaxRuntime)});
   slow.spec.max_runtime_ms = 3'600'000;
   slow.spec.retry.on.clear();
   auto u = SettleAttempt(slow, kNow);
@@ -249,19 +286,19 @@ TEST(RecordExit, AFailedReplicaStopsItsGangAndTheLastExitSettles) {
   EXPECT_EQ(u->run.exit_code, 3);
   EXPECT_EQ(u->run.finished_at_ms, kNow - 10);
   EXPECT_TRUE(u->job.job.runs[0].stop_requested);
-  EXPECT_EQ(u->job.job.runs[0].stopped_for, "gang");
+  EXPECT_EQ(u->job.job.runs[0].stopped_for, model::StopCause::kGang);
   ASSERT_EQ(u->job.events.size(), 1U);
   EXPECT_EQ(u->job.events[0].event, "Exited");
   EXPECT_EQ(u->job.events[0].message, "replica 1 on node-a exited with code 3");
 
   // The peer's exit ends the attempt: the failure is replica 1's.
   model::RunExit peer = ExitOf("7.0.1", 143);
-  peer.stopped_for = "cancelled";  // the agent's echo of a plain stop
+  peer.stopped_for = model::StopCause::kCancelled;  // the agent's echo of a plain stop
   peer.clean_stop = true;
   u = RecordExit(u->job.job, peer, kNow);
   ASSERT_TRUE(u);
   EXPECT_TRUE(u->settled);
-  EXPECT_EQ(u->run.stopped_for, "gang");  // Berth's cause wins over the echo
+  EXPECT_EQ(u->run.stopped_for, model::StopCause::kGang);  // Berth's cause wins over the echo
   EXPECT_EQ(u->job.job.state, JobState::kFailed);
   EXPECT_EQ(u->job.job.reason.counts.at("replica"), 1);
   ASSERT_EQ(u->job.events.size(), 2U);
@@ -278,7 +315,7 @@ TEST(RecordExit, MaxRuntimeIsTheAgentsToSayAndANeverStartedRunHasNoStart) {
   job.runs[1].state = RunState::kStarting;
   job.runs[1].started_at_ms.reset();
   job.runs[1].stop_requested = true;
-  job.runs[1].stopped_for = "cancelled";
+  job.runs[1].stopped_for = model::StopCause::kCancelled;
   model::RunExit e = ExitOf("7.1.1", 0);
   e.never_started = true;
   auto u = RecordExit(job, e, kNow);
@@ -288,11 +325,11 @@ TEST(RecordExit, MaxRuntimeIsTheAgentsToSayAndANeverStartedRunHasNoStart) {
 
   model::RunExit slow = ExitOf("7.0.1", 0);
   slow.signal = 9;
-  slow.stopped_for = "max_runtime";
+  slow.stopped_for = model::StopCause::kMaxRuntime;
   slow.last_checkpoint_ms = kNow - 2'510;
   u = RecordExit(job, slow, kNow);
   ASSERT_TRUE(u);
-  EXPECT_EQ(u->run.stopped_for, "max_runtime");
+  EXPECT_EQ(u->run.stopped_for, model::StopCause::kMaxRuntime);
   EXPECT_FALSE(u->run.exit_code);
   EXPECT_EQ(u->run.signal, 9);
   EXPECT_EQ(u->run.last_checkpoint_ms, kNow - 2'510);
@@ -311,7 +348,7 @@ JobRecord WithActiveRuns() {
   a.state = RunState::kRunning;
   RunRecord b = Exited(1, 0);
   b.state = RunState::kStarting;
-  RunRecord old = Exited(0, 1, "", 0);
+  RunRecord old = Exited(0, 1, model::StopCause::kNone, 0);
   return Running({old, a, b});
 }
 
@@ -326,8 +363,8 @@ TEST(EvictJob, AsksEveryActiveRunToStopForTheCause) {
   const auto& runs = u->victim.job.runs;
   EXPECT_FALSE(runs[0].stop_requested);  // exited long ago
   EXPECT_TRUE(runs[1].stop_requested);
-  EXPECT_EQ(runs[1].stopped_for, "preempted");
-  EXPECT_EQ(runs[2].stopped_for, "preempted");
+  EXPECT_EQ(runs[1].stopped_for, model::StopCause::kPreempted);
+  EXPECT_EQ(runs[2].stopped_for, model::StopCause::kPreempted);
   EXPECT_EQ(u->victim.job.reason, e.reason);
   EXPECT_EQ(u->victim.job.state, JobState::kRunning);  // Pending once its runs have exited
   EXPECT_EQ(u->victim.events.at(0).event, "Preempting");
@@ -346,7 +383,7 @@ TEST(EvictJob, AMoveTellsBothJobs) {
   by.id = 9;
   auto u = EvictJob(WithActiveRuns(), e, &by, kNow);
   ASSERT_TRUE(u);
-  EXPECT_EQ(u->victim.job.runs[1].stopped_for, "moved");
+  EXPECT_EQ(u->victim.job.runs[1].stopped_for, model::StopCause::kMoved);
   EXPECT_EQ(u->victim.events.at(0).event, "Moving");
   EXPECT_NE(u->victim.events[0].message.find("from node-a GPUs [0,1] to node-b GPUs [2,3]"),
             std::string::npos);
@@ -383,7 +420,7 @@ TEST(PlaceJob, StartsTheNextAttemptOnThePlannedGpus) {
   job.state = JobState::kPending;
   job.attempts = 2;
   job.retry_after_ms = kNow - 5;
-  job.runs = {Exited(0, 1, "", 2)};
+  job.runs = {Exited(0, 1, model::StopCause::kNone, 2)};
   sched::Placement p;
   p.job_id = 7;
   p.replicas = {{0, "node-a", {1}}};
@@ -442,13 +479,13 @@ TEST(CancelJob, APendingJobIsCancelledAtOnce) {
 TEST(CancelJob, ARunningJobsRunsStopForTheCancelOverAnEarlierCause) {
   JobRecord job = WithActiveRuns();
   job.runs[2].stop_requested = true;
-  job.runs[2].stopped_for = "preempted";
+  job.runs[2].stopped_for = model::StopCause::kPreempted;
   auto u = CancelJob(job, "alice", kNow);
   ASSERT_TRUE(u);
   EXPECT_EQ(u->job.state, JobState::kRunning);  // Cancelled once its runs have exited
   EXPECT_FALSE(u->job.runs[0].stop_requested);  // an exited run of an earlier attempt
-  EXPECT_EQ(u->job.runs[1].stopped_for, "cancelled");
-  EXPECT_EQ(u->job.runs[2].stopped_for, "cancelled");
+  EXPECT_EQ(u->job.runs[1].stopped_for, model::StopCause::kCancelled);
+  EXPECT_EQ(u->job.runs[2].stopped_for, model::StopCause::kCancelled);
   EXPECT_EQ(u->events.at(0).event, "CancelRequested");
 }
 
@@ -464,11 +501,11 @@ TEST(CancelJob, AFinishedJobIsRefusedNamingItsState) {
 TEST(StopJob, StopsOnlyRunsNotAlreadyStopping) {
   JobRecord job = WithActiveRuns();
   job.runs[2].stop_requested = true;
-  job.runs[2].stopped_for = "preempted";
+  job.runs[2].stopped_for = model::StopCause::kPreempted;
   auto u = StopJob(job, model::StopCause::kMaxRuntime);
   ASSERT_TRUE(u);
-  EXPECT_EQ(u->job.runs[1].stopped_for, "max_runtime");
-  EXPECT_EQ(u->job.runs[2].stopped_for, "preempted");
+  EXPECT_EQ(u->job.runs[1].stopped_for, model::StopCause::kMaxRuntime);
+  EXPECT_EQ(u->job.runs[2].stopped_for, model::StopCause::kPreempted);
   EXPECT_TRUE(u->events.empty());
   EXPECT_FALSE(StopJob(u->job, model::StopCause::kGang));
 }
@@ -481,10 +518,10 @@ TEST(FailGpu, TheRunOnTheGpuStopsForItAndItsGangWithIt) {
   EXPECT_FALSE(FailGpu(job, "node-b", 1, "Xid 79", kNow));
   auto u = FailGpu(job, "node-a", 1, "Xid 79", kNow);
   ASSERT_TRUE(u);
-  EXPECT_EQ(u->job.runs[1].stopped_for, "gpu_error");
+  EXPECT_EQ(u->job.runs[1].stopped_for, model::StopCause::kGpuError);
   EXPECT_EQ(u->job.runs[1].failure_class, "gpu_hardware");
   EXPECT_EQ(u->job.runs[1].stop_detail, "Xid 79");
-  EXPECT_EQ(u->job.runs[2].stopped_for, "gang");
+  EXPECT_EQ(u->job.runs[2].stopped_for, model::StopCause::kGang);
   EXPECT_TRUE(u->job.runs[2].stop_requested);
   ASSERT_EQ(u->events.size(), 1U);
   EXPECT_EQ(u->events[0].message, "replica 0: Xid 79; stopping the job");
@@ -495,8 +532,8 @@ TEST(DrainJob, TheWholeGangStopsOnlyForRunsStillThere) {
   job.runs[2].node = "node-b";
   auto u = DrainJob(job, "node-a", kNow);
   ASSERT_TRUE(u);
-  EXPECT_EQ(u->job.runs[1].stopped_for, "drained");
-  EXPECT_EQ(u->job.runs[2].stopped_for, "drained");  // on node-b, same gang
+  EXPECT_EQ(u->job.runs[1].stopped_for, model::StopCause::kDrained);
+  EXPECT_EQ(u->job.runs[2].stopped_for, model::StopCause::kDrained);  // on node-b, same gang
   EXPECT_EQ(u->events.at(0).event, "Draining");
   EXPECT_FALSE(DrainJob(u->job, "node-a", kNow));  // already stopping
   EXPECT_FALSE(DrainJob(job, "node-c", kNow));
@@ -547,10 +584,16 @@ TEST(StopCause, NamesRoundTrip) {
        {model::StopCause::kNone, model::StopCause::kCancelled, model::StopCause::kMaxRuntime,
         model::StopCause::kGang, model::StopCause::kPreempted, model::StopCause::kReclaimed,
         model::StopCause::kMoved, model::StopCause::kDrained, model::StopCause::kLost,
-        model::StopCause::kFenced, model::StopCause::kGpuError}) {
+        model::StopCause::kFenced, model::StopCause::kGpuError, model::StopCause::kUnknown}) {
     EXPECT_EQ(model::ParseStopCause(model::StopCauseName(c)), c);
   }
+  // The stored and wire names.
+  EXPECT_EQ(model::StopCauseName(model::StopCause::kNone), "");
+  EXPECT_EQ(model::StopCauseName(model::StopCause::kMaxRuntime), "max_runtime");
+  EXPECT_EQ(model::StopCauseName(model::StopCause::kGpuError), "gpu_error");
+  EXPECT_EQ(model::StopCauseName(model::StopCause::kUnknown), "unknown");
   EXPECT_FALSE(model::ParseStopCause("vanished"));
+  EXPECT_FALSE(model::ParseStopCause("Preempted"));
   EXPECT_TRUE(model::IsEviction(model::StopCause::kMoved));
   EXPECT_FALSE(model::IsEviction(model::StopCause::kDrained));
 }

@@ -29,27 +29,27 @@ rules:
   EXPECT_EQ(r->sinks[0].header, "Authorization");
   EXPECT_EQ(r->rules[0].sinks, std::vector<std::string>{"ops"});
   EXPECT_EQ(r->rules[1].for_ms, 90'000);
-  EXPECT_EQ(r->rules[1].severity, "warning");
+  EXPECT_EQ(r->rules[1].severity, AlertSeverity::kWarning);
   EXPECT_EQ(r->rules[2].queue, "vision/training");
   EXPECT_EQ(r->rules[2].threshold_ms, 30 * 60'000);
   EXPECT_FALSE(r->rules[3].enabled);
   EXPECT_EQ(r->rules[4].threshold_percent, 7);
   EXPECT_EQ(r->rules[4].window_ms, 3'600'000);
-  EXPECT_EQ(r->FirstEnabled(AlertKind::kBudget), nullptr);
-  EXPECT_EQ(r->FirstEnabled(AlertKind::kGpuHealth)->name, "gpus");
+  EXPECT_EQ(r->FirstEnabled(AlertRuleKind::kBudget), nullptr);
+  EXPECT_EQ(r->FirstEnabled(AlertRuleKind::kGpuHealth)->name, "gpus");
 }
 
 TEST(AlertRules, DefaultsAreDocumentedOnes) {
   const AlertRules d = DefaultAlertRules();
   ASSERT_EQ(d.rules.size(), 5U);
-  ASSERT_NE(d.FirstEnabled(AlertKind::kGpuHealth), nullptr);
-  EXPECT_EQ(d.FirstEnabled(AlertKind::kGpuHealth)->severity, "critical");
-  ASSERT_NE(d.FirstEnabled(AlertKind::kNodeNotReady), nullptr);
-  EXPECT_EQ(d.FirstEnabled(AlertKind::kNodeNotReady)->for_ms, 120'000);
-  EXPECT_EQ(d.FirstEnabled(AlertKind::kNodeNotReady)->severity, "warning");
-  ASSERT_NE(d.FirstEnabled(AlertKind::kBudget), nullptr);
-  EXPECT_EQ(d.FirstEnabled(AlertKind::kQueueWait), nullptr);
-  EXPECT_EQ(d.FirstEnabled(AlertKind::kIdleAllocation), nullptr);
+  ASSERT_NE(d.FirstEnabled(AlertRuleKind::kGpuHealth), nullptr);
+  EXPECT_EQ(d.FirstEnabled(AlertRuleKind::kGpuHealth)->severity, AlertSeverity::kCritical);
+  ASSERT_NE(d.FirstEnabled(AlertRuleKind::kNodeNotReady), nullptr);
+  EXPECT_EQ(d.FirstEnabled(AlertRuleKind::kNodeNotReady)->for_ms, 120'000);
+  EXPECT_EQ(d.FirstEnabled(AlertRuleKind::kNodeNotReady)->severity, AlertSeverity::kWarning);
+  ASSERT_NE(d.FirstEnabled(AlertRuleKind::kBudget), nullptr);
+  EXPECT_EQ(d.FirstEnabled(AlertRuleKind::kQueueWait), nullptr);
+  EXPECT_EQ(d.FirstEnabled(AlertRuleKind::kIdleAllocation), nullptr);
 }
 
 struct Bad {
@@ -129,6 +129,11 @@ TEST(AlertRules, EachBadFieldNamesItself) {
       {"rules: [{name: a}]", "rules[0].kind"},
       {"rules: [{name: a, kind: disk_full}]", "rules[0].kind"},
       {"rules: [{name: a, kind: budget, severity: page}]", "rules[0].severity"},
+      // The name an unreadable stored severity shows as is none a rule may use.
+      {"rules: [{name: a, kind: budget, severity: unknown}]", "rules[0].severity"},
+      {"rules: [{name: a, kind: budget, severity: [warning]}]", "rules[0].severity"},
+      // An alert's kind is not a rule's: gpu_health rules raise gpu_hardware alerts.
+      {"rules: [{name: a, kind: gpu_hardware}]", "rules[0].kind"},
       {"rules: [{name: a, kind: budget, enabled: maybe}]", "rules[0].enabled"},
       {"rules: [{name: a, kind: budget, colour: red}]", "rules[0].colour"},
       {"rules: [{name: a, kind: budget, for: 2m}]", "rules[0].for"},

@@ -60,6 +60,23 @@ TEST(AgentDecode, AnInventoryPastItsBoundsIsRefusedNamingTheField) {
   }
 }
 
+// The agent echoes the cause berthd stopped a run for, or names its own; a
+// name this berthd does not know is still a stop, for an unknown cause.
+TEST(AgentDecode, AStopCauseIsReadOnceAtTheEdge) {
+  berth::v1::RunExited m;
+  m.set_run_id("r-1-0-1");
+  m.set_stopped_for("fenced");
+  m.set_clean_stop(true);
+  auto e = ExitFromProto(m);
+  EXPECT_EQ(e.stopped_for, model::StopCause::kFenced);
+  EXPECT_EQ(e.clean_stop, true);
+  m.set_stopped_for("evacuated");
+  m.set_clean_stop(false);
+  e = ExitFromProto(m);
+  EXPECT_EQ(e.stopped_for, model::StopCause::kUnknown);
+  EXPECT_EQ(e.clean_stop, false);
+}
+
 TEST(AgentDecode, ExitsAndSamplesAreReadAsTheStoreKeepsThem) {
   berth::v1::RunExited m;
   m.set_run_id("r-1-0-1");
@@ -69,6 +86,7 @@ TEST(AgentDecode, ExitsAndSamplesAreReadAsTheStoreKeepsThem) {
   EXPECT_FALSE(e.clean_stop.has_value());
   EXPECT_EQ(e.failure_class, "run_identity");
   EXPECT_FALSE(e.started_at_ms.has_value());
+  EXPECT_EQ(e.stopped_for, model::StopCause::kNone);
   berth::v1::GpuSample p;
   p.set_util_pct(250);
   p.set_mem_util_pct(101);

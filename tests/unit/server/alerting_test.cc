@@ -123,10 +123,10 @@ TEST_F(AlertingTest, NodeNotReadyRaisedOnceAndResolvedWhenReady) {
   Evaluate();
   auto alerts = All();
   ASSERT_EQ(alerts.size(), 1U);
-  EXPECT_EQ(alerts[0].kind, "node_not_ready");
+  EXPECT_EQ(alerts[0].kind, model::AlertKind::kNodeNotReady);
   EXPECT_EQ(alerts[0].rule, "down");
   EXPECT_EQ(alerts[0].subject, "n1");
-  EXPECT_EQ(alerts[0].severity, "critical");
+  EXPECT_EQ(alerts[0].severity, model::AlertSeverity::kCritical);
   EXPECT_EQ(alerts[0].node, "n1");
   EXPECT_FALSE(alerts[0].resolved_ms.has_value());
 
@@ -169,7 +169,7 @@ TEST_F(AlertingTest, QueueWaitNamesTheOldestJobPerQueue) {
   Evaluate();
   auto alerts = All();
   ASSERT_EQ(alerts.size(), 1U);
-  EXPECT_EQ(alerts[0].kind, "queue_wait");
+  EXPECT_EQ(alerts[0].kind, model::AlertKind::kQueueWait);
   EXPECT_EQ(alerts[0].subject, "default/default");
   EXPECT_NE(alerts[0].message.find("job " + std::to_string(first) + " has waited 31m"),
             std::string::npos)
@@ -239,7 +239,7 @@ TEST_F(AlertingTest, IdleAllocationFromTheInputFunction) {
   Evaluate();
   auto alerts = All();
   ASSERT_EQ(alerts.size(), 1U);
-  EXPECT_EQ(alerts[0].kind, "idle_allocation");
+  EXPECT_EQ(alerts[0].kind, model::AlertKind::kIdleAllocation);
   EXPECT_EQ(alerts[0].subject, "7.0.0");
   EXPECT_NE(alerts[0].message.find("under 5%"), std::string::npos) << alerts[0].message;
   // Busy again: resolved.
@@ -261,18 +261,18 @@ rules:
   a.subject = "n1/3";
   a.message = "Xid 79";
   a.raised_ms = clock_.NowMs();
-  auto id = router_->Raise(model::AlertKind::kGpuHealth, a, store::AlertDedupe::kOpen);
+  auto id = router_->Raise(model::AlertRuleKind::kGpuHealth, a, store::AlertDedupe::kOpen);
   ASSERT_TRUE(id.has_value() && id->has_value());
-  auto again = router_->Raise(model::AlertKind::kGpuHealth, a, store::AlertDedupe::kOpen);
+  auto again = router_->Raise(model::AlertRuleKind::kGpuHealth, a, store::AlertDedupe::kOpen);
   ASSERT_TRUE(again.has_value());
   EXPECT_FALSE(again->has_value()) << "an open alert for n1/3 exists";
-  auto budget = router_->Raise(model::AlertKind::kBudget, a, store::AlertDedupe::kEver);
+  auto budget = router_->Raise(model::AlertRuleKind::kBudget, a, store::AlertDedupe::kEver);
   ASSERT_TRUE(budget.has_value());
   EXPECT_FALSE(budget->has_value()) << "the budget rule is disabled";
   auto alerts = All();
   ASSERT_EQ(alerts.size(), 1U);
-  EXPECT_EQ(alerts[0].kind, "gpu_hardware");
-  EXPECT_EQ(alerts[0].severity, "warning");
+  EXPECT_EQ(alerts[0].kind, model::AlertKind::kGpuHardware);
+  EXPECT_EQ(alerts[0].severity, model::AlertSeverity::kWarning);
   EXPECT_EQ(alerts[0].sinks, std::vector<std::string>{"ops"});
   auto due = store_->DueDeliveries(clock_.NowMs(), 10);
   ASSERT_EQ(due->size(), 1U);
@@ -321,7 +321,7 @@ rules: [{{name: gpus, kind: gpu_health, sinks: [ops]}}])",
   a.node = "n1";
   a.message = "Xid 48";
   a.raised_ms = clock_.NowMs();
-  ASSERT_TRUE(router_->Raise(model::AlertKind::kGpuHealth, a, store::AlertDedupe::kOpen));
+  ASSERT_TRUE(router_->Raise(model::AlertRuleKind::kGpuHealth, a, store::AlertDedupe::kOpen));
   AlertDeliverer::Options o;
   o.version = "test";
   o.server = "http://berthd";
@@ -357,7 +357,7 @@ rules: [{name: gpus, kind: gpu_health, sinks: [ops]}])");
   a.subject = "n1/0";
   a.message = "Xid 48";
   a.raised_ms = clock_.NowMs();
-  ASSERT_TRUE(router_->Raise(model::AlertKind::kGpuHealth, a, store::AlertDedupe::kOpen));
+  ASSERT_TRUE(router_->Raise(model::AlertRuleKind::kGpuHealth, a, store::AlertDedupe::kOpen));
   AlertDeliverer::Options o;
   o.max_attempts = 3;
   AlertDeliverer deliverer(*store_, *router_, clock_, o);

@@ -114,7 +114,7 @@ TEST_F(CancelRaceTest, ACancelBeforeTheStartOrderSettlesTheRunAsNeverStarted) {
   EXPECT_EQ(job.state, model::JobState::kCancelled);
   ASSERT_EQ(job.runs.size(), 1U);
   EXPECT_EQ(job.runs[0].state, model::RunState::kExited);
-  EXPECT_EQ(job.runs[0].stopped_for, "cancelled");
+  EXPECT_EQ(job.runs[0].stopped_for, model::StopCause::kCancelled);
   EXPECT_FALSE(job.runs[0].started_at_ms.has_value());  // no runtime, nothing metered
   EXPECT_EQ(agent->Starts(run), 0);
   EXPECT_EQ(agent->Stops(run), 0);  // nothing the agent could act on
@@ -208,12 +208,13 @@ TEST_F(CancelRaceTest, APreemptedRunThatNeverStartedIsRequeued) {
   Connect();
   auto id = Submit();
   auto run = Place(id);
-  ASSERT_TRUE(control::RequestStop(*store_, id, "preempted", clock_.NowMs()).has_value());
+  ASSERT_TRUE(
+      control::RequestStop(*store_, id, model::StopCause::kPreempted, clock_.NowMs()).has_value());
   ASSERT_TRUE(controller_->RunPass().has_value());
   auto job = Job(id);
   ASSERT_FALSE(job.runs.empty());
   EXPECT_EQ(job.runs.front().state, model::RunState::kExited);
-  EXPECT_EQ(job.runs.front().stopped_for, "preempted");
+  EXPECT_EQ(job.runs.front().stopped_for, model::StopCause::kPreempted);
   // Back in the queue for a new attempt (the pass may already have placed it).
   EXPECT_NE(job.state, model::JobState::kFailed);
   EXPECT_FALSE(model::IsTerminal(job.state));

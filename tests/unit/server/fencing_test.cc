@@ -106,7 +106,7 @@ TEST_F(FencingTest, ARunOnASilentNodeIsLostOnlyOnceItsAgentHasFencedIt) {
   clock_.Set(last_heartbeat + plain_after + 1);
   ASSERT_TRUE(controller_->RunPass().has_value());
   EXPECT_EQ(Run(plain).state, model::RunState::kExited);
-  EXPECT_EQ(Run(plain).stopped_for, "lost");
+  EXPECT_EQ(Run(plain).stopped_for, model::StopCause::kLost);
   EXPECT_EQ(Run(patient).state, model::RunState::kRunning)
       << "its agent may still be waiting out its checkpoint grace";
 
@@ -115,7 +115,7 @@ TEST_F(FencingTest, ARunOnASilentNodeIsLostOnlyOnceItsAgentHasFencedIt) {
   EXPECT_EQ(Run(patient).state, model::RunState::kRunning);
   clock_.Set(last_heartbeat + patient_after + 1);
   ASSERT_TRUE(controller_->RunPass().has_value());
-  EXPECT_EQ(Run(patient).stopped_for, "lost");
+  EXPECT_EQ(Run(patient).stopped_for, model::StopCause::kLost);
 }
 
 TEST_F(FencingTest, AFencedExitIsANodeLostFailureThatIsRetried) {
@@ -130,7 +130,7 @@ TEST_F(FencingTest, AFencedExitIsANodeLostFailureThatIsRetried) {
   exit.set_ended_at_ms(clock_.NowMs());
   ASSERT_TRUE(controller_->OnRunExited("n1", exit).has_value());
 
-  EXPECT_EQ(Run(run).stopped_for, "fenced");
+  EXPECT_EQ(Run(run).stopped_for, model::StopCause::kFenced);
   EXPECT_EQ(Run(run).failure_class, "node_lost");
   auto job = *store_->GetJob(Run(run).job_id);
   EXPECT_EQ(job.state, model::JobState::kPending) << "retried: node_lost is retried by default";

@@ -34,6 +34,29 @@ TEST_F(HardeningApiTest, AnUnknownQueryParameterIsRefusedAndChangesNothing) {
   EXPECT_EQ(Get("/v1/alerts?all=true").status, 200);
 }
 
+// The alert list's kind filter is read once at the edge: a kind no alert can
+// have matches none (it is no error), and the list shows the stored names.
+TEST_F(HardeningApiTest, TheAlertKindFilterMatchesByNameAndAnUnknownKindMatchesNothing) {
+  store::Alert budget;
+  budget.kind = model::AlertKind::kBudget;
+  budget.severity = model::AlertSeverity::kCritical;
+  budget.raised_ms = clock_.NowMs();
+  ASSERT_TRUE(store_->RaiseAlert(budget).has_value());
+  store::Alert waits = budget;
+  waits.kind = model::AlertKind::kQueueWait;
+  waits.severity = model::AlertSeverity::kInfo;
+  ASSERT_TRUE(store_->RaiseAlert(waits).has_value());
+  auto r = Get("/v1/alerts?kind=queue_wait");
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+  ASSERT_EQ(r.body["alerts"].size(), 1u) << r.body.dump();
+  EXPECT_EQ(r.body["alerts"][0]["kind"], "queue_wait");
+  EXPECT_EQ(r.body["alerts"][0]["severity"], "info");
+  EXPECT_EQ(Get("/v1/alerts").body["alerts"].size(), 2u);
+  r = Get("/v1/alerts?kind=disk_full");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_TRUE(r.body["alerts"].empty()) << r.body.dump();
+}
+
 TEST_F(HardeningApiTest, ACallerOverItsRateGets429WithRetryAfterAndRecovers) {
   RateLimiter limiter({2, 2, 100}, clock_);
   api_->set_rate_limiter(&limiter);

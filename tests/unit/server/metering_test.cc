@@ -206,9 +206,9 @@ TEST_F(MeteringTest, BudgetAlertsOncePerThresholdAndEnforcement) {
   auto alerts = store_->ListAlerts(true);
   ASSERT_TRUE(alerts.has_value());
   ASSERT_EQ(alerts->size(), 2u);
-  EXPECT_EQ((*alerts)[0].kind, "budget");
-  EXPECT_EQ((*alerts)[0].severity, "warning");
-  EXPECT_EQ((*alerts)[1].severity, "critical");
+  EXPECT_EQ((*alerts)[0].kind, model::AlertKind::kBudget);
+  EXPECT_EQ((*alerts)[0].severity, model::AlertSeverity::kWarning);
+  EXPECT_EQ((*alerts)[1].severity, model::AlertSeverity::kCritical);
   EXPECT_EQ((*alerts)[0].rule, "budget");
   EXPECT_EQ((*alerts)[0].subject, "default/2026-11/50");
   // Resolved by hand, a threshold is still not raised again this month.

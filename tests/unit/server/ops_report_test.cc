@@ -157,10 +157,10 @@ TEST(OpsReportTest, OutcomesFailureRateAndClasses) {
   auto plain_fail = MakeRun("2.0.0", 1, kFrom, kFrom + 10);
   plain_fail.exit_code = 3;  // no class recorded: user_code
   auto timed_out = MakeRun("3.0.0", 1, kFrom, kFrom + 10);
-  timed_out.stopped_for = "max_runtime";
+  timed_out.stopped_for = model::StopCause::kMaxRuntime;
   timed_out.signal = 15;
   auto cancelled = MakeRun("4.0.0", 1, kFrom, kFrom + 10);
-  cancelled.stopped_for = "cancelled";
+  cancelled.stopped_for = model::StopCause::kCancelled;
   cancelled.signal = 15;
   auto before = MakeRun("5.0.0", 1, kFrom - 100, kFrom - 1);  // ended before the window
   before.exit_code = 1;
@@ -187,19 +187,19 @@ TEST(OpsReportTest, OutcomesFailureRateAndClasses) {
 TEST(OpsReportTest, EvictionsLoseAllocatedTimeSinceTheCheckpointOrTheStart) {
   OpsInputs in = Base();
   auto preempted = MakeRun("1.0.0", 4, kFrom + 1000, kFrom + 61'000);
-  preempted.stopped_for = "preempted";
+  preempted.stopped_for = model::StopCause::kPreempted;
   preempted.last_checkpoint_ms = kFrom + 41'000;  // 20 s lost on 4 GPUs
   auto reclaimed = MakeRun("2.0.0", 2, kFrom + 1000, kFrom + 11'000);
-  reclaimed.stopped_for = "reclaimed";  // no checkpoint: 10 s on 2 GPUs
+  reclaimed.stopped_for = model::StopCause::kReclaimed;  // no checkpoint: 10 s on 2 GPUs
   auto early = MakeRun("3.0.0", 1, kFrom - 30'000, kFrom + 5000);
-  early.stopped_for = "moved";  // started before the window: lost from `from` only
+  early.stopped_for = model::StopCause::kMoved;  // started before the window: lost from `from` only
   auto drained = MakeRun("4.0.0", 1, kFrom, kFrom + 5000);
-  drained.stopped_for = "drained";  // an admin's drain: not an eviction
+  drained.stopped_for = model::StopCause::kDrained;  // an admin's drain: not an eviction
   in.jobs.push_back(Job(1, "red", kFrom, {preempted}));
   in.jobs.push_back(Job(2, "blue", kFrom, {reclaimed, early, drained}));
   // A slice: the record's mGPU counts, not the run's GPU list.
   auto slice = MakeRun("5.0.0", 1, kFrom, kFrom + 1000);
-  slice.stopped_for = "preempted";
+  slice.stopped_for = model::StopCause::kPreempted;
   in.jobs.push_back(Job(3, "blue", kFrom, {slice}));
   in.records.push_back(Record("5.0.0", "blue", 250, kFrom, kFrom + 1000, 1));
   auto r = BuildOpsReport(in);

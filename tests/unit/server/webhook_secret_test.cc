@@ -98,7 +98,7 @@ class WebhookSecretTest : public ::testing::Test {
     a.subject = "n1/0";
     a.message = "Xid 48";
     a.raised_ms = clock_.NowMs();
-    auto id = router_->Raise(model::AlertKind::kGpuHealth, a, store::AlertDedupe::kOpen);
+    auto id = router_->Raise(model::AlertRuleKind::kGpuHealth, a, store::AlertDedupe::kOpen);
     ASSERT_TRUE(id.has_value() && id->has_value());
   }
   // One delivery attempt of everything due; the outbox's only row.

@@ -70,7 +70,7 @@ TEST(SimLifecycle, PlacedEvictedLostAndFinishedThroughTheTransitions) {
   EXPECT_EQ(job.failures, 0U);
   for (const auto& r : job.runs) {
     EXPECT_EQ(r.state, RunState::kExited);
-    EXPECT_EQ(r.stopped_for, "preempted");
+    EXPECT_EQ(r.stopped_for, model::StopCause::kPreempted);
     EXPECT_EQ(r.finished_at_ms, 20'000);
   }
 
@@ -82,8 +82,8 @@ TEST(SimLifecycle, PlacedEvictedLostAndFinishedThroughTheTransitions) {
   EXPECT_EQ(job.reason.code, ReasonCode::kRetrying);
   EXPECT_EQ(job.failures, 1U);
   EXPECT_EQ(job.retry_after_ms, 40'000);
-  EXPECT_EQ(job.runs[0].stopped_for, "gang");
-  EXPECT_EQ(job.runs[1].stopped_for, "lost");
+  EXPECT_EQ(job.runs[0].stopped_for, model::StopCause::kGang);
+  EXPECT_EQ(job.runs[1].stopped_for, model::StopCause::kLost);
 
   ASSERT_TRUE(PlaceAndStart(job, OnTwoNodes(), nodes.index(), 3, 50'000).has_value());
   EXPECT_FALSE(job.retry_after_ms.has_value());

@@ -238,7 +238,8 @@ TEST_P(JobStoreConformance, APlacedJobStartsRunsAndSucceedsOnce) {
   ASSERT_TRUE(control::MarkRunStarted(store(), job.runs[1].run_id, 9, 2150, 2150).has_value());
 
   for (const auto& r : job.runs) {
-    auto after = control::MarkRunExited(store(), {r.run_id, 0, 0, 2100, 5000, "", ""}, 5000);
+    auto after = control::MarkRunExited(
+        store(), {r.run_id, 0, 0, 2100, 5000, model::StopCause::kNone, ""}, 5000);
     ASSERT_TRUE(after.has_value()) << after.error().message;
   }
   job = Job(id);
@@ -247,8 +248,8 @@ TEST_P(JobStoreConformance, APlacedJobStartsRunsAndSucceedsOnce) {
   EXPECT_TRUE(store().ActiveRuns()->empty());
   const std::size_t events = job.timeline.size();
   // An exit re-sent after a reconnect is recorded once.
-  auto again =
-      control::MarkRunExited(store(), {job.runs[0].run_id, 0, 0, 2100, 6000, "", ""}, 6000);
+  auto again = control::MarkRunExited(
+      store(), {job.runs[0].run_id, 0, 0, 2100, 6000, model::StopCause::kNone, ""}, 6000);
   ASSERT_TRUE(again.has_value());
   EXPECT_EQ(again->state, JobState::kSucceeded);
   EXPECT_EQ(Job(id).timeline.size(), events);
@@ -264,7 +265,10 @@ TEST_P(JobStoreConformance, APlacedJobStartsRunsAndSucceedsOnce) {
 
 TEST_P(JobStoreConformance, AnUnknownRunIsNotFound) {
   EXPECT_EQ(control::MarkRunStarted(store(), "9.0.1", 1, 2000, 2000).error().code, Code::kNotFound);
-  EXPECT_EQ(control::MarkRunExited(store(), {"9.0.1", 0, 0, 2000, 3000, "", ""}, 3000).error().code,
+  EXPECT_EQ(control::MarkRunExited(store(),
+                                   {"9.0.1", 0, 0, 2000, 3000, model::StopCause::kNone, ""}, 3000)
+                .error()
+                .code,
             Code::kNotFound);
   EXPECT_EQ(store().RecordCheckpoint("9.0.1", 2500).error().code, Code::kNotFound);
   auto run = store().GetRun("9.0.1");
@@ -288,14 +292,16 @@ TEST_P(JobStoreConformance, AnEvictedJobReturnsToPendingAndRestartsAsANewAttempt
   model::JobRecord job = Job(victim);
   EXPECT_EQ(job.state, JobState::kRunning);  // until its run has exited
   EXPECT_TRUE(job.runs[0].stop_requested);
-  EXPECT_EQ(job.runs[0].stopped_for, "preempted");
+  EXPECT_EQ(job.runs[0].stopped_for, model::StopCause::kPreempted);
 
-  ASSERT_TRUE(control::MarkRunExited(store(), {job.runs[0].run_id, 0, 15, 2100, 2600, "", ""}, 2600)
-                  .has_value());
+  ASSERT_TRUE(
+      control::MarkRunExited(
+          store(), {job.runs[0].run_id, 0, 15, 2100, 2600, model::StopCause::kNone, ""}, 2600)
+          .has_value());
   job = Job(victim);
   EXPECT_EQ(job.state, JobState::kPending);
   EXPECT_EQ(job.reason.code, model::ReasonCode::kPreempted);
-  EXPECT_EQ(job.runs[0].stopped_for, "preempted");
+  EXPECT_EQ(job.runs[0].stopped_for, model::StopCause::kPreempted);
   EXPECT_EQ(job.runs[0].last_checkpoint_ms, 2300);
   EXPECT_EQ(job.failures, 0U);
 
@@ -326,9 +332,11 @@ TEST_P(JobStoreConformance, CancelStopsAtOnceWhenPendingAndThroughItsRunsWhenRun
   EXPECT_EQ(r->state, JobState::kRunning);
   EXPECT_TRUE(r->cancel_requested);
   EXPECT_EQ(r->cancelled_by, "bob");
-  EXPECT_EQ(r->runs[0].stopped_for, "cancelled");
-  ASSERT_TRUE(control::MarkRunExited(store(), {r->runs[0].run_id, 0, 15, 2100, 2600, "", ""}, 2600)
-                  .has_value());
+  EXPECT_EQ(r->runs[0].stopped_for, model::StopCause::kCancelled);
+  ASSERT_TRUE(
+      control::MarkRunExited(
+          store(), {r->runs[0].run_id, 0, 15, 2100, 2600, model::StopCause::kNone, ""}, 2600)
+          .has_value());
   EXPECT_EQ(Job(running).state, JobState::kCancelled);
 }
 
@@ -344,7 +352,7 @@ TEST_P(JobStoreConformance, AGpuErrorStopsItsHolderAndADrainRequeuesWithoutAFail
   ASSERT_TRUE(hit.has_value());
   EXPECT_EQ(*hit, std::vector<std::int64_t>{on1});
   model::JobRecord job = Job(on1);
-  EXPECT_EQ(job.runs[0].stopped_for, "gpu_error");
+  EXPECT_EQ(job.runs[0].stopped_for, model::StopCause::kGpuError);
   EXPECT_EQ(job.runs[0].failure_class, "gpu_hardware");
   EXPECT_EQ(job.runs[0].stop_detail, "Xid 79");
   EXPECT_FALSE(Job(on0).runs[0].stop_requested);
@@ -353,7 +361,8 @@ TEST_P(JobStoreConformance, AGpuErrorStopsItsHolderAndADrainRequeuesWithoutAFail
   ASSERT_TRUE(drained.has_value());
   EXPECT_EQ(*drained, std::vector<std::int64_t>{on0});  // on1 is stopping already
   ASSERT_TRUE(
-      control::MarkRunExited(store(), {Job(on0).runs[0].run_id, 0, 15, 2100, 2700, "", ""}, 2700)
+      control::MarkRunExited(
+          store(), {Job(on0).runs[0].run_id, 0, 15, 2100, 2700, model::StopCause::kNone, ""}, 2700)
           .has_value());
   job = Job(on0);
   EXPECT_EQ(job.state, JobState::kPending);
@@ -368,7 +377,7 @@ TEST_P(JobStoreConformance, ARetryableFailureRequeuesWithBackoff) {
   spec.retry.on = {"communication"};
   const std::int64_t id = Submit(spec, 1500);
   Place(id, 1, 2000);
-  model::RunExit exit{Job(id).runs[0].run_id, 1, 0, 2100, 3000, "", ""};
+  model::RunExit exit{Job(id).runs[0].run_id, 1, 0, 2100, 3000, model::StopCause::kNone, ""};
   exit.failure_class = "communication";
   ASSERT_TRUE(control::MarkRunExited(store(), exit, 3000).has_value());
   model::JobRecord job = Job(id);
@@ -484,7 +493,7 @@ TEST_P(JobStoreConformance, ABatchThatFailsMidwayLeavesNothing) {
   model::JobRecord job = Job(victim);
   EXPECT_EQ(job.state, JobState::kRunning);
   EXPECT_FALSE(job.runs[0].stop_requested);
-  EXPECT_EQ(job.runs[0].stopped_for, "");
+  EXPECT_EQ(job.runs[0].stopped_for, model::StopCause::kNone);
   EXPECT_EQ(job.reason.code, model::ReasonCode::kRunning);
   EXPECT_EQ(Job(waiting).reason.code, model::ReasonCode::kQueued);
 

@@ -93,7 +93,7 @@ TEST_F(PlanCrashTest, AKillBetweenEvictionsAndPlacementsLeavesNeither) {
   ASSERT_TRUE(control::ApplyPlan(**store, plan, *(*store)->ListNodes(), 1, 3000));
   v = (*store)->GetJob(victim);
   EXPECT_TRUE(v->runs[0].stop_requested);
-  EXPECT_EQ(v->runs[0].stopped_for, "preempted");
+  EXPECT_EQ(v->runs[0].stopped_for, model::StopCause::kPreempted);
   EXPECT_EQ(v->reason.code, model::ReasonCode::kPreempted);
   w = (*store)->GetJob(waiting);
   EXPECT_EQ(w->state, model::JobState::kScheduled);

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "control/lifecycle.h"
+#include "store/meter_store.h"
 #include "store/sqlite_db.h"
 #include "unit/builders.h"
 
@@ -108,7 +109,7 @@ TEST_F(SqliteStoreTest, ExitIsIdempotent) {
   auto id = *store_->CreateJob(Spec("a"), 1500);
   Place(id, 1);
   auto run = store_->GetJob(id)->runs[0];
-  RunExit e{run.run_id, 3, 0, 2100, 3000, "", ""};
+  RunExit e{run.run_id, 3, 0, 2100, 3000, model::StopCause::kNone, ""};
   ASSERT_TRUE(control::MarkRunExited(*store_, e, 3000).has_value());
   ASSERT_TRUE(control::MarkRunExited(*store_, e, 4000).has_value());  // re-sent after a reconnect
   auto job = *store_->GetJob(id);
@@ -124,8 +125,9 @@ TEST_F(SqliteStoreTest, KilledReplicaHasASignalAndNoExitCode) {
   auto id = *store_->CreateJob(Spec("a"), 1500);
   Place(id, 1);
   auto run = store_->GetJob(id)->runs[0];
-  ASSERT_TRUE(
-      control::MarkRunExited(*store_, {run.run_id, 0, 9, 2100, 3000, "", ""}, 3000).has_value());
+  ASSERT_TRUE(control::MarkRunExited(
+                  *store_, {run.run_id, 0, 9, 2100, 3000, model::StopCause::kNone, ""}, 3000)
+                  .has_value());
   auto job = *store_->GetJob(id);
   EXPECT_EQ(job.state, model::JobState::kFailed);
   EXPECT_EQ(job.runs[0].signal, 9);
@@ -138,14 +140,16 @@ TEST_F(SqliteStoreTest, FailedReplicaStopsTheRestOfTheGang) {
   auto id = *store_->CreateJob(Spec("a", 2), 1500);
   Place(id, 2);
   auto runs = store_->GetJob(id)->runs;
-  ASSERT_TRUE(control::MarkRunExited(*store_, {runs[0].run_id, 1, 0, 2100, 3000, "", ""}, 3000)
+  ASSERT_TRUE(control::MarkRunExited(
+                  *store_, {runs[0].run_id, 1, 0, 2100, 3000, model::StopCause::kNone, ""}, 3000)
                   .has_value());
   auto active = *store_->ActiveRuns();
   ASSERT_EQ(active.size(), 1U);
   EXPECT_TRUE(active[0].stop_requested);
-  EXPECT_EQ(active[0].stopped_for, "gang");
+  EXPECT_EQ(active[0].stopped_for, model::StopCause::kGang);
   // The stopped peer's SIGTERM exit does not hide the real cause.
-  ASSERT_TRUE(control::MarkRunExited(*store_, {runs[1].run_id, 0, 15, 2100, 3100, "", ""}, 3100)
+  ASSERT_TRUE(control::MarkRunExited(
+                  *store_, {runs[1].run_id, 0, 15, 2100, 3100, model::StopCause::kNone, ""}, 3100)
                   .has_value());
   auto job = *store_->GetJob(id);
   EXPECT_EQ(job.state, model::JobState::kFailed);
@@ -155,7 +159,7 @@ TEST_F(SqliteStoreTest, FailedReplicaStopsTheRestOfTheGang) {
 
 // A run that exited with `cls` (its failure class as berthd read it).
 RunExit FailedExit(const RunRecord& run, std::string cls, TimeMs at) {
-  RunExit e{run.run_id, 1, 0, at - 100, at, "", ""};
+  RunExit e{run.run_id, 1, 0, at - 100, at, model::StopCause::kNone, ""};
   e.failure_class = std::move(cls);
   return e;
 }
@@ -226,7 +230,8 @@ TEST_F(SqliteStoreTest, AFailedGpuStopsItsGangAndRetriesByDefault) {
   EXPECT_EQ(*jobs, (std::vector<std::int64_t>{id}));
   std::map<std::string, std::string> stopped;
   auto active = *store_->ActiveRuns();
-  for (const auto& r : active) stopped[r.run_id] = r.stop_requested ? r.stopped_for : "";
+  for (const auto& r : active)
+    stopped[r.run_id] = r.stop_requested ? model::StopCauseName(r.stopped_for) : "";
   auto runs = store_->GetJob(id)->runs;
   EXPECT_EQ(stopped[runs[1].run_id], "gpu_error");
   EXPECT_EQ(stopped[runs[0].run_id], "gang");
@@ -234,10 +239,10 @@ TEST_F(SqliteStoreTest, AFailedGpuStopsItsGangAndRetriesByDefault) {
   ASSERT_EQ(other_runs.size(), 1U);
   EXPECT_EQ(stopped[other_runs[0].run_id], "");  // not on that GPU
 
-  ASSERT_TRUE(
-      control::MarkRunExited(*store_, {runs[1].run_id, 0, 15, 2100, 2600, "gpu_error", ""}, 2600));
-  ASSERT_TRUE(
-      control::MarkRunExited(*store_, {runs[0].run_id, 0, 15, 2100, 2700, "gang", ""}, 2700));
+  ASSERT_TRUE(control::MarkRunExited(
+      *store_, {runs[1].run_id, 0, 15, 2100, 2600, model::StopCause::kGpuError, ""}, 2600));
+  ASSERT_TRUE(control::MarkRunExited(
+      *store_, {runs[0].run_id, 0, 15, 2100, 2700, model::StopCause::kGang, ""}, 2700));
   auto job = *store_->GetJob(id);
   EXPECT_EQ(job.state, model::JobState::kPending);
   EXPECT_EQ(job.reason.code, model::ReasonCode::kRetrying);
@@ -245,27 +250,38 @@ TEST_F(SqliteStoreTest, AFailedGpuStopsItsGangAndRetriesByDefault) {
   EXPECT_NE(job.reason.detail.find("Xid 79"), std::string::npos) << job.reason.detail;
 }
 
+TEST(CordonKind, NamesRoundTripAndAnUnknownNameIsNone) {
+  for (auto k : {model::CordonKind::kCordon, model::CordonKind::kDrain}) {
+    EXPECT_EQ(model::ParseCordonKind(model::CordonKindName(k)), k);
+  }
+  EXPECT_EQ(model::CordonKindName(model::CordonKind::kCordon), "cordon");
+  EXPECT_EQ(model::CordonKindName(model::CordonKind::kDrain), "drain");
+  EXPECT_FALSE(model::ParseCordonKind("quarantine"));
+  EXPECT_FALSE(model::ParseCordonKind(""));
+}
+
 TEST_F(SqliteStoreTest, CordonsAreKeptPerNodeAndGpuAndUncordonResolvesAlerts) {
   ASSERT_TRUE(store_->UpsertNode(NodeWith(4), 1000));
-  Cordon auto_cordon{"cordon", "Xid 48", "berth", true, 0};
+  Cordon auto_cordon{model::CordonKind::kCordon, "Xid 48", "berth", true, 0};
   ASSERT_TRUE(store_->SetCordon("n1", 2, auto_cordon, 2000));
   EXPECT_EQ(store_->SetCordon("n1", 9, auto_cordon, 2000).error().code, Code::kNotFound);
   EXPECT_EQ(store_->SetCordon("nope", std::nullopt, auto_cordon, 2000).error().code,
             Code::kNotFound);
   Alert alert;
-  alert.kind = "gpu_hardware";
-  alert.severity = "critical";
+  alert.kind = model::AlertKind::kGpuHardware;
+  alert.severity = model::AlertSeverity::kCritical;
   alert.node = "n1";
   alert.gpu = 2;
   alert.message = "Xid 48";
   alert.raised_ms = 2000;
   ASSERT_TRUE(store_->RaiseAlert(alert));
-  ASSERT_TRUE(store_->SetCordon("n1", std::nullopt, {"drain", "reboot", "ops", false, 0}, 2100));
+  ASSERT_TRUE(store_->SetCordon("n1", std::nullopt,
+                                {model::CordonKind::kDrain, "reboot", "ops", false, 0}, 2100));
   Reopen();  // durable
   auto nodes = *store_->ListNodes();
   ASSERT_EQ(nodes.size(), 1U);
   ASSERT_TRUE(nodes[0].cordon.has_value());
-  EXPECT_EQ(nodes[0].cordon->kind, "drain");
+  EXPECT_EQ(nodes[0].cordon->kind, model::CordonKind::kDrain);
   ASSERT_EQ(nodes[0].gpu_cordons.size(), 1U);
   EXPECT_TRUE(nodes[0].gpu_cordons.at(2).automatic);
   EXPECT_EQ(store_->ListAlerts(true)->size(), 1U);
@@ -301,8 +317,8 @@ TEST_F(SqliteStoreTest, CancelPendingIsImmediateAndRunningWaitsForExit) {
   EXPECT_TRUE(after.cancel_requested);
   EXPECT_TRUE(store_->ActiveRuns()->at(0).stop_requested);
   auto run = after.runs[0];
-  ASSERT_TRUE(
-      control::MarkRunExited(*store_, {run.run_id, 0, 15, 2100, 2600, "cancelled", ""}, 2600));
+  ASSERT_TRUE(control::MarkRunExited(
+      *store_, {run.run_id, 0, 15, 2100, 2600, model::StopCause::kCancelled, ""}, 2600));
   auto job = *store_->GetJob(running);
   EXPECT_EQ(job.state, model::JobState::kCancelled);
   EXPECT_EQ(job.reason.detail, "bob");
@@ -462,10 +478,11 @@ TEST_F(SqliteStoreTest, PolicyThatRemovesABusyQueueIsRefused) {
 
   // Once the work is gone the queues may go.
   ASSERT_TRUE(control::CancelJob(*store_, pending, "bob", 3100).has_value());
-  ASSERT_TRUE(
-      control::MarkRunExited(
-          *store_, {store_->GetJob(running)->runs[0].run_id, 0, 0, 2300, 3200, "", ""}, 3200)
-          .has_value());
+  ASSERT_TRUE(control::MarkRunExited(*store_,
+                                     {store_->GetJob(running)->runs[0].run_id, 0, 0, 2300, 3200,
+                                      model::StopCause::kNone, ""},
+                                     3200)
+                  .has_value());
   auto applied = store_->ApplyPolicy(kDefaultOnly, "bob", "", 3300);
   ASSERT_TRUE(applied.has_value()) << applied.error().message;
   EXPECT_EQ(*applied, 3);
@@ -614,6 +631,77 @@ TEST_F(SqliteStoreTest, SliceRunsRecordTheirShare) {
   EXPECT_EQ(active->front().gpu_share_millis, 250U);
 }
 
+// The names are what is stored; one a newer Berth wrote (a downgrade) reads
+// as kUnknown, shown as "unknown" (a cordon's as a plain cordon), and a read
+// never fails on it.
+TEST_F(SqliteStoreTest, NamesANewerBerthWroteReadAsUnknown) {
+  auto id = store_->CreateJob(Spec("a"), 1500);
+  ASSERT_TRUE(id.has_value());
+  Place(*id, 1);
+  const std::string run_id = store_->GetJob(*id)->runs.at(0).run_id;
+  ASSERT_TRUE(control::MarkRunStarted(*store_, run_id, 1, 2100, 2100).has_value());
+  ASSERT_TRUE(control::RequestStop(*store_, *id, model::StopCause::kDrained, 2200).has_value());
+  ASSERT_TRUE(store_->SetCordon("n1", std::nullopt,
+                                {model::CordonKind::kDrain, "", "ops", false, 0}, 2200));
+  Alert alert;
+  alert.kind = model::AlertKind::kQueueWait;
+  alert.severity = model::AlertSeverity::kInfo;
+  alert.raised_ms = 2200;
+  ASSERT_TRUE(store_->RaiseAlert(alert).has_value());
+  store_.reset();
+  {
+    auto db = Database::Open((dir_ / "berth.db").string());
+    ASSERT_TRUE(db.has_value());
+    // As written: the names, not numbers.
+    auto st = db->Prepare(
+        "SELECT r.stopped_for, a.kind, a.severity, c.kind FROM runs r, alerts a, cordons c");
+    ASSERT_TRUE(st.has_value());
+    ASSERT_TRUE(st->Step().value());
+    EXPECT_EQ(st->Text(0), "drained");
+    EXPECT_EQ(st->Text(1), "queue_wait");
+    EXPECT_EQ(st->Text(2), "info");
+    EXPECT_EQ(st->Text(3), "drain");
+  }
+  {
+    auto db = Database::Open((dir_ / "berth.db").string());
+    ASSERT_TRUE(db.has_value());
+    ASSERT_TRUE(db->Exec("UPDATE runs SET stopped_for='evacuated';"
+                         "UPDATE alerts SET kind='thermal', severity='page';"
+                         "UPDATE cordons SET kind='quarantine';")
+                    .has_value());
+  }
+  Reopen();
+  auto job = store_->GetJob(*id);
+  ASSERT_TRUE(job.has_value()) << job.error().message;
+  EXPECT_EQ(job->runs.at(0).stopped_for, model::StopCause::kUnknown);
+  EXPECT_TRUE(job->runs.at(0).stop_requested);
+  auto active = store_->ActiveRuns();
+  ASSERT_TRUE(active.has_value());
+  ASSERT_EQ(active->size(), 1U);
+  EXPECT_EQ(active->at(0).stopped_for, model::StopCause::kUnknown);
+  auto alerts = store_->ListAlerts(true);
+  ASSERT_TRUE(alerts.has_value()) << alerts.error().message;
+  ASSERT_EQ(alerts->size(), 1U);
+  EXPECT_EQ(alerts->at(0).kind, model::AlertKind::kUnknown);
+  EXPECT_EQ(alerts->at(0).severity, model::AlertSeverity::kUnknown);
+  // A cordon of a kind this version does not know still keeps new work off.
+  auto nodes = store_->ListNodes();
+  ASSERT_TRUE(nodes.has_value()) << nodes.error().message;
+  ASSERT_TRUE(nodes->at(0).cordon.has_value());
+  EXPECT_EQ(nodes->at(0).cordon->kind, model::CordonKind::kCordon);
+  auto meter = MeterStore::Open(dir_);
+  ASSERT_TRUE(meter.has_value()) << meter.error().message;
+  auto usage = (*meter)->UsageRuns(0, 10'000, "", model::TenantScope::All());
+  ASSERT_TRUE(usage.has_value()) << usage.error().message;
+  ASSERT_EQ(usage->size(), 1U);
+  EXPECT_EQ(usage->at(0).stopped_for, model::StopCause::kUnknown);
+
+  // The run exits: its cause stays what it was read as, and is stored by name.
+  ASSERT_TRUE(control::MarkRunExited(
+      *store_, {run_id, 0, 15, 2100, 2600, model::StopCause::kUnknown, ""}, 2600));
+  EXPECT_EQ(store_->GetJob(*id)->runs.at(0).stopped_for, model::StopCause::kUnknown);
+}
+
 // A schema-2 database's runs table gains the slice columns; its runs held
 // whole GPUs.
 TEST_F(SqliteStoreTest, MigratesASchemaTwoRunsTable) {
@@ -654,15 +742,16 @@ TEST_F(SqliteStoreTest, JobsSubmittedBetweenReturnsTheWindowOldestFirstWithEvery
   ev.reason.code = model::ReasonCode::kPreempted;
   ASSERT_TRUE(control::EvictJobs(*store_, {ev}, 2500).has_value());
   for (const auto& r : first) {
-    ASSERT_TRUE(
-        control::MarkRunExited(*store_, {r.run_id, 0, 15, 2100, 2600, "preempted", ""}, 2600));
+    ASSERT_TRUE(control::MarkRunExited(
+        *store_, {r.run_id, 0, 15, 2100, 2600, model::StopCause::kPreempted, ""}, 2600));
   }
   Place(a, 2);
   const auto all = store_->GetJob(a)->runs;
   for (const auto& r : all) {
     if (r.attempt == 1) continue;  // attempts count from 1
     ASSERT_TRUE(control::MarkRunStarted(*store_, r.run_id, 2, 3000, 3000).has_value());
-    ASSERT_TRUE(control::MarkRunExited(*store_, {r.run_id, 0, 0, 3000, 4000, "", ""}, 4000));
+    ASSERT_TRUE(control::MarkRunExited(
+        *store_, {r.run_id, 0, 0, 3000, 4000, model::StopCause::kNone, ""}, 4000));
   }
 
   auto jobs = store_->JobsSubmittedBetween(1000, 5000);
@@ -677,12 +766,12 @@ TEST_F(SqliteStoreTest, JobsSubmittedBetweenReturnsTheWindowOldestFirstWithEvery
   EXPECT_TRUE(ja.timeline.empty());
   ASSERT_EQ(ja.runs.size(), 4U);
   EXPECT_EQ(ja.runs[0].attempt, 1U);
-  EXPECT_EQ(ja.runs[0].stopped_for, "preempted");
+  EXPECT_EQ(ja.runs[0].stopped_for, model::StopCause::kPreempted);
   EXPECT_EQ(ja.runs[0].started_at_ms, 2100);
   EXPECT_EQ(ja.runs[0].finished_at_ms, 2600);
   EXPECT_EQ(ja.runs[3].attempt, 2U);
   EXPECT_EQ(ja.runs[3].replica, 1U);
-  EXPECT_EQ(ja.runs[3].stopped_for, "");
+  EXPECT_EQ(ja.runs[3].stopped_for, model::StopCause::kNone);
   EXPECT_EQ(ja.runs[3].finished_at_ms, 4000);
   EXPECT_EQ(ja.runs[3].gpu_indices, (std::vector<std::uint32_t>{1}));
 
