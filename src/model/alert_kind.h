@@ -17,7 +17,7 @@ enum class AlertKind {
   kBudget,          // "budget": a tenant crossed a budget threshold
   kIdleAllocation,  // "idle_allocation"
   // "unknown": a stored name this version does not know (a newer Berth
-  // wrote it); shown as it is, and never resolved by the engine.
+  // wrote it); shown as "unknown", and never resolved by the engine.
   kUnknown,
 };
 std::string_view AlertKindName(AlertKind kind);
