@@ -38,19 +38,30 @@ json DeliveryJson(const store::AlertDelivery& d) {
 }  // namespace
 
 void Api::ListAlerts(const http::Request& req, http::Response& res) {
-  const bool all = req.get_param_value("all") == "true" || req.get_param_value("all") == "1";
-  // Parsed once; a kind no alert can have matches none, as it always did.
-  const std::string kind_param = req.get_param_value("kind");
-  const std::optional<model::AlertKind> kind =
-      kind_param.empty() ? std::nullopt : model::ParseAlertKind(kind_param);
-  auto alerts = store_.ListAlerts(!all);
-  if (!alerts) return ReplyError(res, alerts.error());
-  json list = json::array();
-  for (const auto& a : *alerts) {
-    if (!kind_param.empty() && a.kind != kind) continue;
-    list.push_back(AlertJson(a));
+  store::AlertFilter filter;
+  filter.open_only = !(req.get_param_value("all") == "true" || req.get_param_value("all") == "1");
+  // A kind no alert can have matches none, as it always did.
+  if (const std::string kind = req.get_param_value("kind"); !kind.empty()) {
+    filter.kind = model::ParseAlertKind(kind);
+    if (!filter.kind) return Reply(res, 200, json{{"alerts", json::array()}});
   }
-  Reply(res, 200, json{{"alerts", list}});
+  auto after = AfterIdParam(req, CursorKind::kAlerts);
+  if (!after) return ReplyError(res, after.error());
+  filter.before_id = *after;
+  auto limit = PageLimitParam(req);
+  if (!limit) return ReplyError(res, limit.error());
+  // The newest limit + 1 matches, oldest first: a first one past the page
+  // says an older page follows.
+  filter.limit = *limit + 1;
+  auto alerts = store_.FindAlerts(filter);
+  if (!alerts) return ReplyError(res, alerts.error());
+  const bool more = alerts->size() > *limit;
+  if (more) alerts->erase(alerts->begin());
+  json list = json::array();
+  for (const auto& a : *alerts) list.push_back(AlertJson(a));
+  json body{{"alerts", std::move(list)}};
+  if (more) body["next"] = EncodeCursor(CursorKind::kAlerts, std::to_string(alerts->front().id));
+  Reply(res, 200, body);
 }
 
 void Api::ResolveAlert(const http::Request& req, http::Response& res, AuditNote& note) {
@@ -124,13 +135,21 @@ void Api::ApplyAlertRules(const http::Request& req, http::Response& res, AuditNo
 }
 
 void Api::ListAlertDeliveries(const http::Request& req, http::Response& res) {
-  std::size_t limit = 100;
-  if (req.has_param("limit")) limit = std::stoul(req.get_param_value("limit"));
-  auto list = store_.ListDeliveries(limit);
+  auto after = AfterIdParam(req, CursorKind::kAlertDeliveries);
+  if (!after) return ReplyError(res, after.error());
+  auto limit = req.has_param("limit") ? PageLimitParam(req) : Result<std::size_t>(100);
+  if (!limit) return ReplyError(res, limit.error());
+  // Newest first; one past the page says an older page follows.
+  auto list = store_.ListDeliveries(*limit + 1, *after);
   if (!list) return ReplyError(res, list.error());
+  const bool more = list->size() > *limit;
+  if (more) list->pop_back();
   json out = json::array();
   for (const auto& d : *list) out.push_back(DeliveryJson(d));
-  Reply(res, 200, json{{"deliveries", out}});
+  json body{{"deliveries", std::move(out)}};
+  if (more)
+    body["next"] = EncodeCursor(CursorKind::kAlertDeliveries, std::to_string(list->back().id));
+  Reply(res, 200, body);
 }
 
 }  // namespace berth::server

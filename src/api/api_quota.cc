@@ -121,15 +121,24 @@ void Api::ListQuotaRequests(const http::Request& req, http::Response& res,
     }
   }
   filter.tenant = req.get_param_value("tenant");
-  auto limit = LimitParam(req, filter.limit);
+  auto after = AfterIdParam(req, CursorKind::kQuotaRequests);
+  if (!after) return ReplyError(res, after.error());
+  filter.before_id = *after;
+  auto limit = PageLimitParam(req);
   if (!limit) return ReplyError(res, limit.error());
-  filter.limit = *limit;
+  // Newest first; one past the page says an older page follows.
+  filter.limit = *limit + 1;
   filter.tenants = scope;
   auto list = store_.ListQuotaRequests(filter);
   if (!list) return ReplyError(res, list.error());
+  const bool more = list->size() > *limit;
+  if (more) list->pop_back();
   json out = json::array();
   for (const auto& r : *list) out.push_back(QuotaRequestJson(r));
-  Reply(res, 200, json{{"requests", out}});
+  json body{{"requests", std::move(out)}};
+  if (more)
+    body["next"] = EncodeCursor(CursorKind::kQuotaRequests, std::to_string(list->back().id));
+  Reply(res, 200, body);
 }
 
 TenantOf Api::QuotaRequestTenant() {

@@ -29,13 +29,6 @@ Result<TimeMs> TimeParam(const std::string& s, const std::string& field, TimeMs 
   return ParseTimeParam(s, field, now);
 }
 
-Result<std::size_t> LimitParam(const http::Request& req, std::size_t fallback) {
-  if (!req.has_param("limit")) return fallback;
-  auto limit = ParseIntParam(req.get_param_value("limit"), "limit", 1, 10000);
-  if (!limit) return std::unexpected(limit.error());
-  return static_cast<std::size_t>(*limit);
-}
-
 Error WindowTooLarge(std::string_view what, TimeMs from, TimeMs to, std::size_t max_rows) {
   return Error{Code::kInvalidArgument,
                fmt::format("the window from {} to {} holds more than {} {}, the most one request "
@@ -51,6 +44,13 @@ Result<std::size_t> PageLimitParam(const http::Request& req) {
                              static_cast<std::int64_t>(kMaxPageRows));
   if (!limit) return std::unexpected(limit.error());
   return static_cast<std::size_t>(*limit);
+}
+
+Result<std::optional<std::int64_t>> AfterIdParam(const http::Request& req, CursorKind kind) {
+  if (!req.has_param("after")) return std::optional<std::int64_t>();
+  auto id = DecodeIdCursor(kind, req.get_param_value("after"));
+  if (!id) return std::unexpected(id.error());
+  return std::optional<std::int64_t>(*id);
 }
 
 Result<std::optional<std::int64_t>> BaseVersion(const http::Request& req) {

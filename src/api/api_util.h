@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "api/paging.h"
 #include "common/clock.h"
 #include "common/status.h"
 #include "http/message.h"
@@ -24,8 +25,6 @@ Result<std::int64_t> PathId(const http::Request& req);
 // `field`.
 Result<TimeMs> TimeParam(const std::string& s, const std::string& field, TimeMs now);
 
-// The `limit` query parameter: 1 to 10000, or `fallback` when absent.
-Result<std::size_t> LimitParam(const http::Request& req, std::size_t fallback);
 // The refusal of a report or usage window that holds more than `max_rows`
 // stored rows (Api::set_report_max_rows): InvalidArgument naming `from`,
 // with the window, what it holds and how to get an answer.
@@ -34,6 +33,10 @@ Error WindowTooLarge(std::string_view what, TimeMs from, TimeMs to, std::size_t 
 // The `limit` of a paged list (paging.h): 1 to kMaxPageRows, or
 // kDefaultPageRows when absent.
 Result<std::size_t> PageLimitParam(const http::Request& req);
+// The `after` cursor of a paged list keyed by id (paging.h): the id it
+// names, nullopt when absent, InvalidArgument naming `after` for a cursor
+// of another list or no cursor at all.
+Result<std::optional<std::int64_t>> AfterIdParam(const http::Request& req, CursorKind kind);
 
 // The `base_version` query parameter of a versioned apply (policy, prices,
 // alert rules): the version the document was written against, or nullopt

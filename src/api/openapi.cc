@@ -187,9 +187,12 @@ std::string_view OpenApiDocument() {
     "/v1/alerts": {
       "get": {
         "summary": "Open alerts (GPU hardware, node NotReady, queue wait, budget, idle allocation), oldest first",
+        "description": "A page holds the newest limit matches, oldest first; next, present when older alerts match, is the cursor of the page before (pass it as after).",
         "parameters": [{"name": "all", "in": "query", "schema": {"type": "boolean"}, "description": "Resolved ones too"},
-                       {"name": "kind", "in": "query", "schema": {"type": "string", "maxLength": 32}, "description": "Only this kind (gpu_hardware, node_not_ready, queue_wait, budget, idle_allocation)"}],
-        "responses": {"200": {"description": "{alerts: [{id, kind, severity, node, gpu, message, raised_ms, resolved_ms, resolved_by, rule, subject}]}"}}
+                       {"name": "kind", "in": "query", "schema": {"type": "string", "maxLength": 32}, "description": "Only this kind (gpu_hardware, node_not_ready, queue_wait, budget, idle_allocation)"},
+                       {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 5000, "default": 500}, "description": "Alerts per page; above 5000 is refused with 400 naming limit"},
+                       {"name": "after", "in": "query", "schema": {"type": "string"}, "description": "The next of the page before (opaque): the page of older alerts"}],
+        "responses": {"200": {"description": "{alerts: [{id, kind, severity, node, gpu, message, raised_ms, resolved_ms, resolved_by, rule, subject}], next}"}, "400": {"description": "A bad limit or after; error.field names it"}}
       }
     },
     "/v1/alerts/{id}/resolve": {
@@ -211,8 +214,9 @@ std::string_view OpenApiDocument() {
     "/v1/alert-deliveries": {
       "get": {
         "summary": "Recent webhook deliveries, newest first: pending, delivered and failed",
-        "parameters": [{"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1}}],
-        "responses": {"200": {"description": "{deliveries: [{id, alert_id, sink, event, state, attempts, next_attempt_ms, last_error, delivered_ms, created_ms}]}"}}
+        "parameters": [{"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 5000, "default": 100}, "description": "Deliveries per page; above 5000 is refused with 400 naming limit"},
+                       {"name": "after", "in": "query", "schema": {"type": "string"}, "description": "The next of the page before (opaque): the page of older deliveries"}],
+        "responses": {"200": {"description": "{deliveries: [{id, alert_id, sink, event, state, attempts, next_attempt_ms, last_error, delivered_ms, created_ms}], next}"}, "400": {"description": "A bad limit or after; error.field names it"}}
       }
     },
     "/v1/gpus": {"get": {"summary": "Every GPU with its health and the job holding it", "responses": {"200": {"description": "GPUs", "content": {"application/json": {"schema": {"type": "object", "properties": {"gpus": {"type": "array", "items": {"$ref": "#/components/schemas/Gpu"}}}}}}}}}},
@@ -343,9 +347,10 @@ std::string_view OpenApiDocument() {
         "parameters": [
           {"name": "state", "in": "query", "schema": {"type": "string", "enum": ["Pending", "Approved", "Rejected", "Withdrawn"]}},
           {"name": "tenant", "in": "query", "schema": {"type": "string"}},
-          {"name": "limit", "in": "query", "schema": {"type": "integer", "default": 1000, "minimum": 1, "maximum": 10000}}
+          {"name": "limit", "in": "query", "schema": {"type": "integer", "default": 500, "minimum": 1, "maximum": 5000}, "description": "Requests per page; above 5000 is refused with 400 naming limit"},
+          {"name": "after", "in": "query", "schema": {"type": "string"}, "description": "The next of the page before (opaque): the page of older requests"}
         ],
-        "responses": {"200": {"description": "Requests", "content": {"application/json": {"schema": {"type": "object", "properties": {"requests": {"type": "array", "items": {"$ref": "#/components/schemas/QuotaRequest"}}}}}}}}
+        "responses": {"200": {"description": "Requests; next, present when older requests match, is the cursor of the next page", "content": {"application/json": {"schema": {"type": "object", "properties": {"requests": {"type": "array", "items": {"$ref": "#/components/schemas/QuotaRequest"}}, "next": {"type": "string"}}}}}}, "400": {"description": "A bad state, limit or after; error.field names it"}}
       }
     },
     "/v1/quota-requests/{id}": {

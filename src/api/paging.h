@@ -1,5 +1,6 @@
 // Cursor paging of the long lists (GET /v1/jobs, /v1/audit,
-// /v1/usage/records; docs/api.md "Pages"): the page sizes and the cursors.
+// /v1/usage/records, /v1/alerts, /v1/alert-deliveries, /v1/quota-requests;
+// docs/api.md "Pages"): the page sizes and the cursors.
 //
 // A cursor is a position in one list's order, nothing more: the `next` of a
 // page is the key of its last row (a job id, an audit sequence number, a
@@ -25,7 +26,14 @@ inline constexpr std::size_t kDefaultPageRows = 500;
 inline constexpr std::size_t kMaxPageRows = 5000;
 
 // Which list a cursor belongs to: a cursor of one list is refused by another.
-enum class CursorKind : char { kJobs = 'j', kAudit = 'a', kUsageRecords = 'u' };
+enum class CursorKind : char {
+  kJobs = 'j',
+  kAudit = 'a',
+  kUsageRecords = 'u',
+  kAlerts = 'l',
+  kAlertDeliveries = 'd',
+  kQuotaRequests = 'q',
+};
 
 // The opaque text of a position: the kind's letter, then `key`.
 std::string EncodeCursor(CursorKind kind, std::string_view key);

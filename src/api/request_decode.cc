@@ -21,7 +21,6 @@ namespace {
 // The cap also keeps libstdc++'s recursive regex matcher off deep stacks.
 constexpr std::size_t kMaxPathBytes = 8192;
 
-constexpr std::int64_t kMaxLimit = 10000;
 // The paged lists' most rows per page (paging.h), and a cursor's length.
 constexpr std::int64_t kMaxPage = static_cast<std::int64_t>(kMaxPageRows);
 constexpr std::size_t kMaxCursor = 256;
@@ -93,14 +92,20 @@ std::vector<RouteRule> BuildRules() {
        R"(/v1/nodes/([^/]+)/gpus/([^/]+)/(cordon|uncordon))",
        {Text("reason")},
        BodyKind::kNone},
-      {"GET", "/v1/alerts", {Bool("all"), Text("kind", 32)}, BodyKind::kNone},
+      {"GET",
+       "/v1/alerts",
+       {Bool("all"), Text("kind", 32), Int("limit", 1, kMaxPage), Text("after", kMaxCursor)},
+       BodyKind::kNone},
       {"POST", R"(/v1/alerts/([^/]+)/resolve)", {}, BodyKind::kNone},
       {"GET", "/v1/alert-rules", {}, BodyKind::kNone},
       {"POST",
        "/v1/alert-rules",
        {Text("comment"), Int("base_version", 1, kMaxInt)},
        BodyKind::kNone},
-      {"GET", "/v1/alert-deliveries", {Int("limit", 1, kMaxLimit)}, BodyKind::kNone},
+      {"GET",
+       "/v1/alert-deliveries",
+       {Int("limit", 1, kMaxPage), Text("after", kMaxCursor)},
+       BodyKind::kNone},
       {"GET", "/v1/policy", {}, BodyKind::kNone},
       {"POST",
        "/v1/policy",
@@ -122,7 +127,7 @@ std::vector<RouteRule> BuildRules() {
       {"POST", "/v1/quota-requests", {}, BodyKind::kNone},
       {"GET",
        "/v1/quota-requests",
-       {Text("state", 32), Text("tenant"), Int("limit", 1, kMaxLimit)},
+       {Text("state", 32), Text("tenant"), Int("limit", 1, kMaxPage), Text("after", kMaxCursor)},
        BodyKind::kNone},
       {"GET", R"(/v1/quota-requests/([^/]+))", {}, BodyKind::kNone},
       {"POST", R"(/v1/quota-requests/([^/]+)/approve)", {Text("comment")}, BodyKind::kNone},

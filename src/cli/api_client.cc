@@ -157,6 +157,36 @@ Result<ServerUrl> ParseServerUrl(std::string_view text) {
   return url;
 }
 
+Result<nlohmann::json> GetAllPages(ApiClient& api, const std::string& path,
+                                   std::vector<std::pair<std::string, std::string>> params,
+                                   const std::string& key, std::uint64_t limit, PageOrder order) {
+  std::vector<nlohmann::json> pages;
+  std::uint64_t got = 0;
+  std::string after;
+  params.emplace_back("limit", "");
+  params.emplace_back("after", "");
+  for (;;) {
+    params[params.size() - 2].second =
+        limit == 0 ? std::string() : std::to_string(std::min(kCliPageRows, limit - got));
+    params.back().second = after;
+    auto page = api.Get(path + QueryString(params));
+    if (!page) return std::unexpected(page.error());
+    nlohmann::json rows = page->value(key, nlohmann::json::array());
+    got += rows.size();
+    pages.push_back(std::move(rows));
+    if (limit > 0 && got >= limit) break;
+    auto next = page->find("next");
+    if (next == page->end() || !next->is_string()) break;
+    after = next->get<std::string>();
+  }
+  if (order == PageOrder::kPrepend) std::reverse(pages.begin(), pages.end());
+  nlohmann::json all = nlohmann::json::array();
+  for (auto& rows : pages) {
+    for (auto& r : rows) all.push_back(std::move(r));
+  }
+  return all;
+}
+
 std::string QueryString(const std::vector<std::pair<std::string, std::string>>& params) {
   auto encode = [](std::string_view value) {
     std::string out;

@@ -40,6 +40,25 @@ Result<ServerUrl> ParseServerUrl(std::string_view text);
 // out, and so is the '?' when nothing is left.
 std::string QueryString(const std::vector<std::pair<std::string, std::string>>& params);
 
+class ApiClient;
+
+// How the pages of a cursor-paged list (docs/api.md "Pages") fit together:
+// each page goes on where the one before ended (jobs, quota requests), or
+// each page is older than the one before and oldest first within, so the
+// whole list reads oldest first once the later pages go in front (audit,
+// alerts).
+enum class PageOrder { kAppend, kPrepend };
+
+// Rows a CLI page asks for: berthd's default page.
+inline constexpr std::uint64_t kCliPageRows = 500;
+
+// Every row under `key` of the paged list at `path` with `params`,
+// following each page's `next` cursor until the last page or `limit` rows
+// (0: no limit), in the list's order.
+Result<nlohmann::json> GetAllPages(ApiClient& api, const std::string& path,
+                                   std::vector<std::pair<std::string, std::string>> params,
+                                   const std::string& key, std::uint64_t limit, PageOrder order);
+
 class ApiClient {
  public:
   explicit ApiClient(ServerUrl url);

@@ -21,7 +21,6 @@ namespace {
 using nlohmann::json;
 
 // Jobs asked for per page with --limit (berthd's default page without).
-constexpr std::uint64_t kJobsPage = 500;
 
 constexpr std::array<std::string_view, 6> kStates{"Pending",   "Scheduled", "Running",
                                                   "Succeeded", "Failed",    "Cancelled"};
@@ -92,31 +91,17 @@ Status SubmitJob(ApiClient& api, const std::string& spec, const Output& output) 
 
 Status ListJobs(ApiClient& api, const JobFilter& filter, const Output& output) {
   // berthd answers a page at a time (GET /v1/jobs, newest first) with the
-  // cursor of the next one; follow it until the last page or --limit.
-  json jobs = json::array();
-  std::string after;
-  for (;;) {
-    std::string limit;
-    if (filter.limit > 0) {
-      limit = std::to_string(std::min<std::uint64_t>(filter.limit - jobs.size(), kJobsPage));
-    }
-    auto page = api.Get(
-        "/v1/jobs" +
-        QueryString({{"state", filter.states},
-                     {"queue", filter.queue},
-                     {"tenant", filter.tenant},
-                     {"array", filter.array == 0 ? std::string() : std::to_string(filter.array)},
-                     {"limit", limit},
-                     {"full", filter.full ? "true" : ""},
-                     {"after", after}}));
-    if (!page) return std::unexpected(page.error());
-    for (auto& j : Array(*page, "jobs")) jobs.push_back(j);
-    if (filter.limit > 0 && jobs.size() >= filter.limit) break;
-    const json* next = Field(*page, "next");
-    if (next == nullptr || !next->is_string()) break;
-    after = next->get<std::string>();
-  }
-  return Show(json{{"jobs", std::move(jobs)}}, output,
+  // cursor of the next one.
+  auto jobs =
+      GetAllPages(api, "/v1/jobs",
+                  {{"state", filter.states},
+                   {"queue", filter.queue},
+                   {"tenant", filter.tenant},
+                   {"array", filter.array == 0 ? std::string() : std::to_string(filter.array)},
+                   {"full", filter.full ? "true" : ""}},
+                  "jobs", filter.limit, PageOrder::kAppend);
+  if (!jobs) return std::unexpected(jobs.error());
+  return Show(json{{"jobs", std::move(*jobs)}}, output,
               [&](const json& r) { return RenderJobs(r, output.clock.NowMs()); });
 }
 

@@ -63,9 +63,11 @@ std::string RenderRules(const json& r) {
 }  // namespace
 
 Status ListAlerts(ApiClient& api, bool all, const std::string& kind, const Output& output) {
-  auto alerts = api.Get("/v1/alerts" + QueryString({{"all", all ? "true" : ""}, {"kind", kind}}));
-  if (!alerts) return std::unexpected(alerts.error());
-  PrintOrJson(output, *alerts, RenderAlerts(*alerts, output.clock.NowMs()));
+  auto list = GetAllPages(api, "/v1/alerts", {{"all", all ? "true" : ""}, {"kind", kind}}, "alerts",
+                          0, PageOrder::kPrepend);
+  if (!list) return std::unexpected(list.error());
+  const json alerts{{"alerts", std::move(*list)}};
+  PrintOrJson(output, alerts, RenderAlerts(alerts, output.clock.NowMs()));
   return Ok();
 }
 

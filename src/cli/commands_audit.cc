@@ -139,35 +139,16 @@ std::string AuditCsv(const json& response) {
 
 Status ListAudit(ApiClient& api, const AuditQuery& q, const Output& output) {
   // berthd answers the newest records a page at a time, each page oldest
-  // first, with the cursor of the older page before it: follow it until
-  // --limit records or the first record, and put the older pages first.
-  constexpr std::uint64_t kPage = 500;  // berthd's default page
-  std::vector<json> pages;
-  std::uint64_t got = 0;
-  std::string after;
-  for (;;) {
-    const std::uint64_t want = q.limit == 0 ? kPage : std::min(kPage, q.limit - got);
-    auto page = api.Get("/v1/audit" + QueryString({{"since", q.since},
-                                                   {"until", q.until},
-                                                   {"actor", q.actor},
-                                                   {"tenant", q.tenant},
-                                                   {"action", q.action},
-                                                   {"limit", std::to_string(want)},
-                                                   {"after", after}}));
-    if (!page) return std::unexpected(page.error());
-    json records = page->value("records", json::array());
-    got += records.size();
-    pages.push_back(std::move(records));
-    if (q.limit > 0 && got >= q.limit) break;
-    auto next = page->find("next");
-    if (next == page->end() || !next->is_string()) break;
-    after = next->get<std::string>();
-  }
-  json all = json::array();
-  for (auto it = pages.rbegin(); it != pages.rend(); ++it) {
-    for (auto& r : *it) all.push_back(std::move(r));
-  }
-  const json response{{"records", std::move(all)}};
+  // first, with the cursor of the older page before it.
+  auto all = GetAllPages(api, "/v1/audit",
+                         {{"since", q.since},
+                          {"until", q.until},
+                          {"actor", q.actor},
+                          {"tenant", q.tenant},
+                          {"action", q.action}},
+                         "records", q.limit, PageOrder::kPrepend);
+  if (!all) return std::unexpected(all.error());
+  const json response{{"records", std::move(*all)}};
   switch (output.format) {
     case OutputFormat::kJson:
       output.out << response.dump(2) << '\n';

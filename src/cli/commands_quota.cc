@@ -74,8 +74,10 @@ std::string RenderQuotaRequests(const json& response) {
 
 Status ListQuotaRequests(ApiClient& api, const std::string& state, const std::string& tenant,
                          const Output& output) {
-  auto list = api.Get("/v1/quota-requests" + QueryString({{"state", state}, {"tenant", tenant}}));
-  return Show(list, output, RenderQuotaRequests);
+  auto list = GetAllPages(api, "/v1/quota-requests", {{"state", state}, {"tenant", tenant}},
+                          "requests", 0, PageOrder::kAppend);
+  if (!list) return std::unexpected(list.error());
+  return Show(json{{"requests", std::move(*list)}}, output, RenderQuotaRequests);
 }
 
 std::string RenderQuotaRequest(const json& r) {

@@ -4,7 +4,9 @@
 // src/store/.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -23,6 +25,13 @@ inline constexpr std::string_view kJobColumns =
     "id, spec, state, reason, submitted_ms, started_ms, finished_ms, exit_code, signal, "
     "cancel_requested, policy_version, failures, retry_after_ms, submitted_by, cancelled_by, "
     "attempts";
+
+// A row limit as SQLite's LIMIT takes it: -1 (none) for a limit past what
+// an int64 holds (the filters' default, "no limit").
+inline std::int64_t SqlLimit(std::size_t limit) {
+  constexpr auto kMax = static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max());
+  return limit > kMax ? -1 : static_cast<std::int64_t>(limit);
+}
 
 // A reason as the jobs table keeps it: JSON without the message, which is
 // rendered at read time, in the reader's language.

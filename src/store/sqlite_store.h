@@ -89,7 +89,7 @@ class SqliteStore final : public Store {
   Result<std::int64_t> RaiseAlert(const Alert& alert) override;
   Result<std::optional<std::int64_t>> RaiseAlertOnce(const Alert& alert,
                                                      AlertDedupe dedupe) override;
-  Result<std::vector<Alert>> ListAlerts(bool open_only) override;
+  Result<std::vector<Alert>> FindAlerts(const AlertFilter& filter) override;
   Result<Alert> GetAlert(std::int64_t id) override;
   Result<bool> ResolveAlert(std::int64_t id, const std::string& by, TimeMs now) override;
   Result<std::int64_t> ApplyAlertRules(const std::string& yaml, const std::string& by,
@@ -99,7 +99,8 @@ class SqliteStore final : public Store {
   Result<std::vector<AlertDelivery>> DueDeliveries(TimeMs now, std::size_t limit) override;
   Status RecordDeliveryAttempt(std::int64_t id, const std::string& error,
                                std::optional<TimeMs> next_attempt_ms, TimeMs now) override;
-  Result<std::vector<AlertDelivery>> ListDeliveries(std::size_t limit) override;
+  Result<std::vector<AlertDelivery>> ListDeliveries(std::size_t limit,
+                                                    std::optional<std::int64_t> before_id) override;
   Result<std::vector<NodeRecord>> ListNodes() override;
 
  private:

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/alert_rules.h"
+#include "store/sqlite_rows.h"
 #include "store/sqlite_store.h"
 
 namespace berth::store {
@@ -164,9 +165,26 @@ Result<std::optional<std::int64_t>> SqliteStore::RaiseAlertOnce(const Alert& ale
   return std::optional<std::int64_t>(*id);
 }
 
-Result<std::vector<Alert>> SqliteStore::ListAlerts(bool open_only) {
+Result<std::vector<Alert>> SqliteStore::FindAlerts(const AlertFilter& filter) {
   std::lock_guard lock(mu_);
-  return LoadAlerts(open_only ? "WHERE a.resolved_ms IS NULL" : "");
+  // The newest `limit` matches, then put back in id order.
+  auto st = db_.Prepare(
+      fmt::format("SELECT * FROM ({} WHERE (?1 = 0 OR a.resolved_ms IS NULL) AND (?2 = '' OR "
+                  "a.kind = ?2) AND (?3 = 0 OR a.id < ?3) ORDER BY a.id DESC LIMIT ?4) ORDER BY 1",
+                  kAlertSelect));
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, std::int64_t{filter.open_only ? 1 : 0})
+      .Bind(2, filter.kind ? model::AlertKindName(*filter.kind) : std::string_view())
+      .Bind(3, filter.before_id.value_or(0))
+      .Bind(4, SqlLimit(filter.limit));
+  std::vector<Alert> out;
+  for (;;) {
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    out.push_back(ReadAlert(*st));
+  }
+  return out;
 }
 
 Result<Alert> SqliteStore::GetAlert(std::int64_t id) {
@@ -275,11 +293,13 @@ Status SqliteStore::RecordDeliveryAttempt(std::int64_t id, const std::string& er
   return st->Run();
 }
 
-Result<std::vector<AlertDelivery>> SqliteStore::ListDeliveries(std::size_t limit) {
+Result<std::vector<AlertDelivery>> SqliteStore::ListDeliveries(
+    std::size_t limit, std::optional<std::int64_t> before_id) {
   std::lock_guard lock(mu_);
-  auto st = db_.Prepare(fmt::format("{} ORDER BY id DESC LIMIT ?", kDeliverySelect));
+  auto st = db_.Prepare(
+      fmt::format("{} WHERE (?1 = 0 OR id < ?1) ORDER BY id DESC LIMIT ?2", kDeliverySelect));
   if (!st) return std::unexpected(st.error());
-  st->Bind(1, static_cast<std::int64_t>(limit));
+  st->Bind(1, before_id.value_or(0)).Bind(2, SqlLimit(limit));
   std::vector<AlertDelivery> out;
   for (;;) {
     auto row = st->Step();

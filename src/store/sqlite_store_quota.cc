@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "model/policy.h"
+#include "store/sqlite_rows.h"
 #include "store/sqlite_scope.h"
 #include "store/sqlite_store.h"
 
@@ -133,13 +134,14 @@ Result<std::vector<QuotaRequest>> SqliteStore::ListQuotaRequests(const QuotaRequ
   std::lock_guard lock(mu_);
   auto st = db_.Prepare(
       fmt::format("SELECT {} FROM quota_requests WHERE (?1 = '' OR state = ?1) AND (?2 = '' OR "
-                  "tenant = ?2){} ORDER BY id DESC LIMIT ?3",
-                  kQuotaRequestColumns, ScopeSql(filter.tenants, "tenant", 4)));
+                  "tenant = ?2) AND (?4 = 0 OR id < ?4){} ORDER BY id DESC LIMIT ?3",
+                  kQuotaRequestColumns, ScopeSql(filter.tenants, "tenant", 5)));
   if (!st) return std::unexpected(st.error());
   st->Bind(1, filter.state ? QuotaRequestStateName(*filter.state) : std::string_view())
       .Bind(2, filter.tenant)
-      .Bind(3, static_cast<std::int64_t>(filter.limit));
-  BindScope(*st, 4, filter.tenants);
+      .Bind(3, SqlLimit(filter.limit))
+      .Bind(4, filter.before_id.value_or(0));
+  BindScope(*st, 5, filter.tenants);
   std::vector<QuotaRequest> out;
   for (;;) {
     auto row = st->Step();

@@ -4,8 +4,10 @@
 // appends the job events it causes, which make up the job's timeline.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -121,6 +123,16 @@ struct Alert {
 // once per month).
 enum class AlertDedupe { kOpen, kEver };
 
+// Which alerts FindAlerts returns: the newest `limit` matches, oldest first
+// (a page of GET /v1/alerts; the next page is the alerts before its first).
+struct AlertFilter {
+  bool open_only = false;
+  std::optional<model::AlertKind> kind;  // none: any
+  // Keyset paging backwards: only alerts with id < before_id.
+  std::optional<std::int64_t> before_id;
+  std::size_t limit = std::numeric_limits<std::size_t>::max();
+};
+
 // One delivery of an alert event to one sink, kept in an outbox until it is
 // delivered or given up on.
 struct AlertDelivery {
@@ -203,6 +215,8 @@ struct QuotaRequestFilter {
   std::optional<QuotaRequestState> state;  // none: any
   std::string tenant;                      // empty: any
   std::size_t limit = 1000;
+  // Keyset paging (newest first): only requests with id < before_id.
+  std::optional<std::int64_t> before_id;
   // Only the requests of tenants in this scope (the request's tenant scope,
   // model/tenant_scope.h), filtered in the query before `limit`.
   model::TenantScope tenants = model::TenantScope::All();
@@ -426,7 +440,13 @@ class AlertStore {
   // exists (kEver): the new id, or nullopt when refused.
   [[nodiscard]] virtual Result<std::optional<std::int64_t>> RaiseAlertOnce(const Alert& alert,
                                                                            AlertDedupe dedupe) = 0;
-  [[nodiscard]] virtual Result<std::vector<Alert>> ListAlerts(bool open_only) = 0;
+  [[nodiscard]] virtual Result<std::vector<Alert>> FindAlerts(const AlertFilter& filter) = 0;
+  // Every alert (or every open one), oldest first.
+  [[nodiscard]] Result<std::vector<Alert>> ListAlerts(bool open_only) {
+    AlertFilter filter;
+    filter.open_only = open_only;
+    return FindAlerts(filter);
+  }
   [[nodiscard]] virtual Result<Alert> GetAlert(std::int64_t id) = 0;
   // Resolves an open alert and queues a "resolved" delivery per sink it was
   // raised to. Returns false when it was resolved already; NotFound when no
@@ -455,8 +475,10 @@ class AlertStore {
   [[nodiscard]] virtual Status RecordDeliveryAttempt(std::int64_t id, const std::string& error,
                                                      std::optional<TimeMs> next_attempt_ms,
                                                      TimeMs now) = 0;
-  // Newest first.
-  [[nodiscard]] virtual Result<std::vector<AlertDelivery>> ListDeliveries(std::size_t limit) = 0;
+  // The newest `limit` deliveries with id < before_id (none: any), newest
+  // first.
+  [[nodiscard]] virtual Result<std::vector<AlertDelivery>> ListDeliveries(
+      std::size_t limit, std::optional<std::int64_t> before_id) = 0;
 };
 
 // The control plane's durable state, every concern in one database (one

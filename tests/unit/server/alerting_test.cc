@@ -344,7 +344,7 @@ rules: [{{name: gpus, kind: gpu_health, sinks: [ops]}}])",
   EXPECT_EQ(bodies[2]["alert"]["kind"], "gpu_hardware");
   EXPECT_EQ(bodies[2]["berth"]["version"], "test");
   EXPECT_EQ(auth[2], "Bearer s3cret");
-  auto list = store_->ListDeliveries(10).value();
+  auto list = store_->ListDeliveries(10, std::nullopt).value();
   ASSERT_EQ(list.size(), 1U);
   EXPECT_EQ(list[0].attempts, 3);
   EXPECT_TRUE(list[0].delivered_ms.has_value());
@@ -365,7 +365,7 @@ rules: [{name: gpus, kind: gpu_health, sinks: [ops]}])");
     ASSERT_TRUE(deliverer.DeliverDue(clock_.NowMs()).has_value());
     clock_.Advance(10'000);
   }
-  auto list = store_->ListDeliveries(10).value();
+  auto list = store_->ListDeliveries(10, std::nullopt).value();
   ASSERT_EQ(list.size(), 1U);
   EXPECT_EQ(list[0].attempts, 3);
   EXPECT_TRUE(list[0].failed);

@@ -105,7 +105,7 @@ class WebhookSecretTest : public ::testing::Test {
   store::AlertDelivery DeliverOnce() {
     AlertDeliverer deliverer(*store_, *router_, clock_, AlertDeliverer::Options{});
     EXPECT_EQ(deliverer.DeliverDue(clock_.NowMs()).value(), 1);
-    auto list = store_->ListDeliveries(10).value();
+    auto list = store_->ListDeliveries(10, std::nullopt).value();
     EXPECT_EQ(list.size(), 1U);
     return list.empty() ? store::AlertDelivery{} : list[0];
   }
