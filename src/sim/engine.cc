@@ -154,8 +154,8 @@ JobOutcome OutcomeOf(const SimJob& j) {
 
 // One simulation: the cluster, the jobs and the virtual clock, with one
 // method per thing that happens to them. Simulate builds one and runs it
-// once. It points into the caller's nodes' copy, jobs, policy, scheduler,
-// options and adjuster, which outlive it.
+// once. It keeps its own copy of the nodes, and refers to the caller's jobs,
+// policy, scheduler, options and adjuster, which outlive it.
 class Engine {
  public:
   Engine(const std::vector<sched::NodeView>& nodes, const std::vector<SimJob>& jobs,
