@@ -138,6 +138,205 @@ json FiguresJson(const OpsFigures& f, const OpsReport& r) {
   return j;
 }
 
+// Builds one report over the inputs: the report so far, the tenants' figures
+// by name, and what one part of the inputs tells another.
+class OpsBuilder {
+ public:
+  explicit OpsBuilder(const OpsInputs& in);
+
+  // Allocation, cost and measured use: from the usage records. A record not
+  // clipped to the window is an invalid argument.
+  Status AddRecords();
+  // Waits, outcomes and evictions: from the jobs and their runs.
+  void AddJobs();
+  // Manual interventions: from the audit trail.
+  void AddInterventions();
+  OpsReport Finish() &&;
+
+ private:
+  OpsFigures& Tenant(const std::string& name);
+  // A job still waiting at the window's end counts, and may be the oldest.
+  void AddWaiting(const store::JobRecord& job);
+  // A run that finished in the window: its outcome, and its eviction if it was one.
+  void AddFinishedRun(const store::JobRecord& job, const store::RunRecord& run);
+  // The evicted run's GPU-time lost since its last checkpoint (else its start).
+  OpsEviction EvictionOf(const store::JobRecord& job, const store::RunRecord& run) const;
+  // The wait figures of the jobs that first started in the window.
+  void AddWaits(std::map<std::string, std::vector<std::int64_t>>& waits);
+
+  const OpsInputs& in_;
+  OpsReport rep_;
+  std::map<std::string, OpsFigures> tenants_;
+  std::map<std::string, std::int64_t> record_mgpu_;       // run id -> mGPU
+  std::map<std::int64_t, const store::JobRecord*> jobs_;  // by id
+};
+
+OpsBuilder::OpsBuilder(const OpsInputs& in) : in_(in) {
+  rep_.from = in.from;
+  rep_.to = in.to;
+  rep_.currency = in.currency;
+  rep_.fleet_visible = in.fleet_visible;
+  rep_.measured = in.utilization.has_value();
+  if (in.fleet_visible) {
+    rep_.gpus = in.gpus;
+    rep_.capacity_mgpu_ms = in.capacity_mgpu_ms;
+    if (in.utilization) rep_.fleet = in.utilization->fleet;
+  }
+  if (rep_.measured) rep_.total.measured = OpsMeasured{};
+}
+
+OpsFigures& OpsBuilder::Tenant(const std::string& name) {
+  OpsFigures& f = tenants_[name];
+  f.tenant = name;
+  if (rep_.measured && !f.measured) f.measured = OpsMeasured{};
+  return f;
+}
+
+Status OpsBuilder::AddRecords() {
+  for (const auto& r : in_.records) {
+    if (r.start_ms < in_.from || r.end_ms > in_.to) {
+      return std::unexpected(
+          Error{Code::kInvalidArgument,
+                fmt::format("usage record {} [{}, {}) is not clipped to the window", r.run_id,
+                            r.start_ms, r.end_ms),
+                "records"});
+    }
+    record_mgpu_[r.run_id] = r.mgpu;
+    for (OpsFigures* f : {&rep_.total, &Tenant(r.tenant)}) {
+      f->allocated_mgpu_ms += r.mgpu_ms;
+      f->cost_micros += r.cost_micros;
+      ++f->records;
+      if (in_.utilization) {
+        auto it = in_.utilization->runs.find(r.run_id);
+        if (it != in_.utilization->runs.end()) AddMeasured(*f->measured, r, it->second);
+      }
+    }
+  }
+  return Ok();
+}
+
+void OpsBuilder::AddJobs() {
+  std::map<std::string, std::vector<std::int64_t>> waits;  // "" for all
+  for (const auto& job : in_.jobs) {
+    jobs_[job.id] = &job;
+    std::optional<TimeMs> first_start;
+    for (const auto& run : job.runs) {
+      if (run.started_at_ms && (!first_start || *run.started_at_ms < *first_start)) {
+        first_start = run.started_at_ms;
+      }
+    }
+    if (first_start && *first_start >= in_.from && *first_start < in_.to) {
+      const std::int64_t wait = std::max<std::int64_t>(0, *first_start - job.submitted_at_ms);
+      waits[""].push_back(wait);
+      waits[job.spec.tenant].push_back(wait);
+    }
+    const bool started_by_end = first_start && *first_start < in_.to;
+    const bool ended_by_end = job.finished_at_ms && *job.finished_at_ms < in_.to;
+    if (job.submitted_at_ms < in_.to && !started_by_end && !ended_by_end) AddWaiting(job);
+    for (const auto& run : job.runs) {
+      if (!run.finished_at_ms || *run.finished_at_ms < in_.from || *run.finished_at_ms >= in_.to) {
+        continue;
+      }
+      AddFinishedRun(job, run);
+    }
+  }
+  AddWaits(waits);
+  std::sort(rep_.evictions.begin(), rep_.evictions.end(),
+            [](const OpsEviction& a, const OpsEviction& b) {
+              return std::tie(a.time_ms, a.run_id) < std::tie(b.time_ms, b.run_id);
+            });
+}
+
+void OpsBuilder::AddWaiting(const store::JobRecord& job) {
+  for (OpsFigures* f : {&rep_.total, &Tenant(job.spec.tenant)}) {
+    ++f->wait.waiting;
+    const std::int64_t w = in_.to - job.submitted_at_ms;
+    if (w > f->wait.oldest_wait_ms || f->wait.oldest_job_id == 0) {
+      f->wait.oldest_wait_ms = w;
+      f->wait.oldest_job_id = job.id;
+    }
+  }
+}
+
+void OpsBuilder::AddFinishedRun(const store::JobRecord& job, const store::RunRecord& run) {
+  const RunOutcome o = Classify(run);
+  OpsEviction ev;
+  if (model::IsEviction(run.stopped_for)) {
+    ev = EvictionOf(job, run);
+    rep_.evictions.push_back(ev);
+  }
+  for (OpsFigures* f : {&rep_.total, &Tenant(job.spec.tenant)}) {
+    ++f->runs_finished;
+    ++f->outcomes[o.outcome];
+    if (o.outcome == "failed") {
+      ++f->runs_failed;
+      ++f->failures_by_class[o.failure_class];
+    }
+    if (!ev.kind.empty()) {
+      ++f->evictions[ev.kind];
+      f->lost_mgpu_ms += ev.lost_mgpu_ms;
+    }
+  }
+}
+
+OpsEviction OpsBuilder::EvictionOf(const store::JobRecord& job, const store::RunRecord& run) const {
+  OpsEviction ev;
+  ev.time_ms = *run.finished_at_ms;
+  ev.run_id = run.run_id;
+  ev.job_id = job.id;
+  ev.job_name = job.spec.name;
+  ev.tenant = job.spec.tenant;
+  ev.kind = model::StopCauseName(run.stopped_for);
+  auto m = record_mgpu_.find(run.run_id);
+  ev.mgpu = m != record_mgpu_.end() ? m->second : RunMgpu(run);
+  TimeMs since = run.started_at_ms.value_or(*run.finished_at_ms);
+  if (run.last_checkpoint_ms && *run.last_checkpoint_ms > since &&
+      *run.last_checkpoint_ms <= *run.finished_at_ms) {
+    since = *run.last_checkpoint_ms;
+    ev.from_checkpoint = true;
+  }
+  ev.lost_from_ms = std::max(since, in_.from);
+  ev.lost_mgpu_ms = ev.mgpu * (*run.finished_at_ms - ev.lost_from_ms);
+  return ev;
+}
+
+void OpsBuilder::AddWaits(std::map<std::string, std::vector<std::int64_t>>& waits) {
+  for (auto& [name, list] : waits) {
+    OpsFigures& f = name.empty() ? rep_.total : Tenant(name);
+    std::sort(list.begin(), list.end());
+    f.wait.started = static_cast<std::int64_t>(list.size());
+    for (auto w : list) f.wait.total_wait_ms += w;
+    // Nearest rank: the smallest wait at or above 95% of the jobs.
+    const std::size_t rank = (list.size() * 95 + 99) / 100;
+    f.wait.p95_wait_ms = list[rank - 1];
+    f.wait.max_wait_ms = list.back();
+  }
+}
+
+void OpsBuilder::AddInterventions() {
+  for (const auto& e : in_.audit) {
+    if (e.time_ms < in_.from || e.time_ms >= in_.to) continue;
+    std::string submitter;
+    if (auto id = JobIdOf(e.object)) {
+      if (auto it = jobs_.find(*id); it != jobs_.end()) submitter = it->second->submitted_by;
+    }
+    if (!IsIntervention(e, submitter)) continue;
+    if (!in_.fleet_visible && e.tenant.empty()) continue;
+    rep_.interventions.push_back({e.time_ms, e.actor, e.action, e.object, e.tenant});
+    ++rep_.interventions_by_action[e.action];
+    ++rep_.total.interventions;
+    if (!e.tenant.empty()) ++Tenant(e.tenant).interventions;
+  }
+  std::stable_sort(
+      rep_.interventions.begin(), rep_.interventions.end(),
+      [](const OpsIntervention& a, const OpsIntervention& b) { return a.time_ms < b.time_ms; });
+}
+
+OpsReport OpsBuilder::Finish() && {
+  for (auto& [name, f] : tenants_) rep_.tenants.push_back(std::move(f));
+  return std::move(rep_);
+}
+
 }  // namespace
 
 bool IsIntervention(const store::AuditEntry& e, const std::string& submitter) {
@@ -157,150 +356,11 @@ Result<OpsReport> BuildOpsReport(const OpsInputs& in) {
         Code::kInvalidArgument,
         fmt::format("the window is empty: to ({}) must be after from ({})", in.to, in.from), "to"});
   }
-  OpsReport rep;
-  rep.from = in.from;
-  rep.to = in.to;
-  rep.currency = in.currency;
-  rep.fleet_visible = in.fleet_visible;
-  rep.measured = in.utilization.has_value();
-  if (in.fleet_visible) {
-    rep.gpus = in.gpus;
-    rep.capacity_mgpu_ms = in.capacity_mgpu_ms;
-    if (in.utilization) rep.fleet = in.utilization->fleet;
-  }
-  std::map<std::string, OpsFigures> tenants;
-  auto tenant = [&](const std::string& name) -> OpsFigures& {
-    OpsFigures& f = tenants[name];
-    f.tenant = name;
-    if (rep.measured && !f.measured) f.measured = OpsMeasured{};
-    return f;
-  };
-  if (rep.measured) rep.total.measured = OpsMeasured{};
-
-  // Allocation, cost and measured use: from the usage records.
-  std::map<std::string, std::int64_t> record_mgpu;  // run id -> mGPU
-  for (const auto& r : in.records) {
-    if (r.start_ms < in.from || r.end_ms > in.to) {
-      return std::unexpected(
-          Error{Code::kInvalidArgument,
-                fmt::format("usage record {} [{}, {}) is not clipped to the window", r.run_id,
-                            r.start_ms, r.end_ms),
-                "records"});
-    }
-    record_mgpu[r.run_id] = r.mgpu;
-    for (OpsFigures* f : {&rep.total, &tenant(r.tenant)}) {
-      f->allocated_mgpu_ms += r.mgpu_ms;
-      f->cost_micros += r.cost_micros;
-      ++f->records;
-      if (in.utilization) {
-        auto it = in.utilization->runs.find(r.run_id);
-        if (it != in.utilization->runs.end()) AddMeasured(*f->measured, r, it->second);
-      }
-    }
-  }
-
-  // Waits, outcomes and evictions: from the jobs and their runs.
-  std::map<std::string, std::vector<std::int64_t>> waits;  // "" for all
-  std::map<std::int64_t, const store::JobRecord*> jobs;
-  for (const auto& job : in.jobs) {
-    jobs[job.id] = &job;
-    const std::string& t = job.spec.tenant;
-    std::optional<TimeMs> first_start;
-    for (const auto& run : job.runs) {
-      if (run.started_at_ms && (!first_start || *run.started_at_ms < *first_start)) {
-        first_start = run.started_at_ms;
-      }
-    }
-    if (first_start && *first_start >= in.from && *first_start < in.to) {
-      const std::int64_t wait = std::max<std::int64_t>(0, *first_start - job.submitted_at_ms);
-      waits[""].push_back(wait);
-      waits[t].push_back(wait);
-    }
-    const bool started_by_end = first_start && *first_start < in.to;
-    const bool ended_by_end = job.finished_at_ms && *job.finished_at_ms < in.to;
-    if (job.submitted_at_ms < in.to && !started_by_end && !ended_by_end) {
-      for (OpsFigures* f : {&rep.total, &tenant(t)}) {
-        ++f->wait.waiting;
-        const std::int64_t w = in.to - job.submitted_at_ms;
-        if (w > f->wait.oldest_wait_ms || f->wait.oldest_job_id == 0) {
-          f->wait.oldest_wait_ms = w;
-          f->wait.oldest_job_id = job.id;
-        }
-      }
-    }
-    for (const auto& run : job.runs) {
-      if (!run.finished_at_ms || *run.finished_at_ms < in.from || *run.finished_at_ms >= in.to) {
-        continue;
-      }
-      const RunOutcome o = Classify(run);
-      OpsEviction ev;
-      if (model::IsEviction(run.stopped_for)) {
-        ev.time_ms = *run.finished_at_ms;
-        ev.run_id = run.run_id;
-        ev.job_id = job.id;
-        ev.job_name = job.spec.name;
-        ev.tenant = t;
-        ev.kind = model::StopCauseName(run.stopped_for);
-        auto m = record_mgpu.find(run.run_id);
-        ev.mgpu = m != record_mgpu.end() ? m->second : RunMgpu(run);
-        TimeMs since = run.started_at_ms.value_or(*run.finished_at_ms);
-        if (run.last_checkpoint_ms && *run.last_checkpoint_ms > since &&
-            *run.last_checkpoint_ms <= *run.finished_at_ms) {
-          since = *run.last_checkpoint_ms;
-          ev.from_checkpoint = true;
-        }
-        ev.lost_from_ms = std::max(since, in.from);
-        ev.lost_mgpu_ms = ev.mgpu * (*run.finished_at_ms - ev.lost_from_ms);
-        rep.evictions.push_back(ev);
-      }
-      for (OpsFigures* f : {&rep.total, &tenant(t)}) {
-        ++f->runs_finished;
-        ++f->outcomes[o.outcome];
-        if (o.outcome == "failed") {
-          ++f->runs_failed;
-          ++f->failures_by_class[o.failure_class];
-        }
-        if (!ev.kind.empty()) {
-          ++f->evictions[ev.kind];
-          f->lost_mgpu_ms += ev.lost_mgpu_ms;
-        }
-      }
-    }
-  }
-  for (auto& [name, list] : waits) {
-    OpsFigures& f = name.empty() ? rep.total : tenant(name);
-    std::sort(list.begin(), list.end());
-    f.wait.started = static_cast<std::int64_t>(list.size());
-    for (auto w : list) f.wait.total_wait_ms += w;
-    // Nearest rank: the smallest wait at or above 95% of the jobs.
-    const std::size_t rank = (list.size() * 95 + 99) / 100;
-    f.wait.p95_wait_ms = list[rank - 1];
-    f.wait.max_wait_ms = list.back();
-  }
-  std::sort(rep.evictions.begin(), rep.evictions.end(),
-            [](const OpsEviction& a, const OpsEviction& b) {
-              return std::tie(a.time_ms, a.run_id) < std::tie(b.time_ms, b.run_id);
-            });
-
-  // Manual interventions: from the audit trail.
-  for (const auto& e : in.audit) {
-    if (e.time_ms < in.from || e.time_ms >= in.to) continue;
-    std::string submitter;
-    if (auto id = JobIdOf(e.object)) {
-      if (auto it = jobs.find(*id); it != jobs.end()) submitter = it->second->submitted_by;
-    }
-    if (!IsIntervention(e, submitter)) continue;
-    if (!in.fleet_visible && e.tenant.empty()) continue;
-    rep.interventions.push_back({e.time_ms, e.actor, e.action, e.object, e.tenant});
-    ++rep.interventions_by_action[e.action];
-    ++rep.total.interventions;
-    if (!e.tenant.empty()) ++tenant(e.tenant).interventions;
-  }
-  std::stable_sort(
-      rep.interventions.begin(), rep.interventions.end(),
-      [](const OpsIntervention& a, const OpsIntervention& b) { return a.time_ms < b.time_ms; });
-  for (auto& [name, f] : tenants) rep.tenants.push_back(std::move(f));
-  return rep;
+  OpsBuilder builder(in);
+  BERTH_RETURN_IF_ERROR(builder.AddRecords());
+  builder.AddJobs();
+  builder.AddInterventions();
+  return std::move(builder).Finish();
 }
 
 json OpsReportJson(const OpsReport& r) {

@@ -58,6 +58,36 @@ bool EffectivePreemptible(const model::Policy& policy, const model::QueuePolicy*
   return queue == nullptr || queue->preemptible_by_default;
 }
 
+// A running job's queue, as the constructor's pass looks it up: once per
+// distinct (tenant, queue).
+struct Cycle::RunningQueue {
+  std::optional<std::size_t> leaf;
+  UsageSum* used = nullptr;
+  std::vector<std::size_t>* jobs = nullptr;                // its entry in running_by_leaf_
+  std::array<std::int8_t, 4> preemptible{-1, -1, -1, -1};  // by priority, when not asked
+};
+
+// What the constructor's pass over the running jobs carries from one job to
+// the next.
+struct Cycle::RunningPass {
+  std::map<std::pair<std::string_view, std::string_view>, RunningQueue> queues;
+  std::map<std::optional<std::size_t>, UsageSum> used;  // per leaf, until it enters the book
+  std::array<std::optional<std::int32_t>, 4> priority_of{};
+  RunningQueue* q = nullptr;  // the last job's queue, and its tenant and name
+  std::string_view q_tenant;
+  std::string_view q_queue;
+  std::vector<std::optional<std::size_t>> at;  // node of each replica of the job
+  // The memo, when the caller keeps one and no other cycle holds it; its
+  // entries count only on a cluster of the layout they were resolved on.
+  RunningMemo* memo = nullptr;
+  std::unique_lock<std::mutex> memo_lock;
+  bool layout_kept = false;
+  std::vector<RunningMemo::Entry> kept;  // the memo for the next cycle
+  // The walk along the memo's entries: where it is, and the last job's id.
+  std::size_t cursor = 0;
+  std::int64_t last_id = 0;
+};
+
 Cycle::Cycle(const Snapshot& s)
     : s_(s), cluster_(s.nodes), book_(s.policy, cluster_, s.decayed_usage) {
   // One pass over the running jobs. What they count against quota is summed
@@ -65,18 +95,6 @@ Cycle::Cycle(const Snapshot& s)
   // no map per job); lookups that depend only on a job's queue and priority
   // are made once per distinct value, not once per job, and consecutive jobs
   // of one queue (the usual case) skip even the lookup of their queue.
-  struct Queue {
-    std::optional<std::size_t> leaf;
-    UsageSum* used = nullptr;
-    std::vector<std::size_t>* jobs = nullptr;                // its entry in running_by_leaf_
-    std::array<std::int8_t, 4> preemptible{-1, -1, -1, -1};  // by priority, when not asked
-  };
-  std::map<std::pair<std::string_view, std::string_view>, Queue> queues;
-  std::map<std::optional<std::size_t>, UsageSum> used;
-  std::array<std::optional<std::int32_t>, 4> priority_of{};
-  Queue* q = nullptr;
-  std::string_view q_tenant;
-  std::string_view q_queue;
   running_queue_.reserve(s.running.size());
   running_priority_.reserve(s.running.size());
   running_preemptible_.reserve(s.running.size());
@@ -84,20 +102,8 @@ Cycle::Cycle(const Snapshot& s)
   running_nodes_.resize(s.running.size());
   unlimited_on_ = IdsByNode(cluster_.size());
   unlimited_on_.Reserve(s.running.size());
-  std::vector<std::optional<std::size_t>> at;  // node of each replica of the job
-  // The memo, when the caller keeps one and no other cycle holds it; its
-  // entries count only on a cluster of the layout they were resolved on.
-  RunningMemo* memo = nullptr;
-  std::unique_lock<std::mutex> memo_lock;
-  if (s.memo != nullptr) {
-    memo_lock = std::unique_lock(s.memo->mu_, std::try_to_lock);
-    if (memo_lock.owns_lock()) memo = s.memo.get();
-  }
-  const bool layout_kept = memo != nullptr && memo->saved_ && cluster_.HasLayout(memo->layout_);
-  std::vector<RunningMemo::Entry> kept;  // the memo for the next cycle
-  std::size_t cursor = 0;
-  std::int64_t last_id = 0;
-  if (memo != nullptr) kept.reserve(s.running.size());
+  RunningPass pass;
+  OpenMemo(pass);
   // Each running job's replicas, and their GPU lists, are allocations of
   // their own, scattered over the heap: at 30,000 running jobs, waiting for
   // them to load was most of this pass. They are asked for ahead of use,
@@ -105,133 +111,161 @@ Cycle::Cycle(const Snapshot& s)
   constexpr std::size_t kPrefetch = 16;
   for (std::size_t i = 0; i < s.running.size(); ++i) {
     // (Not with a memo of this layout: most jobs' replicas are then not read.)
-    if (!layout_kept && i + kPrefetch < s.running.size()) {
+    if (!pass.layout_kept && i + kPrefetch < s.running.size()) {
       __builtin_prefetch(s.running[i + kPrefetch].replicas.data());
     }
-    if (!layout_kept && i + kPrefetch / 2 < s.running.size()) {
+    if (!pass.layout_kept && i + kPrefetch / 2 < s.running.size()) {
       const auto& ahead = s.running[i + kPrefetch / 2].replicas;
       if (!ahead.empty()) __builtin_prefetch(ahead.front().gpu_indices.data());
     }
-    const RunningJob& r = s.running[i];
-    if (q == nullptr || r.tenant != q_tenant || r.queue != q_queue) {
-      auto [it, fresh] = queues.try_emplace({r.tenant, r.queue});
-      q = &it->second;
-      q_tenant = r.tenant;
-      q_queue = r.queue;
-      if (fresh) {
-        q->leaf = book_.Find(r.tenant + "/" + r.queue);
-        q->used = &used[q->leaf];
-        if (q->leaf) q->jobs = &running_by_leaf_[*q->leaf];
-      }
-    }
-    const std::optional<std::size_t> leaf = q->leaf;
-    running_queue_.push_back(leaf);
-    if (q->jobs != nullptr) q->jobs->push_back(i);
-    // A one-replica job the memo holds under the same run key: its node and
-    // usage as resolved before, without reading its replicas.
-    const bool memoable = memo != nullptr && r.run_key != 0 && r.replicas.size() == 1;
-    const RunningMemo::Entry* hit = nullptr;
-    if (memoable && layout_kept) {
-      // Both lists ascend by id (as a kept snapshot's do): one walk along.
-      const auto& entries = memo->entries_;
-      if (r.id < last_id) cursor = 0;
-      last_id = r.id;
-      while (cursor < entries.size() && entries[cursor].id < r.id) ++cursor;
-      if (cursor < entries.size() && entries[cursor].id == r.id &&
-          entries[cursor].run_key == r.run_key) {
-        hit = &entries[cursor];
-      }
-    }
-    if (hit != nullptr) {
-      ++memo->hits_;
-      if (hit->has_gpus && hit->node != RunningMemo::kNoNode && r.max_runtime_ms <= 0) {
-        unlimited_on_.Add(hit->node, r.id);
-      }
-      q->used->Add(cluster_, hit->usage);
-      kept.push_back(*hit);
-    } else {
-      // Nodes are looked up for jobs holding GPUs: their usage and ETA
-      // blockers need them. A job without GPUs has its nodes found if
-      // eviction or consolidation asks (RunningNodes).
-      const bool has_gpus = std::any_of(r.replicas.begin(), r.replicas.end(),
-                                        [](const auto& rp) { return !rp.gpu_indices.empty(); });
-      at.clear();
-      if (has_gpus && r.replicas.size() == 1) {
-        // One replica, the usual case: its node list (RunningNodes) is that
-        // node, built if asked; no list allocated per job every cycle.
-        at.push_back(NodeIndex(r.replicas.front().node));
-        if (at.front() && r.max_runtime_ms <= 0) unlimited_on_.Add(*at.front(), r.id);
-      } else if (has_gpus) {
-        std::vector<std::size_t> nodes;
-        for (const auto& rp : r.replicas) {
-          at.push_back(NodeIndex(rp.node));
-          const auto& n = at.back();
-          if (!n || std::find(nodes.begin(), nodes.end(), *n) != nodes.end()) continue;
-          nodes.push_back(*n);
-          if (r.max_runtime_ms <= 0 && !rp.gpu_indices.empty()) unlimited_on_.Add(*n, r.id);
-        }
-        running_nodes_[i] = std::move(nodes);
-      } else {
-        at.resize(r.replicas.size());
-      }
-      std::optional<UsageFootprint> footprint;
-      if (memoable) {
-        UsageSum alone;
-        alone.Add(cluster_, r.resources, r.replicas, at);
-        footprint = alone.Footprint();
-      }
-      if (footprint) {
-        ++memo->misses_;
-        q->used->Add(cluster_, *footprint);
-        const auto node =
-            at.front() ? static_cast<std::uint32_t>(*at.front()) : RunningMemo::kNoNode;
-        kept.push_back({r.id, r.run_key, node, has_gpus, *footprint});
-      } else {
-        q->used->Add(cluster_, r.resources, r.replicas, at);
-      }
-    }
-    const auto p = static_cast<std::size_t>(r.priority);
-    if (p < priority_of.size()) {
-      if (!priority_of[p]) priority_of[p] = PriorityValue(s.policy, r.priority);
-      running_priority_.push_back(*priority_of[p]);
-    } else {
-      running_priority_.push_back(PriorityValue(s.policy, r.priority));
-    }
-    bool preemptible = false;
-    if (leaf) {
-      if (r.preemptible || p >= q->preemptible.size()) {
-        preemptible =
-            EffectivePreemptible(s.policy, &book_.queue(*leaf), r.priority, r.preemptible);
-      } else {
-        if (q->preemptible[p] < 0) {
-          q->preemptible[p] =
-              EffectivePreemptible(s.policy, &book_.queue(*leaf), r.priority, r.preemptible) ? 1
-                                                                                             : 0;
-        }
-        preemptible = q->preemptible[p] == 1;
-      }
-    }
-    running_preemptible_.push_back(preemptible);
+    FileRunning(pass, i);
   }
-  for (const auto& [leaf, sum] : used) {
+  for (const auto& [leaf, sum] : pass.used) {
     Usage usage;
     sum.Into(usage);
     book_.AddRunning(leaf, usage);
   }
-  if (memo != nullptr) {
-    auto by_id = [](const RunningMemo::Entry& a, const RunningMemo::Entry& b) {
-      return a.id < b.id;
-    };
-    if (!std::is_sorted(kept.begin(), kept.end(), by_id)) {
-      std::stable_sort(kept.begin(), kept.end(), by_id);
+  SaveMemo(pass);
+  evicted_.assign(s.running.size(), false);
+}
+
+void Cycle::OpenMemo(RunningPass& pass) {
+  if (s_.memo != nullptr) {
+    pass.memo_lock = std::unique_lock(s_.memo->mu_, std::try_to_lock);
+    if (pass.memo_lock.owns_lock()) pass.memo = s_.memo.get();
+  }
+  pass.layout_kept =
+      pass.memo != nullptr && pass.memo->saved_ && cluster_.HasLayout(pass.memo->layout_);
+  if (pass.memo != nullptr) pass.kept.reserve(s_.running.size());
+}
+
+void Cycle::FileRunning(RunningPass& pass, std::size_t i) {
+  const RunningJob& r = s_.running[i];
+  RunningQueue& q = QueueOf(pass, r);
+  running_queue_.push_back(q.leaf);
+  if (q.jobs != nullptr) q.jobs->push_back(i);
+  // A one-replica job the memo holds under the same run key: its node and
+  // usage as resolved before, without reading its replicas.
+  const bool memoable = pass.memo != nullptr && r.run_key != 0 && r.replicas.size() == 1;
+  const RunningMemo::Entry* hit = memoable && pass.layout_kept ? MemoEntry(pass, r) : nullptr;
+  if (hit != nullptr) {
+    ++pass.memo->hits_;
+    if (hit->has_gpus && hit->node != RunningMemo::kNoNode && r.max_runtime_ms <= 0) {
+      unlimited_on_.Add(hit->node, r.id);
     }
-    memo->entries_ = std::move(kept);
-    if (!layout_kept) {
-      cluster_.SaveLayout(memo->layout_);
-      memo->saved_ = true;
+    q.used->Add(cluster_, hit->usage);
+    pass.kept.push_back(*hit);
+  } else {
+    ResolveRunning(pass, q, i, memoable);
+  }
+  running_priority_.push_back(RunningPriority(pass, r));
+  running_preemptible_.push_back(RunningPreemptible(q, r));
+}
+
+Cycle::RunningQueue& Cycle::QueueOf(RunningPass& pass, const RunningJob& r) {
+  if (pass.q == nullptr || r.tenant != pass.q_tenant || r.queue != pass.q_queue) {
+    auto [it, fresh] = pass.queues.try_emplace({r.tenant, r.queue});
+    pass.q = &it->second;
+    pass.q_tenant = r.tenant;
+    pass.q_queue = r.queue;
+    if (fresh) {
+      pass.q->leaf = book_.Find(r.tenant + "/" + r.queue);
+      pass.q->used = &pass.used[pass.q->leaf];
+      if (pass.q->leaf) pass.q->jobs = &running_by_leaf_[*pass.q->leaf];
     }
   }
-  evicted_.assign(s.running.size(), false);
+  return *pass.q;
+}
+
+const RunningMemo::Entry* Cycle::MemoEntry(RunningPass& pass, const RunningJob& r) {
+  // Both lists ascend by id (as a kept snapshot's do): one walk along.
+  const auto& entries = pass.memo->entries_;
+  if (r.id < pass.last_id) pass.cursor = 0;
+  pass.last_id = r.id;
+  while (pass.cursor < entries.size() && entries[pass.cursor].id < r.id) ++pass.cursor;
+  if (pass.cursor < entries.size() && entries[pass.cursor].id == r.id &&
+      entries[pass.cursor].run_key == r.run_key) {
+    return &entries[pass.cursor];
+  }
+  return nullptr;
+}
+
+void Cycle::ResolveRunning(RunningPass& pass, RunningQueue& q, std::size_t i, bool memoable) {
+  const RunningJob& r = s_.running[i];
+  // Nodes are looked up for jobs holding GPUs: their usage and ETA
+  // blockers need them. A job without GPUs has its nodes found if
+  // eviction or consolidation asks (RunningNodes).
+  const bool has_gpus = std::any_of(r.replicas.begin(), r.replicas.end(),
+                                    [](const auto& rp) { return !rp.gpu_indices.empty(); });
+  auto& at = pass.at;
+  at.clear();
+  if (has_gpus && r.replicas.size() == 1) {
+    // One replica, the usual case: its node list (RunningNodes) is that
+    // node, built if asked; no list allocated per job every cycle.
+    at.push_back(NodeIndex(r.replicas.front().node));
+    if (at.front() && r.max_runtime_ms <= 0) unlimited_on_.Add(*at.front(), r.id);
+  } else if (has_gpus) {
+    std::vector<std::size_t> nodes;
+    for (const auto& rp : r.replicas) {
+      at.push_back(NodeIndex(rp.node));
+      const auto& n = at.back();
+      if (!n || std::find(nodes.begin(), nodes.end(), *n) != nodes.end()) continue;
+      nodes.push_back(*n);
+      if (r.max_runtime_ms <= 0 && !rp.gpu_indices.empty()) unlimited_on_.Add(*n, r.id);
+    }
+    running_nodes_[i] = std::move(nodes);
+  } else {
+    at.resize(r.replicas.size());
+  }
+  std::optional<UsageFootprint> footprint;
+  if (memoable) {
+    UsageSum alone;
+    alone.Add(cluster_, r.resources, r.replicas, at);
+    footprint = alone.Footprint();
+  }
+  if (footprint) {
+    ++pass.memo->misses_;
+    q.used->Add(cluster_, *footprint);
+    const auto node = at.front() ? static_cast<std::uint32_t>(*at.front()) : RunningMemo::kNoNode;
+    pass.kept.push_back({r.id, r.run_key, node, has_gpus, *footprint});
+  } else {
+    q.used->Add(cluster_, r.resources, r.replicas, at);
+  }
+}
+
+std::int32_t Cycle::RunningPriority(RunningPass& pass, const RunningJob& r) const {
+  const auto p = static_cast<std::size_t>(r.priority);
+  if (p < pass.priority_of.size()) {
+    if (!pass.priority_of[p]) pass.priority_of[p] = PriorityValue(s_.policy, r.priority);
+    return *pass.priority_of[p];
+  }
+  return PriorityValue(s_.policy, r.priority);
+}
+
+bool Cycle::RunningPreemptible(RunningQueue& q, const RunningJob& r) const {
+  if (!q.leaf) return false;
+  const auto p = static_cast<std::size_t>(r.priority);
+  if (r.preemptible || p >= q.preemptible.size()) {
+    return EffectivePreemptible(s_.policy, &book_.queue(*q.leaf), r.priority, r.preemptible);
+  }
+  if (q.preemptible[p] < 0) {
+    q.preemptible[p] =
+        EffectivePreemptible(s_.policy, &book_.queue(*q.leaf), r.priority, r.preemptible) ? 1 : 0;
+  }
+  return q.preemptible[p] == 1;
+}
+
+void Cycle::SaveMemo(RunningPass& pass) {
+  if (pass.memo == nullptr) return;
+  auto by_id = [](const RunningMemo::Entry& a, const RunningMemo::Entry& b) { return a.id < b.id; };
+  if (!std::is_sorted(pass.kept.begin(), pass.kept.end(), by_id)) {
+    std::stable_sort(pass.kept.begin(), pass.kept.end(), by_id);
+  }
+  pass.memo->entries_ = std::move(pass.kept);
+  if (!pass.layout_kept) {
+    cluster_.SaveLayout(pass.memo->layout_);
+    pass.memo->saved_ = true;
+  }
 }
 
 const std::vector<std::size_t>& Cycle::RunningNodes(std::size_t i) const {

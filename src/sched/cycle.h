@@ -17,6 +17,7 @@
 #include "sched/placement.h"
 #include "sched/plan.h"
 #include "sched/quota.h"
+#include "sched/running_memo.h"
 #include "sched/snapshot.h"
 
 namespace berth::sched {
@@ -103,6 +104,33 @@ class Cycle {
 
  private:
   enum class Outcome { kPlaced, kWaiting, kRefused };
+
+  // The constructor's one pass over the running jobs (core_scheduler.cc):
+  // what it carries from job to job, and each job's queue as it looks it up.
+  struct RunningPass;
+  struct RunningQueue;
+  // Takes the snapshot's memo when no other cycle holds it, and says whether
+  // its entries were resolved on this cluster's layout.
+  void OpenMemo(RunningPass& pass);
+  // Files running job `i`: its queue (and its place in running_by_leaf_),
+  // what it uses against quota (from the memo or resolved anew), its nodes
+  // where needed, its priority value and its preemptibility.
+  void FileRunning(RunningPass& pass, std::size_t i);
+  // The job's queue: the last job's when it is the same, else looked up
+  // once per (tenant, queue).
+  RunningQueue& QueueOf(RunningPass& pass, const RunningJob& r);
+  // The memo's entry for the job under its run key, or nullptr.
+  static const RunningMemo::Entry* MemoEntry(RunningPass& pass, const RunningJob& r);
+  // Resolves running job `i` without the memo: the nodes of its replicas,
+  // what it uses, and its memo entry for the next cycle when `memoable`.
+  void ResolveRunning(RunningPass& pass, RunningQueue& q, std::size_t i, bool memoable);
+  // PriorityValue and EffectivePreemptible of a running job (not preemptible
+  // outside a known queue), each looked up once per distinct value.
+  std::int32_t RunningPriority(RunningPass& pass, const RunningJob& r) const;
+  bool RunningPreemptible(RunningQueue& q, const RunningJob& r) const;
+  // Gives the memo this cycle's entries, in id order, and the cluster layout
+  // they hold for.
+  void SaveMemo(RunningPass& pass);
 
   // Run's steps. A leaf queue's waiting jobs in order, and how far the pass
   // has got through them.

@@ -81,92 +81,642 @@ sched::RunningJob RunningOf(std::int64_t id, const JobState& s, const SimOptions
   return r;
 }
 
-// Brings the kept snapshot's running and pending jobs up to date with the
-// jobs `touched` since the last cycle, and what depends on the time (the
-// last checkpoint of each running job). `busy` holds each running job's
-// usage interval, in snap.running's order (by id, as the ledger sums them).
-void SyncSnapshot(sched::Snapshot& snap, std::vector<model::UsageInterval>& busy,
-                  std::set<std::int64_t>& touched, const std::map<std::int64_t, JobState>& state,
-                  const std::set<std::int64_t>& pending, const SimOptions& options, TimeMs now) {
-  if (!touched.empty()) {
-    // Both lists are sorted by id, and so is `touched`: the jobs before the
-    // first touched id stay where they are, and new ones (mostly the latest
-    // arrivals, the highest ids) are merged into the tail. Moving 30,000
-    // running jobs into a fresh vector every cycle cost more than the rest.
-    auto changed = [&touched](std::int64_t id) { return touched.contains(id); };
-    const std::int64_t first = *touched.begin();
-    auto first_at = [first](const auto& list) {
-      return static_cast<std::size_t>(
-          std::lower_bound(list.begin(), list.end(), first,
-                           [](const auto& j, std::int64_t id) { return j.id < id; }) -
-          list.begin());
-    };
-    std::size_t kept = first_at(snap.running);
-    for (std::size_t i = kept; i < snap.running.size(); ++i) {
-      if (changed(snap.running[i].id)) continue;
-      if (kept != i) {
-        snap.running[kept] = std::move(snap.running[i]);
-        busy[kept] = std::move(busy[i]);
-      }
-      ++kept;
-    }
-    snap.running.resize(kept);
-    busy.resize(kept);
-    std::erase_if(snap.pending, [&](const sched::PendingJob& p) { return changed(p.id); });
-    const std::size_t old_running = snap.running.size();
-    const std::size_t old_pending = snap.pending.size();
-    for (std::int64_t id : touched) {  // ascending
-      const JobState& s = state.at(id);
-      if (s.running) {
-        snap.running.push_back(RunningOf(id, s, options));
-        busy.push_back(
-            {s.job->tenant + "/" + s.job->queue, GangMgpu(*s.job), s.running->start_ms, now});
-      } else if (pending.contains(id)) {
-        snap.pending.push_back(PendingOf(*s.job));
-      }
-    }
-    touched.clear();
-    if (old_running > 0 && snap.running.size() > old_running &&
-        snap.running[old_running].id < snap.running[old_running - 1].id) {
-      // Merge the new ones in: one permutation applied to both lists.
-      std::vector<std::size_t> order(snap.running.size());
-      std::iota(order.begin(), order.end(), 0);
-      const std::size_t from = first_at(std::span(snap.running).first(old_running));
-      std::inplace_merge(
-          order.begin() + static_cast<std::ptrdiff_t>(from),
-          order.begin() + static_cast<std::ptrdiff_t>(old_running), order.end(),
-          [&](std::size_t x, std::size_t y) { return snap.running[x].id < snap.running[y].id; });
-      std::vector<sched::RunningJob> running;
-      std::vector<model::UsageInterval> intervals;
-      running.reserve(order.size() - from);
-      intervals.reserve(order.size() - from);
-      for (std::size_t k = from; k < order.size(); ++k) {
-        running.push_back(std::move(snap.running[order[k]]));
-        intervals.push_back(std::move(busy[order[k]]));
-      }
-      for (std::size_t k = from; k < order.size(); ++k) {
-        snap.running[k] = std::move(running[k - from]);
-        busy[k] = std::move(intervals[k - from]);
-      }
-    }
-    if (old_pending > 0 && snap.pending.size() > old_pending) {
-      auto by_id = [](const sched::PendingJob& x, const sched::PendingJob& y) {
-        return x.id < y.id;
-      };
-      std::inplace_merge(snap.pending.begin(),
-                         snap.pending.begin() + static_cast<std::ptrdiff_t>(old_pending),
-                         snap.pending.end(), by_id);
+// Position of the first job in `list` (sorted by id) whose id is `id` or more.
+template <typename List>
+std::size_t FirstAtOrAfter(const List& list, std::int64_t id) {
+  return static_cast<std::size_t>(
+      std::lower_bound(list.begin(), list.end(), id,
+                       [](const auto& j, std::int64_t v) { return j.id < v; }) -
+      list.begin());
+}
+
+// Merges the running jobs appended at `old_running` and after (in id order
+// among themselves) into the ones before, of which those before `from` have
+// lower ids than all of them: one permutation applied to both lists.
+void MergeAppended(std::vector<sched::RunningJob>& running, std::vector<model::UsageInterval>& busy,
+                   std::size_t from, std::size_t old_running) {
+  std::vector<std::size_t> order(running.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::inplace_merge(order.begin() + static_cast<std::ptrdiff_t>(from),
+                     order.begin() + static_cast<std::ptrdiff_t>(old_running), order.end(),
+                     [&](std::size_t x, std::size_t y) { return running[x].id < running[y].id; });
+  std::vector<sched::RunningJob> merged;
+  std::vector<model::UsageInterval> intervals;
+  merged.reserve(order.size() - from);
+  intervals.reserve(order.size() - from);
+  for (std::size_t k = from; k < order.size(); ++k) {
+    merged.push_back(std::move(running[order[k]]));
+    intervals.push_back(std::move(busy[order[k]]));
+  }
+  for (std::size_t k = from; k < order.size(); ++k) {
+    running[k] = std::move(merged[k - from]);
+    busy[k] = std::move(intervals[k - from]);
+  }
+}
+
+// The snapshot the engine keeps: the policy, a memo, and the nodes in name
+// order with every GPU free.
+sched::Snapshot FirstSnapshot(const std::vector<sched::NodeView>& nodes,
+                              const model::Policy& policy) {
+  sched::Snapshot snap;
+  snap.policy = policy;
+  // The scheduler remembers each run's node and usage between cycles: a run
+  // keeps its key, and so its replicas, until it ends.
+  snap.memo = std::make_shared<sched::RunningMemo>();
+  snap.nodes = nodes;
+  std::sort(snap.nodes.begin(), snap.nodes.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
+  for (auto& n : snap.nodes) {
+    for (auto& g : n.gpus) g.free = true;
+  }
+  return snap;
+}
+
+// The jobs in submit order (trace order among equal submits).
+std::vector<const SimJob*> InSubmitOrder(const std::vector<SimJob>& jobs) {
+  std::vector<const SimJob*> arrivals;
+  for (const auto& j : jobs) arrivals.push_back(&j);
+  std::stable_sort(arrivals.begin(), arrivals.end(),
+                   [](const SimJob* a, const SimJob* b) { return a->submit_ms < b->submit_ms; });
+  return arrivals;
+}
+
+JobOutcome OutcomeOf(const SimJob& j) {
+  JobOutcome o;
+  o.id = j.id;
+  o.tenant = j.tenant;
+  o.queue = j.queue;
+  o.gpus = (GangMgpu(j) + 999) / 1000;
+  o.submit_ms = j.submit_ms;
+  o.duration_ms = j.duration_ms;
+  return o;
+}
+
+// One simulation: the cluster, the jobs and the virtual clock, with one
+// method per thing that happens to them. Simulate builds one and runs it
+// once. It keeps its own copy of the nodes, and refers to the caller's jobs,
+// policy, scheduler, options and adjuster, which outlive it.
+class Engine {
+ public:
+  Engine(const std::vector<sched::NodeView>& nodes, const std::vector<SimJob>& jobs,
+         const model::Policy& policy, const sched::Scheduler& scheduler, const SimOptions& options,
+         const SnapshotAdjuster& adjust);
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Files the options' node failures: those on a schedule, and each node's
+  // first random one. An unknown node, a down time or an MTTR that is not
+  // positive is an invalid argument.
+  Status PlanFailures();
+  // Runs the clock from the first submit until nothing will change again
+  // (or past the horizon), and returns the result. Once.
+  Result<SimResult> Run();
+
+ private:
+  // A node failure: (at, node, down for, random).
+  using Failure = std::tuple<TimeMs, std::size_t, TimeMs, bool>;
+
+  // What happens between cycles, each at its time.
+  void Arrive(TimeMs now);
+  Status HappenUntil(TimeMs now);
+  Status EndRun();
+  void ReturnNode();
+  Status NodeFailure();
+  Result<bool> FailNode(std::size_t n, TimeMs at, TimeMs down_ms);
+  void PlanRandomFailure(std::size_t n, TimeMs up_from);
+
+  // What a run takes and gives back.
+  void Hold(const SimJob& job, const std::vector<sched::ReplicaPlacement>& replicas, bool take);
+  void Release(std::int64_t id, TimeMs now);
+  void Stop(std::int64_t id, TimeMs at, bool node_failed);
+
+  // One scheduling cycle.
+  Status RunCycle(TimeMs now);
+  void SyncSnapshot(TimeMs now);
+  void SyncTouched(TimeMs now);
+  sched::Plan Schedule(TimeMs now);
+  std::map<std::int64_t, JobProgress> Progress(TimeMs now) const;
+  Status ApplyPlan(const sched::Plan& plan, TimeMs now);
+  Status CheckPlacement(const sched::Placement& p) const;
+  Status StartRun(const sched::Placement& p, TimeMs now);
+  Sample SampleAt(TimeMs now) const;
+  std::optional<TimeMs> NextCycle(TimeMs now) const;
+
+  JobOutcome& Outcome(std::int64_t id);
+  SimResult TakeResult();
+
+  const model::Policy& policy_;
+  const sched::Scheduler& scheduler_;
+  const SimOptions& options_;
+  const SnapshotAdjuster& adjust_;
+  SimResult result_;
+  // The snapshot the scheduler sees is kept from cycle to cycle and updated
+  // by what changed (placements, ends, evictions, node failures), not
+  // rebuilt: at 10,000 running jobs and thousands of nodes, rebuilding it
+  // cost more than the scheduler's decisions. The engine's own cluster
+  // state is the snapshot's nodes.
+  sched::Snapshot snap_;
+  std::vector<sched::NodeView>& nodes_;  // snap_.nodes
+  std::map<std::string, std::size_t> node_index_;
+  // What PlaceJob reads of the nodes (GPU UUIDs and memory), made once.
+  const SimNodes sim_nodes_;
+  const std::vector<sched::NodeView> healthy_nodes_;  // health to restore on return
+  std::uint64_t next_run_key_ = 0;
+  std::map<std::int64_t, JobState> state_;
+  // Arrivals in submit order; completions by (end, id).
+  const std::vector<const SimJob*> arrivals_;
+  std::size_t next_arrival_ = 0;
+  std::set<std::pair<TimeMs, std::int64_t>> ends_;
+  std::set<std::int64_t> pending_;
+  // Jobs that started, stopped, arrived or ended since the snapshot was last
+  // brought up to date; snap_.running (with `busy_`, its usage intervals, in
+  // the same order) and snap_.pending stay sorted by id, as a rebuild from
+  // `state_` and `pending_` would give them.
+  std::set<std::int64_t> touched_;
+  std::vector<model::UsageInterval> busy_;
+  const TimeMs t0_;  // the first submit: the cycle grid's origin
+  model::UsageLedger ledger_;
+  // Node failures in time order, and returns.
+  std::set<Failure> failures_;
+  std::set<std::pair<TimeMs, std::size_t>> returns_;
+  std::vector<std::optional<TimeMs>> down_until_;
+  std::vector<std::mt19937_64> rngs_;  // per node, for random failures
+  // Something changed since the scheduler last ran: a cycle runs now.
+  bool dirty_ = false;
+};
+
+Engine::Engine(const std::vector<sched::NodeView>& nodes, const std::vector<SimJob>& jobs,
+               const model::Policy& policy, const sched::Scheduler& scheduler,
+               const SimOptions& options, const SnapshotAdjuster& adjust)
+    : policy_(policy),
+      scheduler_(scheduler),
+      options_(options),
+      adjust_(adjust),
+      snap_(FirstSnapshot(nodes, policy)),
+      nodes_(snap_.nodes),
+      sim_nodes_(nodes_),
+      healthy_nodes_(nodes_),
+      arrivals_(InSubmitOrder(jobs)),
+      t0_(arrivals_.empty() ? 0 : arrivals_.front()->submit_ms),
+      down_until_(nodes_.size()) {
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    node_index_[nodes_[i].name] = i;
+    for (const auto& g : nodes_[i].gpus) {
+      if (g.healthy && nodes_[i].ready) ++result_.cluster_gpus;
     }
   }
-  for (auto& i : busy) i.end_ms = now;
-  if (options.checkpoint_interval_ms > 0) {
+  for (const auto& j : jobs) {
+    state_[j.id].job = &j;
+    result_.jobs.push_back(OutcomeOf(j));
+  }
+  std::sort(result_.jobs.begin(), result_.jobs.end(),
+            [](const auto& a, const auto& b) { return a.id < b.id; });
+  result_.first_submit_ms = t0_;
+  result_.cycle_ms = options.cycle_ms;
+  ledger_.Reset(policy.usage_half_life_ms, t0_, {});
+}
+
+Status Engine::PlanFailures() {
+  for (const auto& f : options_.node_failures) {
+    auto it = node_index_.find(f.node);
+    if (it == node_index_.end()) {
+      return Fail(Code::kInvalidArgument,
+                  fmt::format("node failure at {} ms: no node named '{}'", f.at_ms, f.node));
+    }
+    if (f.down_ms <= 0) {
+      return Fail(
+          Code::kInvalidArgument,
+          fmt::format("node failure of {} at {} ms: down time must be positive", f.node, f.at_ms));
+    }
+    failures_.insert({f.at_ms, it->second, f.down_ms, false});
+  }
+  const RandomFailures& rf = options_.random_failures;
+  if (rf.mtbf_ms > 0) {
+    if (rf.mttr_ms <= 0) return Fail(Code::kInvalidArgument, "random failures need an MTTR > 0");
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+      rngs_.emplace_back(rf.seed * 0x9E3779B97F4A7C15ULL + i);
+      PlanRandomFailure(i, t0_);
+    }
+  }
+  return Ok();
+}
+
+Result<SimResult> Engine::Run() {
+  TimeMs now = t0_;
+  while (true) {
+    // Everything that happens up to `now`, then a cycle if it changed anything.
+    Arrive(now);
+    BERTH_RETURN_IF_ERROR(HappenUntil(now));
+    if (dirty_) {
+      BERTH_RETURN_IF_ERROR(RunCycle(now));
+    }
+    const std::optional<TimeMs> next = NextCycle(now);
+    if (!next) break;
+    now = *next;
+  }
+  return TakeResult();
+}
+
+// The jobs submitted by `now` arrive: each waits, with its record Pending.
+void Engine::Arrive(TimeMs now) {
+  while (next_arrival_ < arrivals_.size() && arrivals_[next_arrival_]->submit_ms <= now) {
+    const SimJob& job = *arrivals_[next_arrival_];
+    state_.at(job.id).record = std::make_unique<model::JobRecord>(ArrivedJob(job));
+    pending_.insert(job.id);
+    touched_.insert(job.id);
+    ++next_arrival_;
+    dirty_ = true;
+  }
+}
+
+// Ends, returns and failures up to `now`, in time order; at one instant a job
+// that ends finishes, and a node that returns is back before it fails again.
+Status Engine::HappenUntil(TimeMs now) {
+  while (true) {
+    constexpr TimeMs kNever = std::numeric_limits<TimeMs>::max();
+    const TimeMs te = ends_.empty() ? kNever : ends_.begin()->first;
+    const TimeMs tr = returns_.empty() ? kNever : returns_.begin()->first;
+    const TimeMs tf = failures_.empty() ? kNever : std::get<0>(*failures_.begin());
+    const TimeMs t = std::min({te, tr, tf});
+    if (t > now) return Ok();
+    if (te == t) {
+      BERTH_RETURN_IF_ERROR(EndRun());
+    } else if (tr == t) {
+      ReturnNode();
+    } else {
+      BERTH_RETURN_IF_ERROR(NodeFailure());
+    }
+  }
+}
+
+// The earliest end: the job has run its full duration and succeeds.
+Status Engine::EndRun() {
+  const auto [end, id] = *ends_.begin();
+  Release(id, end);
+  Outcome(id).end_ms = end;
+  JobState& s = state_.at(id);
+  BERTH_RETURN_IF_ERROR(Complete(*s.record, end));
+  s.record.reset();
+  dirty_ = true;
+  return Ok();
+}
+
+// The earliest return: the node is back, as healthy as before it failed.
+void Engine::ReturnNode() {
+  const std::size_t n = returns_.begin()->second;
+  returns_.erase(returns_.begin());
+  down_until_[n].reset();
+  nodes_[n].ready = healthy_nodes_[n].ready;
+  for (std::size_t g = 0; g < nodes_[n].gpus.size(); ++g) {
+    nodes_[n].gpus[g].healthy = healthy_nodes_[n].gpus[g].healthy;
+  }
+  if (!pending_.empty()) dirty_ = true;
+}
+
+// The earliest failure takes effect, unless it is moot; a random one files
+// the node's next.
+Status Engine::NodeFailure() {
+  const auto [at, n, down_ms, random] = *failures_.begin();
+  failures_.erase(failures_.begin());
+  // Moot on a node already down, or once nothing runs or is still to
+  // arrive (failing idle nodes then would only keep the clock going).
+  const bool idle_forever = ends_.empty() && next_arrival_ >= arrivals_.size();
+  if (down_until_[n] || idle_forever) {
+    // A random failure moves on to the next up time.
+    if (random) PlanRandomFailure(n, std::max(at, down_until_[n].value_or(at)));
+    return Ok();
+  }
+  auto hit = FailNode(n, at, down_ms);
+  if (!hit) return std::unexpected(std::move(hit.error()));
+  if (*hit) dirty_ = true;
+  if (random) PlanRandomFailure(n, at + down_ms);
+  return Ok();
+}
+
+// A node goes down: its jobs stop, it and its GPUs are unavailable. True
+// when a job was running there.
+Result<bool> Engine::FailNode(std::size_t n, TimeMs at, TimeMs down_ms) {
+  ++result_.node_failures;
+  down_until_[n] = at + down_ms;
+  returns_.insert({at + down_ms, n});
+  auto& node = nodes_[n];
+  std::vector<std::int64_t> hit;
+  for (const auto& [id, s] : state_) {
+    if (!s.running) continue;
+    for (const auto& rp : s.running->replicas) {
+      if (rp.node == node.name) {
+        hit.push_back(id);
+        break;
+      }
+    }
+  }
+  for (std::int64_t id : hit) {
+    Stop(id, at, true);
+    BERTH_RETURN_IF_ERROR(LoseNode(*state_.at(id).record, node.name, Outcome(id).failures, at));
+  }
+  node.ready = false;
+  for (auto& g : node.gpus) g.healthy = false;
+  return !hit.empty();
+}
+
+// Node `n`'s next random failure: up for a random time from `up_from`, then
+// down for a random repair, drawn in that order from the node's generator.
+void Engine::PlanRandomFailure(std::size_t n, TimeMs up_from) {
+  const RandomFailures& rf = options_.random_failures;
+  const TimeMs up = Exponential(rngs_[n], rf.mtbf_ms);
+  const TimeMs down = Exponential(rngs_[n], rf.mttr_ms);
+  failures_.insert({up_from + up, n, down, true});
+}
+
+// Takes (or gives back) what a job's replicas hold: GPUs (whole or a
+// slice), and CPU and memory.
+void Engine::Hold(const SimJob& job, const std::vector<sched::ReplicaPlacement>& replicas,
+                  bool take) {
+  const model::Resources& r = job.resources;
+  sched::HoldGpus(nodes_, r, replicas, take);
+  for (const auto& rp : replicas) {
+    auto& node = nodes_[node_index_.at(rp.node)];
+    if (take) {
+      node.cpu_millis_free -= std::min<std::uint64_t>(node.cpu_millis_free, r.cpu_millis);
+      node.memory_bytes_free -= std::min(node.memory_bytes_free, r.memory_bytes);
+    } else {
+      node.cpu_millis_free += r.cpu_millis;
+      node.memory_bytes_free += r.memory_bytes;
+    }
+  }
+}
+
+// A run ends at `now` (done or stopped): it gives back what it held, and its
+// GPU time counts for the job and its queue's usage.
+void Engine::Release(std::int64_t id, TimeMs now) {
+  JobState& s = state_.at(id);
+  Hold(*s.job, s.running->replicas, false);
+  s.attained_gpu_ms += (now - s.running->start_ms) * GangMgpu(*s.job) / 1000;
+  ledger_.Fold({s.job->tenant + "/" + s.job->queue, GangMgpu(*s.job), s.running->start_ms, now},
+               now);
+  ends_.erase({s.running->end_ms, id});
+  s.running.reset();
+  touched_.insert(id);
+}
+
+// Stops a running job at `at` and puts it back in the queue: it keeps the
+// work up to its last checkpoint and pays the restart overhead next time.
+// An eviction by the plan, or the failure of a node it runs on.
+void Engine::Stop(std::int64_t id, TimeMs at, bool node_failed) {
+  JobState& s = state_.at(id);
+  TimeMs ran = at - s.running->start_ms;
+  TimeMs kept = options_.checkpoint_interval_ms > 0
+                    ? ran / options_.checkpoint_interval_ms * options_.checkpoint_interval_ms
+                    : 0;
+  s.work_saved_ms = std::min(s.job->duration_ms, s.work_saved_ms + kept);
+  s.restarted = true;
+  JobOutcome& o = Outcome(id);
+  const std::int64_t lost = (ran - kept) * GangMgpu(*s.job) / 1000;
+  if (node_failed) {
+    ++o.failures;
+    o.lost_gpu_ms_to_failures += lost;
+  } else {
+    ++o.evictions;
+    o.lost_gpu_ms += lost;
+  }
+  Release(id, at);
+  pending_.insert(id);
+}
+
+// One scheduling cycle at `now`: the snapshot brought up to date, the plan
+// the scheduler makes of it carried out, and a sample of the cluster after.
+Status Engine::RunCycle(TimeMs now) {
+  SyncSnapshot(now);
+  snap_.now_ms = now;
+  snap_.decayed_usage = ledger_.At(now, busy_);
+  const sched::Plan plan = Schedule(now);
+  BERTH_RETURN_IF_ERROR(ApplyPlan(plan, now));
+  result_.samples.push_back(SampleAt(now));
+  dirty_ = false;
+  return Ok();
+}
+
+// Brings the kept snapshot's running and pending jobs up to date with the
+// jobs touched since the last cycle, and what depends on the time (the
+// last checkpoint of each running job). `busy_` holds each running job's
+// usage interval, in snap_.running's order (by id, as the ledger sums them).
+void Engine::SyncSnapshot(TimeMs now) {
+  if (!touched_.empty()) SyncTouched(now);
+  for (auto& i : busy_) i.end_ms = now;
+  if (options_.checkpoint_interval_ms > 0) {
     // Work kept by whole checkpoint intervals since the start (0: none yet).
-    for (auto& r : snap.running) {
+    for (auto& r : snap_.running) {
       const TimeMs ran = now - r.started_at_ms;
-      const TimeMs kept = ran / options.checkpoint_interval_ms * options.checkpoint_interval_ms;
+      const TimeMs kept = ran / options_.checkpoint_interval_ms * options_.checkpoint_interval_ms;
       r.last_checkpoint_ms = kept > 0 ? r.started_at_ms + kept : 0;
     }
   }
+}
+
+// The touched jobs leave the snapshot's lists and come back as they are now
+// (running, waiting or neither), in id order.
+void Engine::SyncTouched(TimeMs now) {
+  // Both lists are sorted by id, and so is `touched_`: the jobs before the
+  // first touched id stay where they are, and new ones (mostly the latest
+  // arrivals, the highest ids) are merged into the tail. Moving 30,000
+  // running jobs into a fresh vector every cycle cost more than the rest.
+  auto changed = [this](std::int64_t id) { return touched_.contains(id); };
+  const std::int64_t first = *touched_.begin();
+  std::size_t kept = FirstAtOrAfter(snap_.running, first);
+  for (std::size_t i = kept; i < snap_.running.size(); ++i) {
+    if (changed(snap_.running[i].id)) continue;
+    if (kept != i) {
+      snap_.running[kept] = std::move(snap_.running[i]);
+      busy_[kept] = std::move(busy_[i]);
+    }
+    ++kept;
+  }
+  snap_.running.resize(kept);
+  busy_.resize(kept);
+  std::erase_if(snap_.pending, [&](const sched::PendingJob& p) { return changed(p.id); });
+  const std::size_t old_running = snap_.running.size();
+  const std::size_t old_pending = snap_.pending.size();
+  for (std::int64_t id : touched_) {  // ascending
+    const JobState& s = state_.at(id);
+    if (s.running) {
+      snap_.running.push_back(RunningOf(id, s, options_));
+      busy_.push_back(
+          {s.job->tenant + "/" + s.job->queue, GangMgpu(*s.job), s.running->start_ms, now});
+    } else if (pending_.contains(id)) {
+      snap_.pending.push_back(PendingOf(*s.job));
+    }
+  }
+  touched_.clear();
+  if (old_running > 0 && snap_.running.size() > old_running &&
+      snap_.running[old_running].id < snap_.running[old_running - 1].id) {
+    MergeAppended(snap_.running, busy_,
+                  FirstAtOrAfter(std::span(snap_.running).first(old_running), first), old_running);
+  }
+  if (old_pending > 0 && snap_.pending.size() > old_pending) {
+    auto by_id = [](const sched::PendingJob& x, const sched::PendingJob& y) { return x.id < y.id; };
+    std::inplace_merge(snap_.pending.begin(),
+                       snap_.pending.begin() + static_cast<std::ptrdiff_t>(old_pending),
+                       snap_.pending.end(), by_id);
+  }
+}
+
+// The scheduler's plan for the snapshot (as the adjuster rewrites it, when
+// there is one), with its wall time counted.
+sched::Plan Engine::Schedule(TimeMs now) {
+  sched::Snapshot adjusted;
+  const sched::Snapshot* seen = &snap_;
+  if (adjust_) {
+    // The adjuster rewrites what it is given: a copy, so that the kept
+    // snapshot stays the engine's.
+    adjusted = snap_;
+    adjust_(adjusted, Progress(now));
+    seen = &adjusted;
+  }
+  auto started = std::chrono::steady_clock::now();
+  sched::Plan plan = scheduler_.Schedule(*seen);
+  result_.scheduler_ms +=
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  ++result_.cycles;
+  return plan;
+}
+
+// What the adjuster is told of each running or waiting job.
+std::map<std::int64_t, JobProgress> Engine::Progress(TimeMs now) const {
+  std::map<std::int64_t, JobProgress> progress;
+  for (const auto& [id, s] : state_) {
+    if (!s.running && !pending_.contains(id)) continue;
+    JobProgress jp;
+    jp.attained_gpu_ms = s.attained_gpu_ms;
+    if (s.running) {
+      jp.attained_gpu_ms += (now - s.running->start_ms) * GangMgpu(*s.job) / 1000;
+      jp.remaining_ms = s.running->end_ms - now;
+    } else {
+      jp.remaining_ms = s.job->duration_ms - s.work_saved_ms;
+    }
+    progress.emplace(id, jp);
+  }
+  return progress;
+}
+
+Status Engine::ApplyPlan(const sched::Plan& plan, TimeMs now) {
+  // Evictions take effect at once in the simulation (no stop grace).
+  // A moved job is evicted and placed again in the same plan: it pays
+  // the same loss and restart, and counts as moved.
+  for (const auto& e : plan.evictions) {
+    if (!state_.at(e.job_id).running) continue;
+    Stop(e.job_id, now, false);
+    BERTH_RETURN_IF_ERROR(EvictAndExit(*state_.at(e.job_id).record, e, now));
+    if (e.cause == sched::EvictionCause::kMove) ++Outcome(e.job_id).moves;
+  }
+  for (const auto& p : plan.placements) {
+    BERTH_RETURN_IF_ERROR(CheckPlacement(p));
+    BERTH_RETURN_IF_ERROR(StartRun(p, now));
+  }
+  return Ok();
+}
+
+// A placement the engine can carry out, given the placements before it: of a
+// waiting job, on nodes that are up, on healthy GPUs no one else holds whole.
+Status Engine::CheckPlacement(const sched::Placement& p) const {
+  const JobState& s = state_.at(p.job_id);
+  if (s.running || !pending_.contains(p.job_id)) {
+    return Fail(Code::kInternal,
+                fmt::format("the plan places job {}, which is not waiting", p.job_id));
+  }
+  for (const auto& r : p.replicas) {
+    const auto& node = nodes_[node_index_.at(r.node)];
+    if (!node.ready) {
+      return Fail(Code::kInternal,
+                  fmt::format("the plan places job {} on {}, which is down", p.job_id, r.node));
+    }
+    for (auto idx : r.gpu_indices) {
+      for (const auto& g : node.gpus) {
+        if (g.index == idx && !g.free && g.shared_millis == 0) {
+          return Fail(Code::kInternal,
+                      fmt::format("the plan gives GPU {} of {} twice", idx, r.node));
+        }
+        if (g.index == idx && !g.healthy) {
+          return Fail(Code::kInternal,
+                      fmt::format("the plan gives unhealthy GPU {} of {}", idx, r.node));
+        }
+      }
+    }
+  }
+  return Ok();
+}
+
+// A placed job starts at once: it holds its replicas' share of the nodes and
+// runs for its remaining work, plus the restart overhead after an eviction.
+Status Engine::StartRun(const sched::Placement& p, TimeMs now) {
+  JobState& s = state_.at(p.job_id);
+  BERTH_RETURN_IF_ERROR(PlaceAndStart(*s.record, p, sim_nodes_.index(), policy_.version, now));
+  Hold(*s.job, p.replicas, true);
+  TimeMs run_for =
+      s.job->duration_ms - s.work_saved_ms + (s.restarted ? options_.restart_overhead_ms : 0);
+  s.running = Running{p.replicas, now, now + run_for, ++next_run_key_};
+  ends_.insert({now + run_for, p.job_id});
+  pending_.erase(p.job_id);
+  touched_.insert(p.job_id);
+  JobOutcome& o = Outcome(p.job_id);
+  if (!o.first_start_ms) {
+    o.first_start_ms = now;
+    o.first_placement = p.replicas;
+  }
+  return Ok();
+}
+
+// The cluster after the cycle at `now`.
+Sample Engine::SampleAt(TimeMs now) const {
+  Sample sample;
+  sample.t_ms = now;
+  for (const auto& n : nodes_) {
+    if (!n.ready) sample.down_gpus += static_cast<std::int64_t>(n.gpus.size());
+    for (const auto& g : n.gpus) {
+      if (!g.healthy || !n.ready) continue;
+      if (g.free) {
+        sample.idle_gpus_while_waiting += 1;
+      } else {
+        sample.allocated_mgpu += g.shared_millis > 0 ? g.shared_millis : 1000;
+      }
+    }
+  }
+  sample.pending_jobs = static_cast<std::int64_t>(pending_.size());
+  for (std::int64_t id : pending_) sample.pending_mgpu += GangMgpu(*state_.at(id).job);
+  if (sample.pending_jobs == 0) sample.idle_gpus_while_waiting = 0;
+  return sample;
+}
+
+// The next moment something happens, on the cycle grid; nullopt when
+// nothing will ever change again, or that moment is past the horizon.
+std::optional<TimeMs> Engine::NextCycle(TimeMs now) const {
+  std::optional<TimeMs> next;
+  if (next_arrival_ < arrivals_.size()) next = arrivals_[next_arrival_]->submit_ms;
+  if (!ends_.empty()) next = next ? std::min(*next, ends_.begin()->first) : ends_.begin()->first;
+  if (!returns_.empty() && !pending_.empty()) {
+    next = next ? std::min(*next, returns_.begin()->first) : returns_.begin()->first;
+  }
+  // Failures matter only while something runs or is still to arrive.
+  if (!failures_.empty() && (!ends_.empty() || next_arrival_ < arrivals_.size())) {
+    next = std::min(*next, std::get<0>(*failures_.begin()));
+  }
+  if (!next) return std::nullopt;
+  const TimeMs step = std::max(*next, now + 1);
+  const TimeMs at =
+      t0_ + (step - t0_ + options_.cycle_ms - 1) / options_.cycle_ms * options_.cycle_ms;
+  if (options_.horizon_ms > 0 && at - t0_ > options_.horizon_ms) return std::nullopt;
+  return at;
+}
+
+JobOutcome& Engine::Outcome(std::int64_t id) {
+  return *std::lower_bound(result_.jobs.begin(), result_.jobs.end(), id,
+                           [](const JobOutcome& o, std::int64_t v) { return o.id < v; });
+}
+
+// The result, with what the scheduler's memo saved over the run.
+SimResult Engine::TakeResult() {
+  result_.memo_hits = snap_.memo->hits();
+  result_.memo_misses = snap_.memo->misses();
+  return std::move(result_);
 }
 
 }  // namespace
@@ -206,362 +756,14 @@ std::vector<sched::NodeView> UniformNodes(std::size_t count, std::uint32_t gpus,
   return out;
 }
 
-Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes_in,
+Result<SimResult> Simulate(const std::vector<sched::NodeView>& nodes,
                            const std::vector<SimJob>& jobs, const model::Policy& policy,
                            const sched::Scheduler& scheduler, const SimOptions& options,
                            const SnapshotAdjuster& adjust) {
   if (options.cycle_ms <= 0) return Fail(Code::kInvalidArgument, "cycle_ms must be positive");
-  SimResult result;
-  // The snapshot the scheduler sees is kept from cycle to cycle and updated
-  // by what changed (placements, ends, evictions, node failures), not
-  // rebuilt: at 10,000 running jobs and thousands of nodes, rebuilding it
-  // cost more than the scheduler's decisions. The engine's own cluster
-  // state is the snapshot's nodes.
-  sched::Snapshot snap;
-  snap.policy = policy;
-  // The scheduler remembers each run's node and usage between cycles: a run
-  // keeps its key, and so its replicas, until it ends.
-  snap.memo = std::make_shared<sched::RunningMemo>();
-  std::uint64_t next_run_key = 0;
-  std::vector<sched::NodeView>& nodes = snap.nodes;
-  nodes = nodes_in;
-  std::sort(nodes.begin(), nodes.end(),
-            [](const auto& a, const auto& b) { return a.name < b.name; });
-  std::map<std::string, std::size_t> node_index;
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    node_index[nodes[i].name] = i;
-    for (auto& g : nodes[i].gpus) {
-      g.free = true;
-      if (g.healthy && nodes[i].ready) ++result.cluster_gpus;
-    }
-  }
-  // What PlaceJob reads of the nodes (GPU UUIDs and memory), made once.
-  const SimNodes sim_nodes(nodes);
-  std::map<std::int64_t, JobState> state;
-  for (const auto& j : jobs) {
-    state[j.id].job = &j;
-    JobOutcome o;
-    o.id = j.id;
-    o.tenant = j.tenant;
-    o.queue = j.queue;
-    o.gpus = (GangMgpu(j) + 999) / 1000;
-    o.submit_ms = j.submit_ms;
-    o.duration_ms = j.duration_ms;
-    result.jobs.push_back(o);
-  }
-  std::sort(result.jobs.begin(), result.jobs.end(),
-            [](const auto& a, const auto& b) { return a.id < b.id; });
-  auto outcome = [&](std::int64_t id) -> JobOutcome& {
-    return *std::lower_bound(result.jobs.begin(), result.jobs.end(), id,
-                             [](const JobOutcome& o, std::int64_t v) { return o.id < v; });
-  };
-  // Arrivals in submit order; completions by (end, id).
-  std::vector<const SimJob*> arrivals;
-  for (const auto& j : jobs) arrivals.push_back(&j);
-  std::stable_sort(arrivals.begin(), arrivals.end(),
-                   [](const SimJob* a, const SimJob* b) { return a->submit_ms < b->submit_ms; });
-  std::set<std::pair<TimeMs, std::int64_t>> ends;
-  std::set<std::int64_t> pending;
-  // Jobs that started, stopped, arrived or ended since the snapshot was last
-  // brought up to date; snap.running (with `busy`, its usage intervals, in
-  // the same order) and snap.pending stay sorted by id, as a rebuild from
-  // `state` and `pending` would give them.
-  std::set<std::int64_t> touched;
-  std::vector<model::UsageInterval> busy;
-  std::size_t next_arrival = 0;
-  const TimeMs t0 = arrivals.empty() ? 0 : arrivals.front()->submit_ms;
-  result.first_submit_ms = t0;
-  result.cycle_ms = options.cycle_ms;
-  model::UsageLedger ledger;
-  ledger.Reset(policy.usage_half_life_ms, t0, {});
-
-  // Node failures: (at, node, down for, random) in time order, and returns.
-  using Failure = std::tuple<TimeMs, std::size_t, TimeMs, bool>;
-  std::set<Failure> failures;
-  std::set<std::pair<TimeMs, std::size_t>> returns;
-  std::vector<std::optional<TimeMs>> down_until(nodes.size());
-  const std::vector<sched::NodeView> healthy_nodes = nodes;  // health to restore on return
-  for (const auto& f : options.node_failures) {
-    auto it = node_index.find(f.node);
-    if (it == node_index.end()) {
-      return Fail(Code::kInvalidArgument,
-                  fmt::format("node failure at {} ms: no node named '{}'", f.at_ms, f.node));
-    }
-    if (f.down_ms <= 0) {
-      return Fail(
-          Code::kInvalidArgument,
-          fmt::format("node failure of {} at {} ms: down time must be positive", f.node, f.at_ms));
-    }
-    failures.insert({f.at_ms, it->second, f.down_ms, false});
-  }
-  const RandomFailures& rf = options.random_failures;
-  std::vector<std::mt19937_64> rngs;
-  if (rf.mtbf_ms > 0) {
-    if (rf.mttr_ms <= 0) return Fail(Code::kInvalidArgument, "random failures need an MTTR > 0");
-    for (std::size_t i = 0; i < nodes.size(); ++i) {
-      rngs.emplace_back(rf.seed * 0x9E3779B97F4A7C15ULL + i);
-      TimeMs up = Exponential(rngs[i], rf.mtbf_ms);
-      failures.insert({t0 + up, i, Exponential(rngs[i], rf.mttr_ms), true});
-    }
-  }
-
-  // Takes (or gives back) what a job's replicas hold: GPUs (whole or a
-  // slice), and CPU and memory.
-  auto hold = [&](const SimJob& job, const std::vector<sched::ReplicaPlacement>& replicas,
-                  bool take) {
-    const model::Resources& r = job.resources;
-    sched::HoldGpus(nodes, r, replicas, take);
-    for (const auto& rp : replicas) {
-      auto& node = nodes[node_index.at(rp.node)];
-      if (take) {
-        node.cpu_millis_free -= std::min<std::uint64_t>(node.cpu_millis_free, r.cpu_millis);
-        node.memory_bytes_free -= std::min(node.memory_bytes_free, r.memory_bytes);
-      } else {
-        node.cpu_millis_free += r.cpu_millis;
-        node.memory_bytes_free += r.memory_bytes;
-      }
-    }
-  };
-  auto release = [&](std::int64_t id, TimeMs now) {
-    JobState& s = state.at(id);
-    hold(*s.job, s.running->replicas, false);
-    s.attained_gpu_ms += (now - s.running->start_ms) * GangMgpu(*s.job) / 1000;
-    ledger.Fold({s.job->tenant + "/" + s.job->queue, GangMgpu(*s.job), s.running->start_ms, now},
-                now);
-    ends.erase({s.running->end_ms, id});
-    s.running.reset();
-    touched.insert(id);
-  };
-  // Stops a running job at `at` and puts it back in the queue: it keeps the
-  // work up to its last checkpoint and pays the restart overhead next time.
-  // An eviction by the plan, or the failure of a node it runs on.
-  auto stop = [&](std::int64_t id, TimeMs at, bool node_failed) {
-    JobState& s = state.at(id);
-    TimeMs ran = at - s.running->start_ms;
-    TimeMs kept = options.checkpoint_interval_ms > 0
-                      ? ran / options.checkpoint_interval_ms * options.checkpoint_interval_ms
-                      : 0;
-    s.work_saved_ms = std::min(s.job->duration_ms, s.work_saved_ms + kept);
-    s.restarted = true;
-    JobOutcome& o = outcome(id);
-    const std::int64_t lost = (ran - kept) * GangMgpu(*s.job) / 1000;
-    if (node_failed) {
-      ++o.failures;
-      o.lost_gpu_ms_to_failures += lost;
-    } else {
-      ++o.evictions;
-      o.lost_gpu_ms += lost;
-    }
-    release(id, at);
-    pending.insert(id);
-  };
-  // A node goes down: its jobs stop, it and its GPUs are unavailable.
-  auto fail_node = [&](std::size_t n, TimeMs at, TimeMs down_ms) -> Result<bool> {
-    ++result.node_failures;
-    down_until[n] = at + down_ms;
-    returns.insert({at + down_ms, n});
-    auto& node = nodes[n];
-    std::vector<std::int64_t> hit;
-    for (const auto& [id, s] : state) {
-      if (!s.running) continue;
-      for (const auto& rp : s.running->replicas) {
-        if (rp.node == node.name) {
-          hit.push_back(id);
-          break;
-        }
-      }
-    }
-    for (std::int64_t id : hit) {
-      stop(id, at, true);
-      BERTH_RETURN_IF_ERROR(LoseNode(*state.at(id).record, node.name, outcome(id).failures, at));
-    }
-    node.ready = false;
-    for (auto& g : node.gpus) g.healthy = false;
-    return !hit.empty();
-  };
-  auto return_node = [&](std::size_t n) {
-    down_until[n].reset();
-    nodes[n].ready = healthy_nodes[n].ready;
-    for (std::size_t g = 0; g < nodes[n].gpus.size(); ++g) {
-      nodes[n].gpus[g].healthy = healthy_nodes[n].gpus[g].healthy;
-    }
-  };
-
-  TimeMs now = t0;
-  bool dirty = false;
-  while (true) {
-    // Everything that happens up to `now`.
-    while (next_arrival < arrivals.size() && arrivals[next_arrival]->submit_ms <= now) {
-      state.at(arrivals[next_arrival]->id).record =
-          std::make_unique<model::JobRecord>(ArrivedJob(*arrivals[next_arrival]));
-      pending.insert(arrivals[next_arrival]->id);
-      touched.insert(arrivals[next_arrival]->id);
-      ++next_arrival;
-      dirty = true;
-    }
-    // Ends, returns and failures in time order; at one instant a job that
-    // ends finishes, and a node that returns is back before it fails again.
-    while (true) {
-      constexpr TimeMs kNever = std::numeric_limits<TimeMs>::max();
-      const TimeMs te = ends.empty() ? kNever : ends.begin()->first;
-      const TimeMs tr = returns.empty() ? kNever : returns.begin()->first;
-      const TimeMs tf = failures.empty() ? kNever : std::get<0>(*failures.begin());
-      const TimeMs t = std::min({te, tr, tf});
-      if (t > now) break;
-      if (te == t) {
-        auto [end, id] = *ends.begin();
-        release(id, end);
-        outcome(id).end_ms = end;
-        JobState& s = state.at(id);
-        BERTH_RETURN_IF_ERROR(Complete(*s.record, end));
-        s.record.reset();
-        dirty = true;
-      } else if (tr == t) {
-        const std::size_t n = returns.begin()->second;
-        returns.erase(returns.begin());
-        return_node(n);
-        if (!pending.empty()) dirty = true;
-      } else {
-        const auto [at, n, down_ms, random] = *failures.begin();
-        failures.erase(failures.begin());
-        // Moot on a node already down, or once nothing runs or is still to
-        // arrive (failing idle nodes then would only keep the clock going).
-        const bool idle_forever = ends.empty() && next_arrival >= arrivals.size();
-        if (down_until[n] || idle_forever) {
-          if (random) {  // a random failure moves on to the next up time
-            failures.insert(
-                {std::max(at, down_until[n].value_or(at)) + Exponential(rngs[n], rf.mtbf_ms), n,
-                 Exponential(rngs[n], rf.mttr_ms), true});
-          }
-          continue;
-        }
-        auto hit = fail_node(n, at, down_ms);
-        if (!hit) return std::unexpected(std::move(hit.error()));
-        if (*hit) dirty = true;
-        if (random) {
-          failures.insert({at + down_ms + Exponential(rngs[n], rf.mtbf_ms), n,
-                           Exponential(rngs[n], rf.mttr_ms), true});
-        }
-      }
-    }
-    if (dirty) {
-      SyncSnapshot(snap, busy, touched, state, pending, options, now);
-      snap.now_ms = now;
-      snap.decayed_usage = ledger.At(now, busy);
-      sched::Snapshot adjusted;
-      const sched::Snapshot* seen = &snap;
-      if (adjust) {
-        // The adjuster rewrites what it is given: a copy, so that the kept
-        // snapshot stays the engine's.
-        adjusted = snap;
-        std::map<std::int64_t, JobProgress> progress;
-        for (const auto& [id, s] : state) {
-          if (!s.running && !pending.contains(id)) continue;
-          JobProgress jp;
-          jp.attained_gpu_ms = s.attained_gpu_ms;
-          if (s.running) {
-            jp.attained_gpu_ms += (now - s.running->start_ms) * GangMgpu(*s.job) / 1000;
-            jp.remaining_ms = s.running->end_ms - now;
-          } else {
-            jp.remaining_ms = s.job->duration_ms - s.work_saved_ms;
-          }
-          progress.emplace(id, jp);
-        }
-        adjust(adjusted, progress);
-        seen = &adjusted;
-      }
-      auto started = std::chrono::steady_clock::now();
-      sched::Plan plan = scheduler.Schedule(*seen);
-      result.scheduler_ms +=
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
-              .count();
-      ++result.cycles;
-      // Evictions take effect at once in the simulation (no stop grace).
-      // A moved job is evicted and placed again in the same plan: it pays
-      // the same loss and restart, and counts as moved.
-      for (const auto& e : plan.evictions) {
-        if (!state.at(e.job_id).running) continue;
-        stop(e.job_id, now, false);
-        BERTH_RETURN_IF_ERROR(EvictAndExit(*state.at(e.job_id).record, e, now));
-        if (e.cause == sched::EvictionCause::kMove) ++outcome(e.job_id).moves;
-      }
-      for (const auto& p : plan.placements) {
-        JobState& s = state.at(p.job_id);
-        if (s.running || !pending.contains(p.job_id)) {
-          return Fail(Code::kInternal,
-                      fmt::format("the plan places job {}, which is not waiting", p.job_id));
-        }
-        for (const auto& r : p.replicas) {
-          auto& node = nodes[node_index.at(r.node)];
-          if (!node.ready) {
-            return Fail(Code::kInternal, fmt::format("the plan places job {} on {}, which is down",
-                                                     p.job_id, r.node));
-          }
-          for (auto idx : r.gpu_indices) {
-            for (const auto& g : node.gpus) {
-              if (g.index == idx && !g.free && g.shared_millis == 0) {
-                return Fail(Code::kInternal,
-                            fmt::format("the plan gives GPU {} of {} twice", idx, r.node));
-              }
-              if (g.index == idx && !g.healthy) {
-                return Fail(Code::kInternal,
-                            fmt::format("the plan gives unhealthy GPU {} of {}", idx, r.node));
-              }
-            }
-          }
-        }
-        BERTH_RETURN_IF_ERROR(PlaceAndStart(*s.record, p, sim_nodes.index(), policy.version, now));
-        hold(*s.job, p.replicas, true);
-        TimeMs run_for =
-            s.job->duration_ms - s.work_saved_ms + (s.restarted ? options.restart_overhead_ms : 0);
-        s.running = Running{p.replicas, now, now + run_for, ++next_run_key};
-        ends.insert({now + run_for, p.job_id});
-        pending.erase(p.job_id);
-        touched.insert(p.job_id);
-        JobOutcome& o = outcome(p.job_id);
-        if (!o.first_start_ms) {
-          o.first_start_ms = now;
-          o.first_placement = p.replicas;
-        }
-      }
-      Sample sample;
-      sample.t_ms = now;
-      for (const auto& n : nodes) {
-        if (!n.ready) sample.down_gpus += static_cast<std::int64_t>(n.gpus.size());
-        for (const auto& g : n.gpus) {
-          if (!g.healthy || !n.ready) continue;
-          if (g.free) {
-            sample.idle_gpus_while_waiting += 1;
-          } else {
-            sample.allocated_mgpu += g.shared_millis > 0 ? g.shared_millis : 1000;
-          }
-        }
-      }
-      sample.pending_jobs = static_cast<std::int64_t>(pending.size());
-      for (std::int64_t id : pending) sample.pending_mgpu += GangMgpu(*state.at(id).job);
-      if (sample.pending_jobs == 0) sample.idle_gpus_while_waiting = 0;
-      result.samples.push_back(sample);
-      dirty = false;
-    }
-    // The next moment something happens, on the cycle grid.
-    std::optional<TimeMs> next;
-    if (next_arrival < arrivals.size()) next = arrivals[next_arrival]->submit_ms;
-    if (!ends.empty()) next = next ? std::min(*next, ends.begin()->first) : ends.begin()->first;
-    if (!returns.empty() && !pending.empty()) {
-      next = next ? std::min(*next, returns.begin()->first) : returns.begin()->first;
-    }
-    // Failures matter only while something runs or is still to arrive.
-    if (!failures.empty() && (!ends.empty() || next_arrival < arrivals.size())) {
-      next = std::min(*next, std::get<0>(*failures.begin()));
-    }
-    if (!next) break;  // nothing will ever change again
-    TimeMs step = std::max(*next, now + 1);
-    now = t0 + (step - t0 + options.cycle_ms - 1) / options.cycle_ms * options.cycle_ms;
-    if (options.horizon_ms > 0 && now - t0 > options.horizon_ms) break;
-  }
-  result.memo_hits = snap.memo->hits();
-  result.memo_misses = snap.memo->misses();
-  return result;
+  Engine engine(nodes, jobs, policy, scheduler, options, adjust);
+  BERTH_RETURN_IF_ERROR(engine.PlanFailures());
+  return engine.Run();
 }
 
 }  // namespace berth::sim
