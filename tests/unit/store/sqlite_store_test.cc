@@ -259,46 +259,36 @@ TEST(CordonKind, NamesRoundTripAndAnUnknownNameIsNone) {
   EXPECT_FALSE(model::ParseCordonKind(""));
 }
 
-TEST_F(SqliteStoreTest, CordonsAreKeptPerNodeAndGpuAndUncordonResolvesAlerts) {
+// A cordon, a GPU's cordon and an open alert are kept on disk (what they
+// mean: node_conformance_test.cc).
+TEST_F(SqliteStoreTest, CordonsAndAlertsSurviveReopen) {
   ASSERT_TRUE(store_->UpsertNode(NodeWith(4), 1000));
-  Cordon auto_cordon{model::CordonKind::kCordon, "Xid 48", "berth", true, 0};
-  ASSERT_TRUE(store_->SetCordon("n1", 2, auto_cordon, 2000));
-  EXPECT_EQ(store_->SetCordon("n1", 9, auto_cordon, 2000).error().code, Code::kNotFound);
-  EXPECT_EQ(store_->SetCordon("nope", std::nullopt, auto_cordon, 2000).error().code,
-            Code::kNotFound);
-  Alert alert;
-  alert.kind = model::AlertKind::kGpuHardware;
-  alert.severity = model::AlertSeverity::kCritical;
-  alert.node = "n1";
-  alert.gpu = 2;
-  alert.message = "Xid 48";
-  alert.raised_ms = 2000;
-  ASSERT_TRUE(store_->RaiseAlert(alert));
+  ASSERT_TRUE(
+      store_->SetCordon("n1", 2, {model::CordonKind::kCordon, "Xid 48", "berth", true, 0}, 2000));
   ASSERT_TRUE(store_->SetCordon("n1", std::nullopt,
                                 {model::CordonKind::kDrain, "reboot", "ops", false, 0}, 2100));
-  Reopen();  // durable
-  auto nodes = *store_->ListNodes();
-  ASSERT_EQ(nodes.size(), 1U);
-  ASSERT_TRUE(nodes[0].cordon.has_value());
-  EXPECT_EQ(nodes[0].cordon->kind, model::CordonKind::kDrain);
-  ASSERT_EQ(nodes[0].gpu_cordons.size(), 1U);
-  EXPECT_TRUE(nodes[0].gpu_cordons.at(2).automatic);
-  EXPECT_EQ(store_->ListAlerts(true)->size(), 1U);
-
-  EXPECT_EQ(store_->Uncordon("n1", 2, "alice", 3000), true);
-  EXPECT_EQ(store_->Uncordon("n1", 2, "alice", 3000), false);  // nothing left to lift
-  EXPECT_TRUE(store_->ListAlerts(true)->empty());
-  auto all = *store_->ListAlerts(false);
-  ASSERT_EQ(all.size(), 1U);
-  EXPECT_EQ(all[0].resolved_by, "alice");
-  nodes = *store_->ListNodes();
-  EXPECT_TRUE(nodes[0].gpu_cordons.empty());
-  EXPECT_TRUE(nodes[0].cordon.has_value());  // the node's drain stands
-  std::vector<std::string> events;
-  auto node_events = *store_->NodeEvents("n1", 10);
-  for (const auto& e : node_events) events.push_back(e.event);
-  EXPECT_EQ(events,
-            (std::vector<std::string>{"Registered", "GpuCordoned", "Draining", "GpuUncordoned"}));
+  Alert alert;
+  alert.kind = model::AlertKind::kGpuHardware;
+  alert.node = "n1";
+  alert.gpu = 2;
+  alert.raised_ms = 2000;
+  ASSERT_TRUE(store_->RaiseAlert(alert));
+  Reopen();
+  auto nodes = store_->ListNodes();
+  ASSERT_TRUE(nodes.has_value()) << nodes.error().message;
+  ASSERT_EQ(nodes->size(), 1U);
+  const NodeRecord& n = nodes->front();
+  ASSERT_TRUE(n.cordon.has_value());
+  EXPECT_EQ(n.cordon->kind, model::CordonKind::kDrain);
+  EXPECT_EQ(n.cordon->reason, "reboot");
+  EXPECT_EQ(n.cordon->at_ms, 2100);
+  ASSERT_TRUE(n.gpu_cordons.contains(2));
+  EXPECT_EQ(n.gpu_cordons.at(2).by, "berth");
+  EXPECT_TRUE(n.gpu_cordons.at(2).automatic);
+  auto open = store_->ListAlerts(true);
+  ASSERT_TRUE(open.has_value()) << open.error().message;
+  ASSERT_EQ(open->size(), 1U);
+  EXPECT_EQ(open->front().gpu, 2U);
 }
 
 TEST_F(SqliteStoreTest, CancelPendingIsImmediateAndRunningWaitsForExit) {
