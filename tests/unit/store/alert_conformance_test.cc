@@ -13,13 +13,12 @@
 namespace berth::store {
 namespace {
 
-class AlertStoreConformance : public ::testing::TestWithParam<tests::NamedBackend> {
+class AlertStoreConformance : public tests::BackendTest {
  protected:
   void SetUp() override {
-    b_ = GetParam().make();
+    BackendTest::SetUp();
     ASSERT_NE(b_.alerts, nullptr);
   }
-  void TearDown() override { b_.close(); }
 
   AlertStore& store() { return *b_.alerts; }
 
@@ -41,8 +40,6 @@ class AlertStoreConformance : public ::testing::TestWithParam<tests::NamedBacken
     EXPECT_TRUE(due.has_value()) << due.error().message;
     return due.value_or(std::vector<AlertDelivery>{});
   }
-
-  tests::Backend b_;
 };
 
 TEST_P(AlertStoreConformance, ARaisedAlertIsKeptWholeWithARaisedDeliveryPerSink) {

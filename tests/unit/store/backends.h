@@ -47,6 +47,19 @@ inline std::string BackendName(const ::testing::TestParamInfo<NamedBackend>& inf
   return info.param.name;
 }
 
+// The fixture of every conformance suite: a fresh backend (the test's
+// parameter) for each test, closed after it. A suite checks in its SetUp
+// that the backend has the concerns it tests.
+class BackendTest : public ::testing::TestWithParam<NamedBackend> {
+ protected:
+  void SetUp() override { b_ = GetParam().make(); }
+  void TearDown() override {
+    if (b_.close) b_.close();
+  }
+
+  Backend b_;
+};
+
 // SqliteStore on a fresh temp dir, every concern; the dir goes with close.
 inline Backend Sqlite() {
   std::string tmpl = (std::filesystem::temp_directory_path() / "berth-conf-XXXXXX").string();

@@ -46,14 +46,13 @@ std::vector<tests::NamedBackend> JobBackends() {
   return backends;
 }
 
-class JobStoreConformance : public ::testing::TestWithParam<tests::NamedBackend> {
+class JobStoreConformance : public tests::BackendTest {
  protected:
   void SetUp() override {
-    b_ = GetParam().make();
+    BackendTest::SetUp();
     ASSERT_NE(b_.jobs, nullptr);
     nodes_.push_back({tests::H100Node(8), model::NodeState::kReady, 0, {}, {}});
   }
-  void TearDown() override { b_.close(); }
 
   JobStore& store() { return *b_.jobs; }
 
@@ -93,7 +92,6 @@ class JobStoreConformance : public ::testing::TestWithParam<tests::NamedBackend>
     return job.value_or(model::JobRecord{});
   }
 
-  tests::Backend b_;
   std::vector<NodeRecord> nodes_;
 };
 

@@ -14,14 +14,13 @@
 namespace berth::store {
 namespace {
 
-class NodeStoreConformance : public ::testing::TestWithParam<tests::NamedBackend> {
+class NodeStoreConformance : public tests::BackendTest {
  protected:
   void SetUp() override {
-    b_ = GetParam().make();
+    BackendTest::SetUp();
     ASSERT_NE(b_.nodes, nullptr);
     ASSERT_NE(b_.alerts, nullptr);
   }
-  void TearDown() override { b_.close(); }
 
   NodeStore& store() { return *b_.nodes; }
   AlertStore& alerts() { return *b_.alerts; }
@@ -51,8 +50,6 @@ class NodeStoreConformance : public ::testing::TestWithParam<tests::NamedBackend
     EXPECT_TRUE(id.has_value()) << id.error().message;
     return id.value_or(0);
   }
-
-  tests::Backend b_;
 };
 
 TEST_P(NodeStoreConformance, ANodeRegistersReadyAndItsStateChangesAreTimed) {

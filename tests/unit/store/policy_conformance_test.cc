@@ -23,15 +23,14 @@ namespace {
 using tests::kDefaultOnly;
 using tests::kVisionPolicy;
 
-class PolicyStoreConformance : public ::testing::TestWithParam<tests::NamedBackend> {
+class PolicyStoreConformance : public tests::BackendTest {
  protected:
   void SetUp() override {
-    b_ = GetParam().make();
+    BackendTest::SetUp();
     ASSERT_NE(b_.policy, nullptr);
     ASSERT_NE(b_.jobs, nullptr);
     nodes_.push_back({tests::H100Node(8), model::NodeState::kReady, 0, {}, {}});
   }
-  void TearDown() override { b_.close(); }
 
   PolicyStore& policy() { return *b_.policy; }
   JobStore& jobs() { return *b_.jobs; }
@@ -54,7 +53,6 @@ class PolicyStoreConformance : public ::testing::TestWithParam<tests::NamedBacke
     ASSERT_TRUE(control::ApplyPlan(jobs(), plan, nodes_, policy_version, 2000).has_value());
   }
 
-  tests::Backend b_;
   std::vector<NodeRecord> nodes_;
 };
 

@@ -24,16 +24,15 @@ queues:
         quota: {gpus: 2}
 )";
 
-class QuotaRequestConformance : public ::testing::TestWithParam<tests::NamedBackend> {
+class QuotaRequestConformance : public tests::BackendTest {
  protected:
   void SetUp() override {
-    b_ = GetParam().make();
+    BackendTest::SetUp();
     ASSERT_NE(b_.policy, nullptr);
     auto v = policy().ApplyPolicy(std::string(kPolicy), "admin", "tenants", 2000);
     ASSERT_TRUE(v.has_value()) << v.error().message;
     ASSERT_EQ(*v, 2);
   }
-  void TearDown() override { b_.close(); }
 
   PolicyStore& policy() { return *b_.policy; }
   QuotaRequest Ask(std::string queue, std::optional<std::int64_t> guaranteed,
@@ -58,8 +57,6 @@ class QuotaRequestConformance : public ::testing::TestWithParam<tests::NamedBack
     EXPECT_TRUE(active.has_value());
     return active->version;
   }
-
-  tests::Backend b_;
 };
 
 TEST_P(QuotaRequestConformance, FiledRequestIsPendingAndListed) {
