@@ -1,9 +1,11 @@
 // The store backends the conformance suites run against: conformance_test.cc
 // (jobs and runs), policy_conformance_test.cc, quota_request_conformance_test.cc,
 // node_conformance_test.cc and alert_conformance_test.cc. A backend fills in
-// the concerns it implements and leaves the others null; each suite runs
-// against every backend that has its concerns. To add a backend (PostgreSQL
-// next), add its factory to StoreBackends(): every suite then runs against it.
+// the concerns it implements and leaves the others null. Every suite runs
+// against each backend of StoreBackends(), which keep all four concerns;
+// the jobs suite also against its jobs-only backend. To add a backend
+// (PostgreSQL next), add its factory to StoreBackends(): every suite then
+// runs against it.
 #pragma once
 
 #include <gtest/gtest.h>
