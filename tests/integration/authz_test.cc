@@ -14,23 +14,12 @@
 #include <thread>
 
 #include "integration/fixture.h"
+#include "integration/tenants.h"
 
 namespace berth::it {
 namespace {
 
 using nlohmann::json;
-
-constexpr const char* kTwoTenants = R"(queues:
-  - name: default
-    children:
-      - name: default
-  - name: red
-    children:
-      - name: main
-  - name: blue
-    children:
-      - name: main
-)";
 
 // What a route needs (api/auth.h Rule), as the test expects it.
 enum class Kind {
@@ -189,7 +178,7 @@ std::vector<Route> Routes() {
   // A tenant-admin may change the queues below its tenant (dry runs here).
   r.push_back({"POST", "/v1/policy", Kind::kTenantPolicy, fixed("/v1/policy?dry_run=true"),
                [](const World&, const std::string& t, int) {
-                 std::string policy = kTwoTenants;
+                 std::string policy = kRedBlue;
                  const std::string anchor = "  - name: " + t + "\n    children:\n";
                  policy.insert(policy.find(anchor) + anchor.size(), "      - name: extra\n");
                  return policy;
@@ -199,7 +188,7 @@ std::vector<Route> Routes() {
   r.push_back({"POST", "/v1/policy/rollback", Kind::kAdmin, fixed("/v1/policy/rollback")});
   r.push_back({"GET", "/v1/policy/diff", Kind::kAny, fixed("/v1/policy/diff")});
   r.push_back({"POST", "/v1/policy/preview", Kind::kAdmin, fixed("/v1/policy/preview?window=1h"),
-               [](const World&, const std::string&, int) { return std::string(kTwoTenants); }});
+               [](const World&, const std::string&, int) { return std::string(kRedBlue); }});
   r.push_back({"GET", "/v1/history", Kind::kAdmin, fixed("/v1/history")});
   r.push_back({"GET", "/metrics", Kind::kMetrics, fixed("/metrics")});
   r.push_back({"GET", "/v1/audit", Kind::kAuditRead,
@@ -305,12 +294,8 @@ class AuthzTest : public IntegrationTest {
   }
   // A client for a new identity with `role` in tenant red.
   Http RedCaller(const Berthd& berthd, const std::string& name, const std::string& role) {
-    const Http& admin = berthd.http();
-    auto r = admin.Post("/v1/identities", json{{"name", name}, {"tenants", {{"red", role}}}}.dump(),
-                        "application/json");
-    EXPECT_EQ(r.status, 201) << r.text;
     Http http(berthd.api_port());
-    http.set_token(MakeToken(admin, name, "1d"));
+    http.set_token(MemberToken(berthd.http(), name, "red", role, "1d"));
     return http;
   }
 };
@@ -326,7 +311,7 @@ TEST_F(AuthzTest, EveryEndpointRoleAndTenantIsAllowedOrDeniedAsDocumented) {
   ASSERT_TRUE(berthd.Start()) << berthd.log();
   ASSERT_TRUE(berthd.WaitForNode("Ready", 20s));
   const Http& admin = berthd.http();
-  ASSERT_EQ(admin.Post("/v1/policy", kTwoTenants).status, 201);
+  ASSERT_EQ(admin.Post("/v1/policy", kRedBlue).status, 201);
 
   World w;
   w.node = berthd.Nodes().at(0).at("name");
@@ -372,11 +357,9 @@ TEST_F(AuthzTest, EveryEndpointRoleAndTenantIsAllowedOrDeniedAsDocumented) {
   std::vector<CallerId> callers{{"platform", "", "platform", w.admin_token}};
   for (const std::string t : {"red", "blue"}) {
     for (const std::string role : {"tenant-admin", "member", "viewer"}) {
-      const std::string name = t + "-" + role;
-      auto r = admin.Post("/v1/identities", json{{"name", name}, {"tenants", {{t, role}}}}.dump(),
-                          "application/json");
-      ASSERT_EQ(r.status, 201) << r.text;
-      callers.push_back({t + "/" + role, t, role, MakeToken(admin, name, "1d")});
+      const std::string token = MemberToken(admin, t + "-" + role, t, role, "1d");
+      ASSERT_FALSE(token.empty());
+      callers.push_back({t + "/" + role, t, role, token});
     }
     for (const std::string& extra : {t + "-svc", t + "-spare"}) {
       auto r = admin.Post(
@@ -538,18 +521,12 @@ TEST_F(AuthzTest, AMemberSeesItsTenantOnlyAndOtherTenantsGpusAsAnotherTenant) {
   ASSERT_TRUE(berthd.Start()) << berthd.log();
   ASSERT_TRUE(berthd.WaitForNode("Ready", 20s));
   const Http& admin = berthd.http();
-  ASSERT_EQ(admin.Post("/v1/policy", kTwoTenants).status, 201);
-  ASSERT_EQ(
-      admin
-          .Post("/v1/identities", json{{"name", "rita"}, {"tenants", {{"red", "member"}}}}.dump(),
-                "application/json")
-          .status,
-      201);
+  ASSERT_EQ(admin.Post("/v1/policy", kRedBlue).status, 201);
 
   // Rita logs in with the CLI: the token is kept 0600 in her config file.
-  auto made = admin.Post("/v1/tokens", json{{"identity", "rita"}}.dump(), "application/json");
-  ASSERT_EQ(made.status, 201) << made.text;
-  WriteFile(dir_ / "rita.token", made.body.at("token").get<std::string>() + "\n");
+  const std::string token = MemberToken(admin, "rita", "red", "member");
+  ASSERT_FALSE(token.empty());
+  WriteFile(dir_ / "rita.token", token + "\n");
   const auto config = dir_ / "rita" / "config.json";
   ::setenv("BERTH_CONFIG", config.c_str(), 1);  // NOLINT(concurrency-mt-unsafe)
   const std::string admin_token = admin.token();
@@ -695,7 +672,7 @@ TEST_F(AuthzTest, OnlyPlatformAdminsSeeOrChangeWhoATenantsJobsRunAsAndWhatTheyRe
   Berthd& berthd = NewBerthd(AllInOne());
   ASSERT_TRUE(berthd.Start()) << berthd.log();
   const Http& admin = berthd.http();
-  const std::string kPolicy = std::string(kTwoTenants) + R"(tenants:
+  const std::string kPolicy = std::string(kRedBlue) + R"(tenants:
   red:
     storage: [{path: /data/red-models, access: read-write}]
   blue:
@@ -780,7 +757,7 @@ TEST_F(AuthzTest, AMemberOverItsLimitsIsRefusedWithTheNumbersAndWhoCanRaiseThem)
   ASSERT_TRUE(berthd.Start()) << berthd.log();
   const Http& admin = berthd.http();
   ASSERT_EQ(admin
-                .Post("/v1/policy", std::string(kTwoTenants) + R"(tenants:
+                .Post("/v1/policy", std::string(kRedBlue) + R"(tenants:
   red:
     limits: {pending_jobs_per_member: 2, tokens_per_identity: 2, replicas_per_job: 2}
 )")

@@ -10,23 +10,12 @@
 #include <thread>
 
 #include "integration/fixture.h"
+#include "integration/tenants.h"
 
 namespace berth::it {
 namespace {
 
 using nlohmann::json;
-
-constexpr const char* kPolicy = R"(queues:
-  - name: default
-    children:
-      - name: default
-  - name: red
-    children:
-      - name: main
-  - name: blue
-    children:
-      - name: main
-)";
 
 std::int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -47,7 +36,7 @@ TEST_F(IntegrationTest, OpsReportAgreesWithUsageTimelinesAndAudit) {
   ASSERT_TRUE(berthd.WaitForNode("Ready", 20s));
   const Http& admin = berthd.http();
   const std::int64_t from = NowMs() - 1;
-  ASSERT_EQ(admin.Post("/v1/policy", kPolicy).status, 201);
+  ASSERT_EQ(admin.Post("/v1/policy", kRedBlue).status, 201);
   ASSERT_EQ(admin
                 .Post("/v1/prices",
                       "currency: EUR\nprices:\n  - {model: H100-80GB, per_gpu_hour: 3.60}\n",
@@ -197,15 +186,10 @@ TEST_F(IntegrationTest, OpsReportAgreesWithUsageTimelinesAndAudit) {
   EXPECT_EQ(empty.body["error"]["field"], "to") << empty.text;
 
   // A member of red: red only, no fleet, no node interventions.
-  auto made =
-      admin.Post("/v1/identities", json{{"name", "rita"}, {"tenants", {{"red", "member"}}}}.dump(),
-                 "application/json");
-  ASSERT_EQ(made.status, 201) << made.text;
-  auto token = admin.Post("/v1/tokens", json{{"identity", "rita"}, {"ttl", "1h"}}.dump(),
-                          "application/json");
-  ASSERT_EQ(token.status, 201) << token.text;
+  const std::string token = MemberToken(admin, "rita", "red", "member", "1h");
+  ASSERT_FALSE(token.empty());
   Http member(berthd.api_port());
-  member.set_token(token.body.value("token", ""));
+  member.set_token(token);
   auto mine = member.Get("/v1/reports/ops" + window);
   ASSERT_EQ(mine.status, 200) << mine.text;
   ASSERT_EQ(mine.body["tenants"].size(), 1u) << mine.text;

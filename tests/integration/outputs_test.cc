@@ -8,33 +8,15 @@
 #include <nlohmann/json.hpp>
 
 #include "integration/fixture.h"
+#include "integration/tenants.h"
 
 namespace berth::it {
 namespace {
 
 using nlohmann::json;
 
-constexpr const char* kTwoTenants = R"(queues:
-  - name: default
-    children: [{name: default}]
-  - name: red
-    children: [{name: main}]
-  - name: blue
-    children: [{name: main}]
-)";
-
 class OutputsTest : public IntegrationTest {
  protected:
-  std::string MemberToken(const Http& admin, const std::string& name, const std::string& tenant) {
-    auto r =
-        admin.Post("/v1/identities", json{{"name", name}, {"tenants", {{tenant, "member"}}}}.dump(),
-                   "application/json");
-    EXPECT_EQ(r.status, 201) << r.text;
-    auto t = admin.Post("/v1/tokens", json{{"identity", name}, {"ttl", "1h"}}.dump(),
-                        "application/json");
-    EXPECT_EQ(t.status, 201) << t.text;
-    return t.body.value("token", "");
-  }
   // The berth CLI as the holder of `token`.
   CommandResult CliAs(const Berthd& berthd, const std::string& token,
                       const std::vector<std::string>& args) const {
@@ -51,9 +33,9 @@ TEST_F(OutputsTest, ItsTenantListsAndDownloadsAJobsOutputsAndNoOneElseGetsThem) 
   ASSERT_TRUE(berthd.Start()) << berthd.log();
   ASSERT_TRUE(berthd.WaitForNode("Ready", 20s));
   const Http& admin = berthd.http();
-  ASSERT_EQ(admin.Post("/v1/policy", kTwoTenants).status, 201);
-  const std::string red = MemberToken(admin, "rita", "red");
-  const std::string blue = MemberToken(admin, "bo", "blue");
+  ASSERT_EQ(admin.Post("/v1/policy", kRedBlue).status, 201);
+  const std::string red = MemberToken(admin, "rita", "red", "member", "1h");
+  const std::string blue = MemberToken(admin, "bo", "blue", "member", "1h");
 
   // Three slices' worth of model, a directory of metrics, and a link a job
   // might plant to get a file of the node out through the download.

@@ -5,23 +5,12 @@
 // its LIMIT: a page of red's requests is full even when blue's newer
 // requests come first, and the read cap counts red's rows only.
 #include "integration/fixture.h"
+#include "integration/tenants.h"
 
 namespace berth::it {
 namespace {
 
 using nlohmann::json;
-
-constexpr const char* kRedBlue = R"(queues:
-  - name: default
-    children:
-      - name: default
-  - name: red
-    children:
-      - name: main
-  - name: blue
-    children:
-      - name: main
-)";
 
 TEST_F(IntegrationTest, AMemberOfOneTenantListsNoRowOfAnotherAndGetsFullPages) {
   // Red's rows fit the cap; blue's sixteen runs alone do not.
@@ -30,16 +19,10 @@ TEST_F(IntegrationTest, AMemberOfOneTenantListsNoRowOfAnotherAndGetsFullPages) {
   ASSERT_TRUE(berthd.WaitForNode("Ready", 20s));
   const Http& admin = berthd.http();
   ASSERT_EQ(admin.Post("/v1/policy", kRedBlue).status, 201);
-  ASSERT_EQ(
-      admin
-          .Post("/v1/identities", json{{"name", "rita"}, {"tenants", {{"red", "member"}}}}.dump(),
-                "application/json")
-          .status,
-      201);
-  auto made = admin.Post("/v1/tokens", json{{"identity", "rita"}}.dump(), "application/json");
-  ASSERT_EQ(made.status, 201) << made.text;
+  const std::string token = MemberToken(admin, "rita", "red", "member");
+  ASSERT_FALSE(token.empty());
   Http rita(berthd.api_port());
-  rita.set_token(made.body.at("token").get<std::string>());
+  rita.set_token(token);
 
   // One red run, sixteen blue runs.
   std::vector<std::int64_t> jobs;

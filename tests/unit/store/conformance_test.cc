@@ -1,26 +1,23 @@
 // The jobs-and-runs conformance suite: every backend of store::JobStore
 // (SqliteStore, MemoryJobStore; PostgreSQL next) runs the same tests through
 // the control layer's lifecycle, so a behaviour only one backend has is a
-// failing test. To add a backend, add a Backend below; every test then runs
-// against it. Crash-style cases: a batch whose body fails midway leaves
-// nothing behind; a kill -9 between a plan's evictions and placements is
-// plan_crash_test.cc (SQLite, a forked store) and plan_atomicity_test.cc (a
-// real berthd).
+// failing test. A backend of every concern is added in backends.h; one of
+// jobs only, here (JobBackends). Crash-style cases: a batch whose body fails
+// midway leaves nothing behind; a kill -9 between a plan's evictions and
+// placements is plan_crash_test.cc (SQLite, a forked store) and
+// plan_atomicity_test.cc (a real berthd).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
-#include <filesystem>
-#include <functional>
-#include <memory>
 #include <string>
+#include <vector>
 
 #include "control/lifecycle.h"
 #include "control/transitions.h"
 #include "model/policy.h"
 #include "store/memory_store.h"
-#include "store/sqlite_store.h"
 #include "unit/builders.h"
+#include "unit/store/backends.h"
 
 namespace berth::store {
 namespace {
@@ -28,53 +25,34 @@ namespace {
 using model::JobState;
 using model::RunState;
 
-// One backend under test: its store, and how it takes a new active policy.
-struct Backend {
-  JobStore* jobs = nullptr;
-  std::function<void(const std::string& yaml)> use_policy;
-  std::function<void()> close;
-};
-
-using BackendFactory = std::function<Backend()>;
-
-Backend Sqlite() {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "berth-conf-XXXXXX").string();
-  EXPECT_NE(mkdtemp(tmpl.data()), nullptr);
-  std::filesystem::path dir = tmpl;
-  auto opened = SqliteStore::Open(dir, 1000);
-  EXPECT_TRUE(opened.has_value()) << opened.error().message;
-  auto* store = opened->release();
-  return {store,
-          [store](const std::string& yaml) {
-            auto v = store->ApplyPolicy(yaml, "test", "", 1000);
-            ASSERT_TRUE(v.has_value()) << v.error().message;
-          },
-          [store, dir] {
-            delete store;  // NOLINT(cppcoreguidelines-owning-memory)
-            std::filesystem::remove_all(dir);
-          }};
-}
-
-Backend Memory() {
+// The jobs-only backend: MemoryJobStore, over the default policy.
+tests::Backend Memory() {
   auto* store = new MemoryJobStore(model::DefaultPolicy());  // NOLINT
-  return {store,
-          [store](const std::string& yaml) {
-            auto policy = model::ParsePolicy(yaml);
-            ASSERT_TRUE(policy.has_value()) << policy.error().message;
-            policy->version = 2;  // the version after the default one, as ApplyPolicy makes it
-            store->set_policy(std::move(*policy));
-          },
-          [store] { delete store; }};  // NOLINT(cppcoreguidelines-owning-memory)
+  tests::Backend b;
+  b.jobs = store;
+  b.use_policy = [store](const std::string& yaml) {
+    auto policy = model::ParsePolicy(yaml);
+    ASSERT_TRUE(policy.has_value()) << policy.error().message;
+    policy->version = 2;  // the version after the default one, as ApplyPolicy makes it
+    store->set_policy(std::move(*policy));
+  };
+  b.close = [store] { delete store; };  // NOLINT(cppcoreguidelines-owning-memory)
+  return b;
 }
 
-class JobStoreConformance : public ::testing::TestWithParam<std::string> {
+std::vector<tests::NamedBackend> JobBackends() {
+  auto backends = tests::StoreBackends();
+  backends.push_back({"memory", Memory});
+  return backends;
+}
+
+class JobStoreConformance : public tests::BackendTest {
  protected:
   void SetUp() override {
-    b_ = GetParam() == "sqlite" ? Sqlite() : Memory();
+    BackendTest::SetUp();
     ASSERT_NE(b_.jobs, nullptr);
     nodes_.push_back({tests::H100Node(8), model::NodeState::kReady, 0, {}, {}});
   }
-  void TearDown() override { b_.close(); }
 
   JobStore& store() { return *b_.jobs; }
 
@@ -114,7 +92,6 @@ class JobStoreConformance : public ::testing::TestWithParam<std::string> {
     return job.value_or(model::JobRecord{});
   }
 
-  Backend b_;
   std::vector<NodeRecord> nodes_;
 };
 
@@ -506,8 +483,8 @@ TEST_P(JobStoreConformance, ABatchThatFailsMidwayLeavesNothing) {
   EXPECT_EQ(Job(waiting).reason.code, model::ReasonCode::kNoNodeFits);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, JobStoreConformance, ::testing::Values("sqlite", "memory"),
-                         [](const auto& param_info) { return param_info.param; });
+INSTANTIATE_TEST_SUITE_P(Backends, JobStoreConformance, ::testing::ValuesIn(JobBackends()),
+                         tests::BackendName);
 
 }  // namespace
 }  // namespace berth::store

@@ -15,9 +15,13 @@
 #include "store/meter_store.h"
 #include "store/sqlite_db.h"
 #include "unit/builders.h"
+#include "unit/store/policies.h"
 
 namespace berth::store {
 namespace {
+
+using tests::kDefaultOnly;
+using tests::kVisionPolicy;
 
 class SqliteStoreTest : public ::testing::Test {
  protected:
@@ -60,11 +64,6 @@ class SqliteStoreTest : public ::testing::Test {
   std::filesystem::path dir_;
   std::unique_ptr<SqliteStore> store_;
 };
-
-TEST_F(SqliteStoreTest, FreshInstallHasDefaultQueue) {
-  EXPECT_TRUE(store_->QueueExists("default", "default").value());
-  EXPECT_FALSE(store_->QueueExists("vision", "default").value());
-}
 
 TEST_F(SqliteStoreTest, JobsSurviveReopen) {
   auto id = store_->CreateJob(Spec("a"), 1500);
@@ -260,46 +259,36 @@ TEST(CordonKind, NamesRoundTripAndAnUnknownNameIsNone) {
   EXPECT_FALSE(model::ParseCordonKind(""));
 }
 
-TEST_F(SqliteStoreTest, CordonsAreKeptPerNodeAndGpuAndUncordonResolvesAlerts) {
+// A cordon, a GPU's cordon and an open alert are kept on disk (what they
+// mean: node_conformance_test.cc).
+TEST_F(SqliteStoreTest, CordonsAndAlertsSurviveReopen) {
   ASSERT_TRUE(store_->UpsertNode(NodeWith(4), 1000));
-  Cordon auto_cordon{model::CordonKind::kCordon, "Xid 48", "berth", true, 0};
-  ASSERT_TRUE(store_->SetCordon("n1", 2, auto_cordon, 2000));
-  EXPECT_EQ(store_->SetCordon("n1", 9, auto_cordon, 2000).error().code, Code::kNotFound);
-  EXPECT_EQ(store_->SetCordon("nope", std::nullopt, auto_cordon, 2000).error().code,
-            Code::kNotFound);
-  Alert alert;
-  alert.kind = model::AlertKind::kGpuHardware;
-  alert.severity = model::AlertSeverity::kCritical;
-  alert.node = "n1";
-  alert.gpu = 2;
-  alert.message = "Xid 48";
-  alert.raised_ms = 2000;
-  ASSERT_TRUE(store_->RaiseAlert(alert));
+  ASSERT_TRUE(
+      store_->SetCordon("n1", 2, {model::CordonKind::kCordon, "Xid 48", "berth", true, 0}, 2000));
   ASSERT_TRUE(store_->SetCordon("n1", std::nullopt,
                                 {model::CordonKind::kDrain, "reboot", "ops", false, 0}, 2100));
-  Reopen();  // durable
-  auto nodes = *store_->ListNodes();
-  ASSERT_EQ(nodes.size(), 1U);
-  ASSERT_TRUE(nodes[0].cordon.has_value());
-  EXPECT_EQ(nodes[0].cordon->kind, model::CordonKind::kDrain);
-  ASSERT_EQ(nodes[0].gpu_cordons.size(), 1U);
-  EXPECT_TRUE(nodes[0].gpu_cordons.at(2).automatic);
-  EXPECT_EQ(store_->ListAlerts(true)->size(), 1U);
-
-  EXPECT_EQ(store_->Uncordon("n1", 2, "alice", 3000), true);
-  EXPECT_EQ(store_->Uncordon("n1", 2, "alice", 3000), false);  // nothing left to lift
-  EXPECT_TRUE(store_->ListAlerts(true)->empty());
-  auto all = *store_->ListAlerts(false);
-  ASSERT_EQ(all.size(), 1U);
-  EXPECT_EQ(all[0].resolved_by, "alice");
-  nodes = *store_->ListNodes();
-  EXPECT_TRUE(nodes[0].gpu_cordons.empty());
-  EXPECT_TRUE(nodes[0].cordon.has_value());  // the node's drain stands
-  std::vector<std::string> events;
-  auto node_events = *store_->NodeEvents("n1", 10);
-  for (const auto& e : node_events) events.push_back(e.event);
-  EXPECT_EQ(events,
-            (std::vector<std::string>{"Registered", "GpuCordoned", "Draining", "GpuUncordoned"}));
+  Alert alert;
+  alert.kind = model::AlertKind::kGpuHardware;
+  alert.node = "n1";
+  alert.gpu = 2;
+  alert.raised_ms = 2000;
+  ASSERT_TRUE(store_->RaiseAlert(alert));
+  Reopen();
+  auto nodes = store_->ListNodes();
+  ASSERT_TRUE(nodes.has_value()) << nodes.error().message;
+  ASSERT_EQ(nodes->size(), 1U);
+  const NodeRecord& n = nodes->front();
+  ASSERT_TRUE(n.cordon.has_value());
+  EXPECT_EQ(n.cordon->kind, model::CordonKind::kDrain);
+  EXPECT_EQ(n.cordon->reason, "reboot");
+  EXPECT_EQ(n.cordon->at_ms, 2100);
+  ASSERT_TRUE(n.gpu_cordons.contains(2));
+  EXPECT_EQ(n.gpu_cordons.at(2).by, "berth");
+  EXPECT_TRUE(n.gpu_cordons.at(2).automatic);
+  auto open = store_->ListAlerts(true);
+  ASSERT_TRUE(open.has_value()) << open.error().message;
+  ASSERT_EQ(open->size(), 1U);
+  EXPECT_EQ(open->front().gpu, 2U);
 }
 
 TEST_F(SqliteStoreTest, CancelPendingIsImmediateAndRunningWaitsForExit) {
@@ -355,169 +344,11 @@ TEST_F(SqliteStoreTest, NodesKeepStateAcrossReopen) {
 
 // --- policy ---
 
-// Tenant vision with queue training (and nlp under it) next to default/default.
-constexpr const char* kVisionPolicy = R"(# the vision team gets 8 GPUs
-queues:
-  - name: default
-    children:
-      - name: default
-  - name: vision
-    quota:
-      gpus: {guaranteed: 8}
-    children:
-      - name: training
-        quota:
-          gpus: {guaranteed: 4, borrow_limit: 4}
-        children:
-          - name: nlp
-)";
-
-constexpr const char* kDefaultOnly = R"(queues:
-  - name: default
-    children:
-      - name: default
-)";
-
-TEST_F(SqliteStoreTest, FreshInstallHasTheDefaultPolicyAsVersionOne) {
-  auto active = store_->ActivePolicy();
-  ASSERT_TRUE(active.has_value()) << active.error().message;
-  EXPECT_EQ(active->version, 1);
-  EXPECT_EQ(active->policy.version, 1);
-  EXPECT_EQ(active->applied_by, "berthd");
-  EXPECT_NE(active->policy.FindQueue("default/default"), nullptr);
-  EXPECT_EQ(active->normalized, model::PolicyToYaml(model::DefaultPolicy()));
-  EXPECT_FALSE(active->rolled_back_from.has_value());
-  auto versions = store_->ListPolicyVersions();
-  ASSERT_TRUE(versions.has_value());
-  ASSERT_EQ(versions->size(), 1U);
-  Reopen();  // opening again adds nothing
+// Opening a store again does not add the default policy again (what a fresh
+// store's version 1 is: policy_conformance_test.cc).
+TEST_F(SqliteStoreTest, OpeningAgainAddsNoPolicyVersion) {
+  Reopen();
   EXPECT_EQ(store_->ListPolicyVersions()->size(), 1U);
-}
-
-TEST_F(SqliteStoreTest, ApplyListAndRollbackAreAppendOnly) {
-  auto v2 = store_->ApplyPolicy(kVisionPolicy, "alice", "vision team", 2000);
-  ASSERT_TRUE(v2.has_value()) << v2.error().field << ": " << v2.error().message;
-  EXPECT_EQ(*v2, 2);
-  EXPECT_TRUE(store_->QueueExists("vision", "training").value());
-  EXPECT_TRUE(store_->QueueExists("vision", "training/nlp").value());
-  EXPECT_FALSE(store_->QueueExists("vision", "nlp").value());
-
-  auto v3 = store_->ApplyPolicy(kDefaultOnly, "bob", "", 3000);
-  ASSERT_TRUE(v3.has_value()) << v3.error().message;
-  EXPECT_EQ(*v3, 3);
-  EXPECT_FALSE(store_->QueueExists("vision", "training").value());
-
-  auto v4 = store_->RollbackPolicy(2, "carol", "", 4000);
-  ASSERT_TRUE(v4.has_value()) << v4.error().message;
-  EXPECT_EQ(*v4, 4);
-  EXPECT_TRUE(store_->QueueExists("vision", "training").value());
-  auto active = *store_->ActivePolicy();
-  EXPECT_EQ(active.version, 4);
-  EXPECT_EQ(active.yaml, kVisionPolicy);  // verbatim, comment included
-  EXPECT_EQ(active.applied_by, "carol");
-  EXPECT_EQ(active.comment, "rollback to v2");
-  EXPECT_EQ(active.rolled_back_from, 3);
-  EXPECT_EQ(active.restores, 2);
-  EXPECT_EQ(active.policy.version, 4);
-
-  auto versions = *store_->ListPolicyVersions();
-  ASSERT_EQ(versions.size(), 4U);
-  for (std::size_t i = 0; i < versions.size(); ++i) {
-    EXPECT_EQ(versions[i].version, static_cast<std::int64_t>(i + 1));
-  }
-  // History is never rewritten: v2 and v3 are as they were applied.
-  EXPECT_EQ(versions[1].yaml, kVisionPolicy);
-  EXPECT_EQ(versions[1].applied_by, "alice");
-  EXPECT_EQ(versions[1].comment, "vision team");
-  EXPECT_EQ(versions[2].yaml, kDefaultOnly);
-  EXPECT_EQ(versions[3].normalized, versions[1].normalized);
-
-  auto v3_again = store_->GetPolicyVersion(3);
-  ASSERT_TRUE(v3_again.has_value());
-  EXPECT_EQ(v3_again->policy.version, 3);
-  EXPECT_EQ(v3_again->policy.FindQueue("vision/training"), nullptr);
-  EXPECT_EQ(store_->GetPolicyVersion(9).error().code, Code::kNotFound);
-  EXPECT_EQ(store_->RollbackPolicy(9, "x", "", 5000).error().code, Code::kNotFound);
-  EXPECT_EQ(store_->ListPolicyVersions()->size(), 4U);
-}
-
-TEST_F(SqliteStoreTest, InvalidPolicyChangesNothingAndNamesTheField) {
-  auto bad = store_->ApplyPolicy("queues:\n  - name: x\n    bogus: 1\n", "alice", "", 2000);
-  ASSERT_FALSE(bad.has_value());
-  EXPECT_EQ(bad.error().code, Code::kInvalidArgument);
-  EXPECT_EQ(bad.error().field, "queues[0].bogus");
-  EXPECT_EQ(store_->ActivePolicy()->version, 1);
-  EXPECT_EQ(store_->ListPolicyVersions()->size(), 1U);
-}
-
-TEST_F(SqliteStoreTest, PolicyThatRemovesABusyQueueIsRefused) {
-  ASSERT_TRUE(store_->ApplyPolicy(kVisionPolicy, "alice", "", 2000).has_value());
-  auto spec = Spec("a");
-  spec.tenant = "vision";
-  spec.queue = "training/nlp";
-  auto pending = *store_->CreateJob(spec, 2100);
-  spec.queue = "training";
-  auto running = *store_->CreateJob(spec, 2200);
-  Place(running, 1, 2);
-
-  auto refused = store_->ApplyPolicy(kDefaultOnly, "bob", "", 3000);
-  ASSERT_FALSE(refused.has_value());
-  EXPECT_EQ(refused.error().code, Code::kInvalidArgument);
-  EXPECT_EQ(refused.error().field, "queues");
-  EXPECT_NE(refused.error().message.find("vision/training (1 job), vision/training/nlp (1 job)"),
-            std::string::npos)
-      << refused.error().message;
-  auto rollback = store_->RollbackPolicy(1, "bob", "", 3000);
-  ASSERT_FALSE(rollback.has_value());
-  EXPECT_EQ(rollback.error().field, "to");
-  EXPECT_TRUE(rollback.error().message.starts_with(
-      "cannot roll back to v1: v1 removes queues that still hold pending or running jobs: "))
-      << rollback.error().message;
-  EXPECT_EQ(store_->ActivePolicy()->version, 2);
-  EXPECT_EQ(store_->ListPolicyVersions()->size(), 2U);
-
-  // Once the work is gone the queues may go.
-  ASSERT_TRUE(control::CancelJob(*store_, pending, "bob", 3100).has_value());
-  ASSERT_TRUE(control::MarkRunExited(*store_,
-                                     {store_->GetJob(running)->runs[0].run_id, 0, 0, 2300, 3200,
-                                      model::StopCause::kNone, ""},
-                                     3200)
-                  .has_value());
-  auto applied = store_->ApplyPolicy(kDefaultOnly, "bob", "", 3300);
-  ASSERT_TRUE(applied.has_value()) << applied.error().message;
-  EXPECT_EQ(*applied, 3);
-}
-
-TEST_F(SqliteStoreTest, PreviewChecksEverythingAndChangesNothing) {
-  auto preview = store_->PreviewPolicy(kVisionPolicy, "alice", 2000);
-  ASSERT_TRUE(preview.has_value()) << preview.error().message;
-  EXPECT_EQ(preview->version, 2);
-  EXPECT_NE(preview->policy.FindQueue("vision/training/nlp"), nullptr);
-  EXPECT_EQ(store_->ActivePolicy()->version, 1);
-  EXPECT_EQ(store_->ListPolicyVersions()->size(), 1U);
-  EXPECT_FALSE(store_->QueueExists("vision", "training").value());
-  // The real apply still gets version 2.
-  ASSERT_EQ(store_->ApplyPolicy(kVisionPolicy, "alice", "", 2100).value(), 2);
-  auto spec = Spec("a");
-  spec.tenant = "vision";
-  spec.queue = "training";
-  ASSERT_TRUE(store_->CreateJob(spec, 2200).has_value());
-  EXPECT_EQ(store_->PreviewPolicy(kDefaultOnly, "bob", 2300).error().field, "queues");
-  EXPECT_EQ(store_->PreviewPolicy("queues: 3\n", "bob", 2300).error().field, "queues");
-}
-
-TEST_F(SqliteStoreTest, JobsGoOnlyToQueuesOfTheActivePolicy) {
-  auto spec = Spec("a");
-  spec.tenant = "vision";
-  spec.queue = "training";
-  auto refused = store_->CreateJob(spec, 1500);
-  ASSERT_FALSE(refused.has_value());
-  EXPECT_EQ(refused.error().field, "queue");
-  EXPECT_NE(refused.error().message.find("queue vision/training does not exist in policy v1"),
-            std::string::npos)
-      << refused.error().message;
-  ASSERT_TRUE(store_->ApplyPolicy(kVisionPolicy, "alice", "", 2000).has_value());
-  EXPECT_TRUE(store_->CreateJob(spec, 2100).has_value());
 }
 
 TEST_F(SqliteStoreTest, PolicySurvivesReopen) {
