@@ -221,7 +221,7 @@ TEST_P(AlertStoreConformance, ADeliveryIsDeliveredRetriedOrGivenUp) {
   EXPECT_EQ(due[0].last_error, "HTTP 503");
   EXPECT_EQ(due[0].next_attempt_ms, 3000);
 
-  auto list = store().ListDeliveries(10);
+  auto list = store().ListDeliveries(10, std::nullopt);
   ASSERT_TRUE(list.has_value()) << list.error().message;
   ASSERT_EQ(list->size(), 3U);  // newest first
   const AlertDelivery& given_up = (*list)[0];
@@ -235,7 +235,7 @@ TEST_P(AlertStoreConformance, ADeliveryIsDeliveredRetriedOrGivenUp) {
   EXPECT_EQ(delivered.delivered_ms, 1100);
   EXPECT_EQ(delivered.attempts, 1);
   EXPECT_FALSE(delivered.failed);
-  EXPECT_EQ(store().ListDeliveries(1)->front().id, dead);
+  EXPECT_EQ(store().ListDeliveries(1, std::nullopt)->front().id, dead);
 
   // The retry delivered at last: nothing is due any more, ever.
   ASSERT_TRUE(store().RecordDeliveryAttempt(retry, "", std::nullopt, 3100).has_value());
@@ -252,6 +252,44 @@ TEST_P(AlertStoreConformance, DueDeliveriesComeOldestFirstUpToTheLimit) {
   EXPECT_EQ((*two)[0].created_ms, 1000);
   EXPECT_EQ((*two)[1].created_ms, 1001);
   EXPECT_LT((*two)[0].id, (*two)[1].id);
+}
+
+// FindAlerts is a page: the newest `limit` matches before `before_id`,
+// oldest first, with the open and kind filters applied before the limit.
+TEST_P(AlertStoreConformance, FindAlertsPagesBackwardsWithItsFiltersAppliedFirst) {
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < 5; ++i) {
+    Alert a = Budget("budgets", "team" + std::to_string(i), 1000 + i, {"ops"});
+    if (i % 2 == 1) a.kind = model::AlertKind::kQueueWait;
+    auto id = store().RaiseAlert(a);
+    ASSERT_TRUE(id.has_value()) << id.error().message;
+    ids.push_back(*id);
+  }
+  ASSERT_TRUE(store().ResolveAlert(ids[4], "root", 2000).has_value());
+  auto id_list = [](const std::vector<Alert>& alerts) {
+    std::vector<std::int64_t> out;
+    for (const auto& a : alerts) out.push_back(a.id);
+    return out;
+  };
+
+  AlertFilter budgets;
+  budgets.kind = model::AlertKind::kBudget;
+  budgets.limit = 2;
+  EXPECT_EQ(id_list(*store().FindAlerts(budgets)), (std::vector<std::int64_t>{ids[2], ids[4]}));
+  budgets.before_id = ids[2];
+  EXPECT_EQ(id_list(*store().FindAlerts(budgets)), (std::vector<std::int64_t>{ids[0]}));
+  budgets.open_only = true;
+  budgets.before_id.reset();
+  EXPECT_EQ(id_list(*store().FindAlerts(budgets)), (std::vector<std::int64_t>{ids[0], ids[2]}));
+  EXPECT_EQ(id_list(*store().ListAlerts(false)), ids);
+
+  // Deliveries: newest first, before an id.
+  auto page = store().ListDeliveries(2, std::nullopt);
+  ASSERT_EQ(page->size(), 2U);
+  auto older = store().ListDeliveries(100, page->back().id);
+  ASSERT_TRUE(older.has_value()) << older.error().message;
+  EXPECT_EQ(older->size(), 4U);  // 5 raised and 1 resolved, 2 on the first page
+  for (const auto& d : *older) EXPECT_LT(d.id, page->back().id);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, AlertStoreConformance,

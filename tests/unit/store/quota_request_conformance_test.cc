@@ -227,6 +227,14 @@ TEST_P(QuotaRequestConformance, RequestsListNewestFirstByStateTenantAndLimit) {
   ASSERT_EQ(open->size(), 2U);
   EXPECT_EQ((*open)[0].id, c->id);
   EXPECT_EQ((*open)[1].id, a->id);
+
+  // A page after c (before_id): the pending ones older than c, the
+  // rejected b skipped before the limit is counted.
+  pending.before_id = c->id;
+  pending.limit = 1;
+  auto older = policy().ListQuotaRequests(pending);
+  ASSERT_EQ(older->size(), 1U);
+  EXPECT_EQ(older->front().id, a->id);
 }
 
 TEST_P(QuotaRequestConformance, AnUnknownRequestIsNotFoundAndChangesNothing) {
