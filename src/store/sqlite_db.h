@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "common/status.h"
 
@@ -147,5 +148,17 @@ class Transaction {
   Database& db_;
   bool open_ = false;
 };
+
+// Every row `st` steps to, each turned into a T by `read(st)`.
+template <typename T, typename Read>
+Result<std::vector<T>> CollectRows(Statement& st, Read read) {
+  std::vector<T> out;
+  for (;;) {
+    auto row = st.Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) return out;
+    out.push_back(read(st));
+  }
+}
 
 }  // namespace berth::store

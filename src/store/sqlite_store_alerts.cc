@@ -125,14 +125,7 @@ Status SqliteStore::ResolveAlertsLocked(const std::vector<std::int64_t>& ids, co
 Result<std::vector<Alert>> SqliteStore::LoadAlerts(const std::string& where) {
   auto st = db_.Prepare(fmt::format("{} {} ORDER BY a.id", kAlertSelect, where));
   if (!st) return std::unexpected(st.error());
-  std::vector<Alert> out;
-  for (;;) {
-    auto row = st->Step();
-    if (!row) return std::unexpected(row.error());
-    if (!*row) break;
-    out.push_back(ReadAlert(*st));
-  }
-  return out;
+  return CollectRows<Alert>(*st, ReadAlert);
 }
 
 Result<std::int64_t> SqliteStore::RaiseAlert(const Alert& alert) {
@@ -177,14 +170,7 @@ Result<std::vector<Alert>> SqliteStore::FindAlerts(const AlertFilter& filter) {
       .Bind(2, filter.kind ? model::AlertKindName(*filter.kind) : std::string_view())
       .Bind(3, filter.before_id.value_or(0))
       .Bind(4, SqlLimit(filter.limit));
-  std::vector<Alert> out;
-  for (;;) {
-    auto row = st->Step();
-    if (!row) return std::unexpected(row.error());
-    if (!*row) break;
-    out.push_back(ReadAlert(*st));
-  }
-  return out;
+  return CollectRows<Alert>(*st, ReadAlert);
 }
 
 Result<Alert> SqliteStore::GetAlert(std::int64_t id) {
@@ -267,14 +253,7 @@ Result<std::vector<AlertDelivery>> SqliteStore::DueDeliveries(TimeMs now, std::s
       kDeliverySelect));
   if (!st) return std::unexpected(st.error());
   st->Bind(1, now).Bind(2, static_cast<std::int64_t>(limit));
-  std::vector<AlertDelivery> out;
-  for (;;) {
-    auto row = st->Step();
-    if (!row) return std::unexpected(row.error());
-    if (!*row) break;
-    out.push_back(ReadDelivery(*st));
-  }
-  return out;
+  return CollectRows<AlertDelivery>(*st, ReadDelivery);
 }
 
 Status SqliteStore::RecordDeliveryAttempt(std::int64_t id, const std::string& error,
@@ -300,14 +279,7 @@ Result<std::vector<AlertDelivery>> SqliteStore::ListDeliveries(
       fmt::format("{} WHERE (?1 = 0 OR id < ?1) ORDER BY id DESC LIMIT ?2", kDeliverySelect));
   if (!st) return std::unexpected(st.error());
   st->Bind(1, before_id.value_or(0)).Bind(2, SqlLimit(limit));
-  std::vector<AlertDelivery> out;
-  for (;;) {
-    auto row = st->Step();
-    if (!row) return std::unexpected(row.error());
-    if (!*row) break;
-    out.push_back(ReadDelivery(*st));
-  }
-  return out;
+  return CollectRows<AlertDelivery>(*st, ReadDelivery);
 }
 
 }  // namespace berth::store
