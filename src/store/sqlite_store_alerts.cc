@@ -269,7 +269,9 @@ Status SqliteStore::RecordDeliveryAttempt(std::int64_t id, const std::string& er
       .Bind(3, std::int64_t{!ok && !next_attempt_ms ? 1 : 0})
       .Bind(4, next_attempt_ms.value_or(now))
       .Bind(5, id);
-  return st->Run();
+  BERTH_RETURN_IF_ERROR(st->Run());
+  if (db_.Changes() == 0) return Fail(Code::kNotFound, fmt::format("delivery {} not found", id));
+  return Ok();
 }
 
 Result<std::vector<AlertDelivery>> SqliteStore::ListDeliveries(

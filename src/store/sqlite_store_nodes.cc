@@ -38,6 +38,11 @@ Status SqliteStore::SetNodeState(const std::string& name, model::NodeState state
   std::lock_guard lock(mu_);
   Transaction tx(db_);
   BERTH_RETURN_IF_ERROR(tx.Begin());
+  auto known = db_.Prepare("SELECT 1 FROM nodes WHERE name=?");
+  if (!known) return std::unexpected(known.error());
+  auto found = known->Bind(1, name).Step();
+  if (!found) return std::unexpected(found.error());
+  if (!*found) return Fail(Code::kNotFound, fmt::format("node {} not found", name));
   auto st = db_.Prepare("UPDATE nodes SET state=?, state_changed_ms=? WHERE name=? AND state<>?");
   if (!st) return std::unexpected(st.error());
   auto s = model::NodeStateName(state);

@@ -408,6 +408,9 @@ class NodeStore {
   virtual ~NodeStore() = default;
 
   [[nodiscard]] virtual Status UpsertNode(const model::NodeInfo& info, TimeMs now) = 0;
+  // Records the node's state, and a node event (one per report, also when
+  // the state is unchanged: an agent's reconnection shows in the events).
+  // NotFound for a node never registered.
   [[nodiscard]] virtual Status SetNodeState(const std::string& name, model::NodeState state,
                                             TimeMs now) = 0;
   [[nodiscard]] virtual Result<std::vector<NodeRecord>> ListNodes() = 0;
@@ -472,6 +475,7 @@ class AlertStore {
                                                                          std::size_t limit) = 0;
   // Records one attempt: delivered (error empty) or failed with `error`,
   // retried at `next_attempt_ms`, or given up when that is nullopt.
+  // NotFound for an unknown delivery.
   [[nodiscard]] virtual Status RecordDeliveryAttempt(std::int64_t id, const std::string& error,
                                                      std::optional<TimeMs> next_attempt_ms,
                                                      TimeMs now) = 0;

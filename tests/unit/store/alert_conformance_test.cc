@@ -240,6 +240,9 @@ TEST_P(AlertStoreConformance, ADeliveryIsDeliveredRetriedOrGivenUp) {
   // The retry delivered at last: nothing is due any more, ever.
   ASSERT_TRUE(store().RecordDeliveryAttempt(retry, "", std::nullopt, 3100).has_value());
   EXPECT_TRUE(Due(1'000'000).empty());
+  // An attempt at a delivery that does not exist is no success.
+  EXPECT_EQ(store().RecordDeliveryAttempt(dead + 100, "", std::nullopt, 3200).error().code,
+            Code::kNotFound);
 }
 
 TEST_P(AlertStoreConformance, DueDeliveriesComeOldestFirstUpToTheLimit) {

@@ -82,6 +82,10 @@ TEST_P(NodeStoreConformance, ANodeRegistersReadyAndItsStateChangesAreTimed) {
   EXPECT_EQ(Events(2), (std::vector<std::string>{"Registered", "Registered"}));
   EXPECT_EQ(Events(1).size(), 1U);
   EXPECT_TRUE(store().NodeEvents("n2", 10)->empty());
+  // A node never registered has no state to set, and gets no events.
+  EXPECT_EQ(store().SetNodeState("n2", model::NodeState::kNotReady, 5000).error().code,
+            Code::kNotFound);
+  EXPECT_TRUE(store().NodeEvents("n2", 10)->empty());
 }
 
 TEST_P(NodeStoreConformance, CordonsAreKeptPerNodeAndGpuAndUncordonResolvesAlerts) {
