@@ -294,7 +294,21 @@ void Api::SubmitJob(const http::Request& req, http::Response& res, AuditNote& no
   if (auto st = auth_.CheckNamed(caller, spec->tenant, Need::kWrite); !st) {
     return ReplyError(res, st.error());
   }
-  auto ids = controller_.Submit(*spec, caller.name);
+  // The record is committed with the jobs: both are durable or neither.
+  auto ids = controller_.Submit(
+      *spec, caller.name,
+      RecordInChange<std::vector<std::int64_t>>(
+          note, req, res, clock_.NowMs(),
+          [array = spec->array.has_value()](AuditNote& n, const std::vector<std::int64_t>& made) {
+            n.after["state"] = model::JobStateName(model::JobState::kPending);
+            if (array) {
+              // The first element stands for the array; the others follow it.
+              n.object = fmt::format("array/{}", made.front());
+              n.after["jobs"] = {made.front(), made.back()};
+            } else {
+              n.object = fmt::format("job/{}", made.front());
+            }
+          }));
   if (!ids) {
     // A refusal keeps its reason (with an over-quota refusal's numbers).
     note.after["refused"] = ids.error().message;
@@ -303,16 +317,11 @@ void Api::SubmitJob(const http::Request& req, http::Response& res, AuditNote& no
   const std::int64_t id = ids->front();
   auto job = store_.GetJob(id);
   if (!job) return ReplyError(res, job.error());
-  note.after["state"] = model::JobStateName(job->state);
   json out = JobJson(*job, true);
   if (spec->array) {
-    // The first element stands for the array; the others follow it.
-    note.object = fmt::format("array/{}", id);
-    note.after["jobs"] = {ids->front(), ids->back()};
     out["array"]["jobs"] = {{"first", ids->front()}, {"last", ids->back()}};
     res.set_header("Location", fmt::format("/v1/jobs?array={}", id));
   } else {
-    note.object = fmt::format("job/{}", id);
     res.set_header("Location", fmt::format("/v1/jobs/{}", id));
   }
   Reply(res, 201, out);
@@ -365,10 +374,17 @@ void Api::CancelJob(const http::Request& req, http::Response& res, AuditNote& no
     note.tenant = before->spec.tenant;
     note.before = json{{"state", model::JobStateName(before->state)}};
   }
-  auto job = controller_.Cancel(*id, Actor(req));
+  auto job = controller_.Cancel(
+      *id, Actor(req),
+      RecordInChange<store::JobRecord, store::JobRecord>(
+          note, req, res, clock_.NowMs(),
+          [](AuditNote& n, const store::JobRecord& was, const store::JobRecord& now) {
+            n.tenant = was.spec.tenant;
+            n.before = json{{"state", model::JobStateName(was.state)}};
+            n.after = json{{"state", model::JobStateName(now.state)},
+                           {"cancel_requested", now.cancel_requested}};
+          }));
   if (!job) return ReplyError(res, job.error());
-  note.after =
-      json{{"state", model::JobStateName(job->state)}, {"cancel_requested", job->cancel_requested}};
   Reply(res, 200, JobJson(*job, true));
 }
 
@@ -376,10 +392,14 @@ void Api::CancelArray(const http::Request& req, http::Response& res, AuditNote& 
   note.object = fmt::format("array/{}", std::string(req.matches[1]));
   auto id = PathId(req);
   if (!id) return ReplyError(res, id.error());
-  auto done = controller_.CancelArray(*id, Actor(req));
+  auto done = controller_.CancelArray(
+      *id, Actor(req),
+      RecordInChange<store::ArrayCancel>(
+          note, req, res, clock_.NowMs(), [](AuditNote& n, const store::ArrayCancel& made) {
+            n.tenant = made.tenant;
+            n.after = json{{"cancelled", made.cancelled}, {"stopping", made.stopping}};
+          }));
   if (!done) return ReplyError(res, done.error());
-  note.tenant = done->tenant;
-  note.after = json{{"cancelled", done->cancelled}, {"stopping", done->stopping}};
   Reply(res, 200,
         json{{"array", *id}, {"cancelled", done->cancelled}, {"stopping", done->stopping}});
 }

@@ -37,6 +37,9 @@ Api::ScopedHandler Api::AuditedRun(std::string action, AuditedBody body) {
     body(req, res, note, scope);
     CountIntervention(action, req, res);
     if (audit_ == nullptr || note.skip) return;
+    // Committed with the change: a failure after it (the answer could not
+    // be made) still gets its own record below.
+    if (note.recorded && res.status < 400) return;
     note.object = RedactSecrets(note.object);
     auto entry = audit_->Append(MakeAuditEntry(note, req, res, clock_.NowMs()));
     // The change itself is already committed; failing the request now would

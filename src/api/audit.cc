@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "api/auth.h"
+#include "api/redact.h"
 
 namespace berth::server {
 namespace {
@@ -91,6 +92,14 @@ store::AuditEntry MakeAuditEntry(const AuditNote& note, const http::Request& req
   e.source = req.remote_addr;
   e.outcome = Outcome(res);
   return e;
+}
+
+store::AuditEntry CompleteAuditEntry(store::AuditEntry base, const AuditNote& note) {
+  base.tenant = note.tenant;
+  base.object = RedactSecrets(note.object);
+  base.before = Compact(note.before);
+  base.after = Compact(note.after);
+  return base;
 }
 
 json AuditEntryJson(const store::AuditEntry& e) {

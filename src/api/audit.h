@@ -2,10 +2,15 @@
 // request id, and the record each mutating request leaves, refused or not.
 // Handlers fill an AuditNote (action, object, tenant, before and after);
 // the outcome, actor, source and time come from the request and response.
+// A change that can commits its record in its own transaction
+// (RecordInChange); Api::AuditedRun appends the others after the handler.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <type_traits>
 
 #include "common/clock.h"
 #include "http/message.h"
@@ -22,6 +27,9 @@ struct AuditNote {
   nlohmann::json after;
   // A request that changes nothing (a policy dry run) leaves no record.
   bool skip = false;
+  // The record was committed with the change (RecordInChange): a
+  // successful answer adds no second one.
+  bool recorded = false;
 };
 
 // The X-Request-Id a request carries when it is sane (1-128 characters of
@@ -39,6 +47,31 @@ std::string Outcome(const http::Response& res);
 
 store::AuditEntry MakeAuditEntry(const AuditNote& note, const http::Request& req,
                                  const http::Response& res, TimeMs now);
+// `base` with the note's tenant, object (secrets redacted), before and
+// after.
+store::AuditEntry CompleteAuditEntry(store::AuditEntry base, const AuditNote& note);
+
+// The note's record as committed with a change: the note as the handler
+// has filled it so far, completed by `fill` from what the change made (the
+// ids, the job before and after), outcome "ok". Actor, request id, source
+// and time are taken now, on the request's thread, so the record may be
+// made on another (a group commit's leader) while this one waits; `note`
+// is updated to the record's fields and marked recorded.
+template <typename... Made>
+store::AuditOf<Made...> RecordInChange(
+    AuditNote& note, const http::Request& req, const http::Response& res, TimeMs now,
+    std::type_identity_t<std::function<void(AuditNote&, const Made&...)>> fill) {
+  store::AuditEntry base = MakeAuditEntry(note, req, res, now);
+  base.outcome = "ok";
+  return [&note, base = std::move(base),
+          fill = std::move(fill)](const Made&... made) -> std::optional<store::AuditEntry> {
+    AuditNote filled = note;
+    fill(filled, made...);
+    filled.recorded = true;
+    note = filled;
+    return CompleteAuditEntry(base, filled);
+  };
+}
 
 nlohmann::json AuditEntryJson(const store::AuditEntry& e);
 nlohmann::json AuditVerdictJson(const store::AuditVerdict& v);

@@ -120,12 +120,17 @@ class Controller {
 
   // --- REST API side ---
   // The job's id, or an array's element ids in index order (the first is
-  // the array's id).
-  [[nodiscard]] Result<std::vector<std::int64_t>> Submit(const model::JobSpec& spec,
-                                                         std::string_view submitted_by = {});
-  [[nodiscard]] Result<store::JobRecord> Cancel(std::int64_t job_id, const std::string& by);
-  [[nodiscard]] Result<store::ArrayCancel> CancelArray(std::int64_t array_id,
-                                                       const std::string& by);
+  // the array's id). Each `audit`, when set, makes the request's audit
+  // record, committed in the change's own transaction (store/audit_entry.h).
+  [[nodiscard]] Result<std::vector<std::int64_t>> Submit(
+      const model::JobSpec& spec, std::string_view submitted_by = {},
+      const store::AuditOf<std::vector<std::int64_t>>& audit = {});
+  [[nodiscard]] Result<store::JobRecord> Cancel(
+      std::int64_t job_id, const std::string& by,
+      const store::AuditOf<store::JobRecord, store::JobRecord>& audit = {});
+  [[nodiscard]] Result<store::ArrayCancel> CancelArray(
+      std::int64_t array_id, const std::string& by,
+      const store::AuditOf<store::ArrayCancel>& audit = {});
   [[nodiscard]] Result<std::vector<NodeStatus>> Nodes();
   // Cordons a node or one GPU (nothing new is placed there); `drain` also
   // stops the node's jobs, which are queued again. Recorded as node events.

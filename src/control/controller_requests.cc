@@ -24,8 +24,9 @@
 #include "proto_convert/node.h"
 
 namespace berth::server {
-Result<std::vector<std::int64_t>> Controller::Submit(const model::JobSpec& spec,
-                                                     std::string_view submitted_by) {
+Result<std::vector<std::int64_t>> Controller::Submit(
+    const model::JobSpec& spec, std::string_view submitted_by,
+    const store::AuditOf<std::vector<std::int64_t>>& audit) {
   auto policy = ActivePolicy();
   if (!policy) return std::unexpected(policy.error());
   if ((*policy)->policy.FindQueue(spec.tenant + "/" + spec.queue) == nullptr) {
@@ -49,7 +50,7 @@ Result<std::vector<std::int64_t>> Controller::Submit(const model::JobSpec& spec,
   }
   BERTH_RETURN_IF_ERROR(model::CheckStorageGrants((*policy)->policy, spec));
   BERTH_RETURN_IF_ERROR(CheckRejectQuota((*policy)->policy, spec));
-  auto ids = store_.CreateJobs(spec, clock_.NowMs(), submitted_by);
+  auto ids = store_.CreateJobs(spec, clock_.NowMs(), submitted_by, audit);
   if (!ids) return std::unexpected(ids.error());
   Wake();
   return ids;
@@ -128,8 +129,9 @@ Status Controller::CheckRejectQuota(const model::Policy& policy, const model::Jo
   return Ok();
 }
 
-Result<store::ArrayCancel> Controller::CancelArray(std::int64_t array_id, const std::string& by) {
-  auto done = control::CancelArray(store_, array_id, by, clock_.NowMs());
+Result<store::ArrayCancel> Controller::CancelArray(
+    std::int64_t array_id, const std::string& by, const store::AuditOf<store::ArrayCancel>& audit) {
+  auto done = control::CancelArray(store_, array_id, by, clock_.NowMs(), audit);
   if (!done) return done;
   if (metrics_ != nullptr) {
     for (std::size_t i = 0; i < done->cancelled; ++i) {
@@ -141,9 +143,11 @@ Result<store::ArrayCancel> Controller::CancelArray(std::int64_t array_id, const 
   return done;
 }
 
-Result<store::JobRecord> Controller::Cancel(std::int64_t job_id, const std::string& by) {
+Result<store::JobRecord> Controller::Cancel(
+    std::int64_t job_id, const std::string& by,
+    const store::AuditOf<store::JobRecord, store::JobRecord>& audit) {
   const TimeMs now = clock_.NowMs();
-  auto job = control::CancelJob(store_, job_id, by, now);
+  auto job = control::CancelJob(store_, job_id, by, now, audit);
   if (job) {
     CountOutcome(*job, now);
     Wake();

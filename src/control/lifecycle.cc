@@ -31,15 +31,19 @@ Result<JobRecord> LoadByRun(JobTransaction& tx, const std::string& run_id) {
   return MustLoad(tx, **id);
 }
 
-// Cancels job `id` inside `tx`; returns the state it was in.
-Result<model::JobState> CancelIn(JobTransaction& tx, std::int64_t id, const std::string& by,
-                                 TimeMs now) {
+// Cancels job `id` inside `tx`; returns the job as it was and as the cancel
+// left it.
+struct Cancelled {
+  JobRecord before;
+  JobRecord after;
+};
+Result<Cancelled> CancelIn(JobTransaction& tx, std::int64_t id, const std::string& by, TimeMs now) {
   auto job = MustLoad(tx, id);
   if (!job) return std::unexpected(job.error());
   auto update = control::CancelJob(*job, by, now);
   if (!update) return std::unexpected(update.error());
   BERTH_RETURN_IF_ERROR(tx.Write(*update));
-  return job->state;
+  return Cancelled{std::move(*job), std::move(update->job)};
 }
 
 // Applies `decide` to every job with an active run on `node`; returns the
@@ -70,10 +74,13 @@ Result<std::vector<std::int64_t>> StopOnNode(store::JobStore& store, const std::
 }  // namespace
 
 Result<JobRecord> CancelJob(store::JobStore& store, std::int64_t id, const std::string& by,
-                            TimeMs now) {
+                            TimeMs now, const store::AuditOf<JobRecord, JobRecord>& audit) {
   auto st = store.UpdateJobs([&](JobTransaction& tx) -> Status {
-    auto was = CancelIn(tx, id, by, now);
-    if (!was) return std::unexpected(was.error());
+    auto done = CancelIn(tx, id, by, now);
+    if (!done) return std::unexpected(done.error());
+    if (audit) {
+      if (auto record = audit(done->before, done->after)) tx.Record(std::move(*record));
+    }
     return Ok();
   });
   if (!st) return std::unexpected(st.error());
@@ -81,7 +88,8 @@ Result<JobRecord> CancelJob(store::JobStore& store, std::int64_t id, const std::
 }
 
 Result<store::ArrayCancel> CancelArray(store::JobStore& store, std::int64_t array_id,
-                                       const std::string& by, TimeMs now) {
+                                       const std::string& by, TimeMs now,
+                                       const store::AuditOf<store::ArrayCancel>& audit) {
   store::ArrayCancel out;
   auto st = store.UpdateJobs([&](JobTransaction& tx) -> Status {
     out = {};
@@ -93,9 +101,12 @@ Result<store::ArrayCancel> CancelArray(store::JobStore& store, std::int64_t arra
       if (!job) return std::unexpected(job.error());
       out.tenant = job->spec.tenant;
       if (model::IsTerminal(job->state)) continue;
-      auto was = CancelIn(tx, id, by, now);
-      if (!was) return std::unexpected(was.error());
-      ++(*was == model::JobState::kPending ? out.cancelled : out.stopping);
+      auto done = CancelIn(tx, id, by, now);
+      if (!done) return std::unexpected(done.error());
+      ++(done->before.state == model::JobState::kPending ? out.cancelled : out.stopping);
+    }
+    if (audit) {
+      if (auto record = audit(out)) tx.Record(std::move(*record));
     }
     return Ok();
   });

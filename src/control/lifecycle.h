@@ -22,14 +22,19 @@ namespace berth::control {
 // Pending: cancels at once. Scheduled/Running: marks cancel requested and
 // its runs stop-requested; the job becomes Cancelled when they exit. A
 // finished job: FailedPrecondition naming its state. Returns the job after
-// the change, with its timeline.
-[[nodiscard]] Result<model::JobRecord> CancelJob(store::JobStore& store, std::int64_t id,
-                                                 const std::string& by, TimeMs now);
+// the change, with its timeline. `audit`, when set, makes the record of the
+// cancel from the job before and after it, committed with it.
+[[nodiscard]] Result<model::JobRecord> CancelJob(
+    store::JobStore& store, std::int64_t id, const std::string& by, TimeMs now,
+    const store::AuditOf<model::JobRecord, model::JobRecord>& audit = {});
 
 // Cancels every element of an array that has not finished, as CancelJob
 // does each, in one transaction. NotFound when no job has this array id.
-[[nodiscard]] Result<store::ArrayCancel> CancelArray(store::JobStore& store, std::int64_t array_id,
-                                                     const std::string& by, TimeMs now);
+// `audit`, when set, makes the record of it from the counts, committed with
+// it.
+[[nodiscard]] Result<store::ArrayCancel> CancelArray(
+    store::JobStore& store, std::int64_t array_id, const std::string& by, TimeMs now,
+    const store::AuditOf<store::ArrayCancel>& audit = {});
 
 // Applies one scheduling cycle's decisions in one transaction, all or
 // nothing: evicted jobs' runs are asked to stop (EvictJob), placed jobs

@@ -1,16 +1,12 @@
 // The audit trail: an append-only, hash-chained record of every change made
 // through the API (and every refused attempt), and of the automatic actions
-// Berth takes itself. It lives in the `audit_log` table of the state database
-// (berth.db), on a connection of its own, so the Store interface stays about
-// scheduling state and a later auth layer only has to supply actor and tenant.
-//
-// Each record's hash is SHA-256 over a canonical serialization of its fields
-// and the previous record's hash (AuditCanonicalText), so editing, removing or
-// reordering a record breaks the chain at that record. Truncating the tail
-// leaves a valid chain, so the head (latest sequence number and hash) is also
-// remembered in two places outside the table's rows: the `meta` table (same
-// transaction as the append) and `<data_dir>/audit.head` (written atomically
-// right after the commit). Verify checks the chain against both.
+// Berth takes itself, in the `audit_log` table of the state database
+// (berth.db). A change that can commits its record in its own transaction
+// (store/audit_chain.h: a submission, a cancel); AuditLog appends the rest
+// (refusals, logins, reads worth recording, and changes of stores that do not
+// take records yet) on a connection of its own, and reads and verifies the
+// whole trail. The chain and the remembered heads are described in
+// store/audit_chain.h.
 #pragma once
 
 #include <condition_variable>
@@ -25,37 +21,10 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "model/tenant_scope.h"
+#include "store/audit_chain.h"
 #include "store/sqlite_db.h"
 
 namespace berth::store {
-
-struct AuditEntry {
-  std::int64_t seq = 0;  // 1, 2, 3, ... with no gaps; assigned by Append
-  TimeMs time_ms = 0;
-  std::string actor;   // X-Berth-User, the client address, or "berth"
-  std::string tenant;  // the job's tenant where there is one, else ""
-  std::string action;  // "job.submit", "policy.apply", "gpu.cordon", ...
-  std::string object;  // "job/12", "policy/v3", "node/a", "gpu/a/3"
-  // Small JSON summaries (compact text, "" for none). Never request bodies:
-  // a job's env values or a policy's text stay out of the trail.
-  std::string before;
-  std::string after;
-  std::string request_id;
-  std::string source;     // the client's address; "" for Berth's own actions
-  std::string outcome;    // "ok", "denied: <code>" or "failed: <message>"
-  std::string prev_hash;  // hex; kAuditGenesisHash for record 1
-  std::string hash;       // hex SHA-256 of AuditCanonicalText
-};
-
-// prev_hash of the first record.
-inline constexpr std::string_view kAuditGenesisHash =
-    "0000000000000000000000000000000000000000000000000000000000000000";
-
-// Every field but `hash`, each length-prefixed so no two records serialize
-// alike, prev_hash last.
-std::string AuditCanonicalText(const AuditEntry& e);
-// Lower-case hex SHA-256 of AuditCanonicalText (OpenSSL EVP).
-Result<std::string> AuditHash(const AuditEntry& e);
 
 struct AuditFilter {
   std::optional<TimeMs> since;  // time_ms >= since
@@ -73,12 +42,6 @@ struct AuditFilter {
   std::optional<std::int64_t> after_seq;
 };
 
-// A remembered head: where the log ended when it was last written.
-struct AuditHead {
-  std::int64_t seq = 0;
-  std::string hash;
-};
-
 struct AuditVerdict {
   bool ok = true;
   std::int64_t records = 0;  // rows in the table
@@ -93,9 +56,6 @@ struct AuditVerdict {
   // behind after a crash).
   std::vector<std::string> notes;
 };
-
-// Records one audit transaction stores at most (group commit).
-inline constexpr std::size_t kMaxAuditBatch = 64;
 
 class AuditLog {
  public:
@@ -120,9 +80,6 @@ class AuditLog {
  private:
   AuditLog(Database db, Database reader, std::filesystem::path head_path)
       : db_(std::move(db)), reader_(std::move(reader)), head_path_(std::move(head_path)) {}
-  Result<std::optional<AuditHead>> MetaHead();
-  Result<std::optional<AuditHead>> FileHead() const;
-  Status WriteFileHead(const AuditHead& head) const;
   // One Append waiting for its group commit.
   struct Pending {
     AuditEntry* entry = nullptr;

@@ -116,12 +116,15 @@ class MemoryJobStore::Tx final : public JobTransaction {
     return Ok();
   }
 
+  void Record(AuditEntry record) override { records_.push_back(std::move(record)); }
+
   // Makes the overlay the store's state (mu_ held).
   void Merge() {
     for (auto& [id, job] : touched_) {
       for (const auto& r : job.runs) s_.run_jobs_[r.run_id] = id;
       s_.jobs_[id] = std::move(job);
     }
+    for (auto& r : records_) s_.Keep(std::move(r));
   }
 
  private:
@@ -138,6 +141,7 @@ class MemoryJobStore::Tx final : public JobTransaction {
   }
 
   MemoryJobStore& s_;
+  std::vector<AuditEntry> records_;
   std::map<std::int64_t, JobRecord> touched_;
 };
 
@@ -160,8 +164,9 @@ Result<std::int64_t> MemoryJobStore::CreateJob(const model::JobSpec& spec, TimeM
   return ids->front();
 }
 
-Result<std::vector<std::int64_t>> MemoryJobStore::CreateJobs(const model::JobSpec& spec, TimeMs now,
-                                                             std::string_view submitted_by) {
+Result<std::vector<std::int64_t>> MemoryJobStore::CreateJobs(
+    const model::JobSpec& spec, TimeMs now, std::string_view submitted_by,
+    const AuditOf<std::vector<std::int64_t>>& audit) {
   std::lock_guard lock(mu_);
   BERTH_RETURN_IF_ERROR(model::AdmitSubmission(policy_, spec, model::ToJson(spec).dump().size(),
                                                CountPending(spec.tenant, submitted_by),
@@ -185,9 +190,24 @@ Result<std::vector<std::int64_t>> MemoryJobStore::CreateJobs(const model::JobSpe
     ids.push_back(job.id);
     jobs_.emplace(job.id, std::move(job));
   }
+  if (audit) {
+    if (auto record = audit(ids)) Keep(std::move(*record));
+  }
   ++stats_.commits;
   ++stats_.submissions;
   return ids;
+}
+
+void MemoryJobStore::Keep(AuditEntry record) {
+  // Numbered as the SQLite chain numbers them; no hashes: nothing here
+  // outlives the process to be tampered with.
+  record.seq = static_cast<std::int64_t>(audit_.size()) + 1;
+  audit_.push_back(std::move(record));
+}
+
+std::vector<AuditEntry> MemoryJobStore::audit_records() {
+  std::lock_guard lock(mu_);
+  return audit_;
 }
 
 CommitStats MemoryJobStore::commit_stats() {

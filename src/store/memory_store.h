@@ -15,6 +15,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "model/policy.h"
 #include "store/store.h"
@@ -28,12 +29,16 @@ class MemoryJobStore final : public JobStore {
   explicit MemoryJobStore(model::Policy policy) : policy_(std::move(policy)) {}
 
   void set_policy(model::Policy policy);
+  // The audit records committed with submissions and job transactions, in
+  // commit order.
+  std::vector<AuditEntry> audit_records();
 
   Result<std::string> JobTenant(std::int64_t id) override;
   Result<std::int64_t> CreateJob(const model::JobSpec& spec, TimeMs now,
                                  std::string_view submitted_by = {}) override;
-  Result<std::vector<std::int64_t>> CreateJobs(const model::JobSpec& spec, TimeMs now,
-                                               std::string_view submitted_by) override;
+  Result<std::vector<std::int64_t>> CreateJobs(
+      const model::JobSpec& spec, TimeMs now, std::string_view submitted_by,
+      const AuditOf<std::vector<std::int64_t>>& audit = {}) override;
   CommitStats commit_stats() override;
   Result<PendingCount> PendingCounts(const std::string& tenant,
                                      std::string_view submitted_by) override;
@@ -56,6 +61,7 @@ class MemoryJobStore final : public JobStore {
   // With mu_ held.
   PendingCount CountPending(const std::string& tenant, std::string_view by) const;
   RunRecord* FindRun(const std::string& run_id);
+  void Keep(AuditEntry record);
 
   std::mutex mu_;
   model::Policy policy_;
@@ -65,6 +71,7 @@ class MemoryJobStore final : public JobStore {
   std::map<std::string, std::int64_t, std::less<>> run_jobs_;
   std::int64_t next_id_ = 1;
   CommitStats stats_;
+  std::vector<AuditEntry> audit_;
 };
 
 }  // namespace berth::store

@@ -10,6 +10,7 @@
 #include "common/units.h"
 #include "model/json.h"
 #include "model/policy.h"
+#include "store/audit_chain.h"
 #include "store/sqlite_rows.h"
 
 namespace berth::store {
@@ -166,7 +167,8 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::filesystem::pa
   if (!db) return std::unexpected(db.error());
   auto reader = Database::OpenReader((data_dir / "berth.db").string());
   if (!reader) return std::unexpected(reader.error());
-  std::unique_ptr<SqliteStore> store(new SqliteStore(std::move(*db), std::move(*reader)));
+  std::unique_ptr<SqliteStore> store(
+      new SqliteStore(std::move(*db), std::move(*reader), data_dir / "audit.head"));
   BERTH_RETURN_IF_ERROR(store->Migrate(now));
   return store;
 }
@@ -185,6 +187,7 @@ Status SqliteStore::Migrate(TimeMs now) {
     if (!had_queue_tables) return std::unexpected(had_queue_tables.error());
   }
   BERTH_RETURN_IF_ERROR(db_.Exec(kSchema));
+  BERTH_RETURN_IF_ERROR(EnsureAuditSchema(db_));
   std::optional<int> stored;  // none: a fresh database
   {
     auto version = db_.Prepare("SELECT value FROM meta WHERE key='schema_version'");

@@ -55,8 +55,9 @@ class SqliteStore final : public Store {
                                             TimeMs now) override;
   Result<std::int64_t> CreateJob(const model::JobSpec& spec, TimeMs now,
                                  std::string_view submitted_by = {}) override;
-  Result<std::vector<std::int64_t>> CreateJobs(const model::JobSpec& spec, TimeMs now,
-                                               std::string_view submitted_by) override;
+  Result<std::vector<std::int64_t>> CreateJobs(
+      const model::JobSpec& spec, TimeMs now, std::string_view submitted_by,
+      const AuditOf<std::vector<std::int64_t>>& audit = {}) override;
   CommitStats commit_stats() override;
   Result<PendingCount> PendingCounts(const std::string& tenant,
                                      std::string_view submitted_by) override;
@@ -104,7 +105,8 @@ class SqliteStore final : public Store {
   Result<std::vector<NodeRecord>> ListNodes() override;
 
  private:
-  SqliteStore(Database db, Database reader) : db_(std::move(db)), reader_(std::move(reader)) {}
+  SqliteStore(Database db, Database reader, std::filesystem::path audit_head)
+      : db_(std::move(db)), audit_head_(std::move(audit_head)), reader_(std::move(reader)) {}
   Status Migrate(TimeMs now);
 
   // One CreateJobs call waiting for its group commit.
@@ -112,6 +114,7 @@ class SqliteStore final : public Store {
     const model::JobSpec* spec = nullptr;
     TimeMs now = 0;
     std::string_view by;
+    const AuditOf<std::vector<std::int64_t>>* audit = nullptr;
     Result<std::vector<std::int64_t>> ids = std::vector<std::int64_t>{};
     bool done = false;
   };
@@ -185,6 +188,9 @@ class SqliteStore final : public Store {
 
   std::mutex mu_;
   Database db_;
+  // <data_dir>/audit.head: the chain's head file, for the audit records
+  // committed with submissions and job transactions (store/audit_chain.h).
+  std::filesystem::path audit_head_;
   std::optional<PolicyVersion> active_;  // cache of the active policy
   // Parsed specs by job id (a spec never changes once stored), so a
   // scheduling pass over the pending queue parses each spec once, not once

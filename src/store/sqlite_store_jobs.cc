@@ -1,11 +1,13 @@
 // SqliteStore's jobs and runs: submissions (group commit), the lifecycle's
 // loads and persists, and the writer's reads (store.h's JobStore).
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <nlohmann/json.hpp>
 
 #include "model/admission.h"
 #include "model/json.h"
+#include "store/audit_chain.h"
 #include "store/sqlite_rows.h"
 #include "store/sqlite_store.h"
 
@@ -62,9 +64,10 @@ Result<std::int64_t> SqliteStore::CreateJob(const model::JobSpec& spec, TimeMs n
   return ids->front();
 }
 
-Result<std::vector<std::int64_t>> SqliteStore::CreateJobs(const model::JobSpec& spec, TimeMs now,
-                                                          std::string_view submitted_by) {
-  Submission me{&spec, now, submitted_by};
+Result<std::vector<std::int64_t>> SqliteStore::CreateJobs(
+    const model::JobSpec& spec, TimeMs now, std::string_view submitted_by,
+    const AuditOf<std::vector<std::int64_t>>& audit) {
+  Submission me{&spec, now, submitted_by, audit ? &audit : nullptr};
   std::unique_lock lock(commit_mu_);
   queued_.push_back(&me);
   // Whoever finds no commit in flight takes everything queued so far and
@@ -75,8 +78,12 @@ Result<std::vector<std::int64_t>> SqliteStore::CreateJobs(const model::JobSpec& 
       continue;
     }
     committing_ = true;
-    std::vector<Submission*> batch;
-    batch.swap(queued_);
+    // At most kMaxAuditBatch: each may commit an audit record, and the
+    // chain's head file may lag the table by no more than one batch.
+    const std::size_t n = std::min(queued_.size(), kMaxAuditBatch);
+    std::vector<Submission*> batch(queued_.begin(),
+                                   queued_.begin() + static_cast<std::ptrdiff_t>(n));
+    queued_.erase(queued_.begin(), queued_.begin() + static_cast<std::ptrdiff_t>(n));
     lock.unlock();
     CommitSubmissions(batch);
     lock.lock();
@@ -129,6 +136,7 @@ void SqliteStore::CommitSubmissions(const std::vector<Submission*>& batch) {
   const std::string pending(model::JobStateName(model::JobState::kPending));
   const std::string queued = ReasonText({model::ReasonCode::kQueued, {}, {}});
   std::vector<Submission*> stored;
+  std::vector<AuditEntry> records;  // of the stored submissions, in order
   for (Submission* sub : batch) {
     const model::JobSpec& spec = *sub->spec;
     auto waiting = ReadPendingCounts(*counts_st, spec.tenant, sub->by);
@@ -203,12 +211,26 @@ void SqliteStore::CommitSubmissions(const std::vector<Submission*>& batch) {
       sub->ids = std::unexpected(rel.error());
       continue;
     }
+    if (sub->audit != nullptr) {
+      if (auto record = (*sub->audit)(ids)) records.push_back(std::move(*record));
+    }
     sub->ids = std::move(ids);
     stored.push_back(sub);
   }
   if (stored.empty()) return;  // nothing to commit: the transaction rolls back
-  if (auto st = tx.Commit(); !st) {
-    for (Submission* sub : stored) sub->ids = std::unexpected(st.error());
+  auto fail_stored = [&](const Error& e) {
+    for (Submission* sub : stored) sub->ids = std::unexpected(e);
+  };
+  std::vector<AuditEntry*> chained;
+  chained.reserve(records.size());
+  for (auto& r : records) chained.push_back(&r);
+  auto append = AuditAppend::Chain(db_, audit_head_, chained);
+  if (!append) return fail_stored(append.error());
+  if (auto st = tx.Commit(); !st) return fail_stored(st.error());
+  // The jobs are durable; a head file not rewritten is what Verify allows
+  // after a crash, so it fails no submission.
+  if (auto st = append->Publish(); !st) {
+    spdlog::error("audit: could not write the head file after submissions: {}", st.error().message);
   }
 }
 

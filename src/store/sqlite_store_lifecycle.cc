@@ -2,10 +2,12 @@
 // writes inside one SQLite write transaction, with the store's lock held.
 // What a write means is decided by control/lifecycle.cc, not here.
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "store/audit_chain.h"
 #include "store/sqlite_rows.h"
 #include "store/sqlite_store.h"
 
@@ -63,11 +65,22 @@ class SqliteStore::JobTx final : public JobTransaction {
     return s_.SetPendingReason(id, reason);
   }
 
+  void Record(AuditEntry record) override { records_.push_back(std::move(record)); }
+
+  // The audit records of this transaction, chained inside it.
+  Result<AuditAppend> ChainRecords() {
+    std::vector<AuditEntry*> chained;
+    chained.reserve(records_.size());
+    for (auto& r : records_) chained.push_back(&r);
+    return AuditAppend::Chain(s_.db_, s_.audit_head_, chained);
+  }
+
  private:
   SqliteStore& s_;
   // The runs of each job as loaded or last written in this transaction:
   // Write writes only the runs that differ.
   std::map<std::int64_t, std::vector<RunRecord>> loaded_;
+  std::vector<AuditEntry> records_;
 };
 
 Status SqliteStore::UpdateJobs(const JobTransactionBody& body) {
@@ -76,7 +89,16 @@ Status SqliteStore::UpdateJobs(const JobTransactionBody& body) {
   BERTH_RETURN_IF_ERROR(tx.Begin());
   JobTx jobs(*this);
   BERTH_RETURN_IF_ERROR(body(jobs));
-  return tx.Commit();
+  auto append = jobs.ChainRecords();
+  if (!append) return std::unexpected(append.error());
+  BERTH_RETURN_IF_ERROR(tx.Commit());
+  // The change and its records are durable: a head file not rewritten is
+  // what Verify allows after a crash, so it fails nothing.
+  if (auto st = append->Publish(); !st) {
+    spdlog::error("audit: could not write the head file after a job change: {}",
+                  st.error().message);
+  }
+  return Ok();
 }
 
 Status SqliteStore::WriteRun(const RunRecord& r) {

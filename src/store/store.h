@@ -23,6 +23,7 @@
 #include "model/policy.h"
 #include "model/reason.h"
 #include "model/tenant_scope.h"
+#include "store/audit_entry.h"
 
 namespace berth::store {
 
@@ -250,6 +251,9 @@ class JobTransaction {
   // Sets a Pending job's reason; nothing when the job is no longer Pending
   // or its reason is already this one.
   [[nodiscard]] virtual Status SetPendingReason(std::int64_t id, const model::Reason& reason) = 0;
+  // Commits `record` with this transaction (store/audit_chain.h): the
+  // change and the audit record of it are durable together or not at all.
+  virtual void Record(AuditEntry record) = 0;
 };
 
 // The body of one job transaction: Ok commits what it wrote, an error rolls
@@ -359,9 +363,13 @@ class JobStore {
   // the array's id, in each element's spec.array_element). Submissions made
   // concurrently may share one transaction and one sync (group commit):
   // each returns only once durable, and one's refusal leaves the others
-  // unaffected.
+  // unaffected. `audit`, when set, makes the submission's audit record
+  // from the ids, inside the transaction that stores them (it must not call
+  // the store): the jobs and their record are durable together or not at
+  // all; a refused submission makes none.
   [[nodiscard]] virtual Result<std::vector<std::int64_t>> CreateJobs(
-      const model::JobSpec& spec, TimeMs now, std::string_view submitted_by) = 0;
+      const model::JobSpec& spec, TimeMs now, std::string_view submitted_by,
+      const AuditOf<std::vector<std::int64_t>>& audit = {}) = 0;
   virtual CommitStats commit_stats() = 0;
   // Jobs waiting in the queue (state pending) of `tenant`, and of those the
   // ones `submitted_by` submitted: what the pending-job limits count.

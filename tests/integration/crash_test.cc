@@ -4,6 +4,9 @@
 // the name it was submitted with. Concurrent submissions share commits
 // (group commit), so the kill lands during one; every tenth submission is
 // an array of 20, which after the restart is there whole or not at all.
+// Each submission's audit record commits with its jobs: after the restart
+// every stored job has its record and every record its jobs, and the
+// chain verifies.
 //
 // The jobs each need all 8 GPUs and sleep, so one runs and the rest queue:
 // the test is about the store, not about starting 200 processes on 2 cores.
@@ -13,6 +16,7 @@
 #include <atomic>
 #include <mutex>
 #include <numeric>
+#include <set>
 #include <thread>
 
 #include "integration/fixture.h"
@@ -105,6 +109,39 @@ TEST_F(IntegrationTest, CrashDuringSubmissions) {
       EXPECT_EQ(it->second, name) << "job " << id;
     }
   }
+
+  // Both or neither: the submissions' audit records and the jobs.
+  std::map<std::string, int> records;  // object ("job/7", "array/9") -> ok records
+  for (std::string after;;) {
+    auto page = berthd.http().Get("/v1/audit?action=job.submit&limit=500" +
+                                  (after.empty() ? "" : "&after=" + after));
+    ASSERT_EQ(page.status, 200) << page.body.dump();
+    for (const auto& r : page.body.at("records")) {
+      if (r.at("outcome") == "ok") ++records[r.at("object").get<std::string>()];
+    }
+    if (!page.body.contains("next")) break;
+    after = page.body.at("next").get<std::string>();
+  }
+  std::set<std::string> objects;  // what the stored jobs were submitted as
+  for (const auto& j : jobs) {
+    const auto id = j.at("id").get<std::int64_t>();
+    if (j.at("array").is_null()) {
+      objects.insert(fmt::format("job/{}", id));
+    } else if (j.at("array").at("index") == 0) {
+      objects.insert(fmt::format("array/{}", id));
+    }
+  }
+  for (const auto& object : objects) {
+    EXPECT_EQ(records[object], 1) << object << " is stored; its submission has " << records[object]
+                                  << " ok records";
+  }
+  for (const auto& [object, n] : records) {
+    EXPECT_TRUE(objects.contains(object))
+        << "a submission record names " << object << ", which is not stored";
+  }
+  auto verdict = berthd.http().Get("/v1/audit/verify");
+  ASSERT_EQ(verdict.status, 200) << verdict.body.dump();
+  EXPECT_EQ(verdict.body.at("ok"), true) << verdict.body.dump();
 
   // Clean up: cancel what is not finished; the temp dir's teardown kills
   // whatever process is left.

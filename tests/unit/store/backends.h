@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "store/audit_log.h"
 #include "store/sqlite_store.h"
 #include "store/store.h"
 
@@ -33,6 +34,8 @@ struct Backend {
   store::AlertStore* alerts = nullptr;
   std::function<void(const std::string& yaml)> use_policy;
   std::function<void()> close;
+  // The audit records committed with the backend's changes, oldest first.
+  std::function<std::vector<store::AuditEntry>()> audit_records;
 };
 
 // A backend's name (the test name's suffix) and how to open a fresh one.
@@ -86,6 +89,18 @@ inline Backend Sqlite() {
           [store, dir] {
             delete store;  // NOLINT(cppcoreguidelines-owning-memory)
             std::filesystem::remove_all(dir);
+          },
+          [dir] {
+            std::vector<store::AuditEntry> out;
+            auto log = store::AuditLog::Open(dir);
+            EXPECT_TRUE(log.has_value()) << log.error().message;
+            if (!log) return out;
+            store::AuditFilter all;
+            all.limit = 100000;
+            auto records = (*log)->Query(all);
+            EXPECT_TRUE(records.has_value()) << records.error().message;
+            if (records) out = std::move(*records);
+            return out;
           }};
 }
 

@@ -37,6 +37,7 @@ tests::Backend Memory() {
     store->set_policy(std::move(*policy));
   };
   b.close = [store] { delete store; };  // NOLINT(cppcoreguidelines-owning-memory)
+  b.audit_records = [store] { return store->audit_records(); };
   return b;
 }
 
@@ -147,6 +148,85 @@ tenants:
   EXPECT_EQ(counts->tenant, 3);
   EXPECT_EQ(counts->member, 2);
   EXPECT_EQ(store().ListJobs({})->size(), 3U);
+}
+
+// A change's audit record is committed in the change's own transaction:
+// with the jobs it stored, with the cancel, and not at all when the change
+// is refused or rolled back.
+AuditEntry Record(std::string action, std::string object) {
+  AuditEntry e;
+  e.time_ms = 1500;
+  e.actor = "alice";
+  e.action = std::move(action);
+  e.object = std::move(object);
+  e.outcome = "ok";
+  return e;
+}
+
+TEST_P(JobStoreConformance, ASubmissionCommitsItsAuditRecordWithItsJobs) {
+  auto spec = Spec("sweep");
+  spec.array = model::JobArray{};
+  spec.array->count = 3;
+  std::vector<std::int64_t> seen;
+  auto ids = store().CreateJobs(spec, 1500, "alice", [&](const std::vector<std::int64_t>& made) {
+    seen = made;
+    return std::optional(Record("job.submit", fmt::format("array/{}", made.front())));
+  });
+  ASSERT_TRUE(ids.has_value()) << ids.error().message;
+  EXPECT_EQ(seen, *ids);
+  auto records = b_.audit_records();
+  ASSERT_EQ(records.size(), 1U);
+  EXPECT_EQ(records[0].seq, 1);
+  EXPECT_EQ(records[0].action, "job.submit");
+  EXPECT_EQ(records[0].object, fmt::format("array/{}", ids->front()));
+
+  // Refused (no such queue): no jobs, and the record is never made.
+  auto lost = Spec("lost");
+  lost.queue = "nowhere";
+  bool made = false;
+  auto refused = store().CreateJobs(lost, 1501, "alice", [&](const std::vector<std::int64_t>&) {
+    made = true;
+    return std::optional(Record("job.submit", "job/0"));
+  });
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_FALSE(made);
+  EXPECT_EQ(b_.audit_records().size(), 1U);
+
+  // A submission whose caller records nothing adds nothing.
+  Submit(Spec("plain"), 1502);
+  EXPECT_EQ(b_.audit_records().size(), 1U);
+}
+
+TEST_P(JobStoreConformance, ATransactionCommitsItsAuditRecordsOrNone) {
+  const auto id = Submit(Spec("a"), 1500);
+  auto failed = store().UpdateJobs([&](JobTransaction& tx) -> Status {
+    tx.Record(Record("job.test", fmt::format("job/{}", id)));
+    return Fail(Code::kFailedPrecondition, "changed its mind");
+  });
+  ASSERT_FALSE(failed.has_value());
+  EXPECT_TRUE(b_.audit_records().empty()) << "a rolled-back transaction left its record";
+
+  auto cancelled = control::CancelJob(
+      store(), id, "bob", 1600, [](const model::JobRecord& was, const model::JobRecord& now) {
+        auto e = Record("job.cancel", fmt::format("job/{}", was.id));
+        e.before = model::JobStateName(was.state);
+        e.after = model::JobStateName(now.state);
+        return std::optional(e);
+      });
+  ASSERT_TRUE(cancelled.has_value()) << cancelled.error().message;
+  auto records = b_.audit_records();
+  ASSERT_EQ(records.size(), 1U);
+  EXPECT_EQ(records[0].object, fmt::format("job/{}", id));
+  EXPECT_EQ(records[0].before, "Pending");
+  EXPECT_EQ(records[0].after, "Cancelled");
+
+  // Cancelling it again is refused (it is finished): no second record.
+  auto again = control::CancelJob(store(), id, "bob", 1700,
+                                  [](const model::JobRecord&, const model::JobRecord&) {
+                                    return std::optional(Record("job.cancel", "again"));
+                                  });
+  ASSERT_FALSE(again.has_value());
+  EXPECT_EQ(b_.audit_records().size(), 1U);
 }
 
 TEST_P(JobStoreConformance, AnArrayIsContiguousAndCancelsAsOne) {

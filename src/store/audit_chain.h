@@ -1,0 +1,67 @@
+// The audit trail's hash chain, extended inside any write transaction on
+// berth.db: the AuditLog's own appends, and a change that commits its record
+// with itself (a submission, a cancel), so that a crash leaves both the
+// change and its record or neither.
+//
+// Each record's hash is SHA-256 over a canonical serialization of its fields
+// and the previous record's hash (AuditCanonicalText), so editing, removing
+// or reordering a record breaks the chain at that record. Truncating the
+// tail leaves a valid chain, so the head (latest sequence number and hash) is
+// also remembered in two places outside the table's rows: the `meta` table
+// (same transaction as the records) and `<data_dir>/audit.head` (written
+// atomically right after the commit). AuditLog::Verify checks the chain
+// against both.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "store/audit_entry.h"
+#include "store/sqlite_db.h"
+
+namespace berth::store {
+
+// The audit tables (and the meta table they share with the stores), made if
+// missing: every store that may commit records makes them, so none depends
+// on which opened berth.db first.
+[[nodiscard]] Status EnsureAuditSchema(Database& db);
+
+// One write transaction's share of the chain. Made inside the open
+// transaction (after BEGIN IMMEDIATE): it holds the process's chain lock
+// from reading the head until Publish, so that at most one batch of records
+// is ever committed but not yet in the head file. No other lock may be taken
+// while it is held; the SQLite write lock is already the caller's, so two
+// chainers never wait on each other.
+class AuditAppend {
+ public:
+  // Assigns each record its seq, prev_hash and hash, chaining from the
+  // furthest remembered head (meta, head file, last row: rows removed
+  // behind Berth's back stay a gap for Verify, rows added are chained after
+  // rather than collided with), inserts them and moves the meta head.
+  [[nodiscard]] static Result<AuditAppend> Chain(Database& db, std::filesystem::path head_file,
+                                                 std::span<AuditEntry* const> records);
+  // After the commit: writes the head file (temp file, fsync, rename), and
+  // releases the chain lock. Not calling it (the transaction rolled back)
+  // releases the lock and leaves the file as it was.
+  [[nodiscard]] Status Publish();
+
+ private:
+  AuditAppend(std::unique_lock<std::mutex> lock, std::filesystem::path head_file, AuditHead head)
+      : lock_(std::move(lock)), head_file_(std::move(head_file)), head_(std::move(head)) {}
+  std::unique_lock<std::mutex> lock_;
+  std::filesystem::path head_file_;
+  AuditHead head_;
+};
+
+// The head remembered in the meta table / in the head file (nullopt: none).
+[[nodiscard]] Result<std::optional<AuditHead>> AuditMetaHead(Database& db);
+[[nodiscard]] Result<std::optional<AuditHead>> AuditFileHead(const std::filesystem::path& file);
+
+}  // namespace berth::store
