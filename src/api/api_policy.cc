@@ -211,10 +211,15 @@ void Api::ApplyPolicy(const http::Request& req, http::Response& res, AuditNote& 
   // in the applying transaction, so two applies on one base: one wins).
   auto base = BaseVersion(req);
   if (!base) return ReplyError(res, base.error());
-  auto version = controller_.ApplyPolicy(body, Actor(req), req.get_param_value("comment"), *base);
+  const std::string comment = req.get_param_value("comment");
+  auto version = controller_.ApplyPolicy(
+      body, Actor(req), comment, *base,
+      RecordInChange<std::int64_t>(note, req, res, clock_.NowMs(),
+                                   [&comment](AuditNote& n, const std::int64_t& made) {
+                                     n.object = fmt::format("policy/v{}", made);
+                                     n.after = json{{"version", made}, {"comment", comment}};
+                                   }));
   if (!version) return ReplyError(res, version.error());
-  note.object = fmt::format("policy/v{}", *version);
-  note.after = json{{"version", *version}, {"comment", req.get_param_value("comment")}};
   res.set_header("Location", fmt::format("/v1/policy/versions/{}", *version));
   Reply(res, 201, json{{"version", *version}});
 }
@@ -231,10 +236,14 @@ void Api::RollbackPolicy(const http::Request& req, http::Response& res, AuditNot
   auto to = VersionNumber(req.get_param_value("to"), "to");
   if (!to) return ReplyError(res, to.error());
   note.after = json{{"restores", *to}};
-  auto version = controller_.RollbackPolicy(*to, Actor(req), req.get_param_value("comment"));
+  auto version = controller_.RollbackPolicy(
+      *to, Actor(req), req.get_param_value("comment"),
+      RecordInChange<std::int64_t>(note, req, res, clock_.NowMs(),
+                                   [](AuditNote& n, const std::int64_t& made) {
+                                     n.object = fmt::format("policy/v{}", made);
+                                     n.after["version"] = made;
+                                   }));
   if (!version) return ReplyError(res, version.error());
-  note.object = fmt::format("policy/v{}", *version);
-  note.after["version"] = *version;
   res.set_header("Location", fmt::format("/v1/policy/versions/{}", *version));
   Reply(res, 201, json{{"version", *version}, {"restores", *to}});
 }

@@ -87,6 +87,12 @@ Result<store::QuotaRequest> RequestBefore(store::PolicyStore& store, const http:
   return before;
 }
 
+// A decision's record: the request as the decision left it.
+void NoteDecided(AuditNote& n, const store::QuotaRequest& /*before*/,
+                 const store::QuotaRequest& after) {
+  n.after = QuotaRequestSummary(after);
+}
+
 }  // namespace
 
 void Api::FileQuotaRequest(const http::Request& req, http::Response& res, AuditNote& note) {
@@ -98,11 +104,15 @@ void Api::FileQuotaRequest(const http::Request& req, http::Response& res, AuditN
   if (auto st = Authorizer::CheckNamed(CurrentCaller(), note.tenant, Need::kManage); !st) {
     return ReplyError(res, st.error());
   }
-  auto filed = store_.FileQuotaRequest(*request, Actor(req), clock_.NowMs());
+  auto filed = store_.FileQuotaRequest(
+      *request, Actor(req), clock_.NowMs(),
+      RecordInChange<store::QuotaRequest>(note, req, res, clock_.NowMs(),
+                                          [](AuditNote& n, const store::QuotaRequest& made) {
+                                            n.object = fmt::format("quota-request/{}", made.id);
+                                            n.tenant = made.tenant;
+                                            n.after = QuotaRequestSummary(made);
+                                          }));
   if (!filed) return ReplyError(res, filed.error());
-  note.object = fmt::format("quota-request/{}", filed->id);
-  note.tenant = filed->tenant;
-  note.after = QuotaRequestSummary(*filed);
   res.set_header("Location", fmt::format("/v1/quota-requests/{}", filed->id));
   Reply(res, 201, QuotaRequestJson(*filed));
 }
@@ -172,9 +182,11 @@ void Api::ApproveQuotaRequest(const http::Request& req, http::Response& res, Aud
   if (auto active = controller_.ActivePolicy(); active) {
     if (note.before.is_object()) note.before["active_policy_version"] = (*active)->version;
   }
-  auto approved = controller_.ApproveQuotaRequest(*id, Actor(req), req.get_param_value("comment"));
+  auto approved =
+      controller_.ApproveQuotaRequest(*id, Actor(req), req.get_param_value("comment"),
+                                      RecordInChange<store::QuotaRequest, store::QuotaRequest>(
+                                          note, req, res, clock_.NowMs(), NoteDecided));
   if (!approved) return ReplyError(res, approved.error());
-  note.after = QuotaRequestSummary(*approved);
   res.set_header("Location",
                  fmt::format("/v1/policy/versions/{}", approved->policy_version.value_or(0)));
   Reply(res, 200, QuotaRequestJson(*approved));
@@ -189,18 +201,22 @@ void Api::RejectQuotaRequest(const http::Request& req, http::Response& res, Audi
         res, Error{Code::kInvalidArgument,
                    "is required: tell the tenant why, e.g. ?comment=no%20capacity", "comment"});
   }
-  auto rejected = store_.RejectQuotaRequest(before->id, Actor(req), comment, clock_.NowMs());
+  auto rejected =
+      store_.RejectQuotaRequest(before->id, Actor(req), comment, clock_.NowMs(),
+                                RecordInChange<store::QuotaRequest, store::QuotaRequest>(
+                                    note, req, res, clock_.NowMs(), NoteDecided));
   if (!rejected) return ReplyError(res, rejected.error());
-  note.after = QuotaRequestSummary(*rejected);
   Reply(res, 200, QuotaRequestJson(*rejected));
 }
 
 void Api::WithdrawQuotaRequest(const http::Request& req, http::Response& res, AuditNote& note) {
   auto before = RequestBefore(store_, req, note);
   if (!before) return ReplyError(res, before.error());
-  auto withdrawn = store_.WithdrawQuotaRequest(before->id, Actor(req), clock_.NowMs());
+  auto withdrawn =
+      store_.WithdrawQuotaRequest(before->id, Actor(req), clock_.NowMs(),
+                                  RecordInChange<store::QuotaRequest, store::QuotaRequest>(
+                                      note, req, res, clock_.NowMs(), NoteDecided));
   if (!withdrawn) return ReplyError(res, withdrawn.error());
-  note.after = QuotaRequestSummary(*withdrawn);
   Reply(res, 200, QuotaRequestJson(*withdrawn));
 }
 

@@ -198,8 +198,9 @@ Result<std::shared_ptr<const store::PolicyVersion>> Controller::ActivePolicy() {
 
 Result<std::int64_t> Controller::ApplyPolicy(const std::string& yaml, const std::string& by,
                                              const std::string& comment,
-                                             std::optional<std::int64_t> base) {
-  auto version = store_.ApplyPolicyOnBase(yaml, by, comment, base, clock_.NowMs());
+                                             std::optional<std::int64_t> base,
+                                             const store::AuditOf<std::int64_t>& audit) {
+  auto version = store_.ApplyPolicyOnBase(yaml, by, comment, base, clock_.NowMs(), audit);
   if (!version) return std::unexpected(version.error());
   spdlog::info("policy v{} applied by {}", *version, by);
   BERTH_RETURN_IF_ERROR(ReloadPolicy());
@@ -213,8 +214,9 @@ Result<store::PolicyVersion> Controller::PreviewPolicy(const std::string& yaml,
 }
 
 Result<std::int64_t> Controller::RollbackPolicy(std::int64_t to_version, const std::string& by,
-                                                const std::string& comment) {
-  auto version = store_.RollbackPolicy(to_version, by, comment, clock_.NowMs());
+                                                const std::string& comment,
+                                                const store::AuditOf<std::int64_t>& audit) {
+  auto version = store_.RollbackPolicy(to_version, by, comment, clock_.NowMs(), audit);
   if (!version) return std::unexpected(version.error());
   spdlog::info("policy v{} applied by {}: rollback to v{}", *version, by, to_version);
   BERTH_RETURN_IF_ERROR(ReloadPolicy());
@@ -222,9 +224,10 @@ Result<std::int64_t> Controller::RollbackPolicy(std::int64_t to_version, const s
   return *version;
 }
 
-Result<store::QuotaRequest> Controller::ApproveQuotaRequest(std::int64_t id, const std::string& by,
-                                                            const std::string& comment) {
-  auto approved = control::ApproveQuotaRequest(store_, id, by, comment, clock_.NowMs());
+Result<store::QuotaRequest> Controller::ApproveQuotaRequest(
+    std::int64_t id, const std::string& by, const std::string& comment,
+    const store::AuditOf<store::QuotaRequest, store::QuotaRequest>& audit) {
+  auto approved = control::ApproveQuotaRequest(store_, id, by, comment, clock_.NowMs(), audit);
   if (!approved) return std::unexpected(approved.error());
   spdlog::info("policy v{} applied by {}: quota request {}", approved->policy_version.value_or(0),
                by, id);

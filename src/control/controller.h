@@ -153,19 +153,23 @@ class Controller {
   [[nodiscard]] Result<std::shared_ptr<const store::PolicyVersion>> ActivePolicy();
   // Store::ApplyPolicy / Store::RollbackPolicy, then a pass under the new
   // policy. Return the new version.
+  // Each `audit`, when set, makes the change's audit record, committed
+  // with it (store/audit_entry.h).
   [[nodiscard]] Result<std::int64_t> ApplyPolicy(const std::string& yaml, const std::string& by,
                                                  const std::string& comment,
-                                                 std::optional<std::int64_t> base = std::nullopt);
+                                                 std::optional<std::int64_t> base = std::nullopt,
+                                                 const store::AuditOf<std::int64_t>& audit = {});
   // Store::PreviewPolicy: what ApplyPolicy would do, changing nothing.
   [[nodiscard]] Result<store::PolicyVersion> PreviewPolicy(const std::string& yaml,
                                                            const std::string& by);
   [[nodiscard]] Result<std::int64_t> RollbackPolicy(std::int64_t to_version, const std::string& by,
-                                                    const std::string& comment);
+                                                    const std::string& comment,
+                                                    const store::AuditOf<std::int64_t>& audit = {});
 
   // Store::ApproveQuotaRequest (a new policy version), then a pass under it.
-  [[nodiscard]] Result<store::QuotaRequest> ApproveQuotaRequest(std::int64_t id,
-                                                                const std::string& by,
-                                                                const std::string& comment);
+  [[nodiscard]] Result<store::QuotaRequest> ApproveQuotaRequest(
+      std::int64_t id, const std::string& by, const std::string& comment,
+      const store::AuditOf<store::QuotaRequest, store::QuotaRequest>& audit = {});
 
   // --- agent stream side (called from the stream's reader thread) ---
   [[nodiscard]] Status OnRegister(const berth::v1::Register& reg,

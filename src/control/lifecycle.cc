@@ -219,9 +219,9 @@ Result<std::vector<std::int64_t>> StopRunsOnNode(store::JobStore& store, const s
   return StopOnNode(store, node, [&](const JobRecord& job) { return DrainJob(job, node, now); });
 }
 
-Result<store::QuotaRequest> ApproveQuotaRequest(store::PolicyStore& store, std::int64_t id,
-                                                const std::string& by, const std::string& comment,
-                                                TimeMs now) {
+Result<store::QuotaRequest> ApproveQuotaRequest(
+    store::PolicyStore& store, std::int64_t id, const std::string& by, const std::string& comment,
+    TimeMs now, const store::AuditOf<store::QuotaRequest, store::QuotaRequest>& audit) {
   return store.ApproveQuotaRequest(
       id, by, comment,
       [](const model::Policy& active, std::int64_t version, const store::QuotaRequest& request) {
@@ -229,7 +229,7 @@ Result<store::QuotaRequest> ApproveQuotaRequest(store::PolicyStore& store, std::
                             {request.id, request.queue, request.resource, request.guaranteed,
                              request.borrow_limit, request.weight, request.lending_limit});
       },
-      now);
+      now, audit);
 }
 
 }  // namespace berth::control

@@ -89,10 +89,8 @@ namespace berth::control {
 // Approves quota request `id` (PolicyStore::ApproveQuotaRequest with the
 // ApproveQuota rule): the active policy with the request's values becomes
 // a new version.
-[[nodiscard]] Result<store::QuotaRequest> ApproveQuotaRequest(store::PolicyStore& store,
-                                                              std::int64_t id,
-                                                              const std::string& by,
-                                                              const std::string& comment,
-                                                              TimeMs now);
+[[nodiscard]] Result<store::QuotaRequest> ApproveQuotaRequest(
+    store::PolicyStore& store, std::int64_t id, const std::string& by, const std::string& comment,
+    TimeMs now, const store::AuditOf<store::QuotaRequest, store::QuotaRequest>& audit = {});
 
 }  // namespace berth::control

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <openssl/evp.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <array>
@@ -215,6 +216,22 @@ Status AuditAppend::Publish() {
   Status st = WriteFileAtomically(head_file_, doc.dump() + "\n");
   lock_.unlock();
   return st;
+}
+
+Status CommitWithRecords(Transaction& tx, Database& db, const std::filesystem::path& head_file,
+                         std::span<AuditEntry> records) {
+  if (records.empty()) return tx.Commit();
+  std::vector<AuditEntry*> chained;
+  chained.reserve(records.size());
+  for (auto& r : records) chained.push_back(&r);
+  auto append = AuditAppend::Chain(db, head_file, chained);
+  if (!append) return std::unexpected(append.error());
+  BERTH_RETURN_IF_ERROR(tx.Commit());
+  if (auto st = append->Publish(); !st) {
+    spdlog::error("audit: could not write {} after a commit: {}", head_file.string(),
+                  st.error().message);
+  }
+  return Ok();
 }
 
 }  // namespace berth::store

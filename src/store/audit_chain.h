@@ -20,6 +20,8 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/status.h"
@@ -59,6 +61,29 @@ class AuditAppend {
   std::filesystem::path head_file_;
   AuditHead head_;
 };
+
+// Commits `tx` (open on `db`) with `records` chained in it, and then
+// publishes the head. Returns the commit's status: once it succeeded the
+// change and its records are durable, and a head file that could not be
+// rewritten (what Verify allows after a crash) is logged, not returned.
+// Empty `records`: a plain commit.
+[[nodiscard]] Status CommitWithRecords(Transaction& tx, Database& db,
+                                       const std::filesystem::path& head_file,
+                                       std::span<AuditEntry> records);
+
+// CommitWithRecords with the one record `audit` makes of what the change
+// made (none when `audit` is unset or makes none).
+template <typename... Made>
+[[nodiscard]] Status CommitAudited(Transaction& tx, Database& db,
+                                   const std::filesystem::path& head_file,
+                                   const AuditOf<Made...>& audit,
+                                   const std::type_identity_t<Made>&... made) {
+  std::vector<AuditEntry> records;
+  if (audit) {
+    if (auto record = audit(made...)) records.push_back(std::move(*record));
+  }
+  return CommitWithRecords(tx, db, head_file, records);
+}
 
 // The head remembered in the meta table / in the head file (nullopt: none).
 [[nodiscard]] Result<std::optional<AuditHead>> AuditMetaHead(Database& db);

@@ -465,7 +465,8 @@ Result<std::int64_t> SqliteStore::ApplyPolicy(const std::string& yaml_text, cons
 Result<std::int64_t> SqliteStore::ApplyPolicyOnBase(const std::string& yaml_text,
                                                     const std::string& by,
                                                     const std::string& comment,
-                                                    std::optional<std::int64_t> base, TimeMs now) {
+                                                    std::optional<std::int64_t> base, TimeMs now,
+                                                    const AuditOf<std::int64_t>& audit) {
   std::lock_guard lock(mu_);
   Transaction tx(db_);
   BERTH_RETURN_IF_ERROR(tx.Begin());
@@ -488,7 +489,7 @@ Result<std::int64_t> SqliteStore::ApplyPolicyOnBase(const std::string& yaml_text
   }
   auto v = AddPolicyVersion(yaml_text, by, comment, std::nullopt, std::nullopt, now);
   if (!v) return std::unexpected(v.error());
-  if (auto st = tx.Commit(); !st) {
+  if (auto st = CommitAudited(tx, db_, audit_head_, audit, v->version); !st) {
     active_.reset();
     return std::unexpected(st.error());
   }
@@ -505,7 +506,8 @@ Result<PolicyVersion> SqliteStore::PreviewPolicy(const std::string& yaml_text,
 }
 
 Result<std::int64_t> SqliteStore::RollbackPolicy(std::int64_t to_version, const std::string& by,
-                                                 const std::string& comment, TimeMs now) {
+                                                 const std::string& comment, TimeMs now,
+                                                 const AuditOf<std::int64_t>& audit) {
   std::lock_guard lock(mu_);
   Transaction tx(db_);
   BERTH_RETURN_IF_ERROR(tx.Begin());
@@ -530,7 +532,7 @@ Result<std::int64_t> SqliteStore::RollbackPolicy(std::int64_t to_version, const 
     }
     return std::unexpected(v.error());
   }
-  if (auto st = tx.Commit(); !st) {
+  if (auto st = CommitAudited(tx, db_, audit_head_, audit, v->version); !st) {
     active_.reset();
     return std::unexpected(st.error());
   }

@@ -33,26 +33,32 @@ class SqliteStore final : public Store {
                                    const std::string& comment, TimeMs now) override;
   Result<std::int64_t> ApplyPolicyOnBase(const std::string& yaml_text, const std::string& by,
                                          const std::string& comment,
-                                         std::optional<std::int64_t> base, TimeMs now) override;
+                                         std::optional<std::int64_t> base, TimeMs now,
+                                         const AuditOf<std::int64_t>& audit = {}) override;
   Result<PolicyVersion> PreviewPolicy(const std::string& yaml_text, const std::string& by,
                                       TimeMs now) override;
   Result<PolicyVersion> ActivePolicy() override;
   Result<std::vector<PolicyVersion>> ListPolicyVersions() override;
   Result<PolicyVersion> GetPolicyVersion(std::int64_t version) override;
   Result<std::int64_t> RollbackPolicy(std::int64_t to_version, const std::string& by,
-                                      const std::string& comment, TimeMs now) override;
+                                      const std::string& comment, TimeMs now,
+                                      const AuditOf<std::int64_t>& audit = {}) override;
   Result<std::string> JobTenant(std::int64_t id) override;
   Result<QuotaRequest> FileQuotaRequest(const QuotaRequest& request, const std::string& by,
-                                        TimeMs now) override;
+                                        TimeMs now,
+                                        const AuditOf<QuotaRequest>& audit = {}) override;
   Result<std::vector<QuotaRequest>> ListQuotaRequests(const QuotaRequestFilter& filter) override;
   Result<QuotaRequest> GetQuotaRequest(std::int64_t id) override;
-  Result<QuotaRequest> ApproveQuotaRequest(std::int64_t id, const std::string& by,
-                                           const std::string& comment, const QuotaApproval& approve,
-                                           TimeMs now) override;
-  Result<QuotaRequest> RejectQuotaRequest(std::int64_t id, const std::string& by,
-                                          const std::string& comment, TimeMs now) override;
-  Result<QuotaRequest> WithdrawQuotaRequest(std::int64_t id, const std::string& by,
-                                            TimeMs now) override;
+  Result<QuotaRequest> ApproveQuotaRequest(
+      std::int64_t id, const std::string& by, const std::string& comment,
+      const QuotaApproval& approve, TimeMs now,
+      const AuditOf<QuotaRequest, QuotaRequest>& audit = {}) override;
+  Result<QuotaRequest> RejectQuotaRequest(
+      std::int64_t id, const std::string& by, const std::string& comment, TimeMs now,
+      const AuditOf<QuotaRequest, QuotaRequest>& audit = {}) override;
+  Result<QuotaRequest> WithdrawQuotaRequest(
+      std::int64_t id, const std::string& by, TimeMs now,
+      const AuditOf<QuotaRequest, QuotaRequest>& audit = {}) override;
   Result<std::int64_t> CreateJob(const model::JobSpec& spec, TimeMs now,
                                  std::string_view submitted_by = {}) override;
   Result<std::vector<std::int64_t>> CreateJobs(

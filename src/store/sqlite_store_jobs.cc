@@ -1,7 +1,6 @@
 // SqliteStore's jobs and runs: submissions (group commit), the lifecycle's
 // loads and persists, and the writer's reads (store.h's JobStore).
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include <nlohmann/json.hpp>
 
@@ -218,19 +217,8 @@ void SqliteStore::CommitSubmissions(const std::vector<Submission*>& batch) {
     stored.push_back(sub);
   }
   if (stored.empty()) return;  // nothing to commit: the transaction rolls back
-  auto fail_stored = [&](const Error& e) {
-    for (Submission* sub : stored) sub->ids = std::unexpected(e);
-  };
-  std::vector<AuditEntry*> chained;
-  chained.reserve(records.size());
-  for (auto& r : records) chained.push_back(&r);
-  auto append = AuditAppend::Chain(db_, audit_head_, chained);
-  if (!append) return fail_stored(append.error());
-  if (auto st = tx.Commit(); !st) return fail_stored(st.error());
-  // The jobs are durable; a head file not rewritten is what Verify allows
-  // after a crash, so it fails no submission.
-  if (auto st = append->Publish(); !st) {
-    spdlog::error("audit: could not write the head file after submissions: {}", st.error().message);
+  if (auto st = CommitWithRecords(tx, db_, audit_head_, records); !st) {
+    for (Submission* sub : stored) sub->ids = std::unexpected(st.error());
   }
 }
 

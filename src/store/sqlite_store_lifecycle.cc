@@ -2,7 +2,6 @@
 // writes inside one SQLite write transaction, with the store's lock held.
 // What a write means is decided by control/lifecycle.cc, not here.
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include <map>
 #include <nlohmann/json.hpp>
@@ -67,13 +66,7 @@ class SqliteStore::JobTx final : public JobTransaction {
 
   void Record(AuditEntry record) override { records_.push_back(std::move(record)); }
 
-  // The audit records of this transaction, chained inside it.
-  Result<AuditAppend> ChainRecords() {
-    std::vector<AuditEntry*> chained;
-    chained.reserve(records_.size());
-    for (auto& r : records_) chained.push_back(&r);
-    return AuditAppend::Chain(s_.db_, s_.audit_head_, chained);
-  }
+  std::vector<AuditEntry>& records() { return records_; }
 
  private:
   SqliteStore& s_;
@@ -89,16 +82,7 @@ Status SqliteStore::UpdateJobs(const JobTransactionBody& body) {
   BERTH_RETURN_IF_ERROR(tx.Begin());
   JobTx jobs(*this);
   BERTH_RETURN_IF_ERROR(body(jobs));
-  auto append = jobs.ChainRecords();
-  if (!append) return std::unexpected(append.error());
-  BERTH_RETURN_IF_ERROR(tx.Commit());
-  // The change and its records are durable: a head file not rewritten is
-  // what Verify allows after a crash, so it fails nothing.
-  if (auto st = append->Publish(); !st) {
-    spdlog::error("audit: could not write the head file after a job change: {}",
-                  st.error().message);
-  }
-  return Ok();
+  return CommitWithRecords(tx, db_, audit_head_, jobs.records());
 }
 
 Status SqliteStore::WriteRun(const RunRecord& r) {

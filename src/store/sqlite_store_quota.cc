@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "model/policy.h"
+#include "store/audit_chain.h"
 #include "store/sqlite_rows.h"
 #include "store/sqlite_scope.h"
 #include "store/sqlite_store.h"
@@ -72,7 +73,8 @@ std::optional<QuotaRequestState> ParseQuotaRequestState(std::string_view name) {
 }
 
 Result<QuotaRequest> SqliteStore::FileQuotaRequest(const QuotaRequest& request,
-                                                   const std::string& by, TimeMs now) {
+                                                   const std::string& by, TimeMs now,
+                                                   const AuditOf<QuotaRequest>& audit) {
   std::lock_guard lock(mu_);
   auto active = Active();
   if (!active) return std::unexpected(active.error());
@@ -110,6 +112,8 @@ Result<QuotaRequest> SqliteStore::FileQuotaRequest(const QuotaRequest& request,
   r.decided_ms.reset();
   r.decision_comment.clear();
   r.policy_version.reset();
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
   auto ins = db_.Prepare(
       "INSERT INTO quota_requests(tenant, queue, resource, guaranteed, borrow_limit, weight, "
       "lending_limit, reason, state, filed_by, filed_ms) VALUES(?,?,?,?,?,?,?,?,?,?,?)");
@@ -127,6 +131,7 @@ Result<QuotaRequest> SqliteStore::FileQuotaRequest(const QuotaRequest& request,
                             .Bind(11, r.filed_ms)
                             .Run());
   r.id = db_.LastInsertId();
+  BERTH_RETURN_IF_ERROR(CommitAudited(tx, db_, audit_head_, audit, r));
   return r;
 }
 
@@ -192,9 +197,9 @@ Status SqliteStore::DecideQuotaRequest(const QuotaRequest& request, QuotaRequest
       .Run();
 }
 
-Result<QuotaRequest> SqliteStore::ApproveQuotaRequest(std::int64_t id, const std::string& by,
-                                                      const std::string& comment,
-                                                      const QuotaApproval& approve, TimeMs now) {
+Result<QuotaRequest> SqliteStore::ApproveQuotaRequest(
+    std::int64_t id, const std::string& by, const std::string& comment,
+    const QuotaApproval& approve, TimeMs now, const AuditOf<QuotaRequest, QuotaRequest>& audit) {
   std::lock_guard lock(mu_);
   Transaction tx(db_);
   BERTH_RETURN_IF_ERROR(tx.Begin());
@@ -225,7 +230,7 @@ Result<QuotaRequest> SqliteStore::ApproveQuotaRequest(std::int64_t id, const std
       DecideQuotaRequest(*request, QuotaRequestState::kApproved, by, comment, v->version, now));
   auto decided = LoadQuotaRequest(id);
   if (!decided) return std::unexpected(decided.error());
-  if (auto st = tx.Commit(); !st) {
+  if (auto st = CommitAudited(tx, db_, audit_head_, audit, *request, *decided); !st) {
     active_.reset();
     return std::unexpected(st.error());
   }
@@ -233,8 +238,9 @@ Result<QuotaRequest> SqliteStore::ApproveQuotaRequest(std::int64_t id, const std
   return decided;
 }
 
-Result<QuotaRequest> SqliteStore::RejectQuotaRequest(std::int64_t id, const std::string& by,
-                                                     const std::string& comment, TimeMs now) {
+Result<QuotaRequest> SqliteStore::RejectQuotaRequest(
+    std::int64_t id, const std::string& by, const std::string& comment, TimeMs now,
+    const AuditOf<QuotaRequest, QuotaRequest>& audit) {
   std::lock_guard lock(mu_);
   Transaction tx(db_);
   BERTH_RETURN_IF_ERROR(tx.Begin());
@@ -244,12 +250,13 @@ Result<QuotaRequest> SqliteStore::RejectQuotaRequest(std::int64_t id, const std:
       DecideQuotaRequest(*request, QuotaRequestState::kRejected, by, comment, std::nullopt, now));
   auto decided = LoadQuotaRequest(id);
   if (!decided) return std::unexpected(decided.error());
-  BERTH_RETURN_IF_ERROR(tx.Commit());
+  BERTH_RETURN_IF_ERROR(CommitAudited(tx, db_, audit_head_, audit, *request, *decided));
   return decided;
 }
 
-Result<QuotaRequest> SqliteStore::WithdrawQuotaRequest(std::int64_t id, const std::string& by,
-                                                       TimeMs now) {
+Result<QuotaRequest> SqliteStore::WithdrawQuotaRequest(
+    std::int64_t id, const std::string& by, TimeMs now,
+    const AuditOf<QuotaRequest, QuotaRequest>& audit) {
   std::lock_guard lock(mu_);
   Transaction tx(db_);
   BERTH_RETURN_IF_ERROR(tx.Begin());
@@ -259,7 +266,7 @@ Result<QuotaRequest> SqliteStore::WithdrawQuotaRequest(std::int64_t id, const st
       DecideQuotaRequest(*request, QuotaRequestState::kWithdrawn, by, "", std::nullopt, now));
   auto decided = LoadQuotaRequest(id);
   if (!decided) return std::unexpected(decided.error());
-  BERTH_RETURN_IF_ERROR(tx.Commit());
+  BERTH_RETURN_IF_ERROR(CommitAudited(tx, db_, audit_head_, audit, *request, *decided));
   return decided;
 }
 

@@ -288,12 +288,12 @@ class PolicyStore {
                                                          TimeMs now) = 0;
   // ApplyPolicy, refused with FailedPrecondition (409) naming the version that landed
   // in between unless `base` is still the active version, checked in the
-  // same transaction (nullopt: no check).
-  [[nodiscard]] virtual Result<std::int64_t> ApplyPolicyOnBase(const std::string& yaml_text,
-                                                               const std::string& by,
-                                                               const std::string& comment,
-                                                               std::optional<std::int64_t> base,
-                                                               TimeMs now) = 0;
+  // same transaction (nullopt: no check). `audit`, when set, makes the
+  // record of the apply from the new version number, committed with it (as
+  // every `audit` parameter below: store/audit_entry.h).
+  [[nodiscard]] virtual Result<std::int64_t> ApplyPolicyOnBase(
+      const std::string& yaml_text, const std::string& by, const std::string& comment,
+      std::optional<std::int64_t> base, TimeMs now, const AuditOf<std::int64_t>& audit = {}) = 0;
   // Everything ApplyPolicy checks, guard included, without applying: the
   // version `yaml_text` would become. Changes nothing.
   [[nodiscard]] virtual Result<PolicyVersion> PreviewPolicy(const std::string& yaml_text,
@@ -305,19 +305,18 @@ class PolicyStore {
   // Applies the text of `to_version` again, as a new version (history is
   // never rewritten). The same guard as ApplyPolicy applies. `comment` empty:
   // "rollback to vN".
-  [[nodiscard]] virtual Result<std::int64_t> RollbackPolicy(std::int64_t to_version,
-                                                            const std::string& by,
-                                                            const std::string& comment,
-                                                            TimeMs now) = 0;
+  [[nodiscard]] virtual Result<std::int64_t> RollbackPolicy(
+      std::int64_t to_version, const std::string& by, const std::string& comment, TimeMs now,
+      const AuditOf<std::int64_t>& audit = {}) = 0;
 
   // --- quota requests (decided into policy versions) ---
   // Files a Pending request. Refused, storing nothing, when the queue is not
   // in the active policy (field "queue"), the resource is no quota key
   // (field "resource"), no value is asked for, or the reason is empty.
   // Returns the stored request (id, tenant and times filled in).
-  [[nodiscard]] virtual Result<QuotaRequest> FileQuotaRequest(const QuotaRequest& request,
-                                                              const std::string& by,
-                                                              TimeMs now) = 0;
+  [[nodiscard]] virtual Result<QuotaRequest> FileQuotaRequest(
+      const QuotaRequest& request, const std::string& by, TimeMs now,
+      const AuditOf<QuotaRequest>& audit = {}) = 0;
   // Newest first.
   [[nodiscard]] virtual Result<std::vector<QuotaRequest>> ListQuotaRequests(
       const QuotaRequestFilter& filter) = 0;
@@ -329,20 +328,19 @@ class PolicyStore {
   // invalid is refused with the validator's error and nothing changes. A
   // request that is not Pending: FailedPrecondition naming its state.
   // Callers use control::ApproveQuotaRequest, which passes the rule.
-  [[nodiscard]] virtual Result<QuotaRequest> ApproveQuotaRequest(std::int64_t id,
-                                                                 const std::string& by,
-                                                                 const std::string& comment,
-                                                                 const QuotaApproval& approve,
-                                                                 TimeMs now) = 0;
+  // `audit` makes its record from the request before and after.
+  [[nodiscard]] virtual Result<QuotaRequest> ApproveQuotaRequest(
+      std::int64_t id, const std::string& by, const std::string& comment,
+      const QuotaApproval& approve, TimeMs now,
+      const AuditOf<QuotaRequest, QuotaRequest>& audit = {}) = 0;
   // Rejected (an admin's no) or Withdrawn (the filer's); the policy is not
   // touched. Not Pending: FailedPrecondition naming its state.
-  [[nodiscard]] virtual Result<QuotaRequest> RejectQuotaRequest(std::int64_t id,
-                                                                const std::string& by,
-                                                                const std::string& comment,
-                                                                TimeMs now) = 0;
-  [[nodiscard]] virtual Result<QuotaRequest> WithdrawQuotaRequest(std::int64_t id,
-                                                                  const std::string& by,
-                                                                  TimeMs now) = 0;
+  [[nodiscard]] virtual Result<QuotaRequest> RejectQuotaRequest(
+      std::int64_t id, const std::string& by, const std::string& comment, TimeMs now,
+      const AuditOf<QuotaRequest, QuotaRequest>& audit = {}) = 0;
+  [[nodiscard]] virtual Result<QuotaRequest> WithdrawQuotaRequest(
+      std::int64_t id, const std::string& by, TimeMs now,
+      const AuditOf<QuotaRequest, QuotaRequest>& audit = {}) = 0;
 };
 
 // --- jobs and runs: submissions, reads, and the lifecycle's transactions ---
