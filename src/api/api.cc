@@ -641,15 +641,17 @@ void Api::CordonAction(const http::Request& req, http::Response& res, AuditNote&
     }
   }
   if (action == "uncordon") {
-    auto had = controller_.Uncordon(node, gpu, Actor(req));
-    if (!had) return ReplyError(res, had.error());
     note.after = CordonSummary(std::nullopt);
+    auto had = controller_.Uncordon(
+        node, gpu, Actor(req), RecordInChange<>(note, req, res, clock_.NowMs(), [](AuditNote&) {}));
+    if (!had) return ReplyError(res, had.error());
     return Reply(
         res, 200,
         json{{"node", node}, {"gpu", gpu ? json(*gpu) : json(nullptr)}, {"uncordoned", *had}});
   }
   note.after = json{{"cordon", action}, {"reason", reason}};
-  auto st = controller_.Cordon(node, gpu, action == "drain", reason, Actor(req));
+  auto st = controller_.Cordon(node, gpu, action == "drain", reason, Actor(req),
+                               RecordInChange<>(note, req, res, clock_.NowMs(), [](AuditNote&) {}));
   if (!st) return ReplyError(res, st.error());
   Reply(res, 200,
         json{{"node", node},

@@ -26,7 +26,6 @@
 #include "model/telemetry.h"
 #include "model/usage_ledger.h"
 #include "sched/scheduler.h"
-#include "store/audit_log.h"
 #include "store/store.h"
 
 namespace berth::server {
@@ -95,9 +94,6 @@ class Controller {
   Status Start();
   void Stop();
   void Wake();
-  // Where actions Berth takes on its own (an automatic GPU cordon) are
-  // recorded, with actor "berth"; null: nowhere. Set before Start().
-  void set_audit(store::AuditLog* audit) { audit_ = audit; }
   // Budgets (docs/metering.md): each pass, at most once a second, raises
   // budget alerts and keeps new low-priority jobs of tenants over an
   // enforced budget waiting (OverBudget). Null: no budgets. Set before Start().
@@ -134,12 +130,14 @@ class Controller {
   [[nodiscard]] Result<std::vector<NodeStatus>> Nodes();
   // Cordons a node or one GPU (nothing new is placed there); `drain` also
   // stops the node's jobs, which are queued again. Recorded as node events.
+  // `audit`: the record, committed with the cordon.
   [[nodiscard]] Status Cordon(const std::string& node, std::optional<std::uint32_t> gpu, bool drain,
-                              const std::string& reason, const std::string& by);
+                              const std::string& reason, const std::string& by,
+                              const store::AuditOf<>& audit = {});
   // Lifts a cordon or drain; for a GPU, also resolves its alerts. Returns
   // whether there was one.
   [[nodiscard]] Result<bool> Uncordon(const std::string& node, std::optional<std::uint32_t> gpu,
-                                      const std::string& by);
+                                      const std::string& by, const store::AuditOf<>& audit = {});
   std::filesystem::path LogPath(std::int64_t job_id, const std::string& run_id) const;
   // The size a run's log of `tenant` is kept to (run_log.h): the policy's
   // log_bytes_per_run where it sets one, else --log-limit (0: no limit).
@@ -270,7 +268,6 @@ class Controller {
                                  const model::Policy& policy) const;
 
   store::Store& store_;
-  store::AuditLog* audit_ = nullptr;
   Meter* meter_ = nullptr;
   AlertRouter* alerts_ = nullptr;
   ServerMetrics* metrics_ = nullptr;

@@ -317,23 +317,17 @@ Status Controller::OnGpuHealth(const std::string& node, const berth::v1::GpuHeal
   cordon.reason = msg.health_detail();
   cordon.by = "berth";
   cordon.automatic = true;
-  BERTH_RETURN_IF_ERROR(store_.SetCordon(node, msg.index(), cordon, now));
-  if (audit_ != nullptr) {
-    store::AuditEntry entry;
-    entry.time_ms = now;
-    entry.actor = "berth";
-    entry.action = "gpu.cordon";
-    entry.object = fmt::format("gpu/{}/{}", node, msg.index());
-    entry.after =
-        nlohmann::json{{"cordon", "cordon"}, {"reason", cordon.reason}, {"automatic", true}}.dump();
-    entry.outcome = "ok";
-    // The cordon is already committed; a record that failed to land is
-    // worth an error in the log, not a refusal of the agent's report.
-    if (auto rec = audit_->Append(std::move(entry)); !rec) {
-      spdlog::error("audit: could not record the automatic cordon of {} GPU {}: {}", node,
-                    msg.index(), rec.error().message);
-    }
-  }
+  // Berth's own action, recorded with the cordon itself.
+  store::AuditEntry entry;
+  entry.time_ms = now;
+  entry.actor = "berth";
+  entry.action = "gpu.cordon";
+  entry.object = fmt::format("gpu/{}/{}", node, msg.index());
+  entry.after =
+      nlohmann::json{{"cordon", "cordon"}, {"reason", cordon.reason}, {"automatic", true}}.dump();
+  entry.outcome = "ok";
+  BERTH_RETURN_IF_ERROR(
+      store_.SetCordon(node, msg.index(), cordon, now, [&entry] { return std::optional(entry); }));
   auto jobs = control::StopRunsOnGpu(store_, node, msg.index(), detail, now);
   if (!jobs) return std::unexpected(jobs.error());
   store::Alert alert;
@@ -365,7 +359,8 @@ Status Controller::OnGpuHealth(const std::string& node, const berth::v1::GpuHeal
 }
 
 Status Controller::Cordon(const std::string& node, std::optional<std::uint32_t> gpu, bool drain,
-                          const std::string& reason, const std::string& by) {
+                          const std::string& reason, const std::string& by,
+                          const store::AuditOf<>& audit) {
   if (drain && gpu) {
     return InvalidField("gpu", "drain applies to whole nodes; cordon a single GPU instead");
   }
@@ -374,7 +369,7 @@ Status Controller::Cordon(const std::string& node, std::optional<std::uint32_t> 
   cordon.kind = drain ? model::CordonKind::kDrain : model::CordonKind::kCordon;
   cordon.reason = reason;
   cordon.by = by;
-  BERTH_RETURN_IF_ERROR(store_.SetCordon(node, gpu, cordon, now));
+  BERTH_RETURN_IF_ERROR(store_.SetCordon(node, gpu, cordon, now, audit));
   if (drain) {
     auto jobs = control::StopRunsOnNode(store_, node, now);
     if (!jobs) return std::unexpected(jobs.error());
@@ -385,8 +380,8 @@ Status Controller::Cordon(const std::string& node, std::optional<std::uint32_t> 
 }
 
 Result<bool> Controller::Uncordon(const std::string& node, std::optional<std::uint32_t> gpu,
-                                  const std::string& by) {
-  auto had = store_.Uncordon(node, gpu, by, clock_.NowMs());
+                                  const std::string& by, const store::AuditOf<>& audit) {
+  auto had = store_.Uncordon(node, gpu, by, clock_.NowMs(), audit);
   if (had) Wake();
   return had;
 }

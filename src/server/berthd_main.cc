@@ -451,7 +451,6 @@ berth::Status OpenStores(const BerthdFlags& f, const Settings& s, Daemon& d) {
   d.telemetry = std::move(*telemetry);
   d.meter->set_telemetry(d.telemetry.get(), s.idle_window_ms);
   d.controller.emplace(*d.store, d.scheduler, d.clock, options);
-  d.controller->set_audit(d.audit.get());
   d.controller->set_meter(&*d.meter);
   // Counters and histograms for GET /metrics (docs/metrics.md).
   d.controller->set_metrics(&d.metrics);

@@ -88,9 +88,9 @@ class SqliteStore final : public Store {
   Status SetNodeState(const std::string& name, model::NodeState state, TimeMs now) override;
   Result<std::vector<NodeEvent>> NodeEvents(const std::string& node, std::size_t limit) override;
   Status SetCordon(const std::string& node, std::optional<std::uint32_t> gpu, const Cordon& cordon,
-                   TimeMs now) override;
+                   TimeMs now, const AuditOf<>& audit = {}) override;
   Result<bool> Uncordon(const std::string& node, std::optional<std::uint32_t> gpu,
-                        const std::string& by, TimeMs now) override;
+                        const std::string& by, TimeMs now, const AuditOf<>& audit = {}) override;
   Status SetGpuHealth(const std::string& node, std::uint32_t gpu, bool healthy,
                       const std::string& detail, TimeMs now) override;
   Result<std::int64_t> RaiseAlert(const Alert& alert) override;

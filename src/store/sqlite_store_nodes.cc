@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/json.h"
+#include "store/audit_chain.h"
 #include "store/sqlite_rows.h"
 #include "store/sqlite_store.h"
 
@@ -144,7 +145,7 @@ std::string Target(const std::string& node, std::optional<std::uint32_t> gpu) {
 }  // namespace
 
 Status SqliteStore::SetCordon(const std::string& node, std::optional<std::uint32_t> gpu,
-                              const Cordon& cordon, TimeMs now) {
+                              const Cordon& cordon, TimeMs now, const AuditOf<>& audit) {
   std::lock_guard lock(mu_);
   Transaction tx(db_);
   BERTH_RETURN_IF_ERROR(tx.Begin());
@@ -170,11 +171,11 @@ Status SqliteStore::SetCordon(const std::string& node, std::optional<std::uint32
                    fmt::format("{} {} by {}{}{}", Target(node, gpu), drain ? "drained" : "cordoned",
                                cordon.by, cordon.automatic ? " (automatically)" : "",
                                cordon.reason.empty() ? "" : ": " + cordon.reason)));
-  return tx.Commit();
+  return CommitAudited(tx, db_, audit_head_, audit);
 }
 
 Result<bool> SqliteStore::Uncordon(const std::string& node, std::optional<std::uint32_t> gpu,
-                                   const std::string& by, TimeMs now) {
+                                   const std::string& by, TimeMs now, const AuditOf<>& audit) {
   std::lock_guard lock(mu_);
   Transaction tx(db_);
   BERTH_RETURN_IF_ERROR(tx.Begin());
@@ -204,7 +205,7 @@ Result<bool> SqliteStore::Uncordon(const std::string& node, std::optional<std::u
     }
     BERTH_RETURN_IF_ERROR(ResolveAlertsLocked(ids, by, now));
   }
-  BERTH_RETURN_IF_ERROR(tx.Commit());
+  BERTH_RETURN_IF_ERROR(CommitAudited(tx, db_, audit_head_, audit));
   return had;
 }
 

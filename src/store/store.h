@@ -424,12 +424,15 @@ class NodeStore {
                                                                   std::size_t limit) = 0;
   // Cordons (or drains) a node, or one GPU when `gpu` is set. NotFound for
   // an unknown node or GPU; a second cordon replaces the first.
+  // `audit`, when set, makes the record of the change, committed with it.
   [[nodiscard]] virtual Status SetCordon(const std::string& node, std::optional<std::uint32_t> gpu,
-                                         const Cordon& cordon, TimeMs now) = 0;
+                                         const Cordon& cordon, TimeMs now,
+                                         const AuditOf<>& audit = {}) = 0;
   // Lifts a cordon; resolves the GPU's open alerts. Returns whether there was one.
   [[nodiscard]] virtual Result<bool> Uncordon(const std::string& node,
                                               std::optional<std::uint32_t> gpu,
-                                              const std::string& by, TimeMs now) = 0;
+                                              const std::string& by, TimeMs now,
+                                              const AuditOf<>& audit = {}) = 0;
   // Records a GPU's health as its agent reported it.
   [[nodiscard]] virtual Status SetGpuHealth(const std::string& node, std::uint32_t gpu,
                                             bool healthy, const std::string& detail,

@@ -16,7 +16,6 @@ class AuditApiTest : public ApiHarness {
     ASSERT_TRUE(log.has_value()) << log.error().message;
     audit_ = std::move(*log);
     api_->set_audit(audit_.get());
-    controller_->set_audit(audit_.get());
   }
   void TearDown() override {
     ApiHarness::TearDown();
