@@ -77,7 +77,12 @@ void Api::ResolveAlert(const http::Request& req, http::Response& res, AuditNote&
                                  "id"});
   }
   note.object = fmt::format("alert/{}", id);
-  auto resolved = store_.ResolveAlert(id, Actor(req), clock_.NowMs());
+  auto resolved = store_.ResolveAlert(
+      id, Actor(req), clock_.NowMs(),
+      RecordInChange<store::Alert>(
+          note, req, res, clock_.NowMs(), [](AuditNote& n, const store::Alert& alert) {
+            n.after = json{{"rule", alert.rule}, {"subject", alert.subject}};
+          }));
   if (!resolved) return ReplyError(res, resolved.error());
   auto alert = store_.GetAlert(id);
   if (!alert) return ReplyError(res, alert.error());
@@ -88,7 +93,6 @@ void Api::ResolveAlert(const http::Request& req, http::Response& res, AuditNote&
         Error{Code::kFailedPrecondition,
               fmt::format("alert {} was resolved already, by {}", id, alert->resolved_by), "id"});
   }
-  note.after = json{{"rule", alert->rule}, {"subject", alert->subject}};
   Reply(res, 200, AlertJson(*alert));
 }
 
@@ -125,10 +129,13 @@ void Api::ApplyAlertRules(const http::Request& req, http::Response& res, AuditNo
   auto base = BaseVersion(req);
   if (!base) return ReplyError(res, base.error());
   auto version =
-      alerts_->Apply(req.body, Actor(req), req.get_param_value("comment"), clock_.NowMs(), *base);
+      alerts_->Apply(req.body, Actor(req), req.get_param_value("comment"), clock_.NowMs(), *base,
+                     RecordInChange<std::int64_t>(note, req, res, clock_.NowMs(),
+                                                  [](AuditNote& n, const std::int64_t& made) {
+                                                    n.object = fmt::format("alert-rules/v{}", made);
+                                                    n.after = json{{"version", made}};
+                                                  }));
   if (!version) return ReplyError(res, version.error());
-  note.object = fmt::format("alert-rules/v{}", *version);
-  note.after = json{{"version", *version}};
   json body = model::AlertRulesJson(alerts_->Rules());
   body["version"] = *version;
   Reply(res, 201, body);

@@ -214,10 +214,12 @@ void Api::CreateIdentity(const http::Request& req, http::Response& res, AuditNot
   }
   id.created_ms = clock_.NowMs();
   id.created_by = c.name;
-  auto created = auth_.identities().CreateIdentity(id);
-  if (!created) return ReplyError(res, created.error());
   if (id.tenants.size() == 1) note.tenant = id.tenants.begin()->first;
-  note.after = IdentityJson(*created);
+  auto created = auth_.identities().CreateIdentity(
+      id, RecordInChange<store::Identity>(
+              note, req, res, clock_.NowMs(),
+              [](AuditNote& n, const store::Identity& made) { n.after = IdentityJson(made); }));
+  if (!created) return ReplyError(res, created.error());
   Reply(res, 201, IdentityJson(*created));
 }
 
@@ -244,15 +246,18 @@ void Api::SetIdentityFlag(const http::Request& req, http::Response& res, AuditNo
                                  "you cannot lock yourself out; ask another platform-admin",
                                  {}});
   }
-  Status st = action == "disable"                ? auth_.identities().SetDisabled(name, true)
-              : action == "enable"               ? auth_.identities().SetDisabled(name, false)
-              : action == "grant-platform-admin" ? auth_.identities().SetPlatformAdmin(name, true)
-                                                 : auth_.identities().SetPlatformAdmin(name, false);
+  auto record = RecordInChange<store::Identity>(
+      note, req, res, clock_.NowMs(),
+      [](AuditNote& n, const store::Identity& made) { n.after = IdentityJson(made); });
+  store::IdentityStore& ids = auth_.identities();
+  Status st = action == "disable"                ? ids.SetDisabled(name, true, record)
+              : action == "enable"               ? ids.SetDisabled(name, false, record)
+              : action == "grant-platform-admin" ? ids.SetPlatformAdmin(name, true, record)
+                                                 : ids.SetPlatformAdmin(name, false, record);
   if (!st) return ReplyError(res, st.error());
   auth_.ForgetIdentity(name);
-  auto after = auth_.identities().GetIdentity(name);
+  auto after = ids.GetIdentity(name);
   if (!after || !*after) return ReplyError(res, Error{Code::kInternal, "identity vanished", {}});
-  note.after = IdentityJson(**after);
   Reply(res, 200, IdentityJson(**after));
 }
 
@@ -307,11 +312,16 @@ void Api::SetMember(const http::Request& req, http::Response& res, AuditNote& no
   note.before =
       json{{"role",
             old == (*before)->tenants.end() ? json(nullptr) : json(store::RoleName(old->second))}};
-  if (auto st = auth_.identities().SetRole(*name, tenant, *role); !st) {
+  if (auto st = auth_.identities().SetRole(
+          *name, tenant, *role,
+          RecordInChange<>(note, req, res, clock_.NowMs(),
+                           [role = *role](AuditNote& n) {
+                             n.after = json{{"role", store::RoleName(role)}};
+                           }));
+      !st) {
     return ReplyError(res, st.error());
   }
   auth_.ForgetIdentity(*name);
-  note.after = json{{"role", store::RoleName(*role)}};
   Reply(res, 200, json{{"tenant", tenant}, {"identity", *name}, {"role", store::RoleName(*role)}});
 }
 
@@ -328,11 +338,15 @@ void Api::RemoveMember(const http::Request& req, http::Response& res, AuditNote&
         Error{Code::kNotFound, fmt::format("{} is not a member of tenant {}", name, tenant), {}});
   }
   note.before = json{{"role", store::RoleName((*before)->tenants.at(tenant))}};
-  if (auto st = auth_.identities().SetRole(name, tenant, std::nullopt); !st) {
+  if (auto st = auth_.identities().SetRole(name, tenant, std::nullopt,
+                                           RecordInChange<>(note, req, res, clock_.NowMs(),
+                                                            [](AuditNote& n) {
+                                                              n.after = json{{"role", nullptr}};
+                                                            }));
+      !st) {
     return ReplyError(res, st.error());
   }
   auth_.ForgetIdentity(name);
-  note.after = json{{"role", nullptr}};
   Reply(res, 200, json{{"tenant", tenant}, {"identity", name}, {"removed", true}});
 }
 
@@ -402,11 +416,14 @@ void Api::CreateToken(const http::Request& req, http::Response& res, AuditNote& 
     }
   }
   const TimeMs now = clock_.NowMs();
-  auto issued = auth_.identities().CreateToken(*identity, *description, now + ttl, c.name, now,
-                                               limit ? &*limit : nullptr);
+  auto issued = auth_.identities().CreateToken(
+      *identity, *description, now + ttl, c.name, now, limit ? &*limit : nullptr,
+      RecordInChange<store::TokenRecord>(note, req, res, now,
+                                         [](AuditNote& n, const store::TokenRecord& made) {
+                                           n.object = "token/" + made.id;
+                                           n.after = TokenJson(made);
+                                         }));
   if (!issued) return ReplyError(res, issued.error());
-  note.object = "token/" + issued->record.id;
-  note.after = TokenJson(issued->record);
   json out = TokenJson(issued->record);
   out["token"] = issued->token;
   out["note"] = "this is the only time the token is shown; store it now (berth login)";
@@ -430,13 +447,17 @@ void Api::RevokeToken(const http::Request& req, http::Response& res, AuditNote& 
   }
   if (owner->tenants.size() == 1) note.tenant = owner->tenants.begin()->first;
   note.before = TokenJson(**token);
-  if (auto st = auth_.identities().RevokeToken(id, c.name, clock_.NowMs()); !st) {
+  if (auto st = auth_.identities().RevokeToken(
+          id, c.name, clock_.NowMs(),
+          RecordInChange<store::TokenRecord>(
+              note, req, res, clock_.NowMs(),
+              [](AuditNote& n, const store::TokenRecord& made) { n.after = TokenJson(made); }));
+      !st) {
     return ReplyError(res, st.error());
   }
   auth_.ForgetToken(id);
   auto after = auth_.identities().GetToken(id);
   if (!after || !*after) return ReplyError(res, Error{Code::kInternal, "token vanished", {}});
-  note.after = TokenJson(**after);
   Reply(res, 200, TokenJson(**after));
 }
 

@@ -231,10 +231,13 @@ void Api::ApplyPrices(const http::Request& req, http::Response& res, AuditNote& 
   auto base = BaseVersion(req);
   if (!base) return ReplyError(res, base.error());
   auto version = meter_->meter_store().ApplyPrices(
-      req.body, Actor(req), req.get_param_value("comment"), clock_.NowMs(), *base);
+      req.body, Actor(req), req.get_param_value("comment"), clock_.NowMs(), *base,
+      RecordInChange<std::int64_t>(note, req, res, clock_.NowMs(),
+                                   [](AuditNote& n, const std::int64_t& made) {
+                                     n.object = fmt::format("prices/v{}", made);
+                                     n.after = json{{"version", made}};
+                                   }));
   if (!version) return ReplyError(res, version.error());
-  note.object = fmt::format("prices/v{}", *version);
-  note.after = json{{"version", *version}};
   Reply(res, 201, json{{"version", *version}});
 }
 
@@ -435,9 +438,14 @@ void Api::SetBudget(const http::Request& req, http::Response& res, AuditNote& no
   }
   b.set_ms = clock_.NowMs();
   b.set_by = Actor(req);
-  if (auto st = meter_->meter_store().SetBudget(b); !st) return ReplyError(res, st.error());
-  note.after = json{
+  const json after{
       {field, model::FormatMoney(*micros)}, {"alerts", b.alert_percents}, {"enforce", b.enforce}};
+  if (auto st = meter_->meter_store().SetBudget(
+          b, RecordInChange<>(note, req, res, clock_.NowMs(),
+                              [&after](AuditNote& n) { n.after = after; }));
+      !st) {
+    return ReplyError(res, st.error());
+  }
   controller_.Wake();
   Reply(res, 200,
         json{{"tenant", tenant},
@@ -451,7 +459,8 @@ void Api::DeleteBudget(const http::Request& req, http::Response& res, AuditNote&
   note.object = "budget/" + tenant;
   note.tenant = tenant;
   if (meter_ == nullptr) return ReplyError(res, NoMeter());
-  auto removed = meter_->meter_store().DeleteBudget(tenant);
+  auto removed = meter_->meter_store().DeleteBudget(
+      tenant, RecordInChange<>(note, req, res, clock_.NowMs(), [](AuditNote&) {}));
   if (!removed) return ReplyError(res, removed.error());
   if (!*removed) {
     return ReplyError(

@@ -62,7 +62,8 @@ Status AlertRouter::Load() {
 
 Result<std::int64_t> AlertRouter::Apply(const std::string& yaml, const std::string& by,
                                         const std::string& comment, TimeMs now,
-                                        std::optional<std::int64_t> base) {
+                                        std::optional<std::int64_t> base,
+                                        const store::AuditOf<std::int64_t>& audit) {
   auto parsed = model::ParseAlertRules(yaml);
   if (!parsed) return std::unexpected(parsed.error());
   BERTH_RETURN_IF_ERROR(model::CheckNewAlertRules(*parsed));
@@ -72,7 +73,7 @@ Result<std::int64_t> AlertRouter::Apply(const std::string& yaml, const std::stri
     auto secret = secrets_.Read(sink.secret_file, fmt::format("sinks[{}].secret_file", i));
     if (!secret) return std::unexpected(secret.error());
   }
-  auto version = store_.ApplyAlertRules(yaml, by, comment, now, base);
+  auto version = store_.ApplyAlertRules(yaml, by, comment, now, base, audit);
   if (!version) return std::unexpected(version.error());
   std::lock_guard lock(mu_);
   rules_ = std::move(*parsed);

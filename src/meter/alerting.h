@@ -50,9 +50,12 @@ class AlertRouter {
   // sink's secret must be readable from the secret directory now
   // (sinks[i].secret_file) and go only to https unless the sink says so.
   // `base`: refused with base_version unless it is still the newest version.
+  // `audit`: the record of the apply, made from the new version and
+  // committed with it.
   [[nodiscard]] Result<std::int64_t> Apply(const std::string& yaml, const std::string& by,
                                            const std::string& comment, TimeMs now,
-                                           std::optional<std::int64_t> base = std::nullopt);
+                                           std::optional<std::int64_t> base = std::nullopt,
+                                           const store::AuditOf<std::int64_t>& audit = {});
   model::AlertRules Rules() const;
   const WebhookSecrets& secrets() const { return secrets_; }
   // 0: the defaults (none applied).

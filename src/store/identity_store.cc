@@ -7,6 +7,8 @@
 #include <array>
 #include <cctype>
 
+#include "store/audit_chain.h"
+
 namespace berth::store {
 namespace {
 
@@ -172,7 +174,8 @@ Result<std::unique_ptr<IdentityStore>> IdentityStore::Open(const std::filesystem
     BERTH_RETURN_IF_ERROR(
         db->Exec("ALTER TABLE identities ADD COLUMN metrics_reader INTEGER NOT NULL DEFAULT 0;"));
   }
-  return std::unique_ptr<IdentityStore>(new IdentityStore(std::move(*db)));
+  BERTH_RETURN_IF_ERROR(EnsureAuditSchema(*db));
+  return std::unique_ptr<IdentityStore>(new IdentityStore(std::move(*db), data_dir / "audit.head"));
 }
 
 Result<bool> IdentityStore::Empty() {
@@ -184,7 +187,8 @@ Result<bool> IdentityStore::Empty() {
   return st->Int(0) == 0;
 }
 
-Result<Identity> IdentityStore::CreateIdentity(const Identity& identity) {
+Result<Identity> IdentityStore::CreateIdentity(const Identity& identity,
+                                               const AuditOf<Identity>& audit) {
   BERTH_RETURN_IF_ERROR(ValidateIdentityName(identity.name, "name"));
   if (identity.kind != "user" && identity.kind != "service") {
     return InvalidField(
@@ -220,9 +224,9 @@ Result<Identity> IdentityStore::CreateIdentity(const Identity& identity) {
     if (!m) return std::unexpected(m.error());
     BERTH_RETURN_IF_ERROR(m->Bind(1, identity.name).Bind(2, tenant).Bind(3, RoleName(role)).Run());
   }
-  BERTH_RETURN_IF_ERROR(tx.Commit());
   Identity out = identity;
   out.disabled = false;
+  BERTH_RETURN_IF_ERROR(CommitAudited(tx, db_, audit_head_, audit, out));
   return out;
 }
 
@@ -282,49 +286,60 @@ Result<std::vector<Identity>> IdentityStore::ListIdentities() {
   return out;
 }
 
-Status IdentityStore::SetDisabled(std::string_view name, bool disabled) {
+Status IdentityStore::SetFlag(std::string_view column, std::string_view name, bool value,
+                              const AuditOf<Identity>& audit) {
   std::lock_guard lock(mu_);
-  auto st = db_.Prepare("UPDATE identities SET disabled=? WHERE name=?");
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
+  auto st = db_.Prepare(fmt::format("UPDATE identities SET {}=? WHERE name=?", column));
   if (!st) return std::unexpected(st.error());
-  BERTH_RETURN_IF_ERROR(st->Bind(1, std::int64_t{disabled ? 1 : 0}).Bind(2, name).Run());
+  BERTH_RETURN_IF_ERROR(st->Bind(1, std::int64_t{value ? 1 : 0}).Bind(2, name).Run());
   if (db_.Changes() == 0) {
     return Fail(Code::kNotFound, fmt::format("no identity named '{}'", name));
   }
-  return {};
+  auto after = LoadIdentity(name);
+  if (!after) return std::unexpected(after.error());
+  if (!*after) return Fail(Code::kNotFound, fmt::format("no identity named '{}'", name));
+  return CommitAudited(tx, db_, audit_head_, audit, **after);
 }
 
-Status IdentityStore::SetPlatformAdmin(std::string_view name, bool admin) {
-  std::lock_guard lock(mu_);
-  auto st = db_.Prepare("UPDATE identities SET platform_admin=? WHERE name=?");
-  if (!st) return std::unexpected(st.error());
-  BERTH_RETURN_IF_ERROR(st->Bind(1, std::int64_t{admin ? 1 : 0}).Bind(2, name).Run());
-  if (db_.Changes() == 0) {
-    return Fail(Code::kNotFound, fmt::format("no identity named '{}'", name));
-  }
-  return {};
+Status IdentityStore::SetDisabled(std::string_view name, bool disabled,
+                                  const AuditOf<Identity>& audit) {
+  return SetFlag("disabled", name, disabled, audit);
+}
+
+Status IdentityStore::SetPlatformAdmin(std::string_view name, bool admin,
+                                       const AuditOf<Identity>& audit) {
+  return SetFlag("platform_admin", name, admin, audit);
 }
 
 Status IdentityStore::SetRole(std::string_view name, std::string_view tenant,
-                              std::optional<Role> role) {
+                              std::optional<Role> role, const AuditOf<>& audit) {
   std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
   auto existing = LoadIdentity(name);
   if (!existing) return std::unexpected(existing.error());
   if (!*existing) return Fail(Code::kNotFound, fmt::format("no identity named '{}'", name));
   if (!role) {
     auto st = db_.Prepare("DELETE FROM memberships WHERE identity=? AND tenant=?");
     if (!st) return std::unexpected(st.error());
-    return st->Bind(1, name).Bind(2, tenant).Run();
+    BERTH_RETURN_IF_ERROR(st->Bind(1, name).Bind(2, tenant).Run());
+  } else {
+    auto st =
+        db_.Prepare("INSERT OR REPLACE INTO memberships(identity, tenant, role) VALUES(?,?,?)");
+    if (!st) return std::unexpected(st.error());
+    BERTH_RETURN_IF_ERROR(st->Bind(1, name).Bind(2, tenant).Bind(3, RoleName(*role)).Run());
   }
-  auto st = db_.Prepare("INSERT OR REPLACE INTO memberships(identity, tenant, role) VALUES(?,?,?)");
-  if (!st) return std::unexpected(st.error());
-  return st->Bind(1, name).Bind(2, tenant).Bind(3, RoleName(*role)).Run();
+  return CommitAudited(tx, db_, audit_head_, audit);
 }
 
 Result<IssuedToken> IdentityStore::CreateToken(std::string_view identity,
                                                std::string_view description,
                                                std::optional<TimeMs> expires_ms,
                                                std::string_view created_by, TimeMs now,
-                                               const model::EffectiveLimit* limit) {
+                                               const model::EffectiveLimit* limit,
+                                               const AuditOf<TokenRecord>& audit) {
   if (expires_ms && *expires_ms <= now) {
     return InvalidField("ttl", "a token must expire in the future; give a positive ttl");
   }
@@ -334,6 +349,8 @@ Result<IssuedToken> IdentityStore::CreateToken(std::string_view identity,
   auto hash = HashSecret(*secret);
   if (!hash) return std::unexpected(hash.error());
   std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
   auto owner = LoadIdentity(identity);
   if (!owner) return std::unexpected(owner.error());
   if (!*owner) return Fail(Code::kNotFound, fmt::format("no identity named '{}'", identity));
@@ -381,6 +398,7 @@ Result<IssuedToken> IdentityStore::CreateToken(std::string_view identity,
     out.record.expires_ms = expires_ms;
     out.record.hash = *hash;
     out.token = fmt::format("{}{}_{}", kTokenPrefix, *id, *secret);
+    BERTH_RETURN_IF_ERROR(CommitAudited(tx, db_, audit_head_, audit, out.record));
     return out;
   }
   return Fail(Code::kInternal, "could not draw an unused token id");
@@ -451,6 +469,10 @@ Status IdentityStore::InstallAdminToken(const Identity& admin, const TokenRecord
 
 Result<std::optional<TokenRecord>> IdentityStore::GetToken(std::string_view id) {
   std::lock_guard lock(mu_);
+  return LoadToken(id);
+}
+
+Result<std::optional<TokenRecord>> IdentityStore::LoadToken(std::string_view id) {
   auto st = db_.Prepare(fmt::format("SELECT {} FROM tokens WHERE id=?", kTokenColumns));
   if (!st) return std::unexpected(st.error());
   st->Bind(1, id);
@@ -477,8 +499,11 @@ Result<std::vector<TokenRecord>> IdentityStore::ListTokens(std::string_view iden
   return out;
 }
 
-Status IdentityStore::RevokeToken(std::string_view id, std::string_view by, TimeMs now) {
+Status IdentityStore::RevokeToken(std::string_view id, std::string_view by, TimeMs now,
+                                  const AuditOf<TokenRecord>& audit) {
   std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
   auto st =
       db_.Prepare("UPDATE tokens SET revoked_ms=?, revoked_by=? WHERE id=? AND revoked_ms IS NULL");
   if (!st) return std::unexpected(st.error());
@@ -492,7 +517,10 @@ Status IdentityStore::RevokeToken(std::string_view id, std::string_view by, Time
     if (!*row) return Fail(Code::kNotFound, fmt::format("no token with id '{}'", id));
     return Fail(Code::kFailedPrecondition, fmt::format("token {} is already revoked", id));
   }
-  return {};
+  auto after = LoadToken(id);
+  if (!after) return std::unexpected(after.error());
+  if (!*after) return Fail(Code::kNotFound, fmt::format("no token with id '{}'", id));
+  return CommitAudited(tx, db_, audit_head_, audit, **after);
 }
 
 }  // namespace berth::store

@@ -22,6 +22,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "model/policy.h"
+#include "store/audit_entry.h"
 #include "store/sqlite_db.h"
 
 namespace berth::store {
@@ -82,14 +83,20 @@ class IdentityStore {
   // True until the first identity is created (the bootstrap admin).
   [[nodiscard]] Result<bool> Empty();
 
-  [[nodiscard]] Result<Identity> CreateIdentity(const Identity& identity);
+  // Each `audit` below, when set, makes the change's audit record from what
+  // it made (the identity or token as the change left it), committed with
+  // it (store/audit_entry.h).
+  [[nodiscard]] Result<Identity> CreateIdentity(const Identity& identity,
+                                                const AuditOf<Identity>& audit = {});
   [[nodiscard]] Result<std::optional<Identity>> GetIdentity(std::string_view name);
   [[nodiscard]] Result<std::vector<Identity>> ListIdentities();
-  [[nodiscard]] Status SetDisabled(std::string_view name, bool disabled);
-  [[nodiscard]] Status SetPlatformAdmin(std::string_view name, bool admin);
+  [[nodiscard]] Status SetDisabled(std::string_view name, bool disabled,
+                                   const AuditOf<Identity>& audit = {});
+  [[nodiscard]] Status SetPlatformAdmin(std::string_view name, bool admin,
+                                        const AuditOf<Identity>& audit = {});
   // Sets the identity's role in `tenant`, or removes it (nullopt).
   [[nodiscard]] Status SetRole(std::string_view name, std::string_view tenant,
-                               std::optional<Role> role);
+                               std::optional<Role> role, const AuditOf<>& audit = {});
 
   // A new token for `identity` with a fresh random id and secret. With a
   // `limit`, refused (ResourceExhausted) when the identity already holds
@@ -98,7 +105,8 @@ class IdentityStore {
                                                 std::string_view description,
                                                 std::optional<TimeMs> expires_ms,
                                                 std::string_view created_by, TimeMs now,
-                                                const model::EffectiveLimit* limit = nullptr);
+                                                const model::EffectiveLimit* limit = nullptr,
+                                                const AuditOf<TokenRecord>& audit = {});
   // The bootstrap admin's token (api/bootstrap.h), in one transaction:
   // creates `admin` unless it exists, else enables it and makes it platform
   // admin again, and stores `token` (from MintToken) for it. The caller has
@@ -109,14 +117,22 @@ class IdentityStore {
   [[nodiscard]] Result<std::optional<TokenRecord>> GetToken(std::string_view id);
   // Every token of `identity` (all tokens when empty), newest first.
   [[nodiscard]] Result<std::vector<TokenRecord>> ListTokens(std::string_view identity);
-  [[nodiscard]] Status RevokeToken(std::string_view id, std::string_view by, TimeMs now);
+  [[nodiscard]] Status RevokeToken(std::string_view id, std::string_view by, TimeMs now,
+                                   const AuditOf<TokenRecord>& audit = {});
 
  private:
-  explicit IdentityStore(Database db) : db_(std::move(db)) {}
+  IdentityStore(Database db, std::filesystem::path audit_head)
+      : db_(std::move(db)), audit_head_(std::move(audit_head)) {}
+  // With mu_ held.
   Result<std::optional<Identity>> LoadIdentity(std::string_view name);
+  Result<std::optional<TokenRecord>> LoadToken(std::string_view id);
+  // Sets identity `name`'s flag `column` (disabled, platform_admin).
+  Status SetFlag(std::string_view column, std::string_view name, bool value,
+                 const AuditOf<Identity>& audit);
 
   std::mutex mu_;
   Database db_;
+  std::filesystem::path audit_head_;  // <data_dir>/audit.head
 };
 
 // Argon2id over the secret with a random salt; the encoded form carries its

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "store/audit_chain.h"
 #include "store/sqlite_scope.h"
 
 namespace berth::store {
@@ -35,12 +36,14 @@ Result<std::unique_ptr<MeterStore>> MeterStore::Open(const std::filesystem::path
   std::string schema(kMeterSchema);
   if (!*row) schema = schema.substr(0, schema.find("CREATE INDEX IF NOT EXISTS runs_by_started"));
   BERTH_RETURN_IF_ERROR(db->Exec(schema));
-  return std::unique_ptr<MeterStore>(new MeterStore(std::move(*db)));
+  BERTH_RETURN_IF_ERROR(EnsureAuditSchema(*db));
+  return std::unique_ptr<MeterStore>(new MeterStore(std::move(*db), data_dir / "audit.head"));
 }
 
 Result<std::int64_t> MeterStore::ApplyPrices(const std::string& yaml, const std::string& by,
                                              const std::string& comment, TimeMs now,
-                                             std::optional<std::int64_t> base) {
+                                             std::optional<std::int64_t> base,
+                                             const AuditOf<std::int64_t>& audit) {
   auto parsed = model::ParsePriceTable(yaml);
   if (!parsed) return std::unexpected(parsed.error());
   std::lock_guard lock(mu_);
@@ -80,7 +83,7 @@ Result<std::int64_t> MeterStore::ApplyPrices(const std::string& yaml, const std:
   if (!ins) return std::unexpected(ins.error());
   BERTH_RETURN_IF_ERROR(
       ins->Bind(1, version).Bind(2, yaml).Bind(3, applied).Bind(4, by).Bind(5, comment).Run());
-  BERTH_RETURN_IF_ERROR(tx.Commit());
+  BERTH_RETURN_IF_ERROR(CommitAudited(tx, db_, audit_head_, audit, version));
   return version;
 }
 
@@ -161,28 +164,35 @@ Result<std::vector<UsageRun>> MeterStore::UsageRuns(TimeMs from, TimeMs to,
   return out;
 }
 
-Status MeterStore::SetBudget(const model::Budget& b) {
+Status MeterStore::SetBudget(const model::Budget& b, const AuditOf<>& audit) {
   std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
   auto st = db_.Prepare(
       "INSERT OR REPLACE INTO budgets(tenant, mgpu_ms, cost_micros, alert_percents, enforce, "
       "set_ms, set_by) VALUES(?,?,?,?,?,?,?)");
   if (!st) return std::unexpected(st.error());
-  return st->Bind(1, b.tenant)
-      .Bind(2, b.mgpu_ms)
-      .Bind(3, b.cost_micros)
-      .Bind(4, json(b.alert_percents).dump())
-      .Bind(5, std::int64_t{b.enforce ? 1 : 0})
-      .Bind(6, b.set_ms)
-      .Bind(7, b.set_by)
-      .Run();
+  BERTH_RETURN_IF_ERROR(st->Bind(1, b.tenant)
+                            .Bind(2, b.mgpu_ms)
+                            .Bind(3, b.cost_micros)
+                            .Bind(4, json(b.alert_percents).dump())
+                            .Bind(5, std::int64_t{b.enforce ? 1 : 0})
+                            .Bind(6, b.set_ms)
+                            .Bind(7, b.set_by)
+                            .Run());
+  return CommitAudited(tx, db_, audit_head_, audit);
 }
 
-Result<bool> MeterStore::DeleteBudget(const std::string& tenant) {
+Result<bool> MeterStore::DeleteBudget(const std::string& tenant, const AuditOf<>& audit) {
   std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
   auto st = db_.Prepare("DELETE FROM budgets WHERE tenant = ?");
   if (!st) return std::unexpected(st.error());
   BERTH_RETURN_IF_ERROR(st->Bind(1, tenant).Run());
-  return db_.Changes() > 0;
+  if (db_.Changes() == 0) return false;  // nothing removed, nothing to record
+  BERTH_RETURN_IF_ERROR(CommitAudited(tx, db_, audit_head_, audit));
+  return true;
 }
 
 Result<std::vector<model::Budget>> MeterStore::ListBudgets(const model::TenantScope& scope) {

@@ -20,6 +20,7 @@
 #include "model/job_record.h"
 #include "model/tenant_scope.h"
 #include "model/usage.h"
+#include "store/audit_entry.h"
 #include "store/sqlite_db.h"
 
 namespace berth::store {
@@ -67,7 +68,8 @@ class MeterStore {
   // the newest version, checked in the applying transaction.
   [[nodiscard]] Result<std::int64_t> ApplyPrices(const std::string& yaml, const std::string& by,
                                                  const std::string& comment, TimeMs now,
-                                                 std::optional<std::int64_t> base = std::nullopt);
+                                                 std::optional<std::int64_t> base = std::nullopt,
+                                                 const AuditOf<std::int64_t>& audit = {});
   // Every version, oldest first.
   [[nodiscard]] Result<std::vector<StoredPriceVersion>> PriceVersions();
 
@@ -81,17 +83,20 @@ class MeterStore {
       std::size_t max_rows = std::numeric_limits<std::int64_t>::max());
 
   // Sets (replaces) a tenant's budget.
-  [[nodiscard]] Status SetBudget(const model::Budget& budget);
-  // Removes it; returns whether there was one.
-  [[nodiscard]] Result<bool> DeleteBudget(const std::string& tenant);
+  [[nodiscard]] Status SetBudget(const model::Budget& budget, const AuditOf<>& audit = {});
+  // Removes it; returns whether there was one (and only then makes a
+  // record).
+  [[nodiscard]] Result<bool> DeleteBudget(const std::string& tenant, const AuditOf<>& audit = {});
   // The budgets of the tenants in `scope`, by tenant.
   [[nodiscard]] Result<std::vector<model::Budget>> ListBudgets(const model::TenantScope& scope);
 
  private:
-  explicit MeterStore(Database db) : db_(std::move(db)) {}
+  MeterStore(Database db, std::filesystem::path audit_head)
+      : db_(std::move(db)), audit_head_(std::move(audit_head)) {}
 
   std::mutex mu_;
   Database db_;
+  std::filesystem::path audit_head_;  // <data_dir>/audit.head
 };
 
 }  // namespace berth::store

@@ -98,10 +98,12 @@ class SqliteStore final : public Store {
                                                      AlertDedupe dedupe) override;
   Result<std::vector<Alert>> FindAlerts(const AlertFilter& filter) override;
   Result<Alert> GetAlert(std::int64_t id) override;
-  Result<bool> ResolveAlert(std::int64_t id, const std::string& by, TimeMs now) override;
+  Result<bool> ResolveAlert(std::int64_t id, const std::string& by, TimeMs now,
+                            const AuditOf<Alert>& audit = {}) override;
   Result<std::int64_t> ApplyAlertRules(const std::string& yaml, const std::string& by,
                                        const std::string& comment, TimeMs now,
-                                       std::optional<std::int64_t> base) override;
+                                       std::optional<std::int64_t> base,
+                                       const AuditOf<std::int64_t>& audit = {}) override;
   Result<std::optional<AlertRulesVersion>> ActiveAlertRules() override;
   Result<std::vector<AlertDelivery>> DueDeliveries(TimeMs now, std::size_t limit) override;
   Status RecordDeliveryAttempt(std::int64_t id, const std::string& error,

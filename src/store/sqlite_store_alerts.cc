@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/alert_rules.h"
+#include "store/audit_chain.h"
 #include "store/sqlite_rows.h"
 #include "store/sqlite_store.h"
 
@@ -181,7 +182,8 @@ Result<Alert> SqliteStore::GetAlert(std::int64_t id) {
   return list->front();
 }
 
-Result<bool> SqliteStore::ResolveAlert(std::int64_t id, const std::string& by, TimeMs now) {
+Result<bool> SqliteStore::ResolveAlert(std::int64_t id, const std::string& by, TimeMs now,
+                                       const AuditOf<Alert>& audit) {
   std::lock_guard lock(mu_);
   Transaction tx(db_);
   BERTH_RETURN_IF_ERROR(tx.Begin());
@@ -190,17 +192,19 @@ Result<bool> SqliteStore::ResolveAlert(std::int64_t id, const std::string& by, T
   if (list->empty()) return Fail(Code::kNotFound, fmt::format("alert {} not found", id));
   if (list->front().resolved_ms) return false;
   BERTH_RETURN_IF_ERROR(ResolveAlertsLocked({id}, by, now));
-  BERTH_RETURN_IF_ERROR(tx.Commit());
+  BERTH_RETURN_IF_ERROR(CommitAudited(tx, db_, audit_head_, audit, list->front()));
   return true;
 }
 
 Result<std::int64_t> SqliteStore::ApplyAlertRules(const std::string& yaml, const std::string& by,
                                                   const std::string& comment, TimeMs now,
-                                                  std::optional<std::int64_t> base) {
+                                                  std::optional<std::int64_t> base,
+                                                  const AuditOf<std::int64_t>& audit) {
   auto parsed = model::ParseAlertRules(yaml);
   if (!parsed) return std::unexpected(parsed.error());
   std::lock_guard lock(mu_);
-  // One writer holds mu_: nothing lands between this check and the insert.
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
   if (base) {
     auto cur = db_.Prepare(
         "SELECT version, applied_by FROM alert_rule_versions ORDER BY version DESC LIMIT 1");
@@ -225,7 +229,10 @@ Result<std::int64_t> SqliteStore::ApplyAlertRules(const std::string& yaml, const
   st->Bind(1, yaml).Bind(2, now).Bind(3, by).Bind(4, comment);
   auto row = st->Step();
   if (!row) return std::unexpected(row.error());
-  return st->Int(0);
+  const std::int64_t version = st->Int(0);
+  st->Reset();
+  BERTH_RETURN_IF_ERROR(CommitAudited(tx, db_, audit_head_, audit, version));
+  return version;
 }
 
 Result<std::optional<AlertRulesVersion>> SqliteStore::ActiveAlertRules() {

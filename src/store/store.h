@@ -463,18 +463,20 @@ class AlertStore {
   // Resolves an open alert and queues a "resolved" delivery per sink it was
   // raised to. Returns false when it was resolved already; NotFound when no
   // such alert.
+  // `audit` makes the record of a resolve from the alert (as it was before
+  // it), committed with it; none when it was resolved already.
   [[nodiscard]] virtual Result<bool> ResolveAlert(std::int64_t id, const std::string& by,
-                                                  TimeMs now) = 0;
+                                                  TimeMs now, const AuditOf<Alert>& audit = {}) = 0;
 
   // --- alert rules (versioned; none applied: model::DefaultAlertRules) ---
   // Validates with model::ParseAlertRules (errors name the field) and appends
   // a version. Returns it.
   // With a `base`: refused (FailedPrecondition, field base_version) unless
   // `base` is still the newest version (0: none applied yet).
-  [[nodiscard]] virtual Result<std::int64_t> ApplyAlertRules(const std::string& yaml,
-                                                             const std::string& by,
-                                                             const std::string& comment, TimeMs now,
-                                                             std::optional<std::int64_t> base) = 0;
+  // `audit` makes the record from the new version, committed with it.
+  [[nodiscard]] virtual Result<std::int64_t> ApplyAlertRules(
+      const std::string& yaml, const std::string& by, const std::string& comment, TimeMs now,
+      std::optional<std::int64_t> base, const AuditOf<std::int64_t>& audit = {}) = 0;
   // The newest version; nullopt when none was ever applied.
   [[nodiscard]] virtual Result<std::optional<AlertRulesVersion>> ActiveAlertRules() = 0;
 
