@@ -1,7 +1,9 @@
 // The audit chain: records append with a hash chain, and every way of
 // quietly rewriting the table through a second connection (an edit, a
 // deletion, a swap, a cut tail with records appended after it) is found by
-// Verify, which names the first bad record.
+// Verify, which names the first bad record. Records committed with the
+// changes they record, on the stores' own connections, extend the same
+// chain.
 #include "store/audit_log.h"
 
 #include <gtest/gtest.h>
@@ -14,6 +16,8 @@
 #include <set>
 #include <thread>
 
+#include "store/identity_store.h"
+#include "store/meter_store.h"
 #include "store/sqlite_store.h"
 
 namespace berth::store {
@@ -416,6 +420,113 @@ TEST_F(AuditLogTest, TheChainSurvivesAReopen) {
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->seq, 4);
   EXPECT_TRUE(Verify().ok);
+}
+
+// Every store commits its changes' records into the one chain, each on its
+// own connection and concurrently with the audit log's appends: the chain
+// still verifies, with no seq twice and none missing, and the head file
+// ends where the table does.
+TEST_F(AuditLogTest, ChangesOnEveryConnectionCommitIntoOneChainThatVerifies) {
+  auto ids = IdentityStore::Open(dir_);
+  ASSERT_TRUE(ids.has_value()) << ids.error().message;
+  auto meter = MeterStore::Open(dir_);
+  ASSERT_TRUE(meter.has_value()) << meter.error().message;
+  constexpr int kEach = 20;
+  auto record = [this](int i) { return [e = Entry(i)] { return std::optional(e); }; };
+  std::vector<std::thread> writers;
+  writers.emplace_back([&] {
+    for (int i = 0; i < kEach; ++i) ASSERT_TRUE(log_->Append(Entry(i)).has_value());
+  });
+  writers.emplace_back([&] {
+    model::JobSpec spec;
+    spec.name = "j";
+    spec.command = {"true"};
+    spec.resources.gpus = 1;
+    for (int i = 0; i < kEach; ++i) {
+      auto made = store_->CreateJobs(spec, 1500, "alice", [&](const std::vector<std::int64_t>&) {
+        return std::optional(Entry(100 + i));
+      });
+      ASSERT_TRUE(made.has_value()) << made.error().message;
+    }
+  });
+  writers.emplace_back([&] {
+    for (int i = 0; i < kEach; ++i) {
+      Identity who;
+      who.name = "user" + std::to_string(i);
+      auto made = (*ids)->CreateIdentity(
+          who, [&](const Identity&) { return std::optional(Entry(200 + i)); });
+      ASSERT_TRUE(made.has_value()) << made.error().message;
+    }
+  });
+  writers.emplace_back([&] {
+    for (int i = 0; i < kEach; ++i) {
+      model::Budget b;
+      b.tenant = "t" + std::to_string(i);
+      b.mgpu_ms = 1000;
+      ASSERT_TRUE((*meter)->SetBudget(b, record(300 + i)).has_value());
+    }
+  });
+  for (auto& t : writers) t.join();
+
+  AuditVerdict v = Verify();
+  EXPECT_TRUE(v.ok) << v.problem;
+  EXPECT_EQ(v.records, 4 * kEach);
+  EXPECT_EQ(v.head.seq, 4 * kEach);
+  ASSERT_TRUE(v.file_head.has_value());
+  EXPECT_EQ(v.file_head->seq, 4 * kEach);
+  EXPECT_TRUE(v.notes.empty());
+  std::set<std::string> objects;
+  auto all = log_->Query(AuditFilter{});
+  ASSERT_TRUE(all.has_value());
+  for (const auto& e : *all) objects.insert(e.object);
+  EXPECT_EQ(objects.size(), static_cast<std::size_t>(4 * kEach));
+}
+
+// A change that is refused or rolled back leaves no record, on any store.
+TEST_F(AuditLogTest, ARefusedChangeCommitsNoRecord) {
+  auto ids = IdentityStore::Open(dir_);
+  ASSERT_TRUE(ids.has_value()) << ids.error().message;
+  auto meter = MeterStore::Open(dir_);
+  ASSERT_TRUE(meter.has_value()) << meter.error().message;
+  int made = 0;
+  auto counting = [&made, this] {
+    ++made;
+    return std::optional(Entry(1));
+  };
+  // A policy the validator refuses; a budget that is not there to delete;
+  // an identity twice; a token revoked twice.
+  EXPECT_FALSE(store_
+                   ->ApplyPolicyOnBase("queues: 7", "alice", "", std::nullopt, 2000,
+                                       [&](const std::int64_t&) { return counting(); })
+                   .has_value());
+  auto gone = (*meter)->DeleteBudget("nobody", counting);
+  ASSERT_TRUE(gone.has_value());
+  EXPECT_FALSE(*gone);
+  Identity who;
+  who.name = "carol";
+  ASSERT_TRUE((*ids)->CreateIdentity(who).has_value());
+  EXPECT_FALSE(
+      (*ids)->CreateIdentity(who, [&](const Identity&) { return counting(); }).has_value());
+  auto token = (*ids)->CreateToken("carol", "", std::nullopt, "alice", 1000);
+  ASSERT_TRUE(token.has_value()) << token.error().message;
+  ASSERT_TRUE((*ids)->RevokeToken(token->record.id, "alice", 1100).has_value());
+  EXPECT_FALSE((*ids)
+                   ->RevokeToken(token->record.id, "alice", 1200,
+                                 [&](const TokenRecord&) { return counting(); })
+                   .has_value());
+  EXPECT_EQ(made, 0);
+  AuditVerdict v = Verify();
+  EXPECT_TRUE(v.ok) << v.problem;
+  EXPECT_EQ(v.records, 0);
+
+  // And one that is taken commits exactly its record.
+  ASSERT_TRUE(
+      (*ids)
+          ->RevokeToken((*ids)->CreateToken("carol", "", std::nullopt, "alice", 1300)->record.id,
+                        "alice", 1400, [&](const TokenRecord&) { return counting(); })
+          .has_value());
+  EXPECT_EQ(made, 1);
+  EXPECT_EQ(Verify().records, 1);
 }
 
 }  // namespace
