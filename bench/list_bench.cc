@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_berthd.h"
 #include "integration/harness.h"
 
 namespace {
@@ -105,15 +106,9 @@ int Run(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   TempDir dir("berth-list-bench");
-  BerthdOptions options;
-  options.binary = berthd_path;
-  options.extra_args = {"--rate-limit", "0"};
-  Berthd berthd(dir, options);
-  if (!berthd.Start() || !berthd.WaitForNode("Ready", 30s)) {
-    std::cerr << "berthd did not come up; its log:\n" << berthd.log();
-    dir.keep();
-    return 1;
-  }
+  auto started = berth::bench::StartBerthd(dir, berthd_path, {"--rate-limit", "0"});
+  if (!started) return 1;
+  Berthd& berthd = *started;
   const auto t = Clock::now();
   auto array = berthd.http().Post("/v1/jobs",
                                   json{{"name", "sweep"},

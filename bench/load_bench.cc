@@ -39,6 +39,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_berthd.h"
 #include "integration/harness.h"
 
 namespace {
@@ -278,14 +279,9 @@ int Run(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   TempDir dir("berth-load");
-  BerthdOptions options;
-  options.binary = berthd_path;
-  Berthd berthd(dir, options);
-  if (!berthd.Start() || !berthd.WaitForNode("Ready", 30s)) {
-    std::cerr << "berthd did not come up; its log:\n" << berthd.log();
-    dir.keep();
-    return 1;
-  }
+  auto started = berth::bench::StartBerthd(dir, berthd_path);
+  if (!started) return 1;
+  Berthd& berthd = *started;
   const int port = berthd.api_port();
   const std::string admin = berthd.http().token();
 

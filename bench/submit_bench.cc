@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_berthd.h"
 #include "integration/harness.h"
 
 namespace {
@@ -267,17 +268,11 @@ int Run(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   TempDir dir("berth-bench");
-  BerthdOptions options;
-  options.binary = berthd_path;
   // The benchmark is the one caller: per-caller rate limits would measure
   // the limiter, not berthd.
-  options.extra_args = {"--rate-limit", "0"};
-  Berthd berthd(dir, options);
-  if (!berthd.Start() || !berthd.WaitForNode("Ready", 30s)) {
-    std::cerr << "berthd did not come up; its log:\n" << berthd.log();
-    dir.keep();
-    return 1;
-  }
+  auto started = berth::bench::StartBerthd(dir, berthd_path, {"--rate-limit", "0"});
+  if (!started) return 1;
+  Berthd& berthd = *started;
   std::cout << fmt::format("berthd {} (all-in-one, 8 simulated H100-80GB), data in {}\n",
                            berthd_path.empty() ? (BinDir() / "berthd").string() : berthd_path,
                            dir.path().string());
