@@ -19,6 +19,7 @@
 #include "api/render.h"
 #include "api/request_decode.h"
 #include "common/units.h"
+#include "control/lifecycle.h"
 #include "control/run_log.h"
 #include "control/snapshot_builder.h"
 #include "model/failure.h"
@@ -425,23 +426,17 @@ void Api::ReportCheckpoint(const http::Request& req, http::Response& res, AuditN
   note.tenant = job->spec.tenant;
   note.before = json{{"state", model::JobStateName(job->state)}};
   note.after = json{{"checkpoint_at_ms", at}};
-  std::uint32_t attempt = 0;
-  for (const auto& r : job->runs) attempt = std::max(attempt, r.attempt);
-  int recorded = 0;
-  for (const auto& r : job->runs) {
-    if (r.attempt != attempt || r.state == model::RunState::kExited) continue;
-    if (auto st = store_.RecordCheckpoint(r.run_id, at); !st) return ReplyError(res, st.error());
-    ++recorded;
-  }
-  if (recorded == 0) {
-    return ReplyError(res, Error{Code::kFailedPrecondition,
-                                 fmt::format("job {} is {}: only a running job can report a "
-                                             "checkpoint",
-                                             *id, model::JobStateName(job->state)),
-                                 {}});
-  }
-  note.after["runs"] = recorded;
-  Reply(res, 200, json{{"job", *id}, {"checkpoint_at_ms", at}, {"runs", recorded}});
+  // The runs of its latest attempt record it, with the audit record, in one
+  // transaction.
+  auto recorded = control::RecordJobCheckpoint(
+      store_, *id, at,
+      RecordInChange<store::JobRecord, int>(
+          note, req, res, now, [](AuditNote& n, const store::JobRecord& was, const int& runs) {
+            n.before = json{{"state", model::JobStateName(was.state)}};
+            n.after["runs"] = runs;
+          }));
+  if (!recorded) return ReplyError(res, recorded.error());
+  Reply(res, 200, json{{"job", *id}, {"checkpoint_at_ms", at}, {"runs", *recorded}});
 }
 
 void Api::Logs(const http::Request& req, http::Response& res) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 
@@ -217,6 +218,36 @@ Result<std::vector<std::int64_t>> StopRunsOnGpu(store::JobStore& store, const st
 Result<std::vector<std::int64_t>> StopRunsOnNode(store::JobStore& store, const std::string& node,
                                                  TimeMs now) {
   return StopOnNode(store, node, [&](const JobRecord& job) { return DrainJob(job, node, now); });
+}
+
+Result<int> RecordJobCheckpoint(store::JobStore& store, std::int64_t id, TimeMs at,
+                                const store::AuditOf<JobRecord, int>& audit) {
+  int recorded = 0;
+  auto st = store.UpdateJobs([&](JobTransaction& tx) -> Status {
+    recorded = 0;
+    auto job = MustLoad(tx, id);
+    if (!job) return std::unexpected(job.error());
+    std::uint32_t attempt = 0;
+    for (const auto& r : job->runs) attempt = std::max(attempt, r.attempt);
+    model::JobUpdate update{*job, {}};
+    for (auto& r : update.job.runs) {
+      if (r.attempt != attempt || r.state == model::RunState::kExited) continue;
+      if (!r.last_checkpoint_ms || *r.last_checkpoint_ms < at) r.last_checkpoint_ms = at;
+      ++recorded;
+    }
+    if (recorded == 0) {
+      return Fail(Code::kFailedPrecondition,
+                  fmt::format("job {} is {}: only a running job can report a checkpoint", id,
+                              model::JobStateName(job->state)));
+    }
+    BERTH_RETURN_IF_ERROR(tx.Write(update));
+    if (audit) {
+      if (auto record = audit(*job, recorded)) tx.Record(std::move(*record));
+    }
+    return Ok();
+  });
+  if (!st) return std::unexpected(st.error());
+  return recorded;
 }
 
 Result<store::QuotaRequest> ApproveQuotaRequest(

@@ -86,6 +86,16 @@ namespace berth::control {
 [[nodiscard]] Result<std::vector<std::int64_t>> StopRunsOnNode(store::JobStore& store,
                                                                const std::string& node, TimeMs now);
 
+// Job `id` saved a checkpoint at `at` (the job's own call, with its job
+// token): every active run of its latest attempt records it, in one
+// transaction (a later report wins; an earlier one changes nothing).
+// FailedPrecondition naming the job's state when no run is active; NotFound
+// for an unknown job. Returns how many runs recorded it. `audit` makes the
+// record from the job before and that count, committed with it.
+[[nodiscard]] Result<int> RecordJobCheckpoint(
+    store::JobStore& store, std::int64_t id, TimeMs at,
+    const store::AuditOf<model::JobRecord, int>& audit = {});
+
 // Approves quota request `id` (PolicyStore::ApproveQuotaRequest with the
 // ApproveQuota rule): the active policy with the request's values becomes
 // a new version.

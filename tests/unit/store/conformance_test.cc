@@ -229,6 +229,34 @@ TEST_P(JobStoreConformance, ATransactionCommitsItsAuditRecordsOrNone) {
   EXPECT_EQ(b_.audit_records().size(), 1U);
 }
 
+TEST_P(JobStoreConformance, ACheckpointReportCommitsItsRecordWithTheRuns) {
+  const auto id = Submit(Spec("ckpt", 2), 1500);
+  auto record = [](const model::JobRecord& was, const int& runs) {
+    auto e = Record("job.checkpoint", fmt::format("job/{}", was.id));
+    e.after = std::to_string(runs);
+    return std::optional(e);
+  };
+  // Pending: no run to record it, and no record.
+  auto early = control::RecordJobCheckpoint(store(), id, 1600, record);
+  ASSERT_FALSE(early.has_value());
+  EXPECT_EQ(early.error().code, Code::kFailedPrecondition);
+  EXPECT_NE(early.error().message.find("Pending"), std::string::npos) << early.error().message;
+  EXPECT_TRUE(b_.audit_records().empty());
+
+  Place(id, 2, 2000);
+  auto done = control::RecordJobCheckpoint(store(), id, 2500, record);
+  ASSERT_TRUE(done.has_value()) << done.error().message;
+  EXPECT_EQ(*done, 2);
+  // A later report wins, an earlier one changes nothing.
+  ASSERT_TRUE(control::RecordJobCheckpoint(store(), id, 2400).has_value());
+  for (const auto& r : Job(id).runs) EXPECT_EQ(r.last_checkpoint_ms, std::optional<TimeMs>(2500));
+  auto records = b_.audit_records();
+  ASSERT_EQ(records.size(), 1U);
+  EXPECT_EQ(records[0].object, fmt::format("job/{}", id));
+  EXPECT_EQ(records[0].after, "2");
+  EXPECT_EQ(control::RecordJobCheckpoint(store(), id + 100, 2500).error().code, Code::kNotFound);
+}
+
 TEST_P(JobStoreConformance, AnArrayIsContiguousAndCancelsAsOne) {
   auto spec = Spec("sweep");
   spec.array = model::JobArray{};
