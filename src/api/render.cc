@@ -18,6 +18,35 @@ json Opt(const std::optional<T>& v) {
 
 }  // namespace
 
+namespace {
+
+// What a job's full form and its summary both show: who, where, its state
+// and why, its times and outcome, and its place in an array.
+json JobFieldsJson(const store::JobRecord& job) {
+  json out{{"id", job.id},
+           {"name", job.spec.name},
+           {"tenant", job.spec.tenant},
+           {"queue", job.spec.queue},
+           {"submitted_by", job.submitted_by},
+           {"state", model::JobStateName(job.state)},
+           {"reason", model::ToJson(job.reason)},
+           {"submitted_at_ms", job.submitted_at_ms},
+           {"started_at_ms", Opt(job.started_at_ms)},
+           {"finished_at_ms", Opt(job.finished_at_ms)},
+           {"exit_code", Opt(job.exit_code)},
+           {"signal", Opt(job.signal)},
+           {"cancel_requested", job.cancel_requested},
+           {"failures", job.failures},
+           {"retry_after_ms", Opt(job.retry_after_ms)}};
+  out["array"] = nullptr;
+  if (const auto& a = job.spec.array_element) {
+    out["array"] = {{"id", a->id}, {"index", a->index}, {"size", a->size}};
+  }
+  return out;
+}
+
+}  // namespace
+
 json JobJson(const store::JobRecord& job, bool with_timeline) {
   auto run_json = [](const store::RunRecord& r) {
     return json{{"replica", r.replica},
@@ -47,28 +76,10 @@ json JobJson(const store::JobRecord& job, bool with_timeline) {
   for (const auto& r : job.runs) {
     if (r.attempt == attempt) placement.push_back(run_json(r));
   }
-  json out{{"id", job.id},
-           {"name", job.spec.name},
-           {"tenant", job.spec.tenant},
-           {"queue", job.spec.queue},
-           {"submitted_by", job.submitted_by},
-           {"state", model::JobStateName(job.state)},
-           {"reason", model::ToJson(job.reason)},
-           {"submitted_at_ms", job.submitted_at_ms},
-           {"started_at_ms", Opt(job.started_at_ms)},
-           {"finished_at_ms", Opt(job.finished_at_ms)},
-           {"exit_code", Opt(job.exit_code)},
-           {"signal", Opt(job.signal)},
-           {"cancel_requested", job.cancel_requested},
-           {"policy_version", Opt(job.policy_version)},
-           {"failures", job.failures},
-           {"retry_after_ms", Opt(job.retry_after_ms)},
-           {"spec", model::ToJson(job.spec)},
-           {"placement", placement}};
-  out["array"] = nullptr;
-  if (const auto& a = job.spec.array_element) {
-    out["array"] = {{"id", a->id}, {"index", a->index}, {"size", a->size}};
-  }
+  json out = JobFieldsJson(job);
+  out["policy_version"] = Opt(job.policy_version);
+  out["spec"] = model::ToJson(job.spec);
+  out["placement"] = std::move(placement);
   if (with_timeline) {
     // Every attempt's runs: how earlier attempts ended (a clean checkpointed
     // stop, a kill after the grace period) explains the current one.
@@ -90,32 +101,13 @@ json JobJson(const store::JobRecord& job, bool with_timeline) {
 
 json JobSummaryJson(const store::JobRecord& job) {
   const model::Resources& r = job.spec.resources;
-  json out{{"id", job.id},
-           {"name", job.spec.name},
-           {"tenant", job.spec.tenant},
-           {"queue", job.spec.queue},
-           {"submitted_by", job.submitted_by},
-           {"state", model::JobStateName(job.state)},
-           {"reason", model::ToJson(job.reason)},
-           {"priority", model::PriorityName(job.spec.priority)},
-           {"replicas", job.spec.replicas},
-           {"resources",
-            {{"gpus", r.gpus},
-             {"gpu_model", r.gpu_model},
-             {"gpu_share_millis", r.gpu_share_millis},
-             {"gpu_share_bytes", r.gpu_share_bytes}}},
-           {"submitted_at_ms", job.submitted_at_ms},
-           {"started_at_ms", Opt(job.started_at_ms)},
-           {"finished_at_ms", Opt(job.finished_at_ms)},
-           {"exit_code", Opt(job.exit_code)},
-           {"signal", Opt(job.signal)},
-           {"cancel_requested", job.cancel_requested},
-           {"failures", job.failures},
-           {"retry_after_ms", Opt(job.retry_after_ms)}};
-  out["array"] = nullptr;
-  if (const auto& a = job.spec.array_element) {
-    out["array"] = {{"id", a->id}, {"index", a->index}, {"size", a->size}};
-  }
+  json out = JobFieldsJson(job);
+  out["priority"] = model::PriorityName(job.spec.priority);
+  out["replicas"] = job.spec.replicas;
+  out["resources"] = {{"gpus", r.gpus},
+                      {"gpu_model", r.gpu_model},
+                      {"gpu_share_millis", r.gpu_share_millis},
+                      {"gpu_share_bytes", r.gpu_share_bytes}};
   return out;
 }
 
