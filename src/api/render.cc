@@ -16,10 +16,6 @@ json Opt(const std::optional<T>& v) {
   return v ? json(*v) : json(nullptr);
 }
 
-}  // namespace
-
-namespace {
-
 // What a job's full form and its summary both show: who, where, its state
 // and why, its times and outcome, and its place in an array.
 json JobFieldsJson(const store::JobRecord& job) {

@@ -149,6 +149,10 @@ Result<std::optional<AuditHead>> AuditFileHead(const std::filesystem::path& file
 
 Result<AuditAppend> AuditAppend::Chain(Database& db, std::filesystem::path head_file,
                                        std::span<AuditEntry* const> records) {
+  if (records.empty()) {
+    // Nothing to chain and nothing to publish: no lock, no head to read.
+    return AuditAppend(std::unique_lock<std::mutex>(), std::move(head_file), AuditHead{});
+  }
   std::unique_lock lock(ChainMutex());
   auto meta = AuditMetaHead(db);
   if (!meta) return std::unexpected(meta.error());
@@ -162,10 +166,6 @@ Result<AuditAppend> AuditAppend::Chain(Database& db, std::filesystem::path head_
     auto row = tail->Step();
     if (!row) return std::unexpected(row.error());
     if (*row && tail->Int(0) > head.seq) head = AuditHead{tail->Int(0), tail->Text(1)};
-  }
-  if (records.empty()) {
-    lock.unlock();  // nothing to publish
-    return AuditAppend(std::unique_lock<std::mutex>(), std::move(head_file), std::move(head));
   }
   auto ins = db.Prepare(
       "INSERT INTO audit_log(seq, time_ms, actor, tenant, action, object, before_json, "
