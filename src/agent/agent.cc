@@ -12,7 +12,9 @@
 #include <chrono>
 #include <cstring>
 
+#include "agent/atomic_file.h"
 #include "common/hash.h"
+#include "common/units.h"
 #include "proto_convert/node.h"
 
 namespace berth::agent {
@@ -401,6 +403,18 @@ bool Agent::WaitSupervising(std::int64_t ms) {
 
 void Agent::WorkerLoop() {
   fence_.Restore();
+  if (options_.cert_renewal) {
+    auto cert = ReadNodeCert(options_.cert_renewal->cert_pem);
+    if (!cert) {
+      spdlog::error("cannot read the node certificate ({}); it is not renewed",
+                    cert.error().message);
+      options_.cert_renewal.reset();
+    } else {
+      renew_at_ms_ = RenewAtMs(*cert);
+      spdlog::info("node certificate valid until {}; renewed from {}",
+                   FormatTimeMs(cert->not_after_ms), FormatTimeMs(renew_at_ms_));
+    }
+  }
   if (auto runs = runner_.Scan(); !runs) {
     spdlog::error("cannot read run directories: {}", runs.error().message);
   } else if (!runs->empty()) {
@@ -409,6 +423,11 @@ void Agent::WorkerLoop() {
   }
   int failures = 0;
   for (;;) {
+    if (next_channel_) {
+      // A renewed certificate: presented from this connection on.
+      stub_ = v1::AgentService::NewStub(std::move(next_channel_));
+      next_channel_.reset();
+    }
     bool registered = RunConnection();
     failures = registered ? 0 : std::min(failures + 1, 5);
     std::int64_t backoff = options_.reconnect_backoff_ms << std::max(failures - 1, 0);
@@ -449,6 +468,8 @@ bool Agent::RunConnection() {
     inbox_.clear();
   }
   std::unique_ptr<Stream> stream = stub_->Connect(&context);
+  // An answer to a request sent on an earlier stream never comes.
+  renew_pending_.reset();
 
   v1::AgentMessage hello;
   auto* reg = hello.mutable_register_();
@@ -524,6 +545,7 @@ bool Agent::RunConnection() {
       ok = SendTelemetry(stream.get());
       next_telemetry = clock_.NowMs() + options_.telemetry_interval_ms;
     }
+    if (ok) ok = MaybeRenewCert(stream.get());
     if (ok && clock_.NowMs() >= next_heartbeat) {
       v1::AgentMessage hb;
       hb.mutable_heartbeat()->set_sent_at_ms(clock_.NowMs());
@@ -606,6 +628,8 @@ void Agent::Handle(Stream* stream, const v1::ServerMessage& msg) {
       held_.erase(msg.ack_exit().run_id());
       fenced_.erase(msg.ack_exit().run_id());
     }
+  } else if (msg.has_certificate_issued()) {
+    OnCertificateIssued(msg.certificate_issued());
   } else if (msg.has_output_request()) {
     // A tenant downloading results: berthd checked who asks; the runner
     // reads only what the run's identity owns (agent/outputs.h).
@@ -633,6 +657,87 @@ void Agent::Handle(Stream* stream, const v1::ServerMessage& msg) {
     }
     Send(stream, out);
   }
+}
+
+// How long a renewal waits for berthd's answer before it asks again.
+constexpr TimeMs kRenewAnswerTimeoutMs = 30'000;
+
+bool Agent::MaybeRenewCert(Stream* stream) {
+  if (!options_.cert_renewal) return true;
+  const TimeMs now = clock_.NowMs();
+  if (renew_pending_) {
+    if (now - renew_sent_ms_ < kRenewAnswerTimeoutMs) return true;
+    renew_pending_.reset();
+    ScheduleRenewalRetry("berthd did not answer the renewal request");
+    return true;
+  }
+  if (now < renew_at_ms_) return true;
+  // A new key for every request: it never leaves this node.
+  auto request = MakeNodeCsr(base_.name);
+  if (!request) {
+    ScheduleRenewalRetry(request.error().message);
+    return true;
+  }
+  v1::AgentMessage out;
+  out.mutable_renew_certificate()->set_csr_pem(request->csr_pem);
+  renew_pending_ = std::move(*request);
+  renew_sent_ms_ = now;
+  spdlog::info("node certificate due for renewal; asking berthd to sign a new key's request");
+  return Send(stream, out);
+}
+
+void Agent::ScheduleRenewalRetry(const std::string& why) {
+  renew_failures_ = std::min(renew_failures_ + 1, 8);
+  // 5 s, 10 s, 20 s ... up to about 10 minutes.
+  const TimeMs backoff = std::int64_t{5'000} << (renew_failures_ - 1);
+  renew_at_ms_ = clock_.NowMs() + backoff;
+  spdlog::warn("node certificate renewal failed ({}); trying again in {}", why,
+               FormatDurationMs(backoff));
+}
+
+void Agent::OnCertificateIssued(const v1::CertificateIssued& msg) {
+  if (!options_.cert_renewal || !renew_pending_) return;  // not asked on this stream
+  NodeKeyRequest request = std::move(*renew_pending_);
+  renew_pending_.reset();
+  if (!msg.error().empty()) return ScheduleRenewalRetry("berthd refused: " + msg.error());
+  const std::string& cert_pem = msg.cert_pem();
+  if (auto st = CheckCertMatchesKey(cert_pem, request.key_pem); !st) {
+    return ScheduleRenewalRetry(st.error().message);
+  }
+  auto info = ReadNodeCert(cert_pem);
+  if (!info) return ScheduleRenewalRetry(info.error().message);
+  if (info->common_name != base_.name) {
+    return ScheduleRenewalRetry(fmt::format("berthd signed a certificate for '{}', not '{}'",
+                                            info->common_name, base_.name));
+  }
+  auto& renewal = *options_.cert_renewal;
+  // The key first (created 0600), then the certificate: each file is
+  // replaced whole, never seen half written.
+  if (int err = WriteFileAtomic(renewal.key_file.string(), request.key_pem); err != 0) {
+    return ScheduleRenewalRetry(
+        fmt::format("cannot write {}: {}", renewal.key_file.string(),
+                    std::error_code(err, std::generic_category()).message()));
+  }
+  if (int err = WriteFileAtomic(renewal.cert_file.string(), cert_pem); err != 0) {
+    return ScheduleRenewalRetry(
+        fmt::format("cannot write {}: {}", renewal.cert_file.string(),
+                    std::error_code(err, std::generic_category()).message()));
+  }
+  std::error_code ec;
+  std::filesystem::permissions(
+      renewal.cert_file,
+      std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+          std::filesystem::perms::group_read | std::filesystem::perms::others_read,
+      ec);
+  renewal.cert_pem = cert_pem;
+  renew_failures_ = 0;
+  renew_at_ms_ = RenewAtMs(*info);
+  if (renewal.channel) next_channel_ = renewal.channel(cert_pem, request.key_pem);
+  spdlog::info(
+      "node certificate renewed: valid until {}, written to {} and {}; the next connection "
+      "presents it (next renewal from {})",
+      FormatTimeMs(info->not_after_ms), renewal.cert_file.string(), renewal.key_file.string(),
+      FormatTimeMs(renew_at_ms_));
 }
 
 std::shared_ptr<grpc::Channel> MakeAgentChannel(const std::string& target,

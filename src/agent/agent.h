@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <deque>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -24,6 +25,7 @@
 
 #include "agent/fence.h"
 #include "agent/gpu_provider.h"
+#include "agent/node_cert.h"
 #include "agent/runner.h"
 #include "agent/shared_gpus.h"
 #include "berth/v1/agent.grpc.pb.h"
@@ -70,6 +72,22 @@ struct AgentOptions {
   // this long, every run is stopped (reason "fenced"). nullopt: never, for
   // agents inside berthd, which cannot be cut off from it.
   std::optional<std::int64_t> fence_grace_ms = model::kDefaultFenceGraceMs;
+  // Node certificate rotation (docs/operations.md, "TLS and node
+  // credentials"); unset: none (plain or in-process agents). Once 2/3 of the
+  // certificate's lifetime has passed, the agent makes a new key, asks
+  // berthd to sign a CSR for it over the stream, writes the certificate and
+  // key over these files (the key 0600) and presents them from its next
+  // connection on; a refusal or no answer is retried with backoff.
+  struct CertRenewal {
+    std::filesystem::path cert_file;  // --tls-cert
+    std::filesystem::path key_file;   // --tls-key
+    std::string cert_pem;             // the certificate in use now
+    // A channel to berthd presenting this certificate and key.
+    std::function<std::shared_ptr<grpc::Channel>(const std::string& cert_pem,
+                                                 const std::string& key_pem)>
+        channel;
+  };
+  std::optional<CertRenewal> cert_renewal{};
 };
 
 class Agent {
@@ -114,6 +132,13 @@ class Agent {
   // GpuTelemetry. A provider error sends nothing (logged when it changes).
   // False if the stream broke.
   bool SendTelemetry(Stream* stream);
+  // Sends a RenewCertificate when the certificate is due and none is
+  // outstanding. False if the stream broke.
+  bool MaybeRenewCert(Stream* stream);
+  // berthd's answer: on success the new certificate and key are written and
+  // the next connection uses them; otherwise a retry is scheduled.
+  void OnCertificateIssued(const v1::CertificateIssued& msg);
+  void ScheduleRenewalRetry(const std::string& why);
 
   AgentOptions options_;
   model::NodeInfo base_;
@@ -132,6 +157,14 @@ class Agent {
   std::optional<Discovery> last_discovery_;
   // GPU index -> (healthy, detail) as last reported to berthd (worker only).
   std::map<std::uint32_t, std::pair<bool, std::string>> reported_health_;
+  // Certificate rotation (worker only): when the next request goes out, the
+  // key of the one outstanding and when it was sent, failures in a row, and
+  // a channel presenting a renewed certificate, used from the next connection.
+  TimeMs renew_at_ms_ = 0;
+  std::optional<NodeKeyRequest> renew_pending_;
+  TimeMs renew_sent_ms_ = 0;
+  int renew_failures_ = 0;
+  std::shared_ptr<grpc::Channel> next_channel_;
   bool quiet_retries_ = false;   // a failed attempt was logged already
   std::string telemetry_error_;  // the last sampling error logged; empty: none
 

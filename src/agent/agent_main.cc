@@ -318,6 +318,22 @@ int main(int argc, char** argv) {
   spdlog::info("berth-agent {} node {} ({} GPU provider), berthd at {}, data in {}",
                agent::kAgentVersion, node->info.name, node->provider->Name(), f.server, f.data_dir);
 
+  if (*tls) {
+    // The agent renews its certificate over its stream and writes it back
+    // over --tls-cert and --tls-key (docs/operations.md).
+    agent::AgentOptions::CertRenewal renewal;
+    renewal.cert_file = f.tls_cert;
+    renewal.key_file = f.tls_key;
+    renewal.cert_pem = (*tls)->cert_pem;
+    renewal.channel = [server = f.server, base = **tls](const std::string& cert_pem,
+                                                        const std::string& key_pem) {
+      agent::AgentTls next = base;
+      next.cert_pem = cert_pem;
+      next.key_pem = key_pem;
+      return agent::MakeAgentChannel(server, next);
+    };
+    options->cert_renewal = std::move(renewal);
+  }
   berth::SystemClock clock;
   agent::Agent agent(*options, std::move(node->info), std::move(node->provider),
                      agent::MakeAgentChannel(f.server, *tls), clock);

@@ -183,6 +183,9 @@ void Api::Register(http::Server& http) {
         Audited("node.cordon", &Api::CordonAction));
   Route(http, "POST", R"(/v1/nodes/([^/]+)/gpus/([^/]+)/(cordon|uncordon))", admin("gpu.cordon"),
         Audited("gpu.cordon", &Api::CordonAction));
+  // Removing a node revokes its certificates (docs/operations.md).
+  Route(http, "DELETE", R"(/v1/nodes/([^/]+))", admin("node.remove"),
+        Audited("node.remove", &Api::RemoveNode));
   // Alerts, their rules and webhook deliveries (api_alerts.cc).
   Route(http, "GET", "/v1/alerts", admin("alert.list"), handler(&Api::ListAlerts));
   Route(http, "POST", R"(/v1/alerts/([^/]+)/resolve)", admin("alert.resolve"),
@@ -318,7 +321,7 @@ void Api::SubmitJob(const http::Request& req, http::Response& res, AuditNote& no
   const std::int64_t id = ids->front();
   auto job = store_.GetJob(id);
   if (!job) return ReplyError(res, job.error());
-  json out = JobJson(*job, true);
+  json out = JobJson(*job, true, EnvViewOf(caller, *job));
   if (spec->array) {
     out["array"]["jobs"] = {{"first", ids->front()}, {"last", ids->back()}};
     res.set_header("Location", fmt::format("/v1/jobs?array={}", id));
@@ -361,7 +364,7 @@ void Api::GetJob(const http::Request& req, http::Response& res) {
   if (!id) return ReplyError(res, id.error());
   auto job = store_.GetJob(*id);
   if (!job) return ReplyError(res, job.error());
-  json out = JobJson(*job, true);
+  json out = JobJson(*job, true, EnvViewOf(CurrentCaller(), *job));
   out["failure"] = FailureJson(*job, model::Lang::kEn);
   out["utilization"] = JobUtilization(*job);
   Reply(res, 200, out);
@@ -386,7 +389,7 @@ void Api::CancelJob(const http::Request& req, http::Response& res, AuditNote& no
                            {"cancel_requested", now.cancel_requested}};
           }));
   if (!job) return ReplyError(res, job.error());
-  Reply(res, 200, JobJson(*job, true));
+  Reply(res, 200, JobJson(*job, true, EnvViewOf(CurrentCaller(), *job)));
 }
 
 void Api::CancelArray(const http::Request& req, http::Response& res, AuditNote& note) {
@@ -543,7 +546,7 @@ void Api::Why(const http::Request& req, http::Response& res) {
       "Preempting", "Reclaiming", "Moving",    "Consolidating",
       "Requeued",   "Exited",     "Cancelled", "Failed"};
   static constexpr std::size_t kMaxEvents = 8;
-  json all = JobJson(*job, true)["timeline"];
+  json all = JobJson(*job, true, EnvView::kOther)["timeline"];
   json events = json::array();
   for (const auto& e : all) {
     std::string name = e.value("event", "");
@@ -653,6 +656,28 @@ void Api::CordonAction(const http::Request& req, http::Response& res, AuditNote&
              {"gpu", gpu ? json(*gpu) : json(nullptr)},
              {"action", action},
              {"reason", reason}});
+}
+
+void Api::RemoveNode(const http::Request& req, http::Response& res, AuditNote& note) {
+  const std::string node = req.matches[1];
+  note.action = "node.remove";
+  note.object = "node/" + node;
+  if (auto nodes = controller_.Nodes(); nodes) {
+    for (const auto& n : *nodes) {
+      if (n.record.info.name != node) continue;
+      note.before = json{{"state", model::NodeStateName(n.record.state)},
+                         {"gpus", n.record.info.gpus.size()}};
+    }
+  }
+  const TimeMs now = clock_.NowMs();
+  note.after = json{{"removed", true}, {"certificates_revoked_at_ms", now}};
+  auto st = controller_.RemoveNode(node, Actor(req),
+                                   RecordInChange<>(note, req, res, now, [](AuditNote&) {}));
+  if (!st) return ReplyError(res, st.error());
+  Reply(res, 200,
+        json{{"node", node},
+             {"removed", true},
+             {"certificates_revoked", fmt::format("issued at or before {}", FormatTimeMs(now))}});
 }
 
 void Api::CountIntervention(const std::string& action, const http::Request& req,

@@ -195,6 +195,8 @@ class Api {
   void GetNode(const http::Request& req, http::Response& res, const model::TenantScope& scope);
   // POST /v1/nodes/NODE[/gpus/INDEX]/(cordon|drain|uncordon)?reason=...
   void CordonAction(const http::Request& req, http::Response& res, AuditNote& note);
+  // DELETE /v1/nodes/{node}: removes the node and revokes its certificates.
+  void RemoveNode(const http::Request& req, http::Response& res, AuditNote& note);
   // Alerts (api_alerts.cc, docs/operations.md "Alerts").
   void ListAlerts(const http::Request& req, http::Response& res);
   void ResolveAlert(const http::Request& req, http::Response& res, AuditNote& note);

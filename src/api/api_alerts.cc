@@ -144,7 +144,7 @@ void Api::ApplyAlertRules(const http::Request& req, http::Response& res, AuditNo
 void Api::ListAlertDeliveries(const http::Request& req, http::Response& res) {
   auto after = AfterIdParam(req, CursorKind::kAlertDeliveries);
   if (!after) return ReplyError(res, after.error());
-  auto limit = req.has_param("limit") ? PageLimitParam(req) : Result<std::size_t>(100);
+  auto limit = PageLimitParam(req);
   if (!limit) return ReplyError(res, limit.error());
   // Newest first; one past the page says an older page follows.
   auto list = store_.ListDeliveries(*limit + 1, *after);

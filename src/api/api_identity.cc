@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <charconv>
+
 #include "api/api.h"
 #include "api/api_util.h"
 #include "common/units.h"
@@ -111,15 +113,15 @@ void Api::Login(const http::Request& req, http::Response& res, AuditNote& note) 
   WhoAmI(req, res);
 }
 
-void Api::ListIdentities(const http::Request&, http::Response& res) {
+void Api::ListIdentities(const http::Request& req, http::Response& res) {
   const Caller& c = CurrentCaller();
-  auto all = auth_.identities().ListIdentities();
-  if (!all) return ReplyError(res, all.error());
   // A tenant-admin sees the members of the tenants it administers, and only
   // their roles there.
-  bool manages_any = c.platform_admin;
-  for (const auto& [tenant, role] : c.tenants) manages_any |= role == store::Role::kTenantAdmin;
-  if (!manages_any) {
+  std::vector<std::string> managed;
+  for (const auto& [tenant, role] : c.tenants) {
+    if (role == store::Role::kTenantAdmin) managed.push_back(tenant);
+  }
+  if (!c.platform_admin && managed.empty()) {
     return ReplyError(res, Error{Code::kPermissionDenied,
                                  fmt::format("{} administers no tenant; listing identities needs a "
                                              "tenant-admin or platform-admin (berth whoami shows "
@@ -127,15 +129,33 @@ void Api::ListIdentities(const http::Request&, http::Response& res) {
                                              c.name),
                                  {}});
   }
+  store::IdentityPage page;
+  if (req.has_param("after")) {
+    auto after = DecodeCursor(CursorKind::kIdentities, req.get_param_value("after"));
+    if (!after) return ReplyError(res, after.error());
+    page.after = *after;
+  }
+  auto limit = PageLimitParam(req);
+  if (!limit) return ReplyError(res, limit.error());
+  // One row more than the page says whether another page follows.
+  page.limit = *limit + 1;
+  // Whose identities a page may hold is the caller's, whatever the cursor:
+  // the store filters by the tenants it administers before the limit.
+  page.tenants = c.platform_admin ? model::TenantScope::All() : model::TenantScope::Of(managed);
+  auto all = auth_.identities().ListIdentities(page);
+  if (!all) return ReplyError(res, all.error());
+  const bool more = all->size() > *limit;
+  if (more) all->resize(*limit);
   json list = json::array();
   for (auto id : *all) {
     if (!c.platform_admin) {
       std::erase_if(id.tenants, [&](const auto& kv) { return !c.CanManage(kv.first); });
-      if (id.tenants.empty()) continue;
     }
     list.push_back(IdentityJson(id));
   }
-  Reply(res, 200, json{{"identities", list}});
+  json body{{"identities", std::move(list)}};
+  if (more) body["next"] = EncodeCursor(CursorKind::kIdentities, all->back().name);
+  Reply(res, 200, body);
 }
 
 void Api::CreateIdentity(const http::Request& req, http::Response& res, AuditNote& note) {
@@ -361,11 +381,39 @@ void Api::ListTokens(const http::Request& req, http::Response& res) {
           res, Error{Code::kNotFound, fmt::format("identity {} not found", identity), "identity"});
     }
   }
-  auto tokens = auth_.identities().ListTokens(identity);
+  store::TokenPage page;
+  if (req.has_param("after")) {
+    // "<created_ms>:<id>" of the page's last token.
+    const std::string& cursor = req.get_param_value("after");
+    auto key = DecodeCursor(CursorKind::kTokens, cursor);
+    if (!key) return ReplyError(res, key.error());
+    const auto colon = key->find(':');
+    std::int64_t ms = 0;
+    const char* end = key->data() + (colon == std::string::npos ? key->size() : colon);
+    auto [p, ec] = std::from_chars(key->data(), end, ms);
+    if (colon == std::string::npos || ec != std::errc() || p != end || colon + 1 == key->size()) {
+      return ReplyError(res, DecodeCursor(CursorKind::kTokens, "").error());
+    }
+    page.after_created_ms = ms;
+    page.after_id = key->substr(colon + 1);
+  }
+  auto limit = PageLimitParam(req);
+  if (!limit) return ReplyError(res, limit.error());
+  page.limit = *limit + 1;
+  // The identity was checked above; a cursor only moves where the page
+  // starts within that identity's tokens.
+  auto tokens = auth_.identities().ListTokens(identity, page);
   if (!tokens) return ReplyError(res, tokens.error());
+  const bool more = tokens->size() > *limit;
+  if (more) tokens->resize(*limit);
   json list = json::array();
   for (const auto& t : *tokens) list.push_back(TokenJson(t));
-  Reply(res, 200, json{{"tokens", list}});
+  json body{{"tokens", std::move(list)}};
+  if (more) {
+    body["next"] = EncodeCursor(CursorKind::kTokens,
+                                fmt::format("{}:{}", tokens->back().created_ms, tokens->back().id));
+  }
+  Reply(res, 200, body);
 }
 
 void Api::CreateToken(const http::Request& req, http::Response& res, AuditNote& note) {

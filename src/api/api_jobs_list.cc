@@ -86,7 +86,10 @@ void Api::ListJobs(const http::Request& req, http::Response& res, const model::T
   const bool more = jobs->size() > *limit;
   if (more) jobs->resize(*limit);
   json list = json::array();
-  for (const auto& j : *jobs) list.push_back(full ? JobJson(j, false) : JobSummaryJson(j));
+  const Caller& caller = CurrentCaller();
+  for (const auto& j : *jobs) {
+    list.push_back(full ? JobJson(j, false, EnvViewOf(caller, j)) : JobSummaryJson(j));
+  }
   json body{{"jobs", std::move(list)}};
   if (more) body["next"] = EncodeCursor(CursorKind::kJobs, std::to_string(jobs->back().id));
   Reply(res, 200, body);

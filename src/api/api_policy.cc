@@ -303,8 +303,18 @@ void Api::History(const http::Request& req, http::Response& res) {
   }
   auto active = controller_.ActivePolicy();
   if (!active) return ReplyError(res, active.error());
-  auto jobs = store_.JobsSubmittedBetween(*since, until);
+  // The same read cap as the operations report: jobs and their runs,
+  // counted together; one job more than the cap says the window is over it,
+  // and nothing partial is ever exported.
+  constexpr std::string_view kRows = "stored rows (jobs and runs)";
+  const std::size_t cap = report_max_rows_;
+  auto jobs = store_.JobsSubmittedBetween(*since, until, cap + 1);
   if (!jobs) return ReplyError(res, jobs.error());
+  std::size_t read = 0;
+  for (const auto& j : *jobs) read += 1 + j.runs.size();
+  if (read > cap) {
+    return ReplyError(res, WindowTooLarge(kRows, *since, until, cap, "since", "until"));
+  }
   auto nodes = store_.ListNodes();
   if (!nodes) return ReplyError(res, nodes.error());
   Reply(res, 200, HistoryJson(*jobs, *nodes, **active, *since, until, now));
@@ -336,8 +346,17 @@ void Api::PreviewPolicy(const http::Request& req, http::Response& res) {
   if (!proposed) return ReplyError(res, proposed.error());
 
   const TimeMs since = now - *window_ms;
-  auto jobs = store_.JobsSubmittedBetween(since, now);
+  // The history export's read cap (--report-max-rows): a replay over more
+  // than that is refused whole, naming the window to shorten.
+  const std::size_t cap = report_max_rows_;
+  auto jobs = store_.JobsSubmittedBetween(since, now, cap + 1);
   if (!jobs) return ReplyError(res, jobs.error());
+  std::size_t read = 0;
+  for (const auto& j : *jobs) read += 1 + j.runs.size();
+  if (read > cap) {
+    return ReplyError(
+        res, WindowTooLarge("stored rows (jobs and runs)", since, now, cap, "window", "window"));
+  }
   auto nodes = store_.ListNodes();
   if (!nodes) return ReplyError(res, nodes.error());
   // The history goes through the export's document and berth-sim's reader,
@@ -350,7 +369,7 @@ void Api::PreviewPolicy(const http::Request& req, http::Response& res) {
   std::map<std::string, bool> ready;
   for (const auto& n : *nodes) ready[n.info.name] = true;
   const std::vector<store::RunRecord> no_runs;
-  const std::vector<store::JobRecord> no_jobs;
+  const store::PendingQueue no_jobs;
   SnapshotInputs in{now, &*nodes, &ready, &no_runs, &no_jobs, &(*active)->policy, nullptr};
   auto snap = BuildSnapshot(in, [](std::int64_t) -> Result<model::JobSpec> {
     return Fail(Code::kInternal, "no runs are replayed from the live cluster");

@@ -29,13 +29,21 @@ Result<TimeMs> TimeParam(const std::string& s, const std::string& field, TimeMs 
   return ParseTimeParam(s, field, now);
 }
 
-Error WindowTooLarge(std::string_view what, TimeMs from, TimeMs to, std::size_t max_rows) {
+Error WindowTooLarge(std::string_view what, TimeMs from, TimeMs to, std::size_t max_rows,
+                     std::string_view from_field, std::string_view to_field) {
+  // One parameter for the whole window (a duration back from now): shorten it.
+  const std::string how =
+      from_field == to_field
+          ? fmt::format("ask for a shorter {}", from_field)
+          : fmt::format(
+                "ask for a shorter window (a later {} or an earlier {}) and combine the "
+                "answers",
+                from_field, to_field);
   return Error{Code::kInvalidArgument,
                fmt::format("the window from {} to {} holds more than {} {}, the most one request "
-                           "reads (berthd --report-max-rows {}); ask for a shorter window (a "
-                           "later from or an earlier to) and combine the answers",
-                           FormatTimeMs(from), FormatTimeMs(to), max_rows, what, max_rows),
-               "from"};
+                           "reads (berthd --report-max-rows {}); {}",
+                           FormatTimeMs(from), FormatTimeMs(to), max_rows, what, max_rows, how),
+               std::string(from_field)};
 }
 
 Result<std::size_t> PageLimitParam(const http::Request& req) {
@@ -59,6 +67,12 @@ Result<std::optional<std::int64_t>> BaseVersion(const http::Request& req) {
                          std::numeric_limits<std::int64_t>::max());
   if (!v) return std::unexpected(v.error());
   return std::optional<std::int64_t>(*v);
+}
+
+EnvView EnvViewOf(const Caller& caller, const store::JobRecord& job) {
+  const bool submitter =
+      caller.scope == Scope::kFull && caller.authenticated() && caller.name == job.submitted_by;
+  return submitter ? EnvView::kSubmitter : EnvView::kOther;
 }
 
 Result<std::int64_t> PathId(const http::Request& req) {

@@ -6,7 +6,9 @@
 #include <optional>
 #include <string>
 
+#include "api/auth.h"
 #include "api/paging.h"
+#include "api/render.h"
 #include "common/clock.h"
 #include "common/status.h"
 #include "http/message.h"
@@ -16,6 +18,11 @@ namespace berth::server {
 void Reply(http::Response& res, int status, const nlohmann::json& body);
 // The error as JSON (render.h ErrorJson) with its HTTP status.
 void ReplyError(http::Response& res, const Error& e);
+
+// Whose view of `job`'s env `caller` has: the submitter's only for the
+// identity that submitted it (by its own token), never for a job token,
+// a metrics-reader or another identity, admins included.
+EnvView EnvViewOf(const Caller& caller, const store::JobRecord& job);
 
 // The job id in the path's first capture; InvalidArgument naming `id`.
 Result<std::int64_t> PathId(const http::Request& req);
@@ -28,7 +35,9 @@ Result<TimeMs> TimeParam(const std::string& s, const std::string& field, TimeMs 
 // The refusal of a report or usage window that holds more than `max_rows`
 // stored rows (Api::set_report_max_rows): InvalidArgument naming `from`,
 // with the window, what it holds and how to get an answer.
-Error WindowTooLarge(std::string_view what, TimeMs from, TimeMs to, std::size_t max_rows);
+// `from_field` and `to_field` are the window's parameters on that route.
+Error WindowTooLarge(std::string_view what, TimeMs from, TimeMs to, std::size_t max_rows,
+                     std::string_view from_field = "from", std::string_view to_field = "to");
 
 // The `limit` of a paged list (paging.h): 1 to kMaxPageRows, or
 // kDefaultPageRows when absent.

@@ -157,6 +157,12 @@ std::string_view OpenApiDocument() {
         "summary": "One node with its GPUs and its last 100 events",
         "parameters": [{"name": "node", "in": "path", "required": true, "schema": {"type": "string"}}],
         "responses": {"200": {"description": "The node: as in /v1/nodes, plus gpus and events [{time_ms, event, message}]"}, "404": {"description": "No such node"}}
+      },
+      "delete": {
+        "summary": "Remove a node and revoke its certificates",
+        "description": "Platform admins only. Refused (409, naming the runs) while the node has Starting or Running runs: drain it, or cordon it and wait, or cancel the jobs. Otherwise the node leaves the inventory, every certificate of that node name issued at or before now is revoked (its agent is disconnected at once, and refused when it reconnects or asks to renew), and the audit record (node.remove) commits with the removal. A certificate issued later with `berthd cert node` adds the node back.",
+        "parameters": [{"name": "node", "in": "path", "required": true, "schema": {"type": "string"}}],
+        "responses": {"200": {"description": "Removed: {node, removed, certificates_revoked}"}, "404": {"description": "No such node"}, "409": {"description": "The node still has active runs (named)"}}
       }
     },
     "/v1/nodes/{node}/{action}": {
@@ -214,7 +220,7 @@ std::string_view OpenApiDocument() {
     "/v1/alert-deliveries": {
       "get": {
         "summary": "Recent webhook deliveries, newest first: pending, delivered and failed",
-        "parameters": [{"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 5000, "default": 100}, "description": "Deliveries per page; above 5000 is refused with 400 naming limit"},
+        "parameters": [{"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 5000, "default": 500}, "description": "Deliveries per page; above 5000 is refused with 400 naming limit"},
                        {"name": "after", "in": "query", "schema": {"type": "string"}, "description": "The next of the page before (opaque): the page of older deliveries"}],
         "responses": {"200": {"description": "{deliveries: [{id, alert_id, sink, event, state, attempts, next_attempt_ms, last_error, delivered_ms, created_ms}], next}"}, "400": {"description": "A bad limit or after; error.field names it"}}
       }
@@ -384,7 +390,7 @@ std::string_view OpenApiDocument() {
     "/v1/audit": {
       "get": {
         "summary": "The audit trail: API changes, refusals and Berth's own actions, oldest first",
-        "description": "Each record: seq, time_ms, actor, tenant, action (job.submit, job.cancel, job.checkpoint, policy.apply, policy.rollback, quota.request, quota.approve, quota.reject, quota.withdraw, node.cordon, node.drain, node.uncordon, gpu.cordon, gpu.uncordon), object (job/12, policy/v3, node/a, gpu/a/3), before and after (small JSON summaries or null), request_id, source, outcome (ok, denied: CODE, failed: MESSAGE), prev_hash and hash (docs/operations.md#audit-log).",
+        "description": "Each record: seq, time_ms, actor, tenant, action (job.submit, job.cancel, job.checkpoint, policy.apply, policy.rollback, quota.request, quota.approve, quota.reject, quota.withdraw, node.cordon, node.drain, node.uncordon, node.remove, node.cert.renew, gpu.cordon, gpu.uncordon), object (job/12, policy/v3, node/a, gpu/a/3), before and after (small JSON summaries or null), request_id, source, outcome (ok, denied: CODE, failed: MESSAGE), prev_hash and hash (docs/operations.md#audit-log).",
         "parameters": [
           {"name": "since", "in": "query", "schema": {"type": "string"}, "description": "Milliseconds since the epoch, or a duration back from now (1h, 7d)"},
           {"name": "until", "in": "query", "schema": {"type": "string"}, "description": "As since; exclusive; default none"},
@@ -412,7 +418,10 @@ std::string_view OpenApiDocument() {
     "/v1/whoami": {"get": {"summary": "The caller: identity, kind, platform_admin, tenants (tenant -> role) and its token (id, expiry)", "responses": {"200": {"description": "The caller"}, "401": {"description": "No valid token"}}}},
     "/v1/login": {"post": {"summary": "Check the token and record a login in the audit trail (berth login)", "responses": {"200": {"description": "As /v1/whoami"}, "401": {"description": "No valid token"}}}},
     "/v1/identities": {
-      "get": {"summary": "Identities: all for a platform-admin; for a tenant-admin, the members of its tenants with their roles there", "responses": {"200": {"description": "{\"identities\": [...]}"}, "403": {"description": "Administers no tenant"}}},
+      "get": {"summary": "Identities: all for a platform-admin; for a tenant-admin, the members of its tenants with their roles there", "description": "By name, a page at a time: next, present when more follow, is the cursor to pass as after. Every page holds only identities the caller may list, whatever the cursor.",
+              "parameters": [{"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 5000, "default": 500}, "description": "Identities per page; above 5000 is refused with 400 naming limit"},
+                             {"name": "after", "in": "query", "schema": {"type": "string"}, "description": "The next of the page before (opaque); absent: the first page"}],
+              "responses": {"200": {"description": "{\"identities\": [...], \"next\"}"}, "400": {"description": "A bad limit or after; error.field names it"}, "403": {"description": "Administers no tenant"}}},
       "post": {"summary": "Create a user or service account", "description": "JSON body: name, kind (user|service), platform_admin (platform-admins only), metrics_reader (platform-admins only: it may GET /metrics and nothing else; never with tenants or platform_admin), tenants {tenant: viewer|member|tenant-admin}. A tenant-admin may create identities only with roles in tenants it administers.", "responses": {"201": {"description": "Created"}, "400": {"description": "Invalid field"}, "403": {"description": "Not allowed"}, "409": {"description": "The name is taken"}}}
     },
     "/v1/identities/{name}/{action}": {"post": {"summary": "disable, enable, grant-platform-admin or revoke-platform-admin (platform-admins)", "responses": {"200": {"description": "The identity after"}, "404": {"description": "No such identity"}}}},
@@ -422,7 +431,11 @@ std::string_view OpenApiDocument() {
     },
     "/v1/tenants/{tenant}/members/{identity}/remove": {"post": {"summary": "Take an identity out of the tenant (its tenant-admins)", "responses": {"200": {"description": "Removed"}, "404": {"description": "Not a member"}}}},
     "/v1/tokens": {
-      "get": {"summary": "The caller's tokens (or ?identity= one it manages); never their secrets", "parameters": [{"name": "identity", "in": "query", "schema": {"type": "string"}}], "responses": {"200": {"description": "{\"tokens\": [...]}"}}},
+      "get": {"summary": "The caller's tokens (or ?identity= one it manages); never their secrets", "description": "Newest first, a page at a time: next, present when more follow, is the cursor to pass as after (with the same identity).",
+              "parameters": [{"name": "identity", "in": "query", "schema": {"type": "string"}},
+                             {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 5000, "default": 500}, "description": "Tokens per page; above 5000 is refused with 400 naming limit"},
+                             {"name": "after", "in": "query", "schema": {"type": "string"}, "description": "The next of the page before (opaque); absent: the first page"}],
+              "responses": {"200": {"description": "{\"tokens\": [...], \"next\"}"}, "400": {"description": "A bad limit or after; error.field names it"}}},
       "post": {"summary": "Create a token, shown once in the answer's token field", "description": "JSON body: identity (default: the caller; others: platform-admins, or tenant-admins for service accounts of their tenants), ttl (1s to 400d, default 90d), description.", "responses": {"201": {"description": "The token"}, "404": {"description": "No identity you manage by that name"}}}
     },
     "/v1/tokens/{id}/revoke": {"post": {"summary": "Revoke a token at once (its identity, or whoever may manage that identity)", "responses": {"200": {"description": "Revoked"}, "404": {"description": "No token you manage by that id"}, "409": {"description": "Already revoked"}}}},

@@ -1,6 +1,8 @@
 #include "api/render.h"
 
+#include <map>
 #include <set>
+#include <string>
 
 #include "common/utf8.h"
 #include "model/json.h"
@@ -41,9 +43,40 @@ json JobFieldsJson(const store::JobRecord& job) {
   return out;
 }
 
+// One env map as `view` may see it.
+json EnvJson(const std::map<std::string, std::string>& env, const std::set<std::string>& secret,
+             EnvView view) {
+  json out = json::object();
+  for (const auto& [key, value] : env) {
+    if (secret.contains(key)) {
+      out[key] = model::kSecretEnvValue;
+    } else if (view != EnvView::kSubmitter) {
+      out[key] = model::kHiddenEnvValue;
+    } else {
+      out[key] = value;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
-json JobJson(const store::JobRecord& job, bool with_timeline) {
+json SpecJson(const model::JobSpec& spec, EnvView view) {
+  json out = model::ToJson(spec);
+  out["env"] = EnvJson(spec.env, spec.secret_env, view);
+  // A submitted array's parameter sets are env too (never stored, but a
+  // spec rendered before it is expanded shows them no more than env).
+  if (spec.array && !spec.array->params.empty()) {
+    json params = json::array();
+    for (const auto& set : spec.array->params) {
+      params.push_back(EnvJson(set, spec.secret_env, view));
+    }
+    out["array"]["params"] = std::move(params);
+  }
+  return out;
+}
+
+json JobJson(const store::JobRecord& job, bool with_timeline, EnvView view) {
   auto run_json = [](const store::RunRecord& r) {
     return json{{"replica", r.replica},
                 {"attempt", r.attempt},
@@ -74,7 +107,7 @@ json JobJson(const store::JobRecord& job, bool with_timeline) {
   }
   json out = JobFieldsJson(job);
   out["policy_version"] = Opt(job.policy_version);
-  out["spec"] = model::ToJson(job.spec);
+  out["spec"] = SpecJson(job.spec, view);
   out["placement"] = std::move(placement);
   if (with_timeline) {
     // Every attempt's runs: how earlier attempts ended (a clean checkpointed

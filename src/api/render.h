@@ -10,7 +10,19 @@
 
 namespace berth::server {
 
-nlohmann::json JobJson(const store::JobRecord& job, bool with_timeline);
+// Whose view of a job's env a rendering is (docs/security.md "Env
+// values"). Values of `secret_env` entries are never shown in either.
+enum class EnvView {
+  kSubmitter,  // the identity that submitted the job: its env values
+  kOther,      // anyone else (members, admins, job tokens): the keys only
+};
+// A job spec as the API shows it to `view`: model::ToJson with env values
+// (and an array's parameter values) the viewer may not read replaced by
+// model::kHiddenEnvValue, and secret ones by model::kSecretEnvValue.
+nlohmann::json SpecJson(const model::JobSpec& spec, EnvView view);
+// A job with its spec (SpecJson for `view`) and placement; with_timeline
+// adds every run and the timeline.
+nlohmann::json JobJson(const store::JobRecord& job, bool with_timeline, EnvView view);
 // A job as GET /v1/jobs lists it by default: what `berth jobs` shows (ids,
 // owner, state and reason, resources, times, array) and no spec, runs or
 // placement.

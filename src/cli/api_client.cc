@@ -264,6 +264,12 @@ Result<json> ApiClient::Post(const std::string& path, const std::string& body,
   return DecodeJson(res->status, res->body);
 }
 
+Result<json> ApiClient::Delete(const std::string& path) {
+  auto res = http_->Delete(url_.base_path + path, RequestHeaders("application/json", token_));
+  if (!res) return std::unexpected(TransportError(url_, ca_, res.error()));
+  return DecodeJson(res->status, res->body);
+}
+
 Status ApiClient::Stream(const std::string& path, const Sink& sink, bool long_lived,
                          std::optional<std::uint64_t>* content_length) {
   http_->set_read_timeout(long_lived ? kStreamTimeout : kRequestTimeout);

@@ -69,6 +69,7 @@ class ApiClient {
   Result<nlohmann::json> Get(const std::string& path);
   Result<nlohmann::json> Post(const std::string& path, const std::string& body,
                               const std::string& content_type);
+  Result<nlohmann::json> Delete(const std::string& path);
 
   // Receives a text body piece by piece as it arrives; `sink` returns false
   // to stop early (stdout closed). For long-lived streams (logs --follow)

@@ -185,6 +185,20 @@ Status ShowNode(ApiClient& api, const std::string& node, const Output& output) {
   return Show(n, output, [&](const json& r) { return RenderNode(r, output.clock.NowMs()); });
 }
 
+Status RemoveNode(ApiClient& api, const std::string& node, const Output& output) {
+  auto r = api.Delete("/v1/nodes/" + node);
+  if (!r) return std::unexpected(r.error());
+  if (output.format == OutputFormat::kJson) {
+    PrintJson(output, *r);
+  } else {
+    output.out << fmt::format(
+        "node {} removed; its certificates {} are revoked and its agent is disconnected. "
+        "`berthd cert node {}` issues a new one to add it back\n",
+        node, r->value("certificates_revoked", std::string("issued until now")), node);
+  }
+  return Ok();
+}
+
 Status CordonTarget(ApiClient& api, const std::string& action, const std::string& target,
                     const std::string& reason, const Output& output) {
   std::string node = target;

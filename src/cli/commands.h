@@ -81,6 +81,9 @@ Status ListGpus(ApiClient& api, const Output& output);
 Status ShowNode(ApiClient& api, const std::string& node, const Output& output);
 // `target` is NODE or NODE/GPU. `action`: "cordon", "drain" (nodes only) or
 // "uncordon".
+// DELETE /v1/nodes/NAME: the node leaves the inventory, its certificates
+// are revoked.
+Status RemoveNode(ApiClient& api, const std::string& node, const Output& output);
 Status CordonTarget(ApiClient& api, const std::string& action, const std::string& target,
                     const std::string& reason, const Output& output);
 // Alerts (commands_alert.cc): the list (--all, --kind), a manual resolve,
@@ -91,7 +94,8 @@ Status ShowAlertRules(ApiClient& api, const Output& output);
 // `base` > 0: refused (409) unless it is still the newest version.
 Status ApplyAlertRules(ApiClient& api, const std::string& yaml, const std::string& comment,
                        std::int64_t base, const Output& output);
-Status ListAlertDeliveries(ApiClient& api, const Output& output);
+// GET /v1/alert-deliveries page after page, newest first, until `limit` (0: all).
+Status ListAlertDeliveries(ApiClient& api, std::uint64_t limit, const Output& output);
 void PrintVersion(const Output& output);
 
 // --- berth policy ---
@@ -173,7 +177,8 @@ Status SaveConfig(const std::filesystem::path& path, const CliConfig& config);
 Status Login(ApiClient& api, const std::filesystem::path& config_path, CliConfig config,
              const Output& out);
 Status WhoAmI(ApiClient& api, const Output& out);
-Status ListIdentities(ApiClient& api, const Output& out);
+// GET /v1/identities page after page, by name; `limit` stops after N (0: all).
+Status ListIdentities(ApiClient& api, std::uint64_t limit, const Output& out);
 // `tenants`: tenant -> role ("viewer", "member", "tenant-admin").
 Status CreateIdentity(ApiClient& api, const std::string& name, bool service, bool platform_admin,
                       bool metrics_reader, const std::map<std::string, std::string>& tenants,
@@ -189,7 +194,9 @@ Status RemoveMember(ApiClient& api, const std::string& tenant, const std::string
 // Prints the token once, on a line of its own (for scripts: `| head -1`).
 Status CreateToken(ApiClient& api, const std::string& identity, const std::string& ttl,
                    const std::string& description, const Output& out);
-Status ListTokens(ApiClient& api, const std::string& identity, const Output& out);
+// GET /v1/tokens page after page, newest first; `limit` stops after N (0: all).
+Status ListTokens(ApiClient& api, const std::string& identity, std::uint64_t limit,
+                  const Output& out);
 Status RevokeToken(ApiClient& api, const std::string& id, const Output& out);
 // --- berth quota (commands_quota.cc) ---
 // Amounts as the policy YAML writes them ("16", "0.5", "500m", "80Gi");

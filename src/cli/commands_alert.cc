@@ -100,10 +100,11 @@ Status ApplyAlertRules(ApiClient& api, const std::string& yaml, const std::strin
   return Ok();
 }
 
-Status ListAlertDeliveries(ApiClient& api, const Output& output) {
-  auto r = api.Get("/v1/alert-deliveries");
-  if (!r) return std::unexpected(r.error());
-  const json& list = Array(*r, "deliveries");
+Status ListAlertDeliveries(ApiClient& api, std::uint64_t limit, const Output& output) {
+  auto all = GetAllPages(api, "/v1/alert-deliveries", {}, "deliveries", limit, PageOrder::kAppend);
+  if (!all) return std::unexpected(all.error());
+  const json page{{"deliveries", std::move(*all)}};
+  const json& list = Array(page, "deliveries");
   std::string human = "No webhook deliveries.\n";
   if (!list.empty()) {
     Table t({"ID", "ALERT", "SINK", "EVENT", "STATE", "ATTEMPTS", "AGE", "LAST ERROR"});
@@ -115,7 +116,7 @@ Status ListAlertDeliveries(ApiClient& api, const Output& output) {
     }
     human = t.Render();
   }
-  PrintOrJson(output, *r, human);
+  PrintOrJson(output, page, human);
   return Ok();
 }
 

@@ -130,12 +130,13 @@ Status WhoAmI(ApiClient& api, const Output& out) {
   return {};
 }
 
-Status ListIdentities(ApiClient& api, const Output& out) {
-  auto r = api.Get("/v1/identities");
-  if (!r) return std::unexpected(r.error());
-  if (out.format == OutputFormat::kJson) return PrintJson(out, *r), Status{};
+Status ListIdentities(ApiClient& api, std::uint64_t limit, const Output& out) {
+  auto all = GetAllPages(api, "/v1/identities", {}, "identities", limit, PageOrder::kAppend);
+  if (!all) return std::unexpected(all.error());
+  const json r{{"identities", std::move(*all)}};
+  if (out.format == OutputFormat::kJson) return PrintJson(out, r), Status{};
   Table t({"NAME", "KIND", "PLATFORM-ADMIN", "TENANTS", "STATE", "CREATED BY"});
-  for (const auto& id : (*r)["identities"]) {
+  for (const auto& id : r["identities"]) {
     t.AddRow({Str(id, "name"), Str(id, "kind"), id.value("platform_admin", false) ? "yes" : "no",
               Roles(id["tenants"]), id.value("disabled", false) ? "disabled" : "active",
               Str(id, "created_by")});
@@ -219,13 +220,15 @@ Status CreateToken(ApiClient& api, const std::string& identity, const std::strin
   return {};
 }
 
-Status ListTokens(ApiClient& api, const std::string& identity, const Output& out) {
-  auto r = api.Get(identity.empty() ? std::string("/v1/tokens")
-                                    : "/v1/tokens" + QueryString({{"identity", identity}}));
-  if (!r) return std::unexpected(r.error());
-  if (out.format == OutputFormat::kJson) return PrintJson(out, *r), Status{};
+Status ListTokens(ApiClient& api, const std::string& identity, std::uint64_t limit,
+                  const Output& out) {
+  auto all =
+      GetAllPages(api, "/v1/tokens", {{"identity", identity}}, "tokens", limit, PageOrder::kAppend);
+  if (!all) return std::unexpected(all.error());
+  const json r{{"tokens", std::move(*all)}};
+  if (out.format == OutputFormat::kJson) return PrintJson(out, r), Status{};
   Table t({"ID", "IDENTITY", "CREATED", "EXPIRES", "REVOKED", "DESCRIPTION"});
-  for (const auto& tok : (*r)["tokens"]) {
+  for (const auto& tok : r["tokens"]) {
     t.AddRow({Str(tok, "id"), Str(tok, "identity"), Time(tok, "created_ms"),
               tok["expires_ms"].is_null() ? "never" : Time(tok, "expires_ms"),
               tok["revoked_ms"].is_null()

@@ -15,6 +15,7 @@ struct AlertFlags {
   std::string rules_text;
   std::string rules_comment;
   std::int64_t rules_base = 0;
+  std::uint64_t deliveries_limit = 100;
 };
 
 void RegisterRules(CommandRegistry& registry, CLI::App* alert, AlertFlags& f) {
@@ -58,8 +59,11 @@ void RegisterAlertCommands(CommandRegistry& registry) {
   RegisterRules(registry, alert, f);
   auto* deliveries =
       alert->add_subcommand("deliveries", "recent webhook deliveries: pending, delivered, failed");
-  registry.OnRun(deliveries,
-                 [](ApiClient& api, const Output& out) { return ListAlertDeliveries(api, out); });
+  deliveries->add_option("--limit", f.deliveries_limit,
+                         "the newest N deliveries, fetched page after page (default 100; 0: all)");
+  registry.OnRun(deliveries, [&f](ApiClient& api, const Output& out) {
+    return ListAlertDeliveries(api, f.deliveries_limit, out);
+  });
 }
 
 }  // namespace berth::cli

@@ -1,4 +1,4 @@
-// berth nodes, gpus, node, cordon, drain and uncordon.
+// berth nodes, gpus, node, node remove, cordon, drain and uncordon.
 #include <string>
 
 #include "cli/registry.h"
@@ -8,6 +8,7 @@ namespace {
 
 struct ClusterFlags {
   std::string node_name;
+  std::string remove_name;
   std::string cordon_target;
   std::string cordon_reason;
 };
@@ -24,9 +25,21 @@ void RegisterClusterCommands(CommandRegistry& registry) {
   registry.OnRun(gpus, [](ApiClient& api, const Output& out) { return ListGpus(api, out); });
 
   auto* node_cmd = app.add_subcommand("node", "show one node: state, cordon, GPUs and events");
-  node_cmd->add_option("node", f.node_name, "node name")->required();
-  registry.OnRun(node_cmd, [&f](ApiClient& api, const Output& out) {
+  // Not required() here: `berth node remove NAME` names it below instead.
+  node_cmd->add_option("node", f.node_name, "node name");
+  registry.OnRun(node_cmd, [&f](ApiClient& api, const Output& out) -> Status {
+    if (f.node_name.empty()) {
+      return InvalidField("node", "name a node: `berth node NAME` (`berth nodes` lists them)");
+    }
     return ShowNode(api, f.node_name, out);
+  });
+  auto* remove_cmd = node_cmd->add_subcommand(
+      "remove",
+      "remove a node without active runs from the inventory and revoke its certificates "
+      "(platform admins)");
+  remove_cmd->add_option("name", f.remove_name, "node name")->required();
+  registry.OnRun(remove_cmd, [&f](ApiClient& api, const Output& out) {
+    return RemoveNode(api, f.remove_name, out);
   });
 
   for (const char* action : {"cordon", "drain", "uncordon"}) {

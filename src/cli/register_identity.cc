@@ -26,6 +26,7 @@ struct IdentityFlags {
   std::string member_identity;
   std::string member_role = "member";
   std::string token_identity;
+  std::uint64_t list_limit = 0;  // identity list, token list: 0 for every row
   std::string token_ttl;
   std::string token_description;
   std::string token_id;
@@ -95,7 +96,12 @@ void RegisterIdentity(CommandRegistry& r, IdentityFlags& f) {
   auto* identity = r.app().add_subcommand("identity", "people and service accounts (admins)");
   identity->require_subcommand(1);
   auto* list = identity->add_subcommand("list", "every identity you may manage");
-  r.OnRun(list, [](ApiClient& api, const Output& out) { return ListIdentities(api, out); });
+  list->add_option("--limit", f.list_limit,
+                   "the first N identities by name (default: every one, fetched page after page)")
+      ->check(CLI::PositiveNumber);
+  r.OnRun(list, [&f](ApiClient& api, const Output& out) {
+    return ListIdentities(api, f.list_limit, out);
+  });
   auto* create = identity->add_subcommand("create", "create a user or service account");
   create->add_option("NAME", f.name, "its name")->required();
   create->add_flag("--service", f.service, "a service account (CI, a bot)");
@@ -164,8 +170,11 @@ void RegisterToken(CommandRegistry& r, IdentityFlags& f) {
   });
   auto* list = token->add_subcommand("list", "tokens (never their secrets)");
   list->add_option("--identity", f.token_identity, "another identity's tokens");
+  list->add_option("--limit", f.list_limit,
+                   "the newest N tokens (default: every one, fetched page after page)")
+      ->check(CLI::PositiveNumber);
   r.OnRun(list, [&f](ApiClient& api, const Output& out) {
-    return ListTokens(api, f.token_identity, out);
+    return ListTokens(api, f.token_identity, f.list_limit, out);
   });
   auto* revoke = token->add_subcommand("revoke", "revoke a token at once");
   revoke->add_option("ID", f.token_id, "the token id (berth token list)")->required();

@@ -7,6 +7,8 @@
 #include <optional>
 #include <unordered_set>
 
+#include "control/pki.h"
+
 namespace berth::server {
 namespace {
 
@@ -16,7 +18,8 @@ using Stream = grpc::ServerReaderWriter<berth::v1::ServerMessage, berth::v1::Age
 // (acks, registration replies) both send on it.
 class StreamSession final : public AgentSession {
  public:
-  StreamSession(std::string node, Stream* stream) : node_(std::move(node)), stream_(stream) {}
+  StreamSession(std::string node, Stream* stream, grpc::ServerContext* context)
+      : node_(std::move(node)), stream_(stream), context_(context) {}
 
   bool Send(const berth::v1::ServerMessage& msg) override {
     std::lock_guard lock(mu_);
@@ -25,6 +28,15 @@ class StreamSession final : public AgentSession {
     return !closed_;
   }
   const std::string& node() const override { return node_; }
+  // The agent sees the stream cancelled; its next connection is refused
+  // with the reason (the certificate is revoked).
+  void Disconnect(const std::string& why) override {
+    std::lock_guard lock(mu_);
+    if (closed_) return;
+    spdlog::info("disconnecting agent {}: {}", node_, why);
+    closed_ = true;
+    context_->TryCancel();
+  }
 
   // Called when the RPC returns: the stream pointer dies with it.
   void Close() {
@@ -36,6 +48,7 @@ class StreamSession final : public AgentSession {
   std::string node_;
   std::mutex mu_;
   Stream* stream_;
+  grpc::ServerContext* context_;
   bool closed_ = false;
 };
 
@@ -47,6 +60,18 @@ std::string PeerCommonName(const grpc::ServerContext& context) {
   auto values = auth->FindPropertyValues("x509_common_name");
   if (values.empty()) return "";
   return {values.front().data(), values.front().size()};
+}
+
+// The verified client certificate's notBefore (its issue time), or nullopt
+// when the peer presented none.
+std::optional<TimeMs> PeerCertIssuedMs(const grpc::ServerContext& context) {
+  auto auth = context.auth_context();
+  if (!auth) return std::nullopt;
+  auto values = auth->FindPropertyValues("x509_pem_cert");
+  if (values.empty()) return std::nullopt;
+  auto validity = pki::ValidityOf(std::string(values.front().data(), values.front().size()));
+  if (!validity) return std::nullopt;
+  return validity->not_before_ms;
 }
 
 // Whether the peer came over a socket; embedded agents' in-process channel
@@ -96,6 +121,28 @@ std::optional<grpc::Status> AgentService::CheckRunOwner(const std::string& node,
   return std::nullopt;
 }
 
+void AgentService::RenewCertificate(const std::string& node, std::optional<TimeMs> cert_issued_ms,
+                                    const berth::v1::RenewCertificate& req, AgentSession& session,
+                                    const grpc::ServerContext& context) {
+  berth::v1::ServerMessage reply;
+  auto* issued = reply.mutable_certificate_issued();
+  Result<std::string> cert = Fail(Code::kFailedPrecondition,
+                                  "this stream presented no client certificate: there is none to "
+                                  "renew (a plain or in-process agent)");
+  if (cert_issued_ms) {
+    cert = controller_.RenewNodeCert(node, *cert_issued_ms, req.csr_pem(), context.peer());
+  }
+  if (cert) {
+    issued->set_cert_pem(std::move(*cert));
+  } else {
+    spdlog::warn("agent {} from {}: certificate renewal refused: {}", node, context.peer(),
+                 cert.error().message);
+    issued->set_error(cert.error().message);
+    issued->set_code(static_cast<std::int32_t>(cert.error().code));
+  }
+  session.Send(reply);
+}
+
 grpc::Status AgentService::Connect(grpc::ServerContext* context, Stream* stream) {
   const std::string cert_node = PeerCommonName(*context);
   if (cert_node.empty() && require_peer_cert_ && NetworkPeer(*context)) {
@@ -110,6 +157,11 @@ grpc::Status AgentService::Connect(grpc::ServerContext* context, Stream* stream)
     return {grpc::StatusCode::FAILED_PRECONDITION, "the first message must be Register"};
   }
   const std::string node = msg.register_().node().name();
+  const std::optional<TimeMs> cert_issued_ms =
+      cert_node.empty() ? std::nullopt : PeerCertIssuedMs(*context);
+  if (!cert_node.empty() && !cert_issued_ms) {
+    return {grpc::StatusCode::UNAUTHENTICATED, "cannot read the client certificate's validity"};
+  }
   if (!cert_node.empty() && node != cert_node) {
     spdlog::error(
         "agent from {} refused: its certificate is for node '{}' but it registered as "
@@ -126,12 +178,14 @@ grpc::Status AgentService::Connect(grpc::ServerContext* context, Stream* stream)
   for (const auto& run : msg.register_().runs()) {
     if (auto denied = CheckRunOwner(node, run.run_id(), own_runs, *context)) return *denied;
   }
-  auto session = std::make_shared<StreamSession>(node, stream);
-  if (auto st = controller_.OnRegister(msg.register_(), session); !st) {
+  auto session = std::make_shared<StreamSession>(node, stream, context);
+  if (auto st = controller_.OnRegister(msg.register_(), session, cert_issued_ms); !st) {
     spdlog::error("registration of {} from {} failed: {}", node, context->peer(),
                   st.error().message);
     session->Close();
-    return {grpc::StatusCode::INVALID_ARGUMENT, st.error().message};
+    return {st.error().code == Code::kPermissionDenied ? grpc::StatusCode::PERMISSION_DENIED
+                                                       : grpc::StatusCode::INVALID_ARGUMENT,
+            st.error().message};
   }
   while (stream->Read(&msg)) {
     if (auto denied = CheckRunOwner(node, RunOf(msg), own_runs, *context)) {
@@ -166,6 +220,9 @@ grpc::Status AgentService::Connect(grpc::ServerContext* context, Stream* stream)
         break;
       case berth::v1::AgentMessage::kOutputReply:
         controller_.OnOutputReply(node, std::move(*msg.mutable_output_reply()));
+        break;
+      case berth::v1::AgentMessage::kRenewCertificate:
+        RenewCertificate(node, cert_issued_ms, msg.renew_certificate(), *session, *context);
         break;
       case berth::v1::AgentMessage::kRegister:
       case berth::v1::AgentMessage::MSG_NOT_SET:

@@ -6,7 +6,9 @@
 // registers as must be that name; one stream is one node for its whole life.
 // Peers without a certificate are accepted only where berthd allows them:
 // the in-process channel of embedded agents, and a loopback listener started
-// with --plain-agents.
+// with --plain-agents. A certificate revoked by the node's removal is
+// refused at registration; a node renews its certificate over its stream
+// (RenewCertificate), for its own name only.
 #pragma once
 
 #include <optional>
@@ -34,6 +36,12 @@ class AgentService final : public berth::v1::AgentService::Service {
   std::optional<grpc::Status> CheckRunOwner(const std::string& node, const std::string& run,
                                             std::unordered_set<std::string>& own_runs,
                                             const grpc::ServerContext& context);
+
+  // Answers a RenewCertificate with a CertificateIssued (the certificate, or
+  // why not) on the stream.
+  void RenewCertificate(const std::string& node, std::optional<TimeMs> cert_issued_ms,
+                        const berth::v1::RenewCertificate& req, AgentSession& session,
+                        const grpc::ServerContext& context);
 
   Controller& controller_;
   bool require_peer_cert_;

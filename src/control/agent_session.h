@@ -16,6 +16,9 @@ class AgentSession {
   // session of the same node, which is safe because orders are idempotent.
   virtual bool Send(const berth::v1::ServerMessage& msg) = 0;
   virtual const std::string& node() const = 0;
+  // Ends the stream now (the node was removed): the agent sees it close
+  // with `why`, or with a cancellation where the transport cannot say more.
+  virtual void Disconnect(const std::string& why) { (void)why; }
 };
 
 }  // namespace berth::server

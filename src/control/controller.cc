@@ -11,6 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <unordered_map>
 
 #include "control/agent_decode.h"
 #include "control/job_token.h"
@@ -254,7 +255,7 @@ Status Controller::RunPass() {
     active = store_.ActiveRuns();
     if (!active) return std::unexpected(active.error());
   }
-  auto pending = store_.PendingJobs();
+  auto pending = store_.SharedPendingJobs();
   if (!pending) return std::unexpected(pending.error());
   BERTH_RETURN_IF_ERROR(ObserveRuns(now, (*policy)->policy.usage_half_life_ms, *active));
   if (meter_ != nullptr && (over_budget_at_ms_ < 0 || now - over_budget_at_ms_ >= 1000)) {
@@ -282,7 +283,7 @@ Status Controller::RunPass() {
     if (*moved) {
       active = store_.ActiveRuns();
       if (!active) return std::unexpected(active.error());
-      pending = store_.PendingJobs();
+      pending = store_.SharedPendingJobs();
       if (!pending) return std::unexpected(pending.error());
     }
     // A job whose evictions are still stopping is left out: it is already
@@ -293,15 +294,21 @@ Status Controller::RunPass() {
     std::set<std::int64_t> movers;
     for (const auto& [job, held] : held_moves_)
       movers.insert(held.movers.begin(), held.movers.end());
-    std::vector<store::JobRecord> schedulable;
+    store::PendingQueue schedulable;
+    schedulable.reserve(pending->size());
     // Low-priority jobs of tenants over an enforced budget wait; the
     // scheduler never sees them (running jobs are never stopped for a budget).
     std::vector<sched::PendingDecision> over_budget;
-    for (auto& job : *pending) {
+    // The reason each job waits with now, so a pass writes only the reasons
+    // that changed (points into the shared records, which never change).
+    std::unordered_map<std::int64_t, const model::Reason*> stored_reason;
+    for (auto& shared : *pending) {
+      const store::JobRecord& job = *shared;
       if (movers.contains(job.id)) continue;
       if (job.spec.priority == model::Priority::kLow) {
         if (auto it = over_budget_.find(job.spec.tenant); it != over_budget_.end()) {
           over_budget.push_back({job.id, it->second});
+          stored_reason[job.id] = &job.reason;
           continue;
         }
       }
@@ -314,7 +321,7 @@ Status Controller::RunPass() {
         if (waiting) continue;
         awaiting_evictions_.erase(it);
       }
-      schedulable.push_back(std::move(job));
+      schedulable.push_back(std::move(shared));
     }
     // Decayed usage as of now: what ended, and what runs (its end is now).
     std::vector<model::UsageInterval> running;
@@ -348,6 +355,11 @@ Status Controller::RunPass() {
     sched::Plan plan = scheduler_.Schedule(*snap);
     const std::chrono::duration<double> cycle = std::chrono::steady_clock::now() - cycle_start;
     plan.pending.insert(plan.pending.end(), over_budget.begin(), over_budget.end());
+    for (const auto& job : schedulable) stored_reason[job->id] = &job->reason;
+    std::erase_if(plan.pending, [&](const sched::PendingDecision& d) {
+      auto it = stored_reason.find(d.job_id);
+      return it != stored_reason.end() && *it->second == d.reason;
+    });
     HoldPlacementsBehindEvictions(plan);
     BERTH_RETURN_IF_ERROR(control::ApplyPlan(store_, plan, *nodes, (*policy)->version, now));
     CountPass(plan, schedulable, cycle.count(), now);
@@ -378,18 +390,17 @@ void Controller::CountOutcome(const store::JobRecord& job, TimeMs now) {
                          failure_class);
 }
 
-void Controller::CountPass(const sched::Plan& plan,
-                           const std::vector<store::JobRecord>& schedulable, double seconds,
-                           TimeMs now) {
+void Controller::CountPass(const sched::Plan& plan, const store::PendingQueue& schedulable,
+                           double seconds, TimeMs now) {
   if (metrics_ == nullptr) return;
   metrics_->ObserveCycle(seconds, plan.placements.size());
   for (const auto& p : plan.placements) {
     if (p.moved) continue;  // a running job's new place: it did not wait
     auto it = std::find_if(schedulable.begin(), schedulable.end(),
-                           [&](const store::JobRecord& j) { return j.id == p.job_id; });
+                           [&](const auto& j) { return j->id == p.job_id; });
     if (it == schedulable.end()) continue;
-    metrics_->ObserveQueueWait(it->spec.tenant, it->spec.queue,
-                               static_cast<double>(now - it->submitted_at_ms) / 1000.0);
+    metrics_->ObserveQueueWait((*it)->spec.tenant, (*it)->spec.queue,
+                               static_cast<double>(now - (*it)->submitted_at_ms) / 1000.0);
   }
   for (const auto& e : plan.evictions) {
     metrics_->CountPreemption(std::string(sched::EvictionCauseName(e.cause)));
@@ -482,7 +493,7 @@ void Controller::HoldPlacementsBehindEvictions(sched::Plan& plan) {
 Result<bool> Controller::ApplyHeldMoves(const std::vector<store::RunRecord>& active,
                                         const std::vector<store::NodeRecord>& nodes,
                                         const std::map<std::string, bool>& ready,
-                                        const std::vector<store::JobRecord>& pending,
+                                        const store::PendingQueue& pending,
                                         std::int64_t policy_version, TimeMs now) {
   if (held_moves_.empty()) return false;
   std::set<std::int64_t> running;
@@ -492,7 +503,7 @@ Result<bool> Controller::ApplyHeldMoves(const std::vector<store::RunRecord>& act
     for (auto g : run.gpu_indices) busy.emplace(run.node, g);
   }
   std::set<std::int64_t> waiting;
-  for (const auto& job : pending) waiting.insert(job.id);
+  for (const auto& job : pending) waiting.insert(job->id);
   auto usable = [&](const sched::Placement& p) {
     if (!waiting.contains(p.job_id)) return false;  // cancelled, or finished before it stopped
     return std::all_of(p.replicas.begin(), p.replicas.end(), [&](const auto& rp) {

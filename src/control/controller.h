@@ -21,6 +21,7 @@
 #include "common/status.h"
 #include "control/agent_session.h"
 #include "control/outputs.h"
+#include "control/pki.h"
 #include "meter/metering.h"
 #include "model/fencing.h"
 #include "model/telemetry.h"
@@ -138,6 +139,13 @@ class Controller {
   // whether there was one.
   [[nodiscard]] Result<bool> Uncordon(const std::string& node, std::optional<std::uint32_t> gpu,
                                       const std::string& by, const store::AuditOf<>& audit = {});
+  // Removes a node from the inventory and revokes its certificates
+  // (store::NodeStore::RemoveNode; refused while it has active runs), in
+  // one transaction with `audit`'s record; then ends its agent's stream.
+  // Held against registrations, so a registration racing the removal
+  // either finishes first (and is cut) or is refused.
+  [[nodiscard]] Status RemoveNode(const std::string& node, const std::string& by,
+                                  const store::AuditOf<>& audit = {});
   std::filesystem::path LogPath(std::int64_t job_id, const std::string& run_id) const;
   // The size a run's log of `tenant` is kept to (run_log.h): the policy's
   // log_bytes_per_run where it sets one, else --log-limit (0: no limit).
@@ -170,8 +178,33 @@ class Controller {
       const store::AuditOf<store::QuotaRequest, store::QuotaRequest>& audit = {});
 
   // --- agent stream side (called from the stream's reader thread) ---
+  // `cert_not_before_ms`: the notBefore of the client certificate the
+  // stream authenticated with (none: a plain or in-process agent). A
+  // certificate revoked by the node's removal is refused (PermissionDenied,
+  // naming the revocation) before anything is recorded.
   [[nodiscard]] Status OnRegister(const berth::v1::Register& reg,
-                                  const std::shared_ptr<AgentSession>& session);
+                                  const std::shared_ptr<AgentSession>& session,
+                                  std::optional<TimeMs> cert_not_before_ms = std::nullopt);
+  // PermissionDenied, naming the removal, when `node`'s certificate issued
+  // at `not_before_ms` is revoked (model::NodeCertRevoked).
+  [[nodiscard]] Status CheckNodeCert(const std::string& node, TimeMs not_before_ms);
+  // What signs renewed node certificates: the data dir's CA and
+  // --node-cert-ttl. Unset (berthd trusts another CA for agents): renewals
+  // are refused, FailedPrecondition. Set before Start().
+  struct NodeCertSigner {
+    pki::Credentials ca;
+    TimeMs ttl_ms = pki::kDefaultNodeCertTtlMs;
+  };
+  void set_node_cert_signer(NodeCertSigner signer) { signer_ = std::move(signer); }
+  // A node's renewal (agent.proto RenewCertificate): signs `csr_pem` for
+  // `node`, the stream's authenticated node, whose certificate was issued at
+  // `presented_not_before_ms`; PermissionDenied for a CSR of another name,
+  // a removed node or a revoked certificate. Audited (node.cert.renew,
+  // actor node/<name>, from `peer`) with the node event it records.
+  [[nodiscard]] Result<std::string> RenewNodeCert(const std::string& node,
+                                                  TimeMs presented_not_before_ms,
+                                                  const std::string& csr_pem,
+                                                  const std::string& peer);
   void OnHeartbeat(const std::string& node);
   void OnDisconnect(const std::shared_ptr<AgentSession>& session);
   [[nodiscard]] Status OnRunStarted(const std::string& node, const berth::v1::RunStarted& msg);
@@ -245,8 +278,8 @@ class Controller {
   Result<bool> ApplyHeldMoves(const std::vector<store::RunRecord>& active,
                               const std::vector<store::NodeRecord>& nodes,
                               const std::map<std::string, bool>& ready,
-                              const std::vector<store::JobRecord>& pending,
-                              std::int64_t policy_version, TimeMs now);
+                              const store::PendingQueue& pending, std::int64_t policy_version,
+                              TimeMs now);
   // After a restart: which pending jobs wait for victims still stopping, from
   // the victims' runs (stopped for preemption or reclaim) and their reasons.
   Status RecoverEvictions(const std::vector<store::RunRecord>& active);
@@ -279,8 +312,8 @@ class Controller {
   // exit recorded again finds it finished earlier and counts nothing).
   void CountOutcome(const store::JobRecord& job, TimeMs now);
   // Counts a pass's placements (with each job's queue wait) and evictions.
-  void CountPass(const sched::Plan& plan, const std::vector<store::JobRecord>& schedulable,
-                 double seconds, TimeMs now);
+  void CountPass(const sched::Plan& plan, const store::PendingQueue& schedulable, double seconds,
+                 TimeMs now);
   // Tenants over an enforced budget -> the reason their low-priority jobs
   // wait with, as of over_budget_at_ms (pass thread only).
   std::map<std::string, model::Reason> over_budget_;
@@ -293,6 +326,9 @@ class Controller {
   TimeMs RunGraceMs(const model::JobSpec& spec) const;
   model::FenceTiming Fencing() const;
 
+  std::optional<NodeCertSigner> signer_;
+  // Registrations and removals, one at a time: taken before pass_mu_ and mu_.
+  std::mutex membership_mu_;
   std::mutex pass_mu_;  // one pass at a time
   // Jobs placed behind evictions -> the evicted jobs they wait for. Guarded
   // by pass_mu_. Lost on restart: a pass may then pick victims afresh.

@@ -42,9 +42,12 @@ berth::v1::ServerMessage AckOf(const std::string& run_id) {
 }  // namespace
 
 Status Controller::OnRegister(const berth::v1::Register& reg,
-                              const std::shared_ptr<AgentSession>& session) {
+                              const std::shared_ptr<AgentSession>& session,
+                              std::optional<TimeMs> cert_not_before_ms) {
+  std::lock_guard membership(membership_mu_);
   TimeMs now = clock_.NowMs();
   model::NodeInfo info = proto_convert::NodeFromProto(reg.node());
+  if (cert_not_before_ms) BERTH_RETURN_IF_ERROR(CheckNodeCert(info.name, *cert_not_before_ms));
   BERTH_RETURN_IF_ERROR(CheckNodeInventory(info));
   for (const auto& g : reg.node().gpus()) {
     // Kept out of placement, not cordoned (as in OnGpuHealth); said here so

@@ -21,44 +21,32 @@
 #include <memory>
 #include <sstream>
 
+#include "common/openssl_ptr.h"
+
 namespace berth::server::pki {
 namespace {
 
 namespace fs = std::filesystem;
 
 constexpr long kCaDays = 3650;    // the CA outlives every certificate it signs
-constexpr long kLeafDays = 1825;  // servers and nodes: five years
+constexpr long kLeafDays = 1825;  // servers: five years
 // notBefore lies a little in the past, so a peer whose clock is slightly
 // behind still accepts a certificate issued a moment ago.
 constexpr long kBackdateSeconds = 300;
 
-template <auto Free>
-struct Deleter {
-  template <typename T>
-  void operator()(T* p) const {
-    Free(p);
-  }
-};
-using X509Ptr = std::unique_ptr<X509, Deleter<X509_free>>;
-using KeyPtr = std::unique_ptr<EVP_PKEY, Deleter<EVP_PKEY_free>>;
-using BioPtr = std::unique_ptr<BIO, Deleter<BIO_free_all>>;
-using BnPtr = std::unique_ptr<BIGNUM, Deleter<BN_free>>;
-using ExtPtr = std::unique_ptr<X509_EXTENSION, Deleter<X509_EXTENSION_free>>;
-using StorePtr = std::unique_ptr<X509_STORE, Deleter<X509_STORE_free>>;
-using StoreCtxPtr = std::unique_ptr<X509_STORE_CTX, Deleter<X509_STORE_CTX_free>>;
-
-// The last OpenSSL error as text (and the error queue cleared).
-std::string SslError() {
-  unsigned long code = ERR_get_error();
-  ERR_clear_error();
-  if (code == 0) return "unknown OpenSSL error";
-  std::array<char, 256> buf{};
-  ERR_error_string_n(code, buf.data(), buf.size());
-  return buf.data();
-}
+using ossl::AsnTimeMs;
+using ossl::BioPtr;
+using ossl::BioText;
+using ossl::BnPtr;
+using ossl::ExtPtr;
+using ossl::KeyPtr;
+using ossl::ReqPtr;
+using ossl::StoreCtxPtr;
+using ossl::StorePtr;
+using ossl::X509Ptr;
 
 std::unexpected<Error> SslFail(std::string_view what) {
-  return Fail(Code::kInternal, fmt::format("{}: {}", what, SslError()));
+  return ossl::Failed(what);
 }
 
 std::string ErrnoText(int err) {
@@ -85,13 +73,6 @@ Result<KeyPtr> ParseKey(const std::string& pem, std::string_view what) {
                 fmt::format("{} is not an unencrypted PEM private key", what));
   }
   return key;
-}
-
-Result<std::string> BioText(BIO* bio) {
-  char* data = nullptr;
-  long len = BIO_get_mem_data(bio, &data);
-  if (len <= 0 || data == nullptr) return SslFail("cannot encode PEM");
-  return std::string(data, static_cast<std::size_t>(len));
 }
 
 Result<Credentials> ToPem(X509* cert, EVP_PKEY* key) {
@@ -125,8 +106,10 @@ Status AddExtension(X509* cert, X509* issuer, int nid, const std::string& value)
   return Ok();
 }
 
-// A certificate for `key` named `cn`, before its extensions and signature.
-Result<X509Ptr> NewCert(EVP_PKEY* key, const std::string& cn, long days, std::int64_t now_ms) {
+// A certificate for `key` named `cn`, before its extensions and signature:
+// valid from `backdate_s` before `now_ms` for `life_s`.
+Result<X509Ptr> NewCert(EVP_PKEY* key, const std::string& cn, long backdate_s, long life_s,
+                        std::int64_t now_ms) {
   X509Ptr cert(X509_new());
   if (!cert || X509_set_version(cert.get(), 2) != 1) return SslFail("cannot create certificate");
   // A random 127-bit serial: unique without keeping a counter.
@@ -136,9 +119,9 @@ Result<X509Ptr> NewCert(EVP_PKEY* key, const std::string& cn, long days, std::in
     return SslFail("cannot pick a serial number");
   }
   time_t now = static_cast<time_t>(now_ms / 1000);
-  if (X509_time_adj_ex(X509_getm_notBefore(cert.get()), 0, -kBackdateSeconds, &now) == nullptr ||
-      X509_time_adj_ex(X509_getm_notAfter(cert.get()), static_cast<int>(days), 0, &now) ==
-          nullptr ||
+  if (X509_time_adj_ex(X509_getm_notBefore(cert.get()), 0, -backdate_s, &now) == nullptr ||
+      X509_time_adj_ex(X509_getm_notAfter(cert.get()), static_cast<int>(life_s / 86400),
+                       life_s % 86400, &now) == nullptr ||
       X509_set_pubkey(cert.get(), key) != 1) {
     return SslFail("cannot set validity or public key");
   }
@@ -151,11 +134,18 @@ Result<X509Ptr> NewCert(EVP_PKEY* key, const std::string& cn, long days, std::in
   return cert;
 }
 
-// Signs a leaf certificate for a fresh key with `ca`; `extensions` are
-// (nid, value) pairs in OpenSSL's config syntax.
-Result<Credentials> IssueLeaf(const Credentials& ca, const std::string& cn,
-                              const std::vector<std::pair<int, std::string>>& extensions,
-                              std::int64_t now_ms) {
+using Extensions = std::vector<std::pair<int, std::string>>;
+
+// The lifetime of a leaf: its backdate and length, seconds.
+struct Life {
+  long backdate_s = kBackdateSeconds;
+  long life_s = kLeafDays * 86400;
+};
+
+// A leaf certificate for `key` named `cn`, signed with `ca`; `extensions`
+// are (nid, value) pairs in OpenSSL's config syntax.
+Result<X509Ptr> SignLeaf(const Credentials& ca, EVP_PKEY* key, const std::string& cn,
+                         const Extensions& extensions, Life life, std::int64_t now_ms) {
   auto ca_cert = ParseCert(ca.cert_pem, "the CA certificate");
   if (!ca_cert) return std::unexpected(ca_cert.error());
   auto ca_key = ParseKey(ca.key_pem, "the CA key");
@@ -164,9 +154,7 @@ Result<Credentials> IssueLeaf(const Credentials& ca, const std::string& cn,
     ERR_clear_error();
     return Fail(Code::kInvalidArgument, "the CA key does not belong to the CA certificate");
   }
-  auto key = NewKey();
-  if (!key) return std::unexpected(key.error());
-  auto cert = NewCert(key->get(), cn, kLeafDays, now_ms);
+  auto cert = NewCert(key, cn, life.backdate_s, life.life_s, now_ms);
   if (!cert) return std::unexpected(cert.error());
   if (X509_set_issuer_name(cert->get(), X509_get_subject_name(ca_cert->get())) != 1) {
     return SslFail("cannot set the issuer");
@@ -183,7 +171,34 @@ Result<Credentials> IssueLeaf(const Credentials& ca, const std::string& cn,
     BERTH_RETURN_IF_ERROR(AddExtension(cert->get(), ca_cert->get(), nid, value));
   }
   if (X509_sign(cert->get(), ca_key->get(), EVP_sha256()) == 0) return SslFail("cannot sign");
+  return cert;
+}
+
+// SignLeaf for a fresh key; the certificate and the key.
+Result<Credentials> IssueLeaf(const Credentials& ca, const std::string& cn,
+                              const Extensions& extensions, std::int64_t now_ms, Life life = {}) {
+  auto key = NewKey();
+  if (!key) return std::unexpected(key.error());
+  auto cert = SignLeaf(ca, key->get(), cn, extensions, life, now_ms);
+  if (!cert) return std::unexpected(cert.error());
   return ToPem(cert->get(), key->get());
+}
+
+Extensions NodeExtensions(const std::string& node) {
+  return {{NID_subject_alt_name, "URI:berth-node:" + node}, {NID_ext_key_usage, "clientAuth"}};
+}
+
+Life NodeLife(std::int64_t ttl_ms) {
+  return {0, static_cast<long>(ttl_ms / 1000)};
+}
+
+Status CheckNodeTtl(std::int64_t ttl_ms) {
+  if (ttl_ms < kMinNodeCertTtlMs || ttl_ms > kMaxNodeCertTtlMs) {
+    return InvalidField(
+        "--node-cert-ttl",
+        fmt::format("a node certificate lives between 10s and 366d, not {} ms", ttl_ms));
+  }
+  return Ok();
 }
 
 bool IsIpLiteral(const std::string& name) {
@@ -243,7 +258,7 @@ TlsFiles FilesIn(const fs::path& data_dir) {
 Result<Credentials> CreateCa(const std::string& name, std::int64_t now_ms) {
   auto key = NewKey();
   if (!key) return std::unexpected(key.error());
-  auto cert = NewCert(key->get(), name, kCaDays, now_ms);
+  auto cert = NewCert(key->get(), name, kBackdateSeconds, kCaDays * 86400, now_ms);
   if (!cert) return std::unexpected(cert.error());
   X509* c = cert->get();
   if (X509_set_issuer_name(c, X509_get_subject_name(c)) != 1) return SslFail("cannot set issuer");
@@ -279,16 +294,62 @@ Result<Credentials> IssueServerCert(const Credentials& ca,
 }
 
 Result<Credentials> IssueNodeCert(const Credentials& ca, const std::string& node,
-                                  std::int64_t now_ms) {
+                                  std::int64_t now_ms, std::int64_t ttl_ms) {
   if (!IsPlainName(node) || node.find(':') != std::string::npos) {
     return InvalidField("NODE", fmt::format("node name '{}' must be letters, digits, '.', '-' or "
                                             "'_' (as berth-agent reports it, e.g. gpu-07)",
                                             node));
   }
-  return IssueLeaf(
-      ca, node,
-      {{NID_subject_alt_name, "URI:berth-node:" + node}, {NID_ext_key_usage, "clientAuth"}},
-      now_ms);
+  BERTH_RETURN_IF_ERROR(CheckNodeTtl(ttl_ms));
+  return IssueLeaf(ca, node, NodeExtensions(node), now_ms, NodeLife(ttl_ms));
+}
+
+Result<std::string> SignNodeCsr(const Credentials& ca, const std::string& csr_pem,
+                                const std::string& node, std::int64_t now_ms, std::int64_t ttl_ms) {
+  BERTH_RETURN_IF_ERROR(CheckNodeTtl(ttl_ms));
+  BioPtr bio(BIO_new_mem_buf(csr_pem.data(), static_cast<int>(csr_pem.size())));
+  ReqPtr req(PEM_read_bio_X509_REQ(bio.get(), nullptr, nullptr, nullptr));
+  if (!req) {
+    ERR_clear_error();
+    return Fail(Code::kInvalidArgument, "the renewal request is not a PEM certificate request");
+  }
+  KeyPtr key(X509_REQ_get_pubkey(req.get()));
+  if (!key || X509_REQ_verify(req.get(), key.get()) != 1) {
+    ERR_clear_error();
+    return Fail(Code::kInvalidArgument,
+                "the renewal request's signature does not verify with its own public key");
+  }
+  X509_NAME* name = X509_REQ_get_subject_name(req.get());
+  int index = X509_NAME_get_index_by_NID(name, NID_commonName, -1);
+  std::string cn;
+  if (index >= 0) {
+    unsigned char* utf8 = nullptr;
+    int len =
+        ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, index)));
+    if (len >= 0) {
+      // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): OpenSSL gives bytes
+      cn.assign(reinterpret_cast<const char*>(utf8), static_cast<std::size_t>(len));
+      OPENSSL_free(utf8);
+    }
+  }
+  if (cn != node) {
+    return Fail(Code::kPermissionDenied,
+                fmt::format("a stream authenticated as node '{}' cannot get a certificate for "
+                            "'{}'",
+                            node, cn));
+  }
+  auto cert = SignLeaf(ca, key.get(), node, NodeExtensions(node), NodeLife(ttl_ms), now_ms);
+  if (!cert) return std::unexpected(cert.error());
+  BioPtr out(BIO_new(BIO_s_mem()));
+  if (PEM_write_bio_X509(out.get(), cert->get()) != 1) return SslFail("cannot encode PEM");
+  return BioText(out.get());
+}
+
+Result<Validity> ValidityOf(const std::string& cert_pem) {
+  auto cert = ParseCert(cert_pem, "the certificate");
+  if (!cert) return std::unexpected(cert.error());
+  return Validity{AsnTimeMs(X509_get0_notBefore(cert->get())),
+                  AsnTimeMs(X509_get0_notAfter(cert->get()))};
 }
 
 Status VerifyCert(const std::string& ca_cert_pem, const std::string& cert_pem,
@@ -456,10 +517,10 @@ Result<Credentials> EnsureServerCert(const fs::path& data_dir,
 }
 
 Status WriteNodeCredentials(const fs::path& data_dir, const std::string& node,
-                            const fs::path& out_dir, std::int64_t now_ms) {
+                            const fs::path& out_dir, std::int64_t now_ms, std::int64_t ttl_ms) {
   auto ca = LoadCa(data_dir);
   if (!ca) return std::unexpected(ca.error());
-  auto creds = IssueNodeCert(*ca, node, now_ms);
+  auto creds = IssueNodeCert(*ca, node, now_ms, ttl_ms);
   if (!creds) return std::unexpected(creds.error());
   std::error_code ec;
   fs::create_directories(out_dir, ec);

@@ -2,8 +2,10 @@
 // REST API behind TLS and let agents prove which node they are (mutual TLS on
 // the agent stream). OpenSSL does the cryptography; this file keeps the
 // choices in one place: ECDSA P-256 keys, SHA-256 signatures, a CA valid for
-// ten years, leaf certificates for five, and the node name as a client
-// certificate's subject CN (which AgentService checks against Register).
+// ten years, server certificates for five, node certificates for berthd
+// --node-cert-ttl (7 days by default; agents renew them over their stream),
+// and the node name as a client certificate's subject CN (which AgentService
+// checks against Register).
 #pragma once
 
 #include <cstdint>
@@ -41,10 +43,36 @@ Result<Credentials> IssueServerCert(const Credentials& ca,
                                     const std::vector<std::string>& extra_names,
                                     std::int64_t now_ms);
 
+// How long node certificates live: berthd --node-cert-ttl, default and
+// bounds. Short lives are what makes a stolen node key expire on its own;
+// the lower bound leaves an agent time to renew (at 2/3 of the lifetime).
+inline constexpr std::int64_t kDefaultNodeCertTtlMs = std::int64_t{7} * 24 * 3600 * 1000;
+inline constexpr std::int64_t kMinNodeCertTtlMs = 10'000;
+inline constexpr std::int64_t kMaxNodeCertTtlMs = std::int64_t{366} * 24 * 3600 * 1000;
+
 // A client certificate for node `node`: subject CN = node, a URI SAN
-// berth-node:<node>, and the clientAuth extended key usage.
+// berth-node:<node>, and the clientAuth extended key usage, valid from
+// `now_ms` (not backdated: only berthd, whose clock issued it, verifies it;
+// its notBefore is its issue time, which the revocation rule reads) for
+// `ttl_ms`.
 Result<Credentials> IssueNodeCert(const Credentials& ca, const std::string& node,
-                                  std::int64_t now_ms);
+                                  std::int64_t now_ms, std::int64_t ttl_ms = kDefaultNodeCertTtlMs);
+
+// Signs a node's certificate signing request (PEM) for the node `node` the
+// caller authenticated: PermissionDenied unless the CSR's subject CN is
+// `node`; InvalidArgument when it is not a CSR or its signature does not
+// verify (the requester does not hold the key). The certificate carries the
+// CSR's public key, and otherwise what IssueNodeCert puts in one.
+Result<std::string> SignNodeCsr(const Credentials& ca, const std::string& csr_pem,
+                                const std::string& node, std::int64_t now_ms, std::int64_t ttl_ms);
+
+// A certificate's validity window, unix ms (second precision). Whether a
+// node's removal revoked it is model::NodeCertRevoked of its notBefore.
+struct Validity {
+  std::int64_t not_before_ms = 0;
+  std::int64_t not_after_ms = 0;
+};
+Result<Validity> ValidityOf(const std::string& cert_pem);
 
 // Whether `cert_pem` chains to `ca_cert_pem` and is valid at `now_ms`.
 Status VerifyCert(const std::string& ca_cert_pem, const std::string& cert_pem, std::int64_t now_ms);
@@ -76,8 +104,9 @@ Result<Credentials> EnsureServerCert(const std::filesystem::path& data_dir,
                                      std::int64_t now_ms);
 
 // Writes DIR/ca.pem, DIR/NODE.pem and DIR/NODE-key.pem (0600) for `node`,
-// signed by the data dir's CA.
+// signed by the data dir's CA, valid for `ttl_ms`.
 Status WriteNodeCredentials(const std::filesystem::path& data_dir, const std::string& node,
-                            const std::filesystem::path& out_dir, std::int64_t now_ms);
+                            const std::filesystem::path& out_dir, std::int64_t now_ms,
+                            std::int64_t ttl_ms = kDefaultNodeCertTtlMs);
 
 }  // namespace berth::server::pki

@@ -100,7 +100,7 @@ Result<sched::Snapshot> BuildSnapshot(const SnapshotInputs& in, const SpecLookup
     if (job.last_checkpoint_ms < job.started_at_ms) job.last_checkpoint_ms = 0;
     snap.running.push_back(std::move(job));
   }
-  for (const auto& job : *in.pending) snap.pending.push_back(PendingFrom(job));
+  for (const auto& job : *in.pending) snap.pending.push_back(PendingFrom(*job));
   if (in.decayed_usage != nullptr) snap.decayed_usage = *in.decayed_usage;
   return snap;
 }

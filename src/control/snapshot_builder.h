@@ -24,7 +24,7 @@ struct SnapshotInputs {
   const std::vector<store::NodeRecord>* nodes = nullptr;
   const std::map<std::string, bool>* ready = nullptr;  // node -> lease is live
   const std::vector<store::RunRecord>* active_runs = nullptr;
-  const std::vector<store::JobRecord>* pending = nullptr;
+  const store::PendingQueue* pending = nullptr;
   const model::Policy* policy = nullptr;
   // Per leaf queue ("tenant/queue"), milli-GPU-seconds; nullptr: none.
   const std::map<std::string, std::int64_t>* decayed_usage = nullptr;

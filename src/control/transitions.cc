@@ -8,7 +8,9 @@
 #include <string>
 
 #include "common/units.h"
+#include "model/message_template.h"
 #include "model/policy.h"
+#include "model/reason_catalogue.h"
 
 namespace berth::control {
 
@@ -563,6 +565,24 @@ std::optional<JobUpdate> PlaceJob(const JobRecord& job, const sched::Placement& 
                      "reclaimed when other queues need their guarantee back",
                      b.queue, model::FormatQuotaAmount(model::ResourceKind::kGpus, b.used_mgpu),
                      model::FormatQuotaAmount(model::ResourceKind::kGpus, b.guaranteed_mgpu)),
+         policy_version});
+  }
+  if (p.ahead_of) {
+    // Why it ran ahead of its queue's head: the nodes it uses, counted by
+    // why the head could never use them (the node causes' words).
+    std::string causes;
+    for (const auto& [key, text] : model::NodeCauseTexts()) {
+      auto it = p.ahead_of->causes.find(key);
+      if (it == p.ahead_of->causes.end()) continue;
+      if (!causes.empty()) causes += ", ";
+      causes += model::FillTemplate(text.en, model::TemplateArgs().Set("n", it->second));
+    }
+    u.events.push_back(
+        {now, JobState::kScheduled, "AheadOfHead",
+         fmt::format("runs ahead of job {}, which waits first in its queue for capacity: it "
+                     "uses only what job {} could never use, so it cannot delay it (of its "
+                     "nodes, for job {}: {})",
+                     p.ahead_of->head_job, p.ahead_of->head_job, p.ahead_of->head_job, causes),
          policy_version});
   }
   return u;

@@ -17,11 +17,11 @@
 namespace berth::model {
 namespace {
 
-constexpr std::array<std::string_view, 22> kTopFields{
-    "name",          "tenant",      "queue",     "command",  "args",        "env",
-    "working_dir",   "replicas",    "resources", "priority", "max_runtime", "preemptible",
-    "node_selector", "tolerations", "pool",      "topology", "checkpoint",  "retry",
-    "image",         "load",        "mounts",    "array"};
+constexpr std::array<std::string_view, 23> kTopFields{
+    "name",        "tenant",        "queue",       "command",   "args",     "env",
+    "secret_env",  "working_dir",   "replicas",    "resources", "priority", "max_runtime",
+    "preemptible", "node_selector", "tolerations", "pool",      "topology", "checkpoint",
+    "retry",       "image",         "load",        "mounts",    "array"};
 constexpr std::array<std::string_view, 2> kMountFields{"path", "read_only"};
 constexpr std::array<std::string_view, 6> kLoadFields{"pattern", "utilization", "idle_utilization",
                                                       "memory",  "period",      "idle_after"};
@@ -318,6 +318,42 @@ Status ParseArray(const YAML::Node& node, JobSpec& spec) {
   return Ok();
 }
 
+// `secret_env: [NAME, ...]`: names of env entries (of `env` or of an
+// array's parameter sets) whose values the API never shows. Parsed after
+// both, so a name is checked against what the job will really have.
+Status ParseSecretEnv(const YAML::Node& node, JobSpec& spec) {
+  if (!node.IsSequence()) {
+    return InvalidField("secret_env",
+                        "must be a list of env names whose values are secret, e.g. [HF_TOKEN]");
+  }
+  if (node.size() > kMaxEnvEntries) {
+    return InvalidField("secret_env", fmt::format("at most {} names are allowed", kMaxEnvEntries));
+  }
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    const std::string f = fmt::format("secret_env[{}]", i);
+    if (!node[i].IsScalar()) return InvalidField(f, "must be the name of an env variable");
+    const std::string key = node[i].Scalar();
+    if (!ValidEnvKey(key)) {
+      return InvalidField(f, fmt::format("'{}' is not an env variable name (letters, digits and "
+                                         "'_', not starting with a digit)",
+                                         key));
+    }
+    bool named = spec.env.contains(key);
+    if (spec.array) {
+      for (const auto& set : spec.array->params) named = named || set.contains(key);
+    }
+    if (!named) {
+      return InvalidField(
+          f, fmt::format("'{}' is not set in env{}; name a variable the job sets", key,
+                         spec.array && !spec.array->params.empty() ? " or a parameter set" : ""));
+    }
+    if (!spec.secret_env.insert(key).second) {
+      return InvalidField(f, fmt::format("names '{}' twice; name it once", key));
+    }
+  }
+  return Ok();
+}
+
 Status ParseInto(const YAML::Node& root, JobSpec& spec) {
   BERTH_RETURN_IF_ERROR(YamlObject::Read(
       root, "", kTopFields, "a job spec must be a YAML mapping with at least name and command"));
@@ -438,6 +474,7 @@ Status ParseInto(const YAML::Node& root, JobSpec& spec) {
     spec.max_runtime_ms = *ms;
   }
   if (auto n = root["array"]) BERTH_RETURN_IF_ERROR(ParseArray(n, spec));
+  if (auto n = root["secret_env"]) BERTH_RETURN_IF_ERROR(ParseSecretEnv(n, spec));
   return ParsePlacement(root, spec);
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -137,6 +138,12 @@ struct JobSpec {
   std::string queue = "default";
   std::vector<std::string> command;  // argv; command[0] is looked up in PATH
   std::map<std::string, std::string> env;
+  // Names of `env` (or of an array's parameter sets) whose values are
+  // secret (`secret_env: [HF_TOKEN]`): they reach the run's environment as
+  // any env does, but the API never shows them, to anyone, the submitter
+  // included (docs/security.md "Env values"). Every name is a key of `env`
+  // or of at least one parameter set.
+  std::set<std::string> secret_env{};
   std::string working_dir;  // empty: the agent's run directory
   std::uint32_t replicas = 1;
   Resources resources;
@@ -178,6 +185,10 @@ inline constexpr std::uint64_t kMaxMemoryBytes = std::uint64_t{1} << 50;
 inline constexpr std::int64_t kMaxDurationMs = std::int64_t{3650} * 86'400'000;
 inline constexpr std::size_t kMaxCommandArgs = 4096;
 inline constexpr std::size_t kMaxEnvEntries = 1024;
+// What an env value shows where its viewer may not read it: another
+// member's (any caller but the submitter), and a secret entry (anyone).
+inline constexpr std::string_view kHiddenEnvValue = "(hidden)";
+inline constexpr std::string_view kSecretEnvValue = "(secret)";
 inline constexpr std::size_t kMaxSpecBytes = 1 << 20;
 inline constexpr std::int64_t kMaxCheckpointGraceMs = 3'600'000;
 inline constexpr std::uint32_t kMaxRetryAttempts = 100;

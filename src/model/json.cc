@@ -36,6 +36,7 @@ json ToJson(const JobSpec& s) {
          {"queue", s.queue},
          {"command", s.command},
          {"env", s.env},
+         {"secret_env", s.secret_env},
          {"working_dir", s.working_dir},
          {"replicas", s.replicas},
          {"resources", ToJson(s.resources)},
@@ -90,6 +91,7 @@ JobSpec JobSpecFromJson(const json& j) {
   s.queue = j.value("queue", "default");
   s.command = j.value("command", std::vector<std::string>{});
   s.env = j.value("env", std::map<std::string, std::string>{});
+  s.secret_env = j.value("secret_env", std::set<std::string>{});
   s.working_dir = j.value("working_dir", "");
   s.replicas = j.value("replicas", 1U);
   if (auto r = j.find("resources"); r != j.end()) s.resources = ResourcesFromJson(*r);

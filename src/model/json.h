@@ -8,6 +8,7 @@
 #include "model/job.h"
 #include "model/node.h"
 #include "model/reason.h"
+#include "model/service.h"
 
 namespace berth::model {
 
@@ -21,6 +22,12 @@ JobSpec JobSpecFromJson(const nlohmann::json& j);
 
 nlohmann::json ToJson(const NodeInfo& node);
 NodeInfo NodeInfoFromJson(const nlohmann::json& j);
+
+// A service spec's canonical document (the fields and order of
+// ServiceToYaml); read back through ParseServiceSpec, so a stored or posted
+// form is validated as an applied one is.
+nlohmann::json ToJson(const ServiceSpec& spec);
+Result<ServiceSpec> ServiceSpecFromJson(const nlohmann::json& j);
 
 nlohmann::json ToJson(const Reason& reason);  // {code, counts, detail, message}
 Reason ReasonFromJson(const nlohmann::json& j);

@@ -98,4 +98,14 @@ inline std::optional<CordonKind> ParseCordonKind(std::string_view name) {
   return std::nullopt;
 }
 
+// The revocation rule of node certificates (docs/operations.md, "Removing a
+// node"): removing a node at `revoked_at_ms` revokes every certificate of
+// that node name whose notBefore (its issue time, second precision: berthd
+// does not backdate node certificates) is at or before the removal.
+// Certificates issued later (the node added back with a fresh `berthd cert
+// node`, and that certificate's renewals) are valid.
+inline bool NodeCertRevoked(std::int64_t not_before_ms, std::int64_t revoked_at_ms) {
+  return not_before_ms <= revoked_at_ms;
+}
+
 }  // namespace berth::model

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -82,14 +84,59 @@ std::string Say(Phrase phrase, Lang lang, const TemplateArgs& args = {}) {
 
 // Milli-GPUs as GPUs: 16000 -> "16", 500 -> "0.5".
 std::string Gpus(std::int64_t milli) {
-  if (milli % 1000 == 0) return std::to_string(milli / 1000);
-  std::string frac = fmt::format("{:03}", milli % 1000);
+  const char* sign = milli < 0 ? "-" : "";
+  const std::int64_t m = milli < 0 ? -milli : milli;
+  if (m % 1000 == 0) return fmt::format("{}{}", sign, m / 1000);
+  std::string frac = fmt::format("{:03}", m % 1000);
   while (frac.back() == '0') frac.pop_back();
-  return fmt::format("{}.{}", milli / 1000, frac);
+  return fmt::format("{}{}.{}", sign, m / 1000, frac);
+}
+
+}  // namespace
+
+std::string FormatGpus(std::int64_t milli, Lang lang) {
+  const bool one = milli > 0 && milli <= 1000;
+  return Say(Phrase::kGpuAmount, lang, TemplateArgs().Set(one ? "one" : "many", Gpus(milli)));
+}
+
+std::string FormatCores(std::int64_t millis, Lang lang) {
+  const bool one = millis > 0 && millis <= 1000;
+  return Say(Phrase::kCoreAmount, lang, TemplateArgs().Set(one ? "one" : "many", Gpus(millis)));
+}
+
+std::string FormatSize(std::uint64_t bytes) {
+  // The largest binary unit it reaches, to one decimal: "80 GiB", "447.1 GiB".
+  static constexpr std::array<std::string_view, 6> kUnits{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (bytes < 1024) return fmt::format("{} {}", bytes, bytes == 1 ? "byte" : "bytes");
+  std::size_t u = 0;
+  while (u + 1 < kUnits.size() && bytes >> (10 * (u + 2)) > 0) ++u;
+  const std::uint64_t whole = bytes >> (10 * (u + 1));
+  const std::uint64_t rest = bytes - (whole << (10 * (u + 1)));
+  // Tenths, rounded down, so that a size never reads larger than it is.
+  // (rest < 2^60, so ten times it fits.)
+  const std::uint64_t tenths = rest * 10 >> (10 * (u + 1));
+  if (tenths == 0) return fmt::format("{} {}", whole, kUnits[u]);
+  return fmt::format("{}.{} {}", whole, tenths, kUnits[u]);
+}
+
+std::string FormatClock(std::int64_t unix_ms, std::int64_t ref_ms, Lang lang) {
+  using namespace std::chrono;
+  const sys_time<milliseconds> t{milliseconds(unix_ms)};
+  const auto day = floor<days>(t);
+  const hh_mm_ss hms{floor<minutes>(t - day)};
+  TemplateArgs a;
+  a.Set("time", fmt::format("{:02}:{:02}", hms.hours().count(), hms.minutes().count()));
+  if (day == floor<days>(sys_time<milliseconds>{milliseconds(ref_ms)})) {
+    return Say(Phrase::kClock, lang, a);
+  }
+  const year_month_day ymd{day};
+  a.Set("date", fmt::format("{:04}-{:02}-{:02}", static_cast<int>(ymd.year()),
+                            static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day())));
+  return Say(Phrase::kClockDate, lang, a);
 }
 
 // A duration for people, in its two largest units: "45s", "12m", "1h 20m", "2d 3h".
-std::string Duration(std::int64_t ms, Lang lang) {
+std::string FormatDuration(std::int64_t ms, Lang lang) {
   std::int64_t s = std::max<std::int64_t>(0, ms) / 1000;
   std::int64_t d = s / 86'400, h = s % 86'400 / 3600, m = s % 3600 / 60;
   TemplateArgs a;
@@ -103,8 +150,37 @@ std::string Duration(std::int64_t ms, Lang lang) {
     if (m > 0) a.Set("m", m);
     return Say(Phrase::kHours, lang, a);
   }
-  if (m > 0) return Say(Phrase::kMinutes, lang, a.Set("m", m));
+  if (m > 0) {
+    a.Set("m", m);
+    if (s % 60 > 0) a.Set("s", s % 60);
+    return Say(Phrase::kMinutes, lang, a);
+  }
   return Say(Phrase::kSeconds, lang, a.Set("s", s));
+}
+
+std::string EtaUnknownText(std::int64_t kind, std::int64_t blocked_by, std::int64_t blockers,
+                           Lang lang) {
+  switch (static_cast<EtaUnknown>(kind)) {
+    case EtaUnknown::kBlockedByUnlimited: {
+      TemplateArgs a;
+      a.Set("job", blocked_by);
+      if (blockers > 1) a.Set("more", blockers - 1);
+      return Say(Phrase::kEtaUnknownBlocked, lang, a);
+    }
+    case EtaUnknown::kCapacity:
+      return Say(Phrase::kEtaUnknownCapacity, lang);
+    case EtaUnknown::kQuota:
+      return Say(Phrase::kEtaUnknownQuota, lang);
+    case EtaUnknown::kInfeasible:
+      return Say(Phrase::kEtaUnknownInfeasible, lang);
+  }
+  return Say(Phrase::kEtaUnknownOther, lang);
+}
+
+namespace {
+
+std::string Duration(std::int64_t ms, Lang lang) {
+  return FormatDuration(ms, lang);
 }
 
 // What one replica needs: whole GPUs, or its slice of one GPU.
@@ -112,9 +188,9 @@ std::string Need(const Reason& r, Lang lang) {
   TemplateArgs a;
   if (auto m = Count(r, kSliceMgpu); m > 0) a.Set("share", Gpus(m));
   if (auto b = Count(r, kSliceBytes); b > 0) {
-    a.Set("slice", FormatBytes(static_cast<std::uint64_t>(b)));
+    a.Set("slice", FormatSize(static_cast<std::uint64_t>(b)));
   }
-  a.Set("gpus", Count(r, "gpus_per_replica"));
+  a.Set("gpus", FormatGpus(Count(r, "gpus_per_replica") * 1000, lang));
   return Say(Phrase::kNeed, lang, a);
 }
 
@@ -133,7 +209,9 @@ std::string NodeCauses(const Reason& r, Lang lang) {
 std::string Ahead(const Reason& r, Lang lang) {
   if (Count(r, kAheadJobs) == 0) return "";
   return Say(Phrase::kAhead, lang,
-             TemplateArgs().Set("jobs", Count(r, kAheadJobs)).Set("gpus", Count(r, kAheadGpus)));
+             TemplateArgs()
+                 .Set("jobs", Count(r, kAheadJobs))
+                 .Set("gpus", FormatGpus(Count(r, kAheadGpus) * 1000, lang)));
 }
 
 // "Would run now if": a GPU count per replica, and a GPU model or a pool
@@ -141,7 +219,8 @@ std::string Ahead(const Reason& r, Lang lang) {
 std::string WouldRun(const Reason& r, Lang lang) {
   std::string out;
   if (auto g = Count(r, kWouldFitGpusPerReplica); g > 0) {
-    out += Say(Phrase::kWouldRunWithGpus, lang, TemplateArgs().Set("gpus", g));
+    out += Say(Phrase::kWouldRunWithGpus, lang,
+               TemplateArgs().Set("gpus", FormatGpus(g * 1000, lang)));
   }
   if (r.detail.starts_with("gpu_model=")) {
     out += Say(Phrase::kWouldRunWithModel, lang, TemplateArgs().Set("model", r.detail.substr(10)));
@@ -152,14 +231,21 @@ std::string WouldRun(const Reason& r, Lang lang) {
 }
 
 // The queue's numbers. detail is "QUEUE RESOURCE" ("vision gpus",
-// "vision gpus:A100"); amounts are in the resource's unit (milli-GPUs for GPUs).
+// "vision gpus/A100"); amounts are in the resource's unit (milli-GPUs for
+// GPUs, millicores for CPU, bytes for memory) and rendered in a person's.
 std::string Quota(const Reason& r, Lang lang) {
   auto space = r.detail.find(' ');
   std::string queue = r.detail.substr(0, space);
   std::string resource = space == std::string::npos ? "gpus" : r.detail.substr(space + 1);
   bool gpus = resource.starts_with("gpus");
   auto amount = [&](std::string_view key) {
-    return gpus ? Gpus(Count(r, key)) : std::to_string(Count(r, key));
+    const std::int64_t v = Count(r, key);
+    if (gpus) return FormatGpus(v, lang);
+    if (resource == "cpu") return FormatCores(v, lang);
+    if (resource == "memory" || resource == "gpu_memory") {
+      return FormatSize(static_cast<std::uint64_t>(std::max<std::int64_t>(v, 0)));
+    }
+    return std::to_string(v);
   };
   TemplateArgs a;
   a.Set("queue", queue)
@@ -168,7 +254,13 @@ std::string Quota(const Reason& r, Lang lang) {
       .Set("guaranteed", amount(kQueueGuaranteed))
       .Set("borrowable", amount(kQueueBorrowable));
   if (r.counts.contains(kQueueBorrowLimit)) a.Set("limit", amount(kQueueBorrowLimit));
-  if (!gpus) return Say(Phrase::kQuotaOther, lang, a.Set("resource", resource));
+  if (!gpus) {
+    std::string name = resource == "cpu"          ? Say(Phrase::kResourceCpu, lang)
+                       : resource == "memory"     ? Say(Phrase::kResourceMemory, lang)
+                       : resource == "gpu_memory" ? Say(Phrase::kResourceGpuMemory, lang)
+                                                  : resource;
+    return Say(Phrase::kQuotaOther, lang, a.Set("resource", name));
+  }
   if (resource != "gpus") a.Set("model", resource.substr(5));
   return Say(Phrase::kQuotaGpus, lang, a);
 }
@@ -203,7 +295,7 @@ TemplateArgs CodeArgs(const Reason& r, Lang lang) {
       a.Set("replica", Count(r, "replica"));
       break;
     case ReasonCode::kMaxRuntimeExceeded:
-      a.Set("max_runtime_s", Count(r, "max_runtime_s"));
+      a.Set("max_runtime", Duration(Count(r, "max_runtime_s") * 1000, lang));
       break;
     case ReasonCode::kCancelled:
       if (!r.detail.empty()) a.Set("by", r.detail);
@@ -215,16 +307,16 @@ TemplateArgs CodeArgs(const Reason& r, Lang lang) {
       a.Set("quota", Quota(r, lang));
       break;
     case ReasonCode::kFragmented:
-      a.Set("free", Count(r, kFreeGpus))
-          .Set("needed", Count(r, kNeededGpus))
-          .Set("largest", Count(r, kLargestFree))
+      a.Set("free", FormatGpus(Count(r, kFreeGpus) * 1000, lang))
+          .Set("needed", FormatGpus(Count(r, kNeededGpus) * 1000, lang))
+          .Set("largest", FormatGpus(Count(r, kLargestFree) * 1000, lang))
           .Set("ahead", Ahead(r, lang))
           .Set("would_run", WouldRun(r, lang));
       break;
     case ReasonCode::kPreempted:
     case ReasonCode::kReclaimed:
     case ReasonCode::kMoved:
-      a.Set("by_job", Count(r, kByJob)).Set("work_lost_s", Count(r, kWorkLostMs) / 1000);
+      a.Set("by_job", Count(r, kByJob)).Set("work_lost", Duration(Count(r, kWorkLostMs), lang));
       break;
     case ReasonCode::kWaitingForEvictions:
       a.Set("evictions", Count(r, "evictions"));
@@ -232,7 +324,7 @@ TemplateArgs CodeArgs(const Reason& r, Lang lang) {
     case ReasonCode::kRetrying:
       a.Set("failures", Count(r, "failures"))
           .Set("max_attempts", Count(r, "max_attempts"))
-          .Set("backoff_s", Count(r, "backoff_s"));
+          .Set("backoff", Duration(Count(r, "backoff_s") * 1000, lang));
       break;
     case ReasonCode::kOverBudget: {
       // detail: "<month> <unit>".
@@ -274,32 +366,28 @@ std::string EtaStart(const Reason& r, Lang lang) {
   if (r.counts.contains(kEtaInMs)) {
     TemplateArgs a;
     if (auto in = Count(r, kEtaInMs); in > 0) a.Set("in", Duration(in, lang));
+    if (auto at = Count(r, kEtaMs); at > 0) {
+      a.Set("at", FormatClock(at, at - Count(r, kEtaInMs), lang));
+    }
     a.Set("how",
           Say(Count(r, kEtaReserved) != 0 ? Phrase::kEtaGpusReserved : Phrase::kEtaEstimate, lang));
     return Say(Phrase::kEtaKnown, lang, a);
   }
   if (r.counts.contains(kEtaUnknown)) {
-    switch (static_cast<EtaUnknown>(Count(r, kEtaUnknown))) {
-      case EtaUnknown::kBlockedByUnlimited: {
-        TemplateArgs a;
-        a.Set("job", Count(r, kEtaBlockedBy));
-        if (auto more = Count(r, kEtaBlockers) - 1; more > 0) a.Set("more", more);
-        return Say(Phrase::kEtaUnknownBlocked, lang, a);
-      }
-      case EtaUnknown::kCapacity:
-        return Say(Phrase::kEtaUnknownCapacity, lang);
-      case EtaUnknown::kQuota:
-        return Say(Phrase::kEtaUnknownQuota, lang);
-      case EtaUnknown::kInfeasible:
-        return Say(Phrase::kEtaUnknownInfeasible, lang);
+    TemplateArgs a;
+    const std::int64_t kind = Count(r, kEtaUnknown);
+    if (kind >= 1 && kind <= 4) {
+      a.Set("why", EtaUnknownText(kind, Count(r, kEtaBlockedBy), Count(r, kEtaBlockers), lang));
     }
-    return Say(Phrase::kEtaUnknownOther, lang);
+    return Say(Phrase::kEtaUnknownWhy, lang, a);
   }
   if (r.counts.contains(kNotBeforeInMs)) {
-    return Say(Phrase::kNotBefore, lang,
-               TemplateArgs()
-                   .Set("job", Count(r, "blocked_by"))
-                   .Set("in", Duration(Count(r, kNotBeforeInMs), lang)));
+    TemplateArgs a;
+    a.Set("job", Count(r, "blocked_by")).Set("in", Duration(Count(r, kNotBeforeInMs), lang));
+    if (auto at = Count(r, kNotBeforeMs); at > 0) {
+      a.Set("at", FormatClock(at, at - Count(r, kNotBeforeInMs), lang));
+    }
+    return Say(Phrase::kNotBefore, lang, a);
   }
   return "";
 }
@@ -307,7 +395,8 @@ std::string EtaStart(const Reason& r, Lang lang) {
 std::string Eta(const Reason& r, Lang lang) {
   std::string reserved;
   if (auto n = Count(r, kReservedFreeGpus); n > 0) {
-    reserved = Say(Phrase::kReservedGpus, lang, TemplateArgs().Set("gpus", n));
+    reserved =
+        Say(Phrase::kReservedGpus, lang, TemplateArgs().Set("gpus", FormatGpus(n * 1000, lang)));
   }
   return reserved + EtaStart(r, lang);
 }
@@ -340,7 +429,7 @@ std::string Relief(const Reason& r, Lang lang) {
     parts.push_back(Say(Phrase::kReliefAfterMinRuntime, lang,
                         TemplateArgs()
                             .Set("jobs", young)
-                            .Set("first_in", FormatDurationMs(Count(r, kMinRuntimeEndsInMs)))));
+                            .Set("first_in", Duration(Count(r, kMinRuntimeEndsInMs), lang))));
   }
   if (parts.empty()) return "";
   std::string out = Say(Phrase::kEviction, lang);

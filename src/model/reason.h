@@ -169,6 +169,22 @@ std::string_view LangName(Lang lang);
 // nullopt for anything else.
 std::optional<Lang> ParseLang(std::string_view text);
 
+// A reason's amounts in a person's units, as RenderReason writes them:
+// GPUs from milli-GPUs ("6 GPUs", "1 GPU", "0.5 GPU"), CPU cores from
+// millicores ("4 cores"), sizes ("80 GiB"), durations in their two largest
+// units ("2h 15m", "45s"), and a clock time in UTC ("14:30 UTC", with the
+// date when it falls on another day than `ref_ms`).
+std::string FormatGpus(std::int64_t milli, Lang lang);
+std::string FormatCores(std::int64_t millis, Lang lang);
+std::string FormatSize(std::uint64_t bytes);
+std::string FormatDuration(std::int64_t ms, Lang lang);
+std::string FormatClock(std::int64_t unix_ms, std::int64_t ref_ms, Lang lang);
+// Why a waiting job's start is unknown (an EtaUnknown value), in words
+// ("a job with no max runtime holds GPUs it needs"); `blocked_by` and
+// `blockers` name that job and how many there are, when known.
+std::string EtaUnknownText(std::int64_t kind, std::int64_t blocked_by, std::int64_t blockers,
+                           Lang lang);
+
 // English rendering for the CLI and API ("0/3 nodes fit: 2 too few free GPUs, ...").
 std::string RenderReason(const Reason& reason);
 // The same sentence in `lang`, with the same numbers ("0/3 个节点可以容纳需要

@@ -39,8 +39,8 @@ constexpr std::array kCodeTexts{
     CodeEntry{ReasonCode::kFailedToStart,
               {"replica {replica} could not start: {detail}", "副本 {replica} 无法启动：{detail}"}},
     CodeEntry{ReasonCode::kMaxRuntimeExceeded,
-              {"stopped after its max_runtime of {max_runtime_s} s",
-               "运行时间达到上限 max_runtime（{max_runtime_s} 秒），已被停止"}},
+              {"stopped after its max_runtime of {max_runtime}",
+               "运行时间达到上限 max_runtime（{max_runtime}），已被停止"}},
     CodeEntry{ReasonCode::kCancelled, {"cancelled[ by {by}]", "已[被 {by} ]取消"}},
     CodeEntry{ReasonCode::kRunLost,
               {"replica {replica} was lost: {detail}", "副本 {replica} 已丢失：{detail}"}},
@@ -55,39 +55,39 @@ constexpr std::array kCodeTexts{
                "不可抢占的作业只能在队列的保障额度内运行：{quota}；可将它设为可抢占，或申请更大的"
                "保障额度"}},
     CodeEntry{ReasonCode::kFragmented,
-              {"fragmented: {free} GPU(s) are free on nodes it may use, enough for the {needed} it "
+              {"fragmented: {free} are free on nodes it may use, enough for the {needed} it "
                "needs, but not where its replicas fit (at most {largest} free on one node)"
                "{ahead}{would_run}",
-               "资源碎片化：可用节点上共有 {free} 块空闲 GPU，够它所需的 {needed} 块，"
-               "但分布零散，副本放不下（单个节点最多空闲 {largest} 块）{ahead}{would_run}"}},
+               "资源碎片化：可用节点上共有 {free} 空闲，够它所需的 {needed}，"
+               "但分布零散，副本放不下（单个节点最多空闲 {largest}）{ahead}{would_run}"}},
     CodeEntry{ReasonCode::kPreempted,
-              {"preempted by higher-priority job {by_job} of queue {detail}; about {work_lost_s} s "
+              {"preempted by higher-priority job {by_job} of queue {detail}; about {work_lost} "
                "of work since the last checkpoint was lost",
                "被队列 {detail} 中优先级更高的作业 {by_job} 抢占；自上次检查点以来约 "
-               "{work_lost_s} 秒的进度已丢失"}},
+               "{work_lost}的进度已丢失"}},
     CodeEntry{ReasonCode::kReclaimed,
               {"reclaimed by queue {detail} (for job {by_job}), which is below its guarantee and "
-               "lent these GPUs; about {work_lost_s} s of work since the last checkpoint was lost",
+               "lent these GPUs; about {work_lost} of work since the last checkpoint was lost",
                "被队列 {detail} 收回 GPU（用于作业 {by_job}）：该队列用量低于保障额度，这些 GPU "
-               "是它借出的；自上次检查点以来约 {work_lost_s} 秒的进度已丢失"}},
+               "是它借出的；自上次检查点以来约 {work_lost}的进度已丢失"}},
     CodeEntry{ReasonCode::kWaitingForEvictions,
               {"placed; starts once the {evictions} job(s) evicted for it have stopped ({detail})",
                "已分配节点；为它驱逐的 {evictions} 个作业停止后即启动（{detail}）"}},
     CodeEntry{ReasonCode::kMoved,
               {"moved to make room for job {by_job} of queue {detail}: its gang fit only with this "
                "job elsewhere; it restarts at once on the GPUs planned for it, and about "
-               "{work_lost_s} s of work since the last checkpoint was lost",
+               "{work_lost} of work since the last checkpoint was lost",
                "为队列 {detail} 的作业 {by_job} 腾出位置而迁移：只有把本作业挪到别处，它的整组副本"
-               "才放得下；本作业随即在为它规划好的 GPU 上重启，自上次检查点以来约 {work_lost_s} "
-               "秒的进度已丢失"}},
+               "才放得下；本作业随即在为它规划好的 GPU 上重启，自上次检查点以来约 {work_lost}"
+               "的进度已丢失"}},
     CodeEntry{ReasonCode::kGpuFailed,
               {"replica {replica}'s GPU failed: {detail}; Berth cordoned that GPU",
                "副本 {replica} 的 GPU 出现硬件故障：{detail}；Berth 已隔离（cordon）该 GPU"}},
     CodeEntry{ReasonCode::kRetrying,
               {"attempt {failures} of {max_attempts} failed ({detail}); its retry policy places "
-               "it again after a {backoff_s} s backoff",
+               "it again after a {backoff} backoff",
                "第 {failures} 次尝试（共 {max_attempts} 次）失败（{detail}）；按重试策略等待 "
-               "{backoff_s} 秒后重新调度"}},
+               "{backoff}后重新调度"}},
     CodeEntry{ReasonCode::kDrained,
               {"stopped because node {detail} is being drained; waiting to be placed elsewhere",
                "节点 {detail} 正在排空（drain），作业已停止，等待调度到其他节点"}},
@@ -111,16 +111,16 @@ constexpr std::array kPhraseTexts{
     // The first alternative whose argument is set: a share, a memory slice, whole GPUs.
     PhraseEntry{Phrase::kNeed,
                 "Need",
-                {"[a {share} share of one GPU|a {slice} memory slice of one GPU|{gpus} GPU(s)]",
-                 "[一块 GPU 的 {share} 份额|一块 GPU 上 {slice} 显存|{gpus} 块 GPU]"}},
+                {"[a {share} share of one GPU|a {slice} memory slice of one GPU|{gpus}]",
+                 "[一块 GPU 的 {share} 份额|一块 GPU 上 {slice} 显存|{gpus}]"}},
     PhraseEntry{Phrase::kAhead,
                 "Ahead",
-                {"; {jobs} job(s) asking for {gpus} GPU(s) are ahead of it in its queue",
-                 "；队列中排在它前面的还有 {jobs} 个作业，共需 {gpus} 块 GPU"}},
-    PhraseEntry{Phrase::kWouldRunWithGpus,
-                "WouldRunWithGpus",
-                {"; it would run now with {gpus} GPU(s) per replica",
-                 "；若每个副本改用 {gpus} 块 GPU，现在即可运行"}},
+                {"; {jobs} job(s) asking for {gpus} are ahead of it in its queue",
+                 "；队列中排在它前面的还有 {jobs} 个作业，共需 {gpus}"}},
+    PhraseEntry{
+        Phrase::kWouldRunWithGpus,
+        "WouldRunWithGpus",
+        {"; it would run now with {gpus} per replica", "；若每个副本改用 {gpus}，现在即可运行"}},
     PhraseEntry{
         Phrase::kWouldRunWithModel,
         "WouldRunWithModel",
@@ -128,22 +128,24 @@ constexpr std::array kPhraseTexts{
     PhraseEntry{Phrase::kWouldRunInPool,
                 "WouldRunInPool",
                 {"; it would run now in pool {pool}", "；若改到资源池 {pool}，现在即可运行"}},
-    // Amounts in GPUs ("2.5"); {model} only for a resource that names one
-    // ("gpus:A100"); {limit} only when the queue's borrowing has a limit.
-    PhraseEntry{
-        Phrase::kQuotaGpus,
-        "QuotaGpus",
-        {"it asks for {requested} [{model} ]GPU(s); queue {queue} uses {used} of "
-         "{guaranteed} guaranteed and [may borrow up to {limit} more|may borrow without "
-         "limit]; {borrowable} can be borrowed now",
-         "申请 {requested} 块 [{model} ]GPU；队列 {queue} 已用 {used} 块，保障 "
-         "{guaranteed} 块，[最多还可借 {limit} 块|借用不设上限]，当前可借 {borrowable} 块"}},
+    // Amounts with their unit ("2.5 GPUs", GpuAmount); {model} only for a
+    // resource that names one ("gpus/A100"); {limit} only when the queue's
+    // borrowing has a limit.
+    PhraseEntry{Phrase::kQuotaGpus,
+                "QuotaGpus",
+                {"it asks for {requested}[ of model {model}]; queue {queue} uses {used}, with "
+                 "{guaranteed} guaranteed, and [may borrow up to {limit} more|may borrow without "
+                 "limit]; {borrowable} can be borrowed now",
+                 "申请 {requested}[（型号 {model}）]；队列 {queue} 已用 {used}，保障 {guaranteed}，"
+                 "[最多还可借 {limit}|借用不设上限]，当前可借 {borrowable}"}},
+    // Amounts in the resource's unit for people ("4 cores", "64 GiB");
+    // {resource} from the kResource* phrases.
     PhraseEntry{Phrase::kQuotaOther,
                 "QuotaOther",
-                {"it asks for {requested} {resource}; queue {queue} uses {used} of {guaranteed} "
-                 "guaranteed and [may borrow up to {limit} more|may borrow without limit]; "
-                 "{borrowable} can be borrowed now",
-                 "申请 {resource} {requested}；队列 {queue} 已用 {used}，保障 {guaranteed}，"
+                {"it asks for {requested} of {resource}; queue {queue} uses {used}, with "
+                 "{guaranteed} guaranteed, and [may borrow up to {limit} more|may borrow without "
+                 "limit]; {borrowable} can be borrowed now",
+                 "申请{resource} {requested}；队列 {queue} 已用 {used}，保障 {guaranteed}，"
                  "[最多还可借 {limit}|借用不设上限]，当前可借 {borrowable}"}},
     PhraseEntry{Phrase::kAttempts,
                 "Attempts",
@@ -153,52 +155,65 @@ constexpr std::array kPhraseTexts{
                 {"; its retry policy has no attempts left", "；重试策略的次数已用完"}},
     PhraseEntry{Phrase::kReservedGpus,
                 "ReservedGpus",
-                {"; {gpus} more free GPU(s) are reserved for jobs that start before it would end "
-                 "(only a job whose max runtime ends by then may use them)",
-                 "；另有 {gpus} 块空闲 GPU "
-                 "已预留给在它结束前就要开始的作业（只有最长运行时间在那之前结束的作业才能使用）"}},
-    // {in} (a duration) only when the start is in the future.
+                {"; free now but reserved for jobs that start before it would end: {gpus} (only a "
+                 "job whose max runtime ends by then may use them)",
+                 "；另有 {gpus} 空闲，但已预留给在它结束前就要开始的作业"
+                 "（只有最长运行时间在那之前结束的作业才能使用）"}},
+    // {in} (a duration) only when the start is in the future; {at} (a clock
+    // time, kClock or kClockDate) when the reason has the absolute start.
     PhraseEntry{Phrase::kEtaKnown,
                 "EtaKnown",
-                {"; estimated start [in about {in}|now, as GPUs free up] ({how})",
-                 "；预计[约 {in}后开始|GPU 一空出即开始]（{how}）"}},
+                {"; estimated start [in about {in}|now, as GPUs free up][, around {at}] ({how})",
+                 "；预计[约 {in}后开始|GPU 一空出即开始][，约 {at}]（{how}）"}},
     PhraseEntry{Phrase::kEtaGpusReserved,
                 "EtaGpusReserved",
                 {"GPUs are reserved for it", "已为它预留 GPU"}},
     PhraseEntry{Phrase::kEtaEstimate,
                 "EtaEstimate",
                 {"an estimate; no GPUs reserved", "估计值，未预留 GPU"}},
+    // {why}: one of the causes below; none for a cause this build does not know.
+    PhraseEntry{Phrase::kEtaUnknownWhy,
+                "EtaUnknownWhy",
+                {"; estimated start unknown[: {why}]", "；无法估计开始时间[：{why}]"}},
     // {more} only when other such jobs block it too.
     PhraseEntry{Phrase::kEtaUnknownBlocked,
                 "EtaUnknownBlocked",
-                {"; estimated start unknown: job {job}[ (and {more} more)] on GPUs it needs has no "
-                 "max runtime",
-                 "；无法估计开始时间：它需要的 GPU 被作业 {job} 占用，该作业没有设置最长运行时间"
+                {"job {job}[ (and {more} more)] on GPUs it needs has no max runtime",
+                 "它需要的 GPU 被作业 {job} 占用，该作业没有设置最长运行时间"
                  "[（另有 {more} 个这样的作业）]"}},
     PhraseEntry{Phrase::kEtaUnknownCapacity,
                 "EtaUnknownCapacity",
-                {"; estimated start unknown: it does not fit even when every running job has ended",
-                 "；无法估计开始时间：即使所有运行中的作业都结束，它也放不下"}},
+                {"it does not fit even when every running job has ended",
+                 "即使所有运行中的作业都结束，它也放不下"}},
     PhraseEntry{Phrase::kEtaUnknownQuota,
                 "EtaUnknownQuota",
-                {"; estimated start unknown: it waits for its queue's quota, not for GPUs",
-                 "；无法估计开始时间：它在等待队列配额，而不是 GPU"}},
+                {"it waits for its queue's quota, not for GPUs", "它在等待队列配额，而不是 GPU"}},
     PhraseEntry{Phrase::kEtaUnknownInfeasible,
                 "EtaUnknownInfeasible",
-                {"; estimated start unknown: no node could ever take it",
-                 "；无法估计开始时间：没有任何节点能容纳它"}},
+                {"no node could ever take it", "没有任何节点能容纳它"}},
     PhraseEntry{Phrase::kEtaUnknownOther,
                 "EtaUnknownOther",
-                {"; estimated start unknown", "；无法估计开始时间"}},
+                {"a cause this version does not know", "此版本不认识的原因"}},
     PhraseEntry{Phrase::kNotBefore,
                 "NotBefore",
-                {"; not before job {job} starts (in about {in})",
-                 "；不会早于作业 {job} 开始（约 {in}后）"}},
+                {"; not before job {job} starts (in about {in}[, around {at}])",
+                 "；不会早于作业 {job} 开始（约 {in}后[，约 {at}]）"}},
     // The second unit only when it is not zero.
     PhraseEntry{Phrase::kDays, "Days", {"{d}d[ {h}h]", "{d} 天[ {h} 小时]"}},
     PhraseEntry{Phrase::kHours, "Hours", {"{h}h[ {m}m]", "{h} 小时[ {m} 分钟]"}},
-    PhraseEntry{Phrase::kMinutes, "Minutes", {"{m}m", "{m} 分钟"}},
+    PhraseEntry{Phrase::kMinutes, "Minutes", {"{m}m[ {s}s]", "{m} 分钟[ {s} 秒]"}},
     PhraseEntry{Phrase::kSeconds, "Seconds", {"{s}s", "{s} 秒"}},
+    // {one} for at most one GPU (a whole one or a share), {many} otherwise.
+    PhraseEntry{Phrase::kGpuAmount,
+                "GpuAmount",
+                {"[{one} GPU|{many} GPUs]", "[{one} 块 GPU|{many} 块 GPU]"}},
+    PhraseEntry{
+        Phrase::kCoreAmount, "CoreAmount", {"[{one} core|{many} cores]", "[{one} 核|{many} 核]"}},
+    PhraseEntry{Phrase::kClock, "Clock", {"{time} UTC", "UTC {time}"}},
+    PhraseEntry{Phrase::kClockDate, "ClockDate", {"{date} {time} UTC", "UTC {date} {time}"}},
+    PhraseEntry{Phrase::kResourceCpu, "ResourceCpu", {"CPU", "CPU"}},
+    PhraseEntry{Phrase::kResourceMemory, "ResourceMemory", {"memory", "内存"}},
+    PhraseEntry{Phrase::kResourceGpuMemory, "ResourceGpuMemory", {"GPU memory", "显存"}},
     PhraseEntry{Phrase::kEviction, "Eviction", {"; eviction: ", "；驱逐："}},
     PhraseEntry{Phrase::kReliefNotBelowGuarantee,
                 "ReliefNotBelowGuarantee",
@@ -233,7 +248,7 @@ constexpr std::array kPhraseTexts{
                 "ReliefAfterMinRuntime",
                 {"{jobs} more job(s) become evictable once they have run for the policy's "
                  "min_runtime, the first in {first_in}",
-                 "另有 {jobs} 个作业在运行满策略的最短运行时间后可被驱逐，最早在 {first_in} 后"}},
+                 "另有 {jobs} 个作业在运行满策略的最短运行时间后可被驱逐，最早在 {first_in}后"}},
 };
 
 // Node causes of kNoNodeFits, in the order they are listed.

@@ -43,16 +43,24 @@ enum class Phrase {
   kEtaKnown,
   kEtaGpusReserved,
   kEtaEstimate,
+  kEtaUnknownWhy,  // "; estimated start unknown: {why}", why one of the four below
   kEtaUnknownBlocked,
   kEtaUnknownCapacity,
   kEtaUnknownQuota,
   kEtaUnknownInfeasible,
-  kEtaUnknownOther,  // an EtaUnknown value this build does not know
+  kEtaUnknownOther,  // an EtaUnknown value this build does not know (berth why's field)
   kNotBefore,
-  kDays,  // durations for people: "2d 3h", "1h 20m", "12m", "45s"
+  kDays,  // durations for people: "2d 3h", "1h 20m", "12m 5s", "45s"
   kHours,
   kMinutes,
   kSeconds,
+  kGpuAmount,    // GPUs for people: "1 GPU", "0.5 GPU", "6 GPUs"
+  kCoreAmount,   // CPU cores: "1 core", "4 cores"
+  kClock,        // a clock time on the day of the reference time: "14:30 UTC"
+  kClockDate,    // on another day: "2026-12-05 14:30 UTC"
+  kResourceCpu,  // quota resources other than GPUs, by name
+  kResourceMemory,
+  kResourceGpuMemory,
   kEviction,  // heads the eviction notes
   kReliefNotBelowGuarantee,
   kReliefNoLentGpus,

@@ -329,12 +329,19 @@ void Cycle::Backfill() {
   // reservation starts it ends after) and the cluster state: most of the
   // jobs behind a head share a few shapes, and once the GPUs they may use
   // are gone each shape is tried once per state, not once per job.
-  using Key = std::tuple<std::string_view, std::string_view, std::uint32_t, std::uint32_t,
-                         std::uint32_t, std::uint64_t, std::uint64_t, std::string_view, bool, int,
-                         int, int, std::size_t, std::string_view>;
+  using Key =
+      std::tuple<std::string_view, std::string_view, std::uint32_t, std::uint32_t, std::uint32_t,
+                 std::uint64_t, std::uint64_t, std::string_view, bool, int, int, int, std::size_t,
+                 std::string_view, bool, std::uint32_t, std::uint64_t>;
   std::map<Key, std::uint64_t> failed;
   for (const Candidate& cand : candidates_) {
     const PendingJob& j = *cand.job;
+    // Running ahead of a head needs free whole GPUs somewhere (the cheap
+    // test first: once the cluster is full, most candidates stop here).
+    if (!cand.backfill && j.resources.gpus > 0 && !model::IsSlice(j.resources) &&
+        cluster_.FreeGpus() < j.resources.gpus) {
+      continue;
+    }
     const TimeMs end = EndOf(j);
     const auto after = static_cast<std::size_t>(
         std::lower_bound(hold_starts_.begin(), hold_starts_.end(), end) - hold_starts_.begin());
@@ -352,7 +359,10 @@ void Cycle::Backfill() {
             j.preemptible ? (*j.preemptible ? 1 : 0) : -1,
             static_cast<int>(j.priority),
             after,
-            j.pool};
+            j.pool,
+            cand.backfill,
+            j.resources.gpu_share_millis,
+            j.resources.gpu_share_bytes};
     if (plain) {
       if (auto it = failed.find(key); it != failed.end() && it->second == cluster_.StateId()) {
         continue;
@@ -362,7 +372,10 @@ void Cycle::Backfill() {
     const JobCtx ctx = Resolve(j);
     std::optional<QuotaRefusal> refusal;
     std::uint32_t placed_before = 0;
-    if (ctx.leaf && PlaceNow(ctx, refusal, placed_before)) {
+    const bool placed = ctx.leaf && (cand.backfill ? PlaceNow(ctx, refusal, placed_before)
+                                                   : PlaceAhead(ctx, heads_[cand.head],
+                                                                *head_capacity_of_[cand.head]));
+    if (placed) {
       dropped_[cand.pending] = true;
       // The jobs behind it in its queue have one job fewer ahead.
       const std::int64_t gpus = std::int64_t{j.resources.gpus} * j.replicas;

@@ -375,11 +375,7 @@ void Cycle::Commit(const JobCtx& ctx, std::vector<ReplicaPlacement> replicas, co
   plan_.placements.push_back(std::move(p));
 }
 
-bool Cycle::PlaceNow(const JobCtx& ctx, std::optional<QuotaRefusal>& refusal,
-                     std::uint32_t& placed_before) {
-  // Quota first, on what the job asks for whatever GPUs it gets (GPUs of
-  // any model, CPU, RAM), so a job past its limit says so even when the
-  // cluster is full; per-model and GPU-memory quota need the placement.
+Usage Cycle::RequestOf(const JobCtx& ctx) {
   Usage estimate;
   const auto& res = ctx.shape.resources;
   if (ctx.requested_mgpu > 0) estimate[kGpusKey] = ctx.requested_mgpu;
@@ -390,7 +386,15 @@ bool Cycle::PlaceNow(const JobCtx& ctx, std::optional<QuotaRefusal>& refusal,
     estimate[{model::ResourceKind::kMemory, ""}] =
         static_cast<std::int64_t>(res.memory_bytes) * ctx.shape.replicas;
   }
-  refusal = book_.Check(*ctx.leaf, estimate, ctx.preemptible);
+  return estimate;
+}
+
+bool Cycle::PlaceNow(const JobCtx& ctx, std::optional<QuotaRefusal>& refusal,
+                     std::uint32_t& placed_before) {
+  // Quota first, on what the job asks for whatever GPUs it gets (GPUs of
+  // any model, CPU, RAM), so a job past its limit says so even when the
+  // cluster is full; per-model and GPU-memory quota need the placement.
+  refusal = book_.Check(*ctx.leaf, RequestOf(ctx), ctx.preemptible);
   if (refusal) return false;
   std::size_t mark = cluster_.Mark();
   HideReserved(EndOf(*ctx.job));
@@ -567,6 +571,14 @@ void Cycle::ExplainBehind(std::size_t leaf, Leaf& l, const JobCtx& head, const E
   const std::ptrdiff_t pos = at(model::kPosition), jobs = at(model::kAheadJobs),
                        gpus = at(model::kAheadGpus), req = at(model::kQueueRequested);
   const std::size_t first_candidate = candidates_.size();
+  // What the head could never use, if anything: jobs behind it may run
+  // there now (tried with the backfill, once every head has had its turn).
+  std::optional<std::size_t> ahead;
+  if (const HeadCapacity& cap = CapacityOf(head); cap.any) {
+    ahead = heads_.size();
+    heads_.push_back(head);
+    head_capacity_of_.push_back(&cap);
+  }
   while (l.next < l.jobs.size()) {
     const PendingJob& behind = *l.jobs[l.next++].job;
     if (behind.resources.gpus > cluster_.MaxHealthyGpus()) {
@@ -587,10 +599,14 @@ void Cycle::ExplainBehind(std::size_t leaf, Leaf& l, const JobCtx& head, const E
     *slot(b, req) = gang_gpus * 1000;  // as JobCtx::requested_mgpu
     ++l.waiting;
     l.waiting_gpus += gang_gpus;
-    // Backfill: it may run before its head only if it surely ends before the
-    // head's reserved start; tried once every head has had its turn.
+    // Backfill: it may run before its head on what the head could use only
+    // if it surely ends before the head's reserved start; on what the head
+    // could never use, it may run in any case. Tried once every head has
+    // had its turn.
     if (reserved && EndOf(behind) <= eta.start_ms) {
-      candidates_.push_back({&behind, plan_.pending.size()});
+      candidates_.push_back({&behind, plan_.pending.size(), 0, true, 0});
+    } else if (ahead) {
+      candidates_.push_back({&behind, plan_.pending.size(), 0, false, *ahead});
     }
     plan_.pending.push_back({behind.id, std::move(b)});
   }

@@ -229,7 +229,8 @@ class Cycle {
   // Holds the GPUs of `eta` for the job from its start to its end.
   void Reserve(const JobCtx& ctx, const Eta& eta);
   void AddEta(const Eta& eta, bool reserved, model::Reason& why) const;
-  // Jobs behind reserved heads that end before their head starts.
+  // Jobs behind reserved heads that end before their head starts, and jobs
+  // behind any waiting head that run ahead of it (ahead.cc).
   void Backfill();
   // Where a job's GPUs are: (node, position in its gpus) per GPU.
   using GpuKey = std::pair<std::size_t, std::size_t>;
@@ -240,6 +241,26 @@ class Cycle {
                      TimeMs t);
   // Brings timeline_ up to date with the jobs placed so far.
   void ExtendTimeline();
+
+  // ahead.cc: running ahead of a blocked head on what it could never use.
+  // What a waiting head could never use, found once per head shape: nodes
+  // it could never take a replica on, and nodes it could that also hold
+  // GPUs it never could (another model, too little memory, whole cards for
+  // a head that asks for a slice).
+  struct HeadCapacity {
+    bool any = false;               // some ready node or GPU the head could never use
+    std::vector<char> strict;       // [node] 1: the head could never use the node
+    std::vector<char> shared;       // [node] 1: strict, or a node with GPUs of both kinds
+    std::vector<std::size_t> both;  // nodes with GPUs of both kinds, ascending
+  };
+  const HeadCapacity& CapacityOf(const JobCtx& head);
+  // Places `ctx` now on capacity `head` could never use: its quota admits
+  // it and still admits the head as before; commits and returns true, else
+  // changes nothing.
+  bool PlaceAhead(const JobCtx& ctx, const JobCtx& head, const HeadCapacity& cap);
+  // What the job asks of its queue's quota before placement (GPUs of any
+  // model, CPU, RAM, for every replica).
+  static Usage RequestOf(const JobCtx& ctx);
 
   // explain.cc
   model::Reason ExplainNoFit(const JobCtx& ctx, std::uint32_t placed_before_failure);
@@ -326,12 +347,21 @@ class Cycle {
   std::map<std::string, std::pair<std::uint64_t, Eta>, std::less<>> estimated_;
   std::map<std::string, std::vector<char>, std::less<>> usable_;
   // Jobs behind a reserved head that may backfill, tried after every head.
+  // A candidate either backfills (it ends by its reserved head's start) or
+  // may run ahead of its head on what the head could never use.
   struct Candidate {
     const PendingJob* job = nullptr;
     std::size_t pending = 0;    // its BehindInQueue decision in plan_.pending
     std::size_t block_end = 0;  // end of its queue's BehindInQueue decisions
+    bool backfill = false;
+    std::size_t head = 0;  // in heads_, when !backfill
   };
   std::vector<Candidate> candidates_;
+  // Heads waiting for capacity with something they could never use, and
+  // what that is (by ExplainKey of the head).
+  std::deque<JobCtx> heads_;
+  std::vector<const HeadCapacity*> head_capacity_of_;  // [heads_ index]
+  std::map<std::string, HeadCapacity, std::less<>> head_capacity_;
   std::vector<bool> dropped_;  // [plan_.pending index]: replaced by a placement
 };
 

@@ -343,6 +343,7 @@ std::string_view Cluster::StaticCause(std::size_t n, const JobShape& job) const 
   if (!node.ready) return model::kCauseNotReady;
   if (node.cordoned) return model::kCauseCordoned;
   if (job.pool_forbidden) return model::kCausePool;
+  if (job.only_nodes != nullptr && (*job.only_nodes)[n] == 0) return kCauseHeadCapacity;
   if (!job.pools.empty() &&
       std::none_of(job.pools.begin(), job.pools.end(),
                    [&](const model::Pool* p) { return Matches(node.labels, p->selector); })) {

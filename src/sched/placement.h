@@ -23,6 +23,11 @@
 
 namespace berth::sched {
 
+// StaticCause for a node outside JobShape::only_nodes. Internal to the
+// cycle: no reason ever carries it (such shapes are only tried, never
+// explained).
+inline constexpr std::string_view kCauseHeadCapacity = "head_could_use";
+
 // What placement needs to know about a job: its shape and its constraints.
 struct JobShape {
   std::uint32_t replicas = 1;
@@ -33,6 +38,10 @@ struct JobShape {
   std::vector<const model::Pool*> pools;
   bool pool_forbidden = false;  // the job names a pool its queue may not use
   model::Topology topology;
+  // When set ([node] 0 or 1): only nodes marked 1 may take a replica. A job
+  // running ahead of its queue's blocked head is confined this way to the
+  // nodes where it cannot take what the head could use (Cycle::PlaceAhead).
+  const std::vector<char>* only_nodes = nullptr;
 };
 
 // A set of node indices iterated in ascending order, as bits. Cluster keeps

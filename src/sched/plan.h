@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -39,6 +40,17 @@ struct Placement {
     std::int64_t guaranteed_mgpu = 0;
   };
   std::optional<Borrowed> borrowed{};
+  // Set when the job ran ahead of its queue's head, which waits for
+  // capacity: it uses only nodes and GPUs the head could never use, so it
+  // cannot delay the head (docs/scheduling.md, "Ahead of a blocked head").
+  // `causes`: why the head could never use them, as node causes of
+  // model::Reason (gpu_model_mismatch, outside_pool, ...), with how many of
+  // the job's nodes each holds for.
+  struct AheadOf {
+    std::int64_t head_job = 0;
+    std::map<std::string, std::int64_t, std::less<>> causes;
+  };
+  std::optional<AheadOf> ahead_of{};
 };
 
 enum class EvictionCause { kReclaim, kPreempt, kMove };

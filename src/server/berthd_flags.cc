@@ -139,6 +139,10 @@ void AddTlsFlags(CLI::App& app, BerthdFlags& f) {
                  "The URL jobs reach the REST API at, given to each run as BERTH_API_URL with "
                  "its job token (default: from --listen, a wildcard address as this host's "
                  "name)");
+  app.add_option("--node-cert-ttl", f.node_cert_ttl,
+                 "How long node certificates live, from 10s to 366d: what agents renew over "
+                 "their stream at 2/3 of it (docs/operations.md, \"TLS and node credentials\")")
+      ->capture_default_str();
   app.add_flag("--plain-http", f.plain_http,
                "Serve the REST API over plain HTTP; only with a loopback --listen (dev, tests)");
   app.add_flag("--plain-agents", f.plain_agents,
@@ -184,6 +188,10 @@ CLI::App* AddBerthdFlags(CLI::App& app, BerthdFlags& f) {
   node_cmd->add_option("NODE", f.cert_node, "the node name the agent registers as")->required();
   node_cmd->add_option("--out", f.cert_out, "directory to write the three files to")->required();
   node_cmd->add_option("--data-dir", f.data_dir, "berthd's data dir, whose tls/ca-key.pem signs")
+      ->capture_default_str();
+  node_cmd
+      ->add_option("--node-cert-ttl", f.node_cert_ttl,
+                   "How long the certificate lives (the agent renews it over its stream)")
       ->capture_default_str();
   return node_cmd;
 }

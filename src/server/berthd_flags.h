@@ -48,6 +48,8 @@ struct BerthdFlags {
   std::string api_url;
   bool plain_http = false;
   bool plain_agents = false;
+  // How long node certificates live (`berthd cert node` and renewals).
+  std::string node_cert_ttl = "7d";
   // Telemetry history and idle allocations.
   std::string telemetry_minutes = "7d";
   std::string telemetry_hours = "400d";

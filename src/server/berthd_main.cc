@@ -113,22 +113,47 @@ std::string DefaultApiUrl(bool https, const std::string& host, int port) {
   return fmt::format("{}://{}:{}", https ? "https" : "http", h, port);
 }
 
+// --node-cert-ttl, in ms.
+Result<std::int64_t> NodeCertTtlMs(const std::string& text) {
+  namespace pki = berth::server::pki;
+  auto ttl = berth::ParseDurationMs(text, pki::kMaxNodeCertTtlMs);
+  if (!ttl) {
+    return berth::InvalidField("--node-cert-ttl",
+                               fmt::format("--node-cert-ttl '{}': {}", text, ttl.error().message));
+  }
+  if (*ttl < pki::kMinNodeCertTtlMs) {
+    return berth::InvalidField(
+        "--node-cert-ttl",
+        fmt::format("--node-cert-ttl '{}' is too short: at least 10s, so an agent can renew it "
+                    "(days in production)",
+                    text));
+  }
+  return ttl;
+}
+
 // `berthd cert node NODE --out DIR`: credentials for one berth-agent.
 int IssueNodeCredentials(const std::string& data_dir, const std::string& node,
-                         const std::string& out, std::int64_t now_ms) {
-  auto st = berth::server::pki::WriteNodeCredentials(data_dir, node, out, now_ms);
+                         const std::string& out, const std::string& ttl_text, std::int64_t now_ms) {
+  auto ttl = NodeCertTtlMs(ttl_text);
+  if (!ttl) {
+    fmt::print(stderr, "berthd cert node: {}\n", ttl.error().message);
+    return 2;
+  }
+  auto st = berth::server::pki::WriteNodeCredentials(data_dir, node, out, now_ms, *ttl);
   if (!st) {
     fmt::print(stderr, "berthd cert node: {}\n", st.error().message);
     return 1;
   }
   std::filesystem::path dir(out);
   fmt::print(
-      "wrote {ca}, {cert} and {key} (mode 0600)\n"
+      "wrote {ca}, {cert} and {key} (mode 0600); the certificate is valid for {ttl}, and the "
+      "agent renews it over its stream\n"
       "start the agent on {node} with:\n"
       "  berth-agent --node-name {node} --tls-ca {ca} --tls-cert {cert} --tls-key {key} "
       "--server HOST:7461\n",
       fmt::arg("ca", (dir / "ca.pem").string()), fmt::arg("cert", (dir / (node + ".pem")).string()),
-      fmt::arg("key", (dir / (node + "-key.pem")).string()), fmt::arg("node", node));
+      fmt::arg("key", (dir / (node + "-key.pem")).string()), fmt::arg("node", node),
+      fmt::arg("ttl", berth::FormatDurationMs(*ttl)));
   return 0;
 }
 
@@ -218,6 +243,7 @@ struct Settings {
   std::int64_t telemetry_interval_ms = 0;
   std::uint64_t log_limit_bytes = 0;
   std::int64_t idle_window_ms = 0;
+  std::int64_t node_cert_ttl_ms = 0;
   berth::http::ServerOptions http;
   std::vector<berth::model::NodeInfo> sim_nodes;
 };
@@ -363,6 +389,9 @@ Result<Settings> CheckFlags(const BerthdFlags& f) {
   if (auto st = CheckListeners(f, s); !st) return std::unexpected(st.error());
   if (auto st = CheckTimings(f, s); !st) return std::unexpected(st.error());
   if (auto st = CheckTelemetry(f, s); !st) return std::unexpected(st.error());
+  auto node_cert_ttl = NodeCertTtlMs(f.node_cert_ttl);
+  if (!node_cert_ttl) return std::unexpected(node_cert_ttl.error());
+  s.node_cert_ttl_ms = *node_cert_ttl;
   auto log_limit_bytes = berth::ParseBytes(f.log_limit);
   if (!log_limit_bytes || (*log_limit_bytes > 0 && *log_limit_bytes < 4096)) {
     return std::unexpected(Invalid(fmt::format(
@@ -489,6 +518,12 @@ berth::Status SetUpAlerts(const BerthdFlags& f, Daemon& d) {
 // the controller started.
 berth::Status StartAgentService(const BerthdFlags& f, const Settings& s, Daemon& d) {
   d.agent_service.emplace(*d.controller, /*require_peer_cert=*/!f.plain_agents);
+  if (!f.plain_agents && f.tls_client_ca.empty()) {
+    // Agents' certificates come from the data dir's CA: berthd renews them.
+    auto ca = berth::server::pki::LoadCa(f.data_dir);
+    if (!ca) return std::unexpected(ca.error());
+    d.controller->set_node_cert_signer({std::move(*ca), s.node_cert_ttl_ms});
+  }
   grpc::ServerBuilder builder;
   int agent_port = 0;
   std::shared_ptr<grpc::ServerCredentials> agent_credentials = grpc::InsecureServerCredentials();
@@ -715,7 +750,7 @@ int main(int argc, char** argv) {
   if (*cert_node_cmd) {
     berth::SystemClock cert_clock;
     return IssueNodeCredentials(flags.data_dir, flags.cert_node, flags.cert_out,
-                                cert_clock.NowMs());
+                                flags.node_cert_ttl, cert_clock.NowMs());
   }
   // SIGINT and SIGTERM are blocked before any thread starts, so every
   // thread inherits the mask and the waiter in Serve takes them: otherwise

@@ -19,6 +19,7 @@
 #include "sim/history.h"
 #include "sim/plot.h"
 #include "sim/report.h"
+#include "sim/service_replay.h"
 #include "sim/trace.h"
 
 namespace {
@@ -76,7 +77,169 @@ struct SimFlags {
   std::string plot_file;
   std::string history_file;
   std::vector<std::string> las = {"1h", "10h"};
+  // --services: an inference service on an LLM request trace.
+  std::string services;
+  double service_rate_scale = 1;
+  std::string service_spec;
+  std::string service_span = "0s";
+  std::vector<std::string> service_policies{"static-peak", "static-mean", "berth", "knative-like",
+                                            "hpa-like"};
+  std::string cold_start = "20s";
+  std::int64_t prefill_us = berth::sim::ReplicaModel{}.prefill_us_per_token;
+  std::int64_t decode_us = berth::sim::ReplicaModel{}.decode_us_per_token;
+  std::uint32_t slowdown_pct = berth::sim::ReplicaModel{}.slowdown_pct;
+  std::uint32_t max_concurrency = berth::sim::ReplicaModel{}.max_concurrency;
 };
+
+// --services and its flags (docs/services.md).
+void AddServiceFlags(CLI::App& app, SimFlags& f) {
+  auto* services = app.add_option(
+      "--services", f.services,
+      "Replay an inference service on an LLM request trace (AzureLLMInferenceTrace_code.csv): "
+      "static provisioning against the autoscaler");
+  app.add_option("--service-rate-scale", f.service_rate_scale,
+                 "Requests at this many times the trace's rate (its shape over time kept)")
+      ->capture_default_str()
+      ->needs(services);
+  app.add_option("--service-spec", f.service_spec,
+                 "Service spec YAML (replicas, SLO, autoscaling); default: a code-completion "
+                 "service (docs/services.md)")
+      ->needs(services);
+  app.add_option("--service-span", f.service_span,
+                 "Replay only the trace's first span, e.g. 10m (0s: all)")
+      ->capture_default_str()
+      ->needs(services);
+  app.add_option("--service-policies", f.service_policies,
+                 "Comma-separated: static-peak, static-mean, berth, knative-like, hpa-like")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->needs(services);
+  app.add_option("--cold-start", f.cold_start, "A new replica serves after this long")
+      ->capture_default_str()
+      ->needs(services);
+  app.add_option("--prefill-us-per-token", f.prefill_us, "Prefill time per context token (µs)")
+      ->capture_default_str()
+      ->needs(services);
+  app.add_option("--decode-us-per-token", f.decode_us, "Decode time per generated token (µs)")
+      ->capture_default_str()
+      ->needs(services);
+  app.add_option("--batch-slowdown-pct", f.slowdown_pct,
+                 "Each other request in flight on a replica slows a request by this much")
+      ->capture_default_str()
+      ->needs(services);
+  app.add_option("--max-concurrency", f.max_concurrency,
+                 "Requests one replica serves at once; the rest wait at the gateway")
+      ->capture_default_str()
+      ->needs(services);
+}
+
+// berth-sim --services: the replay of an LLM trace under each policy.
+int RunServices(const SimFlags& f) {
+  if (!f.itp.empty() || !f.openb_pods.empty() || !f.dlrm.empty() || !f.history_file.empty()) {
+    return Fail("--services replays an inference service alone; give no job trace with it");
+  }
+  std::string spec_text(berth::sim::kReplayServiceSpec);
+  if (!f.service_spec.empty()) {
+    std::ifstream in(f.service_spec);
+    if (!in) return Fail("cannot read --service-spec " + f.service_spec);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    spec_text = ss.str();
+  }
+  auto spec = berth::model::ParseServiceSpec(spec_text);
+  if (!spec) return Fail("service spec: " + spec.error().field + ": " + spec.error().message);
+  auto cold = berth::ParseDurationMs(f.cold_start);
+  auto span = f.service_span == "0" ? berth::Result<std::int64_t>(0)
+                                    : berth::ParseDurationMs(f.service_span);
+  if (!cold || !span) return Fail("--cold-start and --service-span take durations such as 20s");
+  if (!(f.service_rate_scale > 0) || f.service_rate_scale > 1000) {
+    return Fail("--service-rate-scale must be above 0 and at most 1000");
+  }
+  if (f.max_concurrency == 0 || f.prefill_us < 0 || f.decode_us < 0 || f.slowdown_pct > 1000) {
+    return Fail(
+        "--max-concurrency must be at least 1, per-token times at least 0, and "
+        "--batch-slowdown-pct at most 1000");
+  }
+  if (spec->slo.latency_p95_ms == 0) {
+    return Fail("the service spec needs slo.latency_p95_ms: the replay reports against it");
+  }
+  auto trace = berth::sim::ReadAzureLlmFile(f.services, *span);
+  if (!trace) return Fail(trace.error().message);
+  const auto requests = berth::sim::ScaleRate(*trace, f.service_rate_scale, f.seed);
+  berth::sim::ReplicaModel model;
+  model.prefill_us_per_token = f.prefill_us;
+  model.decode_us_per_token = f.decode_us;
+  model.slowdown_pct = f.slowdown_pct;
+  model.max_concurrency = f.max_concurrency;
+  model.cold_start_ms = *cold;
+  const auto sizes = berth::sim::SizeStatic(requests, model);
+  std::vector<berth::sim::ServiceReplayResult> results;
+  for (const auto& name : f.service_policies) {
+    berth::sim::ServicePolicy policy;
+    if (name == "static-peak") {
+      policy = berth::sim::StaticPolicy(name, sizes.peak);
+    } else if (name == "static-mean") {
+      policy = berth::sim::StaticPolicy(name, sizes.mean);
+    } else if (name == "berth") {
+      policy = berth::sim::BerthPolicy(*spec);
+    } else if (name == "knative-like") {
+      policy = berth::sim::KnativeLikePolicy(*spec);
+    } else if (name == "hpa-like") {
+      policy = berth::sim::HpaLikePolicy(*spec);
+    } else {
+      return Fail("--service-policies: unknown policy '" + name +
+                  "'; use static-peak, static-mean, berth, knative-like or hpa-like");
+    }
+    auto r = berth::sim::ReplayService(requests, model, policy, spec->slo.latency_p95_ms);
+    if (!r) return Fail(name + ": " + r.error().message);
+    results.push_back(std::move(*r));
+  }
+  const double span_s =
+      requests.empty() ? 0 : static_cast<double>(requests.back().arrival_us) / 1e6;
+  std::cout << fmt::format(
+      "{} requests from {} ({} in the trace{}) at --service-rate-scale {} (seed {}): {:.1f} "
+      "requests/s over {:.0f} s\n",
+      requests.size(), std::filesystem::path(f.services).filename().string(), trace->size(),
+      *span > 0 ? ", first " + berth::FormatDurationMs(*span) : "", f.service_rate_scale, f.seed,
+      span_s > 0 ? static_cast<double>(requests.size()) / span_s : 0.0, span_s);
+  std::cout << fmt::format(
+      "replica: prefill {} us/token, decode {} us/token, +{}% per other request in flight, at "
+      "most {} in flight, cold start {}\n",
+      model.prefill_us_per_token, model.decode_us_per_token, model.slowdown_pct,
+      model.max_concurrency, berth::FormatDurationMs(model.cold_start_ms));
+  const auto& a = spec->autoscaling;
+  std::cout << fmt::format(
+      "service {}: replicas {}-{}, {} target {} at {}%, SLO: time to first token <= {} ms; "
+      "static sizes for the busiest 10 s {} and for the mean {}\n\n",
+      spec->name, spec->replicas.min, spec->replicas.max,
+      berth::model::AutoscaleSignalName(a.signal), berth::model::FormatMilli(a.target_milli),
+      a.target_utilization_pct, spec->slo.latency_p95_ms, sizes.peak, sizes.mean);
+  std::cout << berth::sim::RenderServiceTable(results);
+  if (!f.json_out.empty()) {
+    nlohmann::json all = nlohmann::json::array();
+    for (const auto& r : results) {
+      all.push_back({{"policy", r.policy},
+                     {"replicas", r.replicas},
+                     {"requests", r.requests},
+                     {"replica_hours", r.replica_hours},
+                     {"max_replicas", r.max_replicas},
+                     {"slo_ms", r.slo_ms},
+                     {"slo_attainment", r.SloAttainment()},
+                     {"ttft_p50_ms", r.ttft_p50_ms},
+                     {"ttft_p95_ms", r.ttft_p95_ms},
+                     {"ttft_p99_ms", r.ttft_p99_ms},
+                     {"e2e_p99_ms", r.e2e_p99_ms},
+                     {"cold_starts", r.cold_starts},
+                     {"held_requests", r.held},
+                     {"held_wait_s", r.held_wait_s},
+                     {"held_wait_max_s", r.held_wait_max_s},
+                     {"decisions", r.decisions}});
+    }
+    if (!WriteFile(f.json_out, all.dump(2) + "\n"))
+      return Fail("cannot write --json " + f.json_out);
+  }
+  return 0;
+}
 
 void AddFlags(CLI::App& app, SimFlags& f) {
   auto* itp_opt = app.add_option(
@@ -145,6 +308,7 @@ void AddFlags(CLI::App& app, SimFlags& f) {
                  "the traces). Backfill and estimated starts need it")
       ->capture_default_str();
   app.add_option("--json", f.json_out, "Also write the summaries as JSON to this file");
+  AddServiceFlags(app, f);
 }
 
 // The simulation's clock, restarts, checkpoints and node failures.
@@ -321,9 +485,11 @@ int main(int argc, char** argv) {
   SimFlags f;
   AddFlags(app, f);
   CLI11_PARSE(app, argc, argv);
+  if (!f.services.empty()) return RunServices(f);
   if (f.itp.empty() && f.openb_pods.empty() && f.dlrm.empty() && f.history_file.empty()) {
     return Fail(
-        "give a trace: --itp FILE, --openb-pods and --openb-nodes, --dlrm FILE, or --history FILE");
+        "give a trace: --itp FILE, --openb-pods and --openb-nodes, --dlrm FILE, --history FILE, "
+        "or --services FILE");
   }
   if (!f.itp.empty() && (f.gpus <= 0 || f.per_node == 0 || f.gpus % f.per_node != 0)) {
     return Fail("--gpus must be a positive multiple of --gpus-per-node");

@@ -4,12 +4,17 @@
 #include <fmt/format.h>
 #include <openssl/evp.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -75,11 +80,70 @@ Status WriteFileAtomically(const std::filesystem::path& path, const std::string&
   return Ok();
 }
 
-// One process appends to one chain at a time, from any connection
-// (AuditAppend).
-std::mutex& ChainMutex() {
-  static std::mutex mu;
-  return mu;
+// What this process knows of one head file, shared by every connection that
+// chains into it. Chaining itself needs no lock of its own: it runs inside a
+// write transaction, and SQLite lets one writer in at a time. What is shared
+// is the head file: the head it holds (read once, then kept as written, and
+// read again only when the file changed behind Berth's back), and its
+// writing, which committed changes share like a group commit.
+struct HeadFile {
+  std::mutex mu;
+  std::condition_variable written;     // the file moved, or nobody is writing it
+  bool known = false;                  // `file` and `stamp` are up to date
+  std::optional<AuditHead> file;       // what the file holds
+  std::optional<AuditHead> committed;  // the newest head known committed
+  bool writing = false;
+  struct stat stamp {};
+};
+
+HeadFile& HeadFileFor(const std::filesystem::path& path) {
+  static std::mutex registry_mu;
+  static std::map<std::string, std::unique_ptr<HeadFile>, std::less<>> registry;
+  std::lock_guard lock(registry_mu);
+  auto& slot = registry[path.string()];
+  if (!slot) slot = std::make_unique<HeadFile>();
+  return *slot;
+}
+
+bool SameStamp(const struct stat& a, const struct stat& b) {
+  return a.st_ino == b.st_ino && a.st_dev == b.st_dev && a.st_size == b.st_size &&
+         a.st_mtim.tv_sec == b.st_mtim.tv_sec && a.st_mtim.tv_nsec == b.st_mtim.tv_nsec;
+}
+
+// `hf.file`, read again when the file is not the one last read or written.
+// Called with hf.mu held.
+void RefreshFileHead(HeadFile& hf, const std::filesystem::path& path) {
+  struct stat now {};
+  const bool exists = ::stat(path.c_str(), &now) == 0;
+  if (hf.known && ((exists && SameStamp(now, hf.stamp)) || (!exists && !hf.file))) return;
+  auto read = AuditFileHead(path);  // an unreadable head file is Verify's to report
+  hf.file = read ? *read : std::nullopt;
+  hf.stamp = now;
+  hf.known = true;
+}
+
+// Writes `head` to the file (hf.mu not held) and records it (held again).
+// `head` is a copy: hf.committed moves on while the file is written.
+void WriteHead(HeadFile& hf, const std::filesystem::path& path, std::unique_lock<std::mutex>& lock,
+               AuditHead head) {
+  hf.writing = true;
+  lock.unlock();
+  nlohmann::json doc{{"seq", head.seq}, {"hash", head.hash}};
+  Status st = WriteFileAtomically(path, doc.dump() + "\n");
+  struct stat now {};
+  const bool stamped = st && ::stat(path.c_str(), &now) == 0;
+  lock.lock();
+  hf.writing = false;
+  if (stamped) {
+    hf.file = std::move(head);
+    hf.stamp = now;
+    hf.known = true;
+  } else {
+    hf.known = false;
+    spdlog::error("audit: could not write {}: {}", path.string(),
+                  st ? std::string("cannot stat it") : st.error().message);
+  }
+  hf.written.notify_all();
 }
 
 }  // namespace
@@ -151,15 +215,21 @@ Result<AuditAppend> AuditAppend::Chain(Database& db, std::filesystem::path head_
                                        std::span<AuditEntry* const> records) {
   if (records.empty()) {
     // Nothing to chain and nothing to publish: no lock, no head to read.
-    return AuditAppend(std::unique_lock<std::mutex>(), std::move(head_file), AuditHead{});
+    return AuditAppend(std::move(head_file), std::nullopt);
   }
-  std::unique_lock lock(ChainMutex());
   auto meta = AuditMetaHead(db);
   if (!meta) return std::unexpected(meta.error());
   AuditHead head{0, std::string(kAuditGenesisHash)};
   if (*meta) head = **meta;
-  auto file = AuditFileHead(head_file);  // an unreadable head file is Verify's to report
-  if (file && *file && (*file)->seq > head.seq) head = **file;
+  HeadFile& hf = HeadFileFor(head_file);
+  // Records the head file may not hold yet, should berthd die now: they
+  // start after the head the file holds (Verify allows exactly that lag).
+  std::int64_t unwritten_from = 1;
+  {
+    std::unique_lock lock(hf.mu);
+    RefreshFileHead(hf, head_file);
+    if (hf.file && hf.file->seq > head.seq) head = *hf.file;
+  }
   {
     auto tail = db.Prepare("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1");
     if (!tail) return std::unexpected(tail.error());
@@ -172,7 +242,25 @@ Result<AuditAppend> AuditAppend::Chain(Database& db, std::filesystem::path head_
       "after_json, request_id, source, outcome, prev_hash, hash) "
       "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   if (!ins) return std::unexpected(ins.error());
-  const std::int64_t batch_first = head.seq + 1;
+  {
+    // Bound the lag: wait for the changes committed before this one to be
+    // written to the head file (or write it) when it would pass
+    // kMaxAuditLag. Holding the write transaction is safe: writing the file
+    // needs no database lock.
+    std::unique_lock lock(hf.mu);
+    const auto n = static_cast<std::int64_t>(records.size());
+    auto behind = [&] { return head.seq + n - (hf.file ? hf.file->seq : 0); };
+    while (behind() > static_cast<std::int64_t>(kMaxAuditLag)) {
+      if (hf.writing) {
+        hf.written.wait(lock);
+        continue;
+      }
+      if (!hf.committed || (hf.file && hf.file->seq >= hf.committed->seq)) break;
+      WriteHead(hf, head_file, lock, *hf.committed);
+      if (!hf.known) break;  // logged; the change still commits
+    }
+    unwritten_from = std::min(head.seq + 1, (hf.file ? hf.file->seq : 0) + 1);
+  }
   for (AuditEntry* entry : records) {
     entry->seq = head.seq + 1;
     entry->prev_hash = head.hash;
@@ -202,20 +290,32 @@ Result<AuditAppend> AuditAppend::Chain(Database& db, std::filesystem::path head_
   if (!set) return std::unexpected(set.error());
   BERTH_RETURN_IF_ERROR(set->Bind(1, std::to_string(head.seq))
                             .Bind(2, head.hash)
-                            .Bind(3, std::to_string(batch_first))
+                            .Bind(3, std::to_string(unwritten_from))
                             .Run());
-  return AuditAppend(std::move(lock), std::move(head_file), std::move(head));
+  return AuditAppend(std::move(head_file), std::move(head));
 }
 
 Status AuditAppend::Publish() {
-  if (!lock_.owns_lock()) return Ok();
-  // After the commit: a crash here leaves the file behind the table by this
-  // one batch, which Verify tells apart from tampering (the file's record
-  // still matches, and the meta table says where the batch began).
-  nlohmann::json doc{{"seq", head_.seq}, {"hash", head_.hash}};
-  Status st = WriteFileAtomically(head_file_, doc.dump() + "\n");
-  lock_.unlock();
-  return st;
+  if (!head_) return Ok();
+  // After the commit. Whoever finds the file behind this head and nobody
+  // writing it writes the newest committed head, which covers every change
+  // that committed meanwhile; the others wait for that write. A crash before
+  // it leaves the file behind by the records the meta table says (Verify).
+  HeadFile& hf = HeadFileFor(head_file_);
+  std::unique_lock lock(hf.mu);
+  if (!hf.committed || hf.committed->seq < head_->seq) hf.committed = *head_;
+  while (!hf.file || hf.file->seq < head_->seq) {
+    if (hf.writing) {
+      hf.written.wait(lock);
+      continue;
+    }
+    WriteHead(hf, head_file_, lock, *hf.committed);
+    if (!hf.known) {
+      return Fail(Code::kUnavailable,
+                  fmt::format("audit: could not write {}", head_file_.string()));
+    }
+  }
+  return Ok();
 }
 
 Status CommitWithRecords(Transaction& tx, Database& db, const std::filesystem::path& head_file,

@@ -9,14 +9,13 @@
 // tail leaves a valid chain, so the head (latest sequence number and hash) is
 // also remembered in two places outside the table's rows: the `meta` table
 // (same transaction as the records) and `<data_dir>/audit.head` (written
-// atomically right after the commit). AuditLog::Verify checks the chain
-// against both.
+// atomically after the commit, one write shared by the changes that
+// committed meanwhile). AuditLog::Verify checks the chain against both.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -36,11 +35,13 @@ namespace berth::store {
 [[nodiscard]] Status EnsureAuditSchema(Database& db);
 
 // One write transaction's share of the chain. Made inside the open
-// transaction (after BEGIN IMMEDIATE): it holds the process's chain lock
-// from reading the head until Publish, so that at most one batch of records
-// is ever committed but not yet in the head file. No other lock may be taken
-// while it is held; the SQLite write lock is already the caller's, so two
-// chainers never wait on each other.
+// transaction (after BEGIN IMMEDIATE, so it is the only chainer: SQLite lets
+// one writer in at a time). The head file is written after the commit and
+// shared like a group commit: one write covers every change committed
+// before it, so concurrent changes do not each pay for it. The lag is
+// bounded: a chainer waits (or writes the file itself) rather than let the
+// file fall more than kMaxAuditLag records behind, and the meta table says
+// from which record on the file may not hold the chain yet.
 class AuditAppend {
  public:
   // Assigns each record its seq, prev_hash and hash, chaining from the
@@ -49,17 +50,16 @@ class AuditAppend {
   // rather than collided with), inserts them and moves the meta head.
   [[nodiscard]] static Result<AuditAppend> Chain(Database& db, std::filesystem::path head_file,
                                                  std::span<AuditEntry* const> records);
-  // After the commit: writes the head file (temp file, fsync, rename), and
-  // releases the chain lock. Not calling it (the transaction rolled back)
-  // releases the lock and leaves the file as it was.
+  // After the commit: returns once the head file holds this head (written
+  // here, or by a concurrent Publish whose write covered it). Not calling it
+  // (the transaction rolled back) leaves the file as it was.
   [[nodiscard]] Status Publish();
 
  private:
-  AuditAppend(std::unique_lock<std::mutex> lock, std::filesystem::path head_file, AuditHead head)
-      : lock_(std::move(lock)), head_file_(std::move(head_file)), head_(std::move(head)) {}
-  std::unique_lock<std::mutex> lock_;
+  AuditAppend(std::filesystem::path head_file, std::optional<AuditHead> head)
+      : head_file_(std::move(head_file)), head_(std::move(head)) {}
   std::filesystem::path head_file_;
-  AuditHead head_;
+  std::optional<AuditHead> head_;  // none: nothing was chained
 };
 
 // Commits `tx` (open on `db`) with `records` chained in it, and then

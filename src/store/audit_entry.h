@@ -50,9 +50,12 @@ struct AuditHead {
 };
 
 // Records one audit transaction stores at most (a group commit of audit
-// appends, or of submissions with their records): after a crash the head
-// file may lag the table by one such batch, and Verify allows no more.
+// appends, or of submissions with their records).
 inline constexpr std::size_t kMaxAuditBatch = 256;
+// Records the head file may lag the table by at most, after a crash between
+// commits and the file write they share (a few batches: changes commit
+// while the file is being written). Verify allows no more.
+inline constexpr std::size_t kMaxAuditLag = 4 * kMaxAuditBatch;
 
 // The audit record of a change, made inside the change's transaction from
 // what the change made (the new job ids, the job as cancelled); nullopt

@@ -55,8 +55,8 @@ Result<AuditEntry> AuditLog::Append(AuditEntry entry) {
       continue;
     }
     committing_ = true;
-    // At most kMaxAuditBatch at once: the head file may lag the table by
-    // one batch after a crash, and Verify allows no more.
+    // At most kMaxAuditBatch at once: the head file's lag after a crash is
+    // counted in batches (kMaxAuditLag).
     const std::size_t n = std::min(queued_.size(), kMaxAuditBatch);
     std::vector<Pending*> batch(queued_.begin(), queued_.begin() + static_cast<std::ptrdiff_t>(n));
     queued_.erase(queued_.begin(), queued_.begin() + static_cast<std::ptrdiff_t>(n));
@@ -169,7 +169,8 @@ Result<AuditVerdict> AuditLog::Verify() {
     }
   }
 
-  // Where the last committed batch began (an older berthd kept none).
+  // From which record on the head file may not hold the chain yet, as of the
+  // last commit (an older berthd kept none).
   std::optional<std::int64_t> batch_first;
   {
     auto st = db_.Prepare("SELECT value FROM meta WHERE key='audit_batch_first'");
@@ -198,11 +199,12 @@ Result<AuditVerdict> AuditLog::Verify() {
       return;
     }
     if (h.seq < v.head.seq) {
-      // The file is written after each commit: a crash in between leaves it
-      // at the head before the last batch (at most kMaxAuditBatch records).
+      // The file is written after commits: a crash in between leaves it at
+      // or after the head the meta table says it may still hold (at most
+      // kMaxAuditLag records behind).
       const bool last_batch = h.seq == v.head.seq - 1 ||
-                              (batch_first && h.seq == *batch_first - 1 &&
-                               v.head.seq - h.seq <= static_cast<std::int64_t>(kMaxAuditBatch));
+                              (batch_first && h.seq >= *batch_first - 1 &&
+                               v.head.seq - h.seq <= static_cast<std::int64_t>(kMaxAuditLag));
       if (may_lag && last_batch) {
         v.notes.push_back(fmt::format(
             "{} is {} record{} behind (berthd stopped between a commit and the file write)", where,

@@ -8,6 +8,7 @@
 #include <cctype>
 
 #include "store/audit_chain.h"
+#include "store/sqlite_scope.h"
 
 namespace berth::store {
 namespace {
@@ -265,11 +266,28 @@ Result<std::optional<Identity>> IdentityStore::GetIdentity(std::string_view name
 }
 
 Result<std::vector<Identity>> IdentityStore::ListIdentities() {
+  IdentityPage all;
+  all.tenants = model::TenantScope::All();
+  return ListIdentities(all);
+}
+
+Result<std::vector<Identity>> IdentityStore::ListIdentities(const IdentityPage& page) {
   std::lock_guard lock(mu_);
   std::vector<std::string> names;
   {
-    auto st = db_.Prepare("SELECT name FROM identities ORDER BY name");
+    // The tenant filter asks the memberships, before the LIMIT.
+    std::string where = page.tenants.all() ? std::string()
+                                           : fmt::format(
+                                                 " AND EXISTS (SELECT 1 FROM memberships m "
+                                                 "WHERE m.identity = identities.name{})",
+                                                 ScopeSql(page.tenants, "m.tenant", 3));
+    auto st = db_.Prepare(
+        fmt::format("SELECT name FROM identities WHERE (?1 = '' OR name > ?1){} ORDER BY name{}",
+                    where, page.limit > 0 ? " LIMIT ?2" : ""));
     if (!st) return std::unexpected(st.error());
+    st->Bind(1, page.after);
+    if (page.limit > 0) st->Bind(2, static_cast<std::int64_t>(page.limit));
+    BindScope(*st, 3, page.tenants);
     for (;;) {
       auto row = st->Step();
       if (!row) return std::unexpected(row.error());
@@ -483,12 +501,27 @@ Result<std::optional<TokenRecord>> IdentityStore::LoadToken(std::string_view id)
 }
 
 Result<std::vector<TokenRecord>> IdentityStore::ListTokens(std::string_view identity) {
+  return ListTokens(identity, TokenPage{});
+}
+
+Result<std::vector<TokenRecord>> IdentityStore::ListTokens(std::string_view identity,
+                                                           const TokenPage& page) {
   std::lock_guard lock(mu_);
-  auto st = db_.Prepare(
-      fmt::format("SELECT {} FROM tokens WHERE (?='' OR identity=?) ORDER BY created_ms DESC, id",
-                  kTokenColumns));
+  // Newest first, ties by id: the page after a token is the older ones and
+  // those of its millisecond with a greater id.
+  auto st = db_.Prepare(fmt::format(
+      "SELECT {} FROM tokens WHERE (?1='' OR identity=?1) AND (?2 IS NULL OR created_ms < ?2 OR "
+      "(created_ms = ?2 AND id > ?3)) ORDER BY created_ms DESC, id{}",
+      kTokenColumns, page.limit > 0 ? " LIMIT ?4" : ""));
   if (!st) return std::unexpected(st.error());
-  st->Bind(1, identity).Bind(2, identity);
+  st->Bind(1, identity);
+  if (page.after_created_ms) {
+    st->Bind(2, *page.after_created_ms);
+  } else {
+    st->BindNull(2);
+  }
+  st->Bind(3, page.after_id);
+  if (page.limit > 0) st->Bind(4, static_cast<std::int64_t>(page.limit));
   std::vector<TokenRecord> out;
   for (;;) {
     auto row = st->Step();

@@ -22,6 +22,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "model/policy.h"
+#include "model/tenant_scope.h"
 #include "store/audit_entry.h"
 #include "store/sqlite_db.h"
 
@@ -76,6 +77,27 @@ std::optional<TokenParts> SplitToken(std::string_view token);
 // or digit. Tenant names follow the policy's rules (checked by the caller).
 Status ValidateIdentityName(std::string_view name, std::string_view field);
 
+// One page of the identity list (GET /v1/identities), by name. Keyset
+// paging: the names after `after`, so an identity created meanwhile never
+// shifts a later page.
+struct IdentityPage {
+  std::string after;      // "": from the first name
+  std::size_t limit = 0;  // rows at most; 0: every row
+  // Only identities holding a role in one of these tenants (a
+  // tenant-admin's tenants); All() for every identity (a platform admin).
+  // Filtered in the query, before the limit, so a page is never short.
+  // The default sees nothing, so a scope nobody computed fails closed.
+  model::TenantScope tenants;
+};
+
+// One page of an identity's tokens (GET /v1/tokens), newest first: the
+// tokens after (created_ms, id) in that order.
+struct TokenPage {
+  std::optional<TimeMs> after_created_ms;  // none: from the newest
+  std::string after_id;
+  std::size_t limit = 0;  // rows at most; 0: every row
+};
+
 class IdentityStore {
  public:
   static Result<std::unique_ptr<IdentityStore>> Open(const std::filesystem::path& data_dir);
@@ -90,6 +112,8 @@ class IdentityStore {
                                                 const AuditOf<Identity>& audit = {});
   [[nodiscard]] Result<std::optional<Identity>> GetIdentity(std::string_view name);
   [[nodiscard]] Result<std::vector<Identity>> ListIdentities();
+  // A page of identities by name (IdentityPage).
+  [[nodiscard]] Result<std::vector<Identity>> ListIdentities(const IdentityPage& page);
   [[nodiscard]] Status SetDisabled(std::string_view name, bool disabled,
                                    const AuditOf<Identity>& audit = {});
   [[nodiscard]] Status SetPlatformAdmin(std::string_view name, bool admin,
@@ -117,6 +141,9 @@ class IdentityStore {
   [[nodiscard]] Result<std::optional<TokenRecord>> GetToken(std::string_view id);
   // Every token of `identity` (all tokens when empty), newest first.
   [[nodiscard]] Result<std::vector<TokenRecord>> ListTokens(std::string_view identity);
+  // A page of `identity`'s tokens, newest first (TokenPage).
+  [[nodiscard]] Result<std::vector<TokenRecord>> ListTokens(std::string_view identity,
+                                                            const TokenPage& page);
   [[nodiscard]] Status RevokeToken(std::string_view id, std::string_view by, TimeMs now,
                                    const AuditOf<TokenRecord>& audit = {});
 

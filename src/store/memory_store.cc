@@ -335,7 +335,8 @@ Result<std::vector<RunUsage>> MemoryJobStore::FinishedRunsSince(TimeMs since) {
   return out;
 }
 
-Result<std::vector<JobRecord>> MemoryJobStore::JobsSubmittedBetween(TimeMs since, TimeMs until) {
+Result<std::vector<JobRecord>> MemoryJobStore::JobsSubmittedBetween(TimeMs since, TimeMs until,
+                                                                    std::size_t max_jobs) {
   std::lock_guard lock(mu_);
   std::vector<JobRecord> out;
   for (const auto& [id, job] : jobs_) {
@@ -344,6 +345,7 @@ Result<std::vector<JobRecord>> MemoryJobStore::JobsSubmittedBetween(TimeMs since
     }
   }
   std::stable_sort(out.begin(), out.end(), SubmittedBefore);
+  if (max_jobs > 0 && out.size() > max_jobs) out.resize(max_jobs);
   return out;
 }
 

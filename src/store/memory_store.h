@@ -50,7 +50,8 @@ class MemoryJobStore final : public JobStore {
   Result<std::optional<RunRecord>> GetRun(const std::string& run_id) override;
   Status RecordCheckpoint(const std::string& run_id, TimeMs at) override;
   Result<std::vector<RunUsage>> FinishedRunsSince(TimeMs since) override;
-  Result<std::vector<JobRecord>> JobsSubmittedBetween(TimeMs since, TimeMs until) override;
+  Result<std::vector<JobRecord>> JobsSubmittedBetween(TimeMs since, TimeMs until,
+                                                      std::size_t max_jobs = 0) override;
   Result<std::vector<JobRecord>> JobsForWindow(TimeMs from, TimeMs to,
                                                const model::TenantScope& scope,
                                                std::size_t max_rows) override;

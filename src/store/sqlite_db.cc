@@ -175,6 +175,22 @@ Database::~Database() {
   sqlite3_close_v2(db_);
 }
 
+void Database::SetRowHook(RowHook hook, void* arg) {
+  if (hook == nullptr) {
+    sqlite3_update_hook(db_, nullptr, nullptr);
+    hook_.reset();
+    return;
+  }
+  hook_ = std::make_unique<Hook>(Hook{hook, arg});
+  sqlite3_update_hook(
+      db_,
+      [](void* h, int /*op*/, const char* /*db*/, const char* table, sqlite3_int64 rowid) {
+        const auto* set = static_cast<const Hook*>(h);
+        set->fn(set->arg, table, rowid);
+      },
+      hook_.get());
+}
+
 Status Database::Exec(std::string_view sql) {
   char* err = nullptr;
   std::string text(sql);

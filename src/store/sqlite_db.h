@@ -94,7 +94,10 @@ class Database {
   static Result<Database> OpenReader(const std::string& path);
   // Berth's state database, <data_dir>/berth.db, creating the directory.
   static Result<Database> OpenState(const std::filesystem::path& data_dir);
-  Database(Database&& o) noexcept : db_(o.db_), cache_(std::move(o.cache_)) { o.db_ = nullptr; }
+  Database(Database&& o) noexcept
+      : db_(o.db_), hook_(std::move(o.hook_)), cache_(std::move(o.cache_)) {
+    o.db_ = nullptr;
+  }
   Database& operator=(Database&&) = delete;
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
@@ -109,10 +112,22 @@ class Database {
   std::int64_t Changes() const { return sqlite3_changes(db_); }
   // Compiled statements waiting in the cache for their next use.
   std::size_t cached_statements() const { return cache_->idle(); }
+  // Calls `hook(arg, table, rowid)` for every row this connection inserts,
+  // updates or deletes in a rowid table, in transactions that later roll
+  // back too (SQLite's update hook; not for a DELETE without WHERE). Null
+  // removes it.
+  using RowHook = void (*)(void* arg, std::string_view table, std::int64_t rowid);
+  void SetRowHook(RowHook hook, void* arg);
 
  private:
   explicit Database(sqlite3* db) : db_(db), cache_(std::make_shared<StatementCache>()) {}
   sqlite3* db_;
+  struct Hook {
+    RowHook fn = nullptr;
+    void* arg = nullptr;
+  };
+  // Where SQLite's callback finds the hook; its address outlives moves.
+  std::unique_ptr<Hook> hook_;
   // Shared with the Statements it lent, which may outlive a moved-from or
   // closed Database: sqlite3_close_v2 waits for their finalization.
   std::shared_ptr<StatementCache> cache_;

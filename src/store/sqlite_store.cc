@@ -68,6 +68,8 @@ CREATE TABLE IF NOT EXISTS node_events(
   id INTEGER PRIMARY KEY AUTOINCREMENT, node TEXT NOT NULL, time_ms INTEGER NOT NULL,
   event TEXT NOT NULL, message TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS node_events_by_node ON node_events(node, id);
+CREATE TABLE IF NOT EXISTS node_revocations(
+  node TEXT PRIMARY KEY, revoked_ms INTEGER NOT NULL, by TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS cordons(
   node TEXT NOT NULL, gpu INTEGER NOT NULL, kind TEXT NOT NULL, reason TEXT NOT NULL,
   by TEXT NOT NULL, automatic INTEGER NOT NULL, at_ms INTEGER NOT NULL,
@@ -160,6 +162,18 @@ std::string Plural(std::int64_t n, std::string_view one, std::string_view many) 
 }
 
 }  // namespace
+
+SqliteStore::SqliteStore(Database db, Database reader, std::filesystem::path audit_head)
+    : db_(std::move(db)), audit_head_(std::move(audit_head)), reader_(std::move(reader)) {
+  db_.SetRowHook(&SqliteStore::OnRowChanged, this);
+}
+
+void SqliteStore::OnRowChanged(void* self, std::string_view table, std::int64_t rowid) {
+  auto* store = static_cast<SqliteStore*>(self);
+  if (table != "jobs" || !store->track_changes_.load(std::memory_order_relaxed)) return;
+  std::lock_guard lock(store->changed_mu_);
+  store->changed_jobs_.insert(rowid);
+}
 
 Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::filesystem::path& data_dir,
                                                        TimeMs now) {

@@ -8,12 +8,16 @@
 // a submission or a scheduling pass (sqlite_store_reads.cc).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
+#include <utility>
 
 #include "store/sqlite_db.h"
 #include "store/store.h"
@@ -70,13 +74,14 @@ class SqliteStore final : public Store {
   Result<JobRecord> GetJob(std::int64_t id) override;
   Result<std::vector<JobRecord>> ListJobs(const JobFilter& filter) override;
   Result<std::vector<JobRecord>> PendingJobs() override;
+  Result<PendingQueue> SharedPendingJobs() override;
   Result<std::vector<RunRecord>> ActiveRuns() override;
   Status RecordCheckpoint(const std::string& run_id, TimeMs at) override;
   Status UpdateJobs(const JobTransactionBody& body) override;
   Result<std::optional<RunRecord>> GetRun(const std::string& run_id) override;
   [[nodiscard]] Result<std::vector<RunUsage>> FinishedRunsSince(TimeMs since) override;
-  [[nodiscard]] Result<std::vector<JobRecord>> JobsSubmittedBetween(TimeMs since,
-                                                                    TimeMs until) override;
+  [[nodiscard]] Result<std::vector<JobRecord>> JobsSubmittedBetween(
+      TimeMs since, TimeMs until, std::size_t max_jobs = 0) override;
   [[nodiscard]] Result<std::vector<JobRecord>> JobsForWindow(TimeMs from, TimeMs to,
                                                              const model::TenantScope& scope,
                                                              std::size_t max_rows) override;
@@ -93,6 +98,11 @@ class SqliteStore final : public Store {
                         const std::string& by, TimeMs now, const AuditOf<>& audit = {}) override;
   Status SetGpuHealth(const std::string& node, std::uint32_t gpu, bool healthy,
                       const std::string& detail, TimeMs now) override;
+  Status RemoveNode(const std::string& node, const std::string& by, TimeMs now,
+                    const AuditOf<>& audit = {}) override;
+  Result<std::optional<TimeMs>> NodeRevokedAt(const std::string& node) override;
+  Status RecordNodeCertRenewal(const std::string& node, TimeMs presented_not_before_ms,
+                               TimeMs expires_ms, TimeMs now, const AuditOf<>& audit = {}) override;
   Result<std::int64_t> RaiseAlert(const Alert& alert) override;
   Result<std::optional<std::int64_t>> RaiseAlertOnce(const Alert& alert,
                                                      AlertDedupe dedupe) override;
@@ -113,8 +123,11 @@ class SqliteStore final : public Store {
   Result<std::vector<NodeRecord>> ListNodes() override;
 
  private:
-  SqliteStore(Database db, Database reader, std::filesystem::path audit_head)
-      : db_(std::move(db)), audit_head_(std::move(audit_head)), reader_(std::move(reader)) {}
+  SqliteStore(Database db, Database reader, std::filesystem::path audit_head);
+  // The writer connection's row hook: a row of `jobs` changed.
+  static void OnRowChanged(void* self, std::string_view table, std::int64_t rowid);
+  // Brings pending_ up to date with berth.db (mu_ held).
+  Status RefreshPending();
   Status Migrate(TimeMs now);
 
   // One CreateJobs call waiting for its group commit.
@@ -204,6 +217,18 @@ class SqliteStore final : public Store {
   // scheduling pass over the pending queue parses each spec once, not once
   // per pass. Guarded by mu_; emptied when it reaches kSpecCacheEntries.
   std::unordered_map<std::int64_t, model::JobSpec> specs_;
+  // The pending queue between passes, in PendingJobs' order (guarded by
+  // mu_): filled by one scan, then kept by reading again only the jobs
+  // whose rows changed since (changed_jobs_, which the writer connection's
+  // row hook fills). Every change to jobs goes through db_, so none is
+  // missed. Records are shared and never changed (a changed job is read
+  // into a new one), so a pass copies pointers under mu_, not jobs.
+  bool pending_loaded_ = false;
+  std::map<std::pair<TimeMs, std::int64_t>, std::shared_ptr<const JobRecord>> pending_;
+  std::unordered_map<std::int64_t, TimeMs> pending_at_;  // id -> submitted_ms
+  std::mutex changed_mu_;
+  std::unordered_set<std::int64_t> changed_jobs_;
+  std::atomic<bool> track_changes_{false};
 
   // The read-only connection of the API's long reads; never takes mu_.
   std::mutex read_mu_;

@@ -78,7 +78,7 @@ Result<std::vector<std::int64_t>> SqliteStore::CreateJobs(
     }
     committing_ = true;
     // At most kMaxAuditBatch: each may commit an audit record, and the
-    // chain's head file may lag the table by no more than one batch.
+    // chain's head file lag after a crash is counted in batches.
     const std::size_t n = std::min(queued_.size(), kMaxAuditBatch);
     std::vector<Submission*> batch(queued_.begin(),
                                    queued_.begin() + static_cast<std::ptrdiff_t>(n));
@@ -293,18 +293,77 @@ Result<std::string> SqliteStore::JobTenant(std::int64_t id) {
   return st->Text(0);
 }
 
-Result<std::vector<JobRecord>> SqliteStore::PendingJobs() {
-  std::lock_guard lock(mu_);
-  auto st = db_.Prepare(fmt::format(
-      "SELECT {} FROM jobs WHERE state='Pending' ORDER BY submitted_ms, id", kJobColumns));
-  if (!st) return std::unexpected(st.error());
-  std::vector<JobRecord> out;
-  for (;;) {
-    auto row = st->Step();
-    if (!row) return std::unexpected(row.error());
-    if (!*row) break;
-    out.push_back(ReadJob(*st, &specs_));
+Status SqliteStore::RefreshPending() {
+  std::unordered_set<std::int64_t> changed;
+  {
+    std::lock_guard lock(changed_mu_);
+    changed.swap(changed_jobs_);
   }
+  // Most of the queue changed (a big array, a first call): one scan.
+  if (!pending_loaded_ || changed.size() > 256 + pending_.size() / 2) {
+    track_changes_.store(true);
+    auto st = db_.Prepare(fmt::format(
+        "SELECT {} FROM jobs WHERE state='Pending' ORDER BY submitted_ms, id", kJobColumns));
+    if (!st) return std::unexpected(st.error());
+    pending_.clear();
+    pending_at_.clear();
+    for (;;) {
+      auto row = st->Step();
+      if (!row) {
+        pending_loaded_ = false;
+        return std::unexpected(row.error());
+      }
+      if (!*row) break;
+      JobRecord job = ReadJob(*st, &specs_);
+      pending_at_[job.id] = job.submitted_at_ms;
+      pending_.emplace(std::pair{job.submitted_at_ms, job.id},
+                       std::make_shared<const JobRecord>(std::move(job)));
+    }
+    pending_loaded_ = true;
+    return Ok();
+  }
+  if (changed.empty()) return Ok();
+  auto st = db_.Prepare(fmt::format("SELECT {} FROM jobs WHERE id=?", kJobColumns));
+  if (!st) return std::unexpected(st.error());
+  for (std::int64_t id : changed) {
+    if (auto at = pending_at_.find(id); at != pending_at_.end()) {
+      pending_.erase(std::pair{at->second, id});
+      pending_at_.erase(at);
+    }
+    st->Bind(1, id);
+    auto row = st->Step();
+    if (!row) {
+      pending_loaded_ = false;  // read it whole next time
+      return std::unexpected(row.error());
+    }
+    if (*row) {
+      JobRecord job = ReadJob(*st, &specs_);
+      if (job.state == model::JobState::kPending) {
+        pending_at_[id] = job.submitted_at_ms;
+        pending_.emplace(std::pair{job.submitted_at_ms, id},
+                         std::make_shared<const JobRecord>(std::move(job)));
+      }
+    }
+    st->Reset();
+  }
+  return Ok();
+}
+
+Result<std::vector<JobRecord>> SqliteStore::PendingJobs() {
+  auto shared = SharedPendingJobs();  // the copies are made outside mu_
+  if (!shared) return std::unexpected(shared.error());
+  std::vector<JobRecord> out;
+  out.reserve(shared->size());
+  for (const auto& job : *shared) out.push_back(*job);
+  return out;
+}
+
+Result<PendingQueue> SqliteStore::SharedPendingJobs() {
+  std::lock_guard lock(mu_);
+  BERTH_RETURN_IF_ERROR(RefreshPending());
+  PendingQueue out;
+  out.reserve(pending_.size());
+  for (const auto& [key, job] : pending_) out.push_back(job);
   return out;
 }
 

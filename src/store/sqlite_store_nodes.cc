@@ -4,7 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/units.h"
 #include "model/json.h"
+#include "model/node.h"
 #include "store/audit_chain.h"
 #include "store/sqlite_rows.h"
 #include "store/sqlite_store.h"
@@ -230,6 +232,106 @@ Status SqliteStore::SetGpuHealth(const std::string& node, std::uint32_t gpu, boo
                    healthy ? fmt::format("GPU {} reports healthy again", gpu)
                            : fmt::format("GPU {} reports unhealthy: {}", gpu, detail)));
   return tx.Commit();
+}
+
+}  // namespace berth::store
+
+namespace berth::store {
+
+namespace {
+
+// The revocation time of `node`'s certificates, read inside a transaction.
+Result<std::optional<TimeMs>> RevokedAtLocked(Database& db, const std::string& node) {
+  auto st = db.Prepare("SELECT revoked_ms FROM node_revocations WHERE node=?");
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, node);
+  auto row = st->Step();
+  if (!row) return std::unexpected(row.error());
+  if (!*row) return std::optional<TimeMs>();
+  return std::optional<TimeMs>(st->Int(0));
+}
+
+}  // namespace
+
+Status SqliteStore::RemoveNode(const std::string& node, const std::string& by, TimeMs now,
+                               const AuditOf<>& audit) {
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
+  auto info = LoadNodeInfo(node);
+  if (!info) return std::unexpected(info.error());
+  // Checked in the removal's own transaction: a pass that placed work there
+  // a moment ago is seen.
+  auto runs = db_.Prepare(
+      "SELECT run_id, job_id FROM runs WHERE node=? AND state IN ('Starting','Running') "
+      "ORDER BY job_id, run_id");
+  if (!runs) return std::unexpected(runs.error());
+  runs->Bind(1, node);
+  std::vector<std::string> active;
+  for (;;) {
+    auto row = runs->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    active.push_back(fmt::format("{} (job {})", runs->Text(0), runs->Int(1)));
+  }
+  if (!active.empty()) {
+    std::string list;
+    for (const auto& a : active) list += (list.empty() ? "" : ", ") + a;
+    return Fail(Code::kFailedPrecondition,
+                fmt::format("node {} still has {} active run(s): {}. Drain it first (`berth "
+                            "drain {}` stops them and queues their jobs elsewhere; or `berth "
+                            "cordon {}` and wait for them to finish, or cancel their jobs), then "
+                            "remove it",
+                            node, active.size(), list, node, node),
+                "node");
+  }
+  for (const char* sql : {"DELETE FROM nodes WHERE name=?", "DELETE FROM cordons WHERE node=?"}) {
+    auto del = db_.Prepare(sql);
+    if (!del) return std::unexpected(del.error());
+    BERTH_RETURN_IF_ERROR(del->Bind(1, node).Run());
+  }
+  auto rev = db_.Prepare(
+      "INSERT INTO node_revocations(node, revoked_ms, by) VALUES(?1, ?2, ?3) "
+      "ON CONFLICT(node) DO UPDATE SET revoked_ms=MAX(revoked_ms, ?2), by=?3");
+  if (!rev) return std::unexpected(rev.error());
+  BERTH_RETURN_IF_ERROR(rev->Bind(1, node).Bind(2, now).Bind(3, by).Run());
+  BERTH_RETURN_IF_ERROR(AddNodeEvent(
+      node, now, "Removed",
+      fmt::format("node {} removed by {}; its certificates issued until now are revoked", node,
+                  by)));
+  return CommitAudited(tx, db_, audit_head_, audit);
+}
+
+Result<std::optional<TimeMs>> SqliteStore::NodeRevokedAt(const std::string& node) {
+  std::lock_guard lock(mu_);
+  return RevokedAtLocked(db_, node);
+}
+
+Status SqliteStore::RecordNodeCertRenewal(const std::string& node, TimeMs presented_not_before_ms,
+                                          TimeMs expires_ms, TimeMs now, const AuditOf<>& audit) {
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
+  auto info = LoadNodeInfo(node);
+  if (!info) {
+    if (info.error().code != Code::kNotFound) return std::unexpected(info.error());
+    return Fail(Code::kPermissionDenied,
+                fmt::format("node {} is not in the inventory (removed?); its certificate is not "
+                            "renewed",
+                            node));
+  }
+  auto revoked = RevokedAtLocked(db_, node);
+  if (!revoked) return std::unexpected(revoked.error());
+  if (*revoked && model::NodeCertRevoked(presented_not_before_ms, **revoked)) {
+    return Fail(Code::kPermissionDenied,
+                fmt::format("the certificate of node {} was revoked when the node was removed at "
+                            "{}; it is not renewed",
+                            node, FormatTimeMs(**revoked)));
+  }
+  BERTH_RETURN_IF_ERROR(
+      AddNodeEvent(node, now, "CertRenewed",
+                   fmt::format("new node certificate, valid until {}", FormatTimeMs(expires_ms))));
+  return CommitAudited(tx, db_, audit_head_, audit);
 }
 
 }  // namespace berth::store

@@ -73,11 +73,14 @@ Result<std::vector<JobRecord>> SqliteStore::ListJobs(const JobFilter& filter) {
   return ReadJobsWithRuns(sql, binds, ints, filter.with_runs);
 }
 
-Result<std::vector<JobRecord>> SqliteStore::JobsSubmittedBetween(TimeMs since, TimeMs until) {
-  return ReadJobsWithRuns(fmt::format("SELECT {} FROM jobs WHERE submitted_ms >= ? AND "
-                                      "submitted_ms < ? ORDER BY submitted_ms, id",
-                                      kJobColumns),
-                          {}, {since, until});
+Result<std::vector<JobRecord>> SqliteStore::JobsSubmittedBetween(TimeMs since, TimeMs until,
+                                                                 std::size_t max_jobs) {
+  // LIMIT -1 is SQLite's "no limit".
+  return ReadJobsWithRuns(
+      fmt::format("SELECT {} FROM jobs WHERE submitted_ms >= ? AND "
+                  "submitted_ms < ? ORDER BY submitted_ms, id LIMIT ?",
+                  kJobColumns),
+      {}, {since, until, max_jobs > 0 ? static_cast<std::int64_t>(max_jobs) : std::int64_t{-1}});
 }
 
 Result<std::vector<JobRecord>> SqliteStore::JobsForWindow(TimeMs from, TimeMs to,

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -43,6 +44,8 @@ using model::JobRecord;
 using model::RunExit;
 using model::RunLost;
 using model::RunRecord;
+// The pending queue a scheduling pass reads (JobStore::SharedPendingJobs).
+using PendingQueue = std::vector<std::shared_ptr<const JobRecord>>;
 
 struct JobFilter {
   std::vector<model::JobState> states;  // empty: any
@@ -377,6 +380,18 @@ class JobStore {
   [[nodiscard]] virtual Result<std::vector<JobRecord>> ListJobs(const JobFilter& filter) = 0;
   // Jobs the scheduler should look at: Pending, oldest first.
   [[nodiscard]] virtual Result<std::vector<JobRecord>> PendingJobs() = 0;
+  // The same queue as shared, immutable records: what a scheduling pass
+  // reads, so a pass over a deep queue copies pointers, not jobs. A job
+  // that changes is a new record; one a caller holds never moves. This
+  // default copies PendingJobs() once.
+  [[nodiscard]] virtual Result<PendingQueue> SharedPendingJobs() {
+    auto jobs = PendingJobs();
+    if (!jobs) return std::unexpected(jobs.error());
+    PendingQueue out;
+    out.reserve(jobs->size());
+    for (auto& j : *jobs) out.push_back(std::make_shared<const JobRecord>(std::move(j)));
+    return out;
+  }
   // Runs in Starting or Running state, on any node, with their job ids.
   [[nodiscard]] virtual Result<std::vector<RunRecord>> ActiveRuns() = 0;
 
@@ -394,9 +409,11 @@ class JobStore {
   [[nodiscard]] virtual Result<std::vector<RunUsage>> FinishedRunsSince(TimeMs since) = 0;
   // Jobs submitted in [since, until), oldest first (by submit time, then
   // id), each with every run of every attempt (no timeline): the job history
-  // that `berth history export` and policy preview replay.
-  [[nodiscard]] virtual Result<std::vector<JobRecord>> JobsSubmittedBetween(TimeMs since,
-                                                                            TimeMs until) = 0;
+  // that `berth history export` and policy preview replay. With
+  // `max_jobs`, at most that many (the oldest): a caller that asks for its
+  // cap plus one learns the window holds more; 0 reads every one.
+  [[nodiscard]] virtual Result<std::vector<JobRecord>> JobsSubmittedBetween(
+      TimeMs since, TimeMs until, std::size_t max_jobs = 0) = 0;
   // The jobs a report of the window [from, to) may need: submitted before
   // `to` and not finished before `from` (still waiting at `from`, or with a
   // run in the window), oldest first, each with its runs. At most
@@ -437,6 +454,28 @@ class NodeStore {
   [[nodiscard]] virtual Status SetGpuHealth(const std::string& node, std::uint32_t gpu,
                                             bool healthy, const std::string& detail,
                                             TimeMs now) = 0;
+
+  // --- removal and node certificates (docs/operations.md, "Removing a node") ---
+  // Removes `node` from the inventory (its row and cordons; its events and
+  // history stay) and revokes its certificates: the node name's revocation
+  // time becomes `now` (control/pki.h RevokedBy). NotFound for an unknown
+  // node; FailedPrecondition, naming them, while runs are Starting or
+  // Running there. `audit` makes the record, committed with the removal.
+  [[nodiscard]] virtual Status RemoveNode(const std::string& node, const std::string& by,
+                                          TimeMs now, const AuditOf<>& audit = {}) = 0;
+  // When `node`'s certificates were last revoked; nullopt: never. Survives
+  // restarts, and a node added back later keeps it (older certificates
+  // stay revoked).
+  [[nodiscard]] virtual Result<std::optional<TimeMs>> NodeRevokedAt(const std::string& node) = 0;
+  // Records that `node` got a new certificate expiring at `expires_ms` (a
+  // node event), with `audit`'s record in the same transaction. Refused
+  // (PermissionDenied) when the node is not in the inventory, or the
+  // certificate it renews with (issued at `presented_not_before_ms`) is
+  // revoked: checked in the transaction, so a removal cannot slip between.
+  [[nodiscard]] virtual Status RecordNodeCertRenewal(const std::string& node,
+                                                     TimeMs presented_not_before_ms,
+                                                     TimeMs expires_ms, TimeMs now,
+                                                     const AuditOf<>& audit = {}) = 0;
 };
 
 // --- alerts, their rules and deliveries ---

@@ -156,6 +156,10 @@ std::vector<Route> Routes() {
   r.push_back(
       {"POST", "/v1/nodes/{node}/{action}", Kind::kAdmin,
        [](const World& w, const std::string&) { return "/v1/nodes/" + w.node + "/uncordon"; }});
+  // The node runs the job token's job all along: past the guard, a platform
+  // admin is refused 409 (active runs), and the node stays for the others.
+  r.push_back({"DELETE", "/v1/nodes/{node}", Kind::kAdmin,
+               [](const World& w, const std::string&) { return "/v1/nodes/" + w.node; }});
   r.push_back({"POST", "/v1/nodes/{node}/gpus/{index}/{action}", Kind::kAdmin,
                [](const World& w, const std::string&) {
                  return "/v1/nodes/" + w.node + "/gpus/7/uncordon";
@@ -429,8 +433,9 @@ TEST_F(AuthzTest, EveryEndpointRoleAndTenantIsAllowedOrDeniedAsDocumented) {
         Http http(berthd.api_port(), 10s, berthd.ca_file());
         http.set_token(caller.token);
         const std::string body = route.body ? route.body(w, tenant, n) : "";
-        Reply reply =
-            route.method == "GET" ? http.Get(path) : http.Post(path, body, "application/json");
+        Reply reply = route.method == "GET"      ? http.Get(path)
+                      : route.method == "DELETE" ? http.Delete(path)
+                                                 : http.Post(path, body, "application/json");
         const int want = Expected(route.kind, caller, rel);
         ++cases;
         SCOPED_TRACE(fmt::format("{} {} as {} ({} tenant {}): {} {}", route.method, path,
@@ -504,6 +509,69 @@ TEST_F(AuthzTest, EveryEndpointRoleAndTenantIsAllowedOrDeniedAsDocumented) {
     EXPECT_EQ(r.status, 400) << r.text;
     EXPECT_EQ(r.body["error"].value("field", ""), "limit") << r.text;
     EXPECT_NE(r.text.find("5000"), std::string::npos) << r.text;
+  }
+
+  // The identity and token lists page the same way: a page of one row at a
+  // time, from the first page and from forged cursors, holds only what the
+  // caller may list (a tenant-admin: identities of its tenants, with their
+  // roles there; everyone: its own tokens); no tenant-admin role: 403.
+  for (const auto& caller : callers) {
+    if (caller.role == "bad") continue;
+    Http http(berthd.api_port(), 10s, berthd.ca_file());
+    http.set_token(caller.token);
+    const bool lists_identities = caller.role == "platform" || caller.role == "tenant-admin";
+    const bool lists_tokens = caller.role != "metrics" && caller.role != "job";
+    for (const std::string start : {"", "ia", "ired-member", "iblue-spare", "izzz"}) {
+      std::string after = start;
+      for (int pages = 0;; ++pages) {
+        ASSERT_LT(pages, 100) << "paging does not end";
+        auto page = http.Get("/v1/identities?limit=1" +
+                             (after.empty() ? std::string() : "&after=" + after));
+        if (!lists_identities) {
+          EXPECT_EQ(page.status, 403) << caller.label << ": " << page.text;
+          break;
+        }
+        ASSERT_EQ(page.status, 200) << caller.label << ": " << page.text;
+        EXPECT_LE(page.body.at("identities").size(), 1U);
+        for (const auto& id : page.body.at("identities")) {
+          if (caller.role == "platform") continue;
+          ASSERT_EQ(id.at("tenants").size(), 1U) << caller.label << ": " << id.dump();
+          EXPECT_TRUE(id.at("tenants").contains(caller.tenant)) << caller.label << ": " << id;
+        }
+        if (!page.body.contains("next")) break;
+        after = page.body.at("next").get<std::string>();
+      }
+    }
+    for (const std::string start : {"", "t0:0", "t99999999999999:zzz"}) {
+      std::string after = start;
+      for (int pages = 0;; ++pages) {
+        ASSERT_LT(pages, 100) << "paging does not end";
+        auto page =
+            http.Get("/v1/tokens?limit=1" + (after.empty() ? std::string() : "&after=" + after));
+        if (!lists_tokens) {
+          EXPECT_EQ(page.status, 403) << caller.label << ": " << page.text;
+          break;
+        }
+        ASSERT_EQ(page.status, 200) << caller.label << ": " << page.text;
+        for (const auto& t : page.body.at("tokens")) {
+          const std::string me =
+              caller.role == "platform" ? std::string("admin") : caller.tenant + "-" + caller.role;
+          EXPECT_EQ(t.at("identity"), me) << caller.label;
+        }
+        if (!page.body.contains("next")) break;
+        after = page.body.at("next").get<std::string>();
+      }
+    }
+    if (lists_identities) {
+      auto r = http.Get("/v1/identities?limit=5001");
+      EXPECT_EQ(r.status, 400) << r.text;
+      EXPECT_EQ(r.body["error"].value("field", ""), "limit") << r.text;
+    }
+    if (lists_tokens) {
+      auto r = http.Get("/v1/tokens?limit=5001");
+      EXPECT_EQ(r.status, 400) << r.text;
+      EXPECT_EQ(r.body["error"].value("field", ""), "limit") << r.text;
+    }
   }
 
   // Denials are in the audit trail with who asked.

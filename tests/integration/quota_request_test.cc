@@ -252,7 +252,7 @@ TEST_F(QuotaRequestTest, OverQuotaRejectRefusesWaitWaitsBorrowRunsBorrowed) {
   EXPECT_EQ(waiting["state"], "Pending");
   r = Cli(berthd, {"why", std::to_string(patient2)});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("uses 1 of 1 guaranteed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("uses 1 GPU, with 1 GPU guaranteed"), std::string::npos) << r.out;
 
   const json borrowed = berthd.Job(borrow);
   ASSERT_EQ(CountEvents(borrowed, "Borrowing"), 1) << borrowed.dump(2);

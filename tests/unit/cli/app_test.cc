@@ -533,7 +533,7 @@ json WhyAnswer(const std::string& lang) {
         {"detail", ""},
         {"message", lang == "zh"
                         ? "0/3 个节点可以容纳需要 2 块 GPU 的副本：1 个未就绪，2 个空闲 GPU 不足"
-                        : "0/3 nodes can take a replica needing 2 GPU(s): 1 not ready, 2 too "
+                        : "0/3 nodes can take a replica needing 2 GPUs: 1 not ready, 2 too "
                           "few free GPUs"}}},
       {"timeline",
        {{{"time_ms", 1764444444000},
@@ -554,16 +554,15 @@ TEST_F(CliTest, WhyPrintsTheSentenceTheNumbersAndTheTimeline) {
   EXPECT_EQ(run.code, kExitOk) << run.err;
   EXPECT_EQ(
       run.out,
-      "0/3 nodes can take a replica needing 2 GPU(s): 1 not ready, 2 too few free GPUs\n"
+      "0/3 nodes can take a replica needing 2 GPUs: 1 not ready, 2 too few free GPUs\n"
       "\n"
-      "job:                12 (resnet50)\n"
-      "queue:              default/default\n"
-      "state:              Pending\n"
-      "code:               NoNodeFits\n"
-      "gpus_per_replica:   2\n"
-      "node_not_ready:     1\n"
-      "nodes:              3\n"
-      "too_few_free_gpus:  2\n"
+      "job:              12 (resnet50)\n"
+      "queue:            default/default\n"
+      "state:            Pending\n"
+      "code:             NoNodeFits\n"
+      "per replica:      2 GPUs\n"
+      "nodes looked at:  3\n"
+      "nodes rejected:   1 not ready, 2 too few free GPUs\n"
       "\n"
       "TIME" +
           std::string(23, ' ') + "EVENT      MESSAGE\n" +
@@ -589,6 +588,56 @@ TEST_F(CliTest, WhyPrintsTheSentenceTheNumbersAndTheTimeline) {
   run = Cli({"why", "12", "-o", "json", "--lang", "zh"});
   EXPECT_EQ(run.code, kExitOk) << run.err;
   EXPECT_EQ(json::parse(run.out), WhyAnswer("zh"));
+}
+
+// The numbers a person reads: GPUs, GiB, durations and clock times, and the
+// cause of an unknown start in words, never milli-GPUs or enum numbers.
+TEST_F(CliTest, WhyPrintsTheNumbersInAPersonsUnits) {
+  json answer = WhyAnswer("en");
+  answer["reason"] = {{"code", "OverQuota"},
+                      {"counts",
+                       {{"requested_mgpu", 500},
+                        {"queue_used_mgpu", 6000},
+                        {"queue_guaranteed_mgpu", 6000},
+                        {"queue_borrow_limit_mgpu", 2000},
+                        {"borrowable_now_mgpu", 6000},
+                        {"position", 3},
+                        {"ahead_jobs", 2},
+                        {"ahead_gpus", 12},
+                        {"eta_unknown", 3}}},
+                      {"detail", "vision/train gpus"},
+                      {"message", "over its queue's quota"}};
+  server_.Get("/v1/jobs/12/why", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(answer.dump(), "application/json");
+  });
+  CliRun run = Cli({"why", "12"});
+  EXPECT_EQ(run.code, kExitOk) << run.err;
+  for (const char* line :
+       {"asks for:          0.5 GPU\n", "queue uses:        6 GPUs\n",
+        "queue guaranteed:  6 GPUs\n", "may borrow:        up to 2 GPUs more\n",
+        "borrowable now:    6 GPUs\n",
+        "position:          3 in its queue (2 job(s) ahead, "
+        "asking for 12 GPUs)\n",
+        "estimated start:   unknown: it waits for its queue's quota, not for GPUs\n"}) {
+    EXPECT_NE(run.out.find(line), std::string::npos) << line << " in:\n" << run.out;
+  }
+  EXPECT_EQ(run.out.find("_mgpu"), std::string::npos) << run.out;
+  EXPECT_EQ(run.out.find("eta_unknown"), std::string::npos) << run.out;
+
+  answer["reason"]["code"] = "BehindInQueue";
+  answer["reason"]["counts"] = {{"blocked_by", 10},
+                                {"not_before_ms", 1'700'007'200'000},
+                                {"not_before_in_ms", 8'100'000},
+                                {"work_lost_ms", 90'000}};
+  run = Cli({"why", "12"});
+  EXPECT_NE(run.out.find("not before:    in about 2h 15m, around 2023-11-15 00:13 UTC\n"),
+            std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("waits behind:  job 10\n"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("work lost:     1m 30s\n"), std::string::npos) << run.out;
+  // -o json keeps the raw numbers.
+  run = Cli({"why", "12", "-o", "json"});
+  EXPECT_EQ(json::parse(run.out)["reason"]["counts"]["not_before_in_ms"], 8'100'000);
 }
 
 TEST_F(CliTest, WhyErrors) {

@@ -30,6 +30,7 @@ TEST(CommandTable, EveryCommandTheGroupsAddHasSomethingToRun) {
                                              "nodes",
                                              "gpus",
                                              "node",
+                                             "node remove",
                                              "cordon",
                                              "drain",
                                              "uncordon",

@@ -443,6 +443,18 @@ TEST(PlaceJob, StartsTheNextAttemptOnThePlannedGpus) {
   EXPECT_EQ(u->events[0].policy_version, 4);
   EXPECT_EQ(u->events[1].event, "Borrowing");
 
+  // Ahead of its queue's head: an event names the head and why it could
+  // never use what this job took.
+  p.ahead_of = sched::Placement::AheadOf{10, {{"gpu_model_mismatch", 1}}};
+  u = PlaceJob(job, p, nodes, 4, kNow);
+  ASSERT_TRUE(u);
+  ASSERT_EQ(u->events.size(), 3U);
+  EXPECT_EQ(u->events[2].event, "AheadOfHead");
+  EXPECT_NE(u->events[2].message.find("runs ahead of job 10"), std::string::npos);
+  EXPECT_NE(u->events[2].message.find("1 no GPU of the requested model"), std::string::npos)
+      << u->events[2].message;
+  p.ahead_of.reset();
+
   // A slice holds its share of the card it is placed on.
   job.spec.resources.gpu_share_millis = 250;
   u = PlaceJob(job, p, nodes, 4, kNow);

@@ -443,3 +443,45 @@ TEST(JobSpec, ABadArrayIsRefusedNamingTheFieldAndTheFix) {
 
 }  // namespace
 }  // namespace berth::model
+
+namespace berth::model {
+namespace {
+
+TEST(JobSpec, SecretEnvNamesEnvEntriesOrParameterSetEntries) {
+  auto spec = ParseJobSpec(
+      "{name: s, command: [x], env: {HF_TOKEN: hf_abc, LOG: info}, secret_env: [HF_TOKEN]}");
+  ASSERT_TRUE(spec.has_value()) << spec.error().message;
+  EXPECT_EQ(spec->secret_env, (std::set<std::string>{"HF_TOKEN"}));
+  // The value stays in env: the run gets it as any other variable.
+  EXPECT_EQ(spec->env.at("HF_TOKEN"), "hf_abc");
+  // Stored and read back, the names travel with the spec.
+  EXPECT_EQ(JobSpecFromJson(ToJson(*spec)).secret_env, spec->secret_env);
+  // A name set only by an array's parameter sets is secret in every element.
+  auto array =
+      ParseJobSpec("{name: s, command: [x], array: [{KEY: a}, {OTHER: b}], secret_env: [KEY]}");
+  ASSERT_TRUE(array.has_value()) << array.error().message;
+  EXPECT_EQ(ArrayElementSpec(*array, 1).secret_env, (std::set<std::string>{"KEY"}));
+}
+
+TEST(JobSpec, ABadSecretEnvIsRefusedNamingTheField) {
+  const std::vector<std::pair<std::string, std::string>> bad{
+      {"secret_env: A", "secret_env"},
+      {"secret_env: {A: b}", "secret_env"},
+      {"secret_env: [[A]]", "secret_env[0]"},
+      {"secret_env: [A, '1X']", "secret_env[1]"},
+      {"secret_env: [MISSING]", "secret_env[0]"},
+      {"secret_env: [A, A]", "secret_env[1]"},
+      {"array: [{B: x}], secret_env: [A, C]", "secret_env[1]"},
+  };
+  for (const auto& [extra, field] : bad) {
+    auto spec = ParseJobSpec("{name: s, command: [x], env: {A: secret-value}, " + extra + "}");
+    ASSERT_FALSE(spec.has_value()) << extra;
+    EXPECT_EQ(spec.error().field, field) << extra << ": " << spec.error().message;
+    EXPECT_FALSE(spec.error().message.empty());
+    // No refusal quotes an env value.
+    EXPECT_EQ(spec.error().message.find("secret-value"), std::string::npos) << spec.error().message;
+  }
+}
+
+}  // namespace
+}  // namespace berth::model

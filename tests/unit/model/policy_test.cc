@@ -220,7 +220,7 @@ TEST(Reason, EveryCodeRoundTripsThroughJsonAndRenders) {
   Reason reclaimed{ReasonCode::kReclaimed, {{"by_job", 7}, {"work_lost_ms", 90'000}}, "vision/a"};
   EXPECT_EQ(RenderReason(reclaimed),
             "reclaimed by queue vision/a (for job 7), which is below its guarantee and lent these "
-            "GPUs; about 90 s of work since the last checkpoint was lost");
+            "GPUs; about 1m 30s of work since the last checkpoint was lost");
   Reason quota{ReasonCode::kOverQuota,
                {{"requested_mgpu", 2500},
                 {"queue_used_mgpu", 4000},
@@ -228,8 +228,9 @@ TEST(Reason, EveryCodeRoundTripsThroughJsonAndRenders) {
                 {"borrowable_now_mgpu", 0}},
                "vision gpus/H100-80GB"};
   EXPECT_EQ(RenderReason(quota),
-            "over its queue's quota: it asks for 2.5 H100-80GB GPU(s); queue vision uses 4 of 4 "
-            "guaranteed and may borrow without limit; 0 can be borrowed now");
+            "over its queue's quota: it asks for 2.5 GPUs of model H100-80GB; queue vision uses 4 "
+            "GPUs, with 4 GPUs guaranteed, and may borrow without limit; 0 GPUs can be borrowed "
+            "now");
 }
 
 }  // namespace

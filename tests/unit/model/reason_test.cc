@@ -22,7 +22,7 @@ TEST(ReasonZhTest, NoNodeFitsCarriesTheNodeCountsPerCause) {
   EXPECT_EQ(RenderReason(r, Lang::kZh),
             "0/3 个节点可以容纳需要 2 块 GPU 的副本：1 个未就绪，2 个空闲 GPU 不足");
   EXPECT_EQ(RenderReason(r, Lang::kEn),
-            "0/3 nodes can take a replica needing 2 GPU(s): 1 not ready, 2 too few free GPUs");
+            "0/3 nodes can take a replica needing 2 GPUs: 1 not ready, 2 too few free GPUs");
   EXPECT_EQ(RenderReason(r), RenderReason(r, Lang::kEn));
 }
 
@@ -44,14 +44,14 @@ TEST(ReasonZhTest, SharingCausesInBothLanguages) {
   Reason whole{ReasonCode::kNoNodeFits,
                {{"nodes", 2}, {"gpus_per_replica", 2}, {std::string(kCauseHeldBySlices), 2}},
                ""};
-  ExpectHasAll(RenderReason(whole, Lang::kEn), {"needing 2 GPU(s)", "2 GPUs held by slices"});
+  ExpectHasAll(RenderReason(whole, Lang::kEn), {"needing 2 GPUs", "2 GPUs held by slices"});
   ExpectHasAll(RenderReason(whole, Lang::kZh), {"2 块 GPU", "被共享作业的切片占用"});
   Reason mem{
       ReasonCode::kNoNodeFits,
       {{"nodes", 1}, {std::string(kSliceBytes), 20LL << 30}, {std::string(kCauseGpuMemory), 1}},
       ""};
-  ExpectHasAll(RenderReason(mem, Lang::kEn), {"a 20Gi memory slice of one GPU"});
-  ExpectHasAll(RenderReason(mem, Lang::kZh), {"20Gi 显存"});
+  ExpectHasAll(RenderReason(mem, Lang::kEn), {"a 20 GiB memory slice of one GPU"});
+  ExpectHasAll(RenderReason(mem, Lang::kZh), {"20 GiB 显存"});
 }
 
 TEST(ReasonZhTest, GangOrderAndWouldRun) {
@@ -80,13 +80,14 @@ TEST(ReasonZhTest, QuotaNumbersInGpus) {
             {std::string(kQueueBorrowable), 0}},
            "vision/training gpus"};
   EXPECT_EQ(RenderReason(r, Lang::kZh),
-            "超出所在队列的配额：申请 2.5 块 GPU；队列 vision/training 已用 6 块，保障 8 块，"
-            "最多还可借 0 块，当前可借 0 块");
+            "超出所在队列的配额：申请 2.5 块 GPU；队列 vision/training 已用 6 块 GPU，保障 8 块 "
+            "GPU，最多还可借 0 块 GPU，当前可借 0 块 GPU");
   r.counts.erase(std::string(kQueueBorrowLimit));
   r.code = ReasonCode::kNotPreemptibleOverGuarantee;
   r.detail = "vision/training gpus:A100";
   std::string zh = RenderReason(r, Lang::kZh);
-  ExpectHasAll(zh, {"不可抢占", "申请 2.5 块 A100 GPU", "借用不设上限", "可将它设为可抢占"});
+  ExpectHasAll(zh,
+               {"不可抢占", "申请 2.5 块 GPU（型号 A100）", "借用不设上限", "可将它设为可抢占"});
   EXPECT_NE(zh, RenderReason(r, Lang::kEn));
 }
 
@@ -100,11 +101,11 @@ TEST(ReasonZhTest, OverQuotaExampleFromTheDocs) {
             {std::string(kQueueBorrowable), 2000}},
            "vision/training gpus"};
   EXPECT_EQ(RenderReason(r, Lang::kEn),
-            "over its queue's quota: it asks for 4 GPU(s); queue vision/training uses 8 of 8 "
-            "guaranteed and may borrow up to 2 more; 2 can be borrowed now");
+            "over its queue's quota: it asks for 4 GPUs; queue vision/training uses 8 GPUs, with "
+            "8 GPUs guaranteed, and may borrow up to 2 GPUs more; 2 GPUs can be borrowed now");
   EXPECT_EQ(RenderReason(r, Lang::kZh),
-            "超出所在队列的配额：申请 4 块 GPU；队列 vision/training 已用 8 块，保障 8 块，"
-            "最多还可借 2 块，当前可借 2 块");
+            "超出所在队列的配额：申请 4 块 GPU；队列 vision/training 已用 8 块 GPU，保障 8 块 "
+            "GPU，最多还可借 2 块 GPU，当前可借 2 块 GPU");
 }
 
 TEST(ReasonZhTest, FragmentedPreemptedReclaimed) {
@@ -113,28 +114,30 @@ TEST(ReasonZhTest, FragmentedPreemptedReclaimed) {
                {std::string(kNeededGpus), 16},
                {std::string(kLargestFree), 3}},
               "gpu_model=H100"};
-  ExpectHasAll(RenderReason(frag, Lang::kZh),
-               {"资源碎片化", "16 块空闲 GPU", "所需的 16 块", "最多空闲 3 块", "改用 H100 型号"});
+  ExpectHasAll(RenderReason(frag, Lang::kZh), {"资源碎片化", "16 块 GPU 空闲", "所需的 16 块 GPU",
+                                               "最多空闲 3 块 GPU", "改用 H100 型号"});
 
   Reason pre{ReasonCode::kPreempted,
              {{std::string(kByJob), 42}, {std::string(kWorkLostMs), 90'500}},
              "vision/training"};
   EXPECT_EQ(RenderReason(pre, Lang::kZh),
-            "被队列 vision/training 中优先级更高的作业 42 抢占；自上次检查点以来约 90 "
+            "被队列 vision/training 中优先级更高的作业 42 抢占；自上次检查点以来约 1 分钟 30 "
             "秒的进度已丢失");
 
   Reason rec{ReasonCode::kReclaimed,
              {{std::string(kByJob), 7}, {std::string(kWorkLostMs), 1'200'000}},
              "nlp/default"};
   std::string zh = RenderReason(rec, Lang::kZh);
-  ExpectHasAll(zh, {"队列 nlp/default", "作业 7", "1200 秒", "收回"});
+  ExpectHasAll(zh, {"队列 nlp/default", "作业 7", "约 20 分钟的进度", "收回"});
   EXPECT_NE(zh, RenderReason(rec, Lang::kEn));
 
   Reason moved{ReasonCode::kMoved,
                {{std::string(kByJob), 9}, {std::string(kWorkLostMs), 90'000}},
                "vision/train"};
-  ExpectHasAll(RenderReason(moved), {"moved", "job 9", "vision/train", "90 s", "restarts"});
-  ExpectHasAll(RenderReason(moved, Lang::kZh), {"迁移", "作业 9", "vision/train", "90 秒"});
+  ExpectHasAll(RenderReason(moved),
+               {"moved", "job 9", "vision/train", "about 1m 30s of work", "restarts"});
+  ExpectHasAll(RenderReason(moved, Lang::kZh),
+               {"迁移", "作业 9", "vision/train", "约 1 分钟 30 秒的进度"});
 }
 
 TEST(ReasonTest, SaysWhetherMovingJobsCouldMakeRoom) {
@@ -173,15 +176,18 @@ TEST(ReasonEtaTest, KnownStartInBothLanguages) {
             {std::string(kEtaInMs), 5'400'000},
             {std::string(kEtaReserved), 1}},
            ""};
-  EXPECT_EQ(
-      RenderReason(r),
-      "0/1 nodes can take a replica needing 8 GPU(s): 1 too few free GPUs; estimated start in "
-      "about 1h 30m (GPUs are reserved for it)");
-  ExpectHasAll(RenderReason(r, Lang::kZh), {"预计约 1 小时 30 分钟后开始（已为它预留 GPU）"});
+  EXPECT_EQ(RenderReason(r),
+            "0/1 nodes can take a replica needing 8 GPUs: 1 too few free GPUs; estimated start in "
+            "about 1h 30m, around 23:43 UTC (GPUs are reserved for it)");
+  ExpectHasAll(RenderReason(r, Lang::kZh),
+               {"预计约 1 小时 30 分钟后开始，约 UTC 23:43（已为它预留 GPU）"});
   r.counts[std::string(kEtaReserved)] = 0;
   r.counts[std::string(kEtaInMs)] = 2 * 86'400'000 + 3 * 3'600'000;
-  ExpectHasAll(RenderReason(r), {"in about 2d 3h (an estimate; no GPUs reserved)"});
-  ExpectHasAll(RenderReason(r, Lang::kZh), {"约 2 天 3 小时后开始（估计值，未预留 GPU）"});
+  // Another day than the cycle's: the date too.
+  ExpectHasAll(RenderReason(r),
+               {"in about 2d 3h, around 2023-11-14 23:43 UTC (an estimate; no GPUs reserved)"});
+  ExpectHasAll(RenderReason(r, Lang::kZh),
+               {"约 2 天 3 小时后开始，约 UTC 2023-11-14 23:43（估计值，未预留 GPU）"});
   r.counts[std::string(kEtaInMs)] = 0;
   ExpectHasAll(RenderReason(r), {"estimated start now, as GPUs free up"});
   r.counts[std::string(kEtaInMs)] = 45'000;
@@ -195,9 +201,9 @@ TEST(ReasonEtaTest, RenderedFromTheRenderersNow) {
             {std::string(kNotBeforeMs), 10'800'000},
             {std::string(kNotBeforeInMs), 7'200'000}},  // written by a cycle at 1h
            ""};
-  ExpectHasAll(RenderReason(r, Lang::kEn), {"(in about 2h)"});
-  ExpectHasAll(RenderReason(r, Lang::kEn, 7'200'000), {"(in about 1h)"});
-  ExpectHasAll(RenderReason(r, Lang::kZh, 9'000'000), {"约 30 分钟后"});
+  ExpectHasAll(RenderReason(r, Lang::kEn), {"(in about 2h, around 03:00 UTC)"});
+  ExpectHasAll(RenderReason(r, Lang::kEn, 7'200'000), {"(in about 1h, around 03:00 UTC)"});
+  ExpectHasAll(RenderReason(r, Lang::kZh, 9'000'000), {"约 30 分钟后，约 UTC 03:00"});
   Reason head{ReasonCode::kNoNodes,
               {{std::string(kEtaMs), 10'800'000},
                {std::string(kEtaInMs), 7'200'000},
@@ -239,10 +245,10 @@ TEST(ReasonEtaTest, ReservedFreeGpusSayHowToUseThem) {
            ""};
   EXPECT_EQ(
       RenderReason(r),
-      "0/1 nodes can take a replica needing 4 GPU(s): 1 too few free GPUs; 4 more free GPU(s) "
-      "are reserved for jobs that start before it would end (only a job whose max runtime "
-      "ends by then may use them)");
-  ExpectHasAll(RenderReason(r, Lang::kZh), {"另有 4 块空闲 GPU 已预留"});
+      "0/1 nodes can take a replica needing 4 GPUs: 1 too few free GPUs; free now but reserved "
+      "for jobs that start before it would end: 4 GPUs (only a job whose max runtime ends by "
+      "then may use them)");
+  ExpectHasAll(RenderReason(r, Lang::kZh), {"另有 4 块 GPU 空闲，但已预留"});
 }
 
 TEST(ReasonEtaTest, BehindAHeadSaysNotBeforeItStarts) {
@@ -254,11 +260,57 @@ TEST(ReasonEtaTest, BehindAHeadSaysNotBeforeItStarts) {
            ""};
   EXPECT_EQ(RenderReason(r),
             "waiting behind job 10 in queue order (1 ahead); not before job 10 starts (in about "
-            "2h)");
+            "2h, around 2023-11-15 00:13 UTC)");
   EXPECT_EQ(RenderReason(r, Lang::kZh),
-            "按队列顺序排在作业 10 之后（前面还有 1 个）；不会早于作业 10 开始（约 2 小时后）");
+            "按队列顺序排在作业 10 之后（前面还有 1 个）；不会早于作业 10 开始（约 2 "
+            "小时后，约 UTC 2023-11-15 00:13）");
   r.counts.erase(std::string(kNotBeforeInMs));
   EXPECT_EQ(RenderReason(r), "waiting behind job 10 in queue order (1 ahead)");
+}
+
+TEST(ReasonUnitsTest, AmountsInAPersonsUnits) {
+  EXPECT_EQ(FormatGpus(6000, Lang::kEn), "6 GPUs");
+  EXPECT_EQ(FormatGpus(1000, Lang::kEn), "1 GPU");
+  EXPECT_EQ(FormatGpus(500, Lang::kEn), "0.5 GPU");
+  EXPECT_EQ(FormatGpus(2250, Lang::kEn), "2.25 GPUs");
+  EXPECT_EQ(FormatGpus(0, Lang::kEn), "0 GPUs");
+  EXPECT_EQ(FormatGpus(500, Lang::kZh), "0.5 块 GPU");
+  EXPECT_EQ(FormatCores(4000, Lang::kEn), "4 cores");
+  EXPECT_EQ(FormatCores(500, Lang::kEn), "0.5 core");
+  EXPECT_EQ(FormatSize(64ULL << 30), "64 GiB");
+  EXPECT_EQ(FormatSize(1536ULL << 20), "1.5 GiB");
+  EXPECT_EQ(FormatSize(480'103'981'056), "447.1 GiB");
+  EXPECT_EQ(FormatSize(1000), "1000 bytes");
+  EXPECT_EQ(FormatDuration((2 * 3600 + 15 * 60) * 1000, Lang::kEn), "2h 15m");
+  EXPECT_EQ(FormatDuration(90'000, Lang::kEn), "1m 30s");
+  EXPECT_EQ(FormatDuration(90'000, Lang::kZh), "1 分钟 30 秒");
+  EXPECT_EQ(FormatClock(1'700'005'400'000, 1'700'000'000'000, Lang::kEn), "23:43 UTC");
+  EXPECT_EQ(FormatClock(1'700'007'200'000, 1'700'000'000'000, Lang::kEn), "2023-11-15 00:13 UTC");
+  EXPECT_EQ(EtaUnknownText(4, 0, 0, Lang::kEn), "no node could ever take it");
+  EXPECT_EQ(EtaUnknownText(1, 7, 3, Lang::kEn),
+            "job 7 (and 2 more) on GPUs it needs has no max runtime");
+  EXPECT_EQ(EtaUnknownText(9, 0, 0, Lang::kEn), "a cause this version does not know");
+}
+
+// Quota of CPU and memory in cores and GiB, not millicores and bytes.
+TEST(ReasonUnitsTest, QuotaOfOtherResourcesInTheirUnits) {
+  Reason r{ReasonCode::kOverQuota,
+           {{std::string(kQueueRequested), 68'719'476'736},
+            {std::string(kQueueUsed), 480'103'981'056},
+            {std::string(kQueueGuaranteed), 549'755'813'888},
+            {std::string(kQueueBorrowable), 0}},
+           "vision/training memory"};
+  EXPECT_EQ(RenderReason(r),
+            "over its queue's quota: it asks for 64 GiB of memory; queue vision/training uses "
+            "447.1 GiB, with 512 GiB guaranteed, and may borrow without limit; 0 bytes can be "
+            "borrowed now");
+  ExpectHasAll(RenderReason(r, Lang::kZh), {"申请内存 64 GiB", "保障 512 GiB"});
+  r.detail = "vision/training cpu";
+  r.counts = {{std::string(kQueueRequested), 4000},
+              {std::string(kQueueUsed), 60'000},
+              {std::string(kQueueGuaranteed), 64'000},
+              {std::string(kQueueBorrowable), 0}};
+  ExpectHasAll(RenderReason(r), {"asks for 4 cores of CPU", "uses 60 cores, with 64 cores"});
 }
 
 TEST(ReasonZhTest, ParseLang) {
@@ -294,7 +346,7 @@ TEST(ReasonReliefTest, SaysWhetherReclaimOrPreemptionCouldHelpInBothLanguages) {
   EXPECT_NE(en.find("15m"), std::string::npos) << en;
   std::string zh = RenderReason(r, Lang::kZh);
   EXPECT_NE(zh.find("抢占其队列中全部 3 个低优先级作业"), std::string::npos) << zh;
-  EXPECT_NE(zh.find("15m"), std::string::npos) << zh;
+  EXPECT_NE(zh.find("最早在 15 分钟后"), std::string::npos) << zh;
 
   r.counts.erase(std::string(kReclaimCandidates));
   r.counts[std::string(kReclaimNotBelowGuarantee)] = 1;

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "unit/sched/plan_check.h"
 
 namespace berth::sched {
@@ -187,7 +189,7 @@ TEST(CoreScheduler, BorrowLimitRefusesWithNumbers) {
   EXPECT_EQ(r->counts.at("queue_borrow_limit_mgpu"), 1000);
   EXPECT_EQ(r->counts.at("borrowable_now_mgpu"), 3000);
   EXPECT_EQ(r->detail, "t gpus");
-  EXPECT_NE(model::RenderReason(*r).find("may borrow up to 1 more"), std::string::npos)
+  EXPECT_NE(model::RenderReason(*r).find("may borrow up to 1 GPU more"), std::string::npos)
       << model::RenderReason(*r);
 }
 
@@ -332,6 +334,150 @@ TEST(CoreScheduler, ReclaimIsNotUsedAboveGuarantee) {
   ASSERT_EQ(plan.placements.size(), 1U);
   EXPECT_EQ(plan.placements[0].after_evicting, (std::vector<std::int64_t>{1}));
   EXPECT_EQ(CheckPlan(s, plan), "");
+}
+
+// Nodes for the head-of-line tests: `h` all H100 and held until 3h by job 1,
+// `a` all A100, `m` eight H100 (held until 2h by job 2) and four A100. The
+// head (job 10) needs 8 H100s for 1h: it could use h and m, never a, nor
+// m's A100s.
+Snapshot AheadSnapshot(bool with_behind) {
+  Snapshot s;
+  s.now_ms = 3'600'000;
+  NodeView h = Node("h", 8);
+  NodeView a = Node("a", 8);
+  NodeView m = Node("m", 12);
+  for (auto& g : a.gpus) g.model = "A100-80GB";
+  for (auto& g : m.gpus) g.model = g.index < 8 ? "H100-80GB" : "A100-80GB";
+  s.nodes = {a, h, m};
+  auto run = [&s](std::int64_t id, const std::string& node, std::vector<std::uint32_t> gpus,
+                  std::int64_t until_ms) {
+    RunningJob r;
+    r.id = id;
+    r.tenant = "default";
+    r.queue = "default";
+    r.resources.gpus = static_cast<std::uint32_t>(gpus.size());
+    r.max_runtime_ms = until_ms;
+    r.replicas = {{0, node, std::move(gpus)}};
+    HoldGpus(s.nodes, r.resources, r.replicas, true);
+    s.running.push_back(r);
+  };
+  run(1, "h", {0, 1, 2, 3, 4, 5, 6, 7}, 3 * 3'600'000);
+  run(2, "m", {0, 1, 2, 3, 4, 5, 6, 7}, 2 * 3'600'000);
+  PendingJob head = Job(10, "default", 8);
+  head.queue = "default";
+  head.resources.gpu_model = "H100-80GB";
+  head.resources.cpu_millis = 8000;
+  head.max_runtime_ms = 3'600'000;
+  s.pending = {head};
+  if (with_behind) {
+    std::int64_t id = 20;
+    for (std::uint32_t gpus : {1U, 2U, 4U, 1U, 2U, 8U, 1U}) {
+      PendingJob j = Job(id++, "default", gpus);
+      j.queue = "default";
+      s.pending.push_back(j);  // any model, no CPU: A100s anywhere
+      PendingJob c = Job(id++, "default", gpus);
+      c.queue = "default";
+      c.resources.cpu_millis = 1000;  // CPU, as the head: not on m
+      s.pending.push_back(c);
+    }
+  }
+  return s;
+}
+
+// What the head's start is in a plan: its reason's estimate and reservation.
+std::tuple<std::int64_t, std::int64_t, std::vector<ReplicaPlacement>> HeadStart(const Plan& plan) {
+  const model::Reason* r = ReasonOf(plan, 10);
+  EXPECT_NE(r, nullptr);
+  if (r == nullptr) return {};
+  std::vector<ReplicaPlacement> where;
+  for (const auto& res : plan.reservations) {
+    if (res.job_id == 10) where = res.replicas;
+  }
+  return {r->counts.contains("eta_ms") ? r->counts.at("eta_ms") : -1,
+          r->counts.contains("eta_unknown") ? r->counts.at("eta_unknown") : -1, where};
+}
+
+TEST(CoreScheduler, JobsAheadOfABlockedHeadUseOnlyWhatItCannotAndNeverMoveItsStart) {
+  Snapshot alone = AheadSnapshot(false);
+  Plan without = CoreScheduler().Schedule(alone);
+  ASSERT_EQ(CheckPlan(alone, without), "");
+  ASSERT_TRUE(without.placements.empty());
+  const auto start = HeadStart(without);
+  EXPECT_EQ(std::get<0>(start), 2 * 3'600'000);  // when job 2 leaves m
+
+  Snapshot s = AheadSnapshot(true);
+  Plan plan = CoreScheduler().Schedule(s);
+  ASSERT_EQ(CheckPlan(s, plan), "");
+  EXPECT_EQ(HeadStart(plan), start);
+  ASSERT_FALSE(plan.placements.empty());
+  std::uint32_t on_m = 0;
+  for (const auto& p : plan.placements) {
+    ASSERT_TRUE(p.ahead_of.has_value()) << "job " << p.job_id;
+    EXPECT_EQ(p.ahead_of->head_job, 10);
+    for (const auto& rp : p.replicas) {
+      ASSERT_NE(rp.node, "h") << "job " << p.job_id << " took the head's node";
+      if (rp.node != "m") continue;
+      ++on_m;
+      // Only m's A100s, and only jobs that ask for no CPU (the head does).
+      for (auto g : rp.gpu_indices) EXPECT_GE(g, 8U) << "job " << p.job_id;
+      EXPECT_EQ(p.job_id % 2, 0) << "job " << p.job_id << " takes CPU on the head's node";
+    }
+  }
+  EXPECT_GT(on_m, 0U);
+
+  // Next cycle, with the jobs that ran ahead running (no max runtime): the
+  // head starts when it did.
+  Snapshot next = AheadSnapshot(false);
+  for (const auto& p : plan.placements) {
+    RunningJob r;
+    r.id = p.job_id;
+    r.tenant = "default";
+    r.queue = "default";
+    r.started_at_ms = next.now_ms;
+    for (const auto& j : s.pending) {
+      if (j.id == p.job_id) r.resources = j.resources;
+    }
+    r.replicas = p.replicas;
+    HoldGpus(next.nodes, r.resources, r.replicas, true);
+    for (auto& n : next.nodes) {
+      for (const auto& rp : r.replicas) {
+        if (n.name == rp.node) n.cpu_millis_free -= r.resources.cpu_millis;
+      }
+    }
+    next.running.push_back(r);
+  }
+  Plan later = CoreScheduler().Schedule(next);
+  ASSERT_EQ(CheckPlan(next, later), "");
+  EXPECT_EQ(HeadStart(later), start);
+}
+
+TEST(CoreScheduler, AJobAheadOfTheHeadLeavesTheHeadItsRoomInQuota) {
+  // The queue may hold 12 GPUs; the head needs 8 H100s, which are busy. A
+  // 4-GPU A100 job behind it leaves room for the head and runs; a second
+  // one would not, and waits.
+  Snapshot s = AheadSnapshot(false);
+  s.policy = PolicyOf(
+      "queues: [{name: t, quota: {gpus: {guaranteed: 12, borrow_limit: 0}}, "
+      "children: [{name: q}]}]\n");
+  s.running.clear();
+  s.nodes = AheadSnapshot(false).nodes;
+  for (auto& g : s.nodes[1].gpus) g.free = false;  // h: held outside any queue
+  for (auto& g : s.nodes[2].gpus) g.free = g.index >= 8;
+  PendingJob head = s.pending[0];
+  head.tenant = "t";
+  head.queue = "q";
+  PendingJob first = Job(11, "t", 4);
+  first.resources.gpu_model = "A100-80GB";
+  PendingJob second = Job(12, "t", 4);
+  second.resources.gpu_model = "A100-80GB";
+  s.pending = {head, first, second};
+  Plan plan = CoreScheduler().Schedule(s);
+  ASSERT_EQ(CheckPlan(s, plan), "");
+  ASSERT_EQ(plan.placements.size(), 1U);
+  EXPECT_EQ(plan.placements[0].job_id, 11);
+  const model::Reason* r = ReasonOf(plan, 12);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->code, model::ReasonCode::kBehindInQueue);
 }
 
 }  // namespace

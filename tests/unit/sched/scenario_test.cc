@@ -226,6 +226,36 @@ void RunScenario(const fs::path& file) {
     }
     for (const auto& [id, p] : placed) EXPECT_TRUE(want.contains(id)) << "job " << id << " placed";
   }
+  // {job: head} or {job: {head: id, causes: {cause: nodes}}}: the job ran
+  // ahead of that waiting head (Placement::ahead_of); with `ahead` present,
+  // no other placement did.
+  if (const YAML::Node e = expect["ahead"]) {
+    std::set<std::int64_t> want;
+    for (auto it = e.begin(); it != e.end(); ++it) {
+      auto id = it->first.as<std::int64_t>();
+      want.insert(id);
+      ASSERT_TRUE(placed.contains(id)) << "job " << id << " should be placed ahead";
+      ASSERT_TRUE(placed[id]->ahead_of.has_value()) << "job " << id << " ran ahead";
+      const auto& got = *placed[id]->ahead_of;
+      EXPECT_FALSE(got.causes.empty()) << "job " << id;
+      if (it->second.IsScalar()) {
+        EXPECT_EQ(got.head_job, it->second.as<std::int64_t>()) << "job " << id;
+        continue;
+      }
+      // {head: id, causes: {cause: nodes}}
+      EXPECT_EQ(got.head_job, it->second["head"].as<std::int64_t>()) << "job " << id;
+      if (const YAML::Node causes = it->second["causes"]) {
+        std::map<std::string, std::int64_t, std::less<>> want_causes;
+        for (auto c = causes.begin(); c != causes.end(); ++c) {
+          want_causes[c->first.as<std::string>()] = c->second.as<std::int64_t>();
+        }
+        EXPECT_EQ(got.causes, want_causes) << "job " << id;
+      }
+    }
+    for (const auto& [id, p] : placed) {
+      EXPECT_TRUE(want.contains(id) || !p->ahead_of) << "job " << id << " ran ahead";
+    }
+  }
   if (auto e = expect["moved"]) {  // {job: [node of replica 0, ...]}
     std::set<std::int64_t> want;
     for (auto it = e.begin(); it != e.end(); ++it) {

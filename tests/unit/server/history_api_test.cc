@@ -171,6 +171,21 @@ TEST_F(HistoryApiTest, PreviewCountsTheEvictionsAProposedGuaranteeCauses) {
   EXPECT_LT(p.body["tenants"][0]["proposed"]["mean_wait_s"].get<double>(), 30);
 }
 
+TEST_F(HistoryApiTest, APreviewOverMoreRowsThanTheReadCapIsRefusedNamingItsWindow) {
+  RecordAWaitingBehindB();  // five jobs, each with its run: ten rows
+  Answer versions_before = Get("/v1/policy/versions");
+  api_->set_report_max_rows(9);
+  Answer over = Post("/v1/policy/preview?window=1h", kAFirst);
+  ASSERT_EQ(over.status, 400) << over.body.dump();
+  EXPECT_EQ(over.body["error"]["field"], "window");
+  const std::string message = over.body["error"]["message"];
+  EXPECT_NE(message.find("--report-max-rows 9"), std::string::npos) << message;
+  EXPECT_NE(message.find("ask for a shorter window"), std::string::npos) << message;
+  EXPECT_EQ(Get("/v1/policy/versions").body, versions_before.body);
+  api_->set_report_max_rows(10);
+  EXPECT_EQ(Post("/v1/policy/preview?window=1h", kAFirst).status, 200);
+}
+
 TEST_F(HistoryApiTest, JobsOfAQueueTheProposalDropsNeverStartInItsColumn) {
   RecordAWaitingBehindB();  // every job has finished, so dropping a is allowed
   Answer p = Post("/v1/policy/preview?window=1h",

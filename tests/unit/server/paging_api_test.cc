@@ -6,6 +6,7 @@
 // the first alert.
 #include <fmt/format.h>
 
+#include <functional>
 #include <sstream>
 
 #include "cli/app.h"
@@ -33,6 +34,27 @@ class PagingApiTest : public ApiHarness {
       ids.push_back(id.value_or(0));
     }
     return ids;
+  }
+
+  // Every page of `path` (which has no query yet) at `limit` rows, following
+  // `next`; each page but the last is full and the last has no `next`.
+  static std::vector<json> AllPages(const std::function<Answer(const std::string&)>& get,
+                                    const std::string& path, const std::string& key,
+                                    std::size_t limit) {
+    std::vector<json> rows;
+    std::string after;
+    for (int guard = 0; guard < 100; ++guard) {
+      auto page =
+          get(fmt::format("{}{}limit={}{}", path, path.find('?') == std::string::npos ? "?" : "&",
+                          limit, after.empty() ? "" : "&after=" + after));
+      EXPECT_EQ(page.status, 200) << path << page.body.dump();
+      if (page.status != 200) break;
+      for (const auto& r : page.body[key]) rows.push_back(r);
+      if (!page.body.contains("next")) break;
+      EXPECT_EQ(page.body[key].size(), limit) << "a page before the last is full";
+      after = page.body["next"].get<std::string>();
+    }
+    return rows;
   }
 
   static std::vector<std::int64_t> Ids(const json& list) {
@@ -122,6 +144,103 @@ TEST_F(PagingApiTest, QuotaRequestPagesAreNewestFirstWithTheStateFilterAppliedFi
   ASSERT_EQ(r.status, 200) << r.body.dump();
   EXPECT_EQ(Ids(r.body["requests"]), (std::vector<std::int64_t>{filed[0]}));
   EXPECT_FALSE(r.body.contains("next"));
+}
+
+TEST_F(PagingApiTest, IdentityPagesTogetherAreTheWholeListAndATenantAdminsHoldOnlyItsTenants) {
+  for (int i = 0; i < 7; ++i) {
+    store::Identity id;
+    id.name = fmt::format("user{}", i);
+    id.tenants[i % 2 == 0 ? "red" : "blue"] = store::Role::kMember;
+    ASSERT_TRUE(identities_->CreateIdentity(id).has_value());
+  }
+  store::Identity ta;
+  ta.name = "ta";
+  ta.tenants["red"] = store::Role::kTenantAdmin;
+  ASSERT_TRUE(identities_->CreateIdentity(ta).has_value());
+  auto get = [this](const std::string& p) { return Get(p); };
+  const json whole = Get("/v1/identities").body["identities"];
+  ASSERT_EQ(whole.size(), 9u);  // alice, ta, user0..6
+  auto paged = AllPages(get, "/v1/identities", "identities", 2);
+  EXPECT_EQ(json(paged), whole);
+
+  // The tenant-admin of red: red's members only (user0, 2, 4, 6 and itself),
+  // in full pages, whatever cursor it forges.
+  auto token = identities_->CreateToken("ta", "tests", std::nullopt, "tests", clock_.NowMs());
+  ASSERT_TRUE(token.has_value());
+  httplib::Client as_ta("127.0.0.1", port_);
+  as_ta.set_bearer_token_auth(token->token);
+  auto get_ta = [&as_ta](const std::string& p) -> Answer {
+    auto res = as_ta.Get(p);
+    if (!res) return {};
+    return {res->status, json::parse(res->body, nullptr, false)};
+  };
+  std::vector<std::string> names;
+  for (const auto& r : AllPages(get_ta, "/v1/identities", "identities", 2)) {
+    names.push_back(r["name"]);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"ta", "user0", "user2", "user4", "user6"}));
+  auto forged = get_ta("/v1/identities?limit=1&after=iuser0");
+  ASSERT_EQ(forged.status, 200) << forged.body.dump();
+  ASSERT_EQ(forged.body["identities"].size(), 1u);
+  EXPECT_EQ(forged.body["identities"][0]["name"], "user2");
+}
+
+TEST_F(PagingApiTest, TokenPagesAreNewestFirstAndTogetherAreTheWholeList) {
+  // Three in one millisecond (the id breaks the tie), then two later.
+  for (int i = 0; i < 5; ++i) {
+    if (i >= 3) clock_.Advance(1000);
+    ASSERT_TRUE(
+        identities_->CreateToken("alice", "t", std::nullopt, "tests", clock_.NowMs()).has_value());
+  }
+  auto get = [this](const std::string& p) { return Get(p); };
+  const json whole = Get("/v1/tokens").body["tokens"];
+  ASSERT_EQ(whole.size(), 6u);
+  EXPECT_EQ(json(AllPages(get, "/v1/tokens", "tokens", 2)), whole);
+  EXPECT_EQ(json(AllPages(get, "/v1/tokens?identity=alice", "tokens", 4)), whole);
+  EXPECT_EQ(json(AllPages(get, "/v1/tokens", "tokens", 6)), whole);
+}
+
+TEST_F(PagingApiTest, IdentityTokenAndDeliveryListsRefuseABadLimitOrCursorNamingIt) {
+  for (const char* path : {"/v1/identities?limit=5001", "/v1/tokens?limit=5001",
+                           "/v1/alert-deliveries?limit=5001", "/v1/identities?limit=0"}) {
+    auto r = Get(path);
+    EXPECT_EQ(r.status, 400) << path << r.body.dump();
+    EXPECT_EQ(r.body["error"]["field"], "limit") << path << r.body.dump();
+  }
+  for (const char* path : {"/v1/identities?after=j5", "/v1/tokens?after=ialice",
+                           "/v1/tokens?after=t12", "/v1/tokens?after=tx:1"}) {
+    auto r = Get(path);
+    EXPECT_EQ(r.status, 400) << path << r.body.dump();
+    EXPECT_EQ(r.body["error"]["field"], "after") << path << r.body.dump();
+  }
+}
+
+TEST_F(PagingApiTest, DeliveriesPageAtTheDefaultOf500LikeEveryList) {
+  Raise(501, model::AlertKind::kBudget);
+  auto r = Get("/v1/alert-deliveries");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.body["deliveries"].size(), 500u);
+  EXPECT_TRUE(r.body.contains("next"));
+}
+
+TEST_F(PagingApiTest, AHistoryWindowOverTheReadCapIsRefusedNamingItTheMaximumAndTheFlag) {
+  for (int i = 0; i < 3; ++i) {
+    auto r = Post("/v1/jobs", fmt::format("{{name: j{}, command: [x]}}", i));
+    ASSERT_EQ(r.status, 201) << r.body.dump();
+  }
+  clock_.Advance(1000);  // the window ends before now: the jobs are in it
+  api_->set_report_max_rows(3);
+  auto fits = Get("/v1/history?since=0");
+  ASSERT_EQ(fits.status, 200) << fits.body.dump();
+  EXPECT_EQ(fits.body["jobs"].size(), 3u);
+  api_->set_report_max_rows(2);
+  auto over = Get("/v1/history?since=0");
+  ASSERT_EQ(over.status, 400) << over.body.dump();
+  EXPECT_EQ(over.body["error"]["field"], "since");
+  const std::string message = over.body["error"]["message"];
+  EXPECT_NE(message.find("more than 2"), std::string::npos) << message;
+  EXPECT_NE(message.find("--report-max-rows 2"), std::string::npos) << message;
+  EXPECT_NE(message.find("the window from"), std::string::npos) << message;
 }
 
 TEST_F(PagingApiTest, TheCliFollowsAlertPagesBackToTheFirstAlert) {

@@ -13,6 +13,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "agent/node_cert.h"
+#include "model/node.h"
+
 namespace berth::server::pki {
 namespace {
 
@@ -102,11 +105,98 @@ TEST(Pki, ACertificateOfAnotherCaIsRefused) {
 TEST(Pki, ValidityFollowsTheGivenClock) {
   auto ca = CreateCa("ours", kNow);
   ASSERT_TRUE(ca);
-  auto node = IssueNodeCert(*ca, "n1", kNow);
-  ASSERT_TRUE(node);
-  EXPECT_TRUE(VerifyCert(ca->cert_pem, node->cert_pem, kNow + 365 * kDayMs));
-  EXPECT_FALSE(VerifyCert(ca->cert_pem, node->cert_pem, kNow - 2 * kDayMs));     // not yet valid
-  EXPECT_FALSE(VerifyCert(ca->cert_pem, node->cert_pem, kNow + 1900 * kDayMs));  // expired
+  auto server = IssueServerCert(*ca, {}, kNow);
+  ASSERT_TRUE(server);
+  EXPECT_TRUE(VerifyCert(ca->cert_pem, server->cert_pem, kNow + 365 * kDayMs));
+  EXPECT_FALSE(VerifyCert(ca->cert_pem, server->cert_pem, kNow - 2 * kDayMs));     // not yet valid
+  EXPECT_FALSE(VerifyCert(ca->cert_pem, server->cert_pem, kNow + 1900 * kDayMs));  // expired
+}
+
+TEST(Pki, NodeCertificatesLiveForTheirTtlFromTheirIssueTime) {
+  auto ca = CreateCa("ours", kNow);
+  ASSERT_TRUE(ca);
+  // The default: seven days.
+  auto week = IssueNodeCert(*ca, "n1", kNow);
+  ASSERT_TRUE(week);
+  EXPECT_TRUE(VerifyCert(ca->cert_pem, week->cert_pem, kNow + 6 * kDayMs));
+  EXPECT_FALSE(VerifyCert(ca->cert_pem, week->cert_pem, kNow + 8 * kDayMs));
+  // A short one, not backdated: its notBefore is the issue time.
+  auto short_lived = IssueNodeCert(*ca, "n1", kNow, 20'000);
+  ASSERT_TRUE(short_lived);
+  auto validity = ValidityOf(short_lived->cert_pem);
+  ASSERT_TRUE(validity) << validity.error().message;
+  EXPECT_EQ(validity->not_before_ms, kNow);
+  EXPECT_EQ(validity->not_after_ms, kNow + 20'000);
+  EXPECT_TRUE(VerifyCert(ca->cert_pem, short_lived->cert_pem, kNow + 19'000));
+  EXPECT_FALSE(VerifyCert(ca->cert_pem, short_lived->cert_pem, kNow + 21'000));
+  EXPECT_FALSE(VerifyCert(ca->cert_pem, short_lived->cert_pem, kNow - 1'000));
+  // Outside 10s..366d: refused, naming the flag.
+  for (std::int64_t ttl : {std::int64_t{9'000}, 367 * kDayMs}) {
+    auto bad = IssueNodeCert(*ca, "n1", kNow, ttl);
+    ASSERT_FALSE(bad) << ttl;
+    EXPECT_EQ(bad.error().field, "--node-cert-ttl");
+  }
+}
+
+TEST(Pki, ARenewalIsSignedForTheStreamsOwnNodeOnly) {
+  auto ca = CreateCa("ours", kNow);
+  ASSERT_TRUE(ca);
+  auto own = agent::MakeNodeCsr("gpu-07");
+  ASSERT_TRUE(own) << own.error().message;
+  auto cert = SignNodeCsr(*ca, own->csr_pem, "gpu-07", kNow, kDayMs);
+  ASSERT_TRUE(cert) << cert.error().message;
+  EXPECT_EQ(*CommonName(*cert), "gpu-07");
+  EXPECT_TRUE(VerifyCert(ca->cert_pem, *cert, kNow + kDayMs / 2));
+  EXPECT_FALSE(VerifyCert(ca->cert_pem, *cert, kNow + 2 * kDayMs));
+  // It certifies the key the node made (and kept), and the agent reads it
+  // back as berthd wrote it: due for renewal at 2/3 of its life.
+  EXPECT_TRUE(agent::CheckCertMatchesKey(*cert, own->key_pem));
+  EXPECT_FALSE(agent::CheckCertMatchesKey(*cert, agent::MakeNodeCsr("gpu-07")->key_pem));
+  auto read = agent::ReadNodeCert(*cert);
+  ASSERT_TRUE(read) << read.error().message;
+  EXPECT_EQ(read->common_name, "gpu-07");
+  EXPECT_EQ(read->not_before_ms, kNow);
+  EXPECT_EQ(read->not_after_ms, kNow + kDayMs);
+  EXPECT_EQ(agent::RenewAtMs(*read), kNow + kDayMs * 2 / 3);
+  X509* x = Parse(*cert);
+  ASSERT_NE(x, nullptr);
+  EXPECT_EQ(X509_check_purpose(x, X509_PURPOSE_SSL_CLIENT, 0), 1);
+  X509_free(x);
+
+  // A stream authenticated as gpu-07 asking for gpu-08: refused.
+  auto other = agent::MakeNodeCsr("gpu-08");
+  ASSERT_TRUE(other);
+  auto stolen = SignNodeCsr(*ca, other->csr_pem, "gpu-07", kNow, kDayMs);
+  ASSERT_FALSE(stolen);
+  EXPECT_EQ(stolen.error().code, Code::kPermissionDenied);
+  EXPECT_NE(stolen.error().message.find("cannot get a certificate for 'gpu-08'"), std::string::npos)
+      << stolen.error().message;
+  // Not a CSR at all.
+  auto junk =
+      SignNodeCsr(*ca, "-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n", "gpu-07", kNow, kDayMs);
+  ASSERT_FALSE(junk);
+  EXPECT_EQ(junk.error().code, Code::kInvalidArgument);
+}
+
+TEST(Pki, RemovalRevokesCertificatesIssuedUpToItAndNoLater) {
+  auto ca = CreateCa("ours", kNow);
+  ASSERT_TRUE(ca);
+  auto before = IssueNodeCert(*ca, "n1", kNow);
+  ASSERT_TRUE(before);
+  auto issued = ValidityOf(before->cert_pem);
+  ASSERT_TRUE(issued);
+  const std::int64_t removed_at = kNow + 500;
+  EXPECT_TRUE(model::NodeCertRevoked(issued->not_before_ms, removed_at));
+  // Issued in the removal's own second: revoked too (second precision).
+  auto same_second = IssueNodeCert(*ca, "n1", kNow + 900);
+  ASSERT_TRUE(same_second);
+  EXPECT_TRUE(model::NodeCertRevoked(ValidityOf(same_second->cert_pem)->not_before_ms, removed_at));
+  // Issued a second later (the node added back): valid.
+  auto after = IssueNodeCert(*ca, "n1", kNow + 1'000);
+  ASSERT_TRUE(after);
+  EXPECT_FALSE(model::NodeCertRevoked(ValidityOf(after->cert_pem)->not_before_ms, removed_at));
+  // An older removal does not touch a newer certificate.
+  EXPECT_FALSE(model::NodeCertRevoked(issued->not_before_ms, kNow - 1));
 }
 
 TEST(Pki, BadNamesAreRefusedNamingTheField) {

@@ -36,7 +36,7 @@ TEST(SnapshotBuilder, SharingModeAndSliceUsageReachTheScheduler) {
   runs[2].job_id = 3;
   runs[2].gpu_share_millis = 500;
   runs[2].gpu_share_bytes = 40ULL << 30;
-  std::vector<store::JobRecord> pending;
+  store::PendingQueue pending;
   model::Policy policy = model::DefaultPolicy();
   SnapshotInputs in{1000, &nodes, &ready, &runs, &pending, &policy};
   auto spec_of = [](std::int64_t id) -> Result<model::JobSpec> {

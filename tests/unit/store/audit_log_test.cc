@@ -10,12 +10,14 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <set>
 #include <thread>
 
+#include "store/audit_chain.h"
 #include "store/identity_store.h"
 #include "store/meter_store.h"
 #include "store/sqlite_store.h"
@@ -358,6 +360,70 @@ TEST_F(AuditLogTest, ConcurrentAppendsMakeOneGaplessChain) {
   EXPECT_TRUE(v.ok) << v.problem;
   EXPECT_TRUE(v.notes.empty());
   EXPECT_EQ(v.records, kThreads * kEach);
+}
+
+// Appends from two connections at once share the head file's writes, and
+// each returns only once the file holds its record: a clean stop leaves the
+// file current.
+TEST_F(AuditLogTest, AppendsFromTwoConnectionsReturnOnlyOnceTheHeadFileHoldsThem) {
+  auto second = AuditLog::Open(dir_);
+  ASSERT_TRUE(second.has_value()) << second.error().message;
+  constexpr int kEach = 40;
+  std::atomic<int> behind{0};
+  auto run = [&](AuditLog& log, int base) {
+    for (int i = 0; i < kEach; ++i) {
+      auto e = log.Append(Entry(base + i));
+      ASSERT_TRUE(e.has_value()) << e.error().message;
+      auto file = AuditFileHead(log.head_path());
+      if (!file || !*file || (*file)->seq < e->seq) behind.fetch_add(1);
+    }
+  };
+  std::thread a([&] { run(*log_, 0); });
+  std::thread b([&] { run(**second, 1000); });
+  a.join();
+  b.join();
+  EXPECT_EQ(behind.load(), 0);
+  auto v = Verify();
+  EXPECT_TRUE(v.ok) << v.problem;
+  EXPECT_TRUE(v.notes.empty());
+  EXPECT_EQ(v.records, 2 * kEach);
+  ASSERT_TRUE(v.file_head.has_value());
+  EXPECT_EQ(v.file_head->seq, 2 * kEach);
+}
+
+// However far back the meta table says the file may be, a lag past
+// kMaxAuditLag is records added behind Berth's back, not a crash.
+TEST_F(AuditLogTest, AHeadFileBehindByMoreThanTheLagBoundIsTampering) {
+  AppendN(2);
+  auto prev = Row(2);
+  std::string sql = "BEGIN;";
+  const auto last = static_cast<std::int64_t>(kMaxAuditLag) + 3;
+  for (std::int64_t seq = 3; seq <= last; ++seq) {
+    auto e = Entry(static_cast<int>(seq));
+    e.seq = seq;
+    e.prev_hash = prev.hash;
+    e.hash = *AuditHash(e);
+    sql += InsertSql(e);
+    prev = e;
+  }
+  sql += "UPDATE meta SET value='" + std::to_string(last) + "' WHERE key='audit_head_seq';";
+  sql += "UPDATE meta SET value='" + prev.hash + "' WHERE key='audit_head_hash';";
+  sql += "UPDATE meta SET value='3' WHERE key='audit_batch_first'; COMMIT;";
+  Tamper(sql);
+  // The file still remembers record 2: one record more than the bound.
+  auto v = Verify();
+  EXPECT_FALSE(v.ok);
+  EXPECT_EQ(v.first_bad_seq, 3) << v.problem;
+  EXPECT_NE(v.problem.find("behind Berth's back"), std::string::npos) << v.problem;
+  // Exactly at the bound it is the lag a crash can leave.
+  Tamper("DELETE FROM audit_log WHERE seq=" + std::to_string(last) + "; UPDATE meta SET value='" +
+         std::to_string(last - 1) + "' WHERE key='audit_head_seq'; UPDATE meta SET value='" +
+         Row(last - 1).hash + "' WHERE key='audit_head_hash';");
+  v = Verify();
+  EXPECT_TRUE(v.ok) << v.problem;
+  ASSERT_EQ(v.notes.size(), 1u);
+  EXPECT_NE(v.notes[0].find(std::to_string(kMaxAuditLag) + " records behind"), std::string::npos)
+      << v.notes[0];
 }
 
 TEST_F(AuditLogTest, RowsAddedBehindBerthsBackAreFound) {

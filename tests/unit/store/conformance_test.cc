@@ -301,6 +301,58 @@ TEST_P(JobStoreConformance, PendingJobsComeOldestFirstWithoutRuns) {
   EXPECT_TRUE((*pending)[0].runs.empty());
 }
 
+// The pending set a pass reads follows every kind of change between two
+// reads: a submission, an array, a placement, a cancel, a new reason, and a
+// job that returns to the queue.
+TEST_P(JobStoreConformance, PendingJobsFollowEveryChangeBetweenReads) {
+  const std::int64_t a = Submit(Spec("a"), 1500);
+  const std::int64_t b = Submit(Spec("b"), 1600);
+  const std::int64_t c = Submit(Spec("c"), 1700);
+  auto ids_of = [&] {
+    std::vector<std::int64_t> ids;
+    auto pending = store().PendingJobs();
+    EXPECT_TRUE(pending.has_value());
+    if (pending) {
+      for (const auto& j : *pending) ids.push_back(j.id);
+    }
+    return ids;
+  };
+  EXPECT_EQ(ids_of(), (std::vector<std::int64_t>{a, b, c}));
+
+  Place(a, 1, 2000);
+  ASSERT_TRUE(control::CancelJob(store(), b, "alice", 2100).has_value());
+  model::JobSpec sweep = Spec("sweep");
+  sweep.array = model::JobArray{};
+  sweep.array->count = 2;
+  auto arr = store().CreateJobs(sweep, 1650, "alice");
+  ASSERT_TRUE(arr.has_value()) << arr.error().message;
+  sched::Plan why;
+  why.pending.push_back({c, {model::ReasonCode::kNoNodeFits, {{"too_few_gpus", 1}}, ""}});
+  ASSERT_TRUE(control::ApplyPlan(store(), why, nodes_, 1, 2200).has_value());
+  EXPECT_EQ(ids_of(), (std::vector<std::int64_t>{(*arr)[0], (*arr)[1], c}));
+  auto pending = store().PendingJobs();
+  ASSERT_TRUE(pending.has_value());
+  EXPECT_EQ(pending->back().reason.code, model::ReasonCode::kNoNodeFits);
+
+  // The placed job is evicted and comes back to the queue after its run ends.
+  StartAll(a, 2300);
+  sched::Eviction e;
+  e.job_id = a;
+  e.by_job = c;
+  e.by_queue = "default/default";
+  e.cause = sched::EvictionCause::kPreempt;
+  e.reason = {model::ReasonCode::kPreempted, {{"by_job", c}}, "default/default"};
+  ASSERT_TRUE(control::EvictJobs(store(), {e}, 2400).has_value());
+  ASSERT_TRUE(
+      control::MarkRunExited(
+          store(), {Job(a).runs[0].run_id, 0, 15, 2300, 2500, model::StopCause::kNone, ""}, 2500)
+          .has_value());
+  EXPECT_EQ(ids_of(), (std::vector<std::int64_t>{a, (*arr)[0], (*arr)[1], c}));
+  pending = store().PendingJobs();
+  ASSERT_TRUE(pending.has_value());
+  EXPECT_EQ(pending->front().reason.code, model::ReasonCode::kPreempted);
+}
+
 TEST_P(JobStoreConformance, APlacedJobStartsRunsAndSucceedsOnce) {
   const std::int64_t id = Submit(Spec("gang", 2), 1500);
   Place(id, 2, 2000);

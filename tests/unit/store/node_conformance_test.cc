@@ -222,6 +222,36 @@ TEST_P(NodeStoreConformance, AGpusHealthIsRecordedAsReported) {
   EXPECT_EQ(Events(), (std::vector<std::string>{"Registered", "GpuUnhealthy", "GpuHealthy"}));
 }
 
+TEST_P(NodeStoreConformance, RemovalRevokesTheNodesCertificatesUntilThenAndNoLater) {
+  EXPECT_EQ(store().RemoveNode("n1", "ops", 1000).error().code, Code::kNotFound);
+  ASSERT_TRUE(store().UpsertNode(tests::H100Node(2), 1000).has_value());
+  ASSERT_TRUE(store().SetCordon("n1", std::nullopt, Cordon{}, 1100).has_value());
+  EXPECT_EQ(*store().NodeRevokedAt("n1"), std::nullopt);
+  // A renewal of a node in the inventory is recorded as a node event.
+  ASSERT_TRUE(store().RecordNodeCertRenewal("n1", 900, 90'000, 1200).has_value());
+  EXPECT_EQ(Events().back(), "CertRenewed");
+
+  ASSERT_TRUE(store().RemoveNode("n1", "ops", 2000).has_value());
+  auto nodes = store().ListNodes();
+  ASSERT_TRUE(nodes.has_value());
+  EXPECT_TRUE(nodes->empty());
+  EXPECT_EQ(*store().NodeRevokedAt("n1"), std::optional<TimeMs>(2000));
+  EXPECT_EQ(Events().back(), "Removed");
+  // Removed: nothing is renewed, whatever the certificate.
+  auto gone = store().RecordNodeCertRenewal("n1", 3000, 90'000, 3000);
+  ASSERT_FALSE(gone.has_value());
+  EXPECT_EQ(gone.error().code, Code::kPermissionDenied);
+
+  // Added back: certificates issued up to the removal stay revoked, later
+  // ones renew; the cordon went with the removal.
+  ASSERT_TRUE(store().UpsertNode(tests::H100Node(2), 4000).has_value());
+  EXPECT_FALSE(Node().cordon.has_value());
+  auto old = store().RecordNodeCertRenewal("n1", 2000, 90'000, 4100);
+  ASSERT_FALSE(old.has_value());
+  EXPECT_EQ(old.error().code, Code::kPermissionDenied);
+  EXPECT_TRUE(store().RecordNodeCertRenewal("n1", 3000, 90'000, 4200).has_value());
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, NodeStoreConformance,
                          ::testing::ValuesIn(tests::StoreBackends()), tests::BackendName);
 
