@@ -22,6 +22,7 @@ declare -A ALLOWED=(
   [agent]="common model berth proto_convert"
   [server]="common model sched control store sim meter api http agent berth proto_convert"
   [cli]="common model http"
+  [modelserver]="common http"
 )
 
 check() {

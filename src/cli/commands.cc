@@ -112,7 +112,8 @@ Status ShowJob(ApiClient& api, std::uint64_t id, const Output& output) {
 
 Status ExplainJob(ApiClient& api, std::uint64_t id, const std::string& lang, const Output& output) {
   auto why = api.Get(JobPath(id) + "/why" + QueryString({{"lang", lang}}));
-  return Show(why, output, [](const json& r) { return RenderWhy(r); });
+  const model::Lang words = model::ParseLang(lang).value_or(model::Lang::kEn);
+  return Show(why, output, [words](const json& r) { return RenderWhy(r, words); });
 }
 
 Status CancelJob(ApiClient& api, std::uint64_t id, const Output& output) {

@@ -7,6 +7,8 @@
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 
+#include "model/reason.h"
+
 namespace berth::cli {
 
 // GET /v1/jobs: ID NAME TENANT QUEUE STATE GPUS AGE REASON.
@@ -17,8 +19,9 @@ std::string RenderJob(const nlohmann::json& job, std::int64_t now_ms);
 
 // GET /v1/jobs/{id}/why: the reason's message as a headline, then "key: value"
 // lines (job, state, code, every count, detail), then the explaining timeline
-// events as TIME EVENT MESSAGE.
-std::string RenderWhy(const nlohmann::json& why);
+// events as TIME EVENT MESSAGE; labels and units in `lang` (the sentence is
+// already in it, from berthd).
+std::string RenderWhy(const nlohmann::json& why, model::Lang lang);
 
 // GET /v1/nodes: NAME STATE GPUS(FREE/TOTAL) MODELS CPUS MEMORY PROVIDER HEARTBEAT.
 std::string RenderNodes(const nlohmann::json& response, std::int64_t now_ms);

@@ -1,6 +1,7 @@
 // RenderWhy: the `berth why ID` view. The sentence comes from berthd, already
 // in the asked language; the numbers follow in a person's units (GPUs, GiB,
-// durations, clock times, causes in words), each under a plain label. The raw
+// durations, clock times, causes in words), each under a plain label in the
+// same language. The raw
 // numbers under their API names are in `-o json`.
 #include <fmt/format.h>
 
@@ -28,11 +29,85 @@ using nlohmann::json;
 namespace {
 
 using Lines = std::vector<std::pair<std::string, std::string>>;
-constexpr model::Lang kEn = model::Lang::kEn;
+using model::Message;
+
+// The view's own words, English and Simplified Chinese side by side; the
+// reason's sentence and the numbers' units come from model/reason_catalogue.
+namespace words {
+constexpr Message kJob{"job", "作业"};
+constexpr Message kQueue{"queue", "队列"};
+constexpr Message kState{"state", "状态"};
+constexpr Message kCode{"code", "原因代码"};
+constexpr Message kFailure{"failure", "失败类别"};
+constexpr Message kEvidence{"evidence", "证据"};
+constexpr Message kDetail{"detail", "详情"};
+constexpr Message kTime{"TIME", "时间"};
+constexpr Message kEvent{"EVENT", "事件"};
+constexpr Message kMessage{"MESSAGE", "说明"};
+constexpr Message kPerReplica{"per replica", "每个副本"};
+constexpr Message kShare{"a {} share of a GPU", "一块 GPU 的 {} 份额"};
+constexpr Message kMemorySlice{"{} of one GPU's memory", "一块 GPU 的 {} 显存"};
+constexpr Message kReplicas{"replicas", "副本数"};
+constexpr Message kNodesLooked{"nodes looked at", "查看的节点"};
+constexpr Message kReplicasWithRoom{"replicas with room", "有空间的副本"};
+constexpr Message kNodesRejected{"nodes rejected", "被排除的节点"};
+constexpr Message kFreeOnUsable{"free on usable nodes", "可用节点上空闲"};
+constexpr Message kNeeded{"needed", "需要"};
+constexpr Message kMostFree{"most free on one node", "单个节点最多空闲"};
+constexpr Message kWouldRunWith{"would run now with", "改为即可立即运行"};
+constexpr Message kPerReplicaValue{"{} per replica", "每个副本 {}"};
+constexpr Message kAsksFor{"asks for", "申请"};
+constexpr Message kQueueUses{"queue uses", "队列已用"};
+constexpr Message kQueueGuaranteed{"queue guaranteed", "队列保障"};
+constexpr Message kMayBorrow{"may borrow", "可借用"};
+constexpr Message kUpToMore{"up to {} more", "最多再借 {}"};
+constexpr Message kBorrowableNow{"borrowable now", "当前可借"};
+constexpr Message kPosition{"position", "排队位置"};
+constexpr Message kInItsQueue{"{} in its queue", "队列中第 {} 位"};
+constexpr Message kAheadAsking{" ({} job(s) ahead, asking for {})",
+                               "（前面 {} 个作业，共申请 {}）"};
+constexpr Message kWaitsBehind{"waits behind", "等待"};
+constexpr Message kJobN{"job {}", "作业 {}"};
+constexpr Message kEstimatedStart{"estimated start", "预计开始"};
+constexpr Message kInAbout{"in about {}", "约 {} 后"};
+constexpr Message kNow{"now", "现在"};
+constexpr Message kAround{"{}, around {} ({})", "{}，约 {}（{}）"};
+constexpr Message kAroundNoNote{"{}, around {}", "{}，约 {}"};
+constexpr Message kGpusReserved{"GPUs are reserved for it", "已为其预留 GPU"};
+constexpr Message kNoGpusReserved{"an estimate; no GPUs reserved", "仅为估计，未预留 GPU"};
+constexpr Message kUnknown{"unknown: {}", "未知：{}"};
+constexpr Message kNotBefore{"not before", "最早开始"};
+constexpr Message kFreeButReserved{"free but reserved", "空闲但已预留"};
+constexpr Message kForEarlierJobs{"{} (for jobs that start before it would end)",
+                                  "{}（留给在它结束前开始的作业）"};
+constexpr Message kMayReclaim{"may reclaim", "可否回收"};
+constexpr Message kNotBelowGuarantee{"no: its queue is not below its guarantee",
+                                     "否：其队列未低于保障"};
+constexpr Message kCouldReclaim{"could reclaim", "可回收"};
+constexpr Message kCouldPreempt{"could preempt", "可抢占"};
+constexpr Message kNotEnough{"{} job(s), not enough", "{} 个作业，不够"};
+constexpr Message kCouldMove{"could move", "可迁移"};
+constexpr Message kThatCheckpoint{"{} job(s) that checkpoint, at most {} at once",
+                                  "{} 个可保存检查点的作业，每次最多 {} 个"};
+constexpr Message kEvictableLater{"evictable later", "稍后可驱逐"};
+constexpr Message kFirstIn{"{} job(s), the first in {}", "{} 个作业，最早一个在 {} 后"};
+constexpr Message kByJob{"by job", "由作业"};
+constexpr Message kWorkLost{"work lost", "丢失的工作"};
+constexpr Message kMaxRuntime{"max runtime", "最长运行时间"};
+constexpr Message kBackoff{"backoff", "退避"};
+constexpr Message kBudgetUsed{"budget used", "预算已用"};
+constexpr Message kBudget{"budget", "预算"};
+}  // namespace words
+
+// The message in `lang`, its {} filled from `args` in order.
+template <typename... Args>
+std::string Say(const Message& m, model::Lang lang, Args&&... args) {
+  return fmt::format(fmt::runtime(m.In(lang)), std::forward<Args>(args)...);
+}
 
 // The reason's numbers as (label, value) lines in a person's units. Keys
 // this view does not know are kept as they are, so nothing is hidden.
-Lines ReasonFacts(const model::Reason& r) {
+Lines ReasonFacts(const model::Reason& r, model::Lang lang) {
   std::map<std::string, std::int64_t, std::less<>> left(r.counts.begin(), r.counts.end());
   auto take = [&left](std::string_view key) -> std::optional<std::int64_t> {
     auto it = left.find(key);
@@ -41,8 +116,11 @@ Lines ReasonFacts(const model::Reason& r) {
     left.erase(it);
     return v;
   };
-  auto gpus = [](std::int64_t n) { return model::FormatGpus(n * 1000, kEn); };
-  auto duration = [](std::int64_t ms) { return model::FormatDuration(ms, kEn); };
+  auto gpus = [lang](std::int64_t n) { return model::FormatGpus(n * 1000, lang); };
+  auto duration = [lang](std::int64_t ms) { return model::FormatDuration(ms, lang); };
+  auto when = [&](std::int64_t in) {
+    return in > 0 ? Say(words::kInAbout, lang, duration(in)) : Say(words::kNow, lang);
+  };
   Lines out;
 
   // What one replica asks for, and where it was looked for.
@@ -50,31 +128,33 @@ Lines ReasonFacts(const model::Reason& r) {
   const auto slice_bytes = take(model::kSliceBytes);
   const auto per_replica = take("gpus_per_replica");
   if (slice_mgpu && *slice_mgpu > 0) {
-    out.emplace_back("per replica", "a " + model::FormatGpus(*slice_mgpu, kEn) + " share of a GPU");
+    out.emplace_back(Say(words::kPerReplica, lang),
+                     Say(words::kShare, lang, model::FormatGpus(*slice_mgpu, lang)));
   } else if (slice_bytes && *slice_bytes > 0) {
-    out.emplace_back("per replica", model::FormatSize(static_cast<std::uint64_t>(*slice_bytes)) +
-                                        " of one GPU's memory");
+    out.emplace_back(Say(words::kPerReplica, lang),
+                     Say(words::kMemorySlice, lang,
+                         model::FormatSize(static_cast<std::uint64_t>(*slice_bytes))));
   } else if (per_replica) {
-    out.emplace_back("per replica", gpus(*per_replica));
+    out.emplace_back(Say(words::kPerReplica, lang), gpus(*per_replica));
   }
-  if (auto n = take("replicas")) out.emplace_back("replicas", std::to_string(*n));
-  if (auto n = take("nodes")) out.emplace_back("nodes looked at", std::to_string(*n));
+  if (auto n = take("replicas")) out.emplace_back(Say(words::kReplicas, lang), std::to_string(*n));
+  if (auto n = take("nodes")) out.emplace_back(Say(words::kNodesLooked, lang), std::to_string(*n));
   std::string causes;
   for (const auto& [key, text] : model::NodeCauseTexts()) {
     if (auto n = take(key); n && *n > 0) {
       if (!causes.empty()) causes += ", ";
-      causes += model::FillTemplate(text.In(kEn), model::TemplateArgs().Set("n", *n));
+      causes += model::FillTemplate(text.In(lang), model::TemplateArgs().Set("n", *n));
     }
   }
   if (auto placed = take(model::kCauseGang); placed && *placed > 0) {
-    out.emplace_back("replicas with room", std::to_string(*placed));
+    out.emplace_back(Say(words::kReplicasWithRoom, lang), std::to_string(*placed));
   }
-  if (!causes.empty()) out.emplace_back("nodes rejected", causes);
-  if (auto n = take(model::kFreeGpus)) out.emplace_back("free on usable nodes", gpus(*n));
-  if (auto n = take(model::kNeededGpus)) out.emplace_back("needed", gpus(*n));
-  if (auto n = take(model::kLargestFree)) out.emplace_back("most free on one node", gpus(*n));
+  if (!causes.empty()) out.emplace_back(Say(words::kNodesRejected, lang), causes);
+  if (auto n = take(model::kFreeGpus)) out.emplace_back(Say(words::kFreeOnUsable, lang), gpus(*n));
+  if (auto n = take(model::kNeededGpus)) out.emplace_back(Say(words::kNeeded, lang), gpus(*n));
+  if (auto n = take(model::kLargestFree)) out.emplace_back(Say(words::kMostFree, lang), gpus(*n));
   if (auto n = take(model::kWouldFitGpusPerReplica)) {
-    out.emplace_back("would run now with", gpus(*n) + " per replica");
+    out.emplace_back(Say(words::kWouldRunWith, lang), Say(words::kPerReplicaValue, lang, gpus(*n)));
   }
 
   // The queue's numbers, in the unit of the resource they count.
@@ -85,103 +165,111 @@ Lines ReasonFacts(const model::Reason& r) {
       resource = r.detail.substr(space + 1);
     }
   }
-  auto amount = [&resource](std::int64_t v) {
-    if (resource == "cpu") return model::FormatCores(v, kEn);
+  auto amount = [&resource, lang](std::int64_t v) {
+    if (resource == "cpu") return model::FormatCores(v, lang);
     if (resource == "memory" || resource == "gpu_memory") {
       return model::FormatSize(static_cast<std::uint64_t>(std::max<std::int64_t>(v, 0)));
     }
-    if (resource.starts_with("gpus")) return model::FormatGpus(v, kEn);
+    if (resource.starts_with("gpus")) return model::FormatGpus(v, lang);
     return std::to_string(v);
   };
-  if (auto v = take(model::kQueueRequested)) out.emplace_back("asks for", amount(*v));
-  if (auto v = take(model::kQueueUsed)) out.emplace_back("queue uses", amount(*v));
-  if (auto v = take(model::kQueueGuaranteed)) out.emplace_back("queue guaranteed", amount(*v));
+  if (auto v = take(model::kQueueRequested))
+    out.emplace_back(Say(words::kAsksFor, lang), amount(*v));
+  if (auto v = take(model::kQueueUsed)) out.emplace_back(Say(words::kQueueUses, lang), amount(*v));
+  if (auto v = take(model::kQueueGuaranteed))
+    out.emplace_back(Say(words::kQueueGuaranteed, lang), amount(*v));
   if (auto v = take(model::kQueueBorrowLimit)) {
-    out.emplace_back("may borrow", "up to " + amount(*v) + " more");
+    out.emplace_back(Say(words::kMayBorrow, lang), Say(words::kUpToMore, lang, amount(*v)));
   }
-  if (auto v = take(model::kQueueBorrowable)) out.emplace_back("borrowable now", amount(*v));
+  if (auto v = take(model::kQueueBorrowable))
+    out.emplace_back(Say(words::kBorrowableNow, lang), amount(*v));
 
   // Its place in line and its start.
   const auto position = take(model::kPosition);
   const auto ahead_jobs = take(model::kAheadJobs);
   const auto ahead_gpus = take(model::kAheadGpus);
   if (position) {
-    std::string text = fmt::format("{} in its queue", *position);
+    std::string text = Say(words::kInItsQueue, lang, *position);
     if (ahead_jobs && *ahead_jobs > 0) {
-      text += fmt::format(" ({} job(s) ahead, asking for {})", *ahead_jobs,
-                          gpus(ahead_gpus.value_or(0)));
+      text += Say(words::kAheadAsking, lang, *ahead_jobs, gpus(ahead_gpus.value_or(0)));
     }
-    out.emplace_back("position", text);
+    out.emplace_back(Say(words::kPosition, lang), text);
   }
   const auto blocked_by = take("blocked_by");
-  if (blocked_by) out.emplace_back("waits behind", fmt::format("job {}", *blocked_by));
+  if (blocked_by)
+    out.emplace_back(Say(words::kWaitsBehind, lang), Say(words::kJobN, lang, *blocked_by));
   const auto eta = take(model::kEtaMs);
   const auto eta_in = take(model::kEtaInMs);
   const auto reserved = take(model::kEtaReserved);
   if (eta) {
     const std::int64_t in = eta_in.value_or(0);
-    out.emplace_back("estimated start",
-                     fmt::format("{}, around {} ({})", in > 0 ? "in about " + duration(in) : "now",
-                                 model::FormatClock(*eta, *eta - in, kEn),
-                                 reserved.value_or(0) != 0 ? "GPUs are reserved for it"
-                                                           : "an estimate; no GPUs reserved"));
+    out.emplace_back(
+        Say(words::kEstimatedStart, lang),
+        Say(words::kAround, lang, when(in), model::FormatClock(*eta, *eta - in, lang),
+            Say(reserved.value_or(0) != 0 ? words::kGpusReserved : words::kNoGpusReserved, lang)));
   }
   const auto unknown = take(model::kEtaUnknown);
   const auto eta_blocked_by = take(model::kEtaBlockedBy);
   const auto eta_blockers = take(model::kEtaBlockers);
   if (unknown) {
-    out.emplace_back("estimated start",
-                     "unknown: " + model::EtaUnknownText(*unknown, eta_blocked_by.value_or(0),
-                                                         eta_blockers.value_or(0), kEn));
+    out.emplace_back(Say(words::kEstimatedStart, lang),
+                     Say(words::kUnknown, lang,
+                         model::EtaUnknownText(*unknown, eta_blocked_by.value_or(0),
+                                               eta_blockers.value_or(0), lang)));
   }
   const auto not_before = take(model::kNotBeforeMs);
   const auto not_before_in = take(model::kNotBeforeInMs);
   if (not_before) {
     const std::int64_t in = not_before_in.value_or(0);
-    out.emplace_back("not before",
-                     fmt::format("{}, around {}", in > 0 ? "in about " + duration(in) : "now",
-                                 model::FormatClock(*not_before, *not_before - in, kEn)));
+    out.emplace_back(Say(words::kNotBefore, lang),
+                     Say(words::kAroundNoNote, lang, when(in),
+                         model::FormatClock(*not_before, *not_before - in, lang)));
   }
   if (auto n = take(model::kReservedFreeGpus)) {
-    out.emplace_back("free but reserved", gpus(*n) + " (for jobs that start before it would end)");
+    out.emplace_back(Say(words::kFreeButReserved, lang),
+                     Say(words::kForEarlierJobs, lang, gpus(*n)));
   }
 
   // Whether eviction could help.
   if (auto v = take(model::kReclaimNotBelowGuarantee); v && *v != 0) {
-    out.emplace_back("may reclaim", "no: its queue is not below its guarantee");
+    out.emplace_back(Say(words::kMayReclaim, lang), Say(words::kNotBelowGuarantee, lang));
   }
   if (auto n = take(model::kReclaimCandidates)) {
-    out.emplace_back("could reclaim", fmt::format("{} job(s), not enough", *n));
+    out.emplace_back(Say(words::kCouldReclaim, lang), Say(words::kNotEnough, lang, *n));
   }
   if (auto n = take(model::kPreemptCandidates)) {
-    out.emplace_back("could preempt", fmt::format("{} job(s), not enough", *n));
+    out.emplace_back(Say(words::kCouldPreempt, lang), Say(words::kNotEnough, lang, *n));
   }
   const auto max_moves = take(model::kMaxMovesKey);
   if (auto n = take(model::kMoveCandidates)) {
-    out.emplace_back("could move", fmt::format("{} job(s) that checkpoint, at most {} at once", *n,
-                                               max_moves.value_or(0)));
+    out.emplace_back(Say(words::kCouldMove, lang),
+                     Say(words::kThatCheckpoint, lang, *n, max_moves.value_or(0)));
   }
   const auto young = take(model::kEvictableAfterMinRuntime);
   const auto young_in = take(model::kMinRuntimeEndsInMs);
   if (young) {
-    out.emplace_back("evictable later", fmt::format("{} job(s), the first in {}", *young,
-                                                    duration(young_in.value_or(0))));
+    out.emplace_back(Say(words::kEvictableLater, lang),
+                     Say(words::kFirstIn, lang, *young, duration(young_in.value_or(0))));
   }
 
   // An evicted job, a stopped one, a retry, a budget.
-  if (auto v = take(model::kByJob)) out.emplace_back("by job", std::to_string(*v));
-  if (auto v = take(model::kWorkLostMs)) out.emplace_back("work lost", duration(*v));
-  if (auto v = take("max_runtime_s")) out.emplace_back("max runtime", duration(*v * 1000));
-  if (auto v = take("backoff_s")) out.emplace_back("backoff", duration(*v * 1000));
-  if (auto v = take(model::kBudgetUsed)) out.emplace_back("budget used", model::FormatMoney(*v));
-  if (auto v = take(model::kBudgetLimit)) out.emplace_back("budget", model::FormatMoney(*v));
+  if (auto v = take(model::kByJob)) out.emplace_back(Say(words::kByJob, lang), std::to_string(*v));
+  if (auto v = take(model::kWorkLostMs))
+    out.emplace_back(Say(words::kWorkLost, lang), duration(*v));
+  if (auto v = take("max_runtime_s"))
+    out.emplace_back(Say(words::kMaxRuntime, lang), duration(*v * 1000));
+  if (auto v = take("backoff_s")) out.emplace_back(Say(words::kBackoff, lang), duration(*v * 1000));
+  if (auto v = take(model::kBudgetUsed))
+    out.emplace_back(Say(words::kBudgetUsed, lang), model::FormatMoney(*v));
+  if (auto v = take(model::kBudgetLimit))
+    out.emplace_back(Say(words::kBudget, lang), model::FormatMoney(*v));
   for (const auto& [key, value] : left) out.emplace_back(key, std::to_string(value));
   return out;
 }
 
 }  // namespace
 
-std::string RenderWhy(const json& why) {
+std::string RenderWhy(const json& why, model::Lang lang) {
   std::string out;
   std::string message = Text(why, "reason.message");
   if (message == "-" || message.empty()) message = Text(why, "reason.code");
@@ -194,15 +282,16 @@ std::string RenderWhy(const json& why) {
 
   std::vector<std::pair<std::string, std::string>> lines;
   lines.reserve(32);  // the fields and the counts; GCC 12 at -O3 misreads growth from empty
-  lines.emplace_back("job", fmt::format("{} ({})", IntText(why, "id"), Text(why, "name")));
+  lines.emplace_back(Say(words::kJob, lang),
+                     fmt::format("{} ({})", IntText(why, "id"), Text(why, "name")));
   if (Field(why, "tenant") != nullptr || Field(why, "queue") != nullptr) {
-    lines.emplace_back("queue", Text(why, "tenant") + "/" + Text(why, "queue"));
+    lines.emplace_back(Say(words::kQueue, lang), Text(why, "tenant") + "/" + Text(why, "queue"));
   }
-  lines.emplace_back("state", Text(why, "state"));
-  lines.emplace_back("code", Text(why, "reason.code"));
+  lines.emplace_back(Say(words::kState, lang), Text(why, "state"));
+  lines.emplace_back(Say(words::kCode, lang), Text(why, "reason.code"));
   if (std::string cls = Text(why, "failure.class"); cls != "-" && !cls.empty()) {
-    lines.emplace_back("failure", cls);
-    lines.emplace_back("evidence", Text(why, "failure.evidence"));
+    lines.emplace_back(Say(words::kFailure, lang), cls);
+    lines.emplace_back(Say(words::kEvidence, lang), Text(why, "failure.evidence"));
   }
   if (const json* reason = Field(why, "reason"); reason != nullptr && reason->is_object()) {
     model::Reason r;
@@ -218,20 +307,20 @@ std::string RenderWhy(const json& why) {
           lines.emplace_back(item.key(), ValueText(item.value()));
       }
     }
-    for (auto& line : ReasonFacts(r)) lines.push_back(std::move(line));
+    for (auto& line : ReasonFacts(r, lang)) lines.push_back(std::move(line));
   }
   if (std::string detail = Text(why, "reason.detail"); detail != "-" && !detail.empty()) {
-    lines.emplace_back("detail", detail);
+    lines.emplace_back(Say(words::kDetail, lang), detail);
   }
   std::size_t width = 0;
-  for (const auto& [key, value] : lines) width = std::max(width, key.size() + 1);
+  for (const auto& [key, value] : lines) width = std::max(width, DisplayWidth(key) + 1);
   for (const auto& [key, value] : lines) {
-    out += fmt::format("{:<{}}  {}\n", key + ":", width, OneLine(value));
+    out += key + ":" + std::string(width - DisplayWidth(key) - 1 + 2, ' ') + OneLine(value) + "\n";
   }
 
   const json& timeline = Array(why, "timeline");
   if (!timeline.empty()) {
-    Table table({"TIME", "EVENT", "MESSAGE"});
+    Table table({Say(words::kTime, lang), Say(words::kEvent, lang), Say(words::kMessage, lang)});
     for (const auto& entry : timeline) {
       auto time = Int(entry, "time_ms");
       table.AddRow({time ? FormatTimeMs(*time) : "-", Text(entry, "event"),

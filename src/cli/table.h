@@ -26,8 +26,9 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
-// Width in terminal columns, counting UTF-8 code points (server strings such
-// as reason messages may hold non-ASCII text).
+// Width in terminal columns: one per UTF-8 code point, two for East Asian
+// wide characters (server strings such as reason messages, and every label
+// of `berth why --lang zh`, hold Chinese text).
 std::size_t DisplayWidth(std::string_view text);
 
 // Cuts `text` to at most `width` columns, ending in "..." when cut.

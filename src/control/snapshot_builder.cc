@@ -102,6 +102,9 @@ Result<sched::Snapshot> BuildSnapshot(const SnapshotInputs& in, const SpecLookup
   }
   for (const auto& job : *in.pending) snap.pending.push_back(PendingFrom(*job));
   if (in.decayed_usage != nullptr) snap.decayed_usage = *in.decayed_usage;
+  // What placement keeps room for when a job may use any GPU model: the
+  // shapes waiting and running now.
+  snap.demand = sched::DemandOf(snap.pending, snap.running);
   return snap;
 }
 

@@ -8,9 +8,7 @@
 #include <set>
 
 #include "common/units.h"
-#include "common/utf8.h"
 #include "model/yaml_object.h"
-#include "model/yaml_utf8.h"
 
 namespace berth::model {
 namespace {
@@ -379,21 +377,14 @@ Status CheckNewAlertRules(const AlertRules& rules) {
 }
 
 Result<AlertRules> ParseAlertRules(std::string_view yaml) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml));
-  } catch (const YAML::Exception& e) {
-    return InvalidField(
-        "", fmt::format("the alert rules are not valid YAML: {}", EscapeInvalidUtf8(e.what())));
-  }
-  BERTH_RETURN_IF_ERROR(CheckYamlUtf8(root, yaml.size()));
-  // yaml-cpp reports some lookups by exception; none may leave this file.
-  try {
-    return RulesFrom(root);
-  } catch (const YAML::Exception& e) {
-    return InvalidField(
-        "", fmt::format("could not read the alert rules: {}", EscapeInvalidUtf8(e.what())));
-  }
+  AlertRules rules;
+  BERTH_RETURN_IF_ERROR(ReadDocument(yaml, 0, "alert rules", [&](const YAML::Node& root) -> Status {
+    auto r = RulesFrom(root);
+    if (!r) return std::unexpected(r.error());
+    rules = std::move(*r);
+    return Ok();
+  }));
+  return rules;
 }
 
 nlohmann::json AlertRulesJson(const AlertRules& rules) {

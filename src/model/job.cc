@@ -10,9 +10,7 @@
 #include <set>
 
 #include "common/units.h"
-#include "common/utf8.h"
 #include "model/yaml_object.h"
-#include "model/yaml_utf8.h"
 
 namespace berth::model {
 namespace {
@@ -803,26 +801,9 @@ Status ParseLoad(const YAML::Node& node, LoadProfile& load) {
 }  // namespace
 
 Result<JobSpec> ParseJobSpec(std::string_view text) {
-  if (text.size() > kMaxSpecBytes) {
-    return InvalidField(
-        "", fmt::format("spec is {} bytes; at most {} are allowed", text.size(), kMaxSpecBytes));
-  }
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    return InvalidField(
-        "", fmt::format("not a valid YAML document: line {}, column {}: {}", e.mark.line + 1,
-                        e.mark.column + 1, EscapeInvalidUtf8(e.msg)));
-  }
   JobSpec spec;
-  try {
-    BERTH_RETURN_IF_ERROR(CheckYamlUtf8(root, text.size()));
-    BERTH_RETURN_IF_ERROR(ParseInto(root, spec));
-  } catch (const YAML::Exception& e) {
-    return InvalidField("",
-                        fmt::format("could not read the spec: {}", EscapeInvalidUtf8(e.what())));
-  }
+  BERTH_RETURN_IF_ERROR(ReadDocument(
+      text, kMaxSpecBytes, "spec", [&](const YAML::Node& root) { return ParseInto(root, spec); }));
   return spec;
 }
 

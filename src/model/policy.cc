@@ -18,12 +18,10 @@
 #include "common/checked.h"
 #include "common/hash.h"
 #include "common/units.h"
-#include "common/utf8.h"
 #include "model/job.h"
 #include "model/names.h"
 #include "model/policy_limits.h"
 #include "model/yaml_object.h"
-#include "model/yaml_utf8.h"
 
 namespace berth::model {
 namespace {
@@ -721,24 +719,11 @@ Policy DefaultPolicy() {
 }
 
 Result<Policy> ParsePolicy(std::string_view yaml) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml));
-  } catch (const YAML::Exception& e) {
-    return InvalidField(
-        "", fmt::format("not a valid YAML document: line {}, column {}: {}", e.mark.line + 1,
-                        e.mark.column + 1, EscapeInvalidUtf8(e.msg)));
-  }
   Policy p = DefaultPolicy();
   p.queues.clear();  // a document lists its own queues; pools and classes default
   p.tenants.clear();
-  try {
-    BERTH_RETURN_IF_ERROR(CheckYamlUtf8(root, yaml.size()));
-    BERTH_RETURN_IF_ERROR(Parser(p).Top(root));
-  } catch (const YAML::Exception& e) {
-    return InvalidField("",
-                        fmt::format("could not read the policy: {}", EscapeInvalidUtf8(e.what())));
-  }
+  BERTH_RETURN_IF_ERROR(
+      ReadDocument(yaml, 0, "policy", [&](const YAML::Node& root) { return Parser(p).Top(root); }));
   if (p.queues.empty() && p.tenants.empty()) {
     // Jobs always have somewhere to go, as on a fresh install.
     p.queues = DefaultPolicy().queues;

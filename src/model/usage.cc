@@ -10,7 +10,6 @@
 
 #include "common/utf8.h"
 #include "model/yaml_object.h"
-#include "model/yaml_utf8.h"
 
 namespace berth::model {
 namespace {
@@ -176,21 +175,14 @@ std::string FormatMoney(std::int64_t micros) {
 }
 
 Result<PriceTable> ParsePriceTable(std::string_view yaml) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml));
-  } catch (const YAML::Exception& e) {
-    return InvalidField(
-        "", fmt::format("the price table is not valid YAML: {}", EscapeInvalidUtf8(e.what())));
-  }
-  BERTH_RETURN_IF_ERROR(CheckYamlUtf8(root, yaml.size()));
-  // yaml-cpp reports some lookups by exception; none may leave this file.
-  try {
-    return PriceTableFrom(root);
-  } catch (const YAML::Exception& e) {
-    return InvalidField(
-        "", fmt::format("could not read the price table: {}", EscapeInvalidUtf8(e.what())));
-  }
+  PriceTable table;
+  BERTH_RETURN_IF_ERROR(ReadDocument(yaml, 0, "price table", [&](const YAML::Node& root) -> Status {
+    auto t = PriceTableFrom(root);
+    if (!t) return std::unexpected(t.error());
+    table = std::move(*t);
+    return Ok();
+  }));
+  return table;
 }
 
 std::int64_t PriceFor(const PriceTable& table, std::string_view gpu_model, std::string_view pool) {

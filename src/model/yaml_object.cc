@@ -6,7 +6,9 @@
 #include <optional>
 #include <set>
 
+#include "common/utf8.h"
 #include "model/names.h"
+#include "model/yaml_utf8.h"
 
 namespace berth::model {
 namespace {
@@ -53,6 +55,29 @@ Result<YamlObject> YamlObject::ReadAnyKeys(const YAML::Node& node, std::string p
   if (!node.IsMap()) return InvalidField(std::move(path), std::string(not_a_mapping));
   BERTH_RETURN_IF_ERROR(CheckKeys(node, path, std::nullopt));
   return YamlObject(node, std::move(path));
+}
+
+Status ReadDocument(std::string_view text, std::size_t max_bytes, std::string_view what,
+                    const std::function<Status(const YAML::Node&)>& read) {
+  if (max_bytes > 0 && text.size() > max_bytes) {
+    return InvalidField("", fmt::format("the {} is {} bytes; at most {} are allowed", what,
+                                        text.size(), max_bytes));
+  }
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    return InvalidField(
+        "", fmt::format("the {} is not a valid YAML document: line {}, column {}: {}", what,
+                        e.mark.line + 1, e.mark.column + 1, EscapeInvalidUtf8(e.msg)));
+  }
+  try {
+    BERTH_RETURN_IF_ERROR(CheckYamlUtf8(root, text.size()));
+    return read(root);
+  } catch (const YAML::Exception& e) {
+    return InvalidField(
+        "", fmt::format("could not read the {}: {}", what, EscapeInvalidUtf8(e.what())));
+  }
 }
 
 }  // namespace berth::model

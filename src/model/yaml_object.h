@@ -17,6 +17,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstddef>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -24,6 +26,14 @@
 #include "common/status.h"
 
 namespace berth::model {
+
+// Reads one document from outside (a job or service spec, a policy, a price
+// table, alert rules): at most `max_bytes` of it (0: no bound), a valid YAML
+// document whose strings are all UTF-8, then `read` on its root. yaml-cpp
+// reports some lookups by exception; here they become an error naming `what`
+// ("spec", "policy"), so none leaves the model library.
+Status ReadDocument(std::string_view text, std::size_t max_bytes, std::string_view what,
+                    const std::function<Status(const YAML::Node&)>& read);
 
 // "resources.gpus"; just "gpus" at the top of a document (parent "").
 std::string FieldPath(std::string_view parent, std::string_view key);

@@ -90,6 +90,7 @@ struct Cycle::RunningPass {
 
 Cycle::Cycle(const Snapshot& s)
     : s_(s), cluster_(s.nodes), book_(s.policy, cluster_, s.decayed_usage) {
+  cluster_.SetDemand(s.demand);
   // One pass over the running jobs. What they count against quota is summed
   // per queue before it enters the book (the same sums as job by job, with
   // no map per job); lookups that depend only on a job's queue and priority

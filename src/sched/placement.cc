@@ -534,6 +534,46 @@ bool Cluster::PlaceOneNode(const JobShape& job, std::vector<ReplicaPlacement>& o
 // Pack: the fitting node with the fewest free usable GPUs, then name; with
 // nvlink_island: prefer, a node where the replica sits in one island comes
 // first. Key (split, free), lowest wins, ties to the lower node index.
+void Cluster::SetDemand(const std::vector<DemandShape>& demand) {
+  demand_.clear();
+  bool names_model = false;
+  for (const auto& d : demand) {
+    if (d.gpus == 0 || d.weight <= 0) continue;
+    model::Resources r;
+    r.gpus = d.gpus;
+    r.gpu_model = d.gpu_model;
+    auto c = ClassOf(r);
+    if (!c) continue;  // a model no node has
+    demand_.push_back({d.gpus, *c, d.weight});
+    names_model = names_model || *c != 0;
+  }
+  model_aware_ = names_model && models_.size() > 1;
+}
+
+std::int64_t Cluster::FragmentationDelta(std::size_t n, const std::vector<std::size_t>& gpus) const {
+  const std::size_t base = first_gpu_[n];
+  const auto total = static_cast<std::int64_t>(free_[0][n]);
+  const std::int64_t total_after = total - static_cast<std::int64_t>(gpus.size());
+  // The free GPUs a shape cannot use: all of them when too few are of a
+  // model it may use, else those of other models.
+  auto unusable = [](std::int64_t all, std::int64_t usable, std::uint32_t need) {
+    return usable >= static_cast<std::int64_t>(need) ? all - usable : all;
+  };
+  std::int64_t delta = 0;
+  for (const auto& d : demand_) {
+    std::int64_t usable = total;
+    std::int64_t taken = static_cast<std::int64_t>(gpus.size());
+    if (d.cls != 0) {
+      usable = free_[d.cls][n];
+      taken = std::count_if(gpus.begin(), gpus.end(),
+                            [&](std::size_t i) { return model_of_[base + i] + 1 == d.cls; });
+    }
+    delta += d.weight * (unusable(total_after, usable - taken, d.gpus) -
+                         unusable(total, usable, d.gpus));
+  }
+  return delta;
+}
+
 std::optional<std::size_t> Cluster::BestNode(const JobShape& job,
                                              std::vector<std::size_t>& best_gpus) const {
   if (model::IsSlice(job.resources)) return BestSliceNode(job, best_gpus);
@@ -559,15 +599,43 @@ std::optional<std::size_t> Cluster::BestNode(const JobShape& job,
     return !split;
   };
   const auto& r = job.resources;
-  if (auto c = ClassOf(r)) {
-    // Free counts are exact for this job: walk the nodes by free count.
-    const auto& buckets = by_free_[*c];
+  // The tightest fit among the nodes of count class `c`, walked by free
+  // count (exact for a job of that class).
+  auto tightest = [&](std::size_t c) {
+    const auto& buckets = by_free_[c];
     for (std::size_t f = r.gpus; f < buckets.size(); ++f) {
       if (best && !best_key.first) break;
       for (std::size_t n : buckets[f]) {
-        if (consider(n, static_cast<std::uint32_t>(f))) return best;
+        if (consider(n, static_cast<std::uint32_t>(f))) return;
       }
     }
+  };
+  if (auto c = ClassOf(r)) {
+    if (*c == 0 && model_aware_ && r.gpus > 0) {
+      // Any model will do: the tightest fit of each model, then FGD's score
+      // over those few (SetDemand).
+      std::optional<std::size_t> pick;
+      std::tuple<bool, std::int64_t, std::uint32_t> pick_key{};
+      std::vector<std::size_t> pick_gpus;
+      for (std::size_t m = 1; m < by_free_.size(); ++m) {
+        best.reset();
+        tightest(m);
+        if (!best) continue;
+        std::tuple<bool, std::int64_t, std::uint32_t> key{
+            best_key.first, FragmentationDelta(*best, best_gpus), best_key.second};
+        if (!pick || key < pick_key) {
+          pick = best;
+          pick_key = key;
+          pick_gpus = best_gpus;
+        }
+      }
+      if (pick) {
+        best_gpus = std::move(pick_gpus);
+        return pick;
+      }
+      best.reset();  // no node has enough of one model: any mix, as below
+    }
+    tightest(*c);
     return best;
   }
   for (std::size_t n = 0; n < size(); ++n) {

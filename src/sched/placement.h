@@ -159,6 +159,20 @@ class Cluster {
   // Free GPUs on node `n` that the job's replicas may use.
   std::uint32_t FreeEligible(std::size_t n, const JobShape& job) const;
 
+  // The shapes asked for (Snapshot::demand). When some name a GPU model and
+  // the cluster has several, a replica free to use any model is placed by
+  // FGD's score instead of packing alone: among the tightest fit of each
+  // model, the node where taking its GPUs adds the least fragmentation for
+  // the shapes asked for (FragmentationDelta), the tightest among equals.
+  // Shapes naming a model no node has are left out.
+  void SetDemand(const std::vector<DemandShape>& demand);
+  // How much the free GPUs of node `n` that the shapes asked for cannot use
+  // grow, weighted by how often each is asked for, if the GPUs at positions
+  // `gpus` were taken. A shape cannot use a node's free GPU when the node
+  // has too few free GPUs of a model it may use, or the GPU is of another
+  // model. Negative: the placement leaves the shapes more room.
+  std::int64_t FragmentationDelta(std::size_t n, const std::vector<std::size_t>& gpus) const;
+
   // Places every replica or none. On success the allocation is applied (and
   // logged); on failure nothing changes and `placed_before_failure` says how
   // many replicas had room.
@@ -280,6 +294,14 @@ class Cluster {
   std::vector<std::vector<std::uint32_t>> free_;
   // [class][free count]: nodes in ascending index, the packing order.
   std::vector<std::vector<NodeSet>> by_free_;
+  // SetDemand's shapes with their count class (0 any model, 1 + model id).
+  struct Demand {
+    std::uint32_t gpus = 0;
+    std::size_t cls = 0;
+    std::int64_t weight = 0;
+  };
+  std::vector<Demand> demand_;
+  bool model_aware_ = false;  // a shape names a model, and there are several
   std::vector<Undo> log_;
   std::uint64_t state_ = 0;
   std::uint64_t next_state_ = 0;

@@ -1,6 +1,8 @@
 #include "sched/snapshot.h"
 
 #include <algorithm>
+#include <map>
+#include <string_view>
 
 namespace berth::sched {
 namespace {
@@ -70,4 +72,25 @@ void HoldGpus(std::vector<NodeView>& nodes, const model::Resources& per_replica,
   }
 }
 
+std::vector<DemandShape> DemandOf(const std::vector<PendingJob>& pending,
+                                  const std::vector<RunningJob>& running,
+                                  std::size_t max_pending) {
+  std::map<std::pair<std::uint32_t, std::string_view>, std::int64_t> count;
+  auto add = [&count](const model::Resources& r, std::uint32_t replicas) {
+    if (r.gpus == 0 || model::IsSlice(r)) return;
+    count[{r.gpus, r.gpu_model}] += replicas;
+  };
+  for (std::size_t i = 0; i < pending.size() && i < max_pending; ++i) {
+    add(pending[i].resources, pending[i].replicas);
+  }
+  for (const auto& r : running) {
+    add(r.resources, static_cast<std::uint32_t>(r.replicas.size()));
+  }
+  std::vector<DemandShape> out;
+  out.reserve(count.size());
+  for (const auto& [key, n] : count) out.push_back({key.first, std::string(key.second), n});
+  return out;
+}
+
 }  // namespace berth::sched
+

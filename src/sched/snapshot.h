@@ -103,6 +103,27 @@ struct RunningJob {
   model::Topology topology{};
 };
 
+// A shape of work asked for, and how often: what placement keeps room for
+// when it chooses among GPU models (FGD's workload, without an oracle: the
+// shapes of the jobs waiting and running now, or in the simulator's fill the
+// pods arrived so far). Whole GPUs per replica; `gpu_model` is the model the
+// shape names, "" for any.
+struct DemandShape {
+  std::uint32_t gpus = 0;
+  std::string gpu_model{};
+  std::int64_t weight = 0;
+  bool operator==(const DemandShape&) const = default;
+};
+
+// The demand of the jobs waiting and running: one DemandShape per (whole
+// GPUs, model) with the number of replicas asking for it, slices and
+// CPU-only jobs left out; sorted by (gpus, model). At most `max_pending` of
+// the pending jobs are counted (the first listed), so a queue of 100,000
+// costs a bounded pass.
+std::vector<DemandShape> DemandOf(const std::vector<PendingJob>& pending,
+                                  const std::vector<RunningJob>& running,
+                                  std::size_t max_pending = 10'000);
+
 struct Snapshot {
   TimeMs now_ms = 0;
   std::vector<NodeView> nodes;      // sorted by name
@@ -115,6 +136,11 @@ struct Snapshot {
   // Optional (sched/running_memo.h): what earlier cycles over this stream of
   // snapshots resolved about its running jobs; plans are the same without.
   std::shared_ptr<RunningMemo> memo{};
+  // Optional: the shapes asked for (DemandOf). With shapes that name a GPU
+  // model on a cluster of several models, a job free to use any model goes
+  // where it leaves those shapes the most room (Cluster::SetDemand); empty:
+  // placement packs by free GPUs alone.
+  std::vector<DemandShape> demand{};
 };
 
 // A node of the inventory as the scheduler sees it when nothing runs there:

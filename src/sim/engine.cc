@@ -563,6 +563,8 @@ void Engine::SyncTouched(TimeMs now) {
 // The scheduler's plan for the snapshot (as the adjuster rewrites it, when
 // there is one), with its wall time counted.
 sched::Plan Engine::Schedule(TimeMs now) {
+  // The shapes waiting and running, as berthd's snapshot builder gives them.
+  snap_.demand = sched::DemandOf(snap_.pending, snap_.running);
   sched::Snapshot adjusted;
   const sched::Snapshot* seen = &snap_;
   if (adjust_) {

@@ -98,11 +98,22 @@ Result<FillResult> Fill(const std::vector<sched::NodeView>& nodes_in,
   std::int64_t failed_model = 0;
   std::size_t next_milestone = 0;
   const auto cluster = static_cast<double>(out.cluster_gpus);
+  // The shapes of the pods arrived so far, this one included: the demand a
+  // scheduler may keep room for (Snapshot::demand), learned as the fill
+  // goes, never the trace's future.
+  std::map<std::pair<std::uint32_t, std::string>, std::int64_t> arrived_shapes;
   for (std::size_t k = 0; next_milestone < milestones.size(); ++k) {
     const SimJob& pod = pods[k % pods.size()];
     sched::Snapshot snap;
     snap.now_ms = static_cast<TimeMs>(k);
     snap.nodes = nodes;
+    if (pod.resources.gpus > 0 && !model::IsSlice(pod.resources)) {
+      arrived_shapes[{pod.resources.gpus, pod.resources.gpu_model}] += pod.replicas;
+    }
+    snap.demand.reserve(arrived_shapes.size());
+    for (const auto& [shape, n] : arrived_shapes) {
+      snap.demand.push_back({shape.first, shape.second, n});
+    }
     sched::PendingJob p;
     p.id = static_cast<std::int64_t>(k) + 1;
     p.tenant = "default";

@@ -571,9 +571,16 @@ TEST_F(CliTest, WhyPrintsTheSentenceTheNumbersAndTheTimeline) {
 
   run = Cli({"why", "12", "--lang", "zh"});
   EXPECT_EQ(run.code, kExitOk) << run.err;
+  // Labels and units in Chinese too, lined up in terminal columns (a Han
+  // character takes two).
   EXPECT_TRUE(run.out.starts_with(
-      "0/3 个节点可以容纳需要 2 块 GPU 的副本：1 个未就绪，2 个空闲 GPU 不足\n\njob:"))
+      "0/3 个节点可以容纳需要 2 块 GPU 的副本：1 个未就绪，2 个空闲 GPU 不足\n\n"
+      "作业:          12 (resnet50)\n"
+      "队列:          default/default\n"))
       << run.out;
+  EXPECT_NE(run.out.find("\n被排除的节点:  1 "), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("\n时间"), std::string::npos) << run.out;
+  EXPECT_EQ(run.out.find("nodes rejected"), std::string::npos) << run.out;
 
   // The locale picks the default; --lang wins over it.
   locale_ = "zh_CN.UTF-8";

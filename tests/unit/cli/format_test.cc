@@ -85,5 +85,19 @@ TEST(Truncate, CutsWithEllipsisAndKeepsWholeCharacters) {
   EXPECT_EQ(Truncate("ééééé", 4), "é...");
 }
 
+// A terminal gives a Han character two columns: tables of Chinese reasons
+// and `berth why --lang zh` line up only when widths count them so.
+TEST(Table, WideCharactersTakeTwoColumns) {
+  EXPECT_EQ(DisplayWidth("作业"), 4U);
+  EXPECT_EQ(DisplayWidth("GPU 不足：2"), 11U);
+  EXPECT_EQ(DisplayWidth("\xff"), 1U);  // a stray byte is one column, never a crash
+  Table table({"原因", "N"});
+  table.AddRow({"x", "1"});
+  EXPECT_EQ(table.Render(), "原因   N\nx      1\n");
+  EXPECT_EQ(Truncate("节点未就绪节点", 7), "节点...");
+  EXPECT_EQ(Truncate("节点未就绪节点", 8), "节点...");
+  EXPECT_EQ(Truncate("a节点未就绪", 8), "a节点...");
+}
+
 }  // namespace
 }  // namespace berth::cli

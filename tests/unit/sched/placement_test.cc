@@ -109,6 +109,80 @@ TEST(Cluster, RollbackRestoresACopiedNode) {
   EXPECT_EQ(cluster.Node(0).cpu_millis_free, 64'000U);
 }
 
+// FGD's score under GPU-model constraints: a replica free to use any model
+// goes where it leaves the shapes asked for the most room, not simply to
+// the fullest node.
+TEST(Cluster, AJobFreeToUseAnyModelLeavesAScarceModelToTheShapesThatNeedIt) {
+  const std::vector<NodeView> nodes{Node("a", {{0, "A100"}, {1, "A100"}}),
+                                    Node("b", {{0, "H100"}, {1, "H100"}, {2, "H100"}, {3, "H100"}})};
+  {
+    Cluster packing(nodes);  // no demand known: the fullest node
+    auto placed = packing.PlaceGang(Gpus(1), nullptr);
+    ASSERT_TRUE(placed.has_value());
+    EXPECT_EQ(placed->front().node, "a");
+  }
+  Cluster cluster(nodes);
+  cluster.SetDemand({{2, "A100", 10}, {1, "", 3}});
+  // On a: the A100 pair asked for no longer fits (+10 x 1 GPU left over).
+  // On b: one fewer H100 that an A100 pair could never use (-10).
+  EXPECT_EQ(cluster.FragmentationDelta(0, {0}), 10);
+  EXPECT_EQ(cluster.FragmentationDelta(1, {0}), -10);
+  auto placed = cluster.PlaceGang(Gpus(1), nullptr);
+  ASSERT_TRUE(placed.has_value());
+  EXPECT_EQ(placed->front().node, "b");
+  // A job that names the model still gets it.
+  placed = cluster.PlaceGang(Gpus(2, "A100"), nullptr);
+  ASSERT_TRUE(placed.has_value());
+  EXPECT_EQ(placed->front().node, "a");
+}
+
+TEST(Cluster, DemandWithoutAModelOrOnOneModelLeavesPackingAsItWas) {
+  const std::vector<NodeView> one_model{Node("a", {{0, "H100"}, {1, "H100"}}),
+                                        Node("b", {{0, "H100"}, {1, "H100"}, {2, "H100"}})};
+  Cluster cluster(one_model);
+  cluster.SetDemand({{2, "H100", 10}, {1, "", 3}});
+  auto placed = cluster.PlaceGang(Gpus(1), nullptr);
+  ASSERT_TRUE(placed.has_value());
+  EXPECT_EQ(placed->front().node, "a");
+
+  const std::vector<NodeView> two_models{Node("a", {{0, "A100"}, {1, "A100"}}),
+                                         Node("b", {{0, "H100"}, {1, "H100"}, {2, "H100"}})};
+  Cluster any(two_models);
+  any.SetDemand({{2, "", 10}, {4, "V100", 5}});  // a model no node has: left out
+  placed = any.PlaceGang(Gpus(1), nullptr);
+  ASSERT_TRUE(placed.has_value());
+  EXPECT_EQ(placed->front().node, "a");
+}
+
+TEST(Cluster, AJobThatFitsOnlyByMixingModelsStillFindsItsNode) {
+  const std::vector<NodeView> nodes{Node("m", {{0, "A100"}, {1, "H100"}}),
+                                    Node("b", {{0, "H100"}})};
+  Cluster cluster(nodes);
+  cluster.SetDemand({{1, "A100", 4}});
+  auto placed = cluster.PlaceGang(Gpus(2), nullptr);
+  ASSERT_TRUE(placed.has_value());
+  EXPECT_EQ(placed->front().node, "m");
+}
+
+TEST(DemandOf, CountsReplicasPerShapeAndLeavesOutSlicesAndCpuOnlyJobs) {
+  std::vector<PendingJob> pending(4);
+  pending[0].resources.gpus = 2;
+  pending[0].resources.gpu_model = "A100";
+  pending[0].replicas = 3;
+  pending[1].resources.gpus = 1;
+  pending[2].resources.gpus = 0;  // CPU only
+  pending[3].resources.gpus = 1;
+  pending[3].resources.gpu_share_millis = 500;  // a slice
+  std::vector<RunningJob> running(1);
+  running[0].resources.gpus = 2;
+  running[0].resources.gpu_model = "A100";
+  running[0].replicas.resize(2);
+  EXPECT_EQ(DemandOf(pending, running),
+            (std::vector<DemandShape>{{1, "", 1}, {2, "A100", 5}}));
+  EXPECT_EQ(DemandOf(pending, {}, 1), (std::vector<DemandShape>{{2, "A100", 3}}))
+      << "only the first pending jobs are counted";
+}
+
 TEST(IdsByNode, KeepsEachNodesIdsInOrderAndErasesEveryCopy) {
   IdsByNode ids(3);
   ids.Add(1, 10);
