@@ -550,7 +550,8 @@ void Cluster::SetDemand(const std::vector<DemandShape>& demand) {
   model_aware_ = names_model && models_.size() > 1;
 }
 
-std::int64_t Cluster::FragmentationDelta(std::size_t n, const std::vector<std::size_t>& gpus) const {
+std::int64_t Cluster::FragmentationDelta(std::size_t n,
+                                         const std::vector<std::size_t>& gpus) const {
   const std::size_t base = first_gpu_[n];
   const auto total = static_cast<std::int64_t>(free_[0][n]);
   const std::int64_t total_after = total - static_cast<std::int64_t>(gpus.size());
@@ -568,8 +569,8 @@ std::int64_t Cluster::FragmentationDelta(std::size_t n, const std::vector<std::s
       taken = std::count_if(gpus.begin(), gpus.end(),
                             [&](std::size_t i) { return model_of_[base + i] + 1 == d.cls; });
     }
-    delta += d.weight * (unusable(total_after, usable - taken, d.gpus) -
-                         unusable(total, usable, d.gpus));
+    delta += d.weight *
+             (unusable(total_after, usable - taken, d.gpus) - unusable(total, usable, d.gpus));
   }
   return delta;
 }

@@ -73,8 +73,7 @@ void HoldGpus(std::vector<NodeView>& nodes, const model::Resources& per_replica,
 }
 
 std::vector<DemandShape> DemandOf(const std::vector<PendingJob>& pending,
-                                  const std::vector<RunningJob>& running,
-                                  std::size_t max_pending) {
+                                  const std::vector<RunningJob>& running, std::size_t max_pending) {
   std::map<std::pair<std::uint32_t, std::string_view>, std::int64_t> count;
   auto add = [&count](const model::Resources& r, std::uint32_t replicas) {
     if (r.gpus == 0 || model::IsSlice(r)) return;
@@ -93,4 +92,3 @@ std::vector<DemandShape> DemandOf(const std::vector<PendingJob>& pending,
 }
 
 }  // namespace berth::sched
-

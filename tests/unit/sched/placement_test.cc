@@ -113,8 +113,9 @@ TEST(Cluster, RollbackRestoresACopiedNode) {
 // goes where it leaves the shapes asked for the most room, not simply to
 // the fullest node.
 TEST(Cluster, AJobFreeToUseAnyModelLeavesAScarceModelToTheShapesThatNeedIt) {
-  const std::vector<NodeView> nodes{Node("a", {{0, "A100"}, {1, "A100"}}),
-                                    Node("b", {{0, "H100"}, {1, "H100"}, {2, "H100"}, {3, "H100"}})};
+  const std::vector<NodeView> nodes{
+      Node("a", {{0, "A100"}, {1, "A100"}}),
+      Node("b", {{0, "H100"}, {1, "H100"}, {2, "H100"}, {3, "H100"}})};
   {
     Cluster packing(nodes);  // no demand known: the fullest node
     auto placed = packing.PlaceGang(Gpus(1), nullptr);
@@ -177,8 +178,7 @@ TEST(DemandOf, CountsReplicasPerShapeAndLeavesOutSlicesAndCpuOnlyJobs) {
   running[0].resources.gpus = 2;
   running[0].resources.gpu_model = "A100";
   running[0].replicas.resize(2);
-  EXPECT_EQ(DemandOf(pending, running),
-            (std::vector<DemandShape>{{1, "", 1}, {2, "A100", 5}}));
+  EXPECT_EQ(DemandOf(pending, running), (std::vector<DemandShape>{{1, "", 1}, {2, "A100", 5}}));
   EXPECT_EQ(DemandOf(pending, {}, 1), (std::vector<DemandShape>{{2, "A100", 3}}))
       << "only the first pending jobs are counted";
 }
