@@ -97,6 +97,7 @@ constexpr Message kMaxRuntime{"max runtime", "最长运行时间"};
 constexpr Message kBackoff{"backoff", "退避"};
 constexpr Message kBudgetUsed{"budget used", "预算已用"};
 constexpr Message kBudget{"budget", "预算"};
+constexpr Message kListSeparator{", ", "，"};
 }  // namespace words
 
 // The message in `lang`, its {} filled from `args` in order.
@@ -142,7 +143,7 @@ Lines ReasonFacts(const model::Reason& r, model::Lang lang) {
   std::string causes;
   for (const auto& [key, text] : model::NodeCauseTexts()) {
     if (auto n = take(key); n && *n > 0) {
-      if (!causes.empty()) causes += ", ";
+      if (!causes.empty()) causes += Say(words::kListSeparator, lang);
       causes += model::FillTemplate(text.In(lang), model::TemplateArgs().Set("n", *n));
     }
   }

@@ -578,7 +578,8 @@ TEST_F(CliTest, WhyPrintsTheSentenceTheNumbersAndTheTimeline) {
       "作业:          12 (resnet50)\n"
       "队列:          default/default\n"))
       << run.out;
-  EXPECT_NE(run.out.find("\n被排除的节点:  1 "), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("\n被排除的节点:  1 个未就绪，2 个空闲 GPU 不足\n"), std::string::npos)
+      << run.out;
   EXPECT_NE(run.out.find("\n时间"), std::string::npos) << run.out;
   EXPECT_EQ(run.out.find("nodes rejected"), std::string::npos) << run.out;
 
