@@ -42,6 +42,7 @@ enum class BodyKind {
   kNone,     // the body is ignored
   kJobSpec,  // model::ParseJobSpec (YAML or JSON)
   kPolicy,   // model::ParsePolicy (YAML)
+  kServiceSpec,  // model::ParseServiceSpec (YAML or JSON)
 };
 
 struct RouteRule {

@@ -1,5 +1,5 @@
 // The store backends the conformance suites run against: conformance_test.cc
-// (jobs and runs), policy_conformance_test.cc, quota_request_conformance_test.cc,
+// (jobs and runs), policy_conformance_test.cc, service_conformance_test.cc, quota_request_conformance_test.cc,
 // node_conformance_test.cc and alert_conformance_test.cc. A backend fills in
 // the concerns it implements and leaves the others null. Every suite runs
 // against each backend of StoreBackends(), which keep all four concerns;
@@ -36,6 +36,7 @@ struct Backend {
   std::function<void()> close;
   // The audit records committed with the backend's changes, oldest first.
   std::function<std::vector<store::AuditEntry>()> audit_records;
+  store::ServiceStore* services = nullptr;
 };
 
 // A backend's name (the test name's suffix) and how to open a fresh one.
@@ -78,10 +79,10 @@ inline Backend Sqlite() {
     return none;
   }
   auto* store = opened->release();
-  return {store,
-          store,
-          store,
-          store,
+  Backend b{store,
+            store,
+            store,
+            store,
           [store](const std::string& yaml) {
             auto v = store->ApplyPolicy(yaml, "test", "", 1000);
             ASSERT_TRUE(v.has_value()) << v.error().message;
@@ -102,6 +103,8 @@ inline Backend Sqlite() {
             if (records) out = std::move(*records);
             return out;
           }};
+  b.services = store;
+  return b;
 }
 
 // Every backend that keeps all four concerns.
