@@ -182,8 +182,8 @@ void Api::Register(http::Server& http) {
   Route(http, "GET", "/v1/services", any("service.list"), scoped(&Api::ListServices));
   Route(http, "GET", R"(/v1/services/([^/]+)/([^/]+))", service(Need::kRead, "service.read"),
         handler(&Api::GetService));
-  Route(http, "DELETE", R"(/v1/services/([^/]+)/([^/]+))",
-        service(Need::kWrite, "service.delete"), Audited("service.delete", &Api::DeleteService));
+  Route(http, "DELETE", R"(/v1/services/([^/]+)/([^/]+))", service(Need::kWrite, "service.delete"),
+        Audited("service.delete", &Api::DeleteService));
   Route(http, "POST", R"(/v1/services/([^/]+)/([^/]+)/scale)",
         service(Need::kWrite, "service.scale"), Audited("service.scale", &Api::ScaleService));
   Route(http, "POST", R"(/v1/services/([^/]+)/([^/]+)/rollback)",

@@ -182,8 +182,7 @@ class Api {
   // Inference services (api_services.cc, docs/services.md): stored,
   // versioned objects of a tenant; no replicas run yet.
   void ApplyService(const http::Request& req, http::Response& res, AuditNote& note);
-  void ListServices(const http::Request& req, http::Response& res,
-                    const model::TenantScope& scope);
+  void ListServices(const http::Request& req, http::Response& res, const model::TenantScope& scope);
   void GetService(const http::Request& req, http::Response& res);
   void ScaleService(const http::Request& req, http::Response& res, AuditNote& note);
   void RollbackService(const http::Request& req, http::Response& res, AuditNote& note);

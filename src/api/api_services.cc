@@ -91,12 +91,13 @@ std::vector<std::string> InferenceQueues(const model::Policy& policy, const std:
 Status CheckServiceQueue(const model::Policy& policy, const model::ServiceSpec& spec) {
   const std::string path = spec.tenant + "/" + spec.queue;
   auto usable = InferenceQueues(policy, spec.tenant);
-  const std::string choices =
-      usable.empty() ? fmt::format("tenant {} has no queue of kind inference; ask a platform "
-                                   "admin to add one to the policy",
-                                   spec.tenant)
-                     : fmt::format("tenant {}'s queues of kind inference: {}", spec.tenant,
-                                   fmt::join(usable, ", "));
+  const std::string choices = usable.empty()
+                                  ? fmt::format(
+                                        "tenant {} has no queue of kind inference; ask a platform "
+                                        "admin to add one to the policy",
+                                        spec.tenant)
+                                  : fmt::format("tenant {}'s queues of kind inference: {}",
+                                                spec.tenant, fmt::join(usable, ", "));
   auto it = std::find_if(policy.queues.begin(), policy.queues.end(),
                          [&](const model::QueuePolicy& q) { return q.path == path; });
   if (it == policy.queues.end()) {
@@ -144,15 +145,12 @@ void Api::ApplyService(const http::Request& req, http::Response& res, AuditNote&
   };
   auto applied = store_.ApplyService(
       *spec, caller.name, clock_.NowMs(), max_services_per_tenant_, admit,
-      RecordInChange<store::ServiceApply>(note, req, res, clock_.NowMs(),
-                                          [](AuditNote& n, const store::ServiceApply& a) {
-                                            n.after = ServiceSummary(a.service);
-                                            n.after["applied"] = a.applied ==
-                                                                         store::ServiceApplied::
-                                                                             kCreated
-                                                                     ? "created"
-                                                                     : "revised";
-                                          }));
+      RecordInChange<store::ServiceApply>(
+          note, req, res, clock_.NowMs(), [](AuditNote& n, const store::ServiceApply& a) {
+            n.after = ServiceSummary(a.service);
+            n.after["applied"] =
+                a.applied == store::ServiceApplied::kCreated ? "created" : "revised";
+          }));
   if (!applied) {
     note.after = json{{"refused", applied.error().message}};
     return ReplyError(res, applied.error());
@@ -209,8 +207,9 @@ void Api::ScaleService(const http::Request& req, http::Response& res, AuditNote&
   note.object = AuditObject(tenant, name);
   note.tenant = tenant;
   if (!req.has_param("min") && !req.has_param("max")) {
-    return ReplyError(res, Error{Code::kInvalidArgument,
-                                 "say the new bounds: min, max or both (e.g. ?min=1&max=4)", "min"});
+    return ReplyError(res,
+                      Error{Code::kInvalidArgument,
+                            "say the new bounds: min, max or both (e.g. ?min=1&max=4)", "min"});
   }
   auto current = store_.GetService(tenant, name);
   if (!current) return ReplyError(res, current.error());
@@ -272,8 +271,8 @@ void Api::DeleteService(const http::Request& req, http::Response& res, AuditNote
                                              n.after = json{{"deleted", true}};
                                            }));
   if (!gone) return ReplyError(res, gone.error());
-  Reply(res, 200, json{{"deleted", true}, {"tenant", tenant}, {"name", name},
-                       {"revision", gone->revision}});
+  Reply(res, 200,
+        json{{"deleted", true}, {"tenant", tenant}, {"name", name}, {"revision", gone->revision}});
 }
 
 }  // namespace berth::server

@@ -26,10 +26,10 @@ class MemoryServiceStore final : public ServiceStore {
                                     const AuditOf<ServiceApply>& audit = {}) override;
   Result<ServiceRecord> GetService(const std::string& tenant, const std::string& name) override;
   Result<std::vector<ServiceRecord>> ListServices(const ServiceFilter& filter) override;
-  Result<ServiceRecord> ScaleService(const std::string& tenant, const std::string& name,
-                                     model::ReplicaBounds bounds, const std::string& by,
-                                     TimeMs now,
-                                     const AuditOf<ServiceRecord, ServiceRecord>& audit = {}) override;
+  Result<ServiceRecord> ScaleService(
+      const std::string& tenant, const std::string& name, model::ReplicaBounds bounds,
+      const std::string& by, TimeMs now,
+      const AuditOf<ServiceRecord, ServiceRecord>& audit = {}) override;
   Result<ServiceRecord> RollbackService(
       const std::string& tenant, const std::string& name, const std::string& by, TimeMs now,
       const ServiceAdmission& admit = {},

@@ -127,10 +127,10 @@ class SqliteStore final : public Store {
                                     const AuditOf<ServiceApply>& audit = {}) override;
   Result<ServiceRecord> GetService(const std::string& tenant, const std::string& name) override;
   Result<std::vector<ServiceRecord>> ListServices(const ServiceFilter& filter) override;
-  Result<ServiceRecord> ScaleService(const std::string& tenant, const std::string& name,
-                                     model::ReplicaBounds bounds, const std::string& by,
-                                     TimeMs now,
-                                     const AuditOf<ServiceRecord, ServiceRecord>& audit = {}) override;
+  Result<ServiceRecord> ScaleService(
+      const std::string& tenant, const std::string& name, model::ReplicaBounds bounds,
+      const std::string& by, TimeMs now,
+      const AuditOf<ServiceRecord, ServiceRecord>& audit = {}) override;
   Result<ServiceRecord> RollbackService(
       const std::string& tenant, const std::string& name, const std::string& by, TimeMs now,
       const ServiceAdmission& admit = {},
@@ -144,8 +144,8 @@ class SqliteStore final : public Store {
   // its kept revisions (nullopt: none), and a new revision of it.
   Result<std::optional<ServiceRecord>> LoadService(const std::string& tenant,
                                                    const std::string& name);
-  Status AddServiceRevision(ServiceRecord& s, const model::ServiceSpec& spec,
-                            const std::string& by, TimeMs now, std::string_view change,
+  Status AddServiceRevision(ServiceRecord& s, const model::ServiceSpec& spec, const std::string& by,
+                            TimeMs now, std::string_view change,
                             std::optional<std::int64_t> restores);
   SqliteStore(Database db, Database reader, std::filesystem::path audit_head);
   // The writer connection's row hook: a row of `jobs` changed.

@@ -56,10 +56,10 @@ Result<ServiceRecord> ReadService(const Statement& st) {
 
 Result<std::optional<ServiceRecord>> SqliteStore::LoadService(const std::string& tenant,
                                                               const std::string& name) {
-  auto st = db_.Prepare(fmt::format(
-      "SELECT {} FROM services s JOIN service_revisions r ON r.service_id = s.id AND "
-      "r.revision = s.revision WHERE s.tenant = ? AND s.name = ?",
-      kServiceColumns));
+  auto st = db_.Prepare(
+      fmt::format("SELECT {} FROM services s JOIN service_revisions r ON r.service_id = s.id AND "
+                  "r.revision = s.revision WHERE s.tenant = ? AND s.name = ?",
+                  kServiceColumns));
   if (!st) return std::unexpected(st.error());
   st->Bind(1, tenant).Bind(2, name);
   auto row = st->Step();
@@ -92,8 +92,7 @@ Result<std::optional<ServiceRecord>> SqliteStore::LoadService(const std::string&
 }
 
 Status SqliteStore::AddServiceRevision(ServiceRecord& s, const model::ServiceSpec& spec,
-                                       const std::string& by, TimeMs now,
-                                       std::string_view change,
+                                       const std::string& by, TimeMs now, std::string_view change,
                                        std::optional<std::int64_t> restores) {
   s.revision += 1;
   s.spec = spec;
@@ -116,12 +115,11 @@ Status SqliteStore::AddServiceRevision(ServiceRecord& s, const model::ServiceSpe
   BERTH_RETURN_IF_ERROR(upd->Bind(1, s.revision).Bind(2, now).Bind(3, by).Bind(4, s.id).Run());
   auto trim = db_.Prepare("DELETE FROM service_revisions WHERE service_id=? AND revision<=?");
   if (!trim) return std::unexpected(trim.error());
-  BERTH_RETURN_IF_ERROR(
-      trim->Bind(1, s.id)
-          .Bind(2, s.revision - static_cast<std::int64_t>(kServiceRevisionsKept))
-          .Run());
-  s.revisions.insert(s.revisions.begin(), ServiceRevision{s.revision, spec, now, by,
-                                                          std::string(change), restores});
+  BERTH_RETURN_IF_ERROR(trim->Bind(1, s.id)
+                            .Bind(2, s.revision - static_cast<std::int64_t>(kServiceRevisionsKept))
+                            .Run());
+  s.revisions.insert(s.revisions.begin(),
+                     ServiceRevision{s.revision, spec, now, by, std::string(change), restores});
   if (s.revisions.size() > kServiceRevisionsKept) s.revisions.resize(kServiceRevisionsKept);
   return Ok();
 }
@@ -205,10 +203,9 @@ Result<std::vector<ServiceRecord>> SqliteStore::ListServices(const ServiceFilter
   }
 }
 
-Result<ServiceRecord> SqliteStore::ScaleService(const std::string& tenant, const std::string& name,
-                                                model::ReplicaBounds bounds,
-                                                const std::string& by, TimeMs now,
-                                                const AuditOf<ServiceRecord, ServiceRecord>& audit) {
+Result<ServiceRecord> SqliteStore::ScaleService(
+    const std::string& tenant, const std::string& name, model::ReplicaBounds bounds,
+    const std::string& by, TimeMs now, const AuditOf<ServiceRecord, ServiceRecord>& audit) {
   BERTH_RETURN_IF_ERROR(CheckScaleBounds(bounds));
   std::lock_guard lock(mu_);
   Transaction tx(db_);
@@ -243,8 +240,7 @@ Result<ServiceRecord> SqliteStore::RollbackService(
   return s;
 }
 
-Result<ServiceRecord> SqliteStore::DeleteService(const std::string& tenant,
-                                                 const std::string& name,
+Result<ServiceRecord> SqliteStore::DeleteService(const std::string& tenant, const std::string& name,
                                                  const std::string& /*by*/, TimeMs /*now*/,
                                                  const AuditOf<ServiceRecord>& audit) {
   std::lock_guard lock(mu_);

@@ -602,9 +602,8 @@ class ServiceStore {
   // `max_per_tenant` services. `admit` (when set) may refuse either. A
   // refusal commits nothing. `audit` makes the record from the result.
   [[nodiscard]] virtual Result<ServiceApply> ApplyService(
-      const model::ServiceSpec& spec, const std::string& by, TimeMs now,
-      std::size_t max_per_tenant, const ServiceAdmission& admit = {},
-      const AuditOf<ServiceApply>& audit = {}) = 0;
+      const model::ServiceSpec& spec, const std::string& by, TimeMs now, std::size_t max_per_tenant,
+      const ServiceAdmission& admit = {}, const AuditOf<ServiceApply>& audit = {}) = 0;
   // With its kept revisions. NotFound "service <tenant>/<name> not found".
   [[nodiscard]] virtual Result<ServiceRecord> GetService(const std::string& tenant,
                                                          const std::string& name) = 0;

@@ -63,18 +63,19 @@ class ServiceStoreConformance : public tests::BackendTest {
     };
   }
   static AuditOf<ServiceRecord, ServiceRecord> ChangeAudit(std::string action) {
-    return [action](const ServiceRecord& was, const ServiceRecord& now) -> std::optional<AuditEntry> {
-      AuditEntry e;
-      e.time_ms = now.updated_ms;
-      e.actor = now.updated_by;
-      e.tenant = now.tenant;
-      e.action = action;
-      e.object = "service/" + now.tenant + "/" + now.name;
-      e.before = "{\"revision\":" + std::to_string(was.revision) + "}";
-      e.after = "{\"revision\":" + std::to_string(now.revision) + "}";
-      e.outcome = "ok";
-      return e;
-    };
+    return
+        [action](const ServiceRecord& was, const ServiceRecord& now) -> std::optional<AuditEntry> {
+          AuditEntry e;
+          e.time_ms = now.updated_ms;
+          e.actor = now.updated_by;
+          e.tenant = now.tenant;
+          e.action = action;
+          e.object = "service/" + now.tenant + "/" + now.name;
+          e.before = "{\"revision\":" + std::to_string(was.revision) + "}";
+          e.after = "{\"revision\":" + std::to_string(now.revision) + "}";
+          e.outcome = "ok";
+          return e;
+        };
   }
   ServiceApply Apply(const model::ServiceSpec& spec, TimeMs at, std::size_t max = 100) {
     auto a = store().ApplyService(spec, "alice", at, max, {}, ApplyAudit());
@@ -164,7 +165,8 @@ TEST_P(ServiceStoreConformance, ScaleIsARevisionOfTheBoundsOnly) {
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(got->revisions[0].change, "scale");
   // The same bounds again: nothing.
-  auto same = store().ScaleService("ml", "coder", {2, 5}, "bob", 4000, ChangeAudit("service.scale"));
+  auto same =
+      store().ScaleService("ml", "coder", {2, 5}, "bob", 4000, ChangeAudit("service.scale"));
   ASSERT_TRUE(same.has_value());
   EXPECT_EQ(same->revision, 2);
   EXPECT_EQ(Actions(), (std::vector<std::string>{"service.apply service/ml/coder",
@@ -194,8 +196,7 @@ TEST_P(ServiceStoreConformance, RollbackRestoresThePreviousSpecAsANewRevision) {
   auto v2 = v1;
   v2.image = "registry/coder:v2";
   Apply(v2, 3000);
-  auto r = store().RollbackService("ml", "coder", "bob", 4000, {},
-                                   ChangeAudit("service.rollback"));
+  auto r = store().RollbackService("ml", "coder", "bob", 4000, {}, ChangeAudit("service.rollback"));
   ASSERT_TRUE(r.has_value()) << r.error().message;
   EXPECT_EQ(r->revision, 3);
   EXPECT_EQ(r->spec, v1);
@@ -234,9 +235,10 @@ TEST_P(ServiceStoreConformance, AnAdmissionRefusalCommitsNothingNorItsRecord) {
   EXPECT_TRUE(Actions().empty());
   // Rollback to a spec the admission now refuses: refused, nothing changes.
   ASSERT_TRUE(store().ApplyService(bad, "alice", 2000, 100, {}, ApplyAudit()).has_value());
-  ASSERT_TRUE(store().ApplyService(Spec("coder"), "alice", 3000, 100, refuse, ApplyAudit()).has_value());
-  auto r = store().RollbackService("ml", "coder", "bob", 4000, refuse,
-                                   ChangeAudit("service.rollback"));
+  ASSERT_TRUE(
+      store().ApplyService(Spec("coder"), "alice", 3000, 100, refuse, ApplyAudit()).has_value());
+  auto r =
+      store().RollbackService("ml", "coder", "bob", 4000, refuse, ChangeAudit("service.rollback"));
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().field, "queue");
   EXPECT_EQ(store().GetService("ml", "coder")->revision, 2);
@@ -328,8 +330,7 @@ TEST_P(ServiceStoreConformance, DeleteRemovesItAndItsRevisionsAndTheNameIsFreeAg
   EXPECT_EQ(got.error().code, Code::kNotFound);
   EXPECT_EQ(got.error().message, "service ml/coder not found");
   EXPECT_EQ(store().DeleteService("ml", "coder", "bob", 3100).error().code, Code::kNotFound);
-  EXPECT_EQ(store().ScaleService("ml", "coder", {1, 1}, "bob", 3100).error().code,
-            Code::kNotFound);
+  EXPECT_EQ(store().ScaleService("ml", "coder", {1, 1}, "bob", 3100).error().code, Code::kNotFound);
   EXPECT_EQ(store().RollbackService("ml", "coder", "bob", 3100).error().code, Code::kNotFound);
   auto again = Apply(Spec("coder"), 4000);
   EXPECT_EQ(again.applied, ServiceApplied::kCreated);
