@@ -43,7 +43,7 @@ Result<std::pair<std::string, std::string>> Resolve(ApiClient& api, const Servic
     if (tenants == nullptr || !tenants->is_object() || tenants->size() != 1) {
       std::vector<std::string> names;
       if (tenants != nullptr && tenants->is_object()) {
-        for (const auto& [t, role] : tenants->items()) names.push_back(t);
+        for (const auto& item : tenants->items()) names.push_back(item.key());
       }
       return Fail(
           Code::kInvalidArgument,

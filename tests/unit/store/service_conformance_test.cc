@@ -38,15 +38,14 @@ class ServiceStoreConformance : public tests::BackendTest {
 
   ServiceStore& store() { return *b_.services; }
 
-  static model::ServiceSpec Spec(std::string name, std::string tenant = "ml") {
-    model::ServiceSpec s;
-    s.name = std::move(name);
-    s.tenant = std::move(tenant);
-    s.queue = "serving";
-    s.command = {"serve"};
-    s.replicas = {1, 2};
-    s.resources.gpus = 1;
-    return s;
+  // Parsed, as the API stores it: a spec in its canonical form reads back
+  // equal from either backend.
+  static model::ServiceSpec Spec(const std::string& name, const std::string& tenant = "ml") {
+    auto s = model::ParseServiceSpec("name: " + name + "\ntenant: " + tenant +
+                                     "\nqueue: serving\ncommand: [serve]\n"
+                                     "replicas: {min: 1, max: 2}\nresources: {gpus: 1}\n");
+    EXPECT_TRUE(s.has_value()) << s.error().message;
+    return s.value_or(model::ServiceSpec{});
   }
   // An audit hook that records `action` on the service it is given.
   static AuditOf<ServiceApply> ApplyAudit() {
