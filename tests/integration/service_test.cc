@@ -147,7 +147,8 @@ TEST_F(ServiceTest, AMemberManagesItsServiceAndOtherTenantsCannotSeeIt) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   std::vector<std::string> changes;
   int denied = 0;
-  for (const auto& rec : json::parse(r.out).at("records")) {
+  const json audit = json::parse(r.out);
+  for (const auto& rec : audit.at("records")) {
     if (rec.value("outcome", "") == "ok") {
       changes.push_back(fmt::format("{} {} {}", rec.value("action", ""), rec.value("object", ""),
                                     rec.value("actor", "")));
