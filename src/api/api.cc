@@ -129,6 +129,9 @@ void Api::Register(http::Server& http) {
   auto tenant = [this](Need need, std::string action) {
     return Rule{Access::kAuthenticated, PathTenant(), need, std::move(action), false};
   };
+  auto service = [](Need need, std::string action) {
+    return Rule{Access::kAuthenticated, ServiceTenant(), need, std::move(action)};
+  };
   const Rule open{Access::kPublic, {}, Need::kRead, ""};
 
   Route(http, "GET", "/healthz", open, [](const http::Request&, http::Response& res) {
@@ -173,6 +176,19 @@ void Api::Register(http::Server& http) {
         Audited("job.outputs.download", &Api::DownloadOutput));
   Route(http, "GET", R"(/v1/jobs/([^/]+)/telemetry)", job(Need::kRead, "job.telemetry"),
         handler(&Api::JobTelemetry));
+  // Services: a tenant's own; another tenant's answer 404, as jobs do.
+  Route(http, "POST", "/v1/services", any("service.apply"),
+        Audited("service.apply", &Api::ApplyService));
+  Route(http, "GET", "/v1/services", any("service.list"), scoped(&Api::ListServices));
+  Route(http, "GET", R"(/v1/services/([^/]+)/([^/]+))", service(Need::kRead, "service.read"),
+        handler(&Api::GetService));
+  Route(http, "DELETE", R"(/v1/services/([^/]+)/([^/]+))", service(Need::kWrite, "service.delete"),
+        Audited("service.delete", &Api::DeleteService));
+  Route(http, "POST", R"(/v1/services/([^/]+)/([^/]+)/scale)",
+        service(Need::kWrite, "service.scale"), Audited("service.scale", &Api::ScaleService));
+  Route(http, "POST", R"(/v1/services/([^/]+)/([^/]+)/rollback)",
+        service(Need::kWrite, "service.rollback"),
+        Audited("service.rollback", &Api::RollbackService));
   // Inventory: everyone sees it; other tenants' jobs on it are anonymous.
   Route(http, "GET", "/v1/nodes", any("node.list"), handler(&Api::ListNodes));
   Route(http, "GET", "/v1/gpus", any("gpu.list"), scoped(&Api::ListGpus));

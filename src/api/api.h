@@ -28,6 +28,8 @@ namespace berth::server {
 // Rows a report or usage request may read unless --report-max-rows says
 // otherwise.
 inline constexpr std::size_t kDefaultReportMaxRows = 200'000;
+// Services one tenant may have unless --max-services-per-tenant says otherwise.
+inline constexpr std::size_t kDefaultMaxServicesPerTenant = 100;
 
 class Api {
  public:
@@ -87,6 +89,9 @@ class Api {
   // and /v1/usage/records their runs. A window holding more is refused with
   // 400 naming `from`, the window and this figure.
   void set_report_max_rows(std::size_t rows) { report_max_rows_ = rows; }
+  // The most services one tenant may have (--max-services-per-tenant); a
+  // create past it is refused naming the limit and the flag.
+  void set_max_services_per_tenant(std::size_t n) { max_services_per_tenant_ = n; }
 
  private:
   // A handler that reads tenant-owned rows: it gets the request's tenant
@@ -129,6 +134,9 @@ class Api {
   TenantOf QuotaRequestTenant();
   // The tenant named by the path's first capture (it must be in the policy).
   TenantOf PathTenant();
+  // The service the path's captures name (tenant, then name): its tenant
+  // is the path's, so no store read is needed to decide who may see it.
+  static TenantOf ServiceTenant();
 
   // Identities, memberships and tokens (api_identity.cc).
   void WhoAmI(const http::Request& req, http::Response& res);
@@ -170,6 +178,15 @@ class Api {
   void ApproveQuotaRequest(const http::Request& req, http::Response& res, AuditNote& note);
   void RejectQuotaRequest(const http::Request& req, http::Response& res, AuditNote& note);
   void WithdrawQuotaRequest(const http::Request& req, http::Response& res, AuditNote& note);
+
+  // Inference services (api_services.cc, docs/services.md): stored,
+  // versioned objects of a tenant; no replicas run yet.
+  void ApplyService(const http::Request& req, http::Response& res, AuditNote& note);
+  void ListServices(const http::Request& req, http::Response& res, const model::TenantScope& scope);
+  void GetService(const http::Request& req, http::Response& res);
+  void ScaleService(const http::Request& req, http::Response& res, AuditNote& note);
+  void RollbackService(const http::Request& req, http::Response& res, AuditNote& note);
+  void DeleteService(const http::Request& req, http::Response& res, AuditNote& note);
 
   void SubmitJob(const http::Request& req, http::Response& res, AuditNote& note);
   void ListJobs(const http::Request& req, http::Response& res, const model::TenantScope& scope);
@@ -247,6 +264,7 @@ class Api {
   RefusalCounter refusals_;  // refused authentications, aggregated in the audit log
   std::size_t max_body_bytes_ = 2 << 20;
   std::size_t report_max_rows_ = kDefaultReportMaxRows;
+  std::size_t max_services_per_tenant_ = kDefaultMaxServicesPerTenant;
   Meter* meter_ = nullptr;
   AlertRouter* alerts_ = nullptr;
   ServerMetrics* metrics_ = nullptr;

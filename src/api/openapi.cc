@@ -387,10 +387,63 @@ std::string_view OpenApiDocument() {
         "responses": {"200": {"description": "Withdrawn", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/QuotaRequest"}}}}, "404": {"description": "No such request"}, "409": {"description": "Not Pending"}}
       }
     },
+    "/v1/services": {
+      "post": {
+        "summary": "Apply an inference service: create it, or make a changed spec its new revision",
+        "description": "The body is a service spec in YAML or JSON (docs/services.md); an invalid one is 400 with error.field naming the field. The caller needs the role member or tenant-admin in the spec's tenant (else 403, field tenant). The queue must be one of the tenant's queues of kind inference in the active policy (else 400, field queue, naming the ones it may use). A create past berthd --max-services-per-tenant is 429 naming the limit and the flag. The same spec again changes nothing (200, applied unchanged). No replica runs yet: status is {desired: replicas.min, ready: 0, note}. Audited as service.apply, committed with the change.",
+        "requestBody": {"required": true, "content": {"application/yaml": {"schema": {"type": "object"}}, "application/json": {"schema": {"type": "object"}}}},
+        "responses": {
+          "201": {"description": "Created (revision 1)", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Service"}}}},
+          "200": {"description": "A new revision, or unchanged (applied says which)", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Service"}}}},
+          "400": {"description": "Invalid spec, or a queue that is not an inference queue of the tenant; nothing stored", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+          "403": {"description": "Not a member or tenant-admin of the spec's tenant"},
+          "429": {"description": "The tenant has --max-services-per-tenant services already"}
+        }
+      },
+      "get": {
+        "summary": "Services, newest first, a page at a time",
+        "description": "Every page holds only the services of the caller's tenants (all for a platform admin), without revisions.",
+        "parameters": [
+          {"name": "tenant", "in": "query", "schema": {"type": "string"}},
+          {"name": "limit", "in": "query", "schema": {"type": "integer", "default": 500, "minimum": 1, "maximum": 5000}, "description": "Services per page; above 5000 is refused with 400 naming limit"},
+          {"name": "after", "in": "query", "schema": {"type": "string"}, "description": "The next of the page before (opaque)"}
+        ],
+        "responses": {"200": {"description": "Services; next, present when more follow, is the cursor of the next page", "content": {"application/json": {"schema": {"type": "object", "properties": {"services": {"type": "array", "items": {"$ref": "#/components/schemas/Service"}}, "next": {"type": "string"}}}}}}, "400": {"description": "A bad limit or after; error.field names it"}}
+      }
+    },
+    "/v1/services/{tenant}/{name}": {
+      "get": {
+        "summary": "One service: its spec, status and kept revisions (newest first, at most 10)",
+        "parameters": [{"name": "tenant", "in": "path", "required": true, "schema": {"type": "string"}}, {"name": "name", "in": "path", "required": true, "schema": {"type": "string"}}],
+        "responses": {"200": {"description": "The service", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Service"}}}}, "404": {"description": "No such service, or one of a tenant the caller is not a member of"}}
+      },
+      "delete": {
+        "summary": "Delete a service and its revisions",
+        "description": "Needs member or tenant-admin of its tenant. Audited as service.delete.",
+        "parameters": [{"name": "tenant", "in": "path", "required": true, "schema": {"type": "string"}}, {"name": "name", "in": "path", "required": true, "schema": {"type": "string"}}],
+        "responses": {"200": {"description": "Deleted"}, "403": {"description": "A viewer"}, "404": {"description": "No such service (or another tenant's)"}}
+      }
+    },
+    "/v1/services/{tenant}/{name}/scale": {
+      "post": {
+        "summary": "Set the replica bounds: a new revision with replicas {min, max}",
+        "description": "Either bound may be left out (it keeps its value). 0 <= min <= max, 1 <= max <= 1024. The same bounds change nothing. Audited as service.scale.",
+        "parameters": [{"name": "tenant", "in": "path", "required": true, "schema": {"type": "string"}}, {"name": "name", "in": "path", "required": true, "schema": {"type": "string"}}, {"name": "min", "in": "query", "schema": {"type": "integer", "minimum": 0}}, {"name": "max", "in": "query", "schema": {"type": "integer", "minimum": 1}}],
+        "responses": {"200": {"description": "The service after", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Service"}}}}, "400": {"description": "Bad bounds (field min or max)"}, "403": {"description": "A viewer"}, "404": {"description": "No such service (or another tenant's)"}}
+      }
+    },
+    "/v1/services/{tenant}/{name}/rollback": {
+      "post": {
+        "summary": "Roll back: a new revision whose spec is the revision before the current one",
+        "description": "The restored spec's queue is checked against the active policy as an apply's is. Audited as service.rollback.",
+        "parameters": [{"name": "tenant", "in": "path", "required": true, "schema": {"type": "string"}}, {"name": "name", "in": "path", "required": true, "schema": {"type": "string"}}],
+        "responses": {"200": {"description": "The service after; revisions[0].restores names the revision restored", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Service"}}}}, "400": {"description": "The restored spec's queue is no longer an inference queue (field queue)"}, "403": {"description": "A viewer"}, "404": {"description": "No such service (or another tenant's)"}, "409": {"description": "No earlier revision (field revision)"}}
+      }
+    },
     "/v1/audit": {
       "get": {
         "summary": "The audit trail: API changes, refusals and Berth's own actions, oldest first",
-        "description": "Each record: seq, time_ms, actor, tenant, action (job.submit, job.cancel, job.checkpoint, policy.apply, policy.rollback, quota.request, quota.approve, quota.reject, quota.withdraw, node.cordon, node.drain, node.uncordon, node.remove, node.cert.renew, gpu.cordon, gpu.uncordon), object (job/12, policy/v3, node/a, gpu/a/3), before and after (small JSON summaries or null), request_id, source, outcome (ok, denied: CODE, failed: MESSAGE), prev_hash and hash (docs/operations.md#audit-log).",
+        "description": "Each record: seq, time_ms, actor, tenant, action (job.submit, job.cancel, job.checkpoint, policy.apply, policy.rollback, quota.request, quota.approve, quota.reject, quota.withdraw, service.apply, service.scale, service.rollback, service.delete, node.cordon, node.drain, node.uncordon, node.remove, node.cert.renew, gpu.cordon, gpu.uncordon), object (job/12, policy/v3, node/a, gpu/a/3), before and after (small JSON summaries or null), request_id, source, outcome (ok, denied: CODE, failed: MESSAGE), prev_hash and hash (docs/operations.md#audit-log).",
         "parameters": [
           {"name": "since", "in": "query", "schema": {"type": "string"}, "description": "Milliseconds since the epoch, or a duration back from now (1h, 7d)"},
           {"name": "until", "in": "query", "schema": {"type": "string"}, "description": "As since; exclusive; default none"},
@@ -505,6 +558,7 @@ std::string_view OpenApiDocument() {
   "components": {
     "schemas": {
       "QuotaRequestInput": {"type": "object", "required": ["queue", "resource", "reason"], "properties": {"queue": {"type": "string"}, "resource": {"type": "string"}, "guaranteed": {"type": "string"}, "borrow_limit": {"type": "string"}, "weight": {"type": "integer"}, "lending_limit": {"type": "string"}, "reason": {"type": "string"}}},
+      "Service": {"type": "object", "properties": {"tenant": {"type": "string"}, "name": {"type": "string"}, "queue": {"type": "string"}, "revision": {"type": "integer"}, "applied": {"type": "string", "enum": ["created", "revised", "unchanged"], "description": "POST /v1/services only"}, "created_ms": {"type": "integer"}, "created_by": {"type": "string"}, "updated_ms": {"type": "integer"}, "updated_by": {"type": "string"}, "status": {"type": "object", "properties": {"desired": {"type": "integer"}, "ready": {"type": "integer"}, "note": {"type": "string"}}}, "spec": {"type": "object", "description": "The spec in its canonical form (every field, defaults included)"}, "revisions": {"type": "array", "items": {"type": "object", "properties": {"revision": {"type": "integer"}, "change": {"type": "string", "enum": ["apply", "scale", "rollback"]}, "restores": {"type": "integer", "nullable": true}, "created_ms": {"type": "integer"}, "created_by": {"type": "string"}, "image": {"type": "string"}, "replicas": {"type": "object"}}}}}},
       "QuotaRequest": {"type": "object", "properties": {"id": {"type": "integer"}, "tenant": {"type": "string"}, "queue": {"type": "string"}, "resource": {"type": "string"}, "guaranteed": {"type": "string", "nullable": true}, "borrow_limit": {"type": "string", "nullable": true}, "weight": {"type": "integer", "nullable": true}, "lending_limit": {"type": "string", "nullable": true}, "reason": {"type": "string"}, "state": {"type": "string", "enum": ["Pending", "Approved", "Rejected", "Withdrawn"]}, "filed_by": {"type": "string"}, "filed_ms": {"type": "integer"}, "decided_by": {"type": "string"}, "decided_ms": {"type": "integer", "nullable": true}, "comment": {"type": "string"}, "policy_version": {"type": "integer", "nullable": true}}},
       "PreviewColumn": {"type": "object", "properties": {"jobs": {"type": "integer"}, "finished": {"type": "integer"}, "mean_wait_s": {"type": "number"}, "p95_wait_s": {"type": "number"}, "mean_jct_s": {"type": "number"}, "gpu_hours": {"type": "number"}, "evictions": {"type": "integer"}, "lost_gpu_hours": {"type": "number"}, "cost": {"type": "number", "nullable": true}}},
       "PreviewRow": {"type": "object", "properties": {"tenant": {"type": "string"}, "current": {"$ref": "#/components/schemas/PreviewColumn"}, "proposed": {"$ref": "#/components/schemas/PreviewColumn"}, "change": {"type": "object"}}},

@@ -1,6 +1,6 @@
 // Cursor paging of the long lists (GET /v1/jobs, /v1/audit,
 // /v1/usage/records, /v1/alerts, /v1/alert-deliveries, /v1/quota-requests,
-// /v1/identities, /v1/tokens;
+// /v1/identities, /v1/tokens, /v1/services;
 // docs/api.md "Pages"): the page sizes and the cursors.
 //
 // A cursor is a position in one list's order, nothing more: the `next` of a
@@ -36,6 +36,7 @@ enum class CursorKind : char {
   kQuotaRequests = 'q',
   kIdentities = 'i',  // key: the page's last identity name
   kTokens = 't',      // key: the page's last token's "<created_ms>:<id>"
+  kServices = 's',    // key: the page's last service's id
 };
 
 // The opaque text of a position: the kind's letter, then `key`.

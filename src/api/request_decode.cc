@@ -12,6 +12,7 @@
 #include "model/job.h"
 #include "model/outputs.h"
 #include "model/policy.h"
+#include "model/service.h"
 
 namespace berth::server {
 namespace {
@@ -131,6 +132,18 @@ std::vector<RouteRule> BuildRules() {
        {Text("state", 32), Text("tenant"), Int("limit", 1, kMaxPage), Text("after", kMaxCursor)},
        BodyKind::kNone},
       {"GET", R"(/v1/quota-requests/([^/]+))", {}, BodyKind::kNone},
+      {"POST", "/v1/services", {}, BodyKind::kServiceSpec},
+      {"GET",
+       "/v1/services",
+       {Text("tenant"), Int("limit", 1, kMaxPage), Text("after", kMaxCursor)},
+       BodyKind::kNone},
+      {"GET", R"(/v1/services/([^/]+)/([^/]+))", {}, BodyKind::kNone},
+      {"DELETE", R"(/v1/services/([^/]+)/([^/]+))", {}, BodyKind::kNone},
+      {"POST",
+       R"(/v1/services/([^/]+)/([^/]+)/scale)",
+       {Int("min", 0, model::kMaxServiceReplicas), Int("max", 1, model::kMaxServiceReplicas)},
+       BodyKind::kNone},
+      {"POST", R"(/v1/services/([^/]+)/([^/]+)/rollback)", {}, BodyKind::kNone},
       {"POST", R"(/v1/quota-requests/([^/]+)/approve)", {Text("comment")}, BodyKind::kNone},
       {"POST", R"(/v1/quota-requests/([^/]+)/reject)", {Text("comment")}, BodyKind::kNone},
       {"POST", R"(/v1/quota-requests/([^/]+)/withdraw)", {}, BodyKind::kNone},
@@ -324,6 +337,11 @@ Status CheckBody(const RouteRule& route, std::string_view body) {
       return Ok();
     case BodyKind::kJobSpec: {
       auto spec = model::ParseJobSpec(body);
+      if (!spec) return std::unexpected(spec.error());
+      return Ok();
+    }
+    case BodyKind::kServiceSpec: {
+      auto spec = model::ParseServiceSpec(body);
       if (!spec) return std::unexpected(spec.error());
       return Ok();
     }

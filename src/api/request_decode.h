@@ -39,9 +39,10 @@ struct ParamRule {
 
 // What a route reads from its body.
 enum class BodyKind {
-  kNone,     // the body is ignored
-  kJobSpec,  // model::ParseJobSpec (YAML or JSON)
-  kPolicy,   // model::ParsePolicy (YAML)
+  kNone,         // the body is ignored
+  kJobSpec,      // model::ParseJobSpec (YAML or JSON)
+  kPolicy,       // model::ParsePolicy (YAML)
+  kServiceSpec,  // model::ParseServiceSpec (YAML or JSON)
 };
 
 struct RouteRule {

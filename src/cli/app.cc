@@ -22,9 +22,10 @@ int ExitCodeFor(const Error& error) {
 // The command groups, in the order `berth --help` lists them. To add a
 // command, add it to its group's register_*.cc (or a new group here).
 constexpr void (*kGroups[])(CommandRegistry&) = {
-    RegisterJobCommands,    RegisterOutputCommands, RegisterClusterCommands,  RegisterAlertCommands,
-    RegisterPolicyCommands, RegisterAuditCommands,  RegisterIdentityCommands, RegisterQuotaCommands,
-    RegisterUsageCommands,  RegisterReportCommands, RegisterBillingCommands,
+    RegisterJobCommands,      RegisterOutputCommands,  RegisterClusterCommands,
+    RegisterAlertCommands,    RegisterPolicyCommands,  RegisterAuditCommands,
+    RegisterIdentityCommands, RegisterQuotaCommands,   RegisterUsageCommands,
+    RegisterReportCommands,   RegisterBillingCommands, RegisterServiceCommands,
 };
 
 }  // namespace

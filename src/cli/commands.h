@@ -224,6 +224,25 @@ Status ApproveQuotaRequest(ApiClient& api, std::int64_t id, const std::string& c
 Status RejectQuotaRequest(ApiClient& api, std::int64_t id, const std::string& comment,
                           const Output& output);
 Status WithdrawQuotaRequest(ApiClient& api, std::int64_t id, const Output& output);
+// --- berth svc (commands_services.cc, docs/services.md) ---
+// Which service a command names: NAME, or TENANT/NAME; the tenant is
+// --tenant, else the one tenant the caller is a member of.
+struct ServiceRef {
+  std::string name;
+  std::string tenant;
+};
+// POST /v1/services with the spec's text (YAML or JSON).
+Status ApplyService(ApiClient& api, const std::string& spec, const Output& output);
+// GET /v1/services: NAME TENANT QUEUE REV REPLICAS DESIRED READY UPDATED.
+Status ListServices(ApiClient& api, const std::string& tenant, const Output& output);
+std::string RenderServices(const nlohmann::json& response);
+Status ShowService(ApiClient& api, const ServiceRef& ref, const Output& output);
+std::string RenderService(const nlohmann::json& service);
+// min/max: nullopt keeps that bound.
+Status ScaleService(ApiClient& api, const ServiceRef& ref, std::optional<std::int64_t> min,
+                    std::optional<std::int64_t> max, const Output& output);
+Status RollbackService(ApiClient& api, const ServiceRef& ref, const Output& output);
+Status DeleteService(ApiClient& api, const ServiceRef& ref, const Output& output);
 // --- berth report ops (commands_report.cc, docs/metering.md) ---
 struct OpsReportArgs {
   std::string from;  // as the API takes it (UsageTimeQuery); "" for the default

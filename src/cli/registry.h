@@ -140,6 +140,7 @@ void RegisterIdentityCommands(CommandRegistry& registry);  // login logout whoam
 void RegisterQuotaCommands(CommandRegistry& registry);     // quota
 void RegisterUsageCommands(CommandRegistry& registry);     // usage
 void RegisterReportCommands(CommandRegistry& registry);    // report
-void RegisterBillingCommands(CommandRegistry& registry);   // price budget
+void RegisterBillingCommands(CommandRegistry& registry);
+void RegisterServiceCommands(CommandRegistry& registry);  // price budget
 
 }  // namespace berth::cli

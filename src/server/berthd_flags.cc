@@ -96,6 +96,11 @@ void AddHttpFlags(CLI::App& app, BerthdFlags& f) {
                  "holding more is refused with 400 (docs/operations.md, Read limits)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{100'000'000}))
       ->capture_default_str();
+  app.add_option("--max-services-per-tenant", f.max_services_per_tenant,
+                 "Most inference services one tenant may have; applying one more is refused "
+                 "(docs/services.md)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{100'000}))
+      ->capture_default_str();
   app.add_option("--rate-limit", f.rate_limit,
                  "API requests per second per caller (bearer token id, else source address); "
                  "0: no limit")
@@ -175,6 +180,7 @@ CLI::App* AddBerthdFlags(CLI::App& app, BerthdFlags& f) {
   f.agent_fence_grace = FormatDurationMs(model::kDefaultFenceGraceMs);
   f.shim = SiblingBinary("berth-shim").string();
   f.report_max_rows = static_cast<std::int64_t>(kDefaultReportMaxRows);
+  f.max_services_per_tenant = static_cast<std::int64_t>(kDefaultMaxServicesPerTenant);
   AddCoreFlags(app, f);
   AddHttpFlags(app, f);
   AddTlsFlags(app, f);

@@ -33,6 +33,7 @@ struct BerthdFlags {
   // The API's limits.
   std::string max_body = "2Mi";
   std::int64_t report_max_rows = 0;
+  std::int64_t max_services_per_tenant = 0;
   std::int64_t rate_limit = 50;
   std::int64_t rate_burst = 100;
   std::string io_timeout = "10s";

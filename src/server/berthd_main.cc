@@ -650,6 +650,7 @@ berth::Status StartApi(const BerthdFlags& f, const Settings& s, Daemon& d) {
   api.set_audit(d.audit.get());
   api.set_max_body_bytes(max_body_bytes);
   api.set_report_max_rows(static_cast<std::size_t>(f.report_max_rows));
+  api.set_max_services_per_tenant(static_cast<std::size_t>(f.max_services_per_tenant));
   if (f.rate_limit > 0) api.set_rate_limiter(&*d.limiter);
   api.set_meter(&*d.meter);
   api.set_alerts(&*d.alert_router);

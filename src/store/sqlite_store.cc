@@ -23,8 +23,10 @@ using nlohmann::json;
 // record the policy version they were scheduled under. 3: runs record their
 // slice of a shared GPU (gpu_share_millis, gpu_share_bytes). 4: runs record
 // their last reported checkpoint, whether a stop was clean and their failure
-// class; jobs count their failures and when a retry may start.
-constexpr int kSchemaVersion = 6;
+// class; jobs count their failures and when a retry may start. 5: who
+// submitted each job. 6: job arrays. 7: inference services and their
+// revisions (new tables only, made by kSchema).
+constexpr int kSchemaVersion = 7;
 
 constexpr std::string_view kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -99,6 +101,14 @@ CREATE TABLE IF NOT EXISTS quota_requests(
   filed_ms INTEGER NOT NULL, decided_by TEXT NOT NULL DEFAULT '', decided_ms INTEGER,
   decision_comment TEXT NOT NULL DEFAULT '', policy_version INTEGER);
 CREATE INDEX IF NOT EXISTS quota_requests_by_state ON quota_requests(state, id);
+CREATE TABLE IF NOT EXISTS services(
+  id INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT NOT NULL, name TEXT NOT NULL,
+  revision INTEGER NOT NULL, created_ms INTEGER NOT NULL, created_by TEXT NOT NULL,
+  updated_ms INTEGER NOT NULL, updated_by TEXT NOT NULL, UNIQUE(tenant, name));
+CREATE TABLE IF NOT EXISTS service_revisions(
+  service_id INTEGER NOT NULL REFERENCES services(id), revision INTEGER NOT NULL,
+  spec TEXT NOT NULL, created_ms INTEGER NOT NULL, created_by TEXT NOT NULL,
+  change TEXT NOT NULL, restores INTEGER, PRIMARY KEY(service_id, revision));
 CREATE TABLE IF NOT EXISTS pending_counts(
   tenant TEXT NOT NULL, submitted_by TEXT NOT NULL, n INTEGER NOT NULL,
   PRIMARY KEY(tenant, submitted_by)) WITHOUT ROWID;

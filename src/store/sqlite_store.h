@@ -121,8 +121,32 @@ class SqliteStore final : public Store {
   Result<std::vector<AlertDelivery>> ListDeliveries(std::size_t limit,
                                                     std::optional<std::int64_t> before_id) override;
   Result<std::vector<NodeRecord>> ListNodes() override;
+  Result<ServiceApply> ApplyService(const model::ServiceSpec& spec, const std::string& by,
+                                    TimeMs now, std::size_t max_per_tenant,
+                                    const ServiceAdmission& admit = {},
+                                    const AuditOf<ServiceApply>& audit = {}) override;
+  Result<ServiceRecord> GetService(const std::string& tenant, const std::string& name) override;
+  Result<std::vector<ServiceRecord>> ListServices(const ServiceFilter& filter) override;
+  Result<ServiceRecord> ScaleService(
+      const std::string& tenant, const std::string& name, model::ReplicaBounds bounds,
+      const std::string& by, TimeMs now,
+      const AuditOf<ServiceRecord, ServiceRecord>& audit = {}) override;
+  Result<ServiceRecord> RollbackService(
+      const std::string& tenant, const std::string& name, const std::string& by, TimeMs now,
+      const ServiceAdmission& admit = {},
+      const AuditOf<ServiceRecord, ServiceRecord>& audit = {}) override;
+  Result<ServiceRecord> DeleteService(const std::string& tenant, const std::string& name,
+                                      const std::string& by, TimeMs now,
+                                      const AuditOf<ServiceRecord>& audit = {}) override;
 
  private:
+  // Services (sqlite_store_services.cc), with mu_ held: the service with
+  // its kept revisions (nullopt: none), and a new revision of it.
+  Result<std::optional<ServiceRecord>> LoadService(const std::string& tenant,
+                                                   const std::string& name);
+  Status AddServiceRevision(ServiceRecord& s, const model::ServiceSpec& spec, const std::string& by,
+                            TimeMs now, std::string_view change,
+                            std::optional<std::int64_t> restores);
   SqliteStore(Database db, Database reader, std::filesystem::path audit_head);
   // The writer connection's row hook: a row of `jobs` changed.
   static void OnRowChanged(void* self, std::string_view table, std::int64_t rowid);

@@ -23,6 +23,7 @@
 #include "model/node.h"
 #include "model/policy.h"
 #include "model/reason.h"
+#include "model/service.h"
 #include "model/tenant_scope.h"
 #include "store/audit_entry.h"
 
@@ -535,10 +536,108 @@ class AlertStore {
       std::size_t limit, std::optional<std::int64_t> before_id) = 0;
 };
 
+// --- inference services (docs/services.md) ---
+// A service is owned by a tenant and named uniquely within it. Every change
+// of its spec (an apply that changes it, a scale, a rollback) is a new
+// revision, numbered 1, 2, 3, ...; the newest kServiceRevisionsKept are
+// kept, so a rollback always has the one before.
+inline constexpr std::size_t kServiceRevisionsKept = 10;
+
+struct ServiceRevision {
+  std::int64_t revision = 0;
+  model::ServiceSpec spec;
+  TimeMs created_ms = 0;
+  std::string created_by;
+  std::string change;  // "apply", "scale" or "rollback"
+  // A rollback's revision: the revision whose spec it restores.
+  std::optional<std::int64_t> restores{};
+};
+
+struct ServiceRecord {
+  std::int64_t id = 0;  // the list's order and cursor; never reused
+  std::string tenant;
+  std::string name;
+  std::int64_t revision = 0;  // the current revision; spec is its spec
+  model::ServiceSpec spec;
+  TimeMs created_ms = 0;
+  std::string created_by;
+  TimeMs updated_ms = 0;
+  std::string updated_by;
+  // The kept revisions, newest first (GetService only; lists leave it empty).
+  std::vector<ServiceRevision> revisions{};
+};
+
+// What an apply did: a new service, a new revision, or nothing (the spec
+// was the current one).
+enum class ServiceApplied { kCreated, kRevised, kUnchanged };
+
+struct ServiceApply {
+  ServiceApplied applied = ServiceApplied::kCreated;
+  ServiceRecord service;
+};
+
+struct ServiceFilter {
+  std::string tenant;  // empty: any
+  std::size_t limit = 1000;
+  // Keyset paging, newest first: only services with id < before_id.
+  std::optional<std::int64_t> before_id{};
+  // Only the services of tenants in this scope (the request's tenant scope),
+  // filtered in the query before `limit`.
+  model::TenantScope tenants = model::TenantScope::All();
+};
+
+// Checks a spec a change would make current (an apply's, or the one a
+// rollback restores), inside the change's transaction: against the active
+// policy its queue must be an inference queue. An error refuses the change.
+using ServiceAdmission = std::function<Status(const model::ServiceSpec& spec)>;
+
+class ServiceStore {
+ public:
+  virtual ~ServiceStore() = default;
+
+  // Creates spec.name in spec.tenant (revision 1), or makes `spec` a new
+  // revision when it differs from the current one; the same spec changes
+  // nothing and returns the current revision (no audit record). A create is
+  // refused (ResourceExhausted, field "name") when the tenant already has
+  // `max_per_tenant` services. `admit` (when set) may refuse either. A
+  // refusal commits nothing. `audit` makes the record from the result.
+  [[nodiscard]] virtual Result<ServiceApply> ApplyService(
+      const model::ServiceSpec& spec, const std::string& by, TimeMs now, std::size_t max_per_tenant,
+      const ServiceAdmission& admit = {}, const AuditOf<ServiceApply>& audit = {}) = 0;
+  // With its kept revisions. NotFound "service <tenant>/<name> not found".
+  [[nodiscard]] virtual Result<ServiceRecord> GetService(const std::string& tenant,
+                                                         const std::string& name) = 0;
+  // Newest first (by id), without revisions.
+  [[nodiscard]] virtual Result<std::vector<ServiceRecord>> ListServices(
+      const ServiceFilter& filter) = 0;
+  // A new revision with replicas {min, max}; InvalidArgument (field "min"
+  // or "max") unless 0 <= min <= max, 1 <= max <= kMaxServiceReplicas.
+  // Bounds equal to the current ones change nothing. `audit` gets the
+  // service before and after.
+  [[nodiscard]] virtual Result<ServiceRecord> ScaleService(
+      const std::string& tenant, const std::string& name, model::ReplicaBounds bounds,
+      const std::string& by, TimeMs now,
+      const AuditOf<ServiceRecord, ServiceRecord>& audit = {}) = 0;
+  // A new revision whose spec is the one of the revision before the current
+  // one. FailedPrecondition (field "revision") when there is none.
+  [[nodiscard]] virtual Result<ServiceRecord> RollbackService(
+      const std::string& tenant, const std::string& name, const std::string& by, TimeMs now,
+      const ServiceAdmission& admit = {},
+      const AuditOf<ServiceRecord, ServiceRecord>& audit = {}) = 0;
+  // Removes the service and its revisions; returns it as it was.
+  [[nodiscard]] virtual Result<ServiceRecord> DeleteService(
+      const std::string& tenant, const std::string& name, const std::string& by, TimeMs now,
+      const AuditOf<ServiceRecord>& audit = {}) = 0;
+};
+
 // The control plane's durable state, every concern in one database (one
 // backend: SqliteStore). Callers that need one concern take that interface;
 // the lifecycle's writes go through control/lifecycle.h.
-class Store : public PolicyStore, public JobStore, public NodeStore, public AlertStore {
+class Store : public PolicyStore,
+              public JobStore,
+              public NodeStore,
+              public AlertStore,
+              public ServiceStore {
  public:
   ~Store() override = default;
 };

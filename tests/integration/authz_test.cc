@@ -43,6 +43,33 @@ enum class Kind {
 
 enum class Rel { kOwn, kOther };
 
+// kRedBlue with an inference queue `serve` in each tenant, for services.
+constexpr const char* kRedBlueServe = R"(queues:
+  - name: default
+    children:
+      - name: default
+  - name: red
+    children:
+      - name: main
+      - name: serve
+        kind: inference
+  - name: blue
+    children:
+      - name: main
+      - name: serve
+        kind: inference
+)";
+
+// A service of `tenant` in its inference queue.
+std::string ServiceSpecJson(const std::string& tenant, const std::string& name) {
+  return json{{"name", name},
+              {"tenant", tenant},
+              {"queue", "serve"},
+              {"command", {"serve"}},
+              {"replicas", {{"min", 1}, {"max", 2}}}}
+      .dump();
+}
+
 struct CallerId {
   std::string label;   // "platform", "red/member", "no token", ...
   std::string tenant;  // "" for the platform admin and the bad tokens
@@ -182,7 +209,7 @@ std::vector<Route> Routes() {
   // A tenant-admin may change the queues below its tenant (dry runs here).
   r.push_back({"POST", "/v1/policy", Kind::kTenantPolicy, fixed("/v1/policy?dry_run=true"),
                [](const World&, const std::string& t, int) {
-                 std::string policy = kRedBlue;
+                 std::string policy = kRedBlueServe;
                  const std::string anchor = "  - name: " + t + "\n    children:\n";
                  policy.insert(policy.find(anchor) + anchor.size(), "      - name: extra\n");
                  return policy;
@@ -282,6 +309,31 @@ std::vector<Route> Routes() {
        [](const Http& admin, const World&, const std::string& t) {
          admin.Post("/v1/budgets/" + t, json{{"gpu_hours", "1000"}}.dump(), "application/json");
        }});
+  // Services: each tenant has a service `web` (put back before a delete).
+  auto svc = [](std::string suffix) {
+    return [suffix](const World&, const std::string& t) {
+      return "/v1/services/" + t + "/web" + suffix;
+    };
+  };
+  r.push_back({"POST", "/v1/services", Kind::kSubmit, fixed("/v1/services"),
+               [](const World&, const std::string& t, int n) {
+                 return ServiceSpecJson(t, "m" + std::to_string(n));
+               }});
+  r.push_back({"GET", "/v1/services", Kind::kAny, fixed("/v1/services")});
+  r.push_back({"GET", "/v1/services/{tenant}/{name}", Kind::kObjectRead, svc("")});
+  r.push_back(
+      {"POST", "/v1/services/{tenant}/{name}/scale", Kind::kObjectWrite, svc("/scale?max=3")});
+  // Past the guard, a first rollback may answer 409 (no earlier revision).
+  r.push_back(
+      {"POST", "/v1/services/{tenant}/{name}/rollback", Kind::kObjectWrite, svc("/rollback")});
+  r.push_back({"DELETE",
+               "/v1/services/{tenant}/{name}",
+               Kind::kObjectWrite,
+               svc(""),
+               {},
+               [](const Http& admin, const World&, const std::string& t) {
+                 admin.Post("/v1/services", ServiceSpecJson(t, "web"), "application/json");
+               }});
   // The token to revoke is made fresh for each case; its id goes in the path.
   r.push_back({"POST", "/v1/tokens/{id}/revoke", Kind::kTokenOfService, {}});
   return r;
@@ -315,7 +367,7 @@ TEST_F(AuthzTest, EveryEndpointRoleAndTenantIsAllowedOrDeniedAsDocumented) {
   ASSERT_TRUE(berthd.Start()) << berthd.log();
   ASSERT_TRUE(berthd.WaitForNode("Ready", 20s));
   const Http& admin = berthd.http();
-  ASSERT_EQ(admin.Post("/v1/policy", kRedBlue).status, 201);
+  ASSERT_EQ(admin.Post("/v1/policy", kRedBlueServe).status, 201);
 
   World w;
   w.node = berthd.Nodes().at(0).at("name");
@@ -349,6 +401,8 @@ TEST_F(AuthzTest, EveryEndpointRoleAndTenantIsAllowedOrDeniedAsDocumented) {
         "application/json");
     ASSERT_EQ(q.status, 201) << q.text;
     w.quota[t] = q.body.at("id");
+    auto web = admin.Post("/v1/services", ServiceSpecJson(t, "web"), "application/json");
+    ASSERT_EQ(web.status, 201) << web.text;
   }
 
   {

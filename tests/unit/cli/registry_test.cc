@@ -75,6 +75,12 @@ TEST(CommandTable, EveryCommandTheGroupsAddHasSomethingToRun) {
                                              "price show",
                                              "budget set",
                                              "budget list",
+                                             "svc apply",
+                                             "svc list",
+                                             "svc show",
+                                             "svc scale",
+                                             "svc rollback",
+                                             "svc delete",
                                              "version"};
   const auto table = CommandTable();
   for (const auto& name : expected) {
@@ -85,6 +91,7 @@ TEST(CommandTable, EveryCommandTheGroupsAddHasSomethingToRun) {
   // no command of its own.
   EXPECT_FALSE(table.contains("policy"));
   EXPECT_FALSE(table.contains("alert rules"));
+  EXPECT_FALSE(table.contains("svc"));
   EXPECT_EQ(table.size(), expected.size());
 }
 

@@ -1,11 +1,10 @@
 // The store backends the conformance suites run against: conformance_test.cc
-// (jobs and runs), policy_conformance_test.cc, quota_request_conformance_test.cc,
-// node_conformance_test.cc and alert_conformance_test.cc. A backend fills in
-// the concerns it implements and leaves the others null. Every suite runs
-// against each backend of StoreBackends(), which keep all four concerns;
-// the jobs suite also against its jobs-only backend. To add a backend
-// (PostgreSQL next), add its factory to StoreBackends(): every suite then
-// runs against it.
+// (jobs and runs), policy_conformance_test.cc, service_conformance_test.cc,
+// quota_request_conformance_test.cc, node_conformance_test.cc and alert_conformance_test.cc. A
+// backend fills in the concerns it implements and leaves the others null. Every suite runs against
+// each backend of StoreBackends(), which keep all four concerns; the jobs suite also against its
+// jobs-only backend. To add a backend (PostgreSQL next), add its factory to StoreBackends(): every
+// suite then runs against it.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -36,6 +35,7 @@ struct Backend {
   std::function<void()> close;
   // The audit records committed with the backend's changes, oldest first.
   std::function<std::vector<store::AuditEntry>()> audit_records;
+  store::ServiceStore* services = nullptr;
 };
 
 // A backend's name (the test name's suffix) and how to open a fresh one.
@@ -78,30 +78,32 @@ inline Backend Sqlite() {
     return none;
   }
   auto* store = opened->release();
-  return {store,
-          store,
-          store,
-          store,
-          [store](const std::string& yaml) {
-            auto v = store->ApplyPolicy(yaml, "test", "", 1000);
-            ASSERT_TRUE(v.has_value()) << v.error().message;
-          },
-          [store, dir] {
-            delete store;  // NOLINT(cppcoreguidelines-owning-memory)
-            std::filesystem::remove_all(dir);
-          },
-          [dir] {
-            std::vector<store::AuditEntry> out;
-            auto log = store::AuditLog::Open(dir);
-            EXPECT_TRUE(log.has_value()) << log.error().message;
-            if (!log) return out;
-            store::AuditFilter all;
-            all.limit = 100000;
-            auto records = (*log)->Query(all);
-            EXPECT_TRUE(records.has_value()) << records.error().message;
-            if (records) out = std::move(*records);
-            return out;
-          }};
+  Backend b{store,
+            store,
+            store,
+            store,
+            [store](const std::string& yaml) {
+              auto v = store->ApplyPolicy(yaml, "test", "", 1000);
+              ASSERT_TRUE(v.has_value()) << v.error().message;
+            },
+            [store, dir] {
+              delete store;  // NOLINT(cppcoreguidelines-owning-memory)
+              std::filesystem::remove_all(dir);
+            },
+            [dir] {
+              std::vector<store::AuditEntry> out;
+              auto log = store::AuditLog::Open(dir);
+              EXPECT_TRUE(log.has_value()) << log.error().message;
+              if (!log) return out;
+              store::AuditFilter all;
+              all.limit = 100000;
+              auto records = (*log)->Query(all);
+              EXPECT_TRUE(records.has_value()) << records.error().message;
+              if (records) out = std::move(*records);
+              return out;
+            }};
+  b.services = store;
+  return b;
 }
 
 // Every backend that keeps all four concerns.

@@ -556,6 +556,36 @@ TEST_F(SqliteStoreTest, MigratesASchemaTwoRunsTable) {
   EXPECT_EQ(job->runs[0].gpu_indices, std::vector<std::uint32_t>{0});
 }
 
+// A schema-6 database (before services) gains the services tables; its
+// jobs stay, and the schema version reads 7.
+TEST_F(SqliteStoreTest, MigratesASchemaSixDatabaseToHoldServices) {
+  auto id = store_->CreateJob(Spec("a"), 1500);
+  ASSERT_TRUE(id.has_value());
+  store_.reset();
+  {
+    auto db = Database::Open((dir_ / "berth.db").string());
+    ASSERT_TRUE(db.has_value());
+    ASSERT_TRUE(db->Exec("DROP TABLE service_revisions; DROP TABLE services;"
+                         "UPDATE meta SET value='6' WHERE key='schema_version';")
+                    .has_value());
+  }
+  Reopen();
+  EXPECT_TRUE(store_->GetJob(*id).has_value());
+  auto spec = model::ParseServiceSpec("name: coder\ncommand: [serve]\n");
+  ASSERT_TRUE(spec.has_value()) << spec.error().message;
+  auto applied = store_->ApplyService(*spec, "alice", 2000, 100);
+  ASSERT_TRUE(applied.has_value()) << applied.error().message;
+  EXPECT_EQ(applied->service.revision, 1);
+  store_.reset();
+  auto db = Database::Open((dir_ / "berth.db").string());
+  ASSERT_TRUE(db.has_value());
+  auto st = db->Prepare("SELECT value FROM meta WHERE key='schema_version'");
+  ASSERT_TRUE(st.has_value());
+  auto row = st->Step();
+  ASSERT_TRUE(row.has_value() && *row);
+  EXPECT_EQ(st->Text(0), "7");
+}
+
 TEST_F(SqliteStoreTest, JobsSubmittedBetweenReturnsTheWindowOldestFirstWithEveryAttempt) {
   auto before = *store_->CreateJob(Spec("before"), 900);
   auto a = *store_->CreateJob(Spec("a", 2), 1500);

@@ -1,0 +1,278 @@
+// /v1/services: inference services as stored, versioned objects of a
+// tenant (docs/services.md). Apply creates a service or a new revision of
+// it; scale and rollback are revisions too; delete removes it. Each change
+// commits its audit record with itself (store::ServiceStore).
+//
+// Who may call what (docs/security.md): the routes' rules in Api::Register
+// decide show, scale, rollback and delete from the path's tenant (another
+// tenant's service answers 404, as a job of another tenant does); apply
+// asks the Authorizer for the spec's tenant here, and the list keeps the
+// caller's visible tenants.
+//
+// No replica runs yet: every answer's status says so (desired, ready 0).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "api/api.h"
+#include "api/api_util.h"
+#include "api/paging.h"
+#include "api/request_decode.h"
+#include "model/json.h"
+#include "model/policy.h"
+#include "model/service.h"
+
+namespace berth::server {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kNotRunNote =
+    "replicas are not run yet: this Berth stores and versions services, and the controller that "
+    "starts replicas is a later slice (docs/services.md)";
+
+json RevisionJson(const store::ServiceRevision& r) {
+  return json{{"revision", r.revision},
+              {"change", r.change},
+              {"restores", r.restores ? json(*r.restores) : json(nullptr)},
+              {"created_ms", r.created_ms},
+              {"created_by", r.created_by},
+              {"image", r.spec.image},
+              {"replicas", {{"min", r.spec.replicas.min}, {"max", r.spec.replicas.max}}}};
+}
+
+json ServiceJson(const store::ServiceRecord& s) {
+  json out{{"tenant", s.tenant},
+           {"name", s.name},
+           {"queue", s.spec.queue},
+           {"revision", s.revision},
+           {"created_ms", s.created_ms},
+           {"created_by", s.created_by},
+           {"updated_ms", s.updated_ms},
+           {"updated_by", s.updated_by},
+           {"status",
+            {{"desired", s.spec.replicas.min}, {"ready", 0}, {"note", std::string(kNotRunNote)}}},
+           {"spec", model::ToJson(s.spec)}};
+  if (!s.revisions.empty()) {
+    json revs = json::array();
+    for (const auto& r : s.revisions) revs.push_back(RevisionJson(r));
+    out["revisions"] = std::move(revs);
+  }
+  return out;
+}
+
+// What an audit record keeps of a service: enough to read the change, not
+// its command or image arguments.
+json ServiceSummary(const store::ServiceRecord& s) {
+  return json{{"revision", s.revision},
+              {"queue", s.spec.queue},
+              {"image", s.spec.image},
+              {"replicas", {{"min", s.spec.replicas.min}, {"max", s.spec.replicas.max}}}};
+}
+
+std::string AuditObject(const std::string& tenant, const std::string& name) {
+  return fmt::format("service/{}/{}", tenant, name);
+}
+
+// The tenant's inference queues, by the name a spec writes ("serving" for
+// "ml/serving").
+std::vector<std::string> InferenceQueues(const model::Policy& policy, const std::string& tenant) {
+  std::vector<std::string> out;
+  for (const auto& q : policy.queues) {
+    if (q.tenant != tenant || q.kind != "inference") continue;
+    out.push_back(q.path.substr(std::min(q.path.size(), tenant.size() + 1)));
+  }
+  return out;
+}
+
+// A service's queue must be one of its tenant's inference queues in the
+// active policy; the refusal names `queue` and the queues it could use.
+Status CheckServiceQueue(const model::Policy& policy, const model::ServiceSpec& spec) {
+  const std::string path = spec.tenant + "/" + spec.queue;
+  auto usable = InferenceQueues(policy, spec.tenant);
+  const std::string choices = usable.empty()
+                                  ? fmt::format(
+                                        "tenant {} has no queue of kind inference; ask a platform "
+                                        "admin to add one to the policy",
+                                        spec.tenant)
+                                  : fmt::format("tenant {}'s queues of kind inference: {}",
+                                                spec.tenant, fmt::join(usable, ", "));
+  auto it = std::find_if(policy.queues.begin(), policy.queues.end(),
+                         [&](const model::QueuePolicy& q) { return q.path == path; });
+  if (it == policy.queues.end()) {
+    return Fail(Code::kInvalidArgument,
+                fmt::format("queue {} is not in the active policy (v{}); {}", spec.queue,
+                            policy.version, choices),
+                "queue");
+  }
+  if (it->kind != "inference") {
+    return Fail(Code::kInvalidArgument,
+                fmt::format("queue {} is a {} queue; a service runs in a queue of kind "
+                            "inference; {}",
+                            spec.queue, it->kind, choices),
+                "queue");
+  }
+  return Ok();
+}
+
+}  // namespace
+
+TenantOf Api::ServiceTenant() {
+  return [](const http::Request& req) -> Result<Owner> {
+    const std::string tenant = req.matches[1];
+    const std::string name = req.matches[2];
+    return Owner{fmt::format("service {}/{}", tenant, name), tenant, AuditObject(tenant, name)};
+  };
+}
+
+void Api::ApplyService(const http::Request& req, http::Response& res, AuditNote& note) {
+  note.object = "service";
+  auto spec = model::ParseServiceSpec(req.body);
+  if (!spec) return ReplyError(res, spec.error());
+  note.tenant = spec->tenant;
+  note.object = AuditObject(spec->tenant, spec->name);
+  const Caller& caller = CurrentCaller();
+  if (auto st = auth_.CheckNamed(caller, spec->tenant, Need::kWrite); !st) {
+    return ReplyError(res, st.error());
+  }
+  // Read before the store's transaction, which must not call the store.
+  auto active = controller_.ActivePolicy();
+  if (!active) return ReplyError(res, active.error());
+  auto policy = *active;
+  auto admit = [policy](const model::ServiceSpec& s) {
+    return CheckServiceQueue(policy->policy, s);
+  };
+  auto applied = store_.ApplyService(
+      *spec, caller.name, clock_.NowMs(), max_services_per_tenant_, admit,
+      RecordInChange<store::ServiceApply>(
+          note, req, res, clock_.NowMs(), [](AuditNote& n, const store::ServiceApply& a) {
+            n.after = ServiceSummary(a.service);
+            n.after["applied"] =
+                a.applied == store::ServiceApplied::kCreated ? "created" : "revised";
+          }));
+  if (!applied) {
+    note.after = json{{"refused", applied.error().message}};
+    return ReplyError(res, applied.error());
+  }
+  json out = ServiceJson(applied->service);
+  switch (applied->applied) {
+    case store::ServiceApplied::kCreated:
+      out["applied"] = "created";
+      break;
+    case store::ServiceApplied::kRevised:
+      out["applied"] = "revised";
+      break;
+    case store::ServiceApplied::kUnchanged:
+      out["applied"] = "unchanged";
+      note.after = json{{"applied", "unchanged"}, {"revision", applied->service.revision}};
+      break;
+  }
+  res.set_header("Location", fmt::format("/v1/services/{}/{}", spec->tenant, spec->name));
+  Reply(res, applied->applied == store::ServiceApplied::kCreated ? 201 : 200, out);
+}
+
+void Api::ListServices(const http::Request& req, http::Response& res,
+                       const model::TenantScope& scope) {
+  store::ServiceFilter filter;
+  filter.tenant = req.get_param_value("tenant");
+  auto after = AfterIdParam(req, CursorKind::kServices);
+  if (!after) return ReplyError(res, after.error());
+  filter.before_id = *after;
+  // The one authorization layer decides whose services any page may hold.
+  filter.tenants = scope;
+  auto limit = PageLimitParam(req);
+  if (!limit) return ReplyError(res, limit.error());
+  filter.limit = *limit + 1;
+  auto list = store_.ListServices(filter);
+  if (!list) return ReplyError(res, list.error());
+  const bool more = list->size() > *limit;
+  if (more) list->resize(*limit);
+  json services = json::array();
+  for (const auto& s : *list) services.push_back(ServiceJson(s));
+  json body{{"services", std::move(services)}};
+  if (more) body["next"] = EncodeCursor(CursorKind::kServices, std::to_string(list->back().id));
+  Reply(res, 200, body);
+}
+
+void Api::GetService(const http::Request& req, http::Response& res) {
+  auto s = store_.GetService(req.matches[1], req.matches[2]);
+  if (!s) return ReplyError(res, s.error());
+  Reply(res, 200, ServiceJson(*s));
+}
+
+void Api::ScaleService(const http::Request& req, http::Response& res, AuditNote& note) {
+  const std::string tenant = req.matches[1];
+  const std::string name = req.matches[2];
+  note.object = AuditObject(tenant, name);
+  note.tenant = tenant;
+  if (!req.has_param("min") && !req.has_param("max")) {
+    return ReplyError(res,
+                      Error{Code::kInvalidArgument,
+                            "say the new bounds: min, max or both (e.g. ?min=1&max=4)", "min"});
+  }
+  auto current = store_.GetService(tenant, name);
+  if (!current) return ReplyError(res, current.error());
+  model::ReplicaBounds bounds = current->spec.replicas;
+  for (const char* field : {"min", "max"}) {
+    if (!req.has_param(field)) continue;
+    auto v = ParseIntParam(req.get_param_value(field), field, 0, model::kMaxServiceReplicas);
+    if (!v) return ReplyError(res, v.error());
+    (std::string_view(field) == "min" ? bounds.min : bounds.max) = static_cast<std::uint32_t>(*v);
+  }
+  auto scaled = store_.ScaleService(
+      tenant, name, bounds, CurrentCaller().name, clock_.NowMs(),
+      RecordInChange<store::ServiceRecord, store::ServiceRecord>(
+          note, req, res, clock_.NowMs(),
+          [](AuditNote& n, const store::ServiceRecord& was, const store::ServiceRecord& now) {
+            n.before = ServiceSummary(was);
+            n.after = ServiceSummary(now);
+          }));
+  if (!scaled) return ReplyError(res, scaled.error());
+  Reply(res, 200, ServiceJson(*scaled));
+}
+
+void Api::RollbackService(const http::Request& req, http::Response& res, AuditNote& note) {
+  const std::string tenant = req.matches[1];
+  const std::string name = req.matches[2];
+  note.object = AuditObject(tenant, name);
+  note.tenant = tenant;
+  auto active = controller_.ActivePolicy();
+  if (!active) return ReplyError(res, active.error());
+  auto policy = *active;
+  auto admit = [policy](const model::ServiceSpec& s) {
+    return CheckServiceQueue(policy->policy, s);
+  };
+  auto rolled = store_.RollbackService(
+      tenant, name, CurrentCaller().name, clock_.NowMs(), admit,
+      RecordInChange<store::ServiceRecord, store::ServiceRecord>(
+          note, req, res, clock_.NowMs(),
+          [](AuditNote& n, const store::ServiceRecord& was, const store::ServiceRecord& now) {
+            n.before = ServiceSummary(was);
+            n.after = ServiceSummary(now);
+            if (!now.revisions.empty() && now.revisions.front().restores) {
+              n.after["restores"] = *now.revisions.front().restores;
+            }
+          }));
+  if (!rolled) return ReplyError(res, rolled.error());
+  Reply(res, 200, ServiceJson(*rolled));
+}
+
+void Api::DeleteService(const http::Request& req, http::Response& res, AuditNote& note) {
+  const std::string tenant = req.matches[1];
+  const std::string name = req.matches[2];
+  note.object = AuditObject(tenant, name);
+  note.tenant = tenant;
+  auto gone = store_.DeleteService(
+      tenant, name, CurrentCaller().name, clock_.NowMs(),
+      RecordInChange<store::ServiceRecord>(note, req, res, clock_.NowMs(),
+                                           [](AuditNote& n, const store::ServiceRecord& was) {
+                                             n.before = ServiceSummary(was);
+                                             n.after = json{{"deleted", true}};
+                                           }));
+  if (!gone) return ReplyError(res, gone.error());
+  Reply(res, 200,
+        json{{"deleted", true}, {"tenant", tenant}, {"name", name}, {"revision", gone->revision}});
+}
+
+}  // namespace berth::server

@@ -1,0 +1,181 @@
+// `berth svc ...`: inference services (docs/cli.md, "Services"). A service
+// is stored and versioned by berthd; no replica runs yet, and the output
+// says so rather than show a service as running.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/json_view.h"
+#include "cli/table.h"
+#include "common/units.h"
+
+namespace berth::cli {
+namespace {
+
+using nlohmann::json;
+
+Status Show(const Result<json>& response, const Output& output,
+            const std::function<std::string(const json&)>& human) {
+  if (!response) return std::unexpected(response.error());
+  if (output.format == OutputFormat::kJson) {
+    output.out << response->dump(2) << '\n';
+  } else {
+    output.out << human(*response);
+  }
+  return Ok();
+}
+
+// The tenant a command means: TENANT/NAME's, --tenant, else the caller's
+// only tenant (GET /v1/whoami).
+Result<std::pair<std::string, std::string>> Resolve(ApiClient& api, const ServiceRef& ref) {
+  std::string tenant = ref.tenant;
+  std::string name = ref.name;
+  if (auto slash = name.find('/'); slash != std::string::npos) {
+    tenant = name.substr(0, slash);
+    name = name.substr(slash + 1);
+  }
+  if (tenant.empty()) {
+    auto me = api.Get("/v1/whoami");
+    if (!me) return std::unexpected(me.error());
+    const json* tenants = Field(*me, "tenants");
+    if (tenants == nullptr || !tenants->is_object() || tenants->size() != 1) {
+      std::vector<std::string> names;
+      if (tenants != nullptr && tenants->is_object()) {
+        for (const auto& item : tenants->items()) names.push_back(item.key());
+      }
+      return Fail(
+          Code::kInvalidArgument,
+          fmt::format("say which tenant's service: --tenant TENANT or TENANT/{} (you are "
+                      "a member of {})",
+                      name,
+                      names.empty() ? "no tenant" : fmt::format("{}", fmt::join(names, ", "))),
+          "tenant");
+    }
+    tenant = tenants->begin().key();
+  }
+  return std::pair{tenant, name};
+}
+
+std::string Path(const std::pair<std::string, std::string>& ref, std::string_view action = {}) {
+  return action.empty() ? fmt::format("/v1/services/{}/{}", ref.first, ref.second)
+                        : fmt::format("/v1/services/{}/{}/{}", ref.first, ref.second, action);
+}
+
+std::string Bounds(const json& s, std::string_view key) {
+  return fmt::format("{}..{}", IntText(s, fmt::format("{}.min", key)),
+                     IntText(s, fmt::format("{}.max", key)));
+}
+
+std::string StatusLine(const json& s) {
+  return fmt::format("desired {}, ready {} ({})", IntText(s, "status.desired"),
+                     IntText(s, "status.ready"), Text(s, "status.note"));
+}
+
+}  // namespace
+
+Status ApplyService(ApiClient& api, const std::string& spec, const Output& output) {
+  auto applied = api.Post("/v1/services", spec, "application/yaml");
+  return Show(applied, output, [](const json& s) {
+    return fmt::format("service {}/{} {} (revision {})\nstatus: {}\n", Text(s, "tenant"),
+                       Text(s, "name"), Text(s, "applied"), IntText(s, "revision"), StatusLine(s));
+  });
+}
+
+std::string RenderServices(const json& response) {
+  Table table({"NAME", "TENANT", "QUEUE", "REV", "REPLICAS", "DESIRED", "READY", "UPDATED"});
+  for (const auto& s : Array(response, "services")) {
+    auto updated = Int(s, "updated_ms");
+    table.AddRow({Text(s, "name"), Text(s, "tenant"), Text(s, "queue"), IntText(s, "revision"),
+                  Bounds(s, "spec.replicas"), IntText(s, "status.desired"),
+                  IntText(s, "status.ready"), updated ? FormatTimeMs(*updated) : "-"});
+  }
+  if (table.empty()) return "No services.\n";
+  return table.Render() + "Replicas are not run yet: services are stored and versioned only.\n";
+}
+
+Status ListServices(ApiClient& api, const std::string& tenant, const Output& output) {
+  auto list =
+      GetAllPages(api, "/v1/services", {{"tenant", tenant}}, "services", 0, PageOrder::kAppend);
+  if (!list) return std::unexpected(list.error());
+  return Show(json{{"services", std::move(*list)}}, output, RenderServices);
+}
+
+std::string RenderService(const json& s) {
+  std::string out;
+  auto line = [&](std::string_view k, const std::string& v) {
+    out += fmt::format("{:<11}{}\n", std::string(k) + ":", v);
+  };
+  line("Service", fmt::format("{}/{}", Text(s, "tenant"), Text(s, "name")));
+  line("Queue", Text(s, "queue"));
+  line("Revision", IntText(s, "revision"));
+  std::string image = Text(s, "spec.image");
+  if (!image.empty() && image != "-") line("Image", image);
+  std::string model = Text(s, "spec.model.name");
+  if (!model.empty() && model != "-") {
+    line("Model", fmt::format("{} {}", model, Text(s, "spec.model.version")));
+  }
+  line("Replicas", Bounds(s, "spec.replicas"));
+  line("Status", StatusLine(s));
+  auto created = Int(s, "created_ms");
+  auto updated = Int(s, "updated_ms");
+  line("Created",
+       fmt::format("{} by {}", created ? FormatTimeMs(*created) : "-", Text(s, "created_by")));
+  line("Updated",
+       fmt::format("{} by {}", updated ? FormatTimeMs(*updated) : "-", Text(s, "updated_by")));
+  Table revs({"REV", "CHANGE", "RESTORES", "REPLICAS", "IMAGE", "WHEN", "BY"});
+  for (const auto& r : Array(s, "revisions")) {
+    auto when = Int(r, "created_ms");
+    revs.AddRow({IntText(r, "revision"), Text(r, "change"), IntText(r, "restores"),
+                 Bounds(r, "replicas"), Text(r, "image"), when ? FormatTimeMs(*when) : "-",
+                 Text(r, "created_by")});
+  }
+  if (!revs.empty()) out += "\nRevisions (newest first):\n" + revs.Render();
+  return out;
+}
+
+Status ShowService(ApiClient& api, const ServiceRef& ref, const Output& output) {
+  auto resolved = Resolve(api, ref);
+  if (!resolved) return std::unexpected(resolved.error());
+  return Show(api.Get(Path(*resolved)), output, RenderService);
+}
+
+Status ScaleService(ApiClient& api, const ServiceRef& ref, std::optional<std::int64_t> min,
+                    std::optional<std::int64_t> max, const Output& output) {
+  auto resolved = Resolve(api, ref);
+  if (!resolved) return std::unexpected(resolved.error());
+  std::vector<std::pair<std::string, std::string>> params;
+  if (min) params.emplace_back("min", std::to_string(*min));
+  if (max) params.emplace_back("max", std::to_string(*max));
+  auto scaled = api.Post(Path(*resolved, "scale") + QueryString(params), "", "application/json");
+  return Show(scaled, output, [](const json& s) {
+    return fmt::format("service {}/{} scaled to replicas {} (revision {})\nstatus: {}\n",
+                       Text(s, "tenant"), Text(s, "name"), Bounds(s, "spec.replicas"),
+                       IntText(s, "revision"), StatusLine(s));
+  });
+}
+
+Status RollbackService(ApiClient& api, const ServiceRef& ref, const Output& output) {
+  auto resolved = Resolve(api, ref);
+  if (!resolved) return std::unexpected(resolved.error());
+  auto rolled = api.Post(Path(*resolved, "rollback"), "", "application/json");
+  return Show(rolled, output, [](const json& s) {
+    const json& revs = Array(s, "revisions");
+    return fmt::format("service {}/{} rolled back: revision {} restores revision {}\n",
+                       Text(s, "tenant"), Text(s, "name"), IntText(s, "revision"),
+                       revs.empty() ? "-" : IntText(revs.front(), "restores"));
+  });
+}
+
+Status DeleteService(ApiClient& api, const ServiceRef& ref, const Output& output) {
+  auto resolved = Resolve(api, ref);
+  if (!resolved) return std::unexpected(resolved.error());
+  auto gone = api.Delete(Path(*resolved));
+  return Show(gone, output, [](const json& s) {
+    return fmt::format("service {}/{} deleted (it was at revision {})\n", Text(s, "tenant"),
+                       Text(s, "name"), IntText(s, "revision"));
+  });
+}
+
+}  // namespace berth::cli

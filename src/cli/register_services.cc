@@ -1,0 +1,82 @@
+// berth svc apply|list|show|scale|rollback|delete.
+#include <optional>
+#include <string>
+
+#include "cli/registry.h"
+
+namespace berth::cli {
+namespace {
+
+struct ServiceFlags {
+  std::string spec_path;
+  std::string spec;
+  ServiceRef ref;
+  std::int64_t min = 0;
+  std::int64_t max = 0;
+};
+
+void AddRef(CLI::App* cmd, ServiceFlags& f) {
+  cmd->add_option("NAME", f.ref.name, "the service's name, or TENANT/NAME")->required();
+  cmd->add_option("--tenant", f.ref.tenant,
+                  "the service's tenant (default: the one tenant you are a member of)");
+}
+
+}  // namespace
+
+void RegisterServiceCommands(CommandRegistry& registry) {
+  auto& f = registry.Keep<ServiceFlags>();
+  auto* svc = registry.app().add_subcommand(
+      "svc", "inference services: apply, list, show, scale, roll back, delete (docs/services.md)");
+  svc->require_subcommand(1);
+
+  auto* apply = svc->add_subcommand(
+      "apply", "create a service from its spec, or make a changed spec its new revision");
+  apply->add_option("-f,--file", f.spec_path, "service spec file (YAML or JSON); - reads stdin")
+      ->required();
+  registry.ReadsDocument(apply, f.spec_path, "service spec", f.spec);
+  registry.OnRun(
+      apply, [&f](ApiClient& api, const Output& out) { return ApplyService(api, f.spec, out); });
+
+  auto* list = svc->add_subcommand("list", "list the services you can see, newest first");
+  list->add_option("--tenant", f.ref.tenant, "only this tenant's services");
+  registry.OnRun(list, [&f](ApiClient& api, const Output& out) {
+    return ListServices(api, f.ref.tenant, out);
+  });
+
+  auto* show = svc->add_subcommand("show", "one service: spec, status and revisions");
+  AddRef(show, f);
+  registry.OnRun(show,
+                 [&f](ApiClient& api, const Output& out) { return ShowService(api, f.ref, out); });
+
+  auto* scale = svc->add_subcommand("scale", "set a service's replica bounds (a new revision)");
+  AddRef(scale, f);
+  auto* min_opt = scale->add_option("--min", f.min, "the fewest replicas (0 or more)")
+                      ->check(CLI::NonNegativeNumber);
+  auto* max_opt = scale->add_option("--max", f.max, "the most replicas (1 or more)")
+                      ->check(CLI::PositiveNumber);
+  registry.OnCheck(scale, [&registry, min_opt, max_opt] {
+    if (min_opt->count() == 0 && max_opt->count() == 0) {
+      return registry.Fail(kExitUsage, "berth svc scale: give --min, --max or both");
+    }
+    return kExitOk;
+  });
+  registry.OnRun(scale, [&f, min_opt, max_opt](ApiClient& api, const Output& out) {
+    return ScaleService(
+        api, f.ref, min_opt->count() > 0 ? std::optional<std::int64_t>(f.min) : std::nullopt,
+        max_opt->count() > 0 ? std::optional<std::int64_t>(f.max) : std::nullopt, out);
+  });
+
+  auto* rollback = svc->add_subcommand(
+      "rollback", "make the revision before the current one current again (a new revision)");
+  AddRef(rollback, f);
+  registry.OnRun(rollback, [&f](ApiClient& api, const Output& out) {
+    return RollbackService(api, f.ref, out);
+  });
+
+  auto* del = svc->add_subcommand("delete", "delete a service and its revisions");
+  AddRef(del, f);
+  registry.OnRun(
+      del, [&f](ApiClient& api, const Output& out) { return DeleteService(api, f.ref, out); });
+}
+
+}  // namespace berth::cli
