@@ -654,7 +654,7 @@ std::optional<std::size_t> Cluster::BestSliceNode(const JobShape& job,
                                                   std::vector<std::size_t>& gpus) const {
   const auto& r = job.resources;
   std::optional<std::size_t> best;
-  std::tuple<std::uint64_t, std::uint64_t, std::uint32_t> best_key{};
+  std::tuple<std::uint64_t, std::int64_t, std::uint64_t, std::uint32_t> best_key{};
   std::size_t best_gpu = 0;
   for (std::size_t n = 0; n < size(); ++n) {
     if (!has_sharing_[n]) continue;
@@ -664,7 +664,12 @@ std::optional<std::size_t> Cluster::BestSliceNode(const JobShape& job,
     std::pair<std::uint64_t, std::uint64_t> k;
     auto i = ChooseSlice(n, r, &k);
     if (!i) continue;
-    std::tuple<std::uint64_t, std::uint64_t, std::uint32_t> key{k.first, k.second, free_[0][n]};
+    // A slice free to use any model that would open a fresh GPU opens it
+    // where that leaves the shapes asked for the most room (SetDemand).
+    const std::int64_t delta =
+        model_aware_ && r.gpu_model.empty() && k.first > 1000 ? FragmentationDelta(n, {*i}) : 0;
+    std::tuple<std::uint64_t, std::int64_t, std::uint64_t, std::uint32_t> key{
+        k.first, delta, k.second, free_[0][n]};
     if (!best || key < best_key) {
       best = n;
       best_key = key;

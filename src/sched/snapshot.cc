@@ -76,8 +76,11 @@ std::vector<DemandShape> DemandOf(const std::vector<PendingJob>& pending,
                                   const std::vector<RunningJob>& running, std::size_t max_pending) {
   std::map<std::pair<std::uint32_t, std::string_view>, std::int64_t> count;
   auto add = [&count](const model::Resources& r, std::uint32_t replicas) {
-    if (r.gpus == 0 || model::IsSlice(r)) return;
-    count[{r.gpus, r.gpu_model}] += replicas;
+    if (model::IsSlice(r)) {
+      count[{1, r.gpu_model}] += replicas;  // one GPU of its model with room
+    } else if (r.gpus > 0) {
+      count[{r.gpus, r.gpu_model}] += replicas;
+    }
   };
   for (std::size_t i = 0; i < pending.size() && i < max_pending; ++i) {
     add(pending[i].resources, pending[i].replicas);

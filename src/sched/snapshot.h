@@ -106,8 +106,9 @@ struct RunningJob {
 // A shape of work asked for, and how often: what placement keeps room for
 // when it chooses among GPU models (FGD's workload, without an oracle: the
 // shapes of the jobs waiting and running now, or in the simulator's fill the
-// pods arrived so far). Whole GPUs per replica; `gpu_model` is the model the
-// shape names, "" for any.
+// pods arrived so far). Whole GPUs per replica (a slice counts as one GPU of
+// its model: it needs one with room); `gpu_model` is the model the shape
+// names, "" for any.
 struct DemandShape {
   std::uint32_t gpus = 0;
   std::string gpu_model{};
@@ -116,8 +117,8 @@ struct DemandShape {
 };
 
 // The demand of the jobs waiting and running: one DemandShape per (whole
-// GPUs, model) with the number of replicas asking for it, slices and
-// CPU-only jobs left out; sorted by (gpus, model). At most `max_pending` of
+// GPUs, model) with the number of replicas asking for it, a slice as one
+// GPU, CPU-only jobs left out; sorted by (gpus, model). At most `max_pending` of
 // the pending jobs are counted (the first listed), so a queue of 100,000
 // costs a bounded pass.
 std::vector<DemandShape> DemandOf(const std::vector<PendingJob>& pending,

@@ -107,7 +107,9 @@ Result<FillResult> Fill(const std::vector<sched::NodeView>& nodes_in,
     sched::Snapshot snap;
     snap.now_ms = static_cast<TimeMs>(k);
     snap.nodes = nodes;
-    if (pod.resources.gpus > 0 && !model::IsSlice(pod.resources)) {
+    if (model::IsSlice(pod.resources)) {
+      arrived_shapes[{1, pod.resources.gpu_model}] += pod.replicas;
+    } else if (pod.resources.gpus > 0) {
       arrived_shapes[{pod.resources.gpus, pod.resources.gpu_model}] += pod.replicas;
     }
     snap.demand.reserve(arrived_shapes.size());

@@ -165,7 +165,33 @@ TEST(Cluster, AJobThatFitsOnlyByMixingModelsStillFindsItsNode) {
   EXPECT_EQ(placed->front().node, "m");
 }
 
-TEST(DemandOf, CountsReplicasPerShapeAndLeavesOutSlicesAndCpuOnlyJobs) {
+TEST(Cluster, ASliceFreeToUseAnyModelOpensAFreshGpuWhereTheShapesAskedForLeastNeedIt) {
+  std::vector<NodeView> nodes{Node("a", {{0, "A100"}, {1, "A100"}}),
+                              Node("b", {{0, "H100"}, {1, "H100"}})};
+  for (auto& n : nodes) {
+    for (auto& g : n.gpus) g.sharing = true;
+  }
+  JobShape slice = Gpus(0);
+  slice.resources.gpu_share_millis = 250;
+  {
+    Cluster packing(nodes);
+    auto placed = packing.PlaceGang(slice, nullptr);
+    ASSERT_TRUE(placed.has_value());
+    EXPECT_EQ(placed->front().node, "a");
+  }
+  Cluster cluster(nodes);
+  cluster.SetDemand({{1, "A100", 5}});
+  auto placed = cluster.PlaceGang(slice, nullptr);
+  ASSERT_TRUE(placed.has_value());
+  EXPECT_EQ(placed->front().node, "b");
+  // The next slice fills the GPU already holding one, whatever its model.
+  placed = cluster.PlaceGang(slice, nullptr);
+  ASSERT_TRUE(placed.has_value());
+  EXPECT_EQ(placed->front().node, "b");
+  EXPECT_EQ(placed->front().gpu_indices, std::vector<std::uint32_t>{0});
+}
+
+TEST(DemandOf, CountsReplicasPerShapeASliceAsOneGpuAndLeavesOutCpuOnlyJobs) {
   std::vector<PendingJob> pending(4);
   pending[0].resources.gpus = 2;
   pending[0].resources.gpu_model = "A100";
@@ -173,12 +199,12 @@ TEST(DemandOf, CountsReplicasPerShapeAndLeavesOutSlicesAndCpuOnlyJobs) {
   pending[1].resources.gpus = 1;
   pending[2].resources.gpus = 0;  // CPU only
   pending[3].resources.gpus = 1;
-  pending[3].resources.gpu_share_millis = 500;  // a slice
+  pending[3].resources.gpu_share_millis = 500;  // a slice: one GPU with room
   std::vector<RunningJob> running(1);
   running[0].resources.gpus = 2;
   running[0].resources.gpu_model = "A100";
   running[0].replicas.resize(2);
-  EXPECT_EQ(DemandOf(pending, running), (std::vector<DemandShape>{{1, "", 1}, {2, "A100", 5}}));
+  EXPECT_EQ(DemandOf(pending, running), (std::vector<DemandShape>{{1, "", 2}, {2, "A100", 5}}));
   EXPECT_EQ(DemandOf(pending, {}, 1), (std::vector<DemandShape>{{2, "A100", 3}}))
       << "only the first pending jobs are counted";
 }
