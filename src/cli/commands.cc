@@ -44,7 +44,8 @@ std::string JobPath(std::uint64_t id) {
   return fmt::format("/v1/jobs/{}", id);
 }
 
-// Prints the response as JSON under -o json, else what `human` makes of it.
+}  // namespace
+
 Status Show(const Result<json>& response, const Output& output,
             const std::function<std::string(const json&)>& human) {
   if (!response) return std::unexpected(response.error());
@@ -55,8 +56,6 @@ Status Show(const Result<json>& response, const Output& output,
   }
   return Ok();
 }
-
-}  // namespace
 
 Result<std::string> NormalizeStates(std::string_view states) {
   std::string out;

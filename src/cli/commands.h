@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -27,6 +28,11 @@ struct Output {
   OutputFormat format = OutputFormat::kTable;
   const Clock& clock;
 };
+
+// Prints the response as JSON under -o json (indented, as berthd sent it),
+// else what `human` makes of it; a failed response is returned as it is.
+Status Show(const Result<nlohmann::json>& response, const Output& output,
+            const std::function<std::string(const nlohmann::json&)>& human);
 
 struct JobFilter {
   std::string states;  // canonical, comma-separated ("Pending,Running") or empty

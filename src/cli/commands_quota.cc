@@ -13,17 +13,6 @@ namespace {
 
 using nlohmann::json;
 
-Status Show(const Result<json>& response, const Output& output,
-            const std::function<std::string(const json&)>& human) {
-  if (!response) return std::unexpected(response.error());
-  if (output.format == OutputFormat::kJson) {
-    output.out << response->dump(2) << '\n';
-  } else {
-    output.out << human(*response);
-  }
-  return Ok();
-}
-
 // "guaranteed 16, borrow_limit 8": the fields the request changes.
 std::string Change(const json& r) {
   std::string out;

@@ -16,17 +16,6 @@ namespace {
 
 using nlohmann::json;
 
-Status Show(const Result<json>& response, const Output& output,
-            const std::function<std::string(const json&)>& human) {
-  if (!response) return std::unexpected(response.error());
-  if (output.format == OutputFormat::kJson) {
-    output.out << response->dump(2) << '\n';
-  } else {
-    output.out << human(*response);
-  }
-  return Ok();
-}
-
 // The tenant a command means: TENANT/NAME's, --tenant, else the caller's
 // only tenant (GET /v1/whoami).
 Result<std::pair<std::string, std::string>> Resolve(ApiClient& api, const ServiceRef& ref) {

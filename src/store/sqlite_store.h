@@ -144,6 +144,8 @@ class SqliteStore final : public Store {
   // its kept revisions (nullopt: none), and a new revision of it.
   Result<std::optional<ServiceRecord>> LoadService(const std::string& tenant,
                                                    const std::string& name);
+  // The same, NotFound (ServiceNotFound) when there is none.
+  Result<ServiceRecord> LoadExistingService(const std::string& tenant, const std::string& name);
   Status AddServiceRevision(ServiceRecord& s, const model::ServiceSpec& spec, const std::string& by,
                             TimeMs now, std::string_view change,
                             std::optional<std::int64_t> restores);

@@ -203,6 +203,14 @@ Result<std::vector<ServiceRecord>> SqliteStore::ListServices(const ServiceFilter
   }
 }
 
+Result<ServiceRecord> SqliteStore::LoadExistingService(const std::string& tenant,
+                                                       const std::string& name) {
+  auto s = LoadService(tenant, name);
+  if (!s) return std::unexpected(s.error());
+  if (!*s) return std::unexpected(ServiceNotFound(tenant, name));
+  return std::move(**s);
+}
+
 Result<ServiceRecord> SqliteStore::ScaleService(
     const std::string& tenant, const std::string& name, model::ReplicaBounds bounds,
     const std::string& by, TimeMs now, const AuditOf<ServiceRecord, ServiceRecord>& audit) {
@@ -210,15 +218,14 @@ Result<ServiceRecord> SqliteStore::ScaleService(
   std::lock_guard lock(mu_);
   Transaction tx(db_);
   BERTH_RETURN_IF_ERROR(tx.Begin());
-  auto current = LoadService(tenant, name);
+  auto current = LoadExistingService(tenant, name);
   if (!current) return std::unexpected(current.error());
-  if (!*current) return std::unexpected(ServiceNotFound(tenant, name));
-  if ((*current)->spec.replicas == bounds) return std::move(**current);
-  ServiceRecord s = **current;
+  if (current->spec.replicas == bounds) return std::move(*current);
+  ServiceRecord s = *current;
   model::ServiceSpec spec = s.spec;
   spec.replicas = bounds;
   BERTH_RETURN_IF_ERROR(AddServiceRevision(s, spec, by, now, "scale", std::nullopt));
-  BERTH_RETURN_IF_ERROR(CommitAudited(tx, db_, audit_head_, audit, **current, s));
+  BERTH_RETURN_IF_ERROR(CommitAudited(tx, db_, audit_head_, audit, *current, s));
   return s;
 }
 
@@ -228,15 +235,14 @@ Result<ServiceRecord> SqliteStore::RollbackService(
   std::lock_guard lock(mu_);
   Transaction tx(db_);
   BERTH_RETURN_IF_ERROR(tx.Begin());
-  auto current = LoadService(tenant, name);
+  auto current = LoadExistingService(tenant, name);
   if (!current) return std::unexpected(current.error());
-  if (!*current) return std::unexpected(ServiceNotFound(tenant, name));
-  auto before = RevisionBefore((*current)->revisions, (*current)->revision);
-  if (!before) return std::unexpected(NoRevisionBefore(tenant, name, (*current)->revision));
+  auto before = RevisionBefore(current->revisions, current->revision);
+  if (!before) return std::unexpected(NoRevisionBefore(tenant, name, current->revision));
   if (admit) BERTH_RETURN_IF_ERROR(admit(before->spec));
-  ServiceRecord s = **current;
+  ServiceRecord s = *current;
   BERTH_RETURN_IF_ERROR(AddServiceRevision(s, before->spec, by, now, "rollback", before->revision));
-  BERTH_RETURN_IF_ERROR(CommitAudited(tx, db_, audit_head_, audit, **current, s));
+  BERTH_RETURN_IF_ERROR(CommitAudited(tx, db_, audit_head_, audit, *current, s));
   return s;
 }
 
@@ -246,17 +252,16 @@ Result<ServiceRecord> SqliteStore::DeleteService(const std::string& tenant, cons
   std::lock_guard lock(mu_);
   Transaction tx(db_);
   BERTH_RETURN_IF_ERROR(tx.Begin());
-  auto current = LoadService(tenant, name);
+  auto current = LoadExistingService(tenant, name);
   if (!current) return std::unexpected(current.error());
-  if (!*current) return std::unexpected(ServiceNotFound(tenant, name));
   auto revs = db_.Prepare("DELETE FROM service_revisions WHERE service_id = ?");
   if (!revs) return std::unexpected(revs.error());
-  BERTH_RETURN_IF_ERROR(revs->Bind(1, (*current)->id).Run());
+  BERTH_RETURN_IF_ERROR(revs->Bind(1, current->id).Run());
   auto del = db_.Prepare("DELETE FROM services WHERE id = ?");
   if (!del) return std::unexpected(del.error());
-  BERTH_RETURN_IF_ERROR(del->Bind(1, (*current)->id).Run());
-  BERTH_RETURN_IF_ERROR(CommitAudited(tx, db_, audit_head_, audit, **current));
-  return std::move(**current);
+  BERTH_RETURN_IF_ERROR(del->Bind(1, current->id).Run());
+  BERTH_RETURN_IF_ERROR(CommitAudited(tx, db_, audit_head_, audit, *current));
+  return std::move(*current);
 }
 
 }  // namespace berth::store
