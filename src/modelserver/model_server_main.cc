@@ -166,6 +166,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
   CLI11_PARSE(app, argc, argv);
   if (port == 0) {
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): read before any thread starts
     if (const char* env = std::getenv("PORT"); env != nullptr && *env != '\0') {
       port = std::atoi(env);
       if (port <= 0 || port > 65535) {
@@ -192,7 +193,7 @@ int main(int argc, char** argv) {
   // One handler thread per request in the batch or its queue: a waiting
   // request waits in the engine, where the metrics count it.
   options.workers = static_cast<int>(p.max_batch) + max_queue;
-  options.max_body_bytes = 1024 * 1024;
+  options.max_body_bytes = std::size_t{1024} * 1024;
   berth::http::Server server(options);
   server.set_inline_paths({"/health", "/metrics"});
   server.Get("/health", [&](const berth::http::Request&, berth::http::Response& res) {
