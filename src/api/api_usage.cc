@@ -119,7 +119,7 @@ json BudgetJson(const model::BudgetState& s, const std::string& currency) {
 }
 
 // from (default: the start of this UTC month) and to (default: now).
-Result<std::pair<TimeMs, TimeMs>> Window(const http::Request& req, TimeMs now) {
+Result<std::pair<TimeMs, TimeMs>> UsageWindow(const http::Request& req, TimeMs now) {
   TimeMs from = model::MonthStart(now);
   TimeMs to = now;
   for (const char* name : {"from", "to"}) {
@@ -244,7 +244,7 @@ void Api::ApplyPrices(const http::Request& req, http::Response& res, AuditNote& 
 void Api::Usage(const http::Request& req, http::Response& res, const model::TenantScope& scope) {
   if (meter_ == nullptr) return ReplyError(res, NoMeter());
   const TimeMs now = clock_.NowMs();
-  auto window = Window(req, now);
+  auto window = UsageWindow(req, now);
   if (!window) return ReplyError(res, window.error());
   auto keys = model::ParseUsageKeys(req.has_param("by") ? req.get_param_value("by") : "tenant");
   if (!keys) return ReplyError(res, keys.error());
@@ -274,7 +274,7 @@ void Api::UsageRecords(const http::Request& req, http::Response& res,
                        const model::TenantScope& scope) {
   if (meter_ == nullptr) return ReplyError(res, NoMeter());
   const TimeMs now = clock_.NowMs();
-  auto window = Window(req, now);
+  auto window = UsageWindow(req, now);
   if (!window) return ReplyError(res, window.error());
   auto limit = PageLimitParam(req);
   if (!limit) return ReplyError(res, limit.error());

@@ -36,15 +36,21 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   return true;
 }
 
-void PrintJson(const Output& output, const json& doc) {
-  output.out << doc.dump(2) << '\n';
-}
-
 std::string JobPath(std::uint64_t id) {
   return fmt::format("/v1/jobs/{}", id);
 }
 
 }  // namespace
+
+void PrintJson(const Output& output, const json& doc) {
+  output.out << doc.dump(2) << '\n';
+}
+
+std::string Str(const json& record, const char* key) {
+  auto it = record.find(key);
+  if (it == record.end() || it->is_null()) return "";
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
 
 Status Show(const Result<json>& response, const Output& output,
             const std::function<std::string(const json&)>& human) {

@@ -34,6 +34,13 @@ struct Output {
 Status Show(const Result<nlohmann::json>& response, const Output& output,
             const std::function<std::string(const nlohmann::json&)>& human);
 
+// The document indented, as berthd sent it (what -o json prints).
+void PrintJson(const Output& output, const nlohmann::json& doc);
+
+// A record's field as one table cell: a string as it is, anything else as
+// compact JSON, "" when absent or null.
+std::string Str(const nlohmann::json& record, const char* key);
+
 struct JobFilter {
   std::string states;  // canonical, comma-separated ("Pending,Running") or empty
   std::string queue;

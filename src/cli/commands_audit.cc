@@ -84,12 +84,6 @@ std::string JsonCell(const json& j) {
   return j.is_string() ? j.get<std::string>() : j.dump();
 }
 
-std::string Str(const json& r, const char* key) {
-  auto it = r.find(key);
-  if (it == r.end() || it->is_null()) return "";
-  return it->is_string() ? it->get<std::string>() : it->dump();
-}
-
 }  // namespace
 
 Result<std::string> AuditTimeQuery(const std::string& text, const std::string& flag) {

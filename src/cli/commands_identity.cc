@@ -19,11 +19,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string Str(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 std::string Time(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || !it->is_number_integer()) return "-";
@@ -37,10 +32,6 @@ std::string Roles(const json& tenants) {
     out += (out.empty() ? "" : ", ") + t + ":" + (r.is_string() ? r.get<std::string>() : "?");
   }
   return out.empty() ? "-" : out;
-}
-
-void PrintJson(const Output& out, const json& j) {
-  out.out << j.dump(2) << '\n';
 }
 
 void PrintIdentity(const Output& out, const json& id) {

@@ -15,12 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string Str(const json& r, const char* key) {
-  auto it = r.find(key);
-  if (it == r.end() || it->is_null()) return "";
-  return it->is_string() ? it->get<std::string>() : it->dump();
-}
-
 // mGPU-ms as GPU-hours with three decimals (the JSON keeps the exact figure).
 std::string Hours(const json& row) {
   const auto mgpu_ms = row.value("mgpu_ms", std::int64_t{0});

@@ -7,7 +7,7 @@ namespace berth::model {
 
 namespace {
 
-constexpr std::array<std::pair<AlertKind, std::string_view>, 6> kKinds{{
+constexpr std::array<std::pair<AlertKind, std::string_view>, 6> kAlertKindNames{{
     {AlertKind::kGpuHardware, "gpu_hardware"},
     {AlertKind::kNodeNotReady, "node_not_ready"},
     {AlertKind::kQueueWait, "queue_wait"},
@@ -26,14 +26,14 @@ constexpr std::array<std::pair<AlertSeverity, std::string_view>, 4> kSeverities{
 }  // namespace
 
 std::string_view AlertKindName(AlertKind kind) {
-  for (const auto& [k, name] : kKinds) {
+  for (const auto& [k, name] : kAlertKindNames) {
     if (k == kind) return name;
   }
   return "unknown";
 }
 
 std::optional<AlertKind> ParseAlertKind(std::string_view name) {
-  for (const auto& [k, n] : kKinds) {
+  for (const auto& [k, n] : kAlertKindNames) {
     if (n == name) return k;
   }
   return std::nullopt;

@@ -13,7 +13,7 @@
 namespace berth::model {
 namespace {
 
-constexpr std::string_view kKinds =
+constexpr std::string_view kAlertRuleKinds =
     "gpu_health, node_not_ready, queue_wait, budget, idle_allocation";
 
 constexpr std::string_view kRootFields[] = {"sinks", "rules"};
@@ -115,10 +115,10 @@ Result<AlertRule> ParseRule(const YAML::Node& r, const std::string& path) {
   if (!name) return std::unexpected(name.error());
   rule.name = *name;
   if (!r["kind"]) {
-    return InvalidField(path + ".kind", fmt::format("is required: one of {}", kKinds));
+    return InvalidField(path + ".kind", fmt::format("is required: one of {}", kAlertRuleKinds));
   }
   auto kind = r["kind"].IsScalar() ? ParseAlertRuleKind(r["kind"].Scalar()) : std::nullopt;
-  if (!kind) return InvalidField(path + ".kind", fmt::format("must be one of {}", kKinds));
+  if (!kind) return InvalidField(path + ".kind", fmt::format("must be one of {}", kAlertRuleKinds));
   rule.kind = *kind;
   if (r["severity"]) {
     const auto& s = r["severity"];

@@ -15,7 +15,7 @@
 namespace berth::model {
 namespace {
 
-constexpr std::array<std::string_view, 23> kTopFields{
+constexpr std::array<std::string_view, 23> kJobFields{
     "name",        "tenant",        "queue",       "command",   "args",     "env",
     "secret_env",  "working_dir",   "replicas",    "resources", "priority", "max_runtime",
     "preemptible", "node_selector", "tolerations", "pool",      "topology", "checkpoint",
@@ -354,7 +354,7 @@ Status ParseSecretEnv(const YAML::Node& node, JobSpec& spec) {
 
 Status ParseInto(const YAML::Node& root, JobSpec& spec) {
   BERTH_RETURN_IF_ERROR(YamlObject::Read(
-      root, "", kTopFields, "a job spec must be a YAML mapping with at least name and command"));
+      root, "", kJobFields, "a job spec must be a YAML mapping with at least name and command"));
 
   auto name = root["name"];
   if (!name) return InvalidField("name", "is required: a short name for the job, e.g. resnet50");

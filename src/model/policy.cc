@@ -29,7 +29,7 @@ namespace {
 using policy_internal::kLimitFields;
 using policy_internal::kLimitNames;
 
-constexpr std::array<std::string_view, 9> kTopFields{"usage_half_life",  "min_runtime", "pools",
+constexpr std::array<std::string_view, 9> kPolicyFields{"usage_half_life",  "min_runtime", "pools",
                                                      "priority_classes", "queues",      "backfill",
                                                      "consolidation",    "tenants",     "limits"};
 constexpr std::array<std::string_view, 4> kTenantFields{"run_as", "storage", "container_network",
@@ -47,7 +47,7 @@ constexpr std::array<std::string_view, 7> kQueueFields{
     "name", "kind", "pools", "quota", "over_quota", "preemptible", "children"};
 constexpr std::array<std::string_view, 4> kQuotaFields{"guaranteed", "borrow_limit", "weight",
                                                        "lending_limit"};
-constexpr std::array<std::string_view, 3> kKinds{"training", "inference", "interactive"};
+constexpr std::array<std::string_view, 3> kQueueKinds{"training", "inference", "interactive"};
 
 // The most of any one amount: a million GPUs, cores, or 2^62 bytes (4 EiB,
 // 4194304Ti). A queue's guaranteed plus borrow_limit may pass what 64 bits
@@ -214,7 +214,7 @@ class Parser {
 
   Status Top(const YAML::Node& root) {
     if (!root.IsMap()) return InvalidField("", "a policy must be a YAML mapping");
-    BERTH_RETURN_IF_ERROR(YamlObject::Read(root, "", kTopFields));
+    BERTH_RETURN_IF_ERROR(YamlObject::Read(root, "", kPolicyFields));
     for (auto [key, target] : {std::pair{"usage_half_life", &p_.usage_half_life_ms},
                                std::pair{"min_runtime", &p_.min_runtime_ms}}) {
       if (auto n = root[key]) {
@@ -540,9 +540,9 @@ class Parser {
     if (auto k = n["kind"]) {
       auto v = Str(k, FieldPath(f, "kind"));
       if (!v) return std::unexpected(v.error());
-      if (std::find(kKinds.begin(), kKinds.end(), *v) == kKinds.end()) {
+      if (std::find(kQueueKinds.begin(), kQueueKinds.end(), *v) == kQueueKinds.end()) {
         return InvalidField(FieldPath(f, "kind"),
-                            fmt::format("'{}' is not one of {}", *v, JoinNames(kKinds)));
+                            fmt::format("'{}' is not one of {}", *v, JoinNames(kQueueKinds)));
       }
       q.kind = *v;
     }

@@ -233,7 +233,7 @@ std::string WouldRun(const Reason& r, Lang lang) {
 // The queue's numbers. detail is "QUEUE RESOURCE" ("vision gpus",
 // "vision gpus/A100"); amounts are in the resource's unit (milli-GPUs for
 // GPUs, millicores for CPU, bytes for memory) and rendered in a person's.
-std::string Quota(const Reason& r, Lang lang) {
+std::string QuotaPhrase(const Reason& r, Lang lang) {
   auto space = r.detail.find(' ');
   std::string queue = r.detail.substr(0, space);
   std::string resource = space == std::string::npos ? "gpus" : r.detail.substr(space + 1);
@@ -301,10 +301,10 @@ TemplateArgs CodeArgs(const Reason& r, Lang lang) {
       if (!r.detail.empty()) a.Set("by", r.detail);
       break;
     case ReasonCode::kOverQuota:
-      a.Set("quota", Quota(r, lang)).Set("ahead", Ahead(r, lang));
+      a.Set("quota", QuotaPhrase(r, lang)).Set("ahead", Ahead(r, lang));
       break;
     case ReasonCode::kNotPreemptibleOverGuarantee:
-      a.Set("quota", Quota(r, lang));
+      a.Set("quota", QuotaPhrase(r, lang));
       break;
     case ReasonCode::kFragmented:
       a.Set("free", FormatGpus(Count(r, kFreeGpus) * 1000, lang))

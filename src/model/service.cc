@@ -17,7 +17,7 @@
 namespace berth::model {
 namespace {
 
-constexpr std::array<std::string_view, 15> kTopFields{
+constexpr std::array<std::string_view, 15> kServiceFields{
     "name",      "tenant",    "queue",    "image", "command",     "port",    "model", "replicas",
     "resources", "readiness", "liveness", "slo",   "autoscaling", "rollout", "args"};
 constexpr std::array<std::string_view, 2> kModelFields{"name", "version"};
@@ -540,7 +540,7 @@ Status ParseRollout(const YAML::Node& node, std::uint32_t max_replicas, Rollout&
 }
 
 Status ParseInto(const YAML::Node& root, ServiceSpec& spec) {
-  auto obj = YamlObject::Read(root, "", kTopFields,
+  auto obj = YamlObject::Read(root, "", kServiceFields,
                               "a service spec must be a YAML mapping with at least name and an "
                               "image or command");
   if (!obj) return std::unexpected(obj.error());

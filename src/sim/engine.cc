@@ -30,7 +30,7 @@ struct Running {
   std::uint64_t key = 0;  // the snapshot's run_key: unique per run in one simulation
 };
 
-struct JobState {
+struct ReplayJob {
   const SimJob* job = nullptr;
   TimeMs work_saved_ms = 0;          // progress kept by checkpoints across evictions
   std::int64_t attained_gpu_ms = 0;  // GPU time of finished or evicted runs
@@ -64,7 +64,7 @@ sched::PendingJob PendingOf(const SimJob& j) {
   return p;
 }
 
-sched::RunningJob RunningOf(std::int64_t id, const JobState& s, const SimOptions& options) {
+sched::RunningJob RunningOf(std::int64_t id, const ReplayJob& s, const SimOptions& options) {
   sched::RunningJob r;
   r.id = id;
   r.tenant = s.job->tenant;
@@ -222,7 +222,7 @@ class Engine {
   const SimNodes sim_nodes_;
   const std::vector<sched::NodeView> healthy_nodes_;  // health to restore on return
   std::uint64_t next_run_key_ = 0;
-  std::map<std::int64_t, JobState> state_;
+  std::map<std::int64_t, ReplayJob> state_;
   // Arrivals in submit order; completions by (end, id).
   const std::vector<const SimJob*> arrivals_;
   std::size_t next_arrival_ = 0;
@@ -354,7 +354,7 @@ Status Engine::EndRun() {
   const auto [end, id] = *ends_.begin();
   Release(id, end);
   Outcome(id).end_ms = end;
-  JobState& s = state_.at(id);
+  ReplayJob& s = state_.at(id);
   BERTH_RETURN_IF_ERROR(Complete(*s.record, end));
   s.record.reset();
   dirty_ = true;
@@ -449,7 +449,7 @@ void Engine::Hold(const SimJob& job, const std::vector<sched::ReplicaPlacement>&
 // A run ends at `now` (done or stopped): it gives back what it held, and its
 // GPU time counts for the job and its queue's usage.
 void Engine::Release(std::int64_t id, TimeMs now) {
-  JobState& s = state_.at(id);
+  ReplayJob& s = state_.at(id);
   Hold(*s.job, s.running->replicas, false);
   s.attained_gpu_ms += (now - s.running->start_ms) * GangMgpu(*s.job) / 1000;
   ledger_.Fold({s.job->tenant + "/" + s.job->queue, GangMgpu(*s.job), s.running->start_ms, now},
@@ -463,7 +463,7 @@ void Engine::Release(std::int64_t id, TimeMs now) {
 // work up to its last checkpoint and pays the restart overhead next time.
 // An eviction by the plan, or the failure of a node it runs on.
 void Engine::Stop(std::int64_t id, TimeMs at, bool node_failed) {
-  JobState& s = state_.at(id);
+  ReplayJob& s = state_.at(id);
   TimeMs ran = at - s.running->start_ms;
   TimeMs kept = options_.checkpoint_interval_ms > 0
                     ? ran / options_.checkpoint_interval_ms * options_.checkpoint_interval_ms
@@ -537,7 +537,7 @@ void Engine::SyncTouched(TimeMs now) {
   const std::size_t old_running = snap_.running.size();
   const std::size_t old_pending = snap_.pending.size();
   for (std::int64_t id : touched_) {  // ascending
-    const JobState& s = state_.at(id);
+    const ReplayJob& s = state_.at(id);
     if (s.running) {
       snap_.running.push_back(RunningOf(id, s, options_));
       busy_.push_back(
@@ -620,7 +620,7 @@ Status Engine::ApplyPlan(const sched::Plan& plan, TimeMs now) {
 // A placement the engine can carry out, given the placements before it: of a
 // waiting job, on nodes that are up, on healthy GPUs no one else holds whole.
 Status Engine::CheckPlacement(const sched::Placement& p) const {
-  const JobState& s = state_.at(p.job_id);
+  const ReplayJob& s = state_.at(p.job_id);
   if (s.running || !pending_.contains(p.job_id)) {
     return Fail(Code::kInternal,
                 fmt::format("the plan places job {}, which is not waiting", p.job_id));
@@ -650,7 +650,7 @@ Status Engine::CheckPlacement(const sched::Placement& p) const {
 // A placed job starts at once: it holds its replicas' share of the nodes and
 // runs for its remaining work, plus the restart overhead after an eviction.
 Status Engine::StartRun(const sched::Placement& p, TimeMs now) {
-  JobState& s = state_.at(p.job_id);
+  ReplayJob& s = state_.at(p.job_id);
   BERTH_RETURN_IF_ERROR(PlaceAndStart(*s.record, p, sim_nodes_.index(), policy_.version, now));
   Hold(*s.job, p.replicas, true);
   TimeMs run_for =

@@ -11,7 +11,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::int64_t kNow = 1'764'444'744'000;  // 5 minutes after kSubmitted
+constexpr std::int64_t kRenderNow = 1'764'444'744'000;  // 5 minutes after kSubmitted
 constexpr std::int64_t kSubmitted = 1'764'444'444'000;
 
 json PendingJob() {
@@ -31,7 +31,7 @@ json PendingJob() {
 
 TEST(RenderJobs, OneRowPerJob) {
   json response = {{"jobs", json::array({PendingJob()})}};
-  EXPECT_EQ(RenderJobs(response, kNow),
+  EXPECT_EQ(RenderJobs(response, kRenderNow),
             "ID   NAME       TENANT    QUEUE     STATE     GPUS   AGE   REASON\n"
             "12   resnet50   default   default   Pending   2x4    5m    "
             "no node has 4 free H100-80GB GPUs\n");
@@ -40,21 +40,21 @@ TEST(RenderJobs, OneRowPerJob) {
 TEST(RenderJobs, LongReasonsAreTruncated) {
   json job = PendingJob();
   job["reason"]["message"] = std::string(200, 'r');
-  std::string text = RenderJobs({{"jobs", {job}}}, kNow);
+  std::string text = RenderJobs({{"jobs", {job}}}, kRenderNow);
   EXPECT_NE(text.find(std::string(57, 'r') + "...\n"), std::string::npos);
   EXPECT_EQ(text.find(std::string(58, 'r')), std::string::npos);
 }
 
 TEST(RenderJobs, MissingKeysRenderAsDash) {
   json response = {{"jobs", {{{"id", 3}, {"state", "Running"}, {"spec", nullptr}}}}};
-  EXPECT_EQ(RenderJobs(response, kNow),
+  EXPECT_EQ(RenderJobs(response, kRenderNow),
             "ID   NAME   TENANT   QUEUE   STATE     GPUS   AGE   REASON\n"
             "3    -      -        -       Running   -      -     -\n");
 }
 
 TEST(RenderJobs, EmptyListSaysSo) {
-  EXPECT_EQ(RenderJobs({{"jobs", json::array()}}, kNow), "No jobs found.\n");
-  EXPECT_EQ(RenderJobs(json::object(), kNow), "No jobs found.\n");
+  EXPECT_EQ(RenderJobs({{"jobs", json::array()}}, kRenderNow), "No jobs found.\n");
+  EXPECT_EQ(RenderJobs(json::object(), kRenderNow), "No jobs found.\n");
 }
 
 TEST(JobGpus, ReplicasTimesGpus) {
@@ -146,7 +146,7 @@ TEST(RenderNodes, FreeOverTotalAndHeartbeatAge) {
      "confinement": {"mode": "enforced", "cgroup": "v2", "missing": ["devices: ..."]},
      "last_heartbeat_ms": 1764444741000},
     {"name": "gpu-b1", "state": "NotReady", "models": []}]})");
-  EXPECT_EQ(RenderNodes(response, kNow),
+  EXPECT_EQ(RenderNodes(response, kRenderNow),
             "NAME     STATE      GPUS(FREE/TOTAL)   MODELS      CPUS   MEMORY   PROVIDER   "
             "CONFINEMENT       HEARTBEAT\n"
             "gpu-a1   Ready      6/8                H100-80GB   128    1.9Ti    nvml       "
@@ -156,7 +156,7 @@ TEST(RenderNodes, FreeOverTotalAndHeartbeatAge) {
 }
 
 TEST(RenderJob, PendingJobShowsSpecReasonAndTimeline) {
-  std::string text = RenderJob(PendingJob(), kNow);
+  std::string text = RenderJob(PendingJob(), kRenderNow);
   EXPECT_NE(text.find("Job:          12 (resnet50)\n"), std::string::npos) << text;
   EXPECT_NE(text.find("Tenant/Queue: default/default\n"), std::string::npos) << text;
   EXPECT_NE(text.find("State:        Pending (NoNodeFits: no node has 4 free H100-80GB GPUs)\n"),
@@ -188,12 +188,12 @@ TEST(RenderJob, PlacementRowsShowGpusPidAndExit) {
      "exit_code": 0, "signal": null},
     {"replica": 1, "node": "gpu-a2", "gpus": [4, 5], "state": "Failed", "pid": 99,
      "exit_code": null, "signal": 9}])");
-  std::string text = RenderJob(job, kNow);
+  std::string text = RenderJob(job, kRenderNow);
   EXPECT_NE(text.find("State:        Failed\n"), std::string::npos) << text;
   EXPECT_NE(text.find("Exit:         SIGKILL\n"), std::string::npos) << text;
   EXPECT_EQ(text.find("Policy:"), std::string::npos) << text;  // only once scheduled
   job["policy_version"] = 3;
-  text = RenderJob(job, kNow);
+  text = RenderJob(job, kRenderNow);
   EXPECT_NE(text.find("State:        Failed\nPolicy:       v3\n"), std::string::npos) << text;
   EXPECT_NE(text.find("REPLICA   NODE     GPUS   STATE       PID    EXIT\n"
                       "0         gpu-a1   0,1    Succeeded   1234   0\n"
@@ -208,35 +208,35 @@ TEST(RenderJob, ASliceShowsItsShareInResourcesAndPlacement) {
   job["placement"] = json::parse(R"([
     {"replica": 0, "node": "gpu-a1", "gpus": [2], "state": "Running", "pid": 7,
      "gpu_share_mgpu": 250, "gpu_share_bytes": 21474836480}])");
-  std::string text = RenderJob(job, kNow);
+  std::string text = RenderJob(job, kRenderNow);
   EXPECT_NE(text.find("gpu_share=0.25"), std::string::npos) << text;
   EXPECT_NE(text.find("2 (250 mGPU, 20Gi)"), std::string::npos) << text;
   job["spec"]["resources"] = {{"gpu_share_bytes", 21474836480}};
-  EXPECT_NE(RenderJob(job, kNow).find("gpu_share=20Gi"), std::string::npos);
+  EXPECT_NE(RenderJob(job, kRenderNow).find("gpu_share=20Gi"), std::string::npos);
   job["spec"]["resources"] = {{"gpu_share_millis", 5}};
-  EXPECT_NE(RenderJob(job, kNow).find("gpu_share=0.005"), std::string::npos);
+  EXPECT_NE(RenderJob(job, kRenderNow).find("gpu_share=0.005"), std::string::npos);
 }
 
 TEST(RenderJob, NearlyEmptyObjectStillRenders) {
-  std::string text = RenderJob({{"id", 5}}, kNow);
+  std::string text = RenderJob({{"id", 5}}, kRenderNow);
   EXPECT_NE(text.find("Job:          5 (-)\n"), std::string::npos) << text;
   EXPECT_NE(text.find("Resources:    -\n"), std::string::npos) << text;
   EXPECT_NE(text.find("Timeline:     none\n"), std::string::npos) << text;
-  EXPECT_NO_THROW(RenderJob(json("not an object"), kNow));
-  EXPECT_NO_THROW(RenderJob({{"spec", "weird"}, {"placement", {1, 2}}, {"timeline", 3}}, kNow));
+  EXPECT_NO_THROW(RenderJob(json("not an object"), kRenderNow));
+  EXPECT_NO_THROW(RenderJob({{"spec", "weird"}, {"placement", {1, 2}}, {"timeline", 3}}, kRenderNow));
 }
 
 TEST(RenderJob, UtilizationLinesFromTelemetry) {
   json job = PendingJob();
   // An older berthd sends no utilization: no lines at all.
-  EXPECT_EQ(RenderJob(job, kNow).find("GPU util"), std::string::npos);
+  EXPECT_EQ(RenderJob(job, kRenderNow).find("GPU util"), std::string::npos);
   job["utilization"] = nullptr;
-  EXPECT_NE(RenderJob(job, kNow).find("GPU util:     no telemetry yet\n"), std::string::npos);
+  EXPECT_NE(RenderJob(job, kRenderNow).find("GPU util:     no telemetry yet\n"), std::string::npos);
   job["utilization"] = json::parse(R"({"avg_util_pct": 62.5, "max_util_pct": 100,
     "avg_memory_used_bytes": 42949672960, "max_memory_used_bytes": 64424509440,
     "memory_total_bytes": 85899345920, "idle_fraction": 0.25, "longest_idle_ms": 900000,
     "samples": 120, "first_ms": 1, "last_ms": 2})");
-  std::string text = RenderJob(job, kNow);
+  std::string text = RenderJob(job, kRenderNow);
   EXPECT_NE(text.find("GPU util:     avg 62.5%, max 100% (120 samples)\n"), std::string::npos)
       << text;
   EXPECT_NE(text.find("GPU memory:   avg 40Gi, max 60Gi of 80Gi\n"), std::string::npos) << text;

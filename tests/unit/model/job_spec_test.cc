@@ -6,7 +6,7 @@
 namespace berth::model {
 namespace {
 
-constexpr const char* kExample = R"(
+constexpr const char* kJobExample = R"(
 name: resnet50
 tenant: vision
 queue: training
@@ -19,7 +19,7 @@ max_runtime: 12h
 )";
 
 TEST(JobSpec, ParsesTheDocumentedExample) {
-  auto spec = ParseJobSpec(kExample);
+  auto spec = ParseJobSpec(kJobExample);
   ASSERT_TRUE(spec.has_value()) << spec.error().message;
   EXPECT_EQ(spec->name, "resnet50");
   EXPECT_EQ(spec->tenant, "vision");
@@ -63,13 +63,13 @@ TEST(JobSpec, CpuAcceptsFractionsAndMillicores) {
   EXPECT_EQ(b->resources.cpu_millis, 250U);
 }
 
-struct BadCase {
+struct JobBadCase {
   const char* yaml;
   const char* field;
   const char* hint;  // a word the message must contain
 };
 
-class JobSpecRejects : public ::testing::TestWithParam<BadCase> {};
+class JobSpecRejects : public ::testing::TestWithParam<JobBadCase> {};
 
 TEST_P(JobSpecRejects, NamesTheFieldAndTheFix) {
   auto spec = ParseJobSpec(GetParam().yaml);
@@ -82,75 +82,75 @@ TEST_P(JobSpecRejects, NamesTheFieldAndTheFix) {
 INSTANTIATE_TEST_SUITE_P(
     BadInput, JobSpecRejects,
     ::testing::Values(
-        BadCase{"name: a\ncommand: [x]\ngpus: 2\n", "gpus", "allowed fields"},
+        JobBadCase{"name: a\ncommand: [x]\ngpus: 2\n", "gpus", "allowed fields"},
         // A field given twice: whichever copy a reader keeps, it is refused.
-        BadCase{R"({"name": "a", "command": ["x"], "tenant": "a", "tenant": "b"})", "tenant",
+        JobBadCase{R"({"name": "a", "command": ["x"], "tenant": "a", "tenant": "b"})", "tenant",
                 "given twice"},
-        BadCase{"name: a\ncommand: [x]\nresources: {gpus: 1, gpus: 8}\n", "resources.gpus",
+        JobBadCase{"name: a\ncommand: [x]\nresources: {gpus: 1, gpus: 8}\n", "resources.gpus",
                 "given twice"},
-        BadCase{"name: a\ncommand: [x]\nenv: {A: 1, A: 2}\n", "env.A", "given twice"},
-        BadCase{"name: a\ncommand: [x]\nnode_selector: {zone: a, zone: b}\n", "node_selector.zone",
+        JobBadCase{"name: a\ncommand: [x]\nenv: {A: 1, A: 2}\n", "env.A", "given twice"},
+        JobBadCase{"name: a\ncommand: [x]\nnode_selector: {zone: a, zone: b}\n", "node_selector.zone",
                 "given twice"},
-        BadCase{"name: a\ncommand: [x]\nresources: {gpu: 2}\n", "resources.gpu", "allowed"},
-        BadCase{"name: a\ncommand: [x]\nresources: {gpus: -1}\n", "resources.gpus", "0 to 64"},
-        BadCase{"name: a\ncommand: [x]\nresources: {gpus: 65}\n", "resources.gpus", "0 to 64"},
-        BadCase{"name: a\ncommand: [x]\nresources: {gpus: two}\n", "resources.gpus", "integer"},
-        BadCase{"name: [a\ncommand: x", "", "YAML"},
-        BadCase{"name: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\ncommand: "
+        JobBadCase{"name: a\ncommand: [x]\nresources: {gpu: 2}\n", "resources.gpu", "allowed"},
+        JobBadCase{"name: a\ncommand: [x]\nresources: {gpus: -1}\n", "resources.gpus", "0 to 64"},
+        JobBadCase{"name: a\ncommand: [x]\nresources: {gpus: 65}\n", "resources.gpus", "0 to 64"},
+        JobBadCase{"name: a\ncommand: [x]\nresources: {gpus: two}\n", "resources.gpus", "integer"},
+        JobBadCase{"name: [a\ncommand: x", "", "YAML"},
+        JobBadCase{"name: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\ncommand: "
                 "[x]\n",
                 "name", "at most 63"},
-        BadCase{"name: Bad_Name!\ncommand: [x]\n", "name", "lower-case"},
-        BadCase{"command: [x]\n", "name", "required"}, BadCase{"name: a\n", "command", "required"},
-        BadCase{"name: a\ncommand: python3 train.py\n", "command", "list"},
-        BadCase{"name: a\ncommand: []\n", "command", "program"},
-        BadCase{"name: a\ncommand: [x]\nreplicas: 0\n", "replicas", "1 to 1024"},
-        BadCase{"name: a\ncommand: [x]\nresources: {gpus: 1, gpu_memory: 80GB}\n",
+        JobBadCase{"name: Bad_Name!\ncommand: [x]\n", "name", "lower-case"},
+        JobBadCase{"command: [x]\n", "name", "required"}, JobBadCase{"name: a\n", "command", "required"},
+        JobBadCase{"name: a\ncommand: python3 train.py\n", "command", "list"},
+        JobBadCase{"name: a\ncommand: []\n", "command", "program"},
+        JobBadCase{"name: a\ncommand: [x]\nreplicas: 0\n", "replicas", "1 to 1024"},
+        JobBadCase{"name: a\ncommand: [x]\nresources: {gpus: 1, gpu_memory: 80GB}\n",
                 "resources.gpu_memory", "Gi"},
-        BadCase{"name: a\ncommand: [x]\nmax_runtime: 12\n", "max_runtime", "unit"},
-        BadCase{"name: a\ncommand: [x]\npriority: urgent\n", "priority", "critical"},
-        BadCase{"name: a\ncommand: [x]\nenv: {BERTH_JOB_ID: '1'}\n", "env.BERTH_JOB_ID",
+        JobBadCase{"name: a\ncommand: [x]\nmax_runtime: 12\n", "max_runtime", "unit"},
+        JobBadCase{"name: a\ncommand: [x]\npriority: urgent\n", "priority", "critical"},
+        JobBadCase{"name: a\ncommand: [x]\nenv: {BERTH_JOB_ID: '1'}\n", "env.BERTH_JOB_ID",
                 "set by Berth"},
-        BadCase{"name: a\ncommand: [x]\nworking_dir: rel/path\n", "working_dir", "absolute"},
-        BadCase{"name: a\ncommand: [x]\nresources: {gpu_model: H100-80GB}\n", "resources.gpus",
+        JobBadCase{"name: a\ncommand: [x]\nworking_dir: rel/path\n", "working_dir", "absolute"},
+        JobBadCase{"name: a\ncommand: [x]\nresources: {gpu_model: H100-80GB}\n", "resources.gpus",
                 "at least one GPU"},
-        BadCase{"- just\n- a list\n", "", "mapping"},
-        BadCase{"name: a\ncommand: [x]\nresources: {gpus: 1, gpu_share: 0.5}\n",
+        JobBadCase{"- just\n- a list\n", "", "mapping"},
+        JobBadCase{"name: a\ncommand: [x]\nresources: {gpus: 1, gpu_share: 0.5}\n",
                 "resources.gpu_share", "remove one of them"},
-        BadCase{"name: a\ncommand: [x]\nresources: {gpu_share: 0}\n", "resources.gpu_share",
+        JobBadCase{"name: a\ncommand: [x]\nresources: {gpu_share: 0}\n", "resources.gpu_share",
                 "above 0 and below 1"},
-        BadCase{"name: a\ncommand: [x]\nresources: {gpu_share: 0.0}\n", "resources.gpu_share",
+        JobBadCase{"name: a\ncommand: [x]\nresources: {gpu_share: 0.0}\n", "resources.gpu_share",
                 "above 0 and below 1"},
-        BadCase{"name: a\ncommand: [x]\nresources: {gpu_share: 0.1234}\n", "resources.gpu_share",
+        JobBadCase{"name: a\ncommand: [x]\nresources: {gpu_share: 0.1234}\n", "resources.gpu_share",
                 "at most 3 decimals"},
-        BadCase{"name: a\ncommand: [x]\nresources: {gpu_share: 1}\n", "resources.gpu_share",
+        JobBadCase{"name: a\ncommand: [x]\nresources: {gpu_share: 1}\n", "resources.gpu_share",
                 "use resources.gpus"},
-        BadCase{"name: a\ncommand: [x]\nresources: {gpu_share: 1.5}\n", "resources.gpu_share",
+        JobBadCase{"name: a\ncommand: [x]\nresources: {gpu_share: 1.5}\n", "resources.gpu_share",
                 "use resources.gpus"},
-        BadCase{"name: a\ncommand: [x]\nresources: {gpu_share: -0.5}\n", "resources.gpu_share",
+        JobBadCase{"name: a\ncommand: [x]\nresources: {gpu_share: -0.5}\n", "resources.gpu_share",
                 "fraction of one GPU"},
-        BadCase{"name: a\ncommand: [x]\nresources: {gpu_share: 20GB}\n", "resources.gpu_share",
+        JobBadCase{"name: a\ncommand: [x]\nresources: {gpu_share: 20GB}\n", "resources.gpu_share",
                 "memory size"},
-        BadCase{"name: a\ncommand: [x]\nresources: {gpu_share: 0Gi}\n", "resources.gpu_share",
+        JobBadCase{"name: a\ncommand: [x]\nresources: {gpu_share: 0Gi}\n", "resources.gpu_share",
                 "larger than zero"},
-        BadCase{"name: a\ncommand: [x]\nresources: {gpu_share: [0.5]}\n", "resources.gpu_share",
+        JobBadCase{"name: a\ncommand: [x]\nresources: {gpu_share: [0.5]}\n", "resources.gpu_share",
                 "string"},
-        BadCase{"name: a\ncommand: [x]\ncheckpoint: /ckpt\n", "checkpoint", "mapping"},
-        BadCase{"name: a\ncommand: [x]\ncheckpoint: {dir: ckpt}\n", "checkpoint.dir", "absolute"},
-        BadCase{"name: a\ncommand: [x]\ncheckpoint: {grace: 2h}\n", "checkpoint.grace",
+        JobBadCase{"name: a\ncommand: [x]\ncheckpoint: /ckpt\n", "checkpoint", "mapping"},
+        JobBadCase{"name: a\ncommand: [x]\ncheckpoint: {dir: ckpt}\n", "checkpoint.dir", "absolute"},
+        JobBadCase{"name: a\ncommand: [x]\ncheckpoint: {grace: 2h}\n", "checkpoint.grace",
                 "between 1s and 1h"},
-        BadCase{"name: a\ncommand: [x]\ncheckpoint: {signal: USR1}\n", "checkpoint.signal",
+        JobBadCase{"name: a\ncommand: [x]\ncheckpoint: {signal: USR1}\n", "checkpoint.signal",
                 "SIGUSR1"},
-        BadCase{"name: a\ncommand: [x]\ncheckpoint: {file: latest}\n", "checkpoint.file",
+        JobBadCase{"name: a\ncommand: [x]\ncheckpoint: {file: latest}\n", "checkpoint.file",
                 "absolute"},
-        BadCase{"name: a\ncommand: [x]\nretry: 3\n", "retry", "mapping"},
-        BadCase{"name: a\ncommand: [x]\nretry: {max_attempts: 0}\n", "retry.max_attempts",
+        JobBadCase{"name: a\ncommand: [x]\nretry: 3\n", "retry", "mapping"},
+        JobBadCase{"name: a\ncommand: [x]\nretry: {max_attempts: 0}\n", "retry.max_attempts",
                 "from 1"},
-        BadCase{"name: a\ncommand: [x]\nretry: {backoff: 2h}\n", "retry.backoff",
+        JobBadCase{"name: a\ncommand: [x]\nretry: {backoff: 2h}\n", "retry.backoff",
                 "between 0s and 1h"},
-        BadCase{"name: a\ncommand: [x]\nretry: {on: [oom]}\n", "retry.on[0]", "gpu_out_of_memory"},
-        BadCase{"name: a\ncommand: [x]\nretry: {on: [node_lost], attempts: 2}\n", "retry.attempts",
+        JobBadCase{"name: a\ncommand: [x]\nretry: {on: [oom]}\n", "retry.on[0]", "gpu_out_of_memory"},
+        JobBadCase{"name: a\ncommand: [x]\nretry: {on: [node_lost], attempts: 2}\n", "retry.attempts",
                 "unknown"},
-        BadCase{"name: a\ncommand: [x]\nimage: \"my image\"\n", "image", "without spaces"}));
+        JobBadCase{"name: a\ncommand: [x]\nimage: \"my image\"\n", "image", "without spaces"}));
 
 TEST(JobSpec, RetryPolicyDefaultsToFailuresThatAreNotTheJobsOwn) {
   auto none = ParseJobSpec("name: a\ncommand: [x]\n");
@@ -229,7 +229,7 @@ TEST(JobSpec, SliceOfACard) {
 }
 
 TEST(JobSpec, RoundTripsThroughJson) {
-  auto spec = ParseJobSpec(kExample);
+  auto spec = ParseJobSpec(kJobExample);
   ASSERT_TRUE(spec.has_value());
   JobSpec back = JobSpecFromJson(ToJson(*spec));
   EXPECT_EQ(back.name, spec->name);
@@ -289,22 +289,22 @@ TEST(JobSpec, PlacementFieldsDefaultToNone) {
 INSTANTIATE_TEST_SUITE_P(
     BadPlacement, JobSpecRejects,
     ::testing::Values(
-        BadCase{"name: a\ncommand: [x]\npreemptible: maybe\n", "preemptible", "true or false"},
-        BadCase{"name: a\ncommand: [x]\nnode_selector: [a]\n", "node_selector", "mapping"},
-        BadCase{"name: a\ncommand: [x]\ntolerations: [{value: v}]\n", "tolerations[0].key",
+        JobBadCase{"name: a\ncommand: [x]\npreemptible: maybe\n", "preemptible", "true or false"},
+        JobBadCase{"name: a\ncommand: [x]\nnode_selector: [a]\n", "node_selector", "mapping"},
+        JobBadCase{"name: a\ncommand: [x]\ntolerations: [{value: v}]\n", "tolerations[0].key",
                 "required"},
-        BadCase{"name: a\ncommand: [x]\ntolerations: [{key: k, effect: NoExecute}]\n",
+        JobBadCase{"name: a\ncommand: [x]\ntolerations: [{key: k, effect: NoExecute}]\n",
                 "tolerations[0].effect", "NoSchedule"},
-        BadCase{"name: a\ncommand: [x]\ntolerations: [{key: k, operator: Exists}]\n",
+        JobBadCase{"name: a\ncommand: [x]\ntolerations: [{key: k, operator: Exists}]\n",
                 "tolerations[0].operator", "allowed"},
-        BadCase{"name: a\ncommand: [x]\npool: Bad!\n", "pool", "pool name"},
-        BadCase{"name: a\ncommand: [x]\ntopology: {nvlink: require}\n", "topology.nvlink",
+        JobBadCase{"name: a\ncommand: [x]\npool: Bad!\n", "pool", "pool name"},
+        JobBadCase{"name: a\ncommand: [x]\ntopology: {nvlink: require}\n", "topology.nvlink",
                 "allowed"},
-        BadCase{"name: a\ncommand: [x]\nresources: {gpus: 1}\ntopology: {nvlink_island: always}\n",
+        JobBadCase{"name: a\ncommand: [x]\nresources: {gpus: 1}\ntopology: {nvlink_island: always}\n",
                 "topology.nvlink_island", "prefer"},
-        BadCase{"name: a\ncommand: [x]\ntopology: {nvlink_island: require}\n",
+        JobBadCase{"name: a\ncommand: [x]\ntopology: {nvlink_island: require}\n",
                 "topology.nvlink_island", "resources.gpus"},
-        BadCase{"name: a\ncommand: [x]\ntopology: {one_node: 1}\n", "topology.one_node",
+        JobBadCase{"name: a\ncommand: [x]\ntopology: {one_node: 1}\n", "topology.one_node",
                 "true or false"}));
 
 }  // namespace

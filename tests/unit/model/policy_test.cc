@@ -11,7 +11,7 @@
 namespace berth::model {
 namespace {
 
-constexpr const char* kExample = R"(
+constexpr const char* kPolicyExample = R"(
 usage_half_life: 1h
 min_runtime: 10m
 pools: [{name: training, selector: {pool: training}}, {name: inference, selector: {pool: inference}}]
@@ -37,7 +37,7 @@ queues:
 const ResourceKey kGpus{ResourceKind::kGpus, ""};
 
 TEST(Policy, ParsesTheDocumentedExample) {
-  auto p = ParsePolicy(kExample);
+  auto p = ParsePolicy(kPolicyExample);
   ASSERT_TRUE(p.has_value()) << p.error().field << ": " << p.error().message;
   EXPECT_EQ(p->usage_half_life_ms, 3'600'000);
   EXPECT_EQ(p->min_runtime_ms, 600'000);
@@ -87,7 +87,7 @@ TEST(Policy, AFieldGivenTwiceIsRefused) {
 }
 
 TEST(Policy, RoundTripsThroughYaml) {
-  auto p = ParsePolicy(kExample);
+  auto p = ParsePolicy(kPolicyExample);
   ASSERT_TRUE(p.has_value());
   std::string text = PolicyToYaml(*p);
   auto back = ParsePolicy(text);
@@ -156,13 +156,13 @@ TEST(Policy, WithoutQueuesKeepsTheDefaultQueue) {
   EXPECT_EQ(p->pools.size(), 1U);
 }
 
-struct BadCase {
+struct PolicyBadCase {
   const char* yaml;
   const char* field;
   const char* hint;
 };
 
-class PolicyRejects : public ::testing::TestWithParam<BadCase> {};
+class PolicyRejects : public ::testing::TestWithParam<PolicyBadCase> {};
 
 TEST_P(PolicyRejects, NamesTheFieldPath) {
   auto p = ParsePolicy(GetParam().yaml);
@@ -175,40 +175,40 @@ TEST_P(PolicyRejects, NamesTheFieldPath) {
 INSTANTIATE_TEST_SUITE_P(
     BadInput, PolicyRejects,
     ::testing::Values(
-        BadCase{"queue: []\n", "queue", "allowed fields"},
-        BadCase{"queues: [{name: a, quota: {gpus: {guaranted: 1}}}]\n",
+        PolicyBadCase{"queue: []\n", "queue", "allowed fields"},
+        PolicyBadCase{"queues: [{name: a, quota: {gpus: {guaranted: 1}}}]\n",
                 "queues[0].quota.gpus.guaranted", "allowed"},
-        BadCase{"queues: [{name: a}, {name: a}]\n", "queues[1].name", "twice"},
-        BadCase{"queues: [{name: a, children: [{name: b}, {name: b}]}]\n",
+        PolicyBadCase{"queues: [{name: a}, {name: a}]\n", "queues[1].name", "twice"},
+        PolicyBadCase{"queues: [{name: a, children: [{name: b}, {name: b}]}]\n",
                 "queues[0].children[1].name", "twice"},
-        BadCase{"pools: [{name: x}, {name: x}]\n", "pools[1].name", "twice"},
-        BadCase{"priority_classes: [{name: a, value: 1}, {name: a, value: 2}]\n",
+        PolicyBadCase{"pools: [{name: x}, {name: x}]\n", "pools[1].name", "twice"},
+        PolicyBadCase{"priority_classes: [{name: a, value: 1}, {name: a, value: 2}]\n",
                 "priority_classes[1].name", "twice"},
-        BadCase{"queues: [{name: a, quota: {gpus: 4}, children: [{name: b, quota: {gpus: 3}}, "
+        PolicyBadCase{"queues: [{name: a, quota: {gpus: 4}, children: [{name: b, quota: {gpus: 3}}, "
                 "{name: c, quota: {gpus: 2}}]}]\n",
                 "queues[0].children", "more than the parent's 4"},
-        BadCase{"queues: [{name: a, pools: [gpu]}]\n", "queues[0].pools[0]", "unknown pool"},
-        BadCase{"queues: [{name: a, quota: {gpus: -1}}]\n", "queues[0].quota.gpus", "negative"},
-        BadCase{"queues: [{name: a, quota: {gpus: {guaranteed: 2, lending_limit: 3}}}]\n",
+        PolicyBadCase{"queues: [{name: a, pools: [gpu]}]\n", "queues[0].pools[0]", "unknown pool"},
+        PolicyBadCase{"queues: [{name: a, quota: {gpus: -1}}]\n", "queues[0].quota.gpus", "negative"},
+        PolicyBadCase{"queues: [{name: a, quota: {gpus: {guaranteed: 2, lending_limit: 3}}}]\n",
                 "queues[0].quota.gpus.lending_limit", "more than the guaranteed"},
-        BadCase{"queues: [{name: a, quota: {gpus: 0.0001}}]\n", "queues[0].quota.gpus", "decimals"},
-        BadCase{"queues: [{name: a, quota: {tpus: 1}}]\n", "queues[0].quota.tpus",
+        PolicyBadCase{"queues: [{name: a, quota: {gpus: 0.0001}}]\n", "queues[0].quota.gpus", "decimals"},
+        PolicyBadCase{"queues: [{name: a, quota: {tpus: 1}}]\n", "queues[0].quota.tpus",
                 "unknown resource"},
-        BadCase{"queues: [{name: a, quota: {memory: 1GB}}]\n", "queues[0].quota.memory", "Gi"},
-        BadCase{"queues: [{name: a, quota: {gpus: {guaranteed: 1, weight: 0}}}]\n",
+        PolicyBadCase{"queues: [{name: a, quota: {memory: 1GB}}]\n", "queues[0].quota.memory", "Gi"},
+        PolicyBadCase{"queues: [{name: a, quota: {gpus: {guaranteed: 1, weight: 0}}}]\n",
                 "queues[0].quota.gpus.weight", "1 to 1000"},
-        BadCase{"queues: [{name: a, over_quota: maybe}]\n", "queues[0].over_quota", "borrow"},
-        BadCase{"queues: [{name: A}]\n", "queues[0].name", "lower-case"},
-        BadCase{"usage_half_life: 0s\n", "usage_half_life", "longer than zero"},
-        BadCase{"min_runtime: soon\n", "min_runtime", "duration"},
-        BadCase{"backfill: {enabled: yes}\n", "backfill.enabled", "true or false"},
-        BadCase{"backfill: {max_reservations: -1}\n", "backfill.max_reservations", "0 to 1000"},
-        BadCase{"backfill: {max_reservations: 1001}\n", "backfill.max_reservations", "0 to 1000"},
-        BadCase{"backfill: {max_reservations: many}\n", "backfill.max_reservations",
+        PolicyBadCase{"queues: [{name: a, over_quota: maybe}]\n", "queues[0].over_quota", "borrow"},
+        PolicyBadCase{"queues: [{name: A}]\n", "queues[0].name", "lower-case"},
+        PolicyBadCase{"usage_half_life: 0s\n", "usage_half_life", "longer than zero"},
+        PolicyBadCase{"min_runtime: soon\n", "min_runtime", "duration"},
+        PolicyBadCase{"backfill: {enabled: yes}\n", "backfill.enabled", "true or false"},
+        PolicyBadCase{"backfill: {max_reservations: -1}\n", "backfill.max_reservations", "0 to 1000"},
+        PolicyBadCase{"backfill: {max_reservations: 1001}\n", "backfill.max_reservations", "0 to 1000"},
+        PolicyBadCase{"backfill: {max_reservations: many}\n", "backfill.max_reservations",
                 "not an integer"},
-        BadCase{"backfill: {reservations: 4}\n", "backfill.reservations", "allowed fields"},
-        BadCase{"backfill: true\n", "backfill", "mapping"},
-        BadCase{"queues: [{name: a\n", "", "YAML"}, BadCase{"- a\n", "", "mapping"}));
+        PolicyBadCase{"backfill: {reservations: 4}\n", "backfill.reservations", "allowed fields"},
+        PolicyBadCase{"backfill: true\n", "backfill", "mapping"},
+        PolicyBadCase{"queues: [{name: a\n", "", "YAML"}, PolicyBadCase{"- a\n", "", "mapping"}));
 
 // The scheduling core's reason codes travel through the store and the API.
 TEST(Reason, EveryCodeRoundTripsThroughJsonAndRenders) {

@@ -26,7 +26,7 @@ namespace {
 
 using Counts = std::map<std::string, std::int64_t, std::less<>>;
 
-struct Case {
+struct GoldenCase {
   std::string name;
   Reason reason;
   std::optional<std::int64_t> now_ms;
@@ -198,8 +198,8 @@ std::vector<std::pair<std::string, Counts>> SuffixSets() {
   return s;
 }
 
-std::vector<Case> Cases() {
-  std::vector<Case> cases;
+std::vector<GoldenCase> Cases() {
+  std::vector<GoldenCase> cases;
   for (int c = 0; c <= static_cast<int>(kLastReasonCode); ++c) {
     auto code = static_cast<ReasonCode>(c);
     for (const auto& [set, counts] : CountSets()) {
@@ -244,7 +244,7 @@ std::vector<Case> Cases() {
   return cases;
 }
 
-std::string Render(const Case& c, Lang lang) {
+std::string Render(const GoldenCase& c, Lang lang) {
   return c.now_ms ? RenderReason(c.reason, lang, *c.now_ms) : RenderReason(c.reason, lang);
 }
 
@@ -256,7 +256,7 @@ std::string GoldenPath() {
 
 TEST(ReasonGoldenTest, EveryReasonRendersExactlyAsPinned) {
   std::vector<std::string> lines;
-  for (const Case& c : Cases()) {
+  for (const GoldenCase& c : Cases()) {
     for (Lang lang : {Lang::kEn, Lang::kZh}) {
       std::string text = Render(c, lang);
       ASSERT_EQ(text.find_first_of("\t\n"), std::string::npos) << c.name;

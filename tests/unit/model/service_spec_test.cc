@@ -12,7 +12,7 @@
 namespace berth::model {
 namespace {
 
-constexpr const char* kExample = R"(
+constexpr const char* kServiceExample = R"(
 name: coder
 tenant: ml
 queue: serving/online
@@ -42,7 +42,7 @@ rollout:
 )";
 
 TEST(ServiceSpec, ParsesTheDocumentedExample) {
-  auto s = ParseServiceSpec(kExample);
+  auto s = ParseServiceSpec(kServiceExample);
   ASSERT_TRUE(s.has_value()) << s.error().field << ": " << s.error().message;
   EXPECT_EQ(s->queue, "serving/online");
   EXPECT_EQ(s->resources.gpus, 0U);
@@ -238,7 +238,7 @@ TEST(ServiceSpec, BoundsAreInclusive) {
 
 TEST(ServiceSpec, CanonicalYamlAndJsonReadBackToTheSameSpec) {
   for (const std::string& doc :
-       {std::string(kExample), std::string("name: echo\ncommand: [echo-server]\n"),
+       {std::string(kServiceExample), std::string("name: echo\ncommand: [echo-server]\n"),
         std::string("name: z\nimage: x\nreplicas: {min: 0, max: 3}\nresources: {gpus: 2, cpu: "
                     "0.25}\nreadiness: {command: [curl, -f, localhost]}\n"
                     "autoscaling: {signal: rps, target: 12.125, panic_threshold: 0, "

@@ -15,13 +15,13 @@
 namespace berth::model {
 namespace {
 
-struct Case {
+struct Utf8Case {
   std::string doc;
   std::string field;
   std::string byte_at;  // "byte 0xFF at offset N"
 };
 
-void ExpectRefused(const Error& e, const Case& c) {
+void ExpectRefused(const Error& e, const Utf8Case& c) {
   EXPECT_EQ(e.code, Code::kInvalidArgument);
   EXPECT_EQ(e.field, c.field) << e.message;
   EXPECT_NE(e.message.find("is not valid UTF-8 (" + c.byte_at + "); send UTF-8 text"),
@@ -32,7 +32,7 @@ void ExpectRefused(const Error& e, const Case& c) {
 }
 
 TEST(Utf8Input, JobSpecRefusesTheByteInEveryKindOfField) {
-  const Case cases[] = {
+  const Utf8Case cases[] = {
       {"name: a\ncommand: [python3, \"tr\xFFin.py\"]\n", "command[1]", "byte 0xFF at offset 2"},
       {"name: a\ncommand: [x]\nargs: [\"\xFF\"]\n", "args[0]", "byte 0xFF at offset 0"},
       {"name: a\ncommand: [x]\nenv: {FOO: \"ba\xFFr\"}\n", "env.FOO", "byte 0xFF at offset 2"},
@@ -113,7 +113,7 @@ TEST(Utf8Input, AnAliasInsideItsOwnAnchorIsRefused) {
 }
 
 TEST(Utf8Input, PolicyRefusesTheByteAnywhere) {
-  const Case cases[] = {
+  const Utf8Case cases[] = {
       {"pools: [{name: a, selector: {zone: \"\xFF\"}}]\n", "pools[0].selector.zone",
        "byte 0xFF at offset 0"},
       {"queues:\n  - name: v\n    children:\n      - name: \"t\xFF\"\n",
@@ -131,7 +131,7 @@ TEST(Utf8Input, PolicyRefusesTheByteAnywhere) {
 }
 
 TEST(Utf8Input, AlertRulesRefuseTheByte) {
-  const Case cases[] = {
+  const Utf8Case cases[] = {
       {"sinks: [{name: ops, url: \"https://h/\xFF\"}]\nrules: []\n", "sinks[0].url",
        "byte 0xFF at offset 10"},
       {"rules: [{name: \"n\xFF\", kind: budget}]\n", "rules[0].name", "byte 0xFF at offset 1"},

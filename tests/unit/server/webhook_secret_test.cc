@@ -27,7 +27,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr TimeMs kStart = 1'795'996'800'000;
+constexpr TimeMs kWebhookStart = 1'795'996'800'000;
 
 // Records every request's Authorization header.
 class Receiver {
@@ -112,7 +112,7 @@ class WebhookSecretTest : public ::testing::Test {
 
   fs::path dir_;
   fs::path secrets_;
-  ManualClock clock_{kStart};
+  ManualClock clock_{kWebhookStart};
   std::unique_ptr<store::SqliteStore> store_;
   std::unique_ptr<AlertRouter> router_;
 };
