@@ -29,9 +29,9 @@ namespace {
 using policy_internal::kLimitFields;
 using policy_internal::kLimitNames;
 
-constexpr std::array<std::string_view, 9> kPolicyFields{"usage_half_life",  "min_runtime", "pools",
-                                                     "priority_classes", "queues",      "backfill",
-                                                     "consolidation",    "tenants",     "limits"};
+constexpr std::array<std::string_view, 9> kPolicyFields{
+    "usage_half_life", "min_runtime", "pools", "priority_classes", "queues", "backfill",
+    "consolidation",   "tenants",     "limits"};
 constexpr std::array<std::string_view, 4> kTenantFields{"run_as", "storage", "container_network",
                                                         "limits"};
 

@@ -223,7 +223,8 @@ TEST(RenderJob, NearlyEmptyObjectStillRenders) {
   EXPECT_NE(text.find("Resources:    -\n"), std::string::npos) << text;
   EXPECT_NE(text.find("Timeline:     none\n"), std::string::npos) << text;
   EXPECT_NO_THROW(RenderJob(json("not an object"), kRenderNow));
-  EXPECT_NO_THROW(RenderJob({{"spec", "weird"}, {"placement", {1, 2}}, {"timeline", 3}}, kRenderNow));
+  EXPECT_NO_THROW(
+      RenderJob({{"spec", "weird"}, {"placement", {1, 2}}, {"timeline", 3}}, kRenderNow));
 }
 
 TEST(RenderJob, UtilizationLinesFromTelemetry) {
