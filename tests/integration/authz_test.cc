@@ -43,23 +43,6 @@ enum class Kind {
 
 enum class Rel { kOwn, kOther };
 
-// kRedBlue with an inference queue `serve` in each tenant, for services.
-constexpr const char* kRedBlueServe = R"(queues:
-  - name: default
-    children:
-      - name: default
-  - name: red
-    children:
-      - name: main
-      - name: serve
-        kind: inference
-  - name: blue
-    children:
-      - name: main
-      - name: serve
-        kind: inference
-)";
-
 // A service of `tenant` in its inference queue.
 std::string ServiceSpecJson(const std::string& tenant, const std::string& name) {
   return json{{"name", name},

@@ -14,17 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kPolicy = R"(queues:
-  - name: red
-    children:
-      - name: main
-      - name: serve
-        kind: inference
-  - name: blue
-    children:
-      - name: main
-)";
-
 constexpr const char* kCoder = R"(name: coder
 tenant: red
 queue: serve
@@ -51,7 +40,7 @@ TEST_F(ServiceTest, AMemberManagesItsServiceAndOtherTenantsCannotSeeIt) {
   options.tls = true;
   Berthd& berthd = NewBerthd(options);
   ASSERT_TRUE(berthd.Start()) << berthd.log();
-  ASSERT_EQ(berthd.http().Post("/v1/policy", kPolicy).status, 201);
+  ASSERT_EQ(berthd.http().Post("/v1/policy", kRedBlueServe).status, 201);
   const std::string red = MemberToken(berthd.http(), "rita", "red", "member");
   const std::string blue = MemberToken(berthd.http(), "bo", "blue", "member");
   ASSERT_FALSE(red.empty());

@@ -25,6 +25,23 @@ constexpr const char* kRedBlue = R"(queues:
       - name: main
 )";
 
+// kRedBlue with an inference queue `serve` in each tenant, for services.
+constexpr const char* kRedBlueServe = R"(queues:
+  - name: default
+    children:
+      - name: default
+  - name: red
+    children:
+      - name: main
+      - name: serve
+        kind: inference
+  - name: blue
+    children:
+      - name: main
+      - name: serve
+        kind: inference
+)";
+
 // Makes identity `name` with `role` ("member", "viewer", "tenant-admin") in
 // `tenant`, and a token for it that lives `ttl` (empty: the default), as
 // the platform admin `admin`. Returns the token; "" when either was
