@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -215,7 +216,7 @@ std::string Ahead(const Reason& r, Lang lang) {
 }
 
 // "Would run now if": a GPU count per replica, and a GPU model or a pool
-// (from detail, "gpu_model=H100" or "pool=west").
+// (from detail, "gpu_model=H100", "gpu_memory=42949672960" or "pool=west").
 std::string WouldRun(const Reason& r, Lang lang) {
   std::string out;
   if (auto g = Count(r, kWouldFitGpusPerReplica); g > 0) {
@@ -224,6 +225,11 @@ std::string WouldRun(const Reason& r, Lang lang) {
   }
   if (r.detail.starts_with("gpu_model=")) {
     out += Say(Phrase::kWouldRunWithModel, lang, TemplateArgs().Set("model", r.detail.substr(10)));
+  } else if (r.detail.starts_with("gpu_memory=")) {
+    std::uint64_t bytes = 0;
+    std::string_view v = std::string_view(r.detail).substr(11);
+    std::from_chars(v.data(), v.data() + v.size(), bytes);
+    out += Say(Phrase::kWouldRunWithGpuMemory, lang, TemplateArgs().Set("memory", FormatSize(bytes)));
   } else if (r.detail.starts_with("pool=")) {
     out += Say(Phrase::kWouldRunInPool, lang, TemplateArgs().Set("pool", r.detail.substr(5)));
   }

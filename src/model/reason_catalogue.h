@@ -34,6 +34,7 @@ enum class Phrase {
   kAhead,          // jobs ahead of it in its queue
   kWouldRunWithGpus,
   kWouldRunWithModel,
+  kWouldRunWithGpuMemory,
   kWouldRunInPool,
   kQuotaGpus,   // a queue's numbers for a GPU resource
   kQuotaOther,  // the same for another resource

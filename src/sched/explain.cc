@@ -2,6 +2,8 @@
 // fragmentation, the queue's quota numbers, and a "would run now if" when
 // one change suffices and is cheap to find (a trial placement rolled back).
 #include <algorithm>
+#include <functional>
+#include <set>
 
 #include "sched/cycle.h"
 
@@ -38,10 +40,17 @@ model::Reason Cycle::ExplainQuota(const QuotaRefusal& q) {
 }
 
 void Cycle::AddHints(const JobCtx& ctx, model::Reason& r) {
+  // A hint is given only when the changed job would both be placed and be
+  // admitted by its queue's quota (per-model and GPU-memory quota count the
+  // placement), so it never promises a start quota would refuse.
   auto fits = [&](const JobShape& shape) -> std::optional<std::vector<ReplicaPlacement>> {
     std::size_t mark = cluster_.Mark();
     auto placed = cluster_.PlaceGang(shape, nullptr);
     cluster_.Rollback(mark);
+    if (!placed || !ctx.leaf) return placed;
+    if (book_.Check(*ctx.leaf, UsageOf(cluster_, shape.resources, *placed), ctx.preemptible)) {
+      return std::nullopt;
+    }
     return placed;
   };
   const auto& res = ctx.shape.resources;
@@ -54,6 +63,25 @@ void Cycle::AddHints(const JobCtx& ctx, model::Reason& r) {
       const GpuView* g = n ? cluster_.Gpu(*n, p->front().gpu_indices.front()) : nullptr;
       if (g != nullptr && g->model != res.gpu_model) {
         r.detail = "gpu_model=" + g->model;
+        return;
+      }
+    }
+  }
+  // Less resident GPU memory: the largest GPU memory size in the cluster
+  // below the ask with which the job would run now.
+  if (res.gpu_memory_bytes > 0 && r.counts.contains(std::string(model::kCauseGpuMemory))) {
+    std::set<std::uint64_t, std::greater<>> sizes;
+    for (std::size_t n = 0; n < cluster_.size(); ++n) {
+      for (const GpuView& g : cluster_.Node(n).gpus) {
+        if (g.memory_bytes < res.gpu_memory_bytes) sizes.insert(g.memory_bytes);
+      }
+    }
+    for (std::uint64_t size : sizes) {
+      if (size == 0) break;
+      JobShape less = ctx.shape;
+      less.resources.gpu_memory_bytes = size;
+      if (auto p = fits(less); p && !p->empty()) {
+        r.detail = "gpu_memory=" + std::to_string(size);
         return;
       }
     }

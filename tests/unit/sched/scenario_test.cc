@@ -342,6 +342,18 @@ void RunScenario(const fs::path& file) {
       }
     }
   }
+  // {job: [text, ...]}: none of these appears in the English message (a
+  // hint that must not be given).
+  const YAML::Node absent_node = expect["no_message"];
+  for (auto it = absent_node.begin(); it != absent_node.end(); ++it) {
+    auto id = it->first.as<std::int64_t>();
+    ASSERT_TRUE(waiting.contains(id));
+    auto text = model::RenderReason(waiting[id]->reason, model::Lang::kEn);
+    for (const auto& part : it->second) {
+      EXPECT_EQ(text.find(part.as<std::string>()), std::string::npos)
+          << "job " << id << ": '" << text << "' has '" << part.as<std::string>() << "'";
+    }
+  }
   // {job: {start: duration, nodes: [node of replica 0, ...]}}; with
   // `reservations` present, no other job holds one.
   if (const YAML::Node want = expect["reservations"]) {
