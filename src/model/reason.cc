@@ -229,7 +229,8 @@ std::string WouldRun(const Reason& r, Lang lang) {
     std::uint64_t bytes = 0;
     std::string_view v = std::string_view(r.detail).substr(11);
     std::from_chars(v.data(), v.data() + v.size(), bytes);
-    out += Say(Phrase::kWouldRunWithGpuMemory, lang, TemplateArgs().Set("memory", FormatSize(bytes)));
+    out +=
+        Say(Phrase::kWouldRunWithGpuMemory, lang, TemplateArgs().Set("memory", FormatSize(bytes)));
   } else if (r.detail.starts_with("pool=")) {
     out += Say(Phrase::kWouldRunInPool, lang, TemplateArgs().Set("pool", r.detail.substr(5)));
   }
