@@ -272,15 +272,14 @@ Lines ReasonFacts(const model::Reason& r, model::Lang lang) {
   if (grace_at) {
     const std::int64_t in = grace_in.value_or(0);
     const std::int64_t ref = *grace_at - in;
-    out.emplace_back(Say(words::kReclaimGrace, lang),
-                     Say(words::kReclaimsAt, lang, when(in),
-                         model::FormatClock(*grace_at, ref, lang),
-                         model::FormatClock(grace_since.value_or(ref), ref, lang)));
     out.emplace_back(
-        Say(words::kReclaimNow, lang),
-        Say(words::kWouldStop, lang, grace_jobs.value_or(0), grace_first.value_or(0),
-            fmt::format("{:.1f}", static_cast<double>(grace_lost.value_or(0)) / 3.6e9),
-            duration(grace_worst.value_or(0))));
+        Say(words::kReclaimGrace, lang),
+        Say(words::kReclaimsAt, lang, when(in), model::FormatClock(*grace_at, ref, lang),
+            model::FormatClock(grace_since.value_or(ref), ref, lang)));
+    out.emplace_back(Say(words::kReclaimNow, lang),
+                     Say(words::kWouldStop, lang, grace_jobs.value_or(0), grace_first.value_or(0),
+                         fmt::format("{:.1f}", static_cast<double>(grace_lost.value_or(0)) / 3.6e9),
+                         duration(grace_worst.value_or(0))));
   }
 
   // An evicted job, a stopped one, a retry, a budget.

@@ -30,8 +30,8 @@ using policy_internal::kLimitFields;
 using policy_internal::kLimitNames;
 
 constexpr std::array<std::string_view, 10> kTopFields{
-    "usage_half_life", "min_runtime",   "reclaim_grace", "pools",   "priority_classes",
-    "queues",          "backfill",      "consolidation", "tenants", "limits"};
+    "usage_half_life", "min_runtime", "reclaim_grace", "pools",   "priority_classes",
+    "queues",          "backfill",    "consolidation", "tenants", "limits"};
 constexpr std::array<std::string_view, 4> kTenantFields{"run_as", "storage", "container_network",
                                                         "limits"};
 

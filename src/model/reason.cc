@@ -440,8 +440,8 @@ std::string Relief(const Reason& r, Lang lang) {
             .Set("in", Duration(in, lang))
             .Set("jobs", Count(r, kReclaimVictims))
             .Set("job", Count(r, kReclaimFirstVictim))
-            .Set("lost", fmt::format("{:.1f}", static_cast<double>(Count(r, kReclaimLostMgpuMs)) /
-                                                   3.6e9))
+            .Set("lost",
+                 fmt::format("{:.1f}", static_cast<double>(Count(r, kReclaimLostMgpuMs)) / 3.6e9))
             .Set("worst", Duration(Count(r, kReclaimWorkLostMs), lang))));
   }
   if (parts.empty()) return "";

@@ -531,13 +531,18 @@ void Cycle::DecideHead(std::size_t leaf, Leaf& l) {
   if (o == Outcome::kWaiting) {
     eta = Estimate(c);
     // Within its reclaim grace it starts by the grace's end at the latest,
-    // where the reclaim it found would place it: those GPUs are held for it
-    // meanwhile, so that borrowers ending there free them for it.
+    // where the reclaim it found would place it: those whole GPUs are held
+    // for it meanwhile, so that borrowers ending there free them for it. (A
+    // slice is not: the slices beside it on a card are freed by no end a
+    // reservation can count on.)
+    bool by_grace = false;
     if (grace_.waiting && (!eta.known || grace_.at < eta.start_ms)) {
       eta = Eta{true, grace_.at, grace_.replicas};
+      by_grace = true;
     }
     reserved = eta.known && s_.policy.backfill.enabled &&
-               std::ssize(plan_.reservations) < s_.policy.backfill.max_reservations;
+               std::ssize(plan_.reservations) < s_.policy.backfill.max_reservations &&
+               !(by_grace && model::IsSlice(c.shape.resources));
     if (reserved) Reserve(c, eta);
     AddEta(eta, reserved, why);
   } else if (why.code != model::ReasonCode::kQueueUnknown) {

@@ -25,8 +25,8 @@ std::int64_t Cycle::LostMgpuMs(std::size_t i) const {
   return SaturatingMul(WorkLostMs(r), mgpu);
 }
 
-std::vector<std::size_t> Cycle::Candidates(const JobCtx& ctx, EvictionCause cause,
-                                           Relief* relief, TimeMs saved_since) const {
+std::vector<std::size_t> Cycle::Candidates(const JobCtx& ctx, EvictionCause cause, Relief* relief,
+                                           TimeMs saved_since) const {
   std::vector<std::size_t> out;
   auto mine = book_.Chain(*ctx.leaf);
   // Preemption looks only at the job's own queue; reclaim at the jobs of
@@ -85,9 +85,9 @@ std::vector<std::size_t> Cycle::Candidates(const JobCtx& ctx, EvictionCause caus
   std::vector<std::pair<Key, std::size_t>> keyed;
   keyed.reserve(out.size());
   for (std::size_t i : out) {
-    keyed.push_back({Key{running_priority_[i], LostMgpuMs(i), !s_.running[i].checkpoints,
-                         s_.running[i].id},
-                     i});
+    keyed.push_back(
+        {Key{running_priority_[i], LostMgpuMs(i), !s_.running[i].checkpoints, s_.running[i].id},
+         i});
   }
   std::sort(keyed.begin(), keyed.end());
   for (std::size_t k = 0; k < keyed.size(); ++k) out[k] = keyed[k].second;
@@ -158,8 +158,7 @@ void Cycle::AddGrace(model::Reason& r) const {
 bool Cycle::PlaceWithVictims(const JobCtx& ctx, EvictionCause cause, TimeMs saved_since,
                              GraceWait* trial) {
   Relief only_saved;
-  Relief& relief =
-      saved_since > 0 ? only_saved : relief_[cause == EvictionCause::kReclaim ? 0 : 1];
+  Relief& relief = saved_since > 0 ? only_saved : relief_[cause == EvictionCause::kReclaim ? 0 : 1];
   relief = {};
   auto candidates = Candidates(ctx, cause, &relief, saved_since);
   if (candidates.empty()) return false;

@@ -518,9 +518,9 @@ void Engine::NoteReclaimGraces(const sched::Plan& plan) {
       grace_ends_.insert(since + policy_.reclaim_grace_ms);
     }
     // Its PendingJob in the kept snapshot (both sorted by id).
-    auto p = std::lower_bound(
-        snap_.pending.begin(), snap_.pending.end(), d.job_id,
-        [](const sched::PendingJob& j, std::int64_t id) { return j.id < id; });
+    auto p =
+        std::lower_bound(snap_.pending.begin(), snap_.pending.end(), d.job_id,
+                         [](const sched::PendingJob& j, std::int64_t id) { return j.id < id; });
     if (p != snap_.pending.end() && p->id == d.job_id) p->reclaim_since_ms = since;
   }
 }

@@ -26,12 +26,11 @@ NodeView GraceNode(std::string name, std::uint32_t gpus) {
 }
 
 model::Policy GracePolicy(const std::string& grace) {
-  auto p = model::ParsePolicy(
-      "reclaim_grace: " + grace +
-      "\n"
-      "queues:\n"
-      "  - {name: vision, quota: {gpus: 8}, children: [{name: q}]}\n"
-      "  - {name: speech, children: [{name: q}]}\n");
+  auto p = model::ParsePolicy("reclaim_grace: " + grace +
+                              "\n"
+                              "queues:\n"
+                              "  - {name: vision, quota: {gpus: 8}, children: [{name: q}]}\n"
+                              "  - {name: speech, children: [{name: q}]}\n");
   EXPECT_TRUE(p.has_value()) << p.error().message;
   return p.value_or(model::DefaultPolicy());
 }
