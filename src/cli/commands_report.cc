@@ -163,6 +163,17 @@ std::vector<Section> Sections(const json& r) {
   for (const auto& t : r.value("tenants", json::array())) add_counts(Text(t, "tenant"), t);
   out.push_back(std::move(outcomes));
 
+  // GPU-hours evictions threw away, per tenant whose jobs lost them and
+  // per kind (what reclaims of borrowed GPUs cost each tenant).
+  Section wasted{"GPU-hours lost to evictions", {"Tenant", "Kind", "Lost GPU-h"}, {}, ""};
+  for (const auto& t : r.value("tenants", json::array())) {
+    const json by_kind = t.value("lost_by_kind", json::object());
+    for (const auto& [kind, v] : by_kind.items()) {
+      wasted.rows.push_back({Text(t, "tenant"), kind, Hours(Int(v, "lost_mgpu_ms"))});
+    }
+  }
+  out.push_back(std::move(wasted));
+
   Section evictions{"Evictions",
                     {"Time", "Kind", "Tenant", "Job", "Run", "GPUs", "Lost since", "Lost GPU-h"},
                     {},

@@ -91,6 +91,13 @@ constexpr Message kThatCheckpoint{"{} job(s) that checkpoint, at most {} at once
                                   "{} 个可保存检查点的作业，每次最多 {} 个"};
 constexpr Message kEvictableLater{"evictable later", "稍后可驱逐"};
 constexpr Message kFirstIn{"{} job(s), the first in {}", "{} 个作业，最早一个在 {} 后"};
+constexpr Message kReclaimGrace{"reclaim grace", "回收宽限"};
+constexpr Message kReclaimsAt{"reclaims lent GPUs {}, around {}; needed them since {}",
+                              "{}收回借出的 GPU，约 {}；自 {} 起需要回收"};
+constexpr Message kReclaimNow{"reclaiming now", "现在回收"};
+constexpr Message kWouldStop{
+    "would stop {} borrower job(s) (job {} first), losing {} GPU-hours, at most {} per job",
+    "需停止 {} 个借用作业（首个为作业 {}），丢失 {} GPU 小时，每个作业最多 {}"};
 constexpr Message kByJob{"by job", "由作业"};
 constexpr Message kWorkLost{"work lost", "丢失的工作"};
 constexpr Message kMaxRuntime{"max runtime", "最长运行时间"};
@@ -251,6 +258,28 @@ Lines ReasonFacts(const model::Reason& r, model::Lang lang) {
   if (young) {
     out.emplace_back(Say(words::kEvictableLater, lang),
                      Say(words::kFirstIn, lang, *young, duration(young_in.value_or(0))));
+  }
+
+  // Waiting out the reclaim grace: when the guarantee wins, and what
+  // reclaiming now would cost the borrowers.
+  const auto grace_at = take(model::kReclaimAtMs);
+  const auto grace_in = take(model::kReclaimInMs);
+  const auto grace_since = take(model::kReclaimSinceMs);
+  const auto grace_jobs = take(model::kReclaimVictims);
+  const auto grace_first = take(model::kReclaimFirstVictim);
+  const auto grace_worst = take(model::kReclaimWorkLostMs);
+  const auto grace_lost = take(model::kReclaimLostMgpuMs);
+  if (grace_at) {
+    const std::int64_t in = grace_in.value_or(0);
+    const std::int64_t ref = *grace_at - in;
+    out.emplace_back(
+        Say(words::kReclaimGrace, lang),
+        Say(words::kReclaimsAt, lang, when(in), model::FormatClock(*grace_at, ref, lang),
+            model::FormatClock(grace_since.value_or(ref), ref, lang)));
+    out.emplace_back(Say(words::kReclaimNow, lang),
+                     Say(words::kWouldStop, lang, grace_jobs.value_or(0), grace_first.value_or(0),
+                         fmt::format("{:.1f}", static_cast<double>(grace_lost.value_or(0)) / 3.6e9),
+                         duration(grace_worst.value_or(0))));
   }
 
   // An evicted job, a stopped one, a retry, a budget.

@@ -20,6 +20,11 @@ sched::PendingJob PendingFrom(const store::JobRecord& job) {
   p.pool = job.spec.pool;
   p.topology = job.spec.topology;
   p.max_runtime_ms = job.spec.max_runtime_ms;
+  // Its reclaim grace counts from the cycle that first said it needed to
+  // reclaim, as its stored pending reason says.
+  if (auto it = job.reason.counts.find(model::kReclaimSinceMs); it != job.reason.counts.end()) {
+    p.reclaim_since_ms = it->second;
+  }
   return p;
 }
 

@@ -103,6 +103,15 @@ json MeasuredJson(const std::optional<OpsMeasured>& m, std::int64_t allocated) {
           {"unsampled_mgpu_ms", allocated - m->sampled_mgpu_ms}};
 }
 
+// {"reclaimed": {"lost_mgpu_ms": ..., "lost_gpu_hours": ...}, ...}
+json OpsLostByKindJson(const std::map<std::string, std::int64_t>& by_kind) {
+  json out = json::object();
+  for (const auto& [kind, mgpu_ms] : by_kind) {
+    out[kind] = {{"lost_mgpu_ms", mgpu_ms}, {"lost_gpu_hours", Hours(mgpu_ms)}};
+  }
+  return out;
+}
+
 json FiguresJson(const OpsFigures& f, const OpsReport& r) {
   const OpsWait& w = f.wait;
   json j{{"allocated_mgpu_ms", f.allocated_mgpu_ms},
@@ -128,6 +137,7 @@ json FiguresJson(const OpsFigures& f, const OpsReport& r) {
          {"evictions", f.evictions},
          {"lost_mgpu_ms", f.lost_mgpu_ms},
          {"lost_gpu_hours", Hours(f.lost_mgpu_ms)},
+         {"lost_by_kind", OpsLostByKindJson(f.lost_mgpu_ms_by_kind)},
          {"interventions", f.interventions}};
   if (r.fleet_visible && r.capacity_mgpu_ms > 0) {
     j["allocation_pct"] = 100.0 * Ratio(f.allocated_mgpu_ms, r.capacity_mgpu_ms);
@@ -275,6 +285,7 @@ void OpsBuilder::AddFinishedRun(const store::JobRecord& job, const store::RunRec
     if (!ev.kind.empty()) {
       ++f->evictions[ev.kind];
       f->lost_mgpu_ms += ev.lost_mgpu_ms;
+      f->lost_mgpu_ms_by_kind[ev.kind] += ev.lost_mgpu_ms;
     }
   }
 }

@@ -93,6 +93,9 @@ struct OpsFigures {
   std::map<std::string, std::int64_t> failures_by_class;  // model::FailureClassName
   std::map<std::string, std::int64_t> evictions;          // preempted, reclaimed, moved
   std::int64_t lost_mgpu_ms = 0;
+  // lost_mgpu_ms by eviction kind (preempted, reclaimed, moved): what
+  // reclaims of the tenant's borrowed GPUs wasted, apart from the rest.
+  std::map<std::string, std::int64_t> lost_mgpu_ms_by_kind;
   std::int64_t interventions = 0;  // those naming this tenant (overall: all shown)
 };
 

@@ -29,9 +29,9 @@ namespace {
 using policy_internal::kLimitFields;
 using policy_internal::kLimitNames;
 
-constexpr std::array<std::string_view, 9> kPolicyFields{
-    "usage_half_life", "min_runtime", "pools", "priority_classes", "queues", "backfill",
-    "consolidation",   "tenants",     "limits"};
+constexpr std::array<std::string_view, 10> kPolicyFields{
+    "usage_half_life", "min_runtime", "reclaim_grace", "pools",   "priority_classes",
+    "queues",          "backfill",    "consolidation", "tenants", "limits"};
 constexpr std::array<std::string_view, 4> kTenantFields{"run_as", "storage", "container_network",
                                                         "limits"};
 
@@ -227,6 +227,13 @@ class Parser {
     }
     if (p_.usage_half_life_ms <= 0) {
       return InvalidField("usage_half_life", "must be longer than zero");
+    }
+    if (auto n = root["reclaim_grace"]) {
+      auto s = Str(n, "reclaim_grace");
+      if (!s) return std::unexpected(s.error());
+      auto ms = ParseDurationMs(*s, kMaxReclaimGraceMs);
+      if (!ms) return InvalidField("reclaim_grace", ms.error().message);
+      p_.reclaim_grace_ms = *ms;
     }
     if (auto n = root["backfill"]) BERTH_RETURN_IF_ERROR(BackfillSection(n));
     if (auto n = root["consolidation"]) BERTH_RETURN_IF_ERROR(ConsolidationSection(n));

@@ -201,6 +201,12 @@ inline constexpr std::uint32_t kDerivedUidSpan = 1'000'000U;
 // identities coincide.
 std::uint32_t DerivedUid(std::string_view tenant);
 
+// reclaim_grace: its default (chosen on the ITP traces, docs/evaluation.md
+// "Reclaim that does not waste"), and its bound (a guarantee is never held
+// back longer than this).
+inline constexpr std::int64_t kDefaultReclaimGraceMs = 6 * 3'600'000;
+inline constexpr std::int64_t kMaxReclaimGraceMs = 24 * 3'600'000;
+
 struct Policy {
   std::int64_t version = 0;  // assigned by the store when applied
   std::vector<Pool> pools;
@@ -208,6 +214,11 @@ struct Policy {
   std::vector<QueuePolicy> queues;              // parents before children
   std::int64_t usage_half_life_ms = 3'600'000;  // decay of historical usage
   std::int64_t min_runtime_ms = 0;              // a job is not reclaimed before this
+  // How long a job below its guarantee that could run only by reclaiming
+  // lent GPUs waits for their borrowers to end or checkpoint instead
+  // (docs/scheduling.md, "Reclaim grace"); counted from the first cycle it
+  // needed the reclaim. After it, the guarantee wins as without one.
+  std::int64_t reclaim_grace_ms = kDefaultReclaimGraceMs;
   Backfill backfill{};
   Consolidation consolidation{};
   std::map<std::string, TenantPolicy> tenants{};  // by tenant name

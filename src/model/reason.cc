@@ -438,6 +438,19 @@ std::string Relief(const Reason& r, Lang lang) {
                             .Set("jobs", young)
                             .Set("first_in", Duration(Count(r, kMinRuntimeEndsInMs), lang))));
   }
+  if (auto at = Count(r, kReclaimAtMs); at > 0) {
+    const std::int64_t in = Count(r, kReclaimInMs);
+    parts.push_back(Say(
+        Phrase::kReliefReclaimGrace, lang,
+        TemplateArgs()
+            .Set("at", FormatClock(at, at - in, lang))
+            .Set("in", Duration(in, lang))
+            .Set("jobs", Count(r, kReclaimVictims))
+            .Set("job", Count(r, kReclaimFirstVictim))
+            .Set("lost",
+                 fmt::format("{:.1f}", static_cast<double>(Count(r, kReclaimLostMgpuMs)) / 3.6e9))
+            .Set("worst", Duration(Count(r, kReclaimWorkLostMs), lang))));
+  }
   if (parts.empty()) return "";
   std::string out = Say(Phrase::kEviction, lang);
   for (std::size_t i = 0; i < parts.size(); ++i) {

@@ -108,6 +108,23 @@ inline constexpr std::string_view kReclaimCandidates = "reclaim_candidates";
 inline constexpr std::string_view kPreemptCandidates = "preempt_candidates";
 inline constexpr std::string_view kEvictableAfterMinRuntime = "evictable_after_min_runtime";
 inline constexpr std::string_view kMinRuntimeEndsInMs = "min_runtime_ends_in_ms";
+// Reclaim grace (policy reclaim_grace, docs/scheduling.md "Reclaim grace"): the
+// job could run now by reclaiming lent GPUs, and waits instead for their
+// borrowers to end or checkpoint. kReclaimSinceMs: when it first needed the
+// reclaim (absolute; the next cycle's snapshot carries it back in
+// PendingJob::reclaim_since_ms); kReclaimAtMs: when the guarantee wins
+// (absolute), kReclaimInMs the same from the cycle's now. The reclaim it
+// would make now: kReclaimVictims borrower jobs, the lowest id
+// kReclaimFirstVictim, the most work any one of them would lose
+// (kReclaimWorkLostMs) and the GPU time all of them would lose together
+// (kReclaimLostMgpuMs, milli-GPU-ms).
+inline constexpr std::string_view kReclaimSinceMs = "reclaim_since_ms";
+inline constexpr std::string_view kReclaimAtMs = "reclaim_at_ms";
+inline constexpr std::string_view kReclaimInMs = "reclaim_in_ms";
+inline constexpr std::string_view kReclaimVictims = "reclaim_victims";
+inline constexpr std::string_view kReclaimFirstVictim = "reclaim_first_victim";
+inline constexpr std::string_view kReclaimWorkLostMs = "reclaim_work_lost_ms";
+inline constexpr std::string_view kReclaimLostMgpuMs = "reclaim_lost_mgpu_ms";
 // Consolidation (policy `consolidation`): running jobs that checkpoint and
 // could be moved off the nodes the job may use, and the policy's cap on moves
 // per job; present only when the scheduler tried to make room by moving.

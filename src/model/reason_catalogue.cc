@@ -253,6 +253,14 @@ constexpr std::array kPhraseTexts{
                 {"{jobs} more job(s) become evictable once they have run for the policy's "
                  "min_runtime, the first in {first_in}",
                  "另有 {jobs} 个作业在运行满策略的最短运行时间后可被驱逐，最早在 {first_in}后"}},
+    PhraseEntry{Phrase::kReliefReclaimGrace,
+                "ReliefReclaimGrace",
+                {"it reclaims lent GPUs at {at} (in {in}) unless their borrowers end or "
+                 "checkpoint first; reclaiming now would stop {jobs} borrower job(s), job {job} "
+                 "first, and lose {lost} GPU-hours of unsaved work, at most {worst} per job",
+                 "将在 {at}（{in}后）收回借出的 GPU，除非借用者先结束或保存检查点；现在收回需停止 "
+                 "{jobs} 个借用作业（首个为作业 {job}），丢失 {lost} GPU 小时未保存的工作，"
+                 "每个作业最多 {worst}"}},
 };
 
 // Node causes of kNoNodeFits, in the order they are listed.

@@ -71,8 +71,9 @@ enum class Phrase {
   kReliefNoMovable,
   kReliefMoveAll,
   kReliefAfterMinRuntime,
+  kReliefReclaimGrace,  // waiting out the policy's reclaim_grace
 };
-inline constexpr Phrase kLastPhrase = Phrase::kReliefAfterMinRuntime;
+inline constexpr Phrase kLastPhrase = Phrase::kReliefReclaimGrace;
 
 // A node cause of kNoNodeFits (a key of Reason::counts) and its words; "{n}"
 // is how many nodes it rejected.

@@ -464,13 +464,12 @@ Cycle::Outcome Cycle::Decide(const JobCtx& ctx, model::Reason& why) {
   relief_[0] = {};
   relief_[1] = {};
   move_relief_ = {};
+  grace_ = {};
   // Moving jobs that checkpoint costs them a restart but nobody their place,
   // so it comes before taking GPUs from anyone.
   if (!refusal && PlaceByMoving(ctx)) return Outcome::kPlaced;
   const bool may_reclaim = book_.WithinGuarantee(*ctx.leaf, ctx.requested_mgpu);
-  if (!refusal && may_reclaim && PlaceWithVictims(ctx, EvictionCause::kReclaim)) {
-    return Outcome::kPlaced;
-  }
+  if (!refusal && may_reclaim && PlaceByReclaim(ctx)) return Outcome::kPlaced;
   if (PlaceWithVictims(ctx, EvictionCause::kPreempt)) return Outcome::kPlaced;
   if (refusal) {
     why = ExplainQuota(*refusal);
@@ -478,6 +477,7 @@ Cycle::Outcome Cycle::Decide(const JobCtx& ctx, model::Reason& why) {
   }
   why = ExplainWaiting(ctx, placed_before);
   AddRelief(may_reclaim, why);
+  AddGrace(why);
   return Outcome::kWaiting;
 }
 
@@ -530,8 +530,19 @@ void Cycle::DecideHead(std::size_t leaf, Leaf& l) {
   bool reserved = false;
   if (o == Outcome::kWaiting) {
     eta = Estimate(c);
+    // Within its reclaim grace it starts by the grace's end at the latest,
+    // where the reclaim it found would place it: those whole GPUs are held
+    // for it meanwhile, so that borrowers ending there free them for it. (A
+    // slice is not: the slices beside it on a card are freed by no end a
+    // reservation can count on.)
+    bool by_grace = false;
+    if (grace_.waiting && (!eta.known || grace_.at < eta.start_ms)) {
+      eta = Eta{true, grace_.at, grace_.replicas};
+      by_grace = true;
+    }
     reserved = eta.known && s_.policy.backfill.enabled &&
-               std::ssize(plan_.reservations) < s_.policy.backfill.max_reservations;
+               std::ssize(plan_.reservations) < s_.policy.backfill.max_reservations &&
+               !(by_grace && model::IsSlice(c.shape.resources));
     if (reserved) Reserve(c, eta);
     AddEta(eta, reserved, why);
   } else if (why.code != model::ReasonCode::kQueueUnknown) {
@@ -616,6 +627,24 @@ void Cycle::ExplainBehind(std::size_t leaf, Leaf& l, const JobCtx& head, const E
   }
 }
 
+void Cycle::KeepReclaimSince() {
+  // A job that once needed a reclaim keeps that time until it starts,
+  // whatever holds it back now: a later need does not start a new grace.
+  std::vector<std::pair<std::int64_t, TimeMs>> since;
+  for (const auto& job : s_.pending) {
+    if (job.reclaim_since_ms > 0) since.emplace_back(job.id, job.reclaim_since_ms);
+  }
+  if (since.empty()) return;
+  std::sort(since.begin(), since.end());
+  auto it = since.begin();
+  const std::string key(model::kReclaimSinceMs);
+  for (auto& d : plan_.pending) {
+    while (it != since.end() && it->first < d.job_id) ++it;
+    if (it == since.end()) break;
+    if (it->first == d.job_id) d.reason.counts.try_emplace(key, it->second);
+  }
+}
+
 void Cycle::SortPendingById() {
   // Sorting (id, position) pairs and moving each decision once is cheaper
   // than swapping 100,000 reasons about in the sort.
@@ -683,6 +712,7 @@ Plan Cycle::Run() {
   }
   Backfill();
   SortPendingById();  // the plan's decisions by job id
+  KeepReclaimSince();
   return std::move(plan_);
 }
 

@@ -154,6 +154,8 @@ class Cycle {
   // A job that stays pending, with its place in its queue's line.
   void Finish(Leaf& l, const JobCtx& c, model::Reason why);
   void SortPendingById();
+  // Carries each waiting job's PendingJob::reclaim_since_ms into its reason.
+  void KeepReclaimSince();
 
   JobCtx Resolve(const PendingJob& job) const;
   Outcome Decide(const JobCtx& ctx, model::Reason& why);
@@ -165,8 +167,29 @@ class Cycle {
   void Commit(const JobCtx& ctx, std::vector<ReplicaPlacement> replicas, const Usage& delta,
               const std::vector<std::size_t>& victims, EvictionCause cause);
 
-  // evict.cc: places `ctx` by evicting running jobs chosen by `cause`.
-  bool PlaceWithVictims(const JobCtx& ctx, EvictionCause cause);
+  // evict.cc: the reclaim a job found during its reclaim grace, rolled back
+  // (the victims it would take now and where the job would run).
+  struct GraceWait {
+    bool waiting = false;
+    TimeMs since = 0;  // first needed the reclaim
+    TimeMs at = 0;     // the grace ends: the guarantee wins
+    std::vector<std::size_t> victims;
+    std::vector<ReplicaPlacement> replicas;
+  };
+  // evict.cc: places `ctx` by evicting running jobs chosen by `cause`. With
+  // `saved_since` > 0, only jobs that checkpoint and have checkpointed at or
+  // after it are candidates (and the cause's relief is left as it was). With
+  // `trial`, a placement found is rolled back and described there.
+  bool PlaceWithVictims(const JobCtx& ctx, EvictionCause cause, TimeMs saved_since = 0,
+                        GraceWait* trial = nullptr);
+  // Reclaim under the policy's reclaim_grace: after the grace as
+  // PlaceWithVictims; during it, only borrowers that checkpointed since the
+  // job began waiting, and otherwise the reclaim that would place it is kept
+  // in grace_ and nothing is evicted.
+  bool PlaceByReclaim(const JobCtx& ctx);
+  GraceWait grace_;  // of the job Decide() is deciding
+  // Says in `r` when the reclaim grace ends and what the reclaim would cost now.
+  void AddGrace(model::Reason& r) const;
   // What eviction could do for the job being decided, per cause: how many
   // running jobs it could evict, and how many more it could once they have
   // run for the policy's min_runtime (and when the first of those will have).
@@ -177,12 +200,14 @@ class Cycle {
     TimeMs first_old_enough_ms = 0;
   };
   std::vector<std::size_t> Candidates(const JobCtx& ctx, EvictionCause cause,
-                                      Relief* relief = nullptr) const;
+                                      Relief* relief = nullptr, TimeMs saved_since = 0) const;
   // Says in `r` whether reclaim or preemption could help a waiting job.
   void AddRelief(bool may_reclaim, model::Reason& r) const;
   bool Attempt(const JobCtx& ctx, const std::vector<std::size_t>& victims,
                std::vector<ReplicaPlacement>& out, Usage& delta);
   std::int64_t WorkLostMs(const RunningJob& r) const;
+  // WorkLostMs times the job's GPUs (milli-GPU-ms): what evicting it wastes.
+  std::int64_t LostMgpuMs(std::size_t i) const;
 
   // consolidate.cc: places `ctx` by moving running jobs that checkpoint.
   bool PlaceByMoving(const JobCtx& ctx);

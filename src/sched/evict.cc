@@ -15,8 +15,18 @@ std::int64_t Cycle::WorkLostMs(const RunningJob& r) const {
   return std::max<std::int64_t>(0, SaturatingSub(s_.now_ms, since));
 }
 
-std::vector<std::size_t> Cycle::Candidates(const JobCtx& ctx, EvictionCause cause,
-                                           Relief* relief) const {
+std::int64_t Cycle::LostMgpuMs(std::size_t i) const {
+  const RunningJob& r = s_.running[i];
+  std::int64_t per_replica = std::int64_t{r.resources.gpus} * 1000;
+  if (per_replica == 0 && model::IsSlice(r.resources)) {
+    per_replica = std::max<std::int64_t>(1, r.resources.gpu_share_millis);
+  }
+  const auto mgpu = SaturatingMul(per_replica, static_cast<std::int64_t>(r.replicas.size()));
+  return SaturatingMul(WorkLostMs(r), mgpu);
+}
+
+std::vector<std::size_t> Cycle::Candidates(const JobCtx& ctx, EvictionCause cause, Relief* relief,
+                                           TimeMs saved_since) const {
   std::vector<std::size_t> out;
   auto mine = book_.Chain(*ctx.leaf);
   // Preemption looks only at the job's own queue; reclaim at the jobs of
@@ -43,6 +53,7 @@ std::vector<std::size_t> Cycle::Candidates(const JobCtx& ctx, EvictionCause caus
     for (std::size_t i : *group) {
       const RunningJob& r = s_.running[i];
       if (evicted_[i] || !running_preemptible_[i]) continue;
+      if (saved_since > 0 && !(r.checkpoints && r.last_checkpoint_ms >= saved_since)) continue;
       if (cause == EvictionCause::kPreempt && running_priority_[i] >= ctx.priority) continue;
       // Useless unless one of its replicas sits on a node the job could use.
       bool useful = std::any_of(RunningNodes(i).begin(), RunningNodes(i).end(), [&](std::size_t n) {
@@ -66,10 +77,20 @@ std::vector<std::size_t> Cycle::Candidates(const JobCtx& ctx, EvictionCause caus
     relief->tried = true;
     relief->candidates = static_cast<std::int64_t>(out.size());
   }
-  std::sort(out.begin(), out.end(), [&](std::size_t a, std::size_t b) {
-    return std::tuple(running_priority_[a], WorkLostMs(s_.running[a]), s_.running[a].id) <
-           std::tuple(running_priority_[b], WorkLostMs(s_.running[b]), s_.running[b].id);
-  });
+  // Least valuable first, then least wasteful: the GPU time thrown away
+  // (work since the last checkpoint, else since the start, times the
+  // job's GPUs), then jobs that checkpoint (they resume from it) before
+  // jobs that start over.
+  using Key = std::tuple<std::int32_t, std::int64_t, bool, std::int64_t>;
+  std::vector<std::pair<Key, std::size_t>> keyed;
+  keyed.reserve(out.size());
+  for (std::size_t i : out) {
+    keyed.push_back(
+        {Key{running_priority_[i], LostMgpuMs(i), !s_.running[i].checkpoints, s_.running[i].id},
+         i});
+  }
+  std::sort(keyed.begin(), keyed.end());
+  for (std::size_t k = 0; k < keyed.size(); ++k) out[k] = keyed[k].second;
   return out;
 }
 
@@ -93,10 +114,53 @@ bool Cycle::Attempt(const JobCtx& ctx, const std::vector<std::size_t>& victims,
   return true;
 }
 
-bool Cycle::PlaceWithVictims(const JobCtx& ctx, EvictionCause cause) {
-  Relief& relief = relief_[cause == EvictionCause::kReclaim ? 0 : 1];
+bool Cycle::PlaceByReclaim(const JobCtx& ctx) {
+  grace_ = {};
+  const TimeMs since = ctx.job->reclaim_since_ms > 0
+                           ? std::min<TimeMs>(ctx.job->reclaim_since_ms, s_.now_ms)
+                           : s_.now_ms;
+  const TimeMs at = SaturatingAdd<TimeMs>(since, s_.policy.reclaim_grace_ms);
+  if (s_.now_ms >= at) return PlaceWithVictims(ctx, EvictionCause::kReclaim);
+  // Within the grace: is there a reclaim that would place the job now?
+  GraceWait trial;
+  if (!PlaceWithVictims(ctx, EvictionCause::kReclaim, 0, &trial)) return false;
+  // Borrowers that saved since the job began waiting lose at most that
+  // long (usually one checkpoint's worth): they may be taken at once.
+  if (PlaceWithVictims(ctx, EvictionCause::kReclaim, std::max<TimeMs>(since, 1))) return true;
+  trial.waiting = true;
+  trial.since = since;
+  trial.at = at;
+  grace_ = std::move(trial);
+  return false;
+}
+
+void Cycle::AddGrace(model::Reason& r) const {
+  if (!grace_.waiting) return;
+  auto set = [&r](std::string_view key, std::int64_t v) { r.counts[std::string(key)] = v; };
+  set(model::kReclaimSinceMs, grace_.since);
+  set(model::kReclaimAtMs, grace_.at);
+  set(model::kReclaimInMs, std::max<std::int64_t>(0, grace_.at - s_.now_ms));
+  set(model::kReclaimVictims, static_cast<std::int64_t>(grace_.victims.size()));
+  std::int64_t first = 0;
+  std::int64_t worst = 0;
+  std::int64_t total = 0;
+  for (std::size_t v : grace_.victims) {
+    const RunningJob& job = s_.running[v];
+    if (first == 0 || job.id < first) first = job.id;
+    worst = std::max(worst, WorkLostMs(job));
+    total = SaturatingAdd(total, LostMgpuMs(v));
+  }
+  set(model::kReclaimFirstVictim, first);
+  set(model::kReclaimWorkLostMs, worst);
+  set(model::kReclaimLostMgpuMs, total);
+}
+
+bool Cycle::PlaceWithVictims(const JobCtx& ctx, EvictionCause cause, TimeMs saved_since,
+                             GraceWait* trial) {
+  Relief only_saved;
+  Relief& relief = saved_since > 0 ? only_saved : relief_[cause == EvictionCause::kReclaim ? 0 : 1];
   relief = {};
-  auto candidates = Candidates(ctx, cause, &relief);
+  auto candidates = Candidates(ctx, cause, &relief, saved_since);
   if (candidates.empty()) return false;
   const std::size_t mark = cluster_.Mark();
   std::vector<std::size_t> removed;  // victims currently taken out of the quota book
@@ -222,6 +286,12 @@ bool Cycle::PlaceWithVictims(const JobCtx& ctx, EvictionCause cause) {
     undo();
     return false;
   }
+  if (trial != nullptr) {
+    trial->victims = chosen;
+    trial->replicas = std::move(replicas);
+    undo();
+    return true;
+  }
   removed.clear();  // the evictions stay: committed with the placement
   Commit(ctx, std::move(replicas), delta, chosen, cause);
   return true;
@@ -233,7 +303,7 @@ void Cycle::AddRelief(bool may_reclaim, model::Reason& r) const {
   auto set = [&r](std::string_view key, std::int64_t v) { r.counts[std::string(key)] = v; };
   if (!may_reclaim) {
     set(model::kReclaimNotBelowGuarantee, 1);
-  } else if (reclaim.tried) {
+  } else if (reclaim.tried && !grace_.waiting) {
     set(model::kReclaimCandidates, reclaim.candidates);
   }
   if (preempt.tried) set(model::kPreemptCandidates, preempt.candidates);

@@ -73,6 +73,10 @@ struct PendingJob {
   // one may use GPUs reserved for another (backfill), and only if they end
   // before the reserved start.
   std::int64_t max_runtime_ms = 0;
+  // When it first needed to reclaim lent GPUs, as the last cycle's reason
+  // said (model::kReclaimSinceMs): its reclaim grace counts from here. 0:
+  // not before this cycle.
+  TimeMs reclaim_since_ms = 0;
 };
 
 // A job holding GPUs now: what reclaim and preemption may choose from.

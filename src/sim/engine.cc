@@ -35,6 +35,12 @@ struct ReplayJob {
   TimeMs work_saved_ms = 0;          // progress kept by checkpoints across evictions
   std::int64_t attained_gpu_ms = 0;  // GPU time of finished or evicted runs
   bool restarted = false;            // evicted at least once: pays the restart overhead
+  // Waiting out a reclaim grace: since when, as the last plan said (given
+  // back to the core in its PendingJob), and since the first plan that said
+  // so before its next start (what the bound is measured from).
+  TimeMs reclaim_since_ms = 0;
+  TimeMs reclaim_first_ms = 0;
+  bool reclaim_held_otherwise = false;  // a plan since then gave another reason
   std::optional<Running> running;
   // What the control layer's transitions have made of it (lifecycle.h):
   // from its arrival until it succeeds, then dropped (nothing changes a
@@ -50,7 +56,7 @@ TimeMs Exponential(std::mt19937_64& rng, TimeMs mean_ms) {
   return std::max<TimeMs>(1, static_cast<TimeMs>(std::llround(x)));
 }
 
-sched::PendingJob PendingOf(const SimJob& j) {
+sched::PendingJob PendingOf(const SimJob& j, TimeMs reclaim_since_ms) {
   sched::PendingJob p;
   p.id = j.id;
   p.tenant = j.tenant;
@@ -61,6 +67,7 @@ sched::PendingJob PendingOf(const SimJob& j) {
   p.resources = j.resources;
   p.preemptible = j.preemptible;
   p.max_runtime_ms = j.max_runtime_ms;
+  p.reclaim_since_ms = reclaim_since_ms;
   return p;
 }
 
@@ -243,6 +250,12 @@ class Engine {
   std::vector<std::mt19937_64> rngs_;  // per node, for random failures
   // Something changed since the scheduler last ran: a cycle runs now.
   bool dirty_ = false;
+  // When reclaim graces the plans reported end: a cycle runs then, though
+  // nothing else changed.
+  std::set<TimeMs> grace_ends_;
+  // Keeps each waiting job's reclaim grace (model::kReclaimSinceMs) from
+  // the plan for the next snapshot.
+  void NoteReclaimGraces(const sched::Plan& plan);
 };
 
 Engine::Engine(const std::vector<sched::NodeView>& nodes, const std::vector<SimJob>& jobs,
@@ -307,6 +320,10 @@ Result<SimResult> Engine::Run() {
     // Everything that happens up to `now`, then a cycle if it changed anything.
     Arrive(now);
     BERTH_RETURN_IF_ERROR(HappenUntil(now));
+    while (!grace_ends_.empty() && *grace_ends_.begin() <= now) {
+      grace_ends_.erase(grace_ends_.begin());
+      if (!pending_.empty()) dirty_ = true;
+    }
     if (dirty_) {
       BERTH_RETURN_IF_ERROR(RunCycle(now));
     }
@@ -483,6 +500,31 @@ void Engine::Stop(std::int64_t id, TimeMs at, bool node_failed) {
   pending_.insert(id);
 }
 
+void Engine::NoteReclaimGraces(const sched::Plan& plan) {
+  const std::string key(model::kReclaimSinceMs);
+  for (const auto& d : plan.pending) {
+    JobState& s = state_.at(d.job_id);
+    const auto it = d.reason.counts.find(key);
+    const TimeMs since = it == d.reason.counts.end() ? 0 : it->second;
+    // Held back by something else since it first needed the reclaim (its
+    // queue's order or quota): it was not waiting for the reclaim then.
+    if (s.reclaim_first_ms > 0 && !d.reason.counts.contains(model::kReclaimAtMs)) {
+      s.reclaim_held_otherwise = true;
+    }
+    if (since == s.reclaim_since_ms) continue;
+    s.reclaim_since_ms = since;
+    if (since > 0) {
+      if (s.reclaim_first_ms == 0) s.reclaim_first_ms = since;
+      grace_ends_.insert(since + policy_.reclaim_grace_ms);
+    }
+    // Its PendingJob in the kept snapshot (both sorted by id).
+    auto p =
+        std::lower_bound(snap_.pending.begin(), snap_.pending.end(), d.job_id,
+                         [](const sched::PendingJob& j, std::int64_t id) { return j.id < id; });
+    if (p != snap_.pending.end() && p->id == d.job_id) p->reclaim_since_ms = since;
+  }
+}
+
 // One scheduling cycle at `now`: the snapshot brought up to date, the plan
 // the scheduler makes of it carried out, and a sample of the cluster after.
 Status Engine::RunCycle(TimeMs now) {
@@ -491,6 +533,7 @@ Status Engine::RunCycle(TimeMs now) {
   snap_.decayed_usage = ledger_.At(now, busy_);
   const sched::Plan plan = Schedule(now);
   BERTH_RETURN_IF_ERROR(ApplyPlan(plan, now));
+  NoteReclaimGraces(plan);
   result_.samples.push_back(SampleAt(now));
   dirty_ = false;
   return Ok();
@@ -543,7 +586,7 @@ void Engine::SyncTouched(TimeMs now) {
       busy_.push_back(
           {s.job->tenant + "/" + s.job->queue, GangMgpu(*s.job), s.running->start_ms, now});
     } else if (pending_.contains(id)) {
-      snap_.pending.push_back(PendingOf(*s.job));
+      snap_.pending.push_back(PendingOf(*s.job, s.reclaim_since_ms));
     }
   }
   touched_.clear();
@@ -660,6 +703,19 @@ Status Engine::StartRun(const sched::Placement& p, TimeMs now) {
   pending_.erase(p.job_id);
   touched_.insert(p.job_id);
   JobOutcome& o = Outcome(p.job_id);
+  if (s.reclaim_first_ms > 0) {
+    if (s.reclaim_held_otherwise) {
+      ++o.reclaim_waits_held_otherwise;
+      o.max_reclaim_wait_held_otherwise_ms =
+          std::max(o.max_reclaim_wait_held_otherwise_ms, now - s.reclaim_first_ms);
+    } else {
+      ++o.reclaim_waits;
+      o.max_reclaim_wait_ms = std::max(o.max_reclaim_wait_ms, now - s.reclaim_first_ms);
+    }
+    s.reclaim_first_ms = 0;
+    s.reclaim_since_ms = 0;
+    s.reclaim_held_otherwise = false;
+  }
   if (!o.first_start_ms) {
     o.first_start_ms = now;
     o.first_placement = p.replicas;
@@ -700,6 +756,9 @@ std::optional<TimeMs> Engine::NextCycle(TimeMs now) const {
   // Failures matter only while something runs or is still to arrive.
   if (!failures_.empty() && (!ends_.empty() || next_arrival_ < arrivals_.size())) {
     next = std::min(*next, std::get<0>(*failures_.begin()));
+  }
+  if (!grace_ends_.empty()) {
+    next = next ? std::min(*next, *grace_ends_.begin()) : *grace_ends_.begin();
   }
   if (!next) return std::nullopt;
   const TimeMs step = std::max(*next, now + 1);

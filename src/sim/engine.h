@@ -71,6 +71,16 @@ struct JobOutcome {
   // threw away (not counted in evictions / lost_gpu_ms).
   std::int64_t failures = 0;
   std::int64_t lost_gpu_ms_to_failures = 0;
+  // Reclaim grace (policy reclaim_grace): starts that came after the job had
+  // needed to reclaim lent GPUs, and the longest time from the first cycle
+  // that said so (model::kReclaimSinceMs) to the start: bounded by the
+  // grace plus one cycle. Apart: starts of jobs that, after first needing
+  // the reclaim, were held back by something else in some cycle (their
+  // queue's order or quota), whose wait the grace does not bound.
+  std::int64_t reclaim_waits = 0;
+  TimeMs max_reclaim_wait_ms = 0;
+  std::int64_t reclaim_waits_held_otherwise = 0;
+  TimeMs max_reclaim_wait_held_otherwise_ms = 0;
 };
 
 // The cluster at one scheduling cycle.

@@ -144,6 +144,13 @@ Summary Summarize(const std::string& scheduler, const SimResult& result) {
     s.evictions += o.evictions;
     s.moves += o.moves;
     s.lost_gpu_hours += static_cast<double>(o.lost_gpu_ms) / 3.6e6;
+    s.reclaim_waits += o.reclaim_waits;
+    s.max_reclaim_wait_s =
+        std::max(s.max_reclaim_wait_s, static_cast<double>(o.max_reclaim_wait_ms) / 1000.0);
+    s.reclaim_waits_held_otherwise += o.reclaim_waits_held_otherwise;
+    s.max_reclaim_wait_held_otherwise_s =
+        std::max(s.max_reclaim_wait_held_otherwise_s,
+                 static_cast<double>(o.max_reclaim_wait_held_otherwise_ms) / 1000.0);
     if (!any || o.submit_ms < first) first = o.submit_ms;
     if (o.end_ms) last = std::max(last, *o.end_ms);
     any = true;
@@ -185,6 +192,10 @@ nlohmann::json ToJson(const Summary& s) {
                    {"evictions", s.evictions},
                    {"moves", s.moves},
                    {"lost_gpu_hours", s.lost_gpu_hours},
+                   {"reclaim_waits", s.reclaim_waits},
+                   {"max_reclaim_wait_s", s.max_reclaim_wait_s},
+                   {"reclaim_waits_held_otherwise", s.reclaim_waits_held_otherwise},
+                   {"max_reclaim_wait_held_otherwise_s", s.max_reclaim_wait_held_otherwise_s},
                    {"node_failures", s.node_failures},
                    {"failures", s.failures},
                    {"lost_gpu_hours_to_failures", s.lost_gpu_hours_to_failures},

@@ -57,6 +57,12 @@ struct Summary {
   std::int64_t evictions = 0;
   std::int64_t moves = 0;  // of the evictions, moves by consolidation (--movable)
   double lost_gpu_hours = 0;
+  // Starts after waiting out a reclaim grace, and the longest such wait
+  // from the first cycle the job needed the reclaim (JobOutcome).
+  std::int64_t reclaim_waits = 0;
+  double max_reclaim_wait_s = 0;
+  std::int64_t reclaim_waits_held_otherwise = 0;
+  double max_reclaim_wait_held_otherwise_s = 0;
   std::int64_t node_failures = 0;  // node outages that took effect
   std::int64_t failures = 0;       // job runs stopped by a node failure
   double lost_gpu_hours_to_failures = 0;

@@ -60,6 +60,7 @@ struct SimFlags {
   std::string cycle = "10s";
   std::string restart = "60s";
   std::string checkpoint = "0s";
+  std::string reclaim_grace;  // "": the policy's
   bool movable = false;
   std::string json_out;
   double runtime_factor = 0;
@@ -289,6 +290,8 @@ void AddFlags(CLI::App& app, SimFlags& f) {
       ->capture_default_str();
   app.add_option("--policy", f.policy_file,
                  "Policy YAML for berth (default: equal guaranteed shares per tenant)");
+  app.add_option("--reclaim-grace", f.reclaim_grace,
+                 "Overrides the policy's reclaim_grace for berth (a duration such as 30m)");
   app.add_option("--cycle", f.cycle, "Scheduling cycle on the virtual clock")
       ->capture_default_str();
   app.add_option("--restart-overhead", f.restart, "Added to an evicted job's next run")
@@ -415,6 +418,14 @@ berth::Result<berth::model::Policy> LoadPolicy(const SimFlags& f, const Workload
         berth::Error{berth::Code::kInvalidArgument,
                      "policy: " + policy.error().field + ": " + policy.error().message,
                      {}});
+  }
+  if (!f.reclaim_grace.empty()) {
+    auto grace = berth::ParseDurationMs(f.reclaim_grace, berth::model::kMaxReclaimGraceMs);
+    if (!grace) {
+      return std::unexpected(berth::Error{
+          berth::Code::kInvalidArgument, "--reclaim-grace: " + grace.error().message, {}});
+    }
+    policy->reclaim_grace_ms = *grace;
   }
   return policy;
 }

@@ -34,6 +34,7 @@ json Report() {
                         {"interventions", 1}};
   json tenant = figures;
   tenant["tenant"] = "red|team";
+  tenant["lost_by_kind"] = {{"reclaimed", {{"lost_mgpu_ms", 1'800'000'000}}}};
   return {{"from_ms", 1'795'996'800'000LL},
           {"to_ms", 1'796'083'200'000LL},
           {"currency", "EUR"},
@@ -76,6 +77,9 @@ TEST(ReportRenderTest, MarkdownHasEverySectionAndExactFigures) {
   EXPECT_NE(md.find("| Cost (EUR) | 5.00 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| GPU util | not measured |"), std::string::npos) << md;
   EXPECT_NE(md.find("| failure class | gpu\\_out\\_of\\_memory | 1 |"), std::string::npos) << md;
+  // What reclaims of its borrowed GPUs cost the tenant: 1.8e9 mGPU-ms.
+  EXPECT_NE(md.find("## GPU-hours lost to evictions"), std::string::npos) << md;
+  EXPECT_NE(md.find("| red\\|team | reclaimed | 0.500 |"), std::string::npos) << md;
 }
 
 TEST(ReportRenderTest, MarkdownCellsAreInert) {

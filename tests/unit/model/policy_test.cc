@@ -36,6 +36,23 @@ queues:
 
 const ResourceKey kGpus{ResourceKind::kGpus, ""};
 
+TEST(Policy, ReclaimGraceHasADefaultAndRoundTrips) {
+  auto d = ParsePolicy("min_runtime: 5m\n");
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->reclaim_grace_ms, kDefaultReclaimGraceMs);
+  auto p = ParsePolicy("reclaim_grace: 10m\n");
+  ASSERT_TRUE(p.has_value()) << p.error().message;
+  EXPECT_EQ(p->reclaim_grace_ms, 600'000);
+  const std::string yaml = PolicyToYaml(*p);
+  EXPECT_NE(yaml.find("reclaim_grace: 10m"), std::string::npos) << yaml;
+  auto again = ParsePolicy(yaml);
+  ASSERT_TRUE(again.has_value()) << again.error().message;
+  EXPECT_EQ(again->reclaim_grace_ms, 600'000);
+  auto none = ParsePolicy("reclaim_grace: 0s\n");
+  ASSERT_TRUE(none.has_value());
+  EXPECT_EQ(none->reclaim_grace_ms, 0);
+}
+
 TEST(Policy, ParsesTheDocumentedExample) {
   auto p = ParsePolicy(kPolicyExample);
   ASSERT_TRUE(p.has_value()) << p.error().field << ": " << p.error().message;
@@ -205,6 +222,8 @@ INSTANTIATE_TEST_SUITE_P(
         PolicyBadCase{"queues: [{name: A}]\n", "queues[0].name", "lower-case"},
         PolicyBadCase{"usage_half_life: 0s\n", "usage_half_life", "longer than zero"},
         PolicyBadCase{"min_runtime: soon\n", "min_runtime", "duration"},
+        PolicyBadCase{"reclaim_grace: soon\n", "reclaim_grace", "duration"},
+        PolicyBadCase{"reclaim_grace: 30\n", "reclaim_grace", "duration"},
         PolicyBadCase{"backfill: {enabled: yes}\n", "backfill.enabled", "true or false"},
         PolicyBadCase{"backfill: {max_reservations: -1}\n", "backfill.max_reservations",
                       "0 to 1000"},
@@ -441,6 +460,8 @@ TEST(Policy, QuotaAmountsAndDurationsAreBoundedNamingTheRange) {
        "queues[0].quota.cpu.borrow_limit", "from 0 to 1000000 cores"},
       {"usage_half_life: 3651d", "usage_half_life", "at most 87600h"},
       {"min_runtime: 99999999999999999999d", "min_runtime", "at most 87600h"},
+      // A guarantee is never held back by borrowers for more than a day.
+      {"reclaim_grace: 25h", "reclaim_grace", "at most 24h"},
   };
   for (const auto& c : cases) {
     auto p = ParsePolicy(c.doc);

@@ -306,6 +306,7 @@ TEST(CoreScheduler, PacksOntoTheFullestNodeAndKeepsIslandsWhole) {
 TEST(CoreScheduler, ReclaimIsNotUsedAboveGuarantee) {
   Snapshot s;
   s.policy = PolicyOf(
+      "reclaim_grace: 0s\n"
       "queues:\n"
       "  - {name: small, quota: {gpus: 2}, children: [{name: q}]}\n"
       "  - {name: big, children: [{name: q}]}\n");

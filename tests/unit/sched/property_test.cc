@@ -397,6 +397,7 @@ TEST(SchedulerProperties, NoGuaranteedDemandWaitsWhileABorrowerCouldBeReclaimed)
   for (int world = 0; world < 100; ++world) {
     World w = RandomWorld(rng, true);
     w.s.policy.min_runtime_ms = 0;
+    w.s.policy.reclaim_grace_ms = 0;  // the rule without a grace (reclaim_grace_test.cc)
     for (int cycle = 0; cycle < 10; ++cycle, ++cycles) {
       AddJobs(rng, w, true);
       Plan plan = CoreScheduler().Schedule(w.s);

@@ -163,6 +163,7 @@ void AddPending(const YAML::Node& n, Snapshot& s) {
   }
   j.pool = n["pool"].as<std::string>("");
   j.max_runtime_ms = Ms(n["max_runtime"]);
+  j.reclaim_since_ms = Ms(n["reclaim_since"]);
   if (auto t = n["topology"]) {
     j.topology.one_node = t["one_node"].as<bool>(false);
     auto island = t["nvlink_island"].as<std::string>("none");

@@ -159,7 +159,8 @@ TEST_F(HistoryApiTest, PreviewCountsTheEvictionsAProposedGuaranteeCauses) {
   Ran(a, t0_ + 200 * kSec, t0_ + 300 * kSec);
   clock_.Set(t0_ + 400 * kSec);
 
-  Answer p = Post("/v1/policy/preview?window=1h", kAFirst);
+  // No reclaim grace in the proposal: a does not wait for b to end.
+  Answer p = Post("/v1/policy/preview?window=1h", std::string("reclaim_grace: 0s\n") + kAFirst);
   ASSERT_EQ(p.status, 200) << p.body.dump();
   const json& all = p.body["overall"];
   EXPECT_EQ(all["current"]["evictions"], 0);

@@ -213,7 +213,24 @@ TEST(OpsReportTest, EvictionsLoseAllocatedTimeSinceTheCheckpointOrTheStart) {
                                     {"preempted", 2}, {"reclaimed", 1}, {"moved", 1}}));
   EXPECT_EQ(r->total.outcomes.at("drained"), 1);
   EXPECT_EQ(r->total.runs_failed, 0);
+  // Per tenant, what each kind of eviction wasted: blue's borrowed GPUs
+  // reclaimed cost it 10 s on 2 GPUs, apart from its move and its slice.
+  EXPECT_EQ(Tenant(*r, "blue").lost_mgpu_ms_by_kind,
+            (std::map<std::string, std::int64_t>{
+                {"reclaimed", 2000 * 10'000}, {"moved", 1000 * 5000}, {"preempted", 250 * 1000}}));
+  EXPECT_EQ(Tenant(*r, "red").lost_mgpu_ms_by_kind,
+            (std::map<std::string, std::int64_t>{{"preempted", 4000 * 20'000}}));
+  EXPECT_EQ(r->total.lost_mgpu_ms_by_kind.at("preempted"), 4000 * 20'000 + 250 * 1000);
   const auto j = OpsReportJson(*r);
+  bool saw_blue = false;
+  for (const auto& t : j["tenants"]) {
+    if (t["tenant"] != "blue") continue;
+    saw_blue = true;
+    EXPECT_EQ(t["lost_by_kind"]["reclaimed"]["lost_mgpu_ms"], 2000 * 10'000);
+    EXPECT_NEAR(t["lost_by_kind"]["reclaimed"]["lost_gpu_hours"].get<double>(),
+                2000.0 * 10'000 / 3.6e9, 1e-12);
+  }
+  EXPECT_TRUE(saw_blue);
   bool saw_checkpoint = false;
   for (const auto& e : j["evictions"]) {
     if (e["run_id"] == "1.0.0") {

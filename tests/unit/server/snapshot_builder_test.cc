@@ -66,5 +66,34 @@ TEST(SnapshotBuilder, SharingModeAndSliceUsageReachTheScheduler) {
   EXPECT_EQ(snap->running.size(), 3U);
 }
 
+// A job's reclaim grace counts from the cycle that first said it needed a
+// reclaim: the time its stored pending reason carries reaches the next
+// snapshot, and a job whose reason carries none starts from 0.
+TEST(SnapshotBuilder, TheReclaimTimeOfAStoredReasonReachesTheScheduler) {
+  std::vector<store::NodeRecord> nodes;
+  std::map<std::string, bool> ready;
+  std::vector<store::RunRecord> runs;
+  auto waiting = std::make_shared<store::JobRecord>();
+  waiting->id = 7;
+  waiting->spec.tenant = "vision";
+  waiting->spec.queue = "training";
+  waiting->reason = {
+      model::ReasonCode::kNoNodeFits, {{std::string(model::kReclaimSinceMs), 6'300'000}}, {}};
+  auto fresh = std::make_shared<store::JobRecord>();
+  fresh->id = 8;
+  fresh->spec.tenant = "vision";
+  fresh->spec.queue = "training";
+  store::PendingQueue pending{waiting, fresh};
+  model::Policy policy = model::DefaultPolicy();
+  SnapshotInputs in{7'200'000, &nodes, &ready, &runs, &pending, &policy};
+  auto spec_of = [](std::int64_t) -> Result<model::JobSpec> { return model::JobSpec{}; };
+  auto snap = BuildSnapshot(in, spec_of);
+  ASSERT_TRUE(snap.has_value()) << snap.error().message;
+  ASSERT_EQ(snap->pending.size(), 2U);
+  for (const auto& p : snap->pending) {
+    EXPECT_EQ(p.reclaim_since_ms, p.id == 7 ? 6'300'000 : 0) << "job " << p.id;
+  }
+}
+
 }  // namespace
 }  // namespace berth::server

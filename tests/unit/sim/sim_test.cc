@@ -171,6 +171,47 @@ TEST(Simulate, AnEvictedJobLosesWorkSinceItsCheckpointAndPaysTheRestart) {
   EXPECT_EQ(Summarize("berth", *r).evictions, 1);
 }
 
+// Tenant b borrows the whole node (a guarantees 8, b nothing); a's job
+// arrives at 100 s and needs it. With a 10-minute grace it waits: when b's
+// job ends within the grace a starts without an eviction; when it does not,
+// a reclaims at the grace's end, one cycle at most after it.
+TEST(Simulate, AReclaimWaitsOutTheGraceAndNoLonger) {
+  auto policy = model::ParsePolicy(
+      "reclaim_grace: 10m\n"
+      "queues:\n"
+      "  - {name: a, quota: {gpus: 8}, children: [{name: q}]}\n"
+      "  - {name: b, children: [{name: q}]}\n");
+  ASSERT_TRUE(policy.has_value()) << policy.error().message;
+  auto nodes = UniformNodes(1, 8, "H100-80GB");
+  auto run = [&](TimeMs borrower_s) {
+    SimJob borrower = Job(1, 0, borrower_s, 8);
+    borrower.tenant = "b";
+    borrower.queue = "q";
+    SimJob owner = Job(2, 100, 100, 8);
+    owner.tenant = "a";
+    owner.queue = "q";
+    sched::CoreScheduler core;
+    return Simulate(nodes, {borrower, owner}, *policy, core, {});
+  };
+  // The borrower ends at 500 s, within the grace (100 s + 600 s): no eviction.
+  auto ends = run(500);
+  ASSERT_TRUE(ends.has_value()) << ends.error().message;
+  EXPECT_EQ(ends->jobs[0].evictions, 0);
+  EXPECT_EQ(ends->jobs[1].first_start_ms, 500'000);
+  EXPECT_EQ(ends->jobs[1].reclaim_waits, 1);
+  EXPECT_EQ(ends->jobs[1].max_reclaim_wait_ms, 400'000);
+  // It would run for an hour: reclaimed when the grace ends, at 700 s.
+  auto reclaimed = run(3600);
+  ASSERT_TRUE(reclaimed.has_value()) << reclaimed.error().message;
+  EXPECT_EQ(reclaimed->jobs[0].evictions, 1);
+  EXPECT_EQ(reclaimed->jobs[0].lost_gpu_ms, 700'000 * 8);
+  EXPECT_EQ(reclaimed->jobs[1].first_start_ms, 700'000);
+  EXPECT_EQ(reclaimed->jobs[1].max_reclaim_wait_ms, 600'000);
+  const Summary s = Summarize("berth", *reclaimed);
+  EXPECT_EQ(s.reclaim_waits, 1);
+  EXPECT_DOUBLE_EQ(s.max_reclaim_wait_s, 600.0);
+}
+
 // Two 4-GPU nodes: a (2 GPUs) on n0, b (3) and c (1) on n1, all of them
 // checkpointing. When b ends, 5 GPUs are free but no node has 4: d (4 GPUs)
 // starts at once only if a job may move, and the cheapest move is c's (one
