@@ -503,7 +503,7 @@ void Engine::Stop(std::int64_t id, TimeMs at, bool node_failed) {
 void Engine::NoteReclaimGraces(const sched::Plan& plan) {
   const std::string key(model::kReclaimSinceMs);
   for (const auto& d : plan.pending) {
-    JobState& s = state_.at(d.job_id);
+    ReplayJob& s = state_.at(d.job_id);
     const auto it = d.reason.counts.find(key);
     const TimeMs since = it == d.reason.counts.end() ? 0 : it->second;
     // Held back by something else since it first needed the reclaim (its
