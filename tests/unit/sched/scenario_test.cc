@@ -350,7 +350,8 @@ void RunScenario(const fs::path& file) {
     auto id = it->first.as<std::int64_t>();
     ASSERT_TRUE(waiting.contains(id));
     auto text = model::RenderReason(waiting[id]->reason, model::Lang::kEn);
-    for (const auto& part : it->second) {
+    const YAML::Node parts = it->second;  // a copy: it->second dies with the iterator's proxy
+    for (const auto& part : parts) {
       EXPECT_EQ(text.find(part.as<std::string>()), std::string::npos)
           << "job " << id << ": '" << text << "' has '" << part.as<std::string>() << "'";
     }
