@@ -21,12 +21,6 @@ std::int64_t Int(const json& j, const char* key) {
   return it != j.end() && it->is_number() ? it->get<std::int64_t>() : 0;
 }
 
-std::string Text(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return "";
-  return it->is_string() ? it->get<std::string>() : it->dump();
-}
-
 std::string Hours(std::int64_t mgpu_ms) {
   return fmt::format("{:.3f}", static_cast<double>(mgpu_ms) / 3.6e9);
 }
@@ -99,7 +93,7 @@ std::vector<std::string> FigureCells(const json& f, const json& report) {
             return fmt::format("{}", n);
           }(),
           Hours(Int(f, "lost_mgpu_ms")),
-          Text(f, "cost"),
+          Str(f, "cost"),
           fmt::format("{}", Int(f, "interventions"))};
 }
 
@@ -109,7 +103,7 @@ const std::vector<std::string> kFigureHeaders{
 
 std::vector<Section> Sections(const json& r) {
   std::vector<Section> out;
-  const std::string currency = Text(r, "currency");
+  const std::string currency = Str(r, "currency");
   const json& fleet = r.value("fleet", json());
 
   Section summary{"Summary", {"Figure", "Value"}, {}, ""};
@@ -140,7 +134,7 @@ std::vector<Section> Sections(const json& r) {
     tenants.headers.push_back(h == "Cost" ? h + " (" + currency + ")" : h);
   }
   for (const auto& t : r.value("tenants", json::array())) {
-    std::vector<std::string> row{Text(t, "tenant")};
+    std::vector<std::string> row{Str(t, "tenant")};
     for (auto& c : FigureCells(t, r)) row.push_back(std::move(c));
     tenants.rows.push_back(std::move(row));
   }
@@ -160,7 +154,7 @@ std::vector<Section> Sections(const json& r) {
     }
   };
   add_counts("all", total);
-  for (const auto& t : r.value("tenants", json::array())) add_counts(Text(t, "tenant"), t);
+  for (const auto& t : r.value("tenants", json::array())) add_counts(Str(t, "tenant"), t);
   out.push_back(std::move(outcomes));
 
   // GPU-hours evictions threw away, per tenant whose jobs lost them and
@@ -169,7 +163,7 @@ std::vector<Section> Sections(const json& r) {
   for (const auto& t : r.value("tenants", json::array())) {
     const json by_kind = t.value("lost_by_kind", json::object());
     for (const auto& [kind, v] : by_kind.items()) {
-      wasted.rows.push_back({Text(t, "tenant"), kind, Hours(Int(v, "lost_mgpu_ms"))});
+      wasted.rows.push_back({Str(t, "tenant"), kind, Hours(Int(v, "lost_mgpu_ms"))});
     }
   }
   out.push_back(std::move(wasted));
@@ -179,11 +173,11 @@ std::vector<Section> Sections(const json& r) {
                     {},
                     ""};
   for (const auto& e : r.value("evictions", json::array())) {
-    evictions.rows.push_back({Utc(Int(e, "time_ms")), Text(e, "kind"), Text(e, "tenant"),
-                              fmt::format("{} {}", Int(e, "job_id"), Text(e, "job_name")),
-                              Text(e, "run_id"),
+    evictions.rows.push_back({Utc(Int(e, "time_ms")), Str(e, "kind"), Str(e, "tenant"),
+                              fmt::format("{} {}", Int(e, "job_id"), Str(e, "job_name")),
+                              Str(e, "run_id"),
                               fmt::format("{:.3f}", static_cast<double>(Int(e, "mgpu")) / 1000.0),
-                              Text(e, "lost_since"), Hours(Int(e, "lost_mgpu_ms"))});
+                              Str(e, "lost_since"), Hours(Int(e, "lost_mgpu_ms"))});
   }
   out.push_back(std::move(evictions));
 
@@ -195,8 +189,8 @@ std::vector<Section> Sections(const json& r) {
   out.push_back(std::move(by_action));
   Section list{"Manual interventions", {"Time", "Actor", "Action", "Target", "Tenant"}, {}, ""};
   for (const auto& i : r.value("interventions", json::array())) {
-    list.rows.push_back({Utc(Int(i, "time_ms")), Text(i, "actor"), Text(i, "action"),
-                         Text(i, "object"), Text(i, "tenant")});
+    list.rows.push_back({Utc(Int(i, "time_ms")), Str(i, "actor"), Str(i, "action"),
+                         Str(i, "object"), Str(i, "tenant")});
   }
   out.push_back(std::move(list));
   return out;
