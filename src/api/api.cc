@@ -337,7 +337,7 @@ void Api::SubmitJob(const http::Request& req, http::Response& res, AuditNote& no
   const std::int64_t id = ids->front();
   auto job = store_.GetJob(id);
   if (!job) return ReplyError(res, job.error());
-  json out = JobJson(*job, true, EnvViewOf(caller, *job));
+  json out = JobJson(*job, true, EnvViewOf(caller, *job), JobRefsOf(caller));
   if (spec->array) {
     out["array"]["jobs"] = {{"first", ids->front()}, {"last", ids->back()}};
     res.set_header("Location", fmt::format("/v1/jobs?array={}", id));
@@ -368,7 +368,11 @@ json Api::FailureJson(const store::JobRecord& job, model::Lang lang) const {
       break;
     }
   }
-  auto failure = model::ClassifyFailure(job.reason, tail);
+  model::Reason reason = job.reason;
+  if (JobRefsOf(CurrentCaller()) == JobRefs::kHideOtherTenants) {
+    model::HideOtherTenantsJobs(reason);
+  }
+  auto failure = model::ClassifyFailure(reason, tail);
   if (!failure) return nullptr;
   return json{{"class", model::FailureClassName(failure->cls)},
               {"message", model::RenderFailure(*failure, lang)},
@@ -380,7 +384,7 @@ void Api::GetJob(const http::Request& req, http::Response& res) {
   if (!id) return ReplyError(res, id.error());
   auto job = store_.GetJob(*id);
   if (!job) return ReplyError(res, job.error());
-  json out = JobJson(*job, true, EnvViewOf(CurrentCaller(), *job));
+  json out = JobJson(*job, true, EnvViewOf(CurrentCaller(), *job), JobRefsOf(CurrentCaller()));
   out["failure"] = FailureJson(*job, model::Lang::kEn);
   out["utilization"] = JobUtilization(*job);
   Reply(res, 200, out);
@@ -405,7 +409,8 @@ void Api::CancelJob(const http::Request& req, http::Response& res, AuditNote& no
                            {"cancel_requested", now.cancel_requested}};
           }));
   if (!job) return ReplyError(res, job.error());
-  Reply(res, 200, JobJson(*job, true, EnvViewOf(CurrentCaller(), *job)));
+  Reply(res, 200,
+        JobJson(*job, true, EnvViewOf(CurrentCaller(), *job), JobRefsOf(CurrentCaller())));
 }
 
 void Api::CancelArray(const http::Request& req, http::Response& res, AuditNote& note) {
@@ -554,8 +559,10 @@ void Api::Why(const http::Request& req, http::Response& res) {
   }
   auto job = store_.GetJob(*id);
   if (!job) return ReplyError(res, job.error());
-  json reason = model::ToJson(job->reason);
-  reason["message"] = model::RenderReason(job->reason, lang);
+  model::Reason told = job->reason;
+  if (JobRefsOf(CurrentCaller()) == JobRefs::kHideOtherTenants) model::HideOtherTenantsJobs(told);
+  json reason = model::ToJson(told);
+  reason["message"] = model::RenderReason(told, lang);
   // The events that explain how it got here: evictions, requeues, exits and
   // the end, the last few of them, oldest first.
   static constexpr std::array<std::string_view, 8> kExplaining{

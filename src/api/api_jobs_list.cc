@@ -88,7 +88,8 @@ void Api::ListJobs(const http::Request& req, http::Response& res, const model::T
   json list = json::array();
   const Caller& caller = CurrentCaller();
   for (const auto& j : *jobs) {
-    list.push_back(full ? JobJson(j, false, EnvViewOf(caller, j)) : JobSummaryJson(j));
+    list.push_back(full ? JobJson(j, false, EnvViewOf(caller, j), JobRefsOf(caller))
+                        : JobSummaryJson(j, JobRefsOf(caller)));
   }
   json body{{"jobs", std::move(list)}};
   if (more) body["next"] = EncodeCursor(CursorKind::kJobs, std::to_string(jobs->back().id));

@@ -75,6 +75,10 @@ EnvView EnvViewOf(const Caller& caller, const store::JobRecord& job) {
   return submitter ? EnvView::kSubmitter : EnvView::kOther;
 }
 
+JobRefs JobRefsOf(const Caller& caller) {
+  return caller.platform_admin ? JobRefs::kShowAll : JobRefs::kHideOtherTenants;
+}
+
 Result<std::int64_t> PathId(const http::Request& req) {
   const std::string& s = req.matches[1];
   std::int64_t id = 0;

@@ -23,6 +23,7 @@ void ReplyError(http::Response& res, const Error& e);
 // identity that submitted it (by its own token), never for a job token,
 // a metrics-reader or another identity, admins included.
 EnvView EnvViewOf(const Caller& caller, const store::JobRecord& job);
+JobRefs JobRefsOf(const Caller& caller);
 
 // The job id in the path's first capture; InvalidArgument naming `id`.
 Result<std::int64_t> PathId(const http::Request& req);

@@ -6,6 +6,7 @@
 
 #include "common/utf8.h"
 #include "model/json.h"
+#include "model/reason.h"
 
 namespace berth::server {
 
@@ -20,14 +21,16 @@ json Opt(const std::optional<T>& v) {
 
 // What a job's full form and its summary both show: who, where, its state
 // and why, its times and outcome, and its place in an array.
-json JobFieldsJson(const store::JobRecord& job) {
+json JobFieldsJson(const store::JobRecord& job, JobRefs refs) {
+  model::Reason reason = job.reason;
+  if (refs == JobRefs::kHideOtherTenants) model::HideOtherTenantsJobs(reason);
   json out{{"id", job.id},
            {"name", job.spec.name},
            {"tenant", job.spec.tenant},
            {"queue", job.spec.queue},
            {"submitted_by", job.submitted_by},
            {"state", model::JobStateName(job.state)},
-           {"reason", model::ToJson(job.reason)},
+           {"reason", model::ToJson(reason)},
            {"submitted_at_ms", job.submitted_at_ms},
            {"started_at_ms", Opt(job.started_at_ms)},
            {"finished_at_ms", Opt(job.finished_at_ms)},
@@ -76,7 +79,7 @@ json SpecJson(const model::JobSpec& spec, EnvView view) {
   return out;
 }
 
-json JobJson(const store::JobRecord& job, bool with_timeline, EnvView view) {
+json JobJson(const store::JobRecord& job, bool with_timeline, EnvView view, JobRefs refs) {
   auto run_json = [](const store::RunRecord& r) {
     return json{{"replica", r.replica},
                 {"attempt", r.attempt},
@@ -105,7 +108,7 @@ json JobJson(const store::JobRecord& job, bool with_timeline, EnvView view) {
   for (const auto& r : job.runs) {
     if (r.attempt == attempt) placement.push_back(run_json(r));
   }
-  json out = JobFieldsJson(job);
+  json out = JobFieldsJson(job, refs);
   out["policy_version"] = Opt(job.policy_version);
   out["spec"] = SpecJson(job.spec, view);
   out["placement"] = std::move(placement);
@@ -128,9 +131,9 @@ json JobJson(const store::JobRecord& job, bool with_timeline, EnvView view) {
   return out;
 }
 
-json JobSummaryJson(const store::JobRecord& job) {
+json JobSummaryJson(const store::JobRecord& job, JobRefs refs) {
   const model::Resources& r = job.spec.resources;
-  json out = JobFieldsJson(job);
+  json out = JobFieldsJson(job, refs);
   out["priority"] = model::PriorityName(job.spec.priority);
   out["replicas"] = job.spec.replicas;
   out["resources"] = {{"gpus", r.gpus},

@@ -16,17 +16,26 @@ enum class EnvView {
   kSubmitter,  // the identity that submitted the job: its env values
   kOther,      // anyone else (members, admins, job tokens): the keys only
 };
+// Whether a reader sees the ids of other tenants' jobs that a job's reason
+// names (model::HideOtherTenantsJobs; docs/security.md "Tenants"): only one
+// who reads every tenant's jobs does.
+enum class JobRefs {
+  kHideOtherTenants,
+  kShowAll,  // a platform admin
+};
 // A job spec as the API shows it to `view`: model::ToJson with env values
 // (and an array's parameter values) the viewer may not read replaced by
 // model::kHiddenEnvValue, and secret ones by model::kSecretEnvValue.
 nlohmann::json SpecJson(const model::JobSpec& spec, EnvView view);
 // A job with its spec (SpecJson for `view`) and placement; with_timeline
 // adds every run and the timeline.
-nlohmann::json JobJson(const store::JobRecord& job, bool with_timeline, EnvView view);
+nlohmann::json JobJson(const store::JobRecord& job, bool with_timeline, EnvView view,
+                       JobRefs refs = JobRefs::kHideOtherTenants);
 // A job as GET /v1/jobs lists it by default: what `berth jobs` shows (ids,
 // owner, state and reason, resources, times, array) and no spec, runs or
 // placement.
-nlohmann::json JobSummaryJson(const store::JobRecord& job);
+nlohmann::json JobSummaryJson(const store::JobRecord& job,
+                              JobRefs refs = JobRefs::kHideOtherTenants);
 // A node's or GPU's cordon (null when none).
 nlohmann::json CordonJson(const std::optional<store::Cordon>& cordon);
 nlohmann::json NodeJson(const NodeStatus& node, const std::vector<store::RunRecord>& active);

@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "common/text_escape.h"
+#include "model/reason.h"
 
 namespace berth::cli {
 namespace {
@@ -22,7 +23,7 @@ std::int64_t Int(const json& j, const char* key) {
 }
 
 std::string Hours(std::int64_t mgpu_ms) {
-  return fmt::format("{:.3f}", static_cast<double>(mgpu_ms) / 3.6e9);
+  return model::FormatGpuHours(mgpu_ms, 3);
 }
 
 std::string Pct(double num, double den) {

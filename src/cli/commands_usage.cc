@@ -9,6 +9,7 @@
 #include "cli/format.h"
 #include "cli/table.h"
 #include "common/text_escape.h"
+#include "model/reason.h"
 
 namespace berth::cli {
 namespace {
@@ -18,7 +19,7 @@ using nlohmann::json;
 // mGPU-ms as GPU-hours with three decimals (the JSON keeps the exact figure).
 std::string Hours(const json& row) {
   const auto mgpu_ms = row.value("mgpu_ms", std::int64_t{0});
-  return fmt::format("{:.3f}", static_cast<double>(mgpu_ms) / 3.6e9);
+  return model::FormatGpuHours(mgpu_ms, 3);
 }
 
 // "—" for a figure telemetry does not give yet.

@@ -96,9 +96,9 @@ constexpr Message kReclaimsAt{"reclaims lent GPUs {}, around {}; needed them sin
                               "{}收回借出的 GPU，约 {}；自 {} 起需要回收"};
 constexpr Message kReclaimNow{"reclaiming now", "现在回收"};
 constexpr Message kWouldStop{
-    "would stop {} borrower job(s) (job {} first), losing {} GPU-hours, at most {} per job",
-    "需停止 {} 个借用作业（首个为作业 {}），丢失 {} GPU 小时，每个作业最多 {}"};
-constexpr Message kByJob{"by job", "由作业"};
+    "would stop {} borrower job(s) ({} first), losing {} GPU-hours, at most {} per job",
+    "需停止 {} 个借用作业（首个为{}），丢失 {} GPU 小时，每个作业最多 {}"};
+constexpr Message kByJob{"for", "为了"};
 constexpr Message kWorkLost{"work lost", "丢失的工作"};
 constexpr Message kMaxRuntime{"max runtime", "最长运行时间"};
 constexpr Message kBackoff{"backoff", "退避"};
@@ -124,6 +124,12 @@ Lines ReasonFacts(const model::Reason& r, model::Lang lang) {
     left.erase(it);
     return v;
   };
+  // The marks of references to other tenants' jobs are said in those
+  // references' words, not as lines of their own.
+  for (std::string_view key : model::kJobRefKeys) {
+    left.erase(std::string(key) + std::string(model::kOtherTenantSuffix));
+  }
+  auto hidden = [&r](std::string_view key) { return model::NamesOtherTenantJob(r, key); };
   auto gpus = [lang](std::int64_t n) { return model::FormatGpus(n * 1000, lang); };
   auto duration = [lang](std::int64_t ms) { return model::FormatDuration(ms, lang); };
   auto when = [&](std::int64_t in) {
@@ -276,14 +282,19 @@ Lines ReasonFacts(const model::Reason& r, model::Lang lang) {
         Say(words::kReclaimGrace, lang),
         Say(words::kReclaimsAt, lang, when(in), model::FormatClock(*grace_at, ref, lang),
             model::FormatClock(grace_since.value_or(ref), ref, lang)));
-    out.emplace_back(Say(words::kReclaimNow, lang),
-                     Say(words::kWouldStop, lang, grace_jobs.value_or(0), grace_first.value_or(0),
-                         fmt::format("{:.1f}", static_cast<double>(grace_lost.value_or(0)) / 3.6e9),
-                         duration(grace_worst.value_or(0))));
+    out.emplace_back(
+        Say(words::kReclaimNow, lang),
+        Say(words::kWouldStop, lang, grace_jobs.value_or(0),
+            model::JobRefText(grace_first.value_or(0), lang),
+            model::FormatGpuHours(grace_lost.value_or(0), 1), duration(grace_worst.value_or(0))));
   }
 
   // An evicted job, a stopped one, a retry, a budget.
-  if (auto v = take(model::kByJob)) out.emplace_back(Say(words::kByJob, lang), std::to_string(*v));
+  // A job of another tenant is named only by that (model::HideOtherTenantsJobs).
+  const auto by_job = take(model::kByJob);
+  if (by_job || hidden(model::kByJob)) {
+    out.emplace_back(Say(words::kByJob, lang), model::JobRefText(by_job.value_or(0), lang));
+  }
   if (auto v = take(model::kWorkLostMs))
     out.emplace_back(Say(words::kWorkLost, lang), duration(*v));
   if (auto v = take("max_runtime_s"))

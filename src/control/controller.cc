@@ -21,6 +21,7 @@
 #include "meter/alerting.h"
 #include "meter/metrics.h"
 #include "model/failure.h"
+#include "model/reason.h"
 #include "proto_convert/node.h"
 
 namespace berth::server {
@@ -354,6 +355,7 @@ Status Controller::RunPass() {
     const auto cycle_start = std::chrono::steady_clock::now();
     sched::Plan plan = scheduler_.Schedule(*snap);
     const std::chrono::duration<double> cycle = std::chrono::steady_clock::now() - cycle_start;
+    MarkOtherTenantJobs(plan, *snap);
     plan.pending.insert(plan.pending.end(), over_budget.begin(), over_budget.end());
     for (const auto& job : schedulable) stored_reason[job->id] = &job->reason;
     std::erase_if(plan.pending, [&](const sched::PendingDecision& d) {
@@ -473,7 +475,13 @@ void Controller::HoldPlacementsBehindEvictions(sched::Plan& plan) {
                          {}};
     HeldMove held;
     for (auto id : p.after_evicting) {
-      reason.detail += fmt::format("{}job {}", reason.detail.empty() ? "" : ", ", id);
+      // Another tenant's victim is named only as that (its reason says so).
+      auto e = std::find_if(plan.evictions.begin(), plan.evictions.end(),
+                            [id](const sched::Eviction& ev) { return ev.job_id == id; });
+      const bool other =
+          e == plan.evictions.end() || model::NamesOtherTenantJob(e->reason, model::kByJob);
+      reason.detail += fmt::format("{}{}", reason.detail.empty() ? "" : ", ",
+                                   model::JobRefText(other ? 0 : id, model::Lang::kEn));
       if (auto m = moved.find(id); m != moved.end()) {
         reason.detail += fmt::format(" (moving to {})", m->second.replicas.front().node);
         held.movers.push_back(id);

@@ -1,6 +1,10 @@
 #include "control/snapshot_builder.h"
 
 #include <algorithm>
+#include <string>
+#include <unordered_map>
+
+#include "model/reason.h"
 
 namespace berth::server {
 namespace {
@@ -111,6 +115,43 @@ Result<sched::Snapshot> BuildSnapshot(const SnapshotInputs& in, const SpecLookup
   // shapes waiting and running now.
   snap.demand = sched::DemandOf(snap.pending, snap.running);
   return snap;
+}
+
+void MarkOtherTenantJobs(sched::Plan& plan, const sched::Snapshot& snap) {
+  // Most reasons name no other job: only the ids some reason names (and
+  // those reasons' own jobs) are looked up, in one pass over the snapshot.
+  std::unordered_map<std::int64_t, const std::string*> tenant_of;
+  auto want = [&](const model::Reason& r, std::int64_t self) {
+    bool any = false;
+    for (std::string_view key : model::kJobRefKeys) {
+      if (auto it = r.counts.find(key); it != r.counts.end()) {
+        tenant_of.try_emplace(it->second, nullptr);
+        any = true;
+      }
+    }
+    if (any) tenant_of.try_emplace(self, nullptr);
+  };
+  for (const auto& d : plan.pending) want(d.reason, d.job_id);
+  for (const auto& e : plan.evictions) want(e.reason, e.job_id);
+  if (tenant_of.empty()) return;
+  auto note = [&](std::int64_t id, const std::string& tenant) {
+    if (auto it = tenant_of.find(id); it != tenant_of.end()) it->second = &tenant;
+  };
+  for (const auto& p : snap.pending) note(p.id, p.tenant);
+  for (const auto& r : snap.running) note(r.id, r.tenant);
+  auto mark = [&](model::Reason& r, std::int64_t self) {
+    const std::string* own = tenant_of.contains(self) ? tenant_of[self] : nullptr;
+    for (std::string_view key : model::kJobRefKeys) {
+      auto it = r.counts.find(key);
+      if (it == r.counts.end()) continue;
+      const std::string* other = tenant_of[it->second];
+      if (own == nullptr || other == nullptr || *own != *other) {
+        model::MarkOtherTenantJob(r, key);
+      }
+    }
+  };
+  for (auto& d : plan.pending) mark(d.reason, d.job_id);
+  for (auto& e : plan.evictions) mark(e.reason, e.job_id);
 }
 
 }  // namespace berth::server

@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "model/policy.h"
+#include "sched/plan.h"
 #include "sched/snapshot.h"
 #include "store/store.h"
 
@@ -32,5 +33,12 @@ struct SnapshotInputs {
 
 [[nodiscard]] Result<sched::Snapshot> BuildSnapshot(const SnapshotInputs& in,
                                                     const SpecLookup& spec_of);
+
+// Marks each job a reason of `plan` names (model::kJobRefKeys) that belongs to
+// another tenant than the job the reason is about (model::MarkOtherTenantJob),
+// by the tenants `snap` holds; a reference whose job `snap` does not hold is
+// marked too. The ids stay: the API hides them from a reader who cannot read
+// every tenant's jobs.
+void MarkOtherTenantJobs(sched::Plan& plan, const sched::Snapshot& snap);
 
 }  // namespace berth::server

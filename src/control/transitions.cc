@@ -10,6 +10,7 @@
 #include "common/units.h"
 #include "model/message_template.h"
 #include "model/policy.h"
+#include "model/reason.h"
 #include "model/reason_catalogue.h"
 
 namespace berth::control {
@@ -489,24 +490,31 @@ std::optional<EvictionUpdate> EvictJob(const JobRecord& job, const sched::Evicti
     r.stopped_for = cause;
   }
   victim.reason = e.reason;
+  // A timeline is written once for every reader of its job: it names another
+  // tenant's job only as that.
+  model::Reason told = e.reason;
+  model::HideOtherTenantsJobs(told);
   if (e.cause != sched::EvictionCause::kMove) {
     out.victim.events.push_back(
         {now, job.state, e.cause == sched::EvictionCause::kPreempt ? "Preempting" : "Reclaiming",
-         model::RenderReason(e.reason), std::nullopt});
+         model::RenderReason(told), std::nullopt});
     return out;
   }
   // Both timelines say what moves where, and for whom.
   out.victim.events.push_back({now, job.state, "Moving",
-                               fmt::format("{}; from {} to {}", model::RenderReason(e.reason),
+                               fmt::format("{}; from {} to {}", model::RenderReason(told),
                                            Where(e.moved_from), Where(e.moved_to)),
                                std::nullopt});
   if (by != nullptr) {
     out.by = JobUpdate{*by, {}};
     out.by->events.push_back(
         {now, by->state, "Consolidating",
-         fmt::format("moving job {} from {} to {} so that this job's replicas fit; about {} s of "
-                     "its work since its last checkpoint is lost",
-                     e.job_id, Where(e.moved_from), Where(e.moved_to), e.work_lost_ms / 1000),
+         fmt::format(
+             "moving {} from {} to {} so that this job's replicas fit; about {} s of "
+             "its work since its last checkpoint is lost",
+             model::JobRefText(model::NamesOtherTenantJob(e.reason, model::kByJob) ? 0 : e.job_id,
+                               model::Lang::kEn),
+             Where(e.moved_from), Where(e.moved_to), e.work_lost_ms / 1000),
          std::nullopt});
   }
   return out;

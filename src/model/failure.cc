@@ -156,8 +156,8 @@ std::optional<Failure> ClassifyFailure(const Reason& reason, std::string_view lo
     case ReasonCode::kReclaimed:
     case ReasonCode::kMoved:
       return Failure{FailureClass::kEvicted,
-                     fmt::format("{} for job {} of queue {}", ReasonCodeName(reason.code),
-                                 Count(reason, "by_job"), reason.detail)};
+                     fmt::format("{} for {} of queue {}", ReasonCodeName(reason.code),
+                                 JobRefText(Count(reason, kByJob), Lang::kEn), reason.detail)};
     case ReasonCode::kOverQuota:
     case ReasonCode::kNotPreemptibleOverGuarantee:
       return Failure{FailureClass::kRefused, RenderReason(reason)};

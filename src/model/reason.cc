@@ -95,6 +95,10 @@ std::string Gpus(std::int64_t milli) {
 
 }  // namespace
 
+std::string FormatGpuHours(std::int64_t mgpu_ms, int decimals) {
+  return fmt::format("{:.{}f}", static_cast<double>(mgpu_ms) / 3.6e9, decimals);
+}
+
 std::string FormatGpus(std::int64_t milli, Lang lang) {
   const bool one = milli > 0 && milli <= 1000;
   return Say(Phrase::kGpuAmount, lang, TemplateArgs().Set(one ? "one" : "many", Gpus(milli)));
@@ -159,12 +163,39 @@ std::string FormatDuration(std::int64_t ms, Lang lang) {
   return Say(Phrase::kSeconds, lang, a.Set("s", s));
 }
 
+void MarkOtherTenantJob(Reason& reason, std::string_view key) {
+  reason.counts[std::string(key) + std::string(kOtherTenantSuffix)] = 1;
+}
+
+bool NamesOtherTenantJob(const Reason& reason, std::string_view key) {
+  auto it = reason.counts.find(std::string(key) + std::string(kOtherTenantSuffix));
+  return it != reason.counts.end() && it->second != 0;
+}
+
+bool HideOtherTenantsJobs(Reason& reason) {
+  bool hid = false;
+  for (std::string_view key : kJobRefKeys) {
+    if (!NamesOtherTenantJob(reason, key)) continue;
+    if (auto it = reason.counts.find(key); it != reason.counts.end()) {
+      reason.counts.erase(it);
+      hid = true;
+    }
+  }
+  return hid;
+}
+
+std::string JobRefText(std::int64_t id, Lang lang) {
+  TemplateArgs a;
+  if (id > 0) a.Set("id", id);
+  return Say(Phrase::kJobRef, lang, a);
+}
+
 std::string EtaUnknownText(std::int64_t kind, std::int64_t blocked_by, std::int64_t blockers,
                            Lang lang) {
   switch (static_cast<EtaUnknown>(kind)) {
     case EtaUnknown::kBlockedByUnlimited: {
       TemplateArgs a;
-      a.Set("job", blocked_by);
+      a.Set("job", JobRefText(blocked_by, lang));
       if (blockers > 1) a.Set("more", blockers - 1);
       return Say(Phrase::kEtaUnknownBlocked, lang, a);
     }
@@ -323,7 +354,8 @@ TemplateArgs CodeArgs(const Reason& r, Lang lang) {
     case ReasonCode::kPreempted:
     case ReasonCode::kReclaimed:
     case ReasonCode::kMoved:
-      a.Set("by_job", Count(r, kByJob)).Set("work_lost", Duration(Count(r, kWorkLostMs), lang));
+      a.Set("by_job", JobRefText(Count(r, kByJob), lang))
+          .Set("work_lost", Duration(Count(r, kWorkLostMs), lang));
       break;
     case ReasonCode::kWaitingForEvictions:
       a.Set("evictions", Count(r, "evictions"));
@@ -440,16 +472,14 @@ std::string Relief(const Reason& r, Lang lang) {
   }
   if (auto at = Count(r, kReclaimAtMs); at > 0) {
     const std::int64_t in = Count(r, kReclaimInMs);
-    parts.push_back(Say(
-        Phrase::kReliefReclaimGrace, lang,
-        TemplateArgs()
-            .Set("at", FormatClock(at, at - in, lang))
-            .Set("in", Duration(in, lang))
-            .Set("jobs", Count(r, kReclaimVictims))
-            .Set("job", Count(r, kReclaimFirstVictim))
-            .Set("lost",
-                 fmt::format("{:.1f}", static_cast<double>(Count(r, kReclaimLostMgpuMs)) / 3.6e9))
-            .Set("worst", Duration(Count(r, kReclaimWorkLostMs), lang))));
+    parts.push_back(Say(Phrase::kReliefReclaimGrace, lang,
+                        TemplateArgs()
+                            .Set("at", FormatClock(at, at - in, lang))
+                            .Set("in", Duration(in, lang))
+                            .Set("jobs", Count(r, kReclaimVictims))
+                            .Set("job", JobRefText(Count(r, kReclaimFirstVictim), lang))
+                            .Set("lost", FormatGpuHours(Count(r, kReclaimLostMgpuMs), 1))
+                            .Set("worst", Duration(Count(r, kReclaimWorkLostMs), lang))));
   }
   if (parts.empty()) return "";
   std::string out = Say(Phrase::kEviction, lang);

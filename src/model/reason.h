@@ -3,6 +3,7 @@
 // a script can act on `code` and `counts` while a person reads the message.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -166,6 +167,18 @@ inline constexpr std::string_view kCauseHeldBySlices = "gpus_held_by_slices";
 inline constexpr std::string_view kSliceMgpu = "slice_mgpu";
 inline constexpr std::string_view kSliceBytes = "slice_bytes";
 
+// A reason that names another job (kByJob, kEtaBlockedBy,
+// kReclaimFirstVictim) names it for whoever reads the job the reason is
+// about, and a reader of one tenant must not learn another tenant's job ids.
+// berthd marks each such reference whose job is another tenant's with the
+// key plus kOtherTenantSuffix = 1 (MarkOtherTenantJob) when it stores a
+// plan; HideOtherTenantsJobs drops the marked ids before the reason reaches a
+// reader who cannot read every tenant's jobs, and the text then says "job of
+// another tenant" (JobRefText). docs/security.md "Identities and roles".
+inline constexpr std::string_view kOtherTenantSuffix = "_other_tenant";
+inline constexpr std::array<std::string_view, 3> kJobRefKeys{kByJob, kEtaBlockedBy,
+                                                             kReclaimFirstVictim};
+
 struct Reason {
   ReasonCode code = ReasonCode::kNone;
   // Structured numbers: per-cause node counts, the job ahead, requested GPUs.
@@ -192,6 +205,8 @@ std::optional<Lang> ParseLang(std::string_view text);
 // units ("2h 15m", "45s"), and a clock time in UTC ("14:30 UTC", with the
 // date when it falls on another day than `ref_ms`).
 std::string FormatGpus(std::int64_t milli, Lang lang);
+// Milli-GPU-milliseconds as GPU-hours with `decimals` decimals ("44.5").
+std::string FormatGpuHours(std::int64_t mgpu_ms, int decimals);
 std::string FormatCores(std::int64_t millis, Lang lang);
 std::string FormatSize(std::uint64_t bytes);
 std::string FormatDuration(std::int64_t ms, Lang lang);
@@ -201,6 +216,17 @@ std::string FormatClock(std::int64_t unix_ms, std::int64_t ref_ms, Lang lang);
 // `blockers` name that job and how many there are, when known.
 std::string EtaUnknownText(std::int64_t kind, std::int64_t blocked_by, std::int64_t blockers,
                            Lang lang);
+
+// Marks the reference under `key` (one of kJobRefKeys) as naming another
+// tenant's job.
+void MarkOtherTenantJob(Reason& reason, std::string_view key);
+// Whether the reference under `key` names another tenant's job.
+bool NamesOtherTenantJob(const Reason& reason, std::string_view key);
+// Drops the ids of the marked references, keeping the marks; true when it
+// dropped any.
+bool HideOtherTenantsJobs(Reason& reason);
+// "job 42", or "job of another tenant" for an id of 0 or less (hidden).
+std::string JobRefText(std::int64_t id, Lang lang);
 
 // English rendering for the CLI and API ("0/3 nodes fit: 2 too few free GPUs, ...").
 std::string RenderReason(const Reason& reason);

@@ -61,23 +61,23 @@ constexpr std::array kCodeTexts{
                "资源碎片化：可用节点上共有 {free} 空闲，够它所需的 {needed}，"
                "但分布零散，副本放不下（单个节点最多空闲 {largest}）{ahead}{would_run}"}},
     CodeEntry{ReasonCode::kPreempted,
-              {"preempted by higher-priority job {by_job} of queue {detail}; about {work_lost} "
+              {"preempted by higher-priority {by_job} of queue {detail}; about {work_lost} "
                "of work since the last checkpoint was lost",
-               "被队列 {detail} 中优先级更高的作业 {by_job} 抢占；自上次检查点以来约 "
+               "被队列 {detail} 中优先级更高的{by_job} 抢占；自上次检查点以来约 "
                "{work_lost}的进度已丢失"}},
     CodeEntry{ReasonCode::kReclaimed,
-              {"reclaimed by queue {detail} (for job {by_job}), which is below its guarantee and "
+              {"reclaimed by queue {detail} (for {by_job}), which is below its guarantee and "
                "lent these GPUs; about {work_lost} of work since the last checkpoint was lost",
-               "被队列 {detail} 收回 GPU（用于作业 {by_job}）：该队列用量低于保障额度，这些 GPU "
+               "被队列 {detail} 收回 GPU（用于{by_job}）：该队列用量低于保障额度，这些 GPU "
                "是它借出的；自上次检查点以来约 {work_lost}的进度已丢失"}},
     CodeEntry{ReasonCode::kWaitingForEvictions,
               {"placed; starts once the {evictions} job(s) evicted for it have stopped ({detail})",
                "已分配节点；为它驱逐的 {evictions} 个作业停止后即启动（{detail}）"}},
     CodeEntry{ReasonCode::kMoved,
-              {"moved to make room for job {by_job} of queue {detail}: its gang fit only with this "
+              {"moved to make room for {by_job} of queue {detail}: its gang fit only with this "
                "job elsewhere; it restarts at once on the GPUs planned for it, and about "
                "{work_lost} of work since the last checkpoint was lost",
-               "为队列 {detail} 的作业 {by_job} 腾出位置而迁移：只有把本作业挪到别处，它的整组副本"
+               "为队列 {detail} 的{by_job} 腾出位置而迁移：只有把本作业挪到别处，它的整组副本"
                "才放得下；本作业随即在为它规划好的 GPU 上重启，自上次检查点以来约 {work_lost}"
                "的进度已丢失"}},
     CodeEntry{ReasonCode::kGpuFailed,
@@ -182,8 +182,8 @@ constexpr std::array kPhraseTexts{
     // {more} only when other such jobs block it too.
     PhraseEntry{Phrase::kEtaUnknownBlocked,
                 "EtaUnknownBlocked",
-                {"job {job}[ (and {more} more)] on GPUs it needs has no max runtime",
-                 "它需要的 GPU 被作业 {job} 占用，该作业没有设置最长运行时间"
+                {"{job}[ (and {more} more)] on GPUs it needs has no max runtime",
+                 "它需要的 GPU 被{job} 占用，该作业没有设置最长运行时间"
                  "[（另有 {more} 个这样的作业）]"}},
     PhraseEntry{Phrase::kEtaUnknownCapacity,
                 "EtaUnknownCapacity",
@@ -256,11 +256,15 @@ constexpr std::array kPhraseTexts{
     PhraseEntry{Phrase::kReliefReclaimGrace,
                 "ReliefReclaimGrace",
                 {"it reclaims lent GPUs at {at} (in {in}) unless their borrowers end or "
-                 "checkpoint first; reclaiming now would stop {jobs} borrower job(s), job {job} "
+                 "checkpoint first; reclaiming now would stop {jobs} borrower job(s), {job} "
                  "first, and lose {lost} GPU-hours of unsaved work, at most {worst} per job",
                  "将在 {at}（{in}后）收回借出的 GPU，除非借用者先结束或保存检查点；现在收回需停止 "
-                 "{jobs} 个借用作业（首个为作业 {job}），丢失 {lost} GPU 小时未保存的工作，"
+                 "{jobs} 个借用作业（首个为{job}），丢失 {lost} GPU 小时未保存的工作，"
                  "每个作业最多 {worst}"}},
+    // {id} when the reader may know it.
+    PhraseEntry{Phrase::kJobRef,
+                "JobRef",
+                {"[job {id}|job of another tenant]", "[作业 {id}|其他租户的作业]"}},
 };
 
 // Node causes of kNoNodeFits, in the order they are listed.

@@ -72,8 +72,9 @@ enum class Phrase {
   kReliefMoveAll,
   kReliefAfterMinRuntime,
   kReliefReclaimGrace,  // waiting out the policy's reclaim_grace
+  kJobRef,              // another job a reason names: "job 42", or hidden: "job of another tenant"
 };
-inline constexpr Phrase kLastPhrase = Phrase::kReliefReclaimGrace;
+inline constexpr Phrase kLastPhrase = Phrase::kJobRef;
 
 // A node cause of kNoNodeFits (a key of Reason::counts) and its words; "{n}"
 // is how many nodes it rejected.

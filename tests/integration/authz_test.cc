@@ -720,6 +720,105 @@ TEST_F(AuthzTest, AMemberSeesItsTenantOnlyAndOtherTenantsGpusAsAnotherTenant) {
 namespace berth::it {
 namespace {
 
+// Red's guarantee reclaims the GPUs blue borrowed: blue's members learn that
+// a job of another tenant took them, and of which queue (the policy is
+// public), never that job's id; the platform admin sees the id.
+constexpr const char* kRedReclaims = R"(reclaim_grace: 0s
+queues:
+  - name: default
+    children:
+      - name: default
+  - name: red
+    quota:
+      gpus: {guaranteed: 8}
+    children:
+      - name: main
+        quota:
+          gpus: {guaranteed: 8}
+  - name: blue
+    children:
+      - name: main
+)";
+
+TEST_F(AuthzTest, AReasonNamesAnotherTenantsJobOnlyAsThat) {
+  // The borrower shrugs off SIGTERM, so it stays stopping (and its reason
+  // Reclaimed, red's WaitingForEvictions) while the test reads them.
+  Berthd& berthd = NewBerthd(AllInOne({"--stop-grace", "60s"}));
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  ASSERT_TRUE(berthd.WaitForNode("Ready", 20s));
+  const Http& admin = berthd.http();
+  ASSERT_EQ(admin.Post("/v1/policy", kRedReclaims).status, 201);
+
+  const std::int64_t blue =
+      berthd.Submit(JobSpecJson("blue-borrower", Sh("trap '' TERM; while :; do sleep 0.2; done"), 8,
+                                {{"tenant", "blue"}, {"queue", "main"}}));
+  ASSERT_GT(blue, 0);
+  ASSERT_TRUE(berthd.WaitForState(blue, "Running", 20s)) << berthd.Job(blue).dump(2);
+  const std::int64_t red = berthd.Submit(
+      JobSpecJson("red-owner", {"sleep", "300"}, 8, {{"tenant", "red"}, {"queue", "main"}}));
+  ASSERT_GT(red, 0);
+  ASSERT_TRUE(WaitFor([&] { return CountEvents(berthd.Job(blue), "Reclaiming") == 1; }, 20s))
+      << berthd.Job(blue).dump(2) << berthd.Job(red).dump(2);
+
+  const std::string red_ref = "job " + std::to_string(red);
+  Http bob(berthd.api_port());
+  bob.set_token(MemberToken(admin, "bob", "blue", "member", "1d"));
+  const std::string blue_path = "/v1/jobs/" + std::to_string(blue);
+  for (const std::string& path : {blue_path, std::string("/v1/jobs?full=true"),
+                                  std::string("/v1/jobs"), blue_path + "/why"}) {
+    auto r = bob.Get(path);
+    ASSERT_EQ(r.status, 200) << path << r.text;
+    EXPECT_EQ(r.text.find(red_ref), std::string::npos) << path << r.text;
+    EXPECT_EQ(r.text.find("\"by_job\""), std::string::npos) << path << r.text;
+    EXPECT_NE(r.text.find("job of another tenant"), std::string::npos) << path << r.text;
+    EXPECT_NE(r.text.find("\"by_job_other_tenant\":1"), std::string::npos) << path << r.text;
+  }
+  auto why = bob.Get("/v1/jobs/" + std::to_string(blue) + "/why?lang=zh");
+  ASSERT_EQ(why.status, 200) << why.text;
+  EXPECT_NE(why.body["reason"]["message"].get<std::string>().find("其他租户的作业"),
+            std::string::npos)
+      << why.text;
+  auto job = bob.Get("/v1/jobs/" + std::to_string(blue));
+  EXPECT_EQ(job.body["reason"]["code"], "Reclaimed") << job.text;
+  EXPECT_EQ(job.body["reason"]["detail"], "red/main") << job.text;
+  ASSERT_TRUE(job.body["failure"].is_object()) << job.text;
+  EXPECT_NE(job.body["failure"].value("message", "").find("job of another tenant"),
+            std::string::npos)
+      << job.text;
+
+  // Red's member reads her job waiting for "a job of another tenant" to stop.
+  const std::string blue_ref = "job " + std::to_string(blue);
+  Http rita(berthd.api_port());
+  rita.set_token(MemberToken(admin, "rita", "red", "member", "1d"));
+  auto waiting = rita.Get("/v1/jobs/" + std::to_string(red));
+  ASSERT_EQ(waiting.status, 200) << waiting.text;
+  EXPECT_EQ(waiting.body["reason"]["code"], "WaitingForEvictions") << waiting.text;
+  EXPECT_EQ(waiting.body["reason"]["detail"], "job of another tenant") << waiting.text;
+  EXPECT_EQ(waiting.text.find(blue_ref), std::string::npos) << waiting.text;
+
+  // The CLI's berth why, as bob, in both languages.
+  const std::string admin_token = admin.token();
+  ::setenv("BERTH_TOKEN", bob.token().c_str(), 1);  // NOLINT(concurrency-mt-unsafe)
+  for (const char* lang : {"en", "zh"}) {
+    auto r = Cli(berthd, {"why", std::to_string(blue), "--lang", lang});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_EQ(r.out.find(red_ref), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("作业 " + std::to_string(red)), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("other_tenant"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(std::string(lang) == "en" ? "job of another tenant" : "其他租户的作业"),
+              std::string::npos)
+        << r.out;
+  }
+  ::setenv("BERTH_TOKEN", admin_token.c_str(), 1);  // NOLINT(concurrency-mt-unsafe)
+
+  // The platform admin reads every tenant's jobs, and so the id.
+  auto seen = admin.Get("/v1/jobs/" + std::to_string(blue));
+  EXPECT_EQ(seen.body["reason"]["counts"]["by_job"], red) << seen.text;
+  EXPECT_EQ(seen.body["reason"]["counts"]["by_job_other_tenant"], 1) << seen.text;
+  EXPECT_NE(seen.body["reason"]["message"].get<std::string>().find(red_ref), std::string::npos)
+      << seen.text;
+}
+
 TEST_F(AuthzTest, ATenantAdminChangesQueuesBelowItsTenantAndNothingElse) {
   Berthd& berthd = NewBerthd(AllInOne());
   ASSERT_TRUE(berthd.Start()) << berthd.log();

@@ -356,5 +356,44 @@ TEST(ReasonReliefTest, SaysWhetherReclaimOrPreemptionCouldHelpInBothLanguages) {
   EXPECT_EQ(RenderReason(plain).find("eviction"), std::string::npos);
 }
 
+// A reference to another tenant's job, once hidden, says only that, in
+// both languages; one to the reader's own tenant's job keeps its id.
+TEST(ReasonOtherTenantJobs, HiddenReferencesSayAnotherTenantInBothLanguages) {
+  Reason r{ReasonCode::kReclaimed, {{"by_job", 42}, {"work_lost_ms", 90'000}}, "red/main"};
+  Reason own = r;
+  MarkOtherTenantJob(r, kByJob);
+  EXPECT_TRUE(NamesOtherTenantJob(r, kByJob));
+  EXPECT_FALSE(NamesOtherTenantJob(own, kByJob));
+  // Marked but not hidden (the platform admin's view): the id shows.
+  EXPECT_NE(RenderReason(r, Lang::kEn).find("(for job 42)"), std::string::npos)
+      << RenderReason(r, Lang::kEn);
+  EXPECT_FALSE(HideOtherTenantsJobs(own));
+  EXPECT_EQ(own.counts.at("by_job"), 42);
+  ASSERT_TRUE(HideOtherTenantsJobs(r));
+  EXPECT_FALSE(r.counts.contains("by_job"));
+  EXPECT_EQ(r.counts.at("by_job_other_tenant"), 1);
+  const std::string en = RenderReason(r, Lang::kEn);
+  EXPECT_EQ(en,
+            "reclaimed by queue red/main (for job of another tenant), which is below its "
+            "guarantee and lent these GPUs; about 1m 30s of work since the last checkpoint was "
+            "lost");
+  const std::string zh = RenderReason(r, Lang::kZh);
+  ExpectHasAll(zh, {"用于其他租户的作业", "red/main"});
+  EXPECT_EQ(zh.find("42"), std::string::npos) << zh;
+
+  Reason eta{ReasonCode::kNoNodeFits,
+             {{std::string(kEtaUnknown), 1},
+              {std::string(kEtaBlockedBy), 7},
+              {std::string(kEtaBlockers), 3}},
+             ""};
+  MarkOtherTenantJob(eta, kEtaBlockedBy);
+  HideOtherTenantsJobs(eta);
+  ExpectHasAll(RenderReason(eta, Lang::kEn),
+               {"job of another tenant (and 2 more) on GPUs it needs has no max runtime"});
+  ExpectHasAll(RenderReason(eta, Lang::kZh), {"被其他租户的作业 占用"});
+  EXPECT_EQ(JobRefText(7, Lang::kZh), "作业 7");
+  EXPECT_EQ(JobRefText(0, Lang::kEn), "job of another tenant");
+}
+
 }  // namespace
 }  // namespace berth::model

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "model/reason.h"
+
 namespace berth::server {
 namespace {
 
@@ -93,6 +95,50 @@ TEST(SnapshotBuilder, TheReclaimTimeOfAStoredReasonReachesTheScheduler) {
   for (const auto& p : snap->pending) {
     EXPECT_EQ(p.reclaim_since_ms, p.id == 7 ? 6'300'000 : 0) << "job " << p.id;
   }
+}
+
+// Which job references of a plan name another tenant's job: by the tenants
+// of the snapshot's pending and running jobs; an id the snapshot does not
+// hold counts as another tenant's (hidden rather than shown).
+TEST(MarkOtherTenantJobs, MarksReferencesAcrossTenantsOnly) {
+  sched::Snapshot snap;
+  for (auto [id, tenant] : {std::pair{10, "red"}, {11, "blue"}}) {
+    sched::PendingJob p;
+    p.id = id;
+    p.tenant = tenant;
+    snap.pending.push_back(p);
+  }
+  for (auto [id, tenant] : {std::pair{20, "blue"}, {21, "red"}}) {
+    sched::RunningJob r;
+    r.id = id;
+    r.tenant = tenant;
+    snap.running.push_back(r);
+  }
+  sched::Plan plan;
+  plan.pending = {
+      {10, {model::ReasonCode::kNoNodeFits, {{"eta_unknown", 1}, {"eta_blocked_by", 20}}, {}}},
+      {11, {model::ReasonCode::kNoNodeFits, {{"eta_unknown", 1}, {"eta_blocked_by", 20}}, {}}},
+      {10, {model::ReasonCode::kNoNodeFits, {{"reclaim_first_victim", 99}}, {}}},
+      {11, {model::ReasonCode::kNoNodes, {}, {}}},
+  };
+  sched::Eviction across;
+  across.job_id = 20;
+  across.reason = {model::ReasonCode::kReclaimed, {{"by_job", 10}}, "red/main"};
+  sched::Eviction within;
+  within.job_id = 21;
+  within.reason = {model::ReasonCode::kPreempted, {{"by_job", 10}}, "red/main"};
+  plan.evictions = {across, within};
+
+  MarkOtherTenantJobs(plan, snap);
+  EXPECT_TRUE(model::NamesOtherTenantJob(plan.pending[0].reason, model::kEtaBlockedBy));
+  EXPECT_FALSE(model::NamesOtherTenantJob(plan.pending[1].reason, model::kEtaBlockedBy));
+  EXPECT_TRUE(model::NamesOtherTenantJob(plan.pending[2].reason, model::kReclaimFirstVictim));
+  EXPECT_EQ(plan.pending[3].reason.counts.size(), 0u);
+  EXPECT_TRUE(model::NamesOtherTenantJob(plan.evictions[0].reason, model::kByJob));
+  EXPECT_FALSE(model::NamesOtherTenantJob(plan.evictions[1].reason, model::kByJob));
+  // Marked, never dropped: the ids stay for the platform's own readers.
+  EXPECT_EQ(plan.evictions[0].reason.counts.at("by_job"), 10);
+  EXPECT_EQ(plan.pending[1].reason.counts.size(), 2u);
 }
 
 }  // namespace
