@@ -248,6 +248,13 @@ void Api::Register(http::Server& http) {
   // Identities, roles and tokens.
   Route(http, "GET", "/v1/whoami", any("auth.whoami"), handler(&Api::WhoAmI));
   Route(http, "POST", "/v1/login", any("auth.login"), Audited("auth.login", &Api::Login));
+  // The web console's sign-in: a session cookie made from a bearer token.
+  Route(http, "POST", "/v1/console/session", any("console.sign_in"),
+        Audited("console.sign_in", &Api::StartConsoleSession));
+  Route(http, "GET", "/v1/console/session", any("console.session"),
+        handler(&Api::GetConsoleSession));
+  Route(http, "DELETE", "/v1/console/session", any("console.sign_out"),
+        Audited("console.sign_out", &Api::EndConsoleSession));
   Route(http, "GET", "/v1/identities", any("identity.list"), handler(&Api::ListIdentities));
   Route(http, "POST", "/v1/identities", any("identity.create"),
         Audited("identity.create", &Api::CreateIdentity));

@@ -141,6 +141,9 @@ class Api {
   // Identities, memberships and tokens (api_identity.cc).
   void WhoAmI(const http::Request& req, http::Response& res);
   void Login(const http::Request& req, http::Response& res, AuditNote& note);
+  void StartConsoleSession(const http::Request& req, http::Response& res, AuditNote& note);
+  void GetConsoleSession(const http::Request& req, http::Response& res);
+  void EndConsoleSession(const http::Request& req, http::Response& res, AuditNote& note);
   void ListIdentities(const http::Request& req, http::Response& res);
   void CreateIdentity(const http::Request& req, http::Response& res, AuditNote& note);
   void SetIdentityFlag(const http::Request& req, http::Response& res, AuditNote& note);

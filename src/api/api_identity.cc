@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <charconv>
 
 #include "api/api.h"
@@ -111,6 +112,74 @@ void Api::Login(const http::Request& req, http::Response& res, AuditNote& note) 
   note.object = "identity/" + c.name;
   note.after = json{{"token", c.token_id}};
   WhoAmI(req, res);
+}
+
+namespace {
+
+// The console's cookie: HttpOnly (no script reads it), Secure, SameSite=Strict
+// (no other site's page sends it), for the whole API's origin.
+std::string ConsoleCookie(std::string_view value, TimeMs max_age_ms) {
+  return fmt::format("{}={}; Path=/; HttpOnly; Secure; SameSite=Strict; Max-Age={}", kConsoleCookie,
+                     value, std::max<TimeMs>(0, max_age_ms / 1000));
+}
+
+json ConsoleJson(const Caller& c) {
+  if (!c.console) return nullptr;
+  return json{{"csrf", c.console_csrf},
+              {"csrf_header", kConsoleCsrfHeader},
+              {"expires_at_ms", c.console_expires_ms}};
+}
+
+}  // namespace
+
+void Api::StartConsoleSession(const http::Request&, http::Response& res, AuditNote& note) {
+  const Caller& c = CurrentCaller();
+  note.object = "identity/" + c.name;
+  note.after = json{{"token", c.token_id}};
+  if (c.console) {
+    return ReplyError(res, Error{Code::kFailedPrecondition,
+                                 "already signed in to the console; sign out first "
+                                 "(DELETE /v1/console/session)",
+                                 {}});
+  }
+  auto issued = auth_.StartConsoleSession(c);
+  if (!issued) return ReplyError(res, issued.error());
+  note.after["expires_at_ms"] = issued->expires_ms;
+  res.set_header("Set-Cookie", ConsoleCookie(issued->secret, issued->expires_ms - clock_.NowMs()));
+  res.set_header("Cache-Control", "no-store");
+  Caller signed_in = c;
+  signed_in.console = true;
+  signed_in.console_csrf = issued->csrf;
+  signed_in.console_expires_ms = issued->expires_ms;
+  Reply(res, 201,
+        json{{"name", c.name},
+             {"kind", c.kind},
+             {"platform_admin", c.platform_admin},
+             {"tenants", TenantsJson(c.tenants)},
+             {"console", ConsoleJson(signed_in)}});
+}
+
+void Api::GetConsoleSession(const http::Request&, http::Response& res) {
+  const Caller& c = CurrentCaller();
+  res.set_header("Cache-Control", "no-store");
+  Reply(res, 200,
+        json{{"name", c.name},
+             {"kind", c.kind},
+             {"platform_admin", c.platform_admin},
+             {"tenants", TenantsJson(c.tenants)},
+             {"console", ConsoleJson(c)}});
+}
+
+void Api::EndConsoleSession(const http::Request&, http::Response& res, AuditNote& note) {
+  const Caller& c = CurrentCaller();
+  note.object = "identity/" + c.name;
+  if (auto st = auth_.EndConsoleSession(c); !st && st.error().code != Code::kNotFound) {
+    return ReplyError(res, st.error());
+  }
+  note.after = json{{"signed_out", c.console}};
+  // The browser forgets the cookie either way.
+  res.set_header("Set-Cookie", ConsoleCookie("", 0));
+  Reply(res, 200, json{{"signed_out", c.console}});
 }
 
 void Api::ListIdentities(const http::Request& req, http::Response& res) {

@@ -5,6 +5,7 @@
 #include <openssl/evp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -48,6 +49,50 @@ std::string_view BearerOf(const http::Request& req) {
 
 Error Unauthenticated(std::string message) {
   return Error{Code::kUnauthenticated, std::move(message), "Authorization"};
+}
+
+// The value of cookie `name` in the request's Cookie header, "" when absent.
+std::string_view CookieOf(const http::Request& req, std::string_view name) {
+  auto it = req.headers.find("Cookie");
+  if (it == req.headers.end()) return {};
+  std::string_view rest = it->second;
+  while (!rest.empty()) {
+    const auto semi = rest.find(';');
+    std::string_view pair = rest.substr(0, semi);
+    rest = semi == std::string_view::npos ? std::string_view() : rest.substr(semi + 1);
+    while (!pair.empty() && pair.front() == ' ') pair.remove_prefix(1);
+    const auto eq = pair.find('=');
+    if (eq != std::string_view::npos && pair.substr(0, eq) == name) return pair.substr(eq + 1);
+  }
+  return {};
+}
+
+// Equal without an early exit: how much of a CSRF token matched does not
+// show in the answer's timing.
+bool SameSecret(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  }
+  return diff == 0;
+}
+
+// The caller a valid token of `identity` speaks for.
+Caller CallerOf(const store::Identity& identity, const store::TokenRecord& token) {
+  Caller caller;
+  caller.name = identity.name;
+  caller.kind = identity.kind;
+  caller.token_id = token.id;
+  caller.platform_admin = identity.platform_admin;
+  caller.tenants = identity.tenants;
+  if (identity.metrics_reader) {
+    // GET /metrics and nothing else, whatever else the identity was given.
+    caller.scope = Scope::kMetrics;
+    caller.platform_admin = false;
+    caller.tenants.clear();
+  }
+  return caller;
 }
 
 }  // namespace
@@ -134,6 +179,11 @@ Result<Caller> Authorizer::AuthenticateJob(std::string_view token) {
 Result<Caller> Authorizer::Authenticate(const http::Request& req) {
   std::string_view token = BearerOf(req);
   if (token.empty()) {
+    // The console's cookie, when there is no bearer token (a bearer token
+    // wins: the CLI's requests never carry the cookie).
+    if (auto secret = CookieOf(req, kConsoleCookie); !secret.empty()) {
+      return AuthenticateConsole(req, secret);
+    }
     return std::unexpected(
         Unauthenticated("this request needs an API token: send 'Authorization: Bearer <token>' "
                         "(berth login stores one for the CLI)"));
@@ -208,21 +258,106 @@ Result<Caller> Authorizer::Authenticate(const http::Request& req) {
     return refuse(fmt::format("identity '{}' of token {} is disabled; ask a platform admin",
                               t.identity, t.id));
   }
-  Caller caller;
-  caller.name = (*identity)->name;
-  caller.kind = (*identity)->kind;
-  caller.token_id = t.id;
-  caller.platform_admin = (*identity)->platform_admin;
-  caller.tenants = (*identity)->tenants;
-  if ((*identity)->metrics_reader) {
-    // GET /metrics and nothing else, whatever else the identity was given.
-    caller.scope = Scope::kMetrics;
-    caller.platform_admin = false;
-    caller.tenants.clear();
-  }
+  Caller caller = CallerOf(**identity, t);
   std::lock_guard lock(mu_);
   cache_[t.id] = Cached{digest, caller, now, t.expires_ms};
   return caller;
+}
+
+Result<Caller> Authorizer::AuthenticateConsole(const http::Request& req, std::string_view secret) {
+  const TimeMs now = clock_.NowMs();
+  const std::string digest = Sha256Hex(secret);
+  std::optional<Caller> found;
+  {
+    std::lock_guard lock(mu_);
+    auto it = sessions_.find(digest);
+    if (it != sessions_.end() && now - it->second.verified_ms < kTokenCacheMs &&
+        now < it->second.caller.console_expires_ms) {
+      found = it->second.caller;
+    }
+  }
+  if (!found) {
+    auto session = identities_.GetConsoleSession(digest);
+    if (!session) return std::unexpected(session.error());
+    if (!*session || (*session)->ended_ms || now >= (*session)->expires_ms) {
+      return std::unexpected(Unauthenticated(
+          !*session              ? "this console session is not known; sign in again"
+          : (*session)->ended_ms ? "this console session was signed out; sign in again"
+                                 : "this console session expired; sign in again"));
+    }
+    const auto& s = **session;
+    auto record = identities_.GetToken(s.token_id);
+    if (!record) return std::unexpected(record.error());
+    if (!*record || (*record)->revoked_ms ||
+        ((*record)->expires_ms && now >= *(*record)->expires_ms)) {
+      return std::unexpected(Unauthenticated(
+          fmt::format("token {}, which this console session was signed in with, was revoked or "
+                      "expired; sign in again with a current token",
+                      s.token_id)));
+    }
+    auto identity = identities_.GetIdentity((*record)->identity);
+    if (!identity) return std::unexpected(identity.error());
+    if (!*identity || (*identity)->disabled) {
+      return std::unexpected(Unauthenticated(
+          fmt::format("identity '{}' is disabled; ask a platform admin", (*record)->identity)));
+    }
+    Caller caller = CallerOf(**identity, **record);
+    caller.console = true;
+    caller.console_csrf = s.csrf;
+    caller.console_expires_ms = s.expires_ms;
+    caller.console_id_hash = digest;
+    std::lock_guard lock(mu_);
+    if (sessions_.size() >= 10000) sessions_.clear();
+    sessions_[digest] = CachedSession{caller, now};
+    found = std::move(caller);
+  }
+  // A change (anything but a read) must repeat the session's CSRF token in a
+  // header: a page of another site can make the browser send the cookie, but
+  // cannot read the token to send it.
+  if (req.method != "GET" && req.method != "HEAD") {
+    auto it = req.headers.find(std::string(kConsoleCsrfHeader));
+    if (it == req.headers.end() || !SameSecret(it->second, found->console_csrf)) {
+      return Fail(Code::kPermissionDenied,
+                  fmt::format("{} {} from a console session needs the session's CSRF token in "
+                              "the {} header (GET /v1/console/session gives it to the console)",
+                              req.method, req.path, kConsoleCsrfHeader),
+                  std::string(kConsoleCsrfHeader));
+    }
+  }
+  return *found;
+}
+
+Result<IssuedConsoleSession> Authorizer::StartConsoleSession(const Caller& caller) {
+  if (caller.scope != Scope::kFull || caller.token_id.empty()) {
+    return Fail(Code::kPermissionDenied,
+                "a console session is for an identity's token, not a job or metrics token", {});
+  }
+  auto token = identities_.GetToken(caller.token_id);
+  if (!token) return std::unexpected(token.error());
+  if (!*token) return std::unexpected(Unauthenticated("the token is not known"));
+  auto secret = store::RandomHex(32);
+  if (!secret) return std::unexpected(secret.error());
+  auto csrf = store::RandomHex(32);
+  if (!csrf) return std::unexpected(csrf.error());
+  const TimeMs now = clock_.NowMs();
+  store::ConsoleSession s;
+  s.id_hash = Sha256Hex(*secret);
+  s.token_id = caller.token_id;
+  s.csrf = *csrf;
+  s.created_ms = now;
+  s.expires_ms = now + kConsoleSessionMs;
+  if ((*token)->expires_ms) s.expires_ms = std::min(s.expires_ms, *(*token)->expires_ms);
+  BERTH_RETURN_IF_ERROR(identities_.CreateConsoleSession(s));
+  return IssuedConsoleSession{*secret, *csrf, s.expires_ms};
+}
+
+Status Authorizer::EndConsoleSession(const Caller& caller) {
+  if (!caller.console) return Ok();
+  {
+    std::lock_guard lock(mu_);
+    sessions_.erase(caller.console_id_hash);
+  }
+  return identities_.EndConsoleSession(caller.console_id_hash, clock_.NowMs());
 }
 
 Status Authorizer::Check(const Caller& caller, std::string_view tenant, Need need,
@@ -263,11 +398,13 @@ model::TenantScope Authorizer::ScopeOf(const Caller& caller) {
 void Authorizer::ForgetToken(std::string_view token_id) {
   std::lock_guard lock(mu_);
   cache_.erase(std::string(token_id));
+  std::erase_if(sessions_, [&](const auto& kv) { return kv.second.caller.token_id == token_id; });
 }
 
 void Authorizer::ForgetIdentity(std::string_view name) {
   std::lock_guard lock(mu_);
   std::erase_if(cache_, [&](const auto& kv) { return kv.second.caller.name == name; });
+  std::erase_if(sessions_, [&](const auto& kv) { return kv.second.caller.name == name; });
   // An identity enabled again is trusted at once, not after a remembered
   // refusal lapses.
   refused_.clear();

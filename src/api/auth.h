@@ -55,6 +55,13 @@ struct Caller {
   std::string run_id;
   std::string job_tenant;
 
+  // Signed in through a console session (an HttpOnly cookie) rather than a
+  // bearer token: its CSRF token and end, and the session's id hash.
+  bool console = false;
+  std::string console_csrf;
+  TimeMs console_expires_ms = 0;
+  std::string console_id_hash;
+
   bool authenticated() const { return !name.empty(); }
   std::optional<store::Role> RoleIn(std::string_view tenant) const;
   bool CanRead(std::string_view tenant) const;
@@ -118,6 +125,21 @@ inline constexpr TimeMs kRefusedSecretMs = 10'000;
 inline constexpr std::int64_t kVerifyPerSecondPerSource = 5;
 inline constexpr std::int64_t kVerifyBurstPerSource = 20;
 
+// Console sessions (docs/security.md "Console sessions"): the cookie that
+// carries the session's secret, the header every change from the console
+// repeats its CSRF token in, and how long a session lasts at most (never
+// past its token's own expiry).
+inline constexpr std::string_view kConsoleCookie = "berth_session";
+inline constexpr std::string_view kConsoleCsrfHeader = "X-Berth-CSRF";
+inline constexpr TimeMs kConsoleSessionMs = 12LL * 3600 * 1000;
+// A console session as issued: the only moment its secret exists outside
+// the browser's cookie.
+struct IssuedConsoleSession {
+  std::string secret;
+  std::string csrf;
+  TimeMs expires_ms = 0;
+};
+
 // Whether the run a job token names may still use it: found and not exited,
 // with its job's tenant. Set by berthd from the store (the run's record).
 struct JobRunState {
@@ -162,6 +184,13 @@ class Authorizer {
     job_runs_ = std::move(lookup);
   }
 
+  // A console session for `caller`, who signed in with its bearer token:
+  // the same identity and roles, bound to that token, for at most
+  // kConsoleSessionMs.
+  Result<IssuedConsoleSession> StartConsoleSession(const Caller& caller);
+  // Signs the caller's console session out (nothing for a bearer caller).
+  Status EndConsoleSession(const Caller& caller);
+
   // Forget cached verdicts (after a revocation or a change of role).
   void ForgetToken(std::string_view token_id);
   void ForgetIdentity(std::string_view name);
@@ -177,6 +206,14 @@ class Authorizer {
   };
 
   Result<Caller> AuthenticateJob(std::string_view token);
+  Result<Caller> AuthenticateConsole(const http::Request& req, std::string_view secret);
+  struct CachedSession {
+    Caller caller;
+    TimeMs verified_ms = 0;
+  };
+  // By the SHA-256 of the session's secret; cleared with ForgetToken and
+  // ForgetIdentity as cache_ is.
+  std::unordered_map<std::string, CachedSession> sessions_;
 
   store::IdentityStore& identities_;
   const Clock& clock_;

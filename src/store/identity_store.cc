@@ -27,6 +27,9 @@ CREATE TABLE IF NOT EXISTS tokens(
   created_by TEXT NOT NULL, expires_ms INTEGER, revoked_ms INTEGER,
   revoked_by TEXT NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS tokens_by_identity ON tokens(identity);
+CREATE TABLE IF NOT EXISTS console_sessions(
+  id_hash TEXT PRIMARY KEY, token_id TEXT NOT NULL, csrf TEXT NOT NULL,
+  created_ms INTEGER NOT NULL, expires_ms INTEGER NOT NULL, ended_ms INTEGER);
 )sql";
 
 // Argon2id cost: OWASP's minimum for Argon2id (19 MiB, 2 passes, 1 lane).
@@ -554,6 +557,57 @@ Status IdentityStore::RevokeToken(std::string_view id, std::string_view by, Time
   if (!after) return std::unexpected(after.error());
   if (!*after) return Fail(Code::kNotFound, fmt::format("no token with id '{}'", id));
   return CommitAudited(tx, db_, audit_head_, audit, **after);
+}
+
+Status IdentityStore::CreateConsoleSession(const ConsoleSession& session) {
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
+  static constexpr TimeMs kKeepEndedMs = 24LL * 3600 * 1000;
+  auto prune = db_.Prepare("DELETE FROM console_sessions WHERE expires_ms < ?1 OR ended_ms < ?1");
+  if (!prune) return std::unexpected(prune.error());
+  BERTH_RETURN_IF_ERROR(prune->Bind(1, session.created_ms - kKeepEndedMs).Run());
+  auto st = db_.Prepare(
+      "INSERT INTO console_sessions(id_hash, token_id, csrf, created_ms, expires_ms) "
+      "VALUES(?, ?, ?, ?, ?)");
+  if (!st) return std::unexpected(st.error());
+  BERTH_RETURN_IF_ERROR(st->Bind(1, session.id_hash)
+                            .Bind(2, session.token_id)
+                            .Bind(3, session.csrf)
+                            .Bind(4, session.created_ms)
+                            .Bind(5, session.expires_ms)
+                            .Run());
+  return tx.Commit();
+}
+
+Result<std::optional<ConsoleSession>> IdentityStore::GetConsoleSession(std::string_view id_hash) {
+  std::lock_guard lock(mu_);
+  auto st = db_.Prepare(
+      "SELECT id_hash, token_id, csrf, created_ms, expires_ms, ended_ms FROM console_sessions "
+      "WHERE id_hash=?");
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, id_hash);
+  auto row = st->Step();
+  if (!row) return std::unexpected(row.error());
+  if (!*row) return std::optional<ConsoleSession>();
+  ConsoleSession s;
+  s.id_hash = st->Text(0);
+  s.token_id = st->Text(1);
+  s.csrf = st->Text(2);
+  s.created_ms = st->Int(3);
+  s.expires_ms = st->Int(4);
+  s.ended_ms = st->OptInt(5);
+  return std::optional<ConsoleSession>(std::move(s));
+}
+
+Status IdentityStore::EndConsoleSession(std::string_view id_hash, TimeMs now) {
+  std::lock_guard lock(mu_);
+  auto st =
+      db_.Prepare("UPDATE console_sessions SET ended_ms=? WHERE id_hash=? AND ended_ms IS NULL");
+  if (!st) return std::unexpected(st.error());
+  BERTH_RETURN_IF_ERROR(st->Bind(1, now).Bind(2, id_hash).Run());
+  if (db_.Changes() == 0) return Fail(Code::kNotFound, "no such console session");
+  return Ok();
 }
 
 }  // namespace berth::store

@@ -98,6 +98,20 @@ struct TokenPage {
   std::size_t limit = 0;  // rows at most; 0: every row
 };
 
+// A console sign-in (docs/security.md "Console sessions"): the browser holds
+// the session's secret in an HttpOnly cookie; the store keeps only its
+// SHA-256, the token it was made from (whose revocation, expiry or
+// identity ends it too), the CSRF token the console sends with each change,
+// and its bounds.
+struct ConsoleSession {
+  std::string id_hash;  // SHA-256 hex of the cookie's secret
+  std::string token_id;
+  std::string csrf;
+  TimeMs created_ms = 0;
+  TimeMs expires_ms = 0;
+  std::optional<TimeMs> ended_ms;  // signed out
+};
+
 class IdentityStore {
  public:
   static Result<std::unique_ptr<IdentityStore>> Open(const std::filesystem::path& data_dir);
@@ -146,6 +160,13 @@ class IdentityStore {
                                                             const TokenPage& page);
   [[nodiscard]] Status RevokeToken(std::string_view id, std::string_view by, TimeMs now,
                                    const AuditOf<TokenRecord>& audit = {});
+
+  // Stores a new console session, and drops sessions that ended or expired
+  // more than a day before `session.created_ms` (the table stays small).
+  [[nodiscard]] Status CreateConsoleSession(const ConsoleSession& session);
+  [[nodiscard]] Result<std::optional<ConsoleSession>> GetConsoleSession(std::string_view id_hash);
+  // Marks it signed out at `now`; NotFound when there is none.
+  [[nodiscard]] Status EndConsoleSession(std::string_view id_hash, TimeMs now);
 
  private:
   IdentityStore(Database db, std::filesystem::path audit_head)

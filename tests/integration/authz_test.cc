@@ -151,6 +151,11 @@ std::vector<Route> Routes() {
                                     {{"tenant", t}, {"queue", "main"}});
                }});
   r.push_back({"GET", "/v1/jobs", Kind::kAny, fixed("/v1/jobs")});
+  // With a bearer token there is no console session: signing in makes one,
+  // reading answers console: null, signing out ends nothing.
+  r.push_back({"POST", "/v1/console/session", Kind::kAny, fixed("/v1/console/session")});
+  r.push_back({"GET", "/v1/console/session", Kind::kAny, fixed("/v1/console/session")});
+  r.push_back({"DELETE", "/v1/console/session", Kind::kAny, fixed("/v1/console/session")});
   r.push_back({"GET", "/v1/jobs/{id}", Kind::kOwnJobRead, job("")});
   r.push_back({"POST", "/v1/jobs/{id}/cancel", Kind::kObjectWrite, job("/cancel")});
   r.push_back({"POST", "/v1/jobs/{id}/checkpoint", Kind::kOwnJobWrite, job("/checkpoint")});
