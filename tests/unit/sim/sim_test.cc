@@ -285,9 +285,9 @@ TEST(Simulate, BerthLearnsRunTimesFromFinishedJobsNotFromTheJobItself) {
   // Four 4-GPU jobs of 10 s finish by 20 s: 4-GPU jobs are predicted short.
   // 8-GPU jobs 5-8 (30 s) run one at a time from 20 s; job 9 asks for 4 GPUs
   // and, unknown to any scheduler, runs 500 s.
-  std::vector<SimJob> jobs{Job(1, 0, 10, 4),  Job(2, 0, 10, 4),  Job(3, 0, 10, 4),
-                           Job(4, 0, 10, 4),  Job(5, 1, 30, 8),  Job(6, 1, 30, 8),
-                           Job(7, 1, 30, 8),  Job(8, 25, 30, 8), Job(9, 26, 500, 4)};
+  std::vector<SimJob> jobs{Job(1, 0, 10, 4), Job(2, 0, 10, 4),  Job(3, 0, 10, 4),
+                           Job(4, 0, 10, 4), Job(5, 1, 30, 8),  Job(6, 1, 30, 8),
+                           Job(7, 1, 30, 8), Job(8, 25, 30, 8), Job(9, 26, 500, 4)};
   sched::CoreScheduler core;
   SimOptions options;
   auto plain = Simulate(nodes, jobs, model::DefaultPolicy(), core, options);
