@@ -318,8 +318,8 @@ class Controller {
   // Tenants over an enforced budget -> the reason their low-priority jobs
   // wait with, as of over_budget_at_ms (pass thread only).
   std::map<std::string, model::Reason> over_budget_;
-  // Finished jobs' run times for the snapshot's predictions (scheduling
-  // thread only).
+  // Finished jobs' run times for the snapshot's predictions; refreshed and
+  // read only by RunPass (under pass_mu_).
   RuntimeFeed runtime_feed_;
   TimeMs over_budget_at_ms_ = -1;
   const sched::Scheduler& scheduler_;
