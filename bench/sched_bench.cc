@@ -19,10 +19,17 @@
 // --same-priority makes every pending job normal (nothing to preempt): a
 // steady full cluster.
 //
+// --predictions gives every pending job a predicted run time (10 minutes to
+// a day) and every running one started an hour ago a prediction, so jobs
+// are ordered shortest predicted GPU time first and heads get predicted
+// starts (sched/runtime_estimate.h); --no-short-first sets the policy's
+// short_first_max_wait to 0 (submit order within a queue, as before it).
+//
 // --size N P runs one size only (N nodes, P pending), e.g. under `perf stat`.
 //
 //   berth-sched-bench [--cycles K] [--quick] [--runtimes] [--fragmented]
 //                     [--same-priority] [--max-reservations N] [--size N P]
+//                     [--predictions] [--no-short-first]
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -45,6 +52,8 @@ struct Options {
   bool fragmented = false;
   bool same_priority = false;  // every pending job normal: nothing to preempt
   int max_reservations = -1;   // -1: the policy default
+  bool predictions = false;
+  bool no_short_first = false;
 };
 
 Snapshot Build(int nodes, int pending, std::mt19937& rng, const Options& opt) {
@@ -82,6 +91,10 @@ Snapshot Build(int nodes, int pending, std::mt19937& rng, const Options& opt) {
         r.started_at_ms = s.now_ms - 3'600'000;
         r.resources.gpus = first == 0 ? 4 : 2;
         r.checkpoints = first == 4;
+        if (opt.predictions) {
+          r.predicted = {std::int64_t{1'800'000} * (1 + n % 8), berth::sched::RuntimeBasis::kShape,
+                         5};
+        }
         berth::sched::ReplicaPlacement rp{0, s.nodes[static_cast<std::size_t>(n)].name, {}};
         for (std::uint32_t g = first; g < first + r.resources.gpus; ++g)
           rp.gpu_indices.push_back(g);
@@ -111,6 +124,7 @@ Snapshot Build(int nodes, int pending, std::mt19937& rng, const Options& opt) {
     }
   }
   if (opt.max_reservations >= 0) p.backfill.max_reservations = opt.max_reservations;
+  if (opt.no_short_first) p.short_first_max_wait_ms = 0;
   s.policy = std::move(p);
   std::uniform_int_distribution<int> tenant(0, 99), queue(0, 4), shape(0, 9), prio(0, 3);
   for (int j = 0; j < pending; ++j) {
@@ -128,6 +142,10 @@ Snapshot Build(int nodes, int pending, std::mt19937& rng, const Options& opt) {
     job.resources.cpu_millis = 4000 * job.resources.gpus;
     if (opt.runtimes && rng() % 5 != 0) {
       job.max_runtime_ms = std::int64_t{600'000} + static_cast<std::int64_t>(rng() % 86'400'000);
+    }
+    if (opt.predictions) {
+      job.predicted = {std::int64_t{600'000} + static_cast<std::int64_t>(rng() % 86'400'000),
+                       berth::sched::RuntimeBasis::kTenantShape, 5};
     }
     s.pending.push_back(std::move(job));
   }
@@ -192,6 +210,8 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--quick") == 0) quick = true;
     if (std::strcmp(argv[i], "--runtimes") == 0) opt.runtimes = true;
     if (std::strcmp(argv[i], "--fragmented") == 0) opt.fragmented = true;
+    if (std::strcmp(argv[i], "--predictions") == 0) opt.predictions = true;
+    if (std::strcmp(argv[i], "--no-short-first") == 0) opt.no_short_first = true;
     if (std::strcmp(argv[i], "--same-priority") == 0) opt.same_priority = true;
     if (std::strcmp(argv[i], "--max-reservations") == 0 && i + 1 < argc) {
       opt.max_reservations = std::atoi(argv[++i]);

@@ -230,6 +230,9 @@ json PolicyChanges(const model::Policy& from, const model::Policy& to) {
   if (from.usage_half_life_ms != to.usage_half_life_ms) settings.push_back("usage_half_life");
   if (from.min_runtime_ms != to.min_runtime_ms) settings.push_back("min_runtime");
   if (from.reclaim_grace_ms != to.reclaim_grace_ms) settings.push_back("reclaim_grace");
+  if (from.short_first_max_wait_ms != to.short_first_max_wait_ms) {
+    settings.push_back("short_first_max_wait");
+  }
   if (from.backfill != to.backfill) settings.push_back("backfill");
   if (from.consolidation != to.consolidation) settings.push_back("consolidation");
   if (from.limits != to.limits) settings.push_back("limits");

@@ -283,6 +283,7 @@ json PolicyJson(const model::Policy& policy) {
   return json{{"usage_half_life_ms", policy.usage_half_life_ms},
               {"min_runtime_ms", policy.min_runtime_ms},
               {"reclaim_grace_ms", policy.reclaim_grace_ms},
+              {"short_first_max_wait_ms", policy.short_first_max_wait_ms},
               {"pools", pools},
               {"priority_classes", classes},
               {"queues", queues}};

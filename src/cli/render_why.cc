@@ -76,6 +76,23 @@ constexpr Message kAroundNoNote{"{}, around {}", "{}，约 {}"};
 constexpr Message kGpusReserved{"GPUs are reserved for it", "已为其预留 GPU"};
 constexpr Message kNoGpusReserved{"an estimate; no GPUs reserved", "仅为估计，未预留 GPU"};
 constexpr Message kUnknown{"unknown: {}", "未知：{}"};
+constexpr Message kEtaBasis{"start estimated from", "开始时间依据"};
+constexpr Message kBasisDeclared{"declared max runtimes", "声明的最长运行时间"};
+constexpr Message kBasisPredicted{"predicted run times (no max runtime declared)",
+                                  "预测的运行时间（未声明最长运行时间）"};
+constexpr Message kBasisGrace{"the end of its reclaim grace", "其回收宽限的结束"};
+constexpr Message kAfterJob{"must end first", "需先结束"};
+constexpr Message kAfterJobAt{"{}, around {}", "{}，约 {}"};
+constexpr Message kAfterOverrun{
+    "{}, around {} (already past its predicted run time: expected to run as long again)",
+    "{}，约 {}（已超过预测运行时间：按再运行同样时长估计）"};
+constexpr Message kPredictedRuntime{"predicted run time", "预测运行时间"};
+constexpr Message kPredictedFrom{"{}, the median of {} finished run(s) of {}",
+                                 "{}，取 {} 次已完成运行（{}）的中位数"};
+constexpr Message kSameUserName{"the same user and job name", "同一用户、同名作业"};
+constexpr Message kSameUserShape{"the same user and shape", "同一用户、同样规格"};
+constexpr Message kSameTenantShape{"the same tenant and shape", "同一租户、同样规格"};
+constexpr Message kSameShape{"the same shape", "同样规格"};
 constexpr Message kNotBefore{"not before", "最早开始"};
 constexpr Message kFreeButReserved{"free but reserved", "空闲但已预留"};
 constexpr Message kForEarlierJobs{"{} (for jobs that start before it would end)",
@@ -221,6 +238,39 @@ Lines ReasonFacts(const model::Reason& r, model::Lang lang) {
         Say(words::kEstimatedStart, lang),
         Say(words::kAround, lang, when(in), model::FormatClock(*eta, *eta - in, lang),
             Say(reserved.value_or(0) != 0 ? words::kGpusReserved : words::kNoGpusReserved, lang)));
+  }
+  const auto eta_basis = take(model::kEtaBasis);
+  const auto after_job = take(model::kEtaAfterJob);
+  const auto after_ms = take(model::kEtaAfterMs);
+  const auto after_overrun = take(model::kEtaAfterOverrun);
+  if (eta_basis) {
+    const Message& basis = *eta_basis == static_cast<std::int64_t>(model::EtaBasis::kPredicted)
+                               ? words::kBasisPredicted
+                           : *eta_basis == static_cast<std::int64_t>(model::EtaBasis::kGrace)
+                               ? words::kBasisGrace
+                               : words::kBasisDeclared;
+    out.emplace_back(Say(words::kEtaBasis, lang), Say(basis, lang));
+  }
+  if (after_job || hidden(model::kEtaAfterJob)) {
+    const std::int64_t at = after_ms.value_or(0);
+    // The date shows when it is another day than the cycle's.
+    const std::string clock = model::FormatClock(at, eta && eta_in ? *eta - *eta_in : at, lang);
+    out.emplace_back(Say(words::kAfterJob, lang),
+                     Say(after_overrun.value_or(0) != 0 ? words::kAfterOverrun : words::kAfterJobAt,
+                         lang, model::JobRefText(after_job.value_or(0), lang), clock));
+  }
+  const auto predicted = take(model::kPredictedRuntimeMs);
+  const auto predicted_basis = take(model::kPredictedBasis);
+  const auto predicted_samples = take(model::kPredictedSamples);
+  if (predicted) {
+    const std::int64_t b = predicted_basis.value_or(0);
+    const Message& from = b == 1   ? words::kSameUserName
+                          : b == 2 ? words::kSameUserShape
+                          : b == 3 ? words::kSameTenantShape
+                                   : words::kSameShape;
+    out.emplace_back(Say(words::kPredictedRuntime, lang),
+                     Say(words::kPredictedFrom, lang, duration(*predicted),
+                         predicted_samples.value_or(0), Say(from, lang)));
   }
   const auto unknown = take(model::kEtaUnknown);
   const auto eta_blocked_by = take(model::kEtaBlockedBy);

@@ -330,7 +330,15 @@ Status Controller::RunPass() {
       if (i.start_ms > 0) running.push_back(i);
     }
     const auto usage = ledger_.At(now, running);
-    SnapshotInputs inputs{now, &*nodes, &ready, &*active, &schedulable, &(*policy)->policy, &usage};
+    // Run-time predictions: the feed reads what finished since its last
+    // refresh (at most once a minute), never the whole history.
+    if (auto fed = runtime_feed_.Refresh(store_, now); !fed) {
+      spdlog::warn("run-time predictions not refreshed: {}", fed.error().message);
+    }
+    SnapshotInputs inputs{now,          &*nodes,
+                          &ready,       &*active,
+                          &schedulable, &(*policy)->policy,
+                          &usage,       &runtime_feed_.history()};
     auto snap = BuildSnapshot(inputs, [this](std::int64_t id) { return SpecOf(id); });
     if (!snap) return std::unexpected(snap.error());
     // GPUs promised to a consolidation in flight are nobody else's.

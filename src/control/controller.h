@@ -22,6 +22,7 @@
 #include "control/agent_session.h"
 #include "control/outputs.h"
 #include "control/pki.h"
+#include "control/runtime_feed.h"
 #include "meter/metering.h"
 #include "model/fencing.h"
 #include "model/telemetry.h"
@@ -317,6 +318,9 @@ class Controller {
   // Tenants over an enforced budget -> the reason their low-priority jobs
   // wait with, as of over_budget_at_ms (pass thread only).
   std::map<std::string, model::Reason> over_budget_;
+  // Finished jobs' run times for the snapshot's predictions; refreshed and
+  // read only by RunPass (under pass_mu_).
+  RuntimeFeed runtime_feed_;
   TimeMs over_budget_at_ms_ = -1;
   const sched::Scheduler& scheduler_;
   const Clock& clock_;

@@ -110,6 +110,30 @@ Result<sched::Snapshot> BuildSnapshot(const SnapshotInputs& in, const SpecLookup
     snap.running.push_back(std::move(job));
   }
   for (const auto& job : *in.pending) snap.pending.push_back(PendingFrom(*job));
+  if (in.history != nullptr) {
+    // Predictions where no max runtime is declared (a declared one wins).
+    // A waiting job's from its submitter and name too; a running job's from
+    // its tenant and shape (its spec names no submitter).
+    for (std::size_t i = 0; i < snap.pending.size(); ++i) {
+      auto& p = snap.pending[i];
+      if (p.max_runtime_ms > 0) continue;
+      const store::JobRecord& job = *(*in.pending)[i];
+      p.predicted =
+          in.history->Predict({p.tenant,
+                               job.submitted_by,
+                               job.spec.name,
+                               {p.resources.gpus, p.replicas, model::IsSlice(p.resources)}});
+    }
+    for (auto& r : snap.running) {
+      if (r.max_runtime_ms > 0) continue;
+      r.predicted =
+          in.history->Predict({r.tenant,
+                               {},
+                               {},
+                               {r.resources.gpus, static_cast<std::uint32_t>(r.replicas.size()),
+                                model::IsSlice(r.resources)}});
+    }
+  }
   if (in.decayed_usage != nullptr) snap.decayed_usage = *in.decayed_usage;
   // What placement keeps room for when a job may use any GPU model: the
   // shapes waiting and running now.

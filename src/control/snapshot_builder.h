@@ -29,6 +29,9 @@ struct SnapshotInputs {
   const model::Policy* policy = nullptr;
   // Per leaf queue ("tenant/queue"), milli-GPU-seconds; nullptr: none.
   const std::map<std::string, std::int64_t>* decayed_usage = nullptr;
+  // Finished runs to predict run times from (control/runtime_feed.h);
+  // nullptr: no predictions.
+  const sched::RuntimeHistory* history = nullptr;
 };
 
 [[nodiscard]] Result<sched::Snapshot> BuildSnapshot(const SnapshotInputs& in,

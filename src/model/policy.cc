@@ -29,9 +29,10 @@ namespace {
 using policy_internal::kLimitFields;
 using policy_internal::kLimitNames;
 
-constexpr std::array<std::string_view, 10> kPolicyFields{
-    "usage_half_life", "min_runtime", "reclaim_grace", "pools",   "priority_classes",
-    "queues",          "backfill",    "consolidation", "tenants", "limits"};
+constexpr std::array<std::string_view, 11> kPolicyFields{
+    "usage_half_life", "min_runtime",      "reclaim_grace", "short_first_max_wait",
+    "pools",           "priority_classes", "queues",        "backfill",
+    "consolidation",   "tenants",          "limits"};
 constexpr std::array<std::string_view, 4> kTenantFields{"run_as", "storage", "container_network",
                                                         "limits"};
 
@@ -234,6 +235,13 @@ class Parser {
       auto ms = ParseDurationMs(*s, kMaxReclaimGraceMs);
       if (!ms) return InvalidField("reclaim_grace", ms.error().message);
       p_.reclaim_grace_ms = *ms;
+    }
+    if (auto n = root["short_first_max_wait"]) {
+      auto s = Str(n, "short_first_max_wait");
+      if (!s) return std::unexpected(s.error());
+      auto ms = ParseDurationMs(*s, kMaxPolicyDurationMs);
+      if (!ms) return InvalidField("short_first_max_wait", ms.error().message);
+      p_.short_first_max_wait_ms = *ms;
     }
     if (auto n = root["backfill"]) BERTH_RETURN_IF_ERROR(BackfillSection(n));
     if (auto n = root["consolidation"]) BERTH_RETURN_IF_ERROR(ConsolidationSection(n));

@@ -206,6 +206,14 @@ std::uint32_t DerivedUid(std::string_view tenant);
 // back longer than this).
 inline constexpr std::int64_t kDefaultReclaimGraceMs = 6 * 3'600'000;
 inline constexpr std::int64_t kMaxReclaimGraceMs = 24 * 3'600'000;
+// short_first_max_wait: within a leaf queue, jobs of equal priority go
+// shortest predicted GPU time first (docs/scheduling.md "Shortest predicted
+// first"), except that a job waiting longer than this goes back to submit
+// order, ahead of every job that has not; 0 turns short-first off. The
+// default (7 days) was chosen on the ITP traces (docs/evaluation.md "Run-time
+// estimates"): 24h gave back most of the gain (waits there run to days), 3d
+// half of it, and past 7d nothing changed.
+inline constexpr std::int64_t kDefaultShortFirstMaxWaitMs = 7 * 24 * 3'600'000;
 
 struct Policy {
   std::int64_t version = 0;  // assigned by the store when applied
@@ -219,6 +227,7 @@ struct Policy {
   // (docs/scheduling.md, "Reclaim grace"); counted from the first cycle it
   // needed the reclaim. After it, the guarantee wins as without one.
   std::int64_t reclaim_grace_ms = kDefaultReclaimGraceMs;
+  std::int64_t short_first_max_wait_ms = kDefaultShortFirstMaxWaitMs;
   Backfill backfill{};
   Consolidation consolidation{};
   std::map<std::string, TenantPolicy> tenants{};  // by tenant name

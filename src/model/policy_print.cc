@@ -80,6 +80,8 @@ std::string PolicyToYaml(const Policy& p) {
   out << YAML::Key << "usage_half_life" << YAML::Value << FormatDurationMs(p.usage_half_life_ms);
   out << YAML::Key << "min_runtime" << YAML::Value << FormatDurationMs(p.min_runtime_ms);
   out << YAML::Key << "reclaim_grace" << YAML::Value << FormatDurationMs(p.reclaim_grace_ms);
+  out << YAML::Key << "short_first_max_wait" << YAML::Value
+      << FormatDurationMs(p.short_first_max_wait_ms);
   out << YAML::Key << "backfill" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key
       << "enabled" << YAML::Value << p.backfill.enabled << YAML::Key << "max_reservations"
       << YAML::Value << p.backfill.max_reservations << YAML::EndMap;

@@ -408,8 +408,11 @@ std::string EtaStart(const Reason& r, Lang lang) {
     if (auto at = Count(r, kEtaMs); at > 0) {
       a.Set("at", FormatClock(at, at - Count(r, kEtaInMs), lang));
     }
-    a.Set("how",
-          Say(Count(r, kEtaReserved) != 0 ? Phrase::kEtaGpusReserved : Phrase::kEtaEstimate, lang));
+    a.Set("how", Say(Count(r, kEtaReserved) != 0 ? Phrase::kEtaGpusReserved
+                     : Count(r, kEtaBasis) == static_cast<std::int64_t>(EtaBasis::kPredicted)
+                         ? Phrase::kEtaPredicted
+                         : Phrase::kEtaEstimate,
+                     lang));
     return Say(Phrase::kEtaKnown, lang, a);
   }
   if (r.counts.contains(kEtaUnknown)) {

@@ -150,6 +150,28 @@ enum class EtaUnknown : std::int64_t {
   kQuota = 3,               // its queue's quota holds it back, not the GPUs
   kInfeasible = 4,          // no node could ever take it
 };
+// What a known estimated start stands on (an EtaBasis value), and the
+// running job whose end (at its declared max runtime or its predicted end)
+// is the last it waits for: kEtaAfterJob, with that job's end in kEtaAfterMs.
+inline constexpr std::string_view kEtaBasis = "eta_basis";
+inline constexpr std::string_view kEtaAfterJob = "eta_after_job";
+inline constexpr std::string_view kEtaAfterMs = "eta_after_ms";
+// 1 when that job has already run past its predicted run time, and its end
+// is the fallback: as long again as it has run so far.
+inline constexpr std::string_view kEtaAfterOverrun = "eta_after_overrun";
+enum class EtaBasis : std::int64_t {
+  kDeclared = 1,   // every end it waits for is a declared max runtime
+  kPredicted = 2,  // at least one is a predicted end (sched/runtime_estimate.h)
+  kGrace = 3,      // its reclaim grace ends then, and the reclaim places it
+};
+// The job's own predicted run time (sched/runtime_estimate.h), when it has
+// one: the prediction in ms, its basis (a RuntimeBasis value: 1 user+name,
+// 2 user+shape, 3 tenant+shape, 4 shape) and how many finished runs it
+// stands on. Absent when the job declares a max runtime (which wins) or
+// nothing is known.
+inline constexpr std::string_view kPredictedRuntimeMs = "predicted_runtime_ms";
+inline constexpr std::string_view kPredictedBasis = "predicted_basis";
+inline constexpr std::string_view kPredictedSamples = "predicted_samples";
 // Behind a waiting head: the head's estimated start, absolute and from now.
 inline constexpr std::string_view kNotBeforeMs = "not_before_ms";
 inline constexpr std::string_view kNotBeforeInMs = "not_before_in_ms";
@@ -168,7 +190,7 @@ inline constexpr std::string_view kSliceMgpu = "slice_mgpu";
 inline constexpr std::string_view kSliceBytes = "slice_bytes";
 
 // A reason that names another job (kByJob, kEtaBlockedBy,
-// kReclaimFirstVictim) names it for whoever reads the job the reason is
+// kReclaimFirstVictim, kEtaAfterJob) names it for whoever reads the job the reason is
 // about, and a reader of one tenant must not learn another tenant's job ids.
 // berthd marks each such reference whose job is another tenant's with the
 // key plus kOtherTenantSuffix = 1 (MarkOtherTenantJob) when it stores a
@@ -176,8 +198,8 @@ inline constexpr std::string_view kSliceBytes = "slice_bytes";
 // reader who cannot read every tenant's jobs, and the text then says "job of
 // another tenant" (JobRefText). docs/security.md "Identities and roles".
 inline constexpr std::string_view kOtherTenantSuffix = "_other_tenant";
-inline constexpr std::array<std::string_view, 3> kJobRefKeys{kByJob, kEtaBlockedBy,
-                                                             kReclaimFirstVictim};
+inline constexpr std::array<std::string_view, 4> kJobRefKeys{kByJob, kEtaBlockedBy,
+                                                             kReclaimFirstVictim, kEtaAfterJob};
 
 struct Reason {
   ReasonCode code = ReasonCode::kNone;

@@ -175,6 +175,10 @@ constexpr std::array kPhraseTexts{
     PhraseEntry{Phrase::kEtaEstimate,
                 "EtaEstimate",
                 {"an estimate; no GPUs reserved", "估计值，未预留 GPU"}},
+    PhraseEntry{
+        Phrase::kEtaPredicted,
+        "EtaPredicted",
+        {"predicted from past run times; no GPUs reserved", "根据以往运行时间预测，未预留 GPU"}},
     // {why}: one of the causes below; none for a cause this build does not know.
     PhraseEntry{Phrase::kEtaUnknownWhy,
                 "EtaUnknownWhy",

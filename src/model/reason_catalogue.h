@@ -44,6 +44,7 @@ enum class Phrase {
   kEtaKnown,
   kEtaGpusReserved,
   kEtaEstimate,
+  kEtaPredicted,   // an estimate that stands on predicted run times
   kEtaUnknownWhy,  // "; estimated start unknown: {why}", why one of the four below
   kEtaUnknownBlocked,
   kEtaUnknownCapacity,

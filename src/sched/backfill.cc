@@ -20,6 +20,12 @@ TimeMs Cycle::EndOf(const PendingJob& job) const {
   return s_.now_ms + job.max_runtime_ms;
 }
 
+TimeMs Cycle::ExpectedEndOf(const PendingJob& job) const {
+  if (job.max_runtime_ms > 0 || !job.predicted.known()) return EndOf(job);
+  if (job.predicted.runtime_ms >= kNever - s_.now_ms) return kNever;
+  return s_.now_ms + job.predicted.runtime_ms;
+}
+
 void Cycle::HideReserved(TimeMs end) {
   hidden_.clear();
   hidden_shared_.clear();
@@ -94,10 +100,13 @@ void Cycle::ExtendTimeline() {
     timeline_built_ = true;
     for (std::size_t i = 0; i < s_.running.size(); ++i) {
       const RunningJob& r = s_.running[i];
-      if (r.max_runtime_ms <= 0) continue;
-      // started_at_ms is the agent's report: saturating, whatever it says.
-      timeline_.push_back(
-          {std::max(s_.now_ms, SaturatingAdd(r.started_at_ms, r.max_runtime_ms)), 0, i});
+      // A declared max runtime (started_at_ms is the agent's report:
+      // saturating, whatever it says), else a predicted end
+      // (runtime_estimate.h, with its fallback once overrun).
+      const ExpectedEnd end = sched::ExpectedEndOf(s_.now_ms, r.started_at_ms, r.max_runtime_ms,
+                                                   r.predicted.runtime_ms);
+      if (end.end_ms == 0) continue;
+      timeline_.push_back({end.end_ms, 0, i});
     }
     std::sort(timeline_.begin(), timeline_.end());
   }
@@ -227,6 +236,11 @@ Eta Cycle::Replay(const JobCtx& ctx) {
       cluster_.SetGpuSharedMillis(held[h].first, held[h].second, 1000);
     }
   }
+  // Whether an end replayed so far was a prediction, and the last job ended.
+  bool predicted = false;
+  std::int64_t after_job = 0;
+  TimeMs after_ms = 0;
+  bool after_overrun = false;
   while (a < timeline_.size() || b < unholds.size()) {
     const TimeMs t = std::min(a < timeline_.size() ? timeline_[a].t : kNever,
                               b < unholds.size() ? unholds[b].first : kNever);
@@ -234,11 +248,20 @@ Eta Cycle::Replay(const JobCtx& ctx) {
       const TimedRelease& e = timeline_[a];
       if (!relevant(e)) continue;
       if (e.kind == 0) {
-        ReplayRelease(s_.running[e.index].resources, s_.running[e.index].replicas, t);
+        const RunningJob& r = s_.running[e.index];
+        ReplayRelease(r.resources, r.replicas, t);
+        predicted = predicted || r.max_runtime_ms <= 0;
+        after_job = r.id;
+        after_overrun = r.max_runtime_ms <= 0 &&
+                        SaturatingAdd(r.started_at_ms, r.predicted.runtime_ms) <= s_.now_ms;
       } else {
         const Started& st = started_[e.index];
         ReplayRelease(st.resources, plan_.placements[st.placement].replicas, t);
+        predicted = predicted || st.predicted;
+        after_job = st.job;
+        after_overrun = false;
       }
+      after_ms = t;
     }
     for (; b < unholds.size() && unholds[b].first == t; ++b) {
       const std::size_t h = unholds[b].second;
@@ -248,6 +271,10 @@ Eta Cycle::Replay(const JobCtx& ctx) {
       eta.known = true;
       eta.start_ms = std::max(t, s_.now_ms);
       eta.replicas = std::move(*placed);
+      eta.basis = predicted ? model::EtaBasis::kPredicted : model::EtaBasis::kDeclared;
+      eta.after_job = after_job;
+      eta.after_ms = after_job != 0 ? after_ms : 0;
+      eta.after_overrun = after_job != 0 && after_overrun;
       break;
     }
   }
@@ -313,6 +340,12 @@ void Cycle::AddEta(const Eta& eta, bool reserved, model::Reason& why) const {
     set(model::kEtaMs, eta.start_ms);
     set(model::kEtaInMs, eta.start_ms - s_.now_ms);
     set(model::kEtaReserved, reserved ? 1 : 0);
+    set(model::kEtaBasis, static_cast<std::int64_t>(eta.basis));
+    if (eta.after_job != 0) {
+      set(model::kEtaAfterJob, eta.after_job);
+      set(model::kEtaAfterMs, eta.after_ms);
+      if (eta.after_overrun) set(model::kEtaAfterOverrun, 1);
+    }
     return;
   }
   set(model::kEtaUnknown, static_cast<std::int64_t>(eta.unknown));
@@ -320,6 +353,13 @@ void Cycle::AddEta(const Eta& eta, bool reserved, model::Reason& why) const {
     set(model::kEtaBlockedBy, eta.blocked_by);
     set(model::kEtaBlockers, eta.blockers);
   }
+}
+
+void Cycle::AddPrediction(const PendingJob& job, model::Reason& why) {
+  if (job.max_runtime_ms > 0 || !job.predicted.known()) return;
+  why.counts[std::string(model::kPredictedRuntimeMs)] = job.predicted.runtime_ms;
+  why.counts[std::string(model::kPredictedBasis)] = static_cast<std::int64_t>(job.predicted.basis);
+  why.counts[std::string(model::kPredictedSamples)] = job.predicted.samples;
 }
 
 void Cycle::Backfill() {

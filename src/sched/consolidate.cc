@@ -255,13 +255,13 @@ void Cycle::CommitMoves(const JobCtx& ctx, std::vector<ReplicaPlacement> replica
     e.moved_to = m.replicas;
     plan_.evictions.push_back(std::move(e));
     plan_.placements[job_placement].after_evicting.push_back(r.id);
-    if (r.max_runtime_ms <= 0) {
+    if (!EndKnown(r)) {
       for (std::size_t n : RunningNodes(m.running)) unlimited_on_.Erase(n, r.id);
     }
     // Its new place counts as started now, as any placement of this cycle.
     const JobCtx& mc = MoverCtx(m.running);
     const TimeMs end = EndOf(*mc.job);
-    Started st{end, plan_.placements.size(), r.resources, r.id, {}};
+    Started st{end, false, plan_.placements.size(), r.resources, r.id, {}};
     for (const auto& rp : m.replicas) {
       auto n = NodeIndex(rp.node);
       if (!n || std::find(st.nodes.begin(), st.nodes.end(), *n) != st.nodes.end()) continue;

@@ -151,7 +151,7 @@ void Cycle::FileRunning(RunningPass& pass, std::size_t i) {
   const RunningMemo::Entry* hit = memoable && pass.layout_kept ? MemoEntry(pass, r) : nullptr;
   if (hit != nullptr) {
     ++pass.memo->hits_;
-    if (hit->has_gpus && hit->node != RunningMemo::kNoNode && r.max_runtime_ms <= 0) {
+    if (hit->has_gpus && hit->node != RunningMemo::kNoNode && !EndKnown(r)) {
       unlimited_on_.Add(hit->node, r.id);
     }
     q.used->Add(cluster_, hit->usage);
@@ -204,7 +204,7 @@ void Cycle::ResolveRunning(RunningPass& pass, RunningQueue& q, std::size_t i, bo
     // One replica, the usual case: its node list (RunningNodes) is that
     // node, built if asked; no list allocated per job every cycle.
     at.push_back(NodeIndex(r.replicas.front().node));
-    if (at.front() && r.max_runtime_ms <= 0) unlimited_on_.Add(*at.front(), r.id);
+    if (at.front() && !EndKnown(r)) unlimited_on_.Add(*at.front(), r.id);
   } else if (has_gpus) {
     std::vector<std::size_t> nodes;
     for (const auto& rp : r.replicas) {
@@ -212,7 +212,7 @@ void Cycle::ResolveRunning(RunningPass& pass, RunningQueue& q, std::size_t i, bo
       const auto& n = at.back();
       if (!n || std::find(nodes.begin(), nodes.end(), *n) != nodes.end()) continue;
       nodes.push_back(*n);
-      if (r.max_runtime_ms <= 0 && !rp.gpu_indices.empty()) unlimited_on_.Add(*n, r.id);
+      if (!EndKnown(r) && !rp.gpu_indices.empty()) unlimited_on_.Add(*n, r.id);
     }
     running_nodes_[i] = std::move(nodes);
   } else {
@@ -356,7 +356,7 @@ void Cycle::Commit(const JobCtx& ctx, std::vector<ReplicaPlacement> replicas, co
     e.reason.detail = ctx.path;
     plan_.evictions.push_back(std::move(e));
     p.after_evicting.push_back(r.id);
-    if (r.max_runtime_ms <= 0) {
+    if (!EndKnown(r)) {
       for (std::size_t n : RunningNodes(v)) unlimited_on_.Erase(n, r.id);
     }
   }
@@ -364,8 +364,13 @@ void Cycle::Commit(const JobCtx& ctx, std::vector<ReplicaPlacement> replicas, co
   if (auto over = book_.OverGuarantee(*ctx.leaf)) {
     p.borrowed = Placement::Borrowed{over->queue, over->used, over->guaranteed};
   }
-  const TimeMs end = EndOf(*ctx.job);
-  Started st{end, plan_.placements.size(), ctx.shape.resources, ctx.job->id, {}};
+  const TimeMs end = ExpectedEndOf(*ctx.job);
+  Started st{end,
+             end != kNever && end != EndOf(*ctx.job),
+             plan_.placements.size(),
+             ctx.shape.resources,
+             ctx.job->id,
+             {}};
   for (const auto& rp : p.replicas) {
     auto n = NodeIndex(rp.node);
     if (!n || std::find(st.nodes.begin(), st.nodes.end(), *n) != st.nodes.end()) continue;
@@ -481,8 +486,30 @@ Cycle::Outcome Cycle::Decide(const JobCtx& ctx, model::Reason& why) {
   return Outcome::kWaiting;
 }
 
+std::int64_t Cycle::ShortFirstRank(const PendingJob& job) const {
+  const std::int64_t bound = s_.policy.short_first_max_wait_ms;
+  if (bound <= 0) return 0;  // off: submit order
+  // Waited past the bound: back to submit order, ahead of the rest.
+  if (s_.now_ms - job.submitted_at_ms > bound) return -1;
+  // A declared max runtime wins over a prediction; neither: after every
+  // job with one (in submit order among themselves).
+  const std::int64_t runtime =
+      job.max_runtime_ms > 0 ? job.max_runtime_ms : job.predicted.runtime_ms;
+  if (runtime <= 0) return INT64_MAX;
+  const std::int64_t per = job.resources.gpus > 0 ? std::int64_t{job.resources.gpus} * 1000
+                                                  : std::int64_t{job.resources.gpu_share_millis};
+  // GPU time in milli-GPU-seconds: runtime (ms) x mgpu / 1000, kept exact
+  // and below overflow (a rank of INT64_MAX - 1 is "very long").
+  const std::int64_t seconds = runtime / 1000 + 1;
+  const std::int64_t mgpu = std::max<std::int64_t>(1, per * job.replicas);
+  if (seconds > (INT64_MAX - 1) / mgpu) return INT64_MAX - 1;
+  return seconds * mgpu;
+}
+
 std::vector<std::pair<std::size_t, Cycle::Leaf>> Cycle::OpenLeaves() {
-  // Leaf queues with their waiting jobs in order: priority, submit time, id.
+  // Leaf queues with their waiting jobs in order: priority, then (with
+  // short-first on) shortest predicted GPU time unless starved, submit
+  // time, id.
   // A job is resolved in full only when it is decided: most of 100,000 wait
   // behind their queue's head, and need no more than their order and size.
   plan_.pending.reserve(s_.pending.size());
@@ -496,13 +523,21 @@ std::vector<std::pair<std::size_t, Cycle::Leaf>> Cycle::OpenLeaves() {
       plan_.pending.push_back({job.id, std::move(why)});
       continue;
     }
-    leaves[*leaf].push_back({&job, PriorityValue(s_.policy, job.priority)});
+    leaves[*leaf].push_back({&job, PriorityValue(s_.policy, job.priority), ShortFirstRank(job)});
   }
   std::vector<std::pair<std::size_t, Leaf>> open;
   for (auto& [leaf, jobs] : leaves) {
+    // Short-first needs a prediction to stand on: a queue none of whose
+    // waiting jobs has one (no history yet, or every job declares a max
+    // runtime) keeps submit order, as before predictions existed.
+    if (std::none_of(jobs.begin(), jobs.end(), [](const Queued& q) {
+          return q.job->max_runtime_ms <= 0 && q.job->predicted.known();
+        })) {
+      for (auto& q : jobs) q.rank = 0;
+    }
     std::sort(jobs.begin(), jobs.end(), [](const Queued& a, const Queued& b) {
-      return std::tuple(-a.priority, a.job->submitted_at_ms, a.job->id) <
-             std::tuple(-b.priority, b.job->submitted_at_ms, b.job->id);
+      return std::tuple(-a.priority, a.rank, a.job->submitted_at_ms, a.job->id) <
+             std::tuple(-b.priority, b.rank, b.job->submitted_at_ms, b.job->id);
     });
     open.emplace_back(leaf, Leaf{std::move(jobs)});
   }
@@ -514,6 +549,7 @@ void Cycle::Finish(Leaf& l, const JobCtx& c, model::Reason why) {
   why.counts[std::string(model::kAheadJobs)] = l.waiting;
   why.counts[std::string(model::kAheadGpus)] = l.waiting_gpus;
   AddQueueNumbers(c, why);
+  AddPrediction(*c.job, why);
   ++l.waiting;
   l.waiting_gpus += c.requested_mgpu / 1000;
   plan_.pending.push_back({c.job->id, std::move(why)});
@@ -536,11 +572,18 @@ void Cycle::DecideHead(std::size_t leaf, Leaf& l) {
     // slice is not: the slices beside it on a card are freed by no end a
     // reservation can count on.)
     bool by_grace = false;
-    if (grace_.waiting && (!eta.known || grace_.at < eta.start_ms)) {
+    // A predicted estimate is no bound: the grace's end is.
+    if (grace_.waiting &&
+        (!eta.known || eta.basis == model::EtaBasis::kPredicted || grace_.at < eta.start_ms)) {
       eta = Eta{true, grace_.at, grace_.replicas};
+      eta.basis = model::EtaBasis::kGrace;
       by_grace = true;
     }
-    reserved = eta.known && s_.policy.backfill.enabled &&
+    // GPUs are reserved only on ends that berthd enforces (declared max
+    // runtimes, a grace's end): a prediction may be wrong by hours, and
+    // nothing would stop the job it trusted (docs/scheduling.md).
+    reserved = eta.known && eta.basis != model::EtaBasis::kPredicted &&
+               s_.policy.backfill.enabled &&
                std::ssize(plan_.reservations) < s_.policy.backfill.max_reservations &&
                !(by_grace && model::IsSlice(c.shape.resources));
     if (reserved) Reserve(c, eta);
@@ -574,6 +617,17 @@ void Cycle::ExplainBehind(std::size_t leaf, Leaf& l, const JobCtx& head, const E
     tmpl.counts[std::string(model::kNotBeforeInMs)] = eta.start_ms - s_.now_ms;
   }
   AddQueueNumbers(Resolve(*l.jobs[l.next].job), tmpl, &numbers);
+  // A job's own prediction: in the template when the first job behind has
+  // one (jobs of one queue mostly agree), set in place; a job that differs
+  // from the template gets the keys added or removed.
+  const PendingJob& first_behind = *l.jobs[l.next].job;
+  const bool tmpl_predicted = first_behind.max_runtime_ms <= 0 && first_behind.predicted.known();
+  if (tmpl_predicted) {
+    for (auto key :
+         {model::kPredictedRuntimeMs, model::kPredictedBasis, model::kPredictedSamples}) {
+      tmpl.counts[std::string(key)] = 0;
+    }
+  }
   auto at = [&tmpl](std::string_view key) {
     return std::distance(tmpl.counts.begin(), tmpl.counts.find(key));
   };
@@ -582,6 +636,9 @@ void Cycle::ExplainBehind(std::size_t leaf, Leaf& l, const JobCtx& head, const E
   };
   const std::ptrdiff_t pos = at(model::kPosition), jobs = at(model::kAheadJobs),
                        gpus = at(model::kAheadGpus), req = at(model::kQueueRequested);
+  const std::ptrdiff_t pred_ms = tmpl_predicted ? at(model::kPredictedRuntimeMs) : 0,
+                       pred_basis = tmpl_predicted ? at(model::kPredictedBasis) : 0,
+                       pred_samples = tmpl_predicted ? at(model::kPredictedSamples) : 0;
   const std::size_t first_candidate = candidates_.size();
   // What the head could never use, if anything: jobs behind it may run
   // there now (tried with the backfill, once every head has had its turn).
@@ -611,6 +668,19 @@ void Cycle::ExplainBehind(std::size_t leaf, Leaf& l, const JobCtx& head, const E
     *slot(b, req) = gang_gpus * 1000;  // as JobCtx::requested_mgpu
     ++l.waiting;
     l.waiting_gpus += gang_gpus;
+    const bool predicted = behind.max_runtime_ms <= 0 && behind.predicted.known();
+    if (predicted && tmpl_predicted) {
+      *slot(b, pred_ms) = behind.predicted.runtime_ms;
+      *slot(b, pred_basis) = static_cast<std::int64_t>(behind.predicted.basis);
+      *slot(b, pred_samples) = behind.predicted.samples;
+    } else if (predicted) {
+      AddPrediction(behind, b);
+    } else if (tmpl_predicted) {
+      for (auto key :
+           {model::kPredictedRuntimeMs, model::kPredictedBasis, model::kPredictedSamples}) {
+        b.counts.erase(b.counts.find(key));
+      }
+    }
     // Backfill: it may run before its head on what the head could use only
     // if it surely ends before the head's reserved start; on what the head
     // could never use, it may run in any case. Tried once every head has

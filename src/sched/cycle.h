@@ -95,7 +95,21 @@ struct Eta {
   model::EtaUnknown unknown = model::EtaUnknown::kCapacity;
   std::int64_t blocked_by = 0;  // kBlockedByUnlimited: the lowest blocking job id
   std::int64_t blockers = 0;
+  // Known: what it stands on (a predicted end among those it waits for
+  // makes it kPredicted), and the last running job whose end it waits for
+  // (0: none, GPUs a reservation holds come free then) with that end.
+  // A predicted estimate never reserves GPUs (DecideHead).
+  model::EtaBasis basis = model::EtaBasis::kDeclared;
+  std::int64_t after_job = 0;
+  TimeMs after_ms = 0;
+  bool after_overrun = false;  // that job ran past its prediction (ExpectedEndOf)
 };
+
+// Whether a running job's GPUs have an expected time to come back: a
+// declared max runtime, or a predicted run time.
+inline bool EndKnown(const RunningJob& r) {
+  return r.max_runtime_ms > 0 || r.predicted.known();
+}
 
 class Cycle {
  public:
@@ -137,7 +151,15 @@ class Cycle {
   struct Queued {
     const PendingJob* job;
     std::int32_t priority;
+    std::int64_t rank;  // ShortFirstRank
   };
+  // A job's place among its queue's jobs of equal priority (lower first):
+  // -1 once it has waited past policy.short_first_max_wait_ms, else its
+  // predicted GPU time (declared max runtime, else prediction, times its
+  // GPUs), INT64_MAX with neither; 0 for every job with short-first off
+  // (and, set by OpenLeaves, in a queue where no waiting job has a
+  // prediction).
+  std::int64_t ShortFirstRank(const PendingJob& job) const;
   struct Leaf {
     std::vector<Queued> jobs;
     std::size_t next = 0;
@@ -238,6 +260,9 @@ class Cycle {
   static constexpr TimeMs kNever = INT64_MAX;
   // When the job would end if started now: now + max runtime, or kNever.
   TimeMs EndOf(const PendingJob& job) const;
+  // As EndOf, or now + its predicted run time when it declares none (for
+  // estimated starts only).
+  TimeMs ExpectedEndOf(const PendingJob& job) const;
   // Marks taken (logged) the free GPUs reserved for other jobs that a job
   // ending at `end` may not use; UnhideReserved frees them again once a
   // placement has taken its GPUs. A rollback past the mark undoes both.
@@ -254,6 +279,9 @@ class Cycle {
   // Holds the GPUs of `eta` for the job from its start to its end.
   void Reserve(const JobCtx& ctx, const Eta& eta);
   void AddEta(const Eta& eta, bool reserved, model::Reason& why) const;
+  // The job's own predicted run time and its basis, when it declares no max
+  // runtime and has one.
+  static void AddPrediction(const PendingJob& job, model::Reason& why);
   // Jobs behind reserved heads that end before their head starts, and jobs
   // behind any waiting head that run ahead of it (ahead.cc).
   void Backfill();
@@ -342,7 +370,8 @@ class Cycle {
   std::vector<std::pair<GpuKey, std::uint32_t>> hidden_shared_;
   // Jobs placed in this cycle: they count as started now.
   struct Started {
-    TimeMs end = 0;
+    TimeMs end = 0;             // ExpectedEndOf: declared, or predicted
+    bool predicted = false;     // `end` is a prediction
     std::size_t placement = 0;  // in plan_.placements
     model::Resources resources;
     std::int64_t job = 0;

@@ -20,6 +20,7 @@
 #include "model/node.h"
 #include "model/policy.h"
 #include "sched/plan.h"
+#include "sched/runtime_estimate.h"
 
 namespace berth::sched {
 
@@ -77,6 +78,11 @@ struct PendingJob {
   // said (model::kReclaimSinceMs): its reclaim grace counts from here. 0:
   // not before this cycle.
   TimeMs reclaim_since_ms = 0;
+  // Its run time as predicted from finished jobs like it (runtime_estimate.h;
+  // none when unknown). Orders jobs of equal priority within a queue,
+  // shortest predicted GPU time first; a declared max_runtime_ms wins over
+  // it everywhere. Never enforced: berthd does not stop a job at it.
+  RuntimePrediction predicted{};
 };
 
 // A job holding GPUs now: what reclaim and preemption may choose from.
@@ -105,6 +111,10 @@ struct RunningJob {
   std::vector<model::Toleration> tolerations{};
   std::string pool{};
   model::Topology topology{};
+  // As in PendingJob: with no max runtime, its GPUs are expected back at
+  // started_at_ms + the prediction (ExpectedEndOf), for estimated starts
+  // only, never for a reservation or backfill.
+  RuntimePrediction predicted{};
 };
 
 // A shape of work asked for, and how often: what placement keeps room for

@@ -71,6 +71,10 @@ sched::PendingJob PendingOf(const SimJob& j, TimeMs reclaim_since_ms) {
   return p;
 }
 
+sched::RuntimeShape ShapeOf(const SimJob& j) {
+  return {j.resources.gpus, j.replicas, model::IsSlice(j.resources)};
+}
+
 sched::RunningJob RunningOf(std::int64_t id, const ReplayJob& s, const SimOptions& options) {
   sched::RunningJob r;
   r.id = id;
@@ -253,6 +257,14 @@ class Engine {
   // When reclaim graces the plans reported end: a cycle runs then, though
   // nothing else changed.
   std::set<TimeMs> grace_ends_;
+  // Finished runs so far (SimOptions::predict_runtimes), and the
+  // predictions the kept snapshot's jobs were given at its version.
+  sched::RuntimeHistory history_;
+  std::uint64_t predicted_at_ = UINT64_MAX;
+  void Predict();
+  sched::RuntimePrediction PredictionOf(const SimJob& j) const;
+  // Keeps each waiting job's first estimated start from the plan.
+  void NoteEtas(const sched::Plan& plan, TimeMs now);
   // Keeps each waiting job's reclaim grace (model::kReclaimSinceMs) from
   // the plan for the next snapshot.
   void NoteReclaimGraces(const sched::Plan& plan);
@@ -271,7 +283,8 @@ Engine::Engine(const std::vector<sched::NodeView>& nodes, const std::vector<SimJ
       healthy_nodes_(nodes_),
       arrivals_(InSubmitOrder(jobs)),
       t0_(arrivals_.empty() ? 0 : arrivals_.front()->submit_ms),
-      down_until_(nodes_.size()) {
+      down_until_(nodes_.size()),
+      history_(options.history) {
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     node_index_[nodes_[i].name] = i;
     for (const auto& g : nodes_[i].gpus) {
@@ -369,6 +382,16 @@ Status Engine::HappenUntil(TimeMs now) {
 // The earliest end: the job has run its full duration and succeeds.
 Status Engine::EndRun() {
   const auto [end, id] = *ends_.begin();
+  if (options_.predict_runtimes) {
+    // What berthd's store would hold of it: its last run's length.
+    const SimJob& j = *state_.at(id).job;
+    history_.Add({j.tenant,
+                  {},
+                  {},
+                  ShapeOf(j),
+                  end - state_.at(id).running->start_ms,
+                  sched::RunEnd::kSucceeded});
+  }
   Release(id, end);
   Outcome(id).end_ms = end;
   ReplayJob& s = state_.at(id);
@@ -525,15 +548,64 @@ void Engine::NoteReclaimGraces(const sched::Plan& plan) {
   }
 }
 
+sched::RuntimePrediction Engine::PredictionOf(const SimJob& j) const {
+  // The trace names no user, and its job names are unique ids: the tenant
+  // and the shape are what a prediction can stand on.
+  return history_.Predict({j.tenant, {}, {}, ShapeOf(j)});
+}
+
+void Engine::Predict() {
+  // Every job in the kept snapshot, again whenever a run has finished since
+  // (most cycles follow an end); one lookup per tenant and shape.
+  if (predicted_at_ == history_.version()) {
+    for (auto& p : snap_.pending) {
+      if (!p.predicted.known()) p.predicted = PredictionOf(*state_.at(p.id).job);
+    }
+    for (auto& r : snap_.running) {
+      if (!r.predicted.known()) r.predicted = PredictionOf(*state_.at(r.id).job);
+    }
+    return;
+  }
+  predicted_at_ = history_.version();
+  std::map<std::tuple<std::string_view, std::uint32_t, std::uint32_t, bool>,
+           sched::RuntimePrediction>
+      seen;
+  auto of = [&](std::int64_t id) {
+    const SimJob& j = *state_.at(id).job;
+    auto [it, fresh] =
+        seen.try_emplace({j.tenant, j.resources.gpus, j.replicas, model::IsSlice(j.resources)});
+    if (fresh) it->second = PredictionOf(j);
+    return it->second;
+  };
+  for (auto& p : snap_.pending) p.predicted = of(p.id);
+  for (auto& r : snap_.running) r.predicted = of(r.id);
+}
+
+void Engine::NoteEtas(const sched::Plan& plan, TimeMs now) {
+  for (const auto& d : plan.pending) {
+    const auto it = d.reason.counts.find(model::kEtaMs);
+    if (it == d.reason.counts.end()) continue;
+    JobOutcome& o = Outcome(d.job_id);
+    if (o.first_eta_given_ms != 0 || o.first_start_ms) continue;
+    o.first_eta_ms = it->second;
+    o.first_eta_given_ms = now;
+    const auto basis = d.reason.counts.find(model::kEtaBasis);
+    o.first_eta_predicted = basis != d.reason.counts.end() &&
+                            basis->second == static_cast<std::int64_t>(model::EtaBasis::kPredicted);
+  }
+}
+
 // One scheduling cycle at `now`: the snapshot brought up to date, the plan
 // the scheduler makes of it carried out, and a sample of the cluster after.
 Status Engine::RunCycle(TimeMs now) {
   SyncSnapshot(now);
+  if (options_.predict_runtimes) Predict();
   snap_.now_ms = now;
   snap_.decayed_usage = ledger_.At(now, busy_);
   const sched::Plan plan = Schedule(now);
   BERTH_RETURN_IF_ERROR(ApplyPlan(plan, now));
   NoteReclaimGraces(plan);
+  NoteEtas(plan, now);
   result_.samples.push_back(SampleAt(now));
   dirty_ = false;
   return Ok();

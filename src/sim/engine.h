@@ -52,6 +52,12 @@ struct SimOptions {
   // second failure), and/or at random.
   std::vector<NodeFailure> node_failures{};
   RandomFailures random_failures{};
+  // Run-time predictions (sched/runtime_estimate.h) on the snapshot's jobs,
+  // learnt from the jobs finished so far in the replay (never a job's own
+  // duration): what berthd's snapshot builder gives the core from its
+  // store. Off for the baselines, which order by their own rules.
+  bool predict_runtimes = false;
+  sched::RuntimeHistoryOptions history{};
 };
 
 struct JobOutcome {
@@ -81,6 +87,12 @@ struct JobOutcome {
   TimeMs max_reclaim_wait_ms = 0;
   std::int64_t reclaim_waits_held_otherwise = 0;
   TimeMs max_reclaim_wait_held_otherwise_ms = 0;
+  // The first estimated start a plan gave it while it waited (a known
+  // model::kEtaMs), when that plan was made, and whether the estimate
+  // stood on a predicted run time (model::kEtaBasis). 0: none given.
+  TimeMs first_eta_ms = 0;
+  TimeMs first_eta_given_ms = 0;
+  bool first_eta_predicted = false;
 };
 
 // The cluster at one scheduling cycle.

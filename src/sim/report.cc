@@ -151,9 +151,24 @@ Summary Summarize(const std::string& scheduler, const SimResult& result) {
     s.max_reclaim_wait_held_otherwise_s =
         std::max(s.max_reclaim_wait_held_otherwise_s,
                  static_cast<double>(o.max_reclaim_wait_held_otherwise_ms) / 1000.0);
+    if (o.first_eta_given_ms != 0) {
+      const TimeMs promised = o.first_eta_ms - o.first_eta_given_ms;
+      const bool hit = o.first_start_ms && std::abs(*o.first_start_ms - o.first_eta_ms) <=
+                                               promised / 4 + result.cycle_ms;
+      ++s.etas;
+      s.eta_within_25 += hit ? 1 : 0;
+      if (o.first_eta_predicted) {
+        ++s.etas_predicted;
+        s.eta_predicted_within_25 += hit ? 1 : 0;
+      }
+    }
     if (!any || o.submit_ms < first) first = o.submit_ms;
     if (o.end_ms) last = std::max(last, *o.end_ms);
     any = true;
+  }
+  if (s.etas > 0) s.eta_within_25 /= static_cast<double>(s.etas);
+  if (s.etas_predicted > 0) {
+    s.eta_predicted_within_25 /= static_cast<double>(s.etas_predicted);
   }
   s.all = all.Done();
   s.node_failures = result.node_failures;
@@ -196,6 +211,10 @@ nlohmann::json ToJson(const Summary& s) {
                    {"max_reclaim_wait_s", s.max_reclaim_wait_s},
                    {"reclaim_waits_held_otherwise", s.reclaim_waits_held_otherwise},
                    {"max_reclaim_wait_held_otherwise_s", s.max_reclaim_wait_held_otherwise_s},
+                   {"etas", s.etas},
+                   {"eta_within_25", s.eta_within_25},
+                   {"etas_predicted", s.etas_predicted},
+                   {"eta_predicted_within_25", s.eta_predicted_within_25},
                    {"node_failures", s.node_failures},
                    {"failures", s.failures},
                    {"lost_gpu_hours_to_failures", s.lost_gpu_hours_to_failures},

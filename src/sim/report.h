@@ -63,6 +63,16 @@ struct Summary {
   double max_reclaim_wait_s = 0;
   std::int64_t reclaim_waits_held_otherwise = 0;
   double max_reclaim_wait_held_otherwise_s = 0;
+  // ETA accuracy: jobs given a known estimated start while waiting
+  // (JobOutcome::first_eta_ms), and the share of them whose first start
+  // came within 25% of the wait that first estimate promised (|start - eta|
+  // <= 0.25 x (eta - when given), plus one cycle for the grid); a job
+  // never started misses. Apart: those whose first estimate stood on a
+  // predicted run time.
+  std::int64_t etas = 0;
+  double eta_within_25 = 0;
+  std::int64_t etas_predicted = 0;
+  double eta_predicted_within_25 = 0;
   std::int64_t node_failures = 0;  // node outages that took effect
   std::int64_t failures = 0;       // job runs stopped by a node failure
   double lost_gpu_hours_to_failures = 0;

@@ -60,7 +60,9 @@ struct SimFlags {
   std::string cycle = "10s";
   std::string restart = "60s";
   std::string checkpoint = "0s";
-  std::string reclaim_grace;  // "": the policy's
+  std::string reclaim_grace;         // "": the policy's
+  std::string short_first_max_wait;  // "": the policy's
+  bool no_predict = false;
   bool movable = false;
   std::string json_out;
   double runtime_factor = 0;
@@ -292,6 +294,10 @@ void AddFlags(CLI::App& app, SimFlags& f) {
                  "Policy YAML for berth (default: equal guaranteed shares per tenant)");
   app.add_option("--reclaim-grace", f.reclaim_grace,
                  "Overrides the policy's reclaim_grace for berth (a duration such as 30m)");
+  app.add_option("--short-first-max-wait", f.short_first_max_wait,
+                 "Overrides the policy's short_first_max_wait for berth (0s: submit order)");
+  app.add_flag("--no-predict", f.no_predict,
+               "berth without run-time predictions (as before issue 22 item 1)");
   app.add_option("--cycle", f.cycle, "Scheduling cycle on the virtual clock")
       ->capture_default_str();
   app.add_option("--restart-overhead", f.restart, "Added to an evicted job's next run")
@@ -427,6 +433,14 @@ berth::Result<berth::model::Policy> LoadPolicy(const SimFlags& f, const Workload
     }
     policy->reclaim_grace_ms = *grace;
   }
+  if (!f.short_first_max_wait.empty()) {
+    auto wait = berth::ParseDurationMs(f.short_first_max_wait);
+    if (!wait) {
+      return std::unexpected(berth::Error{
+          berth::Code::kInvalidArgument, "--short-first-max-wait: " + wait.error().message, {}});
+    }
+    policy->short_first_max_wait_ms = *wait;
+  }
   return policy;
 }
 
@@ -548,7 +562,11 @@ int main(int argc, char** argv) {
       fills.push_back(std::move(*filled));
       continue;
     }
-    auto result = berth::sim::Simulate(w.nodes, w.jobs, *policy, *s, *options, adjust);
+    // Berth learns run times from the replay's finished jobs, as berthd
+    // from its store; the baselines order by their own rules.
+    berth::sim::SimOptions run_options = *options;
+    run_options.predict_runtimes = name == "berth" && !f.no_predict;
+    auto result = berth::sim::Simulate(w.nodes, w.jobs, *policy, *s, run_options, adjust);
     if (!result) return Fail(name + ": " + result.error().message);
     summaries.push_back(berth::sim::Summarize(name, *result));
     if (!f.timeseries_prefix.empty()) {

@@ -53,5 +53,49 @@ TEST(RenderWhyTest, AReclaimGraceReadsInClockTimesAndGpuHours) {
       << zh;
 }
 
+json PredictedWhy() {
+  // Now 02:00 UTC; the head starts around 04:00 once job 2 ends, which has
+  // already run past its prediction; the job's own prediction is 5h from 3
+  // runs of the same user and job name.
+  return {{"id", 10},
+          {"name", "train"},
+          {"tenant", "vision"},
+          {"queue", "training"},
+          {"state", "Pending"},
+          {"reason",
+           {{"code", "NoNodeFits"},
+            {"message", "0/1 nodes can take a replica needing 8 GPUs"},
+            {"counts",
+             {{"eta_ms", 14'400'000},
+              {"eta_in_ms", 7'200'000},
+              {"eta_reserved", 0},
+              {"eta_basis", 2},
+              {"eta_after_job", 2},
+              {"eta_after_ms", 14'400'000},
+              {"eta_after_overrun", 1},
+              {"predicted_runtime_ms", 18'000'000},
+              {"predicted_basis", 1},
+              {"predicted_samples", 3}}}}}};
+}
+
+TEST(RenderWhyTest, AnEtaNamesItsBasisAndThePredictionItStandsOn) {
+  const std::string en = RenderWhy(PredictedWhy(), model::Lang::kEn);
+  EXPECT_NE(en.find("predicted run times (no max runtime declared)"), std::string::npos) << en;
+  EXPECT_NE(en.find("job 2, around 04:00 UTC (already past its predicted run time"),
+            std::string::npos)
+      << en;
+  EXPECT_NE(en.find("5h, the median of 3 finished run(s) of the same user and job name"),
+            std::string::npos)
+      << en;
+  for (const char* raw :
+       {"eta_basis", "eta_after_job", "predicted_runtime_ms", "predicted_basis"}) {
+    EXPECT_EQ(en.find(raw), std::string::npos) << raw << "\n" << en;
+  }
+  const std::string zh = RenderWhy(PredictedWhy(), model::Lang::kZh);
+  EXPECT_NE(zh.find("预测的运行时间"), std::string::npos) << zh;
+  EXPECT_NE(zh.find("同一用户、同名作业"), std::string::npos) << zh;
+  EXPECT_NE(zh.find("已超过预测运行时间"), std::string::npos) << zh;
+}
+
 }  // namespace
 }  // namespace berth::cli

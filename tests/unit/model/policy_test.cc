@@ -53,6 +53,24 @@ TEST(Policy, ReclaimGraceHasADefaultAndRoundTrips) {
   EXPECT_EQ(none->reclaim_grace_ms, 0);
 }
 
+TEST(Policy, ShortFirstMaxWaitHasADefaultAndRoundTrips) {
+  auto d = ParsePolicy("min_runtime: 5m\n");
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->short_first_max_wait_ms, kDefaultShortFirstMaxWaitMs);
+  auto p = ParsePolicy("short_first_max_wait: 2d\n");
+  ASSERT_TRUE(p.has_value()) << p.error().message;
+  EXPECT_EQ(p->short_first_max_wait_ms, 2 * 86'400'000);
+  const std::string yaml = PolicyToYaml(*p);
+  EXPECT_NE(yaml.find("short_first_max_wait: 48h"), std::string::npos) << yaml;
+  auto again = ParsePolicy(yaml);
+  ASSERT_TRUE(again.has_value()) << again.error().message;
+  EXPECT_EQ(again->short_first_max_wait_ms, 2 * 86'400'000);
+  auto off = ParsePolicy("short_first_max_wait: 0s\n");
+  ASSERT_TRUE(off.has_value());
+  EXPECT_EQ(off->short_first_max_wait_ms, 0);
+  EXPECT_FALSE(ParsePolicy("short_first_max_wait: soon\n").has_value());
+}
+
 TEST(Policy, ParsesTheDocumentedExample) {
   auto p = ParsePolicy(kPolicyExample);
   ASSERT_TRUE(p.has_value()) << p.error().field << ": " << p.error().message;

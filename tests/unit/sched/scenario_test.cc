@@ -117,6 +117,21 @@ model::Resources Res(const YAML::Node& n) {
   return r;
 }
 
+// `predicted: {runtime: 2h, basis: tenant+shape, samples: 5}`: a run-time
+// prediction as berthd's snapshot builder gives it (none when absent).
+RuntimePrediction Predicted(const YAML::Node& n) {
+  RuntimePrediction p;
+  if (!n) return p;
+  p.runtime_ms = Ms(n["runtime"]);
+  const auto basis = n["basis"].as<std::string>("shape");
+  for (auto b : {RuntimeBasis::kUserName, RuntimeBasis::kUserShape, RuntimeBasis::kTenantShape,
+                 RuntimeBasis::kShape}) {
+    if (RuntimeBasisName(b) == basis) p.basis = b;
+  }
+  p.samples = n["samples"].as<std::int32_t>(1);
+  return p;
+}
+
 void AddRunning(const YAML::Node& n, Snapshot& s) {
   RunningJob r;
   r.id = n["id"].as<std::int64_t>();
@@ -128,6 +143,7 @@ void AddRunning(const YAML::Node& n, Snapshot& s) {
   r.last_checkpoint_ms = Ms(n["checkpoint"]);
   r.resources = Res(n);
   r.max_runtime_ms = Ms(n["max_runtime"]);
+  r.predicted = Predicted(n["predicted"]);
   r.checkpoints = n["checkpoints"].as<bool>(false);
   std::uint32_t replica = 0;
   for (const auto& p : n["placement"]) {
@@ -163,6 +179,7 @@ void AddPending(const YAML::Node& n, Snapshot& s) {
   }
   j.pool = n["pool"].as<std::string>("");
   j.max_runtime_ms = Ms(n["max_runtime"]);
+  j.predicted = Predicted(n["predicted"]);
   j.reclaim_since_ms = Ms(n["reclaim_since"]);
   if (auto t = n["topology"]) {
     j.topology.one_node = t["one_node"].as<bool>(false);

@@ -1,10 +1,12 @@
 // The snapshot builder carries GPU sharing from the store to the scheduler:
 // the operator's sharing mode per GPU, and what each GPU's slices hold, from
-// the runs' recorded slices.
+// the runs' recorded slices; and run-time predictions from the finished jobs
+// the runtime feed learnt from.
 #include "control/snapshot_builder.h"
 
 #include <gtest/gtest.h>
 
+#include "control/runtime_feed.h"
 #include "model/reason.h"
 
 namespace berth::server {
@@ -139,6 +141,99 @@ TEST(MarkOtherTenantJobs, MarksReferencesAcrossTenantsOnly) {
   // Marked, never dropped: the ids stay for the platform's own readers.
   EXPECT_EQ(plan.evictions[0].reason.counts.at("by_job"), 10);
   EXPECT_EQ(plan.pending[1].reason.counts.size(), 2u);
+}
+
+}  // namespace
+}  // namespace berth::server
+
+namespace berth::server {
+namespace {
+
+// Run-time predictions reach the scheduler: a waiting job's from its
+// submitter and name, a running job's from its tenant and shape, and none
+// for a job that declares a max runtime (it wins).
+TEST(SnapshotBuilder, PredictionsReachTheSchedulerAndDeclaredRuntimesWin) {
+  sched::RuntimeHistory history({.keep_per_key = 8, .min_samples = 2});
+  for (int i = 0; i < 2; ++i) {
+    history.Add({"vision", "ana", "train", {8, 1, false}, 7'200'000, sched::RunEnd::kSucceeded});
+    history.Add({"vision", "bo", "eval", {4, 1, false}, 600'000, sched::RunEnd::kSucceeded});
+  }
+  std::vector<store::NodeRecord> nodes;
+  std::map<std::string, bool> ready;
+  std::vector<store::RunRecord> runs(1);
+  runs[0].job_id = 3;
+  runs[0].node = "gone";  // not in the inventory: the job still runs
+  auto make = [](std::int64_t id, std::int64_t max_runtime_ms) {
+    auto job = std::make_shared<store::JobRecord>();
+    job->id = id;
+    job->spec.tenant = "vision";
+    job->spec.queue = "training";
+    job->spec.name = "train";
+    job->spec.resources.gpus = 8;
+    job->spec.max_runtime_ms = max_runtime_ms;
+    job->submitted_by = "ana";
+    return job;
+  };
+  store::PendingQueue pending{make(1, 0), make(2, 3'600'000)};
+  model::Policy policy = model::DefaultPolicy();
+  SnapshotInputs in{1000, &nodes, &ready, &runs, &pending, &policy, nullptr, &history};
+  auto spec_of = [](std::int64_t) -> Result<model::JobSpec> {
+    model::JobSpec s;
+    s.tenant = "vision";
+    s.queue = "training";
+    s.resources.gpus = 4;
+    return s;
+  };
+  auto snap = BuildSnapshot(in, spec_of);
+  ASSERT_TRUE(snap.has_value()) << snap.error().message;
+  ASSERT_EQ(snap->pending.size(), 2U);
+  EXPECT_EQ(snap->pending[0].predicted.basis, sched::RuntimeBasis::kUserName);
+  EXPECT_EQ(snap->pending[0].predicted.runtime_ms, 7'200'000);
+  EXPECT_FALSE(snap->pending[1].predicted.known());  // declares 1h
+  ASSERT_EQ(snap->running.size(), 1U);
+  EXPECT_EQ(snap->running[0].predicted.basis, sched::RuntimeBasis::kTenantShape);
+  EXPECT_EQ(snap->running[0].predicted.runtime_ms, 600'000);
+  // Without a history, nothing is predicted.
+  in.history = nullptr;
+  snap = BuildSnapshot(in, spec_of);
+  ASSERT_TRUE(snap.has_value());
+  EXPECT_FALSE(snap->pending[0].predicted.known());
+}
+
+// What a finished job teaches the predictor: its last attempt's length,
+// from the earliest replica start to the last replica end.
+TEST(RuntimeFeed, AFinishedJobTeachesItsLastAttempt) {
+  store::JobRecord job;
+  job.id = 5;
+  job.spec.tenant = "vision";
+  job.spec.name = "train";
+  job.spec.replicas = 2;
+  job.spec.resources.gpus = 8;
+  job.submitted_by = "ana";
+  job.state = model::JobState::kSucceeded;
+  job.attempts = 2;
+  auto run = [](std::uint32_t attempt, TimeMs from, TimeMs to) {
+    store::RunRecord r;
+    r.attempt = attempt;
+    r.started_at_ms = from;
+    r.finished_at_ms = to;
+    return r;
+  };
+  job.runs = {run(1, 0, 50'000), run(2, 100'000, 160'000), run(2, 90'000, 150'000)};
+  auto record = RuntimeRecordOf(job);
+  ASSERT_TRUE(record.has_value());
+  EXPECT_EQ(record->runtime_ms, 70'000);  // 90s to 160s
+  EXPECT_EQ(record->user, "ana");
+  EXPECT_EQ(record->name, "train");
+  EXPECT_EQ(record->shape.gpus, 8U);
+  EXPECT_EQ(record->shape.replicas, 2U);
+  EXPECT_EQ(record->end, sched::RunEnd::kSucceeded);
+  job.state = model::JobState::kFailed;
+  EXPECT_EQ(RuntimeRecordOf(job)->end, sched::RunEnd::kFailed);
+  job.state = model::JobState::kCancelled;
+  EXPECT_FALSE(RuntimeRecordOf(job).has_value());
+  job.state = model::JobState::kRunning;
+  EXPECT_FALSE(RuntimeRecordOf(job).has_value());
 }
 
 }  // namespace

@@ -280,6 +280,28 @@ TEST(Simulate, TheSameInputsGiveTheSameResult) {
   }
 }
 
+TEST(Simulate, BerthLearnsRunTimesFromFinishedJobsNotFromTheJobItself) {
+  auto nodes = UniformNodes(1, 8, "H100-80GB");
+  // Four 4-GPU jobs of 10 s finish by 20 s: 4-GPU jobs are predicted short.
+  // 8-GPU jobs 5-8 (30 s) run one at a time from 20 s; job 9 asks for 4 GPUs
+  // and, unknown to any scheduler, runs 500 s.
+  std::vector<SimJob> jobs{Job(1, 0, 10, 4), Job(2, 0, 10, 4),  Job(3, 0, 10, 4),
+                           Job(4, 0, 10, 4), Job(5, 1, 30, 8),  Job(6, 1, 30, 8),
+                           Job(7, 1, 30, 8), Job(8, 25, 30, 8), Job(9, 26, 500, 4)};
+  sched::CoreScheduler core;
+  SimOptions options;
+  auto plain = Simulate(nodes, jobs, model::DefaultPolicy(), core, options);
+  options.predict_runtimes = true;
+  auto predicted = Simulate(nodes, jobs, model::DefaultPolicy(), core, options);
+  ASSERT_TRUE(plain && predicted);
+  // In submit order job 9 waits for jobs 6, 7 and 8.
+  EXPECT_EQ(plain->jobs[8].first_start_ms, 140'000);
+  // Predicted from the 4-GPU jobs before it (10 s), it goes first when job 5
+  // ends at 50 s, ahead of the 8-GPU jobs (too few runs to predict).
+  EXPECT_EQ(predicted->jobs[8].first_start_ms, 50'000);
+  EXPECT_EQ(predicted->jobs[5].first_start_ms, 550'000);
+}
+
 TEST(Baselines, TheSjfOracleRunsTheShortestWaitingJobFirst) {
   auto nodes = UniformNodes(1, 8, "H100-80GB");
   // Job 1 holds the node; 2 (long) and 3 (short) wait for it.
