@@ -5,6 +5,7 @@
 
 #include "model/reason.h"
 #include "sched/core_scheduler.h"
+#include "unit/builders.h"
 #include "unit/sched/plan_check.h"
 
 namespace berth::sched {
@@ -14,15 +15,7 @@ constexpr TimeMs kMinute = 60'000;
 constexpr TimeMs kHour = 60 * kMinute;
 
 NodeView GraceNode(std::string name, std::uint32_t gpus) {
-  NodeView n;
-  n.name = std::move(name);
-  n.ready = true;
-  n.cpu_millis_free = 64'000;
-  n.memory_bytes_free = 512ULL << 30;
-  for (std::uint32_t i = 0; i < gpus; ++i) {
-    n.gpus.push_back({i, n.name + "-" + std::to_string(i), "H100-80GB", 80ULL << 30, true, true});
-  }
-  return n;
+  return tests::ReadyH100View(std::move(name), gpus);
 }
 
 model::Policy GracePolicy(const std::string& grace) {

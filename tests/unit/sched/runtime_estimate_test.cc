@@ -9,6 +9,7 @@
 
 #include "model/reason.h"
 #include "sched/core_scheduler.h"
+#include "unit/builders.h"
 #include "unit/sched/plan_check.h"
 
 namespace berth::sched {
@@ -156,15 +157,7 @@ TEST(ExpectedEnd, DeclaredWinsThenPredictionThenOverrunFallback) {
 // The core, with predictions on the snapshot.
 
 NodeView EstNode(std::string name, std::uint32_t gpus) {
-  NodeView n;
-  n.name = std::move(name);
-  n.ready = true;
-  n.cpu_millis_free = 64'000;
-  n.memory_bytes_free = 512ULL << 30;
-  for (std::uint32_t i = 0; i < gpus; ++i) {
-    n.gpus.push_back({i, n.name + "-" + std::to_string(i), "H100-80GB", 80ULL << 30, true, true});
-  }
-  return n;
+  return tests::ReadyH100View(std::move(name), gpus);
 }
 
 PendingJob Waiting(std::int64_t id, std::uint32_t gpus, TimeMs submitted, TimeMs predicted) {
