@@ -41,5 +41,47 @@ TEST_F(IntegrationTest, RestartDuringAnEvictionEvictsNothingMore) {
   for (auto id : low) EXPECT_EQ(berthd.JobState(id), "Running");
 }
 
+// berthd learns run times from the jobs finished in its store (read again
+// when it starts): a job like three that ran about a second each is
+// predicted to run about as long (by its submitter and name), and the job
+// holding the GPUs it waits for, declaring no max runtime, is predicted from
+// its tenant's runs of that shape, so the wait has an estimated start
+// instead of "unknown".
+TEST_F(IntegrationTest, AfterARestartBerthdPredictsRunTimesFromItsHistory) {
+  Berthd& berthd = NewBerthd(AllInOne());
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  ASSERT_TRUE(berthd.WaitForNode("Ready", 20s));
+  for (int i = 0; i < 3; ++i) {
+    const auto id = berthd.Submit(JobSpecJson("train", Sh("sleep 1"), 8));
+    ASSERT_GT(id, 0);
+    ASSERT_TRUE(berthd.WaitForState(id, "Succeeded", 30s)) << berthd.Job(id).dump(2);
+  }
+  berthd.Kill();
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  ASSERT_TRUE(berthd.WaitForNode("Ready", 20s));
+
+  const auto hog = berthd.Submit(JobSpecJson("hog", {"sleep", "300"}, 8));
+  ASSERT_GT(hog, 0);
+  ASSERT_TRUE(berthd.WaitForState(hog, "Running", 20s)) << berthd.Job(hog).dump(2);
+  const auto next = berthd.Submit(JobSpecJson("train", Sh("sleep 1"), 8));
+  ASSERT_GT(next, 0);
+  nlohmann::json counts;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        counts = berthd.Job(next)["reason"]["counts"];
+        return counts.contains("predicted_runtime_ms") && counts.contains("eta_basis");
+      },
+      20s))
+      << berthd.Job(next).dump(2);
+  // The median of the three runs: a second of sleep and the start around it.
+  EXPECT_GE(counts["predicted_runtime_ms"].get<std::int64_t>(), 900) << counts.dump();
+  EXPECT_LE(counts["predicted_runtime_ms"].get<std::int64_t>(), 10'000) << counts.dump();
+  EXPECT_EQ(counts["predicted_basis"], 1) << counts.dump();  // user+name
+  EXPECT_EQ(counts["predicted_samples"], 3) << counts.dump();
+  EXPECT_EQ(counts["eta_basis"], 2) << counts.dump();  // a predicted end
+  EXPECT_EQ(counts["eta_after_job"], hog) << counts.dump();
+  EXPECT_FALSE(counts.contains("eta_unknown")) << counts.dump();
+}
+
 }  // namespace
 }  // namespace berth::it
