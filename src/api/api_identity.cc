@@ -123,11 +123,20 @@ std::string ConsoleCookie(std::string_view value, TimeMs max_age_ms) {
                      value, std::max<TimeMs>(0, max_age_ms / 1000));
 }
 
-json ConsoleJson(const Caller& c) {
-  if (!c.console) return nullptr;
-  return json{{"csrf", c.console_csrf},
-              {"csrf_header", kConsoleCsrfHeader},
-              {"expires_at_ms", c.console_expires_ms}};
+// The caller as the console's session routes answer it: who, and its
+// session (null for a bearer caller).
+json ConsoleCallerJson(const Caller& c) {
+  json session = nullptr;
+  if (c.console) {
+    session = json{{"csrf", c.console_csrf},
+                   {"csrf_header", kConsoleCsrfHeader},
+                   {"expires_at_ms", c.console_expires_ms}};
+  }
+  return json{{"name", c.name},
+              {"kind", c.kind},
+              {"platform_admin", c.platform_admin},
+              {"tenants", TenantsJson(c.tenants)},
+              {"console", std::move(session)}};
 }
 
 }  // namespace
@@ -151,23 +160,13 @@ void Api::StartConsoleSession(const http::Request&, http::Response& res, AuditNo
   signed_in.console = true;
   signed_in.console_csrf = issued->csrf;
   signed_in.console_expires_ms = issued->expires_ms;
-  Reply(res, 201,
-        json{{"name", c.name},
-             {"kind", c.kind},
-             {"platform_admin", c.platform_admin},
-             {"tenants", TenantsJson(c.tenants)},
-             {"console", ConsoleJson(signed_in)}});
+  Reply(res, 201, ConsoleCallerJson(signed_in));
 }
 
 void Api::GetConsoleSession(const http::Request&, http::Response& res) {
   const Caller& c = CurrentCaller();
   res.set_header("Cache-Control", "no-store");
-  Reply(res, 200,
-        json{{"name", c.name},
-             {"kind", c.kind},
-             {"platform_admin", c.platform_admin},
-             {"tenants", TenantsJson(c.tenants)},
-             {"console", ConsoleJson(c)}});
+  Reply(res, 200, ConsoleCallerJson(c));
 }
 
 void Api::EndConsoleSession(const http::Request&, http::Response& res, AuditNote& note) {
