@@ -71,6 +71,7 @@ v1::AgentMessage EventMessage(RunEvent& ev) {
       m->set_run_id(ev.state.run_id);
       m->set_pid(ev.state.pid);
       m->set_started_at_ms(ev.state.started_at_ms);
+      m->set_port(ev.state.port);
       spdlog::info("run {} started, pid {}", ev.state.run_id, ev.state.pid);
       break;
     }
@@ -102,6 +103,7 @@ void FillStatus(const RunState& s, v1::RunStatus* out) {
   out->set_run_id(s.run_id);
   out->set_pid(s.pid);
   out->set_started_at_ms(s.started_at_ms);
+  out->set_port(s.port);
   if (s.phase == RunPhase::kExited && s.exit) {
     out->set_phase(v1::RunStatus::EXITED);
     FillExit(s.run_id, *s.exit, out->mutable_exit());
@@ -132,6 +134,7 @@ StartOrder OrderFromProto(const v1::StartRun& m) {
   o.image = m.image();
   o.tenant = m.tenant();
   o.container_network = m.container_network();
+  o.service_port = m.service_port();
   o.run_as.user = m.run_as().user();
   o.run_as.numeric = m.run_as().numeric();
   o.run_as.uid = m.run_as().uid();

@@ -82,6 +82,7 @@ std::string ToJson(const OrderRecord& rec) {
                    {"created_at_ms", rec.created_at_ms},
                    {"gpu_share_millis", rec.gpu_share_millis},
                    {"gpu_share_bytes", rec.gpu_share_bytes},
+                   {"port", rec.port},
                    {"load",
                     {{"pattern", static_cast<int>(rec.load.pattern)},
                      {"util_pct", rec.load.util_pct},
@@ -168,6 +169,7 @@ Result<OrderRecord> ParseOrderRecord(std::string_view text) {
     r.created_at_ms = j.value("created_at_ms", std::int64_t{0});
     r.gpu_share_millis = j.value("gpu_share_millis", std::uint32_t{0});
     r.gpu_share_bytes = j.value("gpu_share_bytes", std::uint64_t{0});
+    r.port = j.value("port", std::uint32_t{0});
     // Orders written before telemetry have no load: the default profile.
     if (auto l = j.find("load"); l != j.end() && l->is_object()) {
       const int pattern = l->value("pattern", 0);

@@ -135,6 +135,8 @@ struct OrderRecord {
   std::uint32_t gpu_share_millis = 0;
   std::uint64_t gpu_share_bytes = 0;
   model::LoadProfile load{};
+  // A service replica's port on the node (StartRun.service_port); 0: none.
+  std::uint32_t port = 0;
 };
 
 struct StopRecord {

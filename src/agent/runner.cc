@@ -1,11 +1,14 @@
 #include "agent/runner.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
 #include <spdlog/spdlog.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -15,6 +18,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <type_traits>
 
 #include "agent/atomic_file.h"
@@ -448,6 +452,20 @@ Result<RunState> Runner::Start(const StartOrder& order) {
 
   // What the job itself sees, over what it inherits from the agent.
   std::map<std::string, std::string> job_env = JobEnv(order);
+  // A service replica's port: where it listens (PORT) and where the node
+  // serves it (BERTH_NODE_PORT), the same but in a container on a network
+  // of its own, which listens on the spec's port published on the node's.
+  std::uint32_t port = 0;
+  if (order.service_port > 0 && refused.empty()) {
+    if (auto picked = PickServicePort()) {
+      port = *picked;
+      const bool own_network = !order.image.empty() && order.container_network.empty();
+      job_env["PORT"] = std::to_string(own_network ? order.service_port : port);
+      job_env["BERTH_NODE_PORT"] = std::to_string(port);
+    } else {
+      refused = picked.error().message;
+    }
+  }
 
   ShimSpec spec;
   spec.command = order.command;
@@ -496,7 +514,7 @@ Result<RunState> Runner::Start(const StartOrder& order) {
         identity->uid, identity->gid, order.tenant, kMaxContainerId, order.tenant);
   } else if (!podman.empty()) {
     spec.env = std::move(job_env);
-    ContainerSpec(order, podman, spec, identity ? &work : nullptr);
+    ContainerSpec(order, port, podman, spec, identity ? &work : nullptr);
     if (identity) {
       // podman runs as root on the host; the container's processes run as the
       // run identity with no capabilities and no way to gain any. podman
@@ -526,7 +544,8 @@ Result<RunState> Runner::Start(const StartOrder& order) {
         order.image, options_.node_name);
   }
 
-  const OrderRecord rec = RecordOf(order, clock_.NowMs());
+  OrderRecord rec = RecordOf(order, clock_.NowMs());
+  rec.port = port;
 
   BERTH_RETURN_IF_ERROR(WriteRunDir(order.run_id, spec, rec));
 
@@ -577,8 +596,8 @@ std::map<std::string, std::string> Runner::PodmanEnv() const {
   return env;
 }
 
-void Runner::ContainerSpec(const StartOrder& order, const std::string& podman, ShimSpec& spec,
-                           const fs::path* work) const {
+void Runner::ContainerSpec(const StartOrder& order, std::uint32_t port, const std::string& podman,
+                           ShimSpec& spec, const fs::path* work) const {
   std::map<std::string, std::string> job_env = std::move(spec.env);
   std::vector<std::string> argv{podman, "run", "--rm", "--pull=never"};
   // The container's name is derived from the run, so the shim (or anyone)
@@ -594,6 +613,10 @@ void Runner::ContainerSpec(const StartOrder& order, const std::string& podman, S
     argv.emplace_back("--network=host");
   } else if (!order.container_network.empty()) {
     argv.emplace_back("--network=none");
+  } else if (port > 0) {
+    // A service replica on its own network: its port, on the node's.
+    argv.emplace_back("--publish");
+    argv.push_back(fmt::format("{}:{}", port, order.service_port));
   }
   if (options_.cdi_gpus) {
     // CDI hands the container exactly these GPUs, and inside it CUDA numbers
@@ -709,9 +732,36 @@ std::optional<RunState> Runner::Get(std::string_view run_id) const {
   return StateOf(it->second);
 }
 
+Result<std::uint32_t> Runner::PickServicePort() const {
+  std::set<std::uint32_t> given;
+  for (const auto& [id, run] : runs_) {
+    if (run.order.port > 0 && !run.exit) given.insert(run.order.port);
+  }
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) break;
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_ANY);
+    addr.sin_port = 0;
+    socklen_t len = sizeof(addr);
+    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+    auto* any = reinterpret_cast<sockaddr*>(&addr);
+    const bool bound = ::bind(fd, any, sizeof(addr)) == 0 && ::getsockname(fd, any, &len) == 0;
+    ::close(fd);
+    if (!bound) break;
+    const std::uint32_t port = ntohs(addr.sin_port);
+    if (!given.contains(port)) return port;
+  }
+  return Fail(Code::kUnavailable,
+              fmt::format("node {} found no free TCP port for the service replica: {}",
+                          options_.node_name, std::strerror(errno)));
+}
+
 RunState Runner::StateOf(const Run& run) const {
   RunState s;
   s.run_id = run.id;
+  s.port = run.order.port;
   if (run.pid) {
     s.phase = RunPhase::kRunning;
     s.pid = run.pid->pid;

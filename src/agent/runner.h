@@ -131,6 +131,9 @@ struct StartOrder {
   // A container's network: "" (podman's default, a namespace of its own),
   // "none" or "host" (tenants.<t>.container_network).
   std::string container_network{};
+  // A service replica: the port it serves on; the runner gives it a free
+  // port of the node (RunState::port). 0: any other run.
+  std::uint32_t service_port = 0;
 };
 
 struct RunExit {
@@ -164,6 +167,7 @@ struct RunState {
   std::int64_t pid = 0;
   std::int64_t started_at_ms = 0;
   std::optional<RunExit> exit;  // set when phase == kExited
+  std::uint32_t port = 0;       // a service replica's port on the node; 0: none
 };
 
 // What Poll() found, in the order it must be reported: a run's Started comes
@@ -326,8 +330,11 @@ class Runner {
   // order.image; the environment becomes the agent's own, for podman.
   // `work` (confined runs): the run's own working directory, mounted at the
   // same path, where its HOME and TMPDIR point.
-  void ContainerSpec(const StartOrder& order, const std::string& podman, ShimSpec& spec,
-                     const std::filesystem::path* work) const;
+  // A free TCP port of the node for a service replica: one the kernel gives
+  // for port 0, and none the agent gave a live run.
+  Result<std::uint32_t> PickServicePort() const;
+  void ContainerSpec(const StartOrder& order, std::uint32_t port, const std::string& podman,
+                     ShimSpec& spec, const std::filesystem::path* work) const;
   void WriteExitVerdict(Run& run, std::string start_error, std::int32_t exit_code,
                         bool identity_refused = false);
   // The run's cgroup (disabled when the runner does not confine).

@@ -404,6 +404,15 @@ void Api::CancelJob(const http::Request& req, http::Response& res, AuditNote& no
   if (auto before = store_.GetJob(*id); before) {
     note.tenant = before->spec.tenant;
     note.before = json{{"state", model::JobStateName(before->state)}};
+    if (const auto& owner = before->spec.service) {
+      // Its service would only start another: the service says how many.
+      return ReplyError(
+          res, Error{Code::kFailedPrecondition,
+                     fmt::format("job {} is a replica of service {}/{}; change the service "
+                                 "instead: berth svc scale {} --min N, or berth svc delete {}",
+                                 *id, before->spec.tenant, owner->name, owner->name, owner->name),
+                     "job"});
+    }
   }
   auto job = controller_.Cancel(
       *id, Actor(req),
@@ -754,6 +763,9 @@ void Api::Metrics(const http::Request&, http::Response& res) {
     view.telemetry_late = telemetry_->late();
   }
   std::string text = RenderMetrics(view, *metrics_);
+  auto services = ServiceReplicaCounts();
+  if (!services) return ReplyError(res, services.error());
+  text += *services;
   if (http_stats_) text += RenderHttpMetrics(http_stats_());
   text += RenderStoreMetrics(store_.commit_stats());
   res.set_content(std::move(text), "text/plain; version=0.0.4; charset=utf-8");

@@ -25,6 +25,8 @@
 
 namespace berth::server {
 
+class ServiceController;  // control/service_controller.h
+
 // Rows a report or usage request may read unless --report-max-rows says
 // otherwise.
 inline constexpr std::size_t kDefaultReportMaxRows = 200'000;
@@ -77,6 +79,10 @@ class Api {
   // GPU telemetry history (api_telemetry.cc); null: the telemetry endpoints
   // answer Unavailable, jobs show no utilization and /metrics no DCGM gauges.
   void set_telemetry(store::TelemetryStore* telemetry) { telemetry_ = telemetry; }
+  // The service controller, woken after each change to a service and asked
+  // for its last round in a service's status; null: services are stored
+  // and shown with their replicas, and nothing wakes a controller.
+  void set_services(ServiceController* services) { services_ = services; }
   // Measured GPU utilization for the operations report (api_report.cc): the
   // readings of `run_ids` and of the fleet over [from, to). Null: the report
   // says "not measured".
@@ -190,6 +196,12 @@ class Api {
   void ScaleService(const http::Request& req, http::Response& res, AuditNote& note);
   void RollbackService(const http::Request& req, http::Response& res, AuditNote& note);
   void DeleteService(const http::Request& req, http::Response& res, AuditNote& note);
+  // A service's status: its replicas as stored, and the controller's last round.
+  nlohmann::json ServiceStatus(const store::ServiceRecord& s);
+  void ServiceChanged();
+  // berth_service_replicas for GET /metrics: each service's desired, ready,
+  // starting and stopping replicas.
+  Result<std::string> ServiceReplicaCounts();
 
   void SubmitJob(const http::Request& req, http::Response& res, AuditNote& note);
   void ListJobs(const http::Request& req, http::Response& res, const model::TenantScope& scope);
@@ -272,6 +284,7 @@ class Api {
   AlertRouter* alerts_ = nullptr;
   ServerMetrics* metrics_ = nullptr;
   store::TelemetryStore* telemetry_ = nullptr;
+  ServiceController* services_ = nullptr;
   OpsUtilizationSource ops_utilization_;
 };
 

@@ -9,16 +9,21 @@
 // asks the Authorizer for the spec's tenant here, and the list keeps the
 // caller's visible tenants.
 //
-// No replica runs yet: every answer's status says so (desired, ready 0).
+// Every answer's status is read from the service's replicas (jobs it owns,
+// control/service_controller.h) and the service controller's last round.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <limits>
+#include <map>
 
 #include "api/api.h"
 #include "api/api_util.h"
 #include "api/paging.h"
+#include "api/render.h"
 #include "api/request_decode.h"
+#include "control/service_controller.h"
 #include "model/json.h"
 #include "model/policy.h"
 #include "model/service.h"
@@ -27,10 +32,6 @@ namespace berth::server {
 namespace {
 
 using nlohmann::json;
-
-constexpr std::string_view kNotRunNote =
-    "replicas are not run yet: this Berth stores and versions services, and the controller that "
-    "starts replicas is a later slice (docs/services.md)";
 
 json RevisionJson(const store::ServiceRevision& r) {
   return json{{"revision", r.revision},
@@ -42,18 +43,12 @@ json RevisionJson(const store::ServiceRevision& r) {
               {"replicas", {{"min", r.spec.replicas.min}, {"max", r.spec.replicas.max}}}};
 }
 
-json ServiceJson(const store::ServiceRecord& s) {
-  json out{{"tenant", s.tenant},
-           {"name", s.name},
-           {"queue", s.spec.queue},
-           {"revision", s.revision},
-           {"created_ms", s.created_ms},
-           {"created_by", s.created_by},
-           {"updated_ms", s.updated_ms},
-           {"updated_by", s.updated_by},
-           {"status",
-            {{"desired", s.spec.replicas.min}, {"ready", 0}, {"note", std::string(kNotRunNote)}}},
-           {"spec", model::ToJson(s.spec)}};
+json ServiceJson(const store::ServiceRecord& s, const json& status) {
+  json out{{"tenant", s.tenant},         {"name", s.name},
+           {"queue", s.spec.queue},      {"revision", s.revision},
+           {"created_ms", s.created_ms}, {"created_by", s.created_by},
+           {"updated_ms", s.updated_ms}, {"updated_by", s.updated_by},
+           {"status", status},           {"spec", model::ToJson(s.spec)}};
   if (!s.revisions.empty()) {
     json revs = json::array();
     for (const auto& r : s.revisions) revs.push_back(RevisionJson(r));
@@ -118,6 +113,131 @@ Status CheckServiceQueue(const model::Policy& policy, const model::ServiceSpec& 
 
 }  // namespace
 
+json Api::ServiceStatus(const store::ServiceRecord& s) {
+  json status{{"revision", s.revision},
+              {"desired", ServiceController::DesiredReplicas(s.spec)},
+              {"ready", 0},
+              {"running", 0},
+              {"starting", 0},
+              {"stopping", 0}};
+  store::JobFilter filter;
+  filter.tenant = s.tenant;
+  filter.service = s.name;
+  filter.states = {model::JobState::kPending, model::JobState::kScheduled,
+                   model::JobState::kRunning};
+  filter.limit = std::size_t{2} * model::kMaxServiceReplicas;
+  auto jobs = store_.ListJobs(filter);
+  if (!jobs) {
+    status["error"] = jobs.error().message;
+    return status;
+  }
+  int ready = 0;
+  int running = 0;
+  int starting = 0;
+  int stopping = 0;
+  json replicas = json::array();
+  for (auto it = jobs->rbegin(); it != jobs->rend(); ++it) {  // oldest first
+    const store::JobRecord& job = *it;
+    const std::int64_t revision = job.spec.service ? job.spec.service->revision : 0;
+    const bool is_running = job.state == model::JobState::kRunning;
+    std::string node;
+    std::uint32_t port = 0;
+    for (const auto& run : job.runs) {
+      if (run.state == model::RunState::kExited) continue;
+      node = run.node;
+      port = run.port;
+    }
+    if (job.cancel_requested) {
+      ++stopping;
+    } else if (is_running) {
+      ++running;
+      // Until readiness probes act, a running replica of the current
+      // revision counts as ready.
+      if (ServiceController::RunsCurrentSpec(s, job.spec)) ++ready;
+    } else {
+      ++starting;
+    }
+    // Why a replica that does not run waits: its job's reason, with other
+    // tenants' jobs named only as that (as GET /v1/jobs shows it).
+    json waiting = nullptr;
+    if (!is_running) waiting = JobSummaryJson(job, JobRefsOf(CurrentCaller())).at("reason");
+    replicas.push_back(json{{"job", job.id},
+                            {"reason", std::move(waiting)},
+                            {"revision", revision},
+                            {"current", ServiceController::RunsCurrentSpec(s, job.spec)},
+                            {"state", model::JobStateName(job.state)},
+                            {"node", node.empty() ? json(nullptr) : json(node)},
+                            {"port", port == 0 ? json(nullptr) : json(port)},
+                            {"stopping", job.cancel_requested}});
+  }
+  status["ready"] = ready;
+  status["running"] = running;
+  status["starting"] = starting;
+  status["stopping"] = stopping;
+  status["replicas"] = std::move(replicas);
+  std::optional<ServiceRound> round;
+  if (services_ != nullptr) round = services_->LastRound(s.tenant, s.name);
+  if (round && round->revision == s.revision) {
+    status["phase"] = sched::ReplicaPhaseName(round->phase);
+    status["backoff_until_ms"] =
+        round->backoff_until_ms ? json(*round->backoff_until_ms) : json(nullptr);
+    status["recent_crashes"] = round->recent_crashes;
+    status["refused"] = round->refused.empty() ? json(nullptr) : json(round->refused);
+    status["reconciled_ms"] = round->at_ms;
+  } else {
+    // Not reconciled since its last change (or no controller runs here).
+    status["phase"] = "pending";
+  }
+  return status;
+}
+
+Result<std::string> Api::ServiceReplicaCounts() {
+  store::ServiceFilter all;
+  all.limit = std::numeric_limits<std::size_t>::max();
+  auto services = store_.ListServices(all);
+  if (!services) return std::unexpected(services.error());
+  MetricsWriter w;
+  w.Family("berth_service_replicas", "gauge",
+           "Replicas of each inference service: desired, ready (running the current spec), "
+           "starting, stopping.");
+  if (services->empty()) return w.Take();
+  store::JobFilter live;
+  live.replicas_only = true;
+  live.states = {model::JobState::kPending, model::JobState::kScheduled, model::JobState::kRunning};
+  live.with_runs = false;
+  live.limit = std::numeric_limits<std::size_t>::max();
+  auto replicas = store_.ListJobs(live);
+  if (!replicas) return std::unexpected(replicas.error());
+  std::map<std::pair<std::string, std::string>, std::vector<const store::JobRecord*>> of;
+  for (const auto& job : *replicas) of[{job.spec.tenant, job.spec.service->name}].push_back(&job);
+  for (const auto& s : *services) {
+    double ready = 0;
+    double starting = 0;
+    double stopping = 0;
+    for (const store::JobRecord* job : of[{s.tenant, s.name}]) {
+      if (job->cancel_requested) {
+        ++stopping;
+      } else if (job->state != model::JobState::kRunning) {
+        ++starting;
+      } else if (ServiceController::RunsCurrentSpec(s, job->spec)) {
+        ++ready;
+      }
+    }
+    const double desired = ServiceController::DesiredReplicas(s.spec);
+    for (const auto& [state, n] :
+         {std::pair{"desired", desired}, std::pair{"ready", ready}, std::pair{"starting", starting},
+          std::pair{"stopping", stopping}}) {
+      w.Sample("berth_service_replicas",
+               {{"tenant", s.tenant}, {"service", s.name}, {"state", state}}, n);
+    }
+  }
+  return w.Take();
+}
+
+void Api::ServiceChanged() {
+  if (services_ != nullptr) services_->Wake();
+}
+
 TenantOf Api::ServiceTenant() {
   return [](const http::Request& req) -> Result<Owner> {
     const std::string tenant = req.matches[1];
@@ -155,7 +275,8 @@ void Api::ApplyService(const http::Request& req, http::Response& res, AuditNote&
     note.after = json{{"refused", applied.error().message}};
     return ReplyError(res, applied.error());
   }
-  json out = ServiceJson(applied->service);
+  if (applied->applied != store::ServiceApplied::kUnchanged) ServiceChanged();
+  json out = ServiceJson(applied->service, ServiceStatus(applied->service));
   switch (applied->applied) {
     case store::ServiceApplied::kCreated:
       out["applied"] = "created";
@@ -189,7 +310,7 @@ void Api::ListServices(const http::Request& req, http::Response& res,
   const bool more = list->size() > *limit;
   if (more) list->resize(*limit);
   json services = json::array();
-  for (const auto& s : *list) services.push_back(ServiceJson(s));
+  for (const auto& s : *list) services.push_back(ServiceJson(s, ServiceStatus(s)));
   json body{{"services", std::move(services)}};
   if (more) body["next"] = EncodeCursor(CursorKind::kServices, std::to_string(list->back().id));
   Reply(res, 200, body);
@@ -198,7 +319,7 @@ void Api::ListServices(const http::Request& req, http::Response& res,
 void Api::GetService(const http::Request& req, http::Response& res) {
   auto s = store_.GetService(req.matches[1], req.matches[2]);
   if (!s) return ReplyError(res, s.error());
-  Reply(res, 200, ServiceJson(*s));
+  Reply(res, 200, ServiceJson(*s, ServiceStatus(*s)));
 }
 
 void Api::ScaleService(const http::Request& req, http::Response& res, AuditNote& note) {
@@ -229,7 +350,8 @@ void Api::ScaleService(const http::Request& req, http::Response& res, AuditNote&
             n.after = ServiceSummary(now);
           }));
   if (!scaled) return ReplyError(res, scaled.error());
-  Reply(res, 200, ServiceJson(*scaled));
+  ServiceChanged();
+  Reply(res, 200, ServiceJson(*scaled, ServiceStatus(*scaled)));
 }
 
 void Api::RollbackService(const http::Request& req, http::Response& res, AuditNote& note) {
@@ -255,7 +377,8 @@ void Api::RollbackService(const http::Request& req, http::Response& res, AuditNo
             }
           }));
   if (!rolled) return ReplyError(res, rolled.error());
-  Reply(res, 200, ServiceJson(*rolled));
+  ServiceChanged();
+  Reply(res, 200, ServiceJson(*rolled, ServiceStatus(*rolled)));
 }
 
 void Api::DeleteService(const http::Request& req, http::Response& res, AuditNote& note) {
@@ -271,6 +394,8 @@ void Api::DeleteService(const http::Request& req, http::Response& res, AuditNote
                                              n.after = json{{"deleted", true}};
                                            }));
   if (!gone) return ReplyError(res, gone.error());
+  // Its replicas are stopped by the service controller's next round, now.
+  ServiceChanged();
   Reply(res, 200,
         json{{"deleted", true}, {"tenant", tenant}, {"name", name}, {"revision", gone->revision}});
 }

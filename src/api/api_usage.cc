@@ -52,6 +52,7 @@ json RecordJson(const model::UsageRecord& r) {
           {"tenant", r.tenant},
           {"queue", r.queue},
           {"user", r.user},
+          {"service", r.service.empty() ? json(nullptr) : json(r.tenant + "/" + r.service)},
           {"pool", r.pool},
           {"node", r.node},
           {"gpu_uuids", r.gpu_uuids},

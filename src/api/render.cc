@@ -43,6 +43,10 @@ json JobFieldsJson(const store::JobRecord& job, JobRefs refs) {
   if (const auto& a = job.spec.array_element) {
     out["array"] = {{"id", a->id}, {"index", a->index}, {"size", a->size}};
   }
+  out["service"] = nullptr;
+  if (const auto& o = job.spec.service) {
+    out["service"] = {{"name", o->name}, {"revision", o->revision}};
+  }
   return out;
 }
 
@@ -91,6 +95,7 @@ json JobJson(const store::JobRecord& job, bool with_timeline, EnvView view, JobR
                 {"gpu_share_bytes", r.gpu_share_bytes},
                 {"state", model::RunStateName(r.state)},
                 {"pid", r.pid == 0 ? json(nullptr) : json(r.pid)},
+                {"port", r.port == 0 ? json(nullptr) : json(r.port)},
                 {"exit_code", Opt(r.exit_code)},
                 {"signal", Opt(r.signal)},
                 {"stopped_for", model::StopCauseName(r.stopped_for)},

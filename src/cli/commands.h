@@ -250,6 +250,12 @@ Status ApplyService(ApiClient& api, const std::string& spec, const Output& outpu
 Status ListServices(ApiClient& api, const std::string& tenant, const Output& output);
 std::string RenderServices(const nlohmann::json& response);
 Status ShowService(ApiClient& api, const ServiceRef& ref, const Output& output);
+// `berth svc logs`: each live replica's log so far, under a header naming
+// its job, revision and node.
+Status ServiceLogs(ApiClient& api, const ServiceRef& ref, const Output& output);
+// `berth svc why`: why a service has fewer ready replicas than it wants.
+Status WhyService(ApiClient& api, const ServiceRef& ref, const Output& output);
+std::string RenderServiceWhy(const nlohmann::json& service);
 std::string RenderService(const nlohmann::json& service);
 // min/max: nullopt keeps that bound.
 Status ScaleService(ApiClient& api, const ServiceRef& ref, std::optional<std::int64_t> min,

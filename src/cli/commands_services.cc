@@ -1,6 +1,6 @@
 // `berth svc ...`: inference services (docs/cli.md, "Services"). A service
-// is stored and versioned by berthd; no replica runs yet, and the output
-// says so rather than show a service as running.
+// is stored and versioned by berthd, and run as replica jobs it owns; the
+// status shows them as stored and the service controller's phase.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -58,8 +58,17 @@ std::string Bounds(const json& s, std::string_view key) {
 }
 
 std::string StatusLine(const json& s) {
-  return fmt::format("desired {}, ready {} ({})", IntText(s, "status.desired"),
-                     IntText(s, "status.ready"), Text(s, "status.note"));
+  std::string line = fmt::format("desired {}, ready {}, starting {}, stopping {} ({})",
+                                 IntText(s, "status.desired"), IntText(s, "status.ready"),
+                                 IntText(s, "status.starting"), IntText(s, "status.stopping"),
+                                 Text(s, "status.phase"));
+  if (auto until = Int(s, "status.backoff_until_ms")) {
+    line += fmt::format("; {} crashes lately, next replica after {}",
+                        IntText(s, "status.recent_crashes"), FormatTimeMs(*until));
+  }
+  const std::string refused = Text(s, "status.refused");
+  if (!refused.empty() && refused != "-") line += "; replica refused: " + refused;
+  return line;
 }
 
 }  // namespace
@@ -81,7 +90,7 @@ std::string RenderServices(const json& response) {
                   IntText(s, "status.ready"), updated ? FormatTimeMs(*updated) : "-"});
   }
   if (table.empty()) return "No services.\n";
-  return table.Render() + "Replicas are not run yet: services are stored and versioned only.\n";
+  return table.Render();
 }
 
 Status ListServices(ApiClient& api, const std::string& tenant, const Output& output) {
@@ -120,6 +129,14 @@ std::string RenderService(const json& s) {
                  Bounds(r, "replicas"), Text(r, "image"), when ? FormatTimeMs(*when) : "-",
                  Text(r, "created_by")});
   }
+  Table replicas({"JOB", "REV", "STATE", "NODE"});
+  for (const auto& r : Array(s, "status.replicas")) {
+    const bool stopping = Text(r, "stopping") == "true";
+    replicas.AddRow({IntText(r, "job"), IntText(r, "revision"),
+                     stopping ? Text(r, "state") + " (stopping)" : Text(r, "state"),
+                     Text(r, "node")});
+  }
+  if (!replicas.empty()) out += "\nReplicas (jobs of the service):\n" + replicas.Render();
   if (!revs.empty()) out += "\nRevisions (newest first):\n" + revs.Render();
   return out;
 }
@@ -128,6 +145,67 @@ Status ShowService(ApiClient& api, const ServiceRef& ref, const Output& output) 
   auto resolved = Resolve(api, ref);
   if (!resolved) return std::unexpected(resolved.error());
   return Show(api.Get(Path(*resolved)), output, RenderService);
+}
+
+std::string RenderServiceWhy(const json& s) {
+  const std::string name = fmt::format("{}/{}", Text(s, "tenant"), Text(s, "name"));
+  const auto desired = Int(s, "status.desired").value_or(0);
+  const auto ready = Int(s, "status.ready").value_or(0);
+  std::string out = fmt::format("service {}: {} of {} replicas ready ({})\n", name, ready, desired,
+                                Text(s, "status.phase"));
+  if (auto until = Int(s, "status.backoff_until_ms")) {
+    out += fmt::format(
+        "- replicas crashed {} times in the last 10 minutes: the next starts after {} (their "
+        "jobs' logs say why: berth logs JOB)\n",
+        IntText(s, "status.recent_crashes"), FormatTimeMs(*until));
+  }
+  const std::string refused = Text(s, "status.refused");
+  if (!refused.empty() && refused != "-") {
+    out += fmt::format("- a new replica was refused as a job would be: {}\n", refused);
+  }
+  int waiting = 0;
+  for (const auto& r : Array(s, "status.replicas")) {
+    if (Text(r, "stopping") == "true") {
+      out += fmt::format("- replica job {} (revision {}) is stopping\n", IntText(r, "job"),
+                         IntText(r, "revision"));
+      continue;
+    }
+    if (Text(r, "state") == "Running") continue;
+    ++waiting;
+    out += fmt::format("- replica job {} (revision {}) is {}: {}\n", IntText(r, "job"),
+                       IntText(r, "revision"), Text(r, "state"), Text(r, "reason.message"));
+  }
+  if (ready >= desired && waiting == 0) out += "- nothing is missing\n";
+  return out;
+}
+
+Status ServiceLogs(ApiClient& api, const ServiceRef& ref, const Output& output) {
+  auto resolved = Resolve(api, ref);
+  if (!resolved) return std::unexpected(resolved.error());
+  auto service = api.Get(Path(*resolved));
+  if (!service) return std::unexpected(service.error());
+  const json& replicas = Array(*service, "status.replicas");
+  if (replicas.empty()) {
+    output.out << fmt::format("service {}/{} has no live replica\n", resolved->first,
+                              resolved->second);
+    return Ok();
+  }
+  for (const auto& r : replicas) {
+    auto job = Int(r, "job");
+    if (!job) continue;
+    output.out << fmt::format("==> replica job {} (revision {}, {}, node {}) <==\n", *job,
+                              IntText(r, "revision"), Text(r, "state"), Text(r, "node"));
+    output.out.flush();
+    BERTH_RETURN_IF_ERROR(
+        StreamLogs(api, static_cast<std::uint64_t>(*job), std::nullopt, false, output.out));
+  }
+  return Ok();
+}
+
+Status WhyService(ApiClient& api, const ServiceRef& ref, const Output& output) {
+  auto resolved = Resolve(api, ref);
+  if (!resolved) return std::unexpected(resolved.error());
+  return Show(api.Get(Path(*resolved)), output, RenderServiceWhy);
 }
 
 Status ScaleService(ApiClient& api, const ServiceRef& ref, std::optional<std::int64_t> min,

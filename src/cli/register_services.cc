@@ -48,6 +48,18 @@ void RegisterServiceCommands(CommandRegistry& registry) {
   registry.OnRun(show,
                  [&f](ApiClient& api, const Output& out) { return ShowService(api, f.ref, out); });
 
+  auto* logs = svc->add_subcommand(
+      "logs", "each live replica's output so far (berth logs JOB -f follows one replica)");
+  AddRef(logs, f);
+  registry.OnRun(logs,
+                 [&f](ApiClient& api, const Output& out) { return ServiceLogs(api, f.ref, out); });
+
+  auto* why = svc->add_subcommand(
+      "why", "why a service has fewer ready replicas than it wants: each waiting replica's reason");
+  AddRef(why, f);
+  registry.OnRun(why,
+                 [&f](ApiClient& api, const Output& out) { return WhyService(api, f.ref, out); });
+
   auto* scale = svc->add_subcommand("scale", "set a service's replica bounds (a new revision)");
   AddRef(scale, f);
   auto* min_opt = scale->add_option("--min", f.min, "the fewest replicas (0 or more)")

@@ -82,7 +82,8 @@ void RegisterUsageCommands(CommandRegistry& registry) {
       "day or month (docs/metering.md)");
   usage
       ->add_option("--by", f.by,
-                   "group by tenant|queue|user|pool|model|node|day|month; repeat or use commas "
+                   "group by tenant|queue|user|pool|model|node|day|month|service; repeat or use "
+                   "commas "
                    "(default tenant)")
       ->delimiter(',');
   usage->add_option("--from", f.query.from,

@@ -80,8 +80,8 @@ Status Controller::OnRegister(const berth::v1::Register& reg,
         // As in OnRunExited: the log is durable before the exit is.
         BERTH_RETURN_IF_ERROR(SyncRunLog(LogPath((*run)->job_id, r.run_id())));
         if ((*run)->state == model::RunState::kStarting && r.exit().started_at_ms() != 0) {
-          BERTH_RETURN_IF_ERROR(
-              control::MarkRunStarted(store_, r.run_id(), r.pid(), r.exit().started_at_ms(), now));
+          BERTH_RETURN_IF_ERROR(control::MarkRunStarted(store_, r.run_id(), r.pid(),
+                                                        r.exit().started_at_ms(), now, r.port()));
         }
         store::RunExit exit = ExitFromProto(r.exit());
         ClassifyExit(exit, (*run)->job_id);
@@ -105,7 +105,7 @@ Status Controller::OnRegister(const berth::v1::Register& reg,
     // pid 0: accepted by the agent but not started yet; RunStarted follows.
     if ((*run)->state == model::RunState::kStarting && r.pid() != 0) {
       BERTH_RETURN_IF_ERROR(
-          control::MarkRunStarted(store_, r.run_id(), r.pid(), r.started_at_ms(), now));
+          control::MarkRunStarted(store_, r.run_id(), r.pid(), r.started_at_ms(), now, r.port()));
     }
   }
   // Runs the store believes are running here that the agent no longer knows.
@@ -235,8 +235,8 @@ void Controller::OnDisconnect(const std::shared_ptr<AgentSession>& session) {
 
 Status Controller::OnRunStarted(const std::string& node, const berth::v1::RunStarted& msg) {
   (void)node;
-  auto st =
-      control::MarkRunStarted(store_, msg.run_id(), msg.pid(), msg.started_at_ms(), clock_.NowMs());
+  auto st = control::MarkRunStarted(store_, msg.run_id(), msg.pid(), msg.started_at_ms(),
+                                    clock_.NowMs(), msg.port());
   if (!st && st.error().code == Code::kNotFound) {
     spdlog::warn("agent {} started unknown run {}", node, msg.run_id());
     return Ok();

@@ -100,6 +100,7 @@ berth::v1::StartRun Controller::StartOrder(const store::RunRecord& run, const mo
       net != model::ContainerNetwork::kPrivate) {
     o.set_container_network(std::string(model::ContainerNetworkName(net)));
   }
+  if (spec.service) o.set_service_port(spec.service->port);
   o.set_cpu_millis(spec.resources.cpu_millis);
   o.set_memory_bytes(spec.resources.memory_bytes);
   for (const auto& m : spec.mounts) {

@@ -162,12 +162,12 @@ Status EvictJobs(store::JobStore& store, const std::vector<sched::Eviction>& evi
 }
 
 Status MarkRunStarted(store::JobStore& store, const std::string& run_id, std::int64_t pid,
-                      TimeMs started_at, TimeMs now) {
+                      TimeMs started_at, TimeMs now, std::uint32_t port) {
   (void)now;
   return store.UpdateJobs([&](JobTransaction& tx) -> Status {
     auto job = LoadByRun(tx, run_id);
     if (!job) return std::unexpected(job.error());
-    auto update = StartRun(*job, run_id, pid, started_at);
+    auto update = StartRun(*job, run_id, pid, started_at, port);
     if (!update) return Ok();  // already known
     return tx.Write(update->job);
   });

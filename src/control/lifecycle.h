@@ -56,7 +56,8 @@ namespace berth::control {
 // An agent reported run `run_id` started (StartRun). NotFound for an
 // unknown run; a repeated report changes nothing.
 [[nodiscard]] Status MarkRunStarted(store::JobStore& store, const std::string& run_id,
-                                    std::int64_t pid, TimeMs started_at, TimeMs now);
+                                    std::int64_t pid, TimeMs started_at, TimeMs now,
+                                    std::uint32_t port = 0);
 
 // An agent reported a run's exit (RecordExit, and SettleAttempt when it was
 // the last of its attempt). Idempotent: an exit already recorded is not

@@ -244,13 +244,14 @@ std::string CheckpointNote(bool stopped, const model::RunExit& exit,
 }  // namespace
 
 std::optional<StartUpdate> StartRun(const JobRecord& job, const std::string& run_id,
-                                    std::int64_t pid, TimeMs started_at) {
+                                    std::int64_t pid, TimeMs started_at, std::uint32_t port) {
   auto it = std::find_if(job.runs.begin(), job.runs.end(),
                          [&](const RunRecord& r) { return r.run_id == run_id; });
   if (it == job.runs.end() || it->state != model::RunState::kStarting) return std::nullopt;
   StartUpdate out{*it, {job, {}}};
   out.run.state = model::RunState::kRunning;
   out.run.pid = pid;
+  out.run.port = port;
   out.run.started_at_ms = started_at;
   for (auto& r : out.job.job.runs) {
     if (r.run_id == run_id) r = out.run;
@@ -262,7 +263,10 @@ std::optional<StartUpdate> StartRun(const JobRecord& job, const std::string& run
   }
   out.job.events.push_back(
       {started_at, JobState::kRunning, "Started",
-       fmt::format("replica {} started on {} (pid {})", out.run.replica, out.run.node, pid),
+       port > 0
+           ? fmt::format("replica {} started on {} (pid {}), serving on port {}", out.run.replica,
+                         out.run.node, pid, port)
+           : fmt::format("replica {} started on {} (pid {})", out.run.replica, out.run.node, pid),
        std::nullopt});
   return out;
 }

@@ -51,8 +51,9 @@ struct StartUpdate {
   model::RunRecord run;
   model::JobUpdate job;
 };
+// `port`: a service replica's port on its node (0: none).
 std::optional<StartUpdate> StartRun(const model::JobRecord& job, const std::string& run_id,
-                                    std::int64_t pid, TimeMs started_at);
+                                    std::int64_t pid, TimeMs started_at, std::uint32_t port = 0);
 
 // An agent reported that run `exit.run_id` of `job` ended. The run becomes
 // Exited with what it reported (Berth's own stop cause wins over the

@@ -73,6 +73,7 @@ Result<std::vector<model::UsageRecord>> Meter::Records(TimeMs from, TimeMs to,
     r.tenant = run.tenant;
     r.queue = run.queue;
     r.user = run.user;
+    r.service = run.service;
     r.node = run.node;
     r.gpu_uuids = run.gpu_uuids;
     r.start_ms = run.started_ms;

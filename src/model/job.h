@@ -132,6 +132,19 @@ struct ArrayElement {
   bool operator==(const ArrayElement&) const = default;
 };
 
+// The service a replica job runs for (docs/services.md, "Replicas"): its
+// name within the job's tenant and the revision whose spec made the job.
+// Set only by berthd's service controller; ParseJobSpec never reads it, so
+// no submitted spec can claim a service.
+struct ServiceOwner {
+  std::string name;
+  std::int64_t revision = 0;
+  // Where the replica serves (the service's `port`); the agent gives it a
+  // port of the node and sets PORT (agent.proto StartRun.service_port).
+  std::uint32_t port = 0;
+  bool operator==(const ServiceOwner&) const = default;
+};
+
 struct JobSpec {
   std::string name;
   std::string tenant = "default";
@@ -166,6 +179,8 @@ struct JobSpec {
   std::optional<JobArray> array{};
   // On each stored element of an array.
   std::optional<ArrayElement> array_element{};
+  // On a service's replica (ServiceOwner).
+  std::optional<ServiceOwner> service{};
 };
 
 // Limits users see in validation errors; documented in docs/jobs.md.

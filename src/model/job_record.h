@@ -56,6 +56,8 @@ struct RunRecord {
   std::uint64_t gpu_share_bytes = 0;
   RunState state = RunState::kStarting;
   std::int64_t pid = 0;
+  // A service replica's port on its node, as its agent gave it; 0: none.
+  std::uint32_t port = 0;
   std::optional<TimeMs> started_at_ms;
   std::optional<TimeMs> finished_at_ms;
   std::optional<std::int32_t> exit_code;

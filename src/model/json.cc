@@ -73,6 +73,10 @@ json ToJson(const JobSpec& s) {
                           {"index", s.array_element->index},
                           {"size", s.array_element->size}};
   }
+  if (s.service) {
+    j["service"] = {
+        {"name", s.service->name}, {"revision", s.service->revision}, {"port", s.service->port}};
+  }
   if (s.load != LoadProfile{}) {
     j["load"] = {{"pattern", LoadPatternName(s.load.pattern)},
                  {"util_pct", s.load.util_pct},
@@ -145,6 +149,10 @@ JobSpec JobSpecFromJson(const json& j) {
   if (auto e = j.find("array_element"); e != j.end() && e->is_object()) {
     s.array_element =
         ArrayElement{e->value("id", std::int64_t{0}), e->value("index", 0U), e->value("size", 0U)};
+  }
+  if (auto o = j.find("service"); o != j.end() && o->is_object()) {
+    s.service = ServiceOwner{o->value("name", std::string{}), o->value("revision", std::int64_t{0}),
+                             o->value("port", std::uint32_t{0})};
   }
   return s;
 }

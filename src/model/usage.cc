@@ -51,8 +51,8 @@ std::int64_t Cost(std::int64_t mgpu_ms, std::int64_t micros_per_gpu_hour) {
   return static_cast<std::int64_t>((num + kMgpuMsPerGpuHour / 2) / kMgpuMsPerGpuHour);
 }
 
-constexpr std::string_view kKeyNames[] = {"tenant", "queue", "user", "pool",
-                                          "model",  "node",  "day",  "month"};
+constexpr std::string_view kKeyNames[] = {"tenant", "queue", "user",  "pool",   "model",
+                                          "node",   "day",   "month", "service"};
 
 constexpr std::string_view kPriceTableFields[] = {"currency", "default", "prices"};
 constexpr std::string_view kPriceFields[] = {"model", "pool", "per_gpu_hour"};
@@ -285,7 +285,7 @@ Result<std::vector<UsageKey>> ParseUsageKeys(std::string_view text) {
     auto it = std::find(std::begin(kKeyNames), std::end(kKeyNames), name);
     if (it == std::end(kKeyNames)) {
       return InvalidField("by", fmt::format("'{}' is not a grouping; use one or more of tenant, "
-                                            "queue, user, pool, model, node, day, month",
+                                            "queue, user, pool, model, node, day, month, service",
                                             name));
     }
     const auto key = static_cast<UsageKey>(it - std::begin(kKeyNames));
@@ -335,6 +335,9 @@ UsageReport Aggregate(const std::vector<UsageRecord>& records, const std::vector
             break;
           case UsageKey::kMonth:
             key.push_back(MonthOf(p.start_ms));
+            break;
+          case UsageKey::kService:
+            key.push_back(r.service.empty() ? "" : r.tenant + "/" + r.service);
             break;
         }
       }

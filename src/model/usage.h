@@ -107,8 +107,9 @@ struct UsageRecord {
   std::uint32_t attempt = 0;
   std::string tenant;
   std::string queue;
-  std::string user;  // the job's submitted_by; "" for jobs before schema 5
-  std::string pool;  // "" when no pool of the policy matches the node
+  std::string user;     // the job's submitted_by; "" for jobs before schema 5
+  std::string service;  // a service's replica: its service's name; else ""
+  std::string pool;     // "" when no pool of the policy matches the node
   std::string node;
   std::vector<std::string> gpu_uuids;
   std::string gpu_model;
@@ -150,7 +151,9 @@ void MeasureRecord(UsageRecord& record, const std::vector<std::optional<PieceMea
 
 // --- reports ---
 
-enum class UsageKey { kTenant, kQueue, kUser, kPool, kModel, kNode, kDay, kMonth };
+// kService: "tenant/name" of the inference service a replica runs for; ""
+// for every other job.
+enum class UsageKey { kTenant, kQueue, kUser, kPool, kModel, kNode, kDay, kMonth, kService };
 std::string_view UsageKeyName(UsageKey key);
 // "tenant,day" (or repeated values joined by commas); unknown names are an
 // error listing the valid ones.

@@ -51,6 +51,10 @@ void AddCoreFlags(CLI::App& app, BerthdFlags& f) {
   app.add_option("--alert-interval", f.alert_interval,
                  "How often alert rules are evaluated (docs/operations.md, \"Alerts\")")
       ->capture_default_str();
+  app.add_option("--service-interval", f.service_interval,
+                 "How often each inference service's replicas are reconciled with its spec "
+                 "(docs/services.md, \"Replicas\"); a change to a service is acted on at once")
+      ->capture_default_str();
   app.add_option("--node-lost-grace", f.lost_grace,
                  "After a node's lease lapses, how long its runs may stay unaccounted for before "
                  "they are declared lost and their jobs follow their retry policies; never "

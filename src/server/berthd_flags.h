@@ -24,6 +24,7 @@ struct BerthdFlags {
   std::string agent_fence_grace;
   std::string telemetry_interval = "10s";
   std::string alert_interval = "2s";
+  std::string service_interval = "2s";
   std::string shim;
   std::string log_level = "info";
   std::string podman_conf;

@@ -33,6 +33,7 @@
 #include "control/controller.h"
 #include "control/job_token.h"
 #include "control/pki.h"
+#include "control/service_controller.h"
 #include "meter/alerting.h"
 #include "model/fencing.h"
 #include "sched/core_scheduler.h"
@@ -239,6 +240,7 @@ struct Settings {
   std::int64_t lost_grace_ms = 0;
   std::int64_t agent_fence_grace_ms = 0;
   std::int64_t alert_interval_ms = 0;
+  std::int64_t service_interval_ms = 0;
   berth::store::TelemetryOptions telemetry;
   std::int64_t telemetry_interval_ms = 0;
   std::uint64_t log_limit_bytes = 0;
@@ -290,6 +292,11 @@ berth::Status CheckTimings(const BerthdFlags& f, Settings& s) {
     return std::unexpected(
         Invalid("--alert-interval takes a duration of at least 100ms, such as 2s"));
   }
+  auto service_interval_ms = berth::ParseDurationMs(f.service_interval);
+  if (!service_interval_ms || *service_interval_ms < 100) {
+    return std::unexpected(
+        Invalid("--service-interval takes a duration of at least 100ms, such as 2s"));
+  }
   if (!lease_ms || !heartbeat_ms || !grace_ms || !lost_grace_ms || *heartbeat_ms <= 0 ||
       *lease_ms <= *heartbeat_ms || *lost_grace_ms < 0) {
     return std::unexpected(
@@ -302,6 +309,7 @@ berth::Status CheckTimings(const BerthdFlags& f, Settings& s) {
   s.lost_grace_ms = *lost_grace_ms;
   s.agent_fence_grace_ms = *agent_fence_grace_ms;
   s.alert_interval_ms = *alert_interval_ms;
+  s.service_interval_ms = *service_interval_ms;
   return {};
 }
 
@@ -436,6 +444,7 @@ struct Daemon {
   std::optional<berth::server::Meter> meter;
   std::unique_ptr<berth::store::TelemetryStore> telemetry;
   std::optional<berth::server::Controller> controller;
+  std::optional<berth::server::ServiceController> services;
   berth::server::ServerMetrics metrics;
   std::optional<berth::server::AlertRouter> alert_router;
   std::optional<berth::server::AlertEngine> alert_engine;
@@ -481,6 +490,7 @@ berth::Status OpenStores(const BerthdFlags& f, const Settings& s, Daemon& d) {
   d.meter->set_telemetry(d.telemetry.get(), s.idle_window_ms);
   d.controller.emplace(*d.store, d.scheduler, d.clock, options);
   d.controller->set_meter(&*d.meter);
+  d.services.emplace(*d.store, *d.controller, d.clock);
   // Counters and histograms for GET /metrics (docs/metrics.md).
   d.controller->set_metrics(&d.metrics);
   return {};
@@ -657,6 +667,7 @@ berth::Status StartApi(const BerthdFlags& f, const Settings& s, Daemon& d) {
   api.set_metrics(&d.metrics);
   api.set_http_stats([&d] { return d.http->stats(); });
   api.set_telemetry(d.telemetry.get());
+  api.set_services(&*d.services);
   // The operations report's measured utilization: the records' runs and the
   // fleet over the report's window.
   api.set_ops_utilization(
@@ -713,10 +724,12 @@ int Serve(const BerthdFlags& f, const Settings& s, sigset_t& signals, Daemon& d)
   d.alert_engine->set_idle_source(berth::server::TelemetryIdleSource(*d.meter_store, *d.telemetry));
   d.alert_engine->Start(std::chrono::milliseconds(s.alert_interval_ms));
   d.alert_deliverer->Start(std::chrono::milliseconds(500));
+  d.services->Start(std::chrono::milliseconds(s.service_interval_ms));
   d.http->Start();
   d.http->Wait();
   d.alert_engine->Stop();
   d.alert_deliverer->Stop();
+  d.services->Stop();
 
   for (auto& a : d.agents) a->Stop();
   d.controller->Stop();

@@ -251,6 +251,11 @@ Result<std::vector<JobRecord>> MemoryJobStore::ListJobs(const JobFilter& filter)
     if (!filter.tenant.empty() && job.spec.tenant != filter.tenant) continue;
     if (!filter.queue.empty() && job.spec.queue != filter.queue) continue;
     if (!filter.tenants.Contains(job.spec.tenant)) continue;
+    if (!filter.service.empty() &&
+        (!job.spec.service || job.spec.service->name != filter.service)) {
+      continue;
+    }
+    if (filter.replicas_only && !job.spec.service) continue;
     if (filter.array_id &&
         (!job.spec.array_element || job.spec.array_element->id != *filter.array_id)) {
       continue;

@@ -123,7 +123,7 @@ Result<std::vector<UsageRun>> MeterStore::UsageRuns(TimeMs from, TimeMs to,
       "SELECT r.run_id, r.job_id, r.replica, r.attempt, r.node, r.gpu_indices, r.gpu_uuids, "
       "r.gpu_share_millis, r.gpu_share_bytes, r.started_ms, r.finished_ms, r.stopped_for, "
       "r.failure_class, r.exit_code, r.signal, j.tenant, j.queue, j.submitted_by, "
-      "COALESCE(json_extract(j.spec, '$.pool'), '') "
+      "COALESCE(json_extract(j.spec, '$.pool'), ''), COALESCE(j.service, '') "
       "FROM runs r JOIN jobs j ON j.id = r.job_id "
       "WHERE r.started_ms IS NOT NULL AND r.started_ms < ?1 "
       "AND (r.finished_ms IS NULL OR r.finished_ms > ?2) AND (?3 = '' OR j.tenant = ?3){} "
@@ -159,6 +159,7 @@ Result<std::vector<UsageRun>> MeterStore::UsageRuns(TimeMs from, TimeMs to,
     u.queue = st->Text(16);
     u.user = st->Text(17);
     u.job_pool = st->Text(18);
+    u.service = st->Text(19);
     out.push_back(std::move(u));
   }
   return out;

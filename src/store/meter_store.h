@@ -54,6 +54,7 @@ struct UsageRun {
   std::string queue;
   std::string user;      // jobs.submitted_by
   std::string job_pool;  // the job spec's pool ("" for any)
+  std::string service;   // jobs.service: a replica's service ("" for any other job)
 };
 
 class MeterStore {

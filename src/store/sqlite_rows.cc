@@ -56,6 +56,7 @@ RunRecord ReadRun(const Statement& st) {
   if (auto c = st.OptInt(19)) r.clean_stop = *c != 0;
   r.failure_class = st.Text(20);
   r.stop_detail = st.Text(21);
+  r.port = static_cast<std::uint32_t>(st.Int(22));
   return r;
 }
 

@@ -26,7 +26,7 @@ using nlohmann::json;
 // class; jobs count their failures and when a retry may start. 5: who
 // submitted each job. 6: job arrays. 7: inference services and their
 // revisions (new tables only, made by kSchema).
-constexpr int kSchemaVersion = 7;
+constexpr int kSchemaVersion = 8;
 
 constexpr std::string_view kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -43,7 +43,7 @@ CREATE TABLE IF NOT EXISTS jobs(
   cancel_requested INTEGER NOT NULL DEFAULT 0, cancelled_by TEXT NOT NULL DEFAULT '',
   attempts INTEGER NOT NULL DEFAULT 0, policy_version INTEGER,
   failures INTEGER NOT NULL DEFAULT 0, retry_after_ms INTEGER,
-  submitted_by TEXT NOT NULL DEFAULT '', array_id INTEGER);
+  submitted_by TEXT NOT NULL DEFAULT '', array_id INTEGER, service TEXT);
 CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state, submitted_ms);
 CREATE INDEX IF NOT EXISTS jobs_by_submitted ON jobs(submitted_ms);
 CREATE TABLE IF NOT EXISTS runs(
@@ -55,7 +55,7 @@ CREATE TABLE IF NOT EXISTS runs(
   start_error TEXT NOT NULL DEFAULT '', stop_requested INTEGER NOT NULL DEFAULT 0,
   gpu_share_millis INTEGER NOT NULL DEFAULT 0, gpu_share_bytes INTEGER NOT NULL DEFAULT 0,
   last_checkpoint_ms INTEGER, clean_stop INTEGER, failure_class TEXT NOT NULL DEFAULT '',
-  stop_detail TEXT NOT NULL DEFAULT '');
+  stop_detail TEXT NOT NULL DEFAULT '', port INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS runs_by_job ON runs(job_id);
 CREATE INDEX IF NOT EXISTS runs_by_state ON runs(state);
 CREATE TABLE IF NOT EXISTS job_events(
@@ -297,9 +297,29 @@ Status SqliteStore::Migrate(TimeMs now) {
       BERTH_RETURN_IF_ERROR(db_.Exec("ALTER TABLE jobs ADD COLUMN array_id INTEGER;"));
     }
   }
+  if (stored && *stored < 8) {
+    // Schema 8: a service's replicas (the owning service's name).
+    auto has = db_.Prepare("SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name='service'");
+    if (!has) return std::unexpected(has.error());
+    auto row = has->Step();
+    if (!row) return std::unexpected(row.error());
+    if (has->Int(0) == 0)
+      BERTH_RETURN_IF_ERROR(db_.Exec("ALTER TABLE jobs ADD COLUMN service TEXT;"));
+    // And each replica's port on its node.
+    auto port = db_.Prepare("SELECT COUNT(*) FROM pragma_table_info('runs') WHERE name='port'");
+    if (!port) return std::unexpected(port.error());
+    auto port_row = port->Step();
+    if (!port_row) return std::unexpected(port_row.error());
+    if (port->Int(0) == 0) {
+      BERTH_RETURN_IF_ERROR(
+          db_.Exec("ALTER TABLE runs ADD COLUMN port INTEGER NOT NULL DEFAULT 0;"));
+    }
+  }
   // After the columns exist, on a new or a migrated database alike.
   BERTH_RETURN_IF_ERROR(db_.Exec(
-      "CREATE INDEX IF NOT EXISTS jobs_by_array ON jobs(array_id) WHERE array_id IS NOT NULL"));
+      "CREATE INDEX IF NOT EXISTS jobs_by_array ON jobs(array_id) WHERE array_id IS NOT NULL;"
+      "CREATE INDEX IF NOT EXISTS jobs_by_service ON jobs(tenant, service) "
+      "WHERE service IS NOT NULL"));
   // The queued-job counts the pending-job limits read are kept by triggers
   // in every transaction that moves a job; recounted at each open all the
   // same, so a database from before them (or edited by hand) starts right.

@@ -117,7 +117,7 @@ void SqliteStore::CommitSubmissions(const std::vector<Submission*>& batch) {
       "COALESCE((SELECT MAX(id) FROM jobs), 0))");
   auto job_st = db_.Prepare(
       "INSERT INTO jobs(id, name, tenant, queue, spec, state, reason, submitted_ms, submitted_by, "
-      "array_id) VALUES(?,?,?,?,?,?,?,?,?,?)");
+      "array_id, service) VALUES(?,?,?,?,?,?,?,?,?,?,?)");
   auto event_st = db_.Prepare(
       "INSERT INTO job_events(job_id, time_ms, state, event, message) VALUES(?,?,?,?,?)");
   // Read inside the transaction: submissions earlier in this batch count.
@@ -180,15 +180,20 @@ void SqliteStore::CommitSubmissions(const std::vector<Submission*>& batch) {
         job_st->Bind(5, printed.dump());
         job_st->BindNull(10);
       }
-      st = job_st->Bind(1, id)
-               .Bind(2, spec.name)
-               .Bind(3, spec.tenant)
-               .Bind(4, spec.queue)
-               .Bind(6, pending)
-               .Bind(7, queued)
-               .Bind(8, sub->now)
-               .Bind(9, sub->by)
-               .Run();
+      job_st->Bind(1, id)
+          .Bind(2, spec.name)
+          .Bind(3, spec.tenant)
+          .Bind(4, spec.queue)
+          .Bind(6, pending)
+          .Bind(7, queued)
+          .Bind(8, sub->now)
+          .Bind(9, sub->by);
+      if (spec.service) {
+        job_st->Bind(11, spec.service->name);
+      } else {
+        job_st->BindNull(11);
+      }
+      st = job_st->Run();
       job_st->Reset();
       if (!st) break;
       st = event_st->Bind(1, id)

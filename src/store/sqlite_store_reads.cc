@@ -38,7 +38,13 @@ Result<std::vector<JobRecord>> SqliteStore::ReadJobsWithRuns(
 }
 
 Result<std::vector<JobRecord>> SqliteStore::ListJobs(const JobFilter& filter) {
-  std::string sql = fmt::format("SELECT {} FROM jobs WHERE 1=1", kJobColumns);
+  // A service's replicas, or all of them (the service controller's round
+  // every 2 s), are read through the partial index of replicas alone, never
+  // through the pending jobs, however deep the queue.
+  const bool replicas = filter.replicas_only || !filter.service.empty();
+  std::string sql = fmt::format("SELECT {} FROM jobs{} WHERE 1=1", kJobColumns,
+                                replicas ? " INDEXED BY jobs_by_service" : "");
+  if (replicas) sql += " AND service IS NOT NULL";
   std::vector<std::string> binds;
   if (!filter.states.empty()) {
     sql += " AND state IN (";
@@ -55,6 +61,10 @@ Result<std::vector<JobRecord>> SqliteStore::ListJobs(const JobFilter& filter) {
   if (!filter.queue.empty()) {
     sql += " AND queue=?";
     binds.push_back(filter.queue);
+  }
+  if (!filter.service.empty()) {
+    sql += " AND service=?";
+    binds.push_back(filter.service);
   }
   sql += ScopeSql(filter.tenants, "tenant", static_cast<int>(binds.size()) + 1);
   binds.insert(binds.end(), filter.tenants.tenants().begin(), filter.tenants.tenants().end());

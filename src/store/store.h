@@ -65,6 +65,10 @@ struct JobFilter {
   model::TenantScope tenants = model::TenantScope::All();
   // Only the elements of this job array.
   std::optional<std::int64_t> array_id{};
+  // Only the replicas of this service (its name; with `tenant`, its tenant).
+  std::string service{};
+  // Only services' replicas, of any service.
+  bool replicas_only = false;
 };
 
 // Group commit, since the store opened: transactions that stored

@@ -2,8 +2,9 @@
 // and the real `berth` CLI: a member applies, lists, scales, rolls back and
 // deletes its service; a member of another tenant gets 404 for it and an
 // empty list; no token gets 401; a training queue is refused naming
-// `queue`; and every change is in `berth audit`. No replica runs: the
-// status says so.
+// `queue`; and every change is in `berth audit`. Then replicas on a real
+// agent: run as jobs of the service, replaced revision by revision with
+// none missing, scaled, crash-looping held back, stopped with the service.
 #include <fmt/format.h>
 
 #include "integration/fixture.h"
@@ -138,6 +139,8 @@ TEST_F(ServiceTest, AMemberManagesItsServiceAndOtherTenantsCannotSeeIt) {
   int denied = 0;
   const json audit = json::parse(r.out);
   for (const auto& rec : audit.at("records")) {
+    // Replicas Berth starts and stops for the service: the test below.
+    if (rec.value("actor", "") == "berth") continue;
     if (rec.value("outcome", "") == "ok") {
       changes.push_back(fmt::format("{} {} {}", rec.value("action", ""), rec.value("object", ""),
                                     rec.value("actor", "")));
@@ -155,6 +158,238 @@ TEST_F(ServiceTest, AMemberManagesItsServiceAndOtherTenantsCannotSeeIt) {
       << r.out;
   // bo's show, scale and delete (twice), and the training-queue apply.
   EXPECT_GE(denied, 5) << r.out;
+}
+
+constexpr const char* kSleeper = R"(name: echo
+tenant: red
+queue: serve
+command: [sleep, "600"]
+replicas: {min: 2, max: 4}
+resources: {gpus: 1}
+)";
+
+// Replicas whose revision is `revision` and which run, not being stopped.
+int ReadyOf(const json& service, std::int64_t revision) {
+  int n = 0;
+  for (const auto& r : service.at("status").at("replicas")) {
+    if (r.at("revision") == revision && r.at("state") == "Running" && !r.at("stopping")) ++n;
+  }
+  return n;
+}
+
+TEST_F(ServiceTest, ReplicasRunAsJobsOfTheServiceAndFollowItsChanges) {
+  Berthd& berthd = NewBerthd(AllInOne({"--service-interval", "200ms"}));
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  ASSERT_EQ(berthd.http().Post("/v1/policy", kRedBlueServe).status, 201);
+  const std::string red = MemberToken(berthd.http(), "rita", "red", "member");
+  const std::string blue = MemberToken(berthd.http(), "bo", "blue", "member");
+  Http rita(berthd.api_port(), 10s);
+  rita.set_token(red);
+  Http bo(berthd.api_port(), 10s);
+  bo.set_token(blue);
+
+  ASSERT_EQ(rita.Post("/v1/services", kSleeper, "application/yaml").status, 201);
+  json service;
+  auto show = [&] {
+    auto got = rita.Get("/v1/services/red/echo");
+    if (got.status != 200) return false;
+    service = got.body;
+    return true;
+  };
+  // Both run; the controller's next round finds the service steady.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return show() && ReadyOf(service, 1) == 2 && service.at("status").at("phase") == "steady";
+      },
+      30s))
+      << service.dump();
+  EXPECT_EQ(service.at("status").at("ready"), 2);
+  auto metrics = berthd.http().Get("/metrics");
+  ASSERT_EQ(metrics.status, 200);
+  EXPECT_NE(
+      metrics.text.find(R"(berth_service_replicas{tenant="red",service="echo",state="ready"} 2)"),
+      std::string::npos)
+      << metrics.text.substr(0, 2000);
+  EXPECT_NE(
+      metrics.text.find(R"(berth_service_replicas{tenant="red",service="echo",state="desired"} 2)"),
+      std::string::npos);
+
+  // Each replica is a job of the service's tenant and queue, owned by it,
+  // not preemptible, submitted as the member who applied the service.
+  std::vector<std::int64_t> v1;
+  for (const auto& r : service.at("status").at("replicas")) v1.push_back(r.at("job"));
+  ASSERT_EQ(v1.size(), 2U);
+  for (std::int64_t id : v1) {
+    auto job = rita.Get(fmt::format("/v1/jobs/{}", id));
+    ASSERT_EQ(job.status, 200) << job.text;
+    EXPECT_EQ(job.body.at("service"), (json{{"name", "echo"}, {"revision", 1}})) << job.text;
+    EXPECT_EQ(job.body.at("queue"), "serve");
+    EXPECT_EQ(job.body.at("submitted_by"), "rita");
+    EXPECT_EQ(job.body.at("spec").at("preemptible"), false) << job.text;
+    EXPECT_EQ(job.body.at("spec").at("env").at("BERTH_SERVICE"), "red/echo") << job.text;
+  }
+  // berth svc logs: each replica's output under a header naming its job.
+  auto logs = CliAs(red, berthd, {"svc", "logs", "red/echo"});
+  ASSERT_EQ(logs.exit_code, 0) << logs.out << logs.err;
+  for (std::int64_t id : v1) {
+    EXPECT_NE(logs.out.find(fmt::format("==> replica job {} (revision 1, Running", id)),
+              std::string::npos)
+        << logs.out;
+  }
+  // A replica is not cancelled on its own: the service says how many run.
+  auto refused = rita.Post(fmt::format("/v1/jobs/{}/cancel", v1[0]), "");
+  EXPECT_EQ(refused.status, 409) << refused.text;
+  EXPECT_NE(refused.text.find("replica of service red/echo"), std::string::npos) << refused.text;
+  // Another tenant's member sees neither the service nor its replicas.
+  EXPECT_EQ(bo.Get("/v1/services/red/echo").status, 404);
+  EXPECT_EQ(bo.Get(fmt::format("/v1/jobs/{}", v1[0])).status, 404);
+  EXPECT_EQ(bo.Post(fmt::format("/v1/jobs/{}/cancel", v1[0]), "").status, 404);
+
+  // A new revision replaces the replicas one at a time (max_surge 1,
+  // max_unavailable 0): never fewer than two running.
+  std::string v2 = kSleeper;
+  v2.replace(v2.find("\"600\""), 5, "\"601\"");
+  ASSERT_EQ(rita.Post("/v1/services", v2, "application/yaml").status, 200);
+  int fewest_running = 99;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        if (!show()) return false;
+        fewest_running = std::min(fewest_running, service.at("status").at("running").get<int>());
+        return ReadyOf(service, 2) == 2 && service.at("status").at("replicas").size() == 2;
+      },
+      30s, 20ms))
+      << service.dump();
+  EXPECT_GE(fewest_running, 2);
+  for (std::int64_t id : v1) EXPECT_TRUE(berthd.WaitForState(id, "Cancelled", 10s));
+
+  // Scaled to one: one replica stops.
+  ASSERT_EQ(rita.Post("/v1/services/red/echo/scale?min=1", "").status, 200);
+  ASSERT_TRUE(
+      WaitFor([&] { return show() && service.at("status").at("replicas").size() == 1; }, 15s))
+      << service.dump();
+
+  // Deleted: its last replica stops.
+  const std::int64_t last = service.at("status").at("replicas").at(0).at("job");
+  ASSERT_EQ(rita.Delete("/v1/services/red/echo").status, 200);
+  EXPECT_TRUE(berthd.WaitForState(last, "Cancelled", 15s));
+
+  // Berth's own actions on the service are in the audit trail.
+  auto audit = berthd.http().Get("/v1/audit?action=service.replica.&limit=100");
+  ASSERT_EQ(audit.status, 200) << audit.text;
+  int starts = 0;
+  int stops = 0;
+  for (const auto& rec : audit.body.at("records")) {
+    EXPECT_EQ(rec.at("actor"), "berth");
+    EXPECT_EQ(rec.at("object"), "service/red/echo");
+    starts += rec.at("action") == "service.replica.start" ? 1 : 0;
+    stops += rec.at("action") == "service.replica.stop" ? 1 : 0;
+  }
+  EXPECT_EQ(starts, 4) << audit.text;
+  EXPECT_EQ(stops, 4) << audit.text;
+}
+
+TEST_F(ServiceTest, EachReplicaServesOnAPortOfItsNodeThatItsAgentGave) {
+  Berthd& berthd = NewBerthd(AllInOne({"--service-interval", "200ms"}));
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  ASSERT_EQ(berthd.http().Post("/v1/policy", kRedBlueServe).status, 201);
+  // The model server runs from the tenant's own directory: the build tree may
+  // sit under a directory the tenant's uid cannot enter (a clone under a 0700
+  // mktemp), as in JobTokenTest.
+  const auto bin = dir_ / "llm";
+  OwnedByTenant(bin, "red");
+  const auto server = bin / "berth-model-server";
+  std::filesystem::copy_file(BinDir() / "berth-model-server", server);
+  std::filesystem::permissions(
+      server, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                  std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                  std::filesystem::perms::others_exec);
+  const std::string spec = fmt::format(R"(name: llm
+tenant: red
+queue: serve
+command: ["{}", --load-ms, "200"]
+port: 8000
+model: {{name: test/llm, version: v1}}
+replicas: {{min: 2, max: 2}}
+resources: {{gpus: 1}}
+)",
+                                       server.string());
+  ASSERT_EQ(berthd.http().Post("/v1/services", spec, "application/yaml").status, 201);
+  json service;
+  auto ports = [&] {
+    std::vector<int> out;
+    for (const auto& r : service.at("status").at("replicas")) {
+      if (r.at("port").is_number()) out.push_back(r.at("port").get<int>());
+    }
+    return out;
+  };
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto got = berthd.http().Get("/v1/services/red/llm");
+        service = got.body;
+        return got.status == 200 && ports().size() == 2;
+      },
+      30s))
+      << service.dump();
+  const std::vector<int> given = ports();
+  EXPECT_NE(given[0], given[1]);
+  // Each replica is a model server listening where its agent said.
+  for (int port : given) {
+    Http replica(port, 5s);
+    EXPECT_TRUE(WaitFor([&] { return replica.Get("/health").status == 200; }, 15s)) << port;
+    auto answer =
+        replica.Post("/v1/completions", R"({"prompt":"hello","max_tokens":2})", "application/json");
+    EXPECT_EQ(answer.status, 200) << answer.text;
+  }
+  // The job shows the port on its run, and its timeline says so.
+  const std::int64_t job = service.at("status").at("replicas").at(0).at("job");
+  auto detail = berthd.http().Get(fmt::format("/v1/jobs/{}", job));
+  ASSERT_EQ(detail.status, 200);
+  EXPECT_EQ(detail.body.at("runs").at(0).at("port"), given[0]) << detail.text;
+  EXPECT_NE(detail.text.find(fmt::format("serving on port {}", given[0])), std::string::npos)
+      << detail.text;
+  EXPECT_EQ(detail.body.at("spec").at("env").at("BERTH_MODEL"), "test/llm") << detail.text;
+}
+
+TEST_F(ServiceTest, AReplicaThatKeepsCrashingIsReplacedAfterABackoff) {
+  Berthd& berthd = NewBerthd(AllInOne({"--service-interval", "200ms"}));
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  ASSERT_EQ(berthd.http().Post("/v1/policy", kRedBlueServe).status, 201);
+  std::string crasher = kSleeper;
+  crasher.replace(crasher.find("[sleep, \"600\"]"), 14, "[\"false\"]");
+  crasher.replace(crasher.find("min: 2"), 6, "min: 1");
+  ASSERT_EQ(berthd.http().Post("/v1/services", crasher, "application/yaml").status, 201);
+  json service;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto got = berthd.http().Get("/v1/services/red/echo");
+        service = got.body;
+        return got.status == 200 && service.at("status").at("phase") == "backing_off";
+      },
+      30s))
+      << service.dump();
+  const json& status = service.at("status");
+  EXPECT_GE(status.at("recent_crashes").get<int>(), 1) << status.dump();
+  ASSERT_TRUE(status.at("backoff_until_ms").is_number()) << status.dump();
+  // One crashed replica, held back: no replica is started meanwhile.
+  EXPECT_TRUE(status.at("replicas").empty()) << status.dump();
+  auto jobs = berthd.http().Get("/v1/jobs?tenant=red&limit=100");
+  ASSERT_EQ(jobs.status, 200) << jobs.text;
+  int replicas = 0;
+  for (const auto& j : jobs.body.at("jobs")) {
+    if (!j.at("service").is_null()) {
+      ++replicas;
+      EXPECT_EQ(j.at("state"), "Failed") << j.dump();
+    }
+  }
+  EXPECT_EQ(replicas, status.at("recent_crashes").get<int>()) << jobs.text;
+
+  // berth svc why says what is missing and why.
+  auto why = Cli(berthd, {"svc", "why", "red/echo"});
+  ASSERT_EQ(why.exit_code, 0) << why.out << why.err;
+  EXPECT_NE(why.out.find("service red/echo: 0 of 1 replicas ready (backing_off)"),
+            std::string::npos)
+      << why.out;
+  EXPECT_NE(why.out.find("replicas crashed"), std::string::npos) << why.out;
 }
 
 }  // namespace

@@ -78,6 +78,8 @@ TEST(CommandTable, EveryCommandTheGroupsAddHasSomethingToRun) {
                                              "svc apply",
                                              "svc list",
                                              "svc show",
+                                             "svc why",
+                                             "svc logs",
                                              "svc scale",
                                              "svc rollback",
                                              "svc delete",

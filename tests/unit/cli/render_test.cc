@@ -6,6 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/commands.h"
+#include "common/units.h"
+
 namespace berth::cli {
 namespace {
 
@@ -244,6 +247,52 @@ TEST(RenderJob, UtilizationLinesFromTelemetry) {
   EXPECT_NE(text.find("GPU idle:     25% of samples (longest idle stretch 15m)\n"),
             std::string::npos)
       << text;
+}
+
+}  // namespace
+}  // namespace berth::cli
+
+namespace berth::cli {
+namespace {
+
+// `berth svc why`: what is missing and why, from a service's status.
+TEST(RenderServiceWhy, SaysTheBackoffTheRefusalAndEachWaitingReplicasReason) {
+  const nlohmann::json s = nlohmann::json::parse(R"({
+    "tenant": "ml", "name": "coder",
+    "status": {"desired": 3, "ready": 1, "phase": "backing_off", "recent_crashes": 2,
+               "backoff_until_ms": 1796400000000, "refused": "tenant ml has 10 pending jobs",
+               "replicas": [
+                 {"job": 7, "revision": 2, "state": "Running", "stopping": false, "reason": null},
+                 {"job": 8, "revision": 2, "state": "Pending", "stopping": false,
+                  "reason": {"code": "QuotaExceeded", "message": "queue ml/serving is at its guarantee"}},
+                 {"job": 5, "revision": 1, "state": "Running", "stopping": true, "reason": null}]}
+  })");
+  const std::string out = RenderServiceWhy(s);
+  EXPECT_NE(out.find("service ml/coder: 1 of 3 replicas ready (backing_off)"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("replicas crashed 2 times in the last 10 minutes: the next starts after " +
+                     FormatTimeMs(1796400000000)),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("refused as a job would be: tenant ml has 10 pending jobs"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("replica job 8 (revision 2) is Pending: queue ml/serving is at its guarantee"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("replica job 5 (revision 1) is stopping"), std::string::npos) << out;
+  EXPECT_EQ(out.find("job 7"), std::string::npos) << out;
+  EXPECT_EQ(out.find("nothing is missing"), std::string::npos) << out;
+}
+
+TEST(RenderServiceWhy, AServiceWithEveryReplicaReadySaysNothingIsMissing) {
+  const nlohmann::json s = nlohmann::json::parse(R"({
+    "tenant": "ml", "name": "coder",
+    "status": {"desired": 1, "ready": 1, "phase": "steady", "backoff_until_ms": null,
+               "refused": null,
+               "replicas": [{"job": 7, "revision": 1, "state": "Running", "stopping": false}]}
+  })");
+  EXPECT_EQ(RenderServiceWhy(s),
+            "service ml/coder: 1 of 1 replicas ready (steady)\n- nothing is missing\n");
 }
 
 }  // namespace

@@ -51,9 +51,11 @@ class MeteringTest : public ::testing::Test {
   }
   // A job placed on n1's first `gpus` GPUs and started now; its run id.
   std::string Start(std::uint32_t gpus, std::uint32_t share_millis = 0,
-                    model::Priority priority = model::Priority::kNormal) {
+                    model::Priority priority = model::Priority::kNormal,
+                    std::optional<model::ServiceOwner> service = std::nullopt) {
     model::JobSpec s;
     s.name = "j";
+    s.service = std::move(service);
     s.command = {"true"};
     s.resources.gpus = gpus;
     s.resources.gpu_share_millis = share_millis;
@@ -166,6 +168,32 @@ TEST_F(MeteringTest, SlicesPayTheirShareAndOpenRunsEndNow) {
   EXPECT_EQ(records[0].end_ms, clock_.NowMs());
   EXPECT_EQ(records[0].mgpu, 250);
   EXPECT_EQ(records[0].cost_micros, 2'000'000);  // a quarter GPU, 2 h, at 4.00
+}
+
+// A service's replicas are metered and priced as jobs are, and a report by
+// service puts them under tenant/name, beside the row of every other job.
+TEST_F(MeteringTest, ReplicasAreMeteredPerService) {
+  Prices("default: 2");
+  const auto training = Start(2);
+  const auto replica = Start(1, 0, model::Priority::kNormal, model::ServiceOwner{"coder", 1, 8000});
+  clock_.Advance(3 * kHour);
+  End(training);
+  End(replica);
+  auto records = Records(0, clock_.NowMs());
+  ASSERT_EQ(records.size(), 2u);
+  for (const auto& r : records) {
+    EXPECT_EQ(r.service, r.run_id == replica ? "coder" : "") << r.run_id;
+  }
+  auto keys = model::ParseUsageKeys("tenant,service");
+  ASSERT_TRUE(keys.has_value());
+  const model::UsageReport report = model::Aggregate(records, *keys);
+  ASSERT_EQ(report.rows.size(), 2u);
+  EXPECT_EQ(report.rows[0].key, (std::vector<std::string>{"default", ""}));
+  EXPECT_EQ(report.rows[0].cost_micros, 12'000'000);  // 2 GPUs, 3 h, at 2.00
+  EXPECT_EQ(report.rows[1].key, (std::vector<std::string>{"default", "default/coder"}));
+  EXPECT_EQ(report.rows[1].cost_micros, 6'000'000);
+  EXPECT_EQ(report.rows[1].mgpu_ms, 1000 * 3 * kHour);
+  EXPECT_EQ(report.total.cost_micros, 18'000'000);
 }
 
 TEST_F(MeteringTest, AWindowClipsRecordsExactly) {

@@ -2,6 +2,7 @@
 // authorization layer: who may apply, read and change a service, what
 // another tenant's member and an anonymous caller get, the queue and
 // per-tenant limits, and the audit record each change commits with itself.
+#include "control/service_controller.h"
 #include "model/json.h"
 #include "model/service.h"
 #include "store/audit_log.h"
@@ -87,7 +88,8 @@ TEST_F(ServiceApiTest, AMemberAppliesShowsScalesRollsBackAndDeletes) {
   EXPECT_EQ(created.body["created_by"], "bob");
   EXPECT_EQ(created.body["status"]["desired"], 1);
   EXPECT_EQ(created.body["status"]["ready"], 0);
-  EXPECT_NE(created.body["status"]["note"].get<std::string>().find("not run"), std::string::npos);
+  EXPECT_EQ(created.body["status"]["phase"], "pending");  // no controller here
+  EXPECT_TRUE(created.body["status"]["replicas"].empty());
   EXPECT_EQ(created.body["spec"]["replicas"]["max"], 3);
 
   // The same spec as JSON is the same spec: nothing changes.
@@ -247,6 +249,190 @@ TEST_F(ServiceApiTest, TheListPagesNewestFirst) {
   EXPECT_EQ(second.body["services"][0]["name"], "a");
   EXPECT_FALSE(second.body.contains("next"));
   EXPECT_EQ(Get("/v1/services?tenant=vision").body["services"].size(), 0u);
+}
+
+}  // namespace
+}  // namespace berth::server
+
+namespace berth::server {
+namespace {
+
+// The service controller over the same store and Controller: replicas made,
+// replaced, scaled and stopped as jobs of the service, one round at a time.
+class ServiceControllerTest : public ServiceApiTest {
+ protected:
+  void SetUp() override {
+    ServiceApiTest::SetUp();
+    services_ = std::make_unique<ServiceController>(*store_, *controller_, clock_);
+    api_->set_services(services_.get());
+  }
+  void TearDown() override {
+    api_->set_services(nullptr);
+    services_.reset();
+    ServiceApiTest::TearDown();
+  }
+  std::vector<store::JobRecord> Replicas(std::vector<model::JobState> states = {}) {
+    store::JobFilter f;
+    f.tenant = "ml";
+    f.service = "coder";
+    f.states = std::move(states);
+    auto jobs = store_->ListJobs(f);
+    EXPECT_TRUE(jobs.has_value());
+    return jobs ? *jobs : std::vector<store::JobRecord>{};
+  }
+  std::vector<store::JobRecord> Live() {
+    return Replicas({model::JobState::kPending, model::JobState::kRunning});
+  }
+  std::unique_ptr<ServiceController> services_;
+};
+
+TEST_F(ServiceControllerTest, ReplicasAreJobsOfTheServiceMadeByBerth) {
+  std::string two = kCoder;
+  two.replace(two.find("min: 1"), 6, "min: 2");
+  ASSERT_EQ(Of(bob_->Post("/v1/services", two, "application/yaml")).status, 201);
+  ASSERT_TRUE(services_->Reconcile().has_value());
+  auto live = Live();
+  ASSERT_EQ(live.size(), 2U);
+  for (const auto& job : live) {
+    ASSERT_TRUE(job.spec.service.has_value());
+    EXPECT_EQ(job.spec.service->name, "coder");
+    EXPECT_EQ(job.spec.service->revision, 1);
+    EXPECT_EQ(job.spec.tenant, "ml");
+    EXPECT_EQ(job.spec.queue, "serving");
+    EXPECT_EQ(job.spec.command, (std::vector<std::string>{"serve", "--port", "8000"}));
+    EXPECT_EQ(job.spec.resources.gpus, 1U);
+    EXPECT_EQ(job.spec.preemptible, std::optional<bool>(false));
+    EXPECT_EQ(job.spec.env.at("BERTH_SERVICE"), "ml/coder");
+    EXPECT_EQ(job.submitted_by, "bob");
+  }
+  // A second round with nothing changed makes nothing more.
+  ASSERT_TRUE(services_->Reconcile().has_value());
+  EXPECT_EQ(Live().size(), 2U);
+
+  auto shown = Of(vera_->Get("/v1/services/ml/coder"));
+  ASSERT_EQ(shown.status, 200) << shown.body.dump();
+  EXPECT_EQ(shown.body["status"]["desired"], 2);
+  EXPECT_EQ(shown.body["status"]["starting"], 2);
+  EXPECT_EQ(shown.body["status"]["ready"], 0);
+  EXPECT_EQ(shown.body["status"]["phase"], "scaling");
+  EXPECT_EQ(shown.body["status"]["replicas"].size(), 2U);
+  // Each waiting replica says why, as its job does.
+  for (const auto& r : shown.body["status"]["replicas"]) {
+    EXPECT_EQ(r["reason"]["code"], "Queued") << r.dump();
+    EXPECT_FALSE(r["reason"]["message"].get<std::string>().empty()) << r.dump();
+  }
+
+  // The replica's job says whose it is; its owner cannot be cancelled away.
+  const std::int64_t id = live[0].id;
+  auto job = Of(bob_->Get("/v1/jobs/" + std::to_string(id)));
+  ASSERT_EQ(job.status, 200);
+  EXPECT_EQ(job.body["service"], (json{{"name", "coder"}, {"revision", 1}}));
+  auto cancel = Of(bob_->Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", "text/plain"));
+  EXPECT_EQ(cancel.status, 409) << cancel.body.dump();
+  EXPECT_NE(cancel.body.dump().find("replica of service ml/coder"), std::string::npos);
+  EXPECT_EQ(store_->GetJob(id)->state, model::JobState::kPending);
+  EXPECT_FALSE(store_->GetJob(id)->cancel_requested);
+  // Another tenant's member: as for any job of another tenant.
+  EXPECT_EQ(Of(carol_->Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", "text/plain")).status,
+            404);
+}
+
+TEST_F(ServiceControllerTest, NoSubmittedSpecCanClaimAService) {
+  const std::string spec = R"(name: sneaky
+tenant: ml
+queue: training
+command: ["true"]
+service: {name: coder, revision: 1}
+)";
+  auto refused = Of(bob_->Post("/v1/jobs", spec, "application/yaml"));
+  EXPECT_EQ(refused.status, 400) << refused.body.dump();
+  EXPECT_EQ(refused.body["error"]["field"], "service") << refused.body.dump();
+  EXPECT_TRUE(Replicas().empty());
+}
+
+TEST_F(ServiceControllerTest, ANewRevisionScalingAndDeletingChangeTheReplicas) {
+  ASSERT_EQ(Of(bob_->Post("/v1/services", kCoder, "application/yaml")).status, 201);
+  ASSERT_TRUE(services_->Reconcile().has_value());
+  auto first = Live();
+  ASSERT_EQ(first.size(), 1U);
+
+  // Revision 2: the old replica never ran, so it is replaced at once.
+  std::string v2 = kCoder;
+  v2.replace(v2.find("\"8000\""), 6, "\"8001\"");
+  ASSERT_EQ(Of(bob_->Post("/v1/services", v2, "application/yaml")).status, 200);
+  ASSERT_TRUE(services_->Reconcile().has_value());
+  auto second = Live();
+  ASSERT_EQ(second.size(), 1U);
+  EXPECT_EQ(second[0].spec.service->revision, 2);
+  EXPECT_EQ(second[0].spec.command.back(), "8001");
+  auto old = store_->GetJob(first[0].id);
+  EXPECT_EQ(old->state, model::JobState::kCancelled);
+  EXPECT_NE(old->cancelled_by.find("replaced it with revision 2"), std::string::npos)
+      << old->cancelled_by;
+
+  // Scaled to 3 (revision 3): the replica of revision 2 runs the same spec
+  // and stays; two more join it. Then to 0.
+  ASSERT_EQ(Of(bob_->Post("/v1/services/ml/coder/scale?min=3", "", "text/plain")).status, 200);
+  ASSERT_TRUE(services_->Reconcile().has_value());
+  auto three = Live();
+  EXPECT_EQ(three.size(), 3U);
+  EXPECT_EQ(store_->GetJob(second[0].id)->state, model::JobState::kPending);
+  auto scaled = Of(bob_->Get("/v1/services/ml/coder"));
+  ASSERT_EQ(scaled.body["status"]["replicas"].size(), 3U);
+  for (const auto& r : scaled.body["status"]["replicas"]) EXPECT_EQ(r["current"], true);
+  // min 0 needs scale to zero; max stays 3.
+  std::string zero = v2;
+  zero.replace(zero.find("replicas: {min: 1, max: 3}"), 26,
+               "replicas: {min: 0, max: 3}\nautoscaling: {scale_to_zero: {enabled: true}}");
+  ASSERT_EQ(Of(bob_->Post("/v1/services", zero, "application/yaml")).status, 200);
+  ASSERT_TRUE(services_->Reconcile().has_value());
+  EXPECT_TRUE(Live().empty());
+
+  ASSERT_EQ(Of(bob_->Post("/v1/services", v2, "application/yaml")).status, 200);
+  ASSERT_TRUE(services_->Reconcile().has_value());
+  auto before_delete = Live();
+  ASSERT_EQ(before_delete.size(), 1U);
+  ASSERT_EQ(Of(bob_->Delete("/v1/services/ml/coder")).status, 200);
+  ASSERT_TRUE(services_->Reconcile().has_value());
+  EXPECT_TRUE(Live().empty());
+  EXPECT_NE(store_->GetJob(before_delete[0].id)->cancelled_by.find("deleted"), std::string::npos);
+
+  // Each replica started and stopped is Berth's own audited action.
+  auto log = store::AuditLog::Open(dir_);
+  ASSERT_TRUE(log.has_value());
+  store::AuditFilter all;
+  all.limit = 1000;
+  auto records = (*log)->Query(all);
+  ASSERT_TRUE(records.has_value());
+  int starts = 0;
+  int stops = 0;
+  for (const auto& r : *records) {
+    if (!r.action.starts_with("service.replica.")) continue;
+    EXPECT_EQ(r.actor, "berth");
+    EXPECT_EQ(r.tenant, "ml");
+    EXPECT_EQ(r.object, "service/ml/coder");
+    (r.action == "service.replica.start" ? starts : stops) += 1;
+  }
+  EXPECT_EQ(starts, 1 + 1 + 2 + 1);
+  EXPECT_EQ(stops, 1 + 3 + 1);
+}
+
+TEST_F(ServiceControllerTest, AReplicaRefusedAsAJobIsSaidInTheStatus) {
+  // A pending-job limit of one for ml's members: the second replica is
+  // refused as a second job would be.
+  auto v = store_->ApplyPolicy(
+      std::string(kPolicy) + "tenants:\n  ml:\n    limits: {pending_jobs_per_member: 1}\n", "root",
+      "", clock_.NowMs());
+  ASSERT_TRUE(v.has_value()) << v.error().message;
+  std::string two = kCoder;
+  two.replace(two.find("min: 1"), 6, "min: 2");
+  ASSERT_EQ(Of(bob_->Post("/v1/services", two, "application/yaml")).status, 201);
+  ASSERT_TRUE(services_->Reconcile().has_value());
+  EXPECT_EQ(Live().size(), 1U);
+  auto shown = Of(bob_->Get("/v1/services/ml/coder"));
+  ASSERT_EQ(shown.status, 200);
+  EXPECT_NE(shown.body["status"]["refused"].dump().find("pending"), std::string::npos)
+      << shown.body.dump();
 }
 
 }  // namespace

@@ -557,7 +557,7 @@ TEST_F(SqliteStoreTest, MigratesASchemaTwoRunsTable) {
 }
 
 // A schema-6 database (before services) gains the services tables; its
-// jobs stay, and the schema version reads 7.
+// jobs stay, and the schema version reads the current one (8).
 TEST_F(SqliteStoreTest, MigratesASchemaSixDatabaseToHoldServices) {
   auto id = store_->CreateJob(Spec("a"), 1500);
   ASSERT_TRUE(id.has_value());
@@ -583,7 +583,53 @@ TEST_F(SqliteStoreTest, MigratesASchemaSixDatabaseToHoldServices) {
   ASSERT_TRUE(st.has_value());
   auto row = st->Step();
   ASSERT_TRUE(row.has_value() && *row);
-  EXPECT_EQ(st->Text(0), "7");
+  EXPECT_EQ(st->Text(0), "8");
+}
+
+// A schema-7 database (before replicas) gains jobs.service and runs.port:
+// its jobs and runs read back, owned by no service and on no port, and a
+// replica stored after the migration keeps its owner and port.
+TEST_F(SqliteStoreTest, MigratesASchemaSevenDatabaseToHoldReplicas) {
+  auto id = store_->CreateJob(Spec("a"), 1500);
+  ASSERT_TRUE(id.has_value());
+  Place(*id, 1);
+  store_.reset();
+  {
+    auto db = Database::Open((dir_ / "berth.db").string());
+    ASSERT_TRUE(db.has_value());
+    ASSERT_TRUE(db->Exec("DROP INDEX jobs_by_service; ALTER TABLE jobs DROP COLUMN service;"
+                         "ALTER TABLE runs DROP COLUMN port;"
+                         "UPDATE meta SET value='7' WHERE key='schema_version';")
+                    .has_value());
+  }
+  Reopen();
+  auto job = store_->GetJob(*id);
+  ASSERT_TRUE(job.has_value()) << job.error().message;
+  EXPECT_FALSE(job->spec.service.has_value());
+  ASSERT_EQ(job->runs.size(), 1U);
+  EXPECT_EQ(job->runs[0].port, 0U);
+
+  model::JobSpec replica = Spec("coder");
+  replica.service = model::ServiceOwner{"coder", 3, 8000};
+  auto rid = store_->CreateJob(replica, 1600);
+  ASSERT_TRUE(rid.has_value()) << rid.error().message;
+  Place(*rid, 1);
+  const std::string run = store_->GetJob(*rid)->runs.at(0).run_id;
+  ASSERT_TRUE(control::MarkRunStarted(*store_, run, 42, 1700, 1700, 40123).has_value());
+  store::JobFilter owned;
+  owned.tenant = replica.tenant;
+  owned.service = "coder";
+  auto listed = store_->ListJobs(owned);
+  ASSERT_TRUE(listed.has_value());
+  ASSERT_EQ(listed->size(), 1U);
+  EXPECT_EQ(listed->at(0).id, *rid);
+  EXPECT_EQ(listed->at(0).spec.service, replica.service);
+  EXPECT_EQ(listed->at(0).runs.at(0).port, 40123U);
+  store::JobFilter replicas;
+  replicas.replicas_only = true;
+  auto all = store_->ListJobs(replicas);
+  ASSERT_TRUE(all.has_value());
+  EXPECT_EQ(all->size(), 1U);
 }
 
 TEST_F(SqliteStoreTest, JobsSubmittedBetweenReturnsTheWindowOldestFirstWithEveryAttempt) {

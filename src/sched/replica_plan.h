@@ -1,0 +1,92 @@
+// What a service's replicas should become, as a pure function: the half of
+// berthd's service controller (control/service_controller.h) that decides,
+// with no clock and no I/O, so that every rule is tested by value and
+// berth-sim can run the same code.
+//
+// (the service's current revision, how many replicas it wants, its rollout
+// settings, the replicas it has, its recent crashes, the time) -> which
+// replicas to stop, how many to create, and the phase that explains it.
+//
+// The rules (docs/services.md, "Replicas"):
+//  - Replicas of an older revision are replaced, Kubernetes Deployment
+//    style: at most `desired + max_surge` replicas in all while any old one
+//    remains, and at least `desired - max_unavailable` running. An old
+//    replica not yet running serves nothing and is stopped at once.
+//  - Above `desired`, replicas of the current revision are stopped: those
+//    not yet running first, then the newest.
+//  - A replica that ended without being asked to (a crash, an exit, a
+//    failure its retry policy gave up on) is replaced after a back-off:
+//    10 s after the first such end in the crash window, doubling per end,
+//    at most 5 minutes (Kubernetes' CrashLoopBackOff figures).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "common/clock.h"
+#include "model/service.h"
+
+namespace berth::sched {
+
+// One live replica (a job owned by the service, not being stopped).
+struct ReplicaView {
+  std::int64_t job_id = 0;
+  std::int64_t revision = 0;
+  // Placed and started. Until readiness probes act, a running replica
+  // counts as available.
+  bool running = false;
+};
+
+struct ReplicaPlanInput {
+  std::int64_t revision = 0;  // the service's current revision
+  std::uint32_t desired = 0;
+  model::Rollout rollout{};
+  std::vector<ReplicaView> replicas{};
+  // Replica ends nobody asked for within kCrashWindowMs before now_ms, and
+  // when the latest of them was.
+  std::uint32_t recent_crashes = 0;
+  TimeMs last_crash_ms = 0;
+  TimeMs now_ms = 0;
+};
+
+inline constexpr TimeMs kCrashWindowMs = 600'000;  // 10 min
+inline constexpr TimeMs kFirstCrashBackoffMs = 10'000;
+inline constexpr TimeMs kMaxCrashBackoffMs = 300'000;
+
+// The wait before replacing a replica after `crashes` recent crashes (0: none).
+TimeMs CrashBackoffMs(std::uint32_t crashes);
+
+enum class ReplicaStopCause {
+  kScaledDown,  // more replicas of the current revision than desired
+  kReplaced,    // of an older revision, replaced by the current one
+};
+std::string_view ReplicaStopCauseName(ReplicaStopCause c);
+
+struct ReplicaStop {
+  std::int64_t job_id = 0;
+  ReplicaStopCause cause = ReplicaStopCause::kScaledDown;
+  bool operator==(const ReplicaStop&) const = default;
+};
+
+// What the service is doing, for its status.
+enum class ReplicaPhase {
+  kSteady,      // as many replicas of the current revision as desired
+  kScaling,     // creating or stopping replicas of the current revision
+  kRollingOut,  // replacing replicas of an older revision
+  kBackingOff,  // replicas missing, held by the crash back-off
+};
+std::string_view ReplicaPhaseName(ReplicaPhase p);
+
+struct ReplicaPlan {
+  std::uint32_t create = 0;  // new replicas of the current revision
+  std::vector<ReplicaStop> stop{};
+  ReplicaPhase phase = ReplicaPhase::kSteady;
+  // kBackingOff: when the next replica may be created.
+  std::optional<TimeMs> backoff_until_ms{};
+};
+
+ReplicaPlan PlanReplicas(const ReplicaPlanInput& in);
+
+}  // namespace berth::sched

@@ -1,0 +1,208 @@
+// The service controller's pure half: which replicas to stop, how many to
+// create, under scaling, rolling updates and crash back-off.
+#include "sched/replica_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace berth::sched {
+namespace {
+
+ReplicaView Running(std::int64_t id, std::int64_t revision) {
+  return {id, revision, true};
+}
+ReplicaView Starting(std::int64_t id, std::int64_t revision) {
+  return {id, revision, false};
+}
+
+ReplicaPlanInput Want(std::uint32_t desired, std::vector<ReplicaView> replicas,
+                      std::int64_t revision = 1) {
+  ReplicaPlanInput in;
+  in.revision = revision;
+  in.desired = desired;
+  in.replicas = std::move(replicas);
+  in.now_ms = 1'000'000;
+  return in;
+}
+
+std::vector<std::int64_t> Stopped(const ReplicaPlan& plan) {
+  std::vector<std::int64_t> ids;
+  for (const auto& s : plan.stop) ids.push_back(s.job_id);
+  return ids;
+}
+
+TEST(ReplicaPlan, ANewServiceCreatesEveryDesiredReplica) {
+  ReplicaPlan plan = PlanReplicas(Want(3, {}));
+  EXPECT_EQ(plan.create, 3U);
+  EXPECT_TRUE(plan.stop.empty());
+  EXPECT_EQ(plan.phase, ReplicaPhase::kScaling);
+}
+
+TEST(ReplicaPlan, AServiceWithItsReplicasRunningIsSteady) {
+  ReplicaPlan plan = PlanReplicas(Want(2, {Running(1, 1), Running(2, 1)}));
+  EXPECT_EQ(plan.create, 0U);
+  EXPECT_TRUE(plan.stop.empty());
+  EXPECT_EQ(plan.phase, ReplicaPhase::kSteady);
+}
+
+TEST(ReplicaPlan, ReplicasStillStartingAreScaling) {
+  ReplicaPlan plan = PlanReplicas(Want(2, {Running(1, 1), Starting(2, 1)}));
+  EXPECT_EQ(plan.create, 0U);
+  EXPECT_EQ(plan.phase, ReplicaPhase::kScaling);
+}
+
+TEST(ReplicaPlan, ScalingDownStopsStartingReplicasFirstThenTheNewest) {
+  ReplicaPlan plan =
+      PlanReplicas(Want(1, {Running(1, 1), Running(5, 1), Starting(3, 1), Running(4, 1)}));
+  EXPECT_EQ(Stopped(plan), (std::vector<std::int64_t>{3, 5, 4}));
+  for (const auto& s : plan.stop) EXPECT_EQ(s.cause, ReplicaStopCause::kScaledDown);
+  EXPECT_EQ(plan.create, 0U);
+}
+
+TEST(ReplicaPlan, ScalingToZeroStopsEveryReplica) {
+  ReplicaPlan plan = PlanReplicas(Want(0, {Running(1, 1), Running(2, 1)}));
+  EXPECT_EQ(plan.stop.size(), 2U);
+  EXPECT_EQ(plan.create, 0U);
+}
+
+TEST(ReplicaPlan, ARollingUpdateSurgesFirstAndKeepsTheOldServing) {
+  // max_surge 1, max_unavailable 0 (the defaults): one new replica, no old
+  // one stopped until a new one runs.
+  ReplicaPlanInput in = Want(2, {Running(1, 1), Running(2, 1)}, 2);
+  ReplicaPlan plan = PlanReplicas(in);
+  EXPECT_EQ(plan.create, 1U);
+  EXPECT_TRUE(plan.stop.empty());
+  EXPECT_EQ(plan.phase, ReplicaPhase::kRollingOut);
+
+  // The new one still starting: nothing more.
+  in.replicas.push_back(Starting(3, 2));
+  plan = PlanReplicas(in);
+  EXPECT_EQ(plan.create, 0U);
+  EXPECT_TRUE(plan.stop.empty());
+
+  // It runs: one old replica goes, and the second new one is created.
+  in.replicas.back().running = true;
+  plan = PlanReplicas(in);
+  EXPECT_EQ(Stopped(plan), (std::vector<std::int64_t>{2}));
+  EXPECT_EQ(plan.stop[0].cause, ReplicaStopCause::kReplaced);
+  EXPECT_EQ(plan.create, 1U);
+
+  // Both new ones run: the last old replica goes and the rollout is done
+  // at the next round.
+  in.replicas = {Running(1, 1), Running(3, 2), Running(4, 2)};
+  plan = PlanReplicas(in);
+  EXPECT_EQ(Stopped(plan), (std::vector<std::int64_t>{1}));
+  EXPECT_EQ(plan.create, 0U);
+  in.replicas = {Running(3, 2), Running(4, 2)};
+  EXPECT_EQ(PlanReplicas(in).phase, ReplicaPhase::kSteady);
+}
+
+TEST(ReplicaPlan, WithoutSurgeAnUpdateStopsAnOldReplicaFirst) {
+  ReplicaPlanInput in = Want(2, {Running(1, 1), Running(2, 1)}, 2);
+  in.rollout.max_surge = 0;
+  in.rollout.max_unavailable = 1;
+  ReplicaPlan plan = PlanReplicas(in);
+  EXPECT_EQ(Stopped(plan), (std::vector<std::int64_t>{2}));
+  EXPECT_EQ(plan.create, 1U);
+  // One old serving, the new one starting: nothing until it runs.
+  in.replicas = {Running(1, 1), Starting(3, 2)};
+  plan = PlanReplicas(in);
+  EXPECT_TRUE(plan.stop.empty());
+  EXPECT_EQ(plan.create, 0U);
+}
+
+TEST(ReplicaPlan, AnUpdateThatNeverRunsKeepsTheOldRevisionServing) {
+  // The new revision's replica never starts: the old ones stay, and no more
+  // new ones are made than the surge allows.
+  ReplicaPlanInput in = Want(2, {Running(1, 1), Running(2, 1), Starting(3, 2)}, 2);
+  for (int round = 0; round < 3; ++round) {
+    ReplicaPlan plan = PlanReplicas(in);
+    EXPECT_TRUE(plan.stop.empty());
+    EXPECT_EQ(plan.create, 0U);
+    EXPECT_EQ(plan.phase, ReplicaPhase::kRollingOut);
+  }
+}
+
+TEST(ReplicaPlan, AnOldReplicaNotYetRunningIsReplacedAtOnce) {
+  ReplicaPlan plan = PlanReplicas(Want(1, {Starting(1, 1)}, 2));
+  EXPECT_EQ(Stopped(plan), (std::vector<std::int64_t>{1}));
+  EXPECT_EQ(plan.stop[0].cause, ReplicaStopCause::kReplaced);
+  EXPECT_EQ(plan.create, 1U);
+}
+
+TEST(ReplicaPlan, CrashesHoldTheReplacementForADoublingBackoff) {
+  EXPECT_EQ(CrashBackoffMs(0), 0);
+  EXPECT_EQ(CrashBackoffMs(1), 10'000);
+  EXPECT_EQ(CrashBackoffMs(2), 20'000);
+  EXPECT_EQ(CrashBackoffMs(5), 160'000);
+  EXPECT_EQ(CrashBackoffMs(6), 300'000);
+  EXPECT_EQ(CrashBackoffMs(1000), 300'000);
+
+  ReplicaPlanInput in = Want(2, {Running(1, 1)});
+  in.recent_crashes = 2;
+  in.last_crash_ms = in.now_ms - 5'000;
+  ReplicaPlan plan = PlanReplicas(in);
+  EXPECT_EQ(plan.create, 0U);
+  EXPECT_EQ(plan.phase, ReplicaPhase::kBackingOff);
+  ASSERT_TRUE(plan.backoff_until_ms);
+  EXPECT_EQ(*plan.backoff_until_ms, in.last_crash_ms + 20'000);
+
+  in.now_ms = *plan.backoff_until_ms;
+  plan = PlanReplicas(in);
+  EXPECT_EQ(plan.create, 1U);
+  EXPECT_FALSE(plan.backoff_until_ms);
+}
+
+TEST(ReplicaPlan, ABackoffNeverHoldsAScaleDown) {
+  ReplicaPlanInput in = Want(1, {Running(1, 1), Running(2, 1)});
+  in.recent_crashes = 3;
+  in.last_crash_ms = in.now_ms;
+  ReplicaPlan plan = PlanReplicas(in);
+  EXPECT_EQ(Stopped(plan), (std::vector<std::int64_t>{2}));
+  EXPECT_FALSE(plan.backoff_until_ms);
+}
+
+// Whatever the replicas, a plan never stops one twice, never creates beyond
+// desired + surge, and never leaves fewer running than desired -
+// max_unavailable when it could keep them.
+TEST(ReplicaPlan, BoundsHoldForEveryMixOfReplicas) {
+  for (std::uint32_t desired = 0; desired <= 4; ++desired) {
+    for (std::uint32_t surge = 0; surge <= 2; ++surge) {
+      for (std::uint32_t unavailable = 0; unavailable <= 2; ++unavailable) {
+        if (surge == 0 && unavailable == 0) continue;
+        for (int mask = 0; mask < 256; ++mask) {
+          // Four replicas: bit 2i present, bit 2i+1 running; alternating revisions.
+          ReplicaPlanInput in = Want(desired, {}, 2);
+          in.rollout.max_surge = surge;
+          in.rollout.max_unavailable = unavailable;
+          std::uint32_t running = 0;
+          for (int i = 0; i < 4; ++i) {
+            if ((mask >> (2 * i) & 1) == 0) continue;
+            const bool run = (mask >> (2 * i + 1) & 1) != 0;
+            in.replicas.push_back({i + 1, i % 2 == 0 ? 1 : 2, run});
+            running += run ? 1 : 0;
+          }
+          ReplicaPlan plan = PlanReplicas(in);
+          auto ids = Stopped(plan);
+          std::sort(ids.begin(), ids.end());
+          EXPECT_EQ(std::adjacent_find(ids.begin(), ids.end()), ids.end());
+          const std::size_t left = in.replicas.size() - ids.size();
+          EXPECT_LE(left + plan.create, std::max<std::size_t>(desired + surge, in.replicas.size()))
+              << "mask " << mask;
+          std::uint32_t running_left = running;
+          for (const auto& s : plan.stop) {
+            for (const auto& r : in.replicas) {
+              if (r.job_id == s.job_id && r.running) --running_left;
+            }
+          }
+          const std::uint32_t floor = desired > unavailable ? desired - unavailable : 0;
+          EXPECT_GE(running_left, std::min(running, floor)) << "mask " << mask;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace berth::sched
