@@ -59,6 +59,9 @@ Result<std::string> GatewaySocketCommand(const std::filesystem::path& path,
       return Fail(Code::kUnavailable, fmt::format("send {}: {}", p, std::strerror(errno)));
     sent += static_cast<std::size_t>(n);
   }
+  // The master CLI answers a command and closes only once the client is
+  // done writing (the runtime socket closes either way).
+  shutdown(fd, SHUT_WR);
   const auto deadline = GatewaySteady::now() + timeout;
   std::string out;
   char buf[16384];
