@@ -105,6 +105,7 @@ int main(int argc, char** argv) {
   int warmup = 500;
   std::string mode = "both";
   std::string haproxy = "haproxy";
+  int threads = 0;
   app.add_option("--requests", requests, "measured requests each way")
       ->check(CLI::Range(1, 1000000));
   app.add_option("--warmup", warmup, "requests each way before measuring")
@@ -112,6 +113,8 @@ int main(int argc, char** argv) {
   app.add_option("--mode", mode, "keepalive, new or both")
       ->check(CLI::IsMember({"keepalive", "new", "both"}));
   app.add_option("--haproxy", haproxy, "the haproxy binary");
+  app.add_option("--threads", threads, "HAProxy's threads (0: one per CPU)")
+      ->check(CLI::Range(0, 64));
   CLI11_PARSE(app, argc, argv);
 
   TempDir dir("berth-gateway-bench");
@@ -131,6 +134,7 @@ int main(int argc, char** argv) {
   options.state_dir = dir / "gw";
   options.bind_port = FreePort();
   options.haproxy_binary = haproxy;
+  options.threads = threads;
   auto gw = berth::gateway::Gateway::Start(options);
   if (!gw) {
     std::cerr << "the gateway did not start: " << gw.error().message << "\n";

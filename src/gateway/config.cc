@@ -38,6 +38,8 @@ Status ValidateOptions(const GatewayOptions& o) {
   if (o.bind_port < 1 || o.bind_port > 65535) {
     return InvalidField("bind_port", "must be 1..65535");
   }
+  if (o.threads < 0 || o.threads > 64)
+    return InvalidField("threads", "must be 0..64 (0: one per CPU)");
   if (o.max_connections < 1 || o.max_connections > 1'000'000) {
     return InvalidField("max_connections", "must be 1..1000000");
   }
@@ -52,10 +54,10 @@ Status ValidateOptions(const GatewayOptions& o) {
 
 std::string ConfigShape(const GatewayOptions& o, const std::vector<Route>& routes) {
   std::vector<std::string> lines;
-  lines.push_back(
-      fmt::format("# berth-shape gateway bind={} maxconn={} connect={} request={} drain={} dir={}",
-                  HostPort(o.bind_address, o.bind_port), o.max_connections, o.connect_timeout_ms,
-                  o.request_timeout_ms, o.drain_timeout_ms, o.state_dir.string()));
+  lines.push_back(fmt::format(
+      "# berth-shape gateway bind={} maxconn={} threads={} connect={} request={} drain={} dir={}",
+      HostPort(o.bind_address, o.bind_port), o.max_connections, o.threads, o.connect_timeout_ms,
+      o.request_timeout_ms, o.drain_timeout_ms, o.state_dir.string()));
   for (const Route& r : routes) {
     lines.push_back(fmt::format("# berth-shape route {} balance={} hold={} maxconn={}",
                                 BackendName(r.tenant, r.service), BalanceName(r.balance),
@@ -94,12 +96,14 @@ std::string RenderConfig(const GatewayOptions& o, const std::vector<Route>& rout
       "  master-worker\n"
       "  stats socket {0}/{1} mode 600 level admin expose-fd listeners\n"
       "  stats timeout 30s\n"
+      "{6}"
       "  maxconn {2}\n"
       "  hard-stop-after {3}ms\n"
       "  lua-load {0}/{4}\n"
       "  tune.lua.session-timeout {5}ms\n"
       "\n",
-      dir, kAdminSocket, o.max_connections, o.drain_timeout_ms, kLuaFile, lua_timeout_ms);
+      dir, kAdminSocket, o.max_connections, o.drain_timeout_ms, kLuaFile, lua_timeout_ms,
+      o.threads > 0 ? fmt::format("  nbthread {}\n", o.threads) : std::string());
   out += fmt::format(
       "defaults\n"
       "  mode http\n"

@@ -29,8 +29,9 @@ struct GatewayOptions {
   std::string bind_address = "127.0.0.1";
   int bind_port = 8480;
   std::filesystem::path haproxy_binary = "haproxy";
-  int max_connections = 4096;                 // global maxconn
-  std::int64_t connect_timeout_ms = 5'000;    // to a replica
+  int max_connections = 4096;               // global maxconn
+  int threads = 0;                          // HAProxy's worker threads; 0: its default, one per CPU
+  std::int64_t connect_timeout_ms = 5'000;  // to a replica
   std::int64_t request_timeout_ms = 300'000;  // client and server inactivity
   // How long an old worker may go on serving its in-flight requests after a
   // reload (HAProxy's hard-stop-after).

@@ -111,6 +111,7 @@ TEST(GatewayRoutes, OptionsAreCheckedToo) {
   EXPECT_EQ(field([](GatewayOptions& o) { o.bind_address = "0.0.0.0:80"; }), "bind_address");
   EXPECT_EQ(field([](GatewayOptions& o) { o.bind_port = 0; }), "bind_port");
   EXPECT_EQ(field([](GatewayOptions& o) { o.request_timeout_ms = 0; }), "request_timeout_ms");
+  EXPECT_EQ(field([](GatewayOptions& o) { o.threads = -1; }), "threads");
 }
 
 // --- rendering ---
@@ -123,6 +124,10 @@ TEST(GatewayConfig, RendersOneBackendPerRouteWithItsServers) {
       << "the runtime API is a unix socket in the state dir, never TCP";
   EXPECT_EQ(cfg.find("stats socket ipv4"), std::string::npos);
   EXPECT_NE(cfg.find("  bind 127.0.0.1:8480\n"), std::string::npos);
+  EXPECT_EQ(cfg.find("nbthread"), std::string::npos) << "HAProxy's default unless set";
+  GatewayOptions one_thread = Options();
+  one_thread.threads = 1;
+  EXPECT_NE(RenderConfig(one_thread, {}).find("  nbthread 1\n  maxconn 4096\n"), std::string::npos);
   EXPECT_NE(cfg.find("\nbackend ml:coder\n  balance leastconn\n  timeout queue 5000ms\n"
                      "  http-request lua.berth_hold 5000\n"
                      "  http-request set-path %[path,bytes(11)]\n"),
