@@ -19,6 +19,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <system_error>
 #include <thread>
 
 extern char** environ;
@@ -28,6 +29,11 @@ namespace berth::gateway {
 namespace {
 
 using GatewaySteady = std::chrono::steady_clock;
+
+// errno in words (strerror is not thread-safe).
+std::string GatewayErrno() {
+  return std::generic_category().message(errno);
+}
 
 // Sends one command line to a HAProxy CLI socket (non-interactive: HAProxy
 // answers and closes) and reads the whole answer.
@@ -42,21 +48,20 @@ Result<std::string> GatewaySocketCommand(const std::filesystem::path& path,
   }
   std::memcpy(addr.sun_path, p.c_str(), p.size() + 1);
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Fail(Code::kInternal, fmt::format("socket: {}", std::strerror(errno)));
+  if (fd < 0) return Fail(Code::kInternal, fmt::format("socket: {}", GatewayErrno()));
   struct FdCloser {
     int fd;
     ~FdCloser() { close(fd); }
   } closer{fd};
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    return Fail(Code::kUnavailable, fmt::format("connect {}: {}", p, std::strerror(errno)));
+    return Fail(Code::kUnavailable, fmt::format("connect {}: {}", p, GatewayErrno()));
   }
   const std::string line = command + "\n";
   std::size_t sent = 0;
   while (sent < line.size()) {
     const ssize_t n = send(fd, line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0)
-      return Fail(Code::kUnavailable, fmt::format("send {}: {}", p, std::strerror(errno)));
+    if (n <= 0) return Fail(Code::kUnavailable, fmt::format("send {}: {}", p, GatewayErrno()));
     sent += static_cast<std::size_t>(n);
   }
   // The master CLI answers a command and closes only once the client is
@@ -80,7 +85,7 @@ Result<std::string> GatewaySocketCommand(const std::filesystem::path& path,
     if (n < 0) {
       // The master CLI may reset the connection as it re-executes on reload.
       if (errno == ECONNRESET) return out;
-      return Fail(Code::kUnavailable, fmt::format("recv {}: {}", p, std::strerror(errno)));
+      return Fail(Code::kUnavailable, fmt::format("recv {}: {}", p, GatewayErrno()));
     }
     if (n == 0) return out;
     out.append(buf, static_cast<std::size_t>(n));
@@ -111,7 +116,7 @@ Status GatewayWriteFile(const std::filesystem::path& path, const std::string& te
   const std::filesystem::path tmp = path.string() + ".tmp";
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) {
-    return Fail(Code::kInternal, fmt::format("open {}: {}", tmp.string(), std::strerror(errno)));
+    return Fail(Code::kInternal, fmt::format("open {}: {}", tmp.string(), GatewayErrno()));
   }
   std::size_t done = 0;
   while (done < text.size()) {
@@ -119,13 +124,13 @@ Status GatewayWriteFile(const std::filesystem::path& path, const std::string& te
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       close(fd);
-      return Fail(Code::kInternal, fmt::format("write {}: {}", tmp.string(), std::strerror(errno)));
+      return Fail(Code::kInternal, fmt::format("write {}: {}", tmp.string(), GatewayErrno()));
     }
     done += static_cast<std::size_t>(n);
   }
   close(fd);
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return Fail(Code::kInternal, fmt::format("rename {}: {}", path.string(), std::strerror(errno)));
+    return Fail(Code::kInternal, fmt::format("rename {}: {}", path.string(), GatewayErrno()));
   }
   return Ok();
 }
@@ -148,6 +153,7 @@ int GatewayRun(const std::filesystem::path& binary, const std::vector<std::strin
   std::vector<std::string> argv_s{binary.string()};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
+  argv.reserve(argv_s.size() + 1);
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
   posix_spawn_file_actions_t fa;
@@ -261,7 +267,7 @@ Result<std::unique_ptr<Gateway>> Gateway::Start(GatewayOptions options) {
     return InvalidField("state_dir", dir.string() + " belongs to another user");
   }
   if (chmod(dir.c_str(), 0700) != 0) {
-    return Fail(Code::kInternal, fmt::format("chmod {}: {}", dir.string(), std::strerror(errno)));
+    return Fail(Code::kInternal, fmt::format("chmod {}: {}", dir.string(), GatewayErrno()));
   }
 
   std::unique_ptr<Gateway> gw(new Gateway(std::move(options)));
@@ -362,7 +368,7 @@ Status Gateway::Reload(const std::vector<Route>& routes) {
   }
   if (std::rename(candidate.c_str(), Path(kConfigFile).c_str()) != 0) {
     restore();
-    return Fail(Code::kInternal, fmt::format("rename: {}", std::strerror(errno)));
+    return Fail(Code::kInternal, fmt::format("rename: {}", GatewayErrno()));
   }
   (void)MasterCommand("reload");  // the master re-executes; it may close without a word
   const pid_t old_worker = before->workers.empty() ? -1 : before->workers.front();

@@ -25,14 +25,14 @@ using gateway::RouteBackend;
 using gateway::RouteStats;
 
 // Alive and not a zombie: a daemonized HAProxy is reaped by init, late.
-bool Running(pid_t pid) {
+bool GatewayMasterRunning(pid_t pid) {
   if (!ProcessAlive(pid)) return false;
   const std::string stat = ReadFile(fmt::format("/proc/{}/stat", pid));
   const auto paren = stat.rfind(')');
   return paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] != 'Z';
 }
 
-constexpr const char* kCompletion = R"({"prompt":"hello","max_tokens":4})";
+constexpr const char* kGatewayCompletion = R"({"prompt":"hello","max_tokens":4})";
 
 class GatewayTest : public IntegrationTest {
  protected:
@@ -90,7 +90,7 @@ class GatewayTest : public IntegrationTest {
 
   Reply Complete(const std::string& tenant, const std::string& service, Ms timeout = 15s) const {
     return Http(options_.bind_port, timeout)
-        .Post(fmt::format("/s/{}/{}/v1/completions", tenant, service), kCompletion,
+        .Post(fmt::format("/s/{}/{}/v1/completions", tenant, service), kGatewayCompletion,
               "application/json");
   }
 
@@ -411,7 +411,7 @@ TEST_F(GatewayTest, ANewGatewayAdoptsTheRunningHaproxy) {
 
   // Stop ends it for good; a later Start starts a fresh one.
   ASSERT_TRUE(gw_->Stop(std::chrono::seconds(5)));
-  EXPECT_FALSE(Running(master));
+  EXPECT_FALSE(GatewayMasterRunning(master));
   gw_ = StartGateway();
   ASSERT_TRUE(gw_);
   EXPECT_FALSE(gw_->adopted());
@@ -423,7 +423,7 @@ TEST_F(GatewayTest, ANewGatewayAdoptsTheRunningHaproxy) {
   ASSERT_TRUE(gw_->Sync({route}));
   gw_.reset();
   ASSERT_EQ(::kill(second, SIGKILL), 0);
-  ASSERT_TRUE(WaitFor([&] { return !Running(second); }, 5s));
+  ASSERT_TRUE(WaitFor([&] { return !GatewayMasterRunning(second); }, 5s));
   gw_ = StartGateway();
   ASSERT_TRUE(gw_);
   EXPECT_FALSE(gw_->adopted());
