@@ -404,14 +404,38 @@ Status Gateway::Reload(const std::vector<Route>& routes) {
   return Fail(Code::kUnavailable, "the reloaded haproxy did not list every route in 15 s");
 }
 
+Status Gateway::Restart(const std::vector<Route>& routes) {
+  std::error_code ec;
+  for (const char* name : {kPidFile, kAdminSocket, kMasterSocket}) {
+    std::filesystem::remove(Path(name), ec);
+  }
+  BERTH_RETURN_IF_ERROR(WriteFiles(routes));
+  shape_ = ConfigShape(options_, routes);
+  return Launch();
+}
+
 Result<SyncReport> Gateway::Sync(const std::vector<Route>& routes) {
   BERTH_RETURN_IF_ERROR(ValidateRoutes(routes));
+  SyncReport report;
+  if (!GatewayProcessAlive(master_pid_)) {
+    // HAProxy died (killed, crashed): start it again with the routes and
+    // their servers as they are wanted now. Requests were refused while it
+    // was down; this is the one case Berth starts a second process.
+    BERTH_RETURN_IF_ERROR(Restart(routes));
+    report.restarted = true;
+    for (const Route& r : routes) {
+      report.routes_added.push_back(fmt::format("{}/{}", r.tenant, r.service));
+      for (const RouteBackend& b : r.backends) {
+        if (!b.draining) report.added.push_back(fmt::format("{}/{}/{}", r.tenant, r.service, b.id));
+      }
+    }
+    return report;
+  }
   auto stat = AdminCommand("show stat");
   if (!stat) return std::unexpected(stat.error());
   auto live = ParseShowStat(*stat);
   if (!live) return std::unexpected(live.error());
 
-  SyncReport report;
   const std::string shape = ConfigShape(options_, routes);
   if (shape != shape_) {
     // The new configuration keeps every server the worker has now: wanted

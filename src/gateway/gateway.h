@@ -61,7 +61,9 @@ class Gateway {
   // (hitless: the old worker finishes its requests). A change of servers
   // alone only sends runtime-API commands (plan.h has the rules). Servers
   // being drained are deleted by a later Sync once idle: call it
-  // periodically. Invalid routes are refused before anything is sent.
+  // periodically. Invalid routes are refused before anything is sent. If
+  // HAProxy is gone (killed, crashed), it is started again with `routes`
+  // (report.restarted).
   Result<SyncReport> Sync(const std::vector<Route>& routes);
 
   // Per route (in HAProxy's order): counts, held requests, servers.
@@ -88,6 +90,7 @@ class Gateway {
   Status Launch();
   Status WriteFiles(const std::vector<Route>& routes);
   Status Reload(const std::vector<Route>& routes);
+  Status Restart(const std::vector<Route>& routes);
   Result<std::string> MasterCommand(const std::string& command);
 
   GatewayOptions options_;

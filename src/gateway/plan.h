@@ -29,7 +29,8 @@ namespace berth::gateway {
 // What a Sync did, for berthd to log and audit. Server entries are
 // "<tenant>/<service>/<id>", routes "<tenant>/<service>".
 struct SyncReport {
-  bool reloaded = false;  // the set of routes (or their settings) changed
+  bool reloaded = false;   // the set of routes (or their settings) changed
+  bool restarted = false;  // HAProxy was gone and was started again
   std::vector<std::string> routes_added;
   std::vector<std::string> routes_removed;
   std::vector<std::string> added;     // joined, enabled

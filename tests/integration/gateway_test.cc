@@ -430,6 +430,22 @@ TEST_F(GatewayTest, ANewGatewayAdoptsTheRunningHaproxy) {
   EXPECT_NE(gw_->master_pid(), second);
   ASSERT_TRUE(gw_->Sync({route}));
   EXPECT_EQ(Complete("ml", "coder").status, 200);
+
+  // HAProxy killed under a running Gateway: the next Sync starts it again
+  // with the wanted routes and servers.
+  const pid_t third = gw_->master_pid();
+  ASSERT_EQ(::kill(third, SIGKILL), 0);
+  ASSERT_TRUE(WaitFor([&] { return !GatewayMasterRunning(third); }, 5s));
+  auto restarted = gw_->Sync({route});
+  ASSERT_TRUE(restarted) << restarted.error().message;
+  EXPECT_TRUE(restarted->restarted);
+  EXPECT_EQ(restarted->added, (std::vector<std::string>{"ml/coder/61", "ml/coder/62"}));
+  EXPECT_NE(gw_->master_pid(), third);
+  EXPECT_EQ(Complete("ml", "coder").status, 200);
+  auto calm = gw_->Sync({route});
+  ASSERT_TRUE(calm);
+  EXPECT_FALSE(calm->restarted);
+  EXPECT_TRUE(calm->commands.empty());
 }
 
 TEST_F(GatewayTest, ABadNameIsRefusedWithItsFieldAndChangesNothing) {
