@@ -20,9 +20,10 @@ declare -A ALLOWED=(
   [api]="common model sched control store sim meter http"
   [proto_convert]="common model berth"
   [agent]="common model berth proto_convert"
-  [server]="common model sched control store sim meter api http agent berth proto_convert"
+  [server]="common model sched control store sim meter api http agent berth proto_convert gateway"
   [cli]="common model http"
   [modelserver]="common http"
+  [gateway]="common"
 )
 
 check() {

@@ -24,6 +24,8 @@ packages=(
   clang libclang-rt-14-dev clang-16 libclang-rt-16-dev prometheus
   # process tools used by the integration tests
   procps
+  # the service gateway (src/gateway/): HAProxy, run and kept by berthd
+  haproxy
   # container runs (image:): rootful podman with runc (deploy/podman/
   # containers.conf says why not crun), and busybox-static for the tests'
   # offline image (podman import of a busybox root filesystem)

@@ -1,0 +1,168 @@
+// berth-gateway-bench: what Berth's gateway (HAProxy, src/gateway/) adds to
+// a request's latency on loopback. It starts one berth-model-server
+// answering at once (no token time), a Gateway on a temp dir with one route
+// to it, and sends the same small completion request directly to the
+// replica and through the gateway, interleaved one by one so that both
+// see the same machine. Printed: p50, p90, p99 and max of each, and what
+// the gateway adds at each percentile (issue 19's target: <= 1 ms at p99).
+//
+// Two client modes, both printed unless --mode picks one:
+//   keepalive  one persistent connection per path (the usual client)
+//   new        a new TCP connection per request
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gateway/gateway.h"
+#include "integration/harness.h"
+
+namespace {
+
+using namespace berth::it;
+using SteadyClock = std::chrono::steady_clock;
+
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
+  return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+struct Samples {
+  std::vector<double> direct_ms;
+  std::vector<double> gateway_ms;
+  int errors = 0;
+};
+
+constexpr const char* kBody = R"({"prompt":"hi","max_tokens":1})";
+
+// One request; its latency in ms, or a negative number when it failed.
+double Timed(httplib::Client& client, const std::string& path) {
+  const auto start = SteadyClock::now();
+  auto res = client.Post(path, kBody, "application/json");
+  const double ms = std::chrono::duration<double, std::milli>(SteadyClock::now() - start).count();
+  return res && res->status == 200 ? ms : -1;
+}
+
+Samples Measure(int replica_port, int gateway_port, int requests, int warmup, bool keepalive) {
+  Samples s;
+  auto make = [&](int port) {
+    auto c = std::make_unique<httplib::Client>("127.0.0.1", port);
+    c->set_keep_alive(keepalive);
+    c->set_tcp_nodelay(true);  // else headers and body wait on delayed ACKs (40 ms)
+    c->set_read_timeout(10, 0);
+    return c;
+  };
+  auto direct = make(replica_port);
+  auto via = make(gateway_port);
+  for (int i = 0; i < warmup + requests; ++i) {
+    if (!keepalive) {
+      direct = make(replica_port);
+      via = make(gateway_port);
+    }
+    const double d = Timed(*direct, "/v1/completions");
+    const double g = Timed(*via, "/s/bench/echo/v1/completions");
+    if (d < 0 || g < 0) {
+      ++s.errors;
+      continue;
+    }
+    if (i < warmup) continue;
+    s.direct_ms.push_back(d);
+    s.gateway_ms.push_back(g);
+  }
+  return s;
+}
+
+void Print(const std::string& mode, const Samples& s) {
+  auto row = [](const std::string& name, const std::vector<double>& v) {
+    fmt::print("  {:<8} p50 {:7.3f} ms  p90 {:7.3f} ms  p99 {:7.3f} ms  max {:7.3f} ms\n", name,
+               Percentile(v, 0.50), Percentile(v, 0.90), Percentile(v, 0.99), Percentile(v, 1.0));
+  };
+  fmt::print("{} ({} requests each way, {} failed):\n", mode, s.direct_ms.size(), s.errors);
+  row("direct", s.direct_ms);
+  row("gateway", s.gateway_ms);
+  const double add50 = Percentile(s.gateway_ms, 0.50) - Percentile(s.direct_ms, 0.50);
+  const double add90 = Percentile(s.gateway_ms, 0.90) - Percentile(s.direct_ms, 0.90);
+  const double add99 = Percentile(s.gateway_ms, 0.99) - Percentile(s.direct_ms, 0.99);
+  fmt::print(
+      "  added    p50 {:+7.3f} ms  p90 {:+7.3f} ms  p99 {:+7.3f} ms  (target p99 <= 1 ms: {})\n",
+      add50, add90, add99, add99 <= 1.0 ? "met" : "NOT met");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"berth-gateway-bench: latency added by Berth's HAProxy gateway on loopback"};
+  int requests = 5000;
+  int warmup = 500;
+  std::string mode = "both";
+  std::string haproxy = "haproxy";
+  int threads = 0;
+  app.add_option("--requests", requests, "measured requests each way")
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--warmup", warmup, "requests each way before measuring")
+      ->check(CLI::Range(0, 100000));
+  app.add_option("--mode", mode, "keepalive, new or both")
+      ->check(CLI::IsMember({"keepalive", "new", "both"}));
+  app.add_option("--haproxy", haproxy, "the haproxy binary");
+  app.add_option("--threads", threads, "HAProxy's threads (0: one per CPU)")
+      ->check(CLI::Range(0, 64));
+  CLI11_PARSE(app, argc, argv);
+
+  TempDir dir("berth-gateway-bench");
+  const int replica_port = FreePort();
+  Process replica(BinDir() / "berth-model-server",
+                  {"--port", std::to_string(replica_port), "--ttft-ms", "0", "--itl-ms", "0",
+                   "--max-batch", "64"},
+                  dir / "replica.log");
+  Http health(replica_port);
+  if (!WaitFor([&] { return health.Get("/health").status == 200; }, 10s)) {
+    std::cerr << "the model server did not come up:\n" << ReadFile(dir / "replica.log");
+    dir.keep();
+    return 1;
+  }
+
+  berth::gateway::GatewayOptions options;
+  options.state_dir = dir / "gw";
+  options.bind_port = FreePort();
+  options.haproxy_binary = haproxy;
+  options.threads = threads;
+  auto gw = berth::gateway::Gateway::Start(options);
+  if (!gw) {
+    std::cerr << "the gateway did not start: " << gw.error().message << "\n";
+    dir.keep();
+    return 1;
+  }
+  berth::gateway::Route route;
+  route.tenant = "bench";
+  route.service = "echo";
+  route.backends.push_back(
+      {.id = "1", .address = "127.0.0.1", .port = replica_port, .weight = 100, .draining = false});
+  if (auto r = (*gw)->Sync({route}); !r) {
+    std::cerr << "sync failed: " << r.error().message << "\n";
+    (void)(*gw)->Stop();
+    return 1;
+  }
+
+  fmt::print(
+      "berth-gateway-bench: one client, small completion (max_tokens 1, no token time),\n"
+      "direct to berth-model-server vs through the gateway (HAProxy), interleaved\n");
+  int status = 0;
+  for (const bool keepalive : {true, false}) {
+    if (mode == "keepalive" && !keepalive) continue;
+    if (mode == "new" && keepalive) continue;
+    Samples s = Measure(replica_port, options.bind_port, requests, warmup, keepalive);
+    Print(keepalive ? "keep-alive connections" : "a new connection per request", s);
+    if (s.errors > 0) status = 1;
+  }
+  (void)(*gw)->Stop(std::chrono::seconds(2));
+  return status;
+}
