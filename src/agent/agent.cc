@@ -16,6 +16,7 @@
 #include "common/hash.h"
 #include "common/units.h"
 #include "proto_convert/node.h"
+#include "proto_convert/probe.h"
 
 namespace berth::agent {
 namespace {
@@ -135,6 +136,8 @@ StartOrder OrderFromProto(const v1::StartRun& m) {
   o.tenant = m.tenant();
   o.container_network = m.container_network();
   o.service_port = m.service_port();
+  if (m.has_readiness()) o.readiness = proto_convert::ProbeFromProto(m.readiness());
+  if (m.has_liveness()) o.liveness = proto_convert::ProbeFromProto(m.liveness());
   o.run_as.user = m.run_as().user();
   o.run_as.numeric = m.run_as().numeric();
   o.run_as.uid = m.run_as().uid();
@@ -246,7 +249,10 @@ Agent::Agent(AgentOptions options, model::NodeInfo base, std::unique_ptr<GpuProv
             return r;
           }(),
           clock),
-      fence_(options_.fence_grace_ms, options_.data_dir / "contact.json", clock) {}
+      fence_(options_.fence_grace_ms, options_.data_dir / "contact.json", clock),
+      prober_(clock, [shim = options_.shim_path](const model::Probe& p, const ProbeTarget& t) {
+        return RunProbe(p, t, shim);
+      }) {}
 
 Agent::~Agent() {
   Stop();
@@ -256,6 +262,7 @@ void Agent::Start() {
   std::lock_guard lock(mu_);
   if (worker_.joinable() || stopping_) return;
   worker_ = std::thread([this] { WorkerLoop(); });
+  prober_.Start();
 }
 
 void Agent::Stop() {
@@ -266,6 +273,7 @@ void Agent::Stop() {
   }
   cv_.notify_all();
   if (worker_.joinable()) worker_.join();
+  prober_.Stop();
 }
 
 model::NodeInfo Agent::Describe() {
@@ -389,6 +397,45 @@ void Agent::Supervise() {
     }
   }
   runner_.Supervise();
+  TendProbes();
+}
+
+void Agent::TendProbes() {
+  std::vector<ProbeTarget> targets;
+  for (const auto& held : runner_.Running()) {
+    const OrderRecord& o = held.order;
+    if (o.port == 0) continue;
+    if (o.readiness.kind == model::ProbeKind::kNone && o.liveness.kind == model::ProbeKind::kNone) {
+      continue;
+    }
+    targets.push_back({o.run_id, o.port, o.service_port, runner_.RunDir(o.run_id), o.readiness,
+                       o.liveness, held.started_at_ms});
+  }
+  prober_.SetTargets(std::move(targets));
+  for (auto& change : prober_.TakeChanges()) {
+    if (change.liveness_failed) {
+      spdlog::warn("run {}: {}; stopping it (liveness)", change.run_id, change.detail);
+      // With the run's own grace from its order (none: 0).
+      if (auto st = runner_.Stop(change.run_id, "liveness", 0); !st) {
+        spdlog::error("cannot stop run {} after its liveness failed: {}", change.run_id,
+                      st.error().message);
+      }
+    } else {
+      spdlog::info("run {} is {}: {}", change.run_id, change.ready ? "ready" : "not ready",
+                   change.detail);
+    }
+    v1::AgentMessage out;
+    auto* m = out.mutable_run_health();
+    m->set_run_id(change.run_id);
+    m->set_ready(change.ready);
+    m->set_liveness_failed(change.liveness_failed);
+    m->set_detail(change.detail);
+    m->set_at_ms(change.at_ms);
+    health_out_.push_back(std::move(out));
+  }
+  // Verdicts wait for the stream while berthd is away; a registration
+  // carries the current ones, so only the newest few matter.
+  while (health_out_.size() > 1024) health_out_.pop_front();
 }
 
 bool Agent::WaitSupervising(std::int64_t ms) {
@@ -480,8 +527,12 @@ bool Agent::RunConnection() {
   held_.clear();
   for (const RunState& s : runner_.ReportAll()) {
     held_.insert(s.run_id);
-    FillStatus(s, reg->add_runs());
+    auto* status = reg->add_runs();
+    FillStatus(s, status);
+    if (auto ready = prober_.Ready(s.run_id)) status->set_ready(*ready);
   }
+  // The registration says each replica's readiness now.
+  health_out_.clear();
   bool ok = Send(stream.get(), hello);
   std::thread reader;
   if (ok) reader = std::thread([this, s = stream.get()] { ReaderLoop(s); });
@@ -539,6 +590,12 @@ bool Agent::RunConnection() {
     for (auto& ev : runner_.Poll()) {
       ok = Send(stream.get(), EventMessage(ev));
       if (!ok) break;
+    }
+    // After the runs' starts, so that berthd knows every run a verdict is of.
+    if (ok) TendProbes();
+    while (ok && !health_out_.empty()) {
+      ok = Send(stream.get(), health_out_.front());
+      if (ok) health_out_.pop_front();
     }
     if (ok && clock_.NowMs() >= next_health) {
       ok = ReportHealthChanges(stream.get());

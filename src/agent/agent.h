@@ -26,6 +26,7 @@
 #include "agent/fence.h"
 #include "agent/gpu_provider.h"
 #include "agent/node_cert.h"
+#include "agent/prober.h"
 #include "agent/runner.h"
 #include "agent/shared_gpus.h"
 #include "berth/v1/agent.grpc.pb.h"
@@ -139,6 +140,10 @@ class Agent {
   // the next connection uses them; otherwise a retry is scheduled.
   void OnCertificateIssued(const v1::CertificateIssued& msg);
   void ScheduleRenewalRetry(const std::string& why);
+  // Hands the prober the replicas running now and acts on its verdicts: a
+  // failed liveness stops the run ("liveness"); every verdict waits in
+  // health_out_ for the stream (worker only).
+  void TendProbes();
 
   AgentOptions options_;
   model::NodeInfo base_;
@@ -167,6 +172,8 @@ class Agent {
   std::shared_ptr<grpc::Channel> next_channel_;
   bool quiet_retries_ = false;   // a failed attempt was logged already
   std::string telemetry_error_;  // the last sampling error logged; empty: none
+  Prober prober_;
+  std::deque<v1::AgentMessage> health_out_;  // RunHealth not yet sent (worker only)
 
   std::mutex mu_;  // guards the members below
   std::condition_variable cv_;

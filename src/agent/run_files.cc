@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/probe_json.h"
+
 namespace berth::agent {
 namespace {
 
@@ -83,6 +85,9 @@ std::string ToJson(const OrderRecord& rec) {
                    {"gpu_share_millis", rec.gpu_share_millis},
                    {"gpu_share_bytes", rec.gpu_share_bytes},
                    {"port", rec.port},
+                   {"service_port", rec.service_port},
+                   {"readiness", model::ToJson(rec.readiness)},
+                   {"liveness", model::ToJson(rec.liveness)},
                    {"load",
                     {{"pattern", static_cast<int>(rec.load.pattern)},
                      {"util_pct", rec.load.util_pct},
@@ -170,6 +175,9 @@ Result<OrderRecord> ParseOrderRecord(std::string_view text) {
     r.gpu_share_millis = j.value("gpu_share_millis", std::uint32_t{0});
     r.gpu_share_bytes = j.value("gpu_share_bytes", std::uint64_t{0});
     r.port = j.value("port", std::uint32_t{0});
+    r.service_port = j.value("service_port", std::uint32_t{0});
+    if (auto p = j.find("readiness"); p != j.end()) r.readiness = model::ProbeFromJson(*p);
+    if (auto p = j.find("liveness"); p != j.end()) r.liveness = model::ProbeFromJson(*p);
     // Orders written before telemetry have no load: the default profile.
     if (auto l = j.find("load"); l != j.end() && l->is_object()) {
       const int pattern = l->value("pattern", 0);

@@ -28,6 +28,7 @@
 
 #include "agent/atomic_file.h"
 #include "common/status.h"
+#include "model/service.h"
 #include "model/telemetry.h"
 
 namespace berth::agent {
@@ -137,6 +138,11 @@ struct OrderRecord {
   model::LoadProfile load{};
   // A service replica's port on the node (StartRun.service_port); 0: none.
   std::uint32_t port = 0;
+  // A service replica: the spec's port (what a tcp probe of it means) and
+  // its probes, which the agent runs again after a restart.
+  std::uint32_t service_port = 0;
+  model::Probe readiness{};
+  model::Probe liveness{};
 };
 
 struct StopRecord {

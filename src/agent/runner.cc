@@ -546,6 +546,9 @@ Result<RunState> Runner::Start(const StartOrder& order) {
 
   OrderRecord rec = RecordOf(order, clock_.NowMs());
   rec.port = port;
+  rec.service_port = order.service_port;
+  rec.readiness = order.readiness;
+  rec.liveness = order.liveness;
 
   BERTH_RETURN_IF_ERROR(WriteRunDir(order.run_id, spec, rec));
 

@@ -134,6 +134,9 @@ struct StartOrder {
   // A service replica: the port it serves on; the runner gives it a free
   // port of the node (RunState::port). 0: any other run.
   std::uint32_t service_port = 0;
+  // A replica's probes (agent/prober.h); kind kNone: not probed.
+  model::Probe readiness{};
+  model::Probe liveness{};
 };
 
 struct RunExit {

@@ -428,11 +428,78 @@ std::optional<int> TakeRun(int& lock_fd) {
   return std::nullopt;
 }
 
+// berth-shim --probe RUN_DIR ARGV...: a service replica's command probe
+// (agent/prober.h), run as the replica runs. In a container: `podman exec`
+// in it. Otherwise: in the run's cgroup, as its identity with no_new_privs,
+// in its working directory, with its environment. Exits with the command's
+// status (126/127 when it cannot run); the agent times it out.
+int RunProbeCommand(const std::string& dir, std::vector<std::string> command) {
+  g_dir = dir;
+  auto text = berth::agent::ReadWholeFile(PathIn(berth::agent::kSpecFile));
+  if (!text) {
+    std::fprintf(stderr, "cannot read the run's spec.json\n");
+    return 126;
+  }
+  auto spec = berth::agent::ParseShimSpec(*text);
+  if (!spec) {
+    std::fprintf(stderr, "bad spec.json: %s\n", spec.error().message.c_str());
+    return 126;
+  }
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : spec->env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  if (!spec->image.empty()) {
+    // The container's own user, namespaces and cgroup; podman's environment.
+    std::vector<std::string> args{spec->podman, "exec", spec->container_name};
+    args.insert(args.end(), command.begin(), command.end());
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execve(spec->podman.c_str(), argv.data(), envp.data());
+    std::fprintf(stderr, "cannot run %s: %s\n", spec->podman.c_str(), std::strerror(errno));
+    return 127;
+  }
+  berth::agent::RunCgroup cgroup(
+      spec->cgroup_name.empty() ? berth::agent::CgroupHost{} : berth::agent::DetectCgroups(),
+      spec->cgroup_parent, spec->cgroup_name);
+  if (int err = cgroup.JoinSelf(); err != 0) {
+    std::fprintf(stderr, "cannot join the run's cgroup: %s\n", std::strerror(err));
+    return 126;
+  }
+  if (spec->set_identity) {
+    std::vector<gid_t> groups(spec->groups.begin(), spec->groups.end());
+    if (::setgroups(groups.size(), groups.data()) != 0 || ::setgid(spec->gid) != 0 ||
+        ::setuid(spec->uid) != 0 || ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+      std::fprintf(stderr, "cannot take the run identity: %s\n", std::strerror(errno));
+      return 126;
+    }
+  }
+  if (!spec->working_dir.empty() && ::chdir(spec->working_dir.c_str()) != 0) {
+    std::fprintf(stderr, "cannot change to %s: %s\n", spec->working_dir.c_str(),
+                 std::strerror(errno));
+    return 126;
+  }
+  std::vector<char*> argv;
+  for (auto& a : command) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  spec->command = command;
+  for (const std::string& cand : Candidates(*spec)) {
+    ::execve(cand.c_str(), argv.data(), envp.data());
+  }
+  std::fprintf(stderr, "cannot run %s: %s\n", command.front().c_str(), std::strerror(errno));
+  return 127;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 4 && std::string_view(argv[1]) == "--probe") {
+    return RunProbeCommand(argv[2], std::vector<std::string>(argv + 3, argv + argc));
+  }
   if (argc != 2) {
-    std::fprintf(stderr, "usage: berth-shim RUN_DIR\n");
+    std::fprintf(stderr, "usage: berth-shim RUN_DIR | berth-shim --probe RUN_DIR ARGV...\n");
     return 2;
   }
   g_dir = argv[1];

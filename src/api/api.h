@@ -197,7 +197,10 @@ class Api {
   void RollbackService(const http::Request& req, http::Response& res, AuditNote& note);
   void DeleteService(const http::Request& req, http::Response& res, AuditNote& note);
   // A service's status: its replicas as stored, and the controller's last round.
-  nlohmann::json ServiceStatus(const store::ServiceRecord& s);
+  // `live`: the service's live replicas (with runs), newest first, when the
+  // caller read them already; nullptr: read here.
+  nlohmann::json ServiceStatus(const store::ServiceRecord& s,
+                               const std::vector<const store::JobRecord*>* live = nullptr);
   void ServiceChanged();
   // berth_service_replicas for GET /metrics: each service's desired, ready,
   // starting and stopping replicas.

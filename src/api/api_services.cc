@@ -113,67 +113,62 @@ Status CheckServiceQueue(const model::Policy& policy, const model::ServiceSpec& 
 
 }  // namespace
 
-json Api::ServiceStatus(const store::ServiceRecord& s) {
+json Api::ServiceStatus(const store::ServiceRecord& s,
+                        const std::vector<const store::JobRecord*>* live) {
   json status{{"revision", s.revision},
               {"desired", ServiceController::DesiredReplicas(s.spec)},
               {"ready", 0},
+              {"not_ready", 0},
               {"running", 0},
               {"starting", 0},
               {"stopping", 0}};
-  store::JobFilter filter;
-  filter.tenant = s.tenant;
-  filter.service = s.name;
-  filter.states = {model::JobState::kPending, model::JobState::kScheduled,
-                   model::JobState::kRunning};
-  filter.limit = std::size_t{2} * model::kMaxServiceReplicas;
-  auto jobs = store_.ListJobs(filter);
-  if (!jobs) {
-    status["error"] = jobs.error().message;
-    return status;
+  std::vector<store::JobRecord> read;
+  std::vector<const store::JobRecord*> mine;
+  if (live == nullptr) {
+    store::JobFilter filter;
+    filter.tenant = s.tenant;
+    filter.service = s.name;
+    filter.states = {model::JobState::kPending, model::JobState::kScheduled,
+                     model::JobState::kRunning};
+    filter.limit = std::size_t{2} * model::kMaxServiceReplicas;
+    auto jobs = store_.ListJobs(filter);
+    if (!jobs) {
+      status["error"] = jobs.error().message;
+      return status;
+    }
+    read = std::move(*jobs);
+    for (const auto& job : read) mine.push_back(&job);
+    live = &mine;
   }
-  int ready = 0;
-  int running = 0;
-  int starting = 0;
-  int stopping = 0;
+  const ReplicaCounts n = ServiceController::CountReplicas(s, *live);
   json replicas = json::array();
-  for (auto it = jobs->rbegin(); it != jobs->rend(); ++it) {  // oldest first
-    const store::JobRecord& job = *it;
+  for (auto it = live->rbegin(); it != live->rend(); ++it) {  // oldest first
+    const store::JobRecord& job = **it;
     const std::int64_t revision = job.spec.service ? job.spec.service->revision : 0;
-    const bool is_running = job.state == model::JobState::kRunning;
-    std::string node;
-    std::uint32_t port = 0;
-    for (const auto& run : job.runs) {
-      if (run.state == model::RunState::kExited) continue;
-      node = run.node;
-      port = run.port;
-    }
-    if (job.cancel_requested) {
-      ++stopping;
-    } else if (is_running) {
-      ++running;
-      // Until readiness probes act, a running replica of the current
-      // revision counts as ready.
-      if (ServiceController::RunsCurrentSpec(s, job.spec)) ++ready;
-    } else {
-      ++starting;
-    }
+    const ReplicaHealth h = ServiceController::HealthOf(job);
     // Why a replica that does not run waits: its job's reason, with other
     // tenants' jobs named only as that (as GET /v1/jobs shows it).
     json waiting = nullptr;
-    if (!is_running) waiting = JobSummaryJson(job, JobRefsOf(CurrentCaller())).at("reason");
-    replicas.push_back(json{{"job", job.id},
-                            {"reason", std::move(waiting)},
-                            {"revision", revision},
-                            {"current", ServiceController::RunsCurrentSpec(s, job.spec)},
-                            {"state", model::JobStateName(job.state)},
-                            {"node", node.empty() ? json(nullptr) : json(node)},
-                            {"port", port == 0 ? json(nullptr) : json(port)},
-                            {"stopping", job.cancel_requested}});
+    if (!h.running) waiting = JobSummaryJson(job, JobRefsOf(CurrentCaller())).at("reason");
+    replicas.push_back(
+        json{{"job", job.id},
+             {"reason", std::move(waiting)},
+             {"revision", revision},
+             {"current", ServiceController::RunsCurrentSpec(s, job.spec)},
+             {"state", model::JobStateName(job.state)},
+             {"ready", h.ready},
+             {"probe", h.probe_detail.empty() ? json(nullptr) : json(h.probe_detail)},
+             {"not_ready_since_ms",
+              h.not_ready_since_ms > 0 ? json(h.not_ready_since_ms) : json(nullptr)},
+             {"node", h.node.empty() ? json(nullptr) : json(h.node)},
+             {"port", h.port == 0 ? json(nullptr) : json(h.port)},
+             {"stopping", h.stopping}});
   }
-  status["ready"] = ready;
-  status["running"] = running;
-  status["starting"] = starting;
-  status["stopping"] = stopping;
+  status["ready"] = n.ready;
+  status["not_ready"] = n.not_ready;
+  status["running"] = n.running;
+  status["starting"] = n.starting;
+  status["stopping"] = n.stopping;
   status["replicas"] = std::move(replicas);
   std::optional<ServiceRound> round;
   if (services_ != nullptr) round = services_->LastRound(s.tenant, s.name);
@@ -183,6 +178,7 @@ json Api::ServiceStatus(const store::ServiceRecord& s) {
         round->backoff_until_ms ? json(*round->backoff_until_ms) : json(nullptr);
     status["recent_crashes"] = round->recent_crashes;
     status["refused"] = round->refused.empty() ? json(nullptr) : json(round->refused);
+    status["waiting"] = round->waiting.empty() ? json(nullptr) : json(round->waiting);
     status["reconciled_ms"] = round->at_ms;
   } else {
     // Not reconciled since its last change (or no controller runs here).
@@ -198,37 +194,28 @@ Result<std::string> Api::ServiceReplicaCounts() {
   if (!services) return std::unexpected(services.error());
   MetricsWriter w;
   w.Family("berth_service_replicas", "gauge",
-           "Replicas of each inference service: desired, ready (running the current spec), "
-           "starting, stopping.");
+           "Replicas of each inference service: desired, ready (of the current spec, passing "
+           "readiness), not_ready (running, not passing readiness), starting, stopping.");
   if (services->empty()) return w.Take();
   store::JobFilter live;
   live.replicas_only = true;
   live.states = {model::JobState::kPending, model::JobState::kScheduled, model::JobState::kRunning};
-  live.with_runs = false;
+  live.with_runs = true;
   live.limit = std::numeric_limits<std::size_t>::max();
   auto replicas = store_.ListJobs(live);
   if (!replicas) return std::unexpected(replicas.error());
   std::map<std::pair<std::string, std::string>, std::vector<const store::JobRecord*>> of;
   for (const auto& job : *replicas) of[{job.spec.tenant, job.spec.service->name}].push_back(&job);
   for (const auto& s : *services) {
-    double ready = 0;
-    double starting = 0;
-    double stopping = 0;
-    for (const store::JobRecord* job : of[{s.tenant, s.name}]) {
-      if (job->cancel_requested) {
-        ++stopping;
-      } else if (job->state != model::JobState::kRunning) {
-        ++starting;
-      } else if (ServiceController::RunsCurrentSpec(s, job->spec)) {
-        ++ready;
-      }
-    }
+    const ReplicaCounts n = ServiceController::CountReplicas(s, of[{s.tenant, s.name}]);
     const double desired = ServiceController::DesiredReplicas(s.spec);
-    for (const auto& [state, n] :
-         {std::pair{"desired", desired}, std::pair{"ready", ready}, std::pair{"starting", starting},
-          std::pair{"stopping", stopping}}) {
+    for (const auto& [state, v] :
+         {std::pair{"desired", desired}, std::pair{"ready", static_cast<double>(n.ready)},
+          std::pair{"not_ready", static_cast<double>(n.not_ready)},
+          std::pair{"starting", static_cast<double>(n.starting)},
+          std::pair{"stopping", static_cast<double>(n.stopping)}}) {
       w.Sample("berth_service_replicas",
-               {{"tenant", s.tenant}, {"service", s.name}, {"state", state}}, n);
+               {{"tenant", s.tenant}, {"service", s.name}, {"state", state}}, v);
     }
   }
   return w.Take();
@@ -309,8 +296,28 @@ void Api::ListServices(const http::Request& req, http::Response& res,
   if (!list) return ReplyError(res, list.error());
   const bool more = list->size() > *limit;
   if (more) list->resize(*limit);
+  // The page's replicas in one read, not one per service.
+  std::map<std::pair<std::string, std::string>, std::vector<const store::JobRecord*>> of;
+  std::vector<store::JobRecord> replicas;
+  if (!list->empty()) {
+    store::JobFilter live;
+    live.replicas_only = true;
+    live.tenant = filter.tenant;
+    live.tenants = scope;
+    live.states = {model::JobState::kPending, model::JobState::kScheduled,
+                   model::JobState::kRunning};
+    live.limit = std::numeric_limits<std::size_t>::max();
+    auto read = store_.ListJobs(live);
+    if (!read) return ReplyError(res, read.error());
+    replicas = std::move(*read);
+    for (const auto& job : replicas) {
+      of[{job.spec.tenant, job.spec.service->name}].push_back(&job);
+    }
+  }
   json services = json::array();
-  for (const auto& s : *list) services.push_back(ServiceJson(s, ServiceStatus(s)));
+  for (const auto& s : *list) {
+    services.push_back(ServiceJson(s, ServiceStatus(s, &of[{s.tenant, s.name}])));
+  }
   json body{{"services", std::move(services)}};
   if (more) body["next"] = EncodeCursor(CursorKind::kServices, std::to_string(list->back().id));
   Reply(res, 200, body);

@@ -58,16 +58,18 @@ std::string Bounds(const json& s, std::string_view key) {
 }
 
 std::string StatusLine(const json& s) {
-  std::string line = fmt::format("desired {}, ready {}, starting {}, stopping {} ({})",
-                                 IntText(s, "status.desired"), IntText(s, "status.ready"),
-                                 IntText(s, "status.starting"), IntText(s, "status.stopping"),
-                                 Text(s, "status.phase"));
+  std::string line = fmt::format(
+      "desired {}, ready {}, not ready {}, starting {}, stopping {} ({})",
+      IntText(s, "status.desired"), IntText(s, "status.ready"), IntText(s, "status.not_ready"),
+      IntText(s, "status.starting"), IntText(s, "status.stopping"), Text(s, "status.phase"));
   if (auto until = Int(s, "status.backoff_until_ms")) {
     line += fmt::format("; {} crashes lately, next replica after {}",
                         IntText(s, "status.recent_crashes"), FormatTimeMs(*until));
   }
   const std::string refused = Text(s, "status.refused");
   if (!refused.empty() && refused != "-") line += "; replica refused: " + refused;
+  const std::string waiting = Text(s, "status.waiting");
+  if (!waiting.empty() && waiting != "-") line += "; waiting: " + waiting;
   return line;
 }
 
@@ -163,6 +165,8 @@ std::string RenderServiceWhy(const json& s) {
   if (!refused.empty() && refused != "-") {
     out += fmt::format("- a new replica was refused as a job would be: {}\n", refused);
   }
+  const std::string held = Text(s, "status.waiting");
+  if (!held.empty() && held != "-") out += fmt::format("- waiting: {}\n", held);
   int waiting = 0;
   for (const auto& r : Array(s, "status.replicas")) {
     if (Text(r, "stopping") == "true") {
@@ -170,7 +174,16 @@ std::string RenderServiceWhy(const json& s) {
                          IntText(r, "revision"));
       continue;
     }
-    if (Text(r, "state") == "Running") continue;
+    if (Text(r, "state") == "Running") {
+      if (Text(r, "ready") == "false") {
+        ++waiting;
+        const std::string probe = Text(r, "probe");
+        out += fmt::format("- replica job {} (revision {}) runs on {} but is not ready{}\n",
+                           IntText(r, "job"), IntText(r, "revision"), Text(r, "node"),
+                           probe.empty() || probe == "-" ? "" : ": " + probe);
+      }
+      continue;
+    }
     ++waiting;
     out += fmt::format("- replica job {} (revision {}) is {}: {}\n", IntText(r, "job"),
                        IntText(r, "revision"), Text(r, "state"), Text(r, "reason.message"));

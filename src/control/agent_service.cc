@@ -92,6 +92,8 @@ std::string RunOf(const berth::v1::AgentMessage& msg) {
       return msg.log_chunk().run_id();
     case berth::v1::AgentMessage::kRunCheckpoint:
       return msg.run_checkpoint().run_id();
+    case berth::v1::AgentMessage::kRunHealth:
+      return msg.run_health().run_id();
     default:
       return "";
   }
@@ -209,6 +211,9 @@ grpc::Status AgentService::Connect(grpc::ServerContext* context, Stream* stream)
         break;
       case berth::v1::AgentMessage::kRunCheckpoint:
         st = controller_.OnRunCheckpoint(node, msg.run_checkpoint());
+        break;
+      case berth::v1::AgentMessage::kRunHealth:
+        st = controller_.OnRunHealth(node, msg.run_health());
         break;
       case berth::v1::AgentMessage::kGpuHealth:
         st = controller_.OnGpuHealth(node, msg.gpu_health());

@@ -220,6 +220,14 @@ class Controller {
   static constexpr std::size_t kFailureTailBytes = 64 * 1024;
   [[nodiscard]] Status OnRunCheckpoint(const std::string& node,
                                        const berth::v1::RunCheckpoint& msg);
+  // A service replica's probes changed their verdict: recorded on the run
+  // (RecordRunHealth), then the listener (the service controller's Wake) is
+  // called, so a rollout waiting for readiness moves on at once.
+  [[nodiscard]] Status OnRunHealth(const std::string& node, const berth::v1::RunHealth& msg);
+  // Set once, before agents connect.
+  void SetRunHealthListener(std::function<void()> listener) {
+    on_run_health_ = std::move(listener);
+  }
   // A GPU's health changed: an unhealthy GPU is cordoned (that GPU only),
   // its runs are stopped for the retry policy, and an alert is raised.
   [[nodiscard]] Status OnGpuHealth(const std::string& node, const berth::v1::GpuHealthChanged& msg);
@@ -322,6 +330,7 @@ class Controller {
   // read only by RunPass (under pass_mu_).
   RuntimeFeed runtime_feed_;
   TimeMs over_budget_at_ms_ = -1;
+  std::function<void()> on_run_health_;
   const sched::Scheduler& scheduler_;
   const Clock& clock_;
   ControllerOptions options_;

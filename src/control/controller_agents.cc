@@ -107,6 +107,14 @@ Status Controller::OnRegister(const berth::v1::Register& reg,
       BERTH_RETURN_IF_ERROR(
           control::MarkRunStarted(store_, r.run_id(), r.pid(), r.started_at_ms(), now, r.port()));
     }
+    // A replica's readiness as its agent's probes say it now (unset: no
+    // verdict since the agent started; what berthd holds stands).
+    if (r.has_ready() && (*run)->ready != r.ready()) {
+      BERTH_RETURN_IF_ERROR(control::MarkRunHealth(
+          store_, r.run_id(), r.ready(), false,
+          r.ready() ? "ready when its agent registered" : "not ready when its agent registered",
+          now));
+    }
   }
   // Runs the store believes are running here that the agent no longer knows.
   auto active = store_.ActiveRuns();
@@ -271,6 +279,19 @@ Status Controller::OnRunExited(const std::string& node, const berth::v1::RunExit
   if (session) session->Send(AckOf(msg.run_id()));
   Wake();
   return Ok();
+}
+
+Status Controller::OnRunHealth(const std::string& node, const berth::v1::RunHealth& msg) {
+  // Bounded: the detail is the agent's words, shown in the API.
+  std::string detail = msg.detail().substr(0, 512);
+  auto st = control::MarkRunHealth(store_, msg.run_id(), msg.ready(), msg.liveness_failed(), detail,
+                                   msg.at_ms() > 0 ? msg.at_ms() : clock_.NowMs());
+  if (!st && st.error().code == Code::kNotFound) {
+    spdlog::warn("agent {} reported the health of unknown run {}", node, msg.run_id());
+    return Ok();
+  }
+  if (st && on_run_health_) on_run_health_();
+  return st;
 }
 
 Status Controller::OnRunCheckpoint(const std::string& node, const berth::v1::RunCheckpoint& msg) {

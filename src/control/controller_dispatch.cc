@@ -22,6 +22,7 @@
 #include "meter/metrics.h"
 #include "model/failure.h"
 #include "proto_convert/node.h"
+#include "proto_convert/probe.h"
 
 namespace berth::server {
 namespace {
@@ -100,7 +101,15 @@ berth::v1::StartRun Controller::StartOrder(const store::RunRecord& run, const mo
       net != model::ContainerNetwork::kPrivate) {
     o.set_container_network(std::string(model::ContainerNetworkName(net)));
   }
-  if (spec.service) o.set_service_port(spec.service->port);
+  if (spec.service) {
+    o.set_service_port(spec.service->port);
+    if (spec.service->readiness.kind != model::ProbeKind::kNone) {
+      proto_convert::ProbeToProto(spec.service->readiness, o.mutable_readiness());
+    }
+    if (spec.service->liveness.kind != model::ProbeKind::kNone) {
+      proto_convert::ProbeToProto(spec.service->liveness, o.mutable_liveness());
+    }
+  }
   o.set_cpu_millis(spec.resources.cpu_millis);
   o.set_memory_bytes(spec.resources.memory_bytes);
   for (const auto& m : spec.mounts) {

@@ -173,6 +173,17 @@ Status MarkRunStarted(store::JobStore& store, const std::string& run_id, std::in
   });
 }
 
+Status MarkRunHealth(store::JobStore& store, const std::string& run_id, bool ready,
+                     bool liveness_failed, const std::string& detail, TimeMs at) {
+  return store.UpdateJobs([&](JobTransaction& tx) -> Status {
+    auto job = LoadByRun(tx, run_id);
+    if (!job) return std::unexpected(job.error());
+    auto update = RecordRunHealth(*job, run_id, ready, liveness_failed, detail, at);
+    if (!update) return Ok();
+    return tx.Write(*update);
+  });
+}
+
 Result<JobRecord> MarkRunExited(store::JobStore& store, const model::RunExit& exit, TimeMs now) {
   JobRecord after;
   auto st = store.UpdateJobs([&](JobTransaction& tx) -> Status {

@@ -55,6 +55,10 @@ namespace berth::control {
 
 // An agent reported run `run_id` started (StartRun). NotFound for an
 // unknown run; a repeated report changes nothing.
+// A service replica's probes changed their verdict (RecordRunHealth);
+// unknown runs are kNotFound, a repeated verdict changes nothing.
+[[nodiscard]] Status MarkRunHealth(store::JobStore& store, const std::string& run_id, bool ready,
+                                   bool liveness_failed, const std::string& detail, TimeMs at);
 [[nodiscard]] Status MarkRunStarted(store::JobStore& store, const std::string& run_id,
                                     std::int64_t pid, TimeMs started_at, TimeMs now,
                                     std::uint32_t port = 0);

@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "common/units.h"
 #include "control/controller.h"
 #include "model/json.h"
 
@@ -72,6 +74,10 @@ model::JobSpec ServiceController::ReplicaSpec(const store::ServiceRecord& servic
   // (docs/services.md, "Replicas").
   j.preemptible = false;
   j.service = model::ServiceOwner{service.name, service.revision, s.port};
+  // Its agent probes it (agent/prober.h); a replica changes with its
+  // revision's probes only when something else of its spec changes too.
+  j.service->readiness = s.readiness;
+  j.service->liveness = s.liveness;
   return j;
 }
 
@@ -84,6 +90,50 @@ bool ServiceController::RunsCurrentSpec(const store::ServiceRecord& service,
   current.service.reset();
   other.service.reset();
   return model::ToJson(current) == model::ToJson(other);
+}
+
+ReplicaHealth ServiceController::HealthOf(const store::JobRecord& job) {
+  ReplicaHealth h;
+  h.stopping = job.cancel_requested;
+  h.running = job.state == model::JobState::kRunning;
+  const model::RunRecord* run = nullptr;
+  for (const auto& r : job.runs) {
+    if (r.state != model::RunState::kExited) run = &r;
+  }
+  if (run == nullptr) return h;
+  h.node = run->node;
+  h.port = run->port;
+  h.probe_detail = run->probe_detail;
+  if (!h.running || run->state != model::RunState::kRunning) return h;
+  const bool probed =
+      job.spec.service && job.spec.service->readiness.kind != model::ProbeKind::kNone;
+  h.ready = !probed || run->ready.value_or(false);
+  if (!h.ready) {
+    h.not_ready_since_ms =
+        run->ready_changed_ms.value_or(run->started_at_ms.value_or(job.started_at_ms.value_or(1)));
+  }
+  return h;
+}
+
+ReplicaCounts ServiceController::CountReplicas(
+    const store::ServiceRecord& service, const std::vector<const store::JobRecord*>& replicas) {
+  ReplicaCounts n;
+  for (const store::JobRecord* job : replicas) {
+    const ReplicaHealth h = HealthOf(*job);
+    if (h.stopping) {
+      ++n.stopping;
+    } else if (!h.running) {
+      ++n.starting;
+    } else {
+      ++n.running;
+      if (!h.ready) {
+        ++n.not_ready;
+      } else if (RunsCurrentSpec(service, job->spec)) {
+        ++n.ready;
+      }
+    }
+  }
+  return n;
 }
 
 std::optional<ServiceRound> ServiceController::LastRound(const std::string& tenant,
@@ -114,7 +164,7 @@ Status ServiceController::Reconcile() {
   store::JobFilter live;
   live.states = {model::JobState::kPending, model::JobState::kScheduled, model::JobState::kRunning};
   live.replicas_only = true;
-  live.with_runs = false;
+  live.with_runs = true;  // readiness is the current run's
   live.limit = kMaxLiveReplicas;
   auto replicas = store_.ListJobs(live);
   if (!replicas) return std::unexpected(replicas.error());
@@ -173,13 +223,17 @@ Status ServiceController::ReconcileOne(const store::ServiceRecord& service,
   in.rollout = service.spec.rollout;
   in.now_ms = now;
   std::uint32_t current = 0;
+  // The current revision's replicas running but not ready, for the status.
+  std::vector<std::pair<std::int64_t, ReplicaHealth>> unready;
   for (const auto& job : replicas) {
     if (job.cancel_requested) continue;  // stopping already
     // A replica that runs the current spec counts as the current revision's.
     const bool same = RunsCurrentSpec(service, job.spec);
     const std::int64_t revision = same ? service.revision : job.spec.service->revision;
-    in.replicas.push_back({job.id, revision, job.state == model::JobState::kRunning});
+    ReplicaHealth h = HealthOf(job);
+    in.replicas.push_back({job.id, revision, h.ready, h.not_ready_since_ms});
     if (same) ++current;
+    if (same && h.running && !h.ready) unready.emplace_back(job.id, std::move(h));
   }
   if (current < in.desired) {
     // Missing replicas: how many ended on their own lately.
@@ -207,6 +261,24 @@ Status ServiceController::ReconcileOne(const store::ServiceRecord& service,
   round.backoff_until_ms = plan.backoff_until_ms;
   round.recent_crashes = in.recent_crashes;
   round.at_ms = now;
+  if (!unready.empty()) {
+    // The longest waiting first: what holds the rollout or the scale-up.
+    std::sort(unready.begin(), unready.end(), [](const auto& a, const auto& b) {
+      return a.second.not_ready_since_ms < b.second.not_ready_since_ms;
+    });
+    const auto& [job_id, h] = unready.front();
+    round.waiting =
+        fmt::format("replica job {} of revision {} not ready for {}{}{}", job_id, service.revision,
+                    FormatDurationMs(std::max<TimeMs>(now - h.not_ready_since_ms, 0)),
+                    h.probe_detail.empty() ? "" : ": " + h.probe_detail,
+                    unready.size() > 1 ? fmt::format(" (and {} more)", unready.size() - 1) : "");
+    if (plan.phase == sched::ReplicaPhase::kRolloutPaused) {
+      round.waiting += fmt::format(
+          "; the rollout is paused past its {} progress deadline and the old revision keeps "
+          "serving: fix the new revision (berth svc apply) or roll back (berth svc rollback)",
+          FormatDurationMs(in.progress_deadline_ms));
+    }
+  }
   Status failed = Ok();
   for (const auto& stop : plan.stop) {
     const std::string why =

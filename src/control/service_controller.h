@@ -45,7 +45,34 @@ struct ServiceRound {
   // Why the last replica it tried to create was refused ("" when none was):
   // the admission or quota refusal, as a job's submission gets it.
   std::string refused{};
+  // What the rollout or scaling waits for, in words ("" when nothing):
+  // the new revision's replicas not ready yet, with their probe's outcome.
+  std::string waiting{};
   TimeMs at_ms = 0;
+};
+
+// Where one live replica stands (its job and current run): what the plan,
+// the status and the metrics count.
+struct ReplicaHealth {
+  bool stopping = false;  // asked to stop (scaled down, replaced, deleted)
+  bool running = false;   // its job runs (placed, process started)
+  // Running and passing its readiness probe; a replica whose spec has no
+  // readiness probe is ready once running.
+  bool ready = false;
+  // Running but not ready: since when (see sched::ReplicaView).
+  TimeMs not_ready_since_ms = 0;
+  std::string probe_detail{};  // the last probe's outcome, from its agent
+  std::string node{};
+  std::uint32_t port = 0;
+};
+
+// A service's live replicas, counted once for the status and /metrics.
+struct ReplicaCounts {
+  std::uint32_t ready = 0;      // ready, of the current spec
+  std::uint32_t not_ready = 0;  // running, not (yet) passing readiness
+  std::uint32_t running = 0;    // running, any revision, not stopping
+  std::uint32_t starting = 0;   // not running yet (pending, placed, starting)
+  std::uint32_t stopping = 0;
 };
 
 class ServiceController {
@@ -77,6 +104,10 @@ class ServiceController {
   // autoscaling, its SLO) keeps the replicas it has, as Kubernetes keeps a
   // Deployment's pods when only its replica count changes.
   static bool RunsCurrentSpec(const store::ServiceRecord& service, const model::JobSpec& replica);
+  // `job` must have been read with its runs.
+  static ReplicaHealth HealthOf(const store::JobRecord& job);
+  static ReplicaCounts CountReplicas(const store::ServiceRecord& service,
+                                     const std::vector<const store::JobRecord*>& replicas);
 
  private:
   Status ReconcileOne(const store::ServiceRecord& service,

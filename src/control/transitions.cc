@@ -34,6 +34,7 @@ struct Attempt {
   const RunRecord* lost = nullptr;
   const RunRecord* gpu = nullptr;
   const RunRecord* evicted = nullptr;
+  const RunRecord* liveness = nullptr;
 };
 
 std::optional<Attempt> ReadAttempt(const JobRecord& job) {
@@ -51,6 +52,7 @@ std::optional<Attempt> ReadAttempt(const JobRecord& job) {
     if (cause == StopCause::kMaxRuntime) first(a.max_runtime, r);
     if (lost) first(a.lost, r);
     if (cause == StopCause::kGpuError) first(a.gpu, r);
+    if (cause == StopCause::kLiveness) first(a.liveness, r);
     if (model::IsEviction(cause) || cause == StopCause::kDrained) first(a.evicted, r);
     if (!r.start_error.empty() && !lost) first(a.start_error, r);
     const bool bad = r.exit_code.value_or(0) != 0 || r.signal.value_or(0) != 0;
@@ -129,6 +131,11 @@ bool SettleInto(JobUpdate& u, TimeMs now) {
         {{"max_runtime_s", job.spec.max_runtime_ms / 1000}, {"replica", a.max_runtime->replica}},
         {}};
     failure_class = "max_runtime";
+  } else if (a.liveness != nullptr) {
+    state = JobState::kFailed;
+    reason = {
+        ReasonCode::kLivenessFailed, {{"replica", a.liveness->replica}}, a.liveness->stop_detail};
+    failure_class = "user_code";
   } else if (a.lost != nullptr) {
     state = JobState::kFailed;
     const std::string detail =
@@ -197,6 +204,9 @@ bool SettleInto(JobUpdate& u, TimeMs now) {
   } else if (a.max_runtime != nullptr) {
     code = a.max_runtime->exit_code;
     sig = a.max_runtime->signal;
+  } else if (a.liveness != nullptr) {
+    code = a.liveness->exit_code;
+    sig = a.liveness->signal;
   }
   u.job.state = state;
   u.job.reason = reason;
@@ -271,6 +281,36 @@ std::optional<StartUpdate> StartRun(const JobRecord& job, const std::string& run
   return out;
 }
 
+std::optional<JobUpdate> RecordRunHealth(const JobRecord& job, const std::string& run_id,
+                                         bool ready, bool liveness_failed,
+                                         const std::string& detail, TimeMs at) {
+  auto it = std::find_if(job.runs.begin(), job.runs.end(),
+                         [&](const RunRecord& r) { return r.run_id == run_id; });
+  if (it == job.runs.end() || it->state == model::RunState::kExited) return std::nullopt;
+  const bool failed_now = liveness_failed && it->stop_detail != detail;
+  if (it->ready == ready && !failed_now) return std::nullopt;
+  JobUpdate u{job, {}};
+  RunRecord& run = *std::find_if(u.job.runs.begin(), u.job.runs.end(),
+                                 [&](const RunRecord& r) { return r.run_id == run_id; });
+  const bool changed = run.ready != ready;
+  run.ready = ready;
+  run.probe_detail = detail;
+  if (changed) run.ready_changed_ms = at;
+  if (liveness_failed) {
+    run.stop_detail = detail;
+    u.events.push_back({at, job.state, "LivenessFailed",
+                        fmt::format("replica {} on {}: {}; its agent is stopping it", run.replica,
+                                    run.node, detail),
+                        std::nullopt});
+  } else {
+    u.events.push_back({at, job.state, ready ? "Ready" : "NotReady",
+                        fmt::format("replica {} on {} is {}: {}", run.replica, run.node,
+                                    ready ? "ready" : "not ready", detail),
+                        std::nullopt});
+  }
+  return u;
+}
+
 std::optional<ExitUpdate> RecordExit(const JobRecord& job, const model::RunExit& exit, TimeMs now) {
   auto it = std::find_if(job.runs.begin(), job.runs.end(),
                          [&](const RunRecord& r) { return r.run_id == exit.run_id; });
@@ -279,9 +319,12 @@ std::optional<ExitUpdate> RecordExit(const JobRecord& job, const model::RunExit&
   RunRecord& run = out.run;
   const RunRecord before = *it;
   // Berth's own stop reason wins over the agent's echo (a gang stop arrives
-  // at the agent as a plain stop); max_runtime is the agent's to say.
+  // at the agent as a plain stop); max_runtime and liveness are the agent's
+  // to say.
   StopCause cause = before.stopped_for != StopCause::kNone ? before.stopped_for : exit.stopped_for;
-  if (exit.stopped_for == StopCause::kMaxRuntime) cause = exit.stopped_for;
+  if (exit.stopped_for == StopCause::kMaxRuntime || exit.stopped_for == StopCause::kLiveness) {
+    cause = exit.stopped_for;
+  }
   // Never started: no start time, so neither runtime nor GPU time is metered.
   const bool never_started = exit.never_started && before.state == model::RunState::kStarting;
   run.state = model::RunState::kExited;

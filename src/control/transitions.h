@@ -55,6 +55,17 @@ struct StartUpdate {
 std::optional<StartUpdate> StartRun(const model::JobRecord& job, const std::string& run_id,
                                     std::int64_t pid, TimeMs started_at, std::uint32_t port = 0);
 
+// An agent's probes changed their verdict on service replica run `run_id`
+// (agent.proto RunHealth): it is ready, or not, at `at` (the agent's
+// clock); `liveness_failed`: its agent is stopping it, and `detail` becomes
+// its stop detail. The timeline gets a Ready / NotReady / LivenessFailed
+// event. nullopt when the job has no such run, the run has exited, or the
+// verdict is the one recorded already.
+std::optional<model::JobUpdate> RecordRunHealth(const model::JobRecord& job,
+                                                const std::string& run_id, bool ready,
+                                                bool liveness_failed, const std::string& detail,
+                                                TimeMs at);
+
 // An agent reported that run `exit.run_id` of `job` ended. The run becomes
 // Exited with what it reported (Berth's own stop cause wins over the
 // agent's echo, except max_runtime; a run never started keeps no start

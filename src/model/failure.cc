@@ -131,6 +131,9 @@ std::optional<Failure> ClassifyFailure(const Reason& reason, std::string_view lo
       return Failure{FailureClass::kNodeLost, reason.detail};
     case ReasonCode::kGpuFailed:
       return Failure{FailureClass::kGpuHardware, reason.detail};
+    case ReasonCode::kLivenessFailed:
+      // A replica that stops answering is its own code's failure.
+      return Failure{FailureClass::kUserCode, "liveness probe: " + reason.detail};
     case ReasonCode::kRetrying: {
       // detail: "<class>: <what failed>"; the class was read from the log
       // tail when the attempt failed.

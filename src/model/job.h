@@ -13,6 +13,7 @@
 
 #include "common/status.h"
 #include "model/names.h"
+#include "model/service.h"
 #include "model/telemetry.h"
 
 namespace berth::model {
@@ -142,6 +143,11 @@ struct ServiceOwner {
   // Where the replica serves (the service's `port`); the agent gives it a
   // port of the node and sets PORT (agent.proto StartRun.service_port).
   std::uint32_t port = 0;
+  // The service's probes, run by the replica's agent (agent/prober.h):
+  // readiness decides whether the gateway sends it requests, liveness
+  // whether it is replaced.
+  Probe readiness{};
+  Probe liveness{};
   bool operator==(const ServiceOwner&) const = default;
 };
 

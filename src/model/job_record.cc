@@ -7,7 +7,7 @@ namespace berth::model {
 
 namespace {
 
-constexpr std::array<std::pair<StopCause, std::string_view>, 12> kStopCauses{{
+constexpr std::array<std::pair<StopCause, std::string_view>, 13> kStopCauses{{
     {StopCause::kNone, ""},
     {StopCause::kCancelled, "cancelled"},
     {StopCause::kMaxRuntime, "max_runtime"},
@@ -19,6 +19,7 @@ constexpr std::array<std::pair<StopCause, std::string_view>, 12> kStopCauses{{
     {StopCause::kLost, "lost"},
     {StopCause::kFenced, "fenced"},
     {StopCause::kGpuError, "gpu_error"},
+    {StopCause::kLiveness, "liveness"},
     {StopCause::kUnknown, "unknown"},
 }};
 

@@ -33,6 +33,7 @@ enum class StopCause {
   kLost,        // berthd presumed its node gone
   kFenced,      // its agent, cut off from berthd, stopped it
   kGpuError,    // a GPU it held reported a hardware error
+  kLiveness,    // a service replica's liveness probe failed; its agent stopped it
   kUnknown,     // "unknown": stopped, for a name this version does not know
 };
 std::string_view StopCauseName(StopCause cause);
@@ -77,6 +78,12 @@ struct RunRecord {
   // Why Berth stopped it, in words, when the reason needs more than
   // stopped_for (the GPU error that stopped a "gpu_error" run).
   std::string stop_detail{};
+  // A service replica's readiness as its agent's probes last said it
+  // (agent.proto RunHealth); nullopt: no verdict yet. The probe's outcome
+  // behind it, and when it last changed (unix ms).
+  std::optional<bool> ready{};
+  std::string probe_detail{};
+  std::optional<TimeMs> ready_changed_ms{};
 
   bool operator==(const RunRecord&) const = default;
 };

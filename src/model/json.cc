@@ -76,6 +76,12 @@ json ToJson(const JobSpec& s) {
   if (s.service) {
     j["service"] = {
         {"name", s.service->name}, {"revision", s.service->revision}, {"port", s.service->port}};
+    if (s.service->readiness.kind != ProbeKind::kNone) {
+      j["service"]["readiness"] = ToJson(s.service->readiness);
+    }
+    if (s.service->liveness.kind != ProbeKind::kNone) {
+      j["service"]["liveness"] = ToJson(s.service->liveness);
+    }
   }
   if (s.load != LoadProfile{}) {
     j["load"] = {{"pattern", LoadPatternName(s.load.pattern)},
@@ -153,6 +159,8 @@ JobSpec JobSpecFromJson(const json& j) {
   if (auto o = j.find("service"); o != j.end() && o->is_object()) {
     s.service = ServiceOwner{o->value("name", std::string{}), o->value("revision", std::int64_t{0}),
                              o->value("port", std::uint32_t{0})};
+    if (auto r = o->find("readiness"); r != o->end()) s.service->readiness = ProbeFromJson(*r);
+    if (auto l = o->find("liveness"); l != o->end()) s.service->liveness = ProbeFromJson(*l);
   }
   return s;
 }

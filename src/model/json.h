@@ -7,6 +7,7 @@
 
 #include "model/job.h"
 #include "model/node.h"
+#include "model/probe_json.h"
 #include "model/reason.h"
 #include "model/service.h"
 

@@ -68,6 +68,8 @@ std::string_view ReasonCodeName(ReasonCode code) {
       return "Drained";
     case ReasonCode::kOverBudget:
       return "OverBudget";
+    case ReasonCode::kLivenessFailed:
+      return "LivenessFailed";
   }
   return "None";
 }
@@ -330,6 +332,7 @@ TemplateArgs CodeArgs(const Reason& r, Lang lang) {
     case ReasonCode::kFailedToStart:
     case ReasonCode::kRunLost:
     case ReasonCode::kGpuFailed:
+    case ReasonCode::kLivenessFailed:
       a.Set("replica", Count(r, "replica"));
       break;
     case ReasonCode::kMaxRuntimeExceeded:

@@ -50,8 +50,11 @@ enum class ReasonCode {
   // micro-units of money); detail: "<month> <unit>" ("2026-11 GPU-hours",
   // "2026-11 USD").
   kOverBudget,
+  // A service replica failed its liveness probe and its agent stopped it;
+  // its service replaces it. counts: replica; detail: the probe's outcome.
+  kLivenessFailed,
 };
-inline constexpr ReasonCode kLastReasonCode = ReasonCode::kOverBudget;
+inline constexpr ReasonCode kLastReasonCode = ReasonCode::kLivenessFailed;
 inline constexpr std::string_view kBudgetUsed = "budget_used_micros";
 inline constexpr std::string_view kBudgetLimit = "budget_limit_micros";
 

@@ -96,6 +96,11 @@ constexpr std::array kCodeTexts{
                "low-priority jobs wait until next month or a larger budget (berth budget list)",
                "租户已超出 {month} 的强制预算：已用 {used}，预算 {limit} {unit}；低优先级作业将等待"
                "到下个月或预算调高（berth budget list）"}},
+    CodeEntry{ReasonCode::kLivenessFailed,
+              {"replica {replica} failed its liveness probe ({detail}); its agent stopped it and "
+               "its service replaces it",
+               "副本 {replica} 未通过存活探针（liveness）：{detail}；节点代理已将其停止，"
+               "所属服务会替换它"}},
 };
 
 struct PhraseEntry {

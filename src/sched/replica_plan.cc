@@ -5,9 +5,9 @@
 namespace berth::sched {
 namespace {
 
-// Stop order among replicas alike: not yet running first, then the newest.
+// Stop order among replicas alike: not ready first, then the newest.
 bool StopsFirst(const ReplicaView& a, const ReplicaView& b) {
-  if (a.running != b.running) return !a.running;
+  if (a.ready != b.ready) return !a.ready;
   return a.job_id > b.job_id;
 }
 
@@ -40,6 +40,8 @@ std::string_view ReplicaPhaseName(ReplicaPhase p) {
       return "rolling_out";
     case ReplicaPhase::kBackingOff:
       return "backing_off";
+    case ReplicaPhase::kRolloutPaused:
+      return "rollout_paused";
   }
   return "steady";
 }
@@ -47,16 +49,16 @@ std::string_view ReplicaPhaseName(ReplicaPhase p) {
 ReplicaPlan PlanReplicas(const ReplicaPlanInput& in) {
   ReplicaPlan plan;
   std::vector<ReplicaView> current;
-  std::vector<ReplicaView> old_running;
+  std::vector<ReplicaView> old_ready;
   bool rolling = false;
   for (const ReplicaView& r : in.replicas) {
     if (r.revision == in.revision) {
       current.push_back(r);
-    } else if (r.running) {
-      old_running.push_back(r);
+    } else if (r.ready) {
+      old_ready.push_back(r);
       rolling = true;
     } else {
-      // An old replica that is not running serves nothing: replaced at once.
+      // An old replica that is not ready serves nothing: replaced at once.
       plan.stop.push_back({r.job_id, ReplicaStopCause::kReplaced});
       rolling = true;
     }
@@ -69,20 +71,20 @@ ReplicaPlan PlanReplicas(const ReplicaPlanInput& in) {
     plan.stop.push_back({current[i].job_id, ReplicaStopCause::kScaledDown});
   }
   const auto kept = static_cast<std::uint32_t>(current.size() - excess);
-  std::uint32_t kept_running = 0;
-  for (std::size_t i = excess; i < current.size(); ++i) kept_running += current[i].running ? 1 : 0;
+  std::uint32_t kept_ready = 0;
+  for (std::size_t i = excess; i < current.size(); ++i) kept_ready += current[i].ready ? 1 : 0;
 
-  // Old running replicas go while enough others stay running.
-  std::sort(old_running.begin(), old_running.end(), StopsFirst);
+  // Old ready replicas go while enough others stay ready.
+  std::sort(old_ready.begin(), old_ready.end(), StopsFirst);
   const std::uint32_t min_available =
       in.desired > in.rollout.max_unavailable ? in.desired - in.rollout.max_unavailable : 0;
-  const auto available = static_cast<std::uint32_t>(kept_running + old_running.size());
+  const auto available = static_cast<std::uint32_t>(kept_ready + old_ready.size());
   const std::uint32_t can_stop = available > min_available ? available - min_available : 0;
-  const std::size_t old_stopped = std::min<std::size_t>(can_stop, old_running.size());
+  const std::size_t old_stopped = std::min<std::size_t>(can_stop, old_ready.size());
   for (std::size_t i = 0; i < old_stopped; ++i) {
-    plan.stop.push_back({old_running[i].job_id, ReplicaStopCause::kReplaced});
+    plan.stop.push_back({old_ready[i].job_id, ReplicaStopCause::kReplaced});
   }
-  const auto old_left = static_cast<std::uint32_t>(old_running.size() - old_stopped);
+  const auto old_left = static_cast<std::uint32_t>(old_ready.size() - old_stopped);
 
   // New replicas of the current revision, within the surge while old ones
   // remain.
@@ -101,11 +103,16 @@ ReplicaPlan PlanReplicas(const ReplicaPlanInput& in) {
   }
   plan.create = create;
 
-  if (rolling) {
+  const bool stalled = std::any_of(current.begin(), current.end(), [&](const ReplicaView& r) {
+    return r.not_ready_since_ms > 0 && in.now_ms - r.not_ready_since_ms >= in.progress_deadline_ms;
+  });
+  if (rolling && stalled) {
+    plan.phase = ReplicaPhase::kRolloutPaused;
+  } else if (rolling) {
     plan.phase = ReplicaPhase::kRollingOut;
   } else if (plan.backoff_until_ms) {
     plan.phase = ReplicaPhase::kBackingOff;
-  } else if (plan.create > 0 || !plan.stop.empty() || kept_running < kept) {
+  } else if (plan.create > 0 || !plan.stop.empty() || kept_ready < kept) {
     plan.phase = ReplicaPhase::kScaling;
   }
   return plan;

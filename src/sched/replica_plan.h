@@ -10,10 +10,11 @@
 // The rules (docs/services.md, "Replicas"):
 //  - Replicas of an older revision are replaced, Kubernetes Deployment
 //    style: at most `desired + max_surge` replicas in all while any old one
-//    remains, and at least `desired - max_unavailable` running. An old
-//    replica not yet running serves nothing and is stopped at once.
+//    remains, and at least `desired - max_unavailable` ready. An old
+//    replica that is not ready serves nothing and is stopped at once, so a
+//    new revision that never becomes ready keeps the old ones serving.
 //  - Above `desired`, replicas of the current revision are stopped: those
-//    not yet running first, then the newest.
+//    not ready first, then the newest.
 //  - A replica that ended without being asked to (a crash, an exit, a
 //    failure its retry policy gave up on) is replaced after a back-off:
 //    10 s after the first such end in the crash window, doubling per end,
@@ -34,10 +35,19 @@ namespace berth::sched {
 struct ReplicaView {
   std::int64_t job_id = 0;
   std::int64_t revision = 0;
-  // Placed and started. Until readiness probes act, a running replica
-  // counts as available.
-  bool running = false;
+  // Serving: running and passing its readiness probe (agent/prober.h). A
+  // replica that is not (pending, starting, loading its model, failing its
+  // probe) counts as unavailable.
+  bool ready = false;
+  // Running but not ready: since when (its start, or its last verdict of
+  // not ready); 0 otherwise.
+  TimeMs not_ready_since_ms = 0;
 };
+
+inline constexpr TimeMs kCrashWindowMs = 600'000;  // 10 min
+inline constexpr TimeMs kRolloutProgressDeadlineMs = 600'000;
+inline constexpr TimeMs kFirstCrashBackoffMs = 10'000;
+inline constexpr TimeMs kMaxCrashBackoffMs = 300'000;
 
 struct ReplicaPlanInput {
   std::int64_t revision = 0;  // the service's current revision
@@ -49,11 +59,10 @@ struct ReplicaPlanInput {
   std::uint32_t recent_crashes = 0;
   TimeMs last_crash_ms = 0;
   TimeMs now_ms = 0;
+  // A rollout whose new replica has run this long without becoming ready
+  // pauses (Kubernetes' progressDeadlineSeconds: 600).
+  TimeMs progress_deadline_ms = kRolloutProgressDeadlineMs;
 };
-
-inline constexpr TimeMs kCrashWindowMs = 600'000;  // 10 min
-inline constexpr TimeMs kFirstCrashBackoffMs = 10'000;
-inline constexpr TimeMs kMaxCrashBackoffMs = 300'000;
 
 // The wait before replacing a replica after `crashes` recent crashes (0: none).
 TimeMs CrashBackoffMs(std::uint32_t crashes);
@@ -76,6 +85,11 @@ enum class ReplicaPhase {
   kScaling,     // creating or stopping replicas of the current revision
   kRollingOut,  // replacing replicas of an older revision
   kBackingOff,  // replicas missing, held by the crash back-off
+  // Rolling out, but a new replica has run past the progress deadline
+  // without becoming ready: nothing more of the old revision is stopped
+  // (it keeps serving) until the new one is ready or the service is rolled
+  // back.
+  kRolloutPaused,
 };
 std::string_view ReplicaPhaseName(ReplicaPhase p);
 

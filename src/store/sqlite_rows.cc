@@ -57,6 +57,9 @@ RunRecord ReadRun(const Statement& st) {
   r.failure_class = st.Text(20);
   r.stop_detail = st.Text(21);
   r.port = static_cast<std::uint32_t>(st.Int(22));
+  if (auto ready = st.OptInt(23)) r.ready = *ready != 0;
+  r.probe_detail = st.Text(24);
+  r.ready_changed_ms = st.OptInt(25);
   return r;
 }
 

@@ -19,7 +19,8 @@ namespace berth::store {
 inline constexpr std::string_view kRunColumns =
     "run_id, job_id, replica, attempt, node, gpu_indices, gpu_uuids, state, pid, started_ms, "
     "finished_ms, exit_code, signal, stopped_for, start_error, stop_requested, gpu_share_millis, "
-    "gpu_share_bytes, last_checkpoint_ms, clean_stop, failure_class, stop_detail, port";
+    "gpu_share_bytes, last_checkpoint_ms, clean_stop, failure_class, stop_detail, port, ready, "
+    "probe_detail, ready_changed_ms";
 
 inline constexpr std::string_view kJobColumns =
     "id, spec, state, reason, submitted_ms, started_ms, finished_ms, exit_code, signal, "

@@ -26,7 +26,7 @@ using nlohmann::json;
 // class; jobs count their failures and when a retry may start. 5: who
 // submitted each job. 6: job arrays. 7: inference services and their
 // revisions (new tables only, made by kSchema).
-constexpr int kSchemaVersion = 8;
+constexpr int kSchemaVersion = 9;
 
 constexpr std::string_view kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -55,7 +55,8 @@ CREATE TABLE IF NOT EXISTS runs(
   start_error TEXT NOT NULL DEFAULT '', stop_requested INTEGER NOT NULL DEFAULT 0,
   gpu_share_millis INTEGER NOT NULL DEFAULT 0, gpu_share_bytes INTEGER NOT NULL DEFAULT 0,
   last_checkpoint_ms INTEGER, clean_stop INTEGER, failure_class TEXT NOT NULL DEFAULT '',
-  stop_detail TEXT NOT NULL DEFAULT '', port INTEGER NOT NULL DEFAULT 0);
+  stop_detail TEXT NOT NULL DEFAULT '', port INTEGER NOT NULL DEFAULT 0, ready INTEGER,
+  probe_detail TEXT NOT NULL DEFAULT '', ready_changed_ms INTEGER);
 CREATE INDEX IF NOT EXISTS runs_by_job ON runs(job_id);
 CREATE INDEX IF NOT EXISTS runs_by_state ON runs(state);
 CREATE TABLE IF NOT EXISTS job_events(
@@ -313,6 +314,19 @@ Status SqliteStore::Migrate(TimeMs now) {
     if (port->Int(0) == 0) {
       BERTH_RETURN_IF_ERROR(
           db_.Exec("ALTER TABLE runs ADD COLUMN port INTEGER NOT NULL DEFAULT 0;"));
+    }
+  }
+  if (stored && *stored < 9) {
+    // Schema 9: service replicas' readiness, as their agents' probes say it.
+    auto has = db_.Prepare("SELECT COUNT(*) FROM pragma_table_info('runs') WHERE name='ready'");
+    if (!has) return std::unexpected(has.error());
+    auto row = has->Step();
+    if (!row) return std::unexpected(row.error());
+    if (has->Int(0) == 0) {
+      BERTH_RETURN_IF_ERROR(
+          db_.Exec("ALTER TABLE runs ADD COLUMN ready INTEGER;"
+                   "ALTER TABLE runs ADD COLUMN probe_detail TEXT NOT NULL DEFAULT '';"
+                   "ALTER TABLE runs ADD COLUMN ready_changed_ms INTEGER;"));
     }
   }
   // After the columns exist, on a new or a migrated database alike.

@@ -90,14 +90,16 @@ Status SqliteStore::WriteRun(const RunRecord& r) {
       "INSERT INTO runs(run_id, job_id, replica, attempt, node, gpu_indices, gpu_uuids, "
       "gpu_share_millis, gpu_share_bytes, state, pid, started_ms, finished_ms, exit_code, "
       "signal, stopped_for, start_error, stop_requested, last_checkpoint_ms, clean_stop, "
-      "failure_class, stop_detail, port) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+      "failure_class, stop_detail, port, ready, probe_detail, ready_changed_ms) "
+      "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
       "ON CONFLICT(run_id) DO UPDATE SET state=excluded.state, pid=excluded.pid, "
       "started_ms=excluded.started_ms, finished_ms=excluded.finished_ms, "
       "exit_code=excluded.exit_code, signal=excluded.signal, stopped_for=excluded.stopped_for, "
       "start_error=excluded.start_error, stop_requested=excluded.stop_requested, "
       "last_checkpoint_ms=excluded.last_checkpoint_ms, clean_stop=excluded.clean_stop, "
       "failure_class=excluded.failure_class, stop_detail=excluded.stop_detail, "
-      "port=excluded.port");
+      "port=excluded.port, ready=excluded.ready, probe_detail=excluded.probe_detail, "
+      "ready_changed_ms=excluded.ready_changed_ms");
   if (!st) return std::unexpected(st.error());
   auto wide = [](std::optional<std::int32_t> v) {
     return v ? std::optional<std::int64_t>(*v) : std::nullopt;
@@ -125,6 +127,9 @@ Status SqliteStore::WriteRun(const RunRecord& r) {
       .Bind(21, r.failure_class)
       .Bind(22, r.stop_detail)
       .Bind(23, std::int64_t{r.port})
+      .Bind(24, r.ready ? std::optional<std::int64_t>(*r.ready ? 1 : 0) : std::nullopt)
+      .Bind(25, r.probe_detail)
+      .Bind(26, r.ready_changed_ms)
       .Run();
 }
 

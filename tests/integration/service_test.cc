@@ -7,6 +7,8 @@
 // none missing, scaled, crash-looping held back, stopped with the service.
 #include <fmt/format.h>
 
+#include <fstream>
+
 #include "integration/fixture.h"
 #include "integration/tenants.h"
 
@@ -166,13 +168,24 @@ queue: serve
 command: [sleep, "600"]
 replicas: {min: 2, max: 4}
 resources: {gpus: 1}
+readiness: {command: ["true"]}
 )";
 
-// Replicas whose revision is `revision` and which run, not being stopped.
+// Replicas whose revision is `revision` and which are ready (running and
+// passing their readiness probe), not being stopped.
 int ReadyOf(const json& service, std::int64_t revision) {
   int n = 0;
   for (const auto& r : service.at("status").at("replicas")) {
-    if (r.at("revision") == revision && r.at("state") == "Running" && !r.at("stopping")) ++n;
+    if (r.at("revision") == revision && r.at("ready") == true && !r.at("stopping")) ++n;
+  }
+  return n;
+}
+
+// Replicas of any revision that serve: ready and not being stopped.
+int ServingOf(const json& service) {
+  int n = 0;
+  for (const auto& r : service.at("status").at("replicas")) {
+    if (r.at("ready") == true && !r.at("stopping")) ++n;
   }
   return n;
 }
@@ -246,20 +259,20 @@ TEST_F(ServiceTest, ReplicasRunAsJobsOfTheServiceAndFollowItsChanges) {
   EXPECT_EQ(bo.Post(fmt::format("/v1/jobs/{}/cancel", v1[0]), "").status, 404);
 
   // A new revision replaces the replicas one at a time (max_surge 1,
-  // max_unavailable 0): never fewer than two running.
+  // max_unavailable 0): never fewer than two ready.
   std::string v2 = kSleeper;
   v2.replace(v2.find("\"600\""), 5, "\"601\"");
   ASSERT_EQ(rita.Post("/v1/services", v2, "application/yaml").status, 200);
-  int fewest_running = 99;
+  int fewest_serving = 99;
   ASSERT_TRUE(WaitFor(
       [&] {
         if (!show()) return false;
-        fewest_running = std::min(fewest_running, service.at("status").at("running").get<int>());
+        fewest_serving = std::min(fewest_serving, ServingOf(service));
         return ReadyOf(service, 2) == 2 && service.at("status").at("replicas").size() == 2;
       },
       30s, 20ms))
       << service.dump();
-  EXPECT_GE(fewest_running, 2);
+  EXPECT_GE(fewest_serving, 2);
   for (std::int64_t id : v1) EXPECT_TRUE(berthd.WaitForState(id, "Cancelled", 10s));
 
   // Scaled to one: one replica stops.
@@ -348,6 +361,82 @@ resources: {{gpus: 1}}
   EXPECT_NE(detail.text.find(fmt::format("serving on port {}", given[0])), std::string::npos)
       << detail.text;
   EXPECT_EQ(detail.body.at("spec").at("env").at("BERTH_MODEL"), "test/llm") << detail.text;
+}
+
+// Probes on a real agent: a model server is not ready while it loads (its
+// /health answers 503), then ready; a replica whose liveness command fails
+// is stopped by its agent, fails with that reason, and is replaced.
+TEST_F(ServiceTest, ReadinessGatesAReplicaAndAFailedLivenessReplacesIt) {
+  Berthd& berthd = NewBerthd(AllInOne({"--service-interval", "200ms"}));
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  ASSERT_EQ(berthd.http().Post("/v1/policy", kRedBlueServe).status, 201);
+  const auto bin = dir_ / "llm";
+  OwnedByTenant(bin, "red");
+  const auto server = bin / "berth-model-server";
+  std::filesystem::copy_file(BinDir() / "berth-model-server", server);
+  std::filesystem::permissions(
+      server, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                  std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                  std::filesystem::perms::others_exec);
+  const auto dead = bin / "dead";
+  const std::string spec = fmt::format(R"(name: llm
+tenant: red
+queue: serve
+command: ["{}", --load-ms, "4000"]
+port: 8000
+replicas: {{min: 1, max: 1}}
+resources: {{gpus: 1}}
+readiness: {{http: /health, period: 1s, timeout: 500ms, failure_threshold: 1}}
+liveness: {{command: [sh, -c, "test ! -e {}"], period: 1s, failure_threshold: 2}}
+)",
+                                       server.string(), dead.string());
+  ASSERT_EQ(berthd.http().Post("/v1/services", spec, "application/yaml").status, 201);
+  json service;
+  auto show = [&] {
+    auto got = berthd.http().Get("/v1/services/red/llm");
+    service = got.body;
+    return got.status == 200;
+  };
+  // Loading: running, not ready, and the status says what it waits for.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return show() && service.at("status").at("not_ready") == 1 &&
+               service.at("status").at("waiting").is_string();
+      },
+      30s, 50ms))
+      << service.dump();
+  EXPECT_EQ(service.at("status").at("ready"), 0);
+  const json& loading = service.at("status").at("replicas").at(0);
+  EXPECT_EQ(loading.at("ready"), false);
+  EXPECT_NE(service.at("status").at("waiting").get<std::string>().find("not ready for"),
+            std::string::npos)
+      << service.dump();
+  const std::int64_t first = loading.at("job");
+  // Loaded: ready, with the probe's outcome.
+  ASSERT_TRUE(WaitFor([&] { return show() && service.at("status").at("ready") == 1; }, 30s))
+      << service.dump();
+  EXPECT_EQ(service.at("status").at("replicas").at(0).at("probe"), "GET /health: HTTP 200");
+  EXPECT_EQ(service.at("status").at("phase"), "steady") << service.dump();
+  auto job = berthd.http().Get(fmt::format("/v1/jobs/{}", first));
+  ASSERT_EQ(job.status, 200);
+  EXPECT_NE(job.text.find("is ready: GET /health: HTTP 200"), std::string::npos) << job.text;
+
+  // Its liveness command fails twice: its agent stops it, and it fails for it.
+  { std::ofstream(dead.string()) << "x"; }
+  ASSERT_TRUE(berthd.WaitForState(first, "Failed", 30s)) << berthd.log();
+  std::filesystem::remove(dead);
+  job = berthd.http().Get(fmt::format("/v1/jobs/{}", first));
+  ASSERT_EQ(job.status, 200);
+  EXPECT_EQ(job.body.at("reason").at("code"), "LivenessFailed") << job.text;
+  EXPECT_NE(job.text.find("liveness failed 2 times in a row"), std::string::npos) << job.text;
+  // Replaced after the crash back-off, by a replica that becomes ready.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return show() && service.at("status").at("ready") == 1 &&
+               service.at("status").at("replicas").at(0).at("job") != first;
+      },
+      60s))
+      << service.dump();
 }
 
 TEST_F(ServiceTest, AReplicaThatKeepsCrashingIsReplacedAfterABackoff) {

@@ -284,6 +284,28 @@ TEST(RenderServiceWhy, SaysTheBackoffTheRefusalAndEachWaitingReplicasReason) {
   EXPECT_EQ(out.find("nothing is missing"), std::string::npos) << out;
 }
 
+TEST(RenderServiceWhy, ARunningReplicaThatIsNotReadySaysItsProbeAndWhatTheRolloutWaitsFor) {
+  const nlohmann::json s = nlohmann::json::parse(R"({
+    "tenant": "ml", "name": "coder",
+    "status": {"desired": 1, "ready": 0, "phase": "rollout_paused", "backoff_until_ms": null,
+               "refused": null,
+               "waiting": "replica job 9 of revision 3 not ready for 10m: GET /health: HTTP 503",
+               "replicas": [
+                 {"job": 4, "revision": 2, "state": "Running", "stopping": false, "ready": true},
+                 {"job": 9, "revision": 3, "state": "Running", "stopping": false, "ready": false,
+                  "node": "gpu-7", "probe": "GET /health: HTTP 503"}]}
+  })");
+  const std::string out = RenderServiceWhy(s);
+  EXPECT_NE(out.find("- waiting: replica job 9 of revision 3 not ready for 10m"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("- replica job 9 (revision 3) runs on gpu-7 but is not ready: GET /health: "
+                     "HTTP 503"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("job 4 "), std::string::npos) << out;
+  EXPECT_EQ(out.find("nothing is missing"), std::string::npos) << out;
+}
+
 TEST(RenderServiceWhy, AServiceWithEveryReplicaReadySaysNothingIsMissing) {
   const nlohmann::json s = nlohmann::json::parse(R"({
     "tenant": "ml", "name": "coder",

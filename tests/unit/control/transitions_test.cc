@@ -612,3 +612,70 @@ TEST(StopCause, NamesRoundTrip) {
 
 }  // namespace
 }  // namespace berth::control
+
+namespace berth::control {
+namespace {
+
+// One running replica of a service, as its agent started it.
+JobRecord ServiceReplica() {
+  RunRecord r;
+  r.run_id = "7.0.1";
+  r.job_id = 7;
+  r.attempt = 1;
+  r.node = "node-a";
+  r.state = RunState::kRunning;
+  r.started_at_ms = kNow - 60'000;
+  r.port = 41000;
+  return Running({r});
+}
+
+TEST(RecordRunHealth, RecordsEachChangeOfVerdictOnceWithAnEvent) {
+  JobRecord job = ServiceReplica();
+  auto u = RecordRunHealth(job, "7.0.1", true, false, "GET /health: HTTP 200", kNow);
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->job.runs[0].ready, std::optional<bool>(true));
+  EXPECT_EQ(u->job.runs[0].probe_detail, "GET /health: HTTP 200");
+  EXPECT_EQ(u->job.runs[0].ready_changed_ms, kNow);
+  ASSERT_EQ(u->events.size(), 1U);
+  EXPECT_EQ(u->events[0].event, "Ready");
+  EXPECT_EQ(u->events[0].message, "replica 0 on node-a is ready: GET /health: HTTP 200");
+  // The same verdict again changes nothing.
+  EXPECT_FALSE(RecordRunHealth(u->job, "7.0.1", true, false, "GET /health: HTTP 200", kNow + 1));
+  // Not ready: a change, with its time.
+  auto down = RecordRunHealth(u->job, "7.0.1", false, false, "GET /health: HTTP 503", kNow + 5);
+  ASSERT_TRUE(down);
+  EXPECT_EQ(down->job.runs[0].ready, std::optional<bool>(false));
+  EXPECT_EQ(down->job.runs[0].ready_changed_ms, kNow + 5);
+  EXPECT_EQ(down->events[0].event, "NotReady");
+  // Unknown and exited runs: nothing.
+  EXPECT_FALSE(RecordRunHealth(job, "7.9.1", true, false, "x", kNow));
+  JobRecord ended = job;
+  ended.runs[0].state = RunState::kExited;
+  EXPECT_FALSE(RecordRunHealth(ended, "7.0.1", true, false, "x", kNow));
+}
+
+TEST(RecordRunHealth, AFailedLivenessIsTheReasonTheReplicaFails) {
+  JobRecord job = ServiceReplica();
+  const std::string why = "liveness failed 3 times in a row: GET /health: timed out after 1s";
+  auto u = RecordRunHealth(job, "7.0.1", false, true, why, kNow);
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->job.runs[0].stop_detail, why);
+  EXPECT_EQ(u->events[0].event, "LivenessFailed");
+  // The agent stops it (SIGTERM) and says why; the job fails for that.
+  model::RunExit e;
+  e.run_id = "7.0.1";
+  e.signal = 15;
+  e.started_at_ms = kNow - 60'000;
+  e.ended_at_ms = kNow + 100;
+  e.stopped_for = model::StopCause::kLiveness;
+  auto x = RecordExit(u->job, e, kNow + 100);
+  ASSERT_TRUE(x);
+  EXPECT_EQ(x->run.stopped_for, model::StopCause::kLiveness);
+  EXPECT_EQ(x->job.job.state, JobState::kFailed);
+  EXPECT_EQ(x->job.job.reason.code, ReasonCode::kLivenessFailed);
+  EXPECT_EQ(x->job.job.reason.detail, why);
+  EXPECT_EQ(x->job.job.signal, 15);
+}
+
+}  // namespace
+}  // namespace berth::control

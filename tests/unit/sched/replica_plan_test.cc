@@ -82,7 +82,7 @@ TEST(ReplicaPlan, ARollingUpdateSurgesFirstAndKeepsTheOldServing) {
   EXPECT_TRUE(plan.stop.empty());
 
   // It runs: one old replica goes, and the second new one is created.
-  in.replicas.back().running = true;
+  in.replicas.back().ready = true;
   plan = PlanReplicas(in);
   EXPECT_EQ(Stopped(plan), (std::vector<std::int64_t>{2}));
   EXPECT_EQ(plan.stop[0].cause, ReplicaStopCause::kReplaced);
@@ -193,7 +193,7 @@ TEST(ReplicaPlan, BoundsHoldForEveryMixOfReplicas) {
           std::uint32_t running_left = running;
           for (const auto& s : plan.stop) {
             for (const auto& r : in.replicas) {
-              if (r.job_id == s.job_id && r.running) --running_left;
+              if (r.job_id == s.job_id && r.ready) --running_left;
             }
           }
           const std::uint32_t floor = desired > unavailable ? desired - unavailable : 0;
@@ -202,6 +202,47 @@ TEST(ReplicaPlan, BoundsHoldForEveryMixOfReplicas) {
       }
     }
   }
+}
+
+}  // namespace
+}  // namespace berth::sched
+
+namespace berth::sched {
+namespace {
+
+TEST(ReplicaPlan, ANewRevisionThatNeverBecomesReadyPausesTheRolloutAndTheOldKeepsServing) {
+  ReplicaPlanInput in;
+  in.revision = 3;
+  in.desired = 2;
+  in.now_ms = 1'000'000;
+  in.replicas = {{1, 2, true, 0}, {2, 2, true, 0}, {3, 3, false, in.now_ms - 60'000}};
+  ReplicaPlan plan = PlanReplicas(in);
+  EXPECT_TRUE(plan.stop.empty());  // nothing old goes while the new is not ready
+  EXPECT_EQ(plan.create, 0U);      // the surge is used by the new one
+  EXPECT_EQ(plan.phase, ReplicaPhase::kRollingOut);
+  // Past the progress deadline: paused, still nothing stopped.
+  in.now_ms += kRolloutProgressDeadlineMs;
+  plan = PlanReplicas(in);
+  EXPECT_TRUE(plan.stop.empty());
+  EXPECT_EQ(plan.phase, ReplicaPhase::kRolloutPaused);
+  EXPECT_EQ(ReplicaPhaseName(plan.phase), "rollout_paused");
+  // It becomes ready after all: the rollout goes on.
+  in.replicas[2] = {3, 3, true, 0};
+  plan = PlanReplicas(in);
+  EXPECT_EQ(plan.phase, ReplicaPhase::kRollingOut);
+  EXPECT_EQ(plan.stop.size(), 1U);
+}
+
+TEST(ReplicaPlan, AnOldReplicaThatIsNotReadyIsReplacedAtOnce) {
+  ReplicaPlanInput in;
+  in.revision = 2;
+  in.desired = 1;
+  in.now_ms = 1'000'000;
+  in.replicas = {{1, 1, false, in.now_ms - 5'000}};
+  ReplicaPlan plan = PlanReplicas(in);
+  ASSERT_EQ(plan.stop.size(), 1U);
+  EXPECT_EQ(plan.stop[0].cause, ReplicaStopCause::kReplaced);
+  EXPECT_EQ(plan.create, 1U);
 }
 
 }  // namespace

@@ -583,7 +583,7 @@ TEST_F(SqliteStoreTest, MigratesASchemaSixDatabaseToHoldServices) {
   ASSERT_TRUE(st.has_value());
   auto row = st->Step();
   ASSERT_TRUE(row.has_value() && *row);
-  EXPECT_EQ(st->Text(0), "8");
+  EXPECT_EQ(st->Text(0), "9");
 }
 
 // A schema-7 database (before replicas) gains jobs.service and runs.port:
