@@ -28,6 +28,20 @@ resources: {gpus: 1}
 
 class ServiceTest : public IntegrationTest {
  protected:
+  // berth-model-server copied into `dir`, a directory of tenant red's run
+  // identity: the build tree may sit under a directory the tenant's uid
+  // cannot enter (a clone under a 0700 mktemp), as in JobTokenTest.
+  std::filesystem::path TenantModelServer(const std::filesystem::path& dir) {
+    OwnedByTenant(dir, "red");
+    const auto server = dir / "berth-model-server";
+    std::filesystem::copy_file(BinDir() / "berth-model-server", server);
+    std::filesystem::permissions(
+        server, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                    std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                    std::filesystem::perms::others_exec);
+    return server;
+  }
+
   CommandResult CliAs(const std::string& token, const Berthd& berthd,
                       const std::vector<std::string>& args) {
     const std::string admin = berthd.http().token();
@@ -305,17 +319,8 @@ TEST_F(ServiceTest, EachReplicaServesOnAPortOfItsNodeThatItsAgentGave) {
   Berthd& berthd = NewBerthd(AllInOne({"--service-interval", "200ms"}));
   ASSERT_TRUE(berthd.Start()) << berthd.log();
   ASSERT_EQ(berthd.http().Post("/v1/policy", kRedBlueServe).status, 201);
-  // The model server runs from the tenant's own directory: the build tree may
-  // sit under a directory the tenant's uid cannot enter (a clone under a 0700
-  // mktemp), as in JobTokenTest.
   const auto bin = dir_ / "llm";
-  OwnedByTenant(bin, "red");
-  const auto server = bin / "berth-model-server";
-  std::filesystem::copy_file(BinDir() / "berth-model-server", server);
-  std::filesystem::permissions(
-      server, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
-                  std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
-                  std::filesystem::perms::others_exec);
+  const auto server = TenantModelServer(bin);
   const std::string spec = fmt::format(R"(name: llm
 tenant: red
 queue: serve
@@ -371,13 +376,7 @@ TEST_F(ServiceTest, ReadinessGatesAReplicaAndAFailedLivenessReplacesIt) {
   ASSERT_TRUE(berthd.Start()) << berthd.log();
   ASSERT_EQ(berthd.http().Post("/v1/policy", kRedBlueServe).status, 201);
   const auto bin = dir_ / "llm";
-  OwnedByTenant(bin, "red");
-  const auto server = bin / "berth-model-server";
-  std::filesystem::copy_file(BinDir() / "berth-model-server", server);
-  std::filesystem::permissions(
-      server, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
-                  std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
-                  std::filesystem::perms::others_exec);
+  const auto server = TenantModelServer(bin);
   const auto dead = bin / "dead";
   const std::string spec = fmt::format(R"(name: llm
 tenant: red
