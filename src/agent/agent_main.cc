@@ -64,6 +64,7 @@ struct AgentFlags {
   std::string server = "127.0.0.1:7461";
   std::string data_dir = DefaultDataDir();
   std::string node_name;
+  std::string advertise_address;
   std::vector<std::string> labels;
   std::vector<std::string> taints;
   std::string simulate;
@@ -93,6 +94,9 @@ void AddFlags(CLI::App& app, AgentFlags& f) {
                  "where run directories live; jobs are recovered from here after a restart")
       ->capture_default_str();
   app.add_option("--node-name", f.node_name, "node name reported to berthd (default: hostname)");
+  app.add_option("--advertise-address", f.advertise_address,
+                 "IP address the gateway reaches this node's service replicas at (default: the "
+                 "address berthd sees this agent connect from)");
   app.add_option("--label", f.labels, "node label k=v (repeatable)");
   app.add_option("--taint", f.taints, "node taint k=v:NoSchedule|PreferNoSchedule (repeatable)");
   app.add_option("--simulate", f.simulate,
@@ -210,6 +214,7 @@ Result<LocalNode> LoadNode(const AgentFlags& f) {
     node.provider = std::move(nvml);
   }
   if (!f.node_name.empty()) node.info.name = f.node_name;
+  node.info.address = f.advertise_address;
   for (const auto& text : f.labels) {
     std::string k, v;
     if (!SplitLabel(text, k, v)) {

@@ -688,7 +688,7 @@ std::string_view OpenApiDocument() {
           "queue_changes": {"type": "array", "items": {"type": "object", "properties": {"queue": {"type": "string"}, "field": {"type": "string"}, "from": {}, "to": {}}}},
           "settings_changed": {"type": "array", "items": {"type": "string"}}}}}},
       "Node": {"type": "object", "properties": {
-        "name": {"type": "string"}, "hostname": {"type": "string"}, "state": {"type": "string", "enum": ["Ready", "NotReady"]},
+        "name": {"type": "string"}, "hostname": {"type": "string"}, "address": {"type": "string", "description": "where the gateway reaches service replicas on this node"}, "state": {"type": "string", "enum": ["Ready", "NotReady"]},
         "connected": {"type": "boolean"}, "last_heartbeat_ms": {"type": "integer"}, "labels": {"type": "object"}, "taints": {"type": "array"},
         "cpus": {"type": "integer"}, "memory_bytes": {"type": "integer"}, "driver_version": {"type": "string"}, "cuda_version": {"type": "string"},
         "gpu_provider": {"type": "string"}, "gpus_total": {"type": "integer"}, "gpus_free": {"type": "integer"}, "models": {"type": "array", "items": {"type": "string"}}}},

@@ -1,14 +1,58 @@
 #include "control/agent_decode.h"
 
+#include <arpa/inet.h>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <set>
 
 namespace berth::server {
 
+bool IsNodeAddress(std::string_view address) {
+  if (address.empty() || address.size() >= INET6_ADDRSTRLEN) return false;
+  const std::string text(address);
+  std::array<unsigned char, sizeof(in6_addr)> buf{};
+  return ::inet_pton(AF_INET, text.c_str(), buf.data()) == 1 ||
+         ::inet_pton(AF_INET6, text.c_str(), buf.data()) == 1;
+}
+
+std::string AddressOfPeer(std::string_view peer) {
+  std::string_view host;
+  if (peer.starts_with("ipv4:")) {
+    host = peer.substr(5);
+    host = host.substr(0, host.rfind(':'));
+  } else if (peer.starts_with("ipv6:")) {
+    host = peer.substr(5);
+    const auto open = host.find('[');
+    const auto close = host.find(']');
+    if (open == std::string_view::npos || close == std::string_view::npos || close < open) {
+      return {};
+    }
+    host = host.substr(open + 1, close - open - 1);
+    // The address of an IPv4 client of a dual-stack socket.
+    if (host.starts_with("::ffff:") && IsNodeAddress(host.substr(7)) &&
+        host.substr(7).find('.') != std::string_view::npos) {
+      host = host.substr(7);
+    }
+  } else {
+    // A unix socket or berthd's own in-process agent: this host.
+    return "127.0.0.1";
+  }
+  // A link-local address's zone ("fe80::1%eth0") is not usable by another host.
+  if (host.find('%') != std::string_view::npos || !IsNodeAddress(host)) return {};
+  return std::string(host);
+}
+
 Status CheckNodeInventory(const model::NodeInfo& node) {
   if (node.name.empty()) return InvalidField("node.name", "an agent must name its node");
+  if (!node.address.empty() && !IsNodeAddress(node.address)) {
+    return InvalidField("node.address",
+                        fmt::format("'{}' is not an IPv4 or IPv6 address; give berth-agent "
+                                    "--advertise-address an IP literal (no host name), or leave "
+                                    "it out and berthd uses the address the agent connects from",
+                                    node.address.substr(0, 64)));
+  }
   if (node.cpus > kMaxNodeCpus) {
     return InvalidField("node.cpus", fmt::format("{} CPUs is more than a node may declare ({})",
                                                  node.cpus, kMaxNodeCpus));

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "berth/v1/agent.pb.h"
 #include "common/status.h"
@@ -24,6 +25,14 @@ inline constexpr std::uint32_t kMaxNodeCpus = 1U << 20;
 inline constexpr std::uint64_t kMaxNodeMemoryBytes = std::uint64_t{1} << 50;  // 1 PiB
 inline constexpr std::size_t kMaxNodeGpus = 1024;
 inline constexpr std::uint64_t kMaxGpuMemoryBytes = std::uint64_t{1} << 50;  // 1 PiB
+
+// An IPv4 or IPv6 literal (inet_pton), as node addresses must be: the
+// gateway routes to it and resolves no names.
+bool IsNodeAddress(std::string_view address);
+// The IP address in a gRPC peer string ("ipv4:10.0.0.5:41234",
+// "ipv6:[fd00::5]:41234"); "127.0.0.1" for a unix socket or an in-process
+// agent (berthd's own host); "" when there is none usable.
+std::string AddressOfPeer(std::string_view peer);
 
 // Refuses an inventory berthd cannot schedule on: no name, amounts past the
 // bounds above, two GPUs with one index. kInvalidArgument naming the field

@@ -7,6 +7,7 @@
 #include <optional>
 #include <unordered_set>
 
+#include "control/agent_decode.h"
 #include "control/pki.h"
 
 namespace berth::server {
@@ -159,6 +160,11 @@ grpc::Status AgentService::Connect(grpc::ServerContext* context, Stream* stream)
     return {grpc::StatusCode::FAILED_PRECONDITION, "the first message must be Register"};
   }
   const std::string node = msg.register_().node().name();
+  if (msg.register_().node().address().empty()) {
+    // Where the agent's stream comes from is where its replicas are reached,
+    // unless the agent advertises another address (several interfaces, NAT).
+    msg.mutable_register_()->mutable_node()->set_address(AddressOfPeer(context->peer()));
+  }
   const std::optional<TimeMs> cert_issued_ms =
       cert_node.empty() ? std::nullopt : PeerCertIssuedMs(*context);
   if (!cert_node.empty() && !cert_issued_ms) {

@@ -188,6 +188,7 @@ json ToJson(const NodeInfo& n) {
   }
   return json{{"name", n.name},
               {"hostname", n.hostname},
+              {"address", n.address},
               {"labels", n.labels},
               {"taints", taints},
               {"cpus", n.cpus},
@@ -208,6 +209,7 @@ NodeInfo NodeInfoFromJson(const json& j) {
   NodeInfo n;
   n.name = j.value("name", "");
   n.hostname = j.value("hostname", "");
+  n.address = j.value("address", "");
   n.labels = j.value("labels", std::map<std::string, std::string>{});
   for (const auto& t : j.value("taints", json::array())) {
     n.taints.push_back({t.value("key", ""), t.value("value", ""), t.value("effect", "NoSchedule")});

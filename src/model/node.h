@@ -70,6 +70,9 @@ struct NodeInfo {
   std::vector<Gpu> gpus;
   std::string agent_version;
   Confinement confinement{};
+  // The IP literal this node's service replicas are reached at: the agent's
+  // --advertise-address, or the address berthd sees its stream come from.
+  std::string address;
   bool operator==(const NodeInfo&) const = default;
 };
 

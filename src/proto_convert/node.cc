@@ -45,6 +45,7 @@ void HealthChangeToProto(const model::Gpu& gpu, v1::GpuHealthChanged* out) {
 void NodeToProto(const model::NodeInfo& node, v1::NodeInfo* out) {
   out->set_name(node.name);
   out->set_hostname(node.hostname);
+  out->set_address(node.address);
   for (const auto& [k, v] : node.labels) (*out->mutable_labels())[k] = v;
   for (const auto& t : node.taints) {
     auto* taint = out->add_taints();
@@ -87,6 +88,7 @@ model::NodeInfo NodeFromProto(const v1::NodeInfo& in) {
   model::NodeInfo node;
   node.name = in.name();
   node.hostname = in.hostname();
+  node.address = in.address();
   node.labels = {in.labels().begin(), in.labels().end()};
   for (const auto& t : in.taints()) node.taints.push_back({t.key(), t.value(), t.effect()});
   node.cpus = in.cpus();

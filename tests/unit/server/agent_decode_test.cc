@@ -49,6 +49,8 @@ TEST(AgentDecode, AnInventoryPastItsBoundsIsRefusedNamingTheField) {
          for (std::uint32_t i = 2; i <= kMaxNodeGpus; ++i) p.add_gpus()->set_index(i);
        },
        "node.gpus"},
+      {[](berth::v1::NodeInfo& p) { p.set_address("gpu-7.example.com"); }, "node.address"},
+      {[](berth::v1::NodeInfo& p) { p.set_address("10.0.0.5:8000"); }, "node.address"},
   };
   for (const auto& c : cases) {
     berth::v1::NodeInfo p = Wire();
@@ -58,6 +60,30 @@ TEST(AgentDecode, AnInventoryPastItsBoundsIsRefusedNamingTheField) {
     EXPECT_EQ(st.error().code, Code::kInvalidArgument);
     EXPECT_EQ(st.error().field, c.field) << st.error().message;
   }
+}
+
+// A node's address is where the gateway reaches its replicas: an IP literal
+// the agent advertises, or the one its stream comes from.
+TEST(AgentDecode, ANodeAddressIsAnIpLiteralOrTheStreamsPeer) {
+  EXPECT_TRUE(IsNodeAddress("10.0.0.5"));
+  EXPECT_TRUE(IsNodeAddress("fd00::5"));
+  EXPECT_FALSE(IsNodeAddress(""));
+  EXPECT_FALSE(IsNodeAddress("10.0.0.256"));
+  EXPECT_FALSE(IsNodeAddress("[fd00::5]"));
+  EXPECT_FALSE(IsNodeAddress("node-1"));
+
+  EXPECT_EQ(AddressOfPeer("ipv4:10.0.0.5:41234"), "10.0.0.5");
+  EXPECT_EQ(AddressOfPeer("ipv6:[fd00::5]:41234"), "fd00::5");
+  EXPECT_EQ(AddressOfPeer("ipv6:[::ffff:10.1.2.3]:41234"), "10.1.2.3");
+  EXPECT_EQ(AddressOfPeer("ipv6:[fe80::1%eth0]:41234"), "");
+  EXPECT_EQ(AddressOfPeer("ipv6:fd00::5"), "");
+  EXPECT_EQ(AddressOfPeer("unix:/run/berth/agent.sock"), "127.0.0.1");
+  EXPECT_EQ(AddressOfPeer(""), "127.0.0.1");  // berthd's own in-process agent
+
+  berth::v1::NodeInfo p = Wire();
+  p.set_address("fd00::5");
+  EXPECT_TRUE(CheckNodeInventory(proto_convert::NodeFromProto(p)).has_value());
+  EXPECT_EQ(proto_convert::NodeFromProto(p).address, "fd00::5");
 }
 
 // The agent echoes the cause berthd stopped a run for, or names its own; a
