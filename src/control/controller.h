@@ -224,6 +224,10 @@ class Controller {
   // (RecordRunHealth), then the listener (the service controller's Wake) is
   // called, so a rollout waiting for readiness moves on at once.
   [[nodiscard]] Status OnRunHealth(const std::string& node, const berth::v1::RunHealth& msg);
+  // An event on a job's timeline that changes nothing else (the service
+  // controller's measured cold starts).
+  [[nodiscard]] Status AddJobEvent(std::int64_t job_id, const std::string& event,
+                                   const std::string& message);
   // Set once, before agents connect.
   void SetRunHealthListener(std::function<void()> listener) {
     on_run_health_ = std::move(listener);

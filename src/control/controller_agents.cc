@@ -294,6 +294,11 @@ Status Controller::OnRunHealth(const std::string& node, const berth::v1::RunHeal
   return st;
 }
 
+Status Controller::AddJobEvent(std::int64_t job_id, const std::string& event,
+                               const std::string& message) {
+  return control::AddJobEvent(store_, job_id, event, message, clock_.NowMs());
+}
+
 Status Controller::OnRunCheckpoint(const std::string& node, const berth::v1::RunCheckpoint& msg) {
   auto st = store_.RecordCheckpoint(msg.run_id(), msg.checkpoint_at_ms());
   if (!st && st.error().code == Code::kNotFound) {

@@ -184,6 +184,16 @@ Status MarkRunHealth(store::JobStore& store, const std::string& run_id, bool rea
   });
 }
 
+Status AddJobEvent(store::JobStore& store, std::int64_t job_id, const std::string& event,
+                   const std::string& message, TimeMs at) {
+  return store.UpdateJobs([&](JobTransaction& tx) -> Status {
+    auto job = MustLoad(tx, job_id);
+    if (!job) return std::unexpected(job.error());
+    const model::JobState state = job->state;
+    return tx.Write(model::JobUpdate{std::move(*job), {{at, state, event, message, std::nullopt}}});
+  });
+}
+
 Result<JobRecord> MarkRunExited(store::JobStore& store, const model::RunExit& exit, TimeMs now) {
   JobRecord after;
   auto st = store.UpdateJobs([&](JobTransaction& tx) -> Status {

@@ -53,12 +53,17 @@ namespace berth::control {
 [[nodiscard]] Status EvictJobs(store::JobStore& store,
                                const std::vector<sched::Eviction>& evictions, TimeMs now);
 
-// An agent reported run `run_id` started (StartRun). NotFound for an
-// unknown run; a repeated report changes nothing.
 // A service replica's probes changed their verdict (RecordRunHealth);
 // unknown runs are kNotFound, a repeated verdict changes nothing.
 [[nodiscard]] Status MarkRunHealth(store::JobStore& store, const std::string& run_id, bool ready,
                                    bool liveness_failed, const std::string& detail, TimeMs at);
+// An event on job `job_id`'s timeline that changes nothing else (a
+// replica's cold start, measured by the service controller). kNotFound for
+// an unknown job.
+[[nodiscard]] Status AddJobEvent(store::JobStore& store, std::int64_t job_id,
+                                 const std::string& event, const std::string& message, TimeMs at);
+// An agent reported run `run_id` started (StartRun). NotFound for an
+// unknown run; a repeated report changes nothing.
 [[nodiscard]] Status MarkRunStarted(store::JobStore& store, const std::string& run_id,
                                     std::int64_t pid, TimeMs started_at, TimeMs now,
                                     std::uint32_t port = 0);

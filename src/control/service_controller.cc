@@ -50,6 +50,114 @@ std::uint32_t ServiceController::DesiredReplicas(const model::ServiceSpec& spec)
   return spec.replicas.min;
 }
 
+bool ServiceController::Autoscales(const model::ServiceSpec& spec) {
+  return spec.replicas.max > spec.replicas.min ||
+         (spec.autoscaling.scale_to_zero.enabled && spec.replicas.min == 0);
+}
+
+void ServiceController::SetGateway(gateway::Gateway* gateway, std::string public_url) {
+  gateway_ = gateway;
+  gateway_url_ = std::move(public_url);
+}
+
+std::string ServiceController::Endpoint(const std::string& tenant, const std::string& name) const {
+  if (gateway_ == nullptr) return {};
+  gateway::Route r;
+  r.tenant = tenant;
+  r.service = name;
+  return gateway_url_ + gateway::RoutePrefix(r);
+}
+
+std::map<std::string, gateway::RouteStats> ServiceController::GatewayStats() {
+  std::map<std::string, gateway::RouteStats> out;
+  if (gateway_ == nullptr) return out;
+  auto stats = gateway_->Stats();
+  if (!stats) {
+    spdlog::warn("gateway: cannot read its counters (retried next round): {}",
+                 stats.error().message);
+    return out;
+  }
+  for (auto& r : *stats) {
+    std::string key = ServiceKey(r.tenant, r.service);
+    out.emplace(std::move(key), std::move(r));
+  }
+  return out;
+}
+
+Result<std::map<std::string, RouteNode>> ServiceController::RouteNodes() {
+  std::map<std::string, RouteNode> out;
+  if (gateway_ == nullptr) return out;
+  auto nodes = store_.ListNodes();
+  if (!nodes) return std::unexpected(nodes.error());
+  for (const auto& n : *nodes) {
+    out[n.info.name] = {n.info.address, n.state == model::NodeState::kReady};
+  }
+  return out;
+}
+
+void ServiceController::SyncGateway(const std::vector<gateway::Route>& routes) {
+  if (gateway_ == nullptr) return;
+  auto report = gateway_->Sync(routes);
+  if (!report) {
+    spdlog::error("gateway: sync failed (retried next round): {}", report.error().message);
+    return;
+  }
+  if (report->restarted) spdlog::warn("gateway: HAProxy was gone and was started again");
+  for (const auto& r : report->routes_added) spdlog::info("gateway: route {} added", r);
+  for (const auto& r : report->routes_removed) spdlog::info("gateway: route {} removed", r);
+  for (const auto& r : report->added) spdlog::info("gateway: {} joined", r);
+  for (const auto& r : report->enabled) spdlog::info("gateway: {} takes requests again", r);
+  for (const auto& r : report->drained) spdlog::info("gateway: {} draining", r);
+  for (const auto& r : report->removed) spdlog::info("gateway: {} removed", r);
+}
+
+Status ServiceController::StopDrained(const std::map<std::string, gateway::RouteStats>& stats,
+                                      TimeMs now) {
+  Status failed = Ok();
+  for (auto it = draining_.begin(); it != draining_.end();) {
+    const std::int64_t job_id = it->first;
+    const Drain& d = it->second;
+    bool idle = true;
+    if (auto route = stats.find(ServiceKey(d.tenant, d.name)); route != stats.end()) {
+      const std::string id = ReplicaServerId(job_id);
+      for (const auto& server : route->second.servers) {
+        if (server.id != id) continue;
+        // Still taking new requests (the sync has not reached it yet), or
+        // finishing some: wait.
+        idle = server.state != gateway::ServerState::kReady && server.current == 0 &&
+               server.queued == 0;
+      }
+    }
+    const bool expired = now - d.since_ms >= kReplicaDrainTimeoutMs;
+    if (!idle && !expired) {
+      ++it;
+      continue;
+    }
+    const std::string why =
+        expired ? d.why + " (after draining for " + FormatDurationMs(kReplicaDrainTimeoutMs) + ")"
+                : d.why;
+    if (auto st = StopReplica(d.tenant, d.name, job_id, d.cause, why, now); !st) {
+      if (failed) failed = st;
+      ++it;
+      continue;
+    }
+    spdlog::info("service {}/{}: replica job {} drained and stopped ({})", d.tenant, d.name, job_id,
+                 d.cause);
+    it = draining_.erase(it);
+  }
+  return failed;
+}
+
+bool ServiceController::HeldAtZero() {
+  if (gateway_ == nullptr || !watch_zero_.load()) return false;
+  auto stats = gateway_->Stats();
+  if (!stats) return false;
+  for (const auto& r : *stats) {
+    if (r.held_now > 0 && r.ready_servers() == 0) return true;
+  }
+  return false;
+}
+
 model::JobSpec ServiceController::ReplicaSpec(const store::ServiceRecord& service) {
   const model::ServiceSpec& s = service.spec;
   model::JobSpec j;
@@ -173,7 +281,22 @@ Status ServiceController::Reconcile() {
     by_service[ServiceKey(job.spec.tenant, job.spec.service->name)].push_back(std::move(job));
   }
 
+  // Replicas being drained that have ended on their own meanwhile.
+  std::erase_if(draining_, [&](const auto& entry) {
+    const auto it = by_service.find(ServiceKey(entry.second.tenant, entry.second.name));
+    return it == by_service.end() ||
+           std::none_of(it->second.begin(), it->second.end(), [&](const store::JobRecord& j) {
+             return j.id == entry.first && !j.cancel_requested;
+           });
+  });
+  const std::map<std::string, gateway::RouteStats> stats = GatewayStats();
+  auto nodes = RouteNodes();
+  if (!nodes) return std::unexpected(nodes.error());
+  std::vector<gateway::Route> routes;
+  bool watch_zero = false;
+
   std::map<std::string, ServiceRound> seen;
+  std::map<std::string, Signals> signals;
   store::ServiceFilter filter;
   filter.limit = kServicePage;
   Status failed = Ok();
@@ -185,7 +308,20 @@ Status ServiceController::Reconcile() {
       auto it = by_service.find(key);
       static const std::vector<store::JobRecord> kNone;
       const auto& mine = it == by_service.end() ? kNone : it->second;
-      if (auto st = ReconcileOne(service, mine, now); !st && failed) failed = st;
+      const auto route_stats = stats.find(key);
+      if (auto st = ReconcileOne(service, mine, now,
+                                 route_stats == stats.end() ? nullptr : &route_stats->second,
+                                 *nodes, routes);
+          !st && failed) {
+        failed = st;
+      }
+      if (auto sig = signals_.find(key); sig != signals_.end()) {
+        signals.emplace(key, std::move(sig->second));
+      }
+      if (!routes.empty() && routes.back().backends.empty() &&
+          service.spec.autoscaling.scale_to_zero.enabled) {
+        watch_zero = true;
+      }
       if (it != by_service.end()) by_service.erase(it);
       std::lock_guard lock(rounds_mu_);
       if (auto r = rounds_.find(key); r != rounds_.end()) seen[key] = r->second;
@@ -197,7 +333,16 @@ Status ServiceController::Reconcile() {
     std::lock_guard lock(rounds_mu_);
     rounds_ = std::move(seen);
   }
-  // Replicas whose service is gone.
+  signals_ = std::move(signals);  // services deleted since: forgotten
+  watch_zero_.store(watch_zero);
+  if (gateway_ != nullptr) {
+    SyncGateway(routes);
+    if (!draining_.empty()) {
+      // Drained at once when no request was in flight: stopped this round.
+      if (auto st = StopDrained(GatewayStats(), now); !st && failed) failed = st;
+    }
+  }
+  // Replicas whose service is gone (its route left the gateway above).
   for (const auto& [key, jobs] : by_service) {
     for (const auto& job : jobs) {
       if (job.cancel_requested) continue;
@@ -215,25 +360,87 @@ Status ServiceController::Reconcile() {
 }
 
 Status ServiceController::ReconcileOne(const store::ServiceRecord& service,
-                                       const std::vector<store::JobRecord>& replicas, TimeMs now) {
+                                       const std::vector<store::JobRecord>& replicas, TimeMs now,
+                                       const gateway::RouteStats* stats,
+                                       const std::map<std::string, RouteNode>& nodes,
+                                       std::vector<gateway::Route>& routes) {
   const std::string key = ServiceKey(service.tenant, service.name);
+  const model::ServiceSpec& spec = service.spec;
   sched::ReplicaPlanInput in;
   in.revision = service.revision;
-  in.desired = DesiredReplicas(service.spec);
-  in.rollout = service.spec.rollout;
+  in.desired = DesiredReplicas(spec);
+  in.rollout = spec.rollout;
   in.now_ms = now;
   std::uint32_t current = 0;
+  std::uint32_t ready = 0;
+  std::uint32_t starting = 0;
   // The current revision's replicas running but not ready, for the status.
   std::vector<std::pair<std::int64_t, ReplicaHealth>> unready;
+  // Every live replica, for the gateway's route.
+  std::vector<RoutedReplica> routed;
   for (const auto& job : replicas) {
-    if (job.cancel_requested) continue;  // stopping already
+    ReplicaHealth h = HealthOf(job);
+    const bool draining = draining_.contains(job.id);
+    routed.push_back({job.id, h.node, h.port, h.ready, job.cancel_requested || draining});
+    if (job.cancel_requested || draining) continue;  // stopping already
     // A replica that runs the current spec counts as the current revision's.
     const bool same = RunsCurrentSpec(service, job.spec);
     const std::int64_t revision = same ? service.revision : job.spec.service->revision;
-    ReplicaHealth h = HealthOf(job);
     in.replicas.push_back({job.id, revision, h.ready, h.not_ready_since_ms});
     if (same) ++current;
+    if (h.ready) {
+      ++ready;
+    } else {
+      ++starting;
+    }
     if (same && h.running && !h.ready) unready.emplace_back(job.id, std::move(h));
+  }
+
+  // The autoscaler, on what the gateway counted.
+  Signals& sig = signals_[key];
+  std::optional<sched::AutoscaleReason> autoscale;
+  std::string unmeasured;
+  if (gateway_ != nullptr && Autoscales(spec)) {
+    const model::Autoscaling& as = spec.autoscaling;
+    if (stats != nullptr) {
+      sig.samples.push_back(SampleOf(*stats, as.signal, sig.counters, now));
+      const std::int64_t keep = std::max(as.stable_window_ms, as.panic_window_ms);
+      while (!sig.samples.empty() && sig.samples.front().time_ms <= now - keep) {
+        sig.samples.pop_front();
+      }
+    }
+    if (GatewayMeasures(as.signal)) {
+      const std::vector<sched::AutoscaleSample> window(sig.samples.begin(), sig.samples.end());
+      sched::AutoscaleInput ai;
+      ai.spec = as;
+      ai.replicas = spec.replicas;
+      ai.now_ms = now;
+      ai.ready = ready;
+      ai.starting = starting;
+      ai.samples = window;
+      ai.state = sig.state;
+      sched::AutoscaleDecision d = sched::Decide(ai);
+      sig.state = std::move(d.state);
+      in.desired = d.desired;
+      if (d.reason.code == sched::AutoscaleCode::kScaleFromZero && !sig.cold_start_since_ms) {
+        sig.cold_start_since_ms = now;
+      }
+      autoscale = d.reason;
+    } else {
+      // Not measured by the gateway: the minimum, and one replica for a
+      // request held at zero.
+      const bool held = stats != nullptr && stats->held_now > 0;
+      if (held && ready + starting == 0) {
+        in.desired = std::max<std::uint32_t>(in.desired, 1);
+        if (!sig.cold_start_since_ms) sig.cold_start_since_ms = now;
+      } else if (ready + starting > 0 && spec.replicas.min == 0) {
+        in.desired = std::max<std::uint32_t>(in.desired, 1);
+      }
+      unmeasured = fmt::format(
+          "the gateway does not measure the signal {} yet: the service keeps {} replica(s) and "
+          "scales from zero on a held request",
+          model::AutoscaleSignalName(as.signal), in.desired);
+    }
   }
   if (current < in.desired) {
     // Missing replicas: how many ended on their own lately.
@@ -279,22 +486,65 @@ Status ServiceController::ReconcileOne(const store::ServiceRecord& service,
           FormatDurationMs(in.progress_deadline_ms));
     }
   }
+  if (!unmeasured.empty()) {
+    round.waiting = round.waiting.empty() ? unmeasured : round.waiting + "; " + unmeasured;
+  }
+  round.autoscale = autoscale;
+  if (stats != nullptr) round.traffic = *stats;
   Status failed = Ok();
   for (const auto& stop : plan.stop) {
     const std::string why =
         stop.cause == sched::ReplicaStopCause::kReplaced
             ? fmt::format("berth: service {} replaced it with revision {}", key, service.revision)
             : fmt::format("berth: service {} scaled to {}", key, in.desired);
+    auto r = std::find_if(routed.begin(), routed.end(),
+                          [&](const RoutedReplica& x) { return x.job_id == stop.job_id; });
+    if (gateway_ != nullptr && r != routed.end() && r->ready) {
+      // In the route: it leaves it first and finishes its requests; a later
+      // pass stops it (StopDrained).
+      draining_[stop.job_id] = {service.tenant, service.name, now,
+                                std::string(sched::ReplicaStopCauseName(stop.cause)), why};
+      r->stopping = true;
+      continue;
+    }
     if (auto st = StopReplica(service.tenant, service.name, stop.job_id,
                               sched::ReplicaStopCauseName(stop.cause), why, now);
         !st) {
       if (failed) failed = st;
     }
   }
-  const model::JobSpec spec = ReplicaSpec(service);
+  if (gateway_ != nullptr) {
+    routes.push_back(RouteOf(service, routed, nodes));
+    const gateway::Route& route = routes.back();
+    round.routed = static_cast<std::uint32_t>(route.backends.size());
+    round.draining = static_cast<std::uint32_t>(
+        std::count_if(draining_.begin(), draining_.end(), [&](const auto& d) {
+          return d.second.tenant == service.tenant && d.second.name == service.name;
+        }));
+    if (sig.cold_start_since_ms && !route.backends.empty()) {
+      // The first replica joins the route with this round's sync: the held
+      // requests go through.
+      const std::int64_t job_id = ReplicaOfServer(route.backends.front().id).value_or(0);
+      ColdStart cold{job_id, now - *sig.cold_start_since_ms, now};
+      sig.last_cold_start = cold;
+      sig.cold_start_since_ms.reset();
+      spdlog::info("service {}: cold start of {} (replica job {} serves the held requests)", key,
+                   FormatDurationMs(cold.duration_ms), job_id);
+      if (job_id > 0) {
+        (void)controller_.AddJobEvent(
+            job_id, "ColdStart",
+            fmt::format("service {} scaled from zero: this replica joined the gateway's route {} "
+                        "after the first held request was seen",
+                        key, FormatDurationMs(cold.duration_ms)));
+      }
+    }
+    round.cold_start_since_ms = sig.cold_start_since_ms;
+    round.last_cold_start = sig.last_cold_start;
+  }
+  const model::JobSpec replica_spec = ReplicaSpec(service);
   for (std::uint32_t i = 0; i < plan.create; ++i) {
-    auto ids =
-        controller_.Submit(spec, service.updated_by, [&](const std::vector<std::int64_t>& made) {
+    auto ids = controller_.Submit(
+        replica_spec, service.updated_by, [&](const std::vector<std::int64_t>& made) {
           const json after{{"revision", service.revision},
                            {"job", made.empty() ? json(nullptr) : json(made.front())}};
           return std::optional<store::AuditEntry>(
@@ -323,7 +573,19 @@ void ServiceController::Start(std::chrono::milliseconds interval) {
         spdlog::error("services: reconcile failed (retried): {}", st.error().message);
       }
       lock.lock();
-      cv_.wait_for(lock, interval, [this] { return stop_ || woken_; });
+      // While a service sits at zero, look for held requests every
+      // kHeldPollInterval: one starts a round (and a replica) at once.
+      const auto next = std::chrono::steady_clock::now() + interval;
+      while (!stop_ && !woken_ && std::chrono::steady_clock::now() < next) {
+        const auto slice = watch_zero_.load() ? kHeldPollInterval : interval;
+        cv_.wait_until(lock, std::min(next, std::chrono::steady_clock::now() + slice),
+                       [this] { return stop_ || woken_; });
+        if (stop_ || woken_ || !watch_zero_.load()) continue;
+        lock.unlock();
+        const bool held = HeldAtZero();
+        lock.lock();
+        if (held) break;
+      }
     }
   });
 }

@@ -16,9 +16,11 @@
 // replicas, and a round rebuilds everything from them.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -27,13 +29,25 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "control/service_routes.h"
+#include "gateway/gateway.h"
 #include "model/job.h"
+#include "sched/autoscale.h"
 #include "sched/replica_plan.h"
 #include "store/store.h"
 
 namespace berth::server {
 
 class Controller;
+
+// A scale from zero, measured: from the round that saw a request held at
+// the gateway to the round whose gateway sync put a ready replica in the
+// route (the request then goes through).
+struct ColdStart {
+  std::int64_t job_id = 0;  // the replica that took the held requests
+  std::int64_t duration_ms = 0;
+  TimeMs at_ms = 0;  // when the replica joined the route
+};
 
 // What the last round found for one service.
 struct ServiceRound {
@@ -49,6 +63,15 @@ struct ServiceRound {
   // the new revision's replicas not ready yet, with their probe's outcome.
   std::string waiting{};
   TimeMs at_ms = 0;
+  // With the gateway: the autoscaler's decision and its reason (absent for a
+  // service whose bounds leave nothing to decide), the gateway's counters
+  // for the route, the replicas in the route and being drained.
+  std::optional<sched::AutoscaleReason> autoscale{};
+  std::optional<gateway::RouteStats> traffic{};
+  std::uint32_t routed = 0;
+  std::uint32_t draining = 0;
+  std::optional<TimeMs> cold_start_since_ms{};  // a scale from zero under way
+  std::optional<ColdStart> last_cold_start{};
 };
 
 // Where one live replica stands (its job and current run): what the plan,
@@ -75,6 +98,12 @@ struct ReplicaCounts {
   std::uint32_t stopping = 0;
 };
 
+// A replica leaves the gateway's route, finishes the requests it has, and
+// is stopped once none is left or after this long.
+inline constexpr std::int64_t kReplicaDrainTimeoutMs = 60'000;
+// How often the loop looks for requests held at a service scaled to zero.
+inline constexpr std::chrono::milliseconds kHeldPollInterval{200};
+
 class ServiceController {
  public:
   ServiceController(store::Store& store, Controller& controller, const Clock& clock)
@@ -93,9 +122,20 @@ class ServiceController {
 
   std::optional<ServiceRound> LastRound(const std::string& tenant, const std::string& name) const;
 
-  // How many replicas a service wants. Until the gateway feeds the
-  // autoscaler its signals, the spec's minimum.
+  // Routes every service through `gateway` (owned by berthd, outliving
+  // this controller's thread) from the next round on; its frontend is
+  // reached at `public_url` ("http://127.0.0.1:8480"). Call before Start.
+  // Without a gateway, replicas are reached on their nodes' ports only and
+  // a service keeps its minimum replicas.
+  void SetGateway(gateway::Gateway* gateway, std::string public_url);
+  // Where a service is reached through the gateway; "" without one.
+  std::string Endpoint(const std::string& tenant, const std::string& name) const;
+
+  // How many replicas a service wants without the autoscaler: its minimum.
   static std::uint32_t DesiredReplicas(const model::ServiceSpec& spec);
+  // Whether the autoscaler has anything to decide: room between min and
+  // max, or scale to zero.
+  static bool Autoscales(const model::ServiceSpec& spec);
   // The job a replica of `service`'s current revision is.
   static model::JobSpec ReplicaSpec(const store::ServiceRecord& service);
   // Whether `replica` runs what the service's current revision would start:
@@ -110,8 +150,39 @@ class ServiceController {
                                      const std::vector<const store::JobRecord*>& replicas);
 
  private:
+  // What the controller remembers of a service between rounds (lost on a
+  // restart, and rebuilt: the autoscaler starts from no data).
+  struct Signals {
+    std::deque<sched::AutoscaleSample> samples;
+    sched::AutoscaleState state;
+    RouteCounters counters;
+    std::optional<TimeMs> cold_start_since_ms;
+    std::optional<ColdStart> last_cold_start;
+  };
+  // A replica leaving the route before it is stopped.
+  struct Drain {
+    std::string tenant;
+    std::string name;
+    TimeMs since_ms = 0;
+    std::string cause;
+    std::string why;
+  };
+
   Status ReconcileOne(const store::ServiceRecord& service,
-                      const std::vector<store::JobRecord>& replicas, TimeMs now);
+                      const std::vector<store::JobRecord>& replicas, TimeMs now,
+                      const gateway::RouteStats* stats,
+                      const std::map<std::string, RouteNode>& nodes,
+                      std::vector<gateway::Route>& routes);
+  // The gateway's part of a round: its counters by "tenant/name" before,
+  // the routes after. Errors are logged; a round goes on without them.
+  std::map<std::string, gateway::RouteStats> GatewayStats();
+  Result<std::map<std::string, RouteNode>> RouteNodes();
+  void SyncGateway(const std::vector<gateway::Route>& routes);
+  // Stops the drained replicas that no request can reach any more (or
+  // that drained for kReplicaDrainTimeoutMs); `stats` as GatewayStats.
+  Status StopDrained(const std::map<std::string, gateway::RouteStats>& stats, TimeMs now);
+  // Between rounds: whether a request waits at a service with no replica.
+  bool HeldAtZero();
   Status StopReplica(const std::string& tenant, const std::string& name, std::int64_t job_id,
                      std::string_view cause, const std::string& why, TimeMs now);
 
@@ -125,6 +196,14 @@ class ServiceController {
   bool stop_ = false;
   bool woken_ = false;
   std::thread thread_;
+  // Only the round's thread (or a test's Reconcile) touches these.
+  gateway::Gateway* gateway_ = nullptr;
+  std::string gateway_url_;
+  std::map<std::string, Signals> signals_;  // by "tenant/name"
+  std::map<std::int64_t, Drain> draining_;  // by replica job id
+  // Some service is at zero replicas and would scale from zero: the loop
+  // looks for held requests between rounds.
+  std::atomic<bool> watch_zero_{false};
 };
 
 }  // namespace berth::server

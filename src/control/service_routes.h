@@ -1,0 +1,76 @@
+// What the service controller tells the gateway and reads back from it
+// (docs/services.md, "Gateway" and "Autoscaling"): pure functions, tested
+// without HAProxy; ServiceController calls them each round.
+//
+//   - RouteOf: the route of one service. Its backends are the replicas that
+//     may take requests: running, ready (by their agent's readiness probe),
+//     on a node that is Ready and has an address, and not being stopped or
+//     drained. Old revisions' ready replicas serve until they are stopped,
+//     so a rollout never leaves the route empty.
+//   - SampleOf: one autoscaler sample from the gateway's counters for the
+//     route: requests in flight, queued and held (concurrency), the requests
+//     routed since the last sample (rps), the ones waiting (queue depth).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "gateway/route.h"
+#include "gateway/stats.h"
+#include "model/service.h"
+#include "sched/autoscale.h"
+#include "store/store.h"
+
+namespace berth::server {
+
+// A node as the gateway needs it: where its replicas are reached.
+struct RouteNode {
+  std::string address;  // an IP literal; "" when the node reported none
+  bool ready = false;   // its agent holds its lease
+};
+
+// One live replica of a service, as a round sees it.
+struct RoutedReplica {
+  std::int64_t job_id = 0;
+  std::string node;
+  std::uint32_t port = 0;
+  bool ready = false;     // running and passing readiness
+  bool stopping = false;  // asked to stop, or being drained before it is
+};
+
+// The gateway's server name for replica job `job_id`: "job-<id>".
+std::string ReplicaServerId(std::int64_t job_id);
+// The job a server name is for; nullopt for a name Berth did not make.
+std::optional<std::int64_t> ReplicaOfServer(std::string_view server_id);
+
+// How long a request waits at a service with no ready replica (scaled to
+// zero, or every replica restarting) before the gateway answers 503.
+inline constexpr std::int64_t kServiceHoldTimeoutMs = 60'000;
+
+gateway::Route RouteOf(const store::ServiceRecord& service,
+                       const std::vector<RoutedReplica>& replicas,
+                       const std::map<std::string, RouteNode>& nodes);
+
+// Whether the gateway measures `signal` itself. concurrency, rps and
+// queue_depth come from its counters; p95_latency and metric do not yet.
+bool GatewayMeasures(model::AutoscaleSignal signal);
+
+// The gateway's totals at the last sample, to turn counters into rates. A
+// counter that went down (the gateway reloaded or restarted) starts again
+// from zero.
+struct RouteCounters {
+  std::int64_t total = 0;
+  std::int64_t held_total = 0;
+  TimeMs at_ms = 0;
+  bool seen = false;
+};
+
+// One autoscaler sample from the route's stats at `now`; updates `last`.
+sched::AutoscaleSample SampleOf(const gateway::RouteStats& stats, model::AutoscaleSignal signal,
+                                RouteCounters& last, TimeMs now);
+
+}  // namespace berth::server
