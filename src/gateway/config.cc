@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "gateway/request_log.h"
+
 namespace berth::gateway {
 
 namespace {
@@ -55,9 +57,10 @@ Status ValidateOptions(const GatewayOptions& o) {
 std::string ConfigShape(const GatewayOptions& o, const std::vector<Route>& routes) {
   std::vector<std::string> lines;
   lines.push_back(fmt::format(
-      "# berth-shape gateway bind={} maxconn={} threads={} connect={} request={} drain={} dir={}",
+      "# berth-shape gateway bind={} maxconn={} threads={} connect={} request={} drain={} dir={} "
+      "log={}",
       HostPort(o.bind_address, o.bind_port), o.max_connections, o.threads, o.connect_timeout_ms,
-      o.request_timeout_ms, o.drain_timeout_ms, o.state_dir.string()));
+      o.request_timeout_ms, o.drain_timeout_ms, o.state_dir.string(), kRequestLogTag));
   for (const Route& r : routes) {
     lines.push_back(fmt::format("# berth-shape route {} balance={} hold={} maxconn={}",
                                 BackendName(r.tenant, r.service), BalanceName(r.balance),
@@ -104,9 +107,17 @@ std::string RenderConfig(const GatewayOptions& o, const std::vector<Route>& rout
       "\n",
       dir, kAdminSocket, o.max_connections, o.drain_timeout_ms, kLuaFile, lua_timeout_ms,
       o.threads > 0 ? fmt::format("  nbthread {}\n", o.threads) : std::string());
+  // Each request's log line goes to Berth's collector on log.sock
+  // (request_log.h has the format; log_collector.h reads it). Raw: no
+  // syslog header to strip. Only level info, which is every request's
+  // line: HAProxy's own notices and alerts (a proxy started, a server
+  // down) stay out. dontlognull: no line for a connection that sent nothing.
   out += fmt::format(
       "defaults\n"
       "  mode http\n"
+      "  log {3}/{4} format raw local0 info info\n"
+      "  log-format \"{5}\"\n"
+      "  option dontlognull\n"
       "  option forwardfor\n"
       "  timeout connect {0}ms\n"
       "  timeout client {1}ms\n"
@@ -115,7 +126,8 @@ std::string RenderConfig(const GatewayOptions& o, const std::vector<Route>& rout
       "  timeout http-keep-alive 10s\n"
       "  timeout queue {2}ms\n"
       "\n",
-      o.connect_timeout_ms, o.request_timeout_ms, o.connect_timeout_ms);
+      o.connect_timeout_ms, o.request_timeout_ms, o.connect_timeout_ms, dir, kLogSocket,
+      kRequestLogFormat);
   // A path under no route's prefix is answered 404 by the frontend itself.
   out += fmt::format(
       "frontend berth\n"
@@ -179,6 +191,8 @@ core.register_action("berth_hold", {"http-req"}, function(txn, hold_ms)
     waited = (now.sec - start.sec) * 1000 + (now.usec - start.usec) / 1000
   end
   berth_held_now[be] = berth_held_now[be] - 1
+  -- The request's log line says it was held, and for how long.
+  txn:set_var("txn.berth_held_ms", math.floor(waited))
   if txn.f:nbsrv(be) == 0 then
     berth_held_expired[be] = (berth_held_expired[be] or 0) + 1
   end
