@@ -107,17 +107,9 @@ std::string RenderConfig(const GatewayOptions& o, const std::vector<Route>& rout
       "\n",
       dir, kAdminSocket, o.max_connections, o.drain_timeout_ms, kLuaFile, lua_timeout_ms,
       o.threads > 0 ? fmt::format("  nbthread {}\n", o.threads) : std::string());
-  // Each request's log line goes to Berth's collector on log.sock
-  // (request_log.h has the format; log_collector.h reads it). Raw: no
-  // syslog header to strip. Only level info, which is every request's
-  // line: HAProxy's own notices and alerts (a proxy started, a server
-  // down) stay out. dontlognull: no line for a connection that sent nothing.
   out += fmt::format(
       "defaults\n"
       "  mode http\n"
-      "  log {3}/{4} format raw local0 info info\n"
-      "  log-format \"{5}\"\n"
-      "  option dontlognull\n"
       "  option forwardfor\n"
       "  timeout connect {0}ms\n"
       "  timeout client {1}ms\n"
@@ -126,16 +118,25 @@ std::string RenderConfig(const GatewayOptions& o, const std::vector<Route>& rout
       "  timeout http-keep-alive 10s\n"
       "  timeout queue {2}ms\n"
       "\n",
-      o.connect_timeout_ms, o.request_timeout_ms, o.connect_timeout_ms, dir, kLogSocket,
-      kRequestLogFormat);
+      o.connect_timeout_ms, o.request_timeout_ms, o.connect_timeout_ms);
   // A path under no route's prefix is answered 404 by the frontend itself.
+  // Each request's line goes to Berth's collector on log.sock (request_log.h
+  // has the format; log_collector.h reads it), raw: no syslog header. The
+  // request log is the frontend's, so `log` sits in the frontend only: the
+  // backends then have no log target, and HAProxy's own messages about
+  // them (a server down) go nowhere. The frontend's own (stopped at a
+  // reload) still come; the collector counts them apart. dontlognull: no
+  // line for a connection that sent nothing.
   out += fmt::format(
       "frontend berth\n"
       "  bind {0}\n"
+      "  log {2}/{3} format raw local0 info\n"
+      "  log-format \"{4}\"\n"
+      "  option dontlognull\n"
       "  http-request return status 404 content-type text/plain string \"no such service\" "
       "unless {{ path,map_beg({1}) -m found }}\n"
       "  use_backend %[path,map_beg({1})]\n",
-      HostPort(o.bind_address, o.bind_port), map);
+      HostPort(o.bind_address, o.bind_port), map, dir, kLogSocket, kRequestLogFormat);
   for (const Route& r : routes) {
     const std::string prefix = RoutePrefix(r);
     out += fmt::format("\nbackend {}\n", BackendName(r.tenant, r.service));

@@ -145,6 +145,11 @@ void LatencyAggregator::RecordUnparsed(std::string error) {
   counters_.last_error = std::move(error);
 }
 
+void LatencyAggregator::RecordMessage(std::string text) {
+  ++counters_.haproxy_messages;
+  counters_.last_message = std::move(text);
+}
+
 std::vector<RouteLatency> LatencyAggregator::TakeWindow() {
   std::vector<RouteLatency> out;
   out.reserve(routes_.size());

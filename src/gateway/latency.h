@@ -116,9 +116,13 @@ struct RequestLogCounters {
   std::int64_t datagrams = 0;  // received
   std::int64_t recorded = 0;   // counted in a route's histogram
   std::int64_t no_route = 0;   // parsed, but answered by the frontend itself (404, bad request)
-  std::int64_t unparsed = 0;   // did not parse (last_error says why)
+  // Lines without the request tag: HAProxy's own messages to the
+  // frontend's log target ("Proxy berth stopped" at a reload). Expected.
+  std::int64_t haproxy_messages = 0;
+  std::int64_t unparsed = 0;          // tagged, but did not parse (last_error says why)
   std::int64_t over_route_limit = 0;  // for a route beyond kMaxLatencyRoutes
   std::string last_error;
+  std::string last_message;  // the last of haproxy_messages, quoted
 };
 
 // At most this many routes are kept; far above a gateway's service count.
@@ -131,6 +135,7 @@ class LatencyAggregator {
   // Counts one parsed line (or, with an error, one that did not parse).
   void Record(const RequestLogEntry& entry);
   void RecordUnparsed(std::string error);
+  void RecordMessage(std::string text);
   void CountDatagram() { ++counters_.datagrams; }
 
   // Every known route's window, in backend-name order, and a new window.

@@ -137,6 +137,8 @@ int RequestLogCollector::ReadBatch() {
     aggregator_.CountDatagram();
     if (entry) {
       aggregator_.Record(*entry);
+    } else if (entry.error().field == "tag") {
+      aggregator_.RecordMessage(std::move(entry.error().message));
     } else {
       aggregator_.RecordUnparsed(std::move(entry.error().message));
     }

@@ -66,7 +66,9 @@ struct RequestLogEntry {
 // `log ... format` choices (rfc3164, local, rfc5424, priority, short,
 // timed, iso, raw) and a trailing newline, then reads the fields of
 // kRequestLogFormat. An error (kInvalidArgument) names the field that did
-// not parse and quotes a bounded part of the line.
+// not parse and quotes a bounded part of the line; field "tag" when the
+// line is no request's at all (HAProxy's own messages, such as "Proxy berth
+// stopped", share the log target).
 Result<RequestLogEntry> ParseRequestLog(std::string_view datagram);
 
 }  // namespace berth::gateway

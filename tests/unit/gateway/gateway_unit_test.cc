@@ -148,14 +148,14 @@ TEST(GatewayConfig, EachRequestIsLoggedToTheStateDirsLogSocketInBerthsFormat) {
   const auto frontend = cfg.find("\nfrontend berth\n");
   ASSERT_NE(defaults, std::string::npos);
   ASSERT_NE(frontend, std::string::npos);
-  const std::string log_line =
-      "  log /var/lib/berth/gateway/log.sock format raw local0 info info\n";
+  const std::string log_line = "  log /var/lib/berth/gateway/log.sock format raw local0 info\n";
   const auto log_at = cfg.find(log_line);
   ASSERT_NE(log_at, std::string::npos) << cfg;
-  EXPECT_GT(log_at, defaults) << "in defaults: the frontend logs each request";
-  EXPECT_LT(log_at, frontend);
-  EXPECT_EQ(cfg.find("  log ", log_at + 1), std::string::npos)
-      << "one log target; none in global (HAProxy's own messages stay out)";
+  EXPECT_GT(log_at, frontend) << "in the frontend: it logs each request";
+  EXPECT_EQ(cfg.find("  log "), log_at)
+      << "one log target, none in global, defaults or a backend: HAProxy's own messages "
+         "about servers and backends go nowhere";
+  EXPECT_EQ(cfg.find("  log ", log_at + 1), std::string::npos);
   EXPECT_NE(cfg.find(fmt::format("  log-format \"{}\"\n", kRequestLogFormat)), std::string::npos);
   EXPECT_NE(cfg.find("  option dontlognull\n"), std::string::npos);
   EXPECT_NE(HoldLua().find("txn:set_var(\"txn.berth_held_ms\""), std::string::npos)

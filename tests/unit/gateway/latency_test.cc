@@ -420,15 +420,18 @@ TEST_F(GatewayLogCollectorTest, LinesAreCountedAndGarbageIsNotFatal) {
   EXPECT_EQ(st.st_mode & 0777, 0600u) << "only berthd's user may write latencies";
 
   ASSERT_TRUE(Send(path, "berth1 ml:coder 7 200 0 0 0 3 12 12 10 20 -- -\n"));
-  ASSERT_TRUE(Send(path, "not a request line"));
+  ASSERT_TRUE(Send(path, "berth1 ml:coder 7 2xx 0 0 0 3 12 12 10 20 -- -"));
+  ASSERT_TRUE(Send(path, "Proxy berth stopped (cumulated conns: FE: 0, BE: 0).\n"));
   ASSERT_TRUE(Send(path, "berth1 berth <NOSRV> 404 3 -1 -1 -1 0 3 80 86 LR -\n"));
   ASSERT_TRUE(Send(path, "berth1 ml:coder 7 503 0 0 0 3 250 250 10 20 SC 240\n"));
-  ASSERT_TRUE(WaitDatagrams(**c, 4));
+  ASSERT_TRUE(WaitDatagrams(**c, 5));
   auto counters = (*c)->Counters();
   EXPECT_EQ(counters.recorded, 2);
   EXPECT_EQ(counters.unparsed, 1);
+  EXPECT_EQ(counters.haproxy_messages, 1) << "HAProxy's own message: expected, not an error";
   EXPECT_EQ(counters.no_route, 1);
-  EXPECT_NE(counters.last_error.find("not a request line"), std::string::npos);
+  EXPECT_NE(counters.last_error.find("status '2xx'"), std::string::npos) << counters.last_error;
+  EXPECT_NE(counters.last_message.find("Proxy berth stopped"), std::string::npos);
   auto w = (*c)->TakeWindow();
   ASSERT_EQ(w.size(), 1u);
   EXPECT_EQ(w[0].requests, 2);
