@@ -644,6 +644,10 @@ TEST_F(GatewayTest, AGatewayAdoptingHaproxyGoesOnCountingRequests) {
   // berthd goes away; requests go on being served, their lines reach no one.
   gw_.reset();
   for (int i = 0; i < 3; ++i) ASSERT_EQ(Complete("ml", "coder").status, 200);
+  // HAProxy sends a request's line as the request ends, which may be just
+  // after its client has the answer: let the last one go (and be lost)
+  // before the path is bound again.
+  std::this_thread::sleep_for(300ms);
 
   // A new Gateway binds log.sock again before adopting: HAProxy sends each
   // line to the path, so the next requests reach the new reader.

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -462,6 +463,45 @@ TEST_F(GatewayLogCollectorTest, ANewCollectorRebindsAStalePath) {
   ASSERT_TRUE(Send(path, "berth1 ml:coder 7 200 0 0 0 3 4 4 10 20 -- -"));
   ASSERT_TRUE(WaitDatagrams(**second, 1));
   EXPECT_EQ((*second)->Counters().recorded, 1);
+}
+
+TEST_F(GatewayLogCollectorTest, TakingWindowsWhileLinesArriveLosesNoRequest) {
+  const auto path = dir_ / "log.sock";
+  auto c = RequestLogCollector::Start(path);
+  ASSERT_TRUE(c) << c.error().message;
+  constexpr int kLines = 3000;
+  std::atomic<bool> done{false};
+  std::int64_t taken = 0;
+  std::thread taker([&] {
+    while (!done) {
+      for (const auto& w : (*c)->TakeWindow()) taken += w.requests;
+      (void)(*c)->Cumulative();
+    }
+  });
+  // Sent as HAProxy sends: without waiting; a full queue (10 datagrams by
+  // default) is retried here, where HAProxy would drop and count the line.
+  int sent = 0;
+  const std::string line = "berth1 ml:coder 7 200 0 0 0 3 12 12 10 20 -- -";
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.string().size() + 1);
+  const int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+  while (sent < kLines) {
+    const auto n = sendto(fd, line.data(), line.size(), MSG_DONTWAIT,
+                          reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    if (n == static_cast<ssize_t>(line.size())) {
+      ++sent;
+    } else {
+      std::this_thread::yield();
+    }
+  }
+  close(fd);
+  ASSERT_TRUE(WaitDatagrams(**c, kLines));
+  done = true;
+  taker.join();
+  for (const auto& w : (*c)->TakeWindow()) taken += w.requests;
+  EXPECT_EQ(taken, kLines) << "every line in exactly one window";
+  EXPECT_EQ((*c)->Cumulative().at(0).count, kLines);
 }
 
 }  // namespace
