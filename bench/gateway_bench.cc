@@ -5,6 +5,9 @@
 // replica and through the gateway, interleaved one by one so that both
 // see the same machine. Printed: p50, p90, p99 and max of each, and what
 // the gateway adds at each percentile (issue 19's target: <= 1 ms at p99).
+// Every request through the gateway is logged to Berth's collector (as in
+// production); the gateway's own p50/p99 (HAProxy's Ta, whole ms) and the
+// lines HAProxy dropped are printed beside the client's figures.
 //
 // Two client modes, both printed unless --mode picks one:
 //   keepalive  one persistent connection per path (the usual client)
@@ -16,6 +19,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -52,7 +56,8 @@ double Timed(httplib::Client& client, const std::string& path) {
   return res && res->status == 200 ? ms : -1;
 }
 
-Samples Measure(int replica_port, int gateway_port, int requests, int warmup, bool keepalive) {
+Samples Measure(int replica_port, int gateway_port, int requests, int warmup, bool keepalive,
+                const std::function<void()>& after_warmup) {
   Samples s;
   auto make = [&](int port) {
     auto c = std::make_unique<httplib::Client>("127.0.0.1", port);
@@ -64,6 +69,7 @@ Samples Measure(int replica_port, int gateway_port, int requests, int warmup, bo
   auto direct = make(replica_port);
   auto via = make(gateway_port);
   for (int i = 0; i < warmup + requests; ++i) {
+    if (i == warmup) after_warmup();
     if (!keepalive) {
       direct = make(replica_port);
       via = make(gateway_port);
@@ -156,12 +162,30 @@ int main(int argc, char** argv) {
       "berth-gateway-bench: one client, small completion (max_tokens 1, no token time),\n"
       "direct to berth-model-server vs through the gateway (HAProxy), interleaved\n");
   int status = 0;
+  std::int64_t logged_before = 0;
   for (const bool keepalive : {true, false}) {
     if (mode == "keepalive" && !keepalive) continue;
     if (mode == "new" && keepalive) continue;
-    Samples s = Measure(replica_port, options.bind_port, requests, warmup, keepalive);
+    auto& g = **gw;
+    Samples s = Measure(replica_port, options.bind_port, requests, warmup, keepalive,
+                        [&] { (void)g.TakeLatency(); });
     Print(keepalive ? "keep-alive connections" : "a new connection per request", s);
     if (s.errors > 0) status = 1;
+    // One line per request through the gateway; the last ones arrive a
+    // moment after the last answer (or never, if HAProxy dropped them).
+    const std::int64_t want = logged_before + warmup + requests;
+    WaitFor([&] { return g.RequestLogStats().datagrams >= want; }, 2s, 5ms);
+    logged_before = g.RequestLogStats().datagrams;
+    auto latency = g.TakeLatency();
+    auto dropped = g.DroppedRequestLogs();
+    if (latency && !latency->empty()) {
+      const auto& l = latency->front();
+      fmt::print(
+          "  logged   p50 {:7.3f} ms  p95 {:7.3f} ms  p99 {:7.3f} ms  max {:7d} ms  "
+          "({} requests in the window; lines dropped by HAProxy so far {}, unparsed {})\n",
+          l.p50_ms, l.p95_ms, l.p99_ms, l.max_ms, l.requests, dropped ? *dropped : -1,
+          g.RequestLogStats().unparsed);
+    }
   }
   (void)(*gw)->Stop(std::chrono::seconds(2));
   return status;

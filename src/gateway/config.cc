@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "gateway/request_log.h"
+
 namespace berth::gateway {
 
 namespace {
@@ -55,9 +57,10 @@ Status ValidateOptions(const GatewayOptions& o) {
 std::string ConfigShape(const GatewayOptions& o, const std::vector<Route>& routes) {
   std::vector<std::string> lines;
   lines.push_back(fmt::format(
-      "# berth-shape gateway bind={} maxconn={} threads={} connect={} request={} drain={} dir={}",
+      "# berth-shape gateway bind={} maxconn={} threads={} connect={} request={} drain={} dir={} "
+      "log={}",
       HostPort(o.bind_address, o.bind_port), o.max_connections, o.threads, o.connect_timeout_ms,
-      o.request_timeout_ms, o.drain_timeout_ms, o.state_dir.string()));
+      o.request_timeout_ms, o.drain_timeout_ms, o.state_dir.string(), kRequestLogTag));
   for (const Route& r : routes) {
     lines.push_back(fmt::format("# berth-shape route {} balance={} hold={} maxconn={}",
                                 BackendName(r.tenant, r.service), BalanceName(r.balance),
@@ -117,13 +120,23 @@ std::string RenderConfig(const GatewayOptions& o, const std::vector<Route>& rout
       "\n",
       o.connect_timeout_ms, o.request_timeout_ms, o.connect_timeout_ms);
   // A path under no route's prefix is answered 404 by the frontend itself.
+  // Each request's line goes to Berth's collector on log.sock (request_log.h
+  // has the format; log_collector.h reads it), raw: no syslog header. The
+  // request log is the frontend's, so `log` sits in the frontend only: the
+  // backends then have no log target, and HAProxy's own messages about
+  // them (a server down) go nowhere. The frontend's own (stopped at a
+  // reload) still come; the collector counts them apart. dontlognull: no
+  // line for a connection that sent nothing.
   out += fmt::format(
       "frontend berth\n"
       "  bind {0}\n"
+      "  log {2}/{3} format raw local0 info\n"
+      "  log-format \"{4}\"\n"
+      "  option dontlognull\n"
       "  http-request return status 404 content-type text/plain string \"no such service\" "
       "unless {{ path,map_beg({1}) -m found }}\n"
       "  use_backend %[path,map_beg({1})]\n",
-      HostPort(o.bind_address, o.bind_port), map);
+      HostPort(o.bind_address, o.bind_port), map, dir, kLogSocket, kRequestLogFormat);
   for (const Route& r : routes) {
     const std::string prefix = RoutePrefix(r);
     out += fmt::format("\nbackend {}\n", BackendName(r.tenant, r.service));
@@ -179,6 +192,8 @@ core.register_action("berth_hold", {"http-req"}, function(txn, hold_ms)
     waited = (now.sec - start.sec) * 1000 + (now.usec - start.usec) / 1000
   end
   berth_held_now[be] = berth_held_now[be] - 1
+  -- The request's log line says it was held, and for how long.
+  txn:set_var("txn.berth_held_ms", math.floor(waited))
   if txn.f:nbsrv(be) == 0 then
     berth_held_expired[be] = (berth_held_expired[be] or 0) + 1
   end

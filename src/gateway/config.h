@@ -19,10 +19,11 @@ namespace berth::gateway {
 
 struct GatewayOptions {
   // The directory Berth keeps HAProxy's state in: haproxy.cfg, routes.map,
-  // hold.lua, the pid file and both sockets (admin.sock: the runtime API;
-  // master.sock: the master CLI). Created 0700 and owned by berthd's user;
-  // the sockets are 0600 in it and never on TCP, so a job on the same host
-  // (which runs as its tenant's identity) cannot reach them.
+  // hold.lua, the pid file and three sockets (admin.sock: the runtime API;
+  // master.sock: the master CLI; log.sock: the request log HAProxy sends
+  // and Berth reads). Created 0700 and owned by berthd's user; the sockets
+  // are 0600 in it and never on TCP, so a job on the same host (which runs
+  // as its tenant's identity) cannot reach them.
   std::filesystem::path state_dir;
   // The frontend every service is reached on. HAProxy cannot report a port
   // it picked, so the port is configured (tests pick a free one).
@@ -47,6 +48,7 @@ inline constexpr const char* kLuaFile = "hold.lua";
 inline constexpr const char* kPidFile = "haproxy.pid";
 inline constexpr const char* kAdminSocket = "admin.sock";
 inline constexpr const char* kMasterSocket = "master.sock";
+inline constexpr const char* kLogSocket = "log.sock";  // bound by Berth, sent to by HAProxy
 
 // The shape of the configuration: the options and each route's own
 // settings, without servers. A change of shape needs a reload; a change of

@@ -271,6 +271,12 @@ Result<std::unique_ptr<Gateway>> Gateway::Start(GatewayOptions options) {
   }
 
   std::unique_ptr<Gateway> gw(new Gateway(std::move(options)));
+  // The request log's socket is bound before HAProxy starts or is adopted,
+  // so its first line finds it. An adopted HAProxy sends to the path, not
+  // to a connected socket: it reaches this new one at its next request.
+  auto log = RequestLogCollector::Start(gw->Path(kLogSocket));
+  if (!log) return std::unexpected(log.error());
+  gw->log_ = std::move(*log);
   const pid_t pid = GatewayReadPid(gw->Path(kPidFile));
   if (GatewayProcessAlive(pid)) {
     auto procs = gw->Processes();
@@ -298,6 +304,10 @@ Result<std::unique_ptr<Gateway>> Gateway::Start(GatewayOptions options) {
   gw->shape_ = ConfigShape(gw->options_, {});
   BERTH_RETURN_IF_ERROR(gw->Launch());
   return gw;
+}
+
+Gateway::~Gateway() {
+  if (log_) log_->Stop();
 }
 
 Status Gateway::WriteFiles(const std::vector<Route>& routes) {
@@ -416,6 +426,10 @@ Status Gateway::Restart(const std::vector<Route>& routes) {
 
 Result<SyncReport> Gateway::Sync(const std::vector<Route>& routes) {
   BERTH_RETURN_IF_ERROR(ValidateRoutes(routes));
+  // Latency of routes that left is forgotten: service churn does not grow it.
+  std::vector<std::string> backends;
+  for (const Route& r : routes) backends.push_back(BackendName(r.tenant, r.service));
+  log_->Retain(backends);
   SyncReport report;
   if (!GatewayProcessAlive(master_pid_)) {
     // HAProxy died (killed, crashed): start it again with the routes and
@@ -534,12 +548,47 @@ Status Gateway::Stop(std::chrono::milliseconds grace) {
       }
     }
   }
+  if (log_) log_->Stop();
   std::error_code ec;
-  for (const char* name : {kPidFile, kAdminSocket, kMasterSocket}) {
+  for (const char* name : {kPidFile, kAdminSocket, kMasterSocket, kLogSocket}) {
     std::filesystem::remove(Path(name), ec);
   }
   master_pid_ = -1;
   return Ok();
+}
+
+Result<std::vector<RouteLatency>> Gateway::TakeLatency() {
+  if (auto error = log_->ReaderError(); !error.empty()) {
+    return Fail(Code::kUnavailable, "the request log reader stopped: " + error);
+  }
+  return log_->TakeWindow();
+}
+
+Result<std::vector<RouteLatencyHistogram>> Gateway::LatencyHistograms() {
+  if (auto error = log_->ReaderError(); !error.empty()) {
+    return Fail(Code::kUnavailable, "the request log reader stopped: " + error);
+  }
+  return log_->Cumulative();
+}
+
+RequestLogCounters Gateway::RequestLogStats() {
+  return log_->Counters();
+}
+
+Result<std::int64_t> Gateway::DroppedRequestLogs() {
+  auto info = AdminCommand("show info");
+  if (!info) return std::unexpected(info.error());
+  std::istringstream in(*info);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.starts_with("DroppedLogs: ")) continue;
+    std::int64_t n = 0;
+    const char* begin = line.c_str() + 13;
+    const char* end = line.c_str() + line.size();
+    auto [ptr, err] = std::from_chars(begin, end, n);
+    if (err != std::errc() || ptr != end) break;
+    return n;
+  }
+  return Fail(Code::kInternal, "show info: no DroppedLogs line");
 }
 
 }  // namespace berth::gateway

@@ -6,12 +6,20 @@
 //   auto gw = Gateway::Start(options);     // starts HAProxy, or adopts a live one
 //   auto report = (*gw)->Sync(routes);     // make HAProxy serve `routes`
 //   auto stats = (*gw)->Stats();           // per route: requests, held, servers
+//   auto lat = (*gw)->TakeLatency();       // per route: p50/p95/p99 since the last call
 //
 // HAProxy outlives the Gateway object and berthd: destroying a Gateway
 // leaves it serving, and the next Start on the same state directory adopts
 // it. Only Stop() stops it.
 //
-// Not thread-safe: one caller (berthd's service loop) at a time.
+// Latency comes from HAProxy's request log: a Gateway binds
+// state_dir/log.sock and runs one reader thread that turns each request's
+// line into per-route histograms (log_collector.h, latency.h). Destroying
+// the Gateway stops that thread, not HAProxy.
+//
+// Not thread-safe: one caller (berthd's service loop) at a time, except
+// TakeLatency, LatencyHistograms and RequestLogStats, which any thread may
+// call at any time (they read the collector, under its lock).
 #pragma once
 
 #include <sys/types.h>
@@ -23,6 +31,8 @@
 
 #include "common/status.h"
 #include "gateway/config.h"
+#include "gateway/latency.h"
+#include "gateway/log_collector.h"
 #include "gateway/plan.h"
 #include "gateway/route.h"
 #include "gateway/stats.h"
@@ -51,7 +61,8 @@ class Gateway {
   // reason to start a second one.
   static Result<std::unique_ptr<Gateway>> Start(GatewayOptions options);
 
-  ~Gateway() = default;
+  // Stops the log reader thread; HAProxy goes on serving (see above).
+  ~Gateway();
   Gateway(const Gateway&) = delete;
   Gateway& operator=(const Gateway&) = delete;
 
@@ -73,8 +84,30 @@ class Gateway {
   Result<GatewayProcesses> Processes();
 
   // Soft-stops HAProxy (in-flight requests finish) and waits up to
-  // `grace`; then terminates it. Removes the pid file and the sockets.
+  // `grace`; then terminates it. Reads the request log lines it sent, stops
+  // the reader, and removes the pid file and the sockets. Latency read
+  // before stays readable.
   Status Stop(std::chrono::milliseconds grace = std::chrono::seconds(10));
+
+  // Per route, the requests logged since the previous call (or since
+  // Start): counts by status class, held at zero, p50/p95/p99 latency in ms
+  // (latency.h: HAProxy's Ta, hold included; within 4.5%). Every route seen
+  // since Start and still wanted by the last Sync is listed, requests == 0
+  // when it had none. Requests HAProxy answered itself (404 for a path
+  // under no route) are not a route's. kUnavailable if the log reader
+  // stopped on a socket error: the figures would stop growing unseen.
+  Result<std::vector<RouteLatency>> TakeLatency();
+  // Per route, cumulative since it was first seen by this Gateway: the
+  // counts and the Prometheus buckets (le 1, 2, 4 .. 2^20 ms, +Inf) for
+  // /metrics. Reading does not reset anything.
+  Result<std::vector<RouteLatencyHistogram>> LatencyHistograms();
+  // What the log reader received and did with it (lines that did not
+  // parse are counted here, with the last error, never fatal).
+  RequestLogCounters RequestLogStats();
+  // Lines HAProxy's worker could not send because log.sock's queue was
+  // full (`show info` DroppedLogs, since the worker started): requests the
+  // latency figures miss.
+  Result<std::int64_t> DroppedRequestLogs();
 
   bool adopted() const { return adopted_; }
   pid_t master_pid() const { return master_pid_; }
@@ -98,6 +131,8 @@ class Gateway {
   bool adopted_ = false;
   // The shape (config.h) of what the running worker was loaded with.
   std::string shape_;
+  // Bound to log.sock from Start on, before HAProxy is started or adopted.
+  std::unique_ptr<RequestLogCollector> log_;
 };
 
 }  // namespace berth::gateway

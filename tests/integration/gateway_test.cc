@@ -3,13 +3,22 @@
 // right service and no other, servers joining and draining through the
 // runtime API with no reload and no lost request, a route at zero holding
 // a request until a server joins, a new Gateway adopting the HAProxy an
-// earlier one started, and bad names refused with their field.
+// earlier one started, and bad names refused with their field. Latency:
+// every request's line reaching the gateway's log socket, percentiles in
+// the band the replica's known latency sets, a 503 counted once, and
+// counting going on after a new Gateway adopts the HAProxy.
 #include "gateway/gateway.h"
 
 #include <fmt/format.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <future>
 #include <thread>
 
@@ -92,6 +101,19 @@ class GatewayTest : public IntegrationTest {
     return Http(options_.bind_port, timeout)
         .Post(fmt::format("/s/{}/{}/v1/completions", tenant, service), kGatewayCompletion,
               "application/json");
+  }
+
+  // Waits until the gateway's log reader has counted `n` lines of routes.
+  bool WaitLogged(std::int64_t n, Ms timeout = 10s) {
+    return WaitFor([&] { return gw_->RequestLogStats().recorded >= n; }, timeout, 5ms);
+  }
+
+  static const gateway::RouteLatency* FindLatency(const std::vector<gateway::RouteLatency>& all,
+                                                  const std::string& service) {
+    for (const auto& r : all) {
+      if (r.service == service) return &r;
+    }
+    return nullptr;
   }
 
   const RouteStats* Find(const std::vector<RouteStats>& stats, const std::string& service) {
@@ -494,10 +516,186 @@ TEST_F(GatewayTest, TheStateDirectoryAndSocketsAreOwnerOnly) {
             fs::perms::owner_read | fs::perms::owner_write);
   EXPECT_EQ(mode(options_.state_dir / "master.sock"),
             fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(mode(options_.state_dir / "log.sock"), fs::perms::owner_read | fs::perms::owner_write)
+      << "a line written there is a latency the autoscaler believes";
   // Nothing but the frontend listens on TCP: the admin API is not reachable there.
   auto info = gw_->AdminCommand("show info");
   ASSERT_TRUE(info);
   EXPECT_NE(info->find("Name: HAProxy"), std::string::npos);
+}
+
+TEST_F(GatewayTest, EachRequestsLatencyIsLoggedForItsRoute) {
+  gw_ = StartGateway();
+  ASSERT_TRUE(gw_);
+  // The replica takes 50 ms to the first token, then 1 ms a token (4):
+  // about 54 ms a request, alone.
+  const int slow = StartReplica("slow", {"--ttft-ms", "50"});
+  const int fast = StartReplica("fast");
+  ASSERT_TRUE(gw_->Sync(
+      {MakeRoute("ml", "coder", {{"81", slow}}), MakeRoute("ml", "chat", {{"82", fast}})}));
+  ASSERT_TRUE(gw_->TakeLatency());  // a fresh window
+
+  constexpr int kRequests = 40;
+  std::vector<double> client_ms;
+  for (int i = 0; i < kRequests; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    Reply r = Complete("ml", "coder");
+    client_ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
+    ASSERT_EQ(r.status, 200) << r.text;
+  }
+  for (int i = 0; i < 10; ++i) ASSERT_EQ(Complete("ml", "chat").status, 200);
+  Http http(options_.bind_port);
+  EXPECT_EQ(http.Get("/s/ml/nothing/x").status, 404);  // the frontend's: no route's
+  ASSERT_TRUE(WaitLogged(kRequests + 10)) << gw_->RequestLogStats().recorded;
+  // The frontend's 404 comes in its own line; let it arrive before counting.
+  ASSERT_TRUE(WaitFor([&] { return gw_->RequestLogStats().no_route >= 1; }, 5s, 5ms));
+
+  auto latency = gw_->TakeLatency();
+  ASSERT_TRUE(latency) << latency.error().message;
+  const gateway::RouteLatency* coder = FindLatency(*latency, "coder");
+  ASSERT_NE(coder, nullptr);
+  EXPECT_EQ(coder->tenant, "ml");
+  EXPECT_EQ(coder->requests, kRequests);
+  EXPECT_EQ(coder->responses_2xx, kRequests);
+  EXPECT_EQ(coder->responses_4xx + coder->responses_5xx, 0);
+  EXPECT_EQ(coder->held, 0);
+  // The band: at least the replica's 50 ms (less the histogram's 4.5%), at
+  // most what the client saw (the gateway's time is inside it).
+  std::sort(client_ms.begin(), client_ms.end());
+  const double client_p50 = client_ms[kRequests / 2 - 1];
+  const double client_max = client_ms.back();
+  EXPECT_GE(coder->p50_ms, 50 * 0.955);
+  EXPECT_LE(coder->p50_ms, client_p50 * 1.045 + 1) << "client p50 " << client_p50;
+  EXPECT_GE(coder->p95_ms, coder->p50_ms);
+  EXPECT_LE(coder->p95_ms, client_max * 1.045 + 1) << "client max " << client_max;
+  EXPECT_LE(coder->p99_ms, client_max * 1.045 + 1);
+  const gateway::RouteLatency* chat = FindLatency(*latency, "chat");
+  ASSERT_NE(chat, nullptr);
+  EXPECT_EQ(chat->requests, 10);
+  EXPECT_LT(chat->p50_ms, coder->p50_ms);
+
+  auto counters = gw_->RequestLogStats();
+  EXPECT_EQ(counters.unparsed, 0) << counters.last_error;
+  EXPECT_EQ(counters.recorded, kRequests + 10);
+  auto dropped = gw_->DroppedRequestLogs();
+  ASSERT_TRUE(dropped) << dropped.error().message;
+  EXPECT_EQ(*dropped, 0);
+
+  // The next window starts empty; the cumulative histogram keeps them all.
+  auto next = gw_->TakeLatency();
+  ASSERT_TRUE(next);
+  ASSERT_NE(FindLatency(*next, "coder"), nullptr);
+  EXPECT_EQ(FindLatency(*next, "coder")->requests, 0);
+  auto histograms = gw_->LatencyHistograms();
+  ASSERT_TRUE(histograms);
+  const gateway::RouteLatencyHistogram* h = nullptr;
+  for (const auto& x : *histograms) {
+    if (x.service == "coder") h = &x;
+  }
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->count, kRequests);
+  EXPECT_EQ(h->responses_2xx, kRequests);
+  ASSERT_EQ(h->buckets.size(), 22u);
+  EXPECT_EQ(h->buckets[5].le_ms, 32);
+  EXPECT_EQ(h->buckets[5].count, 0) << "none under the replica's 50 ms";
+  EXPECT_EQ(h->buckets.back().count, kRequests);
+
+  // A route that leaves the gateway is forgotten.
+  ASSERT_TRUE(gw_->Sync({MakeRoute("ml", "chat", {{"82", fast}})}));
+  auto after_removal = gw_->TakeLatency();
+  ASSERT_TRUE(after_removal);
+  EXPECT_EQ(FindLatency(*after_removal, "coder"), nullptr);
+}
+
+TEST_F(GatewayTest, AHeldRequestAnswered503IsCountedOnceWithItsHold) {
+  gw_ = StartGateway();
+  ASSERT_TRUE(gw_);
+  Route empty = MakeRoute("ml", "coder", {});
+  empty.hold_timeout_ms = 300;
+  ASSERT_TRUE(gw_->Sync({empty}));
+  EXPECT_EQ(Complete("ml", "coder").status, 503);
+  ASSERT_TRUE(WaitLogged(1));
+  auto latency = gw_->TakeLatency();
+  ASSERT_TRUE(latency) << latency.error().message;
+  const gateway::RouteLatency* coder = FindLatency(*latency, "coder");
+  ASSERT_NE(coder, nullptr);
+  EXPECT_EQ(coder->requests, 1);
+  EXPECT_EQ(coder->responses_5xx, 1);
+  EXPECT_EQ(coder->responses_2xx, 0);
+  EXPECT_EQ(coder->held, 1);
+  EXPECT_GE(coder->p50_ms, 300 * 0.955) << "the hold is part of the request's latency";
+  EXPECT_LT(coder->p50_ms, 5000);
+  EXPECT_EQ(gw_->RequestLogStats().recorded, 1);
+}
+
+TEST_F(GatewayTest, AGatewayAdoptingHaproxyGoesOnCountingRequests) {
+  gw_ = StartGateway();
+  ASSERT_TRUE(gw_);
+  const int a = StartReplica("a");
+  Route route = MakeRoute("ml", "coder", {{"91", a}});
+  ASSERT_TRUE(gw_->Sync({route}));
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(Complete("ml", "coder").status, 200);
+  ASSERT_TRUE(WaitLogged(5));
+  auto workers = gw_->Processes();
+  ASSERT_TRUE(workers);
+
+  // berthd goes away; requests go on being served, their lines reach no one.
+  gw_.reset();
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(Complete("ml", "coder").status, 200);
+  // HAProxy sends a request's line as the request ends, which may be just
+  // after its client has the answer: let the last one go (and be lost)
+  // before the path is bound again.
+  std::this_thread::sleep_for(300ms);
+
+  // A new Gateway binds log.sock again before adopting: HAProxy sends each
+  // line to the path, so the next requests reach the new reader.
+  gw_ = StartGateway();
+  ASSERT_TRUE(gw_);
+  ASSERT_TRUE(gw_->adopted());
+  constexpr int kAfter = 7;
+  for (int i = 0; i < kAfter; ++i) ASSERT_EQ(Complete("ml", "coder").status, 200);
+  ASSERT_TRUE(WaitLogged(kAfter)) << gw_->RequestLogStats().recorded;
+  auto now = gw_->Processes();
+  ASSERT_TRUE(now);
+  EXPECT_EQ(now->workers, workers->workers) << "the same worker: no reload, no restart";
+  auto latency = gw_->TakeLatency();
+  ASSERT_TRUE(latency) << latency.error().message;
+  const gateway::RouteLatency* coder = FindLatency(*latency, "coder");
+  ASSERT_NE(coder, nullptr);
+  EXPECT_EQ(coder->requests, kAfter) << "counted from the adoption on; lines sent while no one "
+                                        "was bound are lost";
+  EXPECT_EQ(coder->responses_2xx, kAfter);
+  EXPECT_EQ(gw_->RequestLogStats().unparsed, 0);
+}
+
+TEST_F(GatewayTest, AnotherUserCannotWriteToTheLogSocket) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run a probe as another user";
+  gw_ = StartGateway();
+  ASSERT_TRUE(gw_);
+  const std::string path = (options_.state_dir / "log.sock").string();
+  const std::string fake = "berth1 ml:coder 1 200 0 0 0 1 1 1 1 1 -- -";
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  // A job runs as its tenant's identity: here, nobody (65534). The child
+  // only makes system calls (the parent has threads).
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(2);
+    const int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+    const auto n =
+        sendto(fd, fake.data(), fake.size(), 0, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    _exit(n < 0 && errno == EACCES ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "another user's datagram was not refused";
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(gw_->RequestLogStats().datagrams, 0);
 }
 
 }  // namespace

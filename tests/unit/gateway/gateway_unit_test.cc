@@ -2,6 +2,7 @@
 // field), rendering HAProxy's configuration (and HAProxy accepting it),
 // parsing `show stat`, `show berth-held` and `show proc` as captured from
 // HAProxy 2.6, and planning runtime-API commands from wanted and live state.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include "gateway/config.h"
 #include "gateway/gateway.h"
 #include "gateway/plan.h"
+#include "gateway/request_log.h"
 #include "gateway/route.h"
 #include "gateway/stats.h"
 
@@ -138,6 +140,29 @@ TEST(GatewayConfig, RendersOneBackendPerRouteWithItsServers) {
       << "a draining server is kept, in maintenance";
   EXPECT_EQ(RenderRouteMap({CoderRoute()}), "/s/ml/coder/ ml:coder\n");
   EXPECT_EQ(RoutePrefix(CoderRoute()).size() - 1, 11u) << "'/s/ml/coder' is stripped";
+}
+
+TEST(GatewayConfig, EachRequestIsLoggedToTheStateDirsLogSocketInBerthsFormat) {
+  const std::string cfg = RenderConfig(Options(), {CoderRoute()});
+  const auto defaults = cfg.find("\ndefaults\n");
+  const auto frontend = cfg.find("\nfrontend berth\n");
+  ASSERT_NE(defaults, std::string::npos);
+  ASSERT_NE(frontend, std::string::npos);
+  const std::string log_line = "  log /var/lib/berth/gateway/log.sock format raw local0 info\n";
+  const auto log_at = cfg.find(log_line);
+  ASSERT_NE(log_at, std::string::npos) << cfg;
+  EXPECT_GT(log_at, frontend) << "in the frontend: it logs each request";
+  EXPECT_EQ(cfg.find("  log "), log_at)
+      << "one log target, none in global, defaults or a backend: HAProxy's own messages "
+         "about servers and backends go nowhere";
+  EXPECT_EQ(cfg.find("  log ", log_at + 1), std::string::npos);
+  EXPECT_NE(cfg.find(fmt::format("  log-format \"{}\"\n", kRequestLogFormat)), std::string::npos);
+  EXPECT_NE(cfg.find("  option dontlognull\n"), std::string::npos);
+  EXPECT_NE(HoldLua().find("txn:set_var(\"txn.berth_held_ms\""), std::string::npos)
+      << "a held request's line says how long it was held";
+  // The log format is part of the shape: an HAProxy rendered without it
+  // (or with an older format) is reloaded by the first Sync.
+  EXPECT_NE(ConfigShape(Options(), {}).find(" log=berth1"), std::string::npos);
 }
 
 TEST(GatewayConfig, ARouteWithoutHoldHasNoHoldAction) {
