@@ -107,7 +107,7 @@ agent_port="$(free_port)"
 export BERTH_SERVER="http://127.0.0.1:$api_port"
 "$berthd" --all-in-one --simulate "$work/cluster.yaml" --data-dir "$work/data" \
   --listen "127.0.0.1:$api_port" --agent-listen "127.0.0.1:$agent_port" \
-  --plain-http --plain-agents --stop-grace 2s --telemetry-interval 1s --idle-window 1m \
+  --plain-http --plain-agents --gateway-listen off --stop-grace 2s --telemetry-interval 1s --idle-window 1m \
   --log-level warn >"$work/berthd.log" 2>&1 &
 berthd_pid=$!
 for _ in $(seq 1 100); do

@@ -111,6 +111,36 @@ Status CheckServiceQueue(const model::Policy& policy, const model::ServiceSpec& 
   return Ok();
 }
 
+// The autoscaler's last decision, with its reason in words.
+json AutoscaleJson(const sched::AutoscaleReason& r) {
+  return json{{"code", sched::AutoscaleCodeName(r.code)},
+              {"signal", model::AutoscaleSignalName(r.signal)},
+              {"observed", model::FormatMilli(r.observed_milli)},
+              {"target", model::FormatMilli(r.target_milli)},
+              {"desired", r.desired},
+              {"reason", sched::RenderAutoscaleReason(r)}};
+}
+
+// What the gateway saw of the service in the last round.
+json TrafficJson(const gateway::RouteStats& t, const std::optional<gateway::RouteLatency>& l) {
+  json out{{"in_flight", t.current},
+           {"queued", t.queued},
+           {"held", t.held_now},
+           {"requests_total", t.total},
+           {"held_total", t.held_total},
+           {"held_expired_total", t.held_expired},
+           {"responses_2xx", t.responses_2xx},
+           {"responses_5xx", t.responses_5xx}};
+  if (l) {
+    out["window"] = json{{"requests", l->requests}, {"responses_5xx", l->responses_5xx},
+                         {"held", l->held},         {"p50_ms", l->p50_ms},
+                         {"p95_ms", l->p95_ms},     {"p99_ms", l->p99_ms}};
+  } else {
+    out["window"] = nullptr;
+  }
+  return out;
+}
+
 }  // namespace
 
 json Api::ServiceStatus(const store::ServiceRecord& s,
@@ -170,6 +200,9 @@ json Api::ServiceStatus(const store::ServiceRecord& s,
   status["starting"] = n.starting;
   status["stopping"] = n.stopping;
   status["replicas"] = std::move(replicas);
+  // Where the service is reached through the gateway (null: no gateway).
+  const std::string endpoint = services_ != nullptr ? services_->Endpoint(s.tenant, s.name) : "";
+  status["endpoint"] = endpoint.empty() ? json(nullptr) : json(endpoint);
   std::optional<ServiceRound> round;
   if (services_ != nullptr) round = services_->LastRound(s.tenant, s.name);
   if (round && round->revision == s.revision) {
@@ -180,6 +213,19 @@ json Api::ServiceStatus(const store::ServiceRecord& s,
     status["refused"] = round->refused.empty() ? json(nullptr) : json(round->refused);
     status["waiting"] = round->waiting.empty() ? json(nullptr) : json(round->waiting);
     status["reconciled_ms"] = round->at_ms;
+    status["desired"] = round->desired;
+    status["autoscale"] = round->autoscale ? AutoscaleJson(*round->autoscale) : json(nullptr);
+    status["routed"] = round->routed;
+    status["draining"] = round->draining;
+    status["traffic"] =
+        round->traffic ? TrafficJson(*round->traffic, round->latency) : json(nullptr);
+    status["cold_start_since_ms"] =
+        round->cold_start_since_ms ? json(*round->cold_start_since_ms) : json(nullptr);
+    status["last_cold_start"] = round->last_cold_start
+                                    ? json{{"job", round->last_cold_start->job_id},
+                                           {"duration_ms", round->last_cold_start->duration_ms},
+                                           {"at_ms", round->last_cold_start->at_ms}}
+                                    : json(nullptr);
   } else {
     // Not reconciled since its last change (or no controller runs here).
     status["phase"] = "pending";

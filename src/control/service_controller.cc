@@ -84,6 +84,21 @@ std::map<std::string, gateway::RouteStats> ServiceController::GatewayStats() {
   return out;
 }
 
+std::map<std::string, gateway::RouteLatency> ServiceController::GatewayLatency() {
+  std::map<std::string, gateway::RouteLatency> out;
+  if (gateway_ == nullptr) return out;
+  auto latency = gateway_->TakeLatency();
+  if (!latency) {
+    spdlog::warn("gateway: cannot read its request log: {}", latency.error().message);
+    return out;
+  }
+  for (auto& r : *latency) {
+    std::string key = ServiceKey(r.tenant, r.service);
+    out.emplace(std::move(key), std::move(r));
+  }
+  return out;
+}
+
 Result<std::map<std::string, RouteNode>> ServiceController::RouteNodes() {
   std::map<std::string, RouteNode> out;
   if (gateway_ == nullptr) return out;
@@ -290,6 +305,7 @@ Status ServiceController::Reconcile() {
            });
   });
   const std::map<std::string, gateway::RouteStats> stats = GatewayStats();
+  const std::map<std::string, gateway::RouteLatency> latency = GatewayLatency();
   auto nodes = RouteNodes();
   if (!nodes) return std::unexpected(nodes.error());
   std::vector<gateway::Route> routes;
@@ -309,9 +325,10 @@ Status ServiceController::Reconcile() {
       static const std::vector<store::JobRecord> kNone;
       const auto& mine = it == by_service.end() ? kNone : it->second;
       const auto route_stats = stats.find(key);
-      if (auto st = ReconcileOne(service, mine, now,
-                                 route_stats == stats.end() ? nullptr : &route_stats->second,
-                                 *nodes, routes);
+      const auto route_latency = latency.find(key);
+      if (auto st = ReconcileOne(
+              service, mine, now, route_stats == stats.end() ? nullptr : &route_stats->second,
+              route_latency == latency.end() ? nullptr : &route_latency->second, *nodes, routes);
           !st && failed) {
         failed = st;
       }
@@ -323,16 +340,18 @@ Status ServiceController::Reconcile() {
         watch_zero = true;
       }
       if (it != by_service.end()) by_service.erase(it);
-      std::lock_guard lock(rounds_mu_);
-      if (auto r = rounds_.find(key); r != rounds_.end()) seen[key] = r->second;
+      if (auto r = next_rounds_.find(key); r != next_rounds_.end()) {
+        seen[key] = std::move(r->second);
+      } else {
+        // The round failed for it: its last findings stand.
+        std::lock_guard lock(rounds_mu_);
+        if (auto old = rounds_.find(key); old != rounds_.end()) seen[key] = old->second;
+      }
     }
     if (page->size() < filter.limit) break;
     filter.before_id = page->back().id;
   }
-  {
-    std::lock_guard lock(rounds_mu_);
-    rounds_ = std::move(seen);
-  }
+  next_rounds_.clear();
   signals_ = std::move(signals);  // services deleted since: forgotten
   watch_zero_.store(watch_zero);
   if (gateway_ != nullptr) {
@@ -341,6 +360,10 @@ Status ServiceController::Reconcile() {
       // Drained at once when no request was in flight: stopped this round.
       if (auto st = StopDrained(GatewayStats(), now); !st && failed) failed = st;
     }
+  }
+  {
+    std::lock_guard lock(rounds_mu_);
+    rounds_ = std::move(seen);
   }
   // Replicas whose service is gone (its route left the gateway above).
   for (const auto& [key, jobs] : by_service) {
@@ -362,6 +385,7 @@ Status ServiceController::Reconcile() {
 Status ServiceController::ReconcileOne(const store::ServiceRecord& service,
                                        const std::vector<store::JobRecord>& replicas, TimeMs now,
                                        const gateway::RouteStats* stats,
+                                       const gateway::RouteLatency* latency,
                                        const std::map<std::string, RouteNode>& nodes,
                                        std::vector<gateway::Route>& routes) {
   const std::string key = ServiceKey(service.tenant, service.name);
@@ -403,7 +427,7 @@ Status ServiceController::ReconcileOne(const store::ServiceRecord& service,
   if (gateway_ != nullptr && Autoscales(spec)) {
     const model::Autoscaling& as = spec.autoscaling;
     if (stats != nullptr) {
-      sig.samples.push_back(SampleOf(*stats, as.signal, sig.counters, now));
+      sig.samples.push_back(SampleOf(*stats, latency, as.signal, sig.counters, now));
       const std::int64_t keep = std::max(as.stable_window_ms, as.panic_window_ms);
       while (!sig.samples.empty() && sig.samples.front().time_ms <= now - keep) {
         sig.samples.pop_front();
@@ -491,6 +515,7 @@ Status ServiceController::ReconcileOne(const store::ServiceRecord& service,
   }
   round.autoscale = autoscale;
   if (stats != nullptr) round.traffic = *stats;
+  if (latency != nullptr) round.latency = *latency;
   Status failed = Ok();
   for (const auto& stop : plan.stop) {
     const std::string why =
@@ -558,8 +583,9 @@ Status ServiceController::ReconcileOne(const store::ServiceRecord& service,
       break;
     }
   }
-  std::lock_guard lock(rounds_mu_);
-  rounds_[key] = std::move(round);
+  // Published with the round's other findings once the gateway has them
+  // (Reconcile): a status that shows a replica routed is true.
+  next_rounds_[key] = std::move(round);
   return failed;
 }
 

@@ -68,6 +68,8 @@ struct ServiceRound {
   // for the route, the replicas in the route and being drained.
   std::optional<sched::AutoscaleReason> autoscale{};
   std::optional<gateway::RouteStats> traffic{};
+  // The requests its log showed since the round before (latency, codes).
+  std::optional<gateway::RouteLatency> latency{};
   std::uint32_t routed = 0;
   std::uint32_t draining = 0;
   std::optional<TimeMs> cold_start_since_ms{};  // a scale from zero under way
@@ -170,12 +172,13 @@ class ServiceController {
 
   Status ReconcileOne(const store::ServiceRecord& service,
                       const std::vector<store::JobRecord>& replicas, TimeMs now,
-                      const gateway::RouteStats* stats,
+                      const gateway::RouteStats* stats, const gateway::RouteLatency* latency,
                       const std::map<std::string, RouteNode>& nodes,
                       std::vector<gateway::Route>& routes);
   // The gateway's part of a round: its counters by "tenant/name" before,
   // the routes after. Errors are logged; a round goes on without them.
   std::map<std::string, gateway::RouteStats> GatewayStats();
+  std::map<std::string, gateway::RouteLatency> GatewayLatency();
   Result<std::map<std::string, RouteNode>> RouteNodes();
   void SyncGateway(const std::vector<gateway::Route>& routes);
   // Stops the drained replicas that no request can reach any more (or
@@ -199,8 +202,9 @@ class ServiceController {
   // Only the round's thread (or a test's Reconcile) touches these.
   gateway::Gateway* gateway_ = nullptr;
   std::string gateway_url_;
-  std::map<std::string, Signals> signals_;  // by "tenant/name"
-  std::map<std::int64_t, Drain> draining_;  // by replica job id
+  std::map<std::string, Signals> signals_;           // by "tenant/name"
+  std::map<std::string, ServiceRound> next_rounds_;  // this round's, before it is published
+  std::map<std::int64_t, Drain> draining_;           // by replica job id
   // Some service is at zero replicas and would scale from zero: the loop
   // looks for held requests between rounds.
   std::atomic<bool> watch_zero_{false};

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 
 namespace berth::server {
 
@@ -46,7 +47,8 @@ bool GatewayMeasures(model::AutoscaleSignal signal) {
          signal == model::AutoscaleSignal::kQueueDepth;
 }
 
-sched::AutoscaleSample SampleOf(const gateway::RouteStats& stats, model::AutoscaleSignal signal,
+sched::AutoscaleSample SampleOf(const gateway::RouteStats& stats,
+                                const gateway::RouteLatency* latency, model::AutoscaleSignal signal,
                                 RouteCounters& last, TimeMs now) {
   sched::AutoscaleSample s;
   s.time_ms = now;
@@ -75,6 +77,11 @@ sched::AutoscaleSample SampleOf(const gateway::RouteStats& stats, model::Autosca
       s.value_milli = waiting * 1000;
       break;
     case model::AutoscaleSignal::kP95Latency:
+      // No request logged: no latency to speak of (0, as an idle service's).
+      s.value_milli = latency != nullptr && latency->requests > 0
+                          ? static_cast<std::int64_t>(std::llround(latency->p95_ms * 1000))
+                          : 0;
+      break;
     case model::AutoscaleSignal::kMetric:
       s.value_milli = 0;  // not measured here (GatewayMeasures)
       break;

@@ -9,7 +9,8 @@
 //     so a rollout never leaves the route empty.
 //   - SampleOf: one autoscaler sample from the gateway's counters for the
 //     route: requests in flight, queued and held (concurrency), the requests
-//     routed since the last sample (rps), the ones waiting (queue depth).
+//     routed since the last sample (rps), the ones waiting (queue depth),
+//     and from its request log the p95 latency of the requests since then.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "gateway/latency.h"
 #include "gateway/route.h"
 #include "gateway/stats.h"
 #include "model/service.h"
@@ -56,7 +58,8 @@ gateway::Route RouteOf(const store::ServiceRecord& service,
                        const std::map<std::string, RouteNode>& nodes);
 
 // Whether the gateway measures `signal` itself. concurrency, rps and
-// queue_depth come from its counters; p95_latency and metric do not yet.
+// queue_depth come from its counters, p95_latency from its request log;
+// metric (scraped from the replicas) is not measured yet.
 bool GatewayMeasures(model::AutoscaleSignal signal);
 
 // The gateway's totals at the last sample, to turn counters into rates. A
@@ -69,8 +72,11 @@ struct RouteCounters {
   bool seen = false;
 };
 
-// One autoscaler sample from the route's stats at `now`; updates `last`.
-sched::AutoscaleSample SampleOf(const gateway::RouteStats& stats, model::AutoscaleSignal signal,
+// One autoscaler sample from the route's stats at `now` and, for
+// p95_latency, the requests its log showed since the last sample (nullptr:
+// none logged); updates `last`.
+sched::AutoscaleSample SampleOf(const gateway::RouteStats& stats,
+                                const gateway::RouteLatency* latency, model::AutoscaleSignal signal,
                                 RouteCounters& last, TimeMs now);
 
 }  // namespace berth::server

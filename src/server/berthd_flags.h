@@ -25,6 +25,10 @@ struct BerthdFlags {
   std::string telemetry_interval = "10s";
   std::string alert_interval = "2s";
   std::string service_interval = "2s";
+  // The service gateway: "" is 127.0.0.1:8480 with --all-in-one and off
+  // otherwise; "off" never runs it.
+  std::string gateway_listen;
+  std::string haproxy = "haproxy";
   std::string shim;
   std::string log_level = "info";
   std::string podman_conf;

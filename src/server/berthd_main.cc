@@ -34,6 +34,7 @@
 #include "control/job_token.h"
 #include "control/pki.h"
 #include "control/service_controller.h"
+#include "gateway/gateway.h"
 #include "meter/alerting.h"
 #include "model/fencing.h"
 #include "sched/core_scheduler.h"
@@ -248,6 +249,8 @@ struct Settings {
   std::int64_t node_cert_ttl_ms = 0;
   berth::http::ServerOptions http;
   std::vector<berth::model::NodeInfo> sim_nodes;
+  // The service gateway's frontend; nullopt: no gateway.
+  std::optional<std::pair<std::string, int>> gateway_listen;
 };
 
 // The listeners, and what may serve them without TLS.
@@ -272,6 +275,19 @@ berth::Status CheckListeners(const BerthdFlags& f, Settings& s) {
   }
   s.listen = std::move(*listen_hp);
   s.agent_listen = std::move(*agent_hp);
+  std::string gateway = f.gateway_listen;
+  if (gateway.empty()) gateway = f.all_in_one ? "127.0.0.1:8480" : "off";
+  if (gateway != "off") {
+    auto gateway_hp = SplitHostPort("--gateway-listen", gateway);
+    if (!gateway_hp || gateway_hp->second == 0) {
+      return std::unexpected(Invalid(fmt::format(
+          "--gateway-listen '{}': give HOST:PORT with a port from 1 to 65535 (HAProxy cannot "
+          "report a port it picked), e.g. 127.0.0.1:8480, or 'off'",
+          gateway)));
+    }
+    if (gateway_hp->first == "localhost") gateway_hp->first = "127.0.0.1";
+    s.gateway_listen = std::move(*gateway_hp);
+  }
   return {};
 }
 
@@ -444,6 +460,9 @@ struct Daemon {
   std::optional<berth::server::Meter> meter;
   std::unique_ptr<berth::store::TelemetryStore> telemetry;
   std::optional<berth::server::Controller> controller;
+  // Before `services`, whose thread drives it, so that it outlives that
+  // thread. Destroying it leaves HAProxy serving (a restart adopts it).
+  std::unique_ptr<berth::gateway::Gateway> gateway;
   std::optional<berth::server::ServiceController> services;
   berth::server::ServerMetrics metrics;
   std::optional<berth::server::AlertRouter> alert_router;
@@ -495,6 +514,34 @@ berth::Status OpenStores(const BerthdFlags& f, const Settings& s, Daemon& d) {
   d.controller->SetRunHealthListener([services = &*d.services] { services->Wake(); });
   // Counters and histograms for GET /metrics (docs/metrics.md).
   d.controller->set_metrics(&d.metrics);
+  return {};
+}
+
+// The service gateway (docs/services.md, "Gateway"): HAProxy in
+// <data-dir>/gateway, adopted when one from an earlier berthd still serves.
+berth::Status StartGateway(const BerthdFlags& f, const Settings& s, Daemon& d) {
+  if (!s.gateway_listen) return {};
+  berth::gateway::GatewayOptions options;
+  options.state_dir = std::filesystem::path(f.data_dir) / "gateway";
+  options.bind_address = s.gateway_listen->first;
+  options.bind_port = s.gateway_listen->second;
+  options.haproxy_binary = f.haproxy;
+  auto gateway = berth::gateway::Gateway::Start(options);
+  if (!gateway) {
+    return std::unexpected(Invalid(fmt::format(
+        "the service gateway did not start on {}:{}: {}. Install HAProxy "
+        "(scripts/install-deps.sh), free the port or choose another with --gateway-listen "
+        "HOST:PORT, or run without it: --gateway-listen off",
+        options.bind_address, options.bind_port, gateway.error().message)));
+  }
+  d.gateway = std::move(*gateway);
+  const std::string host = options.bind_address.find(':') != std::string::npos
+                               ? "[" + options.bind_address + "]"
+                               : options.bind_address;
+  d.services->SetGateway(d.gateway.get(), fmt::format("http://{}:{}", host, options.bind_port));
+  spdlog::info("gateway: HAProxy {} (pid {}) serves services on http://{}:{}/s/TENANT/SERVICE/",
+               d.gateway->adopted() ? "adopted" : "started", d.gateway->master_pid(), host,
+               options.bind_port);
   return {};
 }
 
@@ -799,6 +846,7 @@ int main(int argc, char** argv) {
   }
   if (auto st = OpenStores(flags, *settings, d); !st) return Fatal(st.error().message);
   if (auto st = SetUpAlerts(flags, d); !st) return Fatal(st.error().message);
+  if (auto st = StartGateway(flags, *settings, d); !st) return Fatal(st.error().message);
   if (auto st = StartAgentService(flags, *settings, d); !st) return Fatal(st.error().message);
   if (flags.all_in_one) StartEmbeddedAgents(flags, *settings, *shared, d);
   if (auto st = StartApi(flags, *settings, d); !st) {

@@ -154,6 +154,8 @@ TEST_F(IntegrationTest, BerthdRefusesABadFlagBeforeItWritesItsDataDir) {
       {{"--http-timeout", "soon"}, "--http-timeout"},
       {{"--idle-window", "never"}, "--idle-window"},
       {{"--webhook-secret-dir", missing.string()}, "--webhook-secret-dir"},
+      {{"--gateway-listen", "127.0.0.1:0"}, "--gateway-listen"},
+      {{"--gateway-listen", "8480"}, "--gateway-listen"},
       {{"--tls-cert", missing.string(), "--tls-key", missing.string()}, "--tls-cert"},
   };
   int n = 0;

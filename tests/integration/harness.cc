@@ -328,10 +328,19 @@ Berthd::Berthd(const TempDir& dir, BerthdOptions options)
       options_(std::move(options)),
       api_port_(FreePort()),
       agent_port_(FreePort()),
+      gateway_port_(FreePort()),
       http_(api_port_, 10s, options_.tls ? ca_file() : fs::path()) {}
 
 Berthd::~Berthd() {
   if (process_) Kill();
+  // The gateway's HAProxy outlives berthd by design (a restart adopts it);
+  // a test's ends with it.
+  const std::string pid_text = ReadFile(data_dir_ / "gateway" / "haproxy.pid");
+  if (const int pid = std::atoi(pid_text.c_str()); pid > 1) ::kill(pid, SIGKILL);
+}
+
+std::string Berthd::gateway_url() const {
+  return fmt::format("http://127.0.0.1:{}", gateway_port_);
 }
 
 std::string Berthd::url() const {
@@ -355,6 +364,9 @@ bool Berthd::Start(Ms timeout) {
   if (!options_.simulate.empty())
     args.insert(args.end(), {"--simulate", options_.simulate.string()});
   if (!options_.tls) args.insert(args.end(), {"--plain-http", "--plain-agents"});
+  args.insert(args.end(),
+              {"--gateway-listen",
+               options_.gateway ? fmt::format("127.0.0.1:{}", gateway_port_) : std::string("off")});
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
   ++starts_;
   {

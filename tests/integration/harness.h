@@ -147,6 +147,9 @@ struct BerthdOptions {
   bool tls = false;
   // Added to berthd's environment (BERTH_FAILPOINTS for a crash trial).
   std::map<std::string, std::string> env{};
+  // The service gateway (HAProxy) on a free loopback port; false:
+  // --gateway-listen off, as most tests serve no service.
+  bool gateway = false;
 };
 // berthd with an embedded agent on the default simulated node (8x H100-80GB).
 BerthdOptions AllInOne(std::vector<std::string> extra_args = {});
@@ -170,6 +173,9 @@ class Berthd {
 
   int api_port() const { return api_port_; }
   int agent_port() const { return agent_port_; }
+  int gateway_port() const { return gateway_port_; }
+  // "http://127.0.0.1:PORT": the gateway's frontend (options().gateway).
+  std::string gateway_url() const;
   std::string url() const;
   std::string agent_address() const;
   const std::filesystem::path& data_dir() const { return data_dir_; }
@@ -201,6 +207,7 @@ class Berthd {
   BerthdOptions options_;
   int api_port_;
   int agent_port_;
+  int gateway_port_;
   int starts_ = 0;
   Http http_;
   std::unique_ptr<Process> process_;

@@ -7,7 +7,11 @@
 // none missing, scaled, crash-looping held back, stopped with the service.
 #include <fmt/format.h>
 
+#include <atomic>
 #include <fstream>
+#include <mutex>
+#include <set>
+#include <thread>
 
 #include "integration/fixture.h"
 #include "integration/tenants.h"
@@ -478,6 +482,201 @@ TEST_F(ServiceTest, AReplicaThatKeepsCrashingIsReplacedAfterABackoff) {
             std::string::npos)
       << why.out;
   EXPECT_NE(why.out.find("replicas crashed"), std::string::npos) << why.out;
+}
+
+}  // namespace
+}  // namespace berth::it
+
+namespace berth::it {
+namespace {
+
+// The services above run behind berthd's gateway (a real HAProxy): a
+// request to the service's endpoint reaches a ready replica.
+class ServiceGatewayTest : public ServiceTest {
+ protected:
+  void SetUp() override {
+    ServiceTest::SetUp();
+    if (RunCommand("/bin/sh", {"-c", "command -v haproxy"}, dir_.path()).exit_code != 0) {
+      GTEST_SKIP() << "haproxy is not installed (scripts/install-deps.sh installs it)";
+    }
+  }
+
+  Berthd& GatewayBerthd() {
+    BerthdOptions options = AllInOne({"--service-interval", "200ms"});
+    options.gateway = true;
+    return NewBerthd(options);
+  }
+
+  json Service(const Berthd& berthd, const std::string& path = "/v1/services/red/llm") {
+    auto got = berthd.http().Get(path);
+    return got.status == 200 ? got.body : json();
+  }
+};
+
+// Scale to zero and back: a service with no replica holds the first
+// request at the gateway, starts a replica, answers the request once it is
+// ready, and records the cold start; with no requests for its idle window
+// it drains its replica and goes back to zero.
+TEST_F(ServiceGatewayTest, AHeldRequestStartsAReplicaAndTheServiceGoesBackToZero) {
+  Berthd& berthd = GatewayBerthd();
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  ASSERT_EQ(berthd.http().Post("/v1/policy", kRedBlueServe).status, 201);
+  const auto server = TenantModelServer(dir_ / "llm");
+  const std::string spec = fmt::format(R"(name: llm
+tenant: red
+queue: serve
+command: ["{}", --load-ms, "300"]
+port: 8000
+replicas: {{min: 0, max: 2}}
+resources: {{gpus: 1}}
+readiness: {{http: /health, period: 1s, timeout: 500ms}}
+autoscaling:
+  signal: concurrency
+  target: 4
+  stable_window: 4s
+  panic_window: 2s
+  down_stabilization: 2s
+  scale_to_zero: {{enabled: true, idle_window: 3s}}
+)",
+                                       server.string());
+  ASSERT_EQ(berthd.http().Post("/v1/services", spec, "application/yaml").status, 201);
+  json service;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        service = Service(berthd);
+        return service.is_object() && service.at("status").at("phase") != "pending";
+      },
+      20s))
+      << service.dump();
+  EXPECT_EQ(service.at("status").at("desired"), 0) << service.dump();
+  EXPECT_TRUE(service.at("status").at("replicas").empty()) << service.dump();
+  EXPECT_EQ(service.at("status").at("endpoint"),
+            fmt::format("{}/s/red/llm/", berthd.gateway_url()));
+
+  // The first request: held at zero, then answered by the replica it started.
+  Http gateway(berthd.gateway_port(), 60s);
+  const auto sent = std::chrono::steady_clock::now();
+  auto answer = gateway.Post("/s/red/llm/v1/completions", R"({"prompt":"hi","max_tokens":2})",
+                             "application/json");
+  const auto waited = std::chrono::steady_clock::now() - sent;
+  ASSERT_EQ(answer.status, 200) << answer.text << "\n" << berthd.log();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        service = Service(berthd);
+        return service.is_object() && service.at("status").at("last_cold_start").is_object();
+      },
+      10s))
+      << service.dump();
+  const json cold = service.at("status").at("last_cold_start");
+  EXPECT_GT(cold.at("duration_ms").get<std::int64_t>(), 0) << cold.dump();
+  // Measured by berthd within the time the client waited.
+  EXPECT_LE(cold.at("duration_ms").get<std::int64_t>(),
+            std::chrono::duration_cast<std::chrono::milliseconds>(waited).count() + 500)
+      << cold.dump();
+  const std::int64_t replica = cold.at("job");
+  auto job = berthd.http().Get(fmt::format("/v1/jobs/{}", replica));
+  ASSERT_EQ(job.status, 200);
+  EXPECT_EQ(CountEvents(job.body, "ColdStart"), 1) << job.text;
+  EXPECT_NE(job.text.find("scaled from zero"), std::string::npos) << job.text;
+
+  // Served while it runs: no hold.
+  answer = gateway.Post("/s/red/llm/v1/completions", R"({"prompt":"again","max_tokens":2})",
+                        "application/json");
+  EXPECT_EQ(answer.status, 200) << answer.text;
+  // A path under no service: the gateway's own 404.
+  EXPECT_EQ(gateway.Get("/s/red/nothing/v1/models").status, 404);
+
+  // No requests for the idle window: the replica drains and stops, zero again.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        service = Service(berthd);
+        return service.is_object() && service.at("status").at("replicas").empty() &&
+               service.at("status").at("desired") == 0;
+      },
+      40s))
+      << service.dump();
+  EXPECT_EQ(service.at("status").at("autoscale").at("code"), "scale_to_zero") << service.dump();
+  EXPECT_TRUE(berthd.WaitForTerminal(replica, 10s));
+  EXPECT_NE(berthd.log().find(fmt::format("replica job {} drained and stopped", replica)),
+            std::string::npos);
+}
+
+// A rolling update behind the gateway under steady load: the new revision's
+// replica joins the route once ready, the old one leaves it and drains
+// before it is stopped, and not one request fails.
+TEST_F(ServiceGatewayTest, ARollingUpdateUnderLoadLosesNoRequest) {
+  Berthd& berthd = GatewayBerthd();
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  ASSERT_EQ(berthd.http().Post("/v1/policy", kRedBlueServe).status, 201);
+  const auto server = TenantModelServer(dir_ / "llm");
+  auto spec = [&](const std::string& version) {
+    return fmt::format(R"(name: llm
+tenant: red
+queue: serve
+command: ["{}", --load-ms, "500", --model-version, "{}", --ttft-ms, "20"]
+port: 8000
+replicas: {{min: 1, max: 1}}
+resources: {{gpus: 1}}
+readiness: {{http: /health, period: 1s, timeout: 500ms}}
+)",
+                       server.string(), version);
+  };
+  ASSERT_EQ(berthd.http().Post("/v1/services", spec("v1"), "application/yaml").status, 201);
+  Http gateway(berthd.gateway_port(), 30s);
+  auto version_served = [&] {
+    auto r = gateway.Post("/s/red/llm/v1/completions", R"({"prompt":"v","max_tokens":1})",
+                          "application/json");
+    return r.status == 200 ? r.body.value("version", r.text) : std::string();
+  };
+  ASSERT_TRUE(WaitFor([&] { return !version_served().empty(); }, 30s)) << berthd.log();
+
+  // Steady load: two clients, one request after another, every answer counted.
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok{0};
+  std::atomic<int> failed{0};
+  std::mutex seen_mu;
+  std::set<std::string> seen;
+  std::vector<std::string> failures;
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 2; ++c) {
+    clients.emplace_back([&] {
+      Http client(berthd.gateway_port(), 30s);
+      while (!stop.load()) {
+        auto r = client.Post("/s/red/llm/v1/completions", R"({"prompt":"load","max_tokens":2})",
+                             "application/json");
+        std::lock_guard lock(seen_mu);
+        if (r.status == 200) {
+          ++ok;
+          seen.insert(r.body.value("version", std::string("?")));
+        } else {
+          ++failed;
+          failures.push_back(fmt::format("{} {}", r.status, r.text.substr(0, 200)));
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_for(1s);
+  ASSERT_EQ(berthd.http().Post("/v1/services", spec("v2"), "application/yaml").status, 200);
+  json service;
+  const bool rolled = WaitFor(
+      [&] {
+        service = Service(berthd);
+        if (!service.is_object()) return false;
+        const json& st = service.at("status");
+        return st.at("replicas").size() == 1 && st.at("ready") == 1 &&
+               st.at("replicas").at(0).at("current") == true && st.at("draining") == 0;
+      },
+      60s);
+  std::this_thread::sleep_for(1s);  // load on v2 alone
+  stop = true;
+  for (auto& t : clients) t.join();
+  ASSERT_TRUE(rolled) << service.dump() << berthd.log();
+  EXPECT_EQ(failed.load(), 0) << fmt::format("{}", fmt::join(failures, "\n"));
+  EXPECT_GT(ok.load(), 20);
+  EXPECT_TRUE(seen.contains("v1")) << fmt::format("{}", fmt::join(seen, ","));
+  EXPECT_TRUE(seen.contains("v2")) << fmt::format("{}", fmt::join(seen, ","));
+  EXPECT_EQ(version_served(), "v2");
+  EXPECT_NE(berthd.log().find("drained and stopped (replaced)"), std::string::npos);
 }
 
 }  // namespace
