@@ -68,6 +68,11 @@ std::string ServiceController::Endpoint(const std::string& tenant, const std::st
   return gateway_url_ + gateway::RoutePrefix(r);
 }
 
+Result<std::vector<gateway::RouteLatencyHistogram>> ServiceController::LatencyHistograms() const {
+  if (gateway_ == nullptr) return std::vector<gateway::RouteLatencyHistogram>{};
+  return gateway_->LatencyHistograms();
+}
+
 std::map<std::string, gateway::RouteStats> ServiceController::GatewayStats() {
   std::map<std::string, gateway::RouteStats> out;
   if (gateway_ == nullptr) return out;

@@ -132,6 +132,10 @@ class ServiceController {
   void SetGateway(gateway::Gateway* gateway, std::string public_url);
   // Where a service is reached through the gateway; "" without one.
   std::string Endpoint(const std::string& tenant, const std::string& name) const;
+  // Per service, every request the gateway logged since berthd started
+  // (cumulative latency buckets and status counts, for /metrics); empty
+  // without a gateway. Safe from any thread.
+  Result<std::vector<gateway::RouteLatencyHistogram>> LatencyHistograms() const;
 
   // How many replicas a service wants without the autoscaler: its minimum.
   static std::uint32_t DesiredReplicas(const model::ServiceSpec& spec);
