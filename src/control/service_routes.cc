@@ -43,8 +43,7 @@ gateway::Route RouteOf(const store::ServiceRecord& service,
 }
 
 bool GatewayMeasures(model::AutoscaleSignal signal) {
-  return signal == model::AutoscaleSignal::kConcurrency || signal == model::AutoscaleSignal::kRps ||
-         signal == model::AutoscaleSignal::kQueueDepth;
+  return signal != model::AutoscaleSignal::kMetric;
 }
 
 sched::AutoscaleSample SampleOf(const gateway::RouteStats& stats,

@@ -1,0 +1,111 @@
+// What the service controller tells the gateway and reads back from it
+// (control/service_routes.h): which replicas a route has, and the
+// autoscaler's samples from the gateway's counters.
+#include "control/service_routes.h"
+
+#include <gtest/gtest.h>
+
+namespace berth::server {
+namespace {
+
+store::ServiceRecord RoutesService() {
+  store::ServiceRecord s;
+  s.tenant = "red";
+  s.name = "llm";
+  s.revision = 3;
+  return s;
+}
+
+std::vector<std::string> RoutesIds(const gateway::Route& r) {
+  std::vector<std::string> out;
+  for (const auto& b : r.backends) out.push_back(b.id);
+  return out;
+}
+
+TEST(ServiceRoutes, OnlyReadyReplicasOnReadyNodesWithAnAddressTakeRequests) {
+  const std::map<std::string, RouteNode> nodes{{"a", {"10.0.0.1", true}},
+                                               {"b", {"10.0.0.2", false}},  // lease lapsed
+                                               {"c", {"", true}}};          // no address
+  const std::vector<RoutedReplica> replicas{
+      {7, "a", 31000, true, false},   // serves
+      {3, "a", 31001, true, false},   // serves (an old revision's, until stopped)
+      {4, "a", 31002, false, false},  // not ready
+      {5, "a", 31003, true, true},    // being drained or stopped
+      {6, "b", 31004, true, false},   // its node is not ready
+      {8, "c", 31005, true, false},   // its node has no address
+      {9, "zz", 31006, true, false},  // an unknown node
+      {10, "a", 0, true, false},      // no port
+  };
+  const gateway::Route r = RouteOf(RoutesService(), replicas, nodes);
+  EXPECT_EQ(r.tenant, "red");
+  EXPECT_EQ(r.service, "llm");
+  EXPECT_EQ(r.hold_timeout_ms, kServiceHoldTimeoutMs);
+  EXPECT_EQ(RoutesIds(r), (std::vector<std::string>{"job-3", "job-7"}));
+  EXPECT_EQ(r.backends[1].address, "10.0.0.1");
+  EXPECT_EQ(r.backends[1].port, 31000);
+  EXPECT_FALSE(r.backends[1].draining);
+  EXPECT_TRUE(gateway::ValidateRoutes({r}).has_value());
+  // No replica: the route stays, empty, so that requests are held.
+  EXPECT_TRUE(RouteOf(RoutesService(), {}, nodes).backends.empty());
+}
+
+TEST(ServiceRoutes, AServerNameNamesItsReplicaJob) {
+  EXPECT_EQ(ReplicaServerId(42), "job-42");
+  EXPECT_EQ(ReplicaOfServer("job-42"), 42);
+  EXPECT_EQ(ReplicaOfServer("job-"), std::nullopt);
+  EXPECT_EQ(ReplicaOfServer("job-4x"), std::nullopt);
+  EXPECT_EQ(ReplicaOfServer("job-0"), std::nullopt);
+  EXPECT_EQ(ReplicaOfServer("srv1"), std::nullopt);
+}
+
+TEST(ServiceRoutes, SamplesComeFromTheGatewaysCounters) {
+  gateway::RouteStats st;
+  st.current = 3;
+  st.queued = 2;
+  st.held_now = 1;
+  st.total = 100;
+  st.held_total = 4;
+  RouteCounters last;
+  // First sample: in flight counts, arrivals need a previous total.
+  auto s = SampleOf(st, nullptr, model::AutoscaleSignal::kConcurrency, last, 10'000);
+  EXPECT_EQ(s.time_ms, 10'000);
+  EXPECT_EQ(s.in_flight, 6);
+  EXPECT_EQ(s.value_milli, 6000);
+  EXPECT_EQ(s.requests, 0);
+  // 2 s later: 50 more routed, 2 more held: 25 rps routed.
+  st.total = 150;
+  st.held_total = 6;
+  s = SampleOf(st, nullptr, model::AutoscaleSignal::kRps, last, 12'000);
+  EXPECT_EQ(s.requests, 52);
+  EXPECT_EQ(s.value_milli, 25'000);
+  // Queue depth: waiting for a slot or held at zero.
+  s = SampleOf(st, nullptr, model::AutoscaleSignal::kQueueDepth, last, 13'000);
+  EXPECT_EQ(s.value_milli, 3000);
+  EXPECT_EQ(s.requests, 0);
+  // A reload starts the counters again: what they show is new.
+  st.total = 7;
+  st.held_total = 0;
+  s = SampleOf(st, nullptr, model::AutoscaleSignal::kRps, last, 14'000);
+  EXPECT_EQ(s.requests, 7);
+  EXPECT_EQ(s.value_milli, 7000);
+}
+
+TEST(ServiceRoutes, P95LatencyComesFromTheRequestLog) {
+  gateway::RouteStats st;
+  RouteCounters last;
+  gateway::RouteLatency lat;
+  lat.requests = 10;
+  lat.p95_ms = 412.5;
+  auto s = SampleOf(st, &lat, model::AutoscaleSignal::kP95Latency, last, 1000);
+  EXPECT_EQ(s.value_milli, 412'500);
+  lat.requests = 0;  // nothing logged: no latency
+  s = SampleOf(st, &lat, model::AutoscaleSignal::kP95Latency, last, 2000);
+  EXPECT_EQ(s.value_milli, 0);
+  s = SampleOf(st, nullptr, model::AutoscaleSignal::kP95Latency, last, 3000);
+  EXPECT_EQ(s.value_milli, 0);
+  EXPECT_TRUE(GatewayMeasures(model::AutoscaleSignal::kP95Latency));
+  EXPECT_FALSE(GatewayMeasures(model::AutoscaleSignal::kMetric));
+}
+
+}  // namespace
+}  // namespace berth::server
