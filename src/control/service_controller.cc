@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <utility>
 
 #include "common/units.h"
@@ -173,7 +174,7 @@ bool ServiceController::HeldAtZero() {
   auto stats = gateway_->Stats();
   if (!stats) return false;
   for (const auto& r : *stats) {
-    if (r.held_now > 0 && r.ready_servers() == 0) return true;
+    if (r.held_now > 0 && at_zero_.contains(ServiceKey(r.tenant, r.service))) return true;
   }
   return false;
 }
@@ -314,7 +315,7 @@ Status ServiceController::Reconcile() {
   auto nodes = RouteNodes();
   if (!nodes) return std::unexpected(nodes.error());
   std::vector<gateway::Route> routes;
-  bool watch_zero = false;
+  std::set<std::string> at_zero;
 
   std::map<std::string, ServiceRound> seen;
   std::map<std::string, Signals> signals;
@@ -340,9 +341,12 @@ Status ServiceController::Reconcile() {
       if (auto sig = signals_.find(key); sig != signals_.end()) {
         signals.emplace(key, std::move(sig->second));
       }
-      if (!routes.empty() && routes.back().backends.empty() &&
-          service.spec.autoscaling.scale_to_zero.enabled) {
-        watch_zero = true;
+      // Scaled to zero (the autoscaler wants none): a held request is what
+      // changes that, looked for between rounds.
+      if (auto r = next_rounds_.find(key); gateway_ != nullptr && r != next_rounds_.end() &&
+                                           r->second.desired == 0 &&
+                                           service.spec.autoscaling.scale_to_zero.enabled) {
+        at_zero.insert(key);
       }
       if (it != by_service.end()) by_service.erase(it);
       if (auto r = next_rounds_.find(key); r != next_rounds_.end()) {
@@ -358,7 +362,8 @@ Status ServiceController::Reconcile() {
   }
   next_rounds_.clear();
   signals_ = std::move(signals);  // services deleted since: forgotten
-  watch_zero_.store(watch_zero);
+  watch_zero_.store(!at_zero.empty());
+  at_zero_ = std::move(at_zero);
   if (gateway_ != nullptr) {
     SyncGateway(routes);
     if (!draining_.empty()) {

@@ -24,6 +24,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -212,6 +213,7 @@ class ServiceController {
   // Some service is at zero replicas and would scale from zero: the loop
   // looks for held requests between rounds.
   std::atomic<bool> watch_zero_{false};
+  std::set<std::string> at_zero_;  // "tenant/name" of services scaled to zero
 };
 
 }  // namespace berth::server
