@@ -679,5 +679,53 @@ readiness: {{http: /health, period: 1s, timeout: 500ms}}
   EXPECT_NE(berthd.log().find("drained and stopped (replaced)"), std::string::npos);
 }
 
+// The control plane dies and the services go on: with berthd killed the
+// gateway keeps serving the routes it has, and a berthd restarted on the
+// same data directory adopts that HAProxy instead of starting another.
+TEST_F(ServiceGatewayTest, ServicesAnswerWhileBerthdIsDownAndARestartAdoptsTheGateway) {
+  Berthd& berthd = GatewayBerthd();
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  ASSERT_EQ(berthd.http().Post("/v1/policy", kRedBlueServe).status, 201);
+  const auto server = TenantModelServer(dir_ / "llm");
+  const std::string spec = fmt::format(R"(name: llm
+tenant: red
+queue: serve
+command: ["{}", --load-ms, "0"]
+port: 8000
+replicas: {{min: 1, max: 1}}
+resources: {{gpus: 1}}
+readiness: {{http: /health, period: 1s, timeout: 500ms}}
+)",
+                                       server.string());
+  ASSERT_EQ(berthd.http().Post("/v1/services", spec, "application/yaml").status, 201);
+  Http gateway(berthd.gateway_port(), 30s);
+  auto ask = [&] {
+    return gateway
+        .Post("/s/red/llm/v1/completions", R"({"prompt":"hi","max_tokens":1})", "application/json")
+        .status;
+  };
+  ASSERT_TRUE(WaitFor([&] { return ask() == 200; }, 30s)) << berthd.log();
+  const std::string pid_file = (berthd.data_dir() / "gateway" / "haproxy.pid").string();
+  const std::string haproxy = ReadFile(pid_file);
+  ASSERT_FALSE(haproxy.empty());
+
+  berthd.Kill();
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(ask(), 200) << "request " << i << " with berthd down";
+
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  EXPECT_NE(berthd.log().find("gateway: HAProxy adopted"), std::string::npos) << berthd.log();
+  EXPECT_EQ(ReadFile(pid_file), haproxy);
+  // The restarted berthd drives it: the replica is still routed.
+  json service;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        service = Service(berthd);
+        return service.is_object() && service.at("status").value("routed", 0) == 1;
+      },
+      20s))
+      << service.dump();
+  EXPECT_EQ(ask(), 200);
+}
+
 }  // namespace
 }  // namespace berth::it
