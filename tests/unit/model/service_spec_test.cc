@@ -3,10 +3,15 @@
 // the canonical YAML and JSON forms read back to the same spec.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "model/json.h"
+#include "model/policy.h"
 #include "model/service.h"
 
 namespace berth::model {
@@ -274,6 +279,31 @@ TEST(ServiceSpec, FormatMilliIsExact) {
   EXPECT_EQ(FormatMilli(12125), "12.125");
   EXPECT_EQ(FormatMilli(100'000), "100");
   EXPECT_EQ(FormatMilli(-1500), "-1.5");
+}
+
+// The README's tour applies these files: each stays valid, and the
+// service is the scale-to-zero one the tour describes.
+TEST(ServiceSpec, TheReadmesExamplesParse) {
+  const char* root = std::getenv("BERTH_SOURCE_DIR");
+  if (root == nullptr || *root == '\0') root = BERTH_SOURCE_DIR_DEFAULT;
+  auto read = [&](const char* name) {
+    std::ifstream in(std::filesystem::path(root) / "examples" / name);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  };
+  const std::string service_text = read("web-service.yaml");
+  ASSERT_FALSE(service_text.empty());
+  auto service = ParseServiceSpec(service_text);
+  ASSERT_TRUE(service.has_value()) << service.error().field << ": " << service.error().message;
+  EXPECT_EQ(service->queue, "serve");
+  EXPECT_EQ(service->replicas.min, 0u);
+  EXPECT_TRUE(service->autoscaling.scale_to_zero.enabled);
+  auto policy = ParsePolicy(read("serve-policy.yaml"));
+  ASSERT_TRUE(policy.has_value()) << policy.error().message;
+  bool inference = false;
+  for (const auto& q : policy->queues) inference = inference || q.kind == "inference";
+  EXPECT_TRUE(inference);
 }
 
 }  // namespace
