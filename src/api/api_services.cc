@@ -121,6 +121,32 @@ json AutoscaleJson(const sched::AutoscaleReason& r) {
               {"reason", sched::RenderAutoscaleReason(r)}};
 }
 
+// The last hour's SLO attainment: the share of request windows whose p95
+// met the target, availability, and how fast the error budget burns (1:
+// exactly at the budget's rate; above 1, faster).
+json SloJson(const SloAttainment& slo) {
+  json out{{"window", "1h"},
+           {"latency_p95_ms", slo.latency_p95_ms > 0 ? json(slo.latency_p95_ms) : json(nullptr)},
+           {"windows", slo.windows},
+           {"windows_met", slo.windows_met},
+           {"requests", slo.requests},
+           {"errors", slo.errors}};
+  out["latency_attainment"] =
+      slo.windows > 0
+          ? json(static_cast<double>(slo.windows_met) / static_cast<double>(slo.windows))
+          : json(nullptr);
+  const double budget = 1.0 - static_cast<double>(slo.availability_ppm) / 1e6;
+  if (slo.requests > 0) {
+    const double error_rate = static_cast<double>(slo.errors) / static_cast<double>(slo.requests);
+    out["availability"] = 1.0 - error_rate;
+    out["error_budget_burn"] = budget > 0 ? json(error_rate / budget) : json(nullptr);
+  } else {
+    out["availability"] = nullptr;
+    out["error_budget_burn"] = nullptr;
+  }
+  return out;
+}
+
 // What the gateway saw of the service in the last round.
 json TrafficJson(const gateway::RouteStats& t, const std::optional<gateway::RouteLatency>& l) {
   json out{{"in_flight", t.current},
@@ -221,6 +247,7 @@ json Api::ServiceStatus(const store::ServiceRecord& s,
         round->traffic ? TrafficJson(*round->traffic, round->latency) : json(nullptr);
     status["cold_start_since_ms"] =
         round->cold_start_since_ms ? json(*round->cold_start_since_ms) : json(nullptr);
+    status["slo"] = round->slo ? SloJson(*round->slo) : json(nullptr);
     status["last_cold_start"] = round->last_cold_start
                                     ? json{{"job", round->last_cold_start->job_id},
                                            {"duration_ms", round->last_cold_start->duration_ms},

@@ -526,6 +526,27 @@ Status ServiceController::ReconcileOne(const store::ServiceRecord& service,
   round.autoscale = autoscale;
   if (stats != nullptr) round.traffic = *stats;
   if (latency != nullptr) round.latency = *latency;
+  if (gateway_ != nullptr) {
+    // The SLO over the last hour: each round's window of requests.
+    if (latency != nullptr && latency->requests > 0) {
+      const bool met = spec.slo.latency_p95_ms <= 0 ||
+                       latency->p95_ms <= static_cast<double>(spec.slo.latency_p95_ms);
+      sig.slo_windows.push_back({now, latency->requests, latency->responses_5xx, met});
+    }
+    while (!sig.slo_windows.empty() && sig.slo_windows.front().at_ms <= now - kSloWindowMs) {
+      sig.slo_windows.pop_front();
+    }
+    SloAttainment slo;
+    slo.latency_p95_ms = spec.slo.latency_p95_ms;
+    slo.availability_ppm = spec.slo.availability_ppm;
+    for (const auto& w : sig.slo_windows) {
+      ++slo.windows;
+      slo.windows_met += w.met ? 1 : 0;
+      slo.requests += w.requests;
+      slo.errors += w.errors;
+    }
+    round.slo = slo;
+  }
   Status failed = Ok();
   for (const auto& stop : plan.stop) {
     const std::string why =

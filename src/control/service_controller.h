@@ -50,6 +50,18 @@ struct ColdStart {
   TimeMs at_ms = 0;  // when the replica joined the route
 };
 
+// How a service kept its SLO over the last hour (kSloWindowMs), from the
+// gateway's request log, one window per round that saw requests.
+struct SloAttainment {
+  std::int64_t latency_p95_ms = 0;     // the spec's target; 0: none
+  std::uint32_t availability_ppm = 0;  // the spec's target
+  std::int64_t windows = 0;            // rounds that saw requests
+  std::int64_t windows_met = 0;        // of them, p95 within the target (all, without one)
+  std::int64_t requests = 0;
+  std::int64_t errors = 0;  // answered 5xx (the gateway's own 503s included)
+};
+inline constexpr std::int64_t kSloWindowMs = 3'600'000;
+
 // What the last round found for one service.
 struct ServiceRound {
   std::int64_t revision = 0;
@@ -75,6 +87,7 @@ struct ServiceRound {
   std::uint32_t draining = 0;
   std::optional<TimeMs> cold_start_since_ms{};  // a scale from zero under way
   std::optional<ColdStart> last_cold_start{};
+  std::optional<SloAttainment> slo{};  // with the gateway
 };
 
 // Where one live replica stands (its job and current run): what the plan,
@@ -165,6 +178,14 @@ class ServiceController {
     RouteCounters counters;
     std::optional<TimeMs> cold_start_since_ms;
     std::optional<ColdStart> last_cold_start;
+    // The last hour's request-log windows: time, requests, 5xx, p95 met.
+    struct SloWindow {
+      TimeMs at_ms = 0;
+      std::int64_t requests = 0;
+      std::int64_t errors = 0;
+      bool met = false;
+    };
+    std::deque<SloWindow> slo_windows;
   };
   // A replica leaving the route before it is stopped.
   struct Drain {

@@ -585,6 +585,18 @@ autoscaling:
   EXPECT_EQ(answer.status, 200) << answer.text;
   // A path under no service: the gateway's own 404.
   EXPECT_EQ(gateway.Get("/s/red/nothing/v1/models").status, 404);
+  // Both requests are in the hour's SLO figures, neither an error.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        service = Service(berthd);
+        return service.is_object() && service.at("status").at("slo").is_object() &&
+               service.at("status").at("slo").at("requests") == 2;
+      },
+      10s))
+      << service.dump();
+  EXPECT_EQ(service.at("status").at("slo").at("errors"), 0);
+  EXPECT_EQ(service.at("status").at("slo").at("availability"), 1.0);
+  EXPECT_GE(service.at("status").at("slo").at("windows").get<int>(), 1);
 
   // No requests for the idle window: the replica drains and stops, zero again.
   ASSERT_TRUE(WaitFor(
