@@ -371,6 +371,11 @@ Status ServiceController::Reconcile() {
       if (auto st = StopDrained(GatewayStats(), now); !st && failed) failed = st;
     }
   }
+  // What is still draining once the idle ones have been stopped.
+  for (auto& [key, round] : seen) round.draining = 0;
+  for (const auto& [job_id, d] : draining_) {
+    if (auto r = seen.find(ServiceKey(d.tenant, d.name)); r != seen.end()) ++r->second.draining;
+  }
   {
     std::lock_guard lock(rounds_mu_);
     rounds_ = std::move(seen);
