@@ -28,7 +28,7 @@ json ServiceWithGateway() {
       "revision": 3, "desired": 2, "ready": 2, "not_ready": 0, "running": 2, "starting": 0,
       "stopping": 0, "phase": "steady", "backoff_until_ms": null, "recent_crashes": 0,
       "refused": null, "waiting": null, "reconciled_ms": 1796400005000,
-      "endpoint": "http://127.0.0.1:8480/ml/coder/",
+      "endpoint": "http://127.0.0.1:8480/s/ml/coder/",
       "autoscale": {"code": "stable", "signal": "concurrency", "observed": "1.4",
                     "target": "0.7", "desired": 2,
                     "reason": "stable: the 1m average concurrency 1.4 at a target of 0.7 per replica asks for 2 replicas"},
@@ -47,7 +47,7 @@ json ServiceWithGateway() {
 
 TEST(RenderService, ShowsTheEndpointAutoscaleReasonTrafficRoutingAndLastColdStart) {
   const std::string out = RenderService(ServiceWithGateway());
-  EXPECT_NE(out.find("Endpoint:  http://127.0.0.1:8480/ml/coder/\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("Endpoint:  http://127.0.0.1:8480/s/ml/coder/\n"), std::string::npos) << out;
   EXPECT_NE(out.find("Autoscale: desired 2; stable: the 1m average concurrency 1.4 at a target "
                      "of 0.7 per replica asks for 2 replicas\n"),
             std::string::npos)
