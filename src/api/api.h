@@ -202,8 +202,9 @@ class Api {
   nlohmann::json ServiceStatus(const store::ServiceRecord& s,
                                const std::vector<const store::JobRecord*>* live = nullptr);
   void ServiceChanged();
-  // berth_service_replicas for GET /metrics: each service's desired, ready,
-  // starting and stopping replicas.
+  // The service families of GET /metrics (api/service_metrics.h): each
+  // service's replicas and, with the gateway, its traffic, request
+  // durations, responses and last cold start.
   Result<std::string> ServiceReplicaCounts();
 
   void SubmitJob(const http::Request& req, http::Response& res, AuditNote& note);

@@ -13,6 +13,7 @@
 // control/service_controller.h) and the service controller's last round.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <limits>
@@ -23,6 +24,7 @@
 #include "api/paging.h"
 #include "api/render.h"
 #include "api/request_decode.h"
+#include "api/service_metrics.h"
 #include "control/service_controller.h"
 #include "model/json.h"
 #include "model/policy.h"
@@ -265,11 +267,7 @@ Result<std::string> Api::ServiceReplicaCounts() {
   all.limit = std::numeric_limits<std::size_t>::max();
   auto services = store_.ListServices(all);
   if (!services) return std::unexpected(services.error());
-  MetricsWriter w;
-  w.Family("berth_service_replicas", "gauge",
-           "Replicas of each inference service: desired, ready (of the current spec, passing "
-           "readiness), not_ready (running, not passing readiness), starting, stopping.");
-  if (services->empty()) return w.Take();
+  if (services->empty()) return RenderServiceMetrics({});
   store::JobFilter live;
   live.replicas_only = true;
   live.states = {model::JobState::kPending, model::JobState::kScheduled, model::JobState::kRunning};
@@ -279,19 +277,43 @@ Result<std::string> Api::ServiceReplicaCounts() {
   if (!replicas) return std::unexpected(replicas.error());
   std::map<std::pair<std::string, std::string>, std::vector<const store::JobRecord*>> of;
   for (const auto& job : *replicas) of[{job.spec.tenant, job.spec.service->name}].push_back(&job);
-  for (const auto& s : *services) {
-    const ReplicaCounts n = ServiceController::CountReplicas(s, of[{s.tenant, s.name}]);
-    const double desired = ServiceController::DesiredReplicas(s.spec);
-    for (const auto& [state, v] :
-         {std::pair{"desired", desired}, std::pair{"ready", static_cast<double>(n.ready)},
-          std::pair{"not_ready", static_cast<double>(n.not_ready)},
-          std::pair{"starting", static_cast<double>(n.starting)},
-          std::pair{"stopping", static_cast<double>(n.stopping)}}) {
-      w.Sample("berth_service_replicas",
-               {{"tenant", s.tenant}, {"service", s.name}, {"state", state}}, v);
+  // The gateway's request log since berthd started, by service. A log that
+  // cannot be read leaves its families out of this scrape, not the rest.
+  std::map<std::pair<std::string, std::string>, gateway::RouteLatencyHistogram> latency;
+  if (services_ != nullptr) {
+    auto histograms = services_->LatencyHistograms();
+    if (histograms) {
+      for (auto& h : *histograms) latency[{h.tenant, h.service}] = std::move(h);
+    } else {
+      spdlog::warn("/metrics: the gateway's latency histograms are not readable: {}",
+                   histograms.error().message);
     }
   }
-  return w.Take();
+  std::vector<ServiceMetricsView> views;
+  views.reserve(services->size());
+  for (const auto& s : *services) {
+    ServiceMetricsView v;
+    v.tenant = s.tenant;
+    v.service = s.name;
+    v.replicas = ServiceController::CountReplicas(s, of[{s.tenant, s.name}]);
+    v.desired = ServiceController::DesiredReplicas(s.spec);
+    std::optional<ServiceRound> round;
+    if (services_ != nullptr) round = services_->LastRound(s.tenant, s.name);
+    if (round) {
+      // The desired count as the status shows it: the round's, once it
+      // reconciled the current revision (a new revision's bounds apply
+      // from its first round on). The gateway's counters are the route's,
+      // whatever the revision.
+      if (round->revision == s.revision) v.desired = round->desired;
+      v.traffic = round->traffic;
+      if (round->last_cold_start) v.last_cold_start_ms = round->last_cold_start->duration_ms;
+    }
+    if (auto it = latency.find({s.tenant, s.name}); it != latency.end()) {
+      v.latency = std::move(it->second);
+    }
+    views.push_back(std::move(v));
+  }
+  return RenderServiceMetrics(views);
 }
 
 void Api::ServiceChanged() {

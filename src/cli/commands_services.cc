@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/format.h"
 #include "cli/json_view.h"
 #include "cli/table.h"
 #include "common/units.h"
@@ -73,6 +74,66 @@ std::string StatusLine(const json& s) {
   return line;
 }
 
+// A duration the gateway measured, rounded for reading: "850ms", "1.2s",
+// "3m12s".
+std::string ServiceDuration(double ms) {
+  if (ms < 1000) return fmt::format("{:.0f}ms", ms);
+  if (ms < 60'000) return fmt::format("{:.1f}s", ms / 1000);
+  return FormatAge(static_cast<std::int64_t>(ms));
+}
+
+// A number of the status, or nullopt when absent, null or not a number
+// (the gateway's percentiles are estimates, not integers).
+std::optional<double> ServiceNumber(const json& s, std::string_view path) {
+  const json* v = Field(s, path);
+  if (v == nullptr || !v->is_number()) return std::nullopt;
+  return v->get<double>();
+}
+
+// The last window's p50/p95/p99 ("p50 12ms, p95 40ms, p99 81ms"), or ""
+// when the window had no request (or the status has none).
+std::string ServiceWindowLatency(const json& s) {
+  if (Int(s, "status.traffic.window.requests").value_or(0) <= 0) return "";
+  auto p50 = ServiceNumber(s, "status.traffic.window.p50_ms");
+  auto p95 = ServiceNumber(s, "status.traffic.window.p95_ms");
+  auto p99 = ServiceNumber(s, "status.traffic.window.p99_ms");
+  if (!p50 || !p95 || !p99) return "";
+  return fmt::format("p50 {}, p95 {}, p99 {}", ServiceDuration(*p50), ServiceDuration(*p95),
+                     ServiceDuration(*p99));
+}
+
+// What the gateway sees now and has counted: "3 in flight, 1 queued, 0
+// held; 1520 requests, 4 5xx; last window 120 requests: p50 12ms, ...".
+std::string ServiceTrafficLine(const json& s) {
+  std::string line =
+      fmt::format("{} in flight, {} queued, {} held; {} requests, {} 5xx",
+                  IntText(s, "status.traffic.in_flight"), IntText(s, "status.traffic.queued"),
+                  IntText(s, "status.traffic.held"), IntText(s, "status.traffic.requests_total"),
+                  IntText(s, "status.traffic.responses_5xx"));
+  if (auto requests = Int(s, "status.traffic.window.requests")) {
+    const std::string latency = ServiceWindowLatency(s);
+    line += latency.empty() ? "; no request in the last window"
+                            : fmt::format("; last window {} requests: {}", *requests, latency);
+  }
+  return line;
+}
+
+// Replicas in the gateway's route and leaving it, then the scale from zero
+// under way or the last one measured.
+std::string ServiceRoutingLine(const json& s) {
+  std::string line = fmt::format("{} replicas routed, {} draining", IntText(s, "status.routed"),
+                                 IntText(s, "status.draining"));
+  if (auto since = Int(s, "status.cold_start_since_ms")) {
+    line += fmt::format("; cold start under way since {}", FormatTimeMs(*since));
+  } else if (auto ms = Int(s, "status.last_cold_start.duration_ms")) {
+    auto at = Int(s, "status.last_cold_start.at_ms");
+    line += fmt::format("; cold start {} at {}, replica job {}",
+                        ServiceDuration(static_cast<double>(*ms)), at ? FormatTimeMs(*at) : "-",
+                        IntText(s, "status.last_cold_start.job"));
+  }
+  return line;
+}
+
 }  // namespace
 
 Status ApplyService(ApiClient& api, const std::string& spec, const Output& output) {
@@ -84,12 +145,16 @@ Status ApplyService(ApiClient& api, const std::string& spec, const Output& outpu
 }
 
 std::string RenderServices(const json& response) {
-  Table table({"NAME", "TENANT", "QUEUE", "REV", "REPLICAS", "DESIRED", "READY", "UPDATED"});
+  Table table({"NAME", "TENANT", "QUEUE", "REV", "REPLICAS", "DESIRED", "READY", "P95", "UPDATED"});
   for (const auto& s : Array(response, "services")) {
     auto updated = Int(s, "updated_ms");
+    // The gateway's last window, when it had requests.
+    auto p95 = ServiceNumber(s, "status.traffic.window.p95_ms");
+    const bool answered = Int(s, "status.traffic.window.requests").value_or(0) > 0;
     table.AddRow({Text(s, "name"), Text(s, "tenant"), Text(s, "queue"), IntText(s, "revision"),
                   Bounds(s, "spec.replicas"), IntText(s, "status.desired"),
-                  IntText(s, "status.ready"), updated ? FormatTimeMs(*updated) : "-"});
+                  IntText(s, "status.ready"), p95 && answered ? ServiceDuration(*p95) : "-",
+                  updated ? FormatTimeMs(*updated) : "-"});
   }
   if (table.empty()) return "No services.\n";
   return table.Render();
@@ -118,6 +183,19 @@ std::string RenderService(const json& s) {
   }
   line("Replicas", Bounds(s, "spec.replicas"));
   line("Status", StatusLine(s));
+  // The gateway's view: null endpoint means this berthd runs none.
+  const json* endpoint = Field(s, "status.endpoint");
+  line("Endpoint",
+       endpoint != nullptr && endpoint->is_string() ? endpoint->get<std::string>() : "no gateway");
+  const std::string autoscale = Text(s, "status.autoscale.reason");
+  if (autoscale != "-") {
+    line("Autoscale",
+         fmt::format("desired {}; {}", IntText(s, "status.autoscale.desired"), autoscale));
+  }
+  if (Field(s, "status.traffic") != nullptr) line("Traffic", ServiceTrafficLine(s));
+  if (endpoint != nullptr && Field(s, "status.routed") != nullptr) {
+    line("Routing", ServiceRoutingLine(s));
+  }
   auto created = Int(s, "created_ms");
   auto updated = Int(s, "updated_ms");
   line("Created",

@@ -598,6 +598,37 @@ autoscaling:
   EXPECT_EQ(service.at("status").at("slo").at("availability"), 1.0);
   EXPECT_GE(service.at("status").at("slo").at("windows").get<int>(), 1);
 
+  // /metrics has the gateway's view of it once the request log has both
+  // requests; `berth svc show` too.
+  const std::string llm = R"({tenant="red",service="llm")";
+  std::string metrics;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        metrics = berthd.http().Get("/metrics").text;
+        return metrics.find("berth_service_responses_total" + llm + R"(,code="2xx"} 2)" + "\n") !=
+               std::string::npos;
+      },
+      10s))
+      << metrics;
+  EXPECT_NE(metrics.find("berth_service_request_duration_seconds_bucket" + llm +
+                         R"(,le="+Inf"} 2)" + "\n"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("berth_service_request_duration_seconds_count" + llm + "} 2\n"),
+            std::string::npos);
+  EXPECT_NE(metrics.find("berth_service_cold_start_seconds" + llm + "} "), std::string::npos);
+  // Present; its value is the round's counters (see the status's traffic).
+  EXPECT_NE(metrics.find("berth_service_requests_held" + llm + "} "), std::string::npos);
+  EXPECT_NE(metrics.find("berth_service_requests_in_flight" + llm + "} "), std::string::npos);
+  auto shown = Cli(berthd, {"svc", "show", "red/llm"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find(fmt::format("Endpoint:  {}/s/red/llm/\n", berthd.gateway_url())),
+            std::string::npos)
+      << shown.out;
+  EXPECT_NE(shown.out.find(fmt::format(", replica job {}\n", replica)), std::string::npos)
+      << shown.out;
+  EXPECT_NE(shown.out.find("Traffic:   "), std::string::npos) << shown.out;
+
   // No requests for the idle window: the replica drains and stops, zero again.
   ASSERT_TRUE(WaitFor(
       [&] {

@@ -435,5 +435,49 @@ TEST_F(ServiceControllerTest, AReplicaRefusedAsAJobIsSaidInTheStatus) {
       << shown.body.dump();
 }
 
+// /metrics from a berthd whose service controller runs no gateway: the
+// replicas with the desired count the status shows, no gateway family, and
+// the status's gateway fields null. A tenant's member reads no /metrics.
+TEST_F(ServiceControllerTest, MetricsWithoutGatewayHaveTheReplicasAndNoGatewayFamily) {
+  ServerMetrics counters;
+  api_->set_metrics(&counters);
+  std::string two = kCoder;
+  two.replace(two.find("min: 1"), 6, "min: 2");
+  ASSERT_EQ(Of(bob_->Post("/v1/services", two, "application/yaml")).status, 201);
+  ASSERT_TRUE(services_->Reconcile().has_value());
+  auto scrape = [&] {
+    auto res = client_->Get("/metrics");  // alice, a platform admin
+    EXPECT_TRUE(res && res->status == 200);
+    return res ? res->body : std::string();
+  };
+  std::string text = scrape();
+  const std::string coder = R"(berth_service_replicas{tenant="ml",service="coder",state=)";
+  EXPECT_NE(text.find(coder + R"("desired"} 2)" + "\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(coder + R"("starting"} 2)" + "\n"), std::string::npos) << text;
+  for (const char* family : {"berth_service_requests_in_flight", "berth_service_requests_held",
+                             "berth_service_request_duration_seconds",
+                             "berth_service_responses_total", "berth_service_cold_start_seconds"}) {
+    EXPECT_EQ(text.find(family), std::string::npos) << family;
+  }
+  // Scaled, not reconciled yet: the new revision's minimum, as the status says.
+  ASSERT_EQ(Of(bob_->Post("/v1/services/ml/coder/scale?min=3", "", "text/plain")).status, 200);
+  text = scrape();
+  EXPECT_NE(text.find(coder + R"("desired"} 3)" + "\n"), std::string::npos) << text;
+  auto shown = Of(bob_->Get("/v1/services/ml/coder"));
+  EXPECT_EQ(shown.body["status"]["desired"], 3);
+  EXPECT_TRUE(shown.body["status"]["endpoint"].is_null()) << shown.body.dump();
+  ASSERT_TRUE(services_->Reconcile().has_value());
+  shown = Of(bob_->Get("/v1/services/ml/coder"));
+  for (const char* k :
+       {"endpoint", "autoscale", "traffic", "cold_start_since_ms", "last_cold_start"}) {
+    EXPECT_TRUE(shown.body["status"][k].is_null()) << k << " " << shown.body.dump();
+  }
+  EXPECT_EQ(shown.body["status"]["routed"], 0);
+
+  EXPECT_EQ(bob_->Get("/metrics")->status, 403);
+  EXPECT_EQ(anon_->Get("/metrics")->status, 401);
+  api_->set_metrics(nullptr);
+}
+
 }  // namespace
 }  // namespace berth::server
