@@ -597,6 +597,17 @@ autoscaling:
   EXPECT_EQ(service.at("status").at("slo").at("errors"), 0);
   EXPECT_EQ(service.at("status").at("slo").at("availability"), 1.0);
   EXPECT_GE(service.at("status").at("slo").at("windows").get<int>(), 1);
+  // The gateway's counters follow: both routed, none held or in flight now.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        service = Service(berthd);
+        if (!service.is_object() || !service.at("status").at("traffic").is_object()) return false;
+        const json& t = service.at("status").at("traffic");
+        return t.at("requests_total").get<int>() >= 2 && t.at("held") == 0 &&
+               t.at("in_flight") == 0;
+      },
+      10s))
+      << service.dump();
 
   // /metrics has the gateway's view of it once the request log has both
   // requests; `berth svc show` too.
