@@ -233,6 +233,19 @@ std::string RenderServiceWhy(const json& s) {
   const auto ready = Int(s, "status.ready").value_or(0);
   std::string out = fmt::format("service {}: {} of {} replicas ready ({})\n", name, ready, desired,
                                 Text(s, "status.phase"));
+  // Why it wants as many as it does: the autoscaler's reason, with the
+  // gateway's numbers behind it.
+  const std::string autoscale = Text(s, "status.autoscale.reason");
+  if (!autoscale.empty() && autoscale != "-") {
+    out += fmt::format("- the autoscaler wants {}: {}\n", IntText(s, "status.autoscale.desired"),
+                       autoscale);
+  }
+  if (auto held = Int(s, "status.traffic.held"); held && *held > 0) {
+    const auto since = Int(s, "status.cold_start_since_ms");
+    out += fmt::format(
+        "- {} request(s) held at the gateway until a replica is ready{}\n", *held,
+        since ? fmt::format(" (scaling from zero since {})", FormatTimeMs(*since)) : std::string());
+  }
   if (auto until = Int(s, "status.backoff_until_ms")) {
     out += fmt::format(
         "- replicas crashed {} times in the last 10 minutes: the next starts after {} (their "

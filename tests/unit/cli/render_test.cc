@@ -317,5 +317,34 @@ TEST(RenderServiceWhy, AServiceWithEveryReplicaReadySaysNothingIsMissing) {
             "service ml/coder: 1 of 1 replicas ready (steady)\n- nothing is missing\n");
 }
 
+TEST(RenderServiceWhy, AServiceAtZeroSaysTheAutoscalersReasonAndTheHeldRequests) {
+  const nlohmann::json s = nlohmann::json::parse(R"({
+    "tenant": "ml", "name": "coder",
+    "status": {"desired": 1, "ready": 0, "phase": "scaling", "backoff_until_ms": null,
+               "refused": null, "cold_start_since_ms": 1796458948165,
+               "autoscale": {"code": "scale_from_zero", "desired": 1,
+                             "reason": "scale from zero: 2 requests waiting"},
+               "traffic": {"held": 2, "in_flight": 2},
+               "replicas": [{"job": 9, "revision": 1, "state": "Pending", "stopping": false,
+                             "reason": {"message": "placing"}}]}
+  })");
+  const std::string out = RenderServiceWhy(s);
+  EXPECT_NE(out.find("- the autoscaler wants 1: scale from zero: 2 requests waiting\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("- 2 request(s) held at the gateway until a replica is ready (scaling from "
+                     "zero since "),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("replica job 9 (revision 1) is Pending: placing"), std::string::npos) << out;
+  // Without a gateway (no autoscale, no traffic) neither line appears.
+  nlohmann::json plain = s;
+  plain["status"].erase("autoscale");
+  plain["status"]["traffic"] = nullptr;
+  const std::string without = RenderServiceWhy(plain);
+  EXPECT_EQ(without.find("autoscaler"), std::string::npos) << without;
+  EXPECT_EQ(without.find("held at the gateway"), std::string::npos) << without;
+}
+
 }  // namespace
 }  // namespace berth::cli
