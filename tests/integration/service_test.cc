@@ -501,10 +501,22 @@ class ServiceGatewayTest : public ServiceTest {
     }
   }
 
-  Berthd& GatewayBerthd() {
+  // A started berthd with its gateway (rounds every 200 ms) and the red and
+  // blue tenants' policy; null, with the failure said, when it did not start.
+  Berthd* StartGatewayBerthd() {
     BerthdOptions options = AllInOne({"--service-interval", "200ms"});
     options.gateway = true;
-    return NewBerthd(options);
+    Berthd& berthd = NewBerthd(options);
+    if (!berthd.Start()) {
+      ADD_FAILURE() << berthd.log();
+      return nullptr;
+    }
+    const auto policy = berthd.http().Post("/v1/policy", kRedBlueServe);
+    if (policy.status != 201) {
+      ADD_FAILURE() << policy.text;
+      return nullptr;
+    }
+    return &berthd;
   }
 
   json Service(const Berthd& berthd, const std::string& path = "/v1/services/red/llm") {
@@ -518,9 +530,9 @@ class ServiceGatewayTest : public ServiceTest {
 // ready, and records the cold start; with no requests for its idle window
 // it drains its replica and goes back to zero.
 TEST_F(ServiceGatewayTest, AHeldRequestStartsAReplicaAndTheServiceGoesBackToZero) {
-  Berthd& berthd = GatewayBerthd();
-  ASSERT_TRUE(berthd.Start()) << berthd.log();
-  ASSERT_EQ(berthd.http().Post("/v1/policy", kRedBlueServe).status, 201);
+  Berthd* started = StartGatewayBerthd();
+  ASSERT_NE(started, nullptr);
+  Berthd& berthd = *started;
   const auto server = TenantModelServer(dir_ / "llm");
   const std::string spec = fmt::format(R"(name: llm
 tenant: red
@@ -659,9 +671,9 @@ autoscaling:
 // replica joins the route once ready, the old one leaves it and drains
 // before it is stopped, and not one request fails.
 TEST_F(ServiceGatewayTest, ARollingUpdateUnderLoadLosesNoRequest) {
-  Berthd& berthd = GatewayBerthd();
-  ASSERT_TRUE(berthd.Start()) << berthd.log();
-  ASSERT_EQ(berthd.http().Post("/v1/policy", kRedBlueServe).status, 201);
+  Berthd* started = StartGatewayBerthd();
+  ASSERT_NE(started, nullptr);
+  Berthd& berthd = *started;
   const auto server = TenantModelServer(dir_ / "llm");
   auto spec = [&](const std::string& version) {
     return fmt::format(R"(name: llm
@@ -737,9 +749,9 @@ readiness: {{http: /health, period: 1s, timeout: 500ms}}
 // gateway keeps serving the routes it has, and a berthd restarted on the
 // same data directory adopts that HAProxy instead of starting another.
 TEST_F(ServiceGatewayTest, ServicesAnswerWhileBerthdIsDownAndARestartAdoptsTheGateway) {
-  Berthd& berthd = GatewayBerthd();
-  ASSERT_TRUE(berthd.Start()) << berthd.log();
-  ASSERT_EQ(berthd.http().Post("/v1/policy", kRedBlueServe).status, 201);
+  Berthd* started = StartGatewayBerthd();
+  ASSERT_NE(started, nullptr);
+  Berthd& berthd = *started;
   const auto server = TenantModelServer(dir_ / "llm");
   const std::string spec = fmt::format(R"(name: llm
 tenant: red
