@@ -126,6 +126,8 @@ autoscaling: {{stable_window: 2s, panic_window: 1s, down_stabilization: 0s,
     return 1;
   }
   Http gateway(berthd.gateway_port(), 60s);
+  // Callers show a Berth token (the services' default `access: tenant`).
+  gateway.set_token(berthd.http().token());
   std::vector<double> client_ms;
   std::vector<double> berthd_ms;
   for (int i = 0; i < repeats; ++i) {
@@ -195,6 +197,7 @@ autoscaling: {{signal: concurrency, target: 2, target_utilization: 100%, stable_
     for (int c = 0; c < clients; ++c) {
       load.emplace_back([&] {
         Http client(berthd.gateway_port(), 30s);
+        client.set_token(berthd.http().token());
         while (!stop.load()) {
           (void)client.Post("/s/default/step/v1/completions", R"({"prompt":"x","max_tokens":1})",
                             "application/json");

@@ -182,6 +182,11 @@ void Api::Register(http::Server& http) {
   Route(http, "GET", "/v1/services", any("service.list"), scoped(&Api::ListServices));
   Route(http, "GET", R"(/v1/services/([^/]+)/([^/]+))", service(Need::kRead, "service.read"),
         handler(&Api::GetService));
+  // The gateway asks whether a caller may call a service (gateway/route.h,
+  // auth_url): a member or tenant-admin of its tenant may; a viewer is
+  // refused 403, another tenant's token 404, no token 401.
+  Route(http, "GET", R"(/v1/services/([^/]+)/([^/]+)/access)",
+        service(Need::kWrite, "service.call"), handler(&Api::CheckServiceAccess));
   Route(http, "DELETE", R"(/v1/services/([^/]+)/([^/]+))", service(Need::kWrite, "service.delete"),
         Audited("service.delete", &Api::DeleteService));
   Route(http, "POST", R"(/v1/services/([^/]+)/([^/]+)/scale)",

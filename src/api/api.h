@@ -193,6 +193,7 @@ class Api {
   void ApplyService(const http::Request& req, http::Response& res, AuditNote& note);
   void ListServices(const http::Request& req, http::Response& res, const model::TenantScope& scope);
   void GetService(const http::Request& req, http::Response& res);
+  void CheckServiceAccess(const http::Request& req, http::Response& res);
   void ScaleService(const http::Request& req, http::Response& res, AuditNote& note);
   void RollbackService(const http::Request& req, http::Response& res, AuditNote& note);
   void DeleteService(const http::Request& req, http::Response& res, AuditNote& note);

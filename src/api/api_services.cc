@@ -424,6 +424,15 @@ void Api::GetService(const http::Request& req, http::Response& res) {
   Reply(res, 200, ServiceJson(*s, ServiceStatus(*s)));
 }
 
+void Api::CheckServiceAccess(const http::Request& req, http::Response& res) {
+  auto s = store_.GetService(req.matches[1], req.matches[2]);
+  if (!s) return ReplyError(res, s.error());
+  // The gateway passes the caller's name on to the replica.
+  const std::string& user = CurrentCaller().name;
+  res.set_header("X-Berth-User", user);
+  Reply(res, 200, json{{"tenant", s->tenant}, {"service", s->name}, {"user", user}});
+}
+
 void Api::ScaleService(const http::Request& req, http::Response& res, AuditNote& note) {
   const std::string tenant = req.matches[1];
   const std::string name = req.matches[2];

@@ -424,6 +424,14 @@ std::string_view OpenApiDocument() {
         "responses": {"200": {"description": "Deleted"}, "403": {"description": "A viewer"}, "404": {"description": "No such service (or another tenant's)"}}
       }
     },
+    "/v1/services/{tenant}/{name}/access": {
+      "get": {
+        "summary": "Whether the caller may call the service through the gateway",
+        "description": "What the gateway asks for a service with access: tenant (the default) before it lets a request through: a member or tenant-admin of the service's tenant, or a platform admin, may. Not audited (a read); rate-limited as every route.",
+        "parameters": [{"name": "tenant", "in": "path", "required": true, "schema": {"type": "string"}}, {"name": "name", "in": "path", "required": true, "schema": {"type": "string"}}],
+        "responses": {"200": {"description": "The caller may; X-Berth-User names it", "headers": {"X-Berth-User": {"schema": {"type": "string"}}}, "content": {"application/json": {"schema": {"type": "object", "properties": {"tenant": {"type": "string"}, "service": {"type": "string"}, "user": {"type": "string"}}}}}}, "401": {"description": "No token, or not a valid one"}, "403": {"description": "A viewer"}, "404": {"description": "No such service (or another tenant's)"}}
+      }
+    },
     "/v1/services/{tenant}/{name}/scale": {
       "post": {
         "summary": "Set the replica bounds: a new revision with replicas {min, max}",

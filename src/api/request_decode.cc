@@ -138,6 +138,7 @@ std::vector<RouteRule> BuildRules() {
        {Text("tenant"), Int("limit", 1, kMaxPage), Text("after", kMaxCursor)},
        BodyKind::kNone},
       {"GET", R"(/v1/services/([^/]+)/([^/]+))", {}, BodyKind::kNone},
+      {"GET", R"(/v1/services/([^/]+)/([^/]+)/access)", {}, BodyKind::kNone},
       {"DELETE", R"(/v1/services/([^/]+)/([^/]+))", {}, BodyKind::kNone},
       {"POST",
        R"(/v1/services/([^/]+)/([^/]+)/scale)",

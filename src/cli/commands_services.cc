@@ -187,6 +187,12 @@ std::string RenderService(const json& s) {
   const json* endpoint = Field(s, "status.endpoint");
   line("Endpoint",
        endpoint != nullptr && endpoint->is_string() ? endpoint->get<std::string>() : "no gateway");
+  // Who may call it there (docs/services.md, "Who may call a service").
+  if (const std::string access = Text(s, "spec.access"); access != "-") {
+    line("Access", access == "public"
+                       ? "public: anyone who reaches the gateway"
+                       : fmt::format("members of {}, with a Berth token", Text(s, "tenant")));
+  }
   const std::string autoscale = Text(s, "status.autoscale.reason");
   if (autoscale != "-") {
     line("Autoscale",

@@ -56,9 +56,11 @@ bool ServiceController::Autoscales(const model::ServiceSpec& spec) {
          (spec.autoscaling.scale_to_zero.enabled && spec.replicas.min == 0);
 }
 
-void ServiceController::SetGateway(gateway::Gateway* gateway, std::string public_url) {
+void ServiceController::SetGateway(gateway::Gateway* gateway, std::string public_url,
+                                   GatewayApi api) {
   gateway_ = gateway;
   gateway_url_ = std::move(public_url);
+  api_ = std::move(api);
 }
 
 std::string ServiceController::Endpoint(const std::string& tenant, const std::string& name) const {
@@ -575,7 +577,7 @@ Status ServiceController::ReconcileOne(const store::ServiceRecord& service,
     }
   }
   if (gateway_ != nullptr) {
-    routes.push_back(RouteOf(service, routed, nodes));
+    routes.push_back(RouteOf(service, routed, nodes, api_));
     const gateway::Route& route = routes.back();
     round.routed = static_cast<std::uint32_t>(route.backends.size());
     round.draining = static_cast<std::uint32_t>(

@@ -140,10 +140,12 @@ class ServiceController {
 
   // Routes every service through `gateway` (owned by berthd, outliving
   // this controller's thread) from the next round on; its frontend is
-  // reached at `public_url` ("http://127.0.0.1:8480"). Call before Start.
+  // reached at `public_url` ("http://127.0.0.1:8480"); it asks berthd's API
+  // at `api` whether a caller may call a service (service_routes.h,
+  // RouteOf). Call before Start.
   // Without a gateway, replicas are reached on their nodes' ports only and
   // a service keeps its minimum replicas.
-  void SetGateway(gateway::Gateway* gateway, std::string public_url);
+  void SetGateway(gateway::Gateway* gateway, std::string public_url, GatewayApi api);
   // Where a service is reached through the gateway; "" without one.
   std::string Endpoint(const std::string& tenant, const std::string& name) const;
   // Per service, every request the gateway logged since berthd started
@@ -228,6 +230,7 @@ class ServiceController {
   // Only the round's thread (or a test's Reconcile) touches these.
   gateway::Gateway* gateway_ = nullptr;
   std::string gateway_url_;
+  GatewayApi api_;                                   // as the gateway reaches it
   std::map<std::string, Signals> signals_;           // by "tenant/name"
   std::map<std::string, ServiceRound> next_rounds_;  // this round's, before it is published
   std::map<std::int64_t, Drain> draining_;           // by replica job id

@@ -23,11 +23,16 @@ std::optional<std::int64_t> ReplicaOfServer(std::string_view server_id) {
 
 gateway::Route RouteOf(const store::ServiceRecord& service,
                        const std::vector<RoutedReplica>& replicas,
-                       const std::map<std::string, RouteNode>& nodes) {
+                       const std::map<std::string, RouteNode>& nodes, const GatewayApi& api) {
   gateway::Route route;
   route.tenant = service.tenant;
   route.service = service.name;
   route.hold_timeout_ms = kServiceHoldTimeoutMs;
+  if (service.spec.access == model::ServiceAccess::kTenant) {
+    route.auth_url =
+        fmt::format("{}/v1/services/{}/{}/access", api.url, service.tenant, service.name);
+    route.auth_address = api.address;
+  }
   for (const RoutedReplica& r : replicas) {
     if (!r.ready || r.stopping || r.port == 0 || r.port > 65535) continue;
     auto node = nodes.find(r.node);

@@ -53,9 +53,19 @@ std::optional<std::int64_t> ReplicaOfServer(std::string_view server_id);
 // zero, or every replica restarting) before the gateway answers 503.
 inline constexpr std::int64_t kServiceHoldTimeoutMs = 60'000;
 
+// berthd's API as the gateway on its host reaches it.
+struct GatewayApi {
+  // Scheme, a host name berthd's certificate holds, and the port:
+  // "https://localhost:7460".
+  std::string url;
+  std::string address;  // what the gateway connects to: "127.0.0.1:7460"
+};
+
+// A service with `access: tenant` (the default) has its callers checked at
+// `<api.url>/v1/services/<tenant>/<name>/access`, reached at api.address.
 gateway::Route RouteOf(const store::ServiceRecord& service,
                        const std::vector<RoutedReplica>& replicas,
-                       const std::map<std::string, RouteNode>& nodes);
+                       const std::map<std::string, RouteNode>& nodes, const GatewayApi& api);
 
 // Whether the gateway measures `signal` itself. concurrency, rps and
 // queue_depth come from its counters, p95_latency from its request log;

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <sstream>
+#include <string_view>
+#include <utility>
 
 #include "gateway/request_log.h"
 
@@ -32,6 +34,13 @@ Status ValidateOptions(const GatewayOptions& o) {
   if (!std::all_of(dir.begin(), dir.end(), plain)) {
     return InvalidField("state_dir", "may hold only letters, digits, '/', '-', '_' and '.'");
   }
+  if (!o.auth_ca_file.empty()) {
+    const std::string ca = o.auth_ca_file.string();
+    if (!o.auth_ca_file.is_absolute() || !std::all_of(ca.begin(), ca.end(), plain)) {
+      return InvalidField("auth_ca_file",
+                          "must be an absolute path of letters, digits, '/', '-', '_' and '.'");
+    }
+  }
   // A unix socket path is at most 107 bytes; leave room for "/master.sock".
   if (dir.size() > 90) return InvalidField("state_dir", "must be at most 90 bytes long");
   if (!IsIpLiteral(o.bind_address)) {
@@ -58,13 +67,16 @@ std::string ConfigShape(const GatewayOptions& o, const std::vector<Route>& route
   std::vector<std::string> lines;
   lines.push_back(fmt::format(
       "# berth-shape gateway bind={} maxconn={} threads={} connect={} request={} drain={} dir={} "
-      "log={}",
+      "log={} ca={}",
       HostPort(o.bind_address, o.bind_port), o.max_connections, o.threads, o.connect_timeout_ms,
-      o.request_timeout_ms, o.drain_timeout_ms, o.state_dir.string(), kRequestLogTag));
+      o.request_timeout_ms, o.drain_timeout_ms, o.state_dir.string(), kRequestLogTag,
+      o.auth_ca_file.empty() ? std::string("-") : o.auth_ca_file.string()));
   for (const Route& r : routes) {
-    lines.push_back(fmt::format("# berth-shape route {} balance={} hold={} maxconn={}",
+    lines.push_back(fmt::format("# berth-shape route {} balance={} hold={} maxconn={} auth={}{}",
                                 BackendName(r.tenant, r.service), BalanceName(r.balance),
-                                r.hold_timeout_ms, r.max_conn_per_backend));
+                                r.hold_timeout_ms, r.max_conn_per_backend,
+                                r.auth_url.empty() ? std::string("-") : r.auth_url,
+                                r.auth_url.empty() ? std::string() : "@" + r.auth_address));
   }
   std::sort(lines.begin(), lines.end());
   std::string out;
@@ -104,9 +116,15 @@ std::string RenderConfig(const GatewayOptions& o, const std::vector<Route>& rout
       "  hard-stop-after {3}ms\n"
       "  lua-load {0}/{4}\n"
       "  tune.lua.session-timeout {5}ms\n"
+      "{7}"
       "\n",
       dir, kAdminSocket, o.max_connections, o.drain_timeout_ms, kLuaFile, lua_timeout_ms,
-      o.threads > 0 ? fmt::format("  nbthread {}\n", o.threads) : std::string());
+      o.threads > 0 ? fmt::format("  nbthread {}\n", o.threads) : std::string(),
+      // The callers' checks (berth_auth) go to berthd over HTTPS, verified.
+      o.auth_ca_file.empty() ? std::string("  httpclient.ssl.verify required\n")
+                             : fmt::format("  httpclient.ssl.ca-file {}\n"
+                                           "  httpclient.ssl.verify required\n",
+                                           o.auth_ca_file.string()));
   out += fmt::format(
       "defaults\n"
       "  mode http\n"
@@ -144,6 +162,27 @@ std::string RenderConfig(const GatewayOptions& o, const std::vector<Route>& rout
     // Requests beyond every server's maxconn wait in the queue up to the
     // hold timeout, as requests at zero servers do.
     out += fmt::format("  timeout queue {}ms\n", std::max<std::int64_t>(r.hold_timeout_ms, 1));
+    // X-Berth-User is the gateway's to set: never the caller's.
+    out += "  http-request del-header X-Berth-User\n";
+    if (!r.auth_url.empty()) {
+      // The caller is checked before it is held: a refused request never
+      // wakes a service at zero.
+      out += fmt::format("  http-request lua.berth_auth {} {}\n", r.auth_url, r.auth_address);
+      for (const auto& [code, text] :
+           {std::pair{401,
+                      "a Berth token is needed: Authorization: "
+                      "Bearer TOKEN"},
+            std::pair{403, "this token may not call the service"},
+            std::pair{404, "no such service"}, std::pair{429, "too many requests from this token"},
+            std::pair{503, "berthd cannot check the caller now"}}) {
+        out += fmt::format(
+            "  http-request return status {0} content-type text/plain string \"{1}\" {2}if {{ "
+            "var(txn.berth_auth) -m str {0} }}\n",
+            code, text, code == 401 ? "hdr WWW-Authenticate \"Bearer realm=\\\"berth\\\"\" " : "");
+      }
+      out += "  http-request del-header Authorization\n";
+      out += "  http-request set-header X-Berth-User %[var(txn.berth_user)]\n";
+    }
     if (r.hold_timeout_ms > 0) {
       out += fmt::format("  http-request lua.berth_hold {}\n", r.hold_timeout_ms);
     }
@@ -170,7 +209,71 @@ std::string RenderRouteMap(const std::vector<Route>& routes) {
 std::string HoldLua() {
   // Counters live in the worker's one Lua state (lua-load, not per thread);
   // they start at zero in each new worker, as HAProxy's own counters do.
-  return R"lua(-- Rendered by Berth's gateway (src/gateway/config.cc): hold at zero.
+  std::string lua = R"lua(-- Rendered by Berth's gateway (src/gateway/config.cc).
+
+-- berth_auth URL ADDRESS: may this caller call the route? berthd answers
+-- at URL, reached at ADDRESS (GET, with the caller's Authorization header):
+-- 200 and X-Berth-User when it may, else 401/403/404/429. The verdict is kept @ALLOW@ s (allowed) or
+-- @DENY@ s (refused) per route and Authorization value; a request without the
+-- header is refused here. While berthd cannot be reached, a caller allowed
+-- within the last @STALE@ s stays allowed; any other gets 503. The verdict goes
+-- to txn.berth_auth ("ok" or the status), the caller's name to
+-- txn.berth_user; haproxy.cfg's rules act on them.
+berth_auth_cache = {}
+berth_auth_entries = 0
+
+core.register_action("berth_auth", {"http-req"}, function(txn, url, address)
+  local h = txn.http:req_get_headers()["authorization"]
+  local given = h and h[0]
+  if given == nil or given == "" then
+    txn:set_var("txn.berth_auth", "401")
+    return
+  end
+  local key = url .. " " .. given
+  local now = core.now().sec
+  local seen = berth_auth_cache[key]
+  if seen ~= nil and seen.fresh >= now then
+    txn:set_var("txn.berth_auth", seen.verdict)
+    txn:set_var("txn.berth_user", seen.user)
+    return
+  end
+  local res = core.httpclient():get{url = url, dst = address,
+                                     headers = {["authorization"] = {given}}, timeout = 5000}
+  local status = res and res.status or 0
+  local verdict
+  if status == 204 or status == 200 then
+    verdict = "ok"
+  elseif status == 401 or status == 403 or status == 404 or status == 429 then
+    verdict = tostring(status)
+  else
+    -- berthd did not answer (or failed): keep a recent "ok", else 503.
+    if seen ~= nil and seen.verdict == "ok" and seen.stale >= now then
+      txn:set_var("txn.berth_auth", "ok")
+      txn:set_var("txn.berth_user", seen.user)
+    else
+      txn:set_var("txn.berth_auth", "503")
+    end
+    return
+  end
+  local user = ""
+  if verdict == "ok" and res.headers ~= nil and res.headers["x-berth-user"] ~= nil then
+    user = res.headers["x-berth-user"][0] or ""
+  end
+  if seen == nil then
+    if berth_auth_entries >= 10000 then
+      berth_auth_cache = {}
+      berth_auth_entries = 0
+    end
+    berth_auth_entries = berth_auth_entries + 1
+  end
+  local keep = verdict == "ok" and @ALLOW@ or @DENY@
+  berth_auth_cache[key] = {verdict = verdict, user = user, fresh = now + keep,
+                           stale = now + @STALE@}
+  txn:set_var("txn.berth_auth", verdict)
+  txn:set_var("txn.berth_user", user)
+end, 2)
+
+-- Hold at zero.
 -- A request to a backend with no usable server waits here, polling the
 -- backend's server count, until a server joins or the hold timeout passes;
 -- then HAProxy routes it (or answers 503 when there is still no server).
@@ -209,6 +312,15 @@ core.register_cli({"show", "berth-held"}, "show berth-held : requests held at ze
     end
   end)
 )lua";
+  // The verdicts' lifetimes, from route.h.
+  for (const auto& [mark, value] :
+       {std::pair{"@ALLOW@", kAuthAllowSeconds}, std::pair{"@DENY@", kAuthDenySeconds},
+        std::pair{"@STALE@", kAuthStaleSeconds}}) {
+    for (auto at = lua.find(mark); at != std::string::npos; at = lua.find(mark)) {
+      lua.replace(at, std::string_view(mark).size(), std::to_string(value));
+    }
+  }
+  return lua;
 }
 
 }  // namespace berth::gateway

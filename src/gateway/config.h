@@ -37,6 +37,10 @@ struct GatewayOptions {
   // How long an old worker may go on serving its in-flight requests after a
   // reload (HAProxy's hard-stop-after).
   std::int64_t drain_timeout_ms = 300'000;
+  // The CA the gateway trusts when it asks berthd whether a caller may call
+  // a route (Route::auth_url, https): berthd's own CA. Empty: the system's
+  // CA bundle (HAProxy's @system-ca).
+  std::filesystem::path auth_ca_file{};
 };
 
 Status ValidateOptions(const GatewayOptions& options);
@@ -65,7 +69,8 @@ std::string ParseConfigShape(const std::string& config_text);
 std::string RenderConfig(const GatewayOptions& options, const std::vector<Route>& routes);
 // routes.map: "<prefix> <backend>" per route, for map_beg.
 std::string RenderRouteMap(const std::vector<Route>& routes);
-// hold.lua: the `berth_hold` action and the `show berth-held` CLI command.
+// hold.lua: the `berth_auth` and `berth_hold` actions and the
+// `show berth-held` CLI command.
 std::string HoldLua();
 
 }  // namespace berth::gateway

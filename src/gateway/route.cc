@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <set>
 #include <utility>
 
@@ -55,6 +56,38 @@ bool IsIpLiteral(std::string_view s) {
   return inet_pton(AF_INET, text.c_str(), buf) == 1 || inet_pton(AF_INET6, text.c_str(), buf) == 1;
 }
 
+bool IsAddressPort(std::string_view s) {
+  const auto colon = s.rfind(':');
+  if (colon == std::string_view::npos || colon + 1 >= s.size()) return false;
+  std::string_view host = s.substr(0, colon);
+  const std::string_view port = s.substr(colon + 1);
+  int p = 0;
+  const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
+  if (ec != std::errc() || end != port.data() + port.size() || p < 1 || p > 65535) return false;
+  if (host.starts_with('[') && host.ends_with(']')) {
+    host = host.substr(1, host.size() - 2);
+    return host.find(':') != std::string_view::npos && IsIpLiteral(host);
+  }
+  return host.find(':') == std::string_view::npos && IsIpLiteral(host);
+}
+
+bool IsPlainUrl(std::string_view s) {
+  if (s.size() > 512) return false;
+  std::string_view rest;
+  if (s.starts_with("https://")) {
+    rest = s.substr(8);
+  } else if (s.starts_with("http://")) {
+    rest = s.substr(7);
+  } else {
+    return false;
+  }
+  if (rest.empty()) return false;
+  return std::all_of(rest.begin(), rest.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_' || c == '~' || c == ':' || c == '/' || c == '[' || c == ']';
+  });
+}
+
 namespace {
 
 Status ValidateRouteBackend(const RouteBackend& b, const std::string& field) {
@@ -98,6 +131,15 @@ Status ValidateRoutes(const std::vector<Route>& routes) {
     if (r.hold_timeout_ms < 0 || r.hold_timeout_ms > kMaxHoldTimeoutMs) {
       return InvalidField(field + ".hold_timeout_ms",
                           fmt::format("must be 0..{}", kMaxHoldTimeoutMs));
+    }
+    if (!r.auth_url.empty() && !IsPlainUrl(r.auth_url)) {
+      return InvalidField(field + ".auth_url",
+                          "must be an http:// or https:// URL of letters, digits and - . _ ~ : / "
+                          "[ ], at most 512 bytes");
+    }
+    if (!r.auth_url.empty() && !IsAddressPort(r.auth_address)) {
+      return InvalidField(field + ".auth_address",
+                          "must be IP:PORT or [IPv6]:PORT: where the gateway reaches auth_url");
     }
     if (r.max_conn_per_backend < 0 || r.max_conn_per_backend > kMaxConnPerBackend) {
       return InvalidField(field + ".max_conn_per_backend",

@@ -45,8 +45,28 @@ struct Route {
   // Requests one server handles at once (HAProxy's server maxconn); beyond
   // it they queue at the gateway. 0: no limit.
   int max_conn_per_backend = 0;
+  // Empty: anyone who reaches the gateway may call the route. Else the URL
+  // berthd answers on whether a caller may (GET, with the request's
+  // Authorization header): 204 with X-Berth-User, or 401/403/404/429, which
+  // the gateway returns to the caller as they are. The gateway keeps each
+  // verdict for kAuthAllowSeconds (allowed) or kAuthDenySeconds (refused),
+  // answers a request without an Authorization header 401 without asking,
+  // and while berthd cannot be reached keeps allowing a caller it allowed
+  // within kAuthStaleSeconds (else 503). An allowed request reaches the
+  // replica without its Authorization header and with X-Berth-User.
+  std::string auth_url{};
+  // Where the gateway connects for auth_url: "IP:PORT" or "[IPv6]:PORT"
+  // (HAProxy resolves no names). auth_url's host is then only the name the
+  // server's certificate must hold (HAProxy 2.6 checks a DNS name, never an
+  // IP address, against it). Required with auth_url.
+  std::string auth_address{};
   std::vector<RouteBackend> backends;
 };
+
+// How long the gateway keeps berthd's verdicts (see Route::auth_url).
+inline constexpr int kAuthAllowSeconds = 10;
+inline constexpr int kAuthDenySeconds = 2;
+inline constexpr int kAuthStaleSeconds = 300;
 
 // Bounds checked by ValidateRoutes.
 inline constexpr int kMaxBackendWeight = 256;  // HAProxy's own limit
@@ -74,6 +94,12 @@ bool IsGatewayName(std::string_view s);
 bool IsBackendId(std::string_view s);
 // An IPv4 or IPv6 address literal (inet_pton), without brackets.
 bool IsIpLiteral(std::string_view s);
+// "IPv4:PORT" or "[IPv6]:PORT" with a port of 1..65535.
+bool IsAddressPort(std::string_view s);
+// An http:// or https:// URL of at most 512 bytes made only of letters,
+// digits and - . _ ~ : / [ ] (what Route::auth_url may hold: it is one
+// word of HAProxy's configuration).
+bool IsPlainUrl(std::string_view s);
 
 // Checks every route: names, addresses, ports, weights, bounds, no two
 // routes for one tenant/service, no two backends of a route with one id.

@@ -17,9 +17,10 @@
 namespace berth::model {
 namespace {
 
-constexpr std::array<std::string_view, 15> kServiceFields{
+constexpr std::array<std::string_view, 16> kServiceFields{
     "name",      "tenant",    "queue",    "image", "command",     "port",    "model", "replicas",
-    "resources", "readiness", "liveness", "slo",   "autoscaling", "rollout", "args"};
+    "resources", "readiness", "liveness", "slo",   "autoscaling", "rollout", "args",  "access"};
+constexpr std::array<std::string_view, 2> kAccessNames{"tenant", "public"};
 constexpr std::array<std::string_view, 2> kModelFields{"name", "version"};
 constexpr std::array<std::string_view, 2> kReplicaFields{"min", "max"};
 constexpr std::array<std::string_view, 4> kResourceFields{"gpus", "gpu_memory", "cpu", "memory"};
@@ -601,6 +602,21 @@ Status ParseInto(const YAML::Node& root, ServiceSpec& spec) {
     if (!v) return std::unexpected(v.error());
     spec.port = *v;
   }
+  if (auto n = obj->Get("access")) {
+    auto a = Str(n, "access");
+    if (!a) return std::unexpected(a.error());
+    if (*a == "tenant") {
+      spec.access = ServiceAccess::kTenant;
+    } else if (*a == "public") {
+      spec.access = ServiceAccess::kPublic;
+    } else {
+      return InvalidField("access",
+                          fmt::format("'{}' is not allowed; use tenant (callers show a Berth token "
+                                      "of the service's tenant; the default) or public (anyone "
+                                      "who reaches the gateway)",
+                                      *a));
+    }
+  }
   if (auto n = obj->Get("model")) BERTH_RETURN_IF_ERROR(ParseModel(n, spec.model));
   if (auto n = obj->Get("replicas")) {
     auto r =
@@ -656,6 +672,10 @@ Status ParseInto(const YAML::Node& root, ServiceSpec& spec) {
 }
 
 }  // namespace
+
+std::string_view ServiceAccessName(ServiceAccess a) {
+  return kAccessNames[static_cast<std::size_t>(a)];
+}
 
 std::string_view AutoscaleSignalName(AutoscaleSignal s) {
   return kSignalNames[static_cast<std::size_t>(s)];

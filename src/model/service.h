@@ -119,6 +119,18 @@ struct ModelRef {
   bool operator==(const ModelRef&) const = default;
 };
 
+// Who may call a service through the gateway (docs/services.md, "Who may
+// call a service"):
+//  tenant  a Berth token of a member or tenant-admin of the service's tenant
+//          (or a platform admin), as `Authorization: Bearer TOKEN`; the
+//          gateway asks berthd, remembers the verdict for a few seconds and
+//          passes the caller's name to the replica, never the token
+//  public  anyone who reaches the gateway's port; the replica sees every
+//          header as sent (its own API keys, say)
+enum class ServiceAccess { kTenant, kPublic };
+
+std::string_view ServiceAccessName(ServiceAccess a);
+
 struct ServiceSpec {
   std::string name;
   std::string tenant = "default";
@@ -126,6 +138,7 @@ struct ServiceSpec {
   std::string image{};                 // OCI image; or
   std::vector<std::string> command{};  // argv (with an image: its command)
   std::uint32_t port = 8000;
+  ServiceAccess access = ServiceAccess::kTenant;
   ModelRef model{};
   ReplicaBounds replicas{};
   ServiceResources resources{};

@@ -56,6 +56,7 @@ Doc Canonical(const ServiceSpec& s) {
   if (!s.image.empty()) d["image"] = s.image;
   if (!s.command.empty()) d["command"] = s.command;
   d["port"] = s.port;
+  d["access"] = std::string(ServiceAccessName(s.access));
   if (!s.model.name.empty()) {
     d["model"]["name"] = s.model.name;
     if (!s.model.version.empty()) d["model"]["version"] = s.model.version;

@@ -261,7 +261,12 @@ int main(int argc, char** argv) {
                           {{"prompt_tokens", input},
                            {"completion_tokens", output},
                            {"total_tokens", input + output}}},
-                         {"timing", {{"batch", running}, {"total_ms", total_ms}}}}
+                         {"timing", {{"batch", running}, {"total_ms", total_ms}}},
+                         // Who called, as Berth's gateway says (X-Berth-User),
+                         // and whether a credential reached the replica.
+                         {"caller",
+                          {{"user", req.get_header_value("X-Berth-User")},
+                           {"authorization", req.has_header("Authorization")}}}}
                         .dump(),
                     "application/json");
   });

@@ -55,12 +55,12 @@ void AddCoreFlags(CLI::App& app, BerthdFlags& f) {
                  "How often each inference service's replicas are reconciled with its spec "
                  "(docs/services.md, \"Replicas\"); a change to a service is acted on at once")
       ->capture_default_str();
-  app.add_option(
-      "--gateway-listen", f.gateway_listen,
-      "Where inference services are reached (HOST:PORT; each at /s/TENANT/SERVICE/): "
-      "berthd runs HAProxy there as the service gateway (docs/services.md, "
-      "\"Gateway\"). Default 127.0.0.1:8480 with --all-in-one, else off; 'off': none. The "
-      "gateway checks no token yet: a routable address publishes every service on it");
+  app.add_option("--gateway-listen", f.gateway_listen,
+                 "Where inference services are reached (HOST:PORT; each at /s/TENANT/SERVICE/): "
+                 "berthd runs HAProxy there as the service gateway (docs/services.md, "
+                 "\"Gateway\"). Default 127.0.0.1:8480 with --all-in-one, else off; 'off': none. "
+                 "Callers show a Berth token of the service's tenant unless its spec says access: "
+                 "public; a routable address publishes the public ones to that network");
   app.add_option("--haproxy", f.haproxy, "The HAProxy (2.6 or later) the gateway runs")
       ->capture_default_str();
   app.add_option("--node-lost-grace", f.lost_grace,

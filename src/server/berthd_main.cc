@@ -3,6 +3,8 @@
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
@@ -113,6 +115,60 @@ std::string DefaultApiUrl(bool https, const std::string& host, int port) {
     h = ::gethostname(name.data(), name.size() - 1) == 0 ? std::string(name.data()) : "localhost";
   }
   return fmt::format("{}://{}:{}", https ? "https" : "http", h, port);
+}
+
+// berthd's API as the gateway on this host reaches it: an IP address to
+// connect to (the gateway resolves no names; a wildcard listener is reached
+// on loopback), and a URL whose host is a name berthd's certificate holds,
+// which the gateway checks the certificate against: "localhost" for the
+// data dir's CA's certificate (always among its names), else the host of
+// --api-url or of the default API URL.
+berth::server::GatewayApi GatewayApiOf(bool https, bool own_cert, const std::string& api_url,
+                                       const std::string& host, int port) {
+  std::string ip = host;
+  if (ip.empty() || ip == "0.0.0.0") {
+    ip = "127.0.0.1";
+  } else if (ip == "::" || ip == "[::]") {
+    ip = "::1";
+  } else if (ip.front() == '[' && ip.back() == ']') {
+    ip = ip.substr(1, ip.size() - 2);
+  } else if (!berth::gateway::IsIpLiteral(ip)) {
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    std::string resolved;
+    if (::getaddrinfo(ip.c_str(), nullptr, &hints, &found) == 0 && found != nullptr) {
+      std::array<char, INET6_ADDRSTRLEN> text{};
+      const void* addr =
+          found->ai_family == AF_INET6
+              ? static_cast<const void*>(
+                    &reinterpret_cast<const sockaddr_in6*>(found->ai_addr)->sin6_addr)
+              : static_cast<const void*>(
+                    &reinterpret_cast<const sockaddr_in*>(found->ai_addr)->sin_addr);
+      if (::inet_ntop(found->ai_family, addr, text.data(), text.size()) != nullptr) {
+        resolved = text.data();
+      }
+      ::freeaddrinfo(found);
+    }
+    ip = berth::gateway::IsIpLiteral(resolved) ? resolved : "127.0.0.1";
+  }
+  berth::server::GatewayApi api;
+  api.address = berth::gateway::HostPort(ip, port);
+  std::string name = "localhost";
+  if (own_cert) {
+    // The host of "https://NAME:PORT/...".
+    std::string url = api_url.empty() ? DefaultApiUrl(https, host, port) : api_url;
+    if (auto scheme = url.find("://"); scheme != std::string::npos) url = url.substr(scheme + 3);
+    url = url.substr(0, url.find('/'));
+    if (!url.empty() && url.front() == '[') {
+      url = url.substr(0, url.find(']') + 1);
+    } else {
+      url = url.substr(0, url.find(':'));
+    }
+    if (!url.empty()) name = url;
+  }
+  api.url = fmt::format("{}://{}:{}", https ? "https" : "http", name, port);
+  return api;
 }
 
 // --node-cert-ttl, in ms.
@@ -526,6 +582,12 @@ berth::Status StartGateway(const BerthdFlags& f, const Settings& s, Daemon& d) {
   options.bind_address = s.gateway_listen->first;
   options.bind_port = s.gateway_listen->second;
   options.haproxy_binary = f.haproxy;
+  // Callers of a service are checked at berthd's API, over its TLS: trust
+  // the data dir's CA when it issued berthd's certificate, else the
+  // system's CAs (a --tls-cert from a CA the host trusts).
+  if (d.tls && !f.plain_http && !d.tls->ca_pem.empty()) {
+    options.auth_ca_file = berth::server::pki::FilesIn(f.data_dir).ca_cert;
+  }
   auto gateway = berth::gateway::Gateway::Start(options);
   if (!gateway) {
     return std::unexpected(Invalid(fmt::format(
@@ -538,7 +600,9 @@ berth::Status StartGateway(const BerthdFlags& f, const Settings& s, Daemon& d) {
   const std::string host = options.bind_address.find(':') != std::string::npos
                                ? "[" + options.bind_address + "]"
                                : options.bind_address;
-  d.services->SetGateway(d.gateway.get(), fmt::format("http://{}:{}", host, options.bind_port));
+  d.services->SetGateway(d.gateway.get(), fmt::format("http://{}:{}", host, options.bind_port),
+                         GatewayApiOf(!f.plain_http, d.tls && d.tls->ca_pem.empty(), f.api_url,
+                                      s.listen.first, s.listen.second));
   spdlog::info("gateway: HAProxy {} (pid {}) serves services on http://{}:{}/s/TENANT/SERVICE/",
                d.gateway->adopted() ? "adopted" : "started", d.gateway->master_pid(), host,
                options.bind_port);

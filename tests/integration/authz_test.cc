@@ -309,6 +309,8 @@ std::vector<Route> Routes() {
                }});
   r.push_back({"GET", "/v1/services", Kind::kAny, fixed("/v1/services")});
   r.push_back({"GET", "/v1/services/{tenant}/{name}", Kind::kObjectRead, svc("")});
+  // What the gateway asks before a caller reaches a replica: members only.
+  r.push_back({"GET", "/v1/services/{tenant}/{name}/access", Kind::kObjectWrite, svc("/access")});
   r.push_back(
       {"POST", "/v1/services/{tenant}/{name}/scale", Kind::kObjectWrite, svc("/scale?max=3")});
   // Past the guard, a first rollback may answer 409 (no earlier revision).

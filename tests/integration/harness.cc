@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -273,11 +274,19 @@ Reply ToReply(const httplib::Result& res) {
   r.text = res->body;
   r.body = json::parse(res->body, nullptr, false);
   if (r.body.is_discarded()) r.body = nullptr;
+  for (const auto& [name, value] : res->headers) {
+    std::string lower = name;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    r.headers[lower] = value;
+  }
   return r;
 }
 
-httplib::Client MakeClient(int port, Ms timeout, const fs::path& ca) {
+httplib::Client MakeClient(int port, Ms timeout, const fs::path& ca,
+                           const std::map<std::string, std::string>& headers) {
   httplib::Client cli(fmt::format("{}://127.0.0.1:{}", ca.empty() ? "http" : "https", port));
+  if (!headers.empty()) cli.set_default_headers(httplib::Headers(headers.begin(), headers.end()));
   if (!ca.empty()) cli.set_ca_cert_path(ca.string());
   auto s = std::chrono::duration_cast<std::chrono::seconds>(timeout);
   auto us = std::chrono::duration_cast<std::chrono::microseconds>(timeout - s);
@@ -290,20 +299,20 @@ httplib::Client MakeClient(int port, Ms timeout, const fs::path& ca) {
 }  // namespace
 
 Reply Http::Get(const std::string& path) const {
-  auto cli = MakeClient(port_, timeout_, ca_);
+  auto cli = MakeClient(port_, timeout_, ca_, headers_);
   if (!token_.empty()) cli.set_bearer_token_auth(token_);
   return ToReply(cli.Get(path));
 }
 
 Reply Http::Post(const std::string& path, const std::string& body,
                  const std::string& content_type) const {
-  auto cli = MakeClient(port_, timeout_, ca_);
+  auto cli = MakeClient(port_, timeout_, ca_, headers_);
   if (!token_.empty()) cli.set_bearer_token_auth(token_);
   return ToReply(cli.Post(path, body, content_type));
 }
 
 Reply Http::Delete(const std::string& path) const {
-  auto cli = MakeClient(port_, timeout_, ca_);
+  auto cli = MakeClient(port_, timeout_, ca_, headers_);
   if (!token_.empty()) cli.set_bearer_token_auth(token_);
   return ToReply(cli.Delete(path));
 }

@@ -107,6 +107,7 @@ struct Reply {
   int status = 0;
   nlohmann::json body;
   std::string text;
+  std::map<std::string, std::string> headers{};  // names in lower case; the last of repeats
 };
 // With `ca` set it speaks HTTPS to 127.0.0.1 and trusts only that CA file.
 class Http {
@@ -120,11 +121,16 @@ class Http {
   // Sent as `Authorization: Bearer` when not empty.
   void set_token(std::string token) { token_ = std::move(token); }
   const std::string& token() const { return token_; }
+  // Sent with every request (a test's forged or extra header).
+  void set_header(std::string name, std::string value) {
+    headers_[std::move(name)] = std::move(value);
+  }
 
  private:
   int port_;
   Ms timeout_;
   std::string token_;
+  std::map<std::string, std::string> headers_;
   std::filesystem::path ca_;
 };
 

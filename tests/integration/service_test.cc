@@ -13,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "gateway/route.h"
 #include "integration/fixture.h"
 #include "integration/tenants.h"
 
@@ -503,9 +504,11 @@ class ServiceGatewayTest : public ServiceTest {
 
   // A started berthd with its gateway (rounds every 200 ms) and the red and
   // blue tenants' policy; null, with the failure said, when it did not start.
-  Berthd* StartGatewayBerthd() {
+  // `tls`: its API on HTTPS with the data dir's CA, as berthd runs by default.
+  Berthd* StartGatewayBerthd(bool tls = false) {
     BerthdOptions options = AllInOne({"--service-interval", "200ms"});
     options.gateway = true;
+    options.tls = tls;
     Berthd& berthd = NewBerthd(options);
     if (!berthd.Start()) {
       ADD_FAILURE() << berthd.log();
@@ -567,6 +570,7 @@ autoscaling:
 
   // The first request: held at zero, then answered by the replica it started.
   Http gateway(berthd.gateway_port(), 60s);
+  gateway.set_token(MemberToken(berthd.http(), "rita", "red", "member"));
   const auto sent = std::chrono::steady_clock::now();
   auto answer = gateway.Post("/s/red/llm/v1/completions", R"({"prompt":"hi","max_tokens":2})",
                              "application/json");
@@ -681,6 +685,7 @@ tenant: red
 queue: serve
 command: ["{}", --load-ms, "500", --model-version, "{}", --ttft-ms, "20"]
 port: 8000
+access: public
 replicas: {{min: 1, max: 1}}
 resources: {{gpus: 1}}
 readiness: {{http: /health, period: 1s, timeout: 500ms}}
@@ -765,6 +770,9 @@ readiness: {{http: /health, period: 1s, timeout: 500ms}}
                                        server.string());
   ASSERT_EQ(berthd.http().Post("/v1/services", spec, "application/yaml").status, 201);
   Http gateway(berthd.gateway_port(), 30s);
+  // A member the gateway checked while berthd was up stays served while it
+  // is down (route.h, kAuthStaleSeconds).
+  gateway.set_token(MemberToken(berthd.http(), "rita", "red", "member"));
   auto ask = [&] {
     return gateway
         .Post("/s/red/llm/v1/completions", R"({"prompt":"hi","max_tokens":1})", "application/json")
@@ -777,6 +785,14 @@ readiness: {{http: /health, period: 1s, timeout: 500ms}}
 
   berthd.Kill();
   for (int i = 0; i < 5; ++i) EXPECT_EQ(ask(), 200) << "request " << i << " with berthd down";
+  // A caller it never checked cannot be checked now: 503, not let through.
+  Http stranger(berthd.gateway_port(), 30s);
+  stranger.set_token("berth_unchecked.0000");
+  EXPECT_EQ(stranger
+                .Post("/s/red/llm/v1/completions", R"({"prompt":"hi","max_tokens":1})",
+                      "application/json")
+                .status,
+            503);
 
   ASSERT_TRUE(berthd.Start()) << berthd.log();
   EXPECT_NE(berthd.log().find("gateway: HAProxy adopted"), std::string::npos) << berthd.log();
@@ -791,6 +807,85 @@ readiness: {{http: /health, period: 1s, timeout: 500ms}}
       20s))
       << service.dump();
   EXPECT_EQ(ask(), 200);
+}
+
+// Who may call a service through the gateway: a member of its tenant with a
+// Berth token, checked at berthd over its HTTPS API. The replica learns the
+// caller's name and never sees the token; a name a caller forges is
+// dropped. No token: 401; a viewer's: 403; another tenant's: 404; a revoked
+// token is refused once the gateway's memory of it lapses. A refused
+// request never wakes a service held at zero.
+TEST_F(ServiceGatewayTest, OnlyTheServicesTenantCallsItAndTheReplicaNeverSeesTheToken) {
+  Berthd* started = StartGatewayBerthd(/*tls=*/true);
+  ASSERT_NE(started, nullptr);
+  Berthd& berthd = *started;
+  const std::string rita = MemberToken(berthd.http(), "rita", "red", "member");
+  const std::string vera = MemberToken(berthd.http(), "vera", "red", "viewer");
+  const std::string bo = MemberToken(berthd.http(), "bo", "blue", "member");
+  const auto server = TenantModelServer(dir_ / "llm");
+  const std::string spec = fmt::format(R"(name: llm
+tenant: red
+queue: serve
+command: ["{}", --load-ms, "0"]
+port: 8000
+replicas: {{min: 0, max: 1}}
+resources: {{gpus: 1}}
+readiness: {{http: /health, period: 1s, timeout: 500ms}}
+autoscaling: {{scale_to_zero: {{enabled: true, idle_window: 5m}}}}
+)",
+                                       server.string());
+  ASSERT_EQ(berthd.http().Post("/v1/services", spec, "application/yaml").status, 201);
+  json service;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        service = Service(berthd);
+        return service.is_object() && service.at("status").at("phase") != "pending";
+      },
+      20s))
+      << service.dump();
+  auto call = [&](const std::string& token) {
+    Http gateway(berthd.gateway_port(), 30s);
+    gateway.set_token(token);
+    gateway.set_header("X-Berth-User", "mallory");
+    return gateway.Post("/s/red/llm/v1/completions", R"({"prompt":"hi","max_tokens":1})",
+                        "application/json");
+  };
+  // Refused, each with berthd's answer, and none of them held.
+  auto anonymous = call("");
+  EXPECT_EQ(anonymous.status, 401) << anonymous.text;
+  EXPECT_EQ(anonymous.headers["www-authenticate"], R"(Bearer realm="berth")");
+  EXPECT_EQ(call("berth_madeup.secret").status, 401);
+  EXPECT_EQ(call(vera).status, 403);
+  EXPECT_EQ(call(bo).status, 404);
+  std::this_thread::sleep_for(1s);  // five rounds
+  service = Service(berthd);
+  ASSERT_TRUE(service.is_object());
+  EXPECT_TRUE(service.at("status").at("replicas").empty()) << service.dump();
+  EXPECT_EQ(service.at("status").at("desired"), 0) << service.dump();
+
+  // A member: held, served, named to the replica, its token kept back.
+  auto served = call(rita);
+  ASSERT_EQ(served.status, 200) << served.text << berthd.log();
+  EXPECT_EQ(served.body.at("caller").at("user"), "rita") << served.text;
+  EXPECT_EQ(served.body.at("caller").at("authorization"), false) << served.text;
+  // The platform admin too.
+  EXPECT_EQ(call(berthd.http().token()).status, 200);
+
+  // Revoked: refused once the gateway's verdict lapses.
+  auto tokens = berthd.http().Get("/v1/tokens?identity=rita");
+  std::string rita_id;
+  for (const auto& t : tokens.body.value("tokens", json::array())) {
+    if (t.value("identity", "") == "rita") rita_id = t.value("id", "");
+  }
+  ASSERT_FALSE(rita_id.empty()) << tokens.text;
+  ASSERT_EQ(berthd.http()
+                .Post(fmt::format("/v1/tokens/{}/revoke", rita_id), "", "application/json")
+                .status,
+            200);
+  const auto revoked = std::chrono::steady_clock::now();
+  EXPECT_TRUE(WaitFor([&] { return call(rita).status == 401; }, 20s));
+  EXPECT_LE(std::chrono::steady_clock::now() - revoked,
+            std::chrono::seconds(gateway::kAuthAllowSeconds + 3));
 }
 
 }  // namespace

@@ -22,7 +22,7 @@ json ServiceWithGateway() {
     "tenant": "ml", "name": "coder", "queue": "serving", "revision": 3,
     "created_ms": 1796300000000, "created_by": "ana",
     "updated_ms": 1796300000000, "updated_by": "ana",
-    "spec": {"image": "vllm:0.6", "replicas": {"min": 0, "max": 4},
+    "spec": {"image": "vllm:0.6", "replicas": {"min": 0, "max": 4}, "access": "tenant",
              "model": {"name": "coder-7b", "version": "2"}},
     "status": {
       "revision": 3, "desired": 2, "ready": 2, "not_ready": 0, "running": 2, "starting": 0,
@@ -47,7 +47,14 @@ json ServiceWithGateway() {
 
 TEST(RenderService, ShowsTheEndpointAutoscaleReasonTrafficRoutingAndLastColdStart) {
   const std::string out = RenderService(ServiceWithGateway());
-  EXPECT_NE(out.find("Endpoint:  http://127.0.0.1:8480/s/ml/coder/\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("Endpoint:  http://127.0.0.1:8480/s/ml/coder/\n"
+                     "Access:    members of ml, with a Berth token\n"),
+            std::string::npos)
+      << out;
+  json open = ServiceWithGateway();
+  open["spec"]["access"] = "public";
+  EXPECT_NE(RenderService(open).find("Access:    public: anyone who reaches the gateway\n"),
+            std::string::npos);
   EXPECT_NE(out.find("Autoscale: desired 2; stable: the 1m average concurrency 1.4 at a target "
                      "of 0.7 per replica asks for 2 replicas\n"),
             std::string::npos)

@@ -131,6 +131,7 @@ TEST(GatewayConfig, RendersOneBackendPerRouteWithItsServers) {
   one_thread.threads = 1;
   EXPECT_NE(RenderConfig(one_thread, {}).find("  nbthread 1\n  maxconn 4096\n"), std::string::npos);
   EXPECT_NE(cfg.find("\nbackend ml:coder\n  balance leastconn\n  timeout queue 5000ms\n"
+                     "  http-request del-header X-Berth-User\n"
                      "  http-request lua.berth_hold 5000\n"
                      "  http-request set-path %[path,bytes(11)]\n"),
             std::string::npos)
@@ -194,6 +195,85 @@ TEST(GatewayConfig, TheShapeChangesWithRoutesAndSettingsButNotWithServers) {
             ConfigShape(Options(), {CoderRoute(), other}));
 }
 
+// A route with callers checked: the check comes before the hold (a refused
+// request never wakes a service at zero), each refusal is answered with
+// berthd's status, and the replica gets the caller's name but not the token.
+TEST(GatewayConfig, ARouteWithAuthChecksTheCallerBeforeItHoldsAndKeepsTheTokenFromTheReplica) {
+  Route r = CoderRoute();
+  r.auth_url = "https://localhost:7460/v1/services/ml/coder/access";
+  r.auth_address = "127.0.0.1:7460";
+  GatewayOptions o = Options();
+  o.auth_ca_file = "/var/lib/berth/pki/ca.pem";
+  const std::string cfg = RenderConfig(o, {r});
+  const auto at = [&](const std::string& line) { return cfg.find(line); };
+  const auto strip_user = at("  http-request del-header X-Berth-User\n");
+  const auto check = at("  http-request lua.berth_auth " + r.auth_url + " 127.0.0.1:7460\n");
+  const auto refuse = at("  http-request return status 401 ");
+  const auto strip_token = at("  http-request del-header Authorization\n");
+  const auto name = at("  http-request set-header X-Berth-User %[var(txn.berth_user)]\n");
+  const auto hold = at("  http-request lua.berth_hold 5000\n");
+  for (auto pos : {strip_user, check, refuse, strip_token, name, hold}) {
+    ASSERT_NE(pos, std::string::npos) << cfg;
+  }
+  EXPECT_LT(strip_user, check);
+  EXPECT_LT(check, refuse);
+  EXPECT_LT(refuse, strip_token);
+  EXPECT_LT(strip_token, name);
+  EXPECT_LT(name, hold);
+  for (int code : {401, 403, 404, 429, 503}) {
+    EXPECT_NE(cfg.find(fmt::format("return status {} content-type text/plain string", code)),
+              std::string::npos)
+        << code;
+    EXPECT_NE(cfg.find(fmt::format("if {{ var(txn.berth_auth) -m str {} }}", code)),
+              std::string::npos)
+        << code;
+  }
+  EXPECT_NE(cfg.find("WWW-Authenticate"), std::string::npos);
+  EXPECT_NE(cfg.find("  httpclient.ssl.ca-file /var/lib/berth/pki/ca.pem\n"), std::string::npos);
+  EXPECT_NE(cfg.find("  httpclient.ssl.verify required\n"), std::string::npos);
+  // The Lua carries the verdicts' lifetimes from route.h, nothing left to fill.
+  const std::string lua = HoldLua();
+  EXPECT_NE(lua.find("core.register_action(\"berth_auth\""), std::string::npos);
+  EXPECT_NE(
+      lua.find(fmt::format("verdict == \"ok\" and {} or {}", kAuthAllowSeconds, kAuthDenySeconds)),
+      std::string::npos)
+      << lua;
+  EXPECT_EQ(lua.find('@'), std::string::npos) << lua;
+
+  // A public route: anyone, the headers as sent, except a forged caller name.
+  const std::string open = RenderConfig(Options(), {CoderRoute()});
+  EXPECT_EQ(open.find("lua.berth_auth"), std::string::npos);
+  EXPECT_EQ(open.find("del-header Authorization"), std::string::npos);
+  EXPECT_NE(open.find("  http-request del-header X-Berth-User\n"), std::string::npos);
+
+  // Checking callers, or where, changes the shape: the next Sync reloads.
+  EXPECT_NE(ConfigShape(Options(), {r}), ConfigShape(Options(), {CoderRoute()}));
+  EXPECT_NE(ConfigShape(o, {r}), ConfigShape(Options(), {r}));
+  // Bad URLs and CA paths are refused with their field.
+  for (const char* bad : {"ftp://x/y", "https://", "https://h/a b", "https://h/\"x",
+                          "https://h/%[var(x)]", "//h/a"}) {
+    Route b = r;
+    b.auth_url = bad;
+    EXPECT_EQ(FieldOf({b}), "routes[0].auth_url") << bad;
+  }
+  for (const char* bad : {"", "127.0.0.1", "localhost:7460", "::1:7460", "127.0.0.1:0",
+                          "127.0.0.1:70000", "[127.0.0.1]:7460", "127.0.0.1:74x"}) {
+    Route b = r;
+    b.auth_address = bad;
+    EXPECT_EQ(FieldOf({b}), "routes[0].auth_address") << bad;
+  }
+  Route v6 = r;
+  v6.auth_address = "[::1]:7460";
+  EXPECT_TRUE(ValidateRoutes({v6}));
+  Route moved = r;
+  moved.auth_address = "127.0.0.2:7460";
+  EXPECT_NE(ConfigShape(Options(), {moved}), ConfigShape(Options(), {r}));
+  GatewayOptions relative = Options();
+  relative.auth_ca_file = "pki/ca.pem";
+  ASSERT_FALSE(ValidateOptions(relative));
+  EXPECT_EQ(ValidateOptions(relative).error().field, "auth_ca_file");
+}
+
 // HAProxy itself accepts what Berth renders (skipped where it is not installed).
 TEST(GatewayConfig, HaproxyAcceptsTheRenderedConfiguration) {
   if (std::system("command -v haproxy >/dev/null 2>&1") != 0) GTEST_SKIP() << "no haproxy";
@@ -205,6 +285,9 @@ TEST(GatewayConfig, HaproxyAcceptsTheRenderedConfiguration) {
   other.service = "chat.v2";
   other.hold_timeout_ms = 0;
   other.max_conn_per_backend = 0;
+  other.auth_url = "https://localhost:7460/v1/services/ml/chat.v2/access";
+  other.auth_address = "[::1]:7460";
+  o.auth_ca_file = "/etc/ssl/certs/ca-certificates.crt";
   auto write = [&](const char* name, const std::string& text) {
     std::ofstream(o.state_dir / name) << text;
   };

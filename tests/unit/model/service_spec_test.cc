@@ -82,6 +82,8 @@ TEST(ServiceSpec, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(s->tenant, "default");
   EXPECT_EQ(s->queue, "default");
   EXPECT_EQ(s->port, 8000U);
+  // Only the tenant's members call it through the gateway, unless it says public.
+  EXPECT_EQ(s->access, ServiceAccess::kTenant);
   EXPECT_EQ(s->replicas.min, 1U);
   EXPECT_EQ(s->replicas.max, 1U);
   // Readiness defaults to a TCP connect on the service's port; no liveness.
@@ -145,6 +147,8 @@ TEST(ServiceSpec, EveryErrorNamesItsField) {
       {base + "tenant: Bad!\n", "tenant", "not a valid tenant"},
       {base + "queue: serving//x\n", "queue", "nested queue"},
       {base + "port: 70000\n", "port", "1 to 65535"},
+      {base + "access: everyone\n", "access", "use tenant"},
+      {base + "access: [tenant]\n", "access", ""},
       {base + "args: [x]\n", "args", "needs a command"},
       {base + "model: {version: v1}\n", "model.name", "required"},
       {base + "model: {name: 'a b'}\n", "model.name", "letters"},
@@ -247,7 +251,7 @@ TEST(ServiceSpec, CanonicalYamlAndJsonReadBackToTheSameSpec) {
         std::string("name: z\nimage: x\nreplicas: {min: 0, max: 3}\nresources: {gpus: 2, cpu: "
                     "0.25}\nreadiness: {command: [curl, -f, localhost]}\n"
                     "autoscaling: {signal: rps, target: 12.125, panic_threshold: 0, "
-                    "scale_to_zero: {enabled: true, idle_window: 90s}}\n")}) {
+                    "scale_to_zero: {enabled: true, idle_window: 90s}}\naccess: public\n")}) {
     auto s = ParseServiceSpec(doc);
     ASSERT_TRUE(s.has_value()) << s.error().field << ": " << s.error().message;
     const std::string yaml = ServiceToYaml(*s);
@@ -266,9 +270,10 @@ TEST(ServiceSpec, CanonicalFormShowsEveryDefault) {
   auto s = ParseServiceSpec("name: echo\ncommand: [echo-server]\n");
   ASSERT_TRUE(s.has_value());
   const std::string yaml = ServiceToYaml(*s);
-  for (const char* piece : {"target: 100", "target_utilization: 70%", "stable_window: 20s",
-                            "panic_window: 10s", "panic_threshold: 400%", "down_stabilization: 10m",
-                            "availability: 99.9%", "tcp: 8000", "idle_window: 10m"}) {
+  for (const char* piece :
+       {"target: 100", "target_utilization: 70%", "stable_window: 20s", "panic_window: 10s",
+        "panic_threshold: 400%", "down_stabilization: 10m", "availability: 99.9%", "tcp: 8000",
+        "idle_window: 10m", "access: tenant"}) {
     EXPECT_NE(yaml.find(piece), std::string::npos) << piece << "\n" << yaml;
   }
 }

@@ -16,6 +16,10 @@ store::ServiceRecord RoutesService() {
   return s;
 }
 
+GatewayApi RoutesApi() {
+  return {"https://localhost:7460", "127.0.0.1:7460"};
+}
+
 std::vector<std::string> RoutesIds(const gateway::Route& r) {
   std::vector<std::string> out;
   for (const auto& b : r.backends) out.push_back(b.id);
@@ -36,7 +40,7 @@ TEST(ServiceRoutes, OnlyReadyReplicasOnReadyNodesWithAnAddressTakeRequests) {
       {9, "zz", 31006, true, false},  // an unknown node
       {10, "a", 0, true, false},      // no port
   };
-  const gateway::Route r = RouteOf(RoutesService(), replicas, nodes);
+  const gateway::Route r = RouteOf(RoutesService(), replicas, nodes, RoutesApi());
   EXPECT_EQ(r.tenant, "red");
   EXPECT_EQ(r.service, "llm");
   EXPECT_EQ(r.hold_timeout_ms, kServiceHoldTimeoutMs);
@@ -46,7 +50,19 @@ TEST(ServiceRoutes, OnlyReadyReplicasOnReadyNodesWithAnAddressTakeRequests) {
   EXPECT_FALSE(r.backends[1].draining);
   EXPECT_TRUE(gateway::ValidateRoutes({r}).has_value());
   // No replica: the route stays, empty, so that requests are held.
-  EXPECT_TRUE(RouteOf(RoutesService(), {}, nodes).backends.empty());
+  EXPECT_TRUE(RouteOf(RoutesService(), {}, nodes, RoutesApi()).backends.empty());
+}
+
+// Callers are checked at berthd unless the spec says public.
+TEST(ServiceRoutes, ATenantServicesCallersAreCheckedAtBerthdAndAPublicOnesAreNot) {
+  store::ServiceRecord s = RoutesService();
+  EXPECT_EQ(s.spec.access, model::ServiceAccess::kTenant);  // the default
+  const gateway::Route checked = RouteOf(s, {}, {}, RoutesApi());
+  EXPECT_EQ(checked.auth_url, "https://localhost:7460/v1/services/red/llm/access");
+  EXPECT_EQ(checked.auth_address, "127.0.0.1:7460");
+  EXPECT_TRUE(gateway::ValidateRoutes({checked}).has_value());
+  s.spec.access = model::ServiceAccess::kPublic;
+  EXPECT_EQ(RouteOf(s, {}, {}, RoutesApi()).auth_url, "");
 }
 
 TEST(ServiceRoutes, AServerNameNamesItsReplicaJob) {
