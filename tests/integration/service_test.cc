@@ -521,6 +521,9 @@ TEST_F(ServiceTest, AReplicaReclaimsThePoolsInferenceHeadroomFromPreemptibleTrai
   ASSERT_TRUE(WaitFor(
       [&] {
         const json job = berthd.Job(held);
+        if (!job.is_object() || !job.contains("reason") || !job["reason"].is_object()) {
+          return false;
+        }
         return job.value("state", "") == "Pending" &&
                job["reason"].value("detail", "") == "headroom_pool=default";
       },
