@@ -680,7 +680,7 @@ std::string_view OpenApiDocument() {
         "normalized": {"type": "string", "description": "Canonical form, what diffs compare (single-version answers only)"},
         "policy": {"type": "object", "description": "Parsed (single-version answers only)", "properties": {
           "usage_half_life_ms": {"type": "integer"}, "min_runtime_ms": {"type": "integer"}, "reclaim_grace_ms": {"type": "integer"}, "short_first_max_wait_ms": {"type": "integer"},
-          "pools": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "selector": {"type": "object", "additionalProperties": {"type": "string"}}}}},
+          "pools": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "selector": {"type": "object", "additionalProperties": {"type": "string"}}, "inference_headroom_gpus": {"type": "integer"}}}},
           "priority_classes": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "value": {"type": "integer"}, "preemptible": {"type": "boolean"}}}},
           "queues": {"type": "array", "items": {"type": "object", "properties": {
             "path": {"type": "string"}, "tenant": {"type": "string"}, "parent": {"type": "string"}, "kind": {"type": "string"}, "pools": {"type": "array", "items": {"type": "string"}},

@@ -217,7 +217,9 @@ json PolicyChanges(const model::Policy& from, const model::Policy& to) {
   json settings = json::array();
   auto pools = [](const model::Policy& p) {
     json out = json::array();
-    for (const auto& pool : p.pools) out.push_back({pool.name, pool.selector});
+    for (const auto& pool : p.pools) {
+      out.push_back({pool.name, pool.selector, pool.inference_headroom_gpus});
+    }
     return out;
   };
   auto classes = [](const model::Policy& p) {

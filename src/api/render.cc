@@ -259,7 +259,11 @@ json GpusJson(const std::vector<NodeStatus>& nodes, const std::vector<store::Job
 
 json PolicyJson(const model::Policy& policy) {
   json pools = json::array();
-  for (const auto& p : policy.pools) pools.push_back({{"name", p.name}, {"selector", p.selector}});
+  for (const auto& p : policy.pools) {
+    pools.push_back({{"name", p.name},
+                     {"selector", p.selector},
+                     {"inference_headroom_gpus", p.inference_headroom_gpus}});
+  }
   json classes = json::array();
   for (const auto& c : policy.priority_classes) {
     classes.push_back({{"name", c.name}, {"value", c.value}, {"preemptible", c.preemptible}});

@@ -577,7 +577,7 @@ Status Controller::RecoverEvictions(const std::vector<store::RunRecord>& active)
     if (!job) return std::unexpected(job.error());
     const auto& r = job->reason;
     if (r.code != model::ReasonCode::kPreempted && r.code != model::ReasonCode::kReclaimed &&
-        r.code != model::ReasonCode::kMoved) {
+        r.code != model::ReasonCode::kMoved && r.code != model::ReasonCode::kHeadroomReclaimed) {
       continue;
     }
     auto by = r.counts.find(model::kByJob);

@@ -201,8 +201,8 @@ model::JobSpec ServiceController::ReplicaSpec(const store::ServiceRecord& servic
   }
   j.resources.cpu_millis = s.resources.cpu_millis;
   j.resources.memory_bytes = s.resources.memory_bytes;
-  // The replicas a service keeps are not taken by training's preemption
-  // (docs/services.md, "Replicas").
+  // The minimum's replicas are not taken by training's preemption; the
+  // controller makes those above it preemptible (ReplicaPreemptible).
   j.preemptible = false;
   j.service = model::ServiceOwner{service.name, service.revision, s.port};
   // Its agent probes it (agent/prober.h); a replica changes with its
@@ -210,6 +210,11 @@ model::JobSpec ServiceController::ReplicaSpec(const store::ServiceRecord& servic
   j.service->readiness = s.readiness;
   j.service->liveness = s.liveness;
   return j;
+}
+
+bool ServiceController::ReplicaPreemptible(const model::ServiceSpec& spec,
+                                           std::uint32_t guaranteed) {
+  return guaranteed >= spec.replicas.min;
 }
 
 bool ServiceController::RunsCurrentSpec(const store::ServiceRecord& service,
@@ -220,6 +225,7 @@ bool ServiceController::RunsCurrentSpec(const store::ServiceRecord& service,
   model::JobSpec other = replica;
   current.service.reset();
   other.service.reset();
+  current.preemptible = other.preemptible;  // above the minimum or not: the same spec
   return model::ToJson(current) == model::ToJson(other);
 }
 
@@ -413,6 +419,7 @@ Status ServiceController::ReconcileOne(const store::ServiceRecord& service,
   in.rollout = spec.rollout;
   in.now_ms = now;
   std::uint32_t current = 0;
+  std::uint32_t guaranteed = 0;  // live non-preemptible replicas of the current revision
   std::uint32_t ready = 0;
   std::uint32_t starting = 0;
   // The current revision's replicas running but not ready, for the status.
@@ -427,8 +434,10 @@ Status ServiceController::ReconcileOne(const store::ServiceRecord& service,
     // A replica that runs the current spec counts as the current revision's.
     const bool same = RunsCurrentSpec(service, job.spec);
     const std::int64_t revision = same ? service.revision : job.spec.service->revision;
-    in.replicas.push_back({job.id, revision, h.ready, h.not_ready_since_ms});
+    const bool preemptible = job.spec.preemptible.value_or(false);
+    in.replicas.push_back({job.id, revision, h.ready, h.not_ready_since_ms, preemptible});
     if (same) ++current;
+    if (same && !preemptible) ++guaranteed;
     if (h.ready) {
       ++ready;
     } else {
@@ -604,8 +613,21 @@ Status ServiceController::ReconcileOne(const store::ServiceRecord& service,
     round.cold_start_since_ms = sig.cold_start_since_ms;
     round.last_cold_start = sig.last_cold_start;
   }
-  const model::JobSpec replica_spec = ReplicaSpec(service);
+  // Stopped replicas no longer hold the minimum.
+  for (const auto& stop : plan.stop) {
+    auto it = std::find_if(replicas.begin(), replicas.end(),
+                           [&](const store::JobRecord& j) { return j.id == stop.job_id; });
+    if (it != replicas.end() && !it->spec.preemptible.value_or(false) &&
+        RunsCurrentSpec(service, it->spec) && guaranteed > 0) {
+      --guaranteed;
+    }
+  }
+  model::JobSpec replica_spec = ReplicaSpec(service);
   for (std::uint32_t i = 0; i < plan.create; ++i) {
+    // The minimum's replicas first, non-preemptible; those above it borrow
+    // and are preemptible.
+    replica_spec.preemptible = ReplicaPreemptible(spec, guaranteed);
+    if (!*replica_spec.preemptible) ++guaranteed;
     auto ids = controller_.Submit(
         replica_spec, service.updated_by, [&](const std::vector<std::int64_t>& made) {
           const json after{{"revision", service.revision},

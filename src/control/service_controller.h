@@ -158,13 +158,21 @@ class ServiceController {
   // Whether the autoscaler has anything to decide: room between min and
   // max, or scale to zero.
   static bool Autoscales(const model::ServiceSpec& spec);
-  // The job a replica of `service`'s current revision is.
+  // The job a replica of `service`'s current revision is (non-preemptible:
+  // the kind of the minimum's replicas; ReplicaPreemptible says which kind a
+  // new replica is).
   static model::JobSpec ReplicaSpec(const store::ServiceRecord& service);
+  // Whether a new replica is preemptible (docs/services.md, "Replicas"): the
+  // minimum's replicas are not, those above it are. `guaranteed` counts the
+  // service's live (not stopping) non-preemptible replicas of its current
+  // revision.
+  static bool ReplicaPreemptible(const model::ServiceSpec& spec, std::uint32_t guaranteed);
   // Whether `replica` runs what the service's current revision would start:
   // its job spec is ReplicaSpec's but for the revision that made it. A
   // revision that changes only what is not in a replica (its bounds, its
   // autoscaling, its SLO) keeps the replicas it has, as Kubernetes keeps a
-  // Deployment's pods when only its replica count changes.
+  // Deployment's pods when only its replica count changes. Whether the
+  // replica is preemptible (above the minimum) is no difference.
   static bool RunsCurrentSpec(const store::ServiceRecord& service, const model::JobSpec& replica);
   // `job` must have been read with its runs.
   static ReplicaHealth HealthOf(const store::JobRecord& job);

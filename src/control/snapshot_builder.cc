@@ -24,6 +24,7 @@ sched::PendingJob PendingFrom(const store::JobRecord& job) {
   p.pool = job.spec.pool;
   p.topology = job.spec.topology;
   p.max_runtime_ms = job.spec.max_runtime_ms;
+  if (job.spec.service) p.service = job.spec.tenant + "/" + job.spec.service->name;
   // Its reclaim grace counts from the cycle that first said it needed to
   // reclaim, as its stored pending reason says.
   if (auto it = job.reason.counts.find(model::kReclaimSinceMs); it != job.reason.counts.end()) {
@@ -91,6 +92,7 @@ Result<sched::Snapshot> BuildSnapshot(const SnapshotInputs& in, const SpecLookup
       job.tolerations = spec->tolerations;
       job.pool = spec->pool;
       job.topology = spec->topology;
+      if (spec->service) job.service = spec->tenant + "/" + spec->service->name;
     }
     if (run.stop_requested) {
       // Already stopping (cancelled, evicted or moved): its GPUs are spoken

@@ -161,6 +161,11 @@ std::optional<Failure> ClassifyFailure(const Reason& reason, std::string_view lo
       return Failure{FailureClass::kEvicted,
                      fmt::format("{} for {} of queue {}", ReasonCodeName(reason.code),
                                  JobRefText(Count(reason, kByJob), Lang::kEn), reason.detail)};
+    case ReasonCode::kHeadroomReclaimed:
+      return Failure{FailureClass::kEvicted,
+                     fmt::format("{} for {} of service {}", ReasonCodeName(reason.code),
+                                 JobRefText(Count(reason, kByJob), Lang::kEn),
+                                 reason.detail.substr(0, reason.detail.find(' ')))};
     case ReasonCode::kOverQuota:
     case ReasonCode::kNotPreemptibleOverGuarantee:
       return Failure{FailureClass::kRefused, RenderReason(reason)};

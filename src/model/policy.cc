@@ -42,7 +42,8 @@ constexpr std::array<std::string_view, 5> kRunAsFields{"user", "uid", "gid", "gr
 constexpr std::array<std::string_view, 2> kBackfillFields{"enabled", "max_reservations"};
 constexpr std::array<std::string_view, 3> kConsolidationFields{"enabled", "max_moves",
                                                                "max_jobs_per_cycle"};
-constexpr std::array<std::string_view, 2> kPoolFields{"name", "selector"};
+constexpr std::array<std::string_view, 3> kPoolFields{"name", "selector", "inference_headroom"};
+constexpr std::array<std::string_view, 1> kHeadroomFields{"gpus"};
 constexpr std::array<std::string_view, 3> kClassFields{"name", "value", "preemptible"};
 constexpr std::array<std::string_view, 7> kQueueFields{
     "name", "kind", "pools", "quota", "over_quota", "preemptible", "children"};
@@ -491,6 +492,23 @@ class Parser {
           }
           pool.selector[it->first.Scalar()] = it->second.Scalar();
         }
+      }
+      if (auto h = n[i]["inference_headroom"]) {
+        const std::string hf = FieldPath(f, "inference_headroom");
+        if (!h.IsMap()) {
+          return InvalidField(hf,
+                              "must be a map such as {gpus: 2}: the whole GPUs of the pool "
+                              "kept for inference replicas");
+        }
+        BERTH_RETURN_IF_ERROR(YamlObject::Read(h, hf, kHeadroomFields));
+        if (!h["gpus"]) return InvalidField(FieldPath(hf, "gpus"), "is required, e.g. {gpus: 2}");
+        auto g = Int(h["gpus"], FieldPath(hf, "gpus"), 0, kMaxInferenceHeadroomGpus);
+        if (!g) {
+          return InvalidField(FieldPath(hf, "gpus"),
+                              fmt::format("must be a whole number of GPUs from 0 to {} ({})",
+                                          kMaxInferenceHeadroomGpus, g.error().message));
+        }
+        pool.inference_headroom_gpus = *g;
       }
       p_.pools.push_back(std::move(pool));
     }

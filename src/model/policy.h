@@ -70,7 +70,16 @@ struct QueuePolicy {
 struct Pool {
   std::string name;
   std::map<std::string, std::string> selector;  // node labels, all must match
+  // Whole GPUs of the pool kept for inference (`inference_headroom: {gpus:
+  // N}`, docs/policy.md): jobs that are not inference replicas may use the
+  // pool's last N GPUs only if they are preemptible, and an inference
+  // replica that cannot be placed reclaims them (docs/scheduling.md,
+  // "Inference headroom"). 0: none.
+  std::int64_t inference_headroom_gpus = 0;
+  bool operator==(const Pool&) const = default;
 };
+// The most GPUs a pool's inference headroom may keep.
+inline constexpr std::int64_t kMaxInferenceHeadroomGpus = 1'000'000;
 
 struct PriorityClass {
   std::string name;

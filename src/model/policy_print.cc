@@ -92,7 +92,12 @@ std::string PolicyToYaml(const Policy& p) {
   out << YAML::Key << "pools" << YAML::Value << YAML::BeginSeq;
   for (const auto& pool : p.pools) {
     out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << pool.name
-        << YAML::Key << "selector" << YAML::Value << YAML::Flow << pool.selector << YAML::EndMap;
+        << YAML::Key << "selector" << YAML::Value << YAML::Flow << pool.selector;
+    if (pool.inference_headroom_gpus > 0) {
+      out << YAML::Key << "inference_headroom" << YAML::Value << YAML::Flow << YAML::BeginMap
+          << YAML::Key << "gpus" << YAML::Value << pool.inference_headroom_gpus << YAML::EndMap;
+    }
+    out << YAML::EndMap;
   }
   out << YAML::EndSeq;
   out << YAML::Key << "priority_classes" << YAML::Value << YAML::BeginSeq;

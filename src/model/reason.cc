@@ -70,6 +70,8 @@ std::string_view ReasonCodeName(ReasonCode code) {
       return "OverBudget";
     case ReasonCode::kLivenessFailed:
       return "LivenessFailed";
+    case ReasonCode::kHeadroomReclaimed:
+      return "HeadroomReclaimed";
   }
   return "None";
 }
@@ -266,6 +268,8 @@ std::string WouldRun(const Reason& r, Lang lang) {
         Say(Phrase::kWouldRunWithGpuMemory, lang, TemplateArgs().Set("memory", FormatSize(bytes)));
   } else if (r.detail.starts_with("pool=")) {
     out += Say(Phrase::kWouldRunInPool, lang, TemplateArgs().Set("pool", r.detail.substr(5)));
+  } else if (r.detail.starts_with("headroom_pool=")) {
+    out += Say(Phrase::kWouldRunPreemptible, lang, TemplateArgs().Set("pool", r.detail.substr(14)));
   }
   return out;
 }
@@ -360,6 +364,15 @@ TemplateArgs CodeArgs(const Reason& r, Lang lang) {
       a.Set("by_job", JobRefText(Count(r, kByJob), lang))
           .Set("work_lost", Duration(Count(r, kWorkLostMs), lang));
       break;
+    case ReasonCode::kHeadroomReclaimed: {
+      // detail: "<service> <pool>".
+      const auto space = r.detail.find(' ');
+      a.Set("by_job", JobRefText(Count(r, kByJob), lang))
+          .Set("work_lost", Duration(Count(r, kWorkLostMs), lang))
+          .Set("service", r.detail.substr(0, space))
+          .Set("pool", space == std::string::npos ? "" : r.detail.substr(space + 1));
+      break;
+    }
     case ReasonCode::kWaitingForEvictions:
       a.Set("evictions", Count(r, "evictions"));
       break;

@@ -53,8 +53,13 @@ enum class ReasonCode {
   // A service replica failed its liveness probe and its agent stopped it;
   // its service replaces it. counts: replica; detail: the probe's outcome.
   kLivenessFailed,
+  // Evicted so an inference replica gets the GPUs of a pool's inference
+  // headroom (policy pools[].inference_headroom) that this preemptible job
+  // was using. counts: by_job (the replica), work_lost_ms; detail:
+  // "<service> <pool>" ("ml/coder default").
+  kHeadroomReclaimed,
 };
-inline constexpr ReasonCode kLastReasonCode = ReasonCode::kLivenessFailed;
+inline constexpr ReasonCode kLastReasonCode = ReasonCode::kHeadroomReclaimed;
 inline constexpr std::string_view kBudgetUsed = "budget_used_micros";
 inline constexpr std::string_view kBudgetLimit = "budget_limit_micros";
 
@@ -76,6 +81,11 @@ inline constexpr std::string_view kCauseSelector = "node_selector_mismatch";
 inline constexpr std::string_view kCausePool = "outside_pool";
 inline constexpr std::string_view kCauseUnhealthy = "gpus_unhealthy";
 inline constexpr std::string_view kCauseTopology = "topology";  // no NVLink island / node fits
+// The node is in a pool whose inference headroom the job may not take: it is
+// neither preemptible nor an inference replica, and the pool has no GPUs left
+// outside its headroom for it. With it, detail may be "headroom_pool=NAME"
+// (the first such pool; a "would run" phrase names it).
+inline constexpr std::string_view kCauseInferenceHeadroom = "inference_headroom";
 // For kNoNodeFits of a gang: how many replicas had room before one did not.
 inline constexpr std::string_view kCauseGang = "gang_does_not_fit";
 

@@ -101,6 +101,11 @@ constexpr std::array kCodeTexts{
                "its service replaces it",
                "副本 {replica} 未通过存活探针（liveness）：{detail}；节点代理已将其停止，"
                "所属服务会替换它"}},
+    CodeEntry{ReasonCode::kHeadroomReclaimed,
+              {"reclaimed for inference service {service} ({by_job}) from pool {pool}'s "
+               "inference headroom; about {work_lost} of work since the last checkpoint was lost",
+               "为推理服务 {service}（{by_job}）收回资源池 {pool} 中留给推理的余量"
+               "（inference_headroom）；自上次检查点以来约 {work_lost}的进度已丢失"}},
 };
 
 struct PhraseEntry {
@@ -274,6 +279,13 @@ constexpr std::array kPhraseTexts{
     PhraseEntry{Phrase::kJobRef,
                 "JobRef",
                 {"[job {id}|job of another tenant]", "[作业 {id}|其他租户的作业]"}},
+    PhraseEntry{Phrase::kWouldRunPreemptible,
+                "WouldRunPreemptible",
+                {"; pool {pool} keeps its last GPUs for inference replicas (its "
+                 "inference_headroom): only a preemptible job may use them, so it would run now "
+                 "if it were preemptible",
+                 "；资源池 {pool} 把最后几块 GPU 留给推理副本（inference_headroom）："
+                 "只有可抢占的作业才能使用，若将它设为可抢占，现在即可运行"}},
 };
 
 // Node causes of kNoNodeFits, in the order they are listed.
@@ -282,6 +294,9 @@ constexpr std::array kNodeCauseTexts{
     NodeCauseText{kCauseCordoned, {"{n} cordoned or draining", "{n} 个已隔离或正在排空"}},
     NodeCauseText{kCausePool,
                   {"{n} outside the job's or queue's pools", "{n} 个不在作业或队列的资源池内"}},
+    NodeCauseText{kCauseInferenceHeadroom,
+                  {"{n} in a pool whose remaining GPUs are its inference headroom",
+                   "{n} 个所在资源池剩余的 GPU 是留给推理的余量（inference_headroom）"}},
     NodeCauseText{kCauseSelector,
                   {"{n} labels not matching the node selector", "{n} 个标签与节点选择器不匹配"}},
     NodeCauseText{kCauseUnhealthy,

@@ -74,8 +74,10 @@ enum class Phrase {
   kReliefAfterMinRuntime,
   kReliefReclaimGrace,  // waiting out the policy's reclaim_grace
   kJobRef,              // another job a reason names: "job 42", or hidden: "job of another tenant"
+  // Kept out of a pool's inference headroom (kCauseInferenceHeadroom).
+  kWouldRunPreemptible,
 };
-inline constexpr Phrase kLastPhrase = Phrase::kJobRef;
+inline constexpr Phrase kLastPhrase = Phrase::kWouldRunPreemptible;
 
 // A node cause of kNoNodeFits (a key of Reason::counts) and its words; "{n}"
 // is how many nodes it rejected.

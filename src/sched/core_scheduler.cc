@@ -28,6 +28,14 @@ std::int32_t DefaultValue(model::Priority p) {
   return 100;
 }
 
+// Whether `node` is in `pool` (its labels match every selector label).
+bool HeadroomPoolHas(const model::Pool& pool, const NodeView& node) {
+  return std::all_of(pool.selector.begin(), pool.selector.end(), [&](const auto& kv) {
+    auto it = node.labels.find(kv.first);
+    return it != node.labels.end() && it->second == kv.second;
+  });
+}
+
 // Sibling order for a leaf, root first: (below guarantee?, fair share, name).
 using OrderKey = std::vector<std::tuple<int, std::int64_t, std::string_view>>;
 
@@ -128,6 +136,80 @@ Cycle::Cycle(const Snapshot& s)
   }
   SaveMemo(pass);
   evicted_.assign(s.running.size(), false);
+  for (const auto& pool : s.policy.pools) {
+    if (pool.inference_headroom_gpus > 0) headroom_pools_.push_back(&pool);
+  }
+  if (!headroom_pools_.empty()) {
+    in_headroom_pool_.assign(cluster_.size(), 0);
+    for (std::size_t n = 0; n < cluster_.size(); ++n) {
+      for (const model::Pool* pool : headroom_pools_) {
+        if (HeadroomPoolHas(*pool, cluster_.Node(n))) in_headroom_pool_[n] = 1;
+      }
+    }
+  }
+}
+
+bool Cycle::RunningInference(std::size_t i) const {
+  const RunningJob& r = s_.running[i];
+  return !r.service.empty() && running_queue_[i] &&
+         book_.queue(*running_queue_[i]).kind == "inference";
+}
+
+std::string Cycle::HeadroomPoolOf(std::size_t i) const {
+  for (const model::Pool* pool : headroom_pools_) {
+    for (std::size_t n : RunningNodes(i)) {
+      if (HeadroomPoolHas(*pool, cluster_.Node(n))) return pool->name;
+    }
+  }
+  return {};
+}
+
+void Cycle::HeadroomMask(JobCtx& c) const {
+  if (headroom_pools_.empty() || c.preemptible || c.inference) return;
+  const auto& res = c.shape.resources;
+  // What the gang adds to a pool's taken GPUs, at most: a slice may open a
+  // fresh GPU.
+  const std::int64_t need =
+      std::int64_t{res.gpus > 0 ? res.gpus : (model::IsSlice(res) ? 1U : 0U)} * c.shape.replicas;
+  if (need == 0) return;
+  std::vector<char> mask;
+  for (const model::Pool* pool : headroom_pools_) {
+    std::int64_t usable = 0;
+    std::int64_t taken = 0;
+    std::vector<std::size_t> nodes;
+    for (std::size_t n = 0; n < cluster_.size(); ++n) {
+      if (in_headroom_pool_[n] == 0) continue;
+      const NodeView& node = cluster_.Node(n);
+      if (!HeadroomPoolHas(*pool, node)) continue;
+      nodes.push_back(n);
+      if (!node.ready || node.cordoned) continue;
+      for (const GpuView& g : node.gpus) {
+        if (!g.healthy) continue;
+        ++usable;
+        if (!g.free || g.shared_millis > 0) ++taken;
+      }
+    }
+    if (usable - pool->inference_headroom_gpus - taken >= need) continue;
+    if (mask.empty()) mask.assign(cluster_.size(), 0);
+    for (std::size_t n : nodes) mask[n] = 1;
+    if (c.headroom_pool.empty()) c.headroom_pool = pool->name;
+  }
+  if (mask.empty()) return;
+  headroom_masks_.push_back(std::move(mask));
+  c.shape.headroom_full = &headroom_masks_.back();
+}
+
+bool Cycle::PlaceByHeadroom(const JobCtx& ctx) {
+  if (headroom_pools_.empty() || !ctx.inference) return false;
+  const GraceWait kept_grace = grace_;
+  const Relief kept_relief = relief_[0];
+  headroom_reclaim_ = true;
+  const bool placed = PlaceByReclaim(ctx);
+  headroom_reclaim_ = false;
+  if (placed) return true;
+  if (!grace_.waiting) grace_ = kept_grace;
+  relief_[0] = kept_relief;
+  return false;
 }
 
 void Cycle::OpenMemo(RunningPass& pass) {
@@ -334,6 +416,8 @@ JobCtx Cycle::Resolve(const PendingJob& job) const {
       }
     }
   }
+  c.inference = !job.service.empty() && qp != nullptr && qp->kind == "inference";
+  HeadroomMask(c);
   return c;
 }
 
@@ -354,6 +438,10 @@ void Cycle::Commit(const JobCtx& ctx, std::vector<ReplicaPlacement> replicas, co
     e.reason.counts[std::string(model::kByJob)] = ctx.job->id;
     e.reason.counts[std::string(model::kWorkLostMs)] = e.work_lost_ms;
     e.reason.detail = ctx.path;
+    if (headroom_reclaim_ && cause == EvictionCause::kReclaim) {
+      e.reason.code = model::ReasonCode::kHeadroomReclaimed;
+      e.reason.detail = ctx.job->service + " " + HeadroomPoolOf(v);
+    }
     plan_.evictions.push_back(std::move(e));
     p.after_evicting.push_back(r.id);
     if (!EndKnown(r)) {
@@ -455,7 +543,9 @@ Cycle::Outcome Cycle::Decide(const JobCtx& ctx, model::Reason& why) {
   }
   bool feasible = false;
   for (std::size_t n = 0; n < cluster_.size() && !feasible; ++n) {
-    feasible = cluster_.StaticCause(n, ctx.shape).empty();
+    // A node kept as inference headroom may take the job later.
+    const auto cause = cluster_.StaticCause(n, ctx.shape);
+    feasible = cause.empty() || cause == model::kCauseInferenceHeadroom;
   }
   if (!feasible) {  // no node could ever take it: say why, and do not block the queue
     why = ExplainNoFit(ctx, 0);
@@ -475,12 +565,24 @@ Cycle::Outcome Cycle::Decide(const JobCtx& ctx, model::Reason& why) {
   if (!refusal && PlaceByMoving(ctx)) return Outcome::kPlaced;
   const bool may_reclaim = book_.WithinGuarantee(*ctx.leaf, ctx.requested_mgpu);
   if (!refusal && may_reclaim && PlaceByReclaim(ctx)) return Outcome::kPlaced;
+  // An inference replica takes back a pool's inference headroom.
+  if (!refusal && PlaceByHeadroom(ctx)) return Outcome::kPlaced;
   if (PlaceWithVictims(ctx, EvictionCause::kPreempt)) return Outcome::kPlaced;
   if (refusal) {
     why = ExplainQuota(*refusal);
     return Outcome::kRefused;
   }
   why = ExplainWaiting(ctx, placed_before);
+  if (ctx.shape.headroom_full != nullptr && why.detail.empty()) {
+    // Would it run now but for the headroom? Then the reason names the pool.
+    JobShape free_shape = ctx.shape;
+    free_shape.headroom_full = nullptr;
+    const std::size_t mark = cluster_.Mark();
+    HideReserved(EndOf(*ctx.job));
+    const bool fits = cluster_.PlaceGang(free_shape, nullptr).has_value();
+    cluster_.Rollback(mark);
+    if (fits) why.detail = "headroom_pool=" + ctx.headroom_pool;
+  }
   AddRelief(may_reclaim, why);
   AddGrace(why);
   return Outcome::kWaiting;

@@ -79,6 +79,12 @@ struct JobCtx {
   bool preemptible = true;
   JobShape shape;
   std::int64_t requested_mgpu = 0;  // whole gang
+  // A replica of an inference service in a queue of kind inference: it may
+  // use and reclaim pools' inference headroom (docs/scheduling.md).
+  bool inference = false;
+  // Kept out of a pool's inference headroom (shape.headroom_full): the first
+  // such pool, for its reason.
+  std::string headroom_pool;
 };
 
 // The priority value and effective preemptibility of a job.
@@ -180,6 +186,24 @@ class Cycle {
   void KeepReclaimSince();
 
   JobCtx Resolve(const PendingJob& job) const;
+  // Inference headroom (policy pools[].inference_headroom). A job neither
+  // preemptible nor an inference replica may not bring a pool's taken GPUs
+  // past (usable GPUs - headroom): the nodes of a pool without room for its
+  // whole gang are marked in shape.headroom_full (kept in headroom_masks_).
+  // The mask is taken on the state when the job is resolved, so evictions
+  // made for it do not widen it (conservative).
+  void HeadroomMask(JobCtx& c) const;
+  // Places an inference replica by evicting preemptible jobs that are not
+  // inference replicas from nodes of pools with headroom, whatever their
+  // priority or quota, with the reclaim grace (PlaceByReclaim).
+  bool PlaceByHeadroom(const JobCtx& ctx);
+  bool RunningInference(std::size_t i) const;
+  // The first pool with headroom that holds one of running job i's nodes.
+  std::string HeadroomPoolOf(std::size_t i) const;
+  std::vector<const model::Pool*> headroom_pools_;  // pools with headroom > 0
+  std::vector<char> in_headroom_pool_;              // [node] 1: in a pool with headroom
+  mutable std::deque<std::vector<char>> headroom_masks_;
+  bool headroom_reclaim_ = false;  // PlaceByHeadroom is choosing victims
   Outcome Decide(const JobCtx& ctx, model::Reason& why);
   // Quota on the request, a placement on GPUs the job may use (not those
   // reserved for others unless it ends first), quota on the placement;

@@ -32,7 +32,11 @@ std::vector<std::size_t> Cycle::Candidates(const JobCtx& ctx, EvictionCause caus
   // Preemption looks only at the job's own queue; reclaim at the jobs of
   // every queue whose side of the tree lends (decided once per queue).
   std::vector<const std::vector<std::size_t>*> groups;
-  if (cause == EvictionCause::kPreempt) {
+  if (headroom_reclaim_) {
+    // Headroom reclaim: preemptible jobs of any queue, this one's too, that
+    // are not inference replicas and hold GPUs in a pool with headroom.
+    for (const auto& [vq, jobs] : running_by_leaf_) groups.push_back(&jobs);
+  } else if (cause == EvictionCause::kPreempt) {
     auto it = running_by_leaf_.find(*ctx.leaf);
     if (it == running_by_leaf_.end()) return out;
     groups.push_back(&it->second);
@@ -54,7 +58,18 @@ std::vector<std::size_t> Cycle::Candidates(const JobCtx& ctx, EvictionCause caus
       const RunningJob& r = s_.running[i];
       if (evicted_[i] || !running_preemptible_[i]) continue;
       if (saved_since > 0 && !(r.checkpoints && r.last_checkpoint_ms >= saved_since)) continue;
-      if (cause == EvictionCause::kPreempt && running_priority_[i] >= ctx.priority) continue;
+      if (cause == EvictionCause::kPreempt && !headroom_reclaim_ &&
+          running_priority_[i] >= ctx.priority) {
+        continue;
+      }
+      if (headroom_reclaim_) {
+        if (RunningInference(i)) continue;
+        const auto& at = RunningNodes(i);
+        if (std::none_of(at.begin(), at.end(),
+                         [&](std::size_t n) { return in_headroom_pool_[n] != 0; })) {
+          continue;
+        }
+      }
       // Useless unless one of its replicas sits on a node the job could use.
       bool useful = std::any_of(RunningNodes(i).begin(), RunningNodes(i).end(), [&](std::size_t n) {
         return cluster_.StaticCause(n, ctx.shape).empty();
@@ -192,7 +207,7 @@ bool Cycle::PlaceWithVictims(const JobCtx& ctx, EvictionCause cause, TimeMs save
   auto lends = [&](std::size_t c) {
     // With the victims chosen so far gone, the lender must still be over
     // its guarantee.
-    if (cause != EvictionCause::kReclaim) return true;
+    if (cause != EvictionCause::kReclaim || headroom_reclaim_) return true;
     std::optional<std::size_t> side;
     for (std::size_t a : book_.Chain(*running_queue_[c])) {
       if (std::find(mine.begin(), mine.end(), a) != mine.end()) break;

@@ -133,6 +133,11 @@ std::string Cycle::ExplainKey(const JobCtx& ctx, std::uint32_t placed_before_fai
     add(ctx.job->pool);
     add(ctx.leaf ? std::to_string(*ctx.leaf) : std::string("-"));
   }
+  // Kept out of a pool's inference headroom: which nodes.
+  if (s.headroom_full != nullptr) {
+    k += '\2';
+    k.append(s.headroom_full->begin(), s.headroom_full->end());
+  }
   return k;
 }
 

@@ -344,6 +344,9 @@ std::string_view Cluster::StaticCause(std::size_t n, const JobShape& job) const 
   if (node.cordoned) return model::kCauseCordoned;
   if (job.pool_forbidden) return model::kCausePool;
   if (job.only_nodes != nullptr && (*job.only_nodes)[n] == 0) return kCauseHeadCapacity;
+  if (job.headroom_full != nullptr && (*job.headroom_full)[n] != 0) {
+    return model::kCauseInferenceHeadroom;
+  }
   if (!job.pools.empty() &&
       std::none_of(job.pools.begin(), job.pools.end(),
                    [&](const model::Pool* p) { return Matches(node.labels, p->selector); })) {

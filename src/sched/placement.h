@@ -42,6 +42,11 @@ struct JobShape {
   // running ahead of its queue's blocked head is confined this way to the
   // nodes where it cannot take what the head could use (Cycle::PlaceAhead).
   const std::vector<char>* only_nodes = nullptr;
+  // When set ([node] 0 or 1): nodes marked 1 are in a pool whose inference
+  // headroom the job may not take now (Cycle::HeadroomMask): it is neither
+  // preemptible nor an inference replica. Unlike only_nodes this is no
+  // "never": such a job waits, and the cause is explained.
+  const std::vector<char>* headroom_full = nullptr;
 };
 
 // A set of node indices iterated in ascending order, as bits. Cluster keeps

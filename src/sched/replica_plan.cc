@@ -5,8 +5,10 @@
 namespace berth::sched {
 namespace {
 
-// Stop order among replicas alike: not ready first, then the newest.
+// Stop order among replicas alike: preemptible (above the minimum) first,
+// then not ready, then the newest.
 bool StopsFirst(const ReplicaView& a, const ReplicaView& b) {
+  if (a.preemptible != b.preemptible) return a.preemptible;
   if (a.ready != b.ready) return !a.ready;
   return a.job_id > b.job_id;
 }

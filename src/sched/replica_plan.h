@@ -13,8 +13,9 @@
 //    remains, and at least `desired - max_unavailable` ready. An old
 //    replica that is not ready serves nothing and is stopped at once, so a
 //    new revision that never becomes ready keeps the old ones serving.
-//  - Above `desired`, replicas of the current revision are stopped: those
-//    not ready first, then the newest.
+//  - Above `desired`, replicas of the current revision are stopped: the
+//    preemptible ones (above the service's minimum) first, then those not
+//    ready, then the newest.
 //  - A replica that ended without being asked to (a crash, an exit, a
 //    failure its retry policy gave up on) is replaced after a back-off:
 //    10 s after the first such end in the crash window, doubling per end,
@@ -42,6 +43,9 @@ struct ReplicaView {
   // Running but not ready: since when (its start, or its last verdict of
   // not ready); 0 otherwise.
   TimeMs not_ready_since_ms = 0;
+  // Above the service's minimum (docs/services.md, "Replicas"): a replica
+  // that may be preempted, and the first to go when the service scales down.
+  bool preemptible = false;
 };
 
 inline constexpr TimeMs kCrashWindowMs = 600'000;  // 10 min

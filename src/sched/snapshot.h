@@ -83,6 +83,10 @@ struct PendingJob {
   // shortest predicted GPU time first; a declared max_runtime_ms wins over
   // it everywhere. Never enforced: berthd does not stop a job at it.
   RuntimePrediction predicted{};
+  // A replica of this inference service ("tenant/name"); empty: not a
+  // replica. A replica in a queue of kind inference may use and reclaim a
+  // pool's inference headroom (docs/scheduling.md, "Inference headroom").
+  std::string service{};
 };
 
 // A job holding GPUs now: what reclaim and preemption may choose from.
@@ -115,6 +119,7 @@ struct RunningJob {
   // started_at_ms + the prediction (ExpectedEndOf), for estimated starts
   // only, never for a reservation or backfill.
   RuntimePrediction predicted{};
+  std::string service{};  // as in PendingJob
 };
 
 // A shape of work asked for, and how often: what placement keeps room for

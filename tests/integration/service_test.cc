@@ -485,6 +485,83 @@ TEST_F(ServiceTest, AReplicaThatKeepsCrashingIsReplacedAfterABackoff) {
   EXPECT_NE(why.out.find("replicas crashed"), std::string::npos) << why.out;
 }
 
+// A pool's inference headroom (policy pools[].inference_headroom): a
+// low-priority preemptible training job fills the pool, headroom included;
+// the service's replica takes the headroom back within the reclaim grace,
+// and the evicted job's reason names the service.
+constexpr const char* kRedHeadroom = R"(reclaim_grace: 3s
+pools:
+  - {name: default, selector: {}, inference_headroom: {gpus: 2}}
+queues:
+  - name: default
+    children:
+      - name: default
+  - name: red
+    children:
+      - name: main
+      - name: serve
+        kind: inference
+)";
+
+TEST_F(ServiceTest, AReplicaReclaimsThePoolsInferenceHeadroomFromPreemptibleTraining) {
+  // The training job shrugs off SIGTERM, so it stays stopping (its reason
+  // HeadroomReclaimed) while the test reads it.
+  Berthd& berthd = NewBerthd(AllInOne({"--service-interval", "200ms", "--stop-grace", "60s"}));
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  ASSERT_TRUE(berthd.WaitForNode("Ready", 20s));
+  ASSERT_EQ(berthd.http().Post("/v1/policy", kRedHeadroom).status, 201);
+  const std::string red = MemberToken(berthd.http(), "rita", "red", "member");
+  Http rita(berthd.api_port(), 10s);
+  rita.set_token(red);
+
+  // A non-preemptible training job may not use the headroom: 7 of 8 GPUs
+  // wait, and say why.
+  const std::int64_t held = berthd.Submit(JobSpecJson(
+      "held", {"sleep", "600"}, 7, {{"tenant", "red"}, {"queue", "main"}, {"preemptible", false}}));
+  ASSERT_GT(held, 0);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const json job = berthd.Job(held);
+        if (!job.is_object() || !job.contains("reason") || !job["reason"].is_object()) {
+          return false;
+        }
+        return job.value("state", "") == "Pending" &&
+               job["reason"].value("detail", "") == "headroom_pool=default";
+      },
+      20s))
+      << berthd.Job(held).dump(2);
+  ASSERT_EQ(berthd.http().Post(fmt::format("/v1/jobs/{}/cancel", held), "").status, 200);
+  ASSERT_TRUE(berthd.WaitForState(held, "Cancelled", 20s));
+
+  // A low-priority preemptible one fills the pool, headroom included.
+  const std::int64_t filler = berthd.Submit(JobSpecJson(
+      "filler", Sh("trap '' TERM; while :; do sleep 0.2; done"), 8,
+      {{"tenant", "red"}, {"queue", "main"}, {"priority", "low"}, {"preemptible", true}}));
+  ASSERT_GT(filler, 0);
+  ASSERT_TRUE(berthd.WaitForState(filler, "Running", 20s)) << berthd.Job(filler).dump(2);
+
+  // The service comes up: its replica reclaims the headroom once the grace
+  // has passed.
+  constexpr const char* kServe = R"(name: coder
+tenant: red
+queue: serve
+command: [sleep, "600"]
+replicas: {min: 1, max: 2}
+resources: {gpus: 1}
+)";
+  const auto applied = std::chrono::steady_clock::now();
+  ASSERT_EQ(rita.Post("/v1/services", kServe, "application/yaml").status, 201);
+  ASSERT_TRUE(WaitFor([&] { return CountEvents(berthd.Job(filler), "Reclaiming") == 1; }, 30s))
+      << berthd.Job(filler).dump(2);
+  EXPECT_GE(std::chrono::steady_clock::now() - applied, 2s);  // not before the grace
+  const json job = berthd.Job(filler);
+  EXPECT_EQ(job["reason"]["code"], "HeadroomReclaimed") << job.dump(2);
+  EXPECT_EQ(job["reason"]["detail"], "red/coder default") << job.dump(2);
+  EXPECT_NE(job["reason"].value("message", "").find("reclaimed for inference service red/coder"),
+            std::string::npos)
+      << job.dump(2);
+}
+
 }  // namespace
 }  // namespace berth::it
 

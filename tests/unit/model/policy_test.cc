@@ -133,6 +133,51 @@ TEST(Policy, RoundTripsThroughYaml) {
   EXPECT_EQ(back->FindQueue("vision/serving")->quota.at(kGpus).guaranteed, 500);
 }
 
+TEST(Policy, InferenceHeadroomDefaultsToNoneAndRoundTrips) {
+  auto d = ParsePolicy("min_runtime: 5m\n");
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->FindPool("default")->inference_headroom_gpus, 0);
+  EXPECT_EQ(PolicyToYaml(*d).find("inference_headroom"), std::string::npos);
+  auto p = ParsePolicy(
+      "pools:\n  - {name: default, selector: {}, inference_headroom: {gpus: 2}}\n"
+      "  - {name: west, selector: {zone: west}}\n");
+  ASSERT_TRUE(p.has_value()) << p.error().field << ": " << p.error().message;
+  EXPECT_EQ(p->FindPool("default")->inference_headroom_gpus, 2);
+  EXPECT_EQ(p->FindPool("west")->inference_headroom_gpus, 0);
+  const std::string text = PolicyToYaml(*p);
+  EXPECT_NE(text.find("inference_headroom: {gpus: 2}"), std::string::npos) << text;
+  auto back = ParsePolicy(text);
+  ASSERT_TRUE(back.has_value()) << back.error().message << "\n" << text;
+  EXPECT_EQ(back->pools, p->pools);
+  EXPECT_NE(back->pools, d->pools);
+}
+
+TEST(Policy, InferenceHeadroomErrorsNameTheFieldAndTheFix) {
+  struct Case {
+    const char* yaml;
+    const char* field;
+    const char* says;
+  };
+  for (const Case& c : {
+           Case{"pools:\n  - {name: a, inference_headroom: 2}\n", "pools[0].inference_headroom",
+                "{gpus: 2}"},
+           Case{"pools:\n  - {name: a, inference_headroom: {}}\n",
+                "pools[0].inference_headroom.gpus", "is required"},
+           Case{"pools:\n  - {name: a, inference_headroom: {gpus: 1.5}}\n",
+                "pools[0].inference_headroom.gpus", "whole number of GPUs"},
+           Case{"pools:\n  - {name: a, inference_headroom: {gpus: -1}}\n",
+                "pools[0].inference_headroom.gpus", "whole number of GPUs"},
+           Case{"pools:\n  - {name: a, inference_headroom: {gpu: 1}}\n",
+                "pools[0].inference_headroom.gpu", "gpus"},
+       }) {
+    SCOPED_TRACE(c.yaml);
+    auto p = ParsePolicy(c.yaml);
+    ASSERT_FALSE(p.has_value());
+    EXPECT_EQ(p.error().field, c.field) << p.error().message;
+    EXPECT_NE(p.error().message.find(c.says), std::string::npos) << p.error().message;
+  }
+}
+
 TEST(Policy, BackfillDefaultsOnAndRoundTrips) {
   auto d = ParsePolicy("min_runtime: 5m\n");
   ASSERT_TRUE(d.has_value());

@@ -143,10 +143,13 @@ std::vector<std::string> DetailsFor(ReasonCode code) {
       break;
     case ReasonCode::kNoNodeFits:
     case ReasonCode::kFragmented:
-      d.insert(d.end(), {"gpu_model=H100", "pool=west", "gpu_model="});
+      d.insert(d.end(), {"gpu_model=H100", "pool=west", "gpu_model=", "headroom_pool=default"});
       break;
     case ReasonCode::kOverBudget:
       d.insert(d.end(), {"2026-11 USD", "2026-11 GPU-hours", "2026-11"});
+      break;
+    case ReasonCode::kHeadroomReclaimed:
+      d.insert(d.end(), {"ml/coder default", "ml/coder"});
       break;
     default:
       break;

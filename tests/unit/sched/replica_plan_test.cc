@@ -52,6 +52,16 @@ TEST(ReplicaPlan, ReplicasStillStartingAreScaling) {
   EXPECT_EQ(plan.phase, ReplicaPhase::kScaling);
 }
 
+TEST(ReplicaPlan, ScalingDownStopsReplicasAboveTheMinimumFirst) {
+  // 1 and 2 hold the minimum (non-preemptible); 3 and 4 borrow above it. A
+  // scale-down to 2 stops the preemptible ones, even the older and ready.
+  ReplicaView above_old{3, 1, true, 0, true};
+  ReplicaView above_new{4, 1, true, 0, true};
+  ReplicaPlan plan = PlanReplicas(Want(2, {Running(1, 1), Starting(2, 1), above_old, above_new}));
+  EXPECT_EQ(Stopped(plan), (std::vector<std::int64_t>{4, 3}));
+  EXPECT_EQ(plan.create, 0U);
+}
+
 TEST(ReplicaPlan, ScalingDownStopsStartingReplicasFirstThenTheNewest) {
   ReplicaPlan plan =
       PlanReplicas(Want(1, {Running(1, 1), Running(5, 1), Starting(3, 1), Running(4, 1)}));

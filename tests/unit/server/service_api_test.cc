@@ -286,6 +286,35 @@ class ServiceControllerTest : public ServiceApiTest {
   std::unique_ptr<ServiceController> services_;
 };
 
+TEST(ServiceReplicas, TheMinimumIsNotPreemptibleAndReplicasAboveItAre) {
+  model::ServiceSpec spec;
+  spec.replicas.min = 2;
+  spec.replicas.max = 5;
+  EXPECT_FALSE(ServiceController::ReplicaPreemptible(spec, 0));
+  EXPECT_FALSE(ServiceController::ReplicaPreemptible(spec, 1));
+  EXPECT_TRUE(ServiceController::ReplicaPreemptible(spec, 2));
+  EXPECT_TRUE(ServiceController::ReplicaPreemptible(spec, 4));
+  spec.replicas.min = 0;  // scale to zero: every replica borrows
+  EXPECT_TRUE(ServiceController::ReplicaPreemptible(spec, 0));
+
+  // A replica is not replaced for being of the other kind: an older
+  // revision's preemptible replica still runs the current spec.
+  store::ServiceRecord service;
+  service.tenant = "ml";
+  service.name = "coder";
+  service.revision = 2;
+  service.spec.queue = "serving";
+  service.spec.command = {"serve"};
+  service.spec.resources.gpus = 1;
+  model::JobSpec replica = ServiceController::ReplicaSpec(service);
+  EXPECT_EQ(replica.preemptible, std::optional<bool>(false));
+  replica.service->revision = 1;
+  replica.preemptible = true;
+  EXPECT_TRUE(ServiceController::RunsCurrentSpec(service, replica));
+  replica.command = {"serve", "--old"};
+  EXPECT_FALSE(ServiceController::RunsCurrentSpec(service, replica));
+}
+
 TEST_F(ServiceControllerTest, ReplicasAreJobsOfTheServiceMadeByBerth) {
   std::string two = kCoder;
   two.replace(two.find("min: 1"), 6, "min: 2");
