@@ -9,6 +9,12 @@
 // production); the gateway's own p50/p99 (HAProxy's Ta, whole ms) and the
 // lines HAProxy dropped are printed beside the client's figures.
 //
+// With --auth the route checks its callers as a service with `access:
+// tenant` does (docs/services.md, "Who may call a service"): the gateway asks
+// a stand-in for berthd's access route, served on loopback by this program,
+// and keeps the verdict, so the figures are the cached check's cost; the
+// number of checks the stand-in answered is printed.
+//
 // Two client modes, both printed unless --mode picks one:
 //   keepalive  one persistent connection per path (the usual client)
 //   new        a new TCP connection per request
@@ -17,12 +23,14 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gateway/gateway.h"
@@ -61,6 +69,7 @@ Samples Measure(int replica_port, int gateway_port, int requests, int warmup, bo
   Samples s;
   auto make = [&](int port) {
     auto c = std::make_unique<httplib::Client>("127.0.0.1", port);
+    c->set_bearer_token_auth("bench-token");  // read only where the route checks callers
     c->set_keep_alive(keepalive);
     c->set_tcp_nodelay(true);  // else headers and body wait on delayed ACKs (40 ms)
     c->set_read_timeout(10, 0);
@@ -112,6 +121,10 @@ int main(int argc, char** argv) {
   std::string mode = "both";
   std::string haproxy = "haproxy";
   int threads = 0;
+  bool auth = false;
+  app.add_flag("--auth", auth,
+               "check callers as access: tenant does, against a loopback stand-in for "
+               "berthd's access route (the verdict is kept, as in production)");
   app.add_option("--requests", requests, "measured requests each way")
       ->check(CLI::Range(1, 1000000));
   app.add_option("--warmup", warmup, "requests each way before measuring")
@@ -147,9 +160,31 @@ int main(int argc, char** argv) {
     dir.keep();
     return 1;
   }
+  // The stand-in for berthd's GET /v1/services/{tenant}/{name}/access.
+  httplib::Server checker;
+  std::atomic<int> checks{0};
+  std::thread checker_thread;
+  const int checker_port = FreePort();
+  if (auth) {
+    checker.Get("/access", [&](const httplib::Request& req, httplib::Response& res) {
+      ++checks;
+      if (req.get_header_value("Authorization") != "Bearer bench-token") {
+        res.status = 401;
+        return;
+      }
+      res.set_header("X-Berth-User", "bench");
+      res.set_content(R"({"user":"bench"})", "application/json");
+    });
+    checker_thread = std::thread([&] { checker.listen("127.0.0.1", checker_port); });
+    WaitFor([&] { return checker.is_running(); }, 5s);
+  }
   berth::gateway::Route route;
   route.tenant = "bench";
   route.service = "echo";
+  if (auth) {
+    route.auth_url = fmt::format("http://localhost:{}/access", checker_port);
+    route.auth_address = fmt::format("127.0.0.1:{}", checker_port);
+  }
   route.backends.push_back(
       {.id = "1", .address = "127.0.0.1", .port = replica_port, .weight = 100, .draining = false});
   if (auto r = (*gw)->Sync({route}); !r) {
@@ -160,7 +195,8 @@ int main(int argc, char** argv) {
 
   fmt::print(
       "berth-gateway-bench: one client, small completion (max_tokens 1, no token time),\n"
-      "direct to berth-model-server vs through the gateway (HAProxy), interleaved\n");
+      "direct to berth-model-server vs through the gateway (HAProxy), interleaved{}\n",
+      auth ? ";\ncallers checked (access: tenant), the verdict kept as in production" : "");
   int status = 0;
   std::int64_t logged_before = 0;
   for (const bool keepalive : {true, false}) {
@@ -186,6 +222,11 @@ int main(int argc, char** argv) {
           l.p50_ms, l.p95_ms, l.p99_ms, l.max_ms, l.requests, dropped ? *dropped : -1,
           g.RequestLogStats().unparsed);
     }
+  }
+  if (auth) {
+    fmt::print("callers' checks answered by the stand-in for berthd: {}\n", checks.load());
+    checker.stop();
+    checker_thread.join();
   }
   (void)(*gw)->Stop(std::chrono::seconds(2));
   return status;

@@ -69,6 +69,13 @@ std::string RenderServiceMetrics(const std::vector<ServiceMetricsView>& services
           if (!s.traffic) return std::nullopt;
           return static_cast<double>(s.traffic->current);
         });
+  gauge("berth_service_requests_queued",
+        "Requests of each service queued at the gateway because every ready replica is at its "
+        "connection limit, at the service controller's last round.",
+        [](const ServiceMetricsView& s) -> std::optional<double> {
+          if (!s.traffic) return std::nullopt;
+          return static_cast<double>(s.traffic->queued);
+        });
   gauge("berth_service_requests_held",
         "Requests of each service held at the gateway because no replica is ready (a scale "
         "from zero), at the service controller's last round.",

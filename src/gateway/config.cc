@@ -152,9 +152,31 @@ std::string RenderConfig(const GatewayOptions& o, const std::vector<Route>& rout
       "  log-format \"{4}\"\n"
       "  option dontlognull\n"
       "  http-request return status 404 content-type text/plain string \"no such service\" "
-      "unless {{ path,map_beg({1}) -m found }}\n"
-      "  use_backend %[path,map_beg({1})]\n",
+      "unless {{ path,map_beg({1}) -m found }}\n",
       HostPort(o.bind_address, o.bind_port), map, dir, kLogSocket, kRequestLogFormat);
+  // Callers are checked here, in the frontend, before any backend sees the
+  // request: a refused request is never in a service's counters (in flight,
+  // requests) and never wakes a service at zero. auth.map holds, per route
+  // that checks its callers, "URL|ADDRESS" (RenderAuthMap).
+  out += "  http-request del-header X-Berth-User\n";  // the gateway's to set, never the caller's
+  out += fmt::format("  http-request set-var(txn.berth_check) path,map_beg({}/{})\n", dir,
+                     kAuthMapFile);
+  out += "  http-request lua.berth_auth if { var(txn.berth_check) -m found }\n";
+  for (const auto& [code, text] :
+       {std::pair{401, "a Berth token is needed: Authorization: Bearer TOKEN"},
+        std::pair{403, "this token may not call the service"}, std::pair{404, "no such service"},
+        std::pair{429, "too many requests from this token"},
+        std::pair{503, "berthd cannot check the caller now"}}) {
+    out += fmt::format(
+        "  http-request return status {0} content-type text/plain string \"{1}\" {2}if {{ "
+        "var(txn.berth_auth) -m str {0} }}\n",
+        code, text, code == 401 ? "hdr WWW-Authenticate \"Bearer realm=\\\"berth\\\"\" " : "");
+  }
+  out += "  http-request del-header Authorization if { var(txn.berth_check) -m found }\n";
+  out +=
+      "  http-request set-header X-Berth-User %[var(txn.berth_user)] if { var(txn.berth_check) -m "
+      "found }\n";
+  out += fmt::format("  use_backend %[path,map_beg({})]\n", map);
   for (const Route& r : routes) {
     const std::string prefix = RoutePrefix(r);
     out += fmt::format("\nbackend {}\n", BackendName(r.tenant, r.service));
@@ -162,27 +184,6 @@ std::string RenderConfig(const GatewayOptions& o, const std::vector<Route>& rout
     // Requests beyond every server's maxconn wait in the queue up to the
     // hold timeout, as requests at zero servers do.
     out += fmt::format("  timeout queue {}ms\n", std::max<std::int64_t>(r.hold_timeout_ms, 1));
-    // X-Berth-User is the gateway's to set: never the caller's.
-    out += "  http-request del-header X-Berth-User\n";
-    if (!r.auth_url.empty()) {
-      // The caller is checked before it is held: a refused request never
-      // wakes a service at zero.
-      out += fmt::format("  http-request lua.berth_auth {} {}\n", r.auth_url, r.auth_address);
-      for (const auto& [code, text] :
-           {std::pair{401,
-                      "a Berth token is needed: Authorization: "
-                      "Bearer TOKEN"},
-            std::pair{403, "this token may not call the service"},
-            std::pair{404, "no such service"}, std::pair{429, "too many requests from this token"},
-            std::pair{503, "berthd cannot check the caller now"}}) {
-        out += fmt::format(
-            "  http-request return status {0} content-type text/plain string \"{1}\" {2}if {{ "
-            "var(txn.berth_auth) -m str {0} }}\n",
-            code, text, code == 401 ? "hdr WWW-Authenticate \"Bearer realm=\\\"berth\\\"\" " : "");
-      }
-      out += "  http-request del-header Authorization\n";
-      out += "  http-request set-header X-Berth-User %[var(txn.berth_user)]\n";
-    }
     if (r.hold_timeout_ms > 0) {
       out += fmt::format("  http-request lua.berth_hold {}\n", r.hold_timeout_ms);
     }
@@ -206,14 +207,24 @@ std::string RenderRouteMap(const std::vector<Route>& routes) {
   return out;
 }
 
+std::string RenderAuthMap(const std::vector<Route>& routes) {
+  std::string out;
+  for (const Route& r : routes) {
+    if (r.auth_url.empty()) continue;
+    out += fmt::format("{} {}|{}\n", RoutePrefix(r), r.auth_url, r.auth_address);
+  }
+  return out;
+}
+
 std::string HoldLua() {
   // Counters live in the worker's one Lua state (lua-load, not per thread);
   // they start at zero in each new worker, as HAProxy's own counters do.
   std::string lua = R"lua(-- Rendered by Berth's gateway (src/gateway/config.cc).
 
--- berth_auth URL ADDRESS: may this caller call the route? berthd answers
--- at URL, reached at ADDRESS (GET, with the caller's Authorization header):
--- 200 and X-Berth-User when it may, else 401/403/404/429. The verdict is kept @ALLOW@ s (allowed) or
+-- berth_auth: may this caller call the route? txn.berth_check holds the
+-- route's "URL|ADDRESS" (auth.map): berthd answers at URL, reached at
+-- ADDRESS (GET, with the caller's Authorization header), 200 and
+-- X-Berth-User when it may, else 401/403/404/429. The verdict is kept @ALLOW@ s (allowed) or
 -- @DENY@ s (refused) per route and Authorization value; a request without the
 -- header is refused here. While berthd cannot be reached, a caller allowed
 -- within the last @STALE@ s stays allowed; any other gets 503. The verdict goes
@@ -222,14 +233,22 @@ std::string HoldLua() {
 berth_auth_cache = {}
 berth_auth_entries = 0
 
-core.register_action("berth_auth", {"http-req"}, function(txn, url, address)
+core.register_action("berth_auth", {"http-req"}, function(txn)
+  local check = txn:get_var("txn.berth_check") or ""
+  local bar = string.find(check, "|", 1, true)
+  if bar == nil then
+    txn:set_var("txn.berth_auth", "503")
+    return
+  end
+  local url = string.sub(check, 1, bar - 1)
+  local address = string.sub(check, bar + 1)
   local h = txn.http:req_get_headers()["authorization"]
   local given = h and h[0]
   if given == nil or given == "" then
     txn:set_var("txn.berth_auth", "401")
     return
   end
-  local key = url .. " " .. given
+  local key = check .. " " .. given
   local now = core.now().sec
   local seen = berth_auth_cache[key]
   if seen ~= nil and seen.fresh >= now then
@@ -271,7 +290,7 @@ core.register_action("berth_auth", {"http-req"}, function(txn, url, address)
                            stale = now + @STALE@}
   txn:set_var("txn.berth_auth", verdict)
   txn:set_var("txn.berth_user", user)
-end, 2)
+end)
 
 -- Hold at zero.
 -- A request to a backend with no usable server waits here, polling the

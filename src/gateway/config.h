@@ -48,6 +48,7 @@ Status ValidateOptions(const GatewayOptions& options);
 // File names inside state_dir.
 inline constexpr const char* kConfigFile = "haproxy.cfg";
 inline constexpr const char* kMapFile = "routes.map";
+inline constexpr const char* kAuthMapFile = "auth.map";
 inline constexpr const char* kLuaFile = "hold.lua";
 inline constexpr const char* kPidFile = "haproxy.pid";
 inline constexpr const char* kAdminSocket = "admin.sock";
@@ -69,6 +70,9 @@ std::string ParseConfigShape(const std::string& config_text);
 std::string RenderConfig(const GatewayOptions& options, const std::vector<Route>& routes);
 // routes.map: "<prefix> <backend>" per route, for map_beg.
 std::string RenderRouteMap(const std::vector<Route>& routes);
+// auth.map: "<prefix> <auth_url>|<auth_address>" per route that checks its
+// callers, for map_beg in the frontend.
+std::string RenderAuthMap(const std::vector<Route>& routes);
 // hold.lua: the `berth_auth` and `berth_hold` actions and the
 // `show berth-held` CLI command.
 std::string HoldLua();

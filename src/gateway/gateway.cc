@@ -313,6 +313,7 @@ Gateway::~Gateway() {
 Status Gateway::WriteFiles(const std::vector<Route>& routes) {
   BERTH_RETURN_IF_ERROR(GatewayWriteFile(Path(kLuaFile), HoldLua()));
   BERTH_RETURN_IF_ERROR(GatewayWriteFile(Path(kMapFile), RenderRouteMap(routes)));
+  BERTH_RETURN_IF_ERROR(GatewayWriteFile(Path(kAuthMapFile), RenderAuthMap(routes)));
   return GatewayWriteFile(Path(kConfigFile), RenderConfig(options_, routes));
 }
 
@@ -358,10 +359,12 @@ Status Gateway::Reload(const std::vector<Route>& routes) {
   if (!before) return std::unexpected(before.error());
   const std::string old_config = GatewayReadFile(Path(kConfigFile));
   const std::string old_map = GatewayReadFile(Path(kMapFile));
+  const std::string old_auth_map = GatewayReadFile(Path(kAuthMapFile));
   BERTH_RETURN_IF_ERROR(GatewayWriteFile(Path(kLuaFile), HoldLua()));
   // The running worker holds its map in memory: rewriting the file changes
   // nothing until the reload.
   BERTH_RETURN_IF_ERROR(GatewayWriteFile(Path(kMapFile), RenderRouteMap(routes)));
+  BERTH_RETURN_IF_ERROR(GatewayWriteFile(Path(kAuthMapFile), RenderAuthMap(routes)));
   const std::filesystem::path candidate = Path("haproxy.cfg.new");
   BERTH_RETURN_IF_ERROR(GatewayWriteFile(candidate, RenderConfig(options_, routes)));
   const std::filesystem::path log = Path("haproxy.log");
@@ -369,6 +372,7 @@ Status Gateway::Reload(const std::vector<Route>& routes) {
                                std::chrono::seconds(20));
   auto restore = [&] {
     (void)GatewayWriteFile(Path(kMapFile), old_map);
+    (void)GatewayWriteFile(Path(kAuthMapFile), old_auth_map);
     (void)GatewayWriteFile(Path(kConfigFile), old_config);
   };
   if (check != 0) {

@@ -723,6 +723,7 @@ autoscaling:
   EXPECT_NE(metrics.find("berth_service_cold_start_seconds" + llm + "} "), std::string::npos);
   // Present; its value is the round's counters (see the status's traffic).
   EXPECT_NE(metrics.find("berth_service_requests_held" + llm + "} "), std::string::npos);
+  EXPECT_NE(metrics.find("berth_service_requests_queued" + llm + "} "), std::string::npos);
   EXPECT_NE(metrics.find("berth_service_requests_in_flight" + llm + "} "), std::string::npos);
   auto shown = Cli(berthd, {"svc", "show", "red/llm"});
   ASSERT_EQ(shown.exit_code, 0) << shown.err;
@@ -939,6 +940,9 @@ autoscaling: {{scale_to_zero: {{enabled: true, idle_window: 5m}}}}
   ASSERT_TRUE(service.is_object());
   EXPECT_TRUE(service.at("status").at("replicas").empty()) << service.dump();
   EXPECT_EQ(service.at("status").at("desired"), 0) << service.dump();
+  // Refused before any backend: in none of the service's figures.
+  EXPECT_EQ(service.at("status").at("traffic").at("requests_total"), 0) << service.dump();
+  EXPECT_EQ(service.at("status").at("traffic").at("held_total"), 0) << service.dump();
 
   // A member: held, served, named to the replica, its token kept back.
   auto served = call(rita);

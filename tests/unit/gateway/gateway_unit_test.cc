@@ -131,7 +131,6 @@ TEST(GatewayConfig, RendersOneBackendPerRouteWithItsServers) {
   one_thread.threads = 1;
   EXPECT_NE(RenderConfig(one_thread, {}).find("  nbthread 1\n  maxconn 4096\n"), std::string::npos);
   EXPECT_NE(cfg.find("\nbackend ml:coder\n  balance leastconn\n  timeout queue 5000ms\n"
-                     "  http-request del-header X-Berth-User\n"
                      "  http-request lua.berth_hold 5000\n"
                      "  http-request set-path %[path,bytes(11)]\n"),
             std::string::npos)
@@ -195,10 +194,11 @@ TEST(GatewayConfig, TheShapeChangesWithRoutesAndSettingsButNotWithServers) {
             ConfigShape(Options(), {CoderRoute(), other}));
 }
 
-// A route with callers checked: the check comes before the hold (a refused
-// request never wakes a service at zero), each refusal is answered with
+// A route with callers checked: the check is in the frontend, before any
+// backend counts the request (so a refused request is in no service's
+// figures and never wakes one held at zero); each refusal is answered with
 // berthd's status, and the replica gets the caller's name but not the token.
-TEST(GatewayConfig, ARouteWithAuthChecksTheCallerBeforeItHoldsAndKeepsTheTokenFromTheReplica) {
+TEST(GatewayConfig, ARouteWithAuthChecksTheCallerBeforeItsBackendAndKeepsTheTokenFromTheReplica) {
   Route r = CoderRoute();
   r.auth_url = "https://localhost:7460/v1/services/ml/coder/access";
   r.auth_address = "127.0.0.1:7460";
@@ -207,19 +207,27 @@ TEST(GatewayConfig, ARouteWithAuthChecksTheCallerBeforeItHoldsAndKeepsTheTokenFr
   const std::string cfg = RenderConfig(o, {r});
   const auto at = [&](const std::string& line) { return cfg.find(line); };
   const auto strip_user = at("  http-request del-header X-Berth-User\n");
-  const auto check = at("  http-request lua.berth_auth " + r.auth_url + " 127.0.0.1:7460\n");
+  const auto lookup =
+      at("  http-request set-var(txn.berth_check) path,map_beg(/var/lib/berth/gateway/auth.map)\n");
+  const auto check = at("  http-request lua.berth_auth if { var(txn.berth_check) -m found }\n");
   const auto refuse = at("  http-request return status 401 ");
-  const auto strip_token = at("  http-request del-header Authorization\n");
-  const auto name = at("  http-request set-header X-Berth-User %[var(txn.berth_user)]\n");
+  const auto strip_token =
+      at("  http-request del-header Authorization if { var(txn.berth_check) -m found }\n");
+  const auto name = at("  http-request set-header X-Berth-User %[var(txn.berth_user)] if ");
+  const auto route = at("  use_backend ");
+  const auto backend = at("\nbackend ml:coder\n");
   const auto hold = at("  http-request lua.berth_hold 5000\n");
-  for (auto pos : {strip_user, check, refuse, strip_token, name, hold}) {
+  for (auto pos : {strip_user, lookup, check, refuse, strip_token, name, route, backend, hold}) {
     ASSERT_NE(pos, std::string::npos) << cfg;
   }
-  EXPECT_LT(strip_user, check);
+  EXPECT_LT(strip_user, lookup);
+  EXPECT_LT(lookup, check);
   EXPECT_LT(check, refuse);
   EXPECT_LT(refuse, strip_token);
   EXPECT_LT(strip_token, name);
-  EXPECT_LT(name, hold);
+  EXPECT_LT(name, route);
+  EXPECT_LT(route, backend);
+  EXPECT_LT(backend, hold);
   for (int code : {401, 403, 404, 429, 503}) {
     EXPECT_NE(cfg.find(fmt::format("return status {} content-type text/plain string", code)),
               std::string::npos)
@@ -231,6 +239,10 @@ TEST(GatewayConfig, ARouteWithAuthChecksTheCallerBeforeItHoldsAndKeepsTheTokenFr
   EXPECT_NE(cfg.find("WWW-Authenticate"), std::string::npos);
   EXPECT_NE(cfg.find("  httpclient.ssl.ca-file /var/lib/berth/pki/ca.pem\n"), std::string::npos);
   EXPECT_NE(cfg.find("  httpclient.ssl.verify required\n"), std::string::npos);
+  // The route's check target, and none for a public route.
+  EXPECT_EQ(RenderAuthMap({r, CoderRoute()}),
+            "/s/ml/coder/ https://localhost:7460/v1/services/ml/coder/access|127.0.0.1:7460\n");
+  EXPECT_EQ(RenderAuthMap({CoderRoute()}), "");
   // The Lua carries the verdicts' lifetimes from route.h, nothing left to fill.
   const std::string lua = HoldLua();
   EXPECT_NE(lua.find("core.register_action(\"berth_auth\""), std::string::npos);
@@ -240,18 +252,12 @@ TEST(GatewayConfig, ARouteWithAuthChecksTheCallerBeforeItHoldsAndKeepsTheTokenFr
       << lua;
   EXPECT_EQ(lua.find('@'), std::string::npos) << lua;
 
-  // A public route: anyone, the headers as sent, except a forged caller name.
-  const std::string open = RenderConfig(Options(), {CoderRoute()});
-  EXPECT_EQ(open.find("lua.berth_auth"), std::string::npos);
-  EXPECT_EQ(open.find("del-header Authorization"), std::string::npos);
-  EXPECT_NE(open.find("  http-request del-header X-Berth-User\n"), std::string::npos);
-
   // Checking callers, or where, changes the shape: the next Sync reloads.
   EXPECT_NE(ConfigShape(Options(), {r}), ConfigShape(Options(), {CoderRoute()}));
   EXPECT_NE(ConfigShape(o, {r}), ConfigShape(Options(), {r}));
-  // Bad URLs and CA paths are refused with their field.
+  // Bad URLs, addresses and CA paths are refused with their field.
   for (const char* bad : {"ftp://x/y", "https://", "https://h/a b", "https://h/\"x",
-                          "https://h/%[var(x)]", "//h/a"}) {
+                          "https://h/%[var(x)]", "//h/a", "https://h/a|b"}) {
     Route b = r;
     b.auth_url = bad;
     EXPECT_EQ(FieldOf({b}), "routes[0].auth_url") << bad;
@@ -293,6 +299,7 @@ TEST(GatewayConfig, HaproxyAcceptsTheRenderedConfiguration) {
   };
   write(kConfigFile, RenderConfig(o, {CoderRoute(), other}));
   write(kMapFile, RenderRouteMap({CoderRoute(), other}));
+  write(kAuthMapFile, RenderAuthMap({CoderRoute(), other}));
   write(kLuaFile, HoldLua());
   const std::string cmd = "haproxy -c -q -f " + (o.state_dir / kConfigFile).string() + " > " +
                           (o.state_dir / "check.log").string() + " 2>&1";

@@ -73,6 +73,7 @@ TEST(RenderServiceMetrics, GatewayFamiliesCarryTenantAndServiceOnlyForServicesTh
   ServiceMetricsView coder = Bare("ml", "coder");
   gateway::RouteStats t;
   t.current = 3;
+  t.queued = 4;
   t.held_now = 0;
   coder.traffic = t;
   coder.latency = Histogram("ml", "coder");
@@ -91,6 +92,7 @@ TEST(RenderServiceMetrics, GatewayFamiliesCarryTenantAndServiceOnlyForServicesTh
   std::size_t last = 0;
   for (const char* family :
        {"# TYPE berth_service_replicas gauge\n", "# TYPE berth_service_requests_in_flight gauge\n",
+        "# TYPE berth_service_requests_queued gauge\n",
         "# TYPE berth_service_requests_held gauge\n",
         "# TYPE berth_service_request_duration_seconds histogram\n",
         "# TYPE berth_service_responses_total counter\n",
@@ -103,6 +105,8 @@ TEST(RenderServiceMetrics, GatewayFamiliesCarryTenantAndServiceOnlyForServicesTh
 
   At(text, "berth_service_requests_in_flight{" + ml + "} 3\n");
   At(text, "berth_service_requests_in_flight{" + vision + "} 0\n");
+  At(text, "berth_service_requests_queued{" + ml + "} 4\n");
+  At(text, "berth_service_requests_queued{" + vision + "} 0\n");
   At(text, "berth_service_requests_held{" + ml + "} 0\n");
   At(text, "berth_service_requests_held{" + vision + "} 2\n");
   // Buckets in seconds, ascending, cumulative, +Inf last, then _sum and _count.
