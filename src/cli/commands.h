@@ -256,6 +256,14 @@ Status ServiceLogs(ApiClient& api, const ServiceRef& ref, const Output& output);
 // `berth svc why`: why a service has fewer ready replicas than it wants.
 Status WhyService(ApiClient& api, const ServiceRef& ref, const Output& output);
 std::string RenderServiceWhy(const nlohmann::json& service);
+// `berth svc rollout status`: the current revision's replicas against the
+// desired count, what older revisions still serve, and whether the rollout
+// is complete, under way or paused. wait_ms > 0: asks again each second
+// until it completes (Ok), pauses (kFailedPrecondition) or wait_ms passes
+// (kUnavailable).
+Status RolloutStatus(ApiClient& api, const ServiceRef& ref, std::int64_t wait_ms,
+                     const Output& output);
+std::string RenderRolloutStatus(const nlohmann::json& service);
 std::string RenderService(const nlohmann::json& service);
 // min/max: nullopt keeps that bound.
 Status ScaleService(ApiClient& api, const ServiceRef& ref, std::optional<std::int64_t> min,

@@ -4,7 +4,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <chrono>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "cli/commands.h"
 #include "cli/format.h"
@@ -287,6 +290,106 @@ std::string RenderServiceWhy(const json& s) {
   }
   if (ready >= desired && waiting == 0) out += "- nothing is missing\n";
   return out;
+}
+
+std::string RenderRolloutStatus(const json& s) {
+  const std::string name = fmt::format("{}/{}", Text(s, "tenant"), Text(s, "name"));
+  const std::string phase = Text(s, "status.phase");
+  const auto revision = Int(s, "revision").value_or(0);
+  std::string out = fmt::format("service {}: revision {}", name, revision);
+  const json& revisions = Array(s, "revisions");
+  if (!revisions.empty()) {
+    const json& newest = revisions.front();
+    out += fmt::format(" ({} by {} at {}", Text(newest, "change"), Text(newest, "created_by"),
+                       FormatTimeMs(Int(newest, "created_ms").value_or(0)));
+    if (auto restores = Int(newest, "restores")) out += fmt::format(", restoring {}", *restores);
+    out += ")";
+  }
+  out += "\n";
+  // The current revision's replicas against the desired count, and what
+  // older revisions still serve.
+  std::int64_t current_ready = 0;
+  std::int64_t current_starting = 0;
+  std::map<std::int64_t, std::int64_t> old_serving;  // revision -> ready, not stopping
+  std::int64_t old_stopping = 0;
+  for (const auto& r : Array(s, "status.replicas")) {
+    const bool stopping = Text(r, "stopping") == "true";
+    const bool ready = Text(r, "ready") == "true";
+    if (Text(r, "current") == "true") {
+      if (stopping) continue;
+      if (ready) {
+        ++current_ready;
+      } else {
+        ++current_starting;
+      }
+    } else if (stopping) {
+      ++old_stopping;
+    } else if (ready) {
+      ++old_serving[Int(r, "revision").value_or(0)];
+    }
+  }
+  const auto desired = Int(s, "status.desired").value_or(0);
+  out += fmt::format("- revision {}: {} of {} replicas ready", revision, current_ready, desired);
+  if (current_starting > 0) out += fmt::format(", {} starting", current_starting);
+  out += "\n";
+  for (const auto& [rev, n] : old_serving) {
+    out += fmt::format("- revision {}: {} replica{} still serving\n", rev, n, n == 1 ? "" : "s");
+  }
+  if (old_stopping > 0) {
+    out += fmt::format("- {} replica{} of older revisions stopping (drained first)\n", old_stopping,
+                       old_stopping == 1 ? "" : "s");
+  }
+  out +=
+      fmt::format("- one step at a time: at most {} above and {} below the desired count\n",
+                  IntText(s, "spec.rollout.max_surge"), IntText(s, "spec.rollout.max_unavailable"));
+  const std::string waiting = Text(s, "status.waiting");
+  if (!waiting.empty() && waiting != "-") out += fmt::format("- waiting: {}\n", waiting);
+  if (phase == "rollout_paused") {
+    out += fmt::format(
+        "paused: revision {} never became ready; the older revision keeps serving. Apply a "
+        "fixed spec, or roll back: berth svc rollback {}\n",
+        revision, name);
+  } else if (phase == "rolling_out") {
+    out += "rolling out\n";
+  } else if (old_serving.empty() && old_stopping == 0 && current_ready >= desired) {
+    out += fmt::format("complete: every replica runs revision {}\n", revision);
+  } else {
+    out += fmt::format("not complete ({})\n", phase);
+  }
+  return out;
+}
+
+bool RolloutSettled(const json& s) {
+  const std::string phase = Text(s, "status.phase");
+  if (phase == "rollout_paused") return true;
+  const std::string out = RenderRolloutStatus(s);
+  return out.find("\ncomplete: ") != std::string::npos;
+}
+
+Status RolloutStatus(ApiClient& api, const ServiceRef& ref, std::int64_t wait_ms,
+                     const Output& output) {
+  auto resolved = Resolve(api, ref);
+  if (!resolved) return std::unexpected(resolved.error());
+  const TimeMs deadline = output.clock.NowMs() + wait_ms;
+  Result<json> service = api.Get(Path(*resolved));
+  // --wait: ask once a second until it completes, pauses or the time is up.
+  while (service && wait_ms > 0 && !RolloutSettled(*service) && output.clock.NowMs() < deadline) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    service = api.Get(Path(*resolved));
+  }
+  BERTH_RETURN_IF_ERROR(Show(service, output, RenderRolloutStatus));
+  if (wait_ms == 0) return Ok();
+  const std::string what = fmt::format("{}/{}", resolved->first, resolved->second);
+  if (Text(*service, "status.phase") == "rollout_paused") {
+    return std::unexpected(Error{Code::kFailedPrecondition,
+                                 fmt::format("the rollout of {} is paused", what), "phase"});
+  }
+  if (!RolloutSettled(*service)) {
+    return std::unexpected(
+        Error{Code::kUnavailable,
+              fmt::format("the rollout of {} did not complete within --wait", what), "wait"});
+  }
+  return Ok();
 }
 
 Status ServiceLogs(ApiClient& api, const ServiceRef& ref, const Output& output) {

@@ -1,8 +1,11 @@
-// berth svc apply|list|show|scale|rollback|delete.
+// berth svc apply|list|show|logs|why|scale|rollout status|rollback|delete.
+#include <fmt/format.h>
+
 #include <optional>
 #include <string>
 
 #include "cli/registry.h"
+#include "common/units.h"
 
 namespace berth::cli {
 namespace {
@@ -13,6 +16,7 @@ struct ServiceFlags {
   ServiceRef ref;
   std::int64_t min = 0;
   std::int64_t max = 0;
+  std::string wait;
 };
 
 void AddRef(CLI::App* cmd, ServiceFlags& f) {
@@ -76,6 +80,29 @@ void RegisterServiceCommands(CommandRegistry& registry) {
     return ScaleService(
         api, f.ref, min_opt->count() > 0 ? std::optional<std::int64_t>(f.min) : std::nullopt,
         max_opt->count() > 0 ? std::optional<std::int64_t>(f.max) : std::nullopt, out);
+  });
+
+  auto* rollout = svc->add_subcommand("rollout", "a service's rollout: berth svc rollout status");
+  rollout->require_subcommand(1);
+  auto* rollout_status = rollout->add_subcommand(
+      "status", "whether the current revision has replaced the older ones, is under way or paused");
+  AddRef(rollout_status, f);
+  rollout_status->add_option(
+      "--wait", f.wait,
+      "ask again each second until the rollout completes (exit 0), pauses or this long passes "
+      "(e.g. 5m; exit non-zero)");
+  registry.OnRun(rollout_status, [&f](ApiClient& api, const Output& out) -> Status {
+    std::int64_t wait_ms = 0;
+    if (!f.wait.empty()) {
+      auto parsed = ParseDurationMs(f.wait, std::int64_t{24} * 3600 * 1000);
+      if (!parsed) {
+        return std::unexpected(Error{Code::kInvalidArgument,
+                                     fmt::format("--wait '{}': {}", f.wait, parsed.error().message),
+                                     "wait"});
+      }
+      wait_ms = *parsed;
+    }
+    return RolloutStatus(api, f.ref, wait_ms, out);
   });
 
   auto* rollback = svc->add_subcommand(

@@ -826,6 +826,11 @@ readiness: {{http: /health, period: 1s, timeout: 500ms}}
   EXPECT_TRUE(seen.contains("v2")) << fmt::format("{}", fmt::join(seen, ","));
   EXPECT_EQ(version_served(), "v2");
   EXPECT_NE(berthd.log().find("drained and stopped (replaced)"), std::string::npos);
+  // What a deploy pipeline waits on.
+  auto status = Cli(berthd, {"svc", "rollout", "status", "red/llm", "--wait", "30s"});
+  EXPECT_EQ(status.exit_code, 0) << status.out << status.err;
+  EXPECT_NE(status.out.find("\ncomplete: every replica runs revision 2\n"), std::string::npos)
+      << status.out;
 }
 
 // The control plane dies and the services go on: with berthd killed the

@@ -81,6 +81,7 @@ TEST(CommandTable, EveryCommandTheGroupsAddHasSomethingToRun) {
                                              "svc why",
                                              "svc logs",
                                              "svc scale",
+                                             "svc rollout status",
                                              "svc rollback",
                                              "svc delete",
                                              "version"};
@@ -94,6 +95,7 @@ TEST(CommandTable, EveryCommandTheGroupsAddHasSomethingToRun) {
   EXPECT_FALSE(table.contains("policy"));
   EXPECT_FALSE(table.contains("alert rules"));
   EXPECT_FALSE(table.contains("svc"));
+  EXPECT_FALSE(table.contains("svc rollout"));
   EXPECT_EQ(table.size(), expected.size());
 }
 

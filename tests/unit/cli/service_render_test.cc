@@ -146,5 +146,72 @@ TEST(RenderServices, ListsTheLastWindowsP95OrADash) {
   EXPECT_EQ(row("bare").find("ms "), std::string::npos) << out;
 }
 
+// `berth svc rollout status`, through a rollout: under way with the old
+// revision still serving, paused with the reason and the way out, complete.
+json RolloutService(const std::string& phase) {
+  return json{
+      {"tenant", "ml"},
+      {"name", "coder"},
+      {"revision", 4},
+      {"revisions", json::array({{{"revision", 4},
+                                  {"change", "apply"},
+                                  {"created_by", "ana"},
+                                  {"created_ms", kColdStartAt},
+                                  {"restores", nullptr}}})},
+      {"spec", {{"rollout", {{"max_surge", 1}, {"max_unavailable", 0}}}}},
+      {"status",
+       {{"phase", phase}, {"desired", 2}, {"waiting", nullptr}, {"replicas", json::array()}}}};
+}
+
+json RolloutReplica(int job, int revision, bool current, bool ready, bool stopping) {
+  return json{{"job", job},     {"revision", revision}, {"current", current},
+              {"ready", ready}, {"stopping", stopping}, {"state", "Running"}};
+}
+
+TEST(RenderRolloutStatus, SaysWhatEachRevisionServesAndWhetherItIsDonePausedOrUnderWay) {
+  json going = RolloutService("rolling_out");
+  going["status"]["replicas"] = json::array(
+      {RolloutReplica(20, 4, true, true, false), RolloutReplica(21, 4, true, false, false),
+       RolloutReplica(12, 3, false, true, false), RolloutReplica(11, 3, false, true, true)});
+  std::string out = RenderRolloutStatus(going);
+  EXPECT_NE(out.find("service ml/coder: revision 4 (apply by ana at " + FormatTimeMs(kColdStartAt) +
+                     ")\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("- revision 4: 1 of 2 replicas ready, 1 starting\n"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("- revision 3: 1 replica still serving\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("- 1 replica of older revisions stopping (drained first)\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("at most 1 above and 0 below the desired count\n"), std::string::npos);
+  EXPECT_NE(out.find("\nrolling out\n"), std::string::npos) << out;
+
+  json paused = RolloutService("rollout_paused");
+  paused["status"]["waiting"] = "replica job 21 of revision 4 not ready for 10m: GET /health: 503";
+  paused["status"]["replicas"] = json::array({RolloutReplica(21, 4, true, false, false),
+                                              RolloutReplica(12, 3, false, true, false),
+                                              RolloutReplica(13, 3, false, true, false)});
+  out = RenderRolloutStatus(paused);
+  EXPECT_NE(out.find("- revision 3: 2 replicas still serving\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("- waiting: replica job 21 of revision 4 not ready for 10m"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("paused: revision 4 never became ready; the older revision keeps serving. "
+                     "Apply a fixed spec, or roll back: berth svc rollback ml/coder\n"),
+            std::string::npos)
+      << out;
+
+  json done = RolloutService("steady");
+  done["status"]["replicas"] = json::array(
+      {RolloutReplica(20, 4, true, true, false), RolloutReplica(21, 4, true, true, false)});
+  out = RenderRolloutStatus(done);
+  EXPECT_NE(out.find("- revision 4: 2 of 2 replicas ready\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("\ncomplete: every replica runs revision 4\n"), std::string::npos) << out;
+  // A replica of an older spec left (not ready, not stopping): not complete.
+  done["status"]["replicas"].push_back(RolloutReplica(12, 3, false, true, false));
+  EXPECT_NE(RenderRolloutStatus(done).find("\nnot complete (steady)\n"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace berth::cli
