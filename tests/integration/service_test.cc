@@ -603,6 +603,29 @@ class ServiceGatewayTest : public ServiceTest {
     auto got = berthd.http().Get(path);
     return got.status == 200 ? got.body : json();
   }
+
+  // Applies red/llm's first spec and waits for the controller's first round
+  // of it (its route exists from then on); the service then, or null with
+  // the failure added.
+  json ApplyUntilReconciled(const Berthd& berthd, const std::string& spec) {
+    const auto applied = berthd.http().Post("/v1/services", spec, "application/yaml");
+    if (applied.status != 201) {
+      ADD_FAILURE() << applied.text;
+      return json();
+    }
+    json service;
+    const bool reconciled = WaitFor(
+        [&] {
+          service = Service(berthd);
+          return service.is_object() && service.at("status").at("phase") != "pending";
+        },
+        20s);
+    if (!reconciled) {
+      ADD_FAILURE() << service.dump();
+      return json();
+    }
+    return service;
+  }
 };
 
 // Scale to zero and back: a service with no replica holds the first
@@ -631,15 +654,8 @@ autoscaling:
   scale_to_zero: {{enabled: true, idle_window: 3s}}
 )",
                                        server.string());
-  ASSERT_EQ(berthd.http().Post("/v1/services", spec, "application/yaml").status, 201);
-  json service;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        service = Service(berthd);
-        return service.is_object() && service.at("status").at("phase") != "pending";
-      },
-      20s))
-      << service.dump();
+  json service = ApplyUntilReconciled(berthd, spec);
+  ASSERT_TRUE(service.is_object());
   EXPECT_EQ(service.at("status").at("desired"), 0) << service.dump();
   EXPECT_TRUE(service.at("status").at("replicas").empty()) << service.dump();
   EXPECT_EQ(service.at("status").at("endpoint"),
@@ -917,15 +933,8 @@ readiness: {{http: /health, period: 1s, timeout: 500ms}}
 autoscaling: {{scale_to_zero: {{enabled: true, idle_window: 5m}}}}
 )",
                                        server.string());
-  ASSERT_EQ(berthd.http().Post("/v1/services", spec, "application/yaml").status, 201);
-  json service;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        service = Service(berthd);
-        return service.is_object() && service.at("status").at("phase") != "pending";
-      },
-      20s))
-      << service.dump();
+  json service = ApplyUntilReconciled(berthd, spec);
+  ASSERT_TRUE(service.is_object());
   auto call = [&](const std::string& token) {
     Http gateway(berthd.gateway_port(), 30s);
     gateway.set_token(token);
