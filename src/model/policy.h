@@ -213,8 +213,8 @@ std::uint32_t DerivedUid(std::string_view tenant);
 // reclaim_grace: its default (chosen on the ITP traces, docs/evaluation.md
 // "Reclaim that does not waste"), and its bound (a guarantee is never held
 // back longer than this).
-inline constexpr std::int64_t kDefaultReclaimGraceMs = 6 * 3'600'000;
-inline constexpr std::int64_t kMaxReclaimGraceMs = 24 * 3'600'000;
+inline constexpr std::int64_t kDefaultReclaimGraceMs = std::int64_t{6} * 3'600'000;
+inline constexpr std::int64_t kMaxReclaimGraceMs = std::int64_t{24} * 3'600'000;
 // short_first_max_wait: within a leaf queue, jobs of equal priority go
 // shortest predicted GPU time first (docs/scheduling.md "Shortest predicted
 // first"), except that a job waiting longer than this goes back to submit
@@ -222,7 +222,7 @@ inline constexpr std::int64_t kMaxReclaimGraceMs = 24 * 3'600'000;
 // default (7 days) was chosen on the ITP traces (docs/evaluation.md "Run-time
 // estimates"): 24h gave back most of the gain (waits there run to days), 3d
 // half of it, and past 7d nothing changed.
-inline constexpr std::int64_t kDefaultShortFirstMaxWaitMs = 7 * 24 * 3'600'000;
+inline constexpr std::int64_t kDefaultShortFirstMaxWaitMs = std::int64_t{7} * 24 * 3'600'000;
 
 struct Policy {
   std::int64_t version = 0;  // assigned by the store when applied
