@@ -199,15 +199,57 @@ void Cycle::HeadroomMask(JobCtx& c) const {
   c.shape.headroom_full = &headroom_masks_.back();
 }
 
+void Cycle::MarkOccupiedHeadroom() {
+  occupied_headroom_.assign(cluster_.size(), 0);
+  for (const model::Pool* pool : headroom_pools_) {
+    std::int64_t usable = 0;
+    std::vector<std::size_t> nodes;
+    std::vector<char> in_pool(cluster_.size(), 0);
+    for (std::size_t n = 0; n < cluster_.size(); ++n) {
+      if (in_headroom_pool_[n] == 0) continue;
+      const NodeView& node = cluster_.Node(n);
+      if (!HeadroomPoolHas(*pool, node)) continue;
+      nodes.push_back(n);
+      in_pool[n] = 1;
+      if (!node.ready || node.cordoned) continue;
+      for (const GpuView& g : node.gpus) usable += g.healthy ? 1 : 0;
+    }
+    // GPUs the pool's jobs that are not inference replicas hold (a slice
+    // counts as its GPU), evictions already planned this cycle left out.
+    std::int64_t training = 0;
+    for (std::size_t i = 0; i < s_.running.size(); ++i) {
+      if (evicted_[i] || RunningInference(i)) continue;
+      const RunningJob& r = s_.running[i];
+      for (const auto& rp : r.replicas) {
+        auto n = NodeIndex(rp.node);
+        if (!n || in_pool[*n] == 0) continue;
+        training += r.resources.gpus > 0 ? r.resources.gpus
+                                         : static_cast<std::int64_t>(rp.gpu_indices.size());
+      }
+    }
+    if (training <= usable - pool->inference_headroom_gpus) continue;
+    for (std::size_t n : nodes) occupied_headroom_[n] = 1;
+  }
+}
+
 bool Cycle::PlaceByHeadroom(const JobCtx& ctx) {
   if (headroom_pools_.empty() || !ctx.inference) return false;
+  // Only where jobs that are not inference replicas hold a pool's headroom,
+  // and then at once: they took it on preemptible terms, so the reclaim
+  // grace that protects lenders' work does not hold the replica back (each
+  // victim still gets its own stop grace to checkpoint).
+  MarkOccupiedHeadroom();
+  if (std::none_of(occupied_headroom_.begin(), occupied_headroom_.end(),
+                   [](char c) { return c != 0; })) {
+    return false;
+  }
   const GraceWait kept_grace = grace_;
   const Relief kept_relief = relief_[0];
   headroom_reclaim_ = true;
-  const bool placed = PlaceByReclaim(ctx);
+  const bool placed = PlaceWithVictims(ctx, EvictionCause::kReclaim);
   headroom_reclaim_ = false;
   if (placed) return true;
-  if (!grace_.waiting) grace_ = kept_grace;
+  grace_ = kept_grace;
   relief_[0] = kept_relief;
   return false;
 }

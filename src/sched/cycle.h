@@ -194,16 +194,21 @@ class Cycle {
   // made for it do not widen it (conservative).
   void HeadroomMask(JobCtx& c) const;
   // Places an inference replica by evicting preemptible jobs that are not
-  // inference replicas from nodes of pools with headroom, whatever their
-  // priority or quota, with the reclaim grace (PlaceByReclaim).
+  // inference replicas from the nodes of pools whose headroom such jobs
+  // hold (MarkOccupiedHeadroom), at once, whatever their priority, quota or
+  // the reclaim grace.
   bool PlaceByHeadroom(const JobCtx& ctx);
+  // occupied_headroom_: the nodes of each pool whose jobs that are not
+  // inference replicas hold more than (usable GPUs - headroom).
+  void MarkOccupiedHeadroom();
   bool RunningInference(std::size_t i) const;
   // The first pool with headroom that holds one of running job i's nodes.
   std::string HeadroomPoolOf(std::size_t i) const;
   std::vector<const model::Pool*> headroom_pools_;  // pools with headroom > 0
   std::vector<char> in_headroom_pool_;              // [node] 1: in a pool with headroom
   mutable std::deque<std::vector<char>> headroom_masks_;
-  bool headroom_reclaim_ = false;  // PlaceByHeadroom is choosing victims
+  std::vector<char> occupied_headroom_;  // [node], see MarkOccupiedHeadroom
+  bool headroom_reclaim_ = false;        // PlaceByHeadroom is choosing victims
   Outcome Decide(const JobCtx& ctx, model::Reason& why);
   // Quota on the request, a placement on GPUs the job may use (not those
   // reserved for others unless it ends first), quota on the placement;

@@ -66,7 +66,7 @@ std::vector<std::size_t> Cycle::Candidates(const JobCtx& ctx, EvictionCause caus
         if (RunningInference(i)) continue;
         const auto& at = RunningNodes(i);
         if (std::none_of(at.begin(), at.end(),
-                         [&](std::size_t n) { return in_headroom_pool_[n] != 0; })) {
+                         [&](std::size_t n) { return occupied_headroom_[n] != 0; })) {
           continue;
         }
       }

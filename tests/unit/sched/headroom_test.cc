@@ -1,8 +1,8 @@
 // Inference headroom (policy pools[].inference_headroom): a pool's last GPUs
 // are kept for inference replicas. Jobs that are not inference replicas may
 // use them only if preemptible, and an inference replica that cannot be
-// placed takes them back from such jobs, whatever their priority or quota,
-// within the reclaim grace.
+// placed takes them back from such jobs at once, whatever their priority,
+// quota or the reclaim grace, but only where such jobs hold the headroom.
 #include <gtest/gtest.h>
 
 #include "model/reason.h"
@@ -139,21 +139,37 @@ TEST(InferenceHeadroom, APendingInferenceReplicaReclaimsItNamingTheService) {
   EXPECT_EQ(plan.placements[0].after_evicting, (std::vector<std::int64_t>{1}));
 }
 
-TEST(InferenceHeadroom, TheReclaimGraceBoundsTheHeadroomReclaim) {
-  // Within the grace the replica waits (the victim may still end or
-  // checkpoint) and says when it reclaims.
+TEST(InferenceHeadroom, TheHeadroomIsTakenBackAtOnceWhateverTheReclaimGrace) {
+  // The training job took the headroom on preemptible terms: the replica
+  // does not wait out the 30m grace that protects lenders' work.
   Plan plan = CoreScheduler().Schedule(OneNode("30m", {Holding(1, 8, true)}, {Replica(10, 2)}));
-  EXPECT_TRUE(plan.evictions.empty());
-  const model::Reason* why = WhyOf(plan, 10);
-  ASSERT_NE(why, nullptr);
-  EXPECT_EQ(why->counts.at(std::string(model::kReclaimAtMs)), 2 * kHour + 30 * kMinute);
-  EXPECT_EQ(why->counts.at(std::string(model::kReclaimFirstVictim)), 1);
-  // Past it, the replica reclaims.
-  Snapshot later = OneNode("30m", {Holding(1, 8, true)}, {Replica(10, 2)});
-  later.pending[0].reclaim_since_ms = kHour;
-  Plan after = CoreScheduler().Schedule(later);
-  ASSERT_EQ(after.evictions.size(), 1U);
-  EXPECT_EQ(after.evictions[0].reason.code, model::ReasonCode::kHeadroomReclaimed);
+  ASSERT_EQ(plan.evictions.size(), 1U);
+  EXPECT_EQ(plan.evictions[0].job_id, 1);
+  EXPECT_EQ(plan.evictions[0].reason.code, model::ReasonCode::kHeadroomReclaimed);
+  ASSERT_EQ(plan.placements.size(), 1U);
+  EXPECT_EQ(plan.placements[0].job_id, 10);
+}
+
+TEST(InferenceHeadroom, TrainingWithinThePoolsShareIsNotTakenThroughIt) {
+  // Inference replicas already hold the headroom (GPUs 6, 7); training holds
+  // the other 6, its share: a further replica finds no headroom to take back.
+  RunningJob serving;
+  serving.id = 2;
+  serving.tenant = "ml";
+  serving.queue = "serving";
+  serving.preemptible = false;
+  serving.service = "ml/coder";
+  serving.resources.gpus = 2;
+  serving.replicas = {ReplicaPlacement{0, "a", {6, 7}}};
+  Snapshot s = OneNode("0s", {Holding(1, 6, true)}, {Replica(10, 2)});
+  s.running.push_back(serving);
+  s.nodes[0].gpus[6].free = false;
+  s.nodes[0].gpus[7].free = false;
+  Plan plan = CoreScheduler().Schedule(s);
+  for (const auto& e : plan.evictions) {
+    EXPECT_NE(e.reason.code, model::ReasonCode::kHeadroomReclaimed) << e.job_id;
+  }
+  EXPECT_TRUE(plan.placements.empty());
 }
 
 TEST(InferenceHeadroom, AnInferenceReplicaNeverEvictsANonPreemptibleJobThroughIt) {
