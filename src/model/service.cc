@@ -17,9 +17,16 @@
 namespace berth::model {
 namespace {
 
-constexpr std::array<std::string_view, 16> kServiceFields{
-    "name",      "tenant",    "queue",    "image", "command",     "port",    "model", "replicas",
-    "resources", "readiness", "liveness", "slo",   "autoscaling", "rollout", "args",  "access"};
+constexpr std::array<std::string_view, 18> kServiceFields{
+    "name",     "tenant",  "queue", "image",  "command", "port",    "model",
+    "replicas", "resources", "readiness", "liveness", "slo", "autoscaling", "rollout",
+    "args",     "access",  "kind",  "session"};
+constexpr std::array<std::string_view, 2> kKindNames{"service", "session"};
+constexpr std::array<std::string_view, 3> kSessionFields{"max_lifetime", "idle_window",
+                                                         "idle_gpu_utilization"};
+// What a session does not have: it runs one replica, replaced in place.
+constexpr std::array<std::string_view, 4> kNotForSessions{"replicas", "autoscaling", "rollout",
+                                                          "slo"};
 constexpr std::array<std::string_view, 2> kAccessNames{"tenant", "public"};
 constexpr std::array<std::string_view, 2> kModelFields{"name", "version"};
 constexpr std::array<std::string_view, 2> kReplicaFields{"min", "max"};
@@ -540,11 +547,71 @@ Status ParseRollout(const YAML::Node& node, std::uint32_t max_replicas, Rollout&
   return Ok();
 }
 
+Status ParseSession(const YAML::Node& node, SessionLimits& limits) {
+  auto obj = YamlObject::Read(node, "session", kSessionFields,
+                              "must be a mapping, e.g. {max_lifetime: 8h, idle_window: 1h}");
+  if (!obj) return std::unexpected(obj.error());
+  if (auto n = obj->Get("max_lifetime")) {
+    auto v = Duration(n, obj->PathOf("max_lifetime"), 1000, kMaxSessionLifetimeMs, "8h");
+    if (!v) return std::unexpected(v.error());
+    limits.max_lifetime_ms = *v;
+  }
+  if (auto n = obj->Get("idle_window")) {
+    auto v = Duration(n, obj->PathOf("idle_window"), 0, kMaxSessionLifetimeMs, "1h, or 0 for never");
+    if (!v) return std::unexpected(v.error());
+    if (*v != 0 && *v < 1000) {
+      return InvalidField(obj->PathOf("idle_window"),
+                          "must be at least 1s, or 0 for a session never culled for idleness");
+    }
+    limits.idle_window_ms = *v;
+  }
+  if (auto n = obj->Get("idle_gpu_utilization")) {
+    auto v = Percent(n, obj->PathOf("idle_gpu_utilization"), 0, 100);
+    if (!v) return std::unexpected(v.error());
+    limits.idle_gpu_util_pct = *v;
+  }
+  return Ok();
+}
+
 Status ParseInto(const YAML::Node& root, ServiceSpec& spec) {
   auto obj = YamlObject::Read(root, "", kServiceFields,
                               "a service spec must be a YAML mapping with at least name and an "
                               "image or command");
   if (!obj) return std::unexpected(obj.error());
+  if (auto n = obj->Get("kind")) {
+    auto k = Str(n, "kind");
+    if (!k) return std::unexpected(k.error());
+    if (*k == "session") {
+      spec.kind = ServiceKind::kSession;
+    } else if (*k != "service") {
+      return InvalidField("kind", fmt::format("'{}' is not allowed; use service (an inference "
+                                              "service; the default) or session (a notebook or "
+                                              "dev box in an interactive queue)",
+                                              *k));
+    }
+  }
+  if (spec.kind == ServiceKind::kSession) {
+    for (std::string_view key : kNotForSessions) {
+      if (obj->Has(std::string(key))) {
+        return InvalidField(std::string(key),
+                            fmt::format("is not for kind: session (a session runs one replica, "
+                                        "replaced in place); remove {}",
+                                        key));
+      }
+    }
+    spec.rollout.max_surge = 0;
+    spec.rollout.max_unavailable = 1;
+    if (auto n = obj->Get("session")) BERTH_RETURN_IF_ERROR(ParseSession(n, spec.session));
+    if (spec.session.idle_window_ms > spec.session.max_lifetime_ms) {
+      return InvalidField("session.idle_window",
+                          fmt::format("{} is longer than session.max_lifetime ({}); it could "
+                                      "never apply",
+                                      FormatDurationMs(spec.session.idle_window_ms),
+                                      FormatDurationMs(spec.session.max_lifetime_ms)));
+    }
+  } else if (obj->Has("session")) {
+    return InvalidField("session", "is for kind: session only; remove it or add kind: session");
+  }
   auto name = obj->Get("name");
   if (!name) return InvalidField("name", "is required: a short name for the service, e.g. coder");
   auto name_s = Str(name, "name");
@@ -617,6 +684,11 @@ Status ParseInto(const YAML::Node& root, ServiceSpec& spec) {
                                       *a));
     }
   }
+  if (spec.kind == ServiceKind::kSession && spec.access == ServiceAccess::kPublic) {
+    return InvalidField("access",
+                        "public is not allowed for a session: whoever reaches a notebook runs code "
+                        "as its tenant; a session is reached by its tenant's members only");
+  }
   if (auto n = obj->Get("model")) BERTH_RETURN_IF_ERROR(ParseModel(n, spec.model));
   if (auto n = obj->Get("replicas")) {
     auto r =
@@ -672,6 +744,10 @@ Status ParseInto(const YAML::Node& root, ServiceSpec& spec) {
 }
 
 }  // namespace
+
+std::string_view ServiceKindName(ServiceKind k) {
+  return kKindNames[static_cast<std::size_t>(k)];
+}
 
 std::string_view ServiceAccessName(ServiceAccess a) {
   return kAccessNames[static_cast<std::size_t>(a)];

@@ -131,7 +131,30 @@ enum class ServiceAccess { kTenant, kPublic };
 
 std::string_view ServiceAccessName(ServiceAccess a);
 
+// What a spec runs (docs/services.md, "Interactive sessions"):
+//  service  an inference service in a queue of kind inference: replicas,
+//           autoscaling, rollout, SLO
+//  session  a notebook or dev box in a queue of kind interactive: one
+//           replica, reached through the gateway like a service, ended by
+//           `berth session stop`, its maximum lifetime or its idle window
+enum class ServiceKind { kService, kSession };
+
+std::string_view ServiceKindName(ServiceKind k);
+
+// How long a session may live and when it counts as idle. Idle: no request
+// through the gateway and every GPU of its replica under idle_gpu_util_pct
+// for idle_window_ms (0: never culled for idleness). The lifetime counts
+// from when the session was started (applied), waiting for a GPU included.
+struct SessionLimits {
+  std::int64_t max_lifetime_ms = 43'200'000;  // 12h
+  std::int64_t idle_window_ms = 3'600'000;    // 1h
+  std::uint32_t idle_gpu_util_pct = 5;
+  bool operator==(const SessionLimits&) const = default;
+};
+inline constexpr std::int64_t kMaxSessionLifetimeMs = std::int64_t{30} * 86'400'000;  // 30d
+
 struct ServiceSpec {
+  ServiceKind kind = ServiceKind::kService;
   std::string name;
   std::string tenant = "default";
   std::string queue = "default";
@@ -148,6 +171,7 @@ struct ServiceSpec {
   ServiceSlo slo{};
   Autoscaling autoscaling{};
   Rollout rollout{};
+  SessionLimits session{};  // kind session only
   bool operator==(const ServiceSpec&) const = default;
 };
 

@@ -50,6 +50,8 @@ Doc ProbeDoc(const Probe& p) {
 
 Doc Canonical(const ServiceSpec& s) {
   Doc d;
+  const bool session = s.kind == ServiceKind::kSession;
+  if (session) d["kind"] = std::string(ServiceKindName(s.kind));
   d["name"] = s.name;
   d["tenant"] = s.tenant;
   d["queue"] = s.queue;
@@ -61,7 +63,7 @@ Doc Canonical(const ServiceSpec& s) {
     d["model"]["name"] = s.model.name;
     if (!s.model.version.empty()) d["model"]["version"] = s.model.version;
   }
-  d["replicas"] = Doc{{"min", s.replicas.min}, {"max", s.replicas.max}};
+  if (!session) d["replicas"] = Doc{{"min", s.replicas.min}, {"max", s.replicas.max}};
   const auto& r = s.resources;
   d["resources"]["gpus"] =
       r.gpu_share_millis > 0 ? FormatMilli(r.gpu_share_millis) : fmt::format("{}", r.gpus);
@@ -70,6 +72,12 @@ Doc Canonical(const ServiceSpec& s) {
   d["resources"]["memory"] = FormatBytes(r.memory_bytes);
   if (s.readiness.kind != ProbeKind::kNone) d["readiness"] = ProbeDoc(s.readiness);
   if (s.liveness.kind != ProbeKind::kNone) d["liveness"] = ProbeDoc(s.liveness);
+  if (session) {
+    d["session"] = Doc{{"max_lifetime", FormatDurationMs(s.session.max_lifetime_ms)},
+                       {"idle_window", FormatDurationMs(s.session.idle_window_ms)},
+                       {"idle_gpu_utilization", fmt::format("{}%", s.session.idle_gpu_util_pct)}};
+    return d;  // one replica: no SLO, autoscaling or rollout
+  }
   if (s.slo.latency_p95_ms > 0) d["slo"]["latency_p95_ms"] = s.slo.latency_p95_ms;
   d["slo"]["availability"] = Availability(s.slo.availability_ppm);
   const auto& a = s.autoscaling;

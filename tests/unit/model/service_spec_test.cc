@@ -278,6 +278,69 @@ TEST(ServiceSpec, CanonicalFormShowsEveryDefault) {
   }
 }
 
+TEST(ServiceSpec, ASessionRunsOneReplicaWithItsLimits) {
+  auto s = ParseServiceSpec(
+      "kind: session\nname: nb\nqueue: notebooks\nimage: jupyter\nport: 8888\n"
+      "resources: {gpus: 1}\nsession: {max_lifetime: 8h, idle_window: 30m, "
+      "idle_gpu_utilization: 10}\n");
+  ASSERT_TRUE(s.has_value()) << s.error().field << ": " << s.error().message;
+  EXPECT_EQ(s->kind, ServiceKind::kSession);
+  EXPECT_EQ(s->replicas, (ReplicaBounds{1, 1}));
+  EXPECT_EQ(s->session.max_lifetime_ms, 8 * 3'600'000);
+  EXPECT_EQ(s->session.idle_window_ms, 30 * 60'000);
+  EXPECT_EQ(s->session.idle_gpu_util_pct, 10U);
+  // Replaced in place: never two GPUs' worth for one notebook.
+  EXPECT_EQ(s->rollout.max_surge, 0U);
+  EXPECT_EQ(s->rollout.max_unavailable, 1U);
+  const std::string yaml = ServiceToYaml(*s);
+  EXPECT_NE(yaml.find("kind: session"), std::string::npos) << yaml;
+  EXPECT_EQ(yaml.find("autoscaling"), std::string::npos) << yaml;
+  auto again = ParseServiceSpec(yaml);
+  ASSERT_TRUE(again.has_value()) << yaml << again.error().field << ": " << again.error().message;
+  EXPECT_EQ(*again, *s);
+  auto from_json = ServiceSpecFromJson(ToJson(*s));
+  ASSERT_TRUE(from_json.has_value()) << from_json.error().message;
+  EXPECT_EQ(*from_json, *s);
+
+  auto defaults = ParseServiceSpec("kind: session\nname: nb\ncommand: [lab]\n");
+  ASSERT_TRUE(defaults.has_value());
+  EXPECT_EQ(defaults->session, SessionLimits{});
+  auto never = ParseServiceSpec("kind: session\nname: nb\ncommand: [lab]\nsession: "
+                                "{idle_window: 0}\n");
+  ASSERT_TRUE(never.has_value()) << never.error().message;
+  EXPECT_EQ(never->session.idle_window_ms, 0);
+  // A plain service has no kind line: specs stored before sessions print
+  // as they did.
+  EXPECT_EQ(ServiceToYaml(*ParseServiceSpec("name: a\nimage: x\n")).find("kind:"),
+            std::string::npos);
+}
+
+TEST(ServiceSpec, WhatASessionCannotHaveIsRefusedNamingTheField) {
+  const std::string head = "kind: session\nname: nb\nimage: jupyter\n";
+  for (const auto& [extra, field] : std::vector<std::pair<std::string, std::string>>{
+           {"replicas: {min: 1, max: 2}\n", "replicas"},
+           {"autoscaling: {signal: rps}\n", "autoscaling"},
+           {"rollout: {max_surge: 1}\n", "rollout"},
+           {"slo: {latency_p95_ms: 100}\n", "slo"},
+           {"access: public\n", "access"},
+           {"session: {max_lifetime: 31d}\n", "session.max_lifetime"},
+           {"session: {max_lifetime: soon}\n", "session.max_lifetime"},
+           {"session: {idle_window: 500ms}\n", "session.idle_window"},
+           {"session: {max_lifetime: 1h, idle_window: 2h}\n", "session.idle_window"},
+           {"session: {idle_gpu_utilization: 101}\n", "session.idle_gpu_utilization"},
+           {"session: {lifetime: 1h}\n", "session.lifetime"}}) {
+    auto s = ParseServiceSpec(head + extra);
+    ASSERT_FALSE(s.has_value()) << extra;
+    EXPECT_EQ(s.error().field, field) << extra << s.error().message;
+  }
+  auto kind = ParseServiceSpec("kind: notebook\nname: nb\nimage: x\n");
+  ASSERT_FALSE(kind.has_value());
+  EXPECT_EQ(kind.error().field, "kind");
+  auto limits = ParseServiceSpec("name: nb\nimage: x\nsession: {max_lifetime: 1h}\n");
+  ASSERT_FALSE(limits.has_value());
+  EXPECT_EQ(limits.error().field, "session");
+}
+
 TEST(ServiceSpec, FormatMilliIsExact) {
   EXPECT_EQ(FormatMilli(0), "0");
   EXPECT_EQ(FormatMilli(2500), "2.5");
