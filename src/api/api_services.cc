@@ -72,29 +72,39 @@ std::string AuditObject(const std::string& tenant, const std::string& name) {
   return fmt::format("service/{}/{}", tenant, name);
 }
 
-// The tenant's inference queues, by the name a spec writes ("serving" for
+// The queue kind a spec runs in: inference for a service, interactive for
+// a session.
+std::string_view QueueKindOf(const model::ServiceSpec& spec) {
+  return spec.kind == model::ServiceKind::kSession ? "interactive" : "inference";
+}
+
+// The tenant's queues of `kind`, by the name a spec writes ("serving" for
 // "ml/serving").
-std::vector<std::string> InferenceQueues(const model::Policy& policy, const std::string& tenant) {
+std::vector<std::string> QueuesOfKind(const model::Policy& policy, const std::string& tenant,
+                                      std::string_view kind) {
   std::vector<std::string> out;
   for (const auto& q : policy.queues) {
-    if (q.tenant != tenant || q.kind != "inference") continue;
+    if (q.tenant != tenant || q.kind != kind) continue;
     out.push_back(q.path.substr(std::min(q.path.size(), tenant.size() + 1)));
   }
   return out;
 }
 
 // A service's queue must be one of its tenant's inference queues in the
-// active policy; the refusal names `queue` and the queues it could use.
+// active policy, a session's one of its interactive queues; the refusal
+// names `queue` and the queues it could use.
 Status CheckServiceQueue(const model::Policy& policy, const model::ServiceSpec& spec) {
   const std::string path = spec.tenant + "/" + spec.queue;
-  auto usable = InferenceQueues(policy, spec.tenant);
+  const std::string_view kind = QueueKindOf(spec);
+  const std::string_view what = model::ServiceKindName(spec.kind);
+  auto usable = QueuesOfKind(policy, spec.tenant, kind);
   const std::string choices = usable.empty()
                                   ? fmt::format(
-                                        "tenant {} has no queue of kind inference; ask a platform "
+                                        "tenant {} has no queue of kind {}; ask a platform "
                                         "admin to add one to the policy",
-                                        spec.tenant)
-                                  : fmt::format("tenant {}'s queues of kind inference: {}",
-                                                spec.tenant, fmt::join(usable, ", "));
+                                        spec.tenant, kind)
+                                  : fmt::format("tenant {}'s queues of kind {}: {}", spec.tenant,
+                                                kind, fmt::join(usable, ", "));
   auto it = std::find_if(policy.queues.begin(), policy.queues.end(),
                          [&](const model::QueuePolicy& q) { return q.path == path; });
   if (it == policy.queues.end()) {
@@ -103,11 +113,10 @@ Status CheckServiceQueue(const model::Policy& policy, const model::ServiceSpec& 
                             policy.version, choices),
                 "queue");
   }
-  if (it->kind != "inference") {
+  if (it->kind != kind) {
     return Fail(Code::kInvalidArgument,
-                fmt::format("queue {} is a {} queue; a service runs in a queue of kind "
-                            "inference; {}",
-                            spec.queue, it->kind, choices),
+                fmt::format("queue {} is a {} queue; a {} runs in a queue of kind {}; {}",
+                            spec.queue, it->kind, what, kind, choices),
                 "queue");
   }
   return Ok();
@@ -259,6 +268,18 @@ json Api::ServiceStatus(const store::ServiceRecord& s,
     // Not reconciled since its last change (or no controller runs here).
     status["phase"] = "pending";
   }
+  if (s.spec.kind == model::ServiceKind::kSession) {
+    json session{{"expires_ms", s.created_ms + s.spec.session.max_lifetime_ms},
+                 {"idle_since_ms", nullptr},
+                 {"idle_ends_ms", nullptr}};
+    if (round && round->session) {
+      if (round->session->idle_since_ms > 0) session["idle_since_ms"] = round->session->idle_since_ms;
+      if (round->session->idle_ends_ms > 0) session["idle_ends_ms"] = round->session->idle_ends_ms;
+    }
+    status["session"] = std::move(session);
+  } else {
+    status["session"] = nullptr;
+  }
   return status;
 }
 
@@ -338,6 +359,19 @@ void Api::ApplyService(const http::Request& req, http::Response& res, AuditNote&
   if (auto st = auth_.CheckNamed(caller, spec->tenant, Need::kWrite); !st) {
     return ReplyError(res, st.error());
   }
+  // A name keeps its kind: a session cannot become a service or the
+  // reverse (their replicas run under different rules).
+  if (auto existing = store_.GetService(spec->tenant, spec->name);
+      existing && existing->spec.kind != spec->kind) {
+    return ReplyError(res, Fail(Code::kFailedPrecondition,
+                                       fmt::format("{}/{} is a {}, not a {}; pick another name, or "
+                                                   "delete it first",
+                                                   spec->tenant, spec->name,
+                                                   model::ServiceKindName(existing->spec.kind),
+                                                   model::ServiceKindName(spec->kind)),
+                                       "kind")
+                               .error());
+  }
   // Read before the store's transaction, which must not call the store.
   auto active = controller_.ActivePolicy();
   if (!active) return ReplyError(res, active.error());
@@ -379,6 +413,17 @@ void Api::ListServices(const http::Request& req, http::Response& res,
                        const model::TenantScope& scope) {
   store::ServiceFilter filter;
   filter.tenant = req.get_param_value("tenant");
+  if (const std::string kind = req.get_param_value("kind"); kind == "session") {
+    filter.kind = model::ServiceKind::kSession;
+  } else if (kind == "service") {
+    filter.kind = model::ServiceKind::kService;
+  } else if (!kind.empty()) {
+    return ReplyError(res, Fail(Code::kInvalidArgument,
+                                       fmt::format("'{}' is not a kind; use service or session",
+                                                   kind),
+                                       "kind")
+                               .error());
+  }
   auto after = AfterIdParam(req, CursorKind::kServices);
   if (!after) return ReplyError(res, after.error());
   filter.before_id = *after;

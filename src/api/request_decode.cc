@@ -135,7 +135,7 @@ std::vector<RouteRule> BuildRules() {
       {"POST", "/v1/services", {}, BodyKind::kServiceSpec},
       {"GET",
        "/v1/services",
-       {Text("tenant"), Int("limit", 1, kMaxPage), Text("after", kMaxCursor)},
+       {Text("tenant"), Text("kind", 16), Int("limit", 1, kMaxPage), Text("after", kMaxCursor)},
        BodyKind::kNone},
       {"GET", R"(/v1/services/([^/]+)/([^/]+))", {}, BodyKind::kNone},
       {"GET", R"(/v1/services/([^/]+)/([^/]+)/access)", {}, BodyKind::kNone},

@@ -270,6 +270,35 @@ Status ScaleService(ApiClient& api, const ServiceRef& ref, std::optional<std::in
                     std::optional<std::int64_t> max, const Output& output);
 Status RollbackService(ApiClient& api, const ServiceRef& ref, const Output& output);
 Status DeleteService(ApiClient& api, const ServiceRef& ref, const Output& output);
+// --- berth session (commands_services.cc, docs/services.md) ---
+// What `berth session start` asks for; empty fields take the spec's
+// defaults (docs/services.md, "Interactive sessions").
+struct SessionArgs {
+  ServiceRef ref;
+  std::string queue;
+  std::string image;
+  std::vector<std::string> command;
+  std::uint32_t port = 8888;
+  std::string gpus;  // "1", "0.5"
+  std::string cpu;
+  std::string memory;
+  std::string max_lifetime;
+  std::string idle_window;
+};
+// The spec `berth session start` applies (JSON, kind session).
+nlohmann::json SessionSpecOf(const SessionArgs& args);
+// POST /v1/services with SessionSpecOf(args), under the resolved tenant.
+Status StartSession(ApiClient& api, const SessionArgs& args, const Output& output);
+// GET /v1/services?kind=session: NAME TENANT QUEUE OWNER STATUS STARTED ENDS.
+Status ListSessions(ApiClient& api, const std::string& tenant, const Output& output);
+std::string RenderSessions(const nlohmann::json& response);
+// Where the session is reached and how long it lives; wait_ms > 0: asks
+// again each second until its replica is ready (Ok) or wait_ms passes
+// (kUnavailable).
+Status OpenSession(ApiClient& api, const ServiceRef& ref, std::int64_t wait_ms,
+                   const Output& output);
+std::string RenderSessionOpen(const nlohmann::json& session);
+Status StopSession(ApiClient& api, const ServiceRef& ref, const Output& output);
 // --- berth report ops (commands_report.cc, docs/metering.md) ---
 struct OpsReportArgs {
   std::string from;  // as the API takes it (UsageTimeQuery); "" for the default

@@ -459,3 +459,149 @@ Status DeleteService(ApiClient& api, const ServiceRef& ref, const Output& output
 }
 
 }  // namespace berth::cli
+
+namespace berth::cli {
+namespace {
+
+// When a session ends if nothing else happens: its lifetime's end or its
+// idle window's, whichever comes first, and which.
+std::string SessionEnds(const json& s) {
+  auto expires = Int(s, "status.session.expires_ms");
+  auto idle = Int(s, "status.session.idle_ends_ms");
+  if (idle && (!expires || *idle < *expires)) return FormatTimeMs(*idle) + " (idle)";
+  return expires ? FormatTimeMs(*expires) + " (lifetime)" : "-";
+}
+
+std::string SessionState(const json& s) {
+  if (Int(s, "status.ready").value_or(0) > 0) return "ready";
+  if (Int(s, "status.running").value_or(0) > 0) return "starting";
+  if (Int(s, "status.starting").value_or(0) > 0) return "waiting";
+  return Text(s, "status.phase");
+}
+
+}  // namespace
+
+json SessionSpecOf(const SessionArgs& args) {
+  json spec{{"kind", "session"}, {"name", args.ref.name}, {"port", args.port}};
+  if (!args.ref.tenant.empty()) spec["tenant"] = args.ref.tenant;
+  if (!args.queue.empty()) spec["queue"] = args.queue;
+  if (!args.image.empty()) spec["image"] = args.image;
+  if (!args.command.empty()) spec["command"] = args.command;
+  json resources = json::object();
+  if (!args.gpus.empty()) resources["gpus"] = args.gpus;
+  if (!args.cpu.empty()) resources["cpu"] = args.cpu;
+  if (!args.memory.empty()) resources["memory"] = args.memory;
+  if (!resources.empty()) spec["resources"] = std::move(resources);
+  json limits = json::object();
+  if (!args.max_lifetime.empty()) limits["max_lifetime"] = args.max_lifetime;
+  if (!args.idle_window.empty()) limits["idle_window"] = args.idle_window;
+  if (!limits.empty()) spec["session"] = std::move(limits);
+  return spec;
+}
+
+Status StartSession(ApiClient& api, const SessionArgs& args, const Output& output) {
+  auto resolved = Resolve(api, args.ref);
+  if (!resolved) return std::unexpected(resolved.error());
+  SessionArgs named = args;
+  named.ref.tenant = resolved->first;
+  named.ref.name = resolved->second;
+  auto started = api.Post("/v1/services", SessionSpecOf(named).dump(), "application/json");
+  return Show(started, output, [](const json& s) {
+    return fmt::format("session {}/{} {}: {}\nopen it with: berth session open {}/{} --wait 5m\n",
+                       Text(s, "tenant"), Text(s, "name"),
+                       Text(s, "applied") == "created" ? "started" : Text(s, "applied"),
+                       SessionState(s), Text(s, "tenant"), Text(s, "name"));
+  });
+}
+
+std::string RenderSessions(const json& response) {
+  Table table({"NAME", "TENANT", "QUEUE", "OWNER", "STATE", "STARTED", "ENDS"});
+  for (const auto& s : Array(response, "services")) {
+    auto created = Int(s, "created_ms");
+    table.AddRow({Text(s, "name"), Text(s, "tenant"), Text(s, "queue"), Text(s, "created_by"),
+                  SessionState(s), created ? FormatTimeMs(*created) : "-", SessionEnds(s)});
+  }
+  if (table.empty()) return "No sessions.\n";
+  return table.Render();
+}
+
+Status ListSessions(ApiClient& api, const std::string& tenant, const Output& output) {
+  auto list = GetAllPages(api, "/v1/services", {{"tenant", tenant}, {"kind", "session"}},
+                          "services", 0, PageOrder::kAppend);
+  if (!list) return std::unexpected(list.error());
+  return Show(json{{"services", std::move(*list)}}, output, RenderSessions);
+}
+
+std::string RenderSessionOpen(const json& s) {
+  std::string out;
+  auto line = [&](std::string_view k, const std::string& v) {
+    out += fmt::format("{:<10}{}\n", std::string(k) + ":", v);
+  };
+  line("Session", fmt::format("{}/{} of {}", Text(s, "tenant"), Text(s, "name"),
+                              Text(s, "created_by")));
+  line("State", SessionState(s));
+  const json* endpoint = Field(s, "status.endpoint");
+  const bool gateway = endpoint != nullptr && endpoint->is_string();
+  line("URL", gateway ? endpoint->get<std::string>() + "/" : "no gateway: berthd runs none");
+  line("Access", fmt::format("members of {}, with a Berth token", Text(s, "tenant")));
+  line("Ends", SessionEnds(s));
+  if (gateway) {
+    out += fmt::format("\ncurl -H \"Authorization: Bearer $BERTH_TOKEN\" {}/\n",
+                       endpoint->get<std::string>());
+  }
+  if (SessionState(s) == "waiting") {
+    for (const auto& r : Array(s, "status.replicas")) {
+      const std::string why = Text(r, "reason.message");
+      if (!why.empty() && why != "-") out += fmt::format("waiting: {}\n", why);
+    }
+  }
+  return out;
+}
+
+Status OpenSession(ApiClient& api, const ServiceRef& ref, std::int64_t wait_ms,
+                   const Output& output) {
+  auto resolved = Resolve(api, ref);
+  if (!resolved) return std::unexpected(resolved.error());
+  const TimeMs deadline = output.clock.NowMs() + wait_ms;
+  Result<json> session = api.Get(Path(*resolved));
+  while (session && wait_ms > 0 && SessionState(*session) != "ready" &&
+         output.clock.NowMs() < deadline) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    session = api.Get(Path(*resolved));
+  }
+  if (session && Text(*session, "spec.kind") != "session") {
+    return std::unexpected(Error{Code::kInvalidArgument,
+                                 fmt::format("{}/{} is a service, not a session; see berth svc "
+                                             "show",
+                                             resolved->first, resolved->second),
+                                 "name"});
+  }
+  BERTH_RETURN_IF_ERROR(Show(session, output, RenderSessionOpen));
+  if (wait_ms > 0 && SessionState(*session) != "ready") {
+    return std::unexpected(Error{Code::kUnavailable,
+                                 fmt::format("session {}/{} was not ready within --wait",
+                                             resolved->first, resolved->second),
+                                 "wait"});
+  }
+  return Ok();
+}
+
+Status StopSession(ApiClient& api, const ServiceRef& ref, const Output& output) {
+  auto resolved = Resolve(api, ref);
+  if (!resolved) return std::unexpected(resolved.error());
+  auto session = api.Get(Path(*resolved));
+  if (!session) return std::unexpected(session.error());
+  if (Text(*session, "spec.kind") != "session") {
+    return std::unexpected(Error{Code::kInvalidArgument,
+                                 fmt::format("{}/{} is a service, not a session; delete it with "
+                                             "berth svc delete",
+                                             resolved->first, resolved->second),
+                                 "name"});
+  }
+  auto gone = api.Delete(Path(*resolved));
+  return Show(gone, output, [](const json& s) {
+    return fmt::format("session {}/{} stopped\n", Text(s, "tenant"), Text(s, "name"));
+  });
+}
+
+}  // namespace berth::cli

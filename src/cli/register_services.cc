@@ -1,4 +1,5 @@
-// berth svc apply|list|show|logs|why|scale|rollout status|rollback|delete.
+// berth svc apply|list|show|logs|why|scale|rollout status|rollback|delete, and
+// berth session start|list|open|stop.
 #include <fmt/format.h>
 
 #include <optional>
@@ -19,10 +20,87 @@ struct ServiceFlags {
   std::string wait;
 };
 
-void AddRef(CLI::App* cmd, ServiceFlags& f) {
-  cmd->add_option("NAME", f.ref.name, "the service's name, or TENANT/NAME")->required();
-  cmd->add_option("--tenant", f.ref.tenant,
-                  "the service's tenant (default: the one tenant you are a member of)");
+void AddRef(CLI::App* cmd, ServiceRef& ref) {
+  cmd->add_option("NAME", ref.name, "the name, or TENANT/NAME")->required();
+  cmd->add_option("--tenant", ref.tenant,
+                  "its tenant (default: the one tenant you are a member of)");
+}
+
+void AddRef(CLI::App* cmd, ServiceFlags& f) { AddRef(cmd, f.ref); }
+
+struct SessionFlags {
+  SessionArgs args;
+  ServiceRef ref;
+  std::string wait;
+};
+
+void RegisterSessionCommands(CommandRegistry& registry) {
+  auto& f = registry.Keep<SessionFlags>();
+  auto* session = registry.app().add_subcommand(
+      "session",
+      "interactive sessions (notebooks, dev boxes): start, list, open, stop (docs/services.md)");
+  session->require_subcommand(1);
+
+  auto* start = session->add_subcommand(
+      "start", "start a session in an interactive queue: berth session start NAME --queue Q "
+               "--image IMG [-- COMMAND...]");
+  start->add_option("NAME", f.args.ref.name, "the session's name, or TENANT/NAME")->required();
+  start->add_option("--tenant", f.args.ref.tenant,
+                    "the session's tenant (default: the one tenant you are a member of)");
+  start->add_option("--queue", f.args.queue, "an interactive queue of the tenant")->required();
+  start->add_option("--image", f.args.image, "the OCI image it runs");
+  start->add_option("--port", f.args.port, "the port it serves on (default 8888)")
+      ->check(CLI::Range(1, 65535));
+  start->add_option("--gpus", f.args.gpus, "whole GPUs (2) or a slice of one (0.5)");
+  start->add_option("--cpu", f.args.cpu, "CPU cores (0.5, 4)");
+  start->add_option("--memory", f.args.memory, "memory (16Gi)");
+  start->add_option("--max-lifetime", f.args.max_lifetime,
+                    "ended this long after it starts, waiting included (default 12h)");
+  start->add_option("--idle", f.args.idle_window,
+                    "ended after this long without a request or a busy GPU (default 1h; 0: "
+                    "never)");
+  start->add_option("COMMAND", f.args.command, "what it runs (with --image: the image's command)");
+  registry.OnCheck(start, [&registry, &f] {
+    if (f.args.image.empty() && f.args.command.empty()) {
+      return registry.Fail(kExitUsage,
+                           "berth session start: give --image IMAGE, a command after --, or both");
+    }
+    return kExitOk;
+  });
+  registry.OnRun(start, [&f](ApiClient& api, const Output& out) {
+    return StartSession(api, f.args, out);
+  });
+
+  auto* list = session->add_subcommand("list", "the sessions you can see, newest first");
+  list->add_option("--tenant", f.ref.tenant, "only this tenant's sessions");
+  registry.OnRun(list, [&f](ApiClient& api, const Output& out) {
+    return ListSessions(api, f.ref.tenant, out);
+  });
+
+  auto* open = session->add_subcommand(
+      "open", "where a session is reached through the gateway, how to call it, when it ends");
+  AddRef(open, f.ref);
+  open->add_option("--wait", f.wait,
+                   "ask again each second until it is ready (exit 0) or this long passes (e.g. "
+                   "5m; exit non-zero)");
+  registry.OnRun(open, [&f](ApiClient& api, const Output& out) -> Status {
+    std::int64_t wait_ms = 0;
+    if (!f.wait.empty()) {
+      auto parsed = ParseDurationMs(f.wait, std::int64_t{24} * 3600 * 1000);
+      if (!parsed) {
+        return std::unexpected(Error{Code::kInvalidArgument,
+                                     fmt::format("--wait '{}': {}", f.wait, parsed.error().message),
+                                     "wait"});
+      }
+      wait_ms = *parsed;
+    }
+    return OpenSession(api, f.ref, wait_ms, out);
+  });
+
+  auto* stop = session->add_subcommand("stop", "stop a session: its replica ends, its GPUs free");
+  AddRef(stop, f.ref);
+  registry.OnRun(stop,
+                 [&f](ApiClient& api, const Output& out) { return StopSession(api, f.ref, out); });
 }
 
 }  // namespace
@@ -116,6 +194,9 @@ void RegisterServiceCommands(CommandRegistry& registry) {
   AddRef(del, f);
   registry.OnRun(
       del, [&f](ApiClient& api, const Output& out) { return DeleteService(api, f.ref, out); });
+
+  RegisterSessionCommands(registry);
 }
+
 
 }  // namespace berth::cli

@@ -296,6 +296,75 @@ Status ServiceController::StopReplica(const std::string& tenant, const std::stri
   return Ok();
 }
 
+Result<bool> ServiceController::EndSessionIfDone(
+    const store::ServiceRecord& service, const std::vector<store::JobRecord>& replicas,
+    const gateway::RouteStats* stats, std::optional<std::vector<model::GpuSample>>& latest,
+    TimeMs now) {
+  const std::string key = ServiceKey(service.tenant, service.name);
+  const model::SessionLimits& limits = service.spec.session;
+  SessionSeen& seen = sessions_[key];
+  // Its running replica's current run: what its GPU readings name.
+  std::string run_id;
+  for (const auto& job : replicas) {
+    if (job.cancel_requested || job.state != model::JobState::kRunning) continue;
+    for (const auto& r : job.runs) {
+      if (r.state == model::RunState::kRunning) run_id = r.run_id;
+    }
+  }
+  const bool running = !run_id.empty();
+  if (running && !seen.running) seen.running_since_ms = now;
+  seen.running = running;
+  if (stats != nullptr) {
+    const std::int64_t requests = stats->total + stats->held_total;
+    if (seen.requests && requests != *seen.requests) seen.last_request_ms = now;
+    seen.requests = requests;
+  }
+  if (running && telemetry_) {
+    if (!latest) latest = telemetry_();
+    for (const auto& sample : *latest) {
+      if (sample.at_ms < now - kSessionTelemetryFreshMs) continue;
+      if (sample.util_pct < limits.idle_gpu_util_pct) continue;
+      if (std::find(sample.run_ids.begin(), sample.run_ids.end(), run_id) == sample.run_ids.end()) {
+        continue;
+      }
+      seen.last_gpu_busy_ms = std::max(seen.last_gpu_busy_ms, std::min(sample.at_ms, now));
+    }
+  }
+  sched::SessionActivity activity;
+  activity.started_ms = service.created_ms;
+  activity.running = running;
+  activity.running_since_ms = seen.running_since_ms;
+  activity.last_request_ms = seen.last_request_ms;
+  activity.last_gpu_busy_ms = seen.last_gpu_busy_ms;
+  sched::SessionVerdict verdict = sched::JudgeSession(limits, activity, now);
+  if (verdict.end == sched::SessionEnd::kNone) {
+    session_verdicts_[key] = std::move(verdict);
+    return false;
+  }
+  const std::string cause(sched::SessionEndName(verdict.end));
+  for (const auto& job : replicas) {
+    if (job.cancel_requested) continue;
+    BERTH_RETURN_IF_ERROR(StopReplica(service.tenant, service.name, job.id, cause,
+                                      fmt::format("berth: {}", verdict.reason), now));
+  }
+  auto gone = store_.DeleteService(
+      service.tenant, service.name, "berth", now, [&](const store::ServiceRecord& was) {
+        return std::optional<store::AuditEntry>(
+            ReplicaRecord(service.tenant, service.name, "session.end",
+                          json{{"revision", was.revision},
+                               {"cause", cause},
+                               {"reason", verdict.reason},
+                               {"started_ms", was.created_ms},
+                               {"started_by", was.created_by}},
+                          now));
+      });
+  // Deleted meanwhile (berth session stop): its replica is stopped all the same.
+  if (!gone && gone.error().code != Code::kNotFound) return std::unexpected(gone.error());
+  spdlog::info("session {} ended: {}", key, verdict.reason);
+  sessions_.erase(key);
+  return true;
+}
+
 Status ServiceController::Reconcile() {
   const TimeMs now = clock_.NowMs();
   store::JobFilter live;
@@ -327,6 +396,8 @@ Status ServiceController::Reconcile() {
 
   std::map<std::string, ServiceRound> seen;
   std::map<std::string, Signals> signals;
+  std::optional<std::vector<model::GpuSample>> latest_gpus;  // read once, when a session needs it
+  std::set<std::string> sessions;
   store::ServiceFilter filter;
   filter.limit = kServicePage;
   Status failed = Ok();
@@ -340,6 +411,18 @@ Status ServiceController::Reconcile() {
       const auto& mine = it == by_service.end() ? kNone : it->second;
       const auto route_stats = stats.find(key);
       const auto route_latency = latency.find(key);
+      if (service.spec.kind == model::ServiceKind::kSession) {
+        sessions.insert(key);
+        auto ended = EndSessionIfDone(
+            service, mine, route_stats == stats.end() ? nullptr : &route_stats->second,
+            latest_gpus, now);
+        if (!ended && failed) failed = std::unexpected(ended.error());
+        if (ended && *ended) {
+          // Its replica is stopping and its route leaves the gateway below.
+          if (it != by_service.end()) by_service.erase(it);
+          continue;
+        }
+      }
       if (auto st = ReconcileOne(
               service, mine, now, route_stats == stats.end() ? nullptr : &route_stats->second,
               route_latency == latency.end() ? nullptr : &route_latency->second, *nodes, routes);
@@ -369,6 +452,8 @@ Status ServiceController::Reconcile() {
     filter.before_id = page->back().id;
   }
   next_rounds_.clear();
+  session_verdicts_.clear();
+  std::erase_if(sessions_, [&](const auto& entry) { return !sessions.contains(entry.first); });
   signals_ = std::move(signals);  // services deleted since: forgotten
   watch_zero_.store(!at_zero.empty());
   at_zero_ = std::move(at_zero);
@@ -540,6 +625,7 @@ Status ServiceController::ReconcileOne(const store::ServiceRecord& service,
     round.waiting = round.waiting.empty() ? unmeasured : round.waiting + "; " + unmeasured;
   }
   round.autoscale = autoscale;
+  if (auto v = session_verdicts_.find(key); v != session_verdicts_.end()) round.session = v->second;
   if (stats != nullptr) round.traffic = *stats;
   if (latency != nullptr) round.latency = *latency;
   if (gateway_ != nullptr) {

@@ -21,6 +21,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -34,7 +35,9 @@
 #include "gateway/gateway.h"
 #include "model/job.h"
 #include "sched/autoscale.h"
+#include "model/telemetry.h"
 #include "sched/replica_plan.h"
+#include "sched/session.h"
 #include "store/store.h"
 
 namespace berth::server {
@@ -88,7 +91,15 @@ struct ServiceRound {
   std::optional<TimeMs> cold_start_since_ms{};  // a scale from zero under way
   std::optional<ColdStart> last_cold_start{};
   std::optional<SloAttainment> slo{};  // with the gateway
+  // A session's limits as they stand (kind session only).
+  std::optional<sched::SessionVerdict> session{};
 };
+
+// The newest GPU readings berthd has (TelemetryStore::Latest): what a
+// session's idleness is judged on besides its requests.
+using LatestTelemetry = std::function<std::vector<model::GpuSample>()>;
+// A reading older than this says nothing about a session now.
+inline constexpr std::int64_t kSessionTelemetryFreshMs = 120'000;
 
 // Where one live replica stands (its job and current run): what the plan,
 // the status and the metrics count.
@@ -146,6 +157,9 @@ class ServiceController {
   // Without a gateway, replicas are reached on their nodes' ports only and
   // a service keeps its minimum replicas.
   void SetGateway(gateway::Gateway* gateway, std::string public_url, GatewayApi api);
+  // Judges sessions' idleness on these GPU readings too (without: on
+  // requests alone). Call before Start.
+  void SetTelemetry(LatestTelemetry latest) { telemetry_ = std::move(latest); }
   // Where a service is reached through the gateway; "" without one.
   std::string Endpoint(const std::string& tenant, const std::string& name) const;
   // Per service, every request the gateway logged since berthd started
@@ -197,6 +211,15 @@ class ServiceController {
     };
     std::deque<SloWindow> slo_windows;
   };
+  // What a round saw of a session's activity (lost on a restart: the idle
+  // window then starts again, so a restart never culls early).
+  struct SessionSeen {
+    bool running = false;
+    TimeMs running_since_ms = 0;
+    std::optional<std::int64_t> requests{};  // the route's requests and holds so far
+    TimeMs last_request_ms = 0;
+    TimeMs last_gpu_busy_ms = 0;
+  };
   // A replica leaving the route before it is stopped.
   struct Drain {
     std::string tenant;
@@ -224,6 +247,15 @@ class ServiceController {
   bool HeldAtZero();
   Status StopReplica(const std::string& tenant, const std::string& name, std::int64_t job_id,
                      std::string_view cause, const std::string& why, TimeMs now);
+  // A session's round before its replicas' (docs/services.md, "Interactive
+  // sessions"): updates what was seen of it and judges it; a session past
+  // its lifetime or idle window has its replica stopped with the reason and
+  // is deleted (returns true). `latest` is this round's GPU readings, read
+  // at most once per round.
+  Result<bool> EndSessionIfDone(const store::ServiceRecord& service,
+                                const std::vector<store::JobRecord>& replicas,
+                                const gateway::RouteStats* stats,
+                                std::optional<std::vector<model::GpuSample>>& latest, TimeMs now);
 
   store::Store& store_;
   Controller& controller_;
@@ -246,6 +278,10 @@ class ServiceController {
   // looks for held requests between rounds.
   std::atomic<bool> watch_zero_{false};
   std::set<std::string> at_zero_;  // "tenant/name" of services scaled to zero
+  LatestTelemetry telemetry_;
+  std::map<std::string, SessionSeen> sessions_;  // by "tenant/name"
+  // Each session's verdict of this round, for its round's status.
+  std::map<std::string, sched::SessionVerdict> session_verdicts_;
 };
 
 }  // namespace berth::server

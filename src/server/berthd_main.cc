@@ -566,6 +566,8 @@ berth::Status OpenStores(const BerthdFlags& f, const Settings& s, Daemon& d) {
   d.controller.emplace(*d.store, d.scheduler, d.clock, options);
   d.controller->set_meter(&*d.meter);
   d.services.emplace(*d.store, *d.controller, d.clock);
+  // Sessions are judged idle on their GPUs' readings too.
+  d.services->SetTelemetry([telemetry = d.telemetry.get()] { return telemetry->Latest(); });
   // A replica's readiness changed: the next round of its service at once.
   d.controller->SetRunHealthListener([services = &*d.services] { services->Wake(); });
   // Counters and histograms for GET /metrics (docs/metrics.md).

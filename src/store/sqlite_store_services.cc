@@ -186,12 +186,14 @@ Result<std::vector<ServiceRecord>> SqliteStore::ListServices(const ServiceFilter
   std::lock_guard lock(mu_);
   auto st = db_.Prepare(fmt::format(
       "SELECT {} FROM services s JOIN service_revisions r ON r.service_id = s.id AND "
-      "r.revision = s.revision WHERE (?1 = '' OR s.tenant = ?1) AND (?2 = 0 OR s.id < ?2){} "
+      "r.revision = s.revision WHERE (?1 = '' OR s.tenant = ?1) AND (?2 = 0 OR s.id < ?2) AND "
+      "(?4 = '' OR coalesce(json_extract(r.spec, '$.kind'), 'service') = ?4){} "
       "ORDER BY s.id DESC LIMIT ?3",
-      kServiceColumns, ScopeSql(filter.tenants, "s.tenant", 4)));
+      kServiceColumns, ScopeSql(filter.tenants, "s.tenant", 5)));
   if (!st) return std::unexpected(st.error());
   st->Bind(1, filter.tenant).Bind(2, filter.before_id.value_or(0)).Bind(3, SqlLimit(filter.limit));
-  BindScope(*st, 4, filter.tenants);
+  st->Bind(4, filter.kind ? std::string(model::ServiceKindName(*filter.kind)) : std::string());
+  BindScope(*st, 5, filter.tenants);
   std::vector<ServiceRecord> out;
   for (;;) {
     auto row = st->Step();
@@ -220,6 +222,13 @@ Result<ServiceRecord> SqliteStore::ScaleService(
   BERTH_RETURN_IF_ERROR(tx.Begin());
   auto current = LoadExistingService(tenant, name);
   if (!current) return std::unexpected(current.error());
+  if (current->spec.kind == model::ServiceKind::kSession) {
+    return Fail(Code::kFailedPrecondition,
+                fmt::format("{}/{} is a session: it runs one replica and is not scaled; stop it "
+                            "with berth session stop",
+                            tenant, name),
+                "name");
+  }
   if (current->spec.replicas == bounds) return std::move(*current);
   ServiceRecord s = *current;
   model::ServiceSpec spec = s.spec;

@@ -588,6 +588,8 @@ struct ServiceFilter {
   // Only the services of tenants in this scope (the request's tenant scope),
   // filtered in the query before `limit`.
   model::TenantScope tenants = model::TenantScope::All();
+  // Only services or only sessions; nullopt: both.
+  std::optional<model::ServiceKind> kind{};
 };
 
 // Checks a spec a change would make current (an apply's, or the one a

@@ -19,6 +19,8 @@ constexpr const char* kPolicy = R"(queues:
       - name: serving
         kind: inference
       - name: training
+      - name: notebooks
+        kind: interactive
   - name: vision
     children:
       - name: online
@@ -506,6 +508,118 @@ TEST_F(ServiceControllerTest, MetricsWithoutGatewayHaveTheReplicasAndNoGatewayFa
   EXPECT_EQ(bob_->Get("/metrics")->status, 403);
   EXPECT_EQ(anon_->Get("/metrics")->status, 401);
   api_->set_metrics(nullptr);
+}
+
+constexpr const char* kNotebook = R"(kind: session
+name: nb
+tenant: ml
+queue: notebooks
+command: [jupyter, lab]
+resources: {gpus: 1}
+session: {max_lifetime: 2h, idle_window: 30m}
+)";
+
+TEST_F(ServiceApiTest, ASessionRunsInAnInteractiveQueueAndKeepsItsKind) {
+  // A session in an inference queue, and a service in an interactive one.
+  std::string wrong = kNotebook;
+  wrong.replace(wrong.find("queue: notebooks"), 16, "queue: serving");
+  auto refused = Of(bob_->Post("/v1/services", wrong, "application/yaml"));
+  ASSERT_EQ(refused.status, 400) << refused.body.dump();
+  EXPECT_EQ(refused.body["error"]["field"], "queue");
+  EXPECT_NE(refused.body["error"]["message"].get<std::string>().find(
+                "a session runs in a queue of kind interactive; tenant ml's queues of kind "
+                "interactive: notebooks"),
+            std::string::npos)
+      << refused.body.dump();
+  std::string service_there = kCoder;
+  service_there.replace(service_there.find("queue: serving"), 14, "queue: notebooks");
+  EXPECT_EQ(Of(bob_->Post("/v1/services", service_there, "application/yaml")).status, 400);
+
+  auto started = Of(bob_->Post("/v1/services", kNotebook, "application/yaml"));
+  ASSERT_EQ(started.status, 201) << started.body.dump();
+  EXPECT_EQ(started.body["spec"]["kind"], "session");
+  EXPECT_EQ(started.body["status"]["desired"], 1);
+  EXPECT_EQ(started.body["status"]["session"]["expires_ms"],
+            started.body["created_ms"].get<std::int64_t>() + 2 * 3'600'000);
+  ASSERT_EQ(Of(bob_->Post("/v1/services", kCoder, "application/yaml")).status, 201);
+
+  // The list by kind; a bad kind names the parameter.
+  auto sessions = Of(vera_->Get("/v1/services?kind=session"));
+  ASSERT_EQ(sessions.status, 200) << sessions.body.dump();
+  ASSERT_EQ(sessions.body["services"].size(), 1U);
+  EXPECT_EQ(sessions.body["services"][0]["name"], "nb");
+  auto services = Of(vera_->Get("/v1/services?kind=service"));
+  ASSERT_EQ(services.body["services"].size(), 1U);
+  EXPECT_EQ(services.body["services"][0]["name"], "coder");
+  EXPECT_EQ(Of(vera_->Get("/v1/services")).body["services"].size(), 2U);
+  auto bad = Of(vera_->Get("/v1/services?kind=notebook"));
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(bad.body["error"]["field"], "kind");
+  // Another tenant's member sees none of them.
+  EXPECT_TRUE(Of(carol_->Get("/v1/services?kind=session")).body["services"].empty());
+  EXPECT_EQ(Of(carol_->Get("/v1/services/ml/nb")).status, 404);
+  EXPECT_EQ(Of(carol_->Delete("/v1/services/ml/nb")).status, 404);
+
+  // A name keeps its kind, and a session is not scaled.
+  std::string as_service = kCoder;
+  as_service.replace(as_service.find("name: coder"), 11, "name: nb");
+  auto changed = Of(bob_->Post("/v1/services", as_service, "application/yaml"));
+  EXPECT_EQ(changed.status, 409) << changed.body.dump();
+  EXPECT_EQ(changed.body["error"]["field"], "kind");
+  auto scaled = Of(bob_->Post("/v1/services/ml/nb/scale?max=3", "", "text/plain"));
+  EXPECT_EQ(scaled.status, 409) << scaled.body.dump();
+  EXPECT_EQ(Of(vera_->Get("/v1/services/ml/nb")).body["revision"], 1);
+}
+
+TEST_F(ServiceControllerTest, ASessionPastItsLifetimeIsStoppedWithTheReasonAndDeleted) {
+  ASSERT_EQ(Of(bob_->Post("/v1/services", kNotebook, "application/yaml")).status, 201);
+  ASSERT_TRUE(services_->Reconcile().has_value());
+  store::JobFilter f;
+  f.tenant = "ml";
+  f.service = "nb";
+  auto live = store_->ListJobs(f);
+  ASSERT_TRUE(live.has_value());
+  ASSERT_EQ(live->size(), 1U);
+  const std::int64_t replica = live->front().id;
+  EXPECT_EQ(live->front().spec.preemptible, std::optional<bool>(false));
+  EXPECT_EQ(live->front().spec.queue, "notebooks");
+
+  // Waiting for a GPU is not idleness: the idle window does not end it.
+  clock_.Advance(60 * 60'000);
+  ASSERT_TRUE(services_->Reconcile().has_value());
+  auto shown = Of(bob_->Get("/v1/services/ml/nb"));
+  ASSERT_EQ(shown.status, 200);
+  EXPECT_TRUE(shown.body["status"]["session"]["idle_since_ms"].is_null()) << shown.body.dump();
+  EXPECT_FALSE(store_->GetJob(replica)->cancel_requested);
+
+  // Its lifetime counts from its start, waiting included.
+  clock_.Advance(60 * 60'000);
+  ASSERT_TRUE(services_->Reconcile().has_value());
+  EXPECT_EQ(Of(bob_->Get("/v1/services/ml/nb")).status, 404);
+  auto job = store_->GetJob(replica);
+  ASSERT_TRUE(job.has_value());
+  EXPECT_TRUE(job->cancel_requested || job->state == model::JobState::kCancelled);
+  auto events = Of(bob_->Get("/v1/jobs/" + std::to_string(replica)));
+  EXPECT_NE(events.body.dump().find("maximum lifetime of 2h"), std::string::npos)
+      << events.body.dump();
+  const auto audit = ServiceAudit();
+  ASSERT_FALSE(audit.empty());
+  EXPECT_EQ(audit.back(), "service.replica.stop service/ml/nb by berth ok");
+  // The end itself, with its cause.
+  auto log = store::AuditLog::Open(dir_);
+  ASSERT_TRUE(log.has_value());
+  store::AuditFilter all;
+  all.limit = 1000;
+  auto records = (*log)->Query(all);
+  ASSERT_TRUE(records.has_value());
+  auto end = std::find_if(records->begin(), records->end(),
+                          [](const store::AuditEntry& r) { return r.action == "session.end"; });
+  ASSERT_NE(end, records->end());
+  EXPECT_EQ(end->object, "service/ml/nb");
+  EXPECT_EQ(end->actor, "berth");
+  EXPECT_NE(end->after.find("\"cause\":\"max_lifetime\""), std::string::npos) << end->after;
+  // A later round has nothing left to do.
+  ASSERT_TRUE(services_->Reconcile().has_value());
 }
 
 }  // namespace
