@@ -273,7 +273,8 @@ json Api::ServiceStatus(const store::ServiceRecord& s,
                  {"idle_since_ms", nullptr},
                  {"idle_ends_ms", nullptr}};
     if (round && round->session) {
-      if (round->session->idle_since_ms > 0) session["idle_since_ms"] = round->session->idle_since_ms;
+      if (round->session->idle_since_ms > 0)
+        session["idle_since_ms"] = round->session->idle_since_ms;
       if (round->session->idle_ends_ms > 0) session["idle_ends_ms"] = round->session->idle_ends_ms;
     }
     status["session"] = std::move(session);
@@ -363,14 +364,14 @@ void Api::ApplyService(const http::Request& req, http::Response& res, AuditNote&
   // reverse (their replicas run under different rules).
   if (auto existing = store_.GetService(spec->tenant, spec->name);
       existing && existing->spec.kind != spec->kind) {
-    return ReplyError(res, Fail(Code::kFailedPrecondition,
-                                       fmt::format("{}/{} is a {}, not a {}; pick another name, or "
-                                                   "delete it first",
-                                                   spec->tenant, spec->name,
-                                                   model::ServiceKindName(existing->spec.kind),
-                                                   model::ServiceKindName(spec->kind)),
-                                       "kind")
-                               .error());
+    return ReplyError(
+        res, Fail(Code::kFailedPrecondition,
+                  fmt::format("{}/{} is a {}, not a {}; pick another name, or "
+                              "delete it first",
+                              spec->tenant, spec->name, model::ServiceKindName(existing->spec.kind),
+                              model::ServiceKindName(spec->kind)),
+                  "kind")
+                 .error());
   }
   // Read before the store's transaction, which must not call the store.
   auto active = controller_.ActivePolicy();
@@ -418,11 +419,10 @@ void Api::ListServices(const http::Request& req, http::Response& res,
   } else if (kind == "service") {
     filter.kind = model::ServiceKind::kService;
   } else if (!kind.empty()) {
-    return ReplyError(res, Fail(Code::kInvalidArgument,
-                                       fmt::format("'{}' is not a kind; use service or session",
-                                                   kind),
-                                       "kind")
-                               .error());
+    return ReplyError(res,
+                      Fail(Code::kInvalidArgument,
+                           fmt::format("'{}' is not a kind; use service or session", kind), "kind")
+                          .error());
   }
   auto after = AfterIdParam(req, CursorKind::kServices);
   if (!after) return ReplyError(res, after.error());

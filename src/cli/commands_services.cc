@@ -537,8 +537,8 @@ std::string RenderSessionOpen(const json& s) {
   auto line = [&](std::string_view k, const std::string& v) {
     out += fmt::format("{:<10}{}\n", std::string(k) + ":", v);
   };
-  line("Session", fmt::format("{}/{} of {}", Text(s, "tenant"), Text(s, "name"),
-                              Text(s, "created_by")));
+  line("Session",
+       fmt::format("{}/{} of {}", Text(s, "tenant"), Text(s, "name"), Text(s, "created_by")));
   line("State", SessionState(s));
   const json* endpoint = Field(s, "status.endpoint");
   const bool gateway = endpoint != nullptr && endpoint->is_string();
@@ -578,10 +578,10 @@ Status OpenSession(ApiClient& api, const ServiceRef& ref, std::int64_t wait_ms,
   }
   BERTH_RETURN_IF_ERROR(Show(session, output, RenderSessionOpen));
   if (wait_ms > 0 && SessionState(*session) != "ready") {
-    return std::unexpected(Error{Code::kUnavailable,
-                                 fmt::format("session {}/{} was not ready within --wait",
-                                             resolved->first, resolved->second),
-                                 "wait"});
+    return std::unexpected(Error{
+        Code::kUnavailable,
+        fmt::format("session {}/{} was not ready within --wait", resolved->first, resolved->second),
+        "wait"});
   }
   return Ok();
 }

@@ -26,7 +26,9 @@ void AddRef(CLI::App* cmd, ServiceRef& ref) {
                   "its tenant (default: the one tenant you are a member of)");
 }
 
-void AddRef(CLI::App* cmd, ServiceFlags& f) { AddRef(cmd, f.ref); }
+void AddRef(CLI::App* cmd, ServiceFlags& f) {
+  AddRef(cmd, f.ref);
+}
 
 struct SessionFlags {
   SessionArgs args;
@@ -42,8 +44,9 @@ void RegisterSessionCommands(CommandRegistry& registry) {
   session->require_subcommand(1);
 
   auto* start = session->add_subcommand(
-      "start", "start a session in an interactive queue: berth session start NAME --queue Q "
-               "--image IMG [-- COMMAND...]");
+      "start",
+      "start a session in an interactive queue: berth session start NAME --queue Q "
+      "--image IMG [-- COMMAND...]");
   start->add_option("NAME", f.args.ref.name, "the session's name, or TENANT/NAME")->required();
   start->add_option("--tenant", f.args.ref.tenant,
                     "the session's tenant (default: the one tenant you are a member of)");
@@ -67,9 +70,8 @@ void RegisterSessionCommands(CommandRegistry& registry) {
     }
     return kExitOk;
   });
-  registry.OnRun(start, [&f](ApiClient& api, const Output& out) {
-    return StartSession(api, f.args, out);
-  });
+  registry.OnRun(
+      start, [&f](ApiClient& api, const Output& out) { return StartSession(api, f.args, out); });
 
   auto* list = session->add_subcommand("list", "the sessions you can see, newest first");
   list->add_option("--tenant", f.ref.tenant, "only this tenant's sessions");
@@ -197,6 +199,5 @@ void RegisterServiceCommands(CommandRegistry& registry) {
 
   RegisterSessionCommands(registry);
 }
-
 
 }  // namespace berth::cli

@@ -349,14 +349,14 @@ Result<bool> ServiceController::EndSessionIfDone(
   }
   auto gone = store_.DeleteService(
       service.tenant, service.name, "berth", now, [&](const store::ServiceRecord& was) {
-        return std::optional<store::AuditEntry>(
-            ReplicaRecord(service.tenant, service.name, "session.end",
-                          json{{"revision", was.revision},
-                               {"cause", cause},
-                               {"reason", verdict.reason},
-                               {"started_ms", was.created_ms},
-                               {"started_by", was.created_by}},
-                          now));
+        return std::optional<store::AuditEntry>(ReplicaRecord(service.tenant, service.name,
+                                                              "session.end",
+                                                              json{{"revision", was.revision},
+                                                                   {"cause", cause},
+                                                                   {"reason", verdict.reason},
+                                                                   {"started_ms", was.created_ms},
+                                                                   {"started_by", was.created_by}},
+                                                              now));
       });
   // Deleted meanwhile (berth session stop): its replica is stopped all the same.
   if (!gone && gone.error().code != Code::kNotFound) return std::unexpected(gone.error());
@@ -413,9 +413,9 @@ Status ServiceController::Reconcile() {
       const auto route_latency = latency.find(key);
       if (service.spec.kind == model::ServiceKind::kSession) {
         sessions.insert(key);
-        auto ended = EndSessionIfDone(
-            service, mine, route_stats == stats.end() ? nullptr : &route_stats->second,
-            latest_gpus, now);
+        auto ended = EndSessionIfDone(service, mine,
+                                      route_stats == stats.end() ? nullptr : &route_stats->second,
+                                      latest_gpus, now);
         if (!ended && failed) failed = std::unexpected(ended.error());
         if (ended && *ended) {
           // Its replica is stopping and its route leaves the gateway below.

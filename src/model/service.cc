@@ -18,9 +18,9 @@ namespace berth::model {
 namespace {
 
 constexpr std::array<std::string_view, 18> kServiceFields{
-    "name",     "tenant",  "queue", "image",  "command", "port",    "model",
-    "replicas", "resources", "readiness", "liveness", "slo", "autoscaling", "rollout",
-    "args",     "access",  "kind",  "session"};
+    "name",        "tenant",   "queue",     "image",     "command",  "port",
+    "model",       "replicas", "resources", "readiness", "liveness", "slo",
+    "autoscaling", "rollout",  "args",      "access",    "kind",     "session"};
 constexpr std::array<std::string_view, 2> kKindNames{"service", "session"};
 constexpr std::array<std::string_view, 3> kSessionFields{"max_lifetime", "idle_window",
                                                          "idle_gpu_utilization"};
@@ -557,7 +557,8 @@ Status ParseSession(const YAML::Node& node, SessionLimits& limits) {
     limits.max_lifetime_ms = *v;
   }
   if (auto n = obj->Get("idle_window")) {
-    auto v = Duration(n, obj->PathOf("idle_window"), 0, kMaxSessionLifetimeMs, "1h, or 0 for never");
+    auto v =
+        Duration(n, obj->PathOf("idle_window"), 0, kMaxSessionLifetimeMs, "1h, or 0 for never");
     if (!v) return std::unexpected(v.error());
     if (*v != 0 && *v < 1000) {
       return InvalidField(obj->PathOf("idle_window"),

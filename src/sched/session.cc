@@ -31,8 +31,8 @@ SessionVerdict JudgeSession(const model::SessionLimits& limits, const SessionAct
     return v;
   }
   if (!activity.running) return v;
-  v.idle_since_ms = std::max({activity.running_since_ms, activity.last_request_ms,
-                              activity.last_gpu_busy_ms});
+  v.idle_since_ms =
+      std::max({activity.running_since_ms, activity.last_request_ms, activity.last_gpu_busy_ms});
   if (limits.idle_window_ms == 0) return v;
   v.idle_ends_ms = v.idle_since_ms + limits.idle_window_ms;
   if (now_ms >= v.idle_ends_ms) {

@@ -38,7 +38,7 @@ std::string_view SessionEndName(SessionEnd e);  // "none", "max_lifetime", "idle
 
 struct SessionVerdict {
   SessionEnd end = SessionEnd::kNone;
-  TimeMs expires_ms = 0;   // started + max lifetime
+  TimeMs expires_ms = 0;     // started + max lifetime
   TimeMs idle_since_ms = 0;  // 0: active now, or not running
   // When idleness would end it if nothing happens (0: never, or not idle).
   TimeMs idle_ends_ms = 0;

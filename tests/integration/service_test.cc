@@ -586,7 +586,7 @@ class ServiceGatewayTest : public ServiceTest {
   // A started berthd with its gateway (rounds every 200 ms) and the red and
   // blue tenants' policy; null, with the failure said, when it did not start.
   // `tls`: its API on HTTPS with the data dir's CA, as berthd runs by default.
-  Berthd* StartGatewayBerthd(bool tls = false) {
+  Berthd* StartGatewayBerthd(bool tls = false, const char* policy_text = kRedBlueServe) {
     BerthdOptions options = AllInOne({"--service-interval", "200ms"});
     options.gateway = true;
     options.tls = tls;
@@ -595,7 +595,7 @@ class ServiceGatewayTest : public ServiceTest {
       ADD_FAILURE() << berthd.log();
       return nullptr;
     }
-    const auto policy = berthd.http().Post("/v1/policy", kRedBlueServe);
+    const auto policy = berthd.http().Post("/v1/policy", policy_text);
     if (policy.status != 201) {
       ADD_FAILURE() << policy.text;
       return nullptr;
@@ -985,6 +985,105 @@ autoscaling: {{scale_to_zero: {{enabled: true, idle_window: 5m}}}}
   EXPECT_TRUE(WaitFor([&] { return call(rita).status == 401; }, 20s));
   EXPECT_LE(std::chrono::steady_clock::now() - revoked,
             std::chrono::seconds(gateway::kAuthAllowSeconds + 3));
+}
+
+// A notebook session (kind session, an interactive queue): started and
+// opened with the CLI, reached through the gateway by its tenant's members
+// only (another tenant's 404, a viewer's 403, no token 401, as the API
+// answers), listed with its owner, and culled once no request came for its
+// idle window: its replica's end and the audit trail say why.
+constexpr const char* kRedNotebooks = R"(queues:
+  - name: default
+    children:
+      - name: default
+  - name: red
+    children:
+      - name: main
+      - name: notebooks
+        kind: interactive
+  - name: blue
+    children:
+      - name: main
+)";
+
+TEST_F(ServiceGatewayTest, ASessionIsReachedByItsTenantOnlyAndCulledWhenIdle) {
+  Berthd* started = StartGatewayBerthd(/*tls=*/false, kRedNotebooks);
+  ASSERT_NE(started, nullptr);
+  Berthd& berthd = *started;
+  const std::string rita = MemberToken(berthd.http(), "rita", "red", "member");
+  const std::string vera = MemberToken(berthd.http(), "vera", "red", "viewer");
+  const std::string bo = MemberToken(berthd.http(), "bo", "blue", "member");
+  const auto server = TenantModelServer(dir_ / "nb");
+
+  auto start = CliAs(rita, berthd,
+                     {"session", "start", "nb", "--queue", "notebooks", "--port", "8000", "--idle",
+                      "8s", "--max-lifetime", "1h", "--", server.string(), "--load-ms", "0"});
+  ASSERT_EQ(start.exit_code, 0) << start.out << start.err;
+  EXPECT_NE(start.out.find("session red/nb started"), std::string::npos) << start.out;
+  // Not another tenant's to start, nor a viewer's.
+  auto theirs =
+      CliAs(bo, berthd, {"session", "start", "red/nb2", "--queue", "notebooks", "--", "lab"});
+  EXPECT_NE(theirs.exit_code, 0) << theirs.out;
+  auto viewer = CliAs(vera, berthd, {"session", "start", "nb3", "--queue", "notebooks", "--", "x"});
+  EXPECT_NE(viewer.exit_code, 0) << viewer.out;
+
+  auto open = CliAs(rita, berthd, {"session", "open", "nb", "--wait", "60s"});
+  ASSERT_EQ(open.exit_code, 0) << open.out << open.err << berthd.log();
+  EXPECT_NE(open.out.find(fmt::format("/s/red/nb/")), std::string::npos) << open.out;
+  EXPECT_NE(open.out.find("State:    ready"), std::string::npos) << open.out;
+
+  auto call = [&](const std::string& token) {
+    Http gateway(berthd.gateway_port(), 30s);
+    gateway.set_token(token);
+    return gateway.Post("/s/red/nb/v1/completions", R"({"prompt":"hi","max_tokens":1})",
+                        "application/json");
+  };
+  auto served = call(rita);
+  ASSERT_EQ(served.status, 200) << served.text << berthd.log();
+  EXPECT_EQ(served.body.at("caller").at("user"), "rita") << served.text;
+  EXPECT_EQ(call(bo).status, 404);
+  EXPECT_EQ(call(vera).status, 403);
+  EXPECT_EQ(call("").status, 401);
+
+  auto mine = CliAs(rita, berthd, {"session", "list"});
+  ASSERT_EQ(mine.exit_code, 0) << mine.err;
+  EXPECT_NE(mine.out.find("nb"), std::string::npos) << mine.out;
+  EXPECT_NE(mine.out.find("rita"), std::string::npos) << mine.out;
+  auto others = CliAs(bo, berthd, {"session", "list"});
+  ASSERT_EQ(others.exit_code, 0) << others.err;
+  EXPECT_EQ(others.out, "No sessions.\n");
+  // The service commands see it as what it is.
+  auto scale = CliAs(rita, berthd, {"svc", "scale", "nb", "--max", "2"});
+  EXPECT_NE(scale.exit_code, 0);
+  EXPECT_NE(scale.err.find("is a session"), std::string::npos) << scale.err;
+
+  // Used a little longer: each request starts the idle window again.
+  const json before = berthd.http().Get("/v1/services/red/nb").body;
+  const std::int64_t replica = before.at("status").at("replicas").at(0).at("job");
+  for (int i = 0; i < 3; ++i) {
+    std::this_thread::sleep_for(3s);
+    ASSERT_EQ(call(rita).status, 200) << "request " << i;
+  }
+  EXPECT_EQ(berthd.http().Get("/v1/services/red/nb").status, 200);
+
+  // Then idle: culled within its window and a few rounds.
+  const auto last = std::chrono::steady_clock::now();
+  ASSERT_TRUE(WaitFor([&] { return berthd.http().Get("/v1/services/red/nb").status == 404; }, 30s))
+      << berthd.log();
+  EXPECT_GE(std::chrono::steady_clock::now() - last, 7s);
+  ASSERT_TRUE(berthd.WaitForState(replica, "Cancelled", 30s)) << berthd.Job(replica).dump(2);
+  const std::string ended = berthd.Job(replica).dump();
+  EXPECT_NE(ended.find("session idle for"), std::string::npos) << ended;
+  auto audit = berthd.http().Get("/v1/audit?tenant=red");
+  json end;
+  for (const auto& r : audit.body.value("records", json::array())) {
+    if (r.value("action", "") == "session.end") end = r;
+  }
+  ASSERT_TRUE(end.is_object()) << audit.text;
+  EXPECT_EQ(end.at("after").at("cause"), "idle") << end.dump();
+  EXPECT_EQ(end.at("after").at("started_by"), "rita") << end.dump();
+  EXPECT_EQ(CliAs(rita, berthd, {"session", "list"}).out, "No sessions.\n");
+  EXPECT_EQ(call(rita).status, 404);
 }
 
 }  // namespace

@@ -84,6 +84,10 @@ TEST(CommandTable, EveryCommandTheGroupsAddHasSomethingToRun) {
                                              "svc rollout status",
                                              "svc rollback",
                                              "svc delete",
+                                             "session start",
+                                             "session list",
+                                             "session open",
+                                             "session stop",
                                              "version"};
   const auto table = CommandTable();
   for (const auto& name : expected) {
@@ -96,6 +100,7 @@ TEST(CommandTable, EveryCommandTheGroupsAddHasSomethingToRun) {
   EXPECT_FALSE(table.contains("alert rules"));
   EXPECT_FALSE(table.contains("svc"));
   EXPECT_FALSE(table.contains("svc rollout"));
+  EXPECT_FALSE(table.contains("session"));
   EXPECT_EQ(table.size(), expected.size());
 }
 
