@@ -305,8 +305,9 @@ TEST(ServiceSpec, ASessionRunsOneReplicaWithItsLimits) {
   auto defaults = ParseServiceSpec("kind: session\nname: nb\ncommand: [lab]\n");
   ASSERT_TRUE(defaults.has_value());
   EXPECT_EQ(defaults->session, SessionLimits{});
-  auto never = ParseServiceSpec("kind: session\nname: nb\ncommand: [lab]\nsession: "
-                                "{idle_window: 0}\n");
+  auto never = ParseServiceSpec(
+      "kind: session\nname: nb\ncommand: [lab]\nsession: "
+      "{idle_window: 0}\n");
   ASSERT_TRUE(never.has_value()) << never.error().message;
   EXPECT_EQ(never->session.idle_window_ms, 0);
   // A plain service has no kind line: specs stored before sessions print
