@@ -195,7 +195,7 @@ std::string_view OpenApiDocument() {
         "summary": "Open alerts (GPU hardware, node NotReady, queue wait, budget, idle allocation), oldest first",
         "description": "A page holds the newest limit matches, oldest first; next, present when older alerts match, is the cursor of the page before (pass it as after).",
         "parameters": [{"name": "all", "in": "query", "schema": {"type": "boolean"}, "description": "Resolved ones too"},
-                       {"name": "kind", "in": "query", "schema": {"type": "string", "maxLength": 32}, "description": "Only this kind (gpu_hardware, node_not_ready, queue_wait, budget, idle_allocation)"},
+                       {"name": "kind", "in": "query", "schema": {"type": "string", "maxLength": 32}, "description": "Only this kind (gpu_hardware, node_not_ready, queue_wait, budget, idle_allocation, service_slo)"},
                        {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 5000, "default": 500}, "description": "Alerts per page; above 5000 is refused with 400 naming limit"},
                        {"name": "after", "in": "query", "schema": {"type": "string"}, "description": "The next of the page before (opaque): the page of older alerts"}],
         "responses": {"200": {"description": "{alerts: [{id, kind, severity, node, gpu, message, raised_ms, resolved_ms, resolved_by, rule, subject}], next}"}, "400": {"description": "A bad limit or after; error.field names it"}}

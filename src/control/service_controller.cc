@@ -71,6 +71,28 @@ std::string ServiceController::Endpoint(const std::string& tenant, const std::st
   return gateway_url_ + gateway::RoutePrefix(r);
 }
 
+std::vector<server::ServiceSloFigures> ServiceController::SloFigures(TimeMs now,
+                                                                     std::int64_t window_ms) const {
+  std::vector<server::ServiceSloFigures> out;
+  std::lock_guard lock(slo_mu_);
+  for (const auto& [key, series] : slo_) {
+    server::ServiceSloFigures f;
+    f.tenant = series.tenant;
+    f.service = series.name;
+    f.latency_p95_ms = series.latency_p95_ms;
+    f.availability_ppm = series.availability_ppm;
+    for (const auto& w : series.windows) {
+      if (w.at_ms <= now - window_ms || w.at_ms > now) continue;
+      ++f.windows;
+      f.windows_missed += w.met ? 0 : 1;
+      f.requests += w.requests;
+      f.errors += w.errors;
+    }
+    if (f.windows > 0) out.push_back(std::move(f));
+  }
+  return out;
+}
+
 Result<std::vector<gateway::RouteLatencyHistogram>> ServiceController::LatencyHistograms() const {
   if (gateway_ == nullptr) return std::vector<gateway::RouteLatencyHistogram>{};
   return gateway_->LatencyHistograms();
@@ -453,6 +475,11 @@ Status ServiceController::Reconcile() {
   }
   next_rounds_.clear();
   session_verdicts_.clear();
+  {
+    // Services deleted since: their SLO windows go with them.
+    std::lock_guard lock(slo_mu_);
+    std::erase_if(slo_, [&](const auto& entry) { return !seen.contains(entry.first); });
+  }
   std::erase_if(sessions_, [&](const auto& entry) { return !sessions.contains(entry.first); });
   signals_ = std::move(signals);  // services deleted since: forgotten
   watch_zero_.store(!at_zero.empty());
@@ -630,18 +657,24 @@ Status ServiceController::ReconcileOne(const store::ServiceRecord& service,
   if (latency != nullptr) round.latency = *latency;
   if (gateway_ != nullptr) {
     // The SLO over the last hour: each round's window of requests.
-    if (latency != nullptr && latency->requests > 0) {
-      const bool met = spec.slo.latency_p95_ms <= 0 ||
-                       latency->p95_ms <= static_cast<double>(spec.slo.latency_p95_ms);
-      sig.slo_windows.push_back({now, latency->requests, latency->responses_5xx, met});
-    }
-    while (!sig.slo_windows.empty() && sig.slo_windows.front().at_ms <= now - kSloWindowMs) {
-      sig.slo_windows.pop_front();
-    }
     SloAttainment slo;
     slo.latency_p95_ms = spec.slo.latency_p95_ms;
     slo.availability_ppm = spec.slo.availability_ppm;
-    for (const auto& w : sig.slo_windows) {
+    std::lock_guard lock(slo_mu_);
+    SloSeries& series = slo_[key];
+    series.tenant = service.tenant;
+    series.name = service.name;
+    series.latency_p95_ms = spec.slo.latency_p95_ms;
+    series.availability_ppm = spec.slo.availability_ppm;
+    if (latency != nullptr && latency->requests > 0) {
+      const bool met = spec.slo.latency_p95_ms <= 0 ||
+                       latency->p95_ms <= static_cast<double>(spec.slo.latency_p95_ms);
+      series.windows.push_back({now, latency->requests, latency->responses_5xx, met});
+    }
+    while (!series.windows.empty() && series.windows.front().at_ms <= now - kSloWindowMs) {
+      series.windows.pop_front();
+    }
+    for (const auto& w : series.windows) {
       ++slo.windows;
       slo.windows_met += w.met ? 1 : 0;
       slo.requests += w.requests;

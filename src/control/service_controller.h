@@ -33,6 +33,7 @@
 #include "common/status.h"
 #include "control/service_routes.h"
 #include "gateway/gateway.h"
+#include "meter/alerting.h"
 #include "model/job.h"
 #include "model/telemetry.h"
 #include "sched/autoscale.h"
@@ -160,6 +161,11 @@ class ServiceController {
   // Judges sessions' idleness on these GPU readings too (without: on
   // requests alone). Call before Start.
   void SetTelemetry(LatestTelemetry latest) { telemetry_ = std::move(latest); }
+  // Each service's SLO figures over the last `window_ms` (at most
+  // kSloWindowMs) before `now`, for the alert engine's service_slo rules;
+  // services without a window with requests are absent. Safe from any
+  // thread.
+  std::vector<server::ServiceSloFigures> SloFigures(TimeMs now, std::int64_t window_ms) const;
   // Where a service is reached through the gateway; "" without one.
   std::string Endpoint(const std::string& tenant, const std::string& name) const;
   // Per service, every request the gateway logged since berthd started
@@ -202,14 +208,22 @@ class ServiceController {
     RouteCounters counters;
     std::optional<TimeMs> cold_start_since_ms;
     std::optional<ColdStart> last_cold_start;
-    // The last hour's request-log windows: time, requests, 5xx, p95 met.
-    struct SloWindow {
-      TimeMs at_ms = 0;
-      std::int64_t requests = 0;
-      std::int64_t errors = 0;
-      bool met = false;
-    };
-    std::deque<SloWindow> slo_windows;
+  };
+  // A service's last hour of request-log windows, one per round that saw
+  // requests: time, requests, 5xx, p95 met; with the spec's targets. Read by
+  // the alert engine's thread too (SloFigures), so guarded by slo_mu_.
+  struct SloWindow {
+    TimeMs at_ms = 0;
+    std::int64_t requests = 0;
+    std::int64_t errors = 0;
+    bool met = false;
+  };
+  struct SloSeries {
+    std::string tenant;
+    std::string name;
+    std::int64_t latency_p95_ms = 0;
+    std::uint32_t availability_ppm = 0;
+    std::deque<SloWindow> windows;
   };
   // What a round saw of a session's activity (lost on a restart: the idle
   // window then starts again, so a restart never culls early).
@@ -279,6 +293,8 @@ class ServiceController {
   std::atomic<bool> watch_zero_{false};
   std::set<std::string> at_zero_;  // "tenant/name" of services scaled to zero
   LatestTelemetry telemetry_;
+  mutable std::mutex slo_mu_;
+  std::map<std::string, SloSeries> slo_;         // by "tenant/name"
   std::map<std::string, SessionSeen> sessions_;  // by "tenant/name"
   // Each session's verdict of this round, for its round's status.
   std::map<std::string, sched::SessionVerdict> session_verdicts_;

@@ -37,7 +37,17 @@ using nlohmann::json;
 // The kinds of alert the engine raises, and so resolves.
 bool EngineKind(model::AlertKind kind) {
   return kind == model::AlertKind::kNodeNotReady || kind == model::AlertKind::kQueueWait ||
-         kind == model::AlertKind::kIdleAllocation;
+         kind == model::AlertKind::kIdleAllocation || kind == model::AlertKind::kServiceSlo;
+}
+
+// A burn rate in words: "14.2x".
+std::string BurnText(std::int64_t milli) {
+  return fmt::format("{:.1f}x", static_cast<double>(milli) / 1000.0);
+}
+
+// "99.9%" from parts per million.
+std::string PercentText(std::uint32_t ppm) {
+  return fmt::format("{:g}%", static_cast<double>(ppm) / 10'000.0);
 }
 
 }  // namespace
@@ -118,6 +128,24 @@ Result<std::optional<std::int64_t>> AlertRouter::RaiseFor(
     if (metrics_ != nullptr) metrics_->CountAlertRaised(alert.kind);
   }
   return *id;
+}
+
+std::optional<SloBurn> BurnOf(const ServiceSloFigures& f) {
+  if (f.requests < model::kSloAlertMinRequests) return std::nullopt;
+  const double budget = 1.0 - static_cast<double>(f.availability_ppm) / 1e6;
+  // A 100% target has no budget: any failure burns it "infinitely" fast.
+  constexpr double kNoBudget = 1e15;
+  auto rate = [&](double bad_share) {
+    if (bad_share <= 0) return std::int64_t{0};
+    const double burn = budget > 0 ? bad_share / budget : kNoBudget;
+    return static_cast<std::int64_t>(std::min(burn, kNoBudget) * 1000.0 + 0.5);
+  };
+  SloBurn b;
+  b.availability_milli = rate(static_cast<double>(f.errors) / static_cast<double>(f.requests));
+  if (f.latency_p95_ms > 0 && f.windows > 0) {
+    b.latency_milli = rate(static_cast<double>(f.windows_missed) / static_cast<double>(f.windows));
+  }
+  return b;
 }
 
 // --- AlertEngine ---
@@ -226,6 +254,42 @@ Status AlertEngine::Evaluate(TimeMs now) {
         }
         break;
       }
+      case model::AlertRuleKind::kServiceSlo: {
+        if (!slo_) break;
+        auto figures = slo_(now, rule.window_ms);
+        if (!figures) {
+          spdlog::error("alerts: rule {}: could not read the services' SLO figures: {}", rule.name,
+                        figures.error().message);
+          in_force.erase(rule.name);
+          continue;
+        }
+        for (const auto& f : *figures) {
+          const std::string subject = f.tenant + "/" + f.service;
+          if (rule.service != "*" && rule.service != subject) continue;
+          const auto burn = BurnOf(f);
+          if (!burn) continue;
+          std::vector<std::string> why;
+          if (burn->availability_milli >= rule.burn_milli) {
+            why.push_back(fmt::format("{} of {} requests answered 5xx against availability {}",
+                                      f.errors, f.requests, PercentText(f.availability_ppm)));
+          }
+          if (f.latency_p95_ms > 0 && burn->latency_milli >= rule.burn_milli) {
+            why.push_back(fmt::format("p95 above {} ms in {} of {} windows against {}",
+                                      f.latency_p95_ms, f.windows_missed, f.windows,
+                                      PercentText(f.availability_ppm)));
+          }
+          if (why.empty()) continue;
+          store::Alert a;
+          a.subject = subject;
+          a.raised_ms = now;
+          a.message = fmt::format(
+              "service {} burns its error budget {} (threshold {}) over the last {}: {}", subject,
+              BurnText(std::max(burn->availability_milli, burn->latency_milli)),
+              BurnText(rule.burn_milli), FormatDurationMs(rule.window_ms), fmt::join(why, "; "));
+          firing.emplace(a.subject, std::move(a));
+        }
+        break;
+      }
       default:
         break;
     }
@@ -246,7 +310,9 @@ Status AlertEngine::Evaluate(TimeMs now) {
     if (a.rule.empty() || !EngineKind(a.kind) || in_force.contains(a.rule)) continue;
     bool known_but_failing = false;
     for (const auto& r : rules.rules) {
-      if (r.name == a.rule && r.enabled && r.kind == model::AlertRuleKind::kIdleAllocation) {
+      if (r.name == a.rule && r.enabled &&
+          (r.kind == model::AlertRuleKind::kIdleAllocation ||
+           r.kind == model::AlertRuleKind::kServiceSlo)) {
         known_but_failing = true;  // its source failed this pass: leave it
       }
     }

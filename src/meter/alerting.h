@@ -104,6 +104,33 @@ using IdleSource =
 // in the window is not idle: nothing was measured.
 IdleSource TelemetryIdleSource(store::MeterStore& runs, store::TelemetryStore& telemetry);
 
+// A service's SLO figures over a service_slo rule's window: the service
+// controller's per-round windows of the gateway's request log
+// (control/service_controller.h, SloFigures).
+struct ServiceSloFigures {
+  std::string tenant;
+  std::string service;
+  std::int64_t latency_p95_ms = 0;     // the spec's target; 0: none
+  std::uint32_t availability_ppm = 0;  // the spec's target
+  std::int64_t windows = 0;            // rounds that saw requests
+  std::int64_t windows_missed = 0;     // of them, a p95 above the target
+  std::int64_t requests = 0;
+  std::int64_t errors = 0;  // answered 5xx, the gateway's own 503s included
+};
+using SloSource =
+    std::function<Result<std::vector<ServiceSloFigures>>(TimeMs now, std::int64_t window_ms)>;
+
+// How fast a window spends the error budget (1 - availability), in
+// thousandths (1000: exactly at the rate the SLO allows). Availability:
+// the share of requests answered 5xx over the budget. Latency: the share of
+// windows whose p95 was above the target over the same budget (0 without a
+// latency target). nullopt: fewer than kSloAlertMinRequests requests.
+struct SloBurn {
+  std::int64_t availability_milli = 0;
+  std::int64_t latency_milli = 0;
+};
+std::optional<SloBurn> BurnOf(const ServiceSloFigures& f);
+
 // Evaluates the rules it can see each pass: raises one alert per (rule,
 // subject) while its condition holds and resolves it (resolved_by "berth")
 // when the condition clears or the rule is disabled or removed.
@@ -117,6 +144,8 @@ class AlertEngine {
 
   // Without one, idle_allocation rules find nothing idle. Set before Start().
   void set_idle_source(IdleSource source) { idle_ = std::move(source); }
+  // Without one, service_slo rules find no service. Set before Start().
+  void set_slo_source(SloSource source) { slo_ = std::move(source); }
 
   // One evaluation at `now` (tests call it with a ManualClock's time).
   [[nodiscard]] Status Evaluate(TimeMs now);
@@ -129,6 +158,7 @@ class AlertEngine {
   AlertRouter& router_;
   const Clock& clock_;
   IdleSource idle_;
+  SloSource slo_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;

@@ -7,12 +7,13 @@ namespace berth::model {
 
 namespace {
 
-constexpr std::array<std::pair<AlertKind, std::string_view>, 6> kAlertKindNames{{
+constexpr std::array<std::pair<AlertKind, std::string_view>, 7> kAlertKindNames{{
     {AlertKind::kGpuHardware, "gpu_hardware"},
     {AlertKind::kNodeNotReady, "node_not_ready"},
     {AlertKind::kQueueWait, "queue_wait"},
     {AlertKind::kBudget, "budget"},
     {AlertKind::kIdleAllocation, "idle_allocation"},
+    {AlertKind::kServiceSlo, "service_slo"},
     {AlertKind::kUnknown, "unknown"},
 }};
 

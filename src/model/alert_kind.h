@@ -16,6 +16,7 @@ enum class AlertKind {
   kQueueWait,       // "queue_wait"
   kBudget,          // "budget": a tenant crossed a budget threshold
   kIdleAllocation,  // "idle_allocation"
+  kServiceSlo,      // "service_slo": a service burns its error budget too fast
   // "unknown": a stored name this version does not know (a newer Berth
   // wrote it); shown as "unknown", and never resolved by the engine.
   kUnknown,

@@ -14,13 +14,13 @@ namespace berth::model {
 namespace {
 
 constexpr std::string_view kAlertRuleKinds =
-    "gpu_health, node_not_ready, queue_wait, budget, idle_allocation";
+    "gpu_health, node_not_ready, queue_wait, budget, idle_allocation, service_slo";
 
 constexpr std::string_view kRootFields[] = {"sinks", "rules"};
 constexpr std::string_view kSinkFields[] = {
     "name", "type", "url", "secret_file", "send_secret_over_http", "header", "timeout"};
 constexpr std::string_view kRuleFields[] = {"name", "kind",  "severity",  "enabled", "sinks",
-                                            "for",  "queue", "threshold", "window"};
+                                            "for",  "queue", "threshold", "window",  "service"};
 
 Result<std::string> Text(const YAML::Node& n, const std::string& field, std::string_view hint) {
   if (!n.IsScalar() || n.Scalar().empty()) {
@@ -154,10 +154,56 @@ Result<AlertRule> ParseRule(const YAML::Node& r, const std::string& path) {
   switch (rule.kind) {
     case AlertRuleKind::kGpuHealth:
     case AlertRuleKind::kBudget:
-      for (auto k : {"for", "queue", "threshold", "window"}) BERTH_RETURN_IF_ERROR(forbid(k));
+      for (auto k : {"for", "queue", "threshold", "window", "service"}) {
+        BERTH_RETURN_IF_ERROR(forbid(k));
+      }
       break;
+    case AlertRuleKind::kServiceSlo: {
+      for (auto k : {"for", "queue"}) BERTH_RETURN_IF_ERROR(forbid(k));
+      if (r["service"]) {
+        auto s = Text(r["service"], path + ".service", "a service (tenant/name) or \"*\"");
+        if (!s) return std::unexpected(s.error());
+        if (*s != "*" &&
+            (s->find('/') == std::string::npos || s->front() == '/' || s->back() == '/')) {
+          return InvalidField(path + ".service",
+                              fmt::format("'{}' is not a service; write tenant/name or \"*\"", *s));
+        }
+        rule.service = *s;
+      }
+      rule.burn_milli = 10'000;
+      if (r["threshold"]) {
+        const auto& t = r["threshold"];
+        double v = 0;
+        bool number = t.IsScalar();
+        if (number) {
+          try {
+            v = t.as<double>();
+          } catch (const YAML::Exception&) {
+            number = false;
+          }
+        }
+        if (!number || !(v >= 1.0) || v > 1'000'000.0) {
+          return InvalidField(path + ".threshold",
+                              "must be an error-budget burn rate from 1 to 1000000, e.g. 10 (the "
+                              "budget spent 10 times as fast as the SLO allows)");
+        }
+        rule.burn_milli = static_cast<std::int64_t>(v * 1000.0 + 0.5);
+      }
+      rule.window_ms = 300'000;
+      if (r["window"]) {
+        auto d = Duration(r["window"], path + ".window", "5m");
+        if (!d) return std::unexpected(d.error());
+        if (*d < 10'000 || *d > kMaxSloAlertWindowMs) {
+          return InvalidField(path + ".window",
+                              "must be from 10s to 1h (berthd keeps an hour of each service's "
+                              "SLO windows), e.g. 5m");
+        }
+        rule.window_ms = *d;
+      }
+      break;
+    }
     case AlertRuleKind::kNodeNotReady: {
-      for (auto k : {"queue", "threshold", "window"}) BERTH_RETURN_IF_ERROR(forbid(k));
+      for (auto k : {"queue", "threshold", "window", "service"}) BERTH_RETURN_IF_ERROR(forbid(k));
       rule.for_ms = 120'000;
       if (r["for"]) {
         auto d = Duration(r["for"], path + ".for", "2m");
@@ -167,7 +213,7 @@ Result<AlertRule> ParseRule(const YAML::Node& r, const std::string& path) {
       break;
     }
     case AlertRuleKind::kQueueWait: {
-      for (auto k : {"for", "window"}) BERTH_RETURN_IF_ERROR(forbid(k));
+      for (auto k : {"for", "window", "service"}) BERTH_RETURN_IF_ERROR(forbid(k));
       if (r["queue"]) {
         auto q = Text(r["queue"], path + ".queue", "a queue path (tenant/queue) or \"*\"");
         if (!q) return std::unexpected(q.error());
@@ -188,7 +234,7 @@ Result<AlertRule> ParseRule(const YAML::Node& r, const std::string& path) {
       break;
     }
     case AlertRuleKind::kIdleAllocation: {
-      for (auto k : {"for", "queue"}) BERTH_RETURN_IF_ERROR(forbid(k));
+      for (auto k : {"for", "queue", "service"}) BERTH_RETURN_IF_ERROR(forbid(k));
       rule.threshold_percent = 5;
       if (r["threshold"]) {
         const auto& t = r["threshold"];
@@ -271,13 +317,16 @@ std::string_view AlertRuleKindName(AlertRuleKind kind) {
       return "budget";
     case AlertRuleKind::kIdleAllocation:
       return "idle_allocation";
+    case AlertRuleKind::kServiceSlo:
+      return "service_slo";
   }
   return "gpu_health";
 }
 
 std::optional<AlertRuleKind> ParseAlertRuleKind(std::string_view name) {
-  for (auto k : {AlertRuleKind::kGpuHealth, AlertRuleKind::kNodeNotReady, AlertRuleKind::kQueueWait,
-                 AlertRuleKind::kBudget, AlertRuleKind::kIdleAllocation}) {
+  for (auto k :
+       {AlertRuleKind::kGpuHealth, AlertRuleKind::kNodeNotReady, AlertRuleKind::kQueueWait,
+        AlertRuleKind::kBudget, AlertRuleKind::kIdleAllocation, AlertRuleKind::kServiceSlo}) {
     if (AlertRuleKindName(k) == name) return k;
   }
   return std::nullopt;
@@ -295,6 +344,8 @@ AlertKind AlertKindOfRule(AlertRuleKind kind) {
       return AlertKind::kBudget;
     case AlertRuleKind::kIdleAllocation:
       return AlertKind::kIdleAllocation;
+    case AlertRuleKind::kServiceSlo:
+      return AlertKind::kServiceSlo;
   }
   return AlertKind::kUnknown;
 }
@@ -338,6 +389,12 @@ rules:
     enabled: false
     threshold: 5
     window: 30m
+  - name: service-slo
+    kind: service_slo
+    severity: warning
+    service: "*"
+    threshold: 10
+    window: 5m
 )";
 }
 
@@ -415,6 +472,11 @@ nlohmann::json AlertRulesJson(const AlertRules& rules) {
         break;
       case AlertRuleKind::kIdleAllocation:
         j["threshold_percent"] = r.threshold_percent;
+        j["window_ms"] = r.window_ms;
+        break;
+      case AlertRuleKind::kServiceSlo:
+        j["service"] = r.service;
+        j["threshold"] = static_cast<double>(r.burn_milli) / 1000.0;
         j["window_ms"] = r.window_ms;
         break;
       default:

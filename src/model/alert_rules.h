@@ -21,7 +21,14 @@ namespace berth::model {
 // budget check); the rule sets their severity, whether they are raised at
 // all, and their sinks. The others are evaluated by the engine
 // (meter/alerting.h).
-enum class AlertRuleKind { kGpuHealth, kNodeNotReady, kQueueWait, kBudget, kIdleAllocation };
+enum class AlertRuleKind {
+  kGpuHealth,
+  kNodeNotReady,
+  kQueueWait,
+  kBudget,
+  kIdleAllocation,
+  kServiceSlo,
+};
 std::string_view AlertRuleKindName(AlertRuleKind kind);
 std::optional<AlertRuleKind> ParseAlertRuleKind(std::string_view name);
 // The kind of the alerts a rule of this kind raises (alert_kind.h):
@@ -42,8 +49,18 @@ struct AlertRule {
   std::int64_t threshold_ms = 0;
   std::int64_t threshold_percent = 0;
   // idle_allocation: how long the allocation must have been idle.
+  // service_slo: the window the burn rate is measured over.
   std::int64_t window_ms = 0;
+  // service_slo: "tenant/name" or "*"; the error-budget burn rate, in
+  // thousandths, at or above which it fires (10x: 10000).
+  std::string service = "*";
+  std::int64_t burn_milli = 0;
 };
+// service_slo: a window's figures count only with at least this many
+// requests (a single failure of two requests is not a burn).
+inline constexpr std::int64_t kSloAlertMinRequests = 10;
+// service_slo windows: the service controller keeps an hour of them.
+inline constexpr std::int64_t kMaxSloAlertWindowMs = 3'600'000;
 
 // A webhook: berthd POSTs each raised and resolved alert of the rules that
 // name it. With secret_file, the file's content (whitespace trimmed) is sent
@@ -70,7 +87,8 @@ struct AlertRules {
 };
 
 // gpu_health critical, node_not_ready (for 2m) warning, budget warning;
-// queue_wait and idle_allocation present but disabled; no sinks.
+// queue_wait and idle_allocation present but disabled; service_slo (10x over
+// 5m) warning; no sinks.
 AlertRules DefaultAlertRules();
 std::string DefaultAlertRulesYaml();
 

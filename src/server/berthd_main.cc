@@ -837,6 +837,12 @@ int Serve(const BerthdFlags& f, const Settings& s, sigset_t& signals, Daemon& d)
                f.plain_agents ? "plain, loopback only" : "mutual TLS", f.data_dir);
   if (d.tls) spdlog::info("clients trust {} (berth --ca FILE or BERTH_CA)", d.tls->ca_file);
   d.alert_engine->set_idle_source(berth::server::TelemetryIdleSource(*d.meter_store, *d.telemetry));
+  // service_slo rules read the service controller's windows of the gateway's log.
+  d.alert_engine->set_slo_source(
+      [services = &*d.services](berth::TimeMs now, std::int64_t window_ms) {
+        return berth::Result<std::vector<berth::server::ServiceSloFigures>>(
+            services->SloFigures(now, window_ms));
+      });
   d.alert_engine->Start(std::chrono::milliseconds(s.alert_interval_ms));
   d.alert_deliverer->Start(std::chrono::milliseconds(500));
   d.services->Start(std::chrono::milliseconds(s.service_interval_ms));

@@ -587,7 +587,7 @@ class ServiceGatewayTest : public ServiceTest {
   // blue tenants' policy; null, with the failure said, when it did not start.
   // `tls`: its API on HTTPS with the data dir's CA, as berthd runs by default.
   Berthd* StartGatewayBerthd(bool tls = false, const char* policy_text = kRedBlueServe) {
-    BerthdOptions options = AllInOne({"--service-interval", "200ms"});
+    BerthdOptions options = AllInOne({"--service-interval", "200ms", "--alert-interval", "500ms"});
     options.gateway = true;
     options.tls = tls;
     Berthd& berthd = NewBerthd(options);
@@ -1084,6 +1084,69 @@ TEST_F(ServiceGatewayTest, ASessionIsReachedByItsTenantOnlyAndCulledWhenIdle) {
   EXPECT_EQ(end.at("after").at("started_by"), "rita") << end.dump();
   EXPECT_EQ(CliAs(rita, berthd, {"session", "list"}).out, "No sessions.\n");
   EXPECT_EQ(call(rita).status, 404);
+}
+
+// SLO burn alerts: a service whose replica answers every request 5xx
+// (joined by its TCP readiness, its model never loads) spends its error
+// budget far faster than its 99% availability allows; the service_slo rule
+// raises one alert naming the service, the burn and the figures behind it.
+TEST_F(ServiceGatewayTest, AServiceBurningItsErrorBudgetRaisesAnSloAlert) {
+  Berthd* started = StartGatewayBerthd();
+  ASSERT_NE(started, nullptr);
+  Berthd& berthd = *started;
+  const auto rules = berthd.http().Post(
+      "/v1/alert-rules",
+      "rules: [{name: slo-page, kind: service_slo, severity: critical, threshold: 2, window: 1m}]",
+      "application/yaml");
+  ASSERT_EQ(rules.status, 201) << rules.text;
+  const auto server = TenantModelServer(dir_ / "llm");
+  const std::string spec = fmt::format(R"(name: llm
+tenant: red
+queue: serve
+command: ["{}", --never-ready]
+port: 8000
+replicas: {{min: 1, max: 1}}
+slo: {{availability: 99%}}
+)",
+                                       server.string());
+  ASSERT_EQ(berthd.http().Post("/v1/services", spec, "application/yaml").status, 201);
+  json service;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        service = Service(berthd);
+        return service.is_object() && service.at("status").value("routed", 0) == 1;
+      },
+      30s))
+      << service.dump() << berthd.log();
+  const std::string rita = MemberToken(berthd.http(), "rita", "red", "member");
+  Http gateway(berthd.gateway_port(), 30s);
+  gateway.set_token(rita);
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_EQ(gateway
+                  .Post("/s/red/llm/v1/completions", R"({"prompt":"hi","max_tokens":1})",
+                        "application/json")
+                  .status,
+              503)
+        << "request " << i;
+  }
+  json alert;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto r = berthd.http().Get("/v1/alerts?kind=service_slo");
+        for (const auto& a : r.body.value("alerts", json::array())) {
+          if (a.value("subject", "") == "red/llm") alert = a;
+        }
+        return alert.is_object();
+      },
+      20s))
+      << berthd.http().Get("/v1/alerts?all=true").text << berthd.log();
+  EXPECT_EQ(alert.value("rule", ""), "slo-page") << alert.dump();
+  EXPECT_EQ(alert.value("severity", ""), "critical") << alert.dump();
+  const std::string message = alert.value("message", "");
+  EXPECT_NE(message.find("service red/llm burns its error budget 100.0x (threshold 2.0x) over the "
+                         "last 1m: 20 of 20 requests answered 5xx against availability 99%"),
+            std::string::npos)
+      << message;
 }
 
 }  // namespace

@@ -41,7 +41,7 @@ rules:
 
 TEST(AlertRules, DefaultsAreDocumentedOnes) {
   const AlertRules d = DefaultAlertRules();
-  ASSERT_EQ(d.rules.size(), 5U);
+  ASSERT_EQ(d.rules.size(), 6U);
   ASSERT_NE(d.FirstEnabled(AlertRuleKind::kGpuHealth), nullptr);
   EXPECT_EQ(d.FirstEnabled(AlertRuleKind::kGpuHealth)->severity, AlertSeverity::kCritical);
   ASSERT_NE(d.FirstEnabled(AlertRuleKind::kNodeNotReady), nullptr);
@@ -50,6 +50,37 @@ TEST(AlertRules, DefaultsAreDocumentedOnes) {
   ASSERT_NE(d.FirstEnabled(AlertRuleKind::kBudget), nullptr);
   EXPECT_EQ(d.FirstEnabled(AlertRuleKind::kQueueWait), nullptr);
   EXPECT_EQ(d.FirstEnabled(AlertRuleKind::kIdleAllocation), nullptr);
+  const AlertRule* slo = d.FirstEnabled(AlertRuleKind::kServiceSlo);
+  ASSERT_NE(slo, nullptr);
+  EXPECT_EQ(slo->severity, AlertSeverity::kWarning);
+  EXPECT_EQ(slo->service, "*");
+  EXPECT_EQ(slo->burn_milli, 10'000);
+  EXPECT_EQ(slo->window_ms, 300'000);
+}
+
+TEST(AlertRules, AServiceSloRuleTakesABurnRateAWindowAndAService) {
+  auto r = ParseAlertRules(
+      "rules: [{name: page, kind: service_slo, severity: critical, service: ml/coder, threshold: "
+      "14.4, window: 1h}]");
+  ASSERT_TRUE(r.has_value()) << r.error().field << ": " << r.error().message;
+  EXPECT_EQ(r->rules[0].kind, AlertRuleKind::kServiceSlo);
+  EXPECT_EQ(r->rules[0].service, "ml/coder");
+  EXPECT_EQ(r->rules[0].burn_milli, 14'400);
+  EXPECT_EQ(r->rules[0].window_ms, 3'600'000);
+  EXPECT_EQ(AlertKindOfRule(AlertRuleKind::kServiceSlo), AlertKind::kServiceSlo);
+  EXPECT_EQ(AlertRulesJson(*r)["rules"][0]["threshold"], 14.4);
+  for (const auto& [rule, field] : std::vector<std::pair<std::string, std::string>>{
+           {"{name: s, kind: service_slo, threshold: 0.5}", "rules[0].threshold"},
+           {"{name: s, kind: service_slo, threshold: fast}", "rules[0].threshold"},
+           {"{name: s, kind: service_slo, window: 2h}", "rules[0].window"},
+           {"{name: s, kind: service_slo, window: 5s}", "rules[0].window"},
+           {"{name: s, kind: service_slo, service: coder}", "rules[0].service"},
+           {"{name: s, kind: service_slo, queue: ml/a}", "rules[0].queue"},
+           {"{name: s, kind: queue_wait, threshold: 1m, service: ml/a}", "rules[0].service"}}) {
+    auto bad = ParseAlertRules("rules: [" + rule + "]");
+    ASSERT_FALSE(bad.has_value()) << rule;
+    EXPECT_EQ(bad.error().field, field) << rule << ": " << bad.error().message;
+  }
 }
 
 struct Bad {

@@ -252,6 +252,84 @@ TEST_F(AlertingTest, IdleAllocationFromTheInputFunction) {
   EXPECT_EQ(All().at(0).resolved_by, "berth");
 }
 
+TEST(ServiceSloBurn, IsTheBadShareOverTheErrorBudget) {
+  ServiceSloFigures f;
+  f.availability_ppm = 999'000;  // a budget of 0.1%
+  f.requests = 9;
+  f.errors = 9;
+  EXPECT_FALSE(BurnOf(f).has_value());  // too few requests to say
+  f.requests = 1000;
+  f.errors = 1;
+  EXPECT_EQ(BurnOf(f)->availability_milli, 1000);  // exactly at the budget's rate
+  f.errors = 20;
+  EXPECT_EQ(BurnOf(f)->availability_milli, 20'000);
+  EXPECT_EQ(BurnOf(f)->latency_milli, 0);  // no latency target
+  f.latency_p95_ms = 500;
+  f.windows = 100;
+  f.windows_missed = 1;
+  EXPECT_EQ(BurnOf(f)->latency_milli, 10'000);
+  f.availability_ppm = 1'000'000;  // no budget: any failure burns it
+  EXPECT_GE(BurnOf(f)->availability_milli, std::int64_t{1'000'000'000'000});
+  f.errors = 0;
+  EXPECT_EQ(BurnOf(f)->availability_milli, 0);
+}
+
+TEST_F(AlertingTest, ServiceSloFiresOnABurnOverTheThresholdAndResolvesWhenItEases) {
+  Rules("rules: [{name: slo, kind: service_slo, threshold: 10, window: 5m}]");
+  std::vector<ServiceSloFigures> figures;
+  std::int64_t asked_window = 0;
+  engine_->set_slo_source([&](TimeMs, std::int64_t window_ms) {
+    asked_window = window_ms;
+    return Result<std::vector<ServiceSloFigures>>(figures);
+  });
+  ServiceSloFigures coder;
+  coder.tenant = "ml";
+  coder.service = "coder";
+  coder.availability_ppm = 999'000;
+  coder.latency_p95_ms = 800;
+  coder.requests = 2000;
+  coder.errors = 10;  // 5x: under the threshold
+  coder.windows = 150;
+  ServiceSloFigures quiet = coder;
+  quiet.service = "quiet";
+  quiet.requests = 5;  // too few to judge, though all failed
+  quiet.errors = 5;
+  figures = {coder, quiet};
+  Evaluate();
+  EXPECT_EQ(asked_window, 300'000);
+  EXPECT_TRUE(All().empty());
+
+  figures[0].errors = 40;  // 20x
+  Evaluate();
+  auto alerts = All();
+  ASSERT_EQ(alerts.size(), 1U);
+  EXPECT_EQ(alerts[0].kind, model::AlertKind::kServiceSlo);
+  EXPECT_EQ(alerts[0].subject, "ml/coder");
+  EXPECT_EQ(alerts[0].message,
+            "service ml/coder burns its error budget 20.0x (threshold 10.0x) over the last 5m: 40 "
+            "of 2000 requests answered 5xx against availability 99.9%");
+  Evaluate();  // still burning: the same alert
+  EXPECT_EQ(All().size(), 1U);
+
+  // Errors over, latency now: a slow window in 50 burns 20x too.
+  figures[0].errors = 0;
+  figures[0].windows_missed = 3;
+  Evaluate();
+  EXPECT_EQ(All().size(), 1U);
+  EXPECT_EQ(store_->ListAlerts(true)->size(), 1U);
+
+  figures[0].windows_missed = 0;
+  Evaluate();
+  EXPECT_TRUE(store_->ListAlerts(true)->empty());
+  EXPECT_EQ(All().at(0).resolved_by, "berth");
+
+  // A rule for one service ignores the others.
+  Rules("rules: [{name: slo, kind: service_slo, service: ml/other, threshold: 2}]");
+  figures[0].errors = 500;
+  Evaluate();
+  EXPECT_TRUE(store_->ListAlerts(true)->empty());
+}
+
 TEST_F(AlertingTest, GpuAndBudgetRoutedByTheirRules) {
   Rules(R"(sinks: [{name: ops, url: 'http://127.0.0.1:9/x'}]
 rules:
