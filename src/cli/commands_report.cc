@@ -141,6 +141,30 @@ std::vector<Section> Sections(const json& r) {
   }
   out.push_back(std::move(tenants));
 
+  // Inference apart from training: the replicas' GPU-hours, use and resident
+  // memory, how long a new replica waited for GPUs, and what stopped them.
+  Section inference{"Inference services (replicas)", {"Service"}, {}, ""};
+  for (const auto& h : kFigureHeaders) {
+    inference.headers.push_back(h == "Cost" ? h + " (" + currency + ")" : h);
+  }
+  const json& inf = r.value("inference", json::object());
+  const json services = inf.value("services", json::array());
+  if (!services.empty()) {
+    std::vector<std::string> row{"all services"};
+    for (auto& c : FigureCells(inf, r)) row.push_back(std::move(c));
+    inference.rows.push_back(std::move(row));
+  }
+  for (const auto& s : services) {
+    std::vector<std::string> row{Str(s, "tenant") + "/" + Str(s, "service")};
+    for (auto& c : FigureCells(s, r)) row.push_back(std::move(c));
+    inference.rows.push_back(std::move(row));
+  }
+  inference.note =
+      "Replicas are jobs of their service: their figures are in the tenant's and the summary's "
+      "too. Wait is how long a new replica waited for GPUs; GPU memory is what the resident "
+      "models used of their GPUs.";
+  out.push_back(std::move(inference));
+
   Section outcomes{
       "Runs by outcome and failures by class", {"Tenant", "Kind", "Name", "Runs"}, {}, ""};
   auto add_counts = [&](const std::string& tenant, const json& f) {

@@ -165,6 +165,10 @@ class OpsBuilder {
 
  private:
   OpsFigures& Tenant(const std::string& name);
+  // The figures a record or run of (tenant, service) adds to: the total,
+  // its tenant's, and for a service's replica the inference total and the
+  // service's ("" service: a job).
+  std::vector<OpsFigures*> Targets(const std::string& tenant, const std::string& service);
   // A job still waiting at the window's end counts, and may be the oldest.
   void AddWaiting(const store::JobRecord& job);
   // A run that finished in the window: its outcome, and its eviction if it was one.
@@ -172,11 +176,12 @@ class OpsBuilder {
   // The evicted run's GPU-time lost since its last checkpoint (else its start).
   OpsEviction EvictionOf(const store::JobRecord& job, const store::RunRecord& run) const;
   // The wait figures of the jobs that first started in the window.
-  void AddWaits(std::map<std::string, std::vector<std::int64_t>>& waits);
+  void AddWaits(std::map<OpsFigures*, std::vector<std::int64_t>>& waits);
 
   const OpsInputs& in_;
   OpsReport rep_;
   std::map<std::string, OpsFigures> tenants_;
+  std::map<std::pair<std::string, std::string>, OpsServiceFigures> services_;
   std::map<std::string, std::int64_t> record_mgpu_;       // run id -> mGPU
   std::map<std::int64_t, const store::JobRecord*> jobs_;  // by id
 };
@@ -192,7 +197,30 @@ OpsBuilder::OpsBuilder(const OpsInputs& in) : in_(in) {
     rep_.capacity_mgpu_ms = in.capacity_mgpu_ms;
     if (in.utilization) rep_.fleet = in.utilization->fleet;
   }
-  if (rep_.measured) rep_.total.measured = OpsMeasured{};
+  if (rep_.measured) {
+    rep_.total.measured = OpsMeasured{};
+    rep_.inference.measured = OpsMeasured{};
+  }
+}
+
+std::vector<OpsFigures*> OpsBuilder::Targets(const std::string& tenant,
+                                             const std::string& service) {
+  std::vector<OpsFigures*> out{&rep_.total, &Tenant(tenant)};
+  if (!service.empty()) {
+    OpsServiceFigures& s = services_[{tenant, service}];
+    s.tenant = tenant;
+    s.service = service;
+    s.figures.tenant = tenant;
+    if (rep_.measured && !s.figures.measured) s.figures.measured = OpsMeasured{};
+    out.push_back(&rep_.inference);
+    out.push_back(&s.figures);
+  }
+  return out;
+}
+
+// A job's service, "" for a job that is not a replica.
+std::string ServiceOf(const store::JobRecord& job) {
+  return job.spec.service ? job.spec.service->name : std::string();
 }
 
 OpsFigures& OpsBuilder::Tenant(const std::string& name) {
@@ -212,7 +240,7 @@ Status OpsBuilder::AddRecords() {
                 "records"});
     }
     record_mgpu_[r.run_id] = r.mgpu;
-    for (OpsFigures* f : {&rep_.total, &Tenant(r.tenant)}) {
+    for (OpsFigures* f : Targets(r.tenant, r.service)) {
       f->allocated_mgpu_ms += r.mgpu_ms;
       f->cost_micros += r.cost_micros;
       ++f->records;
@@ -226,7 +254,7 @@ Status OpsBuilder::AddRecords() {
 }
 
 void OpsBuilder::AddJobs() {
-  std::map<std::string, std::vector<std::int64_t>> waits;  // "" for all
+  std::map<OpsFigures*, std::vector<std::int64_t>> waits;
   for (const auto& job : in_.jobs) {
     jobs_[job.id] = &job;
     std::optional<TimeMs> first_start;
@@ -237,8 +265,7 @@ void OpsBuilder::AddJobs() {
     }
     if (first_start && *first_start >= in_.from && *first_start < in_.to) {
       const std::int64_t wait = std::max<std::int64_t>(0, *first_start - job.submitted_at_ms);
-      waits[""].push_back(wait);
-      waits[job.spec.tenant].push_back(wait);
+      for (OpsFigures* f : Targets(job.spec.tenant, ServiceOf(job))) waits[f].push_back(wait);
     }
     const bool started_by_end = first_start && *first_start < in_.to;
     const bool ended_by_end = job.finished_at_ms && *job.finished_at_ms < in_.to;
@@ -258,7 +285,7 @@ void OpsBuilder::AddJobs() {
 }
 
 void OpsBuilder::AddWaiting(const store::JobRecord& job) {
-  for (OpsFigures* f : {&rep_.total, &Tenant(job.spec.tenant)}) {
+  for (OpsFigures* f : Targets(job.spec.tenant, ServiceOf(job))) {
     ++f->wait.waiting;
     const std::int64_t w = in_.to - job.submitted_at_ms;
     if (w > f->wait.oldest_wait_ms || f->wait.oldest_job_id == 0) {
@@ -275,7 +302,7 @@ void OpsBuilder::AddFinishedRun(const store::JobRecord& job, const store::RunRec
     ev = EvictionOf(job, run);
     rep_.evictions.push_back(ev);
   }
-  for (OpsFigures* f : {&rep_.total, &Tenant(job.spec.tenant)}) {
+  for (OpsFigures* f : Targets(job.spec.tenant, ServiceOf(job))) {
     ++f->runs_finished;
     ++f->outcomes[o.outcome];
     if (o.outcome == "failed") {
@@ -311,9 +338,9 @@ OpsEviction OpsBuilder::EvictionOf(const store::JobRecord& job, const store::Run
   return ev;
 }
 
-void OpsBuilder::AddWaits(std::map<std::string, std::vector<std::int64_t>>& waits) {
-  for (auto& [name, list] : waits) {
-    OpsFigures& f = name.empty() ? rep_.total : Tenant(name);
+void OpsBuilder::AddWaits(std::map<OpsFigures*, std::vector<std::int64_t>>& waits) {
+  for (auto& [figures, list] : waits) {
+    OpsFigures& f = *figures;
     std::sort(list.begin(), list.end());
     f.wait.started = static_cast<std::int64_t>(list.size());
     for (auto w : list) f.wait.total_wait_ms += w;
@@ -345,6 +372,7 @@ void OpsBuilder::AddInterventions() {
 
 OpsReport OpsBuilder::Finish() && {
   for (auto& [name, f] : tenants_) rep_.tenants.push_back(std::move(f));
+  for (auto& [key, s] : services_) rep_.services.push_back(std::move(s));
   return std::move(rep_);
 }
 
@@ -377,6 +405,14 @@ Result<OpsReport> BuildOpsReport(const OpsInputs& in) {
 json OpsReportJson(const OpsReport& r) {
   json tenants = json::array();
   for (const auto& t : r.tenants) tenants.push_back(FiguresJson(t, r));
+  json services = json::array();
+  for (const auto& s : r.services) {
+    json j = FiguresJson(s.figures, r);
+    j["service"] = s.service;
+    services.push_back(std::move(j));
+  }
+  json inference = FiguresJson(r.inference, r);
+  inference["services"] = std::move(services);
   json evictions = json::array();
   for (const auto& e : r.evictions) {
     evictions.push_back({{"time_ms", e.time_ms},
@@ -427,6 +463,7 @@ json OpsReportJson(const OpsReport& r) {
           {"fleet", fleet},
           {"total", FiguresJson(r.total, r)},
           {"tenants", tenants},
+          {"inference", inference},
           {"evictions", evictions},
           {"interventions_by_action", r.interventions_by_action},
           {"interventions", interventions}};

@@ -99,6 +99,15 @@ struct OpsFigures {
   std::int64_t interventions = 0;  // those naming this tenant (overall: all shown)
 };
 
+// One inference service's replicas (jobs whose spec names the service):
+// their GPU-hours, cost, measured use and resident memory, how long new
+// replicas waited for GPUs, their runs' outcomes and evictions.
+struct OpsServiceFigures {
+  std::string tenant;
+  std::string service;
+  OpsFigures figures;
+};
+
 struct OpsEviction {
   TimeMs time_ms = 0;  // the run's end
   std::string run_id;
@@ -130,7 +139,11 @@ struct OpsReport {
   std::optional<store::UtilSummary> fleet;  // measured, fleet-visible only
   bool measured = false;
   OpsFigures total;
-  std::vector<OpsFigures> tenants;     // by name
+  std::vector<OpsFigures> tenants;  // by name
+  // The inference section: every service replica's figures summed (also
+  // counted in total and its tenant's), and per service by tenant/name.
+  OpsFigures inference;
+  std::vector<OpsServiceFigures> services;
   std::vector<OpsEviction> evictions;  // oldest first
   std::map<std::string, std::int64_t> interventions_by_action;
   std::vector<OpsIntervention> interventions;  // oldest first

@@ -34,6 +34,13 @@ json Report() {
                         {"interventions", 1}};
   json tenant = figures;
   tenant["tenant"] = "red|team";
+  json service = figures;
+  service["tenant"] = "red|team";
+  service["service"] = "coder";
+  service["allocated_mgpu_ms"] = 3'600'000'000LL;  // 1 GPU-hour
+  json inference = figures;
+  inference["allocated_mgpu_ms"] = 3'600'000'000LL;
+  inference["services"] = json::array({service});
   tenant["lost_by_kind"] = {{"reclaimed", {{"lost_mgpu_ms", 1'800'000'000}}}};
   return {{"from_ms", 1'795'996'800'000LL},
           {"to_ms", 1'796'083'200'000LL},
@@ -43,6 +50,7 @@ json Report() {
            {{"gpus", 8}, {"capacity_mgpu_ms", 8LL * 1000 * 86'400'000}, {"measured", nullptr}}},
           {"total", figures},
           {"tenants", json::array({tenant})},
+          {"inference", inference},
           {"evictions", json::array({{{"time_ms", 1'796'000'000'000LL},
                                       {"kind", "preempted"},
                                       {"tenant", "red|team"},
@@ -62,9 +70,9 @@ json Report() {
 
 TEST(ReportRenderTest, MarkdownHasEverySectionAndExactFigures) {
   const std::string md = RenderOpsMarkdown(Report());
-  for (const char* s :
-       {"## Summary", "## Per tenant", "## Runs by outcome and failures by class", "## Evictions",
-        "## Manual interventions by action", "## Manual interventions"}) {
+  for (const char* s : {"## Summary", "## Per tenant", "## Inference services (replicas)",
+                        "## Runs by outcome and failures by class", "## Evictions",
+                        "## Manual interventions by action", "## Manual interventions"}) {
     EXPECT_NE(md.find(s), std::string::npos) << s << "\n" << md;
   }
   EXPECT_NE(md.find("| GPU-hours | 2.000 |"), std::string::npos) << md;
@@ -79,6 +87,8 @@ TEST(ReportRenderTest, MarkdownHasEverySectionAndExactFigures) {
   EXPECT_NE(md.find("| failure class | gpu\\_out\\_of\\_memory | 1 |"), std::string::npos) << md;
   // What reclaims of its borrowed GPUs cost the tenant: 1.8e9 mGPU-ms.
   EXPECT_NE(md.find("## GPU-hours lost to evictions"), std::string::npos) << md;
+  EXPECT_NE(md.find("| all services | 1.000 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| red\\|team/coder | 1.000 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| red\\|team | reclaimed | 0.500 |"), std::string::npos) << md;
 }
 

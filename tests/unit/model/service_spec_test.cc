@@ -371,8 +371,13 @@ TEST(ServiceSpec, TheReadmesExamplesParse) {
   auto policy = ParsePolicy(read("serve-policy.yaml"));
   ASSERT_TRUE(policy.has_value()) << policy.error().message;
   bool inference = false;
-  for (const auto& q : policy->queues) inference = inference || q.kind == "inference";
+  bool notebooks = false;  // the tour's session queue
+  for (const auto& q : policy->queues) {
+    inference = inference || q.kind == "inference";
+    notebooks = notebooks || (q.path == "default/notebooks" && q.kind == "interactive");
+  }
   EXPECT_TRUE(inference);
+  EXPECT_TRUE(notebooks);
 }
 
 }  // namespace

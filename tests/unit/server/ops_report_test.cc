@@ -323,6 +323,69 @@ TEST(OpsReportTest, MeasuredUtilizationIsWeightedByAllocation) {
   EXPECT_DOUBLE_EQ(j["fleet"]["measured"]["avg_util_pct"].get<double>(), 30.0);
 }
 
+// The inference section: replicas (jobs whose spec names a service) are
+// summed per service and over all services, apart from training, and still
+// count in their tenant's figures and the total.
+TEST(OpsReportTest, ServiceReplicasHaveAnInferenceSectionOfTheirOwn) {
+  OpsInputs in = Base();
+  auto replica = [](std::string run, std::string service, std::int64_t mgpu) {
+    model::UsageRecord r = Record(std::move(run), "red", mgpu, kFrom, kFrom + 3'600'000, 2'000'000);
+    r.service = std::move(service);
+    return r;
+  };
+  in.records.push_back(replica("1.0.0", "coder", 1000));
+  in.records.push_back(replica("2.0.0", "coder", 1000));
+  in.records.push_back(replica("3.0.0", "chat", 500));
+  in.records.push_back(Record("4.0.0", "red", 8000, kFrom, kFrom + 3'600'000, 16'000'000));
+  auto as_replica = [](store::JobRecord j, std::string service) {
+    j.spec.service = model::ServiceOwner{};
+    j.spec.service->name = std::move(service);
+    return j;
+  };
+  // coder's replica 1 waited 10 s for its GPU; replica 2 was reclaimed.
+  store::RunRecord reclaimed = MakeRun("2.0.0", 1, kFrom, kFrom + 600'000);
+  reclaimed.stopped_for = model::StopCause::kReclaimed;
+  in.jobs.push_back(as_replica(
+      Job(1, "red", kFrom - 10'000, {MakeRun("1.0.0", 1, kFrom, std::nullopt)}), "coder"));
+  in.jobs.push_back(as_replica(Job(2, "red", kFrom, {reclaimed}), "coder"));
+  in.jobs.push_back(
+      as_replica(Job(3, "red", kFrom, {MakeRun("3.0.0", 1, kFrom, std::nullopt)}), "chat"));
+  in.jobs.push_back(Job(4, "red", kFrom - 60'000, {MakeRun("4.0.0", 8, kFrom, std::nullopt)}));
+  auto r = BuildOpsReport(in);
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+
+  EXPECT_EQ(r->inference.allocated_mgpu_ms, 2500 * std::int64_t{3'600'000});
+  EXPECT_EQ(r->inference.cost_micros, 6'000'000);
+  EXPECT_EQ(r->inference.evictions.at("reclaimed"), 1);
+  EXPECT_EQ(r->inference.wait.started, 3);
+  EXPECT_EQ(r->inference.wait.max_wait_ms, 10'000);  // the training job's minute is not in it
+  ASSERT_EQ(r->services.size(), 2U);
+  EXPECT_EQ(r->services[0].service, "chat");
+  EXPECT_EQ(r->services[0].figures.allocated_mgpu_ms, 500 * std::int64_t{3'600'000});
+  EXPECT_EQ(r->services[1].service, "coder");
+  EXPECT_EQ(r->services[1].tenant, "red");
+  EXPECT_EQ(r->services[1].figures.records, 2);
+  EXPECT_EQ(r->services[1].figures.runs_finished, 1);
+  // Still in the tenant's and the total's.
+  EXPECT_EQ(Tenant(*r, "red").allocated_mgpu_ms, 10'500 * std::int64_t{3'600'000});
+  EXPECT_EQ(r->total.cost_micros, 22'000'000);
+
+  const auto j = OpsReportJson(*r);
+  EXPECT_DOUBLE_EQ(j["inference"]["allocated_gpu_hours"].get<double>(), 2.5);
+  ASSERT_EQ(j["inference"]["services"].size(), 2U);
+  EXPECT_EQ(j["inference"]["services"][1]["service"], "coder");
+  EXPECT_EQ(j["inference"]["services"][1]["tenant"], "red");
+  EXPECT_DOUBLE_EQ(j["inference"]["services"][1]["allocated_gpu_hours"].get<double>(), 2.0);
+
+  // A window without services has an empty section.
+  OpsInputs none = Base();
+  none.records.push_back(Record("9.0.0", "blue", 1000, kFrom, kFrom + 1000, 0));
+  auto plain = BuildOpsReport(none);
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_TRUE(plain->services.empty());
+  EXPECT_EQ(OpsReportJson(*plain)["inference"]["allocated_mgpu_ms"], 0);
+}
+
 TEST(OpsReportTest, RefusesAnEmptyWindowAndUnclippedRecords) {
   OpsInputs in = Base();
   in.to = in.from;
