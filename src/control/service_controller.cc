@@ -565,44 +565,44 @@ Status ServiceController::ReconcileOne(const store::ServiceRecord& service,
   if (gateway_ != nullptr && Autoscales(spec)) {
     const model::Autoscaling& as = spec.autoscaling;
     if (stats != nullptr) {
-      sig.samples.push_back(SampleOf(*stats, latency, as.signal, sig.counters, now));
+      sched::AutoscaleSample sample = SampleOf(*stats, latency, as.signal, sig.counters, now);
+      bool measured = true;
+      if (as.signal == model::AutoscaleSignal::kMetric) {
+        // Read from the replicas themselves; with none ready, 0 (a held
+        // request still scales from zero).
+        const MetricScrape m = ScrapeMetric(as.metric, routed, nodes);
+        if (m.value_milli) {
+          sample.value_milli = *m.value_milli;
+        } else if (m.replicas > 0) {
+          measured = false;  // no replica answered: no sample, rather than a false 0
+        }
+        if (m.answered < m.replicas) {
+          unmeasured = fmt::format("metric {}: {} of {} ready replicas answered; {}", as.metric,
+                                   m.answered, m.replicas, m.error);
+        }
+      }
+      if (measured) sig.samples.push_back(sample);
       const std::int64_t keep = std::max(as.stable_window_ms, as.panic_window_ms);
       while (!sig.samples.empty() && sig.samples.front().time_ms <= now - keep) {
         sig.samples.pop_front();
       }
     }
-    if (GatewayMeasures(as.signal)) {
-      const std::vector<sched::AutoscaleSample> window(sig.samples.begin(), sig.samples.end());
-      sched::AutoscaleInput ai;
-      ai.spec = as;
-      ai.replicas = spec.replicas;
-      ai.now_ms = now;
-      ai.ready = ready;
-      ai.starting = starting;
-      ai.samples = window;
-      ai.state = sig.state;
-      sched::AutoscaleDecision d = sched::Decide(ai);
-      sig.state = std::move(d.state);
-      in.desired = d.desired;
-      if (d.reason.code == sched::AutoscaleCode::kScaleFromZero && !sig.cold_start_since_ms) {
-        sig.cold_start_since_ms = now;
-      }
-      autoscale = d.reason;
-    } else {
-      // Not measured by the gateway: the minimum, and one replica for a
-      // request held at zero.
-      const bool held = stats != nullptr && stats->held_now > 0;
-      if (held && ready + starting == 0) {
-        in.desired = std::max<std::uint32_t>(in.desired, 1);
-        if (!sig.cold_start_since_ms) sig.cold_start_since_ms = now;
-      } else if (ready + starting > 0 && spec.replicas.min == 0) {
-        in.desired = std::max<std::uint32_t>(in.desired, 1);
-      }
-      unmeasured = fmt::format(
-          "the gateway does not measure the signal {} yet: the service keeps {} replica(s) and "
-          "scales from zero on a held request",
-          model::AutoscaleSignalName(as.signal), in.desired);
+    const std::vector<sched::AutoscaleSample> window(sig.samples.begin(), sig.samples.end());
+    sched::AutoscaleInput ai;
+    ai.spec = as;
+    ai.replicas = spec.replicas;
+    ai.now_ms = now;
+    ai.ready = ready;
+    ai.starting = starting;
+    ai.samples = window;
+    ai.state = sig.state;
+    sched::AutoscaleDecision d = sched::Decide(ai);
+    sig.state = std::move(d.state);
+    in.desired = d.desired;
+    if (d.reason.code == sched::AutoscaleCode::kScaleFromZero && !sig.cold_start_since_ms) {
+      sig.cold_start_since_ms = now;
     }
+    autoscale = d.reason;
   }
   if (current < in.desired) {
     // Missing replicas: how many ended on their own lately.

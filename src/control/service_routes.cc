@@ -1,10 +1,14 @@
 #include "control/service_routes.h"
 
 #include <fmt/format.h>
+#include <httplib.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <future>
+
+#include "model/prometheus_text.h"
 
 namespace berth::server {
 
@@ -47,8 +51,91 @@ gateway::Route RouteOf(const store::ServiceRecord& service,
   return route;
 }
 
-bool GatewayMeasures(model::AutoscaleSignal signal) {
-  return signal != model::AutoscaleSignal::kMetric;
+namespace {
+
+// One replica's metric: its sum, or why there is none.
+Result<double> ScrapeOne(const std::string& address, std::uint32_t port,
+                         const std::string& metric) {
+  httplib::Client client(address, static_cast<int>(port));
+  const auto secs = static_cast<time_t>(kMetricScrapeTimeoutMs / 1000);
+  const auto usecs = static_cast<time_t>((kMetricScrapeTimeoutMs % 1000) * 1000);
+  client.set_connection_timeout(secs, usecs);
+  client.set_read_timeout(secs, usecs);
+  client.set_write_timeout(secs, usecs);
+  std::string body;
+  bool too_big = false;
+  auto res = client.Get("/metrics", [&](const char* data, std::size_t len) {
+    if (body.size() + len > model::kMaxMetricsBytes) {
+      too_big = true;
+      return false;
+    }
+    body.append(data, len);
+    return true;
+  });
+  if (too_big) {
+    return Fail(Code::kResourceExhausted,
+                fmt::format("/metrics is over {} bytes", model::kMaxMetricsBytes), "metrics");
+  }
+  if (!res) {
+    return Fail(Code::kUnavailable,
+                fmt::format("GET /metrics: {}", httplib::to_string(res.error())), "metrics");
+  }
+  if (res->status != 200) {
+    return Fail(Code::kUnavailable, fmt::format("GET /metrics: HTTP {}", res->status), "metrics");
+  }
+  auto sum = model::SumPrometheusMetric(body, metric);
+  if (!sum) return std::unexpected(sum.error());
+  if (!*sum) return Fail(Code::kNotFound, fmt::format("/metrics has no {}", metric), "metric");
+  return **sum;
+}
+
+}  // namespace
+
+MetricScrape ScrapeMetric(const std::string& metric, const std::vector<RoutedReplica>& replicas,
+                          const std::map<std::string, RouteNode>& nodes) {
+  MetricScrape out;
+  struct Asked {
+    std::int64_t job_id;
+    std::future<Result<double>> value;
+  };
+  std::vector<const RoutedReplica*> ready;
+  for (const auto& r : replicas) {
+    if (r.ready && !r.stopping && r.port != 0) ready.push_back(&r);
+  }
+  std::sort(ready.begin(), ready.end(),
+            [](const RoutedReplica* a, const RoutedReplica* b) { return a->job_id < b->job_id; });
+  if (ready.size() > kMaxMetricScrapes) ready.resize(kMaxMetricScrapes);
+  std::vector<Asked> asked;
+  for (const RoutedReplica* r : ready) {
+    ++out.replicas;
+    auto node = nodes.find(r->node);
+    if (node == nodes.end() || node->second.address.empty()) {
+      if (out.error.empty()) {
+        out.error = fmt::format("replica job {}: its node {} has no address", r->job_id, r->node);
+      }
+      continue;
+    }
+    asked.push_back({r->job_id, std::async(std::launch::async, ScrapeOne, node->second.address,
+                                           r->port, metric)});
+  }
+  double sum = 0;
+  for (auto& a : asked) {
+    auto v = a.value.get();
+    if (!v) {
+      if (out.error.empty())
+        out.error = fmt::format("replica job {}: {}", a.job_id, v.error().message);
+      continue;
+    }
+    ++out.answered;
+    sum += *v;
+  }
+  if (out.answered > 0) {
+    // Thousandths, bounded: a replica cannot push the autoscaler past
+    // what an int64 holds.
+    const double milli = std::clamp(sum * 1000.0, 0.0, 9e15);
+    out.value_milli = static_cast<std::int64_t>(std::llround(milli));
+  }
+  return out;
 }
 
 sched::AutoscaleSample SampleOf(const gateway::RouteStats& stats,

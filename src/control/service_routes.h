@@ -67,10 +67,22 @@ gateway::Route RouteOf(const store::ServiceRecord& service,
                        const std::vector<RoutedReplica>& replicas,
                        const std::map<std::string, RouteNode>& nodes, const GatewayApi& api);
 
-// Whether the gateway measures `signal` itself. concurrency, rps and
-// queue_depth come from its counters, p95_latency from its request log;
-// metric (scraped from the replicas) is not measured yet.
-bool GatewayMeasures(model::AutoscaleSignal signal);
+// The `metric` signal (docs/services.md, "The metric signal"): the named
+// gauge read from each ready, routed replica's /metrics (on its node's
+// address and port), all at once, each within kMetricScrapeTimeoutMs, and
+// summed. concurrency, rps and queue_depth come from the gateway's
+// counters, p95_latency from its request log.
+struct MetricScrape {
+  std::optional<std::int64_t> value_milli{};  // nullopt: no replica answered
+  std::uint32_t replicas = 0;                 // asked
+  std::uint32_t answered = 0;
+  std::string error{};  // the first failure: "replica job 12: connection refused"
+};
+inline constexpr std::int64_t kMetricScrapeTimeoutMs = 1000;
+// At most this many replicas are asked per round (the first ones by job id).
+inline constexpr std::size_t kMaxMetricScrapes = 64;
+MetricScrape ScrapeMetric(const std::string& metric, const std::vector<RoutedReplica>& replicas,
+                          const std::map<std::string, RouteNode>& nodes);
 
 // The gateway's totals at the last sample, to turn counters into rates. A
 // counter that went down (the gateway reloaded or restarted) starts again

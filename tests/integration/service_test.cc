@@ -1149,5 +1149,83 @@ slo: {{availability: 99%}}
       << message;
 }
 
+// The metric signal: berthd reads vllm:num_requests_running from each
+// ready replica's /metrics (berth-model-server exposes it as vLLM does),
+// and three slow requests in flight at a target of 1 per replica ask for
+// three replicas; the autoscaler's reason names the metric's figure.
+TEST_F(ServiceGatewayTest, TheMetricSignalScalesOnWhatTheReplicasReport) {
+  Berthd* started = StartGatewayBerthd();
+  ASSERT_NE(started, nullptr);
+  Berthd& berthd = *started;
+  const auto server = TenantModelServer(dir_ / "llm");
+  const std::string spec = fmt::format(R"(name: llm
+tenant: red
+queue: serve
+command: ["{}", --load-ms, "0", --ttft-ms, "6000"]
+port: 8000
+replicas: {{min: 1, max: 3}}
+resources: {{gpus: 1}}
+readiness: {{http: /health, period: 1s, timeout: 500ms}}
+autoscaling:
+  signal: metric
+  metric: "vllm:num_requests_running"
+  target: 1
+  target_utilization: 100
+  stable_window: 2s
+  panic_window: 1s
+  panic_threshold: 0
+)",
+                                       server.string());
+  json service = ApplyUntilReconciled(berthd, spec);
+  ASSERT_TRUE(service.is_object());
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        service = Service(berthd);
+        return service.is_object() && service.at("status").value("routed", 0) == 1;
+      },
+      30s))
+      << service.dump();
+  const std::string rita = MemberToken(berthd.http(), "rita", "red", "member");
+  std::vector<std::thread> clients;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 3; ++i) {
+    clients.emplace_back([&] {
+      Http gateway(berthd.gateway_port(), 60s);
+      gateway.set_token(rita);
+      if (gateway
+              .Post("/s/red/llm/v1/completions", R"({"prompt":"slow","max_tokens":1})",
+                    "application/json")
+              .status == 200) {
+        ++ok;
+      }
+    });
+  }
+  json decision;
+  const bool scaled = WaitFor(
+      [&] {
+        service = Service(berthd);
+        if (!service.is_object() || !service.at("status").at("autoscale").is_object()) {
+          return false;
+        }
+        decision = service.at("status").at("autoscale");
+        return decision.value("desired", 0) == 3;
+      },
+      20s);
+  for (auto& c : clients) c.join();
+  ASSERT_TRUE(scaled) << decision.dump() << service.dump();
+  EXPECT_EQ(decision.value("signal", ""), "metric") << decision.dump();
+  // The window's average of what the replicas reported: above one request
+  // per replica, at most the three in flight.
+  const double observed = std::stod(decision.value("observed", "0"));
+  EXPECT_GT(observed, 1.0) << decision.dump();
+  EXPECT_LE(observed, 3.0) << decision.dump();
+  EXPECT_EQ(ok.load(), 3);
+  // No scrape failed.
+  EXPECT_TRUE(service.at("status").at("waiting").is_null() ||
+              service.at("status").at("waiting").get<std::string>().find("metric") ==
+                  std::string::npos)
+      << service.dump();
+}
+
 }  // namespace
 }  // namespace berth::it

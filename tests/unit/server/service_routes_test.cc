@@ -1,9 +1,13 @@
 // What the service controller tells the gateway and reads back from it
 // (control/service_routes.h): which replicas a route has, and the
-// autoscaler's samples from the gateway's counters.
+// autoscaler's samples from the gateway's counters and the replicas'
+// metrics.
 #include "control/service_routes.h"
 
 #include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <thread>
 
 namespace berth::server {
 namespace {
@@ -119,8 +123,69 @@ TEST(ServiceRoutes, P95LatencyComesFromTheRequestLog) {
   EXPECT_EQ(s.value_milli, 0);
   s = SampleOf(st, nullptr, model::AutoscaleSignal::kP95Latency, last, 3000);
   EXPECT_EQ(s.value_milli, 0);
-  EXPECT_TRUE(GatewayMeasures(model::AutoscaleSignal::kP95Latency));
-  EXPECT_FALSE(GatewayMeasures(model::AutoscaleSignal::kMetric));
+}
+
+// The metric signal over real HTTP on loopback: two replicas answer and
+// are summed; one that is not ready is not asked; one whose /metrics fails,
+// one without the metric and one on a node with no address are counted as
+// asked and not answered, the first failure said.
+TEST(ServiceMetricScrape, SumsTheReadyReplicasThatAnswerAndSaysWhyOthersDidNot) {
+  httplib::Server good;
+  good.Get("/metrics", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(
+        "# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{e=\"0\"} 2\n",
+        "text/plain");
+  });
+  httplib::Server broken;
+  broken.Get("/metrics", [](const httplib::Request&, httplib::Response& res) { res.status = 500; });
+  httplib::Server other;
+  other.Get("/metrics", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("up 1\n", "text/plain");
+  });
+  const int good_port = good.bind_to_any_port("127.0.0.1");
+  const int broken_port = broken.bind_to_any_port("127.0.0.1");
+  const int other_port = other.bind_to_any_port("127.0.0.1");
+  std::thread a([&] { good.listen_after_bind(); });
+  std::thread b([&] { broken.listen_after_bind(); });
+  std::thread c([&] { other.listen_after_bind(); });
+  // Bound and listening already: a connection waits until the loop accepts it.
+  const std::map<std::string, RouteNode> nodes{{"a", {"127.0.0.1", true}}, {"b", {"", true}}};
+  auto port = [](int p) { return static_cast<std::uint32_t>(p); };
+
+  std::vector<RoutedReplica> two{{1, "a", port(good_port), true, false},
+                                 {2, "a", port(good_port), true, false},
+                                 {3, "a", port(broken_port), false, false}};  // not ready
+  MetricScrape m = ScrapeMetric("vllm:num_requests_waiting", two, nodes);
+  EXPECT_EQ(m.replicas, 2U);
+  EXPECT_EQ(m.answered, 2U);
+  EXPECT_EQ(m.value_milli, std::optional<std::int64_t>(4000));
+  EXPECT_TRUE(m.error.empty()) << m.error;
+
+  std::vector<RoutedReplica> mixed{{1, "a", port(good_port), true, false},
+                                   {4, "a", port(broken_port), true, false},
+                                   {5, "a", port(other_port), true, false},
+                                   {6, "b", port(good_port), true, false}};
+  m = ScrapeMetric("vllm:num_requests_waiting", mixed, nodes);
+  EXPECT_EQ(m.replicas, 4U);
+  EXPECT_EQ(m.answered, 1U);
+  EXPECT_EQ(m.value_milli, std::optional<std::int64_t>(2000));
+  EXPECT_EQ(m.error, "replica job 6: its node b has no address");
+
+  std::vector<RoutedReplica> none{{4, "a", port(broken_port), true, false},
+                                  {5, "a", port(other_port), true, false}};
+  m = ScrapeMetric("vllm:num_requests_waiting", none, nodes);
+  EXPECT_EQ(m.answered, 0U);
+  EXPECT_FALSE(m.value_milli.has_value());
+  EXPECT_EQ(m.error, "replica job 4: GET /metrics: HTTP 500");
+  m = ScrapeMetric("vllm:num_requests_waiting", {{5, "a", port(other_port), true, false}}, nodes);
+  EXPECT_EQ(m.error, "replica job 5: /metrics has no vllm:num_requests_waiting");
+
+  good.stop();
+  broken.stop();
+  other.stop();
+  a.join();
+  b.join();
+  c.join();
 }
 
 }  // namespace
