@@ -12,8 +12,15 @@
 //                     on a service at one replica, until a second replica
 //                     is in the gateway's route (serving): the samples, the
 //                     decision, placement, start, readiness, the route.
+//   training-heavy    (--training-heavy) one pool of 8 GPUs: a service at
+//                     one replica, low-priority preemptible training on
+//                     the other 7, then a load that needs 3 replicas for
+//                     --seconds. Run twice: without inference headroom and
+//                     with 2 GPUs of it; each run's client-side p50/p95/p99,
+//                     the replicas reached and when, and the training jobs
+//                     the service took GPUs from.
 //
-// Both depend on the readiness probe's period (1 s here, the least a spec
+// All depend on the readiness probe's period (1 s here, the least a spec
 // may set) and on --service-interval (berthd's default 2 s is used).
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -22,9 +29,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -73,6 +83,151 @@ bool ServiceBenchWait(const std::function<bool()>& ok, std::chrono::milliseconds
   return false;
 }
 
+// One training-heavy run: what clients saw and what the service got.
+struct HeavyRun {
+  std::vector<double> latency_ms;  // every answered request
+  int failed = 0;                  // answered other than 200
+  int max_routed = 0;
+  double to_three_ms = -1;  // load start to 3 replicas routed; -1: never
+  int evicted = 0;          // training jobs stopped for the service
+};
+
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
+  return v[std::clamp<std::size_t>(rank, 1, v.size()) - 1];
+}
+
+// Policy, service, training, load, clean-up; nullopt (said on stderr) when
+// a step failed.
+std::optional<HeavyRun> TrainingHeavy(Berthd& berthd, const std::filesystem::path& server,
+                                      int headroom, int clients, int seconds) {
+  const std::string pools =
+      headroom > 0 ? fmt::format(
+                         "pools:\n  - {{name: default, selector: {{}}, inference_headroom: {{gpus: "
+                         "{}}}}}\n",
+                         headroom)
+                   : std::string("pools:\n  - {name: default, selector: {}}\n");
+  if (berthd.http().Post("/v1/policy", pools + kServicePolicy).status != 201) {
+    std::cerr << "the training-heavy policy was refused\n";
+    return std::nullopt;
+  }
+  const std::string name = fmt::format("heavy{}", headroom);
+  const std::string spec = fmt::format(R"(name: {}
+queue: serve
+command: ["{}", --load-ms, "0", --ttft-ms, "200", --itl-ms, "0", --max-batch, "2"]
+replicas: {{min: 1, max: 3}}
+resources: {{gpus: 1}}
+readiness: {{http: /health, period: 1s, timeout: 500ms}}
+slo: {{latency_p95_ms: 500}}
+autoscaling: {{signal: concurrency, target: 2, target_utilization: 100%, stable_window: 4s,
+               panic_window: 2s, panic_threshold: 200%, down_stabilization: 10m}}
+)",
+                                       name, server.string());
+  if (berthd.http().Post("/v1/services", spec, "application/yaml").status != 201) {
+    std::cerr << "the training-heavy service was refused\n";
+    return std::nullopt;
+  }
+  json st;
+  if (!ServiceBenchWait(
+          [&] {
+            st = ServiceBenchStatus(berthd, name);
+            return st.is_object() && st.value("routed", 0) == 1;
+          },
+          60s)) {
+    std::cerr << "the service's first replica did not serve: " << st.dump() << '\n';
+    return std::nullopt;
+  }
+  // Low-priority preemptible training on every other GPU, headroom included.
+  std::vector<std::int64_t> training;
+  for (int i = 0; i < 7; ++i) {
+    const std::int64_t id = berthd.Submit(json{
+        {"name", fmt::format("train-{}", i)},
+        {"command", {"sleep", "3600"}},
+        {"resources", {{"gpus", 1}}},
+        {"priority", "low"},
+        {"preemptible", true}}.dump());
+    if (id <= 0) {
+      std::cerr << "a training job was refused\n";
+      return std::nullopt;
+    }
+    training.push_back(id);
+  }
+  for (auto id : training) {
+    if (!berthd.WaitForState(id, "Running", 60s)) {
+      std::cerr << "training job " << id << " did not run: " << berthd.Job(id).dump() << '\n';
+      return std::nullopt;
+    }
+  }
+
+  HeavyRun run;
+  std::mutex mu;
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> load;
+  const auto t = Clock::now();
+  for (int c = 0; c < clients; ++c) {
+    load.emplace_back([&] {
+      Http client(berthd.gateway_port(), 30s);
+      client.set_token(berthd.http().token());
+      while (!stop.load()) {
+        const auto sent = Clock::now();
+        auto r = client.Post(fmt::format("/s/default/{}/v1/completions", name),
+                             R"({"prompt":"x","max_tokens":1})", "application/json");
+        const double ms = ServiceBenchMs(sent);
+        std::lock_guard lock(mu);
+        if (r.status == 200) {
+          run.latency_ms.push_back(ms);
+        } else {
+          ++run.failed;
+        }
+      }
+    });
+  }
+  while (ServiceBenchMs(t) < seconds * 1000.0) {
+    st = ServiceBenchStatus(berthd, name);
+    const int routed = st.is_object() ? st.value("routed", 0) : 0;
+    run.max_routed = std::max(run.max_routed, routed);
+    if (routed >= 3 && run.to_three_ms < 0) run.to_three_ms = ServiceBenchMs(t);
+    std::this_thread::sleep_for(100ms);
+  }
+  stop = true;
+  for (auto& th : load) th.join();
+  for (auto id : training) {
+    const json job = berthd.Job(id);
+    if (job.is_object() &&
+        berth::it::CountEvents(job, "Reclaiming") + berth::it::CountEvents(job, "Preempting") > 0) {
+      ++run.evicted;
+    }
+  }
+
+  // Clean up for the next run: the service and the training gone, GPUs free.
+  (void)berthd.http().Delete("/v1/services/default/" + name);
+  for (auto id : training) {
+    (void)berthd.http().Post(fmt::format("/v1/jobs/{}/cancel", id), "", "application/json");
+  }
+  for (auto id : training) {
+    const json job = berthd.Job(id);
+    if (job.is_object() && job.value("state", "") != "Cancelled") {
+      (void)berthd.WaitForState(id, "Cancelled", 60s);
+    }
+  }
+  (void)ServiceBenchWait(
+      [&] { return berthd.http().Get("/v1/services/default/" + name).status == 404; }, 30s);
+  std::this_thread::sleep_for(3s);  // its replicas stop
+  return run;
+}
+
+std::string HeavyLine(const std::string& label, const HeavyRun& r) {
+  return fmt::format(
+      "{}: {} requests, {} failed; p50 {:.0f} ms, p95 {:.0f} ms, p99 {:.0f} ms; replicas "
+      "reached {}{}; training jobs evicted {}",
+      label, r.latency_ms.size(), r.failed, Percentile(r.latency_ms, 0.50),
+      Percentile(r.latency_ms, 0.95), Percentile(r.latency_ms, 0.99), r.max_routed,
+      r.to_three_ms >= 0 ? fmt::format(" (3 after {:.1f} s)", r.to_three_ms / 1000.0) : "",
+      r.evicted);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -84,6 +239,11 @@ int main(int argc, char** argv) {
   app.add_option("--clients", clients, "concurrent clients of the load step")
       ->capture_default_str();
   app.add_option("--berthd", berthd_path, "berthd to run (default: the one beside this binary)");
+  bool heavy = false;
+  int seconds = 30;
+  app.add_flag("--training-heavy", heavy,
+               "only the training-heavy comparison: without and with inference headroom");
+  app.add_option("--seconds", seconds, "the training-heavy load's length")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   TempDir dir("berth-service-bench");
@@ -109,6 +269,22 @@ int main(int argc, char** argv) {
   const auto server = bin / "berth-model-server";
   std::filesystem::copy_file(berth::it::BinDir() / "berth-model-server", server);
   ::chmod(server.c_str(), 0755);
+
+  if (heavy) {
+    // --- training-heavy: the same load without and with headroom
+    auto without = TrainingHeavy(berthd, server, 0, clients, seconds);
+    if (!without) return 1;
+    auto with = TrainingHeavy(berthd, server, 2, clients, seconds);
+    if (!with) return 1;
+    std::cout << fmt::format(
+        "berth-service-bench --training-heavy: 8 GPUs, a service (1..3 replicas, concurrency "
+        "target 2, SLO p95 500 ms, 200 ms per request, batches of 2) under {} closed-loop "
+        "clients for {} s while low-priority preemptible training holds every other GPU\n",
+        clients, seconds);
+    std::cout << HeavyLine("no inference headroom      ", *without) << '\n';
+    std::cout << HeavyLine("inference_headroom: 2 GPUs", *with) << '\n';
+    return 0;
+  }
 
   // --- scale from zero
   const std::string zero = fmt::format(R"(name: zero
