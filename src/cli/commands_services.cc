@@ -170,6 +170,19 @@ Status ListServices(ApiClient& api, const std::string& tenant, const Output& out
   return Show(json{{"services", std::move(*list)}}, output, RenderServices);
 }
 
+namespace {
+
+// When a session ends if nothing else happens: its lifetime's end or its
+// idle window's, whichever comes first, and which.
+std::string SessionEnds(const json& s) {
+  auto expires = Int(s, "status.session.expires_ms");
+  auto idle = Int(s, "status.session.idle_ends_ms");
+  if (idle && (!expires || *idle < *expires)) return FormatTimeMs(*idle) + " (idle)";
+  return expires ? FormatTimeMs(*expires) + " (lifetime)" : "-";
+}
+
+}  // namespace
+
 std::string RenderService(const json& s) {
   std::string out;
   auto line = [&](std::string_view k, const std::string& v) {
@@ -195,6 +208,17 @@ std::string RenderService(const json& s) {
     line("Access", access == "public"
                        ? "public: anyone who reaches the gateway"
                        : fmt::format("members of {}, with a Berth token", Text(s, "tenant")));
+  }
+  if (const std::string hold = Text(s, "spec.gateway.hold_timeout"); hold != "-") {
+    line("Hold", hold == "0s" || hold == "0" ? "none: 503 at once without a ready replica"
+                                             : fmt::format("up to {} for a ready replica", hold));
+  }
+  if (Text(s, "spec.kind") == "session") {
+    std::string session = "ends " + SessionEnds(s);
+    if (auto idle = Int(s, "status.session.idle_since_ms")) {
+      session += fmt::format("; last active {}", FormatTimeMs(*idle));
+    }
+    line("Session", session);
   }
   const std::string autoscale = Text(s, "status.autoscale.reason");
   if (autoscale != "-") {
@@ -462,15 +486,6 @@ Status DeleteService(ApiClient& api, const ServiceRef& ref, const Output& output
 
 namespace berth::cli {
 namespace {
-
-// When a session ends if nothing else happens: its lifetime's end or its
-// idle window's, whichever comes first, and which.
-std::string SessionEnds(const json& s) {
-  auto expires = Int(s, "status.session.expires_ms");
-  auto idle = Int(s, "status.session.idle_ends_ms");
-  if (idle && (!expires || *idle < *expires)) return FormatTimeMs(*idle) + " (idle)";
-  return expires ? FormatTimeMs(*expires) + " (lifetime)" : "-";
-}
 
 std::string SessionState(const json& s) {
   if (Int(s, "status.ready").value_or(0) > 0) return "ready";

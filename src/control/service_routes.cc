@@ -31,7 +31,7 @@ gateway::Route RouteOf(const store::ServiceRecord& service,
   gateway::Route route;
   route.tenant = service.tenant;
   route.service = service.name;
-  route.hold_timeout_ms = kServiceHoldTimeoutMs;
+  route.hold_timeout_ms = service.spec.gateway.hold_timeout_ms;
   if (service.spec.access == model::ServiceAccess::kTenant) {
     route.auth_url =
         fmt::format("{}/v1/services/{}/{}/access", api.url, service.tenant, service.name);

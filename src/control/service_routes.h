@@ -49,10 +49,6 @@ std::string ReplicaServerId(std::int64_t job_id);
 // The job a server name is for; nullopt for a name Berth did not make.
 std::optional<std::int64_t> ReplicaOfServer(std::string_view server_id);
 
-// How long a request waits at a service with no ready replica (scaled to
-// zero, or every replica restarting) before the gateway answers 503.
-inline constexpr std::int64_t kServiceHoldTimeoutMs = 60'000;
-
 // berthd's API as the gateway on its host reaches it.
 struct GatewayApi {
   // Scheme, a host name berthd's certificate holds, and the port:

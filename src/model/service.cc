@@ -17,10 +17,11 @@
 namespace berth::model {
 namespace {
 
-constexpr std::array<std::string_view, 18> kServiceFields{
-    "name",        "tenant",   "queue",     "image",     "command",  "port",
-    "model",       "replicas", "resources", "readiness", "liveness", "slo",
-    "autoscaling", "rollout",  "args",      "access",    "kind",     "session"};
+constexpr std::array<std::string_view, 19> kServiceFields{
+    "name",     "tenant",    "queue",     "image",    "command", "port",        "model",
+    "replicas", "resources", "readiness", "liveness", "slo",     "autoscaling", "rollout",
+    "args",     "access",    "kind",      "session",  "gateway"};
+constexpr std::array<std::string_view, 1> kGatewayFields{"hold_timeout"};
 constexpr std::array<std::string_view, 2> kKindNames{"service", "session"};
 constexpr std::array<std::string_view, 3> kSessionFields{"max_lifetime", "idle_window",
                                                          "idle_gpu_utilization"};
@@ -691,6 +692,17 @@ Status ParseInto(const YAML::Node& root, ServiceSpec& spec) {
                         "as its tenant; a session is reached by its tenant's members only");
   }
   if (auto n = obj->Get("model")) BERTH_RETURN_IF_ERROR(ParseModel(n, spec.model));
+  if (auto n = obj->Get("gateway")) {
+    auto g = YamlObject::Read(n, "gateway", kGatewayFields,
+                              "must be a mapping, e.g. {hold_timeout: 2m}");
+    if (!g) return std::unexpected(g.error());
+    if (auto h = g->Get("hold_timeout")) {
+      auto v =
+          Duration(h, g->PathOf("hold_timeout"), 0, kMaxHoldTimeoutMs, "2m, or 0 for 503 at once");
+      if (!v) return std::unexpected(v.error());
+      spec.gateway.hold_timeout_ms = *v;
+    }
+  }
   if (auto n = obj->Get("replicas")) {
     auto r =
         YamlObject::Read(n, "replicas", kReplicaFields, "must be a mapping, e.g. {min: 1, max: 4}");

@@ -153,6 +153,16 @@ struct SessionLimits {
 };
 inline constexpr std::int64_t kMaxSessionLifetimeMs = std::int64_t{30} * 86'400'000;  // 30d
 
+// How the gateway treats the service's requests.
+struct GatewaySettings {
+  // How long a request waits at the gateway for a ready replica (scaled to
+  // zero, starting, all replicas busy past their connection limit) before
+  // it is answered 503; 0: 503 at once. Long enough for a model's load.
+  std::int64_t hold_timeout_ms = 60'000;
+  bool operator==(const GatewaySettings&) const = default;
+};
+inline constexpr std::int64_t kMaxHoldTimeoutMs = 3'600'000;  // gateway::kMaxHoldTimeoutMs
+
 struct ServiceSpec {
   ServiceKind kind = ServiceKind::kService;
   std::string name;
@@ -171,6 +181,7 @@ struct ServiceSpec {
   ServiceSlo slo{};
   Autoscaling autoscaling{};
   Rollout rollout{};
+  GatewaySettings gateway{};
   SessionLimits session{};  // kind session only
   bool operator==(const ServiceSpec&) const = default;
 };

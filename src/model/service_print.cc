@@ -70,6 +70,7 @@ Doc Canonical(const ServiceSpec& s) {
   d["resources"]["gpu_memory"] = FormatBytes(r.gpu_memory_bytes);
   d["resources"]["cpu"] = FormatMilli(r.cpu_millis);
   d["resources"]["memory"] = FormatBytes(r.memory_bytes);
+  d["gateway"]["hold_timeout"] = FormatDurationMs(s.gateway.hold_timeout_ms);
   if (s.readiness.kind != ProbeKind::kNone) d["readiness"] = ProbeDoc(s.readiness);
   if (s.liveness.kind != ProbeKind::kNone) d["liveness"] = ProbeDoc(s.liveness);
   if (session) {

@@ -1053,6 +1053,12 @@ TEST_F(ServiceGatewayTest, ASessionIsReachedByItsTenantOnlyAndCulledWhenIdle) {
   ASSERT_EQ(others.exit_code, 0) << others.err;
   EXPECT_EQ(others.out, "No sessions.\n");
   // The service commands see it as what it is.
+  auto show = CliAs(rita, berthd, {"svc", "show", "nb"});
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("Session:   ends "), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("(idle)"), std::string::npos) << show.out;  // 8s comes before 1h
+  EXPECT_NE(show.out.find("Hold:      up to 1m for a ready replica"), std::string::npos)
+      << show.out;
   auto scale = CliAs(rita, berthd, {"svc", "scale", "nb", "--max", "2"});
   EXPECT_NE(scale.exit_code, 0);
   EXPECT_NE(scale.err.find("is a session"), std::string::npos) << scale.err;

@@ -342,6 +342,27 @@ TEST(ServiceSpec, WhatASessionCannotHaveIsRefusedNamingTheField) {
   EXPECT_EQ(limits.error().field, "session");
 }
 
+TEST(ServiceSpec, TheGatewayHoldsARequestForAsLongAsTheSpecSays) {
+  auto s = ParseServiceSpec("name: a\nimage: x\ngateway: {hold_timeout: 5m}\n");
+  ASSERT_TRUE(s.has_value()) << s.error().field << ": " << s.error().message;
+  EXPECT_EQ(s->gateway.hold_timeout_ms, 300'000);
+  EXPECT_NE(ServiceToYaml(*s).find("hold_timeout: 5m"), std::string::npos) << ServiceToYaml(*s);
+  EXPECT_EQ(*ParseServiceSpec(ServiceToYaml(*s)), *s);
+  EXPECT_EQ(ParseServiceSpec("name: a\nimage: x\n")->gateway.hold_timeout_ms, 60'000);
+  EXPECT_EQ(
+      ParseServiceSpec("name: a\nimage: x\ngateway: {hold_timeout: 0}\n")->gateway.hold_timeout_ms,
+      0);
+  for (const auto& [doc, field] : std::vector<std::pair<std::string, std::string>>{
+           {"gateway: {hold_timeout: 2h}\n", "gateway.hold_timeout"},
+           {"gateway: {hold_timeout: soon}\n", "gateway.hold_timeout"},
+           {"gateway: {max_conn: 4}\n", "gateway.max_conn"},
+           {"gateway: 5m\n", "gateway"}}) {
+    auto bad = ParseServiceSpec("name: a\nimage: x\n" + doc);
+    ASSERT_FALSE(bad.has_value()) << doc;
+    EXPECT_EQ(bad.error().field, field) << doc << bad.error().message;
+  }
+}
+
 TEST(ServiceSpec, FormatMilliIsExact) {
   EXPECT_EQ(FormatMilli(0), "0");
   EXPECT_EQ(FormatMilli(2500), "2.5");

@@ -47,7 +47,7 @@ TEST(ServiceRoutes, OnlyReadyReplicasOnReadyNodesWithAnAddressTakeRequests) {
   const gateway::Route r = RouteOf(RoutesService(), replicas, nodes, RoutesApi());
   EXPECT_EQ(r.tenant, "red");
   EXPECT_EQ(r.service, "llm");
-  EXPECT_EQ(r.hold_timeout_ms, kServiceHoldTimeoutMs);
+  EXPECT_EQ(r.hold_timeout_ms, 60'000);  // the spec's gateway.hold_timeout default
   EXPECT_EQ(RoutesIds(r), (std::vector<std::string>{"job-3", "job-7"}));
   EXPECT_EQ(r.backends[1].address, "10.0.0.1");
   EXPECT_EQ(r.backends[1].port, 31000);
@@ -55,6 +55,14 @@ TEST(ServiceRoutes, OnlyReadyReplicasOnReadyNodesWithAnAddressTakeRequests) {
   EXPECT_TRUE(gateway::ValidateRoutes({r}).has_value());
   // No replica: the route stays, empty, so that requests are held.
   EXPECT_TRUE(RouteOf(RoutesService(), {}, nodes, RoutesApi()).backends.empty());
+  // As long as the spec says (a model that loads for minutes), or not at all.
+  store::ServiceRecord slow = RoutesService();
+  slow.spec.gateway.hold_timeout_ms = 300'000;
+  EXPECT_EQ(RouteOf(slow, {}, nodes, RoutesApi()).hold_timeout_ms, 300'000);
+  slow.spec.gateway.hold_timeout_ms = 0;
+  const gateway::Route at_once = RouteOf(slow, {}, nodes, RoutesApi());
+  EXPECT_EQ(at_once.hold_timeout_ms, 0);
+  EXPECT_TRUE(gateway::ValidateRoutes({at_once}).has_value());
 }
 
 // Callers are checked at berthd unless the spec says public.
