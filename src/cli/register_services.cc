@@ -30,6 +30,18 @@ void AddRef(CLI::App* cmd, ServiceFlags& f) {
   AddRef(cmd, f.ref);
 }
 
+// --wait DURATION (at most a day); "" is 0: ask once.
+Result<std::int64_t> WaitMs(const std::string& wait) {
+  if (wait.empty()) return 0;
+  auto parsed = ParseDurationMs(wait, std::int64_t{24} * 3600 * 1000);
+  if (!parsed) {
+    return std::unexpected(Error{Code::kInvalidArgument,
+                                 fmt::format("--wait '{}': {}", wait, parsed.error().message),
+                                 "wait"});
+  }
+  return *parsed;
+}
+
 struct SessionFlags {
   SessionArgs args;
   ServiceRef ref;
@@ -86,17 +98,9 @@ void RegisterSessionCommands(CommandRegistry& registry) {
                    "ask again each second until it is ready (exit 0) or this long passes (e.g. "
                    "5m; exit non-zero)");
   registry.OnRun(open, [&f](ApiClient& api, const Output& out) -> Status {
-    std::int64_t wait_ms = 0;
-    if (!f.wait.empty()) {
-      auto parsed = ParseDurationMs(f.wait, std::int64_t{24} * 3600 * 1000);
-      if (!parsed) {
-        return std::unexpected(Error{Code::kInvalidArgument,
-                                     fmt::format("--wait '{}': {}", f.wait, parsed.error().message),
-                                     "wait"});
-      }
-      wait_ms = *parsed;
-    }
-    return OpenSession(api, f.ref, wait_ms, out);
+    auto wait_ms = WaitMs(f.wait);
+    if (!wait_ms) return std::unexpected(wait_ms.error());
+    return OpenSession(api, f.ref, *wait_ms, out);
   });
 
   auto* stop = session->add_subcommand("stop", "stop a session: its replica ends, its GPUs free");
@@ -172,17 +176,9 @@ void RegisterServiceCommands(CommandRegistry& registry) {
       "ask again each second until the rollout completes (exit 0), pauses or this long passes "
       "(e.g. 5m; exit non-zero)");
   registry.OnRun(rollout_status, [&f](ApiClient& api, const Output& out) -> Status {
-    std::int64_t wait_ms = 0;
-    if (!f.wait.empty()) {
-      auto parsed = ParseDurationMs(f.wait, std::int64_t{24} * 3600 * 1000);
-      if (!parsed) {
-        return std::unexpected(Error{Code::kInvalidArgument,
-                                     fmt::format("--wait '{}': {}", f.wait, parsed.error().message),
-                                     "wait"});
-      }
-      wait_ms = *parsed;
-    }
-    return RolloutStatus(api, f.ref, wait_ms, out);
+    auto wait_ms = WaitMs(f.wait);
+    if (!wait_ms) return std::unexpected(wait_ms.error());
+    return RolloutStatus(api, f.ref, *wait_ms, out);
   });
 
   auto* rollback = svc->add_subcommand(
