@@ -269,7 +269,13 @@ json Api::ServiceStatus(const store::ServiceRecord& s,
     status["phase"] = "pending";
   }
   if (s.spec.kind == model::ServiceKind::kSession) {
-    json session{{"expires_ms", s.created_ms + s.spec.session.max_lifetime_ms},
+    // Its lifetime as its queue allows it now.
+    model::SessionLimits limits = s.spec.session;
+    if (auto active = controller_.ActivePolicy(); active) {
+      limits = ServiceController::SessionLimitsOf(s.spec, (*active)->policy);
+    }
+    json session{{"expires_ms", s.created_ms + limits.max_lifetime_ms},
+                 {"max_lifetime_ms", limits.max_lifetime_ms},
                  {"idle_since_ms", nullptr},
                  {"idle_ends_ms", nullptr}};
     if (round && round->session) {

@@ -194,6 +194,10 @@ json PolicyChanges(const model::Policy& from, const model::Policy& to) {
     field("pools", before->pools, after.pools);
     field("over_quota", OverQuotaName(before->over_quota), OverQuotaName(after.over_quota));
     field("preemptible", before->preemptible_by_default, after.preemptible_by_default);
+    auto lifetime = [](const model::QueuePolicy& q) {
+      return q.max_session_lifetime_ms ? json(*q.max_session_lifetime_ms) : json(nullptr);
+    };
+    field("max_session_lifetime_ms", lifetime(*before), lifetime(after));
     std::set<model::ResourceKey> keys;
     for (const auto& [key, quota] : before->quota) keys.insert(key);
     for (const auto& [key, quota] : after.quota) keys.insert(key);

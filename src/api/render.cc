@@ -280,14 +280,17 @@ json PolicyJson(const model::Policy& policy) {
     std::string_view over = q.over_quota == model::OverQuota::kWait     ? "wait"
                             : q.over_quota == model::OverQuota::kReject ? "reject"
                                                                         : "borrow";
-    queues.push_back({{"path", q.path},
-                      {"tenant", q.tenant},
-                      {"parent", q.parent},
-                      {"kind", q.kind},
-                      {"pools", q.pools},
-                      {"quota", quota},
-                      {"over_quota", over},
-                      {"preemptible", q.preemptible_by_default}});
+    queues.push_back(
+        {{"path", q.path},
+         {"tenant", q.tenant},
+         {"parent", q.parent},
+         {"kind", q.kind},
+         {"pools", q.pools},
+         {"quota", quota},
+         {"over_quota", over},
+         {"preemptible", q.preemptible_by_default},
+         {"max_session_lifetime_ms",
+          q.max_session_lifetime_ms ? json(*q.max_session_lifetime_ms) : json(nullptr)}});
   }
   return json{{"usage_half_life_ms", policy.usage_half_life_ms},
               {"min_runtime_ms", policy.min_runtime_ms},

@@ -318,12 +318,21 @@ Status ServiceController::StopReplica(const std::string& tenant, const std::stri
   return Ok();
 }
 
+model::SessionLimits ServiceController::SessionLimitsOf(const model::ServiceSpec& spec,
+                                                        const model::Policy& policy) {
+  model::SessionLimits limits = spec.session;
+  const model::QueuePolicy* queue = policy.FindQueue(spec.tenant + "/" + spec.queue);
+  if (queue != nullptr && queue->max_session_lifetime_ms) {
+    limits.max_lifetime_ms = std::min(limits.max_lifetime_ms, *queue->max_session_lifetime_ms);
+  }
+  return limits;
+}
+
 Result<bool> ServiceController::EndSessionIfDone(
-    const store::ServiceRecord& service, const std::vector<store::JobRecord>& replicas,
-    const gateway::RouteStats* stats, std::optional<std::vector<model::GpuSample>>& latest,
-    TimeMs now) {
+    const store::ServiceRecord& service, const model::SessionLimits& limits,
+    const std::vector<store::JobRecord>& replicas, const gateway::RouteStats* stats,
+    std::optional<std::vector<model::GpuSample>>& latest, TimeMs now) {
   const std::string key = ServiceKey(service.tenant, service.name);
-  const model::SessionLimits& limits = service.spec.session;
   SessionSeen& seen = sessions_[key];
   // Its running replica's current run: what its GPU readings name.
   std::string run_id;
@@ -358,7 +367,10 @@ Result<bool> ServiceController::EndSessionIfDone(
   activity.running_since_ms = seen.running_since_ms;
   activity.last_request_ms = seen.last_request_ms;
   activity.last_gpu_busy_ms = seen.last_gpu_busy_ms;
-  sched::SessionVerdict verdict = sched::JudgeSession(limits, activity, now);
+  const bool capped = limits.max_lifetime_ms < service.spec.session.max_lifetime_ms;
+  sched::SessionVerdict verdict = sched::JudgeSession(
+      limits, activity, now,
+      capped ? "its queue's max_session_lifetime in the policy" : "session.max_lifetime");
   if (verdict.end == sched::SessionEnd::kNone) {
     session_verdicts_[key] = std::move(verdict);
     return false;
@@ -419,6 +431,7 @@ Status ServiceController::Reconcile() {
   std::map<std::string, ServiceRound> seen;
   std::map<std::string, Signals> signals;
   std::optional<std::vector<model::GpuSample>> latest_gpus;  // read once, when a session needs it
+  std::optional<std::shared_ptr<const store::PolicyVersion>> policy;  // likewise
   std::set<std::string> sessions;
   store::ServiceFilter filter;
   filter.limit = kServicePage;
@@ -435,9 +448,14 @@ Status ServiceController::Reconcile() {
       const auto route_latency = latency.find(key);
       if (service.spec.kind == model::ServiceKind::kSession) {
         sessions.insert(key);
-        auto ended = EndSessionIfDone(service, mine,
-                                      route_stats == stats.end() ? nullptr : &route_stats->second,
-                                      latest_gpus, now);
+        if (!policy) {
+          auto active = controller_.ActivePolicy();
+          if (!active) return std::unexpected(active.error());
+          policy = std::move(*active);
+        }
+        auto ended = EndSessionIfDone(
+            service, SessionLimitsOf(service.spec, (*policy)->policy), mine,
+            route_stats == stats.end() ? nullptr : &route_stats->second, latest_gpus, now);
         if (!ended && failed) failed = std::unexpected(ended.error());
         if (ended && *ended) {
           // Its replica is stopping and its route leaves the gateway below.

@@ -196,6 +196,10 @@ class ServiceController {
   static bool RunsCurrentSpec(const store::ServiceRecord& service, const model::JobSpec& replica);
   // `job` must have been read with its runs.
   static ReplicaHealth HealthOf(const store::JobRecord& job);
+  // A session's limits under `policy`: its spec's, its lifetime cut to its
+  // queue's max_session_lifetime when that is shorter.
+  static model::SessionLimits SessionLimitsOf(const model::ServiceSpec& spec,
+                                              const model::Policy& policy);
   static ReplicaCounts CountReplicas(const store::ServiceRecord& service,
                                      const std::vector<const store::JobRecord*>& replicas);
 
@@ -267,6 +271,7 @@ class ServiceController {
   // is deleted (returns true). `latest` is this round's GPU readings, read
   // at most once per round.
   Result<bool> EndSessionIfDone(const store::ServiceRecord& service,
+                                const model::SessionLimits& limits,
                                 const std::vector<store::JobRecord>& replicas,
                                 const gateway::RouteStats* stats,
                                 std::optional<std::vector<model::GpuSample>>& latest, TimeMs now);

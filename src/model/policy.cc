@@ -21,6 +21,7 @@
 #include "model/job.h"
 #include "model/names.h"
 #include "model/policy_limits.h"
+#include "model/service.h"
 #include "model/yaml_object.h"
 
 namespace berth::model {
@@ -45,8 +46,9 @@ constexpr std::array<std::string_view, 3> kConsolidationFields{"enabled", "max_m
 constexpr std::array<std::string_view, 3> kPoolFields{"name", "selector", "inference_headroom"};
 constexpr std::array<std::string_view, 1> kHeadroomFields{"gpus"};
 constexpr std::array<std::string_view, 3> kClassFields{"name", "value", "preemptible"};
-constexpr std::array<std::string_view, 7> kQueueFields{
-    "name", "kind", "pools", "quota", "over_quota", "preemptible", "children"};
+constexpr std::array<std::string_view, 8> kQueueFields{
+    "name",       "kind",        "pools",    "quota",
+    "over_quota", "preemptible", "children", "max_session_lifetime"};
 constexpr std::array<std::string_view, 4> kQuotaFields{"guaranteed", "borrow_limit", "weight",
                                                        "lending_limit"};
 constexpr std::array<std::string_view, 3> kQueueKinds{"training", "inference", "interactive"};
@@ -631,6 +633,21 @@ class Parser {
       auto b = Bool(pre, FieldPath(f, "preemptible"));
       if (!b) return std::unexpected(b.error());
       q.preemptible_by_default = *b;
+    }
+    if (auto m = n["max_session_lifetime"]) {
+      const std::string mf = FieldPath(f, "max_session_lifetime");
+      if (q.kind != "interactive") {
+        return InvalidField(mf, fmt::format("is for queues of kind interactive (sessions); queue "
+                                            "{} is of kind {}",
+                                            q.path, q.kind));
+      }
+      auto v = Str(m, mf);
+      if (!v) return std::unexpected(v.error());
+      auto ms = ParseDurationMs(*v);
+      if (!ms || *ms < 60'000 || *ms > kMaxSessionLifetimeMs) {
+        return InvalidField(mf, fmt::format("'{}' is not a duration from 1m to 30d, e.g. 8h", *v));
+      }
+      q.max_session_lifetime_ms = *ms;
     }
     std::string path = q.path;
     auto quota = q.quota;

@@ -65,6 +65,10 @@ struct QueuePolicy {
   OverQuota over_quota = OverQuota::kBorrow;
   // Jobs in this queue may be preempted unless they say otherwise.
   bool preemptible_by_default = true;
+  // kind interactive only: the longest a session of this queue lives,
+  // whatever its spec asks (docs/services.md, "Interactive sessions");
+  // nullopt: the spec's session.max_lifetime alone.
+  std::optional<std::int64_t> max_session_lifetime_ms{};
 };
 
 struct Pool {

@@ -44,6 +44,10 @@ void EmitQueue(YAML::Emitter& out, const Policy& p, const QueuePolicy& q) {
         << (q.over_quota == OverQuota::kWait ? "wait" : "reject");
   }
   if (!q.preemptible_by_default) out << YAML::Key << "preemptible" << YAML::Value << false;
+  if (q.max_session_lifetime_ms) {
+    out << YAML::Key << "max_session_lifetime" << YAML::Value
+        << FormatDurationMs(*q.max_session_lifetime_ms);
+  }
   bool any_child = false;
   for (const auto& c : p.queues) {
     if (c.parent != q.path) continue;

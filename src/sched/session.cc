@@ -21,13 +21,13 @@ std::string_view SessionEndName(SessionEnd e) {
 }
 
 SessionVerdict JudgeSession(const model::SessionLimits& limits, const SessionActivity& activity,
-                            TimeMs now_ms) {
+                            TimeMs now_ms, std::string_view lifetime_from) {
   SessionVerdict v;
   v.expires_ms = activity.started_ms + limits.max_lifetime_ms;
   if (now_ms >= v.expires_ms) {
     v.end = SessionEnd::kLifetime;
-    v.reason = fmt::format("session reached its maximum lifetime of {} (session.max_lifetime)",
-                           FormatDurationMs(limits.max_lifetime_ms));
+    v.reason = fmt::format("session reached its maximum lifetime of {} ({})",
+                           FormatDurationMs(limits.max_lifetime_ms), lifetime_from);
     return v;
   }
   if (!activity.running) return v;

@@ -45,7 +45,9 @@ struct SessionVerdict {
   std::string reason{};  // in words, for the replica's end and the audit record
 };
 
+// `lifetime_from` names where limits.max_lifetime_ms came from, for the
+// reason: the spec's field, or the queue's cap in the policy.
 SessionVerdict JudgeSession(const model::SessionLimits& limits, const SessionActivity& activity,
-                            TimeMs now_ms);
+                            TimeMs now_ms, std::string_view lifetime_from = "session.max_lifetime");
 
 }  // namespace berth::sched

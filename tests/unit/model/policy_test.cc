@@ -53,6 +53,33 @@ TEST(Policy, ReclaimGraceHasADefaultAndRoundTrips) {
   EXPECT_EQ(none->reclaim_grace_ms, 0);
 }
 
+TEST(Policy, AnInteractiveQueueMayCapItsSessionsLifetime) {
+  auto p = ParsePolicy(
+      "queues:\n  - name: ml\n    children:\n      - {name: notebooks, kind: interactive, "
+      "max_session_lifetime: 8h}\n      - {name: training}\n");
+  ASSERT_TRUE(p.has_value()) << p.error().field << ": " << p.error().message;
+  ASSERT_NE(p->FindQueue("ml/notebooks"), nullptr);
+  EXPECT_EQ(p->FindQueue("ml/notebooks")->max_session_lifetime_ms,
+            std::optional<std::int64_t>(8 * 3'600'000));
+  EXPECT_FALSE(p->FindQueue("ml/training")->max_session_lifetime_ms.has_value());
+  const std::string yaml = PolicyToYaml(*p);
+  EXPECT_NE(yaml.find("max_session_lifetime: 8h"), std::string::npos) << yaml;
+  auto again = ParsePolicy(yaml);
+  ASSERT_TRUE(again.has_value()) << again.error().message;
+  EXPECT_EQ(again->FindQueue("ml/notebooks")->max_session_lifetime_ms,
+            p->FindQueue("ml/notebooks")->max_session_lifetime_ms);
+  for (const auto& [queue, field] : std::vector<std::pair<std::string, std::string>>{
+           {"{name: t, max_session_lifetime: 8h}", "queues[0].children[0].max_session_lifetime"},
+           {"{name: n, kind: interactive, max_session_lifetime: 10s}",
+            "queues[0].children[0].max_session_lifetime"},
+           {"{name: n, kind: interactive, max_session_lifetime: 31d}",
+            "queues[0].children[0].max_session_lifetime"}}) {
+    auto bad = ParsePolicy("queues:\n  - name: ml\n    children:\n      - " + queue + "\n");
+    ASSERT_FALSE(bad.has_value()) << queue;
+    EXPECT_EQ(bad.error().field, field) << queue << ": " << bad.error().message;
+  }
+}
+
 TEST(Policy, ShortFirstMaxWaitHasADefaultAndRoundTrips) {
   auto d = ParsePolicy("min_runtime: 5m\n");
   ASSERT_TRUE(d.has_value());

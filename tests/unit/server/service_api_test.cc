@@ -21,6 +21,7 @@ constexpr const char* kPolicy = R"(queues:
       - name: training
       - name: notebooks
         kind: interactive
+        max_session_lifetime: 90m
   - name: vision
     children:
       - name: online
@@ -540,7 +541,8 @@ TEST_F(ServiceApiTest, ASessionRunsInAnInteractiveQueueAndKeepsItsKind) {
   EXPECT_EQ(started.body["spec"]["kind"], "session");
   EXPECT_EQ(started.body["status"]["desired"], 1);
   EXPECT_EQ(started.body["status"]["session"]["expires_ms"],
-            started.body["created_ms"].get<std::int64_t>() + 2 * 3'600'000);
+            started.body["created_ms"].get<std::int64_t>() + 90 * 60'000);  // the queue's cap
+  EXPECT_EQ(started.body["status"]["session"]["max_lifetime_ms"], 90 * 60'000);
   ASSERT_EQ(Of(bob_->Post("/v1/services", kCoder, "application/yaml")).status, 201);
 
   // The list by kind; a bad kind names the parameter.
@@ -593,14 +595,17 @@ TEST_F(ServiceControllerTest, ASessionPastItsLifetimeIsStoppedWithTheReasonAndDe
   EXPECT_FALSE(store_->GetJob(replica)->cancel_requested);
 
   // Its lifetime counts from its start, waiting included.
-  clock_.Advance(60 * 60'000);
+  clock_.Advance(30 * 60'000);
   ASSERT_TRUE(services_->Reconcile().has_value());
   EXPECT_EQ(Of(bob_->Get("/v1/services/ml/nb")).status, 404);
   auto job = store_->GetJob(replica);
   ASSERT_TRUE(job.has_value());
   EXPECT_TRUE(job->cancel_requested || job->state == model::JobState::kCancelled);
   auto events = Of(bob_->Get("/v1/jobs/" + std::to_string(replica)));
-  EXPECT_NE(events.body.dump().find("maximum lifetime of 2h"), std::string::npos)
+  // The queue's 90m cap, not the spec's 2h.
+  EXPECT_NE(events.body.dump().find(
+                "maximum lifetime of 1h30m (its queue's max_session_lifetime in the policy)"),
+            std::string::npos)
       << events.body.dump();
   const auto audit = ServiceAudit();
   ASSERT_FALSE(audit.empty());
