@@ -608,6 +608,17 @@ class ServiceGatewayTest : public ServiceTest {
     return got.status == 200 ? got.body : json();
   }
 
+  // Waits until red/llm has one replica in the gateway's route; `service` is
+  // the last one read (for the failure message).
+  bool WaitRouted(const Berthd& berthd, json& service, Ms timeout) {
+    return WaitFor(
+        [&] {
+          service = Service(berthd);
+          return service.is_object() && service.at("status").value("routed", 0) == 1;
+        },
+        timeout);
+  }
+
   // Applies red/llm's first spec and waits for the controller's first round
   // of it (its route exists from then on); the service then, or null with
   // the failure added.
@@ -902,13 +913,7 @@ readiness: {{http: /health, period: 1s, timeout: 500ms}}
   EXPECT_EQ(ReadFile(pid_file), haproxy);
   // The restarted berthd drives it: the replica is still routed.
   json service;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        service = Service(berthd);
-        return service.is_object() && service.at("status").value("routed", 0) == 1;
-      },
-      20s))
-      << service.dump();
+  ASSERT_TRUE(WaitRouted(berthd, service, 20s)) << service.dump();
   EXPECT_EQ(ask(), 200);
 }
 
@@ -1124,13 +1129,7 @@ slo: {{availability: 99%}}
                                        server.string());
   ASSERT_EQ(berthd.http().Post("/v1/services", spec, "application/yaml").status, 201);
   json service;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        service = Service(berthd);
-        return service.is_object() && service.at("status").value("routed", 0) == 1;
-      },
-      30s))
-      << service.dump() << berthd.log();
+  ASSERT_TRUE(WaitRouted(berthd, service, 30s)) << service.dump() << berthd.log();
   const std::string rita = MemberToken(berthd.http(), "rita", "red", "member");
   Http gateway(berthd.gateway_port(), 30s);
   gateway.set_token(rita);
@@ -1191,13 +1190,7 @@ autoscaling:
                                        server.string());
   json service = ApplyUntilReconciled(berthd, spec);
   ASSERT_TRUE(service.is_object());
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        service = Service(berthd);
-        return service.is_object() && service.at("status").value("routed", 0) == 1;
-      },
-      30s))
-      << service.dump();
+  ASSERT_TRUE(WaitRouted(berthd, service, 30s)) << service.dump();
   const std::string rita = MemberToken(berthd.http(), "rita", "red", "member");
   std::vector<std::thread> clients;
   std::atomic<int> ok{0};
