@@ -557,11 +557,11 @@ std::string RenderSessionOpen(const json& s) {
   line("State", SessionState(s));
   const json* endpoint = Field(s, "status.endpoint");
   const bool gateway = endpoint != nullptr && endpoint->is_string();
-  line("URL", gateway ? endpoint->get<std::string>() + "/" : "no gateway: berthd runs none");
+  line("URL", gateway ? endpoint->get<std::string>() : "no gateway: berthd runs none");
   line("Access", fmt::format("members of {}, with a Berth token", Text(s, "tenant")));
   line("Ends", SessionEnds(s));
   if (gateway) {
-    out += fmt::format("\ncurl -H \"Authorization: Bearer $BERTH_TOKEN\" {}/\n",
+    out += fmt::format("\ncurl -H \"Authorization: Bearer $BERTH_TOKEN\" {}\n",
                        endpoint->get<std::string>());
   }
   if (SessionState(s) == "waiting") {

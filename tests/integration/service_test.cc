@@ -1034,7 +1034,9 @@ TEST_F(ServiceGatewayTest, ASessionIsReachedByItsTenantOnlyAndCulledWhenIdle) {
 
   auto open = CliAs(rita, berthd, {"session", "open", "nb", "--wait", "60s"});
   ASSERT_EQ(open.exit_code, 0) << open.out << open.err << berthd.log();
-  EXPECT_NE(open.out.find(fmt::format("/s/red/nb/")), std::string::npos) << open.out;
+  EXPECT_NE(open.out.find(fmt::format("URL:      {}/s/red/nb/\n", berthd.gateway_url())),
+            std::string::npos)
+      << open.out;
   EXPECT_NE(open.out.find("State:    ready"), std::string::npos) << open.out;
 
   auto call = [&](const std::string& token) {
