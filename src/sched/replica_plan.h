@@ -16,6 +16,13 @@
 //  - Above `desired`, replicas of the current revision are stopped: the
 //    preemptible ones (above the service's minimum) first, then those not
 //    ready, then the newest.
+//  - A rollout with canary steps (rollout.canary) first runs each step: the
+//    new revision gets ceil(weight x desired) replicas (at least one), the
+//    old revision keeps its ready ones (up to `desired`), and the gateway
+//    sends `weight` percent of the requests to the new revision
+//    (CanaryWeights). A step ends once its replicas have all been ready for
+//    its pause (a pause of 0: when `berth svc rollout resume` says so);
+//    after the last step the rolling update above replaces the rest.
 //  - A replica that ended without being asked to (a crash, an exit, a
 //    failure its retry policy gave up on) is replaced after a back-off:
 //    10 s after the first such end in the crash window, doubling per end,
@@ -25,6 +32,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -66,6 +74,14 @@ struct ReplicaPlanInput {
   // A rollout whose new replica has run this long without becoming ready
   // pauses (Kubernetes' progressDeadlineSeconds: 600).
   TimeMs progress_deadline_ms = kRolloutProgressDeadlineMs;
+  // Set while a rollout's canary steps run (absent: no steps, or all done):
+  // the step it is at, an index into rollout.canary, and since when every
+  // replica of that step has been ready (0: not all yet).
+  struct CanaryAt {
+    std::uint32_t step = 0;
+    TimeMs ready_since_ms = 0;
+  };
+  std::optional<CanaryAt> canary{};
 };
 
 // The wait before replacing a replica after `crashes` recent crashes (0: none).
@@ -94,6 +110,9 @@ enum class ReplicaPhase {
   // (it keeps serving) until the new one is ready or the service is rolled
   // back.
   kRolloutPaused,
+  // Running a canary step: part of the traffic on the new revision, the
+  // old one serving the rest (ReplicaPlan::canary says which step).
+  kCanary,
 };
 std::string_view ReplicaPhaseName(ReplicaPhase p);
 
@@ -103,8 +122,31 @@ struct ReplicaPlan {
   ReplicaPhase phase = ReplicaPhase::kSteady;
   // kBackingOff: when the next replica may be created.
   std::optional<TimeMs> backoff_until_ms{};
+  // While a canary step runs (the input's canary, with replicas of an older
+  // revision left): where it stands.
+  struct Canary {
+    std::uint32_t step = 0;        // index into rollout.canary
+    std::uint32_t weight_pct = 0;  // of the requests, to the current revision
+    std::uint32_t replicas = 0;    // of the current revision at this step
+    bool ready = false;            // all of them ready
+    // When its pause ends; absent while its replicas are not all ready, or
+    // when it waits to be resumed (pause 0).
+    std::optional<TimeMs> pause_ends_ms{};
+    bool awaiting_resume = false;  // ready, pause 0: `berth svc rollout resume`
+    bool advance = false;          // its pause is over: on to the next step
+  };
+  std::optional<Canary> canary{};
 };
 
 ReplicaPlan PlanReplicas(const ReplicaPlanInput& in);
+
+// The gateway's weights for a canary step: `weight_pct` of the requests to
+// the `current` servers of the new revision, the rest to the `old` ones,
+// under weighted round robin. Returns {each current server's weight, each
+// old server's weight}, both within 0..256 (HAProxy's bounds) and in the
+// ratio the step asks for, as near as those bounds allow. With no server
+// on one side, every server gets 100.
+std::pair<int, int> CanaryWeights(std::uint32_t weight_pct, std::uint32_t current,
+                                  std::uint32_t old);
 
 }  // namespace berth::sched

@@ -255,5 +255,116 @@ TEST(ReplicaPlan, AnOldReplicaThatIsNotReadyIsReplacedAtOnce) {
   EXPECT_EQ(plan.create, 1U);
 }
 
+// Canary steps: 4 replicas of revision 1 serving, revision 2 applied with
+// steps of 25% (paused 1 min) and 50% (until resumed).
+ReplicaPlanInput Canary(std::vector<ReplicaView> replicas, std::uint32_t step,
+                        TimeMs ready_since_ms = 0) {
+  ReplicaPlanInput in = Want(4, std::move(replicas), 2);
+  in.rollout.canary = {{25, 60'000}, {50, 0}};
+  in.canary = ReplicaPlanInput::CanaryAt{step, ready_since_ms};
+  return in;
+}
+std::vector<ReplicaView> OldFour() {
+  return {Running(1, 1), Running(2, 1), Running(3, 1), Running(4, 1)};
+}
+
+TEST(ReplicaPlan, ACanaryStepStartsItsShareOfReplicasAndKeepsTheOldOnes) {
+  ReplicaPlan plan = PlanReplicas(Canary(OldFour(), 0));
+  EXPECT_EQ(plan.phase, ReplicaPhase::kCanary);
+  EXPECT_EQ(plan.create, 1U);  // 25% of 4
+  EXPECT_TRUE(plan.stop.empty());
+  ASSERT_TRUE(plan.canary);
+  EXPECT_EQ(plan.canary->weight_pct, 25U);
+  EXPECT_EQ(plan.canary->replicas, 1U);
+  EXPECT_FALSE(plan.canary->ready);
+  EXPECT_FALSE(plan.canary->pause_ends_ms);
+  EXPECT_FALSE(plan.canary->advance);
+
+  // Ready: the old four still serve, none more is made, the pause runs.
+  auto replicas = OldFour();
+  replicas.push_back(Running(5, 2));
+  plan = PlanReplicas(Canary(replicas, 0));
+  EXPECT_EQ(plan.create, 0U);
+  EXPECT_TRUE(plan.stop.empty());
+  ASSERT_TRUE(plan.canary && plan.canary->ready);
+  EXPECT_EQ(plan.canary->pause_ends_ms, 1'000'000 + 60'000);
+  EXPECT_FALSE(plan.canary->advance);
+  // Ready for a minute: on to the next step.
+  plan = PlanReplicas(Canary(replicas, 0, 1'000'000 - 60'000));
+  EXPECT_TRUE(plan.canary->advance);
+  plan = PlanReplicas(Canary(replicas, 0, 1'000'000 - 59'999));
+  EXPECT_FALSE(plan.canary->advance);
+}
+
+TEST(ReplicaPlan, AStepWithoutAPauseWaitsToBeResumed) {
+  auto replicas = OldFour();
+  replicas.push_back(Running(5, 2));
+  ReplicaPlan plan = PlanReplicas(Canary(replicas, 1));
+  EXPECT_EQ(plan.create, 1U);  // 50% of 4: one more
+  EXPECT_FALSE(plan.canary->awaiting_resume);
+  replicas.push_back(Running(6, 2));
+  plan = PlanReplicas(Canary(replicas, 1, 1));
+  EXPECT_EQ(plan.phase, ReplicaPhase::kCanary);
+  EXPECT_TRUE(plan.canary->awaiting_resume);
+  EXPECT_FALSE(plan.canary->advance);  // however long it has been ready
+  EXPECT_FALSE(plan.canary->pause_ends_ms);
+  EXPECT_TRUE(plan.stop.empty());
+}
+
+TEST(ReplicaPlan, AfterTheLastStepTheRollingUpdateReplacesTheRest) {
+  auto replicas = OldFour();
+  replicas.push_back(Running(5, 2));
+  replicas.push_back(Running(6, 2));
+  ReplicaPlan plan = PlanReplicas(Canary(replicas, 2));  // past the last step
+  EXPECT_EQ(plan.phase, ReplicaPhase::kRollingOut);
+  EXPECT_FALSE(plan.canary);
+  EXPECT_EQ(Stopped(plan).size(), 2U);  // two old ones go, two stay ready
+}
+
+TEST(ReplicaPlan, ACanaryNeverRunsMoreOfEitherRevisionThanItsShare) {
+  // A step at 25% with three new replicas (the step before, a scale-down):
+  // two go; old ones above the desired count go too.
+  std::vector<ReplicaView> replicas = OldFour();
+  replicas.push_back(Running(9, 1));
+  for (std::int64_t id : {5, 6, 7}) replicas.push_back(Running(id, 2));
+  ReplicaPlan plan = PlanReplicas(Canary(replicas, 0));
+  EXPECT_EQ(plan.create, 0U);
+  EXPECT_EQ(Stopped(plan).size(), 3U);
+  for (const auto& s : plan.stop) EXPECT_EQ(s.cause, ReplicaStopCause::kScaledDown);
+}
+
+TEST(ReplicaPlan, ACanaryThatNeverBecomesReadyPausesTheRollout) {
+  auto replicas = OldFour();
+  ReplicaView broken{5, 2, false, 1'000'000 - kRolloutProgressDeadlineMs};
+  replicas.push_back(broken);
+  ReplicaPlan plan = PlanReplicas(Canary(replicas, 0));
+  EXPECT_EQ(plan.phase, ReplicaPhase::kRolloutPaused);
+  EXPECT_TRUE(plan.stop.empty());  // the old revision keeps serving
+  EXPECT_FALSE(plan.canary->ready);
+}
+
+TEST(ReplicaPlan, CanaryWeightsSplitTheRequestsAsTheStepSays) {
+  // As a step has them: ceil(pct x desired) new replicas beside the old
+  // revision's desired ones.
+  for (std::uint32_t pct : {1U, 5U, 10U, 25U, 33U, 50U, 90U, 99U, 100U}) {
+    for (std::uint32_t old = 1; old <= 60; ++old) {
+      {
+        const std::uint32_t cur = std::max<std::uint32_t>(1, (pct * old + 99) / 100);
+        const auto [wc, wo] = CanaryWeights(pct, cur, old);
+        ASSERT_GE(wc, 1) << pct << " " << cur << " " << old;
+        ASSERT_LE(wc, 256);
+        ASSERT_GE(wo, pct == 100 ? 0 : 1);
+        ASSERT_LE(wo, 256);
+        const double share = double(wc) * cur / (double(wc) * cur + double(wo) * old);
+        // Exact below HAProxy's bound; within a point or so once scaled.
+        EXPECT_NEAR(share * 100, pct, 1.5) << pct << " " << cur << " " << old;
+      }
+    }
+  }
+  EXPECT_EQ(CanaryWeights(10, 1, 3), std::make_pair(30, 90));
+  EXPECT_EQ(CanaryWeights(100, 2, 2), std::make_pair(100, 0));
+  EXPECT_EQ(CanaryWeights(30, 0, 2), std::make_pair(100, 100));
+}
+
 }  // namespace
 }  // namespace berth::sched
