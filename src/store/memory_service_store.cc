@@ -141,7 +141,34 @@ Result<ServiceRecord> MemoryServiceStore::DeleteService(const std::string& tenan
     if (auto r = audit(was)) audit_.push_back(std::move(*r));
   }
   services_.erase(it);
+  rollouts_.erase({tenant, name});
   return was;
+}
+
+Result<std::optional<RolloutProgress>> MemoryServiceStore::GetRolloutProgress(
+    const std::string& tenant, const std::string& name) {
+  std::lock_guard lock(mu_);
+  if (!services_.contains({tenant, name})) return std::unexpected(ServiceNotFound(tenant, name));
+  auto it = rollouts_.find({tenant, name});
+  if (it == rollouts_.end()) return std::optional<RolloutProgress>{};
+  return std::optional<RolloutProgress>{it->second};
+}
+
+Result<RolloutProgress> MemoryServiceStore::SetRolloutProgress(
+    const std::string& tenant, const std::string& name,
+    const std::optional<RolloutProgress>& expected, const RolloutProgress& next,
+    const AuditOf<RolloutProgress>& audit) {
+  std::lock_guard lock(mu_);
+  if (!services_.contains({tenant, name})) return std::unexpected(ServiceNotFound(tenant, name));
+  auto it = rollouts_.find({tenant, name});
+  const std::optional<RolloutProgress> now =
+      it == rollouts_.end() ? std::nullopt : std::optional<RolloutProgress>{it->second};
+  if (now != expected) return std::unexpected(RolloutMoved(tenant, name));
+  if (audit) {
+    if (auto r = audit(next)) audit_.push_back(std::move(*r));
+  }
+  rollouts_[{tenant, name}] = next;
+  return next;
 }
 
 }  // namespace berth::store

@@ -34,6 +34,12 @@ class MemoryServiceStore final : public ServiceStore {
       const std::string& tenant, const std::string& name, const std::string& by, TimeMs now,
       const ServiceAdmission& admit = {},
       const AuditOf<ServiceRecord, ServiceRecord>& audit = {}) override;
+  Result<std::optional<RolloutProgress>> GetRolloutProgress(const std::string& tenant,
+                                                            const std::string& name) override;
+  Result<RolloutProgress> SetRolloutProgress(const std::string& tenant, const std::string& name,
+                                             const std::optional<RolloutProgress>& expected,
+                                             const RolloutProgress& next,
+                                             const AuditOf<RolloutProgress>& audit = {}) override;
   Result<ServiceRecord> DeleteService(const std::string& tenant, const std::string& name,
                                       const std::string& by, TimeMs now,
                                       const AuditOf<ServiceRecord>& audit = {}) override;
@@ -47,6 +53,7 @@ class MemoryServiceStore final : public ServiceStore {
 
   std::mutex mu_;
   std::map<Key, ServiceRecord> services_;  // each with its kept revisions
+  std::map<Key, RolloutProgress> rollouts_;
   std::int64_t next_id_ = 1;
   std::vector<AuditEntry> audit_;
 };

@@ -12,6 +12,14 @@ Error ServiceNotFound(const std::string& tenant, const std::string& name) {
   return Error{Code::kNotFound, fmt::format("{} not found", ServiceObjectName(tenant, name)), {}};
 }
 
+Error RolloutMoved(const std::string& tenant, const std::string& name) {
+  return Error{Code::kFailedPrecondition,
+               fmt::format("the rollout of {} moved on since it was read (another resume, or "
+                           "the service controller); read it again with berth svc rollout status",
+                           ServiceObjectName(tenant, name)),
+               "rollout"};
+}
+
 Error TooManyServices(const std::string& tenant, std::size_t max_per_tenant) {
   return Error{Code::kResourceExhausted,
                fmt::format("tenant {} already has {} services, the most one tenant may have "

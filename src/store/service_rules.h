@@ -18,6 +18,8 @@ namespace berth::store {
 // "service ml/coder": how errors and the authorization layer name it.
 std::string ServiceObjectName(const std::string& tenant, const std::string& name);
 Error ServiceNotFound(const std::string& tenant, const std::string& name);
+// The progress moved since the caller read it (SetRolloutProgress).
+Error RolloutMoved(const std::string& tenant, const std::string& name);
 // The refusal of a create past the tenant's limit (field "name").
 Error TooManyServices(const std::string& tenant, std::size_t max_per_tenant);
 // Ok, or InvalidArgument naming "min" or "max".

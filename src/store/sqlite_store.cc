@@ -25,8 +25,9 @@ using nlohmann::json;
 // their last reported checkpoint, whether a stop was clean and their failure
 // class; jobs count their failures and when a retry may start. 5: who
 // submitted each job. 6: job arrays. 7: inference services and their
-// revisions (new tables only, made by kSchema).
-constexpr int kSchemaVersion = 9;
+// revisions (new tables only, made by kSchema). 8, 9: replicas' ports and
+// readiness. 10: services' canary rollout progress (a new table).
+constexpr int kSchemaVersion = 10;
 
 constexpr std::string_view kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -110,6 +111,9 @@ CREATE TABLE IF NOT EXISTS service_revisions(
   service_id INTEGER NOT NULL REFERENCES services(id), revision INTEGER NOT NULL,
   spec TEXT NOT NULL, created_ms INTEGER NOT NULL, created_by TEXT NOT NULL,
   change TEXT NOT NULL, restores INTEGER, PRIMARY KEY(service_id, revision));
+CREATE TABLE IF NOT EXISTS service_rollouts(
+  service_id INTEGER PRIMARY KEY REFERENCES services(id), revision INTEGER NOT NULL,
+  step INTEGER NOT NULL, since_ms INTEGER NOT NULL, by TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS pending_counts(
   tenant TEXT NOT NULL, submitted_by TEXT NOT NULL, n INTEGER NOT NULL,
   PRIMARY KEY(tenant, submitted_by)) WITHOUT ROWID;

@@ -135,6 +135,12 @@ class SqliteStore final : public Store {
       const std::string& tenant, const std::string& name, const std::string& by, TimeMs now,
       const ServiceAdmission& admit = {},
       const AuditOf<ServiceRecord, ServiceRecord>& audit = {}) override;
+  Result<std::optional<RolloutProgress>> GetRolloutProgress(const std::string& tenant,
+                                                            const std::string& name) override;
+  Result<RolloutProgress> SetRolloutProgress(const std::string& tenant, const std::string& name,
+                                             const std::optional<RolloutProgress>& expected,
+                                             const RolloutProgress& next,
+                                             const AuditOf<RolloutProgress>& audit = {}) override;
   Result<ServiceRecord> DeleteService(const std::string& tenant, const std::string& name,
                                       const std::string& by, TimeMs now,
                                       const AuditOf<ServiceRecord>& audit = {}) override;
@@ -142,6 +148,7 @@ class SqliteStore final : public Store {
  private:
   // Services (sqlite_store_services.cc), with mu_ held: the service with
   // its kept revisions (nullopt: none), and a new revision of it.
+  Result<std::optional<RolloutProgress>> LoadRolloutProgress(std::int64_t service_id);
   Result<std::optional<ServiceRecord>> LoadService(const std::string& tenant,
                                                    const std::string& name);
   // The same, NotFound (ServiceNotFound) when there is none.

@@ -5,6 +5,8 @@
 // all of it back.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "model/json.h"
@@ -266,11 +268,65 @@ Result<ServiceRecord> SqliteStore::DeleteService(const std::string& tenant, cons
   auto revs = db_.Prepare("DELETE FROM service_revisions WHERE service_id = ?");
   if (!revs) return std::unexpected(revs.error());
   BERTH_RETURN_IF_ERROR(revs->Bind(1, current->id).Run());
+  auto rollout = db_.Prepare("DELETE FROM service_rollouts WHERE service_id = ?");
+  if (!rollout) return std::unexpected(rollout.error());
+  BERTH_RETURN_IF_ERROR(rollout->Bind(1, current->id).Run());
   auto del = db_.Prepare("DELETE FROM services WHERE id = ?");
   if (!del) return std::unexpected(del.error());
   BERTH_RETURN_IF_ERROR(del->Bind(1, current->id).Run());
   BERTH_RETURN_IF_ERROR(CommitAudited(tx, db_, audit_head_, audit, *current));
   return std::move(*current);
+}
+
+Result<std::optional<RolloutProgress>> SqliteStore::LoadRolloutProgress(std::int64_t service_id) {
+  auto st =
+      db_.Prepare("SELECT revision, step, since_ms, by FROM service_rollouts WHERE service_id = ?");
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, service_id);
+  auto row = st->Step();
+  if (!row) return std::unexpected(row.error());
+  if (!*row) return std::optional<RolloutProgress>{};
+  RolloutProgress p;
+  p.revision = st->Int(0);
+  p.step = static_cast<std::uint32_t>(
+      std::clamp<std::int64_t>(st->Int(1), 0, std::numeric_limits<std::uint32_t>::max()));
+  p.since_ms = st->Int(2);
+  p.by = st->Text(3);
+  return std::optional<RolloutProgress>{std::move(p)};
+}
+
+Result<std::optional<RolloutProgress>> SqliteStore::GetRolloutProgress(const std::string& tenant,
+                                                                       const std::string& name) {
+  std::lock_guard lock(mu_);
+  auto service = LoadExistingService(tenant, name);
+  if (!service) return std::unexpected(service.error());
+  return LoadRolloutProgress(service->id);
+}
+
+Result<RolloutProgress> SqliteStore::SetRolloutProgress(
+    const std::string& tenant, const std::string& name,
+    const std::optional<RolloutProgress>& expected, const RolloutProgress& next,
+    const AuditOf<RolloutProgress>& audit) {
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
+  auto service = LoadExistingService(tenant, name);
+  if (!service) return std::unexpected(service.error());
+  auto now = LoadRolloutProgress(service->id);
+  if (!now) return std::unexpected(now.error());
+  if (*now != expected) return std::unexpected(RolloutMoved(tenant, name));
+  auto put = db_.Prepare(
+      "INSERT OR REPLACE INTO service_rollouts(service_id, revision, step, since_ms, by) "
+      "VALUES(?,?,?,?,?)");
+  if (!put) return std::unexpected(put.error());
+  BERTH_RETURN_IF_ERROR(put->Bind(1, service->id)
+                            .Bind(2, next.revision)
+                            .Bind(3, static_cast<std::int64_t>(next.step))
+                            .Bind(4, next.since_ms)
+                            .Bind(5, next.by)
+                            .Run());
+  BERTH_RETURN_IF_ERROR(CommitAudited(tx, db_, audit_head_, audit, next));
+  return next;
 }
 
 }  // namespace berth::store

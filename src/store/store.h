@@ -571,6 +571,18 @@ struct ServiceRecord {
   std::vector<ServiceRevision> revisions{};
 };
 
+// Where a service's canary rollout stands (docs/services.md, "Canary
+// steps"): the service controller moves it from step to step, `berth svc
+// rollout resume` moves it on by hand. Kept apart from the revisions: a
+// scale or a change that keeps the replicas as they are carries it over.
+struct RolloutProgress {
+  std::int64_t revision = 0;  // the revision whose rollout it is
+  std::uint32_t step = 0;     // an index into its rollout.canary; its size: done
+  TimeMs since_ms = 0;        // when it reached the step
+  std::string by;             // "berth", or who resumed it
+  bool operator==(const RolloutProgress&) const = default;
+};
+
 // What an apply did: a new service, a new revision, or nothing (the spec
 // was the current one).
 enum class ServiceApplied { kCreated, kRevised, kUnchanged };
@@ -630,6 +642,17 @@ class ServiceStore {
       const std::string& tenant, const std::string& name, const std::string& by, TimeMs now,
       const ServiceAdmission& admit = {},
       const AuditOf<ServiceRecord, ServiceRecord>& audit = {}) = 0;
+  // The service's rollout progress; nullopt when none was recorded.
+  // NotFound when the service is gone.
+  [[nodiscard]] virtual Result<std::optional<RolloutProgress>> GetRolloutProgress(
+      const std::string& tenant, const std::string& name) = 0;
+  // Records `next` if the progress is still `expected` (nullopt: none
+  // recorded); else FailedPrecondition (field "rollout"): another change
+  // moved it first. NotFound when the service is gone. `audit` gets `next`.
+  [[nodiscard]] virtual Result<RolloutProgress> SetRolloutProgress(
+      const std::string& tenant, const std::string& name,
+      const std::optional<RolloutProgress>& expected, const RolloutProgress& next,
+      const AuditOf<RolloutProgress>& audit = {}) = 0;
   // Removes the service and its revisions; returns it as it was.
   [[nodiscard]] virtual Result<ServiceRecord> DeleteService(
       const std::string& tenant, const std::string& name, const std::string& by, TimeMs now,

@@ -339,6 +339,51 @@ TEST_P(ServiceStoreConformance, DeleteRemovesItAndItsRevisionsAndTheNameIsFreeAg
   EXPECT_EQ(Actions()[2], "service.delete service/ml/coder");
 }
 
+TEST_P(ServiceStoreConformance, RolloutProgressMovesOnlyFromWhatTheCallerRead) {
+  Apply(Spec("coder"), 2000);
+  auto none = store().GetRolloutProgress("ml", "coder");
+  ASSERT_TRUE(none.has_value()) << none.error().message;
+  EXPECT_FALSE(*none);
+  const RolloutProgress first{1, 0, 2100, "berth"};
+  auto audit = [](const RolloutProgress& p) -> std::optional<AuditEntry> {
+    AuditEntry e;
+    e.time_ms = p.since_ms;
+    e.actor = p.by;
+    e.tenant = "ml";
+    e.action = "service.rollout.step";
+    e.object = "service/ml/coder";
+    e.after = "{\"step\":" + std::to_string(p.step) + "}";
+    e.outcome = "ok";
+    return e;
+  };
+  auto set = store().SetRolloutProgress("ml", "coder", std::nullopt, first, audit);
+  ASSERT_TRUE(set.has_value()) << set.error().message;
+  EXPECT_EQ(*store().GetRolloutProgress("ml", "coder"), first);
+
+  // Two callers read step 0 and both move it on: the second is refused,
+  // records nothing, and the progress is the first's.
+  const RolloutProgress resumed{1, 1, 2200, "alice"};
+  ASSERT_TRUE(store().SetRolloutProgress("ml", "coder", first, resumed, audit).has_value());
+  auto late = store().SetRolloutProgress("ml", "coder", first, {1, 1, 2201, "berth"}, audit);
+  ASSERT_FALSE(late.has_value());
+  EXPECT_EQ(late.error().code, Code::kFailedPrecondition);
+  EXPECT_EQ(late.error().field, "rollout");
+  EXPECT_EQ(*store().GetRolloutProgress("ml", "coder"), resumed);
+  auto fresh = store().SetRolloutProgress("ml", "coder", std::nullopt, first, audit);
+  EXPECT_EQ(fresh.error().code, Code::kFailedPrecondition);
+  EXPECT_EQ(Actions(), (std::vector<std::string>{"service.apply service/ml/coder",
+                                                 "service.rollout.step service/ml/coder",
+                                                 "service.rollout.step service/ml/coder"}));
+
+  // It goes with the service; a service of the same name starts with none.
+  ASSERT_TRUE(store().DeleteService("ml", "coder", "bob", 3000).has_value());
+  EXPECT_EQ(store().GetRolloutProgress("ml", "coder").error().code, Code::kNotFound);
+  EXPECT_EQ(store().SetRolloutProgress("ml", "coder", resumed, first).error().code,
+            Code::kNotFound);
+  Apply(Spec("coder"), 4000);
+  EXPECT_FALSE(*store().GetRolloutProgress("ml", "coder"));
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, ServiceStoreConformance, ::testing::ValuesIn(ServiceBackends()),
                          tests::BackendName);
 

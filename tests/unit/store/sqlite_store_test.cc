@@ -565,9 +565,10 @@ TEST_F(SqliteStoreTest, MigratesASchemaSixDatabaseToHoldServices) {
   {
     auto db = Database::Open((dir_ / "berth.db").string());
     ASSERT_TRUE(db.has_value());
-    ASSERT_TRUE(db->Exec("DROP TABLE service_revisions; DROP TABLE services;"
-                         "UPDATE meta SET value='6' WHERE key='schema_version';")
-                    .has_value());
+    ASSERT_TRUE(
+        db->Exec("DROP TABLE service_rollouts; DROP TABLE service_revisions; DROP TABLE services;"
+                 "UPDATE meta SET value='6' WHERE key='schema_version';")
+            .has_value());
   }
   Reopen();
   EXPECT_TRUE(store_->GetJob(*id).has_value());
@@ -576,6 +577,10 @@ TEST_F(SqliteStoreTest, MigratesASchemaSixDatabaseToHoldServices) {
   auto applied = store_->ApplyService(*spec, "alice", 2000, 100);
   ASSERT_TRUE(applied.has_value()) << applied.error().message;
   EXPECT_EQ(applied->service.revision, 1);
+  // And a canary rollout's progress (schema 10's table).
+  auto progress =
+      store_->SetRolloutProgress(spec->tenant, spec->name, std::nullopt, {1, 0, 2000, "berth"});
+  ASSERT_TRUE(progress.has_value()) << progress.error().message;
   store_.reset();
   auto db = Database::Open((dir_ / "berth.db").string());
   ASSERT_TRUE(db.has_value());
@@ -583,7 +588,7 @@ TEST_F(SqliteStoreTest, MigratesASchemaSixDatabaseToHoldServices) {
   ASSERT_TRUE(st.has_value());
   auto row = st->Step();
   ASSERT_TRUE(row.has_value() && *row);
-  EXPECT_EQ(st->Text(0), "9");
+  EXPECT_EQ(st->Text(0), "10");
 }
 
 // A schema-7 database (before replicas) gains jobs.service and runs.port:
