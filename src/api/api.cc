@@ -194,6 +194,9 @@ void Api::Register(http::Server& http) {
   Route(http, "POST", R"(/v1/services/([^/]+)/([^/]+)/rollback)",
         service(Need::kWrite, "service.rollback"),
         Audited("service.rollback", &Api::RollbackService));
+  Route(http, "POST", R"(/v1/services/([^/]+)/([^/]+)/rollout/resume)",
+        service(Need::kWrite, "service.rollout.resume"),
+        Audited("service.rollout.resume", &Api::ResumeServiceRollout));
   // Inventory: everyone sees it; other tenants' jobs on it are anonymous.
   Route(http, "GET", "/v1/nodes", any("node.list"), handler(&Api::ListNodes));
   Route(http, "GET", "/v1/gpus", any("gpu.list"), scoped(&Api::ListGpus));

@@ -196,6 +196,7 @@ class Api {
   void CheckServiceAccess(const http::Request& req, http::Response& res);
   void ScaleService(const http::Request& req, http::Response& res, AuditNote& note);
   void RollbackService(const http::Request& req, http::Response& res, AuditNote& note);
+  void ResumeServiceRollout(const http::Request& req, http::Response& res, AuditNote& note);
   void DeleteService(const http::Request& req, http::Response& res, AuditNote& note);
   // A service's status: its replicas as stored, and the controller's last round.
   // `live`: the service's live replicas (with runs), newest first, when the

@@ -180,6 +180,21 @@ json TrafficJson(const gateway::RouteStats& t, const std::optional<gateway::Rout
 
 }  // namespace
 
+namespace {
+
+// A canary step under way, as the status shows it (docs/api.md).
+json CanaryJson(const sched::ReplicaPlan::Canary& c, std::uint32_t steps) {
+  return json{{"step", c.step + 1},
+              {"steps", steps},
+              {"weight_pct", c.weight_pct},
+              {"replicas", c.replicas},
+              {"ready", c.ready},
+              {"pause_ends_ms", c.pause_ends_ms ? json(*c.pause_ends_ms) : json(nullptr)},
+              {"awaiting_resume", c.awaiting_resume}};
+}
+
+}  // namespace
+
 json Api::ServiceStatus(const store::ServiceRecord& s,
                         const std::vector<const store::JobRecord*>* live) {
   json status{{"revision", s.revision},
@@ -264,6 +279,8 @@ json Api::ServiceStatus(const store::ServiceRecord& s,
                                            {"duration_ms", round->last_cold_start->duration_ms},
                                            {"at_ms", round->last_cold_start->at_ms}}
                                     : json(nullptr);
+    status["canary"] =
+        round->canary ? CanaryJson(*round->canary, round->canary_steps) : json(nullptr);
   } else {
     // Not reconciled since its last change (or no controller runs here).
     status["phase"] = "pending";
@@ -541,6 +558,49 @@ void Api::RollbackService(const http::Request& req, http::Response& res, AuditNo
   if (!rolled) return ReplyError(res, rolled.error());
   ServiceChanged();
   Reply(res, 200, ServiceJson(*rolled, ServiceStatus(*rolled)));
+}
+
+void Api::ResumeServiceRollout(const http::Request& req, http::Response& res, AuditNote& note) {
+  const std::string tenant = req.matches[1];
+  const std::string name = req.matches[2];
+  note.object = AuditObject(tenant, name);
+  note.tenant = tenant;
+  auto service = store_.GetService(tenant, name);
+  if (!service) return ReplyError(res, service.error());
+  const auto steps = static_cast<std::uint32_t>(service->spec.rollout.canary.size());
+  if (steps == 0) {
+    return ReplyError(res, Error{Code::kFailedPrecondition,
+                                 fmt::format("{}/{} has no canary steps (rollout.canary): its "
+                                             "rollouts replace replicas without pausing",
+                                             tenant, name),
+                                 "rollout.canary"});
+  }
+  auto progress = store_.GetRolloutProgress(tenant, name);
+  if (!progress) return ReplyError(res, progress.error());
+  if (!*progress || (*progress)->revision != service->revision || (*progress)->step >= steps) {
+    return ReplyError(
+        res, Error{Code::kFailedPrecondition,
+                   fmt::format("no canary step of {}/{} is under way (revision {}): a rollout's "
+                               "steps start once its new replicas are created; see berth svc "
+                               "rollout status {}/{}",
+                               tenant, name, service->revision, tenant, name),
+                   "rollout"});
+  }
+  const store::RolloutProgress was = **progress;
+  const store::RolloutProgress next{was.revision, was.step + 1, clock_.NowMs(),
+                                    CurrentCaller().name};
+  auto moved = store_.SetRolloutProgress(
+      tenant, name, was, next,
+      RecordInChange<store::RolloutProgress>(
+          note, req, res, clock_.NowMs(), [&](AuditNote& n, const store::RolloutProgress& p) {
+            n.after = json{{"revision", p.revision}, {"step_ended", p.step}, {"steps", steps}};
+          }));
+  if (!moved) return ReplyError(res, moved.error());
+  ServiceChanged();
+  json out = ServiceJson(*service, ServiceStatus(*service));
+  // The status is the controller's last round, from before the resume.
+  out["resumed"] = json{{"step_ended", was.step + 1}, {"steps", steps}};
+  Reply(res, 200, out);
 }
 
 void Api::DeleteService(const http::Request& req, http::Response& res, AuditNote& note) {

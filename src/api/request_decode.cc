@@ -145,6 +145,7 @@ std::vector<RouteRule> BuildRules() {
        {Int("min", 0, model::kMaxServiceReplicas), Int("max", 1, model::kMaxServiceReplicas)},
        BodyKind::kNone},
       {"POST", R"(/v1/services/([^/]+)/([^/]+)/rollback)", {}, BodyKind::kNone},
+      {"POST", R"(/v1/services/([^/]+)/([^/]+)/rollout/resume)", {}, BodyKind::kNone},
       {"POST", R"(/v1/quota-requests/([^/]+)/approve)", {Text("comment")}, BodyKind::kNone},
       {"POST", R"(/v1/quota-requests/([^/]+)/reject)", {Text("comment")}, BodyKind::kNone},
       {"POST", R"(/v1/quota-requests/([^/]+)/withdraw)", {}, BodyKind::kNone},

@@ -269,6 +269,9 @@ std::string RenderService(const nlohmann::json& service);
 Status ScaleService(ApiClient& api, const ServiceRef& ref, std::optional<std::int64_t> min,
                     std::optional<std::int64_t> max, const Output& output);
 Status RollbackService(ApiClient& api, const ServiceRef& ref, const Output& output);
+// Ends the current canary step of a service's rollout (the next step, or
+// the rolling update of the rest, begins).
+Status ResumeRollout(ApiClient& api, const ServiceRef& ref, const Output& output);
 Status DeleteService(ApiClient& api, const ServiceRef& ref, const Output& output);
 // --- berth session (commands_services.cc, docs/services.md) ---
 // What `berth session start` asks for; empty fields take the spec's

@@ -363,8 +363,20 @@ std::string RenderRolloutStatus(const json& s) {
     out += fmt::format("- {} replica{} of older revisions stopping (drained first)\n", old_stopping,
                        old_stopping == 1 ? "" : "s");
   }
+  const json& steps = Array(s, "spec.rollout.canary");
+  if (!steps.empty()) {
+    std::vector<std::string> parts;
+    for (const json& step : steps) {
+      const auto pause = Int(step, "pause").value_or(0);
+      parts.push_back(fmt::format("{}% {}", IntText(step, "weight"),
+                                  pause > 0 ? "for " + FormatDurationMs(pause) : "until resumed"));
+    }
+    out += fmt::format("- canary steps: {}; then", fmt::join(parts, ", "));
+  } else {
+    out += "-";
+  }
   out +=
-      fmt::format("- one step at a time: at most {} above and {} below the desired count\n",
+      fmt::format(" one step at a time: at most {} above and {} below the desired count\n",
                   IntText(s, "spec.rollout.max_surge"), IntText(s, "spec.rollout.max_unavailable"));
   const std::string waiting = Text(s, "status.waiting");
   if (!waiting.empty() && waiting != "-") out += fmt::format("- waiting: {}\n", waiting);
@@ -373,6 +385,12 @@ std::string RenderRolloutStatus(const json& s) {
         "paused: revision {} never became ready; the older revision keeps serving. Apply a "
         "fixed spec, or roll back: berth svc rollback {}\n",
         revision, name);
+  } else if (phase == "canary") {
+    const auto step = IntText(s, "status.canary.step");
+    out +=
+        Text(s, "status.canary.awaiting_resume") == "true"
+            ? fmt::format("canary step {} waits: berth svc rollout resume {} goes on\n", step, name)
+            : fmt::format("canary step {} under way\n", step);
   } else if (phase == "rolling_out") {
     out += "rolling out\n";
   } else if (old_serving.empty() && old_stopping == 0 && current_ready >= desired) {
@@ -383,9 +401,14 @@ std::string RenderRolloutStatus(const json& s) {
   return out;
 }
 
+// A canary step that waits to be resumed: nothing happens until someone does.
+bool AwaitsResume(const json& s) {
+  return Text(s, "status.phase") == "canary" && Text(s, "status.canary.awaiting_resume") == "true";
+}
+
 bool RolloutSettled(const json& s) {
   const std::string phase = Text(s, "status.phase");
-  if (phase == "rollout_paused") return true;
+  if (phase == "rollout_paused" || AwaitsResume(s)) return true;
   const std::string out = RenderRolloutStatus(s);
   return out.find("\ncomplete: ") != std::string::npos;
 }
@@ -407,6 +430,13 @@ Status RolloutStatus(ApiClient& api, const ServiceRef& ref, std::int64_t wait_ms
   if (Text(*service, "status.phase") == "rollout_paused") {
     return std::unexpected(Error{Code::kFailedPrecondition,
                                  fmt::format("the rollout of {} is paused", what), "phase"});
+  }
+  if (AwaitsResume(*service)) {
+    return std::unexpected(
+        Error{Code::kFailedPrecondition,
+              fmt::format("the rollout of {} waits at canary step {}: berth svc rollout resume {}",
+                          what, IntText(*service, "status.canary.step"), what),
+              "phase"});
   }
   if (!RolloutSettled(*service)) {
     return std::unexpected(
@@ -469,6 +499,20 @@ Status RollbackService(ApiClient& api, const ServiceRef& ref, const Output& outp
     return fmt::format("service {}/{} rolled back: revision {} restores revision {}\n",
                        Text(s, "tenant"), Text(s, "name"), IntText(s, "revision"),
                        revs.empty() ? "-" : IntText(revs.front(), "restores"));
+  });
+}
+
+Status ResumeRollout(ApiClient& api, const ServiceRef& ref, const Output& output) {
+  auto resolved = Resolve(api, ref);
+  if (!resolved) return std::unexpected(resolved.error());
+  auto resumed = api.Post(Path(*resolved, "rollout/resume"), "", "application/json");
+  return Show(resumed, output, [](const json& s) {
+    const auto ended = Int(s, "resumed.step_ended").value_or(0);
+    const auto steps = Int(s, "resumed.steps").value_or(0);
+    return fmt::format("service {}/{}: canary step {} of {} ended; {} begins\n", Text(s, "tenant"),
+                       Text(s, "name"), ended, steps,
+                       ended < steps ? fmt::format("step {}", ended + 1)
+                                     : std::string("the rolling update of the rest"));
   });
 }
 

@@ -1,4 +1,4 @@
-// berth svc apply|list|show|logs|why|scale|rollout status|rollback|delete, and
+// berth svc apply|list|show|logs|why|scale|rollout status|resume|rollback|delete, and
 // berth session start|list|open|stop.
 #include <fmt/format.h>
 
@@ -166,7 +166,8 @@ void RegisterServiceCommands(CommandRegistry& registry) {
         max_opt->count() > 0 ? std::optional<std::int64_t>(f.max) : std::nullopt, out);
   });
 
-  auto* rollout = svc->add_subcommand("rollout", "a service's rollout: berth svc rollout status");
+  auto* rollout =
+      svc->add_subcommand("rollout", "a service's rollout: berth svc rollout status|resume");
   rollout->require_subcommand(1);
   auto* rollout_status = rollout->add_subcommand(
       "status", "whether the current revision has replaced the older ones, is under way or paused");
@@ -180,6 +181,13 @@ void RegisterServiceCommands(CommandRegistry& registry) {
     if (!wait_ms) return std::unexpected(wait_ms.error());
     return RolloutStatus(api, f.ref, *wait_ms, out);
   });
+
+  auto* resume = rollout->add_subcommand(
+      "resume",
+      "end the current canary step now: the next step (or the rest of the rollout) goes on");
+  AddRef(resume, f);
+  registry.OnRun(
+      resume, [&f](ApiClient& api, const Output& out) { return ResumeRollout(api, f.ref, out); });
 
   auto* rollback = svc->add_subcommand(
       "rollback", "make the revision before the current one current again (a new revision)");

@@ -535,6 +535,39 @@ Status ServiceController::Reconcile() {
   return failed;
 }
 
+Result<store::RolloutProgress> ServiceController::CanaryProgress(
+    const store::ServiceRecord& service, const std::vector<store::JobRecord>& replicas,
+    TimeMs now) {
+  auto recorded = store_.GetRolloutProgress(service.tenant, service.name);
+  if (!recorded) return std::unexpected(recorded.error());
+  if (*recorded && (*recorded)->revision == service.revision) return **recorded;
+  // This revision's rollout starts: at its first step, unless
+  //  - the replicas of the revision whose rollout was under way run this
+  //    revision's spec too (a scale, a change of its SLO): it goes on where
+  //    it was;
+  //  - replicas of an older revision already run it (a rollback to what
+  //    still serves): the steps are skipped.
+  store::RolloutProgress next{service.revision, 0, now, "berth"};
+  bool carried = false;
+  bool serving = false;
+  for (const auto& job : replicas) {
+    if (job.cancel_requested || !job.spec.service || !RunsCurrentSpec(service, job.spec)) continue;
+    const std::int64_t revision = job.spec.service->revision;
+    if (*recorded && revision == (*recorded)->revision) {
+      carried = true;
+    } else if (revision != service.revision) {
+      serving = true;
+    }
+  }
+  if (carried) {
+    next.step = (*recorded)->step;
+    next.since_ms = (*recorded)->since_ms;
+  } else if (serving) {
+    next.step = static_cast<std::uint32_t>(service.spec.rollout.canary.size());
+  }
+  return store_.SetRolloutProgress(service.tenant, service.name, *recorded, next);
+}
+
 Status ServiceController::ReconcileOne(const store::ServiceRecord& service,
                                        const std::vector<store::JobRecord>& replicas, TimeMs now,
                                        const gateway::RouteStats* stats,
@@ -556,6 +589,7 @@ Status ServiceController::ReconcileOne(const store::ServiceRecord& service,
   std::vector<std::pair<std::int64_t, ReplicaHealth>> unready;
   // Every live replica, for the gateway's route.
   std::vector<RoutedReplica> routed;
+  std::set<std::int64_t> current_ids;  // those that run the current spec
   for (const auto& job : replicas) {
     ReplicaHealth h = HealthOf(job);
     const bool draining = draining_.contains(job.id);
@@ -566,7 +600,10 @@ Status ServiceController::ReconcileOne(const store::ServiceRecord& service,
     const std::int64_t revision = same ? service.revision : job.spec.service->revision;
     const bool preemptible = job.spec.preemptible.value_or(false);
     in.replicas.push_back({job.id, revision, h.ready, h.not_ready_since_ms, preemptible});
-    if (same) ++current;
+    if (same) {
+      ++current;
+      current_ids.insert(job.id);
+    }
     if (same && !preemptible) ++guaranteed;
     if (h.ready) {
       ++ready;
@@ -639,7 +676,56 @@ Status ServiceController::ReconcileOne(const store::ServiceRecord& service,
       in.last_crash_ms = std::max(in.last_crash_ms, *job.finished_at_ms);
     }
   }
+  // A rollout with canary steps runs them first.
+  const auto steps = static_cast<std::uint32_t>(spec.rollout.canary.size());
+  std::optional<store::RolloutProgress> progress;
+  const bool rolling = std::any_of(in.replicas.begin(), in.replicas.end(),
+                                   [&](const auto& r) { return r.revision != service.revision; });
+  if (steps > 0 && rolling) {
+    auto p = CanaryProgress(service, replicas, now);
+    if (!p) return std::unexpected(p.error());
+    progress = *p;
+    if (p->step < steps) {
+      if (sig.canary_revision != p->revision || sig.canary_step != p->step) {
+        sig.canary_revision = p->revision;
+        sig.canary_step = p->step;
+        sig.canary_ready_since_ms = 0;
+      }
+      in.canary = sched::ReplicaPlanInput::CanaryAt{p->step, sig.canary_ready_since_ms};
+    }
+  }
   const sched::ReplicaPlan plan = sched::PlanReplicas(in);
+  Status failed = Ok();
+  if (plan.canary) {
+    const sched::ReplicaPlan::Canary& c = *plan.canary;
+    if (!c.ready) {
+      sig.canary_ready_since_ms = 0;
+    } else if (sig.canary_ready_since_ms == 0) {
+      sig.canary_ready_since_ms = now;
+    }
+    if (c.advance && progress) {
+      const store::RolloutProgress next{service.revision, c.step + 1, now, "berth"};
+      const std::int64_t pause_ms = spec.rollout.canary[c.step].pause_ms;
+      auto moved = store_.SetRolloutProgress(
+          service.tenant, service.name, progress, next, [&](const store::RolloutProgress& p) {
+            return std::optional<store::AuditEntry>(
+                ReplicaRecord(service.tenant, service.name, "service.rollout.step",
+                              json{{"revision", p.revision},
+                                   {"step_ended", p.step},
+                                   {"steps", steps},
+                                   {"cause", fmt::format("step {} ready for its pause of {}",
+                                                         c.step + 1, FormatDurationMs(pause_ms))}},
+                              now));
+          });
+      if (moved) {
+        spdlog::info("service {}: canary step {} of {} done after its pause of {}", key, c.step + 1,
+                     steps, FormatDurationMs(pause_ms));
+        Wake();  // the next step at once, not a round later
+      } else if (moved.error().code != Code::kFailedPrecondition) {
+        failed = std::unexpected(moved.error());
+      }
+    }
+  }
 
   ServiceRound round;
   round.revision = service.revision;
@@ -665,6 +751,25 @@ Status ServiceController::ReconcileOne(const store::ServiceRecord& service,
           "serving: fix the new revision (berth svc apply) or roll back (berth svc rollback)",
           FormatDurationMs(in.progress_deadline_ms));
     }
+  }
+  if (plan.canary) {
+    const sched::ReplicaPlan::Canary& c = *plan.canary;
+    std::string text = fmt::format(
+        "canary step {} of {}: {}% of the requests to revision {} on {} {}", c.step + 1, steps,
+        c.weight_pct, service.revision, c.replicas, c.replicas == 1 ? "replica" : "replicas");
+    const std::string then =
+        c.step + 1 < steps ? "the next step" : "the rolling update of the rest";
+    if (!c.ready) {
+      text += " once ready";
+    } else if (c.awaiting_resume) {
+      text += fmt::format("; {} waits for berth svc rollout resume {}", then, key);
+    } else if (c.pause_ends_ms) {
+      text += fmt::format("; {} in {}", then,
+                          FormatDurationMs(std::max<TimeMs>(*c.pause_ends_ms - now, 0)));
+    }
+    round.waiting = round.waiting.empty() ? text : text + "; " + round.waiting;
+    round.canary = c;
+    round.canary_steps = steps;
   }
   if (!unmeasured.empty()) {
     round.waiting = round.waiting.empty() ? unmeasured : round.waiting + "; " + unmeasured;
@@ -700,7 +805,6 @@ Status ServiceController::ReconcileOne(const store::ServiceRecord& service,
     }
     round.slo = slo;
   }
-  Status failed = Ok();
   for (const auto& stop : plan.stop) {
     const std::string why =
         stop.cause == sched::ReplicaStopCause::kReplaced
@@ -724,6 +828,19 @@ Status ServiceController::ReconcileOne(const store::ServiceRecord& service,
   }
   if (gateway_ != nullptr) {
     routes.push_back(RouteOf(service, routed, nodes, api_));
+    if (plan.canary) {
+      // The step's share of the requests to the new revision's servers.
+      std::uint32_t n_current = 0;
+      for (const auto& b : routes.back().backends) {
+        n_current += current_ids.contains(ReplicaOfServer(b.id).value_or(0)) ? 1 : 0;
+      }
+      const auto n_old = static_cast<std::uint32_t>(routes.back().backends.size() - n_current);
+      const auto [w_current, w_old] =
+          sched::CanaryWeights(plan.canary->weight_pct, n_current, n_old);
+      for (auto& b : routes.back().backends) {
+        b.weight = current_ids.contains(ReplicaOfServer(b.id).value_or(0)) ? w_current : w_old;
+      }
+    }
     const gateway::Route& route = routes.back();
     round.routed = static_cast<std::uint32_t>(route.backends.size());
     round.draining = static_cast<std::uint32_t>(

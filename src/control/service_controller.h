@@ -94,6 +94,10 @@ struct ServiceRound {
   std::optional<SloAttainment> slo{};  // with the gateway
   // A session's limits as they stand (kind session only).
   std::optional<sched::SessionVerdict> session{};
+  // A canary step under way (docs/services.md, "Canary steps"), and how
+  // many steps the rollout has.
+  std::optional<sched::ReplicaPlan::Canary> canary{};
+  std::uint32_t canary_steps = 0;
 };
 
 // The newest GPU readings berthd has (TelemetryStore::Latest): what a
@@ -212,6 +216,12 @@ class ServiceController {
     RouteCounters counters;
     std::optional<TimeMs> cold_start_since_ms;
     std::optional<ColdStart> last_cold_start;
+    // The canary step last seen (revision, step) and since when all its
+    // replicas have been ready (0: not all). Lost on a restart: a step's
+    // pause then counts again, which delays a step, never hastens one.
+    std::int64_t canary_revision = 0;
+    std::uint32_t canary_step = 0;
+    TimeMs canary_ready_since_ms = 0;
   };
   // A service's last hour of request-log windows, one per round that saw
   // requests: time, requests, 5xx, p95 met; with the spec's targets. Read by
@@ -247,6 +257,13 @@ class ServiceController {
     std::string why;
   };
 
+  // Where the rollout of `service` stands when its canary steps apply (it
+  // has steps and replicas of an older revision run): read from the store,
+  // and recorded there when this revision's rollout starts. Its step is the
+  // steps' count when they are done or skipped.
+  Result<store::RolloutProgress> CanaryProgress(const store::ServiceRecord& service,
+                                                const std::vector<store::JobRecord>& replicas,
+                                                TimeMs now);
   Status ReconcileOne(const store::ServiceRecord& service,
                       const std::vector<store::JobRecord>& replicas, TimeMs now,
                       const gateway::RouteStats* stats, const gateway::RouteLatency* latency,

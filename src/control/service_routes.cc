@@ -32,6 +32,11 @@ gateway::Route RouteOf(const store::ServiceRecord& service,
   route.tenant = service.tenant;
   route.service = service.name;
   route.hold_timeout_ms = service.spec.gateway.hold_timeout_ms;
+  // A canary's weights split the requests as its step says under round
+  // robin; leastconn would send a light load's every request to the
+  // heavier side (each server idle, the heaviest always first).
+  route.balance = service.spec.rollout.canary.empty() ? gateway::Balance::kLeastConn
+                                                      : gateway::Balance::kRoundRobin;
   if (service.spec.access == model::ServiceAccess::kTenant) {
     route.auth_url =
         fmt::format("{}/v1/services/{}/{}/access", api.url, service.tenant, service.name);

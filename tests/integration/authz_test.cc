@@ -316,6 +316,9 @@ std::vector<Route> Routes() {
   // Past the guard, a first rollback may answer 409 (no earlier revision).
   r.push_back(
       {"POST", "/v1/services/{tenant}/{name}/rollback", Kind::kObjectWrite, svc("/rollback")});
+  // Past the guard: 409 (no canary steps to resume).
+  r.push_back({"POST", "/v1/services/{tenant}/{name}/rollout/resume", Kind::kObjectWrite,
+               svc("/rollout/resume")});
   r.push_back({"DELETE",
                "/v1/services/{tenant}/{name}",
                Kind::kObjectWrite,

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <regex>
 #include <set>
@@ -863,6 +864,175 @@ readiness: {{http: /health, period: 1s, timeout: 500ms}}
   EXPECT_EQ(status.exit_code, 0) << status.out << status.err;
   EXPECT_NE(status.out.find("\ncomplete: every replica runs revision 2\n"), std::string::npos)
       << status.out;
+}
+
+// A canary rollout under load: v2's first step sends a quarter of the
+// requests to one new replica while both of v1's serve the rest, and waits
+// to be resumed; its second sends them all to v2 for a second; then the
+// rolling update replaces v1. No request fails, and every move is audited.
+TEST_F(ServiceGatewayTest, ACanaryRolloutSplitsTheRequestsStepByStepLosingNone) {
+  Berthd* started = StartGatewayBerthd();
+  ASSERT_NE(started, nullptr);
+  Berthd& berthd = *started;
+  const auto server = TenantModelServer(dir_ / "llm");
+  auto spec = [&](const std::string& version) {
+    return fmt::format(R"(name: llm
+tenant: red
+queue: serve
+command: ["{}", --load-ms, "300", --model-version, "{}", --ttft-ms, "5"]
+port: 8000
+access: public
+replicas: {{min: 2, max: 2}}
+resources: {{gpus: 1}}
+readiness: {{http: /health, period: 1s, timeout: 500ms}}
+rollout: {{canary: [{{weight: 25}}, {{weight: 100, pause: 1s}}]}}
+)",
+                       server.string(), version);
+  };
+  ASSERT_EQ(berthd.http().Post("/v1/services", spec("v1"), "application/yaml").status, 201);
+  json service;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        service = Service(berthd);
+        return service.is_object() && service.at("status").value("routed", 0) == 2;
+      },
+      60s))
+      << service.dump() << berthd.log();
+  // A resume with no rollout under way changes nothing.
+  EXPECT_EQ(berthd.http().Post("/v1/services/red/llm/rollout/resume", "").status, 409);
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> failed{0};
+  std::mutex seen_mu;
+  std::map<std::string, int> served;  // by version, since the last reset
+  std::vector<std::string> failures;
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 2; ++c) {
+    clients.emplace_back([&] {
+      Http client(berthd.gateway_port(), 30s);
+      while (!stop.load()) {
+        auto r = client.Post("/s/red/llm/v1/completions", R"({"prompt":"load","max_tokens":1})",
+                             "application/json");
+        std::lock_guard lock(seen_mu);
+        if (r.status == 200) {
+          ++served[r.body.value("version", std::string("?"))];
+        } else {
+          ++failed;
+          failures.push_back(fmt::format("{} {}", r.status, r.text.substr(0, 200)));
+        }
+      }
+    });
+  }
+  auto finish = [&] {
+    stop = true;
+    for (auto& t : clients) t.join();
+  };
+  ASSERT_EQ(berthd.http().Post("/v1/services", spec("v2"), "application/yaml").status, 200);
+  const bool waiting = WaitFor(
+      [&] {
+        service = Service(berthd);
+        const json& st = service.at("status");
+        return st.value("phase", "") == "canary" && st.at("canary").is_object() &&
+               st.at("canary").value("awaiting_resume", false) && st.value("routed", 0) == 3;
+      },
+      60s);
+  if (!waiting) finish();
+  ASSERT_TRUE(waiting) << service.dump() << berthd.log();
+  const json& canary = service.at("status").at("canary");
+  EXPECT_EQ(canary.value("step", 0), 1);
+  EXPECT_EQ(canary.value("steps", 0), 2);
+  EXPECT_EQ(canary.value("weight_pct", 0), 25);
+  EXPECT_EQ(canary.value("replicas", 0), 1);
+  // The step holds: one v2 replica and both v1 ones, about a quarter of the
+  // requests on v2 (weighted round robin: 50 to v2's server, 75 to each of
+  // v1's).
+  {
+    std::lock_guard lock(seen_mu);
+    served.clear();
+  }
+  std::this_thread::sleep_for(3s);
+  int v1 = 0;
+  int v2 = 0;
+  {
+    std::lock_guard lock(seen_mu);
+    v1 = served["v1"];
+    v2 = served["v2"];
+  }
+  EXPECT_GT(v1 + v2, 40);
+  EXPECT_NEAR(100.0 * v2 / std::max(v1 + v2, 1), 25.0, 8.0) << v1 << " v1, " << v2 << " v2";
+  service = Service(berthd);
+  EXPECT_EQ(service.at("status").value("phase", ""), "canary") << service.dump();
+  EXPECT_NE(
+      service.at("status")
+          .value("waiting", "")
+          .find("canary step 1 of 2: 25% of the requests to revision 2 on 1 replica; the next "
+                "step waits for berth svc rollout resume red/llm"),
+      std::string::npos)
+      << service.dump();
+  auto held = Cli(berthd, {"svc", "rollout", "status", "red/llm", "--wait", "2s"});
+  EXPECT_NE(held.exit_code, 0);
+  EXPECT_NE(held.out.find("canary step 1 waits: berth svc rollout resume red/llm goes on"),
+            std::string::npos)
+      << held.out;
+  EXPECT_NE(held.err.find("waits at canary step 1"), std::string::npos) << held.err;
+
+  auto resumed = Cli(berthd, {"svc", "rollout", "resume", "red/llm"});
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(resumed.out, "service red/llm: canary step 1 of 2 ended; step 2 begins\n");
+  const bool rolled = WaitFor(
+      [&] {
+        service = Service(berthd);
+        const json& st = service.at("status");
+        return st.at("replicas").size() == 2 && st.value("ready", 0) == 2 &&
+               st.at("replicas").at(0).value("current", false) &&
+               st.at("replicas").at(1).value("current", false) && st.value("draining", 1) == 0;
+      },
+      60s);
+  finish();
+  ASSERT_TRUE(rolled) << service.dump() << berthd.log();
+  EXPECT_EQ(failed.load(), 0) << fmt::format("{}", fmt::join(failures, "\n"));
+  EXPECT_EQ(berthd.http().Post("/v1/services/red/llm/rollout/resume", "").status, 409);
+
+  // Who moved it: the resume by its caller, step 2's end by Berth.
+  auto audit = berthd.http().Get("/v1/audit?tenant=red");
+  std::vector<std::string> moves;
+  for (const auto& r : audit.body.value("records", json::array())) {
+    const std::string action = r.value("action", "");
+    if (action.starts_with("service.rollout.") && r.value("outcome", "") == "ok") {
+      moves.push_back(fmt::format("{} {} step {}", action, r.value("actor", ""),
+                                  r.at("after").value("step_ended", 0)));
+    }
+  }
+  EXPECT_EQ(moves, (std::vector<std::string>{"service.rollout.resume admin step 1",
+                                             "service.rollout.step berth step 2"}))
+      << audit.text;
+
+  // A bad v3 caught at its first step: the rollback to what v2's replicas
+  // still run skips the steps, and v3's canary goes at once.
+  ASSERT_EQ(berthd.http().Post("/v1/services", spec("v3"), "application/yaml").status, 200);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        service = Service(berthd);
+        const json& st = service.at("status");
+        return st.value("phase", "") == "canary" && st.value("routed", 0) == 3;
+      },
+      60s))
+      << service.dump() << berthd.log();
+  ASSERT_EQ(berthd.http().Post("/v1/services/red/llm/rollback", "").status, 200);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        service = Service(berthd);
+        const json& st = service.at("status");
+        return service.value("revision", 0) == 4 && st.value("phase", "") == "steady" &&
+               st.value("routed", 0) == 2 && st.value("draining", 1) == 0 &&
+               st.at("replicas").size() == 2 && st.at("canary").is_null();
+      },
+      30s))
+      << service.dump() << berthd.log();
+  Http gateway(berthd.gateway_port(), 30s);
+  auto answer = gateway.Post("/s/red/llm/v1/completions", R"({"prompt":"v","max_tokens":1})",
+                             "application/json");
+  EXPECT_EQ(answer.body.value("version", answer.text), "v2");
 }
 
 // The control plane dies and the services go on: with berthd killed the
