@@ -82,6 +82,7 @@ TEST(CommandTable, EveryCommandTheGroupsAddHasSomethingToRun) {
                                              "svc logs",
                                              "svc scale",
                                              "svc rollout status",
+                                             "svc rollout resume",
                                              "svc rollback",
                                              "svc delete",
                                              "session start",

@@ -213,5 +213,26 @@ TEST(RenderRolloutStatus, SaysWhatEachRevisionServesAndWhetherItIsDonePausedOrUn
   EXPECT_NE(RenderRolloutStatus(done).find("\nnot complete (steady)\n"), std::string::npos);
 }
 
+TEST(RenderRolloutStatus, SaysTheCanaryStepsAndWhichOneWaitsToBeResumed) {
+  json canary = RolloutService("canary");
+  canary["spec"]["rollout"]["canary"] =
+      json::array({{{"weight", 25}, {"pause", 0}}, {{"weight", 100}, {"pause", 60'000}}});
+  canary["status"]["canary"] = {{"step", 1}, {"steps", 2}, {"awaiting_resume", false}};
+  canary["status"]["replicas"] = json::array({RolloutReplica(20, 4, true, false, false),
+                                              RolloutReplica(12, 3, false, true, false),
+                                              RolloutReplica(13, 3, false, true, false)});
+  std::string out = RenderRolloutStatus(canary);
+  EXPECT_NE(out.find("- canary steps: 25% until resumed, 100% for 1m; then one step at a time: "
+                     "at most 1 above and 0 below the desired count\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("\ncanary step 1 under way\n"), std::string::npos) << out;
+  canary["status"]["canary"]["awaiting_resume"] = true;
+  out = RenderRolloutStatus(canary);
+  EXPECT_NE(out.find("\ncanary step 1 waits: berth svc rollout resume ml/coder goes on\n"),
+            std::string::npos)
+      << out;
+}
+
 }  // namespace
 }  // namespace berth::cli
