@@ -22,6 +22,7 @@
 #include "store/audit_log.h"
 #include "store/store.h"
 #include "store/telemetry_store.h"
+#include "store/traffic_store.h"
 
 namespace berth::server {
 
@@ -79,6 +80,8 @@ class Api {
   // GPU telemetry history (api_telemetry.cc); null: the telemetry endpoints
   // answer Unavailable, jobs show no utilization and /metrics no DCGM gauges.
   void set_telemetry(store::TelemetryStore* telemetry) { telemetry_ = telemetry; }
+  // Services' request history by hour, for the operations report.
+  void set_traffic(store::ServiceTrafficStore* traffic) { traffic_ = traffic; }
   // The service controller, woken after each change to a service and asked
   // for its last round in a service's status; null: services are stored
   // and shown with their replicas, and nothing wakes a controller.
@@ -290,6 +293,7 @@ class Api {
   AlertRouter* alerts_ = nullptr;
   ServerMetrics* metrics_ = nullptr;
   store::TelemetryStore* telemetry_ = nullptr;
+  store::ServiceTrafficStore* traffic_ = nullptr;
   ServiceController* services_ = nullptr;
   OpsUtilizationSource ops_utilization_;
 };

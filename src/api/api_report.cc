@@ -9,6 +9,7 @@
 
 #include "api/api.h"
 #include "api/api_util.h"
+#include "gateway/latency.h"
 
 namespace berth::server {
 
@@ -93,6 +94,34 @@ void Api::GetOpsReport(const http::Request& req, http::Response& res,
     auto util = ops_utilization_(from, to, run_ids);
     if (!util) return ReplyError(res, util.error());
     in.utilization = std::move(*util);
+  }
+
+  if (traffic_ != nullptr) {
+    // Each service's requests, by the hours that overlap the window.
+    auto hours = traffic_->Range(from, to, cap - read);
+    if (!hours) return ReplyError(res, hours.error());
+    for (const auto& h : *hours) {
+      if (!scope.Contains(h.tenant)) continue;
+      const std::vector<std::pair<int, std::int64_t>> buckets(h.latency_buckets.begin(),
+                                                              h.latency_buckets.end());
+      const auto latency = gateway::LatencyHistogram::FromBuckets(
+          buckets, h.latency_sum_ms, h.latency_min_ms, h.latency_max_ms);
+      OpsTraffic t;
+      t.tenant = h.tenant;
+      t.service = h.service;
+      t.requests = h.requests;
+      t.responses_2xx = h.responses_2xx;
+      t.responses_4xx = h.responses_4xx;
+      t.responses_5xx = h.responses_5xx;
+      t.held = h.held;
+      t.p50_ms = latency.Quantile(0.50);
+      t.p95_ms = latency.Quantile(0.95);
+      t.p99_ms = latency.Quantile(0.99);
+      t.max_ms = latency.max_ms();
+      t.slo_windows = h.slo_windows;
+      t.slo_windows_met = h.slo_windows_met;
+      in.traffic.push_back(std::move(t));
+    }
   }
 
   auto report = BuildOpsReport(in);

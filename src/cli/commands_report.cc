@@ -165,6 +165,32 @@ std::vector<Section> Sections(const json& r) {
       "models used of their GPUs.";
   out.push_back(std::move(inference));
 
+  // What the gateway logged of each service's requests, by the hours that
+  // overlap the window.
+  Section requests{
+      "Inference requests (through the gateway, to the hour)",
+      {"Service", "Requests", "5xx", "Held at zero", "p50", "p95", "p99", "SLO windows met"},
+      {},
+      ""};
+  for (const auto& s : services) {
+    const json q = s.value("requests", json());
+    if (!q.is_object()) continue;
+    const auto n = Int(q, "requests");
+    const auto ms = [&](const char* key) { return fmt::format("{:.0f} ms", q.value(key, 0.0)); };
+    requests.rows.push_back(
+        {Str(s, "tenant") + "/" + Str(s, "service"), fmt::format("{}", n),
+         Pct(static_cast<double>(Int(q, "responses_5xx")), static_cast<double>(n)),
+         fmt::format("{}", Int(q, "held")), ms("p50_ms"), ms("p95_ms"), ms("p99_ms"),
+         Pct(static_cast<double>(Int(q, "slo_windows_met")),
+             static_cast<double>(Int(q, "slo_windows")))});
+  }
+  if (!requests.rows.empty()) {
+    requests.note =
+        "Counted whole for every hour that overlaps the window. An SLO window is one round of "
+        "the service controller (2 s) with requests; met when its p95 kept the spec's target.";
+    out.push_back(std::move(requests));
+  }
+
   Section outcomes{
       "Runs by outcome and failures by class", {"Tenant", "Kind", "Name", "Runs"}, {}, ""};
   auto add_counts = [&](const std::string& tenant, const json& f) {

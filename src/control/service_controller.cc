@@ -532,6 +532,17 @@ Status ServiceController::Reconcile() {
       spdlog::info("service {}: replica job {} stopped (service deleted)", key, job.id);
     }
   }
+  bool due = false;
+  {
+    std::lock_guard lock(traffic_mu_);
+    due = now - traffic_written_ms_ >= kTrafficWriteIntervalMs;
+  }
+  if (due) {
+    if (auto st = FlushTraffic(now); !st) {
+      spdlog::warn("services: request counts not written (retried next minute): {}",
+                   st.error().message);
+    }
+  }
   return failed;
 }
 
@@ -566,6 +577,57 @@ Result<store::RolloutProgress> ServiceController::CanaryProgress(
     next.step = static_cast<std::uint32_t>(service.spec.rollout.canary.size());
   }
   return store_.SetRolloutProgress(service.tenant, service.name, *recorded, next);
+}
+
+store::ServiceTraffic ServiceController::TrafficOf(const std::string& tenant,
+                                                   const std::string& name,
+                                                   const gateway::RouteLatency& window, bool met,
+                                                   TimeMs now) {
+  store::ServiceTraffic t;
+  t.tenant = tenant;
+  t.service = name;
+  t.hour_ms = now - now % store::kTrafficHourMs;
+  t.requests = window.requests;
+  t.responses_2xx = window.responses_2xx;
+  t.responses_4xx = window.responses_4xx;
+  t.responses_5xx = window.responses_5xx;
+  t.held = window.held;
+  t.latency_sum_ms = window.sum_ms;
+  t.latency_min_ms = window.min_ms;
+  t.latency_max_ms = window.max_ms;
+  for (const auto& [b, n] : window.buckets) t.latency_buckets[b] += n;
+  if (window.requests > 0) {
+    t.slo_windows = 1;
+    t.slo_windows_met = met ? 1 : 0;
+  }
+  return t;
+}
+
+void ServiceController::KeepTraffic(store::ServiceTraffic t) {
+  // traffic_mu_ held.
+  std::string key = fmt::format("{}/{}/{}", t.tenant, t.service, t.hour_ms);
+  if (auto [it, fresh] = traffic_pending_.try_emplace(std::move(key), t); !fresh) {
+    it->second.Add(t);
+  }
+}
+
+Status ServiceController::FlushTraffic(TimeMs now) {
+  if (traffic_ == nullptr) return Ok();
+  std::vector<store::ServiceTraffic> rows;
+  {
+    std::lock_guard lock(traffic_mu_);
+    traffic_written_ms_ = now;
+    if (traffic_pending_.empty()) return Ok();
+    for (auto& [key, t] : traffic_pending_) rows.push_back(std::move(t));
+    traffic_pending_.clear();
+  }
+  if (auto st = traffic_->Add(rows, now); !st) {
+    // Kept for the next write: counts are added, so nothing is counted twice.
+    std::lock_guard lock(traffic_mu_);
+    for (auto& t : rows) KeepTraffic(std::move(t));
+    return st;
+  }
+  return Ok();
 }
 
 Status ServiceController::ReconcileOne(const store::ServiceRecord& service,
@@ -793,6 +855,11 @@ Status ServiceController::ReconcileOne(const store::ServiceRecord& service,
       const bool met = spec.slo.latency_p95_ms <= 0 ||
                        latency->p95_ms <= static_cast<double>(spec.slo.latency_p95_ms);
       series.windows.push_back({now, latency->requests, latency->responses_5xx, met});
+      if (traffic_ != nullptr) {
+        store::ServiceTraffic t = TrafficOf(service.tenant, service.name, *latency, met, now);
+        std::lock_guard traffic_lock(traffic_mu_);
+        KeepTraffic(std::move(t));
+      }
     }
     while (!series.windows.empty() && series.windows.front().at_ms <= now - kSloWindowMs) {
       series.windows.pop_front();
@@ -945,6 +1012,10 @@ void ServiceController::Stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (auto st = FlushTraffic(clock_.NowMs()); !st) {
+    spdlog::warn("services: the last minute of request counts was not written: {}",
+                 st.error().message);
+  }
 }
 
 }  // namespace berth::server

@@ -40,6 +40,7 @@
 #include "sched/replica_plan.h"
 #include "sched/session.h"
 #include "store/store.h"
+#include "store/traffic_store.h"
 
 namespace berth::server {
 
@@ -133,6 +134,8 @@ struct ReplicaCounts {
 // A replica leaves the gateway's route, finishes the requests it has, and
 // is stopped once none is left or after this long.
 inline constexpr std::int64_t kReplicaDrainTimeoutMs = 60'000;
+// How often the request counts kept by hour are written.
+inline constexpr std::int64_t kTrafficWriteIntervalMs = 60'000;
 // How often the loop looks for requests held at a service scaled to zero.
 inline constexpr std::chrono::milliseconds kHeldPollInterval{200};
 
@@ -165,6 +168,19 @@ class ServiceController {
   // Judges sessions' idleness on these GPU readings too (without: on
   // requests alone). Call before Start.
   void SetTelemetry(LatestTelemetry latest) { telemetry_ = std::move(latest); }
+  // Keeps each service's requests by hour in `traffic` (store/
+  // traffic_store.h; owned by berthd, outliving this controller): added up
+  // each round, written once a minute and when the controller stops. Call
+  // before Start.
+  void SetTrafficStore(store::ServiceTrafficStore* traffic) { traffic_ = traffic; }
+  // What one round's request log adds to a service's hour: the window's
+  // counts and histogram, and one SLO window (`met`: its p95 kept the
+  // target) when it had requests.
+  static store::ServiceTraffic TrafficOf(const std::string& tenant, const std::string& name,
+                                         const gateway::RouteLatency& window, bool met, TimeMs now);
+  // Writes the request counts kept since the last write (a round calls it
+  // once a minute, Stop at the end).
+  [[nodiscard]] Status FlushTraffic(TimeMs now);
   // Each service's SLO figures over the last `window_ms` (at most
   // kSloWindowMs) before `now`, for the alert engine's service_slo rules;
   // services without a window with requests are absent. Safe from any
@@ -315,6 +331,14 @@ class ServiceController {
   std::atomic<bool> watch_zero_{false};
   std::set<std::string> at_zero_;  // "tenant/name" of services scaled to zero
   LatestTelemetry telemetry_;
+  store::ServiceTrafficStore* traffic_ = nullptr;
+  // Requests not yet written, by "tenant/name/hour"; guarded by traffic_mu_
+  // (the round's thread adds, Stop flushes after it ends).
+  std::mutex traffic_mu_;
+  std::map<std::string, store::ServiceTraffic> traffic_pending_;
+  // Adds `t` to its pending hour (traffic_mu_ held).
+  void KeepTraffic(store::ServiceTraffic t);
+  TimeMs traffic_written_ms_ = 0;
   mutable std::mutex slo_mu_;
   std::map<std::string, SloSeries> slo_;         // by "tenant/name"
   std::map<std::string, SessionSeen> sessions_;  // by "tenant/name"

@@ -95,6 +95,30 @@ double LatencyHistogram::Quantile(double q) const {
   return std::clamp(estimate, static_cast<double>(min_ms_), static_cast<double>(max_ms_));
 }
 
+std::vector<std::pair<int, std::int64_t>> LatencyHistogram::NonEmptyBuckets() const {
+  std::vector<std::pair<int, std::int64_t>> out;
+  for (int b = 0; b < kLatencyBuckets; ++b) {
+    if (counts_[b] > 0) out.emplace_back(b, counts_[b]);
+  }
+  return out;
+}
+
+LatencyHistogram LatencyHistogram::FromBuckets(
+    const std::vector<std::pair<int, std::int64_t>>& buckets, std::int64_t sum_ms,
+    std::int64_t min_ms, std::int64_t max_ms) {
+  LatencyHistogram h;
+  for (const auto& [b, n] : buckets) {
+    if (b < 0 || b >= kLatencyBuckets || n <= 0) continue;
+    h.counts_[b] += n;
+    h.count_ += n;
+  }
+  if (h.count_ == 0) return h;
+  h.sum_ms_ = sum_ms;
+  h.min_ms_ = std::max<std::int64_t>(min_ms, 0);
+  h.max_ms_ = std::max(h.min_ms_, max_ms);
+  return h;
+}
+
 std::vector<LatencyBucket> LatencyHistogram::PrometheusBuckets() const {
   std::vector<LatencyBucket> out;
   std::int64_t seen = 0;
@@ -166,6 +190,9 @@ std::vector<RouteLatency> LatencyAggregator::TakeWindow() {
     l.p95_ms = r.window.Quantile(0.95);
     l.p99_ms = r.window.Quantile(0.99);
     l.max_ms = r.window.max_ms();
+    l.sum_ms = r.window.sum_ms();
+    l.min_ms = r.window.min_ms();
+    l.buckets = r.window.NonEmptyBuckets();
     out.push_back(std::move(l));
     r.window.Clear();
     r.window_counts = Counts{};

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gateway/request_log.h"
@@ -66,6 +67,14 @@ class LatencyHistogram {
 
   // q in [0, 1]; 0 when the histogram is empty.
   double Quantile(double q) const;
+  // The buckets that hold requests, as (index, count), ascending; and the
+  // histogram they came from, with its sum, min and max (a kept histogram,
+  // store/traffic_store.h). Indexes outside 0..kLatencyBuckets-1 and
+  // negative counts are ignored.
+  std::vector<std::pair<int, std::int64_t>> NonEmptyBuckets() const;
+  static LatencyHistogram FromBuckets(const std::vector<std::pair<int, std::int64_t>>& buckets,
+                                      std::int64_t sum_ms, std::int64_t min_ms,
+                                      std::int64_t max_ms);
   // Cumulative counts at the powers of two from 1 ms to 2^20 ms and +Inf
   // (22 buckets; every one a bucket bound, so exact). Prometheus wants few
   // buckets per series; the fine buckets stay for the quantiles.
@@ -95,6 +104,11 @@ struct RouteLatency {
   double p95_ms = 0;
   double p99_ms = 0;
   std::int64_t max_ms = 0;
+  // The window's histogram, for a history that merges windows
+  // (LatencyHistogram::FromBuckets).
+  std::int64_t sum_ms = 0;
+  std::int64_t min_ms = 0;
+  std::vector<std::pair<int, std::int64_t>> buckets;
 };
 
 // One route's requests since it was first seen (for /metrics): counters

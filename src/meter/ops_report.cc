@@ -161,6 +161,9 @@ class OpsBuilder {
   void AddJobs();
   // Manual interventions: from the audit trail.
   void AddInterventions();
+  // Each service's requests (those of services with no replica in the
+  // window too: a service held at zero still answered).
+  void AddTraffic(const std::vector<OpsTraffic>& traffic);
   OpsReport Finish() &&;
 
  private:
@@ -370,6 +373,17 @@ void OpsBuilder::AddInterventions() {
       [](const OpsIntervention& a, const OpsIntervention& b) { return a.time_ms < b.time_ms; });
 }
 
+void OpsBuilder::AddTraffic(const std::vector<OpsTraffic>& traffic) {
+  for (const OpsTraffic& t : traffic) {
+    OpsServiceFigures& s = services_[{t.tenant, t.service}];
+    s.tenant = t.tenant;
+    s.service = t.service;
+    s.figures.tenant = t.tenant;
+    if (rep_.measured && !s.figures.measured) s.figures.measured = OpsMeasured{};
+    s.traffic = t;
+  }
+}
+
 OpsReport OpsBuilder::Finish() && {
   for (auto& [name, f] : tenants_) rep_.tenants.push_back(std::move(f));
   for (auto& [key, s] : services_) rep_.services.push_back(std::move(s));
@@ -399,6 +413,7 @@ Result<OpsReport> BuildOpsReport(const OpsInputs& in) {
   BERTH_RETURN_IF_ERROR(builder.AddRecords());
   builder.AddJobs();
   builder.AddInterventions();
+  builder.AddTraffic(in.traffic);
   return std::move(builder).Finish();
 }
 
@@ -409,6 +424,21 @@ json OpsReportJson(const OpsReport& r) {
   for (const auto& s : r.services) {
     json j = FiguresJson(s.figures, r);
     j["service"] = s.service;
+    j["requests"] = nullptr;
+    if (s.traffic) {
+      const OpsTraffic& t = *s.traffic;
+      j["requests"] = json{{"requests", t.requests},
+                           {"responses_2xx", t.responses_2xx},
+                           {"responses_4xx", t.responses_4xx},
+                           {"responses_5xx", t.responses_5xx},
+                           {"held", t.held},
+                           {"p50_ms", t.p50_ms},
+                           {"p95_ms", t.p95_ms},
+                           {"p99_ms", t.p99_ms},
+                           {"max_ms", t.max_ms},
+                           {"slo_windows", t.slo_windows},
+                           {"slo_windows_met", t.slo_windows_met}};
+    }
     services.push_back(std::move(j));
   }
   json inference = FiguresJson(r.inference, r);

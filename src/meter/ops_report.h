@@ -35,6 +35,25 @@ struct OpsUtilization {
   std::optional<store::UtilSummary> fleet;
 };
 
+// One service's requests through the gateway over the hours that overlap
+// the window (store/traffic_store.h): counts, and latency percentiles the
+// API computed from the hours' merged histogram.
+struct OpsTraffic {
+  std::string tenant;
+  std::string service;
+  std::int64_t requests = 0;
+  std::int64_t responses_2xx = 0;
+  std::int64_t responses_4xx = 0;
+  std::int64_t responses_5xx = 0;
+  std::int64_t held = 0;
+  double p50_ms = 0;
+  double p95_ms = 0;
+  double p99_ms = 0;
+  std::int64_t max_ms = 0;
+  std::int64_t slo_windows = 0;
+  std::int64_t slo_windows_met = 0;
+};
+
 struct OpsInputs {
   TimeMs from = 0;  // the window [from, to)
   TimeMs to = 0;
@@ -52,6 +71,10 @@ struct OpsInputs {
   std::string currency = "USD";
   // nullopt: not measured (no telemetry).
   std::optional<OpsUtilization> utilization;
+  // Per service, its requests over the hours that overlap the window (the
+  // report's request figures are to the hour); services the caller may
+  // not see are left out by the caller.
+  std::vector<OpsTraffic> traffic;
   // False for a caller who is not a platform-admin: capacity, the fleet's
   // utilization and interventions that name no tenant are left out.
   bool fleet_visible = true;
@@ -106,6 +129,7 @@ struct OpsServiceFigures {
   std::string tenant;
   std::string service;
   OpsFigures figures;
+  std::optional<OpsTraffic> traffic;  // nullopt: no request logged in its hours
 };
 
 struct OpsEviction {

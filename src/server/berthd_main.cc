@@ -47,6 +47,7 @@
 #include "store/meter_store.h"
 #include "store/sqlite_store.h"
 #include "store/telemetry_store.h"
+#include "store/traffic_store.h"
 
 namespace {
 
@@ -515,6 +516,8 @@ struct Daemon {
   std::unique_ptr<berth::store::MeterStore> meter_store;
   std::optional<berth::server::Meter> meter;
   std::unique_ptr<berth::store::TelemetryStore> telemetry;
+  // Before `services`, which writes its last counts into it as it stops.
+  std::unique_ptr<berth::store::ServiceTrafficStore> traffic;
   std::optional<berth::server::Controller> controller;
   // Before `services`, whose thread drives it, so that it outlives that
   // thread. Destroying it leaves HAProxy serving (a restart adopts it).
@@ -563,11 +566,16 @@ berth::Status OpenStores(const BerthdFlags& f, const Settings& s, Daemon& d) {
   if (!telemetry) return std::unexpected(telemetry.error());
   d.telemetry = std::move(*telemetry);
   d.meter->set_telemetry(d.telemetry.get(), s.idle_window_ms);
+  // And services' requests by hour, kept as long as GPU telemetry's hours.
+  auto traffic = berth::store::ServiceTrafficStore::Open(f.data_dir, s.telemetry.hour_retention_ms);
+  if (!traffic) return std::unexpected(traffic.error());
+  d.traffic = std::move(*traffic);
   d.controller.emplace(*d.store, d.scheduler, d.clock, options);
   d.controller->set_meter(&*d.meter);
   d.services.emplace(*d.store, *d.controller, d.clock);
   // Sessions are judged idle on their GPUs' readings too.
   d.services->SetTelemetry([telemetry = d.telemetry.get()] { return telemetry->Latest(); });
+  d.services->SetTrafficStore(d.traffic.get());
   // A replica's readiness changed: the next round of its service at once.
   d.controller->SetRunHealthListener([services = &*d.services] { services->Wake(); });
   // Counters and histograms for GET /metrics (docs/metrics.md).
@@ -782,6 +790,7 @@ berth::Status StartApi(const BerthdFlags& f, const Settings& s, Daemon& d) {
   api.set_metrics(&d.metrics);
   api.set_http_stats([&d] { return d.http->stats(); });
   api.set_telemetry(d.telemetry.get());
+  api.set_traffic(d.traffic.get());
   api.set_services(&*d.services);
   // The operations report's measured utilization: the records' runs and the
   // fleet over the report's window.

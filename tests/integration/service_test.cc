@@ -1339,6 +1339,39 @@ slo: {{availability: 99%}}
   EXPECT_EQ(counted[1].str(), counted[2].str()) << message;
   EXPECT_GE(std::stoi(counted[1].str()), 10) << message;
   EXPECT_LE(std::stoi(counted[1].str()), 20) << message;
+
+  // The requests outlive berthd: a stop writes the hour's counts, and after
+  // a restart the operations report's inference section shows them.
+  berthd.Stop();
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  auto report = berthd.http().Get("/v1/reports/ops");
+  ASSERT_EQ(report.status, 200) << report.text;
+  json requests;
+  for (const auto& s : report.body.at("inference").value("services", json::array())) {
+    if (s.value("tenant", "") == "red" && s.value("service", "") == "llm") {
+      requests = s.at("requests");
+    }
+  }
+  ASSERT_TRUE(requests.is_object()) << report.text;
+  EXPECT_GE(requests.value("requests", 0), 10) << requests.dump();
+  EXPECT_LE(requests.value("requests", 0), 20) << requests.dump();
+  EXPECT_EQ(requests.value("responses_5xx", 0), requests.value("requests", -1)) << requests.dump();
+  EXPECT_GT(requests.value("slo_windows", 0), 0) << requests.dump();
+  // The gateway's own 503s take a millisecond or less: the order holds.
+  EXPECT_LE(requests.value("p50_ms", -1.0), requests.value("p99_ms", -2.0)) << requests.dump();
+  EXPECT_LE(requests.value("p99_ms", -1.0), requests.value("max_ms", -2)) << requests.dump();
+  auto shown = Cli(berthd, {"report", "ops"});
+  EXPECT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("Inference requests (through the gateway, to the hour)"),
+            std::string::npos)
+      << shown.out;
+  // Another tenant's member sees none of it.
+  const std::string bo = MemberToken(berthd.http(), "bo", "blue", "member");
+  Http as_blue(berthd.api_port(), 30s);
+  as_blue.set_token(bo);
+  auto theirs = as_blue.Get("/v1/reports/ops");
+  ASSERT_EQ(theirs.status, 200) << theirs.text;
+  EXPECT_EQ(theirs.text.find("\"llm\""), std::string::npos) << theirs.text;
 }
 
 // The metric signal: berthd reads vllm:num_requests_running from each

@@ -506,3 +506,40 @@ TEST_F(GatewayLogCollectorTest, TakingWindowsWhileLinesArriveLosesNoRequest) {
 
 }  // namespace
 }  // namespace berth::gateway
+
+namespace berth::gateway {
+namespace {
+
+// A kept histogram (its non-empty buckets, sum, min and max) gives back the
+// same figures, and windows kept apart and merged from their buckets give
+// what one histogram of every request gives.
+TEST(GatewayLatencyHistogram, KeptBucketsGiveBackTheSameQuantiles) {
+  std::mt19937_64 rng(7);
+  std::lognormal_distribution<double> dist(std::log(60.0), 1.2);
+  LatencyHistogram all;
+  LatencyHistogram merged;
+  for (int window = 0; window < 5; ++window) {
+    LatencyHistogram w;
+    for (int i = 0; i < 400; ++i) {
+      const auto v = static_cast<std::int64_t>(dist(rng));
+      w.Add(v);
+      all.Add(v);
+    }
+    const LatencyHistogram kept =
+        LatencyHistogram::FromBuckets(w.NonEmptyBuckets(), w.sum_ms(), w.min_ms(), w.max_ms());
+    EXPECT_EQ(kept.count(), w.count());
+    for (double q : {0.0, 0.5, 0.95, 0.99, 1.0}) EXPECT_EQ(kept.Quantile(q), w.Quantile(q));
+    merged.Merge(kept);
+  }
+  EXPECT_EQ(merged.count(), all.count());
+  EXPECT_EQ(merged.sum_ms(), all.sum_ms());
+  for (double q : {0.5, 0.95, 0.99}) EXPECT_EQ(merged.Quantile(q), all.Quantile(q));
+  // Nonsense in a kept row counts for nothing.
+  const LatencyHistogram bad =
+      LatencyHistogram::FromBuckets({{-1, 5}, {kLatencyBuckets, 5}, {3, -2}}, 10, 1, 2);
+  EXPECT_EQ(bad.count(), 0);
+  EXPECT_EQ(bad.Quantile(0.5), 0);
+}
+
+}  // namespace
+}  // namespace berth::gateway

@@ -377,6 +377,29 @@ TEST(OpsReportTest, ServiceReplicasHaveAnInferenceSectionOfTheirOwn) {
   EXPECT_EQ(j["inference"]["services"][1]["tenant"], "red");
   EXPECT_DOUBLE_EQ(j["inference"]["services"][1]["allocated_gpu_hours"].get<double>(), 2.0);
 
+  EXPECT_TRUE(j["inference"]["services"][1]["requests"].is_null());
+
+  // A service's requests join its row; one with requests but no replica in
+  // the window (held at zero, answered 503) gets a row of its own.
+  OpsTraffic coder{"red", "coder", 120, 118, 0, 2, 0, 40, 90, 180, 400, 30, 29};
+  OpsTraffic idle{"red", "idle", 3, 0, 0, 3, 3, 30'000, 30'000, 30'000, 30'000, 0, 0};
+  in.traffic = {coder, idle};
+  auto with = BuildOpsReport(in);
+  ASSERT_TRUE(with.has_value()) << with.error().message;
+  ASSERT_EQ(with->services.size(), 3U);
+  EXPECT_EQ(with->services[2].service, "idle");
+  EXPECT_EQ(with->services[2].figures.allocated_mgpu_ms, 0);
+  const auto jw = OpsReportJson(*with);
+  const auto& coder_json = jw["inference"]["services"][1];
+  EXPECT_EQ(coder_json["service"], "coder");
+  EXPECT_EQ(coder_json["requests"]["requests"], 120);
+  EXPECT_EQ(coder_json["requests"]["responses_5xx"], 2);
+  EXPECT_DOUBLE_EQ(coder_json["requests"]["p95_ms"].get<double>(), 90);
+  EXPECT_EQ(coder_json["requests"]["slo_windows_met"], 29);
+  EXPECT_EQ(jw["inference"]["services"][2]["requests"]["held"], 3);
+  // Requests add no GPU time: the section's totals are the replicas'.
+  EXPECT_EQ(with->inference.allocated_mgpu_ms, r->inference.allocated_mgpu_ms);
+
   // A window without services has an empty section.
   OpsInputs none = Base();
   none.records.push_back(Record("9.0.0", "blue", 1000, kFrom, kFrom + 1000, 0));

@@ -318,6 +318,33 @@ TEST(ServiceReplicas, TheMinimumIsNotPreemptibleAndReplicasAboveItAre) {
   EXPECT_FALSE(ServiceController::RunsCurrentSpec(service, replica));
 }
 
+TEST(ServiceReplicas, ARoundsRequestLogAddsToItsHour) {
+  gateway::LatencyHistogram h;
+  for (std::int64_t v : {10, 20, 30, 400}) h.Add(v);
+  gateway::RouteLatency window;
+  window.requests = 4;
+  window.responses_2xx = 3;
+  window.responses_5xx = 1;
+  window.held = 1;
+  window.sum_ms = h.sum_ms();
+  window.min_ms = h.min_ms();
+  window.max_ms = h.max_ms();
+  window.buckets = h.NonEmptyBuckets();
+  const TimeMs now = 1'700'000'123'456;
+  store::ServiceTraffic t = ServiceController::TrafficOf("ml", "coder", window, false, now);
+  EXPECT_EQ(t.hour_ms, now - now % 3'600'000);
+  EXPECT_EQ(t.requests, 4);
+  EXPECT_EQ(t.responses_5xx, 1);
+  EXPECT_EQ(t.held, 1);
+  EXPECT_EQ(t.latency_sum_ms, 460);
+  EXPECT_EQ(t.latency_max_ms, 400);
+  EXPECT_EQ(t.latency_buckets.size(), 4U);
+  EXPECT_EQ(t.slo_windows, 1);
+  EXPECT_EQ(t.slo_windows_met, 0);
+  gateway::RouteLatency quiet;  // a round with no request: no SLO window
+  EXPECT_EQ(ServiceController::TrafficOf("ml", "coder", quiet, true, now).slo_windows, 0);
+}
+
 TEST_F(ServiceControllerTest, ReplicasAreJobsOfTheServiceMadeByBerth) {
   std::string two = kCoder;
   two.replace(two.find("min: 1"), 6, "min: 2");
