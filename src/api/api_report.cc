@@ -43,7 +43,8 @@ void Api::GetOpsReport(const http::Request& req, http::Response& res,
   // read asks for one row more than is left, so a window holding more than
   // the cap is refused without reading all of it. Every read runs on a
   // read connection: none holds the store's writer.
-  constexpr std::string_view kRows = "stored rows (jobs, runs and audit records)";
+  constexpr std::string_view kRows =
+      "stored rows (jobs, runs, audit records and services' request hours)";
   const std::size_t cap = report_max_rows_;
   std::size_t read = 0;
   // Every read takes the request's scope: the rows of other tenants are
@@ -99,6 +100,9 @@ void Api::GetOpsReport(const http::Request& req, http::Response& res,
   if (traffic_ != nullptr) {
     // Each service's requests, by the hours that overlap the window.
     auto hours = traffic_->Range(from, to, cap - read);
+    if (!hours && hours.error().code == Code::kResourceExhausted) {
+      return ReplyError(res, WindowTooLarge(kRows, from, to, cap));
+    }
     if (!hours) return ReplyError(res, hours.error());
     for (const auto& h : *hours) {
       if (!scope.Contains(h.tenant)) continue;

@@ -960,6 +960,8 @@ rollout: {{canary: [{{weight: 25}}, {{weight: 100, pause: 1s}}]}}
   }
   EXPECT_GT(v1 + v2, 40);
   EXPECT_NEAR(100.0 * v2 / std::max(v1 + v2, 1), 25.0, 8.0) << v1 << " v1, " << v2 << " v2";
+  RecordProperty("step1_v1_requests", v1);  // in --gtest_output=xml, for the figures
+  RecordProperty("step1_v2_requests", v2);
   service = Service(berthd);
   EXPECT_EQ(service.at("status").value("phase", ""), "canary") << service.dump();
   EXPECT_NE(
