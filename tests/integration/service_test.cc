@@ -574,6 +574,60 @@ resources: {gpus: 1}
 namespace berth::it {
 namespace {
 
+// Clients calling red/llm through the gateway, one request after another
+// each, until stopped: every answer counted by the version that gave it, and
+// every failure kept for the message.
+class SteadyLoad {
+ public:
+  SteadyLoad(int gateway_port, int clients) {
+    for (int c = 0; c < clients; ++c) {
+      threads_.emplace_back([this, gateway_port] {
+        Http client(gateway_port, 30s);
+        while (!stop_.load()) {
+          auto r = client.Post("/s/red/llm/v1/completions", R"({"prompt":"load","max_tokens":1})",
+                               "application/json");
+          std::lock_guard lock(mu_);
+          if (r.status == 200) {
+            ++served_[r.body.value("version", std::string("?"))];
+          } else {
+            failures_.push_back(fmt::format("{} {}", r.status, r.text.substr(0, 200)));
+          }
+        }
+      });
+    }
+  }
+  ~SteadyLoad() { Stop(); }
+  SteadyLoad(const SteadyLoad&) = delete;
+  SteadyLoad& operator=(const SteadyLoad&) = delete;
+
+  void Stop() {
+    stop_ = true;
+    for (auto& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+  }
+  // Answers by version since the start or the last Reset.
+  std::map<std::string, int> served() {
+    std::lock_guard lock(mu_);
+    return served_;
+  }
+  void Reset() {
+    std::lock_guard lock(mu_);
+    served_.clear();
+  }
+  std::vector<std::string> failures() {
+    std::lock_guard lock(mu_);
+    return failures_;
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::map<std::string, int> served_;
+  std::vector<std::string> failures_;
+  std::vector<std::thread> threads_;
+};
+
 // The services above run behind berthd's gateway (a real HAProxy): a
 // request to the service's endpoint reaches a ready replica.
 class ServiceGatewayTest : public ServiceTest {
@@ -813,30 +867,7 @@ readiness: {{http: /health, period: 1s, timeout: 500ms}}
   ASSERT_TRUE(WaitFor([&] { return !version_served().empty(); }, 30s)) << berthd.log();
 
   // Steady load: two clients, one request after another, every answer counted.
-  std::atomic<bool> stop{false};
-  std::atomic<int> ok{0};
-  std::atomic<int> failed{0};
-  std::mutex seen_mu;
-  std::set<std::string> seen;
-  std::vector<std::string> failures;
-  std::vector<std::thread> clients;
-  for (int c = 0; c < 2; ++c) {
-    clients.emplace_back([&] {
-      Http client(berthd.gateway_port(), 30s);
-      while (!stop.load()) {
-        auto r = client.Post("/s/red/llm/v1/completions", R"({"prompt":"load","max_tokens":2})",
-                             "application/json");
-        std::lock_guard lock(seen_mu);
-        if (r.status == 200) {
-          ++ok;
-          seen.insert(r.body.value("version", std::string("?")));
-        } else {
-          ++failed;
-          failures.push_back(fmt::format("{} {}", r.status, r.text.substr(0, 200)));
-        }
-      }
-    });
-  }
+  SteadyLoad load(berthd.gateway_port(), 2);
   std::this_thread::sleep_for(1s);
   ASSERT_EQ(berthd.http().Post("/v1/services", spec("v2"), "application/yaml").status, 200);
   json service;
@@ -850,13 +881,19 @@ readiness: {{http: /health, period: 1s, timeout: 500ms}}
       },
       60s);
   std::this_thread::sleep_for(1s);  // load on v2 alone
-  stop = true;
-  for (auto& t : clients) t.join();
+  load.Stop();
   ASSERT_TRUE(rolled) << service.dump() << berthd.log();
-  EXPECT_EQ(failed.load(), 0) << fmt::format("{}", fmt::join(failures, "\n"));
-  EXPECT_GT(ok.load(), 20);
-  EXPECT_TRUE(seen.contains("v1")) << fmt::format("{}", fmt::join(seen, ","));
-  EXPECT_TRUE(seen.contains("v2")) << fmt::format("{}", fmt::join(seen, ","));
+  EXPECT_TRUE(load.failures().empty()) << fmt::format("{}", fmt::join(load.failures(), "\n"));
+  const auto seen = load.served();
+  int answered = 0;
+  std::string versions;
+  for (const auto& [version, n] : seen) {
+    answered += n;
+    versions += fmt::format("{}: {}; ", version, n);
+  }
+  EXPECT_GT(answered, 20) << versions;
+  EXPECT_TRUE(seen.contains("v1")) << versions;
+  EXPECT_TRUE(seen.contains("v2")) << versions;
   EXPECT_EQ(version_served(), "v2");
   EXPECT_NE(berthd.log().find("drained and stopped (replaced)"), std::string::npos);
   // What a deploy pipeline waits on.
@@ -901,32 +938,7 @@ rollout: {{canary: [{{weight: 25}}, {{weight: 100, pause: 1s}}]}}
   // A resume with no rollout under way changes nothing.
   EXPECT_EQ(berthd.http().Post("/v1/services/red/llm/rollout/resume", "").status, 409);
 
-  std::atomic<bool> stop{false};
-  std::atomic<int> failed{0};
-  std::mutex seen_mu;
-  std::map<std::string, int> served;  // by version, since the last reset
-  std::vector<std::string> failures;
-  std::vector<std::thread> clients;
-  for (int c = 0; c < 2; ++c) {
-    clients.emplace_back([&] {
-      Http client(berthd.gateway_port(), 30s);
-      while (!stop.load()) {
-        auto r = client.Post("/s/red/llm/v1/completions", R"({"prompt":"load","max_tokens":1})",
-                             "application/json");
-        std::lock_guard lock(seen_mu);
-        if (r.status == 200) {
-          ++served[r.body.value("version", std::string("?"))];
-        } else {
-          ++failed;
-          failures.push_back(fmt::format("{} {}", r.status, r.text.substr(0, 200)));
-        }
-      }
-    });
-  }
-  auto finish = [&] {
-    stop = true;
-    for (auto& t : clients) t.join();
-  };
+  SteadyLoad load(berthd.gateway_port(), 2);
   ASSERT_EQ(berthd.http().Post("/v1/services", spec("v2"), "application/yaml").status, 200);
   const bool waiting = WaitFor(
       [&] {
@@ -936,7 +948,7 @@ rollout: {{canary: [{{weight: 25}}, {{weight: 100, pause: 1s}}]}}
                st.at("canary").value("awaiting_resume", false) && st.value("routed", 0) == 3;
       },
       60s);
-  if (!waiting) finish();
+  if (!waiting) load.Stop();
   ASSERT_TRUE(waiting) << service.dump() << berthd.log();
   const json& canary = service.at("status").at("canary");
   EXPECT_EQ(canary.value("step", 0), 1);
@@ -946,18 +958,11 @@ rollout: {{canary: [{{weight: 25}}, {{weight: 100, pause: 1s}}]}}
   // The step holds: one v2 replica and both v1 ones, about a quarter of the
   // requests on v2 (weighted round robin: 50 to v2's server, 75 to each of
   // v1's).
-  {
-    std::lock_guard lock(seen_mu);
-    served.clear();
-  }
+  load.Reset();
   std::this_thread::sleep_for(3s);
-  int v1 = 0;
-  int v2 = 0;
-  {
-    std::lock_guard lock(seen_mu);
-    v1 = served["v1"];
-    v2 = served["v2"];
-  }
+  auto served = load.served();
+  const int v1 = served["v1"];
+  const int v2 = served["v2"];
   EXPECT_GT(v1 + v2, 40);
   EXPECT_NEAR(100.0 * v2 / std::max(v1 + v2, 1), 25.0, 8.0) << v1 << " v1, " << v2 << " v2";
   RecordProperty("step1_v1_requests", v1);  // in --gtest_output=xml, for the figures
@@ -990,9 +995,9 @@ rollout: {{canary: [{{weight: 25}}, {{weight: 100, pause: 1s}}]}}
                st.at("replicas").at(1).value("current", false) && st.value("draining", 1) == 0;
       },
       60s);
-  finish();
+  load.Stop();
   ASSERT_TRUE(rolled) << service.dump() << berthd.log();
-  EXPECT_EQ(failed.load(), 0) << fmt::format("{}", fmt::join(failures, "\n"));
+  EXPECT_TRUE(load.failures().empty()) << fmt::format("{}", fmt::join(load.failures(), "\n"));
   EXPECT_EQ(berthd.http().Post("/v1/services/red/llm/rollout/resume", "").status, 409);
 
   // Who moved it: the resume by its caller, step 2's end by Berth.
