@@ -20,6 +20,9 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <mutex>
+#include <random>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -131,22 +134,62 @@ int KillProcessesUnder(const fs::path& dir, Ms timeout) {
   }
 }
 
-int FreePort() {
+namespace {
+
+// Whether `port` on loopback can be bound now (0: any, the kernel's pick);
+// returns the port bound, or 0.
+int TryBind(int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) throw std::runtime_error("socket: " + Errno());
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
   socklen_t len = sizeof addr;
   // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
   auto* sa = reinterpret_cast<sockaddr*>(&addr);
-  if (::bind(fd, sa, sizeof addr) != 0 || ::getsockname(fd, sa, &len) != 0) {
-    ::close(fd);
-    throw std::runtime_error("bind/getsockname: " + Errno());
+  int bound = 0;
+  if (::bind(fd, sa, sizeof addr) == 0 && ::getsockname(fd, sa, &len) == 0) {
+    bound = ntohs(addr.sin_port);
   }
-  int port = ntohs(addr.sin_port);
   ::close(fd);
+  return bound;
+}
+
+// The first port of the kernel's ephemeral range (what outgoing connections
+// and port-0 binds get); 32768 when it cannot be read.
+int EphemeralLow() {
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 0;
+  int high = 0;
+  if (in >> low >> high && low > 1024) return low;
+  return 32768;
+}
+
+}  // namespace
+
+int FreePort() {
+  // A port below the ephemeral range: a port the kernel handed out would be
+  // free again once probed, and another test's outgoing connection could
+  // take it before berthd binds it ("Address already in use"). Below the
+  // range only another listener can, and each pick is random and never
+  // handed out twice in this process.
+  static std::mutex mu;
+  static std::mt19937 rng(std::random_device{}() ^ static_cast<unsigned>(::getpid()));
+  static std::set<int> given;
+  const int low = EphemeralLow();
+  std::lock_guard lock(mu);
+  if (low > 10'000) {
+    std::uniform_int_distribution<int> pick(10'000, low - 1);
+    for (int attempt = 0; attempt < 200; ++attempt) {
+      const int port = pick(rng);
+      if (given.contains(port) || TryBind(port) != port) continue;
+      given.insert(port);
+      return port;
+    }
+  }
+  const int port = TryBind(0);
+  if (port == 0) throw std::runtime_error("bind/getsockname: " + Errno());
   return port;
 }
 

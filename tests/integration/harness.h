@@ -55,7 +55,9 @@ class TempDir {
 // Repeats until none is left or `timeout` passes. Returns how many it killed.
 int KillProcessesUnder(const std::filesystem::path& dir, Ms timeout = 5s);
 
-// A loopback TCP port that was free a moment ago (bind to port 0, read back).
+// A loopback TCP port that was free a moment ago: a random one below the
+// kernel's ephemeral range (so no outgoing connection takes it before the
+// test's server binds it), never the same twice in one test process.
 int FreePort();
 
 // Polls `ready` every `interval` until it returns true or `timeout` passes.
