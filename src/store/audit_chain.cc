@@ -17,6 +17,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 namespace berth::store {
 namespace {
@@ -85,15 +86,36 @@ Status WriteFileAtomically(const std::filesystem::path& path, const std::string&
 // write transaction, and SQLite lets one writer in at a time. What is shared
 // is the head file: the head it holds (read once, then kept as written, and
 // read again only when the file changed behind Berth's back), and its
-// writing, which committed changes share like a group commit.
+// writing, which committed changes share like a group commit: a writer
+// thread of the file's own writes the newest committed head whenever the
+// file is behind it, so no commit waits for the file's two fsyncs.
 struct HeadFile {
   std::mutex mu;
   std::condition_variable written;     // the file moved, or nobody is writing it
+  std::condition_variable work;        // the writer thread: committed moved on, or stop
   bool known = false;                  // `file` and `stamp` are up to date
   std::optional<AuditHead> file;       // what the file holds
   std::optional<AuditHead> committed;  // the newest head known committed
   bool writing = false;
+  bool stopping = false;
   struct stat stamp {};
+  std::thread writer;           // started by a Publish when none is running
+  bool writer_running = false;  // false: `writer` has ended or was never started
+
+  HeadFile() = default;
+  HeadFile(const HeadFile&) = delete;
+  HeadFile& operator=(const HeadFile&) = delete;
+  // At exit: the writer writes what is still behind, then ends.
+  ~HeadFile() {
+    {
+      std::lock_guard lock(mu);
+      stopping = true;
+    }
+    work.notify_all();
+    if (writer.joinable()) writer.join();
+  }
+  // Called with mu held.
+  bool Behind() const { return committed && (!file || file->seq < committed->seq); }
 };
 
 HeadFile& HeadFileFor(const std::filesystem::path& path) {
@@ -144,6 +166,44 @@ void WriteHead(HeadFile& hf, const std::filesystem::path& path, std::unique_lock
                   st ? std::string("cannot stat it") : st.error().message);
   }
   hf.written.notify_all();
+}
+
+// The writer thread of one head file: whenever the file is behind the
+// newest committed head and nobody else is writing it, writes that head (one
+// write covers every commit since the last). A failed write is logged by
+// WriteHead and tried again at the next commit (or by FlushAuditHead, which
+// returns the error). After a write it rests kWriterGap, so under a stream
+// of commits the file costs at most a hundred writes a second (each is two
+// fsyncs) and one write covers every commit of the gap; the lag stays far
+// below kMaxAuditLag, which Chain enforces anyway. Idle for kWriterIdle, the
+// thread ends (a process may open many stores, as the tests do); the next
+// Publish starts another. At stop it writes what is still behind once more
+// and ends.
+constexpr auto kWriterGap = std::chrono::milliseconds(10);
+constexpr auto kWriterIdle = std::chrono::seconds(5);
+
+void WriteBehind(HeadFile& hf, const std::filesystem::path& path) {
+  std::unique_lock lock(hf.mu);
+  std::int64_t failed_at = -1;  // the head whose write failed last
+  for (;;) {
+    const bool woke = hf.work.wait_for(lock, kWriterIdle, [&] {
+      return hf.stopping || (hf.Behind() && !hf.writing && hf.committed->seq != failed_at);
+    });
+    if (hf.stopping) {
+      while (hf.writing) hf.written.wait(lock);
+      if (hf.Behind() && hf.committed->seq != failed_at) WriteHead(hf, path, lock, *hf.committed);
+      hf.writer_running = false;
+      return;
+    }
+    if (!woke) {
+      hf.writer_running = false;
+      return;
+    }
+    const std::int64_t seq = hf.committed->seq;
+    WriteHead(hf, path, lock, *hf.committed);
+    failed_at = hf.known ? -1 : seq;
+    hf.work.wait_for(lock, kWriterGap, [&] { return hf.stopping; });
+  }
 }
 
 }  // namespace
@@ -295,24 +355,36 @@ Result<AuditAppend> AuditAppend::Chain(Database& db, std::filesystem::path head_
   return AuditAppend(std::move(head_file), std::move(head));
 }
 
-Status AuditAppend::Publish() {
-  if (!head_) return Ok();
-  // After the commit. Whoever finds the file behind this head and nobody
-  // writing it writes the newest committed head, which covers every change
-  // that committed meanwhile; the others wait for that write. A crash before
-  // it leaves the file behind by the records the meta table says (Verify).
+void AuditAppend::Publish() {
+  if (!head_) return;
+  // After the commit: the head file's writer thread takes it from here. A
+  // crash before its write leaves the file behind by the records the meta
+  // table says it may not hold yet (Verify), at most kMaxAuditLag.
   HeadFile& hf = HeadFileFor(head_file_);
+  {
+    std::lock_guard lock(hf.mu);
+    if (!hf.committed || hf.committed->seq < head_->seq) hf.committed = *head_;
+    if (!hf.writer_running) {
+      // An ended writer has let go of the lock for good: joining it is quick.
+      if (hf.writer.joinable()) hf.writer.join();
+      hf.writer_running = true;
+      hf.writer = std::thread([&hf, path = head_file_] { WriteBehind(hf, path); });
+    }
+  }
+  hf.work.notify_one();
+}
+
+Status FlushAuditHead(const std::filesystem::path& head_file) {
+  HeadFile& hf = HeadFileFor(head_file);
   std::unique_lock lock(hf.mu);
-  if (!hf.committed || hf.committed->seq < head_->seq) hf.committed = *head_;
-  while (!hf.file || hf.file->seq < head_->seq) {
+  while (hf.Behind()) {
     if (hf.writing) {
       hf.written.wait(lock);
       continue;
     }
-    WriteHead(hf, head_file_, lock, *hf.committed);
+    WriteHead(hf, head_file, lock, *hf.committed);
     if (!hf.known) {
-      return Fail(Code::kUnavailable,
-                  fmt::format("audit: could not write {}", head_file_.string()));
+      return Fail(Code::kUnavailable, fmt::format("audit: could not write {}", head_file.string()));
     }
   }
   return Ok();
@@ -327,10 +399,7 @@ Status CommitWithRecords(Transaction& tx, Database& db, const std::filesystem::p
   auto append = AuditAppend::Chain(db, head_file, chained);
   if (!append) return std::unexpected(append.error());
   BERTH_RETURN_IF_ERROR(tx.Commit());
-  if (auto st = append->Publish(); !st) {
-    spdlog::error("audit: could not write {} after a commit: {}", head_file.string(),
-                  st.error().message);
-  }
+  append->Publish();
   return Ok();
 }
 

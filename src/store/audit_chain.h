@@ -9,8 +9,9 @@
 // tail leaves a valid chain, so the head (latest sequence number and hash) is
 // also remembered in two places outside the table's rows: the `meta` table
 // (same transaction as the records) and `<data_dir>/audit.head` (written
-// atomically after the commit, one write shared by the changes that
-// committed meanwhile). AuditLog::Verify checks the chain against both.
+// atomically after the commit by the file's own writer thread, one write
+// shared by the changes that committed meanwhile, so a commit never waits
+// for it). AuditLog::Verify checks the chain against both.
 #pragma once
 
 #include <cstddef>
@@ -50,10 +51,11 @@ class AuditAppend {
   // rather than collided with), inserts them and moves the meta head.
   [[nodiscard]] static Result<AuditAppend> Chain(Database& db, std::filesystem::path head_file,
                                                  std::span<AuditEntry* const> records);
-  // After the commit: returns once the head file holds this head (written
-  // here, or by a concurrent Publish whose write covered it). Not calling it
-  // (the transaction rolled back) leaves the file as it was.
-  [[nodiscard]] Status Publish();
+  // After the commit: hands this head to the head file's writer thread and
+  // returns at once; the file holds it a write later (FlushAuditHead waits
+  // for that). Not calling it (the transaction rolled back) leaves the file
+  // as it was.
+  void Publish();
 
  private:
   AuditAppend(std::filesystem::path head_file, std::optional<AuditHead> head)
@@ -64,8 +66,8 @@ class AuditAppend {
 
 // Commits `tx` (open on `db`) with `records` chained in it, and then
 // publishes the head. Returns the commit's status: once it succeeded the
-// change and its records are durable, and a head file that could not be
-// rewritten (what Verify allows after a crash) is logged, not returned.
+// change and its records are durable; the head file follows a write later
+// (a failed write is logged, and a crash before it is what Verify allows).
 // Empty `records`: a plain commit.
 [[nodiscard]] Status CommitWithRecords(Transaction& tx, Database& db,
                                        const std::filesystem::path& head_file,
@@ -84,6 +86,11 @@ template <typename... Made>
   }
   return CommitWithRecords(tx, db, head_file, records);
 }
+
+// Returns once `head_file` holds every head this process has committed to it
+// (writing it here when its writer thread is not already): a clean stop and
+// Verify see the file current.
+[[nodiscard]] Status FlushAuditHead(const std::filesystem::path& head_file);
 
 // The head remembered in the meta table / in the head file (nullopt: none).
 [[nodiscard]] Result<std::optional<AuditHead>> AuditMetaHead(Database& db);

@@ -64,7 +64,8 @@ class AuditLog {
   static Result<std::unique_ptr<AuditLog>> Open(const std::filesystem::path& data_dir);
 
   // Assigns seq, prev_hash and hash, and returns once the record is
-  // committed (synchronous=FULL) and the head file replaced. The new record
+  // committed (synchronous=FULL); the head file follows a write later
+  // (audit_chain.h). The new record
   // chains from the remembered head, not from whatever row is last, so rows
   // removed behind Berth's back leave a gap that Verify finds. Records
   // appended concurrently may share one transaction and one head-file
@@ -76,6 +77,10 @@ class AuditLog {
   [[nodiscard]] Result<AuditVerdict> Verify();
 
   const std::filesystem::path& head_path() const { return head_path_; }
+  // Leaves the head file holding every record this log committed.
+  ~AuditLog();
+  AuditLog(const AuditLog&) = delete;
+  AuditLog& operator=(const AuditLog&) = delete;
 
  private:
   AuditLog(Database db, Database reader, std::filesystem::path head_path)

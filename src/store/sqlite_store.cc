@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
 
 #include <map>
 #include <nlohmann/json.hpp>
@@ -181,6 +182,10 @@ std::string Plural(std::int64_t n, std::string_view one, std::string_view many) 
 SqliteStore::SqliteStore(Database db, Database reader, std::filesystem::path audit_head)
     : db_(std::move(db)), audit_head_(std::move(audit_head)), reader_(std::move(reader)) {
   db_.SetRowHook(&SqliteStore::OnRowChanged, this);
+}
+
+SqliteStore::~SqliteStore() {
+  if (auto st = FlushAuditHead(audit_head_); !st) spdlog::error("{}", st.error().message);
 }
 
 void SqliteStore::OnRowChanged(void* self, std::string_view table, std::int64_t rowid) {

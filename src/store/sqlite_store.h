@@ -31,6 +31,8 @@ class SqliteStore final : public Store {
   // of a schema-1 database carried over).
   static Result<std::unique_ptr<SqliteStore>> Open(const std::filesystem::path& data_dir,
                                                    TimeMs now);
+  // Leaves the audit head file holding every record this store committed.
+  ~SqliteStore() override;
 
   Result<bool> QueueExists(const std::string& tenant, const std::string& queue) override;
   Result<std::int64_t> ApplyPolicy(const std::string& yaml_text, const std::string& by,
