@@ -99,13 +99,12 @@ void Api::GetOpsReport(const http::Request& req, http::Response& res,
 
   if (traffic_ != nullptr) {
     // Each service's requests, by the hours that overlap the window.
-    auto hours = traffic_->Range(from, to, cap - read);
+    auto hours = traffic_->Range(from, to, cap - read, scope);
     if (!hours && hours.error().code == Code::kResourceExhausted) {
       return ReplyError(res, WindowTooLarge(kRows, from, to, cap));
     }
     if (!hours) return ReplyError(res, hours.error());
     for (const auto& h : *hours) {
-      if (!scope.Contains(h.tenant)) continue;
       const std::vector<std::pair<int, std::int64_t>> buckets(h.latency_buckets.begin(),
                                                               h.latency_buckets.end());
       const auto latency = gateway::LatencyHistogram::FromBuckets(

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "store/sqlite_scope.h"
+
 namespace berth::store {
 namespace {
 
@@ -148,14 +150,16 @@ Status ServiceTrafficStore::Add(const std::vector<ServiceTraffic>& deltas, TimeM
 }
 
 Result<std::vector<ServiceTraffic>> ServiceTrafficStore::Range(TimeMs from, TimeMs to,
-                                                               std::size_t max_rows) {
+                                                               std::size_t max_rows,
+                                                               const model::TenantScope& tenants) {
   std::lock_guard lock(mu_);
-  auto st =
-      db_.Prepare(fmt::format("SELECT {} FROM service_traffic WHERE hour_ms > ? AND "
-                              "hour_ms < ? ORDER BY tenant, service, hour_ms",
-                              kTrafficColumns));
+  auto st = db_.Prepare(fmt::format(
+      "SELECT {} FROM service_traffic WHERE hour_ms > ?1 AND hour_ms < ?2{} ORDER BY tenant, "
+      "service, hour_ms",
+      kTrafficColumns, ScopeSql(tenants, "tenant", 3)));
   if (!st) return std::unexpected(st.error());
   st->Bind(1, from - kTrafficHourMs).Bind(2, to);
+  BindScope(*st, 3, tenants);
   std::vector<ServiceTraffic> out;
   std::size_t rows = 0;
   for (;;) {

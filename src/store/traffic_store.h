@@ -20,6 +20,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "model/tenant_scope.h"
 #include "store/sqlite_db.h"
 
 namespace berth::store {
@@ -61,10 +62,13 @@ class ServiceTrafficStore {
   // Per service, the hours that overlap [from, to), summed (an hour is
   // counted whole: the report's request figures are to the hour). Sorted by
   // tenant and service.
-  // Reads at most `max_rows` hour rows: past them, ResourceExhausted (field
-  // "window"), as the report's other reads are capped.
-  [[nodiscard]] Result<std::vector<ServiceTraffic>> Range(TimeMs from, TimeMs to,
-                                                          std::size_t max_rows);
+  // Only the services of `tenants`, filtered in the query, so other tenants'
+  // hours never count against the cap. Reads at most `max_rows` hour rows:
+  // past them, ResourceExhausted (field "window"), as the report's other
+  // reads are capped.
+  [[nodiscard]] Result<std::vector<ServiceTraffic>> Range(
+      TimeMs from, TimeMs to, std::size_t max_rows,
+      const model::TenantScope& tenants = model::TenantScope::All());
 
  private:
   ServiceTrafficStore(Database db, std::int64_t retention_ms)

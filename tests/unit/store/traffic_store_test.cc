@@ -108,6 +108,35 @@ TEST_F(TrafficStoreTest, ARangeSumsEachServicesHoursThatOverlapIt) {
   EXPECT_EQ(capped.error().field, "window");
 }
 
+// A reader's range holds its tenants' services only, and other tenants'
+// hours are left out in the query: they never count against its cap.
+TEST_F(TrafficStoreTest, ARangeHoldsTheReadersTenantsAndOthersRowsDoNotCountAgainstTheCap) {
+  std::vector<ServiceTraffic> deltas;
+  for (int h = 0; h < 5; ++h) {
+    ServiceTraffic other = Delta("chat", kTrafficT0 + h * kTrafficHour, 3, 0, 5);
+    other.tenant = "blue";
+    deltas.push_back(other);
+  }
+  deltas.push_back(Delta("coder", kTrafficT0, 2, 0, 5));
+  ASSERT_TRUE(store_->Add(deltas, kTrafficT0 + 5 * kTrafficHour).has_value());
+  // Six rows in the window; ml's reader reads one, within a cap of two.
+  auto mine =
+      store_->Range(kTrafficT0, kTrafficT0 + 5 * kTrafficHour, 2, model::TenantScope::Of({"ml"}));
+  ASSERT_TRUE(mine.has_value()) << mine.error().message;
+  ASSERT_EQ(mine->size(), 1U);
+  EXPECT_EQ((*mine)[0].tenant, "ml");
+  EXPECT_EQ((*mine)[0].requests, 2);
+  // blue's reader reads blue's five hours, and the same cap refuses them.
+  auto theirs =
+      store_->Range(kTrafficT0, kTrafficT0 + 5 * kTrafficHour, 2, model::TenantScope::Of({"blue"}));
+  ASSERT_FALSE(theirs.has_value());
+  EXPECT_EQ(theirs.error().field, "window");
+  auto none =
+      store_->Range(kTrafficT0, kTrafficT0 + 5 * kTrafficHour, 2, model::TenantScope::Of({"red"}));
+  ASSERT_TRUE(none.has_value());
+  EXPECT_TRUE(none->empty());
+}
+
 TEST_F(TrafficStoreTest, HoursPastTheRetentionGoAndARetentionUnderAnHourIsRefused) {
   Reopen(2 * kTrafficHour);
   ASSERT_TRUE(store_->Add({Delta("coder", kTrafficT0, 1, 0, 5)}, kTrafficT0 + 1000).has_value());
