@@ -8,8 +8,10 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <future>
 #include <optional>
 #include <string>
@@ -46,6 +48,26 @@ TEST(PgConnect, NoServerIsUnavailable) {
   EXPECT_EQ(conn.error().code, Code::kUnavailable);
   EXPECT_THAT(conn.error().message, HasSubstr("cannot connect to PostgreSQL"));
   EXPECT_EQ(conn.error().message.find('\n'), std::string::npos);
+}
+
+// Where the server binaries are missing the tests are skipped with this
+// message, which must name the package to install.
+TEST(PgServerSupport, MissingServerBinariesAreNamedForTheSkip) {
+  const char* before = std::getenv("BERTH_PG_BIN_DIR");
+  const std::string saved = before != nullptr ? before : "";
+  ASSERT_EQ(::setenv("BERTH_PG_BIN_DIR", "/nonexistent/postgresql/bin", 1), 0);
+  auto why = tests::PgServerUnavailable();
+  auto started = tests::PgServer::Start();
+  if (saved.empty()) {
+    ::unsetenv("BERTH_PG_BIN_DIR");
+  } else {
+    ::setenv("BERTH_PG_BIN_DIR", saved.c_str(), 1);
+  }
+  ASSERT_TRUE(why.has_value());
+  EXPECT_THAT(*why, HasSubstr("postgresql-15"));
+  EXPECT_THAT(*why, HasSubstr("/nonexistent/postgresql/bin/initdb"));
+  ASSERT_FALSE(started.has_value());
+  EXPECT_EQ(started.error(), *why);
 }
 
 class PgDbTest : public tests::PgServerTest {
