@@ -18,6 +18,9 @@ packages=(
   libboost1.81-dev
   # tenancy: token hashes (Argon2id)
   libargon2-dev
+  # PostgreSQL: libpq for the store's PostgreSQL layer, and the server that
+  # its tests start from initdb (tests/support/pg_server.h)
+  libpq-dev postgresql-15
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # fuzzing (libFuzzer) and the metrics checks (prometheus, promtool)
