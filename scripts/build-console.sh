@@ -4,6 +4,9 @@
 # the berthd binary. Usage: scripts/build-console.sh BIN_DIR [BIN_DIR...]
 # `npm ci` runs only when console/node_modules is older than the lockfile.
 set -euo pipefail
+# The destinations as the caller named them, before leaving its directory.
+bins=()
+for bin in "$@"; do bins+=("$(realpath -m "${bin}")"); done
 cd "$(dirname "$0")/../console"
 
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
@@ -16,7 +19,7 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
   npm ci --no-audit --no-fund --loglevel=error
 fi
 npm run --silent build
-for bin in "$@"; do
+for bin in "${bins[@]}"; do
   mkdir -p "${bin}"
   rm -rf "${bin}/ui.new"
   cp -r dist "${bin}/ui.new"
