@@ -32,7 +32,7 @@ function caller(role: string): Caller {
 }
 
 // The console over a fake API; `who` is the session GET answers (null: none).
-function mount(who: Caller | null, path: string) {
+function mount(who: Caller | null, path: string, listStatus = 200) {
   const calls: string[] = [];
   const api = new BerthApi(async (url, init) => {
     calls.push(`${init?.method ?? 'GET'} ${url}`);
@@ -41,7 +41,10 @@ function mount(who: Caller | null, path: string) {
       if (init?.method === 'POST') return json(201, caller('member'));
       return who ? json(200, who) : json(401, { error: { message: 'no session' } });
     }
-    if (url.startsWith('/v1/jobs?')) return json(200, { jobs: [job], next: 'cursor-2' });
+    if (url.startsWith('/v1/jobs?')) {
+      if (listStatus !== 200) return json(listStatus, { error: { message: 'this console session expired; sign in again' } });
+      return json(200, { jobs: [job], next: 'cursor-2' });
+    }
     if (url.startsWith('/v1/jobs/12/why')) {
       const zh = url.endsWith('lang=zh');
       return json(200, { id: 12, state: 'Pending', lang: zh ? 'zh' : 'en', reason: { code: 'NoNodeFits', message: zh ? '没有节点' : 'no node fits' }, timeline: [] });
@@ -83,6 +86,12 @@ describe('the console', () => {
     expect(calls).toContain('GET /v1/jobs/12/why?lang=zh');
     expect(document.documentElement.lang).toBe('zh-CN');
     expect(root.querySelector('h2')?.textContent).toBe('概要');
+  });
+
+  it('goes back to sign-in, saying why, when a request finds the session ended', async () => {
+    const { root } = mount(caller('member'), '/ui/jobs', 401);
+    await settle(() => root.querySelector('#token') !== null);
+    expect(root.textContent).toContain('Your session has ended. Sign in again.');
   });
 
   it('signs in without keeping the token anywhere', async () => {

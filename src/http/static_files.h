@@ -52,7 +52,7 @@ class StaticSite {
   const std::filesystem::path& root() const { return root_; }
 
   // Larger files are refused (the built console is about 60 KB).
-  static constexpr std::size_t kMaxFileBytes = 8 * 1024 * 1024;
+  static constexpr std::size_t kMaxFileBytes = std::size_t{8} * 1024 * 1024;
 
  private:
   std::string mount_;
