@@ -33,7 +33,24 @@ packages=(
   # containers.conf says why not crun), and busybox-static for the tests'
   # offline image (podman import of a busybox root filesystem)
   podman runc busybox-static
+  # the web console's browser test (console/e2e/): headless Chromium driven
+  # by playwright-core (--no-install-recommends, below, keeps it small)
+  chromium
 )
+
+# The web console (console/) is built with Node and npm, which come from
+# nodejs.org or the distribution rather than this list (Debian 12's nodejs
+# is 18, older than Vite needs).
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  echo "install-deps: node and npm are missing; the web console (console/) needs Node 20.19+ and" >&2
+  echo "npm 10+ (https://nodejs.org). Install them, then run this again." >&2
+  exit 1
+fi
+node_major="$(node -p 'process.versions.node.split(".")[0]')"
+if [ "${node_major}" -lt 20 ]; then
+  echo "install-deps: node $(node --version) is too old for the web console; it needs 20.19+" >&2
+  exit 1
+fi
 
 missing=()
 for p in "${packages[@]}"; do

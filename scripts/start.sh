@@ -9,11 +9,14 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$(nproc)" --target berthd berth berth-shim berth-agent
+# The web console, beside berthd (served at /ui/).
+scripts/build-console.sh build/release/bin
 
 data_dir="${BERTH_DATA_DIR:-$PWD/.berth}"
 # berthd creates its CA and server certificate under ${data_dir}/tls at the
 # first start; berth trusts it through --ca or BERTH_CA.
 echo "berthd: API on https://127.0.0.1:7460, state in ${data_dir}"
+echo "console: https://127.0.0.1:7460/ui/ (sign in with a token, e.g. the admin's below)"
 echo "CA:     ${data_dir}/tls/ca.pem (created at first start)"
 echo "admin:  ${data_dir}/bootstrap-token (created at first start, readable by you only)"
 echo "try:    build/release/bin/berth login --ca ${data_dir}/tls/ca.pem --token-file ${data_dir}/bootstrap-token"

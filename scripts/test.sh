@@ -11,10 +11,15 @@ scripts/install-deps.sh
 echo "== format check"
 scripts/lint.sh --format-only
 
+echo "== console: build and unit tests (vitest)"
+(cd console && npm ci --no-audit --no-fund --loglevel=error && npm test --silent)
+
 for preset in dev asan-ubsan; do
   echo "== ${preset}: configure and build"
   cmake --preset "${preset}" >/dev/null
   cmake --build --preset "${preset}" -j "$(nproc)"
+  # The console beside berthd, for its browser test (console_browser_test).
+  scripts/build-console.sh "build/${preset}/bin"
   echo "== ${preset}: test"
   ctest --preset "${preset}" -j 2
 done

@@ -265,6 +265,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     req->remote_addr = source_;
     req->remote_port = port_;
 
+    head_ = req->method == "HEAD";
     auto run = [self = this->shared_from_this(), req] {
       auto res = std::make_shared<Response>();
       self->server_.Dispatch(*req, *res);
@@ -280,6 +281,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
 
   void Refuse(int status, std::string message) {
     keep_alive_ = false;
+    head_ = false;
     linger_ = true;
     auto res =
         std::make_shared<Response>(server_.Refusal(status, PartialRequest(), std::move(message)));
@@ -295,6 +297,8 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     msg->body() = std::move(res->body);
     msg->keep_alive(keep_alive_);
     msg->prepare_payload();
+    // A HEAD answer says how long the body would be and sends none.
+    if (head_) msg->body().clear();
     Lowest().expires_after(server_.opt.write_timeout);
     bhttp::async_write(stream_, *msg,
                        [self = this->shared_from_this(), msg](beast::error_code ec, std::size_t) {
@@ -473,6 +477,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   bool keep_alive_ = true;
+  bool head_ = false;  // the request being answered is a HEAD
   bool linger_ = false;
   bool closed_ = false;
   bool streaming_ = false;
@@ -602,6 +607,10 @@ void Server::Post(std::string pattern, Handler handler) {
 }
 void Server::Delete(std::string pattern, Handler handler) {
   impl_->routes.push_back(Route{"DELETE", std::regex(pattern), std::move(handler)});
+}
+
+void Server::Head(std::string pattern, Handler handler) {
+  impl_->routes.push_back(Route{"HEAD", std::regex(pattern), std::move(handler)});
 }
 void Server::set_pre_routing(std::function<bool(const Request&, Response&)> hook) {
   impl_->pre_routing = std::move(hook);

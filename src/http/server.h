@@ -77,6 +77,9 @@ class Server {
   void Get(std::string pattern, Handler handler);
   void Post(std::string pattern, Handler handler);
   void Delete(std::string pattern, Handler handler);
+  // HEAD: the handler answers as for GET; the server sends the headers and
+  // the Content-Length of its body, never the body.
+  void Head(std::string pattern, Handler handler);
   // Runs before routing; true: it answered and no route runs.
   void set_pre_routing(std::function<bool(const Request&, Response&)> hook);
   // Fills the body of an error status a handler (or the router's 404, the

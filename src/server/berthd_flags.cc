@@ -79,6 +79,10 @@ void AddCoreFlags(CLI::App& app, BerthdFlags& f) {
       ->check(CLI::ExistingFile);
   app.add_option("--shim", f.shim, "Path to berth-shim, the per-job supervisor")
       ->capture_default_str();
+  app.add_option("--ui-dir", f.ui_dir,
+                 "Directory of the built web console, served at /ui/ (npm run build in "
+                 "console/; scripts/start.sh puts it beside berthd)")
+      ->capture_default_str();
   app.add_flag("--reset-admin-token", f.reset_admin_token,
                "Give the platform admin 'admin' a new token in <data-dir>/bootstrap-token "
                "(recovery: re-enables it and makes it platform admin)");
@@ -191,6 +195,7 @@ CLI::App* AddBerthdFlags(CLI::App& app, BerthdFlags& f) {
   f.data_dir = DefaultDataDir().string();
   f.agent_fence_grace = FormatDurationMs(model::kDefaultFenceGraceMs);
   f.shim = SiblingBinary("berth-shim").string();
+  f.ui_dir = SiblingBinary("ui").string();
   f.report_max_rows = static_cast<std::int64_t>(kDefaultReportMaxRows);
   f.max_services_per_tenant = static_cast<std::int64_t>(kDefaultMaxServicesPerTenant);
   AddCoreFlags(app, f);

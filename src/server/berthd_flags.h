@@ -30,6 +30,8 @@ struct BerthdFlags {
   std::string gateway_listen;
   std::string haproxy = "haproxy";
   std::string shim;
+  // The built web console served at /ui/ (console/, docs/console.md).
+  std::string ui_dir;
   std::string log_level = "info";
   std::string podman_conf;
   std::string log_limit = "64Mi";

@@ -37,6 +37,7 @@
 #include "control/pki.h"
 #include "control/service_controller.h"
 #include "gateway/gateway.h"
+#include "http/static_files.h"
 #include "meter/alerting.h"
 #include "model/fencing.h"
 #include "sched/core_scheduler.h"
@@ -532,6 +533,8 @@ struct Daemon {
   std::unique_ptr<grpc::Server> agent_server;
   std::optional<berth::server::JobTokenKey> job_key;
   std::vector<std::unique_ptr<berth::agent::Agent>> agents;
+  // Before the server whose routes read it, so it outlives them.
+  std::optional<berth::http::StaticSite> console;
   std::optional<berth::http::Server> http;
   std::optional<berth::server::RateLimiter> limiter;
   std::unique_ptr<berth::store::IdentityStore> identities;
@@ -768,6 +771,30 @@ berth::Status SetUpAuth(const BerthdFlags& f, Daemon& d) {
   return {};
 }
 
+// The web console's files at /ui/, before any API route could match; no
+// sign-in (they hold no data), GET and HEAD only.
+void ServeConsole(const BerthdFlags& f, Daemon& d) {
+  d.console.emplace("/ui/", f.ui_dir);
+  if (d.console->available()) {
+    spdlog::info("web console: /ui/ from {}", f.ui_dir);
+  } else {
+    spdlog::info("web console: not built ({} has no index.html); /ui/ answers 404", f.ui_dir);
+  }
+  auto serve = [&d](const berth::http::Request& req, berth::http::Response& res) {
+    d.console->Serve(req, res);
+  };
+  auto to_slash = [](const berth::http::Request&, berth::http::Response& res) {
+    berth::http::SetConsoleSecurityHeaders(res);
+    res.status = 308;
+    res.set_header("Location", "/ui/");
+    res.set_content("the console is at /ui/\n", "text/plain; charset=utf-8");
+  };
+  d.http->Get("/ui", to_slash);
+  d.http->Head("/ui", to_slash);
+  d.http->Get("/ui/.*", serve);
+  d.http->Head("/ui/.*", serve);
+}
+
 // The REST API: its HTTP server, rate limiter, authorization and routes,
 // bound to --listen.
 berth::Status StartApi(const BerthdFlags& f, const Settings& s, Daemon& d) {
@@ -807,6 +834,7 @@ berth::Status StartApi(const BerthdFlags& f, const Settings& s, Daemon& d) {
         return out;
       });
   api.Register(*d.http);
+  ServeConsole(f, d);
   if (auto bound = d.http->Bind(s.listen.first, static_cast<std::uint16_t>(s.listen.second));
       !bound) {
     return std::unexpected(Invalid(fmt::format("{} (--listen)", bound.error().message)));

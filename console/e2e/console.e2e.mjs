@@ -1,0 +1,332 @@
+// The console in real headless Chromium against a real berthd (all-in-one,
+// simulated node, plain HTTP on loopback): sign in with the bootstrap
+// token, see a submitted job in the list, read its reason in Chinese after
+// switching language, cancel it from the page and see it Cancelled; a
+// member of another tenant sees none of the first tenant's jobs in the page
+// or in any API answer the page received; a viewer gets no Cancel; axe-core
+// finds no serious or critical violation on the sign-in, jobs and job pages.
+//
+// Run by ctest (console_browser_test, label integration) or by hand:
+//   BERTH_BIN_DIR=build/dev/bin node console/e2e/console.e2e.mjs
+// Exits 77 (ctest's skip) saying why when Chromium, node_modules, the built
+// console or berthd is missing.
+
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const SKIP = 77;
+const here = dirname(fileURLToPath(import.meta.url));
+const consoleDir = resolve(here, '..');
+const repo = resolve(consoleDir, '..');
+const chromiumPath = process.env.BERTH_CHROMIUM ?? '/usr/bin/chromium';
+const binDir = resolve(process.env.BERTH_BIN_DIR ?? join(repo, 'build/dev/bin'));
+const berthdPath = join(binDir, 'berthd');
+
+function skip(why) {
+  console.log(`SKIP console browser test: ${why}`);
+  process.exit(SKIP);
+}
+if (!existsSync(chromiumPath)) {
+  skip(`no Chromium at ${chromiumPath} (scripts/install-deps.sh installs Debian's chromium)`);
+}
+if (!existsSync(join(consoleDir, 'node_modules/playwright-core'))) {
+  skip('console/node_modules is missing: run `npm ci` in console/ (scripts/test.sh does)');
+}
+if (!existsSync(berthdPath)) skip(`no berthd at ${berthdPath} (set BERTH_BIN_DIR)`);
+// The assets where berthd looks by default (scripts/build-console.sh puts
+// them there), else the build output in console/dist.
+const uiDir = existsSync(join(binDir, 'ui/index.html')) ? join(binDir, 'ui') : join(consoleDir, 'dist');
+if (!existsSync(join(uiDir, 'index.html'))) skip('the console is not built: run `npm run build` in console/');
+
+const { chromium } = await import('playwright-core');
+const { default: AxeBuilder } = await import('@axe-core/playwright');
+
+const RED_BLUE = `queues:
+  - name: default
+    children:
+      - name: default
+  - name: red
+    children:
+      - name: main
+  - name: blue
+    children:
+      - name: main
+`;
+
+function freePort() {
+  return new Promise((ok, fail) => {
+    const s = createServer();
+    s.once('error', fail);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => ok(port));
+    });
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function waitFor(what, check, ms = 30000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v) return v;
+    } catch {
+      // not yet
+    }
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'berth-console-e2e-'));
+const apiPort = await freePort();
+const agentPort = await freePort();
+const base = `http://127.0.0.1:${apiPort}`;
+const log = [];
+const berthd = spawn(
+  berthdPath,
+  [
+    '--all-in-one', '--plain-http', '--plain-agents',
+    '--data-dir', join(dir, 'data'),
+    '--listen', `127.0.0.1:${apiPort}`,
+    '--agent-listen', `127.0.0.1:${agentPort}`,
+    '--gateway-listen', 'off',
+    '--ui-dir', uiDir,
+  ],
+  { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] },
+);
+berthd.stdout.on('data', (d) => log.push(String(d)));
+berthd.stderr.on('data', (d) => log.push(String(d)));
+
+let browser;
+let failed = false;
+try {
+  await waitFor('berthd /healthz', async () => (await fetch(`${base}/healthz`)).ok);
+  const admin = await waitFor('the bootstrap token', () =>
+    readFileSync(join(dir, 'data/bootstrap-token'), 'utf8').trim(),
+  );
+
+  async function call(token, method, path, body, type = 'application/json') {
+    const res = await fetch(base + path, {
+      method,
+      headers: { Authorization: `Bearer ${token}`, ...(body ? { 'Content-Type': type } : {}) },
+      body,
+    });
+    const text = await res.text();
+    return { status: res.status, text, json: text ? JSON.parse(text) : null };
+  }
+  const expectStatus = (r, status, what) => assert.equal(r.status, status, `${what}: ${r.text}`);
+
+  expectStatus(await call(admin, 'POST', '/v1/policy', RED_BLUE, 'application/yaml'), 201, 'policy');
+  async function member(name, tenant, role) {
+    expectStatus(
+      await call(admin, 'POST', '/v1/identities', JSON.stringify({ name, tenants: { [tenant]: role } })),
+      201,
+      `identity ${name}`,
+    );
+    const t = await call(admin, 'POST', '/v1/tokens', JSON.stringify({ identity: name }));
+    expectStatus(t, 201, `token for ${name}`);
+    return t.json.token;
+  }
+  const blueMember = await member('blue-member', 'blue', 'member');
+  const redViewer = await member('red-viewer', 'red', 'viewer');
+
+  // 16 GPUs on a node of 8: each job waits, with a reason, until cancelled.
+  async function submit(name, tenant) {
+    const spec = { name, command: ['sleep', '300'], resources: { gpus: 16 }, tenant, queue: 'main' };
+    const r = await call(admin, 'POST', '/v1/jobs', JSON.stringify(spec));
+    expectStatus(r, 201, `submit ${name}`);
+    return r.json.id;
+  }
+  const redJob = await submit('red-secret-training', 'red');
+  const blueJob = await submit('blue-visible-training', 'blue');
+  await waitFor('a reason for the red job', async () => {
+    const w = await call(admin, 'GET', `/v1/jobs/${redJob}/why?lang=zh`);
+    return w.json?.reason?.code && w.json.reason.code !== 'Submitted' && w.json.reason.code !== '' ? w : null;
+  });
+
+  // The console's own headers.
+  const index = await fetch(`${base}/ui/`);
+  assert.equal(index.status, 200);
+  const csp = index.headers.get('content-security-policy') ?? '';
+  assert.match(csp, /^default-src 'self'/);
+  assert.match(csp, /frame-ancestors 'none'/);
+  assert.doesNotMatch(csp, /unsafe-inline/);
+  assert.equal(index.headers.get('x-content-type-options'), 'nosniff');
+  assert.equal(index.headers.get('referrer-policy'), 'no-referrer');
+  const redirect = await fetch(`${base}/ui`, { redirect: 'manual' });
+  assert.equal(redirect.status, 308);
+  assert.equal(redirect.headers.get('location'), '/ui/');
+  const deep = await fetch(`${base}/ui/jobs/${redJob}`);
+  assert.equal(deep.status, 200);
+  assert.match(await deep.text(), /<div id="app">/);
+  const api404 = await fetch(`${base}/v1/no-such-route`);
+  assert.doesNotMatch(await api404.text(), /<div id="app">/);
+  for (const bad of ['/ui/%2e%2e/data/bootstrap-token', '/ui/..%2f..%2fetc%2fpasswd']) {
+    const r = await fetch(base + bad);
+    assert.equal(r.status, 404, bad);
+    assert.doesNotMatch(await r.text(), new RegExp(admin), bad);
+  }
+
+  browser = await chromium.launch({ executablePath: chromiumPath, headless: true });
+
+  // A browser context with the page's API answers and CSP reports recorded.
+  async function open(locale) {
+    const context = await browser.newContext({ locale });
+    const page = await context.newPage();
+    const answers = [];
+    const problems = [];
+    page.on('response', async (r) => {
+      if (!new URL(r.url()).pathname.startsWith('/v1/')) return;
+      try {
+        answers.push({ url: r.url(), body: await r.text() });
+      } catch {
+        // a body already gone (navigation) tells nothing
+      }
+    });
+    page.on('console', (m) => {
+      if (m.type() === 'error' && /Content Security Policy|Refused to/i.test(m.text())) problems.push(m.text());
+    });
+    page.on('pageerror', (e) => problems.push(String(e)));
+    return { context, page, answers, problems };
+  }
+  async function axe(page, where) {
+    const result = await new AxeBuilder({ page }).analyze();
+    const bad = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+    assert.deepEqual(
+      bad.map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`),
+      [],
+      `axe on ${where}`,
+    );
+    console.log(`axe ${where}: ${result.violations.length} violations, none serious or critical`);
+  }
+  async function signIn(page, token) {
+    await page.goto(`${base}/ui/`);
+    await page.waitForSelector('#token');
+    await page.fill('#token', token);
+    await page.click('button[type=submit]');
+  }
+
+  // --- the platform admin, in an English browser --------------------------
+  const a = await open('en-US');
+  await a.page.goto(`${base}/ui/`);
+  await a.page.waitForSelector('#token');
+  await axe(a.page, 'sign-in');
+  await signIn(a.page, admin);
+  await a.page.waitForSelector(`#jobs-table tr[data-job="${redJob}"]`);
+  // Chromium keeps the Secure cookie on http://127.0.0.1 (a potentially
+  // trustworthy origin): the session survives a reload.
+  const cookies = await a.context.cookies();
+  const session = cookies.find((c) => c.name === 'berth_session');
+  assert.ok(session, 'the session cookie is kept');
+  assert.equal(session.httpOnly, true);
+  assert.equal(session.secure, true);
+  assert.equal(session.sameSite, 'Strict');
+  assert.equal(await a.page.evaluate(() => document.cookie.includes('berth_session')), false);
+  await a.page.reload();
+  await a.page.waitForSelector(`#jobs-table tr[data-job="${redJob}"]`);
+  assert.ok(await a.page.isVisible(`#jobs-table tr[data-job="${blueJob}"]`));
+  await axe(a.page, 'jobs');
+  // The token is in no storage the page can read.
+  const stored = await a.page.evaluate(() => JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }));
+  assert.doesNotMatch(stored, new RegExp(admin));
+  // A filter narrows the list through the API (tenant=blue).
+  await a.page.fill('#filter-tenant', 'blue');
+  await a.page.click('.filters button[type=submit]');
+  await waitFor('the blue filter', async () =>
+    (await a.page.isVisible(`#jobs-table tr[data-job="${blueJob}"]`)) &&
+    !(await a.page.isVisible(`#jobs-table tr[data-job="${redJob}"]`)),
+  );
+  assert.match(a.page.url(), /\/ui\/jobs\?tenant=blue$/);
+
+  await a.page.goto(`${base}/ui/jobs`);
+  await a.page.click(`#jobs-table tr[data-job="${redJob}"] td a`);
+  await a.page.waitForSelector('#why-message');
+  const enWhy = await call(admin, 'GET', `/v1/jobs/${redJob}/why?lang=en`);
+  assert.equal((await a.page.textContent('#why-message')).trim(), enWhy.json.reason.message);
+  await axe(a.page, 'job');
+
+  await a.page.selectOption('#lang-select', 'zh');
+  const zhWhy = await call(admin, 'GET', `/v1/jobs/${redJob}/why?lang=zh`);
+  assert.match(zhWhy.json.reason.message, /[\u4e00-\u9fff]/, 'the server has a Chinese reason');
+  await a.page.waitForFunction(
+    (m) => document.querySelector('#why-message')?.textContent?.trim() === m,
+    zhWhy.json.reason.message,
+  );
+  assert.equal(await a.page.getAttribute('html', 'lang'), 'zh-CN');
+  assert.equal((await a.page.textContent('#cancel')).trim(), '取消作业');
+  assert.ok(a.answers.some((r) => r.url.endsWith(`/v1/jobs/${redJob}/why?lang=zh`)));
+  await axe(a.page, 'job (zh)');
+
+  await a.page.click('#cancel');
+  await a.page.click('#cancel-yes');
+  await a.page.waitForFunction(() => document.querySelector('#job-state')?.textContent?.trim() === '已取消', null, {
+    timeout: 30000,
+  });
+  const cancelled = await call(admin, 'GET', `/v1/jobs/${redJob}`);
+  assert.equal(cancelled.json.state, 'Cancelled');
+  assert.equal(await a.page.isVisible('#cancel'), false);
+  // The choice of language outlives a reload.
+  await a.page.reload();
+  await a.page.waitForSelector('#why-message');
+  assert.equal((await a.page.textContent('h2')).trim(), '概要');
+
+  await a.page.click('#sign-out');
+  await a.page.waitForSelector('#token');
+  const after = await a.page.evaluate(async () => (await fetch('/v1/console/session')).status);
+  assert.equal(after, 401, 'signed out: the cookie no longer works');
+  assert.deepEqual(a.problems, [], 'no CSP refusal or script error');
+  await a.context.close();
+
+  // --- a member of blue sees nothing of red ---------------------------------
+  const b = await open('zh-CN');
+  await signIn(b.page, blueMember);
+  await b.page.waitForSelector(`#jobs-table tr[data-job="${blueJob}"]`);
+  assert.equal((await b.page.textContent('h1')).trim(), '作业', 'a Chinese browser gets Chinese');
+  assert.equal(await b.page.isVisible(`#jobs-table tr[data-job="${redJob}"]`), false);
+  await b.page.goto(`${base}/ui/jobs/${redJob}`);
+  await b.page.waitForSelector('[role=alert]');
+  await b.page.goto(`${base}/ui/jobs?tenant=red`);
+  await b.page.waitForSelector('#jobs-empty, #jobs-table, [role=alert]');
+  await b.page.goto(`${base}/ui/jobs/${blueJob}`);
+  await b.page.waitForSelector('#cancel');
+  assert.ok(b.answers.length >= 4, 'the page asked the API');
+  for (const r of b.answers) {
+    assert.doesNotMatch(r.body, /red-secret-training/, `blue saw red in ${r.url}`);
+  }
+  assert.doesNotMatch(await b.page.content(), /red-secret-training/);
+  assert.deepEqual(b.problems, []);
+  await b.context.close();
+
+  // --- a viewer of red reads the job and gets no Cancel ---------------------
+  const redSecond = await submit('red-viewer-sees-this', 'red');
+  const v = await open('en-US');
+  await signIn(v.page, redViewer);
+  await v.page.waitForSelector(`#jobs-table tr[data-job="${redSecond}"]`);
+  assert.equal(await v.page.isVisible(`#jobs-table tr[data-job="${blueJob}"]`), false);
+  await v.page.goto(`${base}/ui/jobs/${redSecond}`);
+  await v.page.waitForSelector('#why-message');
+  assert.equal(await v.page.isVisible('#cancel'), false, 'a viewer has no Cancel');
+  await v.context.close();
+
+  console.log('console browser test: passed');
+} catch (e) {
+  failed = true;
+  console.error(e);
+  console.error('--- berthd log (last 40 lines) ---');
+  console.error(log.join('').split('\n').slice(-40).join('\n'));
+} finally {
+  if (browser) await browser.close().catch(() => undefined);
+  berthd.kill('SIGTERM');
+  await Promise.race([new Promise((r) => berthd.once('exit', r)), sleep(5000)]);
+  if (berthd.exitCode === null) berthd.kill('SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+}
+process.exit(failed ? 1 : 0);

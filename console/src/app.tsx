@@ -1,0 +1,214 @@
+// The console's shell: who is signed in, the language, and which page the
+// URL under /ui/ names. Pages: sign-in, the jobs list (/ui/jobs, with its
+// filters in the query) and one job (/ui/jobs/ID).
+
+import { createContext } from 'preact';
+import { useCallback, useContext, useEffect, useState } from 'preact/hooks';
+import { ApiError, type BerthApi, type Caller } from './api';
+import { LANG_STORAGE_KEY, LANGS, type Key, type Lang, pickLang, translate } from './i18n';
+import { JobPage } from './pages/job';
+import { JobsPage } from './pages/jobs';
+import { SignIn } from './pages/sign-in';
+
+export interface Ctx {
+  api: BerthApi;
+  lang: Lang;
+  caller: Caller;
+  t: (key: Key, vars?: Record<string, string | number>) => string;
+  navigate: (to: string) => void;
+  // A 401 from any request: the session ended (expired, revoked, signed out
+  // elsewhere); back to sign-in.
+  sessionEnded: () => void;
+}
+
+export const ConsoleContext = createContext<Ctx | null>(null);
+
+export function useConsole(): Ctx {
+  const ctx = useContext(ConsoleContext);
+  if (!ctx) throw new Error('useConsole outside the console');
+  return ctx;
+}
+
+// Runs `fn`; a 401 ends the session, anything else is returned as text.
+export async function guard<T>(ctx: Ctx, fn: () => Promise<T>): Promise<T | ApiError> {
+  try {
+    return await fn();
+  } catch (e) {
+    const err = e instanceof ApiError ? e : new ApiError(0, String(e));
+    if (err.status === 401) ctx.sessionEnded();
+    return err;
+  }
+}
+
+function storedLang(): string | null {
+  try {
+    return localStorage.getItem(LANG_STORAGE_KEY);
+  } catch {
+    return null;
+  }
+}
+
+function browserLangs(): string[] {
+  if (navigator.languages && navigator.languages.length) return [...navigator.languages];
+  return navigator.language ? [navigator.language] : [];
+}
+
+export function Link({ href, children, class: cls }: { href: string; children: preact.ComponentChildren; class?: string }) {
+  const { navigate } = useConsole();
+  return (
+    <a
+      href={href}
+      class={cls}
+      onClick={(e) => {
+        if (e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+        e.preventDefault();
+        navigate(href);
+      }}
+    >
+      {children}
+    </a>
+  );
+}
+
+function LanguageSwitch({ lang, setLang }: { lang: Lang; setLang: (l: Lang) => void }) {
+  const label = translate(lang, 'lang.label');
+  return (
+    <label class="lang">
+      {label}{' '}
+      <select
+        id="lang-select"
+        value={lang}
+        onChange={(e) => setLang((e.currentTarget as HTMLSelectElement).value as Lang)}
+      >
+        {LANGS.map((l) => (
+          <option value={l} lang={l === 'zh' ? 'zh-CN' : 'en'}>
+            {translate(l, `lang.${l}` as Key)}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
+export function App({ api }: { api: BerthApi }) {
+  const [lang, setLangState] = useState<Lang>(() => pickLang(storedLang(), browserLangs()));
+  // undefined: still asking the server whether a session exists.
+  const [caller, setCaller] = useState<Caller | null | undefined>(undefined);
+  const [notice, setNotice] = useState<string>('');
+  const [url, setUrl] = useState(location.pathname + location.search);
+
+  const setLang = useCallback((l: Lang) => {
+    setLangState(l);
+    try {
+      localStorage.setItem(LANG_STORAGE_KEY, l);
+    } catch {
+      // A browser that keeps nothing still switches for this visit.
+    }
+  }, []);
+
+  useEffect(() => {
+    document.documentElement.lang = lang === 'zh' ? 'zh-CN' : 'en';
+    document.title = translate(lang, 'app.title');
+  }, [lang]);
+
+  useEffect(() => {
+    api.session().then(
+      (c) => setCaller(c),
+      () => setCaller(null),
+    );
+    const onPop = () => setUrl(location.pathname + location.search);
+    addEventListener('popstate', onPop);
+    return () => removeEventListener('popstate', onPop);
+  }, [api]);
+
+  const navigate = useCallback((to: string) => {
+    history.pushState(null, '', to);
+    setUrl(to);
+    scrollTo(0, 0);
+  }, []);
+
+  const t = useCallback((key: Key, vars?: Record<string, string | number>) => translate(lang, key, vars), [lang]);
+
+  const header = (
+    <header class="top">
+      <a class="skip" href="#main">
+        {t('app.skip')}
+      </a>
+      <span class="brand">{t('app.title')}</span>
+      <LanguageSwitch lang={lang} setLang={setLang} />
+    </header>
+  );
+
+  if (caller === undefined) {
+    return (
+      <>
+        {header}
+        <main id="main">
+          <p role="status">{t('common.loading')}</p>
+        </main>
+      </>
+    );
+  }
+  if (caller === null) {
+    return (
+      <>
+        {header}
+        <main id="main">
+          <SignIn
+            api={api}
+            t={t}
+            notice={notice}
+            onSignedIn={(c) => {
+              setNotice('');
+              setCaller(c);
+            }}
+          />
+        </main>
+      </>
+    );
+  }
+
+  const ctx: Ctx = {
+    api,
+    lang,
+    caller,
+    t,
+    navigate,
+    sessionEnded: () => {
+      setNotice(t('session.ended'));
+      setCaller(null);
+    },
+  };
+  const path = url.split('?')[0];
+  const search = url.includes('?') ? url.slice(url.indexOf('?')) : '';
+  const jobMatch = /^\/ui\/jobs\/(\d+)\/?$/.exec(path);
+
+  return (
+    <ConsoleContext.Provider value={ctx}>
+      <header class="top">
+        <a class="skip" href="#main">
+          {t('app.skip')}
+        </a>
+        <span class="brand">{t('app.title')}</span>
+        <nav aria-label={t('app.title')}>
+          <Link href="/ui/jobs">{t('nav.jobs')}</Link>
+        </nav>
+        <span class="who">{t('nav.signedInAs', { name: caller.name })}</span>
+        <LanguageSwitch lang={lang} setLang={setLang} />
+        <button
+          type="button"
+          id="sign-out"
+          onClick={async () => {
+            await api.signOut().catch(() => undefined);
+            setCaller(null);
+          }}
+        >
+          {t('nav.signOut')}
+        </button>
+      </header>
+      <main id="main">
+        {jobMatch ? <JobPage id={Number(jobMatch[1])} /> : <JobsPage search={search} />}
+      </main>
+    </ConsoleContext.Provider>
+  );
+}

@@ -1,0 +1,153 @@
+// One job: its summary, why it is in its state (the server's reason in the
+// chosen language, GET /v1/jobs/{id}/why?lang=), and Cancel for a caller
+// whose role may cancel it. Asked again every POLL_MS until it finishes.
+
+import { useEffect, useState } from 'preact/hooks';
+import { ApiError, canCancel, isFinished, type JobSummary, type Why } from '../api';
+import { guard, Link, useConsole } from '../app';
+import { stateLabel } from '../i18n';
+
+export const POLL_MS = 3000;
+
+export function JobPage({ id }: { id: number }) {
+  const ctx = useConsole();
+  const { t, lang, api, caller } = ctx;
+  const [job, setJob] = useState<JobSummary | null>(null);
+  const [why, setWhy] = useState<Why | null>(null);
+  const [error, setError] = useState<ApiError | null>(null);
+  const [confirming, setConfirming] = useState(false);
+  const [notice, setNotice] = useState('');
+  const [tick, setTick] = useState(0);
+
+  useEffect(() => {
+    let alive = true;
+    const load = async () => {
+      const [j, w] = await Promise.all([guard(ctx, () => api.job(id)), guard(ctx, () => api.why(id, lang))]);
+      if (!alive) return;
+      if (j instanceof ApiError) return setError(j);
+      if (w instanceof ApiError) return setError(w);
+      setError(null);
+      setJob(j);
+      setWhy(w);
+    };
+    void load();
+    const timer = setInterval(() => {
+      setJob((current) => {
+        if (!current || !isFinished(current.state)) void load();
+        return current;
+      });
+    }, POLL_MS);
+    return () => {
+      alive = false;
+      clearInterval(timer);
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [id, lang, tick]);
+
+  if (error && error.status === 404) {
+    return (
+      <section>
+        <h1>{t('job.title', { id, name: '' })}</h1>
+        <p role="alert">{t('job.notFound', { id })}</p>
+        <Link href="/ui/jobs">{t('job.back')}</Link>
+      </section>
+    );
+  }
+  if (!job) {
+    return error ? (
+      <p class="error" role="alert">
+        {t('common.error', { message: error.message })}
+      </p>
+    ) : (
+      <p role="status">{t('common.loading')}</p>
+    );
+  }
+
+  const when = (ms: number | null) =>
+    ms ? new Date(ms).toLocaleString(lang === 'zh' ? 'zh-CN' : 'en-GB') : t('job.notStarted');
+  const cancellable = canCancel(caller, job.tenant) && !isFinished(job.state) && !job.cancel_requested;
+
+  const cancel = async () => {
+    setConfirming(false);
+    const r = await guard(ctx, () => api.cancel(id));
+    setNotice(r instanceof ApiError ? t('job.cancelFailed', { message: r.message }) : t('job.cancelRequested'));
+    setTick((n) => n + 1);
+  };
+
+  return (
+    <section aria-labelledby="job-title">
+      <p>
+        <Link href="/ui/jobs">{t('job.back')}</Link>
+      </p>
+      <h1 id="job-title">{t('job.title', { id: job.id, name: job.name })}</h1>
+      <h2>{t('job.summary')}</h2>
+      <dl class="summary">
+        <dt>{t('col.state')}</dt>
+        <dd id="job-state" class={`state state-${job.state}`}>
+          {stateLabel(lang, job.state)}
+        </dd>
+        <dt>{t('col.tenant')}</dt>
+        <dd>{job.tenant}</dd>
+        <dt>{t('col.queue')}</dt>
+        <dd>{job.queue}</dd>
+        <dt>{t('col.user')}</dt>
+        <dd>{job.submitted_by}</dd>
+        <dt>{t('col.gpus')}</dt>
+        <dd>{job.resources?.gpus ?? 0}</dd>
+        <dt>{t('job.replicas')}</dt>
+        <dd>{job.replicas}</dd>
+        <dt>{t('job.priority')}</dt>
+        <dd>{job.priority}</dd>
+        <dt>{t('col.submitted')}</dt>
+        <dd>{when(job.submitted_at_ms)}</dd>
+        <dt>{t('job.started')}</dt>
+        <dd>{when(job.started_at_ms)}</dd>
+        <dt>{t('job.finished')}</dt>
+        <dd>{when(job.finished_at_ms)}</dd>
+      </dl>
+      <h2>{t('job.why')}</h2>
+      {why?.reason ? (
+        <div class="why">
+          <p id="why-message" lang={why.lang === 'zh' ? 'zh-CN' : 'en'}>
+            {why.reason.message}
+          </p>
+          <p>
+            {t('job.reasonCode')}: <code id="why-code">{why.reason.code}</code>
+          </p>
+        </div>
+      ) : (
+        <p>{t('common.none')}</p>
+      )}
+      <h3>{t('job.timeline')}</h3>
+      {why && why.timeline.length ? (
+        <ol class="timeline">
+          {why.timeline.map((e) => (
+            <li>
+              <time dateTime={new Date(e.time_ms).toISOString()}>{when(e.time_ms)}</time> <strong>{e.event}</strong>{' '}
+              <span lang="en">{e.message}</span>
+            </li>
+          ))}
+        </ol>
+      ) : (
+        <p>{t('job.noEvents')}</p>
+      )}
+      {notice && <p role="status">{notice}</p>}
+      {cancellable &&
+        (confirming ? (
+          <div class="confirm" role="group" aria-labelledby="cancel-question">
+            <p id="cancel-question">{t('job.cancelConfirm', { id: job.id })}</p>
+            <button type="button" class="danger" id="cancel-yes" onClick={cancel}>
+              {t('job.cancelYes')}
+            </button>{' '}
+            <button type="button" id="cancel-no" onClick={() => setConfirming(false)}>
+              {t('job.cancelNo')}
+            </button>
+          </div>
+        ) : (
+          <button type="button" class="danger" id="cancel" onClick={() => setConfirming(true)}>
+            {t('job.cancel')}
+          </button>
+        ))}
+    </section>
+  );
+}
