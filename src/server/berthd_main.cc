@@ -771,7 +771,7 @@ berth::Status SetUpAuth(const BerthdFlags& f, Daemon& d) {
   return {};
 }
 
-// The web console's files at /ui/, before any API route could match; no
+// The web console's files at /ui/ (no API route is under it); no
 // sign-in (they hold no data), GET and HEAD only.
 void ServeConsole(const BerthdFlags& f, Daemon& d) {
   d.console.emplace("/ui/", f.ui_dir);
