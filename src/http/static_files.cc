@@ -6,7 +6,6 @@
 #include <array>
 #include <cctype>
 #include <fstream>
-#include <iterator>
 #include <utility>
 
 namespace berth::http {
@@ -144,9 +143,14 @@ void StaticSite::Serve(const Request& req, Response& res) const {
   const auto size = fs::file_size(chosen, ec);
   if (ec) return Refuse(res, 404, "not found");
   if (size > kMaxFileBytes) return Refuse(res, 500, "console file too large to serve");
+  // Read whole, by the size just checked (a file that shrank meanwhile reads
+  // short and is refused rather than served cut).
   std::ifstream in(chosen, std::ios::binary);
-  std::string body{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  if (!in && !in.eof()) return Refuse(res, 500, "console file unreadable");
+  std::string body(static_cast<std::size_t>(size), '\0');
+  in.read(body.data(), static_cast<std::streamsize>(body.size()));
+  if (!in || static_cast<std::size_t>(in.gcount()) != body.size()) {
+    return Refuse(res, 500, "console file unreadable");
+  }
   // Vite names built assets by their content hash, so they never change;
   // the page itself is asked again each time so a new build shows at once.
   const bool hashed = rel.starts_with("assets/") && !is_index;
