@@ -34,6 +34,21 @@ CREATE TABLE IF NOT EXISTS audit_log(
 CREATE INDEX IF NOT EXISTS audit_log_time ON audit_log(time_ms);
 )sql";
 
+// The same tables on PostgreSQL.
+constexpr std::string_view kPgAuditSchema = R"sql(
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS audit_log(
+  seq BIGINT PRIMARY KEY, time_ms BIGINT NOT NULL, actor TEXT NOT NULL, tenant TEXT NOT NULL,
+  action TEXT NOT NULL, object TEXT NOT NULL, before_json TEXT NOT NULL, after_json TEXT NOT NULL,
+  request_id TEXT NOT NULL, source TEXT NOT NULL, outcome TEXT NOT NULL,
+  prev_hash TEXT NOT NULL, hash TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS audit_log_time ON audit_log(time_ms);
+)sql";
+
+// The advisory lock every chainer on PostgreSQL takes for its transaction:
+// one chainer at a time, whichever connection or berthd it is ("berth-aud").
+constexpr std::int64_t kPgAuditLockKey = 0x62657274682d6175;
+
 void AddField(std::string& out, std::string_view name, std::string_view value) {
   out += fmt::format("{}={}:", name, value.size());
   out += value;
@@ -241,7 +256,7 @@ Result<std::string> AuditHash(const AuditEntry& e) {
 }
 
 Status EnsureAuditSchema(Database& db) {
-  return db.Exec(kAuditSchema);
+  return db.Exec(db.dialect() == Dialect::kPostgres ? kPgAuditSchema : kAuditSchema);
 }
 
 Result<std::optional<AuditHead>> AuditMetaHead(Database& db) {
@@ -277,10 +292,25 @@ Result<AuditAppend> AuditAppend::Chain(Database& db, std::filesystem::path head_
     // Nothing to chain and nothing to publish: no lock, no head to read.
     return AuditAppend(std::move(head_file), std::nullopt);
   }
+  if (db.dialect() == Dialect::kPostgres) {
+    // SQLite lets one writer in at a time; PostgreSQL does not, so the
+    // chain takes its lock until the transaction ends.
+    auto lock = db.Prepare(fmt::format("SELECT pg_advisory_xact_lock({})", kPgAuditLockKey));
+    if (!lock) return std::unexpected(lock.error());
+    BERTH_RETURN_IF_ERROR(lock->Run());
+  }
   auto meta = AuditMetaHead(db);
   if (!meta) return std::unexpected(meta.error());
   AuditHead head{0, std::string(kAuditGenesisHash)};
   if (*meta) head = **meta;
+  {
+    auto tail = db.Prepare("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1");
+    if (!tail) return std::unexpected(tail.error());
+    auto row = tail->Step();
+    if (!row) return std::unexpected(row.error());
+    if (*row && tail->Int(0) > head.seq) head = AuditHead{tail->Int(0), tail->Text(1)};
+  }
+  if (head_file.empty()) return ChainRows(db, std::move(head_file), head, 1, records);
   HeadFile& hf = HeadFileFor(head_file);
   // Records the head file may not hold yet, should berthd die now: they
   // start after the head the file holds (Verify allows exactly that lag).
@@ -290,18 +320,6 @@ Result<AuditAppend> AuditAppend::Chain(Database& db, std::filesystem::path head_
     RefreshFileHead(hf, head_file);
     if (hf.file && hf.file->seq > head.seq) head = *hf.file;
   }
-  {
-    auto tail = db.Prepare("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1");
-    if (!tail) return std::unexpected(tail.error());
-    auto row = tail->Step();
-    if (!row) return std::unexpected(row.error());
-    if (*row && tail->Int(0) > head.seq) head = AuditHead{tail->Int(0), tail->Text(1)};
-  }
-  auto ins = db.Prepare(
-      "INSERT INTO audit_log(seq, time_ms, actor, tenant, action, object, before_json, "
-      "after_json, request_id, source, outcome, prev_hash, hash) "
-      "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  if (!ins) return std::unexpected(ins.error());
   {
     // Bound the lag: wait for the changes committed before this one to be
     // written to the head file (or write it) when it would pass
@@ -321,6 +339,17 @@ Result<AuditAppend> AuditAppend::Chain(Database& db, std::filesystem::path head_
     }
     unwritten_from = std::min(head.seq + 1, (hf.file ? hf.file->seq : 0) + 1);
   }
+  return ChainRows(db, std::move(head_file), head, unwritten_from, records);
+}
+
+Result<AuditAppend> AuditAppend::ChainRows(Database& db, std::filesystem::path head_file,
+                                           AuditHead head, std::int64_t unwritten_from,
+                                           std::span<AuditEntry* const> records) {
+  auto ins = db.Prepare(
+      "INSERT INTO audit_log(seq, time_ms, actor, tenant, action, object, before_json, "
+      "after_json, request_id, source, outcome, prev_hash, hash) "
+      "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  if (!ins) return std::unexpected(ins.error());
   for (AuditEntry* entry : records) {
     entry->seq = head.seq + 1;
     entry->prev_hash = head.hash;
@@ -345,8 +374,8 @@ Result<AuditAppend> AuditAppend::Chain(Database& db, std::filesystem::path head_
     head = AuditHead{entry->seq, entry->hash};
   }
   auto set = db.Prepare(
-      "INSERT OR REPLACE INTO meta(key, value) VALUES('audit_head_seq', ?), ('audit_head_hash', "
-      "?), ('audit_batch_first', ?)");
+      "INSERT INTO meta(key, value) VALUES('audit_head_seq', ?), ('audit_head_hash', ?), "
+      "('audit_batch_first', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value");
   if (!set) return std::unexpected(set.error());
   BERTH_RETURN_IF_ERROR(set->Bind(1, std::to_string(head.seq))
                             .Bind(2, head.hash)
@@ -356,7 +385,7 @@ Result<AuditAppend> AuditAppend::Chain(Database& db, std::filesystem::path head_
 }
 
 void AuditAppend::Publish() {
-  if (!head_) return;
+  if (!head_ || head_file_.empty()) return;
   // After the commit: the head file's writer thread takes it from here. A
   // crash before its write leaves the file behind by the records the meta
   // table says it may not hold yet (Verify), at most kMaxAuditLag.
@@ -375,6 +404,7 @@ void AuditAppend::Publish() {
 }
 
 Status FlushAuditHead(const std::filesystem::path& head_file) {
+  if (head_file.empty()) return Ok();
   HeadFile& hf = HeadFileFor(head_file);
   std::unique_lock lock(hf.mu);
   while (hf.Behind()) {

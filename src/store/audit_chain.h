@@ -48,7 +48,11 @@ class AuditAppend {
   // Assigns each record its seq, prev_hash and hash, chaining from the
   // furthest remembered head (meta, head file, last row: rows removed
   // behind Berth's back stay a gap for Verify, rows added are chained after
-  // rather than collided with), inserts them and moves the meta head.
+  // rather than collided with), inserts them and moves the meta head. An
+  // empty `head_file` keeps the head in the database only (PostgreSQL, whose
+  // standby berthd shares no data directory with the leader); there a
+  // transaction-scoped advisory lock makes chainers take turns, as SQLite's
+  // one writer does.
   [[nodiscard]] static Result<AuditAppend> Chain(Database& db, std::filesystem::path head_file,
                                                  std::span<AuditEntry* const> records);
   // After the commit: hands this head to the head file's writer thread and
@@ -58,6 +62,11 @@ class AuditAppend {
   void Publish();
 
  private:
+  // Inserts the records after `head` and moves the meta head (Chain's
+  // second half, once the head is known).
+  [[nodiscard]] static Result<AuditAppend> ChainRows(Database& db, std::filesystem::path head_file,
+                                                     AuditHead head, std::int64_t unwritten_from,
+                                                     std::span<AuditEntry* const> records);
   AuditAppend(std::filesystem::path head_file, std::optional<AuditHead> head)
       : head_file_(std::move(head_file)), head_(std::move(head)) {}
   std::filesystem::path head_file_;

@@ -45,6 +45,15 @@ Result<std::unique_ptr<AuditLog>> AuditLog::Open(const std::filesystem::path& da
       new AuditLog(std::move(*db), std::move(*reader), data_dir / "audit.head"));
 }
 
+Result<std::unique_ptr<AuditLog>> AuditLog::OpenPostgres(const std::string& conninfo) {
+  auto db = Database::Connect(conninfo);
+  if (!db) return std::unexpected(db.error());
+  BERTH_RETURN_IF_ERROR(EnsureAuditSchema(*db));
+  auto reader = Database::Connect(conninfo);
+  if (!reader) return std::unexpected(reader.error());
+  return std::unique_ptr<AuditLog>(new AuditLog(std::move(*db), std::move(*reader), {}));
+}
+
 AuditLog::~AuditLog() {
   if (auto st = FlushAuditHead(head_path_); !st) spdlog::error("{}", st.error().message);
 }

@@ -62,6 +62,9 @@ class AuditLog {
   // Opens `<data_dir>/berth.db` (creating the table if needed) on a second
   // connection; SqliteStore may have it open too.
   static Result<std::unique_ptr<AuditLog>> Open(const std::filesystem::path& data_dir);
+  // The audit log of a PostgreSQL database (SqliteStore::OpenPostgres's):
+  // its head is remembered in the database only, so head_path() is empty.
+  static Result<std::unique_ptr<AuditLog>> OpenPostgres(const std::string& conninfo);
 
   // Assigns seq, prev_hash and hash, and returns once the record is
   // committed (synchronous=FULL); the head file follows a write later

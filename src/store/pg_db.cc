@@ -151,7 +151,9 @@ void PgStatement::SetParam(int i, std::optional<std::string> value, unsigned typ
   const auto at = static_cast<std::size_t>(i - 1);
   if (values_.size() <= at) {
     values_.resize(at + 1);
-    types_.resize(at + 1, 0);
+    // A parameter never bound is NULL text: PostgreSQL must know the type of
+    // every parameter up to the largest, used or not.
+    types_.resize(at + 1, kTextOid);
   }
   values_[at] = std::move(value);
   types_[at] = type;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -30,6 +31,41 @@ int BusyRetry(void* /*unused*/, int tries) {
 }
 
 }  // namespace
+
+std::string PgPlaceholders(std::string_view sql) {
+  std::string out;
+  out.reserve(sql.size() + 8);
+  int largest = 0;
+  for (std::size_t i = 0; i < sql.size(); ++i) {
+    const char c = sql[i];
+    if (c == '\'' || c == '"') {  // a quoted literal or identifier, as it is
+      const std::size_t end = sql.find(c, i + 1);
+      const std::size_t stop = end == std::string_view::npos ? sql.size() : end + 1;
+      out.append(sql.substr(i, stop - i));
+      i = stop - 1;
+      continue;
+    }
+    if (c == '-' && i + 1 < sql.size() && sql[i + 1] == '-') {  // a comment to the line's end
+      const std::size_t end = sql.find('\n', i);
+      const std::size_t stop = end == std::string_view::npos ? sql.size() : end;
+      out.append(sql.substr(i, stop - i));
+      i = stop - 1;
+      continue;
+    }
+    if (c != '?') {
+      out.push_back(c);
+      continue;
+    }
+    std::size_t j = i + 1;
+    int n = 0;
+    while (j < sql.size() && sql[j] >= '0' && sql[j] <= '9') n = n * 10 + (sql[j++] - '0');
+    if (j == i + 1) n = largest + 1;
+    largest = std::max(largest, n);
+    out += fmt::format("${}", n);
+    i = j - 1;
+  }
+  return out;
+}
 
 StatementCache::~StatementCache() {
   for (auto& [sql, stmt] : idle_) sqlite3_finalize(stmt);
@@ -73,11 +109,19 @@ Statement::~Statement() {
 }
 
 Statement& Statement::Bind(int i, std::int64_t v) {
+  if (pg_) {
+    pg_->Bind(i, v);
+    return *this;
+  }
   sqlite3_bind_int64(stmt_, i, v);
   return *this;
 }
 
 Statement& Statement::Bind(int i, std::string_view v) {
+  if (pg_) {
+    pg_->Bind(i, v);
+    return *this;
+  }
   // A default-constructed view has no data pointer, which SQLite would
   // store as NULL: an empty string is still text.
   sqlite3_bind_text(stmt_, i, v.data() != nullptr ? v.data() : "", static_cast<int>(v.size()),
@@ -91,11 +135,20 @@ Statement& Statement::Bind(int i, std::optional<std::int64_t> v) {
 }
 
 Statement& Statement::BindNull(int i) {
+  if (pg_) {
+    pg_->BindNull(i);
+    return *this;
+  }
   sqlite3_bind_null(stmt_, i);
   return *this;
 }
 
 Result<bool> Statement::Step() {
+  if (pg_) {
+    auto row = pg_->Step();
+    if (row && pg_changes_ != nullptr) *pg_changes_ = pg_->Changes();
+    return row;
+  }
   int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
@@ -111,16 +164,31 @@ Status Statement::Run() {
 }
 
 void Statement::Reset() {
+  if (pg_) {
+    pg_->Reset();
+    return;
+  }
   sqlite3_reset(stmt_);
   sqlite3_clear_bindings(stmt_);
 }
 
+std::optional<std::int64_t> Statement::PgInt(int col) const {
+  if (pg_->IsNull(col)) return std::nullopt;
+  // A boolean (a comparison, EXISTS) reads as SQLite gives it: 1 or 0.
+  const std::string text = pg_->Text(col);
+  if (text == "t") return 1;
+  if (text == "f") return 0;
+  return pg_->OptInt(col);
+}
+
 std::optional<std::int64_t> Statement::OptInt(int col) const {
+  if (pg_) return PgInt(col);
   if (sqlite3_column_type(stmt_, col) == SQLITE_NULL) return std::nullopt;
   return sqlite3_column_int64(stmt_, col);
 }
 
 std::string Statement::Text(int col) const {
+  if (pg_) return pg_->Text(col);
   const auto* p = sqlite3_column_text(stmt_, col);
   if (p == nullptr) return {};
   return {reinterpret_cast<const char*>(p),
@@ -171,11 +239,26 @@ Result<Database> Database::OpenReader(const std::string& path) {
   return db;
 }
 
+Result<Database> Database::Connect(const std::string& conninfo) {
+  auto conn = PgConnection::Open(conninfo);
+  if (!conn) return std::unexpected(conn.error());
+  return Database(std::make_unique<PgSide>(std::move(*conn)));
+}
+
+std::int64_t Database::LastInsertId() const {
+  if (!pg_) return sqlite3_last_insert_rowid(db_);
+  // The session's last generated value, which the INSERT just drew.
+  PgStatement st = pg_->conn.Prepare("SELECT lastval()");
+  auto row = st.Step();
+  return row && *row ? st.Int(0) : 0;
+}
+
 Database::~Database() {
   sqlite3_close_v2(db_);
 }
 
 void Database::SetRowHook(RowHook hook, void* arg) {
+  if (pg_) return;
   if (hook == nullptr) {
     sqlite3_update_hook(db_, nullptr, nullptr);
     hook_.reset();
@@ -192,6 +275,7 @@ void Database::SetRowHook(RowHook hook, void* arg) {
 }
 
 Status Database::Exec(std::string_view sql) {
+  if (pg_) return pg_->conn.Exec(sql);
   char* err = nullptr;
   std::string text(sql);
   if (sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
@@ -203,6 +287,10 @@ Status Database::Exec(std::string_view sql) {
 }
 
 Result<Statement> Database::Prepare(std::string_view sql) {
+  if (pg_) {
+    return Statement(std::make_unique<PgStatement>(pg_->conn.Prepare(PgPlaceholders(sql))),
+                     &pg_->changes);
+  }
   if (sqlite3_stmt* cached = cache_->Take(sql); cached != nullptr) {
     return Statement(db_, cached, cache_, std::string(sql));
   }
@@ -219,7 +307,9 @@ ReadTransaction::~ReadTransaction() {
 }
 
 Status ReadTransaction::Begin() {
-  BERTH_RETURN_IF_ERROR(db_.Exec("BEGIN DEFERRED"));
+  BERTH_RETURN_IF_ERROR(db_.Exec(db_.dialect() == Dialect::kPostgres
+                                     ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+                                     : "BEGIN DEFERRED"));
   open_ = true;
   return Ok();
 }
@@ -229,7 +319,10 @@ Transaction::~Transaction() {
 }
 
 Status Transaction::Begin() {
-  BERTH_RETURN_IF_ERROR(db_.Exec("BEGIN IMMEDIATE"));
+  // PostgreSQL: READ COMMITTED. The stores serialise their writers in the
+  // process, and one berthd writes at a time.
+  BERTH_RETURN_IF_ERROR(
+      db_.Exec(db_.dialect() == Dialect::kPostgres ? "BEGIN" : "BEGIN IMMEDIATE"));
   open_ = true;
   return Ok();
 }

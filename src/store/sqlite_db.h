@@ -1,5 +1,11 @@
 // A thin RAII layer over the SQLite C API: a connection, prepared statements
 // with typed binds and reads, and transactions. Errors come back as values.
+//
+// The same classes also speak to PostgreSQL (Database::Connect, over
+// pg_db.h), so that the stores' code runs on either backend: SQL is written
+// once with SQLite's `?` and `?N` parameters, which a PostgreSQL connection
+// turns into `$N` (PgPlaceholders); the few constructs the two dialects
+// spell differently are chosen by Database::dialect() at the call.
 #pragma once
 
 #include <sqlite3.h>
@@ -15,8 +21,17 @@
 #include <vector>
 
 #include "common/status.h"
+#include "store/pg_db.h"
 
 namespace berth::store {
+
+// Which SQL a Database speaks.
+enum class Dialect { kSqlite, kPostgres };
+
+// `sql` with SQLite's parameters (`?N`, and `?` for one more than the
+// largest number so far) written as PostgreSQL's `$N`. Text inside quotes
+// ('...', "...") and comments is left as it is.
+std::string PgPlaceholders(std::string_view sql);
 
 // Compiled statements of one connection that no Statement holds, by SQL
 // text, so the hot paths (a submission's inserts, a pass's reason updates)
@@ -49,8 +64,17 @@ class Statement {
   // A statement that goes back to `cache` (keyed by `sql`) when destroyed.
   Statement(sqlite3* db, sqlite3_stmt* stmt, std::shared_ptr<StatementCache> cache, std::string sql)
       : db_(db), stmt_(stmt), cache_(std::move(cache)), sql_(std::move(sql)) {}
+  // A statement on a PostgreSQL connection; each run's count of changed
+  // rows is written to `*changes` (the connection's Database::Changes()).
+  Statement(std::unique_ptr<PgStatement> pg, std::int64_t* changes)
+      : db_(nullptr), stmt_(nullptr), pg_(std::move(pg)), pg_changes_(changes) {}
   Statement(Statement&& o) noexcept
-      : db_(o.db_), stmt_(o.stmt_), cache_(std::move(o.cache_)), sql_(std::move(o.sql_)) {
+      : db_(o.db_),
+        stmt_(o.stmt_),
+        cache_(std::move(o.cache_)),
+        sql_(std::move(o.sql_)),
+        pg_(std::move(o.pg_)),
+        pg_changes_(o.pg_changes_) {
     o.stmt_ = nullptr;
   }
   Statement& operator=(Statement&&) = delete;
@@ -71,7 +95,10 @@ class Statement {
   // ones), so a loop of inserts prepares it once.
   void Reset();
 
-  std::int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+  // An integer column (on PostgreSQL also a boolean one: 1 for true).
+  std::int64_t Int(int col) const {
+    return pg_ ? PgInt(col).value_or(0) : sqlite3_column_int64(stmt_, col);
+  }
   std::optional<std::int64_t> OptInt(int col) const;
   std::string Text(int col) const;
 
@@ -81,6 +108,10 @@ class Statement {
   // Set when the statement came from (and goes back to) a connection's cache.
   std::shared_ptr<StatementCache> cache_;
   std::string sql_;
+  // Set on a PostgreSQL connection's statement (db_ and stmt_ are null).
+  std::optional<std::int64_t> PgInt(int col) const;
+  std::unique_ptr<PgStatement> pg_;
+  std::int64_t* pg_changes_ = nullptr;
 };
 
 class Database {
@@ -94,8 +125,12 @@ class Database {
   static Result<Database> OpenReader(const std::string& path);
   // Berth's state database, <data_dir>/berth.db, creating the directory.
   static Result<Database> OpenState(const std::filesystem::path& data_dir);
+  // A connection to a PostgreSQL database (a libpq connection string or
+  // postgresql:// URI). Its transactions are READ COMMITTED; a
+  // ReadTransaction is a REPEATABLE READ, READ ONLY snapshot.
+  static Result<Database> Connect(const std::string& conninfo);
   Database(Database&& o) noexcept
-      : db_(o.db_), hook_(std::move(o.hook_)), cache_(std::move(o.cache_)) {
+      : db_(o.db_), hook_(std::move(o.hook_)), cache_(std::move(o.cache_)), pg_(std::move(o.pg_)) {
     o.db_ = nullptr;
   }
   Database& operator=(Database&&) = delete;
@@ -107,20 +142,32 @@ class Database {
   // A compiled statement for `sql`: from the connection's cache when one is
   // idle, compiled otherwise; it goes back to the cache when destroyed.
   [[nodiscard]] Result<Statement> Prepare(std::string_view sql);
-  std::int64_t LastInsertId() const { return sqlite3_last_insert_rowid(db_); }
+  // The id the last INSERT into a table with a generated id gave its row.
+  std::int64_t LastInsertId() const;
   // Rows the last INSERT, UPDATE or DELETE changed.
-  std::int64_t Changes() const { return sqlite3_changes(db_); }
+  std::int64_t Changes() const { return pg_ ? pg_->changes : sqlite3_changes(db_); }
+  Dialect dialect() const { return pg_ ? Dialect::kPostgres : Dialect::kSqlite; }
   // Compiled statements waiting in the cache for their next use.
   std::size_t cached_statements() const { return cache_->idle(); }
   // Calls `hook(arg, table, rowid)` for every row this connection inserts,
   // updates or deletes in a rowid table, in transactions that later roll
   // back too (SQLite's update hook; not for a DELETE without WHERE). Null
-  // removes it.
+  // removes it. PostgreSQL has no such hook: on its connections this does
+  // nothing, and a caller must find its changed rows another way.
   using RowHook = void (*)(void* arg, std::string_view table, std::int64_t rowid);
   void SetRowHook(RowHook hook, void* arg);
 
  private:
   explicit Database(sqlite3* db) : db_(db), cache_(std::make_shared<StatementCache>()) {}
+  // A PostgreSQL connection and the rows its last statement changed; on the
+  // heap so that statements keep a valid pointer when the Database moves.
+  struct PgSide {
+    explicit PgSide(PgConnection c) : conn(std::move(c)) {}
+    PgConnection conn;
+    std::int64_t changes = 0;
+  };
+  explicit Database(std::unique_ptr<PgSide> pg)
+      : db_(nullptr), cache_(std::make_shared<StatementCache>()), pg_(std::move(pg)) {}
   sqlite3* db_;
   struct Hook {
     RowHook fn = nullptr;
@@ -131,6 +178,7 @@ class Database {
   // Shared with the Statements it lent, which may outlive a moved-from or
   // closed Database: sqlite3_close_v2 waits for their finalization.
   std::shared_ptr<StatementCache> cache_;
+  std::unique_ptr<PgSide> pg_;  // set on a PostgreSQL connection (db_ is null)
 };
 
 // A read transaction: every statement between construction and destruction

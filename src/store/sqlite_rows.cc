@@ -103,15 +103,31 @@ JobRecord ReadJob(const Statement& st, std::unordered_map<std::int64_t, model::J
   return j;
 }
 
+std::string SqlJsonText(Dialect d, std::string_view expr, std::string_view key) {
+  return d == Dialect::kPostgres ? fmt::format("(({})::jsonb ->> '{}')", expr, key)
+                                 : fmt::format("json_extract({}, '$.{}')", expr, key);
+}
+
+std::string SqlJsonArrayLength(Dialect d, std::string_view expr) {
+  return d == Dialect::kPostgres ? fmt::format("jsonb_array_length(({})::jsonb)", expr)
+                                 : fmt::format("json_array_length({})", expr);
+}
+
+std::string SqlJsonInts(Dialect d, std::string_view param) {
+  return d == Dialect::kPostgres
+             ? fmt::format("SELECT jsonb_array_elements_text(CAST({} AS jsonb))::bigint", param)
+             : fmt::format("SELECT value FROM json_each({})", param);
+}
+
 Status LoadRunsOf(Database& db, std::vector<JobRecord>& jobs) {
   constexpr std::size_t kChunk = 1000;
   std::unordered_map<std::int64_t, JobRecord*> by_id;
   by_id.reserve(jobs.size());
   for (auto& j : jobs) by_id[j.id] = &j;
   auto st =
-      db.Prepare(fmt::format("SELECT {} FROM runs WHERE job_id IN (SELECT value FROM json_each(?)) "
+      db.Prepare(fmt::format("SELECT {} FROM runs WHERE job_id IN ({}) "
                              "ORDER BY job_id, attempt, replica",
-                             kRunColumns));
+                             kRunColumns, SqlJsonInts(db.dialect(), "?")));
   if (!st) return std::unexpected(st.error());
   for (std::size_t at = 0; at < jobs.size(); at += kChunk) {
     json ids = json::array();

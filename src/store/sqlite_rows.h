@@ -4,9 +4,11 @@
 // src/store/.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -27,12 +29,23 @@ inline constexpr std::string_view kJobColumns =
     "cancel_requested, policy_version, failures, retry_after_ms, submitted_by, cancelled_by, "
     "attempts";
 
-// A row limit as SQLite's LIMIT takes it: -1 (none) for a limit past what
-// an int64 holds (the filters' default, "no limit").
+// A row limit as LIMIT takes it: the largest int64 for a limit past what
+// an int64 holds (the filters' default, "no limit"). Not -1, which SQLite
+// reads as "none" but PostgreSQL refuses.
 inline std::int64_t SqlLimit(std::size_t limit) {
   constexpr auto kMax = static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max());
-  return limit > kMax ? -1 : static_cast<std::int64_t>(limit);
+  return static_cast<std::int64_t>(std::min(limit, kMax));
 }
+
+// The SQL for what the two dialects spell differently, for a Database of
+// dialect `d`.
+// The text at `key` of the JSON object in the text expression `expr`.
+std::string SqlJsonText(Dialect d, std::string_view expr, std::string_view key);
+// The length of the JSON array in the text expression `expr`.
+std::string SqlJsonArrayLength(Dialect d, std::string_view expr);
+// A subquery of the integers of a JSON array bound, as text, to `param`
+// (`?` or `?N`): for `id IN (...)` with any number of ids.
+std::string SqlJsonInts(Dialect d, std::string_view param);
 
 // A reason as the jobs table keeps it: JSON without the message, which is
 // rendered at read time, in the reader's language.

@@ -7,7 +7,7 @@ namespace berth::store {
 std::string ScopeSql(const model::TenantScope& scope, std::string_view column, int first,
                      bool keep_untenanted) {
   if (scope.all()) return "";
-  std::string in = "0";
+  std::string in = "FALSE";
   if (!scope.none()) {
     in = fmt::format("{} IN (", column);
     for (std::size_t i = 0; i < scope.tenants().size(); ++i) {

@@ -31,6 +31,10 @@ class SqliteStore final : public Store {
   // of a schema-1 database carried over).
   static Result<std::unique_ptr<SqliteStore>> Open(const std::filesystem::path& data_dir,
                                                    TimeMs now);
+  // The same store on a PostgreSQL database (a libpq connection string or
+  // postgresql:// URI), making its tables when missing. Its audit head is
+  // kept in the database only (no head file).
+  static Result<std::unique_ptr<SqliteStore>> OpenPostgres(const std::string& conninfo, TimeMs now);
   // Leaves the audit head file holding every record this store committed.
   ~SqliteStore() override;
 
@@ -164,6 +168,7 @@ class SqliteStore final : public Store {
   // Brings pending_ up to date with berth.db (mu_ held).
   Status RefreshPending();
   Status Migrate(TimeMs now);
+  Status MigratePostgres(TimeMs now);
 
   // One CreateJobs call waiting for its group commit.
   struct Submission {

@@ -162,10 +162,10 @@ Result<std::optional<std::int64_t>> SqliteStore::RaiseAlertOnce(const Alert& ale
 Result<std::vector<Alert>> SqliteStore::FindAlerts(const AlertFilter& filter) {
   std::lock_guard lock(mu_);
   // The newest `limit` matches, then put back in id order.
-  auto st = db_.Prepare(
-      fmt::format("SELECT * FROM ({} WHERE (?1 = 0 OR a.resolved_ms IS NULL) AND (?2 = '' OR "
-                  "a.kind = ?2) AND (?3 = 0 OR a.id < ?3) ORDER BY a.id DESC LIMIT ?4) ORDER BY 1",
-                  kAlertSelect));
+  auto st = db_.Prepare(fmt::format(
+      "SELECT * FROM ({} WHERE (?1 = 0 OR a.resolved_ms IS NULL) AND (?2 = '' OR "
+      "a.kind = ?2) AND (?3 = 0 OR a.id < ?3) ORDER BY a.id DESC LIMIT ?4) AS newest ORDER BY 1",
+      kAlertSelect));
   if (!st) return std::unexpected(st.error());
   st->Bind(1, std::int64_t{filter.open_only ? 1 : 0})
       .Bind(2, filter.kind ? model::AlertKindName(*filter.kind) : std::string_view())

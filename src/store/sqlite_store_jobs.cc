@@ -112,9 +112,12 @@ void SqliteStore::CommitSubmissions(const std::vector<Submission*>& batch) {
   const model::Policy& policy = (*active)->policy;
   Transaction tx(db_);
   if (auto st = tx.Begin(); !st) return fail_all(st.error());
-  auto next = db_.Prepare(
-      "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name='jobs'), 0), "
-      "COALESCE((SELECT MAX(id) FROM jobs), 0))");
+  // SQLite: past every id AUTOINCREMENT ever gave too. Jobs are never
+  // deleted, so on PostgreSQL the largest id is the last one given.
+  auto next = db_.Prepare(db_.dialect() == Dialect::kPostgres
+                              ? "SELECT COALESCE(MAX(id), 0) FROM jobs"
+                              : "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE "
+                                "name='jobs'), 0), COALESCE((SELECT MAX(id) FROM jobs), 0))");
   auto job_st = db_.Prepare(
       "INSERT INTO jobs(id, name, tenant, queue, spec, state, reason, submitted_ms, submitted_by, "
       "array_id, service) VALUES(?,?,?,?,?,?,?,?,?,?,?)");
@@ -304,8 +307,10 @@ Status SqliteStore::RefreshPending() {
     std::lock_guard lock(changed_mu_);
     changed.swap(changed_jobs_);
   }
-  // Most of the queue changed (a big array, a first call): one scan.
-  if (!pending_loaded_ || changed.size() > 256 + pending_.size() / 2) {
+  // Most of the queue changed (a big array, a first call): one scan. On
+  // PostgreSQL every time: it has no row hook to say which jobs changed.
+  if (!pending_loaded_ || db_.dialect() == Dialect::kPostgres ||
+      changed.size() > 256 + pending_.size() / 2) {
     track_changes_.store(true);
     auto st = db_.Prepare(fmt::format(
         "SELECT {} FROM jobs WHERE state='Pending' ORDER BY submitted_ms, id", kJobColumns));
@@ -436,12 +441,14 @@ Result<std::optional<RunRecord>> SqliteStore::GetRun(const std::string& run_id) 
 
 Result<std::vector<RunUsage>> SqliteStore::FinishedRunsSince(TimeMs since) {
   std::lock_guard lock(mu_);
-  auto st = db_.Prepare(
-      "SELECT json_extract(j.spec, '$.tenant'), json_extract(j.spec, '$.queue'), "
-      "CASE WHEN r.gpu_share_millis > 0 THEN r.gpu_share_millis "
-      "ELSE json_array_length(r.gpu_indices) * 1000 END, r.started_ms, r.finished_ms FROM runs r "
+  const Dialect d = db_.dialect();
+  auto st = db_.Prepare(fmt::format(
+      "SELECT {}, {}, CASE WHEN r.gpu_share_millis > 0 THEN r.gpu_share_millis "
+      "ELSE {} * 1000 END, r.started_ms, r.finished_ms FROM runs r "
       "JOIN jobs j ON j.id = r.job_id WHERE r.finished_ms >= ? AND r.started_ms IS NOT NULL "
-      "ORDER BY r.finished_ms, r.run_id");
+      "ORDER BY r.finished_ms, r.run_id",
+      SqlJsonText(d, "j.spec", "tenant"), SqlJsonText(d, "j.spec", "queue"),
+      SqlJsonArrayLength(d, "r.gpu_indices")));
   if (!st) return std::unexpected(st.error());
   st->Bind(1, since);
   std::vector<RunUsage> out;

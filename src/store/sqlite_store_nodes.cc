@@ -22,7 +22,8 @@ Status SqliteStore::UpsertNode(const model::NodeInfo& info, TimeMs now) {
   auto st = db_.Prepare(
       "INSERT INTO nodes(name, info, state, registered_ms, state_changed_ms) "
       "VALUES(?1, ?2, 'Ready', ?3, ?3) ON CONFLICT(name) DO UPDATE SET info=?2, "
-      "state_changed_ms=CASE WHEN state='Ready' THEN state_changed_ms ELSE ?3 END, state='Ready'");
+      "state_changed_ms=CASE WHEN nodes.state='Ready' THEN nodes.state_changed_ms ELSE ?3 END, "
+      "state='Ready'");
   if (!st) return std::unexpected(st.error());
   BERTH_RETURN_IF_ERROR(
       st->Bind(1, info.name).Bind(2, model::ToJson(info).dump()).Bind(3, now).Run());
@@ -104,7 +105,7 @@ Result<std::vector<NodeEvent>> SqliteStore::NodeEvents(const std::string& node, 
   std::lock_guard lock(mu_);
   auto st = db_.Prepare(
       "SELECT time_ms, event, message FROM (SELECT id, time_ms, event, message FROM node_events "
-      "WHERE node=? ORDER BY id DESC LIMIT ?) ORDER BY id");
+      "WHERE node=? ORDER BY id DESC LIMIT ?) AS newest ORDER BY id");
   if (!st) return std::unexpected(st.error());
   st->Bind(1, node).Bind(2, static_cast<std::int64_t>(limit));
   std::vector<NodeEvent> out;
@@ -155,8 +156,9 @@ Status SqliteStore::SetCordon(const std::string& node, std::optional<std::uint32
   if (!info) return std::unexpected(info.error());
   if (gpu) BERTH_RETURN_IF_ERROR(CheckGpu(*info, *gpu));
   auto st = db_.Prepare(
-      "INSERT OR REPLACE INTO cordons(node, gpu, kind, reason, by, automatic, at_ms) "
-      "VALUES(?,?,?,?,?,?,?)");
+      "INSERT INTO cordons(node, gpu, kind, reason, by, automatic, at_ms) VALUES(?,?,?,?,?,?,?) "
+      "ON CONFLICT(node, gpu) DO UPDATE SET kind = excluded.kind, reason = excluded.reason, "
+      "by = excluded.by, automatic = excluded.automatic, at_ms = excluded.at_ms");
   if (!st) return std::unexpected(st.error());
   BERTH_RETURN_IF_ERROR(st->Bind(1, node)
                             .Bind(2, gpu ? std::int64_t{*gpu} : std::int64_t{-1})
@@ -292,7 +294,9 @@ Status SqliteStore::RemoveNode(const std::string& node, const std::string& by, T
   }
   auto rev = db_.Prepare(
       "INSERT INTO node_revocations(node, revoked_ms, by) VALUES(?1, ?2, ?3) "
-      "ON CONFLICT(node) DO UPDATE SET revoked_ms=MAX(revoked_ms, ?2), by=?3");
+      "ON CONFLICT(node) DO UPDATE SET revoked_ms = CASE WHEN node_revocations.revoked_ms > "
+      "excluded.revoked_ms THEN node_revocations.revoked_ms ELSE excluded.revoked_ms END, "
+      "by = excluded.by");
   if (!rev) return std::unexpected(rev.error());
   BERTH_RETURN_IF_ERROR(rev->Bind(1, node).Bind(2, now).Bind(3, by).Run());
   BERTH_RETURN_IF_ERROR(AddNodeEvent(

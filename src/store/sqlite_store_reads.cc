@@ -85,12 +85,12 @@ Result<std::vector<JobRecord>> SqliteStore::ListJobs(const JobFilter& filter) {
 
 Result<std::vector<JobRecord>> SqliteStore::JobsSubmittedBetween(TimeMs since, TimeMs until,
                                                                  std::size_t max_jobs) {
-  // LIMIT -1 is SQLite's "no limit".
   return ReadJobsWithRuns(
       fmt::format("SELECT {} FROM jobs WHERE submitted_ms >= ? AND "
                   "submitted_ms < ? ORDER BY submitted_ms, id LIMIT ?",
                   kJobColumns),
-      {}, {since, until, max_jobs > 0 ? static_cast<std::int64_t>(max_jobs) : std::int64_t{-1}});
+      {},
+      {since, until, SqlLimit(max_jobs > 0 ? max_jobs : std::numeric_limits<std::size_t>::max())});
 }
 
 Result<std::vector<JobRecord>> SqliteStore::JobsForWindow(TimeMs from, TimeMs to,

@@ -189,9 +189,10 @@ Result<std::vector<ServiceRecord>> SqliteStore::ListServices(const ServiceFilter
   auto st = db_.Prepare(fmt::format(
       "SELECT {} FROM services s JOIN service_revisions r ON r.service_id = s.id AND "
       "r.revision = s.revision WHERE (?1 = '' OR s.tenant = ?1) AND (?2 = 0 OR s.id < ?2) AND "
-      "(?4 = '' OR coalesce(json_extract(r.spec, '$.kind'), 'service') = ?4){} "
+      "(?4 = '' OR coalesce({}, 'service') = ?4){} "
       "ORDER BY s.id DESC LIMIT ?3",
-      kServiceColumns, ScopeSql(filter.tenants, "s.tenant", 5)));
+      kServiceColumns, SqlJsonText(db_.dialect(), "r.spec", "kind"),
+      ScopeSql(filter.tenants, "s.tenant", 5)));
   if (!st) return std::unexpected(st.error());
   st->Bind(1, filter.tenant).Bind(2, filter.before_id.value_or(0)).Bind(3, SqlLimit(filter.limit));
   st->Bind(4, filter.kind ? std::string(model::ServiceKindName(*filter.kind)) : std::string());
@@ -316,8 +317,9 @@ Result<RolloutProgress> SqliteStore::SetRolloutProgress(
   if (!now) return std::unexpected(now.error());
   if (*now != expected) return std::unexpected(RolloutMoved(tenant, name));
   auto put = db_.Prepare(
-      "INSERT OR REPLACE INTO service_rollouts(service_id, revision, step, since_ms, by) "
-      "VALUES(?,?,?,?,?)");
+      "INSERT INTO service_rollouts(service_id, revision, step, since_ms, by) VALUES(?,?,?,?,?) "
+      "ON CONFLICT(service_id) DO UPDATE SET revision = excluded.revision, step = excluded.step, "
+      "since_ms = excluded.since_ms, by = excluded.by");
   if (!put) return std::unexpected(put.error());
   BERTH_RETURN_IF_ERROR(put->Bind(1, service->id)
                             .Bind(2, next.revision)

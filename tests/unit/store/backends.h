@@ -3,15 +3,23 @@
 // quota_request_conformance_test.cc, node_conformance_test.cc and alert_conformance_test.cc. A
 // backend fills in the concerns it implements and leaves the others null. Every suite runs against
 // each backend of StoreBackends(), which keep all four concerns; the jobs suite also against its
-// jobs-only backend. To add a backend (PostgreSQL next), add its factory to StoreBackends(): every
-// suite then runs against it.
+// jobs-only backend. To add a backend, add its factory to StoreBackends(): every suite then runs
+// against it.
+//
+// The suites are compiled twice: into store_test (unit) against SQLite, and
+// with BERTH_CONFORMANCE_POSTGRES into store_pg_test (integration) against
+// SqliteStore::OpenPostgres on a real PostgreSQL 15 server that the process
+// starts once (tests/support/pg_server.h), each test in a schema of its own.
 #pragma once
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -19,6 +27,9 @@
 #include "store/audit_log.h"
 #include "store/sqlite_store.h"
 #include "store/store.h"
+#ifdef BERTH_CONFORMANCE_POSTGRES
+#include "support/pg_server.h"
+#endif
 
 namespace berth::tests {
 
@@ -36,6 +47,8 @@ struct Backend {
   // The audit records committed with the backend's changes, oldest first.
   std::function<std::vector<store::AuditEntry>()> audit_records;
   store::ServiceStore* services = nullptr;
+  // Why this backend cannot run here (the test is skipped, saying so).
+  std::string unavailable;
 };
 
 // A backend's name (the test name's suffix) and how to open a fresh one.
@@ -57,13 +70,28 @@ inline std::string BackendName(const ::testing::TestParamInfo<NamedBackend>& inf
 // that the backend has the concerns it tests.
 class BackendTest : public ::testing::TestWithParam<NamedBackend> {
  protected:
-  void SetUp() override { b_ = GetParam().make(); }
+  // A suite's SetUp returns at once when this skipped the test.
+  void SetUp() override {
+    b_ = GetParam().make();
+    if (!b_.unavailable.empty()) GTEST_SKIP() << b_.unavailable;
+  }
   void TearDown() override {
     if (b_.close) b_.close();
   }
 
   Backend b_;
 };
+
+// The records of an audit log, oldest first.
+inline std::vector<store::AuditEntry> AllRecords(store::AuditLog& log) {
+  std::vector<store::AuditEntry> out;
+  store::AuditFilter all;
+  all.limit = 100000;
+  auto records = log.Query(all);
+  EXPECT_TRUE(records.has_value()) << records.error().message;
+  if (records) out = std::move(*records);
+  return out;
+}
 
 // SqliteStore on a fresh temp dir, every concern; the dir goes with close.
 inline Backend Sqlite() {
@@ -78,37 +106,121 @@ inline Backend Sqlite() {
     return none;
   }
   auto* store = opened->release();
-  Backend b{store,
-            store,
-            store,
-            store,
-            [store](const std::string& yaml) {
-              auto v = store->ApplyPolicy(yaml, "test", "", 1000);
-              ASSERT_TRUE(v.has_value()) << v.error().message;
-            },
-            [store, dir] {
-              delete store;  // NOLINT(cppcoreguidelines-owning-memory)
-              std::filesystem::remove_all(dir);
-            },
-            [dir] {
-              std::vector<store::AuditEntry> out;
-              auto log = store::AuditLog::Open(dir);
-              EXPECT_TRUE(log.has_value()) << log.error().message;
-              if (!log) return out;
-              store::AuditFilter all;
-              all.limit = 100000;
-              auto records = (*log)->Query(all);
-              EXPECT_TRUE(records.has_value()) << records.error().message;
-              if (records) out = std::move(*records);
-              return out;
-            }};
+  Backend b;
+  b.policy = store;
+  b.jobs = store;
+  b.nodes = store;
+  b.alerts = store;
+  b.use_policy = [store](const std::string& yaml) {
+    auto v = store->ApplyPolicy(yaml, "test", "", 1000);
+    ASSERT_TRUE(v.has_value()) << v.error().message;
+  };
+  b.close = [store, dir] {
+    delete store;  // NOLINT(cppcoreguidelines-owning-memory)
+    std::filesystem::remove_all(dir);
+  };
+  b.audit_records = [dir] {
+    auto log = store::AuditLog::Open(dir);
+    EXPECT_TRUE(log.has_value()) << log.error().message;
+    if (!log) return std::vector<store::AuditEntry>{};
+    return AllRecords(**log);
+  };
+  b.services = store;
+  return b;
+}
+
+#ifdef BERTH_CONFORMANCE_POSTGRES
+// The process's PostgreSQL server, started at the first test that needs it
+// and stopped at exit; null where it cannot start (`why` says why).
+inline PgServer* ConformanceServer(std::string& why) {
+  static std::string unavailable;
+  static std::unique_ptr<PgServer> server = [] {
+    std::unique_ptr<PgServer> out;
+    if (auto missing = PgServerUnavailable()) {
+      unavailable = *missing;
+      return out;
+    }
+    auto started = PgServer::Start();
+    if (!started) {
+      unavailable = "the PostgreSQL server did not start: " + started.error();
+      return out;
+    }
+    return std::move(*started);
+  }();
+  why = unavailable;
+  return server.get();
+}
+
+// A fresh, empty schema of the process's server: its name, and a
+// connection string whose search_path is that schema (empty, with `why`
+// set, where there is no server).
+struct PgSchema {
+  std::string name;
+  std::string conninfo;
+};
+inline PgSchema FreshPgSchema(std::string& why) {
+  PgServer* server = ConformanceServer(why);
+  if (server == nullptr) {
+    // A missing server is a skip only where the server package is absent.
+    EXPECT_TRUE(PgServerUnavailable().has_value()) << why;
+    return {};
+  }
+  static std::atomic<int> next{0};
+  const std::string schema = fmt::format("conformance_{}", next++);
+  auto admin = store::Database::Connect(server->conninfo());
+  EXPECT_TRUE(admin.has_value()) << admin.error().message;
+  if (!admin) return {};
+  auto made = admin->Exec(fmt::format("CREATE SCHEMA {}", schema));
+  EXPECT_TRUE(made.has_value()) << made.error().message;
+  return {schema, fmt::format("{} options='-c search_path={}'", server->conninfo(), schema)};
+}
+
+// SqliteStore::OpenPostgres in a fresh schema of the process's server; the
+// schema goes with close.
+inline Backend Postgres() {
+  Backend none;
+  const PgSchema fresh = FreshPgSchema(none.unavailable);
+  if (fresh.conninfo.empty()) return none;
+  PgServer* server = ConformanceServer(none.unavailable);
+  const std::string& schema = fresh.name;
+  const std::string& conninfo = fresh.conninfo;
+  auto opened = store::SqliteStore::OpenPostgres(conninfo, 1000);
+  EXPECT_TRUE(opened.has_value()) << opened.error().message << "\nserver log:\n" << server->log();
+  if (!opened) return none;
+  auto* store = opened->release();
+  Backend b;
+  b.policy = store;
+  b.jobs = store;
+  b.nodes = store;
+  b.alerts = store;
+  b.use_policy = [store](const std::string& yaml) {
+    auto v = store->ApplyPolicy(yaml, "test", "", 1000);
+    ASSERT_TRUE(v.has_value()) << v.error().message;
+  };
+  b.close = [store, server, schema] {
+    delete store;  // NOLINT(cppcoreguidelines-owning-memory)
+    auto admin = store::Database::Connect(server->conninfo());
+    if (admin) (void)admin->Exec(fmt::format("DROP SCHEMA {} CASCADE", schema));
+  };
+  b.audit_records = [conninfo] {
+    auto log = store::AuditLog::OpenPostgres(conninfo);
+    EXPECT_TRUE(log.has_value()) << log.error().message;
+    if (!log) return std::vector<store::AuditEntry>{};
+    return AllRecords(**log);
+  };
   b.services = store;
   return b;
 }
 
 // Every backend that keeps all four concerns.
 inline std::vector<NamedBackend> StoreBackends() {
+  return {{"postgresql", Postgres}};
+}
+#else
+// Every backend that keeps all four concerns.
+inline std::vector<NamedBackend> StoreBackends() {
   return {{"sqlite", Sqlite}};
 }
+#endif
 
 }  // namespace berth::tests

@@ -121,5 +121,23 @@ TEST_F(SqliteDbTest, TheCacheIsBounded) {
   EXPECT_EQ(db_->cached_statements(), StatementCache::kMaxIdle);
 }
 
+TEST(PgPlaceholdersTest, NumbersSqliteParametersAsPostgresDoes) {
+  EXPECT_EQ(PgPlaceholders("SELECT a FROM t WHERE b=? AND c=?"),
+            "SELECT a FROM t WHERE b=$1 AND c=$2");
+  // ?N keeps its number; a bare ? after it is one past the largest so far.
+  EXPECT_EQ(PgPlaceholders("WHERE (?1 = '' OR t = ?1) AND x < ?3 LIMIT ?"),
+            "WHERE ($1 = '' OR t = $1) AND x < $3 LIMIT $4");
+  EXPECT_EQ(PgPlaceholders("VALUES(?2, ?)"), "VALUES($2, $3)");
+}
+
+TEST(PgPlaceholdersTest, LeavesQuotedTextAndCommentsAlone) {
+  EXPECT_EQ(PgPlaceholders("SELECT '?', \"a?b\", ? -- why?\nFROM t WHERE x=?"),
+            "SELECT '?', \"a?b\", $1 -- why?\nFROM t WHERE x=$2");
+  // A doubled quote inside a literal is still inside it.
+  EXPECT_EQ(PgPlaceholders("SELECT 'it''s ?' || ?"), "SELECT 'it''s ?' || $1");
+  // An unterminated literal keeps the rest as it is.
+  EXPECT_EQ(PgPlaceholders("SELECT ? || 'open ?"), "SELECT $1 || 'open ?");
+}
+
 }  // namespace
 }  // namespace berth::store
