@@ -32,6 +32,11 @@ void AddCoreFlags(CLI::App& app, BerthdFlags& f) {
   app.add_option("--data-dir", f.data_dir,
                  "Directory for the state database, job logs and embedded agents' run state")
       ->capture_default_str();
+  app.add_option(
+      "--store", f.store,
+      "Where the state lives: left out, SQLite in --data-dir; postgresql://HOST[:PORT]/DB "
+      "(or libpq's key=value form) for a PostgreSQL database that several berthd may "
+      "share. No password here: put it in a pgpass file (passfile=... or PGPASSFILE)");
   app.add_option("--listen", f.listen, "HOST:PORT of the REST API (loopback by default)")
       ->capture_default_str();
   app.add_option("--agent-listen", f.agent_listen, "HOST:PORT where berth-agents connect (gRPC)")

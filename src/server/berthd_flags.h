@@ -14,6 +14,9 @@ struct BerthdFlags {
   bool all_in_one = false;
   bool reset_admin_token = false;
   std::string data_dir;
+  // Where the state lives: "" is SQLite in data_dir; postgresql://... a
+  // PostgreSQL database (store::ParseStoreLocation).
+  std::string store;
   std::string listen = "127.0.0.1:7460";
   std::string agent_listen = "127.0.0.1:7461";
   std::string simulate;

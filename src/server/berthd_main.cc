@@ -291,6 +291,8 @@ berth::Error Invalid(std::string message) {
 
 // What the flags mean, checked before anything is opened or started.
 struct Settings {
+  // Where every store keeps its state (--store, --data-dir).
+  berth::store::StoreLocation state{std::filesystem::path()};
   std::pair<std::string, int> listen;
   std::pair<std::string, int> agent_listen;
   std::int64_t lease_ms = 0;
@@ -468,6 +470,12 @@ Result<berth::http::ServerOptions> CheckHttpFlags(const BerthdFlags& f) {
 // leaves nothing behind.
 Result<Settings> CheckFlags(const BerthdFlags& f) {
   Settings s;
+  auto state = berth::store::ParseStoreLocation(f.store, f.data_dir);
+  if (!state) {
+    return berth::Fail(berth::Code::kInvalidArgument,
+                       fmt::format("--store: {}", state.error().message), "store");
+  }
+  s.state = std::move(*state);
   if (auto st = CheckListeners(f, s); !st) return std::unexpected(st.error());
   if (auto st = CheckTimings(f, s); !st) return std::unexpected(st.error());
   if (auto st = CheckTelemetry(f, s); !st) return std::unexpected(st.error());
@@ -544,7 +552,7 @@ struct Daemon {
 
 // The data dir's stores, metering, and the controller on them.
 berth::Status OpenStores(const BerthdFlags& f, const Settings& s, Daemon& d) {
-  auto store = berth::store::SqliteStore::Open(f.data_dir, d.clock.NowMs());
+  auto store = berth::store::SqliteStore::Open(s.state, d.clock.NowMs());
   if (!store) return std::unexpected(store.error());
   d.store = std::move(*store);
   berth::server::ControllerOptions options;
@@ -556,21 +564,21 @@ berth::Status OpenStores(const BerthdFlags& f, const Settings& s, Daemon& d) {
   options.agent_fence_grace_ms = s.agent_fence_grace_ms;
   options.log_limit_bytes = s.log_limit_bytes;
   // The audit trail shares berth.db on a connection of its own.
-  auto audit = berth::store::AuditLog::Open(f.data_dir);
+  auto audit = berth::store::AuditLog::Open(s.state);
   if (!audit) return std::unexpected(audit.error());
   d.audit = std::move(*audit);
   // So do metering's prices and budgets.
-  auto meter_store = berth::store::MeterStore::Open(f.data_dir);
+  auto meter_store = berth::store::MeterStore::Open(s.state);
   if (!meter_store) return std::unexpected(meter_store.error());
   d.meter_store = std::move(*meter_store);
   d.meter.emplace(*d.meter_store, *d.store);
   // And GPU telemetry history (docs/metering.md, "Telemetry").
-  auto telemetry = berth::store::TelemetryStore::Open(f.data_dir, s.telemetry);
+  auto telemetry = berth::store::TelemetryStore::Open(s.state, s.telemetry);
   if (!telemetry) return std::unexpected(telemetry.error());
   d.telemetry = std::move(*telemetry);
   d.meter->set_telemetry(d.telemetry.get(), s.idle_window_ms);
   // And services' requests by hour, kept as long as GPU telemetry's hours.
-  auto traffic = berth::store::ServiceTrafficStore::Open(f.data_dir, s.telemetry.hour_retention_ms);
+  auto traffic = berth::store::ServiceTrafficStore::Open(s.state, s.telemetry.hour_retention_ms);
   if (!traffic) return std::unexpected(traffic.error());
   d.traffic = std::move(*traffic);
   d.controller.emplace(*d.store, d.scheduler, d.clock, options);
@@ -741,8 +749,8 @@ void StartEmbeddedAgents(const BerthdFlags& f, const Settings& s,
 
 // Identities and tokens; the first start makes the bootstrap admin. Then
 // the authorizer, which also takes each run's job token.
-berth::Status SetUpAuth(const BerthdFlags& f, Daemon& d) {
-  auto identities = berth::store::IdentityStore::Open(f.data_dir);
+berth::Status SetUpAuth(const BerthdFlags& f, const Settings& s, Daemon& d) {
+  auto identities = berth::store::IdentityStore::Open(s.state);
   if (!identities) return std::unexpected(identities.error());
   d.identities = std::move(*identities);
   const auto token_file = std::filesystem::path(f.data_dir) / "bootstrap-token";
@@ -804,7 +812,7 @@ berth::Status StartApi(const BerthdFlags& f, const Settings& s, Daemon& d) {
   RaiseFileLimit(f.max_connections);
   d.http.emplace(http_options);
   d.limiter.emplace(berth::server::RateLimitConfig{f.rate_limit, f.rate_burst, 10000}, d.clock);
-  if (auto st = SetUpAuth(f, d); !st) return st;
+  if (auto st = SetUpAuth(f, s, d); !st) return st;
   d.api.emplace(*d.controller, *d.store, *d.authorizer, d.clock);
   berth::server::Api& api = *d.api;
   api.set_audit(d.audit.get());
@@ -871,7 +879,8 @@ int Serve(const BerthdFlags& f, const Settings& s, sigset_t& signals, Daemon& d)
 
   spdlog::info("berthd serving the API on {}://{} and agents on {} ({}); state in {}",
                f.plain_http ? "http" : "https", f.listen, f.agent_listen,
-               f.plain_agents ? "plain, loopback only" : "mutual TLS", f.data_dir);
+               f.plain_agents ? "plain, loopback only" : "mutual TLS",
+               s.state.postgres() ? "PostgreSQL (--store)" : f.data_dir);
   if (d.tls) spdlog::info("clients trust {} (berth --ca FILE or BERTH_CA)", d.tls->ca_file);
   d.alert_engine->set_idle_source(berth::server::TelemetryIdleSource(*d.meter_store, *d.telemetry));
   // service_slo rules read the service controller's windows of the gateway's log.

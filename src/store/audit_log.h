@@ -60,11 +60,9 @@ struct AuditVerdict {
 class AuditLog {
  public:
   // Opens `<data_dir>/berth.db` (creating the table if needed) on a second
-  // connection; SqliteStore may have it open too.
-  static Result<std::unique_ptr<AuditLog>> Open(const std::filesystem::path& data_dir);
-  // The audit log of a PostgreSQL database (SqliteStore::OpenPostgres's):
-  // its head is remembered in the database only, so head_path() is empty.
-  static Result<std::unique_ptr<AuditLog>> OpenPostgres(const std::string& conninfo);
+  // connection; SqliteStore may have it open too. On PostgreSQL the head is
+  // remembered in the database only, so head_path() is empty.
+  static Result<std::unique_ptr<AuditLog>> Open(const StoreLocation& where);
 
   // Assigns seq, prev_hash and hash, and returns once the record is
   // committed (synchronous=FULL); the head file follows a write later

@@ -157,10 +157,17 @@ bool VerifySecret(std::string_view encoded_hash, std::string_view secret) {
   return argon2id_verify(h.c_str(), secret.data(), secret.size()) == ARGON2_OK;
 }
 
-Result<std::unique_ptr<IdentityStore>> IdentityStore::Open(const std::filesystem::path& data_dir) {
-  auto db = Database::OpenState(data_dir);
+Result<std::unique_ptr<IdentityStore>> IdentityStore::Open(const StoreLocation& where) {
+  auto db = OpenStateDatabase(where);
   if (!db) return std::unexpected(db.error());
-  BERTH_RETURN_IF_ERROR(db->Exec(kIdentitySchema));
+  BERTH_RETURN_IF_ERROR(db->Exec(SchemaFor(db->dialect(), kIdentitySchema)));
+  if (db->dialect() == Dialect::kPostgres) {
+    BERTH_RETURN_IF_ERROR(
+        db->Exec("ALTER TABLE identities ADD COLUMN IF NOT EXISTS metrics_reader BIGINT NOT NULL "
+                 "DEFAULT 0"));
+    BERTH_RETURN_IF_ERROR(EnsureAuditSchema(*db));
+    return std::unique_ptr<IdentityStore>(new IdentityStore(std::move(*db), where.audit_head()));
+  }
   // Before metrics-reader identities existed. The read ends (its statement
   // goes) before the ALTER: a write on a connection whose read is still open
   // fails at once with "database is locked" when another connection (the
@@ -179,7 +186,7 @@ Result<std::unique_ptr<IdentityStore>> IdentityStore::Open(const std::filesystem
         db->Exec("ALTER TABLE identities ADD COLUMN metrics_reader INTEGER NOT NULL DEFAULT 0;"));
   }
   BERTH_RETURN_IF_ERROR(EnsureAuditSchema(*db));
-  return std::unique_ptr<IdentityStore>(new IdentityStore(std::move(*db), data_dir / "audit.head"));
+  return std::unique_ptr<IdentityStore>(new IdentityStore(std::move(*db), where.audit_head()));
 }
 
 Result<bool> IdentityStore::Empty() {
@@ -347,8 +354,9 @@ Status IdentityStore::SetRole(std::string_view name, std::string_view tenant,
     if (!st) return std::unexpected(st.error());
     BERTH_RETURN_IF_ERROR(st->Bind(1, name).Bind(2, tenant).Run());
   } else {
-    auto st =
-        db_.Prepare("INSERT OR REPLACE INTO memberships(identity, tenant, role) VALUES(?,?,?)");
+    auto st = db_.Prepare(
+        "INSERT INTO memberships(identity, tenant, role) VALUES(?,?,?) "
+        "ON CONFLICT(identity, tenant) DO UPDATE SET role = excluded.role");
     if (!st) return std::unexpected(st.error());
     BERTH_RETURN_IF_ERROR(st->Bind(1, name).Bind(2, tenant).Bind(3, RoleName(*role)).Run());
   }
@@ -398,8 +406,8 @@ Result<IssuedToken> IdentityStore::CreateToken(std::string_view identity,
     auto id = RandomHex(kTokenIdBytes);
     if (!id) return std::unexpected(id.error());
     auto st = db_.Prepare(
-        "INSERT OR IGNORE INTO tokens(id, identity, description, hash, created_ms, created_by, "
-        "expires_ms) VALUES(?,?,?,?,?,?,?)");
+        "INSERT INTO tokens(id, identity, description, hash, created_ms, created_by, "
+        "expires_ms) VALUES(?,?,?,?,?,?,?) ON CONFLICT DO NOTHING");
     if (!st) return std::unexpected(st.error());
     BERTH_RETURN_IF_ERROR(st->Bind(1, *id)
                               .Bind(2, identity)
@@ -471,8 +479,8 @@ Status IdentityStore::InstallAdminToken(const Identity& admin, const TokenRecord
     BERTH_RETURN_IF_ERROR(st->Bind(1, admin.name).Run());
   }
   auto st = db_.Prepare(
-      "INSERT OR IGNORE INTO tokens(id, identity, description, hash, created_ms, created_by, "
-      "expires_ms) VALUES(?,?,?,?,?,?,?)");
+      "INSERT INTO tokens(id, identity, description, hash, created_ms, created_by, "
+      "expires_ms) VALUES(?,?,?,?,?,?,?) ON CONFLICT DO NOTHING");
   if (!st) return std::unexpected(st.error());
   BERTH_RETURN_IF_ERROR(st->Bind(1, token.id)
                             .Bind(2, token.identity)

@@ -114,7 +114,7 @@ struct ConsoleSession {
 
 class IdentityStore {
  public:
-  static Result<std::unique_ptr<IdentityStore>> Open(const std::filesystem::path& data_dir);
+  static Result<std::unique_ptr<IdentityStore>> Open(const StoreLocation& where);
 
   // True until the first identity is created (the bootstrap admin).
   [[nodiscard]] Result<bool> Empty();

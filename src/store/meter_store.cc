@@ -25,19 +25,23 @@ CREATE INDEX IF NOT EXISTS runs_by_started ON runs(started_ms);
 
 }  // namespace
 
-Result<std::unique_ptr<MeterStore>> MeterStore::Open(const std::filesystem::path& data_dir) {
-  auto db = Database::OpenState(data_dir);
+Result<std::unique_ptr<MeterStore>> MeterStore::Open(const StoreLocation& where) {
+  auto db = OpenStateDatabase(where);
   if (!db) return std::unexpected(db.error());
   // The runs index needs the runs table: a database the store made already.
-  auto has_runs = db->Prepare("SELECT 1 FROM sqlite_master WHERE type='table' AND name='runs'");
+  auto has_runs =
+      db->Prepare(db->dialect() == Dialect::kPostgres
+                      ? "SELECT 1 FROM information_schema.tables WHERE table_schema = "
+                        "current_schema() AND table_name = 'runs'"
+                      : "SELECT 1 FROM sqlite_master WHERE type='table' AND name='runs'");
   if (!has_runs) return std::unexpected(has_runs.error());
   auto row = has_runs->Step();
   if (!row) return std::unexpected(row.error());
   std::string schema(kMeterSchema);
   if (!*row) schema = schema.substr(0, schema.find("CREATE INDEX IF NOT EXISTS runs_by_started"));
-  BERTH_RETURN_IF_ERROR(db->Exec(schema));
+  BERTH_RETURN_IF_ERROR(db->Exec(SchemaFor(db->dialect(), schema)));
   BERTH_RETURN_IF_ERROR(EnsureAuditSchema(*db));
-  return std::unique_ptr<MeterStore>(new MeterStore(std::move(*db), data_dir / "audit.head"));
+  return std::unique_ptr<MeterStore>(new MeterStore(std::move(*db), where.audit_head()));
 }
 
 Result<std::int64_t> MeterStore::ApplyPrices(const std::string& yaml, const std::string& by,
@@ -123,12 +127,12 @@ Result<std::vector<UsageRun>> MeterStore::UsageRuns(TimeMs from, TimeMs to,
       "SELECT r.run_id, r.job_id, r.replica, r.attempt, r.node, r.gpu_indices, r.gpu_uuids, "
       "r.gpu_share_millis, r.gpu_share_bytes, r.started_ms, r.finished_ms, r.stopped_for, "
       "r.failure_class, r.exit_code, r.signal, j.tenant, j.queue, j.submitted_by, "
-      "COALESCE(json_extract(j.spec, '$.pool'), ''), COALESCE(j.service, '') "
+      "COALESCE({}, ''), COALESCE(j.service, '') "
       "FROM runs r JOIN jobs j ON j.id = r.job_id "
       "WHERE r.started_ms IS NOT NULL AND r.started_ms < ?1 "
       "AND (r.finished_ms IS NULL OR r.finished_ms > ?2) AND (?3 = '' OR j.tenant = ?3){} "
       "ORDER BY r.started_ms, r.run_id LIMIT ?4",
-      ScopeSql(scope, "j.tenant", 5)));
+      SqlJsonText(db_.dialect(), "j.spec", "pool"), ScopeSql(scope, "j.tenant", 5)));
   if (!st) return std::unexpected(st.error());
   st->Bind(1, to).Bind(2, from).Bind(3, tenant);
   st->Bind(4, static_cast<std::int64_t>(
@@ -170,8 +174,10 @@ Status MeterStore::SetBudget(const model::Budget& b, const AuditOf<>& audit) {
   Transaction tx(db_);
   BERTH_RETURN_IF_ERROR(tx.Begin());
   auto st = db_.Prepare(
-      "INSERT OR REPLACE INTO budgets(tenant, mgpu_ms, cost_micros, alert_percents, enforce, "
-      "set_ms, set_by) VALUES(?,?,?,?,?,?,?)");
+      "INSERT INTO budgets(tenant, mgpu_ms, cost_micros, alert_percents, enforce, set_ms, set_by) "
+      "VALUES(?,?,?,?,?,?,?) ON CONFLICT(tenant) DO UPDATE SET mgpu_ms = excluded.mgpu_ms, "
+      "cost_micros = excluded.cost_micros, alert_percents = excluded.alert_percents, "
+      "enforce = excluded.enforce, set_ms = excluded.set_ms, set_by = excluded.set_by");
   if (!st) return std::unexpected(st.error());
   BERTH_RETURN_IF_ERROR(st->Bind(1, b.tenant)
                             .Bind(2, b.mgpu_ms)

@@ -61,7 +61,7 @@ class MeterStore {
  public:
   // Opens `<data_dir>/berth.db` on a second connection, creating the
   // metering tables if needed.
-  static Result<std::unique_ptr<MeterStore>> Open(const std::filesystem::path& data_dir);
+  static Result<std::unique_ptr<MeterStore>> Open(const StoreLocation& where);
 
   // Validates `yaml` (model::ParsePriceTable) and appends it as the newest
   // version, in effect from `now`. Returns the version. With a `base`:

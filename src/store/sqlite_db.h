@@ -181,6 +181,61 @@ class Database {
   std::unique_ptr<PgSide> pg_;  // set on a PostgreSQL connection (db_ is null)
 };
 
+// Where Berth's state lives: `<data_dir>/berth.db` (SQLite, the embedded
+// default) or a PostgreSQL database (a libpq connection string or
+// postgresql:// URI). Every store opens its connections from one.
+struct StoreLocation {
+  // SQLite in `dir` (implicit, so a store opened on a data directory reads
+  // as before).
+  StoreLocation(std::filesystem::path dir) : data_dir(std::move(dir)) {}  // NOLINT
+  static StoreLocation Postgres(std::string conninfo) {
+    StoreLocation where{std::filesystem::path()};
+    where.conninfo = std::move(conninfo);
+    return where;
+  }
+  bool postgres() const { return !conninfo.empty(); }
+  // The audit chain's head file: in the data directory on SQLite; none on
+  // PostgreSQL, where the database keeps the head (the berthd that takes
+  // over shares the database, not a directory).
+  std::filesystem::path audit_head() const {
+    return postgres() ? std::filesystem::path() : data_dir / "audit.head";
+  }
+
+  std::filesystem::path data_dir;
+  std::string conninfo;
+};
+
+// berthd's --store value: empty is SQLite in `data_dir`; "sqlite:DIR" is
+// SQLite in DIR; "postgresql://..." (or "postgres://...") and a libpq
+// "key=value ..." string name a PostgreSQL database. A password in the value
+// is refused: a command line is readable by every local user
+// (/proc/PID/cmdline), so it belongs in a pgpass file (passfile=...) or
+// PGPASSFILE. Errors name the field "store".
+Result<StoreLocation> ParseStoreLocation(std::string_view value,
+                                         const std::filesystem::path& data_dir);
+
+// A store's writing connection, and a connection for its long reads (on
+// SQLite a query_only one; on PostgreSQL a second session).
+Result<Database> OpenStateDatabase(const StoreLocation& where);
+Result<Database> OpenReadDatabase(const StoreLocation& where);
+
+// A schema written for SQLite (CREATE TABLE and CREATE INDEX only) as
+// `d` takes it: on PostgreSQL INTEGER is BIGINT (Berth keeps milliseconds),
+// an INTEGER PRIMARY KEY is an identity column, BLOB is BYTEA, REAL is
+// DOUBLE PRECISION and WITHOUT ROWID goes. Unchanged for SQLite.
+std::string SchemaFor(Dialect d, std::string_view sqlite_ddl);
+
+// The text at `key` of the JSON object in the text expression `expr`.
+std::string SqlJsonText(Dialect d, std::string_view expr, std::string_view key);
+// The length of the JSON array in the text expression `expr`.
+std::string SqlJsonArrayLength(Dialect d, std::string_view expr);
+// A subquery of the integers of a JSON array bound, as text, to `param`
+// (`?` or `?N`): for `id IN (...)` with any number of ids.
+std::string SqlJsonInts(Dialect d, std::string_view param);
+// The larger of two integer expressions (SQLite's two-argument MAX,
+// PostgreSQL's GREATEST).
+std::string SqlMax(Dialect d, std::string_view a, std::string_view b);
+
 // A read transaction: every statement between construction and destruction
 // reads the same committed snapshot (a deferred BEGIN; WAL keeps it while
 // writers go on). Ends with COMMIT, which on a read-only one releases it.

@@ -103,22 +103,6 @@ JobRecord ReadJob(const Statement& st, std::unordered_map<std::int64_t, model::J
   return j;
 }
 
-std::string SqlJsonText(Dialect d, std::string_view expr, std::string_view key) {
-  return d == Dialect::kPostgres ? fmt::format("(({})::jsonb ->> '{}')", expr, key)
-                                 : fmt::format("json_extract({}, '$.{}')", expr, key);
-}
-
-std::string SqlJsonArrayLength(Dialect d, std::string_view expr) {
-  return d == Dialect::kPostgres ? fmt::format("jsonb_array_length(({})::jsonb)", expr)
-                                 : fmt::format("json_array_length({})", expr);
-}
-
-std::string SqlJsonInts(Dialect d, std::string_view param) {
-  return d == Dialect::kPostgres
-             ? fmt::format("SELECT jsonb_array_elements_text(CAST({} AS jsonb))::bigint", param)
-             : fmt::format("SELECT value FROM json_each({})", param);
-}
-
 Status LoadRunsOf(Database& db, std::vector<JobRecord>& jobs) {
   constexpr std::size_t kChunk = 1000;
   std::unordered_map<std::int64_t, JobRecord*> by_id;

@@ -37,16 +37,6 @@ inline std::int64_t SqlLimit(std::size_t limit) {
   return static_cast<std::int64_t>(std::min(limit, kMax));
 }
 
-// The SQL for what the two dialects spell differently, for a Database of
-// dialect `d`.
-// The text at `key` of the JSON object in the text expression `expr`.
-std::string SqlJsonText(Dialect d, std::string_view expr, std::string_view key);
-// The length of the JSON array in the text expression `expr`.
-std::string SqlJsonArrayLength(Dialect d, std::string_view expr);
-// A subquery of the integers of a JSON array bound, as text, to `param`
-// (`?` or `?N`): for `id IN (...)` with any number of ids.
-std::string SqlJsonInts(Dialect d, std::string_view param);
-
 // A reason as the jobs table keeps it: JSON without the message, which is
 // rendered at read time, in the reader's language.
 std::string ReasonText(const model::Reason& r);

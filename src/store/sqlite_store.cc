@@ -310,8 +310,9 @@ void SqliteStore::OnRowChanged(void* self, std::string_view table, std::int64_t 
   store->changed_jobs_.insert(rowid);
 }
 
-Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::filesystem::path& data_dir,
-                                                       TimeMs now) {
+Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const StoreLocation& where, TimeMs now) {
+  if (where.postgres()) return OpenPostgres(where.conninfo, now);
+  const std::filesystem::path& data_dir = where.data_dir;
   auto db = Database::OpenState(data_dir);
   if (!db) return std::unexpected(db.error());
   auto reader = Database::OpenReader((data_dir / "berth.db").string());

@@ -28,13 +28,10 @@ class SqliteStore final : public Store {
  public:
   // Opens or creates `<data_dir>/berth.db`, migrates the schema, and makes
   // sure a policy exists (version 1: model::DefaultPolicy(), with any queues
-  // of a schema-1 database carried over).
-  static Result<std::unique_ptr<SqliteStore>> Open(const std::filesystem::path& data_dir,
-                                                   TimeMs now);
-  // The same store on a PostgreSQL database (a libpq connection string or
-  // postgresql:// URI), making its tables when missing. Its audit head is
-  // kept in the database only (no head file).
-  static Result<std::unique_ptr<SqliteStore>> OpenPostgres(const std::string& conninfo, TimeMs now);
+  // of a schema-1 database carried over). On PostgreSQL (`where` names a
+  // database) it makes the tables when missing and keeps the audit head in
+  // the database only (no head file).
+  static Result<std::unique_ptr<SqliteStore>> Open(const StoreLocation& where, TimeMs now);
   // Leaves the audit head file holding every record this store committed.
   ~SqliteStore() override;
 
@@ -167,6 +164,7 @@ class SqliteStore final : public Store {
   static void OnRowChanged(void* self, std::string_view table, std::int64_t rowid);
   // Brings pending_ up to date with berth.db (mu_ held).
   Status RefreshPending();
+  static Result<std::unique_ptr<SqliteStore>> OpenPostgres(const std::string& conninfo, TimeMs now);
   Status Migrate(TimeMs now);
   Status MigratePostgres(TimeMs now);
 

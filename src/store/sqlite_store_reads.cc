@@ -40,10 +40,12 @@ Result<std::vector<JobRecord>> SqliteStore::ReadJobsWithRuns(
 Result<std::vector<JobRecord>> SqliteStore::ListJobs(const JobFilter& filter) {
   // A service's replicas, or all of them (the service controller's round
   // every 2 s), are read through the partial index of replicas alone, never
-  // through the pending jobs, however deep the queue.
+  // through the pending jobs, however deep the queue. (PostgreSQL has no
+  // INDEXED BY; its planner takes the partial index for service IS NOT NULL.)
   const bool replicas = filter.replicas_only || !filter.service.empty();
-  std::string sql = fmt::format("SELECT {} FROM jobs{} WHERE 1=1", kJobColumns,
-                                replicas ? " INDEXED BY jobs_by_service" : "");
+  std::string sql = fmt::format(
+      "SELECT {} FROM jobs{} WHERE 1=1", kJobColumns,
+      replicas && reader_.dialect() == Dialect::kSqlite ? " INDEXED BY jobs_by_service" : "");
   if (replicas) sql += " AND service IS NOT NULL";
   std::vector<std::string> binds;
   if (!filter.states.empty()) {

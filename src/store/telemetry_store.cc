@@ -67,22 +67,24 @@ std::string_view Table(std::int64_t width) {
 
 // Adds a bucket into the stored one with the same key (a minute written,
 // then more of its samples arriving after a restart or during the flush).
-std::string UpsertSql(std::int64_t width) {
+// The stored row's columns are named with the table's name: PostgreSQL
+// finds a bare name ambiguous beside excluded's.
+std::string UpsertSql(Dialect d, std::int64_t width) {
+  const std::string_view t = Table(width);
+  auto sum = [&](std::string_view c) { return fmt::format("{0} = {1}.{0} + excluded.{0}", c, t); };
+  auto max = [&](std::string_view c) {
+    return fmt::format("{} = {}", c,
+                       SqlMax(d, fmt::format("{}.{}", t, c), "excluded." + std::string(c)));
+  };
   return fmt::format(
-      "INSERT INTO {}({}) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+      "INSERT INTO {0}({1}) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
       "ON CONFLICT(uuid, start_ms, run_ids) DO UPDATE SET node = excluded.node, "
-      "gpu = excluded.gpu, samples = samples + excluded.samples, "
-      "util_sum = util_sum + excluded.util_sum, util_max = MAX(util_max, excluded.util_max), "
-      "mem_util_sum = mem_util_sum + excluded.mem_util_sum, "
-      "mem_used_sum = mem_used_sum + excluded.mem_used_sum, "
-      "mem_used_max = MAX(mem_used_max, excluded.mem_used_max), "
-      "mem_total = MAX(mem_total, excluded.mem_total), "
-      "temp_max = MAX(temp_max, excluded.temp_max), "
-      "power_sum_mw = power_sum_mw + excluded.power_sum_mw, "
-      "ecc_dbe_max = MAX(ecc_dbe_max, excluded.ecc_dbe_max), "
-      "last_xid = CASE WHEN excluded.last_xid <> 0 THEN excluded.last_xid ELSE last_xid END, "
-      "idle_samples = idle_samples + excluded.idle_samples",
-      Table(width), kColumns);
+      "gpu = excluded.gpu, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, "
+      "last_xid = CASE WHEN excluded.last_xid <> 0 THEN excluded.last_xid ELSE {0}.last_xid END, "
+      "{12}",
+      t, kColumns, sum("samples"), sum("util_sum"), max("util_max"), sum("mem_util_sum"),
+      sum("mem_used_sum"), max("mem_used_max"), max("mem_total"), max("temp_max"),
+      sum("power_sum_mw"), max("ecc_dbe_max"), sum("idle_samples"));
 }
 
 TimeMs FloorTo(TimeMs t, std::int64_t width) {
@@ -316,11 +318,11 @@ struct TelemetryStore::Impl {
 Status TelemetryStore::Impl::WriteMinutes(const std::vector<GpuBucket>& closed) {
   Transaction tx(db);
   BERTH_RETURN_IF_ERROR(tx.Begin());
-  auto up = db.Prepare(UpsertSql(kMinuteMs));
+  auto up = db.Prepare(UpsertSql(db.dialect(), kMinuteMs));
   if (!up) return std::unexpected(up.error());
   auto run = db.Prepare(
-      "INSERT OR IGNORE INTO telemetry_run(run_id, width_ms, start_ms, uuid, run_ids) "
-      "VALUES(?,?,?,?,?)");
+      "INSERT INTO telemetry_run(run_id, width_ms, start_ms, uuid, run_ids) "
+      "VALUES(?,?,?,?,?) ON CONFLICT DO NOTHING");
   if (!run) return std::unexpected(run.error());
   for (const auto& b : closed) {
     BindBucket(*up, b);
@@ -346,11 +348,11 @@ Status TelemetryStore::Impl::RollUp(TimeMs before) {
       "SELECT {} FROM telemetry_1m WHERE start_ms < ? ORDER BY uuid, start_ms", kColumns));
   if (!read) return std::unexpected(read.error());
   read->Bind(1, before);
-  auto up = db.Prepare(UpsertSql(kHourMs));
+  auto up = db.Prepare(UpsertSql(db.dialect(), kHourMs));
   if (!up) return std::unexpected(up.error());
   auto add_run = db.Prepare(
-      "INSERT OR IGNORE INTO telemetry_run(run_id, width_ms, start_ms, uuid, run_ids) "
-      "VALUES(?,?,?,?,?)");
+      "INSERT INTO telemetry_run(run_id, width_ms, start_ms, uuid, run_ids) "
+      "VALUES(?,?,?,?,?) ON CONFLICT DO NOTHING");
   if (!add_run) return std::unexpected(add_run.error());
   auto drop_run = db.Prepare(
       "DELETE FROM telemetry_run WHERE run_id = ? AND width_ms = ? AND start_ms = ? AND uuid = ? "
@@ -471,7 +473,7 @@ void TelemetryStore::Impl::Restore(std::vector<GpuBucket> closed) {
   }
 }
 
-Result<std::unique_ptr<TelemetryStore>> TelemetryStore::Open(const std::filesystem::path& data_dir,
+Result<std::unique_ptr<TelemetryStore>> TelemetryStore::Open(const StoreLocation& where,
                                                              TelemetryOptions options) {
   if (options.minute_retention_ms < kHourMs) {
     return InvalidField("minute_retention",
@@ -484,9 +486,9 @@ Result<std::unique_ptr<TelemetryStore>> TelemetryStore::Open(const std::filesyst
   if (options.idle_util_pct > 100) {
     return InvalidField("idle_threshold", "the idle threshold is a percentage, 0 to 100");
   }
-  auto db = Database::OpenState(data_dir);
+  auto db = OpenStateDatabase(where);
   if (!db) return std::unexpected(db.error());
-  BERTH_RETURN_IF_ERROR(db->Exec(kTelemetrySchema));
+  BERTH_RETURN_IF_ERROR(db->Exec(SchemaFor(db->dialect(), kTelemetrySchema)));
   return std::unique_ptr<TelemetryStore>(
       new TelemetryStore(std::make_unique<Impl>(std::move(*db), options)));
 }

@@ -24,6 +24,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "model/telemetry.h"
+#include "store/sqlite_db.h"
 
 namespace berth::store {
 
@@ -89,7 +90,7 @@ class TelemetryStore {
  public:
   // Opens `<data_dir>/berth.db` on a connection of its own, creating the
   // telemetry tables if needed.
-  static Result<std::unique_ptr<TelemetryStore>> Open(const std::filesystem::path& data_dir,
+  static Result<std::unique_ptr<TelemetryStore>> Open(const StoreLocation& where,
                                                       TelemetryOptions options);
   ~TelemetryStore();
 

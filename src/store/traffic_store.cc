@@ -84,15 +84,15 @@ void ServiceTraffic::Add(const ServiceTraffic& other) {
   slo_windows_met += other.slo_windows_met;
 }
 
-Result<std::unique_ptr<ServiceTrafficStore>> ServiceTrafficStore::Open(
-    const std::filesystem::path& data_dir, std::int64_t retention_ms) {
+Result<std::unique_ptr<ServiceTrafficStore>> ServiceTrafficStore::Open(const StoreLocation& where,
+                                                                       std::int64_t retention_ms) {
   if (retention_ms < kTrafficHourMs) {
     return Fail(Code::kInvalidArgument, "request history must be kept at least an hour (e.g. 400d)",
                 "retention");
   }
-  auto db = Database::OpenState(data_dir);
+  auto db = OpenStateDatabase(where);
   if (!db) return std::unexpected(db.error());
-  BERTH_RETURN_IF_ERROR(db->Exec(kTrafficSchema));
+  BERTH_RETURN_IF_ERROR(db->Exec(SchemaFor(db->dialect(), kTrafficSchema)));
   return std::unique_ptr<ServiceTrafficStore>(
       new ServiceTrafficStore(std::move(*db), retention_ms));
 }
@@ -106,9 +106,17 @@ Status ServiceTrafficStore::Add(const std::vector<ServiceTraffic>& deltas, TimeM
                               "service = ? AND hour_ms = ?",
                               kTrafficColumns));
   if (!read) return std::unexpected(read.error());
-  auto write = db_.Prepare(
-      fmt::format("INSERT OR REPLACE INTO service_traffic({}) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                  kTrafficColumns));
+  // The row read above, added to and written back whole.
+  std::string set;
+  for (std::string_view c :
+       {"requests", "responses_2xx", "responses_4xx", "responses_5xx", "held", "latency_sum_ms",
+        "latency_min_ms", "latency_max_ms", "latency_buckets", "slo_windows", "slo_windows_met"}) {
+    set += fmt::format("{}{} = excluded.{}", set.empty() ? "" : ", ", c, c);
+  }
+  auto write =
+      db_.Prepare(fmt::format("INSERT INTO service_traffic({}) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+                              "ON CONFLICT(tenant, service, hour_ms) DO UPDATE SET {}",
+                              kTrafficColumns, set));
   if (!write) return std::unexpected(write.error());
   for (const ServiceTraffic& d : deltas) {
     const TimeMs hour = d.hour_ms - d.hour_ms % kTrafficHourMs;

@@ -53,7 +53,7 @@ class ServiceTrafficStore {
   // Opens `<data_dir>/berth.db` on a connection of its own, creating the
   // table if needed. Hours older than `retention_ms` are dropped as new
   // ones are written.
-  static Result<std::unique_ptr<ServiceTrafficStore>> Open(const std::filesystem::path& data_dir,
+  static Result<std::unique_ptr<ServiceTrafficStore>> Open(const StoreLocation& where,
                                                            std::int64_t retention_ms);
 
   // Adds each delta to its (tenant, service, hour) row, all in one

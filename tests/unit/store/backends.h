@@ -184,7 +184,7 @@ inline Backend Postgres() {
   PgServer* server = ConformanceServer(none.unavailable);
   const std::string& schema = fresh.name;
   const std::string& conninfo = fresh.conninfo;
-  auto opened = store::SqliteStore::OpenPostgres(conninfo, 1000);
+  auto opened = store::SqliteStore::Open(store::StoreLocation::Postgres(conninfo), 1000);
   EXPECT_TRUE(opened.has_value()) << opened.error().message << "\nserver log:\n" << server->log();
   if (!opened) return none;
   auto* store = opened->release();
@@ -203,7 +203,7 @@ inline Backend Postgres() {
     if (admin) (void)admin->Exec(fmt::format("DROP SCHEMA {} CASCADE", schema));
   };
   b.audit_records = [conninfo] {
-    auto log = store::AuditLog::OpenPostgres(conninfo);
+    auto log = store::AuditLog::Open(store::StoreLocation::Postgres(conninfo));
     EXPECT_TRUE(log.has_value()) << log.error().message;
     if (!log) return std::vector<store::AuditEntry>{};
     return AllRecords(**log);

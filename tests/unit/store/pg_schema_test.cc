@@ -49,7 +49,7 @@ TEST(StoreSchemaTest, SqliteAndPostgresHoldTheSameTablesAndColumns) {
   }
   std::filesystem::remove_all(dir);
 
-  auto store = SqliteStore::OpenPostgres(pg.conninfo, 1000);
+  auto store = SqliteStore::Open(StoreLocation::Postgres(pg.conninfo), 1000);
   ASSERT_TRUE(store.has_value()) << store.error().message;
   auto db = Database::Connect(pg.conninfo);
   ASSERT_TRUE(db.has_value()) << db.error().message;

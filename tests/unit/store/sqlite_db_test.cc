@@ -139,5 +139,46 @@ TEST(PgPlaceholdersTest, LeavesQuotedTextAndCommentsAlone) {
   EXPECT_EQ(PgPlaceholders("SELECT ? || 'open ?"), "SELECT $1 || 'open ?");
 }
 
+TEST(StoreLocationTest, TheStoreFlagNamesSqliteOrPostgres) {
+  auto none = ParseStoreLocation("", "/var/lib/berth");
+  ASSERT_TRUE(none.has_value());
+  EXPECT_FALSE(none->postgres());
+  EXPECT_EQ(none->data_dir, "/var/lib/berth");
+  EXPECT_EQ(none->audit_head(), "/var/lib/berth/audit.head");
+
+  auto dir = ParseStoreLocation("sqlite:/srv/state", "/var/lib/berth");
+  ASSERT_TRUE(dir.has_value());
+  EXPECT_EQ(dir->data_dir, "/srv/state");
+
+  for (std::string_view pg : {"postgresql://berth@db.example:5432/berth?sslmode=verify-full",
+                              "postgres:///berth", "host=db port=5432 dbname=berth user=berth"}) {
+    auto where = ParseStoreLocation(pg, "/var/lib/berth");
+    ASSERT_TRUE(where.has_value()) << pg << ": " << where.error().message;
+    EXPECT_TRUE(where->postgres());
+    EXPECT_EQ(where->conninfo, pg);
+    EXPECT_TRUE(where->audit_head().empty()) << "the database keeps the head";
+  }
+}
+
+TEST(StoreLocationTest, APasswordOnTheCommandLineOrNoStoreIsRefusedNamingTheFlag) {
+  for (std::string_view bad : {"postgresql://berth:s3cret@db/berth",
+                               "postgresql://db/berth?sslmode=require&password=s3cret",
+                               "host=db password=s3cret dbname=berth", "host=db password =x"}) {
+    auto where = ParseStoreLocation(bad, "/var/lib/berth");
+    ASSERT_FALSE(where.has_value()) << bad;
+    EXPECT_EQ(where.error().field, "store");
+    EXPECT_NE(where.error().message.find("pgpass"), std::string::npos) << where.error().message;
+    EXPECT_EQ(where.error().message.find("s3cret"), std::string::npos) << "the password is echoed";
+  }
+  for (std::string_view bad : {"mysql://db/berth", "/var/lib/berth", "sqlite:"}) {
+    auto where = ParseStoreLocation(bad, "/var/lib/berth");
+    ASSERT_FALSE(where.has_value()) << bad;
+    EXPECT_EQ(where.error().field, "store");
+  }
+  // A user name alone is no password; passfile= names where one is.
+  EXPECT_TRUE(ParseStoreLocation("postgresql://berth@db/berth", "/d").has_value());
+  EXPECT_TRUE(ParseStoreLocation("host=db passfile=/etc/berth/pgpass", "/d").has_value());
+}
+
 }  // namespace
 }  // namespace berth::store

@@ -1,0 +1,135 @@
+// berthd with its state in PostgreSQL (--store postgresql://...) on a real
+// PostgreSQL 15 server: jobs, their runs and the audit trail live in the
+// database, not in the data directory; a kill -9 of berthd loses nothing
+// acknowledged and starts no job twice; the audit chain's check finds a
+// record rewritten in the database.
+#include <thread>
+
+#include "integration/fixture.h"
+#include "store/sqlite_db.h"
+#include "support/pg_server.h"
+
+namespace berth::it {
+namespace {
+
+using nlohmann::json;
+
+class PostgresStoreTest : public IntegrationTest {
+ protected:
+  void SetUp() override {
+    if (auto why = tests::PgServerUnavailable()) GTEST_SKIP() << *why;
+    auto server = tests::PgServer::Start();
+    ASSERT_TRUE(server.has_value()) << server.error();
+    server_ = std::move(*server);
+  }
+
+  // A statement's rows on the test's server, each as its columns' text.
+  std::vector<std::vector<std::string>> Rows(const std::string& sql) {
+    std::vector<std::vector<std::string>> out;
+    auto db = store::Database::Connect(server_->conninfo());
+    EXPECT_TRUE(db.has_value()) << db.error().message;
+    if (!db) return out;
+    auto st = db->Prepare(sql);
+    EXPECT_TRUE(st.has_value()) << st.error().message;
+    if (!st) return out;
+    for (;;) {
+      auto row = st->Step();
+      EXPECT_TRUE(row.has_value()) << row.error().message;
+      if (!row || !*row) return out;
+      out.emplace_back();
+      for (int c = 0; c < 3; ++c) out.back().push_back(st->Text(c));
+    }
+  }
+
+  std::unique_ptr<tests::PgServer> server_;
+};
+
+TEST_F(PostgresStoreTest, BerthdKeepsItsStateInPostgresThroughAKill) {
+  Berthd& berthd = NewBerthd(AllInOne({"--store", server_->conninfo()}));
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  ASSERT_TRUE(berthd.WaitForNode("Ready", 20s)) << berthd.log();
+  EXPECT_FALSE(std::filesystem::exists(berthd.data_dir() / "berth.db"))
+      << "the state went to SQLite in the data dir";
+
+  // Running when berthd dies; ends after it is back.
+  const std::int64_t id = berthd.Submit(JobSpecJson("exit7", Sh("sleep 4; exit 7"), 1));
+  ASSERT_GT(id, 0);
+  ASSERT_TRUE(berthd.WaitForState(id, "Running", 30s)) << berthd.JobState(id);
+  const auto pid = berthd.Job(id).at("placement").at(0).at("pid").get<pid_t>();
+  berthd.Kill();
+  EXPECT_TRUE(ProcessAlive(pid)) << "the job died with berthd";
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  ASSERT_TRUE(berthd.WaitForTerminal(id, 30s)) << berthd.JobState(id);
+  json job = berthd.Job(id);
+  EXPECT_EQ(job.at("state"), "Failed") << job.dump(2);
+  EXPECT_EQ(job.at("exit_code"), 7) << job.dump(2);
+  int starts = 0;
+  for (const auto& e : job.at("timeline")) starts += e.value("event", "") == "Started" ? 1 : 0;
+  EXPECT_EQ(starts, 1) << "started again after the restart: " << job.dump(2);
+
+  // The rows are PostgreSQL's.
+  auto rows = Rows("SELECT id::text, state, name FROM jobs ORDER BY id");
+  ASSERT_EQ(rows.size(), 1U);
+  EXPECT_EQ(rows[0], (std::vector<std::string>{std::to_string(id), "Failed", "exit7"}));
+  rows = Rows("SELECT count(*)::text, '', '' FROM runs WHERE job_id = " + std::to_string(id));
+  ASSERT_EQ(rows.size(), 1U);
+  EXPECT_EQ(rows[0][0], "1");
+  CommandResult r;
+
+  // Metering, budgets, reports and alerts read and write there too.
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"usage", "-o", "json"},
+                                             {"budget", "set", "default", "--gpu-hours", "100"},
+                                             {"budget", "list"},
+                                             {"report", "ops", "--from", "1h"},
+                                             {"alerts"},
+                                             {"nodes"},
+                                             {"policy", "show"}}) {
+    r = Cli(berthd, args);
+    EXPECT_EQ(r.exit_code, 0) << args[0] << ": " << r.out << r.err;
+  }
+  r = Cli(berthd, {"usage", "-o", "json"});
+  EXPECT_NE(r.out.find("\"default\""), std::string::npos) << r.out;
+
+  // The audit chain is whole, then names the record rewritten behind
+  // berthd's back.
+  const std::int64_t cancelled = berthd.Submit(JobSpecJson("held", Sh("sleep 60"), 1));
+  ASSERT_GT(cancelled, 0);
+  r = Cli(berthd, {"cancel", std::to_string(cancelled)});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = Cli(berthd, {"audit", "verify"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("intact"), std::string::npos) << r.out;
+  rows = Rows("SELECT seq::text, action, actor FROM audit_log WHERE action = 'job.cancel'");
+  ASSERT_EQ(rows.size(), 1U) << "the cancel left no record";
+  auto db = store::Database::Connect(server_->conninfo());
+  ASSERT_TRUE(db.has_value()) << db.error().message;
+  ASSERT_TRUE(db->Exec("UPDATE audit_log SET actor = 'someone-else' WHERE seq = " + rows[0][0])
+                  .has_value());
+  r = Cli(berthd, {"audit", "verify"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("broken at record " + rows[0][0]), std::string::npos) << r.out << r.err;
+
+  // Every statement berthd ran (scheduling, metering, telemetry, alerts,
+  // the API's reads) was one PostgreSQL takes: its errors name a SQLSTATE.
+  const std::string log = berthd.log();
+  EXPECT_EQ(log.find("SQLSTATE"), std::string::npos) << log;
+  EXPECT_EQ(log.find("[error]"), std::string::npos) << log;
+}
+
+TEST_F(PostgresStoreTest, APasswordInTheStoreFlagIsRefusedBeforeAnythingStarts) {
+  const std::string with_password = "postgresql://berth:s3cret@127.0.0.1:1/berth";
+  CommandResult r = RunCommand(BinDir() / "berthd",
+                               {"--data-dir", (dir_.path() / "data").string(), "--store",
+                                with_password, "--plain-http", "--plain-agents"},
+                               dir_.path());
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const std::string said = r.out + r.err;
+  EXPECT_NE(said.find("--store"), std::string::npos) << said;
+  EXPECT_NE(said.find("pgpass"), std::string::npos) << said;
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() / "data" / "berth.db"));
+  EXPECT_EQ((r.out + r.err).find("s3cret"), std::string::npos) << "the password was echoed";
+}
+
+}  // namespace
+}  // namespace berth::it
