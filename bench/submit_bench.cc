@@ -265,17 +265,24 @@ int Run(int argc, char** argv) {
   app.add_option("--seconds", seconds, "how long to measure the submission rate")
       ->capture_default_str();
   app.add_option("--berthd", berthd_path, "berthd to run (default: the one beside this binary)");
+  std::string store;
+  app.add_option("--store", store,
+                 "berthd's --store: postgresql://... to measure the PostgreSQL backend (default: "
+                 "SQLite in the benchmark's data dir)");
   CLI11_PARSE(app, argc, argv);
 
   TempDir dir("berth-bench");
   // The benchmark is the one caller: per-caller rate limits would measure
   // the limiter, not berthd.
-  auto started = berth::bench::StartBerthd(dir, berthd_path, {"--rate-limit", "0"});
+  std::vector<std::string> berthd_args = {"--rate-limit", "0"};
+  if (!store.empty()) berthd_args.insert(berthd_args.end(), {"--store", store});
+  auto started = berth::bench::StartBerthd(dir, berthd_path, berthd_args);
   if (!started) return 1;
   Berthd& berthd = *started;
-  std::cout << fmt::format("berthd {} (all-in-one, 8 simulated H100-80GB), data in {}\n",
-                           berthd_path.empty() ? (BinDir() / "berthd").string() : berthd_path,
-                           dir.path().string());
+  std::cout << fmt::format(
+      "berthd {} (all-in-one, 8 simulated H100-80GB), data in {}, state in {}\n",
+      berthd_path.empty() ? (BinDir() / "berthd").string() : berthd_path, dir.path().string(),
+      store.empty() ? "SQLite" : "PostgreSQL");
 
   auto lat0 = Summarise(IdleLatency(berthd, jobs, 0));
   auto lat1 = Summarise(IdleLatency(berthd, jobs, 1));

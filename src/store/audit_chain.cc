@@ -34,17 +34,6 @@ CREATE TABLE IF NOT EXISTS audit_log(
 CREATE INDEX IF NOT EXISTS audit_log_time ON audit_log(time_ms);
 )sql";
 
-// The same tables on PostgreSQL.
-constexpr std::string_view kPgAuditSchema = R"sql(
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS audit_log(
-  seq BIGINT PRIMARY KEY, time_ms BIGINT NOT NULL, actor TEXT NOT NULL, tenant TEXT NOT NULL,
-  action TEXT NOT NULL, object TEXT NOT NULL, before_json TEXT NOT NULL, after_json TEXT NOT NULL,
-  request_id TEXT NOT NULL, source TEXT NOT NULL, outcome TEXT NOT NULL,
-  prev_hash TEXT NOT NULL, hash TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS audit_log_time ON audit_log(time_ms);
-)sql";
-
 // The advisory lock every chainer on PostgreSQL takes for its transaction:
 // one chainer at a time, whichever connection or berthd it is ("berth-aud").
 constexpr std::int64_t kPgAuditLockKey = 0x62657274682d6175;
@@ -256,7 +245,7 @@ Result<std::string> AuditHash(const AuditEntry& e) {
 }
 
 Status EnsureAuditSchema(Database& db) {
-  return db.Exec(db.dialect() == Dialect::kPostgres ? kPgAuditSchema : kAuditSchema);
+  return db.Exec(SchemaFor(db.dialect(), kAuditSchema));
 }
 
 Result<std::optional<AuditHead>> AuditMetaHead(Database& db) {

@@ -93,40 +93,47 @@ inline std::vector<store::AuditEntry> AllRecords(store::AuditLog& log) {
   return out;
 }
 
+// A backend of every concern on `store` (owned; deleted by close, before
+// `remove` removes its state), whose audit records are read from `where`.
+inline Backend WholeStore(store::SqliteStore* store, const store::StoreLocation& where,
+                          std::function<void()> remove) {
+  Backend b;
+  b.policy = store;
+  b.jobs = store;
+  b.nodes = store;
+  b.alerts = store;
+  b.services = store;
+  b.use_policy = [store](const std::string& yaml) {
+    auto v = store->ApplyPolicy(yaml, "test", "", 1000);
+    ASSERT_TRUE(v.has_value()) << v.error().message;
+  };
+  b.close = [store, remove = std::move(remove)] {
+    delete store;  // NOLINT(cppcoreguidelines-owning-memory)
+    remove();
+  };
+  b.audit_records = [where] {
+    auto log = store::AuditLog::Open(where);
+    EXPECT_TRUE(log.has_value()) << log.error().message;
+    if (!log) return std::vector<store::AuditEntry>{};
+    return AllRecords(**log);
+  };
+  return b;
+}
+
 // SqliteStore on a fresh temp dir, every concern; the dir goes with close.
 inline Backend Sqlite() {
   std::string tmpl = (std::filesystem::temp_directory_path() / "berth-conf-XXXXXX").string();
   EXPECT_NE(mkdtemp(tmpl.data()), nullptr);
   std::filesystem::path dir = tmpl;
-  auto opened = store::SqliteStore::Open(dir, 1000);
+  const store::StoreLocation where(dir);
+  auto opened = store::SqliteStore::Open(where, 1000);
   EXPECT_TRUE(opened.has_value()) << opened.error().message;
   if (!opened) {
     Backend none;
     none.close = [dir] { std::filesystem::remove_all(dir); };
     return none;
   }
-  auto* store = opened->release();
-  Backend b;
-  b.policy = store;
-  b.jobs = store;
-  b.nodes = store;
-  b.alerts = store;
-  b.use_policy = [store](const std::string& yaml) {
-    auto v = store->ApplyPolicy(yaml, "test", "", 1000);
-    ASSERT_TRUE(v.has_value()) << v.error().message;
-  };
-  b.close = [store, dir] {
-    delete store;  // NOLINT(cppcoreguidelines-owning-memory)
-    std::filesystem::remove_all(dir);
-  };
-  b.audit_records = [dir] {
-    auto log = store::AuditLog::Open(dir);
-    EXPECT_TRUE(log.has_value()) << log.error().message;
-    if (!log) return std::vector<store::AuditEntry>{};
-    return AllRecords(**log);
-  };
-  b.services = store;
-  return b;
+  return WholeStore(opened->release(), where, [dir] { std::filesystem::remove_all(dir); });
 }
 
 #ifdef BERTH_CONFORMANCE_POSTGRES
@@ -182,34 +189,14 @@ inline Backend Postgres() {
   const PgSchema fresh = FreshPgSchema(none.unavailable);
   if (fresh.conninfo.empty()) return none;
   PgServer* server = ConformanceServer(none.unavailable);
-  const std::string& schema = fresh.name;
-  const std::string& conninfo = fresh.conninfo;
-  auto opened = store::SqliteStore::Open(store::StoreLocation::Postgres(conninfo), 1000);
+  const auto where = store::StoreLocation::Postgres(fresh.conninfo);
+  auto opened = store::SqliteStore::Open(where, 1000);
   EXPECT_TRUE(opened.has_value()) << opened.error().message << "\nserver log:\n" << server->log();
   if (!opened) return none;
-  auto* store = opened->release();
-  Backend b;
-  b.policy = store;
-  b.jobs = store;
-  b.nodes = store;
-  b.alerts = store;
-  b.use_policy = [store](const std::string& yaml) {
-    auto v = store->ApplyPolicy(yaml, "test", "", 1000);
-    ASSERT_TRUE(v.has_value()) << v.error().message;
-  };
-  b.close = [store, server, schema] {
-    delete store;  // NOLINT(cppcoreguidelines-owning-memory)
+  return WholeStore(opened->release(), where, [server, schema = fresh.name] {
     auto admin = store::Database::Connect(server->conninfo());
     if (admin) (void)admin->Exec(fmt::format("DROP SCHEMA {} CASCADE", schema));
-  };
-  b.audit_records = [conninfo] {
-    auto log = store::AuditLog::Open(store::StoreLocation::Postgres(conninfo));
-    EXPECT_TRUE(log.has_value()) << log.error().message;
-    if (!log) return std::vector<store::AuditEntry>{};
-    return AllRecords(**log);
-  };
-  b.services = store;
-  return b;
+  });
 }
 
 // Every backend that keeps all four concerns.

@@ -1,7 +1,8 @@
-// The store's two schemas, SQLite's and PostgreSQL's (sqlite_store.cc), are
-// written out separately: this checks that they hold the same tables with
-// the same columns, so a column added to one and not the other fails here,
-// not in production.
+// The store's schema is written for SQLite and turned into PostgreSQL's by
+// SchemaFor (sqlite_db.h): this checks that the two databases the store
+// makes hold the same tables with the same columns, so a column one dialect
+// gets and the other does not (a migration's ALTER, a table made in one
+// branch) fails here, not in production.
 #include <gtest/gtest.h>
 
 #include <filesystem>
