@@ -273,6 +273,17 @@ Status SqliteStore::MigratePostgres(TimeMs now) {
                             "only up to {}; run a newer berthd",
                             version->Text(0), kSchemaVersion));
   }
+  BERTH_RETURN_IF_ERROR(FinishMigration(false, now));
+  BERTH_RETURN_IF_ERROR(tx.Commit());
+  active_.reset();
+  return Ok();
+}
+
+// Both backends' last steps, inside the migration's transaction.
+Status SqliteStore::FinishMigration(bool had_queue_tables, TimeMs now) {
+  // The queued-job counts the pending-job limits read are kept by triggers
+  // in every transaction that moves a job; recounted at each open all the
+  // same, so a database from before them (or edited by hand) starts right.
   BERTH_RETURN_IF_ERROR(
       db_.Exec("DELETE FROM pending_counts;"
                "INSERT INTO pending_counts SELECT tenant, submitted_by, COUNT(*) FROM jobs "
@@ -282,10 +293,7 @@ Status SqliteStore::MigratePostgres(TimeMs now) {
       "ON CONFLICT(key) DO UPDATE SET value = excluded.value");
   if (!set) return std::unexpected(set.error());
   BERTH_RETURN_IF_ERROR(set->Bind(1, std::to_string(kSchemaVersion)).Run());
-  BERTH_RETURN_IF_ERROR(MigrateQueuesToPolicy(false, now));
-  BERTH_RETURN_IF_ERROR(tx.Commit());
-  active_.reset();
-  return Ok();
+  return MigrateQueuesToPolicy(had_queue_tables, now);
 }
 
 Status SqliteStore::Migrate(TimeMs now) {
@@ -425,19 +433,7 @@ Status SqliteStore::Migrate(TimeMs now) {
       "CREATE INDEX IF NOT EXISTS jobs_by_array ON jobs(array_id) WHERE array_id IS NOT NULL;"
       "CREATE INDEX IF NOT EXISTS jobs_by_service ON jobs(tenant, service) "
       "WHERE service IS NOT NULL"));
-  // The queued-job counts the pending-job limits read are kept by triggers
-  // in every transaction that moves a job; recounted at each open all the
-  // same, so a database from before them (or edited by hand) starts right.
-  BERTH_RETURN_IF_ERROR(
-      db_.Exec("DELETE FROM pending_counts;"
-               "INSERT INTO pending_counts SELECT tenant, submitted_by, COUNT(*) FROM jobs "
-               "WHERE state = 'Pending' GROUP BY tenant, submitted_by;"));
-  auto set = db_.Prepare(
-      "INSERT INTO meta(key, value) VALUES('schema_version', ?) "
-      "ON CONFLICT(key) DO UPDATE SET value = excluded.value");
-  if (!set) return std::unexpected(set.error());
-  BERTH_RETURN_IF_ERROR(set->Bind(1, std::to_string(kSchemaVersion)).Run());
-  BERTH_RETURN_IF_ERROR(MigrateQueuesToPolicy(*had_queue_tables, now));
+  BERTH_RETURN_IF_ERROR(FinishMigration(*had_queue_tables, now));
   BERTH_RETURN_IF_ERROR(tx.Commit());
   active_.reset();
   return Ok();

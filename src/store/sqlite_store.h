@@ -167,6 +167,7 @@ class SqliteStore final : public Store {
   static Result<std::unique_ptr<SqliteStore>> OpenPostgres(const std::string& conninfo, TimeMs now);
   Status Migrate(TimeMs now);
   Status MigratePostgres(TimeMs now);
+  Status FinishMigration(bool had_queue_tables, TimeMs now);
 
   // One CreateJobs call waiting for its group commit.
   struct Submission {
