@@ -98,7 +98,7 @@ void Api::Register(http::Server& http) {
     return Gate(req, res);
   });
   // Probes answer on the I/O thread, never queued behind busy handlers.
-  http.set_inline_paths({"/healthz"});
+  http.set_inline_paths({"/healthz", "/readyz"});
   auto handler = [this](void (Api::*h)(const http::Request&, http::Response&)) {
     return [this, h](const http::Request& req, http::Response& res) { (this->*h)(req, res); };
   };
@@ -134,8 +134,18 @@ void Api::Register(http::Server& http) {
   };
   const Rule open{Access::kPublic, {}, Need::kRead, ""};
 
-  Route(http, "GET", "/healthz", open, [](const http::Request&, http::Response& res) {
-    Reply(res, 200, json{{"status", "ok"}});
+  // Liveness, and readiness to take requests: the API answers only on the
+  // berthd that leads (a standby answers both itself, berthd_main.cc).
+  auto role = [this] { return leadership_ ? leadership_() : json{{"role", "single"}}; };
+  Route(http, "GET", "/healthz", open, [role](const http::Request&, http::Response& res) {
+    json body = role();
+    body["status"] = "ok";
+    Reply(res, 200, body);
+  });
+  Route(http, "GET", "/readyz", open, [role](const http::Request&, http::Response& res) {
+    json body = role();
+    body["status"] = "ready";
+    Reply(res, 200, body);
   });
   Route(http, "GET", "/v1/openapi.json", open, [](const http::Request&, http::Response& res) {
     res.set_content(std::string(OpenApiDocument()), "application/json");

@@ -77,6 +77,10 @@ class Api {
   // The HTTP server's own counters for GET /metrics (berth_http_*); none:
   // not shown.
   void set_http_stats(std::function<http::ServerStats()> stats) { http_stats_ = std::move(stats); }
+  // This berthd's part in the control plane, for /healthz and /readyz:
+  // {"role": "leader", "term": N, "leading_since": MS} with several berthd
+  // on PostgreSQL. Unset: {"role": "single"}.
+  void set_leadership(std::function<nlohmann::json()> role) { leadership_ = std::move(role); }
   // GPU telemetry history (api_telemetry.cc); null: the telemetry endpoints
   // answer Unavailable, jobs show no utilization and /metrics no DCGM gauges.
   void set_telemetry(store::TelemetryStore* telemetry) { telemetry_ = telemetry; }
@@ -277,6 +281,7 @@ class Api {
                          const http::Response& res);
 
   std::function<http::ServerStats()> http_stats_;
+  std::function<nlohmann::json()> leadership_;
   Controller& controller_;
   store::Store& store_;
   Authorizer& auth_;

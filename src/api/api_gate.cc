@@ -33,7 +33,7 @@ bool Api::Admit(RateLimiter& limiter, const std::string& key, http::Response& re
 }
 
 bool Api::Gate(const http::Request& req, http::Response& res) {
-  if (req.path == "/healthz") return false;  // probes are never limited
+  if (req.path == "/healthz" || req.path == "/readyz") return false;  // probes are never limited
   // Before anything is verified: the source address. A token's own limit
   // applies once it is verified (the guard in Api::Route).
   if (source_limiter_ != nullptr && !Admit(*source_limiter_, SourceKey(req.remote_addr), res)) {

@@ -11,7 +11,8 @@ std::string_view OpenApiDocument() {
     "description": "Berth's control-plane API: submit and manage GPU jobs, read the inventory, version the scheduling policy. Errors are {\"error\": {\"code\", \"message\", \"field\"}} where field names the offending input."
   },
   "paths": {
-    "/healthz": {"get": {"summary": "Liveness", "responses": {"200": {"description": "berthd is serving"}}}},
+    "/healthz": {"get": {"summary": "Liveness, and this berthd's role (single, leader or standby)", "responses": {"200": {"description": "berthd is serving"}}}},
+    "/readyz": {"get": {"summary": "Readiness: 200 on the berthd that serves the API (single or leader), 503 on a standby", "responses": {"200": {"description": "this berthd serves the API"}, "503": {"description": "a standby: send requests to the leader"}}}},
     "/v1/openapi.json": {"get": {"summary": "This document", "responses": {"200": {"description": "OpenAPI 3 document"}}}},
     "/v1/jobs": {
       "post": {

@@ -49,6 +49,7 @@ std::vector<RouteRule> BuildRules() {
   // request_decode_test.cc checks every registered route has a rule.
   return {
       {"GET", "/healthz", {}, BodyKind::kNone},
+      {"GET", "/readyz", {}, BodyKind::kNone},
       {"GET", "/v1/openapi.json", {}, BodyKind::kNone},
       {"POST", "/v1/jobs", {}, BodyKind::kJobSpec},
       {"GET",

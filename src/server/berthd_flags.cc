@@ -37,6 +37,11 @@ void AddCoreFlags(CLI::App& app, BerthdFlags& f) {
       "Where the state lives: left out, SQLite in --data-dir; postgresql://HOST[:PORT]/DB "
       "(or libpq's key=value form) for a PostgreSQL database that several berthd may "
       "share. No password here: put it in a pgpass file (passfile=... or PGPASSFILE)");
+  app.add_option("--leader-ttl", f.leader_ttl,
+                 "With --store postgresql://: several berthd share the database and one leads; "
+                 "a standby takes over this long after the leader's last renewal (renewed "
+                 "every quarter of it)")
+      ->capture_default_str();
   app.add_option("--listen", f.listen, "HOST:PORT of the REST API (loopback by default)")
       ->capture_default_str();
   app.add_option("--agent-listen", f.agent_listen, "HOST:PORT where berth-agents connect (gRPC)")

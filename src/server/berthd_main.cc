@@ -18,6 +18,8 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <atomic>
 #include <sstream>
 #include <thread>
 
@@ -29,6 +31,7 @@
 #include "api/api.h"
 #include "api/auth.h"
 #include "api/bootstrap.h"
+#include "api/render.h"
 #include "common/clock.h"
 #include "common/units.h"
 #include "control/agent_service.h"
@@ -46,6 +49,7 @@
 #include "store/audit_log.h"
 #include "store/identity_store.h"
 #include "store/meter_store.h"
+#include "store/pg_leadership.h"
 #include "store/sqlite_store.h"
 #include "store/telemetry_store.h"
 #include "store/traffic_store.h"
@@ -293,6 +297,8 @@ berth::Error Invalid(std::string message) {
 struct Settings {
   // Where every store keeps its state (--store, --data-dir).
   berth::store::StoreLocation state{std::filesystem::path()};
+  // With a PostgreSQL store: the leadership lease's timings (--leader-ttl).
+  berth::store::LeadershipOptions leadership;
   std::pair<std::string, int> listen;
   std::pair<std::string, int> agent_listen;
   std::int64_t lease_ms = 0;
@@ -476,6 +482,18 @@ Result<Settings> CheckFlags(const BerthdFlags& f) {
                        fmt::format("--store: {}", state.error().message), "store");
   }
   s.state = std::move(*state);
+  if (s.state.postgres()) {
+    auto ttl = berth::ParseDurationMs(f.leader_ttl);
+    if (!ttl || *ttl < 3000 || *ttl > 600'000) {
+      return std::unexpected(Invalid(fmt::format(
+          "--leader-ttl '{}': use a duration from 3s to 10m, such as 4s (a standby takes over "
+          "this long after the leader's last renewal)",
+          f.leader_ttl)));
+    }
+    s.leadership.ttl = std::chrono::milliseconds(*ttl);
+    s.leadership.renew_every = std::chrono::milliseconds(*ttl / 4);
+    s.leadership.retry_every = std::chrono::milliseconds(std::min<std::int64_t>(200, *ttl / 10));
+  }
   if (auto st = CheckListeners(f, s); !st) return std::unexpected(st.error());
   if (auto st = CheckTimings(f, s); !st) return std::unexpected(st.error());
   if (auto st = CheckTelemetry(f, s); !st) return std::unexpected(st.error());
@@ -519,6 +537,9 @@ Result<Settings> CheckFlags(const BerthdFlags& f) {
 // built, so they are destroyed in the reverse order.
 struct Daemon {
   berth::SystemClock clock;
+  // With a PostgreSQL store: this berthd's part in the leadership. Last to
+  // go, so its renewals go on until everything else has stopped.
+  std::unique_ptr<berth::store::Leadership> leadership;
   std::unique_ptr<berth::store::SqliteStore> store;
   berth::sched::CoreScheduler scheduler;
   std::unique_ptr<berth::store::AuditLog> audit;
@@ -549,6 +570,90 @@ struct Daemon {
   std::optional<berth::server::Authorizer> authorizer;
   std::optional<berth::server::Api> api;
 };
+
+// A standby's answers while it waits for the lease: /healthz says who
+// leads; /readyz and every other request get 503, so that load balancers
+// and clients with every control-plane address move to the leader.
+// Standbys serve no reads: they hold no state until they lead, and the
+// leader's answers are the only ones that are up to date.
+void AnswerAsStandby(const berth::store::Leadership& lead, const berth::http::Request& req,
+                     berth::http::Response& res) {
+  const berth::store::LeaseState lease = lead.last_seen();
+  nlohmann::json body{{"role", "standby"}, {"leader", lease.holder}, {"term", lease.term}};
+  if (req.path == "/healthz") {
+    body["status"] = "ok";
+    res.status = 200;
+  } else {
+    const std::string leader =
+        lease.holder.empty() ? std::string("no berthd leads yet") : lease.holder + " leads";
+    body.update(berth::server::ErrorJson(berth::Error{
+        berth::Code::kUnavailable,
+        fmt::format("this berthd is a standby ({}, term {}): send requests to the leader; "
+                    "clients given every control-plane address move on by themselves",
+                    leader, lease.term),
+        ""}));
+    body["status"] = "standby";
+    res.status = 503;
+    res.set_header("Retry-After", "1");
+  }
+  res.set_content(body.dump(), "application/json");
+}
+
+// Several berthd on one PostgreSQL database: waits, as a standby, until
+// this one takes the leadership lease, and returns its term. Meanwhile a
+// standby server on --listen answers probes and turns requests away. A
+// SIGINT or SIGTERM ends the wait: nullopt.
+berth::Result<std::optional<std::int64_t>> StandBy(const BerthdFlags& f, const Settings& s, sigset_t& signals,
+                                    Daemon& d) {
+  const std::string api_url =
+      f.api_url.empty() ? DefaultApiUrl(!f.plain_http, s.listen.first, s.listen.second)
+                        : f.api_url;
+  std::array<char, 256> host{};
+  gethostname(host.data(), host.size() - 1);
+  auto leadership = berth::store::Leadership::Open(
+      s.state.conninfo, fmt::format("{} (pid {} on {})", api_url, getpid(), host.data()),
+      d.clock, s.leadership);
+  if (!leadership) return std::unexpected(leadership.error());
+  d.leadership = std::move(*leadership);
+  berth::store::Leadership& lead = *d.leadership;
+
+  berth::http::ServerOptions options = s.http;
+  if (!f.plain_http) options.tls = berth::http::TlsFiles{d.tls->cert_file, d.tls->key_file};
+  berth::http::Server standby(options);
+  standby.set_inline_paths({"/healthz", "/readyz"});
+  standby.set_pre_routing(
+      [&lead](const berth::http::Request& req, berth::http::Response& res) {
+        AnswerAsStandby(lead, req, res);
+        return true;
+      });
+  if (auto bound = standby.Bind(s.listen.first, static_cast<std::uint16_t>(s.listen.second));
+      !bound) {
+    return std::unexpected(Invalid(fmt::format("{} (--listen)", bound.error().message)));
+  }
+  standby.Start();
+  // Signals end the wait; the loop ends with it (sigtimedwait, so that
+  // no signal is left for a waiter that is gone).
+  std::atomic<bool> waiting{true};
+  std::atomic<bool> signalled{false};
+  std::thread waiter([&] {
+    const timespec tick{0, 100'000'000};
+    while (waiting.load()) {
+      if (sigtimedwait(&signals, nullptr, &tick) > 0) {
+        spdlog::info("signal while standing by: shutting down");
+        signalled.store(true);
+        lead.Stop();
+        return;
+      }
+    }
+  });
+  auto term = lead.Acquire();
+  waiting.store(false);
+  waiter.join();
+  standby.Stop();
+  if (signalled.load()) return std::nullopt;
+  if (!term) return std::unexpected(term.error());
+  return *term;
+}
 
 // The data dir's stores, metering, and the controller on them.
 berth::Status OpenStores(const BerthdFlags& f, const Settings& s, Daemon& d) {
@@ -824,6 +929,14 @@ berth::Status StartApi(const BerthdFlags& f, const Settings& s, Daemon& d) {
   api.set_alerts(&*d.alert_router);
   api.set_metrics(&d.metrics);
   api.set_http_stats([&d] { return d.http->stats(); });
+  if (d.leadership) {
+    api.set_leadership([lead = d.leadership.get()] {
+      return nlohmann::json{{"role", "leader"},
+                            {"leader", lead->holder()},
+                            {"term", lead->term()},
+                            {"leading_since", lead->leading_since()}};
+    });
+  }
   api.set_telemetry(d.telemetry.get());
   api.set_traffic(d.traffic.get());
   api.set_services(&*d.services);
@@ -962,7 +1075,27 @@ int main(int argc, char** argv) {
     if (!setup) return Fatal(setup.error().message);
     d.tls = std::move(*setup);
   }
+  if (settings->state.postgres()) {
+    auto term = StandBy(flags, *settings, signals, d);
+    if (!term) return Fatal(term.error().message);
+    if (!*term) return 0;  // a signal while standing by
+    // Every connection the stores open writes for this term, and the
+    // database's fence refuses them once another berthd takes over.
+    settings->state.fence_term = **term;
+  }
   if (auto st = OpenStores(flags, *settings, d); !st) return Fatal(st.error().message);
+  if (d.leadership) {
+    if (auto st = d.leadership->InstallWriteFence(); !st) return Fatal(st.error().message);
+    d.leadership->KeepRenewing([](const std::string& why) {
+      // Nothing of this term may go on: not a dispatch, not a reply. The
+      // fence already refuses its writes; exiting ends its reads and its
+      // streams, and the supervisor starts it again as a standby.
+      spdlog::critical("leadership lost ({}): exiting so that this berthd restarts as a standby",
+                       why);
+      spdlog::shutdown();
+      std::_Exit(75);
+    });
+  }
   if (auto st = SetUpAlerts(flags, d); !st) return Fatal(st.error().message);
   if (auto st = StartGateway(flags, *settings, d); !st) return Fatal(st.error().message);
   if (auto st = StartAgentService(flags, *settings, d); !st) return Fatal(st.error().message);

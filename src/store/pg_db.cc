@@ -108,6 +108,8 @@ Code PgCodeFor(std::string_view s) {
   if (s == "25006")
     return Code::kUnavailable;  // read_only_sql_transaction: a standby, not the primary
   if (s == "53300") return Code::kUnavailable;  // too_many_connections
+  // Berth's write fence (pg_lease.h): this session's leader was deposed.
+  if (s == "BF001") return Code::kFailedPrecondition;
   const std::string_view cls = s.substr(0, 2);
   // Foreign key, NOT NULL, CHECK, exclusion: the write refers to or breaks
   // the state it found.

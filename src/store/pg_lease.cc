@@ -129,6 +129,54 @@ Status CheckFence(PgTransaction& tx, std::int64_t term) {
   return Ok();
 }
 
+Status InstallWriteFence(PgConnection& conn) {
+  BERTH_RETURN_IF_ERROR(EnsureLeaseTable(conn));
+  PgTransaction tx(conn);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
+  BERTH_RETURN_IF_ERROR(conn.Exec(fmt::format("SELECT pg_advisory_xact_lock({})", kLeaseDdlLock)));
+  // The share lock holds until the writing transaction ends, so a takeover
+  // (an UPDATE of the row) waits for it, and every statement after the
+  // takeover reads the new term: a deposed leader commits nothing.
+  BERTH_RETURN_IF_ERROR(conn.Exec(R"sql(
+CREATE OR REPLACE FUNCTION berth_write_fence() RETURNS trigger LANGUAGE plpgsql AS $fence$
+DECLARE
+  lease_holder TEXT;
+  lease_term BIGINT;
+  session_term TEXT := coalesce(nullif(current_setting('berth.term', true), ''), 'none');
+BEGIN
+  SELECT holder, term INTO lease_holder, lease_term FROM leader_lease WHERE id = 1 FOR SHARE;
+  IF lease_holder IS NULL OR lease_holder = '' THEN
+    RETURN NULL;
+  END IF;
+  IF session_term <> lease_term::text THEN
+    RAISE EXCEPTION 'deposed: this session writes for term %, the lease is at term %, held by %',
+      session_term, lease_term, lease_holder
+      USING ERRCODE = 'BF001';
+  END IF;
+  RETURN NULL;
+END
+$fence$)sql"));
+  BERTH_RETURN_IF_ERROR(conn.Exec(R"sql(
+DO $install$
+DECLARE
+  t TEXT;
+BEGIN
+  FOR t IN SELECT tablename FROM pg_tables
+           WHERE schemaname = current_schema() AND tablename <> 'leader_lease' LOOP
+    EXECUTE format('CREATE OR REPLACE TRIGGER berth_write_fence'
+                   ' BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON %I'
+                   ' FOR EACH STATEMENT EXECUTE FUNCTION berth_write_fence()', t);
+  END LOOP;
+END
+$install$)sql"));
+  return tx.Commit();
+}
+
+Status WriteForTerm(PgConnection& conn, std::int64_t term) {
+  if (term <= 0) return InvalidField("term", fmt::format("a term is positive, not {}", term));
+  return conn.Exec(fmt::format("SELECT set_config('berth.term', '{}', false)", term));
+}
+
 Status RunFencedTransaction(PgConnection& conn, std::int64_t term, const TxOptions& options,
                             const std::function<Status(PgTransaction&)>& body, int* attempts) {
   return RunTransaction(

@@ -88,6 +88,24 @@ struct LeaseAttempt {
 // with 40001 instead, and RunTransaction's next run meets the new term here.
 [[nodiscard]] Status CheckFence(PgTransaction& tx, std::int64_t term);
 
+// The fence in the database itself: a statement trigger on every table of
+// the schema (but leader_lease) that share-locks the lease row, as
+// CheckFence does, and refuses the statement (SQLSTATE BF001, read as
+// kFailedPrecondition "deposed: ...") unless the session declared the
+// lease's term with WriteForTerm. Every write is fenced this way, in a
+// transaction or not, whichever store or connection makes it, without
+// the stores' code knowing. It engages once a berthd has held the lease:
+// a database no berthd ever led (one berthd on PostgreSQL, a test) is not
+// fenced. Run again after migrations that add tables; safe from several
+// processes at once.
+[[nodiscard]] Status InstallWriteFence(PgConnection& conn);
+
+// Declares that this session writes for the leader of `term` (a session
+// setting, berth.term): the write fence lets its statements through while
+// the lease is at `term`. A session that reconnects has lost it, and is
+// refused: it fails closed.
+[[nodiscard]] Status WriteForTerm(PgConnection& conn, std::int64_t term);
+
 // Runs `body` as RunTransaction does, with CheckFence(term) first.
 [[nodiscard]] Status RunFencedTransaction(PgConnection& conn, std::int64_t term,
                                           const TxOptions& options,

@@ -365,13 +365,28 @@ Result<StoreLocation> ParseStoreLocation(std::string_view value,
                       "--store out to keep the state in SQLite under --data-dir");
 }
 
+namespace {
+
+// A PostgreSQL connection that declares the term it writes for, if any.
+Result<Database> ConnectFenced(const StoreLocation& where) {
+  auto db = Database::Connect(where.conninfo);
+  if (!db) return std::unexpected(db.error());
+  if (where.fence_term > 0) {
+    BERTH_RETURN_IF_ERROR(db->Exec(
+        fmt::format("SELECT set_config('berth.term', '{}', false)", where.fence_term)));
+  }
+  return db;
+}
+
+}  // namespace
+
 Result<Database> OpenStateDatabase(const StoreLocation& where) {
-  if (where.postgres()) return Database::Connect(where.conninfo);
+  if (where.postgres()) return ConnectFenced(where);
   return Database::OpenState(where.data_dir);
 }
 
 Result<Database> OpenReadDatabase(const StoreLocation& where) {
-  if (where.postgres()) return Database::Connect(where.conninfo);
+  if (where.postgres()) return ConnectFenced(where);
   return Database::OpenReader((where.data_dir / "berth.db").string());
 }
 

@@ -203,6 +203,11 @@ struct StoreLocation {
 
   std::filesystem::path data_dir;
   std::string conninfo;
+  // On PostgreSQL with leadership: the term of the lease this berthd holds.
+  // Every connection opened from here declares it (WriteForTerm), so the
+  // database's write fence lets its writes through only while that term
+  // leads. 0: none declared (one berthd, no lease, or a tool).
+  std::int64_t fence_term = 0;
 };
 
 // berthd's --store value: empty is SQLite in `data_dir`; "sqlite:DIR" is

@@ -225,7 +225,7 @@ void SqliteStore::OnRowChanged(void* self, std::string_view table, std::int64_t 
 }
 
 Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const StoreLocation& where, TimeMs now) {
-  if (where.postgres()) return OpenPostgres(where.conninfo, now);
+  if (where.postgres()) return OpenPostgres(where, now);
   const std::filesystem::path& data_dir = where.data_dir;
   auto db = Database::OpenState(data_dir);
   if (!db) return std::unexpected(db.error());
@@ -237,11 +237,11 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const StoreLocation& wher
   return store;
 }
 
-Result<std::unique_ptr<SqliteStore>> SqliteStore::OpenPostgres(const std::string& conninfo,
+Result<std::unique_ptr<SqliteStore>> SqliteStore::OpenPostgres(const StoreLocation& where,
                                                                TimeMs now) {
-  auto db = Database::Connect(conninfo);
+  auto db = OpenStateDatabase(where);
   if (!db) return std::unexpected(db.error());
-  auto reader = Database::Connect(conninfo);
+  auto reader = OpenReadDatabase(where);
   if (!reader) return std::unexpected(reader.error());
   std::unique_ptr<SqliteStore> store(new SqliteStore(std::move(*db), std::move(*reader), {}));
   BERTH_RETURN_IF_ERROR(store->MigratePostgres(now));

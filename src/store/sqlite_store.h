@@ -164,7 +164,7 @@ class SqliteStore final : public Store {
   static void OnRowChanged(void* self, std::string_view table, std::int64_t rowid);
   // Brings pending_ up to date with berth.db (mu_ held).
   Status RefreshPending();
-  static Result<std::unique_ptr<SqliteStore>> OpenPostgres(const std::string& conninfo, TimeMs now);
+  static Result<std::unique_ptr<SqliteStore>> OpenPostgres(const StoreLocation& where, TimeMs now);
   Status Migrate(TimeMs now);
   Status MigratePostgres(TimeMs now);
   Status FinishMigration(bool had_queue_tables, TimeMs now);

@@ -277,5 +277,72 @@ TEST_F(PgLeaseTest, BadArgumentsAndAFenceOutsideATransactionAreRefused) {
   EXPECT_EQ(lease->term, 0);
 }
 
+// The write fence in the database: every statement of a session is checked,
+// in a transaction or not, without the writer's code knowing.
+class PgWriteFenceTest : public PgLeaseTest {
+ protected:
+  void SetUp() override {
+    PgLeaseTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    ASSERT_TRUE(InstallWriteFence(*a_));
+    ASSERT_TRUE(InstallWriteFence(*b_));  // twice, from two sessions: the same fence
+  }
+};
+
+TEST_F(PgWriteFenceTest, ADatabaseNoBerthdEverLedIsNotFenced) {
+  // One berthd on PostgreSQL, or a tool: no lease, no term, writes go on.
+  EXPECT_TRUE(InsertPlacement(*a_, "job-1", "tool", 0));
+  EXPECT_EQ(PlacedBy("job-1"), "tool");
+}
+
+TEST_F(PgWriteFenceTest, OnlyTheSessionsOfTheLeasesTermWriteAndADeposedOnesAreRefused) {
+  ASSERT_EQ(Acquire(*a_, "berthd-a", kT0), 1);
+  ASSERT_TRUE(WriteForTerm(*a_, 1));
+  ASSERT_TRUE(InsertPlacement(*a_, "job-1", "berthd-a", 1));  // no transaction, no CheckFence
+
+  // A session that declared no term (a standby, a stray tool) is refused.
+  auto stray = InsertPlacement(*b_, "job-2", "stray", 0);
+  ASSERT_FALSE(stray.has_value());
+  EXPECT_EQ(stray.error().code, Code::kFailedPrecondition);
+  EXPECT_THAT(stray.error().message,
+              HasSubstr("deposed: this session writes for term none, the lease is at term 1"));
+
+  // a's lease lapses and b takes over: a's next statements, of any kind,
+  // are refused; b's go through once it declares its term.
+  ASSERT_EQ(Acquire(*b_, "berthd-b", kT0 + 10'000), 2);
+  for (const char* sql : {"INSERT INTO placements VALUES ('job-3', 'berthd-a', 1)",
+                          "UPDATE placements SET leader = 'berthd-a' WHERE job = 'job-1'",
+                          "DELETE FROM placements", "TRUNCATE placements"}) {
+    auto refused = a_->Exec(sql);
+    ASSERT_FALSE(refused.has_value()) << sql;
+    EXPECT_EQ(refused.error().code, Code::kFailedPrecondition) << sql;
+    EXPECT_THAT(refused.error().message, HasSubstr("SQLSTATE BF001")) << sql;
+  }
+  EXPECT_EQ(PlacedBy("job-1"), "berthd-a");
+  EXPECT_EQ(PlacedBy("job-3"), "");
+  ASSERT_TRUE(WriteForTerm(*b_, 2));
+  EXPECT_TRUE(InsertPlacement(*b_, "job-3", "berthd-b", 2));
+  EXPECT_EQ(PlacedBy("job-3"), "berthd-b");
+  EXPECT_FALSE(WriteForTerm(*a_, 0).has_value());  // no term 0
+}
+
+TEST_F(PgWriteFenceTest, ATakeoverWaitsForTheFencedStatementsTransactionInFlight) {
+  ASSERT_EQ(Acquire(*a_, "berthd-a", kT0), 1);
+  ASSERT_TRUE(WriteForTerm(*a_, 1));
+  PgTransaction tx(*a_);
+  ASSERT_TRUE(tx.Begin());
+  ASSERT_TRUE(InsertPlacement(*a_, "job-1", "berthd-a", 1));  // share-locks the lease row
+  // b's takeover waits for a's transaction: a commits at its own term.
+  auto takeover = std::async(std::launch::async, [&] {
+    return TryAcquireLease(*b_, "berthd-b", kT0 + 10'000, kTtl);
+  });
+  EXPECT_EQ(takeover.wait_for(300ms), std::future_status::timeout);
+  ASSERT_TRUE(tx.Commit());
+  auto took = takeover.get();
+  ASSERT_TRUE(took.has_value()) << took.error().message;
+  EXPECT_TRUE(took->acquired);
+  EXPECT_EQ(PlacedBy("job-1"), "berthd-a");
+}
+
 }  // namespace
 }  // namespace berth::store

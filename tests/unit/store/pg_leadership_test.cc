@@ -1,0 +1,88 @@
+// Leadership (store/pg_leadership.h) of two berthd played by two Leadership
+// objects on one real server with a manual clock: the first takes the
+// lease, the second stands by and sees who leads; when the leader's lease
+// lapses (its clock jumped past it, as after a pause) it steps down by
+// itself and the standby takes over at the next term.
+#include "store/pg_leadership.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <string>
+
+#include "support/pg_fixture.h"
+
+namespace berth::store {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::AnyOf;
+using ::testing::HasSubstr;
+
+const LeadershipOptions kFast{3000ms, 100ms, 20ms};
+
+class PgLeadershipTest : public tests::PgServerTest {
+ protected:
+  std::unique_ptr<Leadership> Open(const std::string& holder) {
+    auto lead = Leadership::Open(server_->conninfo(), holder, clock_, kFast);
+    EXPECT_TRUE(lead.has_value()) << lead.error().message;
+    return lead ? std::move(*lead) : nullptr;
+  }
+
+  ManualClock clock_;
+};
+
+TEST_F(PgLeadershipTest, TheStandbyTakesOverOnceTheLeadersLeaseLapsesAndTheLeaderStepsDown) {
+  auto a = Open("berthd-a");
+  auto b = Open("berthd-b");
+  ASSERT_TRUE(a && b);
+  auto a_term = a->Acquire();
+  ASSERT_TRUE(a_term.has_value()) << a_term.error().message;
+  EXPECT_EQ(*a_term, 1);
+  EXPECT_TRUE(a->leading());
+  EXPECT_EQ(a->leading_since(), clock_.NowMs());
+  std::promise<std::string> lost;
+  a->KeepRenewing([&](const std::string& why) { lost.set_value(why); });
+
+  // b stands by while a renews, and knows who leads.
+  auto b_term = std::async(std::launch::async, [&] { return b->Acquire(); });
+  EXPECT_EQ(b_term.wait_for(400ms), std::future_status::timeout);
+  EXPECT_FALSE(b->leading());
+  EXPECT_EQ(b->last_seen().holder, "berthd-a");
+  EXPECT_EQ(b->last_seen().term, 1);
+
+  // Time jumps past a's lease: a cannot renew and steps down; b takes over.
+  clock_.Advance(3001);
+  auto got = b_term.get();
+  ASSERT_TRUE(got.has_value()) << got.error().message;
+  EXPECT_EQ(*got, 2);
+  EXPECT_TRUE(b->leading());
+  auto why = lost.get_future();
+  ASSERT_EQ(why.wait_for(5s), std::future_status::ready);
+  EXPECT_THAT(why.get(), AnyOf(HasSubstr("lapsed"), HasSubstr("deposed")));
+  EXPECT_FALSE(a->leading());
+}
+
+TEST_F(PgLeadershipTest, StopEndsAStandbysWaitAndBadTimingsAreRefused) {
+  auto a = Open("berthd-a");
+  auto b = Open("berthd-b");
+  ASSERT_TRUE(a && b);
+  ASSERT_TRUE(a->Acquire().has_value());
+  auto waiting = std::async(std::launch::async, [&] { return b->Acquire(); });
+  EXPECT_EQ(waiting.wait_for(200ms), std::future_status::timeout);
+  b->Stop();
+  auto ended = waiting.get();
+  ASSERT_FALSE(ended.has_value());
+  EXPECT_EQ(ended.error().code, Code::kUnavailable);
+
+  auto slow = CheckLeadershipOptions(LeadershipOptions{3000ms, 2000ms, 100ms}, "--leader-ttl");
+  ASSERT_FALSE(slow.has_value());
+  EXPECT_EQ(slow.error().field, "--leader-ttl");
+  EXPECT_THAT(slow.error().message, HasSubstr("three renewals"));
+  EXPECT_FALSE(Leadership::Open(server_->conninfo(), "", clock_, kFast).has_value());
+}
+
+}  // namespace
+}  // namespace berth::store
