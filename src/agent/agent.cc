@@ -1,5 +1,6 @@
 #include "agent/agent.h"
 
+#include <arpa/inet.h>
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
@@ -8,9 +9,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <ranges>
 
 #include "agent/atomic_file.h"
 #include "common/hash.h"
@@ -479,7 +482,7 @@ void Agent::WorkerLoop() {
       next_channel_.reset();
     }
     bool registered = RunConnection();
-    failures = registered ? 0 : std::min(failures + 1, 5);
+    failures = registered ? 0 : std::min(failures + 1, 3);
     std::int64_t backoff = options_.reconnect_backoff_ms << std::max(failures - 1, 0);
     // One more try just before the fence time: a berthd back by then
     // spares the runs.
@@ -798,6 +801,44 @@ void Agent::OnCertificateIssued(const v1::CertificateIssued& msg) {
       "presents it (next renewal from {})",
       FormatTimeMs(info->not_after_ms), renewal.cert_file.string(), renewal.key_file.string(),
       FormatTimeMs(renew_at_ms_));
+}
+
+Result<std::string> AgentTarget(std::string_view servers) {
+  if (servers.find(',') == std::string_view::npos) {
+    if (servers.empty()) return InvalidField("server", "give berthd's agent endpoint HOST:PORT");
+    return std::string(servers);
+  }
+  std::string family;
+  std::string out;
+  for (auto part : servers | std::views::split(',')) {
+    const std::string address(part.begin(), part.end());
+    const auto colon = address.rfind(':');
+    std::string host = colon == std::string::npos ? address : address.substr(0, colon);
+    const std::string port = colon == std::string::npos ? "" : address.substr(colon + 1);
+    const bool v6 = host.size() > 2 && host.front() == '[' && host.back() == ']';
+    if (v6) host = host.substr(1, host.size() - 2);
+    std::array<unsigned char, 16> bytes{};
+    const bool literal = inet_pton(v6 ? AF_INET6 : AF_INET, host.c_str(), bytes.data()) == 1;
+    const bool port_ok = !port.empty() && port.size() <= 5 &&
+                         std::ranges::all_of(port, [](char c) { return c >= '0' && c <= '9'; }) &&
+                         std::stoi(port) > 0 && std::stoi(port) <= 65535;
+    if (!literal || !port_ok) {
+      return InvalidField(
+          "server",
+          fmt::format("'{}' in the list is not IP:PORT: several control-plane addresses are IP "
+                      "literals with ports (10.0.0.1:7461,10.0.0.2:7461, [fd00::1]:7461,...); "
+                      "for host names give one DNS name that resolves to every berthd",
+                      address));
+    }
+    const std::string this_family = v6 ? "ipv6" : "ipv4";
+    if (!family.empty() && family != this_family) {
+      return InvalidField("server", "the control-plane addresses are all IPv4 or all IPv6");
+    }
+    family = this_family;
+    out += out.empty() ? family + ":" : ",";
+    out += address;
+  }
+  return out;
 }
 
 std::shared_ptr<grpc::Channel> MakeAgentChannel(const std::string& target,

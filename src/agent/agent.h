@@ -42,7 +42,9 @@ struct AgentOptions {
   std::filesystem::path data_dir;
   std::filesystem::path shim_path;
   std::int64_t poll_interval_ms = 100;
-  std::int64_t reconnect_backoff_ms = 500;  // doubles per failure, up to 16x
+  // Doubles per failure, up to 4x (2 s): an agent finds a restarted berthd,
+  // or the standby that took over, within about 2 s of it listening.
+  std::int64_t reconnect_backoff_ms = 500;
   // How often GPU health is polled from the provider; changes since the
   // last report are sent to berthd (GpuHealthChanged).
   std::int64_t health_interval_ms = 2'000;
@@ -196,6 +198,16 @@ struct AgentTls {
   // host (GRPC_SSL_TARGET_NAME_OVERRIDE_ARG); empty: the host.
   std::string server_name;
 };
+
+// The gRPC target for berth-agent's --server: one HOST:PORT as it is, or
+// several control-plane addresses "IP:PORT,IP:PORT,..." (a berthd and its
+// standbys) as one target of them all ("ipv4:..." or "ipv6:..."). gRPC's
+// pick_first tries them in order and keeps the first that takes the
+// stream; only the leading berthd listens for agents, so after a takeover
+// the agent's next connection finds the new leader. Several addresses are
+// IP literals of one family (a DNS name that resolves to every berthd
+// does the same as one HOST:PORT). Errors name the field "server".
+Result<std::string> AgentTarget(std::string_view servers);
 
 // A channel to berthd with reconnect backoff capped at 2 s, so an agent
 // notices a restarted berthd quickly: mutual TLS with `tls`, else insecure

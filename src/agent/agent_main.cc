@@ -88,7 +88,9 @@ struct AgentFlags {
 };
 
 void AddFlags(CLI::App& app, AgentFlags& f) {
-  app.add_option("--server", f.server, "berthd agent endpoint HOST:PORT (env BERTH_AGENT_SERVER)")
+  app.add_option("--server", f.server,
+                 "berthd agent endpoint HOST:PORT, or every control-plane berthd's as "
+                 "IP:PORT,IP:PORT (the agent follows the leader) (env BERTH_AGENT_SERVER)")
       ->capture_default_str();
   app.add_option("--data-dir", f.data_dir,
                  "where run directories live; jobs are recovered from here after a restart")
@@ -300,8 +302,20 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   spdlog::set_default_logger(spdlog::stderr_color_mt("berth-agent"));
 
+  auto target = agent::AgentTarget(f.server);
+  if (!target) {
+    return Fatal(Invalid(fmt::format("--server: {}", target.error().message)));
+  }
   auto tls = CheckTls(f);
   if (!tls) return Fatal(tls.error());
+  if (*tls && (*tls)->server_name.empty() && f.server.find(',') != std::string::npos) {
+    // One name for the whole control plane: every berthd's certificate
+    // carries the first address (docs/operations.md, "High availability").
+    std::string first = f.server.substr(0, f.server.find(','));
+    first = first.substr(0, first.rfind(':'));
+    if (first.size() > 2 && first.front() == '[') first = first.substr(1, first.size() - 2);
+    (*tls)->server_name = first;
+  }
   auto node = LoadNode(f);
   if (!node) return Fatal(node.error());
   auto options = CheckOptions(f);
@@ -330,7 +344,7 @@ int main(int argc, char** argv) {
     renewal.cert_file = f.tls_cert;
     renewal.key_file = f.tls_key;
     renewal.cert_pem = (*tls)->cert_pem;
-    renewal.channel = [server = f.server, base = **tls](const std::string& cert_pem,
+    renewal.channel = [server = *target, base = **tls](const std::string& cert_pem,
                                                         const std::string& key_pem) {
       agent::AgentTls next = base;
       next.cert_pem = cert_pem;
@@ -341,7 +355,7 @@ int main(int argc, char** argv) {
   }
   berth::SystemClock clock;
   agent::Agent agent(*options, std::move(node->info), std::move(node->provider),
-                     agent::MakeAgentChannel(f.server, *tls), clock);
+                     agent::MakeAgentChannel(*target, *tls), clock);
   agent.Start();
 
   int sig = 0;

@@ -1082,6 +1082,7 @@ int main(int argc, char** argv) {
     // Every connection the stores open writes for this term, and the
     // database's fence refuses them once another berthd takes over.
     settings->state.fence_term = **term;
+    settings->state.fence_idle_ms = settings->leadership.ttl.count();
   }
   if (auto st = OpenStores(flags, *settings, d); !st) return Fatal(st.error().message);
   if (d.leadership) {

@@ -374,6 +374,11 @@ Result<Database> ConnectFenced(const StoreLocation& where) {
   if (where.fence_term > 0) {
     BERTH_RETURN_IF_ERROR(db->Exec(
         fmt::format("SELECT set_config('berth.term', '{}', false)", where.fence_term)));
+    if (where.fence_idle_ms > 0) {
+      BERTH_RETURN_IF_ERROR(db->Exec(fmt::format(
+          "SELECT set_config('idle_in_transaction_session_timeout', '{}', false)",
+          where.fence_idle_ms)));
+    }
   }
   return db;
 }

@@ -208,6 +208,11 @@ struct StoreLocation {
   // database's write fence lets its writes through only while that term
   // leads. 0: none declared (one berthd, no lease, or a tool).
   std::int64_t fence_term = 0;
+  // With fence_term: PostgreSQL ends a session of this berthd that sits
+  // idle inside a transaction this long (idle_in_transaction_session_
+  // timeout), so that a leader paused mid-transaction, whose share lock on
+  // the lease holds a takeover back, lets it go. 0: no limit.
+  std::int64_t fence_idle_ms = 0;
 };
 
 // berthd's --store value: empty is SQLite in `data_dir`; "sqlite:DIR" is

@@ -407,7 +407,7 @@ std::string Berthd::log() const {
   return ReadFile(dir_ / "berthd.log");
 }
 
-bool Berthd::Start(Ms timeout) {
+void Berthd::Launch() {
   std::vector<std::string> args;
   if (options_.all_in_one) args.emplace_back("--all-in-one");
   args.insert(args.end(),
@@ -427,18 +427,50 @@ bool Berthd::Start(Ms timeout) {
   }
   fs::path binary = options_.binary.empty() ? BinDir() / "berthd" : options_.binary;
   process_ = std::make_unique<Process>(binary, args, dir_ / "berthd.log", options_.env);
-  bool up = WaitFor([&] { return !process_->running() || http_.Get("/healthz").status == 200; },
+}
+
+bool Berthd::Start(Ms timeout) {
+  Launch();
+  // /readyz: the API serves (a standby answers /healthz, never /readyz).
+  bool up = WaitFor([&] { return !process_->running() || http_.Get("/readyz").status == 200; },
                     timeout) &&
             process_->running();
-  if (up) {
-    // The bootstrap admin's token: the harness's HTTP client and every berth
-    // CLI this test process starts act as the platform admin.
-    std::string token = ReadFile(data_dir_ / "bootstrap-token");
-    while (!token.empty() && (token.back() == '\n' || token.back() == ' ')) token.pop_back();
-    http_.set_token(token);
-    ::setenv("BERTH_TOKEN", token.c_str(), 1);  // NOLINT(concurrency-mt-unsafe)
-  }
+  if (up) UseBootstrapToken();
   return up;
+}
+
+bool Berthd::StartStandby(Ms timeout) {
+  Launch();
+  return WaitFor(
+             [&] {
+               if (!process_->running()) return true;
+               Reply r = http_.Get("/healthz");
+               return r.status == 200 && r.body.is_object() && r.body.value("role", "") == "standby";
+             },
+             timeout) &&
+         process_->running();
+}
+
+bool Berthd::WaitUntilReady(Ms timeout) {
+  bool up = WaitFor([&] { return !process_ || http_.Get("/readyz").status == 200; }, timeout) &&
+            running();
+  if (up) UseBootstrapToken();
+  return up;
+}
+
+void Berthd::UseBootstrapToken() {
+  // The bootstrap admin's token: the harness's HTTP client and every berth
+  // CLI this test process starts act as the platform admin. A berthd that
+  // shares another's database made none: it keeps the one it was given.
+  std::string token = ReadFile(data_dir_ / "bootstrap-token");
+  while (!token.empty() && (token.back() == '\n' || token.back() == ' ')) token.pop_back();
+  if (token.empty()) return;
+  set_token(token);
+}
+
+void Berthd::set_token(const std::string& token) {
+  http_.set_token(token);
+  ::setenv("BERTH_TOKEN", token.c_str(), 1);  // NOLINT(concurrency-mt-unsafe)
 }
 
 void Berthd::Kill() {

@@ -169,9 +169,18 @@ class Berthd {
   Berthd(const TempDir& dir, BerthdOptions options);
   ~Berthd();
 
-  // Starts berthd and waits until /healthz answers. Returns false (and leaves
-  // the log for the test to show) if it does not within `timeout`.
+  // Starts berthd and waits until /readyz answers 200 (the API serves).
+  // Returns false (and leaves the log for the test to show) if it does not
+  // within `timeout`.
   bool Start(Ms timeout = 20s);
+  // Starts berthd expecting a standby (several berthd on one PostgreSQL
+  // database): waits until /healthz says role "standby".
+  bool StartStandby(Ms timeout = 20s);
+  // Waits until a started berthd (a standby taking over) serves the API.
+  bool WaitUntilReady(Ms timeout);
+  // The admin token the harness's client and CLIs send (Start takes the
+  // data dir's bootstrap token when berthd wrote one).
+  void set_token(const std::string& token);
   // kill -9: no shutdown code runs.
   void Kill();
   // SIGTERM and wait.
@@ -218,6 +227,8 @@ class Berthd {
   int gateway_port_;
   int starts_ = 0;
   Http http_;
+  void Launch();
+  void UseBootstrapToken();
   std::unique_ptr<Process> process_;
 };
 

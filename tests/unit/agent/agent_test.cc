@@ -477,5 +477,20 @@ TEST_F(AgentTest, TelemetryIntervalZeroSendsNone) {
   for (const auto& m : berthd_.Received()) EXPECT_FALSE(m.has_telemetry());
 }
 
+TEST(AgentTargetTest, OneAddressIsKeptAndSeveralBecomeOneTargetOfEveryBerthd) {
+  EXPECT_EQ(AgentTarget("berth.example:7461").value(), "berth.example:7461");
+  EXPECT_EQ(AgentTarget("10.0.0.1:7461,10.0.0.2:7461,10.0.0.3:7471").value(),
+            "ipv4:10.0.0.1:7461,10.0.0.2:7461,10.0.0.3:7471");
+  EXPECT_EQ(AgentTarget("[fd00::1]:7461,[fd00::2]:7461").value(),
+            "ipv6:[fd00::1]:7461,[fd00::2]:7461");
+  for (const char* bad : {"", "a.example:7461,b.example:7461", "10.0.0.1:7461,10.0.0.2",
+                          "10.0.0.1:7461,10.0.0.2:99999", "10.0.0.1:7461,[fd00::2]:7461",
+                          "10.0.0.1:7461,,10.0.0.2:7461"}) {
+    auto target = AgentTarget(bad);
+    ASSERT_FALSE(target.has_value()) << bad;
+    EXPECT_EQ(target.error().field, "server") << bad;
+  }
+}
+
 }  // namespace
 }  // namespace berth::agent

@@ -1,0 +1,145 @@
+// Several berthd on one PostgreSQL database (issue 20, docs/operations.md
+// "High availability"): one leads, the others stand by. A standby answers
+// /healthz with who leads and turns API requests away with 503; after a
+// kill -9 of the leader it takes the lease, loads the state and schedules,
+// and a berth-agent given every control-plane address follows it, its
+// running job untouched and started once. A leader paused past its lease
+// (SIGSTOP, then SIGCONT) finds itself deposed, commits nothing and exits.
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+
+#include "integration/fixture.h"
+#include "support/pg_server.h"
+
+namespace berth::it {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+class LeadershipTest : public IntegrationTest {
+ protected:
+  void SetUp() override {
+    if (auto why = tests::PgServerUnavailable()) GTEST_SKIP() << *why;
+    auto server = tests::PgServer::Start();
+    ASSERT_TRUE(server.has_value()) << server.error();
+    server_ = std::move(*server);
+  }
+
+  BerthdOptions Member() {
+    return ControlPlaneOnly({"--store", server_->conninfo(), "--leader-ttl", "3s"});
+  }
+
+  std::unique_ptr<tests::PgServer> server_;
+};
+
+TEST_F(LeadershipTest, AStandbyTakesOverAfterAKillAndTheAgentFollowsIt) {
+  Berthd& a = NewBerthd(Member());
+  ASSERT_TRUE(a.Start()) << a.log();
+  Berthd& b = NewBerthd(Member());
+  ASSERT_TRUE(b.StartStandby()) << b.log();
+  b.set_token(a.http().token());
+  a.set_token(a.http().token());  // the CLI's environment: a's token
+
+  // The standby says who leads, and serves nothing else.
+  Reply health = b.http().Get("/healthz");
+  ASSERT_EQ(health.status, 200) << health.text;
+  EXPECT_EQ(health.body.value("role", ""), "standby") << health.text;
+  EXPECT_NE(health.body.value("leader", "").find(a.url()), std::string::npos) << health.text;
+  EXPECT_EQ(health.body.value("term", 0), 1) << health.text;
+  EXPECT_EQ(b.http().Get("/readyz").status, 503);
+  Reply refused = b.http().Get("/v1/jobs");
+  EXPECT_EQ(refused.status, 503) << refused.text;
+  EXPECT_EQ(refused.headers["retry-after"], "1");
+  EXPECT_NE(refused.text.find("standby"), std::string::npos) << refused.text;
+  Reply leader = a.http().Get("/healthz");
+  EXPECT_EQ(leader.body.value("role", ""), "leader") << leader.text;
+  EXPECT_EQ(leader.body.value("term", 0), 1) << leader.text;
+
+  // One agent, given both berthd's agent addresses (the standby's first:
+  // it is not listening).
+  auto cluster = WriteCluster("ha-node");
+  NewAgent(a, dir_ / "agent", cluster, "agent.log", {},
+           {"--server", b.agent_address() + "," + a.agent_address()});
+  ASSERT_TRUE(a.WaitForNode("Ready", 20s, "ha-node")) << a.Nodes().dump(2);
+  const std::int64_t running = a.Submit(JobSpecJson("survivor", Sh("sleep 20"), 1));
+  ASSERT_GT(running, 0);
+  ASSERT_TRUE(a.WaitForState(running, "Running", 30s)) << a.JobState(running);
+  const auto pid = a.Job(running).at("placement").at(0).at("pid").get<pid_t>();
+  // Acknowledged just before the kill: placed by the old leader or the new.
+  const std::int64_t queued = a.Submit(JobSpecJson("acknowledged", Sh("exit 0"), 1));
+  ASSERT_GT(queued, 0);
+
+  const auto killed = Clock::now();
+  a.Kill();
+  EXPECT_TRUE(ProcessAlive(pid)) << "the job died with the leader";
+  ASSERT_TRUE(b.WaitUntilReady(20s)) << b.log();
+  const auto ready = Clock::now();
+  const std::int64_t after = b.Submit(JobSpecJson("after", Sh("exit 0"), 1));
+  ASSERT_GT(after, 0);
+  ASSERT_TRUE(b.WaitForState(after, "Succeeded", 30s)) << b.JobState(after);
+  const auto placed = Clock::now();
+  const auto ms = [&](Clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(t - killed).count();
+  };
+  std::cout << "[ figures ] kill -9 of the leader to: standby ready " << ms(ready)
+            << " ms, a new job placed and done " << ms(placed) << " ms (--leader-ttl 3s)\n";
+
+  // What the old leader acknowledged is there; the running job ran on,
+  // started once, and ends on the new leader; the last one acknowledged
+  // runs too.
+  EXPECT_TRUE(ProcessAlive(pid)) << "the job died during the takeover";
+  ASSERT_TRUE(b.WaitForTerminal(running, 30s)) << b.JobState(running);
+  json job = b.Job(running);
+  EXPECT_EQ(job.at("state"), "Succeeded") << job.dump(2);
+  EXPECT_EQ(CountEvents(job, "Started"), 1) << job.dump(2);
+  ASSERT_TRUE(b.WaitForState(queued, "Succeeded", 30s)) << b.JobState(queued);
+  EXPECT_EQ(b.Nodes().size(), 1U) << b.Nodes().dump(2);
+  health = b.http().Get("/healthz");
+  EXPECT_EQ(health.body.value("role", ""), "leader") << health.text;
+  EXPECT_EQ(health.body.value("term", 0), 2) << health.text;
+
+  // The old leader comes back as a standby of the new one.
+  ASSERT_TRUE(a.StartStandby()) << a.log();
+  health = a.http().Get("/healthz");
+  EXPECT_NE(health.body.value("leader", "").find(b.url()), std::string::npos) << health.text;
+  CommandResult r = Cli(b, {"audit", "verify"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+TEST_F(LeadershipTest, ALeaderPausedPastItsLeaseIsDeposedAndExitsWithoutWriting) {
+  Berthd& a = NewBerthd(Member());
+  ASSERT_TRUE(a.Start()) << a.log();
+  Berthd& b = NewBerthd(Member());
+  ASSERT_TRUE(b.StartStandby()) << b.log();
+  b.set_token(a.http().token());
+  a.set_token(a.http().token());
+  const std::int64_t before = a.Submit(JobSpecJson("before", Sh("exit 0"), 0));
+  ASSERT_GT(before, 0);
+
+  const pid_t paused = a.pid();
+  ASSERT_EQ(::kill(paused, SIGSTOP), 0);
+  ASSERT_TRUE(b.WaitUntilReady(20s)) << b.log();
+  const std::int64_t on_b = b.Submit(JobSpecJson("on-b", Sh("exit 0"), 0));
+  ASSERT_GT(on_b, 0);
+  ASSERT_EQ(::kill(paused, SIGCONT), 0);
+
+  // Woken, a still believes it leads until its next renewal: whatever it
+  // tries to write is refused by the database, and it exits.
+  Reply late = a.http().Post("/v1/jobs", JobSpecJson("late", Sh("exit 0"), 0));
+  EXPECT_FALSE(late.status >= 200 && late.status < 300) << late.status << " " << late.text;
+  EXPECT_TRUE(WaitFor([&] { return !a.running(); }, 10s)) << a.log();
+  EXPECT_NE(a.log().find("leadership lost"), std::string::npos) << a.log();
+  json jobs = b.Jobs();
+  std::vector<std::string> names;
+  for (const auto& j : jobs) names.push_back(j.value("name", ""));
+  std::ranges::sort(names);
+  EXPECT_EQ(names, (std::vector<std::string>{"before", "on-b"})) << jobs.dump(2);
+  EXPECT_EQ(b.http().Get("/healthz").body.value("term", 0), 2);
+}
+
+}  // namespace
+}  // namespace berth::it
