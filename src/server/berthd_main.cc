@@ -12,6 +12,7 @@
 
 #include <CLI/CLI.hpp>
 #include <array>
+#include <atomic>
 #include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
@@ -19,7 +20,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <atomic>
 #include <sstream>
 #include <thread>
 
@@ -603,16 +603,15 @@ void AnswerAsStandby(const berth::store::Leadership& lead, const berth::http::Re
 // this one takes the leadership lease, and returns its term. Meanwhile a
 // standby server on --listen answers probes and turns requests away. A
 // SIGINT or SIGTERM ends the wait: nullopt.
-berth::Result<std::optional<std::int64_t>> StandBy(const BerthdFlags& f, const Settings& s, sigset_t& signals,
-                                    Daemon& d) {
+berth::Result<std::optional<std::int64_t>> StandBy(const BerthdFlags& f, const Settings& s,
+                                                   sigset_t& signals, Daemon& d) {
   const std::string api_url =
-      f.api_url.empty() ? DefaultApiUrl(!f.plain_http, s.listen.first, s.listen.second)
-                        : f.api_url;
+      f.api_url.empty() ? DefaultApiUrl(!f.plain_http, s.listen.first, s.listen.second) : f.api_url;
   std::array<char, 256> host{};
   gethostname(host.data(), host.size() - 1);
   auto leadership = berth::store::Leadership::Open(
-      s.state.conninfo, fmt::format("{} (pid {} on {})", api_url, getpid(), host.data()),
-      d.clock, s.leadership);
+      s.state.conninfo, fmt::format("{} (pid {} on {})", api_url, getpid(), host.data()), d.clock,
+      s.leadership);
   if (!leadership) return std::unexpected(leadership.error());
   d.leadership = std::move(*leadership);
   berth::store::Leadership& lead = *d.leadership;
@@ -621,11 +620,10 @@ berth::Result<std::optional<std::int64_t>> StandBy(const BerthdFlags& f, const S
   if (!f.plain_http) options.tls = berth::http::TlsFiles{d.tls->cert_file, d.tls->key_file};
   berth::http::Server standby(options);
   standby.set_inline_paths({"/healthz", "/readyz"});
-  standby.set_pre_routing(
-      [&lead](const berth::http::Request& req, berth::http::Response& res) {
-        AnswerAsStandby(lead, req, res);
-        return true;
-      });
+  standby.set_pre_routing([&lead](const berth::http::Request& req, berth::http::Response& res) {
+    AnswerAsStandby(lead, req, res);
+    return true;
+  });
   if (auto bound = standby.Bind(s.listen.first, static_cast<std::uint16_t>(s.listen.second));
       !bound) {
     return std::unexpected(Invalid(fmt::format("{} (--listen)", bound.error().message)));

@@ -32,7 +32,8 @@ Result<std::unique_ptr<Leadership>> Leadership::Open(const std::string& conninfo
   if (!conn) return std::unexpected(conn.error());
   BERTH_RETURN_IF_ERROR(EnsureLeaseTable(*conn));
   return std::unique_ptr<Leadership>(
-      new Leadership(std::make_unique<PgConnection>(std::move(*conn)), conninfo, std::move(holder), clock, options));
+      new Leadership(std::make_unique<PgConnection>(std::move(*conn)), conninfo, std::move(holder),
+                     clock, options));
 }
 
 Leadership::Leadership(std::unique_ptr<PgConnection> conn, std::string conninfo, std::string holder,
@@ -112,7 +113,9 @@ Result<std::int64_t> Leadership::Acquire() {
   }
 }
 
-Status Leadership::InstallWriteFence() { return berth::store::InstallWriteFence(*conn_); }
+Status Leadership::InstallWriteFence() {
+  return berth::store::InstallWriteFence(*conn_);
+}
 
 void Leadership::KeepRenewing(std::function<void(const std::string& why)> on_lost) {
   renewer_ = std::thread([this, on_lost = std::move(on_lost)] { RenewLoop(on_lost); });

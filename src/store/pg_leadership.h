@@ -47,9 +47,8 @@ class Leadership {
  public:
   // Connects its own session to `conninfo` and makes the lease table.
   // `holder` names this berthd in the lease (its address and process).
-  static Result<std::unique_ptr<Leadership>> Open(const std::string& conninfo,
-                                                  std::string holder, const Clock& clock,
-                                                  LeadershipOptions options);
+  static Result<std::unique_ptr<Leadership>> Open(const std::string& conninfo, std::string holder,
+                                                  const Clock& clock, LeadershipOptions options);
   ~Leadership();
   Leadership(const Leadership&) = delete;
   Leadership& operator=(const Leadership&) = delete;

@@ -445,7 +445,8 @@ bool Berthd::StartStandby(Ms timeout) {
              [&] {
                if (!process_->running()) return true;
                Reply r = http_.Get("/healthz");
-               return r.status == 200 && r.body.is_object() && r.body.value("role", "") == "standby";
+               return r.status == 200 && r.body.is_object() &&
+                      r.body.value("role", "") == "standby";
              },
              timeout) &&
          process_->running();

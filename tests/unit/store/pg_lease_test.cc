@@ -333,9 +333,8 @@ TEST_F(PgWriteFenceTest, ATakeoverWaitsForTheFencedStatementsTransactionInFlight
   ASSERT_TRUE(tx.Begin());
   ASSERT_TRUE(InsertPlacement(*a_, "job-1", "berthd-a", 1));  // share-locks the lease row
   // b's takeover waits for a's transaction: a commits at its own term.
-  auto takeover = std::async(std::launch::async, [&] {
-    return TryAcquireLease(*b_, "berthd-b", kT0 + 10'000, kTtl);
-  });
+  auto takeover = std::async(std::launch::async,
+                             [&] { return TryAcquireLease(*b_, "berthd-b", kT0 + 10'000, kTtl); });
   EXPECT_EQ(takeover.wait_for(300ms), std::future_status::timeout);
   ASSERT_TRUE(tx.Commit());
   auto took = takeover.get();
