@@ -372,12 +372,12 @@ Result<Database> ConnectFenced(const StoreLocation& where) {
   auto db = Database::Connect(where.conninfo);
   if (!db) return std::unexpected(db.error());
   if (where.fence_term > 0) {
-    BERTH_RETURN_IF_ERROR(db->Exec(
-        fmt::format("SELECT set_config('berth.term', '{}', false)", where.fence_term)));
+    BERTH_RETURN_IF_ERROR(
+        db->Exec(fmt::format("SELECT set_config('berth.term', '{}', false)", where.fence_term)));
     if (where.fence_idle_ms > 0) {
-      BERTH_RETURN_IF_ERROR(db->Exec(fmt::format(
-          "SELECT set_config('idle_in_transaction_session_timeout', '{}', false)",
-          where.fence_idle_ms)));
+      BERTH_RETURN_IF_ERROR(db->Exec(
+          fmt::format("SELECT set_config('idle_in_transaction_session_timeout', '{}', false)",
+                      where.fence_idle_ms)));
     }
   }
   return db;
