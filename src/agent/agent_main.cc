@@ -345,7 +345,7 @@ int main(int argc, char** argv) {
     renewal.key_file = f.tls_key;
     renewal.cert_pem = (*tls)->cert_pem;
     renewal.channel = [server = *target, base = **tls](const std::string& cert_pem,
-                                                        const std::string& key_pem) {
+                                                       const std::string& key_pem) {
       agent::AgentTls next = base;
       next.cert_pem = cert_pem;
       next.key_pem = key_pem;
