@@ -376,7 +376,7 @@ BerthdOptions ControlPlaneOnly(std::vector<std::string> extra_args) {
 
 Berthd::Berthd(const TempDir& dir, BerthdOptions options)
     : dir_(dir.path()),
-      data_dir_(dir.path() / "berthd"),
+      data_dir_(dir.path() / options.name),
       options_(std::move(options)),
       api_port_(FreePort()),
       agent_port_(FreePort()),
@@ -404,7 +404,7 @@ std::string Berthd::agent_address() const {
 }
 
 std::string Berthd::log() const {
-  return ReadFile(dir_ / "berthd.log");
+  return ReadFile(dir_ / (options_.name + ".log"));
 }
 
 void Berthd::Launch() {
@@ -422,11 +422,11 @@ void Berthd::Launch() {
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
   ++starts_;
   {
-    std::ofstream marker(dir_ / "berthd.log", std::ios::app);
+    std::ofstream marker(dir_ / (options_.name + ".log"), std::ios::app);
     marker << fmt::format("==== harness: berthd start #{} ====\n", starts_);
   }
   fs::path binary = options_.binary.empty() ? BinDir() / "berthd" : options_.binary;
-  process_ = std::make_unique<Process>(binary, args, dir_ / "berthd.log", options_.env);
+  process_ = std::make_unique<Process>(binary, args, dir_ / (options_.name + ".log"), options_.env);
 }
 
 bool Berthd::Start(Ms timeout) {

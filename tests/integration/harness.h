@@ -145,6 +145,9 @@ Reply GetAllPages(const Http& http, const std::string& path, const std::string& 
 // berthd on a data dir and fresh loopback ports. Start() may be called again
 // after Kill() or Stop(): same data dir, same ports.
 struct BerthdOptions {
+  // Its data dir and log in the test's dir: NAME/ and NAME.log (several
+  // berthd of one control plane each have their own).
+  std::string name = "berthd";
   bool all_in_one = true;
   std::filesystem::path binary;    // default: BinDir()/berthd
   std::filesystem::path simulate;  // --simulate FILE, if set

@@ -29,17 +29,20 @@ class LeadershipTest : public IntegrationTest {
     server_ = std::move(*server);
   }
 
-  BerthdOptions Member() {
-    return ControlPlaneOnly({"--store", server_->conninfo(), "--leader-ttl", "3s"});
+  // A berthd of the control plane, with its own data dir and log.
+  BerthdOptions Member(const std::string& name) {
+    BerthdOptions o = ControlPlaneOnly({"--store", server_->conninfo(), "--leader-ttl", "3s"});
+    o.name = name;
+    return o;
   }
 
   std::unique_ptr<tests::PgServer> server_;
 };
 
 TEST_F(LeadershipTest, AStandbyTakesOverAfterAKillAndTheAgentFollowsIt) {
-  Berthd& a = NewBerthd(Member());
+  Berthd& a = NewBerthd(Member("berthd-a"));
   ASSERT_TRUE(a.Start()) << a.log();
-  Berthd& b = NewBerthd(Member());
+  Berthd& b = NewBerthd(Member("berthd-b"));
   ASSERT_TRUE(b.StartStandby()) << b.log();
   b.set_token(a.http().token());
   a.set_token(a.http().token());  // the CLI's environment: a's token
@@ -111,9 +114,9 @@ TEST_F(LeadershipTest, AStandbyTakesOverAfterAKillAndTheAgentFollowsIt) {
 }
 
 TEST_F(LeadershipTest, ALeaderPausedPastItsLeaseIsDeposedAndExitsWithoutWriting) {
-  Berthd& a = NewBerthd(Member());
+  Berthd& a = NewBerthd(Member("berthd-a"));
   ASSERT_TRUE(a.Start()) << a.log();
-  Berthd& b = NewBerthd(Member());
+  Berthd& b = NewBerthd(Member("berthd-b"));
   ASSERT_TRUE(b.StartStandby()) << b.log();
   b.set_token(a.http().token());
   a.set_token(a.http().token());
