@@ -50,15 +50,14 @@ double Percentile(std::vector<double> v, double q) {
 }
 
 void Print(const std::string& what, const std::vector<double>& v) {
-  fmt::print("{:<34} n={:<3} min {:>6.0f}  p50 {:>6.0f}  p90 {:>6.0f}  p99 {:>6.0f}  max {:>6.0f} ms\n",
-             what, v.size(), Percentile(v, 0.0), Percentile(v, 0.5), Percentile(v, 0.9),
-             Percentile(v, 0.99), Percentile(v, 1.0));
+  fmt::print(
+      "{:<34} n={:<3} min {:>6.0f}  p50 {:>6.0f}  p90 {:>6.0f}  p99 {:>6.0f}  max {:>6.0f} ms\n",
+      what, v.size(), Percentile(v, 0.0), Percentile(v, 0.5), Percentile(v, 0.9),
+      Percentile(v, 0.99), Percentile(v, 1.0));
 }
 
 std::string Spec(const std::string& name, int gpus) {
-  return json{{"name", name},
-              {"command", {"sh", "-c", "exit 0"}},
-              {"resources", {{"gpus", gpus}}}}
+  return json{{"name", name}, {"command", {"sh", "-c", "exit 0"}}, {"resources", {{"gpus", gpus}}}}
       .dump();
 }
 
@@ -86,7 +85,8 @@ int main(int argc, char** argv) {
     BerthdOptions o;
     o.name = name;
     o.all_in_one = false;
-    o.extra_args = {"--store", (*server)->conninfo(), "--leader-ttl", ttl};
+    // No rate limit: the bench polls its jobs every 5 ms.
+    o.extra_args = {"--store", (*server)->conninfo(), "--leader-ttl", ttl, "--rate-limit", "0"};
     return o;
   };
   std::vector<std::unique_ptr<Berthd>> berthd;
@@ -102,11 +102,12 @@ int main(int argc, char** argv) {
   const auto cluster = dir.path() / "cluster.yaml";
   {
     std::ofstream out(cluster);
-    out << "nodes:\n  - name: takeover-node\n    gpus: {model: H100-80GB, count: 8}\n";
+    out << "nodes:\n  - name: takeover-node\n    cpus: 16\n    memory: 64Gi\n    gpus: {model: "
+           "H100-80GB, memory: 80Gi, count: 8}\n";
   }
-  auto agent = StartAgent(dir, *berthd[0], dir.path() / "agent", cluster, "agent.log", {},
-                          {"--server", berthd[1]->agent_address() + "," +
-                                           berthd[0]->agent_address()});
+  auto agent =
+      StartAgent(dir, *berthd[0], dir.path() / "agent", cluster, "agent.log", {},
+                 {"--server", berthd[1]->agent_address() + "," + berthd[0]->agent_address()});
   if (!berthd[0]->WaitForNode("Ready", 30s)) {
     std::cerr << "the agent did not register:\n" << berthd[0]->log();
     dir.keep();
@@ -145,8 +146,10 @@ int main(int argc, char** argv) {
     WaitFor(
         [&] {
           json job = standby.Job(probe);
-          if (job.is_object() && job.contains("placement") && !job["placement"].empty()) {
-            started = job["placement"][0].value("started_at_ms", std::int64_t{0});
+          if (job.is_object() && job.contains("placement") && job["placement"].is_array() &&
+              !job["placement"].empty()) {
+            const json& at = job["placement"][0]["started_at_ms"];
+            if (at.is_number_integer()) started = at.get<std::int64_t>();
           }
           return started > 0;
         },
@@ -157,8 +160,8 @@ int main(int argc, char** argv) {
       return 1;
     }
     placed_ms.push_back(static_cast<double>(started - killed_at));
-    fmt::print("trial {:>2}: ready {:>5} ms, first placement {:>5} ms\n", t + 1,
-               ready_ms.back(), placed_ms.back());
+    fmt::print("trial {:>2}: ready {:>5} ms, first placement {:>5} ms\n", t + 1, ready_ms.back(),
+               placed_ms.back());
     if (!lead.StartStandby()) {
       std::cerr << "trial " << t << ": the old leader did not come back as a standby\n";
       dir.keep();
@@ -174,7 +177,12 @@ int main(int argc, char** argv) {
   int twice = 0;
   for (std::int64_t id : acknowledged) {
     if (!last.WaitForState(id, "Succeeded", 60s)) ++lost;
-    if (CountEvents(last.Job(id), "Started") != 1) ++twice;
+    const json job = last.Job(id);
+    if (CountEvents(job, "Started") != 1) {
+      ++twice;
+      std::cerr << "job " << id << " did not start exactly once:\n" << job.dump(2) << "\n";
+      dir.keep();
+    }
   }
   fmt::print("\nberth-takeover-bench: {} trials, --leader-ttl {}, one agent (8 simulated GPUs)\n",
              trials, ttl);
@@ -182,7 +190,8 @@ int main(int argc, char** argv) {
   Print("kill -9 to first placement", placed_ms);
   fmt::print("acknowledged jobs {}: not succeeded {}, started other than once {}\n",
              acknowledged.size(), lost, twice);
-  fmt::print("for comparison: Slurm's backup slurmctld takes over after SlurmctldTimeout "
-             "(120 s by default); Kubernetes' leader election uses a 15 s lease\n");
+  fmt::print(
+      "for comparison: Slurm's backup slurmctld takes over after SlurmctldTimeout "
+      "(120 s by default); Kubernetes' leader election uses a 15 s lease\n");
   return lost == 0 && twice == 0 ? 0 : 1;
 }

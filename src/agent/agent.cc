@@ -483,6 +483,16 @@ void Agent::WorkerLoop() {
     }
     bool registered = RunConnection();
     failures = registered ? 0 : std::min(failures + 1, 3);
+    if (!registered && !next_channel_) {
+      // A fresh channel (and subchannels) for the next try: the old one's
+      // backoff could hold it back seconds after a berthd began listening.
+      if (options_.cert_renewal && options_.cert_renewal->channel) {
+        next_channel_ = options_.cert_renewal->channel(options_.cert_renewal->cert_pem,
+                                                       options_.cert_renewal->key_pem);
+      } else if (options_.new_channel) {
+        next_channel_ = options_.new_channel();
+      }
+    }
     std::int64_t backoff = options_.reconnect_backoff_ms << std::max(failures - 1, 0);
     // One more try just before the fence time: a berthd back by then
     // spares the runs.
@@ -793,6 +803,7 @@ void Agent::OnCertificateIssued(const v1::CertificateIssued& msg) {
           std::filesystem::perms::group_read | std::filesystem::perms::others_read,
       ec);
   renewal.cert_pem = cert_pem;
+  renewal.key_pem = request.key_pem;
   renew_failures_ = 0;
   renew_at_ms_ = RenewAtMs(*info);
   if (renewal.channel) next_channel_ = renewal.channel(cert_pem, request.key_pem);
@@ -853,6 +864,9 @@ std::shared_ptr<grpc::Channel> MakeAgentChannel(const std::string& target,
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, static_cast<int>(model::kAgentKeepaliveMs));
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, static_cast<int>(model::kAgentKeepaliveTimeoutMs));
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  // Subchannels of its own: a new channel (Agent::new_channel) starts
+  // without another channel's backoff to the same addresses.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   if (!tls) return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
   grpc::SslCredentialsOptions ssl;
   ssl.pem_root_certs = tls->ca_pem;

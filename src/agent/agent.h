@@ -85,12 +85,19 @@ struct AgentOptions {
     std::filesystem::path cert_file;  // --tls-cert
     std::filesystem::path key_file;   // --tls-key
     std::string cert_pem;             // the certificate in use now
+    std::string key_pem;              // and its key
     // A channel to berthd presenting this certificate and key.
     std::function<std::shared_ptr<grpc::Channel>(const std::string& cert_pem,
                                                  const std::string& key_pem)>
         channel;
   };
   std::optional<CertRenewal> cert_renewal{};
+  // A new channel to berthd (with cert_renewal: renewal.channel makes it,
+  // with the certificate in use). Set: after a connection that did not
+  // register, the next one goes over a new channel, so that gRPC's own
+  // reconnect backoff on the old one never delays finding a berthd that
+  // just began listening (a standby that took over). Unset: one channel.
+  std::function<std::shared_ptr<grpc::Channel>()> new_channel{};
 };
 
 class Agent {

@@ -344,6 +344,7 @@ int main(int argc, char** argv) {
     renewal.cert_file = f.tls_cert;
     renewal.key_file = f.tls_key;
     renewal.cert_pem = (*tls)->cert_pem;
+    renewal.key_pem = (*tls)->key_pem;
     renewal.channel = [server = *target, base = **tls](const std::string& cert_pem,
                                                        const std::string& key_pem) {
       agent::AgentTls next = base;
@@ -353,6 +354,9 @@ int main(int argc, char** argv) {
     };
     options->cert_renewal = std::move(renewal);
   }
+  options->new_channel = [target = *target, tls = *tls] {
+    return agent::MakeAgentChannel(target, tls);
+  };
   berth::SystemClock clock;
   agent::Agent agent(*options, std::move(node->info), std::move(node->provider),
                      agent::MakeAgentChannel(*target, *tls), clock);
