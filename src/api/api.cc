@@ -785,6 +785,7 @@ void Api::Metrics(const http::Request&, http::Response& res) {
   if (!services) return ReplyError(res, services.error());
   text += *services;
   if (http_stats_) text += RenderHttpMetrics(http_stats_());
+  text += RenderLeadershipMetrics(leadership_ ? leadership_() : nlohmann::json::object());
   text += RenderStoreMetrics(store_.commit_stats());
   res.set_content(std::move(text), "text/plain; version=0.0.4; charset=utf-8");
 }

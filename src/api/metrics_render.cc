@@ -315,6 +315,26 @@ std::string RenderStoreMetrics(const store::CommitStats& s) {
   return w.Take();
 }
 
+std::string RenderLeadershipMetrics(const nlohmann::json& role) {
+  MetricsWriter w;
+  const std::string name = role.is_object() ? role.value("role", "single") : "single";
+  const auto number = [&](const char* key) {
+    return role.is_object() && role.contains(key) && role[key].is_number() ? role[key].get<double>()
+                                                                           : 0.0;
+  };
+  w.Family("berth_leader", "gauge",
+           "1 on the berthd that serves the API, labelled single or leader (standbys serve no "
+           "metrics: a series that stops is a berthd that no longer leads).");
+  w.Sample("berth_leader", {{"role", name}}, 1);
+  w.Family("berth_leader_term", "gauge",
+           "The leadership lease's term this berthd leads at; 0 for a single berthd.");
+  w.Sample("berth_leader_term", {}, number("term"));
+  w.Family("berth_leader_since_seconds", "gauge",
+           "When this berthd took the leadership lease, in Unix seconds; 0 for a single berthd.");
+  w.Sample("berth_leader_since_seconds", {}, number("leading_since") / 1000.0);
+  return w.Take();
+}
+
 std::string RenderHttpMetrics(const http::ServerStats& s) {
   MetricsWriter w;
   auto d = [](std::uint64_t v) { return static_cast<double>(v); };

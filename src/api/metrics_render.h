@@ -4,6 +4,7 @@
 // server's and the store's own.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,9 @@ std::string RenderMetrics(const ClusterView& view, const ServerMetrics& counters
 
 // The API server's connections, streams and refusals (berth_http_*).
 std::string RenderHttpMetrics(const http::ServerStats& s);
+// This berthd's part in the control plane, from the role Api::set_leadership
+// gives ({"role": "leader", "term": N, "leading_since": MS}; empty: single).
+std::string RenderLeadershipMetrics(const nlohmann::json& role);
 // Group commit's counters (store::CommitStats).
 std::string RenderStoreMetrics(const store::CommitStats& s);
 

@@ -208,13 +208,41 @@ std::string QueryString(const std::vector<std::pair<std::string, std::string>>& 
   return out;
 }
 
-ApiClient::ApiClient(ServerUrl url) : url_(std::move(url)) {
+ApiClient::ApiClient(ServerUrl url) : ApiClient(std::vector<ServerUrl>{std::move(url)}) {}
+
+ApiClient::ApiClient(std::vector<ServerUrl> urls) : urls_(std::move(urls)) {
+  Use(0);
+}
+
+void ApiClient::Use(std::size_t i) {
+  current_ = i;
+  url_ = urls_.at(i);
   std::string host = url_.host.find(':') != std::string::npos ? "[" + url_.host + "]" : url_.host;
   http_ =
       std::make_unique<httplib::Client>(fmt::format("{}://{}:{}", url_.scheme, host, url_.port));
   http_->set_connection_timeout(kConnectTimeout);
   http_->set_read_timeout(kRequestTimeout);
   http_->set_write_timeout(kRequestTimeout);
+  if (!ca_pem_.empty()) {
+    (void)set_ca_pem(ca_pem_);
+  } else if (!ca_.empty()) {
+    http_->set_ca_cert_path(ca_);
+  }
+}
+
+template <typename Send>
+auto ApiClient::WithFailover(const Send& send) {
+  for (std::size_t tried = 1;; ++tried) {
+    auto res = send(*http_);
+    const bool last = tried >= urls_.size();
+    // Not connected: nothing reached a berthd. A standby's 503 says it did
+    // not act on the request.
+    const bool elsewhere =
+        (!res && res.error() == httplib::Error::Connection) ||
+        (res && res->status == 503 && res->body.find("\"role\":\"standby\"") != std::string::npos);
+    if (!elsewhere || last) return res;
+    Use((current_ + 1) % urls_.size());
+  }
 }
 
 void ApiClient::set_ca(std::string path) {
@@ -223,6 +251,7 @@ void ApiClient::set_ca(std::string path) {
 }
 
 Status ApiClient::set_ca_pem(const std::string& pem) {
+  ca_pem_ = pem;
   X509_STORE* store = X509_STORE_new();
   BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
   int added = 0;
@@ -251,21 +280,27 @@ ApiClient::ApiClient(ApiClient&&) noexcept = default;
 ApiClient& ApiClient::operator=(ApiClient&&) noexcept = default;
 
 Result<json> ApiClient::Get(const std::string& path) {
-  auto res = http_->Get(url_.base_path + path, RequestHeaders("application/json", token_));
+  auto res = WithFailover([&](httplib::Client& c) {
+    return c.Get(url_.base_path + path, RequestHeaders("application/json", token_));
+  });
   if (!res) return std::unexpected(TransportError(url_, ca_, res.error()));
   return DecodeJson(res->status, res->body);
 }
 
 Result<json> ApiClient::Post(const std::string& path, const std::string& body,
                              const std::string& content_type) {
-  auto res = http_->Post(url_.base_path + path, RequestHeaders("application/json", token_), body,
-                         content_type);
+  auto res = WithFailover([&](httplib::Client& c) {
+    return c.Post(url_.base_path + path, RequestHeaders("application/json", token_), body,
+                  content_type);
+  });
   if (!res) return std::unexpected(TransportError(url_, ca_, res.error()));
   return DecodeJson(res->status, res->body);
 }
 
 Result<json> ApiClient::Delete(const std::string& path) {
-  auto res = http_->Delete(url_.base_path + path, RequestHeaders("application/json", token_));
+  auto res = WithFailover([&](httplib::Client& c) {
+    return c.Delete(url_.base_path + path, RequestHeaders("application/json", token_));
+  });
   if (!res) return std::unexpected(TransportError(url_, ca_, res.error()));
   return DecodeJson(res->status, res->body);
 }

@@ -62,6 +62,12 @@ Result<nlohmann::json> GetAllPages(ApiClient& api, const std::string& path,
 class ApiClient {
  public:
   explicit ApiClient(ServerUrl url);
+  // Several control-plane berthd (a leader and its standbys, docs/
+  // operations.md "High availability"): a request that cannot connect, or
+  // that a standby turns away (503, role "standby"), goes to the next
+  // address, and the client stays with the one that answered. Nothing is
+  // sent twice: a request is retried only when no berthd acted on it.
+  explicit ApiClient(std::vector<ServerUrl> urls);
   ~ApiClient();
   ApiClient(ApiClient&&) noexcept;
   ApiClient& operator=(ApiClient&&) noexcept;
@@ -80,6 +86,7 @@ class ApiClient {
   Status Stream(const std::string& path, const Sink& sink, bool long_lived,
                 std::optional<std::uint64_t>* content_length = nullptr);
 
+  // The address in use (the last that answered).
   const ServerUrl& url() const { return url_; }
   // Sent as `Authorization: Bearer` on every request when not empty.
   void set_token(std::string token) { token_ = std::move(token); }
@@ -92,9 +99,19 @@ class ApiClient {
   Status set_ca_pem(const std::string& pem);
 
  private:
+  // Makes http_ a client of urls_[i], with the timeouts and CA in use.
+  void Use(std::size_t i);
+  // Runs `send` on the current address, then on the next ones while the
+  // answer is "not here" (no connection, or a standby's 503).
+  template <typename Send>
+  auto WithFailover(const Send& send);
+
+  std::vector<ServerUrl> urls_;
+  std::size_t current_ = 0;
   ServerUrl url_;
   std::string token_;
   std::string ca_;
+  std::string ca_pem_;
   std::unique_ptr<httplib::Client> http_;
 };
 

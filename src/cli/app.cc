@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <filesystem>
+#include <ranges>
 #include <sstream>
 
 #include "cli/api_error.h"
@@ -53,7 +54,9 @@ void AddGlobalFlags(CLI::App& app, GlobalFlags& flags) {
   app.fallthrough();
   app.require_subcommand(1);
   app.add_option("--server", flags.server,
-                 fmt::format("berthd URL (default: $BERTH_SERVER, else {})", kDefaultServer));
+                 fmt::format("berthd URL, or every control-plane berthd's as URL,URL,... (the "
+                             "CLI follows the leader) (default: $BERTH_SERVER, else {})",
+                             kDefaultServer));
   app.add_option("--ca", flags.ca,
                  "PEM CA file to trust for an https server, e.g. <data-dir>/tls/ca.pem "
                  "(default: $BERTH_CA, else the system trust store)");
@@ -96,9 +99,15 @@ int Connect(const CommandRegistry& registry, const CommandRegistry::Command& cmd
                        : as_job && env.api_url  ? *env.api_url
                        : !config.server.empty() ? config.server
                                                 : kDefaultServer;
-  auto url = ParseServerUrl(server);
-  if (!url) return registry.Fail(kExitUsage, FormatError(url.error()));
-  ApiClient api(std::move(*url));
+  // Several berthd of one control plane: "URL,URL,..." (ApiClient follows
+  // the leader).
+  std::vector<ServerUrl> urls;
+  for (auto part : server | std::views::split(',')) {
+    auto url = ParseServerUrl(std::string_view(part.begin(), part.end()));
+    if (!url) return registry.Fail(kExitUsage, FormatError(url.error()));
+    urls.push_back(std::move(*url));
+  }
+  ApiClient api(std::move(urls));
   // The CA to trust: --ca, else $BERTH_CA, else the one berth login saved.
   std::string ca = !flags.ca.empty() ? flags.ca : env.ca.value_or(config.ca);
   if (!ca.empty()) {

@@ -229,4 +229,17 @@ CLI::App* AddBerthdFlags(CLI::App& app, BerthdFlags& f) {
   return node_cmd;
 }
 
+CLI::App* AddMigrateCommand(CLI::App& app, BerthdFlags& f) {
+  auto* cmd = app.add_subcommand(
+      "migrate",
+      "Move an installation's state from SQLite to a fresh PostgreSQL database (stop berthd "
+      "first), then start berthd with --store pointing there");
+  cmd->add_option("--from", f.migrate_from, "sqlite:DIR: the data dir whose berth.db to copy")
+      ->required();
+  cmd->add_option("--to", f.migrate_to,
+                  "postgresql://HOST[:PORT]/DB (no password: a pgpass file, as for --store)")
+      ->required();
+  return cmd;
+}
+
 }  // namespace berth::server

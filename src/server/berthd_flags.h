@@ -69,6 +69,9 @@ struct BerthdFlags {
   std::string telemetry_hours = "400d";
   std::int64_t idle_threshold = 5;
   std::string idle_window = "30m";
+  // `berthd migrate --from sqlite:DIR --to postgresql://...`.
+  std::string migrate_from;
+  std::string migrate_to;
   // `berthd cert node NODE --out DIR`.
   std::string cert_node;
   std::string cert_out;
@@ -77,5 +80,7 @@ struct BerthdFlags {
 // Declares berthd's flags on `app`, bound to `flags` (which get their
 // defaults here), and the `cert node` subcommand, which it returns.
 CLI::App* AddBerthdFlags(CLI::App& app, BerthdFlags& flags);
+// Declares the `migrate` subcommand, which it returns.
+CLI::App* AddMigrateCommand(CLI::App& app, BerthdFlags& flags);
 
 }  // namespace berth::server

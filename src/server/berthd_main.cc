@@ -49,6 +49,7 @@
 #include "store/audit_log.h"
 #include "store/identity_store.h"
 #include "store/meter_store.h"
+#include "store/migrate.h"
 #include "store/pg_leadership.h"
 #include "store/sqlite_store.h"
 #include "store/telemetry_store.h"
@@ -1029,6 +1030,33 @@ int Serve(const BerthdFlags& f, const Settings& s, sigset_t& signals, Daemon& d)
   return 0;
 }
 
+// `berthd migrate --from sqlite:DIR --to postgresql://...`.
+int Migrate(const BerthdFlags& f) {
+  if (!f.migrate_from.starts_with("sqlite:")) {
+    return Fatal(fmt::format("--from '{}': name the data dir as sqlite:DIR", f.migrate_from));
+  }
+  const std::filesystem::path from = f.migrate_from.substr(std::string_view("sqlite:").size());
+  auto to = berth::store::ParseStoreLocation(f.migrate_to, from);
+  if (!to) return Fatal(fmt::format("--to: {}", to.error().message));
+  if (!to->postgres()) {
+    return Fatal("--to: give the PostgreSQL database to move the state into (postgresql://...)");
+  }
+  berth::SystemClock clock;
+  auto report = berth::store::MigrateSqliteToPostgres(from, *to, clock.NowMs(),
+                                                      berth::store::TelemetryOptions{});
+  if (!report) {
+    const std::string& field = report.error().field;
+    return Fatal(
+        fmt::format("migrate{}: {}", field.empty() ? "" : " --" + field, report.error().message));
+  }
+  for (const auto& [table, rows] : report->tables) fmt::print("{:<24} {:>10} rows\n", table, rows);
+  fmt::print(
+      "moved {} rows from {} into PostgreSQL; start berthd with --store and the same "
+      "address (keep the data dir: TLS, the job-token key and job logs stay there)\n",
+      report->rows, (from / "berth.db").string());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -1038,7 +1066,9 @@ int main(int argc, char** argv) {
       "berth-agent streams, keeps state in SQLite under --data-dir and schedules jobs."};
   BerthdFlags flags;
   CLI::App* cert_node_cmd = berth::server::AddBerthdFlags(app, flags);
+  CLI::App* migrate_cmd = berth::server::AddMigrateCommand(app, flags);
   CLI11_PARSE(app, argc, argv);
+  if (*migrate_cmd) return Migrate(flags);
   if (*cert_node_cmd) {
     berth::SystemClock cert_clock;
     return IssueNodeCredentials(flags.data_dir, flags.cert_node, flags.cert_out,

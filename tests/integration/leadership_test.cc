@@ -58,6 +58,10 @@ TEST_F(LeadershipTest, AStandbyTakesOverAfterAKillAndTheAgentFollowsIt) {
   EXPECT_EQ(refused.status, 503) << refused.text;
   EXPECT_EQ(refused.headers["retry-after"], "1");
   EXPECT_NE(refused.text.find("standby"), std::string::npos) << refused.text;
+  // So does the CLI given the standby's address first.
+  CommandResult via_standby =
+      RunCommand(BinDir() / "berth", {"--server", b.url() + "," + a.url(), "jobs"}, dir_.path());
+  EXPECT_EQ(via_standby.exit_code, 0) << via_standby.out << via_standby.err;
   Reply leader = a.http().Get("/healthz");
   EXPECT_EQ(leader.body.value("role", ""), "leader") << leader.text;
   EXPECT_EQ(leader.body.value("term", 0), 1) << leader.text;
@@ -81,6 +85,12 @@ TEST_F(LeadershipTest, AStandbyTakesOverAfterAKillAndTheAgentFollowsIt) {
   EXPECT_TRUE(ProcessAlive(pid)) << "the job died with the leader";
   ASSERT_TRUE(b.WaitUntilReady(20s)) << b.log();
   const auto ready = Clock::now();
+  // The CLI given both addresses finds the new leader (the old one's is
+  // refused) and stays with it.
+  CommandResult listed = RunCommand(
+      BinDir() / "berth", {"--server", a.url() + "," + b.url(), "jobs", "-o", "json"}, dir_.path());
+  EXPECT_EQ(listed.exit_code, 0) << listed.out << listed.err;
+  EXPECT_NE(listed.out.find("survivor"), std::string::npos) << listed.out;
   const std::int64_t after = b.Submit(JobSpecJson("after", Sh("exit 0"), 1));
   ASSERT_GT(after, 0);
   ASSERT_TRUE(b.WaitForState(after, "Succeeded", 30s)) << b.JobState(after);
@@ -104,6 +114,10 @@ TEST_F(LeadershipTest, AStandbyTakesOverAfterAKillAndTheAgentFollowsIt) {
   health = b.http().Get("/healthz");
   EXPECT_EQ(health.body.value("role", ""), "leader") << health.text;
   EXPECT_EQ(health.body.value("term", 0), 2) << health.text;
+  Reply metrics = b.http().Get("/metrics");
+  EXPECT_NE(metrics.text.find("berth_leader{role=\"leader\"} 1"), std::string::npos)
+      << metrics.text;
+  EXPECT_NE(metrics.text.find("berth_leader_term 2"), std::string::npos) << metrics.text;
 
   // The old leader comes back as a standby of the new one.
   ASSERT_TRUE(a.StartStandby()) << a.log();

@@ -122,6 +122,51 @@ TEST_F(PostgresStoreTest, BerthdKeepsItsStateInPostgresThroughAKill) {
   EXPECT_EQ(log.find("[error]"), std::string::npos) << log;
 }
 
+TEST_F(PostgresStoreTest, AnInstallationMovesFromSqliteToPostgresWithItsJobsAndAuditChain) {
+  Berthd& berthd = NewBerthd(AllInOne());
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  ASSERT_TRUE(berthd.WaitForNode("Ready", 20s)) << berthd.log();
+  const std::int64_t done = berthd.Submit(JobSpecJson("done", Sh("exit 0"), 1));
+  ASSERT_GT(done, 0);
+  ASSERT_TRUE(berthd.WaitForState(done, "Succeeded", 30s)) << berthd.JobState(done);
+  const std::int64_t cancelled = berthd.Submit(JobSpecJson("cancelled", Sh("sleep 60"), 1));
+  ASSERT_GT(cancelled, 0);
+  ASSERT_TRUE(berthd.WaitForState(cancelled, "Running", 30s)) << berthd.JobState(cancelled);
+  CommandResult r = Cli(berthd, {"cancel", std::to_string(cancelled)});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  ASSERT_TRUE(berthd.WaitForTerminal(cancelled, 30s)) << berthd.JobState(cancelled);
+  r = Cli(berthd, {"budget", "set", "default", "--gpu-hours", "100"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  berthd.Stop();
+
+  const std::vector<std::string> migrate = {
+      "migrate", "--from", "sqlite:" + berthd.data_dir().string(), "--to", server_->conninfo()};
+  r = RunCommand(BinDir() / "berthd", migrate, dir_.path());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("moved"), std::string::npos) << r.out;
+  EXPECT_EQ(Rows("SELECT count(*)::text, '', '' FROM jobs")[0][0], "2");
+  // Into a database that is no longer fresh: refused, nothing changed.
+  r = RunCommand(BinDir() / "berthd", migrate, dir_.path());
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE((r.out + r.err).find("fresh database"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(Rows("SELECT count(*)::text, '', '' FROM jobs")[0][0], "2");
+
+  // berthd on PostgreSQL takes over where SQLite left off.
+  berthd.options().extra_args = {"--store", server_->conninfo()};
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  EXPECT_EQ(berthd.JobState(done), "Succeeded");
+  EXPECT_EQ(berthd.JobState(cancelled), "Cancelled");
+  const std::int64_t next = berthd.Submit(JobSpecJson("next", Sh("exit 0"), 1));
+  EXPECT_GT(next, cancelled) << "job ids start over after the migration";
+  ASSERT_TRUE(berthd.WaitForNode("Ready", 20s)) << berthd.log();
+  EXPECT_TRUE(berthd.WaitForState(next, "Succeeded", 30s)) << berthd.JobState(next);
+  r = Cli(berthd, {"audit", "verify"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("intact"), std::string::npos) << r.out;
+  r = Cli(berthd, {"budget", "list"});
+  EXPECT_NE(r.out.find("100"), std::string::npos) << r.out;
+}
+
 TEST_F(PostgresStoreTest, APasswordInTheStoreFlagIsRefusedBeforeAnythingStarts) {
   const std::string with_password = "postgresql://berth:s3cret@127.0.0.1:1/berth";
   CommandResult r = RunCommand(BinDir() / "berthd",

@@ -124,3 +124,20 @@ TEST(RenderMetrics, CountsGpuStatesAndNamesOccupants) {
 
 }  // namespace
 }  // namespace berth::server
+
+namespace berth::server {
+namespace {
+
+TEST(RenderLeadershipMetrics, ASingleBerthdAndALeaderSayTheirRoleAndTerm) {
+  const std::string single = RenderLeadershipMetrics(nlohmann::json::object());
+  EXPECT_NE(single.find("berth_leader{role=\"single\"} 1\n"), std::string::npos) << single;
+  EXPECT_NE(single.find("berth_leader_term 0\n"), std::string::npos) << single;
+  const std::string leader = RenderLeadershipMetrics(
+      nlohmann::json{{"role", "leader"}, {"term", 7}, {"leading_since", 1'700'000'000'500}});
+  EXPECT_NE(leader.find("berth_leader{role=\"leader\"} 1\n"), std::string::npos) << leader;
+  EXPECT_NE(leader.find("berth_leader_term 7\n"), std::string::npos) << leader;
+  EXPECT_NE(leader.find("berth_leader_since_seconds 1700000000.5\n"), std::string::npos) << leader;
+}
+
+}  // namespace
+}  // namespace berth::server
