@@ -66,7 +66,7 @@ std::string Spec(const std::string& name, int gpus) {
 int main(int argc, char** argv) {
   CLI::App app{"berth-takeover-bench: kill -9 of the leading berthd, time to the next placement"};
   int trials = 20;
-  std::string ttl = "4s";
+  std::string ttl = "3s";
   app.add_option("--trials", trials, "kills of the leader")->capture_default_str();
   app.add_option("--leader-ttl", ttl, "berthd --leader-ttl")->capture_default_str();
   CLI11_PARSE(app, argc, argv);

@@ -482,7 +482,7 @@ void Agent::WorkerLoop() {
       next_channel_.reset();
     }
     bool registered = RunConnection();
-    failures = registered ? 0 : std::min(failures + 1, 3);
+    failures = registered ? 0 : std::min(failures + 1, 2);
     if (!registered && !next_channel_) {
       // A fresh channel (and subchannels) for the next try: the old one's
       // backoff could hold it back seconds after a berthd began listening.

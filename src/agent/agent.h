@@ -42,8 +42,9 @@ struct AgentOptions {
   std::filesystem::path data_dir;
   std::filesystem::path shim_path;
   std::int64_t poll_interval_ms = 100;
-  // Doubles per failure, up to 4x (2 s): an agent finds a restarted berthd,
-  // or the standby that took over, within about 2 s of it listening.
+  // Doubles per failure, up to 2x (1 s): an agent finds a restarted berthd,
+  // or the standby that took over, within about 1 s of it listening (a
+  // refused connection costs berthd nothing).
   std::int64_t reconnect_backoff_ms = 500;
   // How often GPU health is polled from the provider; changes since the
   // last report are sent to berthd (GpuHealthChanged).

@@ -19,7 +19,7 @@ struct BerthdFlags {
   std::string store;
   // With a PostgreSQL store: how long the leader's lease lasts past its
   // last renewal (store/pg_leadership.h).
-  std::string leader_ttl = "4s";
+  std::string leader_ttl = "3s";
   std::string listen = "127.0.0.1:7460";
   std::string agent_listen = "127.0.0.1:7461";
   std::string simulate;

@@ -32,9 +32,9 @@ namespace berth::store {
 struct LeadershipOptions {
   // How long a lease lasts past its last renewal: the longest a dead
   // leader holds the control plane up.
-  std::chrono::milliseconds ttl{4000};
+  std::chrono::milliseconds ttl{3000};
   // The leader renews this often (at most a third of ttl).
-  std::chrono::milliseconds renew_every{1000};
+  std::chrono::milliseconds renew_every{750};
   // A standby reads the lease this often.
   std::chrono::milliseconds retry_every{200};
 };
