@@ -1027,6 +1027,8 @@ int Serve(const BerthdFlags& f, const Settings& s, sigset_t& signals, Daemon& d)
     pthread_kill(waiter.native_handle(), SIGTERM);
     waiter.join();
   }
+  // Everything of this term has stopped writing: a standby may lead now.
+  if (d.leadership) d.leadership->Release();
   return 0;
 }
 

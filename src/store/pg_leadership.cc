@@ -57,6 +57,19 @@ void Leadership::Stop() {
   cv_.notify_all();
 }
 
+void Leadership::Release() {
+  Stop();
+  if (renewer_.joinable()) renewer_.join();
+  const std::int64_t term = term_.exchange(0);
+  if (term == 0) return;
+  if (auto st = ReleaseLease(*conn_, holder_, term); !st) {
+    spdlog::warn("leadership: could not give the lease of term {} up (it lapses): {}", term,
+                 st.error().message);
+    return;
+  }
+  spdlog::info("leadership: gave the lease of term {} up", term);
+}
+
 bool Leadership::Sleep(std::chrono::milliseconds d) {
   std::unique_lock lock(mu_);
   return !cv_.wait_for(lock, d, [&] { return stopping_; });

@@ -62,6 +62,9 @@ class Leadership {
   void KeepRenewing(std::function<void(const std::string& why)> on_lost);
   // Ends Acquire and the renewals (does not give the lease up: it lapses).
   void Stop();
+  // Stops renewing and gives the lease up now, if this berthd still holds
+  // it: for a clean shutdown, once nothing of this term writes any more.
+  void Release();
 
   // Installs the database's write fence on this session (pg_lease.h).
   Status InstallWriteFence();

@@ -109,6 +109,13 @@ Result<LeaseState> RenewLease(PgConnection& conn, std::string_view holder, std::
                           holder, term, lease->expires_at_ms, now_ms));
 }
 
+Status ReleaseLease(PgConnection& conn, std::string_view holder, std::int64_t term) {
+  auto st = conn.Prepare(
+      "UPDATE leader_lease SET expires_at_ms = 0 WHERE id = 1 AND holder = $1 AND term = $2");
+  st.Bind(1, holder).Bind(2, term);
+  return st.Run();
+}
+
 Status CheckFence(PgTransaction& tx, std::int64_t term) {
   PgConnection& conn = tx.connection();
   // Outside a transaction the share lock would end with the statement and

@@ -79,6 +79,11 @@ struct LeaseAttempt {
                                             std::int64_t term, TimeMs now_ms,
                                             std::chrono::milliseconds ttl);
 
+// Gives the lease up at once (it lapses now) while `holder` holds it at
+// `term`: a leader that shuts down cleanly spares its standbys the wait.
+// Nothing happens when another term holds it.
+[[nodiscard]] Status ReleaseLease(PgConnection& conn, std::string_view holder, std::int64_t term);
+
 // The fence: run inside every write transaction of the leader of `term`,
 // anywhere before its Commit (first is cheapest). Share-locks the lease row
 // until the transaction ends and fails with kFailedPrecondition ("deposed:

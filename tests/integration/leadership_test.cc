@@ -125,6 +125,12 @@ TEST_F(LeadershipTest, AStandbyTakesOverAfterAKillAndTheAgentFollowsIt) {
   EXPECT_NE(health.body.value("leader", "").find(b.url()), std::string::npos) << health.text;
   CommandResult r = Cli(b, {"audit", "verify"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+
+  // A clean shutdown gives the lease up instead of letting it lapse.
+  b.Stop();
+  EXPECT_NE(b.log().find("gave the lease of term 2 up"), std::string::npos) << b.log();
+  ASSERT_TRUE(a.WaitUntilReady(20s)) << a.log();
+  EXPECT_EQ(a.http().Get("/healthz").body.value("term", 0), 3);
 }
 
 TEST_F(LeadershipTest, ALeaderPausedPastItsLeaseIsDeposedAndExitsWithoutWriting) {

@@ -167,6 +167,46 @@ TEST_F(PostgresStoreTest, AnInstallationMovesFromSqliteToPostgresWithItsJobsAndA
   EXPECT_NE(r.out.find("100"), std::string::npos) << r.out;
 }
 
+TEST_F(PostgresStoreTest, APgDumpOfARunningBerthdRestoresIntoADatabaseBerthdRunsOn) {
+  Berthd& berthd = NewBerthd(AllInOne({"--store", server_->conninfo()}));
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  ASSERT_TRUE(berthd.WaitForNode("Ready", 20s)) << berthd.log();
+  const std::int64_t done = berthd.Submit(JobSpecJson("done", Sh("exit 0"), 1));
+  ASSERT_GT(done, 0);
+  ASSERT_TRUE(berthd.WaitForState(done, "Succeeded", 30s)) << berthd.JobState(done);
+  CommandResult r = Cli(berthd, {"budget", "set", "default", "--gpu-hours", "100"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+
+  // Online, while berthd serves: pg_dump reads one consistent snapshot.
+  const auto dump = dir_.path() / "berth.dump";
+  r = RunCommand(tests::PgBinDir() / "pg_dump",
+                 {"--format=custom", "--file", dump.string(), "--dbname", server_->conninfo()},
+                 dir_.path());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  berthd.Kill();
+
+  // Restored into a fresh database, as after losing the first.
+  auto admin = store::Database::Connect(server_->conninfo());
+  ASSERT_TRUE(admin.has_value()) << admin.error().message;
+  ASSERT_TRUE(admin->Exec("CREATE DATABASE restored"));
+  r = RunCommand(tests::PgBinDir() / "pg_restore",
+                 {"--no-owner", "--dbname", server_->conninfo("restored"), dump.string()},
+                 dir_.path());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  berthd.options().extra_args = {"--store", server_->conninfo("restored")};
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  EXPECT_EQ(berthd.JobState(done), "Succeeded");
+  ASSERT_TRUE(berthd.WaitForNode("Ready", 20s)) << berthd.log();
+  const std::int64_t next = berthd.Submit(JobSpecJson("next", Sh("exit 0"), 1));
+  EXPECT_GT(next, done);
+  EXPECT_TRUE(berthd.WaitForState(next, "Succeeded", 30s)) << berthd.JobState(next);
+  r = Cli(berthd, {"audit", "verify"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("intact"), std::string::npos) << r.out;
+  r = Cli(berthd, {"budget", "list"});
+  EXPECT_NE(r.out.find("100"), std::string::npos) << r.out;
+}
+
 TEST_F(PostgresStoreTest, APasswordInTheStoreFlagIsRefusedBeforeAnythingStarts) {
   const std::string with_password = "postgresql://berth:s3cret@127.0.0.1:1/berth";
   CommandResult r = RunCommand(BinDir() / "berthd",

@@ -26,14 +26,14 @@
 
 namespace berth::tests {
 namespace fs = std::filesystem;
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
 fs::path PgBinDir() {
   const char* env = std::getenv("BERTH_PG_BIN_DIR");
   return env != nullptr && *env != '\0' ? fs::path(env) : fs::path("/usr/lib/postgresql/15/bin");
 }
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
 
 std::string PgReadFile(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);

@@ -31,6 +31,10 @@ namespace berth::tests {
 // where they are looked for (/usr/lib/postgresql/15/bin).
 std::optional<std::string> PgServerUnavailable();
 
+// Where PostgreSQL 15's programs are (initdb, pg_ctl, pg_dump, pg_restore):
+// $BERTH_PG_BIN_DIR, else /usr/lib/postgresql/15/bin.
+std::filesystem::path PgBinDir();
+
 struct PgServerOptions {
   // fsync=on: for tests of what survives a crash of the server or host.
   // Off by default, which makes commits cheap and loses nothing unless the

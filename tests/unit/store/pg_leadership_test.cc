@@ -84,5 +84,22 @@ TEST_F(PgLeadershipTest, StopEndsAStandbysWaitAndBadTimingsAreRefused) {
   EXPECT_FALSE(Leadership::Open(server_->conninfo(), "", clock_, kFast).has_value());
 }
 
+TEST_F(PgLeadershipTest, ALeaderThatReleasesTheLeaseHandsOverWithoutTheWait) {
+  auto a = Open("berthd-a");
+  auto b = Open("berthd-b");
+  ASSERT_TRUE(a && b);
+  ASSERT_TRUE(a->Acquire().has_value());
+  a->KeepRenewing([](const std::string&) { ADD_FAILURE() << "a released, it did not lose"; });
+  auto b_term = std::async(std::launch::async, [&] { return b->Acquire(); });
+  EXPECT_EQ(b_term.wait_for(300ms), std::future_status::timeout);
+  a->Release();  // the clock never moves: only the release lets b in
+  EXPECT_FALSE(a->leading());
+  ASSERT_EQ(b_term.wait_for(5s), std::future_status::ready);
+  auto got = b_term.get();
+  ASSERT_TRUE(got.has_value()) << got.error().message;
+  EXPECT_EQ(*got, 2);
+  a->Release();  // twice: nothing more
+}
+
 }  // namespace
 }  // namespace berth::store
