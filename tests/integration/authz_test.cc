@@ -143,6 +143,7 @@ std::vector<Route> Routes() {
   };
   std::vector<Route> r;
   r.push_back({"GET", "/healthz", Kind::kPublic, fixed("/healthz")});
+  r.push_back({"GET", "/readyz", Kind::kPublic, fixed("/readyz")});
   r.push_back({"POST", "/v1/arrays/{id}/cancel", Kind::kObjectWrite, array("/cancel")});
   r.push_back({"GET", "/v1/openapi.json", Kind::kPublic, fixed("/v1/openapi.json")});
   r.push_back({"POST", "/v1/jobs", Kind::kSubmit, fixed("/v1/jobs"),

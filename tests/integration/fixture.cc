@@ -103,4 +103,11 @@ std::filesystem::path IntegrationTest::WriteCluster(const std::vector<std::strin
   return path;
 }
 
+void PostgresIntegrationTest::SetUp() {
+  if (auto why = tests::PgServerUnavailable()) GTEST_SKIP() << *why;
+  auto server = tests::PgServer::Start();
+  ASSERT_TRUE(server.has_value()) << server.error();
+  server_ = std::move(*server);
+}
+
 }  // namespace berth::it

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "integration/harness.h"
+#include "support/pg_server.h"
 
 namespace berth::it {
 
@@ -54,6 +55,16 @@ class IntegrationTest : public ::testing::Test {
   TempDir dir_;  // destroyed last: it reaps whatever the daemons left behind
   std::vector<std::unique_ptr<Berthd>> berthds_;
   std::vector<std::unique_ptr<Process>> agents_;
+};
+
+// The same with a PostgreSQL 15 server of the test's own (initdb in a temp
+// dir, a free loopback port); skipped, saying why, where the server
+// binaries are missing.
+class PostgresIntegrationTest : public IntegrationTest {
+ protected:
+  void SetUp() override;
+
+  std::unique_ptr<tests::PgServer> server_;
 };
 
 }  // namespace berth::it

@@ -12,7 +12,6 @@
 #include <iostream>
 
 #include "integration/fixture.h"
-#include "support/pg_server.h"
 
 namespace berth::it {
 namespace {
@@ -20,23 +19,14 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-class LeadershipTest : public IntegrationTest {
+class LeadershipTest : public PostgresIntegrationTest {
  protected:
-  void SetUp() override {
-    if (auto why = tests::PgServerUnavailable()) GTEST_SKIP() << *why;
-    auto server = tests::PgServer::Start();
-    ASSERT_TRUE(server.has_value()) << server.error();
-    server_ = std::move(*server);
-  }
-
   // A berthd of the control plane, with its own data dir and log.
   BerthdOptions Member(const std::string& name) {
     BerthdOptions o = ControlPlaneOnly({"--store", server_->conninfo(), "--leader-ttl", "3s"});
     o.name = name;
     return o;
   }
-
-  std::unique_ptr<tests::PgServer> server_;
 };
 
 TEST_F(LeadershipTest, AStandbyTakesOverAfterAKillAndTheAgentFollowsIt) {

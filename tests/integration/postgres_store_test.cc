@@ -7,22 +7,14 @@
 
 #include "integration/fixture.h"
 #include "store/sqlite_db.h"
-#include "support/pg_server.h"
 
 namespace berth::it {
 namespace {
 
 using nlohmann::json;
 
-class PostgresStoreTest : public IntegrationTest {
+class PostgresStoreTest : public PostgresIntegrationTest {
  protected:
-  void SetUp() override {
-    if (auto why = tests::PgServerUnavailable()) GTEST_SKIP() << *why;
-    auto server = tests::PgServer::Start();
-    ASSERT_TRUE(server.has_value()) << server.error();
-    server_ = std::move(*server);
-  }
-
   // A statement's rows on the test's server, each as its columns' text.
   std::vector<std::vector<std::string>> Rows(const std::string& sql) {
     std::vector<std::vector<std::string>> out;
@@ -41,7 +33,20 @@ class PostgresStoreTest : public IntegrationTest {
     }
   }
 
-  std::unique_ptr<tests::PgServer> server_;
+  // A berthd whose state was moved or restored carries on: a new job gets
+  // an id after `last_id` and runs, the audit chain is intact and the
+  // default tenant's 100 GPU-hour budget is there.
+  void ExpectItCarriesOn(Berthd& berthd, std::int64_t last_id) {
+    ASSERT_TRUE(berthd.WaitForNode("Ready", 20s)) << berthd.log();
+    const std::int64_t next = berthd.Submit(JobSpecJson("next", Sh("exit 0"), 1));
+    EXPECT_GT(next, last_id) << "job ids started over";
+    EXPECT_TRUE(berthd.WaitForState(next, "Succeeded", 30s)) << berthd.JobState(next);
+    CommandResult r = Cli(berthd, {"audit", "verify"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("intact"), std::string::npos) << r.out;
+    r = Cli(berthd, {"budget", "list"});
+    EXPECT_NE(r.out.find("100"), std::string::npos) << r.out;
+  }
 };
 
 TEST_F(PostgresStoreTest, BerthdKeepsItsStateInPostgresThroughAKill) {
@@ -156,15 +161,7 @@ TEST_F(PostgresStoreTest, AnInstallationMovesFromSqliteToPostgresWithItsJobsAndA
   ASSERT_TRUE(berthd.Start()) << berthd.log();
   EXPECT_EQ(berthd.JobState(done), "Succeeded");
   EXPECT_EQ(berthd.JobState(cancelled), "Cancelled");
-  const std::int64_t next = berthd.Submit(JobSpecJson("next", Sh("exit 0"), 1));
-  EXPECT_GT(next, cancelled) << "job ids start over after the migration";
-  ASSERT_TRUE(berthd.WaitForNode("Ready", 20s)) << berthd.log();
-  EXPECT_TRUE(berthd.WaitForState(next, "Succeeded", 30s)) << berthd.JobState(next);
-  r = Cli(berthd, {"audit", "verify"});
-  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("intact"), std::string::npos) << r.out;
-  r = Cli(berthd, {"budget", "list"});
-  EXPECT_NE(r.out.find("100"), std::string::npos) << r.out;
+  ExpectItCarriesOn(berthd, cancelled);
 }
 
 TEST_F(PostgresStoreTest, APgDumpOfARunningBerthdRestoresIntoADatabaseBerthdRunsOn) {
@@ -196,15 +193,7 @@ TEST_F(PostgresStoreTest, APgDumpOfARunningBerthdRestoresIntoADatabaseBerthdRuns
   berthd.options().extra_args = {"--store", server_->conninfo("restored")};
   ASSERT_TRUE(berthd.Start()) << berthd.log();
   EXPECT_EQ(berthd.JobState(done), "Succeeded");
-  ASSERT_TRUE(berthd.WaitForNode("Ready", 20s)) << berthd.log();
-  const std::int64_t next = berthd.Submit(JobSpecJson("next", Sh("exit 0"), 1));
-  EXPECT_GT(next, done);
-  EXPECT_TRUE(berthd.WaitForState(next, "Succeeded", 30s)) << berthd.JobState(next);
-  r = Cli(berthd, {"audit", "verify"});
-  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("intact"), std::string::npos) << r.out;
-  r = Cli(berthd, {"budget", "list"});
-  EXPECT_NE(r.out.find("100"), std::string::npos) << r.out;
+  ExpectItCarriesOn(berthd, done);
 }
 
 TEST_F(PostgresStoreTest, APasswordInTheStoreFlagIsRefusedBeforeAnythingStarts) {
