@@ -23,7 +23,7 @@ class LeadershipTest : public PostgresIntegrationTest {
  protected:
   // A berthd of the control plane, with its own data dir and log.
   BerthdOptions Member(const std::string& name) {
-    BerthdOptions o = ControlPlaneOnly({"--store", server_->conninfo(), "--leader-ttl", "3s"});
+    BerthdOptions o = ControlPlaneOnly({"--store", server_->conninfo(), "--leader-ttl", "4s"});
     o.name = name;
     return o;
   }
