@@ -58,6 +58,9 @@ inline constexpr std::string_view kStopFile = "stop.json";
 inline constexpr std::string_view kLogFile = "output.log";
 inline constexpr std::string_view kShimLogFile = "shim.log";
 inline constexpr std::string_view kPullLogFile = "pull.log";
+// Beside a run's `out` (output_root/RUN, the agent's, kept for the output
+// retention): berthd acknowledged the run's exit, so it never starts again.
+inline constexpr std::string_view kAckedFile = "acked";
 // A container run's container id, written by `podman run --cidfile`.
 inline constexpr std::string_view kContainerIdFile = "container.id";
 

@@ -426,6 +426,12 @@ Result<RunState> Runner::Start(const StartOrder& order) {
     auto [it, inserted] = runs_.emplace(order.run_id, Load(order.run_id));
     return StateOf(it->second);
   }
+  if (fs::exists(options_.output_root / order.run_id / kAckedFile, ec)) {
+    return Fail(Code::kFailedPrecondition,
+                fmt::format("run {} already ran on node {} and berthd acknowledged its exit; a run "
+                            "is started once (this order is a repeat)",
+                            order.run_id, options_.node_name));
+  }
   BERTH_RETURN_IF_ERROR(PrepareDirs(options_.data_dir, options_.work_root, options_.output_root));
 
   // Who the job runs as. A confined node starts nothing without an identity

@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 
 #include "agent/atomic_file.h"
 #include "agent/runner.h"
@@ -213,6 +214,17 @@ Status Runner::Ack(std::string_view run_id) {
   }
   std::error_code ec;
   fs::remove_all(WorkDir(run_id), ec);
+  // Remembered as run for as long as its outputs are kept: a start order for
+  // it that comes again (from a berthd that read its state before this exit
+  // was settled) must not run it twice. The directory is the agent's; the
+  // job owns only `out` below it.
+  const fs::path acked = options_.output_root / std::string(run_id) / kAckedFile;
+  if (std::ofstream mark(acked); !mark) {
+    spdlog::warn(
+        "cannot mark run {} as acknowledged ({}): a repeated start order would run it "
+        "again",
+        run_id, acked.string());
+  }
   // The outputs stay for their retention, counted from now.
   const TimeMs now = clock_.NowMs();
   const struct timespec times[2] = {{now / 1000, (now % 1000) * 1'000'000},

@@ -28,10 +28,13 @@ std::set<std::string, std::less<>> Armed() {
 
 }  // namespace
 
-void Failpoint(std::string_view name) {
+bool FailpointArmed(std::string_view name) {
   static const std::set<std::string, std::less<>> armed = Armed();
-  if (armed.empty() || !armed.contains(name)) return;
-  ::kill(::getpid(), SIGKILL);
+  return !armed.empty() && armed.contains(name);
+}
+
+void Failpoint(std::string_view name) {
+  if (FailpointArmed(name)) ::kill(::getpid(), SIGKILL);
 }
 
 }  // namespace berth

@@ -17,4 +17,10 @@ namespace berth {
 // once) names `name`.
 void Failpoint(std::string_view name);
 
+// Whether BERTH_FAILPOINTS names `name`: for the one switch that breaks a
+// guarantee on purpose, `fence.off` (berthd neither installs the database's
+// write fence nor steps down when it loses the lease), so that the fault
+// trials can show their checker catches a control plane without its fence.
+bool FailpointArmed(std::string_view name);
+
 }  // namespace berth

@@ -210,6 +210,23 @@ Status Controller::Dispatch(const std::vector<store::RunRecord>& active,
     }
     berth::v1::ServerMessage msg;
     if (send_start) {
+      // `active` was read when this pass began. A registration since then
+      // may have settled the run (its agent reported it exited, OnRegister)
+      // and forgotten what was sent: the run is read again, and the order
+      // goes out only on the session it was counted against. Without this a
+      // run that ended while berthd changed hands was started a second time
+      // (found by berth-fault-trial).
+      auto fresh = store_.GetRun(run.run_id);
+      if (!fresh) return std::unexpected(fresh.error());
+      bool current =
+          *fresh && (*fresh)->state == model::RunState::kStarting && !(*fresh)->stop_requested;
+      {
+        std::lock_guard lock(mu_);
+        auto it = live_.find(run.node);
+        current = current && it != live_.end() && it->second.session == session &&
+                  it->second.start_sent.contains(run.run_id);
+      }
+      if (!current) continue;
       auto spec = SpecOf(run.job_id);
       if (!spec) return std::unexpected(spec.error());
       std::vector<store::RunRecord> gang;

@@ -33,6 +33,7 @@
 #include "api/bootstrap.h"
 #include "api/render.h"
 #include "common/clock.h"
+#include "common/failpoint.h"
 #include "common/units.h"
 #include "control/agent_service.h"
 #include "control/controller.h"
@@ -1105,17 +1106,39 @@ int main(int argc, char** argv) {
     if (!setup) return Fatal(setup.error().message);
     d.tls = std::move(*setup);
   }
+  // The fault trials' broken control plane (common/failpoint.h): no fence in
+  // the database, no stepping down. Never set outside a trial.
+  const bool fence_off = berth::FailpointArmed("fence.off");
   if (settings->state.postgres()) {
     auto term = StandBy(flags, *settings, signals, d);
     if (!term) return Fatal(term.error().message);
     if (!*term) return 0;  // a signal while standing by
     // Every connection the stores open writes for this term, and the
     // database's fence refuses them once another berthd takes over.
-    settings->state.fence_term = **term;
+    if (!fence_off) settings->state.fence_term = **term;
     settings->state.fence_idle_ms = settings->leadership.ttl.count();
+    // A store session that drops (PostgreSQL restarted, a link cut and
+    // reset) may leave a transaction in doubt and takes its prepared
+    // statements with it: rather than mend each store, this berthd ends
+    // its term and comes back as a standby with a fresh view.
+    settings->state.on_session_lost = [](const std::string& why) {
+      spdlog::critical(
+          "the database session was lost ({}): exiting so that this berthd restarts as a standby",
+          why);
+      spdlog::shutdown();
+      std::_Exit(75);
+    };
   }
   if (auto st = OpenStores(flags, *settings, d); !st) return Fatal(st.error().message);
-  if (d.leadership) {
+  if (d.leadership && fence_off) {
+    spdlog::critical(
+        "BERTH_FAILPOINTS=fence.off: this berthd installs no write fence and does not step down "
+        "when it loses the lease; two of them can both act as leader (a fault trial's broken "
+        "control plane, never a deployment)");
+    d.leadership->KeepRenewing([](const std::string& why) {
+      spdlog::critical("leadership lost ({}): carrying on as leader (fence.off)", why);
+    });
+  } else if (d.leadership) {
     if (auto st = d.leadership->InstallWriteFence(); !st) return Fatal(st.error().message);
     d.leadership->KeepRenewing([](const std::string& why) {
       // Nothing of this term may go on: not a dispatch, not a reply. The

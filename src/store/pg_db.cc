@@ -21,6 +21,8 @@ struct PgSession {
   std::string last_sqlstate;
   // A 40001 or 40P01 since the last BEGIN (see retryable_failure()).
   bool retryable = false;
+  // Called once when the session is found lost (set_on_lost).
+  std::function<void(const std::string&)> on_lost;
 
   PgSession() = default;
   PgSession(const PgSession&) = delete;
@@ -80,9 +82,15 @@ std::unexpected<Error> PgFailed(PgSession& s, const PGresult* res, std::string_v
   s.last_sqlstate = sqlstate;
   if (PgRetryable(sqlstate)) s.retryable = true;
   const Code code = lost ? Code::kUnavailable : PgCodeFor(sqlstate);
-  return Fail(code,
-              fmt::format("store: {}: {} (SQLSTATE {}{})", what, PgOneLine(msg),
-                          sqlstate.empty() ? "none" : sqlstate, lost ? ", connection lost" : ""));
+  std::string text =
+      fmt::format("store: {}: {} (SQLSTATE {}{})", what, PgOneLine(msg),
+                  sqlstate.empty() ? "none" : sqlstate, lost ? ", connection lost" : "");
+  if (lost && s.on_lost) {
+    auto call = std::move(s.on_lost);
+    s.on_lost = nullptr;
+    call(text);
+  }
+  return Fail(code, std::move(text));
 }
 
 // A result that was a success: a command or rows.
@@ -332,6 +340,10 @@ Status PgConnection::Exec(std::string_view sql) {
 
 PgStatement PgConnection::Prepare(std::string_view sql) {
   return PgStatement(session_.get(), std::string(sql));
+}
+
+void PgConnection::set_on_lost(std::function<void(const std::string& why)> on_lost) {
+  session_->on_lost = std::move(on_lost);
 }
 
 int PgConnection::BackendPid() const {

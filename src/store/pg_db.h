@@ -117,6 +117,11 @@ class PgConnection {
   // name after that. The statement must not outlive the connection.
   PgStatement Prepare(std::string_view sql);
 
+  // Called once, from the failing call, when a command finds the session
+  // lost (the server restarted or went away, the backend was terminated):
+  // for berthd's leader, whose store sessions hold no way back into a
+  // transaction in doubt, and which steps down instead (docs/operations.md).
+  void set_on_lost(std::function<void(const std::string& why)> on_lost);
   // The server process serving this connection (pg_stat_activity.pid).
   int BackendPid() const;
   // The connection is lost (the server went away, the backend was

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <utility>
 
 namespace berth::store {
@@ -47,6 +48,7 @@ Leadership::Leadership(std::unique_ptr<PgConnection> conn, std::string conninfo,
 Leadership::~Leadership() {
   Stop();
   if (renewer_.joinable()) renewer_.join();
+  if (watchdog_.joinable()) watchdog_.join();
 }
 
 void Leadership::Stop() {
@@ -60,6 +62,7 @@ void Leadership::Stop() {
 void Leadership::Release() {
   Stop();
   if (renewer_.joinable()) renewer_.join();
+  if (watchdog_.joinable()) watchdog_.join();
   const std::int64_t term = term_.exchange(0);
   if (term == 0) return;
   if (auto st = ReleaseLease(*conn_, holder_, term); !st) {
@@ -131,37 +134,51 @@ Status Leadership::InstallWriteFence() {
 }
 
 void Leadership::KeepRenewing(std::function<void(const std::string& why)> on_lost) {
-  renewer_ = std::thread([this, on_lost = std::move(on_lost)] { RenewLoop(on_lost); });
+  renewed_until_.store(last_seen().expires_at_ms);
+  // Whichever thread sees the loss first reports it; the other one ends.
+  auto lose = [this, on_lost = std::move(on_lost)](const std::string& why) {
+    if (lost_.exchange(true)) return;
+    term_.store(0);
+    on_lost(why);
+  };
+  const std::int64_t term = term_.load();
+  renewer_ = std::thread([this, lose] { RenewLoop(lose); });
+  watchdog_ = std::thread([this, lose, term] { WatchLoop(lose, term); });
 }
 
-void Leadership::RenewLoop(const std::function<void(const std::string&)>& on_lost) {
+void Leadership::RenewLoop(const std::function<void(const std::string&)>& lose) {
   const std::int64_t term = term_.load();
-  TimeMs expires = last_seen().expires_at_ms;
   bool connected = true;
-  while (Sleep(options_.renew_every)) {
+  while (Sleep(options_.renew_every) && !lost_.load()) {
     if (!connected) connected = Reconnect();
-    if (connected) {
-      auto renewed = RenewLease(*conn_, holder_, term, clock_.NowMs(), options_.ttl);
-      if (renewed) {
-        expires = renewed->expires_at_ms;
-        Seen(*renewed);
-        continue;
-      }
-      if (renewed.error().code == Code::kFailedPrecondition) {
-        term_.store(0);
-        on_lost(renewed.error().message);
-        return;
-      }
-      spdlog::warn("leadership: renewal of term {} failed (retrying): {}", term,
-                   renewed.error().message);
-      if (renewed.error().code == Code::kUnavailable) connected = false;
+    if (!connected) continue;
+    auto renewed = RenewLease(*conn_, holder_, term, clock_.NowMs(), options_.ttl);
+    if (renewed) {
+      renewed_until_.store(renewed->expires_at_ms);
+      Seen(*renewed);
+      continue;
     }
-    // Step down a renewal before the lease lapses, so that a standby that
-    // takes it finds this berthd already gone.
-    if (clock_.NowMs() + options_.renew_every.count() >= expires) {
-      term_.store(0);
-      on_lost(fmt::format("could not renew the lease of term {} before it lapses at {} ms", term,
-                          expires));
+    if (renewed.error().code == Code::kFailedPrecondition) {
+      lose(renewed.error().message);
+      return;
+    }
+    spdlog::warn("leadership: renewal of term {} failed (retrying): {}", term,
+                 renewed.error().message);
+    if (renewed.error().code == Code::kUnavailable) connected = false;
+  }
+}
+
+void Leadership::WatchLoop(const std::function<void(const std::string&)>& lose, std::int64_t term) {
+  // Step down a renewal before the lease lapses, so that a standby that
+  // takes it finds this berthd already gone. Checked on the local clock,
+  // apart from the renewals, which may be stuck on an unanswering database.
+  const auto every = std::max(std::chrono::milliseconds(10), options_.renew_every / 8);
+  while (Sleep(every) && !lost_.load()) {
+    const TimeMs until = renewed_until_.load();
+    if (clock_.NowMs() + options_.renew_every.count() >= until) {
+      lose(fmt::format(
+          "the lease of term {} would have lapsed at {} ms before a renewal got through", term,
+          until));
       return;
     }
   }

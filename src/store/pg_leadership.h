@@ -6,7 +6,9 @@
 // A standby polls the lease every retry interval. The leader renews it
 // every renew interval and steps down (on_lost) when it cannot: deposed,
 // lapsed, or unable to reach the database until its lease would lapse less
-// one renew interval. Stepping down is the caller's: berthd exits, so that
+// one renew interval. A watchdog thread keeps that deadline on the local
+// clock, so a renewal that hangs (the database's host cut off, its packets
+// dropped) does not keep a leader in office. Stepping down is the caller's: berthd exits, so that
 // its supervisor restarts it as a standby with nothing of the old term in
 // memory. Safety does not rest on the step-down being timely: every write
 // declares its term and the database's write fence refuses a deposed one.
@@ -58,7 +60,9 @@ class Leadership {
   // (the database may be restarting).
   Result<std::int64_t> Acquire();
   // Renews the lease on a thread of its own from now on; calls `on_lost`
-  // once, from that thread, when the lease cannot be kept.
+  // once, from that thread or the watchdog's, when the lease cannot be
+  // kept: deposed, or not renewed by one renew interval before it lapses
+  // (whether the renewal failed or is still waiting on the database).
   void KeepRenewing(std::function<void(const std::string& why)> on_lost);
   // Ends Acquire and the renewals (does not give the lease up: it lapses).
   void Stop();
@@ -84,7 +88,8 @@ class Leadership {
   bool Reconnect();
   // Sleeps `d` unless stopped first; false: stopped.
   bool Sleep(std::chrono::milliseconds d);
-  void RenewLoop(const std::function<void(const std::string&)>& on_lost);
+  void RenewLoop(const std::function<void(const std::string&)>& lose);
+  void WatchLoop(const std::function<void(const std::string&)>& lose, std::int64_t term);
   void Seen(const LeaseState& lease);
 
   std::unique_ptr<PgConnection> conn_;
@@ -99,6 +104,10 @@ class Leadership {
   bool stopping_ = false;
   LeaseState seen_;
   std::thread renewer_;
+  std::thread watchdog_;
+  // The lease's expiry as of the last renewal that succeeded.
+  std::atomic<TimeMs> renewed_until_{0};
+  std::atomic<bool> lost_{false};
 };
 
 }  // namespace berth::store

@@ -371,6 +371,7 @@ namespace {
 Result<Database> ConnectFenced(const StoreLocation& where) {
   auto db = Database::Connect(where.conninfo);
   if (!db) return std::unexpected(db.error());
+  if (where.on_session_lost) db->set_on_session_lost(where.on_session_lost);
   if (where.fence_term > 0) {
     BERTH_RETURN_IF_ERROR(
         db->Exec(fmt::format("SELECT set_config('berth.term', '{}', false)", where.fence_term)));

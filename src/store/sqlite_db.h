@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -142,6 +143,10 @@ class Database {
   // A compiled statement for `sql`: from the connection's cache when one is
   // idle, compiled otherwise; it goes back to the cache when destroyed.
   [[nodiscard]] Result<Statement> Prepare(std::string_view sql);
+  // PostgreSQL: see PgConnection::set_on_lost. SQLite: nothing.
+  void set_on_session_lost(std::function<void(const std::string& why)> on_lost) {
+    if (pg_) pg_->conn.set_on_lost(std::move(on_lost));
+  }
   // The id the last INSERT into a table with a generated id gave its row.
   std::int64_t LastInsertId() const;
   // Rows the last INSERT, UPDATE or DELETE changed.
@@ -213,6 +218,10 @@ struct StoreLocation {
   // timeout), so that a leader paused mid-transaction, whose share lock on
   // the lease holds a takeover back, lets it go. 0: no limit.
   std::int64_t fence_idle_ms = 0;
+  // On PostgreSQL: called once per connection opened from here when that
+  // session is found lost (PgConnection::set_on_lost). berthd's leader
+  // steps down on it.
+  std::function<void(const std::string& why)> on_session_lost;
 };
 
 // berthd's --store value: empty is SQLite in `data_dir`; "sqlite:DIR" is

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <httplib.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
@@ -452,6 +453,13 @@ bool Berthd::StartStandby(Ms timeout) {
          process_->running();
 }
 
+bool Berthd::StartAnyRole(Ms timeout) {
+  Launch();
+  return WaitFor([&] { return !process_->running() || http_.Get("/healthz").status == 200; },
+                 timeout) &&
+         process_->running();
+}
+
 bool Berthd::WaitUntilReady(Ms timeout) {
   bool up = WaitFor([&] { return !process_ || http_.Get("/readyz").status == 200; }, timeout) &&
             running();
@@ -627,6 +635,106 @@ void DumpStacks(pid_t pid, const fs::path& out) {
   if (pid <= 0 || !fs::exists(gdb, ec)) return;
   Process p(gdb, {"-p", std::to_string(pid), "-batch", "-ex", "thread apply all bt"}, out);
   if (!p.Wait(60s)) p.Kill(SIGKILL);
+}
+
+namespace {
+sockaddr* Sockaddr(sockaddr_in& a) {
+  return reinterpret_cast<sockaddr*>(&a);
+}
+}  // namespace
+
+Relay::Relay(int upstream_port) : upstream_port_(upstream_port) {
+  listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (listen_fd_ < 0 || ::bind(listen_fd_, Sockaddr(addr), len) != 0 ||
+      ::listen(listen_fd_, 64) != 0 || ::getsockname(listen_fd_, Sockaddr(addr), &len) != 0) {
+    throw std::runtime_error("relay: cannot listen on loopback");
+  }
+  port_ = ntohs(addr.sin_port);
+  threads_.emplace_back([this] { AcceptLoop(); });
+}
+
+Relay::~Relay() {
+  stopping_ = true;
+  for (;;) {
+    std::thread t;
+    {
+      std::lock_guard lock(mu_);
+      if (threads_.empty()) break;
+      t = std::move(threads_.back());
+      threads_.pop_back();
+    }
+    t.join();
+  }
+  ::close(listen_fd_);
+  for (int fd : held_) ::close(fd);
+}
+
+void Relay::Heal() {
+  {
+    std::lock_guard lock(mu_);
+    for (int fd : held_) ::close(fd);
+    held_.clear();
+    ++epoch_;  // the pumps of cut connections close them
+  }
+  cut_ = false;
+}
+
+void Relay::AcceptLoop() {
+  while (!stopping_) {
+    pollfd p{listen_fd_, POLLIN, 0};
+    if (::poll(&p, 1, 50) <= 0) continue;
+    int client = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (client < 0) continue;
+    std::lock_guard lock(mu_);
+    if (cut_) {
+      held_.push_back(client);  // accepted by the kernel, answered by no one
+      continue;
+    }
+    int upstream = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<std::uint16_t>(upstream_port_));
+    if (upstream < 0 || ::connect(upstream, Sockaddr(addr), sizeof addr) != 0) {
+      ::close(client);
+      if (upstream >= 0) ::close(upstream);
+      continue;
+    }
+    const int epoch = epoch_;
+    threads_.emplace_back([this, client, upstream, epoch] { Pump(client, upstream, epoch); });
+  }
+}
+
+void Relay::Pump(int a, int b, int epoch) {
+  char buf[16384];
+  while (!stopping_ && epoch_ == epoch) {
+    if (cut_) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
+    pollfd p[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
+    if (::poll(p, 2, 50) <= 0) continue;
+    bool closed = false;
+    for (int i = 0; i < 2 && !closed; ++i) {
+      if (p[i].revents == 0) continue;
+      const int from = p[i].fd;
+      const int to = i == 0 ? b : a;
+      ssize_t n = ::read(from, buf, sizeof buf);
+      closed = n <= 0;
+      for (ssize_t done = 0; !closed && done < n;) {
+        ssize_t w = ::write(to, buf + done, static_cast<std::size_t>(n - done));
+        closed = w <= 0;
+        done += std::max<ssize_t>(w, 0);
+      }
+    }
+    if (closed) break;
+  }
+  ::close(a);
+  ::close(b);
 }
 
 }  // namespace berth::it

@@ -10,15 +10,18 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace berth::it {
@@ -142,6 +145,38 @@ class Http {
 // reply that is not 200 is returned as it is.
 Reply GetAllPages(const Http& http, const std::string& path, const std::string& key);
 
+// A loopback TCP relay in front of a port (berthd's agent port, the
+// database's): the fault trials' and fencing tests' network link. Cut, it
+// carries nothing either way and holds every connection open, old and new
+// (no FIN, no RST), as a network partition does; healed, it drops what it
+// held and relays new connections again. Throws if it cannot listen.
+class Relay {
+ public:
+  explicit Relay(int upstream_port);
+  ~Relay();
+  Relay(const Relay&) = delete;
+  Relay& operator=(const Relay&) = delete;
+
+  int port() const { return port_; }
+  bool cut() const { return cut_; }
+  void Cut() { cut_ = true; }
+  void Heal();
+
+ private:
+  void AcceptLoop();
+  void Pump(int a, int b, int epoch);
+
+  int upstream_port_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stopping_ = false;
+  std::atomic<bool> cut_ = false;
+  std::atomic<int> epoch_ = 0;
+  std::mutex mu_;  // guards threads_, held_
+  std::vector<std::thread> threads_;
+  std::vector<int> held_;
+};
+
 // berthd on a data dir and fresh loopback ports. Start() may be called again
 // after Kill() or Stop(): same data dir, same ports.
 struct BerthdOptions {
@@ -179,6 +214,10 @@ class Berthd {
   // Starts berthd expecting a standby (several berthd on one PostgreSQL
   // database): waits until /healthz says role "standby".
   bool StartStandby(Ms timeout = 20s);
+  // Starts berthd in whichever role it finds (a fault trial's supervisor
+  // restarting a member): waits until /healthz answers 200, as a leader or
+  // a standby.
+  bool StartAnyRole(Ms timeout = 20s);
   // Waits until a started berthd (a standby taking over) serves the API.
   bool WaitUntilReady(Ms timeout);
   // The admin token the harness's client and CLIs send (Start takes the

@@ -308,12 +308,25 @@ std::expected<std::unique_ptr<PgServer>, std::string> PgServer::Start(PgServerOp
   return server;
 }
 
-std::expected<void, std::string> PgServer::Launch() {
+std::expected<void, std::string> PgServer::Restart() {
+  const int port = port_;
+  Stop();
+  // The port may be held a moment longer by the old server's sockets.
+  std::expected<void, std::string> up;
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    up = Launch(port);
+    if (up) return up;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return up;
+}
+
+std::expected<void, std::string> PgServer::Launch(int port) {
   auto as = ServerUser();
   if (!as) return std::unexpected(as.error());
   const fs::path log = dir_ / "postgres.log";
-  for (int attempt = 0; attempt < 5; ++attempt) {
-    port_ = PgFreePort();
+  for (int attempt = 0; attempt < (port > 0 ? 1 : 5); ++attempt) {
+    port_ = port > 0 ? port : PgFreePort();
     std::vector<std::string> argv = {(PgBinDir() / "postgres").string(), "-D",
                                      (dir_ / "data").string(), "-p", std::to_string(port_), "-c",
                                      "listen_addresses=127.0.0.1",
@@ -350,6 +363,9 @@ std::expected<void, std::string> PgServer::Launch() {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
+  }
+  if (port > 0) {
+    return std::unexpected(fmt::format("postgres could not bind port {}", port));
   }
   return std::unexpected(
       fmt::format("postgres found no free port in 5 tries: {}", Tail(PgReadFile(log))));

@@ -60,12 +60,16 @@ class PgServer {
   // Stops the server at once (immediate shutdown, as after a crash); the
   // directory stays until the PgServer is destroyed.
   void Stop();
+  // Stops the server as Stop() does and starts it again on the same port
+  // and data (a crash and restart of the database, as clients see it).
+  std::expected<void, std::string> Restart();
 
  private:
   PgServer(std::filesystem::path dir, PgServerOptions options)
       : dir_(std::move(dir)), options_(options) {}
-  // Starts postgres on a free port, trying another when the port is taken.
-  std::expected<void, std::string> Launch();
+  // Starts postgres on a free port, trying another when the port is taken;
+  // with `port` set, on that port only.
+  std::expected<void, std::string> Launch(int port = 0);
 
   std::filesystem::path dir_;
   PgServerOptions options_;

@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <thread>
+
 #include "agent/atomic_file.h"
 #include "test_util.h"
 
@@ -250,6 +252,29 @@ TEST_F(RunnerTest, ExitOnDiskIsReportedAfterRestartAndAckDeletesTheRun) {
   EXPECT_FALSE(std::filesystem::exists(b.RunDir("r1")));
   EXPECT_FALSE(b.Get("r1").has_value());
   EXPECT_TRUE(b.Ack("r1").has_value());  // acks may repeat
+}
+
+TEST_F(RunnerTest, ARunWhoseExitWasAcknowledgedIsNeverStartedAgain) {
+  // berthd changed hands while the run ended: the new leader settled the
+  // exit the agent reported, and a start order read before that comes
+  // again. The run ran once; the repeat is refused and nothing starts.
+  const auto marker = dir_.path() / "ran";
+  Runner runner(Options(), system_clock_);
+  const std::string script = "echo once >> " + marker.string();
+  ASSERT_TRUE(runner.Start(Order("r1", {"sh", "-c", script})).has_value());
+  ASSERT_TRUE(PollUntilExited(runner, "r1"));
+  ASSERT_TRUE(runner.Ack("r1").has_value());
+  auto again = runner.Start(Order("r1", {"sh", "-c", script}));
+  ASSERT_FALSE(again.has_value());
+  EXPECT_EQ(again.error().code, Code::kFailedPrecondition);
+  EXPECT_NE(again.error().message.find("started once"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(runner.RunDir("r1")));
+  // A restarted agent knows it too: the mark is on disk.
+  Runner restarted(Options(), system_clock_);
+  ASSERT_TRUE(restarted.Scan().has_value());
+  EXPECT_FALSE(restarted.Start(Order("r1", {"sh", "-c", script})).has_value());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(testing::Slurp(marker), "once\n");
 }
 
 TEST_F(RunnerTest, AckOfARunningRunIsRefused) {

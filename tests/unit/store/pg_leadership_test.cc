@@ -2,7 +2,9 @@
 // objects on one real server with a manual clock: the first takes the
 // lease, the second stands by and sees who leads; when the leader's lease
 // lapses (its clock jumped past it, as after a pause) it steps down by
-// itself and the standby takes over at the next term.
+// itself and the standby takes over at the next term. A renewal that hangs
+// (here: behind another session's lock on the lease row, as behind a cut
+// link) does not keep the leader in office past its deadline.
 #include "store/pg_leadership.h"
 
 #include <gmock/gmock.h>
@@ -11,6 +13,7 @@
 #include <chrono>
 #include <future>
 #include <string>
+#include <thread>
 
 #include "support/pg_fixture.h"
 
@@ -99,6 +102,30 @@ TEST_F(PgLeadershipTest, ALeaderThatReleasesTheLeaseHandsOverWithoutTheWait) {
   ASSERT_TRUE(got.has_value()) << got.error().message;
   EXPECT_EQ(*got, 2);
   a->Release();  // twice: nothing more
+}
+
+TEST_F(PgLeadershipTest, ALeaderWhoseRenewalHangsStepsDownBeforeItsLeaseLapses) {
+  auto a = Open("berthd-a");
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(a->Acquire().has_value());
+  std::promise<std::string> lost;
+  a->KeepRenewing([&](const std::string& why) { lost.set_value(why); });
+  auto why = lost.get_future();
+  // Another session holds the lease row: a's next renewal waits on it and
+  // would wait for as long as it is held.
+  auto blocker = PgConnection::Open(server_->conninfo());
+  ASSERT_TRUE(blocker.has_value()) << blocker.error().message;
+  ASSERT_TRUE(blocker->Exec("BEGIN; SELECT * FROM leader_lease FOR UPDATE").has_value());
+  std::this_thread::sleep_for(300ms);  // a renewal is under way and stuck
+  EXPECT_EQ(why.wait_for(0ms), std::future_status::timeout);
+  EXPECT_TRUE(a->leading());
+  // Its deadline passes on the local clock: it steps down at once, the
+  // renewal still waiting.
+  clock_.Advance(3000 - 100);
+  ASSERT_EQ(why.wait_for(5s), std::future_status::ready);
+  EXPECT_THAT(why.get(), HasSubstr("would have lapsed"));
+  EXPECT_FALSE(a->leading());
+  ASSERT_TRUE(blocker->Exec("ROLLBACK").has_value());
 }
 
 }  // namespace
