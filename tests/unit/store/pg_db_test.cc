@@ -249,6 +249,22 @@ TEST_F(PgDbTest, ALostConnectionIsUnavailable) {
   EXPECT_EQ(begun.error().code, Code::kUnavailable);
 }
 
+TEST_F(PgDbTest, ALostSessionIsReportedOnceToItsOwner) {
+  // berthd's leader steps down on it (StoreLocation::on_session_lost).
+  std::vector<std::string> lost;
+  conn_->set_on_lost([&](const std::string& why) { lost.push_back(why); });
+  ASSERT_TRUE(conn_->Exec("SELECT 1").has_value());
+  EXPECT_TRUE(lost.empty());  // a working session says nothing
+  auto bad = conn_->Exec("SELECT * FROM no_such_table");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_TRUE(lost.empty());  // a failed statement is not a lost session
+  TerminateBackend(conn_->BackendPid());
+  EXPECT_FALSE(conn_->Exec("SELECT 1").has_value());
+  EXPECT_FALSE(conn_->Prepare("SELECT 2").Run().has_value());
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_NE(lost[0].find("connection lost"), std::string::npos) << lost[0];
+}
+
 // Reads the counter, then adds `add` to what it read: a read-modify-write
 // that a concurrent update between the two makes PostgreSQL abort at
 // SERIALIZABLE (40001).
