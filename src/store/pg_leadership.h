@@ -8,10 +8,11 @@
 // lapsed, or unable to reach the database until its lease would lapse less
 // one renew interval. A watchdog thread keeps that deadline on the local
 // clock, so a renewal that hangs (the database's host cut off, its packets
-// dropped) does not keep a leader in office. Stepping down is the caller's: berthd exits, so that
-// its supervisor restarts it as a standby with nothing of the old term in
-// memory. Safety does not rest on the step-down being timely: every write
-// declares its term and the database's write fence refuses a deposed one.
+// dropped) does not keep a leader in office. Stepping down is the
+// caller's: berthd exits, so that its supervisor restarts it as a standby
+// with nothing of the old term in memory. Safety does not rest on the
+// step-down being timely: every write declares its term and the
+// database's write fence refuses a deposed one.
 #pragma once
 
 #include <atomic>
