@@ -332,6 +332,11 @@ std::string RenderLeadershipMetrics(const nlohmann::json& role) {
   w.Family("berth_leader_since_seconds", "gauge",
            "When this berthd took the leadership lease, in Unix seconds; 0 for a single berthd.");
   w.Sample("berth_leader_since_seconds", {}, number("leading_since") / 1000.0);
+  w.Family("berth_leader_lease_expires_in_seconds", "gauge",
+           "How long the leader's lease lasts unless renewed again (it renews every quarter of "
+           "--leader-ttl): near 0 or below, the database is not taking its renewals; 0 for a "
+           "single berthd.");
+  w.Sample("berth_leader_lease_expires_in_seconds", {}, number("lease_expires_in_ms") / 1000.0);
   return w.Take();
 }
 

@@ -287,6 +287,16 @@ Result<json> ApiClient::Get(const std::string& path) {
   return DecodeJson(res->status, res->body);
 }
 
+Result<json> ApiClient::GetFrom(std::size_t i, const std::string& path) {
+  if (i >= urls_.size()) {
+    return Fail(Code::kInvalidArgument, fmt::format("no server #{} of {}", i + 1, urls_.size()));
+  }
+  Use(i);
+  auto res = http_->Get(url_.base_path + path, RequestHeaders("application/json", token_));
+  if (!res) return std::unexpected(TransportError(url_, ca_, res.error()));
+  return DecodeJson(res->status, res->body);
+}
+
 Result<json> ApiClient::Post(const std::string& path, const std::string& body,
                              const std::string& content_type) {
   auto res = WithFailover([&](httplib::Client& c) {

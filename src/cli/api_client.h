@@ -88,6 +88,11 @@ class ApiClient {
 
   // The address in use (the last that answered).
   const ServerUrl& url() const { return url_; }
+  // Every address given, in order.
+  const std::vector<ServerUrl>& urls() const { return urls_; }
+  // GET from urls()[i] alone, never another (berth status asks each
+  // berthd of the control plane in turn); the client then stays there.
+  Result<nlohmann::json> GetFrom(std::size_t i, const std::string& path);
   // Sent as `Authorization: Bearer` on every request when not empty.
   void set_token(std::string token) { token_ = std::move(token); }
   // The PEM CA file an https server's certificate must chain to (--ca,

@@ -92,6 +92,13 @@ Status CopyOutputs(ApiClient& api, const CopySpec& source, const OutputSource& s
 Status ListNodes(ApiClient& api, const Output& output);
 Status ListGpus(ApiClient& api, const Output& output);
 Status ShowNode(ApiClient& api, const std::string& node, const Output& output);
+// `berth status` (commands_status.cc): GET /healthz of every address given,
+// each alone; the document -o json prints ({"servers": [...], "leader":
+// URL or null, "term"}), its table, and the command, which fails
+// (kUnavailable) when no berthd answers as the leader.
+nlohmann::json StatusDocument(ApiClient& api);
+std::string RenderStatus(const nlohmann::json& doc, std::int64_t now_ms);
+Status ShowStatus(ApiClient& api, const Output& output);
 // `target` is NODE or NODE/GPU. `action`: "cordon", "drain" (nodes only) or
 // "uncordon".
 // DELETE /v1/nodes/NAME: the node leaves the inventory, its certificates

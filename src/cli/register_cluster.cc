@@ -1,4 +1,4 @@
-// berth nodes, gpus, node, node remove, cordon, drain and uncordon.
+// berth status, nodes, gpus, node, node remove, cordon, drain and uncordon.
 #include <string>
 
 #include "cli/registry.h"
@@ -18,6 +18,12 @@ struct ClusterFlags {
 void RegisterClusterCommands(CommandRegistry& registry) {
   auto& f = registry.Keep<ClusterFlags>();
   CLI::App& app = registry.app();
+  auto* status = app.add_subcommand(
+      "status",
+      "the control plane: which berthd leads, its term and since when, each standby's view of "
+      "the lease, and which do not answer (every address of --server)");
+  registry.OnRun(status, [](ApiClient& api, const Output& out) { return ShowStatus(api, out); });
+
   auto* nodes = app.add_subcommand("nodes", "list nodes and their GPUs");
   registry.OnRun(nodes, [](ApiClient& api, const Output& out) { return ListNodes(api, out); });
 

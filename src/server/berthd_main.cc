@@ -578,10 +578,27 @@ struct Daemon {
 // and clients with every control-plane address move to the leader.
 // Standbys serve no reads: they hold no state until they lead, and the
 // leader's answers are the only ones that are up to date.
-void AnswerAsStandby(const berth::store::Leadership& lead, const berth::http::Request& req,
-                     berth::http::Response& res) {
+// What /healthz says of the lease as this berthd last saw it: who holds
+// it, its term, how old this view is (`lease_age_ms`, since the last read
+// or renewal that got through: a standby's lag; null before the first),
+// when the lease lapses unless renewed, and why the database did not
+// answer last, if it did not.
+nlohmann::json LeaseJson(const berth::store::Leadership& lead, berth::TimeMs now) {
   const berth::store::LeaseState lease = lead.last_seen();
-  nlohmann::json body{{"role", "standby"}, {"leader", lease.holder}, {"term", lease.term}};
+  const berth::TimeMs seen_at = lead.lease_seen_at();
+  nlohmann::json body{{"leader", lease.holder},
+                      {"term", lease.term},
+                      {"lease_age_ms", seen_at > 0 ? nlohmann::json(now - seen_at) : nullptr},
+                      {"lease_expires_in_ms", lease.expires_at_ms - now}};
+  if (std::string error = lead.last_error(); !error.empty()) body["database_error"] = error;
+  return body;
+}
+
+void AnswerAsStandby(const berth::store::Leadership& lead, berth::TimeMs now,
+                     const berth::http::Request& req, berth::http::Response& res) {
+  const berth::store::LeaseState lease = lead.last_seen();
+  nlohmann::json body = LeaseJson(lead, now);
+  body["role"] = "standby";
   if (req.path == "/healthz") {
     body["status"] = "ok";
     res.status = 200;
@@ -622,10 +639,11 @@ berth::Result<std::optional<std::int64_t>> StandBy(const BerthdFlags& f, const S
   if (!f.plain_http) options.tls = berth::http::TlsFiles{d.tls->cert_file, d.tls->key_file};
   berth::http::Server standby(options);
   standby.set_inline_paths({"/healthz", "/readyz"});
-  standby.set_pre_routing([&lead](const berth::http::Request& req, berth::http::Response& res) {
-    AnswerAsStandby(lead, req, res);
-    return true;
-  });
+  standby.set_pre_routing(
+      [&lead, &d](const berth::http::Request& req, berth::http::Response& res) {
+        AnswerAsStandby(lead, d.clock.NowMs(), req, res);
+        return true;
+      });
   if (auto bound = standby.Bind(s.listen.first, static_cast<std::uint16_t>(s.listen.second));
       !bound) {
     return std::unexpected(Invalid(fmt::format("{} (--listen)", bound.error().message)));
@@ -930,11 +948,13 @@ berth::Status StartApi(const BerthdFlags& f, const Settings& s, Daemon& d) {
   api.set_metrics(&d.metrics);
   api.set_http_stats([&d] { return d.http->stats(); });
   if (d.leadership) {
-    api.set_leadership([lead = d.leadership.get()] {
-      return nlohmann::json{{"role", "leader"},
-                            {"leader", lead->holder()},
-                            {"term", lead->term()},
-                            {"leading_since", lead->leading_since()}};
+    api.set_leadership([lead = d.leadership.get(), &clock = d.clock] {
+      nlohmann::json body = LeaseJson(*lead, clock.NowMs());
+      body["role"] = "leader";
+      body["leader"] = lead->holder();
+      body["term"] = lead->term();
+      body["leading_since"] = lead->leading_since();
+      return body;
     });
   }
   api.set_telemetry(d.telemetry.get());

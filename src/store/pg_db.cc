@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <array>
 #include <charconv>
 #include <chrono>
 #include <thread>
@@ -304,9 +305,32 @@ PgConnection::PgConnection(std::unique_ptr<PgSession> session) : session_(std::m
 PgConnection::PgConnection(PgConnection&& o) noexcept = default;
 PgConnection::~PgConnection() = default;
 
-Result<PgConnection> PgConnection::Open(const std::string& conninfo) {
+Result<PgConnection> PgConnection::Open(const std::string& conninfo,
+                                       std::chrono::milliseconds dead_after) {
+  using std::chrono::duration_cast;
+  using std::chrono::seconds;
+  const auto whole_seconds = [](std::chrono::milliseconds d) {
+    return std::max<std::int64_t>(1, duration_cast<seconds>(d + std::chrono::milliseconds(999)).count());
+  };
+  // Keepalives start after a third of the bound and probe every second
+  // until it is spent.
+  const std::int64_t idle = std::max<std::int64_t>(1, whole_seconds(dead_after) / 3);
+  const std::string connect_timeout = std::to_string(std::max<std::int64_t>(2, whole_seconds(dead_after)));
+  const std::string keepalives_idle = std::to_string(idle);
+  const std::string keepalives_count =
+      std::to_string(std::max<std::int64_t>(1, whole_seconds(dead_after) - idle));
+  const std::string user_timeout = std::to_string(dead_after.count());
+  // Ours first: the expanded connection string (dbname) overrides them.
+  const std::array<const char*, 8> keywords = {"connect_timeout",    "keepalives",
+                                               "keepalives_idle",    "keepalives_interval",
+                                               "keepalives_count",   "tcp_user_timeout",
+                                               "dbname",             nullptr};
+  const std::array<const char*, 8> values = {connect_timeout.c_str(), "1",
+                                             keepalives_idle.c_str(),  "1",
+                                             keepalives_count.c_str(), user_timeout.c_str(),
+                                             conninfo.c_str(),         nullptr};
   auto s = std::make_unique<PgSession>();
-  s->conn = PQconnectdb(conninfo.c_str());
+  s->conn = PQconnectdbParams(keywords.data(), values.data(), /*expand_dbname=*/1);
   if (s->conn == nullptr) {
     return Fail(Code::kResourceExhausted, "store: cannot connect to PostgreSQL: out of memory");
   }

@@ -15,6 +15,7 @@
 // (pg_pool.h) shares several between threads.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -99,11 +100,23 @@ class PgStatement {
   int row_ = -1;
 };
 
+// How long a session's link to the server may stay dead (sent data not
+// acknowledged, or no answer to TCP keepalives) before the session is given
+// up as lost: without a bound, a query on a link whose packets are dropped
+// (the server's host cut off) waits for the kernel's retransmissions, many
+// minutes. A slow query on a live link is not affected: the server's kernel
+// still acknowledges and answers keepalives.
+inline constexpr std::chrono::milliseconds kPgDeadLinkAfter{10'000};
+
 class PgConnection {
  public:
   // Connects with a libpq connection string ("host=... port=... dbname=..."
   // or a postgresql:// URI), in UTF-8. An unreachable server is kUnavailable.
-  static Result<PgConnection> Open(const std::string& conninfo);
+  // Connecting and a dead link give up after `dead_after` (connect_timeout,
+  // keepalives and tcp_user_timeout; the connection string's own values of
+  // those win).
+  static Result<PgConnection> Open(const std::string& conninfo,
+                                   std::chrono::milliseconds dead_after = kPgDeadLinkAfter);
   PgConnection(PgConnection&& o) noexcept;
   PgConnection& operator=(PgConnection&&) = delete;
   PgConnection(const PgConnection&) = delete;

@@ -29,7 +29,10 @@ Result<std::unique_ptr<Leadership>> Leadership::Open(const std::string& conninfo
                                                      LeadershipOptions options) {
   BERTH_RETURN_IF_ERROR(CheckLeadershipOptions(options, "ttl"));
   if (holder.empty()) return InvalidField("holder", "a berthd leads under a name");
-  auto conn = PgConnection::Open(conninfo);
+  // A link that goes dead is given up within one lease: a standby then
+  // reconnects (and sees the database again as soon as it can), and a
+  // leader's renewal fails rather than hangs.
+  auto conn = PgConnection::Open(conninfo, options.ttl);
   if (!conn) return std::unexpected(conn.error());
   BERTH_RETURN_IF_ERROR(EnsureLeaseTable(*conn));
   return std::unique_ptr<Leadership>(
@@ -81,6 +84,23 @@ bool Leadership::Sleep(std::chrono::milliseconds d) {
 void Leadership::Seen(const LeaseState& lease) {
   std::lock_guard lock(mu_);
   seen_ = lease;
+  seen_at_ = clock_.NowMs();
+  last_error_.clear();
+}
+
+void Leadership::Failed(const std::string& why) {
+  std::lock_guard lock(mu_);
+  last_error_ = why;
+}
+
+TimeMs Leadership::lease_seen_at() const {
+  std::lock_guard lock(mu_);
+  return seen_at_;
+}
+
+std::string Leadership::last_error() const {
+  std::lock_guard lock(mu_);
+  return last_error_;
 }
 
 LeaseState Leadership::last_seen() const {
@@ -89,9 +109,10 @@ LeaseState Leadership::last_seen() const {
 }
 
 bool Leadership::Reconnect() {
-  auto conn = PgConnection::Open(conninfo_);
+  auto conn = PgConnection::Open(conninfo_, options_.ttl);
   if (!conn) {
     spdlog::warn("leadership: cannot reach the database: {}", conn.error().message);
+    Failed(conn.error().message);
     return false;
   }
   conn_ = std::make_unique<PgConnection>(std::move(*conn));
@@ -107,6 +128,7 @@ Result<std::int64_t> Leadership::Acquire() {
       auto attempt = TryAcquireLease(*conn_, holder_, clock_.NowMs(), options_.ttl);
       if (!attempt) {
         spdlog::warn("leadership: cannot read the lease (retrying): {}", attempt.error().message);
+        Failed(attempt.error().message);
         if (attempt.error().code == Code::kUnavailable) connected = false;
       } else {
         Seen(attempt->lease);
@@ -164,6 +186,7 @@ void Leadership::RenewLoop(const std::function<void(const std::string&)>& lose) 
     }
     spdlog::warn("leadership: renewal of term {} failed (retrying): {}", term,
                  renewed.error().message);
+    Failed(renewed.error().message);
     if (renewed.error().code == Code::kUnavailable) connected = false;
   }
 }

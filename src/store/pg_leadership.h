@@ -76,6 +76,12 @@ class Leadership {
 
   // The lease as last read or written.
   LeaseState last_seen() const;
+  // When it was (on the clock given to Open; 0: never): how current this
+  // berthd's view of the control plane is, its lag as a standby.
+  TimeMs lease_seen_at() const;
+  // Why the last read, renewal or reconnection failed; empty once one
+  // succeeds again.
+  std::string last_error() const;
   bool leading() const { return term_.load() > 0; }
   std::int64_t term() const { return term_.load(); }
   // When this berthd took the lease (0: it does not lead).
@@ -92,6 +98,7 @@ class Leadership {
   void RenewLoop(const std::function<void(const std::string&)>& lose);
   void WatchLoop(const std::function<void(const std::string&)>& lose, std::int64_t term);
   void Seen(const LeaseState& lease);
+  void Failed(const std::string& why);
 
   std::unique_ptr<PgConnection> conn_;
   std::string conninfo_;
@@ -104,6 +111,8 @@ class Leadership {
   std::condition_variable cv_;
   bool stopping_ = false;
   LeaseState seen_;
+  TimeMs seen_at_ = 0;
+  std::string last_error_;
   std::thread renewer_;
   std::thread watchdog_;
   // The lease's expiry as of the last renewal that succeeded.

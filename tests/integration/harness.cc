@@ -1,5 +1,7 @@
 #include "integration/harness.h"
 
+#include "support/netns.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -327,9 +329,9 @@ Reply ToReply(const httplib::Result& res) {
   return r;
 }
 
-httplib::Client MakeClient(int port, Ms timeout, const fs::path& ca,
+httplib::Client MakeClient(const std::string& host, int port, Ms timeout, const fs::path& ca,
                            const std::map<std::string, std::string>& headers) {
-  httplib::Client cli(fmt::format("{}://127.0.0.1:{}", ca.empty() ? "http" : "https", port));
+  httplib::Client cli(fmt::format("{}://{}:{}", ca.empty() ? "http" : "https", host, port));
   if (!headers.empty()) cli.set_default_headers(httplib::Headers(headers.begin(), headers.end()));
   if (!ca.empty()) cli.set_ca_cert_path(ca.string());
   auto s = std::chrono::duration_cast<std::chrono::seconds>(timeout);
@@ -343,20 +345,20 @@ httplib::Client MakeClient(int port, Ms timeout, const fs::path& ca,
 }  // namespace
 
 Reply Http::Get(const std::string& path) const {
-  auto cli = MakeClient(port_, timeout_, ca_, headers_);
+  auto cli = MakeClient(host_, port_, timeout_, ca_, headers_);
   if (!token_.empty()) cli.set_bearer_token_auth(token_);
   return ToReply(cli.Get(path));
 }
 
 Reply Http::Post(const std::string& path, const std::string& body,
                  const std::string& content_type) const {
-  auto cli = MakeClient(port_, timeout_, ca_, headers_);
+  auto cli = MakeClient(host_, port_, timeout_, ca_, headers_);
   if (!token_.empty()) cli.set_bearer_token_auth(token_);
   return ToReply(cli.Post(path, body, content_type));
 }
 
 Reply Http::Delete(const std::string& path) const {
-  auto cli = MakeClient(port_, timeout_, ca_, headers_);
+  auto cli = MakeClient(host_, port_, timeout_, ca_, headers_);
   if (!token_.empty()) cli.set_bearer_token_auth(token_);
   return ToReply(cli.Delete(path));
 }
@@ -382,7 +384,7 @@ Berthd::Berthd(const TempDir& dir, BerthdOptions options)
       api_port_(FreePort()),
       agent_port_(FreePort()),
       gateway_port_(FreePort()),
-      http_(api_port_, 10s, options_.tls ? ca_file() : fs::path()) {}
+      http_(api_port_, 10s, options_.tls ? ca_file() : fs::path(), options_.host) {}
 
 Berthd::~Berthd() {
   if (process_) Kill();
@@ -397,11 +399,11 @@ std::string Berthd::gateway_url() const {
 }
 
 std::string Berthd::url() const {
-  return fmt::format("{}://127.0.0.1:{}", options_.tls ? "https" : "http", api_port_);
+  return fmt::format("{}://{}:{}", options_.tls ? "https" : "http", options_.host, api_port_);
 }
 
 std::string Berthd::agent_address() const {
-  return fmt::format("127.0.0.1:{}", agent_port_);
+  return fmt::format("{}:{}", options_.host, agent_port_);
 }
 
 std::string Berthd::log() const {
@@ -412,7 +414,8 @@ void Berthd::Launch() {
   std::vector<std::string> args;
   if (options_.all_in_one) args.emplace_back("--all-in-one");
   args.insert(args.end(),
-              {"--data-dir", data_dir_.string(), "--listen", fmt::format("127.0.0.1:{}", api_port_),
+              {"--data-dir", data_dir_.string(), "--listen", fmt::format("{}:{}", options_.host,
+                                                                          api_port_),
                "--agent-listen", agent_address()});
   if (!options_.simulate.empty())
     args.insert(args.end(), {"--simulate", options_.simulate.string()});
@@ -427,6 +430,10 @@ void Berthd::Launch() {
     marker << fmt::format("==== harness: berthd start #{} ====\n", starts_);
   }
   fs::path binary = options_.binary.empty() ? BinDir() / "berthd" : options_.binary;
+  // On a test network's host: the child inherits the namespace the thread
+  // is in when it starts.
+  std::optional<tests::ScopedNetns> on_host;
+  if (!options_.netns.empty()) on_host.emplace(options_.netns);
   process_ = std::make_unique<Process>(binary, args, dir_ / (options_.name + ".log"), options_.env);
 }
 

@@ -114,11 +114,13 @@ struct Reply {
   std::string text;
   std::map<std::string, std::string> headers{};  // names in lower case; the last of repeats
 };
-// With `ca` set it speaks HTTPS to 127.0.0.1 and trusts only that CA file.
+// With `ca` set it speaks HTTPS and trusts only that CA file. `host` is
+// 127.0.0.1 unless the server is on a test network's host (netns_test.cc).
 class Http {
  public:
-  explicit Http(int port, Ms timeout = 10s, std::filesystem::path ca = {})
-      : port_(port), timeout_(timeout), ca_(std::move(ca)) {}
+  explicit Http(int port, Ms timeout = 10s, std::filesystem::path ca = {},
+                std::string host = "127.0.0.1")
+      : port_(port), timeout_(timeout), ca_(std::move(ca)), host_(std::move(host)) {}
   Reply Get(const std::string& path) const;
   Reply Post(const std::string& path, const std::string& body,
              const std::string& content_type = "application/yaml") const;
@@ -137,6 +139,7 @@ class Http {
   std::string token_;
   std::map<std::string, std::string> headers_;
   std::filesystem::path ca_;
+  std::string host_;
 };
 
 // Every page of a paged list (GET /v1/jobs, /v1/audit, /v1/usage/records):
@@ -196,6 +199,12 @@ struct BerthdOptions {
   // The service gateway (HAProxy) on a free loopback port; false:
   // --gateway-listen off, as most tests serve no service.
   bool gateway = false;
+  // A host of a test network (tests/support/netns.h): berthd runs in the
+  // namespace `netns` and listens on `host` (which needs tls: berthd
+  // serves plain only on loopback). The test thread must be able to reach
+  // `host` (sit on another host of the network) for Start() to see it up.
+  std::string host = "127.0.0.1";
+  std::string netns;
 };
 // berthd with an embedded agent on the default simulated node (8x H100-80GB).
 BerthdOptions AllInOne(std::vector<std::string> extra_args = {});

@@ -55,6 +55,13 @@ TEST_F(LeadershipTest, AStandbyTakesOverAfterAKillAndTheAgentFollowsIt) {
   Reply leader = a.http().Get("/healthz");
   EXPECT_EQ(leader.body.value("role", ""), "leader") << leader.text;
   EXPECT_EQ(leader.body.value("term", 0), 1) << leader.text;
+  // berth status asks each of them: who leads, and how current the
+  // standby's view of the lease is.
+  CommandResult status =
+      RunCommand(BinDir() / "berth", {"--server", b.url() + "," + a.url(), "status"}, dir_.path());
+  EXPECT_EQ(status.exit_code, 0) << status.out << status.err;
+  EXPECT_NE(status.out.find("leader: " + a.url() + " at term 1"), std::string::npos) << status.out;
+  EXPECT_NE(status.out.find("ready to take over"), std::string::npos) << status.out;
 
   // One agent, given both berthd's agent addresses (the standby's first:
   // it is not listening).

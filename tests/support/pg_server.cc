@@ -303,6 +303,11 @@ std::expected<std::unique_ptr<PgServer>, std::string> PgServer::Start(PgServerOp
   if (ec) return std::unexpected(fmt::format("copy {}: {}", tmpl->string(), ec.message()));
   // postgres insists that its data directory is its user's and closed to others.
   fs::permissions(*dir / "data", fs::perms::owner_all, ec);
+  if (!options.trust_network.empty()) {
+    std::ofstream hba(*dir / "data" / "pg_hba.conf", std::ios::app);
+    hba << "host all all " << options.trust_network << " trust\n";
+    if (!hba.flush()) return std::unexpected("cannot append to pg_hba.conf");
+  }
   if (auto owned = ChownTree(*dir / "data", *as); !owned) return std::unexpected(owned.error());
   if (auto up = server->Launch(); !up) return std::unexpected(up.error());
   return server;
@@ -329,7 +334,7 @@ std::expected<void, std::string> PgServer::Launch(int port) {
     port_ = port > 0 ? port : PgFreePort();
     std::vector<std::string> argv = {(PgBinDir() / "postgres").string(), "-D",
                                      (dir_ / "data").string(), "-p", std::to_string(port_), "-c",
-                                     "listen_addresses=127.0.0.1",
+                                     fmt::format("listen_addresses={}", options_.listen),
                                      // TCP only: no socket in /var/run/postgresql,
                                      // which the test user may not write.
                                      "-c", "unix_socket_directories=", "-c", "max_connections=40"};
@@ -372,7 +377,7 @@ std::expected<void, std::string> PgServer::Launch(int port) {
 }
 
 std::string PgServer::conninfo(std::string_view db) const {
-  return fmt::format("host=127.0.0.1 port={} user=postgres dbname={}", port_, db);
+  return fmt::format("host={} port={} user=postgres dbname={}", options_.listen, port_, db);
 }
 
 std::string PgServer::log() const {

@@ -40,6 +40,13 @@ struct PgServerOptions {
   // Off by default, which makes commits cheap and loses nothing unless the
   // host itself goes down.
   bool durable = false;
+  // The address postgres listens on: loopback, or a host's address on a
+  // test's network (tests/support/netns.h; start the server while the
+  // thread is in that host's namespace). conninfo() names it.
+  std::string listen = "127.0.0.1";
+  // A network whose clients are trusted as on loopback ("10.77.0.0/24"):
+  // a line added to pg_hba.conf.
+  std::string trust_network;
 };
 
 class PgServer {

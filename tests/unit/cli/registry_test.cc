@@ -27,6 +27,7 @@ TEST(CommandTable, EveryCommandTheGroupsAddHasSomethingToRun) {
                                              "logs",
                                              "outputs",
                                              "cp",
+                                             "status",
                                              "nodes",
                                              "gpus",
                                              "node",
