@@ -299,8 +299,15 @@ CommandResult RunCommand(const fs::path& binary, const std::vector<std::string>&
   fs::path out = dir / fmt::format("cmd-{}-{}.out", binary.filename().string(), n);
   fs::path err = dir / fmt::format("cmd-{}-{}.err", binary.filename().string(), n);
   CommandResult result;
+  // The CLI reads no config file of the person running the tests (a login
+  // of theirs, with a CA since deleted, would change what it does): the
+  // test's own, empty until it logs in, unless the test chose one.
+  std::map<std::string, std::string> env;
+  if (std::getenv("BERTH_CONFIG") == nullptr) {  // NOLINT(concurrency-mt-unsafe)
+    env["BERTH_CONFIG"] = (dir / "berth-config.json").string();
+  }
   {
-    Process p(binary, args, out, {}, err);
+    Process p(binary, args, out, env, err);
     auto code = p.Wait(timeout);
     result.exit_code = code.value_or(-1);
   }

@@ -97,7 +97,9 @@ class Process {
 };
 
 // Runs a command to completion: its exit code (-1 on timeout, after SIGKILL),
-// its stdout and its stderr (kept as files in `dir`).
+// its stdout and its stderr (kept as files in `dir`). A `berth` it runs
+// reads and writes `dir`/berth-config.json unless $BERTH_CONFIG is set,
+// never the config file of the person running the tests.
 struct CommandResult {
   int exit_code = -1;
   std::string out;
