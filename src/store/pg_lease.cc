@@ -55,7 +55,12 @@ Status EnsureLeaseTable(PgConnection& conn) {
                 " term BIGINT NOT NULL CHECK (term >= 0),"
                 " expires_at_ms BIGINT NOT NULL);"
                 "INSERT INTO leader_lease (id, holder, term, expires_at_ms) VALUES (1, '', 0, 0)"
-                " ON CONFLICT (id) DO NOTHING"));
+                " ON CONFLICT (id) DO NOTHING;"
+                // A key column (a unique index): a takeover's new term is a
+                // key update, which waits for the fence's KEY SHARE locks
+                // and fails the REPEATABLE READ transactions that predate
+                // it, while a renewal (expires_at_ms only) waits for none.
+                "CREATE UNIQUE INDEX IF NOT EXISTS leader_lease_term ON leader_lease (term)"));
   return tx.Commit();
 }
 
@@ -124,7 +129,7 @@ Status CheckFence(PgTransaction& tx, std::int64_t term) {
     return Fail(Code::kInternal, "store: the lease fence runs inside a write transaction");
   }
   auto st = conn.Prepare(
-      fmt::format("SELECT {} FROM leader_lease WHERE id = 1 FOR SHARE", kLeaseColumns));
+      fmt::format("SELECT {} FROM leader_lease WHERE id = 1 FOR KEY SHARE", kLeaseColumns));
   auto row = st.Step();
   if (!row) return std::unexpected(std::move(row.error()));
   if (!*row) {
@@ -141,9 +146,10 @@ Status InstallWriteFence(PgConnection& conn) {
   PgTransaction tx(conn);
   BERTH_RETURN_IF_ERROR(tx.Begin());
   BERTH_RETURN_IF_ERROR(conn.Exec(fmt::format("SELECT pg_advisory_xact_lock({})", kLeaseDdlLock)));
-  // The share lock holds until the writing transaction ends, so a takeover
-  // (an UPDATE of the row) waits for it, and every statement after the
-  // takeover reads the new term: a deposed leader commits nothing.
+  // The key-share lock holds until the writing transaction ends, so a
+  // takeover (a new term: a key update of the row) waits for it, and every
+  // statement after the takeover reads the new term: a deposed leader
+  // commits nothing. The leader's renewals change no key and wait for none.
   BERTH_RETURN_IF_ERROR(conn.Exec(R"sql(
 CREATE OR REPLACE FUNCTION berth_write_fence() RETURNS trigger LANGUAGE plpgsql AS $fence$
 DECLARE
@@ -151,7 +157,7 @@ DECLARE
   lease_term BIGINT;
   session_term TEXT := coalesce(nullif(current_setting('berth.term', true), ''), 'none');
 BEGIN
-  SELECT holder, term INTO lease_holder, lease_term FROM leader_lease WHERE id = 1 FOR SHARE;
+  SELECT holder, term INTO lease_holder, lease_term FROM leader_lease WHERE id = 1 FOR KEY SHARE;
   IF lease_holder IS NULL OR lease_holder = '' THEN
     RETURN NULL;
   END IF;

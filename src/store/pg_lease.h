@@ -7,19 +7,20 @@
 //    term: every leadership has its own term, higher than all before it.
 //  - RenewLease extends it, only for the holder and term that hold it now
 //    and only before it lapses; a leader that cannot renew steps down.
-//  - CheckFence, run inside a write transaction, share-locks the row and
-//    refuses the transaction when the term moved on. A takeover updates the
-//    row, so it waits for every fenced transaction in flight to end, and
-//    every fenced transaction after it sees the new term. A deposed leader
-//    that wakes up (a pause, a partition) therefore cannot commit anything,
-//    by construction, whatever its clock or its belief says.
+//  - CheckFence, run inside a write transaction, key-share-locks the row
+//    and refuses the transaction when the term moved on. `term` is a key
+//    column (it has a unique index), so a takeover's UPDATE is a key update:
+//    it waits for every fenced transaction in flight to end, and every
+//    fenced transaction after it sees the new term (one at REPEATABLE READ
+//    or SERIALIZABLE whose snapshot predates it fails with 40001). A deposed
+//    leader that wakes up (a pause, a partition) therefore cannot commit
+//    anything, by construction, whatever its clock or its belief says.
 //
-// The costs of the share lock: the holder's own renewal (an UPDATE of the
-// row) also waits for its fenced transactions in flight, so they must stay
-// short (one plan per transaction is); and a SERIALIZABLE or REPEATABLE READ
-// fenced transaction whose snapshot predates a renewal fails with 40001 and
-// is run again. A fence on FOR KEY SHARE with a takeover by SELECT ... FOR
-// UPDATE would spare renewals both, at the price of subtler lock rules.
+// A renewal changes expires_at_ms only, no key: it takes no lock that
+// conflicts with the fence's, so a long write transaction of the leader (a
+// 10,000-job array takes seconds) never holds its own renewal back. With a
+// plain share lock it did, and such a submission made the leader step down.
+// Release changes no key either.
 //
 // Time is injected: callers pass `now_ms` from their Clock; nothing here
 // reads a clock. Expiry compares one contender's clock with the time another
@@ -85,7 +86,7 @@ struct LeaseAttempt {
 [[nodiscard]] Status ReleaseLease(PgConnection& conn, std::string_view holder, std::int64_t term);
 
 // The fence: run inside every write transaction of the leader of `term`,
-// anywhere before its Commit (first is cheapest). Share-locks the lease row
+// anywhere before its Commit (first is cheapest). Key-share-locks the lease row
 // until the transaction ends and fails with kFailedPrecondition ("deposed:
 // term N, lease now held by X at term M") when the lease's term is no
 // longer `term`, so the caller's transaction rolls back. At REPEATABLE READ
@@ -94,7 +95,7 @@ struct LeaseAttempt {
 [[nodiscard]] Status CheckFence(PgTransaction& tx, std::int64_t term);
 
 // The fence in the database itself: a statement trigger on every table of
-// the schema (but leader_lease) that share-locks the lease row, as
+// the schema (but leader_lease) that key-share-locks the lease row, as
 // CheckFence does, and refuses the statement (SQLSTATE BF001, read as
 // kFailedPrecondition "deposed: ...") unless the session declared the
 // lease's term with WriteForTerm. Every write is fenced this way, in a

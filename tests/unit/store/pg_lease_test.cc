@@ -343,5 +343,40 @@ TEST_F(PgWriteFenceTest, ATakeoverWaitsForTheFencedStatementsTransactionInFlight
   EXPECT_EQ(PlacedBy("job-1"), "berthd-a");
 }
 
+TEST_F(PgWriteFenceTest, ALongFencedTransactionDoesNotHoldTheLeadersRenewalBack) {
+  ASSERT_EQ(Acquire(*a_, "berthd-a", kT0), 1);
+  ASSERT_TRUE(WriteForTerm(*a_, 1));
+  // a's write transaction holds the fence's lock; a's renewal, on a
+  // connection of its own (as berthd's leadership has), goes through at
+  // once instead of waiting for it to end.
+  std::optional<PgTransaction> tx(std::in_place, *a_);
+  ASSERT_TRUE(tx->Begin());
+  ASSERT_TRUE(InsertPlacement(*a_, "job-1", "berthd-a", 1));
+  auto renewal = std::async(std::launch::async,
+                            [&] { return RenewLease(*b_, "berthd-a", 1, kT0 + 5'000, kTtl); });
+  const bool prompt = renewal.wait_for(5s) == std::future_status::ready;
+  if (!prompt) tx.reset();  // rolls back, so that the renewal and the test end
+  ASSERT_TRUE(prompt) << "the renewal waited for the leader's write transaction";
+  auto renewed = renewal.get();
+  ASSERT_TRUE(renewed.has_value()) << renewed.error().message;
+  EXPECT_EQ(renewed->expires_at_ms, kT0 + 5'000 + kTtl.count());
+  // The transaction, begun before the renewal, still commits at its term.
+  ASSERT_TRUE(InsertPlacement(*a_, "job-2", "berthd-a", 1));
+  ASSERT_TRUE(tx->Commit());
+  EXPECT_EQ(PlacedBy("job-2"), "berthd-a");
+}
+
+TEST_F(PgWriteFenceTest, ARepeatableReadTransactionThatPredatesATakeoverCannotCommit) {
+  ASSERT_EQ(Acquire(*a_, "berthd-a", kT0), 1);
+  ASSERT_TRUE(WriteForTerm(*a_, 1));
+  // a's snapshot is taken before the takeover; its first write comes after.
+  ASSERT_TRUE(a_->Exec("BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM placements"));
+  ASSERT_EQ(Acquire(*b_, "berthd-b", kT0 + 10'000), 2);
+  auto refused = InsertPlacement(*a_, "job-1", "berthd-a", 1);
+  ASSERT_FALSE(refused.has_value()) << "a wrote at term 1 after term 2 began";
+  ASSERT_TRUE(a_->Exec("ROLLBACK"));
+  EXPECT_EQ(PlacedBy("job-1"), "");
+}
+
 }  // namespace
 }  // namespace berth::store
