@@ -91,6 +91,16 @@ class NetnsTest : public IntegrationTest {
     fs::copy_file(from.data_dir() / "job-token.key", to.data_dir() / "job-token.key");
   }
 
+  // cp1 leads; cp2, with cp1's CA, job-token key and admin token, stands by.
+  void StartControlPlane() {
+    cp1_ = &Member("cp1");
+    ASSERT_TRUE(cp1_->Start(30s)) << cp1_->log();
+    cp2_ = &Member("cp2");
+    ShareCredentials(*cp1_, *cp2_);
+    ASSERT_TRUE(cp2_->StartStandby(30s)) << cp2_->log();
+    cp2_->set_token(cp1_->http().token());
+  }
+
   // A berth-agent on host node1 that knows every member.
   void StartNodeAgent(const Berthd& issuer, const std::vector<const Berthd*>& members) {
     std::string servers;
@@ -112,6 +122,8 @@ class NetnsTest : public IntegrationTest {
   }
 
   std::optional<tests::NetFabric> fabric_;
+  Berthd* cp1_ = nullptr;
+  Berthd* cp2_ = nullptr;
   std::unique_ptr<tests::PgServer> db_;
   std::optional<tests::ScopedNetns> on_client_;
 };
@@ -121,12 +133,9 @@ std::int64_t Since(Clock::time_point t) {
 }
 
 TEST_F(NetnsTest, ALeaderCutFromTheDatabaseStepsDownAndTheStandbyTakesOver) {
-  Berthd& cp1 = Member("cp1");
-  ASSERT_TRUE(cp1.Start(30s)) << cp1.log();
-  Berthd& cp2 = Member("cp2");
-  ShareCredentials(cp1, cp2);
-  ASSERT_TRUE(cp2.StartStandby(30s)) << cp2.log();
-  cp2.set_token(cp1.http().token());
+  ASSERT_NO_FATAL_FAILURE(StartControlPlane());
+  Berthd& cp1 = *cp1_;
+  Berthd& cp2 = *cp2_;
   // Reached at its fabric address, over TLS from another host.
   Reply health = cp2.http().Get("/healthz");
   EXPECT_EQ(health.body.value("role", ""), "standby") << health.text;
@@ -177,12 +186,9 @@ TEST_F(NetnsTest, ALeaderCutFromTheDatabaseStepsDownAndTheStandbyTakesOver) {
 }
 
 TEST_F(NetnsTest, AStandbyCutFromTheDatabaseNeverLeadsUntilItSeesItAgain) {
-  Berthd& cp1 = Member("cp1");
-  ASSERT_TRUE(cp1.Start(30s)) << cp1.log();
-  Berthd& cp2 = Member("cp2");
-  ShareCredentials(cp1, cp2);
-  ASSERT_TRUE(cp2.StartStandby(30s)) << cp2.log();
-  cp2.set_token(cp1.http().token());
+  ASSERT_NO_FATAL_FAILURE(StartControlPlane());
+  Berthd& cp1 = *cp1_;
+  Berthd& cp2 = *cp2_;
   StartNodeAgent(cp1, {&cp1, &cp2});
   ASSERT_TRUE(cp1.WaitForNode("Ready", 30s, "node1")) << cp1.Nodes().dump(2);
 
