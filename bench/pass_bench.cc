@@ -73,7 +73,9 @@ double Percentile(std::vector<double> v, double q) {
   return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
 }
 
-double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+double Ms(Clock::duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
 
 struct Figures {
   std::string backend;
@@ -216,7 +218,8 @@ int main(int argc, char** argv) {
   if (which != "postgresql") {
     fs::create_directories(dir / "sqlite");
     Figures f;
-    rc = RunBackend("SQLite", berth::store::StoreLocation(dir / "sqlite"), dir / "sqlite-logs", o, f);
+    rc = RunBackend("SQLite", berth::store::StoreLocation(dir / "sqlite"), dir / "sqlite-logs", o,
+                    f);
     if (rc == 0) all.push_back(f);
   }
   std::unique_ptr<berth::tests::PgServer> pg;
@@ -236,9 +239,10 @@ int main(int argc, char** argv) {
   fs::remove_all(dir, ec);
   if (rc != 0) return rc;
 
-  fmt::print("berth-pass-bench: {} nodes x {} GPUs, {} queued jobs, {} rounds of 1 placing + {} "
-             "steady passes\n\n",
-             o.nodes, o.gpus, o.pending, o.rounds, o.steady);
+  fmt::print(
+      "berth-pass-bench: {} nodes x {} GPUs, {} queued jobs, {} rounds of 1 placing + {} "
+      "steady passes\n\n",
+      o.nodes, o.gpus, o.pending, o.rounds, o.steady);
   fmt::print("{:<11} {:>10} {:>18} {:>10} {:>15} {:>15} {:>16}\n", "backend", "submit ms",
              "placing pass ms", "placed", "steady p50 ms", "steady p99 ms", "end runs ms");
   for (const auto& f : all) {

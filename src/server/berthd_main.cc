@@ -639,11 +639,10 @@ berth::Result<std::optional<std::int64_t>> StandBy(const BerthdFlags& f, const S
   if (!f.plain_http) options.tls = berth::http::TlsFiles{d.tls->cert_file, d.tls->key_file};
   berth::http::Server standby(options);
   standby.set_inline_paths({"/healthz", "/readyz"});
-  standby.set_pre_routing(
-      [&lead, &d](const berth::http::Request& req, berth::http::Response& res) {
-        AnswerAsStandby(lead, d.clock.NowMs(), req, res);
-        return true;
-      });
+  standby.set_pre_routing([&lead, &d](const berth::http::Request& req, berth::http::Response& res) {
+    AnswerAsStandby(lead, d.clock.NowMs(), req, res);
+    return true;
+  });
   if (auto bound = standby.Bind(s.listen.first, static_cast<std::uint16_t>(s.listen.second));
       !bound) {
     return std::unexpected(Invalid(fmt::format("{} (--listen)", bound.error().message)));

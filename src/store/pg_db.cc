@@ -5,8 +5,8 @@
 #include <poll.h>
 
 #include <algorithm>
-#include <cctype>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <chrono>
 #include <thread>
@@ -306,26 +306,27 @@ PgConnection::PgConnection(PgConnection&& o) noexcept = default;
 PgConnection::~PgConnection() = default;
 
 Result<PgConnection> PgConnection::Open(const std::string& conninfo,
-                                       std::chrono::milliseconds dead_after) {
+                                        std::chrono::milliseconds dead_after) {
   using std::chrono::duration_cast;
   using std::chrono::seconds;
   const auto whole_seconds = [](std::chrono::milliseconds d) {
-    return std::max<std::int64_t>(1, duration_cast<seconds>(d + std::chrono::milliseconds(999)).count());
+    return std::max<std::int64_t>(
+        1, duration_cast<seconds>(d + std::chrono::milliseconds(999)).count());
   };
   // Keepalives start after a third of the bound and probe every second
   // until it is spent.
   const std::int64_t idle = std::max<std::int64_t>(1, whole_seconds(dead_after) / 3);
-  const std::string connect_timeout = std::to_string(std::max<std::int64_t>(2, whole_seconds(dead_after)));
+  const std::string connect_timeout =
+      std::to_string(std::max<std::int64_t>(2, whole_seconds(dead_after)));
   const std::string keepalives_idle = std::to_string(idle);
   const std::string keepalives_count =
       std::to_string(std::max<std::int64_t>(1, whole_seconds(dead_after) - idle));
   const std::string user_timeout = std::to_string(dead_after.count());
   // Ours first: the expanded connection string (dbname) overrides them.
-  const std::array<const char*, 8> keywords = {"connect_timeout",    "keepalives",
-                                               "keepalives_idle",    "keepalives_interval",
-                                               "keepalives_count",   "tcp_user_timeout",
-                                               "dbname",             nullptr};
-  const std::array<const char*, 8> values = {connect_timeout.c_str(), "1",
+  const std::array<const char*, 8> keywords = {
+      "connect_timeout",  "keepalives",       "keepalives_idle", "keepalives_interval",
+      "keepalives_count", "tcp_user_timeout", "dbname",          nullptr};
+  const std::array<const char*, 8> values = {connect_timeout.c_str(),  "1",
                                              keepalives_idle.c_str(),  "1",
                                              keepalives_count.c_str(), user_timeout.c_str(),
                                              conninfo.c_str(),         nullptr};

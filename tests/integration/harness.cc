@@ -1,7 +1,5 @@
 #include "integration/harness.h"
 
-#include "support/netns.h"
-
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -29,6 +27,8 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+
+#include "support/netns.h"
 
 extern char** environ;  // NOLINT: POSIX
 
@@ -421,9 +421,8 @@ void Berthd::Launch() {
   std::vector<std::string> args;
   if (options_.all_in_one) args.emplace_back("--all-in-one");
   args.insert(args.end(),
-              {"--data-dir", data_dir_.string(), "--listen", fmt::format("{}:{}", options_.host,
-                                                                          api_port_),
-               "--agent-listen", agent_address()});
+              {"--data-dir", data_dir_.string(), "--listen",
+               fmt::format("{}:{}", options_.host, api_port_), "--agent-listen", agent_address()});
   if (!options_.simulate.empty())
     args.insert(args.end(), {"--simulate", options_.simulate.string()});
   if (!options_.tls) args.insert(args.end(), {"--plain-http", "--plain-agents"});

@@ -17,6 +17,8 @@
 //
 // Skipped, saying why, where the tests cannot make namespaces (not root,
 // no iproute2) or PostgreSQL's server binaries are missing.
+#include "support/netns.h"
+
 #include <signal.h>
 
 #include <chrono>
@@ -25,7 +27,6 @@
 #include <thread>
 
 #include "integration/fixture.h"
-#include "support/netns.h"
 
 namespace berth::it {
 namespace {
@@ -68,10 +69,10 @@ class NetnsTest : public IntegrationTest {
 
   // berthd on `host`, on the database, with TLS.
   Berthd& Member(const std::string& host) {
-    BerthdOptions o = ControlPlaneOnly(
-        {"--store", db_->conninfo("postgres") + " connect_timeout=2", "--leader-ttl", "3s",
-         "--tls-san", fabric_->ip(host), "--tls-san", kControlName, "--lease", "3s",
-         "--heartbeat", "500ms"});
+    BerthdOptions o =
+        ControlPlaneOnly({"--store", db_->conninfo("postgres") + " connect_timeout=2",
+                          "--leader-ttl", "3s", "--tls-san", fabric_->ip(host), "--tls-san",
+                          kControlName, "--lease", "3s", "--heartbeat", "500ms"});
     o.name = host;
     o.tls = true;
     o.host = fabric_->ip(host);
@@ -115,10 +116,10 @@ class NetnsTest : public IntegrationTest {
 
   // `berth status -o json` from the client host, given both members.
   CommandResult Status(const Berthd& a, const Berthd& b) {
-    return RunCommand(BinDir() / "berth",
-                      {"--server", a.url() + "," + b.url(), "--ca", a.ca_file().string(), "status",
-                       "-o", "json"},
-                      dir_.path());
+    return RunCommand(
+        BinDir() / "berth",
+        {"--server", a.url() + "," + b.url(), "--ca", a.ca_file().string(), "status", "-o", "json"},
+        dir_.path());
   }
 
   std::optional<tests::NetFabric> fabric_;

@@ -127,8 +127,8 @@ NetFabric::~NetFabric() {
 std::expected<std::string, std::string> NetFabric::AddHost(const std::string& name) {
   if (name.empty() || hosts_.contains(name) ||
       name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789") != std::string::npos) {
-    return std::unexpected(fmt::format("host name '{}': give a new name of letters and digits",
-                                       name));
+    return std::unexpected(
+        fmt::format("host name '{}': give a new name of letters and digits", name));
   }
   Host host;
   host.index = static_cast<int>(hosts_.size()) + 1;
@@ -152,7 +152,9 @@ std::expected<std::string, std::string> NetFabric::AddHost(const std::string& na
   return host.ip;
 }
 
-std::string NetFabric::network() const { return fmt::format("{}.0/24", kSubnet); }
+std::string NetFabric::network() const {
+  return fmt::format("{}.0/24", kSubnet);
+}
 
 std::expected<void, std::string> NetFabric::Cut(const std::string& a, const std::string& b) {
   if (!hosts_.contains(a) || !hosts_.contains(b)) {
@@ -188,7 +190,8 @@ std::expected<void, std::string> NetFabric::Heal(const std::string& a, const std
 ScopedNetns::ScopedNetns(const std::string& netns) {
   previous_ = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
   if (previous_ < 0) {
-    throw std::runtime_error(fmt::format("open /proc/thread-self/ns/net: {}", std::strerror(errno)));
+    throw std::runtime_error(
+        fmt::format("open /proc/thread-self/ns/net: {}", std::strerror(errno)));
   }
   const std::string path = "/run/netns/" + netns;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

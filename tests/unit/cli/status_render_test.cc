@@ -15,11 +15,14 @@ using nlohmann::json;
 constexpr std::int64_t kNow = 1'800'000'000'000;
 
 json Leader(const std::string& url, int term, std::int64_t since_ms_ago) {
-  return {{"server", url},           {"reachable", true},
-          {"role", "leader"},        {"term", term},
+  return {{"server", url},
+          {"reachable", true},
+          {"role", "leader"},
+          {"term", term},
           {"leader", url + " (pid 7 on cp1)"},
           {"leading_since", kNow - since_ms_ago},
-          {"lease_age_ms", 420},     {"lease_expires_in_ms", 2580}};
+          {"lease_age_ms", 420},
+          {"lease_expires_in_ms", 2580}};
 }
 
 TEST(StatusRenderTest, NamesTheLeaderAndEachStandbysViewOfTheLease) {
@@ -60,9 +63,10 @@ TEST(StatusRenderTest, NamesTheLeaderAndEachStandbysViewOfTheLease) {
 }
 
 TEST(StatusRenderTest, TheLeaderOfTheLaterTermServesAndTheOtherIsDeposed) {
-  json doc{{"servers",
-            {Leader("https://10.0.0.1:7460", 4, 60'000), Leader("https://10.0.0.2:7460", 5, 1'000)}},
-           {"leader", "https://10.0.0.2:7460"}};
+  json doc{
+      {"servers",
+       {Leader("https://10.0.0.1:7460", 4, 60'000), Leader("https://10.0.0.2:7460", 5, 1'000)}},
+      {"leader", "https://10.0.0.2:7460"}};
   const std::string text = RenderStatus(doc, kNow);
   EXPECT_NE(text.find("leader: https://10.0.0.2:7460 at term 5"), std::string::npos) << text;
   EXPECT_NE(text.find("deposed: a later term leads"), std::string::npos) << text;
@@ -78,8 +82,9 @@ TEST(StatusRenderTest, SaysSoWhenNobodyLeadsOrOneServesAlone) {
                {"lease_expires_in_ms", -900}}}},
             {"leader", nullptr}};
   EXPECT_EQ(RenderStatus(none, kNow).rfind("no berthd answers as the leader", 0), 0U);
-  json single{{"servers", {{{"server", "http://127.0.0.1:7460"}, {"reachable", true}, {"role", "single"}}}},
-              {"leader", "http://127.0.0.1:7460"}};
+  json single{
+      {"servers", {{{"server", "http://127.0.0.1:7460"}, {"reachable", true}, {"role", "single"}}}},
+      {"leader", "http://127.0.0.1:7460"}};
   const std::string text = RenderStatus(single, kNow);
   EXPECT_NE(text.find("http://127.0.0.1:7460 serves alone"), std::string::npos) << text;
   EXPECT_NE(text.find("single   -      -            -"), std::string::npos) << text;
