@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cctype>
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -39,6 +40,12 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 std::atomic<int> g_counter{0};
+
+// A test or bench process is a client: a write to a connection its server
+// closed (a berthd that stops its standby listener to lead, mid-TLS
+// handshake; OpenSSL writes with write(2), not send(MSG_NOSIGNAL)) must be
+// an error the caller sees, not a SIGPIPE that ends the whole test binary.
+const bool g_sigpipe_ignored = [] { return std::signal(SIGPIPE, SIG_IGN) != SIG_ERR; }();
 
 std::string Errno() {
   return std::strerror(errno);
@@ -250,7 +257,17 @@ Process::Process(const fs::path& binary, std::vector<std::string> args, const fs
   } else {
     posix_spawn_file_actions_addopen(&files, 2, err.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   }
-  int rc = ::posix_spawn(&pid_, binary.c_str(), &files, nullptr, argv.data(), envp.data());
+  // The daemons start with SIGPIPE at its default, as under a supervisor,
+  // not ignored as in this process (g_sigpipe_ignored): their jobs inherit it.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+  int rc = ::posix_spawn(&pid_, binary.c_str(), &files, &attr, argv.data(), envp.data());
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&files);
   if (rc != 0) {
     pid_ = -1;
