@@ -192,6 +192,14 @@ ProbeResult ProbeCommand(const model::Probe& p, const ProbeTarget& t,
       if (r > 0 && output.size() < 4096) output.append(buf, static_cast<std::size_t>(r));
     }
   }
+  // What it wrote just before it exited is still in the pipe: read it too,
+  // without waiting on a child of its that may hold the pipe open.
+  for (pollfd pfd{out[0], POLLIN, 0}; !timed_out && ::poll(&pfd, 1, 0) > 0;) {
+    char buf[256];
+    const ssize_t r = ::read(out[0], buf, sizeof buf);
+    if (r <= 0) break;
+    if (output.size() < 4096) output.append(buf, static_cast<std::size_t>(r));
+  }
   ::close(out[0]);
   const std::string cmd = p.command.front();
   if (timed_out) return {false, fmt::format("{}: {}", cmd, ProbeTimedOut(p))};
