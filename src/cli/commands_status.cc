@@ -77,13 +77,12 @@ std::string RenderStatus(const json& doc, std::int64_t now_ms) {
     text += fmt::format("{} serves alone (embedded state, no standbys)\n\n",
                         serving->value("server", ""));
   } else {
-    text += fmt::format("leader: {} at term {}, for {}\n\n", serving->value("server", ""),
-                        serving->value("term", 0),
-                        AgeSince(now_ms, serving->contains("leading_since") &&
-                                                 serving->at("leading_since").is_number_integer()
-                                             ? std::optional<std::int64_t>(
-                                                   serving->at("leading_since").get<std::int64_t>())
-                                             : std::nullopt));
+    const json since = serving->value("leading_since", json());
+    text += fmt::format(
+        "leader: {} at term {}, for {}\n\n", serving->value("server", ""),
+        serving->value("term", 0),
+        AgeSince(now_ms, since.is_number_integer() ? std::optional(since.get<std::int64_t>())
+                                                   : std::nullopt));
   }
   Table table({"SERVER", "ROLE", "TERM", "LEASE SEEN", "LEASE LEFT", "NOTE"});
   for (const auto& s : doc.at("servers")) {

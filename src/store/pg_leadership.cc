@@ -112,7 +112,7 @@ bool Leadership::Reconnect() {
   auto conn = PgConnection::Open(conninfo_, options_.ttl);
   if (!conn) {
     spdlog::warn("leadership: cannot reach the database: {}", conn.error().message);
-    Failed(conn.error().message);
+    Failed("cannot connect to the database");
     return false;
   }
   conn_ = std::make_unique<PgConnection>(std::move(*conn));
@@ -128,7 +128,7 @@ Result<std::int64_t> Leadership::Acquire() {
       auto attempt = TryAcquireLease(*conn_, holder_, clock_.NowMs(), options_.ttl);
       if (!attempt) {
         spdlog::warn("leadership: cannot read the lease (retrying): {}", attempt.error().message);
-        Failed(attempt.error().message);
+        Failed("cannot read the lease");
         if (attempt.error().code == Code::kUnavailable) connected = false;
       } else {
         Seen(attempt->lease);
@@ -186,7 +186,7 @@ void Leadership::RenewLoop(const std::function<void(const std::string&)>& lose) 
     }
     spdlog::warn("leadership: renewal of term {} failed (retrying): {}", term,
                  renewed.error().message);
-    Failed(renewed.error().message);
+    Failed("cannot renew the lease");
     if (renewed.error().code == Code::kUnavailable) connected = false;
   }
 }

@@ -79,8 +79,10 @@ class Leadership {
   // When it was (on the clock given to Open; 0: never): how current this
   // berthd's view of the control plane is, its lag as a standby.
   TimeMs lease_seen_at() const;
-  // Why the last read, renewal or reconnection failed; empty once one
-  // succeeds again.
+  // What failed last (reaching the database, reading or renewing the
+  // lease), empty once one succeeds again. A fixed phrase, for /healthz,
+  // which anyone may read: no address and no server text (the log has
+  // those).
   std::string last_error() const;
   bool leading() const { return term_.load() > 0; }
   std::int64_t term() const { return term_.load(); }

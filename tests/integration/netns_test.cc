@@ -214,6 +214,16 @@ TEST_F(NetnsTest, AStandbyCutFromTheDatabaseNeverLeadsUntilItSeesItAgain) {
   EXPECT_GT(view["servers"][1].value("lease_age_ms", 0), 3000) << status.out;
   EXPECT_TRUE(view["servers"][1].contains("database_error")) << status.out;
   EXPECT_LT(view["servers"][0].value("lease_age_ms", 99'999), 3000) << status.out;
+  // /healthz is anyone's: it says the database does not answer, not where
+  // the database is or what it said.
+  const Http anonymous(cp2.api_port(), 10s, cp2.ca_file(), fabric_->ip("cp2"));
+  Reply health = anonymous.Get("/healthz");
+  ASSERT_EQ(health.status, 200) << health.text;
+  const std::string failed = health.body.value("database_error", "");
+  EXPECT_TRUE(failed == "cannot read the lease" || failed == "cannot connect to the database")
+      << health.text;
+  EXPECT_EQ(health.text.find(fabric_->ip("db")), std::string::npos) << health.text;
+  EXPECT_EQ(health.text.find(std::to_string(db_->port())), std::string::npos) << health.text;
 
   // The leader dies while the standby is cut off: nobody leads, and the
   // node's running job runs on without a control plane.
