@@ -1135,6 +1135,9 @@ int main(int argc, char** argv) {
     // Every connection the stores open writes for this term, and the
     // database's fence refuses them once another berthd takes over.
     if (!fence_off) settings->state.fence_term = **term;
+    // With the fence off another berthd may write the jobs at once: each
+    // scheduling pass then reads the pending queue whole.
+    settings->state.sole_writer = !fence_off;
     settings->state.fence_idle_ms = settings->leadership.ttl.count();
     // A store session that drops (PostgreSQL restarted, a link cut and
     // reset) may leave a transaction in doubt and takes its prepared

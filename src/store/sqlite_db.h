@@ -222,6 +222,12 @@ struct StoreLocation {
   // session is found lost (PgConnection::set_on_lost). berthd's leader
   // steps down on it.
   std::function<void(const std::string& why)> on_session_lost;
+  // Every change to jobs while the store is open is made through it (one
+  // berthd, or the leader, whose fence refuses every other writer): the
+  // pending queue is kept between passes by reading only the rows that
+  // changed. false where another process may write the same database at
+  // once (the fault trials' fence.off): each pass reads the queue whole.
+  bool sole_writer = true;
 };
 
 // berthd's --store value: empty is SQLite in `data_dir`; "sqlite:DIR" is

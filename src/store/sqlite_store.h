@@ -164,6 +164,13 @@ class SqliteStore final : public Store {
   static void OnRowChanged(void* self, std::string_view table, std::int64_t rowid);
   // Brings pending_ up to date with berth.db (mu_ held).
   Status RefreshPending();
+  // RefreshPending's PostgreSQL half: by change_seq instead of a row hook.
+  Status RefreshPendingPostgres();
+  // One scan of every Pending job into pending_ (mu_ held).
+  Status LoadAllPending();
+  // pending_ after a job's row was read again: out if it left Pending, in
+  // (as the new record) if it is Pending.
+  void RepointPending(std::int64_t id, std::optional<JobRecord> now_pending);
   static Result<std::unique_ptr<SqliteStore>> OpenPostgres(const StoreLocation& where, TimeMs now);
   Status Migrate(TimeMs now);
   Status MigratePostgres(TimeMs now);
@@ -258,16 +265,21 @@ class SqliteStore final : public Store {
   std::unordered_map<std::int64_t, model::JobSpec> specs_;
   // The pending queue between passes, in PendingJobs' order (guarded by
   // mu_): filled by one scan, then kept by reading again only the jobs
-  // whose rows changed since (changed_jobs_, which the writer connection's
-  // row hook fills). Every change to jobs goes through db_, so none is
-  // missed. Records are shared and never changed (a changed job is read
-  // into a new one), so a pass copies pointers under mu_, not jobs.
+  // whose rows changed since (on SQLite changed_jobs_, which the writer
+  // connection's row hook fills; on PostgreSQL the rows past pending_seq_).
+  // Every change to jobs goes through db_, so none is missed. Records are shared and never changed
+  // (a changed job is read into a new one), so a pass copies pointers under mu_, not jobs.
   bool pending_loaded_ = false;
   std::map<std::pair<TimeMs, std::int64_t>, std::shared_ptr<const JobRecord>> pending_;
   std::unordered_map<std::int64_t, TimeMs> pending_at_;  // id -> submitted_ms
   std::mutex changed_mu_;
   std::unordered_set<std::int64_t> changed_jobs_;
   std::atomic<bool> track_changes_{false};
+  // On PostgreSQL: the highest jobs.change_seq pending_ has seen, and
+  // whether this store makes every change to jobs (StoreLocation::
+  // sole_writer); without that, each pass reads the queue whole.
+  std::int64_t pending_seq_ = 0;
+  bool sole_writer_ = true;
 
   // The read-only connection of the API's long reads; never takes mu_.
   std::mutex read_mu_;

@@ -2,6 +2,7 @@
 // loads and persists, and the writer's reads (store.h's JobStore).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "model/admission.h"
@@ -301,60 +302,102 @@ Result<std::string> SqliteStore::JobTenant(std::int64_t id) {
   return st->Text(0);
 }
 
+Status SqliteStore::LoadAllPending() {
+  auto st = db_.Prepare(fmt::format(
+      "SELECT {} FROM jobs WHERE state='Pending' ORDER BY submitted_ms, id", kJobColumns));
+  if (!st) return std::unexpected(st.error());
+  pending_.clear();
+  pending_at_.clear();
+  pending_loaded_ = false;  // until the scan ends
+  for (;;) {
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    JobRecord job = ReadJob(*st, &specs_);
+    pending_at_[job.id] = job.submitted_at_ms;
+    pending_.emplace(std::pair{job.submitted_at_ms, job.id},
+                     std::make_shared<const JobRecord>(std::move(job)));
+  }
+  pending_loaded_ = true;
+  return Ok();
+}
+
+void SqliteStore::RepointPending(std::int64_t id, std::optional<JobRecord> now_pending) {
+  if (auto at = pending_at_.find(id); at != pending_at_.end()) {
+    pending_.erase(std::pair{at->second, id});
+    pending_at_.erase(at);
+  }
+  if (now_pending && now_pending->state == model::JobState::kPending) {
+    pending_at_[id] = now_pending->submitted_at_ms;
+    pending_.emplace(std::pair{now_pending->submitted_at_ms, id},
+                     std::make_shared<const JobRecord>(std::move(*now_pending)));
+  }
+}
+
 Status SqliteStore::RefreshPending() {
+  if (db_.dialect() == Dialect::kPostgres) return RefreshPendingPostgres();
   std::unordered_set<std::int64_t> changed;
   {
     std::lock_guard lock(changed_mu_);
     changed.swap(changed_jobs_);
   }
-  // Most of the queue changed (a big array, a first call): one scan. On
-  // PostgreSQL every time: it has no row hook to say which jobs changed.
-  if (!pending_loaded_ || db_.dialect() == Dialect::kPostgres ||
-      changed.size() > 256 + pending_.size() / 2) {
+  // Most of the queue changed (a big array, a first call): one scan.
+  if (!pending_loaded_ || changed.size() > 256 + pending_.size() / 2) {
     track_changes_.store(true);
-    auto st = db_.Prepare(fmt::format(
-        "SELECT {} FROM jobs WHERE state='Pending' ORDER BY submitted_ms, id", kJobColumns));
-    if (!st) return std::unexpected(st.error());
-    pending_.clear();
-    pending_at_.clear();
-    for (;;) {
-      auto row = st->Step();
-      if (!row) {
-        pending_loaded_ = false;
-        return std::unexpected(row.error());
-      }
-      if (!*row) break;
-      JobRecord job = ReadJob(*st, &specs_);
-      pending_at_[job.id] = job.submitted_at_ms;
-      pending_.emplace(std::pair{job.submitted_at_ms, job.id},
-                       std::make_shared<const JobRecord>(std::move(job)));
-    }
-    pending_loaded_ = true;
-    return Ok();
+    return LoadAllPending();
   }
   if (changed.empty()) return Ok();
   auto st = db_.Prepare(fmt::format("SELECT {} FROM jobs WHERE id=?", kJobColumns));
   if (!st) return std::unexpected(st.error());
   for (std::int64_t id : changed) {
-    if (auto at = pending_at_.find(id); at != pending_at_.end()) {
-      pending_.erase(std::pair{at->second, id});
-      pending_at_.erase(at);
-    }
     st->Bind(1, id);
     auto row = st->Step();
     if (!row) {
       pending_loaded_ = false;  // read it whole next time
       return std::unexpected(row.error());
     }
-    if (*row) {
-      JobRecord job = ReadJob(*st, &specs_);
-      if (job.state == model::JobState::kPending) {
-        pending_at_[id] = job.submitted_at_ms;
-        pending_.emplace(std::pair{job.submitted_at_ms, id},
-                         std::make_shared<const JobRecord>(std::move(job)));
-      }
-    }
+    RepointPending(id, *row ? std::optional(ReadJob(*st, &specs_)) : std::nullopt);
     st->Reset();
+  }
+  return Ok();
+}
+
+// Every insert and update of a job takes the next value of jobs_change_seq
+// (kPgTriggers), so the rows past pending_seq_ are those that changed since
+// the last read. A number taken by a transaction still open could commit
+// below one already read and be missed; none is open here: every change to
+// jobs is made on db_ under mu_, which this holds, and the leader's fence
+// refuses any other process's (sole_writer_ says so). A job's row is never
+// deleted while it is Pending.
+Status SqliteStore::RefreshPendingPostgres() {
+  if (!pending_loaded_ || !sole_writer_) {
+    // The high-water mark first: a change after it is read again next time.
+    auto top = db_.Prepare("SELECT COALESCE(MAX(change_seq), 0) FROM jobs");
+    if (!top) return std::unexpected(top.error());
+    auto row = top->Step();
+    if (!row) return std::unexpected(row.error());
+    const std::int64_t seq = *row ? top->Int(0) : 0;
+    BERTH_RETURN_IF_ERROR(LoadAllPending());
+    pending_seq_ = seq;
+    return Ok();
+  }
+  constexpr auto kSeqColumn = static_cast<int>(std::ranges::count(kJobColumns, ',') + 1);
+  auto st = db_.Prepare(fmt::format(
+      "SELECT {}, change_seq FROM jobs WHERE change_seq > ? ORDER BY change_seq", kJobColumns));
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, pending_seq_);
+  for (;;) {
+    auto row = st->Step();
+    if (!row) {
+      pending_loaded_ = false;  // read it whole next time
+      return std::unexpected(row.error());
+    }
+    if (!*row) break;
+    const std::int64_t seq = st->Int(kSeqColumn);
+    JobRecord job = ReadJob(*st, &specs_);
+    const std::int64_t id = job.id;
+    RepointPending(id, std::move(job));
+    pending_seq_ = std::max(pending_seq_, seq);
   }
   return Ok();
 }
