@@ -66,6 +66,81 @@ export interface Why {
   timeline: TimelineEvent[];
 }
 
+// A node's or GPU's cordon: `cordon` keeps new work off; `drain` also
+// stopped what ran there when it was set.
+export interface Cordon {
+  kind: 'cordon' | 'drain';
+  reason: string;
+  by: string;
+  automatic: boolean;
+  at_ms: number;
+}
+
+// One node as GET /v1/nodes lists it (the fields the console reads).
+export interface FleetNode {
+  name: string;
+  hostname?: string;
+  address?: string;
+  state: string; // Ready | NotReady
+  state_changed_ms?: number;
+  connected?: boolean;
+  last_heartbeat_ms?: number;
+  gpus_total: number;
+  gpus_free: number;
+  models: string[];
+  cordon: Cordon | null;
+  gpus_cordoned?: number;
+  cpus?: number;
+  memory_bytes?: number;
+  gpu_provider?: string;
+  driver_version?: string;
+  cuda_version?: string;
+  agent_version?: string;
+}
+
+// A job holding a GPU (or a slice of one). Of a tenant the caller may not
+// read, the API sends only {id: null, name: "another tenant", other_tenant: true}.
+export interface GpuHolder {
+  id: number | null;
+  name: string;
+  tenant: string | null;
+  queue: string | null;
+  replica?: number;
+  run_id?: string;
+  other_tenant?: boolean;
+  gpu_share_mgpu?: number;
+  gpu_memory_bytes?: number;
+}
+
+// One GPU as GET /v1/gpus lists it.
+export interface FleetGpu {
+  node: string;
+  node_state: string;
+  index: number;
+  uuid: string;
+  model: string;
+  memory_bytes: number;
+  health: string; // healthy | unhealthy
+  health_detail: string;
+  cordon: Cordon | null;
+  job: GpuHolder | null;
+  sharing: { used_mgpu: number; used_memory_bytes: number; free_memory_bytes: number; holders: GpuHolder[] } | null;
+}
+
+export interface NodeEvent {
+  time_ms: number;
+  event: string;
+  message: string;
+}
+
+// GET /v1/nodes/{node}: the node, its GPUs and its last 100 events.
+export interface NodeDetail extends FleetNode {
+  gpus: FleetGpu[];
+  events: NodeEvent[];
+}
+
+export type NodeAction = 'cordon' | 'drain' | 'uncordon';
+
 export class ApiError extends Error {
   constructor(
     readonly status: number,
@@ -164,6 +239,26 @@ export class BerthApi {
   cancel(id: number): Promise<JobSummary> {
     return this.call<JobSummary>('POST', `/v1/jobs/${id}/cancel`);
   }
+
+  nodes(): Promise<{ nodes: FleetNode[] }> {
+    return this.call('GET', '/v1/nodes');
+  }
+
+  gpus(): Promise<{ gpus: FleetGpu[] }> {
+    return this.call('GET', '/v1/gpus');
+  }
+
+  node(name: string): Promise<NodeDetail> {
+    return this.call('GET', `/v1/nodes/${encodeURIComponent(name)}`);
+  }
+
+  // Cordon, drain or uncordon a node, or (with `gpu`) one of its GPUs. The
+  // reason goes with a cordon or drain only: uncordon takes no parameter.
+  nodeAction(name: string, action: NodeAction, reason = '', gpu?: number): Promise<unknown> {
+    const where = gpu === undefined ? '' : `/gpus/${gpu}`;
+    const q = action !== 'uncordon' && reason.trim() ? `?reason=${encodeURIComponent(reason.trim())}` : '';
+    return this.call('POST', `/v1/nodes/${encodeURIComponent(name)}${where}/${action}${q}`);
+  }
 }
 
 // Whether `caller` may cancel a job of `tenant`: what the server checks on
@@ -178,4 +273,11 @@ export function canCancel(caller: Caller, tenant: string): boolean {
 
 export function isFinished(state: string): boolean {
   return state === 'Succeeded' || state === 'Failed' || state === 'Cancelled';
+}
+
+// Whether `caller` may cordon, drain or uncordon nodes and GPUs: a platform
+// admin only (POST /v1/nodes/{node}/...). Others get no buttons; the server
+// refuses them anyway.
+export function canCordon(caller: Caller): boolean {
+  return caller.platform_admin;
 }

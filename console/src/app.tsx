@@ -1,13 +1,16 @@
 // The console's shell: who is signed in, the language, and which page the
 // URL under /ui/ names. Pages: sign-in, the jobs list (/ui/jobs, with its
-// filters in the query) and one job (/ui/jobs/ID).
+// filters in the query), one job (/ui/jobs/ID), the fleet's GPU map
+// (/ui/fleet, filters in the query) and one node (/ui/fleet/NODE).
 
 import { createContext } from 'preact';
 import { useCallback, useContext, useEffect, useState } from 'preact/hooks';
 import { ApiError, type BerthApi, type Caller } from './api';
 import { LANG_STORAGE_KEY, LANGS, type Key, type Lang, pickLang, translate } from './i18n';
+import { FleetPage } from './pages/fleet';
 import { JobPage } from './pages/job';
 import { JobsPage } from './pages/jobs';
+import { NodePage } from './pages/node';
 import { SignIn } from './pages/sign-in';
 
 export interface Ctx {
@@ -53,12 +56,23 @@ function browserLangs(): string[] {
   return navigator.language ? [navigator.language] : [];
 }
 
-export function Link({ href, children, class: cls }: { href: string; children: preact.ComponentChildren; class?: string }) {
+export function Link({
+  href,
+  children,
+  class: cls,
+  current,
+}: {
+  href: string;
+  children: preact.ComponentChildren;
+  class?: string;
+  current?: boolean;
+}) {
   const { navigate } = useConsole();
   return (
     <a
       href={href}
       class={cls}
+      aria-current={current ? 'page' : undefined}
       onClick={(e) => {
         if (e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
         e.preventDefault();
@@ -88,6 +102,15 @@ function LanguageSwitch({ lang, setLang }: { lang: Lang; setLang: (l: Lang) => v
       </select>
     </label>
   );
+}
+
+// A node name from its URL segment; a malformed escape is taken as written.
+function decodeName(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
 }
 
 export function App({ api }: { api: BerthApi }) {
@@ -182,6 +205,13 @@ export function App({ api }: { api: BerthApi }) {
   const path = url.split('?')[0];
   const search = url.includes('?') ? url.slice(url.indexOf('?')) : '';
   const jobMatch = /^\/ui\/jobs\/(\d+)\/?$/.exec(path);
+  const nodeMatch = /^\/ui\/fleet\/([^/]+)\/?$/.exec(path);
+  const inFleet = /^\/ui\/fleet(\/|$)/.test(path);
+  let page;
+  if (jobMatch) page = <JobPage id={Number(jobMatch[1])} />;
+  else if (nodeMatch) page = <NodePage name={decodeName(nodeMatch[1])} />;
+  else if (inFleet) page = <FleetPage search={search} />;
+  else page = <JobsPage search={search} />;
 
   return (
     <ConsoleContext.Provider value={ctx}>
@@ -190,8 +220,13 @@ export function App({ api }: { api: BerthApi }) {
           {t('app.skip')}
         </a>
         <span class="brand">{t('app.title')}</span>
-        <nav aria-label={t('app.title')}>
-          <Link href="/ui/jobs">{t('nav.jobs')}</Link>
+        <nav aria-label={t('nav.main')}>
+          <Link href="/ui/jobs" current={!inFleet}>
+            {t('nav.jobs')}
+          </Link>{' '}
+          <Link href="/ui/fleet" current={inFleet}>
+            {t('nav.fleet')}
+          </Link>
         </nav>
         <span class="who">{t('nav.signedInAs', { name: caller.name })}</span>
         <LanguageSwitch lang={lang} setLang={setLang} />
@@ -207,7 +242,7 @@ export function App({ api }: { api: BerthApi }) {
         </button>
       </header>
       <main id="main">
-        {jobMatch ? <JobPage id={Number(jobMatch[1])} /> : <JobsPage search={search} />}
+        {page}
       </main>
     </ConsoleContext.Provider>
   );
