@@ -204,6 +204,10 @@ int main(int argc, char** argv) {
   app.add_option("--store", which, "both, sqlite or postgresql")
       ->check(CLI::IsMember({"both", "sqlite", "postgresql"}))
       ->capture_default_str();
+  bool whole_queue = false;
+  app.add_flag("--whole-queue", whole_queue,
+               "every pass reads the pending queue whole, as a store does where another process "
+               "may write jobs beside it (StoreLocation::sole_writer false), for comparison");
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::err);  // a thousand registrations say nothing worth reading
   if (o.nodes < 1 || o.gpus < 1 || o.pending < 4 || o.rounds < 1 || o.steady < 0) {
@@ -218,8 +222,9 @@ int main(int argc, char** argv) {
   if (which != "postgresql") {
     fs::create_directories(dir / "sqlite");
     Figures f;
-    rc = RunBackend("SQLite", berth::store::StoreLocation(dir / "sqlite"), dir / "sqlite-logs", o,
-                    f);
+    berth::store::StoreLocation where(dir / "sqlite");
+    where.sole_writer = !whole_queue;
+    rc = RunBackend("SQLite", where, dir / "sqlite-logs", o, f);
     if (rc == 0) all.push_back(f);
   }
   std::unique_ptr<berth::tests::PgServer> pg;
@@ -231,8 +236,9 @@ int main(int argc, char** argv) {
     if (!server) return Fail(server.error());
     pg = std::move(*server);
     Figures f;
-    rc = RunBackend("PostgreSQL", berth::store::StoreLocation::Postgres(pg->conninfo()),
-                    dir / "pg-logs", o, f);
+    auto where = berth::store::StoreLocation::Postgres(pg->conninfo());
+    where.sole_writer = !whole_queue;
+    rc = RunBackend("PostgreSQL", where, dir / "pg-logs", o, f);
     if (rc == 0) all.push_back(f);
   }
   std::error_code ec;

@@ -165,24 +165,6 @@ BEGIN
 END $$;
 CREATE OR REPLACE TRIGGER pending_counts AFTER INSERT OR UPDATE OF state OR DELETE ON jobs
   FOR EACH ROW EXECUTE FUNCTION berth_pending_counts();
--- PostgreSQL has no row hook: every insert and update of a job takes the
--- next change_seq, and the pending queue between passes is kept by reading
--- the rows past the last change_seq read (SqliteStore::RefreshPending).
-CREATE SEQUENCE IF NOT EXISTS jobs_change_seq;
-DO $$ BEGIN
-  IF NOT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()
-                 AND table_name = 'jobs' AND column_name = 'change_seq') THEN
-    ALTER TABLE jobs ADD COLUMN change_seq bigint NOT NULL DEFAULT nextval('jobs_change_seq');
-  END IF;
-END $$;
-CREATE OR REPLACE FUNCTION berth_jobs_change_seq() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  NEW.change_seq := nextval('jobs_change_seq');
-  RETURN NEW;
-END $$;
-CREATE OR REPLACE TRIGGER jobs_change_seq BEFORE UPDATE ON jobs
-  FOR EACH ROW EXECUTE FUNCTION berth_jobs_change_seq();
-CREATE INDEX IF NOT EXISTS jobs_by_change ON jobs(change_seq);
 CREATE INDEX IF NOT EXISTS jobs_by_array ON jobs(array_id) WHERE array_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS jobs_by_service ON jobs(tenant, service) WHERE service IS NOT NULL;
 )sql";
@@ -236,10 +218,13 @@ SqliteStore::~SqliteStore() {
 }
 
 void SqliteStore::OnRowChanged(void* self, std::string_view table, std::int64_t rowid) {
-  auto* store = static_cast<SqliteStore*>(self);
-  if (table != "jobs" || !store->track_changes_.load(std::memory_order_relaxed)) return;
-  std::lock_guard lock(store->changed_mu_);
-  store->changed_jobs_.insert(rowid);
+  if (table == "jobs") static_cast<SqliteStore*>(self)->NoteJobChanged(rowid);
+}
+
+void SqliteStore::NoteJobChanged(std::int64_t id) {
+  if (!track_changes_.load(std::memory_order_relaxed)) return;
+  std::lock_guard lock(changed_mu_);
+  changed_jobs_.insert(id);
 }
 
 Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const StoreLocation& where, TimeMs now) {
@@ -251,6 +236,7 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const StoreLocation& wher
   if (!reader) return std::unexpected(reader.error());
   std::unique_ptr<SqliteStore> store(
       new SqliteStore(std::move(*db), std::move(*reader), data_dir / "audit.head"));
+  store->sole_writer_ = where.sole_writer;
   BERTH_RETURN_IF_ERROR(store->Migrate(now));
   return store;
 }

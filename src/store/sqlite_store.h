@@ -162,10 +162,14 @@ class SqliteStore final : public Store {
   SqliteStore(Database db, Database reader, std::filesystem::path audit_head);
   // The writer connection's row hook: a row of `jobs` changed.
   static void OnRowChanged(void* self, std::string_view table, std::int64_t rowid);
+  // A row of jobs was written (in a transaction that may yet roll back):
+  // the next RefreshPending reads it again. SQLite's row hook calls it for
+  // every statement; PostgreSQL has no such hook, so each statement that
+  // writes jobs calls it itself (CreateJobs, SetJobState, PersistJob,
+  // SetPendingReason: the only four).
+  void NoteJobChanged(std::int64_t id);
   // Brings pending_ up to date with berth.db (mu_ held).
   Status RefreshPending();
-  // RefreshPending's PostgreSQL half: by change_seq instead of a row hook.
-  Status RefreshPendingPostgres();
   // One scan of every Pending job into pending_ (mu_ held).
   Status LoadAllPending();
   // pending_ after a job's row was read again: out if it left Pending, in
@@ -265,9 +269,11 @@ class SqliteStore final : public Store {
   std::unordered_map<std::int64_t, model::JobSpec> specs_;
   // The pending queue between passes, in PendingJobs' order (guarded by
   // mu_): filled by one scan, then kept by reading again only the jobs
-  // whose rows changed since (on SQLite changed_jobs_, which the writer
-  // connection's row hook fills; on PostgreSQL the rows past pending_seq_).
-  // Every change to jobs goes through db_, so none is missed. Records are shared and never changed
+  // whose rows changed since (changed_jobs_, which the writer connection's
+  // row hook fills on SQLite and the statements that write jobs fill on
+  // PostgreSQL). Every change to jobs goes through db_, so none is missed;
+  // where another process may write the same database (sole_writer_ false)
+  // every read is a whole scan. Records are shared and never changed
   // (a changed job is read into a new one), so a pass copies pointers under mu_, not jobs.
   bool pending_loaded_ = false;
   std::map<std::pair<TimeMs, std::int64_t>, std::shared_ptr<const JobRecord>> pending_;
@@ -275,10 +281,8 @@ class SqliteStore final : public Store {
   std::mutex changed_mu_;
   std::unordered_set<std::int64_t> changed_jobs_;
   std::atomic<bool> track_changes_{false};
-  // On PostgreSQL: the highest jobs.change_seq pending_ has seen, and
-  // whether this store makes every change to jobs (StoreLocation::
+  // Whether this store makes every change to jobs (StoreLocation::
   // sole_writer); without that, each pass reads the queue whole.
-  std::int64_t pending_seq_ = 0;
   bool sole_writer_ = true;
 
   // The read-only connection of the API's long reads; never takes mu_.

@@ -2,7 +2,6 @@
 // loads and persists, and the writer's reads (store.h's JobStore).
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "model/admission.h"
@@ -54,6 +53,7 @@ Status SqliteStore::SetJobState(std::int64_t job_id, model::JobState state,
                                 const model::Reason& reason) {
   auto st = db_.Prepare("UPDATE jobs SET state=?, reason=? WHERE id=?");
   if (!st) return std::unexpected(st.error());
+  NoteJobChanged(job_id);
   return st->Bind(1, model::JobStateName(state)).Bind(2, ReasonText(reason)).Bind(3, job_id).Run();
 }
 
@@ -197,6 +197,7 @@ void SqliteStore::CommitSubmissions(const std::vector<Submission*>& batch) {
       } else {
         job_st->BindNull(11);
       }
+      NoteJobChanged(id);
       st = job_st->Run();
       job_st->Reset();
       if (!st) break;
@@ -335,14 +336,14 @@ void SqliteStore::RepointPending(std::int64_t id, std::optional<JobRecord> now_p
 }
 
 Status SqliteStore::RefreshPending() {
-  if (db_.dialect() == Dialect::kPostgres) return RefreshPendingPostgres();
   std::unordered_set<std::int64_t> changed;
   {
     std::lock_guard lock(changed_mu_);
     changed.swap(changed_jobs_);
   }
-  // Most of the queue changed (a big array, a first call): one scan.
-  if (!pending_loaded_ || changed.size() > 256 + pending_.size() / 2) {
+  // Most of the queue changed (a big array, a first call): one scan. Where
+  // another process may write jobs too, every time.
+  if (!pending_loaded_ || !sole_writer_ || changed.size() > 256 + pending_.size() / 2) {
     track_changes_.store(true);
     return LoadAllPending();
   }
@@ -358,46 +359,6 @@ Status SqliteStore::RefreshPending() {
     }
     RepointPending(id, *row ? std::optional(ReadJob(*st, &specs_)) : std::nullopt);
     st->Reset();
-  }
-  return Ok();
-}
-
-// Every insert and update of a job takes the next value of jobs_change_seq
-// (kPgTriggers), so the rows past pending_seq_ are those that changed since
-// the last read. A number taken by a transaction still open could commit
-// below one already read and be missed; none is open here: every change to
-// jobs is made on db_ under mu_, which this holds, and the leader's fence
-// refuses any other process's (sole_writer_ says so). A job's row is never
-// deleted while it is Pending.
-Status SqliteStore::RefreshPendingPostgres() {
-  if (!pending_loaded_ || !sole_writer_) {
-    // The high-water mark first: a change after it is read again next time.
-    auto top = db_.Prepare("SELECT COALESCE(MAX(change_seq), 0) FROM jobs");
-    if (!top) return std::unexpected(top.error());
-    auto row = top->Step();
-    if (!row) return std::unexpected(row.error());
-    const std::int64_t seq = *row ? top->Int(0) : 0;
-    BERTH_RETURN_IF_ERROR(LoadAllPending());
-    pending_seq_ = seq;
-    return Ok();
-  }
-  constexpr auto kSeqColumn = static_cast<int>(std::ranges::count(kJobColumns, ',') + 1);
-  auto st = db_.Prepare(fmt::format(
-      "SELECT {}, change_seq FROM jobs WHERE change_seq > ? ORDER BY change_seq", kJobColumns));
-  if (!st) return std::unexpected(st.error());
-  st->Bind(1, pending_seq_);
-  for (;;) {
-    auto row = st->Step();
-    if (!row) {
-      pending_loaded_ = false;  // read it whole next time
-      return std::unexpected(row.error());
-    }
-    if (!*row) break;
-    const std::int64_t seq = st->Int(kSeqColumn);
-    JobRecord job = ReadJob(*st, &specs_);
-    const std::int64_t id = job.id;
-    RepointPending(id, std::move(job));
-    pending_seq_ = std::max(pending_seq_, seq);
   }
   return Ok();
 }
@@ -449,6 +410,7 @@ Status SqliteStore::PersistJob(const model::JobUpdate& update) {
                             .Bind(12, j.cancelled_by)
                             .Bind(13, j.id)
                             .Run());
+  NoteJobChanged(j.id);
   for (const auto& e : update.events) {
     BERTH_RETURN_IF_ERROR(AddEvent(j.id, e.time_ms, e.state, e.event, e.message, e.policy_version));
   }

@@ -169,6 +169,7 @@ Status SqliteStore::SetPendingReason(std::int64_t id, const model::Reason& reaso
   auto st = db_.Prepare("UPDATE jobs SET reason=? WHERE id=? AND state='Pending' AND reason<>?");
   if (!st) return std::unexpected(st.error());
   auto text = ReasonText(reason);
+  NoteJobChanged(id);
   return st->Bind(1, text).Bind(2, id).Bind(3, text).Run();
 }
 
