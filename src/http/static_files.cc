@@ -41,11 +41,6 @@ constexpr std::string_view kCsp =
     "font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; "
     "form-action 'self'; frame-ancestors 'none'";
 
-bool HasExtension(std::string_view segment) {
-  auto dot = segment.rfind('.');
-  return dot != std::string_view::npos && dot != 0;
-}
-
 void Refuse(Response& res, int status, std::string message) {
   res.status = status;
   res.set_header("Cache-Control", "no-store");
@@ -133,8 +128,12 @@ void StaticSite::Serve(const Request& req, Response& res) const {
   if (!fs::is_regular_file(chosen, ec)) {
     const auto last = rel.substr(rel.rfind('/') == std::string_view::npos ? 0 : rel.rfind('/') + 1);
     // A missing script or stylesheet is a 404, never the page in its place
-    // (which the browser would refuse as the wrong type, less clearly).
-    if (HasExtension(last)) return Refuse(res, 404, "not found");
+    // (which the browser would refuse as the wrong type, less clearly): a
+    // name under assets/ or of a type the build writes. Any other name is
+    // a route of the console's, dots and all (/ui/fleet/h1.example.com).
+    if (rel.starts_with("assets/") || ContentTypeFor(last) != "application/octet-stream") {
+      return Refuse(res, 404, "not found");
+    }
     chosen = fs::weakly_canonical(root_ / "index.html", ec);
     is_index = true;
   } else {

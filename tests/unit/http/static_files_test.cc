@@ -108,14 +108,17 @@ TEST_F(StaticFilesTest, ServesFilesWithTheirTypeAndTheConsoleHeaders) {
 
 TEST_F(StaticFilesTest, TheConsolesOwnRoutesGetThePageAndMissingAssetsA404) {
   StaticSite site("/ui/", root_);
-  for (const char* route : {"/ui/jobs", "/ui/jobs/12", "/ui/assets", "/ui/sign-in/"}) {
+  for (const char* route :
+       {"/ui/jobs", "/ui/jobs/12", "/ui/assets", "/ui/sign-in/", "/ui/fleet/h1.example.com"}) {
     auto r = Get(site, route);
     EXPECT_EQ(r.status, 200) << route;
     EXPECT_EQ(r.body, "<!doctype html><title>Berth</title>") << route;
   }
-  auto missing = Get(site, "/ui/assets/gone-9f9f.js");
-  EXPECT_EQ(missing.status, 404);
-  EXPECT_EQ(missing.body.find("<!doctype"), std::string::npos);
+  for (const char* asset : {"/ui/assets/gone-9f9f.js", "/ui/gone.css", "/ui/assets/gone"}) {
+    auto missing = Get(site, asset);
+    EXPECT_EQ(missing.status, 404) << asset;
+    EXPECT_EQ(missing.body.find("<!doctype"), std::string::npos) << asset;
+  }
   for (const char* bad : {"/ui/../secret.txt", "/ui/assets/leak.txt", "/ui/up/secret.txt",
                           "/ui/assets/../../secret.txt"}) {
     auto r = Get(site, bad);
