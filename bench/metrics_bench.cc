@@ -4,7 +4,9 @@
 // leaves some GPUs unhealthy or cordoned, adds pending jobs with reasons and
 // counters with observations and a telemetry sample for every GPU (the DCGM
 // gauges), then times full renders. Prints render time
-// p50/p99, document size and line count for each size.
+// p50/p99, document size and line count for each size, and the same for
+// the body of GET /v1/gpus (GpusJson, every GPU with its holder) over the
+// same inventory.
 //
 //   berth-metrics-bench [--renders K] [--size NODES]
 #include <algorithm>
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "api/metrics_render.h"
+#include "api/render.h"
 
 namespace {
 
@@ -132,6 +135,25 @@ void Run(int node_count, int renders) {
       "document=%.1f KiB lines=%zu\n",
       node_count, node_count * 8, in.holders.size(), in.pending.size(), renders, p50, p99,
       static_cast<double>(bytes) / 1024.0, lines);
+
+  std::vector<double> gpus_ms;
+  std::size_t gpus_bytes = 0;
+  for (int i = 0; i < renders; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    const std::string body =
+        berth::server::GpusJson(in.nodes, in.holders, [](std::string_view t) {
+          return t != "tenant-3";  // a member of three tenants: one's holders hidden
+        }).dump();
+    gpus_ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
+    gpus_bytes = body.size();
+  }
+  std::sort(gpus_ms.begin(), gpus_ms.end());
+  std::printf("  GET /v1/gpus body: p50=%.2f ms p99=%.2f ms  %.1f KiB\n",
+              gpus_ms[gpus_ms.size() / 2],
+              gpus_ms[std::min(gpus_ms.size() - 1, gpus_ms.size() * 99 / 100)],
+              static_cast<double>(gpus_bytes) / 1024.0);
 }
 
 }  // namespace

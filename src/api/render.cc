@@ -3,6 +3,9 @@
 #include <map>
 #include <set>
 #include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "common/utf8.h"
 #include "model/json.h"
@@ -188,43 +191,54 @@ json NodeJson(const NodeStatus& n, const std::vector<store::RunRecord>& active) 
 
 json GpusJson(const std::vector<NodeStatus>& nodes, const std::vector<store::JobRecord>& holders,
               const std::function<bool(std::string_view tenant)>& visible) {
+  // The live runs of each node, in the holders' order: a GPU looks only at
+  // its own node's, not at every run of the fleet.
+  std::unordered_map<std::string_view,
+                     std::vector<std::pair<const store::JobRecord*, const store::RunRecord*>>>
+      runs_on;
+  for (const auto& job : holders) {
+    for (const auto& r : job.runs) {
+      if (r.state != model::RunState::kExited) runs_on[r.node].emplace_back(&job, &r);
+    }
+  }
+  static const std::vector<std::pair<const store::JobRecord*, const store::RunRecord*>> kNone;
   json out = json::array();
   for (const auto& n : nodes) {
+    const auto here = runs_on.find(n.record.info.name);
+    const auto& node_runs = here == runs_on.end() ? kNone : here->second;
     for (const auto& g : n.record.info.gpus) {
       json holder = nullptr;          // a whole-GPU run
       json slices = json::array();    // runs holding slices of a sharing GPU
       std::uint64_t shared_mgpu = 0;  // what the slices hold
       std::uint64_t shared_bytes = 0;
-      for (const auto& job : holders) {
-        for (const auto& r : job.runs) {
-          if (r.state == model::RunState::kExited || r.node != n.record.info.name) continue;
-          if (std::find(r.gpu_indices.begin(), r.gpu_indices.end(), g.index) ==
-              r.gpu_indices.end()) {
-            continue;
-          }
-          json h = {{"id", job.id},
-                    {"name", job.spec.name},
-                    {"tenant", job.spec.tenant},
-                    {"queue", job.spec.queue},
-                    {"replica", r.replica},
-                    {"run_id", r.run_id}};
-          if (visible && !visible(job.spec.tenant)) {
-            h = {{"id", nullptr},
-                 {"name", "another tenant"},
-                 {"tenant", nullptr},
-                 {"queue", nullptr},
-                 {"other_tenant", true}};
-          }
-          if (r.gpu_share_millis == 0) {
-            holder = std::move(h);
-            continue;
-          }
-          h["gpu_share_mgpu"] = r.gpu_share_millis;
-          h["gpu_memory_bytes"] = r.gpu_share_bytes;
-          shared_mgpu += r.gpu_share_millis;
-          shared_bytes += r.gpu_share_bytes;
-          slices.push_back(std::move(h));
+      for (const auto& [job_ptr, run_ptr] : node_runs) {
+        const auto& job = *job_ptr;
+        const auto& r = *run_ptr;
+        if (std::find(r.gpu_indices.begin(), r.gpu_indices.end(), g.index) == r.gpu_indices.end()) {
+          continue;
         }
+        json h = {{"id", job.id},
+                  {"name", job.spec.name},
+                  {"tenant", job.spec.tenant},
+                  {"queue", job.spec.queue},
+                  {"replica", r.replica},
+                  {"run_id", r.run_id}};
+        if (visible && !visible(job.spec.tenant)) {
+          h = {{"id", nullptr},
+               {"name", "another tenant"},
+               {"tenant", nullptr},
+               {"queue", nullptr},
+               {"other_tenant", true}};
+        }
+        if (r.gpu_share_millis == 0) {
+          holder = std::move(h);
+          continue;
+        }
+        h["gpu_share_mgpu"] = r.gpu_share_millis;
+        h["gpu_memory_bytes"] = r.gpu_share_bytes;
+        shared_mgpu += r.gpu_share_millis;
+        shared_bytes += r.gpu_share_bytes;
+        slices.push_back(std::move(h));
       }
       json sharing = nullptr;
       if (g.sharing) {
