@@ -466,6 +466,10 @@ try {
   assert.equal(await tm.page.locator('#tenant-queues tr[data-queue^="red"]').count(), 0);
   assert.ok(await tm.page.isVisible('#tenant-members tr[data-member="blue-member"]'));
   assert.equal(await tm.page.locator('#qr-form, [data-action]').count(), 0, 'a member files and decides nothing');
+  // Its own tokens, and nobody else's.
+  await tm.page.waitForSelector('#tenant-tokens tr[data-token]');
+  const tokenOwnersSeen = await tm.page.locator('#tenant-tokens tbody tr td:first-child').allTextContents();
+  assert.ok(tokenOwnersSeen.length >= 1 && tokenOwnersSeen.every((n) => n === 'blue-member'), `member's tokens: ${tokenOwnersSeen}`);
   const usageByQueue = await call(blueMember, 'GET', '/v1/usage?by=queue&tenant=blue');
   assert.equal(
     (await tm.page.textContent('#cost-by-queue tfoot td:nth-of-type(2)')).trim(),
@@ -539,6 +543,11 @@ try {
   await pa.page.waitForFunction(() => document.querySelector('#tenant-queues tr[data-queue="blue"] .guaranteed')?.textContent?.trim() === '4');
   assert.equal(await cell(pa.page, 'blue', 'lendable'), '3', '4 guaranteed, 1 used');
   assert.match(await pa.page.textContent(`${row} .state`), /Approved/);
+  // Every member's tokens for the platform admin, never a secret.
+  await pa.page.waitForSelector('#tenant-tokens tr[data-token]');
+  const adminSees = new Set(await pa.page.locator('#tenant-tokens tbody tr td:first-child').allTextContents());
+  assert.ok(adminSees.has('blue-admin') && adminSees.has('blue-member'), `admin's tokens: ${[...adminSees]}`);
+  assert.doesNotMatch(await pa.page.content(), new RegExp(blueAdmin));
   await pa.page.selectOption('#lang-select', 'zh');
   await pa.page.waitForFunction(() => document.querySelector('h1')?.textContent?.trim() === '租户 blue');
   await axe(pa.page, 'tenant (platform admin, zh)');

@@ -195,6 +195,18 @@ export interface QuotaRequest {
 }
 export type QuotaAction = 'approve' | 'reject' | 'withdraw';
 
+// A token as GET /v1/tokens lists it (never its secret).
+export interface TokenInfo {
+  id: string;
+  identity: string;
+  description: string;
+  created_ms: number;
+  created_by: string;
+  expires_ms: number | null;
+  revoked_ms: number | null;
+  revoked_by: string;
+}
+
 // A row of GET /v1/usage: `key` holds the grouping (queue, user, ...).
 export interface UsageRow {
   key: Record<string, string>;
@@ -393,6 +405,12 @@ export class BerthApi {
   // This UTC month's usage of `tenant` grouped by `by` (queue or user).
   usage(by: string, tenant: string): Promise<Usage> {
     return this.call('GET', `/v1/usage?${new URLSearchParams({ by, tenant })}`);
+  }
+
+  // An identity's tokens, newest first (the first 500). 404 for an identity
+  // the caller may not act for.
+  tokens(identity: string): Promise<{ tokens: TokenInfo[]; next?: string }> {
+    return this.call('GET', `/v1/tokens?${new URLSearchParams({ identity, limit: '500' })}`);
   }
 
   budgets(): Promise<{ budgets: Budget[] }> {

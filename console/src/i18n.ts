@@ -1,7 +1,7 @@
 // Every string the console shows, in English and Simplified Chinese.
 //
 // A typed catalogue rather than an i18n library: the console has two
-// languages, no plural forms beyond a number in a sentence, and about 170
+// languages, no plural forms beyond a number in a sentence, and about 240
 // strings; `zh` is typed as Record<Key, string>, so a key missing from
 // either language fails `tsc` (and the build) before any test runs. Reasons
 // and failures are not here: the server renders them in the chosen language
@@ -243,6 +243,16 @@ const en = {
   'tenant.budgetOver': 'Budget for {month}: {used} of {limit} {unit} used, over the budget.',
   'tenant.budgetEnforced': 'Enforced: low-priority jobs wait while over it.',
   'tenant.noBudget': 'No budget is set for this tenant.',
+  'tenant.tokens': 'Tokens',
+  'tenant.noTokens': 'No tokens you may see.',
+  'tenant.never': 'never',
+  'tcol.id': 'Token ID',
+  'tcol.description': 'Description',
+  'tcol.created': 'Created',
+  'tcol.expires': 'Expires',
+  'token.active': 'active',
+  'token.expired': 'expired',
+  'token.revoked': 'revoked',
 } as const;
 
 export type Key = keyof typeof en;
@@ -480,6 +490,16 @@ const zh: Record<Key, string> = {
   'tenant.budgetOver': '{month} 预算：已用 {used} / {limit} {unit}，已超出预算。',
   'tenant.budgetEnforced': '强制执行：超出时低优先级作业会等待。',
   'tenant.noBudget': '此租户没有设置预算。',
+  'tenant.tokens': '令牌',
+  'tenant.noTokens': '没有你可以查看的令牌。',
+  'tenant.never': '永不过期',
+  'tcol.id': '令牌 ID',
+  'tcol.description': '说明',
+  'tcol.created': '创建时间',
+  'tcol.expires': '过期时间',
+  'token.active': '有效',
+  'token.expired': '已过期',
+  'token.revoked': '已吊销',
 };
 
 export const CATALOGUES: Record<Lang, Record<Key, string>> = { en, zh };

@@ -144,3 +144,20 @@ export function formField(field: string): keyof QuotaForm | '' {
   const known: (keyof QuotaForm)[] = ['queue', 'resource', 'guaranteed', 'borrow_limit', 'lending_limit', 'reason'];
   return (known as string[]).includes(field) ? (field as keyof QuotaForm) : '';
 }
+
+// Whose tokens the tenant page lists: every member's for a platform admin
+// or a tenant-admin of the tenant, else the caller's own (GET /v1/tokens
+// answers an identity's tokens to itself and to those who may act for it;
+// the server still decides, and a 404 for one is left out).
+export function tokenOwners(caller: Caller, tenant: string, members: readonly { identity: string }[]): string[] {
+  const all = members.map((m) => m.identity);
+  if (caller.platform_admin || caller.tenants[tenant] === 'tenant-admin') return all;
+  return all.filter((n) => n === caller.name);
+}
+
+// A token's state at `now`: revoked, expired or active.
+export function tokenState(t: { revoked_ms: number | null; expires_ms: number | null }, now: number): 'revoked' | 'expired' | 'active' {
+  if (t.revoked_ms) return 'revoked';
+  if (t.expires_ms !== null && t.expires_ms <= now) return 'expired';
+  return 'active';
+}

@@ -83,6 +83,15 @@ function mount(who: Caller, path: string, opts: { fileError?: { field: string; m
     if (d && method === 'POST') return json(200, { ...pending, state: 'Approved', policy_version: 4 });
     if (url.startsWith('/v1/usage?by=queue')) return json(200, usage('queue', 'blue/main'));
     if (url.startsWith('/v1/usage?by=user')) return json(200, usage('user', 'bob'));
+    const tk = /^\/v1\/tokens\?identity=([^&]+)&limit=500$/.exec(url);
+    if (tk) {
+      const id = tk[1];
+      if (!(who.platform_admin || who.name === id || who.tenants.blue === 'tenant-admin')) {
+        return json(404, { error: { message: `identity ${id} not found`, field: 'identity' } });
+      }
+      return json(200, { tokens: [{ id: `tok-${id}`, identity: id, description: `${id}'s laptop`, created_ms: 10,
+        created_by: id, expires_ms: id === 'ci' ? 20 : null, revoked_ms: null, revoked_by: '' }] });
+    }
     if (url === '/v1/budgets') {
       return json(200, { budgets: [{ tenant: 'blue', unit: 'currency', currency: 'EUR', limit: '100.00', used: '7.50',
         month: '2026-12', alerts: [80, 100], crossed: [], enforce: false, over: false }] });
@@ -135,6 +144,10 @@ describe('the tenant page', () => {
       'ciservice accountmember (disabled)',
     ]);
     expect(text(r.querySelector('#tenant-requests tr[data-request="4"] .state'))).toBe('Pending');
+    // Its own tokens only; it asks for nobody else's.
+    await settle(() => r.querySelector('#tenant-tokens') !== null);
+    expect([...r.querySelectorAll('#tenant-tokens tr[data-token]')].map((e) => e.getAttribute('data-token'))).toEqual(['tok-bob']);
+    expect(calls.filter((c) => c.url.startsWith('/v1/tokens')).map((c) => c.url)).toEqual(['/v1/tokens?identity=bob&limit=500']);
     expect(r.querySelector('#qr-form')).toBeNull();
     expect(r.querySelector('[data-action]')).toBeNull();
     expect(text(r.querySelector('#cost-by-queue tr[data-key="blue/main"]'))).toBe('blue/main37.501');
@@ -190,6 +203,9 @@ describe('the tenant page', () => {
     expect(r.querySelector('#qr-form')).toBeNull(); // filing is a tenant-admin's
     expect(r.querySelector('[data-action="withdraw"]')).toBeNull();
     expect(text(r.querySelector('#tenant-role'))).toBe('Your role: platform admin');
+    await settle(() => r.querySelectorAll('#tenant-tokens tr[data-token]').length === 3);
+    expect(text(r.querySelector('#tenant-tokens tr[data-token="tok-ci"] .state'))).toBe('expired');
+    expect(text(r.querySelector('#tenant-tokens tr[data-token="tok-ann"] .state'))).toBe('active');
     const posts = () => calls.filter((c) => c.method === 'POST');
     click(r.querySelector('[data-action="reject"]'));
     await settle(() => r.querySelector('#qr-notice[role="alert"]') !== null);

@@ -13,6 +13,8 @@ import {
   queueRows,
   quotaRequestBody,
   tenantsFor,
+  tokenOwners,
+  tokenState,
   usedPercent,
 } from '../src/tenant';
 
@@ -144,5 +146,22 @@ describe('the quota request form', () => {
     expect(formField('queue')).toBe('queue');
     expect(formField('weight')).toBe('');
     expect(formField('')).toBe('');
+  });
+});
+
+describe('tokens', () => {
+  const members = [{ identity: 'ann' }, { identity: 'bob' }, { identity: 'ci' }];
+  it("lists every member's tokens for a tenant-admin or platform admin, else the caller's own", () => {
+    expect(tokenOwners(caller({ platform_admin: true }), 'blue', members)).toEqual(['ann', 'bob', 'ci']);
+    expect(tokenOwners(caller({ name: 'ann', tenants: { blue: 'tenant-admin' } }), 'blue', members)).toEqual(['ann', 'bob', 'ci']);
+    expect(tokenOwners(caller({ name: 'bob', tenants: { blue: 'member' } }), 'blue', members)).toEqual(['bob']);
+    // A tenant-admin of another tenant is only a member here.
+    expect(tokenOwners(caller({ name: 'bob', tenants: { blue: 'viewer', red: 'tenant-admin' } }), 'blue', members)).toEqual(['bob']);
+  });
+  it('calls a token revoked before expired, expired at its expiry', () => {
+    expect(tokenState({ revoked_ms: 5, expires_ms: 1 }, 10)).toBe('revoked');
+    expect(tokenState({ revoked_ms: null, expires_ms: 10 }, 10)).toBe('expired');
+    expect(tokenState({ revoked_ms: null, expires_ms: 11 }, 10)).toBe('active');
+    expect(tokenState({ revoked_ms: null, expires_ms: null }, 10)).toBe('active');
   });
 });

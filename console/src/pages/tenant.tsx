@@ -13,6 +13,7 @@ import {
   type PolicyVersion,
   type QuotaAction,
   type QuotaRequest,
+  type TokenInfo,
   type Usage,
 } from '../api';
 import { guard, Link, useConsole } from '../app';
@@ -29,6 +30,8 @@ import {
   queueRows,
   quotaRequestBody,
   tenantsFor,
+  tokenOwners,
+  tokenState,
   usedPercent,
 } from '../tenant';
 
@@ -222,6 +225,8 @@ export function TenantPage({ tenant }: { tenant: string }) {
           ))}
         </tbody>
       </table>
+
+      <Tokens owners={tokenOwners(caller, tenant, data.members)} when={when} />
 
       <QuotaRequests tenant={tenant} requests={data.requests} queues={rows.map((r) => r.path)} reload={() => setTick((n) => n + 1)} when={when} />
 
@@ -494,6 +499,68 @@ function QuotaRequests({
             {t('qr.submit')}
           </button>
         </form>
+      )}
+    </>
+  );
+}
+
+// The tokens of the members the caller may see them for, read once when the
+// page opens (not on every poll: one request per member). Never a secret.
+function Tokens({ owners, when }: { owners: string[]; when: (ms: number | null) => string }) {
+  const ctx = useConsole();
+  const { t, lang, api } = ctx;
+  const [tokens, setTokens] = useState<TokenInfo[] | null>(null);
+  const key = owners.join('\n');
+  useEffect(() => {
+    let alive = true;
+    void Promise.all(owners.map((o) => guard(ctx, () => api.tokens(o)))).then((rs) => {
+      if (!alive) return;
+      const list = rs.flatMap((r) => (r instanceof ApiError ? [] : r.tokens));
+      list.sort((a, b) => b.created_ms - a.created_ms);
+      setTokens(list);
+    });
+    return () => {
+      alive = false;
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [key]);
+  const now = Date.now();
+  return (
+    <>
+      <h2 id="tokens-h">{t('tenant.tokens')}</h2>
+      {tokens === null ? (
+        <p role="status">{t('common.loading')}</p>
+      ) : tokens.length === 0 ? (
+        <p id="tokens-empty">{t('tenant.noTokens')}</p>
+      ) : (
+        <table id="tenant-tokens" aria-labelledby="tokens-h">
+          <thead>
+            <tr>
+              <th scope="col">{t('mcol.identity')}</th>
+              <th scope="col">{t('tcol.id')}</th>
+              <th scope="col">{t('tcol.description')}</th>
+              <th scope="col">{t('tcol.created')}</th>
+              <th scope="col">{t('tcol.expires')}</th>
+              <th scope="col">{t('col.state')}</th>
+            </tr>
+          </thead>
+          <tbody>
+            {tokens.map((k) => (
+              <tr key={k.id} data-token={k.id}>
+                <td>{k.identity}</td>
+                <td>
+                  <code>{k.id}</code>
+                </td>
+                <td>{k.description || t('common.none')}</td>
+                <td>
+                  {when(k.created_ms)} ({k.created_by})
+                </td>
+                <td>{k.expires_ms ? when(k.expires_ms) : t('tenant.never')}</td>
+                <td class="state">{labelOf(lang, 'token', tokenState(k, now))}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
       )}
     </>
   );
