@@ -189,6 +189,16 @@ describe('the tenant page', () => {
     expect(post.headers['Content-Type']).toBe('application/json');
   });
 
+  it('lets a tenant-admin withdraw a pending request, with no comment sent', async () => {
+    const { root: r, calls } = mount(blueAdmin, '/ui/tenants/blue');
+    await settle(() => r.querySelector('[data-action="withdraw"]') !== null);
+    click(r.querySelector('[data-action="withdraw"]'));
+    await settle(() => text(r.querySelector('#qr-notice')) === 'Withdrew request 4.');
+    const post = calls.filter((c) => c.method === 'POST');
+    expect(post.map((c) => c.url)).toEqual(['/v1/quota-requests/4/withdraw']);
+    expect(post[0].headers['X-Berth-CSRF']).toBe('c5rf');
+  });
+
   it('puts an error on a field the form lacks above the form', async () => {
     const { root: r } = mount(blueAdmin, '/ui/tenants/blue', { fileError: { field: 'weight', message: 'bad weight' } });
     await settle(() => r.querySelector('#qr-form') !== null);
