@@ -11,6 +11,12 @@
 // tenant", with no link and no cordon buttons; axe checks the fleet and node
 // pages; and a map of 10,000 GPUs (1,250 intercepted nodes of 8) is timed
 // from navigation to every cell in the DOM, printed, not asserted.
+// The tenant page: a member of blue sees blue's queues with a running job's
+// GPU counted as used; blue's tenant-admin files a quota request from the
+// form (a bad amount gets the server's message on its field); the platform
+// admin rejects nothing without a comment and approves it, and the API
+// shows the new policy version; a member of red gets an error for blue's
+// page and no answer holding blue's data; axe checks each of them.
 //
 // Run by ctest (console_browser_test, label integration) or by hand:
 //   BERTH_BIN_DIR=build/dev/bin node console/e2e/console.e2e.mjs
@@ -427,6 +433,145 @@ try {
   assert.doesNotMatch(await bf.page.content(), /red-fleet-holder/);
   assert.deepEqual(bf.problems, []);
   await bf.context.close();
+
+  // --- the tenant page ------------------------------------------------------
+  // blue's 16-GPU job can never start on this node of 8 and would hold its
+  // queue; it goes, and a 1-GPU job of blue runs instead.
+  expectStatus(await call(admin, 'POST', `/v1/jobs/${blueJob}/cancel`), 200, 'cancel the 16-GPU blue job');
+  const blueRunSpec = { name: 'blue-tenant-running', command: ['sleep', '300'], resources: { gpus: 1 }, tenant: 'blue', queue: 'main' };
+  const blueRun = await call(admin, 'POST', '/v1/jobs', JSON.stringify(blueRunSpec));
+  expectStatus(blueRun, 201, 'submit the blue runner');
+  await waitFor('the blue runner running', async () => (await call(admin, 'GET', `/v1/jobs/${blueRun.json.id}`)).json.state === 'Running');
+  const blueAdmin = await member('blue-admin', 'blue', 'tenant-admin');
+  const deepTenant = await fetch(`${base}/ui/tenants/blue`);
+  assert.equal(deepTenant.status, 200);
+  assert.match(await deepTenant.text(), /<div id="app">/);
+
+  // A member of blue: the header's Tenants link, blue's queues with the
+  // running job's GPU counted as used, no form and no decision buttons.
+  const tm = await open('en-US');
+  await signIn(tm.page, blueMember);
+  await tm.page.waitForSelector('#jobs-table, #jobs-empty');
+  await tm.page.click('nav a[href="/ui/tenants"]');
+  await tm.page.waitForSelector('#tenant-list');
+  assert.deepEqual(await tm.page.locator('#tenant-list a').allTextContents(), ['blue']);
+  await tm.page.click('#tenant-list a');
+  await tm.page.waitForSelector('#tenant-queues tr[data-queue="blue/main"]');
+  assert.match(tm.page.url(), /\/ui\/tenants\/blue$/);
+  const cell = (pg, q, c) => pg.textContent(`#tenant-queues tr[data-queue="${q}"] .${c}`).then((x) => x.trim());
+  assert.equal(await cell(tm.page, 'blue/main', 'used'), '1', "the running job's GPU is used");
+  assert.equal(await cell(tm.page, 'blue', 'used'), '1', "a parent counts its child's use");
+  assert.equal(await cell(tm.page, 'blue', 'guaranteed'), '0');
+  assert.equal(await cell(tm.page, 'blue/main', 'borrowed'), '1', 'use without a guarantee is borrowed');
+  assert.equal(await tm.page.locator('#tenant-queues tr[data-queue^="red"]').count(), 0);
+  assert.ok(await tm.page.isVisible('#tenant-members tr[data-member="blue-member"]'));
+  assert.equal(await tm.page.locator('#qr-form, [data-action]').count(), 0, 'a member files and decides nothing');
+  // Its own tokens, and nobody else's.
+  await tm.page.waitForSelector('#tenant-tokens tr[data-token]');
+  const tokenOwnersSeen = await tm.page.locator('#tenant-tokens tbody tr td:first-child').allTextContents();
+  assert.ok(tokenOwnersSeen.length >= 1 && tokenOwnersSeen.every((n) => n === 'blue-member'), `member's tokens: ${tokenOwnersSeen}`);
+  const usageByQueue = await call(blueMember, 'GET', '/v1/usage?by=queue&tenant=blue');
+  assert.equal(
+    (await tm.page.textContent('#cost-by-queue tfoot td:nth-of-type(2)')).trim(),
+    usageByQueue.json.total.cost,
+    "the page's cost is the API's",
+  );
+  await axe(tm.page, 'tenant (member)');
+  assert.deepEqual(tm.problems, []);
+  await tm.context.close();
+
+  // blue's tenant-admin files a request from the form; a bad amount gets the
+  // server's message on the field the 400 names.
+  const ta = await open('en-US');
+  await signIn(ta.page, blueAdmin);
+  await ta.page.waitForSelector('#jobs-table, #jobs-empty');
+  await ta.page.goto(`${base}/ui/tenants/blue`);
+  await ta.page.waitForSelector('#qr-form');
+  await ta.page.selectOption('#qr-queue', 'blue');
+  await ta.page.fill('#qr-guaranteed', 'lots');
+  await ta.page.fill('#qr-reason', 'e2e: bigger runs');
+  await ta.page.click('#qr-submit');
+  await ta.page.waitForSelector('#qr-guaranteed-error');
+  const bad = await call(blueAdmin, 'POST', '/v1/quota-requests',
+    JSON.stringify({ queue: 'blue', resource: 'gpus', guaranteed: 'lots', reason: 'e2e: bigger runs' }));
+  expectStatus(bad, 400, 'a bad amount');
+  assert.equal(bad.json.error.field, 'guaranteed');
+  assert.equal((await ta.page.textContent('#qr-guaranteed-error')).trim(), bad.json.error.message);
+  assert.equal(await ta.page.getAttribute('#qr-guaranteed', 'aria-invalid'), 'true');
+  await axe(ta.page, 'tenant (tenant-admin, a refused request)');
+  await ta.page.fill('#qr-guaranteed', '4');
+  await ta.page.click('#qr-submit');
+  await ta.page.waitForFunction(() => /^Filed request \d+/.test(document.querySelector('#qr-notice')?.textContent ?? ''));
+  const filedId = Number(/Filed request (\d+)/.exec(await ta.page.textContent('#qr-notice'))[1]);
+  const filed = await call(admin, 'GET', `/v1/quota-requests/${filedId}`);
+  assert.equal(filed.json.state, 'Pending');
+  assert.equal(filed.json.filed_by, 'blue-admin');
+  assert.equal(filed.json.guaranteed, '4');
+  await ta.page.waitForSelector(`#tenant-requests tr[data-request="${filedId}"] [data-action="withdraw"]`);
+  assert.equal(await ta.page.locator('[data-action="approve"]').count(), 0, 'a tenant-admin does not approve');
+  assert.deepEqual(ta.problems, []);
+  await ta.context.close();
+
+  // The platform admin: reject wants a comment; approve makes a new policy
+  // version in which blue guarantees 4 GPUs.
+  const versionBefore = (await call(admin, 'GET', '/v1/policy')).json.version;
+  const pa = await open('en-US');
+  await signIn(pa.page, admin);
+  await pa.page.waitForSelector('#jobs-table, #jobs-empty');
+  await pa.page.click('nav a[href="/ui/tenants"]');
+  await pa.page.waitForSelector('#tenant-list');
+  const listed = await pa.page.locator('#tenant-list a').allTextContents();
+  assert.deepEqual(listed, ['blue', 'default', 'red'], 'a platform admin sees every tenant of the policy');
+  await pa.page.click('#tenant-list a[href="/ui/tenants/blue"]');
+  const row = `#tenant-requests tr[data-request="${filedId}"]`;
+  await pa.page.waitForSelector(`${row} [data-action="reject"]`);
+  await pa.page.click(`${row} [data-action="reject"]`);
+  await pa.page.waitForSelector('#qr-notice[role="alert"]');
+  assert.equal((await call(admin, 'GET', `/v1/quota-requests/${filedId}`)).json.state, 'Pending', 'no reject without a comment');
+  await pa.page.fill(`#qr-comment-${filedId}`, 'e2e: ok');
+  await pa.page.click(`${row} [data-action="approve"]`);
+  await pa.page.waitForFunction((id) => document.querySelector('#qr-notice')?.textContent?.startsWith(`Approved request ${id}`), filedId);
+  const approved = await call(admin, 'GET', `/v1/quota-requests/${filedId}`);
+  assert.equal(approved.json.state, 'Approved');
+  assert.equal(approved.json.decided_by, adminName);
+  assert.equal(approved.json.comment, 'e2e: ok');
+  const policyAfter = (await call(admin, 'GET', '/v1/policy')).json;
+  assert.equal(policyAfter.version, versionBefore + 1);
+  assert.equal(approved.json.policy_version, policyAfter.version);
+  assert.equal(policyAfter.policy.queues.find((q) => q.path === 'blue').quota.gpus.guaranteed, 4000);
+  assert.equal((await pa.page.textContent('#qr-notice')).trim(), `Approved request ${filedId}: policy version ${policyAfter.version} is active.`);
+  await pa.page.waitForFunction(() => document.querySelector('#tenant-queues tr[data-queue="blue"] .guaranteed')?.textContent?.trim() === '4');
+  assert.equal(await cell(pa.page, 'blue', 'lendable'), '3', '4 guaranteed, 1 used');
+  assert.match(await pa.page.textContent(`${row} .state`), /Approved/);
+  // Every member's tokens for the platform admin, never a secret.
+  await pa.page.waitForSelector('#tenant-tokens tr[data-token]');
+  const adminSees = new Set(await pa.page.locator('#tenant-tokens tbody tr td:first-child').allTextContents());
+  assert.ok(adminSees.has('blue-admin') && adminSees.has('blue-member'), `admin's tokens: ${[...adminSees]}`);
+  assert.doesNotMatch(await pa.page.content(), new RegExp(blueAdmin));
+  await pa.page.selectOption('#lang-select', 'zh');
+  await pa.page.waitForFunction(() => document.querySelector('h1')?.textContent?.trim() === '租户 blue');
+  await axe(pa.page, 'tenant (platform admin, zh)');
+  assert.deepEqual(pa.problems, []);
+  await pa.context.close();
+
+  // A member of red opens blue's page: an error, and no answer the page
+  // received holds anything of blue's.
+  const rv = await open('en-US');
+  await signIn(rv.page, redViewer);
+  await rv.page.waitForSelector('#jobs-table, #jobs-empty');
+  await rv.page.goto(`${base}/ui/tenants/blue`);
+  await rv.page.waitForSelector('#tenant-denied');
+  assert.equal(await rv.page.locator('#tenant-queues, #tenant-members, #tenant-requests').count(), 0);
+  await rv.page.goto(`${base}/ui/tenants`);
+  await rv.page.waitForSelector('#tenant-list');
+  assert.deepEqual(await rv.page.locator('#tenant-list a').allTextContents(), ['red']);
+  for (const r of rv.answers) {
+    assert.doesNotMatch(r.body, /blue-tenant-running|e2e: bigger runs|blue-admin|blue-member/, `red saw blue in ${r.url}`);
+  }
+  assert.doesNotMatch(await rv.page.content(), /blue-admin|bigger runs/);
+  await axe(rv.page, 'tenants (another tenant)');
+  assert.deepEqual(rv.problems, []);
+  await rv.context.close();
 
   // --- 10,000 GPUs: 1,250 nodes of 8, answered by interception -------------
   // Only /v1/nodes and /v1/gpus are intercepted, with objects cloned from

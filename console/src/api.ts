@@ -141,6 +141,101 @@ export interface NodeDetail extends FleetNode {
 
 export type NodeAction = 'cordon' | 'drain' | 'uncordon';
 
+// A queue as GET /v1/policy parses it. Amounts of `gpus` are milli-GPUs;
+// `borrow_limit: null` is no limit.
+export interface QuotaAmounts {
+  guaranteed: number;
+  borrow_limit: number | null;
+  weight: number;
+  lending_limit: number;
+}
+export interface PolicyQueue {
+  path: string;
+  tenant: string;
+  parent: string;
+  kind: string;
+  pools: string[];
+  quota: Record<string, QuotaAmounts | undefined>;
+  over_quota: string;
+  preemptible: boolean;
+}
+export interface PolicyVersion {
+  version: number;
+  applied_at_ms: number;
+  applied_by: string;
+  comment: string;
+  policy: { queues: PolicyQueue[] };
+}
+
+export interface Member {
+  identity: string;
+  kind: string;
+  role: string;
+  disabled: boolean;
+}
+
+// Amounts come back as the policy writes them ("16", "500m"); null: unchanged.
+export interface QuotaRequest {
+  id: number;
+  tenant: string;
+  queue: string;
+  resource: string;
+  guaranteed: string | null;
+  borrow_limit: string | null;
+  weight: number | null;
+  lending_limit: string | null;
+  reason: string;
+  state: string; // Pending | Approved | Rejected | Withdrawn
+  filed_by: string;
+  filed_ms: number;
+  decided_by: string;
+  decided_ms: number | null;
+  comment: string;
+  policy_version: number | null;
+}
+export type QuotaAction = 'approve' | 'reject' | 'withdraw';
+
+// A token as GET /v1/tokens lists it (never its secret).
+export interface TokenInfo {
+  id: string;
+  identity: string;
+  description: string;
+  created_ms: number;
+  created_by: string;
+  expires_ms: number | null;
+  revoked_ms: number | null;
+  revoked_by: string;
+}
+
+// A row of GET /v1/usage: `key` holds the grouping (queue, user, ...).
+export interface UsageRow {
+  key: Record<string, string>;
+  mgpu_ms: number;
+  allocated_gpu_hours: number;
+  cost_micros: number;
+  cost: string;
+  runs: number;
+}
+export interface Usage {
+  from_ms: number;
+  to_ms: number;
+  currency: string;
+  rows: UsageRow[];
+  total: UsageRow;
+}
+export interface Budget {
+  tenant: string;
+  unit: string; // gpu_hours | currency
+  currency: string;
+  limit: string;
+  used: string;
+  month: string;
+  alerts: number[];
+  crossed: number[];
+  enforce: boolean;
+  over: boolean;
+}
+
 export class ApiError extends Error {
   constructor(
     readonly status: number,
@@ -168,22 +263,27 @@ export class BerthApi {
     return this.csrf !== null;
   }
 
-  private async call<T>(method: string, path: string, extra: Record<string, string> = {}): Promise<T> {
+  private async call<T>(method: string, path: string, extra: Record<string, string> = {}, body?: unknown): Promise<T> {
     const headers: Record<string, string> = { Accept: 'application/json', ...extra };
     if (!SAFE.has(method) && this.csrf !== null) headers[this.csrfHeader] = this.csrf;
-    const res = await this.fetchFn(path, { method, headers, credentials: 'same-origin', cache: 'no-store' });
+    const init: RequestInit = { method, headers, credentials: 'same-origin', cache: 'no-store' };
+    if (body !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      init.body = JSON.stringify(body);
+    }
+    const res = await this.fetchFn(path, init);
     const text = await res.text();
-    let body: unknown = null;
+    let answer: unknown = null;
     try {
-      body = text ? JSON.parse(text) : null;
+      answer = text ? JSON.parse(text) : null;
     } catch {
-      body = null;
+      answer = null;
     }
     if (!res.ok) {
-      const e = (body as { error?: { message?: string; code?: string; field?: string } } | null)?.error;
+      const e = (answer as { error?: { message?: string; code?: string; field?: string } } | null)?.error;
       throw new ApiError(res.status, e?.message ?? (text || res.statusText), e?.code ?? '', e?.field ?? '');
     }
-    return body as T;
+    return answer as T;
   }
 
   private remember(caller: Caller): Caller {
@@ -258,6 +358,63 @@ export class BerthApi {
     const where = gpu === undefined ? '' : `/gpus/${gpu}`;
     const q = action !== 'uncordon' && reason.trim() ? `?reason=${encodeURIComponent(reason.trim())}` : '';
     return this.call('POST', `/v1/nodes/${encodeURIComponent(name)}${where}/${action}${q}`);
+  }
+
+  policy(): Promise<PolicyVersion> {
+    return this.call('GET', '/v1/policy');
+  }
+
+  members(tenant: string): Promise<{ tenant: string; members: Member[] }> {
+    return this.call('GET', `/v1/tenants/${encodeURIComponent(tenant)}/members`);
+  }
+
+  // Every job of `tenant` in `states`, following `next` to the last page.
+  async allJobs(tenant: string, states: readonly string[]): Promise<JobSummary[]> {
+    const out: JobSummary[] = [];
+    let after: string | undefined;
+    do {
+      const page = await this.listJobs({ state: [...states], queue: '', tenant }, after, 5000);
+      out.push(...page.jobs);
+      after = page.next;
+    } while (after);
+    return out;
+  }
+
+  async quotaRequests(tenant: string): Promise<QuotaRequest[]> {
+    const out: QuotaRequest[] = [];
+    let after: string | undefined;
+    do {
+      const q = new URLSearchParams({ tenant, limit: '500' });
+      if (after) q.set('after', after);
+      const page = await this.call<{ requests: QuotaRequest[]; next?: string }>('GET', `/v1/quota-requests?${q}`);
+      out.push(...page.requests);
+      after = page.next;
+    } while (after);
+    return out;
+  }
+
+  fileQuotaRequest(body: Record<string, string>): Promise<QuotaRequest> {
+    return this.call('POST', '/v1/quota-requests', {}, body);
+  }
+
+  decideQuotaRequest(id: number, action: QuotaAction, comment = ''): Promise<QuotaRequest> {
+    const q = action !== 'withdraw' && comment.trim() ? `?comment=${encodeURIComponent(comment.trim())}` : '';
+    return this.call('POST', `/v1/quota-requests/${id}/${action}${q}`);
+  }
+
+  // This UTC month's usage of `tenant` grouped by `by` (queue or user).
+  usage(by: string, tenant: string): Promise<Usage> {
+    return this.call('GET', `/v1/usage?${new URLSearchParams({ by, tenant })}`);
+  }
+
+  // An identity's tokens, newest first (the first 500). 404 for an identity
+  // the caller may not act for.
+  tokens(identity: string): Promise<{ tokens: TokenInfo[]; next?: string }> {
+    return this.call('GET', `/v1/tokens?${new URLSearchParams({ identity, limit: '500' })}`);
+  }
+
+  budgets(): Promise<{ budgets: Budget[] }> {
+    return this.call('GET', '/v1/budgets');
   }
 }
 

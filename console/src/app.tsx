@@ -1,7 +1,8 @@
 // The console's shell: who is signed in, the language, and which page the
 // URL under /ui/ names. Pages: sign-in, the jobs list (/ui/jobs, with its
 // filters in the query), one job (/ui/jobs/ID), the fleet's GPU map
-// (/ui/fleet, filters in the query) and one node (/ui/fleet/NODE).
+// (/ui/fleet, filters in the query), one node (/ui/fleet/NODE), the
+// tenants the caller may open (/ui/tenants) and one tenant (/ui/tenants/T).
 
 import { createContext } from 'preact';
 import { useCallback, useContext, useEffect, useState } from 'preact/hooks';
@@ -12,6 +13,7 @@ import { JobPage } from './pages/job';
 import { JobsPage } from './pages/jobs';
 import { NodePage } from './pages/node';
 import { SignIn } from './pages/sign-in';
+import { TenantPage, TenantsPage } from './pages/tenant';
 
 export interface Ctx {
   api: BerthApi;
@@ -207,8 +209,12 @@ export function App({ api }: { api: BerthApi }) {
   const jobMatch = /^\/ui\/jobs\/(\d+)\/?$/.exec(path);
   const nodeMatch = /^\/ui\/fleet\/([^/]+)\/?$/.exec(path);
   const inFleet = /^\/ui\/fleet(\/|$)/.test(path);
+  const tenantMatch = /^\/ui\/tenants\/([^/]+)\/?$/.exec(path);
+  const inTenants = /^\/ui\/tenants(\/|$)/.test(path);
   let page;
-  if (jobMatch) page = <JobPage id={Number(jobMatch[1])} />;
+  if (tenantMatch) page = <TenantPage tenant={decodeName(tenantMatch[1])} />;
+  else if (inTenants) page = <TenantsPage />;
+  else if (jobMatch) page = <JobPage id={Number(jobMatch[1])} />;
   else if (nodeMatch) page = <NodePage name={decodeName(nodeMatch[1])} />;
   else if (inFleet) page = <FleetPage search={search} />;
   else page = <JobsPage search={search} />;
@@ -221,11 +227,14 @@ export function App({ api }: { api: BerthApi }) {
         </a>
         <span class="brand">{t('app.title')}</span>
         <nav aria-label={t('nav.main')}>
-          <Link href="/ui/jobs" current={!inFleet}>
+          <Link href="/ui/jobs" current={!inFleet && !inTenants}>
             {t('nav.jobs')}
           </Link>{' '}
           <Link href="/ui/fleet" current={inFleet}>
             {t('nav.fleet')}
+          </Link>{' '}
+          <Link href="/ui/tenants" current={inTenants}>
+            {t('nav.tenants')}
           </Link>
         </nav>
         <span class="who">{t('nav.signedInAs', { name: caller.name })}</span>

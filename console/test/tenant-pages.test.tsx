@@ -1,0 +1,257 @@
+import { render } from 'preact';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { BerthApi, type Caller, type QuotaRequest } from '../src/api';
+import { App } from '../src/app';
+
+const root: Caller = {
+  name: 'root',
+  kind: 'user',
+  platform_admin: true,
+  tenants: {},
+  console: { csrf: 'c5rf', csrf_header: 'X-Berth-CSRF', expires_at_ms: 1 },
+};
+const blueMember: Caller = { ...root, name: 'bob', platform_admin: false, tenants: { blue: 'member' } };
+const blueAdmin: Caller = { ...root, name: 'ann', platform_admin: false, tenants: { blue: 'tenant-admin' } };
+
+const q = (path: string, guaranteed: number) => ({
+  path,
+  tenant: path.split('/')[0],
+  parent: '',
+  kind: 'training',
+  pools: [],
+  quota: { gpus: { guaranteed, borrow_limit: null, weight: 1, lending_limit: 0 } },
+  over_quota: 'borrow',
+  preemptible: true,
+});
+const policy = {
+  version: 3,
+  applied_at_ms: 1,
+  applied_by: 'root',
+  comment: '',
+  policy: { queues: [q('blue', 4000), q('blue/main', 2000), q('red', 8000)] },
+};
+const running = {
+  id: 7, name: 'blue-run', tenant: 'blue', queue: 'main', submitted_by: 'bob', state: 'Running',
+  reason: null, priority: 'normal', replicas: 1, resources: { gpus: 3 }, submitted_at_ms: 1,
+  started_at_ms: 2, finished_at_ms: null, cancel_requested: false,
+};
+const pending: QuotaRequest = {
+  id: 4, tenant: 'blue', queue: 'blue', resource: 'gpus', guaranteed: '8', borrow_limit: null, weight: null,
+  lending_limit: null, reason: 'bigger runs', state: 'Pending', filed_by: 'ann', filed_ms: 5, decided_by: '',
+  decided_ms: null, comment: '', policy_version: null,
+};
+const usage = (by: string, key: string) => ({
+  from_ms: 1, to_ms: 2, currency: 'EUR', by: [by], records: 1, telemetry: false,
+  rows: [{ key: { [by]: key }, mgpu_ms: 10800000000, allocated_gpu_hours: 3, cost_micros: 7500000, cost: '7.50', runs: 1 }],
+  total: { key: {}, mgpu_ms: 10800000000, allocated_gpu_hours: 3, cost_micros: 7500000, cost: '7.50', runs: 1 },
+});
+
+interface Call {
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  body?: string;
+}
+
+// What berthd answers, per its rules: members, requests and usage only to a
+// caller with a role in the tenant (or a platform admin).
+function mount(who: Caller, path: string, opts: { fileError?: { field: string; message: string } } = {}) {
+  const calls: Call[] = [];
+  const api = new BerthApi(async (url, init) => {
+    const method = init?.method ?? 'GET';
+    calls.push({ method, url, headers: { ...(init?.headers as Record<string, string>) }, body: init?.body as string });
+    const json = (status: number, body: unknown) => new Response(JSON.stringify(body), { status });
+    const reads = (t: string) => who.platform_admin || t in who.tenants;
+    if (url === '/v1/console/session') return json(200, who);
+    if (url === '/v1/policy') return json(200, policy);
+    const m = /^\/v1\/tenants\/([^/]+)\/members$/.exec(url);
+    if (m) {
+      if (!reads(m[1])) return json(404, { error: { code: 'NotFound', message: `tenant ${m[1]} not found` } });
+      return json(200, { tenant: m[1], members: [
+        { identity: 'ann', kind: 'user', role: 'tenant-admin', disabled: false },
+        { identity: 'bob', kind: 'user', role: 'member', disabled: false },
+        { identity: 'ci', kind: 'service', role: 'member', disabled: true },
+      ] });
+    }
+    if (url.startsWith('/v1/jobs?')) return json(200, { jobs: [running] });
+    if (url.startsWith('/v1/quota-requests?')) return json(200, { requests: [pending] });
+    if (url === '/v1/quota-requests' && method === 'POST') {
+      if (opts.fileError) return json(400, { error: { code: 'InvalidArgument', ...opts.fileError } });
+      return json(201, { ...pending, id: 5 });
+    }
+    const d = /^\/v1\/quota-requests\/(\d+)\/(approve|reject|withdraw)/.exec(url);
+    if (d && method === 'POST') return json(200, { ...pending, state: 'Approved', policy_version: 4 });
+    if (url.startsWith('/v1/usage?by=queue')) return json(200, usage('queue', 'blue/main'));
+    if (url.startsWith('/v1/usage?by=user')) return json(200, usage('user', 'bob'));
+    const tk = /^\/v1\/tokens\?identity=([^&]+)&limit=500$/.exec(url);
+    if (tk) {
+      const id = tk[1];
+      if (!(who.platform_admin || who.name === id || who.tenants.blue === 'tenant-admin')) {
+        return json(404, { error: { message: `identity ${id} not found`, field: 'identity' } });
+      }
+      return json(200, { tokens: [{ id: `tok-${id}`, identity: id, description: `${id}'s laptop`, created_ms: 10,
+        created_by: id, expires_ms: id === 'ci' ? 20 : null, revoked_ms: null, revoked_by: '' }] });
+    }
+    if (url === '/v1/budgets') {
+      return json(200, { budgets: [{ tenant: 'blue', unit: 'currency', currency: 'EUR', limit: '100.00', used: '7.50',
+        month: '2026-12', alerts: [80, 100], crossed: [], enforce: false, over: false }] });
+    }
+    return json(404, { error: { message: 'no' } });
+  });
+  history.replaceState(null, '', path);
+  const el = document.createElement('div');
+  document.body.appendChild(el);
+  render(<App api={api} />, el);
+  return { root: el, calls };
+}
+
+const settle = async (check: () => boolean) => {
+  for (let i = 0; i < 100 && !check(); i++) await new Promise((r) => setTimeout(r, 10));
+  expect(check()).toBe(true);
+};
+const click = (el: Element | null) => {
+  expect(el).not.toBeNull();
+  (el as HTMLElement).click();
+};
+const type = (el: Element | null, value: string) => {
+  const input = el as HTMLInputElement;
+  input.value = value;
+  input.dispatchEvent(new Event('input', { bubbles: true }));
+};
+const text = (el: Element | null) => el?.textContent?.trim() ?? '';
+
+describe('the tenant page', () => {
+  beforeEach(() => localStorage.clear());
+  afterEach(() => {
+    document.body.innerHTML = '';
+  });
+
+  it("shows a member the tenant's queues with a running job counted, members, requests and cost, and no buttons", async () => {
+    const { root: r, calls } = mount(blueMember, '/ui/tenants/blue');
+    await settle(() => r.querySelector('#tenant-queues') !== null);
+    const row = (p: string) => r.querySelector(`#tenant-queues tr[data-queue="${p}"]`)!;
+    expect(r.querySelectorAll('#tenant-queues tbody tr').length).toBe(2); // red's queue is not the tenant's
+    expect(text(row('blue/main').querySelector('.guaranteed'))).toBe('2');
+    expect(text(row('blue/main').querySelector('.used'))).toBe('3');
+    expect(text(row('blue/main').querySelector('.borrowed'))).toBe('1');
+    expect(text(row('blue').querySelector('.used'))).toBe('3');
+    expect(text(row('blue').querySelector('.lendable'))).toBe('1');
+    expect(row('blue').querySelector('meter')!.getAttribute('aria-label')).toBe('blue: 3 of 4 guaranteed GPUs used');
+    expect(text(r.querySelector('#tenant-role'))).toBe('Your role: member');
+    expect([...r.querySelectorAll('#tenant-members tr[data-member]')].map(text)).toEqual([
+      'annusertenant admin',
+      'bobusermember',
+      'ciservice accountmember (disabled)',
+    ]);
+    expect(text(r.querySelector('#tenant-requests tr[data-request="4"] .state'))).toBe('Pending');
+    // Its own tokens only; it asks for nobody else's.
+    await settle(() => r.querySelector('#tenant-tokens') !== null);
+    expect([...r.querySelectorAll('#tenant-tokens tr[data-token]')].map((e) => e.getAttribute('data-token'))).toEqual(['tok-bob']);
+    expect(calls.filter((c) => c.url.startsWith('/v1/tokens')).map((c) => c.url)).toEqual(['/v1/tokens?identity=bob&limit=500']);
+    expect(r.querySelector('#qr-form')).toBeNull();
+    expect(r.querySelector('[data-action]')).toBeNull();
+    expect(text(r.querySelector('#cost-by-queue tr[data-key="blue/main"]'))).toBe('blue/main37.501');
+    expect(text(r.querySelector('#cost-by-user thead'))).toContain('Cost (EUR)');
+    expect(text(r.querySelector('#tenant-budget'))).toBe('Budget for 2026-12: 7.50 of 100.00 EUR used.');
+    // What it asked: the tenant's jobs, requests and usage, scoped by tenant.
+    const urls = calls.map((c) => c.url);
+    expect(urls).toContain('/v1/usage?by=queue&tenant=blue');
+    expect(urls).toContain('/v1/usage?by=user&tenant=blue');
+    expect(urls.some((u) => u.startsWith('/v1/jobs?state=Scheduled%2CRunning&tenant=blue'))).toBe(true);
+    expect(urls.some((u) => u.startsWith('/v1/quota-requests?tenant=blue'))).toBe(true);
+  });
+
+  it('tells a caller with no role in the tenant that there is none, and asks for nothing of it', async () => {
+    const { root: r, calls } = mount(blueMember, '/ui/tenants/red');
+    await settle(() => r.querySelector('#tenant-denied') !== null);
+    expect(text(r.querySelector('#tenant-denied'))).toBe('There is no tenant red that you can see.');
+    expect(r.querySelector('#tenant-queues')).toBeNull();
+    const asked = calls.map((c) => c.url).filter((u) => u !== '/v1/console/session');
+    expect(asked).toEqual(['/v1/tenants/red/members']);
+  });
+
+  it("gives a tenant-admin the form; a 400's field puts the server's message on that field", async () => {
+    const message = "'lots' is not an amount of gpus";
+    const { root: r, calls } = mount(blueAdmin, '/ui/tenants/blue', { fileError: { field: 'guaranteed', message } });
+    await settle(() => r.querySelector('#qr-form') !== null);
+    expect(r.querySelector('[data-action="approve"]')).toBeNull();
+    expect(r.querySelector('[data-action="withdraw"]')).not.toBeNull();
+    type(r.querySelector('#qr-guaranteed'), 'lots');
+    type(r.querySelector('#qr-reason'), 'more');
+    click(r.querySelector('#qr-submit'));
+    await settle(() => r.querySelector('#qr-guaranteed-error') !== null);
+    expect(text(r.querySelector('#qr-guaranteed-error'))).toBe(message);
+    expect(r.querySelector('#qr-guaranteed')!.getAttribute('aria-invalid')).toBe('true');
+    expect(r.querySelector('#qr-reason')!.getAttribute('aria-invalid')).toBeNull();
+    const post = calls.find((c) => c.method === 'POST')!;
+    expect(JSON.parse(post.body!)).toEqual({ queue: 'blue', resource: 'gpus', guaranteed: 'lots', reason: 'more' });
+    expect(post.headers['X-Berth-CSRF']).toBe('c5rf');
+    expect(post.headers['Content-Type']).toBe('application/json');
+  });
+
+  it('lets a tenant-admin withdraw a pending request, with no comment sent', async () => {
+    const { root: r, calls } = mount(blueAdmin, '/ui/tenants/blue');
+    await settle(() => r.querySelector('[data-action="withdraw"]') !== null);
+    click(r.querySelector('[data-action="withdraw"]'));
+    await settle(() => text(r.querySelector('#qr-notice')) === 'Withdrew request 4.');
+    const post = calls.filter((c) => c.method === 'POST');
+    expect(post.map((c) => c.url)).toEqual(['/v1/quota-requests/4/withdraw']);
+    expect(post[0].headers['X-Berth-CSRF']).toBe('c5rf');
+  });
+
+  it('puts an error on a field the form lacks above the form', async () => {
+    const { root: r } = mount(blueAdmin, '/ui/tenants/blue', { fileError: { field: 'weight', message: 'bad weight' } });
+    await settle(() => r.querySelector('#qr-form') !== null);
+    click(r.querySelector('#qr-submit'));
+    await settle(() => r.querySelector('#qr-form-error') !== null);
+    expect(text(r.querySelector('#qr-form-error'))).toBe('bad weight');
+  });
+
+  it('lets a platform admin approve, and reject only with a comment', async () => {
+    const { root: r, calls } = mount(root, '/ui/tenants/blue');
+    await settle(() => r.querySelector('[data-action="reject"]') !== null);
+    expect(r.querySelector('#qr-form')).toBeNull(); // filing is a tenant-admin's
+    expect(r.querySelector('[data-action="withdraw"]')).toBeNull();
+    expect(text(r.querySelector('#tenant-role'))).toBe('Your role: platform admin');
+    await settle(() => r.querySelectorAll('#tenant-tokens tr[data-token]').length === 3);
+    expect(text(r.querySelector('#tenant-tokens tr[data-token="tok-ci"] .state'))).toBe('expired');
+    expect(text(r.querySelector('#tenant-tokens tr[data-token="tok-ann"] .state'))).toBe('active');
+    const posts = () => calls.filter((c) => c.method === 'POST');
+    click(r.querySelector('[data-action="reject"]'));
+    await settle(() => r.querySelector('#qr-notice[role="alert"]') !== null);
+    expect(text(r.querySelector('#qr-notice'))).toBe('Rejecting request 4 needs a comment saying why.');
+    expect(posts().length).toBe(0);
+    type(r.querySelector('#qr-comment-4'), 'not this quarter');
+    click(r.querySelector('[data-action="reject"]'));
+    await settle(() => posts().length === 1);
+    expect(posts()[0].url).toBe('/v1/quota-requests/4/reject?comment=not%20this%20quarter');
+    expect(posts()[0].headers['X-Berth-CSRF']).toBe('c5rf');
+    await settle(() => text(r.querySelector('#qr-notice')) === 'Rejected request 4.');
+    click(r.querySelector('[data-action="approve"]'));
+    await settle(() => posts().length === 2);
+    expect(posts()[1].url).toBe('/v1/quota-requests/4/approve?comment=not%20this%20quarter');
+    await settle(() => text(r.querySelector('#qr-notice')) === 'Approved request 4: policy version 4 is active.');
+  });
+
+  it('lists the tenants of the policy for a platform admin and speaks Chinese', async () => {
+    localStorage.setItem('berth.console.lang', 'zh');
+    const { root: r } = mount(root, '/ui/tenants');
+    await settle(() => r.querySelectorAll('#tenant-list a').length === 2);
+    expect([...r.querySelectorAll('#tenant-list a')].map((a) => a.getAttribute('href'))).toEqual([
+      '/ui/tenants/blue',
+      '/ui/tenants/red',
+    ]);
+    expect(text(r.querySelector('h1'))).toBe('租户');
+    click(r.querySelector('#tenant-list a'));
+    await settle(() => r.querySelector('#tenant-queues') !== null);
+    expect(text(r.querySelector('#tenant-requests tr[data-request="4"] .state'))).toBe('待审批');
+    expect(text(r.querySelector('nav a[aria-current="page"]'))).toBe('租户');
+  });
+
+  it("lists a member's own tenants only", async () => {
+    const { root: r, calls } = mount(blueMember, '/ui/tenants');
+    await settle(() => r.querySelectorAll('#tenant-list a').length === 1);
+    expect(text(r.querySelector('#tenant-list li'))).toBe('blue (member)');
+    expect(calls.some((c) => c.url === '/v1/policy')).toBe(false);
+  });
+});
