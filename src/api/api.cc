@@ -15,6 +15,7 @@
 #include "api/openapi.h"
 #include "api/policy_diff.h"
 #include "api/policy_preview.h"
+#include "api/queue_usage.h"
 #include "api/redact.h"
 #include "api/render.h"
 #include "api/request_decode.h"
@@ -158,6 +159,8 @@ void Api::Register(http::Server& http) {
   Route(http, "GET", "/v1/usage", any("usage.read"), scoped(&Api::Usage));
   Route(http, "GET", "/v1/usage/records", any("usage.read"), scoped(&Api::UsageRecords));
   Route(http, "GET", "/v1/budgets", any("budget.list"), scoped(&Api::ListBudgets));
+  // Quota against use, per queue: the caller's tenants'.
+  Route(http, "GET", "/v1/queues", any("queue.list"), scoped(&Api::ListQueues));
   // The operations report: the caller's tenants; fleet figures for admins.
   Route(http, "GET", "/v1/reports/ops", any("report.read"), scoped(&Api::GetOpsReport));
   Route(http, "POST", R"(/v1/budgets/([^/]+))", admin("budget.set"),
@@ -788,6 +791,19 @@ void Api::Metrics(const http::Request&, http::Response& res) {
   text += RenderLeadershipMetrics(leadership_ ? leadership_() : nlohmann::json::object());
   text += RenderStoreMetrics(store_.commit_stats());
   res.set_content(std::move(text), "text/plain; version=0.0.4; charset=utf-8");
+}
+
+void Api::ListQueues(const http::Request& req, http::Response& res,
+                     const model::TenantScope& scope) {
+  auto policy = controller_.ActivePolicy();
+  if (!policy) return ReplyError(res, policy.error());
+  auto holders = store_.ListJobs(
+      store::JobFilter{{model::JobState::kScheduled, model::JobState::kRunning}, {}, {}, 100000});
+  if (!holders) return ReplyError(res, holders.error());
+  Reply(res, 200,
+        json{{"policy_version", (*policy)->version},
+             {"queues",
+              QueueUsageJson((*policy)->policy, *holders, scope, req.get_param_value("tenant"))}});
 }
 
 void Api::ListGpus(const http::Request&, http::Response& res, const model::TenantScope& scope) {

@@ -237,6 +237,8 @@ class Api {
   nlohmann::json FailureJson(const store::JobRecord& job, model::Lang lang) const;
   void ListNodes(const http::Request& req, http::Response& res);
   void ListGpus(const http::Request& req, http::Response& res, const model::TenantScope& scope);
+  // GET /v1/queues?tenant=: each queue's GPU quota against what it holds now.
+  void ListQueues(const http::Request& req, http::Response& res, const model::TenantScope& scope);
   void GetNode(const http::Request& req, http::Response& res, const model::TenantScope& scope);
   // POST /v1/nodes/NODE[/gpus/INDEX]/(cordon|drain|uncordon)?reason=...
   void CordonAction(const http::Request& req, http::Response& res, AuditNote& note);

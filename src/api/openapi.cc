@@ -560,6 +560,13 @@ std::string_view OpenApiDocument() {
         "responses": {"200": {"description": "from_ms, to_ms, currency, measured, fleet {gpus, capacity_mgpu_ms, measured}, total, tenants [{tenant, allocated_mgpu_ms, cost_micros, measured, wait, runs_finished, outcomes, runs_failed, failures_by_class, evictions, lost_mgpu_ms, interventions}], evictions, interventions_by_action, interventions"}, "400": {"description": "Bad window, or a window holding more stored rows (jobs, runs, audit records) than berthd --report-max-rows (field from; nothing partial is returned)"}}
       }
     },
+    "/v1/queues": {
+      "get": {
+        "summary": "Each queue of the active policy in the caller's tenants with its GPU quota against what its Scheduled and Running jobs hold now (its own and its descendants'), in milli-GPUs",
+        "parameters": [{"name": "tenant", "in": "query", "schema": {"type": "string"}, "description": "One tenant's queues only"}],
+        "responses": {"200": {"description": "policy_version, queues [{queue, tenant, parent, kind, over_quota, used_mgpu, running_jobs, guaranteed_mgpu, borrow_limit_mgpu, lending_limit_mgpu, borrowed_mgpu, idle_guaranteed_mgpu, lendable_mgpu}]; the quota fields are null for a queue that declares no GPU quota"}}
+      }
+    },
     "/v1/budgets": {
       "get": {"summary": "Every tenant budget against this month's usage", "responses": {"200": {"description": "budgets [{tenant, unit, currency, limit, used, month, alerts, crossed, enforce, over}]"}}}
     },

@@ -185,6 +185,7 @@ std::vector<RouteRule> BuildRules() {
         Int("limit", 1, kMaxPage), Text("after", kMaxCursor)},
        BodyKind::kNone},
       {"GET", "/v1/budgets", {}, BodyKind::kNone},
+      {"GET", "/v1/queues", {Text("tenant")}, BodyKind::kNone},
       {"GET", "/v1/reports/ops", {Time("from"), Time("to")}, BodyKind::kNone},
       {"POST", R"(/v1/budgets/([^/]+))", {}, BodyKind::kNone},
       {"DELETE", R"(/v1/budgets/([^/]+))", {}, BodyKind::kNone},

@@ -347,5 +347,7 @@ struct BudgetArgs {
 };
 Status SetBudget(ApiClient& api, const BudgetArgs& args, const Output& output);
 Status ListBudgets(ApiClient& api, const Output& output);
+// berth queues [--tenant T]: each queue's GPU quota against what it holds.
+Status ListQueues(ApiClient& api, const std::string& tenant, const Output& output);
 
 }  // namespace berth::cli

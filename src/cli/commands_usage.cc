@@ -9,6 +9,7 @@
 #include "cli/format.h"
 #include "cli/table.h"
 #include "common/text_escape.h"
+#include "model/policy.h"
 #include "model/reason.h"
 
 namespace berth::cli {
@@ -244,6 +245,48 @@ Status ListBudgets(ApiClient& api, const Output& output) {
     return Ok();
   }
   output.out << t.Render();
+  return Ok();
+}
+
+namespace {
+
+// A milli-GPU amount of GET /v1/queues as GPUs ("4", "0.5"); "-" for null.
+std::string Gpus(const json& q, const char* key) {
+  if (!q.contains(key) || !q[key].is_number_integer()) return "-";
+  return model::FormatQuotaAmount(model::ResourceKind::kGpus, q[key].get<std::int64_t>());
+}
+
+}  // namespace
+
+Status ListQueues(ApiClient& api, const std::string& tenant, const Output& output) {
+  auto r = api.Get("/v1/queues" + QueryString({{"tenant", tenant}}));
+  if (!r) return std::unexpected(r.error());
+  if (output.format == OutputFormat::kJson) {
+    output.out << r->dump(2) << '\n';
+    return Ok();
+  }
+  Table t({"QUEUE", "KIND", "GUARANTEED", "USED", "BORROWED", "IDLE", "LENDABLE", "BORROW LIMIT",
+           "JOBS"});
+  for (const auto& q : r->value("queues", json::array())) {
+    t.AddRow({Str(q, "queue"), Str(q, "kind"), Gpus(q, "guaranteed_mgpu"), Gpus(q, "used_mgpu"),
+              Gpus(q, "borrowed_mgpu"), Gpus(q, "idle_guaranteed_mgpu"), Gpus(q, "lendable_mgpu"),
+              q.contains("guaranteed_mgpu") && !q["guaranteed_mgpu"].is_null() &&
+                      q["borrow_limit_mgpu"].is_null()
+                  ? "none"
+                  : Gpus(q, "borrow_limit_mgpu"),
+              std::to_string(q.value("running_jobs", 0))});
+  }
+  if (t.empty()) {
+    output.out << (tenant.empty() ? "No queues in your tenants.\n"
+                                  : fmt::format("No queues of tenant {} that you can see.\n",
+                                                tenant));
+    return Ok();
+  }
+  output.out << t.Render();
+  output.out << fmt::format(
+      "GPUs under policy v{}; USED counts Scheduled and Running jobs, a queue's children's "
+      "included; - : no GPU quota declared\n",
+      r->value("policy_version", 0));
   return Ok();
 }
 

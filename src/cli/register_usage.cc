@@ -75,6 +75,13 @@ void RegisterBudget(CommandRegistry& r, BillingFlags& f) {
 }  // namespace
 
 void RegisterUsageCommands(CommandRegistry& registry) {
+  auto& queue_tenant = registry.Keep<std::string>();
+  auto* queues = registry.app().add_subcommand(
+      "queues", "each queue's GPU guarantee against what its jobs hold now: used, borrowed, idle");
+  queues->add_option("--tenant", queue_tenant, "one tenant's queues");
+  registry.OnRun(queues, [&queue_tenant](ApiClient& api, const Output& out) {
+    return ListQueues(api, queue_tenant, out);
+  });
   auto& f = registry.Keep<UsageFlags>();
   auto* usage = registry.app().add_subcommand(
       "usage",

@@ -283,6 +283,7 @@ std::vector<Route> Routes() {
   r.push_back({"GET", "/v1/usage", Kind::kAny, fixed("/v1/usage?by=tenant,queue")});
   r.push_back({"GET", "/v1/usage/records", Kind::kAny, fixed("/v1/usage/records")});
   r.push_back({"GET", "/v1/budgets", Kind::kAny, fixed("/v1/budgets")});
+  r.push_back({"GET", "/v1/queues", Kind::kAny, fixed("/v1/queues")});
   r.push_back({"GET", "/v1/reports/ops", Kind::kAny, fixed("/v1/reports/ops")});
   r.push_back({"POST", "/v1/budgets/{tenant}", Kind::kAdmin,
                [](const World&, const std::string& t) { return "/v1/budgets/" + t; },

@@ -4,6 +4,8 @@
 // request's tenant scope (model/tenant_scope.h) and the store filters before
 // its LIMIT: a page of red's requests is full even when blue's newer
 // requests come first, and the read cap counts red's rows only.
+#include <sstream>
+
 #include "integration/fixture.h"
 #include "integration/tenants.h"
 
@@ -92,6 +94,87 @@ TEST_F(IntegrationTest, AMemberOfOneTenantListsNoRowOfAnotherAndGetsFullPages) {
   ASSERT_EQ(listed.status, 200) << listed.text;
   ASSERT_EQ(listed.body.at("jobs").size(), 1U) << listed.text;
   EXPECT_EQ(listed.body.at("jobs")[0].at("id"), jobs[0]);
+}
+
+// GET /v1/queues and `berth queues`: a member reads its tenant's queues with
+// their GPU guarantee against what its running job holds, and nothing of
+// the other tenant's; the admin's CLI shows both in GPUs.
+TEST_F(IntegrationTest, QueuesShowTheirGuaranteeAgainstUseToTheirTenantOnly) {
+  Berthd& berthd = NewBerthd(AllInOne());
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  ASSERT_TRUE(berthd.WaitForNode("Ready", 20s));
+  const Http& admin = berthd.http();
+  ASSERT_EQ(admin
+                .Post("/v1/policy", R"(queues:
+  - name: default
+    children:
+      - name: default
+  - name: red
+    quota:
+      gpus: {guaranteed: 2}
+    children:
+      - name: main
+        quota:
+          gpus: {guaranteed: 1, borrow_limit: 2}
+  - name: blue
+    children:
+      - name: main
+)")
+                .status,
+            201);
+  const std::string token = MemberToken(admin, "rita", "red", "member");
+  ASSERT_FALSE(token.empty());
+  Http rita(berthd.api_port());
+  rita.set_token(token);
+  const std::int64_t red =
+      berthd.Submit(JobSpecJson("r", Sh("sleep 30"), 2, {{"tenant", "red"}, {"queue", "main"}}));
+  const std::int64_t blue =
+      berthd.Submit(JobSpecJson("b", Sh("sleep 30"), 1, {{"tenant", "blue"}, {"queue", "main"}}));
+  ASSERT_GT(red, 0);
+  ASSERT_GT(blue, 0);
+  ASSERT_TRUE(berthd.WaitForState(red, "Running", 20s));
+  ASSERT_TRUE(berthd.WaitForState(blue, "Running", 20s));
+
+  auto mine = rita.Get("/v1/queues");
+  ASSERT_EQ(mine.status, 200) << mine.text;
+  EXPECT_EQ(mine.text.find("blue"), std::string::npos) << mine.text;
+  ASSERT_EQ(mine.body.at("queues").size(), 2U) << mine.text;
+  const json& main = mine.body.at("queues")[1];
+  EXPECT_EQ(main.at("queue"), "red/main");
+  EXPECT_EQ(main.at("used_mgpu"), 2000);
+  EXPECT_EQ(main.at("guaranteed_mgpu"), 1000);
+  EXPECT_EQ(main.at("borrowed_mgpu"), 1000);
+  EXPECT_EQ(main.at("running_jobs"), 1);
+  const json& top = mine.body.at("queues")[0];
+  EXPECT_EQ(top.at("queue"), "red");
+  EXPECT_EQ(top.at("used_mgpu"), 2000);
+  EXPECT_EQ(top.at("borrowed_mgpu"), 0);
+  EXPECT_TRUE(rita.Get("/v1/queues?tenant=blue").body.at("queues").empty());
+  EXPECT_EQ(rita.Get("/v1/queues?colour=red").status, 400);
+
+  const CommandResult cli = Cli(berthd, {"queues"});
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_NE(cli.out.find("blue/main"), std::string::npos) << cli.out;
+  EXPECT_NE(cli.out.find("red/main"), std::string::npos) << cli.out;
+  // red/main: training, guaranteed 1, used 2, borrowed 1, idle 0, lendable 0,
+  // limit 2, 1 job.
+  std::vector<std::string> row;
+  std::istringstream lines(cli.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with("red/main ")) continue;
+    std::istringstream words(line);
+    for (std::string w; words >> w;) row.push_back(w);
+  }
+  EXPECT_EQ(row,
+            (std::vector<std::string>{"red/main", "training", "1", "2", "1", "0", "0", "2", "1"}))
+      << cli.out;
+  const CommandResult one = Cli(berthd, {"queues", "--tenant", "blue", "-o", "json"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  auto parsed = json::parse(one.out, nullptr, false);
+  ASSERT_FALSE(parsed.is_discarded()) << one.out;
+  ASSERT_EQ(parsed.at("queues").size(), 2U);
+  EXPECT_EQ(parsed.at("queues")[1].at("used_mgpu"), 1000);
+  EXPECT_TRUE(parsed.at("queues")[1].at("guaranteed_mgpu").is_null());
 }
 
 }  // namespace

@@ -70,6 +70,7 @@ TEST(CommandTable, EveryCommandTheGroupsAddHasSomethingToRun) {
                                              "quota approve",
                                              "quota reject",
                                              "quota withdraw",
+                                             "queues",
                                              "usage",
                                              "report ops",
                                              "price apply",
