@@ -12,7 +12,8 @@
 // pages; and a map of 10,000 GPUs (1,250 intercepted nodes of 8) is timed
 // from navigation to every cell in the DOM, printed, not asserted.
 // The tenant page: a member of blue sees blue's queues with a running job's
-// GPU counted as used; blue's tenant-admin files a quota request from the
+// GPU counted as used in its queue and the parent, as GET /v1/queues says,
+// and no answer its page got holds red's queues or jobs; blue's tenant-admin files a quota request from the
 // form (a bad amount gets the server's message on its field); the platform
 // admin rejects nothing without a comment and approves it, and the API
 // shows the new policy version; a member of red gets an error for blue's
@@ -461,9 +462,27 @@ try {
   const cell = (pg, q, c) => pg.textContent(`#tenant-queues tr[data-queue="${q}"] .${c}`).then((x) => x.trim());
   assert.equal(await cell(tm.page, 'blue/main', 'used'), '1', "the running job's GPU is used");
   assert.equal(await cell(tm.page, 'blue', 'used'), '1', "a parent counts its child's use");
-  assert.equal(await cell(tm.page, 'blue', 'guaranteed'), '0');
-  assert.equal(await cell(tm.page, 'blue/main', 'borrowed'), '1', 'use without a guarantee is borrowed');
+  assert.equal(await cell(tm.page, 'blue/main', 'jobs'), '1', 'one running job in the queue');
+  assert.equal(await cell(tm.page, 'blue', 'jobs'), '1', "and in its parent");
+  assert.equal(await cell(tm.page, 'blue', 'guaranteed'), 'no GPU quota');
+  assert.equal(await cell(tm.page, 'blue/main', 'borrowed'), '—', 'no quota, so nothing borrowed or lent');
+  assert.equal(await tm.page.getAttribute('#tenant-queues tr[data-queue="blue/main"] th', 'class'), 'depth-1');
   assert.equal(await tm.page.locator('#tenant-queues tr[data-queue^="red"]').count(), 0);
+  // The numbers are berthd's: one GET /v1/queues, no policy and no job
+  // paging; red's 2-GPU holder runs (berthd counts it for red) and no answer
+  // the page got names red's queues or jobs.
+  const redNow = (await call(admin, 'GET', '/v1/queues?tenant=red')).json.queues;
+  assert.equal(redNow.find((q) => q.queue === 'red/main')?.used_mgpu, 2000, "red's holder still holds 2 GPUs");
+  const queuesAnswer = tm.answers.find((r) => new URL(r.url).pathname === '/v1/queues');
+  assert.ok(queuesAnswer, 'the page asked GET /v1/queues');
+  assert.equal(new URL(queuesAnswer.url).search, '?tenant=blue');
+  const asked = JSON.parse(queuesAnswer.body).queues;
+  assert.deepEqual(asked.map((q) => q.queue), ['blue', 'blue/main']);
+  assert.deepEqual(asked.map((q) => [q.used_mgpu, q.running_jobs]), [[1000, 1], [1000, 1]]);
+  assert.equal(tm.answers.filter((r) => /\/v1\/policy|\/v1\/jobs\?state=Scheduled/.test(r.url)).length, 0, 'no policy, no job paging');
+  for (const r of tm.answers) {
+    assert.doesNotMatch(r.body, /red-fleet-holder|red-secret-training|"red\/main"|"tenant":\s*"red"/, `blue saw red in ${r.url}`);
+  }
   assert.ok(await tm.page.isVisible('#tenant-members tr[data-member="blue-member"]'));
   assert.equal(await tm.page.locator('#qr-form, [data-action]').count(), 0, 'a member files and decides nothing');
   // Its own tokens, and nobody else's.
@@ -542,6 +561,8 @@ try {
   assert.equal((await pa.page.textContent('#qr-notice')).trim(), `Approved request ${filedId}: policy version ${policyAfter.version} is active.`);
   await pa.page.waitForFunction(() => document.querySelector('#tenant-queues tr[data-queue="blue"] .guaranteed')?.textContent?.trim() === '4');
   assert.equal(await cell(pa.page, 'blue', 'lendable'), '3', '4 guaranteed, 1 used');
+  assert.equal(await cell(pa.page, 'blue', 'idle'), '3');
+  assert.equal(await cell(pa.page, 'blue', 'borrowed'), '0');
   assert.match(await pa.page.textContent(`${row} .state`), /Approved/);
   // Every member's tokens for the platform admin, never a secret.
   await pa.page.waitForSelector('#tenant-tokens tr[data-token]');

@@ -167,6 +167,30 @@ export interface PolicyVersion {
   policy: { queues: PolicyQueue[] };
 }
 
+// A queue as GET /v1/queues reports it: the active policy's guarantee
+// against what the live runs of its Scheduled and Running jobs hold now, its
+// children's included. Milli-GPUs; the quota fields are null for a queue
+// with no GPU quota, and `borrow_limit_mgpu` is null also for no limit.
+export interface QueueUsage {
+  queue: string;
+  tenant: string;
+  parent: string | null;
+  kind: string;
+  over_quota: string;
+  used_mgpu: number;
+  running_jobs: number;
+  guaranteed_mgpu: number | null;
+  borrow_limit_mgpu: number | null;
+  lending_limit_mgpu: number | null;
+  borrowed_mgpu: number | null;
+  idle_guaranteed_mgpu: number | null;
+  lendable_mgpu: number | null;
+}
+export interface Queues {
+  policy_version: number;
+  queues: QueueUsage[];
+}
+
 export interface Member {
   identity: string;
   kind: string;
@@ -368,16 +392,10 @@ export class BerthApi {
     return this.call('GET', `/v1/tenants/${encodeURIComponent(tenant)}/members`);
   }
 
-  // Every job of `tenant` in `states`, following `next` to the last page.
-  async allJobs(tenant: string, states: readonly string[]): Promise<JobSummary[]> {
-    const out: JobSummary[] = [];
-    let after: string | undefined;
-    do {
-      const page = await this.listJobs({ state: [...states], queue: '', tenant }, after, 5000);
-      out.push(...page.jobs);
-      after = page.next;
-    } while (after);
-    return out;
+  // The queues of `tenant` with their guarantee and use (an empty list for
+  // a tenant the caller has no role in).
+  queues(tenant: string): Promise<Queues> {
+    return this.call('GET', `/v1/queues?${new URLSearchParams({ tenant })}`);
   }
 
   async quotaRequests(tenant: string): Promise<QuotaRequest[]> {

@@ -1,19 +1,17 @@
 // The tenant view's arithmetic, kept out of the page so it can be tested
-// alone: which tenants a caller may open, each queue's guarantee against
-// what the tenant's own jobs hold, who may file and decide quota requests,
-// and the quota request a form becomes.
+// alone: which tenants a caller may open, each queue's row of the queues
+// table, who may file and decide quota requests, and the quota request a
+// form becomes.
 //
-// Berth has no route that reports a queue's borrowed or lent GPUs. The
-// guarantee and its limits come from the policy (GET /v1/policy, readable by
-// every token); what a queue uses is counted from the tenant's Scheduled and
-// Running jobs (GET /v1/jobs, which lists only the caller's tenants). What is
-// over the guarantee is borrowed; whether another tenant borrows this
-// queue's idle guarantee is not visible to the tenant (other tenants' jobs
-// are hidden), so the page shows what may be lent, not what is.
+// The numbers of a queue are Berth's own (GET /v1/queues): berthd adds up
+// what the live runs of the Scheduled and Running jobs of the queue and the
+// queues below it hold, over every tenant's jobs, and answers only the
+// caller's tenants' queues. This module only turns milli-GPUs into GPUs and
+// indents a queue below its parent; it computes no use of its own.
 
-import type { Caller, JobSummary, PolicyQueue } from './api';
+import type { Caller, PolicyQueue, QueueUsage } from './api';
 
-// A quota amount as the policy's JSON has it: milli-GPUs for `gpus`.
+// A quota amount as the API's JSON has it: milli-GPUs.
 export const MGPU = 1000;
 
 // The tenants the header offers: a platform admin every tenant the policy
@@ -43,64 +41,70 @@ export function canDecide(caller: Caller): boolean {
   return caller.platform_admin;
 }
 
-// GPUs a job holds while Scheduled or Running: per replica times replicas.
-export const HOLDING = ['Scheduled', 'Running'] as const;
-export function jobGpus(j: JobSummary): number {
-  if (!(HOLDING as readonly string[]).includes(j.state)) return 0;
-  return (j.resources?.gpus ?? 0) * Math.max(1, j.replicas ?? 1);
+// A queue's GPU quota against its use, in GPUs.
+export interface QueueQuota {
+  guaranteed: number;
+  borrowLimit: number | null; // null: no limit
+  lendingLimit: number; // the part of the guarantee never lent
+  borrowed: number; // used over the guarantee
+  idle: number; // guarantee not in use
+  lendable: number; // idle guarantee beyond the part never lent
 }
 
 export interface QueueRow {
   path: string;
-  depth: number;
+  depth: number; // how many of its ancestors are rows above it
   kind: string;
   overQuota: string;
-  guaranteed: number; // GPUs
-  borrowLimit: number | null; // GPUs; null: no limit
-  lendingLimit: number; // GPUs of the guarantee never lent
-  used: number; // GPUs held by the queue's and its children's jobs
-  borrowed: number; // used over the guarantee
-  lendable: number; // idle guarantee others may borrow
+  used: number; // GPUs held by the live runs of its and its children's jobs
+  runningJobs: number; // its and its children's Scheduled and Running jobs
+  quota: QueueQuota | null; // null: the queue has no GPU quota
 }
 
-// A job's queue as a policy path: a job names its queue below its tenant
-// (tenant blue, queue main: the policy's blue/main), as berthd's admission
-// and usage reports join them.
-export function queuePath(j: Pick<JobSummary, 'tenant' | 'queue'>): string {
-  return `${j.tenant}/${j.queue}`;
-}
+const gpusOf = (mgpu: number | null): number => (mgpu ?? 0) / MGPU;
 
-// One row per queue of `tenant` in the policy's order, its children below
-// it. A queue's use counts its own jobs and its children's.
-export function queueRows(queues: readonly PolicyQueue[], tenant: string, jobs: readonly JobSummary[]): QueueRow[] {
+// One row per queue of `tenant` as GET /v1/queues lists them (the policy's
+// order, a parent before its children), each indented once per ancestor
+// among them. A queue of another tenant is left out, should one come.
+export function queueRows(queues: readonly QueueUsage[], tenant: string): QueueRow[] {
   const mine = queues.filter((q) => q.tenant === tenant);
-  return mine.map((q) => {
-    const g = q.quota?.gpus;
-    const guaranteed = (g?.guaranteed ?? 0) / MGPU;
-    const lendingLimit = (g?.lending_limit ?? 0) / MGPU;
-    const used = jobs
-      .filter((j) => j.tenant === tenant && (queuePath(j) === q.path || queuePath(j).startsWith(q.path + '/')))
-      .reduce((n, j) => n + jobGpus(j), 0);
-    return {
-      path: q.path,
-      depth: q.path.split('/').length - 1,
-      kind: q.kind,
-      overQuota: q.over_quota,
-      guaranteed,
-      borrowLimit: g && g.borrow_limit !== null && g.borrow_limit !== undefined ? g.borrow_limit / MGPU : null,
-      lendingLimit,
-      used,
-      borrowed: Math.max(0, used - guaranteed),
-      lendable: Math.max(0, guaranteed - Math.max(used, lendingLimit)),
-    };
-  });
+  const parentOf = new Map(mine.map((q) => [q.queue, q.parent]));
+  const depthOf = (path: string): number => {
+    let depth = 0;
+    const seen = new Set([path]);
+    for (let p = parentOf.get(path); p && parentOf.has(p) && !seen.has(p); p = parentOf.get(p)) {
+      seen.add(p);
+      depth++;
+    }
+    return depth;
+  };
+  return mine.map((q) => ({
+    path: q.queue,
+    depth: depthOf(q.queue),
+    kind: q.kind,
+    overQuota: q.over_quota,
+    used: gpusOf(q.used_mgpu),
+    runningJobs: q.running_jobs,
+    quota:
+      q.guaranteed_mgpu === null
+        ? null
+        : {
+            guaranteed: gpusOf(q.guaranteed_mgpu),
+            borrowLimit: q.borrow_limit_mgpu === null ? null : gpusOf(q.borrow_limit_mgpu),
+            lendingLimit: gpusOf(q.lending_limit_mgpu),
+            borrowed: gpusOf(q.borrowed_mgpu),
+            idle: gpusOf(q.idle_guaranteed_mgpu),
+            lendable: gpusOf(q.lendable_mgpu),
+          },
+  }));
 }
 
 // The bar's fill, 0 to 100: used against the guarantee (a queue with no
-// guarantee is full as soon as it uses anything).
-export function usedPercent(row: Pick<QueueRow, 'used' | 'guaranteed'>): number {
-  if (row.guaranteed <= 0) return row.used > 0 ? 100 : 0;
-  return Math.min(100, Math.round((row.used / row.guaranteed) * 100));
+// guarantee, or no GPU quota, is full as soon as it uses anything).
+export function usedPercent(row: Pick<QueueRow, 'used' | 'quota'>): number {
+  const guaranteed = row.quota?.guaranteed ?? 0;
+  if (guaranteed <= 0) return row.used > 0 ? 100 : 0;
+  return Math.min(100, Math.round((row.used / guaranteed) * 100));
 }
 
 // 1.5 -> "1.5", 2 -> "2", 0.125 -> "0.125".

@@ -30,10 +30,22 @@ const policy = {
   comment: '',
   policy: { queues: [q('blue', 4000), q('blue/main', 2000), q('red', 8000)] },
 };
-const running = {
-  id: 7, name: 'blue-run', tenant: 'blue', queue: 'main', submitted_by: 'bob', state: 'Running',
-  reason: null, priority: 'normal', replicas: 1, resources: { gpus: 3 }, submitted_at_ms: 1,
-  started_at_ms: 2, finished_at_ms: null, cancel_requested: false,
+// GET /v1/queues as berthd answers it for blue (policy version 5, newer than
+// GET /v1/policy's 3: the page names the version the numbers come from).
+// blue/main's two jobs hold 2.5 GPUs (one has half a shared GPU); blue/dev
+// has no GPU quota and one job holding no GPU.
+const row = (queue: string, parent: string | null, used: number, jobs: number, quota: Record<string, number | null> | null) => ({
+  queue, tenant: 'blue', parent, kind: 'training', over_quota: 'borrow', used_mgpu: used, running_jobs: jobs,
+  guaranteed_mgpu: null, borrow_limit_mgpu: null, lending_limit_mgpu: null, borrowed_mgpu: null,
+  idle_guaranteed_mgpu: null, lendable_mgpu: null, ...quota,
+});
+const blueQueues = {
+  policy_version: 5,
+  queues: [
+    row('blue', null, 2500, 3, { guaranteed_mgpu: 4000, borrow_limit_mgpu: null, lending_limit_mgpu: 3000, borrowed_mgpu: 0, idle_guaranteed_mgpu: 1500, lendable_mgpu: 1000 }),
+    row('blue/main', 'blue', 2500, 2, { guaranteed_mgpu: 2000, borrow_limit_mgpu: 3000, lending_limit_mgpu: 0, borrowed_mgpu: 500, idle_guaranteed_mgpu: 0, lendable_mgpu: 0 }),
+    row('blue/dev', 'blue', 0, 1, null),
+  ],
 };
 const pending: QuotaRequest = {
   id: 4, tenant: 'blue', queue: 'blue', resource: 'gpus', guaranteed: '8', borrow_limit: null, weight: null,
@@ -73,7 +85,9 @@ function mount(who: Caller, path: string, opts: { fileError?: { field: string; m
         { identity: 'ci', kind: 'service', role: 'member', disabled: true },
       ] });
     }
-    if (url.startsWith('/v1/jobs?')) return json(200, { jobs: [running] });
+    // The caller's tenants' queues only; another tenant's name: an empty list.
+    const qs = /^\/v1\/queues\?tenant=([^&]+)$/.exec(url);
+    if (qs) return json(200, reads(qs[1]) ? blueQueues : { policy_version: 5, queues: [] });
     if (url.startsWith('/v1/quota-requests?')) return json(200, { requests: [pending] });
     if (url === '/v1/quota-requests' && method === 'POST') {
       if (opts.fileError) return json(400, { error: { code: 'InvalidArgument', ...opts.fileError } });
@@ -130,13 +144,24 @@ describe('the tenant page', () => {
     const { root: r, calls } = mount(blueMember, '/ui/tenants/blue');
     await settle(() => r.querySelector('#tenant-queues') !== null);
     const row = (p: string) => r.querySelector(`#tenant-queues tr[data-queue="${p}"]`)!;
-    expect(r.querySelectorAll('#tenant-queues tbody tr').length).toBe(2); // red's queue is not the tenant's
-    expect(text(row('blue/main').querySelector('.guaranteed'))).toBe('2');
-    expect(text(row('blue/main').querySelector('.used'))).toBe('3');
-    expect(text(row('blue/main').querySelector('.borrowed'))).toBe('1');
-    expect(text(row('blue').querySelector('.used'))).toBe('3');
-    expect(text(row('blue').querySelector('.lendable'))).toBe('1');
-    expect(row('blue').querySelector('meter')!.getAttribute('aria-label')).toBe('blue: 3 of 4 guaranteed GPUs used');
+    const cells = (p: string) =>
+      ['guaranteed', 'used', 'jobs', 'borrowed', 'idle', 'lendable', 'limits'].map((c) => text(row(p).querySelector(`.${c}`)));
+    // The API's rows in its order, a child indented below its parent.
+    expect([...r.querySelectorAll('#tenant-queues tbody th')].map((th) => [text(th), th.className])).toEqual([
+      ['blue', 'depth-0'],
+      ['blue/main', 'depth-1'],
+      ['blue/dev', 'depth-1'],
+    ]);
+    // berthd's figures in GPUs, a shared GPU's half included.
+    expect(cells('blue')).toEqual(['4', '2.5', '3', '0', '1.5', '1', 'borrow up to no limit; 3 never lent']);
+    expect(cells('blue/main')).toEqual(['2', '2.5', '2', '0.5', '0', '0', 'borrow up to 3; 0 never lent']);
+    // No GPU quota: its use and jobs, and nothing to borrow or lend.
+    expect(cells('blue/dev')).toEqual(['no GPU quota', '0', '1', '—', '—', '—', '—']);
+    expect(row('blue').querySelector('meter')!.getAttribute('aria-label')).toBe('blue: 2.5 of 4 guaranteed GPUs used');
+    expect(row('blue').querySelector('meter')!.getAttribute('value')).toBe('63');
+    expect(row('blue/main').querySelector('meter')!.getAttribute('class')).toBe('over');
+    expect(row('blue/dev').querySelector('meter')!.getAttribute('aria-label')).toBe('blue/dev: 0 GPUs used, no GPU quota');
+    expect(text(r.querySelector('#queues-help'))).toContain('policy version 5');
     expect(text(r.querySelector('#tenant-role'))).toBe('Your role: member');
     expect([...r.querySelectorAll('#tenant-members tr[data-member]')].map(text)).toEqual([
       'annusertenant admin',
@@ -153,12 +178,14 @@ describe('the tenant page', () => {
     expect(text(r.querySelector('#cost-by-queue tr[data-key="blue/main"]'))).toBe('blue/main37.501');
     expect(text(r.querySelector('#cost-by-user thead'))).toContain('Cost (EUR)');
     expect(text(r.querySelector('#tenant-budget'))).toBe('Budget for 2026-12: 7.50 of 100.00 EUR used.');
-    // What it asked: the tenant's jobs, requests and usage, scoped by tenant.
+    // What it asked: the tenant's queues, requests and usage, scoped by
+    // tenant; no policy and no job list (berthd counts the use).
     const urls = calls.map((c) => c.url);
+    expect(urls.filter((u) => u.startsWith('/v1/queues'))).toEqual(['/v1/queues?tenant=blue']);
     expect(urls).toContain('/v1/usage?by=queue&tenant=blue');
     expect(urls).toContain('/v1/usage?by=user&tenant=blue');
-    expect(urls.some((u) => u.startsWith('/v1/jobs?state=Scheduled%2CRunning&tenant=blue'))).toBe(true);
     expect(urls.some((u) => u.startsWith('/v1/quota-requests?tenant=blue'))).toBe(true);
+    expect(urls.filter((u) => u.startsWith('/v1/jobs') || u.startsWith('/v1/policy'))).toEqual([]);
   });
 
   it('tells a caller with no role in the tenant that there is none, and asks for nothing of it', async () => {
@@ -245,6 +272,8 @@ describe('the tenant page', () => {
     click(r.querySelector('#tenant-list a'));
     await settle(() => r.querySelector('#tenant-queues') !== null);
     expect(text(r.querySelector('#tenant-requests tr[data-request="4"] .state'))).toBe('待审批');
+    expect(text(r.querySelector('#tenant-queues tr[data-queue="blue/dev"] .guaranteed'))).toBe('无 GPU 配额');
+    expect(text(r.querySelector('#tenant-queues thead'))).toContain('运行中作业');
     expect(text(r.querySelector('nav a[aria-current="page"]'))).toBe('租户');
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Caller, JobSummary, PolicyQueue } from '../src/api';
+import type { Caller, PolicyQueue, QueueUsage } from '../src/api';
 import {
   canDecide,
   canFile,
@@ -8,8 +8,6 @@ import {
   EMPTY_FORM,
   formField,
   gpus,
-  jobGpus,
-  queuePath,
   queueRows,
   quotaRequestBody,
   tenantsFor,
@@ -40,23 +38,27 @@ const queue = (path: string, gpusQuota?: Partial<{ guaranteed: number; borrow_li
   preemptible: true,
 });
 
-let nextId = 1;
-// `path` is the policy's; the job names its queue below its tenant.
-const job = (path: string, state: string, g: number, replicas = 1): JobSummary => ({
-  id: nextId++,
-  name: 'j',
-  tenant: path.split('/')[0],
-  queue: path.slice(path.indexOf('/') + 1),
-  submitted_by: 'a',
-  state,
-  reason: null,
-  priority: 'normal',
-  replicas,
-  resources: { gpus: g },
-  submitted_at_ms: 1,
-  started_at_ms: null,
-  finished_at_ms: null,
-  cancel_requested: false,
+// A row of GET /v1/queues; `quota` in milli-GPUs as berthd computed it.
+const usage = (
+  queue: string,
+  used: number,
+  runningJobs: number,
+  quota?: Partial<Pick<QueueUsage, 'guaranteed_mgpu' | 'borrow_limit_mgpu' | 'lending_limit_mgpu' | 'borrowed_mgpu' | 'idle_guaranteed_mgpu' | 'lendable_mgpu'>>,
+): QueueUsage => ({
+  queue,
+  tenant: queue.split('/')[0],
+  parent: queue.includes('/') ? queue.slice(0, queue.lastIndexOf('/')) : null,
+  kind: 'training',
+  over_quota: 'borrow',
+  used_mgpu: used,
+  running_jobs: runningJobs,
+  guaranteed_mgpu: null,
+  borrow_limit_mgpu: null,
+  lending_limit_mgpu: null,
+  borrowed_mgpu: null,
+  idle_guaranteed_mgpu: null,
+  lendable_mgpu: null,
+  ...(quota ? { guaranteed_mgpu: 0, lending_limit_mgpu: 0, borrowed_mgpu: 0, idle_guaranteed_mgpu: 0, lendable_mgpu: 0, ...quota } : {}),
 });
 
 const policy = [
@@ -92,44 +94,59 @@ describe('which tenants a caller sees', () => {
 });
 
 describe('queue rows', () => {
-  it("joins a job's tenant and queue into the policy's path", () => {
-    expect(queuePath({ tenant: 'blue', queue: 'main' })).toBe('blue/main');
-    expect(queuePath({ tenant: 'blue', queue: 'main/exp' })).toBe('blue/main/exp');
+  // What berthd answers: blue guarantees 8 (2 never lent, borrow up to 4);
+  // blue/main 6 of which 2.5 are used by 2 jobs (a shared GPU's half among
+  // them); blue/dev has no GPU quota and a Scheduled job with no run yet.
+  const answer = [
+    usage('blue', 2500, 3, { guaranteed_mgpu: 8000, borrow_limit_mgpu: 4000, lending_limit_mgpu: 2000, borrowed_mgpu: 0, idle_guaranteed_mgpu: 5500, lendable_mgpu: 5500 }),
+    usage('blue/main', 2500, 2, { guaranteed_mgpu: 6000, borrowed_mgpu: 0, idle_guaranteed_mgpu: 3500, lendable_mgpu: 3500 }),
+    usage('blue/main/exp', 0, 0, { guaranteed_mgpu: 1000, borrowed_mgpu: 0, idle_guaranteed_mgpu: 1000, lendable_mgpu: 1000 }),
+    usage('blue/dev', 0, 1),
+  ];
+
+  it("keeps the API's order, indents by parent and turns milli-GPUs into GPUs", () => {
+    const rows = queueRows(answer, 'blue');
+    expect(rows.map((r) => [r.path, r.depth])).toEqual([
+      ['blue', 0],
+      ['blue/main', 1],
+      ['blue/main/exp', 2],
+      ['blue/dev', 1],
+    ]);
+    expect(rows[0]).toMatchObject({
+      used: 2.5,
+      runningJobs: 3,
+      quota: { guaranteed: 8, borrowLimit: 4, lendingLimit: 2, borrowed: 0, idle: 5.5, lendable: 5.5 },
+    });
+    expect(rows[1].quota).toMatchObject({ guaranteed: 6, borrowLimit: null, lendingLimit: 0, idle: 3.5, lendable: 3.5 });
   });
 
-  it('counts Scheduled and Running jobs, replicas included, and nothing else', () => {
-    expect(jobGpus(job('blue/main', 'Running', 2, 3))).toBe(6);
-    expect(jobGpus(job('blue/main', 'Scheduled', 1))).toBe(1);
-    expect(jobGpus(job('blue/main', 'Pending', 4))).toBe(0);
-    expect(jobGpus(job('blue/main', 'Succeeded', 4))).toBe(0);
+  it("shows berthd's figures as they are, computing none of its own", () => {
+    // Borrowed and lendable that no client-side sum of used and guarantee
+    // would give: the page must show what the API says.
+    const [row] = queueRows([usage('blue', 3000, 1, { guaranteed_mgpu: 2000, borrowed_mgpu: 250, idle_guaranteed_mgpu: 125, lendable_mgpu: 75 })], 'blue');
+    expect(row.quota).toMatchObject({ borrowed: 0.25, idle: 0.125, lendable: 0.075 });
   });
 
-  it("gives a parent its children's use and splits use into guaranteed, borrowed and lendable", () => {
-    const jobs = [
-      job('blue/main', 'Running', 4),
-      job('blue/dev', 'Running', 3),
-      job('blue/dev', 'Pending', 8),
-      job('red/main', 'Running', 5), // another tenant's: never counted for blue
-    ];
-    const rows = queueRows(policy, 'blue', jobs);
-    expect(rows.map((r) => r.path)).toEqual(['blue', 'blue/main', 'blue/dev']);
-    const [blue, main, dev] = rows;
-    expect(blue).toMatchObject({ depth: 0, guaranteed: 8, used: 7, borrowed: 0, borrowLimit: 4, lendingLimit: 2, lendable: 1 });
-    expect(main).toMatchObject({ depth: 1, guaranteed: 6, used: 4, borrowed: 0, lendable: 2, borrowLimit: null });
-    // No guarantee: all its use is borrowed, nothing to lend.
-    expect(dev).toMatchObject({ guaranteed: 0, used: 3, borrowed: 3, lendable: 0 });
+  it('has no quota for a queue without a GPU quota, but still its use and jobs', () => {
+    const dev = queueRows(answer, 'blue')[3];
+    expect(dev).toMatchObject({ path: 'blue/dev', used: 0, runningJobs: 1, quota: null });
   });
 
-  it('never lends the part kept back by lending_limit', () => {
-    const [blue] = queueRows(policy, 'blue', []);
-    expect(blue.lendable).toBe(6); // 8 guaranteed, 2 never lent
+  it("leaves out another tenant's queues, and counts depth only through rows it has", () => {
+    const rows = queueRows([...answer, usage('red', 5000, 1, { guaranteed_mgpu: 1000 }), usage('red/main', 5000, 1)], 'blue');
+    expect(rows.map((r) => r.path)).toEqual(['blue', 'blue/main', 'blue/main/exp', 'blue/dev']);
+    // A parent not in the answer indents nothing.
+    expect(queueRows([usage('blue/main/exp', 0, 0)], 'blue')[0].depth).toBe(0);
   });
 
   it('fills the bar by use of the guarantee, capped, and full for use without one', () => {
-    expect(usedPercent({ used: 3, guaranteed: 4 })).toBe(75);
-    expect(usedPercent({ used: 9, guaranteed: 4 })).toBe(100);
-    expect(usedPercent({ used: 0, guaranteed: 0 })).toBe(0);
-    expect(usedPercent({ used: 1, guaranteed: 0 })).toBe(100);
+    const q = (guaranteed: number) => ({ guaranteed, borrowLimit: null, lendingLimit: 0, borrowed: 0, idle: 0, lendable: 0 });
+    expect(usedPercent({ used: 3, quota: q(4) })).toBe(75);
+    expect(usedPercent({ used: 9, quota: q(4) })).toBe(100);
+    expect(usedPercent({ used: 0, quota: q(0) })).toBe(0);
+    expect(usedPercent({ used: 1, quota: q(0) })).toBe(100);
+    expect(usedPercent({ used: 0.5, quota: null })).toBe(100);
+    expect(usedPercent({ used: 0, quota: null })).toBe(0);
     expect(gpus(0.5)).toBe('0.5');
     expect(gpus(16)).toBe('16');
   });

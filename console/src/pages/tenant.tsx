@@ -1,5 +1,5 @@
 // One tenant (/ui/tenants/T): its queues' guarantees against what its jobs
-// hold, its members and roles, its quota requests (file, approve, reject,
+// hold (GET /v1/queues, Berth's own figures), its members and roles, its quota requests (file, approve, reject,
 // withdraw) and this month's cost by queue and by user, with its budget.
 // Everything comes from the API with the caller's session: a caller with no
 // role in the tenant gets the members route's 404 and the page asks for
@@ -11,6 +11,7 @@ import {
   type Budget,
   type Member,
   type PolicyVersion,
+  type Queues,
   type QuotaAction,
   type QuotaRequest,
   type TokenInfo,
@@ -25,7 +26,6 @@ import {
   EMPTY_FORM,
   formField,
   gpus,
-  HOLDING,
   type QuotaForm,
   queueRows,
   quotaRequestBody,
@@ -38,10 +38,9 @@ import {
 export const POLL_MS = 10000;
 
 interface Loaded {
-  policy: PolicyVersion;
+  queues: Queues;
   members: Member[];
   requests: QuotaRequest[];
-  jobs: Parameters<typeof queueRows>[2];
   byQueue: Usage;
   byUser: Usage;
   budget: Budget | null;
@@ -95,16 +94,15 @@ export function TenantPage({ tenant }: { tenant: string }) {
       if (!alive) return;
       if (members instanceof ApiError) return setError(members);
       const r = await guard(ctx, async () => {
-        const [policy, requests, jobs, byQueue, byUser, budgets] = await Promise.all([
-          api.policy(),
+        const [queues, requests, byQueue, byUser, budgets] = await Promise.all([
+          api.queues(tenant),
           api.quotaRequests(tenant),
-          api.allJobs(tenant, HOLDING),
           api.usage('queue', tenant),
           api.usage('user', tenant),
           api.budgets(),
         ]);
         const budget = budgets.budgets.find((b) => b.tenant === tenant) ?? null;
-        return { policy, members: members.members, requests, jobs, byQueue, byUser, budget };
+        return { queues, members: members.members, requests, byQueue, byUser, budget };
       });
       if (!alive) return;
       if (r instanceof ApiError) return setError(r);
@@ -141,7 +139,8 @@ export function TenantPage({ tenant }: { tenant: string }) {
     );
   }
 
-  const rows = queueRows(data.policy.policy.queues, tenant, data.jobs);
+  const rows = queueRows(data.queues.queues, tenant);
+  const none = t('common.none');
   const when = (ms: number | null | undefined) =>
     ms ? new Date(ms).toLocaleString(lang === 'zh' ? 'zh-CN' : 'en-GB') : t('common.none');
   const role = caller.platform_admin ? t('tenant.platformAdmin') : labelOf(lang, 'role', caller.tenants[tenant] ?? '');
@@ -157,14 +156,16 @@ export function TenantPage({ tenant }: { tenant: string }) {
       )}
 
       <h2 id="queues-h">{t('tenant.queues')}</h2>
-      <p class="hint">{t('tenant.queuesHelp', { version: data.policy.version })}</p>
+      <p id="queues-help" class="hint">{t('tenant.queuesHelp', { version: data.queues.policy_version })}</p>
       <table id="tenant-queues" aria-labelledby="queues-h">
         <thead>
           <tr>
             <th scope="col">{t('qcol.queue')}</th>
             <th scope="col">{t('qcol.guaranteed')}</th>
             <th scope="col">{t('qcol.used')}</th>
+            <th scope="col">{t('qcol.jobs')}</th>
             <th scope="col">{t('qcol.borrowed')}</th>
+            <th scope="col">{t('qcol.idle')}</th>
             <th scope="col">{t('qcol.lendable')}</th>
             <th scope="col">{t('qcol.limits')}</th>
             <th scope="col">{t('qcol.bar')}</th>
@@ -173,28 +174,37 @@ export function TenantPage({ tenant }: { tenant: string }) {
         <tbody>
           {rows.map((q) => {
             const pct = usedPercent(q);
+            const g = q.quota;
             return (
               <tr key={q.path} data-queue={q.path}>
                 <th scope="row" class={`depth-${Math.min(q.depth, 3)}`}>
                   {q.path}
                 </th>
-                <td class="guaranteed">{gpus(q.guaranteed)}</td>
+                <td class="guaranteed">{g ? gpus(g.guaranteed) : t('tenant.noQuota')}</td>
                 <td class="used">{gpus(q.used)}</td>
-                <td class="borrowed">{gpus(q.borrowed)}</td>
-                <td class="lendable">{gpus(q.lendable)}</td>
+                <td class="jobs">{q.runningJobs}</td>
+                <td class="borrowed">{g ? gpus(g.borrowed) : none}</td>
+                <td class="idle">{g ? gpus(g.idle) : none}</td>
+                <td class="lendable">{g ? gpus(g.lendable) : none}</td>
                 <td class="limits">
-                  {t('tenant.limits', {
-                    borrow: q.borrowLimit === null ? t('tenant.noLimit') : gpus(q.borrowLimit),
-                    kept: gpus(q.lendingLimit),
-                  })}
+                  {g
+                    ? t('tenant.limits', {
+                        borrow: g.borrowLimit === null ? t('tenant.noLimit') : gpus(g.borrowLimit),
+                        kept: gpus(g.lendingLimit),
+                      })
+                    : none}
                 </td>
                 <td>
                   <meter
-                    class={q.borrowed > 0 ? 'over' : ''}
+                    class={(g ? g.borrowed > 0 : q.used > 0) ? 'over' : ''}
                     min={0}
                     max={100}
                     value={pct}
-                    aria-label={t('tenant.bar', { queue: q.path, used: gpus(q.used), guaranteed: gpus(q.guaranteed) })}
+                    aria-label={
+                      g
+                        ? t('tenant.bar', { queue: q.path, used: gpus(q.used), guaranteed: gpus(g.guaranteed) })
+                        : t('tenant.barNoQuota', { queue: q.path, used: gpus(q.used) })
+                    }
                   />
                 </td>
               </tr>
