@@ -1,8 +1,7 @@
-import { render } from 'preact';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BerthApi, type Caller } from '../src/api';
-import { App } from '../src/app';
 import { LANG_STORAGE_KEY } from '../src/i18n';
+import { json, settle, startApp } from './support';
 
 const job = {
   id: 12,
@@ -36,7 +35,6 @@ function mount(who: Caller | null, path: string, listStatus = 200) {
   const calls: string[] = [];
   const api = new BerthApi(async (url, init) => {
     calls.push(`${init?.method ?? 'GET'} ${url}`);
-    const json = (status: number, body: unknown) => new Response(JSON.stringify(body), { status });
     if (url === '/v1/console/session') {
       if (init?.method === 'POST') return json(201, caller('member'));
       return who ? json(200, who) : json(401, { error: { message: 'no session' } });
@@ -52,17 +50,8 @@ function mount(who: Caller | null, path: string, listStatus = 200) {
     if (url === '/v1/jobs/12') return json(200, job);
     return json(404, { error: { message: 'no' } });
   });
-  history.replaceState(null, '', path);
-  const root = document.createElement('div');
-  document.body.appendChild(root);
-  render(<App api={api} />, root);
-  return { root, calls };
+  return { root: startApp(api, path), calls };
 }
-
-const settle = async (check: () => boolean) => {
-  for (let i = 0; i < 100 && !check(); i++) await new Promise((r) => setTimeout(r, 10));
-  expect(check()).toBe(true);
-};
 
 describe('the console', () => {
   beforeEach(() => localStorage.clear());

@@ -1,15 +1,7 @@
-import { render } from 'preact';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BerthApi, type Caller, type FleetGpu } from '../src/api';
-import { App } from '../src/app';
+import { click, json, platformAdmin as admin, settle, startApp } from './support';
 
-const admin: Caller = {
-  name: 'root',
-  kind: 'user',
-  platform_admin: true,
-  tenants: {},
-  console: { csrf: 'c5rf', csrf_header: 'X-Berth-CSRF', expires_at_ms: 1 },
-};
 const blueMember: Caller = { ...admin, name: 'bob', platform_admin: false, tenants: { blue: 'member' } };
 
 const node = {
@@ -63,7 +55,6 @@ function mount(who: Caller, path: string, refuse = '') {
   const api = new BerthApi(async (url, init) => {
     const method = init?.method ?? 'GET';
     calls.push({ method, url, headers: { ...(init?.headers as Record<string, string>) } });
-    const json = (status: number, body: unknown) => new Response(JSON.stringify(body), { status });
     if (url === '/v1/console/session') return json(200, who);
     if (url === '/v1/nodes') return json(200, { nodes: [node] });
     if (url === '/v1/gpus') return json(200, { gpus });
@@ -79,22 +70,8 @@ function mount(who: Caller, path: string, refuse = '') {
     }
     return json(404, { error: { message: 'no' } });
   });
-  history.replaceState(null, '', path);
-  const root = document.createElement('div');
-  document.body.appendChild(root);
-  render(<App api={api} />, root);
-  return { root, calls };
+  return { root: startApp(api, path), calls };
 }
-
-const settle = async (check: () => boolean) => {
-  for (let i = 0; i < 100 && !check(); i++) await new Promise((r) => setTimeout(r, 10));
-  expect(check()).toBe(true);
-};
-
-const click = (el: Element | null) => {
-  expect(el).not.toBeNull();
-  (el as HTMLElement).click();
-};
 
 describe('the fleet map', () => {
   beforeEach(() => localStorage.clear());

@@ -1,15 +1,7 @@
-import { render } from 'preact';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BerthApi, type Caller, type QuotaRequest } from '../src/api';
-import { App } from '../src/app';
+import { click, json, platformAdmin as root, settle, startApp } from './support';
 
-const root: Caller = {
-  name: 'root',
-  kind: 'user',
-  platform_admin: true,
-  tenants: {},
-  console: { csrf: 'c5rf', csrf_header: 'X-Berth-CSRF', expires_at_ms: 1 },
-};
 const blueMember: Caller = { ...root, name: 'bob', platform_admin: false, tenants: { blue: 'member' } };
 const blueAdmin: Caller = { ...root, name: 'ann', platform_admin: false, tenants: { blue: 'tenant-admin' } };
 
@@ -72,7 +64,6 @@ function mount(who: Caller, path: string, opts: { fileError?: { field: string; m
   const api = new BerthApi(async (url, init) => {
     const method = init?.method ?? 'GET';
     calls.push({ method, url, headers: { ...(init?.headers as Record<string, string>) }, body: init?.body as string });
-    const json = (status: number, body: unknown) => new Response(JSON.stringify(body), { status });
     const reads = (t: string) => who.platform_admin || t in who.tenants;
     if (url === '/v1/console/session') return json(200, who);
     if (url === '/v1/policy') return json(200, policy);
@@ -112,21 +103,9 @@ function mount(who: Caller, path: string, opts: { fileError?: { field: string; m
     }
     return json(404, { error: { message: 'no' } });
   });
-  history.replaceState(null, '', path);
-  const el = document.createElement('div');
-  document.body.appendChild(el);
-  render(<App api={api} />, el);
-  return { root: el, calls };
+  return { root: startApp(api, path), calls };
 }
 
-const settle = async (check: () => boolean) => {
-  for (let i = 0; i < 100 && !check(); i++) await new Promise((r) => setTimeout(r, 10));
-  expect(check()).toBe(true);
-};
-const click = (el: Element | null) => {
-  expect(el).not.toBeNull();
-  (el as HTMLElement).click();
-};
 const type = (el: Element | null, value: string) => {
   const input = el as HTMLInputElement;
   input.value = value;
