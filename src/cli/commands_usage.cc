@@ -277,9 +277,9 @@ Status ListQueues(ApiClient& api, const std::string& tenant, const Output& outpu
               std::to_string(q.value("running_jobs", 0))});
   }
   if (t.empty()) {
-    output.out << (tenant.empty() ? "No queues in your tenants.\n"
-                                  : fmt::format("No queues of tenant {} that you can see.\n",
-                                                tenant));
+    output.out << (tenant.empty()
+                       ? "No queues in your tenants.\n"
+                       : fmt::format("No queues of tenant {} that you can see.\n", tenant));
     return Ok();
   }
   output.out << t.Render();
