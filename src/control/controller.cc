@@ -23,6 +23,7 @@
 #include "model/failure.h"
 #include "model/reason.h"
 #include "proto_convert/node.h"
+#include "sched/hints.h"
 
 namespace berth::server {
 
@@ -370,6 +371,7 @@ Status Controller::RunPass() {
       auto it = stored_reason.find(d.job_id);
       return it != stored_reason.end() && *it->second == d.reason;
     });
+    VerifyHints(plan, *snap, stored_reason);
     HoldPlacementsBehindEvictions(plan);
     BERTH_RETURN_IF_ERROR(control::ApplyPlan(store_, plan, *nodes, (*policy)->version, now));
     CountPass(plan, schedulable, cycle.count(), now);
@@ -381,6 +383,35 @@ Status Controller::RunPass() {
     }
   }
   return Dispatch(*active, *nodes);
+}
+
+void Controller::VerifyHints(
+    sched::Plan& plan, const sched::Snapshot& snap,
+    const std::unordered_map<std::int64_t, const model::Reason*>& stored_reason) {
+  // Each check is one more cycle over the whole snapshot: the budget keeps
+  // the checks of a pass to about 40,000 jobs' worth of cycles (8 checks on
+  // 5,000 jobs, one on 40,000 or more).
+  const std::size_t jobs = std::max<std::size_t>(1, snap.pending.size() + snap.running.size());
+  const std::size_t budget = options_.hint_checks_per_pass == 0
+                                 ? 0
+                                 : std::clamp<std::size_t>(options_.hint_check_jobs / jobs, 1,
+                                                           options_.hint_checks_per_pass);
+  auto shown_before = [&](std::int64_t id, const sched::Hint& hint) {
+    auto it = stored_reason.find(id);
+    return it != stored_reason.end() && sched::HintOf(*it->second) == hint;
+  };
+  const sched::HintCheck check = sched::VerifyHints(scheduler_, snap, plan, budget, shown_before);
+  if (check.found > 0) {
+    spdlog::debug("hints: {} found, {} verified, {} refuted, {} left for a later pass, {} kept",
+                  check.found, check.verified, check.refuted, check.unchecked,
+                  check.kept_from_before);
+  }
+  if (metrics_ != nullptr) metrics_->CountHints(check.verified, check.refuted);
+  // A reason that lost an unchecked hint may now be what is stored already.
+  std::erase_if(plan.pending, [&](const sched::PendingDecision& d) {
+    auto it = stored_reason.find(d.job_id);
+    return it != stored_reason.end() && *it->second == d.reason;
+  });
 }
 
 void Controller::CountOutcome(const store::JobRecord& job, TimeMs now) {

@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "common/clock.h"
@@ -67,6 +68,12 @@ struct ControllerOptions {
   // Each run's log past this keeps its head and latest output (run_log.h);
   // 0: unlimited.
   std::uint64_t log_limit_bytes = std::uint64_t{64} << 20;
+  // "Would run now if" hints are shown only once a second cycle with the
+  // change placed the job (sched/hints.h). A pass checks at most this many,
+  // and fewer on a large snapshot: hint_check_jobs / (pending + running
+  // jobs), at least one. 0: no checks, so no hints are shown.
+  std::size_t hint_checks_per_pass = 8;
+  std::size_t hint_check_jobs = 40'000;
 };
 
 // A node as the API shows it: stored inventory plus live lease state.
@@ -327,6 +334,11 @@ class Controller {
   // Counts a pass's placements (with each job's queue wait) and evictions.
   void CountPass(const sched::Plan& plan, const store::PendingQueue& schedulable, double seconds,
                  TimeMs now);
+  // Checks the plan's "would run now if" hints by running the cycle again
+  // (sched/hints.h), within the pass's budget; drops the rest unless shown
+  // before, then the decisions that now equal what is stored.
+  void VerifyHints(sched::Plan& plan, const sched::Snapshot& snap,
+                   const std::unordered_map<std::int64_t, const model::Reason*>& stored_reason);
   // Tenants over an enforced budget -> the reason their low-priority jobs
   // wait with, as of over_budget_at_ms (pass thread only).
   std::map<std::string, model::Reason> over_budget_;

@@ -161,6 +161,12 @@ void ServerMetrics::ObserveCycle(double seconds, std::uint64_t placements) {
   placements_ += placements;
 }
 
+void ServerMetrics::CountHints(std::uint64_t verified, std::uint64_t refuted) {
+  std::lock_guard lock(mu_);
+  hints_verified_ += verified;
+  hints_refuted_ += refuted;
+}
+
 void ServerMetrics::CountAlertRaised(model::AlertKind kind) {
   std::lock_guard lock(mu_);
   // By name: the samples render in the order they always did.
@@ -218,6 +224,13 @@ void ServerMetrics::Render(MetricsWriter& w) const {
   w.Family("berth_scheduler_placements_total", "counter",
            "Jobs placed by the scheduler since berthd started.");
   w.Sample("berth_scheduler_placements_total", {}, static_cast<double>(placements_));
+  w.Family("berth_scheduler_hints_checked_total", "counter",
+           "\"Would run now if\" hints checked by running the scheduling cycle again with the "
+           "change: verified (shown) or refuted (dropped).");
+  w.Sample("berth_scheduler_hints_checked_total", {{"outcome", "verified"}},
+           static_cast<double>(hints_verified_));
+  w.Sample("berth_scheduler_hints_checked_total", {{"outcome", "refuted"}},
+           static_cast<double>(hints_refuted_));
 }
 
 }  // namespace berth::server

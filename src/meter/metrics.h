@@ -81,6 +81,9 @@ class ServerMetrics {
   void CountAdminIntervention(const std::string& action);
   // One scheduling pass that had jobs to look at: its duration and placements.
   void ObserveCycle(double seconds, std::uint64_t placements);
+  // "Would run now if" hints checked by running the cycle again
+  // (sched/hints.h): borne out and shown, or refuted and dropped.
+  void CountHints(std::uint64_t verified, std::uint64_t refuted);
   // An alert raised (meter/alerting.h), by its kind.
   void CountAlertRaised(model::AlertKind kind);
   // One webhook delivery attempt: result delivered, retry or failed.
@@ -101,6 +104,8 @@ class ServerMetrics {
   std::map<std::string, std::uint64_t> interventions_;
   HistogramData cycle_{CycleBounds()};
   std::uint64_t placements_ = 0;
+  std::uint64_t hints_verified_ = 0;
+  std::uint64_t hints_refuted_ = 0;
   std::map<std::string, std::uint64_t> alerts_raised_;
   std::map<std::pair<std::string, std::string>, std::uint64_t> alert_deliveries_;
 };

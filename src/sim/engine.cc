@@ -17,6 +17,7 @@
 #include <tuple>
 
 #include "model/usage_ledger.h"
+#include "sched/hints.h"
 #include "sched/running_memo.h"
 #include "sim/lifecycle.h"
 
@@ -206,6 +207,7 @@ class Engine {
   void SyncSnapshot(TimeMs now);
   void SyncTouched(TimeMs now);
   sched::Plan Schedule(TimeMs now);
+  void CheckHints(const sched::Snapshot& seen, sched::Plan& plan);
   std::map<std::int64_t, JobProgress> Progress(TimeMs now) const;
   Status ApplyPlan(const sched::Plan& plan, TimeMs now);
   Status CheckPlacement(const sched::Placement& p) const;
@@ -227,6 +229,8 @@ class Engine {
   // cost more than the scheduler's decisions. The engine's own cluster
   // state is the snapshot's nodes.
   sched::Snapshot snap_;
+  // With SimOptions::verify_hints: the hints the last plan showed.
+  std::vector<std::pair<std::int64_t, sched::Hint>> shown_hints_;
   std::vector<sched::NodeView>& nodes_;  // snap_.nodes
   std::map<std::string, std::size_t> node_index_;
   // What PlaceJob reads of the nodes (GPU UUIDs and memory), made once.
@@ -694,7 +698,31 @@ sched::Plan Engine::Schedule(TimeMs now) {
   result_.scheduler_ms +=
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   ++result_.cycles;
+  if (options_.verify_hints) CheckHints(*seen, plan);
   return plan;
+}
+
+// The hints shown at the last cycle, applied now; then this plan's hints,
+// checked on this snapshot as berthd checks them (without its budget).
+void Engine::CheckHints(const sched::Snapshot& seen, sched::Plan& plan) {
+  if (!shown_hints_.empty()) {
+    sched::Snapshot scratch = seen;
+    for (const auto& [id, hint] : shown_hints_) {
+      if (!pending_.contains(id)) continue;  // ended, or placed since
+      ++result_.hints_next_checked;
+      if (sched::HintHolds(scheduler_, scratch, id, hint)) ++result_.hints_next_held;
+    }
+    shown_hints_.clear();
+  }
+  const sched::HintCheck check =
+      sched::VerifyHints(scheduler_, seen, plan, std::numeric_limits<std::size_t>::max());
+  result_.waiting_decisions += std::ssize(plan.pending);
+  result_.hints_found += static_cast<std::int64_t>(check.found);
+  result_.hints_verified += static_cast<std::int64_t>(check.verified);
+  result_.hints_refuted += static_cast<std::int64_t>(check.refuted);
+  for (const auto& d : plan.pending) {
+    if (auto hint = sched::HintOf(d.reason)) shown_hints_.emplace_back(d.job_id, std::move(*hint));
+  }
 }
 
 // What the adjuster is told of each running or waiting job.

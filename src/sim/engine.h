@@ -58,6 +58,11 @@ struct SimOptions {
   // store. Off for the baselines, which order by their own rules.
   bool predict_runtimes = false;
   sched::RuntimeHistoryOptions history{};
+  // Checks the plans' "would run now if" hints as berthd does (each by one
+  // more cycle with the change, sched/hints.h), with no budget, and again at
+  // the next cycle the scheduler runs: the counterfactual in SimResult.
+  // Costs two more cycles per hint.
+  bool verify_hints = false;
 };
 
 struct JobOutcome {
@@ -120,6 +125,18 @@ struct SimResult {
   // and resolved anew, over all cycles.
   std::uint64_t memo_hits = 0;
   std::uint64_t memo_misses = 0;
+  // With SimOptions::verify_hints. Waiting decisions (one per job left
+  // waiting per cycle), those whose reason held a hint the core found, and
+  // what the check on the same snapshot made of them (verified hints are
+  // shown, refuted ones dropped). Then each shown hint applied at the next
+  // cycle the scheduler ran, to the job if it still waited: how often that
+  // cycle placed it.
+  std::int64_t waiting_decisions = 0;
+  std::int64_t hints_found = 0;
+  std::int64_t hints_verified = 0;
+  std::int64_t hints_refuted = 0;
+  std::int64_t hints_next_checked = 0;
+  std::int64_t hints_next_held = 0;
 };
 
 // What the simulator knows about a job that a real scheduler does not: its

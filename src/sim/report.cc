@@ -192,6 +192,17 @@ Summary Summarize(const std::string& scheduler, const SimResult& result) {
     s.mean_allocation = alloc / span / static_cast<double>(result.cluster_gpus);
     s.mean_idle_gpus_while_waiting = idle / span;
   }
+  s.hints_checked = result.waiting_decisions > 0 || result.hints_found > 0;
+  s.waiting_decisions = result.waiting_decisions;
+  s.hints_found = result.hints_found;
+  s.hints_verified = result.hints_verified;
+  s.hints_next_checked = result.hints_next_checked;
+  auto share = [](std::int64_t part, std::int64_t whole) {
+    return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+  };
+  s.hinted_share = share(result.hints_verified, result.waiting_decisions);
+  s.hints_verified_share = share(result.hints_verified, result.hints_found);
+  s.hints_next_held_share = share(result.hints_next_held, result.hints_next_checked);
   s.cycles = result.cycles;
   s.scheduler_ms_per_cycle =
       result.cycles > 0 ? result.scheduler_ms / static_cast<double>(result.cycles) : 0;
@@ -223,6 +234,15 @@ nlohmann::json ToJson(const Summary& s) {
                    {"mean_idle_gpus_while_waiting", s.mean_idle_gpus_while_waiting},
                    {"cycles", s.cycles},
                    {"scheduler_ms_per_cycle", s.scheduler_ms_per_cycle}};
+  if (s.hints_checked) {
+    j["hints"] = {{"waiting_decisions", s.waiting_decisions},
+                  {"found", s.hints_found},
+                  {"verified", s.hints_verified},
+                  {"next_cycle_checked", s.hints_next_checked},
+                  {"hinted_share", s.hinted_share},
+                  {"verified_share", s.hints_verified_share},
+                  {"next_cycle_held_share", s.hints_next_held_share}};
+  }
   for (const auto& [k, g] : s.by_tenant) j["by_tenant"][k] = GroupJson(g);
   for (const auto& [k, g] : s.by_size) j["by_size_gpus"][k] = GroupJson(g);
   for (const auto& [k, f] : s.fairness_by_tenant) j["fairness_by_tenant"][k] = FairnessJson(f);
@@ -252,6 +272,24 @@ std::string RenderTable(const std::vector<Summary>& summaries) {
       out += fmt::format("{:<10} {:>13} {:>9} {:>14.1f} {:>13.1f}\n", s.scheduler, s.node_failures,
                          s.failures, s.lost_gpu_hours_to_failures, s.lost_gpu_hours);
     }
+  }
+  if (std::any_of(summaries.begin(), summaries.end(),
+                  [](const Summary& s) { return s.hints_checked; })) {
+    out +=
+        fmt::format("\n{:<10} {:>9} {:>7} {:>7} {:>9} {:>9} {:>10} {:>9}\n", "SCHEDULER", "WAITING",
+                    "HINTED", "FOUND", "VERIFIED", "NEXT_CHK", "NEXT_HELD", "ETA_25%");
+    for (const auto& s : summaries) {
+      if (!s.hints_checked) continue;
+      out += fmt::format("{:<10} {:>9} {:>6.1f}% {:>7} {:>8.1f}% {:>9} {:>9.1f}% {:>8.1f}%\n",
+                         s.scheduler, s.waiting_decisions, 100.0 * s.hinted_share, s.hints_found,
+                         100.0 * s.hints_verified_share, s.hints_next_checked,
+                         100.0 * s.hints_next_held_share, 100.0 * s.eta_within_25);
+    }
+    out +=
+        "(WAITING: decisions leaving a job waiting, one per job per cycle; HINTED: of them, with a "
+        "\"would run now if\" shown; VERIFIED: of the hints the core found, those a second cycle "
+        "with the change bore out; NEXT_HELD: of the shown hints whose job still waited at the "
+        "next cycle, those that cycle placed with the change)\n";
   }
   out += fmt::format("\n{:<10} {:<8} {:>6} {:>9} {:>9} {:>9} {:>8} {:>8} {:>6}\n", "SCHEDULER",
                      "TENANT", "JOBS", "JCT_AVG", "WAIT_AVG", "WAIT_P99", "RHO_AVG", "RHO_MAX",

@@ -84,6 +84,18 @@ struct Summary {
   double mean_idle_gpus_while_waiting = 0;
   std::int64_t cycles = 0;
   double scheduler_ms_per_cycle = 0;
+  // With --verify-hints (SimResult's hint counts): of the waiting decisions,
+  // the share with a hint shown; of the hints the core found, the share the
+  // check on the same snapshot bore out; of the shown hints whose job still
+  // waited at the next cycle, the share that cycle placed with the change.
+  bool hints_checked = false;
+  std::int64_t waiting_decisions = 0;
+  std::int64_t hints_found = 0;
+  std::int64_t hints_verified = 0;
+  std::int64_t hints_next_checked = 0;
+  double hinted_share = 0;
+  double hints_verified_share = 0;
+  double hints_next_held_share = 0;
 };
 
 Summary Summarize(const std::string& scheduler, const SimResult& result);

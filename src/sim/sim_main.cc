@@ -63,6 +63,7 @@ struct SimFlags {
   std::string reclaim_grace;         // "": the policy's
   std::string short_first_max_wait;  // "": the policy's
   bool no_predict = false;
+  bool verify_hints = false;
   bool movable = false;
   std::string json_out;
   double runtime_factor = 0;
@@ -298,6 +299,9 @@ void AddFlags(CLI::App& app, SimFlags& f) {
                  "Overrides the policy's short_first_max_wait for berth (0s: submit order)");
   app.add_flag("--no-predict", f.no_predict,
                "berth without run-time predictions (as before issue 22 item 1)");
+  app.add_flag("--verify-hints", f.verify_hints,
+               "berth: check every \"would run now if\" hint by a second cycle with the change, "
+               "and again at the next cycle; prints the shares (slower: two cycles per hint)");
   app.add_option("--cycle", f.cycle, "Scheduling cycle on the virtual clock")
       ->capture_default_str();
   app.add_option("--restart-overhead", f.restart, "Added to an evicted job's next run")
@@ -566,6 +570,7 @@ int main(int argc, char** argv) {
     // from its store; the baselines order by their own rules.
     berth::sim::SimOptions run_options = *options;
     run_options.predict_runtimes = name == "berth" && !f.no_predict;
+    run_options.verify_hints = name == "berth" && f.verify_hints;
     auto result = berth::sim::Simulate(w.nodes, w.jobs, *policy, *s, run_options, adjust);
     if (!result) return Fail(name + ": " + result.error().message);
     summaries.push_back(berth::sim::Summarize(name, *result));

@@ -2,6 +2,8 @@
 // split over two nodes; berthd stops a 2-GPU job that checkpoints, starts it
 // again on the other node as planned (restart count 1, same checkpoint
 // directory), and the 4-GPU job gets a whole node. Both timelines say so.
+// Without a job that checkpoints, the 4-GPU job waits, and `why` gives the
+// gang shape that would run now only after a second cycle bore it out.
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -107,6 +109,60 @@ TEST_F(ConsolidationTest, AGangGetsAWholeNodeByMovingAJobThatCheckpoints) {
             "restart=0 dir=" + ckpt_dir.string() + "\nrestart=1 dir=" + ckpt_dir.string() + "\n");
   WriteFile(all_done, "");
   for (auto id : {ckpt, keep, big}) ASSERT_TRUE(berthd.WaitForTerminal(id, 30s));
+}
+
+// Nothing can move: the 4-GPU job waits with its free GPUs split 2 + 2, and
+// its reason says it would run now as two replicas of 2. berthd showed the
+// hint only after running the cycle again with that change (the metrics
+// count it verified); and the split job, submitted as the hint says, runs.
+TEST_F(ConsolidationTest, AHintIsShownOnlyOnceASecondCycleBoreItOut) {
+  Berthd& berthd = StartTwoNodes();
+  ASSERT_FALSE(HasFailure());
+
+  const auto fill_done = dir_ / "fill-done";
+  const auto all_done = dir_ / "all-done";
+  // Packing: the first two on n1, the next two on n2; a filler on each ends.
+  auto fill_a = SubmitRunning(berthd, "fill-a", Until(fill_done));
+  auto keep_a = SubmitRunning(berthd, "keep-a", Until(all_done));
+  auto keep_b = SubmitRunning(berthd, "keep-b", Until(all_done));
+  auto fill_b = SubmitRunning(berthd, "fill-b", Until(fill_done));
+  ASSERT_NE(NodesOf(berthd.Job(keep_a), 1), NodesOf(berthd.Job(keep_b), 1));
+  WriteFile(fill_done, "");
+  for (auto id : {fill_a, fill_b}) ASSERT_TRUE(berthd.WaitForTerminal(id, 30s));
+
+  std::string error;
+  auto big = berthd.Submit(JobSpecJson("big", Until(all_done), 4), &error);
+  ASSERT_NE(big, 0) << error;
+  Reply why;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        why = berthd.http().Get("/v1/jobs/" + std::to_string(big) + "/why");
+        return why.status == 200 && why.body["reason"].value("code", "") == "Fragmented" &&
+               why.body["reason"]["counts"].contains("would_run_with_gpus_per_replica");
+      },
+      20s))
+      << why.text;
+  EXPECT_EQ(why.body["reason"]["counts"]["would_run_with_gpus_per_replica"], 2) << why.text;
+  EXPECT_NE(
+      why.body["reason"].value("message", "").find("it would run now with 2 GPUs per replica"),
+      std::string::npos)
+      << why.text;
+  const std::string metrics = berthd.http().Get("/metrics").text;
+  EXPECT_NE(metrics.find("berth_scheduler_hints_checked_total{outcome=\"verified\"} "),
+            std::string::npos)
+      << metrics;
+  EXPECT_EQ(metrics.find("berth_scheduler_hints_checked_total{outcome=\"verified\"} 0\n"),
+            std::string::npos)
+      << "the hint shown was checked first";
+
+  // As the hint says: two replicas of 2 GPUs run now.
+  ASSERT_EQ(berthd.http().Post("/v1/jobs/" + std::to_string(big) + "/cancel", "").status, 200);
+  auto split_id =
+      berthd.Submit(JobSpecJson("split", Until(all_done), 2, json{{"replicas", 2}}), &error);
+  ASSERT_NE(split_id, 0) << error;
+  EXPECT_TRUE(berthd.WaitForState(split_id, "Running", 30s)) << berthd.Job(split_id).dump(2);
+  WriteFile(all_done, "");
+  for (auto id : {keep_a, keep_b, split_id}) ASSERT_TRUE(berthd.WaitForTerminal(id, 30s));
 }
 
 // While a moved job takes its grace period to stop, the GPUs planned for it

@@ -13,6 +13,7 @@
 #include "common/units.h"
 #include "model/reason.h"
 #include "sched/core_scheduler.h"
+#include "sched/hints.h"
 #include "unit/sched/plan_check.h"
 
 namespace berth::sched {
@@ -219,6 +220,13 @@ void RunScenario(const fs::path& file) {
   EXPECT_EQ(CheckPlan(s, plan), "");
   Plan again = CoreScheduler().Schedule(s);
   EXPECT_EQ(plan.placements.size(), again.placements.size()) << "deterministic";
+  // Every "would run now if" the core gives holds when the cycle runs again
+  // with that change (sched/hints.h), as berthd checks before showing it.
+  {
+    const HintCheck hints = VerifyHints(CoreScheduler(), s, plan, plan.pending.size());
+    EXPECT_EQ(hints.refuted, 0U) << "a hint the cycle does not bear out";
+    EXPECT_EQ(hints.verified, hints.found);
+  }
 
   const YAML::Node expect = doc["expect"];
   ASSERT_TRUE(expect.IsMap()) << "a scenario says what it expects";

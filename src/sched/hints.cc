@@ -1,0 +1,141 @@
+#include "sched/hints.h"
+
+#include <algorithm>
+#include <charconv>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace berth::sched {
+namespace {
+
+constexpr std::string_view kModelPrefix = "gpu_model=";
+constexpr std::string_view kMemoryPrefix = "gpu_memory=";
+constexpr std::string_view kPoolPrefix = "pool=";
+constexpr std::string_view kHeadroomPrefix = "headroom_pool=";
+
+bool HintDetail(std::string_view detail) {
+  return detail.starts_with(kModelPrefix) || detail.starts_with(kMemoryPrefix) ||
+         detail.starts_with(kPoolPrefix) || detail.starts_with(kHeadroomPrefix);
+}
+
+}  // namespace
+
+std::optional<Hint> HintOf(const model::Reason& reason) {
+  if (auto it = reason.counts.find(model::kWouldFitGpusPerReplica);
+      it != reason.counts.end() && it->second > 0) {
+    return Hint{Hint::Kind::kGpusPerReplica, {}, static_cast<std::uint64_t>(it->second)};
+  }
+  const std::string_view d = reason.detail;
+  if (d.starts_with(kModelPrefix) && d.size() > kModelPrefix.size()) {
+    return Hint{Hint::Kind::kGpuModel, std::string(d.substr(kModelPrefix.size())), 0};
+  }
+  if (d.starts_with(kMemoryPrefix)) {
+    std::uint64_t bytes = 0;
+    const std::string_view v = d.substr(kMemoryPrefix.size());
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), bytes);
+    if (ec != std::errc{} || end != v.data() + v.size() || bytes == 0) return std::nullopt;
+    return Hint{Hint::Kind::kGpuMemory, {}, bytes};
+  }
+  if (d.starts_with(kPoolPrefix) && d.size() > kPoolPrefix.size()) {
+    return Hint{Hint::Kind::kPool, std::string(d.substr(kPoolPrefix.size())), 0};
+  }
+  if (d.starts_with(kHeadroomPrefix) && d.size() > kHeadroomPrefix.size()) {
+    return Hint{Hint::Kind::kPreemptible, std::string(d.substr(kHeadroomPrefix.size())), 0};
+  }
+  return std::nullopt;
+}
+
+void DropHint(model::Reason& reason) {
+  reason.counts.erase(std::string(model::kWouldFitGpusPerReplica));
+  if (HintDetail(reason.detail)) reason.detail.clear();
+}
+
+bool ApplyHint(const Hint& hint, PendingJob& job) {
+  switch (hint.kind) {
+    case Hint::Kind::kGpusPerReplica: {
+      const std::uint64_t total = std::uint64_t{job.resources.gpus} * job.replicas;
+      if (hint.number == 0 || total == 0 || total % hint.number != 0) return false;
+      job.resources.gpus = static_cast<std::uint32_t>(hint.number);
+      job.replicas = static_cast<std::uint32_t>(total / hint.number);
+      return true;
+    }
+    case Hint::Kind::kGpuModel:
+      job.resources.gpu_model = hint.value;
+      return true;
+    case Hint::Kind::kGpuMemory:
+      job.resources.gpu_memory_bytes = hint.number;
+      return true;
+    case Hint::Kind::kPool:
+      job.pool = hint.value;
+      return true;
+    case Hint::Kind::kPreemptible:
+      job.preemptible = true;
+      return true;
+  }
+  return false;
+}
+
+bool HintHolds(const Scheduler& scheduler, Snapshot& scratch, std::int64_t job_id,
+               const Hint& hint) {
+  auto it = std::find_if(scratch.pending.begin(), scratch.pending.end(),
+                         [job_id](const PendingJob& p) { return p.id == job_id; });
+  if (it == scratch.pending.end()) return false;
+  PendingJob original = *it;
+  if (!ApplyHint(hint, *it)) {
+    *it = std::move(original);
+    return false;
+  }
+  const Plan again = scheduler.Schedule(scratch);
+  *it = std::move(original);
+  return std::any_of(again.placements.begin(), again.placements.end(),
+                     [job_id](const Placement& p) { return p.job_id == job_id && !p.moved; });
+}
+
+HintCheck VerifyHints(const Scheduler& scheduler, const Snapshot& snapshot, Plan& plan,
+                      std::size_t budget, const ShownBefore& shown_before) {
+  struct Candidate {
+    bool shown = false;
+    std::int64_t job_id = 0;
+    std::size_t decision = 0;
+    Hint hint;
+  };
+  std::vector<Candidate> candidates;
+  for (std::size_t i = 0; i < plan.pending.size(); ++i) {
+    auto hint = HintOf(plan.pending[i].reason);
+    if (!hint) continue;
+    const std::int64_t id = plan.pending[i].job_id;
+    const bool shown = shown_before && shown_before(id, *hint);
+    candidates.push_back({shown, id, i, std::move(*hint)});
+  }
+  HintCheck check;
+  check.found = candidates.size();
+  if (candidates.empty()) return check;
+  // Hints nobody has seen yet first; among them, and among the rest, the
+  // oldest job first.
+  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+    return std::pair(a.shown, a.job_id) < std::pair(b.shown, b.job_id);
+  });
+  std::optional<Snapshot> scratch;
+  for (std::size_t k = 0; k < candidates.size(); ++k) {
+    const Candidate& c = candidates[k];
+    model::Reason& reason = plan.pending[c.decision].reason;
+    if (k < budget) {
+      if (!scratch) scratch.emplace(snapshot);
+      if (HintHolds(scheduler, *scratch, c.job_id, c.hint)) {
+        ++check.verified;
+      } else {
+        ++check.refuted;
+        DropHint(reason);
+      }
+    } else if (c.shown) {
+      ++check.kept_from_before;
+    } else {
+      ++check.unchecked;
+      DropHint(reason);
+    }
+  }
+  return check;
+}
+
+}  // namespace berth::sched
