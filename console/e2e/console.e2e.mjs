@@ -18,6 +18,15 @@
 // admin rejects nothing without a comment and approves it, and the API
 // shows the new policy version; a member of red gets an error for blue's
 // page and no answer holding blue's data; axe checks each of them.
+// The policy page: the platform admin opens it from the header and sees
+// the API's versions; a bad proposal gets the server's message, field and
+// line beside the editor; Preview shows the figures of the preview answer
+// the page received; Apply makes a new version (the API agrees); Roll back
+// from the older version's page makes another whose text is the old one; the
+// diff of two versions opens from its link; a member of blue sees the
+// versions and no control that changes anything; blue's tenant-admin changes
+// blue/main's guarantee from the queue form (previewing the diff first) and
+// the API has it; axe checks the policy pages, one in Chinese.
 //
 // Run by ctest (console_browser_test, label integration) or by hand:
 //   BERTH_BIN_DIR=build/dev/bin node console/e2e/console.e2e.mjs
@@ -593,6 +602,168 @@ try {
   await axe(rv.page, 'tenants (another tenant)');
   assert.deepEqual(rv.problems, []);
   await rv.context.close();
+
+  // --- the policy page -------------------------------------------------------
+  const versionsOf = async () => (await call(admin, 'GET', '/v1/policy/versions')).json;
+  const policyBefore = (await call(admin, 'GET', '/v1/policy')).json;
+  for (const deepLink of ['/ui/policy', `/ui/policy/versions/${policyBefore.version}`, '/ui/policy/diff?from=1&to=2']) {
+    const r = await fetch(base + deepLink);
+    assert.equal(r.status, 200, deepLink);
+    assert.match(await r.text(), /<div id="app">/, deepLink);
+  }
+  const po = await open('en-US');
+  await signIn(po.page, admin);
+  await po.page.waitForSelector('#jobs-table, #jobs-empty');
+  await po.page.click('nav a[href="/ui/policy"]');
+  await po.page.waitForSelector('#policy-versions');
+  const listedVersions = async (pg) => (await pg.locator('#policy-versions tbody tr').evaluateAll((rows) => rows.map((r) => Number(r.dataset.version))));
+  const apiVersions = (await versionsOf()).versions.map((v) => v.version).reverse();
+  assert.deepEqual(await listedVersions(po.page), apiVersions, "the page's versions are the API's, newest first");
+  assert.equal(await po.page.inputValue('#policy-editor'), policyBefore.yaml, "the editor holds the active policy's text");
+  // A proposal with a bad amount: the server's message, field and line beside the editor.
+  assert.match(policyBefore.yaml, /\n {2}- name: red\n/);
+  const withRed = (amount) => policyBefore.yaml.replace('\n  - name: red\n', `\n  - name: red\n    quota:\n      gpus: {guaranteed: ${amount}}\n`);
+  await po.page.fill('#policy-editor', withRed('lots'));
+  await po.page.click('#editor-preview');
+  await po.page.waitForSelector('#editor-error');
+  const refusedDry = await call(admin, 'POST', '/v1/policy?dry_run=true', withRed('lots'), 'application/yaml');
+  expectStatus(refusedDry, 400, 'a bad amount');
+  assert.equal((await po.page.textContent('#editor-error p')).trim(), `Berth refused it: ${refusedDry.json.error.message}`);
+  assert.equal((await po.page.textContent('#editor-error .refused-field')).trim(), `Field: ${refusedDry.json.error.field}`);
+  const badLine = withRed('lots').split('\n').findIndex((l) => l.includes('guaranteed: lots')) + 1;
+  assert.equal((await po.page.textContent('#editor-error .refused-line')).trim(), `Line ${badLine} of the text.`);
+  assert.equal(await po.page.getAttribute('#policy-editor', 'aria-invalid'), 'true');
+  await axe(po.page, 'policy (admin, a refused proposal)');
+  // Preview: the figures shown are those of the answer the page received.
+  const proposal = withRed('2');
+  await po.page.fill('#policy-editor', proposal);
+  await po.page.fill('#editor-prices', 'default:2.5');
+  await po.page.click('#editor-preview');
+  await po.page.waitForSelector('#policy-preview, #preview-message');
+  const previewAnswer = po.answers.filter((r) => new URL(r.url).pathname === '/v1/policy/preview').pop();
+  assert.ok(previewAnswer, 'the page asked POST /v1/policy/preview');
+  const preview = JSON.parse(previewAnswer.body);
+  assert.equal(new URL(previewAnswer.url).searchParams.get('prices'), 'default:2.5');
+  assert.ok(preview.jobs > 0 && preview.tenants?.length > 0, `jobs ran in the window: ${previewAnswer.body.slice(0, 300)}`);
+  const oneDecimal = (v) => (Math.round(v * 10) / 10).toFixed(1);
+  for (const entry of [...preview.tenants, { ...preview.overall, tenant: '*' }]) {
+    const rowSel = `#policy-preview tr[data-tenant="${entry.tenant}"]`;
+    for (const metric of ['jobs', 'mean_wait_s', 'p95_wait_s', 'mean_jct_s', 'gpu_hours', 'cost']) {
+      const td = po.page.locator(`${rowSel} td[data-metric="${metric}"]`);
+      assert.equal(await td.getAttribute('data-current'), String(entry.current[metric]), `${entry.tenant} ${metric} current`);
+      assert.equal(await td.getAttribute('data-proposed'), String(entry.proposed[metric]), `${entry.tenant} ${metric} proposed`);
+    }
+    const wait = po.page.locator(`${rowSel} td[data-metric="mean_wait_s"]`);
+    assert.equal((await wait.locator('.cur').textContent()).trim(), oneDecimal(entry.current.mean_wait_s));
+    assert.equal((await wait.locator('.pro').textContent()).trim(), oneDecimal(entry.proposed.mean_wait_s));
+    const jobsCell = (await po.page.locator(`${rowSel} td[data-metric="jobs"]`).textContent()).trim();
+    assert.match(jobsCell, new RegExp(`^${entry.current.jobs} → ${entry.proposed.jobs}`));
+    assert.notEqual(entry.current.cost, null, 'priced with a default price');
+    assert.equal((await po.page.locator(`${rowSel} td[data-metric="cost"] .cur`).textContent()).trim(), entry.current.cost.toFixed(2));
+  }
+  assert.ok(await po.page.isVisible('#proposed-summary li'), 'the dry run names the change');
+  assert.equal((await versionsOf()).active, policyBefore.version, 'a preview applies nothing');
+  await axe(po.page, 'policy (admin, a preview)');
+  // Apply, confirmed: a new version, as the API says.
+  await po.page.fill('#editor-comment', 'e2e: red gets 2');
+  await po.page.click('#editor-apply');
+  await po.page.click('#editor-apply-yes');
+  await po.page.waitForFunction(() => /^Applied: policy version \d+ is active\.$/.test(document.querySelector('#editor-notice')?.textContent?.trim() ?? ''));
+  const appliedVersion = Number(/version (\d+)/.exec(await po.page.textContent('#editor-notice'))[1]);
+  const afterApply = await versionsOf();
+  assert.equal(afterApply.active, appliedVersion);
+  assert.equal(appliedVersion, policyBefore.version + 1);
+  const newest = afterApply.versions[afterApply.versions.length - 1];
+  assert.deepEqual([newest.version, newest.applied_by, newest.comment], [appliedVersion, adminName, 'e2e: red gets 2']);
+  assert.equal((await call(admin, 'GET', '/v1/policy')).json.yaml, proposal);
+  await po.page.waitForSelector(`#policy-versions tr[data-version="${appliedVersion}"]`);
+  // The diff of the two, from its link.
+  await po.page.goto(`${base}/ui/policy/diff?from=${policyBefore.version}&to=${appliedVersion}`);
+  await po.page.waitForSelector('#diff-lines');
+  assert.equal((await po.page.textContent('h1')).trim(), `Policy diff: version ${policyBefore.version} to ${appliedVersion}`);
+  assert.deepEqual(await po.page.locator('#diff-summary li').allTextContents(), ['red: gpus guarantee from 0 to 2']);
+  const addedLines = await po.page.locator('#diff-lines tr[data-kind="add"] code').allTextContents();
+  assert.ok(addedLines.some((l) => l.includes('gpus: {guaranteed: 2}')), `added lines: ${addedLines}`);
+  await axe(po.page, 'policy diff');
+  // Roll back from the older version's page, confirmed: a new version with the old text.
+  await po.page.goto(`${base}/ui/policy`);
+  await po.page.click(`#policy-versions tr[data-version="${policyBefore.version}"] a`);
+  await po.page.waitForSelector('#version-yaml');
+  assert.match(po.page.url(), new RegExp(`/ui/policy/versions/${policyBefore.version}$`));
+  assert.equal(await po.page.textContent('#version-yaml'), policyBefore.yaml);
+  assert.equal((await po.page.textContent('#version-by')).trim(), policyBefore.applied_by);
+  await axe(po.page, 'policy version (admin)');
+  await po.page.click('#rollback');
+  await po.page.fill('#rollback-comment', 'e2e: undo');
+  await po.page.click('#rollback-yes');
+  await po.page.waitForSelector('#rollback-notice');
+  const afterRollback = await versionsOf();
+  const rolled = afterRollback.versions[afterRollback.versions.length - 1];
+  assert.equal(afterRollback.active, appliedVersion + 1);
+  assert.deepEqual([rolled.version, rolled.restores, rolled.rolled_back_from, rolled.comment], [appliedVersion + 1, policyBefore.version, appliedVersion, 'e2e: undo']);
+  const restored = (await call(admin, 'GET', `/v1/policy/versions/${rolled.version}`)).json;
+  assert.equal(restored.normalized, policyBefore.normalized, "the rollback's version has the old content");
+  assert.equal((await po.page.textContent('#rollback-notice')).trim(), `Rolled back: version ${rolled.version} restores version ${policyBefore.version}. Open version ${rolled.version}`);
+  await po.page.click('#rollback-notice a');
+  await po.page.waitForFunction((v) => document.querySelector('h1')?.textContent?.trim() === `Policy version ${v}`, rolled.version);
+  await po.page.waitForSelector('#version-rollback-of');
+  await po.page.selectOption('#lang-select', 'zh');
+  await po.page.waitForFunction((v) => document.querySelector('h1')?.textContent?.trim() === `策略版本 ${v}`, rolled.version);
+  await po.page.goto(`${base}/ui/policy`);
+  await po.page.waitForSelector('#policy-versions');
+  assert.equal((await po.page.textContent('h1')).trim(), '调度策略');
+  await axe(po.page, 'policy (admin, zh)');
+  assert.deepEqual(po.problems, []);
+  await po.context.close();
+
+  // A member of blue reads the versions and changes nothing.
+  const pm = await open('en-US');
+  await signIn(pm.page, blueMember);
+  await pm.page.waitForSelector('#jobs-table, #jobs-empty');
+  await pm.page.click('nav a[href="/ui/policy"]');
+  await pm.page.waitForSelector('#policy-versions');
+  assert.deepEqual(await listedVersions(pm.page), afterRollback.versions.map((v) => v.version).reverse());
+  const controls = '#policy-editor, #editor-preview, #editor-apply, #qe-form, #qe-preview, #rollback';
+  assert.equal(await pm.page.locator(controls).count(), 0, 'a member has no Preview, Apply or form');
+  await axe(pm.page, 'policy (member)');
+  await pm.page.click(`#policy-versions tr[data-version="${policyBefore.version}"] a`);
+  await pm.page.waitForSelector('#version-yaml');
+  assert.equal(await pm.page.locator(controls).count(), 0, 'a member has no Roll back');
+  await axe(pm.page, 'policy version (member)');
+  assert.deepEqual(pm.problems, []);
+  await pm.context.close();
+
+  // blue's tenant-admin changes blue/main's guarantee from the queue form:
+  // the dry run's diff first, then the same text applied.
+  const pt = await open('en-US');
+  await signIn(pt.page, blueAdmin);
+  await pt.page.waitForSelector('#jobs-table, #jobs-empty');
+  await pt.page.goto(`${base}/ui/policy`);
+  await pt.page.waitForSelector('#qe-form');
+  assert.equal(await pt.page.locator('#policy-editor, #editor-preview, #rollback').count(), 0);
+  assert.deepEqual(await pt.page.locator('#qe-queue option').evaluateAll((os) => os.map((o) => o.value)), ['blue/main']);
+  await pt.page.fill('#qe-guaranteed', '1');
+  await pt.page.fill('#qe-borrow', '3');
+  await pt.page.click('#qe-preview');
+  await pt.page.waitForSelector('#qe-apply');
+  assert.deepEqual(await pt.page.locator('#qe-diff-summary li').allTextContents(), [
+    'blue/main: gpus guarantee from 0 to 1',
+    'blue/main: gpus borrow limit from no limit to 3',
+  ]);
+  await axe(pt.page, 'policy (tenant-admin, a previewed queue change)');
+  assert.equal((await versionsOf()).active, rolled.version, 'a dry run applies nothing');
+  await pt.page.click('#qe-apply');
+  await pt.page.click('#qe-yes');
+  await pt.page.waitForFunction(() => /^Applied: policy version \d+ is active\.$/.test(document.querySelector('#qe-notice')?.textContent?.trim() ?? ''));
+  const byTenantAdmin = (await call(admin, 'GET', '/v1/policy')).json;
+  assert.equal(byTenantAdmin.version, rolled.version + 1);
+  assert.equal(byTenantAdmin.applied_by, 'blue-admin');
+  const blueMain = byTenantAdmin.policy.queues.find((q) => q.path === 'blue/main');
+  assert.deepEqual([blueMain.quota.gpus.guaranteed, blueMain.quota.gpus.borrow_limit], [1000, 3000]);
+  const diffByTa = (await call(admin, 'GET', `/v1/policy/diff?from=${rolled.version}&to=${byTenantAdmin.version}`)).json;
+  assert.deepEqual(diffByTa.changes.quota_changes.map((c) => c.queue), ['blue/main', 'blue/main'], 'only blue/main changed');
+  assert.deepEqual(pt.problems, []);
+  await pt.context.close();
 
   // --- 10,000 GPUs: 1,250 nodes of 8, answered by interception -------------
   // Only /v1/nodes and /v1/gpus are intercepted, with objects cloned from

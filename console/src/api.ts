@@ -167,6 +167,105 @@ export interface PolicyVersion {
   policy: { queues: PolicyQueue[] };
 }
 
+// A version as GET /v1/policy/versions lists it (no text); GET
+// /v1/policy/versions/{v} and GET /v1/policy add `yaml` (as applied,
+// comments kept) and `normalized` (printed back in canonical form, what
+// diffs compare). A rollback's version names the version it `restores` and
+// the one active then (`rolled_back_from`).
+export interface PolicyVersionInfo {
+  version: number;
+  active: boolean;
+  applied_at_ms: number;
+  applied_by: string;
+  comment: string;
+  rolled_back_from: number | null;
+  restores: number | null;
+}
+export interface PolicyVersionFull extends PolicyVersionInfo {
+  yaml: string;
+  normalized: string;
+  policy: { queues: PolicyQueue[] };
+}
+export interface PolicyVersions {
+  active: number;
+  versions: PolicyVersionInfo[];
+}
+
+// What changed between two policies (GET /v1/policy/diff, a dry run, a
+// preview): amounts in the resource's unit (milli-GPUs, bytes, millicores);
+// `borrow_limit: null` is no limit.
+export interface QuotaChange {
+  queue: string;
+  resource: string;
+  field: string;
+  from: number | null;
+  to: number | null;
+}
+export interface QueueChange {
+  queue: string;
+  field: string;
+  from: unknown;
+  to: unknown;
+}
+export interface PolicyChanges {
+  queues_added: string[];
+  queues_removed: string[];
+  quota_changes: QuotaChange[];
+  queue_changes: QueueChange[];
+  settings_changed: string[];
+  tenant_changes?: { tenant: string; field: string }[];
+}
+// GET /v1/policy/diff, and POST /v1/policy?dry_run=true (`dry_run: true`,
+// `to` the version it would get).
+export interface PolicyDiff {
+  from: number;
+  to: number;
+  diff: string;
+  changes: PolicyChanges;
+  dry_run?: boolean;
+}
+
+// One column of a preview: what a replay of the window gave a tenant (or
+// everyone) under one policy. Seconds and GPU-hours; `cost` is null unless
+// the preview was priced.
+export interface PreviewFigures {
+  jobs: number;
+  finished: number;
+  mean_wait_s: number;
+  p95_wait_s: number;
+  mean_jct_s: number;
+  gpu_hours: number;
+  evictions: number;
+  lost_gpu_hours: number;
+  cost: number | null;
+}
+export interface PreviewEntry {
+  tenant?: string;
+  current: PreviewFigures;
+  proposed: PreviewFigures;
+  change: Record<string, number | null>;
+}
+// POST /v1/policy/preview. A window where no job ran has `jobs: 0` and a
+// `message`, and no `overall` or `tenants`.
+export interface PolicyPreview {
+  from: number;
+  to: number;
+  applied: boolean;
+  window: { duration: string; since_ms: number; until_ms: number };
+  jobs: number;
+  never_ran: number;
+  still_running: number;
+  message?: string;
+  cluster_gpus?: number;
+  nodes?: number;
+  priced?: boolean;
+  unpriced_models?: string[];
+  never_started?: { current: number; proposed: number };
+  overall?: PreviewEntry;
+  tenants?: PreviewEntry[];
+  changes: PolicyChanges;
+}
+
 // A queue as GET /v1/queues reports it: the active policy's guarantee
 // against what the live runs of its Scheduled and Running jobs hold now, its
 // children's included. Milli-GPUs; the quota fields are null for a queue
@@ -271,6 +370,14 @@ export class ApiError extends Error {
   }
 }
 
+// A request body sent as written, with its own type (a policy is YAML).
+export class RawBody {
+  constructor(
+    readonly text: string,
+    readonly type: string,
+  ) {}
+}
+
 type Fetch = (input: string, init?: RequestInit) => Promise<Response>;
 
 // Methods that change nothing: the server asks no CSRF token for them, and
@@ -291,7 +398,10 @@ export class BerthApi {
     const headers: Record<string, string> = { Accept: 'application/json', ...extra };
     if (!SAFE.has(method) && this.csrf !== null) headers[this.csrfHeader] = this.csrf;
     const init: RequestInit = { method, headers, credentials: 'same-origin', cache: 'no-store' };
-    if (body !== undefined) {
+    if (body instanceof RawBody) {
+      headers['Content-Type'] = body.type;
+      init.body = body.text;
+    } else if (body !== undefined) {
       headers['Content-Type'] = 'application/json';
       init.body = JSON.stringify(body);
     }
@@ -386,6 +496,58 @@ export class BerthApi {
 
   policy(): Promise<PolicyVersion> {
     return this.call('GET', '/v1/policy');
+  }
+
+  // The active policy with its text (`yaml`, `normalized`).
+  activePolicy(): Promise<PolicyVersionFull> {
+    return this.call('GET', '/v1/policy');
+  }
+
+  policyVersions(): Promise<PolicyVersions> {
+    return this.call('GET', '/v1/policy/versions');
+  }
+
+  policyVersion(version: number): Promise<PolicyVersionFull> {
+    return this.call('GET', `/v1/policy/versions/${version}`);
+  }
+
+  // The diff from version `from` to `to` (either left out: the server's
+  // default, the active version and the one before it).
+  policyDiff(from?: number, to?: number): Promise<PolicyDiff> {
+    const q = new URLSearchParams();
+    if (from !== undefined) q.set('from', String(from));
+    if (to !== undefined) q.set('to', String(to));
+    const s = q.toString();
+    return this.call('GET', `/v1/policy/diff${s ? `?${s}` : ''}`);
+  }
+
+  // Applies `yaml` as a new version, based on version `base` (409 if another
+  // landed since); with `dryRun`, checks it and answers the diff, applying
+  // nothing.
+  applyPolicy(yaml: string, opts: { comment?: string; base?: number; dryRun?: boolean } = {}): Promise<PolicyDiff & { version?: number }> {
+    const q = new URLSearchParams();
+    if (opts.dryRun) q.set('dry_run', 'true');
+    if (opts.comment?.trim()) q.set('comment', opts.comment.trim());
+    if (opts.base !== undefined) q.set('base_version', String(opts.base));
+    const s = q.toString();
+    return this.call('POST', `/v1/policy${s ? `?${s}` : ''}`, {}, new RawBody(yaml, 'application/yaml'));
+  }
+
+  // Replays the recent history (`window`, default 7d) under the active and
+  // the proposed policy; `prices` is MODEL:PRICE,... per GPU-hour.
+  previewPolicy(yaml: string, opts: { window?: string; prices?: string } = {}): Promise<PolicyPreview> {
+    const q = new URLSearchParams();
+    if (opts.window?.trim()) q.set('window', opts.window.trim());
+    if (opts.prices?.trim()) q.set('prices', opts.prices.trim());
+    const s = q.toString();
+    return this.call('POST', `/v1/policy/preview${s ? `?${s}` : ''}`, {}, new RawBody(yaml, 'application/yaml'));
+  }
+
+  // Applies version `to`'s text again as a new version.
+  rollbackPolicy(to: number, comment = ''): Promise<{ version: number; restores: number }> {
+    const q = new URLSearchParams({ to: String(to) });
+    if (comment.trim()) q.set('comment', comment.trim());
+    return this.call('POST', `/v1/policy/rollback?${q}`);
   }
 
   members(tenant: string): Promise<{ tenant: string; members: Member[] }> {

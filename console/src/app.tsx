@@ -2,7 +2,9 @@
 // URL under /ui/ names. Pages: sign-in, the jobs list (/ui/jobs, with its
 // filters in the query), one job (/ui/jobs/ID), the fleet's GPU map
 // (/ui/fleet, filters in the query), one node (/ui/fleet/NODE), the
-// tenants the caller may open (/ui/tenants) and one tenant (/ui/tenants/T).
+// tenants the caller may open (/ui/tenants), one tenant (/ui/tenants/T),
+// and the policy (/ui/policy): one version (/ui/policy/versions/N) and the
+// diff of two (/ui/policy/diff?from=A&to=B).
 
 import { createContext } from 'preact';
 import { useCallback, useContext, useEffect, useState } from 'preact/hooks';
@@ -12,6 +14,7 @@ import { FleetPage } from './pages/fleet';
 import { JobPage } from './pages/job';
 import { JobsPage } from './pages/jobs';
 import { NodePage } from './pages/node';
+import { PolicyDiffPage, PolicyPage, PolicyVersionPage } from './pages/policy';
 import { SignIn } from './pages/sign-in';
 import { TenantPage, TenantsPage } from './pages/tenant';
 
@@ -211,8 +214,14 @@ export function App({ api }: { api: BerthApi }) {
   const inFleet = /^\/ui\/fleet(\/|$)/.test(path);
   const tenantMatch = /^\/ui\/tenants\/([^/]+)\/?$/.exec(path);
   const inTenants = /^\/ui\/tenants(\/|$)/.test(path);
+  const versionMatch = /^\/ui\/policy\/versions\/(\d+)\/?$/.exec(path);
+  const inDiff = /^\/ui\/policy\/diff\/?$/.test(path);
+  const inPolicy = /^\/ui\/policy(\/|$)/.test(path);
   let page;
-  if (tenantMatch) page = <TenantPage tenant={decodeName(tenantMatch[1])} />;
+  if (versionMatch) page = <PolicyVersionPage version={Number(versionMatch[1])} />;
+  else if (inDiff) page = <PolicyDiffPage search={search} />;
+  else if (inPolicy) page = <PolicyPage />;
+  else if (tenantMatch) page = <TenantPage tenant={decodeName(tenantMatch[1])} />;
   else if (inTenants) page = <TenantsPage />;
   else if (jobMatch) page = <JobPage id={Number(jobMatch[1])} />;
   else if (nodeMatch) page = <NodePage name={decodeName(nodeMatch[1])} />;
@@ -227,7 +236,7 @@ export function App({ api }: { api: BerthApi }) {
         </a>
         <span class="brand">{t('app.title')}</span>
         <nav aria-label={t('nav.main')}>
-          <Link href="/ui/jobs" current={!inFleet && !inTenants}>
+          <Link href="/ui/jobs" current={!inFleet && !inTenants && !inPolicy}>
             {t('nav.jobs')}
           </Link>{' '}
           <Link href="/ui/fleet" current={inFleet}>
@@ -235,6 +244,9 @@ export function App({ api }: { api: BerthApi }) {
           </Link>{' '}
           <Link href="/ui/tenants" current={inTenants}>
             {t('nav.tenants')}
+          </Link>{' '}
+          <Link href="/ui/policy" current={inPolicy}>
+            {t('nav.policy')}
           </Link>
         </nav>
         <span class="who">{t('nav.signedInAs', { name: caller.name })}</span>
