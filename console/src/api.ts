@@ -44,6 +44,19 @@ export interface JobSummary {
   started_at_ms: number | null;
   finished_at_ms: number | null;
   cancel_requested: boolean;
+  // GET /v1/jobs/{id} sends the spec as submitted, and not the list's
+  // priority, replicas and resources (those are in the spec).
+  spec?: { priority: string; replicas: number; resources: { gpus: number; gpu_model?: string } };
+}
+
+// A job's priority, replicas and GPUs per replica: the list's fields, else
+// its spec's (one job as GET /v1/jobs/{id} answers it).
+export function jobShape(job: JobSummary): { priority: string; replicas: number; gpus: number } {
+  return {
+    priority: job.priority ?? job.spec?.priority ?? '',
+    replicas: job.replicas ?? job.spec?.replicas ?? 1,
+    gpus: job.resources?.gpus ?? job.spec?.resources?.gpus ?? 0,
+  };
 }
 
 export interface JobPage {

@@ -13,11 +13,14 @@ const queueRow = (queue: string, parent: string | null) => ({
 });
 const blueQueues = { policy_version: 2, queues: [queueRow('blue', null), queueRow('blue/main', 'blue'), queueRow('blue/dev', 'blue')] };
 
+// One job as GET /v1/jobs/{id} (and POST /v1/jobs) answer it: priority,
+// replicas and resources in its spec only.
 const job = (state: string) => ({
   id: 42, name: 'demo', tenant: 'blue', queue: 'main', submitted_by: 'bob', state,
   reason: { code: state === 'Pending' ? 'NoNodeFits' : state, message: `why ${state}` },
-  priority: 'normal', replicas: 1, resources: { gpus: 1 }, submitted_at_ms: 1,
-  started_at_ms: state === 'Pending' ? null : 2, finished_at_ms: state === 'Succeeded' ? 3 : null, cancel_requested: false,
+  submitted_at_ms: 1, started_at_ms: state === 'Pending' ? null : 2, finished_at_ms: state === 'Succeeded' ? 3 : null,
+  cancel_requested: false,
+  spec: { name: 'demo', tenant: 'blue', queue: 'main', command: ['sh'], priority: 'high', replicas: 2, resources: { gpus: 3, gpu_model: '' } },
 });
 
 interface Call {
@@ -246,6 +249,10 @@ describe('the job page, live', () => {
       );
     const { root: r, calls } = mount(blueMember, '/ui/jobs/42', { state: () => state, logs });
     await settle(() => text(r.querySelector('#job-state')) === 'Pending');
+    // Its shape from its spec.
+    expect(text(r.querySelector('#job-gpus'))).toBe('3');
+    expect(text(r.querySelector('dl.summary'))).toContain('Replicas2');
+    expect(text(r.querySelector('dl.summary'))).toContain('Priorityhigh');
     await settle(() => r.querySelector('#log-status')?.getAttribute('data-state') === 'following');
     expect(text(r.querySelector('#log-empty'))).toBe('No output yet.');
     const jobReads = () => calls.filter((c) => c.url === '/v1/jobs/42').length;

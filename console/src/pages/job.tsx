@@ -8,7 +8,7 @@
 // once: that is usually the job finishing.
 
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { ApiError, canCancel, isFinished, type JobSummary, type Why, whyMayHaveChanged } from '../api';
+import { ApiError, canCancel, isFinished, jobShape, type JobSummary, type Why, whyMayHaveChanged } from '../api';
 import { guard, Link, useConsole } from '../app';
 import { stateLabel } from '../i18n';
 import { LiveLog } from './live-log';
@@ -88,6 +88,7 @@ export function JobPage({ id }: { id: number }) {
 
   const when = (ms: number | null) =>
     ms ? new Date(ms).toLocaleString(lang === 'zh' ? 'zh-CN' : 'en-GB') : t('job.notStarted');
+  const shape = jobShape(job);
   const cancellable = canCancel(caller, job.tenant) && !isFinished(job.state) && !job.cancel_requested;
 
   const cancel = async () => {
@@ -116,11 +117,11 @@ export function JobPage({ id }: { id: number }) {
         <dt>{t('col.user')}</dt>
         <dd>{job.submitted_by}</dd>
         <dt>{t('col.gpus')}</dt>
-        <dd>{job.resources?.gpus ?? 0}</dd>
+        <dd id="job-gpus">{shape.gpus}</dd>
         <dt>{t('job.replicas')}</dt>
-        <dd>{job.replicas}</dd>
+        <dd>{shape.replicas}</dd>
         <dt>{t('job.priority')}</dt>
-        <dd>{job.priority}</dd>
+        <dd>{shape.priority}</dd>
         <dt>{t('col.submitted')}</dt>
         <dd>{when(job.submitted_at_ms)}</dd>
         <dt>{t('job.started')}</dt>
