@@ -1,7 +1,7 @@
 // Every string the console shows, in English and Simplified Chinese.
 //
 // A typed catalogue rather than an i18n library: the console has two
-// languages, no plural forms beyond a number in a sentence, and about 240
+// languages, no plural forms beyond a number in a sentence, and about 290
 // strings; `zh` is typed as Record<Key, string>, so a key missing from
 // either language fails `tsc` (and the build) before any test runs. Reasons
 // and failures are not here: the server renders them in the chosen language
