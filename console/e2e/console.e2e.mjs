@@ -27,6 +27,13 @@
 // versions and no control that changes anything; blue's tenant-admin changes
 // blue/main's guarantee from the queue form (previewing the diff first) and
 // the API has it; axe checks the policy pages, one in Chinese.
+// Submit and follow: a member of blue submits from YAML a job that cannot
+// fit (16 GPUs on the node of 8), lands on its page and reads its reason
+// with its estimated start in Chinese; the form puts the server's refusal
+// of a bad value on that field; a small job that prints two lines goes
+// Pending/Running -> Succeeded on its page without a reload while its lines
+// arrive in the live log; a viewer gets no Submit link, no form, and a
+// refusal from the server; axe checks the submit page.
 //
 // Run by ctest (console_browser_test, label integration) or by hand:
 //   BERTH_BIN_DIR=build/dev/bin node console/e2e/console.e2e.mjs
@@ -337,6 +344,125 @@ try {
   await v.page.waitForSelector('#why-message');
   assert.equal(await v.page.isVisible('#cancel'), false, 'a viewer has no Cancel');
   await v.context.close();
+
+  // --- submit and follow ---------------------------------------------------
+  const sm = await open('en-US');
+  await signIn(sm.page, blueMember);
+  await sm.page.waitForSelector('#jobs-table, #jobs-empty');
+  await sm.page.click('#submit-link');
+  await sm.page.waitForSelector('#submit-form');
+  assert.match(sm.page.url(), /\/ui\/submit$/);
+  assert.deepEqual(
+    await sm.page.locator('#submit-target option').evaluateAll((os) => os.map((o) => o.value)),
+    ['blue/main'],
+    "blue's queue below its root, and nothing of red's",
+  );
+  await axe(sm.page, 'submit (form)');
+  // From YAML: 16 GPUs on a node of 8, so it waits with a reason.
+  await sm.page.check('#mode-yaml');
+  await sm.page.waitForSelector('#spec-yaml');
+  const tooBig = 'name: e2e-too-big\ntenant: blue\nqueue: main\ncommand: [sleep, "300"]\nresources:\n  gpus: 16\n';
+  await sm.page.fill('#spec-yaml', tooBig);
+  await axe(sm.page, 'submit (YAML)');
+  await sm.page.click('#submit-job');
+  await sm.page.waitForURL(/\/ui\/jobs\/\d+$/);
+  const bigId = Number(/\/ui\/jobs\/(\d+)$/.exec(sm.page.url())[1]);
+  const big = await call(admin, 'GET', `/v1/jobs/${bigId}`);
+  assert.equal(big.json.name, 'e2e-too-big');
+  assert.equal(big.json.submitted_by, 'blue-member');
+  assert.equal(big.json.spec.resources.gpus, 16);
+  await sm.page.waitForSelector('#why-message');
+  assert.equal((await sm.page.textContent('#job-gpus')).trim(), '16', "the job's GPUs, from its spec");
+  // In Chinese: the server's reason, with its estimated start.
+  const bigWhy = await waitFor('a reason for the 16-GPU job', async () => {
+    const w = await call(blueMember, 'GET', `/v1/jobs/${bigId}/why?lang=zh`);
+    return w.json.reason.code === 'NoNodeFits' ? w : null;
+  });
+  assert.match(bigWhy.json.reason.message, /[\u4e00-\u9fff]/);
+  assert.match(bigWhy.json.reason.message, /开始时间/, 'the reason says when it could start');
+  await sm.page.selectOption('#lang-select', 'zh');
+  await sm.page.waitForFunction(
+    (m) => document.querySelector('#why-message')?.textContent?.trim() === m,
+    bigWhy.json.reason.message,
+  );
+  assert.equal((await sm.page.textContent('#why-code')).trim(), 'NoNodeFits');
+  assert.equal((await sm.page.textContent('#job-state')).trim(), '等待中');
+  assert.equal((await sm.page.textContent('#log-empty')).trim(), '暂无输出。');
+  await sm.page.selectOption('#lang-select', 'en');
+
+  // From the form: a bad GPU count gets the server's message on its field.
+  await sm.page.goto(`${base}/ui/jobs`);
+  await sm.page.click('#submit-link');
+  await sm.page.waitForSelector('#submit-name');
+  await sm.page.fill('#submit-name', 'e2e-hello');
+  await sm.page.fill('#submit-command', "sh -c 'echo hello; sleep 5; echo done'");
+  await sm.page.fill('#submit-gpus', 'lots');
+  await sm.page.click('#submit-job');
+  await sm.page.waitForSelector('#submit-gpus-error');
+  const badGpus = await call(blueMember, 'POST', '/v1/jobs', JSON.stringify({
+    name: 'e2e-hello', tenant: 'blue', queue: 'main', command: ['sh', '-c', 'echo hello; sleep 5; echo done'], resources: { gpus: 'lots' },
+  }));
+  expectStatus(badGpus, 400, 'a bad GPU count');
+  assert.equal(badGpus.json.error.field, 'resources.gpus');
+  assert.equal((await sm.page.textContent('#submit-gpus-error')).trim(), badGpus.json.error.message);
+  assert.equal(await sm.page.getAttribute('#submit-gpus', 'aria-invalid'), 'true');
+  assert.match(sm.page.url(), /\/ui\/submit$/);
+  await axe(sm.page, 'submit (a refused value)');
+  // Fixed, it goes; the page records each state and log it shows, and a
+  // marker that a reload would lose.
+  await sm.page.evaluate(() => {
+    window.__seen = [];
+    const note = () => {
+      const state = document.querySelector('#job-state')?.textContent?.trim() ?? '';
+      const log = document.querySelector('#job-log')?.textContent ?? '';
+      const last = window.__seen[window.__seen.length - 1];
+      if (state && (!last || last.state !== state || last.log !== log)) window.__seen.push({ state, log });
+    };
+    new MutationObserver(note).observe(document.body, { subtree: true, childList: true, characterData: true });
+  });
+  await sm.page.fill('#submit-gpus', '1');
+  await sm.page.click('#submit-job');
+  await sm.page.waitForURL(/\/ui\/jobs\/\d+$/);
+  const helloId = Number(/\/ui\/jobs\/(\d+)$/.exec(sm.page.url())[1]);
+  await sm.page.waitForFunction(() => document.querySelector('#job-state')?.textContent?.trim() === 'Succeeded', null, {
+    timeout: 60000,
+  });
+  await sm.page.waitForFunction(() => document.querySelector('#log-status')?.getAttribute('data-state') === 'ended');
+  assert.equal(await sm.page.textContent('#job-log'), 'hello\ndone\n');
+  const seen = await sm.page.evaluate(() => window.__seen);
+  assert.ok(seen, 'the page was not reloaded');
+  const states = [...new Set(seen.map((x) => x.state))];
+  assert.ok(['Pending', 'Scheduled', 'Running'].includes(states[0]), `first state shown: ${states}`);
+  assert.equal(states[states.length - 1], 'Succeeded');
+  assert.ok(states.includes('Running'), `the page showed it running: ${states}`);
+  assert.ok(
+    seen.some((x) => x.log === 'hello\n' && x.state !== 'Succeeded'),
+    `the first line arrived while the job ran: ${JSON.stringify(seen)}`,
+  );
+  const hello = await call(admin, 'GET', `/v1/jobs/${helloId}`);
+  assert.equal(hello.json.state, 'Succeeded');
+  assert.equal(hello.json.name, 'e2e-hello');
+  assert.deepEqual(hello.json.spec.command, ['sh', '-c', 'echo hello; sleep 5; echo done'], 'the command split as a shell splits it');
+  await axe(sm.page, 'job (finished, with its output)');
+  assert.deepEqual(sm.problems, [], 'no CSP refusal or script error on the submit and job pages');
+  await sm.context.close();
+  // The 16-GPU job goes: the fleet below counts the node's GPUs.
+  expectStatus(await call(admin, 'POST', `/v1/jobs/${bigId}/cancel`), 200, 'cancel the 16-GPU job');
+
+  // A viewer of red: no link, no form, and the server refuses it anyway.
+  const sv = await open('en-US');
+  await signIn(sv.page, redViewer);
+  await sv.page.waitForSelector('#jobs-table, #jobs-empty');
+  assert.equal(await sv.page.locator('#submit-link').count(), 0, 'a viewer has no Submit link');
+  await sv.page.goto(`${base}/ui/submit`);
+  await sv.page.waitForSelector('#submit-denied');
+  assert.equal(await sv.page.locator('#submit-form').count(), 0);
+  await axe(sv.page, 'submit (viewer)');
+  const viewerSubmit = await call(redViewer, 'POST', '/v1/jobs',
+    JSON.stringify({ name: 'viewer-try', tenant: 'red', queue: 'main', command: ['true'] }));
+  assert.ok([403, 404].includes(viewerSubmit.status), `a viewer's submit is refused: ${viewerSubmit.text}`);
+  assert.deepEqual(sv.problems, []);
+  await sv.context.close();
 
   // --- the fleet: the GPU map and a node, as the admin ---------------------
   // A 2-GPU job of red runs on the simulated node and holds two of its GPUs.

@@ -44,6 +44,19 @@ export interface JobSummary {
   started_at_ms: number | null;
   finished_at_ms: number | null;
   cancel_requested: boolean;
+  // GET /v1/jobs/{id} sends the spec as submitted, and not the list's
+  // priority, replicas and resources (those are in the spec).
+  spec?: { priority: string; replicas: number; resources: { gpus: number; gpu_model?: string } };
+}
+
+// A job's priority, replicas and GPUs per replica: the list's fields, else
+// its spec's (one job as GET /v1/jobs/{id} answers it).
+export function jobShape(job: JobSummary): { priority: string; replicas: number; gpus: number } {
+  return {
+    priority: job.priority ?? job.spec?.priority ?? '',
+    replicas: job.replicas ?? job.spec?.replicas ?? 1,
+    gpus: job.resources?.gpus ?? job.spec?.resources?.gpus ?? 0,
+  };
 }
 
 export interface JobPage {
@@ -370,7 +383,8 @@ export class ApiError extends Error {
   }
 }
 
-// A request body sent as written, with its own type (a policy is YAML).
+// A request body sent as written, with its own type (a policy or a job
+// spec in YAML), rather than as JSON.
 export class RawBody {
   constructor(
     readonly text: string,
@@ -379,6 +393,18 @@ export class RawBody {
 }
 
 type Fetch = (input: string, init?: RequestInit) => Promise<Response>;
+
+// The ApiError of a refused answer: berthd's {"error": {code, message,
+// field}} when the body is one, else the body or the status text.
+function errorOf(res: Response, text: string): ApiError {
+  let e: { message?: string; code?: string; field?: string } | undefined;
+  try {
+    e = (JSON.parse(text) as { error?: typeof e } | null)?.error;
+  } catch {
+    e = undefined;
+  }
+  return new ApiError(res.status, e?.message ?? (text || res.statusText), e?.code ?? '', e?.field ?? '');
+}
 
 // Methods that change nothing: the server asks no CSRF token for them, and
 // the console sends none, so the token never travels where it is not needed.
@@ -394,7 +420,7 @@ export class BerthApi {
     return this.csrf !== null;
   }
 
-  private async call<T>(method: string, path: string, extra: Record<string, string> = {}, body?: unknown): Promise<T> {
+  private init(method: string, extra: Record<string, string>, body?: unknown | RawBody): RequestInit {
     const headers: Record<string, string> = { Accept: 'application/json', ...extra };
     if (!SAFE.has(method) && this.csrf !== null) headers[this.csrfHeader] = this.csrf;
     const init: RequestInit = { method, headers, credentials: 'same-origin', cache: 'no-store' };
@@ -405,19 +431,18 @@ export class BerthApi {
       headers['Content-Type'] = 'application/json';
       init.body = JSON.stringify(body);
     }
-    const res = await this.fetchFn(path, init);
+    return init;
+  }
+
+  private async call<T>(method: string, path: string, extra: Record<string, string> = {}, body?: unknown): Promise<T> {
+    const res = await this.fetchFn(path, this.init(method, extra, body));
     const text = await res.text();
-    let answer: unknown = null;
+    if (!res.ok) throw errorOf(res, text);
     try {
-      answer = text ? JSON.parse(text) : null;
+      return (text ? JSON.parse(text) : null) as T;
     } catch {
-      answer = null;
+      return null as T;
     }
-    if (!res.ok) {
-      const e = (answer as { error?: { message?: string; code?: string; field?: string } } | null)?.error;
-      throw new ApiError(res.status, e?.message ?? (text || res.statusText), e?.code ?? '', e?.field ?? '');
-    }
-    return answer as T;
   }
 
   private remember(caller: Caller): Caller {
@@ -560,6 +585,32 @@ export class BerthApi {
     return this.call('GET', `/v1/queues?${new URLSearchParams({ tenant })}`);
   }
 
+  // Every queue of every tenant the caller has a role in (a platform
+  // admin: all of them), parents included.
+  allQueues(): Promise<Queues> {
+    return this.call('GET', '/v1/queues');
+  }
+
+  // POST /v1/jobs: a spec as YAML text (sent as written, as `berth submit`
+  // sends a file) or as the JSON object a form makes. The answer is the new
+  // job (an array's first element).
+  submitJob(spec: string | Record<string, unknown>): Promise<JobSummary> {
+    const body = typeof spec === 'string' ? new RawBody(spec, 'application/yaml') : spec;
+    return this.call('POST', '/v1/jobs', {}, body);
+  }
+
+  // GET /v1/jobs/{id}/logs?follow=true: the job's output as it is written,
+  // every replica's, from its first byte; the stream ends when the job
+  // has finished and its output is all sent. A refusal (403, 404) throws.
+  async followLogs(id: number, signal: AbortSignal): Promise<ReadableStream<Uint8Array>> {
+    const init = this.init('GET', { Accept: 'text/plain' });
+    init.signal = signal;
+    const res = await this.fetchFn(`/v1/jobs/${id}/logs?follow=true`, init);
+    if (!res.ok) throw errorOf(res, await res.text());
+    if (!res.body) throw new ApiError(0, 'the answer has no body');
+    return res.body;
+  }
+
   async quotaRequests(tenant: string): Promise<QuotaRequest[]> {
     const out: QuotaRequest[] = [];
     let after: string | undefined;
@@ -610,6 +661,15 @@ export function canCancel(caller: Caller, tenant: string): boolean {
 
 export function isFinished(state: string): boolean {
   return state === 'Succeeded' || state === 'Failed' || state === 'Cancelled';
+}
+
+// Whether a job's why (GET /v1/jobs/{id}/why) may say something new since
+// `before` was read: its state or its reason (code, numbers, English
+// message with any estimated start) moved. The job page asks for the job
+// on every poll and for the why only then.
+export function whyMayHaveChanged(before: JobSummary | null, now: JobSummary): boolean {
+  if (!before) return true;
+  return before.state !== now.state || JSON.stringify(before.reason) !== JSON.stringify(now.reason);
 }
 
 // Whether `caller` may cordon, drain or uncordon nodes and GPUs: a platform

@@ -1,6 +1,7 @@
 // The console's shell: who is signed in, the language, and which page the
 // URL under /ui/ names. Pages: sign-in, the jobs list (/ui/jobs, with its
-// filters in the query), one job (/ui/jobs/ID), the fleet's GPU map
+// filters in the query), one job (/ui/jobs/ID), submitting a job
+// (/ui/submit), the fleet's GPU map
 // (/ui/fleet, filters in the query), one node (/ui/fleet/NODE), the
 // tenants the caller may open (/ui/tenants), one tenant (/ui/tenants/T),
 // and the policy (/ui/policy): one version (/ui/policy/versions/N) and the
@@ -16,6 +17,7 @@ import { JobsPage } from './pages/jobs';
 import { NodePage } from './pages/node';
 import { PolicyDiffPage, PolicyPage, PolicyVersionPage } from './pages/policy';
 import { SignIn } from './pages/sign-in';
+import { SubmitPage } from './pages/submit';
 import { TenantPage, TenantsPage } from './pages/tenant';
 
 export interface Ctx {
@@ -66,16 +68,19 @@ export function Link({
   children,
   class: cls,
   current,
+  id,
 }: {
   href: string;
   children: preact.ComponentChildren;
   class?: string;
   current?: boolean;
+  id?: string;
 }) {
   const { navigate } = useConsole();
   return (
     <a
       href={href}
+      id={id}
       class={cls}
       aria-current={current ? 'page' : undefined}
       onClick={(e) => {
@@ -224,6 +229,7 @@ export function App({ api }: { api: BerthApi }) {
   else if (tenantMatch) page = <TenantPage tenant={decodeName(tenantMatch[1])} />;
   else if (inTenants) page = <TenantsPage />;
   else if (jobMatch) page = <JobPage id={Number(jobMatch[1])} />;
+  else if (/^\/ui\/submit\/?$/.test(path)) page = <SubmitPage />;
   else if (nodeMatch) page = <NodePage name={decodeName(nodeMatch[1])} />;
   else if (inFleet) page = <FleetPage search={search} />;
   else page = <JobsPage search={search} />;

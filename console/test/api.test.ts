@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ApiError, BerthApi, type Caller, canCancel } from '../src/api';
+import { ApiError, BerthApi, type Caller, canCancel, jobShape, type JobSummary, whyMayHaveChanged } from '../src/api';
 
 interface Sent {
   url: string;
@@ -106,5 +106,27 @@ describe('who sees Cancel', () => {
     expect(canCancel(c({ vision: 'viewer' }), 'vision')).toBe(false);
     expect(canCancel(c({ nlp: 'member' }), 'vision')).toBe(false);
     expect(canCancel(c({}, true), 'vision')).toBe(true);
+  });
+});
+
+describe('one job', () => {
+  const listed = {
+    id: 1, name: 'a', tenant: 'vision', queue: 'q', submitted_by: 'alice', state: 'Pending',
+    reason: { code: 'NoNodeFits', message: 'no node fits' }, priority: 'low', replicas: 4, resources: { gpus: 2 },
+    submitted_at_ms: 1, started_at_ms: null, finished_at_ms: null, cancel_requested: false,
+  } as JobSummary;
+
+  it("takes priority, replicas and GPUs from the list's fields, else from the spec GET /v1/jobs/{id} sends", () => {
+    expect(jobShape(listed)).toEqual({ priority: 'low', replicas: 4, gpus: 2 });
+    const { priority: _p, replicas: _r, resources: _g, ...one } = listed;
+    const single = { ...one, spec: { priority: 'high', replicas: 1, resources: { gpus: 16 } } } as unknown as JobSummary;
+    expect(jobShape(single)).toEqual({ priority: 'high', replicas: 1, gpus: 16 });
+  });
+
+  it('is asked for its why again only when its state or reason moved', () => {
+    expect(whyMayHaveChanged(null, listed)).toBe(true);
+    expect(whyMayHaveChanged(listed, { ...listed })).toBe(false);
+    expect(whyMayHaveChanged(listed, { ...listed, state: 'Running' })).toBe(true);
+    expect(whyMayHaveChanged(listed, { ...listed, reason: { code: 'NoNodeFits', message: 'no node fits; starts in about 5 min' } })).toBe(true);
   });
 });

@@ -1,11 +1,17 @@
 // One job: its summary, why it is in its state (the server's reason in the
-// chosen language, GET /v1/jobs/{id}/why?lang=), and Cancel for a caller
-// whose role may cancel it. Asked again every POLL_MS until it finishes.
+// chosen language, GET /v1/jobs/{id}/why?lang=), its output as it is
+// written (LiveLog), and Cancel for a caller whose role may cancel it.
+//
+// The job is asked for every POLL_MS until it has finished, one request a
+// poll; its why only when the job's state or reason moved (and on a
+// change of language). When the log's stream ends the job is asked for at
+// once: that is usually the job finishing.
 
-import { useEffect, useState } from 'preact/hooks';
-import { ApiError, canCancel, isFinished, type JobSummary, type Why } from '../api';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { ApiError, canCancel, isFinished, jobShape, type JobSummary, type Why, whyMayHaveChanged } from '../api';
 import { guard, Link, useConsole } from '../app';
 import { stateLabel } from '../i18n';
+import { LiveLog } from './live-log';
 
 export const POLL_MS = 3000;
 
@@ -18,28 +24,45 @@ export function JobPage({ id }: { id: number }) {
   const [confirming, setConfirming] = useState(false);
   const [notice, setNotice] = useState('');
   const [tick, setTick] = useState(0);
+  // The job as last read, for the live log's question "has it finished?".
+  const jobRef = useRef<JobSummary | null>(null);
+  const refreshRef = useRef<() => void>(() => undefined);
 
   useEffect(() => {
     let alive = true;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let busy = false;
+    let last: JobSummary | null = null;
     const load = async () => {
-      const [j, w] = await Promise.all([guard(ctx, () => api.job(id)), guard(ctx, () => api.why(id, lang))]);
+      if (busy) return;
+      busy = true;
+      clearTimeout(timer);
+      const j = await guard(ctx, () => api.job(id));
+      let w: Why | ApiError | null = null;
+      if (alive && !(j instanceof ApiError) && whyMayHaveChanged(last, j)) w = await guard(ctx, () => api.why(id, lang));
+      busy = false;
       if (!alive) return;
-      if (j instanceof ApiError) return setError(j);
-      if (w instanceof ApiError) return setError(w);
+      const failed = j instanceof ApiError ? j : w instanceof ApiError ? w : null;
+      if (failed) {
+        setError(failed);
+        if (failed.status !== 404 && failed.status !== 401) timer = setTimeout(load, POLL_MS);
+        return;
+      }
+      const fresh = j as JobSummary;
       setError(null);
-      setJob(j);
-      setWhy(w);
+      last = fresh;
+      jobRef.current = fresh;
+      setJob(fresh);
+      if (w) setWhy(w as Why);
+      // Stopped once the job has finished: nothing about it changes then.
+      if (!isFinished(fresh.state)) timer = setTimeout(load, POLL_MS);
     };
+    refreshRef.current = () => void load();
     void load();
-    const timer = setInterval(() => {
-      setJob((current) => {
-        if (!current || !isFinished(current.state)) void load();
-        return current;
-      });
-    }, POLL_MS);
     return () => {
       alive = false;
-      clearInterval(timer);
+      clearTimeout(timer);
+      refreshRef.current = () => undefined;
     };
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [id, lang, tick]);
@@ -65,6 +88,7 @@ export function JobPage({ id }: { id: number }) {
 
   const when = (ms: number | null) =>
     ms ? new Date(ms).toLocaleString(lang === 'zh' ? 'zh-CN' : 'en-GB') : t('job.notStarted');
+  const shape = jobShape(job);
   const cancellable = canCancel(caller, job.tenant) && !isFinished(job.state) && !job.cancel_requested;
 
   const cancel = async () => {
@@ -93,11 +117,11 @@ export function JobPage({ id }: { id: number }) {
         <dt>{t('col.user')}</dt>
         <dd>{job.submitted_by}</dd>
         <dt>{t('col.gpus')}</dt>
-        <dd>{job.resources?.gpus ?? 0}</dd>
+        <dd id="job-gpus">{shape.gpus}</dd>
         <dt>{t('job.replicas')}</dt>
-        <dd>{job.replicas}</dd>
+        <dd>{shape.replicas}</dd>
         <dt>{t('job.priority')}</dt>
-        <dd>{job.priority}</dd>
+        <dd>{shape.priority}</dd>
         <dt>{t('col.submitted')}</dt>
         <dd>{when(job.submitted_at_ms)}</dd>
         <dt>{t('job.started')}</dt>
@@ -148,6 +172,11 @@ export function JobPage({ id }: { id: number }) {
             {t('job.cancel')}
           </button>
         ))}
+      <LiveLog
+        id={job.id}
+        finished={() => (jobRef.current ? isFinished(jobRef.current.state) : false)}
+        onEnded={() => refreshRef.current()}
+      />
     </section>
   );
 }

@@ -1,14 +1,15 @@
 // The jobs list: what `berth jobs` shows the caller, newest first, filtered
 // by state, queue and tenant (the filters live in the URL), a page at a
-// time. The first page is asked again every POLL_MS while it is the only
-// one shown (live updates by polling in this slice; server-sent events
-// come later).
+// time, with a link to submit one for a caller whose role may. The first
+// page is asked again every POLL_MS while it is the only one shown (live
+// updates by polling in this slice; server-sent events come later).
 
 import { useEffect, useState } from 'preact/hooks';
 import type { JobSummary } from '../api';
 import { guard, Link, useConsole } from '../app';
 import { JOB_STATES, stateLabel } from '../i18n';
 import { appendPage, filterParams, type JobFilters, parseFilters } from '../query';
+import { canSubmit } from '../submit';
 
 export const POLL_MS = 5000;
 
@@ -74,6 +75,13 @@ export function JobsPage({ search }: { search: string }) {
   return (
     <section aria-labelledby="jobs-title">
       <h1 id="jobs-title">{t('jobs.title')}</h1>
+      {canSubmit(ctx.caller) && (
+        <p>
+          <Link href="/ui/submit" class="button" id="submit-link">
+            {t('jobs.submit')}
+          </Link>
+        </p>
+      )}
       <form class="filters" onSubmit={apply} key={key} aria-label={t('jobs.filters')}>
         <fieldset>
           <legend>{t('jobs.state')}</legend>
