@@ -268,6 +268,15 @@ std::string WouldRun(const Reason& r, Lang lang) {
         Say(Phrase::kWouldRunWithGpuMemory, lang, TemplateArgs().Set("memory", FormatSize(bytes)));
   } else if (r.detail.starts_with("pool=")) {
     out += Say(Phrase::kWouldRunInPool, lang, TemplateArgs().Set("pool", r.detail.substr(5)));
+  } else if (r.detail.starts_with("queue_pool=")) {
+    // "queue_pool=QUEUE POOL": the queue that binds the job's pools.
+    const std::string rest = r.detail.substr(11);
+    const auto space = rest.find(' ');
+    if (space != std::string::npos) {
+      out += Say(
+          Phrase::kWouldRunIfQueueBound, lang,
+          TemplateArgs().Set("queue", rest.substr(0, space)).Set("pool", rest.substr(space + 1)));
+    }
   } else if (r.detail.starts_with("headroom_pool=")) {
     out += Say(Phrase::kWouldRunPreemptible, lang, TemplateArgs().Set("pool", r.detail.substr(14)));
   }

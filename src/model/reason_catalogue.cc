@@ -286,6 +286,12 @@ constexpr std::array kPhraseTexts{
                  "if it were preemptible",
                  "；资源池 {pool} 把最后几块 GPU 留给推理副本（inference_headroom）："
                  "只有可抢占的作业才能使用，若将它设为可抢占，现在即可运行"}},
+    PhraseEntry{Phrase::kWouldRunIfQueueBound,
+                "WouldRunIfQueueBound",
+                {"; its queue {queue} is not bound to pool {pool}, where it would run now (a "
+                 "platform admin binds pools to queues in the policy)",
+                 "；其队列 {queue} 未绑定资源池 {pool}，而它在该资源池现在即可运行"
+                 "（资源池与队列的绑定由平台管理员在策略中设置）"}},
 };
 
 // Node causes of kNoNodeFits, in the order they are listed.

@@ -76,8 +76,10 @@ enum class Phrase {
   kJobRef,              // another job a reason names: "job 42", or hidden: "job of another tenant"
   // Kept out of a pool's inference headroom (kCauseInferenceHeadroom).
   kWouldRunPreemptible,
+  // A pool its queue is not bound to has room (a platform admin's change).
+  kWouldRunIfQueueBound,
 };
-inline constexpr Phrase kLastPhrase = Phrase::kWouldRunPreemptible;
+inline constexpr Phrase kLastPhrase = Phrase::kWouldRunIfQueueBound;
 
 // A node cause of kNoNodeFits (a key of Reason::counts) and its words; "{n}"
 // is how many nodes it rejected.

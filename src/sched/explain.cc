@@ -103,6 +103,23 @@ void Cycle::AddHints(const JobCtx& ctx, model::Reason& r) {
       }
     }
   }
+  // A pool its queue is not bound to, where it would run now: the platform
+  // admin's change, named with the queue whose pools bind the job.
+  if (ctx.job->pool.empty() && ctx.leaf && r.counts.contains(std::string(model::kCausePool))) {
+    const std::vector<std::string>& bound = book_.Pools(*ctx.leaf);
+    if (!bound.empty()) {
+      for (const auto& p : s_.policy.pools) {
+        if (std::find(bound.begin(), bound.end(), p.name) != bound.end()) continue;
+        JobShape other = ctx.shape;
+        other.pool_forbidden = false;
+        other.pools = {&p};
+        if (fits(other)) {
+          r.detail = "queue_pool=" + book_.PoolsOwner(*ctx.leaf) + " " + p.name;
+          return;
+        }
+      }
+    }
+  }
 }
 
 std::string Cycle::ExplainKey(const JobCtx& ctx, std::uint32_t placed_before_failure) {
@@ -128,8 +145,9 @@ std::string Cycle::ExplainKey(const JobCtx& ctx, std::uint32_t placed_before_fai
   k += '\1';
   for (const model::Pool* p : s.pools) add(p != nullptr ? p->name : std::string());
   k += '\1';
-  // The pool hint reads the job's pool and its queue's pools.
-  if (!ctx.job->pool.empty()) {
+  // The pool hints read the job's pool and its queue's pools (and name the
+  // queue that binds them).
+  if (!ctx.job->pool.empty() || !s.pools.empty()) {
     add(ctx.job->pool);
     add(ctx.leaf ? std::to_string(*ctx.leaf) : std::string("-"));
   }

@@ -13,10 +13,12 @@ constexpr std::string_view kModelPrefix = "gpu_model=";
 constexpr std::string_view kMemoryPrefix = "gpu_memory=";
 constexpr std::string_view kPoolPrefix = "pool=";
 constexpr std::string_view kHeadroomPrefix = "headroom_pool=";
+constexpr std::string_view kQueuePoolPrefix = "queue_pool=";
 
 bool HintDetail(std::string_view detail) {
   return detail.starts_with(kModelPrefix) || detail.starts_with(kMemoryPrefix) ||
-         detail.starts_with(kPoolPrefix) || detail.starts_with(kHeadroomPrefix);
+         detail.starts_with(kPoolPrefix) || detail.starts_with(kHeadroomPrefix) ||
+         detail.starts_with(kQueuePoolPrefix);
 }
 
 }  // namespace
@@ -39,6 +41,16 @@ std::optional<Hint> HintOf(const model::Reason& reason) {
   }
   if (d.starts_with(kPoolPrefix) && d.size() > kPoolPrefix.size()) {
     return Hint{Hint::Kind::kPool, std::string(d.substr(kPoolPrefix.size())), 0};
+  }
+  if (d.starts_with(kQueuePoolPrefix)) {
+    const std::string_view rest = d.substr(kQueuePoolPrefix.size());
+    const auto space = rest.find(' ');
+    if (space == std::string_view::npos || space == 0 || space + 1 == rest.size()) {
+      return std::nullopt;
+    }
+    Hint h{Hint::Kind::kQueuePool, std::string(rest.substr(space + 1)), 0};
+    h.queue = std::string(rest.substr(0, space));
+    return h;
   }
   if (d.starts_with(kHeadroomPrefix) && d.size() > kHeadroomPrefix.size()) {
     return Hint{Hint::Kind::kPreemptible, std::string(d.substr(kHeadroomPrefix.size())), 0};
@@ -72,15 +84,44 @@ bool ApplyHint(const Hint& hint, PendingJob& job) {
     case Hint::Kind::kPreemptible:
       job.preemptible = true;
       return true;
+    case Hint::Kind::kQueuePool:
+      return false;
   }
   return false;
 }
+
+namespace {
+
+// The policy with `hint.value` bound to queue `hint.queue` as well; false
+// when the queue does not exist or already has it.
+bool BindPool(const Hint& hint, model::Policy& policy) {
+  for (auto& q : policy.queues) {
+    if (q.path != hint.queue) continue;
+    if (q.pools.empty() || policy.FindPool(hint.value) == nullptr ||
+        std::find(q.pools.begin(), q.pools.end(), hint.value) != q.pools.end()) {
+      return false;
+    }
+    q.pools.push_back(hint.value);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
 
 bool HintHolds(const Scheduler& scheduler, Snapshot& scratch, std::int64_t job_id,
                const Hint& hint) {
   auto it = std::find_if(scratch.pending.begin(), scratch.pending.end(),
                          [job_id](const PendingJob& p) { return p.id == job_id; });
   if (it == scratch.pending.end()) return false;
+  if (hint.kind == Hint::Kind::kQueuePool) {
+    model::Policy before = scratch.policy;
+    if (!BindPool(hint, scratch.policy)) return false;
+    const Plan again = scheduler.Schedule(scratch);
+    scratch.policy = std::move(before);
+    return std::any_of(again.placements.begin(), again.placements.end(),
+                       [job_id](const Placement& p) { return p.job_id == job_id && !p.moved; });
+  }
   PendingJob original = *it;
   if (!ApplyHint(hint, *it)) {
     *it = std::move(original);

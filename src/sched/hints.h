@@ -30,10 +30,14 @@ struct Hint {
     kGpuMemory,       // detail "gpu_memory=BYTES": a lower GPU memory minimum
     kPool,            // detail "pool=NAME": another pool of its queue
     kPreemptible,     // detail "headroom_pool=NAME": preemptible, into a pool's headroom
+    // detail "queue_pool=QUEUE POOL": the policy binds POOL to QUEUE too (a
+    // platform admin's change, not the job's).
+    kQueuePool,
   };
   Kind kind = Kind::kGpuModel;
   std::string value;       // the model, pool or headroom pool
   std::uint64_t number{};  // GPUs per replica, or GPU memory in bytes
+  std::string queue{};     // kQueuePool: the queue whose pools bind the job
   bool operator==(const Hint&) const = default;
 };
 
@@ -44,7 +48,8 @@ std::optional<Hint> HintOf(const model::Reason& reason);
 void DropHint(model::Reason& reason);
 
 // The job with the hint's change made to it. False when the change does not
-// apply (a per-replica GPU count that does not divide the job's GPUs).
+// apply (a per-replica GPU count that does not divide the job's GPUs) or is
+// not the job's (kQueuePool changes the policy: HintHolds makes it).
 bool ApplyHint(const Hint& hint, PendingJob& job);
 
 // Whether `scheduler`, run on `snapshot` with `hint` applied to waiting job

@@ -244,6 +244,13 @@ const std::vector<std::string>& QuotaBook::Pools(std::size_t q) const {
   return queues_[q].policy->pools;
 }
 
+std::string QuotaBook::PoolsOwner(std::size_t q) const {
+  for (std::size_t a : Chain(q)) {
+    if (!queues_[a].policy->pools.empty()) return queues_[a].policy->path;
+  }
+  return {};
+}
+
 void QuotaBook::Add(std::size_t leaf, const Usage& delta) {
   for (std::size_t a : Chain(leaf)) {
     for (const auto& [k, v] : delta) AddTo(queues_[a].used[k], v);

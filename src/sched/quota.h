@@ -108,6 +108,9 @@ class QuotaBook {
   std::vector<std::size_t> Chain(std::size_t q) const;
   // Pools a queue may use: its own, else its nearest ancestor's; empty: all.
   const std::vector<std::string>& Pools(std::size_t q) const;
+  // The path of the queue whose `pools` Pools(q) returns: q's own or its
+  // nearest ancestor's that lists some ("" when none does).
+  std::string PoolsOwner(std::size_t q) const;
 
   void Add(std::size_t leaf, const Usage& delta);
   void Remove(std::size_t leaf, const Usage& delta);

@@ -67,6 +67,12 @@ TEST(Hints, AReasonsHintIsReadBackAsTheChangeItNames) {
   EXPECT_EQ(HintOf(r), (Hint{Hint::Kind::kPool, "west", 0}));
   r.detail = "headroom_pool=default";
   EXPECT_EQ(HintOf(r), (Hint{Hint::Kind::kPreemptible, "default", 0}));
+  r.detail = "queue_pool=vision inference";
+  Hint bound{Hint::Kind::kQueuePool, "inference", 0};
+  bound.queue = "vision";
+  EXPECT_EQ(HintOf(r), bound);
+  r.detail = "queue_pool=vision";  // no pool
+  EXPECT_EQ(HintOf(r), std::nullopt);
   r.detail = "vision gpus";  // a quota reason's queue and resource
   EXPECT_EQ(HintOf(r), std::nullopt);
   r.counts[std::string(model::kWouldFitGpusPerReplica)] = 2;
@@ -108,6 +114,53 @@ TEST(Hints, ApplyingAHintMakesExactlyItsChange) {
   PendingJob preemptible = j;
   ASSERT_TRUE(ApplyHint({Hint::Kind::kPreemptible, "default", 0}, preemptible));
   EXPECT_EQ(preemptible.preemptible, std::optional<bool>(true));
+  PendingJob unchanged = j;
+  Hint bind{Hint::Kind::kQueuePool, "inference", 0};
+  bind.queue = "vision";
+  EXPECT_FALSE(ApplyHint(bind, unchanged)) << "binding a pool is the policy's change";
+}
+
+// Queue vision is bound to pool training, which is full; pool inference
+// has room. Bound to vision as well, the job runs: the check binds it on a
+// copy of the policy and gives the policy back.
+TEST(Hints, APoolTheQueueIsNotBoundToIsCheckedByBindingIt) {
+  Snapshot s;
+  s.now_ms = 3'600'000;
+  auto policy = model::ParsePolicy(
+      "pools:\n"
+      "  - {name: training, selector: {pool: training}}\n"
+      "  - {name: inference, selector: {pool: inference}}\n"
+      "queues:\n"
+      "  - {name: vision, pools: [training], children: [{name: training}]}\n");
+  ASSERT_TRUE(policy.has_value()) << policy.error().message;
+  s.policy = *policy;
+  NodeView t1 = tests::ReadyH100View("t1", 8);
+  t1.labels["pool"] = "training";
+  for (auto& g : t1.gpus) g.free = false;
+  NodeView i1 = tests::ReadyH100View("i1", 8);
+  i1.labels["pool"] = "inference";
+  s.nodes = {i1, t1};
+  PendingJob j;
+  j.id = 10;
+  j.tenant = "vision";
+  j.queue = "training";
+  j.resources.gpus = 4;
+  s.pending = {j};
+  CoreScheduler core;
+  Plan plan = core.Schedule(s);
+  ASSERT_EQ(plan.pending.size(), 1U);
+  Hint bind{Hint::Kind::kQueuePool, "inference", 0};
+  bind.queue = "vision";
+  EXPECT_EQ(HintOf(plan.pending[0].reason), bind) << model::RenderReason(plan.pending[0].reason);
+  Snapshot scratch = s;
+  EXPECT_TRUE(HintHolds(core, scratch, 10, bind));
+  EXPECT_EQ(scratch.policy.FindQueue("vision")->pools, std::vector<std::string>{"training"});
+  Hint unknown = bind;
+  unknown.queue = "nlp";
+  EXPECT_FALSE(HintHolds(core, scratch, 10, unknown)) << "no such queue";
+  Hint bound_already = bind;
+  bound_already.value = "training";
+  EXPECT_FALSE(HintHolds(core, scratch, 10, bound_already)) << "already bound: no change";
 }
 
 TEST(Hints, AHintTheCycleBearsOutIsKept) {
