@@ -175,17 +175,28 @@ model::Reason Cycle::ComputeNoFit(const JobCtx& ctx, std::uint32_t placed_before
   std::int64_t free_total = 0;
   std::int64_t largest = 0;
   bool any_static_ok = false;
+  // Each node's cause, counted by the (static) strings the causes are: a
+  // handful of distinct ones, turned into the reason's keys once.
+  std::vector<std::pair<std::string_view, std::int64_t>> tally;
   for (std::size_t n = 0; n < cluster_.size(); ++n) {
-    auto cause = cluster_.Cause(n, ctx.shape);
-    if (cause.empty()) cause = model::kCauseTooFewGpus;  // fits alone, not with its gang
-    ++r.counts[std::string(cause)];
-    if (cluster_.StaticCause(n, ctx.shape).empty()) {
+    std::string_view cause = cluster_.StaticCause(n, ctx.shape);
+    if (cause.empty()) {
       any_static_ok = true;
-      std::int64_t free = cluster_.FreeEligible(n, ctx.shape);
+      const std::uint32_t free = cluster_.FreeEligible(n, ctx.shape);
       free_total += free;
-      largest = std::max(largest, free);
+      largest = std::max<std::int64_t>(largest, free);
+      cause = cluster_.DynamicCause(n, ctx.shape, free);
+      if (cause.empty()) cause = model::kCauseTooFewGpus;  // fits alone, not with its gang
+    }
+    auto it = std::find_if(tally.begin(), tally.end(),
+                           [cause](const auto& t) { return t.first.data() == cause.data(); });
+    if (it == tally.end()) {
+      tally.emplace_back(cause, 1);
+    } else {
+      ++it->second;
     }
   }
+  for (const auto& [cause, count] : tally) r.counts[std::string(cause)] += count;
   Set(r, "nodes", static_cast<std::int64_t>(cluster_.size()));
   Set(r, "gpus_per_replica", res.gpus);
   if (res.gpu_share_millis > 0) Set(r, model::kSliceMgpu, res.gpu_share_millis);

@@ -470,16 +470,22 @@ std::optional<std::vector<std::size_t>> Cluster::ChooseGpus(std::size_t n,
 
 std::string_view Cluster::Cause(std::size_t n, const JobShape& job) const {
   if (auto c = StaticCause(n, job); !c.empty()) return c;
+  const auto& r = job.resources;
+  return DynamicCause(n, job, model::IsSlice(r) || r.gpus > 0 ? FreeEligible(n, job) : 0);
+}
+
+std::string_view Cluster::DynamicCause(std::size_t n, const JobShape& job,
+                                       std::uint32_t free_eligible) const {
   const NodeView& node = Node(n);
   const auto& r = job.resources;
-  if (model::IsSlice(r) && FreeEligible(n, job) == 0) return model::kCauseSharedFull;
-  if (r.gpus > 0 && FreeEligible(n, job) < r.gpus) {
+  if (model::IsSlice(r) && free_eligible == 0) return model::kCauseSharedFull;
+  if (r.gpus > 0 && free_eligible < r.gpus) {
     if (has_sharing_[n]) {
       std::uint32_t held = 0;  // eligible GPUs that only slices keep from being free
       for (const auto& g : node.gpus) {
         if (g.healthy && g.shared_millis > 0 && Eligible(g, r)) ++held;
       }
-      if (held > 0 && FreeEligible(n, job) + held >= r.gpus) return model::kCauseHeldBySlices;
+      if (held > 0 && free_eligible + held >= r.gpus) return model::kCauseHeldBySlices;
     }
     return model::kCauseTooFewGpus;
   }

@@ -150,6 +150,10 @@ class Cluster {
   std::string_view StaticCause(std::size_t n, const JobShape& job) const;
   // Why node `n` cannot take one replica now; empty when it can.
   std::string_view Cause(std::size_t n, const JobShape& job) const;
+  // Cause for a node whose StaticCause is empty, given its FreeEligible
+  // (so that a caller that needs both computes each once).
+  std::string_view DynamicCause(std::size_t n, const JobShape& job,
+                                std::uint32_t free_eligible) const;
   // The largest GPU memory of any card (0: no GPUs).
   std::uint64_t MaxGpuMemory() const { return max_gpu_memory_; }
   // The GPU models present, sorted.

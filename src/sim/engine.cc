@@ -717,6 +717,11 @@ void Engine::CheckHints(const sched::Snapshot& seen, sched::Plan& plan) {
   const sched::HintCheck check =
       sched::VerifyHints(scheduler_, seen, plan, std::numeric_limits<std::size_t>::max());
   result_.waiting_decisions += std::ssize(plan.pending);
+  result_.capacity_decisions +=
+      std::count_if(plan.pending.begin(), plan.pending.end(), [](const sched::PendingDecision& d) {
+        return d.reason.code == model::ReasonCode::kNoNodeFits ||
+               d.reason.code == model::ReasonCode::kFragmented;
+      });
   result_.hints_found += static_cast<std::int64_t>(check.found);
   result_.hints_verified += static_cast<std::int64_t>(check.verified);
   result_.hints_refuted += static_cast<std::int64_t>(check.refuted);

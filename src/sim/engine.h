@@ -132,6 +132,9 @@ struct SimResult {
   // cycle the scheduler ran, to the job if it still waited: how often that
   // cycle placed it.
   std::int64_t waiting_decisions = 0;
+  // Of them, those waiting for capacity (NoNodeFits, Fragmented): where a
+  // change to the job could help, and hints are looked for.
+  std::int64_t capacity_decisions = 0;
   std::int64_t hints_found = 0;
   std::int64_t hints_verified = 0;
   std::int64_t hints_refuted = 0;

@@ -201,6 +201,8 @@ Summary Summarize(const std::string& scheduler, const SimResult& result) {
     return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
   };
   s.hinted_share = share(result.hints_verified, result.waiting_decisions);
+  s.capacity_decisions = result.capacity_decisions;
+  s.hinted_capacity_share = share(result.hints_verified, result.capacity_decisions);
   s.hints_verified_share = share(result.hints_verified, result.hints_found);
   s.hints_next_held_share = share(result.hints_next_held, result.hints_next_checked);
   s.cycles = result.cycles;
@@ -236,6 +238,8 @@ nlohmann::json ToJson(const Summary& s) {
                    {"scheduler_ms_per_cycle", s.scheduler_ms_per_cycle}};
   if (s.hints_checked) {
     j["hints"] = {{"waiting_decisions", s.waiting_decisions},
+                  {"capacity_decisions", s.capacity_decisions},
+                  {"hinted_capacity_share", s.hinted_capacity_share},
                   {"found", s.hints_found},
                   {"verified", s.hints_verified},
                   {"next_cycle_checked", s.hints_next_checked},
@@ -275,21 +279,24 @@ std::string RenderTable(const std::vector<Summary>& summaries) {
   }
   if (std::any_of(summaries.begin(), summaries.end(),
                   [](const Summary& s) { return s.hints_checked; })) {
-    out +=
-        fmt::format("\n{:<10} {:>9} {:>7} {:>7} {:>9} {:>9} {:>10} {:>9}\n", "SCHEDULER", "WAITING",
-                    "HINTED", "FOUND", "VERIFIED", "NEXT_CHK", "NEXT_HELD", "ETA_25%");
+    out += fmt::format("\n{:<10} {:>9} {:>7} {:>9} {:>7} {:>7} {:>9} {:>9} {:>10} {:>9}\n",
+                       "SCHEDULER", "WAITING", "HINTED", "CAPACITY", "HINTED", "FOUND", "VERIFIED",
+                       "NEXT_CHK", "NEXT_HELD", "ETA_25%");
     for (const auto& s : summaries) {
       if (!s.hints_checked) continue;
-      out += fmt::format("{:<10} {:>9} {:>6.1f}% {:>7} {:>8.1f}% {:>9} {:>9.1f}% {:>8.1f}%\n",
-                         s.scheduler, s.waiting_decisions, 100.0 * s.hinted_share, s.hints_found,
-                         100.0 * s.hints_verified_share, s.hints_next_checked,
-                         100.0 * s.hints_next_held_share, 100.0 * s.eta_within_25);
+      out += fmt::format(
+          "{:<10} {:>9} {:>6.1f}% {:>9} {:>6.1f}% {:>7} {:>8.1f}% {:>9} {:>9.1f}% {:>8.1f}%\n",
+          s.scheduler, s.waiting_decisions, 100.0 * s.hinted_share, s.capacity_decisions,
+          100.0 * s.hinted_capacity_share, s.hints_found, 100.0 * s.hints_verified_share,
+          s.hints_next_checked, 100.0 * s.hints_next_held_share, 100.0 * s.eta_within_25);
     }
     out +=
         "(WAITING: decisions leaving a job waiting, one per job per cycle; HINTED: of them, with a "
-        "\"would run now if\" shown; VERIFIED: of the hints the core found, those a second cycle "
-        "with the change bore out; NEXT_HELD: of the shown hints whose job still waited at the "
-        "next cycle, those that cycle placed with the change)\n";
+        "\"would run now if\" shown; CAPACITY: of them, waiting for capacity (NoNodeFits, "
+        "Fragmented), and HINTED the share of those with a hint shown; VERIFIED: of the hints "
+        "the core found, those a second cycle with the change bore out; NEXT_HELD: of the shown "
+        "hints whose job still waited at the next cycle, those that cycle placed with the "
+        "change)\n";
   }
   out += fmt::format("\n{:<10} {:<8} {:>6} {:>9} {:>9} {:>9} {:>8} {:>8} {:>6}\n", "SCHEDULER",
                      "TENANT", "JOBS", "JCT_AVG", "WAIT_AVG", "WAIT_P99", "RHO_AVG", "RHO_MAX",

@@ -90,6 +90,8 @@ struct Summary {
   // waited at the next cycle, the share that cycle placed with the change.
   bool hints_checked = false;
   std::int64_t waiting_decisions = 0;
+  std::int64_t capacity_decisions = 0;
+  double hinted_capacity_share = 0;  // of the decisions waiting for capacity
   std::int64_t hints_found = 0;
   std::int64_t hints_verified = 0;
   std::int64_t hints_next_checked = 0;
