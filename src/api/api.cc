@@ -27,6 +27,7 @@
 #include "model/job.h"
 #include "model/json.h"
 #include "model/reason.h"
+#include "sched/layers.h"
 #include "sim/history.h"
 
 namespace berth::server {
@@ -600,6 +601,16 @@ void Api::Why(const http::Request& req, http::Response& res) {
   if (JobRefsOf(CurrentCaller()) == JobRefs::kHideOtherTenants) model::HideOtherTenantsJobs(told);
   json reason = model::ToJson(told);
   reason["message"] = model::RenderReason(told, lang);
+  // A pending job held back by something other than nodes (its queue's
+  // order, quota, budget) also hears what the nodes would say once that
+  // clears: the layers, the one holding it now first.
+  if (job->state == model::JobState::kPending) {
+    auto layers = WhyLayers(*job, told, lang);
+    if (!layers) return ReplyError(res, layers.error());
+    if (!layers->second.empty())
+      reason["message"] = reason["message"].get<std::string>() + layers->second;
+    reason["layers"] = std::move(layers->first);
+  }
   // The events that explain how it got here: evictions, requeues, exits and
   // the end, the last few of them, oldest first.
   static constexpr std::array<std::string_view, 8> kExplaining{
@@ -627,6 +638,60 @@ void Api::Why(const http::Request& req, http::Response& res) {
              {"reason", reason},
              {"failure", FailureJson(*job, lang)},
              {"timeline", events}});
+}
+
+Result<std::pair<json, std::string>> Api::WhyLayers(const store::JobRecord& job,
+                                                    const model::Reason& told, model::Lang lang) {
+  using model::ReasonCode;
+  const ReasonCode code = told.code;
+  auto name = [](ReasonCode c) -> std::string_view {
+    switch (c) {
+      case ReasonCode::kBehindInQueue:
+        return "order";
+      case ReasonCode::kOverQuota:
+      case ReasonCode::kNotPreemptibleOverGuarantee:
+        return "quota";
+      case ReasonCode::kOverBudget:
+        return "budget";
+      case ReasonCode::kQueued:
+        return "not_looked_at_yet";
+      case ReasonCode::kNoNodeFits:
+      case ReasonCode::kFragmented:
+      case ReasonCode::kNoNodes:
+        return "nodes";
+      default:
+        return "";
+    }
+  };
+  json layers = json::array();
+  const std::string_view now = name(code);
+  if (!now.empty()) layers.push_back({{"layer", now}, {"code", model::ReasonCodeName(code)}});
+  // The node layer is the reason itself when nodes are what holds it.
+  if (now.empty() || now == "nodes") return std::pair{std::move(layers), std::string()};
+  auto nodes = controller_.Nodes();
+  if (!nodes) return std::unexpected(nodes.error());
+  auto policy = controller_.ActivePolicy();
+  if (!policy) return std::unexpected(policy.error());
+  std::vector<sched::NodeView> views;
+  views.reserve(nodes->size());
+  for (const auto& n : *nodes) {
+    views.push_back(NodeViewFor(n.record, n.record.state == model::NodeState::kReady));
+  }
+  std::sort(views.begin(), views.end(),
+            [](const sched::NodeView& a, const sched::NodeView& b) { return a.name < b.name; });
+  const sched::NodeLayer layer = sched::NodeLayerOf(views, (*policy)->policy, PendingFrom(job));
+  std::map<std::string, std::int64_t, std::less<>> causes(layer.excluded.begin(),
+                                                          layer.excluded.end());
+  json excluded = json::array();
+  for (const auto& [cause, n] : layer.excluded)
+    excluded.push_back({{"cause", cause}, {"nodes", n}});
+  layers.push_back({{"layer", "nodes"},
+                    {"nodes", layer.nodes},
+                    {"could_take", layer.could_take},
+                    {"excluded", std::move(excluded)}});
+  std::string text;
+  if (layer.nodes > 0) text = model::RenderNodeLayer(layer.nodes, layer.could_take, causes, lang);
+  return std::pair{std::move(layers), std::move(text)};
 }
 
 void Api::ListNodes(const http::Request&, http::Response& res) {

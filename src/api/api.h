@@ -232,6 +232,12 @@ class Api {
   // GET /v1/jobs/{id}/why?lang=en|zh: the reason rendered in one language,
   // with the timeline events that explain it.
   void Why(const http::Request& req, http::Response& res);
+  // The layers of a pending job's reason, the one holding it now first,
+  // then the nodes' (sched/layers.h) when the reason is about something
+  // else; and that node layer's sentence in `lang` ("" when none).
+  Result<std::pair<nlohmann::json, std::string>> WhyLayers(const store::JobRecord& job,
+                                                           const model::Reason& told,
+                                                           model::Lang lang);
   // The job's failure class, message and evidence (model/failure.h), from
   // its reason and the tail of its failed replica's log; null if none.
   nlohmann::json FailureJson(const store::JobRecord& job, model::Lang lang) const;

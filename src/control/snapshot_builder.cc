@@ -7,7 +7,6 @@
 #include "model/reason.h"
 
 namespace berth::server {
-namespace {
 
 sched::PendingJob PendingFrom(const store::JobRecord& job) {
   sched::PendingJob p;
@@ -33,7 +32,15 @@ sched::PendingJob PendingFrom(const store::JobRecord& job) {
   return p;
 }
 
-}  // namespace
+sched::NodeView NodeViewFor(const store::NodeRecord& node, bool ready) {
+  sched::NodeView v = sched::NodeViewOf(node.info, ready);
+  v.cordoned = node.cordon.has_value();
+  // A cordoned GPU takes nothing new, like an unhealthy one.
+  for (auto& g : v.gpus) {
+    if (node.gpu_cordons.contains(g.index)) g.healthy = false;
+  }
+  return v;
+}
 
 Result<sched::Snapshot> BuildSnapshot(const SnapshotInputs& in, const SpecLookup& spec_of) {
   sched::Snapshot snap;
@@ -42,12 +49,7 @@ Result<sched::Snapshot> BuildSnapshot(const SnapshotInputs& in, const SpecLookup
   std::map<std::string, std::size_t> index;
   for (const auto& n : *in.nodes) {
     auto it = in.ready->find(n.info.name);
-    sched::NodeView v = sched::NodeViewOf(n.info, it != in.ready->end() && it->second);
-    v.cordoned = n.cordon.has_value();
-    // A cordoned GPU takes nothing new, like an unhealthy one.
-    for (auto& g : v.gpus) {
-      if (n.gpu_cordons.contains(g.index)) g.healthy = false;
-    }
+    sched::NodeView v = NodeViewFor(n, it != in.ready->end() && it->second);
     index[v.name] = snap.nodes.size();
     snap.nodes.push_back(std::move(v));
   }

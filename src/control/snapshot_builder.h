@@ -34,6 +34,13 @@ struct SnapshotInputs {
   const sched::RuntimeHistory* history = nullptr;
 };
 
+// A stored node as the scheduler sees it with nothing running: cordoned
+// when cordoned or drained, its cordoned GPUs unhealthy.
+sched::NodeView NodeViewFor(const store::NodeRecord& node, bool ready);
+
+// The placement and pools a job's spec asks for, as a snapshot holds it.
+sched::PendingJob PendingFrom(const store::JobRecord& job);
+
 [[nodiscard]] Result<sched::Snapshot> BuildSnapshot(const SnapshotInputs& in,
                                                     const SpecLookup& spec_of);
 

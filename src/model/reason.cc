@@ -242,6 +242,21 @@ std::string NodeCauses(const Reason& r, Lang lang) {
   return out;
 }
 
+}  // namespace
+
+std::string RenderNodeLayer(std::int64_t nodes, std::int64_t could_take,
+                            const std::map<std::string, std::int64_t, std::less<>>& causes,
+                            Lang lang) {
+  Reason r;
+  for (const auto& [key, n] : causes) r.counts[key] = n;
+  TemplateArgs a;
+  a.Set("ok", could_take).Set("nodes", nodes);
+  if (std::string listed = NodeCauses(r, lang); !listed.empty()) a.Set("causes", listed);
+  return Say(Phrase::kNodeLayer, lang, a);
+}
+
+namespace {
+
 std::string Ahead(const Reason& r, Lang lang) {
   if (Count(r, kAheadJobs) == 0) return "";
   return Say(Phrase::kAhead, lang,

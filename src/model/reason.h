@@ -265,6 +265,12 @@ std::string JobRefText(std::int64_t id, Lang lang);
 
 // English rendering for the CLI and API ("0/3 nodes fit: 2 too few free GPUs, ...").
 std::string RenderReason(const Reason& reason);
+// The node layer of a reason about something else (sched/layers.h): "; beyond
+// that, 3/10 nodes could ever take a replica (the others: 4 gpu model
+// mismatch, ...)", `causes` keyed by node cause as in kNoNodeFits' counts.
+std::string RenderNodeLayer(std::int64_t nodes, std::int64_t could_take,
+                            const std::map<std::string, std::int64_t, std::less<>>& causes,
+                            Lang lang);
 // The same sentence in `lang`, with the same numbers ("0/3 个节点可以容纳需要
 // 2 块 GPU 的副本：1 个未就绪，2 个空闲 GPU 不足").
 std::string RenderReason(const Reason& reason, Lang lang);

@@ -292,6 +292,12 @@ constexpr std::array kPhraseTexts{
                  "platform admin binds pools to queues in the policy)",
                  "；其队列 {queue} 未绑定资源池 {pool}，而它在该资源池现在即可运行"
                  "（资源池与队列的绑定由平台管理员在策略中设置）"}},
+    // {causes}: the node causes' list; unset when every node could take it.
+    PhraseEntry{Phrase::kNodeLayer,
+                "NodeLayer",
+                {"; beyond that, {ok}/{nodes} nodes could ever take a replica[ (the others: "
+                 "{causes})]",
+                 "；除此之外，{nodes} 个节点中有 {ok} 个能够容纳它的副本[（其余：{causes}）]"}},
 };
 
 // Node causes of kNoNodeFits, in the order they are listed.

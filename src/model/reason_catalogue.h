@@ -78,8 +78,10 @@ enum class Phrase {
   kWouldRunPreemptible,
   // A pool its queue is not bound to has room (a platform admin's change).
   kWouldRunIfQueueBound,
+  // The node layer of a reason about something else (sched/layers.h).
+  kNodeLayer,
 };
-inline constexpr Phrase kLastPhrase = Phrase::kWouldRunIfQueueBound;
+inline constexpr Phrase kLastPhrase = Phrase::kNodeLayer;
 
 // A node cause of kNoNodeFits (a key of Reason::counts) and its words; "{n}"
 // is how many nodes it rejected.

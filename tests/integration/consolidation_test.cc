@@ -165,6 +165,63 @@ TEST_F(ConsolidationTest, AHintIsShownOnlyOnceASecondCycleBoreItOut) {
   for (auto id : {keep_a, keep_b, split_id}) ASSERT_TRUE(berthd.WaitForTerminal(id, 30s));
 }
 
+// A job behind a waiting head hears the head's reason and, beyond it, what
+// the nodes would say: here a node selector no node matches, so it could
+// never run even once the head has gone; in Chinese too, and as data.
+TEST_F(ConsolidationTest, AJobBehindItsHeadHearsWhatTheNodesWouldSayNext) {
+  Berthd& berthd = StartTwoNodes();
+  ASSERT_FALSE(HasFailure());
+  const auto all_done = dir_ / "all-done";
+  auto keep_a = SubmitRunning(berthd, "keep-a", Until(all_done));
+  auto keep_b = SubmitRunning(berthd, "keep-b", Until(all_done));
+  auto keep_c = SubmitRunning(berthd, "keep-c", Until(all_done));
+  std::string error;
+  auto head = berthd.Submit(JobSpecJson("head", Until(all_done), 4), &error);
+  ASSERT_NE(head, 0) << error;
+  auto behind = berthd.Submit(
+      JobSpecJson("behind", Until(all_done), 1, json{{"node_selector", {{"zone", "nowhere"}}}}),
+      &error);
+  ASSERT_NE(behind, 0) << error;
+  const std::string path = "/v1/jobs/" + std::to_string(behind) + "/why";
+  Reply why;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        why = berthd.http().Get(path);
+        return why.status == 200 && why.body["reason"].value("code", "") == "BehindInQueue";
+      },
+      20s))
+      << why.text;
+  const json& layers = why.body["reason"]["layers"];
+  ASSERT_EQ(layers.size(), 2U) << why.text;
+  EXPECT_EQ(layers[0]["layer"], "order");
+  EXPECT_EQ(layers[1]["layer"], "nodes");
+  EXPECT_EQ(layers[1]["nodes"], 2);
+  EXPECT_EQ(layers[1]["could_take"], 0);
+  EXPECT_EQ(layers[1]["excluded"],
+            json::parse(R"([{"cause": "node_selector_mismatch", "nodes": 2}])"));
+  EXPECT_NE(why.body["reason"]["message"].get<std::string>().find(
+                "beyond that, 0/2 nodes could ever take a replica (the others: 2 labels not "
+                "matching the node selector)"),
+            std::string::npos)
+      << why.text;
+  const Reply zh = berthd.http().Get(path + "?lang=zh");
+  EXPECT_NE(zh.body["reason"]["message"].get<std::string>().find(
+                "除此之外，2 个节点中有 0 个能够容纳它的副本"),
+            std::string::npos)
+      << zh.text;
+  // The head's own reason is about the nodes: one layer, no second sentence.
+  const Reply head_why = berthd.http().Get("/v1/jobs/" + std::to_string(head) + "/why");
+  ASSERT_EQ(head_why.body["reason"]["layers"].size(), 1U) << head_why.text;
+  EXPECT_EQ(head_why.body["reason"]["layers"][0]["layer"], "nodes");
+  EXPECT_EQ(head_why.body["reason"]["message"].get<std::string>().find("beyond that"),
+            std::string::npos);
+  WriteFile(all_done, "");
+  for (auto id : {head, behind}) {
+    ASSERT_EQ(berthd.http().Post("/v1/jobs/" + std::to_string(id) + "/cancel", "").status, 200);
+  }
+  for (auto id : {keep_a, keep_b, keep_c}) ASSERT_TRUE(berthd.WaitForTerminal(id, 30s));
+}
+
 // While a moved job takes its grace period to stop, the GPUs planned for it
 // and for the gang are promised: a job submitted meanwhile that would fit
 // there waits instead of taking them.
