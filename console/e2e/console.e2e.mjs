@@ -34,6 +34,16 @@
 // Pending/Running -> Succeeded on its page without a reload while its lines
 // arrive in the live log; a viewer gets no Submit link, no form, and a
 // refusal from the server; axe checks the submit page.
+// Alerts and the ops report: a queue_wait rule of 1 s with a webhook this
+// test listens on, and a job that never fits, make berthd raise a real
+// alert and deliver it; the platform admin sees it on /ui/alerts (linked to
+// the waiting job, with the rules and the delivery), resolves it from the
+// page and the API has it resolved by that admin; the ops report page shows
+// the figures of the answer it received, lists that resolve among the
+// interventions, and its download is berthd's JSON for the same window; a
+// member of blue has no Alerts link, gets the refusal on the page and from
+// the API, and reads a report of blue without fleet-wide figures; axe checks
+// both pages, the report also in Chinese.
 //
 // Run by ctest (console_browser_test, label integration) or by hand:
 //   BERTH_BIN_DIR=build/dev/bin node console/e2e/console.e2e.mjs
@@ -890,6 +900,147 @@ try {
   assert.deepEqual(diffByTa.changes.quota_changes.map((c) => c.queue), ['blue/main', 'blue/main'], 'only blue/main changed');
   assert.deepEqual(pt.problems, []);
   await pt.context.close();
+
+  // --- alerts and the ops report -------------------------------------------
+  // A real alert: a queue_wait rule of 1 s on blue/main, posting to a webhook
+  // this test listens on, and a 16-GPU job of blue that the node of 8 never
+  // starts. berthd raises it within its --alert-interval (2 s).
+  const { createServer: httpServer } = await import('node:http');
+  const hooks = [];
+  const hook = httpServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => (body += d));
+    req.on('end', () => {
+      hooks.push(JSON.parse(body));
+      res.writeHead(204);
+      res.end();
+    });
+  });
+  await new Promise((ok) => hook.listen(0, '127.0.0.1', ok));
+  const waitRules = (enabled) =>
+    `sinks:\n  - {name: e2e-hook, url: "http://127.0.0.1:${hook.address().port}/hook"}\n` +
+    `rules:\n  - {name: gpu-health, kind: gpu_health, severity: critical}\n` +
+    `  - {name: e2e-waits, kind: queue_wait, queue: "blue/main", threshold: 1s, severity: warning, enabled: ${enabled}, sinks: [e2e-hook]}\n`;
+  expectStatus(await call(admin, 'POST', '/v1/alert-rules?comment=e2e', waitRules(true), 'application/yaml'), 201, 'alert rules');
+  const stuckSpec = { name: 'blue-waits-too-long', command: ['sleep', '300'], resources: { gpus: 16 }, tenant: 'blue', queue: 'main' };
+  const stuck = await call(admin, 'POST', '/v1/jobs', JSON.stringify(stuckSpec));
+  expectStatus(stuck, 201, 'submit the job that waits');
+  const raised = await waitFor('the queue_wait alert', async () =>
+    (await call(admin, 'GET', '/v1/alerts?kind=queue_wait')).json.alerts.find((x) => x.rule === 'e2e-waits'));
+  // The oldest pending job of blue/main: the one just submitted, or an older one still waiting.
+  const waitingJob = Number(/\bjob (\d+) has waited\b/.exec(raised.message)?.[1]);
+  const waitingNow = (await call(admin, 'GET', `/v1/jobs/${waitingJob}`)).json;
+  assert.deepEqual([waitingNow.tenant, waitingNow.queue, waitingNow.state], ['blue', 'main', 'Pending'], raised.message);
+  assert.ok(waitingJob <= stuck.json.id);
+  await waitFor('the webhook delivery', async () =>
+    (await call(admin, 'GET', '/v1/alert-deliveries')).json.deliveries.find((d) => d.alert_id === raised.id && d.state === 'delivered'));
+  assert.ok(hooks.some((h) => h.event === 'raised' && h.alert?.id === raised.id), 'the webhook got the alert');
+
+  // The platform admin sees it on /ui/alerts, with the rules and the delivery.
+  const al = await open('en-US');
+  await signIn(al.page, admin);
+  await al.page.waitForSelector('#jobs-table, #jobs-empty');
+  await al.page.click('nav a[href="/ui/alerts"]');
+  const alertRow = `#alerts-table tr[data-alert="${raised.id}"]`;
+  await al.page.waitForSelector(alertRow);
+  const inRow = async (sel) => (await al.page.textContent(`${alertRow} ${sel}`)).trim();
+  assert.equal(await inRow('.kind'), 'Queue wait');
+  assert.equal(await inRow('.severity'), 'Warning');
+  assert.equal(await inRow('.message'), raised.message);
+  assert.equal(await inRow('.subject'), 'rule e2e-waits: blue/main');
+  assert.equal(await inRow('.resolved-at'), 'open');
+  assert.equal(await al.page.getAttribute(`${alertRow} .concerns a`, 'href'), `/ui/jobs/${waitingJob}`);
+  const alertIds = await al.page.locator('#alerts-table tbody tr').evaluateAll((rows) => rows.map((r) => Number(r.dataset.alert)));
+  assert.deepEqual(alertIds, [...alertIds].sort((x, y) => y - x), 'newest first');
+  await al.page.waitForSelector('#alert-rules tr[data-rule="e2e-waits"]');
+  assert.equal((await al.page.textContent('#alert-rules tr[data-rule="e2e-waits"] .params')).trim(), 'queue blue/main; threshold 1s');
+  await al.page.waitForSelector('#alert-deliveries tbody tr');
+  const deliveredRows = await al.page.locator('#alert-deliveries tbody tr').allTextContents();
+  assert.ok(deliveredRows.some((r) => r.includes('e2e-hook') && r.includes('delivered')), `deliveries: ${deliveredRows}`);
+  await axe(al.page, 'alerts (admin)');
+  // Resolve from the page, after the confirmation; the API agrees.
+  await al.page.click(`${alertRow} [data-action="resolve"]`);
+  await al.page.click('#resolve-yes');
+  await al.page.waitForFunction((id) => document.querySelector('#alerts-notice')?.textContent?.trim() === `Alert ${id} resolved.`, raised.id);
+  const resolvedNow = (await call(admin, 'GET', '/v1/alerts?all=true&kind=queue_wait')).json.alerts.find((x) => x.id === raised.id);
+  assert.ok(resolvedNow.resolved_ms, 'the API has it resolved');
+  assert.equal(resolvedNow.resolved_by, adminName);
+  assert.match(await inRow('.resolved-at'), new RegExp(`, by ${adminName}$`));
+  // The rule off (berthd resolves what it raised again meanwhile), the job gone.
+  expectStatus(await call(admin, 'POST', '/v1/alert-rules?comment=e2e%20done', waitRules(false), 'application/yaml'), 201, 'alert rules off');
+  expectStatus(await call(admin, 'POST', `/v1/jobs/${stuck.json.id}/cancel`), 200, 'cancel the job that waits');
+  hook.close();
+
+  // The ops report: the figures the page shows are the answer it received,
+  // the manual resolve among the interventions, and the download is berthd's.
+  await al.page.click('nav a[href="/ui/reports/ops"]');
+  await al.page.waitForSelector('#report-summary');
+  const reportAnswers = () => al.answers.filter((r) => new URL(r.url).pathname === '/v1/reports/ops');
+  assert.equal(new URL(reportAnswers().at(-1).url).search, '?from=24h');
+  const rep = JSON.parse(reportAnswers().at(-1).body);
+  const fig = async (k) => (await al.page.textContent(`#report-summary tr[data-figure="${k}"] td`)).trim();
+  assert.equal(await fig('gpus'), String(rep.fleet.gpus));
+  assert.equal(await fig('capacity'), (rep.fleet.capacity_mgpu_ms / 3.6e9).toFixed(3));
+  assert.equal(await fig('gpuHours'), (rep.total.allocated_mgpu_ms / 3.6e9).toFixed(3));
+  assert.equal(await fig('started'), String(rep.total.wait.started));
+  assert.equal(await fig('runs'), String(rep.total.runs_finished));
+  assert.match(await fig('failed'), new RegExp(`^${rep.total.runs_failed} `));
+  assert.equal(await fig('cost'), rep.total.cost);
+  assert.equal(await fig('interventions'), String(rep.total.interventions));
+  assert.ok(rep.total.runs_finished > 0 && rep.total.interventions > 0, 'the window holds runs and interventions');
+  assert.ok(rep.interventions.some((i) => i.action === 'alert.resolve' && i.object === `alert/${raised.id}`));
+  assert.equal(await al.page.locator(`#report-interventions tr[data-object="alert/${raised.id}"]`).count(), 1);
+  for (const t of rep.tenants) {
+    const cellOf = (k) => al.page.textContent(`#report-tenants tr[data-row="${t.tenant}"] td[data-figure="${k}"]`).then((x) => x.trim());
+    assert.equal(await cellOf('runs'), String(t.runs_finished), `${t.tenant} runs`);
+    assert.equal(await cellOf('cost'), t.cost, `${t.tenant} cost`);
+  }
+  const href = await al.page.getAttribute('#report-download', 'href');
+  assert.equal(href, `/v1/reports/ops?from=${rep.from_ms}&to=${rep.to_ms}`);
+  const [download] = await Promise.all([al.page.waitForEvent('download'), al.page.click('#report-download')]);
+  assert.match(download.suggestedFilename(), /^berth-ops-report-\d{8}T\d{6}Z-\d{8}T\d{6}Z\.json$/);
+  const file = JSON.parse(readFileSync(await download.path(), 'utf8'));
+  assert.deepEqual([file.from_ms, file.to_ms, file.total.runs_finished, file.total.cost], [rep.from_ms, rep.to_ms, rep.total.runs_finished, rep.total.cost]);
+  const fetched = await al.context.request.get(base + href);
+  assert.equal(fetched.status(), 200);
+  assert.match(fetched.headers()['content-type'] ?? '', /^application\/json/);
+  await axe(al.page, 'ops report (admin)');
+  // Another window, from the select; then the page in Chinese.
+  await al.page.selectOption('#report-window', '7d');
+  await al.page.click('#report-title ~ form button[type=submit]');
+  await al.page.waitForFunction(() => location.search === '?from=7d');
+  await waitFor('the 7-day report', () => reportAnswers().some((r) => new URL(r.url).search === '?from=7d'));
+  await al.page.waitForSelector('#report-summary');
+  await al.page.selectOption('#lang-select', 'zh');
+  await al.page.waitForFunction(() => document.querySelector('h1')?.textContent?.trim() === '运维报告');
+  await axe(al.page, 'ops report (admin, zh)');
+  assert.deepEqual(al.problems, []);
+  await al.context.close();
+
+  // A member of blue: no Alerts link, the server's refusal on the page and
+  // from the API; the report of its own tenant without fleet-wide figures.
+  const am = await open('en-US');
+  await signIn(am.page, blueMember);
+  await am.page.waitForSelector('#jobs-table, #jobs-empty');
+  assert.equal(await am.page.locator('nav a[href="/ui/alerts"]').count(), 0, 'a member has no Alerts link');
+  await am.page.goto(`${base}/ui/alerts`);
+  await am.page.waitForSelector('#alerts-refused');
+  assert.equal((await call(blueMember, 'GET', '/v1/alerts')).status, 403);
+  assert.equal(await am.page.locator('[data-action="resolve"], #alert-rules, #alert-deliveries').count(), 0);
+  await axe(am.page, 'alerts (member, refused)');
+  await am.page.click('nav a[href="/ui/reports/ops"]');
+  await am.page.waitForSelector('#report-scoped');
+  const memberReport = JSON.parse(am.answers.filter((r) => new URL(r.url).pathname === '/v1/reports/ops').at(-1).body);
+  assert.equal(memberReport.fleet, null);
+  assert.deepEqual(memberReport.tenants.map((t) => t.tenant), ['blue']);
+  assert.equal(await am.page.locator('#report-summary tr[data-figure="gpus"]').count(), 0);
+  assert.equal(
+    (await am.page.textContent('#report-summary tr[data-figure="runs"] td')).trim(),
+    String(memberReport.total.runs_finished),
+  );
+  await axe(am.page, 'ops report (member)');
+  assert.deepEqual(am.problems, []);
+  await am.context.close();
 
   // --- 10,000 GPUs: 1,250 nodes of 8, answered by interception -------------
   // Only /v1/nodes and /v1/gpus are intercepted, with objects cloned from

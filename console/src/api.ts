@@ -372,6 +372,188 @@ export interface Budget {
   over: boolean;
 }
 
+// An alert as GET /v1/alerts lists it: `node` is '' and `gpu` null when it
+// names none; `subject` is what the rule watches (a node, node/gpu, a queue
+// path, a run id, tenant/month/percent, tenant/service); open while
+// `resolved_ms` is null. `resolved_by` is "berth" when the condition
+// cleared, else who resolved it by hand.
+export interface Alert {
+  id: number;
+  kind: string;
+  severity: string;
+  node: string;
+  gpu: number | null;
+  message: string;
+  raised_ms: number;
+  resolved_ms: number | null;
+  resolved_by: string;
+  rule: string;
+  subject: string;
+}
+// A page of GET /v1/alerts: the newest `limit` matches, oldest first; `next`
+// is the cursor of the page of older ones.
+export interface AlertPage {
+  alerts: Alert[];
+  next?: string;
+}
+
+// A rule of GET /v1/alert-rules, with the parameters of its kind.
+export interface AlertRule {
+  name: string;
+  kind: string;
+  severity: string;
+  enabled: boolean;
+  sinks: string[];
+  for_ms?: number;
+  queue?: string;
+  threshold_ms?: number;
+  threshold_percent?: number;
+  window_ms?: number;
+  service?: string;
+  threshold?: number;
+}
+export interface AlertSink {
+  name: string;
+  type: string;
+  url: string;
+  secret_file: string;
+  send_secret_over_http: boolean;
+  header: string;
+  timeout_ms: number;
+}
+// The rules in force: `default` (version 0) when none was applied.
+export interface AlertRules {
+  version: number;
+  default: boolean;
+  applied_ms?: number;
+  applied_by?: string;
+  comment?: string;
+  yaml: string;
+  sinks: AlertSink[];
+  rules: AlertRule[];
+}
+
+// One webhook delivery of the outbox (GET /v1/alert-deliveries, newest first).
+export interface AlertDelivery {
+  id: number;
+  alert_id: number;
+  sink: string;
+  event: string; // raised | resolved
+  attempts: number;
+  next_attempt_ms: number;
+  last_error: string;
+  delivered_ms: number | null;
+  state: string; // pending | delivered | failed
+  created_ms: number;
+}
+
+// GET /v1/reports/ops (docs/metering.md, "Operations report"). Sums are
+// exact integers (mGPU-ms, micro-units, ms, counts); the *_pct and
+// *_gpu_hours fields are computed from them by berthd.
+export interface OpsMeasured {
+  runs_sampled: number;
+  sampled_mgpu_ms: number;
+  used_mgpu_ms: number;
+  used_gpu_hours: number;
+  samples: number;
+  util_sum: number;
+  memory_used_sum: number;
+  memory_capacity_sum: number;
+  gpu_utilization_pct: number;
+  avg_sample_util_pct: number;
+  gpu_memory_utilization_pct: number;
+  unsampled_mgpu_ms: number;
+}
+export interface OpsWait {
+  started: number;
+  total_wait_ms: number;
+  avg_wait_ms: number;
+  p95_wait_ms: number;
+  max_wait_ms: number;
+  waiting: number;
+  oldest_wait_ms: number;
+  oldest_job_id: number | null;
+}
+export interface OpsFigures {
+  tenant?: string;
+  service?: string;
+  allocated_mgpu_ms: number;
+  allocated_gpu_hours: number;
+  allocation_pct: number | null;
+  cost_micros: number;
+  cost: string;
+  records: number;
+  measured: OpsMeasured | null;
+  wait: OpsWait;
+  runs_finished: number;
+  outcomes: Record<string, number>;
+  runs_failed: number;
+  failure_rate_pct: number;
+  failures_by_class: Record<string, number>;
+  evictions: Record<string, number>;
+  lost_mgpu_ms: number;
+  lost_gpu_hours: number;
+  lost_by_kind?: Record<string, { lost_mgpu_ms: number; lost_gpu_hours: number }>;
+  interventions: number;
+}
+export interface OpsRequests {
+  requests: number;
+  responses_2xx: number;
+  responses_4xx: number;
+  responses_5xx: number;
+  held: number;
+  p50_ms: number;
+  p95_ms: number;
+  p99_ms: number;
+  max_ms: number;
+  slo_windows: number;
+  slo_windows_met: number;
+}
+export interface OpsService extends OpsFigures {
+  tenant: string;
+  service: string;
+  requests: OpsRequests | null;
+}
+export interface OpsEviction {
+  time_ms: number;
+  run_id: string;
+  job_id: number;
+  job_name: string;
+  tenant: string;
+  kind: string;
+  mgpu: number;
+  lost_from_ms: number;
+  lost_since: string; // checkpoint | start
+  lost_mgpu_ms: number;
+  lost_gpu_hours: number;
+}
+export interface OpsIntervention {
+  time_ms: number;
+  actor: string;
+  action: string;
+  object: string;
+  tenant: string;
+}
+// `fleet` is null for a caller who is not a platform admin: its tenants only.
+export interface OpsReport {
+  from_ms: number;
+  to_ms: number;
+  currency: string;
+  measured: boolean;
+  fleet: {
+    gpus: number;
+    capacity_mgpu_ms: number;
+    capacity_gpu_hours: number;
+    measured: { samples: number; util_sum: number; avg_util_pct: number; avg_memory_utilization_pct: number } | null;
+  } | null;
+  total: OpsFigures;
+  tenants: OpsFigures[];
+  inference?: OpsFigures & { services: OpsService[] };
+  evictions: OpsEviction[];
+  interventions_by_action: Record<string, number>;
+  interventions: OpsIntervention[];
+}
+
 export class ApiError extends Error {
   constructor(
     readonly status: number,
@@ -642,6 +824,32 @@ export class BerthApi {
   // the caller may not act for.
   tokens(identity: string): Promise<{ tokens: TokenInfo[]; next?: string }> {
     return this.call('GET', `/v1/tokens?${new URLSearchParams({ identity, limit: '500' })}`);
+  }
+
+  // A page of alerts, the newest `limit` matches (oldest first, as berthd
+  // sends them); `query` holds all and kind (alerts.ts makes it).
+  alerts(query: string): Promise<AlertPage> {
+    return this.call('GET', `/v1/alerts?${query}`);
+  }
+
+  // Resolves an open alert by hand (409 when it was resolved already).
+  resolveAlert(id: number): Promise<Alert> {
+    return this.call('POST', `/v1/alerts/${id}/resolve`);
+  }
+
+  alertRules(): Promise<AlertRules> {
+    return this.call('GET', '/v1/alert-rules');
+  }
+
+  alertDeliveries(after?: string, limit = 50): Promise<{ deliveries: AlertDelivery[]; next?: string }> {
+    const q = new URLSearchParams({ limit: String(limit) });
+    if (after) q.set('after', after);
+    return this.call('GET', `/v1/alert-deliveries?${q}`);
+  }
+
+  // The operations report of a window; `query` holds from and to (report.ts).
+  opsReport(query: string): Promise<OpsReport> {
+    return this.call('GET', `/v1/reports/ops${query ? `?${query}` : ''}`);
   }
 
   budgets(): Promise<{ budgets: Budget[] }> {

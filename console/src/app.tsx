@@ -4,18 +4,22 @@
 // (/ui/submit), the fleet's GPU map
 // (/ui/fleet, filters in the query), one node (/ui/fleet/NODE), the
 // tenants the caller may open (/ui/tenants), one tenant (/ui/tenants/T),
-// and the policy (/ui/policy): one version (/ui/policy/versions/N) and the
-// diff of two (/ui/policy/diff?from=A&to=B).
+// the policy (/ui/policy): one version (/ui/policy/versions/N) and the
+// diff of two (/ui/policy/diff?from=A&to=B); alerts (/ui/alerts, filters in
+// the query; a platform admin's) and the operations report
+// (/ui/reports/ops?from=24h).
 
 import { createContext } from 'preact';
 import { useCallback, useContext, useEffect, useState } from 'preact/hooks';
 import { ApiError, type BerthApi, type Caller } from './api';
 import { LANG_STORAGE_KEY, LANGS, type Key, type Lang, pickLang, translate } from './i18n';
+import { AlertsPage } from './pages/alerts';
 import { FleetPage } from './pages/fleet';
 import { JobPage } from './pages/job';
 import { JobsPage } from './pages/jobs';
 import { NodePage } from './pages/node';
 import { PolicyDiffPage, PolicyPage, PolicyVersionPage } from './pages/policy';
+import { ReportPage } from './pages/report';
 import { SignIn } from './pages/sign-in';
 import { SubmitPage } from './pages/submit';
 import { TenantPage, TenantsPage } from './pages/tenant';
@@ -222,8 +226,12 @@ export function App({ api }: { api: BerthApi }) {
   const versionMatch = /^\/ui\/policy\/versions\/(\d+)\/?$/.exec(path);
   const inDiff = /^\/ui\/policy\/diff\/?$/.test(path);
   const inPolicy = /^\/ui\/policy(\/|$)/.test(path);
+  const inAlerts = /^\/ui\/alerts\/?$/.test(path);
+  const inReport = /^\/ui\/reports(\/ops)?\/?$/.test(path);
   let page;
-  if (versionMatch) page = <PolicyVersionPage version={Number(versionMatch[1])} />;
+  if (inAlerts) page = <AlertsPage search={search} />;
+  else if (inReport) page = <ReportPage search={search} />;
+  else if (versionMatch) page = <PolicyVersionPage version={Number(versionMatch[1])} />;
   else if (inDiff) page = <PolicyDiffPage search={search} />;
   else if (inPolicy) page = <PolicyPage />;
   else if (tenantMatch) page = <TenantPage tenant={decodeName(tenantMatch[1])} />;
@@ -242,7 +250,7 @@ export function App({ api }: { api: BerthApi }) {
         </a>
         <span class="brand">{t('app.title')}</span>
         <nav aria-label={t('nav.main')}>
-          <Link href="/ui/jobs" current={!inFleet && !inTenants && !inPolicy}>
+          <Link href="/ui/jobs" current={!inFleet && !inTenants && !inPolicy && !inAlerts && !inReport}>
             {t('nav.jobs')}
           </Link>{' '}
           <Link href="/ui/fleet" current={inFleet}>
@@ -253,6 +261,16 @@ export function App({ api }: { api: BerthApi }) {
           </Link>{' '}
           <Link href="/ui/policy" current={inPolicy}>
             {t('nav.policy')}
+          </Link>{' '}
+          {caller.platform_admin && (
+            <>
+              <Link href="/ui/alerts" current={inAlerts}>
+                {t('nav.alerts')}
+              </Link>{' '}
+            </>
+          )}
+          <Link href="/ui/reports/ops" current={inReport}>
+            {t('nav.report')}
           </Link>
         </nav>
         <span class="who">{t('nav.signedInAs', { name: caller.name })}</span>
