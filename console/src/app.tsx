@@ -4,13 +4,15 @@
 // (/ui/submit), the fleet's GPU map
 // (/ui/fleet, filters in the query), one node (/ui/fleet/NODE), the
 // tenants the caller may open (/ui/tenants), one tenant (/ui/tenants/T),
-// and the policy (/ui/policy): one version (/ui/policy/versions/N) and the
-// diff of two (/ui/policy/diff?from=A&to=B).
+// the policy (/ui/policy): one version (/ui/policy/versions/N) and the
+// diff of two (/ui/policy/diff?from=A&to=B); and cost (/ui/cost, the
+// period in the query).
 
 import { createContext } from 'preact';
 import { useCallback, useContext, useEffect, useState } from 'preact/hooks';
 import { ApiError, type BerthApi, type Caller } from './api';
 import { LANG_STORAGE_KEY, LANGS, type Key, type Lang, pickLang, translate } from './i18n';
+import { CostPage } from './pages/cost';
 import { FleetPage } from './pages/fleet';
 import { JobPage } from './pages/job';
 import { JobsPage } from './pages/jobs';
@@ -222,8 +224,10 @@ export function App({ api }: { api: BerthApi }) {
   const versionMatch = /^\/ui\/policy\/versions\/(\d+)\/?$/.exec(path);
   const inDiff = /^\/ui\/policy\/diff\/?$/.test(path);
   const inPolicy = /^\/ui\/policy(\/|$)/.test(path);
+  const inCost = /^\/ui\/cost\/?$/.test(path);
   let page;
-  if (versionMatch) page = <PolicyVersionPage version={Number(versionMatch[1])} />;
+  if (inCost) page = <CostPage search={search} />;
+  else if (versionMatch) page = <PolicyVersionPage version={Number(versionMatch[1])} />;
   else if (inDiff) page = <PolicyDiffPage search={search} />;
   else if (inPolicy) page = <PolicyPage />;
   else if (tenantMatch) page = <TenantPage tenant={decodeName(tenantMatch[1])} />;
@@ -242,7 +246,7 @@ export function App({ api }: { api: BerthApi }) {
         </a>
         <span class="brand">{t('app.title')}</span>
         <nav aria-label={t('nav.main')}>
-          <Link href="/ui/jobs" current={!inFleet && !inTenants && !inPolicy}>
+          <Link href="/ui/jobs" current={!inFleet && !inTenants && !inPolicy && !inCost}>
             {t('nav.jobs')}
           </Link>{' '}
           <Link href="/ui/fleet" current={inFleet}>
@@ -253,6 +257,9 @@ export function App({ api }: { api: BerthApi }) {
           </Link>{' '}
           <Link href="/ui/policy" current={inPolicy}>
             {t('nav.policy')}
+          </Link>{' '}
+          <Link href="/ui/cost" current={inCost}>
+            {t('nav.cost')}
           </Link>
         </nav>
         <span class="who">{t('nav.signedInAs', { name: caller.name })}</span>
