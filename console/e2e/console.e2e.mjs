@@ -44,6 +44,16 @@
 // member of blue has no Alerts link, gets the refusal on the page and from
 // the API, and reads a report of blue without fleet-wide figures; axe checks
 // both pages, the report also in Chinese.
+// Cost: after the jobs above ran (red's 2-GPU holder and blue's 1-GPU job
+// still running, priced from a price table applied here), the platform
+// admin opens the Cost page from the header and every figure of the table
+// by tenant (and its total) is that of the GET /v1/usage answer the page
+// received, the table by day has that answer's rows, and the budgets are
+// GET /v1/budgets'; Download CSV saves a UTF-8 file with a byte-order mark
+// whose rows are the rows shown, with the answer's figures unformatted; a
+// member of blue sees only blue's rows and budget, no request of its page
+// names a tenant and no answer it got holds red's usage or budget; axe
+// checks the page in English and in Chinese.
 //
 // Run by ctest (console_browser_test, label integration) or by hand:
 //   BERTH_BIN_DIR=build/dev/bin node console/e2e/console.e2e.mjs
@@ -1041,6 +1051,135 @@ try {
   await axe(am.page, 'ops report (member)');
   assert.deepEqual(am.problems, []);
   await am.context.close();
+  // --- cost ------------------------------------------------------------------
+  // A price from now on, and a budget for each tenant: blue's enforced, in
+  // GPU-hours; red's in money.
+  expectStatus(await call(admin, 'POST', '/v1/prices', 'currency: EUR\ndefault: 2.50\n', 'application/yaml'), 201, 'a price table');
+  expectStatus(await call(admin, 'POST', '/v1/budgets/blue', JSON.stringify({ gpu_hours: '100', enforce: true })), 200, "blue's budget");
+  expectStatus(await call(admin, 'POST', '/v1/budgets/red', JSON.stringify({ amount: '50' })), 200, "red's budget");
+  await waitFor('a priced minute of the running jobs', async () => Number((await call(admin, 'GET', '/v1/usage')).json.total.cost) > 0);
+  const deepCost = await fetch(`${base}/ui/cost?period=last-month`);
+  assert.equal(deepCost.status, 200);
+  assert.match(await deepCost.text(), /<div id="app">/);
+  // What a cost table shows, read in one go (the page asks again every 30 s).
+  const costTable = (pg, id) =>
+    pg.evaluate((sel) => {
+      const table = document.querySelector(sel);
+      if (!table) return null;
+      const rows = (part) => [...table.querySelectorAll(`${part} tr`)].map((tr) => [...tr.children].map((c) => c.textContent.trim()));
+      return { toMs: Number(table.dataset.toMs), fromMs: Number(table.dataset.fromMs), body: rows('tbody'), foot: rows('tfoot') };
+    }, `#${id}`);
+  const usageAnswer = (ans, by, toMs) =>
+    ans
+      .filter((r) => new URL(r.url).pathname === '/v1/usage' && new URL(r.url).searchParams.get('by') === by)
+      .map((r) => ({ url: r.url, json: JSON.parse(r.body) }))
+      .find((r) => r.json.to_ms === toMs);
+  // A row as the page shows it: GPU-hours to three decimals, the idle share
+  // of the sampled time to one, money as berthd writes it.
+  const hours = (v) => (v === null ? '—' : String(Math.round(v * 1000) / 1000));
+  const waste = (r, fmt) =>
+    r.idle_mgpu_ms === null || !r.measured_mgpu_ms ? fmt(null) : fmt((r.idle_mgpu_ms / r.measured_mgpu_ms) * 100);
+  const shown = (r, name) => [
+    name, hours(r.allocated_gpu_hours), hours(r.used_gpu_hours), hours(r.idle_gpu_hours),
+    waste(r, (p) => (p === null ? '—' : `${(Math.round(p * 10) / 10).toFixed(1)}%`)),
+    r.cost, r.idle_cost ?? '—', String(r.runs),
+  ];
+  const csvRow = (r, name) => [
+    name, String(r.allocated_gpu_hours), r.used_gpu_hours === null ? '' : String(r.used_gpu_hours),
+    r.idle_gpu_hours === null ? '' : String(r.idle_gpu_hours),
+    waste(r, (p) => (p === null ? '' : String(Math.round(p * 100) / 100))),
+    r.cost, r.idle_cost ?? '', String(r.runs),
+  ];
+
+  const co = await open('en-US');
+  await signIn(co.page, admin);
+  await co.page.waitForSelector('#jobs-table, #jobs-empty');
+  await co.page.click('nav a[href="/ui/cost"]');
+  await co.page.waitForSelector('#cost-by-tenant tbody tr[data-tenant="red"]');
+  assert.match(co.page.url(), /\/ui\/cost$/);
+  const byTenant = await costTable(co.page, 'cost-by-tenant');
+  const tenantAnswer = usageAnswer(co.answers, 'tenant', byTenant.toMs);
+  assert.ok(tenantAnswer, 'the page shows an answer of GET /v1/usage?by=tenant it received');
+  assert.doesNotMatch(tenantAnswer.url, /tenant=/, 'the page names no tenant: berthd scopes the answer');
+  const monthStartMs = Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), 1);
+  assert.equal(tenantAnswer.json.from_ms, monthStartMs, 'this UTC month');
+  assert.deepEqual(tenantAnswer.json.rows.map((r) => r.key.tenant).sort(), ['blue', 'red'], 'both tenants ran jobs this month');
+  assert.deepEqual(byTenant.body, tenantAnswer.json.rows.map((r) => shown(r, r.key.tenant)), "each tenant's figures are the answer's");
+  assert.deepEqual(byTenant.foot, [shown(tenantAnswer.json.total, 'Total')], "the total is the answer's");
+  assert.ok(Number(tenantAnswer.json.total.cost) > 0, 'the running jobs cost something');
+  const byDay = await costTable(co.page, 'cost-by-day');
+  const dayAnswer = usageAnswer(co.answers, 'day,tenant', byDay.toMs);
+  assert.ok(dayAnswer, 'the page shows an answer of GET /v1/usage?by=day,tenant it received');
+  assert.deepEqual(byDay.body, dayAnswer.json.rows.map((r) => [r.key.day, ...shown(r, r.key.tenant)]));
+  assert.ok(await co.page.isVisible('#cost-chart'), 'the chart by day');
+  const budgetAnswer = JSON.parse(co.answers.filter((r) => new URL(r.url).pathname === '/v1/budgets').pop().body).budgets;
+  assert.deepEqual(budgetAnswer.map((b) => b.tenant).sort(), ['blue', 'red']);
+  for (const bgt of budgetAnswer) {
+    const tr = `#cost-budgets tr[data-tenant="${bgt.tenant}"]`;
+    const unit = bgt.unit === 'gpu_hours' ? 'GPU-hours' : bgt.currency;
+    assert.equal((await co.page.textContent(`${tr} .limit`)).trim(), `${bgt.limit} ${unit}`);
+    assert.equal((await co.page.textContent(`${tr} .used`)).trim(), `${bgt.used} ${unit}`);
+    assert.equal((await co.page.textContent(`${tr} .enforced`)).trim(), bgt.enforce ? 'yes: low-priority jobs wait while over it' : 'no');
+  }
+  console.log(
+    `cost this month: ${tenantAnswer.json.rows.length} tenants, ${tenantAnswer.json.total.allocated_gpu_hours.toFixed(4)} GPU-hours, ` +
+      `${tenantAnswer.json.total.cost} ${tenantAnswer.json.currency}; used and idle ${tenantAnswer.json.telemetry ? 'measured' : 'not measured'}`,
+  );
+  await axe(co.page, 'cost (platform admin)');
+  // Download CSV: the rows shown, unformatted, in a UTF-8 file with a BOM.
+  let csv = null;
+  for (let attempt = 0; attempt < 3 && csv === null; attempt++) {
+    const before = await costTable(co.page, 'cost-by-tenant');
+    const [download] = await Promise.all([co.page.waitForEvent('download'), co.page.click('#cost-by-tenant-csv')]);
+    const after = await costTable(co.page, 'cost-by-tenant');
+    if (JSON.stringify(before) !== JSON.stringify(after)) continue; // a refresh came between
+    const bytes = readFileSync(await download.path());
+    assert.deepEqual([...bytes.subarray(0, 3)], [0xef, 0xbb, 0xbf], 'a UTF-8 byte-order mark');
+    assert.match(download.suggestedFilename(), /^berth-cost-by-tenant-\d{4}-\d{2}-01-to-\d{4}-\d{2}-\d{2}\.csv$/);
+    csv = { text: bytes.subarray(3).toString('utf8'), toMs: after.toMs };
+  }
+  assert.ok(csv, 'a download while the table stood still');
+  const csvAnswer = usageAnswer(co.answers, 'tenant', csv.toMs).json;
+  assert.ok(csv.text.endsWith('\r\n'));
+  assert.deepEqual(
+    csv.text.slice(0, -2).split('\r\n').map((l) => l.split(',')),
+    [
+      ['Tenant', 'Allocated GPU-hours', 'Used GPU-hours', 'Idle GPU-hours', 'GPU waste', 'Cost (EUR)', 'Idle cost (EUR)', 'Runs'],
+      ...csvAnswer.rows.map((r) => csvRow(r, r.key.tenant)),
+      csvRow(csvAnswer.total, 'Total'),
+    ],
+    "the CSV's rows are the rows shown, with the answer's figures",
+  );
+  await co.page.selectOption('#lang-select', 'zh');
+  await co.page.waitForFunction(() => document.querySelector('h1')?.textContent?.trim() === '费用');
+  await axe(co.page, 'cost (platform admin, zh)');
+  assert.deepEqual(co.problems, [], 'no CSP refusal or script error on the cost page');
+  await co.context.close();
+
+  // A member of blue: blue's rows and budget only, as berthd answered them.
+  const cm = await open('zh-CN');
+  await signIn(cm.page, blueMember);
+  await cm.page.waitForSelector('#jobs-table, #jobs-empty');
+  await cm.page.click('nav a[href="/ui/cost"]');
+  await cm.page.waitForSelector('#cost-by-tenant tbody tr[data-tenant]');
+  await cm.page.waitForSelector('#cost-budgets');
+  const memberRows = await cm.page.locator('#cost-by-tenant tbody tr, #cost-by-day tbody tr, #cost-budgets tbody tr').evaluateAll((trs) => trs.map((tr) => tr.dataset.tenant));
+  assert.ok(memberRows.length >= 3 && memberRows.every((n) => n === 'blue'), `blue's member sees: ${memberRows}`);
+  const memberAnswer = usageAnswer(cm.answers, 'tenant', (await costTable(cm.page, 'cost-by-tenant')).toMs).json;
+  assert.deepEqual((await costTable(cm.page, 'cost-by-tenant')).body, memberAnswer.rows.map((r) => shown(r, r.key.tenant)));
+  const costAsked = cm.answers.filter((r) => /^\/v1\/(usage|budgets)/.test(new URL(r.url).pathname));
+  assert.ok(costAsked.length >= 3, 'the page asked for usage and budgets');
+  for (const r of costAsked) {
+    assert.doesNotMatch(new URL(r.url).search, /tenant=|red/, `the page asked for a tenant: ${r.url}`);
+    assert.doesNotMatch(r.body, /"red"/, `blue saw red's usage or budget in ${r.url}`);
+  }
+  for (const r of cm.answers) {
+    assert.doesNotMatch(r.body, /red-fleet-holder|red-secret-training|"tenant":\s*"red"/, `blue saw red in ${r.url}`);
+  }
+  assert.doesNotMatch(await cm.page.content(), /red-fleet-holder|data-tenant="red"/);
+  await axe(cm.page, 'cost (member, zh)');
+  assert.deepEqual(cm.problems, []);
+  await cm.context.close();
 
   // --- 10,000 GPUs: 1,250 nodes of 8, answered by interception -------------
   // Only /v1/nodes and /v1/gpus are intercepted, with objects cloned from

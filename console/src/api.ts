@@ -343,7 +343,9 @@ export interface TokenInfo {
   revoked_by: string;
 }
 
-// A row of GET /v1/usage: `key` holds the grouping (queue, user, ...).
+// A row of GET /v1/usage: `key` holds the grouping (queue, user, day, ...).
+// The used and idle figures are null from a berthd without telemetry
+// (`telemetry: false`), so "not measured" never reads as zero.
 export interface UsageRow {
   key: Record<string, string>;
   mgpu_ms: number;
@@ -351,6 +353,14 @@ export interface UsageRow {
   cost_micros: number;
   cost: string;
   runs: number;
+  measured_mgpu_ms?: number | null;
+  used_mgpu_ms?: number | null;
+  idle_mgpu_ms?: number | null;
+  used_gpu_hours?: number | null;
+  idle_gpu_hours?: number | null;
+  idle_cost_micros?: number | null;
+  idle_cost?: string | null;
+  idle_runs?: number | null;
 }
 export interface Usage {
   from_ms: number;
@@ -358,6 +368,7 @@ export interface Usage {
   currency: string;
   rows: UsageRow[];
   total: UsageRow;
+  telemetry?: boolean;
 }
 export interface Budget {
   tenant: string;
@@ -365,6 +376,8 @@ export interface Budget {
   currency: string;
   limit: string;
   used: string;
+  limit_micros?: number;
+  used_micros?: number;
   month: string;
   alerts: number[];
   crossed: number[];
@@ -818,6 +831,15 @@ export class BerthApi {
   // This UTC month's usage of `tenant` grouped by `by` (queue or user).
   usage(by: string, tenant: string): Promise<Usage> {
     return this.call('GET', `/v1/usage?${new URLSearchParams({ by, tenant })}`);
+  }
+
+  // Usage grouped by `by` (tenant; day,tenant) over [from, to) in epoch ms,
+  // of every tenant the caller may read: berthd scopes it, so the console
+  // names no tenant. `to` left out: up to now.
+  usageReport(by: readonly string[], window: { from: number; to?: number }): Promise<Usage> {
+    let q = `by=${by.join(',')}&from=${window.from}`;
+    if (window.to !== undefined) q += `&to=${window.to}`;
+    return this.call('GET', `/v1/usage?${q}`);
   }
 
   // An identity's tokens, newest first (the first 500). 404 for an identity

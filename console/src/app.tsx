@@ -6,14 +6,15 @@
 // tenants the caller may open (/ui/tenants), one tenant (/ui/tenants/T),
 // the policy (/ui/policy): one version (/ui/policy/versions/N) and the
 // diff of two (/ui/policy/diff?from=A&to=B); alerts (/ui/alerts, filters in
-// the query; a platform admin's) and the operations report
-// (/ui/reports/ops?from=24h).
+// the query; a platform admin's), the operations report
+// (/ui/reports/ops?from=24h) and cost (/ui/cost, the period in the query).
 
 import { createContext } from 'preact';
 import { useCallback, useContext, useEffect, useState } from 'preact/hooks';
 import { ApiError, type BerthApi, type Caller } from './api';
 import { LANG_STORAGE_KEY, LANGS, type Key, type Lang, pickLang, translate } from './i18n';
 import { AlertsPage } from './pages/alerts';
+import { CostPage } from './pages/cost';
 import { FleetPage } from './pages/fleet';
 import { JobPage } from './pages/job';
 import { JobsPage } from './pages/jobs';
@@ -228,9 +229,11 @@ export function App({ api }: { api: BerthApi }) {
   const inPolicy = /^\/ui\/policy(\/|$)/.test(path);
   const inAlerts = /^\/ui\/alerts\/?$/.test(path);
   const inReport = /^\/ui\/reports(\/ops)?\/?$/.test(path);
+  const inCost = /^\/ui\/cost\/?$/.test(path);
   let page;
   if (inAlerts) page = <AlertsPage search={search} />;
   else if (inReport) page = <ReportPage search={search} />;
+  else if (inCost) page = <CostPage search={search} />;
   else if (versionMatch) page = <PolicyVersionPage version={Number(versionMatch[1])} />;
   else if (inDiff) page = <PolicyDiffPage search={search} />;
   else if (inPolicy) page = <PolicyPage />;
@@ -250,7 +253,10 @@ export function App({ api }: { api: BerthApi }) {
         </a>
         <span class="brand">{t('app.title')}</span>
         <nav aria-label={t('nav.main')}>
-          <Link href="/ui/jobs" current={!inFleet && !inTenants && !inPolicy && !inAlerts && !inReport}>
+          <Link
+            href="/ui/jobs"
+            current={!inFleet && !inTenants && !inPolicy && !inAlerts && !inReport && !inCost}
+          >
             {t('nav.jobs')}
           </Link>{' '}
           <Link href="/ui/fleet" current={inFleet}>
@@ -271,6 +277,9 @@ export function App({ api }: { api: BerthApi }) {
           )}
           <Link href="/ui/reports/ops" current={inReport}>
             {t('nav.report')}
+          </Link>{' '}
+          <Link href="/ui/cost" current={inCost}>
+            {t('nav.cost')}
           </Link>
         </nav>
         <span class="who">{t('nav.signedInAs', { name: caller.name })}</span>
