@@ -36,6 +36,9 @@ packages=(
   # the web console's browser test (console/e2e/): headless Chromium driven
   # by playwright-core (--no-install-recommends, below, keeps it small)
   chromium
+  # a font with Chinese glyphs, for the console's zh screenshots
+  # (console/e2e/screenshots.mjs) and pages a person reads in headless Chromium
+  fonts-wqy-microhei
 )
 
 # The web console (console/) is built with Node and npm, which come from
