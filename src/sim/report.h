@@ -63,6 +63,15 @@ struct Summary {
   double max_reclaim_wait_s = 0;
   std::int64_t reclaim_waits_held_otherwise = 0;
   double max_reclaim_wait_held_otherwise_s = 0;
+  // The same per tenant (tenants with at least one reclaim wait): does each
+  // tenant's guarantee come within the grace?
+  struct ReclaimWaits {
+    std::int64_t waits = 0;
+    double max_s = 0;
+    std::int64_t held_otherwise = 0;
+    double max_held_otherwise_s = 0;
+  };
+  std::map<std::string, ReclaimWaits> reclaim_by_tenant;
   // ETA accuracy: jobs given a known estimated start while waiting
   // (JobOutcome::first_eta_ms), and the share of them whose first start
   // came within 25% of the wait that first estimate promised (|start - eta|

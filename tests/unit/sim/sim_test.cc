@@ -210,6 +210,13 @@ TEST(Simulate, AReclaimWaitsOutTheGraceAndNoLonger) {
   const Summary s = Summarize("berth", *reclaimed);
   EXPECT_EQ(s.reclaim_waits, 1);
   EXPECT_DOUBLE_EQ(s.max_reclaim_wait_s, 600.0);
+  // Per tenant: a waited, b (the borrower) never needed to.
+  ASSERT_EQ(s.reclaim_by_tenant.size(), 1U);
+  ASSERT_TRUE(s.reclaim_by_tenant.contains("a"));
+  EXPECT_EQ(s.reclaim_by_tenant.at("a").waits, 1);
+  EXPECT_DOUBLE_EQ(s.reclaim_by_tenant.at("a").max_s, 600.0);
+  EXPECT_EQ(ToJson(s)["reclaim_by_tenant"]["a"]["max_reclaim_wait_s"], 600.0);
+  EXPECT_NE(RenderTable({s}).find("RECLAIM_WAITS"), std::string::npos);
 }
 
 // Two 4-GPU nodes: a (2 GPUs) on n0, b (3) and c (1) on n1, all of them
