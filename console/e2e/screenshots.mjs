@@ -20,22 +20,22 @@
 // or berthd is missing, as the browser test does. Not run by ctest: it
 // writes into docs/.
 
-import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, relative, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, relative, resolve } from 'node:path';
+import {
+  chromiumPath,
+  repo,
+  requirePrerequisites,
+  skipper,
+  sleep,
+  startBerthd,
+  waitFor as waitWithin,
+} from './support.mjs';
 
-const SKIP = 77;
 // A long page (the ops report) is cut here, keeping each PNG near 150 KB.
 const MAX_HEIGHT = 1600;
-const here = dirname(fileURLToPath(import.meta.url));
-const consoleDir = resolve(here, '..');
-const repo = resolve(consoleDir, '..');
-const chromiumPath = process.env.BERTH_CHROMIUM ?? '/usr/bin/chromium';
-const binDir = resolve(process.env.BERTH_BIN_DIR ?? join(repo, 'build/dev/bin'));
-const berthdPath = join(binDir, 'berthd');
 
 function usage(message) {
   console.error(`screenshots: ${message}`);
@@ -55,13 +55,7 @@ for (let i = 2; i < process.argv.length; i++) {
   }
 }
 
-function skip(why) {
-  console.log(`SKIP console screenshots: ${why}`);
-  process.exit(SKIP);
-}
-if (!existsSync(chromiumPath)) {
-  skip(`no Chromium at ${chromiumPath} (scripts/install-deps.sh installs Debian's chromium)`);
-}
+const skip = skipper('console screenshots');
 // Without a font that has Chinese glyphs the zh pages would show boxes.
 let zhFonts = '';
 try {
@@ -70,12 +64,7 @@ try {
   zhFonts = '';
 }
 if (!zhFonts) skip('no font with Chinese glyphs (fc-list :lang=zh); scripts/install-deps.sh installs fonts-wqy-microhei');
-if (!existsSync(join(consoleDir, 'node_modules/playwright-core'))) {
-  skip('console/node_modules is missing: run `npm ci` in console/ (scripts/test.sh does)');
-}
-if (!existsSync(berthdPath)) skip(`no berthd at ${berthdPath} (set BERTH_BIN_DIR)`);
-const uiDir = existsSync(join(binDir, 'ui/index.html')) ? join(binDir, 'ui') : join(consoleDir, 'dist');
-if (!existsSync(join(uiDir, 'index.html'))) skip('the console is not built: run `npm run build` in console/');
+const uiDir = requirePrerequisites(skip);
 
 const { chromium } = await import('playwright-core');
 
@@ -173,55 +162,14 @@ const WAITING = {
   resources: { gpus: 6, gpu_model: 'H100-80GB' }, max_runtime: '12h',
 };
 
-function freePort() {
-  return new Promise((ok, fail) => {
-    const s = createServer();
-    s.once('error', fail);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => ok(port));
-    });
-  });
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function waitFor(what, check, ms = 60000) {
-  const end = Date.now() + ms;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v) return v;
-    } catch {
-      // not yet
-    }
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(200);
-  }
-}
+const waitFor = (what, check, ms = 60000) => waitWithin(what, check, ms, 200);
 
 const dir = mkdtempSync(join(tmpdir(), 'berth-console-shots-'));
 writeFileSync(join(dir, 'cluster.yaml'), CLUSTER);
-const apiPort = await freePort();
-const agentPort = await freePort();
-const base = `http://127.0.0.1:${apiPort}`;
-const log = [];
-const berthd = spawn(
-  berthdPath,
-  [
-    '--all-in-one', '--plain-http', '--plain-agents',
-    '--data-dir', join(dir, 'data'),
-    '--listen', `127.0.0.1:${apiPort}`,
-    '--agent-listen', `127.0.0.1:${agentPort}`,
-    '--gateway-listen', 'off',
-    '--simulate', join(dir, 'cluster.yaml'),
-    '--telemetry-interval', '2s',
-    '--ui-dir', uiDir,
-  ],
-  { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] },
-);
-berthd.stdout.on('data', (d) => log.push(String(d)));
-berthd.stderr.on('data', (d) => log.push(String(d)));
+const { berthd, base, log } = await startBerthd(dir, uiDir, [
+  '--simulate', join(dir, 'cluster.yaml'),
+  '--telemetry-interval', '2s',
+]);
 
 let browser;
 let failed = false;
