@@ -25,11 +25,16 @@
 // starts (sched/runtime_estimate.h); --no-short-first sets the policy's
 // short_first_max_wait to 0 (submit order within a queue, as before it).
 //
+// --demand fills the snapshot's demand as berthd's snapshot builder does
+// (DemandOf the pending and running jobs): with the bench's two GPU models
+// and its A100 jobs, a job free to use any model is placed by FGD's score
+// among the models (model-aware placement), which it measures.
+//
 // --size N P runs one size only (N nodes, P pending), e.g. under `perf stat`.
 //
 //   berth-sched-bench [--cycles K] [--quick] [--runtimes] [--fragmented]
 //                     [--same-priority] [--max-reservations N] [--size N P]
-//                     [--predictions] [--no-short-first]
+//                     [--predictions] [--no-short-first] [--demand]
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -54,6 +59,7 @@ struct Options {
   int max_reservations = -1;   // -1: the policy default
   bool predictions = false;
   bool no_short_first = false;
+  bool demand = false;
 };
 
 Snapshot Build(int nodes, int pending, std::mt19937& rng, const Options& opt) {
@@ -155,6 +161,7 @@ Snapshot Build(int nodes, int pending, std::mt19937& rng, const Options& opt) {
 void Run(int nodes, int pending, int cycles, const Options& opt) {
   std::mt19937 rng(42);
   Snapshot s = Build(nodes, pending, rng, opt);
+  if (opt.demand) s.demand = berth::sched::DemandOf(s.pending, s.running);
   berth::sched::CoreScheduler sched;
   std::vector<double> ms;
   std::vector<double> cpu_ms;  // process CPU time: steadier than wall time on a busy machine
@@ -213,6 +220,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--predictions") == 0) opt.predictions = true;
     if (std::strcmp(argv[i], "--no-short-first") == 0) opt.no_short_first = true;
     if (std::strcmp(argv[i], "--same-priority") == 0) opt.same_priority = true;
+    if (std::strcmp(argv[i], "--demand") == 0) opt.demand = true;
     if (std::strcmp(argv[i], "--max-reservations") == 0 && i + 1 < argc) {
       opt.max_reservations = std::atoi(argv[++i]);
     }
