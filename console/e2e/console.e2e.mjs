@@ -55,6 +55,15 @@
 // names a tenant and no answer it got holds red's usage or budget; axe
 // checks the page in English and in Chinese.
 //
+// Job detail: a running 2-GPU job's page shows each replica's node (linked
+// to its page) and GPU indices, equal to GET /v1/jobs/ID's placement and to
+// the GPUs GET /v1/gpus says it holds, and, once the simulated node's
+// telemetry arrives, its GPU utilization chart with a line per GPU of the
+// job; a job behind its queue's head (an 8-GPU job waiting for the node)
+// naming a node selector no node matches shows the why answer's layers,
+// ranked, with the node layer "0 of N" and node_selector_mismatch, in
+// English and Chinese; axe checks both pages in both languages.
+//
 // Run by ctest (console_browser_test, label integration) or by hand:
 //   BERTH_BIN_DIR=build/dev/bin node console/e2e/console.e2e.mjs
 // Exits 77 (ctest's skip) saying why when Chromium, node_modules, the built
@@ -483,6 +492,123 @@ try {
   assert.ok([403, 404].includes(viewerSubmit.status), `a viewer's submit is refused: ${viewerSubmit.text}`);
   assert.deepEqual(sv.problems, []);
   await sv.context.close();
+
+  // --- job detail ------------------------------------------------------------
+  // A 2-GPU job of blue runs on the simulated node; in default/default an
+  // 8-GPU head waits for the node (the runner holds 2 of its 8 GPUs) and,
+  // behind it, a job names a node selector no node matches.
+  async function submitSpec(spec) {
+    const r = await call(admin, 'POST', '/v1/jobs', JSON.stringify({ command: ['sleep', '300'], ...spec }));
+    expectStatus(r, 201, `submit ${spec.name}`);
+    return r.json.id;
+  }
+  const placedId = await submitSpec({ name: 'e2e-placed', resources: { gpus: 2 }, tenant: 'blue', queue: 'main' });
+  const placedJob = await waitFor('the placed job running', async () => {
+    const j = (await call(admin, 'GET', `/v1/jobs/${placedId}`)).json;
+    return j.state === 'Running' && j.placement.length > 0 ? j : null;
+  });
+  const headId = await submitSpec({ name: 'e2e-head', resources: { gpus: 8 }, tenant: 'default', queue: 'default' });
+  const selId = await submitSpec({
+    name: 'e2e-no-such-zone', resources: { gpus: 1 }, node_selector: { zone: 'nowhere' }, tenant: 'default', queue: 'default',
+  });
+  const selWhy = await waitFor('the selector job behind its head, with the node layer', async () => {
+    const w = (await call(admin, 'GET', `/v1/jobs/${selId}/why?lang=en`)).json;
+    return w.reason?.code === 'BehindInQueue' && w.reason.layers?.length === 2 ? w : null;
+  });
+  const nodeLayer = selWhy.reason.layers[1];
+  assert.deepEqual(selWhy.reason.layers[0], { layer: 'order', code: 'BehindInQueue' });
+  assert.equal(nodeLayer.layer, 'nodes');
+  assert.ok(nodeLayer.nodes >= 1, 'the node layer counts the node');
+  assert.equal(nodeLayer.could_take, 0);
+  assert.deepEqual(nodeLayer.excluded, [{ cause: 'node_selector_mismatch', nodes: nodeLayer.nodes }]);
+
+  const jd = await open('en-US');
+  await signIn(jd.page, admin);
+  await jd.page.waitForSelector('#jobs-table');
+  // The running job: each replica's node (linked to its page) and GPU
+  // indices, as GET /v1/jobs/ID and GET /v1/gpus have them.
+  await jd.page.goto(`${base}/ui/jobs/${placedId}`);
+  await jd.page.waitForSelector('table.placement[data-current="true"] tbody tr');
+  const placedRows = await jd.page.locator('table.placement[data-current="true"] tbody tr').evaluateAll((trs) =>
+    trs.map((tr) => ({
+      replica: Number(tr.getAttribute('data-replica')),
+      node: tr.querySelector('.node').textContent.trim(),
+      href: tr.querySelector('.node a').getAttribute('href'),
+      gpus: tr.querySelector('.gpus').textContent.trim(),
+    })),
+  );
+  assert.deepEqual(
+    placedRows,
+    placedJob.placement.map((r) => ({ replica: r.replica, node: r.node, href: `/ui/fleet/${encodeURIComponent(r.node)}`, gpus: r.gpus.join(', ') })),
+  );
+  const heldByPlaced = (await call(admin, 'GET', '/v1/gpus')).json.gpus.filter((g) => g.job?.id === placedId);
+  assert.deepEqual(
+    heldByPlaced.map((g) => `${g.node}/${g.index}`).sort(),
+    placedJob.placement.flatMap((r) => r.gpus.map((i) => `${r.node}/${i}`)).sort(),
+    'the GPUs the page names are the ones the job holds',
+  );
+  assert.ok((await jd.page.locator('#job-timeline li').count()) >= 2, 'the timeline lists the events');
+  // Its GPU utilization once the node's telemetry (every 10 s) has arrived:
+  // a line for each GPU of the job with samples.
+  await waitFor('telemetry of the placed job', async () => {
+    const tel = (await call(admin, 'GET', `/v1/jobs/${placedId}/telemetry`)).json;
+    return tel.gpus.some((g) => g.buckets.length > 0);
+  }, 45000);
+  await jd.page.waitForSelector('#util-chart g[data-gpu]', { timeout: 30000 });
+  assert.equal((await jd.page.textContent('#util-chart-title')).trim(), 'GPU utilization over time');
+  const chartGpus = await jd.page.locator('#util-chart g[data-gpu]').evaluateAll((gs) => gs.map((g) => g.getAttribute('data-gpu')));
+  assert.ok(chartGpus.length >= 1 && chartGpus.every((g) => heldByPlaced.some((h) => `${h.node}/${h.index}` === g)), `chart lines: ${chartGpus}`);
+  assert.equal(await jd.page.locator('#util-gpus tbody tr').count(), chartGpus.length, 'a table row per line');
+  await axe(jd.page, 'job (running, placement and utilization)');
+  await jd.page.selectOption('#lang-select', 'zh');
+  await jd.page.waitForFunction(() => document.querySelector('#placement-h')?.textContent?.trim() === '放置位置');
+  await axe(jd.page, 'job (running, zh)');
+  await jd.page.selectOption('#lang-select', 'en');
+
+  // The job behind its head: the why answer's layers, ranked, with the node
+  // layer's numbers and its cause.
+  await jd.page.goto(`${base}/ui/jobs/${selId}`);
+  await jd.page.waitForSelector('#why-layers li[data-layer="nodes"]');
+  const pageWhy = JSON.parse(jd.answers.filter((r) => r.url.endsWith(`/v1/jobs/${selId}/why?lang=en`)).pop().body);
+  assert.deepEqual(pageWhy.reason.layers, selWhy.reason.layers);
+  const shownLayers = await jd.page.locator('#why-layers li').evaluateAll((lis) =>
+    lis.map((li) => ({
+      layer: li.getAttribute('data-layer'),
+      nodes: li.getAttribute('data-nodes'),
+      could_take: li.getAttribute('data-could-take'),
+      excluded: [...li.querySelectorAll('[data-cause]')].map((c) => ({ cause: c.getAttribute('data-cause'), nodes: Number(c.getAttribute('data-nodes')) })),
+    })),
+  );
+  assert.deepEqual(
+    shownLayers,
+    pageWhy.reason.layers.map((l) => ({
+      layer: l.layer,
+      nodes: l.nodes === undefined ? null : String(l.nodes),
+      could_take: l.could_take === undefined ? null : String(l.could_take),
+      excluded: l.excluded ?? [],
+    })),
+  );
+  const n = nodeLayer.nodes;
+  assert.equal(
+    (await jd.page.textContent('#why-layers li[data-layer="nodes"]')).trim(),
+    `Nodes: 0 of ${n} could ever take a replica — ${n} with labels not matching the node selector`,
+  );
+  assert.match((await jd.page.textContent('#why-layers li[data-layer="order"]')).trim(), /^Queue order: number \d+ among its queue's waiting jobs.* \(holds it now\)$/);
+  assert.equal((await jd.page.textContent('#placement-none')).trim(), 'No replica has been placed yet.');
+  await axe(jd.page, 'job (behind its head, layers)');
+  await jd.page.selectOption('#lang-select', 'zh');
+  await jd.page.waitForFunction(
+    (want) => document.querySelector('#why-layers li[data-layer="nodes"]')?.textContent?.trim() === want,
+    `节点：${n} 个节点中有 0 个能够容纳它的副本——${n} 个标签与节点选择器不匹配`,
+  );
+  await axe(jd.page, 'job (behind its head, zh)');
+  assert.deepEqual(jd.problems, [], 'no CSP refusal or script error on the job pages');
+  await jd.context.close();
+  // They go: the fleet below counts the node's GPUs.
+  for (const id of [selId, headId, placedId]) expectStatus(await call(admin, 'POST', `/v1/jobs/${id}/cancel`), 200, `cancel job ${id}`);
+  await waitFor('the placed job to free its GPUs', async () =>
+    (await call(admin, 'GET', '/v1/gpus')).json.gpus.every((g) => g.job?.id !== placedId && g.job?.id !== headId),
+  );
 
   // --- the fleet: the GPU map and a node, as the admin ---------------------
   // A 2-GPU job of red runs on the simulated node and holds two of its GPUs.

@@ -47,6 +47,77 @@ export interface JobSummary {
   // GET /v1/jobs/{id} sends the spec as submitted, and not the list's
   // priority, replicas and resources (those are in the spec).
   spec?: { priority: string; replicas: number; resources: { gpus: number; gpu_model?: string } };
+  // GET /v1/jobs/{id} only: the current attempt's runs (`placement`), every
+  // attempt's (`runs`), the whole timeline, oldest first, and the
+  // utilization summary over all runs (null without telemetry or samples).
+  exit_code?: number | null;
+  signal?: number | null;
+  placement?: RunInfo[];
+  runs?: RunInfo[];
+  timeline?: TimelineEvent[];
+  utilization?: UtilizationSummary | null;
+}
+
+// One run of a job: a replica of an attempt, where it runs and how it
+// ended. `gpus` are the node's GPU indices; `stopped_for` is '' unless
+// Berth stopped it (preempted, drained, cancelled, ...).
+export interface RunInfo {
+  replica: number;
+  attempt: number;
+  run_id: string;
+  node: string;
+  gpus: number[];
+  gpu_uuids?: string[];
+  gpu_share_mgpu?: number;
+  state: string; // Starting | Running | Exited
+  exit_code: number | null;
+  signal: number | null;
+  stopped_for: string;
+  start_error?: string;
+  failure_class?: string;
+  started_at_ms: number | null;
+  finished_at_ms: number | null;
+}
+
+// berthd's utilization summary (docs/api.md "Telemetry").
+export interface UtilizationSummary {
+  avg_util_pct: number;
+  max_util_pct: number;
+  avg_memory_used_bytes: number;
+  max_memory_used_bytes: number;
+  memory_total_bytes: number;
+  idle_fraction: number;
+  longest_idle_ms: number;
+  samples: number;
+  first_ms: number;
+  last_ms: number;
+}
+
+// One bucket of a GPU's telemetry series.
+export interface TelemetryBucket {
+  start_ms: number;
+  width_ms: number;
+  run_ids: string[];
+  samples: number;
+  util_sum: number;
+  avg_util_pct: number;
+  max_util_pct: number;
+  avg_mem_util_pct: number;
+  avg_memory_used_bytes: number;
+  max_memory_used_bytes: number;
+  memory_total_bytes: number;
+  shared?: boolean;
+}
+
+// GET /v1/jobs/{id}/telemetry: each GPU the job held with its buckets
+// (only the job's own), and each run's summary.
+export interface JobTelemetry {
+  from_ms: number;
+  to_ms: number;
+  step_ms: number;
+  job: number;
+  runs: { run_id: string; replica: number; attempt: number; node: string; gpu_uuids: string[]; utilization: UtilizationSummary | null }[];
+  gpus: { uuid: string; node: string; gpu: number; buckets: TelemetryBucket[] }[];
 }
 
 // A job's priority, replicas and GPUs per replica: the list's fields, else
@@ -71,11 +142,33 @@ export interface TimelineEvent {
   message: string;
 }
 
+// A layer of a waiting job's explanation (GET /v1/jobs/{id}/why): the one
+// holding it now first (order, quota, budget, nodes, not_looked_at_yet,
+// with its reason code); for a job held by order, quota or budget, then
+// the node layer: of `nodes`, how many `could_take` one of its replicas,
+// and how many nodes each cause rules out, the biggest first.
+export interface WhyLayer {
+  layer: string;
+  code?: string;
+  nodes?: number;
+  could_take?: number;
+  excluded?: { cause: string; nodes: number }[];
+}
+
+// Why a job failed, in the language asked for: a class scripts match on,
+// berthd's sentence, and the evidence (a log line, "exit code 3").
+export interface Failure {
+  class: string;
+  message: string;
+  evidence: string;
+}
+
 export interface Why {
   id: number;
   state: string;
   lang: Lang;
-  reason: Reason | null;
+  reason: (Reason & { layers?: WhyLayer[] }) | null;
+  failure?: Failure | null;
   timeline: TimelineEvent[];
 }
 
@@ -688,6 +781,12 @@ export class BerthApi {
 
   why(id: number, lang: Lang): Promise<Why> {
     return this.call<Why>('GET', `/v1/jobs/${id}/why?lang=${lang}`);
+  }
+
+  // The job's GPU telemetry from the hour it was submitted in; `step` (5m,
+  // 1h) merges buckets, none: as stored (minutes).
+  jobTelemetry(id: number, step?: string): Promise<JobTelemetry> {
+    return this.call('GET', `/v1/jobs/${id}/telemetry${step ? `?step=${step}` : ''}`);
   }
 
   cancel(id: number): Promise<JobSummary> {

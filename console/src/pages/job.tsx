@@ -1,6 +1,9 @@
 // One job: its summary, why it is in its state (the server's reason in the
-// chosen language, GET /v1/jobs/{id}/why?lang=), its output as it is
-// written (LiveLog), and Cancel for a caller whose role may cancel it.
+// chosen language, GET /v1/jobs/{id}/why?lang=, with the layers holding a
+// waiting job and its estimated start), why it failed, where each attempt's
+// replicas ran, its GPU utilization, its timeline, its output as it is
+// written (LiveLog), and Cancel for a caller whose role may cancel it
+// (job-detail.tsx has the parts below the summary).
 //
 // The job is asked for every POLL_MS until it has finished, one request a
 // poll; its why only when the job's state or reason moved (and on a
@@ -11,6 +14,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, canCancel, isFinished, jobShape, type JobSummary, type Why, whyMayHaveChanged } from '../api';
 import { guard, Link, useConsole } from '../app';
 import { stateLabel } from '../i18n';
+import { FailureView, Placement, Timeline, Utilization, WhyLayers } from './job-detail';
 import { LiveLog } from './live-log';
 
 export const POLL_MS = 3000;
@@ -135,6 +139,7 @@ export function JobPage({ id }: { id: number }) {
           <p id="why-message" lang={why.lang === 'zh' ? 'zh-CN' : 'en'}>
             {why.reason.message}
           </p>
+          <WhyLayers why={why} />
           <p>
             {t('job.reasonCode')}: <code id="why-code">{why.reason.code}</code>
           </p>
@@ -155,6 +160,9 @@ export function JobPage({ id }: { id: number }) {
       ) : (
         <p>{t('job.noEvents')}</p>
       )}
+      {why?.failure && (job.state === 'Failed' || why.reason?.code === 'Retrying') && (
+        <FailureView failure={why.failure} whyLang={why.lang} />
+      )}
       {notice && <p role="status">{notice}</p>}
       {cancellable &&
         (confirming ? (
@@ -172,6 +180,9 @@ export function JobPage({ id }: { id: number }) {
             {t('job.cancel')}
           </button>
         ))}
+      <Placement job={job} />
+      <Utilization job={job} />
+      <Timeline job={job} />
       <LiveLog
         id={job.id}
         finished={() => (jobRef.current ? isFinished(jobRef.current.state) : false)}
