@@ -70,36 +70,19 @@
 // console or berthd is missing.
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import {
+  chromiumPath,
+  requirePrerequisites,
+  skipper,
+  sleep,
+  startBerthd,
+  waitFor,
+} from './support.mjs';
 
-const SKIP = 77;
-const here = dirname(fileURLToPath(import.meta.url));
-const consoleDir = resolve(here, '..');
-const repo = resolve(consoleDir, '..');
-const chromiumPath = process.env.BERTH_CHROMIUM ?? '/usr/bin/chromium';
-const binDir = resolve(process.env.BERTH_BIN_DIR ?? join(repo, 'build/dev/bin'));
-const berthdPath = join(binDir, 'berthd');
-
-function skip(why) {
-  console.log(`SKIP console browser test: ${why}`);
-  process.exit(SKIP);
-}
-if (!existsSync(chromiumPath)) {
-  skip(`no Chromium at ${chromiumPath} (scripts/install-deps.sh installs Debian's chromium)`);
-}
-if (!existsSync(join(consoleDir, 'node_modules/playwright-core'))) {
-  skip('console/node_modules is missing: run `npm ci` in console/ (scripts/test.sh does)');
-}
-if (!existsSync(berthdPath)) skip(`no berthd at ${berthdPath} (set BERTH_BIN_DIR)`);
-// The assets where berthd looks by default (scripts/build-console.sh puts
-// them there), else the build output in console/dist.
-const uiDir = existsSync(join(binDir, 'ui/index.html')) ? join(binDir, 'ui') : join(consoleDir, 'dist');
-if (!existsSync(join(uiDir, 'index.html'))) skip('the console is not built: run `npm run build` in console/');
+const uiDir = requirePrerequisites(skipper('console browser test'));
 
 const { chromium } = await import('playwright-core');
 const { default: AxeBuilder } = await import('@axe-core/playwright');
@@ -116,52 +99,8 @@ const RED_BLUE = `queues:
       - name: main
 `;
 
-function freePort() {
-  return new Promise((ok, fail) => {
-    const s = createServer();
-    s.once('error', fail);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => ok(port));
-    });
-  });
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function waitFor(what, check, ms = 30000) {
-  const end = Date.now() + ms;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v) return v;
-    } catch {
-      // not yet
-    }
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
-
 const dir = mkdtempSync(join(tmpdir(), 'berth-console-e2e-'));
-const apiPort = await freePort();
-const agentPort = await freePort();
-const base = `http://127.0.0.1:${apiPort}`;
-const log = [];
-const berthd = spawn(
-  berthdPath,
-  [
-    '--all-in-one', '--plain-http', '--plain-agents',
-    '--data-dir', join(dir, 'data'),
-    '--listen', `127.0.0.1:${apiPort}`,
-    '--agent-listen', `127.0.0.1:${agentPort}`,
-    '--gateway-listen', 'off',
-    '--ui-dir', uiDir,
-  ],
-  { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] },
-);
-berthd.stdout.on('data', (d) => log.push(String(d)));
-berthd.stderr.on('data', (d) => log.push(String(d)));
+const { berthd, base, log } = await startBerthd(dir, uiDir);
 
 let browser;
 let failed = false;
@@ -717,8 +656,8 @@ try {
   await bf.context.close();
 
   // --- the tenant page ------------------------------------------------------
-  // blue's 16-GPU job can never start on this node of 8 and would hold its
-  // queue; it goes, and a 1-GPU job of blue runs instead.
+  // blue's 16-GPU job can never start on this node of 8 (its reason says
+  // so; it holds nobody back); it goes, and a 1-GPU job of blue runs.
   expectStatus(await call(admin, 'POST', `/v1/jobs/${blueJob}/cancel`), 200, 'cancel the 16-GPU blue job');
   const blueRunSpec = { name: 'blue-tenant-running', command: ['sleep', '300'], resources: { gpus: 1 }, tenant: 'blue', queue: 'main' };
   const blueRun = await call(admin, 'POST', '/v1/jobs', JSON.stringify(blueRunSpec));
