@@ -498,6 +498,14 @@ try {
   const chartGpus = await jd.page.locator('#util-chart g[data-gpu]').evaluateAll((gs) => gs.map((g) => g.getAttribute('data-gpu')));
   assert.ok(chartGpus.length >= 1 && chartGpus.every((g) => heldByPlaced.some((h) => `${h.node}/${h.index}` === g)), `chart lines: ${chartGpus}`);
   assert.equal(await jd.page.locator('#util-gpus tbody tr').count(), chartGpus.length, 'a table row per line');
+  // Its cost: the runs' GPU time from its own usage records, as the API
+  // totals them for this job and no other.
+  await jd.page.waitForSelector('#job-cost');
+  const jobUsage = (await call(admin, 'GET', `/v1/usage/records?job=${placedId}&from=0&limit=1`)).json;
+  assert.ok(jobUsage.total_records >= 1, 'a record for its run');
+  assert.match((await jd.page.textContent('#job-cost')).trim(), new RegExp(`over ${jobUsage.total.runs} run\\(s\\): `));
+  const otherUsage = (await call(admin, 'GET', `/v1/usage/records?job=${headId}&from=0&limit=1`)).json;
+  assert.equal(otherUsage.total_records, 0, 'a job that never ran has no records');
   await axe(jd.page, 'job (running, placement and utilization)');
   await jd.page.selectOption('#lang-select', 'zh');
   await jd.page.waitForFunction(() => document.querySelector('#placement-h')?.textContent?.trim() === '放置位置');

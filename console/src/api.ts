@@ -941,6 +941,13 @@ export class BerthApi {
     return this.call('GET', `/v1/usage?${q}`);
   }
 
+  // One job's usage records from `from` (epoch ms) to now: `total` is its
+  // GPU time and cost (GET /v1/usage/records?job=). A job outside the
+  // caller's tenants has none.
+  jobUsage(id: number, from: number): Promise<{ currency: string; total: UsageRow; total_records: number }> {
+    return this.call('GET', `/v1/usage/records?job=${id}&from=${from}&limit=1`);
+  }
+
   // An identity's tokens, newest first (the first 500). 404 for an identity
   // the caller may not act for.
   tokens(identity: string): Promise<{ tokens: TokenInfo[]; next?: string }> {

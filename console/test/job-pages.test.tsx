@@ -124,6 +124,15 @@ function mount(who: Caller, path: string, opts: Opts = {}) {
       });
     }
     if (url.startsWith('/v1/jobs/9/telemetry')) return json(200, { ...telemetry, job: 9, gpus: [] });
+    if (url.startsWith('/v1/usage/records?job=7&')) {
+      return json(200, {
+        currency: 'USD', total_records: 4, records: [],
+        total: { key: {}, mgpu_ms: 9_000_000, allocated_gpu_hours: 2.5, cost_micros: 7_500_000, cost: '7.50', runs: 4, idle_gpu_hours: 0.25, idle_cost: '0.75' },
+      });
+    }
+    if (url.startsWith('/v1/usage/records?job=9&')) {
+      return json(200, { currency: 'USD', total_records: 0, records: [], total: { key: {}, mgpu_ms: 0, allocated_gpu_hours: 0, cost_micros: 0, cost: '0.00', runs: 0 } });
+    }
     if (url.includes('/logs')) return new Response(new ReadableStream());
     return json(404, { error: { message: 'no' } });
   });
@@ -137,6 +146,27 @@ describe('the job page: placement, timeline and utilization', () => {
   afterEach(() => {
     vi.useRealTimers();
     document.body.innerHTML = '';
+  });
+
+  it("shows the job's cost from its own usage records, idle part included, in both languages", async () => {
+    const { root: r, calls } = mount(member, '/ui/jobs/7');
+    await settle(() => r.querySelector('#job-cost') !== null);
+    expect(text(r.querySelector('#job-cost'))).toBe('2.50 GPU-hours over 4 run(s): 7.50 USD');
+    expect(text(r.querySelector('#job-cost-idle'))).toBe('Of which idle: 0.25 GPU-hours, 0.75 USD');
+    // The job's records only, from its submission.
+    expect(calls).toContain(`/v1/usage/records?job=7&from=${T0}&limit=1`);
+    localStorage.setItem('berth.console.lang', 'zh');
+    document.body.innerHTML = '';
+    const { root: zh } = mount(member, '/ui/jobs/7');
+    await settle(() => zh.querySelector('#job-cost') !== null);
+    expect(text(zh.querySelector('#job-cost'))).toBe('4 次运行共 2.50 GPU 小时：7.50 USD');
+  });
+
+  it('says when no GPU time is recorded for the job', async () => {
+    const { root: r } = mount(member, '/ui/jobs/9');
+    await settle(() => r.querySelector('#job-cost-none') !== null);
+    expect(text(r.querySelector('#job-cost-none'))).toBe('No GPU time recorded for this job yet.');
+    expect(r.querySelector('#job-cost')).toBeNull();
   });
 
   it("shows every attempt's replicas with node links and GPU indices, the newest attempt first", async () => {

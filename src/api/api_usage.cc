@@ -281,6 +281,23 @@ void Api::UsageRecords(const http::Request& req, http::Response& res,
   if (!limit) return ReplyError(res, limit.error());
   auto offset = OffsetParam(req);
   if (!offset) return ReplyError(res, offset.error());
+  // One job's records (its runs' GPU time and cost: the console's job
+  // page). A job the caller's scope does not reach has none here, as a
+  // tenant it may not read lists none.
+  std::optional<std::int64_t> job;
+  if (req.has_param("job")) {
+    const std::string& text = req.get_param_value("job");
+    std::int64_t id = 0;
+    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+    if (ec != std::errc() || p != text.data() + text.size() || id <= 0) {
+      return ReplyError(res, Error{Code::kInvalidArgument,
+                                   fmt::format("job '{}' is not a job id; give a job's number, "
+                                               "as `berth jobs` lists it",
+                                               text),
+                                   "job"});
+    }
+    job = id;
+  }
   // The cursor: the last record of the page before, "<start_ms>:<run_id>";
   // records are ordered by start, then run id.
   std::optional<std::pair<TimeMs, std::string>> after;
@@ -304,6 +321,9 @@ void Api::UsageRecords(const http::Request& req, http::Response& res,
   auto records =
       VisibleRecords(*meter_, *window, req.get_param_value("tenant"), scope, now, report_max_rows_);
   if (!records) return ReplyError(res, records.error());
+  if (job) {
+    std::erase_if(*records, [&](const model::UsageRecord& r) { return r.job_id != *job; });
+  }
   auto prices = meter_->Prices();
   if (!prices) return ReplyError(res, prices.error());
   // Clipping to the window can tie starts at `from`: order by the key the

@@ -545,9 +545,10 @@ std::string_view OpenApiDocument() {
           {"name": "tenant", "in": "query", "schema": {"type": "string"}},
           {"name": "offset", "in": "query", "schema": {"type": "integer"}, "description": "Records to skip; not with after"},
           {"name": "limit", "in": "query", "schema": {"type": "integer", "default": 500, "minimum": 1, "maximum": 5000}},
-          {"name": "after", "in": "query", "schema": {"type": "string"}, "description": "The next of the page before (opaque)"}
+          {"name": "after", "in": "query", "schema": {"type": "string"}, "description": "The next of the page before (opaque)"},
+          {"name": "job", "in": "query", "schema": {"type": "integer", "minimum": 1}, "description": "One job's records only (total is that job's GPU time and cost); a job outside the caller's tenants has none"}
         ],
-        "responses": {"400": {"description": "Bad window, limit, offset or after, or a window over --report-max-rows (field from)"}, "200": {"description": "next (cursor, absent on the last page), records [{run_id, job_id, replica, attempt, tenant, queue, user, pool, node, gpu_uuids, gpu_model, mgpu, start_ms, end_ms, open, outcome, mgpu_ms, gpu_hours, cost_micros, cost, price_versions, measured_mgpu_ms, used_mgpu_ms, idle_mgpu_ms, used_cost_micros, idle_cost_micros, longest_idle_ms, idle}], total_records, next_offset, total"}}
+        "responses": {"400": {"description": "Bad window, limit, offset, after or job, or a window over --report-max-rows (field from)"}, "200": {"description": "next (cursor, absent on the last page), records [{run_id, job_id, replica, attempt, tenant, queue, user, pool, node, gpu_uuids, gpu_model, mgpu, start_ms, end_ms, open, outcome, mgpu_ms, gpu_hours, cost_micros, cost, price_versions, measured_mgpu_ms, used_mgpu_ms, idle_mgpu_ms, used_cost_micros, idle_cost_micros, longest_idle_ms, idle}], total_records, next_offset, total"}}
       }
     },
     "/v1/reports/ops": {

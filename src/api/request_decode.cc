@@ -182,7 +182,7 @@ std::vector<RouteRule> BuildRules() {
       {"GET",
        "/v1/usage/records",
        {Time("from"), Time("to"), Text("tenant"), Int("offset", 0, kMaxInt),
-        Int("limit", 1, kMaxPage), Text("after", kMaxCursor)},
+        Int("limit", 1, kMaxPage), Text("after", kMaxCursor), Int("job", 1, kMaxInt)},
        BodyKind::kNone},
       {"GET", "/v1/budgets", {}, BodyKind::kNone},
       {"GET", "/v1/queues", {Text("tenant")}, BodyKind::kNone},

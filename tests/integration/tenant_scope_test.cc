@@ -84,6 +84,20 @@ TEST_F(IntegrationTest, AMemberOfOneTenantListsNoRowOfAnotherAndGetsFullPages) {
   EXPECT_EQ(usage.text.find("blue"), std::string::npos) << usage.text;
   EXPECT_EQ(usage.body.at("records"), 1);
   EXPECT_EQ(admin.Get("/v1/usage/records?from=0").status, 400);
+  // One job's records: red's own job has its run; blue's job, for a member
+  // of red, has none (the same empty answer as a job with no runs).
+  auto own = rita.Get("/v1/usage/records?from=0&job=" + std::to_string(jobs[0]));
+  ASSERT_EQ(own.status, 200) << own.text;
+  ASSERT_EQ(own.body.at("records").size(), 1U) << own.text;
+  EXPECT_EQ(own.body.at("records")[0].at("job_id"), jobs[0]);
+  EXPECT_GT(own.body.at("total").at("mgpu_ms").get<std::int64_t>(), 0) << own.text;
+  auto foreign = rita.Get("/v1/usage/records?from=0&job=" + std::to_string(jobs[1]));
+  ASSERT_EQ(foreign.status, 200) << foreign.text;
+  EXPECT_EQ(foreign.body.at("records").size(), 0U) << foreign.text;
+  EXPECT_EQ(foreign.text.find("blue"), std::string::npos) << foreign.text;
+  auto bad = rita.Get("/v1/usage/records?from=0&job=abc");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(bad.body.at("error").at("field"), "job") << bad.text;
 
   auto report = rita.Get("/v1/reports/ops?from=0");
   ASSERT_EQ(report.status, 200) << report.text;

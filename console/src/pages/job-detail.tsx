@@ -9,7 +9,15 @@
 // again after a 503 (a berthd without telemetry) or a refusal.
 
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, type Failure, isFinished, type JobSummary, type JobTelemetry, type Why } from '../api';
+import {
+  ApiError,
+  type Failure,
+  isFinished,
+  type JobSummary,
+  type JobTelemetry,
+  type UsageRow,
+  type Why,
+} from '../api';
 import { guard, Link, useConsole } from '../app';
 import { nodeHref } from '../fleet';
 import { labelOf, stateLabel } from '../i18n';
@@ -192,6 +200,68 @@ const COLOURS = 8;
 
 // The job's GPU utilization: berthd's summary over all runs, a line per
 // GPU, and the same per GPU in a table.
+// GPU-hours as berthd counts them, to two decimals.
+export function hoursText(h: number): string {
+  return (Math.round(h * 100) / 100).toFixed(2);
+}
+
+// What the job's runs cost: its usage records' total (GET
+// /v1/usage/records?job=), allocated and, with telemetry, idle. Asked once
+// when the page opens and again when the job finishes.
+export function JobCost({ job }: { job: JobSummary }) {
+  const ctx = useConsole();
+  const { t, api } = ctx;
+  const [cost, setCost] = useState<{ currency: string; total: UsageRow; total_records: number } | null>(null);
+  const [error, setError] = useState<ApiError | null>(null);
+  const ran = (job.runs ?? job.placement ?? []).length > 0;
+  const finished = isFinished(job.state);
+  useEffect(() => {
+    if (!ran) return;
+    let alive = true;
+    void (async () => {
+      const r = await guard(ctx, () => api.jobUsage(job.id, job.submitted_at_ms));
+      if (!alive) return;
+      if (r instanceof ApiError) return setError(r);
+      setError(null);
+      setCost(r);
+    })();
+    return () => {
+      alive = false;
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [job.id, ran, finished]);
+  if (!ran) return null;
+  const total = cost?.total;
+  return (
+    <section aria-labelledby="cost-h">
+      <h2 id="cost-h">{t('jobcost.title')}</h2>
+      {error && (
+        <p class="error" role="alert" id="job-cost-error">
+          {t('jobcost.error', { message: error.message })}
+        </p>
+      )}
+      {cost && total && cost.total_records === 0 && <p id="job-cost-none">{t('jobcost.none')}</p>}
+      {cost && total && cost.total_records > 0 && (
+        <>
+          <p id="job-cost">
+            {t('jobcost.summary', {
+              hours: hoursText(total.allocated_gpu_hours),
+              runs: total.runs,
+              cost: total.cost,
+              currency: cost.currency,
+            })}
+          </p>
+          {total.idle_gpu_hours != null && total.idle_cost != null && (
+            <p id="job-cost-idle">
+              {t('jobcost.idle', { hours: hoursText(total.idle_gpu_hours), cost: total.idle_cost, currency: cost.currency })}
+            </p>
+          )}
+        </>
+      )}
+    </section>
+  );
+}
+
 export function Utilization({ job }: { job: JobSummary }) {
   const ctx = useConsole();
   const { t, lang, api } = ctx;

@@ -14,7 +14,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, canCancel, isFinished, jobShape, type JobSummary, type Why, whyMayHaveChanged } from '../api';
 import { guard, Link, useConsole } from '../app';
 import { stateLabel } from '../i18n';
-import { FailureView, Placement, Timeline, Utilization, WhyLayers } from './job-detail';
+import { FailureView, JobCost, Placement, Timeline, Utilization, WhyLayers } from './job-detail';
 import { LiveLog } from './live-log';
 
 export const POLL_MS = 3000;
@@ -182,6 +182,7 @@ export function JobPage({ id }: { id: number }) {
         ))}
       <Placement job={job} />
       <Utilization job={job} />
+      <JobCost job={job} />
       <Timeline job={job} />
       <LiveLog
         id={job.id}
