@@ -21,6 +21,13 @@ bool HintDetail(std::string_view detail) {
          detail.starts_with(kQueuePoolPrefix);
 }
 
+// Whether `plan` starts `job_id` (a consolidation's move of a running job
+// is not a start).
+bool Places(const Plan& plan, std::int64_t job_id) {
+  return std::any_of(plan.placements.begin(), plan.placements.end(),
+                     [job_id](const Placement& p) { return p.job_id == job_id && !p.moved; });
+}
+
 }  // namespace
 
 std::optional<Hint> HintOf(const model::Reason& reason) {
@@ -117,20 +124,18 @@ bool HintHolds(const Scheduler& scheduler, Snapshot& scratch, std::int64_t job_i
   if (hint.kind == Hint::Kind::kQueuePool) {
     model::Policy before = scratch.policy;
     if (!BindPool(hint, scratch.policy)) return false;
-    const Plan again = scheduler.Schedule(scratch);
+    const bool placed = Places(scheduler.Schedule(scratch), job_id);
     scratch.policy = std::move(before);
-    return std::any_of(again.placements.begin(), again.placements.end(),
-                       [job_id](const Placement& p) { return p.job_id == job_id && !p.moved; });
+    return placed;
   }
   PendingJob original = *it;
   if (!ApplyHint(hint, *it)) {
     *it = std::move(original);
     return false;
   }
-  const Plan again = scheduler.Schedule(scratch);
+  const bool placed = Places(scheduler.Schedule(scratch), job_id);
   *it = std::move(original);
-  return std::any_of(again.placements.begin(), again.placements.end(),
-                     [job_id](const Placement& p) { return p.job_id == job_id && !p.moved; });
+  return placed;
 }
 
 HintCheck VerifyHints(const Scheduler& scheduler, const Snapshot& snapshot, Plan& plan,
