@@ -10,9 +10,10 @@
 // (/ui/reports/ops?from=24h) and cost (/ui/cost, the period in the query).
 
 import { createContext } from 'preact';
-import { useCallback, useContext, useEffect, useState } from 'preact/hooks';
+import { useCallback, useContext, useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { ApiError, type BerthApi, type Caller } from './api';
 import { LANG_STORAGE_KEY, LANGS, type Key, type Lang, pickLang, translate } from './i18n';
+import { LiveHub } from './live';
 import { AlertsPage } from './pages/alerts';
 import { CostPage } from './pages/cost';
 import { FleetPage } from './pages/fleet';
@@ -34,6 +35,8 @@ export interface Ctx {
   // A 401 from any request: the session ended (expired, revoked, signed out
   // elsewhere); back to sign-in.
   sessionEnded: () => void;
+  // The tab's event stream (GET /v1/events), open while signed in.
+  live: LiveHub;
 }
 
 export const ConsoleContext = createContext<Ctx | null>(null);
@@ -128,7 +131,10 @@ function decodeName(segment: string): string {
   }
 }
 
-export function App({ api }: { api: BerthApi }) {
+// `live` is the tab's one event stream (main.tsx gives it the browser's
+// EventSource); without one the views poll, as the page tests have it.
+export function App({ api, live: given }: { api: BerthApi; live?: LiveHub }) {
+  const live = useMemo(() => given ?? new LiveHub(), [given]);
   const [lang, setLangState] = useState<Lang>(() => pickLang(storedLang(), browserLangs()));
   // undefined: still asking the server whether a session exists.
   const [caller, setCaller] = useState<Caller | null | undefined>(undefined);
@@ -166,6 +172,25 @@ export function App({ api }: { api: BerthApi }) {
   }, []);
 
   const t = useCallback((key: Key, vars?: Record<string, string | number>) => translate(lang, key, vars), [lang]);
+
+  const sessionEnded = () => {
+    setNotice(t('session.ended'));
+    setCaller(null);
+  };
+  const endedRef = useRef(sessionEnded);
+  endedRef.current = sessionEnded;
+
+  // The event stream lives as long as the session: opened after sign-in,
+  // closed on sign-out or when the session ends. The server's `end` (or a
+  // stream refused for a 401) is the same sign-in as a request's 401.
+  useEffect(() => {
+    if (!caller) return;
+    live.start({
+      ended: () => endedRef.current(),
+      signedIn: () => api.session().then((c) => c !== null),
+    });
+    return () => live.stop();
+  }, [caller, live, api]);
 
   const header = (
     <header class="top">
@@ -212,10 +237,8 @@ export function App({ api }: { api: BerthApi }) {
     caller,
     t,
     navigate,
-    sessionEnded: () => {
-      setNotice(t('session.ended'));
-      setCaller(null);
-    },
+    sessionEnded,
+    live,
   };
   const path = url.split('?')[0];
   const search = url.includes('?') ? url.slice(url.indexOf('?')) : '';

@@ -195,6 +195,33 @@ export function mapRows(view: NodeView[], f: FleetFilters): { view: NodeView; ma
   return rows;
 }
 
+// The ids of the jobs the map shows holding GPUs (whole or slices).
+export function holderIds(gpus: readonly FleetGpu[]): Set<number> {
+  const ids = new Set<number>();
+  for (const g of gpus) {
+    if (g.job?.id != null) ids.add(g.job.id);
+    for (const h of g.sharing?.holders ?? []) if (h.id != null) ids.add(h.id);
+  }
+  return ids;
+}
+
+// Whether a job event may change which GPUs are held: the job's state moved
+// (from the one last seen, remembered in `seen`) and it holds GPUs on the
+// map or is now in a state that holds them. A submission (Pending, holding
+// nothing) or a timeline entry of a running job (state unchanged) does not
+// redraw a map of 10,000 GPUs.
+export function jobMovesGpus(
+  e: { id: number; state: string },
+  holders: ReadonlySet<number>,
+  seen: Map<number, string>,
+): boolean {
+  const before = seen.get(e.id);
+  if (seen.size >= 10000 && before === undefined) seen.clear();
+  seen.set(e.id, e.state);
+  if (before === e.state) return false;
+  return holders.has(e.id) || e.state === 'Scheduled' || e.state === 'Running';
+}
+
 // Every model in the fleet, for the model filter's choices.
 export function models(gpus: FleetGpu[]): string[] {
   return [...new Set(gpus.map((g) => g.model))].sort(collator.compare);

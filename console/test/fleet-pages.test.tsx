@@ -112,6 +112,7 @@ describe('the fleet map', () => {
     await settle(() => root.querySelector('#fleet-map') !== null);
     expect(root.querySelector('#sum-free')!.textContent).toBe('1 块空闲');
     expect(root.querySelector('#fleet-map [data-gpu="1"]')!.getAttribute('aria-label')).toContain('其他租户');
+    expect(root.querySelector('#live-status')!.textContent).toBe('每 10 秒刷新一次（实时更新不可用）');
   });
 });
 

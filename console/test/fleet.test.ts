@@ -4,6 +4,8 @@ import {
   fleetParams,
   fleetView,
   gpuState,
+  holderIds,
+  jobMovesGpus,
   mapRows,
   models,
   NO_FLEET_FILTERS,
@@ -167,5 +169,30 @@ describe('fleet filters', () => {
     expect(nodeHref('gpu-a1')).toBe('/ui/fleet/gpu-a1');
     expect(nodeHref('h1.example.com')).toBe('/ui/fleet/h1.example.com');
     expect(nodeHref('a b/c')).toBe('/ui/fleet/a%20b%2Fc');
+  });
+});
+
+describe('which job events redraw the map', () => {
+  it('lists the jobs holding GPUs, slices included, and no other tenant', () => {
+    const slices = { used_mgpu: 500, used_memory_bytes: 0, free_memory_bytes: 0, holders: [held(11), { id: null, name: 'another tenant', tenant: null, queue: null, other_tenant: true }] };
+    const gpus = [gpu('a', 0, { job: held(7) }), gpu('a', 1, { sharing: slices }), gpu('a', 2, { job: { id: null, name: 'another tenant', tenant: null, queue: null, other_tenant: true } })];
+    expect([...holderIds(gpus)].sort()).toEqual([11, 7]);
+  });
+
+  it('redraws for a job that takes or leaves GPUs, not for a submission or a running job that stays running', () => {
+    const seen = new Map<number, string>();
+    const holders = new Set([7]);
+    // Submitted: holds nothing.
+    expect(jobMovesGpus({ id: 20, state: 'Pending' }, holders, seen)).toBe(false);
+    // Scheduled, then Running: takes GPUs (the map has not seen it yet).
+    expect(jobMovesGpus({ id: 20, state: 'Scheduled' }, holders, seen)).toBe(true);
+    expect(jobMovesGpus({ id: 20, state: 'Running' }, holders, seen)).toBe(true);
+    // A timeline entry while it runs: same state.
+    expect(jobMovesGpus({ id: 20, state: 'Running' }, holders, seen)).toBe(false);
+    // A holder finishing, or put back in the queue, frees its GPUs.
+    expect(jobMovesGpus({ id: 7, state: 'Succeeded' }, holders, seen)).toBe(true);
+    expect(jobMovesGpus({ id: 7, state: 'Pending' }, holders, seen)).toBe(true);
+    // A waiting job cancelled held nothing.
+    expect(jobMovesGpus({ id: 21, state: 'Cancelled' }, holders, seen)).toBe(false);
   });
 });

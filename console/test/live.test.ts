@@ -1,45 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { type Batch, type EventSourceLike, LiveHub, type LiveState, readEvent, type Timers } from '../src/live';
-
-// An EventSource the test drives: what berthd would send, and the browser's
-// two kinds of error (reconnecting by itself, or giving up).
-class FakeSource implements EventSourceLike {
-  static made: FakeSource[] = [];
-  readyState = 0;
-  closed = false;
-  private listeners = new Map<string, ((ev: MessageEvent) => void)[]>();
-  constructor(readonly url: string) {
-    FakeSource.made.push(this);
-  }
-  addEventListener(type: string, fn: (ev: MessageEvent) => void) {
-    this.listeners.set(type, [...(this.listeners.get(type) ?? []), fn]);
-  }
-  close() {
-    this.readyState = 2;
-    this.closed = true;
-  }
-  emit(type: string, data: unknown = {}) {
-    if (type !== 'error') this.readyState = 1;
-    const ev = { data: typeof data === 'string' ? data : JSON.stringify(data) } as MessageEvent;
-    for (const fn of this.listeners.get(type) ?? []) fn(ev);
-  }
-  hello(epoch = 'e1', seq = 0) {
-    this.emit('hello', { epoch, seq });
-  }
-  job(id: number, state = 'Running') {
-    this.emit('job', { id, tenant: 'blue', queue: 'main', state });
-  }
-  // The connection dropped; the browser reconnects by itself.
-  drop() {
-    this.readyState = 0;
-    this.emit('error');
-  }
-  // An HTTP error: the browser gives up.
-  refuse() {
-    this.readyState = 2;
-    this.emit('error');
-  }
-}
+import { type Batch, LiveHub, type LiveState, readEvent, type Timers } from '../src/live';
+import { FakeSource } from './fake-events';
 
 // A clock the test moves: timers fire in order as time passes.
 function fakeTimers(): Timers & { advance(ms: number): void; pending(): number } {

@@ -4,6 +4,7 @@ import { render } from 'preact';
 import { expect } from 'vitest';
 import { type BerthApi, type Caller } from '../src/api';
 import { App } from '../src/app';
+import type { LiveHub } from '../src/live';
 
 // A platform admin's console session.
 export const platformAdmin: Caller = {
@@ -17,12 +18,13 @@ export const platformAdmin: Caller = {
 // An API answer as berthd sends it.
 export const json = (status: number, body: unknown) => new Response(JSON.stringify(body), { status });
 
-// The console at `path` over `api`, in a new element of the document.
-export function startApp(api: BerthApi, path: string): HTMLElement {
+// The console at `path` over `api`, in a new element of the document; with
+// `live`, its event stream (else it polls, as without EventSource).
+export function startApp(api: BerthApi, path: string, live?: LiveHub): HTMLElement {
   history.replaceState(null, '', path);
   const root = document.createElement('div');
   document.body.appendChild(root);
-  render(<App api={api} />, root);
+  render(<App api={api} live={live} />, root);
   return root;
 }
 

@@ -5,8 +5,10 @@
 // its message; Resolve (confirmed) on an open one. Below, the alert rules in
 // force (read-only) and the webhook deliveries. Every route is
 // platform-admin: anyone else gets the server's refusal, and the page asks
-// for nothing more. The first page is asked again every POLL_MS while it is
-// the only one shown.
+// for nothing more. The first page is asked again, while it is the only one
+// shown, when alert events arrive, or every POLL_MS while the event stream
+// is down; the deliveries' first page too (an alert raised or resolved
+// queues webhooks).
 
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { type Alert, type AlertDelivery, ApiError, type AlertRules } from '../api';
@@ -24,6 +26,8 @@ import {
   ruleParams,
 } from '../alerts';
 import { type Key, labelOf } from '../i18n';
+import { usePagedList } from '../paging';
+import { LiveStatus, useLiveRefresh } from './live-status';
 
 export const POLL_MS = 10000;
 export const PAGE = 50;
@@ -33,10 +37,6 @@ export function AlertsPage({ search }: { search: string }) {
   const { t, lang, api } = ctx;
   const filters = parseAlertFilters(search);
   const key = alertFilterParams(filters).toString();
-  const [rows, setRows] = useState<Alert[] | null>(null);
-  const [next, setNext] = useState<string | undefined>(undefined);
-  const [, setPages] = useState(1);
-  const [error, setError] = useState<ApiError | null>(null);
   const [confirming, setConfirming] = useState<number | null>(null);
   const [pending, setPending] = useState(false);
   const [notice, setNotice] = useState<{ text: string; failed: boolean } | null>(null);
@@ -49,42 +49,24 @@ export function AlertsPage({ search }: { search: string }) {
     setPickedState(f);
   };
 
+  const list = usePagedList<Alert>(
+    key,
+    (after) =>
+      guard(ctx, async () => {
+        const page = await api.alerts(alertsQuery(filters, { limit: PAGE, after }));
+        return { items: page.alerts, next: page.next };
+      }),
+    mergeAlerts,
+  );
+  const { rows, next, error, more } = list;
+  // A refusal before anything was shown (not a platform admin): nothing more is asked.
+  const refused = error !== null && rows === null;
+  const live = useLiveRefresh({ topics: ['alert'], pollMs: POLL_MS, active: !refused }, () => void list.refresh());
+
   useEffect(() => {
-    let alive = true;
     setPicked(filters);
-    setRows(null);
-    setPages(1);
-    const load = async () => {
-      const page = await guard(ctx, () => api.alerts(alertsQuery(filters, { limit: PAGE })));
-      if (!alive) return;
-      if (page instanceof ApiError) return setError(page);
-      setError(null);
-      setRows(mergeAlerts([], page.alerts));
-      setNext(page.next);
-    };
-    void load();
-    const timer = setInterval(() => {
-      // Only while one page is shown: refreshing would drop the others.
-      setPages((p) => {
-        if (p === 1) void load();
-        return p;
-      });
-    }, POLL_MS);
-    return () => {
-      alive = false;
-      clearInterval(timer);
-    };
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [key]);
-
-  const more = async () => {
-    if (!next || !rows) return;
-    const page = await guard(ctx, () => api.alerts(alertsQuery(filters, { limit: PAGE, after: next })));
-    if (page instanceof ApiError) return setError(page);
-    setRows(mergeAlerts(rows, page.alerts));
-    setNext(page.next);
-    setPages((p) => p + 1);
-  };
 
   const resolve = async (id: number) => {
     setPending(true);
@@ -92,7 +74,7 @@ export function AlertsPage({ search }: { search: string }) {
     setPending(false);
     setConfirming(null);
     if (r instanceof ApiError) return setNotice({ text: t('alerts.resolveFailed', { id, message: r.message }), failed: true });
-    setRows((shown) => mergeAlerts(shown ?? [], [r]));
+    list.update((shown) => mergeAlerts(shown ?? [], [r]));
     setNotice({ text: t('alerts.resolved', { id }), failed: false });
   };
 
@@ -104,7 +86,7 @@ export function AlertsPage({ search }: { search: string }) {
 
   // A refusal before anything was shown (a caller who is not a platform
   // admin): the server's message, and nothing else is asked.
-  if (error && rows === null) {
+  if (refused) {
     return (
       <section aria-labelledby="alerts-title">
         <h1 id="alerts-title">{t('alerts.title')}</h1>
@@ -173,7 +155,7 @@ export function AlertsPage({ search }: { search: string }) {
       ) : (
         <table class="jobs" id="alerts-table">
           <caption>
-            {t('alerts.count', { count: rows.length })} · {t('jobs.polling', { seconds: POLL_MS / 1000 })}
+            {t('alerts.count', { count: rows.length })} · <LiveStatus state={live} pollMs={POLL_MS} />
           </caption>
           <thead>
             <tr>
@@ -367,27 +349,32 @@ function Rules({ when }: { when: (ms: number | null | undefined) => string }) {
   );
 }
 
-// The webhook outbox, newest first, a page at a time; read when the page opens.
+// Deliveries as berthd pages them (newest first); one listed again as the
+// outbox moved is kept once, where it was first shown.
+export function keepFirst(shown: AlertDelivery[], page: AlertDelivery[]): AlertDelivery[] {
+  const seen = new Set(shown.map((d) => d.id));
+  return shown.concat(page.filter((d) => !seen.has(d.id)));
+}
+
+// The webhook outbox, newest first, a page at a time.
 function Deliveries({ when }: { when: (ms: number | null | undefined) => string }) {
   const ctx = useConsole();
   const { t, lang, api } = ctx;
-  const [rows, setRows] = useState<AlertDelivery[] | null>(null);
-  const [next, setNext] = useState<string | undefined>(undefined);
-  const [error, setError] = useState<ApiError | null>(null);
-  const load = async (after?: string) => {
-    const page = await guard(ctx, () => api.alertDeliveries(after, PAGE));
-    if (page instanceof ApiError) return setError(page);
-    setError(null);
-    setRows((shown) => {
-      const seen = new Set((after ? (shown ?? []) : []).map((d) => d.id));
-      return (after ? (shown ?? []) : []).concat(page.deliveries.filter((d) => !seen.has(d.id)));
-    });
-    setNext(page.next);
-  };
-  useEffect(() => {
-    void load();
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, []);
+  const list = usePagedList<AlertDelivery>(
+    'deliveries',
+    (after) =>
+      guard(ctx, async () => {
+        const page = await api.alertDeliveries(after, PAGE);
+        return { items: page.deliveries, next: page.next };
+      }),
+    keepFirst,
+  );
+  const { rows, next, error } = list;
+  // A webhook is queued a moment after its alert; its delivery follows.
+  useLiveRefresh(
+    { topics: ['alert'], pollMs: POLL_MS, active: !(error && rows === null), delayMs: 2000 },
+    () => void list.refresh(),
+  );
   return (
     <>
       <h2 id="deliveries-h">{t('deliveries.title')}</h2>
@@ -439,7 +426,7 @@ function Deliveries({ when }: { when: (ms: number | null | undefined) => string 
         </table>
       )}
       {next && rows && (
-        <button type="button" id="deliveries-more" onClick={() => load(next)}>
+        <button type="button" id="deliveries-more" onClick={list.more}>
           {t('deliveries.more')}
         </button>
       )}

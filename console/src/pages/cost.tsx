@@ -4,10 +4,14 @@
 // with a bar chart, each table downloadable as CSV, and this month's budget
 // of each tenant. Everything comes from the API with the caller's session:
 // berthd answers a platform admin every tenant and anyone else only its own
-// tenants, so the page names no tenant in what it asks. Asked again every
-// POLL_MS while the period reaches now.
+// tenants, so the page names no tenant in what it asks. While the period
+// reaches now, asked again on job events (at most once every EVENT_GAP_MS),
+// every LIVE_POLL_MS while live (running jobs' GPU-hours grow with no
+// event), and every POLL_MS while the event stream is down; a period that
+// has ended is asked once.
 
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import type { LiveState } from '../live';
 import { ApiError, type Budget, type Usage } from '../api';
 import { guard, useConsole } from '../app';
 import {
@@ -30,8 +34,11 @@ import {
 } from '../cost';
 import type { Key } from '../i18n';
 import { gpus } from '../tenant';
+import { LiveStatus, useLiveRefresh } from './live-status';
 
 export const POLL_MS = 30000;
+export const LIVE_POLL_MS = 60000;
+export const EVENT_GAP_MS = 5000;
 
 // How a CSV leaves the page: a Blob handed to the browser as a download.
 // Tests replace `save` to read what would be saved.
@@ -67,13 +74,16 @@ export function CostPage({ search }: { search: string }) {
   const invalid = 'error' in win ? win.error : null;
   const live = !('error' in win) && isOpen(win, Date.now());
 
+  const loadRef = useRef<() => void>(() => undefined);
   useEffect(() => {
     setKind(period.kind);
     setData(null);
     setError(null);
     if (invalid) return;
     let alive = true;
+    let seq = 0;
     const load = async () => {
+      const mine = ++seq;
       const w = periodWindow(period, Date.now());
       if ('error' in w) return;
       const r = await guard(ctx, async () => {
@@ -84,20 +94,32 @@ export function CostPage({ search }: { search: string }) {
         ]);
         return { byTenant, byDay, budgets: budgets.budgets };
       });
-      if (!alive) return;
+      if (!alive || mine !== seq) return;
       if (r instanceof ApiError) return setError(r);
       setError(null);
       setData(r);
     };
+    loadRef.current = () => void load();
     void load();
-    // A period that has ended does not change: asked once.
-    const timer = live ? setInterval(load, POLL_MS) : undefined;
     return () => {
       alive = false;
-      clearInterval(timer);
+      loadRef.current = () => undefined;
     };
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [key]);
+
+  // A period that has ended does not change: asked once.
+  const stream = useLiveRefresh(
+    {
+      topics: ['job'],
+      pollMs: POLL_MS,
+      livePollMs: LIVE_POLL_MS,
+      active: live,
+      delayMs: 500,
+      minIntervalMs: EVENT_GAP_MS,
+    },
+    () => loadRef.current(),
+  );
 
   const apply = (e: Event) => {
     e.preventDefault();
@@ -158,12 +180,13 @@ export function CostPage({ search }: { search: string }) {
         </p>
       )}
       {!invalid && !data && !error && <p role="status">{t('common.loading')}</p>}
-      {data && <Figures data={data} live={live} />}
+      {data && <Figures data={data} live={live ? stream : null} />}
     </section>
   );
 }
 
-function Figures({ data, live }: { data: Loaded; live: boolean }) {
+// `live`: the stream's state while the period reaches now, else null.
+function Figures({ data, live }: { data: Loaded; live: LiveState | null }) {
   const { t } = useConsole();
   const { byTenant, byDay } = data;
   const currency = byTenant.currency;
@@ -173,7 +196,12 @@ function Figures({ data, live }: { data: Loaded; live: boolean }) {
     <>
       <p id="cost-window" class="hint" data-from-ms={byTenant.from_ms} data-to-ms={byTenant.to_ms}>
         {t('cost.window', { from: day(byTenant.from_ms), to: day(byTenant.to_ms), currency })}
-        {live ? ` ${t('jobs.polling', { seconds: POLL_MS / 1000 })}` : ''}
+        {live && (
+          <>
+            {' '}
+            <LiveStatus state={live} pollMs={POLL_MS} />
+          </>
+        )}
       </p>
       <p class="hint">{measured ? t('cost.wasteHelp') : t('cost.notMeasured')}</p>
 

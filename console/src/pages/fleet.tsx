@@ -7,11 +7,16 @@
 // Built for 10,000 GPUs: a cell is a plain <span> (or an <a> when it links
 // to a job the caller can read), not a component; clicks on cells are
 // handled once on the map; each node row is keyed and re-renders only when
-// its own cells changed (NodeRow.shouldComponentUpdate), so a poll that
+// its own cells changed (NodeRow.shouldComponentUpdate), so a refresh that
 // changes one GPU touches one row.
+//
+// Kept current by events: node events, and job events that may move GPUs
+// (jobMovesGpus), refetch both lists, at most once per 2 s. Other tenants'
+// jobs send this caller no event, so the map is also asked for every
+// LIVE_POLL_MS while live, and every POLL_MS while the stream is down.
 
 import { Component, type JSX } from 'preact';
-import { useEffect, useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { FleetGpu, FleetNode, GpuHolder } from '../api';
 import { guard, Link, useConsole } from '../app';
 import {
@@ -21,6 +26,8 @@ import {
   GPU_STATES,
   type GpuState,
   gpuState,
+  holderIds,
+  jobMovesGpus,
   mapRows,
   models,
   nodeHref,
@@ -29,8 +36,10 @@ import {
   summarize,
 } from '../fleet';
 import { type Key, type Lang, labelOf, translate } from '../i18n';
+import { LiveStatus, useLiveRefresh } from './live-status';
 
 export const POLL_MS = 10000;
+export const LIVE_POLL_MS = 30000;
 
 type T = (key: Key, vars?: Record<string, string | number>) => string;
 
@@ -132,23 +141,40 @@ export function FleetPage({ search }: { search: string }) {
   const [data, setData] = useState<{ nodes: FleetNode[]; gpus: FleetGpu[] } | null>(null);
   const [error, setError] = useState('');
 
+  const loadRef = useRef<() => void>(() => undefined);
   useEffect(() => {
     let alive = true;
+    let seq = 0;
     const load = async () => {
+      const mine = ++seq;
       const r = await guard(ctx, () => Promise.all([api.nodes(), api.gpus()]));
-      if (!alive) return;
+      if (!alive || mine !== seq) return;
       if (r instanceof Error) return setError(r.message);
       setError('');
       setData({ nodes: r[0].nodes, gpus: r[1].gpus });
     };
+    loadRef.current = () => void load();
     void load();
-    const timer = setInterval(load, POLL_MS);
     return () => {
       alive = false;
-      clearInterval(timer);
+      loadRef.current = () => undefined;
     };
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, []);
+
+  const holders = useMemo(() => (data ? holderIds(data.gpus) : new Set<number>()), [data]);
+  const seen = useRef(new Map<number, string>());
+  const live = useLiveRefresh(
+    {
+      topics: ['node', 'job'],
+      pollMs: POLL_MS,
+      livePollMs: LIVE_POLL_MS,
+      delayMs: 500,
+      minIntervalMs: 2000,
+      match: (e) => e.topic === 'node' || (e.topic === 'job' && jobMovesGpus(e.data, holders, seen.current)),
+    },
+    () => loadRef.current(),
+  );
 
   const view = useMemo(() => (data ? fleetView(data.nodes, data.gpus, filters) : []), [data, key]);
   const summary = useMemo(() => summarize(view), [view]);
@@ -277,7 +303,7 @@ export function FleetPage({ search }: { search: string }) {
             ))}
           </ul>
           <p class="caption">
-            {t('fleet.mapCount', { nodes: rows.length, gpus: shown })} · {t('jobs.polling', { seconds: POLL_MS / 1000 })}
+            {t('fleet.mapCount', { nodes: rows.length, gpus: shown })} · <LiveStatus state={live} pollMs={POLL_MS} />
           </p>
           {rows.length === 0 ? (
             <p role="status" id="fleet-empty">

@@ -5,10 +5,12 @@
 // written (LiveLog), and Cancel for a caller whose role may cancel it
 // (job-detail.tsx has the parts below the summary).
 //
-// The job is asked for every POLL_MS until it has finished, one request a
-// poll; its why only when the job's state or reason moved (and on a
+// The job is asked for again when an event names it (a burst is one
+// request), or every POLL_MS while the event stream is down, until it has
+// finished; its why only when the job's state or reason moved (and on a
 // change of language). When the log's stream ends the job is asked for at
-// once: that is usually the job finishing.
+// once: that is usually the job finishing. An answer overtaken by a newer
+// request is dropped.
 
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, canCancel, isFinished, jobShape, type JobSummary, type Why, whyMayHaveChanged } from '../api';
@@ -16,6 +18,7 @@ import { guard, Link, useConsole } from '../app';
 import { stateLabel } from '../i18n';
 import { FailureView, JobCost, Placement, Timeline, Utilization, WhyLayers } from './job-detail';
 import { LiveLog } from './live-log';
+import { LiveStatus, useLiveRefresh } from './live-status';
 
 export const POLL_MS = 3000;
 
@@ -34,42 +37,41 @@ export function JobPage({ id }: { id: number }) {
 
   useEffect(() => {
     let alive = true;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let busy = false;
+    let seq = 0;
     let last: JobSummary | null = null;
     const load = async () => {
-      if (busy) return;
-      busy = true;
-      clearTimeout(timer);
+      const mine = ++seq;
       const j = await guard(ctx, () => api.job(id));
       let w: Why | ApiError | null = null;
-      if (alive && !(j instanceof ApiError) && whyMayHaveChanged(last, j)) w = await guard(ctx, () => api.why(id, lang));
-      busy = false;
-      if (!alive) return;
-      const failed = j instanceof ApiError ? j : w instanceof ApiError ? w : null;
-      if (failed) {
-        setError(failed);
-        if (failed.status !== 404 && failed.status !== 401) timer = setTimeout(load, POLL_MS);
-        return;
+      if (alive && mine === seq && !(j instanceof ApiError) && whyMayHaveChanged(last, j)) {
+        w = await guard(ctx, () => api.why(id, lang));
       }
+      if (!alive || mine !== seq) return;
+      const failed = j instanceof ApiError ? j : w instanceof ApiError ? w : null;
+      if (failed) return setError(failed);
       const fresh = j as JobSummary;
       setError(null);
       last = fresh;
       jobRef.current = fresh;
       setJob(fresh);
       if (w) setWhy(w as Why);
-      // Stopped once the job has finished: nothing about it changes then.
-      if (!isFinished(fresh.state)) timer = setTimeout(load, POLL_MS);
     };
     refreshRef.current = () => void load();
     void load();
     return () => {
       alive = false;
-      clearTimeout(timer);
       refreshRef.current = () => undefined;
     };
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [id, lang, tick]);
+
+  // Nothing about a finished job changes, and a job that is not there
+  // will not come back: neither is asked for again.
+  const done = (job !== null && job.id === id && isFinished(job.state)) || error?.status === 404;
+  const live = useLiveRefresh(
+    { topics: ['job'], pollMs: POLL_MS, active: !done, delayMs: 250, match: (e) => e.topic === 'job' && e.data.id === id },
+    () => refreshRef.current(),
+  );
 
   if (error && error.status === 404) {
     return (
@@ -108,6 +110,11 @@ export function JobPage({ id }: { id: number }) {
         <Link href="/ui/jobs">{t('job.back')}</Link>
       </p>
       <h1 id="job-title">{t('job.title', { id: job.id, name: job.name })}</h1>
+      {!isFinished(job.state) && (
+        <p class="live-line">
+          <LiveStatus state={live} pollMs={POLL_MS} />
+        </p>
+      )}
       <h2>{t('job.summary')}</h2>
       <dl class="summary">
         <dt>{t('col.state')}</dt>

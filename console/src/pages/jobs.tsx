@@ -1,15 +1,19 @@
 // The jobs list: what `berth jobs` shows the caller, newest first, filtered
 // by state, queue and tenant (the filters live in the URL), a page at a
 // time, with a link to submit one for a caller whose role may. The first
-// page is asked again every POLL_MS while it is the only one shown (live
-// updates by polling in this slice; server-sent events come later).
+// page is asked again, while it is the only one shown, when job events
+// arrive (a burst is one request), or every POLL_MS while the event stream
+// is down. Any job event counts: an event names the job's tenant, queue and
+// state, but a job leaving the filter's states must leave the list too.
 
-import { useEffect, useState } from 'preact/hooks';
 import type { JobSummary } from '../api';
+import { ApiError } from '../api';
 import { guard, Link, useConsole } from '../app';
 import { JOB_STATES, stateLabel } from '../i18n';
+import { usePagedList } from '../paging';
 import { appendPage, filterParams, type JobFilters, parseFilters } from '../query';
 import { canSubmit } from '../submit';
+import { LiveStatus, useLiveRefresh } from './live-status';
 
 export const POLL_MS = 5000;
 
@@ -18,46 +22,16 @@ export function JobsPage({ search }: { search: string }) {
   const { t, lang, api } = ctx;
   const filters = parseFilters(search);
   const key = filterParams(filters).toString();
-  const [rows, setRows] = useState<JobSummary[] | null>(null);
-  const [next, setNext] = useState<string | undefined>(undefined);
-  const [, setPages] = useState(1);
-  const [error, setError] = useState('');
-
-  useEffect(() => {
-    let alive = true;
-    setRows(null);
-    setPages(1);
-    const load = async () => {
-      const page = await guard(ctx, () => api.listJobs(filters));
-      if (!alive) return;
-      if (page instanceof Error) return setError(page.message);
-      setError('');
-      setRows(page.jobs);
-      setNext(page.next);
-    };
-    void load();
-    const timer = setInterval(() => {
-      // Only while one page is shown: refreshing would drop the others.
-      setPages((p) => {
-        if (p === 1) void load();
-        return p;
-      });
-    }, POLL_MS);
-    return () => {
-      alive = false;
-      clearInterval(timer);
-    };
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [key]);
-
-  const more = async () => {
-    if (!next || !rows) return;
-    const page = await guard(ctx, () => api.listJobs(filters, next));
-    if (page instanceof Error) return setError(page.message);
-    setRows(appendPage(rows, page.jobs));
-    setNext(page.next);
-    setPages((p) => p + 1);
-  };
+  const list = usePagedList<JobSummary>(
+    key,
+    async (after) => {
+      const page = await guard(ctx, () => api.listJobs(filters, after));
+      return page instanceof ApiError ? page : { items: page.jobs, next: page.next };
+    },
+    appendPage,
+  );
+  const { rows, next, error, more } = list;
+  const live = useLiveRefresh({ topics: ['job'], pollMs: POLL_MS }, () => void list.refresh());
 
   const apply = (e: Event) => {
     e.preventDefault();
@@ -103,7 +77,7 @@ export function JobsPage({ search }: { search: string }) {
       </form>
       {error && (
         <p class="error" role="alert">
-          {t('common.error', { message: error })}
+          {t('common.error', { message: error.message })}
         </p>
       )}
       {rows === null ? (
@@ -115,7 +89,7 @@ export function JobsPage({ search }: { search: string }) {
       ) : (
         <table class="jobs" id="jobs-table">
           <caption>
-            {t('jobs.count', { count: rows.length })} · {t('jobs.polling', { seconds: POLL_MS / 1000 })}
+            {t('jobs.count', { count: rows.length })} · <LiveStatus state={live} pollMs={POLL_MS} />
           </caption>
           <thead>
             <tr>

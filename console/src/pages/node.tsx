@@ -3,16 +3,21 @@
 // GET /v1/nodes/{node} answers (`berth node NODE`). A platform admin also
 // gets Cordon, Drain (confirmed, with the reason), Uncordon and a cordon
 // per GPU; the server decides anyway, and its refusal is shown with its
-// message. Asked again every POLL_MS.
+// message. Asked again on the node's own events and on job events that may
+// move its GPUs (a burst is one request, at most one a second), every
+// LIVE_POLL_MS while live for what sends no event (its heartbeat, other
+// tenants' jobs), and every POLL_MS while the event stream is down.
 
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { ApiError, canCordon, type NodeAction, type NodeDetail } from '../api';
 import { guard, Link, useConsole } from '../app';
-import { gpuState, isFree } from '../fleet';
+import { gpuState, holderIds, isFree, jobMovesGpus } from '../fleet';
 import { labelOf } from '../i18n';
 import { cordonText, holderText } from './fleet';
+import { LiveStatus, useLiveRefresh } from './live-status';
 
 export const POLL_MS = 5000;
+export const LIVE_POLL_MS = 60000;
 
 // 85899345920 -> "80 GiB"; one decimal when not whole.
 export function formatBytes(n: number): string {
@@ -38,23 +43,41 @@ export function NodePage({ name }: { name: string }) {
   const [pending, setPending] = useState(false);
   const [tick, setTick] = useState(0);
 
+  const loadRef = useRef<() => void>(() => undefined);
   useEffect(() => {
     let alive = true;
+    let seq = 0;
     const load = async () => {
+      const mine = ++seq;
       const r = await guard(ctx, () => api.node(name));
-      if (!alive) return;
+      if (!alive || mine !== seq) return;
       if (r instanceof ApiError) return setError(r);
       setError(null);
       setNode(r);
     };
+    loadRef.current = () => void load();
     void load();
-    const timer = setInterval(load, POLL_MS);
     return () => {
       alive = false;
-      clearInterval(timer);
+      loadRef.current = () => undefined;
     };
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [name, tick]);
+
+  const holders = useMemo(() => holderIds(node?.gpus ?? []), [node]);
+  const seen = useRef(new Map<number, string>());
+  const live = useLiveRefresh(
+    {
+      topics: ['node', 'job'],
+      pollMs: POLL_MS,
+      livePollMs: LIVE_POLL_MS,
+      active: error?.status !== 404,
+      minIntervalMs: 1000,
+      match: (e) =>
+        e.topic === 'node' ? e.data.node === name : e.topic === 'job' && jobMovesGpus(e.data, holders, seen.current),
+    },
+    () => loadRef.current(),
+  );
 
   if (error && error.status === 404) {
     return (
@@ -106,6 +129,9 @@ export function NodePage({ name }: { name: string }) {
         <Link href="/ui/fleet">{t('node.back')}</Link>
       </p>
       <h1 id="node-title">{t('node.title', { name: node.name })}</h1>
+      <p class="live-line">
+        <LiveStatus state={live} pollMs={POLL_MS} />
+      </p>
       <h2>{t('node.summary')}</h2>
       <dl class="summary">
         <dt>{t('col.state')}</dt>

@@ -3,7 +3,11 @@
 // withdraw) and this month's cost by queue and by user, with its budget.
 // Everything comes from the API with the caller's session: a caller with no
 // role in the tenant gets the members route's 404 and the page asks for
-// nothing else. Asked again every POLL_MS.
+// nothing else. Asked again on the events of the tenant's jobs (at most once
+// every EVENT_GAP_MS: the page makes six requests), every LIVE_POLL_MS while
+// live for what sends no event (running jobs' cost growing, quota requests,
+// the policy), and every POLL_MS while the event stream is down; never
+// again after a 404 or 403.
 
 import { useEffect, useRef, useState } from 'preact/hooks';
 import {
@@ -34,8 +38,11 @@ import {
   tokenState,
   usedPercent,
 } from '../tenant';
+import { LiveStatus, useLiveRefresh } from './live-status';
 
 export const POLL_MS = 10000;
+export const LIVE_POLL_MS = 60000;
+export const EVENT_GAP_MS = 5000;
 
 interface Loaded {
   queues: Queues;
@@ -85,13 +92,16 @@ export function TenantPage({ tenant }: { tenant: string }) {
   const [error, setError] = useState<ApiError | null>(null);
   const [tick, setTick] = useState(0);
 
+  const loadRef = useRef<() => void>(() => undefined);
   useEffect(() => {
     let alive = true;
+    let seq = 0;
     const load = async () => {
+      const mine = ++seq;
       // Members first: a caller with no role in the tenant gets 404 here,
       // and the page then asks for nothing of the tenant.
       const members = await guard(ctx, () => api.members(tenant));
-      if (!alive) return;
+      if (!alive || mine !== seq) return;
       if (members instanceof ApiError) return setError(members);
       const r = await guard(ctx, async () => {
         const [queues, requests, byQueue, byUser, budgets] = await Promise.all([
@@ -104,21 +114,35 @@ export function TenantPage({ tenant }: { tenant: string }) {
         const budget = budgets.budgets.find((b) => b.tenant === tenant) ?? null;
         return { queues, members: members.members, requests, byQueue, byUser, budget };
       });
-      if (!alive) return;
+      if (!alive || mine !== seq) return;
       if (r instanceof ApiError) return setError(r);
       setError(null);
       setData(r);
     };
+    loadRef.current = () => void load();
     void load();
-    const timer = setInterval(load, POLL_MS);
     return () => {
       alive = false;
-      clearInterval(timer);
+      loadRef.current = () => undefined;
     };
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [tenant, tick]);
 
-  if (error && (error.status === 404 || error.status === 403)) {
+  const denied = error !== null && (error.status === 404 || error.status === 403);
+  const live = useLiveRefresh(
+    {
+      topics: ['job'],
+      pollMs: POLL_MS,
+      livePollMs: LIVE_POLL_MS,
+      active: !denied,
+      delayMs: 500,
+      minIntervalMs: EVENT_GAP_MS,
+      match: (e) => e.topic === 'job' && e.data.tenant === tenant,
+    },
+    () => loadRef.current(),
+  );
+
+  if (denied) {
     return (
       <section>
         <h1>{t('tenant.title', { tenant })}</h1>
@@ -149,6 +173,9 @@ export function TenantPage({ tenant }: { tenant: string }) {
     <section>
       <h1>{t('tenant.title', { tenant })}</h1>
       <p id="tenant-role">{t('tenant.yourRole', { role })}</p>
+      <p class="live-line">
+        <LiveStatus state={live} pollMs={POLL_MS} />
+      </p>
       {error && (
         <p class="error" role="alert">
           {t('common.error', { message: error.message })}
