@@ -231,6 +231,23 @@ export interface FleetGpu {
   cordon: Cordon | null;
   job: GpuHolder | null;
   sharing: { used_mgpu: number; used_memory_bytes: number; free_memory_bytes: number; holders: GpuHolder[] } | null;
+  // The latest telemetry sample, or null (none yet, a berthd that keeps no
+  // telemetry); absent from an older berthd, read as null.
+  telemetry?: GpuTelemetry | null;
+  // Held by a job while its latest utilization sample is under berthd's
+  // idle threshold; absent from an older berthd, read as false.
+  idle_allocated?: boolean;
+}
+
+// A GPU's latest sample, as GET /v1/gpus carries it; any field may be null.
+export interface GpuTelemetry {
+  at_ms: number | null;
+  util_pct: number | null;
+  mem_util_pct: number | null;
+  memory_used_bytes: number | null;
+  memory_total_bytes: number | null;
+  temperature_c: number | null;
+  power_w: number | null;
 }
 
 export interface NodeEvent {

@@ -7,6 +7,11 @@
 // `berth nodes` and `berth gpus` take no filters and GET /v1/nodes and
 // /v1/gpus accept no query parameters, so the filters here narrow what the
 // page shows of the whole lists the caller got, never what it asks for.
+//
+// A GPU's utilization and "idle but allocated" come from berthd's latest
+// telemetry sample (`telemetry`, `idle_allocated` on each GPU of
+// GET /v1/gpus); a berthd without them gives neither, and the map shows
+// neither.
 
 import type { FleetGpu, FleetNode } from './api';
 
@@ -14,6 +19,31 @@ import type { FleetGpu, FleetNode } from './api';
 // then why nothing new may go there, then free. A GPU is in exactly one.
 export const GPU_STATES = ['unhealthy', 'busy', 'shared', 'drained', 'cordoned', 'offline', 'free'] as const;
 export type GpuState = (typeof GPU_STATES)[number];
+
+// What the state filter offers: every state, and "idle but allocated",
+// which is no colour of its own (a held GPU keeps its state's colour and
+// gets a hatched mark) but a question an operator asks of the map.
+export const GPU_FILTERS = [...GPU_STATES, 'idle'] as const;
+export type GpuFilter = (typeof GPU_FILTERS)[number];
+
+// The GPU's latest utilization, 0-100 as a whole percent; null without a
+// sample (or from a berthd that sends none).
+export function utilOf(g: FleetGpu): number | null {
+  const u = g.telemetry?.util_pct;
+  if (typeof u !== 'number' || !Number.isFinite(u)) return null;
+  return Math.round(Math.min(100, Math.max(0, u)));
+}
+
+// Held by a job, yet its latest sample is under berthd's idle threshold.
+// berthd decides; a berthd that does not say is read as "not idle".
+export function isIdleAllocated(g: FleetGpu): boolean {
+  return g.idle_allocated === true;
+}
+
+// Whether a run holds the GPU (whole or a slice).
+export function isHeld(g: FleetGpu): boolean {
+  return g.job !== null || (g.sharing?.holders?.length ?? 0) > 0;
+}
 
 // Free as the scheduler sees it: on a Ready node, healthy, held by no run
 // (whole or slice) and under no cordon. Stricter than `berth nodes`' FREE,
@@ -36,8 +66,9 @@ export function gpuState(g: FleetGpu): GpuState {
 // Every state a GPU answers to in the state filter: its own, plus its
 // cordon when a holder or a fault hides the cordon from the cell's colour,
 // so ?state=cordoned finds a cordoned GPU that still runs a job.
-export function gpuFacets(g: FleetGpu): Set<GpuState> {
-  const s = new Set<GpuState>([gpuState(g)]);
+export function gpuFacets(g: FleetGpu): Set<GpuFilter> {
+  const s = new Set<GpuFilter>([gpuState(g)]);
+  if (isIdleAllocated(g)) s.add('idle');
   if (g.cordon) s.add(g.cordon.kind === 'drain' ? 'drained' : 'cordoned');
   if (g.job) s.add('busy');
   if (g.sharing?.holders?.length) s.add('shared');
@@ -47,14 +78,14 @@ export function gpuFacets(g: FleetGpu): Set<GpuState> {
 
 export interface FleetFilters {
   model: string; // exact model name; '' is any
-  state: GpuState[]; // show nodes with a GPU in any of these; [] is any
+  state: GpuFilter[]; // show nodes with a GPU in any of these; [] is any
   node: string; // part of the node's name, any case; '' is any
   minFree: number | null; // only nodes with at least this many free GPUs
 }
 
 export const NO_FLEET_FILTERS: FleetFilters = { model: '', state: [], node: '', minFree: null };
 
-const STATE_SET = new Set<string>(GPU_STATES);
+const STATE_SET = new Set<string>(GPU_FILTERS);
 
 // The filters of a console URL's query (/ui/fleet?model=H100-80GB&state=free,busy&node=a&min_free=8).
 // Unknown states and a min_free that is no whole number are dropped, not
@@ -64,7 +95,7 @@ export function parseFleetFilters(search: string): FleetFilters {
   const state = (p.get('state') ?? '')
     .split(',')
     .map((s) => s.trim())
-    .filter((s): s is GpuState => STATE_SET.has(s));
+    .filter((s): s is GpuFilter => STATE_SET.has(s));
   const raw = (p.get('min_free') ?? '').trim();
   const n = /^\d{1,4}$/.test(raw) ? Number(raw) : null;
   return {
@@ -89,6 +120,7 @@ export interface NodeView {
   node: FleetNode;
   gpus: FleetGpu[]; // by index, the model filter applied
   free: number; // GPUs a job could get here now (0 on a NotReady node)
+  idle: number; // GPUs held but idle (isIdleAllocated)
 }
 
 export interface FleetSummary {
@@ -99,6 +131,9 @@ export interface FleetSummary {
   unhealthy: number;
   cordoned: number; // under a cordon or a drain, whatever else they are
   drained: number; // of those, under a drain
+  idle: number; // held, and idle by their latest sample
+  sampled: number; // held GPUs with a utilization sample...
+  meanUtil: number | null; // ...and their mean utilization, a whole percent (null: none sampled)
   nodesReady: number;
   nodesNotReady: number;
   nodesCordoned: number;
@@ -133,8 +168,12 @@ export function fleetView(nodes: FleetNode[], gpus: FleetGpu[], f: FleetFilters)
     }
     list.sort((a, b) => a.index - b.index);
     let free = 0;
-    for (const g of list) if (isFree(g)) free++;
-    out.push({ node, gpus: list, free });
+    let idle = 0;
+    for (const g of list) {
+      if (isFree(g)) free++;
+      if (isIdleAllocated(g)) idle++;
+    }
+    out.push({ node, gpus: list, free, idle });
   }
   out.sort((a, b) => collator.compare(a.node.name, b.node.name));
   return out;
@@ -142,11 +181,12 @@ export function fleetView(nodes: FleetNode[], gpus: FleetGpu[], f: FleetFilters)
 
 export function summarize(view: NodeView[]): FleetSummary {
   const s: FleetSummary = {
-    gpus: 0, free: 0, busy: 0, shared: 0, unhealthy: 0, cordoned: 0, drained: 0,
+    gpus: 0, free: 0, busy: 0, shared: 0, unhealthy: 0, cordoned: 0, drained: 0, idle: 0, sampled: 0, meanUtil: null,
     nodesReady: 0, nodesNotReady: 0, nodesCordoned: 0, byFree: [], largestFree: 0,
   };
   const counts = new Map<number, number>();
   let widest = 0;
+  let utilSum = 0;
   for (const v of view) {
     if (v.node.state === 'Ready') {
       s.nodesReady++;
@@ -167,8 +207,15 @@ export function summarize(view: NodeView[]): FleetSummary {
         s.cordoned++;
         if (g.cordon.kind === 'drain') s.drained++;
       }
+      if (isIdleAllocated(g)) s.idle++;
+      const u = isHeld(g) ? utilOf(g) : null;
+      if (u !== null) {
+        s.sampled++;
+        utilSum += u;
+      }
     }
   }
+  if (s.sampled) s.meanUtil = Math.round(utilSum / s.sampled);
   for (let n = widest; n >= 0; n--) s.byFree.push({ free: n, nodes: counts.get(n) ?? 0 });
   return s;
 }

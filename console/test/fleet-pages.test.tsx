@@ -50,14 +50,14 @@ interface Call {
   headers: Record<string, string>;
 }
 
-function mount(who: Caller, path: string, refuse = '') {
+function mount(who: Caller, path: string, refuse = '', list: FleetGpu[] = gpus) {
   const calls: Call[] = [];
   const api = new BerthApi(async (url, init) => {
     const method = init?.method ?? 'GET';
     calls.push({ method, url, headers: { ...(init?.headers as Record<string, string>) } });
     if (url === '/v1/console/session') return json(200, who);
     if (url === '/v1/nodes') return json(200, { nodes: [node] });
-    if (url === '/v1/gpus') return json(200, { gpus });
+    if (url === '/v1/gpus') return json(200, { gpus: list });
     if (url === '/v1/nodes/gpu-a1' && method === 'GET') {
       return json(200, { ...node, gpus, events: [
         { time_ms: 10, event: 'Registered', message: 'first' },
@@ -98,6 +98,53 @@ describe('the fleet map', () => {
     expect(root.querySelector('nav a[aria-current="page"]')!.textContent).toBe('Fleet');
   });
 
+  it("shows a held GPU's utilization as a bar and in its name, and marks, counts and filters the idle ones", async () => {
+    const sample = (util: number) => ({
+      at_ms: 1, util_pct: util, mem_util_pct: 5, memory_used_bytes: 1, memory_total_bytes: 2, temperature_c: 40, power_w: 90,
+    });
+    const withTelemetry = [
+      { ...gpus[0], telemetry: sample(87.6), idle_allocated: false },
+      { ...gpus[1], telemetry: sample(1), idle_allocated: true },
+      { ...gpus[2], telemetry: sample(0), idle_allocated: false },
+      { ...gpus[3], telemetry: null },
+    ];
+    const { root } = mount(blueMember, '/ui/fleet', '', withTelemetry);
+    await settle(() => root.querySelector('#fleet-map') !== null);
+    const busy = root.querySelector<HTMLElement>('#fleet-map [data-gpu="0"]')!;
+    expect(busy.getAttribute('aria-label')).toBe('gpu-a1 GPU 0, H100-80GB: Busy; job 5 blue-train/r0; utilization 88%');
+    expect(busy.classList.contains('util')).toBe(true);
+    expect(busy.style.getPropertyValue('--u')).toBe('88%');
+    expect(busy.classList.contains('idle')).toBe(false);
+    const idle = root.querySelector<HTMLElement>('#fleet-map [data-gpu="1"]')!;
+    expect(idle.getAttribute('aria-label')).toBe('gpu-a1 GPU 1, H100-80GB: Busy; job another tenant; utilization 1%; idle while allocated');
+    expect(idle.classList.contains('idle')).toBe(true);
+    // A free GPU's sample is named, but it gets no bar; no sample, nothing.
+    const free = root.querySelector<HTMLElement>('#fleet-map [data-gpu="2"]')!;
+    expect(free.getAttribute('aria-label')).toContain('utilization 0%');
+    expect(free.classList.contains('util')).toBe(false);
+    expect(root.querySelector('#fleet-map [data-gpu="3"]')!.getAttribute('aria-label')).not.toContain('utilization');
+    expect(root.querySelector('#sum-idle')!.textContent).toBe('1 idle but allocated');
+    expect(root.querySelector('#sum-util')!.textContent).toBe('allocated GPUs 45% utilized on average (2 sampled)');
+    expect(root.querySelector('[data-node="gpu-a1"] .idle-count')!.textContent).toBe('1 idle but allocated');
+    expect(root.querySelector('.legend')!.textContent).toContain('Idle but allocated');
+    expect(root.querySelector('.legend')!.textContent).toContain('Utilization (the bar under a held GPU)');
+    expect(root.querySelector<HTMLInputElement>('input[name="state"][value="idle"]')).not.toBeNull();
+    document.body.innerHTML = '';
+    const filtered = mount(blueMember, '/ui/fleet?state=idle', '', withTelemetry);
+    await settle(() => filtered.root.querySelector('#fleet-map') !== null);
+    expect(filtered.root.querySelector<HTMLInputElement>('input[value="idle"]')!.checked).toBe(true);
+    expect([...filtered.root.querySelectorAll('#fleet-map .gpu.dim')].map((c) => c.getAttribute('data-gpu'))).toEqual(['0', '2', '3']);
+  });
+
+  it('works against a berthd that sends no telemetry: no bars, no mean, none idle', async () => {
+    const { root } = mount(blueMember, '/ui/fleet');
+    await settle(() => root.querySelector('#fleet-map') !== null);
+    expect(root.querySelectorAll('#fleet-map .util, #fleet-map .idle').length).toBe(0);
+    expect(root.querySelector('#sum-util')).toBeNull();
+    expect(root.querySelector('#sum-idle')!.textContent).toBe('0 idle but allocated');
+    expect(root.querySelector('#live-status')!.textContent).toBe('Refreshed every 10 s (live updates unavailable)');
+  });
+
   it('applies a state filter from the URL and says when no node matches', async () => {
     const { root } = mount(blueMember, '/ui/fleet?state=unhealthy');
     await settle(() => root.querySelector('#fleet-empty') !== null);
@@ -112,6 +159,7 @@ describe('the fleet map', () => {
     await settle(() => root.querySelector('#fleet-map') !== null);
     expect(root.querySelector('#sum-free')!.textContent).toBe('1 块空闲');
     expect(root.querySelector('#fleet-map [data-gpu="1"]')!.getAttribute('aria-label')).toContain('其他租户');
+    expect(root.querySelector('#sum-idle')!.textContent).toBe('0 块已分配但空闲');
     expect(root.querySelector('#live-status')!.textContent).toBe('每 10 秒刷新一次（实时更新不可用）');
   });
 });

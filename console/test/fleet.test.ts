@@ -5,6 +5,7 @@ import {
   fleetView,
   gpuState,
   holderIds,
+  isIdleAllocated,
   jobMovesGpus,
   mapRows,
   models,
@@ -12,6 +13,7 @@ import {
   nodeHref,
   parseFleetFilters,
   summarize,
+  utilOf,
 } from '../src/fleet';
 
 const node = (name: string, state = 'Ready', extra: Partial<FleetNode> = {}): FleetNode => ({
@@ -169,6 +171,62 @@ describe('fleet filters', () => {
     expect(nodeHref('gpu-a1')).toBe('/ui/fleet/gpu-a1');
     expect(nodeHref('h1.example.com')).toBe('/ui/fleet/h1.example.com');
     expect(nodeHref('a b/c')).toBe('/ui/fleet/a%20b%2Fc');
+  });
+});
+
+const sample = (util: number | null) => ({
+  at_ms: 1,
+  util_pct: util,
+  mem_util_pct: 10,
+  memory_used_bytes: 1,
+  memory_total_bytes: 2,
+  temperature_c: 40,
+  power_w: 300,
+});
+
+describe('utilization and idle while allocated', () => {
+  it("reads a GPU's latest sample as a whole percent, and nothing from a berthd that sends none", () => {
+    expect(utilOf(gpu('n', 0, { telemetry: sample(37.4) }))).toBe(37);
+    expect(utilOf(gpu('n', 0, { telemetry: sample(120) }))).toBe(100);
+    expect(utilOf(gpu('n', 0, { telemetry: sample(-3) }))).toBe(0);
+    expect(utilOf(gpu('n', 0, { telemetry: sample(null) }))).toBeNull();
+    expect(utilOf(gpu('n', 0, { telemetry: null }))).toBeNull();
+    expect(utilOf(gpu('n', 0))).toBeNull();
+    expect(utilOf(gpu('n', 0, { telemetry: { util_pct: 'x' } as never }))).toBeNull();
+    expect(isIdleAllocated(gpu('n', 0, { job: held(1), idle_allocated: true }))).toBe(true);
+    expect(isIdleAllocated(gpu('n', 0, { job: held(1), idle_allocated: false }))).toBe(false);
+    expect(isIdleAllocated(gpu('n', 0, { job: held(1) }))).toBe(false);
+  });
+
+  it('counts idle-allocated GPUs per node and in the summary, with the mean utilization of the held GPUs sampled', () => {
+    const nodes = [node('a'), node('b')];
+    const gpus = [
+      gpu('a', 0, { job: held(1), telemetry: sample(90) }),
+      gpu('a', 1, { job: held(1), telemetry: sample(2), idle_allocated: true }),
+      gpu('a', 2, { job: held(2) }), // held, no sample yet
+      gpu('a', 3, { telemetry: sample(50) }), // free: not in the mean
+      gpu('b', 0, { job: held(3), telemetry: sample(1), idle_allocated: true }),
+    ];
+    const view = fleetView(nodes, gpus, NO_FLEET_FILTERS);
+    expect(view.map((v) => [v.node.name, v.idle])).toEqual([['a', 1], ['b', 1]]);
+    const s = summarize(view);
+    expect([s.idle, s.sampled, s.meanUtil]).toEqual([2, 3, 31]); // (90 + 2 + 1) / 3
+    // A berthd without telemetry: nothing sampled, no mean, none idle.
+    const bare = summarize(fleetView(nodes, gpus.map(({ telemetry: _t, idle_allocated: _i, ...g }) => g), NO_FLEET_FILTERS));
+    expect([bare.idle, bare.sampled, bare.meanUtil]).toEqual([0, 0, null]);
+  });
+
+  it('filters the map to the nodes with an idle-allocated GPU, dimming the others', () => {
+    const nodes = [node('a'), node('b')];
+    const gpus = [gpu('a', 0, { job: held(1), idle_allocated: true }), gpu('a', 1, { job: held(1) }), gpu('b', 0, { job: held(2) })];
+    const f = parseFleetFilters('?state=idle');
+    expect(f.state).toEqual(['idle']);
+    expect(fleetParams(f).toString()).toBe('state=idle');
+    const rows = mapRows(fleetView(nodes, gpus, f), f);
+    expect(rows.map((r) => [r.view.node.name, r.match])).toEqual([['a', [true, false]]]);
+    // Idle GPUs still answer to their own state.
+    const busy = parseFleetFilters('?state=busy');
+    expect(mapRows(fleetView(nodes, gpus, busy), busy).map((r) => r.match)).toEqual([[true, true], [true]]);
   });
 });
 

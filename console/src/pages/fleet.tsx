@@ -10,10 +10,16 @@
 // its own cells changed (NodeRow.shouldComponentUpdate), so a refresh that
 // changes one GPU touches one row.
 //
+// A held GPU with a telemetry sample gets a bar under its cell, as long as
+// its utilization (the percentage is in the cell's name), and one that
+// berthd finds idle while allocated a hatched mark (named too, counted in
+// the summary and on its node's row, and a filter of its own).
+//
 // Kept current by events: node events, and job events that may move GPUs
-// (jobMovesGpus), refetch both lists, at most once per 2 s. Other tenants'
-// jobs send this caller no event, so the map is also asked for every
-// LIVE_POLL_MS while live, and every POLL_MS while the stream is down.
+// (jobMovesGpus), refetch both lists, at most once per 2 s. Utilization and
+// other tenants' jobs send this caller no event, so the map is also asked
+// for every LIVE_POLL_MS while live, and every POLL_MS while the stream is
+// down.
 
 import { Component, type JSX } from 'preact';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
@@ -23,10 +29,14 @@ import {
   fleetParams,
   type FleetFilters,
   fleetView,
+  GPU_FILTERS,
   GPU_STATES,
+  type GpuFilter,
   type GpuState,
   gpuState,
   holderIds,
+  isHeld,
+  isIdleAllocated,
   jobMovesGpus,
   mapRows,
   models,
@@ -34,6 +44,7 @@ import {
   type NodeView,
   parseFleetFilters,
   summarize,
+  utilOf,
 } from '../fleet';
 import { type Key, type Lang, labelOf, translate } from '../i18n';
 import { LiveStatus, useLiveRefresh } from './live-status';
@@ -63,6 +74,9 @@ export function cellLabel(t: T, lang: Lang, g: FleetGpu, state: GpuState): strin
   if (g.sharing?.holders?.length) {
     parts.push(t('fleet.cellSlices', { jobs: g.sharing.holders.map((h) => holderText(t, h)).join(', ') }));
   }
+  const util = utilOf(g);
+  if (util !== null) parts.push(t('fleet.cellUtil', { pct: util }));
+  if (isIdleAllocated(g)) parts.push(t('fleet.cellIdle'));
   if (g.health !== 'healthy' && g.health_detail) parts.push(g.health_detail);
   if (g.cordon && state !== 'unhealthy') parts.push(cordonText(t, g.cordon));
   return parts.join(t('fleet.sep'));
@@ -77,13 +91,14 @@ interface RowProps {
 
 // What a row's rendering depends on, as one string: equal strings, equal rows.
 export function rowSig(v: NodeView, match: boolean[], lang: Lang): string {
-  let s = `${lang}|${v.node.state}|${v.node.cordon?.kind ?? ''}|${v.free}|${v.gpus.length}`;
+  let s = `${lang}|${v.node.state}|${v.node.cordon?.kind ?? ''}|${v.free}|${v.idle}|${v.gpus.length}`;
   for (let i = 0; i < v.gpus.length; i++) {
     const g = v.gpus[i];
     const c = g.cordon ? `${g.cordon.kind}${g.cordon.by}${g.cordon.reason}${g.cordon.automatic}` : '';
     const slices = g.sharing?.holders?.map((h) => h.id).join(',') ?? '';
     s += `|${g.index}:${gpuState(g)}:${g.health_detail}:${c}:${g.job?.id ?? (g.job ? 'x' : '')}`;
     s += `:${g.job?.name ?? ''}:${g.job?.replica ?? ''}:${slices}:${match[i] ? 1 : 0}`;
+    s += `:${utilOf(g) ?? ''}:${isIdleAllocated(g) ? 1 : 0}`;
   }
   return s;
 }
@@ -95,7 +110,7 @@ class NodeRow extends Component<RowProps> {
 
   render({ view, match, lang }: RowProps) {
     const t: T = (key, vars) => translate(lang, key, vars);
-    const { node, gpus, free } = view;
+    const { node, gpus, free, idle } = view;
     const cells: JSX.Element[] = [];
     for (let i = 0; i < gpus.length; i++) {
       const g = gpus[i];
@@ -103,13 +118,18 @@ class NodeRow extends Component<RowProps> {
       const label = cellLabel(t, lang, g, state);
       let cls = `gpu g-${state}`;
       if (g.cordon && state !== 'cordoned' && state !== 'drained') cls += ' marked';
+      if (isIdleAllocated(g)) cls += ' idle';
+      const util = isHeld(g) ? utilOf(g) : null;
+      // A custom property, set through the CSSOM (the CSP allows no inline style attribute).
+      const style = util === null ? undefined : ({ '--u': `${util}%` });
+      if (util !== null) cls += ' util';
       if (!match[i]) cls += ' dim';
       const job = g.job && g.job.id !== null && !g.job.other_tenant ? g.job.id : null;
       cells.push(
         job !== null ? (
-          <a class={cls} href={`/ui/jobs/${job}`} title={label} aria-label={label} data-gpu={g.index} data-job={job} />
+          <a class={cls} style={style} href={`/ui/jobs/${job}`} title={label} aria-label={label} data-gpu={g.index} data-job={job} />
         ) : (
-          <span class={cls} role="img" title={label} aria-label={label} data-gpu={g.index} />
+          <span class={cls} style={style} role="img" title={label} aria-label={label} data-gpu={g.index} />
         ),
       );
     }
@@ -126,6 +146,7 @@ class NodeRow extends Component<RowProps> {
             </span>
           )}{' '}
           <span class="free">{t('fleet.freeOf', { free, total: gpus.length })}</span>
+          {idle > 0 && <span class="badge idle-count">{t('fleet.sumIdle', { n: idle })}</span>}
         </div>
         <div class="cells">{cells}</div>
       </li>
@@ -187,7 +208,7 @@ export function FleetPage({ search }: { search: string }) {
     const min = String(data.get('min_free') ?? '').trim();
     const f: FleetFilters = {
       model: String(data.get('model') ?? ''),
-      state: data.getAll('state').map(String) as GpuState[],
+      state: data.getAll('state').map(String) as GpuFilter[],
       node: String(data.get('node') ?? ''),
       minFree: /^\d+$/.test(min) ? Number(min) : null,
     };
@@ -221,7 +242,7 @@ export function FleetPage({ search }: { search: string }) {
         </label>
         <fieldset>
           <legend>{t('fleet.state')}</legend>
-          {GPU_STATES.map((s) => (
+          {GPU_FILTERS.map((s) => (
             <label class="check">
               <input type="checkbox" name="state" value={s} defaultChecked={filters.state.includes(s)} />{' '}
               {labelOf(lang, 'gpu', s)}
@@ -262,6 +283,10 @@ export function FleetPage({ search }: { search: string }) {
             <li id="sum-shared">{t('fleet.sumShared', { n: summary.shared })}</li>
             <li id="sum-unhealthy">{t('fleet.sumUnhealthy', { n: summary.unhealthy })}</li>
             <li id="sum-cordoned">{t('fleet.sumCordoned', { n: summary.cordoned, drained: summary.drained })}</li>
+            <li id="sum-idle">{t('fleet.sumIdle', { n: summary.idle })}</li>
+            {summary.meanUtil !== null && (
+              <li id="sum-util">{t('fleet.sumUtil', { pct: summary.meanUtil, n: summary.sampled })}</li>
+            )}
           </ul>
           <ul class="fleet-summary" id="fleet-nodes-summary">
             <li id="sum-nodes">{t('fleet.sumNodes', { n: summary.nodesReady + summary.nodesNotReady })}</li>
@@ -301,6 +326,13 @@ export function FleetPage({ search }: { search: string }) {
                 <span class={`gpu g-${s}`} aria-hidden="true" /> {labelOf(lang, 'gpu', s)}
               </li>
             ))}
+            <li>
+              <span class="gpu g-busy idle" aria-hidden="true" /> {labelOf(lang, 'gpu', 'idle')}
+            </li>
+            <li>
+              <span class="gpu g-busy util" aria-hidden="true" style={{ '--u': '60%' }} />{' '}
+              {t('fleet.legendUtil')}
+            </li>
           </ul>
           <p class="caption">
             {t('fleet.mapCount', { nodes: rows.length, gpus: shown })} · <LiveStatus state={live} pollMs={POLL_MS} />
