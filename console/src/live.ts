@@ -8,9 +8,9 @@
 //
 // The stream's life:
 //   start() (after sign-in) opens it; state 'reconnecting' until `hello`.
-//   `hello`: 'live'. On a new EventSource (the first, or one opened after
-//     the browser gave up) or a new server epoch, every subscriber is told to
-//     refetch: what happened before the stream was up is not replayed to it.
+//   `hello`: 'live'. On the session's first stream, or a new server epoch,
+//     every subscriber is told to refetch: what happened before the stream
+//     was up is not replayed to it.
 //   A dropped connection: the browser reconnects by itself (after the
 //     server's `retry:`), sending Last-Event-ID; berthd replays what was
 //     missed, or sends `reset` when it cannot. State 'reconnecting' meanwhile.
@@ -18,7 +18,9 @@
 //   An HTTP error (the browser gives up: readyState CLOSED): 'polling'. The
 //     session is checked (a 401 is the app's sign-in, never a retry loop);
 //     otherwise a new EventSource is tried after retryMs, doubling up to
-//     maxRetryMs while it keeps failing.
+//     maxRetryMs while it keeps failing. It asks for what followed the last
+//     event heard (`after=ID`, what Last-Event-ID does for the browser's own
+//     reconnection), so berthd replays the gap or answers `reset`.
 //   `end` (the session expired or was revoked): closed, no reconnection, and
 //     the app's sign-in, as after a 401.
 //   stop() (sign-out) closes it.
@@ -228,6 +230,7 @@ export class LiveHub {
   private current: LiveState = 'polling';
   private session: LiveSession | null = null;
   private epoch: string | null = null;
+  private lastId = ''; // the id of the last event heard in this session
   private retryTimer: unknown = null;
   private nextRetryMs: number;
   private readonly subs = new Set<Subscription>();
@@ -257,6 +260,7 @@ export class LiveHub {
     if (this.session) return;
     this.session = session;
     this.epoch = null;
+    this.lastId = '';
     this.nextRetryMs = this.retryMs;
     if (!this.source) return this.setState('polling');
     this.setState('reconnecting');
@@ -310,13 +314,19 @@ export class LiveHub {
 
   private open() {
     const Source = this.source!;
-    const es = new Source(this.url);
+    // A new EventSource sends no Last-Event-ID of its own: after one given
+    // up on, the last id heard goes in the URL. Without one (the session's
+    // first stream) nothing before its hello is replayed, so that hello
+    // means "refetch".
+    const after = this.lastId;
+    const sep = this.url.includes('?') ? '&' : '?';
+    const es = new Source(after ? `${this.url}${sep}after=${encodeURIComponent(after)}` : this.url);
     this.es = es;
-    // A new EventSource sends no Last-Event-ID: what happened before its
-    // hello is not replayed, so its first hello means "refetch".
-    let greeted = false;
+    let greeted = after !== '';
     const mine = (fn: (ev: MessageEvent) => void) => (ev: MessageEvent) => {
-      if (this.es === es) fn(ev);
+      if (this.es !== es) return;
+      if (typeof ev.lastEventId === 'string' && ev.lastEventId) this.lastId = ev.lastEventId;
+      fn(ev);
     };
     es.addEventListener(
       'hello',

@@ -18,16 +18,16 @@ export class FakeSource implements EventSourceLike {
     this.readyState = 2;
     this.closed = true;
   }
-  emit(type: string, data: unknown = {}) {
+  emit(type: string, data: unknown = {}, id = '') {
     if (type !== 'error') this.readyState = 1;
-    const ev = { data: typeof data === 'string' ? data : JSON.stringify(data) } as MessageEvent;
+    const ev = { data: typeof data === 'string' ? data : JSON.stringify(data), lastEventId: id } as MessageEvent;
     for (const fn of this.listeners.get(type) ?? []) fn(ev);
   }
   hello(epoch = 'e1', seq = 0) {
-    this.emit('hello', { epoch, seq });
+    this.emit('hello', { epoch, seq }, `${epoch}-${seq}`);
   }
-  job(id: number, state = 'Running') {
-    this.emit('job', { id, tenant: 'blue', queue: 'main', state });
+  job(id: number, state = 'Running', eventId = '') {
+    this.emit('job', { id, tenant: 'blue', queue: 'main', state }, eventId);
   }
   // The connection dropped; the browser reconnects by itself.
   drop() {

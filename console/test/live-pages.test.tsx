@@ -1,9 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { BerthApi, type Caller } from '../src/api';
 import { LiveHub } from '../src/live';
-import { POLL_MS as JOB_POLL_MS } from '../src/pages/job';
 import { LIVE_POLL_MS as FLEET_LIVE_POLL_MS } from '../src/pages/fleet';
-import { POLL_MS as JOBS_POLL_MS } from '../src/pages/jobs';
+import { POLL_MS as JOB_POLL_MS, PENDING_LIVE_POLL_MS as JOB_PENDING_MS } from '../src/pages/job';
+import { POLL_MS as JOBS_POLL_MS, PENDING_LIVE_POLL_MS as JOBS_PENDING_MS } from '../src/pages/jobs';
 import { FakeSource } from './fake-events';
 import { click, json, platformAdmin, settle, startApp } from './support';
 
@@ -109,6 +109,16 @@ describe('live pages', () => {
     await settle(() => root.querySelector('tr[data-job="142"]') !== null);
     expect(count('/v1/jobs?')).toBe(3);
     expect(text(root.querySelector('tr[data-job="42"] .state'))).toBe('Running');
+    // A pending job's reason moves with no event: while one is listed, the
+    // list is asked again every minute; with none, never.
+    await vi.advanceTimersByTimeAsync(JOBS_PENDING_MS);
+    await settle(() => count('/v1/jobs?') === 4);
+    for (const id of jobs.keys()) jobs.set(id, 'Succeeded');
+    es().job(42, 'Succeeded');
+    await vi.advanceTimersByTimeAsync(300);
+    await settle(() => text(root.querySelector('tr[data-job="142"] .state')) === 'Succeeded');
+    await vi.advanceTimersByTimeAsync(JOBS_PENDING_MS * 2);
+    expect(count('/v1/jobs?')).toBe(5);
   });
 
   it('polls while the stream is down, says so, and goes live again with a new stream', async () => {
@@ -131,9 +141,12 @@ describe('live pages', () => {
     await settle(() => count('/v1/jobs?') === before + 1);
     await vi.advanceTimersByTimeAsync(30000);
     await settle(() => FakeSource.made.length === 2);
+    // It asks for what followed the last event heard; berthd replays it.
+    expect(es().url).toBe('/v1/events?after=e1-0');
     es().hello();
     await settle(() => text(root.querySelector('#live-status')) === 'Live');
     const up = count('/v1/jobs?');
+    es().job(42, 'Running', 'e1-1');
     await vi.advanceTimersByTimeAsync(300);
     await settle(() => count('/v1/jobs?') === up + 1);
     await vi.advanceTimersByTimeAsync(JOBS_POLL_MS * 3);
@@ -151,12 +164,18 @@ describe('live pages', () => {
     es().job(7, 'Running');
     await vi.advanceTimersByTimeAsync(JOB_POLL_MS * 3);
     expect(count('/v1/jobs/42')).toBe(2);
+    // Waiting, its reason and estimated start move with no event: asked every 15 s.
+    await vi.advanceTimersByTimeAsync(JOB_PENDING_MS - JOB_POLL_MS * 3);
+    await settle(() => count('/v1/jobs/42') === 3);
     jobs.set(42, 'Running');
     es().job(42, 'Running');
     await vi.advanceTimersByTimeAsync(250);
     await settle(() => text(root.querySelector('#job-state')) === 'Running');
     await settle(() => text(root.querySelector('#why-message')) === 'why Running');
-    expect(count('/v1/jobs/42')).toBe(3);
+    expect(count('/v1/jobs/42')).toBe(4);
+    // Running: nothing asked without an event.
+    await vi.advanceTimersByTimeAsync(JOB_PENDING_MS * 2);
+    expect(count('/v1/jobs/42')).toBe(4);
     jobs.set(42, 'Succeeded');
     es().job(42, 'Succeeded');
     await vi.advanceTimersByTimeAsync(250);
@@ -165,7 +184,7 @@ describe('live pages', () => {
     expect(root.querySelector('#live-status')).toBeNull();
     es().job(42, 'Succeeded');
     await vi.advanceTimersByTimeAsync(JOB_POLL_MS * 3);
-    expect(count('/v1/jobs/42')).toBe(4);
+    expect(count('/v1/jobs/42')).toBe(5);
   });
 
   it('redraws the fleet on node events and on jobs taking or leaving GPUs, not on a submission', async () => {

@@ -169,11 +169,14 @@ describe('the live hub', () => {
     expect(states).toEqual(['reconnecting', 'live', 'reconnecting', 'live', 'reconnecting', 'live']);
   });
 
-  it('falls back to polling when the browser gives up, tries a new stream after 30 s (then 60 s), and refetches once it is up', async () => {
+  it('falls back to polling when the browser gives up, and tries a new stream after 30 s (then 60 s) that asks for what followed the last event heard', async () => {
     const { hub, clock, es } = setup();
-    es().hello();
+    es().hello('e1', 4);
     const r = recorder();
     hub.subscribe('job', r.fn);
+    es().job(3, 'Running', 'e1-5');
+    clock.advance(300);
+    expect(r.batches.length).toBe(1);
     const first = es();
     first.refuse();
     expect(hub.state).toBe('polling');
@@ -183,6 +186,7 @@ describe('the live hub', () => {
     expect(FakeSource.made.length).toBe(1);
     clock.advance(1);
     expect(FakeSource.made.length).toBe(2);
+    expect(es().url).toBe('/v1/events?after=e1-5');
     // Still polling until the new stream says hello.
     expect(hub.state).toBe('polling');
     es().refuse();
@@ -191,19 +195,40 @@ describe('the live hub', () => {
     expect(FakeSource.made.length).toBe(2);
     clock.advance(1);
     expect(FakeSource.made.length).toBe(3);
-    es().hello();
+    expect(es().url).toBe('/v1/events?after=e1-5');
+    // The same berthd replays the gap: what it replays is told, nothing more.
+    es().hello('e1', 9);
     expect(hub.state).toBe('live');
+    es().job(4, 'Succeeded', 'e1-6');
     clock.advance(300);
-    expect(r.batches).toEqual([{ events: [], resync: true }]);
+    expect(r.batches.slice(1)).toEqual([{ events: [expect.objectContaining({ data: expect.objectContaining({ id: 4 }) })], resync: false }]);
     // Events of a stream given up on are not heard.
     first.job(9);
     clock.advance(1000);
-    expect(r.batches.length).toBe(1);
+    expect(r.batches.length).toBe(2);
     // Up again: the next failure waits 30 s again.
     es().refuse();
     await flush();
     clock.advance(30000);
     expect(FakeSource.made.length).toBe(4);
+    expect(es().url).toBe('/v1/events?after=e1-6');
+    // A restarted berthd: another epoch, so everything again.
+    es().hello('e2', 0);
+    clock.advance(300);
+    expect(r.batches[2]).toEqual({ events: [], resync: true });
+  });
+
+  it('refetches once a stream refused from the start finally comes up', async () => {
+    const { hub, clock, es } = setup();
+    const r = recorder();
+    hub.subscribe('node', r.fn);
+    es().refuse();
+    await flush();
+    clock.advance(30000);
+    expect(es().url).toBe('/v1/events');
+    es().hello();
+    clock.advance(300);
+    expect(r.batches).toEqual([{ events: [], resync: true }]);
   });
 
   it('goes to sign-in, and does not try again, when the stream was refused for a 401', async () => {

@@ -7,7 +7,8 @@
 //
 // The job is asked for again when an event names it (a burst is one
 // request), or every POLL_MS while the event stream is down, until it has
-// finished; its why only when the job's state or reason moved (and on a
+// finished; while it waits also every PENDING_LIVE_POLL_MS, since berthd
+// sends no event when a pending job's reason or estimated start moves; its why only when the job's state or reason moved (and on a
 // change of language). When the log's stream ends the job is asked for at
 // once: that is usually the job finishing. An answer overtaken by a newer
 // request is dropped.
@@ -21,6 +22,7 @@ import { LiveLog } from './live-log';
 import { LiveStatus, useLiveRefresh } from './live-status';
 
 export const POLL_MS = 3000;
+export const PENDING_LIVE_POLL_MS = 15000;
 
 export function JobPage({ id }: { id: number }) {
   const ctx = useConsole();
@@ -69,7 +71,14 @@ export function JobPage({ id }: { id: number }) {
   // will not come back: neither is asked for again.
   const done = (job !== null && job.id === id && isFinished(job.state)) || error?.status === 404;
   const live = useLiveRefresh(
-    { topics: ['job'], pollMs: POLL_MS, active: !done, delayMs: 250, match: (e) => e.topic === 'job' && e.data.id === id },
+    {
+      topics: ['job'],
+      pollMs: POLL_MS,
+      livePollMs: job?.id === id && job.state === 'Pending' ? PENDING_LIVE_POLL_MS : undefined,
+      active: !done,
+      delayMs: 250,
+      match: (e) => e.topic === 'job' && e.data.id === id,
+    },
     () => refreshRef.current(),
   );
 

@@ -5,6 +5,8 @@
 // arrive (a burst is one request), or every POLL_MS while the event stream
 // is down. Any job event counts: an event names the job's tenant, queue and
 // state, but a job leaving the filter's states must leave the list too.
+// A pending job's reason moves with no event, so while the list shows one
+// it is also asked every PENDING_LIVE_POLL_MS.
 
 import type { JobSummary } from '../api';
 import { ApiError } from '../api';
@@ -16,6 +18,7 @@ import { canSubmit } from '../submit';
 import { LiveStatus, useLiveRefresh } from './live-status';
 
 export const POLL_MS = 5000;
+export const PENDING_LIVE_POLL_MS = 60000;
 
 export function JobsPage({ search }: { search: string }) {
   const ctx = useConsole();
@@ -31,7 +34,11 @@ export function JobsPage({ search }: { search: string }) {
     appendPage,
   );
   const { rows, next, error, more } = list;
-  const live = useLiveRefresh({ topics: ['job'], pollMs: POLL_MS }, () => void list.refresh());
+  const waiting = rows?.some((j) => j.state === 'Pending') ?? false;
+  const live = useLiveRefresh(
+    { topics: ['job'], pollMs: POLL_MS, livePollMs: waiting ? PENDING_LIVE_POLL_MS : undefined },
+    () => void list.refresh(),
+  );
 
   const apply = (e: Event) => {
     e.preventDefault();
