@@ -171,6 +171,9 @@ void Api::Register(http::Server& http) {
   // Jobs: a tenant's own; another tenant's answer 404.
   Route(http, "POST", "/v1/jobs", any("job.submit"), Audited("job.submit", &Api::SubmitJob));
   Route(http, "GET", "/v1/jobs", any("job.list"), scoped(&Api::ListJobs));
+  // What changed, as it commits: jobs of the caller's tenants, the
+  // inventory, and alerts for platform admins (api_events.cc).
+  Route(http, "GET", "/v1/events", any("event.watch"), scoped(&Api::Events));
   Route(http, "GET", R"(/v1/jobs/([^/]+))", own_job(Need::kRead, "job.read"),
         handler(&Api::GetJob));
   Route(http, "POST", R"(/v1/jobs/([^/]+)/cancel)", job(Need::kWrite, "job.cancel"),
@@ -877,7 +880,43 @@ void Api::ListGpus(const http::Request&, http::Response& res, const model::Tenan
   auto holders = store_.ListJobs(
       store::JobFilter{{model::JobState::kScheduled, model::JobState::kRunning}, {}, {}, 100000});
   if (!holders) return ReplyError(res, holders.error());
-  Reply(res, 200, json{{"gpus", GpusJson(*nodes, *holders, Visibility(scope))}});
+  json gpus = GpusJson(*nodes, *holders, Visibility(scope));
+  AddLatestTelemetry(gpus);
+  Reply(res, 200, json{{"gpus", std::move(gpus)}});
+}
+
+void Api::AddLatestTelemetry(json& gpus) const {
+  // The newest sample of each GPU, as the fleet map shows it: what the
+  // card does now and whether a job holds it idle. Utilization is no
+  // tenant's secret (GET /v1/gpus/{uuid}/telemetry shows it to anyone);
+  // who holds the card stays as GpusJson hid it.
+  std::unordered_map<std::string, model::GpuSample> latest;
+  if (telemetry_ != nullptr) {
+    for (auto& s : telemetry_->Latest()) latest.emplace(s.uuid, std::move(s));
+  }
+  const TimeMs now = clock_.NowMs();
+  for (auto& g : gpus) {
+    const auto it = latest.find(g.value("uuid", ""));
+    // Older than this, a sample says nothing about now (an agent that
+    // stopped reporting).
+    constexpr TimeMs kFreshMs = 5 * 60'000;
+    if (it == latest.end() || now - it->second.at_ms > kFreshMs) {
+      g["telemetry"] = nullptr;
+      g["idle_allocated"] = false;
+      continue;
+    }
+    const auto& s = it->second;
+    g["telemetry"] = json{{"at_ms", s.at_ms},
+                          {"util_pct", s.util_pct},
+                          {"mem_util_pct", s.mem_util_pct},
+                          {"memory_used_bytes", s.memory_used_bytes},
+                          {"memory_total_bytes", s.memory_total_bytes},
+                          {"temperature_c", s.temperature_c},
+                          {"power_w", static_cast<double>(s.power_mw) / 1000.0}};
+    const bool held =
+        !g["job"].is_null() || (g["sharing"].is_object() && !g["sharing"]["holders"].empty());
+    g["idle_allocated"] = held && s.util_pct < telemetry_->idle_util_pct();
+  }
 }
 
 }  // namespace berth::server

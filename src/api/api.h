@@ -84,6 +84,10 @@ class Api {
   // GPU telemetry history (api_telemetry.cc); null: the telemetry endpoints
   // answer Unavailable, jobs show no utilization and /metrics no DCGM gauges.
   void set_telemetry(store::TelemetryStore* telemetry) { telemetry_ = telemetry; }
+  // How often an open GET /v1/events stream checks its caller again
+  // (--events-recheck): a revoked token, an expired session or a lost
+  // membership ends or narrows it within this time.
+  void set_events_recheck_ms(std::int64_t ms) { events_recheck_ms_ = ms; }
   // Services' request history by hour, for the operations report.
   void set_traffic(store::ServiceTrafficStore* traffic) { traffic_ = traffic; }
   // The service controller, woken after each change to a service and asked
@@ -218,6 +222,8 @@ class Api {
 
   void SubmitJob(const http::Request& req, http::Response& res, AuditNote& note);
   void ListJobs(const http::Request& req, http::Response& res, const model::TenantScope& scope);
+  // GET /v1/events: committed changes as server-sent events (api_events.cc).
+  void Events(const http::Request& req, http::Response& res, const model::TenantScope& scope);
   void GetJob(const http::Request& req, http::Response& res);
   void CancelJob(const http::Request& req, http::Response& res, AuditNote& note);
   void CancelArray(const http::Request& req, http::Response& res, AuditNote& note);
@@ -243,6 +249,9 @@ class Api {
   nlohmann::json FailureJson(const store::JobRecord& job, model::Lang lang) const;
   void ListNodes(const http::Request& req, http::Response& res);
   void ListGpus(const http::Request& req, http::Response& res, const model::TenantScope& scope);
+  // Each GPU of GpusJson gets `telemetry` (its newest fresh sample, or
+  // null) and `idle_allocated`.
+  void AddLatestTelemetry(nlohmann::json& gpus) const;
   // GET /v1/queues?tenant=: each queue's GPU quota against what it holds now.
   void ListQueues(const http::Request& req, http::Response& res, const model::TenantScope& scope);
   void GetNode(const http::Request& req, http::Response& res, const model::TenantScope& scope);
@@ -306,6 +315,7 @@ class Api {
   AlertRouter* alerts_ = nullptr;
   ServerMetrics* metrics_ = nullptr;
   store::TelemetryStore* telemetry_ = nullptr;
+  std::int64_t events_recheck_ms_ = 30'000;
   store::ServiceTrafficStore* traffic_ = nullptr;
   ServiceController* services_ = nullptr;
   OpsUtilizationSource ops_utilization_;

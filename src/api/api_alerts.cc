@@ -84,6 +84,10 @@ void Api::ResolveAlert(const http::Request& req, http::Response& res, AuditNote&
             n.after = json{{"rule", alert.rule}, {"subject", alert.subject}};
           }));
   if (!resolved) return ReplyError(res, resolved.error());
+  if (*resolved) {
+    store::Publish(store_.change_feed(), store::Topic::kAlert, std::to_string(id), {}, {},
+                   "resolved");
+  }
   auto alert = store_.GetAlert(id);
   if (!alert) return ReplyError(res, alert.error());
   if (!*resolved) {

@@ -64,6 +64,22 @@ std::string_view OpenApiDocument() {
         "responses": {"200": {"description": "What was done", "content": {"application/json": {"schema": {"type": "object", "properties": {"array": {"type": "integer"}, "cancelled": {"type": "integer", "description": "Elements cancelled before they started"}, "stopping": {"type": "integer", "description": "Elements whose runs were asked to stop"}}}}}}, "404": {"description": "No such array"}}
       }
     },
+    "/v1/events": {
+      "get": {
+        "summary": "Committed changes as server-sent events (text/event-stream)",
+        "description": "Events: hello (id and the feed's epoch and seq), job ({id, tenant, queue, state}: only jobs of the caller's tenants), node ({node, change}: registered, state, health, cordon, removed), alert ({id, state}: platform admins only), reset (the changes since Last-Event-ID are no longer kept, or it is another berthd's: refetch), end ({reason}: the token was revoked or expired, the session ended). A keep-alive comment every 15 s. A reconnection with Last-Event-ID replays what it missed. The caller is checked again every --events-recheck.",
+        "parameters": [
+          {"name": "topics", "in": "query", "schema": {"type": "string"}, "description": "Comma-separated: job, node, alert (default: all the caller may see; alert only for platform admins)"},
+          {"name": "after", "in": "query", "schema": {"type": "string"}, "description": "An event id to replay from, as Last-Event-ID (the header wins)"},
+          {"name": "Last-Event-ID", "in": "header", "schema": {"type": "string"}}
+        ],
+        "responses": {
+          "200": {"description": "The stream", "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+          "400": {"description": "An unknown topic (field: topics)", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+          "403": {"description": "The alert topic asked for by a caller who is no platform admin, or a job token"}
+        }
+      }
+    },
     "/v1/jobs/{id}/logs": {
       "get": {
         "summary": "A job's combined stdout and stderr",

@@ -116,6 +116,7 @@ Status Controller::CheckLeases(TimeMs now) {
   for (const auto& name : lapsed) {
     spdlog::warn("node {} lease lapsed: NotReady", name);
     BERTH_RETURN_IF_ERROR(store_.SetNodeState(name, model::NodeState::kNotReady, now));
+    store::Publish(store_.change_feed(), store::Topic::kNode, name, {}, {}, "state");
   }
   return Ok();
 }

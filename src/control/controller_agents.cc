@@ -56,6 +56,7 @@ Status Controller::OnRegister(const berth::v1::Register& reg,
     if (!health.known) spdlog::warn("node {} GPU {}: {}", info.name, g.index(), health.detail);
   }
   BERTH_RETURN_IF_ERROR(store_.UpsertNode(info, now));
+  store::Publish(store_.change_feed(), store::Topic::kNode, info.name, {}, {}, "registered");
   spdlog::info("node {} registered: {} GPUs ({}), {} runs reported", info.name, info.gpus.size(),
                info.gpu_provider, reg.runs_size());
 
@@ -228,6 +229,8 @@ void Controller::OnHeartbeat(const std::string& node) {
     spdlog::info("node {} heartbeats again: Ready", node);
     if (auto st = store_.SetNodeState(node, model::NodeState::kReady, now); !st) {
       spdlog::error("recording node {} Ready failed: {}", node, st.error().message);
+    } else {
+      store::Publish(store_.change_feed(), store::Topic::kNode, node, {}, {}, "state");
     }
     Wake();
   }
@@ -319,6 +322,7 @@ Status Controller::OnGpuHealth(const std::string& node, const berth::v1::GpuHeal
     return Ok();
   }
   BERTH_RETURN_IF_ERROR(st);
+  store::Publish(store_.change_feed(), store::Topic::kNode, node, {}, {}, "health");
   if (healthy) {
     // Recovery is an admin's call: the automatic cordon stays until
     // `berth uncordon NODE/GPU`.
@@ -357,6 +361,7 @@ Status Controller::OnGpuHealth(const std::string& node, const berth::v1::GpuHeal
   entry.outcome = "ok";
   BERTH_RETURN_IF_ERROR(
       store_.SetCordon(node, msg.index(), cordon, now, [&entry] { return std::optional(entry); }));
+  store::Publish(store_.change_feed(), store::Topic::kNode, node, {}, {}, "cordon");
   auto jobs = control::StopRunsOnGpu(store_, node, msg.index(), detail, now);
   if (!jobs) return std::unexpected(jobs.error());
   store::Alert alert;
@@ -382,6 +387,7 @@ Status Controller::OnGpuHealth(const std::string& node, const berth::v1::GpuHeal
     alert.severity = model::AlertSeverity::kCritical;
     auto id = store_.RaiseAlert(alert);
     if (!id) return std::unexpected(id.error());
+    store::Publish(store_.change_feed(), store::Topic::kAlert, std::to_string(*id), {}, {}, "open");
   }
   Wake();
   return Ok();
@@ -399,6 +405,7 @@ Status Controller::Cordon(const std::string& node, std::optional<std::uint32_t> 
   cordon.reason = reason;
   cordon.by = by;
   BERTH_RETURN_IF_ERROR(store_.SetCordon(node, gpu, cordon, now, audit));
+  store::Publish(store_.change_feed(), store::Topic::kNode, node, {}, {}, "cordon");
   if (drain) {
     auto jobs = control::StopRunsOnNode(store_, node, now);
     if (!jobs) return std::unexpected(jobs.error());
@@ -411,6 +418,9 @@ Status Controller::Cordon(const std::string& node, std::optional<std::uint32_t> 
 Result<bool> Controller::Uncordon(const std::string& node, std::optional<std::uint32_t> gpu,
                                   const std::string& by, const store::AuditOf<>& audit) {
   auto had = store_.Uncordon(node, gpu, by, clock_.NowMs(), audit);
+  if (had && *had) {
+    store::Publish(store_.change_feed(), store::Topic::kNode, node, {}, {}, "cordon");
+  }
   if (had) Wake();
   return had;
 }

@@ -20,6 +20,7 @@ Status Controller::RemoveNode(const std::string& node, const std::string& by,
   std::lock_guard pass(pass_mu_);
   const TimeMs now = clock_.NowMs();
   BERTH_RETURN_IF_ERROR(store_.RemoveNode(node, by, now, audit));
+  store::Publish(store_.change_feed(), store::Topic::kNode, node, {}, {}, "removed");
   std::shared_ptr<AgentSession> session;
   {
     std::lock_guard lock(mu_);

@@ -52,6 +52,10 @@ Result<std::vector<std::int64_t>> Controller::Submit(
   BERTH_RETURN_IF_ERROR(CheckRejectQuota((*policy)->policy, spec));
   auto ids = store_.CreateJobs(spec, clock_.NowMs(), submitted_by, audit);
   if (!ids) return std::unexpected(ids.error());
+  for (std::int64_t id : *ids) {
+    store::Publish(store_.change_feed(), store::Topic::kJob, std::to_string(id), spec.tenant,
+                   spec.queue, std::string(model::JobStateName(model::JobState::kPending)));
+  }
   Wake();
   return ids;
 }

@@ -16,6 +16,66 @@ using store::JobTransaction;
 
 namespace {
 
+// A job transaction that remembers what it wrote, so the changes can be
+// announced once they are durable (store/change_feed.h).
+class Announcing final : public JobTransaction {
+ public:
+  Announcing(JobTransaction& tx, std::vector<model::JobRecord>& written)
+      : tx_(tx), written_(written) {}
+  Result<std::optional<JobRecord>> Load(std::int64_t id) override { return tx_.Load(id); }
+  Result<std::optional<std::int64_t>> JobOfRun(const std::string& run_id) override {
+    return tx_.JobOfRun(run_id);
+  }
+  Result<std::vector<std::int64_t>> ActiveJobsOn(const std::string& node) override {
+    return tx_.ActiveJobsOn(node);
+  }
+  Result<std::vector<std::int64_t>> ArrayElements(std::int64_t array_id) override {
+    return tx_.ArrayElements(array_id);
+  }
+  Status Write(const model::JobUpdate& update) override {
+    BERTH_RETURN_IF_ERROR(tx_.Write(update));
+    JobRecord brief;
+    brief.id = update.job.id;
+    brief.state = update.job.state;
+    brief.spec.tenant = update.job.spec.tenant;
+    brief.spec.queue = update.job.spec.queue;
+    written_.push_back(std::move(brief));
+    return Ok();
+  }
+  // A pending job's reason is not announced: it moves on every pass that
+  // changes an estimate, and a watcher reads it with the job.
+  Status SetPendingReason(std::int64_t id, const model::Reason& reason) override {
+    return tx_.SetPendingReason(id, reason);
+  }
+  void Record(store::AuditEntry record) override { tx_.Record(std::move(record)); }
+
+ private:
+  JobTransaction& tx_;
+  std::vector<model::JobRecord>& written_;
+};
+
+// store.UpdateJobs, and once it committed, each job it wrote announced on
+// the store's change feed (once per job, in its final state).
+Status Commit(store::JobStore& store, const store::JobTransactionBody& body) {
+  std::vector<model::JobRecord> written;
+  auto st = store.UpdateJobs([&](JobTransaction& tx) -> Status {
+    written.clear();  // a retried body starts again
+    Announcing announcing(tx, written);
+    return body(announcing);
+  });
+  store::ChangeFeed* feed = store.change_feed();
+  if (!st || feed == nullptr) return st;
+  for (std::size_t i = 0; i < written.size(); ++i) {
+    const auto& j = written[i];
+    const bool later = std::any_of(written.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                                   written.end(), [&](const JobRecord& o) { return o.id == j.id; });
+    if (later) continue;
+    feed->Publish(store::Topic::kJob, std::to_string(j.id), j.spec.tenant, j.spec.queue,
+                  std::string(model::JobStateName(j.state)));
+  }
+  return st;
+}
+
 // The job `id` loaded in `tx`; NotFound when there is none.
 Result<JobRecord> MustLoad(JobTransaction& tx, std::int64_t id) {
   auto job = tx.Load(id);
@@ -53,7 +113,7 @@ template <typename Decide>
 Result<std::vector<std::int64_t>> StopOnNode(store::JobStore& store, const std::string& node,
                                              Decide decide) {
   std::vector<std::int64_t> jobs;
-  auto st = store.UpdateJobs([&](JobTransaction& tx) -> Status {
+  auto st = Commit(store, [&](JobTransaction& tx) -> Status {
     jobs.clear();
     auto ids = tx.ActiveJobsOn(node);
     if (!ids) return std::unexpected(ids.error());
@@ -76,7 +136,7 @@ Result<std::vector<std::int64_t>> StopOnNode(store::JobStore& store, const std::
 
 Result<JobRecord> CancelJob(store::JobStore& store, std::int64_t id, const std::string& by,
                             TimeMs now, const store::AuditOf<JobRecord, JobRecord>& audit) {
-  auto st = store.UpdateJobs([&](JobTransaction& tx) -> Status {
+  auto st = Commit(store, [&](JobTransaction& tx) -> Status {
     auto done = CancelIn(tx, id, by, now);
     if (!done) return std::unexpected(done.error());
     if (audit) {
@@ -92,7 +152,7 @@ Result<store::ArrayCancel> CancelArray(store::JobStore& store, std::int64_t arra
                                        const std::string& by, TimeMs now,
                                        const store::AuditOf<store::ArrayCancel>& audit) {
   store::ArrayCancel out;
-  auto st = store.UpdateJobs([&](JobTransaction& tx) -> Status {
+  auto st = Commit(store, [&](JobTransaction& tx) -> Status {
     out = {};
     auto ids = tx.ArrayElements(array_id);
     if (!ids) return std::unexpected(ids.error());
@@ -120,7 +180,7 @@ Status ApplyPlan(store::JobStore& store, const sched::Plan& plan,
                  TimeMs now) {
   NodeIndex by_name;
   for (const auto& n : nodes) by_name[n.info.name] = &n.info;
-  return store.UpdateJobs([&](JobTransaction& tx) -> Status {
+  return Commit(store, [&](JobTransaction& tx) -> Status {
     // Evictions, placements and reasons are one decision: all of it is
     // durable, or none of it.
     for (const auto& e : plan.evictions) {
@@ -164,7 +224,7 @@ Status EvictJobs(store::JobStore& store, const std::vector<sched::Eviction>& evi
 Status MarkRunStarted(store::JobStore& store, const std::string& run_id, std::int64_t pid,
                       TimeMs started_at, TimeMs now, std::uint32_t port) {
   (void)now;
-  return store.UpdateJobs([&](JobTransaction& tx) -> Status {
+  return Commit(store, [&](JobTransaction& tx) -> Status {
     auto job = LoadByRun(tx, run_id);
     if (!job) return std::unexpected(job.error());
     auto update = StartRun(*job, run_id, pid, started_at, port);
@@ -175,7 +235,7 @@ Status MarkRunStarted(store::JobStore& store, const std::string& run_id, std::in
 
 Status MarkRunHealth(store::JobStore& store, const std::string& run_id, bool ready,
                      bool liveness_failed, const std::string& detail, TimeMs at) {
-  return store.UpdateJobs([&](JobTransaction& tx) -> Status {
+  return Commit(store, [&](JobTransaction& tx) -> Status {
     auto job = LoadByRun(tx, run_id);
     if (!job) return std::unexpected(job.error());
     auto update = RecordRunHealth(*job, run_id, ready, liveness_failed, detail, at);
@@ -186,7 +246,7 @@ Status MarkRunHealth(store::JobStore& store, const std::string& run_id, bool rea
 
 Status AddJobEvent(store::JobStore& store, std::int64_t job_id, const std::string& event,
                    const std::string& message, TimeMs at) {
-  return store.UpdateJobs([&](JobTransaction& tx) -> Status {
+  return Commit(store, [&](JobTransaction& tx) -> Status {
     auto job = MustLoad(tx, job_id);
     if (!job) return std::unexpected(job.error());
     const model::JobState state = job->state;
@@ -196,7 +256,7 @@ Status AddJobEvent(store::JobStore& store, std::int64_t job_id, const std::strin
 
 Result<JobRecord> MarkRunExited(store::JobStore& store, const model::RunExit& exit, TimeMs now) {
   JobRecord after;
-  auto st = store.UpdateJobs([&](JobTransaction& tx) -> Status {
+  auto st = Commit(store, [&](JobTransaction& tx) -> Status {
     auto job = LoadByRun(tx, exit.run_id);
     if (!job) return std::unexpected(job.error());
     // An exit already recorded changes nothing.
@@ -220,7 +280,7 @@ Status RequestStop(store::JobStore& store, std::int64_t job_id, model::StopCause
     return Fail(Code::kInvalidArgument,
                 fmt::format("'{}' is no stop cause", model::StopCauseName(why)));
   }
-  return store.UpdateJobs([&](JobTransaction& tx) -> Status {
+  return Commit(store, [&](JobTransaction& tx) -> Status {
     auto job = tx.Load(job_id);
     if (!job) return std::unexpected(job.error());
     if (!*job) return Ok();
@@ -244,7 +304,7 @@ Result<std::vector<std::int64_t>> StopRunsOnNode(store::JobStore& store, const s
 Result<int> RecordJobCheckpoint(store::JobStore& store, std::int64_t id, TimeMs at,
                                 const store::AuditOf<JobRecord, int>& audit) {
   int recorded = 0;
-  auto st = store.UpdateJobs([&](JobTransaction& tx) -> Status {
+  auto st = Commit(store, [&](JobTransaction& tx) -> Status {
     recorded = 0;
     auto job = MustLoad(tx, id);
     if (!job) return std::unexpected(job.error());

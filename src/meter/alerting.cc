@@ -123,6 +123,8 @@ Result<std::optional<std::int64_t>> AlertRouter::RaiseFor(
   auto id = store_.RaiseAlertOnce(alert, dedupe);
   if (!id) return std::unexpected(id.error());
   if (*id) {
+    store::Publish(store_.change_feed(), store::Topic::kAlert, std::to_string(**id), {}, {},
+                   "open");
     spdlog::warn("alert {} raised ({}, {}): {}", **id, alert.rule,
                  model::AlertSeverityName(alert.severity), alert.message);
     if (metrics_ != nullptr) metrics_->CountAlertRaised(alert.kind);
@@ -303,6 +305,10 @@ Status AlertEngine::Evaluate(TimeMs now) {
       if (firing.contains(subject)) continue;
       auto done = store_.ResolveAlert(id, "berth", now);
       if (!done) return std::unexpected(done.error());
+      if (*done) {
+        store::Publish(store_.change_feed(), store::Topic::kAlert, std::to_string(id), {}, {},
+                       "resolved");
+      }
     }
   }
   // Alerts of rules no longer in force (removed or disabled) are resolved.
@@ -319,6 +325,10 @@ Status AlertEngine::Evaluate(TimeMs now) {
     if (known_but_failing) continue;
     auto done = store_.ResolveAlert(a.id, "berth", now);
     if (!done) return std::unexpected(done.error());
+    if (*done) {
+      store::Publish(store_.change_feed(), store::Topic::kAlert, std::to_string(a.id), {}, {},
+                     "resolved");
+    }
   }
   return Ok();
 }

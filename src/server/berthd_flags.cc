@@ -117,6 +117,10 @@ void AddHttpFlags(CLI::App& app, BerthdFlags& f) {
   app.add_option("--max-body", f.max_body,
                  "Largest request body the API reads (e.g. 2Mi); larger ones get 413")
       ->capture_default_str();
+  app.add_option("--events-recheck", f.events_recheck,
+                 "How often an open GET /v1/events stream checks its caller's token, session and "
+                 "memberships again (docs/api.md, Live changes)")
+      ->capture_default_str();
   app.add_option("--report-max-rows", f.report_max_rows,
                  "Most stored rows one operations report or usage request reads; a window "
                  "holding more is refused with 400 (docs/operations.md, Read limits)")

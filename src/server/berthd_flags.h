@@ -29,6 +29,7 @@ struct BerthdFlags {
   std::string lost_grace = "60s";
   std::string agent_fence_grace;
   std::string telemetry_interval = "10s";
+  std::string events_recheck = "30s";
   std::string alert_interval = "2s";
   std::string service_interval = "2s";
   // The service gateway: "" is 127.0.0.1:8480 with --all-in-one and off

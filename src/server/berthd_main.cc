@@ -312,6 +312,7 @@ struct Settings {
   std::int64_t service_interval_ms = 0;
   berth::store::TelemetryOptions telemetry;
   std::int64_t telemetry_interval_ms = 0;
+  std::int64_t events_recheck_ms = 0;
   std::uint64_t log_limit_bytes = 0;
   std::int64_t idle_window_ms = 0;
   std::int64_t node_cert_ttl_ms = 0;
@@ -429,6 +430,12 @@ berth::Status CheckTelemetry(const BerthdFlags& f, Settings& s) {
     }
     s.telemetry_interval_ms = *ms;
   }
+  auto recheck = berth::ParseDurationMs(f.events_recheck);
+  if (!recheck || *recheck < 100 || *recheck > 3'600'000) {
+    return std::unexpected(Invalid(fmt::format(
+        "--events-recheck '{}': give a duration from 100ms to 1h such as 30s", f.events_recheck)));
+  }
+  s.events_recheck_ms = *recheck;
   return {};
 }
 
@@ -542,6 +549,9 @@ struct Daemon {
   // With a PostgreSQL store: this berthd's part in the leadership. Last to
   // go, so its renewals go on until everything else has stopped.
   std::unique_ptr<berth::store::Leadership> leadership;
+  // What GET /v1/events tells watchers (the console); outlives the store
+  // that publishes to it.
+  std::unique_ptr<berth::store::ChangeFeed> changes;
   std::unique_ptr<berth::store::SqliteStore> store;
   berth::sched::CoreScheduler scheduler;
   std::unique_ptr<berth::store::AuditLog> audit;
@@ -677,6 +687,10 @@ berth::Status OpenStores(const BerthdFlags& f, const Settings& s, Daemon& d) {
   auto store = berth::store::SqliteStore::Open(s.state, d.clock.NowMs());
   if (!store) return std::unexpected(store.error());
   d.store = std::move(*store);
+  // Its epoch is this start, so a watcher's position from before a
+  // restart or a failover is recognised as another feed's.
+  d.changes = std::make_unique<berth::store::ChangeFeed>(std::to_string(d.clock.NowMs()));
+  d.store->set_change_feed(d.changes.get());
   berth::server::ControllerOptions options;
   options.log_dir = std::filesystem::path(f.data_dir) / "logs";
   options.lease_ms = s.lease_ms;
@@ -940,6 +954,7 @@ berth::Status StartApi(const BerthdFlags& f, const Settings& s, Daemon& d) {
   api.set_audit(d.audit.get());
   api.set_max_body_bytes(max_body_bytes);
   api.set_report_max_rows(static_cast<std::size_t>(f.report_max_rows));
+  api.set_events_recheck_ms(s.events_recheck_ms);
   api.set_max_services_per_tenant(static_cast<std::size_t>(f.max_services_per_tenant));
   if (f.rate_limit > 0) api.set_rate_limiter(&*d.limiter);
   api.set_meter(&*d.meter);

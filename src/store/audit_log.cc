@@ -11,7 +11,7 @@
 namespace berth::store {
 namespace {
 
-constexpr std::string_view kColumns =
+constexpr std::string_view kAuditColumns =
     "seq, time_ms, actor, tenant, action, object, before_json, after_json, request_id, source, "
     "outcome, prev_hash, hash";
 
@@ -98,7 +98,7 @@ Status AuditLog::CommitBatch(const std::vector<Pending*>& batch) {
 Result<std::vector<AuditEntry>> AuditLog::Query(const AuditFilter& filter) {
   // The read connection: a long query never holds up an append.
   std::lock_guard lock(read_mu_);
-  std::string sql = fmt::format("SELECT {} FROM audit_log WHERE 1=1", kColumns);
+  std::string sql = fmt::format("SELECT {} FROM audit_log WHERE 1=1", kAuditColumns);
   if (filter.since) sql += " AND time_ms >= ?1";
   if (filter.until) sql += " AND time_ms < ?2";
   if (!filter.actor.empty()) sql += " AND actor = ?3";
@@ -145,7 +145,7 @@ Result<AuditVerdict> AuditLog::Verify() {
   // Hashes by seq, for checking the remembered heads afterwards.
   std::map<std::int64_t, std::string> hashes;
   {
-    auto st = db_.Prepare(fmt::format("SELECT {} FROM audit_log ORDER BY seq", kColumns));
+    auto st = db_.Prepare(fmt::format("SELECT {} FROM audit_log ORDER BY seq", kAuditColumns));
     if (!st) return std::unexpected(st.error());
     std::int64_t expected = 1;
     std::string prev(kAuditGenesisHash);

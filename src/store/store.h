@@ -26,6 +26,7 @@
 #include "model/service.h"
 #include "model/tenant_scope.h"
 #include "store/audit_entry.h"
+#include "store/change_feed.h"
 
 namespace berth::store {
 
@@ -428,6 +429,16 @@ class JobStore {
   // `max_rows`).
   [[nodiscard]] virtual Result<std::vector<JobRecord>> JobsForWindow(
       TimeMs from, TimeMs to, const model::TenantScope& scope, std::size_t max_rows) = 0;
+
+  // Where committed changes are announced (store/change_feed.h): the job
+  // lifecycle's writes (control/lifecycle.cc), and through the same store
+  // the controller's node and alert changes. Null: nobody watches. Set
+  // once, before the store is shared.
+  void set_change_feed(ChangeFeed* feed) { feed_ = feed; }
+  ChangeFeed* change_feed() const { return feed_; }
+
+ private:
+  ChangeFeed* feed_ = nullptr;
 };
 
 // --- nodes, their cordons and GPU health ---

@@ -721,6 +721,10 @@ Result<UtilSummary> TelemetryStore::FleetSummary(TimeMs from, TimeMs to) {
   return s;
 }
 
+std::uint32_t TelemetryStore::idle_util_pct() const {
+  return impl_->options.idle_util_pct;
+}
+
 std::int64_t TelemetryStore::ingested() const {
   std::lock_guard lock(impl_->mu);
   return impl_->ingested;

@@ -120,6 +120,8 @@ class TelemetryStore {
   // Every GPU's readings over [from, to), summed (the fleet's utilization).
   [[nodiscard]] Result<UtilSummary> FleetSummary(TimeMs from, TimeMs to);
 
+  // Under this SM utilization a sample counts as idle (TelemetryOptions).
+  std::uint32_t idle_util_pct() const;
   std::int64_t ingested() const;  // samples accepted since start
   std::int64_t late() const;      // samples dropped as late
 

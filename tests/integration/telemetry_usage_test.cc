@@ -57,6 +57,35 @@ TEST_F(IntegrationTest, TelemetryFeedsJobSummaryUsageAndMetricsThatAgree) {
       20s))
       << metrics;
   EXPECT_EQ(Gauge(metrics, "DCGM_FI_DEV_GPU_UTIL", "model=\"H100-80GB\"").size(), 8u);
+
+  // The fleet map's view of the same GPUs (GET /v1/gpus): each card's
+  // newest reading, and the idle job's card flagged allocated but idle.
+  json gpus;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        gpus = berthd.http().Get("/v1/gpus").body;
+        int idle_held = 0;
+        for (const auto& g : gpus.at("gpus")) idle_held += g.value("idle_allocated", false);
+        return idle_held == 1;
+      },
+      20s))
+      << gpus.dump(2);
+  int busy_cards = 0;
+  for (const auto& g : gpus.at("gpus")) {
+    ASSERT_TRUE(g.at("telemetry").is_object()) << g.dump();
+    const bool held = g.at("job").is_object();
+    const auto holder = held ? g.at("job").value("id", std::int64_t{0}) : 0;
+    if (holder == busy) {
+      ++busy_cards;
+      EXPECT_GE(g.at("telemetry").at("util_pct").get<int>(), 55) << g.dump();
+      EXPECT_FALSE(g.at("idle_allocated").get<bool>()) << g.dump();
+    } else if (holder == idle) {
+      EXPECT_TRUE(g.at("idle_allocated").get<bool>()) << g.dump();
+    } else {
+      EXPECT_FALSE(g.at("idle_allocated").get<bool>()) << g.dump();  // free: idle, not held
+    }
+  }
+  EXPECT_EQ(busy_cards, 2) << gpus.dump(2);
   for (double v : Gauge(metrics, "DCGM_FI_DEV_FB_USED", "job=\"" + std::to_string(busy) + "\"")) {
     EXPECT_NEAR(v, 40 * 1024, 1);  // half of 80 GiB, in MiB
   }

@@ -230,6 +230,29 @@ TEST_P(JobStoreConformance, ATransactionCommitsItsAuditRecordsOrNone) {
   EXPECT_EQ(b_.audit_records().size(), 1U);
 }
 
+TEST_P(JobStoreConformance, TheLifecycleAnnouncesWhatItCommittedAndNothingElse) {
+  ChangeFeed feed("t", 64);
+  store().set_change_feed(&feed);
+  const auto id = Submit(Spec("a", 2), 1500);
+  Place(id, 2, 1600);
+  // One placement writes the job once: one change, in its final state.
+  auto placed = feed.Since(0, 64);
+  ASSERT_EQ(placed.changes.size(), 1U);
+  EXPECT_EQ(placed.changes[0].topic, Topic::kJob);
+  EXPECT_EQ(placed.changes[0].id, std::to_string(id));
+  EXPECT_EQ(placed.changes[0].tenant, "default");
+  EXPECT_EQ(placed.changes[0].state, "Scheduled");
+
+  // A refused cancel and a failed transaction announce nothing.
+  const auto other = Submit(Spec("b"), 1700);
+  ASSERT_TRUE(control::CancelJob(store(), other, "bob", 1800).has_value());
+  EXPECT_EQ(feed.last(), 2U);
+  EXPECT_FALSE(control::CancelJob(store(), other, "bob", 1900).has_value());
+  EXPECT_EQ(feed.last(), 2U);
+  EXPECT_EQ(feed.Since(1, 64).changes.at(0).state, "Cancelled");
+  store().set_change_feed(nullptr);
+}
+
 TEST_P(JobStoreConformance, ACheckpointReportCommitsItsRecordWithTheRuns) {
   const auto id = Submit(Spec("ckpt", 2), 1500);
   auto record = [](const model::JobRecord& was, const int& runs) {
