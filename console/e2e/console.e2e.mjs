@@ -63,6 +63,14 @@
 // naming a node selector no node matches shows the why answer's layers,
 // ranked, with the node layer "0 of N" and node_selector_mismatch, in
 // English and Chinese; axe checks both pages in both languages.
+// Live updates: with the admin's jobs list open (blue's finished jobs) and the
+// page live, 10 quiet seconds bring no list request that a job event heard
+// by the test's own GET /v1/events watcher does not explain; a job held
+// Pending by a cordon and then let go is shown Pending, Running and
+// Succeeded on the list and on its own page (a second tab) without a
+// reload, the indicator saying Live throughout. The fleet map names each
+// held GPU's utilization from berthd's reading, with its bar, and the
+// hatching and the summary's count follow idle_allocated.
 //
 // Run by ctest (console_browser_test, label integration) or by hand:
 //   BERTH_BIN_DIR=build/dev/bin node console/e2e/console.e2e.mjs
@@ -557,6 +565,127 @@ try {
     (await call(admin, 'GET', '/v1/gpus')).json.gpus.every((g) => g.job?.id !== placedId && g.job?.id !== headId),
   );
 
+  // --- live updates: a job followed on the jobs list and its page by events --
+  // A watcher of our own hears the job events berthd sends the admin, so a
+  // request the page makes while nothing changes can be matched to one.
+  const heard = [];
+  const watch = new AbortController();
+  const stream = await fetch(`${base}/v1/events?topics=job`, {
+    headers: { Authorization: `Bearer ${admin}` },
+    signal: watch.signal,
+  });
+  assert.equal(stream.status, 200, 'GET /v1/events');
+  assert.match(stream.headers.get('content-type') ?? '', /^text\/event-stream/);
+  void (async () => {
+    const dec = new TextDecoder();
+    let buf = '';
+    try {
+      for await (const chunk of stream.body) {
+        buf += dec.decode(chunk, { stream: true }).replace(/\r\n?/g, '\n');
+        for (let i = buf.indexOf('\n\n'); i >= 0; i = buf.indexOf('\n\n')) {
+          const block = buf.slice(0, i);
+          buf = buf.slice(i + 2);
+          const event = /^event: ?(.*)$/m.exec(block)?.[1];
+          if (event) heard.push({ at: Date.now(), event, data: /^data: ?(.*)$/m.exec(block)?.[1] ?? '' });
+        }
+      }
+    } catch {
+      // aborted at the end of the section
+    }
+  })();
+  await waitFor("the watcher's hello", () => heard.some((e) => e.event === 'hello'));
+
+  const lv = await open('en-US');
+  const listAsks = [];
+  lv.page.on('request', (r) => {
+    if (new URL(r.url()).pathname === '/v1/jobs') listAsks.push(Date.now());
+  });
+  await signIn(lv.page, admin);
+  await lv.page.waitForSelector('#jobs-table');
+  // Filters are navigations inside the page: the tab's stream stays open.
+  // blue's finished jobs: no pending one, whose reason would be asked for
+  // every minute (no event says when a pending job's reason moves).
+  const filterJobs = async (states, tenant) => {
+    for (const box of await lv.page.locator('.filters input[name=state]').all()) {
+      await box.setChecked(states.includes(await box.getAttribute('value')));
+    }
+    await lv.page.fill('#filter-tenant', tenant);
+    await lv.page.click('.filters button[type=submit]');
+  };
+  await filterJobs(['Succeeded', 'Cancelled'], 'blue');
+  await lv.page.waitForURL(/\/ui\/jobs\?state=Succeeded%2CCancelled&tenant=blue$/);
+  await lv.page.waitForSelector(`#jobs-table tr[data-job="${placedId}"]`);
+  await lv.page.waitForFunction(() => document.querySelector('#live-status')?.getAttribute('data-live') === 'live');
+  assert.equal((await lv.page.textContent('#live-status')).trim(), 'Live');
+  // Nothing changes for 10 s: the page asks for the list only for a job event.
+  await sleep(1000); // the one refetch after the stream's hello (300 ms) is done
+  const quietFrom = Date.now();
+  await sleep(10000);
+  const quietAsks = listAsks.filter((t) => t >= quietFrom).length;
+  const quietEvents = heard.filter((e) => e.event === 'job' && e.at >= quietFrom - 1000).length;
+  console.log(`live jobs list: ${quietAsks} list requests in 10 s while live, ${quietEvents} job events heard`);
+  assert.ok(quietAsks <= quietEvents, `the list was asked ${quietAsks} times in 10 s with ${quietEvents} job events`);
+
+  // A job held Pending by a cordon, then let go: Pending, Running, Succeeded
+  // on the list and on its own page (a second tab), without a reload.
+  const liveNode = (await call(admin, 'GET', '/v1/nodes')).json.nodes[0].name;
+  const nodeApi = `/v1/nodes/${encodeURIComponent(liveNode)}`;
+  expectStatus(await call(admin, 'POST', `${nodeApi}/cordon?reason=e2e-live-updates`), 200, 'cordon the node');
+  const liveJob = await submitSpec({
+    name: 'e2e-live', command: ['sh', '-c', 'sleep 4; echo done'], resources: { gpus: 1 }, tenant: 'blue', queue: 'main',
+  });
+  await filterJobs([], 'blue');
+  await lv.page.waitForURL(/\/ui\/jobs\?tenant=blue$/);
+  // Each state a page shows, with the indicator beside it, and a marker a reload would lose.
+  const record = (page, selector) =>
+    page.evaluate((sel) => {
+      window.__seen = [];
+      const note = () => {
+        const state = document.querySelector(sel)?.textContent?.trim() ?? '';
+        const live = document.querySelector('#live-status')?.getAttribute('data-live') ?? '';
+        const last = window.__seen[window.__seen.length - 1];
+        if (state && (!last || last.state !== state || last.live !== live)) window.__seen.push({ state, live });
+      };
+      note();
+      new MutationObserver(note).observe(document.body, { subtree: true, childList: true, characterData: true, attributes: true });
+    }, selector);
+  const rowState = `#jobs-table tr[data-job="${liveJob}"] .state`;
+  await lv.page.waitForFunction((sel) => document.querySelector(sel)?.textContent?.trim() === 'Pending', rowState, { timeout: 10000 });
+  await record(lv.page, rowState);
+  const jp = await lv.context.newPage();
+  jp.on('pageerror', (e) => lv.problems.push(String(e)));
+  await jp.goto(`${base}/ui/jobs/${liveJob}`);
+  await jp.waitForFunction(() => document.querySelector('#job-state')?.textContent?.trim() === 'Pending');
+  await jp.waitForFunction(() => document.querySelector('#live-status')?.getAttribute('data-live') === 'live');
+  assert.equal((await jp.textContent('#live-status')).trim(), 'Live');
+  await record(jp, '#job-state');
+  expectStatus(await call(admin, 'POST', `${nodeApi}/uncordon`), 200, 'uncordon the node');
+  for (const [page, sel] of [[lv.page, rowState], [jp, '#job-state']]) {
+    await page.waitForFunction((s) => document.querySelector(s)?.textContent?.trim() === 'Succeeded', sel, { timeout: 60000 });
+  }
+  for (const [what, page] of [['jobs list', lv.page], ['job page', jp]]) {
+    const seen = await page.evaluate(() => window.__seen);
+    assert.ok(seen, `the ${what} was not reloaded`);
+    const states = [...new Set(seen.map((x) => x.state))];
+    assert.equal(states[0], 'Pending', `${what}: ${JSON.stringify(seen)}`);
+    assert.ok(states.includes('Running'), `${what} showed it running: ${JSON.stringify(seen)}`);
+    assert.equal(states[states.length - 1], 'Succeeded', `${what}: ${JSON.stringify(seen)}`);
+    // Live whenever it showed the job unfinished (a finished job's page drops the indicator).
+    assert.deepEqual(
+      seen.filter((x) => x.state !== 'Succeeded' && x.live !== 'live'),
+      [],
+      `${what} live throughout: ${JSON.stringify(seen)}`,
+    );
+    console.log(`live ${what}: ${seen.map((x) => `${x.state} (${x.live || 'no indicator'})`).join(' -> ')}`);
+  }
+  assert.equal((await lv.page.textContent('#live-status')).trim(), 'Live');
+  assert.equal((await call(admin, 'GET', `/v1/jobs/${liveJob}`)).json.state, 'Succeeded');
+  await axe(lv.page, 'jobs (live)');
+  await axe(jp, 'job (live, finished)');
+  assert.deepEqual(lv.problems, [], 'no CSP refusal or script error on the live pages');
+  watch.abort();
+  await lv.context.close();
+
   // --- the fleet: the GPU map and a node, as the admin ---------------------
   // A 2-GPU job of red runs on the simulated node and holds two of its GPUs.
   const holderSpec = { name: 'red-fleet-holder', command: ['sleep', '300'], resources: { gpus: 2 }, tenant: 'red', queue: 'main' };
@@ -570,6 +699,12 @@ try {
   const gpusNow = (await call(admin, 'GET', '/v1/gpus')).json.gpus;
   const heldIdx = gpusNow.filter((g) => g.job?.id === holderJob).map((g) => g.index);
   assert.equal(heldIdx.length, 2, 'the holder holds two GPUs');
+  // The simulated node's readings (every 10 s) reach GET /v1/gpus.
+  await waitFor("a reading on the holder's GPUs", async () =>
+    (await call(admin, 'GET', '/v1/gpus')).json.gpus
+      .filter((g) => g.job?.id === holderJob)
+      .every((g) => typeof g.telemetry?.util_pct === 'number' && typeof g.idle_allocated === 'boolean'),
+  );
   const adminName = (await call(admin, 'GET', '/v1/whoami')).json.name;
   const nodePath = `/ui/fleet/${encodeURIComponent(nodeName)}${nodeName.includes('.') ? '/' : ''}`;
   for (const deepLink of ['/ui/fleet', nodePath, '/ui/fleet?state=busy&min_free=2']) {
@@ -587,8 +722,18 @@ try {
   for (const i of heldIdx) {
     const cell = f.page.locator(`#fleet-map li[data-node="${nodeName}"] [data-gpu="${i}"]`);
     assert.equal(await cell.getAttribute('href'), `/ui/jobs/${holderJob}`);
-    assert.match(await cell.getAttribute('aria-label'), new RegExp(`Busy; job ${holderJob} red-fleet-holder/r0`));
+    assert.match(await cell.getAttribute('aria-label'), new RegExp(`Busy; job ${holderJob} red-fleet-holder/r0; utilization \\d+%`));
+    // Its utilization as a bar, and the hatching where berthd finds it idle.
+    assert.match(await cell.getAttribute('class'), /\butil\b/);
+    const idle = /\bidle\b/.test(await cell.getAttribute('class'));
+    assert.equal(idle, /idle while allocated/.test(await cell.getAttribute('aria-label')));
   }
+  // The summary counts what the last /v1/gpus answer the page got calls idle.
+  const lastGpus = JSON.parse(f.answers.filter((x) => new URL(x.url).pathname === '/v1/gpus').at(-1).body).gpus;
+  assert.equal(
+    (await f.page.textContent('#sum-idle')).trim(),
+    `${lastGpus.filter((g) => g.idle_allocated === true).length} idle but allocated`,
+  );
   assert.equal((await f.page.textContent('#sum-busy')).trim(), '2 busy');
   assert.equal((await f.page.textContent('#sum-free')).trim(), `${gpusNow.length - 2} free`);
   await axe(f.page, 'fleet');
@@ -1299,16 +1444,13 @@ try {
     const painted = Math.round(
       await m.page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(performance.now()))))),
     );
-    // When the last of the two lists had arrived: the rest is the page's own work.
+    // When the last of the two lists had first arrived: the rest is the
+    // page's own work (the stream's hello has the page ask again; not counted).
     const arrived = Math.round(
-      await m.page.evaluate(() =>
-        Math.max(
-          ...performance
-            .getEntriesByType('resource')
-            .filter((e) => /\/v1\/(nodes|gpus)$/.test(e.name))
-            .map((e) => e.responseEnd),
-        ),
-      ),
+      await m.page.evaluate(() => {
+        const first = (re) => performance.getEntriesByType('resource').find((e) => re.test(e.name))?.responseEnd ?? 0;
+        return Math.max(first(/\/v1\/nodes$/), first(/\/v1\/gpus$/));
+      }),
     );
     figures.push({ wall, sinceNavigation, painted, render: sinceNavigation - arrived });
     assert.equal(await m.page.locator('#fleet-map .gpu').count(), 10000, 'all 10,000 cells');
