@@ -57,6 +57,7 @@ std::vector<RouteRule> BuildRules() {
        {Text("state"), Text("tenant"), Text("queue"), Int("array", 1, kMaxInt),
         Int("limit", 1, kMaxPage), Text("after", kMaxCursor), Bool("full")},
        BodyKind::kNone},
+      {"GET", "/v1/events", {Text("topics", 64), Text("after", 64)}, BodyKind::kNone},
       {"GET", R"(/v1/jobs/([^/]+))", {}, BodyKind::kNone},
       {"POST", R"(/v1/jobs/([^/]+)/cancel)", {}, BodyKind::kNone},
       {"POST", R"(/v1/arrays/([^/]+)/cancel)", {}, BodyKind::kNone},
