@@ -44,7 +44,7 @@ export interface JobChange {
 }
 export interface NodeChange {
   node: string;
-  change: string; // registered | state | health | cordon | removed
+  change: string; // registered | state | health | cordon | allocation | removed
 }
 export interface AlertChange {
   id: number;

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "common/failpoint.h"
@@ -16,13 +18,27 @@ using store::JobTransaction;
 
 namespace {
 
-// A job transaction that remembers what it wrote, so the changes can be
-// announced once they are durable (store/change_feed.h).
+// What one job transaction changed, to announce once it is durable
+// (store/change_feed.h): each job written, in its final state, and the
+// nodes where a run started holding GPUs or let them go.
+struct Written {
+  std::vector<JobRecord> jobs;
+  std::set<std::string> nodes;
+};
+
+// A job transaction that remembers what it wrote.
 class Announcing final : public JobTransaction {
  public:
-  Announcing(JobTransaction& tx, std::vector<model::JobRecord>& written)
-      : tx_(tx), written_(written) {}
-  Result<std::optional<JobRecord>> Load(std::int64_t id) override { return tx_.Load(id); }
+  Announcing(JobTransaction& tx, Written& written) : tx_(tx), written_(written) {}
+  Result<std::optional<JobRecord>> Load(std::int64_t id) override {
+    auto job = tx_.Load(id);
+    if (job && *job) {
+      auto& runs = loaded_[id];
+      runs.clear();
+      for (const auto& r : (*job)->runs) runs[r.run_id] = r.state;
+    }
+    return job;
+  }
   Result<std::optional<std::int64_t>> JobOfRun(const std::string& run_id) override {
     return tx_.JobOfRun(run_id);
   }
@@ -39,7 +55,17 @@ class Announcing final : public JobTransaction {
     brief.state = update.job.state;
     brief.spec.tenant = update.job.spec.tenant;
     brief.spec.queue = update.job.spec.queue;
-    written_.push_back(std::move(brief));
+    written_.jobs.push_back(std::move(brief));
+    // A new run holds its GPUs from now; an exited one has let them go.
+    auto& known = loaded_[update.job.id];
+    for (const auto& r : update.job.runs) {
+      const auto was = known.find(r.run_id);
+      const bool placed = was == known.end();
+      const bool freed =
+          !placed && was->second != model::RunState::kExited && r.state == model::RunState::kExited;
+      if ((placed || freed) && !r.node.empty()) written_.nodes.insert(r.node);
+      known[r.run_id] = r.state;
+    }
     return Ok();
   }
   // A pending job's reason is not announced: it moves on every pass that
@@ -51,27 +77,34 @@ class Announcing final : public JobTransaction {
 
  private:
   JobTransaction& tx_;
-  std::vector<model::JobRecord>& written_;
+  Written& written_;
+  std::map<std::int64_t, std::map<std::string, model::RunState>> loaded_;
 };
 
 // store.UpdateJobs, and once it committed, each job it wrote announced on
-// the store's change feed (once per job, in its final state).
+// the store's change feed (once per job, in its final state), then each
+// node whose GPUs were taken or freed (an "allocation" change: every
+// watcher's fleet map, whoever's job it was).
 Status Commit(store::JobStore& store, const store::JobTransactionBody& body) {
-  std::vector<model::JobRecord> written;
+  Written written;
   auto st = store.UpdateJobs([&](JobTransaction& tx) -> Status {
-    written.clear();  // a retried body starts again
+    written = {};  // a retried body starts again
     Announcing announcing(tx, written);
     return body(announcing);
   });
   store::ChangeFeed* feed = store.change_feed();
   if (!st || feed == nullptr) return st;
-  for (std::size_t i = 0; i < written.size(); ++i) {
-    const auto& j = written[i];
-    const bool later = std::any_of(written.begin() + static_cast<std::ptrdiff_t>(i) + 1,
-                                   written.end(), [&](const JobRecord& o) { return o.id == j.id; });
+  const auto& jobs = written.jobs;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const auto& j = jobs[i];
+    const bool later = std::any_of(jobs.begin() + static_cast<std::ptrdiff_t>(i) + 1, jobs.end(),
+                                   [&](const JobRecord& o) { return o.id == j.id; });
     if (later) continue;
     feed->Publish(store::Topic::kJob, std::to_string(j.id), j.spec.tenant, j.spec.queue,
                   std::string(model::JobStateName(j.state)));
+  }
+  for (const auto& node : written.nodes) {
+    feed->Publish(store::Topic::kNode, node, {}, {}, "allocation");
   }
   return st;
 }

@@ -39,7 +39,8 @@ struct Change {
   std::string tenant;
   std::string queue;
   // The job's state, the alert's ("open", "resolved"), or what changed on
-  // the node ("registered", "state", "health", "cordon", "removed").
+  // the node ("registered", "state", "health", "cordon", "allocation",
+  // "removed").
   std::string state;
 };
 

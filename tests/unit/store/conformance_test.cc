@@ -235,21 +235,45 @@ TEST_P(JobStoreConformance, TheLifecycleAnnouncesWhatItCommittedAndNothingElse) 
   store().set_change_feed(&feed);
   const auto id = Submit(Spec("a", 2), 1500);
   Place(id, 2, 1600);
-  // One placement writes the job once: one change, in its final state.
+  // One placement writes the job once: one change, in its final state,
+  // and its node's GPUs were taken.
   auto placed = feed.Since(0, 64);
-  ASSERT_EQ(placed.changes.size(), 1U);
+  ASSERT_EQ(placed.changes.size(), 2U);
   EXPECT_EQ(placed.changes[0].topic, Topic::kJob);
   EXPECT_EQ(placed.changes[0].id, std::to_string(id));
   EXPECT_EQ(placed.changes[0].tenant, "default");
   EXPECT_EQ(placed.changes[0].state, "Scheduled");
+  EXPECT_EQ(placed.changes[1].topic, Topic::kNode);
+  EXPECT_EQ(placed.changes[1].id, "n1");
+  EXPECT_EQ(placed.changes[1].state, "allocation");
 
-  // A refused cancel and a failed transaction announce nothing.
+  // Cancelling a pending job frees no GPUs; a refused cancel announces
+  // nothing.
   const auto other = Submit(Spec("b"), 1700);
   ASSERT_TRUE(control::CancelJob(store(), other, "bob", 1800).has_value());
-  EXPECT_EQ(feed.last(), 2U);
+  EXPECT_EQ(feed.last(), 3U);
+  EXPECT_EQ(feed.Since(2, 64).changes.at(0).state, "Cancelled");
   EXPECT_FALSE(control::CancelJob(store(), other, "bob", 1900).has_value());
-  EXPECT_EQ(feed.last(), 2U);
-  EXPECT_EQ(feed.Since(1, 64).changes.at(0).state, "Cancelled");
+  EXPECT_EQ(feed.last(), 3U);
+
+  // The placed job's runs exiting free the node's GPUs again.
+  auto job = store().GetJob(id);
+  ASSERT_TRUE(job.has_value());
+  for (const auto& r : job->runs) {
+    ASSERT_TRUE(control::MarkRunStarted(store(), r.run_id, 100, 2000, 2000).has_value());
+  }
+  const auto before_exit = feed.last();
+  for (const auto& r : job->runs) {
+    model::RunExit e;
+    e.run_id = r.run_id;
+    e.exit_code = 0;
+    e.ended_at_ms = 2100;
+    ASSERT_TRUE(control::MarkRunExited(store(), e, 2100).has_value());
+  }
+  auto exits = feed.Since(before_exit, 64).changes;
+  ASSERT_FALSE(exits.empty());
+  EXPECT_EQ(exits.back().state, "allocation");
+  EXPECT_EQ(exits.back().id, "n1");
   store().set_change_feed(nullptr);
 }
 
