@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <ctime>
 #include <map>
@@ -159,6 +160,12 @@ std::vector<std::vector<std::string>> PocEnvRows(const json& env) {
       models += fmt::format("{}{} x {}", models.empty() ? "" : ", ", ValueText(n), model);
     }
   }
+  std::string drivers;
+  if (const json* d = Field(env, "drivers"); d != nullptr && d->is_object()) {
+    for (const auto& [what, n] : d->items()) {
+      drivers += fmt::format("{}{} on {} node(s)", drivers.empty() ? "" : "; ", what, ValueText(n));
+    }
+  }
   return {
       {"cluster (--allow-on)", Text(env, "cluster")},
       {"server", Text(env, "server")},
@@ -169,6 +176,7 @@ std::vector<std::vector<std::string>> PocEnvRows(const json& env) {
       {"GPUs (healthy)",
        fmt::format("{} ({})", IntText(env, "gpus"), IntText(env, "gpus_healthy"))},
       {"GPU models", models.empty() ? "-" : models},
+      {"GPU drivers", drivers.empty() ? "-" : drivers},
       {"policy version before the run", IntText(env, "policy_version_before")},
       {"policy version during the run", IntText(env, "policy_version_during")},
       {"price table version", IntText(env, "price_version")},
@@ -176,10 +184,22 @@ std::vector<std::vector<std::string>> PocEnvRows(const json& env) {
       {"suite SHA-256", Text(env, "suite.sha256")}};
 }
 
-std::vector<std::vector<std::string>> PocScoreRows(const json& scores) {
+// In the order the suite format lists them (kPocCapabilities,
+// kPocPerspectives), then any other name the report holds.
+template <std::size_t N>
+std::vector<std::vector<std::string>> PocScoreRows(const json& scores,
+                                                   const std::string_view (&order)[N]) {
   std::vector<std::vector<std::string>> rows;
   if (!scores.is_object()) return rows;
+  std::vector<std::string> names;
+  for (auto name : order) {
+    if (scores.contains(std::string(name))) names.emplace_back(name);
+  }
   for (const auto& [name, t] : scores.items()) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
+  for (const auto& name : names) {
+    const json& t = scores[name];
     rows.push_back(
         {name, PocScoreText(t),
          fmt::format("{} / {} / {}", IntText(t, "cases_passed"), IntText(t, "cases_failed"),
@@ -264,14 +284,14 @@ std::string RenderMarkdown(const json& report) {
                      PocUtc(Int(report, "run.started_ms").value_or(0)),
                      PocUtc(Int(report, "run.finished_ms").value_or(0)), PocSummaryLine(report));
   out += "## Environment\n\n";
-  PocMdTable(out, {"", ""},
+  PocMdTable(out, {"fingerprint", "value"},
              PocEnvRows(Field(report, "environment") ? report["environment"] : json()));
   out += "## Scores\n\nWeighted pass rate of the cases judged; skipped cases count in neither.\n\n";
   const json scores = report.value("scores", json::object());
   PocMdTable(out, {"capability", "score", "passed / failed / skipped", "weight passed of judged"},
-             PocScoreRows(scores.value("capabilities", json::object())));
+             PocScoreRows(scores.value("capabilities", json::object()), kPocCapabilities));
   PocMdTable(out, {"perspective", "score", "passed / failed / skipped", "weight passed of judged"},
-             PocScoreRows(scores.value("perspectives", json::object())));
+             PocScoreRows(scores.value("perspectives", json::object()), kPocPerspectives));
   out += "## Conclusions\n\n";
   const json conclusions = report.value("conclusions", json::object());
   for (const auto& list : kPocLists) {
@@ -371,7 +391,8 @@ std::string RenderHtml(const json& report) {
       "<title>Berth acceptance report</title>\n<style>\n"
       "body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}\n"
       "table{border-collapse:collapse;margin:0.5em 0 1em}\n"
-      "th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}\n"
+      "th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top;"
+      "overflow-wrap:anywhere}\n"
       "th{background:#f3f3f3}\n"
       ".verdict{font-weight:bold;padding:2px 6px;border-radius:3px}\n"
       ".pass{background:#d6f5d6;color:#135213}.fail{background:#fbd5d5;color:#7a1010}\n"
@@ -387,7 +408,7 @@ std::string RenderHtml(const json& report) {
       PocH(Text(report, "run.admin")), PocUtc(Int(report, "run.started_ms").value_or(0)),
       PocUtc(Int(report, "run.finished_ms").value_or(0)), PocH(PocSummaryLine(report)));
   out += "<h2>Environment</h2>\n";
-  PocHtmlTable(out, {"", ""},
+  PocHtmlTable(out, {"fingerprint", "value"},
                PocEnvRows(Field(report, "environment") ? report["environment"] : json()));
   out +=
       "<h2>Scores</h2>\n<p>Weighted pass rate of the cases judged; skipped cases count in "
@@ -395,9 +416,11 @@ std::string RenderHtml(const json& report) {
   const json scores = report.value("scores", json::object());
   auto headers = kPocScoreHeaders;
   headers[0] = "capability";
-  PocHtmlTable(out, headers, PocScoreRows(scores.value("capabilities", json::object())));
+  PocHtmlTable(out, headers,
+               PocScoreRows(scores.value("capabilities", json::object()), kPocCapabilities));
   headers[0] = "perspective";
-  PocHtmlTable(out, headers, PocScoreRows(scores.value("perspectives", json::object())));
+  PocHtmlTable(out, headers,
+               PocScoreRows(scores.value("perspectives", json::object()), kPocPerspectives));
   out += "<h2>Conclusions</h2>\n";
   const json conclusions = report.value("conclusions", json::object());
   auto list_html = [&out](const json& items, bool retest) {

@@ -121,7 +121,8 @@ class PocRunner {
   json RunCase(const Case& c);
   std::vector<std::string> Unmet(const Preconditions& p) const;
   PocStepResult RunStep(const Step& step, std::map<std::string, std::string>& jobs, json& evidence);
-  PocStepResult Judge(const Step& step, const PocAnswer& a, const std::string& what);
+  PocStepResult Judge(const Step& step, const PocAnswer& a, const std::string& what,
+                      const std::map<std::string, std::string>& jobs);
   json Sample(const std::string& bound, std::uint64_t id, const Case& c) const;
   json Cleanup();
   Result<std::string> Expand(std::string_view text,
@@ -177,7 +178,13 @@ json PocRunner::Fingerprint() {
   auto gpus = admin_.Get("/v1/gpus");
   if (gpus) gpus_ = Array(*gpus, "gpus");
   std::int64_t ready = 0;
-  for (const auto& n : nodes_) ready += Text(n, "state") == "Ready" ? 1 : 0;
+  std::map<std::string, std::int64_t> drivers;  // "driver D, CUDA C (provider)" -> nodes
+  for (const auto& n : nodes_) {
+    ready += Text(n, "state") == "Ready" ? 1 : 0;
+    drivers[fmt::format("driver {}, CUDA {} ({})", Text(n, "driver_version"),
+                        Text(n, "cuda_version"), Text(n, "gpu_provider"))] += 1;
+  }
+  env["drivers"] = drivers;
   std::map<std::string, std::int64_t> models;
   std::int64_t healthy = 0;
   for (const auto& g : gpus_) {
@@ -301,7 +308,8 @@ std::vector<std::string> PocRunner::Unmet(const Preconditions& p) const {
   return unmet;
 }
 
-PocStepResult PocRunner::Judge(const Step& step, const PocAnswer& a, const std::string& what) {
+PocStepResult PocRunner::Judge(const Step& step, const PocAnswer& a, const std::string& what,
+                               const std::map<std::string, std::string>& jobs) {
   PocStepResult r;
   const int want = step.status.value_or(200);
   r.expected = fmt::format("{} answers {}", what, PocStatusText(want));
@@ -310,15 +318,14 @@ PocStepResult PocRunner::Judge(const Step& step, const PocAnswer& a, const std::
     r.ok = false;
     return r;
   }
-  std::map<std::string, std::string> none;
   for (const auto& text : step.contains) {
-    auto t = ExpandPlaceholders(text, opt_.run, tenants_, none);
+    auto t = ExpandPlaceholders(text, opt_.run, tenants_, jobs);
     const std::string needle = t ? *t : text;
     r.expected += fmt::format(", containing '{}'", needle);
     if (a.body.find(needle) == std::string::npos) r.ok = false;
   }
   for (const auto& text : step.not_contains) {
-    auto t = ExpandPlaceholders(text, opt_.run, tenants_, none);
+    auto t = ExpandPlaceholders(text, opt_.run, tenants_, jobs);
     const std::string needle = t ? *t : text;
     r.expected += fmt::format(", not containing '{}'", needle);
     if (a.body.find(needle) != std::string::npos) r.ok = false;
@@ -345,7 +352,7 @@ PocStepResult PocRunner::RunStep(const Step& step, std::map<std::string, std::st
       }
       Step judged = step;
       if (step.contains.empty() && step.not_contains.empty() && !step.status) judged.status = 200;
-      auto r = Judge(judged, a, fmt::format("POST /v1/jobs as {}", ActorName(step.as)));
+      auto r = Judge(judged, a, fmt::format("POST /v1/jobs as {}", ActorName(step.as)), jobs);
       if (a.ok() && !step.bind.empty()) r.actual = fmt::format("job {} submitted", jobs[step.bind]);
       return r;
     }
@@ -426,7 +433,7 @@ PocStepResult PocRunner::RunStep(const Step& step, std::map<std::string, std::st
                                       {"status", PocStatusText(a.status)}});
       Step judged = step;
       judged.status = 200;
-      return Judge(judged, a, fmt::format("POST {} as {}", path, ActorName(step.as)));
+      return Judge(judged, a, fmt::format("POST {} as {}", path, ActorName(step.as)), jobs);
     }
     case StepKind::kRequest: {
       auto path = Expand(step.path, jobs);
@@ -440,15 +447,8 @@ PocStepResult PocRunner::RunStep(const Step& step, std::map<std::string, std::st
       evidence["requests"].push_back({{"as", ActorName(step.as)},
                                       {"request", step.method + " " + *path},
                                       {"status", PocStatusText(a.status)}});
-      // The contains texts may name jobs too.
-      Step judged = step;
-      for (auto* list : {&judged.contains, &judged.not_contains}) {
-        for (auto& t : *list) {
-          auto e = Expand(t, jobs);
-          if (e) t = *e;
-        }
-      }
-      return Judge(judged, a, fmt::format("{} {} as {}", step.method, *path, ActorName(step.as)));
+      return Judge(step, a, fmt::format("{} {} as {}", step.method, *path, ActorName(step.as)),
+                   jobs);
     }
     case StepKind::kAudit: {
       auto object = Expand(step.object, jobs);
@@ -630,6 +630,18 @@ json PocRunner::Cleanup() {
     }
   }
   if (policy_during_ > 0) {
+    // Roll back only the version the run applied: a version someone else
+    // applied since would be lost, so that is left to a person.
+    auto active = admin_.Get("/v1/policy");
+    const auto now = active ? Int(*active, "version").value_or(0) : 0;
+    if (now != policy_during_) {
+      c["problems"].push_back(fmt::format(
+          "the policy is at version {}, not the run's {}: someone applied a policy during the "
+          "run, so it was not rolled back; remove the run's tenants ({}-*) by hand "
+          "(berth policy show, berth policy apply)",
+          now, policy_during_, opt_.run));
+      return c;
+    }
     auto r =
         admin_.Post("/v1/policy/rollback" +
                         QueryString({{"to", std::to_string(policy_before_)},

@@ -147,6 +147,10 @@ TEST(PocReport, MarkdownKeepsTableRowsWhole) {
   EXPECT_NE(md.find("Re-test: retest c"), std::string::npos);
   EXPECT_NE(md.find("version 1 restored as version 3"), std::string::npos);
   EXPECT_NE(md.find("1 passed, 3 failed, 1 skipped"), std::string::npos);
+  // Scores in the suite format's order, not alphabetical.
+  EXPECT_LT(md.find("| resource-management |"), md.find("| queues-and-quota |"));
+  EXPECT_LT(md.find("| queues-and-quota |"), md.find("| orchestration |"));
+  EXPECT_LT(md.find("| business |"), md.find("| platform |"));
 }
 
 }  // namespace
