@@ -143,6 +143,27 @@ TEST_F(PocTest, TheDefaultSuitePassesWhatItCanJudgeSkipsHonestlyAndCleansUp) {
   ExpectCleanedUp(b, report, policy_before);
 }
 
+TEST_F(PocTest, AMembersTokenIsRefusedBeforeAnythingIsMade) {
+  Berthd& b = Start();
+  const std::string admin = b.http().token();
+  const auto version = b.http().Get("/v1/policy").body["version"];
+  auto made = b.http().Post("/v1/identities",
+                            R"({"name": "mo", "kind": "user", "tenants": {"default": "member"}})",
+                            "application/json");
+  ASSERT_EQ(made.status, 201) << made.text;
+  auto token = b.http().Post("/v1/tokens", R"({"identity": "mo"})", "application/json");
+  ASSERT_EQ(token.status, 201) << token.text;
+  b.set_token(token.body["token"]);  // the CLI now runs as mo
+  auto run = Poc(b, {"run", "--out", (dir_ / "out").string(), "--allow-on", b.url()});
+  b.set_token(admin);
+  EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
+  EXPECT_NE(run.err.find("platform admin"), std::string::npos) << run.err;
+  EXPECT_EQ(b.http().Get("/v1/policy").body["version"], version);
+  auto jobs = b.http().Get("/v1/jobs");
+  EXPECT_TRUE(jobs.body["jobs"].empty()) << jobs.text;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "out" / "report.json"));
+}
+
 TEST_F(PocTest, AQuotaThePolicyDoesNotEnforceFailsOnlyItsCaseWithRiskAndRetest) {
   Berthd& b = Start();
   const std::string policy_before = b.http().Get("/v1/policy").body["yaml"];
