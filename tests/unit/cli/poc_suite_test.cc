@@ -12,9 +12,9 @@ namespace berth::cli::poc {
 namespace {
 
 // A small valid suite; tests break one field of it at a time.
-std::string SmallSuite(const std::string& wait_within = "30s",
-                       const std::string& capability = "orchestration",
-                       const std::string& risk = "high") {
+std::string PocSmallSuite(const std::string& wait_within = "30s",
+                          const std::string& capability = "orchestration",
+                          const std::string& risk = "high") {
   return "name: small\n"
          "version: 2\n"
          "setup:\n"
@@ -75,7 +75,7 @@ TEST(PocSuite, TheBuiltInSuiteParsesAndCoversTheFiveGroupsAndEveryCapability) {
 }
 
 TEST(PocSuite, ASmallSuiteReadsEveryField) {
-  auto suite = ParseSuite(SmallSuite());
+  auto suite = ParseSuite(PocSmallSuite());
   ASSERT_TRUE(suite.has_value()) << suite.error().field << ": " << suite.error().message;
   EXPECT_EQ(suite->name, "small");
   EXPECT_EQ(suite->version, "2");
@@ -103,14 +103,14 @@ TEST(PocSuite, ASmallSuiteReadsEveryField) {
   EXPECT_EQ(suite->cases[0].weight, 1);  // the default weight
 }
 
-struct BadSuite {
+struct PocBadSuite {
   std::string text;
   std::string field;
   std::string says;  // part of the message: the fix
 };
 
 TEST(PocSuite, BadSuitesNameTheFieldAndTheFix) {
-  const std::string good = SmallSuite();
+  const std::string good = PocSmallSuite();
   auto replace = [&good](const std::string& from, const std::string& to) {
     std::string s = good;
     const auto at = s.find(from);
@@ -118,11 +118,11 @@ TEST(PocSuite, BadSuitesNameTheFieldAndTheFix) {
     s.replace(at, from.size(), to);
     return s;
   };
-  const BadSuite cases[] = {
-      {SmallSuite("soon"), "groups[1].cases[0].steps[1].wait.within", "30s"},
-      {SmallSuite("2h"), "groups[1].cases[0].steps[1].wait.within", "1h"},
-      {SmallSuite("30s", "speed"), "groups[1].cases[0].capability", "resource-management"},
-      {SmallSuite("30s", "orchestration", "urgent"), "groups[1].cases[0].risk", "must-fix"},
+  const PocBadSuite cases[] = {
+      {PocSmallSuite("soon"), "groups[1].cases[0].steps[1].wait.within", "30s"},
+      {PocSmallSuite("2h"), "groups[1].cases[0].steps[1].wait.within", "1h"},
+      {PocSmallSuite("30s", "speed"), "groups[1].cases[0].capability", "resource-management"},
+      {PocSmallSuite("30s", "orchestration", "urgent"), "groups[1].cases[0].risk", "must-fix"},
       {replace("wait: {job: j,", "wait: {job: k,"), "groups[1].cases[0].steps[1].wait.job",
        "earlier submit"},
       {replace("${job.j}", "${job.nope}"), "groups[1].cases[0].steps[3].request", "earlier submit"},
@@ -184,8 +184,8 @@ TEST(PocSuite, PlaceholdersExpandOrSayWhatIsMissing) {
 
 TEST(PocSuite, TheSuiteHashIsSha256OfItsText) {
   EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-  auto a = ParseSuite(SmallSuite());
-  auto b = ParseSuite(SmallSuite() + "# a comment changes the hash\n");
+  auto a = ParseSuite(PocSmallSuite());
+  auto b = ParseSuite(PocSmallSuite() + "# a comment changes the hash\n");
   ASSERT_TRUE(a && b);
   EXPECT_NE(a->sha256, b->sha256);
 }
