@@ -144,7 +144,6 @@ class PocRunner {
   std::vector<std::uint64_t> jobs_;                          // every job the run made
   json nodes_ = json::array();
   json gpus_ = json::array();
-  json cleanup_ = json::object();
 };
 
 Status PocRunner::Preflight() {
