@@ -27,6 +27,7 @@ constexpr void (*kGroups[])(CommandRegistry&) = {
     RegisterAlertCommands,    RegisterPolicyCommands,  RegisterAuditCommands,
     RegisterIdentityCommands, RegisterQuotaCommands,   RegisterUsageCommands,
     RegisterReportCommands,   RegisterBillingCommands, RegisterServiceCommands,
+    RegisterPocCommands,
 };
 
 }  // namespace

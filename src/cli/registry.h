@@ -142,5 +142,6 @@ void RegisterUsageCommands(CommandRegistry& registry);     // usage
 void RegisterReportCommands(CommandRegistry& registry);    // report
 void RegisterBillingCommands(CommandRegistry& registry);
 void RegisterServiceCommands(CommandRegistry& registry);  // price budget
+void RegisterPocCommands(CommandRegistry& registry);      // poc run|suite|check
 
 }  // namespace berth::cli

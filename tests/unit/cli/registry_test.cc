@@ -91,6 +91,9 @@ TEST(CommandTable, EveryCommandTheGroupsAddHasSomethingToRun) {
                                              "session list",
                                              "session open",
                                              "session stop",
+                                             "poc run",
+                                             "poc suite",
+                                             "poc check",
                                              "version"};
   const auto table = CommandTable();
   for (const auto& name : expected) {
@@ -104,6 +107,7 @@ TEST(CommandTable, EveryCommandTheGroupsAddHasSomethingToRun) {
   EXPECT_FALSE(table.contains("svc"));
   EXPECT_FALSE(table.contains("svc rollout"));
   EXPECT_FALSE(table.contains("session"));
+  EXPECT_FALSE(table.contains("poc"));
   EXPECT_EQ(table.size(), expected.size());
 }
 

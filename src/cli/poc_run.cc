@@ -1,0 +1,714 @@
+#include "cli/poc_run.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "cli/json_view.h"
+#include "cli/version.h"
+#include "common/units.h"
+
+namespace berth::cli::poc {
+namespace {
+
+using nlohmann::json;
+
+// How much of an answer a request step keeps to judge; logs can be long.
+constexpr std::size_t kPocMaxBody = std::size_t{1} << 20;
+// How much of an answer the report quotes.
+constexpr std::size_t kPocQuote = 300;
+// How long cleanup waits for the run's jobs to end after cancelling them,
+// before rolling the policy back (a policy that strands live jobs is
+// refused).
+constexpr std::int64_t kPocCleanupWaitMs = 60'000;
+
+bool PocTerminal(const std::string& state) {
+  return state == "Succeeded" || state == "Failed" || state == "Cancelled";
+}
+
+std::string PocQuote(std::string_view text) {
+  if (text.size() <= kPocQuote) return std::string(text);
+  return std::string(text.substr(0, kPocQuote)) + "...";
+}
+
+// An API answer as a step judges it: the HTTP status (for an error, the one
+// its code maps to; for success 200, since the CLI's client reads any 2xx as
+// success) and the body's text.
+struct PocAnswer {
+  int status = 0;
+  std::string body;
+  json doc;  // the body as JSON where it is JSON
+  bool ok() const { return status / 100 == 2; }
+};
+
+PocAnswer PocFromError(const Error& e) {
+  PocAnswer a;
+  a.status = HttpStatus(e.code);
+  a.doc = json{{"error", {{"code", CodeName(e.code)}, {"field", e.field}, {"message", e.message}}}};
+  a.body = a.doc.dump();
+  return a;
+}
+
+PocAnswer PocGet(ApiClient& api, const std::string& path) {
+  std::string body;
+  auto st = api.Stream(
+      path,
+      [&body](std::string_view piece) {
+        body.append(piece.substr(0, kPocMaxBody - std::min(kPocMaxBody, body.size())));
+        return true;
+      },
+      false);
+  if (!st) return PocFromError(st.error());
+  PocAnswer a;
+  a.status = 200;
+  a.body = std::move(body);
+  a.doc = json::parse(a.body, nullptr, false);
+  if (a.doc.is_discarded()) a.doc = json();
+  return a;
+}
+
+PocAnswer PocPost(ApiClient& api, const std::string& path, const std::string& body,
+                  const std::string& content_type) {
+  auto r = api.Post(path, body, content_type);
+  if (!r) return PocFromError(r.error());
+  PocAnswer a;
+  a.status = 200;
+  a.doc = std::move(*r);
+  a.body = a.doc.dump();
+  return a;
+}
+
+bool PocStatusMatches(int expected, int actual) {
+  return expected / 100 == 2 ? actual / 100 == 2 : expected == actual;
+}
+
+std::string PocStatusText(int status) {
+  return status / 100 == 2 ? "2xx" : std::to_string(status);
+}
+
+// The outcome of one step.
+struct PocStepResult {
+  bool ok = true;
+  std::string expected;
+  std::string actual;
+};
+
+class PocRunner {
+ public:
+  PocRunner(ApiClient& admin, const Suite& suite, const RunOptions& opt)
+      : admin_(admin), suite_(suite), opt_(opt) {}
+
+  Result<json> Run();
+
+ private:
+  TimeMs Now() const { return opt_.clock->NowMs(); }
+  ApiClient& ClientOf(const std::string& as) {
+    if (as == "admin") return admin_;
+    return *clients_.at(as);
+  }
+  std::string ActorName(const std::string& as) const {
+    return as == "admin" ? admin_name_ : identities_.at(as);
+  }
+
+  Status Preflight();
+  json Fingerprint();
+  Status Setup();
+  json RunCase(const Case& c);
+  std::vector<std::string> Unmet(const Preconditions& p) const;
+  PocStepResult RunStep(const Step& step, std::map<std::string, std::string>& jobs, json& evidence);
+  PocStepResult Judge(const Step& step, const PocAnswer& a, const std::string& what,
+                      const std::map<std::string, std::string>& jobs);
+  json Sample(const std::string& bound, std::uint64_t id, const Case& c) const;
+  json Cleanup();
+  Result<std::string> Expand(std::string_view text,
+                             const std::map<std::string, std::string>& jobs) {
+    return ExpandPlaceholders(text, opt_.run, tenants_, jobs);
+  }
+
+  ApiClient& admin_;
+  const Suite& suite_;
+  const RunOptions& opt_;
+  std::string admin_name_;
+  TimeMs started_ms_ = 0;
+  std::int64_t policy_before_ = 0;
+  std::int64_t policy_during_ = 0;
+  std::map<std::string, std::string> tenants_;     // short -> real
+  std::map<std::string, std::string> identities_;  // short -> real, those created
+  std::map<std::string, std::unique_ptr<ApiClient>> clients_;
+  std::vector<std::pair<std::string, std::string>> tokens_;  // id, identity
+  std::vector<std::uint64_t> jobs_;                          // every job the run made
+  json nodes_ = json::array();
+  json gpus_ = json::array();
+};
+
+Status PocRunner::Preflight() {
+  auto me = admin_.Get("/v1/whoami");
+  if (!me) return std::unexpected(me.error());
+  if (!me->value("platform_admin", false)) {
+    return Fail(Code::kPermissionDenied,
+                fmt::format("berth poc run needs a platform admin's token (it sets up tenants, "
+                            "identities and a policy version); {} is not one: berth login as a "
+                            "platform admin",
+                            Text(*me, "name")));
+  }
+  admin_name_ = Text(*me, "name");
+  auto policy = admin_.Get("/v1/policy");
+  if (!policy) return std::unexpected(policy.error());
+  policy_before_ = Int(*policy, "version").value_or(0);
+  return Ok();
+}
+
+json PocRunner::Fingerprint() {
+  json env;
+  env["cluster"] = opt_.cluster;
+  env["server"] = admin_.url().text;
+  env["cli_version"] = std::string(Version());
+  auto openapi = admin_.Get("/v1/openapi.json");
+  env["api_version"] = openapi ? Text(*openapi, "info.version") : "-";
+  auto health = PocGet(admin_, "/healthz");
+  env["role"] = Text(health.doc, "role");
+  auto nodes = admin_.Get("/v1/nodes");
+  if (nodes) nodes_ = Array(*nodes, "nodes");
+  auto gpus = admin_.Get("/v1/gpus");
+  if (gpus) gpus_ = Array(*gpus, "gpus");
+  std::int64_t ready = 0;
+  std::map<std::string, std::int64_t> drivers;  // "driver D, CUDA C (provider)" -> nodes
+  for (const auto& n : nodes_) {
+    ready += Text(n, "state") == "Ready" ? 1 : 0;
+    drivers[fmt::format("driver {}, CUDA {} ({})", Text(n, "driver_version"),
+                        Text(n, "cuda_version"), Text(n, "gpu_provider"))] += 1;
+  }
+  env["drivers"] = drivers;
+  std::map<std::string, std::int64_t> models;
+  std::int64_t healthy = 0;
+  for (const auto& g : gpus_) {
+    models[Text(g, "model")] += 1;
+    healthy += Text(g, "health") == "healthy" ? 1 : 0;
+  }
+  env["nodes"] = nodes_.size();
+  env["nodes_ready"] = ready;
+  env["gpus"] = gpus_.size();
+  env["gpus_healthy"] = healthy;
+  env["gpu_models"] = models;
+  env["policy_version_before"] = policy_before_;
+  auto prices = admin_.Get("/v1/prices");
+  env["price_version"] = prices ? Int(*prices, "version").value_or(0) : 0;
+  env["suite"] = {{"name", suite_.name}, {"version", suite_.version}, {"sha256", suite_.sha256}};
+  return env;
+}
+
+Status PocRunner::Setup() {
+  if (!suite_.tenants.empty()) {
+    auto policy = admin_.Get("/v1/policy");
+    if (!policy) return std::unexpected(policy.error());
+    YAML::Node doc;
+    try {
+      doc = YAML::Load(Text(*policy, "yaml") == "-" ? "" : Text(*policy, "yaml"));
+      if (!doc.IsMap()) doc = YAML::Node(YAML::NodeType::Map);
+      if (!doc["queues"]) {
+        // A policy without queues keeps default/default; keep it with ours.
+        doc["queues"].push_back(YAML::Load("{name: default, children: [{name: default}]}"));
+      }
+      for (const auto& t : suite_.tenants) {
+        const std::string real = fmt::format("{}-{}", opt_.run, t.name);
+        YAML::Node q = t.body.empty() ? YAML::Node(YAML::NodeType::Map) : YAML::Load(t.body);
+        q["name"] = real;
+        doc["queues"].push_back(q);
+        tenants_[t.name] = real;
+      }
+    } catch (const YAML::Exception& e) {
+      return Fail(Code::kInternal,
+                  fmt::format("the active policy could not be extended: {}", e.msg));
+    }
+    YAML::Emitter out;
+    out << doc;
+    auto applied = admin_.Post(
+        "/v1/policy" + QueryString({{"comment", fmt::format("berth poc run {}: its tenants "
+                                                            "(rolled back when it ends)",
+                                                            opt_.run)},
+                                    {"base_version", std::to_string(policy_before_)}}),
+        out.c_str(), "application/yaml");
+    if (!applied) {
+      tenants_.clear();
+      return Fail(applied.error().code,
+                  fmt::format("the suite's tenants could not be applied as a policy: {}",
+                              applied.error().message),
+                  applied.error().field);
+    }
+    policy_during_ = Int(*applied, "version").value_or(0);
+  }
+  for (const auto& id : suite_.identities) {
+    const std::string real = fmt::format("{}-{}", opt_.run, id.name);
+    json tenants = json::object();
+    for (const auto& [t, role] : id.roles) tenants[tenants_.at(t)] = role;
+    json body{{"name", real}, {"kind", "user"}, {"tenants", tenants}};
+    auto made = admin_.Post("/v1/identities", body.dump(), "application/json");
+    if (!made) {
+      return Fail(made.error().code,
+                  fmt::format("identity {} could not be made: {}", real, made.error().message),
+                  made.error().field);
+    }
+    identities_[id.name] = real;
+    json tok{{"identity", real}, {"ttl", "1d"}, {"description", "berth poc run " + opt_.run}};
+    auto token = admin_.Post("/v1/tokens", tok.dump(), "application/json");
+    if (!token) {
+      return Fail(token.error().code,
+                  fmt::format("a token for {} could not be made: {}", real, token.error().message));
+    }
+    tokens_.emplace_back(Text(*token, "id"), real);
+    clients_[id.name] = std::make_unique<ApiClient>(opt_.client_for(Text(*token, "token")));
+  }
+  return Ok();
+}
+
+std::vector<std::string> PocRunner::Unmet(const Preconditions& p) const {
+  std::vector<std::string> unmet;
+  std::int64_t ready = 0;
+  for (const auto& n : nodes_) ready += Text(n, "state") == "Ready" ? 1 : 0;
+  if (p.nodes && ready < *p.nodes) {
+    unmet.push_back(
+        fmt::format("nodes: {} Ready node(s) needed, the API shows {}", *p.nodes, ready));
+  }
+  std::int64_t healthy = 0;
+  bool model = false;
+  for (const auto& g : gpus_) {
+    if (Text(g, "health") != "healthy") continue;
+    ++healthy;
+    model = model || (p.gpu_model && Text(g, "model") == *p.gpu_model);
+  }
+  if (p.gpus && healthy < *p.gpus) {
+    unmet.push_back(
+        fmt::format("gpus: {} healthy GPU(s) needed, the API shows {}", *p.gpus, healthy));
+  }
+  if (p.gpu_model && !model) {
+    unmet.push_back(fmt::format("gpu_model: no healthy {} GPU in GET /v1/gpus", *p.gpu_model));
+  }
+  // What the API cannot show is unmet: a case is never passed on a guess.
+  if (p.podman) {
+    unmet.push_back(
+        "podman: the API does not report whether the nodes' agents can run containers (no "
+        "container runtime in GET /v1/nodes), so it counts as absent");
+  }
+  if (p.gateway) {
+    unmet.push_back(
+        "gateway: the API does not report whether berthd runs a service gateway until a service "
+        "exists, so it counts as absent");
+  }
+  if (p.standby) {
+    unmet.push_back(fmt::format(
+        "standby: GET /healthz says role '{}' and names no standby, so none counts as present",
+        Text(PocGet(admin_, "/healthz").doc, "role")));
+  }
+  return unmet;
+}
+
+PocStepResult PocRunner::Judge(const Step& step, const PocAnswer& a, const std::string& what,
+                               const std::map<std::string, std::string>& jobs) {
+  PocStepResult r;
+  const int want = step.status.value_or(200);
+  r.expected = fmt::format("{} answers {}", what, PocStatusText(want));
+  r.actual = fmt::format("{}: {}", PocStatusText(a.status), PocQuote(a.body));
+  if (!PocStatusMatches(want, a.status)) {
+    r.ok = false;
+    return r;
+  }
+  for (const auto& text : step.contains) {
+    auto t = ExpandPlaceholders(text, opt_.run, tenants_, jobs);
+    const std::string needle = t ? *t : text;
+    r.expected += fmt::format(", containing '{}'", needle);
+    if (a.body.find(needle) == std::string::npos) r.ok = false;
+  }
+  for (const auto& text : step.not_contains) {
+    auto t = ExpandPlaceholders(text, opt_.run, tenants_, jobs);
+    const std::string needle = t ? *t : text;
+    r.expected += fmt::format(", not containing '{}'", needle);
+    if (a.body.find(needle) != std::string::npos) r.ok = false;
+  }
+  return r;
+}
+
+PocStepResult PocRunner::RunStep(const Step& step, std::map<std::string, std::string>& jobs,
+                                 json& evidence) {
+  auto job_id = [&jobs](const std::string& bound) { return jobs.at(bound); };
+  switch (step.kind) {
+    case StepKind::kSubmit: {
+      auto spec = Expand(step.spec, jobs);
+      if (!spec) return {false, "a job spec", spec.error().message};
+      auto a = PocPost(ClientOf(step.as), "/v1/jobs", *spec, "application/yaml");
+      evidence["requests"].push_back({{"as", ActorName(step.as)},
+                                      {"request", "POST /v1/jobs"},
+                                      {"status", PocStatusText(a.status)}});
+      if (a.ok() && a.doc.contains("id")) {
+        const auto id = a.doc["id"].get<std::uint64_t>();
+        jobs_.push_back(id);
+        evidence["jobs"].push_back(id);
+        if (!step.bind.empty()) jobs[step.bind] = std::to_string(id);
+      }
+      Step judged = step;
+      if (step.contains.empty() && step.not_contains.empty() && !step.status) judged.status = 200;
+      auto r = Judge(judged, a, fmt::format("POST /v1/jobs as {}", ActorName(step.as)), jobs);
+      if (a.ok() && !step.bind.empty()) r.actual = fmt::format("job {} submitted", jobs[step.bind]);
+      return r;
+    }
+    case StepKind::kWait: {
+      const std::string id = job_id(step.job);
+      std::string states;
+      for (const auto& s : step.states) states += (states.empty() ? "" : " or ") + s;
+      PocStepResult r{
+          false,
+          fmt::format("job {} ({}) is {}{} within {}", id, step.job, states,
+                      step.reason_code.empty() ? "" : " with reason " + step.reason_code,
+                      FormatDurationMs(step.within_ms)),
+          ""};
+      const TimeMs deadline = Now() + step.within_ms;
+      while (true) {
+        auto job = admin_.Get("/v1/jobs/" + id);
+        if (job) {
+          const std::string state = Text(*job, "state");
+          r.actual = fmt::format("{} ({}): {}", state, Text(*job, "reason.code"),
+                                 PocQuote(Text(*job, "reason.message")));
+          const bool code_ok =
+              step.reason_code.empty() || Text(*job, "reason.code") == step.reason_code;
+          if (code_ok &&
+              std::find(step.states.begin(), step.states.end(), state) != step.states.end()) {
+            r.ok = true;
+            return r;
+          }
+          if (PocTerminal(state)) return r;  // it will not change any more
+        } else {
+          r.actual = PocQuote(job.error().message);
+        }
+        if (Now() >= deadline) {
+          r.actual += fmt::format(" (after {})", FormatDurationMs(step.within_ms));
+          return r;
+        }
+        opt_.sleep(opt_.poll_ms);
+      }
+    }
+    case StepKind::kExpect: {
+      const std::string id = job_id(step.job);
+      auto a = PocGet(ClientOf(step.as), "/v1/jobs/" + id);
+      evidence["requests"].push_back({{"as", ActorName(step.as)},
+                                      {"request", "GET /v1/jobs/" + id},
+                                      {"status", PocStatusText(a.status)}});
+      PocStepResult r;
+      std::vector<std::string> want;
+      std::vector<std::string> got;
+      auto check = [&](std::string_view what, const std::string& expected,
+                       const std::string& actual) {
+        want.push_back(fmt::format("{} {}", what, expected));
+        got.push_back(fmt::format("{} {}", what, actual));
+        if (expected != actual) r.ok = false;
+      };
+      if (!step.state.empty()) check("state", step.state, Text(a.doc, "state"));
+      if (!step.failure_class.empty()) {
+        check("failure class", step.failure_class, Text(a.doc, "failure.class"));
+      }
+      if (!step.reason_code.empty()) check("reason", step.reason_code, Text(a.doc, "reason.code"));
+      if (step.failures) {
+        check("failures", std::to_string(*step.failures), IntText(a.doc, "failures"));
+      }
+      auto join = [](const std::vector<std::string>& v) {
+        std::string s;
+        for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+        return s;
+      };
+      r.expected = fmt::format("job {} ({}): {}", id, step.job, join(want));
+      r.actual = a.ok() ? join(got) : fmt::format("{}: {}", a.status, PocQuote(a.body));
+      if (!a.ok()) r.ok = false;
+      return r;
+    }
+    case StepKind::kCancel: {
+      const std::string id = job_id(step.job);
+      const std::string path = fmt::format("/v1/jobs/{}/cancel", id);
+      auto a = PocPost(ClientOf(step.as), path, "", "application/json");
+      evidence["requests"].push_back({{"as", ActorName(step.as)},
+                                      {"request", "POST " + path},
+                                      {"status", PocStatusText(a.status)}});
+      Step judged = step;
+      judged.status = 200;
+      return Judge(judged, a, fmt::format("POST {} as {}", path, ActorName(step.as)), jobs);
+    }
+    case StepKind::kRequest: {
+      auto path = Expand(step.path, jobs);
+      if (!path) return {false, step.path, path.error().message};
+      auto body = Expand(step.body, jobs);
+      if (!body) return {false, step.body, body.error().message};
+      auto a = step.method == "POST"
+                   ? PocPost(ClientOf(step.as), *path, *body,
+                             body->starts_with("{") ? "application/json" : "application/yaml")
+                   : PocGet(ClientOf(step.as), *path);
+      evidence["requests"].push_back({{"as", ActorName(step.as)},
+                                      {"request", step.method + " " + *path},
+                                      {"status", PocStatusText(a.status)}});
+      return Judge(step, a, fmt::format("{} {} as {}", step.method, *path, ActorName(step.as)),
+                   jobs);
+    }
+    case StepKind::kAudit: {
+      auto object = Expand(step.object, jobs);
+      if (!object) return {false, step.object, object.error().message};
+      const std::string actor = step.actor.empty() ? "" : ActorName(step.actor);
+      const std::string path = "/v1/audit" + QueryString({{"action", step.action},
+                                                          {"actor", actor},
+                                                          {"since", std::to_string(started_ms_)}});
+      auto a = PocGet(admin_, path);
+      evidence["requests"].push_back(
+          {{"as", admin_name_}, {"request", "GET " + path}, {"status", PocStatusText(a.status)}});
+      PocStepResult r;
+      r.expected =
+          fmt::format("an audit record of {}{}{} with outcome ok", step.action,
+                      object->empty() ? "" : " on " + *object, actor.empty() ? "" : " by " + actor);
+      std::vector<std::int64_t> seqs;
+      for (const auto& rec : Array(a.doc, "records")) {
+        if (!object->empty() && Text(rec, "object") != *object) continue;
+        if (Text(rec, "outcome") != "ok") continue;
+        seqs.push_back(Int(rec, "seq").value_or(0));
+      }
+      for (auto s : seqs) evidence["audit_records"].push_back(s);
+      r.ok = a.ok() && !seqs.empty();
+      r.actual = !a.ok()        ? fmt::format("{}: {}", a.status, PocQuote(a.body))
+                 : seqs.empty() ? "no such record"
+                                : fmt::format("record(s) {}", json(seqs).dump());
+      return r;
+    }
+  }
+  return {false, "a known step", "unknown step"};
+}
+
+json PocRunner::Sample(const std::string& bound, std::uint64_t id, const Case& c) const {
+  json s{{"name", bound}, {"job_id", id}};
+  auto job = admin_.Get(fmt::format("/v1/jobs/{}", id));
+  if (!job) {
+    s["error"] = job.error().message;
+    return s;
+  }
+  s["job_name"] = Text(*job, "name");
+  s["tenant"] = Text(*job, "tenant");
+  s["queue"] = Text(*job, "queue");
+  s["user"] = Text(*job, "submitted_by");
+  s["state"] = Text(*job, "state");
+  const json* res = Field(*job, "spec.resources");
+  s["resources"] = res != nullptr ? *res : json::object();
+  s["replicas"] = Int(*job, "spec.replicas").value_or(1);
+  auto submitted = Int(*job, "submitted_at_ms");
+  auto started = Int(*job, "started_at_ms");
+  auto finished = Int(*job, "finished_at_ms");
+  s["queueing_ms"] = submitted && started ? json(*started - *submitted) : json();
+  s["run_ms"] = started && finished ? json(*finished - *started) : json();
+  const json* failure = Field(*job, "failure");
+  s["failure"] = failure != nullptr ? json{{"class", Text(*failure, "class")},
+                                           {"message", PocQuote(Text(*failure, "message"))}}
+                                    : json();
+  s["reason"] = PocQuote(Text(*job, "reason.message"));
+  std::vector<std::string> expected;
+  for (const auto& step : c.steps) {
+    if (step.job != bound) continue;
+    if (step.kind == StepKind::kWait) {
+      std::string states;
+      for (const auto& st : step.states) states += (states.empty() ? "" : " or ") + st;
+      expected.push_back(fmt::format("{} within {}", states, FormatDurationMs(step.within_ms)));
+    } else if (step.kind == StepKind::kExpect) {
+      std::string e = step.state;
+      if (!step.failure_class.empty()) e += " class " + step.failure_class;
+      if (!step.reason_code.empty()) e += " reason " + step.reason_code;
+      if (step.failures) e += fmt::format(" after {} failure(s)", *step.failures);
+      expected.push_back(e);
+    } else if (step.kind == StepKind::kCancel) {
+      expected.push_back("cancelled on request");
+    }
+  }
+  std::string text;
+  for (const auto& e : expected) text += (text.empty() ? "" : "; ") + e;
+  s["expected"] = text;
+  return s;
+}
+
+json PocRunner::RunCase(const Case& c) {
+  json out{
+      {"id", c.id},
+      {"group", c.group},
+      {"title", c.title},
+      {"capability", c.capability},
+      {"perspective", c.perspective},
+      {"weight", c.weight},
+      {"risk", RiskName(c.risk)},
+      {"if_it_fails", RiskConclusion(c.risk)},
+      {"retest", c.retest},
+      {"steps", json::array()},
+      {"samples", json::array()},
+      {"evidence",
+       {{"jobs", json::array()}, {"requests", json::array()}, {"audit_records", json::array()}}}};
+  const TimeMs began = Now();
+  auto unmet = Unmet(c.preconditions);
+  if (!unmet.empty()) {
+    out["verdict"] = "skipped";
+    out["unmet"] = unmet;
+    std::string why;
+    for (const auto& u : unmet) why += (why.empty() ? "" : "; ") + u;
+    out["reason"] = "precondition not met: " + why;
+    return out;
+  }
+  std::map<std::string, std::string> jobs;
+  std::string verdict = "pass";
+  std::string reason;
+  for (const auto& step : c.steps) {
+    auto r = RunStep(step, jobs, out["evidence"]);
+    out["steps"].push_back({{"step", step.field},
+                            {"kind", StepKindName(step.kind)},
+                            {"ok", r.ok},
+                            {"expected", r.expected},
+                            {"actual", r.actual}});
+    if (!r.ok) {
+      verdict = "fail";
+      reason = fmt::format("{}: expected {}; got {}", step.field, r.expected, r.actual);
+      break;
+    }
+  }
+  for (const auto& [bound, id] : jobs) {
+    out["samples"].push_back(Sample(bound, std::stoull(id), c));
+  }
+  out["verdict"] = verdict;
+  out["reason"] = reason;
+  out["duration_ms"] = Now() - began;
+  return out;
+}
+
+json PocRunner::Cleanup() {
+  json c{{"jobs_cancelled", json::array()},
+         {"jobs_already_ended", 0},
+         {"tokens_revoked", json::array()},
+         {"identities_disabled", json::array()},
+         {"policy", json()},
+         {"problems", json::array()}};
+  std::set<std::uint64_t> live;
+  for (auto id : jobs_) {
+    auto job = admin_.Get(fmt::format("/v1/jobs/{}", id));
+    if (job && PocTerminal(Text(*job, "state"))) {
+      c["jobs_already_ended"] = c["jobs_already_ended"].get<int>() + 1;
+      continue;
+    }
+    auto r = admin_.Post(fmt::format("/v1/jobs/{}/cancel", id), "", "application/json");
+    if (r) {
+      c["jobs_cancelled"].push_back(id);
+      live.insert(id);
+    } else {
+      c["problems"].push_back(fmt::format("job {}: cancel refused: {}", id, r.error().message));
+    }
+  }
+  const TimeMs deadline = Now() + kPocCleanupWaitMs;
+  while (!live.empty() && Now() < deadline) {
+    for (auto it = live.begin(); it != live.end();) {
+      auto job = admin_.Get(fmt::format("/v1/jobs/{}", *it));
+      it = job && PocTerminal(Text(*job, "state")) ? live.erase(it) : std::next(it);
+    }
+    if (!live.empty()) opt_.sleep(opt_.poll_ms);
+  }
+  for (auto id : live) {
+    c["problems"].push_back(fmt::format("job {} had not ended {} after its cancel", id,
+                                        FormatDurationMs(kPocCleanupWaitMs)));
+  }
+  for (const auto& [id, who] : tokens_) {
+    auto r = admin_.Post(fmt::format("/v1/tokens/{}/revoke", id), "", "application/json");
+    if (r) {
+      c["tokens_revoked"].push_back({{"id", id}, {"identity", who}});
+    } else {
+      c["problems"].push_back(fmt::format("token {} of {}: {}", id, who, r.error().message));
+    }
+  }
+  for (const auto& [name, real] : identities_) {
+    auto r = admin_.Post(fmt::format("/v1/identities/{}/disable", real), "", "application/json");
+    if (r) {
+      c["identities_disabled"].push_back(real);
+    } else {
+      c["problems"].push_back(fmt::format("identity {}: {}", real, r.error().message));
+    }
+  }
+  if (policy_during_ > 0) {
+    // Roll back only the version the run applied: a version someone else
+    // applied since would be lost, so that is left to a person.
+    auto active = admin_.Get("/v1/policy");
+    const auto now = active ? Int(*active, "version").value_or(0) : 0;
+    if (now != policy_during_) {
+      c["problems"].push_back(fmt::format(
+          "the policy is at version {}, not the run's {}: someone applied a policy during the "
+          "run, so it was not rolled back; remove the run's tenants ({}-*) by hand "
+          "(berth policy show, berth policy apply)",
+          now, policy_during_, opt_.run));
+      return c;
+    }
+    auto r =
+        admin_.Post("/v1/policy/rollback" +
+                        QueryString({{"to", std::to_string(policy_before_)},
+                                     {"comment", fmt::format("berth poc run {} ended", opt_.run)}}),
+                    "", "application/json");
+    if (r) {
+      c["policy"] = {{"restored", policy_before_}, {"as_version", Int(*r, "version").value_or(0)}};
+    } else {
+      c["problems"].push_back(
+          fmt::format("policy rollback to version {}: {}", policy_before_, r.error().message));
+    }
+  }
+  return c;
+}
+
+Result<json> PocRunner::Run() {
+  started_ms_ = Now();
+  BERTH_RETURN_IF_ERROR(Preflight());
+  json report;
+  report["environment"] = Fingerprint();
+  auto setup = Setup();
+  if (!setup) {
+    auto cleanup = Cleanup();
+    Error e = setup.error();
+    if (!cleanup["problems"].empty()) {
+      e.message += fmt::format(" (and cleaning up: {})", cleanup["problems"].dump());
+    }
+    return std::unexpected(e);
+  }
+  report["environment"]["policy_version_during"] = policy_during_;
+  json cases = json::array();
+  for (const auto& c : suite_.cases) {
+    json result = RunCase(c);
+    if (opt_.progress) {
+      opt_.progress(fmt::format("{:<8} {}/{}{}", Text(result, "verdict"), c.group, c.id,
+                                result["reason"].get<std::string>().empty()
+                                    ? ""
+                                    : ": " + result["reason"].get<std::string>()));
+    }
+    cases.push_back(std::move(result));
+  }
+  report["cases"] = std::move(cases);
+  report["cleanup"] = Cleanup();
+  report["run"] = {{"id", opt_.run},       {"admin", admin_name_}, {"started_ms", started_ms_},
+                   {"finished_ms", Now()}, {"tenants", tenants_},  {"identities", identities_}};
+  report["groups"] = json::array();
+  for (const auto& g : suite_.groups) {
+    report["groups"].push_back({{"id", g.id}, {"title", g.title}});
+  }
+  return report;
+}
+
+}  // namespace
+
+std::string RunPrefix(TimeMs now_ms) {
+  static constexpr std::string_view kDigits = "0123456789abcdefghijklmnopqrstuvwxyz";
+  std::string out;
+  auto v = static_cast<std::uint64_t>(std::max<TimeMs>(now_ms, 0));
+  do {
+    out.insert(out.begin(), kDigits[v % 36]);
+    v /= 36;
+  } while (v > 0);
+  return "poc-" + out;
+}
+
+Result<json> RunSuite(ApiClient& admin, const Suite& suite, const RunOptions& options) {
+  PocRunner runner(admin, suite, options);
+  return runner.Run();
+}
+
+}  // namespace berth::cli::poc

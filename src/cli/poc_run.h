@@ -1,0 +1,51 @@
+// `berth poc run`: drives a live berthd through its public API with a suite
+// (poc_suite.h) and gathers the evidence the report (poc_report.h) shows.
+// It sets up the suite's tenants (a new policy version), identities and
+// tokens under a run-unique prefix, runs each case whose preconditions the
+// API shows to be met (pass or fail; skipped, naming what is unmet,
+// otherwise), then cleans up what it made: cancels its jobs, revokes its
+// tokens, disables its identities and rolls the policy back to the version
+// active before it started. Everything it judges comes from API answers.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli/api_client.h"
+#include "cli/poc_suite.h"
+#include "common/clock.h"
+#include "common/status.h"
+
+namespace berth::cli::poc {
+
+struct RunOptions {
+  // The run-unique prefix of every name the run makes ("poc-k3x9a").
+  std::string run;
+  // The cluster as --allow-on named it, for the report.
+  std::string cluster;
+  // A client of the same berthd sending `token` (an identity the run made).
+  std::function<ApiClient(const std::string& token)> client_for;
+  const Clock* clock = nullptr;
+  // Waits `ms` (the real sleep; a test's may advance a ManualClock).
+  std::function<void(std::int64_t ms)> sleep;
+  // One line per case as it ends ("pass  training/train-succeeds"); may be
+  // empty.
+  std::function<void(const std::string&)> progress;
+  // How often a wait polls the job.
+  std::int64_t poll_ms = 250;
+};
+
+// The run prefix for a run that starts at `now_ms`: "poc-" and the time in
+// base 36, so two runs a millisecond apart differ.
+std::string RunPrefix(TimeMs now_ms);
+
+// Runs `suite` as the platform admin `admin` and returns the report
+// document (report.json; poc_report.h adds the scores and lists). Fails only
+// when the run cannot start (the caller is no platform admin, the setup is
+// refused); a failed cleanup step is recorded in the report, not returned.
+Result<nlohmann::json> RunSuite(ApiClient& admin, const Suite& suite, const RunOptions& options);
+
+}  // namespace berth::cli::poc

@@ -1,0 +1,657 @@
+#include "cli/poc_suite.h"
+
+#include <fmt/format.h>
+#include <openssl/evp.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <array>
+#include <set>
+
+#include "common/units.h"
+
+namespace berth::cli::poc {
+namespace {
+
+// Waits longer than this are a typo, not a plan.
+constexpr std::int64_t kPocMaxWaitMs = std::int64_t{3600} * 1000;
+constexpr std::int64_t kPocMaxWeight = 100;
+
+std::unexpected<Error> PocBad(const std::string& field, std::string message) {
+  return InvalidField(field, std::move(message));
+}
+
+std::string PocJoin(const std::vector<std::string_view>& words) {
+  std::string out;
+  for (auto w : words) {
+    if (!out.empty()) out += ", ";
+    out += w;
+  }
+  return out;
+}
+
+// Refuses keys other than `allowed` in the mapping at `field`.
+Status PocOnlyKeys(const YAML::Node& node, const std::string& field,
+                   const std::vector<std::string_view>& allowed) {
+  if (!node.IsMap()) {
+    return PocBad(field, fmt::format("must be a mapping with {}", PocJoin(allowed)));
+  }
+  for (const auto& kv : node) {
+    const auto key = kv.first.as<std::string>();
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      return PocBad(field.empty() ? key : field + "." + key,
+                    fmt::format("unknown field; use one of {}", PocJoin(allowed)));
+    }
+  }
+  return Ok();
+}
+
+std::string PocSub(const std::string& field, std::string_view key) {
+  return field.empty() ? std::string(key) : fmt::format("{}.{}", field, key);
+}
+
+Result<std::string> PocString(const YAML::Node& parent, const std::string& field,
+                              std::string_view key, bool required) {
+  const YAML::Node node = parent[std::string(key)];
+  if (!node) {
+    if (required) return PocBad(PocSub(field, key), "is required");
+    return std::string();
+  }
+  if (!node.IsScalar()) return PocBad(PocSub(field, key), "must be a string");
+  return node.as<std::string>();
+}
+
+Result<std::int64_t> PocInt(const YAML::Node& node, const std::string& field, std::int64_t lo,
+                            std::int64_t hi) {
+  std::int64_t value = 0;
+  if (!node.IsScalar() || !YAML::convert<std::int64_t>::decode(node, value) || value < lo ||
+      value > hi) {
+    return PocBad(field, fmt::format("must be a whole number from {} to {}", lo, hi));
+  }
+  return value;
+}
+
+Result<bool> PocBool(const YAML::Node& node, const std::string& field) {
+  bool value = false;
+  if (!node.IsScalar() || !YAML::convert<bool>::decode(node, value)) {
+    return PocBad(field, "must be true or false");
+  }
+  return value;
+}
+
+Result<std::vector<std::string>> PocStrings(const YAML::Node& node, const std::string& field) {
+  std::vector<std::string> out;
+  if (node.IsScalar()) {
+    out.push_back(node.as<std::string>());
+    return out;
+  }
+  if (!node.IsSequence()) return PocBad(field, "must be a string or a list of strings");
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    if (!node[i].IsScalar()) return PocBad(fmt::format("{}[{}]", field, i), "must be a string");
+    out.push_back(node[i].as<std::string>());
+  }
+  return out;
+}
+
+// A name of lower-case letters, digits and '-': at most 24 for what the
+// runner prefixes (tenants, identities, bound jobs), 63 for case and group
+// ids.
+Status PocShortName(const std::string& name, const std::string& field, std::size_t max = 24) {
+  const bool ok =
+      !name.empty() && name.size() <= max && std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+      });
+  if (!ok) return PocBad(field, fmt::format("use 1 to {} of a-z, 0-9 and '-'", max));
+  return Ok();
+}
+
+std::string PocEmit(const YAML::Node& node) {
+  YAML::Emitter out;
+  out << node;
+  return out.c_str();
+}
+
+// Names the state, as berthd spells it.
+Status PocState(const std::string& state, const std::string& field) {
+  static constexpr std::array<std::string_view, 6> kStates{"Pending",   "Scheduled", "Running",
+                                                           "Succeeded", "Failed",    "Cancelled"};
+  if (std::find(kStates.begin(), kStates.end(), state) == kStates.end()) {
+    return PocBad(field, fmt::format("'{}' is not a job state; use one of Pending, Scheduled, "
+                                     "Running, Succeeded, Failed, Cancelled",
+                                     state));
+  }
+  return Ok();
+}
+
+// What a case's steps may refer to, for the checks that run at parse time.
+struct PocScope {
+  std::set<std::string> tenants;
+  std::set<std::string> identities;
+  std::set<std::string> jobs;  // bound by earlier submits of this case
+};
+
+// Every ${...} in `text` names something in scope.
+Status PocCheckPlaceholders(const std::string& text, const std::string& field,
+                            const PocScope& scope) {
+  std::size_t at = 0;
+  while ((at = text.find("${", at)) != std::string::npos) {
+    const auto end = text.find('}', at);
+    if (end == std::string::npos) return PocBad(field, "an unclosed '${'; write ${run}");
+    const std::string name = text.substr(at + 2, end - at - 2);
+    if (name == "run") {
+    } else if (name.starts_with("tenant.")) {
+      if (!scope.tenants.contains(name.substr(7))) {
+        return PocBad(field, fmt::format("${{{}}} names no tenant of setup.tenants", name));
+      }
+    } else if (name.starts_with("job.")) {
+      if (!scope.jobs.contains(name.substr(4))) {
+        return PocBad(field, fmt::format("${{{}}} names no job an earlier submit of this case "
+                                         "bound (submit: {{bind: NAME}})",
+                                         name));
+      }
+    } else {
+      return PocBad(field, fmt::format("${{{}}} is not a placeholder; use ${{run}}, "
+                                       "${{tenant.NAME}} or ${{job.NAME}}",
+                                       name));
+    }
+    at = end + 1;
+  }
+  return Ok();
+}
+
+Result<std::string> PocIdentity(const YAML::Node& n, const std::string& field,
+                                const PocScope& scope) {
+  auto as = PocString(n, field, "as", false);
+  if (!as) return std::unexpected(as.error());
+  if (as->empty()) return std::string("admin");
+  if (*as != "admin" && !scope.identities.contains(*as)) {
+    return PocBad(PocSub(field, "as"),
+                  fmt::format("'{}' is no identity of setup.identities (or admin)", *as));
+  }
+  return *as;
+}
+
+Status PocCheckTexts(const Step& step, const std::string& field, const PocScope& scope) {
+  for (const auto* list : {&step.contains, &step.not_contains}) {
+    for (const auto& text : *list) {
+      BERTH_RETURN_IF_ERROR(PocCheckPlaceholders(text, field, scope));
+    }
+  }
+  return Ok();
+}
+
+Status PocReadExpectations(const YAML::Node& n, const std::string& field, Step& step) {
+  if (n["status"]) {
+    auto status = PocInt(n["status"], PocSub(field, "status"), 100, 599);
+    if (!status) return std::unexpected(status.error());
+    step.status = static_cast<int>(*status);
+  }
+  if (n["contains"]) {
+    auto v = PocStrings(n["contains"], PocSub(field, "contains"));
+    if (!v) return std::unexpected(v.error());
+    step.contains = std::move(*v);
+  }
+  if (n["not_contains"]) {
+    auto v = PocStrings(n["not_contains"], PocSub(field, "not_contains"));
+    if (!v) return std::unexpected(v.error());
+    step.not_contains = std::move(*v);
+  }
+  return Ok();
+}
+
+Result<std::string> PocBoundJob(const YAML::Node& n, const std::string& field,
+                                const PocScope& scope) {
+  auto job = PocString(n, field, "job", true);
+  if (!job) return job;
+  if (!scope.jobs.contains(*job)) {
+    return PocBad(PocSub(field, "job"),
+                  fmt::format("'{}' is no job an earlier submit of this case bound", *job));
+  }
+  return job;
+}
+
+Result<Step> PocParseStep(const YAML::Node& node, const std::string& at, PocScope& scope) {
+  if (!node.IsMap() || node.size() != 1) {
+    return PocBad(
+        at, "a step is a mapping with one key: submit, wait, expect, cancel, request or audit");
+  }
+  const auto kind = node.begin()->first.as<std::string>();
+  const YAML::Node n = node.begin()->second;
+  const std::string field = PocSub(at, kind);
+  Step step;
+  step.field = at;
+  if (kind == "submit") {
+    step.kind = StepKind::kSubmit;
+    BERTH_RETURN_IF_ERROR(
+        PocOnlyKeys(n, field, {"as", "bind", "job", "status", "contains", "not_contains"}));
+    auto as = PocIdentity(n, field, scope);
+    if (!as) return std::unexpected(as.error());
+    step.as = *as;
+    if (!n["job"] || !n["job"].IsMap()) {
+      return PocBad(PocSub(field, "job"), "is required: a job spec as a mapping (docs/jobs.md)");
+    }
+    step.spec = PocEmit(n["job"]);
+    BERTH_RETURN_IF_ERROR(PocCheckPlaceholders(step.spec, PocSub(field, "job"), scope));
+    BERTH_RETURN_IF_ERROR(PocReadExpectations(n, field, step));
+    auto bind = PocString(n, field, "bind", false);
+    if (!bind) return std::unexpected(bind.error());
+    step.bind = *bind;
+    if (!step.bind.empty()) {
+      BERTH_RETURN_IF_ERROR(PocShortName(step.bind, PocSub(field, "bind")));
+      if (step.status && *step.status / 100 != 2) {
+        return PocBad(PocSub(field, "bind"),
+                      "a refused submit makes no job to bind; drop bind or status");
+      }
+      if (!scope.jobs.insert(step.bind).second) {
+        return PocBad(
+            PocSub(field, "bind"),
+            fmt::format("'{}' is bound already in this case; use another name", step.bind));
+      }
+    }
+  } else if (kind == "wait") {
+    step.kind = StepKind::kWait;
+    BERTH_RETURN_IF_ERROR(PocOnlyKeys(n, field, {"job", "states", "within", "reason_code"}));
+    auto code = PocString(n, field, "reason_code", false);
+    if (!code) return std::unexpected(code.error());
+    step.reason_code = *code;
+    auto job = PocBoundJob(n, field, scope);
+    if (!job) return std::unexpected(job.error());
+    step.job = *job;
+    if (!n["states"]) return PocBad(PocSub(field, "states"), "is required, e.g. [Succeeded]");
+    auto states = PocStrings(n["states"], PocSub(field, "states"));
+    if (!states) return std::unexpected(states.error());
+    for (std::size_t i = 0; i < states->size(); ++i) {
+      BERTH_RETURN_IF_ERROR(PocState((*states)[i], fmt::format("{}.states[{}]", field, i)));
+    }
+    step.states = std::move(*states);
+    auto within = PocString(n, field, "within", true);
+    if (!within) return std::unexpected(within.error());
+    auto ms = ParseDurationMs(*within, kPocMaxWaitMs);
+    if (!ms || *ms <= 0) {
+      return PocBad(
+          PocSub(field, "within"),
+          fmt::format("'{}' is not a duration from 1ms to 1h; write e.g. 30s or 2m", *within));
+    }
+    step.within_ms = *ms;
+  } else if (kind == "expect") {
+    step.kind = StepKind::kExpect;
+    BERTH_RETURN_IF_ERROR(
+        PocOnlyKeys(n, field, {"as", "job", "state", "failure_class", "reason_code", "failures"}));
+    auto as = PocIdentity(n, field, scope);
+    if (!as) return std::unexpected(as.error());
+    step.as = *as;
+    auto job = PocBoundJob(n, field, scope);
+    if (!job) return std::unexpected(job.error());
+    step.job = *job;
+    for (auto [key, out] :
+         {std::pair{"state", &step.state}, std::pair{"failure_class", &step.failure_class},
+          std::pair{"reason_code", &step.reason_code}}) {
+      auto v = PocString(n, field, key, false);
+      if (!v) return std::unexpected(v.error());
+      *out = *v;
+    }
+    if (!step.state.empty()) BERTH_RETURN_IF_ERROR(PocState(step.state, PocSub(field, "state")));
+    if (n["failures"]) {
+      auto f = PocInt(n["failures"], PocSub(field, "failures"), 0, 1000);
+      if (!f) return std::unexpected(f.error());
+      step.failures = *f;
+    }
+    if (step.state.empty() && step.failure_class.empty() && step.reason_code.empty() &&
+        !step.failures) {
+      return PocBad(field, "expects nothing; give state, failure_class, reason_code or failures");
+    }
+  } else if (kind == "cancel") {
+    step.kind = StepKind::kCancel;
+    BERTH_RETURN_IF_ERROR(PocOnlyKeys(n, field, {"as", "job"}));
+    auto as = PocIdentity(n, field, scope);
+    if (!as) return std::unexpected(as.error());
+    step.as = *as;
+    auto job = PocBoundJob(n, field, scope);
+    if (!job) return std::unexpected(job.error());
+    step.job = *job;
+  } else if (kind == "request") {
+    step.kind = StepKind::kRequest;
+    BERTH_RETURN_IF_ERROR(PocOnlyKeys(
+        n, field,
+        {"as", "get", "post", "body", "content_type", "status", "contains", "not_contains"}));
+    auto as = PocIdentity(n, field, scope);
+    if (!as) return std::unexpected(as.error());
+    step.as = *as;
+    if (n["get"] && n["post"]) return PocBad(PocSub(field, "post"), "give get or post, not both");
+    step.method = n["post"] ? "POST" : "GET";
+    auto path = PocString(n, field, step.method == "POST" ? "post" : "get", true);
+    if (!path) return PocBad(PocSub(field, "get"), "is required: the API path, e.g. /v1/gpus");
+    if (!path->starts_with("/")) {
+      return PocBad(PocSub(field, step.method == "POST" ? "post" : "get"),
+                    "must be an API path starting with '/', e.g. /v1/gpus");
+    }
+    step.path = *path;
+    BERTH_RETURN_IF_ERROR(PocCheckPlaceholders(step.path, field, scope));
+    auto body = PocString(n, field, "body", false);
+    if (!body) return std::unexpected(body.error());
+    step.body = *body;
+    BERTH_RETURN_IF_ERROR(PocCheckPlaceholders(step.body, PocSub(field, "body"), scope));
+    BERTH_RETURN_IF_ERROR(PocReadExpectations(n, field, step));
+    if (!step.status) step.status = 200;
+  } else if (kind == "audit") {
+    step.kind = StepKind::kAudit;
+    BERTH_RETURN_IF_ERROR(PocOnlyKeys(n, field, {"action", "object", "actor"}));
+    for (auto [key, out, required] :
+         {std::tuple{"action", &step.action, true}, std::tuple{"object", &step.object, false},
+          std::tuple{"actor", &step.actor, false}}) {
+      auto v = PocString(n, field, key, required);
+      if (!v) return std::unexpected(v.error());
+      *out = *v;
+    }
+    if (!step.actor.empty() && step.actor != "admin" && !scope.identities.contains(step.actor)) {
+      return PocBad(PocSub(field, "actor"),
+                    fmt::format("'{}' is no identity of setup.identities (or admin)", step.actor));
+    }
+    BERTH_RETURN_IF_ERROR(PocCheckPlaceholders(step.object, PocSub(field, "object"), scope));
+  } else {
+    return PocBad(field, "unknown step; use submit, wait, expect, cancel, request or audit");
+  }
+  BERTH_RETURN_IF_ERROR(PocCheckTexts(step, field, scope));
+  return step;
+}
+
+Status PocParsePreconditions(const YAML::Node& n, const std::string& field, Preconditions& p) {
+  BERTH_RETURN_IF_ERROR(
+      PocOnlyKeys(n, field, {"nodes", "gpus", "gpu_model", "podman", "gateway", "standby"}));
+  if (n["nodes"]) {
+    auto v = PocInt(n["nodes"], PocSub(field, "nodes"), 1, 100000);
+    if (!v) return std::unexpected(v.error());
+    p.nodes = *v;
+  }
+  if (n["gpus"]) {
+    auto v = PocInt(n["gpus"], PocSub(field, "gpus"), 1, 1000000);
+    if (!v) return std::unexpected(v.error());
+    p.gpus = *v;
+  }
+  if (n["gpu_model"]) {
+    auto v = PocString(n, field, "gpu_model", true);
+    if (!v) return std::unexpected(v.error());
+    p.gpu_model = *v;
+  }
+  for (auto [key, out] : {std::pair{"podman", &p.podman}, std::pair{"gateway", &p.gateway},
+                          std::pair{"standby", &p.standby}}) {
+    if (!n[key]) continue;
+    auto v = PocBool(n[key], PocSub(field, key));
+    if (!v) return std::unexpected(v.error());
+    *out = *v;
+  }
+  return Ok();
+}
+
+template <std::size_t N>
+Status PocOneOf(const std::string& value, const std::string& field,
+                const std::string_view (&allowed)[N]) {
+  for (auto a : allowed) {
+    if (a == value) return Ok();
+  }
+  return PocBad(field, fmt::format("'{}' is not one of {}", value,
+                                   PocJoin(std::vector<std::string_view>(allowed, allowed + N))));
+}
+
+Result<Case> PocParseCase(const YAML::Node& n, const std::string& field, const Group& group,
+                          PocScope scope) {
+  BERTH_RETURN_IF_ERROR(PocOnlyKeys(n, field,
+                                    {"id", "title", "capability", "perspective", "weight", "risk",
+                                     "preconditions", "retest", "steps"}));
+  Case c;
+  c.group = group.id;
+  for (auto [key, out] :
+       {std::pair{"id", &c.id}, std::pair{"title", &c.title},
+        std::pair{"capability", &c.capability}, std::pair{"perspective", &c.perspective},
+        std::pair{"retest", &c.retest}}) {
+    auto v = PocString(n, field, key, true);
+    if (!v) return std::unexpected(v.error());
+    *out = *v;
+  }
+  BERTH_RETURN_IF_ERROR(PocShortName(c.id, PocSub(field, "id"), 63));
+  BERTH_RETURN_IF_ERROR(PocOneOf(c.capability, PocSub(field, "capability"), kPocCapabilities));
+  BERTH_RETURN_IF_ERROR(PocOneOf(c.perspective, PocSub(field, "perspective"), kPocPerspectives));
+  if (n["weight"]) {
+    auto w = PocInt(n["weight"], PocSub(field, "weight"), 1, kPocMaxWeight);
+    if (!w) return std::unexpected(w.error());
+    c.weight = *w;
+  }
+  auto risk = PocString(n, field, "risk", true);
+  if (!risk) return std::unexpected(risk.error());
+  if (*risk == "high") {
+    c.risk = Risk::kHigh;
+  } else if (*risk == "medium") {
+    c.risk = Risk::kMedium;
+  } else if (*risk == "low") {
+    c.risk = Risk::kLow;
+  } else {
+    return PocBad(PocSub(field, "risk"),
+                  fmt::format("'{}' is not a risk; use high (must-fix), medium (limited-launch) "
+                              "or low (later-optimization)",
+                              *risk));
+  }
+  if (n["preconditions"]) {
+    BERTH_RETURN_IF_ERROR(
+        PocParsePreconditions(n["preconditions"], PocSub(field, "preconditions"), c.preconditions));
+  }
+  const YAML::Node steps = n["steps"];
+  if (!steps || !steps.IsSequence() || steps.size() == 0) {
+    return PocBad(PocSub(field, "steps"), "is required: a list of at least one step");
+  }
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    auto step = PocParseStep(steps[i], fmt::format("{}.steps[{}]", field, i), scope);
+    if (!step) return std::unexpected(step.error());
+    c.steps.push_back(std::move(*step));
+  }
+  return c;
+}
+
+Status PocParseSetup(const YAML::Node& n, Suite& suite, PocScope& scope) {
+  BERTH_RETURN_IF_ERROR(PocOnlyKeys(n, "setup", {"tenants", "identities"}));
+  const YAML::Node tenants = n["tenants"];
+  if (tenants) {
+    if (!tenants.IsSequence()) return PocBad("setup.tenants", "must be a list");
+    for (std::size_t i = 0; i < tenants.size(); ++i) {
+      const std::string field = fmt::format("setup.tenants[{}]", i);
+      if (!tenants[i].IsMap()) return PocBad(field, "must be a mapping with name and queues");
+      auto name = PocString(tenants[i], field, "name", true);
+      if (!name) return std::unexpected(name.error());
+      BERTH_RETURN_IF_ERROR(PocShortName(*name, PocSub(field, "name")));
+      if (!scope.tenants.insert(*name).second) {
+        return PocBad(PocSub(field, "name"), fmt::format("'{}' is set up twice", *name));
+      }
+      YAML::Node body = YAML::Clone(tenants[i]);
+      body.remove("name");
+      suite.tenants.push_back({*name, body.size() == 0 ? std::string() : PocEmit(body)});
+    }
+  }
+  const YAML::Node identities = n["identities"];
+  if (identities) {
+    if (!identities.IsSequence()) return PocBad("setup.identities", "must be a list");
+    for (std::size_t i = 0; i < identities.size(); ++i) {
+      const std::string field = fmt::format("setup.identities[{}]", i);
+      BERTH_RETURN_IF_ERROR(PocOnlyKeys(identities[i], field, {"name", "tenants"}));
+      auto name = PocString(identities[i], field, "name", true);
+      if (!name) return std::unexpected(name.error());
+      BERTH_RETURN_IF_ERROR(PocShortName(*name, PocSub(field, "name")));
+      if (*name == "admin" || !scope.identities.insert(*name).second) {
+        return PocBad(PocSub(field, "name"),
+                      fmt::format("'{}' is taken (admin is the runner's own)", *name));
+      }
+      IdentitySetup id{*name, {}};
+      const YAML::Node roles = identities[i]["tenants"];
+      if (roles) {
+        if (!roles.IsMap()) {
+          return PocBad(PocSub(field, "tenants"), "must map tenants to roles, e.g. {a: member}");
+        }
+        for (const auto& kv : roles) {
+          const auto tenant = kv.first.as<std::string>();
+          const std::string rf = fmt::format("{}.tenants.{}", field, tenant);
+          if (!scope.tenants.contains(tenant)) {
+            return PocBad(rf, "names no tenant of setup.tenants");
+          }
+          const auto role = kv.second.IsScalar() ? kv.second.as<std::string>() : "";
+          if (role != "viewer" && role != "member" && role != "tenant-admin") {
+            return PocBad(rf, "must be viewer, member or tenant-admin");
+          }
+          id.roles[tenant] = role;
+        }
+      }
+      suite.identities.push_back(std::move(id));
+    }
+  }
+  return Ok();
+}
+
+}  // namespace
+
+std::string_view RiskName(Risk risk) {
+  switch (risk) {
+    case Risk::kHigh:
+      return "high";
+    case Risk::kMedium:
+      return "medium";
+    case Risk::kLow:
+      return "low";
+  }
+  return "medium";
+}
+
+std::string_view RiskConclusion(Risk risk) {
+  switch (risk) {
+    case Risk::kHigh:
+      return "must-fix";
+    case Risk::kMedium:
+      return "limited-launch";
+    case Risk::kLow:
+      return "later-optimization";
+  }
+  return "limited-launch";
+}
+
+std::string_view StepKindName(StepKind kind) {
+  switch (kind) {
+    case StepKind::kSubmit:
+      return "submit";
+    case StepKind::kWait:
+      return "wait";
+    case StepKind::kExpect:
+      return "expect";
+    case StepKind::kCancel:
+      return "cancel";
+    case StepKind::kRequest:
+      return "request";
+    case StepKind::kAudit:
+      return "audit";
+  }
+  return "request";
+}
+
+std::string Sha256Hex(std::string_view text) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(text.data(), text.size(), digest, &len, EVP_sha256(), nullptr);
+  std::string hex;
+  for (unsigned int i = 0; i < len; ++i) hex += fmt::format("{:02x}", digest[i]);
+  return hex;
+}
+
+Result<std::string> ExpandPlaceholders(std::string_view text, std::string_view run,
+                                       const std::map<std::string, std::string>& tenants,
+                                       const std::map<std::string, std::string>& jobs) {
+  std::string out;
+  std::size_t at = 0;
+  while (true) {
+    const auto open = text.find("${", at);
+    if (open == std::string_view::npos) break;
+    const auto close = text.find('}', open);
+    if (close == std::string_view::npos) break;
+    out.append(text.substr(at, open - at));
+    const std::string name(text.substr(open + 2, close - open - 2));
+    const std::map<std::string, std::string>* table = nullptr;
+    std::string key;
+    if (name == "run") {
+      out += run;
+    } else if (name.starts_with("tenant.")) {
+      table = &tenants;
+      key = name.substr(7);
+    } else if (name.starts_with("job.")) {
+      table = &jobs;
+      key = name.substr(4);
+    } else {
+      return Fail(Code::kInvalidArgument, fmt::format("${{{}}} is not a placeholder", name));
+    }
+    if (table != nullptr) {
+      auto it = table->find(key);
+      if (it == table->end()) {
+        return Fail(Code::kFailedPrecondition, fmt::format("${{{}}} has no value yet", name));
+      }
+      out += it->second;
+    }
+    at = close + 1;
+  }
+  out.append(text.substr(at));
+  return out;
+}
+
+Result<Suite> ParseSuite(std::string_view text) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    return PocBad("", fmt::format("the suite is not YAML (line {}, column {}): {}", e.mark.line + 1,
+                                  e.mark.column + 1, e.msg));
+  }
+  if (!root.IsMap()) return PocBad("", "a suite is a mapping with name, version and groups");
+  try {
+    BERTH_RETURN_IF_ERROR(PocOnlyKeys(root, "", {"name", "version", "setup", "groups"}));
+    Suite suite;
+    suite.sha256 = Sha256Hex(text);
+    auto name = PocString(root, "", "name", true);
+    if (!name) return std::unexpected(name.error());
+    suite.name = *name;
+    auto version = PocString(root, "", "version", true);
+    if (!version) return std::unexpected(version.error());
+    suite.version = *version;
+    PocScope scope;
+    if (root["setup"]) BERTH_RETURN_IF_ERROR(PocParseSetup(root["setup"], suite, scope));
+    const YAML::Node groups = root["groups"];
+    if (!groups || !groups.IsSequence() || groups.size() == 0) {
+      return PocBad("groups", "is required: a list of groups, each with id, title and cases");
+    }
+    std::set<std::string> case_ids;
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      const std::string gf = fmt::format("groups[{}]", g);
+      BERTH_RETURN_IF_ERROR(PocOnlyKeys(groups[g], gf, {"id", "title", "cases"}));
+      Group group;
+      auto id = PocString(groups[g], gf, "id", true);
+      if (!id) return std::unexpected(id.error());
+      group.id = *id;
+      BERTH_RETURN_IF_ERROR(PocShortName(group.id, PocSub(gf, "id"), 63));
+      auto title = PocString(groups[g], gf, "title", false);
+      if (!title) return std::unexpected(title.error());
+      group.title = title->empty() ? group.id : *title;
+      const YAML::Node cases = groups[g]["cases"];
+      if (!cases || !cases.IsSequence() || cases.size() == 0) {
+        return PocBad(PocSub(gf, "cases"), "is required: a list of at least one case");
+      }
+      for (std::size_t c = 0; c < cases.size(); ++c) {
+        const std::string cf = fmt::format("{}.cases[{}]", gf, c);
+        auto parsed = PocParseCase(cases[c], cf, group, scope);
+        if (!parsed) return std::unexpected(parsed.error());
+        if (!case_ids.insert(parsed->id).second) {
+          return PocBad(PocSub(cf, "id"),
+                        fmt::format("'{}' is another case's id already", parsed->id));
+        }
+        suite.cases.push_back(std::move(*parsed));
+      }
+      suite.groups.push_back(std::move(group));
+    }
+    return suite;
+  } catch (const YAML::Exception& e) {
+    return PocBad("",
+                  fmt::format("the suite could not be read (line {}): {}", e.mark.line + 1, e.msg));
+  }
+}
+
+}  // namespace berth::cli::poc

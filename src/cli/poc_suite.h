@@ -1,0 +1,140 @@
+// `berth poc`: an acceptance suite as data (docs/poc.md). A suite is YAML:
+// the tenants, queues and identities it sets up, and groups of cases, each
+// with its capability, perspective, weight, risk, preconditions, re-test
+// text and steps from a small vocabulary the runner (poc_run.h) interprets.
+// ParseSuite checks everything it can before anything is sent: a bad suite
+// is refused with the field's path (`groups[1].cases[0].steps[2].wait.within`)
+// and the fix, and nothing runs.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+
+namespace berth::cli::poc {
+
+// What failing a case means for the launch (the three lists).
+enum class Risk { kHigh, kMedium, kLow };
+std::string_view RiskName(Risk risk);  // "high", "medium", "low"
+// "must-fix", "limited-launch", "later-optimization".
+std::string_view RiskConclusion(Risk risk);
+
+// The capabilities and perspectives a case is scored under, in report order.
+inline constexpr std::string_view kPocCapabilities[] = {
+    "resource-management",  "queues-and-quota",         "orchestration",
+    "inference-elasticity", "observation-and-metering", "permissions-and-audit"};
+inline constexpr std::string_view kPocPerspectives[] = {"business", "platform", "operations",
+                                                        "finance"};
+
+// A tenant the suite sets up: a top-level queue of the policy named
+// "<run>-<name>", with `body` (YAML: quota, over_quota, children, ...)
+// beside its name.
+struct TenantSetup {
+  std::string name;
+  std::string body;  // a YAML mapping without `name`
+};
+
+// An identity the suite creates ("<run>-<name>") with a role per tenant
+// (the suite's short tenant names) and a token of its own.
+struct IdentitySetup {
+  std::string name;
+  std::map<std::string, std::string> roles;  // tenant -> viewer|member|tenant-admin
+};
+
+// What the API must be able to show for a case to run; an unmet one makes
+// the case skipped, never passed. A precondition the API cannot tell (podman,
+// a gateway, a standby) counts as unmet and says so.
+struct Preconditions {
+  std::optional<std::int64_t> nodes;  // Ready nodes, at least
+  std::optional<std::int64_t> gpus;   // healthy GPUs, at least
+  std::optional<std::string> gpu_model;
+  bool podman = false;
+  bool gateway = false;
+  bool standby = false;
+};
+
+enum class StepKind { kSubmit, kWait, kExpect, kCancel, kRequest, kAudit };
+std::string_view StepKindName(StepKind kind);
+
+// One step. Strings may hold ${run}, ${tenant.NAME} and ${job.NAME} (a job
+// bound by an earlier submit of the same case), expanded when it runs.
+struct Step {
+  StepKind kind = StepKind::kRequest;
+  std::string field;  // "groups[0].cases[1].steps[2]", for messages
+  std::string as;     // an identity of the setup, or "admin" (the runner)
+  // submit: binds `bind` to the new job; with `status`, expects a refusal.
+  std::string bind;
+  std::string spec;  // YAML
+  // wait, expect, cancel: the bound job.
+  std::string job;
+  std::vector<std::string> states;  // wait: any of these (and reason_code, if given)
+  std::int64_t within_ms = 0;       // wait
+  // expect
+  std::string state;
+  std::string failure_class;
+  std::string reason_code;  // wait, expect
+  std::optional<std::int64_t> failures;
+  // request
+  std::string method;  // GET or POST
+  std::string path;
+  std::string body;
+  std::optional<int> status;  // submit, request
+  std::vector<std::string> contains;
+  std::vector<std::string> not_contains;
+  // audit: a record with this action and object (and actor) exists
+  std::string action;
+  std::string object;
+  std::string actor;  // an identity of the setup, or "" for anyone
+};
+
+struct Case {
+  std::string id;
+  std::string group;  // the group's id
+  std::string title;
+  std::string capability;
+  std::string perspective;
+  std::int64_t weight = 1;
+  Risk risk = Risk::kMedium;
+  Preconditions preconditions;
+  std::string retest;
+  std::vector<Step> steps;
+};
+
+struct Group {
+  std::string id;
+  std::string title;
+};
+
+struct Suite {
+  std::string name;
+  std::string version;
+  std::vector<TenantSetup> tenants;
+  std::vector<IdentitySetup> identities;
+  std::vector<Group> groups;
+  std::vector<Case> cases;  // every group's, in order
+  std::string sha256;       // of the suite's text, hex
+};
+
+// Parses and checks a suite. Errors are InvalidArgument with `field` the
+// path of the offending value.
+Result<Suite> ParseSuite(std::string_view text);
+
+// The default suite (deploy/poc/default-suite.yaml, compiled in).
+std::string_view DefaultSuiteText();
+
+// Lower-case hex SHA-256 of `text`.
+std::string Sha256Hex(std::string_view text);
+
+// "${run}", "${tenant.a}" and "${job.train}" replaced; an unknown tenant or
+// job is an error naming the placeholder.
+Result<std::string> ExpandPlaceholders(std::string_view text, std::string_view run,
+                                       const std::map<std::string, std::string>& tenants,
+                                       const std::map<std::string, std::string>& jobs);
+
+}  // namespace berth::cli::poc

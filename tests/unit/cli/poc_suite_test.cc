@@ -1,0 +1,200 @@
+// `berth poc` suites as data: the built-in suite parses and covers the five
+// groups; every kind of bad suite is refused with the path of the field at
+// fault and a fix; placeholders expand or say what is missing.
+#include "cli/poc_suite.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+namespace berth::cli::poc {
+namespace {
+
+// A small valid suite; tests break one field of it at a time.
+std::string PocSmallSuite(const std::string& wait_within = "30s",
+                          const std::string& capability = "orchestration",
+                          const std::string& risk = "high") {
+  return "name: small\n"
+         "version: 2\n"
+         "setup:\n"
+         "  tenants:\n"
+         "    - {name: a, children: [{name: batch}]}\n"
+         "  identities:\n"
+         "    - {name: alice, tenants: {a: member}}\n"
+         "groups:\n"
+         "  - id: g1\n"
+         "    title: First\n"
+         "    cases:\n"
+         "      - id: one\n"
+         "        title: inventory\n"
+         "        capability: resource-management\n"
+         "        perspective: platform\n"
+         "        risk: low\n"
+         "        retest: berth gpus\n"
+         "        steps:\n"
+         "          - request: {get: /v1/gpus, contains: model}\n"
+         "  - id: g2\n"
+         "    title: Second\n"
+         "    cases:\n"
+         "      - id: two\n"
+         "        title: runs\n"
+         "        capability: " +
+         capability +
+         "\n"
+         "        perspective: business\n"
+         "        weight: 3\n"
+         "        risk: " +
+         risk +
+         "\n"
+         "        preconditions: {gpus: 2, podman: true}\n"
+         "        retest: berth submit\n"
+         "        steps:\n"
+         "          - submit: {as: alice, bind: j, job: {name: x, tenant: '${tenant.a}', "
+         "command: ['true']}}\n"
+         "          - wait: {job: j, states: [Succeeded], within: " +
+         wait_within +
+         "}\n"
+         "          - expect: {job: j, state: Succeeded}\n"
+         "          - request: {as: alice, get: '/v1/jobs/${job.j}/logs', status: 200}\n";
+}
+
+TEST(PocSuite, TheBuiltInSuiteParsesAndCoversTheFiveGroupsAndEveryCapability) {
+  auto suite = ParseSuite(DefaultSuiteText());
+  ASSERT_TRUE(suite.has_value()) << suite.error().field << ": " << suite.error().message;
+  std::set<std::string> groups;
+  for (const auto& g : suite->groups) groups.insert(g.id);
+  EXPECT_EQ(groups, (std::set<std::string>{"resource-profile", "multi-tenant-queues", "training",
+                                           "inference", "fault-recovery"}));
+  std::set<std::string> capabilities;
+  for (const auto& c : suite->cases) capabilities.insert(c.capability);
+  EXPECT_EQ(capabilities.size(), std::size(kPocCapabilities));
+  EXPECT_GE(suite->cases.size(), 8U);
+  EXPECT_LE(suite->cases.size(), 14U);
+  EXPECT_EQ(suite->sha256, Sha256Hex(DefaultSuiteText()));
+}
+
+TEST(PocSuite, ASmallSuiteReadsEveryField) {
+  auto suite = ParseSuite(PocSmallSuite());
+  ASSERT_TRUE(suite.has_value()) << suite.error().field << ": " << suite.error().message;
+  EXPECT_EQ(suite->name, "small");
+  EXPECT_EQ(suite->version, "2");
+  ASSERT_EQ(suite->tenants.size(), 1U);
+  EXPECT_EQ(suite->tenants[0].name, "a");
+  EXPECT_NE(suite->tenants[0].body.find("batch"), std::string::npos);
+  ASSERT_EQ(suite->identities.size(), 1U);
+  EXPECT_EQ(suite->identities[0].roles.at("a"), "member");
+  ASSERT_EQ(suite->cases.size(), 2U);
+  const Case& two = suite->cases[1];
+  EXPECT_EQ(two.group, "g2");
+  EXPECT_EQ(two.weight, 3);
+  EXPECT_EQ(two.risk, Risk::kHigh);
+  EXPECT_EQ(two.preconditions.gpus, 2);
+  EXPECT_TRUE(two.preconditions.podman);
+  ASSERT_EQ(two.steps.size(), 4U);
+  EXPECT_EQ(two.steps[0].kind, StepKind::kSubmit);
+  EXPECT_EQ(two.steps[0].as, "alice");
+  EXPECT_EQ(two.steps[0].bind, "j");
+  EXPECT_NE(two.steps[0].spec.find("${tenant.a}"), std::string::npos);
+  EXPECT_EQ(two.steps[1].within_ms, 30'000);
+  EXPECT_EQ(two.steps[2].as, "admin");  // the runner's own, by default
+  EXPECT_EQ(two.steps[3].status, 200);
+  EXPECT_EQ(two.steps[1].field, "groups[1].cases[0].steps[1]");
+  EXPECT_EQ(suite->cases[0].weight, 1);  // the default weight
+}
+
+struct PocBadSuite {
+  std::string text;
+  std::string field;
+  std::string says;  // part of the message: the fix
+};
+
+TEST(PocSuite, BadSuitesNameTheFieldAndTheFix) {
+  const std::string good = PocSmallSuite();
+  auto replace = [&good](const std::string& from, const std::string& to) {
+    std::string s = good;
+    const auto at = s.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    s.replace(at, from.size(), to);
+    return s;
+  };
+  const PocBadSuite cases[] = {
+      {PocSmallSuite("soon"), "groups[1].cases[0].steps[1].wait.within", "30s"},
+      {PocSmallSuite("2h"), "groups[1].cases[0].steps[1].wait.within", "1h"},
+      {PocSmallSuite("30s", "speed"), "groups[1].cases[0].capability", "resource-management"},
+      {PocSmallSuite("30s", "orchestration", "urgent"), "groups[1].cases[0].risk", "must-fix"},
+      {replace("wait: {job: j,", "wait: {job: k,"), "groups[1].cases[0].steps[1].wait.job",
+       "earlier submit"},
+      {replace("${job.j}", "${job.nope}"), "groups[1].cases[0].steps[3].request", "earlier submit"},
+      {replace("${tenant.a}", "${tenant.z}"), "groups[1].cases[0].steps[0].submit.job",
+       "setup.tenants"},
+      {replace("${tenant.a}", "${tenants.a}"), "groups[1].cases[0].steps[0].submit.job", "${run}"},
+      {replace("as: alice, bind", "as: mallory, bind"), "groups[1].cases[0].steps[0].submit.as",
+       "setup.identities"},
+      {replace("request: {get: /v1/gpus", "fetch: {get: /v1/gpus"),
+       "groups[0].cases[0].steps[0].fetch", "submit, wait"},
+      {replace("states: [Succeeded]", "states: [Done]"),
+       "groups[1].cases[0].steps[1].wait.states[0]", "Succeeded"},
+      {replace("get: /v1/gpus", "get: v1/gpus"), "groups[0].cases[0].steps[0].request.get",
+       "starting with '/'"},
+      {replace("status: 200", "status: 2000"), "groups[1].cases[0].steps[3].request.status",
+       "100 to 599"},
+      {replace("        retest: berth gpus\n", ""), "groups[0].cases[0].retest", "required"},
+      {replace("perspective: platform", "perspective: marketing"), "groups[0].cases[0].perspective",
+       "finance"},
+      {replace("weight: 3", "weight: 0"), "groups[1].cases[0].weight", "1 to 100"},
+      {replace("{gpus: 2, podman: true}", "{gpus: 2, podman: maybe}"),
+       "groups[1].cases[0].preconditions.podman", "true or false"},
+      {replace("{gpus: 2, podman: true}", "{gpus: 2, cuda: 12}"),
+       "groups[1].cases[0].preconditions.cuda", "gpu_model"},
+      {replace("{a: member}", "{a: owner}"), "setup.identities[0].tenants.a", "viewer"},
+      {replace("{a: member}", "{c: member}"), "setup.identities[0].tenants.c", "setup.tenants"},
+      {replace("id: two", "id: one"), "groups[1].cases[0].id", "another case"},
+      {replace("id: two", "id: Two!"), "groups[1].cases[0].id", "a-z"},
+      {replace("expect: {job: j, state: Succeeded}", "expect: {job: j}"),
+       "groups[1].cases[0].steps[2].expect", "failure_class"},
+      {replace("name: small\n", "name: small\ncolour: red\n"), "colour", "unknown field"},
+      {"groups: [\n", "", "not YAML"},
+      {"- a\n- b\n", "", "mapping"},
+  };
+  for (const auto& bad : cases) {
+    auto suite = ParseSuite(bad.text);
+    ASSERT_FALSE(suite.has_value()) << bad.field;
+    EXPECT_EQ(suite.error().code, Code::kInvalidArgument);
+    EXPECT_EQ(suite.error().field, bad.field) << suite.error().message;
+    EXPECT_NE(suite.error().message.find(bad.says), std::string::npos)
+        << bad.field << ": " << suite.error().message;
+  }
+}
+
+TEST(PocSuite, PlaceholdersExpandOrSayWhatIsMissing) {
+  const std::map<std::string, std::string> tenants{{"a", "poc-x-a"}};
+  const std::map<std::string, std::string> jobs{{"j", "42"}};
+  auto text =
+      ExpandPlaceholders("${run}: /v1/jobs/${job.j} of ${tenant.a}", "poc-x", tenants, jobs);
+  ASSERT_TRUE(text.has_value());
+  EXPECT_EQ(*text, "poc-x: /v1/jobs/42 of poc-x-a");
+  auto missing = ExpandPlaceholders("${job.k}", "poc-x", tenants, jobs);
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_NE(missing.error().message.find("job.k"), std::string::npos);
+  EXPECT_FALSE(ExpandPlaceholders("${other}", "poc-x", tenants, jobs).has_value());
+  EXPECT_EQ(*ExpandPlaceholders("no placeholder $HOME", "r", tenants, jobs),
+            "no placeholder $HOME");
+}
+
+TEST(PocSuite, TheSuiteHashIsSha256OfItsText) {
+  EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  auto a = ParseSuite(PocSmallSuite());
+  auto b = ParseSuite(PocSmallSuite() + "# a comment changes the hash\n");
+  ASSERT_TRUE(a && b);
+  EXPECT_NE(a->sha256, b->sha256);
+}
+
+TEST(PocSuite, RisksMapToTheThreeConclusions) {
+  EXPECT_EQ(RiskConclusion(Risk::kHigh), "must-fix");
+  EXPECT_EQ(RiskConclusion(Risk::kMedium), "limited-launch");
+  EXPECT_EQ(RiskConclusion(Risk::kLow), "later-optimization");
+}
+
+}  // namespace
+}  // namespace berth::cli::poc
