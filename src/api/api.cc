@@ -138,7 +138,11 @@ void Api::Register(http::Server& http) {
 
   // Liveness, and readiness to take requests: the API answers only on the
   // berthd that leads (a standby answers both itself, berthd_main.cc).
-  auto role = [this] { return leadership_ ? leadership_() : json{{"role", "single"}}; };
+  auto role = [this] {
+    json body = leadership_ ? leadership_() : json{{"role", "single"}};
+    if (!version_.empty()) body["version"] = version_;
+    return body;
+  };
   Route(http, "GET", "/healthz", open, [role](const http::Request&, http::Response& res) {
     json body = role();
     body["status"] = "ok";

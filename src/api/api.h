@@ -88,6 +88,9 @@ class Api {
   // (--events-recheck): a revoked token, an expired session or a lost
   // membership ends or narrows it within this time.
   void set_events_recheck_ms(std::int64_t ms) { events_recheck_ms_ = ms; }
+  // The release /healthz and /readyz name (a rolling upgrade shows which
+  // berthd runs what; `berth poc` records it).
+  void set_version(std::string version) { version_ = std::move(version); }
   // Services' request history by hour, for the operations report.
   void set_traffic(store::ServiceTrafficStore* traffic) { traffic_ = traffic; }
   // The service controller, woken after each change to a service and asked
@@ -316,6 +319,7 @@ class Api {
   ServerMetrics* metrics_ = nullptr;
   store::TelemetryStore* telemetry_ = nullptr;
   std::int64_t events_recheck_ms_ = 30'000;
+  std::string version_;
   store::ServiceTrafficStore* traffic_ = nullptr;
   ServiceController* services_ = nullptr;
   OpsUtilizationSource ops_utilization_;

@@ -169,6 +169,7 @@ std::vector<std::vector<std::string>> PocEnvRows(const json& env) {
   return {
       {"cluster (--allow-on)", Text(env, "cluster")},
       {"server", Text(env, "server")},
+      {"berthd version (GET /healthz)", Text(env, "berthd_version")},
       {"Berth API version (GET /v1/openapi.json)", Text(env, "api_version")},
       {"berth CLI version", Text(env, "cli_version")},
       {"control plane role (GET /healthz)", Text(env, "role")},

@@ -172,6 +172,7 @@ json PocRunner::Fingerprint() {
   env["api_version"] = openapi ? Text(*openapi, "info.version") : "-";
   auto health = PocGet(admin_, "/healthz");
   env["role"] = Text(health.doc, "role");
+  env["berthd_version"] = Text(health.doc, "version");
   auto nodes = admin_.Get("/v1/nodes");
   if (nodes) nodes_ = Array(*nodes, "nodes");
   auto gpus = admin_.Get("/v1/gpus");

@@ -609,6 +609,7 @@ void AnswerAsStandby(const berth::store::Leadership& lead, berth::TimeMs now,
   const berth::store::LeaseState lease = lead.last_seen();
   nlohmann::json body = LeaseJson(lead, now);
   body["role"] = "standby";
+  body["version"] = BERTH_VERSION;
   if (req.path == "/healthz") {
     body["status"] = "ok";
     res.status = 200;
@@ -955,6 +956,7 @@ berth::Status StartApi(const BerthdFlags& f, const Settings& s, Daemon& d) {
   api.set_max_body_bytes(max_body_bytes);
   api.set_report_max_rows(static_cast<std::size_t>(f.report_max_rows));
   api.set_events_recheck_ms(s.events_recheck_ms);
+  api.set_version(BERTH_VERSION);
   api.set_max_services_per_tenant(static_cast<std::size_t>(f.max_services_per_tenant));
   if (f.rate_limit > 0) api.set_rate_limiter(&*d.limiter);
   api.set_meter(&*d.meter);

@@ -132,6 +132,8 @@ TEST_F(PocTest, TheDefaultSuitePassesWhatItCanJudgeSkipsHonestlyAndCleansUp) {
   EXPECT_TRUE(timed) << "no succeeded sample with its queueing and run time";
   EXPECT_EQ(report["environment"]["policy_version_before"], version_before);
   EXPECT_EQ(report["environment"]["gpus"], 8);
+  // berthd's release, from GET /healthz: the one the CLI was built with.
+  EXPECT_EQ(report["environment"]["berthd_version"], report["environment"]["cli_version"]);
   EXPECT_EQ(report["environment"]["suite"]["sha256"].get<std::string>().size(), 64U);
   EXPECT_TRUE(report["conclusions"]["must_fix"].empty());
 
