@@ -218,7 +218,13 @@ function Panel({ s, index }: { s: QuotaSeries; index: number }) {
                 </text>
               )}
               {i % every === 0 && (
-                <text class="label" x={b.x} y={H - 4}>
+                // The last day's date ends at the chart's right edge.
+                <text
+                  class="label"
+                  x={i === bars.length - 1 ? b.x + b.width : b.x}
+                  y={H - 4}
+                  text-anchor={i === bars.length - 1 && i > 0 ? 'end' : undefined}
+                >
                   {d.day.slice(5)}
                 </text>
               )}
