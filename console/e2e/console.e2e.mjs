@@ -13,7 +13,10 @@
 // from navigation to every cell in the DOM, printed, not asserted.
 // The tenant page: a member of blue sees blue's queues with a running job's
 // GPU counted as used in its queue and the parent, as GET /v1/queues says,
-// and no answer its page got holds red's queues or jobs; blue's tenant-admin files a quota request from the
+// and no answer its page got holds red's queues or jobs, and the chart of
+// its queues' use over the last 14 days (an image per queue with a title
+// and a description) with its table alternative showing the figures of the
+// GET /v1/usage?by=queue,day answer it got; blue's tenant-admin files a quota request from the
 // form (a bad amount gets the server's message on its field); the platform
 // admin rejects nothing without a comment and approves it, and the API
 // shows the new policy version; a member of red gets an error for blue's
@@ -868,6 +871,33 @@ try {
     usageByQueue.json.total.cost,
     "the page's cost is the API's",
   );
+  // Quota over the last 14 days: a chart per queue (an image with a title
+  // and a description) and its table alternative, with the figures of the
+  // GET /v1/usage?by=queue,day answer the page received.
+  await tm.page.waitForSelector('#tenant-history .panel svg[role="img"]');
+  assert.deepEqual(await tm.page.locator('#tenant-history .panel').evaluateAll((ps) => ps.map((p) => p.dataset.queue)), ['blue', 'blue/main']);
+  for (const svg of await tm.page.locator('#tenant-history svg[role="img"]').all()) {
+    const [titleId, descId] = (await svg.getAttribute('aria-labelledby')).split(' ');
+    assert.ok((await tm.page.textContent(`[id="${titleId}"]`)).trim().length > 0, 'the chart has a title');
+    assert.ok((await tm.page.textContent(`[id="${descId}"]`)).trim().length > 0, 'the chart has a description');
+  }
+  const historyAnswer = tm.answers.find((r) => new URL(r.url).pathname === '/v1/usage' && new URL(r.url).searchParams.get('by') === 'queue,day');
+  assert.ok(historyAnswer, 'the page asked GET /v1/usage?by=queue,day');
+  assert.equal(new URL(historyAnswer.url).search, '?by=queue,day&tenant=blue&from=14d');
+  const history = JSON.parse(historyAnswer.body);
+  await tm.page.click('#tenant-history-table summary');
+  const dayRows = await tm.page.locator('#tenant-history-table tbody tr').evaluateAll((rs) => rs.map((r) => r.dataset.day));
+  assert.ok(dayRows.length >= 14 && dayRows.length <= 15, `a row per day of the window: ${dayRows}`);
+  const today = new Date(history.to_ms - 1).toISOString().slice(0, 10);
+  assert.equal(dayRows[dayRows.length - 1], today, 'the last row is today (UTC)');
+  const mainToday = history.rows.filter((r) => r.key.queue === 'blue/main' && r.key.day === today).reduce((n, r) => n + r.mgpu_ms, 0);
+  assert.ok(mainToday > 0, "blue's runner's GPU time today is in the answer");
+  assert.equal(
+    (await tm.page.textContent(`#tenant-history-table tr[data-day="${today}"] td[data-queue="blue/main"]`)).trim(),
+    String(Math.round((mainToday / 3_600_000_000) * 1000) / 1000),
+    "the table's figure is the answer's (no GPU quota: the use alone)",
+  );
+  assert.ok(await tm.page.isVisible('#tenant-history-table table'), 'the table opens');
   await axe(tm.page, 'tenant (member)');
   assert.deepEqual(tm.problems, []);
   await tm.context.close();

@@ -260,7 +260,7 @@ try {
     { name: 'submit', path: '/ui/submit', ready: '#submit-form' },
     { name: 'fleet', path: '/ui/fleet', ready: '#fleet-map .gpu' },
     { name: 'node', path: '/ui/fleet/infer-a', ready: '#node-events tbody tr' },
-    { name: 'tenant', path: '/ui/tenants/nlp', ready: '#tenant-requests tr[data-request], #tenant-queues tr[data-queue="nlp/pretrain"]', all: ['#tenant-requests tr[data-request]', '#tenant-queues tr[data-queue="nlp/pretrain"]', '#cost-by-queue'] },
+    { name: 'tenant', path: '/ui/tenants/nlp', ready: '#tenant-requests tr[data-request], #tenant-queues tr[data-queue="nlp/pretrain"]', all: ['#tenant-requests tr[data-request]', '#tenant-queues tr[data-queue="nlp/pretrain"]', '#tenant-history .panel svg', '#cost-by-queue'] },
     { name: 'policy', path: '/ui/policy', ready: '#policy-versions' },
     { name: 'policy-diff', path: `/ui/policy/diff?from=${firstVersion}&to=${secondVersion}`, ready: '#diff-lines' },
     { name: 'cost', path: '/ui/cost', ready: '#cost-by-tenant tbody tr', all: ['#cost-by-tenant tbody tr', '#cost-budgets tbody tr'] },

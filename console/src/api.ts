@@ -949,6 +949,13 @@ export class BerthApi {
     return this.call('GET', `/v1/usage?${new URLSearchParams({ by, tenant })}`);
   }
 
+  // `tenant`'s GPU time per queue and UTC day over the last `from` (a
+  // duration back from now, as berthd reads it: "14d"), for the tenant
+  // page's quota-over-time chart.
+  usageByQueueDay(tenant: string, from: string): Promise<Usage> {
+    return this.call('GET', `/v1/usage?by=queue,day&tenant=${encodeURIComponent(tenant)}&from=${encodeURIComponent(from)}`);
+  }
+
   // Usage grouped by `by` (tenant; day,tenant) over [from, to) in epoch ms,
   // of every tenant the caller may read: berthd scopes it, so the console
   // names no tenant. `to` left out: up to now.

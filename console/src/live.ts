@@ -10,7 +10,11 @@
 //   start() (after sign-in) opens it; state 'reconnecting' until `hello`.
 //   `hello`: 'live'. On the session's first stream, or a new server epoch,
 //     every subscriber is told to refetch: what happened before the stream
-//     was up is not replayed to it.
+//     was up is not replayed to it. On the session's first stream a view
+//     whose last fetch started at or after the hello's arrival is not told
+//     (SubscribeOptions.fetchedAt): that fetch already saw everything the
+//     stream will not replay, and a second one (the 10,000-GPU map's 5.5 MB)
+//     would change nothing.
 //   A dropped connection: the browser reconnects by itself (after the
 //     server's `retry:`), sending Last-Event-ID; berthd replays what was
 //     missed, or sends `reset` when it cannot. State 'reconnecting' meanwhile.
@@ -73,6 +77,13 @@ export interface SubscribeOptions {
   // ...and the least time between two tellings (default delayMs): a view
   // whose answer is costly asks at most this often however busy the stream.
   minIntervalMs?: number;
+  // When the view's last fetch started (the hub's clock, LiveHub.now), or
+  // null if unknown. Read when a refetch for the session's first `hello` is
+  // due: a fetch that started at or after that hello's arrival makes it
+  // needless, and the view is not told (unless events are waiting). Without
+  // it, every view refetches on that hello. A reset, a new epoch or
+  // too many waiting events always refetch.
+  fetchedAt?: () => number | null;
 }
 
 // The part of the browser's EventSource the hub uses.
@@ -123,6 +134,9 @@ const DEFAULT_DELAY_MS = 300;
 class Subscription {
   private pending: LiveEvent[] = [];
   private resync = false;
+  // The arrival of the first hello whose refetch is due, or null: that
+  // refetch is dropped at fire time if the view fetched since (fetchedAt).
+  private helloAt: number | null = null;
   private timer: unknown = null;
   private last = -Infinity;
   private readonly delayMs: number;
@@ -153,8 +167,11 @@ class Subscription {
     this.schedule();
   }
 
-  refetch() {
-    this.resync = true;
+  // Refetch everything; `helloAt`: only if the view's last fetch started
+  // before that time (the session's first hello), else unconditionally.
+  refetch(helloAt?: number) {
+    if (helloAt === undefined || !this.opts.fetchedAt) this.resync = true;
+    else this.helloAt = Math.min(this.helloAt ?? helloAt, helloAt);
     this.schedule();
   }
 
@@ -163,6 +180,19 @@ class Subscription {
     this.timer = null;
     this.pending = [];
     this.resync = false;
+    this.helloAt = null;
+  }
+
+  // Whether the refetch asked for by the first hello is still needed.
+  private staleSinceHello(): boolean {
+    if (this.helloAt === null) return false;
+    let started: number | null = null;
+    try {
+      started = this.opts.fetchedAt?.() ?? null;
+    } catch {
+      started = null;
+    }
+    return started === null || started < this.helloAt;
   }
 
   private schedule() {
@@ -174,10 +204,15 @@ class Subscription {
 
   private fire() {
     this.timer = null;
-    this.last = this.timers.now();
-    const batch: Batch = { events: this.pending, resync: this.resync };
+    const resync = this.resync || this.staleSinceHello();
+    const events = this.pending;
     this.pending = [];
     this.resync = false;
+    this.helloAt = null;
+    // Only a first hello's refetch was due, and the view fetched since.
+    if (!resync && events.length === 0) return;
+    this.last = this.timers.now();
+    const batch: Batch = { events, resync };
     try {
       this.handler(batch);
     } catch {
@@ -230,6 +265,7 @@ export class LiveHub {
   private current: LiveState = 'polling';
   private session: LiveSession | null = null;
   private epoch: string | null = null;
+  private greetedOnce = false; // a hello arrived in this session
   private lastId = ''; // the id of the last event heard in this session
   private retryTimer: unknown = null;
   private nextRetryMs: number;
@@ -250,6 +286,11 @@ export class LiveHub {
     return this.current;
   }
 
+  // The hub's clock: what a view's SubscribeOptions.fetchedAt answers in.
+  now(): number {
+    return this.timers.now();
+  }
+
   // Whether a session is open (start() without stop() or `end` since).
   get running(): boolean {
     return this.session !== null;
@@ -260,6 +301,7 @@ export class LiveHub {
     if (this.session) return;
     this.session = session;
     this.epoch = null;
+    this.greetedOnce = false;
     this.lastId = '';
     this.nextRetryMs = this.retryMs;
     if (!this.source) return this.setState('polling');
@@ -290,6 +332,29 @@ export class LiveHub {
     };
   }
 
+  // Resolves once the session's first stream said hello, or the browser
+  // gave up on it, or after `maxMs` (also when no session starts meanwhile):
+  // a costly view waits this long before its first fetch, so that the fetch
+  // starts after the hello and the hello's refetch is not needed (see
+  // SubscribeOptions.fetchedAt). At once when there is nothing to wait for.
+  settled(maxMs: number): Promise<void> {
+    const done = () => this.greetedOnce || !this.source || (this.session !== null && this.current === 'polling');
+    if (done() || maxMs <= 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      let off = () => undefined as unknown;
+      const timer = this.timers.set(() => {
+        off();
+        resolve();
+      }, maxMs);
+      off = this.onState(() => {
+        if (!done()) return;
+        off();
+        this.timers.clear(timer);
+        resolve();
+      });
+    });
+  }
+
   // Calls `fn` with each new state; returns the unsubscribe.
   onState(fn: (s: LiveState) => void): () => void {
     this.listeners.add(fn);
@@ -302,8 +367,10 @@ export class LiveHub {
     for (const fn of [...this.listeners]) fn(s);
   }
 
-  private resyncAll() {
-    for (const sub of this.subs) sub.refetch();
+  // Every subscriber refetches; `helloAt` (the session's first hello): only
+  // those whose last fetch started before it.
+  private resyncAll(helloAt?: number) {
+    for (const sub of this.subs) sub.refetch(helloAt);
   }
 
   private closeSource() {
@@ -333,12 +400,16 @@ export class LiveHub {
       mine((ev) => {
         const d = parse(ev.data);
         const epoch = typeof d?.epoch === 'string' ? d.epoch : null;
+        // The session's first hello (nothing before it replayed), or a
+        // berthd with another epoch (its history is not ours).
+        const first = !this.greetedOnce;
+        this.greetedOnce = true;
         const gap = !greeted || epoch !== this.epoch;
         greeted = true;
         this.epoch = epoch;
         this.nextRetryMs = this.retryMs;
         this.setState('live');
-        if (gap) this.resyncAll();
+        if (gap) this.resyncAll(first ? this.timers.now() : undefined);
       }),
     );
     for (const topic of TOPICS) {

@@ -1,7 +1,8 @@
 // The tenant view's arithmetic, kept out of the page so it can be tested
 // alone: which tenants a caller may open, each queue's row of the queues
 // table, who may file and decide quota requests, and the quota request a
-// form becomes.
+// form becomes; and the quota-over-time chart's series: GPU-hours per UTC
+// day for each queue against its guarantee, and the days it borrowed.
 //
 // The numbers of a queue are Berth's own (GET /v1/queues): berthd adds up
 // what the live runs of the Scheduled and Running jobs of the queue and the
@@ -9,7 +10,8 @@
 // caller's tenants' queues. This module only turns milli-GPUs into GPUs and
 // indents a queue below its parent; it computes no use of its own.
 
-import type { Caller, PolicyQueue, QueueUsage } from './api';
+import type { Caller, PolicyQueue, QueueUsage, Usage } from './api';
+import { daysOf, MGPU_MS_PER_GPU_HOUR } from './cost';
 
 // A quota amount as the API's JSON has it: milli-GPUs.
 export const MGPU = 1000;
@@ -165,3 +167,137 @@ export function tokenState(t: { revoked_ms: number | null; expires_ms: number | 
   if (t.expires_ms !== null && t.expires_ms <= now) return 'expired';
   return 'active';
 }
+
+// The quota-over-time chart: GPU-hours per UTC day for each queue of the
+// tenant (GET /v1/usage?by=queue,day&tenant=T&from=14d) against its
+// guarantee. A queue's use counts its children's, as GET /v1/queues' does
+// (a parent's guarantee covers the queues below it). The guarantee is
+// today's (the policy's now, from GET /v1/queues): a day's reference is
+// guaranteed GPUs × the hours of that day inside the window, 24 for every
+// day but the first and the last (today, so far). A day is borrowed when
+// the queue used more than that: it ran above its guarantee, on GPUs
+// lent by others. Figures are berthd's exact mgpu_ms, compared exactly.
+export const HISTORY_DAYS = 14;
+const DAY_MS = 86_400_000;
+
+export interface QuotaDay {
+  day: string; // YYYY-MM-DD (UTC)
+  hours: number; // the hours of the day inside the window
+  mgpuMs: number; // used, the queue's and its children's
+  gpuHours: number;
+  guaranteeGpuHours: number | null; // null: the queue has no GPU quota
+  borrowed: boolean; // used more than the guarantee that day
+}
+
+export interface QuotaSeries {
+  queue: string;
+  depth: number;
+  guaranteed: number | null; // GPUs; null: no GPU quota
+  days: QuotaDay[];
+  borrowedDays: string[];
+  max: number; // GPU-hours: the highest bar or reference line, at least 1
+}
+
+// The part of [from, to) that falls on each UTC day, in ms.
+function dayOverlap(day: string, from: number, to: number): number {
+  const start = Date.parse(`${day}T00:00:00Z`);
+  return Math.max(0, Math.min(to, start + DAY_MS) - Math.max(from, start));
+}
+
+// Whether `queue` is `ancestor` or one of the queues below it.
+function within(queue: string, ancestor: string, parentOf: ReadonlyMap<string, string | null>): boolean {
+  const seen = new Set<string>();
+  for (let q: string | null | undefined = queue; q && !seen.has(q); q = parentOf.get(q)) {
+    if (q === ancestor) return true;
+    seen.add(q);
+  }
+  return false;
+}
+
+// One series per queue of `tenant` in GET /v1/queues' order (a queue of
+// another tenant is left out), every day of the usage answer's window (a
+// day without use is 0). A usage row for a queue GET /v1/queues does not
+// list (gone from the policy) is counted in no series.
+export function quotaHistory(queues: readonly QueueUsage[], usage: Pick<Usage, 'rows' | 'from_ms' | 'to_ms'>, tenant: string): QuotaSeries[] {
+  const rows = queueRows(queues, tenant);
+  const mine = queues.filter((q) => q.tenant === tenant);
+  const parentOf = new Map(mine.map((q) => [q.queue, q.parent]));
+  const days = daysOf(usage.from_ms, usage.to_ms) ?? [];
+  // Used per queue (its own jobs) and day.
+  const own = new Map<string, Map<string, number>>();
+  for (const r of usage.rows) {
+    const q = r.key.queue ?? '';
+    const d = r.key.day ?? '';
+    const m = own.get(q) ?? new Map<string, number>();
+    m.set(d, (m.get(d) ?? 0) + r.mgpu_ms);
+    own.set(q, m);
+  }
+  return rows.map((row) => {
+    const guaranteedMgpu = mine.find((q) => q.queue === row.path)?.guaranteed_mgpu ?? null;
+    const below = [...own.keys()].filter((q) => parentOf.has(q) && within(q, row.path, parentOf));
+    const series = days.map((day): QuotaDay => {
+      const span = dayOverlap(day, usage.from_ms, usage.to_ms);
+      const mgpuMs = below.reduce((n, q) => n + (own.get(q)?.get(day) ?? 0), 0);
+      const guaranteeMgpuMs = guaranteedMgpu === null ? null : guaranteedMgpu * span;
+      return {
+        day,
+        hours: span / 3_600_000,
+        mgpuMs,
+        gpuHours: mgpuMs / MGPU_MS_PER_GPU_HOUR,
+        guaranteeGpuHours: guaranteeMgpuMs === null ? null : guaranteeMgpuMs / MGPU_MS_PER_GPU_HOUR,
+        borrowed: guaranteeMgpuMs !== null && mgpuMs > guaranteeMgpuMs,
+      };
+    });
+    const max = Math.max(1, ...series.map((d) => Math.max(d.gpuHours, d.guaranteeGpuHours ?? 0)));
+    return {
+      queue: row.path,
+      depth: row.depth,
+      guaranteed: row.quota ? row.quota.guaranteed : null,
+      days: series,
+      borrowedDays: series.filter((d) => d.borrowed).map((d) => d.day),
+      max,
+    };
+  });
+}
+
+// A series' bars and reference line in a box `width` × `height` (the plot
+// area; the page adds its margins): one slot per day, the bar in the
+// middle 70 % of it, heights against the series' max. The reference is a
+// step line, level across each day's slot.
+export interface HistoryBar {
+  day: string;
+  x: number;
+  width: number;
+  height: number;
+  guideY: number | null; // the guarantee's height from the bottom
+}
+
+const r1 = (v: number) => Math.round(v * 10) / 10;
+
+export function historyBars(s: Pick<QuotaSeries, 'days' | 'max'>, width: number, height: number): HistoryBar[] {
+  const slot = s.days.length ? width / s.days.length : width;
+  const bar = Math.max(1, slot * 0.7);
+  return s.days.map((d, i) => ({
+    day: d.day,
+    x: r1(i * slot + (slot - bar) / 2),
+    width: r1(bar),
+    height: r1((height * d.gpuHours) / s.max),
+    guideY: d.guaranteeGpuHours === null ? null : r1((height * d.guaranteeGpuHours) / s.max),
+  }));
+}
+
+// The reference line's path: level across each day's slot, from the plot's
+// left (x 0) to its right; `base` is the plot's bottom in SVG coordinates.
+export function guidePath(s: Pick<QuotaSeries, 'days' | 'max'>, width: number, height: number, base: number): string {
+  const slot = s.days.length ? width / s.days.length : width;
+  let d = '';
+  s.days.forEach((day, i) => {
+    if (day.guaranteeGpuHours === null) return;
+    const y = r1(base - (height * day.guaranteeGpuHours) / s.max);
+    d += `${d ? ' L' : 'M'} ${r1(i * slot)} ${y} L ${r1((i + 1) * slot)} ${y}`;
+  });
+  return d;
+}
+
+// The window GET /v1/usage is asked for: the last HISTORY_DAYS days.
+export const HISTORY_FROM = `${HISTORY_DAYS}d`;

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { BerthApi, type Caller } from '../src/api';
 import { LiveHub } from '../src/live';
-import { LIVE_POLL_MS as FLEET_LIVE_POLL_MS } from '../src/pages/fleet';
+import { FIRST_FETCH_WAIT_MS, LIVE_POLL_MS as FLEET_LIVE_POLL_MS } from '../src/pages/fleet';
 import { POLL_MS as JOB_POLL_MS, PENDING_LIVE_POLL_MS as JOB_PENDING_MS } from '../src/pages/job';
 import { POLL_MS as JOBS_POLL_MS, PENDING_LIVE_POLL_MS as JOBS_PENDING_MS } from '../src/pages/jobs';
 import { FakeSource } from './fake-events';
@@ -212,6 +212,34 @@ describe('live pages', () => {
     await vi.advanceTimersByTimeAsync(FLEET_LIVE_POLL_MS);
     await settle(() => count('/v1/gpus') === 5);
     expect(count('/v1/nodes')).toBe(5);
+  });
+
+  it("loads the fleet map once when the stream's hello comes as the page opens: the first fetch waits for it", async () => {
+    const { root, es, count } = mount('/ui/fleet');
+    await settle(() => FakeSource.made.length === 1);
+    // The map is not asked for before the stream is up...
+    expect(count('/v1/gpus')).toBe(0);
+    es().hello();
+    await settle(() => root.querySelector('#fleet-map') !== null);
+    expect(count('/v1/gpus')).toBe(1);
+    // ...so the hello's refetch is not needed: that fetch started after it.
+    await vi.advanceTimersByTimeAsync(3000);
+    expect(count('/v1/gpus')).toBe(1);
+    expect(count('/v1/nodes')).toBe(1);
+  });
+
+  it("loads the fleet map again on a hello that came after its first fetch started", async () => {
+    const { root, es, count } = mount('/ui/fleet');
+    await settle(() => FakeSource.made.length === 1);
+    await vi.advanceTimersByTimeAsync(FIRST_FETCH_WAIT_MS);
+    await settle(() => root.querySelector('#fleet-map') !== null);
+    expect(count('/v1/gpus')).toBe(1);
+    // A change between that fetch and the stream's start would be missed.
+    es().hello();
+    await vi.advanceTimersByTimeAsync(500);
+    await settle(() => count('/v1/gpus') === 2);
+    await vi.advanceTimersByTimeAsync(3000);
+    expect(count('/v1/gpus')).toBe(2);
   });
 
   it('goes to sign-in on end, without reconnecting, and closes the stream on sign-out', async () => {

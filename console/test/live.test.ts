@@ -133,6 +133,102 @@ describe('the live hub', () => {
     expect(r.batches).toEqual([{ events: [], resync: true }]);
   });
 
+  it("skips the first hello's refetch for a view whose last fetch started at or after the hello arrived", () => {
+    const { hub, clock, es } = setup();
+    // Loaded before the stream was up: a change between its fetch and the
+    // stream's start would be missed, so it refetches.
+    const before = recorder();
+    let beforeAt: number | null = clock.now();
+    hub.subscribe('job', before.fn, { fetchedAt: () => beforeAt });
+    // Never said when it fetched: it refetches, as before.
+    const unknown = recorder();
+    hub.subscribe('job', unknown.fn, { fetchedAt: () => null });
+    // Loads the moment the hello arrives, and another 100 ms after it
+    // (before its refetch would fire): both saw everything since.
+    const same = recorder();
+    let sameAt: number | null = null;
+    hub.subscribe('job', same.fn, { fetchedAt: () => sameAt });
+    const after = recorder();
+    let afterAt: number | null = null;
+    hub.subscribe('node', after.fn, { fetchedAt: () => afterAt, delayMs: 2000 });
+    clock.advance(50);
+    es().hello();
+    sameAt = clock.now();
+    clock.advance(100);
+    afterAt = clock.now();
+    clock.advance(2000);
+    expect(before.batches).toEqual([{ events: [], resync: true }]);
+    expect(unknown.batches).toEqual([{ events: [], resync: true }]);
+    expect(same.batches).toEqual([]);
+    expect(after.batches).toEqual([]);
+    // An event meanwhile is still told, without the refetch.
+    beforeAt = clock.now();
+    es().job(8);
+    clock.advance(300);
+    expect(same.batches).toEqual([{ events: [expect.objectContaining({ topic: 'job' })], resync: false }]);
+    // A reset and a new epoch refetch whenever the view last fetched.
+    sameAt = clock.now();
+    afterAt = clock.now();
+    es().emit('reset');
+    clock.advance(2000);
+    expect(same.batches.slice(1)).toEqual([{ events: [], resync: true }]);
+    expect(after.batches).toEqual([{ events: [], resync: true }]);
+    sameAt = clock.now() + 1000;
+    es().drop();
+    es().hello('e2');
+    clock.advance(300);
+    expect(same.batches.slice(2)).toEqual([{ events: [], resync: true }]);
+  });
+
+  it('refetches on the hello of a stream refused from the start for a view that last polled before it', async () => {
+    const { hub, clock, es } = setup();
+    const r = recorder();
+    let at: number | null = clock.now();
+    hub.subscribe('node', r.fn, { fetchedAt: () => at });
+    es().refuse();
+    await flush();
+    // Polling: a poll at 20 s, then the new stream's hello at 30 s.
+    clock.advance(20000);
+    at = clock.now();
+    clock.advance(10000);
+    es().hello();
+    clock.advance(300);
+    expect(r.batches).toEqual([{ events: [], resync: true }]);
+  });
+
+  it('settles on the first hello, on a stream given up, or after the wait', async () => {
+    const { hub, clock, es } = setup();
+    let done = 0;
+    void hub.settled(1000).then(() => done++);
+    await flush();
+    expect(done).toBe(0);
+    es().hello();
+    await flush();
+    expect(done).toBe(1);
+    // Once greeted, at once, even while the browser reconnects.
+    es().drop();
+    void hub.settled(1000).then(() => done++);
+    await flush();
+    expect(done).toBe(2);
+    // A new session: given up on, or no hello within the wait.
+    hub.stop();
+    hub.start({ ended: () => undefined });
+    void hub.settled(1000).then(() => done++);
+    es().refuse();
+    await flush();
+    expect(done).toBe(3);
+    hub.stop();
+    hub.start({ ended: () => undefined });
+    void hub.settled(1000).then(() => done++);
+    clock.advance(999);
+    await flush();
+    expect(done).toBe(3);
+    clock.advance(1);
+    await flush();
+    expect(done).toBe(4);
+    expect(await new LiveHub({}).settled(1000)).toBeUndefined();
+  });
+
   it('has every view refetch on reset', () => {
     const { hub, clock, es } = setup();
     es().hello();

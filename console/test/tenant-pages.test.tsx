@@ -1,4 +1,5 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { HISTORY_GAP_MS } from '../src/pages/tenant-history';
 import { BerthApi, type Caller, type QuotaRequest } from '../src/api';
 import { click, json, platformAdmin as root, settle, startApp } from './support';
 
@@ -50,6 +51,21 @@ const usage = (by: string, key: string) => ({
   total: { key: {}, mgpu_ms: 10800000000, allocated_gpu_hours: 3, cost_micros: 7500000, cost: '7.50', runs: 1 },
 });
 
+// GET /v1/usage?by=queue,day for blue over a short window (18 h, 24 h and
+// 12 h of three UTC days): blue/main (2 GPUs guaranteed) ran above its
+// guarantee on the second day; blue/dev (no GPU quota) used 3 GPU-hours.
+const GH = 3_600_000_000;
+const history = {
+  from_ms: Date.parse('2026-12-01T06:00:00Z'), to_ms: Date.parse('2026-12-03T12:00:00Z'), currency: 'EUR', by: ['queue', 'day'],
+  records: 3, telemetry: false,
+  rows: [
+    { key: { queue: 'blue/main', day: '2026-12-01' }, mgpu_ms: 20 * GH, allocated_gpu_hours: 20, cost_micros: 0, cost: '0', runs: 1 },
+    { key: { queue: 'blue/main', day: '2026-12-02' }, mgpu_ms: 48.5 * GH, allocated_gpu_hours: 48.5, cost_micros: 0, cost: '0', runs: 2 },
+    { key: { queue: 'blue/dev', day: '2026-12-02' }, mgpu_ms: 3 * GH, allocated_gpu_hours: 3, cost_micros: 0, cost: '0', runs: 1 },
+  ],
+  total: { key: {}, mgpu_ms: 71.5 * GH, allocated_gpu_hours: 71.5, cost_micros: 0, cost: '0', runs: 3 },
+};
+
 interface Call {
   method: string;
   url: string;
@@ -86,6 +102,7 @@ function mount(who: Caller, path: string, opts: { fileError?: { field: string; m
     }
     const d = /^\/v1\/quota-requests\/(\d+)\/(approve|reject|withdraw)/.exec(url);
     if (d && method === 'POST') return json(200, { ...pending, state: 'Approved', policy_version: 4 });
+    if (url.startsWith('/v1/usage?by=queue,day&tenant=blue&from=14d')) return json(200, history);
     if (url.startsWith('/v1/usage?by=queue')) return json(200, usage('queue', 'blue/main'));
     if (url.startsWith('/v1/usage?by=user')) return json(200, usage('user', 'bob'));
     const tk = /^\/v1\/tokens\?identity=([^&]+)&limit=500$/.exec(url);
@@ -165,6 +182,72 @@ describe('the tenant page', () => {
     expect(urls).toContain('/v1/usage?by=user&tenant=blue');
     expect(urls.some((u) => u.startsWith('/v1/quota-requests?tenant=blue'))).toBe(true);
     expect(urls.filter((u) => u.startsWith('/v1/jobs') || u.startsWith('/v1/policy'))).toEqual([]);
+  });
+
+  it("charts each queue's use per day over the last 14 days against its guarantee, with borrowed days marked and a table", async () => {
+    const { root: r, calls } = mount(blueMember, '/ui/tenants/blue');
+    await settle(() => r.querySelector('#tenant-history') !== null);
+    expect(calls.filter((c) => c.url.startsWith('/v1/usage?by=queue,day')).map((c) => c.url)).toEqual([
+      '/v1/usage?by=queue,day&tenant=blue&from=14d',
+    ]);
+    expect(text(r.querySelector('#history-h'))).toBe('Quota over the last 14 days');
+    const panel = (q: string) => r.querySelector(`#tenant-history .panel[data-queue="${q}"]`)!;
+    expect([...r.querySelectorAll('#tenant-history .panel')].map((p) => p.getAttribute('data-queue'))).toEqual(['blue', 'blue/main', 'blue/dev']);
+    // An image with a name and a description.
+    const svg = panel('blue/main').querySelector('svg')!;
+    expect(svg.getAttribute('role')).toBe('img');
+    const [title, desc] = svg.getAttribute('aria-labelledby')!.split(' ').map((id) => text(r.querySelector(`#${CSS.escape(id)}`)));
+    expect(title).toBe('blue/main: GPU-hours per day against its guarantee');
+    expect(desc).toBe('One bar per UTC day from 2026-12-01 to 2026-12-03; the dashed line is the guarantee of 2 GPUs (48 GPU-hours a whole day). Above it (borrowed) on 1 of 3 days, those bars hatched and marked with a triangle.');
+    // The borrowed day: hatched, marked and named, never the colour alone.
+    const day2 = panel('blue/main').querySelector('g[data-day="2026-12-02"]')!;
+    expect(day2.getAttribute('data-borrowed')).toBe('true');
+    expect(day2.querySelector('rect')!.getAttribute('fill')).toMatch(/^url\(#history-1-hatch\)$/);
+    expect(text(day2.querySelector('text.marker'))).toBe('▲');
+    expect(text(day2.querySelector('title'))).toBe('2026-12-02: 48.5 GPU-hours used, above the guarantee of 48: borrowed');
+    expect(panel('blue/main').querySelector('g[data-day="2026-12-01"]')!.getAttribute('data-borrowed')).toBeNull();
+    expect(panel('blue/main').querySelector('path.guide')).not.toBeNull();
+    expect(text(panel('blue/main').querySelector('p'))).toBe('Borrowed on 1 of 3 days: 2026-12-02.');
+    // The parent counts its children, against its own 4 GPUs.
+    expect(text(panel('blue').querySelector('p'))).toBe('Never above its guarantee in these days.');
+    expect(text(panel('blue/dev').querySelector('p'))).toBe('No GPU quota: nothing to borrow against.');
+    expect(panel('blue/dev').querySelector('path.guide')).toBeNull();
+    // The table alternative: a row per day, a column per queue.
+    const table = r.querySelector('details#tenant-history-table')!;
+    expect(text(table.querySelector('summary'))).toBe('The numbers: GPU-hours used per day, of the guarantee');
+    expect([...table.querySelectorAll('thead th')].map(text)).toEqual([
+      'Day (UTC)', 'blueguarantee 4 GPUs', 'blue/mainguarantee 2 GPUs', 'blue/devno GPU quota',
+    ]);
+    expect([...table.querySelectorAll('tbody tr')].map((tr) => [...tr.children].map(text))).toEqual([
+      ['2026-12-01', '20 of 72', '20 of 36', '0'],
+      ['2026-12-02', '51.5 of 96', '48.5 of 48, borrowed', '3'],
+      ['2026-12-03', '0 of 48', '0 of 24', '0'],
+    ]);
+  });
+
+  it('asks for the chart at most once a minute while the rest of the page polls', async () => {
+    vi.useFakeTimers({ shouldAdvanceTime: true });
+    try {
+      const { root: r, calls } = mount(blueMember, '/ui/tenants/blue');
+      await settle(() => r.querySelector('#tenant-history') !== null);
+      const count = (p: string) => calls.filter((c) => c.url.startsWith(p)).length;
+      await vi.advanceTimersByTimeAsync(HISTORY_GAP_MS - 1000);
+      expect(count('/v1/queues')).toBeGreaterThan(3);
+      expect(count('/v1/usage?by=queue,day')).toBe(1);
+      await vi.advanceTimersByTimeAsync(1000);
+      await settle(() => count('/v1/usage?by=queue,day') === 2);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('shows the chart in Chinese', async () => {
+    localStorage.setItem('berth.console.lang', 'zh');
+    const { root: r } = mount(blueMember, '/ui/tenants/blue');
+    await settle(() => r.querySelector('#tenant-history') !== null);
+    expect(text(r.querySelector('#history-h'))).toBe('最近 14 天的配额');
+    expect(text(r.querySelector('#tenant-history .panel[data-queue="blue/main"] p'))).toBe('3 天中有 1 天借用：2026-12-02。');
+    expect(text(r.querySelector('#tenant-history-table tbody tr[data-day="2026-12-02"] td[data-queue="blue/main"]'))).toBe('48.5 / 48，借用');
   });
 
   it('tells a caller with no role in the tenant that there is none, and asks for nothing of it', async () => {

@@ -8,7 +8,11 @@ import {
   EMPTY_FORM,
   formField,
   gpus,
+  guidePath,
+  HISTORY_FROM,
+  historyBars,
   queueRows,
+  quotaHistory,
   quotaRequestBody,
   tenantsFor,
   tokenOwners,
@@ -180,5 +184,78 @@ describe('tokens', () => {
     expect(tokenState({ revoked_ms: null, expires_ms: 10 }, 10)).toBe('expired');
     expect(tokenState({ revoked_ms: null, expires_ms: 11 }, 10)).toBe('active');
     expect(tokenState({ revoked_ms: null, expires_ms: null }, 10)).toBe('active');
+  });
+});
+
+describe('the quota-over-time chart', () => {
+  const H = 3_600_000_000; // one GPU-hour in mGPU-ms
+  const DAY = 86_400_000;
+  // From 2026-12-01 06:00 UTC to 2026-12-03 12:00 UTC: 18 h, 24 h, 12 h.
+  const from = Date.parse('2026-12-01T06:00:00Z');
+  const to = Date.parse('2026-12-03T12:00:00Z');
+  const qu = (queue: string, parent: string | null, guaranteed: number | null, tenant = 'blue'): QueueUsage => ({
+    queue, tenant, parent, kind: 'training', over_quota: 'borrow', used_mgpu: 0, running_jobs: 0,
+    guaranteed_mgpu: guaranteed, borrow_limit_mgpu: null, lending_limit_mgpu: guaranteed === null ? null : 0,
+    borrowed_mgpu: null, idle_guaranteed_mgpu: null, lendable_mgpu: null,
+  });
+  const row = (queue: string, day: string, gpuHours: number) => ({
+    key: { queue, day }, mgpu_ms: gpuHours * H, allocated_gpu_hours: gpuHours, cost_micros: 0, cost: '0', runs: 1,
+  });
+  const queues = [qu('blue', null, 4000), qu('blue/main', 'blue', 2000), qu('blue/dev', 'blue', null), qu('red', null, 8000, 'red')];
+
+  it('gives every day of the window, each queue counting the queues below it, against the guarantee for the hours of the day in the window', () => {
+    const usage = {
+      from_ms: from, to_ms: to,
+      rows: [
+        row('blue/main', '2026-12-01', 36), // exactly 2 GPUs × 18 h: not above
+        row('blue/main', '2026-12-02', 48.001), // just above 2 × 24 h
+        row('blue/dev', '2026-12-02', 50),
+        row('blue/main', '2026-12-03', 24.5), // above 2 × 12 h (today, so far)
+        row('red/main', '2026-12-02', 999), // another tenant's: in no series
+        row('blue/gone', '2026-12-02', 7), // a queue no longer in the policy
+      ],
+    };
+    const s = quotaHistory(queues, usage, 'blue');
+    expect(s.map((q) => q.queue)).toEqual(['blue', 'blue/main', 'blue/dev']);
+    const [root, main, dev] = s;
+    expect(main.days.map((d) => d.day)).toEqual(['2026-12-01', '2026-12-02', '2026-12-03']);
+    expect(main.days.map((d) => d.hours)).toEqual([18, 24, 12]);
+    expect(main.days.map((d) => d.guaranteeGpuHours)).toEqual([36, 48, 24]);
+    expect(main.days.map((d) => d.gpuHours)).toEqual([36, 48.001, 24.5]);
+    expect(main.days.map((d) => d.borrowed)).toEqual([false, true, true]);
+    expect(main.borrowedDays).toEqual(['2026-12-02', '2026-12-03']);
+    expect(main.guaranteed).toBe(2);
+    expect(main.depth).toBe(1);
+    // The parent: its children's use against its own 4 GPUs (96 GPU-hours a day).
+    expect(root.days.map((d) => d.gpuHours)).toEqual([36, 98.001, 24.5]);
+    expect(root.days.map((d) => d.guaranteeGpuHours)).toEqual([72, 96, 48]);
+    expect(root.borrowedDays).toEqual(['2026-12-02']);
+    expect(root.max).toBe(98.001);
+    // No GPU quota: no reference line, never "borrowed".
+    expect(dev.guaranteed).toBeNull();
+    expect(dev.days.map((d) => d.guaranteeGpuHours)).toEqual([null, null, null]);
+    expect(dev.borrowedDays).toEqual([]);
+    expect(dev.days.map((d) => d.gpuHours)).toEqual([0, 50, 0]);
+  });
+
+  it('counts any use above a guarantee of zero as borrowed, and none with no use', () => {
+    const s = quotaHistory([qu('blue', null, 0)], { from_ms: 0, to_ms: 2 * DAY, rows: [row('blue', '1970-01-02', 0.5)] }, 'blue');
+    expect(s[0].days.map((d) => d.borrowed)).toEqual([false, true]);
+    expect(s[0].max).toBe(1);
+  });
+
+  it('asks berthd for the last 14 days by queue and day', () => {
+    expect(HISTORY_FROM).toBe('14d');
+  });
+
+  it('draws bars and a step line for the guarantee against the series top', () => {
+    const s = quotaHistory(queues, { from_ms: Date.parse('2026-12-01T00:00:00Z'), to_ms: Date.parse('2026-12-03T00:00:00Z'), rows: [row('blue/main', '2026-12-02', 96)] }, 'blue')[1];
+    expect(s.max).toBe(96);
+    expect(historyBars(s, 100, 50)).toEqual([
+      { day: '2026-12-01', x: 7.5, width: 35, height: 0, guideY: 25 },
+      { day: '2026-12-02', x: 57.5, width: 35, height: 50, guideY: 25 },
+    ]);
+    expect(guidePath(s, 100, 50, 60)).toBe('M 0 35 L 50 35 L 50 35 L 100 35');
+    expect(guidePath({ days: [], max: 1 }, 100, 50, 60)).toBe('');
   });
 });

@@ -19,6 +19,10 @@ export interface LiveRefresh {
   match?: (e: LiveEvent) => boolean;
   delayMs?: number;
   minIntervalMs?: number;
+  // When the view's last fetch started (LiveHub.now), for a view that
+  // knows better than the hook's own reckoning below (one whose first
+  // fetch waits for the stream, LiveHub.settled).
+  fetchedAt?: () => number | null;
 }
 
 // The tab's stream state, re-rendering when it changes.
@@ -34,14 +38,31 @@ export function useLiveState(): LiveState {
 
 // Calls `refetch` with the events' batch, or with null for a poll. The
 // latest `refetch` and `match` are used, so they may close over the
-// view's current data.
-export function useLiveRefresh(spec: LiveRefresh, refetch: (b: Batch | null) => void): LiveState {
+// view's current data. `refetch` returns false when it asked for nothing
+// (a view that throttles itself).
+//
+// The hook keeps when the view's last fetch started, for the hub: the
+// view's first fetch starts when it mounts (its load effect runs in the
+// same commit as this hook's), the later ones when the hook calls
+// `refetch`. A fetch the view starts on its own (a reload after a button)
+// is not counted: the time kept is then older than the truth, which costs
+// at most a needless refetch, never a missed one. So a view that loaded
+// after the stream's first hello arrived is not told to load again.
+export function useLiveRefresh(spec: LiveRefresh, refetch: (b: Batch | null) => void | boolean): LiveState {
   const { live } = useConsole();
   const state = useLiveState();
-  const fn = useRef(refetch);
-  fn.current = refetch;
+  const started = useRef<number | null>(null);
+  if (started.current === null) started.current = live.now();
+  const view = useRef(refetch);
+  view.current = refetch;
+  const fn = useRef((b: Batch | null) => {
+    const at = live.now();
+    if (view.current(b) !== false) started.current = at;
+  });
   const match = useRef(spec.match);
   match.current = spec.match;
+  const fetchedAt = useRef(spec.fetchedAt);
+  fetchedAt.current = spec.fetchedAt;
   const active = spec.active ?? true;
   const topics = spec.topics.join(',');
   const filtered = spec.match !== undefined;
@@ -52,6 +73,10 @@ export function useLiveRefresh(spec: LiveRefresh, refetch: (b: Batch | null) => 
       match: filtered ? (e) => match.current?.(e) ?? true : undefined,
       delayMs: spec.delayMs,
       minIntervalMs: spec.minIntervalMs,
+      fetchedAt: () => {
+        const own = fetchedAt.current?.() ?? null;
+        return own === null ? started.current : Math.max(own, started.current ?? own);
+      },
     });
   }, [live, active, topics, filtered, spec.delayMs, spec.minIntervalMs]);
 

@@ -1,5 +1,7 @@
 // One tenant (/ui/tenants/T): its queues' guarantees against what its jobs
-// hold (GET /v1/queues, Berth's own figures), its members and roles, its quota requests (file, approve, reject,
+// hold (GET /v1/queues, Berth's own figures), each queue's use per day over
+// the last 14 days against its guarantee (tenant-history.tsx, its own
+// request, at most once a minute), its members and roles, its quota requests (file, approve, reject,
 // withdraw) and this month's cost by queue and by user, with its budget.
 // Everything comes from the API with the caller's session: a caller with no
 // role in the tenant gets the members route's 404 and the page asks for
@@ -39,6 +41,7 @@ import {
   usedPercent,
 } from '../tenant';
 import { LiveStatus, useLiveRefresh } from './live-status';
+import { QuotaHistory } from './tenant-history';
 
 export const POLL_MS = 10000;
 export const LIVE_POLL_MS = 60000;
@@ -239,6 +242,8 @@ export function TenantPage({ tenant }: { tenant: string }) {
           })}
         </tbody>
       </table>
+
+      <QuotaHistory tenant={tenant} queues={data.queues.queues} />
 
       <h2 id="members-h">{t('tenant.members')}</h2>
       <table id="tenant-members" aria-labelledby="members-h">
