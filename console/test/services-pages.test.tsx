@@ -1,6 +1,9 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { BerthApi, type Caller } from '../src/api';
+import { LiveHub } from '../src/live';
+import { SERVICE_LIVE_POLL_MS } from '../src/pages/services';
 import type { Service } from '../src/services';
+import { FakeSource } from './fake-events';
 import { click, json, platformAdmin as root, settle, startApp } from './support';
 
 const blueMember: Caller = { ...root, name: 'bob', platform_admin: false, tenants: { blue: 'member' } };
@@ -52,7 +55,7 @@ interface Call { method: string; url: string; headers: Record<string, string> }
 
 // berthd's rules: a tenant's services to any role in it (or a platform
 // admin), 404 to everyone else; writes to members and tenant-admins.
-function mount(who: Caller, path: string, opts: { scaleError?: { field: string; message: string } } = {}) {
+function mount(who: Caller, path: string, opts: { scaleError?: { field: string; message: string }; live?: LiveHub; ready?: () => number } = {}) {
   const calls: Call[] = [];
   const api = new BerthApi(async (url, init) => {
     const method = init?.method ?? 'GET';
@@ -69,14 +72,14 @@ function mount(who: Caller, path: string, opts: { scaleError?: { field: string; 
     if (m) {
       const s = [coder, nb].find((x) => x.tenant === m[1] && x.name === m[2]);
       if (!s || !reads(s.tenant)) return json(404, { error: { message: `service ${m[1]}/${m[2]} not found` } });
-      if (method === 'GET') return json(200, s);
+      if (method === 'GET') return json(200, opts.ready ? { ...s, status: { ...s.status, ready: opts.ready() } } : s);
       if (m[3] === '/scale' && opts.scaleError) return json(400, { error: { code: 'InvalidArgument', ...opts.scaleError } });
       if (method === 'DELETE') return json(200, { deleted: true });
       return json(200, { ...s, revision: s.revision + 1 });
     }
     return json(404, { error: { message: 'no' } });
   });
-  return { root: startApp(api, path), calls };
+  return { root: startApp(api, path, opts.live), calls };
 }
 
 const type = (el: Element | null, value: string) => {
@@ -233,5 +236,42 @@ describe('a service page', () => {
     expect(r.querySelector('#scale-form')).toBeNull();
     expect(text(r.querySelector('#delete'))).toBe('Stop the session');
     expect(text(r.querySelector('#service-replicas tbody tr'))).toContain('QuotaExceeded');
+  });
+});
+
+describe('a service page, live', () => {
+  beforeEach(() => {
+    localStorage.clear();
+    vi.useFakeTimers({ shouldAdvanceTime: true });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+    document.body.innerHTML = '';
+  });
+
+  it("asks again on its tenant's job events only, and on the live interval", async () => {
+    FakeSource.made = [];
+    let ready = 1;
+    const live = new LiveHub({ source: FakeSource });
+    const { root: r, calls } = mount(blueMember, '/ui/services/blue/coder', { live, ready: () => ready });
+    const count = () => calls.filter((c) => c.url === '/v1/services/blue/coder').length;
+    const es = () => FakeSource.made[FakeSource.made.length - 1];
+    await settle(() => r.querySelector('#service-ready') !== null);
+    es().hello();
+    await vi.advanceTimersByTimeAsync(400);
+    await settle(() => count() === 2);
+    // A replica (a job of blue) moved: asked again, and shown.
+    ready = 2;
+    es().job(42, 'Running');
+    await vi.advanceTimersByTimeAsync(400);
+    await settle(() => text(r.querySelector('#service-ready')).startsWith('2 of 2 ready'));
+    expect(count()).toBe(3);
+    // Another tenant's job: nothing asked.
+    es().emit('job', { id: 7, tenant: 'red', queue: 'main', state: 'Running' });
+    await vi.advanceTimersByTimeAsync(400);
+    expect(count()).toBe(3);
+    // Readiness sends no event: asked on the live interval.
+    await vi.advanceTimersByTimeAsync(SERVICE_LIVE_POLL_MS);
+    await settle(() => count() === 4);
   });
 });
