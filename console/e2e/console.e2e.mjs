@@ -1429,6 +1429,113 @@ try {
   assert.deepEqual(cm.problems, []);
   await cm.context.close();
 
+  // --- services and sessions ------------------------------------------------
+  // blue gets an inference queue; a member of blue applies a service there
+  // (no GPU, a readiness command that passes: it becomes ready without the
+  // gateway, which this berthd runs without: its endpoint is none).
+  expectStatus(
+    await call(admin, 'POST', '/v1/policy', RED_BLUE + '      - name: serve\n        kind: inference\n', 'application/yaml'),
+    201,
+    'policy with blue/serve',
+  );
+  const blueViewer = await member('blue-viewer', 'blue', 'viewer');
+  const redMember = await member('red-member', 'red', 'member');
+  const svcSpec = 'name: coder-e2e\ntenant: blue\nqueue: serve\ncommand: [sleep, "600"]\n' +
+    'replicas: {min: 1, max: 2}\nreadiness: {command: ["true"], period: 1s}\n';
+  expectStatus(await call(blueMember, 'POST', '/v1/services', svcSpec, 'application/yaml'), 201, 'apply coder-e2e');
+  const svcReady = await waitFor('coder-e2e ready', async () => {
+    const r = await call(blueMember, 'GET', '/v1/services/blue/coder-e2e');
+    return r.json?.status?.ready === 1 && r.json.status.replicas?.length === 1 ? r.json : null;
+  }, 60000, 250);
+  const replicaJob = svcReady.status.replicas[0].job;
+
+  // The platform admin sees it in the list and on its page, as the API has it.
+  const svA = await open('en-US');
+  await signIn(svA.page, admin);
+  await svA.page.waitForSelector('#jobs-table, #jobs-empty');
+  await svA.page.click('nav a[href="/ui/services"]');
+  await svA.page.waitForSelector('#services-table tr[data-service="blue/coder-e2e"]');
+  const svcCells = await svA.page.locator('#services-table tr[data-service="blue/coder-e2e"] td').allTextContents();
+  assert.deepEqual(svcCells.map((c) => c.trim()).slice(0, 5), ['blue', 'coder-e2e', 'Inference service', '1 of 1 ready (1–2)', '1']);
+  assert.equal(svcCells[7].trim(), 'none (no gateway)');
+  await axe(svA.page, 'services');
+  await svA.page.goto(`${base}/ui/services?kind=session`);
+  await svA.page.waitForSelector('#services-empty');
+  await svA.page.goto(`${base}/ui/services?kind=service&tenant=blue`);
+  await svA.page.click('#services-table tr[data-service="blue/coder-e2e"] a');
+  await svA.page.waitForSelector('#service-replicas');
+  assert.match(svA.page.url(), /\/ui\/services\/blue\/coder-e2e$/);
+  assert.equal(await svA.page.getAttribute(`#service-replicas tr[data-job="${replicaJob}"] a`, 'href'), `/ui/jobs/${replicaJob}`);
+  assert.equal((await svA.page.textContent('#service-bounds')).trim(), 'min 1, max 2');
+  await axe(svA.page, 'service');
+  assert.deepEqual(svA.problems, []);
+  await svA.context.close();
+
+  // The member scales it from the page (the API then has max 3), then rolls
+  // it back after confirming (a new revision restoring the first).
+  const svM = await open('zh-CN');
+  await signIn(svM.page, blueMember);
+  await svM.page.waitForSelector('#jobs-table, #jobs-empty');
+  await svM.page.goto(`${base}/ui/services/blue/coder-e2e`);
+  await svM.page.waitForSelector('#scale-form');
+  await axe(svM.page, 'service (member, zh)');
+  await svM.page.fill('#scale-max', '0');
+  await svM.page.click('#scale-submit');
+  await svM.page.waitForSelector('#scale-max-error');
+  assert.equal(await svM.page.getAttribute('#scale-max', 'aria-invalid'), 'true');
+  await svM.page.fill('#scale-max', '3');
+  await svM.page.click('#scale-submit');
+  await waitFor('scaled to max 3', async () => (await call(admin, 'GET', '/v1/services/blue/coder-e2e')).json.spec.replicas.max === 3);
+  await svM.page.waitForFunction(() => document.querySelector('#service-revisions tr[data-revision="2"]') !== null);
+  await svM.page.click('#rollback');
+  await svM.page.click('#rollback-yes');
+  await waitFor('rolled back', async () => {
+    const r = (await call(admin, 'GET', '/v1/services/blue/coder-e2e')).json;
+    return r.revision === 3 && r.revisions[0].change === 'rollback' && r.revisions[0].restores === 1 && r.spec.replicas.max === 2;
+  });
+  await svM.page.waitForSelector('#service-revisions tr[data-revision="3"]');
+  assert.deepEqual(svM.problems, []);
+  await svM.context.close();
+
+  // blue's viewer reads it and gets no scale, rollback or delete.
+  const svV = await open('en-US');
+  await signIn(svV.page, blueViewer);
+  await svV.page.waitForSelector('#jobs-table, #jobs-empty');
+  await svV.page.goto(`${base}/ui/services/blue/coder-e2e`);
+  await svV.page.waitForSelector('#service-revisions');
+  for (const id of ['#service-actions', '#scale-form', '#rollback', '#delete', '#resume']) {
+    assert.equal(await svV.page.isVisible(id), false, `a viewer has no ${id}`);
+  }
+  await axe(svV.page, 'service (viewer)');
+  await svV.context.close();
+
+  // A member of red: not in its list, its page says there is none, and no
+  // answer its page received names it.
+  const svR = await open('en-US');
+  await signIn(svR.page, redMember);
+  await svR.page.waitForSelector('#jobs-table, #jobs-empty');
+  await svR.page.goto(`${base}/ui/services`);
+  await svR.page.waitForSelector('#services-empty, #services-table');
+  assert.equal(await svR.page.isVisible('tr[data-service="blue/coder-e2e"]'), false);
+  await axe(svR.page, 'services (another tenant)');
+  await svR.page.goto(`${base}/ui/services/blue/coder-e2e`);
+  await svR.page.waitForSelector('#service-missing');
+  await svR.page.goto(`${base}/ui/services?tenant=blue`);
+  await svR.page.waitForSelector('#services-empty, #services-table, [role=alert]');
+  assert.ok(svR.answers.some((r) => new URL(r.url).pathname.startsWith('/v1/services')), 'the page asked for services');
+  // The page's own question names it; berthd's answer is a missing one's.
+  for (const r of svR.answers) {
+    if (new URL(r.url).pathname === '/v1/services/blue/coder-e2e') {
+      assert.equal(JSON.parse(r.body).error.message, 'service blue/coder-e2e not found');
+    } else {
+      assert.doesNotMatch(r.body, /coder-e2e/, `red saw blue's service in ${r.url}`);
+    }
+  }
+  assert.doesNotMatch(await svR.page.content(), /coder-e2e/);
+  assert.deepEqual(svR.problems, []);
+  await svR.context.close();
+  expectStatus(await call(blueMember, 'DELETE', '/v1/services/blue/coder-e2e'), 200, 'delete coder-e2e');
+
   // --- 10,000 GPUs: 1,250 nodes of 8, answered by interception -------------
   // Only /v1/nodes and /v1/gpus are intercepted, with objects cloned from
   // this berthd's own answers (so the shape is the API's); the session and

@@ -101,6 +101,8 @@ const POLICY = (devBorrow) => `queues:
         quota: {gpus: 8}
       - name: dev
         quota: {gpus: {guaranteed: 2${devBorrow ? ', borrow_limit: 2' : ''}}}
+      - name: serving
+        kind: inference
   - name: nlp
     quota: {gpus: {guaranteed: 10, borrow_limit: 4}}
     children:
@@ -238,6 +240,20 @@ try {
   });
   console.log(`job ${waitingId} waits: ${why.reason.message}`);
 
+  // An inference service of vision's (no GPU: the fleet is as it was; no
+  // gateway here, so no endpoint), ready with its replica.
+  await post(people.ravi, '/v1/services', `name: vit-classifier
+tenant: vision
+queue: serving
+command: [sleep, "86400"]
+model: {name: google/vit-base-patch16-224, version: v2}
+replicas: {min: 1, max: 3}
+readiness: {command: ["true"], period: 1s}
+slo: {latency_p95_ms: 250}
+`, 'application/yaml');
+  await waitFor('vit-classifier ready', async () =>
+    (await call(admin, 'GET', '/v1/services/vision/vit-classifier')).status?.ready === 1, 60000);
+
   // A second policy version (the diff), and a quota request left pending.
   const firstVersion = (await call(admin, 'GET', '/v1/policy')).version;
   await post(admin, `/v1/policy?comment=${encodeURIComponent('vision/dev may borrow 2 GPUs; nlp/finetune weighs double')}`,
@@ -266,6 +282,8 @@ try {
     { name: 'cost', path: '/ui/cost', ready: '#cost-by-tenant tbody tr', all: ['#cost-by-tenant tbody tr', '#cost-budgets tbody tr'] },
     { name: 'alerts', path: '/ui/alerts', ready: '#alerts-table tbody tr', all: ['#alerts-table tbody tr', '#alert-rules tr[data-rule]'] },
     { name: 'report', path: '/ui/reports/ops', ready: '#report-summary' },
+    { name: 'services', path: '/ui/services', ready: '#services-table tr[data-service="vision/vit-classifier"]' },
+    { name: 'service', path: '/ui/services/vision/vit-classifier', ready: '#service-replicas tbody tr', all: ['#service-revisions tbody tr'] },
   ];
 
   browser = await chromium.launch({ executablePath: chromiumPath, headless: true });

@@ -7,6 +7,7 @@
 
 import type { Lang } from './i18n';
 import { jobsQuery, type JobFilters } from './query';
+import { type Service, type ServiceFilters, type ServicePage, servicesQuery } from './services';
 
 export interface ConsoleSession {
   csrf: string;
@@ -1007,7 +1008,38 @@ export class BerthApi {
   budgets(): Promise<{ budgets: Budget[] }> {
     return this.call('GET', '/v1/budgets');
   }
+
+  // --- services and sessions (services.ts) ---
+  // The caller's tenants' services, newest first, a page at a time.
+  services(filters: ServiceFilters, after?: string, limit = 50): Promise<ServicePage> {
+    return this.call('GET', `/v1/services?${servicesQuery(filters, { limit, after })}`);
+  }
+
+  service(tenant: string, name: string): Promise<Service> {
+    return this.call('GET', servicePathOf(tenant, name));
+  }
+
+  // New replica bounds as a new revision; `query` from scaleQuery.
+  scaleService(tenant: string, name: string, query: string): Promise<Service> {
+    return this.call('POST', `${servicePathOf(tenant, name)}/scale${query ? `?${query}` : ''}`);
+  }
+
+  rollbackService(tenant: string, name: string): Promise<Service> {
+    return this.call('POST', `${servicePathOf(tenant, name)}/rollback`);
+  }
+
+  // Ends the canary step under way.
+  resumeRollout(tenant: string, name: string): Promise<Service> {
+    return this.call('POST', `${servicePathOf(tenant, name)}/rollout/resume`);
+  }
+
+  deleteService(tenant: string, name: string): Promise<unknown> {
+    return this.call('DELETE', servicePathOf(tenant, name));
+  }
 }
+
+const servicePathOf = (tenant: string, name: string) =>
+  `/v1/services/${encodeURIComponent(tenant)}/${encodeURIComponent(name)}`;
 
 // Whether `caller` may cancel a job of `tenant`: what the server checks on
 // POST /v1/jobs/{id}/cancel (a platform admin, or a member or tenant-admin

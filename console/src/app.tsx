@@ -7,7 +7,9 @@
 // the policy (/ui/policy): one version (/ui/policy/versions/N) and the
 // diff of two (/ui/policy/diff?from=A&to=B); alerts (/ui/alerts, filters in
 // the query; a platform admin's), the operations report
-// (/ui/reports/ops?from=24h) and cost (/ui/cost, the period in the query).
+// (/ui/reports/ops?from=24h) and cost (/ui/cost, the period in the query);
+// services and sessions (/ui/services, filters in the query) and one
+// (/ui/services/TENANT/NAME).
 
 import { createContext } from 'preact';
 import { useCallback, useContext, useEffect, useMemo, useRef, useState } from 'preact/hooks';
@@ -22,6 +24,7 @@ import { JobsPage } from './pages/jobs';
 import { NodePage } from './pages/node';
 import { PolicyDiffPage, PolicyPage, PolicyVersionPage } from './pages/policy';
 import { ReportPage } from './pages/report';
+import { ServicePage, ServicesPage } from './pages/services';
 import { SignIn } from './pages/sign-in';
 import { SubmitPage } from './pages/submit';
 import { TenantPage, TenantsPage } from './pages/tenant';
@@ -253,8 +256,13 @@ export function App({ api, live: given }: { api: BerthApi; live?: LiveHub }) {
   const inAlerts = /^\/ui\/alerts\/?$/.test(path);
   const inReport = /^\/ui\/reports(\/ops)?\/?$/.test(path);
   const inCost = /^\/ui\/cost\/?$/.test(path);
+  // services and sessions
+  const serviceMatch = /^\/ui\/services\/([^/]+)\/([^/]+)\/?$/.exec(path);
+  const inServices = /^\/ui\/services(\/|$)/.test(path);
   let page;
-  if (inAlerts) page = <AlertsPage search={search} />;
+  if (serviceMatch) page = <ServicePage tenant={decodeName(serviceMatch[1])} name={decodeName(serviceMatch[2])} />;
+  else if (inServices) page = <ServicesPage search={search} />;
+  else if (inAlerts) page = <AlertsPage search={search} />;
   else if (inReport) page = <ReportPage search={search} />;
   else if (inCost) page = <CostPage search={search} />;
   else if (versionMatch) page = <PolicyVersionPage version={Number(versionMatch[1])} />;
@@ -278,9 +286,12 @@ export function App({ api, live: given }: { api: BerthApi; live?: LiveHub }) {
         <nav aria-label={t('nav.main')}>
           <Link
             href="/ui/jobs"
-            current={!inFleet && !inTenants && !inPolicy && !inAlerts && !inReport && !inCost}
+            current={!inFleet && !inTenants && !inPolicy && !inAlerts && !inReport && !inCost && !inServices}
           >
             {t('nav.jobs')}
+          </Link>{' '}
+          <Link href="/ui/services" current={inServices}>
+            {t('nav.services')}
           </Link>{' '}
           <Link href="/ui/fleet" current={inFleet}>
             {t('nav.fleet')}
