@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "cli/commands.h"
+#include "cli/format.h"
 #include "common/text_escape.h"
 #include "model/reason.h"
 
@@ -35,15 +36,6 @@ std::string Duration(std::int64_t ms) {
   if (ms < 60'000) return fmt::format("{:.1f}s", static_cast<double>(ms) / 1000.0);
   if (ms < 3'600'000) return fmt::format("{:.1f}m", static_cast<double>(ms) / 60'000.0);
   return fmt::format("{:.1f}h", static_cast<double>(ms) / 3'600'000.0);
-}
-
-std::string Utc(std::int64_t ms) {
-  std::time_t t = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 // A report as rows of plain cells; each renderer escapes them its own way.
@@ -108,7 +100,8 @@ std::vector<Section> Sections(const json& r) {
   const json& fleet = r.value("fleet", json());
 
   Section summary{"Summary", {"Figure", "Value"}, {}, ""};
-  summary.rows.push_back({"Window", Utc(Int(r, "from_ms")) + " to " + Utc(Int(r, "to_ms"))});
+  summary.rows.push_back(
+      {"Window", FormatUtc(Int(r, "from_ms")) + " to " + FormatUtc(Int(r, "to_ms"))});
   if (fleet.is_object()) {
     summary.rows.push_back({"GPUs", fmt::format("{}", Int(fleet, "gpus"))});
     summary.rows.push_back({"Capacity GPU-hours", Hours(Int(fleet, "capacity_mgpu_ms"))});
@@ -224,7 +217,7 @@ std::vector<Section> Sections(const json& r) {
                     {},
                     ""};
   for (const auto& e : r.value("evictions", json::array())) {
-    evictions.rows.push_back({Utc(Int(e, "time_ms")), Str(e, "kind"), Str(e, "tenant"),
+    evictions.rows.push_back({FormatUtc(Int(e, "time_ms")), Str(e, "kind"), Str(e, "tenant"),
                               fmt::format("{} {}", Int(e, "job_id"), Str(e, "job_name")),
                               Str(e, "run_id"),
                               fmt::format("{:.3f}", static_cast<double>(Int(e, "mgpu")) / 1000.0),
@@ -240,7 +233,7 @@ std::vector<Section> Sections(const json& r) {
   out.push_back(std::move(by_action));
   Section list{"Manual interventions", {"Time", "Actor", "Action", "Target", "Tenant"}, {}, ""};
   for (const auto& i : r.value("interventions", json::array())) {
-    list.rows.push_back({Utc(Int(i, "time_ms")), Str(i, "actor"), Str(i, "action"),
+    list.rows.push_back({FormatUtc(Int(i, "time_ms")), Str(i, "actor"), Str(i, "action"),
                          Str(i, "object"), Str(i, "tenant")});
   }
   out.push_back(std::move(list));

@@ -4,11 +4,21 @@
 
 #include <array>
 #include <cstring>
+#include <ctime>
 #include <string_view>
 
 #include "common/units.h"
 
 namespace berth::cli {
+
+std::string FormatUtc(std::int64_t unix_ms) {
+  std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
 
 std::string FormatAge(std::int64_t elapsed_ms) {
   std::int64_t s = elapsed_ms < 0 ? 0 : elapsed_ms / 1000;

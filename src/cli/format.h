@@ -14,6 +14,8 @@ namespace berth::cli {
 // "45s", "3m12s", "42m", "5h3m", "20h", "3d4h", "12d". Negative ages (clock
 // skew between berthd and this machine) print as "0s".
 std::string FormatAge(std::int64_t elapsed_ms);
+// A unix-ms time as ISO 8601 in UTC, to the second: "2026-12-06T22:55:48Z".
+std::string FormatUtc(std::int64_t unix_ms);
 
 // FormatAge(now - then), or "-" when `then` is unknown.
 std::string AgeSince(std::int64_t now_ms, std::optional<std::int64_t> then_ms);

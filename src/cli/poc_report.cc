@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cli/format.h"
 #include "cli/json_view.h"
 #include "cli/poc_suite.h"
 #include "common/text_escape.h"
@@ -60,15 +61,6 @@ std::string PocScoreText(const json& tally) {
   const json* s = Field(tally, "score");
   if (s == nullptr || !s->is_number()) return "not judged";
   return fmt::format("{:.1f}%", s->get<double>());
-}
-
-std::string PocUtc(std::int64_t ms) {
-  std::time_t t = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 std::string PocMs(const json& obj, std::string_view key) {
@@ -282,8 +274,8 @@ std::string RenderMarkdown(const json& report) {
       fmt::format("# Berth acceptance report: {}\n\n", Text(report, "environment.suite.name"));
   out += fmt::format("Run {} on {} by {}, {} to {}. {}.\n\n", Text(report, "run.id"),
                      PocMdCell(Text(report, "environment.cluster")), Text(report, "run.admin"),
-                     PocUtc(Int(report, "run.started_ms").value_or(0)),
-                     PocUtc(Int(report, "run.finished_ms").value_or(0)), PocSummaryLine(report));
+                     FormatUtc(Int(report, "run.started_ms").value_or(0)),
+                     FormatUtc(Int(report, "run.finished_ms").value_or(0)), PocSummaryLine(report));
   out += "## Environment\n\n";
   PocMdTable(out, {"fingerprint", "value"},
              PocEnvRows(Field(report, "environment") ? report["environment"] : json()));
@@ -406,8 +398,8 @@ std::string RenderHtml(const json& report) {
   out += fmt::format(
       "<p>Run <code>{}</code> on <code>{}</code> by {}, {} to {}. {}.</p>\n",
       PocH(Text(report, "run.id")), PocH(Text(report, "environment.cluster")),
-      PocH(Text(report, "run.admin")), PocUtc(Int(report, "run.started_ms").value_or(0)),
-      PocUtc(Int(report, "run.finished_ms").value_or(0)), PocH(PocSummaryLine(report)));
+      PocH(Text(report, "run.admin")), FormatUtc(Int(report, "run.started_ms").value_or(0)),
+      FormatUtc(Int(report, "run.finished_ms").value_or(0)), PocH(PocSummaryLine(report)));
   out += "<h2>Environment</h2>\n";
   PocHtmlTable(out, {"fingerprint", "value"},
                PocEnvRows(Field(report, "environment") ? report["environment"] : json()));
