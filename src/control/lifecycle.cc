@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <unordered_map>
 #include <utility>
 
 #include "common/failpoint.h"
@@ -94,12 +95,14 @@ Status Commit(store::JobStore& store, const store::JobTransactionBody& body) {
   });
   store::ChangeFeed* feed = store.change_feed();
   if (!st || feed == nullptr) return st;
+  // Each job once, in its final state, in the order of its last write.
   const auto& jobs = written.jobs;
+  std::unordered_map<std::int64_t, std::size_t> last_write;
+  last_write.reserve(jobs.size());
+  for (std::size_t i = 0; i < jobs.size(); ++i) last_write[jobs[i].id] = i;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     const auto& j = jobs[i];
-    const bool later = std::any_of(jobs.begin() + static_cast<std::ptrdiff_t>(i) + 1, jobs.end(),
-                                   [&](const JobRecord& o) { return o.id == j.id; });
-    if (later) continue;
+    if (last_write[j.id] != i) continue;
     feed->Publish(store::Topic::kJob, std::to_string(j.id), j.spec.tenant, j.spec.queue,
                   std::string(model::JobStateName(j.state)));
   }
