@@ -73,8 +73,8 @@ export async function waitFor(what, check, ms = 30000, step = 100) {
 }
 
 // An all-in-one berthd in `dir` (data in dir/data) on free loopback ports,
-// plain HTTP, no gateway, serving the console from `uiDir`; `extra` flags
-// are added. Its output is collected in `log`.
+// plain HTTP, no gateway, serving the console from `uiDir` (if given);
+// `extra` flags are added. Its output is collected in `log`.
 export async function startBerthd(dir, uiDir, extra = []) {
   const apiPort = await freePort();
   const agentPort = await freePort();
@@ -88,7 +88,7 @@ export async function startBerthd(dir, uiDir, extra = []) {
       '--agent-listen', `127.0.0.1:${agentPort}`,
       '--gateway-listen', 'off',
       ...extra,
-      '--ui-dir', uiDir,
+      ...(uiDir ? ['--ui-dir', uiDir] : []),
     ],
     { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] },
   );

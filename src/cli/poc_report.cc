@@ -359,7 +359,9 @@ std::string PocH(std::string_view s) {
 
 void PocHtmlTable(std::string& out, const std::vector<std::string>& headers,
                   const std::vector<std::vector<std::string>>& rows) {
-  out += "<table>\n<tr>";
+  // A wide table scrolls inside its box, never the page; the box takes the
+  // keyboard's focus so its hidden columns can be reached.
+  out += "<div class=\"wide\" tabindex=\"0\">\n<table>\n<tr>";
   for (const auto& h : headers) out += "<th>" + PocH(h) + "</th>";
   out += "</tr>\n";
   for (const auto& row : rows) {
@@ -367,7 +369,7 @@ void PocHtmlTable(std::string& out, const std::vector<std::string>& headers,
     for (const auto& cell : row) out += "<td>" + PocH(cell) + "</td>";
     out += "</tr>\n";
   }
-  out += "</table>\n";
+  out += "</table>\n</div>\n";
 }
 
 // An id safe in an attribute and a fragment: the case ids are short names
@@ -381,8 +383,12 @@ std::string PocAnchor(const json& c) {
 std::string RenderHtml(const json& report) {
   std::string out =
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
       "<title>Berth acceptance report</title>\n<style>\n"
-      "body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}\n"
+      "body{font-family:system-ui,sans-serif;margin:2em auto;padding:0 1em;max-width:1200px;"
+      "color:#222}\n"
+      "h1,h2,h3,p,li{overflow-wrap:anywhere}\n"
+      ".wide{max-width:100%;overflow-x:auto}\n"
       "table{border-collapse:collapse;margin:0.5em 0 1em}\n"
       "th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top;"
       "overflow-wrap:anywhere}\n"
