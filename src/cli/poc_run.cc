@@ -125,6 +125,9 @@ class PocRunner {
                       const std::map<std::string, std::string>& jobs);
   json Sample(const std::string& bound, std::uint64_t id, const Case& c) const;
   json Cleanup();
+  // Cancels those of `ids` still live and waits for them to end; counts in
+  // `c` (jobs_cancelled, jobs_already_ended, problems).
+  void CancelLive(const std::vector<std::uint64_t>& ids, json& c);
   Result<std::string> Expand(std::string_view text, std::map<std::string, std::string> jobs) {
     jobs["gpus"] = std::to_string(HealthyGpus());
     return ExpandPlaceholders(text, opt_.run, tenants_, jobs);
@@ -521,7 +524,7 @@ PocStepResult PocRunner::RunStep(const Step& step, std::map<std::string, std::st
       // An approved quota request is a policy version the run made: the
       // cleanup's rollback covers it.
       if (r.ok && step.method == "POST" && path->starts_with("/v1/quota-requests/") &&
-          path->ends_with("/approve")) {
+          path->substr(0, path->find('?')).ends_with("/approve")) {
         if (auto v = Int(a.doc, "policy_version"); v && policy_during_ > 0) policy_during_ = *v;
       }
       return r;
@@ -719,22 +722,25 @@ json PocRunner::RunCase(const Case& c) {
     if (bound.starts_with("ref.")) continue;
     out["samples"].push_back(Sample(bound, std::stoull(id), c));
   }
+  // A case leaves nothing running for the next one (a failed case may stop
+  // before its own cancel steps): its live jobs are cancelled now.
+  std::vector<std::uint64_t> mine;
+  for (const auto& id : out["evidence"]["jobs"]) mine.push_back(id.get<std::uint64_t>());
+  json ended{
+      {"jobs_cancelled", json::array()}, {"jobs_already_ended", 0}, {"problems", json::array()}};
+  CancelLive(mine, ended);
+  if (!ended["jobs_cancelled"].empty() || !ended["problems"].empty()) {
+    out["cleanup"] = {{"jobs_cancelled", ended["jobs_cancelled"]}, {"problems", ended["problems"]}};
+  }
   out["verdict"] = verdict;
   out["reason"] = reason;
   out["duration_ms"] = Now() - began;
   return out;
 }
 
-json PocRunner::Cleanup() {
-  json c{{"jobs_cancelled", json::array()},
-         {"jobs_already_ended", 0},
-         {"tokens_revoked", json::array()},
-         {"identities_disabled", json::array()},
-         {"budgets_removed", json::array()},
-         {"policy", json()},
-         {"problems", json::array()}};
+void PocRunner::CancelLive(const std::vector<std::uint64_t>& ids, json& c) {
   std::set<std::uint64_t> live;
-  for (auto id : jobs_) {
+  for (auto id : ids) {
     auto job = admin_.Get(fmt::format("/v1/jobs/{}", id));
     if (job && PocTerminal(Text(*job, "state"))) {
       c["jobs_already_ended"] = c["jobs_already_ended"].get<int>() + 1;
@@ -760,6 +766,14 @@ json PocRunner::Cleanup() {
     c["problems"].push_back(fmt::format("job {} had not ended {} after its cancel", id,
                                         FormatDurationMs(kPocCleanupWaitMs)));
   }
+}
+
+json PocRunner::Cleanup() {
+  json c{{"jobs_cancelled", json::array()},  {"jobs_already_ended", 0},
+         {"tokens_revoked", json::array()},  {"identities_disabled", json::array()},
+         {"budgets_removed", json::array()}, {"policy", json()},
+         {"problems", json::array()}};
+  CancelLive(jobs_, c);
   for (const auto& [id, who] : tokens_) {
     auto r = admin_.Post(fmt::format("/v1/tokens/{}/revoke", id), "", "application/json");
     if (r) {
