@@ -635,7 +635,8 @@ json PocRunner::Sample(const std::string& bound, std::uint64_t id, const Case& c
   } else {
     s["telemetry"] = json();
   }
-  // Alerts naming one of its runs, or the job itself.
+  // Alerts naming one of its runs or the job itself, and its tenant's
+  // alerts raised while it ran or shortly after it ended.
   json alerts = json::array();
   auto listed = admin_.Get("/v1/alerts?all=true");
   if (listed) {
@@ -645,6 +646,11 @@ json PocRunner::Sample(const std::string& bound, std::uint64_t id, const Case& c
       const std::string message = Text(a, "message");
       bool ours = run_ids.contains(subject) || message.find(job_word + " ") != std::string::npos ||
                   message.find(job_word + ",") != std::string::npos;
+      // A tenant's alert (a budget's: subject tenant/month/percent) raised
+      // while the job was there.
+      const auto raised = Int(a, "raised_ms");
+      ours = ours || (subject.starts_with(Text(*job, "tenant") + "/") && raised && submitted &&
+                      *raised >= *submitted && (!finished || *raised <= *finished + 5'000));
       for (const auto& r : run_ids) ours = ours || message.find(r) != std::string::npos;
       if (!ours) continue;
       alerts.push_back({{"id", a["id"]},

@@ -262,6 +262,10 @@ TEST_F(PocTest, TheDefaultSuitePassesWhatItCanJudgeSkipsHonestlyAndCleansUp) {
         EXPECT_TRUE(s["telemetry"]["max_util_pct"].is_number()) << s.dump(2);
         EXPECT_TRUE(s["telemetry"]["peak_memory_bytes"].is_number()) << s.dump(2);
       }
+      if (c["id"] == "alert-reaches-its-sink") {
+        ASSERT_FALSE(s["alerts"].empty()) << s.dump(2);
+        EXPECT_EQ(s["alerts"][0]["kind"], "budget") << s.dump(2);
+      }
       if (c["id"] == "gpu-oom-explained") {
         EXPECT_EQ(s["failure"]["class"], "gpu_out_of_memory") << s.dump(2);
         ASSERT_FALSE(s["error_states"].empty()) << s.dump(2);
