@@ -98,6 +98,37 @@ std::string PocIds(const json& array) {
   return out.empty() ? "-" : out;
 }
 
+// "mean 41% (min 12%, max 97%), peak 30.5 GiB of 80 GiB, 6 samples", or
+// "no samples" when telemetry saw none of the job's runs.
+std::string PocTelemetry(const json& s) {
+  const json* t = Field(s, "telemetry");
+  if (t == nullptr || !t->is_object() || Int(*t, "samples").value_or(0) == 0) return "no samples";
+  auto pct = [&t](std::string_view key) {
+    const json* v = Field(*t, key);
+    return v != nullptr && v->is_number() ? fmt::format("{:.0f}%", v->get<double>())
+                                          : std::string("-");
+  };
+  auto bytes = [&t](std::string_view key) {
+    auto v = Int(*t, key);
+    return v ? FormatBytes(static_cast<std::uint64_t>(*v)) : std::string("-");
+  };
+  return fmt::format("mean {} (min {}, max {}), peak memory {} of {}, {} samples",
+                     pct("mean_util_pct"), pct("min_util_pct"), pct("max_util_pct"),
+                     bytes("peak_memory_bytes"), bytes("memory_total_bytes"),
+                     IntText(*t, "samples"));
+}
+
+// Error states and alerts in one cell: "exit 3; alert budget (warning): ...".
+std::string PocErrorsAndAlerts(const json& s) {
+  std::string out;
+  for (const auto& e : Array(s, "error_states")) out += (out.empty() ? "" : "; ") + ValueText(e);
+  for (const auto& a : Array(s, "alerts")) {
+    out += fmt::format("{}alert {} {} ({}): {}", out.empty() ? "" : "; ", IntText(a, "id"),
+                       Text(a, "kind"), Text(a, "severity"), Text(a, "message"));
+  }
+  return out.empty() ? "-" : out;
+}
+
 // The samples table's rows, the same cells for both renderers.
 std::vector<std::vector<std::string>> PocSampleRows(const json& c) {
   std::vector<std::vector<std::string>> rows;
@@ -106,14 +137,22 @@ std::vector<std::vector<std::string>> PocSampleRows(const json& c) {
         {Text(s, "name"), IntText(s, "job_id"),
          fmt::format("{} / {} / {}", Text(s, "tenant"), Text(s, "user"), Text(s, "queue")),
          PocResources(s), Text(s, "expected"), Text(s, "state"), PocMs(s, "queueing_ms"),
-         PocMs(s, "run_ms"), PocFailure(s)});
+         PocMs(s, "run_ms"), PocFailure(s), PocTelemetry(s), PocErrorsAndAlerts(s)});
   }
   return rows;
 }
 
-const std::vector<std::string> kPocSampleHeaders = {
-    "sample",        "job",      "tenant / user / queue", "resources asked", "expected", "state",
-    "queueing time", "run time", "failure reason"};
+const std::vector<std::string> kPocSampleHeaders = {"sample",
+                                                    "job",
+                                                    "tenant / user / queue",
+                                                    "resources asked",
+                                                    "expected",
+                                                    "state",
+                                                    "queueing time",
+                                                    "run time",
+                                                    "failure reason",
+                                                    "GPU utilization and memory",
+                                                    "error states and alerts"};
 
 // Markdown table cell: no line breaks, pipes escaped.
 std::string PocMdCell(std::string_view text) {

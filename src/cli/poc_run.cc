@@ -125,10 +125,19 @@ class PocRunner {
                       const std::map<std::string, std::string>& jobs);
   json Sample(const std::string& bound, std::uint64_t id, const Case& c) const;
   json Cleanup();
-  Result<std::string> Expand(std::string_view text,
-                             const std::map<std::string, std::string>& jobs) {
+  // Cancels those of `ids` still live and waits for them to end; counts in
+  // `c` (jobs_cancelled, jobs_already_ended, problems).
+  void CancelLive(const std::vector<std::uint64_t>& ids, json& c);
+  Result<std::string> Expand(std::string_view text, std::map<std::string, std::string> jobs) {
+    jobs["gpus"] = std::to_string(HealthyGpus());
     return ExpandPlaceholders(text, opt_.run, tenants_, jobs);
   }
+  std::int64_t HealthyGpus() const {
+    std::int64_t healthy = 0;
+    for (const auto& g : gpus_) healthy += Text(g, "health") == "healthy" ? 1 : 0;
+    return healthy;
+  }
+  PocAnswer RequestOnce(const Step& step, const std::string& path, const std::string& body);
 
   ApiClient& admin_;
   const Suite& suite_;
@@ -204,7 +213,7 @@ json PocRunner::Fingerprint() {
 }
 
 Status PocRunner::Setup() {
-  if (!suite_.tenants.empty()) {
+  if (!suite_.tenants.empty() || !suite_.policy.empty()) {
     auto policy = admin_.Get("/v1/policy");
     if (!policy) return std::unexpected(policy.error());
     YAML::Node doc;
@@ -215,10 +224,20 @@ Status PocRunner::Setup() {
         // A policy without queues keeps default/default; keep it with ours.
         doc["queues"].push_back(YAML::Load("{name: default, children: [{name: default}]}"));
       }
+      if (!suite_.policy.empty()) {
+        for (const auto& kv : YAML::Load(suite_.policy)) {
+          doc[kv.first.as<std::string>()] = kv.second;
+        }
+      }
       for (const auto& t : suite_.tenants) {
         const std::string real = fmt::format("{}-{}", opt_.run, t.name);
         YAML::Node q = t.body.empty() ? YAML::Node(YAML::NodeType::Map) : YAML::Load(t.body);
         q["name"] = real;
+        // A tenant's storage grants live in the policy's tenants section.
+        if (q["storage"]) {
+          doc["tenants"][real]["storage"] = q["storage"];
+          q.remove("storage");
+        }
         doc["queues"].push_back(q);
         tenants_[t.name] = real;
       }
@@ -300,6 +319,27 @@ std::vector<std::string> PocRunner::Unmet(const Preconditions& p) const {
         "gateway: the API does not report whether berthd runs a service gateway until a service "
         "exists, so it counts as absent");
   }
+  if (!p.alert_sink.empty()) {
+    auto rules = admin_.Get("/v1/alert-rules");
+    std::set<std::string> sinks;
+    bool routed = false;
+    if (rules) {
+      for (const auto& sink : Array(*rules, "sinks")) sinks.insert(Text(sink, "name"));
+      for (const auto& rule : Array(*rules, "rules")) {
+        if (Text(rule, "kind") != p.alert_sink || !rule.value("enabled", false)) continue;
+        for (const auto& sink : Array(rule, "sinks")) {
+          routed = routed || (sink.is_string() && sinks.contains(sink.get<std::string>()));
+        }
+      }
+    }
+    if (!routed) {
+      unmet.push_back(fmt::format("alert_sink: {}",
+                                  rules ? fmt::format("no enabled {} rule in GET /v1/alert-rules "
+                                                      "sends to a sink (berth alert rules show)",
+                                                      p.alert_sink)
+                                        : "GET /v1/alert-rules: " + rules.error().message));
+    }
+  }
   if (p.standby) {
     unmet.push_back(fmt::format(
         "standby: GET /healthz says role '{}' and names no standby, so none counts as present",
@@ -319,13 +359,13 @@ PocStepResult PocRunner::Judge(const Step& step, const PocAnswer& a, const std::
     return r;
   }
   for (const auto& text : step.contains) {
-    auto t = ExpandPlaceholders(text, opt_.run, tenants_, jobs);
+    auto t = Expand(text, jobs);
     const std::string needle = t ? *t : text;
     r.expected += fmt::format(", containing '{}'", needle);
     if (a.body.find(needle) == std::string::npos) r.ok = false;
   }
   for (const auto& text : step.not_contains) {
-    auto t = ExpandPlaceholders(text, opt_.run, tenants_, jobs);
+    auto t = Expand(text, jobs);
     const std::string needle = t ? *t : text;
     r.expected += fmt::format(", not containing '{}'", needle);
     if (a.body.find(needle) != std::string::npos) r.ok = false;
@@ -333,12 +373,27 @@ PocStepResult PocRunner::Judge(const Step& step, const PocAnswer& a, const std::
   return r;
 }
 
+PocAnswer PocRunner::RequestOnce(const Step& step, const std::string& path,
+                                 const std::string& body) {
+  return step.method == "POST"
+             ? PocPost(ClientOf(step.as), path, body,
+                       body.starts_with("{") ? "application/json" : "application/yaml")
+             : PocGet(ClientOf(step.as), path);
+}
+
 PocStepResult PocRunner::RunStep(const Step& step, std::map<std::string, std::string>& jobs,
                                  json& evidence) {
   auto job_id = [&jobs](const std::string& bound) { return jobs.at(bound); };
   switch (step.kind) {
     case StepKind::kSubmit: {
-      auto spec = Expand(step.spec, jobs);
+      // ${gpus} is a number: unquoted, so `replicas: "${gpus}"` reads as one.
+      std::string text = step.spec;
+      for (const char* quoted : {"'${gpus}'", "\"${gpus}\""}) {
+        for (auto at = text.find(quoted); at != std::string::npos; at = text.find(quoted)) {
+          text.replace(at, std::string_view(quoted).size(), "${gpus}");
+        }
+      }
+      auto spec = Expand(text, jobs);
       if (!spec) return {false, "a job spec", spec.error().message};
       auto a = PocPost(ClientOf(step.as), "/v1/jobs", *spec, "application/yaml");
       evidence["requests"].push_back({{"as", ActorName(step.as)},
@@ -440,15 +495,39 @@ PocStepResult PocRunner::RunStep(const Step& step, std::map<std::string, std::st
       if (!path) return {false, step.path, path.error().message};
       auto body = Expand(step.body, jobs);
       if (!body) return {false, step.body, body.error().message};
-      auto a = step.method == "POST"
-                   ? PocPost(ClientOf(step.as), *path, *body,
-                             body->starts_with("{") ? "application/json" : "application/yaml")
-                   : PocGet(ClientOf(step.as), *path);
+      const std::string what = fmt::format("{} {} as {}", step.method, *path, ActorName(step.as));
+      const TimeMs deadline = Now() + step.within_ms;
+      PocAnswer a;
+      PocStepResult r;
+      while (true) {
+        a = RequestOnce(step, *path, *body);
+        r = Judge(step, a, what, jobs);
+        // Only a read is asked again: a POST is sent once.
+        if (r.ok || step.method != "GET" || Now() >= deadline) break;
+        opt_.sleep(opt_.poll_ms);
+      }
+      if (step.within_ms > 0) {
+        r.expected += fmt::format(" within {}", FormatDurationMs(step.within_ms));
+      }
       evidence["requests"].push_back({{"as", ActorName(step.as)},
                                       {"request", step.method + " " + *path},
                                       {"status", PocStatusText(a.status)}});
-      return Judge(step, a, fmt::format("{} {} as {}", step.method, *path, ActorName(step.as)),
-                   jobs);
+      if (r.ok && !step.bind.empty()) {
+        const json* id = Field(a.doc, "id");
+        if (id == nullptr || id->is_null()) {
+          r.ok = false;
+          r.actual += " (no id to bind)";
+        } else {
+          jobs["ref." + step.bind] = id->is_string() ? id->get<std::string>() : id->dump();
+        }
+      }
+      // An approved quota request is a policy version the run made: the
+      // cleanup's rollback covers it.
+      if (r.ok && step.method == "POST" && path->starts_with("/v1/quota-requests/") &&
+          path->substr(0, path->find('?')).ends_with("/approve")) {
+        if (auto v = Int(a.doc, "policy_version"); v && policy_during_ > 0) policy_during_ = *v;
+      }
+      return r;
     }
     case StepKind::kAudit: {
       auto object = Expand(step.object, jobs);
@@ -506,6 +585,81 @@ json PocRunner::Sample(const std::string& bound, std::uint64_t id, const Case& c
                                            {"message", PocQuote(Text(*failure, "message"))}}
                                     : json();
   s["reason"] = PocQuote(Text(*job, "reason.message"));
+  s["failures"] = Int(*job, "failures").value_or(0);
+  // Error states: what each attempt of each replica ended with, when it
+  // was not a clean exit.
+  json errors = json::array();
+  std::set<std::string> run_ids;
+  for (const auto& p : Array(*job, "placement")) {
+    run_ids.insert(Text(p, "run_id"));
+    std::vector<std::string> what;
+    if (auto code = Int(p, "exit_code"); code && *code != 0) {
+      what.push_back(fmt::format("exit {}", *code));
+    }
+    if (const json* sig = Field(p, "signal"); sig != nullptr && !sig->is_null()) {
+      what.push_back("signal " + ValueText(*sig));
+    }
+    for (const char* key : {"stopped_for", "start_error"}) {
+      if (auto t = Text(p, key); t != "-" && !t.empty())
+        what.push_back(fmt::format("{} {}", key, t));
+    }
+    if (what.empty()) continue;
+    std::string line = fmt::format("run {} on {}:", Text(p, "run_id"), Text(p, "node"));
+    for (const auto& w : what) line += " " + w;
+    errors.push_back(PocQuote(line));
+  }
+  s["error_states"] = std::move(errors);
+  // GPU utilization and memory: the job's telemetry summary and, from its
+  // series, the lowest bucket mean (the metric snapshot kept as evidence).
+  const json* util = Field(*job, "utilization");
+  if (util != nullptr && util->is_object()) {
+    json t{{"samples", Int(*util, "samples").value_or(0)},
+           {"mean_util_pct", (*util)["avg_util_pct"]},
+           {"max_util_pct", (*util)["max_util_pct"]},
+           {"peak_memory_bytes", (*util)["max_memory_used_bytes"]},
+           {"memory_total_bytes", (*util)["memory_total_bytes"]},
+           {"idle_fraction", (*util)["idle_fraction"]}};
+    auto series = admin_.Get(fmt::format("/v1/jobs/{}/telemetry", id));
+    if (series) {
+      std::optional<double> lowest;
+      for (const auto& g : Array(*series, "gpus")) {
+        for (const auto& b : Array(g, "buckets")) {
+          const json* avg = Field(b, "avg_util_pct");
+          if (avg == nullptr || !avg->is_number()) continue;
+          lowest = std::min(lowest.value_or(avg->get<double>()), avg->get<double>());
+        }
+      }
+      t["min_util_pct"] = lowest ? json(*lowest) : json();
+    }
+    s["telemetry"] = std::move(t);
+  } else {
+    s["telemetry"] = json();
+  }
+  // Alerts naming one of its runs or the job itself, and its tenant's
+  // alerts raised while it ran or shortly after it ended.
+  json alerts = json::array();
+  auto listed = admin_.Get("/v1/alerts?all=true");
+  if (listed) {
+    const std::string job_word = fmt::format("job {}", id);
+    for (const auto& a : Array(*listed, "alerts")) {
+      const std::string subject = Text(a, "subject");
+      const std::string message = Text(a, "message");
+      bool ours = run_ids.contains(subject) || message.find(job_word + " ") != std::string::npos ||
+                  message.find(job_word + ",") != std::string::npos;
+      // A tenant's alert (a budget's: subject tenant/month/percent) raised
+      // while the job was there.
+      const auto raised = Int(a, "raised_ms");
+      ours = ours || (subject.starts_with(Text(*job, "tenant") + "/") && raised && submitted &&
+                      *raised >= *submitted && (!finished || *raised <= *finished + 5'000));
+      for (const auto& r : run_ids) ours = ours || message.find(r) != std::string::npos;
+      if (!ours) continue;
+      alerts.push_back({{"id", a["id"]},
+                        {"kind", Text(a, "kind")},
+                        {"severity", Text(a, "severity")},
+                        {"message", PocQuote(message)}});
+    }
+  }
+  s["alerts"] = std::move(alerts);
   std::vector<std::string> expected;
   for (const auto& step : c.steps) {
     if (step.job != bound) continue;
@@ -571,7 +725,18 @@ json PocRunner::RunCase(const Case& c) {
     }
   }
   for (const auto& [bound, id] : jobs) {
+    if (bound.starts_with("ref.")) continue;
     out["samples"].push_back(Sample(bound, std::stoull(id), c));
+  }
+  // A case leaves nothing running for the next one (a failed case may stop
+  // before its own cancel steps): its live jobs are cancelled now.
+  std::vector<std::uint64_t> mine;
+  for (const auto& id : out["evidence"]["jobs"]) mine.push_back(id.get<std::uint64_t>());
+  json ended{
+      {"jobs_cancelled", json::array()}, {"jobs_already_ended", 0}, {"problems", json::array()}};
+  CancelLive(mine, ended);
+  if (!ended["jobs_cancelled"].empty() || !ended["problems"].empty()) {
+    out["cleanup"] = {{"jobs_cancelled", ended["jobs_cancelled"]}, {"problems", ended["problems"]}};
   }
   out["verdict"] = verdict;
   out["reason"] = reason;
@@ -579,15 +744,9 @@ json PocRunner::RunCase(const Case& c) {
   return out;
 }
 
-json PocRunner::Cleanup() {
-  json c{{"jobs_cancelled", json::array()},
-         {"jobs_already_ended", 0},
-         {"tokens_revoked", json::array()},
-         {"identities_disabled", json::array()},
-         {"policy", json()},
-         {"problems", json::array()}};
+void PocRunner::CancelLive(const std::vector<std::uint64_t>& ids, json& c) {
   std::set<std::uint64_t> live;
-  for (auto id : jobs_) {
+  for (auto id : ids) {
     auto job = admin_.Get(fmt::format("/v1/jobs/{}", id));
     if (job && PocTerminal(Text(*job, "state"))) {
       c["jobs_already_ended"] = c["jobs_already_ended"].get<int>() + 1;
@@ -613,6 +772,14 @@ json PocRunner::Cleanup() {
     c["problems"].push_back(fmt::format("job {} had not ended {} after its cancel", id,
                                         FormatDurationMs(kPocCleanupWaitMs)));
   }
+}
+
+json PocRunner::Cleanup() {
+  json c{{"jobs_cancelled", json::array()},  {"jobs_already_ended", 0},
+         {"tokens_revoked", json::array()},  {"identities_disabled", json::array()},
+         {"budgets_removed", json::array()}, {"policy", json()},
+         {"problems", json::array()}};
+  CancelLive(jobs_, c);
   for (const auto& [id, who] : tokens_) {
     auto r = admin_.Post(fmt::format("/v1/tokens/{}/revoke", id), "", "application/json");
     if (r) {
@@ -627,6 +794,15 @@ json PocRunner::Cleanup() {
       c["identities_disabled"].push_back(real);
     } else {
       c["problems"].push_back(fmt::format("identity {}: {}", real, r.error().message));
+    }
+  }
+  // A budget a case set on one of the run's tenants goes with the tenant.
+  for (const auto& [name, real] : tenants_) {
+    auto r = admin_.Delete("/v1/budgets/" + real);
+    if (r) {
+      c["budgets_removed"].push_back(real);
+    } else if (r.error().code != Code::kNotFound) {
+      c["problems"].push_back(fmt::format("budget of {}: {}", real, r.error().message));
     }
   }
   if (policy_during_ > 0) {

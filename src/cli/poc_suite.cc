@@ -128,6 +128,7 @@ struct PocScope {
   std::set<std::string> tenants;
   std::set<std::string> identities;
   std::set<std::string> jobs;  // bound by earlier submits of this case
+  std::set<std::string> refs;  // bound by earlier requests of this case
 };
 
 // Every ${...} in `text` names something in scope.
@@ -138,7 +139,13 @@ Status PocCheckPlaceholders(const std::string& text, const std::string& field,
     const auto end = text.find('}', at);
     if (end == std::string::npos) return PocBad(field, "an unclosed '${'; write ${run}");
     const std::string name = text.substr(at + 2, end - at - 2);
-    if (name == "run") {
+    if (name == "run" || name == "gpus") {
+    } else if (name.starts_with("ref.")) {
+      if (!scope.refs.contains(name.substr(4))) {
+        return PocBad(field, fmt::format("${{{}}} names no answer an earlier request of this case "
+                                         "bound (request: {{bind: NAME}})",
+                                         name));
+      }
     } else if (name.starts_with("tenant.")) {
       if (!scope.tenants.contains(name.substr(7))) {
         return PocBad(field, fmt::format("${{{}}} names no tenant of setup.tenants", name));
@@ -150,8 +157,8 @@ Status PocCheckPlaceholders(const std::string& text, const std::string& field,
                                          name));
       }
     } else {
-      return PocBad(field, fmt::format("${{{}}} is not a placeholder; use ${{run}}, "
-                                       "${{tenant.NAME}} or ${{job.NAME}}",
+      return PocBad(field, fmt::format("${{{}}} is not a placeholder; use ${{run}}, ${{gpus}}, "
+                                       "${{tenant.NAME}}, ${{job.NAME}} or ${{ref.NAME}}",
                                        name));
     }
     at = end + 1;
@@ -311,9 +318,9 @@ Result<Step> PocParseStep(const YAML::Node& node, const std::string& at, PocScop
     step.job = *job;
   } else if (kind == "request") {
     step.kind = StepKind::kRequest;
-    BERTH_RETURN_IF_ERROR(PocOnlyKeys(
-        n, field,
-        {"as", "get", "post", "body", "content_type", "status", "contains", "not_contains"}));
+    BERTH_RETURN_IF_ERROR(PocOnlyKeys(n, field,
+                                      {"as", "get", "post", "body", "content_type", "status",
+                                       "contains", "not_contains", "bind", "within"}));
     auto as = PocIdentity(n, field, scope);
     if (!as) return std::unexpected(as.error());
     step.as = *as;
@@ -333,6 +340,32 @@ Result<Step> PocParseStep(const YAML::Node& node, const std::string& at, PocScop
     BERTH_RETURN_IF_ERROR(PocCheckPlaceholders(step.body, PocSub(field, "body"), scope));
     BERTH_RETURN_IF_ERROR(PocReadExpectations(n, field, step));
     if (!step.status) step.status = 200;
+    if (n["within"]) {
+      auto within = PocString(n, field, "within", true);
+      if (!within) return std::unexpected(within.error());
+      auto ms = ParseDurationMs(*within, kPocMaxWaitMs);
+      if (!ms || *ms <= 0) {
+        return PocBad(
+            PocSub(field, "within"),
+            fmt::format("'{}' is not a duration from 1ms to 1h; write e.g. 30s or 2m", *within));
+      }
+      step.within_ms = *ms;
+    }
+    auto bind = PocString(n, field, "bind", false);
+    if (!bind) return std::unexpected(bind.error());
+    step.bind = *bind;
+    if (!step.bind.empty()) {
+      BERTH_RETURN_IF_ERROR(PocShortName(step.bind, PocSub(field, "bind")));
+      if (*step.status / 100 != 2) {
+        return PocBad(PocSub(field, "bind"),
+                      "a refused request has no id to bind; drop bind or status");
+      }
+      if (!scope.refs.insert(step.bind).second) {
+        return PocBad(
+            PocSub(field, "bind"),
+            fmt::format("'{}' is bound already in this case; use another name", step.bind));
+      }
+    }
   } else if (kind == "audit") {
     step.kind = StepKind::kAudit;
     BERTH_RETURN_IF_ERROR(PocOnlyKeys(n, field, {"action", "object", "actor"}));
@@ -356,8 +389,21 @@ Result<Step> PocParseStep(const YAML::Node& node, const std::string& at, PocScop
 }
 
 Status PocParsePreconditions(const YAML::Node& n, const std::string& field, Preconditions& p) {
-  BERTH_RETURN_IF_ERROR(
-      PocOnlyKeys(n, field, {"nodes", "gpus", "gpu_model", "podman", "gateway", "standby"}));
+  BERTH_RETURN_IF_ERROR(PocOnlyKeys(
+      n, field, {"nodes", "gpus", "gpu_model", "podman", "gateway", "standby", "alert_sink"}));
+  if (n["alert_sink"]) {
+    auto v = PocString(n, field, "alert_sink", true);
+    if (!v) return std::unexpected(v.error());
+    static constexpr std::string_view kKinds[] = {"gpu_health", "node_not_ready",  "queue_wait",
+                                                  "budget",     "idle_allocation", "service_slo"};
+    if (std::find(std::begin(kKinds), std::end(kKinds), *v) == std::end(kKinds)) {
+      return PocBad(PocSub(field, "alert_sink"),
+                    fmt::format("'{}' is not an alert rule kind; use gpu_health, node_not_ready, "
+                                "queue_wait, budget, idle_allocation or service_slo",
+                                *v));
+    }
+    p.alert_sink = *v;
+  }
   if (n["nodes"]) {
     auto v = PocInt(n["nodes"], PocSub(field, "nodes"), 1, 100000);
     if (!v) return std::unexpected(v.error());
@@ -447,7 +493,20 @@ Result<Case> PocParseCase(const YAML::Node& n, const std::string& field, const G
 }
 
 Status PocParseSetup(const YAML::Node& n, Suite& suite, PocScope& scope) {
-  BERTH_RETURN_IF_ERROR(PocOnlyKeys(n, "setup", {"tenants", "identities"}));
+  BERTH_RETURN_IF_ERROR(PocOnlyKeys(n, "setup", {"tenants", "identities", "policy"}));
+  if (const YAML::Node policy = n["policy"]) {
+    if (!policy.IsMap()) {
+      return PocBad("setup.policy",
+                    "must be a mapping of policy settings, e.g. {reclaim_grace: 0s}");
+    }
+    for (const char* key : {"queues", "tenants"}) {
+      if (policy[key]) {
+        return PocBad(fmt::format("setup.policy.{}", key),
+                      "the run makes its queues and tenants from setup.tenants; leave it out");
+      }
+    }
+    suite.policy = PocEmit(policy);
+  }
   const YAML::Node tenants = n["tenants"];
   if (tenants) {
     if (!tenants.IsSequence()) return PocBad("setup.tenants", "must be a list");
@@ -572,6 +631,9 @@ Result<std::string> ExpandPlaceholders(std::string_view text, std::string_view r
     std::string key;
     if (name == "run") {
       out += run;
+    } else if (name == "gpus" || name.starts_with("ref.")) {
+      table = &jobs;
+      key = name;
     } else if (name.starts_with("tenant.")) {
       table = &tenants;
       key = name.substr(7);
@@ -652,6 +714,34 @@ Result<Suite> ParseSuite(std::string_view text) {
     return PocBad("",
                   fmt::format("the suite could not be read (line {}): {}", e.mark.line + 1, e.msg));
   }
+}
+
+Result<Suite> SelectCases(const Suite& suite, const std::vector<std::string>& ids) {
+  std::set<std::string> wanted(ids.begin(), ids.end());
+  std::set<std::string> have;
+  for (const auto& c : suite.cases) have.insert(c.id);
+  for (const auto& id : wanted) {
+    if (have.contains(id)) continue;
+    std::string list;
+    for (const auto& c : suite.cases) list += (list.empty() ? "" : ", ") + c.id;
+    return Fail(
+        Code::kInvalidArgument,
+        fmt::format("--case {}: suite {} has no such case; its cases: {}", id, suite.name, list),
+        "case");
+  }
+  Suite out = suite;
+  out.cases.clear();
+  out.groups.clear();
+  std::set<std::string> groups;
+  for (const auto& c : suite.cases) {
+    if (!wanted.contains(c.id)) continue;
+    out.cases.push_back(c);
+    groups.insert(c.group);
+  }
+  for (const auto& g : suite.groups) {
+    if (groups.contains(g.id)) out.groups.push_back(g);
+  }
+  return out;
 }
 
 }  // namespace berth::cli::poc

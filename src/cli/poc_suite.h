@@ -57,24 +57,31 @@ struct Preconditions {
   bool podman = false;
   bool gateway = false;
   bool standby = false;
+  // An alert rule of this kind (budget, queue_wait, ...) is enabled in the
+  // rules in force (GET /v1/alert-rules) and routed to at least one sink.
+  std::string alert_sink;
 };
 
 enum class StepKind { kSubmit, kWait, kExpect, kCancel, kRequest, kAudit };
 std::string_view StepKindName(StepKind kind);
 
-// One step. Strings may hold ${run}, ${tenant.NAME} and ${job.NAME} (a job
-// bound by an earlier submit of the same case), expanded when it runs.
+// One step. Strings may hold ${run}, ${tenant.NAME}, ${job.NAME} (a job
+// bound by an earlier submit of the same case), ${ref.NAME} (the `id` of an
+// answer an earlier request of the same case bound) and ${gpus} (the
+// healthy GPUs GET /v1/gpus showed when the run began), expanded when it
+// runs.
 struct Step {
   StepKind kind = StepKind::kRequest;
   std::string field;  // "groups[0].cases[1].steps[2]", for messages
   std::string as;     // an identity of the setup, or "admin" (the runner)
   // submit: binds `bind` to the new job; with `status`, expects a refusal.
+  // request: binds `bind` to the answer's `id` (${ref.NAME}).
   std::string bind;
   std::string spec;  // YAML
   // wait, expect, cancel: the bound job.
   std::string job;
   std::vector<std::string> states;  // wait: any of these (and reason_code, if given)
-  std::int64_t within_ms = 0;       // wait
+  std::int64_t within_ms = 0;       // wait; request: polls until it matches (0: once)
   // expect
   std::string state;
   std::string failure_class;
@@ -116,6 +123,10 @@ struct Suite {
   std::string version;
   std::vector<TenantSetup> tenants;
   std::vector<IdentitySetup> identities;
+  // Policy-wide settings the run's policy version sets for its duration
+  // (YAML mapping: reclaim_grace, min_runtime, ...; never queues or
+  // tenants), rolled back with the rest.
+  std::string policy;
   std::vector<Group> groups;
   std::vector<Case> cases;  // every group's, in order
   std::string sha256;       // of the suite's text, hex
@@ -128,11 +139,17 @@ Result<Suite> ParseSuite(std::string_view text);
 // The default suite (deploy/poc/default-suite.yaml, compiled in).
 std::string_view DefaultSuiteText();
 
+// The suite cut to the cases `ids` names (in the suite's order) and the
+// groups that hold them; an id the suite does not have is InvalidArgument
+// (field `case`) listing the ids it has.
+Result<Suite> SelectCases(const Suite& suite, const std::vector<std::string>& ids);
+
 // Lower-case hex SHA-256 of `text`.
 std::string Sha256Hex(std::string_view text);
 
 // "${run}", "${tenant.a}" and "${job.train}" replaced; an unknown tenant or
-// job is an error naming the placeholder.
+// job is an error naming the placeholder. "${ref.x}" is looked up in `jobs`
+// as "ref.x", "${gpus}" as "gpus".
 Result<std::string> ExpandPlaceholders(std::string_view text, std::string_view run,
                                        const std::map<std::string, std::string>& tenants,
                                        const std::map<std::string, std::string>& jobs);

@@ -22,6 +22,7 @@ struct PocFlags {
   std::string suite_text;
   std::string out_dir;
   std::string allow_on;
+  std::vector<std::string> cases;  // --case: run only these
   poc::Suite suite;
 };
 
@@ -42,6 +43,11 @@ int PocLoadSuite(CommandRegistry& r, PocFlags& f) {
     return r.Fail(kExitError, FormatError(e));
   }
   f.suite = std::move(*suite);
+  if (!f.cases.empty()) {
+    auto cut = poc::SelectCases(f.suite, f.cases);
+    if (!cut) return r.Fail(kExitError, FormatError(cut.error()));
+    f.suite = std::move(*cut);
+  }
   return kExitOk;
 }
 
@@ -147,6 +153,8 @@ void RegisterPocCommands(CommandRegistry& registry) {
                   "the cluster it may run on: the server address as berth uses it (it submits "
                   "work)")
       ->required();
+  run->add_option("--case", f.cases,
+                  "run only this case (repeat for more; the suite's setup and cleanup still run)");
   registry.OnCheck(run, [&registry, &f] { return PocLoadSuite(registry, f); });
   registry.OnLogin(run, [&registry, &f](ApiClient& api, const Output& out, const Connection& c) {
     return PocRun(registry, f, api, out, c);

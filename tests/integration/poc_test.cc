@@ -3,13 +3,21 @@
 // the ones whose precondition the API cannot show (podman, a gateway) and
 // says why, writes the three reports, and leaves nothing behind (its jobs
 // ended, its identities disabled, the policy back at the text it found).
-// A suite whose policy does not enforce a quota makes exactly the case that
-// checks it fail, with its risk and its re-test in the report. It refuses
-// to run on a cluster --allow-on does not name, and then changes nothing.
+// Every case can fail: breaking one capability the way an operator could
+// get it wrong (a quota the policy does not enforce, a role granted in the
+// wrong tenant, a job's retries turned off, an alert sink on a dead port,
+// GPU telemetry off, a reclaim grace left long, a priority class made
+// non-preemptible) makes exactly the case(s) that check it fail, each with
+// its risk and re-test in the report; these runs use --case to run only the
+// cases concerned. It refuses to run on a cluster --allow-on does not name,
+// and then changes nothing.
 #include <gtest/gtest.h>
+#include <httplib.h>
 
+#include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "integration/fixture.h"
 
@@ -22,6 +30,43 @@ using namespace std::chrono_literals;
 // A whole suite with its setup, jobs and cleanup takes well under a minute
 // on the 2-core machine; the limit is for a loaded one.
 constexpr auto kPocRunTimeout = 300s;
+
+// An alert sink: answers 200 to every POST to /hook and counts them.
+class PocHookReceiver {
+ public:
+  explicit PocHookReceiver(int port) {
+    server_.Post("/hook", [this](const httplib::Request&, httplib::Response& res) {
+      std::lock_guard lock(mu_);
+      ++posts_;
+      res.status = 200;
+    });
+    server_.bind_to_port("127.0.0.1", port);
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ~PocHookReceiver() {
+    server_.stop();
+    thread_.join();
+  }
+  int posts() {
+    std::lock_guard lock(mu_);
+    return posts_;
+  }
+
+ private:
+  httplib::Server server_;
+  std::mutex mu_;
+  int posts_ = 0;
+  std::thread thread_;
+};
+
+// Alert rules routing budget alerts to a webhook on `port` of loopback.
+std::string PocBudgetRules(int port) {
+  return fmt::format(
+      "sinks:\n  - {{name: poc-hook, url: \"http://127.0.0.1:{}/hook\", timeout: 1s}}\n"
+      "rules:\n  - {{name: budget, kind: budget, severity: warning, sinks: [poc-hook]}}\n",
+      port);
+}
 
 class PocTest : public IntegrationTest {
  protected:
@@ -68,13 +113,78 @@ class PocTest : public IntegrationTest {
       ++ours;
       EXPECT_TRUE(id.value("disabled", false)) << id.dump();
     }
-    EXPECT_EQ(ours, 3);
+    EXPECT_EQ(ours, 6);
     EXPECT_TRUE(report["cleanup"]["problems"].empty()) << report["cleanup"].dump();
   }
+
+  // The built-in suite with `from` replaced by `to` (once; it must be there).
+  std::string EditedSuite(const Berthd& b, const std::string& from, const std::string& to) {
+    auto printed = Poc(b, {"suite"});
+    EXPECT_EQ(printed.exit_code, 0) << printed.err;
+    std::string suite = printed.out;
+    const auto at = suite.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) suite.replace(at, from.size(), to);
+    return suite;
+  }
+
+  // Runs `cases` of `suite` (the built-in one when empty) into dir_/name.
+  json RunCases(const Berthd& b, const std::string& suite, const std::vector<std::string>& cases,
+                const std::string& name) {
+    const auto out = dir_ / name;
+    std::vector<std::string> args{"run", "--out", out.string(), "--allow-on", b.url()};
+    if (!suite.empty()) {
+      WriteFile(dir_ / (name + ".yaml"), suite);
+      args.insert(args.end(), {"--suite", (dir_ / (name + ".yaml")).string()});
+    }
+    for (const auto& c : cases) args.insert(args.end(), {"--case", c});
+    auto run = Poc(b, args);
+    last_run_ = run.out + run.err;
+    return ReadJson(out / "report.json");
+  }
+
+  // Exactly `failing` failed; every other case ran passed (none skipped);
+  // each failed one is in the conclusion list of its risk with its re-test
+  // and a reason naming the step.
+  void ExpectOnlyThese(const json& report, const std::set<std::string>& failing,
+                       std::size_t cases) {
+    ASSERT_FALSE(report.is_discarded()) << last_run_;
+    ASSERT_EQ(report["cases"].size(), cases) << last_run_;
+    std::set<std::string> failed;
+    for (const auto& c : report["cases"]) {
+      if (c["verdict"] == "fail") {
+        failed.insert(c["id"].get<std::string>());
+      } else {
+        EXPECT_EQ(c["verdict"], "pass") << c.dump(2);
+      }
+    }
+    EXPECT_EQ(failed, failing) << last_run_;
+    for (const auto& id : failing) {
+      bool listed = false;
+      for (const char* list : {"must_fix", "limited_launch", "later_optimization"}) {
+        for (const auto& i : report["conclusions"][list]) {
+          if (i["id"] != id) continue;
+          listed = true;
+          EXPECT_FALSE(i["retest"].get<std::string>().empty()) << i.dump();
+          EXPECT_NE(i["reason"].get<std::string>().find("steps["), std::string::npos) << i.dump();
+          EXPECT_EQ(std::string(list), i["risk"] == "high" ? "must_fix" : "limited_launch");
+        }
+      }
+      EXPECT_TRUE(listed) << id << " is in no conclusion list: " << report["conclusions"].dump(2);
+    }
+    EXPECT_TRUE(report["cleanup"]["problems"].empty()) << report["cleanup"].dump();
+  }
+
+  std::string last_run_;
 };
 
 TEST_F(PocTest, TheDefaultSuitePassesWhatItCanJudgeSkipsHonestlyAndCleansUp) {
+  // A live alert sink, so the case that checks alerts reach one runs.
+  const int hook_port = FreePort();
+  PocHookReceiver receiver(hook_port);
   Berthd& b = Start();
+  auto rules = b.http().Post("/v1/alert-rules", PocBudgetRules(hook_port), "application/yaml");
+  ASSERT_EQ(rules.status / 100, 2) << rules.text;
   auto before = b.http().Get("/v1/policy");
   ASSERT_EQ(before.status, 200);
   const std::string policy_before = before.body["yaml"];
@@ -99,18 +209,29 @@ TEST_F(PocTest, TheDefaultSuitePassesWhatItCanJudgeSkipsHonestlyAndCleansUp) {
     EXPECT_NE(c["verdict"], "fail") << c.dump(2);
   }
   // What the API cannot show is skipped, naming the precondition.
-  for (const char* id : {"image-pull-failure-explained", "service-scales-from-zero"}) {
+  for (const char* id :
+       {"image-pull-failure-explained", "service-scales-from-zero", "control-plane-failover"}) {
     EXPECT_EQ(verdicts[id], "skipped") << id;
   }
   for (const auto& c : report["cases"]) {
     if (c["verdict"] != "skipped") continue;
     const std::string reason = c["reason"];
     EXPECT_TRUE(reason.find("podman") != std::string::npos ||
-                reason.find("gateway") != std::string::npos)
+                reason.find("gateway") != std::string::npos ||
+                reason.find("standby") != std::string::npos)
         << reason;
   }
-  EXPECT_EQ(report["summary"]["passed"].get<int>() + 2, report["summary"]["cases"].get<int>());
-  EXPECT_GE(report["summary"]["passed"].get<int>(), 9);
+  EXPECT_EQ(report["summary"]["passed"].get<int>() + 3, report["summary"]["cases"].get<int>());
+  EXPECT_GE(report["summary"]["passed"].get<int>(), 20);
+  EXPECT_GE(receiver.posts(), 1);
+  // The four acceptance checks ran and passed.
+  for (const char* id :
+       {"priority-preempts-and-explains", "job-telemetry-recorded", "gpu-holder-named",
+        "quota-request-approved-and-audited", "reclaim-on-guarantee", "tenant-isolation",
+        "cross-tenant-paths-refused", "gpu-oom-explained", "gpu-xid-explained",
+        "nccl-failure-explained", "alert-reaches-its-sink"}) {
+    EXPECT_EQ(verdicts[id], "pass") << id;
+  }
   // Evidence from the API: jobs, the audit records the audit cases found.
   EXPECT_FALSE(report["cases"][1]["evidence"]["jobs"].empty());
   for (const auto& c : report["cases"]) {
@@ -130,6 +251,28 @@ TEST_F(PocTest, TheDefaultSuitePassesWhatItCanJudgeSkipsHonestlyAndCleansUp) {
     }
   }
   EXPECT_TRUE(timed) << "no succeeded sample with its queueing and run time";
+  // The per-job metric snapshot, error states and alerts.
+  for (const auto& c : report["cases"]) {
+    for (const auto& s : c["samples"]) {
+      EXPECT_TRUE(s.contains("telemetry") && s.contains("error_states") && s.contains("alerts"))
+          << s.dump(2);
+      if (c["id"] == "job-telemetry-recorded") {
+        ASSERT_TRUE(s["telemetry"].is_object()) << s.dump(2);
+        EXPECT_GE(s["telemetry"]["samples"].get<int>(), 1) << s.dump(2);
+        EXPECT_TRUE(s["telemetry"]["max_util_pct"].is_number()) << s.dump(2);
+        EXPECT_TRUE(s["telemetry"]["peak_memory_bytes"].is_number()) << s.dump(2);
+      }
+      if (c["id"] == "alert-reaches-its-sink") {
+        ASSERT_FALSE(s["alerts"].empty()) << s.dump(2);
+        EXPECT_EQ(s["alerts"][0]["kind"], "budget") << s.dump(2);
+      }
+      if (c["id"] == "gpu-oom-explained") {
+        EXPECT_EQ(s["failure"]["class"], "gpu_out_of_memory") << s.dump(2);
+        ASSERT_FALSE(s["error_states"].empty()) << s.dump(2);
+        EXPECT_NE(s["error_states"][0].get<std::string>().find("exit 1"), std::string::npos);
+      }
+    }
+  }
   EXPECT_EQ(report["environment"]["policy_version_before"], version_before);
   EXPECT_EQ(report["environment"]["gpus"], 8);
   // berthd's release, from GET /healthz: the one the CLI was built with.
@@ -164,6 +307,93 @@ TEST_F(PocTest, AMembersTokenIsRefusedBeforeAnythingIsMade) {
   auto jobs = b.http().Get("/v1/jobs");
   EXPECT_TRUE(jobs.body["jobs"].empty()) << jobs.text;
   EXPECT_FALSE(std::filesystem::exists(dir_ / "out" / "report.json"));
+}
+
+// Isolation off: tenant b's member also granted a role in tenant a. The
+// cases that read tenant a's job, logs and outputs as b fail; the viewer
+// case beside them still passes.
+TEST_F(PocTest, ARoleGrantedInTheWrongTenantFailsOnlyTheIsolationCases) {
+  Berthd& b = Start();
+  const std::string suite = EditedSuite(b, "{name: bob, tenants: {b: member}}",
+                                        "{name: bob, tenants: {b: member, a: viewer}}");
+  const json report =
+      RunCases(b, suite, {"tenant-isolation", "cross-tenant-paths-refused", "viewer-cannot-submit"},
+               "isolation-off");
+  ExpectOnlyThese(report, {"tenant-isolation", "cross-tenant-paths-refused"}, 3);
+}
+
+// Retries off: the job's retry block says one attempt (berthd and the
+// policy have no retry switch; a job's own block is where retries are
+// turned off). The retry case fails on its failure count; the
+// classification case beside it passes.
+TEST_F(PocTest, RetriesTurnedOffFailOnlyTheRetryCase) {
+  Berthd& b = Start();
+  const std::string suite = EditedSuite(b, "retry: {max_attempts: 2, backoff: 1s, on: [user_code]}",
+                                        "retry: {max_attempts: 1, backoff: 1s, on: [user_code]}");
+  const json report =
+      RunCases(b, suite, {"failure-classified-and-retried", "gpu-oom-explained"}, "retries-off");
+  ExpectOnlyThese(report, {"failure-classified-and-retried"}, 2);
+  const json& c = report["cases"][0];
+  EXPECT_NE(c["reason"].get<std::string>().find("failures 1"), std::string::npos) << c.dump(2);
+}
+
+// An alert sink down: the budget rule routes to a port nothing listens on.
+// The alert is raised but never delivered; metering beside it passes.
+TEST_F(PocTest, AnAlertSinkOnADeadPortFailsOnlyTheAlertCase) {
+  Berthd& b = Start();
+  const int dead = FreePort();  // nothing listens
+  auto rules = b.http().Post("/v1/alert-rules", PocBudgetRules(dead), "application/yaml");
+  ASSERT_EQ(rules.status / 100, 2) << rules.text;
+  const json report = RunCases(b, "", {"gpu-time-metered", "alert-reaches-its-sink"}, "sink-down");
+  ExpectOnlyThese(report, {"alert-reaches-its-sink"}, 2);
+  const std::string reason = report["cases"][1]["reason"];
+  EXPECT_NE(reason.find("alert-deliveries"), std::string::npos) << reason;
+}
+
+// Without a sink at all the alert case is skipped, naming what is missing.
+TEST_F(PocTest, NoAlertSinkSkipsTheAlertCaseSayingWhy) {
+  Berthd& b = Start();
+  const json report = RunCases(b, "", {"alert-reaches-its-sink"}, "no-sink");
+  ASSERT_FALSE(report.is_discarded()) << last_run_;
+  ASSERT_EQ(report["cases"].size(), 1U);
+  EXPECT_EQ(report["cases"][0]["verdict"], "skipped");
+  EXPECT_NE(report["cases"][0]["reason"].get<std::string>().find("alert_sink"), std::string::npos);
+}
+
+// GPU telemetry off (berthd --telemetry-interval 0): the job's telemetry
+// case fails; the GPU holder case, which reads the allocation, passes.
+TEST_F(PocTest, GpuTelemetryOffFailsOnlyTheTelemetryCase) {
+  Berthd& b = NewBerthd(AllInOne({"--telemetry-interval", "0"}));
+  ASSERT_TRUE(b.Start()) << b.log();
+  const json report =
+      RunCases(b, "", {"gpu-holder-named", "job-telemetry-recorded"}, "telemetry-off");
+  ExpectOnlyThese(report, {"job-telemetry-recorded"}, 2);
+}
+
+// Reclaim left at a long grace: the guaranteed job waits instead of
+// reclaiming, and only the reclaim case fails.
+TEST_F(PocTest, ALongReclaimGraceFailsOnlyTheReclaimCase) {
+  Berthd& b = Start();
+  const std::string suite = EditedSuite(b, "reclaim_grace: 0s", "reclaim_grace: 6h");
+  const json report =
+      RunCases(b, suite, {"guaranteed-quota-honoured", "reclaim-on-guarantee"}, "reclaim-grace");
+  ExpectOnlyThese(report, {"reclaim-on-guarantee"}, 2);
+}
+
+// Priorities that cannot preempt: the policy makes class low
+// non-preemptible, so the high-priority job waits; only the priority case
+// fails, and the unfit-job case beside it passes.
+TEST_F(PocTest, ANonPreemptibleLowClassFailsOnlyThePriorityCase) {
+  Berthd& b = Start();
+  const std::string suite =
+      EditedSuite(b, "reclaim_grace: 0s",
+                  "reclaim_grace: 0s\n    priority_classes:\n      - {name: low, value: 0, "
+                  "preemptible: false}\n"
+                  "      - {name: normal, value: 100}\n      - {name: high, value: 200}\n"
+                  "      - {name: critical, value: 300}");
+  const json report = RunCases(
+      b, suite, {"unfit-job-waits-with-reason", "priority-preempts-and-explains"}, "no-preempt");
+  ExpectOnlyThese(report, {"priority-preempts-and-explains"}, 2);
 }
 
 TEST_F(PocTest, AQuotaThePolicyDoesNotEnforceFailsOnlyItsCaseWithRiskAndRetest) {

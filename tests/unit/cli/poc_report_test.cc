@@ -153,5 +153,36 @@ TEST(PocReport, MarkdownKeepsTableRowsWhole) {
   EXPECT_LT(md.find("| business |"), md.find("| platform |"));
 }
 
+TEST(PocReport, ASampleShowsItsMetricSnapshotErrorStatesAndAlerts) {
+  json report = PocReport();
+  report["cases"][0]["samples"] = {
+      {{"name", "oom"},
+       {"job_id", 9},
+       {"tenant", "t"},
+       {"user", "u"},
+       {"queue", "q"},
+       {"resources", {{"gpus", 1}}},
+       {"state", "Failed"},
+       {"failure", {{"class", "gpu_out_of_memory"}, {"message", "CUDA out of memory"}}},
+       {"telemetry",
+        {{"samples", 6},
+         {"mean_util_pct", 41.2},
+         {"min_util_pct", 12.0},
+         {"max_util_pct", 97.0},
+         {"peak_memory_bytes", std::int64_t{2} << 30},
+         {"memory_total_bytes", std::int64_t{80} << 30}}},
+       {"error_states", {"run 9.0.1 on n1: exit 1"}},
+       {"alerts", {{{"id", 4}, {"kind", "budget"}, {"severity", "warning"}, {"message", "m"}}}}},
+      {{"name", "quiet"}, {"job_id", 10}, {"telemetry", nullptr}}};
+  ScoreReport(report);
+  for (const std::string& text : {RenderMarkdown(report), RenderHtml(report)}) {
+    EXPECT_NE(text.find("GPU utilization and memory"), std::string::npos);
+    EXPECT_NE(text.find("mean 41% (min 12%, max 97%)"), std::string::npos) << text;
+    EXPECT_NE(text.find("6 samples"), std::string::npos);
+    EXPECT_NE(text.find("run 9.0.1 on n1: exit 1; alert 4 budget (warning): m"), std::string::npos);
+    EXPECT_NE(text.find("no samples"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace berth::cli::poc

@@ -70,7 +70,18 @@ TEST(PocSuite, TheBuiltInSuiteParsesAndCoversTheFiveGroupsAndEveryCapability) {
   for (const auto& c : suite->cases) capabilities.insert(c.capability);
   EXPECT_EQ(capabilities.size(), std::size(kPocCapabilities));
   EXPECT_GE(suite->cases.size(), 8U);
-  EXPECT_LE(suite->cases.size(), 14U);
+  EXPECT_LE(suite->cases.size(), 30U);
+  // The four acceptance checks and the failure paths each have a case.
+  std::set<std::string> ids;
+  for (const auto& c : suite->cases) ids.insert(c.id);
+  for (const char* id :
+       {"priority-preempts-and-explains", "job-telemetry-recorded",
+        "quota-request-approved-and-audited", "reclaim-on-guarantee", "cross-tenant-paths-refused",
+        "gpu-oom-explained", "gpu-xid-explained", "nccl-failure-explained",
+        "control-plane-failover", "alert-reaches-its-sink"}) {
+    EXPECT_TRUE(ids.contains(id)) << id;
+  }
+  EXPECT_NE(suite->policy.find("reclaim_grace"), std::string::npos);
   EXPECT_EQ(suite->sha256, Sha256Hex(DefaultSuiteText()));
 }
 
@@ -148,6 +159,17 @@ TEST(PocSuite, BadSuitesNameTheFieldAndTheFix) {
       {replace("{gpus: 2, podman: true}", "{gpus: 2, cuda: 12}"),
        "groups[1].cases[0].preconditions.cuda", "gpu_model"},
       {replace("{a: member}", "{a: owner}"), "setup.identities[0].tenants.a", "viewer"},
+      {replace("{gpus: 2, podman: true}", "{gpus: 2, alert_sink: pager}"),
+       "groups[1].cases[0].preconditions.alert_sink", "budget"},
+      {replace("setup:\n", "setup:\n  policy: {queues: []}\n"), "setup.policy.queues",
+       "setup.tenants"},
+      {replace("setup:\n", "setup:\n  policy: 6h\n"), "setup.policy", "reclaim_grace"},
+      {replace("${job.j}/logs'", "${ref.r}/logs'"), "groups[1].cases[0].steps[3].request",
+       "request: {bind: NAME}"},
+      {replace("status: 200}", "status: 404, bind: r}"), "groups[1].cases[0].steps[3].request.bind",
+       "refused"},
+      {replace("status: 200}", "within: soon}"), "groups[1].cases[0].steps[3].request.within",
+       "30s"},
       {replace("{a: member}", "{c: member}"), "setup.identities[0].tenants.c", "setup.tenants"},
       {replace("id: two", "id: one"), "groups[1].cases[0].id", "another case"},
       {replace("id: two", "id: Two!"), "groups[1].cases[0].id", "a-z"},
@@ -180,6 +202,46 @@ TEST(PocSuite, PlaceholdersExpandOrSayWhatIsMissing) {
   EXPECT_FALSE(ExpandPlaceholders("${other}", "poc-x", tenants, jobs).has_value());
   EXPECT_EQ(*ExpandPlaceholders("no placeholder $HOME", "r", tenants, jobs),
             "no placeholder $HOME");
+}
+
+TEST(PocSuite, RequestsBindAnIdPollAndTheGpuCountExpands) {
+  std::string text = PocSmallSuite();
+  const std::string from = "status: 200}\n";
+  text.replace(text.find(from), from.size(),
+               "status: 200, bind: r, within: 5s}\n"
+               "          - request: {post: '/v1/quota-requests/${ref.r}/approve', body: '{}'}\n"
+               "          - submit: {as: alice, job: {name: y, tenant: '${tenant.a}', "
+               "replicas: '${gpus}', command: ['true']}}\n");
+  auto suite = ParseSuite(text);
+  ASSERT_TRUE(suite.has_value()) << suite.error().field << ": " << suite.error().message;
+  const Case& two = suite->cases[1];
+  ASSERT_EQ(two.steps.size(), 6U);
+  EXPECT_EQ(two.steps[3].bind, "r");
+  EXPECT_EQ(two.steps[3].within_ms, 5'000);
+  EXPECT_EQ(two.steps[4].method, "POST");
+  const std::map<std::string, std::string> tenants{{"a", "poc-x-a"}};
+  const std::map<std::string, std::string> values{{"ref.r", "7"}, {"gpus", "8"}};
+  EXPECT_EQ(*ExpandPlaceholders("/v1/quota-requests/${ref.r} of ${gpus}", "poc-x", tenants, values),
+            "/v1/quota-requests/7 of 8");
+}
+
+TEST(PocSuite, SelectingCasesKeepsTheirGroupsAndRefusesUnknownIds) {
+  auto suite = ParseSuite(PocSmallSuite());
+  ASSERT_TRUE(suite.has_value());
+  auto two = SelectCases(*suite, {"two"});
+  ASSERT_TRUE(two.has_value());
+  ASSERT_EQ(two->cases.size(), 1U);
+  EXPECT_EQ(two->cases[0].id, "two");
+  ASSERT_EQ(two->groups.size(), 1U);
+  EXPECT_EQ(two->groups[0].id, "g2");
+  EXPECT_EQ(two->identities.size(), 1U);  // the setup stays whole
+  auto both = SelectCases(*suite, {"two", "one"});
+  ASSERT_TRUE(both.has_value());
+  EXPECT_EQ(both->cases[0].id, "one");  // the suite's order
+  auto bad = SelectCases(*suite, {"three"});
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().field, "case");
+  EXPECT_NE(bad.error().message.find("one, two"), std::string::npos) << bad.error().message;
 }
 
 TEST(PocSuite, TheSuiteHashIsSha256OfItsText) {
