@@ -300,6 +300,7 @@ model::NodeInfo Agent::Describe() {
   node.gpu_provider = provider_->Name();
   node.agent_version = std::string(kAgentVersion);
   node.confinement = confinement_;
+  node.container_runtime = runner_.FindPodman().empty() ? "" : "podman";
   reported_health_.clear();
   for (const auto& g : node.gpus) {
     reported_health_[g.index] = {g.health == model::Health::kHealthy, g.health_detail};

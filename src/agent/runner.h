@@ -195,6 +195,10 @@ class Runner {
   // Does not touch running jobs: they outlive the runner by design.
   ~Runner();
 
+  // podman's absolute path in the search path; empty if it is not there.
+  // A job with an `image` runs in a container only where this finds one.
+  std::string FindPodman() const;
+
   // Rebuilds state from the run directories (call once, at start). Runs whose
   // shim is alive stay running; exits already on disk are kept for reporting;
   // a run accepted but never started gets its shim (again). Returns every run.
@@ -316,8 +320,6 @@ class Runner {
   void ReapSignaller(Run& run, TimeMs now);
   void ReapStraySignallers();
   void WatchCheckpoint(Run& run, TimeMs now, bool force);
-  // podman's absolute path in the search path; empty if it is not there.
-  std::string FindPodman() const;
   // Start's steps: the environment the job sees (its spec's env, the GPUs
   // it was given, its node, run and attempt, its slice's limits); the
   // order as the run directory keeps it; and the run directory written

@@ -1,6 +1,7 @@
 #include "cli/poc_run.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -308,12 +309,25 @@ std::vector<std::string> PocRunner::Unmet(const Preconditions& p) const {
   if (p.gpu_model && !model) {
     unmet.push_back(fmt::format("gpu_model: no healthy {} GPU in GET /v1/gpus", *p.gpu_model));
   }
-  // What the API cannot show is unmet: a case is never passed on a guess.
+  // A container case needs podman wherever its job may land: the scheduler
+  // does not yet steer jobs with an image to the nodes that have it.
   if (p.podman) {
-    unmet.push_back(
-        "podman: the API does not report whether the nodes' agents can run containers (no "
-        "container runtime in GET /v1/nodes), so it counts as absent");
+    std::vector<std::string> without;
+    for (const auto& n : nodes_) {
+      if (Text(n, "state") == "Ready" && Text(n, "container_runtime") != "podman") {
+        without.push_back(Text(n, "name"));
+      }
+    }
+    if (ready == 0 || !without.empty()) {
+      unmet.push_back(fmt::format(
+          "podman: {} (container_runtime in GET /v1/nodes; berth-agent reports podman when it "
+          "finds it on its PATH)",
+          ready == 0 ? std::string("no Ready node")
+                     : fmt::format("{} of {} Ready node(s) report no container runtime: {}",
+                                   without.size(), ready, fmt::join(without, ", "))));
+    }
   }
+  // What the API cannot show is unmet: a case is never passed on a guess.
   if (p.gateway) {
     unmet.push_back(
         "gateway: the API does not report whether berthd runs a service gateway until a service "

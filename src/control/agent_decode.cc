@@ -66,6 +66,12 @@ Status CheckNodeInventory(const model::NodeInfo& node) {
     return InvalidField("node.gpus", fmt::format("{} GPUs is more than a node may declare ({})",
                                                  node.gpus.size(), kMaxNodeGpus));
   }
+  if (!node.container_runtime.empty() && node.container_runtime != "podman") {
+    return InvalidField("node.container_runtime",
+                        fmt::format("container runtime '{}' is not one berth knows; an agent "
+                                    "reports \"podman\" or nothing",
+                                    node.container_runtime));
+  }
   std::set<std::uint32_t> seen;
   for (std::size_t i = 0; i < node.gpus.size(); ++i) {
     const model::Gpu& g = node.gpus[i];

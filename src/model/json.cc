@@ -197,6 +197,7 @@ json ToJson(const NodeInfo& n) {
               {"cuda_version", n.cuda_version},
               {"gpu_provider", n.gpu_provider},
               {"agent_version", n.agent_version},
+              {"container_runtime", n.container_runtime},
               {"confinement",
                {{"mode", n.confinement.mode},
                 {"cgroup", n.confinement.cgroup},
@@ -220,6 +221,7 @@ NodeInfo NodeInfoFromJson(const json& j) {
   n.cuda_version = j.value("cuda_version", "");
   n.gpu_provider = j.value("gpu_provider", "");
   n.agent_version = j.value("agent_version", "");
+  n.container_runtime = j.value("container_runtime", "");
   if (auto c = j.find("confinement"); c != j.end() && c->is_object()) {
     n.confinement.mode = c->value("mode", "");
     n.confinement.cgroup = c->value("cgroup", "");

@@ -73,6 +73,9 @@ struct NodeInfo {
   // The IP literal this node's service replicas are reached at: the agent's
   // --advertise-address, or the address berthd sees its stream come from.
   std::string address;
+  // "podman" when the agent found podman (jobs with an `image` run in a
+  // container there); empty: no container runtime.
+  std::string container_runtime;
   bool operator==(const NodeInfo&) const = default;
 };
 

@@ -59,6 +59,7 @@ void NodeToProto(const model::NodeInfo& node, v1::NodeInfo* out) {
   out->set_cuda_version(node.cuda_version);
   out->set_gpu_provider(node.gpu_provider);
   out->set_agent_version(node.agent_version);
+  out->set_container_runtime(node.container_runtime);
   auto* c = out->mutable_confinement();
   c->set_mode(node.confinement.mode);
   c->set_cgroup(node.confinement.cgroup);
@@ -97,6 +98,7 @@ model::NodeInfo NodeFromProto(const v1::NodeInfo& in) {
   node.cuda_version = in.cuda_version();
   node.gpu_provider = in.gpu_provider();
   node.agent_version = in.agent_version();
+  node.container_runtime = in.container_runtime();
   node.confinement.mode = in.confinement().mode();
   node.confinement.cgroup = in.confinement().cgroup();
   node.confinement.controllers.assign(in.confinement().controllers().begin(),

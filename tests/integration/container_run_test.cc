@@ -55,6 +55,10 @@ TEST_F(IntegrationTest, AnImageOnANodeWithoutPodmanFailsAtOnceSayingWhatToDo) {
   NewAgent(berthd, dir_ / "agent", WriteCluster("bare-node", 8), "agent.log",
            {{"PATH", (dir_ / "no-podman-here").string()}});
   ASSERT_TRUE(berthd.WaitForNode("Ready", 20s));
+  // The node says so: no container runtime.
+  auto nodes = berthd.http().Get("/v1/nodes");
+  ASSERT_EQ(nodes.status, 200);
+  EXPECT_EQ(nodes.body["nodes"][0]["container_runtime"], "") << nodes.text;
 
   std::string error;
   auto id = berthd.Submit(JobSpecJson("boxed", {"true"}, 1, {{"image", "docker.io/x:1"}}), &error);

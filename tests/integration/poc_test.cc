@@ -208,9 +208,14 @@ TEST_F(PocTest, TheDefaultSuitePassesWhatItCanJudgeSkipsHonestlyAndCleansUp) {
     verdicts[c["id"]] = c["verdict"];
     EXPECT_NE(c["verdict"], "fail") << c.dump(2);
   }
-  // What the API cannot show is skipped, naming the precondition.
-  for (const char* id :
-       {"image-pull-failure-explained", "service-scales-from-zero", "control-plane-failover"}) {
+  // What the API cannot show is skipped, naming the precondition. The
+  // container case runs where the node reports podman, and is skipped,
+  // saying so, where it does not (ANodeWithoutPodmanSkipsTheContainerCase).
+  auto nodes = b.http().Get("/v1/nodes");
+  ASSERT_EQ(nodes.status, 200);
+  const bool podman = nodes.body["nodes"][0].value("container_runtime", "") == "podman";
+  EXPECT_EQ(verdicts["image-pull-failure-explained"], podman ? "pass" : "skipped");
+  for (const char* id : {"service-scales-from-zero", "control-plane-failover"}) {
     EXPECT_EQ(verdicts[id], "skipped") << id;
   }
   for (const auto& c : report["cases"]) {
@@ -221,7 +226,8 @@ TEST_F(PocTest, TheDefaultSuitePassesWhatItCanJudgeSkipsHonestlyAndCleansUp) {
                 reason.find("standby") != std::string::npos)
         << reason;
   }
-  EXPECT_EQ(report["summary"]["passed"].get<int>() + 3, report["summary"]["cases"].get<int>());
+  EXPECT_EQ(report["summary"]["passed"].get<int>() + (podman ? 2 : 3),
+            report["summary"]["cases"].get<int>());
   EXPECT_GE(report["summary"]["passed"].get<int>(), 20);
   EXPECT_GE(receiver.posts(), 1);
   // The four acceptance checks ran and passed.
@@ -441,6 +447,30 @@ TEST_F(PocTest, AQuotaThePolicyDoesNotEnforceFailsOnlyItsCaseWithRiskAndRetest) 
   EXPECT_NE(html.find("class=\"verdict fail\""), std::string::npos);
 
   ExpectCleanedUp(b, report, policy_before);
+}
+
+// Skips are honest: a node whose agent finds no podman says so in GET
+// /v1/nodes, and the container case is skipped naming the node, never
+// passed, whatever this machine has installed.
+TEST_F(PocTest, ANodeWithoutPodmanSkipsTheContainerCaseSayingWhy) {
+  Berthd& b = NewBerthd(ControlPlaneOnly());
+  ASSERT_TRUE(b.Start()) << b.log();
+  NewAgent(b, dir_ / "agent", WriteCluster("bare-node", 8), "agent.log",
+           {{"PATH", (dir_ / "no-podman-here").string()}});
+  ASSERT_TRUE(b.WaitForNode("Ready", 20s));
+  const auto out = dir_ / "report";
+  auto run = Poc(b, {"run", "--out", out.string(), "--allow-on", b.url(), "--case",
+                     "image-pull-failure-explained"});
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  const json report = ReadJson(out / "report.json");
+  ASSERT_EQ(report["cases"].size(), 1U) << report.dump(2);
+  const auto& c = report["cases"][0];
+  EXPECT_EQ(c["verdict"], "skipped");
+  const std::string reason = c["reason"];
+  EXPECT_NE(reason.find("podman: 1 of 1 Ready node(s) report no container runtime: bare-node"),
+            std::string::npos)
+      << reason;
+  EXPECT_TRUE(c["evidence"]["jobs"].empty()) << c.dump(2);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "model/json.h"
 #include "proto_convert/node.h"
 
 namespace berth::server {
@@ -51,6 +52,8 @@ TEST(AgentDecode, AnInventoryPastItsBoundsIsRefusedNamingTheField) {
        "node.gpus"},
       {[](berth::v1::NodeInfo& p) { p.set_address("gpu-7.example.com"); }, "node.address"},
       {[](berth::v1::NodeInfo& p) { p.set_address("10.0.0.5:8000"); }, "node.address"},
+      {[](berth::v1::NodeInfo& p) { p.set_container_runtime("docker; rm -rf /"); },
+       "node.container_runtime"},
   };
   for (const auto& c : cases) {
     berth::v1::NodeInfo p = Wire();
@@ -84,6 +87,21 @@ TEST(AgentDecode, ANodeAddressIsAnIpLiteralOrTheStreamsPeer) {
   p.set_address("fd00::5");
   EXPECT_TRUE(CheckNodeInventory(proto_convert::NodeFromProto(p)).has_value());
   EXPECT_EQ(proto_convert::NodeFromProto(p).address, "fd00::5");
+}
+
+// A node says whether jobs with an image can run there: "podman", or
+// nothing; it survives the wire and berthd's stored form.
+TEST(AgentDecode, ANodeNamesItsContainerRuntimeOrNone) {
+  berth::v1::NodeInfo p = Wire();
+  EXPECT_EQ(proto_convert::NodeFromProto(p).container_runtime, "");
+  p.set_container_runtime("podman");
+  const model::NodeInfo node = proto_convert::NodeFromProto(p);
+  EXPECT_TRUE(CheckNodeInventory(node).has_value());
+  EXPECT_EQ(node.container_runtime, "podman");
+  EXPECT_EQ(model::NodeInfoFromJson(model::ToJson(node)), node);
+  berth::v1::NodeInfo back;
+  proto_convert::NodeToProto(node, &back);
+  EXPECT_EQ(back.container_runtime(), "podman");
 }
 
 // The agent echoes the cause berthd stopped a run for, or names its own; a
