@@ -84,6 +84,18 @@ void Api::GetOpsReport(const http::Request& req, http::Response& res,
   const TimeMs elapsed_end = std::min(to, std::max(now, from));
   in.capacity_mgpu_ms = in.gpus * 1000 * (elapsed_end - from);
 
+  if (scope.all()) {
+    // Alerts are the fleet's (nodes, GPUs, queues): counted for a platform
+    // admin only. They are few (one open per rule and subject), so all are
+    // read and the report counts those raised in the window.
+    auto alerts = store_.FindAlerts(store::AlertFilter{});
+    if (!alerts) return ReplyError(res, alerts.error());
+    std::vector<TimeMs> raised;
+    raised.reserve(alerts->size());
+    for (const auto& a : *alerts) raised.push_back(a.raised_ms);
+    in.alerts_raised_ms = std::move(raised);
+  }
+
   auto prices = meter_->Prices();
   if (!prices) return ReplyError(res, prices.error());
   in.currency = prices->empty() ? "USD" : prices->back().table.currency;

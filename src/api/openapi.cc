@@ -574,7 +574,7 @@ std::string_view OpenApiDocument() {
           {"name": "from", "in": "query", "schema": {"type": "string"}, "description": "Epoch ms or a duration back from now; default 24 hours ago"},
           {"name": "to", "in": "query", "schema": {"type": "string"}, "description": "Exclusive; default now"}
         ],
-        "responses": {"200": {"description": "from_ms, to_ms, currency, measured, fleet {gpus, capacity_mgpu_ms, measured}, total, tenants [{tenant, allocated_mgpu_ms, cost_micros, measured, wait, runs_finished, outcomes, runs_failed, failures_by_class, evictions, lost_mgpu_ms, interventions}], evictions, interventions_by_action, interventions"}, "400": {"description": "Bad window, or a window holding more stored rows (jobs, runs, audit records) than berthd --report-max-rows (field from; nothing partial is returned)"}}
+        "responses": {"200": {"description": "from_ms, to_ms, currency, measured, fleet {gpus, capacity_mgpu_ms, alerts_opened, measured}, total, tenants [{tenant, jobs_submitted, jobs_failed, allocated_mgpu_ms, cost_micros, measured, wait, runs_finished, outcomes, runs_failed, failures_by_class, evictions, lost_mgpu_ms, interventions}], evictions, interventions_by_action, interventions"}, "400": {"description": "Bad window, or a window holding more stored rows (jobs, runs, audit records) than berthd --report-max-rows (field from; nothing partial is returned)"}}
       }
     },
     "/v1/queues": {

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "cli/json_view.h"
+#include "cli/poc_cleanup.h"
 #include "cli/version.h"
 #include "common/units.h"
 
@@ -23,10 +24,6 @@ using nlohmann::json;
 constexpr std::size_t kPocMaxBody = std::size_t{1} << 20;
 // How much of an answer the report quotes.
 constexpr std::size_t kPocQuote = 300;
-// How long cleanup waits for the run's jobs to end after cancelling them,
-// before rolling the policy back (a policy that strands live jobs is
-// refused).
-constexpr std::int64_t kPocCleanupWaitMs = 60'000;
 
 bool PocTerminal(const std::string& state) {
   return state == "Succeeded" || state == "Failed" || state == "Cancelled";
@@ -248,12 +245,10 @@ Status PocRunner::Setup() {
     }
     YAML::Emitter out;
     out << doc;
-    auto applied = admin_.Post(
-        "/v1/policy" + QueryString({{"comment", fmt::format("berth poc run {}: its tenants "
-                                                            "(rolled back when it ends)",
-                                                            opt_.run)},
-                                    {"base_version", std::to_string(policy_before_)}}),
-        out.c_str(), "application/yaml");
+    auto applied =
+        admin_.Post("/v1/policy" + QueryString({{"comment", RunPolicyComment(opt_.run)},
+                                                {"base_version", std::to_string(policy_before_)}}),
+                    out.c_str(), "application/yaml");
     if (!applied) {
       tenants_.clear();
       return Fail(applied.error().code,
@@ -759,92 +754,19 @@ json PocRunner::RunCase(const Case& c) {
 }
 
 void PocRunner::CancelLive(const std::vector<std::uint64_t>& ids, json& c) {
-  std::set<std::uint64_t> live;
-  for (auto id : ids) {
-    auto job = admin_.Get(fmt::format("/v1/jobs/{}", id));
-    if (job && PocTerminal(Text(*job, "state"))) {
-      c["jobs_already_ended"] = c["jobs_already_ended"].get<int>() + 1;
-      continue;
-    }
-    auto r = admin_.Post(fmt::format("/v1/jobs/{}/cancel", id), "", "application/json");
-    if (r) {
-      c["jobs_cancelled"].push_back(id);
-      live.insert(id);
-    } else {
-      c["problems"].push_back(fmt::format("job {}: cancel refused: {}", id, r.error().message));
-    }
-  }
-  const TimeMs deadline = Now() + kPocCleanupWaitMs;
-  while (!live.empty() && Now() < deadline) {
-    for (auto it = live.begin(); it != live.end();) {
-      auto job = admin_.Get(fmt::format("/v1/jobs/{}", *it));
-      it = job && PocTerminal(Text(*job, "state")) ? live.erase(it) : std::next(it);
-    }
-    if (!live.empty()) opt_.sleep(opt_.poll_ms);
-  }
-  for (auto id : live) {
-    c["problems"].push_back(fmt::format("job {} had not ended {} after its cancel", id,
-                                        FormatDurationMs(kPocCleanupWaitMs)));
-  }
+  CancelJobs(admin_, ids, {opt_.clock, opt_.sleep, opt_.poll_ms}, c);
 }
 
 json PocRunner::Cleanup() {
-  json c{{"jobs_cancelled", json::array()},  {"jobs_already_ended", 0},
-         {"tokens_revoked", json::array()},  {"identities_disabled", json::array()},
-         {"budgets_removed", json::array()}, {"policy", json()},
-         {"problems", json::array()}};
-  CancelLive(jobs_, c);
-  for (const auto& [id, who] : tokens_) {
-    auto r = admin_.Post(fmt::format("/v1/tokens/{}/revoke", id), "", "application/json");
-    if (r) {
-      c["tokens_revoked"].push_back({{"id", id}, {"identity", who}});
-    } else {
-      c["problems"].push_back(fmt::format("token {} of {}: {}", id, who, r.error().message));
-    }
-  }
-  for (const auto& [name, real] : identities_) {
-    auto r = admin_.Post(fmt::format("/v1/identities/{}/disable", real), "", "application/json");
-    if (r) {
-      c["identities_disabled"].push_back(real);
-    } else {
-      c["problems"].push_back(fmt::format("identity {}: {}", real, r.error().message));
-    }
-  }
-  // A budget a case set on one of the run's tenants goes with the tenant.
-  for (const auto& [name, real] : tenants_) {
-    auto r = admin_.Delete("/v1/budgets/" + real);
-    if (r) {
-      c["budgets_removed"].push_back(real);
-    } else if (r.error().code != Code::kNotFound) {
-      c["problems"].push_back(fmt::format("budget of {}: {}", real, r.error().message));
-    }
-  }
-  if (policy_during_ > 0) {
-    // Roll back only the version the run applied: a version someone else
-    // applied since would be lost, so that is left to a person.
-    auto active = admin_.Get("/v1/policy");
-    const auto now = active ? Int(*active, "version").value_or(0) : 0;
-    if (now != policy_during_) {
-      c["problems"].push_back(fmt::format(
-          "the policy is at version {}, not the run's {}: someone applied a policy during the "
-          "run, so it was not rolled back; remove the run's tenants ({}-*) by hand "
-          "(berth policy show, berth policy apply)",
-          now, policy_during_, opt_.run));
-      return c;
-    }
-    auto r =
-        admin_.Post("/v1/policy/rollback" +
-                        QueryString({{"to", std::to_string(policy_before_)},
-                                     {"comment", fmt::format("berth poc run {} ended", opt_.run)}}),
-                    "", "application/json");
-    if (r) {
-      c["policy"] = {{"restored", policy_before_}, {"as_version", Int(*r, "version").value_or(0)}};
-    } else {
-      c["problems"].push_back(
-          fmt::format("policy rollback to version {}: {}", policy_before_, r.error().message));
-    }
-  }
-  return c;
+  RunLeftovers made;
+  made.run = opt_.run;
+  made.jobs = jobs_;
+  made.tokens = tokens_;
+  for (const auto& [name, real] : tenants_) made.tenants.push_back(real);
+  for (const auto& [name, real] : identities_) made.identities.push_back(real);
+  made.policy_during = policy_during_;
+  made.policy_before = policy_before_;
+  return CleanUpRun(admin_, made, {opt_.clock, opt_.sleep, opt_.poll_ms});
 }
 
 Result<json> PocRunner::Run() {
@@ -864,6 +786,7 @@ Result<json> PocRunner::Run() {
   report["environment"]["policy_version_during"] = policy_during_;
   json cases = json::array();
   for (const auto& c : suite_.cases) {
+    if (!opt_.only_cases.empty() && !opt_.only_cases.contains(c.id)) continue;
     json result = RunCase(c);
     if (opt_.progress) {
       opt_.progress(fmt::format("{:<8} {}/{}{}", Text(result, "verdict"), c.group, c.id,

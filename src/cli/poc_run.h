@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 #include "cli/api_client.h"
@@ -36,6 +37,10 @@ struct RunOptions {
   std::function<void(const std::string&)> progress;
   // How often a wait polls the job.
   std::int64_t poll_ms = 250;
+  // When not empty, only the cases with these ids run (berth poc rerun);
+  // the others are left out of the report altogether, so its scores are
+  // over the cases re-run.
+  std::set<std::string> only_cases;
 };
 
 // The run prefix for a run that starts at `now_ms`: "poc-" and the time in

@@ -1,5 +1,7 @@
-// berth poc run|suite|check: the acceptance suite a platform team runs
-// before trusting Berth, and its evidence report (docs/poc.md).
+// berth poc run|rerun|suite|check|observe|cleanup: the acceptance suite a
+// platform team runs before trusting Berth, its evidence report, re-testing
+// what failed, the daily table after go-live, and cleaning up after a run
+// that was killed (docs/poc.md).
 #include <fmt/format.h>
 
 #include <chrono>
@@ -9,13 +11,19 @@
 #include <thread>
 
 #include "cli/api_error.h"
+#include "cli/json_view.h"
+#include "cli/poc_cleanup.h"
+#include "cli/poc_observe.h"
 #include "cli/poc_report.h"
+#include "cli/poc_rerun.h"
 #include "cli/poc_run.h"
 #include "cli/poc_suite.h"
 #include "cli/registry.h"
 
 namespace berth::cli {
 namespace {
+
+using nlohmann::json;
 
 struct PocFlags {
   std::string suite_path;
@@ -24,6 +32,15 @@ struct PocFlags {
   std::string allow_on;
   std::vector<std::string> cases;  // --case: run only these
   poc::Suite suite;
+  // berth poc rerun
+  std::string report_path;
+  bool failed = false;
+  poc::EarlierReport earlier;
+  // berth poc observe
+  std::int64_t days = 0;
+  std::string tenant;
+  // berth poc cleanup
+  std::string run_id;
 };
 
 // Reads --suite (or takes the compiled-in default) and parses it; exit 1
@@ -59,18 +76,18 @@ Status PocWrite(const std::filesystem::path& path, const std::string& text) {
   return Ok();
 }
 
-Status PocRun(CommandRegistry& r, PocFlags& f, ApiClient& api, const Output& out,
-              const Connection& conn) {
-  // The cluster is the server address the CLI is pointed at, as it was
-  // given (--server, $BERTH_SERVER or berth login's): the run submits work
-  // and changes the policy, so it must be named on purpose.
-  if (f.allow_on != conn.server) {
+// The cluster is the server address the CLI is pointed at, as it was
+// given (--server, $BERTH_SERVER or berth login's): run, rerun and cleanup
+// submit or cancel work and change the policy, so it must be named on
+// purpose. Then the caller's token, which these commands need.
+Status PocAllowedOn(CommandRegistry& r, const std::string& command, const std::string& does,
+                    const std::string& allow_on, ApiClient& api, const Connection& conn) {
+  if (allow_on != conn.server) {
     return Fail(Code::kFailedPrecondition,
-                fmt::format("berth poc run submits jobs, makes identities and applies a policy "
-                            "version; it runs only on the cluster --allow-on names, and this "
-                            "berth is pointed at '{}' (--allow-on '{}'): pass --allow-on {} to "
-                            "run there",
-                            conn.server, f.allow_on, conn.server));
+                fmt::format("berth poc {} {}; it runs only on the cluster --allow-on names, and "
+                            "this berth is pointed at '{}' (--allow-on '{}'): pass --allow-on {} "
+                            "to run there",
+                            command, does, conn.server, allow_on, conn.server));
   }
   const Environment& env = r.env();
   std::string token = env.token.value_or("");
@@ -80,10 +97,29 @@ Status PocRun(CommandRegistry& r, PocFlags& f, ApiClient& api, const Output& out
   }
   if (token.empty()) {
     return Fail(Code::kUnauthenticated,
-                "berth poc run needs a platform admin's token: berth login first (or set "
-                "BERTH_TOKEN)");
+                fmt::format("berth poc {} needs a platform admin's token: berth login first (or "
+                            "set BERTH_TOKEN)",
+                            command));
   }
   api.set_token(token);
+  return Ok();
+}
+
+// `earlier`: the report a rerun re-tests (nullptr for berth poc run).
+Status PocRun(CommandRegistry& r, PocFlags& f, ApiClient& api, const Output& out,
+              const Connection& conn, const poc::EarlierReport* earlier) {
+  std::set<std::string> only;
+  if (earlier != nullptr) {
+    only = poc::FailedCases(earlier->doc);
+    if (only.empty()) {
+      out.out << fmt::format("nothing failed in {} (run {}): nothing to re-run\n", earlier->path,
+                             Text(earlier->doc, "run.id"));
+      return Ok();
+    }
+  }
+  BERTH_RETURN_IF_ERROR(PocAllowedOn(r, earlier != nullptr ? "rerun" : "run",
+                                     "submits jobs, makes identities and applies a policy version",
+                                     f.allow_on, api, conn));
   std::error_code ec;
   std::filesystem::create_directories(f.out_dir, ec);
   if (ec) {
@@ -111,16 +147,29 @@ Status PocRun(CommandRegistry& r, PocFlags& f, ApiClient& api, const Output& out
     std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   };
   options.progress = [&out](const std::string& line) { out.out << line << '\n' << std::flush; };
-  out.out << fmt::format("berth poc run {}: suite {} {} ({} cases) on {}\n", options.run,
-                         f.suite.name, f.suite.version, f.suite.cases.size(), conn.server)
-          << std::flush;
+  options.only_cases = only;
+  if (earlier != nullptr) {
+    out.out << fmt::format(
+                   "berth poc rerun {}: the {} case(s) that failed in run {} ({}), suite "
+                   "{} {} on {}\n",
+                   options.run, only.size(), Text(earlier->doc, "run.id"), earlier->path,
+                   f.suite.name, f.suite.version, conn.server)
+            << std::flush;
+  } else {
+    out.out << fmt::format("berth poc run {}: suite {} {} ({} cases) on {}\n", options.run,
+                           f.suite.name, f.suite.version, f.suite.cases.size(), conn.server)
+            << std::flush;
+  }
   auto report = poc::RunSuite(api, f.suite, options);
   if (!report) return std::unexpected(report.error());
   poc::ScoreReport(*report);
+  if (earlier != nullptr) poc::MarkRerun(*report, *earlier);
   const std::filesystem::path dir(f.out_dir);
   BERTH_RETURN_IF_ERROR(PocWrite(dir / "report.json", report->dump(2) + "\n"));
-  BERTH_RETURN_IF_ERROR(PocWrite(dir / "report.md", poc::RenderMarkdown(*report)));
-  BERTH_RETURN_IF_ERROR(PocWrite(dir / "report.html", poc::RenderHtml(*report)));
+  BERTH_RETURN_IF_ERROR(
+      PocWrite(dir / "report.md", poc::WithRerunMarkdown(poc::RenderMarkdown(*report), *report)));
+  BERTH_RETURN_IF_ERROR(
+      PocWrite(dir / "report.html", poc::WithRerunHtml(poc::RenderHtml(*report), *report)));
   const auto failed = (*report)["summary"]["failed"].get<int>();
   out.out << fmt::format(
       "{} passed, {} failed, {} skipped; report in {}\n", (*report)["summary"]["passed"].get<int>(),
@@ -134,6 +183,112 @@ Status PocRun(CommandRegistry& r, PocFlags& f, ApiClient& api, const Output& out
     return Fail(Code::kFailedPrecondition,
                 fmt::format("{} case(s) failed; see {}", failed, (dir / "report.md").string()));
   }
+  return Ok();
+}
+
+Status PocObserve(PocFlags& f, ApiClient& api, const Output& out) {
+  auto me = api.Get("/v1/whoami");
+  if (!me) return std::unexpected(me.error());
+  poc::ObserveMeta meta;
+  meta.server = api.url().text;
+  meta.caller = Text(*me, "name");
+  meta.platform_admin = me->value("platform_admin", false);
+  meta.tenant = f.tenant;
+  meta.generated_ms = out.clock.NowMs();
+  if (!f.tenant.empty() && !meta.platform_admin) {
+    const json* tenants = Field(*me, "tenants");
+    if (tenants == nullptr || !tenants->is_object() || !tenants->contains(f.tenant)) {
+      return Fail(Code::kPermissionDenied,
+                  fmt::format("--tenant {}: {} is not a member of it, so its operations figures "
+                              "are not yours to read (berth whoami lists your tenants)",
+                              f.tenant, meta.caller),
+                  "tenant");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(f.out_dir, ec);
+  if (ec) {
+    return Fail(Code::kInvalidArgument,
+                fmt::format("--out {}: cannot make the directory: {}", f.out_dir, ec.message()),
+                "out");
+  }
+  // A window the API refuses as too large (more stored rows than berthd
+  // --report-max-rows) leaves its row empty and says so; anything else
+  // (no access, no server) stops the command.
+  auto fetch = [&api](const poc::ObserveWindow& w) -> Result<poc::ObserveSource> {
+    poc::ObserveSource src{w, nullptr, ""};
+    auto ops = api.Get("/v1/reports/ops" + QueryString({{"from", std::to_string(w.from)},
+                                                        {"to", std::to_string(w.to)}}));
+    if (ops) {
+      src.ops = std::move(*ops);
+    } else if (ops.error().code == Code::kInvalidArgument) {
+      src.error = ops.error().message;
+    } else {
+      return std::unexpected(ops.error());
+    }
+    return src;
+  };
+  const auto windows = poc::ObserveDays(meta.generated_ms, static_cast<int>(f.days));
+  std::vector<poc::ObserveSource> days;
+  for (const auto& w : windows) {
+    auto src = fetch(w);
+    if (!src) return std::unexpected(src.error());
+    days.push_back(std::move(*src));
+  }
+  poc::ObserveWindow whole{"whole period", windows.front().from, windows.back().to, true};
+  auto period = fetch(whole);
+  if (!period) return std::unexpected(period.error());
+  const json doc = poc::BuildObserve(days, *period, meta);
+  const std::filesystem::path dir(f.out_dir);
+  BERTH_RETURN_IF_ERROR(PocWrite(dir / "observe.json", doc.dump(2) + "\n"));
+  BERTH_RETURN_IF_ERROR(PocWrite(dir / "observe.md", poc::RenderObserveMarkdown(doc)));
+  BERTH_RETURN_IF_ERROR(PocWrite(dir / "observe.html", poc::RenderObserveHtml(doc)));
+  out.out << fmt::format("berth poc observe: {} UTC day(s) to {}{}; {} in {}\n", f.days,
+                         FormatUtc(meta.generated_ms),
+                         f.tenant.empty() ? "" : ", tenant " + f.tenant,
+                         "observe.json, observe.md, observe.html", dir.string());
+  return Ok();
+}
+
+Status PocCleanup(CommandRegistry& r, PocFlags& f, ApiClient& api, const Output& out,
+                  const Connection& conn) {
+  BERTH_RETURN_IF_ERROR(PocAllowedOn(
+      r, "cleanup", "cancels jobs, revokes tokens, disables identities and rolls the policy back",
+      f.allow_on, api, conn));
+  auto left = poc::FindLeftovers(api, f.run_id);
+  if (!left) return std::unexpected(left.error());
+  if (left->empty()) {
+    out.out << fmt::format(
+        "berth poc cleanup {}: nothing to do (no live job of a {}-* tenant, no enabled {}-* "
+        "identity or unrevoked token, and the run's policy version is not active)\n",
+        f.run_id, f.run_id, f.run_id);
+    return Ok();
+  }
+  const poc::CleanupClock clock{
+      &out.clock,
+      [](std::int64_t ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }, 250};
+  const json c = poc::CleanUpRun(api, *left, clock);
+  out.out << fmt::format("berth poc cleanup {}:\n", f.run_id);
+  for (const auto& id : Array(c, "jobs_cancelled")) {
+    out.out << fmt::format("  cancelled job {}\n", ValueText(id));
+  }
+  for (const auto& t : Array(c, "tokens_revoked")) {
+    out.out << fmt::format("  revoked token {} of {}\n", Text(t, "id"), Text(t, "identity"));
+  }
+  for (const auto& id : Array(c, "identities_disabled")) {
+    out.out << fmt::format("  disabled identity {}\n", ValueText(id));
+  }
+  if (const json* p = Field(c, "policy"); p != nullptr && p->is_object()) {
+    out.out << fmt::format("  rolled the policy back: version {} restored as version {}\n",
+                           IntText(*p, "restored"), IntText(*p, "as_version"));
+  }
+  const json& problems = Array(c, "problems");
+  if (!problems.empty()) {
+    std::string text;
+    for (const auto& p : problems) text += (text.empty() ? "" : "; ") + ValueText(p);
+    return Fail(Code::kInternal, fmt::format("cleanup left something behind: {}", text));
+  }
+  out.out << std::flush;
   return Ok();
 }
 
@@ -157,8 +312,81 @@ void RegisterPocCommands(CommandRegistry& registry) {
                   "run only this case (repeat for more; the suite's setup and cleanup still run)");
   registry.OnCheck(run, [&registry, &f] { return PocLoadSuite(registry, f); });
   registry.OnLogin(run, [&registry, &f](ApiClient& api, const Output& out, const Connection& c) {
-    return PocRun(registry, f, api, out, c);
+    return PocRun(registry, f, api, out, c, nullptr);
   });
+
+  auto* rerun = poc->add_subcommand(
+      "rerun",
+      "re-test only the cases that failed in an earlier report, with the same suite; write "
+      "report.json, .md, .html that name the report re-tested");
+  rerun->add_option("REPORT", f.report_path, "the earlier run's --out directory or its report.json")
+      ->required();
+  rerun
+      ->add_flag("--failed", f.failed,
+                 "re-run the cases that failed (required: the only selection for now)")
+      ->required();
+  rerun->add_option("--suite", f.suite_path,
+                    "the suite that report ran (its SHA-256 must match; default: the built-in "
+                    "one)");
+  rerun->add_option("--out", f.out_dir, "directory for the new reports")->required();
+  rerun
+      ->add_option("--allow-on", f.allow_on,
+                   "the cluster it may run on: the server address as berth uses it (it submits "
+                   "work)")
+      ->required();
+  registry.OnCheck(rerun, [&registry, &f] {
+    if (int code = PocLoadSuite(registry, f); code != kExitOk) return code;
+    auto earlier = poc::ReadEarlierReport(f.report_path);
+    if (!earlier) return registry.Fail(kExitError, FormatError(earlier.error()));
+    f.earlier = std::move(*earlier);
+    if (auto same = poc::CheckSameSuite(f.earlier, f.suite, f.suite_path); !same) {
+      return registry.Fail(kExitError, FormatError(same.error()));
+    }
+    return kExitOk;
+  });
+  registry.OnLogin(rerun, [&registry, &f](ApiClient& api, const Output& out, const Connection& c) {
+    return PocRun(registry, f, api, out, c, &f.earlier);
+  });
+
+  auto* observe = poc->add_subcommand(
+      "observe",
+      "the daily table after go-live (jobs, failures, wait, utilization, alerts, interventions, "
+      "cost per tenant) over the last N UTC days; write observe.json, .md, .html");
+  observe->add_option("--days", f.days, "UTC days back from today, 1 to 90")->required();
+  observe->add_option("--out", f.out_dir, "directory for the tables")->required();
+  observe->add_option("--tenant", f.tenant, "one tenant's figures (default: every one you see)");
+  registry.OnCheck(observe, [&registry, &f] {
+    if (auto ok = poc::CheckObserveDays(f.days); !ok) {
+      return registry.Fail(kExitUsage, FormatError(ok.error()));
+    }
+    return kExitOk;
+  });
+  registry.OnRun(observe,
+                 [&f](ApiClient& api, const Output& out) { return PocObserve(f, api, out); });
+
+  auto* cleanup = poc->add_subcommand(
+      "cleanup",
+      "undo what a killed berth poc run left: cancel its jobs, revoke its tokens, disable its "
+      "identities, roll its policy version back");
+  cleanup->add_option("RUN_ID", f.run_id, "the run's id (poc-...), as berth poc run printed it")
+      ->required();
+  cleanup
+      ->add_option("--allow-on", f.allow_on,
+                   "the cluster it may run on: the server address as berth uses it")
+      ->required();
+  registry.OnCheck(cleanup, [&registry, &f] {
+    if (!poc::IsRunPrefix(f.run_id)) {
+      return registry.Fail(kExitUsage,
+                           fmt::format("RUN_ID '{}' is not a run id: berth poc run prints it as "
+                                       "\"berth poc run poc-...\" (poc- and base-36 digits)",
+                                       f.run_id));
+    }
+    return kExitOk;
+  });
+  registry.OnLogin(cleanup,
+                   [&registry, &f](ApiClient& api, const Output& out, const Connection& c) {
+                     return PocCleanup(registry, f, api, out, c);
+                   });
 
   auto* suite = poc->add_subcommand("suite", "print the built-in suite, to adapt");
   registry.OnLocal(suite, [](const Output& out) {

@@ -114,7 +114,9 @@ json OpsLostByKindJson(const std::map<std::string, std::int64_t>& by_kind) {
 
 json FiguresJson(const OpsFigures& f, const OpsReport& r) {
   const OpsWait& w = f.wait;
-  json j{{"allocated_mgpu_ms", f.allocated_mgpu_ms},
+  json j{{"jobs_submitted", f.jobs_submitted},
+         {"jobs_failed", f.jobs_failed},
+         {"allocated_mgpu_ms", f.allocated_mgpu_ms},
          {"allocated_gpu_hours", Hours(f.allocated_mgpu_ms)},
          {"cost_micros", f.cost_micros},
          {"cost", model::FormatMoney(f.cost_micros)},
@@ -199,6 +201,10 @@ OpsBuilder::OpsBuilder(const OpsInputs& in) : in_(in) {
     rep_.gpus = in.gpus;
     rep_.capacity_mgpu_ms = in.capacity_mgpu_ms;
     if (in.utilization) rep_.fleet = in.utilization->fleet;
+    if (in.alerts_raised_ms) {
+      rep_.alerts_opened = std::count_if(in.alerts_raised_ms->begin(), in.alerts_raised_ms->end(),
+                                         [&in](TimeMs t) { return t >= in.from && t < in.to; });
+    }
   }
   if (rep_.measured) {
     rep_.total.measured = OpsMeasured{};
@@ -260,6 +266,15 @@ void OpsBuilder::AddJobs() {
   std::map<OpsFigures*, std::vector<std::int64_t>> waits;
   for (const auto& job : in_.jobs) {
     jobs_[job.id] = &job;
+    const bool submitted_in = job.submitted_at_ms >= in_.from && job.submitted_at_ms < in_.to;
+    const bool failed_in = job.state == model::JobState::kFailed && job.finished_at_ms &&
+                           *job.finished_at_ms >= in_.from && *job.finished_at_ms < in_.to;
+    if (submitted_in || failed_in) {
+      for (OpsFigures* f : Targets(job.spec.tenant, ServiceOf(job))) {
+        f->jobs_submitted += submitted_in ? 1 : 0;
+        f->jobs_failed += failed_in ? 1 : 0;
+      }
+    }
     std::optional<TimeMs> first_start;
     for (const auto& run : job.runs) {
       if (run.started_at_ms && (!first_start || *run.started_at_ms < *first_start)) {
@@ -470,6 +485,7 @@ json OpsReportJson(const OpsReport& r) {
     fleet = {{"gpus", r.gpus},
              {"capacity_mgpu_ms", r.capacity_mgpu_ms},
              {"capacity_gpu_hours", Hours(r.capacity_mgpu_ms)},
+             {"alerts_opened", r.alerts_opened ? json(*r.alerts_opened) : json(nullptr)},
              {"measured", nullptr}};
     if (r.fleet) {
       const store::UtilSummary& s = *r.fleet;

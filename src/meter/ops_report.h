@@ -78,6 +78,10 @@ struct OpsInputs {
   // False for a caller who is not a platform-admin: capacity, the fleet's
   // utilization and interventions that name no tenant are left out.
   bool fleet_visible = true;
+  // When each alert was raised (any time; the report counts those in the
+  // window). Alerts are about the fleet (nodes, GPUs, queues), so only a
+  // fleet-visible report counts them; nullopt: berthd keeps no alerts.
+  std::optional<std::vector<TimeMs>> alerts_raised_ms;
 };
 
 // Queue wait over the jobs whose first run started in the window.
@@ -105,6 +109,10 @@ struct OpsMeasured {
 // One tenant's figures, or the overall ones (tenant "").
 struct OpsFigures {
   std::string tenant;
+  // Jobs submitted in the window, and jobs that ended Failed in it (their
+  // last attempt failed; a job retried to success is not one).
+  std::int64_t jobs_submitted = 0;
+  std::int64_t jobs_failed = 0;
   std::int64_t allocated_mgpu_ms = 0;
   std::int64_t cost_micros = 0;
   std::int64_t records = 0;
@@ -161,6 +169,8 @@ struct OpsReport {
   std::int64_t gpus = 0;
   std::int64_t capacity_mgpu_ms = 0;
   std::optional<store::UtilSummary> fleet;  // measured, fleet-visible only
+  // Alerts raised in the window; nullopt when not fleet-visible or unknown.
+  std::optional<std::int64_t> alerts_opened;
   bool measured = false;
   OpsFigures total;
   std::vector<OpsFigures> tenants;  // by name

@@ -473,5 +473,249 @@ TEST_F(PocTest, ANodeWithoutPodmanSkipsTheContainerCaseSayingWhy) {
   EXPECT_TRUE(c["evidence"]["jobs"].empty()) << c.dump(2);
 }
 
+// ---- berth poc rerun, observe and cleanup ----
+
+// A query value percent-encoded (the policy's comment has spaces, a colon
+// and parentheses).
+std::string PocxQuery(std::string_view text) {
+  std::string out;
+  for (unsigned char ch : text) {
+    if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+        ch == '-' || ch == '_' || ch == '.') {
+      out += static_cast<char>(ch);
+    } else {
+      out += fmt::format("%{:02X}", ch);
+    }
+  }
+  return out;
+}
+
+// An identity in `tenant` with `role` and a token for it, as the admin `b`.
+std::string PocxMember(const Berthd& b, const std::string& name, const std::string& tenant) {
+  auto made = b.http().Post(
+      "/v1/identities",
+      json{{"name", name}, {"kind", "user"}, {"tenants", {{tenant, "member"}}}}.dump(),
+      "application/json");
+  EXPECT_EQ(made.status, 201) << made.text;
+  auto token = b.http().Post("/v1/tokens", json{{"identity", name}}.dump(), "application/json");
+  EXPECT_EQ(token.status, 201) << token.text;
+  return token.body.is_object() ? token.body.value("token", "") : "";
+}
+
+// The built-in suite with tenant a's train queue borrowing instead of
+// refusing, so exactly quota-over-request-refused fails.
+std::string PocxBrokenSuite(const std::string& suite) {
+  std::string out = suite;
+  const auto at = out.find("over_quota: reject");
+  EXPECT_NE(at, std::string::npos);
+  if (at != std::string::npos) {
+    out.replace(at, std::string("over_quota: reject").size(), "over_quota: borrow");
+  }
+  return out;
+}
+
+TEST_F(PocTest, RerunReTestsOnlyTheFailedCaseAndRefusesAnotherSuite) {
+  Berthd& b = Start();
+  const std::string policy_before = b.http().Get("/v1/policy").body["yaml"];
+  auto printed = Poc(b, {"suite"});
+  ASSERT_EQ(printed.exit_code, 0) << printed.err;
+  WriteFile(dir_ / "broken-suite.yaml", PocxBrokenSuite(printed.out));
+  const std::string broken = (dir_ / "broken-suite.yaml").string();
+
+  const auto first = dir_ / "first";
+  auto run = Poc(b, {"run", "--suite", broken, "--out", first.string(), "--allow-on", b.url()});
+  ASSERT_EQ(run.exit_code, 1) << run.out << run.err;
+  const json report1 = ReadJson(first / "report.json");
+  ASSERT_FALSE(report1.is_discarded());
+
+  // Another suite text (the built-in one): refused before anything is sent.
+  const auto version = b.http().Get("/v1/policy").body["version"];
+  const auto jobs_before = GetAllPages(b.http(), "/v1/jobs", "jobs").body["jobs"].size();
+  auto other = Poc(b, {"rerun", first.string(), "--failed", "--out", (dir_ / "other").string(),
+                       "--allow-on", b.url()});
+  EXPECT_EQ(other.exit_code, 1) << other.out << other.err;
+  EXPECT_NE(other.err.find("--suite"), std::string::npos) << other.err;
+  EXPECT_NE(other.err.find(report1["environment"]["suite"]["sha256"].get<std::string>()),
+            std::string::npos)
+      << other.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "other" / "report.json"));
+  EXPECT_EQ(b.http().Get("/v1/policy").body["version"], version);
+  EXPECT_EQ(GetAllPages(b.http(), "/v1/jobs", "jobs").body["jobs"].size(), jobs_before);
+  // --failed is required; a report that is not there is named.
+  auto no_failed = Poc(b, {"rerun", first.string(), "--suite", broken, "--out",
+                           (dir_ / "x").string(), "--allow-on", b.url()});
+  EXPECT_EQ(no_failed.exit_code, 2) << no_failed.err;
+  EXPECT_NE(no_failed.err.find("--failed"), std::string::npos) << no_failed.err;
+  auto missing = Poc(b, {"rerun", (dir_ / "nowhere").string(), "--failed", "--suite", broken,
+                         "--out", (dir_ / "x").string(), "--allow-on", b.url()});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find((dir_ / "nowhere").string()), std::string::npos) << missing.err;
+
+  // The same suite: only the failed case runs again (and fails again).
+  const auto second = dir_ / "second";
+  auto rerun = Poc(b, {"rerun", first.string(), "--failed", "--suite", broken, "--out",
+                       second.string(), "--allow-on", b.url()});
+  EXPECT_EQ(rerun.exit_code, 1) << rerun.out << rerun.err;
+  EXPECT_NE(rerun.err.find("1 case(s) failed"), std::string::npos) << rerun.err;
+  const json report2 = ReadJson(second / "report.json");
+  ASSERT_FALSE(report2.is_discarded());
+  ASSERT_EQ(report2["cases"].size(), 1U) << report2["cases"].dump(2);
+  EXPECT_EQ(report2["cases"][0]["id"], "quota-over-request-refused");
+  EXPECT_EQ(report2["cases"][0]["previous_verdict"], "fail");
+  EXPECT_EQ(report2["cases"][0]["verdict"], "fail");
+  EXPECT_EQ(report2["rerun_of"]["run"], report1["run"]["id"]);
+  EXPECT_EQ(report2["rerun_of"]["path"], (first / "report.json").string());
+  EXPECT_NE(report2["run"]["id"], report1["run"]["id"]);
+  EXPECT_NE(ReadFile(second / "report.md").find("## Re-run"), std::string::npos);
+  EXPECT_NE(ReadFile(second / "report.html").find("id=\"rerun\""), std::string::npos);
+  ExpectCleanedUp(b, report2, policy_before);
+
+  // A report where nothing failed: said, exit 0, nothing sent.
+  json passed = report1;
+  for (auto& c : passed["cases"]) {
+    if (c["verdict"] == "fail") c["verdict"] = "pass";
+  }
+  WriteFile(dir_ / "passed.json", passed.dump());
+  const auto version_after = b.http().Get("/v1/policy").body["version"];
+  auto nothing = Poc(b, {"rerun", (dir_ / "passed.json").string(), "--failed", "--suite", broken,
+                         "--out", (dir_ / "none").string(), "--allow-on", "not-this-cluster"});
+  EXPECT_EQ(nothing.exit_code, 0) << nothing.err;
+  EXPECT_NE(nothing.out.find("nothing to re-run"), std::string::npos) << nothing.out;
+  EXPECT_EQ(b.http().Get("/v1/policy").body["version"], version_after);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "none" / "report.json"));
+}
+
+TEST_F(PocTest, ObserveCountsTodaysJobsAndAMemberSeesOnlyItsTenant) {
+  Berthd& b = Start();
+  ASSERT_TRUE(b.WaitForNode("Ready", 20s));
+  const std::string admin = b.http().token();
+  ASSERT_EQ(b.http()
+                .Post("/v1/policy",
+                      "queues:\n  - name: default\n    children:\n      - name: default\n"
+                      "  - name: red\n    children:\n      - name: main\n"
+                      "  - name: blue\n    children:\n      - name: main\n")
+                .status,
+            201);
+  auto in = [](const std::string& tenant) { return json{{"tenant", tenant}, {"queue", "main"}}; };
+  const auto ok = b.Submit(JobSpecJson("ok", Sh("true"), 1, in("red")));
+  const auto failed = b.Submit(JobSpecJson("fails", Sh("exit 3"), 1, in("red")));
+  const auto blue = b.Submit(JobSpecJson("blue", Sh("true"), 1, in("blue")));
+  for (auto id : {ok, failed, blue}) {
+    ASSERT_GT(id, 0);
+    ASSERT_TRUE(b.WaitForTerminal(id, 60s)) << id;
+  }
+  ASSERT_EQ(b.JobState(failed), "Failed");
+  const std::size_t all_jobs = GetAllPages(b.http(), "/v1/jobs", "jobs").body["jobs"].size();
+  ASSERT_EQ(all_jobs, 3U);
+
+  auto bad = Poc(b, {"observe", "--days", "91", "--out", (dir_ / "bad").string()});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--days must be from 1 to 90"), std::string::npos) << bad.err;
+
+  // The platform admin: every tenant and the fleet. Two days, so a run
+  // that straddles midnight UTC still counts every job once.
+  auto seen = Poc(b, {"observe", "--days", "2", "--out", (dir_ / "admin").string()});
+  ASSERT_EQ(seen.exit_code, 0) << seen.out << seen.err;
+  const json o = ReadJson(dir_ / "admin" / "observe.json");
+  ASSERT_FALSE(o.is_discarded());
+  ASSERT_EQ(o["rows"].size(), 2U);
+  EXPECT_TRUE(o["rows"][1]["partial"].get<bool>());
+  std::int64_t jobs = 0;
+  std::int64_t failures = 0;
+  for (const auto& row : o["rows"]) {
+    jobs += row["jobs"].get<std::int64_t>();
+    failures += row["failed_jobs"].get<std::int64_t>();
+    EXPECT_TRUE(row["alerts_opened"].is_number()) << row.dump();
+  }
+  EXPECT_EQ(jobs, static_cast<std::int64_t>(all_jobs));
+  EXPECT_EQ(failures, 1);
+  EXPECT_EQ(o["period"]["jobs"], 3);
+  EXPECT_EQ(o["tenants"], (json{"blue", "red"}));
+  const std::string html = ReadFile(dir_ / "admin" / "observe.html");
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  EXPECT_NE(ReadFile(dir_ / "admin" / "observe.md").find("## Cost per tenant"), std::string::npos);
+
+  // A member of red: red's rows only, no fleet figure.
+  b.set_token(PocxMember(b, "rita", "red"));
+  auto member = Poc(b, {"observe", "--days", "2", "--out", (dir_ / "rita").string()});
+  auto other_tenant =
+      Poc(b, {"observe", "--days", "1", "--tenant", "blue", "--out", (dir_ / "x").string()});
+  b.set_token(admin);
+  ASSERT_EQ(member.exit_code, 0) << member.out << member.err;
+  const json m = ReadJson(dir_ / "rita" / "observe.json");
+  ASSERT_FALSE(m.is_discarded());
+  EXPECT_EQ(m["tenants"], json{"red"});
+  std::int64_t red_jobs = 0;
+  for (const auto& row : m["rows"]) {
+    red_jobs += row["jobs"].get<std::int64_t>();
+    EXPECT_FALSE(row["cost"].contains("blue")) << row.dump();
+    EXPECT_TRUE(row["alerts_opened"].is_null());
+  }
+  EXPECT_EQ(red_jobs, 2);
+  EXPECT_EQ(ReadFile(dir_ / "rita" / "observe.md").find("blue"), std::string::npos);
+  EXPECT_EQ(other_tenant.exit_code, 1);
+  EXPECT_NE(other_tenant.err.find("--tenant blue"), std::string::npos) << other_tenant.err;
+}
+
+TEST_F(PocTest, CleanupUndoesAKilledRunAndASecondCleanupHasNothingToDo) {
+  Berthd& b = Start();
+  ASSERT_TRUE(b.WaitForNode("Ready", 20s));
+  auto before = b.http().Get("/v1/policy");
+  const std::string policy_before = before.body["yaml"];
+  const std::int64_t version_before = before.body["version"];
+  // What a run killed after its setup leaves, made the way RunSuite makes
+  // it: the policy version with its tenant, an identity with a token, and a
+  // job still running in the run's tenant.
+  const std::string run = "poc-k1lled";
+  const std::string policy =
+      "queues:\n  - name: default\n    children:\n      - name: default\n"
+      "  - name: poc-k1lled-a\n    children:\n      - name: train\n";
+  auto applied = b.http().Post(
+      fmt::format("/v1/policy?base_version={}&comment={}", version_before,
+                  PocxQuery("berth poc run poc-k1lled: its tenants (rolled back when it ends)")),
+      policy);
+  ASSERT_EQ(applied.status, 201) << applied.text;
+  ASSERT_FALSE(PocxMember(b, run + "-alice", run + "-a").empty());
+  ASSERT_FALSE(PocxMember(b, "bystander", "default").empty());
+  const auto job = b.Submit(
+      JobSpecJson("left", Sh("sleep 600"), 1, json{{"tenant", run + "-a"}, {"queue", "train"}}));
+  ASSERT_GT(job, 0);
+  const auto other = b.Submit(JobSpecJson("other", Sh("sleep 600"), 1));
+  ASSERT_GT(other, 0);
+
+  auto refused = Poc(b, {"cleanup", run, "--allow-on", "prod"});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("--allow-on " + b.url()), std::string::npos) << refused.err;
+  auto not_a_run = Poc(b, {"cleanup", "default", "--allow-on", b.url()});
+  EXPECT_EQ(not_a_run.exit_code, 2) << not_a_run.err;
+
+  auto cleaned = Poc(b, {"cleanup", run, "--allow-on", b.url()});
+  ASSERT_EQ(cleaned.exit_code, 0) << cleaned.out << cleaned.err;
+  EXPECT_NE(cleaned.out.find(fmt::format("cancelled job {}", job)), std::string::npos)
+      << cleaned.out;
+  EXPECT_NE(cleaned.out.find("disabled identity poc-k1lled-alice"), std::string::npos);
+  EXPECT_NE(cleaned.out.find("revoked token"), std::string::npos);
+  EXPECT_NE(cleaned.out.find("rolled the policy back"), std::string::npos);
+
+  // Nothing of the run is left, and nothing else was touched.
+  EXPECT_EQ(b.JobState(job), "Cancelled");
+  EXPECT_NE(b.JobState(other), "Cancelled");
+  auto now = b.http().Get("/v1/policy");
+  EXPECT_EQ(now.body["yaml"], policy_before);
+  auto ids = GetAllPages(b.http(), "/v1/identities", "identities");
+  for (const auto& id : ids.body["identities"]) {
+    EXPECT_EQ(id.value("disabled", false), id.value("name", "") == run + "-alice") << id.dump();
+  }
+  auto tokens = b.http().Get("/v1/tokens?identity=" + run + "-alice");
+  ASSERT_EQ(tokens.status, 200) << tokens.text;
+  for (const auto& t : tokens.body["tokens"]) EXPECT_FALSE(t["revoked_ms"].is_null()) << t.dump();
+
+  auto again = Poc(b, {"cleanup", run, "--allow-on", b.url()});
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find("nothing to do"), std::string::npos) << again.out;
+  EXPECT_EQ(b.http().Get("/v1/policy").body["version"], now.body["version"]);
+}
+
 }  // namespace
 }  // namespace berth::it

@@ -92,6 +92,9 @@ TEST(CommandTable, EveryCommandTheGroupsAddHasSomethingToRun) {
                                              "session open",
                                              "session stop",
                                              "poc run",
+                                             "poc rerun",
+                                             "poc observe",
+                                             "poc cleanup",
                                              "poc suite",
                                              "poc check",
                                              "version"};

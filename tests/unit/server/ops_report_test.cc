@@ -422,5 +422,59 @@ TEST(OpsReportTest, RefusesAnEmptyWindowAndUnclippedRecords) {
   EXPECT_EQ(unclipped.error().field, "records");
 }
 
+TEST(OpsReportTest, JobsSubmittedJobsFailedAndAlertsOpenedInTheWindow) {
+  OpsInputs in = Base();
+  // Submitted in the window: 1 (red, still running), 2 (red, failed in it),
+  // 3 (blue, retried to success: not a failed job).
+  in.jobs.push_back(Job(1, "red", kFrom + 10, {MakeRun("1.0.0", 1, kFrom + 20, std::nullopt)}));
+  auto failed = Job(2, "red", kFrom + 30, {MakeRun("2.0.0", 1, kFrom + 40, kFrom + 50)});
+  failed.runs[0].exit_code = 1;
+  failed.state = model::JobState::kFailed;
+  failed.finished_at_ms = kFrom + 50;
+  in.jobs.push_back(failed);
+  auto retried = Job(
+      3, "blue", kFrom + 60,
+      {MakeRun("3.0.0", 1, kFrom + 70, kFrom + 80), MakeRun("3.0.1", 1, kFrom + 90, kFrom + 100)});
+  retried.runs[0].exit_code = 1;
+  retried.state = model::JobState::kSucceeded;
+  retried.finished_at_ms = kFrom + 100;
+  in.jobs.push_back(retried);
+  // Submitted before the window, failed in it: a failed job, not a submitted one.
+  auto old = Job(4, "blue", kFrom - 1000, {MakeRun("4.0.0", 1, kFrom - 500, kFrom + 5)});
+  old.runs[0].exit_code = 2;
+  old.state = model::JobState::kFailed;
+  old.finished_at_ms = kFrom + 5;
+  in.jobs.push_back(old);
+  // Alerts raised before, in (twice) and at the end of the window.
+  in.alerts_raised_ms = std::vector<TimeMs>{kFrom - 1, kFrom, kTo - 1, kTo};
+  auto r = BuildOpsReport(in);
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(r->total.jobs_submitted, 3);
+  EXPECT_EQ(r->total.jobs_failed, 2);
+  EXPECT_EQ(Tenant(*r, "red").jobs_submitted, 2);
+  EXPECT_EQ(Tenant(*r, "red").jobs_failed, 1);
+  EXPECT_EQ(Tenant(*r, "blue").jobs_submitted, 1);
+  EXPECT_EQ(Tenant(*r, "blue").jobs_failed, 1);
+  EXPECT_EQ(r->total.runs_failed, 3);  // runs, apart from jobs
+  ASSERT_TRUE(r->alerts_opened.has_value());
+  EXPECT_EQ(*r->alerts_opened, 2);
+  auto j = OpsReportJson(*r);
+  EXPECT_EQ(j["fleet"]["alerts_opened"], 2);
+  EXPECT_EQ(j["total"]["jobs_submitted"], 3);
+  EXPECT_EQ(j["tenants"][0]["jobs_failed"], 1);
+
+  // A member's report counts no alert: they are the fleet's.
+  in.fleet_visible = false;
+  auto member = BuildOpsReport(in);
+  ASSERT_TRUE(member.has_value());
+  EXPECT_FALSE(member->alerts_opened.has_value());
+  // Unknown (no alert store) is null, never 0.
+  in.fleet_visible = true;
+  in.alerts_raised_ms.reset();
+  auto unknown = BuildOpsReport(in);
+  ASSERT_TRUE(unknown.has_value());
+  EXPECT_TRUE(OpsReportJson(*unknown)["fleet"]["alerts_opened"].is_null());
+}
+
 }  // namespace
 }  // namespace berth::server
