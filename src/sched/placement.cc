@@ -546,6 +546,7 @@ bool Cluster::PlaceOneNode(const JobShape& job, std::vector<ReplicaPlacement>& o
 void Cluster::SetDemand(const std::vector<DemandShape>& demand) {
   demand_.clear();
   bool names_model = false;
+  bool slices = false;
   for (const auto& d : demand) {
     if (d.gpus == 0 || d.weight <= 0) continue;
     model::Resources r;
@@ -553,10 +554,127 @@ void Cluster::SetDemand(const std::vector<DemandShape>& demand) {
     r.gpu_model = d.gpu_model;
     auto c = ClassOf(r);
     if (!c) continue;  // a model no node has
-    demand_.push_back({d.gpus, *c, d.weight});
+    const bool slice = d.share_millis > 0 || d.share_bytes > 0;
+    const std::uint32_t gpus = slice ? 1U : d.gpus;
+    const std::uint32_t millis = slice ? d.share_millis : 0;
+    const std::uint64_t bytes = slice && d.share_millis == 0 ? d.share_bytes : 0;
+    auto it = std::find_if(demand_.begin(), demand_.end(), [&](const Demand& e) {
+      return e.gpus == gpus && e.cls == *c && e.share_millis == millis && e.share_bytes == bytes;
+    });
+    if (it == demand_.end()) it = demand_.insert(demand_.end(), {gpus, *c, 0, millis, bytes, {}});
+    it->weight += d.weight;
+    it->hosts.push_back({d.cpu_millis, d.memory_bytes, d.weight});
     names_model = names_model || *c != 0;
+    slices = slices || slice;
   }
   model_aware_ = names_model && models_.size() > 1;
+  fgd_ = slices;
+}
+
+std::int64_t Cluster::RoomOf(const GpuView& g) const {
+  if (!g.healthy) return 0;
+  if (g.free) return 1000;
+  if (g.sharing && g.shared_millis > 0) return 1000 - std::min<std::int64_t>(1000, g.shared_millis);
+  return 0;
+}
+
+namespace {
+
+// The milli-GPUs one slice of a demand shape needs of a card.
+std::int64_t FgdNeed(std::uint32_t share_millis, std::uint64_t share_bytes,
+                     std::uint64_t card_bytes) {
+  if (share_millis > 0) return share_millis;
+  model::Resources shape;
+  shape.gpu_share_bytes = share_bytes;
+  return model::SliceOf(shape, card_bytes).millis;
+}
+
+}  // namespace
+
+void Cluster::FgdPrepare(std::size_t n, const model::Resources& r, FgdBase& base) const {
+  const NodeView& node = Node(n);
+  const std::size_t first = first_gpu_[n];
+  base.total = 0;
+  for (const auto& g : node.gpus) base.total += RoomOf(g);
+  base.fit_before.assign(demand_.size(), 0);
+  base.fit_after.assign(demand_.size(), 0);
+  base.usable.assign(demand_.size(), 0);
+  const std::uint64_t cpu = node.cpu_millis_free;
+  const std::uint64_t mem = node.memory_bytes_free;
+  const std::uint64_t cpu_after = cpu - std::min<std::uint64_t>(cpu, r.cpu_millis);
+  const std::uint64_t mem_after = mem - std::min(mem, r.memory_bytes);
+  for (std::size_t k = 0; k < demand_.size(); ++k) {
+    const Demand& d = demand_[k];
+    for (const auto& h : d.hosts) {
+      if (h.cpu_millis <= cpu && h.memory_bytes <= mem) base.fit_before[k] += h.weight;
+      if (h.cpu_millis <= cpu_after && h.memory_bytes <= mem_after) base.fit_after[k] += h.weight;
+    }
+    if (d.share_millis == 0 && d.share_bytes == 0) {
+      const std::int64_t ff = free_[d.cls][n];
+      base.usable[k] = ff >= std::int64_t{d.gpus} ? 1000 * ff : 0;
+      continue;
+    }
+    for (std::size_t i = 0; i < node.gpus.size(); ++i) {
+      const GpuView& g = node.gpus[i];
+      if (!g.sharing || !g.healthy || (d.cls != 0 && model_of_[first + i] + 1 != d.cls)) continue;
+      const std::int64_t room = RoomOf(g);
+      if (room > 0 && room >= FgdNeed(d.share_millis, d.share_bytes, g.memory_bytes)) {
+        base.usable[k] += room;
+      }
+    }
+  }
+}
+
+std::int64_t Cluster::FgdScore(std::size_t n, const std::vector<std::size_t>& gpus,
+                               const model::Resources& r, const FgdBase& base) const {
+  const NodeView& node = Node(n);
+  const std::size_t first = first_gpu_[n];
+  const bool slice = model::IsSlice(r);
+  std::int64_t taken = 0;
+  for (std::size_t i : gpus) {
+    const GpuView& g = node.gpus[i];
+    taken += slice ? std::int64_t{model::SliceOf(r, g.memory_bytes).millis} : RoomOf(g);
+  }
+  // A shape's fragment is the node's free capacity less what it can use
+  // (nothing where the node lacks its CPU or memory), times the weight:
+  // sum over its replicas of W * total - W_fit * usable.
+  std::int64_t delta = 0;
+  for (std::size_t k = 0; k < demand_.size(); ++k) {
+    const Demand& d = demand_[k];
+    auto of_class = [&](std::size_t i) { return d.cls == 0 || model_of_[first + i] + 1 == d.cls; };
+    std::int64_t usable_after = base.usable[k];
+    if (d.share_millis == 0 && d.share_bytes == 0) {
+      // Whole GPUs: usable are the wholly free ones of its class, if enough.
+      std::int64_t ff = free_[d.cls][n];
+      for (std::size_t i : gpus) {
+        const GpuView& g = node.gpus[i];
+        if (g.free && g.healthy && of_class(i)) --ff;
+      }
+      usable_after = ff >= std::int64_t{d.gpus} ? 1000 * ff : 0;
+    } else {
+      // A slice: usable is the room of each sharing GPU of its class that
+      // has room for it.
+      for (std::size_t i : gpus) {
+        const GpuView& g = node.gpus[i];
+        if (!g.sharing || !g.healthy || !of_class(i)) continue;
+        const std::int64_t need = FgdNeed(d.share_millis, d.share_bytes, g.memory_bytes);
+        const std::int64_t room = RoomOf(g);
+        const std::int64_t after =
+            room - (slice ? std::int64_t{model::SliceOf(r, g.memory_bytes).millis} : room);
+        usable_after += (after > 0 && after >= need ? after : 0) - (room >= need ? room : 0);
+      }
+    }
+    delta += d.weight * (-taken) + base.fit_before[k] * base.usable[k] -
+             base.fit_after[k] * usable_after;
+  }
+  return delta;
+}
+
+std::int64_t Cluster::FgdDelta(std::size_t n, const std::vector<std::size_t>& gpus,
+                               const model::Resources& r) const {
+  FgdBase base;
+  FgdPrepare(n, r, base);
+  return FgdScore(n, gpus, r, base);
 }
 
 std::int64_t Cluster::FragmentationDelta(std::size_t n,
@@ -621,6 +739,7 @@ std::optional<std::size_t> Cluster::BestNode(const JobShape& job,
     }
   };
   if (auto c = ClassOf(r)) {
+    if (fgd_ && r.gpus > 0) return FgdNode(job, *c, best_gpus);
     if (*c == 0 && model_aware_ && r.gpus > 0) {
       // Any model will do: the tightest fit of each model, then FGD's score
       // over those few (SetDemand).
@@ -657,6 +776,37 @@ std::optional<std::size_t> Cluster::BestNode(const JobShape& job,
   return best;
 }
 
+std::optional<std::size_t> Cluster::FgdNode(const JobShape& job, std::size_t c,
+                                            std::vector<std::size_t>& best_gpus) const {
+  const auto& r = job.resources;
+  const auto& buckets = by_free_[c];
+  std::optional<std::size_t> best;
+  std::tuple<bool, std::int64_t, std::size_t> best_key{};
+  FgdBase base;
+  for (std::size_t f = r.gpus; f < buckets.size(); ++f) {
+    for (std::size_t n : buckets[f]) {
+      if (!StaticCause(n, job).empty()) continue;
+      auto gpus = ChooseGpus(n, job);
+      if (!gpus) continue;
+      bool split = false;
+      if (job.topology.nvlink_island == model::NvlinkIsland::kPrefer && !gpus->empty()) {
+        const auto& g = Node(n).gpus;
+        split = std::any_of(gpus->begin(), gpus->end(), [&](std::size_t i) {
+          return g[i].nvlink_island != g[gpus->front()].nvlink_island;
+        });
+      }
+      // Least fragmentation added, then the tighter fit, then the lower index.
+      FgdPrepare(n, r, base);
+      std::tuple<bool, std::int64_t, std::size_t> key{split, FgdScore(n, *gpus, r, base), f};
+      if (best && key >= best_key) continue;
+      best = n;
+      best_key = key;
+      best_gpus = std::move(*gpus);
+    }
+  }
+  return best;
+}
+
 // A slice: the node whose best GPU fits tightest (see ChooseSlice); among
 // fresh GPUs, the node with the fewest free GPUs, so whole nodes stay free.
 std::optional<std::size_t> Cluster::BestSliceNode(const JobShape& job,
@@ -665,11 +815,38 @@ std::optional<std::size_t> Cluster::BestSliceNode(const JobShape& job,
   std::optional<std::size_t> best;
   std::tuple<std::uint64_t, std::int64_t, std::uint64_t, std::uint32_t> best_key{};
   std::size_t best_gpu = 0;
+  std::int64_t best_delta = 0;  // FGD's, when it scores
+  FgdBase base;
+  std::vector<std::size_t> one(1);
   for (std::size_t n = 0; n < size(); ++n) {
     if (!has_sharing_[n]) continue;
     const NodeView& node = Node(n);
     if (r.cpu_millis > node.cpu_millis_free || r.memory_bytes > node.memory_bytes_free) continue;
     if (!StaticCause(n, job).empty()) continue;
+    if (fgd_) {
+      // FGD: every GPU with room for it, the least fragmentation added
+      // first, then the tightest fit (ChooseSlice's order).
+      bool prepared = false;
+      for (std::size_t i = 0; i < node.gpus.size(); ++i) {
+        const GpuView& g = node.gpus[i];
+        if (!SliceFits(g, r)) continue;
+        const model::GpuSlice s = model::SliceOf(r, g.memory_bytes);
+        std::tuple<std::uint64_t, std::int64_t, std::uint64_t, std::uint32_t> key{
+            g.shared_millis > 0 ? 1000 - g.shared_millis - s.millis : 1001, 0,
+            g.memory_bytes - g.shared_bytes - s.bytes, free_[0][n]};
+        if (!prepared) FgdPrepare(n, r, base);
+        prepared = true;
+        one[0] = i;
+        const std::int64_t delta = FgdScore(n, one, r, base);
+        if (!best || delta < best_delta || (delta == best_delta && key < best_key)) {
+          best = n;
+          best_key = key;
+          best_delta = delta;
+          best_gpu = i;
+        }
+      }
+      continue;
+    }
     std::pair<std::uint64_t, std::uint64_t> k;
     auto i = ChooseSlice(n, r, &k);
     if (!i) continue;
