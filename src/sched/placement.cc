@@ -569,6 +569,15 @@ void Cluster::SetDemand(const std::vector<DemandShape>& demand) {
   }
   model_aware_ = names_model && models_.size() > 1;
   fgd_ = slices;
+  if (fgd_ && names_model) {
+    std::vector<std::int64_t> gpus(models_.size() + 1, 0);
+    for (std::size_t m : model_of_) ++gpus[m + 1];
+    for (auto& d : demand_) {
+      if (d.cls != 0 && gpus[d.cls] > 0) {
+        d.scale = 1024 * static_cast<std::int64_t>(model_of_.size()) / gpus[d.cls];
+      }
+    }
+  }
 }
 
 std::int64_t Cluster::RoomOf(const GpuView& g) const {
@@ -664,8 +673,8 @@ std::int64_t Cluster::FgdScore(std::size_t n, const std::vector<std::size_t>& gp
         usable_after += (after > 0 && after >= need ? after : 0) - (room >= need ? room : 0);
       }
     }
-    delta += d.weight * (-taken) + base.fit_before[k] * base.usable[k] -
-             base.fit_after[k] * usable_after;
+    delta += d.scale * (d.weight * (-taken) + base.fit_before[k] * base.usable[k] -
+                        base.fit_after[k] * usable_after);
   }
   return delta;
 }
@@ -739,7 +748,7 @@ std::optional<std::size_t> Cluster::BestNode(const JobShape& job,
     }
   };
   if (auto c = ClassOf(r)) {
-    if (fgd_ && r.gpus > 0) return FgdNode(job, *c, best_gpus);
+    if (fgd_) return FgdNode(job, *c, best_gpus);
     if (*c == 0 && model_aware_ && r.gpus > 0) {
       // Any model will do: the tightest fit of each model, then FGD's score
       // over those few (SetDemand).

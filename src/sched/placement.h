@@ -333,6 +333,9 @@ class Cluster {
     std::uint32_t share_millis = 0;  // a slice: its share (or, by bytes, below)
     std::uint64_t share_bytes = 0;
     std::vector<DemandHost> hosts;
+    // FGD's term for the shape is scaled by how scarce the GPUs it may use
+    // are: 1024 times the cluster's GPUs over its class's GPUs.
+    std::int64_t scale = 1024;
   };
   // The terms of FgdDelta that depend on the node and the replica's CPU and
   // memory, not on the GPUs it takes: per demand shape, the weight of its
@@ -351,8 +354,8 @@ class Cluster {
   // The free capacity of GPU `i` of node `n` for new work, in milli-GPUs:
   // 1000 when free, what its slices leave on a sharing GPU, else 0.
   std::int64_t RoomOf(const GpuView& g) const;
-  // FGD's choice for a whole-GPU replica of count class `c`: every node
-  // with enough free GPUs scored by FgdDelta.
+  // FGD's choice for a replica of whole GPUs (or none: CPU only) of count
+  // class `c`: every node with enough free GPUs scored by FgdDelta.
   std::optional<std::size_t> FgdNode(const JobShape& job, std::size_t c,
                                      std::vector<std::size_t>& gpus) const;
   std::vector<Undo> log_;
