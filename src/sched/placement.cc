@@ -1,6 +1,7 @@
 #include "sched/placement.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <tuple>
 #include <utility>
@@ -543,6 +544,19 @@ bool Cluster::PlaceOneNode(const JobShape& job, std::vector<ReplicaPlacement>& o
 // Pack: the fitting node with the fewest free usable GPUs, then name; with
 // nvlink_island: prefer, a node where the replica sits in one island comes
 // first. Key (split, free), lowest wins, ties to the lower node index.
+namespace {
+
+// The milli-GPUs one slice of a demand shape needs of a card.
+std::int64_t FgdNeed(std::uint32_t share_millis, std::uint64_t share_bytes,
+                     std::uint64_t card_bytes) {
+  if (share_millis > 0) return share_millis;
+  model::Resources shape;
+  shape.gpu_share_bytes = share_bytes;
+  return model::SliceOf(shape, card_bytes).millis;
+}
+
+}  // namespace
+
 void Cluster::SetDemand(const std::vector<DemandShape>& demand) {
   demand_.clear();
   bool names_model = false;
@@ -561,7 +575,17 @@ void Cluster::SetDemand(const std::vector<DemandShape>& demand) {
     auto it = std::find_if(demand_.begin(), demand_.end(), [&](const Demand& e) {
       return e.gpus == gpus && e.cls == *c && e.share_millis == millis && e.share_bytes == bytes;
     });
-    if (it == demand_.end()) it = demand_.insert(demand_.end(), {gpus, *c, 0, millis, bytes, {}});
+    if (it == demand_.end()) {
+      // What one replica takes of the GPUs: its whole GPUs, or its share (a
+      // share by memory: of the largest card, the least it can be).
+      std::int64_t replica_millis = 1000 * std::int64_t{gpus};
+      if (slice) {
+        replica_millis = millis > 0 ? std::int64_t{millis} : FgdNeed(0, bytes, MaxGpuMemory());
+      }
+      it = demand_.insert(
+          demand_.end(),
+          {gpus, *c, 0, millis, bytes, {}, 1024, std::max<std::int64_t>(1, replica_millis)});
+    }
     it->weight += d.weight;
     it->hosts.push_back({d.cpu_millis, d.memory_bytes, d.weight});
     names_model = names_model || *c != 0;
@@ -587,40 +611,23 @@ std::int64_t Cluster::RoomOf(const GpuView& g) const {
   return 0;
 }
 
-namespace {
-
-// The milli-GPUs one slice of a demand shape needs of a card.
-std::int64_t FgdNeed(std::uint32_t share_millis, std::uint64_t share_bytes,
-                     std::uint64_t card_bytes) {
-  if (share_millis > 0) return share_millis;
-  model::Resources shape;
-  shape.gpu_share_bytes = share_bytes;
-  return model::SliceOf(shape, card_bytes).millis;
-}
-
-}  // namespace
-
 void Cluster::FgdPrepare(std::size_t n, const model::Resources& r, FgdBase& base) const {
   const NodeView& node = Node(n);
   const std::size_t first = first_gpu_[n];
   base.total = 0;
   for (const auto& g : node.gpus) base.total += RoomOf(g);
-  base.fit_before.assign(demand_.size(), 0);
-  base.fit_after.assign(demand_.size(), 0);
   base.usable.assign(demand_.size(), 0);
+  base.kept_before.assign(demand_.size(), 0);
   const std::uint64_t cpu = node.cpu_millis_free;
   const std::uint64_t mem = node.memory_bytes_free;
-  const std::uint64_t cpu_after = cpu - std::min<std::uint64_t>(cpu, r.cpu_millis);
-  const std::uint64_t mem_after = mem - std::min(mem, r.memory_bytes);
+  base.cpu_after = cpu - std::min<std::uint64_t>(cpu, r.cpu_millis);
+  base.memory_after = mem - std::min(mem, r.memory_bytes);
   for (std::size_t k = 0; k < demand_.size(); ++k) {
     const Demand& d = demand_[k];
-    for (const auto& h : d.hosts) {
-      if (h.cpu_millis <= cpu && h.memory_bytes <= mem) base.fit_before[k] += h.weight;
-      if (h.cpu_millis <= cpu_after && h.memory_bytes <= mem_after) base.fit_after[k] += h.weight;
-    }
     if (d.share_millis == 0 && d.share_bytes == 0) {
       const std::int64_t ff = free_[d.cls][n];
       base.usable[k] = ff >= std::int64_t{d.gpus} ? 1000 * ff : 0;
+      base.kept_before[k] = FgdKept(d, base.usable[k], cpu, mem);
       continue;
     }
     for (std::size_t i = 0; i < node.gpus.size(); ++i) {
@@ -631,7 +638,25 @@ void Cluster::FgdPrepare(std::size_t n, const model::Resources& r, FgdBase& base
         base.usable[k] += room;
       }
     }
+    base.kept_before[k] = FgdKept(d, base.usable[k], cpu, mem);
   }
+}
+
+std::int64_t Cluster::FgdKept(const Demand& d, std::int64_t usable, std::uint64_t cpu,
+                              std::uint64_t memory) const {
+  if (usable == 0) return 0;
+  std::int64_t kept = 0;
+  for (const auto& h : d.hosts) {
+    // The replicas of this host shape the node's CPU and memory can hold.
+    std::uint64_t replicas = std::numeric_limits<std::uint64_t>::max();
+    if (h.cpu_millis > 0) replicas = cpu / h.cpu_millis;
+    if (h.memory_bytes > 0) replicas = std::min(replicas, memory / h.memory_bytes);
+    if (replicas == 0) continue;
+    const auto most = static_cast<std::uint64_t>(usable / d.replica_millis) + 1;
+    kept += h.weight * std::min(usable, static_cast<std::int64_t>(std::min(replicas, most)) *
+                                            d.replica_millis);
+  }
+  return kept;
 }
 
 std::int64_t Cluster::FgdScore(std::size_t n, const std::vector<std::size_t>& gpus,
@@ -673,8 +698,8 @@ std::int64_t Cluster::FgdScore(std::size_t n, const std::vector<std::size_t>& gp
         usable_after += (after > 0 && after >= need ? after : 0) - (room >= need ? room : 0);
       }
     }
-    delta += d.scale * (d.weight * (-taken) + base.fit_before[k] * base.usable[k] -
-                        base.fit_after[k] * usable_after);
+    delta += d.scale * (d.weight * (-taken) + base.kept_before[k] -
+                        FgdKept(d, usable_after, base.cpu_after, base.memory_after));
   }
   return delta;
 }

@@ -336,6 +336,9 @@ class Cluster {
     // FGD's term for the shape is scaled by how scarce the GPUs it may use
     // are: 1024 times the cluster's GPUs over its class's GPUs.
     std::int64_t scale = 1024;
+    // What one replica takes of the GPUs, milli-GPUs: 1000 per whole GPU,
+    // or the slice's share.
+    std::int64_t replica_millis = 1000;
   };
   // The terms of FgdDelta that depend on the node and the replica's CPU and
   // memory, not on the GPUs it takes: per demand shape, the weight of its
@@ -343,8 +346,14 @@ class Cluster {
   // free capacity it can use before.
   struct FgdBase {
     std::int64_t total = 0;  // the node's free GPU capacity, milli-GPUs
-    std::vector<std::int64_t> fit_before, fit_after, usable;
+    std::uint64_t cpu_after = 0, memory_after = 0;
+    std::vector<std::int64_t> usable, kept_before;
   };
+  // Sum over shape `d`'s replicas (by weight) of the free GPU capacity
+  // `usable` that a node with `cpu` and `memory` free lets each use: no more
+  // than the replicas its CPU and memory can still hold would take.
+  std::int64_t FgdKept(const Demand& d, std::int64_t usable, std::uint64_t cpu,
+                       std::uint64_t memory) const;
   void FgdPrepare(std::size_t n, const model::Resources& r, FgdBase& base) const;
   std::int64_t FgdScore(std::size_t n, const std::vector<std::size_t>& gpus,
                         const model::Resources& r, const FgdBase& base) const;
