@@ -184,7 +184,8 @@ class Cluster {
   // has too few free GPUs of a model it may use, or the GPU is of another
   // model. Negative: the placement leaves the shapes more room.
   std::int64_t FragmentationDelta(std::size_t n, const std::vector<std::size_t>& gpus) const;
-  // FGD's fragmentation delta, in milli-GPUs times replicas asking: how much
+  // FGD's fragmentation delta, in milli-GPUs times replicas asking times
+  // each shape's scale (1024 for a shape free to use any model): how much
   // the free GPU capacity of node `n` that the shapes asked for cannot use
   // grows, summed over the shapes by how often each is asked for, if one
   // replica of `r` took the GPUs at positions `gpus` (whole, or one slice).
