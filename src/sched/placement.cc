@@ -817,6 +817,7 @@ std::optional<std::size_t> Cluster::FgdNode(const JobShape& job, std::size_t c,
   std::optional<std::size_t> best;
   std::tuple<bool, std::int64_t, std::size_t> best_key{};
   FgdBase base;
+  const bool bounded = size() > kFgdExactNodes;
   for (std::size_t f = r.gpus; f < buckets.size(); ++f) {
     for (std::size_t n : buckets[f]) {
       if (!StaticCause(n, job).empty()) continue;
@@ -832,10 +833,12 @@ std::optional<std::size_t> Cluster::FgdNode(const JobShape& job, std::size_t c,
       // Least fragmentation added, then the tighter fit, then the lower index.
       FgdPrepare(n, r, base);
       std::tuple<bool, std::int64_t, std::size_t> key{split, FgdScore(n, *gpus, r, base), f};
-      if (best && key >= best_key) continue;
-      best = n;
-      best_key = key;
-      best_gpus = std::move(*gpus);
+      if (!best || key < best_key) {
+        best = n;
+        best_key = key;
+        best_gpus = std::move(*gpus);
+      }
+      if (bounded) break;  // a large cluster: the first fit of each free count
     }
   }
   return best;
@@ -852,33 +855,52 @@ std::optional<std::size_t> Cluster::BestSliceNode(const JobShape& job,
   std::int64_t best_delta = 0;  // FGD's, when it scores
   FgdBase base;
   std::vector<std::size_t> one(1);
+  // FGD: every GPU of node `n` with room for the slice, the least
+  // fragmentation added first, then the tightest fit (ChooseSlice's order).
+  auto score_node = [&](std::size_t n) {
+    const NodeView& node = Node(n);
+    bool prepared = false;
+    for (std::size_t i = 0; i < node.gpus.size(); ++i) {
+      const GpuView& g = node.gpus[i];
+      if (!SliceFits(g, r)) continue;
+      const model::GpuSlice s = model::SliceOf(r, g.memory_bytes);
+      std::tuple<std::uint64_t, std::int64_t, std::uint64_t, std::uint32_t> key{
+          g.shared_millis > 0 ? 1000 - g.shared_millis - s.millis : 1001, 0,
+          g.memory_bytes - g.shared_bytes - s.bytes, free_[0][n]};
+      if (!prepared) FgdPrepare(n, r, base);
+      prepared = true;
+      one[0] = i;
+      const std::int64_t delta = FgdScore(n, one, r, base);
+      if (!best || delta < best_delta ||
+          (delta == best_delta && std::tie(key, n) < std::tie(best_key, *best))) {
+        best = n;
+        best_key = key;
+        best_delta = delta;
+        best_gpu = i;
+      }
+    }
+  };
+  // A large cluster: FGD scores only the kFgdSliceCandidates nodes that fit
+  // tightest (ChooseSlice's key, then free GPUs, then index).
+  const bool bounded = fgd_ && size() > kFgdExactNodes;
+  using Candidate = std::tuple<std::uint64_t, std::uint64_t, std::uint32_t, std::size_t>;
+  std::vector<Candidate> candidates;
   for (std::size_t n = 0; n < size(); ++n) {
     if (!has_sharing_[n]) continue;
     const NodeView& node = Node(n);
     if (r.cpu_millis > node.cpu_millis_free || r.memory_bytes > node.memory_bytes_free) continue;
     if (!StaticCause(n, job).empty()) continue;
-    if (fgd_) {
-      // FGD: every GPU with room for it, the least fragmentation added
-      // first, then the tightest fit (ChooseSlice's order).
-      bool prepared = false;
-      for (std::size_t i = 0; i < node.gpus.size(); ++i) {
-        const GpuView& g = node.gpus[i];
-        if (!SliceFits(g, r)) continue;
-        const model::GpuSlice s = model::SliceOf(r, g.memory_bytes);
-        std::tuple<std::uint64_t, std::int64_t, std::uint64_t, std::uint32_t> key{
-            g.shared_millis > 0 ? 1000 - g.shared_millis - s.millis : 1001, 0,
-            g.memory_bytes - g.shared_bytes - s.bytes, free_[0][n]};
-        if (!prepared) FgdPrepare(n, r, base);
-        prepared = true;
-        one[0] = i;
-        const std::int64_t delta = FgdScore(n, one, r, base);
-        if (!best || delta < best_delta || (delta == best_delta && key < best_key)) {
-          best = n;
-          best_key = key;
-          best_delta = delta;
-          best_gpu = i;
-        }
-      }
+    if (fgd_ && !bounded) {
+      score_node(n);
+      continue;
+    }
+    if (bounded) {
+      std::pair<std::uint64_t, std::uint64_t> k;
+      if (!ChooseSlice(n, r, &k)) continue;
+      Candidate c{k.first, k.second, free_[0][n], n};
+      if (candidates.size() == kFgdSliceCandidates && c >= candidates.back()) continue;
+      candidates.insert(std::upper_bound(candidates.begin(), candidates.end(), c), c);
+      if (candidates.size() > kFgdSliceCandidates) candidates.pop_back();
       continue;
     }
     std::pair<std::uint64_t, std::uint64_t> k;
@@ -896,6 +918,7 @@ std::optional<std::size_t> Cluster::BestSliceNode(const JobShape& job,
       best_gpu = *i;
     }
   }
+  for (const auto& c : candidates) score_node(std::get<3>(c));
   if (best) gpus.assign(1, best_gpu);
   return best;
 }

@@ -198,6 +198,13 @@ class Cluster {
                         const model::Resources& r) const;
   // Whether placement scores by FgdDelta (the demand holds slices).
   bool Fgd() const { return fgd_; }
+  // Up to this many nodes FGD scores every node a replica fits. Above it
+  // (one pass over 10,000 nodes per replica placed cost seconds a cycle),
+  // a whole-GPU or CPU-only replica is scored on the first node that fits
+  // of each free-GPU count, and a slice on the kFgdSliceCandidates nodes
+  // where it fits tightest.
+  static constexpr std::size_t kFgdExactNodes = 2048;
+  static constexpr std::size_t kFgdSliceCandidates = 8;
 
   // Places every replica or none. On success the allocation is applied (and
   // logged); on failure nothing changes and `placed_before_failure` says how
