@@ -30,11 +30,15 @@
 // and its A100 jobs, a job free to use any model is placed by FGD's score
 // among the models (model-aware placement), which it measures.
 //
+// --slices makes every GPU a sharing one and one pending job in ten a
+// quarter-GPU slice; with --demand the slices in the demand turn on FGD's
+// score for every replica (docs/scheduling.md), which it measures.
+//
 // --size N P runs one size only (N nodes, P pending), e.g. under `perf stat`.
 //
 //   berth-sched-bench [--cycles K] [--quick] [--runtimes] [--fragmented]
 //                     [--same-priority] [--max-reservations N] [--size N P]
-//                     [--predictions] [--no-short-first] [--demand]
+//                     [--predictions] [--no-short-first] [--demand] [--slices]
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -60,6 +64,7 @@ struct Options {
   bool predictions = false;
   bool no_short_first = false;
   bool demand = false;
+  bool slices = false;  // sharing GPUs, and one pending job in ten a quarter-GPU slice
 };
 
 Snapshot Build(int nodes, int pending, std::mt19937& rng, const Options& opt) {
@@ -82,6 +87,7 @@ Snapshot Build(int nodes, int pending, std::mt19937& rng, const Options& opt) {
                               true,
                               true};
       g.nvlink_island = i / 4;
+      g.sharing = opt.slices;
       v.gpus.push_back(g);
     }
     s.nodes.push_back(std::move(v));
@@ -145,6 +151,7 @@ Snapshot Build(int nodes, int pending, std::mt19937& rng, const Options& opt) {
     job.resources.gpus = k < 4 ? 1 : k < 6 ? 2 : k < 8 ? 4 : 8;
     job.replicas = k == 9 ? 2 : 1;
     if (k == 3) job.resources.gpu_model = "A100-80GB";
+    if (opt.slices && k == 0) job.resources.gpu_share_millis = 250;
     job.resources.cpu_millis = 4000 * job.resources.gpus;
     if (opt.runtimes && rng() % 5 != 0) {
       job.max_runtime_ms = std::int64_t{600'000} + static_cast<std::int64_t>(rng() % 86'400'000);
@@ -221,6 +228,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--no-short-first") == 0) opt.no_short_first = true;
     if (std::strcmp(argv[i], "--same-priority") == 0) opt.same_priority = true;
     if (std::strcmp(argv[i], "--demand") == 0) opt.demand = true;
+    if (std::strcmp(argv[i], "--slices") == 0) opt.slices = true;
     if (std::strcmp(argv[i], "--max-reservations") == 0 && i + 1 < argc) {
       opt.max_reservations = std::atoi(argv[++i]);
     }

@@ -1,6 +1,7 @@
 #include "sched/placement.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <tuple>
 #include <utility>
@@ -543,9 +544,23 @@ bool Cluster::PlaceOneNode(const JobShape& job, std::vector<ReplicaPlacement>& o
 // Pack: the fitting node with the fewest free usable GPUs, then name; with
 // nvlink_island: prefer, a node where the replica sits in one island comes
 // first. Key (split, free), lowest wins, ties to the lower node index.
+namespace {
+
+// The milli-GPUs one slice of a demand shape needs of a card.
+std::int64_t FgdNeed(std::uint32_t share_millis, std::uint64_t share_bytes,
+                     std::uint64_t card_bytes) {
+  if (share_millis > 0) return share_millis;
+  model::Resources shape;
+  shape.gpu_share_bytes = share_bytes;
+  return model::SliceOf(shape, card_bytes).millis;
+}
+
+}  // namespace
+
 void Cluster::SetDemand(const std::vector<DemandShape>& demand) {
   demand_.clear();
   bool names_model = false;
+  bool slices = false;
   for (const auto& d : demand) {
     if (d.gpus == 0 || d.weight <= 0) continue;
     model::Resources r;
@@ -553,10 +568,147 @@ void Cluster::SetDemand(const std::vector<DemandShape>& demand) {
     r.gpu_model = d.gpu_model;
     auto c = ClassOf(r);
     if (!c) continue;  // a model no node has
-    demand_.push_back({d.gpus, *c, d.weight});
+    const bool slice = d.share_millis > 0 || d.share_bytes > 0;
+    const std::uint32_t gpus = slice ? 1U : d.gpus;
+    const std::uint32_t millis = slice ? d.share_millis : 0;
+    const std::uint64_t bytes = slice && d.share_millis == 0 ? d.share_bytes : 0;
+    auto it = std::find_if(demand_.begin(), demand_.end(), [&](const Demand& e) {
+      return e.gpus == gpus && e.cls == *c && e.share_millis == millis && e.share_bytes == bytes;
+    });
+    if (it == demand_.end()) {
+      // What one replica takes of the GPUs: its whole GPUs, or its share (a
+      // share by memory: of the largest card, the least it can be).
+      std::int64_t replica_millis = 1000 * std::int64_t{gpus};
+      if (slice) {
+        replica_millis = millis > 0 ? std::int64_t{millis} : FgdNeed(0, bytes, MaxGpuMemory());
+      }
+      it = demand_.insert(
+          demand_.end(),
+          {gpus, *c, 0, millis, bytes, {}, 1024, std::max<std::int64_t>(1, replica_millis)});
+    }
+    it->weight += d.weight;
+    it->hosts.push_back({d.cpu_millis, d.memory_bytes, d.weight});
     names_model = names_model || *c != 0;
+    slices = slices || slice;
   }
   model_aware_ = names_model && models_.size() > 1;
+  fgd_ = slices;
+  if (fgd_ && names_model) {
+    std::vector<std::int64_t> gpus(models_.size() + 1, 0);
+    for (std::size_t m : model_of_) ++gpus[m + 1];
+    for (auto& d : demand_) {
+      if (d.cls != 0 && gpus[d.cls] > 0) {
+        d.scale = 1024 * static_cast<std::int64_t>(model_of_.size()) / gpus[d.cls];
+      }
+    }
+  }
+}
+
+std::int64_t Cluster::RoomOf(const GpuView& g) const {
+  if (!g.healthy) return 0;
+  if (g.free) return 1000;
+  if (g.sharing && g.shared_millis > 0) return 1000 - std::min<std::int64_t>(1000, g.shared_millis);
+  return 0;
+}
+
+void Cluster::FgdPrepare(std::size_t n, const model::Resources& r, FgdBase& base) const {
+  const NodeView& node = Node(n);
+  const std::size_t first = first_gpu_[n];
+  base.total = 0;
+  for (const auto& g : node.gpus) base.total += RoomOf(g);
+  base.usable.assign(demand_.size(), 0);
+  base.kept_before.assign(demand_.size(), 0);
+  const std::uint64_t cpu = node.cpu_millis_free;
+  const std::uint64_t mem = node.memory_bytes_free;
+  base.cpu_after = cpu - std::min<std::uint64_t>(cpu, r.cpu_millis);
+  base.memory_after = mem - std::min(mem, r.memory_bytes);
+  for (std::size_t k = 0; k < demand_.size(); ++k) {
+    const Demand& d = demand_[k];
+    if (d.share_millis == 0 && d.share_bytes == 0) {
+      const std::int64_t ff = free_[d.cls][n];
+      base.usable[k] = ff >= std::int64_t{d.gpus} ? 1000 * ff : 0;
+      base.kept_before[k] = FgdKept(d, base.usable[k], cpu, mem);
+      continue;
+    }
+    for (std::size_t i = 0; i < node.gpus.size(); ++i) {
+      const GpuView& g = node.gpus[i];
+      if (!g.sharing || !g.healthy || (d.cls != 0 && model_of_[first + i] + 1 != d.cls)) continue;
+      const std::int64_t room = RoomOf(g);
+      if (room > 0 && room >= FgdNeed(d.share_millis, d.share_bytes, g.memory_bytes)) {
+        base.usable[k] += room;
+      }
+    }
+    base.kept_before[k] = FgdKept(d, base.usable[k], cpu, mem);
+  }
+}
+
+std::int64_t Cluster::FgdKept(const Demand& d, std::int64_t usable, std::uint64_t cpu,
+                              std::uint64_t memory) const {
+  if (usable == 0) return 0;
+  std::int64_t kept = 0;
+  for (const auto& h : d.hosts) {
+    // The replicas of this host shape the node's CPU and memory can hold.
+    std::uint64_t replicas = std::numeric_limits<std::uint64_t>::max();
+    if (h.cpu_millis > 0) replicas = cpu / h.cpu_millis;
+    if (h.memory_bytes > 0) replicas = std::min(replicas, memory / h.memory_bytes);
+    if (replicas == 0) continue;
+    const auto most = static_cast<std::uint64_t>(usable / d.replica_millis) + 1;
+    kept += h.weight * std::min(usable, static_cast<std::int64_t>(std::min(replicas, most)) *
+                                            d.replica_millis);
+  }
+  return kept;
+}
+
+std::int64_t Cluster::FgdScore(std::size_t n, const std::vector<std::size_t>& gpus,
+                               const model::Resources& r, const FgdBase& base) const {
+  const NodeView& node = Node(n);
+  const std::size_t first = first_gpu_[n];
+  const bool slice = model::IsSlice(r);
+  std::int64_t taken = 0;
+  for (std::size_t i : gpus) {
+    const GpuView& g = node.gpus[i];
+    taken += slice ? std::int64_t{model::SliceOf(r, g.memory_bytes).millis} : RoomOf(g);
+  }
+  // A shape's fragment is the node's free capacity less what it can use
+  // (nothing where the node lacks its CPU or memory), times the weight:
+  // sum over its replicas of W * total - W_fit * usable.
+  std::int64_t delta = 0;
+  for (std::size_t k = 0; k < demand_.size(); ++k) {
+    const Demand& d = demand_[k];
+    auto of_class = [&](std::size_t i) { return d.cls == 0 || model_of_[first + i] + 1 == d.cls; };
+    std::int64_t usable_after = base.usable[k];
+    if (d.share_millis == 0 && d.share_bytes == 0) {
+      // Whole GPUs: usable are the wholly free ones of its class, if enough.
+      std::int64_t ff = free_[d.cls][n];
+      for (std::size_t i : gpus) {
+        const GpuView& g = node.gpus[i];
+        if (g.free && g.healthy && of_class(i)) --ff;
+      }
+      usable_after = ff >= std::int64_t{d.gpus} ? 1000 * ff : 0;
+    } else {
+      // A slice: usable is the room of each sharing GPU of its class that
+      // has room for it.
+      for (std::size_t i : gpus) {
+        const GpuView& g = node.gpus[i];
+        if (!g.sharing || !g.healthy || !of_class(i)) continue;
+        const std::int64_t need = FgdNeed(d.share_millis, d.share_bytes, g.memory_bytes);
+        const std::int64_t room = RoomOf(g);
+        const std::int64_t after =
+            room - (slice ? std::int64_t{model::SliceOf(r, g.memory_bytes).millis} : room);
+        usable_after += (after > 0 && after >= need ? after : 0) - (room >= need ? room : 0);
+      }
+    }
+    delta += d.scale * (d.weight * (-taken) + base.kept_before[k] -
+                        FgdKept(d, usable_after, base.cpu_after, base.memory_after));
+  }
+  return delta;
+}
+
+std::int64_t Cluster::FgdDelta(std::size_t n, const std::vector<std::size_t>& gpus,
+                               const model::Resources& r) const {
+  FgdBase base;
+  FgdPrepare(n, r, base);
+  return FgdScore(n, gpus, r, base);
 }
 
 std::int64_t Cluster::FragmentationDelta(std::size_t n,
@@ -621,6 +773,7 @@ std::optional<std::size_t> Cluster::BestNode(const JobShape& job,
     }
   };
   if (auto c = ClassOf(r)) {
+    if (fgd_) return FgdNode(job, *c, best_gpus);
     if (*c == 0 && model_aware_ && r.gpus > 0) {
       // Any model will do: the tightest fit of each model, then FGD's score
       // over those few (SetDemand).
@@ -657,6 +810,40 @@ std::optional<std::size_t> Cluster::BestNode(const JobShape& job,
   return best;
 }
 
+std::optional<std::size_t> Cluster::FgdNode(const JobShape& job, std::size_t c,
+                                            std::vector<std::size_t>& best_gpus) const {
+  const auto& r = job.resources;
+  const auto& buckets = by_free_[c];
+  std::optional<std::size_t> best;
+  std::tuple<bool, std::int64_t, std::size_t> best_key{};
+  FgdBase base;
+  const bool bounded = size() > kFgdExactNodes;
+  for (std::size_t f = r.gpus; f < buckets.size(); ++f) {
+    for (std::size_t n : buckets[f]) {
+      if (!StaticCause(n, job).empty()) continue;
+      auto gpus = ChooseGpus(n, job);
+      if (!gpus) continue;
+      bool split = false;
+      if (job.topology.nvlink_island == model::NvlinkIsland::kPrefer && !gpus->empty()) {
+        const auto& g = Node(n).gpus;
+        split = std::any_of(gpus->begin(), gpus->end(), [&](std::size_t i) {
+          return g[i].nvlink_island != g[gpus->front()].nvlink_island;
+        });
+      }
+      // Least fragmentation added, then the tighter fit, then the lower index.
+      FgdPrepare(n, r, base);
+      std::tuple<bool, std::int64_t, std::size_t> key{split, FgdScore(n, *gpus, r, base), f};
+      if (!best || key < best_key) {
+        best = n;
+        best_key = key;
+        best_gpus = std::move(*gpus);
+      }
+      if (bounded) break;  // a large cluster: the first fit of each free count
+    }
+  }
+  return best;
+}
+
 // A slice: the node whose best GPU fits tightest (see ChooseSlice); among
 // fresh GPUs, the node with the fewest free GPUs, so whole nodes stay free.
 std::optional<std::size_t> Cluster::BestSliceNode(const JobShape& job,
@@ -665,11 +852,57 @@ std::optional<std::size_t> Cluster::BestSliceNode(const JobShape& job,
   std::optional<std::size_t> best;
   std::tuple<std::uint64_t, std::int64_t, std::uint64_t, std::uint32_t> best_key{};
   std::size_t best_gpu = 0;
+  std::int64_t best_delta = 0;  // FGD's, when it scores
+  FgdBase base;
+  std::vector<std::size_t> one(1);
+  // FGD: every GPU of node `n` with room for the slice, the least
+  // fragmentation added first, then the tightest fit (ChooseSlice's order).
+  auto score_node = [&](std::size_t n) {
+    const NodeView& node = Node(n);
+    bool prepared = false;
+    for (std::size_t i = 0; i < node.gpus.size(); ++i) {
+      const GpuView& g = node.gpus[i];
+      if (!SliceFits(g, r)) continue;
+      const model::GpuSlice s = model::SliceOf(r, g.memory_bytes);
+      std::tuple<std::uint64_t, std::int64_t, std::uint64_t, std::uint32_t> key{
+          g.shared_millis > 0 ? 1000 - g.shared_millis - s.millis : 1001, 0,
+          g.memory_bytes - g.shared_bytes - s.bytes, free_[0][n]};
+      if (!prepared) FgdPrepare(n, r, base);
+      prepared = true;
+      one[0] = i;
+      const std::int64_t delta = FgdScore(n, one, r, base);
+      if (!best || delta < best_delta ||
+          (delta == best_delta && std::tie(key, n) < std::tie(best_key, *best))) {
+        best = n;
+        best_key = key;
+        best_delta = delta;
+        best_gpu = i;
+      }
+    }
+  };
+  // A large cluster: FGD scores only the kFgdSliceCandidates nodes that fit
+  // tightest (ChooseSlice's key, then free GPUs, then index).
+  const bool bounded = fgd_ && size() > kFgdExactNodes;
+  using Candidate = std::tuple<std::uint64_t, std::uint64_t, std::uint32_t, std::size_t>;
+  std::vector<Candidate> candidates;
   for (std::size_t n = 0; n < size(); ++n) {
     if (!has_sharing_[n]) continue;
     const NodeView& node = Node(n);
     if (r.cpu_millis > node.cpu_millis_free || r.memory_bytes > node.memory_bytes_free) continue;
     if (!StaticCause(n, job).empty()) continue;
+    if (fgd_ && !bounded) {
+      score_node(n);
+      continue;
+    }
+    if (bounded) {
+      std::pair<std::uint64_t, std::uint64_t> k;
+      if (!ChooseSlice(n, r, &k)) continue;
+      Candidate c{k.first, k.second, free_[0][n], n};
+      if (candidates.size() == kFgdSliceCandidates && c >= candidates.back()) continue;
+      candidates.insert(std::upper_bound(candidates.begin(), candidates.end(), c), c);
+      if (candidates.size() > kFgdSliceCandidates) candidates.pop_back();
+      continue;
+    }
     std::pair<std::uint64_t, std::uint64_t> k;
     auto i = ChooseSlice(n, r, &k);
     if (!i) continue;
@@ -685,6 +918,7 @@ std::optional<std::size_t> Cluster::BestSliceNode(const JobShape& job,
       best_gpu = *i;
     }
   }
+  for (const auto& c : candidates) score_node(std::get<3>(c));
   if (best) gpus.assign(1, best_gpu);
   return best;
 }

@@ -168,11 +168,14 @@ class Cluster {
   // Free GPUs on node `n` that the job's replicas may use.
   std::uint32_t FreeEligible(std::size_t n, const JobShape& job) const;
 
-  // The shapes asked for (Snapshot::demand). When some name a GPU model and
-  // the cluster has several, a replica free to use any model is placed by
-  // FGD's score instead of packing alone: among the tightest fit of each
-  // model, the node where taking its GPUs adds the least fragmentation for
-  // the shapes asked for (FragmentationDelta), the tightest among equals.
+  // The shapes asked for (Snapshot::demand). With slices among them (a
+  // sharing workload), every replica is placed by FGD's score (Weng et al.,
+  // ATC'23): over every node it fits, the node (and, for a slice, the GPU)
+  // where taking it grows the node's expected fragmentation for the shapes
+  // asked for the least (FgdDelta); the tighter fit among equals. Else, when
+  // some name a GPU model and the cluster has several, a replica free to use
+  // any model goes, among the tightest fit of each model, where it adds the
+  // least fragmentation (FragmentationDelta), the tightest among equals.
   // Shapes naming a model no node has are left out.
   void SetDemand(const std::vector<DemandShape>& demand);
   // How much the free GPUs of node `n` that the shapes asked for cannot use
@@ -181,6 +184,27 @@ class Cluster {
   // has too few free GPUs of a model it may use, or the GPU is of another
   // model. Negative: the placement leaves the shapes more room.
   std::int64_t FragmentationDelta(std::size_t n, const std::vector<std::size_t>& gpus) const;
+  // FGD's fragmentation delta, in milli-GPUs times replicas asking times
+  // each shape's scale (1024 for a shape free to use any model): how much
+  // the free GPU capacity of node `n` that the shapes asked for cannot use
+  // grows, summed over the shapes by how often each is asked for, if one
+  // replica of `r` took the GPUs at positions `gpus` (whole, or one slice).
+  // A shape can use a node's free capacity only where it fits: none when
+  // the node lacks the CPU or memory it asks, else a whole-GPU shape the
+  // node's wholly free GPUs of its model, when there are enough of them; a
+  // slice the room of each sharing GPU of its model that has room for it.
+  // The rest of the node's free capacity is lost to the shape.
+  std::int64_t FgdDelta(std::size_t n, const std::vector<std::size_t>& gpus,
+                        const model::Resources& r) const;
+  // Whether placement scores by FgdDelta (the demand holds slices).
+  bool Fgd() const { return fgd_; }
+  // Up to this many nodes FGD scores every node a replica fits. Above it
+  // (one pass over 10,000 nodes per replica placed cost seconds a cycle),
+  // a whole-GPU or CPU-only replica is scored on the first node that fits
+  // of each free-GPU count, and a slice on the kFgdSliceCandidates nodes
+  // where it fits tightest.
+  static constexpr std::size_t kFgdExactNodes = 2048;
+  static constexpr std::size_t kFgdSliceCandidates = 8;
 
   // Places every replica or none. On success the allocation is applied (and
   // logged); on failure nothing changes and `placed_before_failure` says how
@@ -304,13 +328,53 @@ class Cluster {
   // [class][free count]: nodes in ascending index, the packing order.
   std::vector<std::vector<NodeSet>> by_free_;
   // SetDemand's shapes with their count class (0 any model, 1 + model id).
+  // One per GPU shape; the CPU and memory its replicas ask, by weight.
+  struct DemandHost {
+    std::uint64_t cpu_millis = 0;
+    std::uint64_t memory_bytes = 0;
+    std::int64_t weight = 0;
+  };
   struct Demand {
     std::uint32_t gpus = 0;
     std::size_t cls = 0;
-    std::int64_t weight = 0;
+    std::int64_t weight = 0;         // all its replicas
+    std::uint32_t share_millis = 0;  // a slice: its share (or, by bytes, below)
+    std::uint64_t share_bytes = 0;
+    std::vector<DemandHost> hosts;
+    // FGD's term for the shape is scaled by how scarce the GPUs it may use
+    // are: 1024 times the cluster's GPUs over its class's GPUs.
+    std::int64_t scale = 1024;
+    // What one replica takes of the GPUs, milli-GPUs: 1000 per whole GPU,
+    // or the slice's share.
+    std::int64_t replica_millis = 1000;
   };
+  // The terms of FgdDelta that depend on the node and the replica's CPU and
+  // memory, not on the GPUs it takes: per demand shape, the weight of its
+  // replicas whose CPU and memory the node has before and after, and the
+  // free capacity it can use before.
+  struct FgdBase {
+    std::int64_t total = 0;  // the node's free GPU capacity, milli-GPUs
+    std::uint64_t cpu_after = 0, memory_after = 0;
+    std::vector<std::int64_t> usable, kept_before;
+  };
+  // Sum over shape `d`'s replicas (by weight) of the free GPU capacity
+  // `usable` that a node with `cpu` and `memory` free lets each use: no more
+  // than the replicas its CPU and memory can still hold would take.
+  std::int64_t FgdKept(const Demand& d, std::int64_t usable, std::uint64_t cpu,
+                       std::uint64_t memory) const;
+  void FgdPrepare(std::size_t n, const model::Resources& r, FgdBase& base) const;
+  std::int64_t FgdScore(std::size_t n, const std::vector<std::size_t>& gpus,
+                        const model::Resources& r, const FgdBase& base) const;
   std::vector<Demand> demand_;
   bool model_aware_ = false;  // a shape names a model, and there are several
+  bool fgd_ = false;          // a shape is a slice: FGD's score for every replica
+  // The free capacity of GPU `i` of node `n` for new work, in milli-GPUs:
+  // 1000 when free, what its slices leave on a sharing GPU, else 0.
+  std::int64_t RoomOf(const GpuView& g) const;
+  // FGD's choice for a replica of whole GPUs (or none: CPU only) of count
+  // class `c`: every node with enough free GPUs scored by FgdDelta.
+  std::optional<std::size_t> FgdNode(const JobShape& job, std::size_t c,
+                                     std::vector<std::size_t>& gpus) const;
   std::vector<Undo> log_;
   std::uint64_t state_ = 0;
   std::uint64_t next_state_ = 0;

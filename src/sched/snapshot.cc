@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <string_view>
+#include <tuple>
 
 namespace berth::sched {
 namespace {
@@ -74,12 +75,16 @@ void HoldGpus(std::vector<NodeView>& nodes, const model::Resources& per_replica,
 
 std::vector<DemandShape> DemandOf(const std::vector<PendingJob>& pending,
                                   const std::vector<RunningJob>& running, std::size_t max_pending) {
-  std::map<std::pair<std::uint32_t, std::string_view>, std::int64_t> count;
+  // (gpus, model, share millis, share bytes, CPU, memory) -> replicas
+  using Key = std::tuple<std::uint32_t, std::string_view, std::uint32_t, std::uint64_t,
+                         std::uint64_t, std::uint64_t>;
+  std::map<Key, std::int64_t> count;
   auto add = [&count](const model::Resources& r, std::uint32_t replicas) {
     if (model::IsSlice(r)) {
-      count[{1, r.gpu_model}] += replicas;  // one GPU of its model with room
+      count[{1, r.gpu_model, r.gpu_share_millis, r.gpu_share_bytes, r.cpu_millis,
+             r.memory_bytes}] += replicas;
     } else if (r.gpus > 0) {
-      count[{r.gpus, r.gpu_model}] += replicas;
+      count[{r.gpus, r.gpu_model, 0, 0, r.cpu_millis, r.memory_bytes}] += replicas;
     }
   };
   for (std::size_t i = 0; i < pending.size() && i < max_pending; ++i) {
@@ -90,7 +95,10 @@ std::vector<DemandShape> DemandOf(const std::vector<PendingJob>& pending,
   }
   std::vector<DemandShape> out;
   out.reserve(count.size());
-  for (const auto& [key, n] : count) out.push_back({key.first, std::string(key.second), n});
+  for (const auto& [key, n] : count) {
+    const auto& [gpus, gpu_model, millis, bytes, cpu, memory] = key;
+    out.push_back({gpus, std::string(gpu_model), n, millis, bytes, cpu, memory});
+  }
   return out;
 }
 

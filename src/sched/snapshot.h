@@ -123,21 +123,29 @@ struct RunningJob {
 };
 
 // A shape of work asked for, and how often: what placement keeps room for
-// when it chooses among GPU models (FGD's workload, without an oracle: the
-// shapes of the jobs waiting and running now, or in the simulator's fill the
-// pods arrived so far). Whole GPUs per replica (a slice counts as one GPU of
-// its model: it needs one with room); `gpu_model` is the model the shape
-// names, "" for any.
+// (FGD's workload, without an oracle: the shapes of the jobs waiting and
+// running now, or in the simulator's fill the pods arrived so far). Whole
+// GPUs per replica, or one slice of a sharing GPU (`share_millis` or
+// `share_bytes` set, `gpus` 1: a slice by its share, so that a 0.25-GPU
+// slice and a whole GPU are different shapes); `gpu_model` is the model the
+// shape names, "" for any; `weight` the replicas asking for it; the CPU and
+// memory each replica asks for (a node short of them cannot use its GPUs
+// for the shape).
 struct DemandShape {
   std::uint32_t gpus = 0;
   std::string gpu_model{};
   std::int64_t weight = 0;
+  std::uint32_t share_millis = 0;
+  std::uint64_t share_bytes = 0;
+  std::uint64_t cpu_millis = 0;
+  std::uint64_t memory_bytes = 0;
   bool operator==(const DemandShape&) const = default;
 };
 
 // The demand of the jobs waiting and running: one DemandShape per (whole
-// GPUs, model) with the number of replicas asking for it, a slice as one
-// GPU, CPU-only jobs left out; sorted by (gpus, model). At most `max_pending` of
+// GPUs or slice share, model, CPU, memory) with the number of replicas
+// asking for it, CPU-only jobs left out; sorted by (gpus, model, share millis,
+// share bytes, CPU, memory). At most `max_pending` of
 // the pending jobs are counted (the first listed), so a queue of 100,000
 // costs a bounded pass.
 std::vector<DemandShape> DemandOf(const std::vector<PendingJob>& pending,
@@ -156,10 +164,12 @@ struct Snapshot {
   // Optional (sched/running_memo.h): what earlier cycles over this stream of
   // snapshots resolved about its running jobs; plans are the same without.
   std::shared_ptr<RunningMemo> memo{};
-  // Optional: the shapes asked for (DemandOf). With shapes that name a GPU
-  // model on a cluster of several models, a job free to use any model goes
-  // where it leaves those shapes the most room (Cluster::SetDemand); empty:
-  // placement packs by free GPUs alone.
+  // Optional: the shapes asked for (DemandOf). With slices among them, every
+  // replica goes where it adds the least fragmentation for those shapes
+  // (FGD); else, with shapes that name a GPU model on a cluster of several
+  // models, a job free to use any model goes where it leaves those shapes
+  // the most room (Cluster::SetDemand); empty: placement packs by free GPUs
+  // alone.
   std::vector<DemandShape> demand{};
 };
 

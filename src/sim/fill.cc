@@ -101,20 +101,27 @@ Result<FillResult> Fill(const std::vector<sched::NodeView>& nodes_in,
   // The shapes of the pods arrived so far, this one included: the demand a
   // scheduler may keep room for (Snapshot::demand), learned as the fill
   // goes, never the trace's future.
-  std::map<std::pair<std::uint32_t, std::string>, std::int64_t> arrived_shapes;
+  // (gpus, model, share millis, share bytes, CPU, memory) -> replicas
+  std::map<std::tuple<std::uint32_t, std::string, std::uint32_t, std::uint64_t, std::uint64_t,
+                      std::uint64_t>,
+           std::int64_t>
+      arrived_shapes;
   for (std::size_t k = 0; next_milestone < milestones.size(); ++k) {
     const SimJob& pod = pods[k % pods.size()];
     sched::Snapshot snap;
     snap.now_ms = static_cast<TimeMs>(k);
     snap.nodes = nodes;
-    if (model::IsSlice(pod.resources)) {
-      arrived_shapes[{1, pod.resources.gpu_model}] += pod.replicas;
-    } else if (pod.resources.gpus > 0) {
-      arrived_shapes[{pod.resources.gpus, pod.resources.gpu_model}] += pod.replicas;
+    const auto& r = pod.resources;
+    if (model::IsSlice(r)) {
+      arrived_shapes[{1, r.gpu_model, r.gpu_share_millis, r.gpu_share_bytes, r.cpu_millis,
+                      r.memory_bytes}] += pod.replicas;
+    } else if (r.gpus > 0) {
+      arrived_shapes[{r.gpus, r.gpu_model, 0, 0, r.cpu_millis, r.memory_bytes}] += pod.replicas;
     }
     snap.demand.reserve(arrived_shapes.size());
     for (const auto& [shape, n] : arrived_shapes) {
-      snap.demand.push_back({shape.first, shape.second, n});
+      const auto& [gpus, gpu_model, millis, bytes, cpu, memory] = shape;
+      snap.demand.push_back({gpus, gpu_model, n, millis, bytes, cpu, memory});
     }
     sched::PendingJob p;
     p.id = static_cast<std::int64_t>(k) + 1;

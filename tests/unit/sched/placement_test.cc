@@ -191,7 +191,112 @@ TEST(Cluster, ASliceFreeToUseAnyModelOpensAFreshGpuWhereTheShapesAskedForLeastNe
   EXPECT_EQ(placed->front().gpu_indices, std::vector<std::uint32_t>{0});
 }
 
-TEST(DemandOf, CountsReplicasPerShapeASliceAsOneGpuAndLeavesOutCpuOnlyJobs) {
+// FGD's score (a sharing workload: slices among the shapes asked for). A
+// 1-GPU job packed onto the node with the fewest free GPUs would leave it
+// one GPU that the 2-GPU shapes asked for cannot use; FGD takes it from the
+// node with three, and both nodes keep room for a 2-GPU job.
+TEST(Cluster, FgdLeavesRoomForTheShapesAskedForWherePackingLeavesAnUnusableGpu) {
+  std::vector<NodeView> nodes{Node("a", {{0, "A100"}, {1, "A100"}, {2, "A100"}}),
+                              Node("b", {{0, "A100"}, {1, "A100"}})};
+  for (auto& n : nodes) {
+    for (auto& g : n.gpus) g.sharing = true;
+  }
+  {
+    Cluster packing(nodes);
+    auto placed = packing.PlaceGang(Gpus(1), nullptr);
+    ASSERT_TRUE(placed.has_value());
+    EXPECT_EQ(placed->front().node, "b") << "packing: the fewest free GPUs";
+  }
+  Cluster cluster(nodes);
+  cluster.SetDemand({{2, "", 10}, {1, "", 1, 500}});
+  ASSERT_TRUE(cluster.Fgd());
+  // b would keep one free GPU that no 2-GPU shape can use (+1000 for each of
+  // the 10; 1024 is the scale of a shape free to use any model); a keeps two
+  // that one can.
+  EXPECT_EQ(cluster.FgdDelta(1, {0}, Gpus(1).resources), 1024 * (10 * 1000 + 1 * 0));
+  EXPECT_EQ(cluster.FgdDelta(0, {0}, Gpus(1).resources), 0);
+  auto placed = cluster.PlaceGang(Gpus(1), nullptr);
+  ASSERT_TRUE(placed.has_value());
+  EXPECT_EQ(placed->front().node, "a");
+  // Two 2-GPU jobs now fit, one on each node.
+  EXPECT_TRUE(cluster.PlaceGang(Gpus(2), nullptr).has_value());
+  EXPECT_TRUE(cluster.PlaceGang(Gpus(2), nullptr).has_value());
+}
+
+// Slices count by their share: with half-GPU slices asked for, a quarter
+// slice goes to the GPU where it leaves half a GPU free (b's, three
+// quarters free), not to the tightest fit (a's, half free), which would
+// leave a quarter no half slice can use.
+TEST(Cluster, FgdCountsSlicesByTheirShareAndChoosesTheGpuByTheDemand) {
+  std::vector<NodeView> nodes{Node("a", {{0, "A100"}}), Node("b", {{0, "A100"}})};
+  for (auto& n : nodes) {
+    for (auto& g : n.gpus) {
+      g.sharing = true;
+      g.free = false;
+    }
+  }
+  nodes[0].gpus[0].shared_millis = 500;
+  nodes[1].gpus[0].shared_millis = 250;
+  JobShape quarter = Gpus(0);
+  quarter.resources.gpu_share_millis = 250;
+  {
+    Cluster packing(nodes);
+    packing.SetDemand({{1, "", 5, 250}});  // only quarters asked for: tightest fit
+    auto placed = packing.PlaceGang(quarter, nullptr);
+    ASSERT_TRUE(placed.has_value());
+    EXPECT_EQ(placed->front().node, "a");
+  }
+  Cluster cluster(nodes);
+  cluster.SetDemand({{1, "", 5, 500}, {1, "", 1, 250}});
+  // a: 500 free -> 250, which the half slices cannot use (5 x 250).
+  EXPECT_EQ(cluster.FgdDelta(0, {0}, quarter.resources), 1024 * (5 * 250 + 1 * 0));
+  // b: 750 free -> 500, all of it usable by both shapes.
+  EXPECT_EQ(cluster.FgdDelta(1, {0}, quarter.resources), 0);
+  auto placed = cluster.PlaceGang(quarter, nullptr);
+  ASSERT_TRUE(placed.has_value());
+  EXPECT_EQ(placed->front().node, "b");
+  // And on one node with both GPUs, the same choice among its GPUs.
+  std::vector<NodeView> one{Node("c", {{0, "A100"}, {1, "A100"}})};
+  for (auto& g : one[0].gpus) {
+    g.sharing = true;
+    g.free = false;
+  }
+  one[0].gpus[0].shared_millis = 500;
+  one[0].gpus[1].shared_millis = 250;
+  Cluster node(one);
+  node.SetDemand({{1, "", 5, 500}, {1, "", 1, 250}});
+  placed = node.PlaceGang(quarter, nullptr);
+  ASSERT_TRUE(placed.has_value());
+  EXPECT_EQ(placed->front().gpu_indices, std::vector<std::uint32_t>{1});
+}
+
+// A node's free GPUs count for a shape only as far as its free CPU can still
+// serve replicas of it: b's CPU holds one more 8-CPU replica whether or not
+// a half slice takes 4 of its 12 CPUs, so the slice costs the 1-GPU shape
+// nothing there, while on a (64 CPUs) it takes half a GPU that shape could
+// have used. Without the bound both nodes score alike and a wins by index.
+TEST(Cluster, FgdCountsOnlyTheGpusANodesFreeCpuCanStillServe) {
+  std::vector<NodeView> nodes{Node("a", {{0, "A100"}, {1, "A100"}}),
+                              Node("b", {{0, "A100"}, {1, "A100"}})};
+  for (auto& n : nodes) {
+    for (auto& g : n.gpus) g.sharing = true;
+  }
+  nodes[1].cpu_millis_free = 12'000;
+  JobShape half = Gpus(0);
+  half.resources.gpu_share_millis = 500;
+  half.resources.cpu_millis = 4000;
+  Cluster cluster(nodes);
+  DemandShape whole{1, "", 10};
+  whole.cpu_millis = 8000;
+  cluster.SetDemand({whole, {1, "", 1, 500}});
+  EXPECT_EQ(cluster.FgdDelta(1, {0}, half.resources), 1024 * 10 * -500);
+  EXPECT_EQ(cluster.FgdDelta(0, {0}, half.resources), 1024 * 10 * 500);
+  auto placed = cluster.PlaceGang(half, nullptr);
+  ASSERT_TRUE(placed.has_value());
+  EXPECT_EQ(placed->front().node, "b");
+}
+
+TEST(DemandOf, CountsReplicasPerShapeASliceByItsShareAndLeavesOutCpuOnlyJobs) {
   std::vector<PendingJob> pending(4);
   pending[0].resources.gpus = 2;
   pending[0].resources.gpu_model = "A100";
@@ -199,12 +304,13 @@ TEST(DemandOf, CountsReplicasPerShapeASliceAsOneGpuAndLeavesOutCpuOnlyJobs) {
   pending[1].resources.gpus = 1;
   pending[2].resources.gpus = 0;  // CPU only
   pending[3].resources.gpus = 1;
-  pending[3].resources.gpu_share_millis = 500;  // a slice: one GPU with room
+  pending[3].resources.gpu_share_millis = 500;  // a slice: a shape of its own
   std::vector<RunningJob> running(1);
   running[0].resources.gpus = 2;
   running[0].resources.gpu_model = "A100";
   running[0].replicas.resize(2);
-  EXPECT_EQ(DemandOf(pending, running), (std::vector<DemandShape>{{1, "", 2}, {2, "A100", 5}}));
+  EXPECT_EQ(DemandOf(pending, running),
+            (std::vector<DemandShape>{{1, "", 1}, {1, "", 1, 500}, {2, "A100", 5}}));
   EXPECT_EQ(DemandOf(pending, {}, 1), (std::vector<DemandShape>{{2, "A100", 3}}))
       << "only the first pending jobs are counted";
 }
