@@ -51,6 +51,15 @@ struct PocFlags {
 // Reads --suite (or takes the compiled-in default) and parses it; exit 1
 // with the field and the fix when it is not a suite.
 int PocLoadSuite(CommandRegistry& r, PocFlags& f) {
+  // What stops the leader is only ever the operator's: refused when empty.
+  const bool failover_given = std::any_of(f.failover_options.begin(), f.failover_options.end(),
+                                          [](const CLI::Option* o) { return o->count() > 0; });
+  if (failover_given && f.failover_command.find_first_not_of(" \t\n") == std::string::npos) {
+    return r.Fail(kExitError,
+                  "--failover-command is empty; give the shell command that stops the leading "
+                  "berthd (BERTH_POC_LEADER holds its address), e.g. --failover-command 'ssh cp1 "
+                  "systemctl stop berthd', or leave the flag out to skip the failover case");
+  }
   if (f.suite_path.empty()) {
     f.suite_text = std::string(poc::DefaultSuiteText());
   } else {
@@ -121,15 +130,6 @@ Status PocRun(CommandRegistry& r, PocFlags& f, ApiClient& api, const Output& out
                              Text(earlier->doc, "run.id"));
       return Ok();
     }
-  }
-  const bool failover_given = std::any_of(f.failover_options.begin(), f.failover_options.end(),
-                                          [](const CLI::Option* o) { return o->count() > 0; });
-  if (failover_given && f.failover_command.find_first_not_of(" \t\n") == std::string::npos) {
-    return Fail(Code::kInvalidArgument,
-                "--failover-command is empty; give the shell command that stops the leading "
-                "berthd (BERTH_POC_LEADER holds its address), e.g. --failover-command 'ssh "
-                "cp1 systemctl stop berthd', or leave the flag out to skip the failover case",
-                "failover-command");
   }
   BERTH_RETURN_IF_ERROR(PocAllowedOn(r, earlier != nullptr ? "rerun" : "run",
                                      "submits jobs, makes identities and applies a policy version",
