@@ -742,6 +742,10 @@ class PocFailoverTest : public PostgresIntegrationTest {
     return RunCommand(BinDir() / "berth", args, dir_.path(), kPocRunTimeout);
   }
 
+  static json PocfReadJson(const std::filesystem::path& path) {
+    return json::parse(ReadFile(path), nullptr, false);
+  }
+
   static json PocfCase(const json& report) {
     if (report.is_discarded() || report["cases"].size() != 1) return json();
     return report["cases"][0];
@@ -764,7 +768,7 @@ TEST_F(PocFailoverTest, TheStandbyTakesOverWithTheJobRunningOnAndOneAddressSkips
   // One address: the standby cannot be seen; skipped, naming --server.
   auto one = PocfRun(a.url(), (dir_ / "one").string(), {});
   EXPECT_EQ(one.exit_code, 0) << one.out << one.err;
-  json skipped = PocfCase(ReadJson(dir_ / "one" / "report.json"));
+  json skipped = PocfCase(PocfReadJson(dir_ / "one" / "report.json"));
   ASSERT_TRUE(skipped.is_object()) << one.out << one.err;
   EXPECT_EQ(skipped["verdict"], "skipped") << skipped.dump(2);
   EXPECT_NE(skipped["reason"].get<std::string>().find("1 address given (--server"),
@@ -774,7 +778,7 @@ TEST_F(PocFailoverTest, TheStandbyTakesOverWithTheJobRunningOnAndOneAddressSkips
   // Both, but nothing to stop the leader with: skipped, saying so.
   auto no_command = PocfRun(both, (dir_ / "no-command").string(), {});
   EXPECT_EQ(no_command.exit_code, 0) << no_command.out << no_command.err;
-  skipped = PocfCase(ReadJson(dir_ / "no-command" / "report.json"));
+  skipped = PocfCase(PocfReadJson(dir_ / "no-command" / "report.json"));
   ASSERT_TRUE(skipped.is_object()) << no_command.out << no_command.err;
   EXPECT_EQ(skipped["verdict"], "skipped") << skipped.dump(2);
   EXPECT_NE(skipped["reason"].get<std::string>().find("no --failover-command"), std::string::npos)
@@ -800,7 +804,7 @@ TEST_F(PocFailoverTest, TheStandbyTakesOverWithTheJobRunningOnAndOneAddressSkips
       fmt::format("echo stopping \"$BERTH_POC_LEADER\"; kill -TERM {}", a.pid());
   auto run = PocfRun(both, (dir_ / "failover").string(), {"--failover-command", command});
   EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
-  const json c = PocfCase(ReadJson(dir_ / "failover" / "report.json"));
+  const json c = PocfCase(PocfReadJson(dir_ / "failover" / "report.json"));
   ASSERT_TRUE(c.is_object()) << run.out << run.err;
   EXPECT_EQ(c["verdict"], "pass") << c.dump(2);
   const json& ev = c["evidence"]["failover"];
@@ -825,7 +829,7 @@ TEST_F(PocFailoverTest, TheStandbyTakesOverWithTheJobRunningOnAndOneAddressSkips
   EXPECT_TRUE(step_says) << c["steps"].dump(2);
   std::cout << "[ figures ] berth poc failover: SIGTERM of the leader to the standby leading "
             << ev["takeover_ms"] << " ms (--leader-ttl 4s)\n";
-  EXPECT_FALSE(a.running());
+  EXPECT_TRUE(WaitFor([&] { return !a.running(); }, 20s)) << a.log();
   EXPECT_EQ(b.http().Get("/healthz").body.value("role", ""), "leader");
   // The report's jobs ended: the long one cancelled, the short one done.
   for (const auto& id : c["evidence"]["jobs"]) {

@@ -258,9 +258,6 @@ TEST(PocSuite, RisksMapToTheThreeConclusions) {
   EXPECT_EQ(RiskConclusion(Risk::kLow), "later-optimization");
 }
 
-}  // namespace
-}  // namespace berth::cli::poc
-
 // The small suite's second case with a standby, a failover and an expect
 // that the job kept its run.
 std::string PocFailoverSuite(const std::string& failover, const std::string& expect,
@@ -335,3 +332,6 @@ TEST(PocSuite, ABadFailoverStepNamesTheFieldAndTheFix) {
   EXPECT_NE(refused.error().message.find("add a wait for 'j'"), std::string::npos)
       << refused.error().message;
 }
+
+}  // namespace
+}  // namespace berth::cli::poc
