@@ -317,35 +317,54 @@ Result<json> ApiClient::Delete(const std::string& path) {
 
 Status ApiClient::Stream(const std::string& path, const Sink& sink, bool long_lived,
                          std::optional<std::uint64_t>* content_length) {
-  http_->set_read_timeout(long_lived ? kStreamTimeout : kRequestTimeout);
   int status = 0;
   std::string error_body;
   bool sink_stopped = false;
-  auto res = http_->Get(
-      url_.base_path + path, RequestHeaders("text/plain", token_),
-      [&](const httplib::Response& response) {
-        status = response.status;
-        if (content_length != nullptr && response.has_header("Content-Length")) {
-          std::uint64_t n = 0;
-          const std::string v = response.get_header_value("Content-Length");
-          auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-          if (ec == std::errc() && p == v.data() + v.size()) *content_length = n;
-        }
-        return true;
-      },
-      [&](const char* data, std::size_t len) {
-        if (!IsSuccess(status)) {
-          // Keep reading so the error body is whole, but only up to a bound.
-          error_body.append(
-              data, std::min(len, kMaxErrorBody - std::min(kMaxErrorBody, error_body.size())));
+  bool received = false;  // a byte reached `sink`: never sent again
+  auto attempt = [&]() {
+    status = 0;
+    error_body.clear();
+    if (content_length != nullptr) content_length->reset();
+    http_->set_read_timeout(long_lived ? kStreamTimeout : kRequestTimeout);
+    return http_->Get(
+        url_.base_path + path, RequestHeaders("text/plain", token_),
+        [&](const httplib::Response& response) {
+          status = response.status;
+          if (content_length != nullptr && response.has_header("Content-Length")) {
+            std::uint64_t n = 0;
+            const std::string v = response.get_header_value("Content-Length");
+            auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+            if (ec == std::errc() && p == v.data() + v.size()) *content_length = n;
+          }
           return true;
-        }
-        if (!sink(std::string_view(data, len))) {
-          sink_stopped = true;
-          return false;
-        }
-        return true;
-      });
+        },
+        [&](const char* data, std::size_t len) {
+          if (!IsSuccess(status)) {
+            // Keep reading so the error body is whole, but only up to a bound.
+            error_body.append(
+                data, std::min(len, kMaxErrorBody - std::min(kMaxErrorBody, error_body.size())));
+            return true;
+          }
+          received = true;
+          if (!sink(std::string_view(data, len))) {
+            sink_stopped = true;
+            return false;
+          }
+          return true;
+        });
+  };
+  // As WithFailover: no connection, or a standby's 503, means no berthd
+  // acted on it and nothing reached `sink`; the next address is asked.
+  auto elsewhere = [&](const httplib::Result& r) {
+    return !received && ((!r && r.error() == httplib::Error::Connection) ||
+                         (r && r->status == 503 &&
+                          error_body.find("\"role\":\"standby\"") != std::string::npos));
+  };
+  auto res = attempt();
+  for (std::size_t tried = 1; elsewhere(res) && tried < urls_.size(); ++tried) {
+    Use((current_ + 1) % urls_.size());
+    res = attempt();
+  }
   http_->set_read_timeout(kRequestTimeout);
   if (!res) {
     if (sink_stopped) return Ok();

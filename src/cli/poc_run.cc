@@ -1,14 +1,20 @@
 #include "cli/poc_run.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <map>
 #include <optional>
 #include <set>
 #include <utility>
+#include <vector>
 
 #include "cli/json_view.h"
 #include "cli/poc_cleanup.h"
@@ -89,6 +95,50 @@ std::string PocStatusText(int status) {
   return status / 100 == 2 ? "2xx" : std::to_string(status);
 }
 
+// What one address of the server list answers on GET /healthz.
+struct PocHealth {
+  std::string url;     // as given
+  std::string role;    // leader, standby, "" (single berthd), or "" with error
+  std::string leader;  // the lease holder it names
+  std::int64_t term = 0;
+  std::string error;  // when it did not answer
+};
+
+std::string PocHealthText(const PocHealth& h) {
+  if (!h.error.empty()) return fmt::format("{}: no answer ({})", h.url, PocQuote(h.error));
+  if (h.role == "leader") return fmt::format("{}: leader at term {}", h.url, h.term);
+  if (h.role == "standby") {
+    return fmt::format("{}: standby of {} at term {}", h.url,
+                       h.leader.empty() ? std::string("no leader yet") : h.leader, h.term);
+  }
+  return fmt::format("{}: role '{}' (a single berthd, no leadership)", h.url,
+                     h.role.empty() ? "-" : h.role);
+}
+
+std::string PocHealthList(const std::vector<PocHealth>& seen) {
+  std::string out;
+  for (const auto& h : seen) out += (out.empty() ? "" : "; ") + PocHealthText(h);
+  return out;
+}
+
+// The index of the address that answers as leader, if one does.
+std::optional<std::size_t> PocLeaderOf(const std::vector<PocHealth>& seen) {
+  for (std::size_t i = 0; i < seen.size(); ++i) {
+    if (seen[i].error.empty() && seen[i].role == "leader") return i;
+  }
+  return std::nullopt;
+}
+
+// The run ids of a job's placement, sorted and comma-joined ("" for none).
+std::string PocRunIds(const json& job) {
+  std::vector<std::string> ids;
+  for (const auto& p : Array(job, "placement")) ids.push_back(Text(p, "run_id"));
+  std::sort(ids.begin(), ids.end());
+  std::string out;
+  for (const auto& id : ids) out += (out.empty() ? "" : ",") + id;
+  return out;
+}
+
 // The outcome of one step.
 struct PocStepResult {
   bool ok = true;
@@ -117,7 +167,10 @@ class PocRunner {
   json Fingerprint();
   Status Setup();
   json RunCase(const Case& c);
-  std::vector<std::string> Unmet(const Preconditions& p) const;
+  std::vector<std::string> Unmet(const Case& c) const;
+  // What each address of the server list answers on GET /healthz.
+  std::vector<PocHealth> Health() const;
+  PocStepResult Failover(const Step& step, json& evidence);
   PocStepResult RunStep(const Step& step, std::map<std::string, std::string>& jobs, json& evidence);
   PocStepResult Judge(const Step& step, const PocAnswer& a, const std::string& what,
                       const std::map<std::string, std::string>& jobs);
@@ -282,7 +335,26 @@ Status PocRunner::Setup() {
   return Ok();
 }
 
-std::vector<std::string> PocRunner::Unmet(const Preconditions& p) const {
+std::vector<PocHealth> PocRunner::Health() const {
+  std::vector<PocHealth> seen;
+  for (std::size_t i = 0; i < admin_.urls().size(); ++i) {
+    PocHealth h;
+    h.url = admin_.urls()[i].text;
+    auto got = admin_.GetFrom(i, "/healthz");
+    if (!got) {
+      h.error = got.error().message;
+    } else {
+      h.role = Text(*got, "role") == "-" ? "" : Text(*got, "role");
+      h.leader = Text(*got, "leader") == "-" ? "" : Text(*got, "leader");
+      h.term = Int(*got, "term").value_or(0);
+    }
+    seen.push_back(std::move(h));
+  }
+  return seen;
+}
+
+std::vector<std::string> PocRunner::Unmet(const Case& c) const {
+  const Preconditions& p = c.preconditions;
   std::vector<std::string> unmet;
   std::int64_t ready = 0;
   for (const auto& n : nodes_) ready += Text(n, "state") == "Ready" ? 1 : 0;
@@ -349,10 +421,38 @@ std::vector<std::string> PocRunner::Unmet(const Preconditions& p) const {
                                         : "GET /v1/alert-rules: " + rules.error().message));
     }
   }
+  // A standby counts only where the run can see it: the server list holds
+  // the leader and a standby of that leader at the same term.
   if (p.standby) {
-    unmet.push_back(fmt::format(
-        "standby: GET /healthz says role '{}' and names no standby, so none counts as present",
-        Text(PocGet(admin_, "/healthz").doc, "role")));
+    const std::size_t given = admin_.urls().size();
+    if (given < 2) {
+      unmet.push_back(fmt::format(
+          "standby: 1 address given (--server {}); give every berthd's address, comma-separated",
+          admin_.urls().empty() ? std::string("-") : admin_.urls()[0].text));
+    } else {
+      const auto seen = Health();
+      const auto lead = PocLeaderOf(seen);
+      bool standby = false;
+      for (std::size_t i = 0; lead && i < seen.size(); ++i) {
+        standby =
+            standby || (i != *lead && seen[i].error.empty() && seen[i].role == "standby" &&
+                        seen[i].leader == seen[*lead].leader && seen[i].term == seen[*lead].term);
+      }
+      if (!lead || !standby) {
+        unmet.push_back(fmt::format(
+            "standby: {} of the {} addresses given (--server) on GET /healthz; seen: {}",
+            !lead ? "no berthd answers as leader"
+                  : "none answers as a standby of the leader at its term",
+            given, PocHealthList(seen)));
+      } else if (opt_.failover_command.empty() &&
+                 std::any_of(c.steps.begin(), c.steps.end(),
+                             [](const Step& s) { return s.kind == StepKind::kFailover; })) {
+        unmet.push_back(fmt::format(
+            "standby: present ({}), but no --failover-command was given to stop the leader; pass "
+            "--failover-command CMD (BERTH_POC_LEADER names the leader's address)",
+            PocHealthList(seen)));
+      }
+    }
   }
   return unmet;
 }
@@ -442,6 +542,8 @@ PocStepResult PocRunner::RunStep(const Step& step, std::map<std::string, std::st
           if (code_ok &&
               std::find(step.states.begin(), step.states.end(), state) != step.states.end()) {
             r.ok = true;
+            // What an expect's same_run compares with.
+            jobs["runs." + step.job] = PocRunIds(*job);
             return r;
           }
           if (PocTerminal(state)) return r;  // it will not change any more
@@ -477,6 +579,12 @@ PocStepResult PocRunner::RunStep(const Step& step, std::map<std::string, std::st
       if (!step.reason_code.empty()) check("reason", step.reason_code, Text(a.doc, "reason.code"));
       if (step.failures) {
         check("failures", std::to_string(*step.failures), IntText(a.doc, "failures"));
+      }
+      if (step.same_run) {
+        const auto seen = jobs.find("runs." + step.job);
+        const std::string before = seen == jobs.end() ? "" : seen->second;
+        check("runs", before.empty() ? "(none seen)" : before,
+              a.ok() ? PocRunIds(a.doc) : std::string("-"));
       }
       auto join = [](const std::vector<std::string>& v) {
         std::string s;
@@ -538,6 +646,8 @@ PocStepResult PocRunner::RunStep(const Step& step, std::map<std::string, std::st
       }
       return r;
     }
+    case StepKind::kFailover:
+      return Failover(step, evidence);
     case StepKind::kAudit: {
       auto object = Expand(step.object, jobs);
       if (!object) return {false, step.object, object.error().message};
@@ -567,6 +677,70 @@ PocStepResult PocRunner::RunStep(const Step& step, std::map<std::string, std::st
     }
   }
   return {false, "a known step", "unknown step"};
+}
+
+// Runs the operator's command against the leader, then polls every
+// address until a different berthd leads at a higher term.
+PocStepResult PocRunner::Failover(const Step& step, json& evidence) {
+  PocStepResult r;
+  r.ok = false;
+  r.expected = fmt::format(
+      "--failover-command stops the leader and a different berthd leads at a "
+      "higher term within {}",
+      FormatDurationMs(step.within_ms));
+  const auto before = Health();
+  const auto lead = PocLeaderOf(before);
+  json ev{{"command", opt_.failover_command}, {"before", PocHealthList(before)}};
+  if (!lead) {
+    r.actual = "no berthd answers as leader before the failover: " + PocHealthList(before);
+    evidence["failover"] = std::move(ev);
+    return r;
+  }
+  const PocHealth old = before[*lead];
+  ev["old_leader"] = old.leader;
+  ev["old_leader_url"] = old.url;
+  ev["old_term"] = old.term;
+  const TimeMs began = Now();
+  const CommandOutcome ran = opt_.run_command ? opt_.run_command(opt_.failover_command, old.url)
+                                              : RunFailoverCommand(opt_.failover_command, old.url);
+  const TimeMs stopped = Now();
+  ev["exit_status"] = ran.exit_status;
+  ev["output_tail"] = ran.output_tail;
+  ev["command_ms"] = stopped - began;
+  if (ran.exit_status != 0) {
+    r.actual = fmt::format("the failover command exited {}: {}", ran.exit_status,
+                           PocQuote(ran.output_tail));
+    evidence["failover"] = std::move(ev);
+    return r;
+  }
+  const TimeMs deadline = stopped + step.within_ms;
+  std::vector<PocHealth> seen;
+  while (true) {
+    seen = Health();
+    for (const auto& h : seen) {
+      if (h.error.empty() && h.role == "leader" && h.leader != old.leader && h.term > old.term) {
+        const TimeMs took = Now() - stopped;
+        ev["new_leader"] = h.leader;
+        ev["new_leader_url"] = h.url;
+        ev["new_term"] = h.term;
+        ev["takeover_ms"] = took;
+        ev["after"] = PocHealthList(seen);
+        r.ok = true;
+        r.actual = fmt::format(
+            "{} (term {}) stopped by the command (exit 0); {} leads at term {} {} ms after it",
+            old.url, old.term, h.url, h.term, took);
+        evidence["failover"] = std::move(ev);
+        return r;
+      }
+    }
+    if (Now() >= deadline) break;
+    opt_.sleep(opt_.poll_ms);
+  }
+  ev["after"] = PocHealthList(seen);
+  r.actual = fmt::format("no other berthd leads at a term above {} after {}: {}", old.term,
+                         FormatDurationMs(step.within_ms), PocHealthList(seen));
+  evidence["failover"] = std::move(ev);
+  return r;
 }
 
 json PocRunner::Sample(const std::string& bound, std::uint64_t id, const Case& c) const {
@@ -708,7 +882,7 @@ json PocRunner::RunCase(const Case& c) {
       {"evidence",
        {{"jobs", json::array()}, {"requests", json::array()}, {"audit_records", json::array()}}}};
   const TimeMs began = Now();
-  auto unmet = Unmet(c.preconditions);
+  auto unmet = Unmet(c);
   if (!unmet.empty()) {
     out["verdict"] = "skipped";
     out["unmet"] = unmet;
@@ -734,7 +908,7 @@ json PocRunner::RunCase(const Case& c) {
     }
   }
   for (const auto& [bound, id] : jobs) {
-    if (bound.starts_with("ref.")) continue;
+    if (bound.starts_with("ref.") || bound.starts_with("runs.")) continue;
     out["samples"].push_back(Sample(bound, std::stoull(id), c));
   }
   // A case leaves nothing running for the next one (a failed case may stop
@@ -818,6 +992,61 @@ std::string RunPrefix(TimeMs now_ms) {
     v /= 36;
   } while (v > 0);
   return "poc-" + out;
+}
+
+CommandOutcome RunFailoverCommand(const std::string& command, const std::string& leader) {
+  constexpr std::size_t kTail = 2000;
+  CommandOutcome out;
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    out.output_tail = "cannot make a pipe for the command's output";
+    return out;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+  std::vector<std::string> env_text;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (!std::string_view(*e).starts_with("BERTH_POC_LEADER=")) env_text.emplace_back(*e);
+  }
+  env_text.push_back("BERTH_POC_LEADER=" + leader);
+  std::vector<char*> envp;
+  for (auto& e : env_text) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string sh = "/bin/sh";
+  std::string dash_c = "-c";
+  std::string cmd = command;
+  char* argv[] = {sh.data(), dash_c.data(), cmd.data(), nullptr};
+  pid_t pid = 0;
+  const int spawned = posix_spawn(&pid, "/bin/sh", &actions, nullptr, argv, envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(fds[1]);
+  if (spawned != 0) {
+    ::close(fds[0]);
+    out.output_tail = fmt::format("cannot start /bin/sh: error {}", spawned);
+    return out;
+  }
+  std::string output;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    output.append(buf, static_cast<std::size_t>(n));
+    if (output.size() > 2 * kTail) output.erase(0, output.size() - kTail);
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  out.exit_status = WIFEXITED(status)     ? WEXITSTATUS(status)
+                    : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+                                          : -1;
+  if (output.size() > kTail) output.erase(0, output.size() - kTail);
+  out.output_tail = std::move(output);
+  return out;
 }
 
 Result<json> RunSuite(ApiClient& admin, const Suite& suite, const RunOptions& options) {

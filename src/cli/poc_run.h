@@ -22,6 +22,17 @@
 
 namespace berth::cli::poc {
 
+// How an operator's command ended: its exit status (128+N for a signal,
+// -1 when it could not be started) and the tail of its stdout and stderr.
+struct CommandOutcome {
+  int exit_status = -1;
+  std::string output_tail;
+};
+
+// Runs `command` with /bin/sh -c, BERTH_POC_LEADER=`leader` added to the
+// environment, and waits for it.
+CommandOutcome RunFailoverCommand(const std::string& command, const std::string& leader);
+
 struct RunOptions {
   // The run-unique prefix of every name the run makes ("poc-k3x9a").
   std::string run;
@@ -41,6 +52,13 @@ struct RunOptions {
   // the others are left out of the report altogether, so its scores are
   // over the cases re-run.
   std::set<std::string> only_cases;
+  // The operator's command that stops the leading berthd for a failover
+  // step (--failover-command; never from the suite). Empty: cases with a
+  // standby are skipped, saying so.
+  std::string failover_command;
+  // Runs `command` with /bin/sh -c and BERTH_POC_LEADER=`leader` in its
+  // environment; empty: RunFailoverCommand.
+  std::function<CommandOutcome(const std::string& command, const std::string& leader)> run_command;
 };
 
 // The run prefix for a run that starts at `now_ms`: "poc-" and the time in

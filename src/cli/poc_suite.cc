@@ -127,8 +127,9 @@ Status PocState(const std::string& state, const std::string& field) {
 struct PocScope {
   std::set<std::string> tenants;
   std::set<std::string> identities;
-  std::set<std::string> jobs;  // bound by earlier submits of this case
-  std::set<std::string> refs;  // bound by earlier requests of this case
+  std::set<std::string> jobs;    // bound by earlier submits of this case
+  std::set<std::string> refs;    // bound by earlier requests of this case
+  std::set<std::string> waited;  // jobs an earlier wait of this case waits for
 };
 
 // Every ${...} in `text` names something in scope.
@@ -217,10 +218,24 @@ Result<std::string> PocBoundJob(const YAML::Node& n, const std::string& field,
   return job;
 }
 
+// A `within` duration from 1ms to 1h.
+Result<std::int64_t> PocWithin(const YAML::Node& n, const std::string& field) {
+  auto within = PocString(n, field, "within", true);
+  if (!within) return std::unexpected(within.error());
+  auto ms = ParseDurationMs(*within, kPocMaxWaitMs);
+  if (!ms || *ms <= 0) {
+    return PocBad(
+        PocSub(field, "within"),
+        fmt::format("'{}' is not a duration from 1ms to 1h; write e.g. 30s or 2m", *within));
+  }
+  return *ms;
+}
+
 Result<Step> PocParseStep(const YAML::Node& node, const std::string& at, PocScope& scope) {
   if (!node.IsMap() || node.size() != 1) {
-    return PocBad(
-        at, "a step is a mapping with one key: submit, wait, expect, cancel, request or audit");
+    return PocBad(at,
+                  "a step is a mapping with one key: submit, wait, expect, cancel, request, audit "
+                  "or failover");
   }
   const auto kind = node.begin()->first.as<std::string>();
   const YAML::Node n = node.begin()->second;
@@ -271,19 +286,14 @@ Result<Step> PocParseStep(const YAML::Node& node, const std::string& at, PocScop
       BERTH_RETURN_IF_ERROR(PocState((*states)[i], fmt::format("{}.states[{}]", field, i)));
     }
     step.states = std::move(*states);
-    auto within = PocString(n, field, "within", true);
-    if (!within) return std::unexpected(within.error());
-    auto ms = ParseDurationMs(*within, kPocMaxWaitMs);
-    if (!ms || *ms <= 0) {
-      return PocBad(
-          PocSub(field, "within"),
-          fmt::format("'{}' is not a duration from 1ms to 1h; write e.g. 30s or 2m", *within));
-    }
+    auto ms = PocWithin(n, field);
+    if (!ms) return std::unexpected(ms.error());
     step.within_ms = *ms;
+    scope.waited.insert(step.job);
   } else if (kind == "expect") {
     step.kind = StepKind::kExpect;
-    BERTH_RETURN_IF_ERROR(
-        PocOnlyKeys(n, field, {"as", "job", "state", "failure_class", "reason_code", "failures"}));
+    BERTH_RETURN_IF_ERROR(PocOnlyKeys(
+        n, field, {"as", "job", "state", "failure_class", "reason_code", "failures", "same_run"}));
     auto as = PocIdentity(n, field, scope);
     if (!as) return std::unexpected(as.error());
     step.as = *as;
@@ -303,9 +313,22 @@ Result<Step> PocParseStep(const YAML::Node& node, const std::string& at, PocScop
       if (!f) return std::unexpected(f.error());
       step.failures = *f;
     }
+    if (n["same_run"]) {
+      auto v = PocBool(n["same_run"], PocSub(field, "same_run"));
+      if (!v) return std::unexpected(v.error());
+      step.same_run = *v;
+      if (step.same_run && !scope.waited.contains(step.job)) {
+        return PocBad(PocSub(field, "same_run"),
+                      fmt::format("compares the job's runs with those an earlier wait saw; add a "
+                                  "wait for '{}' before this step",
+                                  step.job));
+      }
+    }
     if (step.state.empty() && step.failure_class.empty() && step.reason_code.empty() &&
-        !step.failures) {
-      return PocBad(field, "expects nothing; give state, failure_class, reason_code or failures");
+        !step.failures && !step.same_run) {
+      return PocBad(field,
+                    "expects nothing; give state, failure_class, reason_code, failures or "
+                    "same_run");
     }
   } else if (kind == "cancel") {
     step.kind = StepKind::kCancel;
@@ -341,14 +364,8 @@ Result<Step> PocParseStep(const YAML::Node& node, const std::string& at, PocScop
     BERTH_RETURN_IF_ERROR(PocReadExpectations(n, field, step));
     if (!step.status) step.status = 200;
     if (n["within"]) {
-      auto within = PocString(n, field, "within", true);
-      if (!within) return std::unexpected(within.error());
-      auto ms = ParseDurationMs(*within, kPocMaxWaitMs);
-      if (!ms || *ms <= 0) {
-        return PocBad(
-            PocSub(field, "within"),
-            fmt::format("'{}' is not a duration from 1ms to 1h; write e.g. 30s or 2m", *within));
-      }
+      auto ms = PocWithin(n, field);
+      if (!ms) return std::unexpected(ms.error());
       step.within_ms = *ms;
     }
     auto bind = PocString(n, field, "bind", false);
@@ -381,8 +398,17 @@ Result<Step> PocParseStep(const YAML::Node& node, const std::string& at, PocScop
                     fmt::format("'{}' is no identity of setup.identities (or admin)", step.actor));
     }
     BERTH_RETURN_IF_ERROR(PocCheckPlaceholders(step.object, PocSub(field, "object"), scope));
+  } else if (kind == "failover") {
+    // What stops the leader is the operator's --failover-command, never the
+    // suite's: a suite runs no command on the operator's machine.
+    step.kind = StepKind::kFailover;
+    BERTH_RETURN_IF_ERROR(PocOnlyKeys(n, field, {"within"}));
+    auto ms = PocWithin(n, field);
+    if (!ms) return std::unexpected(ms.error());
+    step.within_ms = *ms;
   } else {
-    return PocBad(field, "unknown step; use submit, wait, expect, cancel, request or audit");
+    return PocBad(field,
+                  "unknown step; use submit, wait, expect, cancel, request, audit or failover");
   }
   BERTH_RETURN_IF_ERROR(PocCheckTexts(step, field, scope));
   return step;
@@ -487,6 +513,11 @@ Result<Case> PocParseCase(const YAML::Node& n, const std::string& field, const G
   for (std::size_t i = 0; i < steps.size(); ++i) {
     auto step = PocParseStep(steps[i], fmt::format("{}.steps[{}]", field, i), scope);
     if (!step) return std::unexpected(step.error());
+    if (step->kind == StepKind::kFailover && !c.preconditions.standby) {
+      return PocBad(step->field + ".failover",
+                    "a failover needs a standby to take over; add preconditions: {standby: true} "
+                    "to the case");
+    }
     c.steps.push_back(std::move(*step));
   }
   return c;
@@ -602,6 +633,8 @@ std::string_view StepKindName(StepKind kind) {
       return "request";
     case StepKind::kAudit:
       return "audit";
+    case StepKind::kFailover:
+      return "failover";
   }
   return "request";
 }

@@ -56,13 +56,16 @@ struct Preconditions {
   std::optional<std::string> gpu_model;
   bool podman = false;
   bool gateway = false;
+  // The runner's server list (--server A,B) holds the berthd that leads
+  // (GET /healthz role leader) and at least one standby of the same leader
+  // and term.
   bool standby = false;
   // An alert rule of this kind (budget, queue_wait, ...) is enabled in the
   // rules in force (GET /v1/alert-rules) and routed to at least one sink.
   std::string alert_sink;
 };
 
-enum class StepKind { kSubmit, kWait, kExpect, kCancel, kRequest, kAudit };
+enum class StepKind { kSubmit, kWait, kExpect, kCancel, kRequest, kAudit, kFailover };
 std::string_view StepKindName(StepKind kind);
 
 // One step. Strings may hold ${run}, ${tenant.NAME}, ${job.NAME} (a job
@@ -81,12 +84,18 @@ struct Step {
   // wait, expect, cancel: the bound job.
   std::string job;
   std::vector<std::string> states;  // wait: any of these (and reason_code, if given)
-  std::int64_t within_ms = 0;       // wait; request: polls until it matches (0: once)
+  // wait; request: polls until it matches (0: once); failover: a
+  // different berthd leads at a higher term within this
+  std::int64_t within_ms = 0;
   // expect
   std::string state;
   std::string failure_class;
   std::string reason_code;  // wait, expect
   std::optional<std::int64_t> failures;
+  // expect: the job's runs (the run ids of its placement) are the ones it
+  // had when an earlier wait of the case last saw it in a wanted state: it
+  // was not restarted since.
+  bool same_run = false;
   // request
   std::string method;  // GET or POST
   std::string path;

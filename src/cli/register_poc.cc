@@ -4,6 +4,7 @@
 // that was killed (docs/poc.md).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -31,6 +32,10 @@ struct PocFlags {
   std::string out_dir;
   std::string allow_on;
   std::vector<std::string> cases;  // --case: run only these
+  // --failover-command: what stops the leading berthd in a failover step
+  // (the operator's, never the suite's); given: whether it was on the line.
+  std::string failover_command;
+  std::vector<const CLI::Option*> failover_options;
   poc::Suite suite;
   // berth poc rerun
   std::string report_path;
@@ -46,6 +51,15 @@ struct PocFlags {
 // Reads --suite (or takes the compiled-in default) and parses it; exit 1
 // with the field and the fix when it is not a suite.
 int PocLoadSuite(CommandRegistry& r, PocFlags& f) {
+  // What stops the leader is only ever the operator's: refused when empty.
+  const bool failover_given = std::any_of(f.failover_options.begin(), f.failover_options.end(),
+                                          [](const CLI::Option* o) { return o->count() > 0; });
+  if (failover_given && f.failover_command.find_first_not_of(" \t\n") == std::string::npos) {
+    return r.Fail(kExitError,
+                  "--failover-command is empty; give the shell command that stops the leading "
+                  "berthd (BERTH_POC_LEADER holds its address), e.g. --failover-command 'ssh cp1 "
+                  "systemctl stop berthd', or leave the flag out to skip the failover case");
+  }
   if (f.suite_path.empty()) {
     f.suite_text = std::string(poc::DefaultSuiteText());
   } else {
@@ -148,6 +162,7 @@ Status PocRun(CommandRegistry& r, PocFlags& f, ApiClient& api, const Output& out
   };
   options.progress = [&out](const std::string& line) { out.out << line << '\n' << std::flush; };
   options.only_cases = only;
+  options.failover_command = f.failover_command;
   if (earlier != nullptr) {
     out.out << fmt::format(
                    "berth poc rerun {}: the {} case(s) that failed in run {} ({}), suite "
@@ -310,6 +325,11 @@ void RegisterPocCommands(CommandRegistry& registry) {
       ->required();
   run->add_option("--case", f.cases,
                   "run only this case (repeat for more; the suite's setup and cleanup still run)");
+  f.failover_options.push_back(run->add_option(
+      "--failover-command", f.failover_command,
+      "a shell command (/bin/sh -c) that stops the leading berthd, for the failover "
+      "case; BERTH_POC_LEADER holds the leader's address (only ever from this flag, "
+      "never from a suite)"));
   registry.OnCheck(run, [&registry, &f] { return PocLoadSuite(registry, f); });
   registry.OnLogin(run, [&registry, &f](ApiClient& api, const Output& out, const Connection& c) {
     return PocRun(registry, f, api, out, c, nullptr);
@@ -334,6 +354,11 @@ void RegisterPocCommands(CommandRegistry& registry) {
                    "the cluster it may run on: the server address as berth uses it (it submits "
                    "work)")
       ->required();
+  f.failover_options.push_back(rerun->add_option(
+      "--failover-command", f.failover_command,
+      "a shell command (/bin/sh -c) that stops the leading berthd, for the failover "
+      "case; BERTH_POC_LEADER holds the leader's address (only ever from this flag, "
+      "never from a suite)"));
   registry.OnCheck(rerun, [&registry, &f] {
     if (int code = PocLoadSuite(registry, f); code != kExitOk) return code;
     auto earlier = poc::ReadEarlierReport(f.report_path);

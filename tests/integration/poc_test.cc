@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <iostream>
 #include <mutex>
 #include <set>
 #include <string>
@@ -715,6 +716,126 @@ TEST_F(PocTest, CleanupUndoesAKilledRunAndASecondCleanupHasNothingToDo) {
   EXPECT_EQ(again.exit_code, 0) << again.err;
   EXPECT_NE(again.out.find("nothing to do"), std::string::npos) << again.out;
   EXPECT_EQ(b.http().Get("/v1/policy").body["version"], now.body["version"]);
+}
+
+// Two berthd on one PostgreSQL (docs/operations.md "High availability"),
+// one agent given both agent addresses. Given both API addresses and a
+// --failover-command that stops the leader, the failover case runs: the
+// standby takes over at a higher term, the running job runs on with the
+// same run id, a new job succeeds through the new leader; the report
+// holds the takeover. Given one address, the case is skipped naming
+// --server; given both but no command, skipped naming --failover-command.
+class PocFailoverTest : public PostgresIntegrationTest {
+ protected:
+  BerthdOptions PocfMember(const std::string& name) {
+    BerthdOptions o = ControlPlaneOnly({"--store", server_->conninfo(), "--leader-ttl", "4s"});
+    o.name = name;
+    return o;
+  }
+
+  CommandResult PocfRun(const std::string& servers, const std::string& out,
+                        std::vector<std::string> extra) const {
+    std::vector<std::string> args{
+        "--server", servers,      "poc",   "run",    "--out",
+        out,        "--allow-on", servers, "--case", "control-plane-failover"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunCommand(BinDir() / "berth", args, dir_.path(), kPocRunTimeout);
+  }
+
+  static json PocfReadJson(const std::filesystem::path& path) {
+    return json::parse(ReadFile(path), nullptr, false);
+  }
+
+  static json PocfCase(const json& report) {
+    if (report.is_discarded() || report["cases"].size() != 1) return json();
+    return report["cases"][0];
+  }
+};
+
+TEST_F(PocFailoverTest, TheStandbyTakesOverWithTheJobRunningOnAndOneAddressSkipsNamingServer) {
+  Berthd& a = NewBerthd(PocfMember("berthd-a"));
+  ASSERT_TRUE(a.Start()) << a.log();
+  Berthd& b = NewBerthd(PocfMember("berthd-b"));
+  ASSERT_TRUE(b.StartStandby()) << b.log();
+  a.set_token(a.http().token());
+  b.set_token(a.http().token());
+  auto cluster = WriteCluster("pocf-node");
+  NewAgent(a, dir_ / "agent", cluster, "agent.log", {},
+           {"--server", a.agent_address() + "," + b.agent_address()});
+  ASSERT_TRUE(a.WaitForNode("Ready", 20s, "pocf-node")) << a.Nodes().dump(2);
+  const std::string both = a.url() + "," + b.url();
+
+  // One address: the standby cannot be seen; skipped, naming --server.
+  auto one = PocfRun(a.url(), (dir_ / "one").string(), {});
+  EXPECT_EQ(one.exit_code, 0) << one.out << one.err;
+  json skipped = PocfCase(PocfReadJson(dir_ / "one" / "report.json"));
+  ASSERT_TRUE(skipped.is_object()) << one.out << one.err;
+  EXPECT_EQ(skipped["verdict"], "skipped") << skipped.dump(2);
+  EXPECT_NE(skipped["reason"].get<std::string>().find("1 address given (--server"),
+            std::string::npos)
+      << skipped["reason"];
+
+  // Both, but nothing to stop the leader with: skipped, saying so.
+  auto no_command = PocfRun(both, (dir_ / "no-command").string(), {});
+  EXPECT_EQ(no_command.exit_code, 0) << no_command.out << no_command.err;
+  skipped = PocfCase(PocfReadJson(dir_ / "no-command" / "report.json"));
+  ASSERT_TRUE(skipped.is_object()) << no_command.out << no_command.err;
+  EXPECT_EQ(skipped["verdict"], "skipped") << skipped.dump(2);
+  EXPECT_NE(skipped["reason"].get<std::string>().find("no --failover-command"), std::string::npos)
+      << skipped["reason"];
+
+  // An empty command is refused before anything is made.
+  auto empty = PocfRun(both, (dir_ / "empty").string(), {"--failover-command", " "});
+  EXPECT_EQ(empty.exit_code, 1) << empty.out << empty.err;
+  EXPECT_NE(empty.err.find("--failover-command is empty"), std::string::npos) << empty.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "empty" / "report.json"));
+
+  // --allow-on must be the whole list as given: one address of it is not
+  // enough.
+  auto partial = RunCommand(BinDir() / "berth",
+                            {"--server", both, "poc", "run", "--out", (dir_ / "partial").string(),
+                             "--allow-on", a.url(), "--case", "control-plane-failover"},
+                            dir_.path(), kPocRunTimeout);
+  EXPECT_EQ(partial.exit_code, 1) << partial.out << partial.err;
+  EXPECT_NE(partial.err.find("--allow-on " + both), std::string::npos) << partial.err;
+
+  // The command sees the leader's address; its output is kept.
+  const std::string command =
+      fmt::format("echo stopping \"$BERTH_POC_LEADER\"; kill -TERM {}", a.pid());
+  auto run = PocfRun(both, (dir_ / "failover").string(), {"--failover-command", command});
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  const json c = PocfCase(PocfReadJson(dir_ / "failover" / "report.json"));
+  ASSERT_TRUE(c.is_object()) << run.out << run.err;
+  EXPECT_EQ(c["verdict"], "pass") << c.dump(2);
+  const json& ev = c["evidence"]["failover"];
+  EXPECT_EQ(ev["old_leader_url"], a.url()) << ev.dump(2);
+  EXPECT_EQ(ev["new_leader_url"], b.url()) << ev.dump(2);
+  EXPECT_EQ(ev["old_term"], 1) << ev.dump(2);
+  EXPECT_GT(ev["new_term"].get<int>(), 1) << ev.dump(2);
+  EXPECT_EQ(ev["exit_status"], 0) << ev.dump(2);
+  EXPECT_NE(ev["output_tail"].get<std::string>().find("stopping " + a.url()), std::string::npos)
+      << ev.dump(2);
+  ASSERT_TRUE(ev["takeover_ms"].is_number()) << ev.dump(2);
+  bool step_says = false;
+  for (const auto& s : c["steps"]) {
+    if (s["kind"] == "failover") {
+      step_says =
+          s["actual"].get<std::string>().find(b.url() + " leads at term") != std::string::npos;
+    }
+    if (s["kind"] == "expect") {
+      EXPECT_NE(s["actual"].get<std::string>().find("runs "), std::string::npos) << s.dump();
+    }
+  }
+  EXPECT_TRUE(step_says) << c["steps"].dump(2);
+  std::cout << "[ figures ] berth poc failover: SIGTERM of the leader to the standby leading "
+            << ev["takeover_ms"] << " ms (--leader-ttl 4s)\n";
+  EXPECT_TRUE(WaitFor([&] { return !a.running(); }, 20s)) << a.log();
+  EXPECT_EQ(b.http().Get("/healthz").body.value("role", ""), "leader");
+  // The report's jobs ended: the long one cancelled, the short one done.
+  for (const auto& id : c["evidence"]["jobs"]) {
+    const std::string state = b.JobState(id.get<std::int64_t>());
+    EXPECT_TRUE(state == "Succeeded" || state == "Cancelled") << id << " " << state;
+  }
 }
 
 }  // namespace

@@ -258,5 +258,80 @@ TEST(PocSuite, RisksMapToTheThreeConclusions) {
   EXPECT_EQ(RiskConclusion(Risk::kLow), "later-optimization");
 }
 
+// The small suite's second case with a standby, a failover and an expect
+// that the job kept its run.
+std::string PocFailoverSuite(const std::string& failover, const std::string& expect,
+                             const std::string& preconditions = "{standby: true}") {
+  std::string text = PocSmallSuite();
+  auto swap = [&text](const std::string& from, const std::string& to) {
+    const auto at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) text.replace(at, from.size(), to);
+  };
+  swap("{gpus: 2, podman: true}", preconditions);
+  swap("          - expect: {job: j, state: Succeeded}\n",
+       "          - failover: " + failover + "\n          - expect: " + expect + "\n");
+  return text;
+}
+
+TEST(PocSuite, AFailoverStepReadsItsLimitAndAnExpectItsSameRun) {
+  auto suite = ParseSuite(PocFailoverSuite("{within: 45s}",
+                                           "{as: alice, job: j, state: Running, "
+                                           "same_run: true}"));
+  ASSERT_TRUE(suite.has_value()) << suite.error().field << ": " << suite.error().message;
+  const Case& two = suite->cases[1];
+  EXPECT_TRUE(two.preconditions.standby);
+  ASSERT_EQ(two.steps.size(), 5U);
+  EXPECT_EQ(two.steps[2].kind, StepKind::kFailover);
+  EXPECT_EQ(StepKindName(two.steps[2].kind), "failover");
+  EXPECT_EQ(two.steps[2].within_ms, 45'000);
+  EXPECT_EQ(two.steps[3].kind, StepKind::kExpect);
+  EXPECT_TRUE(two.steps[3].same_run);
+  // same_run alone is an expectation.
+  EXPECT_TRUE(ParseSuite(PocFailoverSuite("{within: 1m}", "{job: j, same_run: true}")));
+}
+
+TEST(PocSuite, ABadFailoverStepNamesTheFieldAndTheFix) {
+  // The built-in suite's failover case has one; its command never comes
+  // from a suite.
+  auto built_in = ParseSuite(DefaultSuiteText());
+  ASSERT_TRUE(built_in.has_value());
+  bool found = false;
+  for (const auto& c : built_in->cases) {
+    for (const auto& s : c.steps) found = found || s.kind == StepKind::kFailover;
+  }
+  EXPECT_TRUE(found);
+  const std::string expect = "{job: j, state: Running, same_run: true}";
+  const PocBadSuite cases[] = {
+      {PocFailoverSuite("{within: soon}", expect), "groups[1].cases[0].steps[2].failover.within",
+       "30s"},
+      {PocFailoverSuite("{within: 2h}", expect), "groups[1].cases[0].steps[2].failover.within",
+       "1h"},
+      {PocFailoverSuite("{}", expect), "groups[1].cases[0].steps[2].failover.within", "required"},
+      {PocFailoverSuite("{within: 30s, command: 'kill 1'}", expect),
+       "groups[1].cases[0].steps[2].failover.command", "unknown field"},
+      {PocFailoverSuite("{within: 30s}", expect, "{gpus: 2}"),
+       "groups[1].cases[0].steps[2].failover", "standby: true"},
+      {PocFailoverSuite("{within: 30s}", "{job: j, same_run: maybe}"),
+       "groups[1].cases[0].steps[3].expect.same_run", "true or false"},
+  };
+  for (const auto& bad : cases) {
+    auto suite = ParseSuite(bad.text);
+    ASSERT_FALSE(suite.has_value()) << bad.field;
+    EXPECT_EQ(suite.error().field, bad.field) << suite.error().message;
+    EXPECT_NE(suite.error().message.find(bad.says), std::string::npos)
+        << bad.field << ": " << suite.error().message;
+  }
+  // same_run compares with what an earlier wait saw: without one, refused.
+  std::string unwaited = PocFailoverSuite("{within: 30s}", expect);
+  const std::string wait = "          - wait: {job: j, states: [Succeeded], within: 30s}\n";
+  unwaited.erase(unwaited.find(wait), wait.size());
+  auto refused = ParseSuite(unwaited);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().field, "groups[1].cases[0].steps[2].expect.same_run");
+  EXPECT_NE(refused.error().message.find("add a wait for 'j'"), std::string::npos)
+      << refused.error().message;
+}
+
 }  // namespace
 }  // namespace berth::cli::poc
