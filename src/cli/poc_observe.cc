@@ -8,6 +8,7 @@
 
 #include "cli/format.h"
 #include "cli/json_view.h"
+#include "cli/poc_report.h"
 #include "common/text_escape.h"
 
 namespace berth::cli::poc {
@@ -235,48 +236,6 @@ std::string ObserveIntro(const json& o) {
       FormatUtc(Int(o, "generated_ms").value_or(0)), Text(o, "currency"));
 }
 
-std::string ObserveMdCell(std::string_view text) {
-  std::string out;
-  for (char ch : text) {
-    if (ch == '|') {
-      out += "\\|";
-    } else if (ch == '\n' || ch == '\r') {
-      out += ' ';
-    } else {
-      out += ch;
-    }
-  }
-  return out;
-}
-
-void ObserveMdTable(std::string& out, const std::vector<std::string>& headers,
-                    const std::vector<std::vector<std::string>>& rows) {
-  out += "|";
-  for (const auto& h : headers) out += " " + ObserveMdCell(h) + " |";
-  out += "\n|";
-  for (std::size_t i = 0; i < headers.size(); ++i) out += " --- |";
-  out += "\n";
-  for (const auto& row : rows) {
-    out += "|";
-    for (const auto& cell : row) out += " " + ObserveMdCell(cell) + " |";
-    out += "\n";
-  }
-  out += "\n";
-}
-
-void ObserveHtmlTable(std::string& out, const std::vector<std::string>& headers,
-                      const std::vector<std::vector<std::string>>& rows) {
-  out += "<table>\n<tr>";
-  for (const auto& h : headers) out += "<th>" + HtmlEscape(h) + "</th>";
-  out += "</tr>\n";
-  for (const auto& row : rows) {
-    out += "<tr>";
-    for (const auto& cell : row) out += "<td>" + HtmlEscape(cell) + "</td>";
-    out += "</tr>\n";
-  }
-  out += "</table>\n";
-}
-
 std::vector<std::vector<std::string>> ObserveDailyRows(const json& o) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& row : Array(o, "rows")) rows.push_back(ObserveCells(row));
@@ -355,35 +314,29 @@ json BuildObserve(const std::vector<ObserveSource>& days, const ObserveSource& p
 
 std::string RenderObserveMarkdown(const json& o) {
   std::string out = "# Berth after go-live: daily operations\n\n";
-  out += ObserveMdCell(ObserveIntro(o)) + "\n\n## Daily\n\n";
-  ObserveMdTable(out, kObserveHeaders, ObserveDailyRows(o));
+  out += PocMdCell(ObserveIntro(o)) + "\n\n## Daily\n\n";
+  PocMdTable(out, kObserveHeaders, ObserveDailyRows(o));
   out += "## Cost per tenant\n\n";
   if (Array(o, "tenants").empty()) {
     out += "No tenant had usage in the period.\n\n";
   } else {
-    ObserveMdTable(out, ObserveCostHeaders(o), ObserveCostRows(o));
+    PocMdTable(out, ObserveCostHeaders(o), ObserveCostRows(o));
   }
   out += "## Notes\n\n";
-  for (const auto& n : Array(o, "notes")) out += "- " + ObserveMdCell(ValueText(n)) + "\n";
+  for (const auto& n : Array(o, "notes")) out += "- " + PocMdCell(ValueText(n)) + "\n";
   return out;
 }
 
 std::string RenderObserveHtml(const json& o) {
-  std::string out =
-      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-      "<title>Berth after go-live: daily operations</title>\n<style>\n"
-      "body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}\n"
-      "table{border-collapse:collapse;margin:0.5em 0 1em}\n"
-      "th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}\n"
-      "th{background:#f3f3f3}\n"
-      "</style>\n</head>\n<body>\n<h1>Berth after go-live: daily operations</h1>\n";
+  std::string out = PocHtmlHead("Berth after go-live: daily operations");
+  out += "<h1>Berth after go-live: daily operations</h1>\n";
   out += "<p>" + HtmlEscape(ObserveIntro(o)) + "</p>\n<h2>Daily</h2>\n";
-  ObserveHtmlTable(out, kObserveHeaders, ObserveDailyRows(o));
+  PocHtmlTable(out, kObserveHeaders, ObserveDailyRows(o));
   out += "<h2>Cost per tenant</h2>\n";
   if (Array(o, "tenants").empty()) {
     out += "<p>No tenant had usage in the period.</p>\n";
   } else {
-    ObserveHtmlTable(out, ObserveCostHeaders(o), ObserveCostRows(o));
+    PocHtmlTable(out, ObserveCostHeaders(o), ObserveCostRows(o));
   }
   out += "<h2>Notes</h2>\n<ul>\n";
   for (const auto& n : Array(o, "notes")) out += "<li>" + HtmlEscape(ValueText(n)) + "</li>\n";

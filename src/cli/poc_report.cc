@@ -16,6 +16,51 @@
 #include "common/units.h"
 
 namespace berth::cli::poc {
+
+std::string PocMdCell(std::string_view text) {
+  std::string out;
+  for (char ch : text) {
+    if (ch == '|') {
+      out += "\\|";
+    } else if (ch == '\n' || ch == '\r') {
+      out += ' ';
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+void PocMdTable(std::string& out, const std::vector<std::string>& headers,
+                const std::vector<std::vector<std::string>>& rows) {
+  out += "|";
+  for (const auto& h : headers) out += " " + PocMdCell(h) + " |";
+  out += "\n|";
+  for (std::size_t i = 0; i < headers.size(); ++i) out += " --- |";
+  out += "\n";
+  for (const auto& row : rows) {
+    out += "|";
+    for (const auto& cell : row) out += " " + PocMdCell(cell) + " |";
+    out += "\n";
+  }
+  out += "\n";
+}
+
+void PocHtmlTable(std::string& out, const std::vector<std::string>& headers,
+                  const std::vector<std::vector<std::string>>& rows) {
+  // A wide table scrolls inside its box, never the page; the box takes the
+  // keyboard's focus so its hidden columns can be reached.
+  out += "<div class=\"wide\" tabindex=\"0\">\n<table>\n<tr>";
+  for (const auto& h : headers) out += "<th>" + HtmlEscape(h) + "</th>";
+  out += "</tr>\n";
+  for (const auto& row : rows) {
+    out += "<tr>";
+    for (const auto& cell : row) out += "<td>" + HtmlEscape(cell) + "</td>";
+    out += "</tr>\n";
+  }
+  out += "</table>\n</div>\n";
+}
+
 namespace {
 
 using nlohmann::json;
@@ -153,36 +198,6 @@ const std::vector<std::string> kPocSampleHeaders = {"sample",
                                                     "failure reason",
                                                     "GPU utilization and memory",
                                                     "error states and alerts"};
-
-// Markdown table cell: no line breaks, pipes escaped.
-std::string PocMdCell(std::string_view text) {
-  std::string out;
-  for (char ch : text) {
-    if (ch == '|') {
-      out += "\\|";
-    } else if (ch == '\n' || ch == '\r') {
-      out += ' ';
-    } else {
-      out += ch;
-    }
-  }
-  return out;
-}
-
-void PocMdTable(std::string& out, const std::vector<std::string>& headers,
-                const std::vector<std::vector<std::string>>& rows) {
-  out += "|";
-  for (const auto& h : headers) out += " " + PocMdCell(h) + " |";
-  out += "\n|";
-  for (std::size_t i = 0; i < headers.size(); ++i) out += " --- |";
-  out += "\n";
-  for (const auto& row : rows) {
-    out += "|";
-    for (const auto& cell : row) out += " " + PocMdCell(cell) + " |";
-    out += "\n";
-  }
-  out += "\n";
-}
 
 std::vector<std::vector<std::string>> PocEnvRows(const json& env) {
   std::string models;
@@ -396,21 +411,6 @@ std::string PocH(std::string_view s) {
   return HtmlEscape(s);
 }
 
-void PocHtmlTable(std::string& out, const std::vector<std::string>& headers,
-                  const std::vector<std::vector<std::string>>& rows) {
-  // A wide table scrolls inside its box, never the page; the box takes the
-  // keyboard's focus so its hidden columns can be reached.
-  out += "<div class=\"wide\" tabindex=\"0\">\n<table>\n<tr>";
-  for (const auto& h : headers) out += "<th>" + PocH(h) + "</th>";
-  out += "</tr>\n";
-  for (const auto& row : rows) {
-    out += "<tr>";
-    for (const auto& cell : row) out += "<td>" + PocH(cell) + "</td>";
-    out += "</tr>\n";
-  }
-  out += "</table>\n</div>\n";
-}
-
 // An id safe in an attribute and a fragment: the case ids are short names
 // already (poc_suite.cc), escaped all the same.
 std::string PocAnchor(const json& c) {
@@ -419,25 +419,30 @@ std::string PocAnchor(const json& c) {
 
 }  // namespace
 
+std::string PocHtmlHead(std::string_view title) {
+  return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+         "<title>" +
+         HtmlEscape(title) +
+         "</title>\n<style>\n"
+         "body{font-family:system-ui,sans-serif;margin:2em auto;padding:0 1em;max-width:1200px;"
+         "color:#222}\n"
+         "h1,h2,h3,p,li{overflow-wrap:anywhere}\n"
+         ".wide{max-width:100%;overflow-x:auto}\n"
+         "table{border-collapse:collapse;margin:0.5em 0 1em}\n"
+         "th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top;"
+         "overflow-wrap:anywhere}\n"
+         "th{background:#f3f3f3}\n"
+         ".verdict{font-weight:bold;padding:2px 6px;border-radius:3px}\n"
+         ".pass{background:#d6f5d6;color:#135213}.fail{background:#fbd5d5;color:#7a1010}\n"
+         ".skipped{background:#eee;color:#555}\n"
+         "section.case{border-top:1px solid #ddd;margin-top:1.5em}\n"
+         "code{background:#f6f6f6;padding:0 3px}\n"
+         "</style>\n</head>\n<body>\n";
+}
+
 std::string RenderHtml(const json& report) {
-  std::string out =
-      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-      "<title>Berth acceptance report</title>\n<style>\n"
-      "body{font-family:system-ui,sans-serif;margin:2em auto;padding:0 1em;max-width:1200px;"
-      "color:#222}\n"
-      "h1,h2,h3,p,li{overflow-wrap:anywhere}\n"
-      ".wide{max-width:100%;overflow-x:auto}\n"
-      "table{border-collapse:collapse;margin:0.5em 0 1em}\n"
-      "th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top;"
-      "overflow-wrap:anywhere}\n"
-      "th{background:#f3f3f3}\n"
-      ".verdict{font-weight:bold;padding:2px 6px;border-radius:3px}\n"
-      ".pass{background:#d6f5d6;color:#135213}.fail{background:#fbd5d5;color:#7a1010}\n"
-      ".skipped{background:#eee;color:#555}\n"
-      "section.case{border-top:1px solid #ddd;margin-top:1.5em}\n"
-      "code{background:#f6f6f6;padding:0 3px}\n"
-      "</style>\n</head>\n<body>\n";
+  std::string out = PocHtmlHead("Berth acceptance report");
   out += fmt::format("<h1>Berth acceptance report: {}</h1>\n",
                      PocH(Text(report, "environment.suite.name")));
   out += fmt::format(

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace berth::cli::poc {
 
@@ -20,5 +22,18 @@ void ScoreReport(nlohmann::json& report);
 
 std::string RenderMarkdown(const nlohmann::json& report);
 std::string RenderHtml(const nlohmann::json& report);
+
+// The tables of berth poc's reports (run, rerun, observe). A Markdown cell
+// keeps to one line with its pipes escaped; an HTML table has every header
+// and cell escaped and sits in a box that scrolls sideways on a narrow
+// screen instead of the page, focusable so the keyboard reaches it.
+std::string PocMdCell(std::string_view text);
+void PocMdTable(std::string& out, const std::vector<std::string>& headers,
+                const std::vector<std::vector<std::string>>& rows);
+// The head of each HTML report: the page's title, a viewport for phones
+// and one inline stylesheet (nothing fetched), up to the opened <body>.
+std::string PocHtmlHead(std::string_view title);
+void PocHtmlTable(std::string& out, const std::vector<std::string>& headers,
+                  const std::vector<std::vector<std::string>>& rows);
 
 }  // namespace berth::cli::poc

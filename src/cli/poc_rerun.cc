@@ -10,6 +10,7 @@
 
 #include "cli/format.h"
 #include "cli/json_view.h"
+#include "cli/poc_report.h"
 #include "common/text_escape.h"
 
 namespace berth::cli::poc {
@@ -17,19 +18,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string RerunMdCell(std::string_view text) {
-  std::string out;
-  for (char ch : text) {
-    if (ch == '|') {
-      out += "\\|";
-    } else if (ch == '\n' || ch == '\r') {
-      out += ' ';
-    } else {
-      out += ch;
-    }
-  }
-  return out;
-}
+const std::vector<std::string> kRerunHeaders{"case", "verdict before", "verdict now"};
 
 // One row per re-run case: id, verdict then, verdict now.
 std::vector<std::vector<std::string>> RerunRows(const json& report) {
@@ -126,13 +115,8 @@ void MarkRerun(json& report, const EarlierReport& earlier) {
 
 std::string WithRerunMarkdown(std::string rendered, const json& report) {
   if (Field(report, "rerun_of") == nullptr) return rendered;
-  std::string section = "## Re-run\n\n" + RerunMdCell(RerunIntro(report)) + "\n\n";
-  section += "| case | verdict before | verdict now |\n| --- | --- | --- |\n";
-  for (const auto& row : RerunRows(report)) {
-    section += fmt::format("| {} | {} | {} |\n", RerunMdCell(row[0]), RerunMdCell(row[1]),
-                           RerunMdCell(row[2]));
-  }
-  section += "\n";
+  std::string section = "## Re-run\n\n" + PocMdCell(RerunIntro(report)) + "\n\n";
+  PocMdTable(section, kRerunHeaders, RerunRows(report));
   const auto at = rendered.find("## Environment");
   if (at == std::string::npos) return rendered + "\n" + section;
   rendered.insert(at, section);
@@ -141,14 +125,9 @@ std::string WithRerunMarkdown(std::string rendered, const json& report) {
 
 std::string WithRerunHtml(std::string rendered, const json& report) {
   if (Field(report, "rerun_of") == nullptr) return rendered;
-  std::string section = "<h2 id=\"rerun\">Re-run</h2>\n<p>" + HtmlEscape(RerunIntro(report)) +
-                        "</p>\n<table>\n<tr><th>case</th><th>verdict before</th><th>verdict "
-                        "now</th></tr>\n";
-  for (const auto& row : RerunRows(report)) {
-    section += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td></tr>\n", HtmlEscape(row[0]),
-                           HtmlEscape(row[1]), HtmlEscape(row[2]));
-  }
-  section += "</table>\n";
+  std::string section =
+      "<h2 id=\"rerun\">Re-run</h2>\n<p>" + HtmlEscape(RerunIntro(report)) + "</p>\n";
+  PocHtmlTable(section, kRerunHeaders, RerunRows(report));
   auto at = rendered.find("<h2>Environment</h2>");
   if (at == std::string::npos) at = rendered.rfind("</body>");
   if (at == std::string::npos) return rendered + section;

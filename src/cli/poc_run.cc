@@ -195,6 +195,7 @@ class PocRunner {
   const RunOptions& opt_;
   std::string admin_name_;
   TimeMs started_ms_ = 0;
+  TimeMs case_began_ms_ = 0;  // the case running now
   std::int64_t policy_before_ = 0;
   std::int64_t policy_during_ = 0;
   std::map<std::string, std::string> tenants_;     // short -> real
@@ -819,7 +820,9 @@ json PocRunner::Sample(const std::string& bound, std::uint64_t id, const Case& c
     s["telemetry"] = json();
   }
   // Alerts naming one of its runs or the job itself, and its tenant's
-  // alerts raised while it ran or shortly after it ended.
+  // alerts raised while its case ran (the samples are read at its end): a
+  // budget's alert may come before the job, from a budget the case set over
+  // what the tenant had already used, or after it, once its run is metered.
   json alerts = json::array();
   auto listed = admin_.Get("/v1/alerts?all=true");
   if (listed) {
@@ -830,10 +833,10 @@ json PocRunner::Sample(const std::string& bound, std::uint64_t id, const Case& c
       bool ours = run_ids.contains(subject) || message.find(job_word + " ") != std::string::npos ||
                   message.find(job_word + ",") != std::string::npos;
       // A tenant's alert (a budget's: subject tenant/month/percent) raised
-      // while the job was there.
+      // during the case.
       const auto raised = Int(a, "raised_ms");
-      ours = ours || (subject.starts_with(Text(*job, "tenant") + "/") && raised && submitted &&
-                      *raised >= *submitted && (!finished || *raised <= *finished + 5'000));
+      ours = ours || (subject.starts_with(Text(*job, "tenant") + "/") && raised &&
+                      *raised >= case_began_ms_);
       for (const auto& r : run_ids) ours = ours || message.find(r) != std::string::npos;
       if (!ours) continue;
       alerts.push_back({{"id", a["id"]},
@@ -882,6 +885,7 @@ json PocRunner::RunCase(const Case& c) {
       {"evidence",
        {{"jobs", json::array()}, {"requests", json::array()}, {"audit_records", json::array()}}}};
   const TimeMs began = Now();
+  case_began_ms_ = began;
   auto unmet = Unmet(c);
   if (!unmet.empty()) {
     out["verdict"] = "skipped";
