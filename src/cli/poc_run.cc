@@ -174,7 +174,9 @@ class PocRunner {
   PocStepResult RunStep(const Step& step, std::map<std::string, std::string>& jobs, json& evidence);
   PocStepResult Judge(const Step& step, const PocAnswer& a, const std::string& what,
                       const std::map<std::string, std::string>& jobs);
-  json Sample(const std::string& bound, std::uint64_t id, const Case& c) const;
+  // `alerts`: GET /v1/alerts?all=true, read once for all of a case's samples.
+  json Sample(const std::string& bound, std::uint64_t id, const Case& c,
+              const Result<json>& alerts) const;
   json Cleanup();
   // Cancels those of `ids` still live and waits for them to end; counts in
   // `c` (jobs_cancelled, jobs_already_ended, problems).
@@ -744,7 +746,8 @@ PocStepResult PocRunner::Failover(const Step& step, json& evidence) {
   return r;
 }
 
-json PocRunner::Sample(const std::string& bound, std::uint64_t id, const Case& c) const {
+json PocRunner::Sample(const std::string& bound, std::uint64_t id, const Case& c,
+                       const Result<json>& listed) const {
   json s{{"name", bound}, {"job_id", id}};
   auto job = admin_.Get(fmt::format("/v1/jobs/{}", id));
   if (!job) {
@@ -824,7 +827,6 @@ json PocRunner::Sample(const std::string& bound, std::uint64_t id, const Case& c
   // budget's alert may come before the job, from a budget the case set over
   // what the tenant had already used, or after it, once its run is metered.
   json alerts = json::array();
-  auto listed = admin_.Get("/v1/alerts?all=true");
   if (listed) {
     const std::string job_word = fmt::format("job {}", id);
     for (const auto& a : Array(*listed, "alerts")) {
@@ -911,9 +913,10 @@ json PocRunner::RunCase(const Case& c) {
       break;
     }
   }
+  const auto listed_alerts = admin_.Get("/v1/alerts?all=true");
   for (const auto& [bound, id] : jobs) {
     if (bound.starts_with("ref.") || bound.starts_with("runs.")) continue;
-    out["samples"].push_back(Sample(bound, std::stoull(id), c));
+    out["samples"].push_back(Sample(bound, std::stoull(id), c, listed_alerts));
   }
   // A case leaves nothing running for the next one (a failed case may stop
   // before its own cancel steps): its live jobs are cancelled now.

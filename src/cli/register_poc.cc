@@ -307,6 +307,21 @@ Status PocCleanup(CommandRegistry& r, PocFlags& f, ApiClient& api, const Output&
   return Ok();
 }
 
+// The options of a command that submits work to a cluster (run, rerun):
+// the cluster it may touch, and how its failover case stops the leader.
+void PocAddRunTarget(CLI::App* command, PocFlags& f) {
+  command
+      ->add_option("--allow-on", f.allow_on,
+                   "the cluster it may run on: the server address as berth uses it (it submits "
+                   "work)")
+      ->required();
+  f.failover_options.push_back(command->add_option(
+      "--failover-command", f.failover_command,
+      "a shell command (/bin/sh -c) that stops the leading berthd, for the failover "
+      "case; BERTH_POC_LEADER holds the leader's address (only ever from this flag, "
+      "never from a suite)"));
+}
+
 }  // namespace
 
 void RegisterPocCommands(CommandRegistry& registry) {
@@ -319,17 +334,9 @@ void RegisterPocCommands(CommandRegistry& registry) {
       "run", "run a suite against this cluster as real identities; write report.json, .md, .html");
   run->add_option("--suite", f.suite_path, "suite YAML; - reads stdin (default: the built-in one)");
   run->add_option("--out", f.out_dir, "directory for the reports")->required();
-  run->add_option("--allow-on", f.allow_on,
-                  "the cluster it may run on: the server address as berth uses it (it submits "
-                  "work)")
-      ->required();
+  PocAddRunTarget(run, f);
   run->add_option("--case", f.cases,
                   "run only this case (repeat for more; the suite's setup and cleanup still run)");
-  f.failover_options.push_back(run->add_option(
-      "--failover-command", f.failover_command,
-      "a shell command (/bin/sh -c) that stops the leading berthd, for the failover "
-      "case; BERTH_POC_LEADER holds the leader's address (only ever from this flag, "
-      "never from a suite)"));
   registry.OnCheck(run, [&registry, &f] { return PocLoadSuite(registry, f); });
   registry.OnLogin(run, [&registry, &f](ApiClient& api, const Output& out, const Connection& c) {
     return PocRun(registry, f, api, out, c, nullptr);
@@ -349,16 +356,7 @@ void RegisterPocCommands(CommandRegistry& registry) {
                     "the suite that report ran (its SHA-256 must match; default: the built-in "
                     "one)");
   rerun->add_option("--out", f.out_dir, "directory for the new reports")->required();
-  rerun
-      ->add_option("--allow-on", f.allow_on,
-                   "the cluster it may run on: the server address as berth uses it (it submits "
-                   "work)")
-      ->required();
-  f.failover_options.push_back(rerun->add_option(
-      "--failover-command", f.failover_command,
-      "a shell command (/bin/sh -c) that stops the leading berthd, for the failover "
-      "case; BERTH_POC_LEADER holds the leader's address (only ever from this flag, "
-      "never from a suite)"));
+  PocAddRunTarget(rerun, f);
   registry.OnCheck(rerun, [&registry, &f] {
     if (int code = PocLoadSuite(registry, f); code != kExitOk) return code;
     auto earlier = poc::ReadEarlierReport(f.report_path);
