@@ -359,6 +359,13 @@ void Cycle::Expect(const JobCtx& ctx, const Eta& eta) {
   // unknown, and an estimate behind it would be none at all.
   const PendingJob& job = *ctx.job;
   if (!eta.known || job.max_runtime_ms > 0 || !job.predicted.known()) return;
+  // As many heads as may hold reservations (backfill.max_reservations): each
+  // one makes every estimate after it a fresh replay, and past a few dozen
+  // heads the order GPUs will be served in is a guess anyway.
+  if (std::ssize(plan_.reservations) + static_cast<std::ptrdiff_t>(expected_heads_) >=
+      s_.policy.backfill.max_reservations) {
+    return;
+  }
   const TimeMs until = SaturatingAdd(eta.start_ms, job.predicted.runtime_ms);
   for (const GpuKey& gpu : KeysOf(eta.replicas)) {
     auto [it, fresh] = expected_.try_emplace(gpu, until);

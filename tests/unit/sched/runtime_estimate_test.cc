@@ -437,6 +437,13 @@ TEST(PredictedEta, ALaterHeadWaitsForTheGpusAnEarlierHeadIsExpectedToTake) {
   EXPECT_EQ(Count(second, model::kEtaMs), 12 * kHour + first_runs);
   EXPECT_EQ(Count(second, model::kEtaBasis),
             static_cast<std::int64_t>(model::EtaBasis::kPredicted));
+  // Heads are expected only as many as may hold reservations: with none,
+  // both are told 12h.
+  s.policy.backfill.max_reservations = 0;
+  plan = CoreScheduler().Schedule(s);
+  EXPECT_EQ(Count(*ReasonOf(plan, 1), model::kEtaMs), 12 * kHour);
+  EXPECT_EQ(Count(*ReasonOf(plan, 2), model::kEtaMs), 12 * kHour);
+  s.policy.backfill.max_reservations = model::Policy{}.backfill.max_reservations;
   // Alone, the second head would have been told 12h.
   s.pending.erase(s.pending.begin() + (first_is_1 ? 0 : 1));
   plan = CoreScheduler().Schedule(s);
