@@ -191,6 +191,13 @@ class PocRunner {
     return healthy;
   }
   PocAnswer RequestOnce(const Step& step, const std::string& path, const std::string& body);
+  // bind: {from, where, field}: the first item of the answer's list that
+  // meets every where, its field in `picked`; `r` failed when none does.
+  PocStepResult PickBound(const Step& step, const PocAnswer& a,
+                          const std::map<std::string, std::string>& jobs, PocStepResult r,
+                          std::string& picked);
+  // The operator asked the run to stop (RunOptions::interrupted).
+  bool Interrupted() const { return opt_.interrupted && opt_.interrupted(); }
 
   ApiClient& admin_;
   const Suite& suite_;
@@ -485,6 +492,33 @@ PocStepResult PocRunner::Judge(const Step& step, const PocAnswer& a, const std::
   return r;
 }
 
+PocStepResult PocRunner::PickBound(const Step& step, const PocAnswer& a,
+                                   const std::map<std::string, std::string>& jobs, PocStepResult r,
+                                   std::string& picked) {
+  std::vector<BindWhere> wanted;
+  std::string conditions;
+  for (const auto& w : step.bind_where) {
+    auto v = Expand(w.value, jobs);
+    wanted.push_back({w.field, v ? *v : w.value, w.prefix});
+    conditions += fmt::format("{}{} {} '{}'", conditions.empty() ? "" : ", ", w.field,
+                              w.prefix ? "starting with" : "=", wanted.back().value);
+  }
+  r.expected +=
+      fmt::format(", with an item of {}{} whose {} is bound to {}", step.bind_from,
+                  conditions.empty() ? "" : " where " + conditions, step.bind_field, step.bind);
+  std::string why;
+  auto value = PickBoundValue(a.doc, step.bind_from, wanted, step.bind_field, why);
+  if (!value) {
+    r.ok = false;
+    r.actual += " (" + why + ")";
+    return r;
+  }
+  picked = *value;
+  r.actual +=
+      fmt::format(" ({} {} of the matching item bound to {})", step.bind_field, picked, step.bind);
+  return r;
+}
+
 PocAnswer PocRunner::RequestOnce(const Step& step, const std::string& path,
                                  const std::string& body) {
   return step.method == "POST"
@@ -619,11 +653,13 @@ PocStepResult PocRunner::RunStep(const Step& step, std::map<std::string, std::st
       const TimeMs deadline = Now() + step.within_ms;
       PocAnswer a;
       PocStepResult r;
+      std::string picked;  // bind: {from: ...}'s value
       while (true) {
         a = RequestOnce(step, *path, *body);
         r = Judge(step, a, what, jobs);
+        if (r.ok && !step.bind_from.empty()) r = PickBound(step, a, jobs, std::move(r), picked);
         // Only a read is asked again: a POST is sent once.
-        if (r.ok || step.method != "GET" || Now() >= deadline) break;
+        if (r.ok || step.method != "GET" || Now() >= deadline || Interrupted()) break;
         opt_.sleep(opt_.poll_ms);
       }
       if (step.within_ms > 0) {
@@ -632,7 +668,9 @@ PocStepResult PocRunner::RunStep(const Step& step, std::map<std::string, std::st
       evidence["requests"].push_back({{"as", ActorName(step.as)},
                                       {"request", step.method + " " + *path},
                                       {"status", PocStatusText(a.status)}});
-      if (r.ok && !step.bind.empty()) {
+      if (r.ok && !step.bind_from.empty()) {
+        jobs["ref." + step.bind] = picked;
+      } else if (r.ok && !step.bind.empty()) {
         const json* id = Field(a.doc, "id");
         if (id == nullptr || id->is_null()) {
           r.ok = false;
@@ -989,6 +1027,33 @@ Result<json> PocRunner::Run() {
 }
 
 }  // namespace
+
+std::optional<std::string> PickBoundValue(const json& answer, const std::string& from,
+                                          const std::vector<BindWhere>& where,
+                                          const std::string& field, std::string& why) {
+  const json* list = Field(answer, from);
+  if (list == nullptr || !list->is_array()) {
+    why = fmt::format("the answer has no list {}", from);
+    return std::nullopt;
+  }
+  for (const auto& item : *list) {
+    const bool match = std::all_of(where.begin(), where.end(), [&item](const BindWhere& w) {
+      const json* f = Field(item, w.field);
+      if (f == nullptr) return false;
+      const std::string text = ValueText(*f);
+      return w.prefix ? text.starts_with(w.value) : text == w.value;
+    });
+    if (!match) continue;
+    const json* got = Field(item, field);
+    if (got == nullptr) {
+      why = fmt::format("the matching item has no {}", field);
+      return std::nullopt;
+    }
+    return ValueText(*got);
+  }
+  why = fmt::format("no item of {} matched, of {}", from, list->size());
+  return std::nullopt;
+}
 
 std::string RunPrefix(TimeMs now_ms) {
   static constexpr std::string_view kDigits = "0123456789abcdefghijklmnopqrstuvwxyz";

@@ -12,8 +12,10 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "cli/api_client.h"
 #include "cli/poc_suite.h"
@@ -60,6 +62,14 @@ struct RunOptions {
   // environment; empty: RunFailoverCommand.
   std::function<CommandOutcome(const std::string& command, const std::string& leader)> run_command;
 };
+
+// A request's bind: {from, where, field}: `field` (printed as text) of the
+// first item of `answer`'s list at `from` (a dotted path) whose fields meet
+// every `where` (values already expanded); nullopt, with why in `why`, when
+// there is no such list, no item matches or the match lacks `field`.
+std::optional<std::string> PickBoundValue(const nlohmann::json& answer, const std::string& from,
+                                          const std::vector<BindWhere>& where,
+                                          const std::string& field, std::string& why);
 
 // The run prefix for a run that starts at `now_ms`: "poc-" and the time in
 // base 36, so two runs a millisecond apart differ.

@@ -65,6 +65,15 @@ struct Preconditions {
   std::string alert_sink;
 };
 
+// One condition of a request's `bind: {where: ...}`: the item's `field`
+// (printed as text: a number as its digits) equals `value`, or with
+// `prefix` starts with it. `value` may hold placeholders.
+struct BindWhere {
+  std::string field;
+  std::string value;
+  bool prefix = false;
+};
+
 enum class StepKind { kSubmit, kWait, kExpect, kCancel, kRequest, kAudit, kFailover };
 std::string_view StepKindName(StepKind kind);
 
@@ -78,8 +87,14 @@ struct Step {
   std::string field;  // "groups[0].cases[1].steps[2]", for messages
   std::string as;     // an identity of the setup, or "admin" (the runner)
   // submit: binds `bind` to the new job; with `status`, expects a refusal.
-  // request: binds `bind` to the answer's `id` (${ref.NAME}).
+  // request: binds `bind` to the answer's `id` (${ref.NAME}); with
+  // `bind_from` (bind: {name, from, where, field}), to `bind_field` of the
+  // first item of the answer's list `bind_from` (a dotted path) that meets
+  // every `bind_where`; a request with `within` polls until one does.
   std::string bind;
+  std::string bind_from;
+  std::vector<BindWhere> bind_where;
+  std::string bind_field;
   std::string spec;  // YAML
   // wait, expect, cancel: the bound job.
   std::string job;
