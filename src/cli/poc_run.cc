@@ -18,6 +18,7 @@
 
 #include "cli/json_view.h"
 #include "cli/poc_cleanup.h"
+#include "cli/poc_meter.h"
 #include "cli/version.h"
 #include "common/units.h"
 
@@ -197,7 +198,13 @@ class PocRunner {
                           const std::map<std::string, std::string>& jobs, PocStepResult r,
                           std::string& picked);
   // The operator asked the run to stop (RunOptions::interrupted).
-  bool Interrupted() const { return opt_.interrupted && opt_.interrupted(); }
+  bool Interrupted() const { return opt_.interrupted && opt_.interrupted() != 0; }
+  std::string SignalName() const {
+    const int sig = opt_.interrupted ? opt_.interrupted() : 0;
+    return opt_.signal_name ? opt_.signal_name(sig) : fmt::format("signal {}", sig);
+  }
+  // A case the interrupted run did not start: in the report as not run.
+  json NotRun(const Case& c) const;
 
   ApiClient& admin_;
   const Suite& suite_;
@@ -591,6 +598,10 @@ PocStepResult PocRunner::RunStep(const Step& step, std::map<std::string, std::st
           r.actual += fmt::format(" (after {})", FormatDurationMs(step.within_ms));
           return r;
         }
+        if (Interrupted()) {
+          r.actual += fmt::format(" (the wait was cut short by {})", SignalName());
+          return r;
+        }
         opt_.sleep(opt_.poll_ms);
       }
     }
@@ -689,6 +700,26 @@ PocStepResult PocRunner::RunStep(const Step& step, std::map<std::string, std::st
     }
     case StepKind::kFailover:
       return Failover(step, evidence);
+    case StepKind::kMetered: {
+      // What the job shows, its usage records and the price table in
+      // force, all read as the runner (a platform admin).
+      const std::string id = job_id(step.job);
+      const std::string paths[] = {"/v1/jobs/" + id, "/v1/usage/records?job=" + id, "/v1/prices"};
+      PocAnswer answers[3];
+      for (std::size_t i = 0; i < 3; ++i) {
+        answers[i] = PocGet(admin_, paths[i]);
+        evidence["requests"].push_back({{"as", admin_name_},
+                                        {"request", "GET " + paths[i]},
+                                        {"status", PocStatusText(answers[i].status)}});
+        if (!answers[i].ok()) {
+          return {
+              false, fmt::format("GET {} answers 200", paths[i]),
+              fmt::format("{}: {}", PocStatusText(answers[i].status), PocQuote(answers[i].body))};
+        }
+      }
+      auto m = JudgeMetering(answers[0].doc, answers[1].doc, answers[2].doc, step.metered_gpus);
+      return {m.ok, fmt::format("job {} ({}): {}", id, step.job, m.expected), m.actual};
+    }
     case StepKind::kAudit: {
       auto object = Expand(step.object, jobs);
       if (!object) return {false, step.object, object.error().message};
@@ -774,7 +805,7 @@ PocStepResult PocRunner::Failover(const Step& step, json& evidence) {
         return r;
       }
     }
-    if (Now() >= deadline) break;
+    if (Now() >= deadline || Interrupted()) break;
     opt_.sleep(opt_.poll_ms);
   }
   ev["after"] = PocHealthList(seen);
@@ -938,13 +969,27 @@ json PocRunner::RunCase(const Case& c) {
   std::map<std::string, std::string> jobs;
   std::string verdict = "pass";
   std::string reason;
-  for (const auto& step : c.steps) {
+  for (std::size_t i = 0; i < c.steps.size(); ++i) {
+    const Step& step = c.steps[i];
+    if (Interrupted()) {
+      // Stopped between steps: the case is neither passed nor failed.
+      verdict = "interrupted";
+      reason = fmt::format("interrupted by {} before {}: not judged", SignalName(), step.field);
+      break;
+    }
     auto r = RunStep(step, jobs, out["evidence"]);
     out["steps"].push_back({{"step", step.field},
                             {"kind", StepKindName(step.kind)},
                             {"ok", r.ok},
                             {"expected", r.expected},
                             {"actual", r.actual}});
+    // A step the signal cut short (or one after which steps remain) judges
+    // nothing: the case is interrupted, not failed.
+    if (Interrupted() && (!r.ok || i + 1 < c.steps.size())) {
+      verdict = "interrupted";
+      reason = fmt::format("interrupted by {} during {}: not judged", SignalName(), step.field);
+      break;
+    }
     if (!r.ok) {
       verdict = "fail";
       reason = fmt::format("{}: expected {}; got {}", step.field, r.expected, r.actual);
@@ -970,6 +1015,26 @@ json PocRunner::RunCase(const Case& c) {
   out["reason"] = reason;
   out["duration_ms"] = Now() - began;
   return out;
+}
+
+json PocRunner::NotRun(const Case& c) const {
+  return {
+      {"id", c.id},
+      {"group", c.group},
+      {"title", c.title},
+      {"capability", c.capability},
+      {"perspective", c.perspective},
+      {"weight", c.weight},
+      {"risk", RiskName(c.risk)},
+      {"if_it_fails", RiskConclusion(c.risk)},
+      {"retest", c.retest},
+      {"steps", json::array()},
+      {"samples", json::array()},
+      {"evidence",
+       {{"jobs", json::array()}, {"requests", json::array()}, {"audit_records", json::array()}}},
+      {"verdict", "not_run"},
+      {"reason", fmt::format("not run: the run was interrupted by {} before it", SignalName())},
+      {"duration_ms", 0}};
 }
 
 void PocRunner::CancelLive(const std::vector<std::uint64_t>& ids, json& c) {
@@ -1004,9 +1069,17 @@ Result<json> PocRunner::Run() {
   }
   report["environment"]["policy_version_during"] = policy_during_;
   json cases = json::array();
+  std::string stopped_in;  // the case the signal interrupted
+  std::int64_t not_run = 0;
   for (const auto& c : suite_.cases) {
     if (!opt_.only_cases.empty() && !opt_.only_cases.contains(c.id)) continue;
+    if (Interrupted()) {
+      cases.push_back(NotRun(c));
+      ++not_run;
+      continue;
+    }
     json result = RunCase(c);
+    if (Text(result, "verdict") == "interrupted") stopped_in = c.id;
     if (opt_.progress) {
       opt_.progress(fmt::format("{:<8} {}/{}{}", Text(result, "verdict"), c.group, c.id,
                                 result["reason"].get<std::string>().empty()
@@ -1016,6 +1089,12 @@ Result<json> PocRunner::Run() {
     cases.push_back(std::move(result));
   }
   report["cases"] = std::move(cases);
+  if (Interrupted()) {
+    report["interrupted"] = {{"signal", SignalName()},
+                             {"case", stopped_in.empty() ? json(nullptr) : json(stopped_in)},
+                             {"not_run", not_run}};
+  }
+  // Cleanup runs whole even after a signal: it is what the signal asks for.
   report["cleanup"] = Cleanup();
   report["run"] = {{"id", opt_.run},       {"admin", admin_name_}, {"started_ms", started_ms_},
                    {"finished_ms", Now()}, {"tenants", tenants_},  {"identities", identities_}};

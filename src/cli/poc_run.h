@@ -61,6 +61,14 @@ struct RunOptions {
   // Runs `command` with /bin/sh -c and BERTH_POC_LEADER=`leader` in its
   // environment; empty: RunFailoverCommand.
   std::function<CommandOutcome(const std::string& command, const std::string& leader)> run_command;
+  // The signal that asked the run to stop (0: none; empty: never asked).
+  // Polled before each step and in each wait: the run stops after the step
+  // in flight, marks that case "interrupted" and the cases after it
+  // "not_run" (neither passed nor failed), cleans up and returns the
+  // report with "interrupted" {signal, case, not_run}.
+  std::function<int()> interrupted;
+  // The signal's name for the report ("SIGINT"); empty: "signal N".
+  std::function<std::string(int)> signal_name;
 };
 
 // A request's bind: {from, where, field}: `field` (printed as text) of the

@@ -300,8 +300,8 @@ Result<std::int64_t> PocWithin(const YAML::Node& n, const std::string& field) {
 Result<Step> PocParseStep(const YAML::Node& node, const std::string& at, PocScope& scope) {
   if (!node.IsMap() || node.size() != 1) {
     return PocBad(at,
-                  "a step is a mapping with one key: submit, wait, expect, cancel, request, audit "
-                  "or failover");
+                  "a step is a mapping with one key: submit, wait, expect, cancel, request, audit, "
+                  "metered or failover");
   }
   const auto kind = node.begin()->first.as<std::string>();
   const YAML::Node n = node.begin()->second;
@@ -463,6 +463,24 @@ Result<Step> PocParseStep(const YAML::Node& node, const std::string& at, PocScop
                     fmt::format("'{}' is no identity of setup.identities (or admin)", step.actor));
     }
     BERTH_RETURN_IF_ERROR(PocCheckPlaceholders(step.object, PocSub(field, "object"), scope));
+  } else if (kind == "metered") {
+    step.kind = StepKind::kMetered;
+    BERTH_RETURN_IF_ERROR(PocOnlyKeys(n, field, {"job", "gpus"}));
+    auto job = PocBoundJob(n, field, scope);
+    if (!job) return std::unexpected(job.error());
+    step.job = *job;
+    if (!scope.waited.contains(step.job)) {
+      return PocBad(PocSub(field, "job"),
+                    fmt::format("'{}' is metered once it has run: wait for it first (wait: "
+                                "{{job: {}, states: [Succeeded]}})",
+                                step.job, step.job));
+    }
+    if (!n["gpus"]) {
+      return PocBad(PocSub(field, "gpus"), "is required: the GPUs the job asked for, e.g. 1");
+    }
+    auto gpus = PocInt(n["gpus"], PocSub(field, "gpus"), 1, 1024);
+    if (!gpus) return std::unexpected(gpus.error());
+    step.metered_gpus = *gpus;
   } else if (kind == "failover") {
     // What stops the leader is the operator's --failover-command, never the
     // suite's: a suite runs no command on the operator's machine.
@@ -473,7 +491,8 @@ Result<Step> PocParseStep(const YAML::Node& node, const std::string& at, PocScop
     step.within_ms = *ms;
   } else {
     return PocBad(field,
-                  "unknown step; use submit, wait, expect, cancel, request, audit or failover");
+                  "unknown step; use submit, wait, expect, cancel, request, audit, metered or "
+                  "failover");
   }
   BERTH_RETURN_IF_ERROR(PocCheckTexts(step, field, scope));
   return step;
@@ -700,6 +719,8 @@ std::string_view StepKindName(StepKind kind) {
       return "audit";
     case StepKind::kFailover:
       return "failover";
+    case StepKind::kMetered:
+      return "metered";
   }
   return "request";
 }

@@ -74,7 +74,7 @@ struct BindWhere {
   bool prefix = false;
 };
 
-enum class StepKind { kSubmit, kWait, kExpect, kCancel, kRequest, kAudit, kFailover };
+enum class StepKind { kSubmit, kWait, kExpect, kCancel, kRequest, kAudit, kFailover, kMetered };
 std::string_view StepKindName(StepKind kind);
 
 // One step. Strings may hold ${run}, ${tenant.NAME}, ${job.NAME} (a job
@@ -118,6 +118,10 @@ struct Step {
   std::optional<int> status;  // submit, request
   std::vector<std::string> contains;
   std::vector<std::string> not_contains;
+  // metered: the bound job's GPU time is in its tenant's usage records,
+  // whole, for this many GPUs, and priced at the price table's rate
+  // (poc_meter.h).
+  std::int64_t metered_gpus = 0;
   // audit: a record with this action and object (and actor) exists
   std::string action;
   std::string object;

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cli/api_error.h"
+#include "cli/interrupt.h"
 #include "cli/json_view.h"
 #include "cli/poc_cleanup.h"
 #include "cli/poc_observe.h"
@@ -165,6 +166,11 @@ Status PocRun(CommandRegistry& r, PocFlags& f, ApiClient& api, const Output& out
   options.progress = [&out](const std::string& line) { out.out << line << '\n' << std::flush; };
   options.only_cases = only;
   options.failover_command = f.failover_command;
+  // Ctrl-C or SIGTERM: the run stops after the step in flight, cleans up
+  // and writes the report; the command then exits 128 + the signal.
+  InstallInterruptHandlers();
+  options.interrupted = [] { return InterruptSignal(); };
+  options.signal_name = [](int sig) { return InterruptSignalName(sig); };
   if (earlier != nullptr) {
     out.out << fmt::format(
                    "berth poc rerun {}: {} case(s) of run {} ({}), suite "
@@ -195,6 +201,14 @@ Status PocRun(CommandRegistry& r, PocFlags& f, ApiClient& api, const Output& out
   if (!problems.empty()) {
     return Fail(Code::kInternal, fmt::format("cleanup left something behind: {}; see {}",
                                              problems.dump(), (dir / "report.md").string()));
+  }
+  if (const json* stopped = Field(*report, "interrupted"); stopped != nullptr) {
+    // The exit status is 128 + the signal (app.cc), whatever the verdicts.
+    return Fail(Code::kFailedPrecondition,
+                fmt::format("interrupted by {}: {} case(s) not run, what the run made is cleaned "
+                            "up; see {}",
+                            Text(*stopped, "signal"), IntText(*report, "summary.not_run"),
+                            (dir / "report.md").string()));
   }
   if (failed > 0) {
     return Fail(Code::kFailedPrecondition,

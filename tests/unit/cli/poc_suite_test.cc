@@ -323,6 +323,45 @@ TEST(PocSuite, APickedValueIsTheFirstMatchingItemsField) {
   EXPECT_NE(why.find("has no rule"), std::string::npos) << why;
 }
 
+TEST(PocSuite, AMeteredStepNamesAWaitedJobAndItsGpus) {
+  std::string text = PocSmallSuite();
+  const std::string after = "          - expect: {job: j, state: Succeeded}\n";
+  auto with = [&](const std::string& step) {
+    std::string t = text;
+    t.insert(t.find(after) + after.size(), "          - metered: " + step + "\n");
+    return t;
+  };
+  auto suite = ParseSuite(with("{job: j, gpus: 2}"));
+  ASSERT_TRUE(suite.has_value()) << suite.error().field << ": " << suite.error().message;
+  const Step& m = suite->cases[1].steps[3];
+  EXPECT_EQ(m.kind, StepKind::kMetered);
+  EXPECT_EQ(StepKindName(m.kind), "metered");
+  EXPECT_EQ(m.job, "j");
+  EXPECT_EQ(m.metered_gpus, 2);
+  const std::string at = "groups[1].cases[0].steps[3].metered";
+  const PocBadSuite cases[] = {
+      {with("{job: j}"), at + ".gpus", "the GPUs the job asked for"},
+      {with("{job: j, gpus: 0}"), at + ".gpus", "1 to 1024"},
+      {with("{job: k, gpus: 1}"), at + ".job", "earlier submit"},
+      {with("{job: j, gpus: 1, price: 2}"), at + ".price", "unknown field"},
+  };
+  for (const auto& bad : cases) {
+    auto s2 = ParseSuite(bad.text);
+    ASSERT_FALSE(s2.has_value()) << bad.field;
+    EXPECT_EQ(s2.error().field, bad.field) << s2.error().message;
+    EXPECT_NE(s2.error().message.find(bad.says), std::string::npos)
+        << bad.field << ": " << s2.error().message;
+  }
+  // Metered before it has run: wait for it first.
+  std::string early = text;
+  const std::string wait = "          - wait: {job: j,";
+  early.insert(early.find(wait), "          - metered: {job: j, gpus: 1}\n");
+  auto refused = ParseSuite(early);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().field, "groups[1].cases[0].steps[1].metered.job");
+  EXPECT_NE(refused.error().message.find("wait for it first"), std::string::npos);
+}
+
 TEST(PocSuite, SelectingCasesKeepsTheirGroupsAndRefusesUnknownIds) {
   auto suite = ParseSuite(PocSmallSuite());
   ASSERT_TRUE(suite.has_value());
