@@ -29,8 +29,8 @@ model::PriceTable PocMeterTable(const json& prices) {
 // round_half_up(mgpu_ms × micros per GPU-hour / 3.6e9), as metering prices
 // a piece (docs/metering.md "Exact arithmetic").
 std::int64_t PocMeterCost(std::int64_t mgpu_ms, std::int64_t micros_per_gpu_hour) {
-  constexpr __int128 kDen = 3'600'000'000;
-  const __int128 num = static_cast<__int128>(mgpu_ms) * micros_per_gpu_hour;
+  constexpr model::Int128 kDen = 3'600'000'000;
+  const model::Int128 num = static_cast<model::Int128>(mgpu_ms) * micros_per_gpu_hour;
   return static_cast<std::int64_t>((num + kDen / 2) / kDen);
 }
 
