@@ -544,7 +544,7 @@ TEST_F(PocTest, RerunReTestsOnlyTheFailedCaseAndRefusesAnotherSuite) {
   EXPECT_FALSE(std::filesystem::exists(dir_ / "other" / "report.json"));
   EXPECT_EQ(b.http().Get("/v1/policy").body["version"], version);
   EXPECT_EQ(GetAllPages(b.http(), "/v1/jobs", "jobs").body["jobs"].size(), jobs_before);
-  // --failed is required; a report that is not there is named.
+  // --failed or --case is required; a report that is not there is named.
   auto no_failed = Poc(b, {"rerun", first.string(), "--suite", broken, "--out",
                            (dir_ / "x").string(), "--allow-on", b.url()});
   EXPECT_EQ(no_failed.exit_code, 2) << no_failed.err;
