@@ -18,6 +18,7 @@
 
 #include "cli/json_view.h"
 #include "cli/poc_cleanup.h"
+#include "cli/poc_meter.h"
 #include "cli/version.h"
 #include "common/units.h"
 
@@ -191,6 +192,19 @@ class PocRunner {
     return healthy;
   }
   PocAnswer RequestOnce(const Step& step, const std::string& path, const std::string& body);
+  // bind: {from, where, field}: the first item of the answer's list that
+  // meets every where, its field in `picked`; `r` failed when none does.
+  PocStepResult PickBound(const Step& step, const PocAnswer& a,
+                          const std::map<std::string, std::string>& jobs, PocStepResult r,
+                          std::string& picked);
+  // The operator asked the run to stop (RunOptions::interrupted).
+  bool Interrupted() const { return opt_.interrupted && opt_.interrupted() != 0; }
+  std::string SignalName() const {
+    const int sig = opt_.interrupted ? opt_.interrupted() : 0;
+    return opt_.signal_name ? opt_.signal_name(sig) : fmt::format("signal {}", sig);
+  }
+  // A case the interrupted run did not start: in the report as not run.
+  json NotRun(const Case& c) const;
 
   ApiClient& admin_;
   const Suite& suite_;
@@ -485,6 +499,33 @@ PocStepResult PocRunner::Judge(const Step& step, const PocAnswer& a, const std::
   return r;
 }
 
+PocStepResult PocRunner::PickBound(const Step& step, const PocAnswer& a,
+                                   const std::map<std::string, std::string>& jobs, PocStepResult r,
+                                   std::string& picked) {
+  std::vector<BindWhere> wanted;
+  std::string conditions;
+  for (const auto& w : step.bind_where) {
+    auto v = Expand(w.value, jobs);
+    wanted.push_back({w.field, v ? *v : w.value, w.prefix});
+    conditions += fmt::format("{}{} {} '{}'", conditions.empty() ? "" : ", ", w.field,
+                              w.prefix ? "starting with" : "=", wanted.back().value);
+  }
+  r.expected +=
+      fmt::format(", with an item of {}{} whose {} is bound to {}", step.bind_from,
+                  conditions.empty() ? "" : " where " + conditions, step.bind_field, step.bind);
+  std::string why;
+  auto value = PickBoundValue(a.doc, step.bind_from, wanted, step.bind_field, why);
+  if (!value) {
+    r.ok = false;
+    r.actual += " (" + why + ")";
+    return r;
+  }
+  picked = *value;
+  r.actual +=
+      fmt::format(" ({} {} of the matching item bound to {})", step.bind_field, picked, step.bind);
+  return r;
+}
+
 PocAnswer PocRunner::RequestOnce(const Step& step, const std::string& path,
                                  const std::string& body) {
   return step.method == "POST"
@@ -557,6 +598,10 @@ PocStepResult PocRunner::RunStep(const Step& step, std::map<std::string, std::st
           r.actual += fmt::format(" (after {})", FormatDurationMs(step.within_ms));
           return r;
         }
+        if (Interrupted()) {
+          r.actual += fmt::format(" (the wait was cut short by {})", SignalName());
+          return r;
+        }
         opt_.sleep(opt_.poll_ms);
       }
     }
@@ -619,11 +664,13 @@ PocStepResult PocRunner::RunStep(const Step& step, std::map<std::string, std::st
       const TimeMs deadline = Now() + step.within_ms;
       PocAnswer a;
       PocStepResult r;
+      std::string picked;  // bind: {from: ...}'s value
       while (true) {
         a = RequestOnce(step, *path, *body);
         r = Judge(step, a, what, jobs);
+        if (r.ok && !step.bind_from.empty()) r = PickBound(step, a, jobs, std::move(r), picked);
         // Only a read is asked again: a POST is sent once.
-        if (r.ok || step.method != "GET" || Now() >= deadline) break;
+        if (r.ok || step.method != "GET" || Now() >= deadline || Interrupted()) break;
         opt_.sleep(opt_.poll_ms);
       }
       if (step.within_ms > 0) {
@@ -632,7 +679,9 @@ PocStepResult PocRunner::RunStep(const Step& step, std::map<std::string, std::st
       evidence["requests"].push_back({{"as", ActorName(step.as)},
                                       {"request", step.method + " " + *path},
                                       {"status", PocStatusText(a.status)}});
-      if (r.ok && !step.bind.empty()) {
+      if (r.ok && !step.bind_from.empty()) {
+        jobs["ref." + step.bind] = picked;
+      } else if (r.ok && !step.bind.empty()) {
         const json* id = Field(a.doc, "id");
         if (id == nullptr || id->is_null()) {
           r.ok = false;
@@ -651,6 +700,26 @@ PocStepResult PocRunner::RunStep(const Step& step, std::map<std::string, std::st
     }
     case StepKind::kFailover:
       return Failover(step, evidence);
+    case StepKind::kMetered: {
+      // What the job shows, its usage records and the price table in
+      // force, all read as the runner (a platform admin).
+      const std::string id = job_id(step.job);
+      const std::string paths[] = {"/v1/jobs/" + id, "/v1/usage/records?job=" + id, "/v1/prices"};
+      PocAnswer answers[3];
+      for (std::size_t i = 0; i < 3; ++i) {
+        answers[i] = PocGet(admin_, paths[i]);
+        evidence["requests"].push_back({{"as", admin_name_},
+                                        {"request", "GET " + paths[i]},
+                                        {"status", PocStatusText(answers[i].status)}});
+        if (!answers[i].ok()) {
+          return {
+              false, fmt::format("GET {} answers 200", paths[i]),
+              fmt::format("{}: {}", PocStatusText(answers[i].status), PocQuote(answers[i].body))};
+        }
+      }
+      auto m = JudgeMetering(answers[0].doc, answers[1].doc, answers[2].doc, step.metered_gpus);
+      return {m.ok, fmt::format("job {} ({}): {}", id, step.job, m.expected), m.actual};
+    }
     case StepKind::kAudit: {
       auto object = Expand(step.object, jobs);
       if (!object) return {false, step.object, object.error().message};
@@ -736,7 +805,7 @@ PocStepResult PocRunner::Failover(const Step& step, json& evidence) {
         return r;
       }
     }
-    if (Now() >= deadline) break;
+    if (Now() >= deadline || Interrupted()) break;
     opt_.sleep(opt_.poll_ms);
   }
   ev["after"] = PocHealthList(seen);
@@ -900,13 +969,27 @@ json PocRunner::RunCase(const Case& c) {
   std::map<std::string, std::string> jobs;
   std::string verdict = "pass";
   std::string reason;
-  for (const auto& step : c.steps) {
+  for (std::size_t i = 0; i < c.steps.size(); ++i) {
+    const Step& step = c.steps[i];
+    if (Interrupted()) {
+      // Stopped between steps: the case is neither passed nor failed.
+      verdict = "interrupted";
+      reason = fmt::format("interrupted by {} before {}: not judged", SignalName(), step.field);
+      break;
+    }
     auto r = RunStep(step, jobs, out["evidence"]);
     out["steps"].push_back({{"step", step.field},
                             {"kind", StepKindName(step.kind)},
                             {"ok", r.ok},
                             {"expected", r.expected},
                             {"actual", r.actual}});
+    // A step the signal cut short (or one after which steps remain) judges
+    // nothing: the case is interrupted, not failed.
+    if (Interrupted() && (!r.ok || i + 1 < c.steps.size())) {
+      verdict = "interrupted";
+      reason = fmt::format("interrupted by {} during {}: not judged", SignalName(), step.field);
+      break;
+    }
     if (!r.ok) {
       verdict = "fail";
       reason = fmt::format("{}: expected {}; got {}", step.field, r.expected, r.actual);
@@ -932,6 +1015,26 @@ json PocRunner::RunCase(const Case& c) {
   out["reason"] = reason;
   out["duration_ms"] = Now() - began;
   return out;
+}
+
+json PocRunner::NotRun(const Case& c) const {
+  return {
+      {"id", c.id},
+      {"group", c.group},
+      {"title", c.title},
+      {"capability", c.capability},
+      {"perspective", c.perspective},
+      {"weight", c.weight},
+      {"risk", RiskName(c.risk)},
+      {"if_it_fails", RiskConclusion(c.risk)},
+      {"retest", c.retest},
+      {"steps", json::array()},
+      {"samples", json::array()},
+      {"evidence",
+       {{"jobs", json::array()}, {"requests", json::array()}, {"audit_records", json::array()}}},
+      {"verdict", "not_run"},
+      {"reason", fmt::format("not run: the run was interrupted by {} before it", SignalName())},
+      {"duration_ms", 0}};
 }
 
 void PocRunner::CancelLive(const std::vector<std::uint64_t>& ids, json& c) {
@@ -966,9 +1069,17 @@ Result<json> PocRunner::Run() {
   }
   report["environment"]["policy_version_during"] = policy_during_;
   json cases = json::array();
+  std::string stopped_in;  // the case the signal interrupted
+  std::int64_t not_run = 0;
   for (const auto& c : suite_.cases) {
     if (!opt_.only_cases.empty() && !opt_.only_cases.contains(c.id)) continue;
+    if (Interrupted()) {
+      cases.push_back(NotRun(c));
+      ++not_run;
+      continue;
+    }
     json result = RunCase(c);
+    if (Text(result, "verdict") == "interrupted") stopped_in = c.id;
     if (opt_.progress) {
       opt_.progress(fmt::format("{:<8} {}/{}{}", Text(result, "verdict"), c.group, c.id,
                                 result["reason"].get<std::string>().empty()
@@ -978,6 +1089,12 @@ Result<json> PocRunner::Run() {
     cases.push_back(std::move(result));
   }
   report["cases"] = std::move(cases);
+  if (Interrupted()) {
+    report["interrupted"] = {{"signal", SignalName()},
+                             {"case", stopped_in.empty() ? json(nullptr) : json(stopped_in)},
+                             {"not_run", not_run}};
+  }
+  // Cleanup runs whole even after a signal: it is what the signal asks for.
   report["cleanup"] = Cleanup();
   report["run"] = {{"id", opt_.run},       {"admin", admin_name_}, {"started_ms", started_ms_},
                    {"finished_ms", Now()}, {"tenants", tenants_},  {"identities", identities_}};
@@ -989,6 +1106,33 @@ Result<json> PocRunner::Run() {
 }
 
 }  // namespace
+
+std::optional<std::string> PickBoundValue(const json& answer, const std::string& from,
+                                          const std::vector<BindWhere>& where,
+                                          const std::string& field, std::string& why) {
+  const json* list = Field(answer, from);
+  if (list == nullptr || !list->is_array()) {
+    why = fmt::format("the answer has no list {}", from);
+    return std::nullopt;
+  }
+  for (const auto& item : *list) {
+    const bool match = std::all_of(where.begin(), where.end(), [&item](const BindWhere& w) {
+      const json* f = Field(item, w.field);
+      if (f == nullptr) return false;
+      const std::string text = ValueText(*f);
+      return w.prefix ? text.starts_with(w.value) : text == w.value;
+    });
+    if (!match) continue;
+    const json* got = Field(item, field);
+    if (got == nullptr) {
+      why = fmt::format("the matching item has no {}", field);
+      return std::nullopt;
+    }
+    return ValueText(*got);
+  }
+  why = fmt::format("no item of {} matched, of {}", from, list->size());
+  return std::nullopt;
+}
 
 std::string RunPrefix(TimeMs now_ms) {
   static constexpr std::string_view kDigits = "0123456789abcdefghijklmnopqrstuvwxyz";

@@ -12,8 +12,10 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "cli/api_client.h"
 #include "cli/poc_suite.h"
@@ -59,7 +61,23 @@ struct RunOptions {
   // Runs `command` with /bin/sh -c and BERTH_POC_LEADER=`leader` in its
   // environment; empty: RunFailoverCommand.
   std::function<CommandOutcome(const std::string& command, const std::string& leader)> run_command;
+  // The signal that asked the run to stop (0: none; empty: never asked).
+  // Polled before each step and in each wait: the run stops after the step
+  // in flight, marks that case "interrupted" and the cases after it
+  // "not_run" (neither passed nor failed), cleans up and returns the
+  // report with "interrupted" {signal, case, not_run}.
+  std::function<int()> interrupted;
+  // The signal's name for the report ("SIGINT"); empty: "signal N".
+  std::function<std::string(int)> signal_name;
 };
+
+// A request's bind: {from, where, field}: `field` (printed as text) of the
+// first item of `answer`'s list at `from` (a dotted path) whose fields meet
+// every `where` (values already expanded); nullopt, with why in `why`, when
+// there is no such list, no item matches or the match lacks `field`.
+std::optional<std::string> PickBoundValue(const nlohmann::json& answer, const std::string& from,
+                                          const std::vector<BindWhere>& where,
+                                          const std::string& field, std::string& why);
 
 // The run prefix for a run that starts at `now_ms`: "poc-" and the time in
 // base 36, so two runs a millisecond apart differ.

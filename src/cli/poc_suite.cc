@@ -188,6 +188,72 @@ Status PocCheckTexts(const Step& step, const std::string& field, const PocScope&
   return Ok();
 }
 
+// A request's bind: a name (the answer's `id`), or {name, from, where,
+// field}: `field` (default id) of the first item of the answer's list
+// `from` whose fields meet `where` (KEY: VALUE equals; KEY: {starts_with:
+// TEXT} starts with).
+Status PocParseRequestBind(const YAML::Node& n, const std::string& field, const PocScope& scope,
+                           Step& step) {
+  const YAML::Node b = n["bind"];
+  if (!b) return Ok();
+  const std::string at = PocSub(field, "bind");
+  if (b.IsScalar()) {
+    step.bind = b.as<std::string>();
+    return Ok();
+  }
+  if (!b.IsMap()) {
+    return PocBad(at,
+                  "must be a name (binds the answer's id) or a mapping {name: x, from: LIST, "
+                  "where: {FIELD: VALUE}, field: id}");
+  }
+  BERTH_RETURN_IF_ERROR(PocOnlyKeys(b, at, {"name", "from", "where", "field"}));
+  auto name = PocString(b, at, "name", true);
+  if (!name) return std::unexpected(name.error());
+  step.bind = *name;
+  auto from = PocString(b, at, "from", true);
+  if (!from) {
+    return PocBad(PocSub(at, "from"),
+                  "is required: the answer's list to pick from, e.g. from: alerts for "
+                  "{\"alerts\": [...]}");
+  }
+  if (from->empty()) {
+    return PocBad(PocSub(at, "from"),
+                  "must name the answer's list, e.g. from: alerts; for the answer's own id "
+                  "write bind: NAME");
+  }
+  step.bind_from = *from;
+  auto what = PocString(b, at, "field", false);
+  if (!what) return std::unexpected(what.error());
+  step.bind_field = what->empty() ? "id" : *what;
+  const YAML::Node where = b["where"];
+  if (!where) return Ok();
+  const std::string wat = PocSub(at, "where");
+  if (!where.IsMap() || where.size() == 0) {
+    return PocBad(wat,
+                  "must be a mapping of the item's fields to match, e.g. where: {kind: budget, "
+                  "subject: {starts_with: \"${tenant.a}/\"}}; drop where to bind the first item");
+  }
+  for (const auto& kv : where) {
+    const auto key = kv.first.as<std::string>();
+    const std::string kat = PocSub(wat, key);
+    BindWhere w{key, "", false};
+    if (kv.second.IsScalar()) {
+      w.value = kv.second.as<std::string>();
+    } else if (kv.second.IsMap() && kv.second.size() == 1 && kv.second["starts_with"] &&
+               kv.second["starts_with"].IsScalar()) {
+      w.value = kv.second["starts_with"].as<std::string>();
+      w.prefix = true;
+    } else {
+      return PocBad(kat,
+                    "must be a value the item's field equals, or {starts_with: TEXT}, e.g. "
+                    "subject: {starts_with: \"${tenant.a}/\"}");
+    }
+    BERTH_RETURN_IF_ERROR(PocCheckPlaceholders(w.value, kat, scope));
+    step.bind_where.push_back(std::move(w));
+  }
+  return Ok();
+}
+
 Status PocReadExpectations(const YAML::Node& n, const std::string& field, Step& step) {
   if (n["status"]) {
     auto status = PocInt(n["status"], PocSub(field, "status"), 100, 599);
@@ -234,8 +300,8 @@ Result<std::int64_t> PocWithin(const YAML::Node& n, const std::string& field) {
 Result<Step> PocParseStep(const YAML::Node& node, const std::string& at, PocScope& scope) {
   if (!node.IsMap() || node.size() != 1) {
     return PocBad(at,
-                  "a step is a mapping with one key: submit, wait, expect, cancel, request, audit "
-                  "or failover");
+                  "a step is a mapping with one key: submit, wait, expect, cancel, request, audit, "
+                  "metered or failover");
   }
   const auto kind = node.begin()->first.as<std::string>();
   const YAML::Node n = node.begin()->second;
@@ -368,11 +434,10 @@ Result<Step> PocParseStep(const YAML::Node& node, const std::string& at, PocScop
       if (!ms) return std::unexpected(ms.error());
       step.within_ms = *ms;
     }
-    auto bind = PocString(n, field, "bind", false);
-    if (!bind) return std::unexpected(bind.error());
-    step.bind = *bind;
+    BERTH_RETURN_IF_ERROR(PocParseRequestBind(n, field, scope, step));
     if (!step.bind.empty()) {
-      BERTH_RETURN_IF_ERROR(PocShortName(step.bind, PocSub(field, "bind")));
+      BERTH_RETURN_IF_ERROR(
+          PocShortName(step.bind, PocSub(field, step.bind_from.empty() ? "bind" : "bind.name")));
       if (*step.status / 100 != 2) {
         return PocBad(PocSub(field, "bind"),
                       "a refused request has no id to bind; drop bind or status");
@@ -398,6 +463,24 @@ Result<Step> PocParseStep(const YAML::Node& node, const std::string& at, PocScop
                     fmt::format("'{}' is no identity of setup.identities (or admin)", step.actor));
     }
     BERTH_RETURN_IF_ERROR(PocCheckPlaceholders(step.object, PocSub(field, "object"), scope));
+  } else if (kind == "metered") {
+    step.kind = StepKind::kMetered;
+    BERTH_RETURN_IF_ERROR(PocOnlyKeys(n, field, {"job", "gpus"}));
+    auto job = PocBoundJob(n, field, scope);
+    if (!job) return std::unexpected(job.error());
+    step.job = *job;
+    if (!scope.waited.contains(step.job)) {
+      return PocBad(PocSub(field, "job"),
+                    fmt::format("'{}' is metered once it has run: wait for it first (wait: "
+                                "{{job: {}, states: [Succeeded]}})",
+                                step.job, step.job));
+    }
+    if (!n["gpus"]) {
+      return PocBad(PocSub(field, "gpus"), "is required: the GPUs the job asked for, e.g. 1");
+    }
+    auto gpus = PocInt(n["gpus"], PocSub(field, "gpus"), 1, 1024);
+    if (!gpus) return std::unexpected(gpus.error());
+    step.metered_gpus = *gpus;
   } else if (kind == "failover") {
     // What stops the leader is the operator's --failover-command, never the
     // suite's: a suite runs no command on the operator's machine.
@@ -408,7 +491,8 @@ Result<Step> PocParseStep(const YAML::Node& node, const std::string& at, PocScop
     step.within_ms = *ms;
   } else {
     return PocBad(field,
-                  "unknown step; use submit, wait, expect, cancel, request, audit or failover");
+                  "unknown step; use submit, wait, expect, cancel, request, audit, metered or "
+                  "failover");
   }
   BERTH_RETURN_IF_ERROR(PocCheckTexts(step, field, scope));
   return step;
@@ -635,6 +719,8 @@ std::string_view StepKindName(StepKind kind) {
       return "audit";
     case StepKind::kFailover:
       return "failover";
+    case StepKind::kMetered:
+      return "metered";
   }
   return "request";
 }

@@ -65,7 +65,16 @@ struct Preconditions {
   std::string alert_sink;
 };
 
-enum class StepKind { kSubmit, kWait, kExpect, kCancel, kRequest, kAudit, kFailover };
+// One condition of a request's `bind: {where: ...}`: the item's `field`
+// (printed as text: a number as its digits) equals `value`, or with
+// `prefix` starts with it. `value` may hold placeholders.
+struct BindWhere {
+  std::string field;
+  std::string value;
+  bool prefix = false;
+};
+
+enum class StepKind { kSubmit, kWait, kExpect, kCancel, kRequest, kAudit, kFailover, kMetered };
 std::string_view StepKindName(StepKind kind);
 
 // One step. Strings may hold ${run}, ${tenant.NAME}, ${job.NAME} (a job
@@ -78,8 +87,14 @@ struct Step {
   std::string field;  // "groups[0].cases[1].steps[2]", for messages
   std::string as;     // an identity of the setup, or "admin" (the runner)
   // submit: binds `bind` to the new job; with `status`, expects a refusal.
-  // request: binds `bind` to the answer's `id` (${ref.NAME}).
+  // request: binds `bind` to the answer's `id` (${ref.NAME}); with
+  // `bind_from` (bind: {name, from, where, field}), to `bind_field` of the
+  // first item of the answer's list `bind_from` (a dotted path) that meets
+  // every `bind_where`; a request with `within` polls until one does.
   std::string bind;
+  std::string bind_from;
+  std::vector<BindWhere> bind_where;
+  std::string bind_field;
   std::string spec;  // YAML
   // wait, expect, cancel: the bound job.
   std::string job;
@@ -103,6 +118,10 @@ struct Step {
   std::optional<int> status;  // submit, request
   std::vector<std::string> contains;
   std::vector<std::string> not_contains;
+  // metered: the bound job's GPU time is in its tenant's usage records,
+  // whole, for this many GPUs, and priced at the price table's rate
+  // (poc_meter.h).
+  std::int64_t metered_gpus = 0;
   // audit: a record with this action and object (and actor) exists
   std::string action;
   std::string object;

@@ -12,6 +12,8 @@
 #include <thread>
 
 #include "cli/api_error.h"
+#include "cli/format.h"
+#include "cli/interrupt.h"
 #include "cli/json_view.h"
 #include "cli/poc_cleanup.h"
 #include "cli/poc_observe.h"
@@ -40,6 +42,8 @@ struct PocFlags {
   // berth poc rerun
   std::string report_path;
   bool failed = false;
+  std::vector<std::string> rerun_cases;  // --case of rerun
+  std::set<std::string> rerun_only;      // what the rerun selected
   poc::EarlierReport earlier;
   // berth poc observe
   std::int64_t days = 0;
@@ -124,7 +128,7 @@ Status PocRun(CommandRegistry& r, PocFlags& f, ApiClient& api, const Output& out
               const Connection& conn, const poc::EarlierReport* earlier) {
   std::set<std::string> only;
   if (earlier != nullptr) {
-    only = poc::FailedCases(earlier->doc);
+    only = f.rerun_only;
     if (only.empty()) {
       out.out << fmt::format("nothing failed in {} (run {}): nothing to re-run\n", earlier->path,
                              Text(earlier->doc, "run.id"));
@@ -163,9 +167,14 @@ Status PocRun(CommandRegistry& r, PocFlags& f, ApiClient& api, const Output& out
   options.progress = [&out](const std::string& line) { out.out << line << '\n' << std::flush; };
   options.only_cases = only;
   options.failover_command = f.failover_command;
+  // Ctrl-C or SIGTERM: the run stops after the step in flight, cleans up
+  // and writes the report; the command then exits 128 + the signal.
+  InstallInterruptHandlers();
+  options.interrupted = [] { return InterruptSignal(); };
+  options.signal_name = [](int sig) { return InterruptSignalName(sig); };
   if (earlier != nullptr) {
     out.out << fmt::format(
-                   "berth poc rerun {}: the {} case(s) that failed in run {} ({}), suite "
+                   "berth poc rerun {}: {} case(s) of run {} ({}), suite "
                    "{} {} on {}\n",
                    options.run, only.size(), Text(earlier->doc, "run.id"), earlier->path,
                    f.suite.name, f.suite.version, conn.server)
@@ -193,6 +202,14 @@ Status PocRun(CommandRegistry& r, PocFlags& f, ApiClient& api, const Output& out
   if (!problems.empty()) {
     return Fail(Code::kInternal, fmt::format("cleanup left something behind: {}; see {}",
                                              problems.dump(), (dir / "report.md").string()));
+  }
+  if (const json* stopped = Field(*report, "interrupted"); stopped != nullptr) {
+    // The exit status is 128 + the signal (app.cc), whatever the verdicts.
+    return Fail(Code::kFailedPrecondition,
+                fmt::format("interrupted by {}: {} case(s) not run, what the run made is cleaned "
+                            "up; see {}",
+                            Text(*stopped, "signal"), IntText(*report, "summary.not_run"),
+                            (dir / "report.md").string()));
   }
   if (failed > 0) {
     return Fail(Code::kFailedPrecondition,
@@ -348,10 +365,10 @@ void RegisterPocCommands(CommandRegistry& registry) {
       "report.json, .md, .html that name the report re-tested");
   rerun->add_option("REPORT", f.report_path, "the earlier run's --out directory or its report.json")
       ->required();
-  rerun
-      ->add_flag("--failed", f.failed,
-                 "re-run the cases that failed (required: the only selection for now)")
-      ->required();
+  rerun->add_flag("--failed", f.failed, "re-run the cases that failed (with --case: those too)");
+  rerun->add_option("--case", f.rerun_cases,
+                    "re-run this case of the report (repeat for more; with --failed: the failed "
+                    "ones too)");
   rerun->add_option("--suite", f.suite_path,
                     "the suite that report ran (its SHA-256 must match; default: the built-in "
                     "one)");
@@ -365,6 +382,9 @@ void RegisterPocCommands(CommandRegistry& registry) {
     if (auto same = poc::CheckSameSuite(f.earlier, f.suite, f.suite_path); !same) {
       return registry.Fail(kExitError, FormatError(same.error()));
     }
+    auto only = poc::SelectRerunCases(f.earlier.doc, f.failed, f.rerun_cases);
+    if (!only) return registry.Fail(kExitUsage, FormatError(only.error()));
+    f.rerun_only = std::move(*only);
     return kExitOk;
   });
   registry.OnLogin(rerun, [&registry, &f](ApiClient& api, const Output& out, const Connection& c) {

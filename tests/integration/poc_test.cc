@@ -14,7 +14,9 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <csignal>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -542,7 +544,7 @@ TEST_F(PocTest, RerunReTestsOnlyTheFailedCaseAndRefusesAnotherSuite) {
   EXPECT_FALSE(std::filesystem::exists(dir_ / "other" / "report.json"));
   EXPECT_EQ(b.http().Get("/v1/policy").body["version"], version);
   EXPECT_EQ(GetAllPages(b.http(), "/v1/jobs", "jobs").body["jobs"].size(), jobs_before);
-  // --failed is required; a report that is not there is named.
+  // --failed or --case is required; a report that is not there is named.
   auto no_failed = Poc(b, {"rerun", first.string(), "--suite", broken, "--out",
                            (dir_ / "x").string(), "--allow-on", b.url()});
   EXPECT_EQ(no_failed.exit_code, 2) << no_failed.err;
@@ -657,6 +659,121 @@ TEST_F(PocTest, ObserveCountsTodaysJobsAndAMemberSeesOnlyItsTenant) {
   EXPECT_EQ(ReadFile(dir_ / "rita" / "observe.md").find("blue"), std::string::npos);
   EXPECT_EQ(other_tenant.exit_code, 1);
   EXPECT_NE(other_tenant.err.find("--tenant blue"), std::string::npos) << other_tenant.err;
+}
+
+// Metering priced wrong: a price table in force that names none of the
+// fleet's GPU models and whose default is 0 prices the job's GPU time at
+// nothing. With the rate right, both cases pass; with it wrong, only the
+// metering case fails, naming the price, with its risk and re-test; the
+// GPU holder case beside it passes.
+TEST_F(PocTest, AZeroPriceForTheFleetsGpuFailsOnlyTheMeteringCase) {
+  Berthd& b = Start();
+  auto priced = b.http().Post("/v1/prices", "currency: USD\ndefault: 2.50\n", "application/yaml");
+  ASSERT_EQ(priced.status, 201) << priced.text;
+  const json right = RunCases(b, "", {"gpu-holder-named", "gpu-time-metered"}, "priced");
+  ExpectOnlyThese(right, {}, 2);
+
+  auto zero = b.http().Post(
+      "/v1/prices",
+      "currency: USD\ndefault: 0\nprices:\n  - {model: A100-80GB, per_gpu_hour: 1.80}\n",
+      "application/yaml");
+  ASSERT_EQ(zero.status, 201) << zero.text;
+  const json report = RunCases(b, "", {"gpu-holder-named", "gpu-time-metered"}, "zero-price");
+  ExpectOnlyThese(report, {"gpu-time-metered"}, 2);
+  for (const auto& c : report["cases"]) {
+    if (c["id"] != "gpu-time-metered") continue;
+    const std::string reason = c["reason"];
+    EXPECT_NE(reason.find("prices GPU model H100-80GB"), std::string::npos) << reason;
+    EXPECT_NE(reason.find("at 0.00 per GPU-hour"), std::string::npos) << reason;
+    EXPECT_EQ(c["risk"], "high");
+    EXPECT_NE(c["retest"].get<std::string>().find("berth price show"), std::string::npos);
+  }
+}
+
+// Ctrl-C in the middle of a run: the run stops after the step in flight
+// (the metering case's wait on a job that sleeps 600 s), cleans up what it
+// made with cleanup's own code, writes its report with the interrupted case
+// and the case after it marked (neither passed nor failed) and exits 130.
+// Through the API nothing of the run is left: its job cancelled, its
+// identities disabled, the policy as it was; `berth poc cleanup` finds
+// nothing to do.
+TEST_F(PocTest, SigintStopsTheRunCleansUpAndMarksTheCasesNotRun) {
+  Berthd& b = Start();
+  ASSERT_TRUE(b.WaitForNode("Ready", 20s));
+  const std::string policy_before = b.http().Get("/v1/policy").body["yaml"];
+  const std::string suite = EditedSuite(b, R"(command: ["sleep", "1"], resources: {gpus: 1}})",
+                                        R"(command: ["sleep", "600"], resources: {gpus: 1}})");
+  WriteFile(dir_ / "sigint.yaml", suite);
+  const auto out = dir_ / "sigint";
+  std::map<std::string, std::string> env;
+  if (std::getenv("BERTH_CONFIG") == nullptr) {  // NOLINT(concurrency-mt-unsafe)
+    env["BERTH_CONFIG"] = (dir_ / "berth-config.json").string();
+  }
+  Process run(BinDir() / "berth",
+              {"--server", b.url(), "poc", "run", "--out", out.string(), "--allow-on", b.url(),
+               "--suite", (dir_ / "sigint.yaml").string(), "--case", "gpu-time-metered", "--case",
+               "alert-reaches-its-sink"},
+              dir_ / "sigint.out", env, dir_ / "sigint.err");
+  // The run's job is running: the case is in its wait.
+  std::uint64_t job = 0;
+  const auto deadline = std::chrono::steady_clock::now() + kPocRunTimeout;
+  while (job == 0 && std::chrono::steady_clock::now() < deadline && run.running()) {
+    auto jobs = GetAllPages(b.http(), "/v1/jobs", "jobs");
+    for (const auto& j : jobs.body.value("jobs", json::array())) {
+      if (j.value("name", "") == "metered" && j.value("state", "") == "Running" &&
+          j.value("tenant", "").starts_with("poc-")) {
+        job = j["id"].get<std::uint64_t>();
+      }
+    }
+    if (job == 0) std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_NE(job, 0U) << ReadFile(dir_ / "sigint.out") << ReadFile(dir_ / "sigint.err");
+  run.Kill(SIGINT);
+  const auto code = run.Wait(kPocRunTimeout);
+  const std::string said = ReadFile(dir_ / "sigint.out") + ReadFile(dir_ / "sigint.err");
+  ASSERT_TRUE(code.has_value()) << said;
+  EXPECT_EQ(*code, 130) << said;
+  EXPECT_NE(said.find("interrupted by SIGINT"), std::string::npos) << said;
+
+  // The report was written (a process killed by the signal writes none).
+  const json report = ReadJson(out / "report.json");
+  ASSERT_FALSE(report.is_discarded()) << said;
+  EXPECT_EQ(report["interrupted"]["signal"], "SIGINT");
+  EXPECT_EQ(report["interrupted"]["case"], "gpu-time-metered");
+  ASSERT_EQ(report["cases"].size(), 2U);
+  EXPECT_EQ(report["cases"][0]["id"], "gpu-time-metered");
+  EXPECT_EQ(report["cases"][0]["verdict"], "interrupted");
+  EXPECT_NE(report["cases"][0]["reason"].get<std::string>().find("interrupted by SIGINT"),
+            std::string::npos);
+  EXPECT_EQ(report["cases"][1]["verdict"], "not_run");
+  EXPECT_EQ(report["summary"]["passed"], 0);
+  EXPECT_EQ(report["summary"]["failed"], 0);
+  EXPECT_EQ(report["summary"]["not_run"], 2);
+  EXPECT_TRUE(report["conclusions"]["must_fix"].empty());
+  EXPECT_NE(ReadFile(out / "report.md").find("Not run (interrupted by SIGINT)"), std::string::npos);
+
+  // Cleaned up, as the API shows it.
+  EXPECT_EQ(b.JobState(static_cast<std::int64_t>(job)), "Cancelled");
+  const std::string prefix = report["run"]["id"];
+  auto jobs = GetAllPages(b.http(), "/v1/jobs", "jobs");
+  for (const auto& j : jobs.body["jobs"]) {
+    if (!j.value("tenant", "").starts_with(prefix + "-")) continue;
+    const std::string state = j.value("state", "");
+    EXPECT_TRUE(state == "Succeeded" || state == "Failed" || state == "Cancelled") << j.dump();
+  }
+  auto ids = GetAllPages(b.http(), "/v1/identities", "identities");
+  int ours = 0;
+  for (const auto& id : ids.body["identities"]) {
+    if (!id.value("name", "").starts_with(prefix + "-")) continue;
+    ++ours;
+    EXPECT_TRUE(id.value("disabled", false)) << id.dump();
+  }
+  EXPECT_GT(ours, 0);
+  EXPECT_EQ(b.http().Get("/v1/policy").body["yaml"], policy_before);
+  EXPECT_TRUE(report["cleanup"]["problems"].empty()) << report["cleanup"].dump();
+  auto again = Poc(b, {"cleanup", prefix, "--allow-on", b.url()});
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find("nothing to do"), std::string::npos) << again.out;
 }
 
 TEST_F(PocTest, CleanupUndoesAKilledRunAndASecondCleanupHasNothingToDo) {
