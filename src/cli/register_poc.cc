@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cli/api_error.h"
+#include "cli/format.h"
 #include "cli/json_view.h"
 #include "cli/poc_cleanup.h"
 #include "cli/poc_observe.h"
@@ -36,6 +37,9 @@ struct PocFlags {
   // (the operator's, never the suite's); given: whether it was on the line.
   std::string failover_command;
   std::vector<const CLI::Option*> failover_options;
+  // --model-server: the model server command a service replica runs
+  // (${model_server} in the suite).
+  std::string model_server = "berth-model-server";
   poc::Suite suite;
   // berth poc rerun
   std::string report_path;
@@ -163,6 +167,7 @@ Status PocRun(CommandRegistry& r, PocFlags& f, ApiClient& api, const Output& out
   options.progress = [&out](const std::string& line) { out.out << line << '\n' << std::flush; };
   options.only_cases = only;
   options.failover_command = f.failover_command;
+  options.model_server = f.model_server;
   if (earlier != nullptr) {
     out.out << fmt::format(
                    "berth poc rerun {}: the {} case(s) that failed in run {} ({}), suite "
@@ -268,14 +273,16 @@ Status PocObserve(PocFlags& f, ApiClient& api, const Output& out) {
 Status PocCleanup(CommandRegistry& r, PocFlags& f, ApiClient& api, const Output& out,
                   const Connection& conn) {
   BERTH_RETURN_IF_ERROR(PocAllowedOn(
-      r, "cleanup", "cancels jobs, revokes tokens, disables identities and rolls the policy back",
+      r, "cleanup",
+      "deletes services, cancels jobs, revokes tokens, disables identities and rolls the policy "
+      "back",
       f.allow_on, api, conn));
   auto left = poc::FindLeftovers(api, f.run_id);
   if (!left) return std::unexpected(left.error());
   if (left->empty()) {
     out.out << fmt::format(
-        "berth poc cleanup {}: nothing to do (no live job of a {}-* tenant, no enabled {}-* "
-        "identity or unrevoked token, and the run's policy version is not active)\n",
+        "berth poc cleanup {}: nothing to do (no service or live job of a {}-* tenant, no "
+        "enabled {}-* identity or unrevoked token, and the run's policy version is not active)\n",
         f.run_id, f.run_id, f.run_id);
     return Ok();
   }
@@ -284,6 +291,9 @@ Status PocCleanup(CommandRegistry& r, PocFlags& f, ApiClient& api, const Output&
       [](std::int64_t ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }, 250};
   const json c = poc::CleanUpRun(api, *left, clock);
   out.out << fmt::format("berth poc cleanup {}:\n", f.run_id);
+  for (const auto& svc : Array(c, "services_deleted")) {
+    out.out << fmt::format("  deleted service {}\n", ValueText(svc));
+  }
   for (const auto& id : Array(c, "jobs_cancelled")) {
     out.out << fmt::format("  cancelled job {}\n", ValueText(id));
   }
@@ -320,6 +330,12 @@ void PocAddRunTarget(CLI::App* command, PocFlags& f) {
       "a shell command (/bin/sh -c) that stops the leading berthd, for the failover "
       "case; BERTH_POC_LEADER holds the leader's address (only ever from this flag, "
       "never from a suite)"));
+  command
+      ->add_option("--model-server", f.model_server,
+                   "the model server a service case's replica runs (${model_server}): a "
+                   "command on every node's job PATH (/usr/local/bin:/usr/bin:/bin), or an "
+                   "absolute path every node has")
+      ->capture_default_str();
 }
 
 }  // namespace
