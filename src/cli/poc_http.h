@@ -1,6 +1,7 @@
-// `berth poc`'s http step: one request to a URL outside berthd's API (a
-// service through the gateway), showing an identity's token, with the
-// HTTP status exactly as answered (the API client maps errors to codes).
+// `berth poc`'s http step: one request to a service through berthd's
+// gateway (a URL outside berthd's API), showing an identity's token, with
+// the HTTP status exactly as answered (the API client maps errors to
+// codes).
 #pragma once
 
 #include <cstdint>

@@ -232,10 +232,11 @@ Result<std::int64_t> PocWithin(const YAML::Node& n, const std::string& field) {
   return *ms;
 }
 
-// An `http` step: one request to a service through the gateway (or any
-// http(s) URL), as an identity of the setup, whose token it shows as
-// `Authorization: Bearer`. `within` bounds how long the one request may
-// take (a request held at zero waits for its replica): 2m by default.
+// An `http` step: one request to a service through the gateway, as an
+// identity of the setup, whose token it shows as `Authorization: Bearer`.
+// Only ${gateway}/...: a suite is data from anyone, and must not make the
+// run send its identities' tokens to a host of the suite's choosing. `within` bounds how long the
+// one request may take (a request held at zero waits for its replica): 2m by default.
 Status PocParseHttpStep(const YAML::Node& n, const std::string& field, const PocScope& scope,
                         Step& step) {
   step.kind = StepKind::kHttp;
@@ -258,10 +259,10 @@ Status PocParseHttpStep(const YAML::Node& n, const std::string& field, const Poc
     return PocBad(PocSub(field, "get"),
                   "is required: the URL, e.g. ${gateway}/s/${tenant.a}/NAME/v1/models");
   }
-  if (!url->starts_with("${gateway}/") && !url->starts_with("http://") &&
-      !url->starts_with("https://")) {
+  if (!url->starts_with("${gateway}/")) {
     return PocBad(PocSub(field, key),
-                  "must be a URL: ${gateway}/s/TENANT/SERVICE/PATH, or http(s)://HOST:PORT/PATH");
+                  "must be a URL on the gateway: ${gateway}/s/TENANT/SERVICE/PATH (the run "
+                  "shows its identities' tokens to berthd's gateway only)");
   }
   step.path = *url;
   BERTH_RETURN_IF_ERROR(PocCheckPlaceholders(step.path, PocSub(field, key), scope));

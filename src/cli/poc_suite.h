@@ -102,7 +102,7 @@ struct Step {
   bool same_run = false;
   // request, http
   std::string method;  // GET or POST
-  std::string path;    // request: an API path; http: a URL (${gateway}/s/...)
+  std::string path;    // request: an API path; http: ${gateway}/s/...
   std::string body;
   std::optional<int> status;  // submit, request
   std::vector<std::string> contains;

@@ -347,7 +347,7 @@ TEST(PocSuite, AnHttpStepCallsTheGatewayAsAnIdentityAndARequestBindsAnyField) {
       "bind_field: status.last_cold_start.job}\n"
       "          - http: {as: alice, post: '${gateway}/s/${tenant.a}/s/v1/completions', "
       "body: '{\"prompt\": \"${ref.cold}\"}', within: 90s, contains: [text_completion]}\n"
-      "          - http: {as: alice, get: 'http://10.0.0.1:8480/s/x/y/', status: 404}\n"));
+      "          - http: {as: alice, get: '${gateway}/s/x/y/', status: 404}\n"));
   ASSERT_TRUE(suite.has_value()) << suite.error().field << ": " << suite.error().message;
   const Case& two = suite->cases[1];
   ASSERT_EQ(two.steps.size(), 7U);
@@ -381,6 +381,9 @@ TEST(PocSuite, ABadHttpStepNamesTheFieldAndTheFix) {
        "groups[1].cases[0].steps[4].http.as", "no identity of setup.identities"},
       {PocSuiteWith("          - http: {as: alice, get: /s/a/b/}\n"),
        "groups[1].cases[0].steps[4].http.get", "${gateway}/s/TENANT/SERVICE/PATH"},
+      // A token goes to berthd's gateway only, never to a host the suite names.
+      {PocSuiteWith("          - http: {as: alice, get: 'http://collector.example/s/a/b/'}\n"),
+       "groups[1].cases[0].steps[4].http.get", "gateway only"},
       {PocSuiteWith("          - http: {as: alice}\n"), "groups[1].cases[0].steps[4].http.get",
        "is required"},
       {PocSuiteWith("          - http: {as: alice, get: '${gateway}/s/a/b/', within: 2h}\n"),
