@@ -18,6 +18,7 @@
 
 #include "cli/json_view.h"
 #include "cli/poc_cleanup.h"
+#include "cli/poc_http.h"
 #include "cli/poc_meter.h"
 #include "cli/version.h"
 #include "common/units.h"
@@ -168,7 +169,7 @@ class PocRunner {
   json Fingerprint();
   Status Setup();
   json RunCase(const Case& c);
-  std::vector<std::string> Unmet(const Case& c) const;
+  std::vector<std::string> Unmet(const Case& c);
   // What each address of the server list answers on GET /healthz.
   std::vector<PocHealth> Health() const;
   PocStepResult Failover(const Step& step, json& evidence);
@@ -184,6 +185,8 @@ class PocRunner {
   void CancelLive(const std::vector<std::uint64_t>& ids, json& c);
   Result<std::string> Expand(std::string_view text, std::map<std::string, std::string> jobs) {
     jobs["gpus"] = std::to_string(HealthyGpus());
+    jobs["model_server"] = opt_.model_server;
+    if (!gateway_url_.empty()) jobs["gateway"] = gateway_url_;
     return ExpandPlaceholders(text, opt_.run, tenants_, jobs);
   }
   std::int64_t HealthyGpus() const {
@@ -205,6 +208,14 @@ class PocRunner {
   }
   // A case the interrupted run did not start: in the report as not run.
   json NotRun(const Case& c) const;
+  // GET /v1/services' `gateway`: sets gateway_url_ (empty when absent) and
+  // returns why the gateway cannot be used ("" when it is up).
+  std::string ReadGateway();
+  PocStepResult HttpStep(const Step& step, const std::map<std::string, std::string>& jobs,
+                         json& evidence);
+  // The replicas of the services case `c` applied, as samples, then the
+  // services deleted and their replicas waited for (the case's cleanup).
+  void EndCaseServices(const Case& c, const Result<json>& alerts, json& out);
 
   ApiClient& admin_;
   const Suite& suite_;
@@ -219,6 +230,12 @@ class PocRunner {
   std::map<std::string, std::unique_ptr<ApiClient>> clients_;
   std::vector<std::pair<std::string, std::string>> tokens_;  // id, identity
   std::vector<std::uint64_t> jobs_;                          // every job the run made
+  std::map<std::string, std::string> tokens_of_;             // short identity -> its token
+  // Services the run applied and has not deleted yet (tenant, name), and
+  // those of the case running now.
+  std::vector<std::pair<std::string, std::string>> services_;
+  std::vector<std::pair<std::string, std::string>> case_services_;
+  std::string gateway_url_;  // as GET /v1/services showed it; "" when none
   json nodes_ = json::array();
   json gpus_ = json::array();
 };
@@ -276,6 +293,9 @@ json PocRunner::Fingerprint() {
   env["policy_version_before"] = policy_before_;
   auto prices = admin_.Get("/v1/prices");
   env["price_version"] = prices ? Int(*prices, "version").value_or(0) : 0;
+  const std::string gateway_problem = ReadGateway();
+  env["gateway"] = gateway_url_.empty() ? json() : json(gateway_url_);
+  if (!gateway_problem.empty()) env["gateway_problem"] = gateway_problem;
   env["suite"] = {{"name", suite_.name}, {"version", suite_.version}, {"sha256", suite_.sha256}};
   return env;
 }
@@ -347,6 +367,7 @@ Status PocRunner::Setup() {
                   fmt::format("a token for {} could not be made: {}", real, token.error().message));
     }
     tokens_.emplace_back(Text(*token, "id"), real);
+    tokens_of_[id.name] = Text(*token, "token");
     clients_[id.name] = std::make_unique<ApiClient>(opt_.client_for(Text(*token, "token")));
   }
   return Ok();
@@ -370,7 +391,7 @@ std::vector<PocHealth> PocRunner::Health() const {
   return seen;
 }
 
-std::vector<std::string> PocRunner::Unmet(const Case& c) const {
+std::vector<std::string> PocRunner::Unmet(const Case& c) {
   const Preconditions& p = c.preconditions;
   std::vector<std::string> unmet;
   std::int64_t ready = 0;
@@ -411,11 +432,12 @@ std::vector<std::string> PocRunner::Unmet(const Case& c) const {
                                    without.size(), ready, fmt::join(without, ", "))));
     }
   }
-  // What the API cannot show is unmet: a case is never passed on a guess.
+  // The gateway as the API shows it (GET /v1/services), read again for
+  // each case that needs it: one that went down since is unmet.
   if (p.gateway) {
-    unmet.push_back(
-        "gateway: the API does not report whether berthd runs a service gateway until a service "
-        "exists, so it counts as absent");
+    if (auto problem = ReadGateway(); !problem.empty()) {
+      unmet.push_back("gateway: " + problem);
+    }
   }
   if (!p.alert_sink.empty()) {
     auto rules = admin_.Get("/v1/alert-rules");
@@ -682,13 +704,22 @@ PocStepResult PocRunner::RunStep(const Step& step, std::map<std::string, std::st
       if (r.ok && !step.bind_from.empty()) {
         jobs["ref." + step.bind] = picked;
       } else if (r.ok && !step.bind.empty()) {
-        const json* id = Field(a.doc, "id");
+        const json* id = Field(a.doc, step.bind_field);
         if (id == nullptr || id->is_null()) {
           r.ok = false;
-          r.actual += " (no id to bind)";
+          r.actual += fmt::format(" (no {} to bind)", step.bind_field);
         } else {
           jobs["ref." + step.bind] = id->is_string() ? id->get<std::string>() : id->dump();
         }
+      }
+      // A service the case applied: deleted when the case ends.
+      if (a.ok() && step.method == "POST" && *path == "/v1/services") {
+        std::pair<std::string, std::string> made{Text(a.doc, "tenant"), Text(a.doc, "name")};
+        if (std::find(case_services_.begin(), case_services_.end(), made) == case_services_.end()) {
+          case_services_.push_back(made);
+          services_.push_back(made);
+        }
+        evidence["services"].push_back(made.first + "/" + made.second);
       }
       // An approved quota request is a policy version the run made: the
       // cleanup's rollback covers it.
@@ -720,6 +751,8 @@ PocStepResult PocRunner::RunStep(const Step& step, std::map<std::string, std::st
       auto m = JudgeMetering(answers[0].doc, answers[1].doc, answers[2].doc, step.metered_gpus);
       return {m.ok, fmt::format("job {} ({}): {}", id, step.job, m.expected), m.actual};
     }
+    case StepKind::kHttp:
+      return HttpStep(step, jobs, evidence);
     case StepKind::kAudit: {
       auto object = Expand(step.object, jobs);
       if (!object) return {false, step.object, object.error().message};
@@ -749,6 +782,85 @@ PocStepResult PocRunner::RunStep(const Step& step, std::map<std::string, std::st
     }
   }
   return {false, "a known step", "unknown step"};
+}
+
+std::string PocRunner::ReadGateway() {
+  gateway_url_.clear();
+  auto listed = admin_.Get("/v1/services?limit=1");
+  if (!listed) return "GET /v1/services: " + listed.error().message;
+  const json* gw = Field(*listed, "gateway");
+  if (gw == nullptr || !gw->is_object()) {
+    return "GET /v1/services shows no gateway: berthd runs none (start it with --gateway-listen "
+           "HOST:PORT; HAProxy must be installed)";
+  }
+  gateway_url_ = Text(*gw, "url");
+  if (!gw->value("up", false)) {
+    return fmt::format(
+        "GET /v1/services shows the gateway at {} down (its last sync failed; berthd's log says "
+        "why)",
+        gateway_url_);
+  }
+  return {};
+}
+
+PocStepResult PocRunner::HttpStep(const Step& step, const std::map<std::string, std::string>& jobs,
+                                  json& evidence) {
+  auto url = Expand(step.path, jobs);
+  if (!url) return {false, step.path, url.error().message};
+  auto body = Expand(step.body, jobs);
+  if (!body) return {false, step.body, body.error().message};
+  const auto token = tokens_of_.find(step.as);
+  const TimeMs sent = Now();
+  const HttpCallAnswer got = CallUrl(
+      step.method, *url, token == tokens_of_.end() ? "" : token->second, *body, step.within_ms);
+  const TimeMs took = Now() - sent;
+  evidence["requests"].push_back(
+      {{"as", ActorName(step.as)},
+       {"request", step.method + " " + *url},
+       {"status", got.status == 0 ? std::string("no answer") : PocStatusText(got.status)},
+       {"took_ms", took}});
+  PocAnswer a;
+  a.status = got.status;
+  a.body = got.status == 0 ? got.error : got.body;
+  PocStepResult r =
+      Judge(step, a, fmt::format("{} {} as {}", step.method, *url, ActorName(step.as)), jobs);
+  r.expected += fmt::format(" within {}", FormatDurationMs(step.within_ms));
+  if (got.status == 0) {
+    r.ok = false;
+    r.actual = "no answer: " + PocQuote(got.error);
+  }
+  r.actual += fmt::format(" (after {} ms)", took);
+  return r;
+}
+
+void PocRunner::EndCaseServices(const Case& c, const Result<json>& alerts, json& out) {
+  if (case_services_.empty()) return;
+  for (const auto& [tenant, name] : case_services_) {
+    auto service = admin_.Get(fmt::format("/v1/services/{}/{}", tenant, name));
+    if (!service) continue;
+    std::set<std::uint64_t> replicas;
+    for (const auto& r : Array(*service, "status.replicas")) {
+      if (auto id = Int(r, "job")) replicas.insert(static_cast<std::uint64_t>(*id));
+    }
+    if (auto cold = Int(*service, "status.last_cold_start.job")) {
+      replicas.insert(static_cast<std::uint64_t>(*cold));
+    }
+    for (auto id : replicas) {
+      json sample = Sample(fmt::format("{} replica", name), id, c, alerts);
+      sample["service"] = tenant + "/" + name;
+      sample["expected"] =
+          fmt::format("a replica of service {}/{}, started by its controller", tenant, name);
+      out["samples"].push_back(std::move(sample));
+    }
+  }
+  // A case leaves no service behind: deleted now, its replicas stopped.
+  json ended{{"services_deleted", json::array()}, {"problems", json::array()}};
+  DeleteServices(admin_, case_services_, {opt_.clock, opt_.sleep, opt_.poll_ms}, ended);
+  for (const auto& made : case_services_) {
+    services_.erase(std::remove(services_.begin(), services_.end(), made), services_.end());
+  }
+  out["cleanup"]["services_deleted"] = ended["services_deleted"];
+  if (!ended["problems"].empty()) out["cleanup"]["service_problems"] = ended["problems"];
 }
 
 // Runs the operator's command against the leader, then polls every
@@ -957,6 +1069,7 @@ json PocRunner::RunCase(const Case& c) {
        {{"jobs", json::array()}, {"requests", json::array()}, {"audit_records", json::array()}}}};
   const TimeMs began = Now();
   case_began_ms_ = began;
+  case_services_.clear();
   auto unmet = Unmet(c);
   if (!unmet.empty()) {
     out["verdict"] = "skipped";
@@ -1001,6 +1114,7 @@ json PocRunner::RunCase(const Case& c) {
     if (bound.starts_with("ref.") || bound.starts_with("runs.")) continue;
     out["samples"].push_back(Sample(bound, std::stoull(id), c, listed_alerts));
   }
+  EndCaseServices(c, listed_alerts, out);
   // A case leaves nothing running for the next one (a failed case may stop
   // before its own cancel steps): its live jobs are cancelled now.
   std::vector<std::uint64_t> mine;
@@ -1009,7 +1123,8 @@ json PocRunner::RunCase(const Case& c) {
       {"jobs_cancelled", json::array()}, {"jobs_already_ended", 0}, {"problems", json::array()}};
   CancelLive(mine, ended);
   if (!ended["jobs_cancelled"].empty() || !ended["problems"].empty()) {
-    out["cleanup"] = {{"jobs_cancelled", ended["jobs_cancelled"]}, {"problems", ended["problems"]}};
+    out["cleanup"]["jobs_cancelled"] = ended["jobs_cancelled"];
+    out["cleanup"]["problems"] = ended["problems"];
   }
   out["verdict"] = verdict;
   out["reason"] = reason;
@@ -1045,6 +1160,7 @@ json PocRunner::Cleanup() {
   RunLeftovers made;
   made.run = opt_.run;
   made.jobs = jobs_;
+  made.services = services_;
   made.tokens = tokens_;
   for (const auto& [name, real] : tenants_) made.tenants.push_back(real);
   for (const auto& [name, real] : identities_) made.identities.push_back(real);

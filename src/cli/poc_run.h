@@ -58,6 +58,9 @@ struct RunOptions {
   // step (--failover-command; never from the suite). Empty: cases with a
   // standby are skipped, saying so.
   std::string failover_command;
+  // What ${model_server} expands to: the model server command a service
+  // replica runs (--model-server; berth-model-server on the node's PATH).
+  std::string model_server = "berth-model-server";
   // Runs `command` with /bin/sh -c and BERTH_POC_LEADER=`leader` in its
   // environment; empty: RunFailoverCommand.
   std::function<CommandOutcome(const std::string& command, const std::string& leader)> run_command;

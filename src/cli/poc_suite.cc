@@ -140,7 +140,7 @@ Status PocCheckPlaceholders(const std::string& text, const std::string& field,
     const auto end = text.find('}', at);
     if (end == std::string::npos) return PocBad(field, "an unclosed '${'; write ${run}");
     const std::string name = text.substr(at + 2, end - at - 2);
-    if (name == "run" || name == "gpus") {
+    if (name == "run" || name == "gpus" || name == "gateway" || name == "model_server") {
     } else if (name.starts_with("ref.")) {
       if (!scope.refs.contains(name.substr(4))) {
         return PocBad(field, fmt::format("${{{}}} names no answer an earlier request of this case "
@@ -159,7 +159,8 @@ Status PocCheckPlaceholders(const std::string& text, const std::string& field,
       }
     } else {
       return PocBad(field, fmt::format("${{{}}} is not a placeholder; use ${{run}}, ${{gpus}}, "
-                                       "${{tenant.NAME}}, ${{job.NAME}} or ${{ref.NAME}}",
+                                       "${{gateway}}, ${{model_server}}, ${{tenant.NAME}}, "
+                                       "${{job.NAME}} or ${{ref.NAME}}",
                                        name));
     }
     at = end + 1;
@@ -297,11 +298,60 @@ Result<std::int64_t> PocWithin(const YAML::Node& n, const std::string& field) {
   return *ms;
 }
 
+// An `http` step: one request to a service through the gateway, as an
+// identity of the setup, whose token it shows as `Authorization: Bearer`.
+// Only ${gateway}/...: a suite is data from anyone, and must not make the
+// run send its identities' tokens to a host of the suite's choosing. `within` bounds how long the
+// one request may take (a request held at zero waits for its replica): 2m by default.
+Status PocParseHttpStep(const YAML::Node& n, const std::string& field, const PocScope& scope,
+                        Step& step) {
+  step.kind = StepKind::kHttp;
+  BERTH_RETURN_IF_ERROR(PocOnlyKeys(
+      n, field, {"as", "get", "post", "body", "status", "contains", "not_contains", "within"}));
+  auto as = PocString(n, field, "as", true);
+  if (!as) return PocBad(PocSub(field, "as"), "is required: the identity whose token is shown");
+  if (!scope.identities.contains(*as)) {
+    return PocBad(PocSub(field, "as"),
+                  fmt::format("'{}' is no identity of setup.identities (an http step calls as "
+                              "one of them, with its token)",
+                              *as));
+  }
+  step.as = *as;
+  if (n["get"] && n["post"]) return PocBad(PocSub(field, "post"), "give get or post, not both");
+  step.method = n["post"] ? "POST" : "GET";
+  const char* key = step.method == "POST" ? "post" : "get";
+  auto url = PocString(n, field, key, true);
+  if (!url) {
+    return PocBad(PocSub(field, "get"),
+                  "is required: the URL, e.g. ${gateway}/s/${tenant.a}/NAME/v1/models");
+  }
+  if (!url->starts_with("${gateway}/")) {
+    return PocBad(PocSub(field, key),
+                  "must be a URL on the gateway: ${gateway}/s/TENANT/SERVICE/PATH (the run "
+                  "shows its identities' tokens to berthd's gateway only)");
+  }
+  step.path = *url;
+  BERTH_RETURN_IF_ERROR(PocCheckPlaceholders(step.path, PocSub(field, key), scope));
+  auto body = PocString(n, field, "body", false);
+  if (!body) return std::unexpected(body.error());
+  step.body = *body;
+  BERTH_RETURN_IF_ERROR(PocCheckPlaceholders(step.body, PocSub(field, "body"), scope));
+  BERTH_RETURN_IF_ERROR(PocReadExpectations(n, field, step));
+  if (!step.status) step.status = 200;
+  step.within_ms = 120'000;
+  if (n["within"]) {
+    auto ms = PocWithin(n, field);
+    if (!ms) return std::unexpected(ms.error());
+    step.within_ms = *ms;
+  }
+  return Ok();
+}
+
 Result<Step> PocParseStep(const YAML::Node& node, const std::string& at, PocScope& scope) {
   if (!node.IsMap() || node.size() != 1) {
     return PocBad(at,
-                  "a step is a mapping with one key: submit, wait, expect, cancel, request, audit, "
-                  "metered or failover");
+                  "a step is a mapping with one key: submit, wait, expect, cancel, request, http, "
+                  "audit, metered or failover");
   }
   const auto kind = node.begin()->first.as<std::string>();
   const YAML::Node n = node.begin()->second;
@@ -407,9 +457,10 @@ Result<Step> PocParseStep(const YAML::Node& node, const std::string& at, PocScop
     step.job = *job;
   } else if (kind == "request") {
     step.kind = StepKind::kRequest;
-    BERTH_RETURN_IF_ERROR(PocOnlyKeys(n, field,
-                                      {"as", "get", "post", "body", "content_type", "status",
-                                       "contains", "not_contains", "bind", "within"}));
+    BERTH_RETURN_IF_ERROR(
+        PocOnlyKeys(n, field,
+                    {"as", "get", "post", "body", "content_type", "status", "contains",
+                     "not_contains", "bind", "bind_field", "within"}));
     auto as = PocIdentity(n, field, scope);
     if (!as) return std::unexpected(as.error());
     step.as = *as;
@@ -448,6 +499,18 @@ Result<Step> PocParseStep(const YAML::Node& node, const std::string& at, PocScop
             fmt::format("'{}' is bound already in this case; use another name", step.bind));
       }
     }
+    auto bind_field = PocString(n, field, "bind_field", false);
+    if (!bind_field) return std::unexpected(bind_field.error());
+    if (!bind_field->empty() && step.bind.empty()) {
+      return PocBad(PocSub(field, "bind_field"), "names the answer's field to bind: give bind too");
+    }
+    if (!bind_field->empty() && !step.bind_from.empty()) {
+      return PocBad(PocSub(field, "bind_field"),
+                    "a bind from a list names its field inside it: write bind.field instead");
+    }
+    if (step.bind_from.empty()) step.bind_field = bind_field->empty() ? "id" : *bind_field;
+  } else if (kind == "http") {
+    BERTH_RETURN_IF_ERROR(PocParseHttpStep(n, field, scope, step));
   } else if (kind == "audit") {
     step.kind = StepKind::kAudit;
     BERTH_RETURN_IF_ERROR(PocOnlyKeys(n, field, {"action", "object", "actor"}));
@@ -490,9 +553,10 @@ Result<Step> PocParseStep(const YAML::Node& node, const std::string& at, PocScop
     if (!ms) return std::unexpected(ms.error());
     step.within_ms = *ms;
   } else {
-    return PocBad(field,
-                  "unknown step; use submit, wait, expect, cancel, request, audit, metered or "
-                  "failover");
+    return PocBad(
+        field,
+        "unknown step; use submit, wait, expect, cancel, request, http, audit, metered or "
+        "failover");
   }
   BERTH_RETURN_IF_ERROR(PocCheckTexts(step, field, scope));
   return step;
@@ -721,6 +785,8 @@ std::string_view StepKindName(StepKind kind) {
       return "failover";
     case StepKind::kMetered:
       return "metered";
+    case StepKind::kHttp:
+      return "http";
   }
   return "request";
 }
@@ -750,7 +816,8 @@ Result<std::string> ExpandPlaceholders(std::string_view text, std::string_view r
     std::string key;
     if (name == "run") {
       out += run;
-    } else if (name == "gpus" || name.starts_with("ref.")) {
+    } else if (name == "gpus" || name == "gateway" || name == "model_server" ||
+               name.starts_with("ref.")) {
       table = &jobs;
       key = name;
     } else if (name.starts_with("tenant.")) {

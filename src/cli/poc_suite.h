@@ -49,12 +49,13 @@ struct IdentitySetup {
 
 // What the API must be able to show for a case to run; an unmet one makes
 // the case skipped, never passed. A precondition the API cannot tell (podman,
-// a gateway, a standby) counts as unmet and says so.
+// a standby) counts as unmet and says so.
 struct Preconditions {
   std::optional<std::int64_t> nodes;  // Ready nodes, at least
   std::optional<std::int64_t> gpus;   // healthy GPUs, at least
   std::optional<std::string> gpu_model;
   bool podman = false;
+  // GET /v1/services shows the gateway, up (its `gateway` object).
   bool gateway = false;
   // The runner's server list (--server A,B) holds the berthd that leads
   // (GET /healthz role leader) and at least one standby of the same leader
@@ -74,27 +75,40 @@ struct BindWhere {
   bool prefix = false;
 };
 
-enum class StepKind { kSubmit, kWait, kExpect, kCancel, kRequest, kAudit, kFailover, kMetered };
+enum class StepKind {
+  kSubmit,
+  kWait,
+  kExpect,
+  kCancel,
+  kRequest,
+  kAudit,
+  kFailover,
+  kMetered,
+  kHttp
+};
 std::string_view StepKindName(StepKind kind);
 
 // One step. Strings may hold ${run}, ${tenant.NAME}, ${job.NAME} (a job
-// bound by an earlier submit of the same case), ${ref.NAME} (the `id` of an
-// answer an earlier request of the same case bound) and ${gpus} (the
-// healthy GPUs GET /v1/gpus showed when the run began), expanded when it
-// runs.
+// bound by an earlier submit of the same case), ${ref.NAME} (the `id`, or
+// `bind_field`, of an answer an earlier request of the same case bound),
+// ${gpus} (the healthy GPUs GET /v1/gpus showed when the run began),
+// ${gateway} (the gateway's URL as GET /v1/services shows it) and
+// ${model_server} (the runner's --model-server: the model server command
+// every node has), expanded when it runs.
 struct Step {
   StepKind kind = StepKind::kRequest;
   std::string field;  // "groups[0].cases[1].steps[2]", for messages
   std::string as;     // an identity of the setup, or "admin" (the runner)
   // submit: binds `bind` to the new job; with `status`, expects a refusal.
-  // request: binds `bind` to the answer's `id` (${ref.NAME}); with
-  // `bind_from` (bind: {name, from, where, field}), to `bind_field` of the
-  // first item of the answer's list `bind_from` (a dotted path) that meets
-  // every `bind_where`; a request with `within` polls until one does.
+  // request: binds `bind` to the answer's `bind_field` (default `id`, a
+  // dotted path; ${ref.NAME}); with `bind_from` (bind: {name, from, where,
+  // field}), to `bind_field` of the first item of the answer's list
+  // `bind_from` (a dotted path) that meets every `bind_where`; a request
+  // with `within` polls until one does.
   std::string bind;
   std::string bind_from;
   std::vector<BindWhere> bind_where;
-  std::string bind_field;
+  std::string bind_field = "id";
   std::string spec;  // YAML
   // wait, expect, cancel: the bound job.
   std::string job;
@@ -111,9 +125,9 @@ struct Step {
   // had when an earlier wait of the case last saw it in a wanted state: it
   // was not restarted since.
   bool same_run = false;
-  // request
+  // request, http
   std::string method;  // GET or POST
-  std::string path;
+  std::string path;    // request: an API path; http: ${gateway}/s/...
   std::string body;
   std::optional<int> status;  // submit, request
   std::vector<std::string> contains;

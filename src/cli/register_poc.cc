@@ -38,6 +38,10 @@ struct PocFlags {
   // (the operator's, never the suite's); given: whether it was on the line.
   std::string failover_command;
   std::vector<const CLI::Option*> failover_options;
+  // --model-server: the model server command a service replica runs
+  // (${model_server} in the suite).
+  std::string model_server = "berth-model-server";
+  const CLI::Option* model_server_option = nullptr;
   poc::Suite suite;
   // berth poc rerun
   std::string report_path;
@@ -51,6 +55,22 @@ struct PocFlags {
   // berth poc cleanup
   std::string run_id;
 };
+
+// --model-server when not given: the berth-model-server installed beside
+// this berth (the all-in-one's build/release/bin, or /usr/local/bin on a
+// fleet installed the same way on every node), by its absolute path, since
+// a job's PATH holds only /usr/local/bin:/usr/bin:/bin; else the bare name.
+std::string PocModelServer(const PocFlags& f) {
+  if (f.model_server_option != nullptr && f.model_server_option->count() > 0) {
+    return f.model_server;
+  }
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return f.model_server;
+  const auto beside = self.parent_path() / "berth-model-server";
+  if (!std::filesystem::is_regular_file(beside, ec) || ec) return f.model_server;
+  return beside.string();
+}
 
 // Reads --suite (or takes the compiled-in default) and parses it; exit 1
 // with the field and the fix when it is not a suite.
@@ -172,6 +192,7 @@ Status PocRun(CommandRegistry& r, PocFlags& f, ApiClient& api, const Output& out
   InstallInterruptHandlers();
   options.interrupted = [] { return InterruptSignal(); };
   options.signal_name = [](int sig) { return InterruptSignalName(sig); };
+  options.model_server = PocModelServer(f);
   if (earlier != nullptr) {
     out.out << fmt::format(
                    "berth poc rerun {}: {} case(s) of run {} ({}), suite "
@@ -285,14 +306,16 @@ Status PocObserve(PocFlags& f, ApiClient& api, const Output& out) {
 Status PocCleanup(CommandRegistry& r, PocFlags& f, ApiClient& api, const Output& out,
                   const Connection& conn) {
   BERTH_RETURN_IF_ERROR(PocAllowedOn(
-      r, "cleanup", "cancels jobs, revokes tokens, disables identities and rolls the policy back",
+      r, "cleanup",
+      "deletes services, cancels jobs, revokes tokens, disables identities and rolls the policy "
+      "back",
       f.allow_on, api, conn));
   auto left = poc::FindLeftovers(api, f.run_id);
   if (!left) return std::unexpected(left.error());
   if (left->empty()) {
     out.out << fmt::format(
-        "berth poc cleanup {}: nothing to do (no live job of a {}-* tenant, no enabled {}-* "
-        "identity or unrevoked token, and the run's policy version is not active)\n",
+        "berth poc cleanup {}: nothing to do (no service or live job of a {}-* tenant, no "
+        "enabled {}-* identity or unrevoked token, and the run's policy version is not active)\n",
         f.run_id, f.run_id, f.run_id);
     return Ok();
   }
@@ -301,6 +324,9 @@ Status PocCleanup(CommandRegistry& r, PocFlags& f, ApiClient& api, const Output&
       [](std::int64_t ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }, 250};
   const json c = poc::CleanUpRun(api, *left, clock);
   out.out << fmt::format("berth poc cleanup {}:\n", f.run_id);
+  for (const auto& svc : Array(c, "services_deleted")) {
+    out.out << fmt::format("  deleted service {}\n", ValueText(svc));
+  }
   for (const auto& id : Array(c, "jobs_cancelled")) {
     out.out << fmt::format("  cancelled job {}\n", ValueText(id));
   }
@@ -337,6 +363,14 @@ void PocAddRunTarget(CLI::App* command, PocFlags& f) {
       "a shell command (/bin/sh -c) that stops the leading berthd, for the failover "
       "case; BERTH_POC_LEADER holds the leader's address (only ever from this flag, "
       "never from a suite)"));
+  f.model_server_option =
+      command
+          ->add_option("--model-server", f.model_server,
+                       "the model server a service case's replica runs (${model_server}): a "
+                       "command on every node's job PATH (/usr/local/bin:/usr/bin:/bin), or an "
+                       "absolute path every node has (default: the berth-model-server beside "
+                       "this berth, by absolute path, when there is one)")
+          ->capture_default_str();
 }
 
 }  // namespace

@@ -1,16 +1,17 @@
 // `berth poc run` end to end against a real all-in-one berthd on a
-// simulated node: the built-in suite passes every case it can judge, skips
-// the ones whose precondition the API cannot show (podman, a gateway) and
-// says why, writes the three reports, and leaves nothing behind (its jobs
+// simulated node with its service gateway (HAProxy): the built-in suite
+// passes every case it can judge (the inference case through the gateway
+// included), skips the ones whose precondition the API cannot show
+// (podman, a standby) and says why, writes the three reports, and leaves nothing behind (its jobs
 // ended, its identities disabled, the policy back at the text it found).
 // Every case can fail: breaking one capability the way an operator could
 // get it wrong (a quota the policy does not enforce, a role granted in the
 // wrong tenant, a job's retries turned off, an alert sink on a dead port,
 // GPU telemetry off, a reclaim grace left long, a priority class made
-// non-preemptible) makes exactly the case(s) that check it fail, each with
-// its risk and re-test in the report; these runs use --case to run only the
-// cases concerned. It refuses to run on a cluster --allow-on does not name,
-// and then changes nothing.
+// non-preemptible, an inference queue that refuses its replicas) makes exactly the case(s) that
+// check it fail, each with its risk and re-test in the report; these runs use --case to run only
+// the cases concerned. It refuses to run on a cluster --allow-on does not name, and then changes
+// nothing.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -73,11 +74,19 @@ std::string PocBudgetRules(int port) {
 
 class PocTest : public IntegrationTest {
  protected:
-  Berthd& Start() {
-    Berthd& b = NewBerthd(AllInOne());
-    EXPECT_TRUE(b.Start());
+  // `gateway`: berthd runs its service gateway (HAProxy, installed by
+  // scripts/install-deps.sh), so the inference case can run.
+  Berthd& Start(bool gateway = false) {
+    BerthdOptions options = AllInOne();
+    options.gateway = gateway;
+    Berthd& b = NewBerthd(options);
+    EXPECT_TRUE(b.Start()) << b.log();
     return b;
   }
+
+  // The model server the service case's replica runs: the build's, which
+  // any tenant's uid can execute (the build tree is world-readable here).
+  static std::string PocModelServer() { return (BinDir() / "berth-model-server").string(); }
 
   CommandResult Poc(const Berthd& b, std::vector<std::string> args) const {
     std::vector<std::string> all{"--server", b.url(), "poc"};
@@ -118,6 +127,12 @@ class PocTest : public IntegrationTest {
     }
     EXPECT_EQ(ours, 6);
     EXPECT_TRUE(report["cleanup"]["problems"].empty()) << report["cleanup"].dump();
+    // No service of the run's tenants is left.
+    auto services = b.http().Get("/v1/services");
+    ASSERT_EQ(services.status, 200) << services.text;
+    for (const auto& s : services.body["services"]) {
+      EXPECT_FALSE(s.value("tenant", "").starts_with(prefix + "-")) << s.dump();
+    }
   }
 
   // The built-in suite with `from` replaced by `to` (once; it must be there).
@@ -135,7 +150,8 @@ class PocTest : public IntegrationTest {
   json RunCases(const Berthd& b, const std::string& suite, const std::vector<std::string>& cases,
                 const std::string& name) {
     const auto out = dir_ / name;
-    std::vector<std::string> args{"run", "--out", out.string(), "--allow-on", b.url()};
+    std::vector<std::string> args{"run",   "--out",          out.string(),    "--allow-on",
+                                  b.url(), "--model-server", PocModelServer()};
     if (!suite.empty()) {
       WriteFile(dir_ / (name + ".yaml"), suite);
       args.insert(args.end(), {"--suite", (dir_ / (name + ".yaml")).string()});
@@ -185,7 +201,9 @@ TEST_F(PocTest, TheDefaultSuitePassesWhatItCanJudgeSkipsHonestlyAndCleansUp) {
   // A live alert sink, so the case that checks alerts reach one runs.
   const int hook_port = FreePort();
   PocHookReceiver receiver(hook_port);
-  Berthd& b = Start();
+  const bool haproxy =
+      RunCommand("/bin/sh", {"-c", "command -v haproxy"}, dir_.path()).exit_code == 0;
+  Berthd& b = Start(haproxy);
   auto rules = b.http().Post("/v1/alert-rules", PocBudgetRules(hook_port), "application/yaml");
   ASSERT_EQ(rules.status / 100, 2) << rules.text;
   auto before = b.http().Get("/v1/policy");
@@ -201,7 +219,8 @@ TEST_F(PocTest, TheDefaultSuitePassesWhatItCanJudgeSkipsHonestlyAndCleansUp) {
   EXPECT_FALSE(std::filesystem::exists(dir_ / "refused" / "report.json"));
 
   const auto out = dir_ / "report";
-  auto run = Poc(b, {"run", "--out", out.string(), "--allow-on", b.url()});
+  auto run = Poc(
+      b, {"run", "--out", out.string(), "--allow-on", b.url(), "--model-server", PocModelServer()});
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
 
   const json report = ReadJson(out / "report.json");
@@ -218,9 +237,10 @@ TEST_F(PocTest, TheDefaultSuitePassesWhatItCanJudgeSkipsHonestlyAndCleansUp) {
   ASSERT_EQ(nodes.status, 200);
   const bool podman = nodes.body["nodes"][0].value("container_runtime", "") == "podman";
   EXPECT_EQ(verdicts["image-pull-failure-explained"], podman ? "pass" : "skipped");
-  for (const char* id : {"service-scales-from-zero", "control-plane-failover"}) {
-    EXPECT_EQ(verdicts[id], "skipped") << id;
-  }
+  EXPECT_EQ(verdicts["control-plane-failover"], "skipped");
+  // Judged through the gateway where HAProxy is installed; skipped, naming
+  // the gateway, where berthd could not run one.
+  EXPECT_EQ(verdicts["service-scales-from-zero"], haproxy ? "pass" : "skipped");
   for (const auto& c : report["cases"]) {
     if (c["verdict"] != "skipped") continue;
     const std::string reason = c["reason"];
@@ -229,10 +249,31 @@ TEST_F(PocTest, TheDefaultSuitePassesWhatItCanJudgeSkipsHonestlyAndCleansUp) {
                 reason.find("standby") != std::string::npos)
         << reason;
   }
-  EXPECT_EQ(report["summary"]["passed"].get<int>() + (podman ? 2 : 3),
+  EXPECT_EQ(report["summary"]["passed"].get<int>() + (podman ? 1 : 2) + (haproxy ? 0 : 1),
             report["summary"]["cases"].get<int>());
   EXPECT_GE(report["summary"]["passed"].get<int>(), 20);
   EXPECT_GE(receiver.posts(), 1);
+  // The service case's evidence: the call through the gateway as its
+  // tenant and as another's, and its replica as a sample, scaled from zero.
+  for (const auto& c : report["cases"]) {
+    if (c["id"] != "service-scales-from-zero" || !haproxy) continue;
+    EXPECT_EQ(c["evidence"]["services"].size(), 1U) << c.dump(2);
+    int calls = 0;
+    for (const auto& r : c["evidence"]["requests"]) {
+      if (r["request"].get<std::string>().find(b.gateway_url() + "/s/") != std::string::npos) {
+        ++calls;
+      }
+    }
+    EXPECT_EQ(calls, 2) << c.dump(2);
+    ASSERT_EQ(c["samples"].size(), 1U) << c.dump(2);
+    EXPECT_EQ(c["samples"][0]["state"], "Running") << c.dump(2);
+    EXPECT_EQ(c["samples"][0]["service"].get<std::string>().find("/echo"),
+              c["samples"][0]["service"].get<std::string>().size() - 5)
+        << c.dump(2);
+    EXPECT_EQ(c["cleanup"]["services_deleted"].size(), 1U) << c.dump(2);
+  }
+  EXPECT_EQ(report["environment"]["gateway"], haproxy ? json(b.gateway_url()) : json())
+      << report["environment"].dump();
   // The four acceptance checks ran and passed.
   for (const char* id :
        {"priority-preempts-and-explains", "job-telemetry-recorded", "gpu-holder-named",
@@ -387,6 +428,34 @@ TEST_F(PocTest, ALongReclaimGraceFailsOnlyTheReclaimCase) {
   const json report =
       RunCases(b, suite, {"guaranteed-quota-honoured", "reclaim-on-guarantee"}, "reclaim-grace");
   ExpectOnlyThese(report, {"reclaim-on-guarantee"}, 2);
+}
+
+// An inference queue that refuses what it is not guaranteed (quota 0,
+// over_quota: reject, a setting an operator may copy from a training
+// queue): the replica a held request asks for is refused as a job, so the
+// request waits out its hold and is answered 503. Only the service case
+// fails, naming the gateway call, with its risk and re-test; the quota
+// case of the same tenant beside it passes.
+TEST_F(PocTest, AnInferenceQueueThatRefusesReplicasFailsOnlyTheServiceCase) {
+  if (RunCommand("/bin/sh", {"-c", "command -v haproxy"}, dir_.path()).exit_code != 0) {
+    GTEST_SKIP() << "haproxy is not installed (scripts/install-deps.sh installs it)";
+  }
+  Berthd& b = Start(/*gateway=*/true);
+  const std::string policy_before = b.http().Get("/v1/policy").body["yaml"];
+  const std::string suite =
+      EditedSuite(b, "{name: serve, kind: inference}",
+                  "{name: serve, kind: inference, quota: {gpus: 0}, over_quota: reject}");
+  const json report = RunCases(b, suite, {"guaranteed-quota-honoured", "service-scales-from-zero"},
+                               "inference-refused");
+  ExpectOnlyThese(report, {"service-scales-from-zero"}, 2);
+  const json& c = report["cases"][1];
+  const std::string reason = c["reason"];
+  EXPECT_NE(reason.find("steps[2]"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("503"), std::string::npos) << reason;
+  EXPECT_EQ(c["risk"], "medium");
+  // The service went with the case, though the case stopped early.
+  EXPECT_EQ(c["cleanup"]["services_deleted"].size(), 1U) << c.dump(2);
+  ExpectCleanedUp(b, report, policy_before);
 }
 
 // Priorities that cannot preempt: the policy makes class low
@@ -788,7 +857,8 @@ TEST_F(PocTest, CleanupUndoesAKilledRunAndASecondCleanupHasNothingToDo) {
   const std::string run = "poc-k1lled";
   const std::string policy =
       "queues:\n  - name: default\n    children:\n      - name: default\n"
-      "  - name: poc-k1lled-a\n    children:\n      - name: train\n";
+      "  - name: poc-k1lled-a\n    children:\n      - name: train\n"
+      "      - name: serve\n        kind: inference\n";
   auto applied = b.http().Post(
       fmt::format("/v1/policy?base_version={}&comment={}", version_before,
                   PocxQuery("berth poc run poc-k1lled: its tenants (rolled back when it ends)")),
@@ -801,6 +871,21 @@ TEST_F(PocTest, CleanupUndoesAKilledRunAndASecondCleanupHasNothingToDo) {
   ASSERT_GT(job, 0);
   const auto other = b.Submit(JobSpecJson("other", Sh("sleep 600"), 1));
   ASSERT_GT(other, 0);
+  // A service the run applied, with its replica running.
+  auto service = b.http().Post("/v1/services",
+                               "name: left\ntenant: poc-k1lled-a\nqueue: serve\n"
+                               "command: [sleep, \"600\"]\nreplicas: {min: 1}\n",
+                               "application/yaml");
+  ASSERT_EQ(service.status, 201) << service.text;
+  json shown;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        shown = b.http().Get("/v1/services/poc-k1lled-a/left").body;
+        return shown.is_object() && shown["status"]["running"] == 1;
+      },
+      30s))
+      << shown.dump();
+  const std::int64_t replica = shown["status"]["replicas"][0]["job"];
 
   auto refused = Poc(b, {"cleanup", run, "--allow-on", "prod"});
   EXPECT_EQ(refused.exit_code, 1);
@@ -813,12 +898,19 @@ TEST_F(PocTest, CleanupUndoesAKilledRunAndASecondCleanupHasNothingToDo) {
   EXPECT_NE(cleaned.out.find(fmt::format("cancelled job {}", job)), std::string::npos)
       << cleaned.out;
   EXPECT_NE(cleaned.out.find("disabled identity poc-k1lled-alice"), std::string::npos);
+  EXPECT_NE(cleaned.out.find("deleted service poc-k1lled-a/left"), std::string::npos)
+      << cleaned.out;
   EXPECT_NE(cleaned.out.find("revoked token"), std::string::npos);
   EXPECT_NE(cleaned.out.find("rolled the policy back"), std::string::npos);
 
   // Nothing of the run is left, and nothing else was touched.
   EXPECT_EQ(b.JobState(job), "Cancelled");
   EXPECT_NE(b.JobState(other), "Cancelled");
+  EXPECT_EQ(b.http().Get("/v1/services/poc-k1lled-a/left").status, 404);
+  const std::string replica_state = b.JobState(replica);
+  EXPECT_TRUE(replica_state == "Cancelled" || replica_state == "Succeeded" ||
+              replica_state == "Failed")
+      << replica_state;
   auto now = b.http().Get("/v1/policy");
   EXPECT_EQ(now.body["yaml"], policy_before);
   auto ids = GetAllPages(b.http(), "/v1/identities", "identities");

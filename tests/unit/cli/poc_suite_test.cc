@@ -470,5 +470,76 @@ TEST(PocSuite, ABadFailoverStepNamesTheFieldAndTheFix) {
       << refused.error().message;
 }
 
+// The small suite with `steps` added after its last step.
+std::string PocSuiteWith(const std::string& steps) {
+  std::string text = PocSmallSuite();
+  const std::string from = "status: 200}\n";
+  text.replace(text.find(from), from.size(), "status: 200}\n" + steps);
+  return text;
+}
+
+TEST(PocSuite, AnHttpStepCallsTheGatewayAsAnIdentityAndARequestBindsAnyField) {
+  auto suite = ParseSuite(PocSuiteWith(
+      "          - request: {as: alice, get: '/v1/services/${tenant.a}/s', bind: cold, "
+      "bind_field: status.last_cold_start.job}\n"
+      "          - http: {as: alice, post: '${gateway}/s/${tenant.a}/s/v1/completions', "
+      "body: '{\"prompt\": \"${ref.cold}\"}', within: 90s, contains: [text_completion]}\n"
+      "          - http: {as: alice, get: '${gateway}/s/x/y/', status: 404}\n"));
+  ASSERT_TRUE(suite.has_value()) << suite.error().field << ": " << suite.error().message;
+  const Case& two = suite->cases[1];
+  ASSERT_EQ(two.steps.size(), 7U);
+  EXPECT_EQ(two.steps[4].bind_field, "status.last_cold_start.job");
+  EXPECT_EQ(two.steps[3].bind_field, "id");  // the default
+  EXPECT_EQ(two.steps[5].kind, StepKind::kHttp);
+  EXPECT_EQ(StepKindName(two.steps[5].kind), "http");
+  EXPECT_EQ(two.steps[5].method, "POST");
+  EXPECT_EQ(two.steps[5].as, "alice");
+  EXPECT_EQ(two.steps[5].within_ms, 90'000);
+  EXPECT_EQ(two.steps[5].status, 200);
+  EXPECT_EQ(two.steps[6].method, "GET");
+  EXPECT_EQ(two.steps[6].within_ms, 120'000);  // a request held at zero may take a while
+  EXPECT_EQ(two.steps[6].status, 404);
+  const std::map<std::string, std::string> tenants{{"a", "poc-x-a"}};
+  const std::map<std::string, std::string> values{{"gateway", "http://127.0.0.1:8480"},
+                                                  {"model_server", "berth-model-server"}};
+  EXPECT_EQ(*ExpandPlaceholders("${gateway}/s/${tenant.a}/s/ runs ${model_server}", "poc-x",
+                                tenants, values),
+            "http://127.0.0.1:8480/s/poc-x-a/s/ runs berth-model-server");
+  // Without a gateway there is nothing to call: the runner skips the case
+  // first (precondition gateway), and an expansion says so.
+  EXPECT_FALSE(ExpandPlaceholders("${gateway}/s/", "poc-x", tenants, {}).has_value());
+}
+
+TEST(PocSuite, ABadHttpStepNamesTheFieldAndTheFix) {
+  const PocBadSuite cases[] = {
+      {PocSuiteWith("          - http: {get: '${gateway}/s/a/b/'}\n"),
+       "groups[1].cases[0].steps[4].http.as", "identity whose token"},
+      {PocSuiteWith("          - http: {as: admin, get: '${gateway}/s/a/b/'}\n"),
+       "groups[1].cases[0].steps[4].http.as", "no identity of setup.identities"},
+      {PocSuiteWith("          - http: {as: alice, get: /s/a/b/}\n"),
+       "groups[1].cases[0].steps[4].http.get", "${gateway}/s/TENANT/SERVICE/PATH"},
+      // A token goes to berthd's gateway only, never to a host the suite names.
+      {PocSuiteWith("          - http: {as: alice, get: 'http://collector.example/s/a/b/'}\n"),
+       "groups[1].cases[0].steps[4].http.get", "gateway only"},
+      {PocSuiteWith("          - http: {as: alice}\n"), "groups[1].cases[0].steps[4].http.get",
+       "is required"},
+      {PocSuiteWith("          - http: {as: alice, get: '${gateway}/s/a/b/', within: 2h}\n"),
+       "groups[1].cases[0].steps[4].http.within", "1h"},
+      {PocSuiteWith("          - http: {as: alice, get: '${gateway}/s/a/b/', bind: x}\n"),
+       "groups[1].cases[0].steps[4].http.bind", "unknown field"},
+      {PocSuiteWith("          - http: {as: alice, get: '${gatway}/s/a/b/'}\n"),
+       "groups[1].cases[0].steps[4].http.get", "${gateway}"},
+      {PocSuiteWith("          - request: {get: /v1/services, bind_field: gateway.url}\n"),
+       "groups[1].cases[0].steps[4].request.bind_field", "give bind too"},
+  };
+  for (const auto& bad : cases) {
+    auto suite = ParseSuite(bad.text);
+    ASSERT_FALSE(suite.has_value()) << bad.field;
+    EXPECT_EQ(suite.error().field, bad.field) << suite.error().message;
+    EXPECT_NE(suite.error().message.find(bad.says), std::string::npos)
+        << bad.field << ": " << suite.error().message;
+  }
+}
+
 }  // namespace
 }  // namespace berth::cli::poc
