@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli/json_view.h"
+#include "cli/poc_burst.h"
 #include "cli/poc_cleanup.h"
 #include "cli/version.h"
 #include "common/units.h"
@@ -191,6 +192,19 @@ class PocRunner {
     return healthy;
   }
   PocAnswer RequestOnce(const Step& step, const std::string& path, const std::string& body);
+  PocStepResult RunBurst(const Step& step, const std::map<std::string, std::string>& jobs,
+                         json& evidence);
+  PocStepResult ExpectBurst(const Step& step);
+
+  // A burst of the case running now, by its bind name.
+  struct Burst {
+    TimeMs began_ms = 0;
+    std::vector<BurstSubmission> parts;
+    std::vector<BurstJob> jobs;
+    std::string expected;  // what its expect_burst asked, for the sample
+    bool settled = false;
+  };
+  std::map<std::string, Burst> bursts_;
 
   ApiClient& admin_;
   const Suite& suite_;
@@ -651,6 +665,10 @@ PocStepResult PocRunner::RunStep(const Step& step, std::map<std::string, std::st
     }
     case StepKind::kFailover:
       return Failover(step, evidence);
+    case StepKind::kBurst:
+      return RunBurst(step, jobs, evidence);
+    case StepKind::kExpectBurst:
+      return ExpectBurst(step);
     case StepKind::kAudit: {
       auto object = Expand(step.object, jobs);
       if (!object) return {false, step.object, object.error().message};
@@ -680,6 +698,105 @@ PocStepResult PocRunner::RunStep(const Step& step, std::map<std::string, std::st
     }
   }
   return {false, "a known step", "unknown step"};
+}
+
+// Submits every tenant's part at once (a thread and an identity each).
+PocStepResult PocRunner::RunBurst(const Step& step, const std::map<std::string, std::string>& jobs,
+                                  json& evidence) {
+  Burst burst;
+  std::vector<BurstPart> parts;
+  std::int64_t asked = 0;
+  for (const auto& t : step.burst) {
+    BurstPart part{t.tenant, ActorName(t.as), "", &ClientOf(t.as), {}};
+    if (auto q = YAML::Load(t.spec)["queue"]; q && q.IsScalar()) part.queue = q.as<std::string>();
+    const std::int64_t n = t.count * opt_.scale;
+    asked += n;
+    for (std::int64_t i = 1; i <= n; ++i) {
+      std::string text = t.spec;
+      const std::string index = std::to_string(i);
+      for (auto at = text.find("${burst.index}"); at != std::string::npos;
+           at = text.find("${burst.index}", at + index.size())) {
+        text.replace(at, std::string_view("${burst.index}").size(), index);
+      }
+      auto spec = Expand(text, jobs);
+      if (!spec) return {false, "a job spec", spec.error().message};
+      part.specs.push_back(std::move(*spec));
+    }
+    parts.push_back(std::move(part));
+  }
+  burst.began_ms = Now();
+  burst.parts = SubmitBurst(parts, *opt_.clock, opt_.sleep);
+  const TimeMs took = Now() - burst.began_ms;
+  std::int64_t made = 0;
+  std::int64_t refused = 0;
+  std::string who;
+  std::string refusal;
+  json ids = json::array();
+  for (const auto& p : burst.parts) {
+    for (auto id : p.ids) {
+      jobs_.push_back(id);
+      ids.push_back(id);
+      burst.jobs.push_back(BurstJob{.id = id, .tenant = p.tenant});
+    }
+    made += static_cast<std::int64_t>(p.ids.size());
+    refused += p.refused;
+    if (refusal.empty() && !p.first_refusal.empty()) refusal = p.tenant + ": " + p.first_refusal;
+    who += fmt::format("{}{}: {} as {} in {}", who.empty() ? "" : ", ", p.tenant, p.ids.size(),
+                       p.actor, FormatDurationMs(p.ended_ms - p.began_ms));
+    evidence["requests"].push_back(
+        {{"as", p.actor},
+         {"request",
+          fmt::format("POST /v1/jobs x{} (burst {})", p.ids.size() + p.refused, step.bind)},
+         {"status", p.refused == 0 ? std::string("2xx")
+                                   : fmt::format("{} 2xx, {} refused", p.ids.size(), p.refused)}});
+  }
+  evidence["bursts"][step.bind] = std::move(ids);
+  PocStepResult r;
+  r.ok = refused == 0;
+  r.expected = fmt::format("{} jobs from {} tenant(s) submitted concurrently (scale {})", asked,
+                           step.burst.size(), opt_.scale);
+  r.actual = fmt::format("{} submitted, {} refused in {} ({}){}", made, refused,
+                         FormatDurationMs(took), who, refusal.empty() ? "" : "; " + refusal);
+  bursts_[step.bind] = std::move(burst);
+  return r;
+}
+
+// Watches the burst's jobs (GET /v1/jobs per tenant) until each is in a
+// wanted or final state or the time is up, then judges the figures.
+PocStepResult PocRunner::ExpectBurst(const Step& step) {
+  Burst& burst = bursts_.at(step.job);
+  const BurstExpectation& e = step.burst_expect;
+  std::set<std::string> tenants;
+  for (const auto& j : burst.jobs) tenants.insert(j.tenant);
+  const TimeMs deadline = burst.began_ms + e.within_ms * opt_.scale;
+  std::string error;
+  while (true) {
+    json rows = json::array();
+    for (const auto& t : tenants) {
+      auto page = GetAllPages(admin_, "/v1/jobs", {{"tenant", tenants_.at(t)}, {"limit", "5000"}},
+                              "jobs", 0, PageOrder::kAppend);
+      if (!page) {
+        error = page.error().message;
+        continue;
+      }
+      if (page->is_array()) {
+        for (auto& row : *page) rows.push_back(std::move(row));
+      }
+    }
+    ObserveBurst(burst.jobs, rows);
+    burst.settled = std::all_of(burst.jobs.begin(), burst.jobs.end(), [&e](const BurstJob& j) {
+      return PocTerminal(j.state) ||
+             std::find(e.states.begin(), e.states.end(), j.state) != e.states.end();
+    });
+    if (burst.settled || Now() >= deadline) break;
+    opt_.sleep(opt_.poll_ms);
+  }
+  const json figures = AggregateBurst(burst.jobs, Now());
+  const BurstVerdict v = JudgeBurst(e, figures, opt_.scale, burst.settled);
+  burst.expected = v.expected;
+  PocStepResult r{v.ok, fmt::format("burst {}: {}", step.job, v.expected), v.actual};
+  if (!error.empty()) r.actual += fmt::format(" (listing jobs: {})", PocQuote(error));
+  return r;
 }
 
 // Runs the operator's command against the leader, then polls every
@@ -898,6 +1015,7 @@ json PocRunner::RunCase(const Case& c) {
     return out;
   }
   std::map<std::string, std::string> jobs;
+  bursts_.clear();
   std::string verdict = "pass";
   std::string reason;
   for (const auto& step : c.steps) {
@@ -918,10 +1036,19 @@ json PocRunner::RunCase(const Case& c) {
     if (bound.starts_with("ref.") || bound.starts_with("runs.")) continue;
     out["samples"].push_back(Sample(bound, std::stoull(id), c, listed_alerts));
   }
+  // A burst is one sample of aggregate figures; its job ids stay in the
+  // evidence (report.json only).
+  for (const auto& [name, burst] : bursts_) {
+    out["samples"].push_back(BurstSample(name, burst.parts, burst.jobs, burst.expected, opt_.scale,
+                                         burst.settled, Now(), tenants_));
+  }
   // A case leaves nothing running for the next one (a failed case may stop
   // before its own cancel steps): its live jobs are cancelled now.
   std::vector<std::uint64_t> mine;
   for (const auto& id : out["evidence"]["jobs"]) mine.push_back(id.get<std::uint64_t>());
+  for (const auto& [name, burst] : bursts_) {
+    for (const auto& j : burst.jobs) mine.push_back(j.id);
+  }
   json ended{
       {"jobs_cancelled", json::array()}, {"jobs_already_ended", 0}, {"problems", json::array()}};
   CancelLive(mine, ended);
@@ -981,6 +1108,7 @@ Result<json> PocRunner::Run() {
   report["cleanup"] = Cleanup();
   report["run"] = {{"id", opt_.run},       {"admin", admin_name_}, {"started_ms", started_ms_},
                    {"finished_ms", Now()}, {"tenants", tenants_},  {"identities", identities_}};
+  report["run"]["scale"] = opt_.scale;
   report["groups"] = json::array();
   for (const auto& g : suite_.groups) {
     report["groups"].push_back({{"id", g.id}, {"title", g.title}});

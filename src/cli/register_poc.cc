@@ -46,6 +46,8 @@ struct PocFlags {
   std::string tenant;
   // berth poc cleanup
   std::string run_id;
+  // --scale: bursts' counts and bounds times this
+  std::int64_t scale = 1;
 };
 
 // Reads --suite (or takes the compiled-in default) and parses it; exit 1
@@ -163,6 +165,7 @@ Status PocRun(CommandRegistry& r, PocFlags& f, ApiClient& api, const Output& out
   options.progress = [&out](const std::string& line) { out.out << line << '\n' << std::flush; };
   options.only_cases = only;
   options.failover_command = f.failover_command;
+  options.scale = f.scale;
   if (earlier != nullptr) {
     out.out << fmt::format(
                    "berth poc rerun {}: the {} case(s) that failed in run {} ({}), suite "
@@ -320,6 +323,12 @@ void PocAddRunTarget(CLI::App* command, PocFlags& f) {
       "a shell command (/bin/sh -c) that stops the leading berthd, for the failover "
       "case; BERTH_POC_LEADER holds the leader's address (only ever from this flag, "
       "never from a suite)"));
+  command
+      ->add_option("--scale", f.scale,
+                   "multiply every burst's job counts, and its expected bounds, by N (1: as "
+                   "the suite says; docs/poc.md \"Concurrent load\")")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{100}))
+      ->capture_default_str();
 }
 
 }  // namespace
