@@ -21,6 +21,9 @@ constexpr std::size_t kBurstQuote = 300;
 // A 429's wait and how often one job is sent again.
 constexpr std::int64_t kBurstBackoffMs = 200;
 constexpr int kBurstRetries = 100;
+// A job "Queued" (submitted after the last scheduling pass) longer than
+// this was never looked at: its wait is unexplained.
+constexpr std::int64_t kBurstQueuedGraceMs = 5000;
 
 bool BurstFinal(const std::string& state) {
   return state == "Succeeded" || state == "Failed" || state == "Cancelled";
@@ -144,6 +147,7 @@ json AggregateBurst(const std::vector<BurstJob>& jobs, TimeMs now_ms) {
     states[j.state] += 1;
     tenant_states[j.tenant][j.state] += 1;
     failures += j.state == "Failed" ? 1 : 0;
+    std::int64_t job_wait = 0;
     if (j.submitted_ms) {
       first_submit = std::min(first_submit.value_or(*j.submitted_ms), *j.submitted_ms);
       // A job that never started waited until it ended, or until now.
@@ -151,16 +155,20 @@ json AggregateBurst(const std::vector<BurstJob>& jobs, TimeMs now_ms) {
       const std::int64_t wait = std::max<std::int64_t>(0, until - *j.submitted_ms);
       waits.push_back(wait);
       tenant_waits[j.tenant].push_back(wait);
+      job_wait = wait;
     }
     const TimeMs end = BurstFinal(j.state) && j.finished_ms ? *j.finished_ms : now_ms;
     last_end = std::max(last_end.value_or(end), end);
     tenant_last_end[j.tenant] = std::max(tenant_last_end[j.tenant], end);
     for (const auto& r : j.reasons) reasons[r] += 1;
     // A wait is explained when every look at it showed a reason, and one
-    // that outlasted a look showed more than "Queued" (not looked at yet).
+    // longer than kBurstQueuedGraceMs showed more than "Queued" (not looked
+    // at by the scheduler yet).
     const bool only_queued = std::all_of(j.reasons.begin(), j.reasons.end(),
                                          [](const std::string& r) { return r == "Queued"; });
-    if (j.reason_missing || (j.pending_seen > 1 && only_queued)) unexplained.push_back(j.id);
+    if (j.reason_missing || (j.pending_seen > 0 && only_queued && job_wait > kBurstQueuedGraceMs)) {
+      unexplained.push_back(j.id);
+    }
   }
   // Contention: from the first submit until the first tenant ran out of
   // work; each tenant's GPU time inside it, as a share of all of it.

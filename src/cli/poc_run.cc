@@ -736,7 +736,10 @@ PocStepResult PocRunner::RunBurst(const Step& step, const std::map<std::string, 
     for (auto id : p.ids) {
       jobs_.push_back(id);
       ids.push_back(id);
-      burst.jobs.push_back(BurstJob{.id = id, .tenant = p.tenant});
+      BurstJob job;
+      job.id = id;
+      job.tenant = p.tenant;
+      burst.jobs.push_back(std::move(job));
     }
     made += static_cast<std::int64_t>(p.ids.size());
     refused += p.refused;

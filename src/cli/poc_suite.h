@@ -102,8 +102,8 @@ struct BurstExpectation {
   // Tenant -> its least share (parts per million) of the burst's
   // GPU-seconds while every tenant still had work waiting or running.
   std::map<std::string, std::int64_t> min_share_ppm;
-  // Every job seen waiting carried a reason, and one seen waiting more than
-  // once a reason other than Queued.
+  // Every job seen waiting carried a reason, and one that waited over 5s
+  // a reason other than Queued.
   bool explained = true;
 };
 

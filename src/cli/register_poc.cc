@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cli/api_error.h"
+#include "cli/format.h"
 #include "cli/json_view.h"
 #include "cli/poc_cleanup.h"
 #include "cli/poc_observe.h"

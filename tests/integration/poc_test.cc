@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <cstdlib>
 #include <iostream>
 #include <mutex>
 #include <set>
@@ -423,6 +424,31 @@ TEST_F(PocTest, ANonPreemptibleLowClassFailsOnlyThePriorityCase) {
   const json report = RunCases(
       b, suite, {"unfit-job-waits-with-reason", "priority-preempts-and-explains"}, "no-preempt");
   ExpectOnlyThese(report, {"priority-preempts-and-explains"}, 2);
+}
+
+// The load case at full scale, when BERTH_POC_SCALE names one (e.g. 10:
+// 240 jobs); skipped otherwise, so CI runs only the clean run's scale 1.
+// Prints the case's time and figures for docs/poc.md.
+TEST_F(PocTest, TheLoadCaseAtTheScaleBerthPocScaleNames) {
+  const char* scale = std::getenv("BERTH_POC_SCALE");
+  if (scale == nullptr || std::string(scale).empty()) {
+    GTEST_SKIP() << "set BERTH_POC_SCALE=N to run concurrent-multi-tenant-load with --scale N";
+  }
+  Berthd& b = Start();
+  const auto out = dir_ / "scaled";
+  auto run = Poc(b, {"run", "--out", out.string(), "--allow-on", b.url(), "--case",
+                     "concurrent-multi-tenant-load", "--scale", scale});
+  const json report = ReadJson(out / "report.json");
+  ASSERT_FALSE(report.is_discarded()) << run.out << run.err;
+  ASSERT_EQ(report["cases"].size(), 1U);
+  const json& c = report["cases"][0];
+  EXPECT_EQ(c["verdict"], "pass") << c["reason"];
+  EXPECT_EQ(report["run"]["scale"], std::stoi(scale));
+  ASSERT_EQ(c["samples"].size(), 1U);
+  EXPECT_EQ(c["samples"][0]["figures"]["count"], 24 * std::stoi(scale));
+  std::cout << "[ load ] concurrent-multi-tenant-load at scale " << scale << ": "
+            << c["duration_ms"] << " ms; figures " << c["samples"][0]["figures"].dump() << "\n";
+  EXPECT_TRUE(report["cleanup"]["problems"].empty()) << report["cleanup"].dump();
 }
 
 // A tenant starved by its quota: tenant b's queue guaranteed nothing and
