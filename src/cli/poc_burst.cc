@@ -210,6 +210,19 @@ json AggregateBurst(const std::vector<BurstJob>& jobs, TimeMs now_ms) {
   return out;
 }
 
+bool BurstDoomed(const BurstExpectation& e, const std::vector<BurstJob>& jobs, std::int64_t scale,
+                 TimeMs now_ms) {
+  for (const auto& j : jobs) {
+    const bool wanted = std::find(e.states.begin(), e.states.end(), j.state) != e.states.end();
+    if (BurstFinal(j.state) && !wanted) return true;
+    if (e.tenant_max_wait_ms && !j.started_ms && !BurstFinal(j.state) && j.submitted_ms &&
+        now_ms - *j.submitted_ms > *e.tenant_max_wait_ms * scale) {
+      return true;
+    }
+  }
+  return false;
+}
+
 BurstVerdict JudgeBurst(const BurstExpectation& e, const json& agg, std::int64_t scale,
                         bool settled) {
   BurstVerdict v;
@@ -231,7 +244,7 @@ BurstVerdict JudgeBurst(const BurstExpectation& e, const json& agg, std::int64_t
     }
   }
   got.push_back(fmt::format("{}{}", state_text.empty() ? "no jobs" : state_text,
-                            settled ? "" : " (not settled in time)"));
+                            settled ? "" : " (not all settled)"));
   if (!settled || in_state != count || count == 0) v.ok = false;
   auto check_max = [&](std::string_view what, const std::optional<std::int64_t>& limit,
                        std::optional<std::int64_t> value) {
@@ -356,7 +369,7 @@ std::vector<std::string> BurstSampleCells(const json& s) {
       states += fmt::format("{}{} {}", states.empty() ? "" : ", ", ValueText(n), state);
     }
   }
-  if (!s.value("settled", true)) states += " (not settled in time)";
+  if (!s.value("settled", true)) states += " (not all settled)";
   std::string reasons;
   if (const json* rs = Field(*fig, "reasons"); rs != nullptr && rs->is_object()) {
     for (const auto& [code, n] : rs->items()) {

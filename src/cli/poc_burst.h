@@ -83,6 +83,12 @@ std::int64_t PercentileMs(std::vector<std::int64_t> values, int pct);
 // reasons its waits carried, and the jobs whose wait went unexplained.
 nlohmann::json AggregateBurst(const std::vector<BurstJob>& jobs, TimeMs now_ms);
 
+// Whether the burst has failed already, whatever happens next: a job
+// ended in a state `e` does not want, or one not started has waited past
+// tenant_max_wait (times `scale`). Watching stops there.
+bool BurstDoomed(const BurstExpectation& e, const std::vector<BurstJob>& jobs, std::int64_t scale,
+                 TimeMs now_ms);
+
 struct BurstVerdict {
   bool ok = true;
   std::string expected;

@@ -773,6 +773,7 @@ PocStepResult PocRunner::ExpectBurst(const Step& step) {
   for (const auto& j : burst.jobs) tenants.insert(j.tenant);
   const TimeMs deadline = burst.began_ms + e.within_ms * opt_.scale;
   std::string error;
+  std::string r_note;
   while (true) {
     json rows = json::array();
     for (const auto& t : tenants) {
@@ -791,13 +792,19 @@ PocStepResult PocRunner::ExpectBurst(const Step& step) {
       return PocTerminal(j.state) ||
              std::find(e.states.begin(), e.states.end(), j.state) != e.states.end();
     });
-    if (burst.settled || Now() >= deadline) break;
+    if (burst.settled || Now() >= deadline || BurstDoomed(e, burst.jobs, opt_.scale, Now())) {
+      break;
+    }
     opt_.sleep(opt_.poll_ms);
+  }
+  if (!burst.settled && Now() < deadline) {
+    r_note = fmt::format(" (stopped watching after {}: it cannot pass any more)",
+                         FormatDurationMs(Now() - burst.began_ms));
   }
   const json figures = AggregateBurst(burst.jobs, Now());
   const BurstVerdict v = JudgeBurst(e, figures, opt_.scale, burst.settled);
   burst.expected = v.expected;
-  PocStepResult r{v.ok, fmt::format("burst {}: {}", step.job, v.expected), v.actual};
+  PocStepResult r{v.ok, fmt::format("burst {}: {}", step.job, v.expected), v.actual + r_note};
   if (!error.empty()) r.actual += fmt::format(" (listing jobs: {})", PocQuote(error));
   return r;
 }

@@ -216,7 +216,7 @@ TEST(PocBurst, TheVerdictNamesEachThresholdItMissed) {
   const auto bad = JudgeBurst(e, starved, 1, false);
   EXPECT_FALSE(bad.ok);
   EXPECT_NE(bad.actual.find("1 Pending"), std::string::npos) << bad.actual;
-  EXPECT_NE(bad.actual.find("not settled"), std::string::npos) << bad.actual;
+  EXPECT_NE(bad.actual.find("not all settled"), std::string::npos) << bad.actual;
   EXPECT_NE(bad.actual.find("b's longest wait 9s"), std::string::npos) << bad.actual;
   EXPECT_NE(bad.actual.find("b's share"), std::string::npos) << bad.actual;
   // The same waits pass at --scale 2, whose bounds are twice as long, but
@@ -224,6 +224,23 @@ TEST(PocBurst, TheVerdictNamesEachThresholdItMissed) {
   const auto scaled = JudgeBurst(e, starved, 2, false);
   EXPECT_NE(scaled.expected.find("wait p95 <= 10s"), std::string::npos) << scaled.expected;
   EXPECT_FALSE(scaled.ok);
+}
+
+TEST(PocBurst, WatchingStopsOnceTheBurstCannotPassAnyMore) {
+  BurstExpectation e;
+  e.states = {"Succeeded"};
+  e.within_ms = 60000;
+  e.tenant_max_wait_ms = 10000;
+  std::vector<BurstJob> jobs = {PocJob(1, "a", 0, 0, 1000, "Succeeded"),
+                                PocJob(2, "b", 0, std::nullopt, std::nullopt, "Pending")};
+  EXPECT_FALSE(BurstDoomed(e, jobs, 1, 10000));
+  EXPECT_TRUE(BurstDoomed(e, jobs, 1, 10001));   // b's job waited past 10s
+  EXPECT_FALSE(BurstDoomed(e, jobs, 2, 10001));  // 20s at --scale 2
+  jobs[1] = PocJob(2, "b", 0, 100, 200, "Failed");
+  EXPECT_TRUE(BurstDoomed(e, jobs, 1, 300));  // ended in a state not wanted
+  e.tenant_max_wait_ms.reset();
+  jobs[1] = PocJob(2, "b", 0, std::nullopt, std::nullopt, "Pending");
+  EXPECT_FALSE(BurstDoomed(e, jobs, 1, 50000));  // no bound on a tenant's wait
 }
 
 TEST(PocBurst, ObservingListsTakesStatesTimesGpusAndReasons) {
