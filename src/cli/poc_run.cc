@@ -734,7 +734,6 @@ PocStepResult PocRunner::RunBurst(const Step& step, const std::map<std::string, 
   json ids = json::array();
   for (const auto& p : burst.parts) {
     for (auto id : p.ids) {
-      jobs_.push_back(id);
       ids.push_back(id);
       BurstJob job;
       job.id = id;
@@ -1056,8 +1055,14 @@ json PocRunner::RunCase(const Case& c) {
   // before its own cancel steps): its live jobs are cancelled now.
   std::vector<std::uint64_t> mine;
   for (const auto& id : out["evidence"]["jobs"]) mine.push_back(id.get<std::uint64_t>());
+  // A burst's jobs last seen ended need no look: hundreds of them would
+  // spend the admin's --rate-limit on GETs.
   for (const auto& [name, burst] : bursts_) {
-    for (const auto& j : burst.jobs) mine.push_back(j.id);
+    for (const auto& j : burst.jobs) {
+      if (PocTerminal(j.state)) continue;
+      mine.push_back(j.id);
+      jobs_.push_back(j.id);
+    }
   }
   json ended{
       {"jobs_cancelled", json::array()}, {"jobs_already_ended", 0}, {"problems", json::array()}};
