@@ -772,7 +772,7 @@ PocStepResult PocRunner::ExpectBurst(const Step& step) {
   for (const auto& j : burst.jobs) tenants.insert(j.tenant);
   const TimeMs deadline = burst.began_ms + e.within_ms * opt_.scale;
   std::string error;
-  std::string r_note;
+  std::string stopped_early;
   while (true) {
     json rows = json::array();
     for (const auto& t : tenants) {
@@ -797,13 +797,14 @@ PocStepResult PocRunner::ExpectBurst(const Step& step) {
     opt_.sleep(opt_.poll_ms);
   }
   if (!burst.settled && Now() < deadline) {
-    r_note = fmt::format(" (stopped watching after {}: it cannot pass any more)",
-                         FormatDurationMs(Now() - burst.began_ms));
+    stopped_early = fmt::format(" (stopped watching after {}: it cannot pass any more)",
+                                FormatDurationMs(Now() - burst.began_ms));
   }
   const json figures = AggregateBurst(burst.jobs, Now());
   const BurstVerdict v = JudgeBurst(e, figures, opt_.scale, burst.settled);
   burst.expected = v.expected;
-  PocStepResult r{v.ok, fmt::format("burst {}: {}", step.job, v.expected), v.actual + r_note};
+  PocStepResult r{v.ok, fmt::format("burst {}: {}", step.job, v.expected),
+                  v.actual + stopped_early};
   if (!error.empty()) r.actual += fmt::format(" (listing jobs: {})", PocQuote(error));
   return r;
 }
