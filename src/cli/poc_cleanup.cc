@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 #include "cli/json_view.h"
@@ -41,14 +42,28 @@ bool IsRunPrefix(std::string_view run) {
 
 void CancelJobs(ApiClient& admin, const std::vector<std::uint64_t>& ids, const CleanupClock& clock,
                 json& c) {
+  // A 429 (berthd's --rate-limit; a run's burst can leave hundreds of jobs)
+  // is waited out and asked again.
+  auto patient = [&clock](auto ask) {
+    auto r = ask();
+    for (int tries = 0; !r && HttpStatus(r.error().code) == 429 && tries < 50; ++tries) {
+      clock.sleep(std::max<std::int64_t>(clock.poll_ms, 100));
+      r = ask();
+    }
+    return r;
+  };
+  auto get = [&](std::uint64_t id) {
+    return patient([&] { return admin.Get(fmt::format("/v1/jobs/{}", id)); });
+  };
   std::set<std::uint64_t> live;
   for (auto id : ids) {
-    auto job = admin.Get(fmt::format("/v1/jobs/{}", id));
+    auto job = get(id);
     if (job && PocCleanupTerminal(Text(*job, "state"))) {
       c["jobs_already_ended"] = c["jobs_already_ended"].get<int>() + 1;
       continue;
     }
-    auto r = admin.Post(fmt::format("/v1/jobs/{}/cancel", id), "", "application/json");
+    auto r = patient(
+        [&] { return admin.Post(fmt::format("/v1/jobs/{}/cancel", id), "", "application/json"); });
     if (r) {
       c["jobs_cancelled"].push_back(id);
       live.insert(id);
@@ -59,7 +74,7 @@ void CancelJobs(ApiClient& admin, const std::vector<std::uint64_t>& ids, const C
   const TimeMs deadline = clock.clock->NowMs() + kPocCleanupWaitMs;
   while (!live.empty() && clock.clock->NowMs() < deadline) {
     for (auto it = live.begin(); it != live.end();) {
-      auto job = admin.Get(fmt::format("/v1/jobs/{}", *it));
+      auto job = get(*it);
       it = job && PocCleanupTerminal(Text(*job, "state")) ? live.erase(it) : std::next(it);
     }
     if (!live.empty()) clock.sleep(clock.poll_ms);

@@ -11,6 +11,7 @@
 
 #include "cli/format.h"
 #include "cli/json_view.h"
+#include "cli/poc_burst.h"
 #include "cli/poc_suite.h"
 #include "common/text_escape.h"
 #include "common/units.h"
@@ -184,6 +185,10 @@ std::string PocErrorsAndAlerts(const json& s) {
 std::vector<std::vector<std::string>> PocSampleRows(const json& c) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& s : Array(c, "samples")) {
+    if (Text(s, "kind") == "burst") {
+      rows.push_back(BurstSampleCells(s));
+      continue;
+    }
     rows.push_back(
         {Text(s, "name"), IntText(s, "job_id"),
          fmt::format("{} / {} / {}", Text(s, "tenant"), Text(s, "user"), Text(s, "queue")),

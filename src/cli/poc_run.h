@@ -50,6 +50,9 @@ struct RunOptions {
   std::function<void(const std::string&)> progress;
   // How often a wait polls the job.
   std::int64_t poll_ms = 250;
+  // --scale: a burst's counts and an expect_burst's durations times this
+  // (1: the suite as written, what CI runs).
+  std::int64_t scale = 1;
   // When not empty, only the cases with these ids run (berth poc rerun);
   // the others are left out of the report altogether, so its scores are
   // over the cases re-run.

@@ -130,6 +130,7 @@ struct PocScope {
   std::set<std::string> jobs;    // bound by earlier submits of this case
   std::set<std::string> refs;    // bound by earlier requests of this case
   std::set<std::string> waited;  // jobs an earlier wait of this case waits for
+  std::set<std::string> bursts;  // bound by earlier bursts of this case
 };
 
 // Every ${...} in `text` names something in scope.
@@ -347,11 +348,193 @@ Status PocParseHttpStep(const YAML::Node& n, const std::string& field, const Poc
   return Ok();
 }
 
+// Most jobs one tenant's part of a burst may ask for at --scale 1.
+constexpr std::int64_t kPocMaxBurstCount = 1000;
+
+// burst: {bind, job: TEMPLATE, tenants: [{tenant, as, count, queue, job}]}.
+Status PocParseBurst(const YAML::Node& n, const std::string& field, PocScope& scope, Step& step) {
+  BERTH_RETURN_IF_ERROR(PocOnlyKeys(n, field, {"bind", "job", "tenants"}));
+  auto bind = PocString(n, field, "bind", true);
+  if (!bind) return std::unexpected(bind.error());
+  BERTH_RETURN_IF_ERROR(PocShortName(*bind, PocSub(field, "bind")));
+  if (scope.jobs.contains(*bind) || !scope.bursts.insert(*bind).second) {
+    return PocBad(PocSub(field, "bind"),
+                  fmt::format("'{}' is bound already in this case; use another name", *bind));
+  }
+  step.bind = *bind;
+  const YAML::Node tmpl = n["job"];
+  if (!tmpl || !tmpl.IsMap()) {
+    return PocBad(PocSub(field, "job"),
+                  "is required: the job template as a mapping (docs/jobs.md), e.g. {command: "
+                  "[sleep, \"1\"], resources: {gpus: 1}}");
+  }
+  for (const char* key : {"tenant", "queue"}) {
+    if (tmpl[key]) {
+      return PocBad(fmt::format("{}.job.{}", field, key),
+                    fmt::format("the burst sets each job's {} from its tenants entry; leave it out "
+                                "of the template",
+                                key));
+    }
+  }
+  const YAML::Node tenants = n["tenants"];
+  if (!tenants || !tenants.IsSequence() || tenants.size() == 0) {
+    return PocBad(PocSub(field, "tenants"),
+                  "is required: a list of {tenant, as, count, queue}, one per tenant");
+  }
+  std::set<std::string> seen_tenants;
+  std::set<std::string> seen_as;
+  for (std::size_t i = 0; i < tenants.size(); ++i) {
+    const std::string tf = fmt::format("{}.tenants[{}]", field, i);
+    const YAML::Node t = tenants[i];
+    BERTH_RETURN_IF_ERROR(PocOnlyKeys(t, tf, {"tenant", "as", "count", "queue", "job"}));
+    BurstTenant part;
+    auto tenant = PocString(t, tf, "tenant", true);
+    if (!tenant) return std::unexpected(tenant.error());
+    if (!scope.tenants.contains(*tenant)) {
+      return PocBad(PocSub(tf, "tenant"),
+                    fmt::format("'{}' is no tenant of setup.tenants", *tenant));
+    }
+    if (!seen_tenants.insert(*tenant).second) {
+      return PocBad(PocSub(tf, "tenant"),
+                    fmt::format("'{}' has a part of this burst already; give it one entry with "
+                                "the sum of its counts",
+                                *tenant));
+    }
+    part.tenant = *tenant;
+    auto as = PocIdentity(t, tf, scope);
+    if (!as) return std::unexpected(as.error());
+    if (!seen_as.insert(*as).second) {
+      return PocBad(PocSub(tf, "as"),
+                    fmt::format("'{}' submits for another tenant of this burst already; each "
+                                "tenant submits as an identity of its own",
+                                *as));
+    }
+    part.as = *as;
+    if (!t["count"]) return PocBad(PocSub(tf, "count"), "is required: how many jobs, e.g. 8");
+    auto count = PocInt(t["count"], PocSub(tf, "count"), 1, kPocMaxBurstCount);
+    if (!count) return std::unexpected(count.error());
+    part.count = *count;
+    auto queue = PocString(t, tf, "queue", true);
+    if (!queue) return std::unexpected(queue.error());
+    YAML::Node spec = YAML::Clone(tmpl);
+    if (const YAML::Node shape = t["job"]) {
+      if (!shape.IsMap()) {
+        return PocBad(PocSub(tf, "job"),
+                      "must be a mapping laid over the template, e.g. {resources: {gpus: 2}}");
+      }
+      for (const auto& kv : shape) {
+        const auto key = kv.first.as<std::string>();
+        if (key == "tenant" || key == "queue") {
+          return PocBad(fmt::format("{}.job.{}", tf, key),
+                        fmt::format("give the {} as this entry's own field", key));
+        }
+        spec[key] = kv.second;
+      }
+    }
+    spec["tenant"] = fmt::format("${{tenant.{}}}", part.tenant);
+    spec["queue"] = *queue;
+    part.spec = PocEmit(spec);
+    // ${burst.index} is the runner's own; the rest must name what is in scope.
+    std::string checked = part.spec;
+    for (auto at = checked.find("${burst.index}"); at != std::string::npos;
+         at = checked.find("${burst.index}")) {
+      checked.replace(at, std::string_view("${burst.index}").size(), "1");
+    }
+    BERTH_RETURN_IF_ERROR(PocCheckPlaceholders(checked, PocSub(tf, "job"), scope));
+    step.burst.push_back(std::move(part));
+  }
+  return Ok();
+}
+
+// "25%", "12.5%" or 25: parts per million of a whole.
+Result<std::int64_t> PocShare(const YAML::Node& node, const std::string& field) {
+  std::string text = node.IsScalar() ? node.as<std::string>() : "";
+  if (text.ends_with('%')) text.pop_back();
+  double pct = -1;
+  try {
+    std::size_t used = 0;
+    pct = std::stod(text, &used);
+    if (used != text.size()) pct = -1;
+  } catch (const std::exception&) {
+    pct = -1;
+  }
+  if (!(pct >= 0 && pct <= 100)) {
+    return PocBad(field, "must be a share from 0% to 100%, e.g. 20%");
+  }
+  return static_cast<std::int64_t>(pct * 10000 + 0.5);
+}
+
+// expect_burst: {burst, states, within, wait_p50, wait_p95, tenant_max_wait,
+// min_share: {TENANT: PCT}, explained}.
+Status PocParseBurstExpect(const YAML::Node& n, const std::string& field, const PocScope& scope,
+                           Step& step) {
+  BERTH_RETURN_IF_ERROR(PocOnlyKeys(n, field,
+                                    {"burst", "states", "within", "wait_p50", "wait_p95",
+                                     "tenant_max_wait", "min_share", "explained"}));
+  auto burst = PocString(n, field, "burst", true);
+  if (!burst) return std::unexpected(burst.error());
+  if (!scope.bursts.contains(*burst)) {
+    return PocBad(PocSub(field, "burst"),
+                  fmt::format("'{}' is no burst an earlier step of this case bound (burst: "
+                              "{{bind: NAME}})",
+                              *burst));
+  }
+  step.job = *burst;
+  BurstExpectation& e = step.burst_expect;
+  if (!n["states"]) return PocBad(PocSub(field, "states"), "is required, e.g. [Succeeded]");
+  auto states = PocStrings(n["states"], PocSub(field, "states"));
+  if (!states) return std::unexpected(states.error());
+  for (std::size_t i = 0; i < states->size(); ++i) {
+    BERTH_RETURN_IF_ERROR(PocState((*states)[i], fmt::format("{}.states[{}]", field, i)));
+  }
+  e.states = std::move(*states);
+  auto within = PocWithin(n, field);
+  if (!within) return std::unexpected(within.error());
+  e.within_ms = *within;
+  for (auto [key, out] :
+       {std::pair{"wait_p50", &e.p50_wait_ms}, std::pair{"wait_p95", &e.p95_wait_ms},
+        std::pair{"tenant_max_wait", &e.tenant_max_wait_ms}}) {
+    if (!n[key]) continue;
+    auto text = PocString(n, field, key, true);
+    if (!text) return std::unexpected(text.error());
+    auto ms = ParseDurationMs(*text, kPocMaxWaitMs);
+    if (!ms || *ms <= 0) {
+      return PocBad(PocSub(field, key),
+                    fmt::format("'{}' is not a duration from 1ms to 1h; write e.g. 10s", *text));
+    }
+    *out = *ms;
+  }
+  if (e.p50_wait_ms && e.p95_wait_ms && *e.p50_wait_ms > *e.p95_wait_ms) {
+    return PocBad(PocSub(field, "wait_p50"),
+                  "is above wait_p95; the median wait cannot exceed the 95th percentile");
+  }
+  if (const YAML::Node shares = n["min_share"]) {
+    if (!shares.IsMap()) {
+      return PocBad(PocSub(field, "min_share"),
+                    "must map the burst's tenants to shares, e.g. {a: 20%}");
+    }
+    for (const auto& kv : shares) {
+      const auto tenant = kv.first.as<std::string>();
+      const std::string sf = fmt::format("{}.min_share.{}", field, tenant);
+      if (!scope.tenants.contains(tenant)) return PocBad(sf, "names no tenant of setup.tenants");
+      auto ppm = PocShare(kv.second, sf);
+      if (!ppm) return std::unexpected(ppm.error());
+      e.min_share_ppm[tenant] = *ppm;
+    }
+  }
+  if (n["explained"]) {
+    auto v = PocBool(n["explained"], PocSub(field, "explained"));
+    if (!v) return std::unexpected(v.error());
+    e.explained = *v;
+  }
+  return Ok();
+}
+
 Result<Step> PocParseStep(const YAML::Node& node, const std::string& at, PocScope& scope) {
   if (!node.IsMap() || node.size() != 1) {
     return PocBad(at,
                   "a step is a mapping with one key: submit, wait, expect, cancel, request, http, "
-                  "audit, metered or failover");
+                  "audit, metered, failover, burst or expect_burst");
   }
   const auto kind = node.begin()->first.as<std::string>();
   const YAML::Node n = node.begin()->second;
@@ -552,11 +735,16 @@ Result<Step> PocParseStep(const YAML::Node& node, const std::string& at, PocScop
     auto ms = PocWithin(n, field);
     if (!ms) return std::unexpected(ms.error());
     step.within_ms = *ms;
+  } else if (kind == "burst") {
+    step.kind = StepKind::kBurst;
+    BERTH_RETURN_IF_ERROR(PocParseBurst(n, field, scope, step));
+  } else if (kind == "expect_burst") {
+    step.kind = StepKind::kExpectBurst;
+    BERTH_RETURN_IF_ERROR(PocParseBurstExpect(n, field, scope, step));
   } else {
-    return PocBad(
-        field,
-        "unknown step; use submit, wait, expect, cancel, request, http, audit, metered or "
-        "failover");
+    return PocBad(field,
+                  "unknown step; use submit, wait, expect, cancel, request, http, audit, metered, "
+                  "failover, burst or expect_burst");
   }
   BERTH_RETURN_IF_ERROR(PocCheckTexts(step, field, scope));
   return step;
@@ -787,6 +975,10 @@ std::string_view StepKindName(StepKind kind) {
       return "metered";
     case StepKind::kHttp:
       return "http";
+    case StepKind::kBurst:
+      return "burst";
+    case StepKind::kExpectBurst:
+      return "expect_burst";
   }
   return "request";
 }

@@ -84,9 +84,40 @@ enum class StepKind {
   kAudit,
   kFailover,
   kMetered,
-  kHttp
+  kHttp,
+  kBurst,
+  kExpectBurst
 };
 std::string_view StepKindName(StepKind kind);
+
+// One tenant's part of a burst: `count` jobs (times the run's --scale) of
+// `spec` submitted as `as` from a thread of its own, all tenants at once.
+struct BurstTenant {
+  std::string tenant;  // a tenant of setup.tenants
+  std::string as;      // an identity of the setup, or "admin"; one per tenant
+  std::int64_t count = 0;
+  // The burst's job template with this tenant's shape over it, tenant and
+  // queue set; ${burst.index} (1 to count) is expanded per job.
+  std::string spec;
+};
+
+// What a burst must show once submitted (docs/poc.md "Concurrent load").
+// Durations are for --scale 1 and grow with it: N times the jobs on the
+// same GPUs queue N times as long.
+struct BurstExpectation {
+  std::vector<std::string> states;  // every job ends in one of these
+  std::int64_t within_ms = 0;       // all of them, from the burst's first submit
+  std::optional<std::int64_t> p50_wait_ms;
+  std::optional<std::int64_t> p95_wait_ms;
+  // No tenant starves: each tenant's longest wait at most this.
+  std::optional<std::int64_t> tenant_max_wait_ms;
+  // Tenant -> its least share (parts per million) of the burst's
+  // GPU-seconds while every tenant still had work waiting or running.
+  std::map<std::string, std::int64_t> min_share_ppm;
+  // Every job seen waiting carried a reason, and one that waited over 5s
+  // a reason other than Queued.
+  bool explained = true;
+};
 
 // One step. Strings may hold ${run}, ${tenant.NAME}, ${job.NAME} (a job
 // bound by an earlier submit of the same case), ${ref.NAME} (the `id`, or
@@ -140,6 +171,10 @@ struct Step {
   std::string action;
   std::string object;
   std::string actor;  // an identity of the setup, or "" for anyone
+  // burst (named by `bind`): the tenants' parts, submitted concurrently
+  std::vector<BurstTenant> burst;
+  // expect_burst (the burst `job` names)
+  BurstExpectation burst_expect;
 };
 
 struct Case {

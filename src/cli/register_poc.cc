@@ -54,6 +54,8 @@ struct PocFlags {
   std::string tenant;
   // berth poc cleanup
   std::string run_id;
+  // --scale: bursts' counts and bounds times this
+  std::int64_t scale = 1;
 };
 
 // --model-server when not given: the berth-model-server installed beside
@@ -193,6 +195,7 @@ Status PocRun(CommandRegistry& r, PocFlags& f, ApiClient& api, const Output& out
   options.interrupted = [] { return InterruptSignal(); };
   options.signal_name = [](int sig) { return InterruptSignalName(sig); };
   options.model_server = PocModelServer(f);
+  options.scale = f.scale;
   if (earlier != nullptr) {
     out.out << fmt::format(
                    "berth poc rerun {}: {} case(s) of run {} ({}), suite "
@@ -371,6 +374,12 @@ void PocAddRunTarget(CLI::App* command, PocFlags& f) {
                        "absolute path every node has (default: the berth-model-server beside "
                        "this berth, by absolute path, when there is one)")
           ->capture_default_str();
+  command
+      ->add_option("--scale", f.scale,
+                   "multiply every burst's job counts, and its expected bounds, by N (1: as "
+                   "the suite says; docs/poc.md \"Concurrent load\")")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{100}))
+      ->capture_default_str();
 }
 
 }  // namespace

@@ -82,7 +82,7 @@ TEST(PocSuite, TheBuiltInSuiteParsesAndCoversTheFiveGroupsAndEveryCapability) {
        {"priority-preempts-and-explains", "job-telemetry-recorded",
         "quota-request-approved-and-audited", "reclaim-on-guarantee", "cross-tenant-paths-refused",
         "gpu-oom-explained", "gpu-xid-explained", "nccl-failure-explained",
-        "control-plane-failover", "alert-reaches-its-sink"}) {
+        "control-plane-failover", "alert-reaches-its-sink", "concurrent-multi-tenant-load"}) {
     EXPECT_TRUE(ids.contains(id)) << id;
   }
   EXPECT_NE(suite->policy.find("reclaim_grace"), std::string::npos);
