@@ -5,6 +5,7 @@
 // berthd's agent gives podman the configuration Berth ships
 // (--podman-conf deploy/podman/containers.conf), as an operator would. The
 // image is built locally from busybox-static: no registry is needed.
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdlib>
