@@ -428,8 +428,8 @@ std::vector<std::string> PocRunner::Unmet(const Case& c) {
   if (p.gpu_model && !model) {
     unmet.push_back(fmt::format("gpu_model: no healthy {} GPU in GET /v1/gpus", *p.gpu_model));
   }
-  // A container case needs podman wherever its job may land: the scheduler
-  // does not yet steer jobs with an image to the nodes that have it.
+  // A container case needs one Ready node with podman: the scheduler places
+  // a job with an image only on such a node.
   if (p.podman) {
     std::vector<std::string> without;
     for (const auto& n : nodes_) {
@@ -437,13 +437,13 @@ std::vector<std::string> PocRunner::Unmet(const Case& c) {
         without.push_back(Text(n, "name"));
       }
     }
-    if (ready == 0 || !without.empty()) {
+    if (ready == 0 || std::ssize(without) == ready) {
       unmet.push_back(fmt::format(
           "podman: {} (container_runtime in GET /v1/nodes; berth-agent reports podman when it "
           "finds it on its PATH)",
           ready == 0 ? std::string("no Ready node")
-                     : fmt::format("{} of {} Ready node(s) report no container runtime: {}",
-                                   without.size(), ready, fmt::join(without, ", "))));
+                     : fmt::format("none of the {} Ready node(s) reports a container runtime: {}",
+                                   ready, fmt::join(without, ", "))));
     }
   }
   // The gateway as the API shows it (GET /v1/services), read again for

@@ -48,12 +48,13 @@ struct IdentitySetup {
 };
 
 // What the API must be able to show for a case to run; an unmet one makes
-// the case skipped, never passed. A precondition the API cannot tell (podman,
-// a standby) counts as unmet and says so.
+// the case skipped, never passed, and the skip names what was missing.
 struct Preconditions {
   std::optional<std::int64_t> nodes;  // Ready nodes, at least
   std::optional<std::int64_t> gpus;   // healthy GPUs, at least
   std::optional<std::string> gpu_model;
+  // At least one Ready node reports container_runtime podman (GET /v1/nodes);
+  // the scheduler places a job with an image only there.
   bool podman = false;
   // GET /v1/services shows the gateway, up (its `gateway` object).
   bool gateway = false;

@@ -596,8 +596,8 @@ TEST_F(PocTest, AQuotaThePolicyDoesNotEnforceFailsOnlyItsCaseWithRiskAndRetest) 
   ExpectCleanedUp(b, report, policy_before);
 }
 
-// Skips are honest: a node whose agent finds no podman says so in GET
-// /v1/nodes, and the container case is skipped naming the node, never
+// Skips are honest: with no Ready node whose agent finds podman (GET
+// /v1/nodes says so) the container case is skipped naming the nodes, never
 // passed, whatever this machine has installed.
 TEST_F(PocTest, ANodeWithoutPodmanSkipsTheContainerCaseSayingWhy) {
   Berthd& b = NewBerthd(ControlPlaneOnly());
@@ -614,10 +614,56 @@ TEST_F(PocTest, ANodeWithoutPodmanSkipsTheContainerCaseSayingWhy) {
   const auto& c = report["cases"][0];
   EXPECT_EQ(c["verdict"], "skipped");
   const std::string reason = c["reason"];
-  EXPECT_NE(reason.find("podman: 1 of 1 Ready node(s) report no container runtime: bare-node"),
-            std::string::npos)
+  EXPECT_NE(
+      reason.find("podman: none of the 1 Ready node(s) reports a container runtime: bare-node"),
+      std::string::npos)
       << reason;
   EXPECT_TRUE(c["evidence"]["jobs"].empty()) << c.dump(2);
+}
+
+// A mixed fleet runs the container case: the scheduler places a job with an
+// image only on a node whose agent found podman, so one such node is enough.
+// The other agent's PATH has no podman; this one's has a stand-in whose
+// pulls fail as an unreachable registry's do, whatever this machine has.
+TEST_F(PocTest, AMixedFleetRunsTheContainerCaseOnThePodmanNode) {
+  Berthd& b = NewBerthd(ControlPlaneOnly());
+  ASSERT_TRUE(b.Start()) << b.log();
+  auto cluster = [&](const std::string& node) {
+    const auto file = dir_ / ("cluster-" + node + ".yaml");
+    std::filesystem::copy_file(WriteCluster(node, 8), file,
+                               std::filesystem::copy_options::overwrite_existing);
+    return file;
+  };
+  const auto fake = dir_ / "fake-podman-bin";
+  std::filesystem::create_directories(fake);
+  WriteFile(fake / "podman",
+            "#!/bin/sh\n"
+            "case \"$1\" in\n"
+            "  pull) echo \"Error: no registry in this test\" >&2; exit 125 ;;\n"
+            "  *) exit 1 ;;\n"
+            "esac\n");
+  std::filesystem::permissions(fake / "podman", std::filesystem::perms::owner_all);
+  // "a-bare" sorts first: without the rule, packing would try it first.
+  NewAgent(b, dir_ / "agent-bare", cluster("a-bare"), "agent-bare.log",
+           {{"PATH", (dir_ / "no-podman-here").string()}});
+  NewAgent(b, dir_ / "agent-podman", cluster("b-podman"), "agent-podman.log",
+           {{"PATH", fake.string()}});
+  ASSERT_TRUE(b.WaitForNode("Ready", 20s, "a-bare"));
+  ASSERT_TRUE(b.WaitForNode("Ready", 20s, "b-podman"));
+  const auto out = dir_ / "report";
+  auto run = Poc(b, {"run", "--out", out.string(), "--allow-on", b.url(), "--case",
+                     "image-pull-failure-explained"});
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  const json report = ReadJson(out / "report.json");
+  ASSERT_EQ(report["cases"].size(), 1U) << report.dump(2);
+  const auto& c = report["cases"][0];
+  EXPECT_EQ(c["verdict"], "pass") << c.dump(2);
+  ASSERT_EQ(c["evidence"]["jobs"].size(), 1U) << c.dump(2);
+  const auto id = c["evidence"]["jobs"][0].get<std::uint64_t>();
+  auto job = b.http().Get(fmt::format("/v1/jobs/{}", id));
+  ASSERT_EQ(job.status, 200) << job.text;
+  ASSERT_EQ(job.body["placement"].size(), 1U) << job.text;
+  EXPECT_EQ(job.body["placement"][0]["node"], "b-podman") << job.text;
 }
 
 // ---- berth poc rerun, observe and cleanup ----
