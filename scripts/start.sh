@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
 cmake --preset release >/dev/null
-cmake --build --preset release -j "$(nproc)" --target berthd berth berth-shim berth-agent
+cmake --build --preset release -j "$(nproc)" --target berthd berth berth-shim berth-agent berth-model-server
 # The web console, beside berthd (served at /ui/).
 scripts/build-console.sh build/release/bin
 

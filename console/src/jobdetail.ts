@@ -74,6 +74,7 @@ export const NODE_CAUSES = [
   'gpus_unhealthy',
   'topology',
   'untolerated_taint',
+  'no_container_runtime',
   'gpu_model_mismatch',
   'gpu_memory_too_small',
   'too_few_gpus_in_total',

@@ -482,6 +482,11 @@ void Api::ListServices(const http::Request& req, http::Response& res,
     services.push_back(ServiceJson(s, ServiceStatus(s, &of[{s.tenant, s.name}])));
   }
   json body{{"services", std::move(services)}};
+  // The gateway every service of the list is called through: its address
+  // and whether it serves, the same for every caller (nothing of any
+  // tenant's routes); null when berthd runs none.
+  const auto gateway = services_ != nullptr ? services_->GatewayState() : std::nullopt;
+  body["gateway"] = gateway ? json{{"url", gateway->url}, {"up", gateway->up}} : json(nullptr);
   if (more) body["next"] = EncodeCursor(CursorKind::kServices, std::to_string(list->back().id));
   Reply(res, 200, body);
 }

@@ -426,7 +426,7 @@ std::string_view OpenApiDocument() {
           {"name": "limit", "in": "query", "schema": {"type": "integer", "default": 500, "minimum": 1, "maximum": 5000}, "description": "Services per page; above 5000 is refused with 400 naming limit"},
           {"name": "after", "in": "query", "schema": {"type": "string"}, "description": "The next of the page before (opaque)"}
         ],
-        "responses": {"200": {"description": "Services; next, present when more follow, is the cursor of the next page", "content": {"application/json": {"schema": {"type": "object", "properties": {"services": {"type": "array", "items": {"$ref": "#/components/schemas/Service"}}, "next": {"type": "string"}}}}}}, "400": {"description": "A bad kind, limit or after; error.field names it"}}
+        "responses": {"200": {"description": "Services; next, present when more follow, is the cursor of the next page", "content": {"application/json": {"schema": {"type": "object", "properties": {"services": {"type": "array", "items": {"$ref": "#/components/schemas/Service"}}, "next": {"type": "string"}, "gateway": {"type": "object", "nullable": true, "description": "The gateway services are called through, the same for every caller with a token; null when berthd runs none (--gateway-listen off)", "properties": {"url": {"type": "string", "description": "Its frontend, as --gateway-listen gives it (http://HOST:PORT); a service is at URL/s/TENANT/NAME/"}, "up": {"type": "boolean", "description": "Whether the service controller's last sync of it succeeded"}}}}}}}}, "400": {"description": "A bad kind, limit or after; error.field names it"}}
       }
     },
     "/v1/services/{tenant}/{name}": {

@@ -10,6 +10,7 @@
 
 #include "cli/api_error.h"
 #include "cli/commands.h"
+#include "cli/interrupt.h"
 #include "cli/registry.h"
 #include "cli/version.h"
 
@@ -17,6 +18,9 @@ namespace berth::cli {
 namespace {
 
 int ExitCodeFor(const Error& error) {
+  // A command stopped by Ctrl-C or SIGTERM (interrupt.h) exits as a shell
+  // expects: 128 + the signal.
+  if (const int signal = InterruptSignal(); signal != 0) return 128 + signal;
   return error.code == Code::kUnavailable ? kExitUnavailable : kExitError;
 }
 

@@ -63,6 +63,13 @@ std::vector<std::string> FigureCells(const json& f, const json& report) {
           ? Pct(static_cast<double>(alloc), static_cast<double>(Int(fleet, "capacity_mgpu_ms")))
           : "—";
   const std::int64_t started = Int(w, "started");
+  // Jobs submitted and failed in the window; "—" from a berthd before they
+  // were added (and in an inference row, whose figures have none).
+  auto jobs = [&f](const char* key) {
+    auto it = f.find(key);
+    return it != f.end() && it->is_number() ? fmt::format("{}", it->get<std::int64_t>())
+                                            : std::string("—");
+  };
   return {Hours(alloc),
           alloc_pct,
           util,
@@ -73,6 +80,8 @@ std::vector<std::string> FigureCells(const json& f, const json& report) {
           Int(w, "waiting") == 0 ? "0"
                                  : fmt::format("{} (oldest {})", Int(w, "waiting"),
                                                Duration(Int(w, "oldest_wait_ms"))),
+          jobs("jobs_submitted"),
+          jobs("jobs_failed"),
           fmt::format("{}", Int(f, "runs_finished")),
           fmt::format("{} ({})", Int(f, "runs_failed"),
                       Pct(static_cast<double>(Int(f, "runs_failed")),
@@ -91,8 +100,9 @@ std::vector<std::string> FigureCells(const json& f, const json& report) {
 }
 
 const std::vector<std::string> kFigureHeaders{
-    "GPU-hours", "Allocation", "GPU util", "GPU memory", "Avg wait",   "p95 wait", "Started",
-    "Waiting",   "Runs",       "Failed",   "Evictions",  "Lost GPU-h", "Cost",     "Interventions"};
+    "GPU-hours", "Allocation", "GPU util", "GPU memory",   "Avg wait", "p95 wait",
+    "Started",   "Waiting",    "Jobs",     "Jobs failed",  "Runs",     "Failed",
+    "Evictions", "Lost GPU-h", "Cost",     "Interventions"};
 
 std::vector<Section> Sections(const json& r) {
   std::vector<Section> out;
@@ -110,6 +120,12 @@ std::vector<Section> Sections(const json& r) {
                             fm.is_object()
                                 ? Pct(fm.value("util_sum", 0.0), 100.0 * fm.value("samples", 0.0))
                                 : "not measured"});
+    // Alerts are about the fleet: the API gives them (in `fleet`) to
+    // platform admins only, so a member's report has no such row.
+    const json& alerts = fleet.value("alerts_opened", json());
+    summary.rows.push_back({"Alerts opened", alerts.is_number()
+                                                 ? fmt::format("{}", alerts.get<std::int64_t>())
+                                                 : "not kept (this berthd runs no alert rules)"});
   }
   const json& total = r.value("total", json::object());
   auto cells = FigureCells(total, r);

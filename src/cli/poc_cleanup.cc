@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 #include "cli/json_view.h"
@@ -41,14 +42,28 @@ bool IsRunPrefix(std::string_view run) {
 
 void CancelJobs(ApiClient& admin, const std::vector<std::uint64_t>& ids, const CleanupClock& clock,
                 json& c) {
+  // A 429 (berthd's --rate-limit; a run's burst can leave hundreds of jobs)
+  // is waited out and asked again.
+  auto patient = [&clock](auto ask) {
+    auto r = ask();
+    for (int tries = 0; !r && HttpStatus(r.error().code) == 429 && tries < 50; ++tries) {
+      clock.sleep(std::max<std::int64_t>(clock.poll_ms, 100));
+      r = ask();
+    }
+    return r;
+  };
+  auto get = [&](std::uint64_t id) {
+    return patient([&] { return admin.Get(fmt::format("/v1/jobs/{}", id)); });
+  };
   std::set<std::uint64_t> live;
   for (auto id : ids) {
-    auto job = admin.Get(fmt::format("/v1/jobs/{}", id));
+    auto job = get(id);
     if (job && PocCleanupTerminal(Text(*job, "state"))) {
       c["jobs_already_ended"] = c["jobs_already_ended"].get<int>() + 1;
       continue;
     }
-    auto r = admin.Post(fmt::format("/v1/jobs/{}/cancel", id), "", "application/json");
+    auto r = patient(
+        [&] { return admin.Post(fmt::format("/v1/jobs/{}/cancel", id), "", "application/json"); });
     if (r) {
       c["jobs_cancelled"].push_back(id);
       live.insert(id);
@@ -59,7 +74,7 @@ void CancelJobs(ApiClient& admin, const std::vector<std::uint64_t>& ids, const C
   const TimeMs deadline = clock.clock->NowMs() + kPocCleanupWaitMs;
   while (!live.empty() && clock.clock->NowMs() < deadline) {
     for (auto it = live.begin(); it != live.end();) {
-      auto job = admin.Get(fmt::format("/v1/jobs/{}", *it));
+      auto job = get(*it);
       it = job && PocCleanupTerminal(Text(*job, "state")) ? live.erase(it) : std::next(it);
     }
     if (!live.empty()) clock.sleep(clock.poll_ms);
@@ -70,11 +85,60 @@ void CancelJobs(ApiClient& admin, const std::vector<std::uint64_t>& ids, const C
   }
 }
 
+void DeleteServices(ApiClient& admin,
+                    const std::vector<std::pair<std::string, std::string>>& services,
+                    const CleanupClock& clock, json& c) {
+  std::set<std::uint64_t> live;
+  for (const auto& [tenant, name] : services) {
+    const std::string path = fmt::format("/v1/services/{}/{}", tenant, name);
+    auto shown = admin.Get(path);
+    if (!shown) {
+      if (shown.error().code == Code::kNotFound) {
+        c["services_deleted"].push_back(tenant + "/" + name);
+      } else {
+        c["problems"].push_back(
+            fmt::format("service {}/{}: {}", tenant, name, shown.error().message));
+      }
+      continue;
+    }
+    auto r = admin.Delete(path);
+    if (!r && r.error().code != Code::kNotFound) {
+      c["problems"].push_back(
+          fmt::format("service {}/{}: delete refused: {}", tenant, name, r.error().message));
+      continue;
+    }
+    c["services_deleted"].push_back(tenant + "/" + name);
+    for (const auto& replica : Array(*shown, "status.replicas")) {
+      if (auto id = Int(replica, "job")) live.insert(static_cast<std::uint64_t>(*id));
+    }
+  }
+  const TimeMs deadline = clock.clock->NowMs() + kPocCleanupWaitMs;
+  while (!live.empty()) {
+    for (auto it = live.begin(); it != live.end();) {
+      auto job = admin.Get(fmt::format("/v1/jobs/{}", *it));
+      it = job && PocCleanupTerminal(Text(*job, "state")) ? live.erase(it) : std::next(it);
+    }
+    if (live.empty() || clock.clock->NowMs() >= deadline) break;
+    clock.sleep(clock.poll_ms);
+  }
+  for (auto id : live) {
+    c["problems"].push_back(
+        fmt::format("replica job {} had not ended {} after its service was "
+                    "deleted",
+                    id, FormatDurationMs(kPocCleanupWaitMs)));
+  }
+}
+
 json CleanUpRun(ApiClient& admin, const RunLeftovers& what, const CleanupClock& clock) {
-  json c{{"jobs_cancelled", json::array()},  {"jobs_already_ended", 0},
-         {"tokens_revoked", json::array()},  {"identities_disabled", json::array()},
-         {"budgets_removed", json::array()}, {"policy", json()},
+  json c{{"services_deleted", json::array()},
+         {"jobs_cancelled", json::array()},
+         {"jobs_already_ended", 0},
+         {"tokens_revoked", json::array()},
+         {"identities_disabled", json::array()},
+         {"budgets_removed", json::array()},
+         {"policy", json()},
          {"problems", json::array()}};
+  DeleteServices(admin, what.services, clock, c);
   CancelJobs(admin, what.jobs, clock, c);
   for (const auto& [id, who] : what.tokens) {
     auto r = admin.Post(fmt::format("/v1/tokens/{}/revoke", id), "", "application/json");
@@ -149,7 +213,16 @@ Result<RunLeftovers> FindLeftovers(ApiClient& admin, const std::string& run) {
   for (const auto& j : *jobs) {
     if (!Text(j, "tenant").starts_with(prefix)) continue;
     if (PocCleanupTerminal(Text(j, "state"))) continue;
+    // A service's replica ends with its service, below.
+    if (const json* svc = Field(j, "service"); svc != nullptr && !svc->is_null()) continue;
     left.jobs.push_back(j.value("id", std::uint64_t{0}));
+  }
+  auto services = GetAllPages(admin, "/v1/services", {}, "services", 0, PageOrder::kAppend);
+  if (!services) return std::unexpected(services.error());
+  for (const auto& svc : *services) {
+    if (Text(svc, "tenant").starts_with(prefix)) {
+      left.services.emplace_back(Text(svc, "tenant"), Text(svc, "name"));
+    }
   }
   auto ids = GetAllPages(admin, "/v1/identities", {}, "identities", 0, PageOrder::kAppend);
   if (!ids) return std::unexpected(ids.error());

@@ -11,6 +11,7 @@
 
 #include "cli/format.h"
 #include "cli/json_view.h"
+#include "cli/poc_burst.h"
 #include "cli/poc_suite.h"
 #include "common/text_escape.h"
 #include "common/units.h"
@@ -73,6 +74,7 @@ struct PocTally {
   int cases_passed = 0;
   int cases_failed = 0;
   int cases_skipped = 0;
+  int cases_not_run = 0;
 
   void Add(const json& c) {
     const std::int64_t w = Int(c, "weight").value_or(1);
@@ -83,6 +85,10 @@ struct PocTally {
     } else if (v == "fail") {
       failed += w;
       ++cases_failed;
+    } else if (v == "interrupted" || v == "not_run") {
+      // An interrupted run's: neither judged nor skipped for a reason of
+      // the cluster's.
+      ++cases_not_run;
     } else {
       skipped += w;
       ++cases_skipped;
@@ -98,7 +104,8 @@ struct PocTally {
             {"weight_skipped", skipped},
             {"cases_passed", cases_passed},
             {"cases_failed", cases_failed},
-            {"cases_skipped", cases_skipped}};
+            {"cases_skipped", cases_skipped},
+            {"cases_not_run", cases_not_run}};
   }
 };
 
@@ -178,6 +185,10 @@ std::string PocErrorsAndAlerts(const json& s) {
 std::vector<std::vector<std::string>> PocSampleRows(const json& c) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& s : Array(c, "samples")) {
+    if (Text(s, "kind") == "burst") {
+      rows.push_back(BurstSampleCells(s));
+      continue;
+    }
     rows.push_back(
         {Text(s, "name"), IntText(s, "job_id"),
          fmt::format("{} / {} / {}", Text(s, "tenant"), Text(s, "user"), Text(s, "queue")),
@@ -274,9 +285,14 @@ constexpr PocList kPocLists[] = {
 };
 
 std::string PocSummaryLine(const json& report) {
-  return fmt::format("{} passed, {} failed, {} skipped; overall weighted score {}",
+  const std::string not_run =
+      Field(report, "interrupted") == nullptr
+          ? ""
+          : fmt::format(", {} not run (interrupted by {})", IntText(report, "summary.not_run"),
+                        Text(report, "interrupted.signal"));
+  return fmt::format("{} passed, {} failed, {} skipped{}; overall weighted score {}",
                      IntText(report, "summary.passed"), IntText(report, "summary.failed"),
-                     IntText(report, "summary.skipped"),
+                     IntText(report, "summary.skipped"), not_run,
                      PocScoreText(report.value("scores", json::object()).value("overall", json())));
 }
 
@@ -291,7 +307,8 @@ void ScoreReport(json& report) {
   json conclusions{{"must_fix", json::array()},
                    {"limited_launch", json::array()},
                    {"later_optimization", json::array()},
-                   {"not_evaluated", json::array()}};
+                   {"not_evaluated", json::array()},
+                   {"not_run", json::array()}};
   for (const auto& c : Array(report, "cases")) {
     caps[Text(c, "capability")].Add(c);
     views[Text(c, "perspective")].Add(c);
@@ -300,7 +317,9 @@ void ScoreReport(json& report) {
     json item{{"id", Text(c, "id")},         {"group", Text(c, "group")},
               {"title", Text(c, "title")},   {"risk", Text(c, "risk")},
               {"reason", Text(c, "reason")}, {"retest", Text(c, "retest")}};
-    if (verdict == "skipped") {
+    if (verdict == "interrupted" || verdict == "not_run") {
+      conclusions["not_run"].push_back(item);
+    } else if (verdict == "skipped") {
       conclusions["not_evaluated"].push_back(item);
     } else if (verdict == "fail") {
       const std::string risk = Text(c, "risk");
@@ -316,11 +335,12 @@ void ScoreReport(json& report) {
   scores["overall"] = overall.ToJson();
   report["scores"] = scores;
   report["conclusions"] = conclusions;
-  report["summary"] = {
-      {"passed", overall.cases_passed},
-      {"failed", overall.cases_failed},
-      {"skipped", overall.cases_skipped},
-      {"cases", overall.cases_passed + overall.cases_failed + overall.cases_skipped}};
+  report["summary"] = {{"passed", overall.cases_passed},
+                       {"failed", overall.cases_failed},
+                       {"skipped", overall.cases_skipped},
+                       {"not_run", overall.cases_not_run},
+                       {"cases", overall.cases_passed + overall.cases_failed +
+                                     overall.cases_skipped + overall.cases_not_run}};
 }
 
 std::string RenderMarkdown(const json& report) {
@@ -358,6 +378,14 @@ std::string RenderMarkdown(const json& report) {
   for (const auto& i : skipped) {
     out += fmt::format("- **{}/{}** {}: {}\n", Text(i, "group"), Text(i, "id"),
                        PocMdCell(Text(i, "title")), PocMdCell(Text(i, "reason")));
+  }
+  if (const json& not_run = conclusions.value("not_run", json::array()); !not_run.empty()) {
+    out += fmt::format("\n### Not run (interrupted by {})\n\n",
+                       PocMdCell(Text(report, "interrupted.signal")));
+    for (const auto& i : not_run) {
+      out += fmt::format("- **{}/{}** {}: {}\n", Text(i, "group"), Text(i, "id"),
+                         PocMdCell(Text(i, "title")), PocMdCell(Text(i, "reason")));
+    }
   }
   out += "\n## Cases\n\n";
   for (const auto& c : Array(report, "cases")) {
@@ -487,6 +515,11 @@ std::string RenderHtml(const json& report) {
   }
   out += "<h3 id=\"not_evaluated\">Not evaluated (skipped)</h3>\n";
   list_html(conclusions.value("not_evaluated", json::array()), false);
+  if (const json& not_run = conclusions.value("not_run", json::array()); !not_run.empty()) {
+    out += fmt::format("<h3 id=\"not_run\">Not run (interrupted by {})</h3>\n",
+                       PocH(Text(report, "interrupted.signal")));
+    list_html(not_run, false);
+  }
   out += "<h2>Cases</h2>\n";
   for (const auto& c : Array(report, "cases")) {
     const std::string verdict = Text(c, "verdict");

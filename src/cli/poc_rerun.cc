@@ -32,8 +32,8 @@ std::vector<std::vector<std::string>> RerunRows(const json& report) {
 
 std::string RerunIntro(const json& report) {
   return fmt::format(
-      "This run re-tests only the cases that failed in run {} ({}, started {}); the cases that "
-      "did not fail there were not re-run and are not in this report, so its scores are over the "
+      "This run re-tests only the cases selected (--failed, --case) from run {} ({}, started {}); "
+      "the other cases were not re-run and are not in this report, so its scores are over the "
       "re-run cases only.",
       Text(report, "rerun_of.run"), Text(report, "rerun_of.path"),
       FormatUtc(Int(report, "rerun_of.started_ms").value_or(0)));
@@ -80,6 +80,33 @@ std::set<std::string> FailedCases(const json& report) {
   for (const auto& c : Array(report, "cases")) {
     if (Text(c, "verdict") == "fail") out.insert(Text(c, "id"));
   }
+  return out;
+}
+
+Result<std::set<std::string>> SelectRerunCases(const json& report, bool failed,
+                                               const std::vector<std::string>& ids) {
+  if (!failed && ids.empty()) {
+    return Fail(Code::kInvalidArgument,
+                "say which cases to re-run: --failed (the cases that failed), --case ID "
+                "(repeatable), or both",
+                "case");
+  }
+  std::set<std::string> known;
+  std::string listed;
+  for (const auto& c : Array(report, "cases")) {
+    const std::string id = Text(c, "id");
+    if (known.insert(id).second) listed += (listed.empty() ? "" : ", ") + id;
+  }
+  for (const auto& id : ids) {
+    if (!known.contains(id)) {
+      return Fail(Code::kInvalidArgument,
+                  fmt::format("--case {}: the report has no such case; its cases are {}", id,
+                              listed.empty() ? std::string("(none)") : listed),
+                  "case");
+    }
+  }
+  std::set<std::string> out = failed ? FailedCases(report) : std::set<std::string>();
+  out.insert(ids.begin(), ids.end());
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "cli/poc_suite.h"
 #include "common/status.h"
@@ -29,6 +30,14 @@ Result<EarlierReport> ReadEarlierReport(const std::string& path);
 
 // The ids of the cases whose verdict is "fail", in the report's order.
 std::set<std::string> FailedCases(const nlohmann::json& report);
+
+// The cases a rerun runs: those that failed (with `failed`) and those
+// `ids` names (--case, repeatable), in the report's order, duplicates once.
+// An id the report has no case of is InvalidArgument (field `case`) naming
+// it and listing the report's ids; neither --failed nor --case is
+// InvalidArgument saying to give one.
+Result<std::set<std::string>> SelectRerunCases(const nlohmann::json& report, bool failed,
+                                               const std::vector<std::string>& ids);
 
 // OK when `suite` is the one the report ran (environment.suite.sha256);
 // else FailedPrecondition naming both hashes, --suite and the fix.

@@ -17,7 +17,10 @@
 #include <vector>
 
 #include "cli/json_view.h"
+#include "cli/poc_burst.h"
 #include "cli/poc_cleanup.h"
+#include "cli/poc_http.h"
+#include "cli/poc_meter.h"
 #include "cli/version.h"
 #include "common/units.h"
 
@@ -167,7 +170,7 @@ class PocRunner {
   json Fingerprint();
   Status Setup();
   json RunCase(const Case& c);
-  std::vector<std::string> Unmet(const Case& c) const;
+  std::vector<std::string> Unmet(const Case& c);
   // What each address of the server list answers on GET /healthz.
   std::vector<PocHealth> Health() const;
   PocStepResult Failover(const Step& step, json& evidence);
@@ -183,6 +186,8 @@ class PocRunner {
   void CancelLive(const std::vector<std::uint64_t>& ids, json& c);
   Result<std::string> Expand(std::string_view text, std::map<std::string, std::string> jobs) {
     jobs["gpus"] = std::to_string(HealthyGpus());
+    jobs["model_server"] = opt_.model_server;
+    if (!gateway_url_.empty()) jobs["gateway"] = gateway_url_;
     return ExpandPlaceholders(text, opt_.run, tenants_, jobs);
   }
   std::int64_t HealthyGpus() const {
@@ -191,6 +196,40 @@ class PocRunner {
     return healthy;
   }
   PocAnswer RequestOnce(const Step& step, const std::string& path, const std::string& body);
+  // bind: {from, where, field}: the first item of the answer's list that
+  // meets every where, its field in `picked`; `r` failed when none does.
+  PocStepResult PickBound(const Step& step, const PocAnswer& a,
+                          const std::map<std::string, std::string>& jobs, PocStepResult r,
+                          std::string& picked);
+  // The operator asked the run to stop (RunOptions::interrupted).
+  bool Interrupted() const { return opt_.interrupted && opt_.interrupted() != 0; }
+  std::string SignalName() const {
+    const int sig = opt_.interrupted ? opt_.interrupted() : 0;
+    return opt_.signal_name ? opt_.signal_name(sig) : fmt::format("signal {}", sig);
+  }
+  // A case the interrupted run did not start: in the report as not run.
+  json NotRun(const Case& c) const;
+  // GET /v1/services' `gateway`: sets gateway_url_ (empty when absent) and
+  // returns why the gateway cannot be used ("" when it is up).
+  std::string ReadGateway();
+  PocStepResult HttpStep(const Step& step, const std::map<std::string, std::string>& jobs,
+                         json& evidence);
+  // The replicas of the services case `c` applied, as samples, then the
+  // services deleted and their replicas waited for (the case's cleanup).
+  void EndCaseServices(const Case& c, const Result<json>& alerts, json& out);
+  PocStepResult RunBurst(const Step& step, const std::map<std::string, std::string>& jobs,
+                         json& evidence);
+  PocStepResult ExpectBurst(const Step& step);
+
+  // A burst of the case running now, by its bind name.
+  struct Burst {
+    TimeMs began_ms = 0;
+    std::vector<BurstSubmission> parts;
+    std::vector<BurstJob> jobs;
+    std::string expected;  // what its expect_burst asked, for the sample
+    bool settled = false;
+  };
+  std::map<std::string, Burst> bursts_;
 
   ApiClient& admin_;
   const Suite& suite_;
@@ -205,6 +244,12 @@ class PocRunner {
   std::map<std::string, std::unique_ptr<ApiClient>> clients_;
   std::vector<std::pair<std::string, std::string>> tokens_;  // id, identity
   std::vector<std::uint64_t> jobs_;                          // every job the run made
+  std::map<std::string, std::string> tokens_of_;             // short identity -> its token
+  // Services the run applied and has not deleted yet (tenant, name), and
+  // those of the case running now.
+  std::vector<std::pair<std::string, std::string>> services_;
+  std::vector<std::pair<std::string, std::string>> case_services_;
+  std::string gateway_url_;  // as GET /v1/services showed it; "" when none
   json nodes_ = json::array();
   json gpus_ = json::array();
 };
@@ -262,6 +307,9 @@ json PocRunner::Fingerprint() {
   env["policy_version_before"] = policy_before_;
   auto prices = admin_.Get("/v1/prices");
   env["price_version"] = prices ? Int(*prices, "version").value_or(0) : 0;
+  const std::string gateway_problem = ReadGateway();
+  env["gateway"] = gateway_url_.empty() ? json() : json(gateway_url_);
+  if (!gateway_problem.empty()) env["gateway_problem"] = gateway_problem;
   env["suite"] = {{"name", suite_.name}, {"version", suite_.version}, {"sha256", suite_.sha256}};
   return env;
 }
@@ -333,6 +381,7 @@ Status PocRunner::Setup() {
                   fmt::format("a token for {} could not be made: {}", real, token.error().message));
     }
     tokens_.emplace_back(Text(*token, "id"), real);
+    tokens_of_[id.name] = Text(*token, "token");
     clients_[id.name] = std::make_unique<ApiClient>(opt_.client_for(Text(*token, "token")));
   }
   return Ok();
@@ -356,7 +405,7 @@ std::vector<PocHealth> PocRunner::Health() const {
   return seen;
 }
 
-std::vector<std::string> PocRunner::Unmet(const Case& c) const {
+std::vector<std::string> PocRunner::Unmet(const Case& c) {
   const Preconditions& p = c.preconditions;
   std::vector<std::string> unmet;
   std::int64_t ready = 0;
@@ -379,8 +428,8 @@ std::vector<std::string> PocRunner::Unmet(const Case& c) const {
   if (p.gpu_model && !model) {
     unmet.push_back(fmt::format("gpu_model: no healthy {} GPU in GET /v1/gpus", *p.gpu_model));
   }
-  // A container case needs podman wherever its job may land: the scheduler
-  // does not yet steer jobs with an image to the nodes that have it.
+  // A container case needs one Ready node with podman: the scheduler places
+  // a job with an image only on such a node.
   if (p.podman) {
     std::vector<std::string> without;
     for (const auto& n : nodes_) {
@@ -388,20 +437,21 @@ std::vector<std::string> PocRunner::Unmet(const Case& c) const {
         without.push_back(Text(n, "name"));
       }
     }
-    if (ready == 0 || !without.empty()) {
+    if (ready == 0 || std::ssize(without) == ready) {
       unmet.push_back(fmt::format(
           "podman: {} (container_runtime in GET /v1/nodes; berth-agent reports podman when it "
           "finds it on its PATH)",
           ready == 0 ? std::string("no Ready node")
-                     : fmt::format("{} of {} Ready node(s) report no container runtime: {}",
-                                   without.size(), ready, fmt::join(without, ", "))));
+                     : fmt::format("none of the {} Ready node(s) reports a container runtime: {}",
+                                   ready, fmt::join(without, ", "))));
     }
   }
-  // What the API cannot show is unmet: a case is never passed on a guess.
+  // The gateway as the API shows it (GET /v1/services), read again for
+  // each case that needs it: one that went down since is unmet.
   if (p.gateway) {
-    unmet.push_back(
-        "gateway: the API does not report whether berthd runs a service gateway until a service "
-        "exists, so it counts as absent");
+    if (auto problem = ReadGateway(); !problem.empty()) {
+      unmet.push_back("gateway: " + problem);
+    }
   }
   if (!p.alert_sink.empty()) {
     auto rules = admin_.Get("/v1/alert-rules");
@@ -485,6 +535,33 @@ PocStepResult PocRunner::Judge(const Step& step, const PocAnswer& a, const std::
   return r;
 }
 
+PocStepResult PocRunner::PickBound(const Step& step, const PocAnswer& a,
+                                   const std::map<std::string, std::string>& jobs, PocStepResult r,
+                                   std::string& picked) {
+  std::vector<BindWhere> wanted;
+  std::string conditions;
+  for (const auto& w : step.bind_where) {
+    auto v = Expand(w.value, jobs);
+    wanted.push_back({w.field, v ? *v : w.value, w.prefix});
+    conditions += fmt::format("{}{} {} '{}'", conditions.empty() ? "" : ", ", w.field,
+                              w.prefix ? "starting with" : "=", wanted.back().value);
+  }
+  r.expected +=
+      fmt::format(", with an item of {}{} whose {} is bound to {}", step.bind_from,
+                  conditions.empty() ? "" : " where " + conditions, step.bind_field, step.bind);
+  std::string why;
+  auto value = PickBoundValue(a.doc, step.bind_from, wanted, step.bind_field, why);
+  if (!value) {
+    r.ok = false;
+    r.actual += " (" + why + ")";
+    return r;
+  }
+  picked = *value;
+  r.actual +=
+      fmt::format(" ({} {} of the matching item bound to {})", step.bind_field, picked, step.bind);
+  return r;
+}
+
 PocAnswer PocRunner::RequestOnce(const Step& step, const std::string& path,
                                  const std::string& body) {
   return step.method == "POST"
@@ -557,6 +634,10 @@ PocStepResult PocRunner::RunStep(const Step& step, std::map<std::string, std::st
           r.actual += fmt::format(" (after {})", FormatDurationMs(step.within_ms));
           return r;
         }
+        if (Interrupted()) {
+          r.actual += fmt::format(" (the wait was cut short by {})", SignalName());
+          return r;
+        }
         opt_.sleep(opt_.poll_ms);
       }
     }
@@ -619,11 +700,13 @@ PocStepResult PocRunner::RunStep(const Step& step, std::map<std::string, std::st
       const TimeMs deadline = Now() + step.within_ms;
       PocAnswer a;
       PocStepResult r;
+      std::string picked;  // bind: {from: ...}'s value
       while (true) {
         a = RequestOnce(step, *path, *body);
         r = Judge(step, a, what, jobs);
+        if (r.ok && !step.bind_from.empty()) r = PickBound(step, a, jobs, std::move(r), picked);
         // Only a read is asked again: a POST is sent once.
-        if (r.ok || step.method != "GET" || Now() >= deadline) break;
+        if (r.ok || step.method != "GET" || Now() >= deadline || Interrupted()) break;
         opt_.sleep(opt_.poll_ms);
       }
       if (step.within_ms > 0) {
@@ -632,14 +715,25 @@ PocStepResult PocRunner::RunStep(const Step& step, std::map<std::string, std::st
       evidence["requests"].push_back({{"as", ActorName(step.as)},
                                       {"request", step.method + " " + *path},
                                       {"status", PocStatusText(a.status)}});
-      if (r.ok && !step.bind.empty()) {
-        const json* id = Field(a.doc, "id");
+      if (r.ok && !step.bind_from.empty()) {
+        jobs["ref." + step.bind] = picked;
+      } else if (r.ok && !step.bind.empty()) {
+        const json* id = Field(a.doc, step.bind_field);
         if (id == nullptr || id->is_null()) {
           r.ok = false;
-          r.actual += " (no id to bind)";
+          r.actual += fmt::format(" (no {} to bind)", step.bind_field);
         } else {
           jobs["ref." + step.bind] = id->is_string() ? id->get<std::string>() : id->dump();
         }
+      }
+      // A service the case applied: deleted when the case ends.
+      if (a.ok() && step.method == "POST" && *path == "/v1/services") {
+        std::pair<std::string, std::string> made{Text(a.doc, "tenant"), Text(a.doc, "name")};
+        if (std::find(case_services_.begin(), case_services_.end(), made) == case_services_.end()) {
+          case_services_.push_back(made);
+          services_.push_back(made);
+        }
+        evidence["services"].push_back(made.first + "/" + made.second);
       }
       // An approved quota request is a policy version the run made: the
       // cleanup's rollback covers it.
@@ -651,6 +745,32 @@ PocStepResult PocRunner::RunStep(const Step& step, std::map<std::string, std::st
     }
     case StepKind::kFailover:
       return Failover(step, evidence);
+    case StepKind::kMetered: {
+      // What the job shows, its usage records and the price table in
+      // force, all read as the runner (a platform admin).
+      const std::string id = job_id(step.job);
+      const std::string paths[] = {"/v1/jobs/" + id, "/v1/usage/records?job=" + id, "/v1/prices"};
+      PocAnswer answers[3];
+      for (std::size_t i = 0; i < 3; ++i) {
+        answers[i] = PocGet(admin_, paths[i]);
+        evidence["requests"].push_back({{"as", admin_name_},
+                                        {"request", "GET " + paths[i]},
+                                        {"status", PocStatusText(answers[i].status)}});
+        if (!answers[i].ok()) {
+          return {
+              false, fmt::format("GET {} answers 200", paths[i]),
+              fmt::format("{}: {}", PocStatusText(answers[i].status), PocQuote(answers[i].body))};
+        }
+      }
+      auto m = JudgeMetering(answers[0].doc, answers[1].doc, answers[2].doc, step.metered_gpus);
+      return {m.ok, fmt::format("job {} ({}): {}", id, step.job, m.expected), m.actual};
+    }
+    case StepKind::kHttp:
+      return HttpStep(step, jobs, evidence);
+    case StepKind::kBurst:
+      return RunBurst(step, jobs, evidence);
+    case StepKind::kExpectBurst:
+      return ExpectBurst(step);
     case StepKind::kAudit: {
       auto object = Expand(step.object, jobs);
       if (!object) return {false, step.object, object.error().message};
@@ -682,313 +802,598 @@ PocStepResult PocRunner::RunStep(const Step& step, std::map<std::string, std::st
   return {false, "a known step", "unknown step"};
 }
 
-// Runs the operator's command against the leader, then polls every
-// address until a different berthd leads at a higher term.
-PocStepResult PocRunner::Failover(const Step& step, json& evidence) {
-  PocStepResult r;
-  r.ok = false;
-  r.expected = fmt::format(
-      "--failover-command stops the leader and a different berthd leads at a "
-      "higher term within {}",
-      FormatDurationMs(step.within_ms));
-  const auto before = Health();
-  const auto lead = PocLeaderOf(before);
-  json ev{{"command", opt_.failover_command}, {"before", PocHealthList(before)}};
-  if (!lead) {
-    r.actual = "no berthd answers as leader before the failover: " + PocHealthList(before);
-    evidence["failover"] = std::move(ev);
-    return r;
+std::string PocRunner::ReadGateway() {
+  gateway_url_.clear();
+  auto listed = admin_.Get("/v1/services?limit=1");
+  if (!listed) return "GET /v1/services: " + listed.error().message;
+  const json* gw = Field(*listed, "gateway");
+  if (gw == nullptr || !gw->is_object()) {
+    return "GET /v1/services shows no gateway: berthd runs none (start it with --gateway-listen "
+           "HOST:PORT; HAProxy must be installed)";
   }
-  const PocHealth old = before[*lead];
-  ev["old_leader"] = old.leader;
-  ev["old_leader_url"] = old.url;
-  ev["old_term"] = old.term;
-  const TimeMs began = Now();
-  const CommandOutcome ran = opt_.run_command ? opt_.run_command(opt_.failover_command, old.url)
-                                              : RunFailoverCommand(opt_.failover_command, old.url);
-  const TimeMs stopped = Now();
-  ev["exit_status"] = ran.exit_status;
-  ev["output_tail"] = ran.output_tail;
-  ev["command_ms"] = stopped - began;
-  if (ran.exit_status != 0) {
-    r.actual = fmt::format("the failover command exited {}: {}", ran.exit_status,
-                           PocQuote(ran.output_tail));
-    evidence["failover"] = std::move(ev);
-    return r;
+  gateway_url_ = Text(*gw, "url");
+  if (!gw->value("up", false)) {
+    return fmt::format(
+        "GET /v1/services shows the gateway at {} down (its last sync failed; berthd's log says "
+        "why)",
+        gateway_url_);
   }
-  const TimeMs deadline = stopped + step.within_ms;
-  std::vector<PocHealth> seen;
-  while (true) {
-    seen = Health();
-    for (const auto& h : seen) {
-      if (h.error.empty() && h.role == "leader" && h.leader != old.leader && h.term > old.term) {
-        const TimeMs took = Now() - stopped;
-        ev["new_leader"] = h.leader;
-        ev["new_leader_url"] = h.url;
-        ev["new_term"] = h.term;
-        ev["takeover_ms"] = took;
-        ev["after"] = PocHealthList(seen);
-        r.ok = true;
-        r.actual = fmt::format(
-            "{} (term {}) stopped by the command (exit 0); {} leads at term {} {} ms after it",
-            old.url, old.term, h.url, h.term, took);
-        evidence["failover"] = std::move(ev);
-        return r;
-      }
-    }
-    if (Now() >= deadline) break;
-    opt_.sleep(opt_.poll_ms);
+  return {};
+}
+
+PocStepResult PocRunner::HttpStep(const Step& step, const std::map<std::string, std::string>& jobs,
+                                  json& evidence) {
+  auto url = Expand(step.path, jobs);
+  if (!url) return {false, step.path, url.error().message};
+  auto body = Expand(step.body, jobs);
+  if (!body) return {false, step.body, body.error().message};
+  const auto token = tokens_of_.find(step.as);
+  const TimeMs sent = Now();
+  const HttpCallAnswer got = CallUrl(
+      step.method, *url, token == tokens_of_.end() ? "" : token->second, *body, step.within_ms);
+  const TimeMs took = Now() - sent;
+  evidence["requests"].push_back(
+      {{"as", ActorName(step.as)},
+       {"request", step.method + " " + *url},
+       {"status", got.status == 0 ? std::string("no answer") : PocStatusText(got.status)},
+       {"took_ms", took}});
+  PocAnswer a;
+  a.status = got.status;
+  a.body = got.status == 0 ? got.error : got.body;
+  PocStepResult r =
+      Judge(step, a, fmt::format("{} {} as {}", step.method, *url, ActorName(step.as)), jobs);
+  r.expected += fmt::format(" within {}", FormatDurationMs(step.within_ms));
+  if (got.status == 0) {
+    r.ok = false;
+    r.actual = "no answer: " + PocQuote(got.error);
   }
-  ev["after"] = PocHealthList(seen);
-  r.actual = fmt::format("no other berthd leads at a term above {} after {}: {}", old.term,
-                         FormatDurationMs(step.within_ms), PocHealthList(seen));
-  evidence["failover"] = std::move(ev);
+  r.actual += fmt::format(" (after {} ms)", took);
   return r;
 }
 
-json PocRunner::Sample(const std::string& bound, std::uint64_t id, const Case& c,
-                       const Result<json>& listed) const {
-  json s{{"name", bound}, {"job_id", id}};
-  auto job = admin_.Get(fmt::format("/v1/jobs/{}", id));
-  if (!job) {
-    s["error"] = job.error().message;
-    return s;
+void PocRunner::EndCaseServices(const Case& c, const Result<json>& alerts, json& out) {
+  if (case_services_.empty()) return;
+  for (const auto& [tenant, name] : case_services_) {
+    auto service = admin_.Get(fmt::format("/v1/services/{}/{}", tenant, name));
+    if (!service) continue;
+    std::set<std::uint64_t> replicas;
+    for (const auto& r : Array(*service, "status.replicas")) {
+      if (auto id = Int(r, "job")) replicas.insert(static_cast<std::uint64_t>(*id));
+    }
+    if (auto cold = Int(*service, "status.last_cold_start.job")) {
+      replicas.insert(static_cast<std::uint64_t>(*cold));
+    }
+    for (auto id : replicas) {
+      json sample = Sample(fmt::format("{} replica", name), id, c, alerts);
+      sample["service"] = tenant + "/" + name;
+      sample["expected"] =
+          fmt::format("a replica of service {}/{}, started by its controller", tenant, name);
+      out["samples"].push_back(std::move(sample));
+    }
   }
-  s["job_name"] = Text(*job, "name");
-  s["tenant"] = Text(*job, "tenant");
-  s["queue"] = Text(*job, "queue");
-  s["user"] = Text(*job, "submitted_by");
-  s["state"] = Text(*job, "state");
-  const json* res = Field(*job, "spec.resources");
-  s["resources"] = res != nullptr ? *res : json::object();
-  s["replicas"] = Int(*job, "spec.replicas").value_or(1);
-  auto submitted = Int(*job, "submitted_at_ms");
-  auto started = Int(*job, "started_at_ms");
-  auto finished = Int(*job, "finished_at_ms");
-  s["queueing_ms"] = submitted && started ? json(*started - *submitted) : json();
-  s["run_ms"] = started && finished ? json(*finished - *started) : json();
-  const json* failure = Field(*job, "failure");
-  s["failure"] = failure != nullptr ? json{{"class", Text(*failure, "class")},
-                                           {"message", PocQuote(Text(*failure, "message"))}}
-                                    : json();
-  s["reason"] = PocQuote(Text(*job, "reason.message"));
-  s["failures"] = Int(*job, "failures").value_or(0);
-  // Error states: what each attempt of each replica ended with, when it
-  // was not a clean exit.
-  json errors = json::array();
-  std::set<std::string> run_ids;
-  for (const auto& p : Array(*job, "placement")) {
-    run_ids.insert(Text(p, "run_id"));
-    std::vector<std::string> what;
-    if (auto code = Int(p, "exit_code"); code && *code != 0) {
-      what.push_back(fmt::format("exit {}", *code));
-    }
-    if (const json* sig = Field(p, "signal"); sig != nullptr && !sig->is_null()) {
-      what.push_back("signal " + ValueText(*sig));
-    }
-    for (const char* key : {"stopped_for", "start_error"}) {
-      if (auto t = Text(p, key); t != "-" && !t.empty())
-        what.push_back(fmt::format("{} {}", key, t));
-    }
-    if (what.empty()) continue;
-    std::string line = fmt::format("run {} on {}:", Text(p, "run_id"), Text(p, "node"));
-    for (const auto& w : what) line += " " + w;
-    errors.push_back(PocQuote(line));
+  // A case leaves no service behind: deleted now, its replicas stopped.
+  json ended{{"services_deleted", json::array()}, {"problems", json::array()}};
+  DeleteServices(admin_, case_services_, {opt_.clock, opt_.sleep, opt_.poll_ms}, ended);
+  for (const auto& made : case_services_) {
+    services_.erase(std::remove(services_.begin(), services_.end(), made), services_.end());
   }
-  s["error_states"] = std::move(errors);
-  // GPU utilization and memory: the job's telemetry summary and, from its
-  // series, the lowest bucket mean (the metric snapshot kept as evidence).
-  const json* util = Field(*job, "utilization");
-  if (util != nullptr && util->is_object()) {
-    json t{{"samples", Int(*util, "samples").value_or(0)},
-           {"mean_util_pct", (*util)["avg_util_pct"]},
-           {"max_util_pct", (*util)["max_util_pct"]},
-           {"peak_memory_bytes", (*util)["max_memory_used_bytes"]},
-           {"memory_total_bytes", (*util)["memory_total_bytes"]},
-           {"idle_fraction", (*util)["idle_fraction"]}};
-    auto series = admin_.Get(fmt::format("/v1/jobs/{}/telemetry", id));
-    if (series) {
-      std::optional<double> lowest;
-      for (const auto& g : Array(*series, "gpus")) {
-        for (const auto& b : Array(g, "buckets")) {
-          const json* avg = Field(b, "avg_util_pct");
-          if (avg == nullptr || !avg->is_number()) continue;
-          lowest = std::min(lowest.value_or(avg->get<double>()), avg->get<double>());
+  out["cleanup"]["services_deleted"] = ended["services_deleted"];
+  if (!ended["problems"].empty()) out["cleanup"]["service_problems"] = ended["problems"];
+  // Submits every tenant's part at once (a thread and an identity each).
+  PocStepResult PocRunner::RunBurst(
+      const Step& step, const std::map<std::string, std::string>& jobs, json& evidence) {
+    Burst burst;
+    std::vector<BurstPart> parts;
+    std::int64_t asked = 0;
+    for (const auto& t : step.burst) {
+      BurstPart part{t.tenant, ActorName(t.as), "", &ClientOf(t.as), {}};
+      if (auto q = YAML::Load(t.spec)["queue"]; q && q.IsScalar()) part.queue = q.as<std::string>();
+      const std::int64_t n = t.count * opt_.scale;
+      asked += n;
+      for (std::int64_t i = 1; i <= n; ++i) {
+        std::string text = t.spec;
+        const std::string index = std::to_string(i);
+        for (auto at = text.find("${burst.index}"); at != std::string::npos;
+             at = text.find("${burst.index}", at + index.size())) {
+          text.replace(at, std::string_view("${burst.index}").size(), index);
+        }
+        auto spec = Expand(text, jobs);
+        if (!spec) return {false, "a job spec", spec.error().message};
+        part.specs.push_back(std::move(*spec));
+      }
+      parts.push_back(std::move(part));
+    }
+    burst.began_ms = Now();
+    burst.parts = SubmitBurst(parts, *opt_.clock, opt_.sleep);
+    const TimeMs took = Now() - burst.began_ms;
+    std::int64_t made = 0;
+    std::int64_t refused = 0;
+    std::string who;
+    std::string refusal;
+    json ids = json::array();
+    for (const auto& p : burst.parts) {
+      for (auto id : p.ids) {
+        ids.push_back(id);
+        BurstJob job;
+        job.id = id;
+        job.tenant = p.tenant;
+        burst.jobs.push_back(std::move(job));
+      }
+      made += static_cast<std::int64_t>(p.ids.size());
+      refused += p.refused;
+      if (refusal.empty() && !p.first_refusal.empty()) refusal = p.tenant + ": " + p.first_refusal;
+      who += fmt::format("{}{}: {} as {} in {}", who.empty() ? "" : ", ", p.tenant, p.ids.size(),
+                         p.actor, FormatDurationMs(p.ended_ms - p.began_ms));
+      evidence["requests"].push_back(
+          {{"as", p.actor},
+           {"request",
+            fmt::format("POST /v1/jobs x{} (burst {})", p.ids.size() + p.refused, step.bind)},
+           {"status", p.refused == 0
+                          ? std::string("2xx")
+                          : fmt::format("{} 2xx, {} refused", p.ids.size(), p.refused)}});
+    }
+    evidence["bursts"][step.bind] = std::move(ids);
+    PocStepResult r;
+    r.ok = refused == 0;
+    r.expected = fmt::format("{} jobs from {} tenant(s) submitted concurrently (scale {})", asked,
+                             step.burst.size(), opt_.scale);
+    r.actual = fmt::format("{} submitted, {} refused in {} ({}){}", made, refused,
+                           FormatDurationMs(took), who, refusal.empty() ? "" : "; " + refusal);
+    bursts_[step.bind] = std::move(burst);
+    return r;
+  }
+
+  // Watches the burst's jobs (GET /v1/jobs per tenant) until each is in a
+  // wanted or final state or the time is up, then judges the figures.
+  PocStepResult PocRunner::ExpectBurst(const Step& step) {
+    Burst& burst = bursts_.at(step.job);
+    const BurstExpectation& e = step.burst_expect;
+    std::set<std::string> tenants;
+    for (const auto& j : burst.jobs) tenants.insert(j.tenant);
+    const TimeMs deadline = burst.began_ms + e.within_ms * opt_.scale;
+    std::string error;
+    std::string stopped_early;
+    while (true) {
+      json rows = json::array();
+      for (const auto& t : tenants) {
+        auto page = GetAllPages(admin_, "/v1/jobs", {{"tenant", tenants_.at(t)}, {"limit", "5000"}},
+                                "jobs", 0, PageOrder::kAppend);
+        if (!page) {
+          error = page.error().message;
+          continue;
+        }
+        if (page->is_array()) {
+          for (auto& row : *page) rows.push_back(std::move(row));
         }
       }
-      t["min_util_pct"] = lowest ? json(*lowest) : json();
+      ObserveBurst(burst.jobs, rows);
+      burst.settled = std::all_of(burst.jobs.begin(), burst.jobs.end(), [&e](const BurstJob& j) {
+        return PocTerminal(j.state) ||
+               std::find(e.states.begin(), e.states.end(), j.state) != e.states.end();
+      });
+      if (burst.settled || Now() >= deadline || BurstDoomed(e, burst.jobs, opt_.scale, Now())) {
+        break;
+      }
+      opt_.sleep(opt_.poll_ms);
     }
-    s["telemetry"] = std::move(t);
-  } else {
-    s["telemetry"] = json();
-  }
-  // Alerts naming one of its runs or the job itself, and its tenant's
-  // alerts raised while its case ran (the samples are read at its end): a
-  // budget's alert may come before the job, from a budget the case set over
-  // what the tenant had already used, or after it, once its run is metered.
-  json alerts = json::array();
-  if (listed) {
-    const std::string job_word = fmt::format("job {}", id);
-    for (const auto& a : Array(*listed, "alerts")) {
-      const std::string subject = Text(a, "subject");
-      const std::string message = Text(a, "message");
-      bool ours = run_ids.contains(subject) || message.find(job_word + " ") != std::string::npos ||
-                  message.find(job_word + ",") != std::string::npos;
-      // A tenant's alert (a budget's: subject tenant/month/percent) raised
-      // during the case.
-      const auto raised = Int(a, "raised_ms");
-      ours = ours || (subject.starts_with(Text(*job, "tenant") + "/") && raised &&
-                      *raised >= case_began_ms_);
-      for (const auto& r : run_ids) ours = ours || message.find(r) != std::string::npos;
-      if (!ours) continue;
-      alerts.push_back({{"id", a["id"]},
-                        {"kind", Text(a, "kind")},
-                        {"severity", Text(a, "severity")},
-                        {"message", PocQuote(message)}});
+    if (!burst.settled && Now() < deadline) {
+      stopped_early = fmt::format(" (stopped watching after {}: it cannot pass any more)",
+                                  FormatDurationMs(Now() - burst.began_ms));
     }
+    const json figures = AggregateBurst(burst.jobs, Now());
+    const BurstVerdict v = JudgeBurst(e, figures, opt_.scale, burst.settled);
+    burst.expected = v.expected;
+    PocStepResult r{v.ok, fmt::format("burst {}: {}", step.job, v.expected),
+                    v.actual + stopped_early};
+    if (!error.empty()) r.actual += fmt::format(" (listing jobs: {})", PocQuote(error));
+    return r;
   }
-  s["alerts"] = std::move(alerts);
-  std::vector<std::string> expected;
-  for (const auto& step : c.steps) {
-    if (step.job != bound) continue;
-    if (step.kind == StepKind::kWait) {
-      std::string states;
-      for (const auto& st : step.states) states += (states.empty() ? "" : " or ") + st;
-      expected.push_back(fmt::format("{} within {}", states, FormatDurationMs(step.within_ms)));
-    } else if (step.kind == StepKind::kExpect) {
-      std::string e = step.state;
-      if (!step.failure_class.empty()) e += " class " + step.failure_class;
-      if (!step.reason_code.empty()) e += " reason " + step.reason_code;
-      if (step.failures) e += fmt::format(" after {} failure(s)", *step.failures);
-      expected.push_back(e);
-    } else if (step.kind == StepKind::kCancel) {
-      expected.push_back("cancelled on request");
-    }
-  }
-  std::string text;
-  for (const auto& e : expected) text += (text.empty() ? "" : "; ") + e;
-  s["expected"] = text;
-  return s;
-}
 
-json PocRunner::RunCase(const Case& c) {
-  json out{
-      {"id", c.id},
-      {"group", c.group},
-      {"title", c.title},
-      {"capability", c.capability},
-      {"perspective", c.perspective},
-      {"weight", c.weight},
-      {"risk", RiskName(c.risk)},
-      {"if_it_fails", RiskConclusion(c.risk)},
-      {"retest", c.retest},
-      {"steps", json::array()},
-      {"samples", json::array()},
-      {"evidence",
-       {{"jobs", json::array()}, {"requests", json::array()}, {"audit_records", json::array()}}}};
-  const TimeMs began = Now();
-  case_began_ms_ = began;
-  auto unmet = Unmet(c);
-  if (!unmet.empty()) {
-    out["verdict"] = "skipped";
-    out["unmet"] = unmet;
-    std::string why;
-    for (const auto& u : unmet) why += (why.empty() ? "" : "; ") + u;
-    out["reason"] = "precondition not met: " + why;
+  // Runs the operator's command against the leader, then polls every
+  // address until a different berthd leads at a higher term.
+  PocStepResult PocRunner::Failover(const Step& step, json& evidence) {
+    PocStepResult r;
+    r.ok = false;
+    r.expected = fmt::format(
+        "--failover-command stops the leader and a different berthd leads at a "
+        "higher term within {}",
+        FormatDurationMs(step.within_ms));
+    const auto before = Health();
+    const auto lead = PocLeaderOf(before);
+    json ev{{"command", opt_.failover_command}, {"before", PocHealthList(before)}};
+    if (!lead) {
+      r.actual = "no berthd answers as leader before the failover: " + PocHealthList(before);
+      evidence["failover"] = std::move(ev);
+      return r;
+    }
+    const PocHealth old = before[*lead];
+    ev["old_leader"] = old.leader;
+    ev["old_leader_url"] = old.url;
+    ev["old_term"] = old.term;
+    const TimeMs began = Now();
+    const CommandOutcome ran = opt_.run_command
+                                   ? opt_.run_command(opt_.failover_command, old.url)
+                                   : RunFailoverCommand(opt_.failover_command, old.url);
+    const TimeMs stopped = Now();
+    ev["exit_status"] = ran.exit_status;
+    ev["output_tail"] = ran.output_tail;
+    ev["command_ms"] = stopped - began;
+    if (ran.exit_status != 0) {
+      r.actual = fmt::format("the failover command exited {}: {}", ran.exit_status,
+                             PocQuote(ran.output_tail));
+      evidence["failover"] = std::move(ev);
+      return r;
+    }
+    const TimeMs deadline = stopped + step.within_ms;
+    std::vector<PocHealth> seen;
+    while (true) {
+      seen = Health();
+      for (const auto& h : seen) {
+        if (h.error.empty() && h.role == "leader" && h.leader != old.leader && h.term > old.term) {
+          const TimeMs took = Now() - stopped;
+          ev["new_leader"] = h.leader;
+          ev["new_leader_url"] = h.url;
+          ev["new_term"] = h.term;
+          ev["takeover_ms"] = took;
+          ev["after"] = PocHealthList(seen);
+          r.ok = true;
+          r.actual = fmt::format(
+              "{} (term {}) stopped by the command (exit 0); {} leads at term {} {} ms after it",
+              old.url, old.term, h.url, h.term, took);
+          evidence["failover"] = std::move(ev);
+          return r;
+        }
+      }
+      if (Now() >= deadline || Interrupted()) break;
+      opt_.sleep(opt_.poll_ms);
+    }
+    ev["after"] = PocHealthList(seen);
+    r.actual = fmt::format("no other berthd leads at a term above {} after {}: {}", old.term,
+                           FormatDurationMs(step.within_ms), PocHealthList(seen));
+    evidence["failover"] = std::move(ev);
+    return r;
+  }
+
+  json PocRunner::Sample(const std::string& bound, std::uint64_t id, const Case& c,
+                         const Result<json>& listed) const {
+    json s{{"name", bound}, {"job_id", id}};
+    auto job = admin_.Get(fmt::format("/v1/jobs/{}", id));
+    if (!job) {
+      s["error"] = job.error().message;
+      return s;
+    }
+    s["job_name"] = Text(*job, "name");
+    s["tenant"] = Text(*job, "tenant");
+    s["queue"] = Text(*job, "queue");
+    s["user"] = Text(*job, "submitted_by");
+    s["state"] = Text(*job, "state");
+    const json* res = Field(*job, "spec.resources");
+    s["resources"] = res != nullptr ? *res : json::object();
+    s["replicas"] = Int(*job, "spec.replicas").value_or(1);
+    auto submitted = Int(*job, "submitted_at_ms");
+    auto started = Int(*job, "started_at_ms");
+    auto finished = Int(*job, "finished_at_ms");
+    s["queueing_ms"] = submitted && started ? json(*started - *submitted) : json();
+    s["run_ms"] = started && finished ? json(*finished - *started) : json();
+    const json* failure = Field(*job, "failure");
+    s["failure"] = failure != nullptr ? json{{"class", Text(*failure, "class")},
+                                             {"message", PocQuote(Text(*failure, "message"))}}
+                                      : json();
+    s["reason"] = PocQuote(Text(*job, "reason.message"));
+    s["failures"] = Int(*job, "failures").value_or(0);
+    // Error states: what each attempt of each replica ended with, when it
+    // was not a clean exit.
+    json errors = json::array();
+    std::set<std::string> run_ids;
+    for (const auto& p : Array(*job, "placement")) {
+      run_ids.insert(Text(p, "run_id"));
+      std::vector<std::string> what;
+      if (auto code = Int(p, "exit_code"); code && *code != 0) {
+        what.push_back(fmt::format("exit {}", *code));
+      }
+      if (const json* sig = Field(p, "signal"); sig != nullptr && !sig->is_null()) {
+        what.push_back("signal " + ValueText(*sig));
+      }
+      for (const char* key : {"stopped_for", "start_error"}) {
+        if (auto t = Text(p, key); t != "-" && !t.empty())
+          what.push_back(fmt::format("{} {}", key, t));
+      }
+      if (what.empty()) continue;
+      std::string line = fmt::format("run {} on {}:", Text(p, "run_id"), Text(p, "node"));
+      for (const auto& w : what) line += " " + w;
+      errors.push_back(PocQuote(line));
+    }
+    s["error_states"] = std::move(errors);
+    // GPU utilization and memory: the job's telemetry summary and, from its
+    // series, the lowest bucket mean (the metric snapshot kept as evidence).
+    const json* util = Field(*job, "utilization");
+    if (util != nullptr && util->is_object()) {
+      json t{{"samples", Int(*util, "samples").value_or(0)},
+             {"mean_util_pct", (*util)["avg_util_pct"]},
+             {"max_util_pct", (*util)["max_util_pct"]},
+             {"peak_memory_bytes", (*util)["max_memory_used_bytes"]},
+             {"memory_total_bytes", (*util)["memory_total_bytes"]},
+             {"idle_fraction", (*util)["idle_fraction"]}};
+      auto series = admin_.Get(fmt::format("/v1/jobs/{}/telemetry", id));
+      if (series) {
+        std::optional<double> lowest;
+        for (const auto& g : Array(*series, "gpus")) {
+          for (const auto& b : Array(g, "buckets")) {
+            const json* avg = Field(b, "avg_util_pct");
+            if (avg == nullptr || !avg->is_number()) continue;
+            lowest = std::min(lowest.value_or(avg->get<double>()), avg->get<double>());
+          }
+        }
+        t["min_util_pct"] = lowest ? json(*lowest) : json();
+      }
+      s["telemetry"] = std::move(t);
+    } else {
+      s["telemetry"] = json();
+    }
+    // Alerts naming one of its runs or the job itself, and its tenant's
+    // alerts raised while its case ran (the samples are read at its end): a
+    // budget's alert may come before the job, from a budget the case set over
+    // what the tenant had already used, or after it, once its run is metered.
+    json alerts = json::array();
+    if (listed) {
+      const std::string job_word = fmt::format("job {}", id);
+      for (const auto& a : Array(*listed, "alerts")) {
+        const std::string subject = Text(a, "subject");
+        const std::string message = Text(a, "message");
+        bool ours = run_ids.contains(subject) ||
+                    message.find(job_word + " ") != std::string::npos ||
+                    message.find(job_word + ",") != std::string::npos;
+        // A tenant's alert (a budget's: subject tenant/month/percent) raised
+        // during the case.
+        const auto raised = Int(a, "raised_ms");
+        ours = ours || (subject.starts_with(Text(*job, "tenant") + "/") && raised &&
+                        *raised >= case_began_ms_);
+        for (const auto& r : run_ids) ours = ours || message.find(r) != std::string::npos;
+        if (!ours) continue;
+        alerts.push_back({{"id", a["id"]},
+                          {"kind", Text(a, "kind")},
+                          {"severity", Text(a, "severity")},
+                          {"message", PocQuote(message)}});
+      }
+    }
+    s["alerts"] = std::move(alerts);
+    std::vector<std::string> expected;
+    for (const auto& step : c.steps) {
+      if (step.job != bound) continue;
+      if (step.kind == StepKind::kWait) {
+        std::string states;
+        for (const auto& st : step.states) states += (states.empty() ? "" : " or ") + st;
+        expected.push_back(fmt::format("{} within {}", states, FormatDurationMs(step.within_ms)));
+      } else if (step.kind == StepKind::kExpect) {
+        std::string e = step.state;
+        if (!step.failure_class.empty()) e += " class " + step.failure_class;
+        if (!step.reason_code.empty()) e += " reason " + step.reason_code;
+        if (step.failures) e += fmt::format(" after {} failure(s)", *step.failures);
+        expected.push_back(e);
+      } else if (step.kind == StepKind::kCancel) {
+        expected.push_back("cancelled on request");
+      }
+    }
+    std::string text;
+    for (const auto& e : expected) text += (text.empty() ? "" : "; ") + e;
+    s["expected"] = text;
+    return s;
+  }
+
+  json PocRunner::RunCase(const Case& c) {
+    json out{
+        {"id", c.id},
+        {"group", c.group},
+        {"title", c.title},
+        {"capability", c.capability},
+        {"perspective", c.perspective},
+        {"weight", c.weight},
+        {"risk", RiskName(c.risk)},
+        {"if_it_fails", RiskConclusion(c.risk)},
+        {"retest", c.retest},
+        {"steps", json::array()},
+        {"samples", json::array()},
+        {"evidence",
+         {{"jobs", json::array()}, {"requests", json::array()}, {"audit_records", json::array()}}}};
+    const TimeMs began = Now();
+    case_began_ms_ = began;
+    case_services_.clear();
+    auto unmet = Unmet(c);
+    if (!unmet.empty()) {
+      out["verdict"] = "skipped";
+      out["unmet"] = unmet;
+      std::string why;
+      for (const auto& u : unmet) why += (why.empty() ? "" : "; ") + u;
+      out["reason"] = "precondition not met: " + why;
+      return out;
+    }
+    std::map<std::string, std::string> jobs;
+    bursts_.clear();
+    std::string verdict = "pass";
+    std::string reason;
+    for (std::size_t i = 0; i < c.steps.size(); ++i) {
+      const Step& step = c.steps[i];
+      if (Interrupted()) {
+        // Stopped between steps: the case is neither passed nor failed.
+        verdict = "interrupted";
+        reason = fmt::format("interrupted by {} before {}: not judged", SignalName(), step.field);
+        break;
+      }
+      auto r = RunStep(step, jobs, out["evidence"]);
+      out["steps"].push_back({{"step", step.field},
+                              {"kind", StepKindName(step.kind)},
+                              {"ok", r.ok},
+                              {"expected", r.expected},
+                              {"actual", r.actual}});
+      // A step the signal cut short (or one after which steps remain) judges
+      // nothing: the case is interrupted, not failed.
+      if (Interrupted() && (!r.ok || i + 1 < c.steps.size())) {
+        verdict = "interrupted";
+        reason = fmt::format("interrupted by {} during {}: not judged", SignalName(), step.field);
+        break;
+      }
+      if (!r.ok) {
+        verdict = "fail";
+        reason = fmt::format("{}: expected {}; got {}", step.field, r.expected, r.actual);
+        break;
+      }
+    }
+    const auto listed_alerts = admin_.Get("/v1/alerts?all=true");
+    for (const auto& [bound, id] : jobs) {
+      if (bound.starts_with("ref.") || bound.starts_with("runs.")) continue;
+      out["samples"].push_back(Sample(bound, std::stoull(id), c, listed_alerts));
+    }
+    EndCaseServices(c, listed_alerts, out);
+    // A burst is one sample of aggregate figures; its job ids stay in the
+    // evidence (report.json only).
+    for (const auto& [name, burst] : bursts_) {
+      out["samples"].push_back(BurstSample(name, burst.parts, burst.jobs, burst.expected,
+                                           opt_.scale, burst.settled, Now(), tenants_));
+    }
+    // A case leaves nothing running for the next one (a failed case may stop
+    // before its own cancel steps): its live jobs are cancelled now.
+    std::vector<std::uint64_t> mine;
+    for (const auto& id : out["evidence"]["jobs"]) mine.push_back(id.get<std::uint64_t>());
+    // A burst's jobs last seen ended need no look: hundreds of them would
+    // spend the admin's --rate-limit on GETs.
+    for (const auto& [name, burst] : bursts_) {
+      for (const auto& j : burst.jobs) {
+        if (PocTerminal(j.state)) continue;
+        mine.push_back(j.id);
+        jobs_.push_back(j.id);
+      }
+    }
+    json ended{
+        {"jobs_cancelled", json::array()}, {"jobs_already_ended", 0}, {"problems", json::array()}};
+    CancelLive(mine, ended);
+    if (!ended["jobs_cancelled"].empty() || !ended["problems"].empty()) {
+      out["cleanup"]["jobs_cancelled"] = ended["jobs_cancelled"];
+      out["cleanup"]["problems"] = ended["problems"];
+    }
+    out["verdict"] = verdict;
+    out["reason"] = reason;
+    out["duration_ms"] = Now() - began;
     return out;
   }
-  std::map<std::string, std::string> jobs;
-  std::string verdict = "pass";
-  std::string reason;
-  for (const auto& step : c.steps) {
-    auto r = RunStep(step, jobs, out["evidence"]);
-    out["steps"].push_back({{"step", step.field},
-                            {"kind", StepKindName(step.kind)},
-                            {"ok", r.ok},
-                            {"expected", r.expected},
-                            {"actual", r.actual}});
-    if (!r.ok) {
-      verdict = "fail";
-      reason = fmt::format("{}: expected {}; got {}", step.field, r.expected, r.actual);
-      break;
-    }
-  }
-  const auto listed_alerts = admin_.Get("/v1/alerts?all=true");
-  for (const auto& [bound, id] : jobs) {
-    if (bound.starts_with("ref.") || bound.starts_with("runs.")) continue;
-    out["samples"].push_back(Sample(bound, std::stoull(id), c, listed_alerts));
-  }
-  // A case leaves nothing running for the next one (a failed case may stop
-  // before its own cancel steps): its live jobs are cancelled now.
-  std::vector<std::uint64_t> mine;
-  for (const auto& id : out["evidence"]["jobs"]) mine.push_back(id.get<std::uint64_t>());
-  json ended{
-      {"jobs_cancelled", json::array()}, {"jobs_already_ended", 0}, {"problems", json::array()}};
-  CancelLive(mine, ended);
-  if (!ended["jobs_cancelled"].empty() || !ended["problems"].empty()) {
-    out["cleanup"] = {{"jobs_cancelled", ended["jobs_cancelled"]}, {"problems", ended["problems"]}};
-  }
-  out["verdict"] = verdict;
-  out["reason"] = reason;
-  out["duration_ms"] = Now() - began;
-  return out;
-}
 
-void PocRunner::CancelLive(const std::vector<std::uint64_t>& ids, json& c) {
-  CancelJobs(admin_, ids, {opt_.clock, opt_.sleep, opt_.poll_ms}, c);
-}
+  json PocRunner::NotRun(const Case& c) const {
+    return {
+        {"id", c.id},
+        {"group", c.group},
+        {"title", c.title},
+        {"capability", c.capability},
+        {"perspective", c.perspective},
+        {"weight", c.weight},
+        {"risk", RiskName(c.risk)},
+        {"if_it_fails", RiskConclusion(c.risk)},
+        {"retest", c.retest},
+        {"steps", json::array()},
+        {"samples", json::array()},
+        {"evidence",
+         {{"jobs", json::array()}, {"requests", json::array()}, {"audit_records", json::array()}}},
+        {"verdict", "not_run"},
+        {"reason", fmt::format("not run: the run was interrupted by {} before it", SignalName())},
+        {"duration_ms", 0}};
+  }
 
-json PocRunner::Cleanup() {
-  RunLeftovers made;
-  made.run = opt_.run;
-  made.jobs = jobs_;
-  made.tokens = tokens_;
-  for (const auto& [name, real] : tenants_) made.tenants.push_back(real);
-  for (const auto& [name, real] : identities_) made.identities.push_back(real);
-  made.policy_during = policy_during_;
-  made.policy_before = policy_before_;
-  return CleanUpRun(admin_, made, {opt_.clock, opt_.sleep, opt_.poll_ms});
-}
+  void PocRunner::CancelLive(const std::vector<std::uint64_t>& ids, json& c) {
+    CancelJobs(admin_, ids, {opt_.clock, opt_.sleep, opt_.poll_ms}, c);
+  }
 
-Result<json> PocRunner::Run() {
-  started_ms_ = Now();
-  BERTH_RETURN_IF_ERROR(Preflight());
-  json report;
-  report["environment"] = Fingerprint();
-  auto setup = Setup();
-  if (!setup) {
-    auto cleanup = Cleanup();
-    Error e = setup.error();
-    if (!cleanup["problems"].empty()) {
-      e.message += fmt::format(" (and cleaning up: {})", cleanup["problems"].dump());
+  json PocRunner::Cleanup() {
+    RunLeftovers made;
+    made.run = opt_.run;
+    made.jobs = jobs_;
+    made.services = services_;
+    made.tokens = tokens_;
+    for (const auto& [name, real] : tenants_) made.tenants.push_back(real);
+    for (const auto& [name, real] : identities_) made.identities.push_back(real);
+    made.policy_during = policy_during_;
+    made.policy_before = policy_before_;
+    return CleanUpRun(admin_, made, {opt_.clock, opt_.sleep, opt_.poll_ms});
+  }
+
+  Result<json> PocRunner::Run() {
+    started_ms_ = Now();
+    BERTH_RETURN_IF_ERROR(Preflight());
+    json report;
+    report["environment"] = Fingerprint();
+    auto setup = Setup();
+    if (!setup) {
+      auto cleanup = Cleanup();
+      Error e = setup.error();
+      if (!cleanup["problems"].empty()) {
+        e.message += fmt::format(" (and cleaning up: {})", cleanup["problems"].dump());
+      }
+      return std::unexpected(e);
     }
-    return std::unexpected(e);
-  }
-  report["environment"]["policy_version_during"] = policy_during_;
-  json cases = json::array();
-  for (const auto& c : suite_.cases) {
-    if (!opt_.only_cases.empty() && !opt_.only_cases.contains(c.id)) continue;
-    json result = RunCase(c);
-    if (opt_.progress) {
-      opt_.progress(fmt::format("{:<8} {}/{}{}", Text(result, "verdict"), c.group, c.id,
-                                result["reason"].get<std::string>().empty()
-                                    ? ""
-                                    : ": " + result["reason"].get<std::string>()));
+    report["environment"]["policy_version_during"] = policy_during_;
+    json cases = json::array();
+    std::string stopped_in;  // the case the signal interrupted
+    std::int64_t not_run = 0;
+    for (const auto& c : suite_.cases) {
+      if (!opt_.only_cases.empty() && !opt_.only_cases.contains(c.id)) continue;
+      if (Interrupted()) {
+        cases.push_back(NotRun(c));
+        ++not_run;
+        continue;
+      }
+      json result = RunCase(c);
+      if (Text(result, "verdict") == "interrupted") stopped_in = c.id;
+      if (opt_.progress) {
+        opt_.progress(fmt::format("{:<8} {}/{}{}", Text(result, "verdict"), c.group, c.id,
+                                  result["reason"].get<std::string>().empty()
+                                      ? ""
+                                      : ": " + result["reason"].get<std::string>()));
+      }
+      cases.push_back(std::move(result));
     }
-    cases.push_back(std::move(result));
+    report["cases"] = std::move(cases);
+    if (Interrupted()) {
+      report["interrupted"] = {{"signal", SignalName()},
+                               {"case", stopped_in.empty() ? json(nullptr) : json(stopped_in)},
+                               {"not_run", not_run}};
+    }
+    // Cleanup runs whole even after a signal: it is what the signal asks for.
+    report["cleanup"] = Cleanup();
+    report["run"] = {{"id", opt_.run},       {"admin", admin_name_}, {"started_ms", started_ms_},
+                     {"finished_ms", Now()}, {"tenants", tenants_},  {"identities", identities_}};
+    report["run"]["scale"] = opt_.scale;
+    report["groups"] = json::array();
+    for (const auto& g : suite_.groups) {
+      report["groups"].push_back({{"id", g.id}, {"title", g.title}});
+    }
+    return report;
   }
-  report["cases"] = std::move(cases);
-  report["cleanup"] = Cleanup();
-  report["run"] = {{"id", opt_.run},       {"admin", admin_name_}, {"started_ms", started_ms_},
-                   {"finished_ms", Now()}, {"tenants", tenants_},  {"identities", identities_}};
-  report["groups"] = json::array();
-  for (const auto& g : suite_.groups) {
-    report["groups"].push_back({{"id", g.id}, {"title", g.title}});
-  }
-  return report;
-}
 
 }  // namespace
+
+std::optional<std::string> PickBoundValue(const json& answer, const std::string& from,
+                                          const std::vector<BindWhere>& where,
+                                          const std::string& field, std::string& why) {
+  const json* list = Field(answer, from);
+  if (list == nullptr || !list->is_array()) {
+    why = fmt::format("the answer has no list {}", from);
+    return std::nullopt;
+  }
+  for (const auto& item : *list) {
+    const bool match = std::all_of(where.begin(), where.end(), [&item](const BindWhere& w) {
+      const json* f = Field(item, w.field);
+      if (f == nullptr) return false;
+      const std::string text = ValueText(*f);
+      return w.prefix ? text.starts_with(w.value) : text == w.value;
+    });
+    if (!match) continue;
+    const json* got = Field(item, field);
+    if (got == nullptr) {
+      why = fmt::format("the matching item has no {}", field);
+      return std::nullopt;
+    }
+    return ValueText(*got);
+  }
+  why = fmt::format("no item of {} matched, of {}", from, list->size());
+  return std::nullopt;
+}
 
 std::string RunPrefix(TimeMs now_ms) {
   static constexpr std::string_view kDigits = "0123456789abcdefghijklmnopqrstuvwxyz";

@@ -12,8 +12,10 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "cli/api_client.h"
 #include "cli/poc_suite.h"
@@ -48,6 +50,9 @@ struct RunOptions {
   std::function<void(const std::string&)> progress;
   // How often a wait polls the job.
   std::int64_t poll_ms = 250;
+  // --scale: a burst's counts and an expect_burst's durations times this
+  // (1: the suite as written, what CI runs).
+  std::int64_t scale = 1;
   // When not empty, only the cases with these ids run (berth poc rerun);
   // the others are left out of the report altogether, so its scores are
   // over the cases re-run.
@@ -56,10 +61,29 @@ struct RunOptions {
   // step (--failover-command; never from the suite). Empty: cases with a
   // standby are skipped, saying so.
   std::string failover_command;
+  // What ${model_server} expands to: the model server command a service
+  // replica runs (--model-server; berth-model-server on the node's PATH).
+  std::string model_server = "berth-model-server";
   // Runs `command` with /bin/sh -c and BERTH_POC_LEADER=`leader` in its
   // environment; empty: RunFailoverCommand.
   std::function<CommandOutcome(const std::string& command, const std::string& leader)> run_command;
+  // The signal that asked the run to stop (0: none; empty: never asked).
+  // Polled before each step and in each wait: the run stops after the step
+  // in flight, marks that case "interrupted" and the cases after it
+  // "not_run" (neither passed nor failed), cleans up and returns the
+  // report with "interrupted" {signal, case, not_run}.
+  std::function<int()> interrupted;
+  // The signal's name for the report ("SIGINT"); empty: "signal N".
+  std::function<std::string(int)> signal_name;
 };
+
+// A request's bind: {from, where, field}: `field` (printed as text) of the
+// first item of `answer`'s list at `from` (a dotted path) whose fields meet
+// every `where` (values already expanded); nullopt, with why in `why`, when
+// there is no such list, no item matches or the match lacks `field`.
+std::optional<std::string> PickBoundValue(const nlohmann::json& answer, const std::string& from,
+                                          const std::vector<BindWhere>& where,
+                                          const std::string& field, std::string& why);
 
 // The run prefix for a run that starts at `now_ms`: "poc-" and the time in
 // base 36, so two runs a millisecond apart differ.

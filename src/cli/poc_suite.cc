@@ -130,6 +130,7 @@ struct PocScope {
   std::set<std::string> jobs;    // bound by earlier submits of this case
   std::set<std::string> refs;    // bound by earlier requests of this case
   std::set<std::string> waited;  // jobs an earlier wait of this case waits for
+  std::set<std::string> bursts;  // bound by earlier bursts of this case
 };
 
 // Every ${...} in `text` names something in scope.
@@ -140,7 +141,7 @@ Status PocCheckPlaceholders(const std::string& text, const std::string& field,
     const auto end = text.find('}', at);
     if (end == std::string::npos) return PocBad(field, "an unclosed '${'; write ${run}");
     const std::string name = text.substr(at + 2, end - at - 2);
-    if (name == "run" || name == "gpus") {
+    if (name == "run" || name == "gpus" || name == "gateway" || name == "model_server") {
     } else if (name.starts_with("ref.")) {
       if (!scope.refs.contains(name.substr(4))) {
         return PocBad(field, fmt::format("${{{}}} names no answer an earlier request of this case "
@@ -159,7 +160,8 @@ Status PocCheckPlaceholders(const std::string& text, const std::string& field,
       }
     } else {
       return PocBad(field, fmt::format("${{{}}} is not a placeholder; use ${{run}}, ${{gpus}}, "
-                                       "${{tenant.NAME}}, ${{job.NAME}} or ${{ref.NAME}}",
+                                       "${{gateway}}, ${{model_server}}, ${{tenant.NAME}}, "
+                                       "${{job.NAME}} or ${{ref.NAME}}",
                                        name));
     }
     at = end + 1;
@@ -184,6 +186,72 @@ Status PocCheckTexts(const Step& step, const std::string& field, const PocScope&
     for (const auto& text : *list) {
       BERTH_RETURN_IF_ERROR(PocCheckPlaceholders(text, field, scope));
     }
+  }
+  return Ok();
+}
+
+// A request's bind: a name (the answer's `id`), or {name, from, where,
+// field}: `field` (default id) of the first item of the answer's list
+// `from` whose fields meet `where` (KEY: VALUE equals; KEY: {starts_with:
+// TEXT} starts with).
+Status PocParseRequestBind(const YAML::Node& n, const std::string& field, const PocScope& scope,
+                           Step& step) {
+  const YAML::Node b = n["bind"];
+  if (!b) return Ok();
+  const std::string at = PocSub(field, "bind");
+  if (b.IsScalar()) {
+    step.bind = b.as<std::string>();
+    return Ok();
+  }
+  if (!b.IsMap()) {
+    return PocBad(at,
+                  "must be a name (binds the answer's id) or a mapping {name: x, from: LIST, "
+                  "where: {FIELD: VALUE}, field: id}");
+  }
+  BERTH_RETURN_IF_ERROR(PocOnlyKeys(b, at, {"name", "from", "where", "field"}));
+  auto name = PocString(b, at, "name", true);
+  if (!name) return std::unexpected(name.error());
+  step.bind = *name;
+  auto from = PocString(b, at, "from", true);
+  if (!from) {
+    return PocBad(PocSub(at, "from"),
+                  "is required: the answer's list to pick from, e.g. from: alerts for "
+                  "{\"alerts\": [...]}");
+  }
+  if (from->empty()) {
+    return PocBad(PocSub(at, "from"),
+                  "must name the answer's list, e.g. from: alerts; for the answer's own id "
+                  "write bind: NAME");
+  }
+  step.bind_from = *from;
+  auto what = PocString(b, at, "field", false);
+  if (!what) return std::unexpected(what.error());
+  step.bind_field = what->empty() ? "id" : *what;
+  const YAML::Node where = b["where"];
+  if (!where) return Ok();
+  const std::string wat = PocSub(at, "where");
+  if (!where.IsMap() || where.size() == 0) {
+    return PocBad(wat,
+                  "must be a mapping of the item's fields to match, e.g. where: {kind: budget, "
+                  "subject: {starts_with: \"${tenant.a}/\"}}; drop where to bind the first item");
+  }
+  for (const auto& kv : where) {
+    const auto key = kv.first.as<std::string>();
+    const std::string kat = PocSub(wat, key);
+    BindWhere w{key, "", false};
+    if (kv.second.IsScalar()) {
+      w.value = kv.second.as<std::string>();
+    } else if (kv.second.IsMap() && kv.second.size() == 1 && kv.second["starts_with"] &&
+               kv.second["starts_with"].IsScalar()) {
+      w.value = kv.second["starts_with"].as<std::string>();
+      w.prefix = true;
+    } else {
+      return PocBad(kat,
+                    "must be a value the item's field equals, or {starts_with: TEXT}, e.g. "
+                    "subject: {starts_with: \"${tenant.a}/\"}");
+    }
+    BERTH_RETURN_IF_ERROR(PocCheckPlaceholders(w.value, kat, scope));
+    step.bind_where.push_back(std::move(w));
   }
   return Ok();
 }
@@ -231,11 +299,242 @@ Result<std::int64_t> PocWithin(const YAML::Node& n, const std::string& field) {
   return *ms;
 }
 
+// An `http` step: one request to a service through the gateway, as an
+// identity of the setup, whose token it shows as `Authorization: Bearer`.
+// Only ${gateway}/...: a suite is data from anyone, and must not make the
+// run send its identities' tokens to a host of the suite's choosing. `within` bounds how long the
+// one request may take (a request held at zero waits for its replica): 2m by default.
+Status PocParseHttpStep(const YAML::Node& n, const std::string& field, const PocScope& scope,
+                        Step& step) {
+  step.kind = StepKind::kHttp;
+  BERTH_RETURN_IF_ERROR(PocOnlyKeys(
+      n, field, {"as", "get", "post", "body", "status", "contains", "not_contains", "within"}));
+  auto as = PocString(n, field, "as", true);
+  if (!as) return PocBad(PocSub(field, "as"), "is required: the identity whose token is shown");
+  if (!scope.identities.contains(*as)) {
+    return PocBad(PocSub(field, "as"),
+                  fmt::format("'{}' is no identity of setup.identities (an http step calls as "
+                              "one of them, with its token)",
+                              *as));
+  }
+  step.as = *as;
+  if (n["get"] && n["post"]) return PocBad(PocSub(field, "post"), "give get or post, not both");
+  step.method = n["post"] ? "POST" : "GET";
+  const char* key = step.method == "POST" ? "post" : "get";
+  auto url = PocString(n, field, key, true);
+  if (!url) {
+    return PocBad(PocSub(field, "get"),
+                  "is required: the URL, e.g. ${gateway}/s/${tenant.a}/NAME/v1/models");
+  }
+  if (!url->starts_with("${gateway}/")) {
+    return PocBad(PocSub(field, key),
+                  "must be a URL on the gateway: ${gateway}/s/TENANT/SERVICE/PATH (the run "
+                  "shows its identities' tokens to berthd's gateway only)");
+  }
+  step.path = *url;
+  BERTH_RETURN_IF_ERROR(PocCheckPlaceholders(step.path, PocSub(field, key), scope));
+  auto body = PocString(n, field, "body", false);
+  if (!body) return std::unexpected(body.error());
+  step.body = *body;
+  BERTH_RETURN_IF_ERROR(PocCheckPlaceholders(step.body, PocSub(field, "body"), scope));
+  BERTH_RETURN_IF_ERROR(PocReadExpectations(n, field, step));
+  if (!step.status) step.status = 200;
+  step.within_ms = 120'000;
+  if (n["within"]) {
+    auto ms = PocWithin(n, field);
+    if (!ms) return std::unexpected(ms.error());
+    step.within_ms = *ms;
+  }
+  return Ok();
+}
+
+// Most jobs one tenant's part of a burst may ask for at --scale 1.
+constexpr std::int64_t kPocMaxBurstCount = 1000;
+
+// burst: {bind, job: TEMPLATE, tenants: [{tenant, as, count, queue, job}]}.
+Status PocParseBurst(const YAML::Node& n, const std::string& field, PocScope& scope, Step& step) {
+  BERTH_RETURN_IF_ERROR(PocOnlyKeys(n, field, {"bind", "job", "tenants"}));
+  auto bind = PocString(n, field, "bind", true);
+  if (!bind) return std::unexpected(bind.error());
+  BERTH_RETURN_IF_ERROR(PocShortName(*bind, PocSub(field, "bind")));
+  if (scope.jobs.contains(*bind) || !scope.bursts.insert(*bind).second) {
+    return PocBad(PocSub(field, "bind"),
+                  fmt::format("'{}' is bound already in this case; use another name", *bind));
+  }
+  step.bind = *bind;
+  const YAML::Node tmpl = n["job"];
+  if (!tmpl || !tmpl.IsMap()) {
+    return PocBad(PocSub(field, "job"),
+                  "is required: the job template as a mapping (docs/jobs.md), e.g. {command: "
+                  "[sleep, \"1\"], resources: {gpus: 1}}");
+  }
+  for (const char* key : {"tenant", "queue"}) {
+    if (tmpl[key]) {
+      return PocBad(fmt::format("{}.job.{}", field, key),
+                    fmt::format("the burst sets each job's {} from its tenants entry; leave it out "
+                                "of the template",
+                                key));
+    }
+  }
+  const YAML::Node tenants = n["tenants"];
+  if (!tenants || !tenants.IsSequence() || tenants.size() == 0) {
+    return PocBad(PocSub(field, "tenants"),
+                  "is required: a list of {tenant, as, count, queue}, one per tenant");
+  }
+  std::set<std::string> seen_tenants;
+  std::set<std::string> seen_as;
+  for (std::size_t i = 0; i < tenants.size(); ++i) {
+    const std::string tf = fmt::format("{}.tenants[{}]", field, i);
+    const YAML::Node t = tenants[i];
+    BERTH_RETURN_IF_ERROR(PocOnlyKeys(t, tf, {"tenant", "as", "count", "queue", "job"}));
+    BurstTenant part;
+    auto tenant = PocString(t, tf, "tenant", true);
+    if (!tenant) return std::unexpected(tenant.error());
+    if (!scope.tenants.contains(*tenant)) {
+      return PocBad(PocSub(tf, "tenant"),
+                    fmt::format("'{}' is no tenant of setup.tenants", *tenant));
+    }
+    if (!seen_tenants.insert(*tenant).second) {
+      return PocBad(PocSub(tf, "tenant"),
+                    fmt::format("'{}' has a part of this burst already; give it one entry with "
+                                "the sum of its counts",
+                                *tenant));
+    }
+    part.tenant = *tenant;
+    auto as = PocIdentity(t, tf, scope);
+    if (!as) return std::unexpected(as.error());
+    if (!seen_as.insert(*as).second) {
+      return PocBad(PocSub(tf, "as"),
+                    fmt::format("'{}' submits for another tenant of this burst already; each "
+                                "tenant submits as an identity of its own",
+                                *as));
+    }
+    part.as = *as;
+    if (!t["count"]) return PocBad(PocSub(tf, "count"), "is required: how many jobs, e.g. 8");
+    auto count = PocInt(t["count"], PocSub(tf, "count"), 1, kPocMaxBurstCount);
+    if (!count) return std::unexpected(count.error());
+    part.count = *count;
+    auto queue = PocString(t, tf, "queue", true);
+    if (!queue) return std::unexpected(queue.error());
+    YAML::Node spec = YAML::Clone(tmpl);
+    if (const YAML::Node shape = t["job"]) {
+      if (!shape.IsMap()) {
+        return PocBad(PocSub(tf, "job"),
+                      "must be a mapping laid over the template, e.g. {resources: {gpus: 2}}");
+      }
+      for (const auto& kv : shape) {
+        const auto key = kv.first.as<std::string>();
+        if (key == "tenant" || key == "queue") {
+          return PocBad(fmt::format("{}.job.{}", tf, key),
+                        fmt::format("give the {} as this entry's own field", key));
+        }
+        spec[key] = kv.second;
+      }
+    }
+    spec["tenant"] = fmt::format("${{tenant.{}}}", part.tenant);
+    spec["queue"] = *queue;
+    part.spec = PocEmit(spec);
+    // ${burst.index} is the runner's own; the rest must name what is in scope.
+    std::string checked = part.spec;
+    for (auto at = checked.find("${burst.index}"); at != std::string::npos;
+         at = checked.find("${burst.index}")) {
+      checked.replace(at, std::string_view("${burst.index}").size(), "1");
+    }
+    BERTH_RETURN_IF_ERROR(PocCheckPlaceholders(checked, PocSub(tf, "job"), scope));
+    step.burst.push_back(std::move(part));
+  }
+  return Ok();
+}
+
+// "25%", "12.5%" or 25: parts per million of a whole.
+Result<std::int64_t> PocShare(const YAML::Node& node, const std::string& field) {
+  std::string text = node.IsScalar() ? node.as<std::string>() : "";
+  if (text.ends_with('%')) text.pop_back();
+  double pct = -1;
+  try {
+    std::size_t used = 0;
+    pct = std::stod(text, &used);
+    if (used != text.size()) pct = -1;
+  } catch (const std::exception&) {
+    pct = -1;
+  }
+  if (!(pct >= 0 && pct <= 100)) {
+    return PocBad(field, "must be a share from 0% to 100%, e.g. 20%");
+  }
+  return static_cast<std::int64_t>(pct * 10000 + 0.5);
+}
+
+// expect_burst: {burst, states, within, wait_p50, wait_p95, tenant_max_wait,
+// min_share: {TENANT: PCT}, explained}.
+Status PocParseBurstExpect(const YAML::Node& n, const std::string& field, const PocScope& scope,
+                           Step& step) {
+  BERTH_RETURN_IF_ERROR(PocOnlyKeys(n, field,
+                                    {"burst", "states", "within", "wait_p50", "wait_p95",
+                                     "tenant_max_wait", "min_share", "explained"}));
+  auto burst = PocString(n, field, "burst", true);
+  if (!burst) return std::unexpected(burst.error());
+  if (!scope.bursts.contains(*burst)) {
+    return PocBad(PocSub(field, "burst"),
+                  fmt::format("'{}' is no burst an earlier step of this case bound (burst: "
+                              "{{bind: NAME}})",
+                              *burst));
+  }
+  step.job = *burst;
+  BurstExpectation& e = step.burst_expect;
+  if (!n["states"]) return PocBad(PocSub(field, "states"), "is required, e.g. [Succeeded]");
+  auto states = PocStrings(n["states"], PocSub(field, "states"));
+  if (!states) return std::unexpected(states.error());
+  for (std::size_t i = 0; i < states->size(); ++i) {
+    BERTH_RETURN_IF_ERROR(PocState((*states)[i], fmt::format("{}.states[{}]", field, i)));
+  }
+  e.states = std::move(*states);
+  auto within = PocWithin(n, field);
+  if (!within) return std::unexpected(within.error());
+  e.within_ms = *within;
+  for (auto [key, out] :
+       {std::pair{"wait_p50", &e.p50_wait_ms}, std::pair{"wait_p95", &e.p95_wait_ms},
+        std::pair{"tenant_max_wait", &e.tenant_max_wait_ms}}) {
+    if (!n[key]) continue;
+    auto text = PocString(n, field, key, true);
+    if (!text) return std::unexpected(text.error());
+    auto ms = ParseDurationMs(*text, kPocMaxWaitMs);
+    if (!ms || *ms <= 0) {
+      return PocBad(PocSub(field, key),
+                    fmt::format("'{}' is not a duration from 1ms to 1h; write e.g. 10s", *text));
+    }
+    *out = *ms;
+  }
+  if (e.p50_wait_ms && e.p95_wait_ms && *e.p50_wait_ms > *e.p95_wait_ms) {
+    return PocBad(PocSub(field, "wait_p50"),
+                  "is above wait_p95; the median wait cannot exceed the 95th percentile");
+  }
+  if (const YAML::Node shares = n["min_share"]) {
+    if (!shares.IsMap()) {
+      return PocBad(PocSub(field, "min_share"),
+                    "must map the burst's tenants to shares, e.g. {a: 20%}");
+    }
+    for (const auto& kv : shares) {
+      const auto tenant = kv.first.as<std::string>();
+      const std::string sf = fmt::format("{}.min_share.{}", field, tenant);
+      if (!scope.tenants.contains(tenant)) return PocBad(sf, "names no tenant of setup.tenants");
+      auto ppm = PocShare(kv.second, sf);
+      if (!ppm) return std::unexpected(ppm.error());
+      e.min_share_ppm[tenant] = *ppm;
+    }
+  }
+  if (n["explained"]) {
+    auto v = PocBool(n["explained"], PocSub(field, "explained"));
+    if (!v) return std::unexpected(v.error());
+    e.explained = *v;
+  }
+  return Ok();
+}
+
 Result<Step> PocParseStep(const YAML::Node& node, const std::string& at, PocScope& scope) {
   if (!node.IsMap() || node.size() != 1) {
     return PocBad(at,
-                  "a step is a mapping with one key: submit, wait, expect, cancel, request, audit "
-                  "or failover");
+                  "a step is a mapping with one key: submit, wait, expect, cancel, request, http, "
+                  "audit, metered, failover, burst or expect_burst");
   }
   const auto kind = node.begin()->first.as<std::string>();
   const YAML::Node n = node.begin()->second;
@@ -341,9 +640,10 @@ Result<Step> PocParseStep(const YAML::Node& node, const std::string& at, PocScop
     step.job = *job;
   } else if (kind == "request") {
     step.kind = StepKind::kRequest;
-    BERTH_RETURN_IF_ERROR(PocOnlyKeys(n, field,
-                                      {"as", "get", "post", "body", "content_type", "status",
-                                       "contains", "not_contains", "bind", "within"}));
+    BERTH_RETURN_IF_ERROR(
+        PocOnlyKeys(n, field,
+                    {"as", "get", "post", "body", "content_type", "status", "contains",
+                     "not_contains", "bind", "bind_field", "within"}));
     auto as = PocIdentity(n, field, scope);
     if (!as) return std::unexpected(as.error());
     step.as = *as;
@@ -368,11 +668,10 @@ Result<Step> PocParseStep(const YAML::Node& node, const std::string& at, PocScop
       if (!ms) return std::unexpected(ms.error());
       step.within_ms = *ms;
     }
-    auto bind = PocString(n, field, "bind", false);
-    if (!bind) return std::unexpected(bind.error());
-    step.bind = *bind;
+    BERTH_RETURN_IF_ERROR(PocParseRequestBind(n, field, scope, step));
     if (!step.bind.empty()) {
-      BERTH_RETURN_IF_ERROR(PocShortName(step.bind, PocSub(field, "bind")));
+      BERTH_RETURN_IF_ERROR(
+          PocShortName(step.bind, PocSub(field, step.bind_from.empty() ? "bind" : "bind.name")));
       if (*step.status / 100 != 2) {
         return PocBad(PocSub(field, "bind"),
                       "a refused request has no id to bind; drop bind or status");
@@ -383,6 +682,18 @@ Result<Step> PocParseStep(const YAML::Node& node, const std::string& at, PocScop
             fmt::format("'{}' is bound already in this case; use another name", step.bind));
       }
     }
+    auto bind_field = PocString(n, field, "bind_field", false);
+    if (!bind_field) return std::unexpected(bind_field.error());
+    if (!bind_field->empty() && step.bind.empty()) {
+      return PocBad(PocSub(field, "bind_field"), "names the answer's field to bind: give bind too");
+    }
+    if (!bind_field->empty() && !step.bind_from.empty()) {
+      return PocBad(PocSub(field, "bind_field"),
+                    "a bind from a list names its field inside it: write bind.field instead");
+    }
+    if (step.bind_from.empty()) step.bind_field = bind_field->empty() ? "id" : *bind_field;
+  } else if (kind == "http") {
+    BERTH_RETURN_IF_ERROR(PocParseHttpStep(n, field, scope, step));
   } else if (kind == "audit") {
     step.kind = StepKind::kAudit;
     BERTH_RETURN_IF_ERROR(PocOnlyKeys(n, field, {"action", "object", "actor"}));
@@ -398,6 +709,24 @@ Result<Step> PocParseStep(const YAML::Node& node, const std::string& at, PocScop
                     fmt::format("'{}' is no identity of setup.identities (or admin)", step.actor));
     }
     BERTH_RETURN_IF_ERROR(PocCheckPlaceholders(step.object, PocSub(field, "object"), scope));
+  } else if (kind == "metered") {
+    step.kind = StepKind::kMetered;
+    BERTH_RETURN_IF_ERROR(PocOnlyKeys(n, field, {"job", "gpus"}));
+    auto job = PocBoundJob(n, field, scope);
+    if (!job) return std::unexpected(job.error());
+    step.job = *job;
+    if (!scope.waited.contains(step.job)) {
+      return PocBad(PocSub(field, "job"),
+                    fmt::format("'{}' is metered once it has run: wait for it first (wait: "
+                                "{{job: {}, states: [Succeeded]}})",
+                                step.job, step.job));
+    }
+    if (!n["gpus"]) {
+      return PocBad(PocSub(field, "gpus"), "is required: the GPUs the job asked for, e.g. 1");
+    }
+    auto gpus = PocInt(n["gpus"], PocSub(field, "gpus"), 1, 1024);
+    if (!gpus) return std::unexpected(gpus.error());
+    step.metered_gpus = *gpus;
   } else if (kind == "failover") {
     // What stops the leader is the operator's --failover-command, never the
     // suite's: a suite runs no command on the operator's machine.
@@ -406,9 +735,16 @@ Result<Step> PocParseStep(const YAML::Node& node, const std::string& at, PocScop
     auto ms = PocWithin(n, field);
     if (!ms) return std::unexpected(ms.error());
     step.within_ms = *ms;
+  } else if (kind == "burst") {
+    step.kind = StepKind::kBurst;
+    BERTH_RETURN_IF_ERROR(PocParseBurst(n, field, scope, step));
+  } else if (kind == "expect_burst") {
+    step.kind = StepKind::kExpectBurst;
+    BERTH_RETURN_IF_ERROR(PocParseBurstExpect(n, field, scope, step));
   } else {
     return PocBad(field,
-                  "unknown step; use submit, wait, expect, cancel, request, audit or failover");
+                  "unknown step; use submit, wait, expect, cancel, request, http, audit, metered, "
+                  "failover, burst or expect_burst");
   }
   BERTH_RETURN_IF_ERROR(PocCheckTexts(step, field, scope));
   return step;
@@ -635,6 +971,14 @@ std::string_view StepKindName(StepKind kind) {
       return "audit";
     case StepKind::kFailover:
       return "failover";
+    case StepKind::kMetered:
+      return "metered";
+    case StepKind::kHttp:
+      return "http";
+    case StepKind::kBurst:
+      return "burst";
+    case StepKind::kExpectBurst:
+      return "expect_burst";
   }
   return "request";
 }
@@ -664,7 +1008,8 @@ Result<std::string> ExpandPlaceholders(std::string_view text, std::string_view r
     std::string key;
     if (name == "run") {
       out += run;
-    } else if (name == "gpus" || name.starts_with("ref.")) {
+    } else if (name == "gpus" || name == "gateway" || name == "model_server" ||
+               name.starts_with("ref.")) {
       table = &jobs;
       key = name;
     } else if (name.starts_with("tenant.")) {

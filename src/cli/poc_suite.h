@@ -48,13 +48,15 @@ struct IdentitySetup {
 };
 
 // What the API must be able to show for a case to run; an unmet one makes
-// the case skipped, never passed. A precondition the API cannot tell (podman,
-// a gateway, a standby) counts as unmet and says so.
+// the case skipped, never passed, and the skip names what was missing.
 struct Preconditions {
   std::optional<std::int64_t> nodes;  // Ready nodes, at least
   std::optional<std::int64_t> gpus;   // healthy GPUs, at least
   std::optional<std::string> gpu_model;
+  // At least one Ready node reports container_runtime podman (GET /v1/nodes);
+  // the scheduler places a job with an image only there.
   bool podman = false;
+  // GET /v1/services shows the gateway, up (its `gateway` object).
   bool gateway = false;
   // The runner's server list (--server A,B) holds the berthd that leads
   // (GET /healthz role leader) and at least one standby of the same leader
@@ -65,21 +67,80 @@ struct Preconditions {
   std::string alert_sink;
 };
 
-enum class StepKind { kSubmit, kWait, kExpect, kCancel, kRequest, kAudit, kFailover };
+// One condition of a request's `bind: {where: ...}`: the item's `field`
+// (printed as text: a number as its digits) equals `value`, or with
+// `prefix` starts with it. `value` may hold placeholders.
+struct BindWhere {
+  std::string field;
+  std::string value;
+  bool prefix = false;
+};
+
+enum class StepKind {
+  kSubmit,
+  kWait,
+  kExpect,
+  kCancel,
+  kRequest,
+  kAudit,
+  kFailover,
+  kMetered,
+  kHttp,
+  kBurst,
+  kExpectBurst
+};
 std::string_view StepKindName(StepKind kind);
 
+// One tenant's part of a burst: `count` jobs (times the run's --scale) of
+// `spec` submitted as `as` from a thread of its own, all tenants at once.
+struct BurstTenant {
+  std::string tenant;  // a tenant of setup.tenants
+  std::string as;      // an identity of the setup, or "admin"; one per tenant
+  std::int64_t count = 0;
+  // The burst's job template with this tenant's shape over it, tenant and
+  // queue set; ${burst.index} (1 to count) is expanded per job.
+  std::string spec;
+};
+
+// What a burst must show once submitted (docs/poc.md "Concurrent load").
+// Durations are for --scale 1 and grow with it: N times the jobs on the
+// same GPUs queue N times as long.
+struct BurstExpectation {
+  std::vector<std::string> states;  // every job ends in one of these
+  std::int64_t within_ms = 0;       // all of them, from the burst's first submit
+  std::optional<std::int64_t> p50_wait_ms;
+  std::optional<std::int64_t> p95_wait_ms;
+  // No tenant starves: each tenant's longest wait at most this.
+  std::optional<std::int64_t> tenant_max_wait_ms;
+  // Tenant -> its least share (parts per million) of the burst's
+  // GPU-seconds while every tenant still had work waiting or running.
+  std::map<std::string, std::int64_t> min_share_ppm;
+  // Every job seen waiting carried a reason, and one that waited over 5s
+  // a reason other than Queued.
+  bool explained = true;
+};
+
 // One step. Strings may hold ${run}, ${tenant.NAME}, ${job.NAME} (a job
-// bound by an earlier submit of the same case), ${ref.NAME} (the `id` of an
-// answer an earlier request of the same case bound) and ${gpus} (the
-// healthy GPUs GET /v1/gpus showed when the run began), expanded when it
-// runs.
+// bound by an earlier submit of the same case), ${ref.NAME} (the `id`, or
+// `bind_field`, of an answer an earlier request of the same case bound),
+// ${gpus} (the healthy GPUs GET /v1/gpus showed when the run began),
+// ${gateway} (the gateway's URL as GET /v1/services shows it) and
+// ${model_server} (the runner's --model-server: the model server command
+// every node has), expanded when it runs.
 struct Step {
   StepKind kind = StepKind::kRequest;
   std::string field;  // "groups[0].cases[1].steps[2]", for messages
   std::string as;     // an identity of the setup, or "admin" (the runner)
   // submit: binds `bind` to the new job; with `status`, expects a refusal.
-  // request: binds `bind` to the answer's `id` (${ref.NAME}).
+  // request: binds `bind` to the answer's `bind_field` (default `id`, a
+  // dotted path; ${ref.NAME}); with `bind_from` (bind: {name, from, where,
+  // field}), to `bind_field` of the first item of the answer's list
+  // `bind_from` (a dotted path) that meets every `bind_where`; a request
+  // with `within` polls until one does.
   std::string bind;
+  std::string bind_from;
+  std::vector<BindWhere> bind_where;
+  std::string bind_field = "id";
   std::string spec;  // YAML
   // wait, expect, cancel: the bound job.
   std::string job;
@@ -96,17 +157,25 @@ struct Step {
   // had when an earlier wait of the case last saw it in a wanted state: it
   // was not restarted since.
   bool same_run = false;
-  // request
+  // request, http
   std::string method;  // GET or POST
-  std::string path;
+  std::string path;    // request: an API path; http: ${gateway}/s/...
   std::string body;
   std::optional<int> status;  // submit, request
   std::vector<std::string> contains;
   std::vector<std::string> not_contains;
+  // metered: the bound job's GPU time is in its tenant's usage records,
+  // whole, for this many GPUs, and priced at the price table's rate
+  // (poc_meter.h).
+  std::int64_t metered_gpus = 0;
   // audit: a record with this action and object (and actor) exists
   std::string action;
   std::string object;
   std::string actor;  // an identity of the setup, or "" for anyone
+  // burst (named by `bind`): the tenants' parts, submitted concurrently
+  std::vector<BurstTenant> burst;
+  // expect_burst (the burst `job` names)
+  BurstExpectation burst_expect;
 };
 
 struct Case {

@@ -12,6 +12,8 @@
 #include <thread>
 
 #include "cli/api_error.h"
+#include "cli/format.h"
+#include "cli/interrupt.h"
 #include "cli/json_view.h"
 #include "cli/poc_cleanup.h"
 #include "cli/poc_observe.h"
@@ -36,17 +38,41 @@ struct PocFlags {
   // (the operator's, never the suite's); given: whether it was on the line.
   std::string failover_command;
   std::vector<const CLI::Option*> failover_options;
+  // --model-server: the model server command a service replica runs
+  // (${model_server} in the suite).
+  std::string model_server = "berth-model-server";
+  const CLI::Option* model_server_option = nullptr;
   poc::Suite suite;
   // berth poc rerun
   std::string report_path;
   bool failed = false;
+  std::vector<std::string> rerun_cases;  // --case of rerun
+  std::set<std::string> rerun_only;      // what the rerun selected
   poc::EarlierReport earlier;
   // berth poc observe
   std::int64_t days = 0;
   std::string tenant;
   // berth poc cleanup
   std::string run_id;
+  // --scale: bursts' counts and bounds times this
+  std::int64_t scale = 1;
 };
+
+// --model-server when not given: the berth-model-server installed beside
+// this berth (the all-in-one's build/release/bin, or /usr/local/bin on a
+// fleet installed the same way on every node), by its absolute path, since
+// a job's PATH holds only /usr/local/bin:/usr/bin:/bin; else the bare name.
+std::string PocModelServer(const PocFlags& f) {
+  if (f.model_server_option != nullptr && f.model_server_option->count() > 0) {
+    return f.model_server;
+  }
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return f.model_server;
+  const auto beside = self.parent_path() / "berth-model-server";
+  if (!std::filesystem::is_regular_file(beside, ec) || ec) return f.model_server;
+  return beside.string();
+}
 
 // Reads --suite (or takes the compiled-in default) and parses it; exit 1
 // with the field and the fix when it is not a suite.
@@ -124,7 +150,7 @@ Status PocRun(CommandRegistry& r, PocFlags& f, ApiClient& api, const Output& out
               const Connection& conn, const poc::EarlierReport* earlier) {
   std::set<std::string> only;
   if (earlier != nullptr) {
-    only = poc::FailedCases(earlier->doc);
+    only = f.rerun_only;
     if (only.empty()) {
       out.out << fmt::format("nothing failed in {} (run {}): nothing to re-run\n", earlier->path,
                              Text(earlier->doc, "run.id"));
@@ -163,9 +189,16 @@ Status PocRun(CommandRegistry& r, PocFlags& f, ApiClient& api, const Output& out
   options.progress = [&out](const std::string& line) { out.out << line << '\n' << std::flush; };
   options.only_cases = only;
   options.failover_command = f.failover_command;
+  // Ctrl-C or SIGTERM: the run stops after the step in flight, cleans up
+  // and writes the report; the command then exits 128 + the signal.
+  InstallInterruptHandlers();
+  options.interrupted = [] { return InterruptSignal(); };
+  options.signal_name = [](int sig) { return InterruptSignalName(sig); };
+  options.model_server = PocModelServer(f);
+  options.scale = f.scale;
   if (earlier != nullptr) {
     out.out << fmt::format(
-                   "berth poc rerun {}: the {} case(s) that failed in run {} ({}), suite "
+                   "berth poc rerun {}: {} case(s) of run {} ({}), suite "
                    "{} {} on {}\n",
                    options.run, only.size(), Text(earlier->doc, "run.id"), earlier->path,
                    f.suite.name, f.suite.version, conn.server)
@@ -193,6 +226,14 @@ Status PocRun(CommandRegistry& r, PocFlags& f, ApiClient& api, const Output& out
   if (!problems.empty()) {
     return Fail(Code::kInternal, fmt::format("cleanup left something behind: {}; see {}",
                                              problems.dump(), (dir / "report.md").string()));
+  }
+  if (const json* stopped = Field(*report, "interrupted"); stopped != nullptr) {
+    // The exit status is 128 + the signal (app.cc), whatever the verdicts.
+    return Fail(Code::kFailedPrecondition,
+                fmt::format("interrupted by {}: {} case(s) not run, what the run made is cleaned "
+                            "up; see {}",
+                            Text(*stopped, "signal"), IntText(*report, "summary.not_run"),
+                            (dir / "report.md").string()));
   }
   if (failed > 0) {
     return Fail(Code::kFailedPrecondition,
@@ -268,14 +309,16 @@ Status PocObserve(PocFlags& f, ApiClient& api, const Output& out) {
 Status PocCleanup(CommandRegistry& r, PocFlags& f, ApiClient& api, const Output& out,
                   const Connection& conn) {
   BERTH_RETURN_IF_ERROR(PocAllowedOn(
-      r, "cleanup", "cancels jobs, revokes tokens, disables identities and rolls the policy back",
+      r, "cleanup",
+      "deletes services, cancels jobs, revokes tokens, disables identities and rolls the policy "
+      "back",
       f.allow_on, api, conn));
   auto left = poc::FindLeftovers(api, f.run_id);
   if (!left) return std::unexpected(left.error());
   if (left->empty()) {
     out.out << fmt::format(
-        "berth poc cleanup {}: nothing to do (no live job of a {}-* tenant, no enabled {}-* "
-        "identity or unrevoked token, and the run's policy version is not active)\n",
+        "berth poc cleanup {}: nothing to do (no service or live job of a {}-* tenant, no "
+        "enabled {}-* identity or unrevoked token, and the run's policy version is not active)\n",
         f.run_id, f.run_id, f.run_id);
     return Ok();
   }
@@ -284,6 +327,9 @@ Status PocCleanup(CommandRegistry& r, PocFlags& f, ApiClient& api, const Output&
       [](std::int64_t ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }, 250};
   const json c = poc::CleanUpRun(api, *left, clock);
   out.out << fmt::format("berth poc cleanup {}:\n", f.run_id);
+  for (const auto& svc : Array(c, "services_deleted")) {
+    out.out << fmt::format("  deleted service {}\n", ValueText(svc));
+  }
   for (const auto& id : Array(c, "jobs_cancelled")) {
     out.out << fmt::format("  cancelled job {}\n", ValueText(id));
   }
@@ -320,6 +366,20 @@ void PocAddRunTarget(CLI::App* command, PocFlags& f) {
       "a shell command (/bin/sh -c) that stops the leading berthd, for the failover "
       "case; BERTH_POC_LEADER holds the leader's address (only ever from this flag, "
       "never from a suite)"));
+  f.model_server_option =
+      command
+          ->add_option("--model-server", f.model_server,
+                       "the model server a service case's replica runs (${model_server}): a "
+                       "command on every node's job PATH (/usr/local/bin:/usr/bin:/bin), or an "
+                       "absolute path every node has (default: the berth-model-server beside "
+                       "this berth, by absolute path, when there is one)")
+          ->capture_default_str();
+  command
+      ->add_option("--scale", f.scale,
+                   "multiply every burst's job counts, and its expected bounds, by N (1: as "
+                   "the suite says; docs/poc.md \"Concurrent load\")")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{100}))
+      ->capture_default_str();
 }
 
 }  // namespace
@@ -348,10 +408,10 @@ void RegisterPocCommands(CommandRegistry& registry) {
       "report.json, .md, .html that name the report re-tested");
   rerun->add_option("REPORT", f.report_path, "the earlier run's --out directory or its report.json")
       ->required();
-  rerun
-      ->add_flag("--failed", f.failed,
-                 "re-run the cases that failed (required: the only selection for now)")
-      ->required();
+  rerun->add_flag("--failed", f.failed, "re-run the cases that failed (with --case: those too)");
+  rerun->add_option("--case", f.rerun_cases,
+                    "re-run this case of the report (repeat for more; with --failed: the failed "
+                    "ones too)");
   rerun->add_option("--suite", f.suite_path,
                     "the suite that report ran (its SHA-256 must match; default: the built-in "
                     "one)");
@@ -365,6 +425,9 @@ void RegisterPocCommands(CommandRegistry& registry) {
     if (auto same = poc::CheckSameSuite(f.earlier, f.suite, f.suite_path); !same) {
       return registry.Fail(kExitError, FormatError(same.error()));
     }
+    auto only = poc::SelectRerunCases(f.earlier.doc, f.failed, f.rerun_cases);
+    if (!only) return registry.Fail(kExitUsage, FormatError(only.error()));
+    f.rerun_only = std::move(*only);
     return kExitOk;
   });
   registry.OnLogin(rerun, [&registry, &f](ApiClient& api, const Output& out, const Connection& c) {

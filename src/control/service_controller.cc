@@ -61,6 +61,12 @@ void ServiceController::SetGateway(gateway::Gateway* gateway, std::string public
   gateway_ = gateway;
   gateway_url_ = std::move(public_url);
   api_ = std::move(api);
+  gateway_up_.store(gateway != nullptr);
+}
+
+std::optional<ServiceController::GatewayView> ServiceController::GatewayState() const {
+  if (gateway_ == nullptr) return std::nullopt;
+  return GatewayView{gateway_url_, gateway_up_.load()};
 }
 
 std::string ServiceController::Endpoint(const std::string& tenant, const std::string& name) const {
@@ -143,6 +149,7 @@ Result<std::map<std::string, RouteNode>> ServiceController::RouteNodes() {
 void ServiceController::SyncGateway(const std::vector<gateway::Route>& routes) {
   if (gateway_ == nullptr) return;
   auto report = gateway_->Sync(routes);
+  gateway_up_.store(report.has_value());
   if (!report) {
     spdlog::error("gateway: sync failed (retried next round): {}", report.error().message);
     return;

@@ -188,6 +188,15 @@ class ServiceController {
   std::vector<server::ServiceSloFigures> SloFigures(TimeMs now, std::int64_t window_ms) const;
   // Where a service is reached through the gateway; "" without one.
   std::string Endpoint(const std::string& tenant, const std::string& name) const;
+  // The gateway as callers see it (GET /v1/services, "gateway"): the URL
+  // its frontend is reached at and whether it serves, as the last round's
+  // sync found it (true from a successful start until a sync fails).
+  // nullopt without a gateway. Safe from any thread.
+  struct GatewayView {
+    std::string url;
+    bool up = false;
+  };
+  std::optional<GatewayView> GatewayState() const;
   // Per service, every request the gateway logged since berthd started
   // (cumulative latency buckets and status counts, for /metrics); empty
   // without a gateway. Safe from any thread.
@@ -329,6 +338,9 @@ class ServiceController {
   // Some service is at zero replicas and would scale from zero: the loop
   // looks for held requests between rounds.
   std::atomic<bool> watch_zero_{false};
+  // Whether the last sync of the gateway succeeded (GatewayState); written
+  // by the round's thread, read by the API's.
+  std::atomic<bool> gateway_up_{false};
   std::set<std::string> at_zero_;  // "tenant/name" of services scaled to zero
   LatestTelemetry telemetry_;
   store::ServiceTrafficStore* traffic_ = nullptr;

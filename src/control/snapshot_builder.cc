@@ -23,6 +23,7 @@ sched::PendingJob PendingFrom(const store::JobRecord& job) {
   p.pool = job.spec.pool;
   p.topology = job.spec.topology;
   p.max_runtime_ms = job.spec.max_runtime_ms;
+  p.image = job.spec.image;
   if (job.spec.service) p.service = job.spec.tenant + "/" + job.spec.service->name;
   // Its reclaim grace counts from the cycle that first said it needed to
   // reclaim, as its stored pending reason says.
@@ -94,6 +95,7 @@ Result<sched::Snapshot> BuildSnapshot(const SnapshotInputs& in, const SpecLookup
       job.tolerations = spec->tolerations;
       job.pool = spec->pool;
       job.topology = spec->topology;
+      job.image = spec->image;
       if (spec->service) job.service = spec->tenant + "/" + spec->service->name;
     }
     if (run.stop_requested) {

@@ -265,6 +265,19 @@ std::string Ahead(const Reason& r, Lang lang) {
                  .Set("gpus", FormatGpus(Count(r, kAheadGpus) * 1000, lang)));
 }
 
+// A job with an image and nodes without a container runtime: how many of
+// the nodes have none, and the image when detail carries it ("image=NAME").
+std::string NeedsContainerRuntime(const Reason& r, Lang lang) {
+  const std::int64_t without = Count(r, kNodesWithoutContainerRuntime);
+  if (without <= 0) return "";
+  TemplateArgs a;
+  a.Set("without", without).Set("nodes", Count(r, "nodes"));
+  if (r.detail.starts_with(kImageDetailPrefix) && r.detail.size() > kImageDetailPrefix.size()) {
+    a.Set("image", r.detail.substr(kImageDetailPrefix.size()));
+  }
+  return Say(Phrase::kNeedsContainerRuntime, lang, a);
+}
+
 // "Would run now if": a GPU count per replica, and a GPU model or a pool
 // (from detail, "gpu_model=H100", "gpu_memory=42949672960" or "pool=west").
 std::string WouldRun(const Reason& r, Lang lang) {
@@ -350,6 +363,7 @@ TemplateArgs CodeArgs(const Reason& r, Lang lang) {
           .Set("nodes", Count(r, "nodes"))
           .Set("need", Need(r, lang))
           .Set("causes", NodeCauses(r, lang))
+          .Set("container", NeedsContainerRuntime(r, lang))
           .Set("ahead", Ahead(r, lang))
           .Set("would_run", WouldRun(r, lang));
       break;

@@ -86,6 +86,16 @@ inline constexpr std::string_view kCauseTopology = "topology";  // no NVLink isl
 // outside its headroom for it. With it, detail may be "headroom_pool=NAME"
 // (the first such pool; a "would run" phrase names it).
 inline constexpr std::string_view kCauseInferenceHeadroom = "inference_headroom";
+// The job has an image (it runs in a container) and the node's agent reports
+// no container runtime (NodeInfo::container_runtime is not "podman"): only
+// a node whose agent found podman runs it.
+inline constexpr std::string_view kCauseNoContainerRuntime = "no_container_runtime";
+// kNoNodeFits of a job with an image: how many of the nodes report no
+// container runtime, whatever else rules them out (absent when none). The
+// reason's detail is then "image=IMAGE", unless a "would run now if" hint
+// holds it.
+inline constexpr std::string_view kNodesWithoutContainerRuntime = "nodes_without_container_runtime";
+inline constexpr std::string_view kImageDetailPrefix = "image=";
 // For kNoNodeFits of a gang: how many replicas had room before one did not.
 inline constexpr std::string_view kCauseGang = "gang_does_not_fit";
 

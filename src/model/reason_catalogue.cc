@@ -25,10 +25,12 @@ constexpr std::array kCodeTexts{
     CodeEntry{ReasonCode::kNoNodeFits,
               {"[the gang does not fit: only {placed} of {replicas} replicas needing {need} each "
                "have room; for the next one, {nodes} of {nodes} nodes were rejected: {causes}"
-               "|0/{nodes} nodes can take a replica needing {need}: {causes}]{ahead}{would_run}",
+               "|0/{nodes} nodes can take a replica needing {need}: {causes}]"
+               "{container}{ahead}{would_run}",
                "[整组副本放不下：{replicas} 个副本（每个需要 {need}）中只有 {placed} 个有位置；"
                "对下一个副本，{nodes} 个节点全部不满足：{causes}"
-               "|0/{nodes} 个节点可以容纳需要 {need} 的副本：{causes}]{ahead}{would_run}"}},
+               "|0/{nodes} 个节点可以容纳需要 {need} 的副本：{causes}]"
+               "{container}{ahead}{would_run}"}},
     CodeEntry{ReasonCode::kScheduled, {"placed; starting on its node(s)", "已分配节点，正在启动"}},
     CodeEntry{ReasonCode::kRunning, {"running", "运行中"}},
     CodeEntry{ReasonCode::kSucceeded, {"all replicas exited 0", "所有副本均以退出码 0 结束"}},
@@ -298,6 +300,13 @@ constexpr std::array kPhraseTexts{
                 {"; beyond that, {ok}/{nodes} nodes could ever take a replica[ (the others: "
                  "{causes})]",
                  "；除此之外，{nodes} 个节点中有 {ok} 个能够容纳它的副本[（其余：{causes}）]"}},
+    // {image}: the job's image, unset when the reason does not carry it.
+    PhraseEntry{Phrase::kNeedsContainerRuntime,
+                "NeedsContainerRuntime",
+                {"; it needs a node with a container runtime (podman) for [image {image}|its "
+                 "image]: {without} of {nodes} nodes have none",
+                 "；它的镜像[ {image} ]需要带容器运行时（podman）的节点：{nodes} 个节点中有 "
+                 "{without} 个没有"}},
 };
 
 // Node causes of kNoNodeFits, in the order they are listed.
@@ -320,6 +329,9 @@ constexpr std::array kNodeCauseTexts{
     NodeCauseText{kCauseTaint,
                   {"{n} a NoSchedule taint the job does not tolerate",
                    "{n} 个带有作业未容忍的 NoSchedule 污点"}},
+    NodeCauseText{kCauseNoContainerRuntime,
+                  {"{n} no container runtime (podman) for the job's image",
+                   "{n} 个没有运行作业镜像所需的容器运行时（podman）"}},
     NodeCauseText{kCauseGpuModel,
                   {"{n} no GPU of the requested model", "{n} 个没有所需型号的 GPU"}},
     NodeCauseText{kCauseGpuMemory, {"{n} GPUs with too little memory", "{n} 个 GPU 显存不足"}},

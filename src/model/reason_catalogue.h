@@ -80,8 +80,11 @@ enum class Phrase {
   kWouldRunIfQueueBound,
   // The node layer of a reason about something else (sched/layers.h).
   kNodeLayer,
+  // A job with an image and nodes without a container runtime
+  // (kNodesWithoutContainerRuntime).
+  kNeedsContainerRuntime,
 };
-inline constexpr Phrase kLastPhrase = Phrase::kNodeLayer;
+inline constexpr Phrase kLastPhrase = Phrase::kNeedsContainerRuntime;
 
 // A node cause of kNoNodeFits (a key of Reason::counts) and its words; "{n}"
 // is how many nodes it rejected.

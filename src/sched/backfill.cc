@@ -425,7 +425,7 @@ void Cycle::Backfill() {
     const TimeMs end = EndOf(j);
     const auto after = static_cast<std::size_t>(
         std::lower_bound(hold_starts_.begin(), hold_starts_.end(), end) - hold_starts_.begin());
-    const bool plain = j.node_selector.empty() && j.tolerations.empty();
+    const bool plain = j.node_selector.empty() && j.tolerations.empty() && j.image.empty();
     Key key{j.tenant,
             j.queue,
             j.replicas,

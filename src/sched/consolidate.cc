@@ -69,6 +69,7 @@ const JobCtx& Cycle::MoverCtx(std::size_t i) {
   p.pool = r.pool;
   p.topology = r.topology;
   p.max_runtime_ms = r.max_runtime_ms;
+  p.image = r.image;
   return movers_.emplace(i, Resolve(p)).first->second;
 }
 

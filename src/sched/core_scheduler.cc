@@ -430,6 +430,7 @@ JobCtx Cycle::Resolve(const PendingJob& job) const {
   c.shape.node_selector = job.node_selector;
   c.shape.tolerations = job.tolerations;
   c.shape.topology = job.topology;
+  c.shape.needs_container = !job.image.empty();
   // A memory slice's share depends on the card it lands on; until then it
   // counts as its share of the largest card, the least it can be, so the
   // up-front check never refuses what a placement would admit (the check
@@ -688,7 +689,16 @@ std::vector<std::pair<std::size_t, Cycle::Leaf>> Cycle::OpenLeaves() {
   return open;
 }
 
+void Cycle::AddImage(const PendingJob& job, model::Reason& why) {
+  if (why.code != model::ReasonCode::kNoNodeFits || !why.detail.empty() ||
+      !why.counts.contains(model::kNodesWithoutContainerRuntime)) {
+    return;
+  }
+  why.detail = std::string(model::kImageDetailPrefix) + job.image;
+}
+
 void Cycle::Finish(Leaf& l, const JobCtx& c, model::Reason why) {
+  AddImage(*c.job, why);
   why.counts[std::string(model::kPosition)] = l.waiting + 1;
   why.counts[std::string(model::kAheadJobs)] = l.waiting;
   why.counts[std::string(model::kAheadGpus)] = l.waiting_gpus;
@@ -806,6 +816,7 @@ void Cycle::ExplainBehind(std::size_t leaf, Leaf& l, const JobCtx& head, const E
       // instead of "behind", and it holds no place in line.
       model::Reason own;
       Decide(Resolve(behind), own);
+      AddImage(behind, own);
       own.counts[std::string(model::kEtaUnknown)] =
           static_cast<std::int64_t>(model::EtaUnknown::kInfeasible);
       plan_.pending.push_back({behind.id, std::move(own)});

@@ -311,6 +311,10 @@ class Cycle {
   // The job's own predicted run time and its basis, when it declares no max
   // runtime and has one.
   static void AddPrediction(const PendingJob& job, model::Reason& why);
+  // A job with an image that no node fits, and nodes without a container
+  // runtime: its image in the reason's detail ("image=NAME"), unless a hint
+  // holds the detail. Per job, after the shape's cached explanation.
+  static void AddImage(const PendingJob& job, model::Reason& why);
   // Jobs behind reserved heads that end before their head starts, and jobs
   // behind any waiting head that run ahead of it (ahead.cc).
   void Backfill();

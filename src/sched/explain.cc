@@ -135,7 +135,8 @@ std::string Cycle::ExplainKey(const JobCtx& ctx, std::uint32_t placed_before_fai
        {std::uint64_t{s.replicas}, std::uint64_t{res.gpus}, res.gpu_memory_bytes,
         std::uint64_t{res.gpu_share_millis}, res.gpu_share_bytes, std::uint64_t{res.cpu_millis},
         res.memory_bytes, std::uint64_t{placed_before_failure}, std::uint64_t{s.pool_forbidden},
-        std::uint64_t{s.topology.one_node}, static_cast<std::uint64_t>(s.topology.nvlink_island)}) {
+        std::uint64_t{s.topology.one_node}, static_cast<std::uint64_t>(s.topology.nvlink_island),
+        std::uint64_t{s.needs_container}}) {
     add(std::to_string(v));
   }
   add(res.gpu_model);
@@ -178,7 +179,11 @@ model::Reason Cycle::ComputeNoFit(const JobCtx& ctx, std::uint32_t placed_before
   // Each node's cause, counted by the (static) strings the causes are: a
   // handful of distinct ones, turned into the reason's keys once.
   std::vector<std::pair<std::string_view, std::int64_t>> tally;
+  // A job with an image: the nodes with no container runtime, whatever else
+  // rules them out (the tally counts each node by its first cause only).
+  std::int64_t without_runtime = 0;
   for (std::size_t n = 0; n < cluster_.size(); ++n) {
+    if (ctx.shape.needs_container && !cluster_.Node(n).container_runtime) ++without_runtime;
     std::string_view cause = cluster_.StaticCause(n, ctx.shape);
     if (cause.empty()) {
       any_static_ok = true;
@@ -204,6 +209,7 @@ model::Reason Cycle::ComputeNoFit(const JobCtx& ctx, std::uint32_t placed_before
     Set(r, model::kSliceBytes, static_cast<std::int64_t>(res.gpu_share_bytes));
   }
   Set(r, "replicas", ctx.shape.replicas);
+  if (without_runtime > 0) Set(r, model::kNodesWithoutContainerRuntime, without_runtime);
   if (placed_before_failure > 0) Set(r, model::kCauseGang, placed_before_failure);
   std::int64_t need = std::int64_t{res.gpus} * ctx.shape.replicas;
   // Fragmentation only when GPUs are what is missing, not CPU or memory.

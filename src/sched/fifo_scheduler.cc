@@ -12,9 +12,11 @@ using model::Reason;
 using model::ReasonCode;
 
 // Why one node cannot take one replica now; empty when it can.
-std::string_view RejectCause(const NodeView& node, const model::Resources& r) {
+std::string_view RejectCause(const NodeView& node, const model::Resources& r,
+                             bool needs_container) {
   if (!node.ready) return model::kCauseNotReady;
   if (node.cordoned) return model::kCauseCordoned;
+  if (needs_container && !node.container_runtime) return model::kCauseNoContainerRuntime;
   // Job specs carry no tolerations yet, so a NoSchedule taint keeps every
   // job off the node (the scheduling core adds tolerations).
   for (const auto& t : node.taints) {
@@ -66,7 +68,7 @@ bool PlaceGang(const PendingJob& job, std::vector<NodeView>& nodes, Placement& o
     bool placed = false;
     Reason miss{ReasonCode::kNoNodeFits, {}, {}};
     for (auto& node : trial) {
-      auto cause = RejectCause(node, job.resources);
+      auto cause = RejectCause(node, job.resources, !job.image.empty());
       if (cause.empty()) {
         out.replicas.push_back({replica, node.name, Take(node, job.resources)});
         placed = true;

@@ -28,6 +28,20 @@ bool Places(const Plan& plan, std::int64_t job_id) {
                      [job_id](const Placement& p) { return p.job_id == job_id && !p.moved; });
 }
 
+// A reason whose hint was dropped gets back the image it would have named
+// (the cycle names it only where no hint holds the detail).
+void NameImageAfterDrop(const Snapshot& snapshot, std::int64_t job_id, model::Reason& reason) {
+  if (!reason.detail.empty() || reason.code != model::ReasonCode::kNoNodeFits ||
+      !reason.counts.contains(model::kNodesWithoutContainerRuntime)) {
+    return;
+  }
+  auto it = std::find_if(snapshot.pending.begin(), snapshot.pending.end(),
+                         [job_id](const PendingJob& p) { return p.id == job_id; });
+  if (it != snapshot.pending.end() && !it->image.empty()) {
+    reason.detail = std::string(model::kImageDetailPrefix) + it->image;
+  }
+}
+
 }  // namespace
 
 std::optional<Hint> HintOf(const model::Reason& reason) {
@@ -173,12 +187,14 @@ HintCheck VerifyHints(const Scheduler& scheduler, const Snapshot& snapshot, Plan
       } else {
         ++check.refuted;
         DropHint(reason);
+        NameImageAfterDrop(snapshot, c.job_id, reason);
       }
     } else if (c.shown) {
       ++check.kept_from_before;
     } else {
       ++check.unchecked;
       DropHint(reason);
+      NameImageAfterDrop(snapshot, c.job_id, reason);
     }
   }
   return check;

@@ -31,6 +31,7 @@ NodeLayer NodeLayerOf(const std::vector<NodeView>& nodes, const model::Policy& p
   shape.node_selector = job.node_selector;
   shape.tolerations = job.tolerations;
   shape.topology = job.topology;
+  shape.needs_container = !job.image.empty();
   const std::vector<std::string> allowed = QueuePools(policy, job.tenant + "/" + job.queue);
   if (!job.pool.empty()) {
     const model::Pool* p = policy.FindPool(job.pool);

@@ -357,6 +357,7 @@ std::string_view Cluster::StaticCause(std::size_t n, const JobShape& job) const 
   for (const auto& t : node.taints) {
     if (t.effect == "NoSchedule" && !Tolerates(job.tolerations, t)) return model::kCauseTaint;
   }
+  if (job.needs_container && !node.container_runtime) return model::kCauseNoContainerRuntime;
   const auto& r = job.resources;
   if (model::IsSlice(r)) return StaticSliceCause(n, r);
   if (r.gpus > 0) {

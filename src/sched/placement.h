@@ -38,6 +38,8 @@ struct JobShape {
   std::vector<const model::Pool*> pools;
   bool pool_forbidden = false;  // the job names a pool its queue may not use
   model::Topology topology;
+  // It has an image: only nodes with a container runtime may take it.
+  bool needs_container = false;
   // When set ([node] 0 or 1): only nodes marked 1 may take a replica. A job
   // running ahead of its queue's blocked head is confined this way to the
   // nodes where it cannot take what the head could use (Cycle::PlaceAhead).

@@ -29,6 +29,7 @@ NodeView NodeViewOf(const model::NodeInfo& info, bool ready) {
   v.taints = info.taints;
   v.cpu_millis_free = std::uint64_t{info.cpus} * 1000;
   v.memory_bytes_free = info.memory_bytes;
+  v.container_runtime = info.container_runtime == "podman";
   for (const auto& g : info.gpus) {
     GpuView gv;
     gv.index = g.index;

@@ -54,6 +54,9 @@ struct NodeView {
   std::vector<GpuView> gpus;  // sorted by index
   std::uint64_t cpu_millis_free = 0;
   std::uint64_t memory_bytes_free = 0;
+  // Its agent found podman (NodeInfo::container_runtime): it can run a job
+  // with an image. No other node can.
+  bool container_runtime = false;
 };
 
 struct PendingJob {
@@ -87,6 +90,9 @@ struct PendingJob {
   // replica. A replica in a queue of kind inference may use and reclaim a
   // pool's inference headroom (docs/scheduling.md, "Inference headroom").
   std::string service{};
+  // The OCI image it runs in (JobSpec::image); empty: a plain process. A job
+  // with one is placed only on nodes with a container runtime.
+  std::string image{};
 };
 
 // A job holding GPUs now: what reclaim and preemption may choose from.
@@ -120,6 +126,7 @@ struct RunningJob {
   // only, never for a reservation or backfill.
   RuntimePrediction predicted{};
   std::string service{};  // as in PendingJob
+  std::string image{};    // as in PendingJob
 };
 
 // A shape of work asked for, and how often: what placement keeps room for

@@ -1,9 +1,11 @@
-// Jobs with an `image` through berthd and a real agent: on a node without
-// podman the run fails at once with what to do; with podman (where it can
+// Jobs with an `image` through berthd and real agents: with no node whose
+// agent found podman the job waits, saying why, and lands on such a node
+// once one joins; with podman (where it can
 // run containers here) the job runs in its image, its output is its log.
 // berthd's agent gives podman the configuration Berth ships
 // (--podman-conf deploy/podman/containers.conf), as an operator would. The
 // image is built locally from busybox-static: no registry is needed.
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -48,11 +50,40 @@ std::string PrepareImage(const std::filesystem::path& scratch) {
   return "";
 }
 
-TEST_F(IntegrationTest, AnImageOnANodeWithoutPodmanFailsAtOnceSayingWhatToDo) {
+// A stand-in for podman on an agent's PATH: the agent reports podman, and
+// every pull fails the way a registry that cannot be reached makes it fail.
+// Where a job lands, not what podman does, is what it shows.
+std::filesystem::path FakePodmanDir(const std::filesystem::path& dir) {
+  const auto bin = dir / "fake-podman-bin";
+  std::filesystem::create_directories(bin);
+  WriteFile(bin / "podman",
+            "#!/bin/sh\n"
+            "case \"$1\" in\n"
+            "  pull) echo \"Error: no registry in this test\" >&2; exit 125 ;;\n"
+            "  *) exit 1 ;;\n"
+            "esac\n");
+  std::filesystem::permissions(bin / "podman", std::filesystem::perms::owner_all);
+  return bin;
+}
+
+// A simulated node of its own for each agent.
+std::filesystem::path ClusterFileFor(const std::filesystem::path& dir, const std::string& node) {
+  const auto file = dir / ("cluster-" + node + ".yaml");
+  WriteFile(file, fmt::format("nodes:\n  - name: {}\n    cpus: 16\n    memory: 64Gi\n"
+                              "    gpus: {{model: H100-80GB, memory: 80Gi, count: 8}}\n",
+                              node));
+  return file;
+}
+
+// No node reports podman: the job with an image is not placed (it would only
+// fail there) but waits, and its reason names the image and the nodes
+// without a container runtime; once a node with podman joins, the job
+// lands there, and nowhere else.
+TEST_F(IntegrationTest, AnImageWaitsForANodeWithPodmanAndLandsThere) {
   Berthd& berthd = NewBerthd(ControlPlaneOnly());
   ASSERT_TRUE(berthd.Start()) << berthd.log();
   // The agent's PATH has no podman, whatever this machine has installed.
-  NewAgent(berthd, dir_ / "agent", WriteCluster("bare-node", 8), "agent.log",
+  NewAgent(berthd, dir_ / "agent", ClusterFileFor(dir_.path(), "bare-node"), "agent.log",
            {{"PATH", (dir_ / "no-podman-here").string()}});
   ASSERT_TRUE(berthd.WaitForNode("Ready", 20s));
   // The node says so: no container runtime.
@@ -63,15 +94,39 @@ TEST_F(IntegrationTest, AnImageOnANodeWithoutPodmanFailsAtOnceSayingWhatToDo) {
   std::string error;
   auto id = berthd.Submit(JobSpecJson("boxed", {"true"}, 1, {{"image", "docker.io/x:1"}}), &error);
   ASSERT_NE(id, 0) << error;
-  ASSERT_TRUE(berthd.WaitForTerminal(id, 30s)) << berthd.Job(id).dump(2);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return berthd.Job(id).value("reason", json::object()).value("code", "") == "NoNodeFits";
+      },
+      30s))
+      << berthd.Job(id).dump(2);
   json job = berthd.Job(id);
+  EXPECT_EQ(job["state"], "Pending") << job.dump(2);
+  EXPECT_TRUE(job["placement"].empty()) << job.dump(2);
+  EXPECT_EQ(job["reason"]["counts"]["no_container_runtime"], 1) << job.dump(2);
+  auto why = berthd.http().Get(fmt::format("/v1/jobs/{}/why", id));
+  ASSERT_EQ(why.status, 200) << why.text;
+  const std::string message = why.body["reason"]["message"];
+  EXPECT_NE(message.find("needs a node with a container runtime (podman) for image "
+                         "docker.io/x:1: 1 of 1 nodes have none"),
+            std::string::npos)
+      << message;
+  auto cli = Cli(berthd, {"why", std::to_string(id)});
+  EXPECT_NE(cli.out.find("container runtime (podman) for image docker.io/x:1"), std::string::npos)
+      << cli.out << cli.err;
+
+  NewAgent(berthd, dir_ / "agent-podman", ClusterFileFor(dir_.path(), "podman-node"),
+           "agent-podman.log", {{"PATH", FakePodmanDir(dir_.path()).string()}});
+  ASSERT_TRUE(berthd.WaitForNode("Ready", 20s, "podman-node"));
+  ASSERT_TRUE(berthd.WaitForTerminal(id, 60s)) << berthd.Job(id).dump(2);
+  job = berthd.Job(id);
   EXPECT_EQ(job["state"], "Failed") << job.dump(2);
-  ASSERT_FALSE(job["placement"].empty());
-  const auto& run = job["placement"][0];
-  EXPECT_EQ(run["exit_code"], 127) << run.dump(2);
-  EXPECT_EQ(run["start_error"],
-            "image docker.io/x:1 needs a container runtime, but podman is not installed on node "
-            "bare-node; install podman there or remove `image` from the job spec");
+  ASSERT_EQ(job["placement"].size(), 1U) << job.dump(2);
+  EXPECT_EQ(job["placement"][0]["node"], "podman-node") << job.dump(2);
+  EXPECT_NE(job["placement"][0]["start_error"].get<std::string>().find(
+                "could not pull image docker.io/x:1: no registry in this test"),
+            std::string::npos)
+      << job.dump(2);
 }
 
 TEST_F(IntegrationTest, AJobRunsInItsImage) {

@@ -211,6 +211,15 @@ int ServingOf(const json& service) {
   return n;
 }
 
+// Without --gateway-listen the list says there is no gateway to call.
+TEST_F(ServiceTest, WithoutAGatewayTheServiceListShowsNone) {
+  Berthd& berthd = NewBerthd(AllInOne());
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  const auto seen = berthd.http().Get("/v1/services");
+  ASSERT_EQ(seen.status, 200) << seen.text;
+  EXPECT_TRUE(seen.body.at("gateway").is_null()) << seen.text;
+}
+
 TEST_F(ServiceTest, ReplicasRunAsJobsOfTheServiceAndFollowItsChanges) {
   Berthd& berthd = NewBerthd(AllInOne({"--service-interval", "200ms"}));
   ASSERT_TRUE(berthd.Start()) << berthd.log();
@@ -698,6 +707,41 @@ class ServiceGatewayTest : public ServiceTest {
     return service;
   }
 };
+
+// The service list tells a caller with a token where the gateway is and
+// whether it serves, the same for every tenant and naming none of them; an
+// anonymous caller learns nothing.
+TEST_F(ServiceGatewayTest, TheServiceListShowsTheGatewayToTokensOnly) {
+  Berthd* started = StartGatewayBerthd();
+  ASSERT_NE(started, nullptr);
+  Berthd& berthd = *started;
+  ASSERT_EQ(berthd.http().Post("/v1/services", kCoder, "application/yaml").status, 201);
+  Http red = berthd.http();
+  red.set_token(MemberToken(berthd.http(), "rita", "red", "member"));
+  Http blue = berthd.http();
+  blue.set_token(MemberToken(berthd.http(), "bo", "blue", "member"));
+
+  const auto seen = red.Get("/v1/services");
+  ASSERT_EQ(seen.status, 200) << seen.text;
+  EXPECT_EQ(seen.body.at("gateway"), (json{{"url", berthd.gateway_url()}, {"up", true}}))
+      << seen.text;
+  EXPECT_EQ(seen.body.at("services").size(), 1u) << seen.text;
+
+  // Another tenant's member: the same gateway, nothing of red's.
+  const auto other = blue.Get("/v1/services");
+  ASSERT_EQ(other.status, 200) << other.text;
+  EXPECT_EQ(other.body.at("gateway"), seen.body.at("gateway"));
+  EXPECT_TRUE(other.body.at("services").empty()) << other.text;
+  EXPECT_EQ(other.text.find("red"), std::string::npos) << other.text;
+
+  Http anonymous = berthd.http();
+  anonymous.set_token("");
+  const auto refused = anonymous.Get("/v1/services");
+  EXPECT_EQ(refused.status, 401) << refused.text;
+  EXPECT_EQ(refused.text.find("gateway"), std::string::npos) << refused.text;
+  EXPECT_EQ(refused.text.find(std::to_string(berthd.gateway_port())), std::string::npos)
+      << refused.text;
+}
 
 // Scale to zero and back: a service with no replica holds the first
 // request at the gateway, starts a replica, answers the request once it is

@@ -78,6 +78,47 @@ TEST(PocReport, ScoresAreWeightedPassRatesOfTheJudgedCases) {
   EXPECT_EQ(report["summary"]["skipped"], 1);
 }
 
+// An interrupted run: the case the signal stopped and the ones after it
+// are neither passed, failed nor skipped; they are counted and listed as
+// not run, and the summary says which signal stopped the run.
+TEST(PocReport, AnInterruptedRunsCasesAreNotRunNotPassedOrFailed) {
+  json report = PocReport();
+  report["cases"].push_back(
+      PocCaseJson("f", "orchestration", "business", 3, "high", "interrupted"));
+  report["cases"].push_back(PocCaseJson("g", "orchestration", "platform", 2, "high", "not_run"));
+  report["interrupted"] = {{"signal", "SIGINT"}, {"case", "f"}, {"not_run", 1}};
+  ScoreReport(report);
+  EXPECT_EQ(report["summary"]["passed"], 1);
+  EXPECT_EQ(report["summary"]["failed"], 3);
+  EXPECT_EQ(report["summary"]["skipped"], 1);
+  EXPECT_EQ(report["summary"]["not_run"], 2);
+  EXPECT_EQ(report["summary"]["cases"], 7);
+  // orchestration: a passed (3) of a and b (4) judged; f and g weigh nothing.
+  const json& orch = report["scores"]["capabilities"]["orchestration"];
+  EXPECT_EQ(orch["score"], 75.0);
+  EXPECT_EQ(orch["cases_not_run"], 2);
+  EXPECT_EQ(orch["weight_skipped"], 0);
+  ASSERT_EQ(report["conclusions"]["not_run"].size(), 2U);
+  EXPECT_EQ(report["conclusions"]["not_run"][0]["id"], "f");
+  for (const char* list : {"must_fix", "limited_launch", "later_optimization", "not_evaluated"}) {
+    for (const auto& i : report["conclusions"][list]) {
+      EXPECT_NE(i["id"], "f") << list;
+      EXPECT_NE(i["id"], "g") << list;
+    }
+  }
+  const std::string md = RenderMarkdown(report);
+  EXPECT_NE(md.find("2 not run (interrupted by SIGINT)"), std::string::npos) << md;
+  EXPECT_NE(md.find("### Not run (interrupted by SIGINT)"), std::string::npos) << md;
+  EXPECT_NE(md.find("**g/g** case g: because g"), std::string::npos) << md;
+  const std::string html = RenderHtml(report);
+  EXPECT_NE(html.find("<h3 id=\"not_run\">Not run (interrupted by SIGINT)</h3>"),
+            std::string::npos);
+  // A run that was not interrupted says nothing of it.
+  json whole = PocReport();
+  ScoreReport(whole);
+  EXPECT_EQ(RenderMarkdown(whole).find("not run"), std::string::npos);
+}
+
 TEST(PocReport, TheListsComeFromTheFailedCasesRisk) {
   json report = PocReport();
   ScoreReport(report);

@@ -92,6 +92,32 @@ TEST(PocRerun, SelectsOnlyTheFailedCases) {
   EXPECT_TRUE(FailedCases(none).empty());
 }
 
+TEST(PocRerun, CaseSelectsByIdAloneOrWithFailed) {
+  const json r = RerunEarlier("aa");
+  auto only = SelectRerunCases(r, false, {"one", "three", "one"});
+  ASSERT_TRUE(only.has_value()) << only.error().message;
+  EXPECT_EQ(*only, (std::set<std::string>{"one", "three"}));
+  auto both = SelectRerunCases(r, true, {"one"});
+  ASSERT_TRUE(both.has_value()) << both.error().message;
+  EXPECT_EQ(*both, (std::set<std::string>{"one", "two", "four"}));
+  auto failed = SelectRerunCases(r, true, {});
+  ASSERT_TRUE(failed.has_value());
+  EXPECT_EQ(*failed, FailedCases(r));
+
+  auto unknown = SelectRerunCases(r, true, {"two", "fivee"});
+  ASSERT_FALSE(unknown.has_value());
+  EXPECT_EQ(unknown.error().field, "case");
+  EXPECT_NE(unknown.error().message.find("--case fivee"), std::string::npos)
+      << unknown.error().message;
+  EXPECT_NE(unknown.error().message.find("one, two, three, four"), std::string::npos)
+      << unknown.error().message;
+
+  auto neither = SelectRerunCases(r, false, {});
+  ASSERT_FALSE(neither.has_value());
+  EXPECT_NE(neither.error().message.find("--failed"), std::string::npos);
+  EXPECT_NE(neither.error().message.find("--case"), std::string::npos);
+}
+
 TEST(PocRerun, RefusesASuiteOfAnotherTextNamingSuiteAndTheFix) {
   EarlierReport earlier{"/tmp/r/report.json", RerunEarlier(std::string(64, 'a'))};
   Suite same;

@@ -5,8 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <vector>
+
+#include "cli/poc_run.h"
 
 namespace berth::cli::poc {
 namespace {
@@ -78,7 +82,7 @@ TEST(PocSuite, TheBuiltInSuiteParsesAndCoversTheFiveGroupsAndEveryCapability) {
        {"priority-preempts-and-explains", "job-telemetry-recorded",
         "quota-request-approved-and-audited", "reclaim-on-guarantee", "cross-tenant-paths-refused",
         "gpu-oom-explained", "gpu-xid-explained", "nccl-failure-explained",
-        "control-plane-failover", "alert-reaches-its-sink"}) {
+        "control-plane-failover", "alert-reaches-its-sink", "concurrent-multi-tenant-load"}) {
     EXPECT_TRUE(ids.contains(id)) << id;
   }
   EXPECT_NE(suite->policy.find("reclaim_grace"), std::string::npos);
@@ -225,6 +229,139 @@ TEST(PocSuite, RequestsBindAnIdPollAndTheGpuCountExpands) {
             "/v1/quota-requests/7 of 8");
 }
 
+// bind: {name, from, where, field}: a value picked from a list in the
+// answer (an alert's id among the alerts), then used by a later step.
+std::string PocListBindSuite(const std::string& bind) {
+  std::string text = PocSmallSuite();
+  const std::string from = "status: 200}\n";
+  text.replace(text.find(from), from.size(),
+               "status: 200}\n"
+               "          - request:\n"
+               "              get: /v1/alerts\n"
+               "              within: 5s\n"
+               "              bind: " +
+                   bind +
+                   "\n"
+                   "          - request: {get: /v1/alert-deliveries, contains: ['${ref.mine}']}\n");
+  return text;
+}
+
+TEST(PocSuite, ARequestBindsAFieldOfAnItemOfAListInItsAnswer) {
+  auto suite = ParseSuite(
+      PocListBindSuite("{name: mine, from: alerts, where: {kind: budget, subject: {starts_with: "
+                       "'${tenant.a}/'}}, field: id}"));
+  ASSERT_TRUE(suite.has_value()) << suite.error().field << ": " << suite.error().message;
+  const Step& step = suite->cases[1].steps[4];
+  EXPECT_EQ(step.bind, "mine");
+  EXPECT_EQ(step.bind_from, "alerts");
+  EXPECT_EQ(step.bind_field, "id");
+  ASSERT_EQ(step.bind_where.size(), 2U);
+  EXPECT_EQ(step.bind_where[0].field, "kind");
+  EXPECT_EQ(step.bind_where[0].value, "budget");
+  EXPECT_FALSE(step.bind_where[0].prefix);
+  EXPECT_EQ(step.bind_where[1].field, "subject");
+  EXPECT_EQ(step.bind_where[1].value, "${tenant.a}/");
+  EXPECT_TRUE(step.bind_where[1].prefix);
+  // field defaults to id; where is optional (the first item).
+  auto plain = ParseSuite(PocListBindSuite("{name: mine, from: alerts}"));
+  ASSERT_TRUE(plain.has_value()) << plain.error().message;
+  EXPECT_EQ(plain->cases[1].steps[4].bind_field, "id");
+  EXPECT_TRUE(plain->cases[1].steps[4].bind_where.empty());
+  // A plain name still binds the answer's own id.
+  auto own = ParseSuite(PocListBindSuite("mine"));
+  ASSERT_TRUE(own.has_value());
+  EXPECT_TRUE(own->cases[1].steps[4].bind_from.empty());
+}
+
+TEST(PocSuite, ABadListBindNamesTheFieldAndTheFix) {
+  const std::string at = "groups[1].cases[0].steps[4].request.bind";
+  const PocBadSuite cases[] = {
+      {PocListBindSuite("{name: mine, where: {kind: budget}}"), at + ".from", "from: alerts"},
+      {PocListBindSuite("{name: mine, from: ''}"), at + ".from", "bind: NAME"},
+      {PocListBindSuite("{from: alerts}"), at + ".name", "required"},
+      {PocListBindSuite("{name: Mine!, from: alerts}"), at + ".name", "a-z"},
+      {PocListBindSuite("{name: mine, from: alerts, pick: id}"), at + ".pick", "unknown field"},
+      {PocListBindSuite("{name: mine, from: alerts, where: {kind: [a, b]}}"), at + ".where.kind",
+       "starts_with"},
+      {PocListBindSuite("{name: mine, from: alerts, where: {subject: {ends_with: x}}}"),
+       at + ".where.subject", "starts_with"},
+      {PocListBindSuite("{name: mine, from: alerts, where: {}}"), at + ".where", "drop where"},
+      {PocListBindSuite("{name: mine, from: alerts, where: {subject: '${ref.none}'}}"),
+       at + ".where.subject", "earlier request"},
+      {PocListBindSuite("[mine]"), at, "{name: x, from: LIST"},
+  };
+  for (const auto& bad : cases) {
+    auto suite = ParseSuite(bad.text);
+    ASSERT_FALSE(suite.has_value()) << bad.field;
+    EXPECT_EQ(suite.error().field, bad.field) << suite.error().message;
+    EXPECT_NE(suite.error().message.find(bad.says), std::string::npos)
+        << bad.field << ": " << suite.error().message;
+  }
+}
+
+TEST(PocSuite, APickedValueIsTheFirstMatchingItemsField) {
+  const nlohmann::json answer = {
+      {"alerts",
+       {{{"id", 3}, {"kind", "budget"}, {"subject", "poc-y-a/2026-12/100"}},
+        {{"id", 5}, {"kind", "queue_wait"}, {"subject", "poc-x-a/batch"}},
+        {{"id", 7}, {"kind", "budget"}, {"subject", "poc-x-a/2026-12/100"}},
+        {{"id", 9}, {"kind", "budget"}, {"subject", "poc-x-a/2026-12/200"}}}}};
+  std::string why;
+  const std::vector<BindWhere> mine{{"kind", "budget", false}, {"subject", "poc-x-a/", true}};
+  EXPECT_EQ(PickBoundValue(answer, "alerts", mine, "id", why), "7") << why;
+  // Numbers match as their digits (a delivery's alert_id against ${ref.x}).
+  EXPECT_EQ(PickBoundValue(answer, "alerts", {{"id", "9", false}}, "subject", why),
+            "poc-x-a/2026-12/200");
+  EXPECT_EQ(PickBoundValue(answer, "alerts", {}, "id", why), "3");
+  EXPECT_FALSE(
+      PickBoundValue(answer, "alerts", {{"kind", "budget", false}, {"id", "5", false}}, "id", why)
+          .has_value());
+  EXPECT_NE(why.find("no item of alerts matched, of 4"), std::string::npos) << why;
+  EXPECT_FALSE(PickBoundValue(answer, "deliveries", mine, "id", why).has_value());
+  EXPECT_NE(why.find("no list deliveries"), std::string::npos) << why;
+  EXPECT_FALSE(PickBoundValue(answer, "alerts", mine, "rule", why).has_value());
+  EXPECT_NE(why.find("has no rule"), std::string::npos) << why;
+}
+
+TEST(PocSuite, AMeteredStepNamesAWaitedJobAndItsGpus) {
+  std::string text = PocSmallSuite();
+  const std::string after = "          - expect: {job: j, state: Succeeded}\n";
+  auto with = [&](const std::string& step) {
+    std::string t = text;
+    t.insert(t.find(after) + after.size(), "          - metered: " + step + "\n");
+    return t;
+  };
+  auto suite = ParseSuite(with("{job: j, gpus: 2}"));
+  ASSERT_TRUE(suite.has_value()) << suite.error().field << ": " << suite.error().message;
+  const Step& m = suite->cases[1].steps[3];
+  EXPECT_EQ(m.kind, StepKind::kMetered);
+  EXPECT_EQ(StepKindName(m.kind), "metered");
+  EXPECT_EQ(m.job, "j");
+  EXPECT_EQ(m.metered_gpus, 2);
+  const std::string at = "groups[1].cases[0].steps[3].metered";
+  const PocBadSuite cases[] = {
+      {with("{job: j}"), at + ".gpus", "the GPUs the job asked for"},
+      {with("{job: j, gpus: 0}"), at + ".gpus", "1 to 1024"},
+      {with("{job: k, gpus: 1}"), at + ".job", "earlier submit"},
+      {with("{job: j, gpus: 1, price: 2}"), at + ".price", "unknown field"},
+  };
+  for (const auto& bad : cases) {
+    auto s2 = ParseSuite(bad.text);
+    ASSERT_FALSE(s2.has_value()) << bad.field;
+    EXPECT_EQ(s2.error().field, bad.field) << s2.error().message;
+    EXPECT_NE(s2.error().message.find(bad.says), std::string::npos)
+        << bad.field << ": " << s2.error().message;
+  }
+  // Metered before it has run: wait for it first.
+  std::string early = text;
+  const std::string wait = "          - wait: {job: j,";
+  early.insert(early.find(wait), "          - metered: {job: j, gpus: 1}\n");
+  auto refused = ParseSuite(early);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().field, "groups[1].cases[0].steps[1].metered.job");
+  EXPECT_NE(refused.error().message.find("wait for it first"), std::string::npos);
+}
+
 TEST(PocSuite, SelectingCasesKeepsTheirGroupsAndRefusesUnknownIds) {
   auto suite = ParseSuite(PocSmallSuite());
   ASSERT_TRUE(suite.has_value());
@@ -331,6 +468,77 @@ TEST(PocSuite, ABadFailoverStepNamesTheFieldAndTheFix) {
   EXPECT_EQ(refused.error().field, "groups[1].cases[0].steps[2].expect.same_run");
   EXPECT_NE(refused.error().message.find("add a wait for 'j'"), std::string::npos)
       << refused.error().message;
+}
+
+// The small suite with `steps` added after its last step.
+std::string PocSuiteWith(const std::string& steps) {
+  std::string text = PocSmallSuite();
+  const std::string from = "status: 200}\n";
+  text.replace(text.find(from), from.size(), "status: 200}\n" + steps);
+  return text;
+}
+
+TEST(PocSuite, AnHttpStepCallsTheGatewayAsAnIdentityAndARequestBindsAnyField) {
+  auto suite = ParseSuite(PocSuiteWith(
+      "          - request: {as: alice, get: '/v1/services/${tenant.a}/s', bind: cold, "
+      "bind_field: status.last_cold_start.job}\n"
+      "          - http: {as: alice, post: '${gateway}/s/${tenant.a}/s/v1/completions', "
+      "body: '{\"prompt\": \"${ref.cold}\"}', within: 90s, contains: [text_completion]}\n"
+      "          - http: {as: alice, get: '${gateway}/s/x/y/', status: 404}\n"));
+  ASSERT_TRUE(suite.has_value()) << suite.error().field << ": " << suite.error().message;
+  const Case& two = suite->cases[1];
+  ASSERT_EQ(two.steps.size(), 7U);
+  EXPECT_EQ(two.steps[4].bind_field, "status.last_cold_start.job");
+  EXPECT_EQ(two.steps[3].bind_field, "id");  // the default
+  EXPECT_EQ(two.steps[5].kind, StepKind::kHttp);
+  EXPECT_EQ(StepKindName(two.steps[5].kind), "http");
+  EXPECT_EQ(two.steps[5].method, "POST");
+  EXPECT_EQ(two.steps[5].as, "alice");
+  EXPECT_EQ(two.steps[5].within_ms, 90'000);
+  EXPECT_EQ(two.steps[5].status, 200);
+  EXPECT_EQ(two.steps[6].method, "GET");
+  EXPECT_EQ(two.steps[6].within_ms, 120'000);  // a request held at zero may take a while
+  EXPECT_EQ(two.steps[6].status, 404);
+  const std::map<std::string, std::string> tenants{{"a", "poc-x-a"}};
+  const std::map<std::string, std::string> values{{"gateway", "http://127.0.0.1:8480"},
+                                                  {"model_server", "berth-model-server"}};
+  EXPECT_EQ(*ExpandPlaceholders("${gateway}/s/${tenant.a}/s/ runs ${model_server}", "poc-x",
+                                tenants, values),
+            "http://127.0.0.1:8480/s/poc-x-a/s/ runs berth-model-server");
+  // Without a gateway there is nothing to call: the runner skips the case
+  // first (precondition gateway), and an expansion says so.
+  EXPECT_FALSE(ExpandPlaceholders("${gateway}/s/", "poc-x", tenants, {}).has_value());
+}
+
+TEST(PocSuite, ABadHttpStepNamesTheFieldAndTheFix) {
+  const PocBadSuite cases[] = {
+      {PocSuiteWith("          - http: {get: '${gateway}/s/a/b/'}\n"),
+       "groups[1].cases[0].steps[4].http.as", "identity whose token"},
+      {PocSuiteWith("          - http: {as: admin, get: '${gateway}/s/a/b/'}\n"),
+       "groups[1].cases[0].steps[4].http.as", "no identity of setup.identities"},
+      {PocSuiteWith("          - http: {as: alice, get: /s/a/b/}\n"),
+       "groups[1].cases[0].steps[4].http.get", "${gateway}/s/TENANT/SERVICE/PATH"},
+      // A token goes to berthd's gateway only, never to a host the suite names.
+      {PocSuiteWith("          - http: {as: alice, get: 'http://collector.example/s/a/b/'}\n"),
+       "groups[1].cases[0].steps[4].http.get", "gateway only"},
+      {PocSuiteWith("          - http: {as: alice}\n"), "groups[1].cases[0].steps[4].http.get",
+       "is required"},
+      {PocSuiteWith("          - http: {as: alice, get: '${gateway}/s/a/b/', within: 2h}\n"),
+       "groups[1].cases[0].steps[4].http.within", "1h"},
+      {PocSuiteWith("          - http: {as: alice, get: '${gateway}/s/a/b/', bind: x}\n"),
+       "groups[1].cases[0].steps[4].http.bind", "unknown field"},
+      {PocSuiteWith("          - http: {as: alice, get: '${gatway}/s/a/b/'}\n"),
+       "groups[1].cases[0].steps[4].http.get", "${gateway}"},
+      {PocSuiteWith("          - request: {get: /v1/services, bind_field: gateway.url}\n"),
+       "groups[1].cases[0].steps[4].request.bind_field", "give bind too"},
+  };
+  for (const auto& bad : cases) {
+    auto suite = ParseSuite(bad.text);
+    ASSERT_FALSE(suite.has_value()) << bad.field;
+    EXPECT_EQ(suite.error().field, bad.field) << suite.error().message;
+    EXPECT_NE(suite.error().message.find(bad.says), std::string::npos)
+        << bad.field << ": " << suite.error().message;
+  }
 }
 
 }  // namespace

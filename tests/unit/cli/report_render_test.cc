@@ -123,5 +123,40 @@ TEST(ReportRenderTest, HtmlIsSelfContainedAndEscaped) {
   EXPECT_EQ(HtmlEscape(R"(a&b"c'd)"), "a&amp;b&quot;c&#39;d");
 }
 
+// The figures the API added after the table: jobs submitted and failed
+// (every reader's, per tenant too) and the alerts opened (fleet, so a
+// platform admin's only).
+TEST(ReportRenderTest, JobsSubmittedJobsFailedAndAlertsOpened) {
+  json r = Report();
+  r["total"]["jobs_submitted"] = 7;
+  r["total"]["jobs_failed"] = 2;
+  r["tenants"][0]["jobs_submitted"] = 5;
+  r["tenants"][0]["jobs_failed"] = 1;
+  r["fleet"]["alerts_opened"] = 3;
+  const std::string md = RenderOpsMarkdown(r);
+  EXPECT_NE(md.find("| Jobs | 7 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| Jobs failed | 2 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| Alerts opened | 3 |"), std::string::npos) << md;
+  // The tenant's row: ... Waiting, Jobs, Jobs failed, Runs ...
+  EXPECT_NE(md.find("| 1 (oldest 2.0h) | 5 | 1 | 4 |"), std::string::npos) << md;
+  const std::string html = RenderOpsHtml(r);
+  EXPECT_NE(html.find("<td>Alerts opened</td><td>3</td>"), std::string::npos) << html;
+  EXPECT_NE(html.find("<td>Jobs failed</td><td>2</td>"), std::string::npos) << html;
+
+  // berthd keeps no alerts: said, not shown as zero.
+  r["fleet"]["alerts_opened"] = nullptr;
+  EXPECT_NE(RenderOpsMarkdown(r).find("| Alerts opened | not kept"), std::string::npos);
+
+  // A member's report has no fleet: no alert row, its jobs still shown.
+  r["fleet"] = nullptr;
+  const std::string member = RenderOpsMarkdown(r);
+  EXPECT_EQ(member.find("Alerts opened"), std::string::npos) << member;
+  EXPECT_NE(member.find("| Jobs | 7 |"), std::string::npos) << member;
+
+  // A berthd before these figures: a dash, never a made-up zero.
+  r["total"].erase("jobs_submitted");
+  EXPECT_NE(RenderOpsMarkdown(r).find("| Jobs | — |"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace berth::cli

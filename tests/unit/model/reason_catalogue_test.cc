@@ -43,7 +43,7 @@ TEST(ReasonCatalogueTest, EveryPhraseAndNodeCauseHasBothLanguagesWithTheSamePlac
     EXPECT_FALSE(m.zh.empty()) << name;
     ExpectSameShapeInBothLanguages(m, name);
   }
-  EXPECT_EQ(NodeCauseTexts().size(), 17U);
+  EXPECT_EQ(NodeCauseTexts().size(), 18U);
   for (const auto& [key, text] : NodeCauseTexts()) {
     ExpectSameShapeInBothLanguages(text, std::string(key));
     EXPECT_EQ(TemplatePlaceholders(text.en), std::vector<std::string>{"n"}) << key;

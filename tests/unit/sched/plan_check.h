@@ -35,6 +35,7 @@ inline std::string CheckPlan(const Snapshot& s, const Plan& plan) {
     j.replicas = static_cast<std::uint32_t>(r.replicas.size());
     j.resources = r.resources;
     j.max_runtime_ms = r.max_runtime_ms;
+    j.image = r.image;
     moved[r.id] = j;
   }
   auto subject = [&](const Placement& p) -> const PendingJob* {
@@ -98,6 +99,16 @@ inline std::string CheckPlan(const Snapshot& s, const Plan& plan) {
     }
     const PendingJob& j = *subj;
     if (p.replicas.size() != j.replicas) return "partial gang for job " + std::to_string(j.id);
+    // A job with an image runs in a container: only where podman is.
+    for (const auto& rp : p.replicas) {
+      if (j.image.empty()) break;
+      auto node = std::find_if(s.nodes.begin(), s.nodes.end(),
+                               [&](const NodeView& v) { return v.name == rp.node; });
+      if (node == s.nodes.end() || !node->container_runtime) {
+        return "job " + std::to_string(j.id) + " has an image and was placed on " + rp.node +
+               ", which has no container runtime";
+      }
+    }
     bool slice = model::IsSlice(j.resources);
     for (const auto& rp : p.replicas) {
       if (rp.gpu_indices.size() != (slice ? 1 : j.resources.gpus)) {

@@ -60,6 +60,8 @@ void AddNodes(const YAML::Node& n, Snapshot& s) {
     if (n["count"]) v.name += "-" + std::to_string(c);
     v.ready = n["ready"] ? n["ready"].as<bool>() : true;
     v.labels = StrMap(n["labels"]);
+    // `container_runtime: podman`: its agent found podman (none when absent).
+    v.container_runtime = n["container_runtime"].as<std::string>("") == "podman";
     if (auto t = n["taints"]) {
       for (const auto& x : t) {
         v.taints.push_back({x["key"].as<std::string>(), x["value"].as<std::string>(""),
@@ -146,6 +148,7 @@ void AddRunning(const YAML::Node& n, Snapshot& s) {
   r.max_runtime_ms = Ms(n["max_runtime"]);
   r.predicted = Predicted(n["predicted"]);
   r.checkpoints = n["checkpoints"].as<bool>(false);
+  r.image = n["image"].as<std::string>("");
   std::uint32_t replica = 0;
   for (const auto& p : n["placement"]) {
     ReplicaPlacement rp{replica++, p["node"].as<std::string>(), {}};
@@ -179,6 +182,7 @@ void AddPending(const YAML::Node& n, Snapshot& s) {
     }
   }
   j.pool = n["pool"].as<std::string>("");
+  j.image = n["image"].as<std::string>("");
   j.max_runtime_ms = Ms(n["max_runtime"]);
   j.predicted = Predicted(n["predicted"]);
   j.reclaim_since_ms = Ms(n["reclaim_since"]);

@@ -99,6 +99,44 @@ TEST(SnapshotBuilder, TheReclaimTimeOfAStoredReasonReachesTheScheduler) {
   }
 }
 
+// A node's container runtime and a job's image reach the scheduler, which
+// places a job with an image only where podman is: the node's flag from
+// what its agent reported, the image of waiting and running jobs from their
+// specs (a running one for consolidation's moves).
+TEST(SnapshotBuilder, ContainerRuntimesAndImagesReachTheScheduler) {
+  std::vector<store::NodeRecord> nodes(2);
+  nodes[0].info.name = "bare";
+  nodes[1].info.name = "boxes";
+  nodes[1].info.container_runtime = "podman";
+  std::map<std::string, bool> ready{{"bare", true}, {"boxes", true}};
+  std::vector<store::RunRecord> runs(1);
+  runs[0].job_id = 1;
+  runs[0].node = "boxes";
+  auto waiting = std::make_shared<store::JobRecord>();
+  waiting->id = 2;
+  waiting->spec.image = "registry.example/train:2";
+  auto plain = std::make_shared<store::JobRecord>();
+  plain->id = 3;
+  store::PendingQueue pending{waiting, plain};
+  model::Policy policy = model::DefaultPolicy();
+  SnapshotInputs in{1000, &nodes, &ready, &runs, &pending, &policy};
+  auto spec_of = [](std::int64_t) -> Result<model::JobSpec> {
+    model::JobSpec s;
+    s.image = "registry.example/serve:1";
+    return s;
+  };
+  auto snap = BuildSnapshot(in, spec_of);
+  ASSERT_TRUE(snap.has_value()) << snap.error().message;
+  ASSERT_EQ(snap->nodes.size(), 2U);
+  EXPECT_FALSE(snap->nodes[0].container_runtime);
+  EXPECT_TRUE(snap->nodes[1].container_runtime);
+  ASSERT_EQ(snap->pending.size(), 2U);
+  EXPECT_EQ(snap->pending[0].image, "registry.example/train:2");
+  EXPECT_EQ(snap->pending[1].image, "");
+  ASSERT_EQ(snap->running.size(), 1U);
+  EXPECT_EQ(snap->running[0].image, "registry.example/serve:1");
+}
+
 // Which job references of a plan name another tenant's job: by the tenants
 // of the snapshot's pending and running jobs; an id the snapshot does not
 // hold counts as another tenant's (hidden rather than shown).
