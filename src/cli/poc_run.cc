@@ -879,492 +879,491 @@ void PocRunner::EndCaseServices(const Case& c, const Result<json>& alerts, json&
   }
   out["cleanup"]["services_deleted"] = ended["services_deleted"];
   if (!ended["problems"].empty()) out["cleanup"]["service_problems"] = ended["problems"];
-  // Submits every tenant's part at once (a thread and an identity each).
-  PocStepResult PocRunner::RunBurst(
-      const Step& step, const std::map<std::string, std::string>& jobs, json& evidence) {
-    Burst burst;
-    std::vector<BurstPart> parts;
-    std::int64_t asked = 0;
-    for (const auto& t : step.burst) {
-      BurstPart part{t.tenant, ActorName(t.as), "", &ClientOf(t.as), {}};
-      if (auto q = YAML::Load(t.spec)["queue"]; q && q.IsScalar()) part.queue = q.as<std::string>();
-      const std::int64_t n = t.count * opt_.scale;
-      asked += n;
-      for (std::int64_t i = 1; i <= n; ++i) {
-        std::string text = t.spec;
-        const std::string index = std::to_string(i);
-        for (auto at = text.find("${burst.index}"); at != std::string::npos;
-             at = text.find("${burst.index}", at + index.size())) {
-          text.replace(at, std::string_view("${burst.index}").size(), index);
-        }
-        auto spec = Expand(text, jobs);
-        if (!spec) return {false, "a job spec", spec.error().message};
-        part.specs.push_back(std::move(*spec));
-      }
-      parts.push_back(std::move(part));
-    }
-    burst.began_ms = Now();
-    burst.parts = SubmitBurst(parts, *opt_.clock, opt_.sleep);
-    const TimeMs took = Now() - burst.began_ms;
-    std::int64_t made = 0;
-    std::int64_t refused = 0;
-    std::string who;
-    std::string refusal;
-    json ids = json::array();
-    for (const auto& p : burst.parts) {
-      for (auto id : p.ids) {
-        ids.push_back(id);
-        BurstJob job;
-        job.id = id;
-        job.tenant = p.tenant;
-        burst.jobs.push_back(std::move(job));
-      }
-      made += static_cast<std::int64_t>(p.ids.size());
-      refused += p.refused;
-      if (refusal.empty() && !p.first_refusal.empty()) refusal = p.tenant + ": " + p.first_refusal;
-      who += fmt::format("{}{}: {} as {} in {}", who.empty() ? "" : ", ", p.tenant, p.ids.size(),
-                         p.actor, FormatDurationMs(p.ended_ms - p.began_ms));
-      evidence["requests"].push_back(
-          {{"as", p.actor},
-           {"request",
-            fmt::format("POST /v1/jobs x{} (burst {})", p.ids.size() + p.refused, step.bind)},
-           {"status", p.refused == 0
-                          ? std::string("2xx")
-                          : fmt::format("{} 2xx, {} refused", p.ids.size(), p.refused)}});
-    }
-    evidence["bursts"][step.bind] = std::move(ids);
-    PocStepResult r;
-    r.ok = refused == 0;
-    r.expected = fmt::format("{} jobs from {} tenant(s) submitted concurrently (scale {})", asked,
-                             step.burst.size(), opt_.scale);
-    r.actual = fmt::format("{} submitted, {} refused in {} ({}){}", made, refused,
-                           FormatDurationMs(took), who, refusal.empty() ? "" : "; " + refusal);
-    bursts_[step.bind] = std::move(burst);
-    return r;
-  }
+}
 
-  // Watches the burst's jobs (GET /v1/jobs per tenant) until each is in a
-  // wanted or final state or the time is up, then judges the figures.
-  PocStepResult PocRunner::ExpectBurst(const Step& step) {
-    Burst& burst = bursts_.at(step.job);
-    const BurstExpectation& e = step.burst_expect;
-    std::set<std::string> tenants;
-    for (const auto& j : burst.jobs) tenants.insert(j.tenant);
-    const TimeMs deadline = burst.began_ms + e.within_ms * opt_.scale;
-    std::string error;
-    std::string stopped_early;
-    while (true) {
-      json rows = json::array();
-      for (const auto& t : tenants) {
-        auto page = GetAllPages(admin_, "/v1/jobs", {{"tenant", tenants_.at(t)}, {"limit", "5000"}},
-                                "jobs", 0, PageOrder::kAppend);
-        if (!page) {
-          error = page.error().message;
-          continue;
-        }
-        if (page->is_array()) {
-          for (auto& row : *page) rows.push_back(std::move(row));
-        }
+// Submits every tenant's part at once (a thread and an identity each).
+PocStepResult PocRunner::RunBurst(const Step& step, const std::map<std::string, std::string>& jobs,
+                                  json& evidence) {
+  Burst burst;
+  std::vector<BurstPart> parts;
+  std::int64_t asked = 0;
+  for (const auto& t : step.burst) {
+    BurstPart part{t.tenant, ActorName(t.as), "", &ClientOf(t.as), {}};
+    if (auto q = YAML::Load(t.spec)["queue"]; q && q.IsScalar()) part.queue = q.as<std::string>();
+    const std::int64_t n = t.count * opt_.scale;
+    asked += n;
+    for (std::int64_t i = 1; i <= n; ++i) {
+      std::string text = t.spec;
+      const std::string index = std::to_string(i);
+      for (auto at = text.find("${burst.index}"); at != std::string::npos;
+           at = text.find("${burst.index}", at + index.size())) {
+        text.replace(at, std::string_view("${burst.index}").size(), index);
       }
-      ObserveBurst(burst.jobs, rows);
-      burst.settled = std::all_of(burst.jobs.begin(), burst.jobs.end(), [&e](const BurstJob& j) {
-        return PocTerminal(j.state) ||
-               std::find(e.states.begin(), e.states.end(), j.state) != e.states.end();
-      });
-      if (burst.settled || Now() >= deadline || BurstDoomed(e, burst.jobs, opt_.scale, Now())) {
-        break;
-      }
-      opt_.sleep(opt_.poll_ms);
+      auto spec = Expand(text, jobs);
+      if (!spec) return {false, "a job spec", spec.error().message};
+      part.specs.push_back(std::move(*spec));
     }
-    if (!burst.settled && Now() < deadline) {
-      stopped_early = fmt::format(" (stopped watching after {}: it cannot pass any more)",
-                                  FormatDurationMs(Now() - burst.began_ms));
-    }
-    const json figures = AggregateBurst(burst.jobs, Now());
-    const BurstVerdict v = JudgeBurst(e, figures, opt_.scale, burst.settled);
-    burst.expected = v.expected;
-    PocStepResult r{v.ok, fmt::format("burst {}: {}", step.job, v.expected),
-                    v.actual + stopped_early};
-    if (!error.empty()) r.actual += fmt::format(" (listing jobs: {})", PocQuote(error));
-    return r;
+    parts.push_back(std::move(part));
   }
+  burst.began_ms = Now();
+  burst.parts = SubmitBurst(parts, *opt_.clock, opt_.sleep);
+  const TimeMs took = Now() - burst.began_ms;
+  std::int64_t made = 0;
+  std::int64_t refused = 0;
+  std::string who;
+  std::string refusal;
+  json ids = json::array();
+  for (const auto& p : burst.parts) {
+    for (auto id : p.ids) {
+      ids.push_back(id);
+      BurstJob job;
+      job.id = id;
+      job.tenant = p.tenant;
+      burst.jobs.push_back(std::move(job));
+    }
+    made += static_cast<std::int64_t>(p.ids.size());
+    refused += p.refused;
+    if (refusal.empty() && !p.first_refusal.empty()) refusal = p.tenant + ": " + p.first_refusal;
+    who += fmt::format("{}{}: {} as {} in {}", who.empty() ? "" : ", ", p.tenant, p.ids.size(),
+                       p.actor, FormatDurationMs(p.ended_ms - p.began_ms));
+    evidence["requests"].push_back(
+        {{"as", p.actor},
+         {"request",
+          fmt::format("POST /v1/jobs x{} (burst {})", p.ids.size() + p.refused, step.bind)},
+         {"status", p.refused == 0 ? std::string("2xx")
+                                   : fmt::format("{} 2xx, {} refused", p.ids.size(), p.refused)}});
+  }
+  evidence["bursts"][step.bind] = std::move(ids);
+  PocStepResult r;
+  r.ok = refused == 0;
+  r.expected = fmt::format("{} jobs from {} tenant(s) submitted concurrently (scale {})", asked,
+                           step.burst.size(), opt_.scale);
+  r.actual = fmt::format("{} submitted, {} refused in {} ({}){}", made, refused,
+                         FormatDurationMs(took), who, refusal.empty() ? "" : "; " + refusal);
+  bursts_[step.bind] = std::move(burst);
+  return r;
+}
 
-  // Runs the operator's command against the leader, then polls every
-  // address until a different berthd leads at a higher term.
-  PocStepResult PocRunner::Failover(const Step& step, json& evidence) {
-    PocStepResult r;
-    r.ok = false;
-    r.expected = fmt::format(
-        "--failover-command stops the leader and a different berthd leads at a "
-        "higher term within {}",
-        FormatDurationMs(step.within_ms));
-    const auto before = Health();
-    const auto lead = PocLeaderOf(before);
-    json ev{{"command", opt_.failover_command}, {"before", PocHealthList(before)}};
-    if (!lead) {
-      r.actual = "no berthd answers as leader before the failover: " + PocHealthList(before);
-      evidence["failover"] = std::move(ev);
-      return r;
-    }
-    const PocHealth old = before[*lead];
-    ev["old_leader"] = old.leader;
-    ev["old_leader_url"] = old.url;
-    ev["old_term"] = old.term;
-    const TimeMs began = Now();
-    const CommandOutcome ran = opt_.run_command
-                                   ? opt_.run_command(opt_.failover_command, old.url)
-                                   : RunFailoverCommand(opt_.failover_command, old.url);
-    const TimeMs stopped = Now();
-    ev["exit_status"] = ran.exit_status;
-    ev["output_tail"] = ran.output_tail;
-    ev["command_ms"] = stopped - began;
-    if (ran.exit_status != 0) {
-      r.actual = fmt::format("the failover command exited {}: {}", ran.exit_status,
-                             PocQuote(ran.output_tail));
-      evidence["failover"] = std::move(ev);
-      return r;
-    }
-    const TimeMs deadline = stopped + step.within_ms;
-    std::vector<PocHealth> seen;
-    while (true) {
-      seen = Health();
-      for (const auto& h : seen) {
-        if (h.error.empty() && h.role == "leader" && h.leader != old.leader && h.term > old.term) {
-          const TimeMs took = Now() - stopped;
-          ev["new_leader"] = h.leader;
-          ev["new_leader_url"] = h.url;
-          ev["new_term"] = h.term;
-          ev["takeover_ms"] = took;
-          ev["after"] = PocHealthList(seen);
-          r.ok = true;
-          r.actual = fmt::format(
-              "{} (term {}) stopped by the command (exit 0); {} leads at term {} {} ms after it",
-              old.url, old.term, h.url, h.term, took);
-          evidence["failover"] = std::move(ev);
-          return r;
-        }
+// Watches the burst's jobs (GET /v1/jobs per tenant) until each is in a
+// wanted or final state or the time is up, then judges the figures.
+PocStepResult PocRunner::ExpectBurst(const Step& step) {
+  Burst& burst = bursts_.at(step.job);
+  const BurstExpectation& e = step.burst_expect;
+  std::set<std::string> tenants;
+  for (const auto& j : burst.jobs) tenants.insert(j.tenant);
+  const TimeMs deadline = burst.began_ms + e.within_ms * opt_.scale;
+  std::string error;
+  std::string stopped_early;
+  while (true) {
+    json rows = json::array();
+    for (const auto& t : tenants) {
+      auto page = GetAllPages(admin_, "/v1/jobs", {{"tenant", tenants_.at(t)}, {"limit", "5000"}},
+                              "jobs", 0, PageOrder::kAppend);
+      if (!page) {
+        error = page.error().message;
+        continue;
       }
-      if (Now() >= deadline || Interrupted()) break;
-      opt_.sleep(opt_.poll_ms);
+      if (page->is_array()) {
+        for (auto& row : *page) rows.push_back(std::move(row));
+      }
     }
-    ev["after"] = PocHealthList(seen);
-    r.actual = fmt::format("no other berthd leads at a term above {} after {}: {}", old.term,
-                           FormatDurationMs(step.within_ms), PocHealthList(seen));
+    ObserveBurst(burst.jobs, rows);
+    burst.settled = std::all_of(burst.jobs.begin(), burst.jobs.end(), [&e](const BurstJob& j) {
+      return PocTerminal(j.state) ||
+             std::find(e.states.begin(), e.states.end(), j.state) != e.states.end();
+    });
+    if (burst.settled || Now() >= deadline || BurstDoomed(e, burst.jobs, opt_.scale, Now())) {
+      break;
+    }
+    opt_.sleep(opt_.poll_ms);
+  }
+  if (!burst.settled && Now() < deadline) {
+    stopped_early = fmt::format(" (stopped watching after {}: it cannot pass any more)",
+                                FormatDurationMs(Now() - burst.began_ms));
+  }
+  const json figures = AggregateBurst(burst.jobs, Now());
+  const BurstVerdict v = JudgeBurst(e, figures, opt_.scale, burst.settled);
+  burst.expected = v.expected;
+  PocStepResult r{v.ok, fmt::format("burst {}: {}", step.job, v.expected),
+                  v.actual + stopped_early};
+  if (!error.empty()) r.actual += fmt::format(" (listing jobs: {})", PocQuote(error));
+  return r;
+}
+
+// Runs the operator's command against the leader, then polls every
+// address until a different berthd leads at a higher term.
+PocStepResult PocRunner::Failover(const Step& step, json& evidence) {
+  PocStepResult r;
+  r.ok = false;
+  r.expected = fmt::format(
+      "--failover-command stops the leader and a different berthd leads at a "
+      "higher term within {}",
+      FormatDurationMs(step.within_ms));
+  const auto before = Health();
+  const auto lead = PocLeaderOf(before);
+  json ev{{"command", opt_.failover_command}, {"before", PocHealthList(before)}};
+  if (!lead) {
+    r.actual = "no berthd answers as leader before the failover: " + PocHealthList(before);
     evidence["failover"] = std::move(ev);
     return r;
   }
+  const PocHealth old = before[*lead];
+  ev["old_leader"] = old.leader;
+  ev["old_leader_url"] = old.url;
+  ev["old_term"] = old.term;
+  const TimeMs began = Now();
+  const CommandOutcome ran = opt_.run_command ? opt_.run_command(opt_.failover_command, old.url)
+                                              : RunFailoverCommand(opt_.failover_command, old.url);
+  const TimeMs stopped = Now();
+  ev["exit_status"] = ran.exit_status;
+  ev["output_tail"] = ran.output_tail;
+  ev["command_ms"] = stopped - began;
+  if (ran.exit_status != 0) {
+    r.actual = fmt::format("the failover command exited {}: {}", ran.exit_status,
+                           PocQuote(ran.output_tail));
+    evidence["failover"] = std::move(ev);
+    return r;
+  }
+  const TimeMs deadline = stopped + step.within_ms;
+  std::vector<PocHealth> seen;
+  while (true) {
+    seen = Health();
+    for (const auto& h : seen) {
+      if (h.error.empty() && h.role == "leader" && h.leader != old.leader && h.term > old.term) {
+        const TimeMs took = Now() - stopped;
+        ev["new_leader"] = h.leader;
+        ev["new_leader_url"] = h.url;
+        ev["new_term"] = h.term;
+        ev["takeover_ms"] = took;
+        ev["after"] = PocHealthList(seen);
+        r.ok = true;
+        r.actual = fmt::format(
+            "{} (term {}) stopped by the command (exit 0); {} leads at term {} {} ms after it",
+            old.url, old.term, h.url, h.term, took);
+        evidence["failover"] = std::move(ev);
+        return r;
+      }
+    }
+    if (Now() >= deadline || Interrupted()) break;
+    opt_.sleep(opt_.poll_ms);
+  }
+  ev["after"] = PocHealthList(seen);
+  r.actual = fmt::format("no other berthd leads at a term above {} after {}: {}", old.term,
+                         FormatDurationMs(step.within_ms), PocHealthList(seen));
+  evidence["failover"] = std::move(ev);
+  return r;
+}
 
-  json PocRunner::Sample(const std::string& bound, std::uint64_t id, const Case& c,
-                         const Result<json>& listed) const {
-    json s{{"name", bound}, {"job_id", id}};
-    auto job = admin_.Get(fmt::format("/v1/jobs/{}", id));
-    if (!job) {
-      s["error"] = job.error().message;
-      return s;
-    }
-    s["job_name"] = Text(*job, "name");
-    s["tenant"] = Text(*job, "tenant");
-    s["queue"] = Text(*job, "queue");
-    s["user"] = Text(*job, "submitted_by");
-    s["state"] = Text(*job, "state");
-    const json* res = Field(*job, "spec.resources");
-    s["resources"] = res != nullptr ? *res : json::object();
-    s["replicas"] = Int(*job, "spec.replicas").value_or(1);
-    auto submitted = Int(*job, "submitted_at_ms");
-    auto started = Int(*job, "started_at_ms");
-    auto finished = Int(*job, "finished_at_ms");
-    s["queueing_ms"] = submitted && started ? json(*started - *submitted) : json();
-    s["run_ms"] = started && finished ? json(*finished - *started) : json();
-    const json* failure = Field(*job, "failure");
-    s["failure"] = failure != nullptr ? json{{"class", Text(*failure, "class")},
-                                             {"message", PocQuote(Text(*failure, "message"))}}
-                                      : json();
-    s["reason"] = PocQuote(Text(*job, "reason.message"));
-    s["failures"] = Int(*job, "failures").value_or(0);
-    // Error states: what each attempt of each replica ended with, when it
-    // was not a clean exit.
-    json errors = json::array();
-    std::set<std::string> run_ids;
-    for (const auto& p : Array(*job, "placement")) {
-      run_ids.insert(Text(p, "run_id"));
-      std::vector<std::string> what;
-      if (auto code = Int(p, "exit_code"); code && *code != 0) {
-        what.push_back(fmt::format("exit {}", *code));
-      }
-      if (const json* sig = Field(p, "signal"); sig != nullptr && !sig->is_null()) {
-        what.push_back("signal " + ValueText(*sig));
-      }
-      for (const char* key : {"stopped_for", "start_error"}) {
-        if (auto t = Text(p, key); t != "-" && !t.empty())
-          what.push_back(fmt::format("{} {}", key, t));
-      }
-      if (what.empty()) continue;
-      std::string line = fmt::format("run {} on {}:", Text(p, "run_id"), Text(p, "node"));
-      for (const auto& w : what) line += " " + w;
-      errors.push_back(PocQuote(line));
-    }
-    s["error_states"] = std::move(errors);
-    // GPU utilization and memory: the job's telemetry summary and, from its
-    // series, the lowest bucket mean (the metric snapshot kept as evidence).
-    const json* util = Field(*job, "utilization");
-    if (util != nullptr && util->is_object()) {
-      json t{{"samples", Int(*util, "samples").value_or(0)},
-             {"mean_util_pct", (*util)["avg_util_pct"]},
-             {"max_util_pct", (*util)["max_util_pct"]},
-             {"peak_memory_bytes", (*util)["max_memory_used_bytes"]},
-             {"memory_total_bytes", (*util)["memory_total_bytes"]},
-             {"idle_fraction", (*util)["idle_fraction"]}};
-      auto series = admin_.Get(fmt::format("/v1/jobs/{}/telemetry", id));
-      if (series) {
-        std::optional<double> lowest;
-        for (const auto& g : Array(*series, "gpus")) {
-          for (const auto& b : Array(g, "buckets")) {
-            const json* avg = Field(b, "avg_util_pct");
-            if (avg == nullptr || !avg->is_number()) continue;
-            lowest = std::min(lowest.value_or(avg->get<double>()), avg->get<double>());
-          }
-        }
-        t["min_util_pct"] = lowest ? json(*lowest) : json();
-      }
-      s["telemetry"] = std::move(t);
-    } else {
-      s["telemetry"] = json();
-    }
-    // Alerts naming one of its runs or the job itself, and its tenant's
-    // alerts raised while its case ran (the samples are read at its end): a
-    // budget's alert may come before the job, from a budget the case set over
-    // what the tenant had already used, or after it, once its run is metered.
-    json alerts = json::array();
-    if (listed) {
-      const std::string job_word = fmt::format("job {}", id);
-      for (const auto& a : Array(*listed, "alerts")) {
-        const std::string subject = Text(a, "subject");
-        const std::string message = Text(a, "message");
-        bool ours = run_ids.contains(subject) ||
-                    message.find(job_word + " ") != std::string::npos ||
-                    message.find(job_word + ",") != std::string::npos;
-        // A tenant's alert (a budget's: subject tenant/month/percent) raised
-        // during the case.
-        const auto raised = Int(a, "raised_ms");
-        ours = ours || (subject.starts_with(Text(*job, "tenant") + "/") && raised &&
-                        *raised >= case_began_ms_);
-        for (const auto& r : run_ids) ours = ours || message.find(r) != std::string::npos;
-        if (!ours) continue;
-        alerts.push_back({{"id", a["id"]},
-                          {"kind", Text(a, "kind")},
-                          {"severity", Text(a, "severity")},
-                          {"message", PocQuote(message)}});
-      }
-    }
-    s["alerts"] = std::move(alerts);
-    std::vector<std::string> expected;
-    for (const auto& step : c.steps) {
-      if (step.job != bound) continue;
-      if (step.kind == StepKind::kWait) {
-        std::string states;
-        for (const auto& st : step.states) states += (states.empty() ? "" : " or ") + st;
-        expected.push_back(fmt::format("{} within {}", states, FormatDurationMs(step.within_ms)));
-      } else if (step.kind == StepKind::kExpect) {
-        std::string e = step.state;
-        if (!step.failure_class.empty()) e += " class " + step.failure_class;
-        if (!step.reason_code.empty()) e += " reason " + step.reason_code;
-        if (step.failures) e += fmt::format(" after {} failure(s)", *step.failures);
-        expected.push_back(e);
-      } else if (step.kind == StepKind::kCancel) {
-        expected.push_back("cancelled on request");
-      }
-    }
-    std::string text;
-    for (const auto& e : expected) text += (text.empty() ? "" : "; ") + e;
-    s["expected"] = text;
+json PocRunner::Sample(const std::string& bound, std::uint64_t id, const Case& c,
+                       const Result<json>& listed) const {
+  json s{{"name", bound}, {"job_id", id}};
+  auto job = admin_.Get(fmt::format("/v1/jobs/{}", id));
+  if (!job) {
+    s["error"] = job.error().message;
     return s;
   }
+  s["job_name"] = Text(*job, "name");
+  s["tenant"] = Text(*job, "tenant");
+  s["queue"] = Text(*job, "queue");
+  s["user"] = Text(*job, "submitted_by");
+  s["state"] = Text(*job, "state");
+  const json* res = Field(*job, "spec.resources");
+  s["resources"] = res != nullptr ? *res : json::object();
+  s["replicas"] = Int(*job, "spec.replicas").value_or(1);
+  auto submitted = Int(*job, "submitted_at_ms");
+  auto started = Int(*job, "started_at_ms");
+  auto finished = Int(*job, "finished_at_ms");
+  s["queueing_ms"] = submitted && started ? json(*started - *submitted) : json();
+  s["run_ms"] = started && finished ? json(*finished - *started) : json();
+  const json* failure = Field(*job, "failure");
+  s["failure"] = failure != nullptr ? json{{"class", Text(*failure, "class")},
+                                           {"message", PocQuote(Text(*failure, "message"))}}
+                                    : json();
+  s["reason"] = PocQuote(Text(*job, "reason.message"));
+  s["failures"] = Int(*job, "failures").value_or(0);
+  // Error states: what each attempt of each replica ended with, when it
+  // was not a clean exit.
+  json errors = json::array();
+  std::set<std::string> run_ids;
+  for (const auto& p : Array(*job, "placement")) {
+    run_ids.insert(Text(p, "run_id"));
+    std::vector<std::string> what;
+    if (auto code = Int(p, "exit_code"); code && *code != 0) {
+      what.push_back(fmt::format("exit {}", *code));
+    }
+    if (const json* sig = Field(p, "signal"); sig != nullptr && !sig->is_null()) {
+      what.push_back("signal " + ValueText(*sig));
+    }
+    for (const char* key : {"stopped_for", "start_error"}) {
+      if (auto t = Text(p, key); t != "-" && !t.empty())
+        what.push_back(fmt::format("{} {}", key, t));
+    }
+    if (what.empty()) continue;
+    std::string line = fmt::format("run {} on {}:", Text(p, "run_id"), Text(p, "node"));
+    for (const auto& w : what) line += " " + w;
+    errors.push_back(PocQuote(line));
+  }
+  s["error_states"] = std::move(errors);
+  // GPU utilization and memory: the job's telemetry summary and, from its
+  // series, the lowest bucket mean (the metric snapshot kept as evidence).
+  const json* util = Field(*job, "utilization");
+  if (util != nullptr && util->is_object()) {
+    json t{{"samples", Int(*util, "samples").value_or(0)},
+           {"mean_util_pct", (*util)["avg_util_pct"]},
+           {"max_util_pct", (*util)["max_util_pct"]},
+           {"peak_memory_bytes", (*util)["max_memory_used_bytes"]},
+           {"memory_total_bytes", (*util)["memory_total_bytes"]},
+           {"idle_fraction", (*util)["idle_fraction"]}};
+    auto series = admin_.Get(fmt::format("/v1/jobs/{}/telemetry", id));
+    if (series) {
+      std::optional<double> lowest;
+      for (const auto& g : Array(*series, "gpus")) {
+        for (const auto& b : Array(g, "buckets")) {
+          const json* avg = Field(b, "avg_util_pct");
+          if (avg == nullptr || !avg->is_number()) continue;
+          lowest = std::min(lowest.value_or(avg->get<double>()), avg->get<double>());
+        }
+      }
+      t["min_util_pct"] = lowest ? json(*lowest) : json();
+    }
+    s["telemetry"] = std::move(t);
+  } else {
+    s["telemetry"] = json();
+  }
+  // Alerts naming one of its runs or the job itself, and its tenant's
+  // alerts raised while its case ran (the samples are read at its end): a
+  // budget's alert may come before the job, from a budget the case set over
+  // what the tenant had already used, or after it, once its run is metered.
+  json alerts = json::array();
+  if (listed) {
+    const std::string job_word = fmt::format("job {}", id);
+    for (const auto& a : Array(*listed, "alerts")) {
+      const std::string subject = Text(a, "subject");
+      const std::string message = Text(a, "message");
+      bool ours = run_ids.contains(subject) || message.find(job_word + " ") != std::string::npos ||
+                  message.find(job_word + ",") != std::string::npos;
+      // A tenant's alert (a budget's: subject tenant/month/percent) raised
+      // during the case.
+      const auto raised = Int(a, "raised_ms");
+      ours = ours || (subject.starts_with(Text(*job, "tenant") + "/") && raised &&
+                      *raised >= case_began_ms_);
+      for (const auto& r : run_ids) ours = ours || message.find(r) != std::string::npos;
+      if (!ours) continue;
+      alerts.push_back({{"id", a["id"]},
+                        {"kind", Text(a, "kind")},
+                        {"severity", Text(a, "severity")},
+                        {"message", PocQuote(message)}});
+    }
+  }
+  s["alerts"] = std::move(alerts);
+  std::vector<std::string> expected;
+  for (const auto& step : c.steps) {
+    if (step.job != bound) continue;
+    if (step.kind == StepKind::kWait) {
+      std::string states;
+      for (const auto& st : step.states) states += (states.empty() ? "" : " or ") + st;
+      expected.push_back(fmt::format("{} within {}", states, FormatDurationMs(step.within_ms)));
+    } else if (step.kind == StepKind::kExpect) {
+      std::string e = step.state;
+      if (!step.failure_class.empty()) e += " class " + step.failure_class;
+      if (!step.reason_code.empty()) e += " reason " + step.reason_code;
+      if (step.failures) e += fmt::format(" after {} failure(s)", *step.failures);
+      expected.push_back(e);
+    } else if (step.kind == StepKind::kCancel) {
+      expected.push_back("cancelled on request");
+    }
+  }
+  std::string text;
+  for (const auto& e : expected) text += (text.empty() ? "" : "; ") + e;
+  s["expected"] = text;
+  return s;
+}
 
-  json PocRunner::RunCase(const Case& c) {
-    json out{
-        {"id", c.id},
-        {"group", c.group},
-        {"title", c.title},
-        {"capability", c.capability},
-        {"perspective", c.perspective},
-        {"weight", c.weight},
-        {"risk", RiskName(c.risk)},
-        {"if_it_fails", RiskConclusion(c.risk)},
-        {"retest", c.retest},
-        {"steps", json::array()},
-        {"samples", json::array()},
-        {"evidence",
-         {{"jobs", json::array()}, {"requests", json::array()}, {"audit_records", json::array()}}}};
-    const TimeMs began = Now();
-    case_began_ms_ = began;
-    case_services_.clear();
-    auto unmet = Unmet(c);
-    if (!unmet.empty()) {
-      out["verdict"] = "skipped";
-      out["unmet"] = unmet;
-      std::string why;
-      for (const auto& u : unmet) why += (why.empty() ? "" : "; ") + u;
-      out["reason"] = "precondition not met: " + why;
-      return out;
-    }
-    std::map<std::string, std::string> jobs;
-    bursts_.clear();
-    std::string verdict = "pass";
-    std::string reason;
-    for (std::size_t i = 0; i < c.steps.size(); ++i) {
-      const Step& step = c.steps[i];
-      if (Interrupted()) {
-        // Stopped between steps: the case is neither passed nor failed.
-        verdict = "interrupted";
-        reason = fmt::format("interrupted by {} before {}: not judged", SignalName(), step.field);
-        break;
-      }
-      auto r = RunStep(step, jobs, out["evidence"]);
-      out["steps"].push_back({{"step", step.field},
-                              {"kind", StepKindName(step.kind)},
-                              {"ok", r.ok},
-                              {"expected", r.expected},
-                              {"actual", r.actual}});
-      // A step the signal cut short (or one after which steps remain) judges
-      // nothing: the case is interrupted, not failed.
-      if (Interrupted() && (!r.ok || i + 1 < c.steps.size())) {
-        verdict = "interrupted";
-        reason = fmt::format("interrupted by {} during {}: not judged", SignalName(), step.field);
-        break;
-      }
-      if (!r.ok) {
-        verdict = "fail";
-        reason = fmt::format("{}: expected {}; got {}", step.field, r.expected, r.actual);
-        break;
-      }
-    }
-    const auto listed_alerts = admin_.Get("/v1/alerts?all=true");
-    for (const auto& [bound, id] : jobs) {
-      if (bound.starts_with("ref.") || bound.starts_with("runs.")) continue;
-      out["samples"].push_back(Sample(bound, std::stoull(id), c, listed_alerts));
-    }
-    EndCaseServices(c, listed_alerts, out);
-    // A burst is one sample of aggregate figures; its job ids stay in the
-    // evidence (report.json only).
-    for (const auto& [name, burst] : bursts_) {
-      out["samples"].push_back(BurstSample(name, burst.parts, burst.jobs, burst.expected,
-                                           opt_.scale, burst.settled, Now(), tenants_));
-    }
-    // A case leaves nothing running for the next one (a failed case may stop
-    // before its own cancel steps): its live jobs are cancelled now.
-    std::vector<std::uint64_t> mine;
-    for (const auto& id : out["evidence"]["jobs"]) mine.push_back(id.get<std::uint64_t>());
-    // A burst's jobs last seen ended need no look: hundreds of them would
-    // spend the admin's --rate-limit on GETs.
-    for (const auto& [name, burst] : bursts_) {
-      for (const auto& j : burst.jobs) {
-        if (PocTerminal(j.state)) continue;
-        mine.push_back(j.id);
-        jobs_.push_back(j.id);
-      }
-    }
-    json ended{
-        {"jobs_cancelled", json::array()}, {"jobs_already_ended", 0}, {"problems", json::array()}};
-    CancelLive(mine, ended);
-    if (!ended["jobs_cancelled"].empty() || !ended["problems"].empty()) {
-      out["cleanup"]["jobs_cancelled"] = ended["jobs_cancelled"];
-      out["cleanup"]["problems"] = ended["problems"];
-    }
-    out["verdict"] = verdict;
-    out["reason"] = reason;
-    out["duration_ms"] = Now() - began;
+json PocRunner::RunCase(const Case& c) {
+  json out{
+      {"id", c.id},
+      {"group", c.group},
+      {"title", c.title},
+      {"capability", c.capability},
+      {"perspective", c.perspective},
+      {"weight", c.weight},
+      {"risk", RiskName(c.risk)},
+      {"if_it_fails", RiskConclusion(c.risk)},
+      {"retest", c.retest},
+      {"steps", json::array()},
+      {"samples", json::array()},
+      {"evidence",
+       {{"jobs", json::array()}, {"requests", json::array()}, {"audit_records", json::array()}}}};
+  const TimeMs began = Now();
+  case_began_ms_ = began;
+  case_services_.clear();
+  auto unmet = Unmet(c);
+  if (!unmet.empty()) {
+    out["verdict"] = "skipped";
+    out["unmet"] = unmet;
+    std::string why;
+    for (const auto& u : unmet) why += (why.empty() ? "" : "; ") + u;
+    out["reason"] = "precondition not met: " + why;
     return out;
   }
-
-  json PocRunner::NotRun(const Case& c) const {
-    return {
-        {"id", c.id},
-        {"group", c.group},
-        {"title", c.title},
-        {"capability", c.capability},
-        {"perspective", c.perspective},
-        {"weight", c.weight},
-        {"risk", RiskName(c.risk)},
-        {"if_it_fails", RiskConclusion(c.risk)},
-        {"retest", c.retest},
-        {"steps", json::array()},
-        {"samples", json::array()},
-        {"evidence",
-         {{"jobs", json::array()}, {"requests", json::array()}, {"audit_records", json::array()}}},
-        {"verdict", "not_run"},
-        {"reason", fmt::format("not run: the run was interrupted by {} before it", SignalName())},
-        {"duration_ms", 0}};
-  }
-
-  void PocRunner::CancelLive(const std::vector<std::uint64_t>& ids, json& c) {
-    CancelJobs(admin_, ids, {opt_.clock, opt_.sleep, opt_.poll_ms}, c);
-  }
-
-  json PocRunner::Cleanup() {
-    RunLeftovers made;
-    made.run = opt_.run;
-    made.jobs = jobs_;
-    made.services = services_;
-    made.tokens = tokens_;
-    for (const auto& [name, real] : tenants_) made.tenants.push_back(real);
-    for (const auto& [name, real] : identities_) made.identities.push_back(real);
-    made.policy_during = policy_during_;
-    made.policy_before = policy_before_;
-    return CleanUpRun(admin_, made, {opt_.clock, opt_.sleep, opt_.poll_ms});
-  }
-
-  Result<json> PocRunner::Run() {
-    started_ms_ = Now();
-    BERTH_RETURN_IF_ERROR(Preflight());
-    json report;
-    report["environment"] = Fingerprint();
-    auto setup = Setup();
-    if (!setup) {
-      auto cleanup = Cleanup();
-      Error e = setup.error();
-      if (!cleanup["problems"].empty()) {
-        e.message += fmt::format(" (and cleaning up: {})", cleanup["problems"].dump());
-      }
-      return std::unexpected(e);
-    }
-    report["environment"]["policy_version_during"] = policy_during_;
-    json cases = json::array();
-    std::string stopped_in;  // the case the signal interrupted
-    std::int64_t not_run = 0;
-    for (const auto& c : suite_.cases) {
-      if (!opt_.only_cases.empty() && !opt_.only_cases.contains(c.id)) continue;
-      if (Interrupted()) {
-        cases.push_back(NotRun(c));
-        ++not_run;
-        continue;
-      }
-      json result = RunCase(c);
-      if (Text(result, "verdict") == "interrupted") stopped_in = c.id;
-      if (opt_.progress) {
-        opt_.progress(fmt::format("{:<8} {}/{}{}", Text(result, "verdict"), c.group, c.id,
-                                  result["reason"].get<std::string>().empty()
-                                      ? ""
-                                      : ": " + result["reason"].get<std::string>()));
-      }
-      cases.push_back(std::move(result));
-    }
-    report["cases"] = std::move(cases);
+  std::map<std::string, std::string> jobs;
+  bursts_.clear();
+  std::string verdict = "pass";
+  std::string reason;
+  for (std::size_t i = 0; i < c.steps.size(); ++i) {
+    const Step& step = c.steps[i];
     if (Interrupted()) {
-      report["interrupted"] = {{"signal", SignalName()},
-                               {"case", stopped_in.empty() ? json(nullptr) : json(stopped_in)},
-                               {"not_run", not_run}};
+      // Stopped between steps: the case is neither passed nor failed.
+      verdict = "interrupted";
+      reason = fmt::format("interrupted by {} before {}: not judged", SignalName(), step.field);
+      break;
     }
-    // Cleanup runs whole even after a signal: it is what the signal asks for.
-    report["cleanup"] = Cleanup();
-    report["run"] = {{"id", opt_.run},       {"admin", admin_name_}, {"started_ms", started_ms_},
-                     {"finished_ms", Now()}, {"tenants", tenants_},  {"identities", identities_}};
-    report["run"]["scale"] = opt_.scale;
-    report["groups"] = json::array();
-    for (const auto& g : suite_.groups) {
-      report["groups"].push_back({{"id", g.id}, {"title", g.title}});
+    auto r = RunStep(step, jobs, out["evidence"]);
+    out["steps"].push_back({{"step", step.field},
+                            {"kind", StepKindName(step.kind)},
+                            {"ok", r.ok},
+                            {"expected", r.expected},
+                            {"actual", r.actual}});
+    // A step the signal cut short (or one after which steps remain) judges
+    // nothing: the case is interrupted, not failed.
+    if (Interrupted() && (!r.ok || i + 1 < c.steps.size())) {
+      verdict = "interrupted";
+      reason = fmt::format("interrupted by {} during {}: not judged", SignalName(), step.field);
+      break;
     }
-    return report;
+    if (!r.ok) {
+      verdict = "fail";
+      reason = fmt::format("{}: expected {}; got {}", step.field, r.expected, r.actual);
+      break;
+    }
   }
+  const auto listed_alerts = admin_.Get("/v1/alerts?all=true");
+  for (const auto& [bound, id] : jobs) {
+    if (bound.starts_with("ref.") || bound.starts_with("runs.")) continue;
+    out["samples"].push_back(Sample(bound, std::stoull(id), c, listed_alerts));
+  }
+  EndCaseServices(c, listed_alerts, out);
+  // A burst is one sample of aggregate figures; its job ids stay in the
+  // evidence (report.json only).
+  for (const auto& [name, burst] : bursts_) {
+    out["samples"].push_back(BurstSample(name, burst.parts, burst.jobs, burst.expected, opt_.scale,
+                                         burst.settled, Now(), tenants_));
+  }
+  // A case leaves nothing running for the next one (a failed case may stop
+  // before its own cancel steps): its live jobs are cancelled now.
+  std::vector<std::uint64_t> mine;
+  for (const auto& id : out["evidence"]["jobs"]) mine.push_back(id.get<std::uint64_t>());
+  // A burst's jobs last seen ended need no look: hundreds of them would
+  // spend the admin's --rate-limit on GETs.
+  for (const auto& [name, burst] : bursts_) {
+    for (const auto& j : burst.jobs) {
+      if (PocTerminal(j.state)) continue;
+      mine.push_back(j.id);
+      jobs_.push_back(j.id);
+    }
+  }
+  json ended{
+      {"jobs_cancelled", json::array()}, {"jobs_already_ended", 0}, {"problems", json::array()}};
+  CancelLive(mine, ended);
+  if (!ended["jobs_cancelled"].empty() || !ended["problems"].empty()) {
+    out["cleanup"]["jobs_cancelled"] = ended["jobs_cancelled"];
+    out["cleanup"]["problems"] = ended["problems"];
+  }
+  out["verdict"] = verdict;
+  out["reason"] = reason;
+  out["duration_ms"] = Now() - began;
+  return out;
+}
+
+json PocRunner::NotRun(const Case& c) const {
+  return {
+      {"id", c.id},
+      {"group", c.group},
+      {"title", c.title},
+      {"capability", c.capability},
+      {"perspective", c.perspective},
+      {"weight", c.weight},
+      {"risk", RiskName(c.risk)},
+      {"if_it_fails", RiskConclusion(c.risk)},
+      {"retest", c.retest},
+      {"steps", json::array()},
+      {"samples", json::array()},
+      {"evidence",
+       {{"jobs", json::array()}, {"requests", json::array()}, {"audit_records", json::array()}}},
+      {"verdict", "not_run"},
+      {"reason", fmt::format("not run: the run was interrupted by {} before it", SignalName())},
+      {"duration_ms", 0}};
+}
+
+void PocRunner::CancelLive(const std::vector<std::uint64_t>& ids, json& c) {
+  CancelJobs(admin_, ids, {opt_.clock, opt_.sleep, opt_.poll_ms}, c);
+}
+
+json PocRunner::Cleanup() {
+  RunLeftovers made;
+  made.run = opt_.run;
+  made.jobs = jobs_;
+  made.services = services_;
+  made.tokens = tokens_;
+  for (const auto& [name, real] : tenants_) made.tenants.push_back(real);
+  for (const auto& [name, real] : identities_) made.identities.push_back(real);
+  made.policy_during = policy_during_;
+  made.policy_before = policy_before_;
+  return CleanUpRun(admin_, made, {opt_.clock, opt_.sleep, opt_.poll_ms});
+}
+
+Result<json> PocRunner::Run() {
+  started_ms_ = Now();
+  BERTH_RETURN_IF_ERROR(Preflight());
+  json report;
+  report["environment"] = Fingerprint();
+  auto setup = Setup();
+  if (!setup) {
+    auto cleanup = Cleanup();
+    Error e = setup.error();
+    if (!cleanup["problems"].empty()) {
+      e.message += fmt::format(" (and cleaning up: {})", cleanup["problems"].dump());
+    }
+    return std::unexpected(e);
+  }
+  report["environment"]["policy_version_during"] = policy_during_;
+  json cases = json::array();
+  std::string stopped_in;  // the case the signal interrupted
+  std::int64_t not_run = 0;
+  for (const auto& c : suite_.cases) {
+    if (!opt_.only_cases.empty() && !opt_.only_cases.contains(c.id)) continue;
+    if (Interrupted()) {
+      cases.push_back(NotRun(c));
+      ++not_run;
+      continue;
+    }
+    json result = RunCase(c);
+    if (Text(result, "verdict") == "interrupted") stopped_in = c.id;
+    if (opt_.progress) {
+      opt_.progress(fmt::format("{:<8} {}/{}{}", Text(result, "verdict"), c.group, c.id,
+                                result["reason"].get<std::string>().empty()
+                                    ? ""
+                                    : ": " + result["reason"].get<std::string>()));
+    }
+    cases.push_back(std::move(result));
+  }
+  report["cases"] = std::move(cases);
+  if (Interrupted()) {
+    report["interrupted"] = {{"signal", SignalName()},
+                             {"case", stopped_in.empty() ? json(nullptr) : json(stopped_in)},
+                             {"not_run", not_run}};
+  }
+  // Cleanup runs whole even after a signal: it is what the signal asks for.
+  report["cleanup"] = Cleanup();
+  report["run"] = {{"id", opt_.run},       {"admin", admin_name_}, {"started_ms", started_ms_},
+                   {"finished_ms", Now()}, {"tenants", tenants_},  {"identities", identities_}};
+  report["run"]["scale"] = opt_.scale;
+  report["groups"] = json::array();
+  for (const auto& g : suite_.groups) {
+    report["groups"].push_back({{"id", g.id}, {"title", g.title}});
+  }
+  return report;
+}
 
 }  // namespace
 
