@@ -132,12 +132,15 @@ Result<sched::Snapshot> BuildSnapshot(const SnapshotInputs& in, const SpecLookup
     }
     for (auto& r : snap.running) {
       if (r.max_runtime_ms > 0) continue;
-      r.predicted =
-          in.history->Predict({r.tenant,
-                               {},
-                               {},
-                               {r.resources.gpus, static_cast<std::uint32_t>(r.replicas.size()),
-                                model::IsSlice(r.resources)}});
+      // Knowing how long it has run already: the runs like it that lasted
+      // longer say when it ends.
+      r.predicted = in.history->PredictAfter(
+          {r.tenant,
+           {},
+           {},
+           {r.resources.gpus, static_cast<std::uint32_t>(r.replicas.size()),
+            model::IsSlice(r.resources)}},
+          snap.now_ms - r.started_at_ms);
     }
   }
   if (in.decayed_usage != nullptr) snap.decayed_usage = *in.decayed_usage;

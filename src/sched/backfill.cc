@@ -78,7 +78,7 @@ void Cycle::ReplayRelease(const model::Resources& res,
     part.replicas[k].node = replicas[k].node;
     part.replicas[k].gpu_indices = replicas[k].gpu_indices;
   }
-  if (!holds_.empty()) {
+  if (!holds_.empty() || !expected_.empty()) {
     // A GPU reserved for a job that is still due to hold it stays taken; the
     // end of that reservation frees it.
     for (auto& rp : part.replicas) {
@@ -87,8 +87,15 @@ void Cycle::ReplayRelease(const model::Resources& res,
       std::erase_if(rp.gpu_indices, [&](std::uint32_t idx) {
         const GpuView* g = cluster_.Gpu(*n, idx);
         if (g == nullptr) return true;
-        auto it = holds_.find({*n, static_cast<std::size_t>(g - cluster_.Node(*n).gpus.data())});
-        return it != holds_.end() && it->second.until > t;
+        const GpuKey key{*n, static_cast<std::size_t>(g - cluster_.Node(*n).gpus.data())};
+        auto it = holds_.find(key);
+        if (it != holds_.end()) return it->second.until > t;
+        auto ex = expected_.find(key);
+        if (ex == expected_.end() || ex->second <= t) return false;
+        // The earlier head takes it from this end until its own: the end
+        // of that head's run frees it (Replay).
+        deferred_.push_back(key);
+        return true;
       });
     }
   }
@@ -183,6 +190,8 @@ Eta Cycle::Estimate(const JobCtx& ctx) {
   std::string key = ExplainKey(ctx, 0);
   key += '\2';
   key += std::to_string(plan_.reservations.size());
+  key += '\2';
+  key += std::to_string(expected_heads_);
   auto it = estimated_.find(key);
   if (it != estimated_.end() && it->second.first == cluster_.StateId()) return it->second.second;
   const std::uint64_t state = cluster_.StateId();
@@ -203,6 +212,14 @@ Eta Cycle::Replay(const JobCtx& ctx) {
   for (const auto& [gpu, hold] : holds_) {
     if (hold.until != kNever && usable[gpu.first] != 0)
       unholds.emplace_back(hold.until, held.size());
+    held.push_back(gpu);
+  }
+  // GPUs earlier heads are expected to take, until their predicted ends.
+  const std::size_t first_expected = held.size();
+  deferred_.clear();
+  for (const auto& [gpu, until] : expected_) {
+    if (holds_.contains(gpu)) continue;
+    if (usable[gpu.first] != 0) unholds.emplace_back(until, held.size());
     held.push_back(gpu);
   }
   std::sort(unholds.begin(), unholds.end());
@@ -265,7 +282,10 @@ Eta Cycle::Replay(const JobCtx& ctx) {
     }
     for (; b < unholds.size() && unholds[b].first == t; ++b) {
       const std::size_t h = unholds[b].second;
-      if (taken[h] != 0) cluster_.SetGpuFree(held[h].first, held[h].second, true);
+      if (taken[h] != 0 || (h >= first_expected && std::find(deferred_.begin(), deferred_.end(),
+                                                             held[h]) != deferred_.end())) {
+        cluster_.SetGpuFree(held[h].first, held[h].second, true);
+      }
     }
     if (auto placed = cluster_.PlaceGang(ctx.shape, nullptr)) {
       eta.known = true;
@@ -332,6 +352,26 @@ void Cycle::Reserve(const JobCtx& ctx, const Eta& eta) {
   auto at = std::lower_bound(hold_starts_.begin(), hold_starts_.end(), eta.start_ms);
   if (at == hold_starts_.end() || *at != eta.start_ms) hold_starts_.insert(at, eta.start_ms);
   plan_.reservations.push_back({ctx.job->id, eta.start_ms, eta.replicas});
+}
+
+void Cycle::Expect(const JobCtx& ctx, const Eta& eta) {
+  // Only a head whose own run time is predicted: without one, its end is
+  // unknown, and an estimate behind it would be none at all.
+  const PendingJob& job = *ctx.job;
+  if (!eta.known || job.max_runtime_ms > 0 || !job.predicted.known()) return;
+  // As many heads as may hold reservations (backfill.max_reservations): each
+  // one makes every estimate after it a fresh replay, and past a few dozen
+  // heads the order GPUs will be served in is a guess anyway.
+  if (std::ssize(plan_.reservations) + static_cast<std::ptrdiff_t>(expected_heads_) >=
+      s_.policy.backfill.max_reservations) {
+    return;
+  }
+  const TimeMs until = SaturatingAdd(eta.start_ms, job.predicted.runtime_ms);
+  for (const GpuKey& gpu : KeysOf(eta.replicas)) {
+    auto [it, fresh] = expected_.try_emplace(gpu, until);
+    if (!fresh) it->second = std::max(it->second, until);
+  }
+  ++expected_heads_;
 }
 
 void Cycle::AddEta(const Eta& eta, bool reserved, model::Reason& why) const {

@@ -726,9 +726,14 @@ void Cycle::DecideHead(std::size_t leaf, Leaf& l) {
     // slice is not: the slices beside it on a card are freed by no end a
     // reservation can count on.)
     bool by_grace = false;
-    // A predicted estimate is no bound: the grace's end is.
+    // A predicted estimate is no bound: the grace's end is. But it is the
+    // likelier start when it comes first (borrowers expected to end before
+    // the grace does): the job is told that one, and the grace's GPUs are
+    // held all the same.
+    Eta predicted_first;
     if (grace_.waiting &&
         (!eta.known || eta.basis == model::EtaBasis::kPredicted || grace_.at < eta.start_ms)) {
+      if (eta.known && eta.start_ms < grace_.at) predicted_first = std::move(eta);
       eta = Eta{true, grace_.at, grace_.replicas};
       eta.basis = model::EtaBasis::kGrace;
       by_grace = true;
@@ -741,7 +746,9 @@ void Cycle::DecideHead(std::size_t leaf, Leaf& l) {
                std::ssize(plan_.reservations) < s_.policy.backfill.max_reservations &&
                !(by_grace && model::IsSlice(c.shape.resources));
     if (reserved) Reserve(c, eta);
-    AddEta(eta, reserved, why);
+    const Eta& shown = predicted_first.known ? predicted_first : eta;
+    if (!reserved) Expect(c, shown);
+    AddEta(shown, reserved, why);
   } else if (why.code != model::ReasonCode::kQueueUnknown) {
     eta.unknown = why.code == model::ReasonCode::kOverQuota ||
                           why.code == model::ReasonCode::kNotPreemptibleOverGuarantee

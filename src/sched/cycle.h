@@ -397,6 +397,17 @@ class Cycle {
     std::int64_t unlimited_job = 0;  // a reserved job with no max runtime, if any
   };
   std::map<GpuKey, Hold> holds_;
+  // Estimates only: the GPUs each head decided earlier in this cycle is
+  // expected to take at its predicted start, until its predicted end (no
+  // reservation: nothing is held for a prediction). A later head's estimate
+  // replays them as taken, as the scheduler will then serve the heads in
+  // about the order it decides them now; placement and backfill ignore it.
+  std::map<GpuKey, TimeMs> expected_;
+  std::size_t expected_heads_ = 0;  // heads added to expected_ (the estimates' cache key)
+  // In one replay: expected GPUs whose running job's end has passed (freed
+  // at the expecting head's end instead).
+  std::vector<GpuKey> deferred_;
+  void Expect(const JobCtx& ctx, const Eta& eta);
   std::vector<TimeMs> hold_starts_;  // distinct Hold::from, ascending
   std::vector<GpuKey> hidden_;       // what HideReserved took
   // Reserved GPUs holding slices that HideReserved filled, with their share.

@@ -88,6 +88,13 @@ class RuntimeHistory {
   // `keep_per_key` of each key are what counts.
   void Add(const RuntimeRecord& run);
   [[nodiscard]] RuntimePrediction Predict(const RuntimeQuery& job) const;
+  // A running job's whole run time, knowing it has already run `elapsed_ms`:
+  // the lower quartile of the key's recent runs that lasted longer than that
+  // (most runs are short, so a job that has outlived them is likely a long
+  // one; the quartile, as the rest of a run is skewed long), from the most
+  // specific key with `min_samples` such runs. None has them: Predict's
+  // answer (ExpectedEndOf then treats an overrun).
+  [[nodiscard]] RuntimePrediction PredictAfter(const RuntimeQuery& job, TimeMs elapsed_ms) const;
 
   // Changes whenever a run was learnt: predictions made at another version
   // may differ.

@@ -265,7 +265,8 @@ class Engine {
   // predictions the kept snapshot's jobs were given at its version.
   sched::RuntimeHistory history_;
   std::uint64_t predicted_at_ = UINT64_MAX;
-  void Predict();
+  void Predict(TimeMs now);
+  void OracleRunningEnds();
   sched::RuntimePrediction PredictionOf(const SimJob& j) const;
   // Keeps each waiting job's first estimated start from the plan.
   void NoteEtas(const sched::Plan& plan, TimeMs now);
@@ -558,39 +559,59 @@ sched::RuntimePrediction Engine::PredictionOf(const SimJob& j) const {
   return history_.Predict({j.tenant, {}, {}, ShapeOf(j)});
 }
 
-void Engine::Predict() {
-  // Every job in the kept snapshot, again whenever a run has finished since
-  // (most cycles follow an end); one lookup per tenant and shape.
+void Engine::Predict(TimeMs now) {
+  // Every waiting job in the kept snapshot, again whenever a run has
+  // finished since (most cycles follow an end); one lookup per tenant and
+  // shape. Running jobs every cycle: how long they have run so far is part
+  // of their prediction (RuntimeHistory::PredictAfter).
   if (predicted_at_ == history_.version()) {
     for (auto& p : snap_.pending) {
       if (!p.predicted.known()) p.predicted = PredictionOf(*state_.at(p.id).job);
     }
-    for (auto& r : snap_.running) {
-      if (!r.predicted.known()) r.predicted = PredictionOf(*state_.at(r.id).job);
+  } else {
+    predicted_at_ = history_.version();
+    std::map<std::tuple<std::string_view, std::uint32_t, std::uint32_t, bool>,
+             sched::RuntimePrediction>
+        seen;
+    for (auto& p : snap_.pending) {
+      const SimJob& j = *state_.at(p.id).job;
+      auto [it, fresh] =
+          seen.try_emplace({j.tenant, j.resources.gpus, j.replicas, model::IsSlice(j.resources)});
+      if (fresh) it->second = PredictionOf(j);
+      p.predicted = it->second;
     }
-    return;
   }
-  predicted_at_ = history_.version();
-  std::map<std::tuple<std::string_view, std::uint32_t, std::uint32_t, bool>,
-           sched::RuntimePrediction>
-      seen;
-  auto of = [&](std::int64_t id) {
-    const SimJob& j = *state_.at(id).job;
-    auto [it, fresh] =
-        seen.try_emplace({j.tenant, j.resources.gpus, j.replicas, model::IsSlice(j.resources)});
-    if (fresh) it->second = PredictionOf(j);
-    return it->second;
-  };
-  for (auto& p : snap_.pending) p.predicted = of(p.id);
-  for (auto& r : snap_.running) r.predicted = of(r.id);
+  for (auto& r : snap_.running) {
+    const SimJob& j = *state_.at(r.id).job;
+    r.predicted = history_.PredictAfter({j.tenant, {}, {}, ShapeOf(j)}, now - r.started_at_ms);
+  }
+  OracleRunningEnds();
+}
+
+void Engine::OracleRunningEnds() {
+  if (!options_.oracle_running_ends) return;
+  for (auto& r : snap_.running) {
+    const auto& run = state_.at(r.id).running;
+    if (!run) continue;
+    r.predicted = {run->end_ms - run->start_ms, sched::RuntimeBasis::kShape, 1};
+  }
 }
 
 void Engine::NoteEtas(const sched::Plan& plan, TimeMs now) {
   for (const auto& d : plan.pending) {
     const auto it = d.reason.counts.find(model::kEtaMs);
-    if (it == d.reason.counts.end()) continue;
+    if (it == d.reason.counts.end()) {
+      if (!Outcome(d.job_id).first_start_ms) Outcome(d.job_id).waited = true;
+      continue;
+    }
     JobOutcome& o = Outcome(d.job_id);
+    if (!o.first_start_ms) o.waited = true;
     if (o.first_eta_given_ms != 0 || o.first_start_ms) continue;
+    const auto after = d.reason.counts.find(model::kEtaAfterJob);
+    if (after != d.reason.counts.end()) {
+      o.first_eta_after_job = after->second;
+      o.first_eta_after_ms = d.reason.counts.at(std::string(model::kEtaAfterMs));
+    }
     o.first_eta_ms = it->second;
     o.first_eta_given_ms = now;
     const auto basis = d.reason.counts.find(model::kEtaBasis);
@@ -603,7 +624,7 @@ void Engine::NoteEtas(const sched::Plan& plan, TimeMs now) {
 // the scheduler makes of it carried out, and a sample of the cluster after.
 Status Engine::RunCycle(TimeMs now) {
   SyncSnapshot(now);
-  if (options_.predict_runtimes) Predict();
+  if (options_.predict_runtimes) Predict(now);
   snap_.now_ms = now;
   snap_.decayed_usage = ledger_.At(now, busy_);
   const sched::Plan plan = Schedule(now);

@@ -63,6 +63,12 @@ struct SimOptions {
   // the next cycle the scheduler runs: the counterfactual in SimResult.
   // Costs two more cycles per hint.
   bool verify_hints = false;
+  // Diagnostic: running jobs' predicted run times are replaced by their
+  // true run lengths (an oracle no scheduler has), so that the estimated
+  // starts' misses that remain are those of queue order and competition,
+  // not of run-time prediction. Running jobs' predictions feed only the
+  // estimates, so the decisions do not change.
+  bool oracle_running_ends = false;
 };
 
 struct JobOutcome {
@@ -98,6 +104,12 @@ struct JobOutcome {
   TimeMs first_eta_ms = 0;
   TimeMs first_eta_given_ms = 0;
   bool first_eta_predicted = false;
+  // Left waiting by at least one plan (the share given an estimate is the
+  // coverage), and of that first estimate: the running job whose end it
+  // waited for last (model::kEtaAfterJob, 0: none) and the end it expected.
+  bool waited = false;
+  std::int64_t first_eta_after_job = 0;
+  TimeMs first_eta_after_ms = 0;
 };
 
 // The cluster at one scheduling cycle.

@@ -116,6 +116,24 @@ std::string TimeSeriesCsv(const std::vector<Sample>& samples) {
   return out;
 }
 
+std::string JobsCsv(const std::vector<JobOutcome>& jobs) {
+  std::string out =
+      "id,tenant,gpus,submit_s,duration_s,first_start_s,end_s,evictions,waited,eta_given_s,eta_s,"
+      "eta_predicted,eta_after_job,eta_after_s\n";
+  auto sec = [](TimeMs ms) { return static_cast<double>(ms) / 1000.0; };
+  for (const auto& o : jobs) {
+    const bool eta = o.first_eta_given_ms != 0;
+    out += fmt::format("{},{},{},{:.0f},{:.0f},{:.0f},{:.0f},{},{},{:.0f},{:.0f},{},{},{:.0f}\n",
+                       o.id, o.tenant, o.gpus, sec(o.submit_ms), sec(o.duration_ms),
+                       o.first_start_ms ? sec(*o.first_start_ms) : -1.0,
+                       o.end_ms ? sec(*o.end_ms) : -1.0, o.evictions, o.waited ? 1 : 0,
+                       eta ? sec(o.first_eta_given_ms) : -1.0, eta ? sec(o.first_eta_ms) : -1.0,
+                       o.first_eta_predicted ? 1 : 0, o.first_eta_after_job,
+                       o.first_eta_after_job != 0 ? sec(o.first_eta_after_ms) : -1.0);
+  }
+  return out;
+}
+
 std::string RenderSvg(const std::vector<PlotSeries>& series, std::int64_t cluster_gpus,
                       const std::string& title) {
   TimeMs t0 = 0;

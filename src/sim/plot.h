@@ -15,6 +15,14 @@ namespace berth::sim {
 // pending_gpus, idle_gpus_while_waiting, down_gpus.
 std::string TimeSeriesCsv(const std::vector<Sample>& samples);
 
+// Header then one row per job (times in seconds on the trace's clock, -1
+// where there is none): id, tenant, gpus, submit_s, duration_s,
+// first_start_s, end_s, evictions, waited (left waiting by a plan before
+// its first start), and its first estimated start: eta_given_s, eta_s,
+// eta_predicted, eta_after_job, eta_after_s (JobOutcome). What the ETA
+// accuracy in docs/evaluation.md is broken down from.
+std::string JobsCsv(const std::vector<JobOutcome>& jobs);
+
 struct PlotSeries {
   std::string name;  // the scheduler
   const std::vector<Sample>* samples = nullptr;

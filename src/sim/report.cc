@@ -160,6 +160,7 @@ Summary Summarize(const std::string& scheduler, const SimResult& result) {
     s.max_reclaim_wait_held_otherwise_s =
         std::max(s.max_reclaim_wait_held_otherwise_s,
                  static_cast<double>(o.max_reclaim_wait_held_otherwise_ms) / 1000.0);
+    s.waited += o.waited ? 1 : 0;
     if (o.first_eta_given_ms != 0) {
       const TimeMs promised = o.first_eta_ms - o.first_eta_given_ms;
       const bool hit = o.first_start_ms && std::abs(*o.first_start_ms - o.first_eta_ms) <=
@@ -175,6 +176,7 @@ Summary Summarize(const std::string& scheduler, const SimResult& result) {
     if (o.end_ms) last = std::max(last, *o.end_ms);
     any = true;
   }
+  if (s.waited > 0) s.eta_coverage = static_cast<double>(s.etas) / static_cast<double>(s.waited);
   if (s.etas > 0) s.eta_within_25 /= static_cast<double>(s.etas);
   if (s.etas_predicted > 0) {
     s.eta_predicted_within_25 /= static_cast<double>(s.etas_predicted);
@@ -235,6 +237,8 @@ nlohmann::json ToJson(const Summary& s) {
                    {"max_reclaim_wait_held_otherwise_s", s.max_reclaim_wait_held_otherwise_s},
                    {"etas", s.etas},
                    {"eta_within_25", s.eta_within_25},
+                   {"waited", s.waited},
+                   {"eta_coverage", s.eta_coverage},
                    {"etas_predicted", s.etas_predicted},
                    {"eta_predicted_within_25", s.eta_predicted_within_25},
                    {"node_failures", s.node_failures},

@@ -80,6 +80,10 @@ struct Summary {
   // predicted run time.
   std::int64_t etas = 0;
   double eta_within_25 = 0;
+  // Jobs left waiting by at least one plan before their first start: the
+  // share of them given an estimate is the estimates' coverage.
+  std::int64_t waited = 0;
+  double eta_coverage = 0;  // etas / waited
   std::int64_t etas_predicted = 0;
   double eta_predicted_within_25 = 0;
   std::int64_t node_failures = 0;  // node outages that took effect

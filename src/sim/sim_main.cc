@@ -78,6 +78,8 @@ struct SimFlags {
   double mttr_minutes = 60;
   std::uint64_t seed = 1;
   std::string timeseries_prefix;
+  std::string jobs_prefix;
+  bool oracle_running_ends = false;
   std::string plot_file;
   std::string history_file;
   std::vector<std::string> las = {"1h", "10h"};
@@ -280,6 +282,10 @@ void AddFlags(CLI::App& app, SimFlags& f) {
   app.add_option("--seed", f.seed, "Seed of the random node failures")->capture_default_str();
   app.add_option("--timeseries-csv", f.timeseries_prefix,
                  "Write PREFIX-<scheduler>.csv: allocation and queue at every cycle");
+  app.add_option("--jobs-csv", f.jobs_prefix,
+                 "Write PREFIX-<scheduler>.csv: each job's times and its first estimated start");
+  app.add_flag("--eta-oracle-running", f.oracle_running_ends,
+               "berth, diagnostic: estimates see running jobs' true ends (decisions unchanged)");
   app.add_option("--plot", f.plot_file, "Write an SVG of allocation and queue length over time");
   app.add_option("--limit", f.limit, "Replay only the first N jobs (0: all)");
   app.add_option("--tenants", f.tenants, "Spread the trace's jobs over N tenants (by job id hash)")
@@ -571,6 +577,7 @@ int main(int argc, char** argv) {
     berth::sim::SimOptions run_options = *options;
     run_options.predict_runtimes = name == "berth" && !f.no_predict;
     run_options.verify_hints = name == "berth" && f.verify_hints;
+    run_options.oracle_running_ends = name == "berth" && f.oracle_running_ends;
     auto result = berth::sim::Simulate(w.nodes, w.jobs, *policy, *s, run_options, adjust);
     if (!result) return Fail(name + ": " + result.error().message);
     summaries.push_back(berth::sim::Summarize(name, *result));
@@ -578,6 +585,10 @@ int main(int argc, char** argv) {
       const std::string path = f.timeseries_prefix + "-" + name + ".csv";
       if (!WriteFile(path, berth::sim::TimeSeriesCsv(result->samples)))
         return Fail("cannot write " + path);
+    }
+    if (!f.jobs_prefix.empty()) {
+      const std::string path = f.jobs_prefix + "-" + name + ".csv";
+      if (!WriteFile(path, berth::sim::JobsCsv(result->jobs))) return Fail("cannot write " + path);
     }
     results.push_back(std::move(*result));
   }

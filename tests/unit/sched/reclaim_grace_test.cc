@@ -118,6 +118,33 @@ TEST(ReclaimGrace, ItWaitsAndSaysWhenAndWhatReclaimingNowWouldCost) {
   EXPECT_NE(zh.find("收回借出的 GPU"), std::string::npos) << zh;
 }
 
+TEST(ReclaimGrace, ABorrowerPredictedToEndBeforeTheGraceGivesTheEarlierStart) {
+  // Borrower 1 is predicted to end at 2h10m, before the grace's end (2h30m):
+  // the job is told 2h10m, from the prediction, and the grace's GPUs are
+  // held for it all the same (the reservation, a bound, is unchanged).
+  Snapshot s = OneBorrower("30m", 0);
+  s.running[0].predicted = {2 * kHour + 10 * kMinute, RuntimeBasis::kShape, 5};
+  Plan plan = CoreScheduler().Schedule(s);
+  EXPECT_TRUE(plan.evictions.empty());
+  const model::Reason* why = WhyOf(plan, 10);
+  ASSERT_NE(why, nullptr);
+  EXPECT_EQ(why->counts.at(std::string(model::kEtaMs)), 2 * kHour + 10 * kMinute);
+  EXPECT_EQ(why->counts.at(std::string(model::kEtaBasis)),
+            static_cast<std::int64_t>(model::EtaBasis::kPredicted));
+  EXPECT_EQ(why->counts.at(std::string(model::kEtaAfterJob)), 1);
+  EXPECT_EQ(why->counts.at(std::string(model::kEtaReserved)), 1);
+  ASSERT_EQ(plan.reservations.size(), 1U);
+  EXPECT_EQ(plan.reservations[0].start_ms, 2 * kHour + 30 * kMinute);
+  // Predicted to end after the grace: the grace's end is the start.
+  s.running[0].predicted.runtime_ms = 3 * kHour;
+  plan = CoreScheduler().Schedule(s);
+  why = WhyOf(plan, 10);
+  ASSERT_NE(why, nullptr);
+  EXPECT_EQ(why->counts.at(std::string(model::kEtaMs)), 2 * kHour + 30 * kMinute);
+  EXPECT_EQ(why->counts.at(std::string(model::kEtaBasis)),
+            static_cast<std::int64_t>(model::EtaBasis::kGrace));
+}
+
 TEST(ReclaimGrace, TheGraceCountsFromWhenTheJobFirstNeededTheReclaim) {
   // Needed since 1h45m: 15 minutes of the grace are left.
   Snapshot s = OneBorrower("30m", 105 * kMinute);

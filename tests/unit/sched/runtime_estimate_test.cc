@@ -105,6 +105,35 @@ TEST(RuntimeHistory, MedianOfTheMostRecentRuns) {
   EXPECT_EQ(p.samples, 3);
 }
 
+TEST(RuntimeHistory, ARunningJobsEndComesFromTheRunsThatLastedLongerThanItHasSoFar) {
+  RuntimeHistory h({.keep_per_key = 16, .min_samples = 3});
+  // Team t's 8-GPU runs: six of 5 minutes, then 2h, 4h, 6h and 8h.
+  for (int i = 0; i < 6; ++i) h.Add(Finished("t", "", "", 8, 5 * kMinute));
+  for (TimeMs run : {2 * kHour, 4 * kHour, 6 * kHour, 8 * kHour})
+    h.Add(Finished("t", "", "", 8, run));
+  const RuntimeQuery job{"t", "", "", {8, 1, false}};
+  ASSERT_EQ(h.Predict(job).runtime_ms, 5 * kMinute);
+  // Just started: what is known of any such run.
+  EXPECT_EQ(h.PredictAfter(job, 0).runtime_ms, 5 * kMinute);
+  // Running for an hour, it is one of the long ones: the lower quartile of
+  // the four runs longer than an hour (2h, 4h, 6h, 8h) is 4h.
+  const RuntimePrediction after_1h = h.PredictAfter(job, kHour);
+  EXPECT_EQ(after_1h.runtime_ms, 4 * kHour);
+  EXPECT_EQ(after_1h.basis, RuntimeBasis::kTenantShape);
+  EXPECT_EQ(after_1h.samples, 4);
+  // Past 5h only two of the team's runs went on (fewer than min_samples),
+  // and anyone's 8-GPU runs are the same: the plain prediction, which
+  // ExpectedEndOf treats as overrun.
+  EXPECT_EQ(h.PredictAfter(job, 5 * kHour).runtime_ms, 5 * kMinute);
+  // Other teams' long 8-GPU runs make the broader key enough: 6h, 7h, 8h,
+  // 9h, 10h lasted longer than 5h; their lower quartile is 7h.
+  for (TimeMs run : {7 * kHour, 9 * kHour, 10 * kHour}) h.Add(Finished("u", "", "", 8, run));
+  const RuntimePrediction after_5h = h.PredictAfter(job, 5 * kHour);
+  EXPECT_EQ(after_5h.runtime_ms, 7 * kHour);
+  EXPECT_EQ(after_5h.basis, RuntimeBasis::kShape);
+  EXPECT_EQ(after_5h.samples, 5);
+}
+
 TEST(RuntimeHistory, CancelledAndEvictedRunsTeachNothing) {
   RuntimeHistory h({.keep_per_key = 8, .min_samples = 1});
   h.Add(Finished("t", "u", "n", 1, kMinute, RunEnd::kCancelled));
@@ -368,6 +397,83 @@ TEST(PredictedEta, APredictedRuntimeDoesNotBackfill) {
   plan = CoreScheduler().Schedule(s);
   ASSERT_EQ(plan.placements.size(), 1U);
   EXPECT_EQ(plan.placements[0].job_id, 2);
+}
+
+TEST(PredictedEta, ALaterHeadWaitsForTheGpusAnEarlierHeadIsExpectedToTake) {
+  // Two teams' queues, one 8-GPU node held by job 7 until 12h (predicted).
+  // Each queue's head needs the whole node: the head decided first is
+  // expected to take it at 12h and hold it for its predicted run time, so
+  // the other's estimate is that much later, not 12h as well.
+  auto policy = model::ParsePolicy(
+      "queues:\n"
+      "  - {name: a, children: [{name: q}]}\n"
+      "  - {name: b, children: [{name: q}]}\n");
+  ASSERT_TRUE(policy.has_value()) << policy.error().message;
+  Snapshot s;
+  s.policy = *policy;
+  s.now_ms = 10 * kHour;
+  s.nodes = {EstNode("n1", 8)};
+  s.running = {Holding(7, "n1", 8, 9 * kHour, 3 * kHour)};
+  s.running[0].tenant = "a";
+  s.running[0].queue = "q";
+  HoldGpus(s.nodes, s.running[0].resources, s.running[0].replicas, true);
+  s.pending = {Waiting(1, 8, 9 * kHour, 2 * kHour), Waiting(2, 8, 9 * kHour, kHour)};
+  s.pending[0].tenant = "a";
+  s.pending[0].queue = "q";
+  s.pending[1].tenant = "b";
+  s.pending[1].queue = "q";
+  auto plan = CoreScheduler().Schedule(s);
+  EXPECT_TRUE(plan.placements.empty());
+  EXPECT_TRUE(plan.reservations.empty());  // estimates only: nothing is held
+  const model::Reason* r1 = ReasonOf(plan, 1);
+  const model::Reason* r2 = ReasonOf(plan, 2);
+  ASSERT_NE(r1, nullptr);
+  ASSERT_NE(r2, nullptr);
+  const bool first_is_1 = Count(*r1, model::kEtaMs) == 12 * kHour;
+  const model::Reason& first = first_is_1 ? *r1 : *r2;
+  const model::Reason& second = first_is_1 ? *r2 : *r1;
+  const TimeMs first_runs = first_is_1 ? 2 * kHour : kHour;
+  EXPECT_EQ(Count(first, model::kEtaMs), 12 * kHour);
+  EXPECT_EQ(Count(second, model::kEtaMs), 12 * kHour + first_runs);
+  EXPECT_EQ(Count(second, model::kEtaBasis),
+            static_cast<std::int64_t>(model::EtaBasis::kPredicted));
+  // Heads are expected only as many as may hold reservations: with none,
+  // both are told 12h.
+  s.policy.backfill.max_reservations = 0;
+  plan = CoreScheduler().Schedule(s);
+  EXPECT_EQ(Count(*ReasonOf(plan, 1), model::kEtaMs), 12 * kHour);
+  EXPECT_EQ(Count(*ReasonOf(plan, 2), model::kEtaMs), 12 * kHour);
+  s.policy.backfill.max_reservations = model::Policy{}.backfill.max_reservations;
+  // Alone, the second head would have been told 12h.
+  s.pending.erase(s.pending.begin() + (first_is_1 ? 0 : 1));
+  plan = CoreScheduler().Schedule(s);
+  const model::Reason* alone = ReasonOf(plan, first_is_1 ? 2 : 1);
+  ASSERT_NE(alone, nullptr);
+  EXPECT_EQ(Count(*alone, model::kEtaMs), 12 * kHour);
+}
+
+TEST(PredictedEta, AnEarlierHeadWithoutAPredictionLeavesTheEstimateAsItWas) {
+  // The same, but the head decided first has no predicted run time: its end
+  // is unknown, so it is not counted (an estimate behind it would be none).
+  auto policy = model::ParsePolicy(
+      "queues:\n"
+      "  - {name: a, children: [{name: q}]}\n"
+      "  - {name: b, children: [{name: q}]}\n");
+  ASSERT_TRUE(policy.has_value()) << policy.error().message;
+  Snapshot s;
+  s.policy = *policy;
+  s.now_ms = 10 * kHour;
+  s.nodes = {EstNode("n1", 8)};
+  s.running = {Holding(7, "n1", 8, 9 * kHour, 3 * kHour)};
+  HoldGpus(s.nodes, s.running[0].resources, s.running[0].replicas, true);
+  s.pending = {Waiting(1, 8, 9 * kHour, 0), Waiting(2, 8, 9 * kHour, 0)};
+  s.pending[0].tenant = "a";
+  s.pending[0].queue = "q";
+  s.pending[1].tenant = "b";
+  s.pending[1].queue = "q";
+  auto plan = CoreScheduler().Schedule(s);
+  EXPECT_EQ(Count(*ReasonOf(plan, 1), model::kEtaMs), 12 * kHour);
+  EXPECT_EQ(Count(*ReasonOf(plan, 2), model::kEtaMs), 12 * kHour);
 }
 
 }  // namespace
