@@ -1179,8 +1179,10 @@ json PocRunner::Sample(const std::string& bound, std::uint64_t id, const Case& c
   return s;
 }
 
-json PocRunner::RunCase(const Case& c) {
-  json out{
+// What the report says of case `c` whatever happens to it: its identity,
+// weight and risk, and empty steps, samples and evidence.
+json PocCaseHeader(const Case& c) {
+  return {
       {"id", c.id},
       {"group", c.group},
       {"title", c.title},
@@ -1194,6 +1196,10 @@ json PocRunner::RunCase(const Case& c) {
       {"samples", json::array()},
       {"evidence",
        {{"jobs", json::array()}, {"requests", json::array()}, {"audit_records", json::array()}}}};
+}
+
+json PocRunner::RunCase(const Case& c) {
+  json out = PocCaseHeader(c);
   const TimeMs began = Now();
   case_began_ms_ = began;
   case_services_.clear();
@@ -1276,23 +1282,11 @@ json PocRunner::RunCase(const Case& c) {
 }
 
 json PocRunner::NotRun(const Case& c) const {
-  return {
-      {"id", c.id},
-      {"group", c.group},
-      {"title", c.title},
-      {"capability", c.capability},
-      {"perspective", c.perspective},
-      {"weight", c.weight},
-      {"risk", RiskName(c.risk)},
-      {"if_it_fails", RiskConclusion(c.risk)},
-      {"retest", c.retest},
-      {"steps", json::array()},
-      {"samples", json::array()},
-      {"evidence",
-       {{"jobs", json::array()}, {"requests", json::array()}, {"audit_records", json::array()}}},
-      {"verdict", "not_run"},
-      {"reason", fmt::format("not run: the run was interrupted by {} before it", SignalName())},
-      {"duration_ms", 0}};
+  json out = PocCaseHeader(c);
+  out["verdict"] = "not_run";
+  out["reason"] = fmt::format("not run: the run was interrupted by {} before it", SignalName());
+  out["duration_ms"] = 0;
+  return out;
 }
 
 void PocRunner::CancelLive(const std::vector<std::uint64_t>& ids, json& c) {

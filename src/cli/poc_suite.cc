@@ -123,6 +123,17 @@ Status PocState(const std::string& state, const std::string& field) {
   return Ok();
 }
 
+// A step's required `states`: job states, each named as berthd spells it.
+Result<std::vector<std::string>> PocReadStates(const YAML::Node& n, const std::string& field) {
+  if (!n["states"]) return PocBad(PocSub(field, "states"), "is required, e.g. [Succeeded]");
+  auto states = PocStrings(n["states"], PocSub(field, "states"));
+  if (!states) return std::unexpected(states.error());
+  for (std::size_t i = 0; i < states->size(); ++i) {
+    BERTH_RETURN_IF_ERROR(PocState((*states)[i], fmt::format("{}.states[{}]", field, i)));
+  }
+  return states;
+}
+
 // What a case's steps may refer to, for the checks that run at parse time.
 struct PocScope {
   std::set<std::string> tenants;
@@ -481,12 +492,8 @@ Status PocParseBurstExpect(const YAML::Node& n, const std::string& field, const 
   }
   step.job = *burst;
   BurstExpectation& e = step.burst_expect;
-  if (!n["states"]) return PocBad(PocSub(field, "states"), "is required, e.g. [Succeeded]");
-  auto states = PocStrings(n["states"], PocSub(field, "states"));
+  auto states = PocReadStates(n, field);
   if (!states) return std::unexpected(states.error());
-  for (std::size_t i = 0; i < states->size(); ++i) {
-    BERTH_RETURN_IF_ERROR(PocState((*states)[i], fmt::format("{}.states[{}]", field, i)));
-  }
   e.states = std::move(*states);
   auto within = PocWithin(n, field);
   if (!within) return std::unexpected(within.error());
@@ -578,12 +585,8 @@ Result<Step> PocParseStep(const YAML::Node& node, const std::string& at, PocScop
     auto job = PocBoundJob(n, field, scope);
     if (!job) return std::unexpected(job.error());
     step.job = *job;
-    if (!n["states"]) return PocBad(PocSub(field, "states"), "is required, e.g. [Succeeded]");
-    auto states = PocStrings(n["states"], PocSub(field, "states"));
+    auto states = PocReadStates(n, field);
     if (!states) return std::unexpected(states.error());
-    for (std::size_t i = 0; i < states->size(); ++i) {
-      BERTH_RETURN_IF_ERROR(PocState((*states)[i], fmt::format("{}.states[{}]", field, i)));
-    }
     step.states = std::move(*states);
     auto ms = PocWithin(n, field);
     if (!ms) return std::unexpected(ms.error());
