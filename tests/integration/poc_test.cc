@@ -85,9 +85,21 @@ class PocTest : public IntegrationTest {
     return b;
   }
 
-  // The model server the service case's replica runs: the build's, which
-  // any tenant's uid can execute (the build tree is world-readable here).
-  static std::string PocModelServer() { return (BinDir() / "berth-model-server").string(); }
+  // The model server the service case's replica runs, as the run's tenant
+  // identities: the build's, copied into the test's directory (open to
+  // every uid, harness.cc), since the build tree may sit under one their
+  // uids cannot enter (a clone under a 0700 mktemp, as CI's is).
+  std::string PocModelServer() const {
+    const auto server = dir_ / "berth-model-server";
+    if (!std::filesystem::exists(server)) {
+      std::filesystem::copy_file(BinDir() / "berth-model-server", server);
+      std::filesystem::permissions(
+          server, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                      std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                      std::filesystem::perms::others_exec);
+    }
+    return server.string();
+  }
 
   CommandResult Poc(const Berthd& b, std::vector<std::string> args) const {
     std::vector<std::string> all{"--server", b.url(), "poc"};
