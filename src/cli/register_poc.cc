@@ -41,7 +41,9 @@ struct PocFlags {
   // --model-server: the model server command a service replica runs
   // (${model_server} in the suite).
   std::string model_server = "berth-model-server";
-  const CLI::Option* model_server_option = nullptr;
+  // One per command that takes it (run, rerun): the flag was given when
+  // any of them saw it.
+  std::vector<const CLI::Option*> model_server_options;
   poc::Suite suite;
   // berth poc rerun
   std::string report_path;
@@ -63,7 +65,8 @@ struct PocFlags {
 // fleet installed the same way on every node), by its absolute path, since
 // a job's PATH holds only /usr/local/bin:/usr/bin:/bin; else the bare name.
 std::string PocModelServer(const PocFlags& f) {
-  if (f.model_server_option != nullptr && f.model_server_option->count() > 0) {
+  if (std::any_of(f.model_server_options.begin(), f.model_server_options.end(),
+                  [](const CLI::Option* o) { return o->count() > 0; })) {
     return f.model_server;
   }
   std::error_code ec;
@@ -366,14 +369,14 @@ void PocAddRunTarget(CLI::App* command, PocFlags& f) {
       "a shell command (/bin/sh -c) that stops the leading berthd, for the failover "
       "case; BERTH_POC_LEADER holds the leader's address (only ever from this flag, "
       "never from a suite)"));
-  f.model_server_option =
+  f.model_server_options.push_back(
       command
           ->add_option("--model-server", f.model_server,
                        "the model server a service case's replica runs (${model_server}): a "
                        "command on every node's job PATH (/usr/local/bin:/usr/bin:/bin), or an "
                        "absolute path every node has (default: the berth-model-server beside "
                        "this berth, by absolute path, when there is one)")
-          ->capture_default_str();
+          ->capture_default_str());
   command
       ->add_option("--scale", f.scale,
                    "multiply every burst's job counts, and its expected bounds, by N (1: as "
