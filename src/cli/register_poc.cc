@@ -16,6 +16,7 @@
 #include "cli/interrupt.h"
 #include "cli/json_view.h"
 #include "cli/poc_cleanup.h"
+#include "cli/poc_model_server.h"
 #include "cli/poc_observe.h"
 #include "cli/poc_report.h"
 #include "cli/poc_rerun.h"
@@ -210,6 +211,11 @@ Status PocRun(CommandRegistry& r, PocFlags& f, ApiClient& api, const Output& out
     out.out << fmt::format("berth poc run {}: suite {} {} ({} cases) on {}\n", options.run,
                            f.suite.name, f.suite.version, f.suite.cases.size(), conn.server)
             << std::flush;
+  }
+  // Said before the run, since the inference case would fail on it.
+  if (const std::string unreachable = poc::ModelServerUnreachable(options.model_server);
+      !unreachable.empty()) {
+    out.out << "warning: " << unreachable << '\n' << std::flush;
   }
   auto report = poc::RunSuite(api, f.suite, options);
   if (!report) return std::unexpected(report.error());
