@@ -717,6 +717,9 @@ void Cycle::DecideHead(std::size_t leaf, Leaf& l) {
   // Its estimated start: a replay of the releases when it waits for GPUs,
   // a reservation while the cap allows, else why none is known.
   Eta eta;
+  // What the job is told: `eta`, or within a grace a predicted start that
+  // comes first. The jobs behind it hear the same.
+  Eta told;
   bool reserved = false;
   if (o == Outcome::kWaiting) {
     eta = Estimate(c);
@@ -746,9 +749,9 @@ void Cycle::DecideHead(std::size_t leaf, Leaf& l) {
                std::ssize(plan_.reservations) < s_.policy.backfill.max_reservations &&
                !(by_grace && model::IsSlice(c.shape.resources));
     if (reserved) Reserve(c, eta);
-    const Eta& shown = predicted_first.known ? predicted_first : eta;
-    if (!reserved) Expect(c, shown);
-    AddEta(shown, reserved, why);
+    told = predicted_first.known ? std::move(predicted_first) : eta;
+    if (!reserved) Expect(c, told);
+    AddEta(told, reserved, why);
   } else if (why.code != model::ReasonCode::kQueueUnknown) {
     eta.unknown = why.code == model::ReasonCode::kOverQuota ||
                           why.code == model::ReasonCode::kNotPreemptibleOverGuarantee
@@ -759,11 +762,13 @@ void Cycle::DecideHead(std::size_t leaf, Leaf& l) {
   Finish(l, c, std::move(why));
   // The head waits for capacity: jobs behind it wait too, so that smaller
   // ones do not starve it.
-  if (o == Outcome::kWaiting && l.next < l.jobs.size()) ExplainBehind(leaf, l, c, eta, reserved);
+  if (o == Outcome::kWaiting && l.next < l.jobs.size()) {
+    ExplainBehind(leaf, l, c, told, eta, reserved);
+  }
 }
 
-void Cycle::ExplainBehind(std::size_t leaf, Leaf& l, const JobCtx& head, const Eta& eta,
-                          bool reserved) {
+void Cycle::ExplainBehind(std::size_t leaf, Leaf& l, const JobCtx& head, const Eta& told,
+                          const Eta& eta, bool reserved) {
   // Nothing changes while they are explained: one set of queue numbers, and
   // every reason has the same keys, so the map is built once and copied,
   // with the per-job numbers set in place (cheaper than inserting by new
@@ -773,9 +778,9 @@ void Cycle::ExplainBehind(std::size_t leaf, Leaf& l, const JobCtx& head, const E
   for (auto key : {model::kPosition, model::kAheadJobs, model::kAheadGpus}) {
     tmpl.counts[std::string(key)] = 0;
   }
-  if (eta.known) {
-    tmpl.counts[std::string(model::kNotBeforeMs)] = eta.start_ms;
-    tmpl.counts[std::string(model::kNotBeforeInMs)] = eta.start_ms - s_.now_ms;
+  if (told.known) {
+    tmpl.counts[std::string(model::kNotBeforeMs)] = told.start_ms;
+    tmpl.counts[std::string(model::kNotBeforeInMs)] = told.start_ms - s_.now_ms;
   }
   AddQueueNumbers(Resolve(*l.jobs[l.next].job), tmpl, &numbers);
   // A job's own prediction: in the template when the first job behind has

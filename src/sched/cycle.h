@@ -178,7 +178,10 @@ class Cycle {
   // Decides the leaf's next job; when it waits for capacity, explains the
   // jobs behind it (ExplainBehind) and offers them to backfill.
   void DecideHead(std::size_t leaf, Leaf& l);
-  void ExplainBehind(std::size_t leaf, Leaf& l, const JobCtx& head, const Eta& eta, bool reserved);
+  // `told`: the start the head was told (not before which they start);
+  // `eta`: the one its reservation, if `reserved`, holds GPUs from.
+  void ExplainBehind(std::size_t leaf, Leaf& l, const JobCtx& head, const Eta& told, const Eta& eta,
+                     bool reserved);
   // A job that stays pending, with its place in its queue's line.
   void Finish(Leaf& l, const JobCtx& c, model::Reason why);
   void SortPendingById();

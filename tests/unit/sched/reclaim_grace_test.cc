@@ -145,6 +145,27 @@ TEST(ReclaimGrace, ABorrowerPredictedToEndBeforeTheGraceGivesTheEarlierStart) {
             static_cast<std::int64_t>(model::EtaBasis::kGrace));
 }
 
+TEST(ReclaimGrace, JobsBehindTheHeadHearItsPredictedStartNotTheGracesEnd) {
+  // Job 11 waits behind job 10 in vision/q. The head is told 2h10m (its
+  // borrower's predicted end, before the grace's end): job 11 cannot start
+  // before that, and hears that, not the later bound.
+  Snapshot s = OneBorrower("30m", 0);
+  s.running[0].predicted = {2 * kHour + 10 * kMinute, RuntimeBasis::kShape, 5};
+  PendingJob behind = VisionJob(11, 8, 0);
+  behind.submitted_at_ms = 2;
+  s.pending.push_back(behind);
+  Plan plan = CoreScheduler().Schedule(s);
+  const model::Reason* why = WhyOf(plan, 11);
+  ASSERT_NE(why, nullptr);
+  EXPECT_EQ(why->code, model::ReasonCode::kBehindInQueue);
+  EXPECT_EQ(why->counts.at(std::string(model::kNotBeforeMs)), 2 * kHour + 10 * kMinute);
+  EXPECT_EQ(why->counts.at(std::string(model::kNotBeforeInMs)), 10 * kMinute);
+  // The head's reservation, which backfill behind it respects, still runs
+  // from the grace's end.
+  ASSERT_EQ(plan.reservations.size(), 1U);
+  EXPECT_EQ(plan.reservations[0].start_ms, 2 * kHour + 30 * kMinute);
+}
+
 TEST(ReclaimGrace, TheGraceCountsFromWhenTheJobFirstNeededTheReclaim) {
   // Needed since 1h45m: 15 minutes of the grace are left.
   Snapshot s = OneBorrower("30m", 105 * kMinute);
