@@ -89,7 +89,12 @@ void Cycle::ReplayRelease(const model::Resources& res,
         if (g == nullptr) return true;
         const GpuKey key{*n, static_cast<std::size_t>(g - cluster_.Node(*n).gpus.data())};
         auto it = holds_.find(key);
-        if (it != holds_.end()) return it->second.until > t;
+        if (it != holds_.end()) {
+          if (it->second.until <= t) return false;
+          // The reservation's end frees it (Replay).
+          deferred_.push_back(key);
+          return true;
+        }
         auto ex = expected_.find(key);
         if (ex == expected_.end() || ex->second <= t) return false;
         // The earlier head takes it from this end until its own: the end
@@ -215,7 +220,6 @@ Eta Cycle::Replay(const JobCtx& ctx) {
     held.push_back(gpu);
   }
   // GPUs earlier heads are expected to take, until their predicted ends.
-  const std::size_t first_expected = held.size();
   deferred_.clear();
   for (const auto& [gpu, until] : expected_) {
     if (holds_.contains(gpu)) continue;
@@ -282,8 +286,8 @@ Eta Cycle::Replay(const JobCtx& ctx) {
     }
     for (; b < unholds.size() && unholds[b].first == t; ++b) {
       const std::size_t h = unholds[b].second;
-      if (taken[h] != 0 || (h >= first_expected && std::find(deferred_.begin(), deferred_.end(),
-                                                             held[h]) != deferred_.end())) {
+      if (taken[h] != 0 ||
+          std::find(deferred_.begin(), deferred_.end(), held[h]) != deferred_.end()) {
         cluster_.SetGpuFree(held[h].first, held[h].second, true);
       }
     }

@@ -104,6 +104,46 @@ TEST(CoreScheduler, BackfillCanBeTurnedOffOrCappedAndTheHeadStillGetsAnEstimate)
   }
 }
 
+TEST(CoreScheduler, AReservedGpuStillBusyNowComesFreeAtItsReservationsEnd) {
+  // Node a's 4 GPUs are all busy until 1h (job 1, max runtime). Queue q1's
+  // head (job 2, 4 GPUs, max runtime 1h) reserves them from 1h to 2h. Queue
+  // q2's head (job 3, 4 GPUs) can start when that reservation ends: its
+  // estimate replays job 1's end (the GPUs stay the reservation's) and then
+  // the reservation's end, which frees them.
+  Snapshot s;
+  s.policy = PolicyOf(
+      "queues:\n"
+      "  - {name: q1, children: [{name: q}]}\n"
+      "  - {name: q2, children: [{name: q}]}\n");
+  s.nodes = {Node("a", 4)};
+  for (auto& g : s.nodes[0].gpus) g.free = false;
+  RunningJob r;
+  r.id = 1;
+  r.tenant = "q1";
+  r.queue = "q";
+  r.resources.gpus = 4;
+  r.max_runtime_ms = 3'600'000;
+  r.replicas = {{0, "a", {0, 1, 2, 3}}};
+  s.running = {r};
+  PendingJob first = Job(2, "q1", 4);
+  first.max_runtime_ms = 3'600'000;
+  PendingJob second = Job(3, "q2", 4);
+  second.max_runtime_ms = 3'600'000;
+  s.pending = {first, second};
+  Plan plan = CoreScheduler().Schedule(s);
+  ASSERT_EQ(CheckPlan(s, plan), "");
+  ASSERT_EQ(plan.reservations.size(), 2U);
+  const model::Reason* a = ReasonOf(plan, 2);
+  const model::Reason* b = ReasonOf(plan, 3);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  // Whichever head fair share decided first starts at 1h, the other at 2h.
+  const auto eta_a = a->counts.at(std::string(model::kEtaMs));
+  const auto eta_b = b->counts.at(std::string(model::kEtaMs));
+  EXPECT_EQ(std::min(eta_a, eta_b), 3'600'000);
+  EXPECT_EQ(std::max(eta_a, eta_b), 7'200'000);
+}
+
 TEST(CoreScheduler, AJobThatCanNeverRunIsNotToldItWaitsBehindTheHead) {
   Snapshot s;
   s.nodes = {Node("a", 8)};
