@@ -8,7 +8,8 @@
 // get it wrong (a quota the policy does not enforce, a role granted in the
 // wrong tenant, a job's retries turned off, an alert sink on a dead port,
 // GPU telemetry off, a reclaim grace left long, a priority class made
-// non-preemptible, an inference queue that refuses its replicas) makes exactly the case(s) that
+// non-preemptible, an inference queue that refuses its replicas, a viewer
+// granted member, a queue capped below a gang's size) makes exactly the case(s) that
 // check it fail, each with its risk and re-test in the report; these runs use --case to run only
 // the cases concerned. It refuses to run on a cluster --allow-on does not name, and then changes
 // nothing.
@@ -508,6 +509,36 @@ TEST_F(PocTest, ANonPreemptibleLowClassFailsOnlyThePriorityCase) {
   const json report = RunCases(
       b, suite, {"unfit-job-waits-with-reason", "priority-preempts-and-explains"}, "no-preempt");
   ExpectOnlyThese(report, {"priority-preempts-and-explains"}, 2);
+}
+
+// A role granted too broadly: the viewer made a member of tenant a. Its
+// submit is accepted, so only the viewer case fails; the isolation case
+// beside it, about another tenant's member, passes.
+TEST_F(PocTest, AViewerGrantedMemberFailsOnlyTheViewerCase) {
+  Berthd& b = Start();
+  const std::string suite =
+      EditedSuite(b, "{name: vera, tenants: {a: viewer}}", "{name: vera, tenants: {a: member}}");
+  const json report =
+      RunCases(b, suite, {"tenant-isolation", "viewer-cannot-submit"}, "viewer-member");
+  ExpectOnlyThese(report, {"viewer-cannot-submit"}, 2);
+  const std::string reason = report["cases"][1]["reason"];
+  EXPECT_NE(reason.find("steps[0]"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("403"), std::string::npos) << reason;
+}
+
+// A queue capped below the gang's size: tenant a's batch queue limited to 1
+// GPU and refusing more, so the 2-replica gang is refused at submit. Only
+// the gang case fails; the cancel case in the same queue (a job without
+// GPUs) passes.
+TEST_F(PocTest, AQueueCappedBelowTheGangFailsOnlyTheGangCase) {
+  Berthd& b = Start();
+  const std::string suite = EditedSuite(b, "- {name: batch}\n",
+                                        "- {name: batch, quota: {gpus: 1}, over_quota: reject}\n");
+  const json report =
+      RunCases(b, suite, {"gang-runs-to-success", "cancel-stops-a-job"}, "gang-capped");
+  ExpectOnlyThese(report, {"gang-runs-to-success"}, 2);
+  const std::string reason = report["cases"][0]["reason"];
+  EXPECT_NE(reason.find("steps[0]"), std::string::npos) << reason;
 }
 
 // The load case at full scale, when BERTH_POC_SCALE names one (e.g. 10:
