@@ -9,7 +9,8 @@
 // wrong tenant, a job's retries turned off, an alert sink on a dead port,
 // GPU telemetry off, a reclaim grace left long, a priority class made
 // non-preemptible, an inference queue that refuses its replicas, a viewer
-// granted member, a queue capped below a gang's size) makes exactly the case(s) that
+// granted member, a queue capped below a gang's size, a guarantee below the
+// promise, a tenant admin granted only viewer) makes exactly the case(s) that
 // check it fail, each with its risk and re-test in the report; these runs use --case to run only
 // the cases concerned. It refuses to run on a cluster --allow-on does not name, and then changes
 // nothing.
@@ -539,6 +540,32 @@ TEST_F(PocTest, AQueueCappedBelowTheGangFailsOnlyTheGangCase) {
   ExpectOnlyThese(report, {"gang-runs-to-success"}, 2);
   const std::string reason = report["cases"][0]["reason"];
   EXPECT_NE(reason.find("steps[0]"), std::string::npos) << reason;
+}
+
+// A guarantee set below what was promised: tenant a's train queue given 1
+// GPU instead of 2, still refusing more. The 2-GPU job within the promised
+// guarantee is refused, so only the guarantee case fails; the over-request
+// case beside it (3 GPUs, refused naming the guarantee) passes.
+TEST_F(PocTest, AGuaranteeBelowThePromiseFailsOnlyTheGuaranteeCase) {
+  Berthd& b = Start();
+  const std::string suite = EditedSuite(b, "{name: train, quota: {gpus: 2}, over_quota: reject}",
+                                        "{name: train, quota: {gpus: 1}, over_quota: reject}");
+  const json report = RunCases(
+      b, suite, {"quota-over-request-refused", "guaranteed-quota-honoured"}, "guarantee-low");
+  ExpectOnlyThese(report, {"guaranteed-quota-honoured"}, 2);
+}
+
+// A tenant admin granted only viewer: her quota request is refused, so the
+// quota request case fails at that step; the viewer case beside it passes.
+TEST_F(PocTest, ATenantAdminGrantedViewerFailsOnlyTheQuotaRequestCase) {
+  Berthd& b = Start();
+  const std::string suite = EditedSuite(b, "{name: tara, tenants: {a: tenant-admin}}",
+                                        "{name: tara, tenants: {a: viewer}}");
+  const json report = RunCases(
+      b, suite, {"quota-request-approved-and-audited", "viewer-cannot-submit"}, "admin-viewer");
+  ExpectOnlyThese(report, {"quota-request-approved-and-audited"}, 2);
+  const std::string reason = report["cases"][0]["reason"];
+  EXPECT_NE(reason.find("steps[1]"), std::string::npos) << reason;
 }
 
 // The load case at full scale, when BERTH_POC_SCALE names one (e.g. 10:
