@@ -181,6 +181,7 @@ Agent::Agent(AgentOptions options, model::NodeInfo base, std::unique_ptr<GpuProv
             r.node_name = base_.name;
             r.pull_timeout_ms = options_.pull_timeout_ms;
             r.podman_conf = options_.podman_conf;
+            r.search_path = options_.podman_search_path;
             r.output_retention_ms = options_.output_retention_ms;
             // Only real NVIDIA GPUs exist as CDI devices; simulated ones are
             // numbers in the environment and nothing more.

@@ -58,6 +58,9 @@ struct AgentOptions {
   std::int64_t pull_timeout_ms = std::int64_t{10} * 60 * 1000;
   // The containers.conf podman gets as CONTAINERS_CONF (RunnerOptions).
   std::filesystem::path podman_conf{};
+  // Where podman is looked up (RunnerOptions::search_path), at registration
+  // and before every heartbeat; unset: the agent's own PATH.
+  std::optional<std::string> podman_search_path{};
   // How long a run's outputs stay on the node after berthd acknowledged its
   // exit (RunnerOptions::output_retention_ms).
   std::int64_t output_retention_ms = kDefaultOutputRetentionMs;
