@@ -2,9 +2,10 @@
 // parsed as a berth.v1.AgentMessage (what the gRPC stream hands berthd) and
 // pushed through berthd's own decoding (control/agent_decode.h): a Register's
 // node and the runs it reports, a run's exit, telemetry samples, a GPU's
-// health change. What berthd stores must be writable as JSON and read back
-// the same; GPUs come sorted; an inventory check refuses in valid UTF-8 or
-// accepts a node within its bounds; a sample's utilization is at most 100%.
+// health change, a container runtime change. What berthd stores must be
+// writable as JSON and read back the same; GPUs come sorted; an inventory
+// check refuses in valid UTF-8 or accepts a node within its bounds; a
+// sample's utilization is at most 100%; a runtime is "podman" or nothing.
 #include <google/protobuf/stubs/logging.h>
 
 #include <cstddef>
@@ -106,6 +107,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       FUZZ_REQUIRE(read.known == (h.health() == "healthy" || h.health() == "unhealthy"));
       FUZZ_REQUIRE(read.known || read.health == berth::model::Health::kUnhealthy);
       (void)json{{"health_detail", read.detail}}.dump();
+      break;
+    }
+    case berth::v1::AgentMessage::kContainerRuntime: {
+      // Only "podman" or nothing reaches the node's stored inventory.
+      const auto runtime = berth::server::ContainerRuntimeFromProto(msg.container_runtime());
+      const std::string& word = msg.container_runtime().container_runtime();
+      FUZZ_REQUIRE(runtime.has_value() == (word.empty() || word == "podman"));
+      if (runtime) {
+        FUZZ_REQUIRE(*runtime == word);
+      } else {
+        berth::fuzz::CheckRefusal(runtime.error());
+      }
       break;
     }
     default:

@@ -181,6 +181,7 @@ Agent::Agent(AgentOptions options, model::NodeInfo base, std::unique_ptr<GpuProv
             r.node_name = base_.name;
             r.pull_timeout_ms = options_.pull_timeout_ms;
             r.podman_conf = options_.podman_conf;
+            r.search_path = options_.podman_search_path;
             r.output_retention_ms = options_.output_retention_ms;
             // Only real NVIDIA GPUs exist as CDI devices; simulated ones are
             // numbers in the environment and nothing more.
@@ -301,6 +302,7 @@ model::NodeInfo Agent::Describe() {
   node.agent_version = std::string(kAgentVersion);
   node.confinement = confinement_;
   node.container_runtime = runner_.FindPodman().empty() ? "" : "podman";
+  reported_runtime_ = node.container_runtime;
   reported_health_.clear();
   for (const auto& g : node.gpus) {
     reported_health_[g.index] = {g.health == model::Health::kHealthy, g.health_detail};
@@ -331,6 +333,25 @@ bool Agent::ReportHealthChanges(Stream* stream) {
     reported_health_[g.index] = {healthy, g.health_detail};
   }
   last_discovery_ = std::move(*found);
+  return true;
+}
+
+bool Agent::ReportRuntimeChange(Stream* stream) {
+  std::string podman = runner_.FindPodman();
+  std::string runtime = podman.empty() ? "" : "podman";
+  if (runtime == reported_runtime_) return true;
+  v1::AgentMessage out;
+  out.mutable_container_runtime()->set_container_runtime(runtime);
+  out.mutable_container_runtime()->set_at_ms(clock_.NowMs());
+  if (podman.empty()) {
+    spdlog::warn(
+        "podman is no longer on the search path; telling berthd this node has no "
+        "container runtime");
+  } else {
+    spdlog::info("found podman ({}); telling berthd this node runs jobs with an image", podman);
+  }
+  if (!Send(stream, out)) return false;
+  reported_runtime_ = std::move(runtime);
   return true;
 }
 
@@ -620,6 +641,11 @@ bool Agent::RunConnection() {
       next_telemetry = clock_.NowMs() + options_.telemetry_interval_ms;
     }
     if (ok) ok = MaybeRenewCert(stream.get());
+    if (ok && clock_.NowMs() >= next_heartbeat) {
+      // Before the heartbeat: podman installed or removed since the
+      // registration reaches berthd within one heartbeat interval.
+      ok = ReportRuntimeChange(stream.get());
+    }
     if (ok && clock_.NowMs() >= next_heartbeat) {
       v1::AgentMessage hb;
       hb.mutable_heartbeat()->set_sent_at_ms(clock_.NowMs());

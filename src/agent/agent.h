@@ -58,6 +58,9 @@ struct AgentOptions {
   std::int64_t pull_timeout_ms = std::int64_t{10} * 60 * 1000;
   // The containers.conf podman gets as CONTAINERS_CONF (RunnerOptions).
   std::filesystem::path podman_conf{};
+  // Where podman is looked up (RunnerOptions::search_path), at registration
+  // and before every heartbeat; unset: the agent's own PATH.
+  std::optional<std::string> podman_search_path{};
   // How long a run's outputs stay on the node after berthd acknowledged its
   // exit (RunnerOptions::output_retention_ms).
   std::int64_t output_retention_ms = kDefaultOutputRetentionMs;
@@ -139,6 +142,11 @@ class Agent {
   // Polls the provider and sends a GpuHealthChanged for every GPU whose
   // health differs from what berthd last heard. False if the stream broke.
   bool ReportHealthChanges(Stream* stream);
+  // Looks for podman on the runner's search path (a stat per directory, no
+  // process: cheap enough for every heartbeat) and sends a
+  // ContainerRuntimeChanged when the answer differs from what berthd last
+  // heard. False if the stream broke.
+  bool ReportRuntimeChange(Stream* stream);
   // Samples every GPU with the runs now holding them and sends one
   // GpuTelemetry. A provider error sends nothing (logged when it changes).
   // False if the stream broke.
@@ -172,6 +180,9 @@ class Agent {
   std::optional<Discovery> last_discovery_;
   // GPU index -> (healthy, detail) as last reported to berthd (worker only).
   std::map<std::uint32_t, std::pair<bool, std::string>> reported_health_;
+  // The container runtime ("podman" or "") as last reported to berthd, in
+  // the registration or a ContainerRuntimeChanged (worker only).
+  std::string reported_runtime_;
   // Certificate rotation (worker only): when the next request goes out, the
   // key of the one outstanding and when it was sent, failures in a row, and
   // a channel presenting a renewed certificate, used from the next connection.

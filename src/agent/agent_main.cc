@@ -17,6 +17,7 @@
 #include "agent/nvml_provider.h"
 #include "agent/sim_cluster.h"
 #include "agent/sim_provider.h"
+#include "common/self_path.h"
 #include "common/units.h"
 #include "model/fencing.h"
 
@@ -32,9 +33,8 @@ std::string DefaultDataDir() {
 }
 
 fs::path DefaultShim() {
-  std::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::path("berth-shim") : self.parent_path() / "berth-shim";
+  auto dir = ExecutableDir();
+  return dir ? *dir / "berth-shim" : fs::path("berth-shim");
 }
 
 // "k=v" -> (k, v).

@@ -23,6 +23,7 @@
 #include "cli/poc_run.h"
 #include "cli/poc_suite.h"
 #include "cli/registry.h"
+#include "common/self_path.h"
 
 namespace berth::cli {
 namespace {
@@ -70,10 +71,10 @@ std::string PocModelServer(const PocFlags& f) {
                   [](const CLI::Option* o) { return o->count() > 0; })) {
     return f.model_server;
   }
+  const auto dir = ExecutableDir();
+  if (!dir) return f.model_server;
+  const auto beside = *dir / "berth-model-server";
   std::error_code ec;
-  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return f.model_server;
-  const auto beside = self.parent_path() / "berth-model-server";
   if (!std::filesystem::is_regular_file(beside, ec) || ec) return f.model_server;
   return beside.string();
 }

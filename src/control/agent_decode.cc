@@ -66,12 +66,7 @@ Status CheckNodeInventory(const model::NodeInfo& node) {
     return InvalidField("node.gpus", fmt::format("{} GPUs is more than a node may declare ({})",
                                                  node.gpus.size(), kMaxNodeGpus));
   }
-  if (!node.container_runtime.empty() && node.container_runtime != "podman") {
-    return InvalidField("node.container_runtime",
-                        fmt::format("container runtime '{}' is not one berth knows; an agent "
-                                    "reports \"podman\" or nothing",
-                                    node.container_runtime));
-  }
+  BERTH_RETURN_IF_ERROR(CheckContainerRuntime(node.container_runtime, "node.container_runtime"));
   std::set<std::uint32_t> seen;
   for (std::size_t i = 0; i < node.gpus.size(); ++i) {
     const model::Gpu& g = node.gpus[i];
@@ -86,6 +81,20 @@ Status CheckNodeInventory(const model::NodeInfo& node) {
     }
   }
   return Ok();
+}
+
+Status CheckContainerRuntime(std::string_view runtime, std::string_view field) {
+  if (runtime.empty() || runtime == "podman") return Ok();
+  return InvalidField(std::string(field),
+                      fmt::format("container runtime '{}' is not one berth knows; an agent "
+                                  "reports \"podman\" or nothing",
+                                  runtime));
+}
+
+Result<std::string> ContainerRuntimeFromProto(const berth::v1::ContainerRuntimeChanged& m) {
+  BERTH_RETURN_IF_ERROR(
+      CheckContainerRuntime(m.container_runtime(), "container_runtime.container_runtime"));
+  return m.container_runtime();
 }
 
 store::RunExit ExitFromProto(const berth::v1::RunExited& m) {

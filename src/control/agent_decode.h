@@ -39,6 +39,15 @@ std::string AddressOfPeer(std::string_view peer);
 // ("node.gpus[3].index").
 Status CheckNodeInventory(const model::NodeInfo& node);
 
+// The one word a node may report as its container runtime: "podman", or
+// empty for none (the scheduler places jobs with an `image` only where it
+// is "podman"). kInvalidArgument naming `field` for anything else.
+Status CheckContainerRuntime(std::string_view runtime, std::string_view field);
+
+// A ContainerRuntimeChanged as the store records it: "podman" or "", or
+// kInvalidArgument ("container_runtime.container_runtime") for another word.
+Result<std::string> ContainerRuntimeFromProto(const berth::v1::ContainerRuntimeChanged& m);
+
 // A RunExited (also the exit inside a Register's RunStatus) as the store
 // records it.
 store::RunExit ExitFromProto(const berth::v1::RunExited& m);

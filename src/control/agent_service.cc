@@ -224,6 +224,10 @@ grpc::Status AgentService::Connect(grpc::ServerContext* context, Stream* stream)
       case berth::v1::AgentMessage::kGpuHealth:
         st = controller_.OnGpuHealth(node, msg.gpu_health());
         break;
+      case berth::v1::AgentMessage::kContainerRuntime:
+        // The stream's own node: the message names none.
+        st = controller_.OnContainerRuntime(node, msg.container_runtime());
+        break;
       case berth::v1::AgentMessage::kTelemetry:
         // Best effort: its run ids are checked against the node there, not
         // as reports on a run (a stale id is dropped, not an intrusion).

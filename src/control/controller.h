@@ -242,6 +242,12 @@ class Controller {
   // A GPU's health changed: an unhealthy GPU is cordoned (that GPU only),
   // its runs are stopped for the retry policy, and an alert is raised.
   [[nodiscard]] Status OnGpuHealth(const std::string& node, const berth::v1::GpuHealthChanged& msg);
+  // The node's agent found podman appear on, or leave, its search path: the
+  // node's container_runtime follows (a node event), and the scheduler sees
+  // it next cycle. Only ever the stream's own `node`; a word other than
+  // "podman" or "" is refused (InvalidArgument) and closes the stream.
+  [[nodiscard]] Status OnContainerRuntime(const std::string& node,
+                                          const berth::v1::ContainerRuntimeChanged& msg);
   // A node's GPU readings (best effort, never acknowledged). `node` is the
   // stream's authenticated node, never anything in the message. Samples of
   // GPUs the node did not register, or naming a run that is not active on

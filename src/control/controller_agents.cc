@@ -393,6 +393,28 @@ Status Controller::OnGpuHealth(const std::string& node, const berth::v1::GpuHeal
   return Ok();
 }
 
+Status Controller::OnContainerRuntime(const std::string& node,
+                                      const berth::v1::ContainerRuntimeChanged& msg) {
+  auto runtime = ContainerRuntimeFromProto(msg);
+  if (!runtime) return std::unexpected(runtime.error());
+  auto changed = store_.SetContainerRuntime(node, *runtime, clock_.NowMs());
+  if (!changed && changed.error().code == Code::kNotFound) {
+    // Removed while its stream was open: the node comes back only by
+    // registering again, which says its runtime anyway.
+    spdlog::warn("agent {} reported a container runtime for a node not in the inventory", node);
+    return Ok();
+  }
+  if (!changed) return std::unexpected(changed.error());
+  if (!*changed) return Ok();
+  spdlog::info("node {}: {}", node,
+               runtime->empty() ? "podman is gone from its agent's search path; jobs with an "
+                                  "image are no longer placed there"
+                                : "its agent found podman; jobs with an image may be placed there");
+  store::Publish(store_.change_feed(), store::Topic::kNode, node, {}, {}, "container_runtime");
+  Wake();
+  return Ok();
+}
+
 Status Controller::Cordon(const std::string& node, std::optional<std::uint32_t> gpu, bool drain,
                           const std::string& reason, const std::string& by,
                           const store::AuditOf<>& audit) {

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "api/api.h"
+#include "common/self_path.h"
 #include "common/units.h"
 #include "model/fencing.h"
 
@@ -19,9 +20,8 @@ std::filesystem::path DefaultDataDir() {
 }
 
 std::filesystem::path SiblingBinary(const char* name) {
-  std::error_code ec;
-  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::filesystem::path(name) : self.parent_path() / name;
+  auto dir = ExecutableDir();
+  return dir ? *dir / name : std::filesystem::path(name);
 }
 
 // The data dir, listeners, timings, embedded agents and logs.

@@ -101,6 +101,8 @@ class SqliteStore final : public Store {
                         const std::string& by, TimeMs now, const AuditOf<>& audit = {}) override;
   Status SetGpuHealth(const std::string& node, std::uint32_t gpu, bool healthy,
                       const std::string& detail, TimeMs now) override;
+  Result<bool> SetContainerRuntime(const std::string& node, const std::string& runtime,
+                                   TimeMs now) override;
   Status RemoveNode(const std::string& node, const std::string& by, TimeMs now,
                     const AuditOf<>& audit = {}) override;
   Result<std::optional<TimeMs>> NodeRevokedAt(const std::string& node) override;

@@ -236,6 +236,31 @@ Status SqliteStore::SetGpuHealth(const std::string& node, std::uint32_t gpu, boo
   return tx.Commit();
 }
 
+Result<bool> SqliteStore::SetContainerRuntime(const std::string& node, const std::string& runtime,
+                                              TimeMs now) {
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  BERTH_RETURN_IF_ERROR(tx.Begin());
+  auto info = LoadNodeInfo(node);
+  if (!info) return std::unexpected(info.error());
+  if (info->container_runtime == runtime) return false;
+  const std::string before = info->container_runtime;
+  info->container_runtime = runtime;
+  auto st = db_.Prepare("UPDATE nodes SET info=? WHERE name=?");
+  if (!st) return std::unexpected(st.error());
+  BERTH_RETURN_IF_ERROR(st->Bind(1, model::ToJson(*info).dump()).Bind(2, node).Run());
+  BERTH_RETURN_IF_ERROR(AddNodeEvent(
+      node, now, "ContainerRuntimeChanged",
+      runtime.empty() ? fmt::format("{} is no longer on the agent's search path: no container "
+                                    "runtime, jobs with an image are not placed here",
+                                    before)
+                      : fmt::format("the agent found {} on its search path: jobs with an image "
+                                    "may be placed here",
+                                    runtime)));
+  BERTH_RETURN_IF_ERROR(tx.Commit());
+  return true;
+}
+
 }  // namespace berth::store
 
 namespace berth::store {

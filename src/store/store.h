@@ -470,6 +470,13 @@ class NodeStore {
   [[nodiscard]] virtual Status SetGpuHealth(const std::string& node, std::uint32_t gpu,
                                             bool healthy, const std::string& detail,
                                             TimeMs now) = 0;
+  // Records the node's container runtime as its running agent reported it
+  // ("podman" or "", checked by the caller), with a node event when it
+  // differs from what the node had. Returns whether it did; NotFound for a
+  // node not in the inventory.
+  [[nodiscard]] virtual Result<bool> SetContainerRuntime(const std::string& node,
+                                                         const std::string& runtime,
+                                                         TimeMs now) = 0;
 
   // --- removal and node certificates (docs/operations.md, "Removing a node") ---
   // Removes `node` from the inventory (its row and cordons; its events and

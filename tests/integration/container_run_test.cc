@@ -1,6 +1,7 @@
 // Jobs with an `image` through berthd and real agents: with no node whose
 // agent found podman the job waits, saying why, and lands on such a node
-// once one joins; with podman (where it can
+// once one joins or once podman is installed on a node whose agent runs;
+// with podman (where it can
 // run containers here) the job runs in its image, its output is its log.
 // berthd's agent gives podman the configuration Berth ships
 // (--podman-conf deploy/podman/containers.conf), as an operator would. The
@@ -127,6 +128,79 @@ TEST_F(IntegrationTest, AnImageWaitsForANodeWithPodmanAndLandsThere) {
                 "could not pull image docker.io/x:1: no registry in this test"),
             std::string::npos)
       << job.dump(2);
+}
+
+// podman installed on a node after its agent started, then removed: the
+// agent notices on its heartbeats and berthd's node follows (GET /v1/nodes,
+// a node event each way), and so does the scheduler. A job with an image
+// waits while the node has no runtime and lands there once podman appears
+// (the stand-in podman fails its pull, which shows where it ran); after
+// podman is gone, the next such job waits again. No agent restarts.
+TEST_F(IntegrationTest, ANodeGainsAndLosesPodmanWhileItsAgentRuns) {
+  Berthd& berthd = NewBerthd(ControlPlaneOnly());
+  ASSERT_TRUE(berthd.Start()) << berthd.log();
+  // The agent's PATH is one directory where podman appears later.
+  const auto late_bin = dir_ / "late-bin";
+  std::filesystem::create_directories(late_bin);
+  NewAgent(berthd, dir_ / "agent", ClusterFileFor(dir_.path(), "late-node"), "agent.log",
+           {{"PATH", late_bin.string()}});
+  ASSERT_TRUE(berthd.WaitForNode("Ready", 20s));
+  auto runtime = [&] {
+    auto nodes = berthd.http().Get("/v1/nodes");
+    if (nodes.status != 200 || nodes.body["nodes"].empty()) return std::string("?");
+    return nodes.body["nodes"][0].value("container_runtime", std::string("?"));
+  };
+  ASSERT_EQ(runtime(), "");
+
+  std::string error;
+  auto waits = [&](std::int64_t id) {
+    return WaitFor(
+        [&] {
+          json job = berthd.Job(id);
+          return job.value("reason", json::object()).value("code", "") == "NoNodeFits" &&
+                 job["reason"].value("counts", json::object()).value("no_container_runtime", 0) ==
+                     1;
+        },
+        30s);
+  };
+  auto first =
+      berthd.Submit(JobSpecJson("early", {"true"}, 1, {{"image", "docker.io/x:1"}}), &error);
+  ASSERT_NE(first, 0) << error;
+  ASSERT_TRUE(waits(first)) << berthd.Job(first).dump(2);
+
+  // podman is installed: a link on the agent's PATH to an executable.
+  std::filesystem::create_symlink(FakePodmanDir(dir_.path()) / "podman", late_bin / "podman");
+  ASSERT_TRUE(WaitFor([&] { return runtime() == "podman"; }, 30s)) << runtime();
+  ASSERT_TRUE(berthd.WaitForTerminal(first, 60s)) << berthd.Job(first).dump(2);
+  json job = berthd.Job(first);
+  ASSERT_EQ(job["placement"].size(), 1U) << job.dump(2);
+  EXPECT_EQ(job["placement"][0]["node"], "late-node") << job.dump(2);
+  EXPECT_NE(job["placement"][0]["start_error"].get<std::string>().find(
+                "could not pull image docker.io/x:1: no registry in this test"),
+            std::string::npos)
+      << job.dump(2);
+
+  // podman is removed: the node has no runtime again, and a new job with an
+  // image waits for one.
+  std::filesystem::remove(late_bin / "podman");
+  ASSERT_TRUE(WaitFor([&] { return runtime() == ""; }, 30s)) << runtime();
+  auto second =
+      berthd.Submit(JobSpecJson("later", {"true"}, 1, {{"image", "docker.io/x:1"}}), &error);
+  ASSERT_NE(second, 0) << error;
+  ASSERT_TRUE(waits(second)) << berthd.Job(second).dump(2);
+  EXPECT_EQ(berthd.JobState(second), "Pending");
+
+  // Each change is one of the node's events, saying which way it went.
+  auto node = berthd.http().Get("/v1/nodes/late-node");
+  ASSERT_EQ(node.status, 200) << node.text;
+  std::vector<std::string> changes;
+  for (const auto& e : node.body["events"]) {
+    if (e["event"] == "ContainerRuntimeChanged") changes.push_back(e["message"]);
+  }
+  ASSERT_EQ(changes.size(), 2U) << node.text;
+  EXPECT_NE(changes[0].find("found podman"), std::string::npos) << changes[0];
+  EXPECT_NE(changes[1].find("no longer on the agent's search path"), std::string::npos)
+      << changes[1];
 }
 
 TEST_F(IntegrationTest, AJobRunsInItsImage) {

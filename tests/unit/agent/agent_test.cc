@@ -8,6 +8,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <fstream>
 #include <thread>
 
 #include "agent/sim_cluster.h"
@@ -121,7 +122,8 @@ class AgentTest : public ::testing::Test {
   }
 
   void StartAgent(std::int64_t telemetry_interval_ms = 10'000, const Clock* clock = nullptr,
-                  std::optional<std::int64_t> fence_grace_ms = model::kDefaultFenceGraceMs) {
+                  std::optional<std::int64_t> fence_grace_ms = model::kDefaultFenceGraceMs,
+                  std::optional<std::string> podman_search_path = std::nullopt) {
     model::NodeInfo base;
     base.name = "node-a";
     base.hostname = "node-a.example";
@@ -142,6 +144,7 @@ class AgentTest : public ::testing::Test {
     // identities, cgroups) are tested in confine_test.cc.
     options.single_user = true;
     options.fence_grace_ms = fence_grace_ms;
+    options.podman_search_path = std::move(podman_search_path);
     agent_ = std::make_unique<Agent>(options, base, std::make_unique<SimulatedProvider>(sim),
                                      server_->InProcessChannel(grpc::ChannelArguments()),
                                      clock != nullptr ? *clock : clock_);
@@ -475,6 +478,66 @@ TEST_F(AgentTest, TelemetryIntervalZeroSendsNone) {
                          [](const auto& m) { return m.has_heartbeat(); }) >= 4;
   }));
   for (const auto& m : berthd_.Received()) EXPECT_FALSE(m.has_telemetry());
+}
+
+// The container runtimes the agent told berthd after registering, in order.
+std::vector<std::string> RuntimeChanges(const std::vector<v1::AgentMessage>& msgs) {
+  std::vector<std::string> out;
+  for (const auto& m : msgs) {
+    if (m.has_container_runtime()) out.push_back(m.container_runtime().container_runtime());
+  }
+  return out;
+}
+
+std::size_t Heartbeats(const std::vector<v1::AgentMessage>& msgs) {
+  return static_cast<std::size_t>(
+      std::count_if(msgs.begin(), msgs.end(), [](const auto& m) { return m.has_heartbeat(); }));
+}
+
+// podman installed on the node while the agent runs, then removed: the agent
+// tells berthd each change once, between heartbeats, on the same stream;
+// heartbeats with nothing changed say nothing about the runtime.
+TEST_F(AgentTest, PodmanAppearingOrLeavingIsReportedOnceEachWithoutReconnecting) {
+  const auto bin = dir_.path() / "later-bin";
+  std::filesystem::create_directories(bin);
+  StartAgent(10'000, nullptr, model::kDefaultFenceGraceMs, bin.string());
+  ASSERT_TRUE(berthd_.Await([](const auto& m) { return Heartbeats(m) >= 3; }));
+  auto msgs = berthd_.Received();
+  ASSERT_TRUE(msgs.front().has_register_());
+  EXPECT_EQ(msgs.front().register_().node().container_runtime(), "");
+  EXPECT_TRUE(RuntimeChanges(msgs).empty());
+
+  {
+    std::ofstream podman(bin / "podman");
+    podman << "#!/bin/sh\nexit 0\n";
+  }
+  std::filesystem::permissions(bin / "podman", std::filesystem::perms::owner_all);
+  ASSERT_TRUE(berthd_.Await([](const auto& m) { return RuntimeChanges(m).size() == 1; }));
+  const std::size_t heartbeats_then = Heartbeats(berthd_.Received());
+  // Three more heartbeats with podman still there: no second report.
+  ASSERT_TRUE(berthd_.Await([&](const auto& m) { return Heartbeats(m) >= heartbeats_then + 3; }));
+  EXPECT_EQ(RuntimeChanges(berthd_.Received()), (std::vector<std::string>{"podman"}));
+
+  std::filesystem::remove(bin / "podman");
+  ASSERT_TRUE(berthd_.Await([](const auto& m) { return RuntimeChanges(m).size() == 2; }));
+  EXPECT_EQ(RuntimeChanges(berthd_.Received()), (std::vector<std::string>{"podman", ""}));
+  EXPECT_EQ(berthd_.registrations(), 1);  // all on the first stream
+}
+
+// A podman file that is not executable is no runtime: nothing to report.
+TEST_F(AgentTest, APodmanThatCannotBeRunIsNoRuntime) {
+  const auto bin = dir_.path() / "later-bin";
+  std::filesystem::create_directories(bin);
+  {
+    std::ofstream podman(bin / "podman");
+    podman << "not a program\n";
+  }
+  std::filesystem::permissions(bin / "podman", std::filesystem::perms::owner_read);
+  StartAgent(10'000, nullptr, model::kDefaultFenceGraceMs, bin.string());
+  ASSERT_TRUE(berthd_.Await([](const auto& m) { return Heartbeats(m) >= 3; }));
+  auto msgs = berthd_.Received();
+  EXPECT_EQ(msgs.front().register_().node().container_runtime(), "");
+  EXPECT_TRUE(RuntimeChanges(msgs).empty());
 }
 
 TEST(AgentTargetTest, OneAddressIsKeptAndSeveralBecomeOneTargetOfEveryBerthd) {

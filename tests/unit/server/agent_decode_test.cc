@@ -104,6 +104,42 @@ TEST(AgentDecode, ANodeNamesItsContainerRuntimeOrNone) {
   EXPECT_EQ(back.container_runtime(), "podman");
 }
 
+// A running agent's report that podman appeared or went away holds the same
+// one word a registration may: "podman" or nothing, and the message names
+// no node (berthd applies it to the stream's own). Any other word is refused
+// before it reaches the store, as a registration's is.
+TEST(AgentDecode, ARuntimeChangeIsPodmanOrNoneAsARegistrationIs) {
+  berth::v1::AgentMessage msg;
+  msg.mutable_container_runtime()->set_container_runtime("podman");
+  msg.mutable_container_runtime()->set_at_ms(1234);
+  // Through the wire's bytes, as berthd reads it off the stream.
+  berth::v1::AgentMessage read;
+  ASSERT_TRUE(read.ParseFromString(msg.SerializeAsString()));
+  ASSERT_EQ(read.msg_case(), berth::v1::AgentMessage::kContainerRuntime);
+  EXPECT_EQ(read.container_runtime().at_ms(), 1234);
+  auto runtime = ContainerRuntimeFromProto(read.container_runtime());
+  ASSERT_TRUE(runtime.has_value()) << runtime.error().message;
+  EXPECT_EQ(*runtime, "podman");
+
+  berth::v1::ContainerRuntimeChanged gone;
+  runtime = ContainerRuntimeFromProto(gone);
+  ASSERT_TRUE(runtime.has_value()) << runtime.error().message;
+  EXPECT_EQ(*runtime, "");
+
+  for (const char* word : {"docker", "Podman", "podman ", "podman\n", "/usr/bin/podman"}) {
+    berth::v1::ContainerRuntimeChanged bad;
+    bad.set_container_runtime(word);
+    auto refused = ContainerRuntimeFromProto(bad);
+    ASSERT_FALSE(refused.has_value()) << word;
+    EXPECT_EQ(refused.error().code, Code::kInvalidArgument);
+    EXPECT_EQ(refused.error().field, "container_runtime.container_runtime");
+  }
+  // The same rule as a registration's, naming the registration's field.
+  EXPECT_EQ(CheckContainerRuntime("docker", "node.container_runtime").error().field,
+            "node.container_runtime");
+  EXPECT_TRUE(CheckContainerRuntime("", "node.container_runtime").has_value());
+}
+
 // The agent echoes the cause berthd stopped a run for, or names its own; a
 // name this berthd does not know is still a stop, for an unknown cause.
 TEST(AgentDecode, AStopCauseIsReadOnceAtTheEdge) {

@@ -223,6 +223,26 @@ TEST_P(NodeStoreConformance, AGpusHealthIsRecordedAsReported) {
   EXPECT_EQ(Events(), (std::vector<std::string>{"Registered", "GpuUnhealthy", "GpuHealthy"}));
 }
 
+// podman installed on a node, or removed, while its agent ran: the node's
+// runtime follows, with one node event per change and none for a repeat.
+TEST_P(NodeStoreConformance, ANodesContainerRuntimeFollowsItsAgent) {
+  EXPECT_EQ(store().SetContainerRuntime("n1", "podman", 500).error().code, Code::kNotFound);
+  ASSERT_TRUE(store().UpsertNode(tests::H100Node(2), 1000).has_value());
+  EXPECT_EQ(Node().info.container_runtime, "");
+
+  EXPECT_EQ(store().SetContainerRuntime("n1", "podman", 2000), true);
+  NodeRecord n = Node();
+  EXPECT_EQ(n.info.container_runtime, "podman");
+  EXPECT_EQ(n.info.gpus.size(), 2U);             // the rest of the inventory stays
+  EXPECT_EQ(n.state, model::NodeState::kReady);  // and so does the node's state
+  EXPECT_EQ(store().SetContainerRuntime("n1", "podman", 2500), false);
+
+  EXPECT_EQ(store().SetContainerRuntime("n1", "", 3000), true);
+  EXPECT_EQ(Node().info.container_runtime, "");
+  EXPECT_EQ(Events(), (std::vector<std::string>{"Registered", "ContainerRuntimeChanged",
+                                                "ContainerRuntimeChanged"}));
+}
+
 TEST_P(NodeStoreConformance, RemovalRevokesTheNodesCertificatesUntilThenAndNoLater) {
   EXPECT_EQ(store().RemoveNode("n1", "ops", 1000).error().code, Code::kNotFound);
   ASSERT_TRUE(store().UpsertNode(tests::H100Node(2), 1000).has_value());
