@@ -192,7 +192,7 @@ bool SettleInto(JobUpdate& u, TimeMs now, const std::optional<model::AttemptCap>
     }
     if (failures > 1) reason.counts["attempts"] = failures;
     reason.counts[retries ? "retries_exhausted" : "retry_class_excluded"] = 1;
-    if (retries && failures < retry.max_attempts) {
+    if (cap && retries && failures < retry.max_attempts) {
       // The policy's cap, not the job's block, stopped the retry: say whose
       // cap and what the job asked for (model/reason.cc renders it).
       reason.counts["retry_cap"] = max_attempts;
