@@ -718,11 +718,13 @@ std::string_view OpenApiDocument() {
         "normalized": {"type": "string", "description": "Canonical form, what diffs compare (single-version answers only)"},
         "policy": {"type": "object", "description": "Parsed (single-version answers only)", "properties": {
           "usage_half_life_ms": {"type": "integer"}, "min_runtime_ms": {"type": "integer"}, "reclaim_grace_ms": {"type": "integer"}, "short_first_max_wait_ms": {"type": "integer"},
+          "retry_max_attempts": {"type": "integer", "nullable": true, "description": "The cap on every queue's jobs' attempts (retry.max_attempts); null: none"},
           "pools": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "selector": {"type": "object", "additionalProperties": {"type": "string"}}, "inference_headroom_gpus": {"type": "integer"}}}},
           "priority_classes": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "value": {"type": "integer"}, "preemptible": {"type": "boolean"}}}},
           "queues": {"type": "array", "items": {"type": "object", "properties": {
             "path": {"type": "string"}, "tenant": {"type": "string"}, "parent": {"type": "string"}, "kind": {"type": "string"}, "pools": {"type": "array", "items": {"type": "string"}},
             "over_quota": {"type": "string", "enum": ["borrow", "wait", "reject"]}, "preemptible": {"type": "boolean"}, "max_session_lifetime_ms": {"type": "integer", "nullable": true, "description": "Kind interactive: the longest a session of the queue lives"},
+            "retry_max_attempts": {"type": "integer", "nullable": true, "description": "The queue's own cap on its jobs' attempts (retry.max_attempts), over the top level's; null: none"},
             "quota": {"type": "object", "description": "Keyed by resource (gpus, gpus/MODEL, gpu_memory, cpu, memory); amounts in milli-GPUs, bytes or millicores", "additionalProperties": {"type": "object", "properties": {
               "guaranteed": {"type": "integer"}, "borrow_limit": {"type": "integer", "nullable": true}, "weight": {"type": "integer"}, "lending_limit": {"type": "integer"}}}}}}}}}}},
       "PolicyDiff": {"type": "object", "properties": {

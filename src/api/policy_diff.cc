@@ -198,6 +198,10 @@ json PolicyChanges(const model::Policy& from, const model::Policy& to) {
       return q.max_session_lifetime_ms ? json(*q.max_session_lifetime_ms) : json(nullptr);
     };
     field("max_session_lifetime_ms", lifetime(*before), lifetime(after));
+    auto retry_cap = [](const model::QueuePolicy& q) {
+      return q.retry.max_attempts ? json(*q.retry.max_attempts) : json(nullptr);
+    };
+    field("retry_max_attempts", retry_cap(*before), retry_cap(after));
     std::set<model::ResourceKey> keys;
     for (const auto& [key, quota] : before->quota) keys.insert(key);
     for (const auto& [key, quota] : after.quota) keys.insert(key);
@@ -241,6 +245,7 @@ json PolicyChanges(const model::Policy& from, const model::Policy& to) {
   }
   if (from.backfill != to.backfill) settings.push_back("backfill");
   if (from.consolidation != to.consolidation) settings.push_back("consolidation");
+  if (from.retry != to.retry) settings.push_back("retry");
   if (from.limits != to.limits) settings.push_back("limits");
   // Who a tenant's jobs run as and what they may reach on the nodes.
   json tenant_changes = json::array();

@@ -304,12 +304,14 @@ json PolicyJson(const model::Policy& policy) {
          {"over_quota", over},
          {"preemptible", q.preemptible_by_default},
          {"max_session_lifetime_ms",
-          q.max_session_lifetime_ms ? json(*q.max_session_lifetime_ms) : json(nullptr)}});
+          q.max_session_lifetime_ms ? json(*q.max_session_lifetime_ms) : json(nullptr)},
+         {"retry_max_attempts", Opt(q.retry.max_attempts)}});
   }
   return json{{"usage_half_life_ms", policy.usage_half_life_ms},
               {"min_runtime_ms", policy.min_runtime_ms},
               {"reclaim_grace_ms", policy.reclaim_grace_ms},
               {"short_first_max_wait_ms", policy.short_first_max_wait_ms},
+              {"retry_max_attempts", Opt(policy.retry.max_attempts)},
               {"pools", pools},
               {"priority_classes", classes},
               {"queues", queues}};

@@ -160,7 +160,7 @@ Result<bool> Controller::DeclareLostRuns(TimeMs now, const std::vector<store::Ru
         "takes to fence the run ({} s in all); the run is presumed lost",
         run.node, (now - it->second) / 1000, after / 1000);
     spdlog::warn("run {} of job {} on {}: {}", run.run_id, run.job_id, run.node, lost.start_error);
-    auto job = control::MarkRunExited(store_, lost, now);
+    auto job = MarkRunExitedUnderPolicy(lost, now);
     if (!job) return std::unexpected(job.error());
     CountOutcome(*job, now);
     any = true;
@@ -198,6 +198,15 @@ Result<std::shared_ptr<const store::PolicyVersion>> Controller::ActivePolicy() {
   BERTH_RETURN_IF_ERROR(ReloadPolicy());
   std::lock_guard lock(mu_);
   return policy_;
+}
+
+Result<model::JobRecord> Controller::MarkRunExitedUnderPolicy(const model::RunExit& exit,
+                                                              TimeMs now) {
+  // The policy in force as the attempt settles: its retry cap bounds the
+  // job's attempts, even when it changed since the job was submitted.
+  auto policy = ActivePolicy();
+  if (!policy) return std::unexpected(policy.error());
+  return control::MarkRunExited(store_, exit, now, &(*policy)->policy);
 }
 
 Result<std::int64_t> Controller::ApplyPolicy(const std::string& yaml, const std::string& by,

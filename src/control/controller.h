@@ -315,6 +315,8 @@ class Controller {
                      const std::vector<store::RunRecord>& active);
   Result<model::JobSpec> SpecOf(std::int64_t job_id);
   Status ReloadPolicy();
+  // control::MarkRunExited under the active policy (its retry cap).
+  Result<model::JobRecord> MarkRunExitedUnderPolicy(const model::RunExit& exit, TimeMs now);
   // A queue (or an ancestor) with over_quota: reject refuses a job that,
   // with the queue's pending and running jobs, would pass its guarantee;
   // FailedPrecondition with the numbers, before anything is stored.

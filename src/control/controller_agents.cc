@@ -86,7 +86,7 @@ Status Controller::OnRegister(const berth::v1::Register& reg,
         }
         store::RunExit exit = ExitFromProto(r.exit());
         ClassifyExit(exit, (*run)->job_id);
-        auto job = control::MarkRunExited(store_, exit, now);
+        auto job = MarkRunExitedUnderPolicy(exit, now);
         if (!job) return std::unexpected(job.error());
         CountOutcome(*job, now);
       }
@@ -129,7 +129,7 @@ Status Controller::OnRegister(const berth::v1::Register& reg,
     lost.ended_at_ms = now;
     lost.stopped_for = model::StopCause::kLost;
     lost.start_error = fmt::format("the agent on {} no longer knows this run", info.name);
-    auto job = control::MarkRunExited(store_, lost, now);
+    auto job = MarkRunExitedUnderPolicy(lost, now);
     if (!job) return std::unexpected(job.error());
     CountOutcome(*job, now);
   }
@@ -270,7 +270,7 @@ Status Controller::OnRunExited(const std::string& node, const berth::v1::RunExit
     }
   }
   const TimeMs now = clock_.NowMs();
-  auto job = control::MarkRunExited(store_, exit, now);
+  auto job = MarkRunExitedUnderPolicy(exit, now);
   if (!job && job.error().code != Code::kNotFound) return std::unexpected(job.error());
   if (job) CountOutcome(*job, now);
   std::shared_ptr<AgentSession> session;

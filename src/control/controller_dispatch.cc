@@ -274,7 +274,7 @@ Status Controller::Dispatch(const std::vector<store::RunRecord>& active,
         "settled as never started",
         run->run_id, run->job_id, run->node, model::StopCauseName(exit.stopped_for));
     // An exit the agent reported meanwhile wins: MarkRunExited settles once.
-    auto job = control::MarkRunExited(store_, exit, now);
+    auto job = MarkRunExitedUnderPolicy(exit, now);
     if (!job) return std::unexpected(job.error());
     CountOutcome(*job, now);
   }

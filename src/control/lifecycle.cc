@@ -290,13 +290,17 @@ Status AddJobEvent(store::JobStore& store, std::int64_t job_id, const std::strin
   });
 }
 
-Result<JobRecord> MarkRunExited(store::JobStore& store, const model::RunExit& exit, TimeMs now) {
+Result<JobRecord> MarkRunExited(store::JobStore& store, const model::RunExit& exit, TimeMs now,
+                                const model::Policy* policy) {
   JobRecord after;
   auto st = Commit(store, [&](JobTransaction& tx) -> Status {
     auto job = LoadByRun(tx, exit.run_id);
     if (!job) return std::unexpected(job.error());
+    const auto cap = policy == nullptr
+                         ? std::nullopt
+                         : model::AttemptCapOf(*policy, job->spec.tenant + "/" + job->spec.queue);
     // An exit already recorded changes nothing.
-    if (auto update = RecordExit(*job, exit, now)) {
+    if (auto update = RecordExit(*job, exit, now, cap)) {
       BERTH_RETURN_IF_ERROR(tx.Write(update->job));
       auto reloaded = MustLoad(tx, job->id);
       if (!reloaded) return std::unexpected(reloaded.error());

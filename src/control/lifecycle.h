@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "model/job_record.h"
+#include "model/policy.h"
 #include "sched/plan.h"
 #include "store/store.h"
 
@@ -72,8 +73,11 @@ namespace berth::control {
 // the last of its attempt). Idempotent: an exit already recorded is not
 // recorded again. Returns the job after the change (no timeline), so the
 // caller can stop the rest of a failed gang. NotFound for an unknown run.
+// `policy`: the policy in force, whose retry cap on the job's queue bounds
+// its attempts (model::AttemptCapOf); null: no cap.
 [[nodiscard]] Result<model::JobRecord> MarkRunExited(store::JobStore& store,
-                                                     const model::RunExit& exit, TimeMs now);
+                                                     const model::RunExit& exit, TimeMs now,
+                                                     const model::Policy* policy = nullptr);
 
 // Requests a stop of every active run of the job for `why` (gang failure,
 // max runtime): InvalidArgument for kNone and kUnknown, which are no cause

@@ -102,8 +102,9 @@ std::int64_t Backoff(const model::Retry& retry, std::uint32_t failures) {
 // (and nothing changed) while a run of the latest attempt has not exited.
 // RecordExit settles the update it builds this way, without a copy of the
 // job. What it reads of the job it reads before it writes it; `a` points
-// into u.job.runs, which it does not change.
-bool SettleInto(JobUpdate& u, TimeMs now) {
+// into u.job.runs, which it does not change. `cap`: the policy's retry cap
+// on the job's queue, in force as the attempt settles.
+bool SettleInto(JobUpdate& u, TimeMs now, const std::optional<model::AttemptCap>& cap) {
   const JobRecord& job = u.job;
   const auto read = ReadAttempt(job);
   if (!read) return false;
@@ -173,7 +174,8 @@ bool SettleInto(JobUpdate& u, TimeMs now) {
     const bool retries =
         std::find(retry.on.begin(), retry.on.end(), failure_class) != retry.on.end();
     u.job.failures = failures;
-    if (retries && failures < retry.max_attempts) {
+    const std::uint32_t max_attempts = model::EffectiveMaxAttempts(retry.max_attempts, cap);
+    if (retries && failures < max_attempts) {
       // Back to the queue with the same identity after the backoff.
       const std::int64_t backoff = Backoff(retry, failures);
       u.job.state = JobState::kPending;
@@ -181,7 +183,7 @@ bool SettleInto(JobUpdate& u, TimeMs now) {
       u.job.retry_after_ms = now + backoff;
       u.job.reason = {ReasonCode::kRetrying,
                       {{"failures", failures},
-                       {"max_attempts", retry.max_attempts},
+                       {"max_attempts", max_attempts},
                        {"backoff_s", (backoff + 999) / 1000}},
                       fmt::format("{}: {}", failure_class, model::RenderReason(reason))};
       u.events.push_back(
@@ -190,6 +192,13 @@ bool SettleInto(JobUpdate& u, TimeMs now) {
     }
     if (failures > 1) reason.counts["attempts"] = failures;
     reason.counts[retries ? "retries_exhausted" : "retry_class_excluded"] = 1;
+    if (cap && retries && failures < retry.max_attempts) {
+      // The policy's cap, not the job's block, stopped the retry: say whose
+      // cap and what the job asked for (model/reason.cc renders it).
+      reason.counts["retry_cap"] = max_attempts;
+      reason.counts["retry_asked"] = retry.max_attempts;
+      if (!cap->queue.empty()) reason.counts["retry_cap_queue"] = 1;
+    }
   }
   // A replica killed by a signal has no exit code, and one that exited has
   // no signal: unset, not 0, so readers need not guess.
@@ -220,10 +229,11 @@ bool SettleInto(JobUpdate& u, TimeMs now) {
 
 }  // namespace
 
-std::optional<JobUpdate> SettleAttempt(const JobRecord& job, TimeMs now) {
+std::optional<JobUpdate> SettleAttempt(const JobRecord& job, TimeMs now,
+                                       const std::optional<model::AttemptCap>& cap) {
   if (!ReadAttempt(job)) return std::nullopt;
   JobUpdate u{job, {}};
-  SettleInto(u, now);
+  SettleInto(u, now, cap);
   return u;
 }
 
@@ -311,7 +321,8 @@ std::optional<JobUpdate> RecordRunHealth(const JobRecord& job, const std::string
   return u;
 }
 
-std::optional<ExitUpdate> RecordExit(const JobRecord& job, const model::RunExit& exit, TimeMs now) {
+std::optional<ExitUpdate> RecordExit(const JobRecord& job, const model::RunExit& exit, TimeMs now,
+                                     const std::optional<model::AttemptCap>& cap) {
   auto it = std::find_if(job.runs.begin(), job.runs.end(),
                          [&](const RunRecord& r) { return r.run_id == exit.run_id; });
   if (it == job.runs.end() || it->state == model::RunState::kExited) return std::nullopt;
@@ -377,7 +388,7 @@ std::optional<ExitUpdate> RecordExit(const JobRecord& job, const model::RunExit&
     }
   }
   // In place: its events follow the Exited event.
-  out.settled = SettleInto(out.job, now);
+  out.settled = SettleInto(out.job, now, cap);
   return out;
 }
 

@@ -37,9 +37,15 @@ namespace berth::control {
 //   8. otherwise                     -> Succeeded
 // A failure whose class the job's retry policy names, with attempts left,
 // returns the job to Pending after the backoff (doubled per failure, capped
-// at model::kMaxRetryBackoffMs) instead (Retrying).
+// at model::kMaxRetryBackoffMs) instead (Retrying). Its attempts are the
+// fewer of its retry.max_attempts and `cap`, the policy's retry cap on its
+// queue (model::AttemptCapOf) in force as the attempt settles; when the cap
+// is what stops a retry, the failure's reason says so (counts retry_cap,
+// retry_asked, and retry_cap_queue when the cap is a queue's).
 // nullopt while a run of the latest attempt has not exited.
-std::optional<model::JobUpdate> SettleAttempt(const model::JobRecord& job, TimeMs now);
+std::optional<model::JobUpdate> SettleAttempt(
+    const model::JobRecord& job, TimeMs now,
+    const std::optional<model::AttemptCap>& cap = std::nullopt);
 
 // An agent reported that run `run_id` of `job` started (process `pid`, at
 // `started_at`, the agent's clock). The run becomes Running; the first
@@ -80,8 +86,10 @@ struct ExitUpdate {
   model::JobUpdate job;  // runs with the gang's stops; settled if it was the last
   bool settled = false;  // the attempt ended with this exit
 };
+// `cap`: as SettleAttempt's.
 std::optional<ExitUpdate> RecordExit(const model::JobRecord& job, const model::RunExit& exit,
-                                     TimeMs now);
+                                     TimeMs now,
+                                     const std::optional<model::AttemptCap>& cap = std::nullopt);
 
 // An eviction the scheduler decided: the job's active runs are asked to stop
 // for the eviction's cause, its reason becomes the eviction's, and its

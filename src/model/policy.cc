@@ -30,10 +30,10 @@ namespace {
 using policy_internal::kLimitFields;
 using policy_internal::kLimitNames;
 
-constexpr std::array<std::string_view, 11> kPolicyFields{
+constexpr std::array<std::string_view, 12> kPolicyFields{
     "usage_half_life", "min_runtime",      "reclaim_grace", "short_first_max_wait",
     "pools",           "priority_classes", "queues",        "backfill",
-    "consolidation",   "tenants",          "limits"};
+    "consolidation",   "tenants",          "limits",        "retry"};
 constexpr std::array<std::string_view, 4> kTenantFields{"run_as", "storage", "container_network",
                                                         "limits"};
 
@@ -46,9 +46,11 @@ constexpr std::array<std::string_view, 3> kConsolidationFields{"enabled", "max_m
 constexpr std::array<std::string_view, 3> kPoolFields{"name", "selector", "inference_headroom"};
 constexpr std::array<std::string_view, 1> kHeadroomFields{"gpus"};
 constexpr std::array<std::string_view, 3> kClassFields{"name", "value", "preemptible"};
-constexpr std::array<std::string_view, 8> kQueueFields{
+constexpr std::array<std::string_view, 9> kQueueFields{
     "name",       "kind",        "pools",    "quota",
-    "over_quota", "preemptible", "children", "max_session_lifetime"};
+    "over_quota", "preemptible", "children", "max_session_lifetime",
+    "retry"};
+constexpr std::array<std::string_view, 1> kRetryCapFields{"max_attempts"};
 constexpr std::array<std::string_view, 4> kQuotaFields{"guaranteed", "borrow_limit", "weight",
                                                        "lending_limit"};
 constexpr std::array<std::string_view, 3> kQueueKinds{"training", "inference", "interactive"};
@@ -246,6 +248,11 @@ class Parser {
       if (!ms) return InvalidField("short_first_max_wait", ms.error().message);
       p_.short_first_max_wait_ms = *ms;
     }
+    if (auto n = root["retry"]) {
+      auto cap = RetryCapSection(n, "retry");
+      if (!cap) return std::unexpected(cap.error());
+      p_.retry = *cap;
+    }
     if (auto n = root["backfill"]) BERTH_RETURN_IF_ERROR(BackfillSection(n));
     if (auto n = root["consolidation"]) BERTH_RETURN_IF_ERROR(ConsolidationSection(n));
     if (auto n = root["pools"]) BERTH_RETURN_IF_ERROR(Pools(n));
@@ -433,6 +440,28 @@ class Parser {
                           "running as root can read every tenant's data on its node");
     }
     return r;
+  }
+
+  // `retry: {max_attempts: N}`, at the top level or on a queue (`f`).
+  static Result<RetryCap> RetryCapSection(const YAML::Node& n, const std::string& f) {
+    BERTH_RETURN_IF_ERROR(
+        YamlObject::Read(n, f, kRetryCapFields,
+                         "must be a mapping such as {max_attempts: 1} (1 turns retries off)"));
+    RetryCap cap;
+    const std::string mf = FieldPath(f, "max_attempts");
+    if (!n["max_attempts"]) {
+      return InvalidField(mf, "is required, e.g. {max_attempts: 1} (1 turns retries off)");
+    }
+    if (auto m = n["max_attempts"]) {
+      auto v = Int(m, mf, 1, kMaxRetryAttempts);
+      if (!v) {
+        return InvalidField(mf, fmt::format("must be a whole number of attempts from 1 (retries "
+                                            "off) to {}, the first attempt included ({})",
+                                            kMaxRetryAttempts, v.error().message));
+      }
+      cap.max_attempts = static_cast<std::uint32_t>(*v);
+    }
+    return cap;
   }
 
   Status BackfillSection(const YAML::Node& n) {
@@ -649,6 +678,11 @@ class Parser {
       }
       q.max_session_lifetime_ms = *ms;
     }
+    if (auto r = n["retry"]) {
+      auto cap = RetryCapSection(r, FieldPath(f, "retry"));
+      if (!cap) return std::unexpected(cap.error());
+      q.retry = *cap;
+    }
     std::string path = q.path;
     auto quota = q.quota;
     p_.queues.push_back(std::move(q));
@@ -733,6 +767,25 @@ const QueuePolicy* Policy::FindQueue(std::string_view path) const {
     if (q.path == path) return &q;
   }
   return nullptr;
+}
+
+std::optional<AttemptCap> AttemptCapOf(const Policy& policy, std::string_view queue) {
+  // The queue, then its ancestors: a path's parent is the path up to its
+  // last '/'.
+  std::string path(queue);
+  while (!path.empty()) {
+    const QueuePolicy* q = policy.FindQueue(path);
+    if (q != nullptr && q->retry.max_attempts) return AttemptCap{*q->retry.max_attempts, q->path};
+    const auto slash = path.rfind('/');
+    if (slash == std::string::npos) break;
+    path.resize(slash);
+  }
+  if (policy.retry.max_attempts) return AttemptCap{*policy.retry.max_attempts, {}};
+  return std::nullopt;
+}
+
+std::uint32_t EffectiveMaxAttempts(std::uint32_t asked, const std::optional<AttemptCap>& cap) {
+  return cap ? std::min(asked, cap->max_attempts) : asked;
 }
 
 const Pool* Policy::FindPool(std::string_view name) const {

@@ -55,6 +55,15 @@ struct Quota {
 // What happens to a submission that would take the queue over its quota.
 enum class OverQuota { kBorrow, kWait, kReject };
 
+// The operator's cap on how many attempts a failing job gets (`retry:
+// {max_attempts: N}`, docs/policy.md "Retries"), at the policy's top level or
+// on a queue: a job's attempts are the fewer of its own retry.max_attempts
+// and the cap; 1 turns retries off. Unset: no cap (the job's block decides).
+struct RetryCap {
+  std::optional<std::uint32_t> max_attempts;
+  bool operator==(const RetryCap&) const = default;
+};
+
 struct QueuePolicy {
   std::string path;                // "vision/training": tenant first, then nested names
   std::string tenant;              // first element of path
@@ -69,6 +78,9 @@ struct QueuePolicy {
   // whatever its spec asks (docs/services.md, "Interactive sessions");
   // nullopt: the spec's session.max_lifetime alone.
   std::optional<std::int64_t> max_session_lifetime_ms{};
+  // Caps the attempts of jobs in this queue and its children (a child's own
+  // wins), over the policy's top-level cap.
+  RetryCap retry{};
 };
 
 struct Pool {
@@ -245,6 +257,7 @@ struct Policy {
   Consolidation consolidation{};
   std::map<std::string, TenantPolicy> tenants{};  // by tenant name
   Limits limits{};                                // every tenant's, unless its own entry says
+  RetryCap retry{};                               // every queue's, unless the queue says
 
   const QueuePolicy* FindQueue(std::string_view path) const;
   const Pool* FindPool(std::string_view name) const;
@@ -261,6 +274,19 @@ ContainerNetwork ContainerNetworkOf(const Policy& policy, std::string_view tenan
 // one, else the default. `field` picks it (&Limits::pending_jobs).
 EffectiveLimit LimitOf(const Policy& policy, std::string_view tenant,
                        std::optional<std::int64_t> Limits::*field);
+
+// The retry cap that applies to jobs of queue `queue`, and where it is set.
+struct AttemptCap {
+  std::uint32_t max_attempts = 1;
+  // The queue whose `retry` sets it (the job's own or an ancestor); empty:
+  // the policy's top level.
+  std::string queue;
+};
+// The cap on `queue`'s jobs: the queue's own retry setting, else its nearest
+// ancestor's, else the top level's; nullopt when none is set.
+std::optional<AttemptCap> AttemptCapOf(const Policy& policy, std::string_view queue);
+// The attempts a job that asks for `asked` gets under `cap`.
+std::uint32_t EffectiveMaxAttempts(std::uint32_t asked, const std::optional<AttemptCap>& cap);
 
 struct JobSpec;  // model/job.h
 

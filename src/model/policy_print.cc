@@ -11,6 +11,14 @@
 namespace berth::model {
 namespace {
 
+// `retry: {max_attempts: N}` when a cap is set; nothing otherwise, so a
+// policy without one prints as before.
+void EmitRetryCap(YAML::Emitter& out, const RetryCap& cap) {
+  if (!cap.max_attempts) return;
+  out << YAML::Key << "retry" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key
+      << "max_attempts" << YAML::Value << *cap.max_attempts << YAML::EndMap;
+}
+
 void EmitQueue(YAML::Emitter& out, const Policy& p, const QueuePolicy& q) {
   out << YAML::BeginMap;
   auto slash = q.path.rfind('/');
@@ -48,6 +56,7 @@ void EmitQueue(YAML::Emitter& out, const Policy& p, const QueuePolicy& q) {
     out << YAML::Key << "max_session_lifetime" << YAML::Value
         << FormatDurationMs(*q.max_session_lifetime_ms);
   }
+  EmitRetryCap(out, q.retry);
   bool any_child = false;
   for (const auto& c : p.queues) {
     if (c.parent != q.path) continue;
@@ -93,6 +102,7 @@ std::string PolicyToYaml(const Policy& p) {
       << "enabled" << YAML::Value << p.consolidation.enabled << YAML::Key << "max_moves"
       << YAML::Value << p.consolidation.max_moves << YAML::Key << "max_jobs_per_cycle"
       << YAML::Value << p.consolidation.max_jobs_per_cycle << YAML::EndMap;
+  EmitRetryCap(out, p.retry);
   out << YAML::Key << "pools" << YAML::Value << YAML::BeginSeq;
   for (const auto& pool : p.pools) {
     out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << pool.name

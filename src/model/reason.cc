@@ -448,8 +448,18 @@ std::string Attempts(const Reason& r, Lang lang) {
   if (auto n = Count(r, "attempts"); n > 1) {
     out = Say(Phrase::kAttempts, lang, TemplateArgs().Set("attempts", n));
   }
-  if (Count(r, "retries_exhausted") != 0) out += Say(Phrase::kRetriesExhausted, lang);
-  return out;
+  if (Count(r, "retries_exhausted") == 0) return out;
+  if (const auto cap = Count(r, "retry_cap"); cap > 0) {
+    // The policy's cap stopped a retry the job's own block allowed.
+    TemplateArgs a;
+    a.Set("source",
+          Say(Count(r, "retry_cap_queue") != 0 ? Phrase::kRetryCapQueue : Phrase::kRetryCapPolicy,
+              lang))
+        .Set(cap == 1 ? "one" : "many", cap)
+        .Set("asked", Count(r, "retry_asked"));
+    return out + Say(Phrase::kRetriesCapped, lang, a);
+  }
+  return out + Say(Phrase::kRetriesExhausted, lang);
 }
 
 // The estimated start of a waiting job, appended to whatever holds it back.

@@ -40,6 +40,11 @@ enum class Phrase {
   kQuotaOther,  // the same for another resource
   kAttempts,
   kRetriesExhausted,
+  // The policy's retry cap, not the job's retry block, ran out: {source}
+  // (one of the two below), {one} or {many} attempts, {asked}.
+  kRetriesCapped,
+  kRetryCapQueue,
+  kRetryCapPolicy,
   kReservedGpus,
   kEtaKnown,
   kEtaGpusReserved,

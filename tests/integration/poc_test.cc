@@ -410,19 +410,33 @@ TEST_F(PocTest, ARoleGrantedInTheWrongTenantFailsOnlyTheIsolationCases) {
   ExpectOnlyThese(report, {"tenant-isolation", "cross-tenant-paths-refused"}, 3);
 }
 
-// Retries off: the job's retry block says one attempt (berthd and the
-// policy have no retry switch; a job's own block is where retries are
-// turned off). The retry case fails on its failure count; the
-// classification case beside it passes.
+// Retries off, as an operator turns them off: the policy caps the attempts
+// of tenant a's batch queue at one (retry: {max_attempts: 1} on the queue),
+// while the job still asks for two. The retry case fails on its failure
+// count; the classification case beside it, in the same queue, passes.
 TEST_F(PocTest, RetriesTurnedOffFailOnlyTheRetryCase) {
   Berthd& b = Start();
-  const std::string suite = EditedSuite(b, "retry: {max_attempts: 2, backoff: 1s, on: [user_code]}",
-                                        "retry: {max_attempts: 1, backoff: 1s, on: [user_code]}");
+  // The first {name: batch} is tenant a's, where both cases submit.
+  const std::string suite =
+      EditedSuite(b, "- {name: batch}", "- {name: batch, retry: {max_attempts: 1}}");
   const json report =
       RunCases(b, suite, {"failure-classified-and-retried", "gpu-oom-explained"}, "retries-off");
   ExpectOnlyThese(report, {"failure-classified-and-retried"}, 2);
   const json& c = report["cases"][0];
   EXPECT_NE(c["reason"].get<std::string>().find("failures 1"), std::string::npos) << c.dump(2);
+  // The job's failure names the queue's cap, not its own block, as what
+  // stopped the retry.
+  ASSERT_EQ(c["evidence"]["jobs"].size(), 1U) << c.dump(2);
+  const json job =
+      b.http()
+          .Get("/v1/jobs/" + std::to_string(c["evidence"]["jobs"][0].get<std::uint64_t>()))
+          .body;
+  EXPECT_EQ(job["state"], "Failed") << job.dump(2);
+  EXPECT_EQ(job["reason"]["counts"]["retry_cap"], 1) << job.dump(2);
+  EXPECT_NE(job["reason"]["message"].get<std::string>().find(
+                "its queue's retry policy allows 1 attempt (the job asked for 2)"),
+            std::string::npos)
+      << job.dump(2);
 }
 
 // An alert sink down: the budget rule routes to a port nothing listens on.

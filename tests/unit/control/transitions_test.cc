@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "model/reason.h"
+
 namespace berth::control {
 namespace {
 
@@ -175,6 +177,75 @@ TEST(SettleAttempt, RetriesExhaustedFailsAndSaysSo) {
   EXPECT_EQ(u->job.reason.counts.at("retries_exhausted"), 1);
   EXPECT_EQ(u->job.failures, 3U);
   EXPECT_FALSE(u->job.exit_code);  // a hardware fault, not the job's exit
+}
+
+TEST(SettleAttempt, APolicyCapOfOneStopsARetryTheJobAskedForAndSaysWhose) {
+  JobRecord job = Running({Exited(0, 3)});
+  job.spec.retry = {.max_attempts = 2, .backoff_ms = 1000, .on = {"user_code"}};
+  // Without a cap the job's block retries it.
+  auto uncapped = SettleAttempt(job, kNow);
+  ASSERT_TRUE(uncapped);
+  EXPECT_EQ(uncapped->job.state, JobState::kPending);
+
+  auto u = SettleAttempt(job, kNow, model::AttemptCap{1, "ml/training"});
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->job.state, JobState::kFailed);
+  EXPECT_EQ(u->job.reason.code, ReasonCode::kFailedExitCode);
+  EXPECT_EQ(u->job.failures, 1U);
+  EXPECT_EQ(u->job.reason.counts.at("retries_exhausted"), 1);
+  EXPECT_EQ(u->job.reason.counts.at("retry_cap"), 1);
+  EXPECT_EQ(u->job.reason.counts.at("retry_asked"), 2);
+  EXPECT_EQ(u->job.reason.counts.at("retry_cap_queue"), 1);
+  const std::string en = model::RenderReason(u->job.reason);
+  EXPECT_NE(en.find("its queue's retry policy allows 1 attempt (the job asked for 2)"),
+            std::string::npos)
+      << en;
+  const std::string zh = model::RenderReason(u->job.reason, model::Lang::kZh);
+  EXPECT_NE(zh.find("所在队列的重试策略只允许尝试 1 次（作业要求 2 次）"), std::string::npos) << zh;
+  EXPECT_NE(u->events.back().message.find("its queue's retry policy"), std::string::npos);
+}
+
+TEST(SettleAttempt, ACapAboveTheFailuresRetriesCountingTheCappedAttempts) {
+  JobRecord job = Running({Exited(0, 3)});
+  job.spec.retry = {.max_attempts = 5, .backoff_ms = 1000, .on = {"user_code"}};
+  // The top level's cap of 2: the first failure retries, "attempt 1 of 2".
+  auto first = SettleAttempt(job, kNow, model::AttemptCap{2, ""});
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->job.state, JobState::kPending);
+  EXPECT_EQ(first->job.reason.counts.at("max_attempts"), 2);
+  // The second is the last: the cluster's policy, not the queue's, says so.
+  job.failures = 1;
+  auto second = SettleAttempt(job, kNow, model::AttemptCap{2, ""});
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->job.state, JobState::kFailed);
+  EXPECT_EQ(second->job.reason.counts.at("attempts"), 2);
+  EXPECT_FALSE(second->job.reason.counts.contains("retry_cap_queue"));
+  const std::string en = model::RenderReason(second->job.reason);
+  EXPECT_NE(en.find("(after 2 attempts); the cluster's retry policy allows 2 attempts (the job "
+                    "asked for 5)"),
+            std::string::npos)
+      << en;
+}
+
+TEST(SettleAttempt, ACapTheJobsOwnBlockIsUnderChangesNothing) {
+  // The job's own attempts run out first: the usual words, no cap counts.
+  JobRecord job = Running({Exited(0, 3)});
+  job.spec.retry = {.max_attempts = 2, .backoff_ms = 1000, .on = {"user_code"}};
+  job.failures = 1;
+  auto u = SettleAttempt(job, kNow, model::AttemptCap{4, "ml"});
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->job.state, JobState::kFailed);
+  EXPECT_EQ(u->job.reason.counts.at("retries_exhausted"), 1);
+  EXPECT_FALSE(u->job.reason.counts.contains("retry_cap"));
+  EXPECT_NE(model::RenderReason(u->job.reason).find("its retry policy has no attempts left"),
+            std::string::npos);
+  // A class the job does not retry is not the cap's doing either.
+  job.failures = 0;
+  job.spec.retry.on = {"node_lost"};
+  auto excluded = SettleAttempt(job, kNow, model::AttemptCap{1, "ml"});
+  ASSERT_TRUE(excluded);
+  EXPECT_EQ(excluded->job.reason.counts.at("retry_class_excluded"), 1);
+  EXPECT_FALSE(excluded->job.reason.counts.contains("retry_cap"));
 }
 
 TEST(SettleAttempt, ALostOrFencedRunIsANodeLostFailure) {

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "model/job.h"
 #include "model/json.h"
@@ -35,6 +38,19 @@ queues:
 )";
 
 const ResourceKey kGpus{ResourceKind::kGpus, ""};
+
+// A top-level retry cap, one on a parent queue and one on a child.
+constexpr const char* kRetryCapPolicy = R"(
+retry: {max_attempts: 3}
+queues:
+  - name: ml
+    retry: {max_attempts: 1}
+    children:
+      - {name: training}
+      - {name: sweeps, retry: {max_attempts: 5}}
+  - name: vision
+    children: [{name: training}]
+)";
 
 TEST(Policy, ReclaimGraceHasADefaultAndRoundTrips) {
   auto d = ParsePolicy("min_runtime: 5m\n");
@@ -672,6 +688,76 @@ TEST(PolicyTest, SpecLimitsRefuseAJobNamingTheLimitAndItsFigure) {
       << big.error().message;
   spec.tenant = "nlp";  // under the defaults
   EXPECT_TRUE(CheckSpecLimits(*p, spec, 2049).has_value());
+}
+
+TEST(PolicyTest, RetryCapIsAbsentUnlessSetAndRoundTripsAtTheTopAndOnQueues) {
+  auto none = ParsePolicy(kPolicyExample);
+  ASSERT_TRUE(none.has_value()) << none.error().message;
+  EXPECT_FALSE(none->retry.max_attempts);
+  EXPECT_FALSE(AttemptCapOf(*none, "vision/training"));
+  EXPECT_EQ(PolicyToYaml(*none).find("retry"), std::string::npos);
+  EXPECT_FALSE(AttemptCapOf(DefaultPolicy(), "default/default"));
+
+  auto p = ParsePolicy(kRetryCapPolicy);
+  ASSERT_TRUE(p.has_value()) << p.error().field << ": " << p.error().message;
+  EXPECT_EQ(p->retry.max_attempts, 3U);
+  EXPECT_EQ(p->FindQueue("ml")->retry.max_attempts, 1U);
+  EXPECT_FALSE(p->FindQueue("ml/training")->retry.max_attempts);
+  const std::string text = PolicyToYaml(*p);
+  EXPECT_NE(text.find("retry: {max_attempts: 3}"), std::string::npos) << text;
+  auto back = ParsePolicy(text);
+  ASSERT_TRUE(back.has_value()) << back.error().message << "\n" << text;
+  EXPECT_EQ(back->retry, p->retry);
+  for (const auto* path : {"ml", "ml/training", "ml/sweeps", "vision", "vision/training"}) {
+    ASSERT_NE(back->FindQueue(path), nullptr) << path;
+    EXPECT_EQ(back->FindQueue(path)->retry, p->FindQueue(path)->retry) << path;
+  }
+}
+
+TEST(PolicyTest, RetryCapComesFromTheQueueThenItsAncestorsThenTheTopLevel) {
+  auto p = ParsePolicy(kRetryCapPolicy);
+  ASSERT_TRUE(p.has_value()) << p.error().message;
+  auto own = AttemptCapOf(*p, "ml/sweeps");
+  ASSERT_TRUE(own);
+  EXPECT_EQ(own->max_attempts, 5U);
+  EXPECT_EQ(own->queue, "ml/sweeps");
+  auto parent = AttemptCapOf(*p, "ml/training");
+  ASSERT_TRUE(parent);
+  EXPECT_EQ(parent->max_attempts, 1U);
+  EXPECT_EQ(parent->queue, "ml");
+  auto top = AttemptCapOf(*p, "vision/training");
+  ASSERT_TRUE(top);
+  EXPECT_EQ(top->max_attempts, 3U);
+  EXPECT_EQ(top->queue, "");
+  // A queue the policy no longer has still gets the top level's cap.
+  EXPECT_EQ(AttemptCapOf(*p, "gone/queue")->max_attempts, 3U);
+
+  // The fewer of the job's own attempts and the cap; no cap: the job's.
+  EXPECT_EQ(EffectiveMaxAttempts(2, parent), 1U);
+  EXPECT_EQ(EffectiveMaxAttempts(3, own), 3U);
+  EXPECT_EQ(EffectiveMaxAttempts(7, own), 5U);
+  EXPECT_EQ(EffectiveMaxAttempts(7, std::nullopt), 7U);
+}
+
+TEST(PolicyTest, BadRetryCapsAreRefusedNamingTheFieldAndTheFix) {
+  const std::vector<std::tuple<std::string, std::string, std::string>> cases{
+      {"retry: {max_attempts: 0}\n", "retry.max_attempts", "1 (retries off)"},
+      {"retry: {max_attempts: 101}\n", "retry.max_attempts", "to 100"},
+      {"retry: {max_attempts: two}\n", "retry.max_attempts", "whole number"},
+      {"retry: {max_attempts: -1}\n", "retry.max_attempts", "whole number"},
+      {"retry: {}\n", "retry.max_attempts", "is required"},
+      {"retry: {attempts: 1}\n", "retry.attempts", "max_attempts"},
+      {"retry: 1\n", "retry", "max_attempts: 1"},
+      {"queues:\n  - {name: ml, retry: {max_attempts: 0}}\n", "queues[0].retry.max_attempts",
+       "1 (retries off)"},
+      {"queues:\n  - name: ml\n    children: [{name: t, retry: {backoff: 1s}}]\n",
+       "queues[0].children[0].retry.backoff", "max_attempts"}};
+  for (const auto& [yaml, field, words] : cases) {
+    auto p = ParsePolicy(yaml);
+    ASSERT_FALSE(p.has_value()) << yaml;
+    EXPECT_EQ(p.error().field, field) << yaml << p.error().message;
+    EXPECT_NE(p.error().message.find(words), std::string::npos) << yaml << p.error().message;
+  }
 }
 
 }  // namespace

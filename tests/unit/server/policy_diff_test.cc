@@ -78,5 +78,20 @@ TEST(PolicyChanges, QueuesAndQuotas) {
   EXPECT_EQ(PolicyChanges(*to, *to)["quota_changes"], json::array());
 }
 
+TEST(PolicyChanges, ARetryCapIsATopLevelSettingOrAQueueField) {
+  auto from = model::ParsePolicy("queues:\n  - name: vision\n    children: [{name: training}]\n");
+  auto to = model::ParsePolicy(
+      "retry: {max_attempts: 2}\nqueues:\n  - name: vision\n"
+      "    children: [{name: training, retry: {max_attempts: 1}}]\n");
+  ASSERT_TRUE(from.has_value()) << from.error().field << ": " << from.error().message;
+  ASSERT_TRUE(to.has_value()) << to.error().field << ": " << to.error().message;
+  json c = PolicyChanges(*from, *to);
+  EXPECT_EQ(c["settings_changed"], json::array({"retry"}));
+  EXPECT_EQ(c["queue_changes"], json::parse(R"([
+              {"queue": "vision/training", "field": "retry_max_attempts", "from": null, "to": 1}])"));
+  EXPECT_EQ(PolicyChanges(*to, *to)["queue_changes"], json::array());
+  EXPECT_EQ(PolicyChanges(*to, *to)["settings_changed"], json::array());
+}
+
 }  // namespace
 }  // namespace berth::server
