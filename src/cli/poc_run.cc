@@ -614,6 +614,8 @@ PocStepResult PocRunner::RunStep(const Step& step, std::map<std::string, std::st
     }
     case StepKind::kHttp:
       return HttpStep(step, jobs, evidence);
+    case StepKind::kHttpLoad:
+      return HttpLoad(step, jobs, evidence);
     case StepKind::kBurst:
       return RunBurst(step, jobs, evidence);
     case StepKind::kExpectBurst:

@@ -139,6 +139,10 @@ class PocRunner {
   std::string ReadGateway();
   PocStepResult HttpStep(const Step& step, const std::map<std::string, std::string>& jobs,
                          json& evidence);
+  // http_load: the http step's call kept step.load_concurrency at once in
+  // flight for step.load_duration_ms (poc_load.h); its figures as evidence.
+  PocStepResult HttpLoad(const Step& step, const std::map<std::string, std::string>& jobs,
+                         json& evidence);
   // The replicas of the services case `c` applied, as samples, then the
   // services deleted and their replicas waited for (the case's cleanup).
   void EndCaseServices(const Case& c, const Result<json>& alerts, json& out);
