@@ -181,6 +181,29 @@ std::string PocErrorsAndAlerts(const json& s) {
   return out.empty() ? "-" : out;
 }
 
+// A sample's state; a service replica that took held calls says its cold
+// start as berthd measured it.
+std::string PocSampleState(const json& s) {
+  if (auto cold = Int(s, "cold_start_ms")) {
+    return fmt::format("{} (scaled from zero: cold start {} ms)", Text(s, "state"), *cold);
+  }
+  return Text(s, "state");
+}
+
+// What a case's own cleanup did (the services it applied, deleted when it
+// ended), for both renderers; "" when it had nothing of its own to undo.
+std::string PocCaseCleanupText(const json& c) {
+  const json* cleanup = Field(c, "cleanup");
+  if (cleanup == nullptr || !cleanup->is_object()) return "";
+  std::string deleted;
+  for (const auto& s : Array(*cleanup, "services_deleted")) {
+    deleted += (deleted.empty() ? "" : ", ") + ValueText(s);
+  }
+  std::string out = fmt::format("services deleted: {}", deleted.empty() ? "none" : deleted);
+  for (const auto& p : Array(*cleanup, "service_problems")) out += "; problem: " + ValueText(p);
+  return out;
+}
+
 // The samples table's rows, the same cells for both renderers.
 std::vector<std::vector<std::string>> PocSampleRows(const json& c) {
   std::vector<std::vector<std::string>> rows;
@@ -192,7 +215,7 @@ std::vector<std::vector<std::string>> PocSampleRows(const json& c) {
     rows.push_back(
         {Text(s, "name"), IntText(s, "job_id"),
          fmt::format("{} / {} / {}", Text(s, "tenant"), Text(s, "user"), Text(s, "queue")),
-         PocResources(s), Text(s, "expected"), Text(s, "state"), PocMs(s, "queueing_ms"),
+         PocResources(s), Text(s, "expected"), PocSampleState(s), PocMs(s, "queueing_ms"),
          PocMs(s, "run_ms"), PocFailure(s), PocTelemetry(s), PocErrorsAndAlerts(s)});
   }
   return rows;
@@ -415,6 +438,9 @@ std::string RenderMarkdown(const json& report) {
     out += fmt::format("Evidence: jobs {}; audit records {}; requests: {}\n\n",
                        PocIds(Array(ev, "jobs")), PocIds(Array(ev, "audit_records")),
                        requests.empty() ? "-" : PocMdCell(requests));
+    if (const std::string cleaned = PocCaseCleanupText(c); !cleaned.empty()) {
+      out += fmt::format("Case cleanup: {}.\n\n", PocMdCell(cleaned));
+    }
   }
   const json cleanup = report.value("cleanup", json::object());
   out += "## Cleanup\n\n";
@@ -552,6 +578,9 @@ std::string RenderHtml(const json& report) {
     out += fmt::format("<p>Evidence: jobs {}; audit records {}.</p>\n",
                        PocH(PocIds(Array(ev, "jobs"))), PocH(PocIds(Array(ev, "audit_records"))));
     if (!reqs.empty()) PocHtmlTable(out, {"API request", "as", "status"}, reqs);
+    if (const std::string cleaned = PocCaseCleanupText(c); !cleaned.empty()) {
+      out += fmt::format("<p>Case cleanup: {}.</p>\n", PocH(cleaned));
+    }
     out += "</section>\n";
   }
   const json cleanup = report.value("cleanup", json::object());

@@ -1,15 +1,10 @@
 #include "cli/poc_run.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <map>
 #include <optional>
 #include <set>
@@ -21,18 +16,37 @@
 #include "cli/poc_cleanup.h"
 #include "cli/poc_http.h"
 #include "cli/poc_meter.h"
+#include "cli/poc_runner.h"
 #include "cli/version.h"
 #include "common/units.h"
 
-namespace berth::cli::poc {
+namespace berth::cli::poc::runner {
 namespace {
-
-using nlohmann::json;
 
 // How much of an answer a request step keeps to judge; logs can be long.
 constexpr std::size_t kPocMaxBody = std::size_t{1} << 20;
 // How much of an answer the report quotes.
 constexpr std::size_t kPocQuote = 300;
+
+PocAnswer PocFromError(const Error& e) {
+  PocAnswer a;
+  a.status = HttpStatus(e.code);
+  a.doc = json{{"error", {{"code", CodeName(e.code)}, {"field", e.field}, {"message", e.message}}}};
+  a.body = a.doc.dump();
+  return a;
+}
+
+// The run ids of a job's placement, sorted and comma-joined ("" for none).
+std::string PocRunIds(const json& job) {
+  std::vector<std::string> ids;
+  for (const auto& p : Array(job, "placement")) ids.push_back(Text(p, "run_id"));
+  std::sort(ids.begin(), ids.end());
+  std::string out;
+  for (const auto& id : ids) out += (out.empty() ? "" : ",") + id;
+  return out;
+}
+
+}  // namespace
 
 bool PocTerminal(const std::string& state) {
   return state == "Succeeded" || state == "Failed" || state == "Cancelled";
@@ -41,24 +55,6 @@ bool PocTerminal(const std::string& state) {
 std::string PocQuote(std::string_view text) {
   if (text.size() <= kPocQuote) return std::string(text);
   return std::string(text.substr(0, kPocQuote)) + "...";
-}
-
-// An API answer as a step judges it: the HTTP status (for an error, the one
-// its code maps to; for success 200, since the CLI's client reads any 2xx as
-// success) and the body's text.
-struct PocAnswer {
-  int status = 0;
-  std::string body;
-  json doc;  // the body as JSON where it is JSON
-  bool ok() const { return status / 100 == 2; }
-};
-
-PocAnswer PocFromError(const Error& e) {
-  PocAnswer a;
-  a.status = HttpStatus(e.code);
-  a.doc = json{{"error", {{"code", CodeName(e.code)}, {"field", e.field}, {"message", e.message}}}};
-  a.body = a.doc.dump();
-  return a;
 }
 
 PocAnswer PocGet(ApiClient& api, const std::string& path) {
@@ -98,15 +94,6 @@ std::string PocStatusText(int status) {
   return status / 100 == 2 ? "2xx" : std::to_string(status);
 }
 
-// What one address of the server list answers on GET /healthz.
-struct PocHealth {
-  std::string url;     // as given
-  std::string role;    // leader, standby, "" (single berthd), or "" with error
-  std::string leader;  // the lease holder it names
-  std::int64_t term = 0;
-  std::string error;  // when it did not answer
-};
-
 std::string PocHealthText(const PocHealth& h) {
   if (!h.error.empty()) return fmt::format("{}: no answer ({})", h.url, PocQuote(h.error));
   if (h.role == "leader") return fmt::format("{}: leader at term {}", h.url, h.term);
@@ -131,128 +118,6 @@ std::optional<std::size_t> PocLeaderOf(const std::vector<PocHealth>& seen) {
   }
   return std::nullopt;
 }
-
-// The run ids of a job's placement, sorted and comma-joined ("" for none).
-std::string PocRunIds(const json& job) {
-  std::vector<std::string> ids;
-  for (const auto& p : Array(job, "placement")) ids.push_back(Text(p, "run_id"));
-  std::sort(ids.begin(), ids.end());
-  std::string out;
-  for (const auto& id : ids) out += (out.empty() ? "" : ",") + id;
-  return out;
-}
-
-// The outcome of one step.
-struct PocStepResult {
-  bool ok = true;
-  std::string expected;
-  std::string actual;
-};
-
-class PocRunner {
- public:
-  PocRunner(ApiClient& admin, const Suite& suite, const RunOptions& opt)
-      : admin_(admin), suite_(suite), opt_(opt) {}
-
-  Result<json> Run();
-
- private:
-  TimeMs Now() const { return opt_.clock->NowMs(); }
-  ApiClient& ClientOf(const std::string& as) {
-    if (as == "admin") return admin_;
-    return *clients_.at(as);
-  }
-  std::string ActorName(const std::string& as) const {
-    return as == "admin" ? admin_name_ : identities_.at(as);
-  }
-
-  Status Preflight();
-  json Fingerprint();
-  Status Setup();
-  json RunCase(const Case& c);
-  std::vector<std::string> Unmet(const Case& c);
-  // What each address of the server list answers on GET /healthz.
-  std::vector<PocHealth> Health() const;
-  PocStepResult Failover(const Step& step, json& evidence);
-  PocStepResult RunStep(const Step& step, std::map<std::string, std::string>& jobs, json& evidence);
-  PocStepResult Judge(const Step& step, const PocAnswer& a, const std::string& what,
-                      const std::map<std::string, std::string>& jobs);
-  // `alerts`: GET /v1/alerts?all=true, read once for all of a case's samples.
-  json Sample(const std::string& bound, std::uint64_t id, const Case& c,
-              const Result<json>& alerts) const;
-  json Cleanup();
-  // Cancels those of `ids` still live and waits for them to end; counts in
-  // `c` (jobs_cancelled, jobs_already_ended, problems).
-  void CancelLive(const std::vector<std::uint64_t>& ids, json& c);
-  Result<std::string> Expand(std::string_view text, std::map<std::string, std::string> jobs) {
-    jobs["gpus"] = std::to_string(HealthyGpus());
-    jobs["model_server"] = opt_.model_server;
-    if (!gateway_url_.empty()) jobs["gateway"] = gateway_url_;
-    return ExpandPlaceholders(text, opt_.run, tenants_, jobs);
-  }
-  std::int64_t HealthyGpus() const {
-    std::int64_t healthy = 0;
-    for (const auto& g : gpus_) healthy += Text(g, "health") == "healthy" ? 1 : 0;
-    return healthy;
-  }
-  PocAnswer RequestOnce(const Step& step, const std::string& path, const std::string& body);
-  // bind: {from, where, field}: the first item of the answer's list that
-  // meets every where, its field in `picked`; `r` failed when none does.
-  PocStepResult PickBound(const Step& step, const PocAnswer& a,
-                          const std::map<std::string, std::string>& jobs, PocStepResult r,
-                          std::string& picked);
-  // The operator asked the run to stop (RunOptions::interrupted).
-  bool Interrupted() const { return opt_.interrupted && opt_.interrupted() != 0; }
-  std::string SignalName() const {
-    const int sig = opt_.interrupted ? opt_.interrupted() : 0;
-    return opt_.signal_name ? opt_.signal_name(sig) : fmt::format("signal {}", sig);
-  }
-  // A case the interrupted run did not start: in the report as not run.
-  json NotRun(const Case& c) const;
-  // GET /v1/services' `gateway`: sets gateway_url_ (empty when absent) and
-  // returns why the gateway cannot be used ("" when it is up).
-  std::string ReadGateway();
-  PocStepResult HttpStep(const Step& step, const std::map<std::string, std::string>& jobs,
-                         json& evidence);
-  // The replicas of the services case `c` applied, as samples, then the
-  // services deleted and their replicas waited for (the case's cleanup).
-  void EndCaseServices(const Case& c, const Result<json>& alerts, json& out);
-  PocStepResult RunBurst(const Step& step, const std::map<std::string, std::string>& jobs,
-                         json& evidence);
-  PocStepResult ExpectBurst(const Step& step);
-
-  // A burst of the case running now, by its bind name.
-  struct Burst {
-    TimeMs began_ms = 0;
-    std::vector<BurstSubmission> parts;
-    std::vector<BurstJob> jobs;
-    std::string expected;  // what its expect_burst asked, for the sample
-    bool settled = false;
-  };
-  std::map<std::string, Burst> bursts_;
-
-  ApiClient& admin_;
-  const Suite& suite_;
-  const RunOptions& opt_;
-  std::string admin_name_;
-  TimeMs started_ms_ = 0;
-  TimeMs case_began_ms_ = 0;  // the case running now
-  std::int64_t policy_before_ = 0;
-  std::int64_t policy_during_ = 0;
-  std::map<std::string, std::string> tenants_;     // short -> real
-  std::map<std::string, std::string> identities_;  // short -> real, those created
-  std::map<std::string, std::unique_ptr<ApiClient>> clients_;
-  std::vector<std::pair<std::string, std::string>> tokens_;  // id, identity
-  std::vector<std::uint64_t> jobs_;                          // every job the run made
-  std::map<std::string, std::string> tokens_of_;             // short identity -> its token
-  // Services the run applied and has not deleted yet (tenant, name), and
-  // those of the case running now.
-  std::vector<std::pair<std::string, std::string>> services_;
-  std::vector<std::pair<std::string, std::string>> case_services_;
-  std::string gateway_url_;  // as GET /v1/services showed it; "" when none
-  json nodes_ = json::array();
-  json gpus_ = json::array();
-};
 
 Status PocRunner::Preflight() {
   auto me = admin_.Get("/v1/whoami");
@@ -385,24 +250,6 @@ Status PocRunner::Setup() {
     clients_[id.name] = std::make_unique<ApiClient>(opt_.client_for(Text(*token, "token")));
   }
   return Ok();
-}
-
-std::vector<PocHealth> PocRunner::Health() const {
-  std::vector<PocHealth> seen;
-  for (std::size_t i = 0; i < admin_.urls().size(); ++i) {
-    PocHealth h;
-    h.url = admin_.urls()[i].text;
-    auto got = admin_.GetFrom(i, "/healthz");
-    if (!got) {
-      h.error = got.error().message;
-    } else {
-      h.role = Text(*got, "role") == "-" ? "" : Text(*got, "role");
-      h.leader = Text(*got, "leader") == "-" ? "" : Text(*got, "leader");
-      h.term = Int(*got, "term").value_or(0);
-    }
-    seen.push_back(std::move(h));
-  }
-  return seen;
 }
 
 std::vector<std::string> PocRunner::Unmet(const Case& c) {
@@ -767,6 +614,8 @@ PocStepResult PocRunner::RunStep(const Step& step, std::map<std::string, std::st
     }
     case StepKind::kHttp:
       return HttpStep(step, jobs, evidence);
+    case StepKind::kHttpLoad:
+      return HttpLoad(step, jobs, evidence);
     case StepKind::kBurst:
       return RunBurst(step, jobs, evidence);
     case StepKind::kExpectBurst:
@@ -800,258 +649,6 @@ PocStepResult PocRunner::RunStep(const Step& step, std::map<std::string, std::st
     }
   }
   return {false, "a known step", "unknown step"};
-}
-
-std::string PocRunner::ReadGateway() {
-  gateway_url_.clear();
-  auto listed = admin_.Get("/v1/services?limit=1");
-  if (!listed) return "GET /v1/services: " + listed.error().message;
-  const json* gw = Field(*listed, "gateway");
-  if (gw == nullptr || !gw->is_object()) {
-    return "GET /v1/services shows no gateway: berthd runs none (start it with --gateway-listen "
-           "HOST:PORT; HAProxy must be installed)";
-  }
-  gateway_url_ = Text(*gw, "url");
-  if (!gw->value("up", false)) {
-    return fmt::format(
-        "GET /v1/services shows the gateway at {} down (its last sync failed; berthd's log says "
-        "why)",
-        gateway_url_);
-  }
-  return {};
-}
-
-PocStepResult PocRunner::HttpStep(const Step& step, const std::map<std::string, std::string>& jobs,
-                                  json& evidence) {
-  auto url = Expand(step.path, jobs);
-  if (!url) return {false, step.path, url.error().message};
-  auto body = Expand(step.body, jobs);
-  if (!body) return {false, step.body, body.error().message};
-  const auto token = tokens_of_.find(step.as);
-  const TimeMs sent = Now();
-  const HttpCallAnswer got = CallUrl(
-      step.method, *url, token == tokens_of_.end() ? "" : token->second, *body, step.within_ms);
-  const TimeMs took = Now() - sent;
-  evidence["requests"].push_back(
-      {{"as", ActorName(step.as)},
-       {"request", step.method + " " + *url},
-       {"status", got.status == 0 ? std::string("no answer") : PocStatusText(got.status)},
-       {"took_ms", took}});
-  PocAnswer a;
-  a.status = got.status;
-  a.body = got.status == 0 ? got.error : got.body;
-  PocStepResult r =
-      Judge(step, a, fmt::format("{} {} as {}", step.method, *url, ActorName(step.as)), jobs);
-  r.expected += fmt::format(" within {}", FormatDurationMs(step.within_ms));
-  if (got.status == 0) {
-    r.ok = false;
-    r.actual = "no answer: " + PocQuote(got.error);
-  }
-  r.actual += fmt::format(" (after {} ms)", took);
-  return r;
-}
-
-void PocRunner::EndCaseServices(const Case& c, const Result<json>& alerts, json& out) {
-  if (case_services_.empty()) return;
-  for (const auto& [tenant, name] : case_services_) {
-    auto service = admin_.Get(fmt::format("/v1/services/{}/{}", tenant, name));
-    if (!service) continue;
-    std::set<std::uint64_t> replicas;
-    for (const auto& r : Array(*service, "status.replicas")) {
-      if (auto id = Int(r, "job")) replicas.insert(static_cast<std::uint64_t>(*id));
-    }
-    if (auto cold = Int(*service, "status.last_cold_start.job")) {
-      replicas.insert(static_cast<std::uint64_t>(*cold));
-    }
-    for (auto id : replicas) {
-      json sample = Sample(fmt::format("{} replica", name), id, c, alerts);
-      sample["service"] = tenant + "/" + name;
-      sample["expected"] =
-          fmt::format("a replica of service {}/{}, started by its controller", tenant, name);
-      out["samples"].push_back(std::move(sample));
-    }
-  }
-  // A case leaves no service behind: deleted now, its replicas stopped.
-  json ended{{"services_deleted", json::array()}, {"problems", json::array()}};
-  DeleteServices(admin_, case_services_, {opt_.clock, opt_.sleep, opt_.poll_ms}, ended);
-  for (const auto& made : case_services_) {
-    services_.erase(std::remove(services_.begin(), services_.end(), made), services_.end());
-  }
-  out["cleanup"]["services_deleted"] = ended["services_deleted"];
-  if (!ended["problems"].empty()) out["cleanup"]["service_problems"] = ended["problems"];
-}
-
-// Submits every tenant's part at once (a thread and an identity each).
-PocStepResult PocRunner::RunBurst(const Step& step, const std::map<std::string, std::string>& jobs,
-                                  json& evidence) {
-  Burst burst;
-  std::vector<BurstPart> parts;
-  std::int64_t asked = 0;
-  for (const auto& t : step.burst) {
-    BurstPart part{t.tenant, ActorName(t.as), "", &ClientOf(t.as), {}};
-    if (auto q = YAML::Load(t.spec)["queue"]; q && q.IsScalar()) part.queue = q.as<std::string>();
-    const std::int64_t n = t.count * opt_.scale;
-    asked += n;
-    for (std::int64_t i = 1; i <= n; ++i) {
-      std::string text = t.spec;
-      const std::string index = std::to_string(i);
-      for (auto at = text.find("${burst.index}"); at != std::string::npos;
-           at = text.find("${burst.index}", at + index.size())) {
-        text.replace(at, std::string_view("${burst.index}").size(), index);
-      }
-      auto spec = Expand(text, jobs);
-      if (!spec) return {false, "a job spec", spec.error().message};
-      part.specs.push_back(std::move(*spec));
-    }
-    parts.push_back(std::move(part));
-  }
-  burst.began_ms = Now();
-  burst.parts = SubmitBurst(parts, *opt_.clock, opt_.sleep);
-  const TimeMs took = Now() - burst.began_ms;
-  std::int64_t made = 0;
-  std::int64_t refused = 0;
-  std::string who;
-  std::string refusal;
-  json ids = json::array();
-  for (const auto& p : burst.parts) {
-    for (auto id : p.ids) {
-      ids.push_back(id);
-      BurstJob job;
-      job.id = id;
-      job.tenant = p.tenant;
-      burst.jobs.push_back(std::move(job));
-    }
-    made += static_cast<std::int64_t>(p.ids.size());
-    refused += p.refused;
-    if (refusal.empty() && !p.first_refusal.empty()) refusal = p.tenant + ": " + p.first_refusal;
-    who += fmt::format("{}{}: {} as {} in {}", who.empty() ? "" : ", ", p.tenant, p.ids.size(),
-                       p.actor, FormatDurationMs(p.ended_ms - p.began_ms));
-    evidence["requests"].push_back(
-        {{"as", p.actor},
-         {"request",
-          fmt::format("POST /v1/jobs x{} (burst {})", p.ids.size() + p.refused, step.bind)},
-         {"status", p.refused == 0 ? std::string("2xx")
-                                   : fmt::format("{} 2xx, {} refused", p.ids.size(), p.refused)}});
-  }
-  evidence["bursts"][step.bind] = std::move(ids);
-  PocStepResult r;
-  r.ok = refused == 0;
-  r.expected = fmt::format("{} jobs from {} tenant(s) submitted concurrently (scale {})", asked,
-                           step.burst.size(), opt_.scale);
-  r.actual = fmt::format("{} submitted, {} refused in {} ({}){}", made, refused,
-                         FormatDurationMs(took), who, refusal.empty() ? "" : "; " + refusal);
-  bursts_[step.bind] = std::move(burst);
-  return r;
-}
-
-// Watches the burst's jobs (GET /v1/jobs per tenant) until each is in a
-// wanted or final state or the time is up, then judges the figures.
-PocStepResult PocRunner::ExpectBurst(const Step& step) {
-  Burst& burst = bursts_.at(step.job);
-  const BurstExpectation& e = step.burst_expect;
-  std::set<std::string> tenants;
-  for (const auto& j : burst.jobs) tenants.insert(j.tenant);
-  const TimeMs deadline = burst.began_ms + e.within_ms * opt_.scale;
-  std::string error;
-  std::string stopped_early;
-  while (true) {
-    json rows = json::array();
-    for (const auto& t : tenants) {
-      auto page = GetAllPages(admin_, "/v1/jobs", {{"tenant", tenants_.at(t)}, {"limit", "5000"}},
-                              "jobs", 0, PageOrder::kAppend);
-      if (!page) {
-        error = page.error().message;
-        continue;
-      }
-      if (page->is_array()) {
-        for (auto& row : *page) rows.push_back(std::move(row));
-      }
-    }
-    ObserveBurst(burst.jobs, rows);
-    burst.settled = std::all_of(burst.jobs.begin(), burst.jobs.end(), [&e](const BurstJob& j) {
-      return PocTerminal(j.state) ||
-             std::find(e.states.begin(), e.states.end(), j.state) != e.states.end();
-    });
-    if (burst.settled || Now() >= deadline || BurstDoomed(e, burst.jobs, opt_.scale, Now())) {
-      break;
-    }
-    opt_.sleep(opt_.poll_ms);
-  }
-  if (!burst.settled && Now() < deadline) {
-    stopped_early = fmt::format(" (stopped watching after {}: it cannot pass any more)",
-                                FormatDurationMs(Now() - burst.began_ms));
-  }
-  const json figures = AggregateBurst(burst.jobs, Now());
-  const BurstVerdict v = JudgeBurst(e, figures, opt_.scale, burst.settled);
-  burst.expected = v.expected;
-  PocStepResult r{v.ok, fmt::format("burst {}: {}", step.job, v.expected),
-                  v.actual + stopped_early};
-  if (!error.empty()) r.actual += fmt::format(" (listing jobs: {})", PocQuote(error));
-  return r;
-}
-
-// Runs the operator's command against the leader, then polls every
-// address until a different berthd leads at a higher term.
-PocStepResult PocRunner::Failover(const Step& step, json& evidence) {
-  PocStepResult r;
-  r.ok = false;
-  r.expected = fmt::format(
-      "--failover-command stops the leader and a different berthd leads at a "
-      "higher term within {}",
-      FormatDurationMs(step.within_ms));
-  const auto before = Health();
-  const auto lead = PocLeaderOf(before);
-  json ev{{"command", opt_.failover_command}, {"before", PocHealthList(before)}};
-  if (!lead) {
-    r.actual = "no berthd answers as leader before the failover: " + PocHealthList(before);
-    evidence["failover"] = std::move(ev);
-    return r;
-  }
-  const PocHealth old = before[*lead];
-  ev["old_leader"] = old.leader;
-  ev["old_leader_url"] = old.url;
-  ev["old_term"] = old.term;
-  const TimeMs began = Now();
-  const CommandOutcome ran = opt_.run_command ? opt_.run_command(opt_.failover_command, old.url)
-                                              : RunFailoverCommand(opt_.failover_command, old.url);
-  const TimeMs stopped = Now();
-  ev["exit_status"] = ran.exit_status;
-  ev["output_tail"] = ran.output_tail;
-  ev["command_ms"] = stopped - began;
-  if (ran.exit_status != 0) {
-    r.actual = fmt::format("the failover command exited {}: {}", ran.exit_status,
-                           PocQuote(ran.output_tail));
-    evidence["failover"] = std::move(ev);
-    return r;
-  }
-  const TimeMs deadline = stopped + step.within_ms;
-  std::vector<PocHealth> seen;
-  while (true) {
-    seen = Health();
-    for (const auto& h : seen) {
-      if (h.error.empty() && h.role == "leader" && h.leader != old.leader && h.term > old.term) {
-        const TimeMs took = Now() - stopped;
-        ev["new_leader"] = h.leader;
-        ev["new_leader_url"] = h.url;
-        ev["new_term"] = h.term;
-        ev["takeover_ms"] = took;
-        ev["after"] = PocHealthList(seen);
-        r.ok = true;
-        r.actual = fmt::format(
-            "{} (term {}) stopped by the command (exit 0); {} leads at term {} {} ms after it",
-            old.url, old.term, h.url, h.term, took);
-        evidence["failover"] = std::move(ev);
-        return r;
-      }
-    }
-    if (Now() >= deadline || Interrupted()) break;
-    opt_.sleep(opt_.poll_ms);
-  }
-  ev["after"] = PocHealthList(seen);
-  r.actual = fmt::format("no other berthd leads at a term above {} after {}: {}", old.term,
-                         FormatDurationMs(step.within_ms), PocHealthList(seen));
-  evidence["failover"] = std::move(ev);
-  return r;
 }
 
 json PocRunner::Sample(const std::string& bound, std::uint64_t id, const Case& c,
@@ -1179,6 +776,8 @@ json PocRunner::Sample(const std::string& bound, std::uint64_t id, const Case& c
   return s;
 }
 
+namespace {
+
 // What the report says of case `c` whatever happens to it: its identity,
 // weight and risk, and empty steps, samples and evidence.
 json PocCaseHeader(const Case& c) {
@@ -1197,6 +796,8 @@ json PocCaseHeader(const Case& c) {
       {"evidence",
        {{"jobs", json::array()}, {"requests", json::array()}, {"audit_records", json::array()}}}};
 }
+
+}  // namespace
 
 json PocRunner::RunCase(const Case& c) {
   json out = PocCaseHeader(c);
@@ -1359,7 +960,11 @@ Result<json> PocRunner::Run() {
   return report;
 }
 
-}  // namespace
+}  // namespace berth::cli::poc::runner
+
+namespace berth::cli::poc {
+
+using nlohmann::json;
 
 std::optional<std::string> PickBoundValue(const json& answer, const std::string& from,
                                           const std::vector<BindWhere>& where,
@@ -1399,63 +1004,8 @@ std::string RunPrefix(TimeMs now_ms) {
   return "poc-" + out;
 }
 
-CommandOutcome RunFailoverCommand(const std::string& command, const std::string& leader) {
-  constexpr std::size_t kTail = 2000;
-  CommandOutcome out;
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
-    out.output_tail = "cannot make a pipe for the command's output";
-    return out;
-  }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
-  std::vector<std::string> env_text;
-  for (char** e = environ; *e != nullptr; ++e) {
-    if (!std::string_view(*e).starts_with("BERTH_POC_LEADER=")) env_text.emplace_back(*e);
-  }
-  env_text.push_back("BERTH_POC_LEADER=" + leader);
-  std::vector<char*> envp;
-  for (auto& e : env_text) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::string sh = "/bin/sh";
-  std::string dash_c = "-c";
-  std::string cmd = command;
-  char* argv[] = {sh.data(), dash_c.data(), cmd.data(), nullptr};
-  pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, "/bin/sh", &actions, nullptr, argv, envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(fds[1]);
-  if (spawned != 0) {
-    ::close(fds[0]);
-    out.output_tail = fmt::format("cannot start /bin/sh: error {}", spawned);
-    return out;
-  }
-  std::string output;
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = ::read(fds[0], buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    output.append(buf, static_cast<std::size_t>(n));
-    if (output.size() > 2 * kTail) output.erase(0, output.size() - kTail);
-  }
-  ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  out.exit_status = WIFEXITED(status)     ? WEXITSTATUS(status)
-                    : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
-                                          : -1;
-  if (output.size() > kTail) output.erase(0, output.size() - kTail);
-  out.output_tail = std::move(output);
-  return out;
-}
-
 Result<json> RunSuite(ApiClient& admin, const Suite& suite, const RunOptions& options) {
-  PocRunner runner(admin, suite, options);
+  runner::PocRunner runner(admin, suite, options);
   return runner.Run();
 }
 

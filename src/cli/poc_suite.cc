@@ -319,7 +319,8 @@ Status PocParseHttpStep(const YAML::Node& n, const std::string& field, const Poc
                         Step& step) {
   step.kind = StepKind::kHttp;
   BERTH_RETURN_IF_ERROR(PocOnlyKeys(
-      n, field, {"as", "get", "post", "body", "status", "contains", "not_contains", "within"}));
+      n, field,
+      {"as", "get", "post", "body", "status", "contains", "not_contains", "within", "cold_start"}));
   auto as = PocString(n, field, "as", true);
   if (!as) return PocBad(PocSub(field, "as"), "is required: the identity whose token is shown");
   if (!scope.identities.contains(*as)) {
@@ -356,6 +357,61 @@ Status PocParseHttpStep(const YAML::Node& n, const std::string& field, const Poc
     if (!ms) return std::unexpected(ms.error());
     step.within_ms = *ms;
   }
+  if (n["cold_start"]) {
+    auto v = PocBool(n["cold_start"], PocSub(field, "cold_start"));
+    if (!v) return std::unexpected(v.error());
+    if (*v && !n["within"]) {
+      return PocBad(PocSub(field, "within"),
+                    "is required with cold_start: the cold-start target, e.g. 10s");
+    }
+    step.cold_start = *v;
+  }
+  return Ok();
+}
+
+// Most calls an http_load keeps in flight, and its longest duration.
+constexpr std::int64_t kPocMaxLoadConcurrency = 64;
+constexpr std::int64_t kPocMaxLoadMs = std::int64_t{600} * 1000;
+
+// An `http_load` step: the http step's call (the same keys, the same
+// ${gateway}-only rule) kept `concurrency` at once in flight for `duration`.
+Status PocParseHttpLoadStep(const YAML::Node& n, const std::string& field, const PocScope& scope,
+                            Step& step) {
+  if (!n.IsMap()) {
+    return PocBad(field,
+                  "is a mapping: {as, post: ${gateway}/s/TENANT/NAME/PATH, body, concurrency: 4, "
+                  "duration: 10s}");
+  }
+  YAML::Node call(YAML::NodeType::Map);
+  for (const auto& kv : n) {
+    const auto key = kv.first.as<std::string>();
+    if (key == "cold_start") {
+      return PocBad(PocSub(field, key),
+                    "is for an http step: a load's calls are not one cold start");
+    }
+    if (key != "concurrency" && key != "duration") call[key] = kv.second;
+  }
+  BERTH_RETURN_IF_ERROR(PocParseHttpStep(call, field, scope, step));
+  step.kind = StepKind::kHttpLoad;
+  if (!n["concurrency"]) {
+    return PocBad(PocSub(field, "concurrency"),
+                  fmt::format("is required: the calls kept in flight at once, 1 to {}",
+                              kPocMaxLoadConcurrency));
+  }
+  auto concurrency =
+      PocInt(n["concurrency"], PocSub(field, "concurrency"), 1, kPocMaxLoadConcurrency);
+  if (!concurrency) return std::unexpected(concurrency.error());
+  step.load_concurrency = *concurrency;
+  auto duration = PocString(n, field, "duration", true);
+  if (!duration) {
+    return PocBad(PocSub(field, "duration"), "is required: how long the load lasts, e.g. 10s");
+  }
+  auto ms = ParseDurationMs(*duration, kPocMaxLoadMs);
+  if (!ms || *ms < 1000) {
+    return PocBad(PocSub(field, "duration"),
+                  fmt::format("'{}' is not a duration from 1s to 10m; write e.g. 10s", *duration));
+  }
+  step.load_duration_ms = *ms;
   return Ok();
 }
 
@@ -541,7 +597,7 @@ Result<Step> PocParseStep(const YAML::Node& node, const std::string& at, PocScop
   if (!node.IsMap() || node.size() != 1) {
     return PocBad(at,
                   "a step is a mapping with one key: submit, wait, expect, cancel, request, http, "
-                  "audit, metered, failover, burst or expect_burst");
+                  "http_load, audit, metered, failover, burst or expect_burst");
   }
   const auto kind = node.begin()->first.as<std::string>();
   const YAML::Node n = node.begin()->second;
@@ -697,6 +753,8 @@ Result<Step> PocParseStep(const YAML::Node& node, const std::string& at, PocScop
     if (step.bind_from.empty()) step.bind_field = bind_field->empty() ? "id" : *bind_field;
   } else if (kind == "http") {
     BERTH_RETURN_IF_ERROR(PocParseHttpStep(n, field, scope, step));
+  } else if (kind == "http_load") {
+    BERTH_RETURN_IF_ERROR(PocParseHttpLoadStep(n, field, scope, step));
   } else if (kind == "audit") {
     step.kind = StepKind::kAudit;
     BERTH_RETURN_IF_ERROR(PocOnlyKeys(n, field, {"action", "object", "actor"}));
@@ -745,9 +803,10 @@ Result<Step> PocParseStep(const YAML::Node& node, const std::string& at, PocScop
     step.kind = StepKind::kExpectBurst;
     BERTH_RETURN_IF_ERROR(PocParseBurstExpect(n, field, scope, step));
   } else {
-    return PocBad(field,
-                  "unknown step; use submit, wait, expect, cancel, request, http, audit, metered, "
-                  "failover, burst or expect_burst");
+    return PocBad(
+        field,
+        "unknown step; use submit, wait, expect, cancel, request, http, http_load, audit, "
+        "metered, failover, burst or expect_burst");
   }
   BERTH_RETURN_IF_ERROR(PocCheckTexts(step, field, scope));
   return step;
@@ -982,6 +1041,8 @@ std::string_view StepKindName(StepKind kind) {
       return "burst";
     case StepKind::kExpectBurst:
       return "expect_burst";
+    case StepKind::kHttpLoad:
+      return "http_load";
   }
   return "request";
 }

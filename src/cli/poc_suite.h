@@ -87,7 +87,8 @@ enum class StepKind {
   kMetered,
   kHttp,
   kBurst,
-  kExpectBurst
+  kExpectBurst,
+  kHttpLoad
 };
 std::string_view StepKindName(StepKind kind);
 
@@ -164,6 +165,14 @@ struct Step {
   std::optional<int> status;  // submit, request
   std::vector<std::string> contains;
   std::vector<std::string> not_contains;
+  // http: `within` is the cold-start target (the call is held while the
+  // service scales from zero), which the step's expectation says.
+  bool cold_start = false;
+  // http_load: `load_concurrency` calls of the http step kept in flight at
+  // once for `load_duration_ms`, each expected as an http step's answer
+  // (poc_load.h).
+  std::int64_t load_concurrency = 0;
+  std::int64_t load_duration_ms = 0;
   // metered: the bound job's GPU time is in its tenant's usage records,
   // whole, for this many GPUs, and priced at the price table's rate
   // (poc_meter.h).

@@ -225,5 +225,40 @@ TEST(PocReport, ASampleShowsItsMetricSnapshotErrorStatesAndAlerts) {
   }
 }
 
+// A case that applied a service shows, beside its evidence, that the
+// service went with it (cleanup.services_deleted) and any problem deleting
+// one; its replica sample says the cold start berthd measured.
+TEST(PocReport, ACasesOwnCleanupAndAReplicasColdStartAreShown) {
+  json report = PocReport();
+  report["cases"][0]["cleanup"] = {{"services_deleted", {"poc-x-a/echo", "poc-x-a/burst"}}};
+  report["cases"][1]["cleanup"] = {{"services_deleted", json::array()},
+                                   {"service_problems", {"poc-x-a/gone: 500 <b>"}}};
+  report["cases"][0]["samples"] = {
+      {{"name", "echo replica"}, {"job_id", 11}, {"state", "Running"}, {"cold_start_ms", 1432}}};
+  ScoreReport(report);
+  const std::string md = RenderMarkdown(report);
+  EXPECT_NE(md.find("Case cleanup: services deleted: poc-x-a/echo, poc-x-a/burst."),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("Case cleanup: services deleted: none; problem: poc-x-a/gone: 500"),
+            std::string::npos)
+      << md;
+  const std::string html = RenderHtml(report);
+  EXPECT_NE(html.find("<p>Case cleanup: services deleted: poc-x-a/echo, poc-x-a/burst.</p>"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("problem: poc-x-a/gone: 500 &lt;b&gt;"), std::string::npos) << html;
+  for (const std::string& text : {md, html}) {
+    EXPECT_NE(text.find("Running (scaled from zero: cold start 1432 ms)"), std::string::npos);
+    // Cases that made no service say nothing of services: two lines in all.
+    std::size_t lines = 0;
+    for (auto at = text.find("Case cleanup:"); at != std::string::npos;
+         at = text.find("Case cleanup:", at + 1)) {
+      ++lines;
+    }
+    EXPECT_EQ(lines, 2U);
+  }
+}
+
 }  // namespace
 }  // namespace berth::cli::poc

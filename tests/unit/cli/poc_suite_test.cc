@@ -541,5 +541,69 @@ TEST(PocSuite, ABadHttpStepNamesTheFieldAndTheFix) {
   }
 }
 
+TEST(PocSuite, AnHttpLoadKeepsCallsInFlightAndAnHttpStepNamesItsColdStartTarget) {
+  auto suite = ParseSuite(PocSuiteWith(
+      "          - http: {as: alice, post: '${gateway}/s/${tenant.a}/s/v1/completions', "
+      "within: 10s, cold_start: true}\n"
+      "          - http_load: {as: alice, post: '${gateway}/s/${tenant.a}/s/v1/completions', "
+      "body: '{\"max_tokens\": 2}', concurrency: 4, duration: 8s, contains: [text_completion]}\n"));
+  ASSERT_TRUE(suite.has_value()) << suite.error().field << ": " << suite.error().message;
+  const Case& two = suite->cases[1];
+  ASSERT_EQ(two.steps.size(), 6U);
+  EXPECT_EQ(two.steps[4].kind, StepKind::kHttp);
+  EXPECT_TRUE(two.steps[4].cold_start);
+  EXPECT_EQ(two.steps[4].within_ms, 10'000);
+  const Step& load = two.steps[5];
+  EXPECT_EQ(load.kind, StepKind::kHttpLoad);
+  EXPECT_EQ(StepKindName(load.kind), "http_load");
+  EXPECT_FALSE(load.cold_start);
+  EXPECT_EQ(load.method, "POST");
+  EXPECT_EQ(load.as, "alice");
+  EXPECT_EQ(load.load_concurrency, 4);
+  EXPECT_EQ(load.load_duration_ms, 8'000);
+  EXPECT_EQ(load.status, 200);
+  EXPECT_EQ(load.contains, std::vector<std::string>{"text_completion"});
+  EXPECT_EQ(load.body, "{\"max_tokens\": 2}");
+}
+
+TEST(PocSuite, ABadHttpLoadNamesTheFieldAndTheFix) {
+  const std::string url = "post: '${gateway}/s/a/b/'";
+  const PocBadSuite cases[] = {
+      {PocSuiteWith("          - http_load: {as: alice, " + url + ", duration: 5s}\n"),
+       "groups[1].cases[0].steps[4].http_load.concurrency", "is required"},
+      {PocSuiteWith("          - http_load: {as: alice, " + url +
+                    ", concurrency: 65, "
+                    "duration: 5s}\n"),
+       "groups[1].cases[0].steps[4].http_load.concurrency", "64"},
+      {PocSuiteWith("          - http_load: {as: alice, " + url + ", concurrency: 2}\n"),
+       "groups[1].cases[0].steps[4].http_load.duration", "is required"},
+      {PocSuiteWith("          - http_load: {as: alice, " + url +
+                    ", concurrency: 2, "
+                    "duration: 500ms}\n"),
+       "groups[1].cases[0].steps[4].http_load.duration", "1s to 10m"},
+      // The same rule as http: tokens go to berthd's gateway only.
+      {PocSuiteWith("          - http_load: {as: alice, post: 'http://collector.example/x', "
+                    "concurrency: 2, duration: 5s}\n"),
+       "groups[1].cases[0].steps[4].http_load.post", "gateway only"},
+      {PocSuiteWith("          - http_load: {as: alice, " + url +
+                    ", concurrency: 2, "
+                    "duration: 5s, cold_start: true}\n"),
+       "groups[1].cases[0].steps[4].http_load.cold_start", "http step"},
+      {PocSuiteWith("          - http_load: {as: alice, " + url +
+                    ", concurrency: 2, "
+                    "duration: 5s, bind: x}\n"),
+       "groups[1].cases[0].steps[4].http_load.bind", "unknown field"},
+      {PocSuiteWith("          - http: {as: alice, " + url + ", cold_start: true}\n"),
+       "groups[1].cases[0].steps[4].http.within", "cold-start target"},
+  };
+  for (const auto& bad : cases) {
+    auto suite = ParseSuite(bad.text);
+    ASSERT_FALSE(suite.has_value()) << bad.field;
+    EXPECT_EQ(suite.error().field, bad.field) << suite.error().message;
+    EXPECT_NE(suite.error().message.find(bad.says), std::string::npos)
+        << bad.field << ": " << suite.error().message;
+  }
+}
+
 }  // namespace
 }  // namespace berth::cli::poc
