@@ -122,6 +122,8 @@ constexpr Message kBackoff{"backoff", "退避"};
 constexpr Message kBudgetUsed{"budget used", "预算已用"};
 constexpr Message kBudget{"budget", "预算"};
 constexpr Message kListSeparator{", ", "，"};
+constexpr Message kSmallestChange{"smallest change, checked by the scheduler: {}",
+                                  "最小改动（已由调度器验证）：{}"};
 }  // namespace words
 
 // The message in `lang`, its {} filled from `args` in order.
@@ -362,6 +364,21 @@ Lines ReasonFacts(const model::Reason& r, model::Lang lang) {
 
 std::string RenderWhy(const json& why, model::Lang lang) {
   std::string out;
+  // Least change first: a verified hint (the job as it is, changed in one
+  // way, placed by a second scheduling run) is the smallest change known to
+  // let it run, so it leads; the sentence of what holds it now follows, and
+  // the node layer after that (within it, the causes whose lifting alone
+  // opens the most nodes first).
+  if (const json* reason = Field(why, "reason"); reason != nullptr && reason->is_object()) {
+    try {
+      if (std::string hint = model::WouldRunText(model::ReasonFromJson(*reason), lang);
+          !hint.empty()) {
+        out += Say(words::kSmallestChange, lang, hint) + "\n";
+      }
+    } catch (const json::exception&) {
+      // counts that are not numbers: no hint to lead with
+    }
+  }
   std::string message = Text(why, "reason.message");
   if (message == "-" || message.empty()) message = Text(why, "reason.code");
   out += OneLine(message) + "\n";

@@ -198,10 +198,11 @@ TEST_F(ConsolidationTest, AJobBehindItsHeadHearsWhatTheNodesWouldSayNext) {
   EXPECT_EQ(layers[1]["nodes"], 2);
   EXPECT_EQ(layers[1]["could_take"], 0);
   EXPECT_EQ(layers[1]["excluded"],
-            json::parse(R"([{"cause": "node_selector_mismatch", "nodes": 2}])"));
+            json::parse(R"([{"cause": "node_selector_mismatch", "nodes": 2, "alone": 2}])"));
   EXPECT_NE(why.body["reason"]["message"].get<std::string>().find(
-                "beyond that, 0/2 nodes could ever take a replica (the others: 2 labels not "
-                "matching the node selector)"),
+                "beyond that, 0/2 nodes could ever take a replica: changing the node selector "
+                "alone would open 2 (what rules the others out: 2 labels not matching the node "
+                "selector)"),
             std::string::npos)
       << why.text;
   const Reply zh = berthd.http().Get(path + "?lang=zh");
