@@ -369,15 +369,18 @@ std::string RenderWhy(const json& why, model::Lang lang) {
   // let it run, so it leads; the sentence of what holds it now follows, and
   // the node layer after that (within it, the causes whose lifting alone
   // opens the most nodes first).
-  if (const json* reason = Field(why, "reason"); reason != nullptr && reason->is_object()) {
+  const json* reason = Field(why, "reason");
+  const bool has_reason = reason != nullptr && reason->is_object();
+  model::Reason r;
+  if (has_reason) {
     try {
-      if (std::string hint = model::WouldRunText(model::ReasonFromJson(*reason), lang);
-          !hint.empty()) {
-        out += Say(words::kSmallestChange, lang, hint) + "\n";
-      }
+      r = model::ReasonFromJson(*reason);
     } catch (const json::exception&) {
-      // counts that are not numbers: no hint to lead with
+      r = {};  // counts that are not numbers: shown as they are below, no hint
     }
+  }
+  if (std::string hint = model::WouldRunText(r, lang); !hint.empty()) {
+    out += Say(words::kSmallestChange, lang, hint) + "\n";
   }
   std::string message = Text(why, "reason.message");
   if (message == "-" || message.empty()) message = Text(why, "reason.code");
@@ -401,13 +404,7 @@ std::string RenderWhy(const json& why, model::Lang lang) {
     lines.emplace_back(Say(words::kFailure, lang), cls);
     lines.emplace_back(Say(words::kEvidence, lang), Text(why, "failure.evidence"));
   }
-  if (const json* reason = Field(why, "reason"); reason != nullptr && reason->is_object()) {
-    model::Reason r;
-    try {
-      r = model::ReasonFromJson(*reason);
-    } catch (const json::exception&) {
-      r = {};  // counts that are not numbers: shown as they are below
-    }
+  if (has_reason) {
     if (r.counts.empty()) {
       if (const json* counts = Field(why, "reason.counts");
           counts != nullptr && counts->is_object()) {

@@ -114,7 +114,8 @@ TEST_F(ConsolidationTest, AGangGetsAWholeNodeByMovingAJobThatCheckpoints) {
 // Nothing can move: the 4-GPU job waits with its free GPUs split 2 + 2, and
 // its reason says it would run now as two replicas of 2. berthd showed the
 // hint only after running the cycle again with that change (the metrics
-// count it verified); and the split job, submitted as the hint says, runs.
+// count it verified), and `berth why` leads with it; and the split job,
+// submitted as the hint says, runs.
 TEST_F(ConsolidationTest, AHintIsShownOnlyOnceASecondCycleBoreItOut) {
   Berthd& berthd = StartTwoNodes();
   ASSERT_FALSE(HasFailure());
@@ -147,6 +148,13 @@ TEST_F(ConsolidationTest, AHintIsShownOnlyOnceASecondCycleBoreItOut) {
       why.body["reason"].value("message", "").find("it would run now with 2 GPUs per replica"),
       std::string::npos)
       << why.text;
+  // `berth why` leads with the verified hint: the smallest change known to
+  // let it run, before the sentence of what holds it now.
+  const auto cli = Cli(berthd, {"why", std::to_string(big), "--lang", "en"});
+  EXPECT_TRUE(
+      cli.out.starts_with("smallest change, checked by the scheduler: it would run now "
+                          "with 2 GPUs per replica\nfragmented: "))
+      << cli.out << cli.err;
   const std::string metrics = berthd.http().Get("/metrics").text;
   EXPECT_NE(metrics.find("berth_scheduler_hints_checked_total{outcome=\"verified\"} "),
             std::string::npos)
