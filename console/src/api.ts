@@ -147,13 +147,14 @@ export interface TimelineEvent {
 // holding it now first (order, quota, budget, nodes, not_looked_at_yet,
 // with its reason code); for a job held by order, quota or budget, then
 // the node layer: of `nodes`, how many `could_take` one of its replicas,
-// and how many nodes each cause rules out, the biggest first.
+// and how many nodes each cause rules out (`nodes`) and rules out alone
+// (`alone`: lifting it alone would open them), least change first.
 export interface WhyLayer {
   layer: string;
   code?: string;
   nodes?: number;
   could_take?: number;
-  excluded?: { cause: string; nodes: number }[];
+  excluded?: { cause: string; nodes: number; alone?: number }[];
 }
 
 // Why a job failed, in the language asked for: a class scripts match on,

@@ -687,17 +687,23 @@ Result<std::pair<json, std::string>> Api::WhyLayers(const store::JobRecord& job,
   std::sort(views.begin(), views.end(),
             [](const sched::NodeView& a, const sched::NodeView& b) { return a.name < b.name; });
   const sched::NodeLayer layer = sched::NodeLayerOf(views, (*policy)->policy, PendingFrom(job));
-  std::map<std::string, std::int64_t, std::less<>> causes(layer.excluded.begin(),
-                                                          layer.excluded.end());
+  // Least change first: `alone` is how many nodes lifting that one cause
+  // would open (the nodes where it is the only cause).
   json excluded = json::array();
-  for (const auto& [cause, n] : layer.excluded)
-    excluded.push_back({{"cause", cause}, {"nodes", n}});
+  for (const auto& [cause, n] : layer.excluded) {
+    const auto alone = layer.alone.find(cause);
+    excluded.push_back({{"cause", cause},
+                        {"nodes", n},
+                        {"alone", alone == layer.alone.end() ? 0 : alone->second}});
+  }
   layers.push_back({{"layer", "nodes"},
                     {"nodes", layer.nodes},
                     {"could_take", layer.could_take},
                     {"excluded", std::move(excluded)}});
   std::string text;
-  if (layer.nodes > 0) text = model::RenderNodeLayer(layer.nodes, layer.could_take, causes, lang);
+  if (layer.nodes > 0) {
+    text = model::RenderNodeLayer(layer.nodes, layer.could_take, layer.excluded, layer.alone, lang);
+  }
   return std::pair{std::move(layers), std::move(text)};
 }
 

@@ -132,7 +132,7 @@ std::string_view OpenApiDocument() {
     "/v1/jobs/{id}/why": {
       "get": {
         "summary": "Why a job is where it is: its reason in words and numbers",
-        "description": "The job's structured reason with its message rendered in the asked language, and the timeline events that explain it (the last Preempting, Reclaiming, Requeued, Exited, Cancelled and Failed events, at most 8, oldest first). Timeline messages are as recorded (English). A pending job's reason.layers ranks what holds it back, the layer holding it now first (order, quota, budget, nodes, not_looked_at_yet); when that is not the nodes, a node layer follows: of the nodes, how many could ever take a replica and what rules out the others (NoNodeFits' static causes, most first), also appended to reason.message.",
+        "description": "The job's structured reason with its message rendered in the asked language, and the timeline events that explain it (the last Preempting, Reclaiming, Requeued, Exited, Cancelled and Failed events, at most 8, oldest first). Timeline messages are as recorded (English). A pending job's reason.layers ranks what holds it back, the layer holding it now first (order, quota, budget, nodes, not_looked_at_yet); when that is not the nodes, a node layer follows: of the nodes, how many could ever take a replica and what rules out the others (NoNodeFits' static causes, least change first), also appended to reason.message.",
         "parameters": [
           {"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}},
           {"name": "lang", "in": "query", "schema": {"type": "string", "enum": ["en", "zh"], "default": "en"}, "description": "Language of reason.message: en (English) or zh (Simplified Chinese); a locale such as zh_CN counts by its language part"}
@@ -665,7 +665,7 @@ std::string_view OpenApiDocument() {
         "layers": {"type": "array", "description": "GET /v1/jobs/{id}/why of a pending job only: what holds it back, the layer holding it now first, then the node layer when that is not the nodes", "items": {"type": "object", "properties": {
           "layer": {"type": "string", "enum": ["order", "quota", "budget", "nodes", "not_looked_at_yet"]}, "code": {"type": "string"},
           "nodes": {"type": "integer"}, "could_take": {"type": "integer", "description": "nodes that could ever take a replica, whatever is free now"},
-          "excluded": {"type": "array", "items": {"type": "object", "properties": {"cause": {"type": "string"}, "nodes": {"type": "integer"}}}}}}}}},
+          "excluded": {"type": "array", "description": "static node causes, least change first: the most nodes opened by lifting the cause alone, then the most nodes ruled out", "items": {"type": "object", "properties": {"cause": {"type": "string"}, "nodes": {"type": "integer", "description": "nodes the cause rules out (a node counts under each of its causes)"}, "alone": {"type": "integer", "description": "nodes where it is the only cause: lifting it alone would open them"}}}}}}}}},
       "Utilization": {"type": "object", "nullable": true, "description": "GPU readings summed over a window; null without samples", "properties": {
         "avg_util_pct": {"type": "number"}, "max_util_pct": {"type": "integer"}, "avg_memory_used_bytes": {"type": "number"}, "max_memory_used_bytes": {"type": "integer"},
         "memory_total_bytes": {"type": "integer"}, "idle_fraction": {"type": "number", "description": "Share of samples under berthd's --idle-threshold"},

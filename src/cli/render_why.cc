@@ -122,6 +122,8 @@ constexpr Message kBackoff{"backoff", "退避"};
 constexpr Message kBudgetUsed{"budget used", "预算已用"};
 constexpr Message kBudget{"budget", "预算"};
 constexpr Message kListSeparator{", ", "，"};
+constexpr Message kSmallestChange{"smallest change, checked by the scheduler: {}",
+                                  "最小改动（已由调度器验证）：{}"};
 }  // namespace words
 
 // The message in `lang`, its {} filled from `args` in order.
@@ -362,6 +364,24 @@ Lines ReasonFacts(const model::Reason& r, model::Lang lang) {
 
 std::string RenderWhy(const json& why, model::Lang lang) {
   std::string out;
+  // Least change first: a verified hint (the job as it is, changed in one
+  // way, placed by a second scheduling run) is the smallest change known to
+  // let it run, so it leads; the sentence of what holds it now follows, and
+  // the node layer after that (within it, the causes whose lifting alone
+  // opens the most nodes first).
+  const json* reason = Field(why, "reason");
+  const bool has_reason = reason != nullptr && reason->is_object();
+  model::Reason r;
+  if (has_reason) {
+    try {
+      r = model::ReasonFromJson(*reason);
+    } catch (const json::exception&) {
+      r = {};  // counts that are not numbers: shown as they are below, no hint
+    }
+  }
+  if (std::string hint = model::WouldRunText(r, lang); !hint.empty()) {
+    out += Say(words::kSmallestChange, lang, hint) + "\n";
+  }
   std::string message = Text(why, "reason.message");
   if (message == "-" || message.empty()) message = Text(why, "reason.code");
   out += OneLine(message) + "\n";
@@ -384,13 +404,7 @@ std::string RenderWhy(const json& why, model::Lang lang) {
     lines.emplace_back(Say(words::kFailure, lang), cls);
     lines.emplace_back(Say(words::kEvidence, lang), Text(why, "failure.evidence"));
   }
-  if (const json* reason = Field(why, "reason"); reason != nullptr && reason->is_object()) {
-    model::Reason r;
-    try {
-      r = model::ReasonFromJson(*reason);
-    } catch (const json::exception&) {
-      r = {};  // counts that are not numbers: shown as they are below
-    }
+  if (has_reason) {
     if (r.counts.empty()) {
       if (const json* counts = Field(why, "reason.counts");
           counts != nullptr && counts->is_object()) {

@@ -6,6 +6,7 @@
 #include <array>
 #include <charconv>
 #include <chrono>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -245,13 +246,34 @@ std::string NodeCauses(const Reason& r, Lang lang) {
 }  // namespace
 
 std::string RenderNodeLayer(std::int64_t nodes, std::int64_t could_take,
-                            const std::map<std::string, std::int64_t, std::less<>>& causes,
+                            const std::vector<std::pair<std::string, std::int64_t>>& ranked,
+                            const std::map<std::string, std::int64_t, std::less<>>& alone,
                             Lang lang) {
-  Reason r;
-  for (const auto& [key, n] : causes) r.counts[key] = n;
+  // The catalogue's words for a cause key; a key it does not know is left out.
+  auto words = [](std::span<const NodeCauseText> table, std::string_view key) -> const Message* {
+    for (const auto& entry : table) {
+      if (entry.key == key) return &entry.text;
+    }
+    return nullptr;
+  };
+  std::string listed;
+  std::string opened;
+  for (const auto& [key, n] : ranked) {
+    const Message* text = words(NodeCauseTexts(), key);
+    if (text == nullptr || n <= 0) continue;
+    if (!listed.empty()) listed += Say(Phrase::kListSeparator, lang);
+    listed += FillTemplate(text->In(lang), TemplateArgs().Set("n", n));
+    const auto it = alone.find(key);
+    const Message* change = words(NodeCauseChanges(), key);
+    if (it == alone.end() || it->second <= 0 || change == nullptr) continue;
+    if (!opened.empty()) opened += Say(Phrase::kListSeparator, lang);
+    opened += Say(Phrase::kNodeLayerAlone, lang,
+                  TemplateArgs().Set("change", std::string(change->In(lang))).Set("n", it->second));
+  }
   TemplateArgs a;
   a.Set("ok", could_take).Set("nodes", nodes);
-  if (std::string listed = NodeCauses(r, lang); !listed.empty()) a.Set("causes", listed);
+  if (!opened.empty()) a.Set("alone", opened);
+  if (!listed.empty()) a.Set("causes", listed);
   return Say(Phrase::kNodeLayer, lang, a);
 }
 
@@ -558,6 +580,18 @@ std::string Relief(const Reason& r, Lang lang) {
 }
 
 }  // namespace
+
+std::string WouldRunText(const Reason& r, Lang lang) {
+  // Only the sentences that say a hint carry one (CodeArgs' {would_run}).
+  if (r.code != ReasonCode::kNoNodeFits && r.code != ReasonCode::kFragmented) return "";
+  std::string out = WouldRun(r, lang);
+  // The catalogue's hints open with the clause separator of the sentence
+  // they end ("; ", "；"); said on their own, they do without it.
+  for (std::string_view lead : {std::string_view("; "), std::string_view("；")}) {
+    if (out.starts_with(lead)) return out.substr(lead.size());
+  }
+  return out;
+}
 
 std::string_view LangName(Lang lang) {
   return lang == Lang::kZh ? "zh" : "en";

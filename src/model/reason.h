@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace berth::model {
 
@@ -275,11 +277,22 @@ std::string JobRefText(std::int64_t id, Lang lang);
 
 // English rendering for the CLI and API ("0/3 nodes fit: 2 too few free GPUs, ...").
 std::string RenderReason(const Reason& reason);
+// The verified "would run now if" change a reason carries (sched/hints.h
+// keeps a hint only when a second scheduling run places the job with it), as
+// a clause of its own: "it would run now with 2 GPUs per replica"; empty when
+// it carries none. `berth why` leads with it: it is the smallest change known
+// to work.
+std::string WouldRunText(const Reason& reason, Lang lang);
 // The node layer of a reason about something else (sched/layers.h): "; beyond
-// that, 3/10 nodes could ever take a replica (the others: 4 gpu model
-// mismatch, ...)", `causes` keyed by node cause as in kNoNodeFits' counts.
+// that, 0/5 nodes could ever take a replica: tolerating the taint alone
+// would open 3, changing the GPU model alone would open 1 (what rules the
+// others out: 4 a NoSchedule taint ..., 2 no GPU of the requested model)".
+// `ranked`: cause -> nodes it rules out, least change first (NodeLayer's
+// `excluded`), listed in that order; `alone`: cause -> nodes it alone rules
+// out, said for the causes where it is above 0.
 std::string RenderNodeLayer(std::int64_t nodes, std::int64_t could_take,
-                            const std::map<std::string, std::int64_t, std::less<>>& causes,
+                            const std::vector<std::pair<std::string, std::int64_t>>& ranked,
+                            const std::map<std::string, std::int64_t, std::less<>>& alone,
                             Lang lang);
 // The same sentence in `lang`, with the same numbers ("0/3 个节点可以容纳需要
 // 2 块 GPU 的副本：1 个未就绪，2 个空闲 GPU 不足").

@@ -305,11 +305,15 @@ constexpr std::array kPhraseTexts{
                  "；其队列 {queue} 未绑定资源池 {pool}，而它在该资源池现在即可运行"
                  "（资源池与队列的绑定由平台管理员在策略中设置）"}},
     // {causes}: the node causes' list; unset when every node could take it.
+    // {causes}: the node causes' list, least change first, a node counted
+    // under each of its causes; unset when every node could take it. {alone}: kNodeLayerAlone for
+    // each cause that alone keeps some nodes out; unset when none does.
     PhraseEntry{Phrase::kNodeLayer,
                 "NodeLayer",
-                {"; beyond that, {ok}/{nodes} nodes could ever take a replica[ (the others: "
-                 "{causes})]",
-                 "；除此之外，{nodes} 个节点中有 {ok} 个能够容纳它的副本[（其余：{causes}）]"}},
+                {"; beyond that, {ok}/{nodes} nodes could ever take a replica[: {alone}][ (what "
+                 "rules the others out: {causes})]",
+                 "；除此之外，{nodes} 个节点中有 {ok} 个能够容纳它的副本[：{alone}][（排除其余"
+                 "节点的原因：{causes}）]"}},
     // {image}: the job's image, unset when the reason does not carry it.
     PhraseEntry{Phrase::kNeedsContainerRuntime,
                 "NeedsContainerRuntime",
@@ -317,6 +321,9 @@ constexpr std::array kPhraseTexts{
                  "image]: {without} of {nodes} nodes have none",
                  "；它的镜像[ {image} ]需要带容器运行时（podman）的节点：{nodes} 个节点中有 "
                  "{without} 个没有"}},
+    PhraseEntry{Phrase::kNodeLayerAlone,
+                "NodeLayerAlone",
+                {"{change} alone would open {n}", "仅{change}即可放开 {n} 个"}},
 };
 
 // Node causes of kNoNodeFits, in the order they are listed.
@@ -362,6 +369,40 @@ constexpr std::array kNodeCauseTexts{
                    "{n} 个 GPU 被共享作业的切片占用，不能整卡使用"}},
 };
 
+// The change that lifts each node cause, in kNodeCauseTexts' order.
+constexpr std::array kNodeCauseChanges{
+    NodeCauseText{kCauseNotReady, {"the node becoming ready", "节点恢复就绪"}},
+    NodeCauseText{kCauseCordoned, {"uncordoning the node", "解除节点隔离"}},
+    NodeCauseText{kCausePool, {"a change of pools", "调整资源池"}},
+    NodeCauseText{kCauseInferenceHeadroom, {"being preemptible", "设为可抢占"}},
+    NodeCauseText{kCauseSelector, {"changing the node selector", "修改节点选择器"}},
+    NodeCauseText{kCauseUnhealthy, {"the GPUs recovering", "GPU 恢复健康"}},
+    NodeCauseText{kCauseTopology, {"relaxing the topology", "放宽拓扑约束"}},
+    NodeCauseText{kCauseTaint, {"tolerating the taint", "容忍该污点"}},
+    NodeCauseText{kCauseNoContainerRuntime,
+                  {"a container runtime (podman) on the node", "节点安装容器运行时（podman）"}},
+    NodeCauseText{kCauseGpuModel, {"changing the GPU model", "更换 GPU 型号"}},
+    NodeCauseText{kCauseGpuMemory, {"lowering the GPU memory minimum", "降低显存需求"}},
+    NodeCauseText{kCauseTooFewGpusInTotal, {"fewer GPUs per replica", "减少每个副本的 GPU 数量"}},
+    NodeCauseText{kCauseTooFewGpus, {"GPUs freeing up", "GPU 空出"}},
+    NodeCauseText{kCauseCpu, {"CPU freeing up", "CPU 空出"}},
+    NodeCauseText{kCauseMemory, {"memory freeing up", "内存空出"}},
+    NodeCauseText{kCauseNotSharing, {"a GPU in sharing mode", "GPU 切换到共享模式"}},
+    NodeCauseText{kCauseSharedFull,
+                  {"room freeing up on the sharing GPUs", "共享 GPU 上空出显存或份额"}},
+    NodeCauseText{kCauseHeldBySlices, {"the slices ending", "占用的切片结束"}},
+};
+
+constexpr bool SameCauses(const auto& a, const auto& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i].key != b[i].key) return false;
+  }
+  return true;
+}
+static_assert(SameCauses(kNodeCauseTexts, kNodeCauseChanges),
+              "kNodeCauseChanges needs one entry per node cause, in kNodeCauseTexts' order");
+
 template <typename Table, typename Key>
 constexpr bool InEnumOrder(const Table& table, Key last, auto key_of) {
   if (table.size() != static_cast<std::size_t>(last) + 1) return false;
@@ -389,6 +430,10 @@ const Message& PhraseText(Phrase phrase) {
 
 std::span<const NodeCauseText> NodeCauseTexts() {
   return kNodeCauseTexts;
+}
+
+std::span<const NodeCauseText> NodeCauseChanges() {
+  return kNodeCauseChanges;
 }
 
 std::string_view PhraseName(Phrase phrase) {

@@ -88,8 +88,11 @@ enum class Phrase {
   // A job with an image and nodes without a container runtime
   // (kNodesWithoutContainerRuntime).
   kNeedsContainerRuntime,
+  // One cause of the node layer and the nodes lifting it alone would open
+  // ({change}: NodeCauseChanges' words).
+  kNodeLayerAlone,
 };
-inline constexpr Phrase kLastPhrase = Phrase::kNeedsContainerRuntime;
+inline constexpr Phrase kLastPhrase = Phrase::kNodeLayerAlone;
 
 // A node cause of kNoNodeFits (a key of Reason::counts) and its words; "{n}"
 // is how many nodes it rejected.
@@ -102,6 +105,10 @@ const Message& CodeText(ReasonCode code);
 const Message& PhraseText(Phrase phrase);
 // In the order the causes are listed.
 std::span<const NodeCauseText> NodeCauseTexts();
+// The change that lifts each node cause ("tolerating the taint"), the same
+// keys in the same order as NodeCauseTexts, without placeholders: the node
+// layer says what one change alone would open (Phrase::kNodeLayerAlone).
+std::span<const NodeCauseText> NodeCauseChanges();
 // The enumerator's name without its 'k', for test messages.
 std::string_view PhraseName(Phrase phrase);
 

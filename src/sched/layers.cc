@@ -49,18 +49,30 @@ NodeLayer NodeLayerOf(const std::vector<NodeView>& nodes, const model::Policy& p
   const Cluster cluster(nodes);
   NodeLayer layer;
   layer.nodes = static_cast<std::int64_t>(cluster.size());
-  std::map<std::string, std::int64_t> causes;
+  std::map<std::string, std::int64_t, std::less<>> ruled_out;
+  std::vector<std::string_view> found;  // one node's causes, reused
   for (std::size_t n = 0; n < cluster.size(); ++n) {
-    const std::string_view cause = cluster.StaticCause(n, shape);
-    if (cause.empty()) {
+    cluster.StaticCauses(n, shape, found);
+    if (found.empty()) {
       ++layer.could_take;
-    } else {
-      ++causes[std::string(cause)];
+      continue;
+    }
+    for (std::string_view cause : found) {
+      ++ruled_out.try_emplace(std::string(cause), 0).first->second;
+      std::int64_t& alone = layer.alone.try_emplace(std::string(cause), 0).first->second;
+      if (found.size() == 1) ++alone;
     }
   }
-  layer.excluded.assign(causes.begin(), causes.end());
-  std::stable_sort(layer.excluded.begin(), layer.excluded.end(),
-                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  layer.excluded.assign(ruled_out.begin(), ruled_out.end());
+  // Least change first: the most nodes one change opens, then the most
+  // nodes ruled out, then the cause's name.
+  std::sort(layer.excluded.begin(), layer.excluded.end(), [&](const auto& a, const auto& b) {
+    const std::int64_t alone_a = layer.alone.find(a.first)->second;
+    const std::int64_t alone_b = layer.alone.find(b.first)->second;
+    if (alone_a != alone_b) return alone_a > alone_b;
+    if (a.second != b.second) return a.second > b.second;
+    return a.first < b.first;
+  });
   return layer;
 }
 

@@ -358,7 +358,12 @@ std::string_view Cluster::StaticCause(std::size_t n, const JobShape& job) const 
     if (t.effect == "NoSchedule" && !Tolerates(job.tolerations, t)) return model::kCauseTaint;
   }
   if (job.needs_container && !node.container_runtime) return model::kCauseNoContainerRuntime;
-  const auto& r = job.resources;
+  return StaticDeviceCause(n, job, job.resources);
+}
+
+std::string_view Cluster::StaticDeviceCause(std::size_t n, const JobShape& job,
+                                            const model::Resources& r) const {
+  const NodeView& node = Node(n);
   if (model::IsSlice(r)) return StaticSliceCause(n, r);
   if (r.gpus > 0) {
     std::uint32_t model_match = 0;
@@ -397,6 +402,51 @@ std::string_view Cluster::StaticCause(std::size_t n, const JobShape& job) const 
     }
   }
   return {};
+}
+
+void Cluster::StaticCauses(std::size_t n, const JobShape& job,
+                           std::vector<std::string_view>& out) const {
+  out.clear();
+  const NodeView& node = Node(n);
+  if (!node.ready) out.push_back(model::kCauseNotReady);
+  if (node.cordoned) out.push_back(model::kCauseCordoned);
+  if (job.pool_forbidden ||
+      (!job.pools.empty() &&
+       std::none_of(job.pools.begin(), job.pools.end(),
+                    [&](const model::Pool* p) { return Matches(node.labels, p->selector); }))) {
+    out.push_back(model::kCausePool);
+  }
+  if (job.only_nodes != nullptr && (*job.only_nodes)[n] == 0) out.push_back(kCauseHeadCapacity);
+  if (job.headroom_full != nullptr && (*job.headroom_full)[n] != 0) {
+    out.push_back(model::kCauseInferenceHeadroom);
+  }
+  if (!Matches(node.labels, job.node_selector)) out.push_back(model::kCauseSelector);
+  if (std::any_of(node.taints.begin(), node.taints.end(), [&](const model::Taint& t) {
+        return t.effect == "NoSchedule" && !Tolerates(job.tolerations, t);
+      })) {
+    out.push_back(model::kCauseTaint);
+  }
+  if (job.needs_container && !node.container_runtime) {
+    out.push_back(model::kCauseNoContainerRuntime);
+  }
+  // The devices' causes are a cascade (no GPU of the model, then none with
+  // the memory, ...): each one found is lifted from the job's request and
+  // the cascade asked again, so that a node short of both the model and the
+  // memory names both. The others (too few GPUs, unhealthy, topology) are
+  // about the node as it is and end the cascade.
+  model::Resources r = job.resources;
+  for (;;) {
+    const std::string_view c = StaticDeviceCause(n, job, r);
+    if (c.empty()) break;
+    out.push_back(c);
+    if (c == model::kCauseGpuModel && !r.gpu_model.empty()) {
+      r.gpu_model.clear();
+    } else if (c == model::kCauseGpuMemory && r.gpu_memory_bytes > 0) {
+      r.gpu_memory_bytes = 0;
+    } else {
+      break;
+    }
+  }
 }
 
 std::uint32_t Cluster::FreeEligible(std::size_t n, const JobShape& job) const {

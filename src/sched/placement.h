@@ -150,6 +150,11 @@ class Cluster {
   // Why node `n` could never take one replica (ignoring what is in use);
   // empty when it could.
   std::string_view StaticCause(std::size_t n, const JobShape& job) const;
+  // Every static cause of node `n` (StaticCause names only the first), in
+  // StaticCause's order, into `out`: the node could take a replica if each
+  // of them were lifted, and a node with one cause opens when that one is.
+  // For the explanation (sched/layers.h), never on the cycle's path.
+  void StaticCauses(std::size_t n, const JobShape& job, std::vector<std::string_view>& out) const;
   // Why node `n` cannot take one replica now; empty when it can.
   std::string_view Cause(std::size_t n, const JobShape& job) const;
   // Cause for a node whose StaticCause is empty, given its FreeEligible
@@ -273,6 +278,10 @@ class Cluster {
   std::optional<std::size_t> BestSliceNode(const JobShape& job,
                                            std::vector<std::size_t>& gpus) const;
   std::string_view StaticSliceCause(std::size_t n, const model::Resources& r) const;
+  // StaticCause's GPU part, for the request `r` (the job's, or the job's
+  // with a cause lifted: StaticCauses).
+  std::string_view StaticDeviceCause(std::size_t n, const JobShape& job,
+                                     const model::Resources& r) const;
   // Chooses GPUs for one replica on node `n`; empty optional if it cannot.
   std::optional<std::vector<std::size_t>> ChooseGpus(std::size_t n, const JobShape& job) const;
   ReplicaPlacement Take(std::size_t n, std::uint32_t replica, const JobShape& job,

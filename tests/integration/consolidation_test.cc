@@ -114,7 +114,8 @@ TEST_F(ConsolidationTest, AGangGetsAWholeNodeByMovingAJobThatCheckpoints) {
 // Nothing can move: the 4-GPU job waits with its free GPUs split 2 + 2, and
 // its reason says it would run now as two replicas of 2. berthd showed the
 // hint only after running the cycle again with that change (the metrics
-// count it verified); and the split job, submitted as the hint says, runs.
+// count it verified), and `berth why` leads with it; and the split job,
+// submitted as the hint says, runs.
 TEST_F(ConsolidationTest, AHintIsShownOnlyOnceASecondCycleBoreItOut) {
   Berthd& berthd = StartTwoNodes();
   ASSERT_FALSE(HasFailure());
@@ -147,6 +148,13 @@ TEST_F(ConsolidationTest, AHintIsShownOnlyOnceASecondCycleBoreItOut) {
       why.body["reason"].value("message", "").find("it would run now with 2 GPUs per replica"),
       std::string::npos)
       << why.text;
+  // `berth why` leads with the verified hint: the smallest change known to
+  // let it run, before the sentence of what holds it now.
+  const auto cli = Cli(berthd, {"why", std::to_string(big), "--lang", "en"});
+  EXPECT_TRUE(
+      cli.out.starts_with("smallest change, checked by the scheduler: it would run now "
+                          "with 2 GPUs per replica\nfragmented: "))
+      << cli.out << cli.err;
   const std::string metrics = berthd.http().Get("/metrics").text;
   EXPECT_NE(metrics.find("berth_scheduler_hints_checked_total{outcome=\"verified\"} "),
             std::string::npos)
@@ -198,10 +206,11 @@ TEST_F(ConsolidationTest, AJobBehindItsHeadHearsWhatTheNodesWouldSayNext) {
   EXPECT_EQ(layers[1]["nodes"], 2);
   EXPECT_EQ(layers[1]["could_take"], 0);
   EXPECT_EQ(layers[1]["excluded"],
-            json::parse(R"([{"cause": "node_selector_mismatch", "nodes": 2}])"));
+            json::parse(R"([{"cause": "node_selector_mismatch", "nodes": 2, "alone": 2}])"));
   EXPECT_NE(why.body["reason"]["message"].get<std::string>().find(
-                "beyond that, 0/2 nodes could ever take a replica (the others: 2 labels not "
-                "matching the node selector)"),
+                "beyond that, 0/2 nodes could ever take a replica: changing the node selector "
+                "alone would open 2 (what rules the others out: 2 labels not matching the node "
+                "selector)"),
             std::string::npos)
       << why.text;
   const Reply zh = berthd.http().Get(path + "?lang=zh");

@@ -97,5 +97,35 @@ TEST(RenderWhyTest, AnEtaNamesItsBasisAndThePredictionItStandsOn) {
   EXPECT_NE(zh.find("已超过预测运行时间"), std::string::npos) << zh;
 }
 
+// A verified hint is the smallest change known to let the job run: `berth
+// why` says it first, before the sentence of what holds the job now.
+json HintWhy(json counts, std::string detail) {
+  return {{"id", 11},
+          {"name", "big"},
+          {"state", "Pending"},
+          {"reason",
+           {{"code", "NoNodeFits"},
+            {"message", "0/2 nodes can take a replica needing 8 GPUs: 2 too few free GPUs"},
+            {"detail", std::move(detail)},
+            {"counts", std::move(counts)}}}};
+}
+
+TEST(RenderWhyTest, AVerifiedHintLeadsAsTheSmallestChange) {
+  const std::string en = RenderWhy(
+      HintWhy({{"nodes", 2}, {"would_run_with_gpus_per_replica", 4}}, ""), model::Lang::kEn);
+  EXPECT_TRUE(
+      en.starts_with("smallest change, checked by the scheduler: it would run now with "
+                     "4 GPUs per replica\n0/2 nodes can take a replica needing 8 GPUs"))
+      << en;
+  const std::string model =
+      RenderWhy(HintWhy({{"nodes", 2}}, "gpu_model=A100-80GB"), model::Lang::kZh);
+  EXPECT_TRUE(
+      model.starts_with("最小改动（已由调度器验证）：若改用 A100-80GB 型号的 GPU，现在即可运行\n"))
+      << model;
+  // Without a hint the sentence comes first, as before.
+  const std::string none = RenderWhy(HintWhy({{"nodes", 2}}, ""), model::Lang::kEn);
+  EXPECT_TRUE(none.starts_with("0/2 nodes can take a replica")) << none;
+}
+
 }  // namespace
 }  // namespace berth::cli

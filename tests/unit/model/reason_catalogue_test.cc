@@ -48,6 +48,18 @@ TEST(ReasonCatalogueTest, EveryPhraseAndNodeCauseHasBothLanguagesWithTheSamePlac
     ExpectSameShapeInBothLanguages(text, std::string(key));
     EXPECT_EQ(TemplatePlaceholders(text.en), std::vector<std::string>{"n"}) << key;
   }
+  // The change that lifts each cause: the same causes in the same order,
+  // both languages, no placeholders (the node layer's phrase has the count).
+  ASSERT_EQ(NodeCauseChanges().size(), NodeCauseTexts().size());
+  for (std::size_t i = 0; i < NodeCauseChanges().size(); ++i) {
+    const auto& [key, change] = NodeCauseChanges()[i];
+    EXPECT_EQ(key, NodeCauseTexts()[i].key);
+    EXPECT_FALSE(change.en.empty()) << key;
+    EXPECT_FALSE(change.zh.empty()) << key;
+    EXPECT_NE(change.en, change.zh) << key;
+    EXPECT_TRUE(TemplatePlaceholders(change.en).empty()) << key;
+    EXPECT_TRUE(TemplatePlaceholders(change.zh).empty()) << key;
+  }
 }
 
 TEST(ReasonCatalogueTest, AnUnknownCodeRendersNothing) {

@@ -243,10 +243,12 @@ TEST(ContainerRuntime, TheNodeLayerCountsNodesWithoutPodman) {
   EXPECT_EQ(image.excluded[0].second, 2);
   const NodeLayer plain = NodeLayerOf(nodes, model::DefaultPolicy(), PodmanTestJob(1, 1, ""));
   EXPECT_EQ(plain.could_take, 3);
-  const std::map<std::string, std::int64_t, std::less<>> causes(image.excluded.begin(),
-                                                                image.excluded.end());
-  const std::string text = model::RenderNodeLayer(3, 1, causes, model::Lang::kEn);
+  const std::string text =
+      model::RenderNodeLayer(3, 1, image.excluded, image.alone, model::Lang::kEn);
   EXPECT_NE(text.find("2 no container runtime (podman)"), std::string::npos) << text;
+  EXPECT_NE(text.find(": a container runtime (podman) on the node alone would open 2"),
+            std::string::npos)
+      << text;
 }
 
 // The FIFO baseline (berth-sim's comparison) keeps the rule too.

@@ -14,6 +14,7 @@
 #include "model/reason.h"
 #include "sched/core_scheduler.h"
 #include "sched/hints.h"
+#include "sched/layers.h"
 #include "unit/sched/plan_check.h"
 
 namespace berth::sched {
@@ -366,6 +367,26 @@ void RunScenario(const fs::path& file) {
       ASSERT_TRUE(waiting.contains(id));
       auto text = model::RenderReason(waiting[id]->reason, lang);
       const YAML::Node parts = it->second;
+      for (const auto& part : parts) {
+        EXPECT_NE(text.find(part.as<std::string>()), std::string::npos)
+            << "job " << id << ": '" << text << "' lacks '" << part.as<std::string>() << "'";
+      }
+    }
+  }
+  // {job: [text, ...]}: the node layer `berth why` adds for a waiting job
+  // held by something other than the nodes (sched/layers.h, rendered as the
+  // API does) has each of these.
+  for (auto lang : {model::Lang::kEn, model::Lang::kZh}) {
+    const YAML::Node layer_node = expect[lang == model::Lang::kEn ? "node_layer" : "node_layer_zh"];
+    for (auto it = layer_node.begin(); it != layer_node.end(); ++it) {
+      auto id = it->first.as<std::int64_t>();
+      const auto job = std::find_if(s.pending.begin(), s.pending.end(),
+                                    [id](const PendingJob& p) { return p.id == id; });
+      ASSERT_NE(job, s.pending.end()) << "job " << id << " should be pending";
+      const NodeLayer layer = NodeLayerOf(s.nodes, s.policy, *job);
+      const std::string text =
+          model::RenderNodeLayer(layer.nodes, layer.could_take, layer.excluded, layer.alone, lang);
+      const YAML::Node parts = it->second;  // a copy: it->second dies with the iterator's proxy
       for (const auto& part : parts) {
         EXPECT_NE(text.find(part.as<std::string>()), std::string::npos)
             << "job " << id << ": '" << text << "' lacks '" << part.as<std::string>() << "'";
