@@ -470,7 +470,10 @@ try {
   assert.equal(nodeLayer.layer, 'nodes');
   assert.ok(nodeLayer.nodes >= 1, 'the node layer counts the node');
   assert.equal(nodeLayer.could_take, 0);
-  assert.deepEqual(nodeLayer.excluded, [{ cause: 'node_selector_mismatch', nodes: nodeLayer.nodes }]);
+  // The selector is every node's only cause: lifting it alone opens them all.
+  assert.deepEqual(nodeLayer.excluded, [
+    { cause: 'node_selector_mismatch', nodes: nodeLayer.nodes, alone: nodeLayer.nodes },
+  ]);
 
   const jd = await open('en-US');
   await signIn(jd.page, admin);
@@ -534,7 +537,11 @@ try {
       layer: li.getAttribute('data-layer'),
       nodes: li.getAttribute('data-nodes'),
       could_take: li.getAttribute('data-could-take'),
-      excluded: [...li.querySelectorAll('[data-cause]')].map((c) => ({ cause: c.getAttribute('data-cause'), nodes: Number(c.getAttribute('data-nodes')) })),
+      excluded: [...li.querySelectorAll('[data-cause]')].map((c) => ({
+        cause: c.getAttribute('data-cause'),
+        nodes: Number(c.getAttribute('data-nodes')),
+        ...(c.hasAttribute('data-alone') ? { alone: Number(c.getAttribute('data-alone')) } : {}),
+      })),
     })),
   );
   assert.deepEqual(
@@ -549,7 +556,7 @@ try {
   const n = nodeLayer.nodes;
   assert.equal(
     (await jd.page.textContent('#why-layers li[data-layer="nodes"]')).trim(),
-    `Nodes: 0 of ${n} could ever take a replica — ${n} with labels not matching the node selector`,
+    `Nodes: 0 of ${n} could ever take a replica — ${n} with labels not matching the node selector (${n} would open if only this changed)`,
   );
   assert.match((await jd.page.textContent('#why-layers li[data-layer="order"]')).trim(), /^Queue order: number \d+ among its queue's waiting jobs.* \(holds it now\)$/);
   assert.equal((await jd.page.textContent('#placement-none')).trim(), 'No replica has been placed yet.');
@@ -557,7 +564,7 @@ try {
   await jd.page.selectOption('#lang-select', 'zh');
   await jd.page.waitForFunction(
     (want) => document.querySelector('#why-layers li[data-layer="nodes"]')?.textContent?.trim() === want,
-    `节点：${n} 个节点中有 0 个能够容纳它的副本——${n} 个标签与节点选择器不匹配`,
+    `节点：${n} 个节点中有 0 个能够容纳它的副本——${n} 个标签与节点选择器不匹配（只改这一项即可开放 ${n} 个）`,
   );
   await axe(jd.page, 'job (behind its head, zh)');
   assert.deepEqual(jd.problems, [], 'no CSP refusal or script error on the job pages');

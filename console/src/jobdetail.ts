@@ -89,6 +89,9 @@ export const NODE_CAUSES = [
 export interface CauseLine {
   cause: string;
   nodes: number;
+  // Nodes where it is the only cause: lifting it alone would open them
+  // (the node layer's least-change count); absent where berthd gives none.
+  alone?: number;
   text: string;
 }
 
@@ -173,7 +176,8 @@ function nowText(layer: string, reason: Reason | null, lang: Lang): { text: stri
 
 // The layers of GET /v1/jobs/{id}/why as lines, in berthd's order (the one
 // holding the job now first). A node layer with numbers reads "0 of 2 could
-// ever take a replica" with the nodes each cause rules out, the most first.
+// ever take a replica" with the nodes each cause rules out, in berthd's
+// least-change order, each saying how many nodes it alone would open.
 export function layerLines(layers: readonly WhyLayer[] | undefined, reason: Reason | null, lang: Lang): LayerLine[] {
   return (layers ?? []).map((l, i) => {
     const label = labelOf(lang, 'layer', l.layer);
@@ -182,7 +186,12 @@ export function layerLines(layers: readonly WhyLayer[] | undefined, reason: Reas
     let causes: CauseLine[];
     if (withNumbers) {
       text = translate(lang, 'layerText.nodes', { ok: l.could_take!, nodes: l.nodes! });
-      causes = (l.excluded ?? []).map((x) => ({ cause: x.cause, nodes: x.nodes, text: causeText(x.cause, x.nodes, lang) }));
+      causes = (l.excluded ?? []).map((x) => ({
+        cause: x.cause,
+        nodes: x.nodes,
+        ...(typeof x.alone === 'number' ? { alone: x.alone } : {}),
+        text: causeText(x.cause, x.nodes, lang) + (x.alone ? translate(lang, 'layer.alone', { n: x.alone }) : ''),
+      }));
     } else {
       ({ text, causes } = i === 0 ? nowText(l.layer, reason, lang) : { text: l.code ?? '', causes: [] });
     }

@@ -100,6 +100,32 @@ describe("why's layers", () => {
     ]);
   });
 
+  it('says how many nodes a cause alone would open, in both languages', () => {
+    const ranked = [
+      { layer: 'order', code: 'BehindInQueue' },
+      {
+        layer: 'nodes',
+        nodes: 5,
+        could_take: 0,
+        excluded: [
+          { cause: 'node_selector_mismatch', nodes: 2, alone: 2 },
+          { cause: 'warp_field', nodes: 4, alone: 0 },
+        ],
+      },
+    ];
+    const en = layerLines(ranked, behind, 'en');
+    expect(en[1].causes.map((c) => [c.cause, c.nodes, c.alone])).toEqual([
+      ['node_selector_mismatch', 2, 2],
+      ['warp_field', 4, 0],
+    ]);
+    expect(layerSentence(en[1], 'en')).toBe(
+      'Nodes: 0 of 5 could ever take a replica — 2 with labels not matching the node selector (2 would open if only this changed), 4: warp_field',
+    );
+    expect(layerSentence(layerLines(ranked, behind, 'zh')[1], 'zh')).toBe(
+      '节点：5 个节点中有 0 个能够容纳它的副本——2 个标签与节点选择器不匹配（只改这一项即可开放 2 个），4 个：warp_field',
+    );
+  });
+
   it('speaks Chinese, with cause names translated and unknown ones raw', () => {
     const lines = layerLines(layers, behind, 'zh');
     expect(lines.map((l) => layerSentence(l, 'zh'))).toEqual([

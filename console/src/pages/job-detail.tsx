@@ -60,7 +60,7 @@ export function WhyLayers({ why }: { why: Why }) {
                     {l.causes.map((c, i) => (
                       <>
                         {i > 0 && t('layer.sep')}
-                        <span class="cause" data-cause={c.cause} data-nodes={c.nodes}>
+                        <span class="cause" data-cause={c.cause} data-nodes={c.nodes} data-alone={c.alone}>
                           {c.text}
                         </span>
                       </>
