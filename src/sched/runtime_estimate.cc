@@ -55,6 +55,18 @@ std::string RuntimeKey(RuntimeBasis basis, std::string_view tenant, std::string_
   return key;
 }
 
+namespace {
+
+// The mean of at most keep_per_key run times (each under 2^63 / keep ms).
+TimeMs MeanOf(const std::vector<TimeMs>& runs) {
+  if (runs.empty()) return 0;
+  long double sum = 0;
+  for (TimeMs t : runs) sum += static_cast<long double>(t);
+  return static_cast<TimeMs>(sum / static_cast<long double>(runs.size()));
+}
+
+}  // namespace
+
 RuntimeHistory::RuntimeHistory(RuntimeHistoryOptions options) : options_(options) {
   options_.keep_per_key = std::max<std::size_t>(1, options_.keep_per_key);
   options_.min_samples = std::clamp<std::size_t>(options_.min_samples, 1, options_.keep_per_key);
@@ -94,6 +106,7 @@ void RuntimeHistory::Feed(std::string key, TimeMs runtime_ms) {
   auto mid = sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2);
   std::nth_element(sorted.begin(), mid, sorted.end());
   s.median = *mid;
+  s.mean = MeanOf(s.recent);
 }
 
 void RuntimeHistory::Forget() {
@@ -124,7 +137,7 @@ RuntimePrediction RuntimeHistory::Predict(const RuntimeQuery& job) const {
     if (b == RuntimeBasis::kUserName && job.name.empty()) continue;
     const Series* s = Find(RuntimeKey(b, job.tenant, job.user, job.name, job.shape));
     if (s == nullptr || s->recent.size() < options_.min_samples) continue;
-    return {s->median, b, static_cast<std::int32_t>(s->recent.size())};
+    return {s->median, b, static_cast<std::int32_t>(s->recent.size()), s->mean};
   }
   return {};
 }
@@ -151,9 +164,10 @@ RuntimePrediction RuntimeHistory::PredictAfter(const RuntimeQuery& job, TimeMs e
     // within a quarter of the wait does best near the likeliest end, which
     // lies below the median (docs/evaluation.md: the quartile was chosen
     // over the median and the 15th and 35th percentiles on the ITP traces).
+    const TimeMs mean = MeanOf(longer);
     auto at = longer.begin() + static_cast<std::ptrdiff_t>(longer.size() / 4);
     std::nth_element(longer.begin(), at, longer.end());
-    return {*at, b, static_cast<std::int32_t>(longer.size())};
+    return {*at, b, static_cast<std::int32_t>(longer.size()), mean};
   }
   return Predict(job);
 }

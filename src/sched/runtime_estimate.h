@@ -70,7 +70,13 @@ struct RuntimePrediction {
   TimeMs runtime_ms = 0;  // 0: none (basis kNone)
   RuntimeBasis basis = RuntimeBasis::kNone;
   std::int32_t samples = 0;  // runs behind the statistic
+  // The mean of the same runs: what a run of the key lasts on average. Run
+  // times are skewed long, so it lies above the median; a forecast that
+  // chains many runs (sched/forecast.h) sums means, not medians. 0: not
+  // known (runtime_ms stands for it).
+  TimeMs mean_ms = 0;
   bool known() const { return basis != RuntimeBasis::kNone; }
+  TimeMs mean_or_runtime() const { return mean_ms > 0 ? mean_ms : runtime_ms; }
 };
 
 struct RuntimeHistoryOptions {
@@ -109,6 +115,7 @@ class RuntimeHistory {
     std::vector<TimeMs> recent;  // ring of at most keep_per_key
     std::size_t next = 0;        // where the next run goes once full
     TimeMs median = 0;
+    TimeMs mean = 0;
     std::uint64_t fed = 0;  // version_ when last fed
   };
   void Feed(std::string key, TimeMs runtime_ms);

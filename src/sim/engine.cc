@@ -270,6 +270,10 @@ class Engine {
   sched::RuntimePrediction PredictionOf(const SimJob& j) const;
   // Keeps each waiting job's first estimated start from the plan.
   void NoteEtas(const sched::Plan& plan, TimeMs now);
+  // With SimOptions::eta_forecast: the forecast of `seen`, when `plan`
+  // leaves a job waiting that has no estimate yet.
+  void Foresee(const sched::Snapshot& seen, const sched::Plan& plan);
+  std::optional<sched::Forecast> forecast_;
   // Keeps each waiting job's reclaim grace (model::kReclaimSinceMs) from
   // the plan for the next snapshot.
   void NoteReclaimGraces(const sched::Plan& plan);
@@ -597,8 +601,49 @@ void Engine::OracleRunningEnds() {
   }
 }
 
+void Engine::Foresee(const sched::Snapshot& seen, const sched::Plan& plan) {
+  forecast_.reset();
+  const bool needed = std::ranges::any_of(plan.pending, [this](const sched::PendingDecision& d) {
+    const JobOutcome& o = Outcome(d.job_id);
+    return o.first_eta_given_ms == 0 && !o.first_start_ms;
+  });
+  if (!needed) return;
+  auto started = std::chrono::steady_clock::now();
+  sched::ForecastOptions o = options_.forecast;
+  if (const TimeMs w = options_.forecast_arrivals_window_ms; w > 0) {
+    // The past window's arrivals, again one window later: what the
+    // forecast sees coming (ids negated: no real job has them).
+    const TimeMs now = seen.now_ms;
+    auto first = std::lower_bound(arrivals_.begin(), arrivals_.begin() + next_arrival_, now - w,
+                                  [](const SimJob* j, TimeMs t) { return j->submit_ms <= t; });
+    for (auto it = first; it != arrivals_.begin() + next_arrival_; ++it) {
+      sched::PendingJob p = PendingOf(**it, 0);
+      p.id = -p.id;
+      p.submitted_at_ms += w;
+      p.predicted = PredictionOf(**it);
+      o.arrivals.push_back(std::move(p));
+    }
+  }
+  forecast_ = sched::ForecastStarts(scheduler_, seen, o, &plan);
+  result_.forecast_ms +=
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  ++result_.forecasts;
+  result_.forecast_cycles += static_cast<std::int64_t>(forecast_->cycles);
+}
+
 void Engine::NoteEtas(const sched::Plan& plan, TimeMs now) {
   for (const auto& d : plan.pending) {
+    if (forecast_) {
+      JobOutcome& o = Outcome(d.job_id);
+      const auto f = forecast_->start_ms.find(d.job_id);
+      if (!o.first_start_ms && o.first_eta_given_ms == 0 && f != forecast_->start_ms.end()) {
+        o.waited = true;
+        o.first_eta_ms = f->second;
+        o.first_eta_given_ms = now;
+        o.first_eta_predicted = forecast_->predicted.at(d.job_id);
+        continue;
+      }
+    }
     const auto it = d.reason.counts.find(model::kEtaMs);
     if (it == d.reason.counts.end()) {
       if (!Outcome(d.job_id).first_start_ms) Outcome(d.job_id).waited = true;
@@ -720,6 +765,7 @@ sched::Plan Engine::Schedule(TimeMs now) {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   ++result_.cycles;
   if (options_.verify_hints) CheckHints(*seen, plan);
+  if (options_.eta_forecast) Foresee(*seen, plan);
   return plan;
 }
 

@@ -17,6 +17,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "model/policy.h"
+#include "sched/forecast.h"
 #include "sched/scheduler.h"
 #include "sched/snapshot.h"
 #include "sim/trace.h"
@@ -69,6 +70,16 @@ struct SimOptions {
   // not of run-time prediction. Running jobs' predictions feed only the
   // estimates, so the decisions do not change.
   bool oracle_running_ends = false;
+  // Estimated starts from the forecast (sched/forecast.h): whenever a plan
+  // leaves a job waiting that has no estimate yet, the scheduler is run
+  // forward from that snapshot and the job's first estimate is the start it
+  // foresees (else the plan's own estimate, if any).
+  bool eta_forecast = false;
+  sched::ForecastOptions forecast{};
+  // With eta_forecast: the forecast foresees the arrivals of the past
+  // window again (each job submitted in (now - W, now] arrives again at
+  // its time + W, with the run time predicted for it); 0: no arrivals.
+  TimeMs forecast_arrivals_window_ms = 0;
 };
 
 struct JobOutcome {
@@ -133,6 +144,11 @@ struct SimResult {
   std::int64_t cycles = 0;
   std::int64_t node_failures = 0;  // failures that took effect
   double scheduler_ms = 0;         // wall time spent in Schedule(), for reference
+  // With SimOptions::eta_forecast: forecasts run, the scheduler runs they
+  // made, and their wall time.
+  std::int64_t forecasts = 0;
+  std::int64_t forecast_cycles = 0;
+  double forecast_ms = 0;
   // Running jobs the scheduler took from its memo (sched/running_memo.h),
   // and resolved anew, over all cycles.
   std::uint64_t memo_hits = 0;

@@ -219,6 +219,12 @@ Summary Summarize(const std::string& scheduler, const SimResult& result) {
   s.cycles = result.cycles;
   s.scheduler_ms_per_cycle =
       result.cycles > 0 ? result.scheduler_ms / static_cast<double>(result.cycles) : 0;
+  s.forecasts = result.forecasts;
+  if (result.forecasts > 0) {
+    s.forecast_cycles_mean =
+        static_cast<double>(result.forecast_cycles) / static_cast<double>(result.forecasts);
+    s.forecast_ms_mean = result.forecast_ms / static_cast<double>(result.forecasts);
+  }
   return s;
 }
 
@@ -249,6 +255,11 @@ nlohmann::json ToJson(const Summary& s) {
                    {"mean_idle_gpus_while_waiting", s.mean_idle_gpus_while_waiting},
                    {"cycles", s.cycles},
                    {"scheduler_ms_per_cycle", s.scheduler_ms_per_cycle}};
+  if (s.forecasts > 0) {
+    j["forecast"] = {{"forecasts", s.forecasts},
+                     {"cycles_mean", s.forecast_cycles_mean},
+                     {"ms_mean", s.forecast_ms_mean}};
+  }
   if (s.hints_checked) {
     j["hints"] = {{"waiting_decisions", s.waiting_decisions},
                   {"capacity_decisions", s.capacity_decisions},

@@ -97,6 +97,11 @@ struct Summary {
   double mean_idle_gpus_while_waiting = 0;
   std::int64_t cycles = 0;
   double scheduler_ms_per_cycle = 0;
+  // With --eta-forecast: forecasts run, scheduler runs per forecast, and
+  // wall time per forecast (ms).
+  std::int64_t forecasts = 0;
+  double forecast_cycles_mean = 0;
+  double forecast_ms_mean = 0;
   // With --verify-hints (SimResult's hint counts): of the waiting decisions,
   // the share with a hint shown; of the hints the core found, the share the
   // check on the same snapshot bore out; of the shown hints whose job still

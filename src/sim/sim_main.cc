@@ -80,6 +80,10 @@ struct SimFlags {
   std::string timeseries_prefix;
   std::string jobs_prefix;
   bool oracle_running_ends = false;
+  bool eta_forecast = false;
+  std::string forecast_runs = "mean";
+  std::string forecast_arrivals = "0s";
+  std::size_t forecast_cycles = berth::sched::ForecastOptions{}.max_cycles;
   std::string plot_file;
   std::string history_file;
   std::vector<std::string> las = {"1h", "10h"};
@@ -286,6 +290,21 @@ void AddFlags(CLI::App& app, SimFlags& f) {
                  "Write PREFIX-<scheduler>.csv: each job's times and its first estimated start");
   app.add_flag("--eta-oracle-running", f.oracle_running_ends,
                "berth, diagnostic: estimates see running jobs' true ends (decisions unchanged)");
+  app.add_flag("--eta-forecast", f.eta_forecast,
+               "berth: first estimated starts from a forecast (the scheduler run forward)");
+  app.add_option("--forecast-runs", f.forecast_runs,
+                 "With --eta-forecast: how long runs last: predicted (the estimate's median or "
+                 "quartile), mean (their key's mean), mean-of-placed (the mean for jobs the "
+                 "forecast places, the prediction for running ones)")
+      ->check(CLI::IsMember({"predicted", "mean", "mean-of-placed"}))
+      ->capture_default_str();
+  app.add_option("--forecast-arrivals", f.forecast_arrivals,
+                 "With --eta-forecast: the past window whose arrivals the forecast sees coming "
+                 "again (e.g. 1d); 0s: none")
+      ->capture_default_str();
+  app.add_option("--forecast-cycles", f.forecast_cycles,
+                 "With --eta-forecast: scheduler runs per forecast at most")
+      ->capture_default_str();
   app.add_option("--plot", f.plot_file, "Write an SVG of allocation and queue length over time");
   app.add_option("--limit", f.limit, "Replay only the first N jobs (0: all)");
   app.add_option("--tenants", f.tenants, "Spread the trace's jobs over N tenants (by job id hash)")
@@ -572,12 +591,23 @@ int main(int argc, char** argv) {
       fills.push_back(std::move(*filled));
       continue;
     }
+    auto forecast_arrivals_ms = berth::ParseDurationMs(f.forecast_arrivals);
+    if (f.forecast_arrivals == "0") forecast_arrivals_ms = 0;
+    if (!forecast_arrivals_ms || *forecast_arrivals_ms < 0)
+      return Fail("--forecast-arrivals '" + f.forecast_arrivals + "': give a duration such as 1d");
     // Berth learns run times from the replay's finished jobs, as berthd
     // from its store; the baselines order by their own rules.
     berth::sim::SimOptions run_options = *options;
     run_options.predict_runtimes = name == "berth" && !f.no_predict;
     run_options.verify_hints = name == "berth" && f.verify_hints;
     run_options.oracle_running_ends = name == "berth" && f.oracle_running_ends;
+    run_options.eta_forecast = name == "berth" && f.eta_forecast;
+    run_options.forecast.max_cycles = f.forecast_cycles;
+    using Runs = berth::sched::ForecastOptions::Runs;
+    run_options.forecast.runs = f.forecast_runs == "predicted" ? Runs::kPredicted
+                                : f.forecast_runs == "mean"    ? Runs::kMean
+                                                               : Runs::kMeanOfPlaced;
+    run_options.forecast_arrivals_window_ms = *forecast_arrivals_ms;
     auto result = berth::sim::Simulate(w.nodes, w.jobs, *policy, *s, run_options, adjust);
     if (!result) return Fail(name + ": " + result.error().message);
     summaries.push_back(berth::sim::Summarize(name, *result));
