@@ -617,6 +617,18 @@ void Api::Why(const http::Request& req, http::Response& res) {
     if (!layers->second.empty())
       reason["message"] = reason["message"].get<std::string>() + layers->second;
     reason["layers"] = std::move(layers->first);
+    // The latest forecast (control/forecaster.h): the scheduler run forward
+    // over what runs and waits. A view of this job only; never stored.
+    if (auto f = controller_.ForecastOf(job->id); f) {
+      const TimeMs now = clock_.NowMs();
+      reason["forecast"] = {{"start_ms", f->start_ms},
+                            {"made_at_ms", f->made_at_ms},
+                            {"basis", f->predicted ? "predicted" : "declared"},
+                            {"cycles", f->cycles}};
+      reason["message"] =
+          reason["message"].get<std::string>() +
+          model::RenderForecast(f->start_ms, f->made_at_ms, f->predicted, now, lang);
+    }
   }
   // The events that explain how it got here: evictions, requeues, exits and
   // the end, the last few of them, oldest first.

@@ -122,6 +122,9 @@ constexpr Message kBackoff{"backoff", "退避"};
 constexpr Message kBudgetUsed{"budget used", "预算已用"};
 constexpr Message kBudget{"budget", "预算"};
 constexpr Message kListSeparator{", ", "，"};
+constexpr Message kForecast{"forecast", "预测"};
+constexpr Message kForecastStart{"starts around {} ({} basis, {} scheduler runs)",
+                                 "约 {} 开始（依据：{}，推演 {} 轮调度）"};
 constexpr Message kSmallestChange{"smallest change, checked by the scheduler: {}",
                                   "最小改动（已由调度器验证）：{}"};
 }  // namespace words
@@ -413,6 +416,17 @@ std::string RenderWhy(const json& why, model::Lang lang) {
       }
     }
     for (auto& line : ReasonFacts(r, lang)) lines.push_back(std::move(line));
+  }
+  // The forecast's start (the scheduler run forward), as a clock time.
+  if (const json* f = Field(why, "reason.forecast"); f != nullptr && f->is_object()) {
+    const std::int64_t start = f->value("start_ms", std::int64_t{0});
+    const std::int64_t made = f->value("made_at_ms", std::int64_t{0});
+    if (start > 0) {
+      lines.emplace_back(
+          Say(words::kForecast, lang),
+          Say(words::kForecastStart, lang, model::FormatClock(start, made, lang),
+              f->value("basis", std::string("-")), f->value("cycles", std::int64_t{0})));
+    }
   }
   if (std::string detail = Text(why, "reason.detail"); detail != "-" && !detail.empty()) {
     lines.emplace_back(Say(words::kDetail, lang), detail);

@@ -29,7 +29,11 @@ namespace berth::server {
 
 Controller::Controller(store::Store& store, const sched::Scheduler& scheduler, const Clock& clock,
                        ControllerOptions options)
-    : store_(store), scheduler_(scheduler), clock_(clock), options_(std::move(options)) {}
+    : store_(store),
+      scheduler_(scheduler),
+      clock_(clock),
+      options_(std::move(options)),
+      forecaster_(std::make_unique<Forecaster>(scheduler_, options_.forecast)) {}
 
 Controller::~Controller() {
   Stop();
@@ -385,6 +389,9 @@ Status Controller::RunPass() {
     HoldPlacementsBehindEvictions(plan);
     BERTH_RETURN_IF_ERROR(control::ApplyPlan(store_, plan, *nodes, (*policy)->version, now));
     CountPass(plan, schedulable, cycle.count(), now);
+    // At most once per interval, the snapshot goes on to a forecast of the
+    // waiting jobs' starts, made off this thread.
+    if (forecaster_->Wants(now)) forecaster_->Offer(std::move(*snap));
     if (*moved || !plan.placements.empty() || !plan.evictions.empty()) {
       active = store_.ActiveRuns();
       if (!active) return std::unexpected(active.error());

@@ -21,6 +21,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "control/agent_session.h"
+#include "control/forecaster.h"
 #include "control/outputs.h"
 #include "control/pki.h"
 #include "control/runtime_feed.h"
@@ -74,6 +75,9 @@ struct ControllerOptions {
   // jobs), at least one. 0: no checks, so no hints are shown.
   std::size_t hint_checks_per_pass = 8;
   std::size_t hint_check_jobs = 40'000;
+  // Forecasts of waiting jobs' starts (forecaster.h): how often, and how
+  // many scheduler runs each may make.
+  ForecasterOptions forecast{};
 };
 
 // A node as the API shows it: stored inventory plus live lease state.
@@ -165,6 +169,13 @@ class Controller {
   // change made through ApplyPolicy or RollbackPolicy. Each pass schedules
   // under one version and records it on what it places.
   [[nodiscard]] Result<std::shared_ptr<const store::PolicyVersion>> ActivePolicy();
+  // The latest forecast's word on a waiting job (forecaster.h); none before
+  // the first forecast, or when it foresaw no start. Any thread.
+  std::optional<JobForecast> ForecastOf(std::int64_t job_id) const {
+    return forecaster_->Of(job_id);
+  }
+  // Blocks until the forecast in hand, if any, is made (tests).
+  void DrainForecasts() { forecaster_->Drain(); }
   // Store::ApplyPolicy / Store::RollbackPolicy, then a pass under the new
   // policy. Return the new version.
   // Each `audit`, when set, makes the change's audit record, committed
@@ -358,6 +369,7 @@ class Controller {
   const sched::Scheduler& scheduler_;
   const Clock& clock_;
   ControllerOptions options_;
+  std::unique_ptr<Forecaster> forecaster_;
   // The stop grace a run's StartRun carries (its checkpoint grace, else
   // stop_grace_ms).
   TimeMs RunGraceMs(const model::JobSpec& spec) const;

@@ -615,6 +615,16 @@ std::string RenderReason(const Reason& r) {
   return RenderReason(r, Lang::kEn);
 }
 
+std::string RenderForecast(std::int64_t start_ms, std::int64_t made_at_ms, bool predicted,
+                           std::int64_t now_ms, Lang lang) {
+  TemplateArgs a;
+  if (start_ms > now_ms) a.Set("in", Duration(start_ms - now_ms, lang));
+  if (start_ms > 0) a.Set("at", FormatClock(start_ms, now_ms, lang));
+  if (now_ms - made_at_ms >= 1000) a.Set("ago", Duration(now_ms - made_at_ms, lang));
+  a.Set("how", Say(predicted ? Phrase::kForecastPredicted : Phrase::kForecastDeclared, lang));
+  return Say(Phrase::kForecast, lang, a);
+}
+
 std::string RenderReason(const Reason& r, Lang lang, std::int64_t now_ms) {
   Reason at = r;
   for (auto [abs, rel] : {std::pair{kEtaMs, kEtaInMs}, std::pair{kNotBeforeMs, kNotBeforeInMs}}) {

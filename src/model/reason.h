@@ -294,6 +294,12 @@ std::string RenderNodeLayer(std::int64_t nodes, std::int64_t could_take,
                             const std::vector<std::pair<std::string, std::int64_t>>& ranked,
                             const std::map<std::string, std::int64_t, std::less<>>& alone,
                             Lang lang);
+// A forecast's start for a waiting job (control/forecaster.h) as a clause of
+// its own, counted from `now_ms`: "; forecast: starts in about 2h 10m,
+// around 14:20 UTC (the scheduler run forward over predicted run times, with
+// no new arrivals; made 40s ago)". `predicted`: it stands on a predicted end.
+std::string RenderForecast(std::int64_t start_ms, std::int64_t made_at_ms, bool predicted,
+                           std::int64_t now_ms, Lang lang);
 // The same sentence in `lang`, with the same numbers ("0/3 个节点可以容纳需要
 // 2 块 GPU 的副本：1 个未就绪，2 个空闲 GPU 不足").
 std::string RenderReason(const Reason& reason, Lang lang);

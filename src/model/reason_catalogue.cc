@@ -324,6 +324,23 @@ constexpr std::array kPhraseTexts{
     PhraseEntry{Phrase::kNodeLayerAlone,
                 "NodeLayerAlone",
                 {"{change} alone would open {n}", "仅{change}即可放开 {n} 个"}},
+    // {in} only while the start is ahead; {ago} only when the forecast was
+    // made a second or more before.
+    PhraseEntry{
+        Phrase::kForecast,
+        "Forecast",
+        {"; forecast: [starts in about {in}|due to start now][, around {at}] ({how}; "
+         "[made {ago} ago|made just now])",
+         "；预测：[约 {in}后开始|应当即将开始][，约 {at}]（{how}；[{ago}前所作|刚刚所作]）"}},
+    PhraseEntry{Phrase::kForecastDeclared,
+                "ForecastDeclared",
+                {"the scheduler run forward to the declared max runtimes of what runs and waits, "
+                 "with no new arrivals",
+                 "按正在运行和等待的作业所声明的最长运行时间向前推演调度，未计入新提交的作业"}},
+    PhraseEntry{Phrase::kForecastPredicted,
+                "ForecastPredicted",
+                {"the scheduler run forward over predicted run times, with no new arrivals",
+                 "按预测的运行时间向前推演调度，未计入新提交的作业"}},
 };
 
 // Node causes of kNoNodeFits, in the order they are listed.

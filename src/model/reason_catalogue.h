@@ -91,8 +91,13 @@ enum class Phrase {
   // One cause of the node layer and the nodes lifting it alone would open
   // ({change}: NodeCauseChanges' words).
   kNodeLayerAlone,
+  // A forecast's start (control/forecaster.h): {in} or due now, {at}, {how}
+  // (one of the two below), {ago} since it was made.
+  kForecast,
+  kForecastDeclared,
+  kForecastPredicted,
 };
-inline constexpr Phrase kLastPhrase = Phrase::kNodeLayerAlone;
+inline constexpr Phrase kLastPhrase = Phrase::kForecastPredicted;
 
 // A node cause of kNoNodeFits (a key of Reason::counts) and its words; "{n}"
 // is how many nodes it rejected.

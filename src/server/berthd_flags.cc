@@ -73,6 +73,11 @@ void AddCoreFlags(CLI::App& app, BerthdFlags& f) {
                  "public; a routable address publishes the public ones to that network");
   app.add_option("--haproxy", f.haproxy, "The HAProxy (2.6 or later) the gateway runs")
       ->capture_default_str();
+  app.add_option("--forecast-interval", f.forecast_interval,
+                 "How often berthd forecasts when the waiting jobs start, by running its "
+                 "scheduler forward over the declared and predicted ends of what runs (shown by "
+                 "`berth why`); 0: never")
+      ->capture_default_str();
   app.add_option("--node-lost-grace", f.lost_grace,
                  "After a node's lease lapses, how long its runs may stay unaccounted for before "
                  "they are declared lost and their jobs follow their retry policies; never "

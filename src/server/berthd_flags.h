@@ -27,6 +27,8 @@ struct BerthdFlags {
   std::string heartbeat = "1s";
   std::string grace = "10s";
   std::string lost_grace = "60s";
+  // How often waiting jobs' starts are forecast (control/forecaster.h); "0": never.
+  std::string forecast_interval = "60s";
   std::string agent_fence_grace;
   std::string telemetry_interval = "10s";
   std::string events_recheck = "30s";

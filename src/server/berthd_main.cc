@@ -307,6 +307,7 @@ struct Settings {
   std::int64_t heartbeat_ms = 0;
   std::int64_t grace_ms = 0;
   std::int64_t lost_grace_ms = 0;
+  std::int64_t forecast_interval_ms = 0;
   std::int64_t agent_fence_grace_ms = 0;
   std::int64_t alert_interval_ms = 0;
   std::int64_t service_interval_ms = 0;
@@ -388,6 +389,15 @@ berth::Status CheckTimings(const BerthdFlags& f, Settings& s) {
         Invalid("--lease, --heartbeat, --stop-grace and --node-lost-grace take durations such as "
                 "10s, and the lease must be longer than the heartbeat"));
   }
+  auto forecast_interval_ms = berth::ParseDurationMs(f.forecast_interval);
+  if (f.forecast_interval == "0") forecast_interval_ms = 0;
+  if (!forecast_interval_ms || *forecast_interval_ms < 0 ||
+      (*forecast_interval_ms > 0 && *forecast_interval_ms < 1000)) {
+    return std::unexpected(Invalid(fmt::format(
+        "--forecast-interval '{}': give a duration of at least 1s, such as 60s, or 0 for never",
+        f.forecast_interval)));
+  }
+  s.forecast_interval_ms = *forecast_interval_ms;
   s.lease_ms = *lease_ms;
   s.heartbeat_ms = *heartbeat_ms;
   s.grace_ms = *grace_ms;
@@ -698,6 +708,7 @@ berth::Status OpenStores(const BerthdFlags& f, const Settings& s, Daemon& d) {
   options.heartbeat_interval_ms = s.heartbeat_ms;
   options.stop_grace_ms = s.grace_ms;
   options.node_lost_grace_ms = s.lost_grace_ms;
+  options.forecast.interval_ms = s.forecast_interval_ms;
   options.agent_fence_grace_ms = s.agent_fence_grace_ms;
   options.log_limit_bytes = s.log_limit_bytes;
   // The audit trail shares berth.db on a connection of its own.
