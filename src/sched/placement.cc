@@ -910,32 +910,43 @@ std::optional<std::size_t> Cluster::BestNode(const JobShape& job,
 std::optional<std::size_t> Cluster::FgdNode(const JobShape& job, std::size_t c,
                                             std::vector<std::size_t>& best_gpus) const {
   const auto& r = job.resources;
-  const auto& buckets = by_free_[c];
   std::optional<std::size_t> best;
-  std::tuple<bool, std::int64_t, std::size_t> best_key{};
+  std::tuple<bool, std::int64_t, std::uint32_t, std::size_t> best_key{};
   FgdBase base;
+  // Scores node `n` if the replica fits it; false if it does not.
+  auto score = [&](std::size_t n) {
+    if (!StaticCause(n, job).empty()) return false;
+    auto gpus = ChooseGpus(n, job);
+    if (!gpus) return false;
+    bool split = false;
+    if (job.topology.nvlink_island == model::NvlinkIsland::kPrefer && !gpus->empty()) {
+      const auto& g = Node(n).gpus;
+      split = std::any_of(gpus->begin(), gpus->end(), [&](std::size_t i) {
+        return g[i].nvlink_island != g[gpus->front()].nvlink_island;
+      });
+    }
+    // Least fragmentation added, then the tighter fit, then the lower index.
+    FgdPrepare(n, r, base);
+    std::tuple<bool, std::int64_t, std::uint32_t, std::size_t> key{
+        split, FgdScore(n, *gpus, r, base), free_[c][n], n};
+    if (!best || key < best_key) {
+      best = n;
+      best_key = key;
+      best_gpus = std::move(*gpus);
+    }
+    return true;
+  };
   const bool bounded = size() > fgd_exact_nodes_;
-  for (std::size_t f = r.gpus; f < buckets.size(); ++f) {
-    for (std::size_t n : buckets[f]) {
-      if (!StaticCause(n, job).empty()) continue;
-      auto gpus = ChooseGpus(n, job);
-      if (!gpus) continue;
-      bool split = false;
-      if (job.topology.nvlink_island == model::NvlinkIsland::kPrefer && !gpus->empty()) {
-        const auto& g = Node(n).gpus;
-        split = std::any_of(gpus->begin(), gpus->end(), [&](std::size_t i) {
-          return g[i].nvlink_island != g[gpus->front()].nvlink_island;
-        });
+  // Bounded (a large cluster): the first node that fits of each free count
+  // of the job's class and, for a job free to use any model among several,
+  // of each model's class, so that FGD's scarcity weights choose the model.
+  const std::size_t last = bounded && c == 0 && models_.size() > 1 ? by_free_.size() - 1 : c;
+  for (std::size_t cls = c; cls <= last; ++cls) {
+    const auto& buckets = by_free_[cls];
+    for (std::size_t f = r.gpus; f < buckets.size(); ++f) {
+      for (std::size_t n : buckets[f]) {
+        if (score(n) && bounded) break;
       }
-      // Least fragmentation added, then the tighter fit, then the lower index.
-      FgdPrepare(n, r, base);
-      std::tuple<bool, std::int64_t, std::size_t> key{split, FgdScore(n, *gpus, r, base), f};
-      if (!best || key < best_key) {
-        best = n;
-        best_key = key;
-        best_gpus = std::move(*gpus);
-      }
-      if (bounded) break;  // a large cluster: the first fit of each free count
     }
   }
   return best;
@@ -993,7 +1004,10 @@ std::optional<std::size_t> Cluster::BestSliceNode(const JobShape& job,
     return StaticCause(n, job).empty();
   };
   // A large cluster: FGD scores only the kFgdSliceCandidates nodes that fit
-  // tightest (ChooseSlice's key, then free GPUs, then index).
+  // tightest (ChooseSlice's key, then free GPUs, then index); for a slice
+  // free to use any of several models, that many for each model (of the
+  // GPU the slice would take there), so that FGD's scarcity weights choose
+  // the model.
   const bool bounded = fgd_ && size() > fgd_exact_nodes_;
   if (fgd_ && !bounded) {
     // Every node is scored; the order does not matter (ties go by key,
@@ -1007,20 +1021,24 @@ std::optional<std::size_t> Cluster::BestSliceNode(const JobShape& job,
     return best;
   }
   using Candidate = std::tuple<std::uint64_t, std::uint64_t, std::uint32_t, std::size_t>;
-  std::vector<Candidate> candidates;
+  const bool per_model = bounded && r.gpu_model.empty() && models_.size() > 1;
+  std::vector<std::vector<Candidate>> candidates(per_model ? models_.size() : 1);
   // Node `n`'s tightest GPU for the slice against the best so far (bounded:
-  // into the candidates, the lowest keys); false if no GPU of it fits.
-  // Either way the outcome is the least (key, index), in any order.
-  auto consider = [&](std::size_t n) {
+  // into its model's candidates, the lowest keys); which list, or -1 if no
+  // GPU of it fits. Either way the outcome is the least (key, index), in
+  // any order.
+  auto consider = [&](std::size_t n) -> int {
     std::pair<std::uint64_t, std::uint64_t> k;
     auto i = ChooseSlice(n, r, &k);
-    if (!i) return false;
+    if (!i) return -1;
     if (bounded) {
+      const std::size_t list = per_model ? model_of_[first_gpu_[n] + *i] : 0;
+      auto& into = candidates[list];
       Candidate c{k.first, k.second, free_[0][n], n};
-      if (candidates.size() == kFgdSliceCandidates && c >= candidates.back()) return true;
-      candidates.insert(std::upper_bound(candidates.begin(), candidates.end(), c), c);
-      if (candidates.size() > kFgdSliceCandidates) candidates.pop_back();
-      return true;
+      if (into.size() == kFgdSliceCandidates && c >= into.back()) return static_cast<int>(list);
+      into.insert(std::upper_bound(into.begin(), into.end(), c), c);
+      if (into.size() > kFgdSliceCandidates) into.pop_back();
+      return static_cast<int>(list);
     }
     // A slice free to use any model that would open a fresh GPU opens it
     // where that leaves the shapes asked for the most room (SetDemand).
@@ -1033,31 +1051,37 @@ std::optional<std::size_t> Cluster::BestSliceNode(const JobShape& job,
       best_key = key;
       best_gpu = *i;
     }
-    return true;
+    return 0;
   };
   // First the nodes where a GPU holds slices: a slice that fits one ranks
   // before any fresh GPU (ChooseSlice's key 1001).
   for (std::size_t n : partial_) {
     if (open(n)) consider(n);
   }
-  const bool settled =
-      bounded ? candidates.size() == kFgdSliceCandidates && std::get<0>(candidates.back()) <= 1000
-              : best && std::get<0>(best_key) <= 1000;
+  const bool settled = bounded ? std::all_of(candidates.begin(), candidates.end(),
+                                             [](const std::vector<Candidate>& list) {
+                                               return list.size() == kFgdSliceCandidates &&
+                                                      std::get<0>(list.back()) <= 1000;
+                                             })
+                               : best && std::get<0>(best_key) <= 1000;
   if (!settled) {
     // The nodes whose GPUs with room hold no slices: a slice there takes a
     // fresh GPU. When every sharing GPU has the same memory, that leaves
     // the same memory on any node, so they rank by free GPUs, then index:
     // the by_free_ walk meets them in that order and stops at the first
-    // (bounded: the first kFgdSliceCandidates) that fits. Else (or when
+    // (bounded: the first kFgdSliceCandidates of each list) that fits. Else (or when
     // the fresh GPU is chosen by FragmentationDelta) each is ranked.
     const bool by_delta = !bounded && model_aware_ && r.gpu_model.empty();
     if (sharing_memory_ != 0 && !by_delta) {
-      std::size_t found = 0;
+      std::vector<std::size_t> found(candidates.size(), 0);
+      std::size_t lists_found = 0;  // lists with kFgdSliceCandidates found
       for (const NodeSet& free_count : by_free_[0]) {
         const bool more = free_count.ForEachAlsoIn(pristine_, [&](std::size_t n) {
-          if (!open(n) || !consider(n)) return true;
-          ++found;
-          return bounded && found < kFgdSliceCandidates;
+          if (!open(n)) return true;
+          const int list = consider(n);
+          if (list < 0) return true;
+          if (++found[static_cast<std::size_t>(list)] == kFgdSliceCandidates) ++lists_found;
+          return bounded && lists_found < candidates.size();
         });
         if (!more) break;
       }
@@ -1067,7 +1091,9 @@ std::optional<std::size_t> Cluster::BestSliceNode(const JobShape& job,
       }
     }
   }
-  for (const auto& c : candidates) score_node(std::get<3>(c));
+  for (const auto& list : candidates) {
+    for (const auto& c : list) score_node(std::get<3>(c));
+  }
   if (best) gpus.assign(1, best_gpu);
   return best;
 }
