@@ -939,13 +939,32 @@ std::optional<std::size_t> Cluster::FgdNode(const JobShape& job, std::size_t c,
   const bool bounded = size() > fgd_exact_nodes_;
   // Bounded (a large cluster): the first node that fits of each free count
   // of the job's class and, for a job free to use any model among several,
-  // of each model's class, so that FGD's scarcity weights choose the model.
-  const std::size_t last = bounded && c == 0 && models_.size() > 1 ? by_free_.size() - 1 : c;
-  for (std::size_t cls = c; cls <= last; ++cls) {
-    const auto& buckets = by_free_[cls];
-    for (std::size_t f = r.gpus; f < buckets.size(); ++f) {
-      for (std::size_t n : buckets[f]) {
-        if (score(n) && bounded) break;
+  // the tightest fit of each model (its fewest free GPUs of the model, then
+  // index), so that FGD's scarcity weights choose the model.
+  const auto& buckets = by_free_[c];
+  std::vector<std::size_t> scored;
+  for (std::size_t f = r.gpus; f < buckets.size(); ++f) {
+    for (std::size_t n : buckets[f]) {
+      if (score(n) && bounded) {
+        scored.push_back(n);
+        break;
+      }
+    }
+  }
+  if (bounded && c == 0 && models_.size() > 1) {
+    for (std::size_t m = 1; m < by_free_.size(); ++m) {
+      auto fits = [&](std::size_t n) {
+        if (std::find(scored.begin(), scored.end(), n) != scored.end()) return true;
+        return score(n);
+      };
+      bool found = false;
+      for (std::size_t f = r.gpus; f < by_free_[m].size() && !found; ++f) {
+        for (std::size_t n : by_free_[m][f]) {
+          if (fits(n)) {
+            found = true;
+            break;
+          }
+        }
       }
     }
   }
@@ -1077,6 +1096,16 @@ std::optional<std::size_t> Cluster::BestSliceNode(const JobShape& job,
       std::size_t lists_found = 0;  // lists with kFgdSliceCandidates found
       for (const NodeSet& free_count : by_free_[0]) {
         const bool more = free_count.ForEachAlsoIn(pristine_, [&](std::size_t n) {
+          // A node of one model whose list has its candidates: any later
+          // fresh node of that model ranks after them.
+          if (per_model) {
+            const auto from = model_of_.begin() + static_cast<std::ptrdiff_t>(first_gpu_[n]);
+            const auto to = model_of_.begin() + static_cast<std::ptrdiff_t>(first_gpu_[n + 1]);
+            if (from != to && std::all_of(from, to, [&](std::size_t m) { return m == *from; }) &&
+                found[*from] >= kFgdSliceCandidates) {
+              return true;
+            }
+          }
           if (!open(n)) return true;
           const int list = consider(n);
           if (list < 0) return true;
