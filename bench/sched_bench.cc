@@ -36,9 +36,14 @@
 //
 // --size N P runs one size only (N nodes, P pending), e.g. under `perf stat`.
 //
+// --digest prints a hash of the last cycle's placements and evictions (job,
+// nodes, GPUs, in plan order): two builds that place alike print the same,
+// so a change meant to be faster only can be checked to decide the same.
+//
 //   berth-sched-bench [--cycles K] [--quick] [--runtimes] [--fragmented]
 //                     [--same-priority] [--max-reservations N] [--size N P]
 //                     [--predictions] [--no-short-first] [--demand] [--slices]
+//                     [--digest]
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -48,6 +53,7 @@
 #include <ctime>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sched/core_scheduler.h"
@@ -65,7 +71,26 @@ struct Options {
   bool no_short_first = false;
   bool demand = false;
   bool slices = false;  // sharing GPUs, and one pending job in ten a quarter-GPU slice
+  bool digest = false;  // print a hash of the last plan's placements
 };
+
+// FNV-1a over the plan's placements and evictions.
+std::uint64_t Digest(const berth::sched::Plan& plan) {
+  std::uint64_t h = 14695981039346656037ULL;
+  auto mix = [&](std::string_view bytes) {
+    for (unsigned char ch : bytes) h = (h ^ ch) * 1099511628211ULL;
+    h = (h ^ 0xff) * 1099511628211ULL;
+  };
+  for (const auto& p : plan.placements) {
+    mix(std::to_string(p.job_id));
+    for (const auto& rp : p.replicas) {
+      mix(rp.node);
+      for (std::uint32_t g : rp.gpu_indices) mix(std::to_string(g));
+    }
+  }
+  for (const auto& e : plan.evictions) mix(std::to_string(e.job_id));
+  return h;
+}
 
 Snapshot Build(int nodes, int pending, std::mt19937& rng, const Options& opt) {
   Snapshot s;
@@ -177,6 +202,7 @@ void Run(int nodes, int pending, int cycles, const Options& opt) {
   std::size_t reserved = 0;
   std::size_t moved = 0;
   std::size_t evicted = 0;
+  std::uint64_t digest = 0;
   for (int c = 0; c < cycles; ++c) {
     std::clock_t c0 = std::clock();
     auto t0 = std::chrono::steady_clock::now();
@@ -191,6 +217,7 @@ void Run(int nodes, int pending, int cycles, const Options& opt) {
                                                    [](const auto& p) { return p.moved; }));
     waiting = plan.pending.size();
     reserved = plan.reservations.size();
+    digest = Digest(plan);
   }
   std::sort(ms.begin(), ms.end());
   std::sort(cpu_ms.begin(), cpu_ms.end());
@@ -205,6 +232,7 @@ void Run(int nodes, int pending, int cycles, const Options& opt) {
       nodes, pending, p50, p99, cpu_ms[cpu_ms.size() / 2], cycles, placed, waiting, reserved,
       p50 > 0 ? static_cast<double>(placed) / (p50 / 1000) : 0.0, ru.ru_maxrss / 1024, evicted,
       moved);
+  if (opt.digest) std::printf("plan digest %016llx\n", static_cast<unsigned long long>(digest));
 }
 
 }  // namespace
@@ -229,6 +257,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--same-priority") == 0) opt.same_priority = true;
     if (std::strcmp(argv[i], "--demand") == 0) opt.demand = true;
     if (std::strcmp(argv[i], "--slices") == 0) opt.slices = true;
+    if (std::strcmp(argv[i], "--digest") == 0) opt.digest = true;
     if (std::strcmp(argv[i], "--max-reservations") == 0 && i + 1 < argc) {
       opt.max_reservations = std::atoi(argv[++i]);
     }

@@ -96,8 +96,9 @@ struct Cycle::RunningPass {
   std::int64_t last_id = 0;
 };
 
-Cycle::Cycle(const Snapshot& s)
+Cycle::Cycle(const Snapshot& s, const CoreOptions& options)
     : s_(s), cluster_(s.nodes), book_(s.policy, cluster_, s.decayed_usage) {
+  cluster_.SetFgdExactNodes(options.fgd_exact_nodes);
   cluster_.SetDemand(s.demand);
   // One pass over the running jobs. What they count against quota is summed
   // per queue before it enters the book (the same sums as job by job, with
@@ -958,7 +959,7 @@ Plan CoreScheduler::Schedule(const Snapshot& snapshot) const {
   // plan is empty, and building the cycle's cluster and quota book from
   // every node and running job would only be thrown away.
   if (snapshot.pending.empty()) return {};
-  return Cycle(snapshot).Run();
+  return Cycle(snapshot, options_).Run();
 }
 
 }  // namespace berth::sched

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "sched/core_scheduler.h"
 #include "sched/placement.h"
 #include "sched/plan.h"
 #include "sched/quota.h"
@@ -119,7 +120,7 @@ inline bool EndKnown(const RunningJob& r) {
 
 class Cycle {
  public:
-  explicit Cycle(const Snapshot& s);
+  Cycle(const Snapshot& s, const CoreOptions& options);
   Plan Run();
 
  private:

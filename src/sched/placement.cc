@@ -35,6 +35,15 @@ bool ByIndex(const GpuView& a, const GpuView& b) {
   return a.index < b.index;
 }
 
+// The share (milli-GPUs) a new slice may take of GPU `g` (see SliceFits):
+// a healthy sharing GPU, free or holding slices, less what its slices hold.
+std::uint32_t NewSliceRoom(const GpuView& g) {
+  if (!g.sharing || !g.healthy || (!g.free && g.shared_millis == 0) || g.shared_millis >= 1000) {
+    return 0;
+  }
+  return 1000 - g.shared_millis;
+}
+
 }  // namespace
 
 // Snapshots come sorted (by name, GPUs by index): checking is part of the
@@ -102,6 +111,9 @@ bool Cluster::Index() {
   first_gpu_.reserve(nodes.size() + 1);
   has_sharing_.assign(nodes.size(), false);
   healthy_.assign(nodes.size(), 0);
+  bool sharing_seen = false;
+  bool sharing_uniform = true;
+  sharing_memory_ = 0;
   for (std::size_t n = 0; n < nodes.size(); ++n) {
     const NodeView& node = nodes[n];
     if (n > 0 && ByName(node, nodes[n - 1])) return false;
@@ -139,7 +151,12 @@ bool Cluster::Index() {
           ++free_[last_id + 1][n];
         }
       }
-      if (g.sharing) has_sharing_[n] = true;
+      if (g.sharing) {
+        has_sharing_[n] = true;
+        if (sharing_seen && g.memory_bytes != sharing_memory_) sharing_uniform = false;
+        sharing_seen = true;
+        sharing_memory_ = g.memory_bytes;
+      }
       max_gpu_memory_ = std::max(max_gpu_memory_, g.memory_bytes);
     }
     healthy_[n] = healthy;
@@ -147,6 +164,11 @@ bool Cluster::Index() {
     most = std::max(most, node.gpus.size());
   }
   first_gpu_.push_back(model_of_.size());
+  if (!sharing_uniform) sharing_memory_ = 0;
+  slice_room_.assign(nodes.size(), 0);
+  partial_ = NodeSet(nodes.size());
+  pristine_ = NodeSet(nodes.size());
+  for (std::size_t n = 0; n < nodes.size(); ++n) RefreshSliceRoom(n);
   // Renumber the models by name: sorted_id[first-seen id].
   std::vector<std::size_t> order(seen.size());
   std::iota(order.begin(), order.end(), 0);
@@ -185,6 +207,30 @@ void Cluster::SetFree(std::size_t n, std::size_t i, bool free) {
     }
   }
   g.free = free;
+  RefreshSliceRoom(n);
+}
+
+void Cluster::RefreshSliceRoom(std::size_t n) {
+  if (!has_sharing_[n]) return;
+  std::uint32_t most = 0;
+  bool partial = false;
+  for (const GpuView& g : Node(n).gpus) {
+    const std::uint32_t room = NewSliceRoom(g);
+    if (room == 0) continue;
+    most = std::max(most, room);
+    partial = partial || g.shared_millis > 0 || g.shared_bytes > 0;
+  }
+  slice_room_[n] = most;
+  if (partial) {
+    partial_.insert(n);
+  } else {
+    partial_.erase(n);
+  }
+  if (most > 0 && !partial) {
+    pristine_.insert(n);
+  } else {
+    pristine_.erase(n);
+  }
 }
 
 std::uint64_t Cluster::FreeGpus() const {
@@ -864,32 +910,62 @@ std::optional<std::size_t> Cluster::BestNode(const JobShape& job,
 std::optional<std::size_t> Cluster::FgdNode(const JobShape& job, std::size_t c,
                                             std::vector<std::size_t>& best_gpus) const {
   const auto& r = job.resources;
-  const auto& buckets = by_free_[c];
   std::optional<std::size_t> best;
-  std::tuple<bool, std::int64_t, std::size_t> best_key{};
+  std::tuple<bool, std::int64_t, std::uint32_t, std::size_t> best_key{};
   FgdBase base;
-  const bool bounded = size() > kFgdExactNodes;
+  // Scores node `n` if the replica fits it; false if it does not.
+  auto score = [&](std::size_t n) {
+    if (!StaticCause(n, job).empty()) return false;
+    auto gpus = ChooseGpus(n, job);
+    if (!gpus) return false;
+    bool split = false;
+    if (job.topology.nvlink_island == model::NvlinkIsland::kPrefer && !gpus->empty()) {
+      const auto& g = Node(n).gpus;
+      split = std::any_of(gpus->begin(), gpus->end(), [&](std::size_t i) {
+        return g[i].nvlink_island != g[gpus->front()].nvlink_island;
+      });
+    }
+    // Least fragmentation added, then the tighter fit, then the lower index.
+    FgdPrepare(n, r, base);
+    std::tuple<bool, std::int64_t, std::uint32_t, std::size_t> key{
+        split, FgdScore(n, *gpus, r, base), free_[c][n], n};
+    if (!best || key < best_key) {
+      best = n;
+      best_key = key;
+      best_gpus = std::move(*gpus);
+    }
+    return true;
+  };
+  const bool bounded = size() > fgd_exact_nodes_;
+  // Bounded (a large cluster): the first node that fits of each free count
+  // of the job's class and, for a job free to use any model among several,
+  // the tightest fit of each model (its fewest free GPUs of the model, then
+  // index), so that FGD's scarcity weights choose the model.
+  const auto& buckets = by_free_[c];
+  std::vector<std::size_t> scored;
   for (std::size_t f = r.gpus; f < buckets.size(); ++f) {
     for (std::size_t n : buckets[f]) {
-      if (!StaticCause(n, job).empty()) continue;
-      auto gpus = ChooseGpus(n, job);
-      if (!gpus) continue;
-      bool split = false;
-      if (job.topology.nvlink_island == model::NvlinkIsland::kPrefer && !gpus->empty()) {
-        const auto& g = Node(n).gpus;
-        split = std::any_of(gpus->begin(), gpus->end(), [&](std::size_t i) {
-          return g[i].nvlink_island != g[gpus->front()].nvlink_island;
-        });
+      if (score(n) && bounded) {
+        scored.push_back(n);
+        break;
       }
-      // Least fragmentation added, then the tighter fit, then the lower index.
-      FgdPrepare(n, r, base);
-      std::tuple<bool, std::int64_t, std::size_t> key{split, FgdScore(n, *gpus, r, base), f};
-      if (!best || key < best_key) {
-        best = n;
-        best_key = key;
-        best_gpus = std::move(*gpus);
+    }
+  }
+  if (bounded && c == 0 && models_.size() > 1) {
+    for (std::size_t m = 1; m < by_free_.size(); ++m) {
+      auto fits = [&](std::size_t n) {
+        if (std::find(scored.begin(), scored.end(), n) != scored.end()) return true;
+        return score(n);
+      };
+      bool found = false;
+      for (std::size_t f = r.gpus; f < by_free_[m].size() && !found; ++f) {
+        for (std::size_t n : by_free_[m][f]) {
+          if (fits(n)) {
+            found = true;
+            break;
+          }
+        }
       }
-      if (bounded) break;  // a large cluster: the first fit of each free count
     }
   }
   return best;
@@ -931,45 +1007,122 @@ std::optional<std::size_t> Cluster::BestSliceNode(const JobShape& job,
       }
     }
   };
-  // A large cluster: FGD scores only the kFgdSliceCandidates nodes that fit
-  // tightest (ChooseSlice's key, then free GPUs, then index).
-  const bool bounded = fgd_ && size() > kFgdExactNodes;
-  using Candidate = std::tuple<std::uint64_t, std::uint64_t, std::uint32_t, std::size_t>;
-  std::vector<Candidate> candidates;
-  for (std::size_t n = 0; n < size(); ++n) {
-    if (!has_sharing_[n]) continue;
+  // Only nodes with a GPU that has room for the share are looked at
+  // (slice_room_): on a full cluster a pass over every node per slice was
+  // most of a cycle. The least room a GPU must have: the share, or for a
+  // share by memory (its milli-GPUs depend on the card) any.
+  const std::uint32_t need = r.gpu_share_millis > 0 ? r.gpu_share_millis : 1;
+  // Whether node `n` may take the slice but for which GPU: room, CPU,
+  // memory and the static filters.
+  auto open = [&](std::size_t n) {
+    if (slice_room_[n] < need) return false;
     const NodeView& node = Node(n);
-    if (r.cpu_millis > node.cpu_millis_free || r.memory_bytes > node.memory_bytes_free) continue;
-    if (!StaticCause(n, job).empty()) continue;
-    if (fgd_ && !bounded) {
-      score_node(n);
-      continue;
+    if (r.cpu_millis > node.cpu_millis_free || r.memory_bytes > node.memory_bytes_free) {
+      return false;
     }
-    if (bounded) {
-      std::pair<std::uint64_t, std::uint64_t> k;
-      if (!ChooseSlice(n, r, &k)) continue;
-      Candidate c{k.first, k.second, free_[0][n], n};
-      if (candidates.size() == kFgdSliceCandidates && c >= candidates.back()) continue;
-      candidates.insert(std::upper_bound(candidates.begin(), candidates.end(), c), c);
-      if (candidates.size() > kFgdSliceCandidates) candidates.pop_back();
-      continue;
+    return StaticCause(n, job).empty();
+  };
+  // A large cluster: FGD scores only the kFgdSliceCandidates nodes that fit
+  // tightest (ChooseSlice's key, then free GPUs, then index); for a slice
+  // free to use any of several models, that many for each model (of the
+  // GPU the slice would take there), so that FGD's scarcity weights choose
+  // the model.
+  const bool bounded = fgd_ && size() > fgd_exact_nodes_;
+  if (fgd_ && !bounded) {
+    // Every node is scored; the order does not matter (ties go by key,
+    // then index).
+    for (const NodeSet* set : {&partial_, &pristine_}) {
+      for (std::size_t n : *set) {
+        if (open(n)) score_node(n);
+      }
     }
+    if (best) gpus.assign(1, best_gpu);
+    return best;
+  }
+  using Candidate = std::tuple<std::uint64_t, std::uint64_t, std::uint32_t, std::size_t>;
+  const bool per_model = bounded && r.gpu_model.empty() && models_.size() > 1;
+  std::vector<std::vector<Candidate>> candidates(per_model ? models_.size() : 1);
+  // Node `n`'s tightest GPU for the slice against the best so far (bounded:
+  // into its model's candidates, the lowest keys); which list, or -1 if no
+  // GPU of it fits. Either way the outcome is the least (key, index), in
+  // any order.
+  auto consider = [&](std::size_t n) -> int {
     std::pair<std::uint64_t, std::uint64_t> k;
     auto i = ChooseSlice(n, r, &k);
-    if (!i) continue;
+    if (!i) return -1;
+    if (bounded) {
+      const std::size_t list = per_model ? model_of_[first_gpu_[n] + *i] : 0;
+      auto& into = candidates[list];
+      Candidate c{k.first, k.second, free_[0][n], n};
+      if (into.size() == kFgdSliceCandidates && c >= into.back()) return static_cast<int>(list);
+      into.insert(std::upper_bound(into.begin(), into.end(), c), c);
+      if (into.size() > kFgdSliceCandidates) into.pop_back();
+      return static_cast<int>(list);
+    }
     // A slice free to use any model that would open a fresh GPU opens it
     // where that leaves the shapes asked for the most room (SetDemand).
     const std::int64_t delta =
         model_aware_ && r.gpu_model.empty() && k.first > 1000 ? FragmentationDelta(n, {*i}) : 0;
     std::tuple<std::uint64_t, std::int64_t, std::uint64_t, std::uint32_t> key{
         k.first, delta, k.second, free_[0][n]};
-    if (!best || key < best_key) {
+    if (!best || std::tie(key, n) < std::tie(best_key, *best)) {
       best = n;
       best_key = key;
       best_gpu = *i;
     }
+    return 0;
+  };
+  // First the nodes where a GPU holds slices: a slice that fits one ranks
+  // before any fresh GPU (ChooseSlice's key 1001).
+  for (std::size_t n : partial_) {
+    if (open(n)) consider(n);
   }
-  for (const auto& c : candidates) score_node(std::get<3>(c));
+  const bool settled = bounded ? std::all_of(candidates.begin(), candidates.end(),
+                                             [](const std::vector<Candidate>& list) {
+                                               return list.size() == kFgdSliceCandidates &&
+                                                      std::get<0>(list.back()) <= 1000;
+                                             })
+                               : best && std::get<0>(best_key) <= 1000;
+  if (!settled) {
+    // The nodes whose GPUs with room hold no slices: a slice there takes a
+    // fresh GPU. When every sharing GPU has the same memory, that leaves
+    // the same memory on any node, so they rank by free GPUs, then index:
+    // the by_free_ walk meets them in that order and stops at the first
+    // (bounded: the first kFgdSliceCandidates of each list) that fits. Else (or when
+    // the fresh GPU is chosen by FragmentationDelta) each is ranked.
+    const bool by_delta = !bounded && model_aware_ && r.gpu_model.empty();
+    if (sharing_memory_ != 0 && !by_delta) {
+      std::vector<std::size_t> found(candidates.size(), 0);
+      std::size_t lists_found = 0;  // lists with kFgdSliceCandidates found
+      for (const NodeSet& free_count : by_free_[0]) {
+        const bool more = free_count.ForEachAlsoIn(pristine_, [&](std::size_t n) {
+          // A node of one model whose list has its candidates: any later
+          // fresh node of that model ranks after them.
+          if (per_model) {
+            const auto from = model_of_.begin() + static_cast<std::ptrdiff_t>(first_gpu_[n]);
+            const auto to = model_of_.begin() + static_cast<std::ptrdiff_t>(first_gpu_[n + 1]);
+            if (from != to && std::all_of(from, to, [&](std::size_t m) { return m == *from; }) &&
+                found[*from] >= kFgdSliceCandidates) {
+              return true;
+            }
+          }
+          if (!open(n)) return true;
+          const int list = consider(n);
+          if (list < 0) return true;
+          if (++found[static_cast<std::size_t>(list)] == kFgdSliceCandidates) ++lists_found;
+          return bounded && lists_found < candidates.size();
+        });
+        if (!more) break;
+      }
+    } else {
+      for (std::size_t n : pristine_) {
+        if (open(n)) consider(n);
+      }
+    }
+  }
+  for (const auto& list : candidates) {
+    for (const auto& c : list) score_node(std::get<3>(c));
+  }
   if (best) gpus.assign(1, best_gpu);
   return best;
 }
@@ -1039,6 +1192,7 @@ void Cluster::SetGpuFree(std::size_t n, std::size_t i, bool free) {
 void Cluster::SetGpuSharedMillis(std::size_t n, std::size_t i, std::uint32_t millis) {
   LogGpu(n, i);
   Mutable(n).gpus[i].shared_millis = millis;
+  RefreshSliceRoom(n);
 }
 
 void Cluster::Log(Undo u) {

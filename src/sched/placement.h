@@ -72,6 +72,17 @@ class NodeSet {
   }
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
+  // Calls fn(n) for the nodes in both this set and `other` (of the same
+  // size), in ascending index, until fn returns false; false if it did.
+  template <typename Fn>
+  bool ForEachAlsoIn(const NodeSet& other, Fn&& fn) const {
+    for (std::size_t w = 0; w < words_.size(); ++w) {
+      for (std::uint64_t bits = words_[w] & other.words_[w]; bits != 0; bits &= bits - 1) {
+        if (!fn(w * 64 + static_cast<std::size_t>(std::countr_zero(bits)))) return false;
+      }
+    }
+    return true;
+  }
 
   class iterator {
    public:
@@ -205,13 +216,20 @@ class Cluster {
                         const model::Resources& r) const;
   // Whether placement scores by FgdDelta (the demand holds slices).
   bool Fgd() const { return fgd_; }
-  // Up to this many nodes FGD scores every node a replica fits. Above it
-  // (one pass over 10,000 nodes per replica placed cost seconds a cycle),
-  // a whole-GPU or CPU-only replica is scored on the first node that fits
-  // of each free-GPU count, and a slice on the kFgdSliceCandidates nodes
-  // where it fits tightest.
+  // Up to this many nodes (by default kFgdExactNodes) FGD scores every
+  // node a replica fits. Above it (one pass over 10,000 nodes per replica
+  // placed cost seconds a cycle), a whole-GPU or CPU-only replica is scored
+  // on the first node that fits of each free-GPU count, and a slice on the
+  // kFgdSliceCandidates nodes where it fits tightest. 0: always bounded
+  // (berth-sim --fgd-exact-nodes, to measure the bounded form).
   static constexpr std::size_t kFgdExactNodes = 2048;
   static constexpr std::size_t kFgdSliceCandidates = 8;
+  void SetFgdExactNodes(std::size_t nodes) { fgd_exact_nodes_ = nodes; }
+  std::size_t FgdExactNodes() const { return fgd_exact_nodes_; }
+  // The largest share (milli-GPUs) a new slice could take on one of node
+  // `n`'s GPUs now: a healthy sharing GPU free, or holding slices with room
+  // left. 0: no slice fits the node. Kept with every change (and undo).
+  std::uint32_t SliceRoom(std::size_t n) const { return slice_room_[n]; }
 
   // Places every replica or none. On success the allocation is applied (and
   // logged); on failure nothing changes and `placed_before_failure` says how
@@ -277,6 +295,9 @@ class Cluster {
                                          std::pair<std::uint64_t, std::uint64_t>* key) const;
   std::optional<std::size_t> BestSliceNode(const JobShape& job,
                                            std::vector<std::size_t>& gpus) const;
+  // Recomputes node `n`'s slice summary (slice_room_, partial_, pristine_)
+  // from its GPUs: after every change to a GPU's free state or slices.
+  void RefreshSliceRoom(std::size_t n);
   std::string_view StaticSliceCause(std::size_t n, const model::Resources& r) const;
   // StaticCause's GPU part, for the request `r` (the job's, or the job's
   // with a cause lifted: StaticCauses).
@@ -331,7 +352,20 @@ class Cluster {
   std::vector<std::size_t> first_gpu_;
   std::vector<std::uint32_t> healthy_;  // [node] healthy GPUs
   std::vector<bool> has_sharing_;       // [node] any GPU in sharing mode
-  std::uint32_t max_healthy_ = 0;       // over ready nodes
+  // The slice summary, so that a slice's placement looks only at nodes
+  // where it may fit. [node] the most room (milli-GPUs) for a new slice on
+  // one GPU (SliceRoom); the nodes with room on a GPU that holds slices
+  // (partial_), and the other nodes with room, all of it on sharing GPUs
+  // that hold none (pristine_).
+  std::vector<std::uint32_t> slice_room_;
+  NodeSet partial_;
+  NodeSet pristine_;
+  // Every sharing GPU has this memory (0: none, or they differ): a slice
+  // then takes a pristine GPU on any node with the same memory left, so the
+  // tightest pristine node is the first in free-GPU order (BestSliceNode).
+  std::uint64_t sharing_memory_ = 0;
+  std::size_t fgd_exact_nodes_ = kFgdExactNodes;
+  std::uint32_t max_healthy_ = 0;  // over ready nodes
   std::uint64_t max_gpu_memory_ = 0;
   // [class][node]: GPUs both free and healthy, for class 0 (any model) and
   // 1 + each model: FreeEligible without a scan.

@@ -73,6 +73,7 @@ struct SimFlags {
   std::size_t dlrm_gpu_nodes = 470;
   std::size_t dlrm_cpu_nodes = 2250;
   bool fill = false;
+  std::size_t fgd_exact_nodes = berth::sched::Cluster::kFgdExactNodes;
   std::string failures_file;
   double mtbf_hours = 0;
   double mttr_minutes = 60;
@@ -277,6 +278,10 @@ void AddFlags(CLI::App& app, SimFlags& f) {
                "OpenB fill mode (FGD): pods in trace order, no departures; unallocated and "
                "fragmented GPUs as the arrived demand reaches 50..100% of the cluster")
       ->needs(pods_opt);
+  app.add_option("--fgd-exact-nodes", f.fgd_exact_nodes,
+                 "berth, las: up to this many nodes FGD scores every node a replica fits, above "
+                 "it a bounded candidate set (0: always bounded; docs/scheduling.md)")
+      ->capture_default_str();
   app.add_option("--node-failures", f.failures_file, "Node failures CSV: time_s,node,down_s");
   app.add_option("--mtbf-hours", f.mtbf_hours,
                  "Random node failures: mean hours between failures per node (0: none)")
@@ -477,6 +482,7 @@ berth::Result<berth::model::Policy> LoadPolicy(const SimFlags& f, const Workload
 // how the snapshot is adjusted for it (a baseline's single queue, an
 // oracle's order).
 struct Schedulers {
+  explicit Schedulers(const berth::sched::CoreOptions& options) : core(options) {}
   berth::sched::FifoScheduler fifo;
   berth::sched::CoreScheduler core;
   berth::sim::PlacementBaseline first_fit{berth::sim::PlacementRule::kFirstFit};
@@ -578,7 +584,7 @@ int main(int argc, char** argv) {
   std::vector<berth::sim::Summary> summaries;
   std::vector<berth::sim::FillResult> fills;
   std::vector<berth::sim::SimResult> results;  // kept for the plot
-  const Schedulers schedulers;
+  const Schedulers schedulers(berth::sched::CoreOptions{f.fgd_exact_nodes});
   for (const auto& name : f.schedulers) {
     auto picked = schedulers.Pick(name, las_ms, slices);
     if (!picked) return Fail(picked.error().message);

@@ -296,6 +296,38 @@ TEST(Cluster, FgdCountsOnlyTheGpusANodesFreeCpuCanStillServe) {
   EXPECT_EQ(placed->front().node, "b");
 }
 
+// Bounded FGD (above SetFgdExactNodes' size; 0 here) scores a few
+// candidates, not every node: for a replica free to use any model, the
+// first fit of each model as well as of the cluster, so that a scarce
+// model first in index order is not the only one scored. T4 is scarce and
+// asked for by 2-GPU shapes: a whole GPU or a slice free to use any model
+// goes to a V100 node, as exact FGD would send it, though nine T4 nodes
+// come first.
+TEST(Cluster, BoundedFgdScoresTheFirstFitOfEachModelForAReplicaFreeToUseAny) {
+  std::vector<NodeView> nodes;
+  for (int n = 0; n < 9; ++n)
+    nodes.push_back(Node("a" + std::to_string(n), {{0, "T4"}, {1, "T4"}}));
+  nodes.push_back(Node("b", {{0, "V100"}, {1, "V100"}}));
+  nodes.push_back(Node("c", {{0, "V100"}, {1, "V100"}}));
+  for (auto& n : nodes) {
+    for (auto& g : n.gpus) g.sharing = true;
+  }
+  JobShape quarter = Gpus(0);
+  quarter.resources.gpu_share_millis = 250;
+  for (std::size_t exact_nodes : {std::size_t{0}, Cluster::kFgdExactNodes}) {
+    Cluster cluster(nodes);
+    cluster.SetFgdExactNodes(exact_nodes);
+    cluster.SetDemand({{2, "T4", 10}, {1, "", 1, 250}});
+    ASSERT_TRUE(cluster.Fgd());
+    auto placed = cluster.PlaceGang(Gpus(1), nullptr);
+    ASSERT_TRUE(placed.has_value());
+    EXPECT_EQ(placed->front().node, "b") << "exact above " << exact_nodes << " nodes";
+    placed = cluster.PlaceGang(quarter, nullptr);
+    ASSERT_TRUE(placed.has_value());
+    EXPECT_EQ(placed->front().node.front(), 'b') << "exact above " << exact_nodes << " nodes";
+  }
+}
+
 TEST(DemandOf, CountsReplicasPerShapeASliceByItsShareAndLeavesOutCpuOnlyJobs) {
   std::vector<PendingJob> pending(4);
   pending[0].resources.gpus = 2;
