@@ -65,7 +65,11 @@
 // job; a job behind its queue's head (an 8-GPU job waiting for the node)
 // naming a node selector no node matches shows the why answer's layers,
 // ranked, with the node layer "0 of N" and node_selector_mismatch, in
-// English and Chinese; axe checks both pages in both languages.
+// English and Chinese; axe checks both pages in both languages; a job
+// asking for more memory per GPU than the node's GPUs have gets berthd's
+// verified hint (the node's GPU memory), and its page leads with it ("Smallest change, checked by
+// the scheduler: ..." as berthd sent it), before berthd's sentence and the
+// node layer, in English and Chinese.
 // Live updates: with the admin's jobs list open (blue's finished jobs) and the
 // page live, 10 quiet seconds bring no list request that a job event heard
 // by the test's own GET /v1/events watcher does not explain; a job held
@@ -574,6 +578,55 @@ try {
   await waitFor('the placed job to free its GPUs', async () =>
     (await call(admin, 'GET', '/v1/gpus')).json.gpus.every((g) => g.job?.id !== placedId && g.job?.id !== headId),
   );
+
+  // A job asking for more memory per GPU than the node's GPUs have: berthd
+  // verifies the hint "it would run now with gpu_memory <the node's GPU
+  // memory> per GPU" by a second scheduling run, and the page leads with it
+  // as `berth why` does, before berthd's sentence and the node layer, in
+  // English and Chinese.
+  const hintId = await submitSpec({
+    name: 'e2e-more-memory', resources: { gpus: 1, gpu_memory: '100Gi' }, tenant: 'blue', queue: 'main',
+  });
+  const hintWhy = await waitFor('the more-memory job with its verified hint', async () => {
+    const w = (await call(admin, 'GET', `/v1/jobs/${hintId}/why?lang=en`)).json;
+    return w.reason?.code === 'NoNodeFits' && w.reason.hint ? w : null;
+  });
+  assert.match(hintWhy.reason.detail, /^gpu_memory=\d+$/);
+  assert.match(hintWhy.reason.hint, /^it would run now with gpu_memory \S+ GiB per GPU$/);
+  assert.ok(hintWhy.reason.message.includes(hintWhy.reason.hint), 'the message says the hint too');
+  const jh = await open('en-US');
+  await signIn(jh.page, admin);
+  await jh.page.waitForSelector('#jobs-table');
+  await jh.page.goto(`${base}/ui/jobs/${hintId}`);
+  await jh.page.waitForSelector('#why-hint');
+  const hintPageWhy = JSON.parse(jh.answers.filter((r) => r.url.endsWith(`/v1/jobs/${hintId}/why?lang=en`)).pop().body);
+  // The why's parts in page order, up to the layers (its estimated start follows).
+  const whyOrder = async () =>
+    (await jh.page.locator('.why > [id^="why-"]').evaluateAll((els) => els.map((el) => el.id))).slice(0, 4);
+  assert.deepEqual(await whyOrder(), ['why-hint', 'why-message', 'why-layers-h', 'why-layers'], 'the hint leads, the layers follow');
+  assert.equal(
+    (await jh.page.textContent('#why-hint')).trim(),
+    `Smallest change, checked by the scheduler: ${hintPageWhy.reason.hint}`,
+  );
+  assert.equal(await jh.page.getAttribute('#why-hint', 'data-hint'), hintWhy.reason.hint);
+  assert.equal((await jh.page.textContent('#why-message')).trim(), hintPageWhy.reason.message);
+  assert.deepEqual(
+    await jh.page.locator('#why-layers li').evaluateAll((lis) => lis.map((li) => li.getAttribute('data-layer'))),
+    hintPageWhy.reason.layers.map((l) => l.layer),
+  );
+  await axe(jh.page, 'job (waiting, led by its verified hint)');
+  const hintWhyZh = (await call(admin, 'GET', `/v1/jobs/${hintId}/why?lang=zh`)).json;
+  assert.ok(hintWhyZh.reason.hint, 'the hint in Chinese');
+  await jh.page.selectOption('#lang-select', 'zh');
+  await jh.page.waitForFunction(
+    (want) => document.querySelector('#why-hint')?.textContent?.trim() === want,
+    `最小改动（已由调度器验证）：${hintWhyZh.reason.hint}`,
+  );
+  assert.deepEqual(await whyOrder(), ['why-hint', 'why-message', 'why-layers-h', 'why-layers']);
+  await axe(jh.page, 'job (waiting, led by its verified hint, zh)');
+  assert.deepEqual(jh.problems, [], 'no CSP refusal or script error on the hinted job page');
+  await jh.context.close();
+  expectStatus(await call(admin, 'POST', `/v1/jobs/${hintId}/cancel`), 200, 'cancel the more-memory job');
 
   // --- live updates: a job followed on the jobs list and its page by events --
   // A watcher of our own hears the job events berthd sends the admin, so a

@@ -169,7 +169,9 @@ export interface Why {
   id: number;
   state: string;
   lang: Lang;
-  reason: (Reason & { layers?: WhyLayer[] }) | null;
+  // `hint`: the verified "would run now if" alone, in `lang` ("it would run
+  // now with gpu_model H100-80GB"), when the reason carries one.
+  reason: (Reason & { layers?: WhyLayer[]; hint?: string }) | null;
   failure?: Failure | null;
   timeline: TimelineEvent[];
 }

@@ -62,6 +62,18 @@ export function timelineOrder(events: readonly TimelineEvent[] | undefined): Tim
   return [...(events ?? [])].map((e, i) => ({ e, i })).sort((a, b) => a.e.time_ms - b.e.time_ms || a.i - b.i).map((x) => x.e);
 }
 
+// --- why: the verified hint -------------------------------------------------------
+
+// The sentence a waiting job's why leads with, as `berth why` does: the
+// verified hint berthd sends (`reason.hint`, in the language asked for),
+// the one change with which a second scheduling run on the same snapshot
+// placed the job, so the smallest change known to let it run. Null
+// without one; berthd's message and the layers follow it.
+export function hintSentence(reason: { hint?: string } | null | undefined, lang: Lang): string | null {
+  const hint = reason?.hint?.trim();
+  return hint ? translate(lang, 'job.hint', { hint }) : null;
+}
+
 // --- why: the layers -----------------------------------------------------------
 
 // Node causes the catalogue words (model/reason.h); any other is shown raw.

@@ -75,6 +75,10 @@ const layers = [
   { layer: 'order', code: 'BehindInQueue' },
   { layer: 'nodes', nodes: 2, could_take: 0, excluded: [{ cause: 'node_selector_mismatch', nodes: 2 }] },
 ];
+// Job 10 waits for nodes with a verified hint (berthd's reason.hint, also
+// the end of its message); its only layer is the nodes.
+const modelCounts = { nodes: 1, gpu_model_mismatch: 1, gpus_per_replica: 1 };
+const modelHint = { en: 'it would run now with gpu_model H100-80GB', zh: '若改用 H100-80GB 型号的 GPU，现在即可运行' };
 const behindCounts = { position: 2, ahead_jobs: 1, ahead_gpus: 16, not_before_ms: T0 + 3_600_000, not_before_in_ms: 3_600_000, blocked_by: 5 };
 
 interface Opts {
@@ -103,6 +107,18 @@ function mount(who: Caller, path: string, opts: Opts = {}) {
       return json(200, {
         id: 8, state: 'Pending', lang: zh ? 'zh' : 'en', failure: null, timeline: [],
         reason: { code: 'BehindInQueue', counts: behindCounts, detail: '', message: zh ? '排在后面' : 'behind job 5 in its queue', layers },
+      });
+    }
+    if (url === '/v1/jobs/10') return json(200, jobOf(10, 'Pending', { reason: { code: 'NoNodeFits', counts: modelCounts, detail: 'gpu_model=H100-80GB', message: 'no node' } }));
+    if (url.startsWith('/v1/jobs/10/why')) {
+      const hint = zh ? modelHint.zh : modelHint.en;
+      return json(200, {
+        id: 10, state: 'Pending', lang: zh ? 'zh' : 'en', failure: null, timeline: [],
+        reason: {
+          code: 'NoNodeFits', counts: modelCounts, detail: 'gpu_model=H100-80GB', hint,
+          message: zh ? `0/1 个节点可以容纳副本：1 个没有所需型号的 GPU；${hint}` : `0/1 nodes fit a replica: 1 no GPU of the requested model; ${hint}`,
+          layers: [{ layer: 'nodes', code: 'NoNodeFits' }],
+        },
       });
     }
     if (url === '/v1/jobs/9') {
@@ -283,6 +299,31 @@ describe('the job page: why it waits and why it failed', () => {
     expect(text(r.querySelector('#placement-none'))).toBe('No replica has been placed yet.');
     expect(calls.some((c) => c.includes('/telemetry'))).toBe(false);
     expect(r.querySelector('#failure-class')).toBeNull();
+  });
+
+  it("leads with the verified hint, then berthd's sentence, then the layers, in both languages", async () => {
+    const { root: r } = mount(member, '/ui/jobs/10');
+    await settle(() => r.querySelector('#why-layers') !== null);
+    const order = (root: ParentNode) => [...root.querySelector('.why')!.children].map((el) => el.id).filter((id) => id.startsWith('why-'));
+    expect(order(r)).toEqual(['why-hint', 'why-message', 'why-layers-h', 'why-layers']);
+    expect(text(r.querySelector('#why-hint'))).toBe(`Smallest change, checked by the scheduler: ${modelHint.en}`);
+    expect(r.querySelector('#why-hint')!.getAttribute('data-hint')).toBe(modelHint.en);
+    expect(text(r.querySelector('#why-message'))).toMatch(/^0\/1 nodes fit/);
+    expect([...r.querySelectorAll('#why-layers li')].map((li) => li.getAttribute('data-layer'))).toEqual(['nodes']);
+    document.body.innerHTML = '';
+    localStorage.setItem('berth.console.lang', 'zh');
+    const { root: z } = mount(member, '/ui/jobs/10');
+    await settle(() => z.querySelector('#why-layers') !== null);
+    expect(order(z)[0]).toBe('why-hint');
+    expect(text(z.querySelector('#why-hint'))).toBe(`最小改动（已由调度器验证）：${modelHint.zh}`);
+    expect(z.querySelector('#why-hint')!.getAttribute('lang')).toBe('zh-CN');
+  });
+
+  it('has no hint line for a job whose reason carries none', async () => {
+    const { root: r } = mount(member, '/ui/jobs/8');
+    await settle(() => r.querySelector('#why-layers') !== null);
+    expect(r.querySelector('#why-hint')).toBeNull();
+    expect(r.querySelector('.why')!.firstElementChild!.id).toBe('why-message');
   });
 
   it('speaks Chinese: the layers, the placement and the timeline', async () => {

@@ -6,6 +6,7 @@ import {
   etaOf,
   etaText,
   gpusText,
+  hintSentence,
   inAbout,
   layerLines,
   layerSentence,
@@ -66,6 +67,23 @@ describe('the timeline', () => {
     const e = (time_ms: number, event: string) => ({ time_ms, event, state: 'Pending', message: '' });
     expect(timelineOrder([e(30, 'c'), e(10, 'a'), e(20, 'b1'), e(20, 'b2')]).map((x) => x.event)).toEqual(['a', 'b1', 'b2', 'c']);
     expect(timelineOrder(undefined)).toEqual([]);
+  });
+});
+
+describe("why's verified hint", () => {
+  it('leads with the hint berthd sends in the words of `berth why`, in both languages', () => {
+    expect(hintSentence({ hint: 'it would run now with gpu_model H100-80GB' }, 'en')).toBe(
+      'Smallest change, checked by the scheduler: it would run now with gpu_model H100-80GB',
+    );
+    expect(hintSentence({ hint: '若改用 H100-80GB 型号的 GPU，现在即可运行' }, 'zh')).toBe(
+      '最小改动（已由调度器验证）：若改用 H100-80GB 型号的 GPU，现在即可运行',
+    );
+  });
+
+  it('says nothing without a hint', () => {
+    expect(hintSentence({}, 'en')).toBeNull();
+    expect(hintSentence({ hint: ' ' }, 'en')).toBeNull();
+    expect(hintSentence(null, 'zh')).toBeNull();
   });
 });
 

@@ -608,6 +608,9 @@ void Api::Why(const http::Request& req, http::Response& res) {
   if (JobRefsOf(CurrentCaller()) == JobRefs::kHideOtherTenants) model::HideOtherTenantsJobs(told);
   json reason = model::ToJson(told);
   reason["message"] = model::RenderReason(told, lang);
+  // The verified hint on its own, in `lang`, for a client to lead with as
+  // `berth why` does (the message also ends with it).
+  if (std::string hint = model::WouldRunText(told, lang); !hint.empty()) reason["hint"] = hint;
   // A pending job held back by something other than nodes (its queue's
   // order, quota, budget) also hears what the nodes would say once that
   // clears: the layers, the one holding it now first.

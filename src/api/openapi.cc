@@ -664,6 +664,7 @@ std::string_view OpenApiDocument() {
       "Reason": {"type": "object", "properties": {"code": {"type": "string"}, "counts": {"type": "object", "additionalProperties": {"type": "integer"}}, "detail": {"type": "string"}, "message": {"type": "string"},
         "forecast": {"type": "object", "description": "GET /v1/jobs/{id}/why of a pending job only, when berthd's latest forecast (its scheduler run forward over declared and predicted ends, no new arrivals; made at most once per --forecast-interval, never stored) foresaw a start for it", "properties": {
           "start_ms": {"type": "integer"}, "made_at_ms": {"type": "integer"}, "basis": {"type": "string", "enum": ["declared", "predicted"]}, "cycles": {"type": "integer"}}},
+        "hint": {"type": "string", "description": "GET /v1/jobs/{id}/why only, when the reason carries a verified \"would run now if\" (NoNodeFits, Fragmented): that change alone in the language asked for, e.g. \"it would run now with gpu_model H100-80GB\"; the message ends with it too"},
         "layers": {"type": "array", "description": "GET /v1/jobs/{id}/why of a pending job only: what holds it back, the layer holding it now first, then the node layer when that is not the nodes", "items": {"type": "object", "properties": {
           "layer": {"type": "string", "enum": ["order", "quota", "budget", "nodes", "not_looked_at_yet"]}, "code": {"type": "string"},
           "nodes": {"type": "integer"}, "could_take": {"type": "integer", "description": "nodes that could ever take a replica, whatever is free now"},

@@ -953,6 +953,8 @@ TEST_F(AuthzTest, OnlyPlatformAdminsSeeOrChangeWhoATenantsJobsRunAsAndWhatTheyRe
            {"  red:\n", "  red:\n    limits: {pending_jobs_per_member: 100000000}\n",
             "tenants.red.limits"},
            {"tenants:\n", "limits: {spec_bytes: 64Mi}\ntenants:\n", "the setting limits"},
+           // The retry cap policy-wide bounds every tenant's jobs.
+           {"tenants:\n", "retry: {max_attempts: 1}\ntenants:\n", "the setting retry"},
        }) {
     std::string changed = current;
     ASSERT_NE(changed.find(c.from), std::string::npos) << c.from << changed;
@@ -969,6 +971,20 @@ TEST_F(AuthzTest, OnlyPlatformAdminsSeeOrChangeWhoATenantsJobsRunAsAndWhatTheyRe
   EXPECT_EQ(r.status, 403) << r.text;
   EXPECT_NE(r.text.find("the setting backfill"), std::string::npos) << r.text;
   EXPECT_EQ(admin.Get("/v1/policy").body.value("version", 0), 3);
+
+  // The same retry cap on her own queue bounds only red's jobs: hers to set.
+  const auto main_at = current.find(anchor, current.find("name: red"));
+  ASSERT_NE(main_at, std::string::npos) << current;
+  const auto line_at = current.rfind('\n', main_at) + 1;
+  std::string own_retry = current;
+  own_retry.insert(main_at + anchor.size(),
+                   current.substr(line_at, main_at - line_at) + "  retry: {max_attempts: 1}\n");
+  r = ruth.Post("/v1/policy", own_retry);
+  ASSERT_EQ(r.status, 201) << r.text << own_retry;
+  active = admin.Get("/v1/policy");
+  EXPECT_EQ(active.body.value("version", 0), 4) << active.text;
+  EXPECT_NE(active.body.value("yaml", "").find("retry: {max_attempts: 1}"), std::string::npos)
+      << active.text;
 }
 
 TEST_F(AuthzTest, AMemberOverItsLimitsIsRefusedWithTheNumbersAndWhoCanRaiseThem) {

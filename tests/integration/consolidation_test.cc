@@ -148,6 +148,12 @@ TEST_F(ConsolidationTest, AHintIsShownOnlyOnceASecondCycleBoreItOut) {
       why.body["reason"].value("message", "").find("it would run now with 2 GPUs per replica"),
       std::string::npos)
       << why.text;
+  // The hint on its own, in the language asked for, for the console to lead with.
+  EXPECT_EQ(why.body["reason"].value("hint", ""), "it would run now with 2 GPUs per replica")
+      << why.text;
+  const Reply why_zh = berthd.http().Get("/v1/jobs/" + std::to_string(big) + "/why?lang=zh");
+  EXPECT_EQ(why_zh.body["reason"].value("hint", ""), "若每个副本改用 2 块 GPU，现在即可运行")
+      << why_zh.text;
   // `berth why` leads with the verified hint: the smallest change known to
   // let it run, before the sentence of what holds it now.
   const auto cli = Cli(berthd, {"why", std::to_string(big), "--lang", "en"});

@@ -1,6 +1,7 @@
 // One job: its summary, why it is in its state (the server's reason in the
-// chosen language, GET /v1/jobs/{id}/why?lang=, with the layers holding a
-// waiting job and its estimated start), why it failed, where each attempt's
+// chosen language, GET /v1/jobs/{id}/why?lang=, led by its verified hint
+// when it has one, with the layers holding a waiting job and its estimated
+// start), why it failed, where each attempt's
 // replicas ran, its GPU utilization, its timeline, its output as it is
 // written (LiveLog), and Cancel for a caller whose role may cancel it
 // (job-detail.tsx has the parts below the summary).
@@ -17,6 +18,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, canCancel, isFinished, jobShape, type JobSummary, type Why, whyMayHaveChanged } from '../api';
 import { guard, Link, useConsole } from '../app';
 import { stateLabel } from '../i18n';
+import { hintSentence } from '../jobdetail';
 import { FailureView, JobCost, Placement, Timeline, Utilization, WhyLayers } from './job-detail';
 import { LiveLog } from './live-log';
 import { LiveStatus, useLiveRefresh } from './live-status';
@@ -104,6 +106,8 @@ export function JobPage({ id }: { id: number }) {
   const when = (ms: number | null) =>
     ms ? new Date(ms).toLocaleString(lang === 'zh' ? 'zh-CN' : 'en-GB') : t('job.notStarted');
   const shape = jobShape(job);
+  // The verified hint leads the why, before berthd's sentence and the layers.
+  const hint = hintSentence(why?.reason, lang);
   const cancellable = canCancel(caller, job.tenant) && !isFinished(job.state) && !job.cancel_requested;
 
   const cancel = async () => {
@@ -152,6 +156,11 @@ export function JobPage({ id }: { id: number }) {
       <h2>{t('job.why')}</h2>
       {why?.reason ? (
         <div class="why">
+          {hint && (
+            <p id="why-hint" class="why-hint" data-hint={why.reason.hint} lang={why.lang === 'zh' ? 'zh-CN' : 'en'}>
+              {hint}
+            </p>
+          )}
           <p id="why-message" lang={why.lang === 'zh' ? 'zh-CN' : 'en'}>
             {why.reason.message}
           </p>

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include "unit/sched/plan_check.h"
 
@@ -37,6 +39,21 @@ PendingJob Job(std::int64_t id, std::string tenant, std::uint32_t gpus,
   return j;
 }
 
+// A job of `tenant`'s queue `queue` running one replica on `gpus` of node
+// `node` (one GPU each), with a max runtime of `max_runtime_ms` (0: none).
+// The node's GPUs are the caller's to mark held.
+RunningJob RunningOn(std::int64_t id, std::string tenant, std::string queue, std::string node,
+                     std::vector<std::uint32_t> gpus, std::int64_t max_runtime_ms = 0) {
+  RunningJob r;
+  r.id = id;
+  r.tenant = std::move(tenant);
+  r.queue = std::move(queue);
+  r.resources.gpus = static_cast<std::uint32_t>(gpus.size());
+  r.max_runtime_ms = max_runtime_ms;
+  r.replicas = {{0, std::move(node), std::move(gpus)}};
+  return r;
+}
+
 model::Policy PolicyOf(const char* yaml) {
   auto p = model::ParsePolicy(yaml);
   EXPECT_TRUE(p.has_value()) << p.error().message;
@@ -56,14 +73,7 @@ Snapshot BackfillSnapshot() {
   Snapshot s;
   s.nodes = {Node("a", 8)};
   for (auto& g : s.nodes[0].gpus) g.free = g.index >= 4;
-  RunningJob r;
-  r.id = 1;
-  r.tenant = "default";
-  r.queue = "default";
-  r.resources.gpus = 4;
-  r.max_runtime_ms = 3'600'000;
-  r.replicas = {{0, "a", {0, 1, 2, 3}}};
-  s.running = {r};
+  s.running = {RunningOn(1, "default", "default", "a", {0, 1, 2, 3}, 3'600'000)};
   PendingJob head = Job(2, "default", 8);
   PendingJob shorter = Job(3, "default", 2);
   shorter.max_runtime_ms = 1'800'000;
@@ -117,14 +127,7 @@ TEST(CoreScheduler, AReservedGpuStillBusyNowComesFreeAtItsReservationsEnd) {
       "  - {name: q2, children: [{name: q}]}\n");
   s.nodes = {Node("a", 4)};
   for (auto& g : s.nodes[0].gpus) g.free = false;
-  RunningJob r;
-  r.id = 1;
-  r.tenant = "q1";
-  r.queue = "q";
-  r.resources.gpus = 4;
-  r.max_runtime_ms = 3'600'000;
-  r.replicas = {{0, "a", {0, 1, 2, 3}}};
-  s.running = {r};
+  s.running = {RunningOn(1, "q1", "q", "a", {0, 1, 2, 3}, 3'600'000)};
   PendingJob first = Job(2, "q1", 4);
   first.max_runtime_ms = 3'600'000;
   PendingJob second = Job(3, "q2", 4);
@@ -265,13 +268,8 @@ TEST(CoreScheduler, QuotaIsTheReasonEvenWhenTheClusterIsFull) {
       "children: [{name: q}]}]\n");
   s.nodes = {Node("a", 2)};
   for (auto& g : s.nodes[0].gpus) g.free = false;
-  RunningJob r;
-  r.id = 1;
-  r.tenant = "t";
-  r.queue = "q";
+  RunningJob r = RunningOn(1, "t", "q", "a", {0, 1});
   r.priority = model::Priority::kHigh;
-  r.resources.gpus = 2;
-  r.replicas = {{0, "a", {0, 1}}};
   s.running = {r};
   s.pending = {Job(2, "t", 1), Job(3, "t", 1)};
   Plan plan = CoreScheduler().Schedule(s);
@@ -351,14 +349,8 @@ TEST(CoreScheduler, ReclaimIsNotUsedAboveGuarantee) {
       "  - {name: small, quota: {gpus: 2}, children: [{name: q}]}\n"
       "  - {name: big, children: [{name: q}]}\n");
   s.nodes = {Node("a", 8)};
-  RunningJob r;
-  r.id = 1;
-  r.tenant = "big";
-  r.queue = "q";
-  r.resources.gpus = 8;
-  r.replicas = {{0, "a", {0, 1, 2, 3, 4, 5, 6, 7}}};
   for (auto& g : s.nodes[0].gpus) g.free = false;
-  s.running = {r};
+  s.running = {RunningOn(1, "big", "q", "a", {0, 1, 2, 3, 4, 5, 6, 7})};
   s.pending = {Job(2, "small", 4), Job(3, "small", 2)};
   Plan plan = CoreScheduler().Schedule(s);
   // Job 2 asks for more than small's guarantee: no reclaim for it; it blocks
@@ -392,13 +384,7 @@ Snapshot AheadSnapshot(bool with_behind) {
   s.nodes = {a, h, m};
   auto run = [&s](std::int64_t id, const std::string& node, std::vector<std::uint32_t> gpus,
                   std::int64_t until_ms) {
-    RunningJob r;
-    r.id = id;
-    r.tenant = "default";
-    r.queue = "default";
-    r.resources.gpus = static_cast<std::uint32_t>(gpus.size());
-    r.max_runtime_ms = until_ms;
-    r.replicas = {{0, node, std::move(gpus)}};
+    RunningJob r = RunningOn(id, "default", "default", node, std::move(gpus), until_ms);
     HoldGpus(s.nodes, r.resources, r.replicas, true);
     s.running.push_back(r);
   };

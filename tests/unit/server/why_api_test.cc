@@ -30,6 +30,8 @@ TEST_F(WhyApiTest, RendersTheReasonInTheAskedLanguageWithTheEventsThatExplainIt)
   EXPECT_EQ(en.body["reason"]["code"], "NoNodes");
   EXPECT_EQ(en.body["reason"]["message"],
             "no nodes are registered; start berth-agent on a GPU host");
+  // A hint only where the reason carries one (NoNodeFits, Fragmented).
+  EXPECT_FALSE(en.body["reason"].contains("hint")) << en.body.dump();
   // Submitted and Scheduled-style events do not explain anything here.
   EXPECT_EQ(en.body["timeline"], json::array());
 
