@@ -40,10 +40,15 @@
 // nodes, GPUs, in plan order): two builds that place alike print the same,
 // so a change meant to be faster only can be checked to decide the same.
 //
+// --forecast times one forecast of the snapshot (sched/forecast.h) with
+// berthd's budget: at most 128 scheduler runs, and 2,000,000 / (pending +
+// running) on a large snapshot (control/forecaster.h). With --runtimes the
+// running jobs have ends to step to.
+//
 //   berth-sched-bench [--cycles K] [--quick] [--runtimes] [--fragmented]
 //                     [--same-priority] [--max-reservations N] [--size N P]
 //                     [--predictions] [--no-short-first] [--demand] [--slices]
-//                     [--digest]
+//                     [--digest] [--forecast]
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -57,6 +62,7 @@
 #include <vector>
 
 #include "sched/core_scheduler.h"
+#include "sched/forecast.h"
 
 namespace {
 
@@ -70,8 +76,9 @@ struct Options {
   bool predictions = false;
   bool no_short_first = false;
   bool demand = false;
-  bool slices = false;  // sharing GPUs, and one pending job in ten a quarter-GPU slice
-  bool digest = false;  // print a hash of the last plan's placements
+  bool slices = false;    // sharing GPUs, and one pending job in ten a quarter-GPU slice
+  bool digest = false;    // print a hash of the last plan's placements
+  bool forecast = false;  // time one forecast with berthd's budget
 };
 
 // FNV-1a over the plan's placements and evictions.
@@ -233,6 +240,22 @@ void Run(int nodes, int pending, int cycles, const Options& opt) {
       p50 > 0 ? static_cast<double>(placed) / (p50 / 1000) : 0.0, ru.ru_maxrss / 1024, evicted,
       moved);
   if (opt.digest) std::printf("plan digest %016llx\n", static_cast<unsigned long long>(digest));
+  if (opt.forecast) {
+    const std::size_t jobs = s.pending.size() + s.running.size();
+    berth::sched::ForecastOptions fo;
+    fo.max_cycles = std::clamp<std::size_t>(2'000'000 / std::max<std::size_t>(1, jobs), 2, 128);
+    std::clock_t c0 = std::clock();
+    auto t0 = std::chrono::steady_clock::now();
+    const berth::sched::Forecast f = berth::sched::ForecastStarts(sched, s, fo);
+    auto t1 = std::chrono::steady_clock::now();
+    std::clock_t c1 = std::clock();
+    std::printf(
+        "forecast: %zu scheduler runs (budget %zu), %zu starts foreseen, wall %.1f ms, "
+        "cpu %.1f ms, ended %d\n",
+        f.cycles, fo.max_cycles, f.start_ms.size(),
+        std::chrono::duration<double, std::milli>(t1 - t0).count(),
+        1000.0 * static_cast<double>(c1 - c0) / CLOCKS_PER_SEC, static_cast<int>(f.end));
+  }
 }
 
 }  // namespace
@@ -257,6 +280,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--same-priority") == 0) opt.same_priority = true;
     if (std::strcmp(argv[i], "--demand") == 0) opt.demand = true;
     if (std::strcmp(argv[i], "--slices") == 0) opt.slices = true;
+    if (std::strcmp(argv[i], "--forecast") == 0) opt.forecast = true;
     if (std::strcmp(argv[i], "--digest") == 0) opt.digest = true;
     if (std::strcmp(argv[i], "--max-reservations") == 0 && i + 1 < argc) {
       opt.max_reservations = std::atoi(argv[++i]);
