@@ -1,6 +1,7 @@
 #include "control/forecaster.h"
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 namespace berth::server {
@@ -23,7 +24,7 @@ bool Forecaster::Wants(TimeMs now) const {
   if (options_.interval_ms <= 0) return false;
   std::lock_guard lock(mu_);
   if (busy_ || next_) return false;
-  return !offered_ || now - last_offer_ms_ >= options_.interval_ms;
+  return !offered_ || now - last_offer_ms_ >= std::max(options_.interval_ms, 10 * last_cost_ms_);
 }
 
 void Forecaster::Offer(sched::Snapshot snapshot) {
@@ -71,7 +72,12 @@ void Forecaster::Loop() {
     sched::ForecastOptions o;
     o.max_cycles = std::clamp<std::size_t>(options_.job_cycles / jobs, 2,
                                            std::max<std::size_t>(2, options_.max_cycles));
+    // A measured cost, not a decision: the one place the forecaster reads
+    // the steady clock (it paces the next forecast, Wants()).
+    const auto began = std::chrono::steady_clock::now();
     const sched::Forecast f = sched::ForecastStarts(scheduler_, snap, o);
+    const auto cost = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - began);
     auto made = std::make_shared<Made>();
     made->at_ms = snap.now_ms;
     made->cycles = f.cycles;
@@ -86,6 +92,7 @@ void Forecaster::Loop() {
     {
       std::lock_guard lock(mu_);
       latest_ = std::move(made);
+      last_cost_ms_ = cost.count();
       busy_ = false;
     }
     cv_.notify_all();

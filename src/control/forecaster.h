@@ -45,7 +45,9 @@ class Forecaster {
   Forecaster& operator=(const Forecaster&) = delete;
 
   // Whether a pass at `now` should hand its snapshot over: forecasts are
-  // on, none is being made, and the last was made `interval_ms` ago or more.
+  // on, none is being made, and the last was made `interval_ms` ago or
+  // more, and ten times what the last one took (so that forecasts never
+  // take more than a tenth of one core, however large the snapshot).
   bool Wants(TimeMs now) const;
   // Hands a pass's snapshot over (taken when Wants(snapshot.now_ms); else
   // dropped). The forecast is made on the forecaster's thread.
@@ -74,6 +76,7 @@ class Forecaster {
   bool stop_ = false;
   bool offered_ = false;  // any snapshot taken yet
   TimeMs last_offer_ms_ = 0;
+  TimeMs last_cost_ms_ = 0;  // how long the last forecast took (steady clock)
   std::shared_ptr<const Made> latest_;
   std::thread worker_;  // last: started once the rest is built
 };
