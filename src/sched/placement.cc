@@ -833,6 +833,15 @@ std::int64_t Cluster::FragmentationDelta(std::size_t n,
   return delta;
 }
 
+bool Cluster::SplitsPreferredIsland(std::size_t n, const JobShape& job,
+                                    const std::vector<std::size_t>& gpus) const {
+  if (job.topology.nvlink_island != model::NvlinkIsland::kPrefer || gpus.empty()) return false;
+  const auto& g = Node(n).gpus;
+  return std::any_of(gpus.begin(), gpus.end(), [&](std::size_t i) {
+    return g[i].nvlink_island != g[gpus.front()].nvlink_island;
+  });
+}
+
 std::optional<std::size_t> Cluster::BestNode(const JobShape& job,
                                              std::vector<std::size_t>& best_gpus) const {
   if (model::IsSlice(job.resources)) return BestSliceNode(job, best_gpus);
@@ -843,13 +852,7 @@ std::optional<std::size_t> Cluster::BestNode(const JobShape& job,
     if (!StaticCause(n, job).empty()) return false;
     auto gpus = ChooseGpus(n, job);
     if (!gpus) return false;
-    bool split = false;
-    if (job.topology.nvlink_island == model::NvlinkIsland::kPrefer && !gpus->empty()) {
-      const auto& g = Node(n).gpus;
-      split = std::any_of(gpus->begin(), gpus->end(), [&](std::size_t i) {
-        return g[i].nvlink_island != g[gpus->front()].nvlink_island;
-      });
-    }
+    const bool split = SplitsPreferredIsland(n, job, *gpus);
     std::pair<bool, std::uint32_t> key{split, free};
     if (best && key >= best_key) return false;
     best = n;
@@ -918,13 +921,7 @@ std::optional<std::size_t> Cluster::FgdNode(const JobShape& job, std::size_t c,
     if (!StaticCause(n, job).empty()) return false;
     auto gpus = ChooseGpus(n, job);
     if (!gpus) return false;
-    bool split = false;
-    if (job.topology.nvlink_island == model::NvlinkIsland::kPrefer && !gpus->empty()) {
-      const auto& g = Node(n).gpus;
-      split = std::any_of(gpus->begin(), gpus->end(), [&](std::size_t i) {
-        return g[i].nvlink_island != g[gpus->front()].nvlink_island;
-      });
-    }
+    const bool split = SplitsPreferredIsland(n, job, *gpus);
     // Least fragmentation added, then the tighter fit, then the lower index.
     FgdPrepare(n, r, base);
     std::tuple<bool, std::int64_t, std::uint32_t, std::size_t> key{

@@ -293,6 +293,10 @@ class Cluster {
   // GPU. `key` (lower is better) ranks the choice against other nodes'.
   std::optional<std::size_t> ChooseSlice(std::size_t n, const model::Resources& r,
                                          std::pair<std::uint64_t, std::uint64_t>* key) const;
+  // The GPUs `gpus` of node `n` span NVLink islands although the job
+  // prefers one (a worse fit, not a refusal).
+  bool SplitsPreferredIsland(std::size_t n, const JobShape& job,
+                             const std::vector<std::size_t>& gpus) const;
   std::optional<std::size_t> BestSliceNode(const JobShape& job,
                                            std::vector<std::size_t>& gpus) const;
   // Recomputes node `n`'s slice summary (slice_room_, partial_, pristine_)
