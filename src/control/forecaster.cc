@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <utility>
+#include <vector>
 
 namespace berth::server {
 
@@ -72,22 +73,26 @@ void Forecaster::Loop() {
     sched::ForecastOptions o;
     o.max_cycles = std::clamp<std::size_t>(options_.job_cycles / jobs, 2,
                                            std::max<std::size_t>(2, options_.max_cycles));
+    // Only the jobs that wait now: one placed by the forecast's first cycle
+    // is the pass's own placement, not a forecast.
+    const TimeMs now = snap.now_ms;
+    std::vector<std::int64_t> waiting;
+    waiting.reserve(snap.pending.size());
+    for (const auto& p : snap.pending) waiting.push_back(p.id);
     // A measured cost, not a decision: the one place the forecaster reads
     // the steady clock (it paces the next forecast, Wants()).
     const auto began = std::chrono::steady_clock::now();
-    const sched::Forecast f = sched::ForecastStarts(scheduler_, snap, o);
+    const sched::Forecast f = sched::ForecastStarts(scheduler_, std::move(snap), o);
     const auto cost = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - began);
     auto made = std::make_shared<Made>();
-    made->at_ms = snap.now_ms;
+    made->at_ms = now;
     made->cycles = f.cycles;
-    // Only the jobs that wait now: one placed by the forecast's first cycle
-    // is the pass's own placement, not a forecast.
-    for (const auto& p : snap.pending) {
-      const auto it = f.start_ms.find(p.id);
-      if (it == f.start_ms.end() || it->second <= snap.now_ms) continue;
-      made->start_ms.emplace(p.id, it->second);
-      made->predicted.emplace(p.id, f.predicted.at(p.id));
+    for (std::int64_t id : waiting) {
+      const auto it = f.start_ms.find(id);
+      if (it == f.start_ms.end() || it->second <= now) continue;
+      made->start_ms.emplace(id, it->second);
+      made->predicted.emplace(id, f.predicted.at(id));
     }
     {
       std::lock_guard lock(mu_);

@@ -5,14 +5,22 @@
 #include <numbers>
 
 namespace berth::model {
-namespace {
-
-double Decay(std::int64_t age_ms, std::int64_t half_life_ms) {
+double UsageLedger::Decay(std::int64_t age_ms, std::int64_t half_life_ms) {
   if (age_ms <= 0) return 1.0;
-  return std::exp2(-static_cast<double>(age_ms) / static_cast<double>(half_life_ms));
+  return std::exp2(-static_cast<double>(age_ms) /
+                   static_cast<double>(std::max<std::int64_t>(half_life_ms, 1)));
 }
 
-}  // namespace
+double UsageLedger::HeldWorth(std::int64_t mgpu, TimeMs start_ms, TimeMs end_ms, TimeMs now,
+                              std::int64_t half_life_ms) {
+  const TimeMs end = std::min(end_ms, now);
+  if (mgpu <= 0 || end <= start_ms) return 0;
+  // Integral of 2^(-(now - t) / h) dt over [start, end], in seconds.
+  const double h_s = static_cast<double>(half_life_ms) / 1000.0;
+  const double weight = h_s / std::numbers::ln2 *
+                        (Decay(now - end, half_life_ms) - Decay(now - start_ms, half_life_ms));
+  return static_cast<double>(mgpu) * weight;
+}
 
 double UsageLedger::Worth(const UsageInterval& i, TimeMs now) const {
   return WorthUntil(i.mgpu, i.start_ms, i.end_ms, now);
@@ -20,13 +28,7 @@ double UsageLedger::Worth(const UsageInterval& i, TimeMs now) const {
 
 double UsageLedger::WorthUntil(std::int64_t mgpu, TimeMs start_ms, TimeMs end_ms,
                                TimeMs now) const {
-  const TimeMs end = std::min(end_ms, now);
-  if (mgpu <= 0 || end <= start_ms) return 0;
-  // Integral of 2^(-(now - t) / h) dt over [start, end], in seconds.
-  const double h_s = static_cast<double>(half_life_ms_) / 1000.0;
-  const double weight = h_s / std::numbers::ln2 *
-                        (Decay(now - end, half_life_ms_) - Decay(now - start_ms, half_life_ms_));
-  return static_cast<double>(mgpu) * weight;
+  return HeldWorth(mgpu, start_ms, end_ms, now, half_life_ms_);
 }
 
 void UsageLedger::Reset(std::int64_t half_life_ms, TimeMs now,

@@ -41,6 +41,14 @@ class UsageLedger {
   std::map<std::string, std::int64_t> At(TimeMs now,
                                          const std::vector<UsageInterval>& running) const;
 
+  // The rule itself, for what advances decayed usage without a ledger (the
+  // scheduler's forecast, sched/forecast.h): what a value `age_ms` old is
+  // worth now (2^-(age / half-life)), and what `mgpu` held over [start, end]
+  // is worth at `now`, in milli-GPU-seconds.
+  static double Decay(std::int64_t age_ms, std::int64_t half_life_ms);
+  static double HeldWorth(std::int64_t mgpu, TimeMs start_ms, TimeMs end_ms, TimeMs now,
+                          std::int64_t half_life_ms);
+
  private:
   // Milli-GPU-seconds an interval is worth at `now`.
   double Worth(const UsageInterval& i, TimeMs now) const;

@@ -55,21 +55,11 @@ bool Cycle::MayMove(const JobCtx& ctx, std::size_t i) const {
 const JobCtx& Cycle::MoverCtx(std::size_t i) {
   if (auto it = movers_.find(i); it != movers_.end()) return it->second;
   const RunningJob& r = s_.running[i];
-  PendingJob& p = mover_jobs_.emplace_back();
-  p.id = r.id;
-  p.tenant = r.tenant;
-  p.queue = r.queue;
-  p.priority = r.priority;
-  p.submitted_at_ms = r.submitted_at_ms;
-  p.replicas = static_cast<std::uint32_t>(r.replicas.size());
-  p.resources = r.resources;
-  p.preemptible = r.preemptible;
-  p.node_selector = r.node_selector;
-  p.tolerations = r.tolerations;
-  p.pool = r.pool;
-  p.topology = r.topology;
-  p.max_runtime_ms = r.max_runtime_ms;
-  p.image = r.image;
+  // Placed again by its spec's constraints only: no prediction, and not as
+  // a service replica.
+  PendingJob& p = mover_jobs_.emplace_back(PendingJobOf(r));
+  p.predicted = {};
+  p.service.clear();
   return movers_.emplace(i, Resolve(p)).first->second;
 }
 

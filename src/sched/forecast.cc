@@ -1,7 +1,6 @@
 #include "sched/forecast.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <string>
 #include <unordered_set>
@@ -9,6 +8,7 @@
 #include <vector>
 
 #include "model/reason.h"
+#include "model/usage_ledger.h"
 #include "sched/runtime_estimate.h"
 
 namespace berth::sched {
@@ -19,7 +19,7 @@ constexpr TimeMs kForecastNever = std::numeric_limits<TimeMs>::max();
 // The forecast's own copy of the cluster and the jobs, advanced step by step.
 class Forward {
  public:
-  Forward(const Snapshot& s, const ForecastOptions& o) : f_(s), options_(o) {
+  Forward(Snapshot s, const ForecastOptions& o) : f_(std::move(s)), options_(o) {
     f_.memo.reset();  // a memo names runs of the real stream, not these
     recompute_demand_ = !f_.demand.empty();
     for (const auto& r : f_.running) {
@@ -116,49 +116,6 @@ class Forward {
     return sum;
   }
 
-  static RunningJob RunningOf(const PendingJob& p, const Placement& pl, TimeMs now) {
-    RunningJob r;
-    r.id = p.id;
-    r.tenant = p.tenant;
-    r.queue = p.queue;
-    r.priority = p.priority;
-    r.preemptible = p.preemptible;
-    r.started_at_ms = now;
-    r.resources = p.resources;
-    r.replicas = pl.replicas;
-    r.max_runtime_ms = p.max_runtime_ms;
-    r.submitted_at_ms = p.submitted_at_ms;
-    r.node_selector = p.node_selector;
-    r.tolerations = p.tolerations;
-    r.pool = p.pool;
-    r.topology = p.topology;
-    r.predicted = p.predicted;
-    r.service = p.service;
-    r.image = p.image;
-    return r;
-  }
-
-  static PendingJob PendingOf(const RunningJob& r) {
-    PendingJob p;
-    p.id = r.id;
-    p.tenant = r.tenant;
-    p.queue = r.queue;
-    p.priority = r.priority;
-    p.submitted_at_ms = r.submitted_at_ms;
-    p.replicas = static_cast<std::uint32_t>(std::max<std::size_t>(1, r.replicas.size()));
-    p.resources = r.resources;
-    p.preemptible = r.preemptible;
-    p.node_selector = r.node_selector;
-    p.tolerations = r.tolerations;
-    p.pool = r.pool;
-    p.topology = r.topology;
-    p.max_runtime_ms = r.max_runtime_ms;
-    p.predicted = r.predicted;
-    p.service = r.service;
-    p.image = r.image;
-    return p;
-  }
-
   // Carries out one forecast cycle's plan, as the control loop would.
   void Apply(const Plan& plan, Forecast& out) {
     const TimeMs now = f_.now_ms;
@@ -176,7 +133,7 @@ class Forward {
         }
         Hold(r.resources, r.replicas, false);
         ends_.erase(r.id);
-        f_.pending.push_back(PendingOf(r));
+        f_.pending.push_back(PendingJobOf(r));
       }
       f_.running = std::move(kept);
     }
@@ -202,7 +159,7 @@ class Forward {
           waiting.push_back(std::move(p));
           continue;
         }
-        RunningJob r = RunningOf(p, *it->second, now);
+        RunningJob r = RunningJobOf(p, it->second->replicas, now);
         Hold(r.resources, r.replicas, true);
         ends_[r.id] = EndOf(now, r.max_runtime_ms, r.predicted, true);
         if (out.start_ms.try_emplace(r.id, now).second) out.predicted[r.id] = predicted_so_far_;
@@ -245,16 +202,13 @@ class Forward {
   // Moves the forecast's clock to `t`: usage decays and grows with what
   // runs, and every run expected to end by then ends.
   void Advance(TimeMs t) {
-    const TimeMs dt = t - f_.now_ms;
-    const double half =
-        static_cast<double>(std::max<std::int64_t>(1, f_.policy.usage_half_life_ms));
-    const double keep = std::exp2(-static_cast<double>(dt) / half);
-    // Milli-GPU-seconds one milli-GPU held over the step is worth at its end.
-    const double held = half / 1000.0 / std::log(2.0) * (1.0 - keep);
+    const std::int64_t half = f_.policy.usage_half_life_ms;
+    const TimeMs from = f_.now_ms;
     std::unordered_map<std::string, double> add;
     for (const auto& r : f_.running) {
-      add[r.tenant + "/" + r.queue] += static_cast<double>(MgpuOf(r)) * held;
+      add[r.tenant + "/" + r.queue] += model::UsageLedger::HeldWorth(MgpuOf(r), from, t, t, half);
     }
+    const double keep = model::UsageLedger::Decay(t - from, half);
     for (auto& [queue, value] : f_.decayed_usage) {
       value = static_cast<std::int64_t>(static_cast<double>(value) * keep);
     }
@@ -292,9 +246,9 @@ class Forward {
 
 }  // namespace
 
-Forecast ForecastStarts(const Scheduler& scheduler, const Snapshot& snapshot,
+Forecast ForecastStarts(const Scheduler& scheduler, Snapshot snapshot,
                         const ForecastOptions& options, const Plan* first) {
-  Forward forward(snapshot, options);
+  Forward forward(std::move(snapshot), options);
   return forward.Run(scheduler, first);
 }
 

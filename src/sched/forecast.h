@@ -74,10 +74,11 @@ struct Forecast {
   TimeMs last_step_ms = 0;  // the time of the last cycle run
 };
 
-// Runs the forecast from `snapshot`. `first`, when given, is the plan the
-// scheduler already made of this very snapshot (the control loop's own
-// cycle): the forecast starts from it instead of scheduling it again.
-[[nodiscard]] Forecast ForecastStarts(const Scheduler& scheduler, const Snapshot& snapshot,
+// Runs the forecast from `snapshot` (its own copy: a caller done with the
+// snapshot moves it in). `first`, when given, is the plan the scheduler
+// already made of this very snapshot (the control loop's own cycle): the
+// forecast starts from it instead of scheduling it again.
+[[nodiscard]] Forecast ForecastStarts(const Scheduler& scheduler, Snapshot snapshot,
                                       const ForecastOptions& options = {},
                                       const Plan* first = nullptr);
 

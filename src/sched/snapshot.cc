@@ -4,6 +4,7 @@
 #include <map>
 #include <string_view>
 #include <tuple>
+#include <utility>
 
 namespace berth::sched {
 namespace {
@@ -101,6 +102,50 @@ std::vector<DemandShape> DemandOf(const std::vector<PendingJob>& pending,
     out.push_back({gpus, std::string(gpu_model), n, millis, bytes, cpu, memory});
   }
   return out;
+}
+
+PendingJob PendingJobOf(const RunningJob& r) {
+  PendingJob p;
+  p.id = r.id;
+  p.tenant = r.tenant;
+  p.queue = r.queue;
+  p.priority = r.priority;
+  p.submitted_at_ms = r.submitted_at_ms;
+  p.replicas = static_cast<std::uint32_t>(std::max<std::size_t>(1, r.replicas.size()));
+  p.resources = r.resources;
+  p.preemptible = r.preemptible;
+  p.node_selector = r.node_selector;
+  p.tolerations = r.tolerations;
+  p.pool = r.pool;
+  p.topology = r.topology;
+  p.max_runtime_ms = r.max_runtime_ms;
+  p.predicted = r.predicted;
+  p.service = r.service;
+  p.image = r.image;
+  return p;
+}
+
+RunningJob RunningJobOf(const PendingJob& p, std::vector<ReplicaPlacement> replicas,
+                        TimeMs started_at_ms) {
+  RunningJob r;
+  r.id = p.id;
+  r.tenant = p.tenant;
+  r.queue = p.queue;
+  r.priority = p.priority;
+  r.preemptible = p.preemptible;
+  r.started_at_ms = started_at_ms;
+  r.resources = p.resources;
+  r.replicas = std::move(replicas);
+  r.max_runtime_ms = p.max_runtime_ms;
+  r.submitted_at_ms = p.submitted_at_ms;
+  r.node_selector = p.node_selector;
+  r.tolerations = p.tolerations;
+  r.pool = p.pool;
+  r.topology = p.topology;
+  r.predicted = p.predicted;
+  r.service = p.service;
+  r.image = p.image;
+  return r;
 }
 
 }  // namespace berth::sched

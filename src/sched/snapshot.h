@@ -180,6 +180,14 @@ struct Snapshot {
   std::vector<DemandShape> demand{};
 };
 
+// A running job waiting again (evicted, or moved): every field it carries
+// over, and as many replicas as it ran.
+PendingJob PendingJobOf(const RunningJob& r);
+// A waiting job once placed on `replicas` at `started_at_ms` (never
+// checkpointed yet).
+RunningJob RunningJobOf(const PendingJob& p, std::vector<ReplicaPlacement> replicas,
+                        TimeMs started_at_ms);
+
 // A node of the inventory as the scheduler sees it when nothing runs there:
 // every GPU free, all its CPUs and memory free, GPUs sorted by index.
 NodeView NodeViewOf(const model::NodeInfo& info, bool ready);

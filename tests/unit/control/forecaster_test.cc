@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "sched/core_scheduler.h"
 
 namespace berth::server {
@@ -74,6 +76,29 @@ TEST(Forecaster, TakesAtMostOneSnapshotPerInterval) {
   f.Drain();
   EXPECT_EQ(f.Of(2)->made_at_ms, 61'000);
   EXPECT_EQ(f.Of(2)->start_ms, 61'000 + kHour);
+}
+
+TEST(Forecaster, ALargeSnapshotGetsFewerSchedulerRuns) {
+  // Three jobs of an hour wait in a chain behind the running one. With a
+  // budget of 8 job-cycles over 4 jobs the forecast makes 2 runs (now and
+  // 1h): only the first is foreseen, so a flood of waiting jobs bounds the
+  // forecast's cost instead of growing it.
+  const sched::CoreScheduler scheduler;
+  Forecaster f(scheduler, {.interval_ms = 60'000, .max_cycles = 128, .job_cycles = 8});
+  sched::Snapshot s = OneWaiting(1'000);
+  for (std::int64_t id : {3, 4}) {
+    sched::PendingJob p = s.pending.front();
+    p.id = id;
+    p.submitted_at_ms = id;
+    s.pending.push_back(p);
+  }
+  f.Offer(std::move(s));
+  f.Drain();
+  ASSERT_TRUE(f.Of(2).has_value());
+  EXPECT_EQ(f.Of(2)->start_ms, 1'000 + kHour);
+  EXPECT_EQ(f.Of(2)->cycles, 2U);
+  EXPECT_FALSE(f.Of(3).has_value());
+  EXPECT_FALSE(f.Of(4).has_value());
 }
 
 TEST(Forecaster, AnIntervalOfZeroMakesNone) {

@@ -309,6 +309,31 @@ TEST(Simulate, BerthLearnsRunTimesFromFinishedJobsNotFromTheJobItself) {
   EXPECT_EQ(predicted->jobs[5].first_start_ms, 550'000);
 }
 
+TEST(Simulate, TheForecastGivesAJobBehindItsHeadAStartAndDecidesNothing) {
+  // Jobs 2 and 3 wait behind job 1 for the whole node; every job declares
+  // its run time as its max runtime. The cycle's own estimate is the
+  // head's alone (job 3 hears only "not before job 2"); the forecast
+  // foresees both starts, and they are the starts that came.
+  auto nodes = UniformNodes(1, 8, "H100-80GB");
+  std::vector<SimJob> jobs{Job(1, 0, 100, 8), Job(2, 10, 100, 8), Job(3, 10, 100, 8)};
+  for (auto& j : jobs) j.max_runtime_ms = j.duration_ms;
+  sched::CoreScheduler core;
+  SimOptions options;
+  auto plain = Simulate(nodes, jobs, model::DefaultPolicy(), core, options);
+  options.eta_forecast = true;
+  auto foreseen = Simulate(nodes, jobs, model::DefaultPolicy(), core, options);
+  ASSERT_TRUE(plain && foreseen);
+  // Without it, job 3 hears an estimate only once it is the head, at 100 s.
+  EXPECT_EQ(plain->jobs[2].first_eta_given_ms, 100'000);
+  for (std::size_t i : {1U, 2U}) {
+    EXPECT_EQ(foreseen->jobs[i].first_eta_given_ms, 10'000) << i;
+    EXPECT_EQ(foreseen->jobs[i].first_eta_ms, *foreseen->jobs[i].first_start_ms) << i;
+    EXPECT_EQ(foreseen->jobs[i].first_start_ms, plain->jobs[i].first_start_ms) << i;
+  }
+  EXPECT_EQ(foreseen->jobs[2].first_start_ms, 200'000);
+  EXPECT_GT(foreseen->forecasts, 0);
+}
+
 TEST(Baselines, TheSjfOracleRunsTheShortestWaitingJobFirst) {
   auto nodes = UniformNodes(1, 8, "H100-80GB");
   // Job 1 holds the node; 2 (long) and 3 (short) wait for it.
