@@ -17,6 +17,7 @@ Forecaster::~Forecaster() {
     std::lock_guard lock(mu_);
     stop_ = true;
   }
+  cancel_.store(true, std::memory_order_relaxed);
   cv_.notify_all();
   if (worker_.joinable()) worker_.join();
 }
@@ -73,6 +74,7 @@ void Forecaster::Loop() {
     sched::ForecastOptions o;
     o.max_cycles = std::clamp<std::size_t>(options_.job_cycles / jobs, 2,
                                            std::max<std::size_t>(2, options_.max_cycles));
+    o.cancel = &cancel_;
     // Only the jobs that wait now: one placed by the forecast's first cycle
     // is the pass's own placement, not a forecast.
     const TimeMs now = snap.now_ms;
@@ -85,6 +87,7 @@ void Forecaster::Loop() {
     const sched::Forecast f = sched::ForecastStarts(scheduler_, std::move(snap), o);
     const auto cost = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - began);
+    if (f.end == sched::ForecastEnd::kCancelled) return;  // shutting down: partial starts
     auto made = std::make_shared<Made>();
     made->at_ms = now;
     made->cycles = f.cycles;

@@ -4,6 +4,7 @@
 // the latest: a forecast is a view, never stored, and never a decision.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -74,6 +75,9 @@ class Forecaster {
   std::optional<sched::Snapshot> next_;  // offered, not yet taken
   bool busy_ = false;                    // one is being made
   bool stop_ = false;
+  // Set with stop_: a forecast being made ends at its next step, so
+  // shutdown does not wait for a whole one (seconds at 10,000 nodes).
+  std::atomic<bool> cancel_{false};
   bool offered_ = false;  // any snapshot taken yet
   TimeMs last_offer_ms_ = 0;
   TimeMs last_cost_ms_ = 0;  // how long the last forecast took (steady clock)

@@ -43,6 +43,10 @@ class Forward {
         out.end = ForecastEnd::kCycleLimit;
         break;
       }
+      if (options_.cancel != nullptr && options_.cancel->load(std::memory_order_relaxed)) {
+        out.end = ForecastEnd::kCancelled;
+        break;
+      }
       const TimeMs next = NextStep();
       if (next == kForecastNever) {
         out.end = ForecastEnd::kNoKnownEnd;

@@ -18,6 +18,7 @@
 // forecast.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <unordered_map>
 #include <vector>
@@ -52,6 +53,9 @@ struct ForecastOptions {
   // its now, ascending; ids no real job has): each joins the waiting jobs
   // at the first step at or after its arrival. Empty: no arrivals foreseen.
   std::vector<PendingJob> arrivals{};
+  // Set by another thread to stop the forecast at its next step (berthd
+  // shutting down): a forecast at 10,000 nodes runs for seconds.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 // Why the forecast stopped before every job had a start.
@@ -60,6 +64,7 @@ enum class ForecastEnd : std::uint8_t {
   kNoKnownEnd = 1,  // nothing running has an expected end: nothing frees
   kCycleLimit = 2,  // max_cycles reached
   kHorizon = 3,     // the next step is past the horizon
+  kCancelled = 4,   // ForecastOptions::cancel was set: the starts are partial
 };
 
 struct Forecast {

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include "sched/core_scheduler.h"
 
 namespace berth::sched {
@@ -118,6 +120,23 @@ TEST(Forecast, StopsAtItsCycleLimitAndItsHorizon) {
   EXPECT_EQ(near.end, ForecastEnd::kHorizon);
   EXPECT_TRUE(near.start_ms.contains(2));
   EXPECT_FALSE(near.start_ms.contains(3));
+}
+
+TEST(Forecast, ACancelledForecastStopsAtItsNextStep) {
+  // berthd's shutdown sets the flag while a forecast runs: the forecast
+  // ends at its next step, whatever is left of its budget. Set from the
+  // start, only the first scheduler run is made.
+  Snapshot s = Busy(kTwoTenants);
+  s.pending = {Waiting(2, "x", 4, kHour), Waiting(3, "x", 4, kHour)};
+  const std::atomic<bool> cancel{true};
+  const Forecast f = ForecastStarts(CoreScheduler(), s, {.cancel = &cancel});
+  EXPECT_EQ(f.end, ForecastEnd::kCancelled);
+  EXPECT_EQ(f.cycles, 1U);
+  EXPECT_TRUE(f.start_ms.empty());
+  const std::atomic<bool> go_on{false};
+  const Forecast whole = ForecastStarts(CoreScheduler(), s, {.cancel = &go_on});
+  EXPECT_EQ(whole.end, ForecastEnd::kAllStarted);
+  EXPECT_EQ(whole.start_ms.at(3), 2 * kHour);
 }
 
 TEST(Forecast, StartsFromThePlanItIsGiven) {
