@@ -234,7 +234,7 @@ Status CordonTarget(ApiClient& api, const std::string& action, const std::string
   if (output.format == OutputFormat::kJson) {
     PrintJson(output, *r);
   } else if (action == "uncordon") {
-    output.out << (r->value("uncordoned", false)
+    output.out << (Bool(*r, "uncordoned")
                        ? fmt::format("{} uncordoned: new work may be placed there\n", target)
                        : fmt::format("{} was not cordoned; nothing changed\n", target));
   } else if (action == "drain") {

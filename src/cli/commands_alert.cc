@@ -23,7 +23,7 @@ void PrintOrJson(const Output& output, const json& r, const std::string& human) 
 }
 
 std::string RenderRules(const json& r) {
-  std::string out = r.value("default", false)
+  std::string out = Bool(r, "default")
                         ? "Alert rules: the defaults (none applied; berth alert rules apply FILE)\n"
                         : fmt::format("Alert rules v{} applied by {}\n", IntText(r, "version"),
                                       Text(r, "applied_by"));
@@ -40,7 +40,7 @@ std::string RenderRules(const json& r) {
                            FormatDurationMs(rule.value("window_ms", 0)));
     }
     rules.AddRow({Text(rule, "name"), Text(rule, "kind"), Text(rule, "severity"),
-                  rule.value("enabled", false) ? "yes" : "no", params.empty() ? "-" : params,
+                  Bool(rule, "enabled") ? "yes" : "no", params.empty() ? "-" : params,
                   Join(rule.value("sinks", json::array()), ",")});
   }
   out += rules.Render();
@@ -48,12 +48,11 @@ std::string RenderRules(const json& r) {
   if (!sinks.empty()) {
     Table t({"SINK", "URL", "TIMEOUT", "TOKEN"});
     for (const auto& s : sinks) {
-      t.AddRow(
-          {Text(s, "name"), Text(s, "url"), FormatDurationMs(s.value("timeout_ms", 0)),
-           Text(s, "secret_file").empty() || Text(s, "secret_file") == "-"
-               ? "-"
-               : fmt::format("{} from {}{}", Text(s, "header"), Text(s, "secret_file"),
-                             s.value("send_secret_over_http", false) ? " (in the clear)" : "")});
+      t.AddRow({Text(s, "name"), Text(s, "url"), FormatDurationMs(s.value("timeout_ms", 0)),
+                Text(s, "secret_file").empty() || Text(s, "secret_file") == "-"
+                    ? "-"
+                    : fmt::format("{} from {}{}", Text(s, "header"), Text(s, "secret_file"),
+                                  Bool(s, "send_secret_over_http") ? " (in the clear)" : "")});
     }
     out += "\n" + t.Render();
   }

@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/json_view.h"
 #include "cli/table.h"
 #include "common/text_escape.h"
 #include "common/units.h"
@@ -161,7 +162,7 @@ Status VerifyAudit(ApiClient& api, const Output& output) {
   auto response = api.Get("/v1/audit/verify");
   if (!response) return std::unexpected(response.error());
   const json& v = *response;
-  const bool ok = v.value("ok", false);
+  const bool ok = Bool(v, "ok");
   if (output.format == OutputFormat::kJson) {
     output.out << v.dump(2) << '\n';
   } else if (ok) {

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/json_view.h"
 #include "cli/table.h"
 #include "common/units.h"
 
@@ -37,10 +38,10 @@ std::string Roles(const json& tenants) {
 void PrintIdentity(const Output& out, const json& id) {
   if (out.format == OutputFormat::kJson) return PrintJson(out, id);
   out.out << fmt::format("{} ({}{}){}\n  tenants: {}\n", Str(id, "name"), Str(id, "kind"),
-                         id.value("platform_admin", false)   ? ", platform-admin"
-                         : id.value("metrics_reader", false) ? ", metrics-reader"
-                                                             : "",
-                         id.value("disabled", false) ? " [disabled]" : "", Roles(id["tenants"]));
+                         Bool(id, "platform_admin")   ? ", platform-admin"
+                         : Bool(id, "metrics_reader") ? ", metrics-reader"
+                                                      : "",
+                         Bool(id, "disabled") ? " [disabled]" : "", Roles(id["tenants"]));
 }
 
 }  // namespace
@@ -103,7 +104,7 @@ Status Login(ApiClient& api, const std::filesystem::path& config_path, CliConfig
   if (out.format == OutputFormat::kJson) return PrintJson(out, *me), Status{};
   out.out << fmt::format("logged in to {} as {}{}; tenants: {}\nsaved to {} (mode 0600)\n",
                          api.url().text, Str(*me, "name"),
-                         me->value("platform_admin", false) ? " (platform-admin)" : "",
+                         Bool(*me, "platform_admin") ? " (platform-admin)" : "",
                          Roles((*me)["tenants"]), config_path.string());
   return {};
 }
@@ -128,8 +129,8 @@ Status ListIdentities(ApiClient& api, std::uint64_t limit, const Output& out) {
   if (out.format == OutputFormat::kJson) return PrintJson(out, r), Status{};
   Table t({"NAME", "KIND", "PLATFORM-ADMIN", "TENANTS", "STATE", "CREATED BY"});
   for (const auto& id : r["identities"]) {
-    t.AddRow({Str(id, "name"), Str(id, "kind"), id.value("platform_admin", false) ? "yes" : "no",
-              Roles(id["tenants"]), id.value("disabled", false) ? "disabled" : "active",
+    t.AddRow({Str(id, "name"), Str(id, "kind"), Bool(id, "platform_admin") ? "yes" : "no",
+              Roles(id["tenants"]), Bool(id, "disabled") ? "disabled" : "active",
               Str(id, "created_by")});
   }
   out.out << t.Render();
@@ -168,7 +169,7 @@ Status ListMembers(ApiClient& api, const std::string& tenant, const Output& out)
   Table t({"IDENTITY", "KIND", "ROLE", "STATE"});
   for (const auto& m : (*r)["members"]) {
     t.AddRow({Str(m, "identity"), Str(m, "kind"), Str(m, "role"),
-              m.value("disabled", false) ? "disabled" : "active"});
+              Bool(m, "disabled") ? "disabled" : "active"});
   }
   out.out << t.Render();
   return {};

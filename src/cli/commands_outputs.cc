@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/json_view.h"
 #include "cli/table.h"
 
 namespace berth::cli {
@@ -102,7 +103,7 @@ Status CopyTree(ApiClient& api, std::uint64_t id, const OutputSource& src, const
     return Fail(Code::kFailedPrecondition,
                 fmt::format("cannot create {}: {}", dest.string(), ec.message()));
   }
-  if (listing->value("truncated", false)) {
+  if (Bool(*listing, "truncated")) {
     totals.skipped.push_back(fmt::format("{}: more entries than one listing holds; the rest",
                                          path.empty() ? "." : path));
   }
@@ -144,7 +145,7 @@ std::string RenderListing(const json& r, TimeMs now) {
   }
   if (table.empty()) return out + "(empty)\n";
   out += table.Render();
-  if (r.value("truncated", false)) out += "(more entries than one listing holds)\n";
+  if (Bool(r, "truncated")) out += "(more entries than one listing holds)\n";
   return out;
 }
 

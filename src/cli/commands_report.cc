@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/json_view.h"
 #include "common/text_escape.h"
 #include "model/reason.h"
 
@@ -134,7 +135,7 @@ std::vector<Section> Sections(const json& r) {
     if (name == "Cost") name += " (" + currency + ")";
     summary.rows.push_back({name, cells[i]});
   }
-  if (!r.value("measured", false)) {
+  if (!Bool(r, "measured")) {
     summary.note = "GPU and memory utilization are not measured: this berthd has no GPU telemetry.";
   }
   out.push_back(std::move(summary));

@@ -15,6 +15,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/json_view.h"
 #include "cli/table.h"
 
 namespace berth::cli {
@@ -86,7 +87,7 @@ std::string RenderStatus(const json& doc, std::int64_t now_ms) {
   }
   Table table({"SERVER", "ROLE", "TERM", "LEASE SEEN", "LEASE LEFT", "NOTE"});
   for (const auto& s : doc.at("servers")) {
-    if (!s.value("reachable", false)) {
+    if (!Bool(s, "reachable")) {
       table.AddRow({s.value("server", ""), "-", "-", "-", "-",
                     Truncate(OneLine("unreachable: " + s.value("error", "")), 100)});
       continue;

@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/json_view.h"
 #include "cli/table.h"
 #include "common/text_escape.h"
 #include "model/policy.h"
@@ -49,7 +50,7 @@ std::string RenderUsage(const json& r) {
     headers.push_back(h);
   }
   const std::string currency = r.value("currency", "USD");
-  const bool measured = r.value("telemetry", false);
+  const bool measured = Bool(r, "telemetry");
   for (const char* h : {"GPU-HOURS", "USED", "IDLE"}) headers.emplace_back(h);
   headers.push_back("COST (" + currency + ")");
   headers.emplace_back("IDLE COST");
@@ -238,7 +239,7 @@ Status ListBudgets(ApiClient& api, const Output& output) {
     t.AddRow({Str(b, "tenant"), Str(b, "month"), Str(b, "used"), Str(b, "limit"), unit,
               fmt::format("{}", fmt::join(b.value("alerts", std::vector<int>{}), ",")),
               fmt::format("{}", fmt::join(b.value("crossed", std::vector<int>{}), ",")),
-              b.value("enforce", false) ? "yes" : "no", b.value("over", false) ? "yes" : "no"});
+              Bool(b, "enforce") ? "yes" : "no", Bool(b, "over") ? "yes" : "no"});
   }
   if (t.empty()) {
     output.out << "No budgets. Set one with `berth budget set TENANT --gpu-hours N`.\n";

@@ -43,6 +43,11 @@ std::string Join(const json& array, std::string_view sep) {
   return out;
 }
 
+bool Bool(const json& obj, std::string_view path, bool fallback) {
+  const json* value = Field(obj, path);
+  return value != nullptr && value->is_boolean() ? value->get<bool>() : fallback;
+}
+
 std::optional<std::int64_t> Int(const json& obj, std::string_view path) {
   const json* value = Field(obj, path);
   if (value == nullptr) return std::nullopt;

@@ -19,6 +19,10 @@ const nlohmann::json* Field(const nlohmann::json& obj, std::string_view path);
 // Strings as they are, numbers and booleans printed, anything else "-".
 std::string Text(const nlohmann::json& obj, std::string_view path);
 
+// A boolean value; `fallback` when it is absent, null or not a boolean (a
+// server that sends "yes" is not taken at its word, nor thrown on).
+bool Bool(const nlohmann::json& obj, std::string_view path, bool fallback = false);
+
 // An integer value; floats with an integral value count, others do not.
 std::optional<std::int64_t> Int(const nlohmann::json& obj, std::string_view path);
 

@@ -369,7 +369,7 @@ std::vector<std::string> BurstSampleCells(const json& s) {
       states += fmt::format("{}{} {}", states.empty() ? "" : ", ", ValueText(n), state);
     }
   }
-  if (!s.value("settled", true)) states += " (not all settled)";
+  if (!Bool(s, "settled", true)) states += " (not all settled)";
   std::string reasons;
   if (const json* rs = Field(*fig, "reasons"); rs != nullptr && rs->is_object()) {
     for (const auto& [code, n] : rs->items()) {

@@ -197,7 +197,7 @@ json CleanUpRun(ApiClient& admin, const RunLeftovers& what, const CleanupClock& 
 Result<RunLeftovers> FindLeftovers(ApiClient& admin, const std::string& run) {
   auto me = admin.Get("/v1/whoami");
   if (!me) return std::unexpected(me.error());
-  if (!me->value("platform_admin", false)) {
+  if (!Bool(*me, "platform_admin")) {
     return Fail(Code::kPermissionDenied,
                 fmt::format("berth poc cleanup needs a platform admin's token (it cancels jobs of "
                             "every tenant, disables identities and rolls the policy back); {} is "
@@ -237,7 +237,7 @@ Result<RunLeftovers> FindLeftovers(ApiClient& admin, const std::string& run) {
       if (revoked != nullptr && !revoked->is_null()) continue;
       left.tokens.emplace_back(Text(t, "id"), name);
     }
-    if (!id.value("disabled", false)) left.identities.push_back(name);
+    if (!Bool(id, "disabled")) left.identities.push_back(name);
   }
   auto budgets = admin.Get("/v1/budgets");
   if (!budgets) return std::unexpected(budgets.error());

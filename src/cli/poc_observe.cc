@@ -72,13 +72,12 @@ json ObserveRow(const ObserveSource& src, const ObserveMeta& meta, std::set<std:
   // A tenant absent from the report had nothing in the window: no job, no
   // usage record, no intervention. Its counts are zero; its averages are
   // undefined.
-  const json none =
-      json{{"jobs_submitted", 0},
-           {"jobs_failed", 0},
-           {"interventions", 0},
-           {"cost_micros", 0},
-           {"wait", {{"started", 0}}},
-           {"measured", ops.value("measured", false) ? json::object() : json(nullptr)}};
+  const json none = json{{"jobs_submitted", 0},
+                         {"jobs_failed", 0},
+                         {"interventions", 0},
+                         {"cost_micros", 0},
+                         {"wait", {{"started", 0}}},
+                         {"measured", Bool(ops, "measured") ? json::object() : json(nullptr)}};
   const json& f = found != nullptr ? *found : none;
   if (found == nullptr) {
     notes.insert(
@@ -185,7 +184,7 @@ const std::vector<std::string> kObserveHeaders = {
 std::vector<std::string> ObserveCells(const json& row) {
   const json& cost = row.value("cost_micros", json());
   std::string day = Text(row, "day");
-  if (row.value("partial", false)) day += " (to now)";
+  if (Bool(row, "partial")) day += " (to now)";
   return {day,
           ObserveCount(row.value("jobs", json())),
           ObserveCount(row.value("failed_jobs", json())),
@@ -231,8 +230,8 @@ std::string ObserveIntro(const json& o) {
       IntText(o, "days"), Text(o, "server"), Text(o, "caller"),
       Field(o, "tenant") != nullptr && Field(o, "tenant")->is_string()
           ? "tenant " + Text(o, "tenant")
-          : (o.value("platform_admin", false) ? "every tenant and the fleet"
-                                              : "the tenants it is a member of"),
+          : (Bool(o, "platform_admin") ? "every tenant and the fleet"
+                                       : "the tenants it is a member of"),
       FormatUtc(Int(o, "generated_ms").value_or(0)), Text(o, "currency"));
 }
 

@@ -425,7 +425,7 @@ std::string RenderMarkdown(const json& report) {
     if (!rows.empty()) PocMdTable(out, kPocSampleHeaders, rows);
     std::vector<std::vector<std::string>> steps;
     for (const auto& s : Array(c, "steps")) {
-      steps.push_back({Text(s, "step"), Text(s, "kind"), s.value("ok", false) ? "ok" : "FAILED",
+      steps.push_back({Text(s, "step"), Text(s, "kind"), Bool(s, "ok") ? "ok" : "FAILED",
                        Text(s, "expected"), Text(s, "actual")});
     }
     if (!steps.empty()) PocMdTable(out, {"step", "kind", "", "expected", "actual"}, steps);
@@ -566,7 +566,7 @@ std::string RenderHtml(const json& report) {
     if (!rows.empty()) PocHtmlTable(out, kPocSampleHeaders, rows);
     std::vector<std::vector<std::string>> steps;
     for (const auto& s : Array(c, "steps")) {
-      steps.push_back({Text(s, "step"), Text(s, "kind"), s.value("ok", false) ? "ok" : "FAILED",
+      steps.push_back({Text(s, "step"), Text(s, "kind"), Bool(s, "ok") ? "ok" : "FAILED",
                        Text(s, "expected"), Text(s, "actual")});
     }
     if (!steps.empty()) PocHtmlTable(out, {"step", "kind", "", "expected", "actual"}, steps);

@@ -122,7 +122,7 @@ std::optional<std::size_t> PocLeaderOf(const std::vector<PocHealth>& seen) {
 Status PocRunner::Preflight() {
   auto me = admin_.Get("/v1/whoami");
   if (!me) return std::unexpected(me.error());
-  if (!me->value("platform_admin", false)) {
+  if (!Bool(*me, "platform_admin")) {
     return Fail(Code::kPermissionDenied,
                 fmt::format("berth poc run needs a platform admin's token (it sets up tenants, "
                             "identities and a policy version); {} is not one: berth login as a "
@@ -307,7 +307,7 @@ std::vector<std::string> PocRunner::Unmet(const Case& c) {
     if (rules) {
       for (const auto& sink : Array(*rules, "sinks")) sinks.insert(Text(sink, "name"));
       for (const auto& rule : Array(*rules, "rules")) {
-        if (Text(rule, "kind") != p.alert_sink || !rule.value("enabled", false)) continue;
+        if (Text(rule, "kind") != p.alert_sink || !Bool(rule, "enabled")) continue;
         for (const auto& sink : Array(rule, "sinks")) {
           routed = routed || (sink.is_string() && sinks.contains(sink.get<std::string>()));
         }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "cli/json_view.h"
 #include "cli/poc_cleanup.h"
 #include "cli/poc_http.h"
 #include "cli/poc_load.h"
@@ -23,7 +24,7 @@ std::string PocRunner::ReadGateway() {
            "HOST:PORT; HAProxy must be installed)";
   }
   gateway_url_ = Text(*gw, "url");
-  if (!gw->value("up", false)) {
+  if (!Bool(*gw, "up")) {
     return fmt::format(
         "GET /v1/services shows the gateway at {} down (its last sync failed; berthd's log says "
         "why)",

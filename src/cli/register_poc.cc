@@ -258,7 +258,7 @@ Status PocObserve(PocFlags& f, ApiClient& api, const Output& out) {
   poc::ObserveMeta meta;
   meta.server = api.url().text;
   meta.caller = Text(*me, "name");
-  meta.platform_admin = me->value("platform_admin", false);
+  meta.platform_admin = Bool(*me, "platform_admin");
   meta.tenant = f.tenant;
   meta.generated_ms = out.clock.NowMs();
   if (!f.tenant.empty() && !meta.platform_admin) {

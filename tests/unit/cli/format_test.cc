@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "cli/json_view.h"
 #include "cli/table.h"
 
 namespace berth::cli {
@@ -22,6 +25,20 @@ TEST(FormatAge, CoarsensAsItGrows) {
 
 TEST(FormatAge, ClockSkewIsZeroNotNegative) {
   EXPECT_EQ(FormatAge(-5'000), "0s");
+}
+
+TEST(JsonView, ABooleanIsReadOnlyWhenItIsOne) {
+  const auto doc = nlohmann::json::parse(
+      R"({"on": true, "off": false, "null": null, "word": "yes", "one": 1, "s": {"up": true}})");
+  EXPECT_TRUE(Bool(doc, "on"));
+  EXPECT_FALSE(Bool(doc, "off", true));
+  EXPECT_TRUE(Bool(doc, "s.up"));
+  // Absent, null or not a boolean: the fallback, never a throw.
+  for (const char* key : {"missing", "null", "word", "one", "s.down", "on.deeper"}) {
+    EXPECT_FALSE(Bool(doc, key)) << key;
+    EXPECT_TRUE(Bool(doc, key, true)) << key;
+  }
+  EXPECT_TRUE(Bool(nlohmann::json::array(), "on", true));
 }
 
 TEST(AgeSince, UnknownStartIsDash) {
